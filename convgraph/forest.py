@@ -1,0 +1,291 @@
+"""From source rows to conversation trees: the `Forest` and one-tree loading.
+
+Two ways through, one answer. A command about one conversation calls
+`load_tree`: it reads that conversation's rows only, checks their links in
+plain Python and builds one networkx DiGraph, without importing pandas. Work on
+the whole file builds a `Forest`: every node in one pandas table, its links
+checked with vectorized operations (numpy pointer jumping, not a walk per
+node), and a DiGraph built per conversation only when asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from convgraph.errors import UnknownConversation
+from convgraph.integrity import (
+    CROSS_CONVERSATION,
+    MISSING_PARENT,
+    SELF_PARENT,
+    Problem,
+    break_cycles,
+    check_links,
+    link_problem,
+)
+from convgraph.sources import NODE_ATTRIBUTES, LogDatabase, TreeRecords, open_logs
+
+if TYPE_CHECKING:
+    import networkx as nx
+    import numpy as np
+    import pandas as pd
+
+INTEGER_ATTRIBUTES = ("input_tokens", "output_tokens", "duration_ms")
+
+
+def build_graph(
+    tree_id: str,
+    name: str | None,
+    records: list[dict[str, Any]],
+    parents: dict[str, str | None],
+) -> nx.DiGraph:
+    """One conversation's DiGraph from its records (in log order) and checked
+    parents. Nodes go in in log order, so successors come out in log order."""
+    import networkx as nx
+
+    graph = nx.DiGraph(conversation_id=tree_id, name=name)
+    for record in records:
+        graph.add_node(record["id"], **{key: record[key] for key in NODE_ATTRIBUTES})
+    graph.add_edges_from(
+        (parent, record["id"])
+        for record in records
+        if (parent := parents[record["id"]]) is not None
+    )
+    return graph
+
+
+def read_tree(logs: LogDatabase, tree_id: str) -> tuple[nx.DiGraph, list[Problem]]:
+    """One tree's graph and the problems of its links, reading only that tree."""
+    tree: TreeRecords = logs.read_tree(tree_id)
+    if not tree.records:
+        raise UnknownConversation(tree_id)
+    ids = {record["id"] for record in tree.records}
+    outside = [
+        record["parent_id"]
+        for record in tree.records
+        if record["parent_id"] is not None and record["parent_id"] not in ids
+    ]
+    outsiders = (
+        logs.legacy.conversation_of_ids(outside) if outside and logs.legacy else {}
+    )
+    parents, problems = check_links(tree.records, outsiders)
+    return build_graph(tree.tree_id, tree.name, tree.records, parents), problems
+
+
+def load_tree(
+    conversation_id: str, db: str | os.PathLike[str] | LogDatabase | None = None
+) -> nx.DiGraph:
+    """The conversation tree that `conversation_id` names, as a DiGraph.
+
+    Parameters
+    ----------
+    conversation_id
+        A legacy conversation id, or any thread id of a message-store tree.
+    db
+        A path to a `logs.db`, an open `LogDatabase`, or None for llm's own.
+
+    Raises
+    ------
+    UnknownConversation, DatabaseError
+    """
+    with _opened(db) as logs:
+        return read_tree(logs, logs.tree_id_of_conversation(conversation_id))[0]
+
+
+def load_tree_of_node(
+    node_id: str, db: str | os.PathLike[str] | LogDatabase | None = None
+) -> nx.DiGraph:
+    """The conversation tree that holds `node_id` (a response or turn id)."""
+    with _opened(db) as logs:
+        return read_tree(logs, logs.tree_id_of_node(node_id))[0]
+
+
+class _opened:
+    """Use an open LogDatabase as it is, or open a path and close it after."""
+
+    def __init__(self, db: str | os.PathLike[str] | LogDatabase | None):
+        self.given = db if isinstance(db, LogDatabase) else None
+        self.path = None if isinstance(db, LogDatabase) else db
+
+    def __enter__(self) -> LogDatabase:
+        self.logs = self.given or open_logs(self.path)
+        return self.logs
+
+    def __exit__(self, *exc: object) -> None:
+        if self.given is None:
+            self.logs.close()
+
+
+class Forest:
+    """Every conversation tree of a database, as tables.
+
+    Attributes
+    ----------
+    nodes : pandas.DataFrame
+        One row per node in log order: `id`, `tree_id`, `parent_id` (checked:
+        NA for roots and for nodes whose stored link was broken), and the node
+        attributes of DESIGN.md.
+    names : dict
+        Each tree's name (None where it has none).
+    problems : list of Problem
+        The broken links that were dropped.
+    """
+
+    def __init__(self, nodes: pd.DataFrame, names: dict[str, Any]):
+        self.nodes, self.problems = _checked(nodes)
+        self.names = names
+        self._rows_by_tree: dict[Any, np.ndarray] | None = None
+
+    @classmethod
+    def read(
+        cls, db: str | os.PathLike[str] | LogDatabase | None = None, text: bool = True
+    ) -> Forest:
+        """Read every node of a database (`text=False`: without the texts)."""
+        with _opened(db) as logs:
+            nodes, names = logs.read_forest(text=text)
+        return cls(nodes, names)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Forest: {len(self.nodes)} nodes in {len(self.tree_ids)} conversations,"
+            f" {len(self.problems)} problems>"
+        )
+
+    @property
+    def tree_ids(self) -> list[str]:
+        """The trees' ids, in the order of their first node."""
+        return list(self.nodes["tree_id"].drop_duplicates())
+
+    @property
+    def edges(self) -> pd.DataFrame:
+        """One row per checked link: `parent`, `child`, `tree_id`."""
+        linked = self.nodes[self.nodes["parent_id"].notna()]
+        return (
+            linked[["parent_id", "id", "tree_id"]]
+            .rename(columns={"parent_id": "parent", "id": "child"})
+            .reset_index(drop=True)
+        )
+
+    def tree(self, tree_id: str) -> nx.DiGraph:
+        """The DiGraph of one conversation tree, built from the table."""
+        if self._rows_by_tree is None:
+            self._rows_by_tree = self.nodes.groupby("tree_id", sort=False).indices
+        if tree_id not in self._rows_by_tree:
+            raise UnknownConversation(tree_id)
+        rows = self.nodes.iloc[self._rows_by_tree[tree_id]]
+        records = [_plain(record) for record in rows.to_dict("records")]
+        parents = {record["id"]: record["parent_id"] for record in records}
+        return build_graph(tree_id, self.names.get(tree_id), records, parents)
+
+    def trees(self) -> Iterator[nx.DiGraph]:
+        """Every tree's DiGraph, one at a time."""
+        for tree_id in self.tree_ids:
+            yield self.tree(tree_id)
+
+
+def _plain(record: dict[str, Any]) -> dict[str, Any]:
+    """NaN and NA as None, numpy integers as int: the node contract's types."""
+    import pandas as pd
+
+    for key, value in record.items():
+        if value is None:
+            continue
+        if pd.isna(value):
+            record[key] = None
+        elif key in INTEGER_ATTRIBUTES:
+            record[key] = int(value)
+    return record
+
+
+def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, list[Problem]]:
+    """Drop the broken parent links of the whole table, vectorized."""
+    import numpy as np
+    import pandas as pd
+
+    nodes = nodes.reset_index(drop=True)
+    for column in INTEGER_ATTRIBUTES:
+        nodes[column] = pd.array(nodes[column], dtype="Int64")
+    ids = pd.Index(nodes["id"])
+    has_parent = nodes["parent_id"].notna().to_numpy()
+    parent_index = ids.get_indexer(nodes["parent_id"].where(has_parent, None))
+    own_index = np.arange(len(nodes))
+    tree = nodes["tree_id"].to_numpy()
+
+    self_parent = has_parent & (parent_index == own_index)
+    missing = has_parent & (parent_index < 0)
+    safe_index = np.where(parent_index < 0, own_index, parent_index)
+    cross = has_parent & ~missing & (tree[safe_index] != tree)
+    broken = self_parent | missing | cross
+
+    problems = []
+    if broken.any():
+        tree_of_id = dict(zip(nodes["id"], nodes["tree_id"], strict=True))
+        kinds = np.select(
+            [self_parent, missing], [SELF_PARENT, MISSING_PARENT], CROSS_CONVERSATION
+        )
+        for row in np.flatnonzero(broken):
+            parent = nodes.at[row, "parent_id"]
+            problems.append(
+                link_problem(
+                    str(kinds[row]),
+                    nodes.at[row, "id"],
+                    parent,
+                    nodes.at[row, "conversation_id"],
+                    str(tree_of_id.get(parent, "")),
+                )
+            )
+    parent_index = np.where(broken | ~has_parent, -1, parent_index)
+
+    on_cycles = ~reaches_root(parent_index)
+    if on_cycles.any():
+        rows = np.flatnonzero(on_cycles)
+        node_ids = nodes["id"].to_numpy()
+        parents = {node_ids[row]: node_ids[parent_index[row]] for row in rows}
+        conversation_of = dict(
+            zip(node_ids[rows], nodes["conversation_id"].to_numpy()[rows], strict=True)
+        )
+        cycle_problems = break_cycles(parents, list(parents), conversation_of)
+        problems.extend(cycle_problems)
+        for problem in cycle_problems:
+            parent_index[ids.get_loc(problem.node_id)] = -1
+
+    node_ids = nodes["id"].to_numpy()
+    nodes["parent_id"] = pd.Series(
+        np.where(parent_index >= 0, node_ids[np.maximum(parent_index, 0)], None),
+        dtype=object,
+    )
+    return nodes, problems
+
+
+def root_pointers(parent_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's root and depth, by pointer jumping (Wyllie's list ranking).
+
+    `parent_index[i]` is the row of i's parent, or -1 for a root. Every round
+    doubles how far each pointer reaches, so a chain of length L takes
+    log2(L) vectorized rounds: a 100,000-deep chain is 17 rounds, and no
+    Python loop per node. Nodes whose parents go round a cycle never reach a
+    root: their pointer is not a root when the rounds run out.
+    """
+    import numpy as np
+
+    count = len(parent_index)
+    pointer = np.where(parent_index >= 0, parent_index, np.arange(count))
+    distance = (parent_index >= 0).astype(np.int64)
+    for _ in range(max(1, math.ceil(math.log2(max(count, 2)))) + 1):
+        ahead = pointer[pointer]
+        if np.array_equal(ahead, pointer):
+            break
+        distance = distance + distance[pointer]
+        pointer = ahead
+    return pointer, distance
+
+
+def reaches_root(parent_index: np.ndarray) -> np.ndarray:
+    """Which nodes have a root above them (the others hang off a cycle)."""
+    pointer, _ = root_pointers(parent_index)
+    return parent_index[pointer] < 0 if len(pointer) else pointer.astype(bool)

@@ -1,0 +1,291 @@
+"""Open an llm database read-only and find out which generations it holds.
+
+`open_logs` is the one way in: it opens the file read-only, looks at which of
+llm's tables are there, and returns a `LogDatabase` that answers in the node
+contract of DESIGN.md whatever the storage format. Each format has its own
+reader module; a database upgraded from legacy llm to the message store holds
+both, and a record present in both (same id) is read once, from the turns.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
+from convgraph.sources import legacy, message_store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The node attributes of DESIGN.md's contract, in the order tables show them.
+NODE_ATTRIBUTES = (
+    "conversation_id",
+    "prompt",
+    "system",
+    "response",
+    "model",
+    "datetime_utc",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
+    "source",
+)
+
+#: How long a read waits for a writer (llm logging a response) to finish.
+BUSY_TIMEOUT_SECONDS = 5.0
+
+
+def default_database_path() -> Path:
+    """The `logs.db` that llm itself uses: `$LLM_USER_PATH`, else llm's app dir.
+
+    Mirrors `llm logs path` without importing llm, which convgraph does not need
+    for reading.
+    """
+    user_path = os.environ.get("LLM_USER_PATH")
+    if user_path:
+        return Path(user_path) / "logs.db"
+    import click
+
+    return Path(click.get_app_dir("io.datasette.llm")) / "logs.db"
+
+
+def connect_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """Open `path` so that nothing convgraph does can change the file.
+
+    `mode=ro` makes SQLite refuse every write, and the busy timeout lets a
+    read wait for a concurrent writer instead of failing at once.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatabaseError(f"no database file at {path}")
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS)
+        conn.execute("select count(*) from sqlite_master").fetchone()
+    except sqlite3.DatabaseError as error:
+        raise DatabaseError(f"{path} is not an SQLite database ({error})") from None
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+@dataclass
+class TreeRecords:
+    """The raw rows of one conversation tree, before its links are checked.
+
+    `records` are dicts with `id`, `tree_id`, `parent_id` (as stored, maybe
+    invalid) and the node attributes, in log order.
+    """
+
+    tree_id: str
+    name: str | None
+    records: list[dict[str, Any]]
+
+
+class LogDatabase:
+    """An llm `logs.db`, whichever generations of llm wrote it."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "select name from sqlite_master where type = 'table'"
+            )
+        }
+        self.legacy = legacy.LegacyReader(conn) if "responses" in tables else None
+        has_store = {"messages", "threads", "turns"} <= tables
+        self.store = message_store.MessageStoreReader(conn) if has_store else None
+        if self.legacy is None and self.store is None:
+            raise DatabaseError(
+                f"{path} has no llm tables (neither responses nor turns)"
+            )
+        if self.legacy is not None and self.store is not None:
+            self.legacy.skip_ids_in_turns = True
+
+    def __enter__(self) -> LogDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @property
+    def generations(self) -> list[str]:
+        """Which storage formats the file holds, oldest first."""
+        found = []
+        if self.legacy is not None:
+            found.append("responses+parent" if self.legacy.has_parent else "responses")
+        if self.store is not None:
+            found.append("message-store")
+        return found
+
+    # -- naming trees ---------------------------------------------------
+
+    def tree_id_of_node(self, node_id: str) -> str:
+        """The id of the conversation tree that holds `node_id`."""
+        if self.store is not None:
+            thread_id = self.store.thread_of_turn(node_id)
+            if thread_id is not None:
+                return self.store.root_thread(thread_id)
+        if self.legacy is not None:
+            conversation_id = self.legacy.conversation_of(node_id)
+            if conversation_id is not None:
+                return self._tree_id_of_legacy_conversation(conversation_id)
+        raise UnknownNode(node_id)
+
+    def tree_id_of_conversation(self, conversation_id: str) -> str:
+        """The tree that `conversation_id` (a conversation or thread id) names."""
+        if self.store is not None and self.store.has_thread(conversation_id):
+            return self.store.root_thread(conversation_id)
+        if self.legacy is not None and self.legacy.has_conversation(conversation_id):
+            return conversation_id
+        raise UnknownConversation(conversation_id)
+
+    def _tree_id_of_legacy_conversation(self, conversation_id: str) -> str:
+        # llm continues a legacy conversation in a thread of the same id, so
+        # the legacy rows belong to that thread's tree.
+        if self.store is not None and self.store.has_thread(conversation_id):
+            return self.store.root_thread(conversation_id)
+        return conversation_id
+
+    # -- reading --------------------------------------------------------
+
+    def tree_ids(self) -> list[str]:
+        """Every conversation tree's id, in the order of its first node."""
+        seen: dict[str, None] = {}
+        if self.legacy is not None:
+            for conversation_id in self.legacy.conversation_ids():
+                seen[self._tree_id_of_legacy_conversation(conversation_id)] = None
+        if self.store is not None:
+            seen.update(dict.fromkeys(self.store.tree_ids()))
+        return list(seen)
+
+    def read_tree(self, tree_id: str) -> TreeRecords:
+        """The rows of one tree, read with queries about that tree only."""
+        records: list[dict[str, Any]] = []
+        name = None
+        conversation_ids = [tree_id]
+        if self.store is not None and self.store.has_thread(tree_id):
+            threads = self.store.member_threads(tree_id)
+            conversation_ids = list(threads)
+            name = threads[tree_id]["name"]
+            records.extend(self.store.read_turns(threads, tree_id))
+        if self.legacy is not None:
+            legacy_records, legacy_name = self.legacy.read_conversations(
+                conversation_ids, tree_id
+            )
+            name = name or legacy_name
+            records = _join_generations(legacy_records, records)
+        return TreeRecords(tree_id, name, records)
+
+    def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Every node as one table, and the name of every tree.
+
+        `text=False` leaves out the prompt, system and response columns (as
+        None), which is most of the file's bytes, for work that needs only the
+        structure and the usage figures.
+        """
+        import pandas as pd
+
+        frames = []
+        names: dict[str, Any] = {}
+        thread_roots: dict[str, str] = {}
+        if self.store is not None:
+            store_frame, store_names, thread_roots = self.store.read_all(text=text)
+            frames.append(store_frame)
+            names.update(store_names)
+        if self.legacy is not None:
+            legacy_frame, legacy_names = self.legacy.read_all(text=text)
+            if thread_roots:
+                legacy_frame["tree_id"] = legacy_frame["tree_id"].map(
+                    lambda cid: thread_roots.get(cid, cid)
+                )
+            for tree_id, name in legacy_names.items():
+                names.setdefault(thread_roots.get(tree_id, tree_id), name)
+            frames.insert(0, legacy_frame)
+        nodes = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        if self.legacy is not None and self.store is not None:
+            nodes = _join_generations_frame(nodes)
+        return nodes, names
+
+
+def _join_generations(
+    legacy_records: list[dict[str, Any]], turn_records: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One tree's legacy rows and turns together, in log order.
+
+    When llm 0.32+ continues a legacy conversation (`llm -c`), the first turn
+    carries the old history in its messages but no turn to point at: its
+    parent is the last legacy response of that conversation.
+    """
+    if not legacy_records:
+        return turn_records
+    last_legacy: dict[str, str] = {}
+    for record in legacy_records:
+        last_legacy[record["conversation_id"]] = record["id"]
+    for record in turn_records:
+        if record["parent_id"] is None and record.pop("_continues", False):
+            record["parent_id"] = last_legacy.get(record["conversation_id"])
+        record.pop("_continues", None)
+    joined = legacy_records + turn_records
+    joined.sort(key=log_order)
+    return joined
+
+
+def _join_generations_frame(nodes: pd.DataFrame) -> pd.DataFrame:
+    """The table form of `_join_generations`, for the whole forest."""
+    is_legacy = nodes["source"] == "responses"
+    last_legacy = (
+        nodes[is_legacy]
+        .sort_values(["datetime_utc", "id"], na_position="first")
+        .groupby("conversation_id")["id"]
+        .last()
+    )
+    continues = (~is_legacy) & nodes["parent_id"].isna() & nodes["_continues"]
+    nodes.loc[continues, "parent_id"] = nodes.loc[continues, "conversation_id"].map(
+        last_legacy
+    )
+    nodes = nodes.drop(columns="_continues")
+    return sort_log_order(nodes)
+
+
+def log_order(record: dict[str, Any]) -> tuple[str, str]:
+    """Sort key of DESIGN.md's log order: `datetime_utc`, then `id`."""
+    return (record["datetime_utc"] or "", record["id"])
+
+
+def sort_log_order(nodes: pd.DataFrame) -> pd.DataFrame:
+    """The table in log order, with a fresh 0..n-1 index."""
+    key = nodes["datetime_utc"].fillna("")
+    order = (
+        nodes.assign(_key=key)
+        .sort_values(["_key", "id"], kind="stable")
+        .drop(columns="_key")
+    )
+    return order.reset_index(drop=True)
+
+
+def open_logs(path: str | os.PathLike[str] | None = None) -> LogDatabase:
+    """Open an llm database read-only; llm's own `logs.db` when `path` is None.
+
+    Raises
+    ------
+    DatabaseError
+        The file is missing, is not SQLite, or holds no llm tables.
+    """
+    path = Path(path) if path is not None else default_database_path()
+    conn = connect_read_only(path)
+    try:
+        return LogDatabase(conn, path)
+    except (DatabaseError, sqlite3.DatabaseError) as error:
+        conn.close()
+        if isinstance(error, DatabaseError):
+            raise
+        raise DatabaseError(f"cannot read {path}: {error}") from None

@@ -1,0 +1,181 @@
+"""Read llm's legacy `responses` table, with or without `parent_response_id`.
+
+Without the column (llm before 0.32) a conversation is a chain: each response
+follows the one logged before it. With the column (the seed design notes) each
+response names its parent, or none for a root. A response logged outside any
+conversation (`conversation_id` NULL) is a conversation of its own.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SOURCE = "responses"
+
+#: Usage columns that early versions of the table lack; read as NULL there.
+OPTIONAL_COLUMNS = ("system", "input_tokens", "output_tokens", "duration_ms")
+TEXT_COLUMNS = ("prompt", "system", "response")
+
+
+class LegacyReader:
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        columns = {row[1] for row in conn.execute("pragma table_info(responses)")}
+        self.has_parent = "parent_response_id" in columns
+        self.has_conversations = bool(
+            conn.execute(
+                "select 1 from sqlite_master where type = 'table'"
+                " and name = 'conversations'"
+            ).fetchone()
+        )
+        # In an upgraded database a record in both tables is read from turns.
+        self.skip_ids_in_turns = False
+        self._columns = columns
+
+    def _select(self, text: bool = True) -> str:
+        def column(name: str) -> str:
+            if name in TEXT_COLUMNS and not text:
+                return f"null as {name}"
+            if name in self._columns:
+                return f"r.{name}"
+            return f"null as {name}"
+
+        parent = "r.parent_response_id" if self.has_parent else "null"
+        wanted = (
+            "prompt",
+            "system",
+            "response",
+            "model",
+            "datetime_utc",
+            "input_tokens",
+            "output_tokens",
+            "duration_ms",
+        )
+        fields = ", ".join(column(name) for name in wanted)
+        skip = (
+            " and r.id not in (select id from turns)" if self.skip_ids_in_turns else ""
+        )
+        return (
+            f"select r.id, coalesce(r.conversation_id, r.id) as tree_id,"
+            f" {parent} as parent_id, coalesce(r.conversation_id, r.id)"
+            f" as conversation_id, {fields}, '{SOURCE}' as source"
+            f" from responses r where 1 = 1{skip}"
+        )
+
+    # -- naming -----------------------------------------------------------
+
+    def conversation_of(self, node_id: str) -> str | None:
+        row = self.conn.execute(
+            "select coalesce(conversation_id, id) from responses where id = ?",
+            [node_id],
+        ).fetchone()
+        return row[0] if row else None
+
+    def has_conversation(self, conversation_id: str) -> bool:
+        if (
+            self.has_conversations
+            and self.conn.execute(
+                "select 1 from conversations where id = ?", [conversation_id]
+            ).fetchone()
+        ):
+            return True
+        return (
+            self.conn.execute(
+                "select 1 from responses where conversation_id = ?"
+                " or (conversation_id is null and id = ?) limit 1",
+                [conversation_id, conversation_id],
+            ).fetchone()
+            is not None
+        )
+
+    def conversation_ids(self) -> list[str]:
+        """Conversation ids in the order of their first response."""
+        rows = self.conn.execute(
+            "select coalesce(conversation_id, id) as cid from responses"
+            " group by cid order by min(coalesce(datetime_utc, '')), min(id)"
+        )
+        return [row[0] for row in rows]
+
+    def _names(self, conversation_ids: list[str] | None = None) -> dict[str, Any]:
+        if not self.has_conversations:
+            return {}
+        if conversation_ids is None:
+            rows = self.conn.execute("select id, name from conversations")
+        else:
+            rows = self.conn.execute(
+                "select id, name from conversations"
+                " where id in (select value from json_each(?))",
+                [_json_list(conversation_ids)],
+            )
+        return {row[0]: row[1] for row in rows}
+
+    # -- reading ----------------------------------------------------------
+
+    def read_conversations(
+        self, conversation_ids: list[str], tree_id: str
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """The responses of these conversations, as records of tree `tree_id`."""
+        query = (
+            self._select() + " and coalesce(r.conversation_id, r.id)"
+            " in (select value from json_each(?))"
+            " order by coalesce(r.datetime_utc, ''), r.id"
+        )
+        records = [
+            dict(row)
+            for row in self.conn.execute(query, [_json_list(conversation_ids)])
+        ]
+        for record in records:
+            record["tree_id"] = tree_id
+        if not self.has_parent:
+            _link_as_chains(records)
+        names = self._names(conversation_ids)
+        name = names.get(tree_id) or next(iter(names.values()), None)
+        return records, name
+
+    def conversation_of_ids(self, node_ids: list[str]) -> dict[str, str]:
+        """Which conversation each of these responses is in (for integrity)."""
+        rows = self.conn.execute(
+            "select id, coalesce(conversation_id, id) from responses"
+            " where id in (select value from json_each(?))",
+            [_json_list(node_ids)],
+        )
+        return {row[0]: row[1] for row in rows}
+
+    def read_all(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Every response as one table, with each conversation's name."""
+        import pandas as pd
+
+        cursor = self.conn.execute(self._select(text=text))
+        columns = [description[0] for description in cursor.description]
+        nodes = pd.DataFrame.from_records(cursor.fetchall(), columns=columns)
+        if not self.has_parent:
+            nodes = _link_frame_as_chains(nodes)
+        nodes["_continues"] = False
+        return nodes, self._names()
+
+
+def _json_list(values: list[str]) -> str:
+    import json
+
+    return json.dumps(list(values))
+
+
+def _link_as_chains(records: list[dict[str, Any]]) -> None:
+    """Each response's parent is the one logged before it in its conversation."""
+    previous: dict[str, str] = {}
+    for record in records:
+        record["parent_id"] = previous.get(record["conversation_id"])
+        previous[record["conversation_id"]] = record["id"]
+
+
+def _link_frame_as_chains(nodes: pd.DataFrame) -> pd.DataFrame:
+    """`_link_as_chains` for the whole table at once."""
+    from convgraph.sources import sort_log_order
+
+    nodes = sort_log_order(nodes)
+    nodes["parent_id"] = nodes.groupby("conversation_id", sort=False)["id"].shift(1)
+    return nodes

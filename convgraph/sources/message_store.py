@@ -1,0 +1,451 @@
+"""Read llm's content-addressed message store (llm 0.32 and later).
+
+`messages` form a parent-linked tree of content; `turns` are the model calls,
+each delimited by the message it was given (`parent_message_hash`) and the
+message it ended at (`tip_message_hash`); `threads` are named pointers, and a
+thread made with `LogStore.fork` names the thread it came from.
+
+A node is a turn. Its parent is the turn whose output its input continues: the
+nearest message above its input that is some turn's tip. A conversation tree is
+an original thread with every thread forked from it, transitively, and is named
+by the original thread's id.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SOURCE = "turns"
+
+TURN_COLUMNS = (
+    "id, thread_id, parent_message_hash, tip_message_hash, model, datetime_utc,"
+    " input_tokens, output_tokens, duration_ms"
+)
+
+# The messages above a set of tips, each once: UNION (not UNION ALL) makes a
+# hostile cycle in parent_hash end instead of looping.
+CHAIN_SQL = """
+with recursive chain(hash) as (
+    select tip_message_hash from turns
+    where thread_id in (select value from json_each(:threads))
+    union
+    select parent_message_hash from turns
+    where thread_id in (select value from json_each(:threads))
+    union
+    select m.parent_hash from messages m join chain c on m.hash = c.hash
+    where m.parent_hash is not null
+)
+select m.hash, m.parent_hash, m.role from messages m join chain using (hash)
+"""
+
+TEXT_PARTS_SQL = """
+select message_hash, text, payload from parts
+where type = 'text' and message_hash in ({messages})
+order by message_hash, position
+"""
+
+
+class MessageStoreReader:
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    # -- threads ----------------------------------------------------------
+
+    def has_thread(self, thread_id: str) -> bool:
+        return bool(
+            self.conn.execute(
+                "select 1 from threads where id = ?", [thread_id]
+            ).fetchone()
+        )
+
+    def thread_of_turn(self, turn_id: str) -> str | None:
+        row = self.conn.execute(
+            "select thread_id from turns where id = ?", [turn_id]
+        ).fetchone()
+        return row[0] if row else None
+
+    def root_thread(self, thread_id: str) -> str:
+        """Follow `forked_from` up to the original thread.
+
+        A missing parent thread ends the walk; a cycle of forks (hostile data)
+        ends it at the first thread seen twice.
+        """
+        seen = {thread_id}
+        current = thread_id
+        while True:
+            row = self.conn.execute(
+                "select forked_from from threads where id = ?", [current]
+            ).fetchone()
+            parent = row[0] if row else None
+            if parent is None or parent in seen or not self.has_thread(parent):
+                return current
+            seen.add(parent)
+            current = parent
+
+    def member_threads(self, tree_id: str) -> dict[str, dict[str, Any]]:
+        """The original thread and every thread forked from it, transitively."""
+        rows = self.conn.execute(
+            """
+            with recursive members(id) as (
+                select :root
+                union
+                select t.id from threads t join members m on t.forked_from = m.id
+            )
+            select t.id, t.name, t.forked_from from threads t join members using (id)
+            """,
+            {"root": tree_id},
+        )
+        return {row["id"]: dict(row) for row in rows}
+
+    def tree_ids(self) -> list[str]:
+        """Every original thread with at least one turn in its tree."""
+        roots = _thread_roots(self.conn.execute("select id, forked_from from threads"))
+        rows = self.conn.execute(
+            "select thread_id from turns group by thread_id"
+            " order by min(coalesce(datetime_utc, '')), min(id)"
+        )
+        ordered: dict[str, None] = {}
+        for row in rows:
+            ordered[roots.get(row[0], row[0])] = None
+        return list(ordered)
+
+    # -- reading ----------------------------------------------------------
+
+    def read_turns(
+        self, threads: dict[str, dict[str, Any]], tree_id: str
+    ) -> list[dict[str, Any]]:
+        """The turns of one tree's threads, as node records."""
+        thread_roots = dict.fromkeys(threads, tree_id)
+        forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
+        return self._read(list(threads), thread_roots, forked_from, text=True)
+
+    def read_all(
+        self, text: bool = True
+    ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
+        """Every turn as one table, the trees' names, and each thread's tree."""
+        import pandas as pd
+
+        threads = {
+            row["id"]: dict(row)
+            for row in self.conn.execute("select id, name, forked_from from threads")
+        }
+        thread_roots = _thread_roots(
+            (tid, row["forked_from"]) for tid, row in threads.items()
+        )
+        forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
+        records = self._read(list(threads), thread_roots, forked_from, text=text)
+        columns = [
+            "id",
+            "tree_id",
+            "parent_id",
+            "conversation_id",
+            "prompt",
+            "system",
+            "response",
+            "model",
+            "datetime_utc",
+            "input_tokens",
+            "output_tokens",
+            "duration_ms",
+            "source",
+            "_continues",
+        ]
+        nodes = pd.DataFrame.from_records(records, columns=columns)
+        names = {
+            tid: row["name"]
+            for tid, row in threads.items()
+            if thread_roots.get(tid, tid) == tid
+        }
+        return nodes, names, thread_roots
+
+    def _read(
+        self,
+        thread_ids: list[str],
+        thread_roots: dict[str, str],
+        forked_from: dict[str, str | None],
+        text: bool,
+    ) -> list[dict[str, Any]]:
+        threads_json = json.dumps(thread_ids)
+        turns = [
+            dict(row)
+            for row in self.conn.execute(
+                f"select {TURN_COLUMNS} from turns"
+                " where thread_id in (select value from json_each(?))"
+                " order by coalesce(datetime_utc, ''), id",
+                [threads_json],
+            )
+        ]
+        if not turns:
+            return []
+        messages = {
+            row[0]: (row[1], row[2])
+            for row in self.conn.execute(CHAIN_SQL, {"threads": threads_json})
+        }
+        chains = _Chains(messages)
+        texts = self._message_texts(list(messages)) if text else {}
+
+        # Turns by (tree, tip): the candidates for being some turn's parent.
+        by_tip: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for turn in turns:
+            turn["tree_id"] = thread_roots.get(turn["thread_id"], turn["thread_id"])
+            by_tip[(turn["tree_id"], turn["tip_message_hash"])].append(turn)
+        tips_by_tree: dict[str, set[str]] = defaultdict(set)
+        for tree_id, tip in by_tip:
+            tips_by_tree[tree_id].add(tip)
+
+        records = []
+        for turn in turns:
+            tree_id = turn["tree_id"]
+            above = chains.nearest(
+                turn["parent_message_hash"], tips_by_tree[tree_id], tree_id
+            )
+            parent = None
+            if above is not None:
+                parent = _choose_parent(by_tip[(tree_id, above)], turn, forked_from)
+            input_hashes = chains.own_input(turn["parent_message_hash"])
+            records.append(
+                {
+                    "id": turn["id"],
+                    "tree_id": tree_id,
+                    "parent_id": parent["id"] if parent else None,
+                    "conversation_id": turn["thread_id"],
+                    "prompt": _join(texts, input_hashes, messages, "user")
+                    if text
+                    else None,
+                    "system": _system(texts, chains, turn["parent_message_hash"])
+                    if text
+                    else None,
+                    "response": _join(
+                        texts,
+                        chains.own_output(
+                            turn["tip_message_hash"], turn["parent_message_hash"]
+                        ),
+                        messages,
+                        None,
+                    )
+                    if text
+                    else None,
+                    "model": turn["model"],
+                    "datetime_utc": turn["datetime_utc"],
+                    "input_tokens": turn["input_tokens"],
+                    "output_tokens": turn["output_tokens"],
+                    "duration_ms": turn["duration_ms"],
+                    "source": SOURCE,
+                    # No parent turn, yet answers above the input: llm went on
+                    # from a legacy conversation (see sources._join_generations).
+                    "_continues": parent is None
+                    and chains.has_answers_above(turn["parent_message_hash"]),
+                }
+            )
+        return records
+
+    def _message_texts(self, hashes: list[str]) -> dict[str, str]:
+        """Each message's text parts joined, fragment references resolved."""
+        texts: dict[str, list[str]] = defaultdict(list)
+        pending_refs: list[tuple[str, int, list[dict[str, Any]]]] = []
+        fragment_ids: set[int] = set()
+        for start in range(0, len(hashes), 50_000):
+            chunk = hashes[start : start + 50_000]
+            query = TEXT_PARTS_SQL.format(messages="select value from json_each(?)")
+            for message_hash, part_text, payload in self.conn.execute(
+                query, [json.dumps(chunk)]
+            ):
+                if part_text is not None:
+                    texts[message_hash].append(part_text)
+                    continue
+                refs = _text_refs(payload)
+                if refs:
+                    pending_refs.append((message_hash, len(texts[message_hash]), refs))
+                    texts[message_hash].append("")
+                    fragment_ids.update(
+                        piece["fragment"] for piece in refs if "fragment" in piece
+                    )
+        if pending_refs:
+            fragments = dict(
+                self.conn.execute(
+                    "select id, content from fragments"
+                    " where id in (select value from json_each(?))",
+                    [json.dumps(sorted(fragment_ids))],
+                ).fetchall()
+            )
+            for message_hash, index, refs in pending_refs:
+                texts[message_hash][index] = "".join(
+                    piece.get("literal")
+                    or fragments.get(piece.get("fragment"), "")
+                    or ""
+                    for piece in refs
+                )
+        return {message_hash: "".join(parts) for message_hash, parts in texts.items()}
+
+
+class _Chains:
+    """Walks up the message tree, each message visited once however many
+    turns share it (a memo of the nearest tip above each message)."""
+
+    def __init__(self, messages: dict[str, tuple[str | None, str]]):
+        self.messages = messages
+        self._nearest: dict[tuple[str, str], str | None] = {}
+
+    def parent(self, message_hash: str | None) -> str | None:
+        if message_hash is None or message_hash not in self.messages:
+            return None
+        return self.messages[message_hash][0]
+
+    def nearest(self, start: str | None, tips: set[str], key: str) -> str | None:
+        """The nearest message at or above `start` that is in `tips`."""
+        walked = []
+        seen = set()
+        current = start
+        found = None
+        while current is not None and current not in seen:
+            if (key, current) in self._nearest:
+                found = self._nearest[(key, current)]
+                break
+            if current in tips:
+                found = current
+                break
+            walked.append(current)
+            seen.add(current)
+            current = self.parent(current)
+        for message_hash in walked:
+            self._nearest[(key, message_hash)] = found
+        return found
+
+    def own_input(self, parent_message_hash: str | None) -> list[str]:
+        """The trailing run of user and tool messages: this turn's new input
+        (the rule `llm logs` uses), oldest first."""
+        hashes = []
+        current = parent_message_hash
+        seen = set()
+        while current in self.messages and current not in seen:
+            seen.add(current)
+            parent, role = self.messages[current]
+            if role not in ("user", "tool"):
+                break
+            hashes.append(current)
+            current = parent
+        hashes.reverse()
+        return hashes
+
+    def own_output(self, tip: str | None, parent_message_hash: str | None) -> list[str]:
+        """The messages this turn appended: below its input, down to its tip."""
+        hashes = []
+        current = tip
+        seen = set()
+        while current in self.messages and current != parent_message_hash:
+            if current in seen:
+                break
+            seen.add(current)
+            hashes.append(current)
+            current = self.messages[current][0]
+        hashes.reverse()
+        return hashes
+
+    def has_answers_above(self, message_hash: str | None) -> bool:
+        """Whether an assistant message stands at or above `message_hash`."""
+        seen = set()
+        current = message_hash
+        while current in self.messages and current not in seen:
+            seen.add(current)
+            parent, role = self.messages[current]
+            if role == "assistant":
+                return True
+            current = parent
+        return False
+
+    def root(self, message_hash: str | None) -> str | None:
+        seen = set()
+        current = message_hash
+        while current in self.messages and current not in seen:
+            seen.add(current)
+            parent = self.messages[current][0]
+            if parent is None:
+                return current
+            current = parent
+        return None
+
+
+def _choose_parent(
+    candidates: list[dict[str, Any]],
+    turn: dict[str, Any],
+    forked_from: dict[str, str | None],
+) -> dict[str, Any] | None:
+    """Which of the turns that ended at the same message is this turn's parent.
+
+    Identical content shares rows, so several turns (a retry that gave the
+    same answer, a fork that asked the same question) can end at one message.
+    Prefer the turn of the same thread, then of the thread it was forked from,
+    and so on up; else the first one logged.
+    """
+    candidates = [c for c in candidates if c["id"] != turn["id"]]
+    if not candidates:
+        return None
+    thread = turn["thread_id"]
+    seen = set()
+    while thread is not None and thread not in seen:
+        seen.add(thread)
+        in_thread = [c for c in candidates if c["thread_id"] == thread]
+        if in_thread:
+            return in_thread[0]
+        thread = forked_from.get(thread)
+    return candidates[0]
+
+
+def _join(
+    texts: dict[str, str],
+    hashes: list[str],
+    messages: dict[str, tuple[str | None, str]],
+    role: str | None,
+) -> str:
+    return "".join(
+        texts.get(h, "") for h in hashes if role is None or messages[h][1] == role
+    )
+
+
+def _system(
+    texts: dict[str, str], chains: _Chains, parent_message_hash: str | None
+) -> str | None:
+    root = chains.root(parent_message_hash)
+    if root is None or chains.messages[root][1] != "system":
+        return None
+    return texts.get(root)
+
+
+def _text_refs(payload: str | None) -> list[dict[str, Any]] | None:
+    if not payload:
+        return None
+    try:
+        refs = json.loads(payload).get("text_ref")
+    except (ValueError, AttributeError):
+        return None
+    return refs if isinstance(refs, list) else None
+
+
+def _thread_roots(rows) -> dict[str, str]:
+    """Each thread's original thread, for a whole table of threads at once."""
+    forked_from = {row[0]: row[1] for row in rows}
+    roots: dict[str, str] = {}
+    for thread_id in forked_from:
+        walked = []
+        current = thread_id
+        seen = set()
+        while True:
+            if current in roots:
+                root = roots[current]
+                break
+            walked.append(current)
+            seen.add(current)
+            parent = forked_from.get(current)
+            if parent is None or parent not in forked_from or parent in seen:
+                root = current
+                break
+            current = parent
+        for walked_id in walked:
+            roots[walked_id] = root
+    return roots

@@ -125,8 +125,11 @@ class Forest:
     ----------
     nodes : pandas.DataFrame
         One row per node in log order: `id`, `tree_id`, `parent_id` (checked:
-        NA for roots and for nodes whose stored link was broken), and the node
-        attributes of DESIGN.md.
+        None for roots and for nodes whose stored link was broken), and the
+        node attributes of DESIGN.md.
+    parent_rows : numpy.ndarray
+        The row of each node's parent in `nodes`, -1 for a root: the links in
+        the form vectorized work wants.
     names : dict
         Each tree's name (None where it has none).
     problems : list of Problem
@@ -134,9 +137,10 @@ class Forest:
     """
 
     def __init__(self, nodes: pd.DataFrame, names: dict[str, Any]):
-        self.nodes, self.problems = _checked(nodes)
+        self.nodes, self.parent_rows, self.problems = _checked(nodes)
         self.names = names
         self._rows_by_tree: dict[Any, np.ndarray] | None = None
+        self._depths: np.ndarray | None = None
 
     @classmethod
     def read(
@@ -160,6 +164,13 @@ class Forest:
     def tree_ids(self) -> list[str]:
         """The trees' ids, in the order of their first node."""
         return list(self.nodes["tree_id"].drop_duplicates())
+
+    @property
+    def depths(self) -> np.ndarray:
+        """Each node's depth (a root is 0), aligned with `nodes`' rows."""
+        if self._depths is None:
+            self._depths = root_pointers(self.parent_rows)[1]
+        return self._depths
 
     @property
     def edges(self) -> pd.DataFrame:
@@ -202,7 +213,7 @@ def _plain(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, list[Problem]]:
+def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Problem]]:
     """Drop the broken parent links of the whole table, vectorized."""
     import numpy as np
     import pandas as pd
@@ -259,7 +270,7 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, list[Problem]]:
         np.where(parent_index >= 0, node_ids[np.maximum(parent_index, 0)], None),
         dtype=object,
     )
-    return nodes, problems
+    return nodes, parent_index, problems
 
 
 def root_pointers(parent_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

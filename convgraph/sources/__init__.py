@@ -210,10 +210,14 @@ class LogDatabase:
             for tree_id, name in legacy_names.items():
                 names.setdefault(thread_roots.get(tree_id, tree_id), name)
             frames.insert(0, legacy_frame)
-        nodes = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        nodes = sort_log_order(
+            pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        )
+        if self.legacy is not None and not self.legacy.has_parent:
+            legacy.link_frame_as_chains(nodes)
         if self.legacy is not None and self.store is not None:
-            nodes = _join_generations_frame(nodes)
-        return nodes, names
+            _join_generations_frame(nodes)
+        return nodes.drop(columns="_continues"), names
 
 
 def _join_generations(
@@ -239,21 +243,15 @@ def _join_generations(
     return joined
 
 
-def _join_generations_frame(nodes: pd.DataFrame) -> pd.DataFrame:
-    """The table form of `_join_generations`, for the whole forest."""
-    is_legacy = nodes["source"] == "responses"
-    last_legacy = (
-        nodes[is_legacy]
-        .sort_values(["datetime_utc", "id"], na_position="first")
-        .groupby("conversation_id")["id"]
-        .last()
-    )
+def _join_generations_frame(nodes: pd.DataFrame) -> None:
+    """The table form of `_join_generations`, for the whole forest (in place;
+    `nodes` is in log order)."""
+    is_legacy = nodes["source"] == legacy.SOURCE
+    last_legacy = nodes[is_legacy].groupby("conversation_id")["id"].last()
     continues = (~is_legacy) & nodes["parent_id"].isna() & nodes["_continues"]
     nodes.loc[continues, "parent_id"] = nodes.loc[continues, "conversation_id"].map(
         last_legacy
     )
-    nodes = nodes.drop(columns="_continues")
-    return sort_log_order(nodes)
 
 
 def log_order(record: dict[str, Any]) -> tuple[str, str]:

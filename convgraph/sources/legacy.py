@@ -152,8 +152,6 @@ class LegacyReader:
         cursor = self.conn.execute(self._select(text=text))
         columns = [description[0] for description in cursor.description]
         nodes = pd.DataFrame.from_records(cursor.fetchall(), columns=columns)
-        if not self.has_parent:
-            nodes = _link_frame_as_chains(nodes)
         nodes["_continues"] = False
         return nodes, self._names()
 
@@ -172,10 +170,8 @@ def _link_as_chains(records: list[dict[str, Any]]) -> None:
         previous[record["conversation_id"]] = record["id"]
 
 
-def _link_frame_as_chains(nodes: pd.DataFrame) -> pd.DataFrame:
-    """`_link_as_chains` for the whole table at once."""
-    from convgraph.sources import sort_log_order
-
-    nodes = sort_log_order(nodes)
-    nodes["parent_id"] = nodes.groupby("conversation_id", sort=False)["id"].shift(1)
-    return nodes
+def link_frame_as_chains(nodes: pd.DataFrame) -> None:
+    """`_link_as_chains` for a whole table in log order, in place."""
+    is_legacy = nodes["source"] == SOURCE
+    previous = nodes[is_legacy].groupby("conversation_id", sort=False)["id"].shift(1)
+    nodes.loc[is_legacy, "parent_id"] = previous

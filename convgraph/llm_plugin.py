@@ -1,0 +1,25 @@
+"""convgraph inside llm: `llm tree`, `llm leaves`, `llm path`, `llm branch`.
+
+Installed in llm's environment, convgraph's entry point in the `llm` group
+makes llm load this module, and llm's `register_commands` hook adds the design
+notes' recommended commands to `llm` itself. They are convgraph's own command
+objects, so they share every line of code and default to llm's database.
+"""
+
+from __future__ import annotations
+
+import click
+import llm
+
+#: The convgraph commands that llm gets, under the same names.
+LLM_COMMANDS = ("tree", "leaves", "path", "branch")
+
+
+@llm.hookimpl
+def register_commands(cli: click.Group) -> None:
+    from convgraph.cli import cli as convgraph_cli
+
+    for name in LLM_COMMANDS:
+        command = convgraph_cli.commands.get(name)
+        if command is not None and name not in cli.commands:
+            cli.add_command(command, name)

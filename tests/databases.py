@@ -1,0 +1,221 @@
+"""Databases for the tests: hand-made legacy ones, and ones llm itself writes.
+
+`legacy_database` starts from the schema that llm 0.31 created (dumped into
+tests/data with its migration log), so the files look like a user's old
+logs.db to llm 0.36 as well as to convgraph. `LlmLog` drives the real llm 0.36
+with its offline echo model: conversations continued with `-c`, and forks made
+with `LogStore.fork`, as a user of the message store makes them.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCHEMA_0_31 = Path(__file__).parent / "data" / "llm-0.31-schema.sql"
+
+
+def legacy_database(path: Path, with_parent: bool = True) -> sqlite3.Connection:
+    """A new llm 0.31 logs.db at `path`; `with_parent` adds the seed's column
+    (as a bare ALTER TABLE, the way the design notes' experiment did)."""
+    conn = sqlite3.connect(path)
+    conn.executescript(SCHEMA_0_31.read_text())
+    if with_parent:
+        conn.execute("alter table responses add column parent_response_id text")
+    conn.commit()
+    return conn
+
+
+def add_response(
+    conn: sqlite3.Connection,
+    response_id: str,
+    conversation_id: str | None,
+    prompt: str = "",
+    *,
+    parent: str | None = None,
+    response: str | None = None,
+    model: str = "echo",
+    datetime_utc: str | None = None,
+    system: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    duration_ms: int | None = None,
+    name: str | None = None,
+) -> None:
+    """Insert one legacy response (and its conversation, if new)."""
+    if conversation_id is not None:
+        conn.execute(
+            "insert or ignore into conversations (id, name, model) values (?, ?, ?)",
+            [conversation_id, name or prompt[:32], model],
+        )
+    columns = {
+        "id": response_id,
+        "model": model,
+        "prompt": prompt,
+        "system": system,
+        "response": response if response is not None else f"answer to {prompt}",
+        "conversation_id": conversation_id,
+        "datetime_utc": datetime_utc,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "duration_ms": duration_ms,
+    }
+    if parent is not None:
+        columns["parent_response_id"] = parent
+    names = ", ".join(columns)
+    marks = ", ".join("?" * len(columns))
+    conn.execute(f"insert into responses ({names}) values ({marks})", list(columns.values()))
+
+
+def timestamp(index: int) -> str:
+    """A distinct, ordered `datetime_utc` for the index-th response."""
+    return f"2025-09-27T10:{index // 60:02d}:{index % 60:02d}.000000+00:00"
+
+
+def add_tree(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    links: list[tuple[str, str | None]],
+    start: int = 0,
+) -> None:
+    """Add a conversation given as (node, parent) pairs in log order."""
+    for index, (node, parent) in enumerate(links):
+        add_response(
+            conn,
+            node,
+            conversation_id,
+            f"prompt {node}",
+            parent=parent,
+            datetime_utc=timestamp(start + index),
+            input_tokens=10 + index,
+            output_tokens=20 + index,
+            duration_ms=100 * (index + 1),
+        )
+    conn.commit()
+
+
+# The seed's four test scenarios, as (node, parent) pairs in log order.
+LINEAR = [("root", None), ("a", "root"), ("b", "a"), ("c", "b")]
+BRANCH = [("root", None), ("b", "root"), ("c", "root")]
+COMPLEX = [
+    ("root", None),
+    ("b", "root"),
+    ("c", "b"),
+    ("d", "b"),
+    ("e", "root"),
+    ("f", "e"),
+    ("g", "e"),
+]
+MULTIPLE_ROOTS = [
+    ("root1", None),
+    ("a", "root1"),
+    ("b", "a"),
+    ("root2", None),
+    ("x", "root2"),
+    ("y", "x"),
+]
+
+
+def seed_database(path: Path) -> Path:
+    """The seed's four scenarios, one conversation each; node ids are
+    prefixed with the conversation ("linear-a", "complex-g", ...)."""
+    conn = legacy_database(path)
+    start = 0
+    for name, links in [
+        ("linear", LINEAR),
+        ("branch", BRANCH),
+        ("complex", COMPLEX),
+        ("multiple-roots", MULTIPLE_ROOTS),
+    ]:
+        prefixed = [
+            (f"{name}-{node}", f"{name}-{parent}" if parent else None)
+            for node, parent in links
+        ]
+        add_tree(conn, name, prefixed, start)
+        start += len(links)
+    conn.close()
+    return path
+
+
+@dataclass
+class LlmLog:
+    """A logs.db written by the real llm (0.36) with the offline echo model.
+
+    Sets `LLM_USER_PATH` while it is in use, so llm writes to `directory`.
+    """
+
+    directory: Path
+    previous_user_path: str | None = field(default=None, init=False)
+
+    @property
+    def path(self) -> Path:
+        return self.directory / "logs.db"
+
+    def __enter__(self) -> LlmLog:
+        self.previous_user_path = os.environ.get("LLM_USER_PATH")
+        os.environ["LLM_USER_PATH"] = str(self.directory)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous_user_path is None:
+            os.environ.pop("LLM_USER_PATH", None)
+        else:
+            os.environ["LLM_USER_PATH"] = self.previous_user_path
+
+    def cli(self, *args: str) -> str:
+        """Run llm's own command line (in-process, through click) and return
+        its output."""
+        from click.testing import CliRunner
+        from llm.cli import cli
+
+        result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    def prompt(self, text: str, *, continue_conversation: str | None = None) -> str:
+        """`llm -m echo TEXT` (with `--cid` to continue); returns the turn id."""
+        args = ["-m", "echo", text]
+        if continue_conversation is not None:
+            args = ["-m", "echo", "--cid", continue_conversation, text]
+        self.cli(*args)
+        return self.latest_turn()
+
+    def latest_turn(self) -> str:
+        conn = sqlite3.connect(self.path)
+        try:
+            return conn.execute(
+                "select id from turns order by datetime_utc desc, id desc limit 1"
+            ).fetchone()[0]
+        finally:
+            conn.close()
+
+    def thread_of(self, turn_id: str) -> str:
+        conn = sqlite3.connect(self.path)
+        try:
+            return conn.execute(
+                "select thread_id from turns where id = ?", [turn_id]
+            ).fetchone()[0]
+        finally:
+            conn.close()
+
+    def fork(self, turn_id: str, text: str) -> tuple[str, str]:
+        """Fork a new thread at `turn_id`'s answer and prompt it with `text`,
+        as the llm 0.36 Python API does it. Returns (thread id, turn id)."""
+        import llm
+        import sqlite_utils
+        from llm.logs import LogStore
+
+        db = sqlite_utils.Database(self.path)
+        try:
+            store = LogStore(db)
+            row = db["turns"].get(turn_id)
+            thread = store.fork(row["tip_message_hash"], forked_from=row["thread_id"])
+            model = llm.get_model("echo")
+            history = store.load_chain(store.thread_tip(thread))
+            response = model.prompt(messages=history + [llm.user(text)])
+            response.text()
+            return thread, store.log(response, thread_id=thread)
+        finally:
+            db.close()

@@ -1,0 +1,259 @@
+"""Rebuild examples/logs.db: the seed's four scenarios as a user would log them.
+
+The file is a legacy llm database (the schema llm 0.31 created, from
+tests/data/llm-0.31-schema.sql) with the design notes' `parent_response_id`
+column, holding four conversations:
+
+1. a linear chain (sourdough starter questions);
+2. a simple branch (one haiku, two rewrites);
+3. a complex tree (hash maps: two topics, two follow-ups each);
+4. multiple roots (two translations started in one conversation).
+
+Run it from anywhere: ``python examples/build_example_db.py``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+HERE = Path(__file__).parent
+SCHEMA = HERE.parent / "tests" / "data" / "llm-0.31-schema.sql"
+TARGET = HERE / "logs.db"
+
+# (conversation id, name, [(response id, parent id, model, prompt, response)])
+CONVERSATIONS = [
+    (
+        "01jb0sourdough0000000000000",
+        "Starting a sourdough starter",
+        [
+            (
+                "01jb0sd00root0000000000000",
+                None,
+                "gpt-4o-mini",
+                "How do I start a sourdough starter from scratch?",
+                "Mix 50 g of whole-wheat flour with 50 g of lukewarm water in a jar, "
+                "cover it loosely and keep it somewhere warm (24-26 °C). After 24 "
+                "hours, discard half and feed it again with equal weights of flour "
+                "and water.",
+            ),
+            (
+                "01jb0sd01a000000000000000",
+                "01jb0sd00root0000000000000",
+                "gpt-4o-mini",
+                "How often should I feed it?",
+                "Once a day for the first week, then twice a day once it doubles "
+                "reliably. Feed it at the same times each day so you can read its rhythm.",
+            ),
+            (
+                "01jb0sd02b000000000000000",
+                "01jb0sd01a000000000000000",
+                "gpt-4o-mini",
+                'It smells like nail-polish remover. Is that "bad"?',
+                "No: an acetone smell means the yeast is hungry. Feed it more often, "
+                "or use a 1:2:2 ratio of starter, flour and water.",
+            ),
+            (
+                "01jb0sd03c000000000000000",
+                "01jb0sd02b000000000000000",
+                "gpt-4o-mini",
+                "When is it ready to bake with?",
+                "When it doubles within 4-8 hours of a feed, has a domed, bubbly top "
+                "and a spoonful floats in water. That is usually day 7 to 14.",
+            ),
+        ],
+    ),
+    (
+        "01jb1haiku000000000000000",
+        "Autumn haiku",
+        [
+            (
+                "01jb1hk00root000000000000",
+                None,
+                "claude-3.5-sonnet",
+                "Write a haiku about autumn.",
+                "Maple leaves let go\nthe wind keeps what it is given\nsmoke above the field",
+            ),
+            (
+                "01jb1hk01b000000000000000",
+                "01jb1hk00root000000000000",
+                "claude-3.5-sonnet",
+                "Make it funnier.",
+                "Leaves fall on my car\nI wash it, they fall again\nthe tree is winning",
+            ),
+            (
+                "01jb1hk02c000000000000000",
+                "01jb1hk00root000000000000",
+                "gpt-4o-mini",
+                "Make it funnier.",
+                "Pumpkin spice returns\nmy wallet, like the maples,\nturns red and goes bare",
+            ),
+        ],
+    ),
+    (
+        "01jb2hashmap0000000000000",
+        "How hash maps work",
+        [
+            (
+                "01jb2hm00root000000000000",
+                None,
+                "gpt-4o-mini",
+                "Explain how a hash map works.",
+                "A hash map stores key-value pairs in an array of buckets. A hash "
+                "function turns each key into an index; collisions are resolved by "
+                "chaining (a list per bucket) or by open addressing (probing for "
+                "the next free slot). Lookups are O(1) on average.",
+            ),
+            (
+                "01jb2hm01b000000000000000",
+                "01jb2hm00root000000000000",
+                "gpt-4o-mini",
+                "Show me a minimal implementation in Python.",
+                "class HashMap:\n    def __init__(self, size=8):\n"
+                "        self.buckets = [[] for _ in range(size)]\n"
+                "    def put(self, key, value):\n"
+                "        bucket = self.buckets[hash(key) % len(self.buckets)]\n"
+                "        ...",
+            ),
+            (
+                "01jb2hm02c000000000000000",
+                "01jb2hm01b000000000000000",
+                "gpt-4o-mini",
+                "Add resizing when the load factor passes 0.75.",
+                "Track the number of items; when items / len(buckets) > 0.75, "
+                "allocate twice as many buckets and re-insert every pair.",
+            ),
+            (
+                "01jb2hm03d000000000000000",
+                "01jb2hm01b000000000000000",
+                "llama3.2",
+                "Use open addressing instead of chaining.",
+                "Keep one flat list of slots; on a collision probe i+1, i+2, ... "
+                "(linear probing) and mark deleted slots with a tombstone so "
+                "lookups keep probing past them.",
+            ),
+            (
+                "01jb2hm04e000000000000000",
+                "01jb2hm00root000000000000",
+                "claude-3.5-sonnet",
+                "Compare it with a binary search tree.",
+                "A balanced BST gives O(log n) lookups but keeps keys in order, "
+                "so it supports range queries and ordered iteration; a hash map "
+                "is faster on average for point lookups but unordered.",
+            ),
+            (
+                "01jb2hm05f000000000000000",
+                "01jb2hm04e000000000000000",
+                "claude-3.5-sonnet",
+                "Which is faster for range queries?",
+                "The BST: find the lower bound in O(log n), then walk in order. A "
+                "hash map has to scan every key.",
+            ),
+            (
+                "01jb2hm06g000000000000000",
+                "01jb2hm04e000000000000000",
+                "claude-3.5-sonnet",
+                "Which uses less memory?",
+                "Usually the hash map with open addressing at a high load factor; "
+                "a BST pays for two child pointers (and balance data) per key.",
+            ),
+        ],
+    ),
+    (
+        "01jb3translate00000000000",
+        "Good morning, translated",
+        [
+            (
+                "01jb3tr00root1000000000000",
+                None,
+                "gpt-4o-mini",
+                "Translate 'good morning' into French.",
+                "Bonjour.",
+            ),
+            (
+                "01jb3tr01a000000000000000",
+                "01jb3tr00root1000000000000",
+                "gpt-4o-mini",
+                "And something more casual?",
+                "Salut ! or, to a friend in the morning, « Coucou ! ».",
+            ),
+            (
+                "01jb3tr02b000000000000000",
+                "01jb3tr01a000000000000000",
+                "gpt-4o-mini",
+                "How would I say it to my boss?",
+                "Bonjour Madame / Monsieur, or simply « Bonjour » with a handshake.",
+            ),
+            (
+                "01jb3tr03root2000000000000",
+                None,
+                "llama3.2",
+                "Translate 'good morning' into Japanese.",
+                "おはようございます (ohayō gozaimasu).",
+            ),
+            (
+                "01jb3tr04x000000000000000",
+                "01jb3tr03root2000000000000",
+                "llama3.2",
+                "Is there a shorter form?",
+                "おはよう (ohayō), for friends and family.",
+            ),
+            (
+                "01jb3tr05y000000000000000",
+                "01jb3tr04x000000000000000",
+                "llama3.2",
+                "Write it in katakana for a sign.",
+                "Signs use hiragana or kanji for this; katakana would read as "
+                "foreign: オハヨウ.",
+            ),
+        ],
+    ),
+]
+
+
+def build(target: Path = TARGET) -> Path:
+    """Write the example database to `target`, replacing any old one."""
+    partial = target.with_suffix(".db.partial")
+    partial.unlink(missing_ok=True)
+    conn = sqlite3.connect(partial)
+    conn.executescript(SCHEMA.read_text())
+    conn.execute(
+        "alter table responses add column parent_response_id text references responses(id)"
+    )
+    minute = 0
+    for conversation_id, name, responses in CONVERSATIONS:
+        conn.execute(
+            "insert into conversations (id, name, model) values (?, ?, ?)",
+            [conversation_id, name, responses[0][2]],
+        )
+        for response_id, parent_id, model, prompt, response in responses:
+            minute += 1
+            conn.execute(
+                "insert into responses (id, model, prompt, system, prompt_json,"
+                " options_json, response, response_json, conversation_id,"
+                " duration_ms, datetime_utc, input_tokens, output_tokens,"
+                " parent_response_id) values (?, ?, ?, ?, null, '{}', ?, null,"
+                " ?, ?, ?, ?, ?, ?)",
+                [
+                    response_id,
+                    model,
+                    prompt,
+                    None,
+                    response,
+                    conversation_id,
+                    400 + 37 * len(response) % 1900,
+                    f"2025-09-27T{9 + minute // 60:02d}:{minute % 60:02d}:00.000000+00:00",
+                    len(prompt.split()) + 12,
+                    len(response.split()) + 3,
+                    parent_id,
+                ],
+            )
+    conn.commit()
+    conn.execute("vacuum")
+    conn.close()
+    partial.replace(target)
+    return target
+
+
+if __name__ == "__main__":
+    print(build())

@@ -1,27 +1,201 @@
 """Tree statistics as pandas DataFrames, computed on the forest's tables.
 
-Everything here is vectorized over the whole forest: group-bys over the node
-table and the depths that `Forest.depths` finds by pointer jumping. No Python
-loop per node, no recursion, and no networkx graph per conversation, so a
-million-response forest is a few seconds of work.
+Everything here is vectorized over the whole forest: counts by `numpy.bincount`
+and group-bys over integer codes of the node table, depths from
+`Forest.depths`, and sums along root-to-leaf paths by pointer jumping
+(`path_totals`, the accumulating twin of `convgraph.forest.root_pointers`).
+There is no Python loop per node, no recursion, and no networkx graph per
+conversation, so a million-response forest is a few seconds of work. The
+columns have real dtypes: `datetime64[ns, UTC]` times, nullable `Int64` usage
+figures, and categories for the values that repeat.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from convgraph.forest import Forest
 
+#: The usage figures that sum along a branch and over a conversation.
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "duration_ms")
 
-def children_counts(forest: Forest):
+#: The columns of `conversation_table`, in order.
+CONVERSATION_COLUMNS = (
+    "conversation_id",
+    "name",
+    "nodes",
+    "roots",
+    "leaves",
+    "max_depth",
+    "branch_points",
+    "branching_factor_avg",
+    "branching_factor_max",
+    "first_datetime",
+    "last_datetime",
+    "models",
+    *USAGE_COLUMNS,
+)
+
+#: The columns of `branch_table`, in order.
+BRANCH_COLUMNS = (
+    "conversation_id",
+    "leaf_id",
+    "root_id",
+    "length",
+    *USAGE_COLUMNS,
+    "models",
+)
+
+DATETIME_DTYPE = "datetime64[ns, UTC]"
+
+
+# -- pointer jumping ------------------------------------------------------
+
+
+def path_totals(
+    parent_rows: np.ndarray,
+    values: np.ndarray,
+    combine: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
+    """Each node's value combined with the values of all its ancestors.
+
+    Pointer jumping, as `root_pointers` does it, carrying a running total:
+    after each round, `totals[i]` holds the combination of the values from
+    node i up to (not including) the node its pointer has reached, and the
+    pointer reaches twice as far. A path of length L takes log2(L) vectorized
+    rounds, so a 100,000-deep chain costs 17 of them and nothing recurses.
+
+    Parameters
+    ----------
+    parent_rows
+        The row of each node's parent, -1 for a root (`Forest.parent_rows`);
+        the links must be acyclic, as a `Forest`'s are.
+    values
+        One value per node (shape ``(n,)``) or one row of values per node
+        (shape ``(n, k)``), integers for `numpy.add`, unsigned for bit sets.
+    combine
+        An associative numpy ufunc whose identity is 0: `numpy.add` (the
+        default) for sums along the path, `numpy.bitwise_or` for sets of
+        flags (which models a branch used).
+
+    Returns
+    -------
+    numpy.ndarray
+        An array shaped like `values`: for a leaf, the total of its branch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> path_totals(np.array([-1, 0, 1, 0]), np.array([1, 10, 100, 1000]))
+    array([   1,   11,  111, 1001])
+    """
+    import numpy as np
+
+    combine = np.add if combine is None else combine
+    count = len(parent_rows)
+    # Row `count` is a sentinel: the identity value, pointing at itself, where
+    # every chain of pointers ends once it has passed its root.
+    pointer = np.append(np.where(parent_rows >= 0, parent_rows, count), count)
+    totals = np.concatenate([values, np.zeros((1, *values.shape[1:]), values.dtype)])
+    for _ in range(math.ceil(math.log2(max(count, 2))) + 1):
+        if (pointer == count).all():
+            break
+        totals = combine(totals, totals[pointer])
+        pointer = pointer[pointer]
+    return totals[:count]
+
+
+def nearest_marked(parent_rows: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """For each node, the nearest marked node among itself and its ancestors,
+    or -1 where there is none; by pointer jumping (marked nodes point at
+    themselves, so pointers stop there)."""
+    import numpy as np
+
+    count = len(parent_rows)
+    own = np.arange(count)
+    pointer = np.where(marked, own, np.where(parent_rows >= 0, parent_rows, count))
+    pointer = np.append(pointer, count)
+    for _ in range(math.ceil(math.log2(max(count, 2))) + 1):
+        ahead = pointer[pointer]
+        if np.array_equal(ahead, pointer):
+            break
+        pointer = ahead
+    found = pointer[:count]
+    return np.where(found == count, -1, found)
+
+
+def children_counts(forest: Forest) -> np.ndarray:
     """How many children each node has, aligned with `forest.nodes`' rows."""
     import numpy as np
 
     linked = forest.parent_rows[forest.parent_rows >= 0]
     return np.bincount(linked, minlength=len(forest.nodes))
+
+
+# -- the tables -----------------------------------------------------------
+
+
+def node_table(forest: Forest) -> pd.DataFrame:
+    """One row per node, aligned with `forest.nodes`: its attributes, and its
+    place in its tree.
+
+    Columns: `id`, `tree_id` (the conversation tree, as in
+    `conversation_table`), `parent_id`, the node attributes of the contract
+    (`conversation_id`, `prompt`, `system`, `response`, `model`,
+    `datetime_utc`, `input_tokens`, `output_tokens`, `duration_ms`,
+    `source`), then `depth` (a root is 0), `children`, `is_root`, `is_leaf`.
+
+    `datetime_utc` is a `datetime64[ns, UTC]` (NaT where missing or not a
+    time); usage figures are nullable `Int64`; `tree_id`, `conversation_id`,
+    `model` and `source` are categories. Texts are None when the forest was
+    read with `text=False`.
+    """
+    import pandas as pd
+
+    nodes = forest.nodes
+    counts = children_counts(forest)
+    # A shallow copy: copy-on-write keeps the forest's own table as it is.
+    table = nodes.copy(deep=False)
+    for column in ("id", "parent_id"):
+        table[column] = table[column].astype("str")
+    for column in ("tree_id", "conversation_id", "model", "source"):
+        table[column] = table[column].astype("category")
+    table["datetime_utc"] = _datetimes(nodes["datetime_utc"])
+    for column in USAGE_COLUMNS:
+        table[column] = pd.array(nodes[column], dtype="Int64")
+    table["depth"] = forest.depths
+    table["children"] = counts
+    table["is_root"] = forest.parent_rows < 0
+    table["is_leaf"] = counts == 0
+    return table
+
+
+def edge_table(forest: Forest) -> pd.DataFrame:
+    """One row per parent -> child link, in the child's log order.
+
+    Columns: `parent`, `child` (node ids) and `conversation` (the tree id, a
+    category).
+    """
+    import numpy as np
+    import pandas as pd
+
+    children = np.flatnonzero(forest.parent_rows >= 0)
+    ids = forest.nodes["id"].to_numpy()
+    return pd.DataFrame(
+        {
+            "parent": pd.Series(ids[forest.parent_rows[children]], dtype="str"),
+            "child": pd.Series(ids[children], dtype="str"),
+            "conversation": pd.Categorical(
+                forest.nodes["tree_id"].to_numpy()[children]
+            ),
+        }
+    )
 
 
 def conversation_table(forest: Forest) -> pd.DataFrame:
@@ -30,53 +204,244 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     Columns: `conversation_id`, `name`, `nodes`, `roots`, `leaves`,
     `max_depth`, `branch_points` (nodes with more than one child),
     `branching_factor_avg` and `branching_factor_max` (over the nodes that
-    have children; 0 where none has), `first_datetime`, `last_datetime`,
-    `models` (distinct, in order of first use), `input_tokens`,
-    `output_tokens`, `duration_ms` (sums).
+    have children; 0 where none has), `first_datetime`, `last_datetime`
+    (`datetime64[ns, UTC]`), `models` (a list: distinct, in order of first
+    use), `input_tokens`, `output_tokens`, `duration_ms` (sums, nullable
+    `Int64`: NA where no node of the tree has the figure).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from convgraph.forest import Forest
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
+    ...     "parent_id": [None, "r", "r"], "conversation_id": "t", "prompt": None,
+    ...     "system": None, "response": None, "model": ["m1", "m2", "m1"],
+    ...     "datetime_utc": None, "input_tokens": [1, 2, None],
+    ...     "output_tokens": None, "duration_ms": None, "source": "responses"})
+    >>> table = conversation_table(Forest(nodes, {"t": "a name"}))
+    >>> table[["nodes", "leaves", "branching_factor_max", "input_tokens",
+    ...     "output_tokens"]]
+       nodes  leaves  branching_factor_max  input_tokens  output_tokens
+    0      3       2                     2             3           <NA>
+    >>> table.at[0, "models"]
+    ['m1', 'm2']
     """
+    import numpy as np
     import pandas as pd
 
     nodes = forest.nodes
+    codes, tree_ids = pd.factorize(nodes["tree_id"], sort=False)
+    trees = len(tree_ids)
     counts = children_counts(forest)
-    work = pd.DataFrame(
+    depths = forest.depths
+
+    def per_tree(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(codes[mask], minlength=trees)
+
+    sizes = np.bincount(codes, minlength=trees)
+    roots = per_tree(forest.parent_rows < 0)
+    parents = per_tree(counts > 0)
+    max_depth = np.zeros(trees, dtype=np.int64)
+    np.maximum.at(max_depth, codes, depths)
+    most_children = np.zeros(trees, dtype=np.int64)
+    np.maximum.at(most_children, codes, counts)
+    # Every non-root node is one child of one parent, so the children of a
+    # tree's parents add up to its nodes less its roots.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        average = np.where(parents > 0, (sizes - roots) / parents, 0.0)
+
+    times = _datetimes(nodes["datetime_utc"]).groupby(codes)
+    usage = {
+        column: nodes[column].astype("Int64").groupby(codes).sum(min_count=1)
+        for column in USAGE_COLUMNS
+    }
+    table = pd.DataFrame(
         {
-            "conversation_id": nodes["tree_id"],
-            "is_root": forest.parent_rows < 0,
-            "is_leaf": counts == 0,
-            "depth": forest.depths,
-            "is_branch_point": counts > 1,
-            "children": pd.Series(counts).where(counts > 0),
-            "datetime": pd.to_datetime(nodes["datetime_utc"], utc=True, format="ISO8601"),
-            "input_tokens": nodes["input_tokens"],
-            "output_tokens": nodes["output_tokens"],
-            "duration_ms": nodes["duration_ms"],
+            "conversation_id": pd.Series(tree_ids, dtype="str"),
+            "name": pd.Series(
+                [forest.names.get(tree_id) for tree_id in tree_ids], dtype="object"
+            ),
+            "nodes": sizes,
+            "roots": roots,
+            "leaves": per_tree(counts == 0),
+            "max_depth": max_depth,
+            "branch_points": per_tree(counts > 1),
+            "branching_factor_avg": average,
+            "branching_factor_max": most_children,
+            "first_datetime": times.min().reindex(range(trees)).array,
+            "last_datetime": times.max().reindex(range(trees)).array,
+            "models": pd.Series(
+                _models_per_tree(nodes["model"], codes, trees), dtype=object
+            ),
         }
     )
-    grouped = work.groupby("conversation_id", sort=False)
-    table = grouped.agg(
-        nodes=("is_root", "size"),
-        roots=("is_root", "sum"),
-        leaves=("is_leaf", "sum"),
-        max_depth=("depth", "max"),
-        branch_points=("is_branch_point", "sum"),
-        branching_factor_avg=("children", "mean"),
-        branching_factor_max=("children", "max"),
-        first_datetime=("datetime", "min"),
-        last_datetime=("datetime", "max"),
-        input_tokens=("input_tokens", lambda s: s.sum(min_count=1)),
-        output_tokens=("output_tokens", lambda s: s.sum(min_count=1)),
-        duration_ms=("duration_ms", lambda s: s.sum(min_count=1)),
+    for column in USAGE_COLUMNS:
+        table[column] = usage[column].reindex(range(trees)).array
+    return table
+
+
+def branch_table(forest: Forest) -> pd.DataFrame:
+    """One row per root-to-leaf path (a branch), in the log order of leaves.
+
+    Columns: `conversation_id` (the tree, a category), `leaf_id`, `root_id`,
+    `length` (how many nodes the branch holds: the leaf's depth + 1),
+    `input_tokens`, `output_tokens`, `duration_ms` (sums along the branch,
+    nullable `Int64`: NA where no node of the branch has the figure) and
+    `models` (a list: the distinct models of the branch, in the order the
+    branch first used them, from the root down).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from convgraph.forest import Forest
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
+    ...     "parent_id": [None, "r", "a"], "conversation_id": "t", "prompt": None,
+    ...     "system": None, "response": None, "model": ["m2", "m1", "m2"],
+    ...     "datetime_utc": None, "input_tokens": [1, 2, 4],
+    ...     "output_tokens": None, "duration_ms": None, "source": "responses"})
+    >>> branch_table(Forest(nodes, {})).iloc[0][["leaf_id", "length", "models"]]
+    leaf_id           b
+    length            3
+    models     [m2, m1]
+    Name: 0, dtype: object
+    """
+    import numpy as np
+    import pandas as pd
+
+    from convgraph.forest import root_pointers
+
+    nodes = forest.nodes
+    parent_rows = forest.parent_rows
+    root_rows, depths = root_pointers(parent_rows)
+    leaves = np.flatnonzero(children_counts(forest) == 0)
+
+    # One accumulation for all usage figures: their values (NA as 0) and how
+    # many nodes of the path have each, to tell a sum of 0 from no figure.
+    usage = [pd.array(nodes[column], dtype="Int64") for column in USAGE_COLUMNS]
+    present = np.column_stack([~figures.isna() for figures in usage])
+    values = np.column_stack(
+        [figures.fillna(0).to_numpy(dtype=np.int64) for figures in usage]
     )
-    table["branching_factor_avg"] = table["branching_factor_avg"].fillna(0.0)
-    table["branching_factor_max"] = table["branching_factor_max"].fillna(0).astype("int64")
-    models = (
-        nodes.loc[nodes["model"].notna(), ["tree_id", "model"]]
-        .drop_duplicates()
-        .groupby("tree_id", sort=False)["model"]
-        .agg(list)
+    totals = path_totals(parent_rows, np.hstack([values, present.astype(np.int64)]))
+    totals = totals[leaves]
+    ids = nodes["id"].to_numpy()
+    table = pd.DataFrame(
+        {
+            "conversation_id": pd.Categorical(nodes["tree_id"].to_numpy()[leaves]),
+            "leaf_id": pd.Series(ids[leaves], dtype="str"),
+            "root_id": pd.Series(ids[root_rows[leaves]], dtype="str"),
+            "length": depths[leaves] + 1,
+        }
     )
-    table["models"] = table.index.map(models).map(
-        lambda found: found if isinstance(found, list) else []
+    width = len(USAGE_COLUMNS)
+    for index, column in enumerate(USAGE_COLUMNS):
+        table[column] = pd.arrays.IntegerArray(
+            totals[:, index], totals[:, width + index] == 0
+        )
+    table["models"] = pd.Series(
+        _models_per_branch(nodes["model"], parent_rows, leaves), dtype=object
     )
-    table.insert(0, "name", table.index.map(lambda tree_id: forest.names.get(tree_id)))
-    return table.reset_index()
+    return table
+
+
+# -- helpers --------------------------------------------------------------
+
+
+def _datetimes(column: pd.Series) -> pd.Series:
+    """llm's ISO 8601 strings as UTC times; NaT where missing or unreadable
+    (a time without an offset is UTC, as llm wrote it)."""
+    import pandas as pd
+
+    times = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
+    if times.dt.tz is None:  # a column without a single time stays naive
+        times = times.dt.tz_localize("UTC")
+    return times.astype(DATETIME_DTYPE)
+
+
+def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's model as an integer code (-1 for none), and the models.
+
+    An empty model id counts as none, as `convgraph.tree.summary` counts it.
+    """
+    import pandas as pd
+
+    codes, names = pd.factorize(models.where(models != "", None), sort=False)
+    return codes, names.to_numpy(dtype=object)
+
+
+def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
+    """`flat` cut into consecutive lists of `counts[i]` items."""
+    import numpy as np
+
+    ends = np.cumsum(counts).tolist()
+    starts = [0, *ends][: len(ends)]
+    return [flat[start:end] for start, end in zip(starts, ends, strict=True)]
+
+
+def _models_per_tree(models: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
+    """Each tree's distinct models in order of first use (rows are in log
+    order), as lists aligned with the tree codes."""
+    import numpy as np
+
+    codes, names = _model_codes(models)
+    used = codes >= 0
+    rows = np.flatnonzero(used)
+    pairs = tree_codes[used].astype(np.int64) * max(len(names), 1) + codes[used]
+    _, first = np.unique(pairs, return_index=True)
+    first_rows = rows[first]
+    # First uses, grouped by tree and, within a tree, in log order.
+    order = first_rows[np.lexsort((first_rows, tree_codes[first_rows]))]
+    flat = names[codes[order]].tolist()
+    return _split_lists(flat, np.bincount(tree_codes[order], minlength=trees))
+
+
+def _models_per_branch(
+    models: pd.Series, parent_rows: np.ndarray, leaves: np.ndarray
+) -> list:
+    """The distinct models on each leaf's branch, in the order the branch
+    first used them (root first), as lists aligned with `leaves`.
+
+    Which models a branch holds is a bit set OR-ed along the path by pointer
+    jumping. A node introduces its model when the bit is not yet set above
+    it; walking a leaf's introducing ancestors upwards takes one vectorized
+    step per model of the branch, not one per node.
+    """
+    import numpy as np
+
+    codes, names = _model_codes(models)
+    count = len(codes)
+    if not len(names):
+        return [[] for _ in leaves]
+    words = (len(names) + 63) // 64
+    has_model = codes >= 0
+    rows = np.flatnonzero(has_model)
+    word = codes[rows] // 64
+    bits = np.zeros((count, words), dtype=np.uint64)
+    bits[rows, word] = np.left_shift(np.uint64(1), (codes[rows] % 64).astype(np.uint64))
+    on_path = path_totals(parent_rows, bits, np.bitwise_or)
+
+    above = np.zeros((count, words), dtype=np.uint64)
+    linked = parent_rows >= 0
+    above[linked] = on_path[parent_rows[linked]]
+    introduces = np.zeros(count, dtype=bool)
+    introduces[rows] = (above[rows, word] & bits[rows, word]) == 0
+    nearest = nearest_marked(parent_rows, introduces)
+
+    # Sentinel row `count`: "no node", its own parent and nearest.
+    nearest = np.append(nearest, -1)
+    nearest[nearest < 0] = count
+    parent_of = np.append(np.where(linked, parent_rows, count), count)
+    code_of = np.append(codes, -1)
+    steps = []
+    current = nearest[leaves]
+    while (current != count).any():
+        steps.append(code_of[current])
+        current = nearest[parent_of[current]]
+    if not steps:
+        return [[] for _ in leaves]
+    # Rows: leaves; columns: root first. Finished walks padded with -1 at the
+    # start after the flip, so the valid codes of a row are its tail.
+    found = np.column_stack(steps)[:, ::-1]
+    valid = found >= 0
+    flat = names[found[valid]].tolist()
+    return _split_lists(flat, valid.sum(axis=1))

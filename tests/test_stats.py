@@ -1,0 +1,609 @@
+"""The statistics tables: exact answers on the seed's scenarios, real dtypes,
+deep and wide forests, and a property test that the vectorized table path
+agrees with the graph operations of `convgraph.tree` on random forests."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from databases import add_response, legacy_database
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from convgraph import tree as operations
+from convgraph.forest import Forest
+from convgraph.stats import (
+    BRANCH_COLUMNS,
+    CONVERSATION_COLUMNS,
+    branch_table,
+    conversation_table,
+    edge_table,
+    nearest_marked,
+    node_table,
+    path_totals,
+)
+
+ATTRIBUTES = (
+    "conversation_id",
+    "prompt",
+    "system",
+    "response",
+    "model",
+    "datetime_utc",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
+    "source",
+)
+
+
+def nodes_frame(rows: list[dict]) -> pd.DataFrame:
+    """A nodes table in the shape a source returns, from partial rows (in log
+    order); `tree_id` defaults to `conversation_id`."""
+    full = []
+    for row in rows:
+        record = dict.fromkeys(("id", "tree_id", "parent_id", *ATTRIBUTES))
+        record["source"] = "responses"
+        record.update(row)
+        record["tree_id"] = record["tree_id"] or record["conversation_id"]
+        full.append(record)
+    return pd.DataFrame(full, columns=["id", "tree_id", "parent_id", *ATTRIBUTES])
+
+
+def at(second: int) -> pd.Timestamp:
+    return pd.Timestamp(f"2025-09-27T10:{second // 60:02d}:{second % 60:02d}Z")
+
+
+# -- the seed's scenarios -------------------------------------------------
+
+
+@pytest.fixture
+def seed_forest(seed_db: Path) -> Forest:
+    return Forest.read(seed_db, text=False)
+
+
+def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
+    table = conversation_table(seed_forest)
+    assert list(table.columns) == list(CONVERSATION_COLUMNS)
+    expected = pd.DataFrame(
+        {
+            "conversation_id": ["linear", "branch", "complex", "multiple-roots"],
+            "name": [
+                "prompt linear-root",
+                "prompt branch-root",
+                "prompt complex-root",
+                "prompt multiple-roots-root1",
+            ],
+            "nodes": [4, 3, 7, 6],
+            "roots": [1, 1, 1, 2],
+            "leaves": [1, 2, 4, 2],
+            "max_depth": [3, 1, 2, 2],
+            "branch_points": [0, 1, 3, 0],
+            "branching_factor_avg": [1.0, 2.0, 2.0, 1.0],
+            "branching_factor_max": [1, 2, 2, 1],
+            "first_datetime": [at(0), at(4), at(7), at(14)],
+            "last_datetime": [at(3), at(6), at(13), at(19)],
+            "models": [["echo"]] * 4,
+            "input_tokens": [46, 33, 91, 75],
+            "output_tokens": [86, 63, 161, 135],
+            "duration_ms": [1000, 600, 2800, 2100],
+        }
+    )
+    expected = expected.astype(
+        {
+            "conversation_id": "str",
+            "name": object,
+            "first_datetime": "datetime64[ns, UTC]",
+            "last_datetime": "datetime64[ns, UTC]",
+            "input_tokens": "Int64",
+            "output_tokens": "Int64",
+            "duration_ms": "Int64",
+        }
+    )
+    pd.testing.assert_frame_equal(table, expected)
+
+
+def test_node_table_of_the_complex_tree(seed_forest: Forest) -> None:
+    table = node_table(seed_forest)
+    complex_tree = table[table["tree_id"] == "complex"]
+    assert complex_tree["id"].tolist() == [
+        f"complex-{node}" for node in ["root", "b", "c", "d", "e", "f", "g"]
+    ]
+    assert complex_tree["depth"].tolist() == [0, 1, 2, 2, 1, 2, 2]
+    assert complex_tree["children"].tolist() == [2, 2, 0, 0, 2, 0, 0]
+    assert complex_tree["is_root"].tolist() == [True] + [False] * 6
+    assert complex_tree["is_leaf"].tolist() == [False, False, True, True] + [
+        False,
+        True,
+        True,
+    ]
+    assert complex_tree["parent_id"].tolist()[1:] == [
+        f"complex-{node}" for node in ["root", "b", "b", "root", "e", "e"]
+    ]
+    assert pd.isna(complex_tree["parent_id"].iloc[0])
+    assert complex_tree["datetime_utc"].tolist() == [at(s) for s in range(7, 14)]
+    assert complex_tree["input_tokens"].tolist() == list(range(10, 17))
+
+
+def test_node_table_dtypes(seed_forest: Forest) -> None:
+    table = node_table(seed_forest)
+    dtypes = table.dtypes
+    assert str(dtypes["datetime_utc"]) == "datetime64[ns, UTC]"
+    for column in ("input_tokens", "output_tokens", "duration_ms"):
+        assert dtypes[column] == pd.Int64Dtype()
+    for column in ("tree_id", "conversation_id", "model", "source"):
+        assert isinstance(dtypes[column], pd.CategoricalDtype), column
+    assert list(table["model"].cat.categories) == ["echo"]
+    assert dtypes["depth"] == np.int64
+    assert dtypes["children"] == np.int64
+    assert dtypes["is_root"] == np.dtype(bool) and dtypes["is_leaf"] == np.dtype(bool)
+    # The forest's own table is left as it was.
+    assert (
+        seed_forest.nodes["datetime_utc"].iloc[0] == "2025-09-27T10:00:00.000000+00:00"
+    )
+
+
+def test_edge_table_of_the_seed(seed_forest: Forest) -> None:
+    table = edge_table(seed_forest)
+    assert list(table.columns) == ["parent", "child", "conversation"]
+    assert isinstance(table["conversation"].dtype, pd.CategoricalDtype)
+    assert len(table) == 15
+    branch = table[table["conversation"] == "branch"]
+    assert branch[["parent", "child"]].values.tolist() == [
+        ["branch-root", "branch-b"],
+        ["branch-root", "branch-c"],
+    ]
+    roots2 = table[table["conversation"] == "multiple-roots"]
+    assert roots2["child"].tolist() == [
+        "multiple-roots-a",
+        "multiple-roots-b",
+        "multiple-roots-x",
+        "multiple-roots-y",
+    ]
+
+
+def test_branch_table_of_the_complex_tree(seed_forest: Forest) -> None:
+    table = branch_table(seed_forest)
+    assert list(table.columns) == list(BRANCH_COLUMNS)
+    complex_branches = table[table["conversation_id"] == "complex"].reset_index(
+        drop=True
+    )
+    expected = pd.DataFrame(
+        {
+            "conversation_id": pd.Categorical(["complex"] * 4),
+            "leaf_id": ["complex-c", "complex-d", "complex-f", "complex-g"],
+            "root_id": ["complex-root"] * 4,
+            "length": [3, 3, 3, 3],
+            # Tokens and durations of the nodes on each path (index i of the
+            # tree logged 10 + i input tokens, 20 + i output, 100 (i + 1) ms).
+            "input_tokens": pd.array([33, 34, 39, 40], dtype="Int64"),
+            "output_tokens": pd.array([63, 64, 69, 70], dtype="Int64"),
+            "duration_ms": pd.array([600, 700, 1200, 1300], dtype="Int64"),
+            "models": [["echo"]] * 4,
+        }
+    ).astype({"leaf_id": "str", "root_id": "str"})
+    complex_branches["conversation_id"] = complex_branches[
+        "conversation_id"
+    ].cat.remove_unused_categories()
+    pd.testing.assert_frame_equal(complex_branches, expected)
+    # One branch per leaf in the whole forest: 1 + 2 + 4 + 2.
+    assert len(table) == 9
+    linear = table[table["conversation_id"] == "linear"].iloc[0]
+    assert (linear["leaf_id"], linear["root_id"], linear["length"]) == (
+        "linear-c",
+        "linear-root",
+        4,
+    )
+
+
+# -- models, missing figures, depth and width ------------------------------
+
+
+def test_branch_models_in_the_order_the_branch_used_them() -> None:
+    # The forest used m1 before m2 (tree "early"), but tree "late" uses m2
+    # first; a model that comes back later is not listed twice.
+    forest = Forest(
+        nodes_frame(
+            [
+                {"id": "e0", "conversation_id": "early", "model": "m1"},
+                {
+                    "id": "e1",
+                    "conversation_id": "early",
+                    "model": "m2",
+                    "parent_id": "e0",
+                },
+                {"id": "l0", "conversation_id": "late", "model": "m2"},
+                {
+                    "id": "l1",
+                    "conversation_id": "late",
+                    "model": None,
+                    "parent_id": "l0",
+                },
+                {
+                    "id": "l2",
+                    "conversation_id": "late",
+                    "model": "m1",
+                    "parent_id": "l1",
+                },
+                {
+                    "id": "l3",
+                    "conversation_id": "late",
+                    "model": "m2",
+                    "parent_id": "l2",
+                },
+                {
+                    "id": "l4",
+                    "conversation_id": "late",
+                    "model": "m3",
+                    "parent_id": "l3",
+                },
+                {
+                    "id": "l5",
+                    "conversation_id": "late",
+                    "model": "m3",
+                    "parent_id": "l0",
+                },
+            ]
+        ),
+        {},
+    )
+    branches = branch_table(forest)
+    assert branches["leaf_id"].tolist() == ["e1", "l4", "l5"]
+    assert branches["models"].tolist() == [
+        ["m1", "m2"],
+        ["m2", "m1", "m3"],
+        ["m2", "m3"],
+    ]
+    conversations = conversation_table(forest)
+    assert conversations["models"].tolist() == [["m1", "m2"], ["m2", "m1", "m3"]]
+
+
+def test_more_models_than_one_word_of_bits() -> None:
+    # 150 models need three 64-bit words per node in the bit sets.
+    count = 150
+    rows = [
+        {
+            "id": f"n{i}",
+            "conversation_id": "wide",
+            "model": f"model-{(i * 7) % count}",
+            "parent_id": f"n{i - 1}" if i else None,
+        }
+        for i in range(count)
+    ]
+    rows.append(
+        {
+            "id": "side",
+            "conversation_id": "wide",
+            "model": "model-149",
+            "parent_id": "n0",
+        }
+    )
+    branches = branch_table(Forest(nodes_frame(rows), {}))
+    assert branches["leaf_id"].tolist() == [f"n{count - 1}", "side"]
+    assert branches["models"].iloc[0] == [
+        f"model-{(i * 7) % count}" for i in range(count)
+    ]
+    assert branches["models"].iloc[1] == ["model-0", "model-149"]
+
+
+def test_missing_figures_are_na_not_zero() -> None:
+    forest = Forest(
+        nodes_frame(
+            [
+                {"id": "r", "conversation_id": "c", "input_tokens": None},
+                {
+                    "id": "a",
+                    "conversation_id": "c",
+                    "parent_id": "r",
+                    "input_tokens": 5,
+                },
+                {
+                    "id": "b",
+                    "conversation_id": "c",
+                    "parent_id": "r",
+                    "input_tokens": 0,
+                },
+                {"id": "lone", "conversation_id": "d"},
+            ]
+        ),
+        {"c": "named"},
+    )
+    branches = branch_table(forest)
+    assert branches["input_tokens"].tolist() == [5, 0, pd.NA]
+    assert branches["duration_ms"].isna().all()
+    assert branches["models"].tolist() == [[], [], []]
+    conversations = conversation_table(forest)
+    assert conversations["input_tokens"].tolist() == [5, pd.NA]
+    assert conversations["name"].tolist() == ["named", None]
+    assert conversations["first_datetime"].isna().all()
+    assert str(conversations["first_datetime"].dtype) == "datetime64[ns, UTC]"
+    assert conversations.loc[1, ["nodes", "roots", "leaves", "max_depth"]].tolist() == [
+        1,
+        1,
+        1,
+        0,
+    ]
+    assert conversations.loc[1, "branching_factor_avg"] == 0.0
+    assert conversations.loc[1, "branching_factor_max"] == 0
+
+
+def test_times_with_and_without_offsets_and_unreadable_ones() -> None:
+    forest = Forest(
+        nodes_frame(
+            [
+                {
+                    "id": "a",
+                    "conversation_id": "c",
+                    "datetime_utc": "2025-09-27T12:00:00+02:00",
+                },
+                {
+                    "id": "b",
+                    "conversation_id": "c",
+                    "datetime_utc": "2025-09-27T09:30:00",
+                },
+                {"id": "d", "conversation_id": "c", "datetime_utc": "not a time"},
+            ]
+        ),
+        {},
+    )
+    nodes = node_table(forest)
+    assert nodes["datetime_utc"].tolist()[:2] == [
+        pd.Timestamp("2025-09-27T10:00:00Z"),
+        pd.Timestamp("2025-09-27T09:30:00Z"),
+    ]
+    assert pd.isna(nodes["datetime_utc"].iloc[2])
+    row = conversation_table(forest).iloc[0]
+    assert row["first_datetime"] == pd.Timestamp("2025-09-27T09:30:00Z")
+    assert row["last_datetime"] == pd.Timestamp("2025-09-27T10:00:00Z")
+
+
+def test_a_100000_deep_chain() -> None:
+    count = 100_000
+    ids = [f"n{i}" for i in range(count)]
+    nodes = pd.DataFrame(
+        {
+            "id": ids,
+            "tree_id": "deep",
+            "parent_id": [None, *ids[:-1]],
+            "conversation_id": "deep",
+            "prompt": None,
+            "system": None,
+            "response": None,
+            "model": "m",
+            "datetime_utc": None,
+            "input_tokens": range(count),
+            "output_tokens": 1,
+            "duration_ms": None,
+            "source": "responses",
+        }
+    )
+    forest = Forest(nodes, {})
+    row = conversation_table(forest).iloc[0]
+    assert (row["nodes"], row["max_depth"], row["leaves"]) == (count, count - 1, 1)
+    branch = branch_table(forest).iloc[0]
+    assert (branch["leaf_id"], branch["root_id"], branch["length"]) == (
+        "n99999",
+        "n0",
+        count,
+    )
+    assert branch["input_tokens"] == count * (count - 1) // 2
+    assert branch["output_tokens"] == count
+    assert branch["models"] == ["m"]
+    assert node_table(forest)["depth"].iloc[-1] == count - 1
+
+
+def test_path_totals_and_nearest_marked() -> None:
+    parents = np.array([-1, 0, 1, 1, -1, 4])
+    assert path_totals(parents, np.array([1, 2, 4, 8, 16, 32])).tolist() == [
+        1,
+        3,
+        7,
+        11,
+        16,
+        48,
+    ]
+    flags = np.array([[1], [2], [1], [4], [8], [8]], dtype=np.uint64)
+    assert path_totals(parents, flags, np.bitwise_or)[:, 0].tolist() == [
+        1,
+        3,
+        3,
+        7,
+        8,
+        8,
+    ]
+    marked = np.array([False, True, False, False, False, False])
+    assert nearest_marked(parents, marked).tolist() == [-1, 1, 1, 1, -1, -1]
+    assert (
+        path_totals(np.array([], dtype=np.int64), np.array([], dtype=np.int64)).size
+        == 0
+    )
+
+
+def test_the_message_store_written_by_llm(llm_fork_db: dict) -> None:
+    forest = Forest.read(llm_fork_db["path"], text=False)
+    table = conversation_table(forest)
+    assert table["conversation_id"].tolist() == [llm_fork_db["thread"]]
+    row = table.iloc[0]
+    assert [
+        row[key] for key in ("nodes", "roots", "leaves", "max_depth", "branch_points")
+    ] == [
+        5,
+        1,
+        2,
+        2,
+        1,
+    ]
+    assert row["models"] == ["echo"]
+    assert row["first_datetime"] < row["last_datetime"]
+    first, second, third = llm_fork_db["turns"]
+    fork_first, fork_second = llm_fork_db["fork_turns"]
+    branches = branch_table(forest)
+    assert branches["leaf_id"].tolist() == [third, fork_second]
+    assert branches["root_id"].tolist() == [first, first]
+    assert branches["length"].tolist() == [3, 3]
+    nodes = node_table(forest).set_index("id")
+    assert nodes.loc[fork_first, "conversation_id"] == llm_fork_db["fork"]
+    assert nodes.loc[first, "children"] == 2
+
+
+# -- the table path agrees with the graph operations --------------------
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def total(values: list) -> int | None:
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
+
+
+def plain(value):
+    return None if value is pd.NA or value is pd.NaT or value is None else value
+
+
+def assert_tables_agree_with_graphs(forest: Forest) -> None:
+    conversations = conversation_table(forest).set_index("conversation_id")
+    nodes = node_table(forest).set_index("id")
+    edges = edge_table(forest)
+    branches = branch_table(forest)
+    assert list(conversations.index) == forest.tree_ids
+    assert len(nodes) == len(forest.nodes)
+    for graph in forest.trees():
+        tree_id = graph.graph["conversation_id"]
+        row = conversations.loc[tree_id]
+        summary = operations.summary(graph)
+        for key, value in summary.items():
+            if key != "conversation_id":
+                assert row[key] == value or (value is None and row[key] is None), key
+        attributes = [graph.nodes[node] for node in graph]
+        for column in ("input_tokens", "output_tokens", "duration_ms"):
+            assert plain(row[column]) == total([a[column] for a in attributes])
+        times = [parse_time(a["datetime_utc"]) for a in attributes]
+        times = [time for time in times if time is not None]
+        assert plain(row["first_datetime"]) == (min(times) if times else None)
+        assert plain(row["last_datetime"]) == (max(times) if times else None)
+
+        own = nodes[nodes["tree_id"] == tree_id]
+        assert list(own.index) == list(graph.nodes)
+        assert own["depth"].to_dict() == operations.depths(graph)
+        assert own.index[own["is_root"]].tolist() == operations.roots(graph)
+        assert own.index[own["is_leaf"]].tolist() == operations.leaves(graph)
+        assert own["children"].to_dict() == dict(graph.out_degree())
+
+        own_edges = edges[edges["conversation"] == tree_id]
+        expected_edges = [
+            (operations.parent(graph, node), node)
+            for node in graph
+            if operations.parent(graph, node) is not None
+        ]
+        assert (
+            list(zip(own_edges["parent"], own_edges["child"], strict=True))
+            == expected_edges
+        )
+
+        own_branches = branches[branches["conversation_id"] == tree_id]
+        paths = operations.branches(graph)
+        assert own_branches["leaf_id"].tolist() == [path[-1] for path in paths]
+        assert own_branches["root_id"].tolist() == [path[0] for path in paths]
+        assert own_branches["length"].tolist() == [len(path) for path in paths]
+        for (_, branch), path in zip(own_branches.iterrows(), paths, strict=True):
+            on_path = [graph.nodes[node] for node in path]
+            for column in ("input_tokens", "output_tokens", "duration_ms"):
+                assert plain(branch[column]) == total([a[column] for a in on_path])
+            assert branch["models"] == list(
+                dict.fromkeys(a["model"] for a in on_path if a["model"])
+            )
+
+
+MODELS = st.sampled_from([None, "m1", "m2", "m3"])
+FIGURES = st.one_of(st.none(), st.integers(0, 1000))
+TIME_FORMATS = ["{}+00:00", "{}", "{}+02:00", None]
+
+
+@st.composite
+def random_nodes(draw: st.DrawFn) -> list[dict]:
+    """Rows of a random forest in log order, links mostly good: to an earlier
+    node of the same tree, else none; sometimes broken (a missing parent,
+    any node at all: itself, a later one, one in another tree, a cycle)."""
+    trees = draw(st.integers(1, 4))
+    count = draw(st.integers(1, 30))
+    rows = []
+    for index in range(count):
+        tree = f"t{draw(st.integers(0, trees - 1))}"
+        same_tree = [row["id"] for row in rows if row["conversation_id"] == tree]
+        kind = draw(
+            st.sampled_from(["root", "earlier", "earlier", "earlier", "any", "missing"])
+        )
+        parent = None
+        if kind == "earlier" and same_tree:
+            parent = draw(st.sampled_from(same_tree))
+        elif kind == "any":
+            parent = f"n{draw(st.integers(0, count - 1))}"
+        elif kind == "missing":
+            parent = "ghost"
+        time_format = draw(st.sampled_from(TIME_FORMATS))
+        stamp = f"2025-09-27T10:{index // 60:02d}:{index % 60:02d}"
+        rows.append(
+            {
+                "id": f"n{index}",
+                "conversation_id": tree,
+                "parent_id": parent,
+                "model": draw(MODELS),
+                "datetime_utc": time_format.format(stamp) if time_format else None,
+                "input_tokens": draw(FIGURES),
+                "output_tokens": draw(FIGURES),
+                "duration_ms": draw(FIGURES),
+            }
+        )
+    return rows
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_nodes())
+def test_tables_agree_with_graph_operations_on_random_forests(rows: list[dict]) -> None:
+    names = {"t0": "first tree", "t2": None}
+    assert_tables_agree_with_graphs(Forest(nodes_frame(rows), names))
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(random_nodes())
+def test_tables_agree_with_graph_operations_on_random_databases(
+    rows: list[dict],
+) -> None:
+    # The same forests written as legacy logs.db files and read back.
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "logs.db"
+        conn: sqlite3.Connection = legacy_database(path)
+        for row in rows:
+            add_response(
+                conn,
+                row["id"],
+                row["conversation_id"],
+                f"prompt {row['id']}",
+                parent=row["parent_id"],
+                model=row["model"],
+                datetime_utc=row["datetime_utc"],
+                input_tokens=row["input_tokens"],
+                output_tokens=row["output_tokens"],
+                duration_ms=row["duration_ms"],
+                name=f"name of {row['conversation_id']}",
+            )
+        conn.commit()
+        conn.close()
+        forest = Forest.read(path, text=False)
+    assert len(forest) == len(rows)
+    assert_tables_agree_with_graphs(forest)

@@ -1,8 +1,12 @@
 """A conversation tree as text, drawn with box-drawing characters.
 
 The seed's `print_tree`: one line per node, its id and an excerpt of its
-prompt, children indented under their parent in log order. The walk keeps its
-own stack, so a 100,000-deep chain draws without touching the recursion limit.
+prompt, children under their parent in log order. Indentation marks branching,
+not turns: a node that is its parent's only child is drawn in its parent's
+column, so a linear run reads as a list and a 100,000-turn chain draws in
+100,000 short lines (indenting every turn would make the drawing quadratic in
+the depth). `indent_chains=True` indents every child, as the seed did. The
+walk keeps its own stack, so depth never touches the recursion limit.
 """
 
 from __future__ import annotations
@@ -17,54 +21,80 @@ EXCERPT_WIDTH = 60
 
 
 def excerpt(text: str | None, width: int = EXCERPT_WIDTH) -> str:
-    """The text on one line, cut to `width` characters with an ellipsis."""
-    if not text:
+    """The text on one line, cut to `width` characters with an ellipsis
+    (nothing at all for a width of 0)."""
+    if not text or width <= 0:
         return ""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def generate_tree_lines(
-    tree: nx.DiGraph, start: str | None = None, width: int = EXCERPT_WIDTH
+    tree: nx.DiGraph,
+    start: str | None = None,
+    width: int = EXCERPT_WIDTH,
+    indent_chains: bool = False,
 ) -> Iterator[str]:
     """Yield the drawing line by line: every root's tree, or `start`'s subtree.
+
+    Several roots are separated by an empty line.
 
     Examples
     --------
     >>> import networkx as nx
-    >>> tree = nx.DiGraph([("r", "a"), ("r", "b"), ("a", "c")])
+    >>> tree = nx.DiGraph([("r", "a"), ("a", "b"), ("b", "c"), ("b", "d")])
     >>> print("\\n".join(generate_tree_lines(tree)))
     r
-    ├── a
-    │   └── c
-    └── b
+    a
+    b
+    ├── c
+    └── d
+    >>> print("\\n".join(generate_tree_lines(tree, indent_chains=True)))
+    r
+    └── a
+        └── b
+            ├── c
+            └── d
     """
     starts = (
         [start] if start is not None else [n for n, d in tree.in_degree() if d == 0]
     )
-    for root in starts:
-        # Each stack entry: the node, the prefix drawn before its connector,
-        # and whether it is its parent's last child (None for the root).
-        stack: list[tuple[str, str, bool | None]] = [(root, "", None)]
+    for number, root in enumerate(starts):
+        if number:
+            yield ""
+        # Each entry: the node, the text before its connector, and how it
+        # hangs from the line above: ROOT, LAST or MIDDLE child, or ONLY
+        # child (drawn in its parent's column unless chains are indented).
+        stack: list[tuple[str, str, str]] = [(root, "", ROOT)]
         while stack:
-            node, prefix, last = stack.pop()
+            node, prefix, place = stack.pop()
             label = _label(tree, node, width)
-            if last is None:
-                yield label
-                child_prefix = ""
+            if place in (ROOT, ONLY):
+                yield prefix + label
+                below_prefix = prefix
             else:
-                yield f"{prefix}{'└── ' if last else '├── '}{label}"
-                child_prefix = prefix + ("    " if last else "│   ")
+                yield prefix + ("└── " if place == LAST else "├── ") + label
+                below_prefix = prefix + ("    " if place == LAST else "│   ")
             below = list(tree.successors(node))
+            if len(below) == 1 and not indent_chains:
+                stack.append((below[0], below_prefix, ONLY))
+                continue
             for index in range(len(below) - 1, -1, -1):
-                stack.append((below[index], child_prefix, index == len(below) - 1))
+                place = LAST if index == len(below) - 1 else MIDDLE
+                stack.append((below[index], below_prefix, place))
+
+
+ROOT, ONLY, LAST, MIDDLE = "root", "only", "last", "middle"
 
 
 def render_tree(
-    tree: nx.DiGraph, start: str | None = None, width: int = EXCERPT_WIDTH
+    tree: nx.DiGraph,
+    start: str | None = None,
+    width: int = EXCERPT_WIDTH,
+    indent_chains: bool = False,
 ) -> str:
     """The whole drawing as one string (see `generate_tree_lines`)."""
-    return "\n".join(generate_tree_lines(tree, start, width))
+    return "\n".join(generate_tree_lines(tree, start, width, indent_chains))
 
 
 def _label(tree: nx.DiGraph, node: str, width: int) -> str:

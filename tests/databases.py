@@ -55,6 +55,7 @@ def add_response(
         "model": model,
         "prompt": prompt,
         "system": system,
+        "options_json": "{}",  # as llm 0.31 wrote it; llm 0.36 reads it back
         "response": response if response is not None else f"answer to {prompt}",
         "conversation_id": conversation_id,
         "datetime_utc": datetime_utc,
@@ -66,7 +67,9 @@ def add_response(
         columns["parent_response_id"] = parent
     names = ", ".join(columns)
     marks = ", ".join("?" * len(columns))
-    conn.execute(f"insert into responses ({names}) values ({marks})", list(columns.values()))
+    conn.execute(
+        f"insert into responses ({names}) values ({marks})", list(columns.values())
+    )
 
 
 def timestamp(index: int) -> str:

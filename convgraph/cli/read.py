@@ -40,7 +40,9 @@ def conversations(db_path: str | None, as_json: bool) -> None:
 
     table = conversation_table(Forest.read(db_path, text=False))
     columns = ["conversation_id", "name", "nodes", "roots", "leaves", "max_depth"]
-    rows = table[columns].rename(columns={"conversation_id": "id", "max_depth": "depth"})
+    rows = table[columns].rename(
+        columns={"conversation_id": "id", "max_depth": "depth"}
+    )
     if as_json:
         echo_json([_plain_row(row) for row in rows.to_dict("records")])
         return
@@ -86,7 +88,9 @@ def tree(
     from convgraph.render import generate_tree_lines
 
     if conversation_ids:
-        trees = [_tree(conversation_id, db_path) for conversation_id in conversation_ids]
+        trees = [
+            _tree(conversation_id, db_path) for conversation_id in conversation_ids
+        ]
     else:
         from convgraph.forest import Forest
 

@@ -1,0 +1,279 @@
+"""Every generation of llm's database reads into the same trees."""
+
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from conftest import file_digest
+from databases import LlmLog, add_response, legacy_database, timestamp
+
+from convgraph import DatabaseError, Forest, UnknownConversation, load_tree, open_logs
+from convgraph import tree as ops
+from convgraph.forest import load_tree_of_node
+
+# -- legacy, linear (llm before 0.32) -----------------------------------------
+
+
+@pytest.fixture
+def linear_db(tmp_path):
+    path = tmp_path / "linear.db"
+    conn = legacy_database(path, with_parent=False)
+    # Logged out of id order on purpose: the chain follows datetime_utc.
+    add_response(conn, "r3", "c1", "third", datetime_utc=timestamp(3))
+    add_response(conn, "r1", "c1", "first", datetime_utc=timestamp(1))
+    add_response(conn, "r2", "c1", "second", datetime_utc=timestamp(2))
+    # Same time: the id breaks the tie.
+    add_response(conn, "s2", "c2", "tie b", datetime_utc=timestamp(5))
+    add_response(conn, "s1", "c2", "tie a", datetime_utc=timestamp(5))
+    # Logged outside any conversation: a conversation of its own.
+    add_response(conn, "lone", None, "no conversation", datetime_utc=timestamp(9))
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_linear_legacy_conversation_is_a_chain_in_log_order(linear_db):
+    tree = load_tree("c1", linear_db)
+    assert list(tree.edges) == [("r1", "r2"), ("r2", "r3")]
+    assert list(load_tree("c2", linear_db).edges) == [("s1", "s2")]
+
+
+def test_response_without_conversation_is_its_own_tree(linear_db):
+    tree = load_tree("lone", linear_db)
+    assert list(tree.nodes) == ["lone"]
+    assert tree.nodes["lone"]["conversation_id"] == "lone"
+
+
+def test_linear_forest_matches_the_per_tree_reads(linear_db):
+    forest = Forest.read(linear_db)
+    assert forest.tree_ids == ["c1", "c2", "lone"]
+    assert forest.edges.values.tolist() == [
+        ["r1", "r2", "c1"],
+        ["r2", "r3", "c1"],
+        ["s1", "s2", "c2"],
+    ]
+    for tree_id in forest.tree_ids:
+        from_forest = forest.tree(tree_id)
+        from_file = load_tree(tree_id, linear_db)
+        assert list(from_forest.edges) == list(from_file.edges)
+        assert dict(from_forest.nodes(data=True)) == dict(from_file.nodes(data=True))
+
+
+def test_generations_are_detected(linear_db, seed_db, llm_fork_db):
+    with open_logs(linear_db) as logs:
+        assert logs.generations == ["responses"]
+    with open_logs(seed_db) as logs:
+        assert logs.generations == ["responses+parent"]
+    with open_logs(llm_fork_db["path"]) as logs:
+        # llm 0.36 still creates the legacy tables, empty.
+        assert logs.generations == ["responses", "message-store"]
+
+
+# -- the message store, written by llm 0.36 itself ------------------------------
+
+
+def test_fork_is_a_branch_of_the_tree_it_came_from(llm_fork_db):
+    first, second, third = llm_fork_db["turns"]
+    fork_first, fork_second = llm_fork_db["fork_turns"]
+    tree = load_tree(llm_fork_db["thread"], llm_fork_db["path"])
+    assert tree.graph["conversation_id"] == llm_fork_db["thread"]
+    assert tree.graph["name"] == "What is a tree?"
+    assert sorted(tree.edges) == sorted(
+        [
+            (first, second),
+            (second, third),
+            (first, fork_first),
+            (fork_first, fork_second),
+        ]
+    )
+    assert ops.children(tree, first) == [second, fork_first]
+    assert ops.leaves(tree) == [third, fork_second]
+
+
+def test_any_thread_id_names_the_whole_tree(llm_fork_db):
+    whole = load_tree(llm_fork_db["thread"], llm_fork_db["path"])
+    from_fork = load_tree(llm_fork_db["fork"], llm_fork_db["path"])
+    assert list(from_fork.edges) == list(whole.edges)
+    assert from_fork.graph["conversation_id"] == llm_fork_db["thread"]
+
+
+def test_turn_attributes_come_from_turns_and_parts(llm_fork_db):
+    fork_first, fork_second = llm_fork_db["fork_turns"]
+    tree = load_tree_of_node(fork_second, llm_fork_db["path"])
+    node = tree.nodes[fork_second]
+    assert node["conversation_id"] == llm_fork_db["fork"]
+    assert node["prompt"] == "Is every tree a graph?"
+    assert node["system"] is None
+    assert node["model"] == "echo"
+    assert node["source"] == "turns"
+    # The echo model answers with the prompt it was given, as JSON.
+    assert '"prompt": "Is every tree a graph?"' in node["response"]
+    assert isinstance(node["input_tokens"], int)
+    assert tree.nodes[fork_first]["prompt"] == "What is a graph, then?"
+
+
+def test_message_store_forest_matches_the_tree(llm_fork_db):
+    forest = Forest.read(llm_fork_db["path"])
+    assert forest.tree_ids == [llm_fork_db["thread"]]
+    whole = load_tree(llm_fork_db["thread"], llm_fork_db["path"])
+    from_forest = forest.tree(llm_fork_db["thread"])
+    assert sorted(from_forest.edges) == sorted(whole.edges)
+    assert dict(from_forest.nodes(data=True)) == dict(whole.nodes(data=True))
+    assert forest.problems == []
+
+
+def test_system_prompt_and_fragments_are_resolved(tmp_path):
+    with LlmLog(tmp_path) as log:
+        fragment = tmp_path / "notes.txt"
+        fragment.write_text("FRAGMENT TEXT " * 20)
+        log.cli("-m", "echo", "-s", "Be brief.", "-f", str(fragment), "Summarise:")
+        turn = log.latest_turn()
+        tree = load_tree_of_node(turn, log.path)
+    node = tree.nodes[turn]
+    assert node["system"] == "Be brief."
+    assert node["prompt"] == ("FRAGMENT TEXT " * 20) + "\nSummarise:"
+
+
+def test_separate_conversations_are_separate_trees(tmp_path):
+    with LlmLog(tmp_path) as log:
+        first = log.prompt("one")
+        second = log.prompt("two")
+        forest = Forest.read(log.path)
+    assert len(forest.tree_ids) == 2
+    assert forest.edges.empty
+    assert set(forest.nodes["id"]) == {first, second}
+
+
+# -- upgraded databases: both generations -------------------------------------
+
+
+def test_llm_continuing_a_legacy_conversation_joins_the_two(tmp_path):
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path, with_parent=False)
+    add_response(
+        conn, "01aaaaaaaaaaaaaaaaaaaaaaa1", "conv", "hello", datetime_utc=timestamp(1)
+    )
+    add_response(
+        conn, "01aaaaaaaaaaaaaaaaaaaaaaa2", "conv", "again", datetime_utc=timestamp(2)
+    )
+    conn.commit()
+    conn.close()
+    with LlmLog(tmp_path) as log:
+        new_turn = log.prompt("and now?", continue_conversation="conv")
+        tree = load_tree("conv", log.path)
+        forest = Forest.read(log.path)
+    assert list(tree.edges) == [
+        ("01aaaaaaaaaaaaaaaaaaaaaaa1", "01aaaaaaaaaaaaaaaaaaaaaaa2"),
+        ("01aaaaaaaaaaaaaaaaaaaaaaa2", new_turn),
+    ]
+    assert [tree.nodes[n]["source"] for n in tree] == [
+        "responses",
+        "responses",
+        "turns",
+    ]
+    assert tree.nodes[new_turn]["prompt"] == "and now?"
+    assert forest.tree_ids == ["conv"]
+    assert sorted(forest.tree("conv").edges) == sorted(tree.edges)
+
+
+def test_a_record_in_both_generations_is_read_once(tmp_path):
+    with LlmLog(tmp_path) as log:
+        turn = log.prompt("only once")
+    conn = sqlite3.connect(log.path)
+    thread = conn.execute("select thread_id from turns").fetchone()[0]
+    conn.execute(
+        "insert into conversations (id, name, model) values (?, 'x', 'echo')", [thread]
+    )
+    conn.execute(
+        "insert into responses (id, model, prompt, response, conversation_id,"
+        " datetime_utc) select id, model, 'legacy copy', 'x', thread_id, datetime_utc"
+        " from turns"
+    )
+    conn.commit()
+    conn.close()
+    tree = load_tree(thread, log.path)
+    assert list(tree.nodes) == [turn]
+    assert tree.nodes[turn]["source"] == "turns"
+    assert tree.nodes[turn]["prompt"] == "only once"
+    assert Forest.read(log.path).nodes["id"].tolist() == [turn]
+
+
+# -- reading never writes -----------------------------------------------------
+
+
+def test_reading_leaves_the_file_byte_identical(llm_fork_db, seed_db):
+    for path in (llm_fork_db["path"], seed_db):
+        before = file_digest(path)
+        forest = Forest.read(path)
+        for tree_id in forest.tree_ids:
+            load_tree(tree_id, path)
+        assert file_digest(path) == before
+        assert not path.with_name(path.name + "-journal").exists()
+
+
+def test_read_only_connection_refuses_writes(seed_db):
+    with open_logs(seed_db) as logs, pytest.raises(sqlite3.OperationalError):
+        logs.conn.execute("delete from responses")
+
+
+def test_reading_while_llm_holds_a_write_transaction(seed_db):
+    writer = sqlite3.connect(seed_db, isolation_level=None)
+    writer.execute("begin immediate")
+    add_response(writer, "linear-d", "linear", "written meanwhile", parent="linear-c")
+    try:
+        # The reader sees the last committed state; it does not wait or fail.
+        assert load_tree("linear", seed_db).number_of_nodes() == 4
+    finally:
+        writer.execute("commit")
+        writer.close()
+    assert load_tree("linear", seed_db).number_of_nodes() == 5
+
+
+def test_reading_waits_for_an_exclusive_lock_to_end(seed_db):
+    # Another process locks the whole file for half a second, as a writer
+    # does while it commits; the read waits (busy timeout) instead of failing.
+    script = (
+        "import sqlite3, sys, time\n"
+        "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "conn.execute('begin exclusive')\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(0.5)\n"
+        "conn.execute('commit')\n"
+    )
+    locker = subprocess.Popen(
+        [sys.executable, "-c", script, str(seed_db)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert locker.stdout.readline() == "locked\n"
+        assert load_tree("linear", seed_db).number_of_nodes() == 4
+    finally:
+        locker.wait(timeout=10)
+
+
+# -- bad input ----------------------------------------------------------------
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DatabaseError, match="no database file at"):
+        open_logs(tmp_path / "absent.db")
+    assert not (tmp_path / "absent.db").exists()
+
+
+def test_not_sqlite(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("not a database at all, just some text " * 100)
+    with pytest.raises(DatabaseError, match="is not an SQLite database"):
+        open_logs(path)
+
+
+def test_sqlite_without_llm_tables(tmp_path):
+    path = tmp_path / "other.db"
+    sqlite3.connect(path).execute("create table things (id)").connection.close()
+    with pytest.raises(DatabaseError, match="has no llm tables"):
+        open_logs(path)
+
+
+def test_unknown_conversation(seed_db):
+    with pytest.raises(UnknownConversation, match="no conversation with id 'nope'"):
+        load_tree("nope", seed_db)

@@ -76,8 +76,17 @@ def _plain_row(row: dict) -> dict:
 @click.option(
     "--width", default=60, show_default=True, help="Characters of prompt per line"
 )
+@click.option(
+    "--indent-chains",
+    is_flag=True,
+    help="Indent every child, also an only child (long chains draw wide)",
+)
 def tree(
-    conversation_ids: tuple[str, ...], db_path: str | None, as_json: bool, width: int
+    conversation_ids: tuple[str, ...],
+    db_path: str | None,
+    as_json: bool,
+    width: int,
+    indent_chains: bool,
 ) -> None:
     """Draw conversation trees; every conversation when no id is given.
 
@@ -119,7 +128,9 @@ def tree(
         if graph.graph.get("name"):
             title += f"  {_short_name(graph.graph['name'], width)}"
         click.echo(click.style(title, bold=True))
-        for line in generate_tree_lines(graph, width=width):
+        for line in generate_tree_lines(
+            graph, width=width, indent_chains=indent_chains
+        ):
             click.echo(line)
 
 

@@ -44,9 +44,13 @@ with recursive chain(hash) as (
 select m.hash, m.parent_hash, m.role from messages m join chain using (hash)
 """
 
+ALL_MESSAGES_SQL = "select hash, parent_hash, role from messages"
+
+SOME_THREADS = " where thread_id in (select value from json_each(:threads))"
+
 TEXT_PARTS_SQL = """
 select message_hash, text, payload from parts
-where type = 'text' and message_hash in ({messages})
+where type = 'text'{where}
 order by message_hash, position
 """
 
@@ -139,7 +143,7 @@ class MessageStoreReader:
             (tid, row["forked_from"]) for tid, row in threads.items()
         )
         forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
-        records = self._read(list(threads), thread_roots, forked_from, text=text)
+        records = self._read(None, thread_roots, forked_from, text=text)
         columns = [
             "id",
             "tree_id",
@@ -166,29 +170,34 @@ class MessageStoreReader:
 
     def _read(
         self,
-        thread_ids: list[str],
+        thread_ids: list[str] | None,
         thread_roots: dict[str, str],
         forked_from: dict[str, str | None],
         text: bool,
     ) -> list[dict[str, Any]]:
+        """Node records of the turns of `thread_ids` (None: of every thread,
+        reading whole tables instead of walking chains)."""
         threads_json = json.dumps(thread_ids)
+        where = "" if thread_ids is None else SOME_THREADS
         turns = [
             dict(row)
             for row in self.conn.execute(
-                f"select {TURN_COLUMNS} from turns"
-                " where thread_id in (select value from json_each(?))"
+                f"select {TURN_COLUMNS} from turns{where}"
                 " order by coalesce(datetime_utc, ''), id",
-                [threads_json],
+                {"threads": threads_json},
             )
         ]
         if not turns:
             return []
+        query = ALL_MESSAGES_SQL if thread_ids is None else CHAIN_SQL
         messages = {
             row[0]: (row[1], row[2])
-            for row in self.conn.execute(CHAIN_SQL, {"threads": threads_json})
+            for row in self.conn.execute(query, {"threads": threads_json})
         }
         chains = _Chains(messages)
-        texts = self._message_texts(list(messages)) if text else {}
+        texts = {}
+        if text:
+            texts = self._message_texts(None if thread_ids is None else list(messages))
 
         # Turns by (tree, tip): the candidates for being some turn's parent.
         by_tip: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -245,17 +254,24 @@ class MessageStoreReader:
             )
         return records
 
-    def _message_texts(self, hashes: list[str]) -> dict[str, str]:
-        """Each message's text parts joined, fragment references resolved."""
+    def _message_texts(self, hashes: list[str] | None) -> dict[str, str]:
+        """Each message's text parts joined, fragment references resolved
+        (`hashes` None: of every message)."""
         texts: dict[str, list[str]] = defaultdict(list)
         pending_refs: list[tuple[str, int, list[dict[str, Any]]]] = []
         fragment_ids: set[int] = set()
-        for start in range(0, len(hashes), 50_000):
-            chunk = hashes[start : start + 50_000]
-            query = TEXT_PARTS_SQL.format(messages="select value from json_each(?)")
-            for message_hash, part_text, payload in self.conn.execute(
-                query, [json.dumps(chunk)]
-            ):
+        if hashes is None:
+            batches = [self.conn.execute(TEXT_PARTS_SQL.format(where=""))]
+        else:
+            query = TEXT_PARTS_SQL.format(
+                where=" and message_hash in (select value from json_each(?))"
+            )
+            batches = (
+                self.conn.execute(query, [json.dumps(hashes[start : start + 50_000])])
+                for start in range(0, len(hashes), 50_000)
+            )
+        for batch in batches:
+            for message_hash, part_text, payload in batch:
                 if part_text is not None:
                     texts[message_hash].append(part_text)
                     continue

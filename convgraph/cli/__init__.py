@@ -22,4 +22,5 @@ def cli() -> None:
 
 
 # Imported for their side effect: each module adds its commands to `cli`.
-from convgraph.cli import read  # noqa: E402, F401
+from convgraph.cli import diff, read  # noqa: E402, F401
+from convgraph.cli import export  # noqa: E402, F401

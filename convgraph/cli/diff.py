@@ -1,0 +1,230 @@
+"""Commands that compare branches: diff (two nodes) and compare (one node's
+children).
+
+Both read only the conversation that holds the nodes. Their text is
+styled for a terminal (click drops the styles when the output is not one);
+neither imports pandas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import click
+
+from convgraph.cli import cli
+from convgraph.cli.options import db_option, echo_json, json_option
+
+if TYPE_CHECKING:
+    from convgraph.diff import BranchDiff, Comparison, Step
+
+
+@cli.command("diff")
+@click.argument("node_a")
+@click.argument("node_b")
+@db_option
+@json_option
+@click.option(
+    "--context",
+    "-U",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Lines of context around each change",
+)
+def diff_command(
+    node_a: str, node_b: str, db_path: str | None, as_json: bool, context: int
+) -> None:
+    """Show where the branches down to NODE_A and NODE_B split, and what
+    differs.
+
+    The fork point (the last node both share), the path down to it, then
+    the two branches below it step by step: a unified diff of each step's
+    prompts and responses, and each branch's totals. With --json, an object
+    with fork_point, shared, a, b, steps and totals.
+    """
+    from convgraph.diff import diff, load_tree_of_pair
+
+    tree = load_tree_of_pair(node_a, node_b, db_path)
+    result = diff(tree, node_a, node_b, context=context)
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    for line in generate_diff_lines(result):
+        click.echo(line)
+
+
+def generate_diff_lines(result: BranchDiff) -> Iterator[str]:
+    """The human form of a branch diff, line by line, styled for a terminal."""
+    yield click.style(f"diff {result.node_a} {result.node_b}", bold=True) + (
+        f"  (conversation {result.conversation_id})"
+    )
+    shared = result.shared
+    route = shared[0] if len(shared) == 1 else f"{shared[0]} ... {shared[-1]}"
+    yield (
+        f"fork point: {click.style(result.fork_point, bold=True)}"
+        f"  (shared path: {_count(len(shared), 'node')}, {route})"
+    )
+    for name, node, below in (
+        ("a", result.node_a, result.a),
+        ("b", result.node_b, result.b),
+    ):
+        if below:
+            yield f"{name}: {_count(len(below), 'node')} after the fork point, down to {node}"
+        elif result.node_a == result.node_b:
+            yield f"{name}: nothing after the fork point (both nodes are {node})"
+        else:
+            other = result.node_b if name == "a" else result.node_a
+            yield f"{name}: nothing after the fork point ({node} is an ancestor of {other})"
+    for step in result.steps:
+        yield ""
+        yield from _step_lines(step)
+    yield ""
+    yield from _totals_lines(result)
+
+
+def _step_lines(step: Step) -> Iterator[str]:
+    sides = []
+    for name, side in (("a", step.a), ("b", step.b)):
+        if side is None:
+            sides.append(f"{name}: -")
+        else:
+            sides.append(
+                f"{name}: {side.id}" + (f" ({side.model})" if side.model else "")
+            )
+    yield click.style(f"step {step.step}", bold=True) + "  " + "   ".join(sides)
+    if step.same_prompt:
+        yield "prompt: same"
+    else:
+        yield "prompt:"
+        yield from _styled_diff(step.prompt_diff)
+    if step.same_response:
+        yield "response: same"
+    else:
+        both = step.a is not None and step.b is not None
+        similar = f" (similarity {step.response_similarity:.2f})" if both else ""
+        yield f"response{similar}:"
+        yield from _styled_diff(step.response_diff)
+
+
+def _styled_diff(lines: list[str]) -> Iterator[str]:
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            yield click.style(line, bold=True)
+        elif line.startswith("@@"):
+            yield click.style(line, fg="cyan")
+        elif line.startswith("-"):
+            yield click.style(line, fg="red")
+        elif line.startswith("+"):
+            yield click.style(line, fg="green")
+        else:
+            yield line
+
+
+def _totals_lines(result: BranchDiff) -> Iterator[str]:
+    rows = [
+        [
+            name,
+            str(totals.nodes),
+            _number(totals.input_tokens),
+            _number(totals.output_tokens),
+            _number(totals.duration_ms, " ms"),
+            ", ".join(totals.models) or "-",
+        ]
+        for name, totals in result.totals.items()
+    ]
+    headers = ["", "nodes", "input tokens", "output tokens", "duration", "models"]
+    yield from _table(headers, rows, left={0, 5})
+
+
+def _table(headers: list[str], rows: list[list[str]], left: set[int]) -> Iterator[str]:
+    """Aligned columns, numbers to the right and the `left` columns to the
+    left, with a bold header line."""
+    widths = [
+        max(len(row[column]) for row in [headers, *rows])
+        for column in range(len(headers))
+    ]
+    for index, row in enumerate([headers, *rows]):
+        cells = [
+            cell.ljust(width) if column in left else cell.rjust(width)
+            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        line = "  ".join(cells).rstrip()
+        yield click.style(line, bold=True) if index == 0 else line
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _number(value: int | None, unit: str = "") -> str:
+    return "-" if value is None else f"{value}{unit}"
+
+
+@cli.command("compare")
+@click.argument("node_id")
+@db_option
+@json_option
+def compare_command(node_id: str, db_path: str | None, as_json: bool) -> None:
+    """Compare the children of NODE_ID: the alternatives tried from it.
+
+    For each child: model, tokens, duration, response length (characters),
+    subtree size, and the similarity of its response to each sibling's
+    (difflib's ratio over words, 0 to 1). With --json, an array of objects
+    with id, those columns, and similarity (sibling id -> ratio).
+    """
+    from convgraph.diff import compare
+    from convgraph.forest import load_tree_of_node
+
+    result = compare(load_tree_of_node(node_id, db_path), node_id)
+    if as_json:
+        echo_json(result.to_dicts())
+        return
+    if not result.alternatives:
+        click.echo(f"{node_id} has no children", err=True)
+        return
+    for line in generate_compare_lines(result):
+        click.echo(line)
+
+
+def generate_compare_lines(result: Comparison) -> Iterator[str]:
+    """The human form of a comparison: a table of the children, then the
+    similarity of their responses, numbered as in the table."""
+    alternatives = result.alternatives
+    yield click.style(
+        f"{_count(len(alternatives), 'alternative')} after {result.node}", bold=True
+    )
+    headers = ["#", "id", "model", "input", "output", "duration", "chars", "subtree"]
+    rows = [
+        [
+            str(number),
+            alternative.id,
+            alternative.model or "-",
+            _number(alternative.input_tokens),
+            _number(alternative.output_tokens),
+            _number(alternative.duration_ms, " ms"),
+            _number(alternative.response_length),
+            str(alternative.subtree_size),
+        ]
+        for number, alternative in enumerate(alternatives, start=1)
+    ]
+    yield from _table(headers, rows, left={1, 2})
+    if len(alternatives) < 2:
+        return
+    yield ""
+    yield click.style("similarity of responses (0 to 1, over words)", bold=True)
+    ids = result.ids
+    matrix = [
+        [str(number)]
+        + [
+            "1.00"
+            if other == alternative.id
+            else f"{alternative.similarity[other]:.2f}"
+            for other in ids
+        ]
+        for number, alternative in enumerate(alternatives, start=1)
+    ]
+    yield from _table(
+        ["#", *(str(n) for n in range(1, len(ids) + 1))], matrix, left=set()
+    )

@@ -1,0 +1,225 @@
+"""`convgraph export`: conversations as DOT, GraphML, JSON or Mermaid, and
+pictures through Graphviz.
+
+The command parses its options and hands the trees to the writer that
+`convgraph.export.FORMATS` names, so every format the registry holds is a
+`--format` here. Output goes to stdout, or to a file that appears whole or
+not at all (it is written beside its final name and moved there at the end).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, Any
+
+import click
+
+from convgraph.cli import cli
+from convgraph.cli.options import UserError, db_option
+from convgraph.export import FORMATS
+from convgraph.export.common import RANKDIRS
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+RENDERINGS = ("svg", "png")
+
+NO_GRAPHVIZ = (
+    "--render needs Graphviz's `dot` program, which is not installed here"
+    " (Debian and Ubuntu: apt-get install graphviz; macOS: brew install graphviz);"
+    " without --render, --format dot writes the text to draw elsewhere"
+)
+
+
+@cli.command()
+@click.argument("conversation_ids", nargs=-1)
+@click.option(
+    "--format",
+    "format_name",
+    default="dot",
+    show_default=True,
+    metavar="FORMAT",
+    help=f"One of: {', '.join(FORMATS)}",
+)
+@click.option(
+    "-o", "--output", metavar="FILE", default=None, help="Write FILE [default: stdout]"
+)
+@click.option(
+    "--render",
+    metavar="KIND",
+    default=None,
+    help=f"Draw the DOT with Graphviz into -o FILE: {' or '.join(RENDERINGS)}",
+)
+@click.option(
+    "--rankdir",
+    metavar="DIR",
+    default=None,
+    help=f"Direction of dot and mermaid drawings: {', '.join(RANKDIRS)} [default: TB]",
+)
+@db_option
+def export(
+    conversation_ids: tuple[str, ...],
+    format_name: str,
+    output: str | None,
+    render: str | None,
+    rankdir: str | None,
+    db_path: str | None,
+) -> None:
+    """Export conversations; every conversation when no id is given.
+
+    \b
+    convgraph export --format dot | dot -Tsvg > forest.svg
+    convgraph export CONVERSATION_ID --format graphml -o tree.graphml
+    convgraph export CONVERSATION_ID --render svg -o tree.svg
+    """
+    exporter = FORMATS.get(format_name)
+    if exporter is None:
+        raise UserError(
+            f"unknown format {format_name!r}: use one of {', '.join(FORMATS)}"
+        )
+    options: dict[str, Any] = {}
+    if rankdir is not None:
+        if "rankdir" not in exporter.options:
+            raise UserError(f"--rankdir does not apply to --format {format_name}")
+        if rankdir.upper() not in RANKDIRS:
+            raise UserError(
+                f"unknown rankdir {rankdir!r}: use one of {', '.join(RANKDIRS)}"
+            )
+        options["rankdir"] = rankdir.upper()
+    if render is not None:
+        if render not in RENDERINGS:
+            raise UserError(
+                f"unknown rendering {render!r}: use {' or '.join(RENDERINGS)}"
+            )
+        if format_name != "dot":
+            raise UserError("--render draws the DOT export: use it with --format dot")
+        if output is None:
+            raise UserError(f"--render {render} needs -o FILE to write the picture to")
+    if output is not None and os.path.isdir(output):
+        raise UserError(f"cannot write {output}: it is a directory")
+    dot_program = shutil.which("dot") if render is not None else None
+    if render is not None and dot_program is None:
+        raise UserError(NO_GRAPHVIZ)
+
+    graphs = _conversations(conversation_ids, db_path)
+    if render is not None:
+        assert output is not None and dot_program is not None
+        with _replaced(output) as (_, partial):
+            _render(graphs, dot_program, render, partial, options)
+    elif output is not None:
+        with _replaced(output) as (file, _):
+            exporter.write(graphs, file, **options)
+    else:
+        _to_stdout(lambda stream: exporter.write(graphs, stream, **options))
+
+
+def _conversations(ids: tuple[str, ...], db_path: str | None) -> Iterator[nx.DiGraph]:
+    """The trees to export: every one, or those `ids` name, each once.
+
+    With ids, every tree is read (one conversation each) before anything is
+    written, so an unknown id fails before any output.
+    """
+    from convgraph.forest import Forest, load_tree
+    from convgraph.sources import open_logs
+
+    if not ids:
+        return Forest.read(db_path).trees()
+    trees: dict[Any, nx.DiGraph] = {}
+    with open_logs(db_path) as logs:
+        for conversation_id in ids:
+            tree = load_tree(conversation_id, logs)
+            # Two thread ids of one message-store tree name the same tree.
+            trees.setdefault(tree.graph["conversation_id"], tree)
+    return iter(trees.values())
+
+
+@contextlib.contextmanager
+def _replaced(path: str) -> Iterator[tuple[IO[bytes], str]]:
+    """A binary file beside `path` (and its name) that replaces `path` when
+    the block ends without an error, and is removed when it does not."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        handle, partial = tempfile.mkstemp(
+            dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".partial"
+        )
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror}") from None
+    try:
+        with open(handle, "wb") as file:
+            yield file, partial
+        # mkstemp makes the file private; give it the mode a new file gets
+        # under the user's umask.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o666 & ~umask)
+        os.replace(partial, path)
+    except OSError as error:
+        _remove(partial)
+        raise UserError(f"cannot write {path}: {error.strerror}") from None
+    except BaseException:
+        _remove(partial)
+        raise
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _render(
+    graphs: Iterator[nx.DiGraph],
+    dot_program: str,
+    kind: str,
+    path: str,
+    options: dict[str, Any],
+) -> None:
+    """Stream the DOT into Graphviz's `dot`, which writes the picture."""
+    from convgraph.export import write_dot
+
+    # dot's messages go to a file, not a pipe: a full pipe would stall dot
+    # while it still reads the graph.
+    with tempfile.TemporaryFile() as messages:
+        process = subprocess.Popen(
+            [dot_program, f"-T{kind}", "-o", path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=messages,
+        )
+        assert process.stdin is not None
+        try:
+            with process.stdin:
+                write_dot(graphs, process.stdin, **options)
+        except BrokenPipeError:
+            pass
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        status = process.wait()
+        messages.seek(0)
+        said = messages.read().decode("utf-8", "replace").strip()
+    if status != 0:
+        first = said.splitlines()[0] if said else f"exit status {status}"
+        raise UserError(f"Graphviz's dot could not draw the graph: {first}")
+
+
+def _to_stdout(write: Any) -> None:
+    """Write UTF-8 to stdout whatever the terminal's encoding; a reader that
+    stops early (`| head`) ends the command quietly."""
+    stream = click.get_binary_stream("stdout")
+    try:
+        write(stream)
+        stream.flush()
+    except BrokenPipeError:
+        # Point stdout at nothing, so that Python's own flush at exit does
+        # not fail again on the closed pipe.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)

@@ -1,0 +1,201 @@
+"""What every exporter shares: taking one conversation or many, writing lines
+to a path or an open file, and the characters no output format may carry.
+
+The exporters take what `convgraph.forest` produces: one conversation DiGraph,
+or any iterable of them (a forest, possibly a generator such as
+`Forest.trees()`, consumed once). A format that writes one conversation
+differently from several (DOT clusters, GraphML tree ids) looks ahead at most
+one graph to know which case it is in, so a forest still streams. Nothing
+here imports networkx: the command line imports this package to list the
+formats, and stays fast.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import re
+from collections.abc import Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any
+
+from convgraph.errors import ConvgraphError
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+#: The node contract of notes/CONTRACT.md, in the order every format writes it.
+NODE_ATTRIBUTES = (
+    "conversation_id",
+    "prompt",
+    "system",
+    "response",
+    "model",
+    "datetime_utc",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
+    "source",
+)
+INTEGER_ATTRIBUTES = frozenset({"input_tokens", "output_tokens", "duration_ms"})
+
+#: Graphviz's and Mermaid's directions (Mermaid writes TB as TB or TD).
+RANKDIRS = ("TB", "LR", "BT", "RL")
+
+#: Where a file of several conversations records which one a node belongs to.
+TREE_ID = "tree_id"
+TREE_NAME = "tree_name"
+
+#: Characters that XML 1.0 forbids (C0 controls but tab, newline and carriage
+#: return; lone surrogates; U+FFFE and U+FFFF). No format writes them: an SVG
+#: that Graphviz makes, a GraphML file, a web page showing Mermaid are XML or
+#: HTML, and one such character makes the whole document unreadable.
+FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+#: Controls to show as a symbol in drawn text (labels): the forbidden ones,
+#: plus tab, carriage return and DEL, which a one-line label cannot show.
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+
+class ExportError(ConvgraphError, ValueError):
+    """A file is not what the reader expects, or a forest cannot be written
+    (the same node id in two conversations)."""
+
+
+def visible(character: str) -> str:
+    """The symbol that stands in for an unwritable character: the Unicode
+    control picture for a C0 control or DEL (U+0001 -> "␁"), else U+FFFD."""
+    code = ord(character)
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "\u2421"
+    return "\ufffd"
+
+
+def _visible_match(match: re.Match[str]) -> str:
+    return visible(match.group())
+
+
+def without_forbidden(text: str) -> str:
+    """`text` with the characters XML 1.0 forbids replaced by `visible`."""
+    if FORBIDDEN.search(text) is None:
+        return text
+    return FORBIDDEN.sub(_visible_match, text)
+
+
+def without_controls(text: str) -> str:
+    """`text` with every control character replaced by `visible`."""
+    if CONTROLS.search(text) is None:
+        return text
+    return CONTROLS.sub(_visible_match, text)
+
+
+def as_graphs(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[nx.DiGraph]:
+    """One graph or an iterable of graphs, as an iterator of graphs."""
+    # A networkx graph is itself iterable (over its nodes): tell it apart by
+    # the adjacency it has and an iterable of graphs does not.
+    if hasattr(graphs, "adj") and hasattr(graphs, "graph"):
+        return iter([graphs])
+    return iter(graphs)
+
+
+def look_ahead(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+) -> tuple[Iterator[nx.DiGraph], bool]:
+    """The graphs again, and whether there is more than one of them.
+
+    Reads at most two graphs ahead of the caller, so a generator of
+    conversations is still consumed one at a time.
+    """
+    iterator = as_graphs(graphs)
+    ahead = list(itertools.islice(iterator, 2))
+    return itertools.chain(ahead, iterator), len(ahead) > 1
+
+
+class UniqueIds:
+    """Remembers the node ids written so far, to refuse a forest in which two
+    conversations share a node (a file with one id twice is invalid)."""
+
+    def __init__(self) -> None:
+        self.seen: set[Any] = set()
+
+    def check(self, graph: nx.DiGraph) -> None:
+        """Raise ExportError if `graph` has a node already written."""
+        before = len(self.seen)
+        self.seen.update(graph)
+        if len(self.seen) != before + len(graph):
+            repeated = next(node for node in graph if node in self.seen)
+            raise ExportError(
+                f"node {repeated!r} is in two of the conversations exported;"
+                " export each conversation once"
+            )
+
+
+def node_attributes(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """A node's attributes, the contract's first, in its order, then the rest."""
+    for key in NODE_ATTRIBUTES:
+        yield key, data.get(key)
+    for key, value in data.items():
+        if key not in NODE_ATTRIBUTES:
+            yield key, value
+
+
+PathOrFile = str | os.PathLike[str] | IO[str] | IO[bytes]
+
+#: Lines are joined into chunks of this many before writing: one write per
+#: line costs more than the text itself for short lines.
+LINES_PER_WRITE = 512
+
+
+def write_lines(lines: Iterable[str], path_or_file: PathOrFile) -> None:
+    """Write `lines`, each ended by a newline, as UTF-8.
+
+    Parameters
+    ----------
+    lines
+        The text, one line per item, without line ends.
+    path_or_file
+        A path (the file is created or replaced), a binary file (UTF-8 bytes
+        are written), or a text file (written as it is).
+    """
+    if isinstance(path_or_file, str | os.PathLike):
+        with open(path_or_file, "w", encoding="utf-8", newline="\n") as file:
+            _write_chunks(lines, file.write)
+        return
+    if isinstance(path_or_file, io.TextIOBase) or hasattr(path_or_file, "encoding"):
+        _write_chunks(lines, path_or_file.write)
+        return
+    write = path_or_file.write
+    _write_chunks(lines, lambda text: write(text.encode("utf-8")))
+
+
+def _write_chunks(lines: Iterable[str], write: Any) -> None:
+    iterator = iter(lines)
+    while chunk := list(itertools.islice(iterator, LINES_PER_WRITE)):
+        chunk.append("")
+        write("\n".join(chunk))
+
+
+def read_text(path_or_file: PathOrFile) -> str:
+    """The whole of a path or open file (text or UTF-8 bytes) as a string."""
+    if isinstance(path_or_file, str | os.PathLike):
+        with open(path_or_file, encoding="utf-8") as file:
+            return file.read()
+    content = path_or_file.read()
+    return content.decode("utf-8") if isinstance(content, bytes) else content
+
+
+def new_graph(conversation_id: Any, name: Any) -> nx.DiGraph:
+    """An empty conversation DiGraph with the contract's graph attributes."""
+    import networkx as nx
+
+    return nx.DiGraph(conversation_id=conversation_id, name=name)
+
+
+def contract_node(data: dict[str, Any]) -> dict[str, Any]:
+    """A node's attributes as read back: every contract key present (None
+    where the file had none), then any other attributes the file carried."""
+    node = {key: data.pop(key, None) for key in NODE_ATTRIBUTES}
+    node.update(data)
+    return node

@@ -1,0 +1,379 @@
+"""Conversation trees as Graphviz DOT: a streamed file, or a pydot object.
+
+Each node is a box labelled with its id, its model and one-line excerpts of
+its prompt and response; its tooltip holds the full texts. Fill colours tell
+the models apart, branch points (where the conversation forked) have a double
+border and leaves (the tips of the branches) a bold one. Several
+conversations become clusters, one box each.
+
+Every id and attribute value is written as a DOT quoted string, so keywords
+(`node`, `graph`, `strict`...), ids that start with a digit, Unicode and
+punctuation are all plain text to Graphviz. Inside the quotes, ids escape
+backslashes, quotes and control characters in a form that two different ids
+never share; labels and tooltips are Graphviz escape strings, where a
+backslash, the record-label characters `{}|<>` and HTML entities (`&`) are
+escaped so that what Graphviz draws is the text itself. Control characters are
+drawn as their Unicode control pictures, so an SVG that Graphviz makes from
+the file is always valid XML.
+
+Examples
+--------
+>>> import networkx as nx
+>>> tree = nx.DiGraph(conversation_id="c1", name="Trees")
+>>> tree.add_node("r", prompt="What is a tree?", response="A graph.", model="echo")
+>>> tree.add_node("a", prompt='Say "hi"', response="hi", model="echo")
+>>> tree.add_edge("r", "a")
+>>> print("\\n".join(generate_dot(tree)))  # doctest: +NORMALIZE_WHITESPACE
+digraph "c1" {
+  graph [rankdir="TB", fontname="Helvetica", fontsize="11", ordering="out", label="Trees  (c1)", labelloc="t"];
+  node [shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10", fillcolor="white"];
+  edge [arrowsize="0.7"];
+  "r" [label="r  ·  echo\\n» What is a tree?\\n« A graph.", tooltip="prompt: What is a tree?\\n\\nresponse: A graph.", fillcolor="#8dd3c7", class="root"];
+  "a" [label="a  ·  echo\\n» Say \\"hi\\"\\n« hi", tooltip="prompt: Say \\"hi\\"\\n\\nresponse: hi", fillcolor="#8dd3c7", style="rounded,filled,bold", class="leaf"];
+  "r" -> "a";
+}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from convgraph.export.common import (
+    RANKDIRS,
+    ExportError,
+    PathOrFile,
+    UniqueIds,
+    look_ahead,
+    without_controls,
+    write_lines,
+)
+from convgraph.render import excerpt
+
+if TYPE_CHECKING:
+    import networkx as nx
+    import pydot
+
+#: Characters of prompt and response that a node's label shows.
+LABEL_EXCERPT = 40
+
+#: Fill colours, one per model in order of first appearance (ColorBrewer's
+#: Set3: light enough for black text); more models than colours reuse them.
+PALETTE = (
+    "#8dd3c7",
+    "#ffffb3",
+    "#bebada",
+    "#fb8072",
+    "#80b1d3",
+    "#fdb462",
+    "#b3de69",
+    "#fccde5",
+    "#d9d9d9",
+    "#bc80bd",
+    "#ccebc5",
+    "#ffed6f",
+)
+NO_MODEL_COLOUR = "white"
+
+#: `ordering="out"` keeps each node's children in log order, left to right.
+GRAPH_DEFAULTS = {"fontname": "Helvetica", "fontsize": "11", "ordering": "out"}
+NODE_DEFAULTS = {
+    "shape": "box",
+    "style": "rounded,filled",
+    "fontname": "Helvetica",
+    "fontsize": "10",
+    "fillcolor": NO_MODEL_COLOUR,
+}
+EDGE_DEFAULTS = {"arrowsize": "0.7"}
+LEAF_STYLE = "rounded,filled,bold"
+
+_ID_CONTROLS = re.compile("[\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_ID_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_id_control(match: re.Match[str]) -> str:
+    character = match.group()
+    if character in _ID_ESCAPES:
+        return _ID_ESCAPES[character]
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def quote_id(node_id: Any) -> str:
+    """A node or graph id as a DOT quoted string.
+
+    Backslashes are doubled and quotes escaped; control characters become
+    `\\n`, `\\t`, `\\x01`-style escapes. Graphviz reads the result as one
+    ID, and two different ids never give the same one.
+
+    Examples
+    --------
+    >>> print(quote_id('say "hi"\\n'))
+    "say \\"hi\\"\\n"
+    >>> print(quote_id("graph"))
+    "graph"
+    """
+    text = str(node_id).replace("\\", "\\\\").replace('"', '\\"')
+    if _ID_CONTROLS.search(text) is not None:
+        text = _ID_CONTROLS.sub(_escape_id_control, text)
+    return f'"{text}"'
+
+
+def unquote_id(quoted: str) -> str:
+    """The id that `quote_id` wrote (the inverse, for reading a file back)."""
+    if len(quoted) < 2 or quoted[0] != '"' or quoted[-1] != '"':
+        raise ExportError(f"not a quoted DOT id: {quoted!r}")
+    return re.sub(
+        r"\\(?:x([0-9a-f]{2})|u([0-9a-f]{4})|(.))",
+        _unescape_id,
+        quoted[1:-1],
+        flags=re.DOTALL,
+    )
+
+
+def _unescape_id(match: re.Match[str]) -> str:
+    code = match.group(1) or match.group(2)
+    if code:
+        return chr(int(code, 16))
+    character = match.group(3)
+    return {"n": "\n", "r": "\r", "t": "\t"}.get(character, character)
+
+
+def quote_text(text: str) -> str:
+    """Text as a DOT quoted Graphviz escape string (labels, tooltips) that
+    Graphviz draws as the text itself.
+
+    Examples
+    --------
+    >>> print(quote_text('a "b" {c} & \\\\d\\nnext'))
+    "a \\"b\\" \\{c\\} &amp; \\\\d\\nnext"
+    """
+    text = (
+        without_controls(text.replace("\r\n", "\n").replace("\r", "\n"))
+        .replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("&", "&amp;")
+        .replace("{", "\\{")
+        .replace("}", "\\}")
+        .replace("|", "\\|")
+        .replace("<", "\\<")
+        .replace(">", "\\>")
+        .replace("\n", "\\n")
+    )
+    return f'"{text}"'
+
+
+def node_label(node_id: Any, data: dict[str, Any]) -> str:
+    """The text a node's box shows (before quoting): id and model, then
+    one-line excerpts of the prompt (») and the response («)."""
+    model = data.get("model")
+    lines = [f"{node_id}  ·  {model}" if model else str(node_id)]
+    for mark, key in (("»", "prompt"), ("«", "response")):
+        text = excerpt(data.get(key), LABEL_EXCERPT)
+        if text:
+            lines.append(f"{mark} {text}")
+    return "\n".join(lines)
+
+
+def node_tooltip(data: dict[str, Any]) -> str:
+    """The full texts of a node (before quoting): system, prompt, response."""
+    parts = [
+        f"{key}: {data[key]}"
+        for key in ("system", "prompt", "response")
+        if data.get(key) is not None
+    ]
+    return "\n\n".join(parts)
+
+
+def conversation_title(graph: nx.DiGraph) -> str:
+    """A conversation's name and id, as its cluster or graph label says it."""
+    conversation_id = graph.graph.get("conversation_id")
+    name = graph.graph.get("name")
+    if name and conversation_id is not None:
+        return f"{excerpt(name, LABEL_EXCERPT)}  ({conversation_id})"
+    return str(name or conversation_id or "")
+
+
+def _quoted(attributes: dict[str, str]) -> dict[str, str]:
+    return {key: f'"{value}"' for key, value in attributes.items()}
+
+
+class _Statements:
+    """The DOT of an export as statements with every string already quoted:
+    one list of them feeds both the streamed text and the pydot object, so
+    the two cannot disagree.
+
+    Statements are tuples: ("graph", name, attributes), ("node", id,
+    attributes), ("edge", source, target), ("cluster", name, attributes),
+    ("end",). Attribute values are quoted DOT strings.
+    """
+
+    def __init__(self, rankdir: str) -> None:
+        if rankdir not in RANKDIRS:
+            raise ExportError(
+                f"rankdir must be one of {', '.join(RANKDIRS)}, not {rankdir!r}"
+            )
+        self.rankdir = rankdir
+        self.colours: dict[Any, str] = {}
+
+    def colour(self, model: Any) -> str:
+        if model is None:
+            return NO_MODEL_COLOUR
+        if model not in self.colours:
+            self.colours[model] = PALETTE[len(self.colours) % len(PALETTE)]
+        return self.colours[model]
+
+    def __call__(
+        self, graphs: nx.DiGraph | Iterable[nx.DiGraph]
+    ) -> Iterator[tuple[Any, ...]]:
+        graphs, several = look_ahead(graphs)
+        graph_attributes = {"rankdir": self.rankdir, **GRAPH_DEFAULTS}
+        unique = UniqueIds()
+        first = None if several else next(graphs, None)
+        if first is None:
+            yield ("graph", quote_id("conversations"), _quoted(graph_attributes))
+        else:
+            yield (
+                "graph",
+                quote_id(first.graph.get("conversation_id", "conversation")),
+                _quoted(graph_attributes)
+                | {"label": quote_text(conversation_title(first)), "labelloc": '"t"'},
+            )
+        yield ("defaults", "node", _quoted(NODE_DEFAULTS))
+        yield ("defaults", "edge", _quoted(EDGE_DEFAULTS))
+        if first is not None:
+            unique.check(first)
+            yield from self.conversation(first)
+        for index, graph in enumerate(graphs):
+            unique.check(graph)
+            title = quote_text(conversation_title(graph))
+            yield ("cluster", quote_id(f"cluster_{index}"), {"label": title})
+            yield from self.conversation(graph)
+            yield ("end",)
+        yield ("end",)
+
+    def conversation(self, graph: nx.DiGraph) -> Iterator[tuple[Any, ...]]:
+        ids = {}
+        succ, pred = graph._succ, graph._pred
+        for node, data in graph.nodes(data=True):
+            ids[node] = quoted = quote_id(node)
+            attributes = {
+                "label": quote_text(node_label(node, data)),
+                "tooltip": quote_text(node_tooltip(data)),
+                "fillcolor": f'"{self.colour(data.get("model"))}"',
+            }
+            children = len(succ[node])
+            if children == 0:
+                attributes["style"] = f'"{LEAF_STYLE}"'
+            elif children > 1:
+                attributes["peripheries"] = '"2"'
+            kinds = [
+                kind
+                for kind, present in (
+                    ("root", not pred[node]),
+                    ("branch-point", children > 1),
+                    ("leaf", children == 0),
+                )
+                if present
+            ]
+            attributes["class"] = f'"{" ".join(kinds)}"'
+            yield ("node", quoted, attributes)
+        for parent, child in graph.edges():
+            yield ("edge", ids[parent], ids[child])
+
+
+def _attribute_list(attributes: dict[str, str]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in attributes.items())
+
+
+def generate_dot(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph], rankdir: str = "TB"
+) -> Iterator[str]:
+    """Yield the DOT text of one conversation, or of several as clusters,
+    line by line.
+
+    Parameters
+    ----------
+    graphs
+        A conversation DiGraph, or an iterable of them (consumed once).
+    rankdir
+        Graphviz's direction: "TB" (roots on top), "LR", "BT" or "RL".
+
+    Raises
+    ------
+    ExportError
+        An unknown `rankdir`, or one node id in two of the conversations.
+    """
+    depth = 0
+    for statement in _Statements(rankdir)(graphs):
+        kind = statement[0]
+        indent = "  " * depth
+        if kind == "node":
+            yield f"{indent}{statement[1]} [{_attribute_list(statement[2])}];"
+        elif kind == "edge":
+            yield f"{indent}{statement[1]} -> {statement[2]};"
+        elif kind == "defaults":
+            yield f"{indent}{statement[1]} [{_attribute_list(statement[2])}];"
+        elif kind == "cluster":
+            yield f"{indent}subgraph {statement[1]} {{"
+            yield f"{indent}  graph [{_attribute_list(statement[2])}];"
+            depth += 1
+        elif kind == "graph":
+            yield f"digraph {statement[1]} {{"
+            yield f"  graph [{_attribute_list(statement[2])}];"
+            depth = 1
+        else:
+            depth -= 1
+            yield f"{'  ' * depth}}}"
+
+
+def write_dot(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    path_or_file: PathOrFile,
+    rankdir: str = "TB",
+) -> None:
+    """Write `generate_dot(graphs, rankdir)` to a path or an open file."""
+    write_lines(generate_dot(graphs, rankdir), path_or_file)
+
+
+def to_pydot(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph], rankdir: str = "TB"
+) -> pydot.Dot:
+    """The same drawing as `generate_dot`, as a pydot object.
+
+    The names and attribute values are the quoted strings that
+    `generate_dot` writes, so pydot writes them as they are.
+    """
+    import pydot
+
+    stack: list[Any] = []
+    dot = None
+    for statement in _Statements(rankdir)(graphs):
+        kind = statement[0]
+        if kind == "node":
+            stack[-1].add_node(pydot.Node(statement[1], **statement[2]))
+        elif kind == "edge":
+            stack[-1].add_edge(pydot.Edge(statement[1], statement[2]))
+        elif kind == "defaults":
+            defaults = (
+                stack[-1].set_node_defaults
+                if statement[1] == "node"
+                else stack[-1].set_edge_defaults
+            )
+            defaults(**statement[2])
+        elif kind == "cluster":
+            cluster = pydot.Subgraph(statement[1])
+            for key, value in statement[2].items():
+                cluster.set(key, value)
+            stack[-1].add_subgraph(cluster)
+            stack.append(cluster)
+        elif kind == "graph":
+            dot = pydot.Dot(statement[1], graph_type="digraph")
+            for key, value in statement[2].items():
+                dot.set(key, value)
+            stack.append(dot)
+        else:
+            stack.pop()
+    assert dot is not None
+    return dot

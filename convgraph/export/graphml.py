@@ -1,0 +1,220 @@
+"""Conversation trees as GraphML, for Gephi, yEd and Cytoscape, and back.
+
+The file is written as text, one element per line, so a forest streams. Keys
+are typed: the token counts and durations are `long`, everything else is
+`string`. A missing value (None) is left out of the node rather than written
+as a word, and is None again when read back. Characters that XML 1.0 forbids
+are replaced by their Unicode control pictures (U+0001 -> "␁", see
+`convgraph.export.common.visible`), so the file is always valid XML; every
+other character is kept, carriage returns and newlines as character
+references so that each node stays on one line.
+
+One conversation is one `<graph>` with its `conversation_id` and `name` as
+graph data. Several are one `<graph>` too, since Gephi and networkx read the
+first graph of a file only: each node then carries `tree_id` and `tree_name`,
+the conversation it belongs to, and `read_graphml` splits them again.
+
+Examples
+--------
+>>> import io, networkx as nx
+>>> tree = nx.DiGraph(conversation_id="c1", name=None)
+>>> tree.add_node("r", prompt="x < y", input_tokens=3)
+>>> tree.add_node("a", prompt="", input_tokens=None)
+>>> tree.add_edge("r", "a")
+>>> file = io.BytesIO()
+>>> write_graphml(tree, file)
+>>> _ = file.seek(0)
+>>> [back] = read_graphml(file)
+>>> back.nodes["r"]["prompt"], back.nodes["r"]["input_tokens"], back.nodes["a"]["input_tokens"]
+('x < y', 3, None)
+>>> list(back.edges), back.graph
+([('r', 'a')], {'conversation_id': 'c1', 'name': None})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from convgraph.export.common import (
+    FORBIDDEN,
+    INTEGER_ATTRIBUTES,
+    NODE_ATTRIBUTES,
+    TREE_ID,
+    TREE_NAME,
+    ExportError,
+    PathOrFile,
+    UniqueIds,
+    contract_node,
+    look_ahead,
+    new_graph,
+    visible,
+    write_lines,
+)
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+HEADER = (
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<graphml xmlns="http://graphml.graphdrawing.org/xmlns"'
+    ' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
+    ' xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns'
+    ' http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">',
+)
+
+#: Graph-level keys, named apart from the node keys of the same attribute.
+GRAPH_KEYS = {"conversation_id": "g_conversation_id", "name": "g_name"}
+
+
+def _visible_match(match: Any) -> str:
+    return visible(match.group())
+
+
+def xml_text(text: str) -> str:
+    """Text as XML character data on one line: markup escaped, forbidden
+    characters replaced, line ends as character references (so that XML's
+    end-of-line handling cannot turn a carriage return into a newline)."""
+    if FORBIDDEN.search(text) is not None:
+        text = FORBIDDEN.sub(_visible_match, text)
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\n", "&#10;")
+        .replace("\r", "&#13;")
+    )
+
+
+def xml_attribute(text: str) -> str:
+    """Text as a double-quoted XML attribute value; tabs as references too,
+    since XML normalizes whitespace in attribute values."""
+    return xml_text(text).replace('"', "&quot;").replace("\t", "&#9;")
+
+
+def _key_lines(several: bool) -> Iterator[str]:
+    for attribute, key in GRAPH_KEYS.items():
+        yield (
+            f'<key id="{key}" for="graph" attr.name="{attribute}" attr.type="string"/>'
+        )
+    node_keys = list(NODE_ATTRIBUTES) + ([TREE_ID, TREE_NAME] if several else [])
+    for attribute in node_keys:
+        kind = "long" if attribute in INTEGER_ATTRIBUTES else "string"
+        yield (
+            f'<key id="{attribute}" for="node" attr.name="{attribute}"'
+            f' attr.type="{kind}"/>'
+        )
+
+
+def _data(key: str, value: Any) -> str:
+    if key in INTEGER_ATTRIBUTES:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ExportError(f"{key} must be an integer or None, not {value!r}")
+        return f'<data key="{key}">{value}</data>'
+    return f'<data key="{key}">{xml_text(str(value))}</data>'
+
+
+def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
+    """Yield the GraphML of one conversation, or of several in one graph,
+    line by line.
+
+    Parameters
+    ----------
+    graphs
+        A conversation DiGraph, or an iterable of them (consumed once). The
+        node contract's attributes are written; others are not.
+
+    Raises
+    ------
+    ExportError
+        One node id in two conversations, or a count that is not an integer.
+    """
+    graphs, several = look_ahead(graphs)
+    yield from HEADER
+    yield from _key_lines(several)
+    yield '<graph edgedefault="directed">'
+    unique = UniqueIds()
+    written: set[str] = set()
+    for graph in graphs:
+        unique.check(graph)
+        tree_data = ""
+        if several:
+            tree_id, name = graph.graph.get("conversation_id"), graph.graph.get("name")
+            if tree_id is not None:
+                tree_data += _data(TREE_ID, tree_id)
+            if name is not None:
+                tree_data += _data(TREE_NAME, name)
+        else:
+            for attribute, key in GRAPH_KEYS.items():
+                if graph.graph.get(attribute) is not None:
+                    yield _data(key, graph.graph[attribute])
+        ids = {}
+        for node, data in graph.nodes(data=True):
+            ids[node] = node_id = xml_attribute(str(node))
+            if node_id in written:
+                raise ExportError(
+                    f"node ids {node!r} and another are the same once the"
+                    " characters XML forbids are replaced"
+                )
+            written.add(node_id)
+            values = "".join(
+                _data(key, data[key])
+                for key in NODE_ATTRIBUTES
+                if data.get(key) is not None
+            )
+            yield f'<node id="{node_id}">{values}{tree_data}</node>'
+        for parent, child in graph.edges():
+            yield f'<edge source="{ids[parent]}" target="{ids[child]}"/>'
+    yield "</graph>"
+    yield "</graphml>"
+
+
+def write_graphml(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+) -> None:
+    """Write `generate_graphml(graphs)` to a path or an open file."""
+    write_lines(generate_graphml(graphs), path_or_file)
+
+
+def read_graphml(path_or_file: PathOrFile) -> list[nx.DiGraph]:
+    """The conversations of a GraphML file that `write_graphml` wrote.
+
+    Read with networkx's GraphML reader. A file of one graph without
+    `tree_id` on its nodes is one conversation; with `tree_id`, the nodes and
+    edges are split into one DiGraph per tree, in the order of their first
+    node. Every contract attribute is present on every node again, None
+    where the file has no value.
+
+    Returns
+    -------
+    list of networkx.DiGraph
+
+    Raises
+    ------
+    ExportError
+        The file is not GraphML that networkx can read.
+    """
+    import networkx as nx
+
+    try:
+        whole = nx.read_graphml(path_or_file, node_type=str, force_multigraph=False)
+    except (nx.NetworkXError, SyntaxError, ValueError) as error:
+        raise ExportError(f"cannot read the GraphML: {error}") from None
+    if not any(TREE_ID in data for _, data in whole.nodes(data=True)):
+        graph = new_graph(whole.graph.get("conversation_id"), whole.graph.get("name"))
+        for node, data in whole.nodes(data=True):
+            graph.add_node(node, **contract_node(dict(data)))
+        graph.add_edges_from(whole.edges())
+        return [graph]
+    trees: dict[Any, nx.DiGraph] = {}
+    tree_of: dict[str, nx.DiGraph] = {}
+    for node, data in whole.nodes(data=True):
+        data = dict(data)
+        tree_id, name = data.pop(TREE_ID, None), data.pop(TREE_NAME, None)
+        if tree_id not in trees:
+            trees[tree_id] = new_graph(tree_id, name)
+        tree_of[node] = trees[tree_id]
+        tree_of[node].add_node(node, **contract_node(data))
+    for parent, child in whole.edges():
+        tree_of[parent].add_edge(parent, child)
+    return list(trees.values())

@@ -1,0 +1,254 @@
+"""Conversation trees as node-link JSON, networkx's convention, and back.
+
+The document is networkx's node-link data (`directed`, `multigraph`,
+`graph`, `nodes` with an `id` each, `edges` with `source` and `target`) with
+a `format` and a `version` field in front, so that `networkx.node_link_graph`
+reads it as it is and a reader can tell which convgraph wrote it. Every string
+is kept verbatim (JSON can carry any text); missing values are `null`. The
+schema is documented in docs/json-schema.md.
+
+One conversation: `graph` holds its `conversation_id` and `name`, and
+`node_link_graph` gives back the very DiGraph. Several: `graph` holds
+`conversations`, a list of `{conversation_id, name}`, and every node a
+`tree_id` naming its conversation, which `read_json` uses to split them again.
+
+The text streams: one node or edge per line, nodes first (the edges of a
+forest are held until every node is written, as the two lists require).
+
+Examples
+--------
+>>> import io, networkx as nx
+>>> tree = nx.DiGraph(conversation_id="c1", name="Trees")
+>>> tree.add_node("r", prompt="What is a tree?", model="echo")
+>>> tree.add_node("a", prompt='Say "hi"', model=None)
+>>> tree.add_edge("r", "a")
+>>> for line in generate_json(tree):
+...     print(line[:72])
+{"format": "convgraph.node-link", "version": 1, "directed": true, "multi
+"nodes": [
+{"id": "r", "conversation_id": null, "prompt": "What is a tree?", "syste
+{"id": "a", "conversation_id": null, "prompt": "Say \\"hi\\"", "system": n
+],
+"edges": [
+{"source": "r", "target": "a"}
+],
+"graph": {"conversation_id": "c1", "name": "Trees"}}
+>>> file = io.StringIO()
+>>> write_json(tree, file)
+>>> _ = file.seek(0)
+>>> [back] = read_json(file)
+>>> back.nodes["a"]["prompt"], list(back.edges), back.graph["name"]
+('Say "hi"', [('r', 'a')], 'Trees')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from json.encoder import encode_basestring
+from typing import TYPE_CHECKING, Any
+
+from convgraph.export.common import (
+    TREE_ID,
+    ExportError,
+    PathOrFile,
+    UniqueIds,
+    contract_node,
+    look_ahead,
+    new_graph,
+    node_attributes,
+    read_text,
+    write_lines,
+)
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+#: The `format` field, and the newest `version` this code writes and reads.
+FORMAT = "convgraph.node-link"
+VERSION = 1
+
+#: Node keys the document itself uses, which node attributes cannot take.
+RESERVED = frozenset({"id", TREE_ID})
+
+_DUMPS_OPTIONS = {"ensure_ascii": False, "default": str}
+
+
+def json_value(value: Any) -> str:
+    """One value as JSON text: strings verbatim (no ASCII escapes), None as
+    null; the common cases without the encoder's per-call cost."""
+    if value is None:
+        return "null"
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)
+    if kind is int:
+        return str(value)
+    return json.dumps(value, **_DUMPS_OPTIONS)
+
+
+_KEYS: dict[str, str] = {}
+
+
+def json_key(key: str) -> str:
+    """`"key": ` for an object member, cached: the same few keys repeat."""
+    text = _KEYS.get(key)
+    if text is None:
+        text = _KEYS[key] = f"{encode_basestring(str(key))}: "
+    return text
+
+
+def json_object(members: Iterable[tuple[str, Any]]) -> str:
+    """An object of `(key, value)` members, on one line."""
+    return (
+        "{"
+        + ", ".join(json_key(key) + json_value(value) for key, value in members)
+        + "}"
+    )
+
+
+def with_commas(lines: Iterable[str]) -> Iterator[str]:
+    """The lines of a JSON array's items, each but the last ended by a comma."""
+    pending = None
+    for line in lines:
+        if pending is not None:
+            yield pending + ","
+        pending = line
+    if pending is not None:
+        yield pending
+
+
+def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
+    """Yield the node-link JSON of one conversation, or of several, line by
+    line.
+
+    Parameters
+    ----------
+    graphs
+        A conversation DiGraph, or an iterable of them (consumed once). Every
+        node attribute is written, the contract's first; graph attributes
+        too, for one conversation.
+
+    Raises
+    ------
+    ExportError
+        One node id in two of the conversations.
+    """
+    graphs, several = look_ahead(graphs)
+    edges: list[tuple[Any, Any]] = []
+    conversations: list[dict[str, Any]] = []
+    single: dict[str, Any] = {}
+
+    def node_lines() -> Iterator[str]:
+        unique = UniqueIds()
+        for graph in graphs:
+            unique.check(graph)
+            tree = graph.graph.get("conversation_id")
+            if several:
+                conversations.append(
+                    {"conversation_id": tree, "name": graph.graph.get("name")}
+                )
+            else:
+                single.update(conversation_id=tree, name=graph.graph.get("name"))
+                single.update(graph.graph)
+            for node, data in graph.nodes(data=True):
+                members = [("id", node)]
+                members.extend(
+                    (key, value)
+                    for key, value in node_attributes(data)
+                    if key not in RESERVED
+                )
+                if several:
+                    members.append((TREE_ID, tree))
+                yield json_object(members)
+            edges.extend(graph.edges())
+
+    yield (
+        f'{{"format": "{FORMAT}", "version": {VERSION}, "directed": true,'
+        ' "multigraph": false,'
+    )
+    yield '"nodes": ['
+    yield from with_commas(node_lines())
+    yield "],"
+    yield '"edges": ['
+    yield from with_commas(
+        json_object((("source", parent), ("target", child))) for parent, child in edges
+    )
+    yield "],"
+    graph_data = {"conversations": conversations} if several else single
+    yield f'"graph": {json.dumps(graph_data, **_DUMPS_OPTIONS)}}}'
+
+
+def write_json(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+) -> None:
+    """Write `generate_json(graphs)` to a path or an open file."""
+    write_lines(generate_json(graphs), path_or_file)
+
+
+def check_format(document: Any, expected: str) -> None:
+    """Raise ExportError unless `document` is a convgraph JSON export of the
+    `expected` format in a version this code reads."""
+    if not isinstance(document, dict) or document.get("format") != expected:
+        found = document.get("format") if isinstance(document, dict) else None
+        raise ExportError(
+            f"not a {expected} document (its format is {found!r})"
+            if found
+            else f"not a {expected} document (no format field)"
+        )
+    version = document.get("version")
+    if not isinstance(version, int) or not 1 <= version <= VERSION:
+        raise ExportError(
+            f"{expected} version {version!r} is not one this convgraph reads"
+            f" (1 to {VERSION})"
+        )
+
+
+def read_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
+    """The conversations of a node-link JSON file that `write_json` wrote.
+
+    Returns
+    -------
+    list of networkx.DiGraph
+        One per conversation, nodes in the file's order, every contract
+        attribute present (None where the file has null or nothing).
+
+    Raises
+    ------
+    ExportError
+        The file is not JSON, or not convgraph's node-link format.
+    """
+    try:
+        document = json.loads(read_text(path_or_file))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ExportError(f"not JSON: {error}") from None
+    check_format(document, FORMAT)
+    try:
+        graph_data = dict(document["graph"])
+        if "conversations" not in graph_data:
+            graph = new_graph(
+                graph_data.pop("conversation_id", None), graph_data.pop("name", None)
+            )
+            graph.graph.update(graph_data)
+            for node in document["nodes"]:
+                node = dict(node)
+                graph.add_node(node.pop("id"), **contract_node(node))
+            graph.add_edges_from(
+                (edge["source"], edge["target"]) for edge in document["edges"]
+            )
+            return [graph]
+        trees = {
+            entry["conversation_id"]: new_graph(entry["conversation_id"], entry["name"])
+            for entry in graph_data["conversations"]
+        }
+        tree_of = {}
+        for node in document["nodes"]:
+            node = dict(node)
+            node_id, tree = node.pop("id"), node.pop(TREE_ID)
+            tree_of[node_id] = trees[tree]
+            trees[tree].add_node(node_id, **contract_node(node))
+        for edge in document["edges"]:
+            tree_of[edge["source"]].add_edge(edge["source"], edge["target"])
+    except (KeyError, TypeError) as error:
+        raise ExportError(f"malformed {FORMAT} document: missing {error}") from None
+    return list(trees.values())

@@ -1,0 +1,153 @@
+"""Conversation trees as a Mermaid flowchart, which GitHub draws in Markdown.
+
+Each conversation is a subgraph titled with its name; each node a box with its
+id, its model and one-line excerpts of prompt and response. Branch points are
+hexagons and leaves stadiums; a class per model colours them.
+
+No text reaches the diagram as syntax. Node ids in the diagram are generated
+(`n0`, `n1`, ...; subgraphs `c0`, ...), so no id can be a keyword such as
+`end`. Every label is a quoted string in which the characters that could end
+it or be read as something else are Mermaid entity codes: the quote
+(`#quot;`), `#` (which starts an entity), `&`, `<` and `>` (HTML, since
+Mermaid draws labels as HTML), `%` (directives and comments), the backtick
+(Markdown strings), `:` (Mermaid's own style rewriting) and the two
+characters Mermaid uses internally to carry entities. Control characters are
+shown as their Unicode control pictures.
+
+Examples
+--------
+>>> import networkx as nx
+>>> tree = nx.DiGraph(conversation_id="c1", name="Trees")
+>>> tree.add_node("r", prompt='Say "end"', model="echo")
+>>> tree.add_node("a", prompt="<b>hi</b>", model="echo")
+>>> tree.add_edge("r", "a")
+>>> print("\\n".join(generate_mermaid(tree)))
+flowchart TB
+  subgraph c0["Trees  (c1)"]
+    n0("r  ·  echo<br>» Say #quot;end#quot;"):::model0
+    n1(["a  ·  echo<br>» #60;b#62;hi#60;/b#62;"]):::model0
+    n0 --> n1
+  end
+  classDef model0 fill:#8dd3c7,stroke:#555,color:#000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from convgraph.export.common import (
+    RANKDIRS,
+    ExportError,
+    PathOrFile,
+    UniqueIds,
+    as_graphs,
+    without_controls,
+    write_lines,
+)
+from convgraph.export.dot import PALETTE, conversation_title, node_label
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+#: Character -> Mermaid entity code, for every character a label escapes.
+ENTITIES = {
+    '"': "#quot;",
+    "#": "#35;",
+    "&": "#38;",
+    "<": "#60;",
+    ">": "#62;",
+    "%": "#37;",
+    "`": "#96;",
+    ":": "#58;",
+    "\u00b6": "#182;",
+    "\ufb02": "#64258;",
+}
+_ESCAPE = str.maketrans(ENTITIES)
+
+#: Line breaks between a label's lines (Mermaid's own, in any label mode).
+LINE_BREAK = "<br>"
+
+#: Node shapes: (opening, closing) around the quoted label.
+SHAPES = {"node": ("(", ")"), "branch-point": ("{{", "}}"), "leaf": ("([", "])")}
+
+
+def quote_label(text: str) -> str:
+    """Text as a quoted Mermaid label: every risky character an entity code,
+    line breaks as `<br>`.
+
+    Examples
+    --------
+    >>> print(quote_label('50% of "x" #1'))
+    "50#37; of #quot;x#quot; #35;1"
+    """
+    lines = without_controls(text.replace("\r\n", "\n").replace("\r", "\n"))
+    return (
+        '"'
+        + LINE_BREAK.join(line.translate(_ESCAPE) for line in lines.split("\n"))
+        + '"'
+    )
+
+
+def generate_mermaid(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph], rankdir: str = "TB"
+) -> Iterator[str]:
+    """Yield a Mermaid flowchart of one or several conversations, line by
+    line.
+
+    Parameters
+    ----------
+    graphs
+        A conversation DiGraph, or an iterable of them (consumed once).
+    rankdir
+        The flowchart's direction: "TB", "LR", "BT" or "RL".
+
+    Raises
+    ------
+    ExportError
+        An unknown `rankdir`, or one node id in two of the conversations.
+    """
+    if rankdir not in RANKDIRS:
+        raise ExportError(
+            f"rankdir must be one of {', '.join(RANKDIRS)}, not {rankdir!r}"
+        )
+    yield f"flowchart {rankdir}"
+    classes: dict[Any, str] = {}
+    unique = UniqueIds()
+    count = 0
+    for index, graph in enumerate(as_graphs(graphs)):
+        unique.check(graph)
+        yield f"  subgraph c{index}[{quote_label(conversation_title(graph))}]"
+        ids = {}
+        succ = graph._succ
+        for node, data in graph.nodes(data=True):
+            ids[node] = mermaid_id = f"n{count}"
+            count += 1
+            children = len(succ[node])
+            shape = (
+                "leaf" if not children else "branch-point" if children > 1 else "node"
+            )
+            opening, closing = SHAPES[shape]
+            model = data.get("model")
+            suffix = ""
+            if model is not None:
+                if model not in classes:
+                    classes[model] = f"model{len(classes)}"
+                suffix = f":::{classes[model]}"
+            label = quote_label(node_label(node, data))
+            yield f"    {mermaid_id}{opening}{label}{closing}{suffix}"
+        for parent, child in graph.edges():
+            yield f"    {ids[parent]} --> {ids[child]}"
+        yield "  end"
+    for index, name in enumerate(classes.values()):
+        colour = PALETTE[index % len(PALETTE)]
+        yield f"  classDef {name} fill:{colour},stroke:#555,color:#000"
+
+
+def write_mermaid(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    path_or_file: PathOrFile,
+    rankdir: str = "TB",
+) -> None:
+    """Write `generate_mermaid(graphs, rankdir)` to a path or an open file."""
+    write_lines(generate_mermaid(graphs, rankdir), path_or_file)

@@ -1,0 +1,285 @@
+"""Conversation trees as nested JSON, the shape D3's hierarchy takes, and back.
+
+The document is one object with a `format`, a `version` and `children`: one
+object per conversation (`conversation_id`, `name`, `children`), whose
+children are the conversation's roots; every node is an object with its `id`,
+its attributes and its own `children`, in log order. `d3.hierarchy(document)`
+lays it out as it is (the document is the hierarchy's root, conversations its
+first level). The schema is documented in docs/json-schema.md.
+
+A 100,000-turn chain nests 100,000 deep. Writing keeps its own stack, one
+node per line, and reading falls back from the standard `json` module (which
+recurses, and gives up a few hundred levels down) to an iterative parser that
+leaves the strings and numbers to the `json` module's own scanners.
+
+Examples
+--------
+>>> import networkx as nx
+>>> tree = nx.DiGraph(conversation_id="c1", name="Trees")
+>>> tree.add_node("r", prompt="What is it?")
+>>> tree.add_node("a", prompt="And a forest?")
+>>> tree.add_edge("r", "a")
+>>> for line in generate_tree_json(tree):
+...     print(line[:58])
+{"format": "convgraph.tree-json", "version": 1, "children"
+{"conversation_id": "c1", "name": "Trees", "children": [
+{"id": "r", "conversation_id": null, "prompt": "What is it
+{"id": "a", "conversation_id": null, "prompt": "And a fore
+]}
+]}
+]}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from json.decoder import scanstring
+from json.scanner import NUMBER_RE
+from typing import TYPE_CHECKING, Any
+
+from convgraph.export.common import (
+    ExportError,
+    PathOrFile,
+    UniqueIds,
+    as_graphs,
+    contract_node,
+    new_graph,
+    node_attributes,
+    read_text,
+    write_lines,
+)
+from convgraph.export.json import check_format, json_key, json_object, json_value
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+FORMAT = "convgraph.tree-json"
+VERSION = 1
+
+#: Node keys the document itself uses, which node attributes cannot take.
+RESERVED = frozenset({"id", "children"})
+
+_DONE = object()
+
+
+def _node_line(node: Any, data: dict[str, Any], leaf: bool) -> str:
+    members = [("id", node)]
+    members.extend(
+        (key, value) for key, value in node_attributes(data) if key not in RESERVED
+    )
+    body = json_object(members)
+    return body[:-1] + (', "children": []}' if leaf else ', "children": [')
+
+
+def _tree_lines(graph: nx.DiGraph) -> Iterator[tuple[str, bool]]:
+    """(line, ends an item) for one conversation: the conversation object's
+    opening, each node's, and the closings, depth first without recursion."""
+    name = graph.graph.get("name")
+    yield (
+        "{"
+        + json_key("conversation_id")
+        + json_value(graph.graph.get("conversation_id"))
+        + ", "
+        + json_key("name")
+        + json_value(name)
+        + ', "children": [',
+        False,
+    )
+    succ, pred = graph._succ, graph._pred
+    # Each frame iterates over the children of an open object (the roots, for
+    # the conversation); an exhausted frame closes its object.
+    stack = [iter([node for node in graph if not pred[node]])]
+    nodes = graph.nodes
+    while stack:
+        node = next(stack[-1], _DONE)
+        if node is _DONE:
+            stack.pop()
+            yield "]}", True
+            continue
+        leaf = not succ[node]
+        yield _node_line(node, nodes[node], leaf), leaf
+        if not leaf:
+            stack.append(iter(succ[node]))
+
+
+def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
+    """Yield the nested tree JSON of one or several conversations, line by
+    line (one node a line).
+
+    Parameters
+    ----------
+    graphs
+        A conversation DiGraph, or an iterable of them (consumed once).
+
+    Raises
+    ------
+    ExportError
+        One node id in two of the conversations.
+    """
+    yield f'{{"format": "{FORMAT}", "version": {VERSION}, "children": ['
+    unique = UniqueIds()
+    # A comma goes between two items of one array: after a line that ends an
+    # item (a leaf, a closing) and before a line that starts one.
+    pending, pending_ends = None, False
+    for graph in as_graphs(graphs):
+        unique.check(graph)
+        for line, ends in _tree_lines(graph):
+            if pending is not None:
+                starts = not line.startswith("]")
+                yield pending + "," if pending_ends and starts else pending
+            pending, pending_ends = line, ends
+    if pending is not None:
+        yield pending
+    yield "]}"
+
+
+def write_tree_json(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+) -> None:
+    """Write `generate_tree_json(graphs)` to a path or an open file."""
+    write_lines(generate_tree_json(graphs), path_or_file)
+
+
+def read_tree_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
+    """The conversations of a tree JSON file.
+
+    Returns
+    -------
+    list of networkx.DiGraph
+        One per conversation. Nodes are added depth first (each node's
+        children keep the file's order); every contract attribute is present,
+        None where the file has null or nothing.
+
+    Raises
+    ------
+    ExportError
+        The file is not JSON, or not convgraph's tree-json format.
+    """
+    text = read_text(path_or_file)
+    try:
+        try:
+            document = json.loads(text)
+        except RecursionError:
+            document = loads_deep(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ExportError(f"not JSON: {error}") from None
+    check_format(document, FORMAT)
+    graphs = []
+    try:
+        for conversation in document["children"]:
+            graph = new_graph(conversation["conversation_id"], conversation["name"])
+            stack = [(None, node) for node in reversed(conversation["children"])]
+            while stack:
+                parent, node = stack.pop()
+                node = dict(node)
+                node_id, children = node.pop("id"), node.pop("children", [])
+                graph.add_node(node_id, **contract_node(node))
+                if parent is not None:
+                    graph.add_edge(parent, node_id)
+                stack.extend((node_id, child) for child in reversed(children))
+            graphs.append(graph)
+    except (KeyError, TypeError) as error:
+        raise ExportError(f"malformed {FORMAT} document: missing {error}") from None
+    return graphs
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+def loads_deep(text: str) -> Any:
+    """Parse JSON however deep it nests, with a stack instead of recursion.
+
+    The containers are handled here; strings go to the `json` module's
+    `scanstring` and numbers to its number pattern, so values decode exactly
+    as `json.loads` decodes them.
+
+    Raises
+    ------
+    json.JSONDecodeError
+    """
+    skip = _WHITESPACE.match
+    # Open containers, and for each open object the key of the value being
+    # read.
+    stack: list[Any] = []
+    keys: list[Any] = []
+    position = skip(text, 0).end()
+
+    def error(message: str) -> json.JSONDecodeError:
+        return json.JSONDecodeError(message, text, position)
+
+    def key_at(position: int) -> tuple[str, int]:
+        if text[position : position + 1] != '"':
+            raise json.JSONDecodeError("Expecting property name", text, position)
+        key, position = scanstring(text, position + 1)
+        position = skip(text, position).end()
+        if text[position : position + 1] != ":":
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, position)
+        return key, skip(text, position + 1).end()
+
+    while True:
+        character = text[position : position + 1]
+        if character == "{":
+            position = skip(text, position + 1).end()
+            if text[position : position + 1] == "}":
+                value: Any = {}
+                position += 1
+            else:
+                key, position = key_at(position)
+                stack.append({})
+                keys.append(key)
+                continue
+        elif character == "[":
+            position = skip(text, position + 1).end()
+            if text[position : position + 1] == "]":
+                value = []
+                position += 1
+            else:
+                stack.append([])
+                keys.append(None)
+                continue
+        elif character == '"':
+            value, position = scanstring(text, position + 1)
+        elif (number := NUMBER_RE.match(text, position)) is not None:
+            integer, fraction, exponent = number.groups()
+            value = (
+                float(integer + (fraction or "") + (exponent or ""))
+                if fraction or exponent
+                else int(integer)
+            )
+            position = number.end()
+        else:
+            for word, literal in _LITERALS.items():
+                if text.startswith(word, position):
+                    value = literal
+                    position += len(word)
+                    break
+            else:
+                raise error("Expecting value")
+        # A whole value: put it in its container, closing every container
+        # that it completes.
+        while True:
+            position = skip(text, position).end()
+            if not stack:
+                if position != len(text):
+                    raise error("Extra data")
+                return value
+            container = stack[-1]
+            if isinstance(container, dict):
+                container[keys[-1]] = value
+            else:
+                container.append(value)
+            character = text[position : position + 1]
+            if character == ",":
+                position = skip(text, position + 1).end()
+                if isinstance(container, dict):
+                    keys[-1], position = key_at(position)
+                break
+            if character == ("}" if isinstance(container, dict) else "]"):
+                position += 1
+                value = stack.pop()
+                keys.pop()
+                continue
+            raise error("Expecting ',' delimiter")

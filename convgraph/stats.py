@@ -363,10 +363,17 @@ def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
     An empty model id counts as none, as `convgraph.tree.summary` counts it.
     """
+    import numpy as np
     import pandas as pd
 
-    codes, names = pd.factorize(models.where(models != "", None), sort=False)
-    return codes, names.to_numpy(dtype=object)
+    codes, names = pd.factorize(models, sort=False)
+    names = names.to_numpy(dtype=object)
+    empty = np.flatnonzero(names == "")
+    if len(empty):
+        # Drop the empty id from the models and renumber the codes after it.
+        codes = np.where(codes == empty[0], -1, codes - (codes > empty[0]))
+        names = np.delete(names, empty[0])
+    return codes, names
 
 
 def _split_lists(flat: list, counts: np.ndarray) -> list[list]:

@@ -525,7 +525,7 @@ def assert_tables_agree_with_graphs(forest: Forest) -> None:
             )
 
 
-MODELS = st.sampled_from([None, "m1", "m2", "m3"])
+MODELS = st.sampled_from([None, "", "m1", "m2", "m3"])
 FIGURES = st.one_of(st.none(), st.integers(0, 1000))
 TIME_FORMATS = ["{}+00:00", "{}", "{}+02:00", None]
 
@@ -607,3 +607,202 @@ def test_tables_agree_with_graph_operations_on_random_databases(
         forest = Forest.read(path, text=False)
     assert len(forest) == len(rows)
     assert_tables_agree_with_graphs(forest)
+
+
+# -- convgraph stats --------------------------------------------------------
+
+
+def run_stats(*args: str):
+    from click.testing import CliRunner
+
+    from convgraph.cli import cli
+
+    return CliRunner().invoke(cli, ["stats", *args])
+
+
+SEED_TABLE = """\
+conversation_id  name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms
+linear           prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000
+branch           prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600
+complex          prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800
+multiple-roots   prompt multiple-roots-root1      6      2       2          2              0                  1.00                     1  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100
+"""
+
+
+def test_stats_table_is_aligned_for_a_person(seed_db: Path) -> None:
+    from conftest import file_digest
+
+    before = file_digest(seed_db)
+    result = run_stats("--db", str(seed_db))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == SEED_TABLE
+    assert result.stderr == ""  # no progress bar when stderr is not a terminal
+    assert file_digest(seed_db) == before
+
+
+def test_stats_json_has_the_column_names(seed_db: Path) -> None:
+    import json
+
+    result = run_stats("--db", str(seed_db), "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [list(row) for row in rows] == [list(CONVERSATION_COLUMNS)] * 4
+    assert rows[2] == {
+        "conversation_id": "complex",
+        "name": "prompt complex-root",
+        "nodes": 7,
+        "roots": 1,
+        "leaves": 4,
+        "max_depth": 2,
+        "branch_points": 3,
+        "branching_factor_avg": 2.0,
+        "branching_factor_max": 2,
+        "first_datetime": "2025-09-27T10:00:07+00:00",
+        "last_datetime": "2025-09-27T10:00:13+00:00",
+        "models": ["echo"],
+        "input_tokens": 91,
+        "output_tokens": 161,
+        "duration_ms": 2800,
+    }
+
+
+def test_stats_jsonl_is_one_object_a_line(seed_db: Path) -> None:
+    import json
+
+    result = run_stats("--db", str(seed_db), "--format", "jsonl")
+    lines = result.stdout.splitlines()
+    assert [json.loads(line)["conversation_id"] for line in lines] == [
+        "linear",
+        "branch",
+        "complex",
+        "multiple-roots",
+    ]
+    assert json.loads(lines[3])["roots"] == 2
+
+
+def test_stats_csv_reads_back(seed_db: Path) -> None:
+    import csv
+    import io
+
+    result = run_stats("--db", str(seed_db), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert list(rows[0]) == list(CONVERSATION_COLUMNS)
+    assert rows[1] == {
+        "conversation_id": "branch",
+        "name": "prompt branch-root",
+        "nodes": "3",
+        "roots": "1",
+        "leaves": "2",
+        "max_depth": "1",
+        "branch_points": "1",
+        "branching_factor_avg": "2.0",
+        "branching_factor_max": "2",
+        "first_datetime": "2025-09-27T10:00:04+00:00",
+        "last_datetime": "2025-09-27T10:00:06+00:00",
+        "models": "echo",
+        "input_tokens": "33",
+        "output_tokens": "63",
+        "duration_ms": "600",
+    }
+    frame = pd.read_csv(io.StringIO(result.stdout))
+    assert frame["nodes"].tolist() == [4, 3, 7, 6]
+
+
+def test_stats_of_named_conversations_in_the_order_named(seed_db: Path) -> None:
+    import json
+
+    result = run_stats(
+        "--db", str(seed_db), "--format", "json", "complex", "linear", "complex"
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [(row["conversation_id"], row["nodes"]) for row in rows] == [
+        ("complex", 7),
+        ("linear", 4),
+    ]
+
+
+def test_stats_of_a_fork_thread_is_its_whole_tree(llm_fork_db: dict) -> None:
+    import json
+
+    result = run_stats(
+        "--db", str(llm_fork_db["path"]), "--format", "json", llm_fork_db["fork"]
+    )
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    assert row["conversation_id"] == llm_fork_db["thread"]
+    assert (row["nodes"], row["leaves"], row["branch_points"]) == (5, 2, 1)
+    assert row["models"] == ["echo"]
+
+
+def test_stats_errors_are_one_line_and_status_2(seed_db: Path, tmp_path: Path) -> None:
+    unknown = run_stats("--db", str(seed_db), "linear", "nope")
+    assert unknown.exit_code == 2
+    assert unknown.stderr == "Error: no conversation with id 'nope'\n"
+    assert unknown.stdout == ""
+    missing = run_stats("--db", str(tmp_path / "none.db"))
+    assert missing.exit_code == 2
+    assert missing.stderr.startswith("Error: no database file at ")
+    garbage = tmp_path / "garbage.db"
+    garbage.write_text("not sqlite at all " * 100)
+    broken = run_stats("--db", str(garbage))
+    assert broken.exit_code == 2
+    assert len(broken.stderr.splitlines()) == 1
+    bad_format = run_stats("--db", str(seed_db), "--format", "xml")
+    assert bad_format.exit_code == 2
+
+
+def test_stats_of_an_empty_database(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    legacy_database(path).close()
+    assert run_stats("--db", str(path)).stdout == ""
+    assert run_stats("--db", str(path), "--format", "json").stdout == "[]\n"
+    csv_text = run_stats("--db", str(path), "--format", "csv").stdout
+    assert csv_text == ",".join(CONVERSATION_COLUMNS) + "\n"
+
+
+def stats_on_a_terminal(*args: str) -> tuple[str, str]:
+    """Run `convgraph stats` with stderr on a pseudo-terminal and stdout on a
+    pipe; returns what each received."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "convgraph", "stats", *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+    )
+    os.close(slave)
+    terminal = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        terminal.append(data)
+    os.close(master)
+    stdout = process.stdout.read().decode()
+    assert process.wait() == 0
+    return stdout, b"".join(terminal).decode()
+
+
+def test_a_progress_bar_on_a_terminal_only(seed_db: Path) -> None:
+    stdout, terminal = stats_on_a_terminal("--db", str(seed_db))
+    assert stdout == SEED_TABLE
+    for label in (
+        "Opening the database",
+        "Reading every conversation",
+        "Checking parent links",
+        "Computing statistics",
+    ):
+        assert label in terminal
+    assert "[####################################]  100%" in terminal
+    stdout, terminal = stats_on_a_terminal("--db", str(seed_db), "--quiet")
+    assert stdout == SEED_TABLE
+    assert terminal == ""

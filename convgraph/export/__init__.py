@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from convgraph.export.common import ExportError
 from convgraph.export.dot import generate_dot, to_pydot, write_dot
 from convgraph.export.graphml import generate_graphml, read_graphml, write_graphml
+from convgraph.export.html import generate_html, read_html, write_html
 from convgraph.export.json import generate_json, read_json, write_json
 from convgraph.export.mermaid import generate_mermaid, write_mermaid
 from convgraph.export.tree_json import (
@@ -95,6 +96,14 @@ FORMATS: dict[str, ExportFormat] = {
         ".mmd",
         frozenset({"rankdir"}),
         "Mermaid flowchart, for GitHub Markdown",
+    ),
+    "html": ExportFormat(
+        generate_html,
+        write_html,
+        read_html,
+        ".html",
+        frozenset({"rankdir"}),
+        "one interactive page that works offline (TB or LR)",
     ),
 }
 

@@ -1,14 +1,21 @@
 """Conversation trees as one self-contained, interactive HTML page.
 
-The page is a template (`html_assets/page.html`) with its stylesheet and script
-inlined and the trees embedded as JSON in a `<script type="application/json">`
-block: one file that opens offline, that anyone can attach to a bug report.
-A Content-Security-Policy that admits only the page's own script and style
-(by hash) and no connection at all backs up the two real defences: the JSON
-is escaped so that no text can close its script block, and the script puts
-text into the page only as text. `generate_html` yields the page piece by
-piece, one conversation at a time; `write_html` writes it; `read_html` and
-`parse_html` read the trees back out of a page.
+The page is a template (`html_assets/page.html`) with its stylesheet and
+script inlined, and the trees embedded in a `<script type="application/json">`
+block: one file that opens offline in any browser and can be attached to a
+bug report. Each conversation is the node-link JSON of `convgraph.export.json`
+with the conversation's statistics beside it; the script draws the trees,
+computes branch diffs from the parent links, and searches, all in the page.
+
+Three defences keep the text of the database from running as script: the
+JSON is escaped so that nothing in it can end its block (`script_json`), the
+script puts text into the page only as text (`textContent`, never markup),
+and a Content-Security-Policy admits the page's own script and style alone
+(by hash), with no network connection of any kind.
+
+`generate_html` yields the page line by line, one line per conversation, so a
+forest streams; `write_html` writes it; `read_html` and `parse_html` read the
+trees back out of a page.
 """
 
 from __future__ import annotations
@@ -18,59 +25,65 @@ import hashlib
 import html
 import io
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator
 from functools import cache
 from html.parser import HTMLParser
 from importlib import resources
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
-from convgraph.errors import ConvgraphError
-from convgraph.export.common import UniqueIds, as_graphs
+from convgraph.export.common import (
+    ExportError,
+    PathOrFile,
+    UniqueIds,
+    as_graphs,
+    read_text,
+    write_lines,
+)
+from convgraph.export.json import generate_json, read_json
 
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = [
-    "generate_html",
-    "write_html",
-    "read_html",
-    "parse_html",
-    "page_data",
-    "script_json",
-    "HtmlExportError",
-]
-
-#: The folder beside this module that holds the page's template, script and style.
+#: The folder beside this module with the page's template, script and style.
 ASSETS = "html_assets"
 #: The id of the JSON block that holds the trees.
 DATA_ID = "convgraph-data"
+#: The `format` field of that block, and the version this code writes.
+FORMAT = "convgraph.html"
+VERSION = 1
 DEFAULT_TITLE = "Conversation forest"
+#: How the page first draws the trees, by the rankdir names of dot and mermaid.
+ORIENTATIONS = {"TB": "top-down", "LR": "left-right"}
 
-# Characters that would let text end the script block or confuse an HTML or
-# JavaScript parser, and lone surrogates (which UTF-8 cannot encode). Outside
-# strings JSON has none of them, so escaping them as \uXXXX is always valid.
+# What would let text end the script block or confuse an HTML or JavaScript
+# parser, and lone surrogates (which UTF-8 cannot encode). JSON has none of
+# them outside strings, so escaping them as \uXXXX keeps it valid JSON.
 _UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
-class HtmlExportError(ConvgraphError):
-    """The file is not a page that convgraph exported."""
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def script_safe(json_text: str) -> str:
+    """JSON text made safe inside an HTML `<script>` element: ``<``, ``>``,
+    ``&``, U+2028, U+2029 and lone surrogates as ``\\uXXXX`` escapes."""
+    return _UNSAFE_IN_SCRIPT.sub(_escaped, json_text)
 
 
 def script_json(value: Any) -> str:
-    """`value` as JSON that is safe inside an HTML `<script>` element.
+    """`value` as compact JSON that is safe inside an HTML `<script>` element.
 
-    ``<``, ``>``, ``&``, U+2028, U+2029 and lone surrogates become ``\\uXXXX``
-    escapes, so no string can close the element or open a comment, and the
-    result is both valid JSON and valid UTF-8.
+    No string can close the element or open a comment, and the result is
+    both valid JSON and valid UTF-8.
 
     >>> script_json({"prompt": "</script><b>"})
     '{"prompt":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e"}'
     """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return _UNSAFE_IN_SCRIPT.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return script_safe(text)
 
 
 @cache
@@ -79,7 +92,7 @@ def _asset(name: str) -> str:
     return folder.joinpath(name).read_text("utf-8")
 
 
-def _csp_hash(text: str) -> str:
+def _csp_source(text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
@@ -88,38 +101,21 @@ def _csp_hash(text: str) -> str:
 def _page_values() -> dict[str, str]:
     """The inlined script and style, and the policy that admits only them."""
     script, style = _asset("view.js"), _asset("view.css")
-    # The inlined code must not be able to end its own element early.
+    # Inlined code must not be able to end its own element early.
     for name, text in [("view.js", script), ("view.css", style)]:
         if re.search(r"</(script|style)", text, re.IGNORECASE):
             raise AssertionError(f"{name} must not contain a closing tag")
-    csp = "; ".join(
+    policy = "; ".join(
         [
             "default-src 'none'",
-            f"script-src {_csp_hash(script)}",
-            f"style-src {_csp_hash(style)}",
+            f"script-src {_csp_source(script)}",
+            f"style-src {_csp_source(style)}",
             "img-src data:",
             "base-uri 'none'",
             "form-action 'none'",
         ]
     )
-    return {"csp": csp, "generator": _generator(), "style": style, "script": script}
-
-
-def _page_parts(title: str) -> tuple[str, str]:
-    """The page before and after its JSON block, everything else filled in.
-
-    One pass over the template: what is filled in is never scanned again, so
-    a title or a script that happens to hold "{{...}}" stays as it is.
-    """
-    values = {**_page_values(), "title": html.escape(title, quote=True)}
-    before, marker, after = _asset("page.html").partition("{{data}}")
-    if not marker:
-        raise AssertionError("page.html has no {{data}} placeholder")
-
-    def fill(text: str) -> str:
-        return _PLACEHOLDER.sub(lambda match: values[match.group(1)], text)
-
-    return fill(before), fill(after)
+    return {"csp": policy, "generator": _generator(), "style": style, "script": script}
 
 
 def _generator() -> str:
@@ -131,9 +127,26 @@ def _generator() -> str:
         return "convgraph"
 
 
-def conversation_record(tree: nx.DiGraph) -> dict[str, Any]:
-    """What the page knows of one conversation: its id, name, statistics, and
-    the tree as node-link JSON."""
+def _page_lines(title: str) -> tuple[list[str], list[str]]:
+    """The page's lines before and after the data, everything else filled in.
+
+    One pass over the template: what is filled in is never scanned again, so
+    a title that holds "{{...}}" stays as it is.
+    """
+    values = {**_page_values(), "title": html.escape(title, quote=True)}
+    before, marker, after = _asset("page.html").partition("\n{{data}}\n")
+    if not marker:
+        raise AssertionError("page.html has no {{data}} line")
+
+    def fill(text: str) -> list[str]:
+        return _PLACEHOLDER.sub(lambda match: values[match.group(1)], text).split("\n")
+
+    return fill(before), fill(after.removesuffix("\n"))
+
+
+def conversation_stats(tree: nx.DiGraph) -> dict[str, Any]:
+    """The figures the page lists for a conversation: `convgraph.tree.summary`
+    and the sums of its tokens and durations, and its first and last times."""
     from convgraph.tree import summary
 
     stats = summary(tree)
@@ -143,67 +156,83 @@ def conversation_record(tree: nx.DiGraph) -> dict[str, Any]:
     times = [value for _, value in tree.nodes(data="datetime_utc") if value]
     stats["first_datetime"] = min(times, default=None)
     stats["last_datetime"] = max(times, default=None)
-    return {
-        "id": tree.graph.get("conversation_id"),
-        "name": tree.graph.get("name"),
-        "stats": stats,
-        "graph": _node_link(tree),
-    }
+    return stats
 
 
-def _node_link(tree: nx.DiGraph) -> dict[str, Any]:
-    import networkx as nx
-
-    return nx.node_link_data(tree, edges="links")
+def conversation_line(tree: nx.DiGraph) -> str:
+    """One conversation as the page embeds it, on one line: its id, name and
+    statistics, and under `graph` its node-link JSON (`generate_json`)."""
+    head = script_json(
+        {
+            "id": tree.graph.get("conversation_id"),
+            "name": tree.graph.get("name"),
+            "stats": conversation_stats(tree),
+        }
+    )
+    graph = script_safe("".join(generate_json(tree)))
+    return f'{head[:-1]},"graph":{graph}}}'
 
 
 def generate_html(
-    trees: nx.DiGraph | Iterable[nx.DiGraph], *, title: str = DEFAULT_TITLE
+    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    *,
+    title: str = DEFAULT_TITLE,
+    rankdir: str = "TB",
 ) -> Iterator[str]:
-    """Yield the page that shows `trees`, in pieces: the page's head, then one
-    piece per conversation, then its end.
+    """Yield the page that shows `graphs`, line by line, one line per
+    conversation.
 
     Parameters
     ----------
-    trees
-        One conversation tree as `convgraph.forest` builds it, or an iterable
-        of them, read one at a time: a generator is never held whole.
+    graphs
+        A conversation DiGraph, or an iterable of them (consumed once).
     title
         The page's title.
+    rankdir
+        How the page first draws the trees: "TB" top-down, "LR" left to right
+        (the page switches between them).
 
     Raises
     ------
     ExportError
-        When two of the conversations share a node id.
+        An unknown `rankdir`, or one node id in two of the conversations.
     """
-    before, after = _page_parts(title)
-    yield before
-    header = {"format": "convgraph-html", "version": 1, "title": title}
-    yield script_json(header)[:-1] + ',"conversations":['
+    orientation = ORIENTATIONS.get(rankdir.upper())
+    if orientation is None:
+        raise ExportError(f"the html page draws trees TB or LR, not {rankdir!r}")
+    before, after = _page_lines(title)
+    yield from before
+    header = script_json(
+        {
+            "format": FORMAT,
+            "version": VERSION,
+            "title": title,
+            "orientation": orientation,
+        }
+    )
+    yield header[:-1] + ',"conversations":['
     unique = UniqueIds()
-    for index, tree in enumerate(as_graphs(trees)):
-        unique.check(tree)
-        yield ("," if index else "") + script_json(conversation_record(tree))
+    for index, graph in enumerate(as_graphs(graphs)):
+        unique.check(graph)
+        yield ("," if index else "") + conversation_line(graph)
     yield "]}"
-    yield after
+    yield from after
 
 
 def write_html(
-    trees: nx.DiGraph | Iterable[nx.DiGraph],
-    path: str | os.PathLike[str] | TextIO,
+    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    path_or_file: PathOrFile,
     *,
     title: str = DEFAULT_TITLE,
+    rankdir: str = "TB",
 ) -> None:
-    """Write the page that shows `trees` to a path or an open text file."""
-    if hasattr(path, "write"):
-        path.writelines(generate_html(trees, title=title))
-        return
-    with open(path, "w", encoding="utf-8", newline="\n") as file:
-        file.writelines(generate_html(trees, title=title))
+    """Write `generate_html(graphs)` to a path or an open file, as UTF-8."""
+    write_lines(generate_html(graphs, title=title, rankdir=rankdir), path_or_file)
 
 
 class _DataFinder(HTMLParser):
-    """Collects the text of the `<script id="convgraph-data">` element."""
+    """Collects the text of the `<script id="convgraph-data">` element, as a
+    browser's parser would find it."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=False)
@@ -225,45 +254,46 @@ class _DataFinder(HTMLParser):
 
 
 def page_data(text: str) -> dict[str, Any]:
-    """The JSON that a convgraph page embeds, parsed as a browser would find it.
+    """The data a convgraph page embeds: `format`, `version`, `title`,
+    `orientation` and `conversations` (each with `id`, `name`, `stats` and
+    its node-link `graph`).
 
     Raises
     ------
-    HtmlExportError
-        When the text holds no convgraph data block, or the block is not JSON.
+    ExportError
+        The text holds no convgraph data block, or the block is not its JSON.
     """
     finder = _DataFinder()
     finder.feed(text)
     finder.close()
     if not finder.found:
-        raise HtmlExportError("not a convgraph HTML export: no convgraph-data block")
+        raise ExportError("not a convgraph HTML page (no convgraph-data block)")
     try:
         data = json.loads("".join(finder.parts))
     except ValueError as error:
-        raise HtmlExportError(
-            f"the convgraph-data block is not JSON: {error}"
+        raise ExportError(
+            f"the page's convgraph-data block is not JSON: {error}"
         ) from None
-    if not isinstance(data, dict) or data.get("format") != "convgraph-html":
-        raise HtmlExportError("not a convgraph HTML export: unknown data format")
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ExportError("not a convgraph HTML page (unknown data format)")
+    if not isinstance(data.get("version"), int) or not 1 <= data["version"] <= VERSION:
+        raise ExportError(
+            f"convgraph HTML version {data.get('version')!r} is not one this"
+            f" convgraph reads (1 to {VERSION})"
+        )
     return data
 
 
 def parse_html(text: str) -> list[nx.DiGraph]:
-    """The conversation trees of a page's text, as DiGraphs."""
-    import networkx as nx
-
+    """The conversation trees of a page's text, as DiGraphs (read by
+    `read_json` from each conversation's node-link JSON)."""
     trees = []
     for record in page_data(text)["conversations"]:
-        tree = nx.node_link_graph(record["graph"], edges="links")
-        tree.graph["conversation_id"] = record["id"]
-        tree.graph["name"] = record["name"]
+        (tree,) = read_json(io.StringIO(json.dumps(record["graph"])))
         trees.append(tree)
     return trees
 
 
-def read_html(path: str | os.PathLike[str] | TextIO) -> list[nx.DiGraph]:
+def read_html(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     """The conversation trees of a page that `write_html` wrote."""
-    if isinstance(path, io.TextIOBase) or hasattr(path, "read"):
-        return parse_html(path.read())
-    with open(path, encoding="utf-8") as file:
-        return parse_html(file.read())
+    return parse_html(read_text(path_or_file))

@@ -1,0 +1,1092 @@
+/* convgraph's forest view: draws the conversation trees embedded in the page.
+ *
+ * Everything comes from the JSON block #convgraph-data; nothing is fetched.
+ * Text from the database reaches the page only through textContent and
+ * setAttribute, never as markup, so no prompt or response can run script.
+ * Only the expanded part of a tree is in the DOM: a collapsed subtree costs
+ * one "+N hidden" label, so a 5,000-node conversation opens as fast as a
+ * small one. Every walk over a tree is a loop over an explicit stack.
+ */
+(function () {
+  "use strict";
+
+  var SVG_NS = "http://www.w3.org/2000/svg";
+  var PALETTE = [
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2",
+    "#edc948", "#ff9da7", "#9c755f", "#86bcb6", "#d37295", "#8cd17d",
+  ];
+  var UNKNOWN_MODEL_COLOUR = "#9aa0a6";
+  // How many nodes a conversation shows when first opened, widest levels first.
+  var INITIAL_BUDGET = 120;
+  // Above this many cells the line diff gives up on LCS and shows both texts.
+  var DIFF_CELL_LIMIT = 4000000;
+  var SHAPES = {
+    "top-down": { w: 200, h: 48, gapX: 22, gapY: 48 },
+    "left-right": { w: 230, h: 48, gapX: 64, gapY: 16 },
+  };
+  var PAD = 30;
+
+  // ---- Small DOM helpers: text only ever goes in through textContent. ----
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function svgEl(tag, attributes, text) {
+    var node = document.createElementNS(SVG_NS, tag);
+    if (attributes) {
+      for (var key in attributes) {
+        if (Object.prototype.hasOwnProperty.call(attributes, key)) {
+          node.setAttribute(key, String(attributes[key]));
+        }
+      }
+    }
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
+  function excerpt(text, width) {
+    if (text === null || text === undefined) return "";
+    var line = String(text).replace(/\s+/g, " ").trim();
+    return line.length > width ? line.slice(0, Math.max(1, width - 1)) + "\u2026" : line;
+  }
+
+  function plural(count, one, many) {
+    return count + " " + (count === 1 ? one : many || one + "s");
+  }
+
+  // "2025-09-27T10:01:00.000000+00:00" as "2025-09-27 10:01:00"; other text as it is.
+  function shortTime(value) {
+    if (value === null || value === undefined) return "";
+    var text = String(value);
+    var parts = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(:\d{2})?)/.exec(text);
+    return parts ? parts[1] + " " + parts[2] : text;
+  }
+
+  function formatNumber(value) {
+    return value === null || value === undefined ? "\u2014" : Number(value).toLocaleString("en");
+  }
+
+  // ---- The data: each conversation's node-link graph, indexed for walking. ----
+
+  var DATA = JSON.parse(document.getElementById("convgraph-data").textContent);
+
+  function Conversation(raw, index) {
+    var graph = raw.graph || {};
+    var nodes = graph.nodes || [];
+    var links = graph.links || graph.edges || [];
+    var count = nodes.length;
+    var indexOf = new Map();
+    var i;
+    this.index = index;
+    this.id = String(raw.id);
+    this.name = raw.name === null || raw.name === undefined ? null : String(raw.name);
+    this.stats = raw.stats || {};
+    this.nodes = nodes;
+    this.ids = new Array(count);
+    for (i = 0; i < count; i++) {
+      this.ids[i] = String(nodes[i].id);
+      indexOf.set(this.ids[i], i);
+    }
+    this.indexOf = indexOf;
+    this.parent = new Int32Array(count).fill(-1);
+    this.children = new Array(count);
+    for (i = 0; i < count; i++) this.children[i] = [];
+    for (i = 0; i < links.length; i++) {
+      var from = indexOf.get(String(links[i].source));
+      var to = indexOf.get(String(links[i].target));
+      if (from === undefined || to === undefined || this.parent[to] >= 0) continue;
+      this.parent[to] = from;
+      this.children[from].push(to);
+    }
+    // Nodes are in log order; keep each node's children in that order too.
+    for (i = 0; i < count; i++) {
+      if (this.children[i].length > 1) this.children[i].sort(function (a, b) { return a - b; });
+    }
+    this.roots = [];
+    for (i = 0; i < count; i++) if (this.parent[i] < 0) this.roots.push(i);
+    // Depths top-down, then subtree sizes bottom-up over the same order.
+    this.depth = new Int32Array(count);
+    this.order = [];
+    var queue = this.roots.slice();
+    for (var head = 0; head < queue.length; head++) {
+      var node = queue[head];
+      this.order.push(node);
+      var kids = this.children[node];
+      for (var k = 0; k < kids.length; k++) {
+        this.depth[kids[k]] = this.depth[node] + 1;
+        queue.push(kids[k]);
+      }
+    }
+    this.size = new Int32Array(count).fill(1);
+    for (i = this.order.length - 1; i >= 0; i--) {
+      var p = this.parent[this.order[i]];
+      if (p >= 0) this.size[p] += this.size[this.order[i]];
+    }
+    this.expanded = null; // made on first display
+    this.haystack = null; // lower-cased texts, made on first search
+    this.match = new Uint8Array(count);
+    this.matchesBelow = new Int32Array(count);
+    this.matchCount = 0;
+  }
+
+  Conversation.prototype.title = function () {
+    return this.name || this.id;
+  };
+
+  Conversation.prototype.path = function (node) {
+    var path = [];
+    for (var at = node; at >= 0; at = this.parent[at]) path.push(at);
+    return path.reverse();
+  };
+
+  // Open the widest levels first until the budget of drawn nodes is spent.
+  Conversation.prototype.initialExpansion = function () {
+    this.expanded = new Uint8Array(this.nodes.length);
+    var shown = this.roots.length;
+    for (var i = 0; i < this.order.length; i++) {
+      var node = this.order[i];
+      var kids = this.children[node].length;
+      if (!kids) continue;
+      if (this.depth[node] > 0 && !this.expanded[this.parent[node]]) continue;
+      if (shown + kids > INITIAL_BUDGET) continue;
+      this.expanded[node] = 1;
+      shown += kids;
+    }
+  };
+
+  Conversation.prototype.reveal = function (node) {
+    for (var at = this.parent[node]; at >= 0; at = this.parent[at]) this.expanded[at] = 1;
+  };
+
+  Conversation.prototype.search = function (needle) {
+    var count = this.nodes.length;
+    var i;
+    this.match.fill(0);
+    this.matchesBelow.fill(0);
+    this.matchCount = 0;
+    if (!needle) return;
+    if (!this.haystack) {
+      this.haystack = new Array(count);
+      for (i = 0; i < count; i++) {
+        var node = this.nodes[i];
+        this.haystack[i] = ((node.prompt || "") + "\u0000" + (node.response || "")).toLowerCase();
+      }
+    }
+    for (i = 0; i < count; i++) {
+      if (this.haystack[i].indexOf(needle) >= 0) {
+        this.match[i] = 1;
+        this.matchCount++;
+      }
+    }
+    for (i = this.order.length - 1; i >= 0; i--) {
+      var child = this.order[i];
+      var p = this.parent[child];
+      if (p >= 0) this.matchesBelow[p] += this.matchesBelow[child] + this.match[child];
+    }
+  };
+
+  var conversations = (DATA.conversations || []).map(function (raw, index) {
+    return new Conversation(raw, index);
+  });
+  var where = new Map(); // node id -> [conversation, index]
+  conversations.forEach(function (conversation) {
+    conversation.ids.forEach(function (id, index) {
+      if (!where.has(id)) where.set(id, [conversation, index]);
+    });
+  });
+
+  // One colour per model, in order of first use across the export.
+  var models = [];
+  var modelColour = new Map();
+  var modelCount = new Map();
+  conversations.forEach(function (conversation) {
+    conversation.nodes.forEach(function (node) {
+      var model = node.model === null || node.model === undefined ? null : String(node.model);
+      if (model !== null && !modelColour.has(model)) {
+        modelColour.set(model, PALETTE[models.length % PALETTE.length]);
+        models.push(model);
+      }
+      modelCount.set(model, (modelCount.get(model) || 0) + 1);
+    });
+  });
+
+  function colourOf(model) {
+    return model === null || model === undefined ? UNKNOWN_MODEL_COLOUR : modelColour.get(String(model));
+  }
+
+  // ---- The branch diff, computed here from the parent links. ----
+
+  // A node's text as the diff compares it: the prompt, then the response.
+  function nodeText(node) {
+    var parts = [];
+    if (node.prompt !== null && node.prompt !== undefined) parts.push(String(node.prompt));
+    if (node.response !== null && node.response !== undefined) parts.push(String(node.response));
+    return parts.join("\n");
+  }
+
+  function branchText(conversation, indices) {
+    return indices.map(function (i) { return nodeText(conversation.nodes[i]); }).join("\n");
+  }
+
+  // Line diff by longest common subsequence, after trimming the common ends.
+  function lineDiff(before, after) {
+    var a = before === "" ? [] : before.split("\n");
+    var b = after === "" ? [] : after.split("\n");
+    var ops = [];
+    var start = 0;
+    while (start < a.length && start < b.length && a[start] === b[start]) start++;
+    var endA = a.length;
+    var endB = b.length;
+    while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) { endA--; endB--; }
+    var i, j;
+    for (i = 0; i < start; i++) ops.push({ op: "equal", text: a[i] });
+    var rows = endA - start;
+    var cols = endB - start;
+    if (rows * cols > DIFF_CELL_LIMIT) {
+      for (i = start; i < endA; i++) ops.push({ op: "delete", text: a[i] });
+      for (j = start; j < endB; j++) ops.push({ op: "insert", text: b[j] });
+    } else {
+      var width = cols + 1;
+      var table = new Uint32Array((rows + 1) * width);
+      for (i = rows - 1; i >= 0; i--) {
+        for (j = cols - 1; j >= 0; j--) {
+          table[i * width + j] = a[start + i] === b[start + j]
+            ? table[(i + 1) * width + j + 1] + 1
+            : Math.max(table[(i + 1) * width + j], table[i * width + j + 1]);
+        }
+      }
+      i = 0;
+      j = 0;
+      while (i < rows && j < cols) {
+        if (a[start + i] === b[start + j]) {
+          ops.push({ op: "equal", text: a[start + i] }); i++; j++;
+        } else if (table[(i + 1) * width + j] >= table[i * width + j + 1]) {
+          ops.push({ op: "delete", text: a[start + i] }); i++;
+        } else {
+          ops.push({ op: "insert", text: b[start + j] }); j++;
+        }
+      }
+      for (; i < rows; i++) ops.push({ op: "delete", text: a[start + i] });
+      for (; j < cols; j++) ops.push({ op: "insert", text: b[start + j] });
+    }
+    for (i = endA; i < a.length; i++) ops.push({ op: "equal", text: a[i] });
+    return ops;
+  }
+
+  /* The diff of the branches that lead to nodes a and b, with the fields of
+   * convgraph.diff's to_dict(): fork_point (their lowest common ancestor, or
+   * null when they have different roots), shared (root to fork point), a and
+   * b (each branch below the fork point, down to the node). */
+  function branchDiff(idA, idB) {
+    var found = where.get(String(idA));
+    var other = where.get(String(idB));
+    if (!found || !other) throw new Error("unknown node");
+    if (found[0] !== other[0]) throw new Error("the two nodes are in different conversations");
+    var conversation = found[0];
+    var pathA = conversation.path(found[1]);
+    var pathB = conversation.path(other[1]);
+    var common = 0;
+    while (common < pathA.length && common < pathB.length && pathA[common] === pathB[common]) common++;
+    var ids = function (list) { return list.map(function (i) { return conversation.ids[i]; }); };
+    var branchA = pathA.slice(common);
+    var branchB = pathB.slice(common);
+    return {
+      conversation_id: conversation.id,
+      fork_point: common ? conversation.ids[pathA[common - 1]] : null,
+      shared: ids(pathA.slice(0, common)),
+      a: ids(branchA),
+      b: ids(branchB),
+      text_diff: lineDiff(branchText(conversation, branchA), branchText(conversation, branchB)),
+    };
+  }
+
+  // ---- State ----
+
+  var state = {
+    conversation: null,
+    orientation: DATA.orientation === "left-right" ? "left-right" : "top-down",
+    zoom: 1,
+    selected: null, // node index in the current conversation
+    second: null, // the node it is compared with
+    comparing: false, // the next click picks the second node
+    needle: "",
+  };
+  var drawn = { nodes: new Map(), edges: new Map() };
+
+  var $ = function (id) { return document.getElementById(id); };
+  var svg = $("tree");
+  var canvas = $("canvas");
+  var panel = $("panel");
+
+  // ---- The list of conversations ----
+
+  function figures(conversation) {
+    var stats = conversation.stats;
+    var parts = [
+      plural(conversation.nodes.length, "node"),
+      plural(conversation.roots.length, "root"),
+      plural(stats.leaves !== undefined ? stats.leaves : 0, "leaf", "leaves"),
+      "depth " + (stats.max_depth !== undefined ? stats.max_depth : 0),
+    ];
+    if (stats.branch_points) parts.push(plural(stats.branch_points, "branch point"));
+    return parts.join(" \u00b7 ");
+  }
+
+  function modelChips(list) {
+    var chips = el("span", "chips");
+    (list || []).forEach(function (model) {
+      var chip = el("span", "chip");
+      var swatch = el("span", "swatch");
+      swatch.style.backgroundColor = colourOf(model);
+      chip.appendChild(swatch);
+      chip.appendChild(document.createTextNode(String(model)));
+      chips.appendChild(chip);
+    });
+    return chips;
+  }
+
+  function drawList() {
+    var list = $("conversation-list");
+    clear(list);
+    conversations.forEach(function (conversation) {
+      var item = el("li");
+      var button = el("button");
+      button.type = "button";
+      button.setAttribute("data-conversation", conversation.id);
+      button.setAttribute("aria-current", conversation === state.conversation ? "true" : "false");
+      if (state.needle && conversation.matchCount) {
+        button.appendChild(el("span", "match-count", conversation.matchCount));
+      }
+      button.appendChild(el("span", "conversation-name", conversation.title()));
+      if (conversation.name) button.appendChild(el("span", "conversation-id mono", conversation.id));
+      button.appendChild(el("span", "conversation-figures", figures(conversation)));
+      var tokens = (conversation.stats.input_tokens || 0) + (conversation.stats.output_tokens || 0);
+      if (tokens) {
+        button.appendChild(el("span", "conversation-figures", formatNumber(tokens) + " tokens"));
+      }
+      button.appendChild(modelChips(conversation.stats.models));
+      button.addEventListener("click", function () { show(conversation); });
+      item.appendChild(button);
+      list.appendChild(item);
+    });
+  }
+
+  function drawLegend() {
+    var legend = $("legend");
+    clear(legend);
+    var keys = models.slice();
+    if (modelCount.has(null)) keys.push(null);
+    keys.forEach(function (model) {
+      var item = el("span", "legend-item");
+      item.setAttribute("data-model", model === null ? "" : model);
+      var swatch = el("span", "swatch");
+      swatch.style.backgroundColor = colourOf(model);
+      item.appendChild(swatch);
+      item.appendChild(document.createTextNode(
+        (model === null ? "unknown model" : model) + " (" + modelCount.get(model) + ")"));
+      legend.appendChild(item);
+    });
+    var marker = function (build, text) {
+      var item = el("span", "legend-item");
+      var icon = svgEl("svg", { width: 16, height: 16, viewBox: "-8 -8 16 16", "aria-hidden": "true" });
+      build(icon);
+      item.appendChild(icon);
+      item.appendChild(document.createTextNode(text));
+      legend.appendChild(item);
+    };
+    marker(function (icon) {
+      icon.appendChild(svgEl("circle", { r: 7, class: "badge-branch" }));
+      icon.appendChild(svgEl("text", { class: "badge-count", "text-anchor": "middle", dy: "0.35em" }, "2"));
+    }, "branch point (children)");
+    marker(function (icon) {
+      icon.appendChild(svgEl("path", { d: "M0 -6 L6 0 L0 6 L-6 0 Z", class: "badge-leaf" }));
+    }, "leaf");
+    marker(function (icon) {
+      var toggle = svgEl("g", { class: "toggle" });
+      toggle.appendChild(svgEl("circle", { r: 7 }));
+      toggle.appendChild(svgEl("text", { "text-anchor": "middle", dy: "0.35em" }, "+"));
+      icon.appendChild(toggle);
+    }, "collapsed: click to expand");
+  }
+
+  // ---- The drawing ----
+
+  function show(conversation, keepSelection) {
+    var changed = state.conversation !== conversation;
+    if (changed) {
+      state.conversation = conversation;
+      if (!keepSelection) {
+        state.selected = null;
+        state.second = null;
+        state.comparing = false;
+        drawPanel();
+      }
+    }
+    if (!conversation.expanded) conversation.initialExpansion();
+    $("conversation-title").textContent = conversation.title();
+    var stats = conversation.stats;
+    var line = [figures(conversation)];
+    if (conversation.name) line.unshift(conversation.id);
+    if (stats.first_datetime) {
+      var first = shortTime(stats.first_datetime);
+      var last = shortTime(stats.last_datetime);
+      line.push(first === last ? first : first + " \u2013 " + last);
+    }
+    $("conversation-stats").textContent = line.join(" \u00b7 ");
+    document.querySelectorAll("#conversation-list button").forEach(function (button) {
+      button.setAttribute("aria-current",
+        button.getAttribute("data-conversation") === conversation.id ? "true" : "false");
+    });
+    draw();
+    if (changed) {
+      fitWidth(0.75);
+      scrollToStart(conversation);
+    }
+  }
+
+  // Zoom out, not below `least`, until the tree fits the width of the canvas.
+  function fitWidth(least) {
+    var box = svg.viewBox.baseVal;
+    if (!box || !box.width) return;
+    var room = canvas.clientWidth - 4;
+    var wanted = Math.min(1, Math.max(least, room / box.width));
+    if (Math.abs(wanted - state.zoom) > 0.01) zoom(wanted, true);
+  }
+
+  // Bring the first root into view: a wide tree centres it far to the right.
+  function scrollToStart(conversation) {
+    var group = drawn.nodes.get(conversation.roots[0]);
+    if (!group) return;
+    var box = group.getBoundingClientRect();
+    var frame = canvas.getBoundingClientRect();
+    canvas.scrollTop = 0;
+    canvas.scrollLeft += box.left + box.width / 2 - (frame.left + frame.width / 2);
+  }
+
+  function visibleOrder(conversation) {
+    var order = [];
+    var stack = conversation.roots.slice().reverse();
+    while (stack.length) {
+      var node = stack.pop();
+      order.push(node);
+      if (conversation.expanded[node]) {
+        var kids = conversation.children[node];
+        for (var k = kids.length - 1; k >= 0; k--) stack.push(kids[k]);
+      }
+    }
+    return order;
+  }
+
+  /* Each drawn leaf gets the next slot across; a parent sits over the middle
+   * of its first and last child. Linear, and subtrees never overlap. */
+  function layout(conversation, order) {
+    var slot = new Map();
+    var next = 0;
+    var deepest = 0;
+    var i, node, kids;
+    for (i = 0; i < order.length; i++) {
+      node = order[i];
+      if (conversation.parent[node] < 0 && next > 0) next += 0.5; // air between roots
+      kids = conversation.children[node];
+      if (!(conversation.expanded[node] && kids.length)) slot.set(node, next++);
+      if (conversation.depth[node] > deepest) deepest = conversation.depth[node];
+    }
+    for (i = order.length - 1; i >= 0; i--) {
+      node = order[i];
+      kids = conversation.children[node];
+      if (conversation.expanded[node] && kids.length) {
+        slot.set(node, (slot.get(kids[0]) + slot.get(kids[kids.length - 1])) / 2);
+      }
+    }
+    return { slot: slot, across: Math.max(next, 1), down: deepest + 1 };
+  }
+
+  function draw() {
+    var conversation = state.conversation;
+    clear(svg);
+    drawn.nodes = new Map();
+    drawn.edges = new Map();
+    if (!conversation) return;
+    var shape = SHAPES[state.orientation];
+    var topDown = state.orientation === "top-down";
+    var order = visibleOrder(conversation);
+    var placed = layout(conversation, order);
+    var stepAcross = (topDown ? shape.w : shape.h) + (topDown ? shape.gapX : shape.gapY);
+    var stepDown = (topDown ? shape.h : shape.w) + (topDown ? shape.gapY : shape.gapX);
+    var position = function (node) {
+      var across = PAD + placed.slot.get(node) * stepAcross;
+      var down = PAD + conversation.depth[node] * stepDown;
+      return topDown ? [across, down] : [down, across];
+    };
+    // Room on the right for the last column's "N hidden, M matching" labels.
+    var width = topDown
+      ? PAD * 2 + placed.across * stepAcross - shape.gapX + 40
+      : PAD * 2 + placed.down * stepDown - shape.gapX + 150;
+    var height = topDown
+      ? PAD * 2 + placed.down * stepDown - shape.gapY + 20
+      : PAD * 2 + placed.across * stepAcross - shape.gapY;
+    svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+    svg.setAttribute("width", String(Math.ceil(width * state.zoom)));
+    svg.setAttribute("height", String(Math.ceil(height * state.zoom)));
+    svg.setAttribute("data-orientation", state.orientation);
+
+    // One clip for every node's labels: its coordinates are each node's own.
+    var defs = svgEl("defs");
+    var clip = svgEl("clipPath", { id: "label-clip" });
+    clip.appendChild(svgEl("rect", { x: 8, y: 0, width: shape.w - 16, height: shape.h }));
+    defs.appendChild(clip);
+    svg.appendChild(defs);
+    var edges = svgEl("g", { class: "edges" });
+    var nodes = svgEl("g", { class: "nodes" });
+    var chars = Math.floor((shape.w - 28) / 6.2);
+    order.forEach(function (node) {
+      var at = position(node);
+      var x = at[0];
+      var y = at[1];
+      var above = conversation.parent[node];
+      if (above >= 0) {
+        var from = position(above);
+        var d;
+        if (topDown) {
+          var x1 = from[0] + shape.w / 2, y1 = from[1] + shape.h, x2 = x + shape.w / 2, y2 = y;
+          var midY = (y1 + y2) / 2;
+          d = "M" + x1 + " " + y1 + " C" + x1 + " " + midY + " " + x2 + " " + midY + " " + x2 + " " + y2;
+        } else {
+          var sx = from[0] + shape.w, sy = from[1] + shape.h / 2, ex = x, ey = y + shape.h / 2;
+          var midX = (sx + ex) / 2;
+          d = "M" + sx + " " + sy + " C" + midX + " " + sy + " " + midX + " " + ey + " " + ex + " " + ey;
+        }
+        var edge = svgEl("path", { class: "edge", d: d });
+        edges.appendChild(edge);
+        drawn.edges.set(node, edge);
+      }
+      nodes.appendChild(drawNode(conversation, node, x, y, shape, topDown, chars));
+    });
+    svg.appendChild(edges);
+    svg.appendChild(nodes);
+    decorate();
+  }
+
+  function drawNode(conversation, node, x, y, shape, topDown, chars) {
+    var data = conversation.nodes[node];
+    var kids = conversation.children[node].length;
+    var open = conversation.expanded[node] === 1;
+    var classes = ["node"];
+    if (kids > 1) classes.push("branch");
+    if (!kids) classes.push("leaf");
+    if (conversation.parent[node] < 0) classes.push("root");
+    var group = svgEl("g", {
+      class: classes.join(" "),
+      transform: "translate(" + x + "," + y + ")",
+      tabindex: 0,
+      role: "button",
+      "data-id": conversation.ids[node],
+      "data-index": node,
+      "aria-label": "Node " + conversation.ids[node] + ": " + excerpt(data.prompt, 80),
+    });
+    group.appendChild(svgEl("title", null,
+      conversation.ids[node] + (data.model ? "  \u00b7  " + data.model : "") + "\n" + excerpt(data.prompt, 300)));
+    group.appendChild(svgEl("rect", { class: "body", width: shape.w, height: shape.h, rx: 6 }));
+    group.appendChild(svgEl("rect", { class: "model-stripe", width: 6, height: shape.h - 2, x: 1, y: 1, rx: 2, fill: colourOf(data.model) }));
+    var prompt = excerpt(data.prompt, chars);
+    var labels = svgEl("g", { "clip-path": "url(#label-clip)" });
+    labels.appendChild(svgEl("text", { class: prompt ? "label" : "label none", x: 14, y: 19 }, prompt || "(no prompt)"));
+    labels.appendChild(svgEl("text", { class: "sublabel", x: 14, y: 37 },
+      excerpt(data.response, chars) || (data.model ? String(data.model) : "")));
+    group.appendChild(labels);
+    if (kids > 1) {
+      var badge = svgEl("g", { class: "badge", transform: "translate(" + shape.w + ",0)" });
+      badge.appendChild(svgEl("circle", { r: 9, class: "badge-branch" }));
+      badge.appendChild(svgEl("text", { class: "badge-count", "text-anchor": "middle", dy: "0.35em" }, kids));
+      group.appendChild(badge);
+    } else if (!kids) {
+      group.appendChild(svgEl("path", {
+        class: "badge-leaf",
+        d: "M" + shape.w + " -6 L" + (shape.w + 6) + " 0 L" + shape.w + " 6 L" + (shape.w - 6) + " 0 Z",
+      }));
+    }
+    if (kids) {
+      var tx = topDown ? shape.w / 2 : shape.w;
+      var ty = topDown ? shape.h : shape.h / 2;
+      var toggle = svgEl("g", {
+        class: "toggle",
+        transform: "translate(" + tx + "," + ty + ")",
+        "data-toggle": conversation.ids[node],
+        role: "button",
+        "aria-label": (open ? "Collapse" : "Expand") + " the subtree of " + conversation.ids[node],
+        "aria-expanded": open ? "true" : "false",
+      });
+      toggle.appendChild(svgEl("circle", { r: 9 }));
+      toggle.appendChild(svgEl("text", { "text-anchor": "middle", dy: "0.35em" }, open ? "\u2212" : "+"));
+      group.appendChild(toggle);
+      if (!open) {
+        var hidden = svgEl("text", {
+          class: "hidden-count",
+          x: topDown ? shape.w / 2 : shape.w + 14,
+          y: topDown ? shape.h + 24 : shape.h / 2 + 4,
+          "text-anchor": topDown ? "middle" : "start",
+        }, (conversation.size[node] - 1) + " hidden");
+        group.appendChild(hidden);
+      }
+    }
+    return group;
+  }
+
+  // Classes for selection, paths and matches, without redrawing.
+  function decorate() {
+    var conversation = state.conversation;
+    if (!conversation) return;
+    var onPath = new Set();
+    var onPathB = new Set();
+    var fork = null;
+    if (state.selected !== null) conversation.path(state.selected).forEach(function (n) { onPath.add(n); });
+    if (state.second !== null) {
+      conversation.path(state.second).forEach(function (n) { onPathB.add(n); });
+      var pathA = state.selected !== null ? conversation.path(state.selected) : [];
+      var pathB = conversation.path(state.second);
+      for (var k = 0; k < pathA.length && k < pathB.length && pathA[k] === pathB[k]; k++) fork = pathA[k];
+    }
+    drawn.nodes = new Map();
+    svg.querySelectorAll(".node").forEach(function (group) {
+      var node = Number(group.getAttribute("data-index"));
+      drawn.nodes.set(node, group);
+      var list = group.classList;
+      list.toggle("selected", node === state.selected);
+      list.toggle("selected-b", node === state.second);
+      list.toggle("on-path", onPath.has(node));
+      list.toggle("on-path-b", onPathB.has(node) && !onPath.has(node));
+      list.toggle("fork-point", node === fork);
+      list.toggle("match", conversation.match[node] === 1);
+      var inside = !conversation.expanded[node] && conversation.matchesBelow[node] > 0;
+      list.toggle("match-inside", inside);
+      var hidden = group.querySelector(".hidden-count");
+      if (hidden) {
+        hidden.classList.toggle("match-inside", inside);
+        hidden.textContent = (conversation.size[node] - 1) + " hidden" +
+          (inside ? ", " + conversation.matchesBelow[node] + " matching" : "");
+      }
+      group.setAttribute("aria-pressed", node === state.selected || node === state.second ? "true" : "false");
+    });
+    drawn.edges.forEach(function (edge, node) {
+      edge.classList.toggle("on-path", onPath.has(node));
+      edge.classList.toggle("on-path-b", onPathB.has(node) && !onPath.has(node));
+    });
+  }
+
+  function scrollToNode(node) {
+    var group = drawn.nodes.get(node);
+    if (group && group.scrollIntoView) {
+      group.scrollIntoView({ block: "nearest", inline: "nearest", behavior: "auto" });
+    }
+  }
+
+  function toggle(node) {
+    var conversation = state.conversation;
+    if (!conversation.children[node].length) return;
+    conversation.expanded[node] = conversation.expanded[node] ? 0 : 1;
+    draw();
+    var group = drawn.nodes.get(node);
+    if (group) group.focus({ preventScroll: true });
+    if (state.selected !== null) drawPanel();
+  }
+
+  // ---- Selection and the side panel ----
+
+  function select(node, asSecond) {
+    var conversation = state.conversation;
+    conversation.reveal(node);
+    if ((asSecond || state.comparing) && state.selected !== null && node !== state.selected) {
+      state.second = node;
+    } else {
+      state.selected = node;
+      state.second = null;
+    }
+    state.comparing = false;
+    if (!drawn.nodes.has(node)) draw(); else decorate();
+    drawPanel();
+    scrollToNode(node);
+  }
+
+  function selectId(id, asSecond) {
+    var found = where.get(String(id));
+    if (!found) return false;
+    if (found[0] !== state.conversation) {
+      if (asSecond) return false;
+      show(found[0]);
+    }
+    select(found[1], asSecond);
+    return true;
+  }
+
+  function field(list, name, value) {
+    list.appendChild(el("dt", null, name));
+    var dd = el("dd");
+    if (value instanceof Node) dd.appendChild(value); else dd.textContent = value;
+    list.appendChild(dd);
+    return dd;
+  }
+
+  function textBlock(title, text, key) {
+    var section = el("section");
+    section.setAttribute("data-field", key);
+    section.appendChild(el("h3", null, title));
+    var absent = text === null || text === undefined || text === "";
+    var pre = el("pre", absent ? "absent" : null, absent ? "(none)" : String(text));
+    section.appendChild(pre);
+    return section;
+  }
+
+  function nodeButton(conversation, node, marker) {
+    var button = el("button", null, excerpt(conversation.nodes[node].prompt, 60) || conversation.ids[node]);
+    button.type = "button";
+    button.title = conversation.ids[node];
+    button.setAttribute("data-goto", conversation.ids[node]);
+    button.addEventListener("click", function () { select(node, false); });
+    if (marker) button.classList.add(marker);
+    return button;
+  }
+
+  // A long path shows its two ends; the middle is one line saying how much.
+  var PATH_HEAD = 10;
+  var PATH_TAIL = 25;
+
+  function pathList(conversation, nodes, current) {
+    var list = el("ol", "path-list");
+    var skipFrom = nodes.length > PATH_HEAD + PATH_TAIL + 5 ? PATH_HEAD : nodes.length;
+    var skipTo = nodes.length - PATH_TAIL;
+    nodes.forEach(function (node, position) {
+      if (position >= skipFrom && position < skipTo) {
+        if (position === skipFrom) {
+          var gap = el("li", "muted", "\u2026 " + plural(skipTo - skipFrom, "node") + " \u2026");
+          gap.setAttribute("value", String(position + 1));
+          list.appendChild(gap);
+        }
+        return;
+      }
+      var item = el("li", node === current ? "current" : null);
+      if (position === skipTo) item.setAttribute("value", String(position + 1));
+      item.appendChild(nodeButton(conversation, node));
+      list.appendChild(item);
+    });
+    return list;
+  }
+
+  function actionButton(label, id, handler) {
+    var button = el("button", null, label);
+    button.type = "button";
+    button.id = id;
+    button.addEventListener("click", handler);
+    return button;
+  }
+
+  function drawPanel() {
+    clear(panel);
+    var conversation = state.conversation;
+    if (!conversation || state.selected === null) {
+      panel.appendChild(el("h2", null, "Details"));
+      panel.appendChild(el("p", "hint",
+        "Click a node to read its prompt and response and to see its path from the root. " +
+        "Shift-click a second node (or use \u201cCompare with\u2026\u201d) to see how the two branches differ."));
+      panel.appendChild(el("p", "hint",
+        "Click + or \u2212 under a node to expand or collapse its subtree. " +
+        "Press / to search, Enter for the next match, Escape to clear the selection."));
+      return;
+    }
+    if (state.second !== null) drawDiff(conversation); else drawDetails(conversation);
+  }
+
+  function drawDetails(conversation) {
+    var node = state.selected;
+    var data = conversation.nodes[node];
+    var kids = conversation.children[node].length;
+    panel.setAttribute("data-view", "node");
+    panel.appendChild(el("h2", null, kids > 1 ? "Branch point" : kids ? "Node" : "Leaf"));
+    var facts = el("dl");
+    facts.id = "node-facts";
+    field(facts, "Id", conversation.ids[node]).className = "mono node-id";
+    field(facts, "Conversation", conversation.title());
+    var model = el("span", "chip");
+    var swatch = el("span", "swatch");
+    swatch.style.backgroundColor = colourOf(data.model);
+    model.appendChild(swatch);
+    model.appendChild(document.createTextNode(data.model === null || data.model === undefined ? "unknown" : String(data.model)));
+    field(facts, "Model", model).setAttribute("data-field", "model");
+    field(facts, "Time", data.datetime_utc || "\u2014").setAttribute("data-field", "datetime_utc");
+    field(facts, "Tokens", formatNumber(data.input_tokens) + " in, " + formatNumber(data.output_tokens) + " out")
+      .setAttribute("data-field", "tokens");
+    field(facts, "Duration", data.duration_ms === null || data.duration_ms === undefined
+      ? "\u2014" : formatNumber(data.duration_ms) + " ms").setAttribute("data-field", "duration_ms");
+    field(facts, "Depth", conversation.depth[node]);
+    field(facts, "Children", kids + (kids ? " (" + (conversation.size[node] - 1) + " below)" : ""));
+    if (data.source) field(facts, "Source", data.source);
+    panel.appendChild(facts);
+
+    var actions = el("div", "panel-actions");
+    if (kids) {
+      actions.appendChild(actionButton(conversation.expanded[node] ? "Collapse subtree" : "Expand subtree",
+        "panel-toggle", function () { toggle(node); }));
+    }
+    actions.appendChild(actionButton(state.comparing ? "Now click another node\u2026" : "Compare with\u2026",
+      "panel-compare", function () { state.comparing = !state.comparing; drawPanel(); }));
+    panel.appendChild(actions);
+
+    panel.appendChild(textBlock("Prompt", data.prompt, "prompt"));
+    panel.appendChild(textBlock("System prompt", data.system, "system"));
+    panel.appendChild(textBlock("Response", data.response, "response"));
+    var path = conversation.path(node);
+    var section = el("section");
+    section.setAttribute("data-field", "path");
+    section.appendChild(el("h3", null, "Path from the root (" + plural(path.length, "node") + ")"));
+    section.appendChild(pathList(conversation, path, node));
+    panel.appendChild(section);
+  }
+
+  function drawDiff(conversation) {
+    var a = state.selected;
+    var b = state.second;
+    var result = branchDiff(conversation.ids[a], conversation.ids[b]);
+    panel.setAttribute("data-view", "diff");
+    panel.appendChild(el("h2", null, "Branch diff"));
+    var facts = el("dl");
+    facts.id = "diff-facts";
+    field(facts, "A", conversation.ids[a]).className = "mono side-a";
+    field(facts, "B", conversation.ids[b]).className = "mono side-b";
+    var fork = field(facts, "Fork point", result.fork_point === null
+      ? "none: the two nodes have different roots" : result.fork_point);
+    fork.setAttribute("data-field", "fork_point");
+    if (result.fork_point !== null) fork.className = "mono fork";
+    field(facts, "Shared", plural(result.shared.length, "node")).setAttribute("data-field", "shared");
+    panel.appendChild(facts);
+
+    var actions = el("div", "panel-actions");
+    actions.appendChild(actionButton("Swap A and B", "diff-swap", function () {
+      state.selected = b; state.second = a; decorate(); drawPanel();
+    }));
+    actions.appendChild(actionButton("Back to A", "diff-close", function () {
+      state.second = null; decorate(); drawPanel();
+    }));
+    panel.appendChild(actions);
+
+    var toNodes = function (ids) { return ids.map(function (id) { return conversation.indexOf.get(id); }); };
+    [["Shared path", "shared", null], ["Branch A", "a", "side-a"], ["Branch B", "b", "side-b"]].forEach(function (part) {
+      var section = el("section");
+      section.setAttribute("data-field", "branch-" + part[1]);
+      var heading = el("h3", null, part[0] + " (" + plural(result[part[1]].length, "node") + ")");
+      section.appendChild(heading);
+      if (result[part[1]].length) {
+        section.appendChild(pathList(conversation, toNodes(result[part[1]]), part[1] === "a" ? a : part[1] === "b" ? b : null));
+      } else {
+        section.appendChild(el("p", "muted", part[1] === "shared" ? "No common ancestor." : "The node is the fork point itself."));
+      }
+      panel.appendChild(section);
+    });
+
+    var section = el("section");
+    section.setAttribute("data-field", "text_diff");
+    section.appendChild(el("h3", null, "Text differences (prompts and responses below the fork point)"));
+    var box = el("div", "text-diff");
+    box.appendChild(el("div", "header", "--- A  " + conversation.ids[a]));
+    box.appendChild(el("div", "header", "+++ B  " + conversation.ids[b]));
+    var changed = 0;
+    result.text_diff.forEach(function (line) {
+      if (line.op !== "equal") changed++;
+      box.appendChild(el("div", line.op, line.text));
+    });
+    if (!result.text_diff.length) box.appendChild(el("div", "equal muted", "(both branches are empty)"));
+    section.appendChild(box);
+    section.appendChild(el("p", "muted", changed ? plural(changed, "line") + " differ." : "The texts are the same."));
+    panel.appendChild(section);
+  }
+
+  // ---- Search ----
+
+  function search(text) {
+    state.needle = text.trim().toLowerCase();
+    var total = 0;
+    var inConversations = 0;
+    conversations.forEach(function (conversation) {
+      conversation.search(state.needle);
+      total += conversation.matchCount;
+      if (conversation.matchCount) inConversations++;
+    });
+    $("search-status").textContent = state.needle
+      ? (total ? plural(total, "match", "matches") + " in " + plural(inConversations, "conversation") +
+        " \u00b7 Enter: next" : "no match")
+      : "";
+    drawList();
+    decorate();
+  }
+
+  // Enter in the search box: open and select the next match in log order.
+  function nextMatch() {
+    if (!state.needle) return;
+    var start = conversations.indexOf(state.conversation);
+    var from = state.selected === null ? -1 : state.selected;
+    for (var step = 0; step <= conversations.length; step++) {
+      var conversation = conversations[(start + step) % conversations.length];
+      for (var node = step === 0 ? from + 1 : 0; node < conversation.nodes.length; node++) {
+        if (conversation.match[node]) {
+          if (conversation !== state.conversation) show(conversation);
+          state.second = null;
+          select(node, false);
+          return;
+        }
+      }
+      from = -1;
+    }
+  }
+
+  // ---- Events ----
+
+  svg.addEventListener("click", function (event) {
+    var target = event.target instanceof Element ? event.target : null;
+    if (!target) return;
+    var switcher = target.closest(".toggle");
+    if (switcher) {
+      var group = switcher.closest(".node");
+      toggle(Number(group.getAttribute("data-index")));
+      event.stopPropagation();
+      return;
+    }
+    var node = target.closest(".node");
+    if (node) select(Number(node.getAttribute("data-index")), event.shiftKey);
+  });
+
+  svg.addEventListener("keydown", function (event) {
+    var target = event.target instanceof Element ? event.target.closest(".node") : null;
+    if (!target) return;
+    var node = Number(target.getAttribute("data-index"));
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      select(node, event.shiftKey);
+    } else if (event.key === "+" || event.key === "-" || event.key === "ArrowRight" || event.key === "ArrowLeft") {
+      var open = state.conversation.expanded[node] === 1;
+      var wantOpen = event.key === "+" || event.key === "ArrowRight";
+      if (open !== wantOpen) toggle(node);
+      event.preventDefault();
+    }
+  });
+
+  // Drag the background to pan.
+  var pan = null;
+  canvas.addEventListener("pointerdown", function (event) {
+    if (event.button !== 0 || (event.target instanceof Element && event.target.closest(".node"))) return;
+    pan = { x: event.clientX, y: event.clientY, left: canvas.scrollLeft, top: canvas.scrollTop };
+    canvas.classList.add("panning");
+  });
+  window.addEventListener("pointermove", function (event) {
+    if (!pan) return;
+    canvas.scrollLeft = pan.left - (event.clientX - pan.x);
+    canvas.scrollTop = pan.top - (event.clientY - pan.y);
+  });
+  window.addEventListener("pointerup", function () {
+    pan = null;
+    canvas.classList.remove("panning");
+  });
+
+  var searchBox = $("search");
+  var searchTimer = null;
+  searchBox.addEventListener("input", function () {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(function () { search(searchBox.value); }, 120);
+  });
+  searchBox.addEventListener("keydown", function (event) {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      clearTimeout(searchTimer);
+      if (searchBox.value.trim().toLowerCase() !== state.needle) search(searchBox.value);
+      nextMatch();
+    } else if (event.key === "Escape") {
+      searchBox.value = "";
+      search("");
+    }
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var typing = event.target instanceof Element && event.target.closest("input, textarea");
+    if (event.key === "/" && !typing) {
+      event.preventDefault();
+      searchBox.focus();
+    } else if (event.key === "Escape" && !typing) {
+      state.selected = null;
+      state.second = null;
+      state.comparing = false;
+      decorate();
+      drawPanel();
+    }
+  });
+
+  // The button names the drawing it switches to.
+  function labelOrientation() {
+    $("orientation").textContent = state.orientation === "top-down" ? "Left to right" : "Top down";
+  }
+  $("orientation").addEventListener("click", function () {
+    state.orientation = state.orientation === "top-down" ? "left-right" : "top-down";
+    labelOrientation();
+    draw();
+    if (state.selected !== null) scrollToNode(state.selected);
+  });
+
+  $("expand-all").addEventListener("click", function () {
+    if (!state.conversation) return;
+    state.conversation.expanded.fill(1);
+    draw();
+  });
+
+  $("collapse-all").addEventListener("click", function () {
+    var conversation = state.conversation;
+    if (!conversation) return;
+    conversation.expanded.fill(0);
+    state.selected = null;
+    state.second = null;
+    draw();
+    drawPanel();
+  });
+
+  function zoom(factor, absolute) {
+    var wanted = factor === null ? 1 : absolute ? factor : state.zoom * factor;
+    state.zoom = Math.min(3, Math.max(0.2, wanted));
+    $("zoom-reset").textContent = Math.round(state.zoom * 100) + "%";
+    draw();
+  }
+  $("zoom-in").addEventListener("click", function () { zoom(1.25); });
+  $("zoom-out").addEventListener("click", function () { zoom(0.8); });
+  $("zoom-reset").addEventListener("click", function () { zoom(null); });
+  $("zoom-fit").addEventListener("click", function () { fitWidth(0.2); scrollToStart(state.conversation); });
+
+  // ---- Start ----
+
+  var totalNodes = conversations.reduce(function (sum, c) { return sum + c.nodes.length; }, 0);
+  $("forest-stats").textContent = plural(conversations.length, "conversation") + ", " + plural(totalNodes, "node");
+  labelOrientation();
+  drawList();
+  drawLegend();
+  drawPanel();
+  if (conversations.length) {
+    show(conversations[0]);
+    var wanted = decodeURIComponent(window.location.hash.slice(1));
+    if (wanted) selectId(wanted, false);
+  } else {
+    var empty = el("p", "empty", "This export holds no conversations.");
+    canvas.appendChild(empty);
+  }
+
+  // For scripts and tests driving the page: the same answers the panel shows.
+  window.convgraph = Object.freeze({
+    diff: branchDiff,
+    select: selectId,
+    conversations: function () {
+      return conversations.map(function (c) { return { id: c.id, name: c.name, nodes: c.nodes.length }; });
+    },
+    drawnNodes: function () { return svg.querySelectorAll(".node").length; },
+  });
+  document.documentElement.setAttribute("data-ready", "true");
+})();

@@ -1,0 +1,746 @@
+"""The interactive HTML export, read back in Python and driven in a real browser.
+
+The Python half reads pages back with real parsers (the standard library's
+and lxml's HTML parsers, json). The browser half opens exported files in
+Debian's Chromium through Playwright, with every request other than the page
+itself blocked and recorded, and every console error, page error and dialog
+collected: each test ends by asserting there were none. Where Chromium or
+Playwright is missing, the browser tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lxml.html
+import networkx as nx
+import pytest
+from click.testing import CliRunner
+from databases import add_response, add_tree, legacy_database
+
+from convgraph.errors import ConvgraphError
+from convgraph.export import FORMATS, ExportError, read_json
+from convgraph.export.html import (
+    generate_html,
+    page_data,
+    parse_html,
+    read_html,
+    script_json,
+    write_html,
+)
+from convgraph.forest import Forest
+from convgraph.tree import path as tree_path
+
+EXAMPLE_DB = Path(__file__).resolve().parent.parent / "examples" / "logs.db"
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+# Each payload would set window.__pwned (or open a dialog) if it ever ran.
+HOSTILE = [
+    "<script>window.__pwned = 'script'; alert(1)</script>",
+    "</script><script>window.__pwned = 'closed the data block'</script>",
+    '"}]}</script><script>window.__pwned = "left the JSON"</script>',
+    "<img src=x onerror=\"window.__pwned = 'img'; alert(2)\">",
+    "<svg onload=\"window.__pwned = 'svg'\"><a href=\"javascript:window.__pwned='a'\">x</a>",
+    "[click me](javascript:window.__pwned='markdown') javascript:alert(3)",
+    "line\u2028separator\u2029paragraph <!-- comment <![CDATA[ x ]]> &amp; &lt;",
+    "<style>body { background: url(http://example.invalid/track.png) }</style>",
+    "{{script}} {{data}} ${window.__pwned = 'template'}",
+]
+
+
+def example_db() -> Path:
+    if not EXAMPLE_DB.exists():  # pragma: no cover - until the lead's file lands
+        pytest.skip("examples/logs.db is missing")
+    return EXAMPLE_DB
+
+
+def export(db: Path, out: Path, *args: str) -> Path:
+    """Export `db` as the user does: `convgraph export --format html -o out`."""
+    from convgraph.cli import cli
+
+    result = CliRunner().invoke(
+        cli, ["export", "--db", str(db), "--format", "html", "-o", str(out), *args]
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def hostile_db(path: Path) -> Path:
+    """A conversation whose every text, name and model is an attack."""
+    conn = legacy_database(path)
+    parent = None
+    for index, payload in enumerate(HOSTILE):
+        add_response(
+            conn,
+            f"evil-{index}",
+            "evil",
+            payload,
+            parent=parent,
+            response=payload + "\nresponse",
+            system=payload,
+            model=HOSTILE[index % 4],
+            name=HOSTILE[1],
+            datetime_utc=f"2025-09-27T10:00:{index:02d}",
+        )
+        parent = f"evil-{index}"
+    conn.commit()
+    conn.close()
+    return path
+
+
+def example_rows() -> dict[str, dict[str, Any]]:
+    """The example database's responses as sqlite3 gives them."""
+    conn = sqlite3.connect(f"file:{example_db()}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        return {row["id"]: dict(row) for row in conn.execute("select * from responses")}
+    finally:
+        conn.close()
+
+
+# ---- Python: the page as text ----
+
+
+def test_script_json_escapes_what_could_end_the_block():
+    text = script_json({"p": "</script><!--&\u2028\u2029"})
+    assert text == '{"p":"\\u003c/script\\u003e\\u003c!--\\u0026\\u2028\\u2029"}'
+    assert json.loads(text) == {"p": "</script><!--&\u2028\u2029"}
+
+
+def test_script_json_escapes_lone_surrogates_so_the_page_is_utf8():
+    text = script_json(["\ud800x"])
+    assert text == '["\\ud800x"]'
+    text.encode("utf-8")
+
+
+def test_page_reads_back_to_the_same_trees(seed_db, tmp_path):
+    forest = Forest.read(seed_db)
+    out = tmp_path / "forest.html"
+    write_html(forest.trees(), out)
+    trees = read_html(out)
+    assert [tree.graph["conversation_id"] for tree in trees] == forest.tree_ids
+    for tree, expected in zip(trees, forest.trees(), strict=True):
+        assert list(tree.nodes(data=True)) == list(expected.nodes(data=True))
+        assert sorted(tree.edges) == sorted(expected.edges)
+        assert tree.graph == expected.graph
+
+
+def test_page_is_one_self_contained_document(seed_db, tmp_path):
+    out = write_page(seed_db, tmp_path)
+    document = lxml.html.parse(str(out)).getroot()
+    scripts = document.findall(".//script")
+    assert [script.get("type") for script in scripts] == ["application/json", None]
+    assert [script.get("src") for script in scripts] == [None, None]
+    assert document.findall(".//link[@rel='stylesheet']") == []
+    assert [link.get("href") for link in document.findall(".//link")] == ["data:,"]
+    # Nothing in the page points outside it.
+    text = out.read_text("utf-8")
+    assert re.findall(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", text) == []
+    assert "@import" not in text
+    assert re.findall(r"url\((?!#)", text) == []  # only references inside the page
+
+
+def test_page_policy_admits_only_its_own_script_and_style(seed_db, tmp_path):
+    import base64
+    import hashlib
+
+    document = lxml.html.parse(str(write_page(seed_db, tmp_path))).getroot()
+    policy = document.find(".//meta[@http-equiv='Content-Security-Policy']").get(
+        "content"
+    )
+    directives = dict(part.strip().split(" ", 1) for part in policy.split(";"))
+    assert directives["default-src"] == "'none'"
+
+    def digest(text: str) -> str:
+        value = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+        return f"'sha256-{value}'"
+
+    assert directives["script-src"] == digest(document.findall(".//script")[1].text)
+    assert directives["style-src"] == digest(document.find(".//style").text)
+
+
+def test_hostile_text_stays_inside_the_data_block(tmp_path):
+    trees = list(Forest.read(hostile_db(tmp_path / "evil.db")).trees())
+    title = "</title><script>window.__pwned = 'title'</script>"
+    text = "".join(generate_html(trees, title=title))
+    document = lxml.html.document_fromstring(text)
+    assert len(document.findall(".//script")) == 2
+    assert document.findall(".//img") == []
+    assert [svg.get("id") for svg in document.findall(".//svg")] == ["tree"]
+    assert document.find(".//title").text == title
+    assert document.get_element_by_id("title").text == title
+    assert text.count("</script>") == 2
+    # Every payload comes back out of the page exactly as it went in.
+    (tree,) = parse_html(text)
+    prompts = [prompt for _, prompt in tree.nodes(data="prompt")]
+    assert prompts == HOSTILE
+    assert page_data(text)["title"] == title
+
+
+def test_an_empty_forest_is_a_page_without_conversations(tmp_path):
+    out = tmp_path / "empty.html"
+    write_html([], out)
+    assert read_html(out) == []
+
+
+def test_one_tree_alone_is_exported(seed_db):
+    tree = Forest.read(seed_db).tree("complex")
+    (back,) = parse_html("".join(generate_html(tree)))
+    assert sorted(back.edges) == sorted(tree.edges)
+
+
+def test_a_file_that_is_not_a_page_is_refused(tmp_path):
+    other = tmp_path / "other.html"
+    other.write_text("<html><body><script>1</script></body></html>")
+    with pytest.raises(ExportError, match="not a convgraph HTML page"):
+        read_html(other)
+    assert issubclass(ExportError, ConvgraphError)
+    broken = tmp_path / "broken.html"
+    broken.write_text('<script type="application/json" id="convgraph-data">{</script>')
+    with pytest.raises(ExportError, match="not JSON"):
+        read_html(broken)
+    newer = tmp_path / "newer.html"
+    newer.write_text(
+        '<script type="application/json" id="convgraph-data">'
+        '{"format": "convgraph.html", "version": 99, "conversations": []}</script>'
+    )
+    with pytest.raises(ExportError, match="version 99"):
+        read_html(newer)
+
+
+def test_convgraph_export_format_html(tmp_path):
+    out = export(example_db(), tmp_path / "forest.html")
+    forest = Forest.read(example_db())
+    trees = FORMATS["html"].read(out)
+    assert [tree.graph["conversation_id"] for tree in trees] == forest.tree_ids
+    data = page_data(out.read_text("utf-8"))
+    assert data["orientation"] == "top-down"
+    # Each conversation is the node-link JSON of the json exporter.
+    first = data["conversations"][0]
+    assert first["graph"]["format"] == "convgraph.node-link"
+    (tree,) = read_json(io.StringIO(json.dumps(first["graph"])))
+    assert list(tree.nodes(data=True)) == list(trees[0].nodes(data=True))
+    assert first["stats"]["nodes"] == trees[0].number_of_nodes()
+
+
+def test_convgraph_export_of_one_conversation_left_to_right(tmp_path):
+    out = export(example_db(), tmp_path / "one.html", HASH_MAPS, "--rankdir", "LR")
+    data = page_data(out.read_text("utf-8"))
+    assert data["orientation"] == "left-right"
+    assert [record["id"] for record in data["conversations"]] == [HASH_MAPS]
+
+
+def test_convgraph_export_refuses_a_direction_the_page_cannot_draw(tmp_path):
+    from convgraph.cli import cli
+
+    out = tmp_path / "bt.html"
+    result = CliRunner().invoke(
+        cli,
+        ["export", "--db", str(example_db()), "--format", "html", "--rankdir", "BT"]
+        + ["-o", str(out)],
+    )
+    assert result.exit_code == 2
+    assert result.output == "Error: the html page draws trees TB or LR, not 'BT'\n"
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def write_page(db: Path, tmp_path: Path, name: str = "forest.html") -> Path:
+    out = tmp_path / name
+    write_html(Forest.read(db).trees(), out)
+    return out
+
+
+# ---- The browser ----
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="Playwright for Python is not installed"
+    )
+    executable = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(executable, os.X_OK):
+        pytest.skip("Chromium is not installed (Debian: apt-get install chromium)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Visit:
+    """One page opened in the browser, and everything that went wrong in it."""
+
+    page: Any
+    url: str
+    errors: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def assert_clean(self) -> None:
+        assert self.errors == []
+        assert self.blocked == []
+        assert self.dialogs == []
+        assert self.page.evaluate("window.__violations") == []
+
+    def node(self, node_id: str):
+        return self.page.locator(f'g.node[data-id="{node_id}"]')
+
+    def drawn_ids(self) -> set[str]:
+        return set(self.attributes("g.node", "data-id"))
+
+    def ids_with_class(self, name: str) -> list[str] | set[str]:
+        """The drawn nodes with a class: a list in drawing order (a path is
+        drawn root first) for "on-path", else a set."""
+        ids = self.attributes(f"g.node.{name}", "data-id")
+        return ids if name == "on-path" else set(ids)
+
+    def attributes(self, selector: str, name: str) -> list[str | None]:
+        """The attribute `name` of every element that `selector` finds."""
+        return self.page.eval_on_selector_all(
+            selector, "(found, name) => found.map(e => e.getAttribute(name))", name
+        )
+
+    def count(self, selector: str) -> int:
+        return self.page.locator(selector).count()
+
+    def panel(self, selector: str) -> str:
+        return self.page.text_content(f"#panel {selector}")
+
+    def open_conversation(self, conversation_id: str) -> None:
+        self.page.click(
+            f'#conversation-list button[data-conversation="{conversation_id}"]'
+        )
+        assert self.page.text_content("#conversation-title")
+
+
+# Run in the page before its own script: record policy violations.
+WATCH_POLICY = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation",
+    (event) => window.__violations.push(event.violatedDirective + " " + event.blockedURI));
+"""
+
+
+@pytest.fixture
+def open_page(browser):
+    contexts = []
+
+    def open_(path: Path, viewport: tuple[int, int] = (1400, 900)) -> Visit:
+        context = browser.new_context(
+            viewport={"width": viewport[0], "height": viewport[1]}
+        )
+        contexts.append(context)
+        context.set_default_timeout(10_000)
+        page = context.new_page()
+        visit = Visit(page, path.resolve().as_uri())
+
+        def route(route):
+            if route.request.url == visit.url:
+                route.continue_()
+            else:
+                visit.blocked.append(route.request.url)
+                route.abort()
+
+        def dialog(dialog):
+            visit.dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        context.route("**/*", route)
+        page.on(
+            "console",
+            lambda message: (
+                message.type == "error" and visit.errors.append(message.text)
+            ),
+        )
+        page.on("pageerror", lambda error: visit.errors.append(str(error)))
+        page.on("dialog", dialog)
+        page.add_init_script(WATCH_POLICY)
+        page.goto(visit.url)
+        page.wait_for_selector("html[data-ready='true']")
+        return visit
+
+    yield open_
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def example_page(open_page, tmp_path) -> Visit:
+    return open_page(export(example_db(), tmp_path / "forest.html"))
+
+
+HASH_MAPS = "01jb2hashmap0000000000000"
+
+
+def test_lists_every_conversation_with_its_statistics(example_page):
+    forest = Forest.read(example_db())
+    ids = example_page.attributes("#conversation-list button", "data-conversation")
+    assert ids == forest.tree_ids
+    hash_maps = forest.tree(HASH_MAPS)
+    item = example_page.page.locator(f'button[data-conversation="{HASH_MAPS}"]')
+    assert item.locator(".conversation-name").text_content() == hash_maps.graph["name"]
+    assert item.locator(".conversation-figures").first.text_content() == (
+        "7 nodes · 1 root · 4 leaves · depth 2 · 3 branch points"
+    )
+    # The first conversation is drawn, whole (it is small).
+    first = forest.tree(forest.tree_ids[0])
+    assert example_page.drawn_ids() == set(first)
+    example_page.open_conversation(HASH_MAPS)
+    assert example_page.drawn_ids() == set(hash_maps)
+    title = example_page.page.text_content("#conversation-title")
+    assert title == hash_maps.graph["name"]
+    example_page.assert_clean()
+
+
+def test_branch_points_leaves_and_models_are_marked(example_page):
+    example_page.open_conversation(HASH_MAPS)
+    tree = Forest.read(example_db()).tree(HASH_MAPS)
+    branch_points = [n for n in tree if tree.out_degree(n) > 1]
+    leaves = [n for n in tree if tree.out_degree(n) == 0]
+    assert example_page.ids_with_class("branch") == set(branch_points)
+    assert example_page.ids_with_class("leaf") == set(leaves)
+    badge = example_page.node(branch_points[0]).locator(".badge-count")
+    assert badge.text_content() == str(tree.out_degree(branch_points[0]))
+    # One colour per model; the legend names each model with its node count.
+    forest = Forest.read(example_db())
+    counts = forest.nodes["model"].value_counts()
+    legend = example_page.page.locator("#legend .legend-item[data-model]")
+    models = [legend.nth(i).get_attribute("data-model") for i in range(legend.count())]
+    assert models == list(
+        dict.fromkeys(m for tree in forest.trees() for _, m in tree.nodes(data="model"))
+    )
+    assert legend.first.text_content() == f"{models[0]} ({counts[models[0]]})"
+    stripes = {
+        node: example_page.node(node).locator(".model-stripe").get_attribute("fill")
+        for node in tree
+    }
+    colour_of_model: dict[str, str] = {}
+    for node, colour in stripes.items():
+        assert colour_of_model.setdefault(tree.nodes[node]["model"], colour) == colour
+    assert len(set(colour_of_model.values())) == len(colour_of_model)
+    example_page.assert_clean()
+
+
+def test_clicking_a_node_shows_it_and_its_path(example_page):
+    rows = example_rows()
+    tree = Forest.read(example_db()).tree(HASH_MAPS)
+    leaf = "01jb2hm03d000000000000000"
+    row = rows[leaf]
+    example_page.open_conversation(HASH_MAPS)
+    example_page.node(leaf).click()
+    assert example_page.panel("h2") == "Leaf"
+    assert example_page.panel(".node-id") == leaf
+    assert example_page.panel("[data-field=prompt] pre") == row["prompt"]
+    assert example_page.panel("[data-field=response] pre") == row["response"]
+    assert example_page.panel("[data-field=system] pre") == (row["system"] or "(none)")
+    assert example_page.panel("dd[data-field=model]") == row["model"]
+    assert example_page.panel("dd[data-field=datetime_utc]") == row["datetime_utc"]
+    assert example_page.panel("dd[data-field=tokens]") == (
+        f"{row['input_tokens']:,} in, {row['output_tokens']:,} out"
+    )
+    duration = example_page.panel("dd[data-field=duration_ms]")
+    assert duration == f"{row['duration_ms']:,} ms"
+    # The path from the root is highlighted in the drawing and listed.
+    expected_path = tree_path(tree, leaf)
+    assert example_page.ids_with_class("on-path") == expected_path
+    assert example_page.ids_with_class("selected") == {leaf}
+    listed = "#panel [data-field=path] button"
+    assert example_page.attributes(listed, "data-goto") == expected_path
+    assert example_page.count(".edge.on-path") == len(expected_path) - 1
+    # Clicking a node of the listed path goes there.
+    example_page.page.locator(listed).first.click()
+    assert example_page.panel(".node-id") == expected_path[0]
+    assert example_page.panel("h2") == "Branch point"
+    example_page.assert_clean()
+
+
+def test_collapse_and_expand_a_subtree(example_page):
+    example_page.open_conversation(HASH_MAPS)
+    tree = Forest.read(example_db()).tree(HASH_MAPS)
+    branch = "01jb2hm01b000000000000000"
+    below = list(nx.descendants(tree, branch))
+    toggle = example_page.node(branch).locator(".toggle")
+    assert toggle.get_attribute("aria-expanded") == "true"
+    toggle.click()
+    # Collapsed: the subtree is gone from the page, and counted.
+    assert set(example_page.drawn_ids()) == set(tree) - set(below)
+    assert example_page.node(branch).locator(".hidden-count").text_content() == (
+        f"{len(below)} hidden"
+    )
+    toggle = example_page.node(branch).locator(".toggle")
+    assert toggle.get_attribute("aria-expanded") == "false"
+    toggle.click()
+    assert example_page.drawn_ids() == set(tree)
+    # Collapse all keeps the root; selecting a hidden node opens its path.
+    example_page.page.click("#collapse-all")
+    assert example_page.drawn_ids() == {n for n in tree if tree.in_degree(n) == 0}
+    deep = "01jb2hm06g000000000000000"
+    example_page.page.evaluate("(node) => convgraph.select(node)", deep)
+    assert set(tree_path(tree, deep)) <= set(example_page.drawn_ids())
+    assert example_page.panel(".node-id") == deep
+    example_page.assert_clean()
+
+
+def test_draws_top_down_or_left_to_right(example_page):
+    example_page.open_conversation(HASH_MAPS)
+    root, child = "01jb2hm00root000000000000", "01jb2hm01b000000000000000"
+
+    def position(node: str) -> tuple[float, float]:
+        transform = example_page.node(node).get_attribute("transform")
+        x, y = re.fullmatch(r"translate\(([-\d.]+),([-\d.]+)\)", transform).groups()
+        return float(x), float(y)
+
+    assert position(child)[1] > position(root)[1]  # children below
+    example_page.page.click("#orientation")
+    assert example_page.page.get_attribute("#tree", "data-orientation") == "left-right"
+    assert position(child)[0] > position(root)[0]  # children to the right
+    assert example_page.page.text_content("#orientation") == "Top down"
+    example_page.assert_clean()
+
+
+def test_an_lr_export_opens_left_to_right(open_page, tmp_path):
+    visit = open_page(export(example_db(), tmp_path / "lr.html", "--rankdir", "LR"))
+    assert visit.page.get_attribute("#tree", "data-orientation") == "left-right"
+    assert visit.page.text_content("#orientation") == "Top down"
+    visit.assert_clean()
+
+
+def test_search_highlights_the_matching_nodes(example_page):
+    needle = "Hash Map"
+    rows = example_rows()
+    forest = Forest.read(example_db())
+    matching = {
+        node
+        for node, row in rows.items()
+        if needle.lower() in (row["prompt"] or "").lower()
+        or needle.lower() in (row["response"] or "").lower()
+    }
+    assert matching, "the example should have something to find"
+    page = example_page.page
+    page.fill("#search", needle)
+    page.wait_for_function("() => document.getElementById('search-status').textContent")
+    for tree_id in forest.tree_ids:
+        example_page.open_conversation(tree_id)
+        tree = forest.tree(tree_id)
+        assert example_page.ids_with_class("match") == set(tree) & matching
+    tree_of = dict(zip(forest.nodes["id"], forest.nodes["tree_id"], strict=True))
+    conversations_hit = {tree_of[node] for node in matching}
+    assert page.text_content("#search-status") == (
+        f"{len(matching)} {'match' if len(matching) == 1 else 'matches'} in "
+        f"{len(conversations_hit)} conversation{'s' if len(conversations_hit) > 1 else ''}"
+        " · Enter: next"
+    )
+    assert example_page.count("#conversation-list .match-count") == len(
+        conversations_hit
+    )
+    # Enter selects the matches one after another, conversation by conversation.
+    example_page.open_conversation(forest.tree_ids[0])
+    in_order = [n for tree in forest.trees() for n in tree if n in matching]
+    page.focus("#search")
+    for expected in in_order[:3]:
+        page.keyboard.press("Enter")
+        assert example_page.panel(".node-id") == expected
+    page.fill("#search", "no such text anywhere")
+    page.wait_for_function("() => !document.querySelector('g.node.match')")
+    assert page.text_content("#search-status") == "no match"
+    example_page.assert_clean()
+
+
+def test_two_selected_nodes_show_their_branch_diff(example_page):
+    rows = example_rows()
+    tree = Forest.read(example_db()).tree(HASH_MAPS)
+    a, b = "01jb2hm02c000000000000000", "01jb2hm06g000000000000000"
+    example_page.open_conversation(HASH_MAPS)
+    example_page.node(a).click()
+    example_page.node(b).click(modifiers=["Shift"])
+    assert example_page.panel("h2") == "Branch diff"
+    path_a, path_b = tree_path(tree, a), tree_path(tree, b)
+    fork = path_a[0]
+    assert example_page.panel("dd[data-field=fork_point]") == fork
+    assert example_page.ids_with_class("fork-point") == {fork}
+    assert example_page.ids_with_class("selected") == {a}
+    assert example_page.ids_with_class("selected-b") == {b}
+
+    def listed(part: str) -> list[str]:
+        selector = f"#panel [data-field=branch-{part}] button"
+        return example_page.attributes(selector, "data-goto")
+
+    assert listed("shared") == [fork]
+    assert listed("a") == path_a[1:]
+    assert listed("b") == path_b[1:]
+    # The text differences: A's lines removed, B's added, as a line diff does.
+    shown = example_page.page.eval_on_selector_all(
+        "#panel .text-diff div:not(.header)",
+        "lines => lines.map(line => [line.className, line.textContent])",
+    )
+
+    def lines_of(branch: list[str]) -> list[str]:
+        return [
+            line
+            for node in branch
+            for line in f"{rows[node]['prompt']}\n{rows[node]['response']}".split("\n")
+        ]
+
+    assert [text for op, text in shown if op != "insert"] == lines_of(path_a[1:])
+    assert [text for op, text in shown if op != "delete"] == lines_of(path_b[1:])
+    # The page's diff has the fields of convgraph.diff's to_dict().
+    result = example_page.page.evaluate("([a, b]) => convgraph.diff(a, b)", [a, b])
+    assert {key: result[key] for key in ("fork_point", "shared", "a", "b")} == {
+        "fork_point": fork,
+        "shared": [fork],
+        "a": path_a[1:],
+        "b": path_b[1:],
+    }
+    # Compare-with, from the panel, picks the second node with a plain click.
+    example_page.page.click("#diff-close")
+    example_page.page.click("#panel-compare")
+    example_page.node(path_a[1]).click()
+    assert example_page.panel("dd[data-field=fork_point]") == path_a[1]
+    assert listed("b") == []
+    example_page.assert_clean()
+
+
+def test_nodes_with_different_roots_have_no_fork_point(example_page):
+    tree_id = "01jb3translate00000000000"
+    example_page.open_conversation(tree_id)
+    tree = Forest.read(example_db()).tree(tree_id)
+    first, second = [n for n in tree if tree.out_degree(n) == 0]
+    result = example_page.page.evaluate(
+        "([a, b]) => convgraph.diff(a, b)", [first, second]
+    )
+    assert result["fork_point"] is None
+    assert result["shared"] == []
+    assert result["a"] == tree_path(tree, first)
+    assert result["b"] == tree_path(tree, second)
+    example_page.node(first).click()
+    example_page.node(second).click(modifiers=["Shift"])
+    assert example_page.panel("dd[data-field=fork_point]").startswith("none")
+    example_page.assert_clean()
+
+
+def test_hostile_text_runs_no_script(open_page, tmp_path):
+    trees = list(Forest.read(hostile_db(tmp_path / "evil.db")).trees())
+    out = tmp_path / "evil.html"
+    write_html(trees, out, title="</title><script>window.__pwned = 'title'</script>")
+    visit = open_page(out)
+    page = visit.page
+    (tree,) = trees
+    page.click("#expand-all")
+    for index, node in enumerate(tree):
+        visit.node(node).click()
+        assert visit.panel("[data-field=prompt] pre") == HOSTILE[index]
+        assert visit.panel("[data-field=system] pre") == HOSTILE[index]
+        assert visit.panel("[data-field=response] pre") == HOSTILE[index] + "\nresponse"
+    visit.node("evil-0").click()
+    visit.node(list(tree)[-1]).click(modifiers=["Shift"])
+    assert visit.panel("h2") == "Branch diff"
+    page.fill("#search", "<script>")
+    page.wait_for_selector("g.node.match")
+    page.click("#orientation")
+    # What the text says is on the page as text, and nothing it says ran.
+    assert page.text_content("#conversation-title") == HOSTILE[1]
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert visit.count("body img, body iframe, body object, body embed") == 0
+    assert visit.count("a[href], [onerror], [onload], [src]") == 0
+    assert visit.count("script") == 2
+    assert page.title() == "</title><script>window.__pwned = 'title'</script>"
+    visit.assert_clean()
+
+
+def test_the_payloads_are_live_where_text_is_not_escaped(browser, tmp_path):
+    """The control for the test above: pasted into a page as markup, the
+    payloads do run, so their silence in the export means something."""
+    page = browser.new_page()
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    naive = tmp_path / "naive.html"
+    naive.write_text("<!DOCTYPE html><body>" + "".join(HOSTILE[:4]) + "</body>")
+    page.goto(naive.resolve().as_uri())
+    page.wait_for_function("() => window.__pwned !== undefined")
+    assert dialogs
+    page.close()
+
+
+def test_nothing_leaves_the_page(open_page, tmp_path):
+    """Fonts, images and styles named in the data are never fetched."""
+    conn = legacy_database(tmp_path / "net.db")
+    add_response(
+        conn,
+        "net-1",
+        "net",
+        '<img src="http://example.invalid/a.png"><link rel=stylesheet href=//x.invalid/b.css>',
+        response='@import url("https://fonts.example.invalid/css"); url(http://x.invalid/c)',
+        datetime_utc="2025-09-27T10:00:00",
+    )
+    conn.commit()
+    conn.close()
+    visit = open_page(write_page(tmp_path / "net.db", tmp_path))
+    visit.node("net-1").click()
+    visit.page.fill("#search", "invalid")
+    visit.page.wait_for_selector("g.node.match")
+    visit.page.click("#zoom-in")
+    assert visit.blocked == []
+    visit.assert_clean()
+
+
+def test_a_5000_node_export_opens_and_responds(open_page, tmp_path):
+    # One conversation of 5,000 nodes: a 4-ary tree, widest at the bottom.
+    conn = legacy_database(tmp_path / "big.db")
+    links = [(f"n{i}", f"n{(i - 1) // 4}" if i else None) for i in range(5000)]
+    add_tree(conn, "big", links)
+    conn.close()
+    out = tmp_path / "big.html"
+    write_html(Forest.read(tmp_path / "big.db").trees(), out)
+    visit = open_page(out)
+    page = visit.page
+    drawn = page.evaluate("convgraph.drawnNodes()")
+    assert 1 <= drawn <= 120  # lazily drawn: collapsed subtrees are not in the DOM
+    assert page.text_content("#forest-stats") == "1 conversation, 5000 nodes"
+    # Search finds a deep node; Enter opens its path and shows it.
+    page.fill("#search", "prompt n4999")
+    page.keyboard.press("Enter")
+    assert visit.panel(".node-id") == "n4999"
+    assert visit.node("n4999").count() == 1
+    big = Forest.read(tmp_path / "big.db").tree("big")
+    assert visit.ids_with_class("on-path") == tree_path(big, "n4999")
+    page.screenshot(path=str(tmp_path / "big.png"))
+    page.click("#expand-all")
+    assert page.evaluate("convgraph.drawnNodes()") == 5000
+    visit.node("n3000").click()
+    assert visit.panel(".node-id") == "n3000"
+    page.click("#collapse-all")
+    assert page.evaluate("convgraph.drawnNodes()") == 1
+    visit.assert_clean()
+
+
+def test_screenshot_of_the_example(example_page, tmp_path):
+    example_page.open_conversation(HASH_MAPS)
+    example_page.node("01jb2hm02c000000000000000").click()
+    example_page.node("01jb2hm06g000000000000000").click(modifiers=["Shift"])
+    shot = tmp_path / "example.png"
+    example_page.page.screenshot(path=str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    example_page.node("01jb2hm03d000000000000000").click()
+    example_page.page.screenshot(path=str(tmp_path / "example-node.png"))
+    example_page.assert_clean()

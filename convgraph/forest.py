@@ -43,9 +43,9 @@ def build_graph(
 ) -> nx.DiGraph:
     """One conversation's DiGraph from its records (in log order) and checked
     parents. Nodes go in in log order, so successors come out in log order."""
-    import networkx as nx
+    from convgraph.display import ConversationTree
 
-    graph = nx.DiGraph(conversation_id=tree_id, name=name)
+    graph = ConversationTree(conversation_id=tree_id, name=name)
     for record in records:
         graph.add_node(record["id"], **{key: record[key] for key in NODE_ATTRIBUTES})
     graph.add_edges_from(
@@ -153,6 +153,12 @@ class Forest:
 
     def __len__(self) -> int:
         return len(self.nodes)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a forest as its statistics table."""
+        from convgraph.display import forest_html
+
+        return forest_html(self)
 
     def __repr__(self) -> str:
         return (

@@ -26,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 from databases import add_response, add_tree, legacy_database
 
+from convgraph.diff import UnrelatedNodes, diff
 from convgraph.errors import ConvgraphError
 from convgraph.export import FORMATS, ExportError, read_json
 from convgraph.export.html import (
@@ -567,18 +568,22 @@ def test_search_highlights_the_matching_nodes(example_page):
     example_page.assert_clean()
 
 
+def changed_lines(unified: list[str]) -> list[str]:
+    """The removed and added lines of a unified diff, without its headers."""
+    body = [line for line in unified[2:] if not line.startswith("@@")]
+    return [line for line in body if line[:1] in ("-", "+")]
+
+
 def test_two_selected_nodes_show_their_branch_diff(example_page):
-    rows = example_rows()
     tree = Forest.read(example_db()).tree(HASH_MAPS)
     a, b = "01jb2hm02c000000000000000", "01jb2hm06g000000000000000"
+    expected = diff(tree, a, b).to_dict()
     example_page.open_conversation(HASH_MAPS)
     example_page.node(a).click()
     example_page.node(b).click(modifiers=["Shift"])
     assert example_page.panel("h2") == "Branch diff"
-    path_a, path_b = tree_path(tree, a), tree_path(tree, b)
-    fork = path_a[0]
-    assert example_page.panel("dd[data-field=fork_point]") == fork
-    assert example_page.ids_with_class("fork-point") == {fork}
+    assert example_page.panel("dd[data-field=fork_point]") == expected["fork_point"]
+    assert example_page.ids_with_class("fork-point") == {expected["fork_point"]}
     assert example_page.ids_with_class("selected") == {a}
     assert example_page.ids_with_class("selected-b") == {b}
 
@@ -586,37 +591,47 @@ def test_two_selected_nodes_show_their_branch_diff(example_page):
         selector = f"#panel [data-field=branch-{part}] button"
         return example_page.attributes(selector, "data-goto")
 
-    assert listed("shared") == [fork]
-    assert listed("a") == path_a[1:]
-    assert listed("b") == path_b[1:]
-    # The text differences: A's lines removed, B's added, as a line diff does.
-    shown = example_page.page.eval_on_selector_all(
-        "#panel .text-diff div:not(.header)",
-        "lines => lines.map(line => [line.className, line.textContent])",
-    )
-
-    def lines_of(branch: list[str]) -> list[str]:
-        return [
-            line
-            for node in branch
-            for line in f"{rows[node]['prompt']}\n{rows[node]['response']}".split("\n")
-        ]
-
-    assert [text for op, text in shown if op != "insert"] == lines_of(path_a[1:])
-    assert [text for op, text in shown if op != "delete"] == lines_of(path_b[1:])
-    # The page's diff has the fields of convgraph.diff's to_dict().
+    assert listed("shared") == expected["shared"]
+    assert listed("a") == expected["a"]
+    assert listed("b") == expected["b"]
+    # The page computes the diff itself, in the shape of convgraph.diff's.
     result = example_page.page.evaluate("([a, b]) => convgraph.diff(a, b)", [a, b])
-    assert {key: result[key] for key in ("fork_point", "shared", "a", "b")} == {
-        "fork_point": fork,
-        "shared": [fork],
-        "a": path_a[1:],
-        "b": path_b[1:],
+    same_keys = [
+        "node_a",
+        "node_b",
+        "conversation_id",
+        "fork_point",
+        "shared",
+        "a",
+        "b",
+    ]
+    assert {key: result[key] for key in same_keys + ["totals"]} == {
+        key: expected[key] for key in same_keys + ["totals"]
     }
-    # Compare-with, from the panel, picks the second node with a plain click.
+    assert len(result["steps"]) == len(expected["steps"]) == 2
+    for mine, theirs in zip(result["steps"], expected["steps"], strict=True):
+        for key in ("step", "a", "b", "same_prompt", "same_response"):
+            assert mine[key] == theirs[key]
+        for key in ("prompt_diff", "response_diff"):
+            assert [line for line in mine[key] if line[0] != " "] == changed_lines(
+                theirs[key]
+            )
+    # The panel shows each step's removed and added lines.
+    for step in expected["steps"]:
+        box = f"#panel [data-step='{step['step']}'] [data-diff=response]"
+        shown = example_page.page.eval_on_selector_all(
+            f"{box} div.delete, {box} div.insert",
+            "lines => lines.map(l => (l.className === 'delete' ? '-' : '+') + l.textContent)",
+        )
+        assert shown == changed_lines(step["response_diff"])
+    # Compare-with, from the panel, picks the second node with a plain click:
+    # here an ancestor, which is its own fork point.
     example_page.page.click("#diff-close")
     example_page.page.click("#panel-compare")
-    example_page.node(path_a[1]).click()
-    assert example_page.panel("dd[data-field=fork_point]") == path_a[1]
+    ancestor = expected["a"][0]
+    example_page.node(ancestor).click()
+    assert example_page.panel("dd[data-field=fork_point]") == ancestor
+    assert listed("a") == diff(tree, a, ancestor).to_dict()["a"] == [a]
     assert listed("b") == []
     example_page.assert_clean()
 
@@ -629,7 +644,9 @@ def test_nodes_with_different_roots_have_no_fork_point(example_page):
     result = example_page.page.evaluate(
         "([a, b]) => convgraph.diff(a, b)", [first, second]
     )
-    assert result["fork_point"] is None
+    assert result["fork_point"] is None  # where convgraph.diff refuses:
+    with pytest.raises(UnrelatedNodes):
+        diff(tree, first, second)
     assert result["shared"] == []
     assert result["a"] == tree_path(tree, first)
     assert result["b"] == tree_path(tree, second)

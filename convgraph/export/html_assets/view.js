@@ -224,35 +224,35 @@
 
   // ---- The branch diff, computed here from the parent links. ----
 
-  // A node's text as the diff compares it: the prompt, then the response.
-  function nodeText(node) {
-    var parts = [];
-    if (node.prompt !== null && node.prompt !== undefined) parts.push(String(node.prompt));
-    if (node.response !== null && node.response !== undefined) parts.push(String(node.response));
-    return parts.join("\n");
+  // Lines as Python's str.splitlines() finds them, so that the page's diff
+  // lines up with convgraph.diff's.
+  function splitLines(text) {
+    if (text === null || text === undefined || text === "") return [];
+    var lines = String(text).split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/);
+    if (lines[lines.length - 1] === "") lines.pop();
+    return lines;
   }
 
-  function branchText(conversation, indices) {
-    return indices.map(function (i) { return nodeText(conversation.nodes[i]); }).join("\n");
-  }
-
-  // Line diff by longest common subsequence, after trimming the common ends.
+  /* Line diff by longest common subsequence, after trimming the common ends:
+   * lines prefixed " ", "-" (only in A) or "+" (only in B), as in a unified
+   * diff with every line as context. Empty when the texts are the same. */
   function lineDiff(before, after) {
-    var a = before === "" ? [] : before.split("\n");
-    var b = after === "" ? [] : after.split("\n");
-    var ops = [];
+    var a = splitLines(before);
+    var b = splitLines(after);
+    var out = [];
     var start = 0;
     while (start < a.length && start < b.length && a[start] === b[start]) start++;
+    if (start === a.length && start === b.length) return out;
     var endA = a.length;
     var endB = b.length;
     while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) { endA--; endB--; }
     var i, j;
-    for (i = 0; i < start; i++) ops.push({ op: "equal", text: a[i] });
+    for (i = 0; i < start; i++) out.push(" " + a[i]);
     var rows = endA - start;
     var cols = endB - start;
     if (rows * cols > DIFF_CELL_LIMIT) {
-      for (i = start; i < endA; i++) ops.push({ op: "delete", text: a[i] });
-      for (j = start; j < endB; j++) ops.push({ op: "insert", text: b[j] });
+      for (i = start; i < endA; i++) out.push("-" + a[i]);
+      for (j = start; j < endB; j++) out.push("+" + b[j]);
     } else {
       var width = cols + 1;
       var table = new Uint32Array((rows + 1) * width);
@@ -267,24 +267,54 @@
       j = 0;
       while (i < rows && j < cols) {
         if (a[start + i] === b[start + j]) {
-          ops.push({ op: "equal", text: a[start + i] }); i++; j++;
+          out.push(" " + a[start + i]); i++; j++;
         } else if (table[(i + 1) * width + j] >= table[i * width + j + 1]) {
-          ops.push({ op: "delete", text: a[start + i] }); i++;
+          out.push("-" + a[start + i]); i++;
         } else {
-          ops.push({ op: "insert", text: b[start + j] }); j++;
+          out.push("+" + b[start + j]); j++;
         }
       }
-      for (; i < rows; i++) ops.push({ op: "delete", text: a[start + i] });
-      for (; j < cols; j++) ops.push({ op: "insert", text: b[start + j] });
+      for (; i < rows; i++) out.push("-" + a[start + i]);
+      for (; j < cols; j++) out.push("+" + b[start + j]);
     }
-    for (i = endA; i < a.length; i++) ops.push({ op: "equal", text: a[i] });
-    return ops;
+    for (i = endA; i < a.length; i++) out.push(" " + a[i]);
+    return out;
   }
 
-  /* The diff of the branches that lead to nodes a and b, with the fields of
-   * convgraph.diff's to_dict(): fork_point (their lowest common ancestor, or
-   * null when they have different roots), shared (root to fork point), a and
-   * b (each branch below the fork point, down to the node). */
+  var USAGE = ["input_tokens", "output_tokens", "duration_ms"];
+
+  function stepSide(conversation, node) {
+    if (node === undefined) return null;
+    var data = conversation.nodes[node];
+    var side = { id: conversation.ids[node], model: data.model === undefined ? null : data.model };
+    USAGE.forEach(function (key) { side[key] = data[key] === undefined ? null : data[key]; });
+    return side;
+  }
+
+  // As convgraph.diff's BranchTotals: a sum over the nodes that report it.
+  function branchTotals(conversation, nodes) {
+    var totals = { nodes: nodes.length, models: [] };
+    USAGE.forEach(function (key) {
+      var known = nodes.filter(function (n) {
+        return conversation.nodes[n][key] !== null && conversation.nodes[n][key] !== undefined;
+      });
+      totals[key] = known.length || !nodes.length
+        ? known.reduce(function (sum, n) { return sum + conversation.nodes[n][key]; }, 0)
+        : null;
+    });
+    nodes.forEach(function (n) {
+      var model = conversation.nodes[n].model;
+      if (model && totals.models.indexOf(model) < 0) totals.models.push(model);
+    });
+    return totals;
+  }
+
+  /* The diff of the branches down to nodes a and b, in the shape of
+   * convgraph.diff's BranchDiff.to_dict(): fork_point (their lowest common
+   * ancestor; null here when they grow from different roots, where Python
+   * raises UnrelatedNodes), shared (root to fork point), a and b (below it),
+   * steps (the two paths paired step by step, with line diffs of prompts
+   * and responses) and totals. */
   function branchDiff(idA, idB) {
     var found = where.get(String(idA));
     var other = where.get(String(idB));
@@ -296,15 +326,37 @@
     var common = 0;
     while (common < pathA.length && common < pathB.length && pathA[common] === pathB[common]) common++;
     var ids = function (list) { return list.map(function (i) { return conversation.ids[i]; }); };
-    var branchA = pathA.slice(common);
-    var branchB = pathB.slice(common);
+    var shared = pathA.slice(0, common);
+    var belowA = pathA.slice(common);
+    var belowB = pathB.slice(common);
+    var steps = [];
+    for (var k = 0; k < Math.max(belowA.length, belowB.length); k++) {
+      var nodeA = belowA[k] === undefined ? {} : conversation.nodes[belowA[k]];
+      var nodeB = belowB[k] === undefined ? {} : conversation.nodes[belowB[k]];
+      steps.push({
+        step: k + 1,
+        a: stepSide(conversation, belowA[k]),
+        b: stepSide(conversation, belowB[k]),
+        same_prompt: (nodeA.prompt || "") === (nodeB.prompt || ""),
+        same_response: (nodeA.response || "") === (nodeB.response || ""),
+        prompt_diff: lineDiff(nodeA.prompt, nodeB.prompt),
+        response_diff: lineDiff(nodeA.response, nodeB.response),
+      });
+    }
     return {
+      node_a: conversation.ids[found[1]],
+      node_b: conversation.ids[other[1]],
       conversation_id: conversation.id,
       fork_point: common ? conversation.ids[pathA[common - 1]] : null,
-      shared: ids(pathA.slice(0, common)),
-      a: ids(branchA),
-      b: ids(branchB),
-      text_diff: lineDiff(branchText(conversation, branchA), branchText(conversation, branchB)),
+      shared: ids(shared),
+      a: ids(belowA),
+      b: ids(belowB),
+      steps: steps,
+      totals: {
+        shared: branchTotals(conversation, shared),
+        a: branchTotals(conversation, belowA),
+        b: branchTotals(conversation, belowB),
+      },
     };
   }
 
@@ -881,6 +933,13 @@
       section.setAttribute("data-field", "branch-" + part[1]);
       var heading = el("h3", null, part[0] + " (" + plural(result[part[1]].length, "node") + ")");
       section.appendChild(heading);
+      var totals = result.totals[part[1]];
+      if (totals.nodes) {
+        section.appendChild(el("p", "muted totals",
+          formatNumber(totals.input_tokens) + " tokens in, " + formatNumber(totals.output_tokens) +
+          " out, " + formatNumber(totals.duration_ms) + " ms" +
+          (totals.models.length ? " \u00b7 " + totals.models.join(", ") : "")));
+      }
       if (result[part[1]].length) {
         section.appendChild(pathList(conversation, toNodes(result[part[1]]), part[1] === "a" ? a : part[1] === "b" ? b : null));
       } else {
@@ -890,20 +949,61 @@
     });
 
     var section = el("section");
-    section.setAttribute("data-field", "text_diff");
-    section.appendChild(el("h3", null, "Text differences (prompts and responses below the fork point)"));
-    var box = el("div", "text-diff");
-    box.appendChild(el("div", "header", "--- A  " + conversation.ids[a]));
-    box.appendChild(el("div", "header", "+++ B  " + conversation.ids[b]));
-    var changed = 0;
-    result.text_diff.forEach(function (line) {
-      if (line.op !== "equal") changed++;
-      box.appendChild(el("div", line.op, line.text));
+    section.setAttribute("data-field", "steps");
+    section.appendChild(el("h3", null, "Step by step below the fork point"));
+    if (!result.steps.length) section.appendChild(el("p", "muted", "The two nodes are the same node."));
+    result.steps.forEach(function (step) {
+      var block = el("div", "step");
+      block.setAttribute("data-step", String(step.step));
+      var title = el("p", "step-title");
+      title.appendChild(el("span", null, "Step " + step.step + ": "));
+      title.appendChild(el("span", "mono side-a", step.a ? step.a.id : "(none)"));
+      title.appendChild(el("span", null, " vs "));
+      title.appendChild(el("span", "mono side-b", step.b ? step.b.id : "(none)"));
+      block.appendChild(title);
+      [["Prompt", "prompt", step.same_prompt, step.prompt_diff],
+        ["Response", "response", step.same_response, step.response_diff]].forEach(function (part) {
+        if (part[2]) {
+          block.appendChild(el("p", "muted same", part[0] + ": the same."));
+          return;
+        }
+        block.appendChild(el("p", "diff-title", part[0]));
+        block.appendChild(diffBox(part[3], part[1]));
+      });
+      section.appendChild(block);
     });
-    if (!result.text_diff.length) box.appendChild(el("div", "equal muted", "(both branches are empty)"));
-    section.appendChild(box);
-    section.appendChild(el("p", "muted", changed ? plural(changed, "line") + " differ." : "The texts are the same."));
     panel.appendChild(section);
+  }
+
+  // Long runs of unchanged lines fold to their ends, three lines each side.
+  var DIFF_CONTEXT = 3;
+
+  function diffBox(lines, field) {
+    var box = el("div", "text-diff");
+    box.setAttribute("data-diff", field);
+    var kinds = { " ": "equal", "-": "delete", "+": "insert" };
+    var i = 0;
+    while (i < lines.length) {
+      if (lines[i].charAt(0) !== " ") {
+        box.appendChild(el("div", kinds[lines[i].charAt(0)], lines[i].slice(1)));
+        i++;
+        continue;
+      }
+      var end = i;
+      while (end < lines.length && lines[end].charAt(0) === " ") end++;
+      var keepHead = i === 0 ? 0 : DIFF_CONTEXT;
+      var keepTail = end === lines.length ? 0 : DIFF_CONTEXT;
+      if (end - i > keepHead + keepTail + 1) {
+        for (var h = i; h < i + keepHead; h++) box.appendChild(el("div", "equal", lines[h].slice(1)));
+        var folded = el("div", "fold", "\u22ef " + plural(end - i - keepHead - keepTail, "unchanged line"));
+        box.appendChild(folded);
+        for (var t = end - keepTail; t < end; t++) box.appendChild(el("div", "equal", lines[t].slice(1)));
+      } else {
+        for (var k = i; k < end; k++) box.appendChild(el("div", "equal", lines[k].slice(1)));
+      }
+      i = end;
+    }
+    return box;
   }
 
   // ---- Search ----

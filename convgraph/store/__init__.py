@@ -1,0 +1,46 @@
+"""The write side: migration, the rules the database enforces, deletion and
+branching.
+
+Reading opens a database read-only; everything here opens it read-write with
+a busy timeout and makes each change in one `BEGIN IMMEDIATE` transaction
+(`convgraph.store.transaction`). `migrate` adds the seed's parent column, its
+index and the triggers of `convgraph.store.rules` to a legacy database;
+`log_response` writes a legacy row under those rules; `delete_node` applies
+DESIGN.md's deletion policy; `branch` continues a conversation from any node
+with llm's Python API.
+"""
+
+from convgraph.store.branch import BranchError, branch
+from convgraph.store.delete import Deletion, DeletionRefused, delete_node
+from convgraph.store.migrate import (
+    MigrationPlan,
+    MigrationRefused,
+    MigrationResult,
+    migrate,
+    plan_migration,
+)
+from convgraph.store.rules import (
+    LoggedNode,
+    NotMigrated,
+    RuleViolation,
+    log_response,
+)
+from convgraph.store.transaction import DatabaseLocked
+
+__all__ = [
+    "BranchError",
+    "DatabaseLocked",
+    "Deletion",
+    "DeletionRefused",
+    "LoggedNode",
+    "MigrationPlan",
+    "MigrationRefused",
+    "MigrationResult",
+    "NotMigrated",
+    "RuleViolation",
+    "branch",
+    "delete_node",
+    "log_response",
+    "migrate",
+    "plan_migration",
+]

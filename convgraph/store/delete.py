@@ -1,0 +1,260 @@
+"""Delete a node of a legacy database, under the policy DESIGN.md decided.
+
+A node with children is refused unless the caller says what becomes of them:
+`reparent` moves them to the node's own parent (they become roots if it had
+none), `cascade` deletes the node's whole subtree. Everything happens in one
+transaction, which also removes the rows of llm's other tables that belong to
+the deleted responses (attachments links, fragments links, tool calls and
+results, and what hangs off those), so nothing is left pointing at a response
+that is gone; llm's own triggers keep `responses_fts` in step. A conversation
+left without responses goes too.
+
+The tree is the one convgraph shows (`load_tree_of_node`): in a database
+without the parent column a conversation is a chain, so a response's child
+is the one logged after it and reparenting is deleting it from the chain.
+
+The message store is left alone: its messages are content-addressed and
+shared between threads, and llm itself never deletes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Literal
+
+from convgraph.errors import ConvgraphError
+from convgraph.store.rules import PARENT_COLUMN, rule_message
+from convgraph.store.transaction import (
+    connect_read_write,
+    database_path,
+    write_transaction,
+)
+
+Mode = Literal["refuse", "reparent", "cascade"]
+
+
+class DeletionRefused(ConvgraphError):
+    """The deletion would break the policy or the store; nothing was deleted."""
+
+
+@dataclass
+class Deletion:
+    """What `delete_node` did.
+
+    `deleted` lists the responses removed, the node first and its descendants
+    after it (breadth first); `moved` the children given a new parent, and
+    `new_parent` that parent (None: they became roots).
+    """
+
+    node_id: str
+    deleted: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+    new_parent: str | None = None
+
+
+def delete_node(
+    node_id: str,
+    db: str | os.PathLike[str] | None = None,
+    *,
+    mode: Mode = "refuse",
+    timeout: float | None = None,
+) -> Deletion:
+    """Delete one legacy response, and decide what becomes of its children.
+
+    Parameters
+    ----------
+    node_id
+        The response to delete.
+    db
+        The database; llm's own logs.db when None.
+    mode
+        `"refuse"` (the default) refuses a node with children; `"reparent"`
+        moves them to the node's parent; `"cascade"` deletes the subtree.
+
+    Returns
+    -------
+    Deletion
+
+    Raises
+    ------
+    UnknownNode
+        No node has this id.
+    DeletionRefused
+        The node has children and no mode says what to do with them; it is a
+        turn of the message store; or its children or subtree hold turns.
+    DatabaseError, DatabaseLocked
+    """
+    if mode not in ("refuse", "reparent", "cascade"):
+        raise ValueError(f"unknown deletion mode {mode!r}")
+    from convgraph import tree as tree_ops
+    from convgraph.forest import load_tree_of_node
+    from convgraph.sources import open_logs
+
+    path = database_path(db)
+    conn = connect_read_write(path, timeout)
+    try:
+        with write_transaction(conn):
+            # Read under the write lock: no other writer can change the tree
+            # between what we look at and what we delete.
+            with open_logs(path) as logs:
+                graph = load_tree_of_node(node_id, logs)
+                has_column = logs.legacy is not None and logs.legacy.has_parent
+            if graph.nodes[node_id]["source"] != "responses":
+                raise DeletionRefused(
+                    f"node {node_id} is a turn of llm's message store: its messages"
+                    " are shared between threads and llm itself never deletes them,"
+                    " so convgraph does not either"
+                )
+            children = tree_ops.children(graph, node_id)
+            result = Deletion(node_id)
+            if children and mode == "refuse":
+                raise DeletionRefused(
+                    f"node {node_id} has {len(children)} "
+                    f"{'child' if len(children) == 1 else 'children'}"
+                    f" ({', '.join(children[:5])}{', ...' if len(children) > 5 else ''}):"
+                    " pass --reparent to move them to its parent, or --cascade to"
+                    " delete its whole subtree; nothing was deleted"
+                )
+            doomed = [node_id]
+            if mode == "cascade":
+                doomed += tree_ops.descendants(graph, node_id)
+                turns = [n for n in doomed if graph.nodes[n]["source"] != "responses"]
+                if turns:
+                    raise DeletionRefused(
+                        f"the subtree of {node_id} holds turns of llm's message store"
+                        f" ({', '.join(turns[:5])}), which convgraph does not delete;"
+                        " nothing was deleted"
+                    )
+            elif children:
+                result.moved = children
+                result.new_parent = tree_ops.parent(graph, node_id)
+                if has_column:
+                    _reparent(conn, graph, node_id, children, result.new_parent)
+            _delete_responses(conn, doomed)
+            result.deleted = doomed
+        return result
+    finally:
+        conn.close()
+
+
+def _reparent(conn, graph, node_id, children, new_parent) -> None:
+    turns = [child for child in children if graph.nodes[child]["source"] != "responses"]
+    if turns:
+        raise DeletionRefused(
+            f"node {node_id} has children in llm's message store"
+            f" ({', '.join(turns)}), whose parents convgraph cannot change;"
+            " nothing was deleted"
+        )
+    try:
+        conn.execute(
+            f"update responses set {PARENT_COLUMN} = ?"
+            " where id in (select value from json_each(?))",
+            [new_parent, json.dumps(children)],
+        )
+    except sqlite3.IntegrityError as error:
+        raise DeletionRefused(
+            f"cannot move the children of {node_id}:"
+            f" {rule_message(error) or error}; nothing was deleted"
+        ) from None
+
+
+def _delete_responses(conn: sqlite3.Connection, ids: list[str]) -> None:
+    """Delete these responses, children before parents (`ids` is in breadth
+    first order), with the rows of other tables that belong to them."""
+    ids_json = json.dumps(ids)
+    conversations = [
+        row[0]
+        for row in conn.execute(
+            "select distinct conversation_id from responses"
+            " where id in (select value from json_each(?))"
+            " and conversation_id is not null",
+            [ids_json],
+        )
+    ]
+    for table, where in reversed(_dependent_rows(conn)):
+        conn.execute(f'delete from "{table}" where {where}', [ids_json])
+    try:
+        conn.executemany(
+            "delete from responses where id = ?", [[node] for node in reversed(ids)]
+        )
+    except sqlite3.IntegrityError as error:
+        raise DeletionRefused(
+            f"cannot delete {ids[0]}: {rule_message(error) or error}"
+            " (a response outside its subtree names one of them as parent);"
+            " nothing was deleted"
+        ) from None
+    _drop_empty_conversations(conn, conversations)
+
+
+def _dependent_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """The rows that belong to the responses being deleted, table by table.
+
+    Found from the schema's foreign keys rather than a fixed list, so tables
+    that later llm versions add are covered too: each entry is a table and a
+    WHERE clause (its one parameter: the JSON list of response ids), in the
+    order parents before dependents, ready to be deleted in reverse.
+    """
+    references: dict[str, list[tuple[str, str, str | None]]] = {}
+    tables = [
+        row[0]
+        for row in conn.execute(
+            "select name from sqlite_master where type = 'table'"
+            " and sql not like 'CREATE VIRTUAL TABLE%'"
+        )
+    ]
+    for table in tables:
+        for key in conn.execute(f'pragma foreign_key_list("{table}")'):
+            references.setdefault(key[2], []).append((table, key[3], key[4]))
+
+    found: list[tuple[str, str]] = []
+    queue = [("responses", "id in (select value from json_each(?))")]
+    seen: set[tuple[str, str]] = set()
+    while queue:
+        table, where = queue.pop(0)
+        for child, column, target in references.get(table, []):
+            # Self-references (the parent column) are the policy's business;
+            # each (table, column) is followed once, so a loop of keys ends.
+            if child == table or (child, column) in seen:
+                continue
+            seen.add((child, column))
+            target = target or _primary_key(conn, table)
+            child_where = (
+                f'"{column}" in (select "{target}" from "{table}" where {where})'
+            )
+            found.append((child, child_where))
+            queue.append((child, child_where))
+    return found
+
+
+def _primary_key(conn: sqlite3.Connection, table: str) -> str:
+    for row in conn.execute(f'pragma table_info("{table}")'):
+        if row[5] == 1:
+            return row[1]
+    return "rowid"
+
+
+def _drop_empty_conversations(
+    conn: sqlite3.Connection, conversation_ids: list[str]
+) -> None:
+    """Remove conversations whose last response was deleted, unless llm
+    continued them as a thread of the same id."""
+    if not conversation_ids:
+        return
+    tables = {
+        row[0]
+        for row in conn.execute("select name from sqlite_master where type = 'table'")
+    }
+    if "conversations" not in tables:
+        return
+    in_threads = (
+        " and id not in (select id from threads)" if "threads" in tables else ""
+    )
+    conn.execute(
+        "delete from conversations where id in (select value from json_each(?))"
+        " and not exists (select 1 from responses r"
+        " where r.conversation_id = conversations.id)" + in_threads,
+        [json.dumps(conversation_ids)],
+    )

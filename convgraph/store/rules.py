@@ -1,0 +1,393 @@
+"""The tree's rules, enforced by the database itself, and `log_response`.
+
+After `convgraph migrate`, triggers on llm's legacy `responses` table refuse
+every write that would break the tree, whoever makes it: llm, the sqlite3
+shell, Datasette or convgraph. A parent must exist, must not be the response
+itself, must be in the same conversation (the seed's Option A), and must not
+close a cycle; NULL parents (roots) stay allowed. A response that children
+name keeps its id and its conversation, and cannot be deleted while they name
+it. A refused write fails with `sqlite3.IntegrityError` and a message starting
+with "convgraph:". `log_response` is convgraph's own way to write a legacy
+row: it leaves the enforcing to the same triggers and turns their refusal
+into a `RuleViolation`.
+
+A conversation here is `coalesce(conversation_id, id)`, as the readers see
+it: a response logged outside any conversation is a conversation of its own.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+from convgraph.errors import ConvgraphError, DatabaseError
+from convgraph.store.transaction import connect_read_write, write_transaction
+
+#: The column the seed adds, and its index (parents' children are looked up
+#: by it, in the triggers and by every reader).
+PARENT_COLUMN = "parent_response_id"
+INDEX_NAME = "idx_responses_parent_response_id"
+INDEX_SQL = f"CREATE INDEX {INDEX_NAME} ON responses ({PARENT_COLUMN})"
+
+#: Every message a trigger raises starts with this, so that a caller can tell
+#: a rule from any other constraint.
+RULE_PREFIX = "convgraph: "
+
+# The ancestors of NEW's parent, walked up through stored parents. UNION (not
+# UNION ALL) keeps each id once, so the walk ends after at most one step per
+# response even if older rows already hold a cycle: the bound is the table.
+_CYCLE_CHECK = """
+  SELECT RAISE(ABORT, 'convgraph: the parent link would close a cycle')
+  WHERE EXISTS (
+    WITH RECURSIVE ancestors(id) AS (
+      SELECT NEW.parent_response_id
+      UNION
+      SELECT r.parent_response_id FROM responses r
+      JOIN ancestors a ON r.id = a.id
+      WHERE r.parent_response_id IS NOT NULL
+    )
+    SELECT 1 FROM ancestors WHERE id = NEW.id
+  );"""
+
+_PARENT_CHECKS = (
+    """
+  SELECT RAISE(ABORT, 'convgraph: parent_response_id names no response')
+  WHERE NOT EXISTS (SELECT 1 FROM responses WHERE id = NEW.parent_response_id);
+  SELECT RAISE(ABORT, 'convgraph: the parent response is in another conversation')
+  WHERE (
+    SELECT coalesce(conversation_id, id) FROM responses
+    WHERE id = NEW.parent_response_id
+  ) IS NOT coalesce(NEW.conversation_id, NEW.id);"""
+    + _CYCLE_CHECK
+)
+
+#: The triggers, by name. Their text is compared with sqlite_master's, so a
+#: later convgraph that changes a rule replaces the old trigger on migrate.
+TRIGGERS: dict[str, str] = {
+    "convgraph_parent_on_insert": f"""CREATE TRIGGER convgraph_parent_on_insert
+BEFORE INSERT ON responses
+WHEN NEW.parent_response_id IS NOT NULL
+BEGIN
+  SELECT RAISE(ABORT, 'convgraph: a response cannot be its own parent')
+  WHERE NEW.parent_response_id = NEW.id;{_PARENT_CHECKS}
+END""",
+    "convgraph_parent_on_update": f"""CREATE TRIGGER convgraph_parent_on_update
+BEFORE UPDATE OF parent_response_id, conversation_id, id ON responses
+WHEN NEW.parent_response_id IS NOT NULL
+BEGIN
+  SELECT RAISE(ABORT, 'convgraph: a response cannot be its own parent')
+  WHERE NEW.parent_response_id IN (NEW.id, OLD.id);{_PARENT_CHECKS}
+END""",
+    # An INSERT OR REPLACE of a row that children already name must keep
+    # them in its conversation.
+    "convgraph_children_on_insert": """CREATE TRIGGER convgraph_children_on_insert
+BEFORE INSERT ON responses
+WHEN EXISTS (
+  SELECT 1 FROM responses
+  WHERE parent_response_id = NEW.id AND id IS NOT NEW.id
+    AND coalesce(conversation_id, id) IS NOT coalesce(NEW.conversation_id, NEW.id)
+)
+BEGIN
+  SELECT RAISE(ABORT, 'convgraph: responses in another conversation name this id as their parent');
+END""",
+    "convgraph_children_on_update": """CREATE TRIGGER convgraph_children_on_update
+BEFORE UPDATE OF id, conversation_id ON responses
+WHEN EXISTS (
+  SELECT 1 FROM responses WHERE parent_response_id = OLD.id AND id IS NOT OLD.id
+)
+BEGIN
+  SELECT RAISE(ABORT, 'convgraph: a response with children keeps its id')
+  WHERE NEW.id IS NOT OLD.id;
+  SELECT RAISE(ABORT, 'convgraph: a response with children stays in its conversation')
+  WHERE coalesce(NEW.conversation_id, NEW.id) IS NOT coalesce(OLD.conversation_id, OLD.id);
+END""",
+    "convgraph_children_on_delete": """CREATE TRIGGER convgraph_children_on_delete
+BEFORE DELETE ON responses
+WHEN EXISTS (
+  SELECT 1 FROM responses WHERE parent_response_id = OLD.id AND id IS NOT OLD.id
+)
+BEGIN
+  SELECT RAISE(ABORT, 'convgraph: a response with children cannot be deleted (convgraph delete --reparent or --cascade)');
+END""",
+}
+
+
+class RuleViolation(ConvgraphError):
+    """A write the tree's rules refuse (the database's triggers said no)."""
+
+
+class NotMigrated(ConvgraphError):
+    """The database lacks the parent column or the rules that guard it."""
+
+
+class LoggedNode(NamedTuple):
+    """A node just written: its id and its conversation's id."""
+
+    node_id: str
+    conversation_id: str
+
+
+def response_columns(conn: sqlite3.Connection) -> list[str]:
+    """The columns of `responses`, in table order ([] if there is no table)."""
+    return [row[1] for row in conn.execute("pragma table_info(responses)")]
+
+
+def stored_triggers(conn: sqlite3.Connection) -> dict[str, str]:
+    """convgraph's triggers as the database holds them: name -> SQL."""
+    rows = conn.execute(
+        "select name, sql from sqlite_master where type = 'trigger'"
+        " and tbl_name = 'responses' and name like 'convgraph\\_%' escape '\\'"
+    )
+    return {row[0]: row[1] for row in rows}
+
+
+def missing_rules(conn: sqlite3.Connection) -> list[str]:
+    """The names of the triggers that are absent or differ from `TRIGGERS`."""
+    stored = stored_triggers(conn)
+    return [name for name, sql in TRIGGERS.items() if stored.get(name) != sql]
+
+
+def install_rules(conn: sqlite3.Connection) -> list[str]:
+    """Create the missing triggers (replacing outdated ones); the caller holds
+    the transaction. Returns the names it created."""
+    created = []
+    stored = stored_triggers(conn)
+    for name in missing_rules(conn):
+        if name in stored:
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute(TRIGGERS[name])
+        created.append(name)
+    return created
+
+
+def rule_message(error: sqlite3.IntegrityError) -> str | None:
+    """The rule a trigger's refusal names, without the prefix (None if the
+    error came from something else)."""
+    message = str(error)
+    if message.startswith(RULE_PREFIX):
+        return message[len(RULE_PREFIX) :]
+    return None
+
+
+# -- response ids -------------------------------------------------------
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+_last_id = 0
+_id_lock = threading.Lock()
+
+
+def new_response_id() -> str:
+    """A new id in llm's format: a lower-case ULID, 26 characters.
+
+    The first ten encode the time in milliseconds, so ids sort in the order
+    they were made (llm continues a legacy conversation in id order); within
+    one millisecond each id is one more than the last.
+    """
+    global _last_id
+    with _id_lock:
+        value = (time.time_ns() // 1_000_000) << 80 | secrets.randbits(80)
+        if value <= _last_id:
+            value = _last_id + 1
+        _last_id = value
+    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -5, -5))
+
+
+def utc_now() -> str:
+    """The time as llm stores `datetime_utc`: ISO 8601 with the UTC offset."""
+    return datetime.datetime.now(datetime.UTC).isoformat()
+
+
+# -- writing ----------------------------------------------------------------
+
+
+@contextmanager
+def _atomic(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One transaction of our own, or a savepoint inside the caller's."""
+    if not conn.in_transaction:
+        with write_transaction(conn):
+            yield conn
+        return
+    name = f"convgraph_{secrets.token_hex(8)}"
+    conn.execute(f"savepoint {name}")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute(f"rollback to savepoint {name}")
+            conn.execute(f"release savepoint {name}")
+        raise
+    conn.execute(f"release savepoint {name}")
+
+
+def log_response(
+    db: str | os.PathLike[str] | sqlite3.Connection | None = None,
+    *,
+    prompt: str | None,
+    response: str | None,
+    model: str | None,
+    parent_response_id: str | None = None,
+    conversation_id: str | None = None,
+    system: str | None = None,
+    response_id: str | None = None,
+    datetime_utc: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    duration_ms: int | None = None,
+    columns: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+) -> LoggedNode:
+    """Write one legacy response, held to the tree's rules.
+
+    Parameters
+    ----------
+    db
+        A path, an open sqlite3 connection (its transaction, if one is open,
+        is used through a savepoint), or None for llm's own logs.db.
+    parent_response_id
+        The parent, or None for a root. A parent needs `convgraph migrate`.
+    conversation_id
+        The conversation; by default the parent's, or a new one for a root.
+        A conversation that is not in `conversations` yet is added to it.
+    response_id, datetime_utc
+        By default a new id in llm's format and the time now.
+    columns
+        Further `responses` columns to set (`options_json`, `prompt_json`,
+        `response_json`, `token_details`, `resolved_model`, ...). Columns the
+        table lacks are left out (older llm tables have fewer).
+
+    Returns
+    -------
+    LoggedNode
+        The new response's id and its conversation's id.
+
+    Raises
+    ------
+    RuleViolation
+        The triggers refused the parent (missing, itself, in another
+        conversation, or closing a cycle), or the id is taken.
+    NotMigrated
+        A parent was given but the database has no parent column or rules.
+    DatabaseError, DatabaseLocked
+    """
+    conn = db if isinstance(db, sqlite3.Connection) else None
+    if conn is None:
+        conn = connect_read_write(db, timeout)
+    try:
+        with _atomic(conn):
+            return _log(
+                conn,
+                response_id or new_response_id(),
+                parent_response_id,
+                conversation_id,
+                {
+                    "model": model,
+                    "prompt": prompt,
+                    "system": system,
+                    "response": response,
+                    "datetime_utc": datetime_utc or utc_now(),
+                    "input_tokens": input_tokens,
+                    "output_tokens": output_tokens,
+                    "duration_ms": duration_ms,
+                    **dict(columns or {}),
+                },
+            )
+    finally:
+        if not isinstance(db, sqlite3.Connection):
+            conn.close()
+
+
+def _log(
+    conn: sqlite3.Connection,
+    response_id: str,
+    parent_response_id: str | None,
+    conversation_id: str | None,
+    values: dict[str, Any],
+) -> LoggedNode:
+    table_columns = response_columns(conn)
+    if not table_columns:
+        raise DatabaseError("the database has no legacy responses table")
+    if parent_response_id is not None:
+        require_rules(conn, table_columns)
+    if conversation_id is None and parent_response_id is not None:
+        row = conn.execute(
+            "select coalesce(conversation_id, id) from responses where id = ?",
+            [parent_response_id],
+        ).fetchone()
+        if row is None:
+            raise RuleViolation(
+                f"cannot log a child of {parent_response_id!r}: no response has that id"
+            )
+        conversation_id = row[0]
+    if conversation_id is None:
+        conversation_id = new_response_id()
+    has_conversations = conn.execute(
+        "select 1 from sqlite_master where type = 'table' and name = 'conversations'"
+    ).fetchone()
+    if has_conversations:
+        conn.execute(
+            "insert or ignore into conversations (id, name, model) values (?, ?, ?)",
+            [conversation_id, _conversation_name(values), values.get("model")],
+        )
+    # llm reads options_json back with json.loads, so it is never NULL there.
+    values.setdefault("options_json", "{}")
+    if values["options_json"] is None:
+        values["options_json"] = "{}"
+    row_values = {
+        "id": response_id,
+        "conversation_id": conversation_id,
+        **{key: value for key, value in values.items() if key in table_columns},
+    }
+    if parent_response_id is not None:
+        row_values[PARENT_COLUMN] = parent_response_id
+    names = ", ".join(f'"{name}"' for name in row_values)
+    marks = ", ".join("?" * len(row_values))
+    try:
+        conn.execute(
+            f"insert into responses ({names}) values ({marks})",
+            list(row_values.values()),
+        )
+    except sqlite3.IntegrityError as error:
+        rule = rule_message(error)
+        if rule is not None:
+            raise RuleViolation(
+                f"cannot log response {response_id!r} with parent"
+                f" {parent_response_id!r}: {rule}"
+            ) from None
+        if "UNIQUE" in str(error):
+            raise RuleViolation(
+                f"cannot log response {response_id!r}: that id is taken"
+            ) from None
+        raise RuleViolation(f"cannot log response {response_id!r}: {error}") from None
+    return LoggedNode(response_id, conversation_id)
+
+
+def _conversation_name(values: Mapping[str, Any]) -> str:
+    # llm names a new conversation after the start of its first prompt.
+    text = values.get("prompt") or values.get("system") or ""
+    return " ".join(text.split())[:32]
+
+
+def require_rules(
+    conn: sqlite3.Connection, table_columns: list[str] | None = None
+) -> None:
+    """Raise `NotMigrated` unless the parent column and every rule are there."""
+    if table_columns is None:
+        table_columns = response_columns(conn)
+    if PARENT_COLUMN not in table_columns:
+        raise NotMigrated(
+            "the database has no parent_response_id column yet: run `convgraph migrate`"
+        )
+    missing = missing_rules(conn)
+    if missing:
+        raise NotMigrated(
+            "the database has parent_response_id but not convgraph's rules"
+            f" ({len(missing)} triggers missing): run `convgraph migrate`,"
+            " which adds only what is missing"
+        )

@@ -22,4 +22,4 @@ def cli() -> None:
 
 
 # Imported for their side effect: each module adds its commands to `cli`.
-from convgraph.cli import diff, export, read, stats  # noqa: E402, F401
+from convgraph.cli import diff, export, read, stats, write  # noqa: E402, F401

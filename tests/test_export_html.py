@@ -310,11 +310,8 @@ class Visit:
     def drawn_ids(self) -> set[str]:
         return set(self.attributes("g.node", "data-id"))
 
-    def ids_with_class(self, name: str) -> list[str] | set[str]:
-        """The drawn nodes with a class: a list in drawing order (a path is
-        drawn root first) for "on-path", else a set."""
-        ids = self.attributes(f"g.node.{name}", "data-id")
-        return ids if name == "on-path" else set(ids)
+    def ids_with_class(self, name: str) -> set[str]:
+        return set(self.attributes(f"g.node.{name}", "data-id"))
 
     def attributes(self, selector: str, name: str) -> list[str | None]:
         """The attribute `name` of every element that `selector` finds."""
@@ -464,7 +461,7 @@ def test_clicking_a_node_shows_it_and_its_path(example_page):
     assert duration == f"{row['duration_ms']:,} ms"
     # The path from the root is highlighted in the drawing and listed.
     expected_path = tree_path(tree, leaf)
-    assert example_page.ids_with_class("on-path") == expected_path
+    assert example_page.ids_with_class("on-path") == set(expected_path)
     assert example_page.ids_with_class("selected") == {leaf}
     listed = "#panel [data-field=path] button"
     assert example_page.attributes(listed, "data-goto") == expected_path
@@ -740,12 +737,26 @@ def test_a_5000_node_export_opens_and_responds(open_page, tmp_path):
     assert visit.panel(".node-id") == "n4999"
     assert visit.node("n4999").count() == 1
     big = Forest.read(tmp_path / "big.db").tree("big")
-    assert visit.ids_with_class("on-path") == tree_path(big, "n4999")
+    assert visit.ids_with_class("on-path") == set(tree_path(big, "n4999"))
     page.screenshot(path=str(tmp_path / "big.png"))
+    # Expanded whole, it is laid out whole, but only what is near the
+    # visible part of the canvas is in the DOM; scrolling paints the rest.
     page.click("#expand-all")
-    assert page.evaluate("convgraph.drawnNodes()") == 5000
-    visit.node("n3000").click()
+    assert page.evaluate("convgraph.laidOutNodes()") == 5000
+    assert 1 <= page.evaluate("convgraph.drawnNodes()") <= 400
+    assert visit.node("n4999").count() == 1  # the selected node stays in view
+    page.evaluate("(node) => convgraph.select(node)", "n3000")
     assert visit.panel(".node-id") == "n3000"
+    visit.node("n3000").click()
+    assert visit.panel("h2") == "Leaf"
+    page.eval_on_selector("#canvas", "canvas => { canvas.scrollLeft = 0; }")
+    page.wait_for_selector('g.node[data-id="n3000"]', state="detached")
+    left = visit.drawn_ids()
+    page.eval_on_selector("#canvas", "canvas => { canvas.scrollLeft = 1e9; }")
+    page.wait_for_selector(f'g.node[data-id="{min(left)}"]', state="detached")
+    right = visit.drawn_ids()
+    assert left and right and left.isdisjoint(right)
+    assert len(left) <= 400 and len(right) <= 400
     page.click("#collapse-all")
     assert page.evaluate("convgraph.drawnNodes()") == 1
     visit.assert_clean()

@@ -513,14 +513,22 @@
     if (Math.abs(wanted - state.zoom) > 0.01) zoom(wanted, true);
   }
 
+  // Where the drawing's origin is, in the canvas's scrolled coordinates.
+  function drawingOffset() {
+    var box = svg.getBoundingClientRect();
+    var frame = canvas.getBoundingClientRect();
+    return [box.left - frame.left - canvas.clientLeft + canvas.scrollLeft,
+      box.top - frame.top - canvas.clientTop + canvas.scrollTop];
+  }
+
   // Bring the first root into view: a wide tree centres it far to the right.
   function scrollToStart(conversation) {
-    var group = drawn.nodes.get(conversation.roots[0]);
-    if (!group) return;
-    var box = group.getBoundingClientRect();
-    var frame = canvas.getBoundingClientRect();
+    if (!scene || !scene.pos.has(conversation.roots[0])) return;
+    var at = scene.pos.get(conversation.roots[0]);
+    var offset = drawingOffset();
     canvas.scrollTop = 0;
-    canvas.scrollLeft += box.left + box.width / 2 - (frame.left + frame.width / 2);
+    canvas.scrollLeft = offset[0] + (at[0] + scene.shape.w / 2) * state.zoom - canvas.clientWidth / 2;
+    paint();
   }
 
   function visibleOrder(conversation) {
@@ -561,11 +569,21 @@
     return { slot: slot, across: Math.max(next, 1), down: deepest + 1 };
   }
 
+  /* What draw() laid out: every node of the expanded part has a position,
+   * but only those near the visible part of the canvas are in the DOM
+   * (paint), so even an expanded 5,000-node tree costs a screenful. */
+  var scene = null;
+  // Below this many laid-out nodes, all of them are in the DOM.
+  var PAINT_ALL_BELOW = 400;
+  // How far beyond the visible part nodes are already in the DOM, in pixels.
+  var PAINT_MARGIN = 500;
+
   function draw() {
     var conversation = state.conversation;
     clear(svg);
     drawn.nodes = new Map();
     drawn.edges = new Map();
+    scene = null;
     if (!conversation) return;
     var shape = SHAPES[state.orientation];
     var topDown = state.orientation === "top-down";
@@ -573,11 +591,12 @@
     var placed = layout(conversation, order);
     var stepAcross = (topDown ? shape.w : shape.h) + (topDown ? shape.gapX : shape.gapY);
     var stepDown = (topDown ? shape.h : shape.w) + (topDown ? shape.gapY : shape.gapX);
-    var position = function (node) {
+    var pos = new Map();
+    order.forEach(function (node) {
       var across = PAD + placed.slot.get(node) * stepAcross;
       var down = PAD + conversation.depth[node] * stepDown;
-      return topDown ? [across, down] : [down, across];
-    };
+      pos.set(node, topDown ? [across, down] : [down, across]);
+    });
     // Room on the right for the last column's "N hidden, M matching" labels.
     var width = topDown
       ? PAD * 2 + placed.across * stepAcross - shape.gapX + 40
@@ -589,6 +608,7 @@
     svg.setAttribute("width", String(Math.ceil(width * state.zoom)));
     svg.setAttribute("height", String(Math.ceil(height * state.zoom)));
     svg.setAttribute("data-orientation", state.orientation);
+    svg.setAttribute("data-laid-out", String(order.length));
 
     // One clip for every node's labels: its coordinates are each node's own.
     var defs = svgEl("defs");
@@ -598,33 +618,96 @@
     svg.appendChild(defs);
     var edges = svgEl("g", { class: "edges" });
     var nodes = svgEl("g", { class: "nodes" });
-    var chars = Math.floor((shape.w - 28) / 6.2);
-    order.forEach(function (node) {
-      var at = position(node);
-      var x = at[0];
-      var y = at[1];
-      var above = conversation.parent[node];
-      if (above >= 0) {
-        var from = position(above);
-        var d;
-        if (topDown) {
-          var x1 = from[0] + shape.w / 2, y1 = from[1] + shape.h, x2 = x + shape.w / 2, y2 = y;
-          var midY = (y1 + y2) / 2;
-          d = "M" + x1 + " " + y1 + " C" + x1 + " " + midY + " " + x2 + " " + midY + " " + x2 + " " + y2;
-        } else {
-          var sx = from[0] + shape.w, sy = from[1] + shape.h / 2, ex = x, ey = y + shape.h / 2;
-          var midX = (sx + ex) / 2;
-          d = "M" + sx + " " + sy + " C" + midX + " " + sy + " " + midX + " " + ey + " " + ex + " " + ey;
-        }
-        var edge = svgEl("path", { class: "edge", d: d });
-        edges.appendChild(edge);
-        drawn.edges.set(node, edge);
-      }
-      nodes.appendChild(drawNode(conversation, node, x, y, shape, topDown, chars));
-    });
     svg.appendChild(edges);
     svg.appendChild(nodes);
+    scene = {
+      conversation: conversation,
+      order: order,
+      pos: pos,
+      shape: shape,
+      topDown: topDown,
+      chars: Math.floor((shape.w - 28) / 6.2),
+      edges: edges,
+      nodes: nodes,
+      everything: order.length < PAINT_ALL_BELOW,
+    };
+    paint();
+  }
+
+  // The part of the drawing to have in the DOM, in the drawing's units.
+  function paintWindow() {
+    var offset = drawingOffset();
+    var zoom = state.zoom;
+    return {
+      left: (canvas.scrollLeft - offset[0] - PAINT_MARGIN) / zoom,
+      top: (canvas.scrollTop - offset[1] - PAINT_MARGIN) / zoom,
+      right: (canvas.scrollLeft - offset[0] + canvas.clientWidth + PAINT_MARGIN) / zoom,
+      bottom: (canvas.scrollTop - offset[1] + canvas.clientHeight + PAINT_MARGIN) / zoom,
+    };
+  }
+
+  // Put in the DOM the nodes and edges near the visible part; take out the rest.
+  function paint() {
+    if (!scene) return;
+    var conversation = scene.conversation;
+    var shape = scene.shape;
+    var view = scene.everything ? null : paintWindow();
+    var meets = function (x1, y1, x2, y2) {
+      return !view || (x2 >= view.left && x1 <= view.right && y2 >= view.top && y1 <= view.bottom);
+    };
+    var wanted = [];
+    var wantedEdges = [];
+    var keep = new Set();
+    var keepEdges = new Set();
+    scene.order.forEach(function (node) {
+      var at = scene.pos.get(node);
+      // The box, with its badge, toggle and "hidden" label around it.
+      if (meets(at[0] - 10, at[1] - 10, at[0] + shape.w + 160, at[1] + shape.h + 30)) {
+        keep.add(node);
+        if (!drawn.nodes.has(node)) wanted.push(node);
+      }
+      var above = conversation.parent[node];
+      if (above >= 0) {
+        var from = scene.pos.get(above);
+        if (meets(Math.min(at[0], from[0]), Math.min(at[1], from[1]),
+          Math.max(at[0], from[0]) + shape.w, Math.max(at[1], from[1]) + shape.h)) {
+          keepEdges.add(node);
+          if (!drawn.edges.has(node)) wantedEdges.push(node);
+        }
+      }
+    });
+    drawn.nodes.forEach(function (group, node) {
+      if (!keep.has(node)) { group.remove(); drawn.nodes.delete(node); }
+    });
+    drawn.edges.forEach(function (edge, node) {
+      if (!keepEdges.has(node)) { edge.remove(); drawn.edges.delete(node); }
+    });
+    wantedEdges.forEach(function (node) {
+      var edge = drawEdge(scene.pos.get(conversation.parent[node]), scene.pos.get(node), shape, scene.topDown);
+      scene.edges.appendChild(edge);
+      drawn.edges.set(node, edge);
+    });
+    wanted.forEach(function (node) {
+      var at = scene.pos.get(node);
+      var group = drawNode(conversation, node, at[0], at[1], shape, scene.topDown, scene.chars);
+      scene.nodes.appendChild(group);
+      drawn.nodes.set(node, group);
+    });
     decorate();
+  }
+
+  function drawEdge(from, to, shape, topDown) {
+    var d;
+    if (topDown) {
+      var x1 = from[0] + shape.w / 2, y1 = from[1] + shape.h, x2 = to[0] + shape.w / 2, y2 = to[1];
+      var midY = (y1 + y2) / 2;
+      d = "M" + x1 + " " + y1 + " C" + x1 + " " + midY + " " + x2 + " " + midY + " " + x2 + " " + y2;
+    } else {
+      var sx = from[0] + shape.w, sy = from[1] + shape.h / 2, ex = to[0], ey = to[1] + shape.h / 2;
+      var midX = (sx + ex) / 2;
+      d = "M" + sx + " " + sy + " C" + midX + " " + sy + " " + midX + " " + ey + " " + ex + " " + ey;
+    }
+    return svgEl("path", { class: "edge", d: d });
   }
 
   function drawNode(conversation, node, x, y, shape, topDown, chars) {
@@ -706,10 +789,7 @@
       var pathB = conversation.path(state.second);
       for (var k = 0; k < pathA.length && k < pathB.length && pathA[k] === pathB[k]; k++) fork = pathA[k];
     }
-    drawn.nodes = new Map();
-    svg.querySelectorAll(".node").forEach(function (group) {
-      var node = Number(group.getAttribute("data-index"));
-      drawn.nodes.set(node, group);
+    drawn.nodes.forEach(function (group, node) {
       var list = group.classList;
       list.toggle("selected", node === state.selected);
       list.toggle("selected-b", node === state.second);
@@ -733,11 +813,22 @@
     });
   }
 
+  // Scroll as little as it takes to show the node, then paint what came into view.
   function scrollToNode(node) {
-    var group = drawn.nodes.get(node);
-    if (group && group.scrollIntoView) {
-      group.scrollIntoView({ block: "nearest", inline: "nearest", behavior: "auto" });
-    }
+    if (!scene || !scene.pos.has(node)) return;
+    var at = scene.pos.get(node);
+    var offset = drawingOffset();
+    var zoom = state.zoom;
+    var room = 24;
+    var x1 = offset[0] + at[0] * zoom - room;
+    var y1 = offset[1] + at[1] * zoom - room;
+    var x2 = offset[0] + (at[0] + scene.shape.w) * zoom + room;
+    var y2 = offset[1] + (at[1] + scene.shape.h) * zoom + room;
+    if (x1 < canvas.scrollLeft) canvas.scrollLeft = x1;
+    else if (x2 > canvas.scrollLeft + canvas.clientWidth) canvas.scrollLeft = x2 - canvas.clientWidth;
+    if (y1 < canvas.scrollTop) canvas.scrollTop = y1;
+    else if (y2 > canvas.scrollTop + canvas.clientHeight) canvas.scrollTop = y2 - canvas.clientHeight;
+    paint();
   }
 
   function toggle(node) {
@@ -745,6 +836,7 @@
     if (!conversation.children[node].length) return;
     conversation.expanded[node] = conversation.expanded[node] ? 0 : 1;
     draw();
+    scrollToNode(node);
     var group = drawn.nodes.get(node);
     if (group) group.focus({ preventScroll: true });
     if (state.selected !== null) drawPanel();
@@ -762,9 +854,10 @@
       state.second = null;
     }
     state.comparing = false;
-    if (!drawn.nodes.has(node)) draw(); else decorate();
-    drawPanel();
+    if (!scene || !scene.pos.has(node)) draw();
     scrollToNode(node);
+    decorate();
+    drawPanel();
   }
 
   function selectId(id, asSecond) {
@@ -1075,6 +1168,17 @@
     }
   });
 
+  // Scrolling brings new parts of a large drawing into view: paint them,
+  // once per frame at most.
+  var paintPending = false;
+  function paintSoon() {
+    if (paintPending || !scene || scene.everything) return;
+    paintPending = true;
+    requestAnimationFrame(function () { paintPending = false; paint(); });
+  }
+  canvas.addEventListener("scroll", paintSoon, { passive: true });
+  window.addEventListener("resize", paintSoon);
+
   // Drag the background to pan.
   var pan = null;
   canvas.addEventListener("pointerdown", function (event) {
@@ -1139,6 +1243,7 @@
     if (!state.conversation) return;
     state.conversation.expanded.fill(1);
     draw();
+    if (state.selected !== null) scrollToNode(state.selected); else scrollToStart(state.conversation);
   });
 
   $("collapse-all").addEventListener("click", function () {
@@ -1148,6 +1253,7 @@
     state.selected = null;
     state.second = null;
     draw();
+    scrollToStart(conversation);
     drawPanel();
   });
 
@@ -1156,6 +1262,7 @@
     state.zoom = Math.min(3, Math.max(0.2, wanted));
     $("zoom-reset").textContent = Math.round(state.zoom * 100) + "%";
     draw();
+    if (state.selected !== null) scrollToNode(state.selected);
   }
   $("zoom-in").addEventListener("click", function () { zoom(1.25); });
   $("zoom-out").addEventListener("click", function () { zoom(0.8); });
@@ -1187,6 +1294,7 @@
       return conversations.map(function (c) { return { id: c.id, name: c.name, nodes: c.nodes.length }; });
     },
     drawnNodes: function () { return svg.querySelectorAll(".node").length; },
+    laidOutNodes: function () { return scene ? scene.order.length : 0; },
   });
   document.documentElement.setAttribute("data-ready", "true");
 })();

@@ -563,6 +563,29 @@ def test_similarity(first: str | None, second: str | None, expected: float) -> N
     assert similarity(second, first) == expected
 
 
+def test_similarity_aligns_sentences_of_one_line() -> None:
+    # Three sentences of 6 words and marks; one word of the middle one differs.
+    first = "The cat sat on mats. A dog ran to us. Birds sang in the trees."
+    second = "The cat sat on mats. A dog ran to them. Birds sang in the trees."
+    assert similarity(first, second) == 2 * 17 / 36
+
+
+def test_short_segments_do_not_anchor_the_alignment() -> None:
+    # A "Yes." in both does not pin the texts together; the words of the long
+    # sentence match instead: "one two three four five" and a "." (6 of 9).
+    first = "Yes. one two three four five six."
+    second = "one two three four five seven. Yes."
+    assert similarity(first, second) == 2 * 6 / 18
+
+
+def test_long_changed_stretches_are_matched_in_bands() -> None:
+    # 5,000 distinct words in one segment, every tenth replaced: two bands of
+    # 2,500 words, each matching its 2,250 unchanged words.
+    first = " ".join(f"w{n}" for n in range(5000))
+    second = " ".join("x" if n % 10 == 0 else f"w{n}" for n in range(5000))
+    assert similarity(first, second) == 2 * 4500 / 10000
+
+
 def test_text_diff_of_equal_texts_is_empty() -> None:
     assert text_diff("same\ntext", "same\ntext") == []
     assert text_diff(None, "") == []

@@ -25,13 +25,17 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 from databases import add_response, add_tree, legacy_database
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from convgraph.diff import UnrelatedNodes, diff
 from convgraph.errors import ConvgraphError
 from convgraph.export import FORMATS, ExportError, read_json
+from convgraph.export.common import NODE_ATTRIBUTES
 from convgraph.export.html import (
     generate_html,
     page_data,
+    page_title,
     parse_html,
     read_html,
     script_json,
@@ -193,6 +197,29 @@ def test_hostile_text_stays_inside_the_data_block(tmp_path):
     prompts = [prompt for _, prompt in tree.nodes(data="prompt")]
     assert prompts == HOSTILE
     assert page_data(text)["title"] == title
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.text(), min_size=1, max_size=4), title=st.text())
+def test_any_text_reads_back_exactly_and_stays_text(texts, title):
+    tree = nx.DiGraph(conversation_id="c", name=title)
+    for index, text in enumerate(texts):
+        attributes = dict.fromkeys(NODE_ATTRIBUTES)
+        attributes.update(prompt=text, system=title, response=text[::-1])
+        tree.add_node(f"n{index}", **attributes)
+        if index:
+            tree.add_edge(f"n{index - 1}", f"n{index}")
+    page = "\n".join(generate_html(tree, title=title))
+    # Whatever the text, the page has its own two scripts and nothing more.
+    assert page.lower().count("</script") == 2
+    assert page.lower().count("<script") == 2
+    assert "<!--" not in page
+    document = lxml.html.document_fromstring(page)
+    assert (document.find(".//title").text or "") == page_title(title)
+    (back,) = parse_html(page)
+    assert [back.nodes[node]["prompt"] for node in back] == texts
+    assert [back.nodes[node]["response"] for node in back] == [t[::-1] for t in texts]
+    assert back.graph["name"] == title
 
 
 def test_an_empty_forest_is_a_page_without_conversations(tmp_path):
@@ -651,6 +678,27 @@ def test_nodes_with_different_roots_have_no_fork_point(example_page):
     example_page.node(second).click(modifiers=["Shift"])
     assert example_page.panel("dd[data-field=fork_point]").startswith("none")
     example_page.assert_clean()
+
+
+def test_a_fork_made_with_llm_itself_is_a_branch(open_page, llm_fork_db, tmp_path):
+    db = Path(llm_fork_db["path"])
+    first, second, third = llm_fork_db["turns"]
+    fork_first, fork_second = llm_fork_db["fork_turns"]
+    visit = open_page(export(db, tmp_path / "llm.html"))
+    assert visit.attributes("#conversation-list button", "data-conversation") == [
+        llm_fork_db["thread"]
+    ]
+    assert visit.drawn_ids() == {first, second, third, fork_first, fork_second}
+    assert visit.ids_with_class("branch") == {first}
+    assert visit.ids_with_class("leaf") == {third, fork_second}
+    visit.node(fork_second).click()
+    assert visit.panel("[data-field=prompt] pre") == "Is every tree a graph?"
+    assert visit.panel("dd[data-field=model]") == "echo"
+    path = visit.attributes("#panel [data-field=path] button", "data-goto")
+    assert path == [first, fork_first, fork_second]
+    visit.node(third).click(modifiers=["Shift"])
+    assert visit.panel("dd[data-field=fork_point]") == first
+    visit.assert_clean()
 
 
 def test_hostile_text_runs_no_script(open_page, tmp_path):

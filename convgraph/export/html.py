@@ -38,6 +38,7 @@ from convgraph.export.common import (
     UniqueIds,
     as_graphs,
     read_text,
+    without_controls,
     write_lines,
 )
 from convgraph.export.json import generate_json, read_json
@@ -127,13 +128,24 @@ def _generator() -> str:
         return "convgraph"
 
 
+def page_title(title: str) -> str:
+    r"""The title as the page shows it: on one line, runs of white space as
+    one space, and the control characters HTML text cannot hold (NUL would
+    become U+FFFD) as visible symbols (see `convgraph.export.common.visible`).
+
+    >>> page_title("Trees\r\n\tand\x00forests ")
+    'Trees and␀forests'
+    """
+    return without_controls(" ".join(title.split()))
+
+
 def _page_lines(title: str) -> tuple[list[str], list[str]]:
     """The page's lines before and after the data, everything else filled in.
 
     One pass over the template: what is filled in is never scanned again, so
     a title that holds "{{...}}" stays as it is.
     """
-    values = {**_page_values(), "title": html.escape(title, quote=True)}
+    values = {**_page_values(), "title": html.escape(page_title(title), quote=True)}
     before, marker, after = _asset("page.html").partition("\n{{data}}\n")
     if not marker:
         raise AssertionError("page.html has no {{data}} line")

@@ -910,7 +910,7 @@
     nodes.forEach(function (node, position) {
       if (position >= skipFrom && position < skipTo) {
         if (position === skipFrom) {
-          var gap = el("li", "muted", "\u2026 " + plural(skipTo - skipFrom, "node") + " \u2026");
+          var gap = el("li", "gap muted", "\u2026 " + plural(skipTo - skipFrom, "node") + " \u2026");
           gap.setAttribute("value", String(position + 1));
           list.appendChild(gap);
         }
@@ -941,7 +941,7 @@
         "Click a node to read its prompt and response and to see its path from the root. " +
         "Shift-click a second node (or use \u201cCompare with\u2026\u201d) to see how the two branches differ."));
       panel.appendChild(el("p", "hint",
-        "Click + or \u2212 under a node to expand or collapse its subtree. " +
+        "Click the + or \u2212 on a node\u2019s edge to expand or collapse its subtree. " +
         "Press / to search, Enter for the next match, Escape to clear the selection."));
       return;
     }
@@ -1279,7 +1279,13 @@
   drawPanel();
   if (conversations.length) {
     show(conversations[0]);
-    var wanted = decodeURIComponent(window.location.hash.slice(1));
+    // A link to the page can name a node: forest.html#NODE_ID.
+    var wanted = "";
+    try {
+      wanted = decodeURIComponent(window.location.hash.slice(1));
+    } catch (error) {
+      wanted = "";
+    }
     if (wanted) selectId(wanted, false);
   } else {
     var empty = el("p", "empty", "This export holds no conversations.");

@@ -25,7 +25,12 @@ Examples
 >>> tree.add_edge("r", "a")
 >>> print("\\n".join(generate_dot(tree)))  # doctest: +NORMALIZE_WHITESPACE
 digraph "c1" {
-  graph [rankdir="TB", fontname="Helvetica", fontsize="11", ordering="out", label="Trees  (c1)", labelloc="t"];
+  rankdir="TB";
+  fontname="Helvetica";
+  fontsize="11";
+  ordering="out";
+  label="Trees  (c1)";
+  labelloc="t";
   node [shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10", fillcolor="white"];
   edge [arrowsize="0.7"];
   "r" [label="r  ·  echo\\n» What is a tree?\\n« A graph.", tooltip="prompt: What is a tree?\\n\\nresponse: A graph.", fillcolor="#8dd3c7", class="root"];
@@ -88,6 +93,11 @@ NODE_DEFAULTS = {
 EDGE_DEFAULTS = {"arrowsize": "0.7"}
 LEAF_STYLE = "rounded,filled,bold"
 
+#: Graphviz's lexer refuses a quoted string over 16,384 bytes; longer text is
+#: written as quoted pieces joined by DOT's `+`, each at most this many
+#: characters (4 bytes each at most in UTF-8).
+PIECE = 2048
+
 _ID_CONTROLS = re.compile("[\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 _ID_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -117,7 +127,29 @@ def quote_id(node_id: Any) -> str:
     text = str(node_id).replace("\\", "\\\\").replace('"', '\\"')
     if _ID_CONTROLS.search(text) is not None:
         text = _ID_CONTROLS.sub(_escape_id_control, text)
-    return f'"{text}"'
+    return quoted_pieces(text)
+
+
+def quoted_pieces(escaped: str) -> str:
+    """Escaped text in DOT quotes: one quoted string, or for long text quoted
+    pieces joined by `+` (which DOT reads as one string), never cut inside
+    an escape sequence."""
+    if len(escaped) <= PIECE:
+        return f'"{escaped}"'
+    pieces = []
+    start = 0
+    while start < len(escaped):
+        end = min(start + PIECE, len(escaped))
+        # A piece must not end in the middle of a backslash escape: count the
+        # backslashes before the cut, and cut before an odd last one.
+        backslashes = 0
+        while end - backslashes - 1 >= start and escaped[end - backslashes - 1] == "\\":
+            backslashes += 1
+        if backslashes % 2 and end < len(escaped):
+            end -= 1
+        pieces.append(f'"{escaped[start:end]}"')
+        start = end
+    return " + ".join(pieces)
 
 
 def unquote_id(quoted: str) -> str:
@@ -161,7 +193,7 @@ def quote_text(text: str) -> str:
         .replace(">", "\\>")
         .replace("\n", "\\n")
     )
-    return f'"{text}"'
+    return quoted_pieces(text)
 
 
 def node_label(node_id: Any, data: dict[str, Any]) -> str:
@@ -287,6 +319,13 @@ def _attribute_list(attributes: dict[str, str]) -> str:
     return ", ".join(f"{key}={value}" for key, value in attributes.items())
 
 
+def _assignments(attributes: dict[str, str], indent: str) -> Iterator[str]:
+    # `key=value;` statements rather than `graph [...]`: the same to Graphviz,
+    # and what pydot reads as the graph's own attributes.
+    for key, value in attributes.items():
+        yield f"{indent}{key}={value};"
+
+
 def generate_dot(
     graphs: nx.DiGraph | Iterable[nx.DiGraph], rankdir: str = "TB"
 ) -> Iterator[str]:
@@ -317,11 +356,11 @@ def generate_dot(
             yield f"{indent}{statement[1]} [{_attribute_list(statement[2])}];"
         elif kind == "cluster":
             yield f"{indent}subgraph {statement[1]} {{"
-            yield f"{indent}  graph [{_attribute_list(statement[2])}];"
+            yield from _assignments(statement[2], indent + "  ")
             depth += 1
         elif kind == "graph":
             yield f"digraph {statement[1]} {{"
-            yield f"  graph [{_attribute_list(statement[2])}];"
+            yield from _assignments(statement[2], "  ")
             depth = 1
         else:
             depth -= 1

@@ -59,6 +59,7 @@ ENTITIES = {
     ">": "#62;",
     "%": "#37;",
     "`": "#96;",
+    "\\": "#92;",
     ":": "#58;",
     "\u00b6": "#182;",
     "\ufb02": "#64258;",
@@ -81,12 +82,12 @@ def quote_label(text: str) -> str:
     >>> print(quote_label('50% of "x" #1'))
     "50#37; of #quot;x#quot; #35;1"
     """
-    lines = without_controls(text.replace("\r\n", "\n").replace("\r", "\n"))
-    return (
-        '"'
-        + LINE_BREAK.join(line.translate(_ESCAPE) for line in lines.split("\n"))
-        + '"'
+    lines = without_controls(
+        text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
     )
+    label = LINE_BREAK.join(line.translate(_ESCAPE) for line in lines.split("\n"))
+    # Mermaid reads no empty string: an empty label is one space.
+    return f'"{label or " "}"'
 
 
 def generate_mermaid(

@@ -186,7 +186,15 @@ def read_tree_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-_LITERALS = {"true": True, "false": False, "null": None}
+_LITERALS = {
+    "true": True,
+    "false": False,
+    "null": None,
+    # What `json` writes for floats JSON has no number for, and reads back.
+    "NaN": float("nan"),
+    "Infinity": float("inf"),
+    "-Infinity": float("-inf"),
+}
 
 
 def loads_deep(text: str) -> Any:

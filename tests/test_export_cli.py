@@ -1,0 +1,193 @@
+"""`convgraph export` through click's CliRunner, on real SQLite files."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import stat
+
+import lxml.etree
+import pydot
+import pytest
+from click.testing import CliRunner
+from conftest import file_digest
+
+from convgraph.cli import cli
+from convgraph.export import read_graphml, read_json, read_tree_json
+
+needs_graphviz = pytest.mark.skipif(
+    shutil.which("dot") is None,
+    reason="Graphviz's dot is not installed (apt-get install graphviz)",
+)
+
+
+def run(*args: str, **options):
+    return CliRunner().invoke(cli, list(args), **options)
+
+
+def assert_one_line_error(result, message: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert message in result.stderr
+
+
+def test_no_id_exports_every_conversation_as_dot(seed_db):
+    result = run("export", "--db", str(seed_db))
+    assert result.exit_code == 0, result.output
+    [graph] = pydot.graph_from_dot_data(result.stdout)
+    assert len(graph.get_subgraphs()) == 4
+
+
+@pytest.mark.parametrize(
+    ("format_name", "reader"),
+    [("graphml", read_graphml), ("json", read_json), ("tree-json", read_tree_json)],
+)
+def test_round_trip_formats_on_stdout(seed_db, format_name, reader):
+    result = run(
+        "export", "complex", "linear", "--format", format_name, "--db", str(seed_db)
+    )
+    assert result.exit_code == 0, result.output
+    trees = reader(io.BytesIO(result.stdout_bytes))
+    assert [tree.graph["conversation_id"] for tree in trees] == ["complex", "linear"]
+    assert [len(tree) for tree in trees] == [7, 4]
+
+
+def test_mermaid_and_rankdir(seed_db):
+    result = run(
+        "export",
+        "branch",
+        "--format",
+        "mermaid",
+        "--rankdir",
+        "lr",
+        "--db",
+        str(seed_db),
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "flowchart LR"
+    dot = run("export", "branch", "--rankdir", "BT", "--db", str(seed_db))
+    assert '  rankdir="BT";' in dot.stdout.splitlines()
+
+
+def test_output_file_is_written_whole_with_a_normal_mode(seed_db, tmp_path):
+    (tmp_path / "out").mkdir()
+    target = tmp_path / "out" / "forest.json"
+    result = run("export", "--format", "json", "-o", str(target), "--db", str(seed_db))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert (
+        json.loads(target.read_text(encoding="utf-8"))["format"]
+        == "convgraph.node-link"
+    )
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+    assert [path.name for path in (tmp_path / "out").iterdir()] == ["forest.json"]
+
+
+def test_reading_never_changes_the_database(seed_db, tmp_path):
+    before = file_digest(seed_db)
+    for format_name in ("dot", "graphml", "json", "tree-json", "mermaid"):
+        assert (
+            run("export", "--format", format_name, "--db", str(seed_db)).exit_code == 0
+        )
+    assert file_digest(seed_db) == before
+
+
+def test_two_ids_of_one_message_store_tree_export_it_once(llm_fork_db):
+    result = run(
+        "export",
+        llm_fork_db["thread"],
+        llm_fork_db["fork"],
+        "--format",
+        "json",
+        "--db",
+        str(llm_fork_db["path"]),
+    )
+    assert result.exit_code == 0, result.output
+    [tree] = read_json(io.BytesIO(result.stdout_bytes))
+    assert tree.graph["conversation_id"] == llm_fork_db["thread"]
+    assert len(tree) == 5
+
+
+def test_unknown_format(seed_db):
+    assert_one_line_error(
+        run("export", "--format", "xml", "--db", str(seed_db)),
+        "Error: unknown format 'xml': use one of dot, graphml, json, tree-json, mermaid",
+    )
+
+
+def test_unknown_id_fails_before_any_output(seed_db):
+    assert_one_line_error(
+        run("export", "complex", "nope", "--db", str(seed_db)),
+        "Error: no conversation with id 'nope'",
+    )
+
+
+def test_option_errors(seed_db, tmp_path):
+    db = ["--db", str(seed_db)]
+    assert_one_line_error(
+        run("export", "--format", "graphml", "--rankdir", "LR", *db),
+        "--rankdir does not apply to --format graphml",
+    )
+    assert_one_line_error(run("export", "--rankdir", "up", *db), "unknown rankdir 'up'")
+    assert_one_line_error(
+        run("export", "--render", "svg", *db), "--render svg needs -o FILE"
+    )
+    assert_one_line_error(
+        run("export", "--render", "pdf", "-o", "x", *db), "unknown rendering 'pdf'"
+    )
+    assert_one_line_error(
+        run("export", "--format", "json", "--render", "svg", "-o", "x", *db),
+        "--render draws the DOT export",
+    )
+    assert_one_line_error(
+        run("export", "-o", str(tmp_path / "missing" / "x.dot"), *db),
+        f"cannot write {tmp_path / 'missing' / 'x.dot'}",
+    )
+    assert_one_line_error(run("export", "-o", str(tmp_path), *db), "it is a directory")
+    assert_one_line_error(run("export", "--db", str(tmp_path / "none.db")), "Error: ")
+
+
+def test_render_says_clearly_when_graphviz_is_missing(seed_db, tmp_path):
+    # A PATH without Graphviz on it: the command looks dot up on PATH.
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = run(
+        "export",
+        "--render",
+        "svg",
+        "-o",
+        str(tmp_path / "x.svg"),
+        "--db",
+        str(seed_db),
+        env={"PATH": str(empty)},
+    )
+    assert_one_line_error(
+        result, "--render needs Graphviz's `dot` program, which is not installed"
+    )
+    assert not (tmp_path / "x.svg").exists()
+
+
+@needs_graphviz
+@pytest.mark.parametrize("kind", ["svg", "png"])
+def test_render_draws_a_picture(seed_db, tmp_path, kind):
+    target = tmp_path / f"forest.{kind}"
+    result = run("export", "--render", kind, "-o", str(target), "--db", str(seed_db))
+    assert result.exit_code == 0, result.output
+    content = target.read_bytes()
+    if kind == "png":
+        assert content.startswith(b"\x89PNG\r\n\x1a\n")
+    else:
+        svg = lxml.etree.fromstring(content)
+        space = {"svg": "http://www.w3.org/2000/svg"}
+        assert len(svg.xpath("//svg:g[@class='cluster']", namespaces=space)) == 4
+
+
+def test_help_lists_the_registry_formats():
+    result = run("export", "--help")
+    assert result.exit_code == 0
+    assert "One of: dot, graphml, json, tree-json, mermaid" in result.stdout

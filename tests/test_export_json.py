@@ -1,0 +1,252 @@
+"""JSON exports, node-link and nested tree: exact documents for the seed's
+scenarios, the schemas of docs/json-schema.md, networkx reading node-link as
+it is, a real llm database, and a chain nested deeper than `json` reads."""
+
+from __future__ import annotations
+
+import doctest
+import io
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import networkx as nx
+import pytest
+
+import convgraph.export.json
+import convgraph.export.tree_json
+from convgraph.export import (
+    ExportError,
+    generate_json,
+    generate_tree_json,
+    read_json,
+    read_tree_json,
+    write_json,
+    write_tree_json,
+)
+from convgraph.export.tree_json import loads_deep
+from convgraph.forest import Forest, load_tree
+
+SCHEMA_DOC = Path(__file__).resolve().parent.parent / "docs" / "json-schema.md"
+
+
+def schemas() -> dict[str, dict]:
+    """The JSON Schemas that docs/json-schema.md documents, by `$id`."""
+    blocks = re.findall(r"```json\n(.*?)```", SCHEMA_DOC.read_text(), flags=re.S)
+    found = {}
+    for block in blocks:
+        schema = json.loads(block)
+        jsonschema.Draft202012Validator.check_schema(schema)
+        found[schema["$id"]] = schema
+    return found
+
+
+def document(lines) -> dict:
+    return json.loads("\n".join(lines))
+
+
+def seed_node(name: str, conversation: str, index: int) -> dict:
+    return {
+        "id": f"{conversation}-{name}",
+        "conversation_id": conversation,
+        "prompt": f"prompt {conversation}-{name}",
+        "system": None,
+        "response": f"answer to prompt {conversation}-{name}",
+        "model": "echo",
+        "datetime_utc": f"2025-09-27T10:00:{index:02d}.000000+00:00",
+        "input_tokens": 10 + index % 100,
+        "output_tokens": 20 + index % 100,
+        "duration_ms": 100,
+        "source": "responses",
+    }
+
+
+def test_doctests():
+    assert doctest.testmod(convgraph.export.json).failed == 0
+    assert doctest.testmod(convgraph.export.tree_json).failed == 0
+
+
+def test_node_link_branch_scenario_exact(seed_db):
+    nodes = []
+    for offset, name in enumerate(["root", "b", "c"]):
+        node = seed_node(name, "branch", 4 + offset)
+        node.update(
+            input_tokens=10 + offset,
+            output_tokens=20 + offset,
+            duration_ms=100 * (offset + 1),
+        )
+        nodes.append(node)
+    assert document(generate_json(load_tree("branch", seed_db))) == {
+        "format": "convgraph.node-link",
+        "version": 1,
+        "directed": True,
+        "multigraph": False,
+        "nodes": nodes,
+        "edges": [
+            {"source": "branch-root", "target": "branch-b"},
+            {"source": "branch-root", "target": "branch-c"},
+        ],
+        "graph": {"conversation_id": "branch", "name": "prompt branch-root"},
+    }
+
+
+def test_networkx_reads_node_link_as_the_same_graph(seed_db):
+    tree = load_tree("complex", seed_db)
+    back = nx.node_link_graph(document(generate_json(tree)), edges="edges")
+    assert back.graph == tree.graph
+    assert list(back.nodes(data=True)) == list(tree.nodes(data=True))
+    assert list(back.edges) == list(tree.edges)
+
+
+def test_node_link_forest_round_trip_and_schema(seed_db):
+    trees = list(Forest.read(seed_db).trees())
+    lines = list(generate_json(trees))
+    data = document(lines)
+    jsonschema.validate(data, schemas()["convgraph.node-link/1"])
+    assert data["graph"] == {
+        "conversations": [
+            {"conversation_id": "linear", "name": "prompt linear-root"},
+            {"conversation_id": "branch", "name": "prompt branch-root"},
+            {"conversation_id": "complex", "name": "prompt complex-root"},
+            {
+                "conversation_id": "multiple-roots",
+                "name": "prompt multiple-roots-root1",
+            },
+        ]
+    }
+    assert [node["tree_id"] for node in data["nodes"]].count("complex") == 7
+    assert len(data["edges"]) == 15
+    back = read_json(io.StringIO("\n".join(lines)))
+    for tree, graph in zip(back, trees, strict=True):
+        assert tree.graph == graph.graph
+        assert list(tree.nodes(data=True)) == list(graph.nodes(data=True))
+        assert list(tree.edges) == list(graph.edges)
+
+
+def test_node_link_keeps_every_string_verbatim(tmp_path):
+    tree = nx.DiGraph(conversation_id="c", name="naïve \u2028 name")
+    text = 'nul\x00 "quoted" \\ back </script> 🌳 \ud7ff \r\n'
+    tree.add_node("a", prompt=text, extra=[1, 2])
+    write_json(tree, tmp_path / "a.json")
+    raw = (tmp_path / "a.json").read_text(encoding="utf-8")
+    assert "🌳" in raw and "naïve" in raw  # not ASCII-escaped
+    [back] = read_json(tmp_path / "a.json")
+    assert back.nodes["a"]["prompt"] == text
+    assert back.nodes["a"]["extra"] == [1, 2]
+    assert back.nodes["a"]["model"] is None
+    assert back.graph == {"conversation_id": "c", "name": "naïve \u2028 name"}
+
+
+def test_tree_json_complex_scenario_nests_children(seed_db):
+    data = document(generate_tree_json(load_tree("complex", seed_db)))
+    jsonschema.validate(data, schemas()["convgraph.tree-json/1"])
+    [conversation] = data["children"]
+    assert (conversation["conversation_id"], conversation["name"]) == (
+        "complex",
+        "prompt complex-root",
+    )
+
+    def shape(node):
+        return {node["id"]: [shape(child) for child in node["children"]]}
+
+    assert [shape(root) for root in conversation["children"]] == [
+        {
+            "complex-root": [
+                {"complex-b": [{"complex-c": []}, {"complex-d": []}]},
+                {"complex-e": [{"complex-f": []}, {"complex-g": []}]},
+            ]
+        }
+    ]
+    root = conversation["children"][0]
+    assert {
+        key: value for key, value in root.items() if key != "children"
+    } == seed_node("root", "complex", 7) | {
+        "input_tokens": 10,
+        "output_tokens": 20,
+        "duration_ms": 100,
+    }
+
+
+def test_tree_json_multiple_roots_and_forest_round_trip(seed_db):
+    trees = list(Forest.read(seed_db).trees())
+    data = document(generate_tree_json(trees))
+    jsonschema.validate(data, schemas()["convgraph.tree-json/1"])
+    roots = [[root["id"] for root in c["children"]] for c in data["children"]]
+    assert roots == [
+        ["linear-root"],
+        ["branch-root"],
+        ["complex-root"],
+        ["multiple-roots-root1", "multiple-roots-root2"],
+    ]
+    file = io.BytesIO()
+    write_tree_json(trees, file)
+    back = read_tree_json(io.BytesIO(file.getvalue()))
+    for tree, graph in zip(back, trees, strict=True):
+        assert tree.graph == graph.graph
+        assert dict(tree.nodes(data=True)) == dict(graph.nodes(data=True))
+        assert sorted(tree.edges) == sorted(graph.edges)
+        for node in graph:
+            assert list(tree.successors(node)) == list(graph.successors(node))
+
+
+def test_tree_json_of_a_chain_deeper_than_json_reads(tmp_path):
+    depth = 20_000
+    chain = nx.DiGraph(conversation_id="deep", name=None)
+    nx.add_path(chain, [f"n{index}" for index in range(depth)])
+    for node in chain:
+        chain.nodes[node]["prompt"] = node
+    write_tree_json(chain, tmp_path / "deep.json")
+    text = (tmp_path / "deep.json").read_text()
+    with pytest.raises(RecursionError):
+        json.loads(text)
+    [back] = read_tree_json(tmp_path / "deep.json")
+    assert back.number_of_nodes() == depth
+    assert list(back.edges) == list(chain.edges)
+    assert back.nodes[f"n{depth - 1}"]["prompt"] == f"n{depth - 1}"
+
+
+def test_real_llm_database_both_shapes(llm_fork_db):
+    tree = load_tree(llm_fork_db["thread"], llm_fork_db["path"])
+    first, second, third = llm_fork_db["turns"]
+    fork_first, fork_second = llm_fork_db["fork_turns"]
+    data = document(generate_json(tree))
+    jsonschema.validate(data, schemas()["convgraph.node-link/1"])
+    by_id = {node["id"]: node for node in data["nodes"]}
+    assert by_id[first]["prompt"] == "What is a tree?"
+    assert by_id[fork_first]["prompt"] == "What is a graph, then?"
+    assert by_id[fork_first]["conversation_id"] == llm_fork_db["fork"]
+    nested = document(generate_tree_json(tree))
+    jsonschema.validate(nested, schemas()["convgraph.tree-json/1"])
+    [root] = nested["children"][0]["children"]
+    assert root["id"] == first
+    assert [child["id"] for child in root["children"]] == [second, fork_first]
+    assert root["children"][0]["children"][0]["id"] == third
+    assert root["children"][1]["children"][0]["id"] == fork_second
+
+
+def test_readers_refuse_other_documents(tmp_path):
+    cases = {
+        "not json": "not JSON",
+        "[1, 2]": "no format field",
+        '{"format": "convgraph.tree-json", "version": 1}': "its format is 'convgraph.tree-json'",
+        '{"format": "convgraph.node-link", "version": 2}': "version 2 is not one",
+        '{"format": "convgraph.node-link", "version": 1}': "malformed",
+    }
+    for content, message in cases.items():
+        with pytest.raises(ExportError, match=message):
+            read_json(io.StringIO(content))
+    with pytest.raises(ExportError, match="its format is 'convgraph.node-link'"):
+        read_tree_json(io.StringIO('{"format": "convgraph.node-link", "version": 1}'))
+
+
+def test_deep_reader_matches_json_and_reports_errors():
+    text = (
+        '{"a": [1, -2.5e3, true, false, null, "x\\u00e9\\n", {}, []], "b": {"c": NaN}}'
+    )
+    value = loads_deep(text)
+    assert value["a"] == json.loads(text)["a"]
+    assert value["b"]["c"] != value["b"]["c"]  # NaN
+    for broken in ['{"a" 1}', "[1, 2", "[1] 2", '{"a": }', "[1,]"]:
+        with pytest.raises(json.JSONDecodeError):
+            loads_deep(broken)

@@ -1,0 +1,493 @@
+"""Every exporter, on random forests of hostile text, read back by real parsers.
+
+Hypothesis builds forests whose ids, names and texts are made of the pieces
+that break exports: quotes, backslashes, line ends, braces and brackets, DOT
+and Mermaid keywords, entity look-alikes, control characters, non-Latin
+scripts, emoji, and very long runs of them. Each export goes back through the
+parser the format's users have: pydot and Graphviz for DOT, networkx's
+`read_graphml` and lxml's strict XML parser for GraphML, `json` (and networkx's
+`node_link_graph`) for JSON, and a strict reading of the Mermaid grammar that
+the exporter promises (every label a quoted string of safe characters).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+import shutil
+import subprocess
+
+import lxml.etree
+import networkx as nx
+import pydot
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from convgraph.export import (
+    generate_dot,
+    generate_graphml,
+    generate_json,
+    generate_mermaid,
+    generate_tree_json,
+    read_graphml,
+    read_json,
+    read_tree_json,
+    to_pydot,
+)
+from convgraph.export.common import without_controls, without_forbidden
+from convgraph.export.dot import node_label, node_tooltip, unquote_id
+from convgraph.export.tree_json import loads_deep
+
+HOSTILE = [
+    '"',
+    "'",
+    "\\",
+    '\\"',
+    "\\n",
+    "\\N",
+    "\n",
+    "\r\n",
+    "\r",
+    "\t",
+    "{",
+    "}",
+    "<",
+    ">",
+    "|",
+    "[",
+    "]",
+    "(",
+    ")",
+    ";",
+    ",",
+    "=",
+    "#",
+    "&",
+    "%",
+    "`",
+    ":",
+    "-->",
+    "->",
+    "node",
+    "graph",
+    "strict",
+    "digraph",
+    "subgraph",
+    "edge",
+    "end",
+    "flowchart",
+    "style",
+    "classDef",
+    "click",
+    "%%{init: {'theme': 'dark'}}%%",
+    "#quot;",
+    "#35;",
+    "&amp;",
+    "&lt;",
+    "<br>",
+    "<script>alert(1)</script>",
+    "]]>",
+    "<!--",
+    "\x00",
+    "\x01",
+    "\x08",
+    "\x0b",
+    "\x1b[31m",
+    "\x7f",
+    "\u0085",
+    "\ufffe",
+    "\uffff",
+    "\u2028",
+    "\u202e",
+    "\ufb02\u00b0",
+    "\u00b6\u00df",
+    "0",
+    "1abc",
+    " ",
+    "Ω",
+    "дерево",
+    "樹木",
+    "شجرة",
+    "🌳",
+    "👩‍👩‍👧",
+]
+
+pieces = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=4))
+short_text = st.lists(pieces, max_size=6).map("".join)
+long_text = st.sampled_from(HOSTILE).map(lambda piece: piece * (6000 // len(piece)))
+hostile_text = st.one_of(short_text, short_text, short_text, long_text)
+# Ids: hostile but distinct once XML's forbidden characters are replaced by
+# their pictures, so the U+2400 block and U+FFFD stay out of them.
+hostile_id = short_text.filter(
+    lambda text: not re.search("[\u2400-\u2426\ufffd]", text) and len(text) < 200
+)
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[nx.DiGraph]:
+    """One to three conversation DiGraphs with the node contract's attributes."""
+    count = draw(st.integers(1, 3))
+    sizes = [draw(st.integers(1, 6)) for _ in range(count)]
+    ids = draw(
+        st.lists(
+            hostile_id,
+            min_size=sum(sizes) + count,
+            max_size=sum(sizes) + count,
+            unique_by=without_forbidden,
+        )
+    )
+    optional_text = st.none() | hostile_text
+    count_value = st.none() | st.integers(0, 2**40)
+    graphs = []
+    for size in sizes:
+        tree_id = ids.pop()
+        graph = nx.DiGraph(conversation_id=tree_id, name=draw(st.none() | short_text))
+        nodes = [ids.pop() for _ in range(size)]
+        for index, node in enumerate(nodes):
+            graph.add_node(
+                node,
+                conversation_id=tree_id,
+                prompt=draw(optional_text),
+                system=draw(optional_text),
+                response=draw(optional_text),
+                model=draw(st.none() | st.sampled_from(["echo", "gpt-4o", 'm"<1>'])),
+                datetime_utc=draw(st.none() | short_text),
+                input_tokens=draw(count_value),
+                output_tokens=draw(count_value),
+                duration_ms=draw(count_value),
+                source=draw(st.sampled_from(["responses", "turns"])),
+            )
+            parent = draw(st.none() | st.integers(0, index - 1)) if index else None
+            if parent is not None:
+                graph.add_edge(nodes[parent], node)
+        graphs.append(graph)
+    return graphs
+
+
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def assert_same(actual: list[nx.DiGraph], expected: list[nx.DiGraph]) -> None:
+    """Same conversations: graph attributes, nodes in order with their
+    attributes, and each node's children in order."""
+    assert len(actual) == len(expected)
+    for back, graph in zip(actual, expected, strict=True):
+        assert back.graph == graph.graph
+        assert list(back.nodes(data=True)) == list(graph.nodes(data=True))
+        for node in graph:
+            assert list(back.successors(node)) == list(graph.successors(node))
+
+
+def sanitized(graphs: list[nx.DiGraph]) -> list[nx.DiGraph]:
+    """The graphs as GraphML carries them: XML's forbidden characters
+    replaced in every string."""
+
+    def clean(value):
+        return without_forbidden(value) if isinstance(value, str) else value
+
+    result = []
+    for graph in graphs:
+        copy = nx.DiGraph(**{key: clean(value) for key, value in graph.graph.items()})
+        for node, data in graph.nodes(data=True):
+            copy.add_node(
+                clean(node), **{key: clean(value) for key, value in data.items()}
+            )
+        copy.add_edges_from((clean(a), clean(b)) for a, b in graph.edges())
+        result.append(copy)
+    return result
+
+
+def text(lines) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def assert_one_line_each(lines: list[str]) -> None:
+    for line in lines:
+        assert "\n" not in line and "\r" not in line
+
+
+# GraphML
+
+
+@SETTINGS
+@given(conversations())
+def test_graphml_round_trip(graphs):
+    lines = list(generate_graphml(graphs))
+    assert_one_line_each(lines)
+    data = text(lines).encode("utf-8")
+    lxml.etree.fromstring(data, lxml.etree.XMLParser(recover=False))
+    expected = sanitized(graphs)
+    assert_same(read_graphml(io.BytesIO(data)), expected)
+
+    # networkx alone reads the same graph: the conversations' union, with
+    # the values that are not None, and the tree each node is in.
+    whole = nx.read_graphml(io.BytesIO(data))
+    union = nx.DiGraph()
+    for graph in expected:
+        for node, values in graph.nodes(data=True):
+            kept = {key: value for key, value in values.items() if value is not None}
+            if len(graphs) > 1:
+                kept["tree_id"] = graph.graph["conversation_id"]
+                if graph.graph["name"] is not None:
+                    kept["tree_name"] = graph.graph["name"]
+            union.add_node(node, **kept)
+        union.add_edges_from(graph.edges())
+    assert dict(whole.nodes(data=True)) == dict(union.nodes(data=True))
+    assert set(whole.edges()) == set(union.edges())
+    assert nx.is_isomorphic(whole, union, node_match=dict.__eq__)
+    if len(graphs) == 1:
+        only = expected[0].graph
+        # (networkx adds the empty defaults of the file's keys)
+        read = {k: v for k, v in whole.graph.items() if not k.endswith("_default")}
+        assert read == {k: v for k, v in only.items() if v is not None}
+
+
+# JSON
+
+
+@SETTINGS
+@given(conversations())
+def test_node_link_round_trip(graphs):
+    lines = list(generate_json(graphs))
+    assert_one_line_each(lines)
+    document = json.loads(text(lines))
+    assert document["format"] == "convgraph.node-link"
+    assert document["version"] == 1
+    assert_same(read_json(io.StringIO(text(lines))), graphs)
+    # Every string verbatim, and networkx reads the document as it is.
+    whole = nx.node_link_graph(document, edges="edges")
+    if len(graphs) == 1:
+        assert_same([whole], graphs)
+    else:
+        assert [
+            entry["conversation_id"] for entry in document["graph"]["conversations"]
+        ] == [graph.graph["conversation_id"] for graph in graphs]
+        assert whole.number_of_nodes() == sum(len(graph) for graph in graphs)
+
+
+@SETTINGS
+@given(conversations())
+def test_tree_json_round_trip(graphs):
+    lines = list(generate_tree_json(graphs))
+    assert_one_line_each(lines)
+    whole = text(lines)
+    document = json.loads(whole)
+    assert loads_deep(whole) == document
+    assert [c["conversation_id"] for c in document["children"]] == [
+        graph.graph["conversation_id"] for graph in graphs
+    ]
+    back = read_tree_json(io.StringIO(whole))
+    assert len(back) == len(graphs)
+    for tree, graph in zip(back, graphs, strict=True):
+        assert tree.graph == graph.graph
+        assert dict(tree.nodes(data=True)) == dict(graph.nodes(data=True))
+        for node in graph:
+            assert list(tree.successors(node)) == list(graph.successors(node))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False)
+        | st.text(),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+)
+def test_deep_json_reader_agrees_with_json(value):
+    for indent in (None, 2):
+        encoded = json.dumps(value, indent=indent)
+        assert loads_deep(encoded) == json.loads(encoded)
+
+
+# DOT
+
+
+def graphviz_escaped(quoted: str) -> str:
+    """An escString as Graphviz draws it: backslash escapes (\\n a line
+    break, \\x the character x), then the entity for `&`."""
+    body = quoted[1:-1]
+    unescaped = re.sub(
+        r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), body, flags=re.S
+    )
+    return unescaped.replace("&amp;", "&")
+
+
+def expected_drawn(text: str) -> str:
+    return without_controls(text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def dot_nodes(dot: pydot.Dot) -> dict[str, dict]:
+    """Every node statement of a parsed DOT file and its clusters, by id."""
+    found = {}
+    graphs = [dot]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.get_nodes():
+            if node.get_name() in ("node", "edge", "graph"):
+                continue  # default-attribute statements
+            found[unquote_id(node.get_name())] = node.get_attributes()
+        graphs.extend(graph.get_subgraphs())
+    return found
+
+
+def dot_edges(dot: pydot.Dot) -> set[tuple[str, str]]:
+    found = set()
+    graphs = [dot]
+    while graphs:
+        graph = graphs.pop()
+        for edge in graph.get_edges():
+            found.add(
+                (unquote_id(edge.get_source()), unquote_id(edge.get_destination()))
+            )
+        graphs.extend(graph.get_subgraphs())
+    return found
+
+
+def assert_dot_matches(source: str, graphs: list[nx.DiGraph]) -> None:
+    [dot] = pydot.graph_from_dot_data(source)
+    nodes = dot_nodes(dot)
+    assert list(nodes) == [node for graph in graphs for node in graph] or set(
+        nodes
+    ) == {node for graph in graphs for node in graph}
+    assert dot_edges(dot) == {edge for graph in graphs for edge in graph.edges()}
+    assert len(dot.get_subgraphs()) == (len(graphs) if len(graphs) > 1 else 0)
+    for graph in graphs:
+        for node, data in graph.nodes(data=True):
+            attributes = nodes[node]
+            label = graphviz_escaped(attributes["label"])
+            assert label == expected_drawn(node_label(node, data))
+            tooltip = graphviz_escaped(attributes["tooltip"])
+            assert tooltip == expected_drawn(node_tooltip(data))
+            for key in ("prompt", "response"):
+                if data[key] is not None:
+                    assert expected_drawn(data[key]) in tooltip
+
+
+@SETTINGS
+@given(conversations())
+def test_dot_parses_with_pydot(graphs):
+    lines = list(generate_dot(graphs))
+    assert_one_line_each(lines)
+    assert_dot_matches(text(lines), graphs)
+    # The object form writes the same drawing.
+    assert_dot_matches(to_pydot(graphs).to_string(), graphs)
+
+
+needs_graphviz = pytest.mark.skipif(
+    shutil.which("dot") is None,
+    reason="Graphviz's dot is not installed (apt-get install graphviz)",
+)
+
+
+def graphviz_name(node) -> str:
+    """The node name Graphviz reads from `quote_id`'s string: `\\"` is a
+    quote, every other backslash pair stays as it is."""
+    from convgraph.export.dot import quote_id
+
+    return re.sub(
+        r"\\(.)",
+        lambda m: '"' if m.group(1) == '"' else m.group(0),
+        quote_id(node)[1:-1],
+        flags=re.S,
+    )
+
+
+@needs_graphviz
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(conversations())
+def test_dot_draws_with_graphviz_into_valid_svg(graphs):
+    source = text(generate_dot(graphs)).encode("utf-8")
+    done = subprocess.run(
+        ["dot", "-Tsvg"], input=source, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    svg = lxml.etree.fromstring(
+        done.stdout, lxml.etree.XMLParser(recover=False, huge_tree=True)
+    )
+    space = {"svg": "http://www.w3.org/2000/svg"}
+    titles = svg.xpath(
+        "//svg:g[contains(concat(' ', @class, ' '), ' node ')]/svg:title",
+        namespaces=space,
+    )
+    drawn = [title.text or "" for title in titles]
+    # Graphviz writes an entity in a name as it is, so the SVG shows it decoded.
+    expected = [
+        re.sub(
+            r"&(#\d+|#x[0-9a-fA-F]+|[A-Za-z]\w*);", lambda m: html.unescape(m[0]), name
+        )
+        for name in (graphviz_name(node) for graph in graphs for node in graph)
+    ]
+    assert sorted(drawn) == sorted(expected)
+    edges = svg.xpath("//svg:g[@class='edge']", namespaces=space)
+    assert len(edges) == sum(graph.number_of_edges() for graph in graphs)
+
+
+# Mermaid
+
+MERMAID_LINE = re.compile(
+    r"flowchart (?:TB|LR|BT|RL)"
+    r'|  subgraph c\d+\["(?P<title>[^"]*)"\]'
+    r'|    n(?P<node>\d+)(?:\(|\{\{|\(\[)"(?P<label>[^"]*)"(?:\)|\}\}|\]\))(?::::model\d+)?'
+    r"|    n\d+ --> n\d+"
+    r"|  end"
+    r"|  classDef model\d+ fill:#[0-9a-f]{6},stroke:#555,color:#000"
+)
+# What a label may hold besides its text: entity codes and line breaks; no
+# quote, no raw #, &, <, >, %, backtick or colon, no control character.
+SAFE_LABEL = re.compile(
+    r'(?:#quot;|#\d+;|<br>|[^"#&<>%`:\\\x00-\x1f\x7f\u00b6\ufb02])+'
+)
+
+
+def mermaid_text(label: str) -> str:
+    """A label as Mermaid shows it: entity codes decoded, <br> a line break."""
+    decoded = label.replace("#quot;", '"')
+    decoded = re.sub(
+        r"#(\d+);", lambda m: chr(int(m.group(1))), decoded.replace("<br>", "\n")
+    )
+    return decoded
+
+
+@SETTINGS
+@given(conversations(), st.sampled_from(["TB", "LR"]))
+def test_mermaid_labels_cannot_break_the_diagram(graphs, rankdir):
+    lines = list(generate_mermaid(graphs, rankdir=rankdir))
+    assert_one_line_each(lines)
+    assert lines[0] == f"flowchart {rankdir}"
+    labels = []
+    titles = []
+    for line in lines:
+        match = MERMAID_LINE.fullmatch(line)
+        assert match is not None, line
+        for part in ("title", "label"):
+            if match.group(part) is not None:
+                assert SAFE_LABEL.fullmatch(match.group(part)), match.group(part)
+        if match.group("label") is not None:
+            labels.append(mermaid_text(match.group("label")))
+        if match.group("title") is not None:
+            titles.append(mermaid_text(match.group("title")))
+    expected = [
+        expected_drawn(node_label(n, d)).replace("\t", " ") or " "
+        for g in graphs
+        for n, d in g.nodes(data=True)
+    ]
+    assert labels == expected
+    assert len(titles) == len(graphs)
+    assert sum(
+        line.endswith(" end") and line.strip() == "end" for line in lines
+    ) == len(graphs)
+    edges = [line for line in lines if "-->" in line]
+    assert len(edges) == sum(graph.number_of_edges() for graph in graphs)

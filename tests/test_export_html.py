@@ -701,6 +701,24 @@ def test_a_fork_made_with_llm_itself_is_a_branch(open_page, llm_fork_db, tmp_pat
     visit.assert_clean()
 
 
+def test_a_hand_made_graph_with_a_cycle_still_opens(open_page, tmp_path):
+    """convgraph's trees have no cycles; a DiGraph made by hand might, and
+    the page must not hang on it: a node no root reaches becomes a root."""
+    graph = nx.DiGraph([("r", "s"), ("a", "b"), ("b", "c"), ("c", "a")])
+    graph.graph.update(conversation_id="loop", name="A loop")
+    out = tmp_path / "loop.html"
+    write_html(graph, out)
+    visit = open_page(out)
+    assert visit.drawn_ids() == {"r", "s", "a", "b", "c"}
+    visit.node("c").click()
+    assert visit.attributes("#panel [data-field=path] button", "data-goto") == [
+        "a",
+        "b",
+        "c",
+    ]
+    visit.assert_clean()
+
+
 def test_hostile_text_runs_no_script(open_page, tmp_path):
     trees = list(Forest.read(hostile_db(tmp_path / "evil.db")).trees())
     out = tmp_path / "evil.html"

@@ -3,9 +3,10 @@
  * Everything comes from the JSON block #convgraph-data; nothing is fetched.
  * Text from the database reaches the page only through textContent and
  * setAttribute, never as markup, so no prompt or response can run script.
- * Only the expanded part of a tree is in the DOM: a collapsed subtree costs
- * one "+N hidden" label, so a 5,000-node conversation opens as fast as a
- * small one. Every walk over a tree is a loop over an explicit stack.
+ * Only the expanded part of a tree is laid out (a collapsed subtree costs
+ * one "+N hidden" label), and of that only what lies near the visible part of
+ * the canvas is in the DOM, so an expanded 5,000-node conversation costs a
+ * screenful. Every walk over a tree is a loop over an explicit queue or stack.
  */
 (function () {
   "use strict";
@@ -115,16 +116,32 @@
     // Depths top-down, then subtree sizes bottom-up over the same order.
     this.depth = new Int32Array(count);
     this.order = [];
+    var seen = new Uint8Array(count);
     var queue = this.roots.slice();
-    for (var head = 0; head < queue.length; head++) {
-      var node = queue[head];
-      this.order.push(node);
-      var kids = this.children[node];
-      for (var k = 0; k < kids.length; k++) {
-        this.depth[kids[k]] = this.depth[node] + 1;
-        queue.push(kids[k]);
+    var head = 0;
+    for (var next = 0; next <= count; next++) {
+      for (; head < queue.length; head++) {
+        var node = queue[head];
+        seen[node] = 1;
+        this.order.push(node);
+        var kids = this.children[node];
+        for (var k = 0; k < kids.length; k++) {
+          this.depth[kids[k]] = this.depth[node] + 1;
+          queue.push(kids[k]);
+        }
+      }
+      // convgraph's trees have no cycles, but a graph made by hand might:
+      // a node no root reaches is cut from its parent and becomes a root.
+      while (next < count && seen[next]) next++;
+      if (next < count) {
+        var above = this.children[this.parent[next]];
+        above.splice(above.indexOf(next), 1);
+        this.parent[next] = -1;
+        this.roots.push(next);
+        queue.push(next);
       }
     }
+    this.roots.sort(function (a, b) { return a - b; });
     this.size = new Int32Array(count).fill(1);
     for (i = this.order.length - 1; i >= 0; i--) {
       var p = this.parent[this.order[i]];

@@ -27,6 +27,7 @@ from convgraph.store.rules import LoggedNode, log_response, require_rules
 from convgraph.store.transaction import (
     connect_read_write,
     database_path,
+    reporting_locks,
     write_transaction,
 )
 
@@ -169,13 +170,17 @@ def _branch_in_store(
 
     conn = connect_read_write(path, timeout)
     try:
-        store = LogStore(sqlite_utils.Database(conn))
-        history = store.load_chain(turn["tip_message_hash"])
-        messages = _with_system(llm, history, _system_of(history), system)
-        response = _answer(llm, model, prompt, messages, system)
-        with write_transaction(conn):
-            fork = store.fork(turn["tip_message_hash"], forked_from=turn["thread_id"])
-            turn_id = store.log(response, thread_id=fork)
+        with reporting_locks(conn):
+            # LogStore applies llm's own pending migrations, as llm would.
+            store = LogStore(sqlite_utils.Database(conn))
+            history = store.load_chain(turn["tip_message_hash"])
+            messages = _with_system(llm, history, _system_of(history), system)
+            response = _answer(llm, model, prompt, messages, system)
+            with write_transaction(conn):
+                fork = store.fork(
+                    turn["tip_message_hash"], forked_from=turn["thread_id"]
+                )
+                turn_id = store.log(response, thread_id=fork)
         return LoggedNode(turn_id, fork)
     finally:
         conn.close()

@@ -133,6 +133,8 @@ def delete_node(
                 result.new_parent = tree_ops.parent(graph, node_id)
                 if has_column:
                     _reparent(conn, graph, node_id, children, result.new_parent)
+            if has_column:
+                _refuse_outside_children(conn, doomed)
             _delete_responses(conn, doomed)
             result.deleted = doomed
         return result
@@ -161,6 +163,26 @@ def _reparent(conn, graph, node_id, children, new_parent) -> None:
         ) from None
 
 
+def _refuse_outside_children(conn: sqlite3.Connection, doomed: list[str]) -> None:
+    """Stored links that convgraph's tree left out (a child in another
+    conversation, say) must not be left dangling either."""
+    outside = [
+        row[0]
+        for row in conn.execute(
+            f"select id from responses where {PARENT_COLUMN} in"
+            " (select value from json_each(:ids))"
+            " and id not in (select value from json_each(:ids))",
+            {"ids": json.dumps(doomed)},
+        )
+    ]
+    if outside:
+        raise DeletionRefused(
+            f"cannot delete {doomed[0]}: {', '.join(outside[:5])} (outside the tree"
+            " convgraph shows, see `convgraph check`) names it or its subtree as"
+            " parent; nothing was deleted"
+        )
+
+
 def _delete_responses(conn: sqlite3.Connection, ids: list[str]) -> None:
     """Delete these responses, children before parents (`ids` is in breadth
     first order), with the rows of other tables that belong to them."""
@@ -182,8 +204,7 @@ def _delete_responses(conn: sqlite3.Connection, ids: list[str]) -> None:
         )
     except sqlite3.IntegrityError as error:
         raise DeletionRefused(
-            f"cannot delete {ids[0]}: {rule_message(error) or error}"
-            " (a response outside its subtree names one of them as parent);"
+            f"cannot delete {ids[0]}: {rule_message(error) or error};"
             " nothing was deleted"
         ) from None
     _drop_empty_conversations(conn, conversations)

@@ -31,6 +31,7 @@ from convgraph.store.rules import (
 from convgraph.store.transaction import (
     connect_read_write,
     database_path,
+    reporting_locks,
     write_transaction,
 )
 
@@ -348,19 +349,20 @@ def migrate(
         )
     conn = connect_read_write(path, timeout)
     try:
-        # Planned outside any transaction first: an up-to-date file is only
-        # read, so a second run leaves it byte for byte as it was.
-        plan = plan_migration(conn, path, link_linear)
-        if not plan.needed:
-            copy = backup_database(path, backup) if backup is not None else None
-            return MigrationResult(plan, False, copy)
-        with write_transaction(conn):
-            # Planned again under the write lock: another writer may have
-            # changed the file in between.
+        with reporting_locks(conn):
+            # Planned outside any transaction first: an up-to-date file is only
+            # read, so a second run leaves it byte for byte as it was.
             plan = plan_migration(conn, path, link_linear)
-            copy = backup_database(path, backup) if backup is not None else None
-            if plan.needed:
-                _apply(conn, plan)
-        return MigrationResult(plan, plan.needed, copy)
+            if not plan.needed:
+                copy = backup_database(path, backup) if backup is not None else None
+                return MigrationResult(plan, False, copy)
+            with write_transaction(conn):
+                # Planned again under the write lock: another writer may have
+                # changed the file in between.
+                plan = plan_migration(conn, path, link_linear)
+                copy = backup_database(path, backup) if backup is not None else None
+                if plan.needed:
+                    _apply(conn, plan)
+            return MigrationResult(plan, plan.needed, copy)
     finally:
         conn.close()

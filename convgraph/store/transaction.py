@@ -85,6 +85,19 @@ def busy_timeout(conn: sqlite3.Connection) -> float:
 
 
 @contextmanager
+def reporting_locks(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Turn "database is locked", from a read or a write made outside
+    `write_transaction` (a writer that is committing blocks readers too),
+    into `DatabaseLocked`."""
+    try:
+        yield conn
+    except sqlite3.OperationalError as error:
+        if _is_locked(error):
+            raise _locked(_file_of(conn), busy_timeout(conn)) from None
+        raise
+
+
+@contextmanager
 def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One `BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any error.
 

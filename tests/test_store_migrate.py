@@ -1,0 +1,514 @@
+"""`convgraph migrate`: the parent column added to a legacy database, safely.
+
+Idempotent (a second run leaves the file byte for byte), atomic (a process
+killed at random moments leaves the file as it was or fully migrated), with
+a backup through SQLite's backup API, a dry run, and `--link-linear`; and llm
+0.36 goes on working on the migrated file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import file_digest
+from databases import LlmLog, add_response, add_tree, legacy_database, timestamp
+from llm.migrations import MIGRATIONS
+
+from convgraph.cli import cli
+from convgraph.forest import Forest, load_tree_of_node
+from convgraph.store import log_response, migrate
+from convgraph.store import transaction as transaction_module
+from convgraph.store.migrate import MIGRATION_NAME, RECORD_TABLE
+from convgraph.store.rules import INDEX_NAME, TRIGGERS
+
+ALL_STEPS = [
+    "add column responses.parent_response_id (nullable TEXT, references responses.id)",
+    "create index idx_responses_parent_response_id",
+    *(f"create trigger {name}" for name in TRIGGERS),
+    "record the migration in _convgraph_migrations",
+]
+ROOTS_NOTE = (
+    "Note: existing responses get no parent, so each becomes a root of its"
+    " conversation; --link-linear keeps them as chains"
+)
+
+
+def run(*args, expect=0):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == expect, result.output
+    return result
+
+
+def linear_database(path: Path) -> Path:
+    """Two legacy conversations as llm 0.31 logged them (no parent column),
+    with a datetime tie broken by id, and a response outside any
+    conversation."""
+    conn = legacy_database(path, with_parent=False)
+    add_tree(conn, "c1", [("a1", None), ("a2", None), ("a3", None)])
+    add_tree(conn, "c2", [("b1", None), ("b2", None)], start=10)
+    add_response(conn, "b15", "c2", "tie", datetime_utc=timestamp(10))
+    add_response(conn, "solo", None, "alone", datetime_utc=timestamp(20))
+    conn.commit()
+    conn.close()
+    return path
+
+
+def rows(path: Path, columns: list[str] | None = None) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        if columns is None:
+            columns = [row[1] for row in conn.execute("pragma table_info(responses)")]
+        names = ", ".join(f'"{name}"' for name in columns)
+        return conn.execute(f"select {names} from responses order by id").fetchall()
+    finally:
+        conn.close()
+
+
+def schema(path: Path) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "select type, name, tbl_name, sql from sqlite_master order by type, name"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def columns_of(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [row[1] for row in conn.execute("pragma table_info(responses)")]
+    finally:
+        conn.close()
+
+
+def parents(path: Path) -> dict[str, str | None]:
+    conn = sqlite3.connect(path)
+    try:
+        return dict(conn.execute("select id, parent_response_id from responses"))
+    finally:
+        conn.close()
+
+
+def test_dry_run_says_what_would_change_and_changes_nothing(tmp_path):
+    db = linear_database(tmp_path / "logs.db")
+    before = file_digest(db)
+    result = run("migrate", "--db", db, "--dry-run", "--backup", tmp_path / "b.db")
+    assert result.stdout.splitlines() == [
+        f"Would back up {db} to {tmp_path / 'b.db'}",
+        f"Would migrate {db}:",
+        *(f"  - {step}" for step in ALL_STEPS),
+        ROOTS_NOTE,
+    ]
+    assert file_digest(db) == before
+    assert not (tmp_path / "b.db").exists()
+    assert sorted(os.listdir(tmp_path)) == ["logs.db"]
+
+
+def test_migration_adds_a_nullable_column_that_references_responses(tmp_path):
+    db = linear_database(tmp_path / "logs.db")
+    original = rows(db)
+    original_columns = columns_of(db)
+    conn = sqlite3.connect(db)
+    llm_migrations = conn.execute("select * from _llm_migrations").fetchall()
+    conn.close()
+
+    result = run("migrate", "--db", db)
+    assert result.stdout.splitlines() == [
+        f"Migrated {db}:",
+        *(f"  - {step}" for step in ALL_STEPS),
+        ROOTS_NOTE,
+    ]
+    conn = sqlite3.connect(db)
+    column = conn.execute("pragma table_info(responses)").fetchall()[-1]
+    assert tuple(column)[1:] == ("parent_response_id", "TEXT", 0, None, 0)
+    references = [
+        tuple(row)[2:5] for row in conn.execute("pragma foreign_key_list(responses)")
+    ]
+    assert ("responses", "parent_response_id", "id") in references
+    index = conn.execute(f"pragma index_info({INDEX_NAME})").fetchall()
+    assert [row[2] for row in index] == ["parent_response_id"]
+    assert conn.execute(f"select name from {RECORD_TABLE}").fetchall() == [
+        (MIGRATION_NAME,)
+    ]
+    # llm's own migration log is left exactly as it was.
+    assert conn.execute("select * from _llm_migrations").fetchall() == llm_migrations
+    assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
+    conn.close()
+    # Every row keeps every value; the new column is NULL everywhere.
+    assert rows(db, original_columns) == original
+    assert set(parents(db).values()) == {None}
+
+
+def test_second_run_changes_nothing_not_even_the_files_bytes(tmp_path):
+    db = linear_database(tmp_path / "logs.db")
+    run("migrate", "--db", db, "--link-linear")
+    before = file_digest(db)
+    mtime = db.stat().st_mtime_ns
+    for args in (["--link-linear"], []):
+        result = run("migrate", "--db", db, *args)
+        assert result.stdout == f"{db} is already migrated: nothing to do\n"
+    assert file_digest(db) == before
+    assert db.stat().st_mtime_ns == mtime
+    assert sorted(os.listdir(tmp_path)) == ["logs.db"]
+    assert migrate(db).applied is False
+
+
+def test_link_linear_keeps_every_conversation_the_chain_it_was(tmp_path):
+    db = linear_database(tmp_path / "logs.db")
+    chains = Forest.read(db, text=False).edges
+    run("migrate", "--db", db, "--link-linear")
+    assert parents(db) == {
+        "a1": None,
+        "a2": "a1",
+        "a3": "a2",
+        "b1": None,
+        "b15": "b1",  # the same datetime as b1: after it, by id
+        "b2": "b15",
+        "solo": None,
+    }
+    # convgraph now reads the column, and sees the very same trees.
+    linked = Forest.read(db, text=False).edges
+    assert linked.to_dict("records") == chains.to_dict("records")
+
+
+def test_link_linear_leaves_llms_search_index_as_it_was(tmp_path):
+    db = linear_database(tmp_path / "logs.db")
+    conn = sqlite3.connect(db)
+    fts_trigger = conn.execute(
+        "select sql from sqlite_master where name = 'responses_au'"
+    ).fetchone()
+    conn.close()
+    run("migrate", "--db", db, "--link-linear")
+    conn = sqlite3.connect(db)
+    assert (
+        conn.execute(
+            "select sql from sqlite_master where name = 'responses_au'"
+        ).fetchone()
+        == fts_trigger
+    )
+    conn.execute("insert into responses_fts (responses_fts) values ('integrity-check')")
+    hits = conn.execute(
+        "select r.id from responses_fts f join responses r on r.rowid = f.rowid"
+        " where responses_fts match 'alone'"
+    ).fetchall()
+    assert hits == [("solo",)]
+    # And the trigger still works for the next update.
+    conn.execute("update responses set response = 'renamed' where id = 'a1'")
+    conn.commit()
+    assert (
+        conn.execute(
+            "select rowid from responses_fts where responses_fts match 'renamed'"
+        ).fetchall()
+        == conn.execute("select rowid from responses where id = 'a1'").fetchall()
+    )
+    conn.close()
+
+
+def test_backup_is_a_copy_of_the_database_before_the_migration(tmp_path):
+    db = linear_database(tmp_path / "logs.db")
+    original_schema = schema(db)
+    original = rows(db)
+    copy = tmp_path / "before.db"
+    result = run("migrate", "--db", db, "--backup", copy)
+    assert result.stdout.splitlines()[0] == f"Backed up {db} to {copy}"
+    assert schema(copy) == original_schema
+    assert rows(copy) == original
+    assert "parent_response_id" in columns_of(db)
+
+
+def test_backup_never_overwrites_a_file(tmp_path):
+    db = linear_database(tmp_path / "logs.db")
+    taken = tmp_path / "taken.db"
+    taken.write_text("mine")
+    before = file_digest(db)
+    result = run("migrate", "--db", db, "--backup", taken, expect=2)
+    assert result.stderr == (
+        f"Error: backup file {taken} already exists; nothing was changed\n"
+    )
+    assert taken.read_text() == "mine"
+    assert file_digest(db) == before
+
+
+def test_seeds_bare_column_gets_the_rest(seed_db):
+    """The design notes' experiment added the column with a bare ALTER TABLE:
+    the migration adds only the index, the rules and the record."""
+    links = parents(seed_db)
+    result = run("migrate", "--db", seed_db)
+    assert result.stdout.splitlines() == [
+        f"Migrated {seed_db}:",
+        *(f"  - {step}" for step in ALL_STEPS[1:]),
+        "Note: responses.parent_response_id was added without REFERENCES; the"
+        " triggers hold it to the same rule (its parent must exist)",
+    ]
+    assert parents(seed_db) == links
+
+
+def test_link_linear_never_overwrites_a_tree(seed_db):
+    before = file_digest(seed_db)
+    result = run("migrate", "--db", seed_db, "--link-linear", expect=2)
+    assert result.stderr == (
+        "Error: 15 responses already have a parent: --link-linear would"
+        " overwrite the tree; nothing was changed\n"
+    )
+    assert file_digest(seed_db) == before
+
+
+def test_an_outdated_rule_is_replaced(tmp_path):
+    db = linear_database(tmp_path / "logs.db")
+    migrate(db)
+    conn = sqlite3.connect(db)
+    conn.execute("drop trigger convgraph_children_on_delete")
+    conn.execute(
+        "create trigger convgraph_children_on_delete before delete on responses"
+        " begin select 1; end"
+    )
+    conn.commit()
+    conn.close()
+    result = run("migrate", "--db", db)
+    assert result.stdout.splitlines() == [
+        f"Migrated {db}:",
+        "  - create trigger convgraph_children_on_delete",
+    ]
+    conn = sqlite3.connect(db)
+    sql = conn.execute(
+        "select sql from sqlite_master where name = 'convgraph_children_on_delete'"
+    ).fetchone()[0]
+    conn.close()
+    assert sql == TRIGGERS["convgraph_children_on_delete"]
+
+
+def test_databases_without_legacy_tables_are_one_line_errors(tmp_path):
+    store_only = tmp_path / "store.db"
+    conn = sqlite3.connect(store_only)
+    conn.execute("create table turns (id text)")
+    conn.close()
+    result = run("migrate", "--db", store_only, expect=2)
+    assert result.stderr == (
+        f"Error: {store_only} has no legacy responses table: nothing to migrate"
+        " (the message store keeps its tree in messages.parent_hash)\n"
+    )
+    missing = tmp_path / "missing.db"
+    result = run("migrate", "--db", missing, expect=2)
+    assert result.stderr == f"Error: no database file at {missing}\n"
+    assert not missing.exists()
+
+
+def test_a_database_locked_by_another_writer(tmp_path, monkeypatch):
+    """After the busy timeout: one line, nothing changed; the other writer's
+    work is not lost, and the migration goes through once it is done."""
+    monkeypatch.setattr(transaction_module, "WRITE_BUSY_TIMEOUT_SECONDS", 0.2)
+    db = linear_database(tmp_path / "logs.db")
+    original_schema = schema(db)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("begin immediate")
+    writer.execute(
+        "insert into responses (id, conversation_id, prompt) values ('late', 'c1', 'x')"
+    )
+    result = run("migrate", "--db", db, expect=2)
+    assert result.stderr == (
+        f"Error: {db} is locked by another writer (waited 0.2 s);"
+        " nothing was changed, try again when it is free\n"
+    )
+    writer.execute("commit")
+    writer.close()
+    assert schema(db) == original_schema
+    assert "late" in {row[0] for row in rows(db, ["id"])}
+    run("migrate", "--db", db)
+    assert "parent_response_id" in columns_of(db)
+    assert "late" in parents(db)
+
+
+# -- killed while migrating ---------------------------------------------------
+
+BIG = 100_000
+
+
+@pytest.fixture(scope="module")
+def big_database(tmp_path_factory) -> Path:
+    """100,000 legacy responses in 5,000 conversations, with llm's search
+    index: big enough that `migrate --link-linear` takes a while."""
+    path = tmp_path_factory.mktemp("big") / "logs.db"
+    conn = legacy_database(path, with_parent=False)
+    conn.executemany(
+        "insert into conversations (id, name, model) values (?, ?, 'echo')",
+        [(f"c{i:05d}", f"conversation {i}") for i in range(BIG // 20)],
+    )
+    conn.executemany(
+        "insert into responses (id, conversation_id, prompt, response, model,"
+        " datetime_utc, options_json) values (?, ?, ?, ?, 'echo', ?, '{}')",
+        [
+            (
+                f"r{i:06d}",
+                f"c{i // 20:05d}",
+                f"question {i} about trees",
+                f"answer {i} " * 8,
+                timestamp(i % 3000),
+            )
+            for i in range(BIG)
+        ],
+    )
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _expected_linear(path: Path) -> dict[str, str | None]:
+    conn = sqlite3.connect(path)
+    try:
+        return dict(
+            conn.execute(
+                "select id, lag(id) over (partition by conversation_id"
+                " order by datetime_utc, id) from responses"
+            )
+        )
+    finally:
+        conn.close()
+
+
+def conn_rows(path: Path) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("select * from _llm_migrations").fetchall()
+    finally:
+        conn.close()
+
+
+def _digest(table_rows: list[tuple]) -> str:
+    return hashlib.sha256(repr(table_rows).encode()).hexdigest()
+
+
+MIGRATE = [sys.executable, "-c", "from convgraph.cli import cli; cli()", "migrate"]
+
+
+def test_killed_at_random_moments_the_database_is_as_it_was_or_migrated(
+    big_database, tmp_path
+):
+    original_columns = columns_of(big_database)
+    original_schema = schema(big_database)
+    original_rows = _digest(rows(big_database))
+    expected_parents = _expected_linear(big_database)
+
+    def outcome(path: Path) -> str:
+        conn = sqlite3.connect(path)  # read-write: rolls a hot journal back
+        assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
+        conn.execute(
+            "insert into responses_fts (responses_fts) values ('integrity-check')"
+        )
+        conn.close()
+        assert _digest(rows(path, original_columns)) == original_rows
+        if schema(path) == original_schema:
+            return "as it was"
+        assert parents(path) == expected_parents
+        conn = sqlite3.connect(path)
+        triggers = {
+            row[0]
+            for row in conn.execute(
+                "select name from sqlite_master where type = 'trigger'"
+            )
+        }
+        recorded = conn.execute(f"select name from {RECORD_TABLE}").fetchall()
+        conn.close()
+        assert (
+            set(TRIGGERS) | {"responses_ai", "responses_ad", "responses_au"} == triggers
+        )
+        assert recorded == [(MIGRATION_NAME,)]
+        return "migrated"
+
+    # One run to the end, to time it.
+    whole = tmp_path / "whole.db"
+    shutil.copyfile(big_database, whole)
+    started = time.perf_counter()
+    subprocess.run([*MIGRATE, "--db", str(whole), "--link-linear"], check=True)
+    duration = time.perf_counter() - started
+    assert outcome(whole) == "migrated"
+
+    rng = random.Random(6)
+    trials = 10
+    outcomes = []
+    for trial in range(trials):
+        path = tmp_path / f"killed-{trial}.db"
+        shutil.copyfile(big_database, path)
+        # Spread the kills over the whole run: start-up, planning, writing.
+        delay = duration * (trial + rng.random()) / trials
+        process = subprocess.Popen(
+            [*MIGRATE, "--db", str(path), "--link-linear"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        hot_journal = Path(f"{path}-journal").exists()
+        result = outcome(path)
+        if hot_journal:
+            assert result == "as it was"
+        outcomes.append((round(delay, 2), hot_journal, result))
+        path.unlink()
+    # Some kills landed in the middle of the transaction (its journal was
+    # left behind), and SQLite rolled them back.
+    assert any(hot for _, hot, _ in outcomes), outcomes
+    print(f"migration run: {duration:.2f} s; kills (delay, hot journal, outcome):")
+    print(outcomes)
+
+
+# -- llm goes on working ------------------------------------------------------
+
+
+def test_llm_still_opens_logs_continues_and_lists_after_the_migration(tmp_path):
+    with LlmLog(tmp_path) as log:
+        legacy_database(log.path, with_parent=False).close()
+        first = log_response(
+            log.path, prompt="What is a tree?", response="A graph.", model="echo"
+        )
+        second = log_response(
+            log.path,
+            prompt="And a forest?",
+            response="Trees.",
+            model="echo",
+            conversation_id=first.conversation_id,
+        )
+        run("migrate", "--db", log.path, "--link-linear")
+        conn = sqlite3.connect(log.path)
+        convgraph_rows = conn.execute("select * from _llm_migrations").fetchall()
+        assert len(convgraph_rows) == 24  # llm 0.31's, untouched
+        conn.close()
+
+        log.cli("logs", "status")  # opens it, and applies llm 0.36's migrations
+        new = log.prompt("A new question")
+        continued = log.prompt("Go on", continue_conversation=first.conversation_id)
+        listed = json.loads(log.cli("logs", "list", "--json", "-n", "0"))
+
+    assert {row["id"] for row in listed} == {
+        first.node_id,
+        second.node_id,
+        new,
+        continued,
+    }
+    by_id = {row["id"]: row for row in listed}
+    assert by_id[second.node_id]["response"] == "Trees."
+    assert by_id[continued]["conversation_id"] == first.conversation_id
+    conn = sqlite3.connect(log.path)
+    names = [row[0] for row in conn.execute("select name from _llm_migrations")]
+    conn.close()
+    # llm applied its own migrations and nothing in its log is convgraph's.
+    assert set(names) == {migration.__name__ for migration in MIGRATIONS}
+    assert set(convgraph_rows) <= set(conn_rows(log.path))
+    # llm's migrations kept convgraph's rules; the continuation hangs from
+    # the legacy conversation's last response.
+    assert migrate(log.path).applied is False
+    tree = load_tree_of_node(continued, log.path)
+    assert list(tree.predecessors(continued)) == [second.node_id]
+    assert list(tree.predecessors(second.node_id)) == [first.node_id]

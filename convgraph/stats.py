@@ -259,7 +259,8 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
         {
             "conversation_id": pd.Series(tree_ids, dtype="str"),
             "name": pd.Series(
-                [forest.names.get(tree_id) for tree_id in tree_ids], dtype="object"
+                [forest.names.get(tree_id) for tree_id in tree_ids.tolist()],
+                dtype="object",
             ),
             "nodes": sizes,
             "roots": roots,

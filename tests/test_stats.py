@@ -806,3 +806,17 @@ def test_a_progress_bar_on_a_terminal_only(seed_db: Path) -> None:
     stdout, terminal = stats_on_a_terminal("--db", str(seed_db), "--quiet")
     assert stdout == SEED_TABLE
     assert terminal == ""
+
+
+def test_the_command_module_imports_neither_pandas_nor_networkx() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, convgraph.cli.stats;"
+        " print(sorted({'pandas', 'networkx', 'numpy'} & set(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"

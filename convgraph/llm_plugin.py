@@ -17,6 +17,12 @@ LLM_COMMANDS = ("tree", "leaves", "path", "branch")
 
 @llm.hookimpl
 def register_commands(cli: click.Group) -> None:
+    """Add convgraph's commands to llm's group, under the same names.
+
+    A name llm (or another plugin) already uses is left alone: convgraph
+    never replaces a command. The commands' `--db` defaults to llm's own
+    logs.db, found the way `llm logs path` finds it.
+    """
     from convgraph.cli import cli as convgraph_cli
 
     for name in LLM_COMMANDS:

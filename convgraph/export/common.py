@@ -132,15 +132,6 @@ class UniqueIds:
             )
 
 
-def node_attributes(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    """A node's attributes, the contract's first, in its order, then the rest."""
-    for key in NODE_ATTRIBUTES:
-        yield key, data.get(key)
-    for key, value in data.items():
-        if key not in NODE_ATTRIBUTES:
-            yield key, value
-
-
 PathOrFile = str | os.PathLike[str] | IO[str] | IO[bytes]
 
 #: Lines are joined into chunks of this many before writing: one write per

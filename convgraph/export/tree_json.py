@@ -46,11 +46,10 @@ from convgraph.export.common import (
     as_graphs,
     contract_node,
     new_graph,
-    node_attributes,
     read_text,
     write_lines,
 )
-from convgraph.export.json import check_format, json_key, json_object, json_value
+from convgraph.export.json import check_format, json_key, json_value, node_members
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -65,12 +64,8 @@ _DONE = object()
 
 
 def _node_line(node: Any, data: dict[str, Any], leaf: bool) -> str:
-    members = [("id", node)]
-    members.extend(
-        (key, value) for key, value in node_attributes(data) if key not in RESERVED
-    )
-    body = json_object(members)
-    return body[:-1] + (', "children": []}' if leaf else ', "children": [')
+    members = node_members(node, data, RESERVED)
+    return "{" + members + (', "children": []}' if leaf else ', "children": [')
 
 
 def _tree_lines(graph: nx.DiGraph) -> Iterator[tuple[str, bool]]:

@@ -98,9 +98,6 @@ def json_key(key: str) -> str:
     return text
 
 
-_CONTRACT_PREFIXES = tuple((json_key(key), key) for key in NODE_ATTRIBUTES)
-
-
 def json_object(members: Iterable[tuple[str, Any]]) -> str:
     """An object of `(key, value)` members, on one line."""
     return (
@@ -110,29 +107,41 @@ def json_object(members: Iterable[tuple[str, Any]]) -> str:
     )
 
 
-_CONTRACT = frozenset(NODE_ATTRIBUTES)
+def _make_encoder() -> Any:
+    """The C encoder that `json.dumps(..., ensure_ascii=False, default=str)`
+    builds on every call, built once (None where the C code is missing)."""
+    from json.encoder import c_make_encoder
+
+    if c_make_encoder is None:
+        return None
+    return c_make_encoder(
+        None, str, encode_basestring, None, ": ", ", ", False, False, True
+    )
 
 
-def node_members(node: Any, data: dict[str, Any], reserved: frozenset[str]) -> str:
-    """A node's `"id": ...` and attribute members, comma-separated, without
-    the braces: the contract's attributes in order, then any others whose
-    names `reserved` does not hold. The hot loop of both JSON exports, so
-    the contract's keys are written without a lookup of the encoder."""
-    get = data.get
-    parts = ['"id": ' + json_value(node)]
-    for prefix, key in _CONTRACT_PREFIXES:
-        value = get(key)
-        if type(value) is str:
-            parts.append(prefix + encode_basestring(value))
-        else:
-            parts.append(prefix + json_value(value))
-    if len(data) != len(_CONTRACT) or data.keys() != _CONTRACT:
-        parts.extend(
-            json_key(key) + json_value(value)
-            for key, value in data.items()
-            if key not in _CONTRACT and key not in reserved
-        )
-    return ", ".join(parts)
+_ENCODER = _make_encoder()
+
+
+def node_object(
+    node: Any, data: dict[str, Any], reserved: frozenset[str], extra: dict[str, Any]
+) -> str:
+    """A node as one JSON object: `id`, the contract's attributes in order
+    (null where missing), the node's other attributes but those `reserved`
+    names, then `extra`. The hot loop of both JSON exports: a node that has
+    exactly the contract, in order, goes to the C encoder as it is."""
+    if tuple(data) == NODE_ATTRIBUTES:
+        members = {"id": node, **data, **extra}
+    else:
+        members = {"id": node}
+        for key in NODE_ATTRIBUTES:
+            members[key] = data.get(key)
+        for key, value in data.items():
+            if key not in members and key not in reserved:
+                members[key] = value
+        members.update(extra)
+    if _ENCODER is None:
+        return json.dumps(members, **_DUMPS_OPTIONS)
+    return "".join(_ENCODER(members, 0))
 
 
 def with_commas(lines: Iterable[str]) -> Iterator[str]:
@@ -179,9 +188,9 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
             else:
                 single.update(conversation_id=tree, name=graph.graph.get("name"))
                 single.update(graph.graph)
-            tree_member = f", {json_key(TREE_ID)}{json_value(tree)}" if several else ""
+            extra = {TREE_ID: tree} if several else {}
             for node, data in graph.nodes(data=True):
-                yield "{" + node_members(node, data, RESERVED) + tree_member + "}"
+                yield node_object(node, data, RESERVED, extra)
             edges.extend(graph.edges())
 
     yield (

@@ -49,7 +49,7 @@ from convgraph.export.common import (
     read_text,
     write_lines,
 )
-from convgraph.export.json import check_format, json_key, json_value, node_members
+from convgraph.export.json import check_format, json_key, json_value, node_object
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -64,8 +64,8 @@ _DONE = object()
 
 
 def _node_line(node: Any, data: dict[str, Any], leaf: bool) -> str:
-    members = node_members(node, data, RESERVED)
-    return "{" + members + (', "children": []}' if leaf else ', "children": [')
+    body = node_object(node, data, RESERVED, {})
+    return body[:-1] + (', "children": []}' if leaf else ', "children": [')
 
 
 def _tree_lines(graph: nx.DiGraph) -> Iterator[tuple[str, bool]]:

@@ -512,3 +512,18 @@ def test_llm_still_opens_logs_continues_and_lists_after_the_migration(tmp_path):
     tree = load_tree_of_node(continued, log.path)
     assert list(tree.predecessors(continued)) == [second.node_id]
     assert list(tree.predecessors(second.node_id)) == [first.node_id]
+
+
+def test_a_database_llm_036_created_migrates_and_llm_goes_on(tmp_path):
+    """llm 0.36 creates an empty legacy responses table beside the message
+    store: it migrates, and llm's threads are untouched and continue."""
+    with LlmLog(tmp_path) as log:
+        first = log.prompt("What is a tree?")
+        conversation = log.thread_of(first)
+        before = load_tree_of_node(first, log.path)
+        run("migrate", "--db", log.path)
+        second = log.prompt("And a forest?", continue_conversation=conversation)
+    tree = load_tree_of_node(second, log.path)
+    assert list(tree.edges) == [(first, second)]
+    assert tree.nodes[first] == before.nodes[first]
+    assert "parent_response_id" in columns_of(log.path)

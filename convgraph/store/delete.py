@@ -23,7 +23,7 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from convgraph.errors import ConvgraphError
 from convgraph.store.rules import PARENT_COLUMN, rule_message
@@ -32,6 +32,9 @@ from convgraph.store.transaction import (
     database_path,
     write_transaction,
 )
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Mode = Literal["refuse", "reparent", "cascade"]
 
@@ -142,7 +145,13 @@ def delete_node(
         conn.close()
 
 
-def _reparent(conn, graph, node_id, children, new_parent) -> None:
+def _reparent(
+    conn: sqlite3.Connection,
+    graph: nx.DiGraph,
+    node_id: str,
+    children: list[str],
+    new_parent: str | None,
+) -> None:
     turns = [child for child in children if graph.nodes[child]["source"] != "responses"]
     if turns:
         raise DeletionRefused(

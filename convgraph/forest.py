@@ -231,7 +231,7 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Proble
     has_parent = nodes["parent_id"].notna().to_numpy()
     parent_index = ids.get_indexer(nodes["parent_id"].where(has_parent, None))
     own_index = np.arange(len(nodes))
-    tree = nodes["tree_id"].to_numpy()
+    tree = pd.factorize(nodes["tree_id"])[0]  # codes: cheap on categories
 
     self_parent = has_parent & (parent_index == own_index)
     missing = has_parent & (parent_index < 0)

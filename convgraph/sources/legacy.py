@@ -19,6 +19,7 @@ SOURCE = "responses"
 #: Usage columns that early versions of the table lack; read as NULL there.
 OPTIONAL_COLUMNS = ("system", "input_tokens", "output_tokens", "duration_ms")
 TEXT_COLUMNS = ("prompt", "system", "response")
+INTEGER_COLUMNS = ("input_tokens", "output_tokens", "duration_ms")
 
 
 class LegacyReader:
@@ -146,12 +147,42 @@ class LegacyReader:
         return {row[0]: row[1] for row in rows}
 
     def read_all(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """Every response as one table, with each conversation's name."""
+        """Every response as one table, with each conversation's name.
+
+        Only the columns that hold something are selected (`text=False`
+        leaves the texts out altogether); the tree id, the source and the
+        texts left out are filled in as columns afterwards, not per row.
+        """
         import pandas as pd
 
-        cursor = self.conn.execute(self._select(text=text))
-        columns = [description[0] for description in cursor.description]
-        nodes = pd.DataFrame.from_records(cursor.fetchall(), columns=columns)
+        from convgraph.sources.tables import read_frame
+
+        def column(name: str) -> str:
+            return f"r.{name}" if name in self._columns else f"null as {name}"
+
+        parent = "r.parent_response_id" if self.has_parent else "null"
+        texts = [column(name) for name in TEXT_COLUMNS] if text else []
+        query = (
+            "select r.id, coalesce(r.conversation_id, r.id) as conversation_id,"
+            f" {parent} as parent_id, r.model, r.datetime_utc, "
+            + ", ".join([column(name) for name in INTEGER_COLUMNS] + texts)
+            + " from responses r"
+            + (
+                " where r.id not in (select id from turns)"
+                if self.skip_ids_in_turns
+                else ""
+            )
+        )
+        nodes = read_frame(
+            self.conn.execute(query),
+            categories=("conversation_id", "model"),
+            integers=INTEGER_COLUMNS,
+        )
+        nodes.insert(1, "tree_id", nodes["conversation_id"])
+        for name in TEXT_COLUMNS:
+            if name not in nodes:
+                nodes[name] = None
+        nodes["source"] = pd.Categorical([SOURCE] * len(nodes))
         nodes["_continues"] = False
         return nodes, self._names()
 

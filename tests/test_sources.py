@@ -277,3 +277,24 @@ def test_sqlite_without_llm_tables(tmp_path):
 def test_unknown_conversation(seed_db):
     with pytest.raises(UnknownConversation, match="no conversation with id 'nope'"):
         load_tree("nope", seed_db)
+
+
+def test_a_hot_journal_is_explained_not_rolled_back(seed_db):
+    # A writer killed mid-transaction leaves a hot journal; reading must not
+    # roll it back (that would be a write), and says what to do instead.
+    script = (
+        "import os, signal, sqlite3, sys\n"
+        "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "conn.execute('pragma cache_size = 1')\n"
+        "conn.execute('begin immediate')\n"
+        "conn.execute(\"update responses set prompt = 'x' || prompt\")\n"
+        "conn.execute(\"update responses set response = 'y' || response\")\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(seed_db)], check=False)
+    journal = seed_db.with_name(seed_db.name + "-journal")
+    assert journal.exists()
+    before = (file_digest(seed_db), file_digest(journal))
+    with pytest.raises(DatabaseError, match="holds an unfinished transaction"):
+        open_logs(seed_db)
+    assert (file_digest(seed_db), file_digest(journal)) == before

@@ -37,10 +37,10 @@ class ConvgraphCommand(click.Command):
             return super().invoke(ctx)
         except ConvgraphError as error:
             raise UserError(str(error)) from None
-        except sqlite3.OperationalError as error:
-            raise UserError(f"database error: {error}") from None
+        except sqlite3.IntegrityError as error:
+            raise UserError(f"the database refused the change: {error}") from None
         except sqlite3.DatabaseError as error:
-            raise UserError(f"cannot read the database: {error}") from None
+            raise UserError(f"database error: {error}") from None
 
 
 def db_option(function: F) -> F:

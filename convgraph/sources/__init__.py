@@ -67,6 +67,13 @@ def connect_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS)
         conn.execute("select count(*) from sqlite_master").fetchone()
     except sqlite3.DatabaseError as error:
+        if path.with_name(path.name + "-journal").exists():
+            # A writer stopped mid-transaction; SQLite must roll its journal
+            # back before anyone reads, and a read-only reader cannot.
+            raise DatabaseError(
+                f"{path} holds an unfinished transaction of a writer that"
+                " stopped; open it once with llm or sqlite3 to roll it back"
+            ) from None
         raise DatabaseError(f"{path} is not an SQLite database ({error})") from None
     conn.row_factory = sqlite3.Row
     return conn

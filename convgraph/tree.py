@@ -91,8 +91,17 @@ def descendants(tree: nx.DiGraph, node: str) -> list[str]:
 
 
 def subtree(tree: nx.DiGraph, node: str) -> nx.DiGraph:
-    """The node and everything below it, as a graph of its own."""
-    return tree.subgraph([node, *descendants(tree, node)]).copy()
+    """The node and everything below it, as a graph of its own, in log order.
+
+    Built node by node rather than with `tree.subgraph`, whose views iterate a
+    small selection in set order and would lose the log order.
+    """
+    keep = {node, *descendants(tree, node)}
+    below = tree.__class__()
+    below.graph.update(tree.graph)
+    below.add_nodes_from((n, tree.nodes[n]) for n in tree if n in keep)
+    below.add_edges_from((p, c) for p, c in tree.edges if c in keep and c != node)
+    return below
 
 
 def depth(tree: nx.DiGraph, node: str) -> int:

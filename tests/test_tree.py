@@ -104,10 +104,16 @@ def test_complex_tree_path_to_root_and_ancestors(complex_tree):
 
 def test_subtree_and_tree_size(complex_tree):
     below_b = ops.subtree(complex_tree, "complex-b")
-    assert sorted(below_b.edges) == [
+    assert list(below_b.edges) == [
         ("complex-b", "complex-c"),
         ("complex-b", "complex-d"),
     ]
+    assert list(ops.subtree(complex_tree, "complex-e")) == [
+        "complex-e",
+        "complex-f",
+        "complex-g",
+    ]
+    assert below_b.graph == complex_tree.graph
     assert ops.tree_size(complex_tree) == 7
     assert ops.tree_size(complex_tree, "complex-e") == 3
 

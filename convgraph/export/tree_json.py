@@ -26,8 +26,6 @@ Examples
 {"id": "r", "conversation_id": null, "prompt": "What is it
 {"id": "a", "conversation_id": null, "prompt": "And a fore
 ]}
-]}
-]}
 """
 
 from __future__ import annotations
@@ -60,43 +58,48 @@ VERSION = 1
 #: Node keys the document itself uses, which node attributes cannot take.
 RESERVED = frozenset({"id", "children"})
 
-_DONE = object()
 
-
-def _node_line(node: Any, data: dict[str, Any], leaf: bool) -> str:
-    body = node_object(node, data, RESERVED, {})
-    return body[:-1] + (', "children": []}' if leaf else ', "children": [')
-
-
-def _tree_lines(graph: nx.DiGraph) -> Iterator[tuple[str, bool]]:
-    """(line, ends an item) for one conversation: the conversation object's
-    opening, each node's, and the closings, depth first without recursion."""
-    name = graph.graph.get("name")
-    yield (
+def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
+    """One conversation's lines, depth first without recursion: the
+    conversation object's opening, then one line per node. A leaf's line
+    also closes every object that the leaf ends, and carries the comma when
+    a sibling follows, so a long chain is not a second long run of lines."""
+    opening = (
         "{"
         + json_key("conversation_id")
         + json_value(graph.graph.get("conversation_id"))
         + ", "
         + json_key("name")
-        + json_value(name)
-        + ', "children": [',
-        False,
+        + json_value(graph.graph.get("name"))
+        + ', "children": ['
     )
     succ, pred = graph._succ, graph._pred
-    # Each frame iterates over the children of an open object (the roots, for
-    # the conversation); an exhausted frame closes its object.
-    stack = [iter([node for node in graph if not pred[node]])]
+    roots = [node for node in graph if not pred[node]]
+    if not roots:
+        yield opening + "]}"
+        return
+    yield opening
     nodes = graph.nodes
+    # Each frame: the children of an open object (the roots, for the
+    # conversation), and how many of them are written.
+    stack: list[list[Any]] = [[roots, 0]]
     while stack:
-        node = next(stack[-1], _DONE)
-        if node is _DONE:
-            stack.pop()
-            yield "]}", True
+        frame = stack[-1]
+        node = frame[0][frame[1]]
+        frame[1] += 1
+        children = succ[node]
+        if children:
+            body = node_object(node, nodes[node], RESERVED, {})
+            yield body[:-1] + ', "children": ['
+            stack.append([list(children), 0])
             continue
-        leaf = not succ[node]
-        yield _node_line(node, nodes[node], leaf), leaf
-        if not leaf:
-            stack.append(iter(succ[node]))
+        line = node_object(node, nodes[node], RESERVED, {})[:-1] + ', "children": []}'
+        while stack and stack[-1][1] == len(stack[-1][0]):
+            stack.pop()
+            line += "]}"
+        if stack:
+            line += ","
+        yield line
 
 
 def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
@@ -115,18 +118,20 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
     """
     yield f'{{"format": "{FORMAT}", "version": {VERSION}, "children": ['
     unique = UniqueIds()
-    # A comma goes between two items of one array: after a line that ends an
-    # item (a leaf, a closing) and before a line that starts one.
-    pending, pending_ends = None, False
+    # The last line of a conversation waits for the next one, which puts a
+    # comma after it.
+    last = None
     for graph in as_graphs(graphs):
         unique.check(graph)
-        for line, ends in _tree_lines(graph):
-            if pending is not None:
-                starts = not line.startswith("]")
-                yield pending + "," if pending_ends and starts else pending
-            pending, pending_ends = line, ends
-    if pending is not None:
-        yield pending
+        if last is not None:
+            yield last + ","
+        lines = _tree_lines(graph)
+        last = next(lines)
+        for line in lines:
+            yield last
+            last = line
+    if last is not None:
+        yield last
     yield "]}"
 
 

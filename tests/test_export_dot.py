@@ -155,6 +155,8 @@ def test_colours_follow_models_in_order_of_appearance():
         ("two\nlines\r", '"two\\nlines\\r"'),
         ("bell\x07", '"bell\\x07"'),
         ("{<|>}", '"{<|>}"'),
+        ("%3", '"\\%3"'),
+        ("50%", '"50%"'),
         ("дерево 🌳", '"дерево 🌳"'),
     ],
 )

@@ -114,8 +114,9 @@ def quote_id(node_id: Any) -> str:
     """A node or graph id as a DOT quoted string.
 
     Backslashes are doubled and quotes escaped; control characters become
-    `\\n`, `\\t`, `\\x01`-style escapes. Graphviz reads the result as one
-    ID, and two different ids never give the same one.
+    `\\n`, `\\t`, `\\x01`-style escapes, and a leading `%` (which Graphviz
+    keeps for its own anonymous names) is escaped too. Graphviz reads the
+    result as one ID, and two different ids never give the same one.
 
     Examples
     --------
@@ -127,6 +128,10 @@ def quote_id(node_id: Any) -> str:
     text = str(node_id).replace("\\", "\\\\").replace('"', '\\"')
     if _ID_CONTROLS.search(text) is not None:
         text = _ID_CONTROLS.sub(_escape_id_control, text)
+    if text.startswith("%"):
+        # Graphviz keeps names that start with % for its anonymous objects,
+        # and writes such a node under a made-up name ("%3") in SVG.
+        text = "\\" + text
     return quoted_pieces(text)
 
 

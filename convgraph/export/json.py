@@ -119,7 +119,8 @@ def _make_encoder(escape: Any) -> Any:
 
 # The ASCII encoder is much the faster of the two in the C code, and writes
 # exactly the same text for ASCII strings: it takes the nodes whose values
-# are all ASCII strings, integers or None, the other the rest.
+# are all ASCII strings, integers, None or [] (a leaf's children), the other
+# the rest.
 _ENCODER = _make_encoder(encode_basestring)
 _ASCII_ENCODER = _make_encoder(encode_basestring_ascii)
 
@@ -150,7 +151,7 @@ def node_object(
             if not value.isascii():
                 encoder = _ENCODER
                 break
-        elif kind is not int and value is not None:
+        elif kind is not int and value is not None and value != []:
             encoder = _ENCODER
             break
     return "".join(encoder(members, 0))

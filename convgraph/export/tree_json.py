@@ -79,7 +79,8 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
         yield opening + "]}"
         return
     yield opening
-    nodes = graph.nodes
+    nodes = graph._node
+    leaf_end = {"children": []}
     # Each frame: the children of an open object (the roots, for the
     # conversation), and how many of them are written.
     stack: list[list[Any]] = [[roots, 0]]
@@ -93,7 +94,7 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
             yield body[:-1] + ', "children": ['
             stack.append([list(children), 0])
             continue
-        line = node_object(node, nodes[node], RESERVED, {})[:-1] + ', "children": []}'
+        line = node_object(node, nodes[node], RESERVED, leaf_end)
         while stack and stack[-1][1] == len(stack[-1][0]):
             stack.pop()
             line += "]}"

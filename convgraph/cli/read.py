@@ -35,38 +35,22 @@ def _tree(conversation_id: str, db_path: str | None) -> nx.DiGraph:
 @json_option
 def conversations(db_path: str | None, as_json: bool) -> None:
     """List every conversation: id, name, nodes, roots, leaves and depth."""
+    from convgraph.cli.tables import print_table
     from convgraph.forest import Forest
     from convgraph.stats import conversation_table
 
     table = conversation_table(Forest.read(db_path, text=False))
     columns = ["conversation_id", "name", "nodes", "roots", "leaves", "max_depth"]
-    rows = table[columns].rename(
+    table = table[columns].rename(
         columns={"conversation_id": "id", "max_depth": "depth"}
     )
-    if as_json:
-        echo_json([_plain_row(row) for row in rows.to_dict("records")])
-        return
-    if rows.empty:
-        return
-    rows = rows.assign(name=rows["name"].fillna("").map(_short_name))
-    click.echo(rows.to_string(index=False))
+    print_table(table, "json" if as_json else "table")
 
 
 def _short_name(name: str, width: int = 40) -> str:
     from convgraph.render import excerpt
 
     return excerpt(name, width)
-
-
-def _plain_row(row: dict) -> dict:
-    import pandas as pd
-
-    return {
-        key: (None if value is None or value is pd.NA else value)
-        if not hasattr(value, "item")
-        else value.item()
-        for key, value in row.items()
-    }
 
 
 @cli.command()

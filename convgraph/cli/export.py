@@ -60,7 +60,7 @@ NO_GRAPHVIZ = (
     "--rankdir",
     metavar="DIR",
     default=None,
-    help=f"Direction of dot and mermaid drawings: {', '.join(RANKDIRS)} [default: TB]",
+    help=f"Direction of dot and mermaid drawings ({', '.join(RANKDIRS)}) and of the html page (TB, LR) [default: TB]",
 )
 @db_option
 def export(

@@ -80,8 +80,30 @@ def ratio_text(value: float | None) -> str:
     return f"{value:.3f}x (1/{1 / value:.0f})" if value < 0.1 else f"{value:.2f}x"
 
 
+SECTIONS = ("cli", "forest", "conversation", "per-node", "store", "core", "diagnosis")
+SHAPE_ORDER = ("", "linear", "bushy", "deep")
+
+
+def in_reading_order(rows: list[Row]) -> list[Row]:
+    """Rows by section, then shape, then size: each block reads as growth."""
+
+    def key(row: Row) -> tuple:
+        section = (
+            SECTIONS.index(row.section) if row.section in SECTIONS else len(SECTIONS)
+        )
+        shape = (
+            SHAPE_ORDER.index(row.shape)
+            if row.shape in SHAPE_ORDER
+            else len(SHAPE_ORDER)
+        )
+        return (section, shape, row.size)
+
+    return sorted(rows, key=key)
+
+
 def format_table(rows: list[Row]) -> str:
-    """The main table: one line per row, grouped by section."""
+    """The main table: one line per row, in blocks of section and shape."""
+    rows = in_reading_order(rows)
     header = (
         "section",
         "shape",
@@ -124,13 +146,15 @@ def format_table(rows: list[Row]) -> str:
 
     out = [render(header), render("-" * width for width in widths)]
     previous = None
-    for row, cells in zip(rows, lines, strict=False):
-        if previous is not None and row.section != previous:
+    for row, cells in zip(rows, lines, strict=True):
+        if previous is not None and (row.section, row.shape) != previous:
             out.append("")
-        previous = row.section
+        previous = (row.section, row.shape)
         out.append(render(cells))
     notes = [
-        f"  [{row.section} {row.shape} {row.size:,} {row.operation}] {note}"
+        f"  [{row.section} {row.shape} {row.size:,} {row.operation}] {note}".replace(
+            "  0 ", " "
+        )
         for row in rows
         for note in _notes(row)
     ]

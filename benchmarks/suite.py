@@ -45,7 +45,14 @@ SIZES = [1_000, 10_000, 100_000, 1_000_000]
 QUICK_SIZES = [1_000, 10_000, 100_000]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 #: The other engineers' benchmark modules, run at the end when present.
-OTHER_BENCHMARKS = ("bench_export", "bench_stats", "bench_diff")
+OTHER_BENCHMARKS = ("bench_export", "bench_html", "bench_stats", "bench_diff")
+#: Arguments the suite gives them: one run per figure keeps the whole suite
+#: within its half hour (run them alone for their best of three).
+OTHER_ARGUMENTS = {
+    "bench_export": ["--repeat", "1"],
+    "bench_html": ["--repeat", "1"],
+    "bench_diff": ["--repeat", "1"],
+}
 
 
 @dataclass
@@ -112,6 +119,35 @@ class Suite:
             self.given_up[key] = f"took {measurement.seconds:.0f} s at {size:,}"
         return measurement
 
+    def same_tree(
+        self,
+        first: Measurement,
+        section: str,
+        shape: str,
+        size: int,
+        name: str,
+        args: dict[str, Any],
+        baseline: bool = False,
+    ) -> Measurement:
+        """Measure `name`, unless `first` (an operation that loads the same
+        tree the same way, measured just before) timed out or was too slow:
+        then this one would be too, and the run's time is better spent."""
+        if first.status == "timeout" or (
+            first.seconds is not None and first.seconds > self.options.slow
+        ):
+            why = (
+                "timed out"
+                if first.status == "timeout"
+                else f"took {first.seconds:.0f} s"
+            )
+            self.given_up[(section, shape, name)] = f"{first.task} {why} at {size:,}"
+            return Measurement(
+                name,
+                status="skipped",
+                note=f"{first.task} on the same tree {why}; not run",
+            )
+        return self.measure(section, shape, size, name, args, baseline)
+
     def add(self, row: Row) -> None:
         self.rows.append(row)
         self.log(
@@ -156,7 +192,10 @@ class Suite:
                 "load one conversation",
                 m("conversation", shape, size, "convgraph.load_tree", one),
                 m("conversation", shape, size, "sqlite.conversation", one, True),
-                [f"{target.conversation_size:,} responses in the conversation"],
+                # The deep shape's conversations are one long chain each.
+                [f"{target.conversation_size:,} responses in the conversation"]
+                if shape == "deep"
+                else [],
             )
         )
         # The seed's recursion needs a frame per level of a deep chain.
@@ -195,21 +234,27 @@ class Suite:
                 m("store", shape, size, "sqlite.store_structure", plain, True),
             )
         )
+        # All three operations load the same tree (convgraph) or run the same
+        # view query (llm): when the first is hopeless, so are the others.
+        first: dict[str, Measurement] = {}
         for operation, name, args in (
             ("path", "path", {**plain, "node": target.node}),
             ("descendants of the root", "descendants", {**plain, "node": target.root}),
             ("leaves", "leaves", {**plain, "conversation": target.conversation}),
         ):
-            self.add(
-                Row(
-                    "store",
-                    shape,
-                    size,
-                    operation,
-                    m("store", shape, size, f"convgraph.{name}", args),
-                    m("store", shape, size, f"view.{name}", args, True),
-                )
-            )
+            sides = []
+            for family, baseline in (("convgraph", False), ("view", True)):
+                task = f"{family}.{name}"
+                if family in first:
+                    found = self.same_tree(
+                        first[family], "store", shape, size, task, args, baseline
+                    )
+                else:
+                    found = first[family] = m(
+                        "store", shape, size, task, args, baseline
+                    )
+                sides.append(found)
+            self.add(Row("store", shape, size, operation, *sides))
 
     def cli_path(self, shape: str, size: int, bare: Measurement) -> None:
         db = cache.ensure("legacy", shape, size, self.options.data_dir, self.log)
@@ -249,7 +294,18 @@ class Suite:
             if importlib.util.find_spec(f"benchmarks.{name}") is None:
                 self.others[name] = {"status": "absent"}
                 continue
-            argv = [sys.executable, "-m", f"benchmarks.{name}"]
+            argv = [
+                sys.executable,
+                "-m",
+                f"benchmarks.{name}",
+                *OTHER_ARGUMENTS.get(name, []),
+            ]
+            source = Path(
+                importlib.util.find_spec(f"benchmarks.{name}").origin
+            ).read_text()
+            if '"--size"' in source and max(self.options.sizes) < 1_000_000:
+                # A shorter run asks the others for its largest size too.
+                argv += ["--size", str(max(self.options.sizes))]
             self.log(f"\n== {name} ({' '.join(argv[1:])})")
             started = time.perf_counter()
             try:
@@ -428,7 +484,11 @@ def convgraph_command() -> str:
 
 def print_report(suite: Suite, document: dict[str, Any]) -> None:
     print()
-    print("== results (ratio = convgraph time / baseline time; MB = peak RSS)")
+    print(
+        "== results: seconds are the best of up to 5 runs in one fresh process"
+        " (CLI: median of 7 whole commands);\n   MB is that process's peak RSS;"
+        " ratio = convgraph time / baseline time (below 1: convgraph is faster)"
+    )
     print(format_table(suite.rows))
     print()
     print("== growth (median seconds at each size; x per 10x responses)")

@@ -491,13 +491,11 @@ def print_report(suite: Suite, document: dict[str, Any]) -> None:
     )
     print(format_table(suite.rows))
     print()
-    print("== growth (median seconds at each size; x per 10x responses)")
-    print(
-        format_growth(
-            document["growth"], sorted({r.size for r in suite.rows if r.size})
-        )
-    )
-    print()
+    sizes = sorted({row.size for row in suite.rows if row.size})
+    if len(sizes) > 1:
+        print("== growth: seconds at each size, and the factor per 10x responses")
+        print(format_growth(document["growth"], sizes))
+        print()
     print("== targets (issue 7)")
     print(format_targets(suite.targets()))
     print(f"\ntotal {document['seconds'] / 60:.1f} min")

@@ -36,6 +36,7 @@ from convgraph.store.rules import INDEX_NAME, TRIGGERS
 ALL_STEPS = [
     "add column responses.parent_response_id (nullable TEXT, references responses.id)",
     "create index idx_responses_parent_response_id",
+    "create index idx_responses_conversation_id",
     *(f"create trigger {name}" for name in TRIGGERS),
     "record the migration in _convgraph_migrations",
 ]

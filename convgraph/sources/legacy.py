@@ -120,14 +120,18 @@ class LegacyReader:
         self, conversation_ids: list[str], tree_id: str
     ) -> tuple[list[dict[str, Any]], str | None]:
         """The responses of these conversations, as records of tree `tree_id`."""
+        # Spelled out rather than coalesce(...) in (...), so that SQLite can
+        # use an index on conversation_id where there is one (convgraph
+        # migrate makes it; llm does not) and the primary key for the rest.
         query = (
-            self._select() + " and coalesce(r.conversation_id, r.id)"
-            " in (select value from json_each(?))"
+            self._select() + " and (r.conversation_id in (select value from"
+            " json_each(:ids)) or (r.conversation_id is null and r.id in"
+            " (select value from json_each(:ids))))"
             " order by coalesce(r.datetime_utc, ''), r.id"
         )
         records = [
             dict(row)
-            for row in self.conn.execute(query, [_json_list(conversation_ids)])
+            for row in self.conn.execute(query, {"ids": _json_list(conversation_ids)})
         ]
         for record in records:
             record["tree_id"] = tree_id

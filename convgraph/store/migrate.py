@@ -20,6 +20,8 @@ from pathlib import Path
 
 from convgraph.errors import ConvgraphError, DatabaseError
 from convgraph.store.rules import (
+    CONVERSATION_INDEX_NAME,
+    CONVERSATION_INDEX_SQL,
     INDEX_NAME,
     INDEX_SQL,
     PARENT_COLUMN,
@@ -72,6 +74,7 @@ class MigrationPlan:
     add_column: bool = False
     link: int = 0
     add_index: bool = False
+    add_conversation_index: bool = False
     triggers: list[str] = field(default_factory=list)
     add_record: bool = False
     notes: list[str] = field(default_factory=list)
@@ -83,6 +86,7 @@ class MigrationPlan:
             self.add_column
             or self.link
             or self.add_index
+            or self.add_conversation_index
             or self.triggers
             or self.add_record
         )
@@ -102,6 +106,8 @@ class MigrationPlan:
             )
         if self.add_index:
             steps.append(f"create index {INDEX_NAME}")
+        if self.add_conversation_index:
+            steps.append(f"create index {CONVERSATION_INDEX_NAME}")
         for name in self.triggers:
             steps.append(f"create trigger {name}")
         if self.add_record:
@@ -141,7 +147,8 @@ def plan_migration(
     plan.add_column = PARENT_COLUMN not in columns
     if link_linear:
         plan.link = _links_to_make(conn, plan.add_column)
-    plan.add_index = not _has_parent_index(conn)
+    plan.add_index = not _has_index_on(conn, PARENT_COLUMN)
+    plan.add_conversation_index = not _has_index_on(conn, "conversation_id")
     plan.triggers = missing_rules(conn)
     plan.add_record = plan.add_column or not _recorded(conn)
     if plan.add_column and not link_linear and _has_rows(conn):
@@ -185,12 +192,12 @@ def _links_to_make(conn: sqlite3.Connection, adding_column: bool) -> int:
     )
 
 
-def _has_parent_index(conn: sqlite3.Connection) -> bool:
-    """Whether some index on responses starts with the parent column (ours,
-    or one the user made, as the seed's notes suggested)."""
+def _has_index_on(conn: sqlite3.Connection, column: str) -> bool:
+    """Whether some index on responses starts with `column` (ours, or one the
+    user made, as the seed's notes suggested for the parent column)."""
     for index in conn.execute("pragma index_list(responses)").fetchall():
         first = conn.execute(f"pragma index_info('{index[1]}')").fetchone()
-        if first is not None and first[2] == PARENT_COLUMN:
+        if first is not None and first[2] == column:
             return True
     return False
 
@@ -225,6 +232,10 @@ def _apply(conn: sqlite3.Connection, plan: MigrationPlan) -> None:
         _link_linear(conn)
     if plan.add_index:
         conn.execute(INDEX_SQL)
+    if plan.add_conversation_index:
+        # Not a tree rule: it lets a reader fetch one conversation without
+        # scanning every response (llm never made this index).
+        conn.execute(CONVERSATION_INDEX_SQL)
     # The rules go in after the links: the linear links are valid by
     # construction, and checking each one would walk its whole chain.
     install_rules(conn)

@@ -35,6 +35,10 @@ from convgraph.store.transaction import connect_read_write, write_transaction
 PARENT_COLUMN = "parent_response_id"
 INDEX_NAME = "idx_responses_parent_response_id"
 INDEX_SQL = f"CREATE INDEX {INDEX_NAME} ON responses ({PARENT_COLUMN})"
+CONVERSATION_INDEX_NAME = "idx_responses_conversation_id"
+CONVERSATION_INDEX_SQL = (
+    f"CREATE INDEX {CONVERSATION_INDEX_NAME} ON responses (conversation_id)"
+)
 
 #: Every message a trigger raises starts with this, so that a caller can tell
 #: a rule from any other constraint.

@@ -18,6 +18,8 @@ import sqlite3
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from convgraph.sources.tables import no_garbage_collection
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -177,6 +179,16 @@ class MessageStoreReader:
     ) -> list[dict[str, Any]]:
         """Node records of the turns of `thread_ids` (None: of every thread,
         reading whole tables instead of walking chains)."""
+        with no_garbage_collection():
+            return self._read_records(thread_ids, thread_roots, forked_from, text)
+
+    def _read_records(
+        self,
+        thread_ids: list[str] | None,
+        thread_roots: dict[str, str],
+        forked_from: dict[str, str | None],
+        text: bool,
+    ) -> list[dict[str, Any]]:
         threads_json = json.dumps(thread_ids)
         where = "" if thread_ids is None else SOME_THREADS
         turns = [
@@ -217,7 +229,7 @@ class MessageStoreReader:
             parent = None
             if above is not None:
                 parent = _choose_parent(by_tip[(tree_id, above)], turn, forked_from)
-            input_hashes = chains.own_input(turn["parent_message_hash"])
+            input_hashes = chains.own_input(turn["parent_message_hash"]) if text else []
             records.append(
                 {
                     "id": turn["id"],

@@ -319,6 +319,7 @@ class _Chains:
     def __init__(self, messages: dict[str, tuple[str | None, str]]):
         self.messages = messages
         self._nearest: dict[tuple[str, str], str | None] = {}
+        self._root: dict[str, str | None] = {}
 
     def parent(self, message_hash: str | None) -> str | None:
         if message_hash is None or message_hash not in self.messages:
@@ -388,15 +389,27 @@ class _Chains:
         return False
 
     def root(self, message_hash: str | None) -> str | None:
+        """The first message of the chain through `message_hash` (None on a
+        cycle), remembered for every message walked: every turn of a deep
+        chain asks, and walking to the top each time would be quadratic."""
+        walked = []
         seen = set()
         current = message_hash
+        found = None
         while current in self.messages and current not in seen:
+            if current in self._root:
+                found = self._root[current]
+                break
+            walked.append(current)
             seen.add(current)
             parent = self.messages[current][0]
             if parent is None:
-                return current
+                found = current
+                break
             current = parent
-        return None
+        for message in walked:
+            self._root[message] = found
+        return found
 
 
 def _choose_parent(

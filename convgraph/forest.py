@@ -102,6 +102,28 @@ def load_tree_of_node(
         return read_tree(logs, logs.tree_id_of_node(node_id))[0]
 
 
+def load_path(
+    node_id: str, db: str | os.PathLike[str] | LogDatabase | None = None
+) -> list[str]:
+    """The ids from the root of `node_id`'s tree down to `node_id`.
+
+    The same answer as `convgraph.tree.path` on `load_tree_of_node`, but where
+    the file stores parent links (legacy with `parent_response_id`) it walks
+    them up the primary key and reads nothing else of the conversation.
+
+    Raises
+    ------
+    UnknownNode, DatabaseError
+    """
+    from convgraph.tree import path
+
+    with _opened(db) as logs:
+        found = logs.path_by_links(node_id)
+        if found is not None:
+            return found
+        return path(read_tree(logs, logs.tree_id_of_node(node_id))[0], node_id)
+
+
 class _opened:
     """Use an open LogDatabase as it is, or open a path and close it after."""
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from convgraph import Forest, load_tree, render_tree
 from convgraph import tree as ops
-from convgraph.forest import read_tree
+from convgraph.forest import load_path, read_tree
 from convgraph.integrity import check_links
 from convgraph.sources import open_logs
 
@@ -199,6 +199,10 @@ def test_vectorized_and_per_tree_checks_agree(tmp_path_factory, parents, convers
             per_tree.extend(problems)
             assert sorted(graph.edges) == sorted(forest.tree(tree_id).edges)
             assert all(degree <= 1 for _, degree in graph.in_degree())
+            # The walk up the stored links gives the tree's answer, whatever
+            # is broken on the way.
+            for node in graph:
+                assert load_path(node, logs) == ops.path(graph, node)
     assert problem_summary(per_tree) == problem_summary(forest.problems)
 
 

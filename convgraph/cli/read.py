@@ -135,9 +135,9 @@ def _depth_first(graph: nx.DiGraph, root: str) -> list[str]:
 @json_option
 def path(node_id: str, db_path: str | None, as_json: bool) -> None:
     """The ids from the root of NODE_ID's tree down to NODE_ID."""
-    from convgraph import tree as operations
+    from convgraph.forest import load_path
 
-    echo_ids(operations.path(_tree_of_node(node_id, db_path), node_id), as_json)
+    echo_ids(load_path(node_id, db_path), as_json)
 
 
 @cli.command()

@@ -162,6 +162,32 @@ class LogDatabase:
             return self.store.root_thread(conversation_id)
         return conversation_id
 
+    def path_by_links(self, node_id: str) -> list[str] | None:
+        """The ids from the root down to `node_id`, read by walking the stored
+        parent links up the primary key: no other row of the conversation is
+        read. None where that walk cannot give the tree's answer: no parent
+        column, turns in the file, or a broken link on the way up (the tree
+        decides how broken links are dropped)."""
+        if self.legacy is None or not self.legacy.has_parent:
+            return None
+        if self.store is not None and self.store.has_turns():
+            return None
+        links = self.legacy.links_above(node_id)
+        if node_id not in links:
+            raise UnknownNode(node_id)
+        conversation = links[node_id][1]
+        path = [node_id]
+        while (parent := links[path[-1]][0]) is not None:
+            if (
+                parent not in links
+                or parent in path
+                or links[parent][1] != conversation
+            ):
+                return None
+            path.append(parent)
+        path.reverse()
+        return path
+
     # -- reading --------------------------------------------------------
 
     def tree_ids(self) -> list[str]:

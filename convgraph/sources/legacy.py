@@ -141,6 +141,28 @@ class LegacyReader:
         name = names.get(tree_id) or next(iter(names.values()), None)
         return records, name
 
+    def links_above(self, node_id: str) -> dict[str, tuple[str | None, str]]:
+        """The response and every response above it through the stored
+        parent links: id -> (parent id, conversation), by primary key.
+
+        UNION (not UNION ALL) drops rows seen before, so a cycle of links
+        ends the query instead of looping.
+        """
+        rows = self.conn.execute(
+            """
+            with recursive up(id, parent, conversation) as (
+                select id, parent_response_id, coalesce(conversation_id, id)
+                from responses where id = :node
+                union
+                select r.id, r.parent_response_id, coalesce(r.conversation_id, r.id)
+                from responses r join up on r.id = up.parent
+            )
+            select id, parent, conversation from up
+            """,
+            {"node": node_id},
+        )
+        return {row[0]: (row[1], row[2]) for row in rows}
+
     def conversation_of_ids(self, node_ids: list[str]) -> dict[str, str]:
         """Which conversation each of these responses is in (for integrity)."""
         rows = self.conn.execute(

@@ -70,6 +70,9 @@ class MessageStoreReader:
             ).fetchone()
         )
 
+    def has_turns(self) -> bool:
+        return self.conn.execute("select 1 from turns limit 1").fetchone() is not None
+
     def thread_of_turn(self, turn_id: str) -> str | None:
         row = self.conn.execute(
             "select thread_id from turns where id = ?", [turn_id]

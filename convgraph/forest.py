@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
 from convgraph.errors import UnknownConversation
 from convgraph.integrity import (
     CROSS_CONVERSATION,
@@ -25,14 +26,12 @@ from convgraph.integrity import (
     check_links,
     link_problem,
 )
-from convgraph.sources import NODE_ATTRIBUTES, LogDatabase, TreeRecords, open_logs
+from convgraph.sources import LogDatabase, TreeRecords, open_logs
 
 if TYPE_CHECKING:
     import networkx as nx
     import numpy as np
     import pandas as pd
-
-INTEGER_ATTRIBUTES = ("input_tokens", "output_tokens", "duration_ms")
 
 
 def build_graph(

@@ -28,10 +28,10 @@ from databases import add_response, add_tree, legacy_database
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.diff import UnrelatedNodes, diff
 from convgraph.errors import ConvgraphError
 from convgraph.export import FORMATS, ExportError, read_json
-from convgraph.export.common import NODE_ATTRIBUTES
 from convgraph.export.html import (
     generate_html,
     page_data,

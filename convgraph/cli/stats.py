@@ -81,9 +81,10 @@ def load_forest(
     """
     import pandas as pd
 
+    from convgraph.contract import NODE_ATTRIBUTES
     from convgraph.errors import UnknownConversation
     from convgraph.forest import Forest
-    from convgraph.sources import NODE_ATTRIBUTES, open_logs
+    from convgraph.sources import open_logs
 
     step = step or (lambda label: None)
     step("Opening the database")

@@ -19,25 +19,12 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ConvgraphError
 
 if TYPE_CHECKING:
     import networkx as nx
 
-#: The node contract of notes/CONTRACT.md, in the order every format writes it.
-NODE_ATTRIBUTES = (
-    "conversation_id",
-    "prompt",
-    "system",
-    "response",
-    "model",
-    "datetime_utc",
-    "input_tokens",
-    "output_tokens",
-    "duration_ms",
-    "source",
-)
-INTEGER_ATTRIBUTES = frozenset({"input_tokens", "output_tokens", "duration_ms"})
 
 #: Graphviz's and Mermaid's directions (Mermaid writes TB as TB or TD).
 RANKDIRS = ("TB", "LR", "BT", "RL")

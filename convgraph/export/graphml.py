@@ -36,10 +36,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
 from convgraph.export.common import (
     FORBIDDEN,
-    INTEGER_ATTRIBUTES,
-    NODE_ATTRIBUTES,
     TREE_ID,
     TREE_NAME,
     ExportError,

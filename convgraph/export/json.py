@@ -48,8 +48,8 @@ from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.export.common import (
-    NODE_ATTRIBUTES,
     TREE_ID,
     ExportError,
     PathOrFile,

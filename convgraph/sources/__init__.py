@@ -15,25 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.sources import legacy, message_store
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The node attributes of DESIGN.md's contract, in the order tables show them.
-NODE_ATTRIBUTES = (
-    "conversation_id",
-    "prompt",
-    "system",
-    "response",
-    "model",
-    "datetime_utc",
-    "input_tokens",
-    "output_tokens",
-    "duration_ms",
-    "source",
-)
+__all__ = ["NODE_ATTRIBUTES", "LogDatabase", "TreeRecords", "open_logs"]
+
 
 #: How long a read waits for a writer (llm logging a response) to finish.
 BUSY_TIMEOUT_SECONDS = 5.0

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, TEXT_ATTRIBUTES
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -18,8 +20,6 @@ SOURCE = "responses"
 
 #: Usage columns that early versions of the table lack; read as NULL there.
 OPTIONAL_COLUMNS = ("system", "input_tokens", "output_tokens", "duration_ms")
-TEXT_COLUMNS = ("prompt", "system", "response")
-INTEGER_COLUMNS = ("input_tokens", "output_tokens", "duration_ms")
 
 
 class LegacyReader:
@@ -39,23 +39,18 @@ class LegacyReader:
 
     def _select(self, text: bool = True) -> str:
         def column(name: str) -> str:
-            if name in TEXT_COLUMNS and not text:
+            if name in TEXT_ATTRIBUTES and not text:
                 return f"null as {name}"
             if name in self._columns:
                 return f"r.{name}"
             return f"null as {name}"
 
         parent = "r.parent_response_id" if self.has_parent else "null"
-        wanted = (
-            "prompt",
-            "system",
-            "response",
-            "model",
-            "datetime_utc",
-            "input_tokens",
-            "output_tokens",
-            "duration_ms",
-        )
+        wanted = [
+            name
+            for name in NODE_ATTRIBUTES
+            if name not in ("conversation_id", "source")
+        ]
         fields = ", ".join(column(name) for name in wanted)
         skip = (
             " and r.id not in (select id from turns)" if self.skip_ids_in_turns else ""
@@ -187,11 +182,11 @@ class LegacyReader:
             return f"r.{name}" if name in self._columns else f"null as {name}"
 
         parent = "r.parent_response_id" if self.has_parent else "null"
-        texts = [column(name) for name in TEXT_COLUMNS] if text else []
+        texts = [column(name) for name in TEXT_ATTRIBUTES] if text else []
         query = (
             "select r.id, coalesce(r.conversation_id, r.id) as conversation_id,"
             f" {parent} as parent_id, r.model, r.datetime_utc, "
-            + ", ".join([column(name) for name in INTEGER_COLUMNS] + texts)
+            + ", ".join([column(name) for name in INTEGER_ATTRIBUTES] + texts)
             + " from responses r"
             + (
                 " where r.id not in (select id from turns)"
@@ -202,10 +197,10 @@ class LegacyReader:
         nodes = read_frame(
             self.conn.execute(query),
             categories=("conversation_id", "model"),
-            integers=INTEGER_COLUMNS,
+            integers=INTEGER_ATTRIBUTES,
         )
         nodes.insert(1, "tree_id", nodes["conversation_id"])
-        for name in TEXT_COLUMNS:
+        for name in TEXT_ATTRIBUTES:
             if name not in nodes:
                 nodes[name] = None
         nodes["source"] = pd.Categorical([SOURCE] * len(nodes))

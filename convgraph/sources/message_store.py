@@ -18,6 +18,7 @@ import sqlite3
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.sources.tables import no_garbage_collection
 
 if TYPE_CHECKING:
@@ -149,22 +150,7 @@ class MessageStoreReader:
         )
         forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
         records = self._read(None, thread_roots, forked_from, text=text)
-        columns = [
-            "id",
-            "tree_id",
-            "parent_id",
-            "conversation_id",
-            "prompt",
-            "system",
-            "response",
-            "model",
-            "datetime_utc",
-            "input_tokens",
-            "output_tokens",
-            "duration_ms",
-            "source",
-            "_continues",
-        ]
+        columns = ["id", "tree_id", "parent_id", *NODE_ATTRIBUTES, "_continues"]
         nodes = pd.DataFrame.from_records(records, columns=columns)
         names = {
             tid: row["name"]
@@ -173,6 +159,7 @@ class MessageStoreReader:
         }
         return nodes, names, thread_roots
 
+    @no_garbage_collection()
     def _read(
         self,
         thread_ids: list[str] | None,
@@ -182,16 +169,6 @@ class MessageStoreReader:
     ) -> list[dict[str, Any]]:
         """Node records of the turns of `thread_ids` (None: of every thread,
         reading whole tables instead of walking chains)."""
-        with no_garbage_collection():
-            return self._read_records(thread_ids, thread_roots, forked_from, text)
-
-    def _read_records(
-        self,
-        thread_ids: list[str] | None,
-        thread_roots: dict[str, str],
-        forked_from: dict[str, str | None],
-        text: bool,
-    ) -> list[dict[str, Any]]:
         threads_json = json.dumps(thread_ids)
         where = "" if thread_ids is None else SOME_THREADS
         turns = [

@@ -1,0 +1,25 @@
+"""The node contract of DESIGN.md: which attributes every node carries.
+
+One place for the names, so that the readers, the forest, the exporters and
+the statistics agree on them without importing each other.
+"""
+
+#: Every node attribute, in the order tables and exports show them.
+NODE_ATTRIBUTES = (
+    "conversation_id",
+    "prompt",
+    "system",
+    "response",
+    "model",
+    "datetime_utc",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
+    "source",
+)
+
+#: The texts: most of a database's bytes, left out by `text=False` reads.
+TEXT_ATTRIBUTES = ("prompt", "system", "response")
+
+#: The usage figures, integers (or None).
+INTEGER_ATTRIBUTES = ("input_tokens", "output_tokens", "duration_ms")

@@ -124,12 +124,13 @@ def _convgraph_load_tree(db: str, conversation: str) -> Callable[[], Any]:
 
 @task("convgraph.path")
 def _convgraph_path(db: str, node: str) -> Callable[[], list]:
-    """A node's path from its root: load its conversation, walk up."""
+    """A node's path from its root, as `convgraph path` finds it: up the
+    stored links where there are any, else through its conversation's tree."""
     import networkx  # noqa: F401
 
-    from convgraph import load_tree_of_node, tree
+    from convgraph.forest import load_path
 
-    return lambda: tree.path(load_tree_of_node(node, db), node)
+    return lambda: load_path(node, db)
 
 
 @task("convgraph.descendants")

@@ -167,14 +167,16 @@ class LogDatabase:
             raise UnknownNode(node_id)
         conversation = links[node_id][1]
         path = [node_id]
+        on_path = {node_id}
         while (parent := links[path[-1]][0]) is not None:
             if (
                 parent not in links
-                or parent in path
+                or parent in on_path
                 or links[parent][1] != conversation
             ):
                 return None
             path.append(parent)
+            on_path.add(parent)
         path.reverse()
         return path
 

@@ -245,9 +245,15 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Proble
     import numpy as np
     import pandas as pd
 
-    nodes = nodes.reset_index(drop=True)
+    # The readers hand over tables already in shape; converting them again
+    # would copy a million rows for nothing.
+    if nodes.index.equals(pd.RangeIndex(len(nodes))):
+        nodes = nodes.copy(deep=False)  # the caller's table stays as it was
+    else:
+        nodes = nodes.reset_index(drop=True)
     for column in INTEGER_ATTRIBUTES:
-        nodes[column] = pd.array(nodes[column], dtype="Int64")
+        if not isinstance(nodes[column].dtype, pd.Int64Dtype):
+            nodes[column] = pd.array(nodes[column], dtype="Int64")
     ids = pd.Index(nodes["id"])
     has_parent = nodes["parent_id"].notna().to_numpy()
     parent_index = ids.get_indexer(nodes["parent_id"].where(has_parent, None))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-CHUNK_ROWS = 100_000
+CHUNK_ROWS = 20_000
 
 
 @contextmanager

@@ -106,9 +106,8 @@ def diagnosis_rows(
                 **common,
             ),
             [
-                "copy with indexes on conversation_id and parent_response_id:"
-                " the bare fetch uses the index, convgraph's"
-                " coalesce(conversation_id, id) in (...) cannot"
+                "copy with the indexes convgraph migrate makes (conversation_id,"
+                " parent_response_id): both sides search the index"
             ],
         ),
         Row(

@@ -22,7 +22,7 @@ import difflib
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import ConvgraphError
@@ -211,13 +211,7 @@ class StepSide:
     duration_ms: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "model": self.model,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "duration_ms": self.duration_ms,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -540,16 +534,7 @@ class Alternative:
     similarity: dict[str, float]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "model": self.model,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "duration_ms": self.duration_ms,
-            "response_length": self.response_length,
-            "subtree_size": self.subtree_size,
-            "similarity": dict(self.similarity),
-        }
+        return asdict(self)
 
 
 #: The columns of `Comparison.to_frame`, after the `id` index.

@@ -30,8 +30,8 @@ from convgraph.cli.options import UserError, db_option, echo_json, json_option
 def migrate(
     db_path: str | None, backup: str | None, dry_run: bool, link_linear: bool
 ) -> None:
-    """Add parent_response_id, its index and the tree's rules to a legacy
-    database.
+    """Add parent_response_id, the tree's rules and two indexes (on the
+    parent and on conversation_id) to a legacy database.
 
     Safe to run again: only what is missing is added, and an up-to-date file
     is not written at all. All or nothing: one transaction.

@@ -2,9 +2,8 @@
 
 The migration is a plan and its application. The plan looks at what the file
 already has: the column (nullable TEXT referencing `responses.id`), its index
-and one on `conversation_id`,
-convgraph's triggers (`convgraph.store.rules`) and the record of the migration
-in `_convgraph_migrations`. Only what is missing is done, so a second run
+and one on `conversation_id`, convgraph's triggers (`convgraph.store.rules`)
+and the record of the migration in `_convgraph_migrations`. Only what is missing is done, so a second run
 finds nothing to do and does not write at all: not a transaction, not a byte.
 Everything is applied in one `BEGIN IMMEDIATE` transaction, and SQLite's DDL
 is transactional, so a process killed at any moment leaves the file as it was

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from convgraph import tree as operations
+from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.forest import Forest
 from convgraph.stats import (
     BRANCH_COLUMNS,
@@ -29,18 +30,7 @@ from convgraph.stats import (
     path_totals,
 )
 
-ATTRIBUTES = (
-    "conversation_id",
-    "prompt",
-    "system",
-    "response",
-    "model",
-    "datetime_utc",
-    "input_tokens",
-    "output_tokens",
-    "duration_ms",
-    "source",
-)
+ATTRIBUTES = NODE_ATTRIBUTES
 
 
 def nodes_frame(rows: list[dict]) -> pd.DataFrame:

@@ -14,6 +14,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from convgraph.store import migrate
+
 SCHEMA_0_31 = Path(__file__).parent / "data" / "llm-0.31-schema.sql"
 
 
@@ -138,6 +140,20 @@ def seed_database(path: Path) -> Path:
         ]
         add_tree(conn, name, prefixed, start)
         start += len(links)
+    conn.close()
+    return path
+
+
+def migrated_complex(path: Path) -> Path:
+    """The seed's complex tree in conversation "t", and a one-node
+    conversation "other", migrated."""
+    conn = legacy_database(path, with_parent=False)
+    conn.close()
+    migrate(path)
+    conn = sqlite3.connect(path)
+    add_tree(conn, "t", COMPLEX)
+    add_response(conn, "lone", "other", "elsewhere", datetime_utc="2025-09-28")
+    conn.commit()
     conn.close()
     return path
 

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import file_digest
-from databases import COMPLEX, LlmLog, add_response, add_tree, legacy_database
+from databases import (
+    LlmLog,
+    add_tree,
+    legacy_database,
+    migrated_complex,
+)
 
 from convgraph.cli import cli
 from convgraph.forest import load_tree
@@ -37,16 +42,7 @@ def db(tmp_path: Path) -> Path:
         root -> b -> c, d
              -> e -> f, g
     """
-    path = tmp_path / "logs.db"
-    conn = legacy_database(path, with_parent=False)
-    conn.close()
-    migrate(path)
-    conn = sqlite3.connect(path)
-    add_tree(conn, "t", COMPLEX)
-    add_response(conn, "lone", "other", "elsewhere", datetime_utc="2025-09-28")
-    conn.commit()
-    conn.close()
-    return path
+    return migrated_complex(tmp_path / "logs.db")
 
 
 def edges(path: Path, conversation: str = "t") -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from databases import COMPLEX, add_response, add_tree, legacy_database
+from databases import add_tree, legacy_database, migrated_complex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,20 +26,6 @@ HAS_CHILDREN = (
     "convgraph: a response with children cannot be deleted"
     " (convgraph delete --reparent or --cascade)"
 )
-
-
-def migrated_complex(path: Path) -> Path:
-    """The seed's complex tree in conversation "t", and a one-node
-    conversation "other", migrated."""
-    conn = legacy_database(path, with_parent=False)
-    conn.close()
-    migrate(path)
-    conn = sqlite3.connect(path)
-    add_tree(conn, "t", COMPLEX)
-    add_response(conn, "lone", "other", "elsewhere", datetime_utc="2025-09-28")
-    conn.commit()
-    conn.close()
-    return path
 
 
 @pytest.fixture

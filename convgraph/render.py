@@ -14,19 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from convgraph.text import EXCERPT_WIDTH, excerpt
+
 if TYPE_CHECKING:
     import networkx as nx
-
-EXCERPT_WIDTH = 60
-
-
-def excerpt(text: str | None, width: int = EXCERPT_WIDTH) -> str:
-    """The text on one line, cut to `width` characters with an ellipsis
-    (nothing at all for a width of 0)."""
-    if not text or width <= 0:
-        return ""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def generate_tree_lines(

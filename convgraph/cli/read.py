@@ -48,7 +48,7 @@ def conversations(db_path: str | None, as_json: bool) -> None:
 
 
 def _short_name(name: str, width: int = 40) -> str:
-    from convgraph.render import excerpt
+    from convgraph.text import excerpt
 
     return excerpt(name, width)
 

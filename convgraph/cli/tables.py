@@ -84,7 +84,7 @@ def _aligned(table: pd.DataFrame) -> str:
     left, numbers flush right."""
     import pandas as pd
 
-    from convgraph.render import excerpt
+    from convgraph.text import excerpt
 
     cells: dict[str, list[str]] = {}
     for name in table.columns:

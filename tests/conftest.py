@@ -1,8 +1,18 @@
+"""Fixtures and helpers shared by the test modules: the seed database, a
+logs.db written by llm itself, a file digest to prove reading changes
+nothing, and `run`, the one way tests drive a command line in process."""
+
+from __future__ import annotations
+
 import hashlib
 import sys
+import traceback
 from pathlib import Path
+from typing import Any
 
+import click
 import pytest
+from click.testing import CliRunner, Result
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -39,3 +49,58 @@ def llm_fork_db(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def file_digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def run(
+    *args: object,
+    expect: int | None = 0,
+    cli: click.Command | None = None,
+    **options: Any,
+) -> Result:
+    """Invoke a command line in process, as a user would type it.
+
+    Parameters
+    ----------
+    args:
+        The words of the command line; each is passed as ``str(arg)``, so
+        paths can be given as they are.
+    expect:
+        The exit status the command must end with (0 unless given); a
+        different one fails the test with the command line, both streams
+        and the exception it raised. None checks nothing, for tests that
+        look at the status themselves.
+    cli:
+        The command to invoke: convgraph's group unless given (llm's, for
+        the plugin's tests).
+    options:
+        Passed to ``CliRunner.invoke``: ``input``, ``env``, ``color``,
+        ``catch_exceptions``.
+
+    Returns
+    -------
+    click.testing.Result
+        ``stdout`` and ``stderr`` hold each stream alone; ``output`` holds
+        both as a terminal shows them.
+    """
+    __tracebackhide__ = True  # a failure points at the test's call, not here
+    if cli is None:
+        from convgraph.cli import cli
+    words = [str(arg) for arg in args]
+    result = CliRunner().invoke(cli, words, **options)
+    if expect is not None and result.exit_code != expect:
+        pytest.fail(
+            f"{cli.name} {' '.join(words)}\n"
+            f"exit status {result.exit_code}, expected {expect}\n"
+            f"--- stdout ---\n{result.stdout}"
+            f"--- stderr ---\n{result.stderr}"
+            f"--- exception ---\n{_exception_text(result)}"
+        )
+    return result
+
+
+def _exception_text(result: Result) -> str:
+    """The traceback of what the command raised, or "none": an exit through
+    SystemExit (click's usual way out) has nothing more to say."""
+    if result.exc_info is None or isinstance(result.exception, SystemExit):
+        return "none\n"
+    return "".join(traceback.format_exception(*result.exc_info))

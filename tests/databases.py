@@ -186,12 +186,10 @@ class LlmLog:
     def cli(self, *args: str) -> str:
         """Run llm's own command line (in-process, through click) and return
         its output."""
-        from click.testing import CliRunner
+        from conftest import run
         from llm.cli import cli
 
-        result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        return result.output
+        return run(*args, cli=cli).output
 
     def prompt(self, text: str, *, continue_conversation: str | None = None) -> str:
         """`llm -m echo TEXT` (with `--cid` to continue); returns the turn id."""

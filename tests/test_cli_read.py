@@ -6,16 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
+from conftest import run
 from databases import add_tree, legacy_database
-
-from convgraph.cli import cli
-
-
-def run(*args, expect=0):
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert result.exit_code == expect, result.output
-    return result
 
 
 def test_conversations_json(seed_db):

@@ -25,11 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
-from conftest import file_digest
+from conftest import file_digest, run
 from databases import add_response, legacy_database
 
-from convgraph.cli import cli
 from convgraph.diff import (
     BranchTotals,
     DifferentConversations,
@@ -46,10 +44,6 @@ from convgraph.forest import load_tree, load_tree_of_node
 # "answer to prompt complex-b" is 6 words and marks (answer, to, prompt,
 # complex, -, b); two such answers share 5 of them.
 SEED_SIBLING_SIMILARITY = 2 * 5 / 12
-
-
-def run(*args: str, color: bool = False):
-    return CliRunner().invoke(cli, list(args), color=color)
 
 
 @pytest.fixture
@@ -701,7 +695,7 @@ def test_cli_diff_of_identical_steps(retries_db: Path) -> None:
 )
 def test_cli_errors_are_one_line(seed_db: Path, args: list[str], message: str) -> None:
     before = file_digest(seed_db)
-    result = run(*args, "--db", str(seed_db))
+    result = run(*args, "--db", str(seed_db), expect=2)
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == message
@@ -709,9 +703,8 @@ def test_cli_errors_are_one_line(seed_db: Path, args: list[str], message: str) -
 
 
 def test_cli_diff_refuses_negative_context(seed_db: Path) -> None:
-    result = run(
-        "diff", "complex-c", "complex-g", "--context", "-1", "--db", str(seed_db)
-    )
+    args = ["diff", "complex-c", "complex-g", "--context", "-1", "--db", seed_db]
+    result = run(*args, expect=2)
     assert result.exit_code == 2
     assert "-1 is not in the range x>=0" in result.stderr
 

@@ -11,20 +11,14 @@ import stat
 import lxml.etree
 import pydot
 import pytest
-from click.testing import CliRunner
-from conftest import file_digest
+from conftest import file_digest, run
 
-from convgraph.cli import cli
 from convgraph.export import read_graphml, read_json, read_tree_json
 
 needs_graphviz = pytest.mark.skipif(
     shutil.which("dot") is None,
     reason="Graphviz's dot is not installed (apt-get install graphviz)",
 )
-
-
-def run(*args: str, **options):
-    return CliRunner().invoke(cli, list(args), **options)
 
 
 def assert_one_line_error(result, message: str) -> None:
@@ -115,14 +109,14 @@ def test_two_ids_of_one_message_store_tree_export_it_once(llm_fork_db):
 
 def test_unknown_format(seed_db):
     assert_one_line_error(
-        run("export", "--format", "xml", "--db", str(seed_db)),
+        run("export", "--format", "xml", "--db", str(seed_db), expect=2),
         "Error: unknown format 'xml': use one of dot, graphml, json, tree-json, mermaid",
     )
 
 
 def test_unknown_id_fails_before_any_output(seed_db):
     assert_one_line_error(
-        run("export", "complex", "nope", "--db", str(seed_db)),
+        run("export", "complex", "nope", "--db", str(seed_db), expect=2),
         "Error: no conversation with id 'nope'",
     )
 
@@ -130,26 +124,33 @@ def test_unknown_id_fails_before_any_output(seed_db):
 def test_option_errors(seed_db, tmp_path):
     db = ["--db", str(seed_db)]
     assert_one_line_error(
-        run("export", "--format", "graphml", "--rankdir", "LR", *db),
+        run("export", "--format", "graphml", "--rankdir", "LR", *db, expect=2),
         "--rankdir does not apply to --format graphml",
     )
-    assert_one_line_error(run("export", "--rankdir", "up", *db), "unknown rankdir 'up'")
     assert_one_line_error(
-        run("export", "--render", "svg", *db), "--render svg needs -o FILE"
+        run("export", "--rankdir", "up", *db, expect=2), "unknown rankdir 'up'"
     )
     assert_one_line_error(
-        run("export", "--render", "pdf", "-o", "x", *db), "unknown rendering 'pdf'"
+        run("export", "--render", "svg", *db, expect=2), "--render svg needs -o FILE"
     )
     assert_one_line_error(
-        run("export", "--format", "json", "--render", "svg", "-o", "x", *db),
+        run("export", "--render", "pdf", "-o", "x", *db, expect=2),
+        "unknown rendering 'pdf'",
+    )
+    assert_one_line_error(
+        run("export", "--format", "json", "--render", "svg", "-o", "x", *db, expect=2),
         "--render draws the DOT export",
     )
     assert_one_line_error(
-        run("export", "-o", str(tmp_path / "missing" / "x.dot"), *db),
+        run("export", "-o", str(tmp_path / "missing" / "x.dot"), *db, expect=2),
         f"cannot write {tmp_path / 'missing' / 'x.dot'}",
     )
-    assert_one_line_error(run("export", "-o", str(tmp_path), *db), "it is a directory")
-    assert_one_line_error(run("export", "--db", str(tmp_path / "none.db")), "Error: ")
+    assert_one_line_error(
+        run("export", "-o", str(tmp_path), *db, expect=2), "it is a directory"
+    )
+    assert_one_line_error(
+        run("export", "--db", str(tmp_path / "none.db"), expect=2), "Error: "
+    )
 
 
 def test_render_says_clearly_when_graphviz_is_missing(seed_db, tmp_path):
@@ -165,6 +166,7 @@ def test_render_says_clearly_when_graphviz_is_missing(seed_db, tmp_path):
         "--db",
         str(seed_db),
         env={"PATH": str(empty)},
+        expect=2,
     )
     assert_one_line_error(
         result, "--render needs Graphviz's `dot` program, which is not installed"

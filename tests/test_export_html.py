@@ -23,7 +23,7 @@ from typing import Any
 import lxml.html
 import networkx as nx
 import pytest
-from click.testing import CliRunner
+from conftest import run
 from databases import add_response, add_tree, legacy_database
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -78,12 +78,7 @@ def example_db() -> Path:
 
 def export(db: Path, out: Path, *args: str) -> Path:
     """Export `db` as the user does: `convgraph export --format html -o out`."""
-    from convgraph.cli import cli
-
-    result = CliRunner().invoke(
-        cli, ["export", "--db", str(db), "--format", "html", "-o", str(out), *args]
-    )
-    assert result.exit_code == 0, result.output
+    run("export", "--db", db, "--format", "html", "-o", out, *args)
     return out
 
 
@@ -276,14 +271,9 @@ def test_convgraph_export_of_one_conversation_left_to_right(tmp_path):
 
 
 def test_convgraph_export_refuses_a_direction_the_page_cannot_draw(tmp_path):
-    from convgraph.cli import cli
-
     out = tmp_path / "bt.html"
-    result = CliRunner().invoke(
-        cli,
-        ["export", "--db", str(example_db()), "--format", "html", "--rankdir", "BT"]
-        + ["-o", str(out)],
-    )
+    args = ["--db", example_db(), "--format", "html", "--rankdir", "BT", "-o", out]
+    result = run("export", *args, expect=2)
     assert result.exit_code == 2
     assert result.output == "Error: the html page draws trees TB or LR, not 'BT'\n"
     assert not out.exists()

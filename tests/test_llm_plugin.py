@@ -8,27 +8,19 @@ commands run as `convgraph ... --db`.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import click
 import pytest
-from click.testing import CliRunner
+from conftest import run
 from databases import LlmLog
 from llm.cli import cli as llm_cli
 
 from convgraph.cli import cli as convgraph_cli
 from convgraph.llm_plugin import LLM_COMMANDS, register_commands
 
-
-def llm_run(*args, expect=0):
-    result = CliRunner().invoke(llm_cli, list(args))
-    assert result.exit_code == expect, result.output
-    return result
-
-
-def convgraph_run(*args):
-    result = CliRunner().invoke(convgraph_cli, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result
+llm_run = partial(run, cli=llm_cli)
+convgraph_run = run
 
 
 @pytest.fixture

@@ -7,11 +7,13 @@ from __future__ import annotations
 import sqlite3
 import tempfile
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run
 from databases import add_response, legacy_database
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -602,12 +604,7 @@ def test_tables_agree_with_graph_operations_on_random_databases(
 # -- convgraph stats --------------------------------------------------------
 
 
-def run_stats(*args: str):
-    from click.testing import CliRunner
-
-    from convgraph.cli import cli
-
-    return CliRunner().invoke(cli, ["stats", *args])
+run_stats = partial(run, "stats")
 
 
 SEED_TABLE = """\
@@ -726,19 +723,19 @@ def test_stats_of_a_fork_thread_is_its_whole_tree(llm_fork_db: dict) -> None:
 
 
 def test_stats_errors_are_one_line_and_status_2(seed_db: Path, tmp_path: Path) -> None:
-    unknown = run_stats("--db", str(seed_db), "linear", "nope")
+    unknown = run_stats("--db", str(seed_db), "linear", "nope", expect=2)
     assert unknown.exit_code == 2
     assert unknown.stderr == "Error: no conversation with id 'nope'\n"
     assert unknown.stdout == ""
-    missing = run_stats("--db", str(tmp_path / "none.db"))
+    missing = run_stats("--db", str(tmp_path / "none.db"), expect=2)
     assert missing.exit_code == 2
     assert missing.stderr.startswith("Error: no database file at ")
     garbage = tmp_path / "garbage.db"
     garbage.write_text("not sqlite at all " * 100)
-    broken = run_stats("--db", str(garbage))
+    broken = run_stats("--db", str(garbage), expect=2)
     assert broken.exit_code == 2
     assert len(broken.stderr.splitlines()) == 1
-    bad_format = run_stats("--db", str(seed_db), "--format", "xml")
+    bad_format = run_stats("--db", str(seed_db), "--format", "xml", expect=2)
     assert bad_format.exit_code == 2
 
 

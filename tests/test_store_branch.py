@@ -16,13 +16,11 @@ from pathlib import Path
 import llm
 import pytest
 import sqlite_utils
-from click.testing import CliRunner
-from conftest import file_digest
+from conftest import file_digest, run
 from databases import COMPLEX, LlmLog, add_tree, legacy_database
 from llm.logs import LogStore
 from llm.plugins import pm
 
-from convgraph.cli import cli
 from convgraph.forest import load_tree, load_tree_of_node
 from convgraph.store import BranchError, branch, migrate
 from convgraph.tree import path as path_to
@@ -57,12 +55,6 @@ def messages_model():
     pm.register(MessagesPlugin(), name="convgraph-test-messages")
     yield "messages"
     pm.unregister(name="convgraph-test-messages")
-
-
-def run(*args, expect=0):
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert result.exit_code == expect, result.output
-    return result
 
 
 def chain(path: Path, turn_id: str) -> list[tuple[str, str]]:

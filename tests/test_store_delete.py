@@ -12,8 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import file_digest
+from conftest import file_digest, run
 from databases import (
     LlmLog,
     add_tree,
@@ -21,17 +20,10 @@ from databases import (
     migrated_complex,
 )
 
-from convgraph.cli import cli
 from convgraph.forest import load_tree
 from convgraph.store import DeletionRefused, delete_node, log_response, migrate
 from convgraph.store import transaction as transaction_module
 from convgraph.tree import roots
-
-
-def run(*args, expect=0):
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert result.exit_code == expect, result.output
-    return result
 
 
 @pytest.fixture

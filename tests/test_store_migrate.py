@@ -21,12 +21,10 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import file_digest
+from conftest import file_digest, run
 from databases import LlmLog, add_response, add_tree, legacy_database, timestamp
 from llm.migrations import MIGRATIONS
 
-from convgraph.cli import cli
 from convgraph.forest import Forest, load_tree_of_node
 from convgraph.store import log_response, migrate
 from convgraph.store import transaction as transaction_module
@@ -44,12 +42,6 @@ ROOTS_NOTE = (
     "Note: existing responses get no parent, so each becomes a root of its"
     " conversation; --link-linear keeps them as chains"
 )
-
-
-def run(*args, expect=0):
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert result.exit_code == expect, result.output
-    return result
 
 
 def linear_database(path: Path) -> Path:

@@ -10,9 +10,8 @@ node), and a DiGraph built per conversation only when asked for.
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
@@ -26,7 +25,9 @@ from convgraph.integrity import (
     check_links,
     link_problem,
 )
+from convgraph.pointer_jumping import reaches_root, root_pointers
 from convgraph.sources import LogDatabase, TreeRecords, open_logs
+from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -42,7 +43,7 @@ def build_graph(
 ) -> nx.DiGraph:
     """One conversation's DiGraph from its records (in log order) and checked
     parents. Nodes go in in log order, so successors come out in log order."""
-    from convgraph.display import ConversationTree
+    from convgraph.tree import ConversationTree
 
     graph = ConversationTree(conversation_id=tree_id, name=name)
     for record in records:
@@ -70,7 +71,8 @@ def read_tree(logs: LogDatabase, tree_id: str) -> tuple[nx.DiGraph, list[Problem
         logs.legacy.conversation_of_ids(outside) if outside and logs.legacy else {}
     )
     parents, problems = check_links(tree.records, outsiders)
-    return build_graph(tree.tree_id, tree.name, tree.records, parents), problems
+    graph = build_graph(tree.tree_id, tree.name, tree.records, parents)
+    return graph, tree.problems + problems
 
 
 def load_tree(
@@ -154,11 +156,18 @@ class Forest:
     names : dict
         Each tree's name (None where it has none).
     problems : list of Problem
-        The broken links that were dropped.
+        The broken links that were dropped: the source's own (cycles of
+        forks, given as `problems`) first, then the parent links'.
     """
 
-    def __init__(self, nodes: pd.DataFrame, names: dict[str, Any]):
-        self.nodes, self.parent_rows, self.problems = _checked(nodes)
+    def __init__(
+        self,
+        nodes: pd.DataFrame,
+        names: dict[str, Any],
+        problems: Iterable[Problem] = (),
+    ):
+        self.nodes, self.parent_rows, link_problems = _checked(nodes)
+        self.problems = [*problems, *link_problems]
         self.names = names
         self._rows_by_tree: dict[Any, np.ndarray] | None = None
         self._depths: np.ndarray | None = None
@@ -170,7 +179,8 @@ class Forest:
         """Read every node of a database (`text=False`: without the texts)."""
         with _opened(db) as logs:
             nodes, names = logs.read_forest(text=text)
-        return cls(nodes, names)
+            problems = logs.fork_problems()
+        return cls(nodes, names, problems)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -246,14 +256,11 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Proble
     import pandas as pd
 
     # The readers hand over tables already in shape; converting them again
-    # would copy a million rows for nothing.
-    if nodes.index.equals(pd.RangeIndex(len(nodes))):
-        nodes = nodes.copy(deep=False)  # the caller's table stays as it was
-    else:
+    # would copy a million rows for nothing. A new frame all the same: the
+    # caller's table stays as it was.
+    if not nodes.index.equals(pd.RangeIndex(len(nodes))):
         nodes = nodes.reset_index(drop=True)
-    for column in INTEGER_ATTRIBUTES:
-        if not isinstance(nodes[column].dtype, pd.Int64Dtype):
-            nodes[column] = pd.array(nodes[column], dtype="Int64")
+    nodes = conform_nodes(nodes)
     ids = pd.Index(nodes["id"])
     has_parent = nodes["parent_id"].notna().to_numpy()
     parent_index = ids.get_indexer(nodes["parent_id"].where(has_parent, None))
@@ -304,32 +311,3 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Proble
         dtype=object,
     )
     return nodes, parent_index, problems
-
-
-def root_pointers(parent_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each node's root and depth, by pointer jumping (Wyllie's list ranking).
-
-    `parent_index[i]` is the row of i's parent, or -1 for a root. Every round
-    doubles how far each pointer reaches, so a chain of length L takes
-    log2(L) vectorized rounds: a 100,000-deep chain is 17 rounds, and no
-    Python loop per node. Nodes whose parents go round a cycle never reach a
-    root: their pointer is not a root when the rounds run out.
-    """
-    import numpy as np
-
-    count = len(parent_index)
-    pointer = np.where(parent_index >= 0, parent_index, np.arange(count))
-    distance = (parent_index >= 0).astype(np.int64)
-    for _ in range(max(1, math.ceil(math.log2(max(count, 2)))) + 1):
-        ahead = pointer[pointer]
-        if np.array_equal(ahead, pointer):
-            break
-        distance = distance + distance[pointer]
-        pointer = ahead
-    return pointer, distance
-
-
-def reaches_root(parent_index: np.ndarray) -> np.ndarray:
-    """Which nodes have a root above them (the others hang off a cycle)."""
-    pointer, _ = root_pointers(parent_index)
-    return parent_index[pointer] < 0 if len(pointer) else pointer.astype(bool)

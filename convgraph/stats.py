@@ -3,18 +3,21 @@
 Everything here is vectorized over the whole forest: counts by `numpy.bincount`
 and group-bys over integer codes of the node table, depths from
 `Forest.depths`, and sums along root-to-leaf paths by pointer jumping
-(`path_totals`, the accumulating twin of `convgraph.forest.root_pointers`).
+(`convgraph.pointer_jumping`).
 There is no Python loop per node, no recursion, and no networkx graph per
 conversation, so a million-response forest is a few seconds of work. The
 columns have real dtypes: `datetime64[ns, UTC]` times, nullable `Int64` usage
-figures, and categories for the values that repeat.
+figures, and categories for the values that repeat. `conversation_table`
+has the figures of `convgraph.tree.summary`, one row per tree.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from convgraph.contract import INTEGER_ATTRIBUTES
+from convgraph.pointer_jumping import nearest_marked, path_totals, root_pointers
+from convgraph.tree import SUMMARY_KEYS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,25 +25,9 @@ if TYPE_CHECKING:
 
     from convgraph.forest import Forest
 
-#: The usage figures that sum along a branch and over a conversation.
-USAGE_COLUMNS = ("input_tokens", "output_tokens", "duration_ms")
-
-#: The columns of `conversation_table`, in order.
-CONVERSATION_COLUMNS = (
-    "conversation_id",
-    "name",
-    "nodes",
-    "roots",
-    "leaves",
-    "max_depth",
-    "branch_points",
-    "branching_factor_avg",
-    "branching_factor_max",
-    "first_datetime",
-    "last_datetime",
-    "models",
-    *USAGE_COLUMNS,
-)
+#: The columns of `conversation_table`, in order: the keys of
+#: `convgraph.tree.summary`, which computes the same figures for one tree.
+CONVERSATION_COLUMNS = SUMMARY_KEYS
 
 #: The columns of `branch_table`, in order.
 BRANCH_COLUMNS = (
@@ -48,86 +35,14 @@ BRANCH_COLUMNS = (
     "leaf_id",
     "root_id",
     "length",
-    *USAGE_COLUMNS,
+    *INTEGER_ATTRIBUTES,
     "models",
 )
 
 DATETIME_DTYPE = "datetime64[ns, UTC]"
 
 
-# -- pointer jumping ------------------------------------------------------
-
-
-def path_totals(
-    parent_rows: np.ndarray,
-    values: np.ndarray,
-    combine: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-) -> np.ndarray:
-    """Each node's value combined with the values of all its ancestors.
-
-    Pointer jumping, as `root_pointers` does it, carrying a running total:
-    after each round, `totals[i]` holds the combination of the values from
-    node i up to (not including) the node its pointer has reached, and the
-    pointer reaches twice as far. A path of length L takes log2(L) vectorized
-    rounds, so a 100,000-deep chain costs 17 of them and nothing recurses.
-
-    Parameters
-    ----------
-    parent_rows
-        The row of each node's parent, -1 for a root (`Forest.parent_rows`);
-        the links must be acyclic, as a `Forest`'s are.
-    values
-        One value per node (shape ``(n,)``) or one row of values per node
-        (shape ``(n, k)``), integers for `numpy.add`, unsigned for bit sets.
-    combine
-        An associative numpy ufunc whose identity is 0: `numpy.add` (the
-        default) for sums along the path, `numpy.bitwise_or` for sets of
-        flags (which models a branch used).
-
-    Returns
-    -------
-    numpy.ndarray
-        An array shaped like `values`: for a leaf, the total of its branch.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> path_totals(np.array([-1, 0, 1, 0]), np.array([1, 10, 100, 1000]))
-    array([   1,   11,  111, 1001])
-    """
-    import numpy as np
-
-    combine = np.add if combine is None else combine
-    count = len(parent_rows)
-    # Row `count` is a sentinel: the identity value, pointing at itself, where
-    # every chain of pointers ends once it has passed its root.
-    pointer = np.append(np.where(parent_rows >= 0, parent_rows, count), count)
-    totals = np.concatenate([values, np.zeros((1, *values.shape[1:]), values.dtype)])
-    for _ in range(math.ceil(math.log2(max(count, 2))) + 1):
-        if (pointer == count).all():
-            break
-        totals = combine(totals, totals[pointer])
-        pointer = pointer[pointer]
-    return totals[:count]
-
-
-def nearest_marked(parent_rows: np.ndarray, marked: np.ndarray) -> np.ndarray:
-    """For each node, the nearest marked node among itself and its ancestors,
-    or -1 where there is none; by pointer jumping (marked nodes point at
-    themselves, so pointers stop there)."""
-    import numpy as np
-
-    count = len(parent_rows)
-    own = np.arange(count)
-    pointer = np.where(marked, own, np.where(parent_rows >= 0, parent_rows, count))
-    pointer = np.append(pointer, count)
-    for _ in range(math.ceil(math.log2(max(count, 2))) + 1):
-        ahead = pointer[pointer]
-        if np.array_equal(ahead, pointer):
-            break
-        pointer = ahead
-    found = pointer[:count]
-    return np.where(found == count, -1, found)
+# -- links ----------------------------------------------------------------
 
 
 def children_counts(forest: Forest) -> np.ndarray:
@@ -167,7 +82,7 @@ def node_table(forest: Forest) -> pd.DataFrame:
     for column in ("tree_id", "conversation_id", "model", "source"):
         table[column] = table[column].astype("category")
     table["datetime_utc"] = _datetimes(nodes["datetime_utc"])
-    for column in USAGE_COLUMNS:
+    for column in INTEGER_ATTRIBUTES:
         table[column] = pd.array(nodes[column], dtype="Int64")
     table["depth"] = forest.depths
     table["children"] = counts
@@ -179,8 +94,8 @@ def node_table(forest: Forest) -> pd.DataFrame:
 def edge_table(forest: Forest) -> pd.DataFrame:
     """One row per parent -> child link, in the child's log order.
 
-    Columns: `parent`, `child` (node ids) and `conversation` (the tree id, a
-    category).
+    Columns: `parent`, `child` (node ids) and `tree_id` (the tree, a
+    category): the columns of `Forest.edges`.
     """
     import numpy as np
     import pandas as pd
@@ -191,9 +106,7 @@ def edge_table(forest: Forest) -> pd.DataFrame:
         {
             "parent": pd.Series(ids[forest.parent_rows[children]], dtype="str"),
             "child": pd.Series(ids[children], dtype="str"),
-            "conversation": pd.Categorical(
-                forest.nodes["tree_id"].to_numpy()[children]
-            ),
+            "tree_id": pd.Categorical(forest.nodes["tree_id"].to_numpy()[children]),
         }
     )
 
@@ -253,7 +166,7 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     times = _datetimes(nodes["datetime_utc"]).groupby(codes)
     usage = {
         column: nodes[column].astype("Int64").groupby(codes).sum(min_count=1)
-        for column in USAGE_COLUMNS
+        for column in INTEGER_ATTRIBUTES
     }
     table = pd.DataFrame(
         {
@@ -276,7 +189,7 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
             ),
         }
     )
-    for column in USAGE_COLUMNS:
+    for column in INTEGER_ATTRIBUTES:
         table[column] = usage[column].reindex(range(trees)).array
     return table
 
@@ -309,8 +222,6 @@ def branch_table(forest: Forest) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    from convgraph.forest import root_pointers
-
     nodes = forest.nodes
     parent_rows = forest.parent_rows
     root_rows, depths = root_pointers(parent_rows)
@@ -318,7 +229,7 @@ def branch_table(forest: Forest) -> pd.DataFrame:
 
     # One accumulation for all usage figures: their values (NA as 0) and how
     # many nodes of the path have each, to tell a sum of 0 from no figure.
-    usage = [pd.array(nodes[column], dtype="Int64") for column in USAGE_COLUMNS]
+    usage = [pd.array(nodes[column], dtype="Int64") for column in INTEGER_ATTRIBUTES]
     present = np.column_stack([~figures.isna() for figures in usage])
     values = np.column_stack(
         [figures.fillna(0).to_numpy(dtype=np.int64) for figures in usage]
@@ -334,8 +245,8 @@ def branch_table(forest: Forest) -> pd.DataFrame:
             "length": depths[leaves] + 1,
         }
     )
-    width = len(USAGE_COLUMNS)
-    for index, column in enumerate(USAGE_COLUMNS):
+    width = len(INTEGER_ATTRIBUTES)
+    for index, column in enumerate(INTEGER_ATTRIBUTES):
         table[column] = pd.arrays.IntegerArray(
             totals[:, index], totals[:, width + index] == 0
         )

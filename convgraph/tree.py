@@ -1,15 +1,18 @@
 """The design notes' tree operations, on one conversation's DiGraph.
 
-Plain functions of a graph, `f(tree, node) -> value`, as networkx's own
-algorithms are. Every one is iterative and linear in the size of the tree at
-most, so a 100,000-deep chain is as easy as a short one. The trees come from
-`convgraph.forest`: edges run parent -> child, nodes and successors are in log
-order, and every node has at most one parent.
+A conversation tree is a `ConversationTree`: a `networkx.DiGraph` whose
+edges run parent -> child, whose nodes and successors are in log order, and
+whose every node has at most one parent (`convgraph.forest` builds them so).
+The operations are plain functions of a graph, `f(tree, node) -> value`, as
+networkx's own algorithms are; each one is iterative and linear in the size
+of the tree at most, so a 100,000-deep chain is as easy as a short one.
+`summary` and `node_totals` are the one place where a tree's or a branch's
+figures are computed (the statistics tables of `convgraph.stats` compute the
+same figures for a whole forest at once, vectorized).
 
 Examples
 --------
->>> import networkx as nx
->>> tree = nx.DiGraph([("root", "a"), ("root", "b"), ("a", "c")])
+>>> tree = ConversationTree.from_edges([("root", "a"), ("root", "b"), ("a", "c")])
 >>> path(tree, "c")
 ['root', 'a', 'c']
 >>> depth(tree, "c")
@@ -24,13 +27,155 @@ Examples
 
 from __future__ import annotations
 
-from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
+import networkx as nx
+
+from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
 from convgraph.errors import UnknownNode
+from convgraph.integrity import ParentWalk
 
-if TYPE_CHECKING:
-    import networkx as nx
+#: What `node_totals` adds up, in the order of its dict.
+TOTAL_KEYS = (
+    "nodes",
+    "first_datetime",
+    "last_datetime",
+    "models",
+    *INTEGER_ATTRIBUTES,
+)
+
+#: The keys of `summary`, in order: the columns of
+#: `convgraph.stats.conversation_table`.
+SUMMARY_KEYS = (
+    "conversation_id",
+    "name",
+    "nodes",
+    "roots",
+    "leaves",
+    "max_depth",
+    "branch_points",
+    "branching_factor_avg",
+    "branching_factor_max",
+    "first_datetime",
+    "last_datetime",
+    "models",
+    *INTEGER_ATTRIBUTES,
+)
+
+
+class ConversationTree(nx.DiGraph):
+    """A conversation tree (edges parent -> child) that draws itself in Jupyter.
+
+    Everything of `networkx.DiGraph` works as before: it pickles, copies and
+    makes subgraphs of its own class. The graph attributes are
+    `conversation_id` and `name`. The display methods are IPython's:
+    `_repr_svg_` (Graphviz) or `_repr_html_` (text tree), never both; they
+    live in `convgraph.display`, imported only when a tree is shown.
+
+    Examples
+    --------
+    >>> tree = ConversationTree(conversation_id="c1", name="Trees")
+    >>> tree.add_node("r", prompt="What is a tree?")
+    >>> tree.add_node("a", prompt="And <b>bold</b>?")
+    >>> tree.add_node("b", prompt="Or a forest?")
+    >>> tree.add_edges_from([("r", "a"), ("r", "b")])
+    >>> tree
+    <ConversationTree 'c1' (Trees): 3 nodes, 1 root, 2 leaves>
+    >>> print(tree.text_html())
+    <div class="convgraph-tree"><p><b>c1</b>  Trees</p><pre>r  What is a tree?
+    ├── a  And &lt;b&gt;bold&lt;/b&gt;?
+    └── b  Or a forest?</pre></div>
+    """
+
+    @classmethod
+    def from_edges(
+        cls,
+        edges: Iterable[tuple[str, str]],
+        attributes: Mapping[str, Mapping[str, Any]] | None = None,
+        conversation_id: str = "c",
+        name: str | None = None,
+    ) -> ConversationTree:
+        """A small tree from parent -> child links, for examples and tests.
+
+        Nodes go in in the order they first appear in `edges` (then any node
+        only `attributes` names), so that order is the log order. Every node
+        carries every attribute of the node contract: None, unless
+        `attributes[node]` gives it.
+
+        Examples
+        --------
+        >>> tree = ConversationTree.from_edges(
+        ...     [("r", "a")], {"a": {"model": "echo"}}, conversation_id="c1")
+        >>> tree.nodes["a"]["model"], tree.nodes["r"]["model"]
+        ('echo', None)
+        >>> tree
+        <ConversationTree 'c1': 2 nodes, 1 root, 1 leaf>
+        """
+        tree = cls(conversation_id=conversation_id, name=name)
+        edges = list(edges)
+        attributes = attributes or {}
+        order = dict.fromkeys(node for edge in edges for node in edge)
+        order.update(dict.fromkeys(attributes))
+        for node in order:
+            data = dict.fromkeys(NODE_ATTRIBUTES)
+            data.update(attributes.get(node, {}))
+            tree.add_node(node, **data)
+        tree.add_edges_from(edges)
+        return tree
+
+    def __repr__(self) -> str:
+        roots = sum(1 for _, degree in self.in_degree() if degree == 0)
+        leaves = sum(1 for _, degree in self.out_degree() if degree == 0)
+        name = self.graph.get("name")
+        named = f" ({name})" if name else ""
+        return (
+            f"<{type(self).__name__} {self.graph.get('conversation_id')!r}{named}:"
+            f" {_count(self.number_of_nodes(), 'node')}, {_count(roots, 'root')},"
+            f" {_count(leaves, 'leaf', 'leaves')}>"
+        )
+
+    def draws_as_svg(self) -> bool:
+        """Whether the notebook shows this tree as a Graphviz picture (dot is
+        installed and the tree is small enough) rather than as text."""
+        from convgraph.display import draws_as_svg
+
+        return draws_as_svg(self)
+
+    def to_svg(self) -> str:
+        """The tree drawn by Graphviz, as SVG text (see
+        `convgraph.display.tree_svg`)."""
+        from convgraph.display import tree_svg
+
+        return tree_svg(self)
+
+    def text_html(self, line_limit: int | None = None) -> str:
+        """The text tree of `convgraph.render`, escaped, in an HTML `<pre>`
+        (see `convgraph.display.tree_text_html`)."""
+        from convgraph.display import tree_text_html
+
+        if line_limit is None:
+            return tree_text_html(self)
+        return tree_text_html(self, line_limit)
+
+    def _repr_svg_(self) -> str | None:
+        if not self.draws_as_svg():
+            return None
+        try:
+            return self.to_svg()
+        except RuntimeError:
+            # IPython shows the plain repr when no rich form is offered.
+            return None
+
+    def _repr_html_(self) -> str | None:
+        if self.draws_as_svg():
+            return None
+        return self.text_html()
+
+
+def _count(number: int, singular: str, plural: str | None = None) -> str:
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"
 
 
 def _known(tree: nx.DiGraph, node: str) -> None:
@@ -39,13 +184,34 @@ def _known(tree: nx.DiGraph, node: str) -> None:
 
 
 def children(tree: nx.DiGraph, node: str) -> list[str]:
-    """The node's direct children, in log order."""
+    """The node's direct children, in log order.
+
+    Raises
+    ------
+    UnknownNode
+        `node` is not in the tree.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b"), ("a", "c")])
+    >>> children(tree, "r")
+    ['a', 'b']
+    >>> children(tree, "c")
+    []
+    """
     _known(tree, node)
     return list(tree.successors(node))
 
 
 def parent(tree: nx.DiGraph, node: str) -> str | None:
-    """The node's parent, or None for a root."""
+    """The node's parent, or None for a root.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a")])
+    >>> parent(tree, "a"), parent(tree, "r")
+    ('r', None)
+    """
     _known(tree, node)
     return next(iter(tree.predecessors(node)), None)
 
@@ -55,6 +221,14 @@ def siblings(tree: nx.DiGraph, node: str) -> list[str]:
 
     Roots have no siblings: separate starting points of a conversation are not
     alternatives to one another.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b"), ("r", "c")])
+    >>> siblings(tree, "b")
+    ['a', 'c']
+    >>> siblings(tree, "r")
+    []
     """
     above = parent(tree, node)
     if above is None:
@@ -65,29 +239,37 @@ def siblings(tree: nx.DiGraph, node: str) -> list[str]:
 def path(tree: nx.DiGraph, node: str) -> list[str]:
     """The ids from the node's root down to the node itself."""
     _known(tree, node)
-    ancestors = [node]
-    while (above := next(iter(tree.predecessors(ancestors[-1])), None)) is not None:
-        ancestors.append(above)
+    ancestors = list(
+        ParentWalk(node, lambda below: next(iter(tree.predecessors(below)), None))
+    )
     ancestors.reverse()
     return ancestors
 
 
 def ancestors(tree: nx.DiGraph, node: str) -> list[str]:
     """The node's ancestors, nearest first (the seed's path to root, without
-    the node)."""
+    the node).
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "b")])
+    >>> ancestors(tree, "b")
+    ['a', 'r']
+    """
     return path(tree, node)[-2::-1]
 
 
 def descendants(tree: nx.DiGraph, node: str) -> list[str]:
-    """Every node below `node`, breadth first, each level in log order."""
+    """Every node below `node`, breadth first, each level in log order.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "c"), ("r", "b")])
+    >>> descendants(tree, "r")
+    ['a', 'b', 'c']
+    """
     _known(tree, node)
-    found = []
-    queue = deque(tree.successors(node))
-    while queue:
-        current = queue.popleft()
-        found.append(current)
-        queue.extend(tree.successors(current))
-    return found
+    return [child for _, child in nx.bfs_edges(tree, node)]
 
 
 def subtree(tree: nx.DiGraph, node: str) -> nx.DiGraph:
@@ -95,6 +277,12 @@ def subtree(tree: nx.DiGraph, node: str) -> nx.DiGraph:
 
     Built node by node rather than with `tree.subgraph`, whose views iterate a
     small selection in set order and would lose the log order.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "c"), ("r", "b")])
+    >>> list(subtree(tree, "a").edges)
+    [('a', 'c')]
     """
     keep = {node, *descendants(tree, node)}
     below = tree.__class__()
@@ -105,38 +293,78 @@ def subtree(tree: nx.DiGraph, node: str) -> nx.DiGraph:
 
 
 def depth(tree: nx.DiGraph, node: str) -> int:
-    """How many links lie between the node and its root (a root is 0)."""
+    """How many links lie between the node and its root (a root is 0).
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "b")])
+    >>> depth(tree, "r"), depth(tree, "b")
+    (0, 2)
+    """
     return len(path(tree, node)) - 1
 
 
 def depths(tree: nx.DiGraph) -> dict[str, int]:
-    """Every node's depth, in one pass from the roots."""
-    found: dict[str, int] = {}
-    queue = deque((root, 0) for root in roots(tree))
-    while queue:
-        node, level = queue.popleft()
-        found[node] = level
-        queue.extend((child, level + 1) for child in tree.successors(node))
-    return found
+    """Every node's depth, in one breadth-first pass from the roots.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "b"), ("s", "t")])
+    >>> depths(tree)
+    {'r': 0, 's': 0, 'a': 1, 't': 1, 'b': 2}
+    """
+    starts = roots(tree)
+    if not starts:
+        return {}
+    return {
+        node: level
+        for level, layer in enumerate(nx.bfs_layers(tree, starts))
+        for node in layer
+    }
 
 
 def roots(tree: nx.DiGraph) -> list[str]:
-    """The nodes without a parent, in log order."""
+    """The nodes without a parent, in log order.
+
+    Examples
+    --------
+    >>> roots(ConversationTree.from_edges([("r", "a"), ("s", "t")]))
+    ['r', 's']
+    """
     return [node for node, degree in tree.in_degree() if degree == 0]
 
 
 def leaves(tree: nx.DiGraph) -> list[str]:
-    """The nodes without children, in log order: the tips of the branches."""
+    """The nodes without children, in log order: the tips of the branches.
+
+    Examples
+    --------
+    >>> leaves(ConversationTree.from_edges([("r", "a"), ("r", "b")]))
+    ['a', 'b']
+    """
     return [node for node, degree in tree.out_degree() if degree == 0]
 
 
 def branch_points(tree: nx.DiGraph) -> list[str]:
-    """The nodes with more than one child: where the conversation forked."""
+    """The nodes with more than one child: where the conversation forked.
+
+    Examples
+    --------
+    >>> branch_points(ConversationTree.from_edges([("r", "a"), ("r", "b"), ("a", "c")]))
+    ['r']
+    """
     return [node for node, degree in tree.out_degree() if degree > 1]
 
 
 def tree_size(tree: nx.DiGraph, root: str | None = None) -> int:
-    """How many nodes the tree holds, or the subtree under `root` holds."""
+    """How many nodes the tree holds, or the subtree under `root` holds.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "c"), ("r", "b")])
+    >>> tree_size(tree), tree_size(tree, "a")
+    (4, 2)
+    """
     if root is None:
         return tree.number_of_nodes()
     return 1 + len(descendants(tree, root))
@@ -146,6 +374,11 @@ def branching_factor(tree: nx.DiGraph) -> tuple[float, int]:
     """Average and maximum number of children over the nodes that have any.
 
     A tree without links has neither: (0.0, 0).
+
+    Examples
+    --------
+    >>> branching_factor(ConversationTree.from_edges([("r", "a"), ("r", "b"), ("a", "c")]))
+    (1.5, 2)
     """
     counts = [degree for _, degree in tree.out_degree() if degree > 0]
     if not counts:
@@ -154,16 +387,100 @@ def branching_factor(tree: nx.DiGraph) -> tuple[float, int]:
 
 
 def branches(tree: nx.DiGraph) -> list[list[str]]:
-    """Every root-to-leaf path, in the log order of the leaves."""
+    """Every root-to-leaf path, in the log order of the leaves.
+
+    Examples
+    --------
+    >>> branches(ConversationTree.from_edges([("r", "a"), ("r", "b")]))
+    [['r', 'a'], ['r', 'b']]
+    """
     return [path(tree, leaf) for leaf in leaves(tree)]
 
 
+def node_totals(tree: nx.DiGraph, nodes: Iterable[str] | None = None) -> dict[str, Any]:
+    """What some nodes of the tree add up to (all of them by default): a
+    branch's, a run's or the whole conversation's figures.
+
+    Returns
+    -------
+    dict
+        The keys of `TOTAL_KEYS`: `nodes` (how many), `first_datetime` and
+        `last_datetime` (the earliest and latest time as llm stored it; times
+        that do not read as ISO 8601 are left out; a time without an offset
+        is UTC), `models` (distinct, in the order of the nodes; an empty
+        model id counts as none), and the sums of `input_tokens`,
+        `output_tokens` and `duration_ms` over the nodes that report them
+        (None when there are nodes and none of them reports it; 0 when there
+        are no nodes).
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")], {
+    ...     "r": {"model": "m1", "input_tokens": 3},
+    ...     "a": {"model": "m2", "input_tokens": 4,
+    ...           "datetime_utc": "2024-05-01T10:00:00+00:00"},
+    ...     "b": {"model": "m1", "datetime_utc": "2024-05-01T09:00:00"}})
+    >>> node_totals(tree)
+    {'nodes': 3, 'first_datetime': '2024-05-01T09:00:00', 'last_datetime': '2024-05-01T10:00:00+00:00', 'models': ['m1', 'm2'], 'input_tokens': 7, 'output_tokens': None, 'duration_ms': None}
+    >>> node_totals(tree, ["a"])["models"], node_totals(tree, [])["input_tokens"]
+    (['m2'], 0)
+    """
+    attributes = [tree.nodes[node] for node in (tree.nodes if nodes is None else nodes)]
+    times = [
+        (moment, text)
+        for data in attributes
+        if (moment := _moment(text := data.get("datetime_utc"))) is not None
+    ]
+    totals: dict[str, Any] = {
+        "nodes": len(attributes),
+        "first_datetime": min(times, key=_first)[1] if times else None,
+        "last_datetime": max(times, key=_first)[1] if times else None,
+        "models": list(dict.fromkeys(m for data in attributes if (m := data["model"]))),
+    }
+    for key in INTEGER_ATTRIBUTES:
+        known = [value for data in attributes if (value := data[key]) is not None]
+        totals[key] = sum(known) if known or not attributes else None
+    return totals
+
+
+def _moment(text: Any) -> datetime | None:
+    """llm's ISO 8601 text as an aware time (UTC when it has no offset)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _first(pair: tuple[datetime, str]) -> datetime:
+    return pair[0]
+
+
 def summary(tree: nx.DiGraph) -> dict[str, Any]:
-    """The conversation's statistics in one dict (the seed's summary)."""
+    """The conversation's statistics in one dict (the seed's summary).
+
+    The keys of `SUMMARY_KEYS`: the graph's `conversation_id` and `name`,
+    the tree's shape (`nodes`, `roots`, `leaves`, `max_depth`,
+    `branch_points`, `branching_factor_avg`, `branching_factor_max`), and
+    `node_totals` over all its nodes. `convgraph.stats.conversation_table`
+    has one row of these per conversation.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"a": {"model": "echo", "output_tokens": 5}}, name="Trees")
+    >>> stats = summary(tree)
+    >>> [stats[key] for key in ("nodes", "roots", "leaves", "max_depth",
+    ...     "branch_points", "branching_factor_avg", "branching_factor_max")]
+    [3, 1, 2, 1, 1, 2.0, 2]
+    >>> stats["name"], stats["models"], stats["output_tokens"], stats["input_tokens"]
+    ('Trees', ['echo'], 5, None)
+    """
     levels = depths(tree)
     average, most = branching_factor(tree)
-    models = list(dict.fromkeys(m for _, m in tree.nodes(data="model") if m))
-    return {
+    stats = {
         "conversation_id": tree.graph.get("conversation_id"),
         "name": tree.graph.get("name"),
         "nodes": tree.number_of_nodes(),
@@ -173,5 +490,6 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
         "branch_points": len(branch_points(tree)),
         "branching_factor_avg": average,
         "branching_factor_max": most,
-        "models": models,
+        **node_totals(tree),
     }
+    return {key: stats[key] for key in SUMMARY_KEYS}

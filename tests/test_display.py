@@ -12,8 +12,9 @@ import networkx as nx
 import pytest
 
 from convgraph import display
-from convgraph.display import ConversationTree, forest_html
+from convgraph.display import forest_html
 from convgraph.forest import Forest, load_tree
+from convgraph.tree import ConversationTree
 
 SVG = "{http://www.w3.org/2000/svg}"
 needs_dot = pytest.mark.skipif(

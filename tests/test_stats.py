@@ -21,15 +21,20 @@ from hypothesis import strategies as st
 from convgraph import tree as operations
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.forest import Forest
+from convgraph.pointer_jumping import (
+    climb,
+    nearest_marked,
+    path_totals,
+    reaches_root,
+    root_pointers,
+)
 from convgraph.stats import (
     BRANCH_COLUMNS,
     CONVERSATION_COLUMNS,
     branch_table,
     conversation_table,
     edge_table,
-    nearest_marked,
     node_table,
-    path_totals,
 )
 
 ATTRIBUTES = NODE_ATTRIBUTES
@@ -143,15 +148,16 @@ def test_node_table_dtypes(seed_forest: Forest) -> None:
 
 def test_edge_table_of_the_seed(seed_forest: Forest) -> None:
     table = edge_table(seed_forest)
-    assert list(table.columns) == ["parent", "child", "conversation"]
-    assert isinstance(table["conversation"].dtype, pd.CategoricalDtype)
+    assert list(table.columns) == ["parent", "child", "tree_id"]
+    assert list(table.columns) == list(seed_forest.edges.columns)
+    assert isinstance(table["tree_id"].dtype, pd.CategoricalDtype)
     assert len(table) == 15
-    branch = table[table["conversation"] == "branch"]
+    branch = table[table["tree_id"] == "branch"]
     assert branch[["parent", "child"]].values.tolist() == [
         ["branch-root", "branch-b"],
         ["branch-root", "branch-c"],
     ]
-    roots2 = table[table["conversation"] == "multiple-roots"]
+    roots2 = table[table["tree_id"] == "multiple-roots"]
     assert roots2["child"].tolist() == [
         "multiple-roots-a",
         "multiple-roots-b",
@@ -417,6 +423,29 @@ def test_path_totals_and_nearest_marked() -> None:
     )
 
 
+def test_roots_depths_and_cycles_by_the_same_climb() -> None:
+    # 0 <- 1 <- 2, 3 alone, 4 <- 5 <- 4 a cycle with 6 hanging off it.
+    parents = np.array([-1, 0, 1, -1, 5, 4, 5])
+    roots, depths = root_pointers(parents[:4])
+    assert (roots.tolist(), depths.tolist()) == ([0, 0, 0, 3], [0, 1, 2, 0])
+    assert reaches_root(parents).tolist() == [True] * 4 + [False] * 3
+    both = climb(parents[:4], np.array([1, 2, 3, 4]), marked=parents[:4] < 0)
+    assert both.totals.tolist() == [1, 3, 6, 4]
+    assert both.nearest.tolist() == [0, 0, 0, 3]
+    assert climb(parents).totals is None and climb(parents).nearest is None
+    empty = root_pointers(np.array([], dtype=np.int64))
+    assert [part.size for part in empty] == [0, 0]
+
+
+def test_a_deep_chain_climbs_in_few_rounds() -> None:
+    count = 100_000
+    parents = np.arange(-1, count - 1)
+    roots, depths = root_pointers(parents)
+    assert (roots == 0).all()
+    assert depths.tolist() == list(range(count))
+    assert reaches_root(parents).all()
+
+
 def test_the_message_store_written_by_llm(llm_fork_db: dict) -> None:
     forest = Forest.read(llm_fork_db["path"], text=False)
     table = conversation_table(forest)
@@ -474,9 +503,13 @@ def assert_tables_agree_with_graphs(forest: Forest) -> None:
         tree_id = graph.graph["conversation_id"]
         row = conversations.loc[tree_id]
         summary = operations.summary(graph)
+        assert list(summary) == ["conversation_id", *conversations.columns]
         for key, value in summary.items():
-            if key != "conversation_id":
-                assert row[key] == value or (value is None and row[key] is None), key
+            if key in ("first_datetime", "last_datetime"):
+                # The summary keeps llm's text, the table reads it as a time.
+                assert plain(row[key]) == parse_time(value), key
+            elif key != "conversation_id":
+                assert plain(row[key]) == value, key
         attributes = [graph.nodes[node] for node in graph]
         for column in ("input_tokens", "output_tokens", "duration_ms"):
             assert plain(row[column]) == total([a[column] for a in attributes])
@@ -492,7 +525,7 @@ def assert_tables_agree_with_graphs(forest: Forest) -> None:
         assert own.index[own["is_leaf"]].tolist() == operations.leaves(graph)
         assert own["children"].to_dict() == dict(graph.out_degree())
 
-        own_edges = edges[edges["conversation"] == tree_id]
+        own_edges = edges[edges["tree_id"] == tree_id]
         expected_edges = [
             (operations.parent(graph, node), node)
             for node in graph

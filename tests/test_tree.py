@@ -163,7 +163,12 @@ def test_summary_statistics(two_roots):
         "branch_points": 0,
         "branching_factor_avg": 1.0,
         "branching_factor_max": 1,
+        "first_datetime": "2025-09-27T10:00:14.000000+00:00",
+        "last_datetime": "2025-09-27T10:00:19.000000+00:00",
         "models": ["echo"],
+        "input_tokens": 75,
+        "output_tokens": 135,
+        "duration_ms": 2100,
     }
 
 

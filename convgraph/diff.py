@@ -25,8 +25,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import INTEGER_ATTRIBUTES
 from convgraph.errors import ConvgraphError
-from convgraph.tree import children, path, tree_size
+from convgraph.tree import children, node_totals, path, tree_size
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -40,8 +41,6 @@ DEFAULT_CONTEXT = 3
 #: Words (runs of letters, digits and underscores) and single punctuation
 #: marks: the units that similarity counts.
 _WORDS = re.compile(r"\w+|[^\w\s]")
-
-_USAGE = ("input_tokens", "output_tokens", "duration_ms")
 
 
 class UnrelatedNodes(ConvgraphError):
@@ -260,12 +259,24 @@ class BranchTotals:
 
     @classmethod
     def of(cls, tree: nx.DiGraph, ids: Sequence[str]) -> BranchTotals:
-        sums: dict[str, int | None] = {}
-        for key in _USAGE:
-            known = [v for n in ids if (v := tree.nodes[n][key]) is not None]
-            sums[key] = sum(known) if known or not ids else None
-        models = list(dict.fromkeys(m for n in ids if (m := tree.nodes[n]["model"])))
-        return cls(len(ids), models=models, **sums)
+        """The totals of the nodes `ids` of `tree` (see
+        `convgraph.tree.node_totals`).
+
+        Examples
+        --------
+        >>> from convgraph.tree import ConversationTree
+        >>> tree = ConversationTree.from_edges([("r", "a")], {
+        ...     "r": {"model": "m", "input_tokens": 2},
+        ...     "a": {"model": "m", "input_tokens": 3}})
+        >>> BranchTotals.of(tree, ["r", "a"])
+        BranchTotals(nodes=2, input_tokens=5, output_tokens=None, duration_ms=None, models=['m'])
+        """
+        totals = node_totals(tree, ids)
+        return cls(
+            totals["nodes"],
+            models=totals["models"],
+            **{key: totals[key] for key in INTEGER_ATTRIBUTES},
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -343,7 +354,7 @@ class BranchDiff:
             for name, side in (("a", step.a), ("b", step.b)):
                 row[name] = side.id if side else None
                 row[f"{name}_model"] = side.model if side else None
-                for key in _USAGE:
+                for key in INTEGER_ATTRIBUTES:
                     row[f"{name}_{key}"] = getattr(side, key) if side else None
             row["same_prompt"] = step.same_prompt
             row["same_response"] = step.same_response
@@ -353,7 +364,11 @@ class BranchDiff:
             rows.append(row)
         columns = ["step"]
         for name in ("a", "b"):
-            columns += [name, f"{name}_model", *(f"{name}_{key}" for key in _USAGE)]
+            columns += [
+                name,
+                f"{name}_model",
+                *(f"{name}_{key}" for key in INTEGER_ATTRIBUTES),
+            ]
         columns += [
             "same_prompt",
             "same_response",
@@ -363,7 +378,7 @@ class BranchDiff:
         ]
         frame = pd.DataFrame(rows, columns=columns)
         for name in ("a", "b"):
-            for key in _USAGE:
+            for key in INTEGER_ATTRIBUTES:
                 column = f"{name}_{key}"
                 frame[column] = pd.array(frame[column], dtype="Int64")
         frame["response_similarity"] = frame["response_similarity"].astype(float)
@@ -377,7 +392,7 @@ class BranchDiff:
             {name: totals.to_dict() for name, totals in self.totals.items()},
             orient="index",
         )
-        for key in _USAGE:
+        for key in INTEGER_ATTRIBUTES:
             frame[key] = pd.array(frame[key], dtype="Int64")
         return frame
 
@@ -422,19 +437,20 @@ def diff(
     >>> [(step.a.id, step.b.id if step.b else None) for step in result.steps]
     [('x', 'b'), ('a', None)]
     """
-    import networkx as nx
-
     if context < 0:
         raise ValueError(f"context must be 0 or more lines, not {context}")
     path_a, path_b = path(tree, a), path(tree, b)
-    fork_point = nx.lowest_common_ancestor(tree, a, b)
-    if fork_point is None:
+    # The fork point is the last node of the paths' common prefix: the two
+    # paths from the root agree down to it and part below it. commonprefix
+    # compares any sequences item by item, lists of ids as well as strings.
+    shared = os.path.commonprefix([path_a, path_b])
+    if not shared:
         raise UnrelatedNodes(
             f"{a!r} and {b!r} have no common ancestor: they grow from different"
             f" roots ({path_a[0]!r} and {path_b[0]!r}) of conversation"
             f" {tree.graph.get('conversation_id')!r}"
         )
-    shared = path(tree, fork_point)
+    fork_point = shared[-1]
     below_a, below_b = path_a[len(shared) :], path_b[len(shared) :]
     return BranchDiff(
         node_a=a,
@@ -482,7 +498,9 @@ def _side(tree: nx.DiGraph, node: str | None) -> StepSide | None:
     if node is None:
         return None
     attributes = tree.nodes[node]
-    return StepSide(node, attributes["model"], *(attributes[key] for key in _USAGE))
+    return StepSide(
+        node, attributes["model"], *(attributes[key] for key in INTEGER_ATTRIBUTES)
+    )
 
 
 def load_tree_of_pair(

@@ -435,10 +435,12 @@ def node_totals(tree: nx.DiGraph, nodes: Iterable[str] | None = None) -> dict[st
         "nodes": len(attributes),
         "first_datetime": min(times, key=_first)[1] if times else None,
         "last_datetime": max(times, key=_first)[1] if times else None,
-        "models": list(dict.fromkeys(m for data in attributes if (m := data["model"]))),
+        "models": list(
+            dict.fromkeys(m for data in attributes if (m := data.get("model")))
+        ),
     }
     for key in INTEGER_ATTRIBUTES:
-        known = [value for data in attributes if (value := data[key]) is not None]
+        known = [value for data in attributes if (value := data.get(key)) is not None]
         totals[key] = sum(known) if known or not attributes else None
     return totals
 

@@ -1,9 +1,9 @@
-"""Exporters: conversation trees as DOT, GraphML, JSON and Mermaid.
+"""Exporters: conversation trees as DOT, GraphML, JSON, Mermaid and HTML.
 
 One module per format, each with networkx's readwrite verbs:
 `generate_<format>(graphs, ...)` yields the text line by line,
 `write_<format>(graphs, path_or_file, ...)` writes it, and `read_<format>`
-reads it back where the format round-trips (GraphML and both JSON shapes).
+reads it back where the format round-trips (GraphML, both JSON shapes, HTML).
 `graphs` is one conversation DiGraph from `convgraph.forest` or an iterable
 of them (a forest).
 
@@ -43,68 +43,25 @@ class ExportFormat:
     read
         `read(path_or_file) -> list of DiGraph`, or None where the format
         does not round-trip.
-    suffix
-        The file name suffix, with its dot.
     options
         The keyword options that `generate` and `write` take (`rankdir`).
-    description
-        One line for `--help`.
     """
 
     generate: Callable[..., object]
     write: Callable[..., None]
     read: Callable[..., list] | None
-    suffix: str
     options: frozenset[str] = frozenset()
-    description: str = ""
 
 
 FORMATS: dict[str, ExportFormat] = {
-    "dot": ExportFormat(
-        generate_dot,
-        write_dot,
-        None,
-        ".dot",
-        frozenset({"rankdir"}),
-        "Graphviz DOT, several conversations as clusters",
-    ),
-    "graphml": ExportFormat(
-        generate_graphml,
-        write_graphml,
-        read_graphml,
-        ".graphml",
-        description="GraphML with typed keys, for Gephi, yEd and Cytoscape",
-    ),
-    "json": ExportFormat(
-        generate_json,
-        write_json,
-        read_json,
-        ".json",
-        description="node-link JSON, networkx's convention",
-    ),
-    "tree-json": ExportFormat(
-        generate_tree_json,
-        write_tree_json,
-        read_tree_json,
-        ".json",
-        description="nested JSON, the shape of D3's hierarchy",
-    ),
+    "dot": ExportFormat(generate_dot, write_dot, None, frozenset({"rankdir"})),
+    "graphml": ExportFormat(generate_graphml, write_graphml, read_graphml),
+    "json": ExportFormat(generate_json, write_json, read_json),
+    "tree-json": ExportFormat(generate_tree_json, write_tree_json, read_tree_json),
     "mermaid": ExportFormat(
-        generate_mermaid,
-        write_mermaid,
-        None,
-        ".mmd",
-        frozenset({"rankdir"}),
-        "Mermaid flowchart, for GitHub Markdown",
+        generate_mermaid, write_mermaid, None, frozenset({"rankdir"})
     ),
-    "html": ExportFormat(
-        generate_html,
-        write_html,
-        read_html,
-        ".html",
-        frozenset({"rankdir"}),
-        "one interactive page that works offline (TB or LR)",
-    ),
+    "html": ExportFormat(generate_html, write_html, read_html, frozenset({"rankdir"})),
 }
 
 __all__ = [
@@ -113,15 +70,18 @@ __all__ = [
     "ExportFormat",
     "generate_dot",
     "generate_graphml",
+    "generate_html",
     "generate_json",
     "generate_mermaid",
     "generate_tree_json",
     "read_graphml",
+    "read_html",
     "read_json",
     "read_tree_json",
     "to_pydot",
     "write_dot",
     "write_graphml",
+    "write_html",
     "write_json",
     "write_mermaid",
     "write_tree_json",

@@ -156,29 +156,17 @@ def _page_lines(title: str) -> tuple[list[str], list[str]]:
     return fill(before), fill(after.removesuffix("\n"))
 
 
-def conversation_stats(tree: nx.DiGraph) -> dict[str, Any]:
-    """The figures the page lists for a conversation: `convgraph.tree.summary`
-    and the sums of its tokens and durations, and its first and last times."""
-    from convgraph.tree import summary
-
-    stats = summary(tree)
-    for key in ("input_tokens", "output_tokens", "duration_ms"):
-        values = [value for _, value in tree.nodes(data=key) if value is not None]
-        stats[key] = sum(values) if values else None
-    times = [value for _, value in tree.nodes(data="datetime_utc") if value]
-    stats["first_datetime"] = min(times, default=None)
-    stats["last_datetime"] = max(times, default=None)
-    return stats
-
-
 def conversation_line(tree: nx.DiGraph) -> str:
     """One conversation as the page embeds it, on one line: its id, name and
-    statistics, and under `graph` its node-link JSON (`generate_json`)."""
+    statistics (`convgraph.tree.summary`), and under `graph` its node-link
+    JSON (`generate_json`)."""
+    from convgraph.tree import summary
+
     head = script_json(
         {
             "id": tree.graph.get("conversation_id"),
             "name": tree.graph.get("name"),
-            "stats": conversation_stats(tree),
+            "stats": summary(tree),
         }
     )
     graph = script_safe("".join(generate_json(tree)))

@@ -1,0 +1,705 @@
+"""Read the data exports of ChatGPT, Claude.ai and Open WebUI as conversation trees.
+
+Each app keeps a conversation as parent-linked messages. This module finds the
+export's JSON (a downloaded `.zip`, its `conversations.json`, the split
+`conversations-000.json`, ... files in a folder or zip, or Open WebUI's chat
+export), tells the format by content, streams it one conversation at a time
+with ijson, and turns one conversation's messages into the node contract of
+DESIGN.md: a node is one user message together with the run of messages that
+answers it. The per-format modules (`chatgpt`, `claude`, `openwebui`) only
+turn one conversation's JSON into `Message`s; everything else is here, shared.
+`ChatExport` answers the same questions as `LogDatabase`, so every command
+reads an export as it reads llm's `logs.db`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import zipfile
+import zlib
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from convgraph.contract import INTEGER_ATTRIBUTES, TEXT_ATTRIBUTES
+from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
+from convgraph.sources import LogDatabase, TreeRecords, log_order, sort_log_order
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["ChatExport", "Conversation", "Message", "open_source"]
+
+#: A user message that starts a node.
+PROMPT = "prompt"
+#: Text the assistant addressed to the user: the node's response.
+ANSWER = "answer"
+#: Anything else: tool calls and their output, hidden and system messages,
+#: reasoning, ChatGPT's empty placeholder root. Part of a run, not its text.
+STEP = "step"
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+UTF8_BOM = b"\xef\xbb\xbf"
+
+#: `conversations.json`, or one of the split `conversations-000.json` files.
+CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
+
+#: The columns of `read_forest`, in the order the llm readers give them.
+FOREST_COLUMNS = (
+    "id",
+    "tree_id",
+    "conversation_id",
+    "parent_id",
+    "model",
+    "datetime_utc",
+    *INTEGER_ATTRIBUTES,
+    *TEXT_ATTRIBUTES,
+    "source",
+    "active",
+)
+
+
+@dataclass(slots=True)
+class Message:
+    """One message of an export, in the terms the node builder needs.
+
+    `parent` is the link as stored (None for a root), even when it names no
+    message or the message itself: the checks downstream report such links.
+    """
+
+    id: str
+    parent: str | None
+    kind: str = STEP
+    text: str | None = None
+    time: str | None = None
+    model: str | None = None
+    #: A system prompt this message sets for everything below it.
+    system: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    duration_ms: int | None = None
+
+
+@dataclass
+class Conversation:
+    """One conversation of an export, as the format modules hand it over.
+
+    `current` is the message the person was on last (the active branch's
+    end); None where the export marks none that exists.
+    """
+
+    id: str
+    name: str | None
+    messages: list[Message]
+    current: str | None = None
+    #: The model to name where the answering messages do not.
+    model: str | None = None
+    #: A system prompt for the whole conversation.
+    system: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# -- small helpers the format modules share ---------------------------------
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (hostile input)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one (hostile input)."""
+    return value if isinstance(value, list) else []
+
+
+def as_text(value: Any) -> str | None:
+    """A non-empty string, else None."""
+    return value if isinstance(value, str) and value != "" else None
+
+
+def as_int(value: Any) -> int | None:
+    """An integer count (JSON numbers may come as floats), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def join_texts(texts: list[str | None], separator: str = "\n") -> str | None:
+    """The non-empty texts joined, or None when there are none."""
+    kept = [text for text in texts if text]
+    return separator.join(kept) if kept else None
+
+
+def epoch_to_iso(value: Any) -> str | None:
+    """Epoch seconds (or milliseconds, or nanoseconds) as ISO 8601 in UTC.
+
+    Every reader gives the same shape, so that log order is string order.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    seconds = float(value)
+    if seconds > 1e14:  # nanoseconds
+        seconds /= 1e9
+    elif seconds > 1e11:  # milliseconds
+        seconds /= 1e3
+    try:
+        moment = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="microseconds")
+
+
+def text_to_iso(value: Any) -> str | None:
+    """An ISO 8601 timestamp (any offset, or `Z`) as ISO 8601 in UTC."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def attachment_note(images: int, files: int) -> str | None:
+    """What a prompt carried besides text, counted: `[1 image, 2 files]`."""
+    counted = []
+    if images:
+        counted.append(f"{images} image{'s' if images > 1 else ''}")
+    if files:
+        counted.append(f"{files} file{'s' if files > 1 else ''}")
+    return f"[{', '.join(counted)}]" if counted else None
+
+
+def latest_message(messages: list[Message]) -> str | None:
+    """The message logged last (the later in the list on a tie), for exports
+    that do not say which branch was in use."""
+    best = None
+    for message in messages:
+        if best is None or (message.time or "") >= (best.time or ""):
+            best = message
+    return best.id if best is not None else None
+
+
+def unique_id(wanted: Any, fallback: str, seen: set[str]) -> str:
+    """A message id not seen before in its conversation: the stored one, or
+    `fallback` where it is missing or taken (hostile or hand-edited exports)."""
+    candidate = wanted if isinstance(wanted, str) and wanted else fallback
+    while candidate in seen:
+        candidate = f"{candidate}+"
+    seen.add(candidate)
+    return candidate
+
+
+# -- nodes from messages ----------------------------------------------------
+
+
+def conversation_records(
+    conversation: Conversation, source: str
+) -> list[dict[str, Any]]:
+    """The nodes of one conversation, in log order, as `TreeRecords` records.
+
+    A node is a user message (`PROMPT`) with the run of other messages below
+    it, up to the next user message; its id is the run's last message. Where
+    a run forks (a regenerated answer) each branch ends a node of its own,
+    with the same prompt. A prompt never answered is a node by itself. Runs
+    above the first prompt (system messages, placeholders) are not nodes,
+    unless they hold an answer. Every walk is iterative.
+    """
+    messages: dict[str, Message] = {}
+    for message in conversation.messages:
+        messages.setdefault(message.id, message)
+    children: dict[str, list[str]] = defaultdict(list)
+    starts = []
+    for message in messages.values():
+        parent = message.parent
+        if parent is not None and parent != message.id and parent in messages:
+            children[parent].append(message.id)
+        else:
+            starts.append(message.id)
+
+    # Parents before children; messages that no root reaches hang off a
+    # cycle, and are started from where they come in the export.
+    order: list[str] = []
+    reached: set[str] = set()
+    for start in [*starts, *messages]:
+        if start in reached:
+            continue
+        reached.add(start)
+        queue = deque([start])
+        while queue:
+            current = queue.popleft()
+            order.append(current)
+            for child in children.get(current, ()):
+                if child not in reached:
+                    reached.add(child)
+                    queue.append(child)
+    started = set(starts)
+
+    prompt_of: dict[str, str | None] = {}
+    answered: dict[str, bool] = {}
+    above: dict[str, str | None] = {}
+    system_of: dict[str, str | None] = {}
+    is_end: dict[str, bool] = {}
+    effective_parent: dict[str, str | None] = {}
+
+    def node_above(message_id: str) -> str | None:
+        return message_id if is_end[message_id] else above[message_id]
+
+    for message_id in order:
+        message = messages[message_id]
+        parent = None
+        if message_id not in started and message.parent in prompt_of:
+            parent = message.parent
+        effective_parent[message_id] = parent
+        # A root's stored link that names nothing (or the message itself,
+        # or goes round a cycle) is kept, for the checks to report.
+        link = message.parent if parent is None else None
+        if message.kind == PROMPT:
+            prompt_of[message_id] = message_id
+            answered[message_id] = False
+            above[message_id] = node_above(parent) if parent is not None else link
+        else:
+            prompt_of[message_id] = prompt_of[parent] if parent is not None else None
+            answered[message_id] = message.kind == ANSWER or (
+                parent is not None and answered[parent]
+            )
+            above[message_id] = above[parent] if parent is not None else link
+        system_of[message_id] = message.system or (
+            system_of[parent] if parent is not None else conversation.system
+        )
+        kinds = [messages[child].kind for child in children.get(message_id, ())]
+        if message.kind == PROMPT:
+            is_end[message_id] = all(kind == PROMPT for kind in kinds)
+        else:
+            is_end[message_id] = (not kinds or PROMPT in kinds) and (
+                prompt_of[message_id] is not None or answered[message_id]
+            )
+
+    records: dict[str, dict[str, Any]] = {}
+    for message_id in order:
+        if is_end[message_id]:
+            records[message_id] = _node_record(
+                message_id, messages, effective_parent, prompt_of, conversation
+            )
+            records[message_id]["parent_id"] = above[message_id]
+            records[message_id]["system"] = system_of[message_id]
+            records[message_id]["source"] = source
+
+    for record_id in _active_nodes(
+        conversation.current, messages, children, is_end, above, records
+    ):
+        records[record_id]["active"] = True
+    found = list(records.values())
+    found.sort(key=log_order)
+    return found
+
+
+def _node_record(
+    end: str,
+    messages: dict[str, Message],
+    effective_parent: dict[str, str | None],
+    prompt_of: dict[str, str | None],
+    conversation: Conversation,
+) -> dict[str, Any]:
+    """One node's attributes, from its run (walked up from its end)."""
+    prompt_id = prompt_of[end]
+    run: list[Message] = []
+    current: str | None = end
+    while current is not None and current != prompt_id:
+        run.append(messages[current])
+        current = effective_parent[current]
+    run.reverse()
+    prompt = messages[prompt_id] if prompt_id is not None else None
+    answers = [message for message in run if message.kind == ANSWER]
+    model = next(
+        (message.model for message in reversed(run) if message.model), None
+    ) or (conversation.model if answers else None)
+    time = next((message.time for message in reversed(run) if message.time), None)
+    record: dict[str, Any] = {
+        "id": end,
+        "tree_id": conversation.id,
+        "parent_id": None,
+        "conversation_id": conversation.id,
+        "prompt": prompt.text if prompt is not None else None,
+        "system": None,
+        "response": join_texts([message.text for message in answers], "\n\n"),
+        "model": model,
+        "datetime_utc": time or (prompt.time if prompt is not None else None),
+        "source": None,
+        "active": False,
+    }
+    for name in INTEGER_ATTRIBUTES:
+        values = [getattr(message, name) for message in run]
+        counted = [value for value in values if value is not None]
+        record[name] = sum(counted) if counted else None
+    return record
+
+
+def _active_nodes(
+    current: str | None,
+    messages: dict[str, Message],
+    children: dict[str, list[str]],
+    is_end: dict[str, bool],
+    above: dict[str, str | None],
+    records: dict[str, dict[str, Any]],
+) -> list[str]:
+    """The nodes from the root down to the one holding `current`.
+
+    Where `current` is inside a run (a prompt, a tool call), the run is
+    followed down its latest branch to the node that ends it.
+    """
+    if current is None or current not in is_end:
+        return []
+    steps = 0
+    while not is_end[current] and steps <= len(messages):
+        below = children.get(current, [])
+        if not below:
+            break
+        going_on = [child for child in below if messages[child].kind != PROMPT]
+        current = (going_on or below)[-1]
+        steps += 1
+    node = current if is_end[current] else above[current]
+    found: list[str] = []
+    seen: set[str] = set()
+    while node is not None and node in records and node not in seen:
+        found.append(node)
+        seen.add(node)
+        node = records[node]["parent_id"]
+    return found
+
+
+# -- finding and streaming the export ---------------------------------------
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One JSON file of an export: a file on disk or a member of a zip."""
+
+    name: str
+    open: Callable[[], IO[bytes]]
+
+
+def _formats() -> dict[str, Any]:
+    from convgraph.sources import chatgpt, claude, openwebui
+
+    return {module.SOURCE: module for module in (chatgpt, claude, openwebui)}
+
+
+def _conversation_parts(names: list[str]) -> list[str]:
+    """The conversation files among `names`: the split files where there are
+    some (in their numbered order), else `conversations.json`."""
+    found = [name for name in names if CONVERSATION_FILE.fullmatch(Path(name).name)]
+    split = sorted(name for name in found if "-" in Path(name).name)
+    return split or sorted(found)
+
+
+def _zip_parts(path: Path) -> list[_Part]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [info.filename for info in archive.infolist() if not info.is_dir()]
+    except (zipfile.BadZipFile, OSError) as error:
+        raise DatabaseError(f"{path} is not a readable zip file ({error})") from None
+    wanted = _conversation_parts(names)
+    if not wanted:
+        raise DatabaseError(
+            f"{path} holds no conversations.json (not a ChatGPT or Claude.ai export)"
+        )
+
+    def opener(name: str) -> Callable[[], IO[bytes]]:
+        def open_member() -> IO[bytes]:
+            archive = zipfile.ZipFile(path)
+            try:
+                member = archive.open(name)
+            except Exception:
+                archive.close()
+                raise
+            return _ClosingBoth(member, archive)
+
+        return open_member
+
+    return [_Part(f"{path}:{name}", opener(name)) for name in wanted]
+
+
+class _ClosingBoth(io.BufferedReader):
+    """A zip member's stream that also closes its archive."""
+
+    def __init__(self, member: IO[bytes], archive: zipfile.ZipFile):
+        super().__init__(member)  # type: ignore[arg-type]
+        self._archive = archive
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._archive.close()
+
+
+def _file_part(path: Path) -> _Part:
+    return _Part(str(path), lambda: open(path, "rb"))  # noqa: SIM115
+
+
+def _skip_to_json(stream: IO[bytes]) -> bytes:
+    """Drop a byte-order mark and return the first byte of the JSON text
+    (b"" when there is none), leaving it unread."""
+    peek = stream.peek(64)  # type: ignore[attr-defined]
+    if peek.startswith(UTF8_BOM):
+        stream.read(len(UTF8_BOM))
+        peek = stream.peek(64)  # type: ignore[attr-defined]
+    stripped = peek.lstrip()
+    if not stripped and peek:
+        # Long leading whitespace: consume it a buffer at a time.
+        while peek and not peek.lstrip():
+            stream.read(len(peek))
+            peek = stream.peek(64)  # type: ignore[attr-defined]
+        stripped = peek.lstrip()
+    return stripped[:1]
+
+
+def _stream_items(stream: IO[bytes]) -> Iterator[Any]:
+    """The conversations of one JSON file: the elements of a top-level array,
+    or a top-level object as the one conversation (a single exported chat)."""
+    import ijson
+
+    first = _skip_to_json(stream)
+    if first == b"[":
+        yield from ijson.items(stream, "item", use_float=True)
+    elif first == b"{":
+        yield from ijson.items(stream, "", use_float=True)
+    else:
+        raise DatabaseError("it is not JSON")
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    import ijson
+
+    return (
+        ijson.JSONError,
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        OSError,
+        UnicodeDecodeError,
+        ValueError,
+    )
+
+
+def open_source(path: str | os.PathLike[str]) -> ChatExport | None:
+    """A chat export at `path`, or None where `path` is not one (missing, an
+    SQLite file, or a file that is neither JSON nor a zip), so that the
+    caller can try llm's reader.
+
+    Raises
+    ------
+    DatabaseError
+        A zip or folder without a conversations file, JSON that is no
+        supported export, or JSON that ends early.
+    """
+    path = Path(path)
+    if path.is_dir():
+        names = [entry.name for entry in path.iterdir() if entry.is_file()]
+        wanted = _conversation_parts(names)
+        if not wanted:
+            return None
+        parts = [_file_part(path / name) for name in wanted]
+    elif path.is_file():
+        with open(path, "rb") as stream:
+            head = stream.read(4096)
+        if head.startswith(SQLITE_HEADER):
+            return None
+        if zipfile.is_zipfile(path):
+            parts = _zip_parts(path)
+        else:
+            if head.removeprefix(UTF8_BOM).lstrip()[:1] not in (b"[", b"{"):
+                return None
+            parts = [_file_part(path)]
+    else:
+        return None
+    return ChatExport(path, parts)
+
+
+class ChatExport(LogDatabase):
+    """A ChatGPT, Claude.ai or Open WebUI export, read like llm's `logs.db`.
+
+    Nothing is read at once but the first conversation (to tell the format);
+    every question streams the export's JSON again, keeping one conversation
+    at a time, and the last conversation found is kept for the read that
+    follows it. Reading never writes.
+    """
+
+    def __init__(self, path: Path, parts: list[_Part]):
+        # The llm readers stay unset: no SQL is behind an export.
+        self.path = path
+        self.conn = None  # type: ignore[assignment]
+        self.legacy = None
+        self.store = None
+        self._parts = parts
+        self._tree_ids: list[str] | None = None
+        self._found: TreeRecords | None = None
+        self.format = self._detect()
+        self._module = _formats()[self.format] if self.format else None
+
+    def __repr__(self) -> str:
+        return f"<ChatExport {self.format or 'empty'} {self.path}>"
+
+    def close(self) -> None:
+        self._found = None
+
+    @property
+    def generations(self) -> list[str]:
+        """The export's format (`chatgpt`, `claude`, `openwebui`), as a list
+        like `LogDatabase.generations`."""
+        return [self.format] if self.format else []
+
+    # -- streaming ------------------------------------------------------
+
+    def _raw_items(self) -> Iterator[Any]:
+        """Every conversation's JSON, one at a time, across the split files."""
+        errors = _read_errors()
+        for part in self._parts:
+            try:
+                with part.open() as stream:
+                    yield from _stream_items(stream)
+            except DatabaseError as error:
+                raise DatabaseError(f"cannot read {part.name}: {error}") from None
+            except errors as error:
+                raise DatabaseError(
+                    f"cannot read {part.name}: the JSON is cut short or malformed"
+                    f" ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
+                ) from None
+
+    def _detect(self) -> str | None:
+        """The format of the first conversation; None for an empty export."""
+        for item in self._raw_items():
+            for name, module in _formats().items():
+                if module.is_conversation(item):
+                    return name
+            raise DatabaseError(
+                f"{self.path} is JSON but not a ChatGPT, Claude.ai or Open WebUI export"
+            )
+        return None
+
+    def conversations(self) -> Iterator[Conversation]:
+        """Every conversation, parsed, once per id (a conversation repeated
+        across split files is read from its first copy)."""
+        if self._module is None:
+            return
+        seen: set[str] = set()
+        for position, item in enumerate(self._raw_items()):
+            if not self._module.is_conversation(item):
+                continue  # not a conversation of this format: nothing to show
+            conversation = self._module.parse_conversation(item, position)
+            if conversation.id in seen:
+                continue
+            seen.add(conversation.id)
+            yield conversation
+
+    def _records(self, conversation: Conversation) -> TreeRecords:
+        records = conversation_records(conversation, self.format or "")
+        return TreeRecords(conversation.id, conversation.name, records)
+
+    # -- naming trees ---------------------------------------------------
+
+    def tree_ids(self) -> list[str]:
+        """Every conversation's id, in the export's order."""
+        if self._tree_ids is None:
+            self._tree_ids = [
+                conversation.id
+                for conversation in self.conversations()
+                if conversation.messages
+            ]
+        return list(self._tree_ids)
+
+    def tree_id_of_conversation(self, conversation_id: str) -> str:
+        """A conversation id names its own tree (the export's id)."""
+        if self._found is not None and self._found.tree_id == conversation_id:
+            return conversation_id
+        for conversation in self.conversations():
+            if conversation.id == conversation_id:
+                self._found = self._records(conversation)
+                return conversation_id
+        raise UnknownConversation(conversation_id)
+
+    def tree_id_of_node(self, node_id: str) -> str:
+        """The conversation whose messages end a node at `node_id`."""
+        if self._found is not None and any(
+            record["id"] == node_id for record in self._found.records
+        ):
+            return self._found.tree_id
+        for conversation in self.conversations():
+            if not any(message.id == node_id for message in conversation.messages):
+                continue
+            tree = self._records(conversation)
+            if any(record["id"] == node_id for record in tree.records):
+                self._found = tree
+                return tree.tree_id
+        raise UnknownNode(node_id)
+
+    def path_by_links(self, node_id: str) -> list[str] | None:
+        """None: an export has no index to walk; the tree answers."""
+        return None
+
+    # -- reading --------------------------------------------------------
+
+    def read_tree(self, tree_id: str) -> TreeRecords:
+        """One conversation's records (none for an unknown id)."""
+        if self._found is None or self._found.tree_id != tree_id:
+            self._found = next(
+                (
+                    self._records(conversation)
+                    for conversation in self.conversations()
+                    if conversation.id == tree_id
+                ),
+                TreeRecords(tree_id, None, []),
+            )
+        return self._found
+
+    def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Every node as one table, read conversation by conversation.
+
+        The same columns and types as `LogDatabase.read_forest`, plus the
+        boolean `active`. `text=False` leaves the texts out (as None).
+        """
+        columns: dict[str, list[Any]] = {name: [] for name in FOREST_COLUMNS}
+        names: dict[str, Any] = {}
+        for conversation in self.conversations():
+            tree = self._records(conversation)
+            if not tree.records:
+                continue
+            names[tree.tree_id] = tree.name
+            for record in tree.records:
+                for name, values in columns.items():
+                    values.append(
+                        None if not text and name in TEXT_ATTRIBUTES else record[name]
+                    )
+        return _forest_frame(columns), names
+
+
+def _forest_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
+    """The forest table with the llm readers' types, in log order, each node
+    id once (an id seen in an earlier conversation is dropped there)."""
+    import numpy as np
+    import pandas as pd
+
+    frame = {}
+    for name, values in columns.items():
+        if name in ("tree_id", "conversation_id", "model", "source"):
+            codes, uniques = pd.factorize(np.array(values, dtype=object))
+            frame[name] = pd.Series(pd.Categorical.from_codes(codes, uniques))
+        elif name in INTEGER_ATTRIBUTES:
+            frame[name] = pd.Series(pd.array(values, dtype="Int64"))
+        elif name == "active":
+            frame[name] = pd.Series(np.array(values, dtype=bool))
+        else:
+            frame[name] = pd.Series(np.array(values, dtype=object), dtype=object)
+    nodes = pd.DataFrame(frame)
+    duplicated = nodes["id"].duplicated()
+    if duplicated.any():
+        nodes = nodes[~duplicated.to_numpy()]
+    return sort_log_order(nodes)

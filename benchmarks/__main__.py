@@ -1,7 +1,7 @@
 """`python -m benchmarks`: run convgraph's benchmark suite (see `suite.py`).
 
-python -m benchmarks                 # 1,000 to 1,000,000, three shapes (~30 min)
-python -m benchmarks --quick         # up to 100,000 (a few minutes)
+python -m benchmarks                 # 1,000 to 1,000,000, three shapes
+python -m benchmarks --quick         # up to 100,000
 python -m benchmarks --sizes 1000,1000000 --shapes linear --json out.json
 """
 
@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmarks import cache
-from benchmarks.suite import QUICK_SIZES, SIZES, Options, main
+from benchmarks.suite import DATA_DIR, QUICK_SIZES, SIZES, Options, main
 from benchmarks.synthetic import SHAPES
 
 
@@ -27,79 +26,45 @@ def _sizes(text: str) -> list[int]:
 
 def _shapes(text: str) -> list[str]:
     shapes = [part for part in text.split(",") if part]
-    unknown = [shape for shape in shapes if shape not in SHAPES]
-    if unknown or not shapes:
+    if not shapes or any(shape not in SHAPES for shape in shapes):
         raise argparse.ArgumentTypeError(f"shapes are {', '.join(SHAPES)}")
     return shapes
 
 
 def parse(argv: list[str] | None = None) -> Options:
+    """The suite's options from the command line."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="convgraph beside its baselines on synthetic llm databases.",
     )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="sizes up to 100,000 (the default: to 1,000,000)",
-    )
-    parser.add_argument(
-        "--sizes",
-        type=_sizes,
-        help="comma-separated numbers of responses, e.g. 1000,100000",
-    )
-    parser.add_argument(
-        "--shapes",
-        type=_shapes,
-        default=list(SHAPES),
-        help="linear,bushy,deep (default: all)",
-    )
-    parser.add_argument(
-        "--json", type=Path, dest="json_path", help="also write the results here"
-    )
-    parser.add_argument(
-        "--no-store", action="store_true", help="skip the message store"
-    )
-    parser.add_argument(
-        "--no-cli", action="store_true", help="skip the command-line timings"
-    )
-    parser.add_argument(
-        "--no-core", action="store_true", help="skip the core benchmark"
-    )
-    parser.add_argument(
-        "--no-others",
-        action="store_true",
-        help="skip bench_export, bench_stats, bench_diff",
-    )
-    parser.add_argument(
-        "--repeat", type=int, default=5, help="runs per measurement, at most"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=30.0,
-        help="seconds before a baseline is given up",
-    )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=cache.DATA_DIR,
-        help="where built databases are cached",
-    )
+    add = parser.add_argument
+    add("--quick", action="store_true", help="sizes up to 100,000")
+    add("--sizes", type=_sizes, help="numbers of responses, e.g. 1000,100000")
+    add("--shapes", type=_shapes, default=list(SHAPES), help="linear,bushy,deep")
+    add("--json", type=Path, dest="json_path", help="also write the results here")
+    add("--no-store", action="store_true", help="skip the message store")
+    add("--no-cli", action="store_true", help="skip the whole-command timings")
+    add("--no-core", action="store_true", help="skip the largest size's extra rows")
+    add("--no-others", action="store_true", help="skip bench_export, _html, _diff")
+    add("--processes", type=int, default=2, help="pyperf worker processes (2)")
+    add("--values", type=int, default=2, help="timed calls per process (2)")
+    add("--timeout", type=int, default=300, help="seconds a process may take (300)")
+    add("--baseline-timeout", type=int, default=60, help="the same, baselines (60)")
+    add("--data-dir", type=Path, default=DATA_DIR, help="where databases are cached")
     args = parser.parse_args(argv)
-    sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     return Options(
-        sizes=sizes,
+        sizes=args.sizes or (QUICK_SIZES if args.quick else SIZES),
         shapes=args.shapes,
         store=not args.no_store,
         cli=not args.no_cli,
         core=not args.no_core,
         others=not args.no_others,
-        repeat=args.repeat,
-        baseline_timeout=args.timeout,
+        processes=args.processes,
+        values=args.values,
+        timeout=args.timeout,
+        baseline_timeout=args.baseline_timeout,
         data_dir=args.data_dir,
         json_path=args.json_path,
-        quick=args.quick,
     )
 
 

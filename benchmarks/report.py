@@ -1,64 +1,61 @@
-"""The suite's results: rows of convgraph beside its baseline, as a printed
-table, a growth table and a list of targets met or missed, and as JSON.
+"""The suite's results as text: the comparison table, the growth table and the
+targets met or missed.
 
-A row is one operation in one database: convgraph's measurement, the
-baseline's, and their ratio, always convgraph's time divided by the
+A row is one operation in one database: convgraph's measurement beside its
+baseline's, and their ratio, always convgraph's mean time divided by the
 baseline's (below 1: convgraph is faster; 0.05 is 20 times faster).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import platform
-import sqlite3
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from benchmarks.measure import Measurement
+
+@dataclass
+class Measurement:
+    """What pyperf measured of one task: the mean and standard deviation of
+    its values (one call each, every worker a fresh process), and the largest
+    peak resident memory of those processes."""
+
+    task: str
+    status: str = "ok"  # ok, timeout, error, skipped
+    mean: float | None = None
+    stdev: float | None = None
+    values: list[float] = field(default_factory=list)
+    peak_mb: float | None = None
+    note: str = ""
 
 
 @dataclass
 class Row:
-    section: str  # forest, conversation, per-node, store, cli, diagnosis
+    """One operation beside its baseline. `convgraph` and `baseline` name
+    what to measure (see `benchmarks.suite.Task`); the measurements are filled
+    in by the run."""
+
+    section: str  # cli, forest, conversation, per-node, store, core, diagnosis
     shape: str
     size: int
     operation: str
-    convgraph: Measurement
-    baseline: Measurement | None = None
+    convgraph: Any
+    baseline: Any | None = None
     notes: list[str] = field(default_factory=list)
+    measured: Measurement | None = None
+    measured_baseline: Measurement | None = None
 
     @property
     def ratio(self) -> float | None:
-        if (
-            self.baseline is None
-            or self.convgraph.seconds is None
-            or not self.baseline.seconds
-        ):
+        """convgraph's mean time over the baseline's, when both were measured."""
+        ours, theirs = self.measured, self.measured_baseline
+        if ours is None or theirs is None or ours.mean is None or not theirs.mean:
             return None
-        return self.convgraph.seconds / self.baseline.seconds
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "section": self.section,
-            "shape": self.shape,
-            "size": self.size,
-            "operation": self.operation,
-            "convgraph": self.convgraph.as_dict(),
-            "baseline": self.baseline.as_dict() if self.baseline else None,
-            "ratio": self.ratio,
-            "notes": self.notes,
-        }
+        return ours.mean / theirs.mean
 
 
-def seconds(m: Measurement | None) -> str:
-    if m is None:
+def seconds(value: float | None) -> str:
+    if value is None:
         return "-"
-    if m.status != "ok":
-        return m.status
-    value = m.seconds
     if value < 0.001:
         return f"{value * 1e6:.0f} µs"
     if value < 1:
@@ -66,215 +63,214 @@ def seconds(m: Measurement | None) -> str:
     return f"{value:.2f} s"
 
 
-def megabytes(m: Measurement | None) -> str:
-    if m is None or m.peak_mb is None or m.status != "ok":
+def timing(m: Measurement | None) -> str:
+    """A measurement's mean, or why there is none."""
+    if m is None:
         return "-"
-    return f"{m.peak_mb:.0f}"
+    return seconds(m.mean) if m.status == "ok" else m.status
+
+
+def megabytes(m: Measurement | None) -> str:
+    return "-" if m is None or m.peak_mb is None else f"{m.peak_mb:.0f}"
 
 
 def ratio_text(value: float | None) -> str:
     if value is None:
         return "-"
-    if value >= 1:
-        return f"{value:.2f}x"
-    return f"{value:.3f}x (1/{1 / value:.0f})" if value < 0.1 else f"{value:.2f}x"
+    if value < 0.1:
+        return f"{value:.3f}x (1/{1 / value:.0f})"
+    return f"{value:.2f}x"
 
 
-SECTIONS = ("cli", "forest", "conversation", "per-node", "store", "core", "diagnosis")
-SHAPE_ORDER = ("", "linear", "bushy", "deep")
+def aligned(header: list[str], lines: list[list[str]], right: set[int]) -> list[str]:
+    """Columns padded to their widest cell; the `right` ones right-aligned."""
+    widths = [max(map(len, column)) for column in zip(header, *lines, strict=True)]
 
+    def render(cells: list[str]) -> str:
+        return "  ".join(
+            cell.rjust(width) if index in right else cell.ljust(width)
+            for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
 
-def in_reading_order(rows: list[Row]) -> list[Row]:
-    """Rows by section, then shape, then size: each block reads as growth."""
-
-    def key(row: Row) -> tuple:
-        section = (
-            SECTIONS.index(row.section) if row.section in SECTIONS else len(SECTIONS)
-        )
-        shape = (
-            SHAPE_ORDER.index(row.shape)
-            if row.shape in SHAPE_ORDER
-            else len(SHAPE_ORDER)
-        )
-        return (section, shape, row.size)
-
-    return sorted(rows, key=key)
+    return [render(header), render(["-" * width for width in widths])] + [
+        render(cells) for cells in lines
+    ]
 
 
 def format_table(rows: list[Row]) -> str:
-    """The main table: one line per row, in blocks of section and shape."""
-    rows = in_reading_order(rows)
-    header = (
-        "section",
-        "shape",
-        "size",
-        "operation",
-        "convgraph",
-        "MB",
-        "baseline",
-        "time",
-        "MB",
-        "ratio",
-    )
-    lines = []
-    for row in rows:
-        lines.append(
-            (
-                row.section,
-                row.shape,
-                f"{row.size:,}" if row.size else "",
-                row.operation,
-                seconds(row.convgraph),
-                megabytes(row.convgraph),
-                row.baseline.task if row.baseline else "",
-                seconds(row.baseline),
-                megabytes(row.baseline),
-                ratio_text(row.ratio),
-            )
-        )
-    widths = [
-        max(len(str(cell)) for cell in column)
-        for column in zip(header, *lines, strict=False)
-    ]
-    right = {2, 4, 5, 7, 8, 9}
-
-    def render(cells) -> str:
-        return "  ".join(
-            str(cell).rjust(width) if index in right else str(cell).ljust(width)
-            for index, (cell, width) in enumerate(zip(cells, widths, strict=False))
-        ).rstrip()
-
-    out = [render(header), render("-" * width for width in widths)]
-    previous = None
-    for row, cells in zip(rows, lines, strict=True):
-        if previous is not None and (row.section, row.shape) != previous:
-            out.append("")
-        previous = (row.section, row.shape)
-        out.append(render(cells))
-    notes = [
-        f"  [{row.section} {row.shape} {row.size:,} {row.operation}] {note}".replace(
-            "  0 ", " "
-        )
+    """One line per row, a blank line between blocks of section and shape,
+    then the rows' notes."""
+    header = ["section", "shape", "size", "operation", "convgraph", "MB"]
+    header += ["baseline", "time", "MB", "ratio"]
+    lines = [
+        [
+            row.section,
+            row.shape,
+            f"{row.size:,}" if row.size else "",
+            row.operation,
+            timing(row.measured),
+            megabytes(row.measured),
+            row.measured_baseline.task if row.measured_baseline else "",
+            timing(row.measured_baseline),
+            megabytes(row.measured_baseline),
+            ratio_text(row.ratio),
+        ]
         for row in rows
-        for note in _notes(row)
     ]
-    if notes:
-        out += ["", "notes:", *notes]
-    return "\n".join(out)
-
-
-def _notes(row: Row) -> list[str]:
-    found = list(row.notes)
-    for m in (row.convgraph, row.baseline):
-        if m is not None and m.note:
-            found.append(f"{m.task}: {m.note}")
-    return found
+    rendered = aligned(header, lines, right={2, 4, 5, 7, 8, 9})
+    out = rendered[:2]
+    for index, row in enumerate(rows):
+        if index and (row.section, row.shape) != (
+            rows[index - 1].section,
+            rows[index - 1].shape,
+        ):
+            out.append("")
+        out.append(rendered[2 + index])
+    notes = [
+        f"  [{row.section} {row.shape} {row.size:,} {row.operation}] {note}"
+        for row in rows
+        for note in row.notes
+        + [
+            f"{m.task}: {m.note}"
+            for m in (row.measured, row.measured_baseline)
+            if m is not None and m.note
+        ]
+    ]
+    return "\n".join(out + (["", "notes:", *notes] if notes else []))
 
 
 def growth(rows: list[Row]) -> list[dict[str, Any]]:
-    """For each operation and shape measured at several sizes: the time at
-    each size, and the factor from each size to the next."""
+    """For each operation (and each baseline) measured at several sizes of
+    one shape: the mean time at each size."""
     series: dict[tuple[str, str, str], dict[int, float]] = {}
     for row in rows:
-        for side, m in (("convgraph", row.convgraph), ("baseline", row.baseline)):
-            if m is None or m.status != "ok" or not row.size:
+        for name, m in ((row.operation, row.measured), (None, row.measured_baseline)):
+            if m is None or m.mean is None or not row.size:
                 continue
-            name = row.operation if side == "convgraph" else m.task
-            key = (row.section, row.shape, name)
-            series.setdefault(key, {})[row.size] = m.seconds
-    found = []
-    for (section, shape, name), by_size in series.items():
-        sizes = sorted(by_size)
-        if len(sizes) < 2:
-            continue
-        steps = [
-            by_size[b] / by_size[a]
-            for a, b in zip(sizes, sizes[1:], strict=False)
-            if by_size[a] > 0
-        ]
-        found.append(
-            {
-                "section": section,
-                "shape": shape,
-                "operation": name,
-                "seconds": {str(size): by_size[size] for size in sizes},
-                "steps": steps,
-                "size_steps": [b / a for a, b in zip(sizes, sizes[1:], strict=False)],
-            }
+            key = (row.section, row.shape, name or m.task)
+            series.setdefault(key, {})[row.size] = m.mean
+    return [
+        {"section": section, "shape": shape, "operation": name, "seconds": by_size}
+        for (section, shape, name), by_size in series.items()
+        if len(by_size) > 1
+    ]
+
+
+def per_tenfold(by_size: dict[int, float]) -> list[float]:
+    """The factor by which the time grows for each 10x the size, from each
+    size to the next."""
+    sizes = sorted(by_size)
+    return [
+        (by_size[b] / by_size[a]) ** (1 / math.log10(b / a))
+        for a, b in zip(sizes, sizes[1:], strict=False)
+    ]
+
+
+def format_growth(entries: list[dict[str, Any]]) -> str:
+    sizes = sorted({size for entry in entries for size in entry["seconds"]})
+    header = ["section", "shape", "operation", *[f"{s:,}" for s in sizes]]
+    lines = [
+        [entry["section"], entry["shape"], entry["operation"]]
+        + [seconds(entry["seconds"].get(size)) for size in sizes]
+        + [" ".join(f"{f:.1f}" for f in per_tenfold(entry["seconds"]))]
+        for entry in entries
+    ]
+    right = set(range(3, len(header) + 1))
+    return "\n".join(aligned([*header, "x per 10x"], lines, right))
+
+
+# -- targets -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A limit on one figure of the rows of `section` and `operation` (at
+    `size`, or at every size): ``ratio``, ``peak_mb``, ``seconds`` (convgraph's
+    mean) or ``over_baseline`` (convgraph's mean minus the baseline's)."""
+
+    section: str
+    operation: str
+    figure: str
+    limit: float
+    size: int | None = None
+
+
+TARGETS = [
+    Target("forest", "statistics", "ratio", 2.0, 1_000_000),
+    Target("forest", "statistics", "peak_mb", 600, 1_000_000),
+    Target("cli", "convgraph path NODE", "seconds", 0.5, 1_000_000),
+    Target("cli", "convgraph --help", "over_baseline", 0.25),
+    Target("per-node", "path", "ratio", 0.1, 100_000),
+    Target("per-node", "descendants of the root", "ratio", 0.1, 100_000),
+    Target("per-node", "leaves", "ratio", 0.1, 100_000),
+]
+#: Growth, 10x the responses: at most this factor in time (judged from
+#: 20 ms on: below it, start-up costs and noise dominate).
+GROWTH_LIMIT = 12.0
+
+
+def figure(row: Row, name: str) -> float | None:
+    ours, theirs = row.measured, row.measured_baseline
+    if name == "ratio":
+        return row.ratio
+    if name == "peak_mb":
+        return ours.peak_mb if ours else None
+    if ours is None or ours.mean is None:
+        return None
+    if name == "seconds":
+        return ours.mean
+    if name == "over_baseline":
+        return (
+            None if theirs is None or theirs.mean is None else ours.mean - theirs.mean
         )
+    raise ValueError(f"unknown figure {name!r}")
+
+
+def targets(rows: list[Row]) -> list[dict[str, Any]]:
+    """Every target that a row of this run speaks to, met or missed (``met``
+    is None where the figure could not be measured)."""
+    found = []
+    for target in TARGETS:
+        for row in rows:
+            if (row.section, row.operation) != (target.section, target.operation):
+                continue
+            if target.size is not None and row.size != target.size:
+                continue
+            value = figure(row, target.figure)
+            found.append(
+                {
+                    "target": f"{row.section} {row.operation}, {row.shape or '-'},"
+                    f" {row.size:,}: {target.figure} at most {target.limit:g}",
+                    "value": value,
+                    "met": None if value is None else value <= target.limit,
+                }
+            )
+    for entry in growth(rows):
+        if entry["operation"] not in {row.operation for row in rows}:
+            continue  # a baseline's growth is shown, not judged
+        by_size = entry["seconds"]
+        sizes = sorted(by_size)
+        judged = [
+            factor
+            for size, factor in zip(sizes, per_tenfold(by_size), strict=False)
+            if by_size[size] >= 0.02
+        ]
+        if judged and entry["section"] not in ("cli", "core", "diagnosis"):
+            found.append(
+                {
+                    "target": f"growth of {entry['section']} {entry['operation']},"
+                    f" {entry['shape']}: at most {GROWTH_LIMIT:g}x per 10x",
+                    "value": max(judged),
+                    "met": max(judged) <= GROWTH_LIMIT,
+                }
+            )
     return found
 
 
-def format_growth(entries: list[dict[str, Any]], sizes: list[int]) -> str:
-    header = ["section", "shape", "operation", *[f"{s:,}" for s in sizes], "x per 10x"]
-    lines = []
-    for entry in entries:
-        by_size = {int(k): v for k, v in entry["seconds"].items()}
-        cells = [entry["section"], entry["shape"], entry["operation"]]
-        for size in sizes:
-            value = by_size.get(size)
-            cells.append("-" if value is None else seconds(_fake(value)))
-        cells.append(
-            " ".join(
-                f"{step ** (1 / math.log10(size_step)):.1f}"
-                for step, size_step in zip(
-                    entry["steps"], entry["size_steps"], strict=False
-                )
-            )
-        )
-        lines.append(cells)
-    widths = [
-        max(len(str(c)) for c in column) for column in zip(header, *lines, strict=False)
-    ]
-    out = []
-    for cells in [header, ["-" * w for w in widths], *lines]:
-        out.append(
-            "  ".join(
-                str(c).rjust(w) if i >= 3 else str(c).ljust(w)
-                for i, (c, w) in enumerate(zip(cells, widths, strict=False))
-            ).rstrip()
-        )
-    return "\n".join(out)
-
-
-def _fake(value: float) -> Measurement:
-    return Measurement("", seconds=value)
-
-
-@dataclass
-class Target:
-    name: str
-    goal: str
-    measured: str
-    met: bool | None  # None: not measured in this run
-    where: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.__dict__.copy()
-
-
-def format_targets(targets: list[Target]) -> str:
-    out = []
-    for target in targets:
-        verdict = {True: "MET ", False: "MISS", None: "n/a "}[target.met]
-        line = f"  {verdict} {target.name}: {target.measured} (goal: {target.goal})"
-        if target.where:
-            line += f" [{target.where}]"
-        out.append(line)
-    return "\n".join(out)
-
-
-def machine() -> dict[str, Any]:
-    import os
-
-    return {
-        "python": sys.version.split()[0],
-        "sqlite": sqlite3.sqlite_version,
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-    }
-
-
-def write_json(path: Path, document: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2, default=str) + "\n")
+def format_targets(found: list[dict[str, Any]]) -> str:
+    verdicts = {True: "MET ", False: "MISS", None: "n/a "}
+    return "\n".join(
+        f"  {verdicts[entry['met']]} {entry['target']}:"
+        f" {'-' if entry['value'] is None else format(entry['value'], '.3g')}"
+        for entry in found
+    )

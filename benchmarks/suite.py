@@ -1,477 +1,162 @@
-"""The benchmark suite of issue 7: convgraph beside its baselines, 1,000 to
-1,000,000 responses, three shapes, one run.
+"""The benchmark suite: convgraph beside its baselines, 1,000 to 1,000,000
+responses, three shapes, one run.
 
-For each shape and size it measures, each in a fresh process (`measure`):
-forest statistics against a bare fetch of the links; loading one conversation
-against a bare fetch of its rows; the per-node operations (path, descendants,
-leaves) against the seed's helpers (`baselines`); the same on the message
-store against llm's `message_tree` view; and the whole `convgraph path`
-command against a bare `python -c pass`. Then the core benchmark of issue 2
-and its diagnosis at the largest size, and the other engineers' benchmark
-modules (exports, statistics, diffs) if they are there. It prints the table,
-the growth from size to size and the targets met or missed, and writes all of
-it as JSON.
+For each shape and size: forest statistics against a bare fetch of the links;
+one conversation against a bare fetch of its rows; the per-node operations
+(path, descendants, leaves) against the seed's helpers (`baselines`); the same
+on the message store against llm's `message_tree` view; and the whole
+`convgraph path` command against a bare `python -c pass`. At the largest size,
+the whole forest with its texts, every statistics table, the `convgraph stats`
+command, and what an index or one recursive query would change. Then the
+export, HTML and diff benchmark modules, once each.
+
+`plan` lists the rows and builds the databases they need (cached under
+`benchmarks/data/`); `measure` times one side of a row with pyperf in fresh
+processes (`python -m benchmarks.tasks`, or `python -m pyperf command` for a
+whole command); `main` runs the plan and prints the tables of `report`.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import os
+import platform
 import shutil
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks import bench_core, cache
-from benchmarks.measure import Measurement, run_command, run_task
-from benchmarks.report import (
-    Row,
-    Target,
-    format_growth,
-    format_table,
-    format_targets,
-    growth,
-    machine,
-    ratio_text,
-    seconds,
-    write_json,
-)
-from benchmarks.synthetic import SHAPES
+from benchmarks import report, synthetic
+from benchmarks.report import Measurement, Row
 
+ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(__file__).resolve().parent / "data"
 SIZES = [1_000, 10_000, 100_000, 1_000_000]
 QUICK_SIZES = [1_000, 10_000, 100_000]
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
-#: The other engineers' benchmark modules, run at the end when present.
-OTHER_BENCHMARKS = ("bench_export", "bench_html", "bench_stats", "bench_diff")
-#: Arguments the suite gives them: one run per figure keeps the whole suite
-#: within its half hour (run them alone for their best of three).
-OTHER_ARGUMENTS = {
-    "bench_export": ["--repeat", "1"],
-    "bench_html": ["--repeat", "1"],
-    "bench_diff": ["--repeat", "1"],
-}
+#: Bumped whenever the builders change what they write, so that a cached
+#: database is never stale.
+BUILD_VERSION = 1
+#: Responses per conversation in the linear and bushy shapes; each deep
+#: conversation is one chain of DEEP_CHAIN responses.
+CONVERSATION_SIZE = 10
+DEEP_CHAIN = 10_000
+#: Benchmark modules that print their own tables, run once at the end.
+OTHER_BENCHMARKS = ("bench_export", "bench_html", "bench_diff")
 
 
 @dataclass
 class Options:
     sizes: list[int] = field(default_factory=lambda: list(SIZES))
-    shapes: list[str] = field(default_factory=lambda: list(SHAPES))
+    shapes: list[str] = field(default_factory=lambda: list(synthetic.SHAPES))
     store: bool = True
     cli: bool = True
     core: bool = True
     others: bool = True
-    repeat: int = 5
-    budget: float = 3.0
-    timeout: float = 300.0
-    baseline_timeout: float = 30.0
-    #: A task slower than this is not run again at larger sizes.
-    slow: float = 20.0
-    data_dir: Path = cache.DATA_DIR
+    #: pyperf: worker processes per measurement, values per worker (after
+    #: one warm-up call that pays for first-call imports).
+    processes: int = 2
+    values: int = 2
+    #: Seconds a worker process may take for convgraph's side and for a
+    #: baseline's; a task that times out is not run again at larger sizes.
+    timeout: int = 300
+    baseline_timeout: int = 60
+    data_dir: Path = DATA_DIR
     json_path: Path | None = None
-    quick: bool = False
 
 
-class Suite:
-    def __init__(self, options: Options, log=None):
-        self.options = options
-        self.rows: list[Row] = []
-        self.others: dict[str, Any] = {}
-        # (section, shape, task) -> why it is not run at larger sizes
-        self.given_up: dict[tuple[str, str, str], str] = {}
-        self.log = log or (lambda text: print(text, flush=True))
+@dataclass(frozen=True)
+class Task:
+    """One side of a row: a task of `benchmarks.tasks` with its parameters,
+    or (``command=True``) a whole command, `params` being its argv."""
 
-    # -- measuring ---------------------------------------------------------
+    name: str
+    params: tuple[str, ...] = ()
+    command: bool = False
 
-    def measure(
-        self,
-        section: str,
-        shape: str,
-        size: int,
-        name: str,
-        args: dict[str, Any],
-        baseline: bool = False,
-    ) -> Measurement:
-        """Run one task, unless it timed out or was too slow at a smaller size
-        (which keeps the full run within its half hour)."""
-        key = (section, shape, name)
-        if key in self.given_up:
-            return Measurement(
-                name,
-                status="skipped",
-                note=f"{self.given_up[key]}; not run at larger sizes",
-            )
-        timeout = self.options.baseline_timeout if baseline else self.options.timeout
-        measurement = run_task(
-            name,
-            args,
-            repeat=self.options.repeat,
-            budget=self.options.budget,
-            timeout=timeout,
-        )
-        if measurement.status == "timeout":
-            self.given_up[key] = f"timed out at {size:,}"
-        elif (
-            measurement.seconds is not None and measurement.seconds > self.options.slow
-        ):
-            self.given_up[key] = f"took {measurement.seconds:.0f} s at {size:,}"
-        return measurement
 
-    def same_tree(
-        self,
-        first: Measurement,
-        section: str,
-        shape: str,
-        size: int,
-        name: str,
-        args: dict[str, Any],
-        baseline: bool = False,
-    ) -> Measurement:
-        """Measure `name`, unless `first` (an operation that loads the same
-        tree the same way, measured just before) timed out or was too slow:
-        then this one would be too, and the run's time is better spent."""
-        if first.status == "timeout" or (
-            first.seconds is not None and first.seconds > self.options.slow
-        ):
-            why = (
-                "timed out"
-                if first.status == "timeout"
-                else f"took {first.seconds:.0f} s"
-            )
-            self.given_up[(section, shape, name)] = f"{first.task} {why} at {size:,}"
-            return Measurement(
-                name,
-                status="skipped",
-                note=f"{first.task} on the same tree {why}; not run",
-            )
-        return self.measure(section, shape, size, name, args, baseline)
+def task(name: str, **params: Any) -> Task:
+    return Task(name, tuple(f"{key}={value}" for key, value in params.items()))
 
-    def add(self, row: Row) -> None:
-        self.rows.append(row)
-        self.log(
-            f"  {row.section:12} {row.shape:6} {row.size:>9,} {row.operation:28}"
-            f" {seconds(row.convgraph):>9} vs {seconds(row.baseline):>9}"
-            f"  {ratio_text(row.ratio)}"
-        )
 
-    # -- sections ------------------------------------------------------------
+def command(name: str, *argv: str) -> Task:
+    return Task(name, argv, command=True)
 
-    def legacy(self, shape: str, size: int) -> None:
-        db = cache.ensure("legacy", shape, size, self.options.data_dir, self.log)
-        target = cache.targets("legacy", shape, size, db)
-        plain = {"db": str(db)}
-        one = {**plain, "conversation": target.conversation}
-        m = self.measure
-        self.add(
-            Row(
-                "forest",
-                shape,
-                size,
-                "statistics",
-                m("forest", shape, size, "convgraph.stats", plain),
-                m("forest", shape, size, "sqlite.structure", plain, True),
-            )
-        )
-        self.add(
-            Row(
-                "forest",
-                shape,
-                size,
-                "read forest, no texts",
-                m("forest", shape, size, "convgraph.forest_structure", plain),
-                m("forest", shape, size, "sqlite.structure", plain, True),
-            )
-        )
-        self.add(
-            Row(
-                "conversation",
-                shape,
-                size,
-                "load one conversation",
-                m("conversation", shape, size, "convgraph.load_tree", one),
-                m("conversation", shape, size, "sqlite.conversation", one, True),
-                # The deep shape's conversations are one long chain each.
-                [f"{target.conversation_size:,} responses in the conversation"]
-                if shape == "deep"
-                else [],
-            )
-        )
-        # The seed's recursion needs a frame per level of a deep chain.
-        recursion = target.conversation_size + 100 if shape == "deep" else 0
-        for operation, name, args in (
-            ("path", "path", {**plain, "node": target.node}),
-            ("descendants of the root", "descendants", {**plain, "node": target.root}),
-            ("leaves", "leaves", one),
-        ):
-            seed_args = dict(args)
-            if name == "descendants" and recursion:
-                seed_args["recursion"] = recursion
-            self.add(
-                Row(
-                    "per-node",
-                    shape,
-                    size,
-                    operation,
-                    m("per-node", shape, size, f"convgraph.{name}", args),
-                    m("per-node", shape, size, f"seed.{name}", seed_args, True),
-                )
-            )
 
-    def store(self, shape: str, size: int) -> None:
-        db = cache.ensure("store", shape, size, self.options.data_dir, self.log)
-        target = cache.targets("store", shape, size, db)
-        plain = {"db": str(db)}
-        m = self.measure
-        self.add(
-            Row(
-                "store",
-                shape,
-                size,
-                "statistics",
-                m("store", shape, size, "convgraph.stats", plain),
-                m("store", shape, size, "sqlite.store_structure", plain, True),
-            )
-        )
-        # All three operations load the same tree (convgraph) or run the same
-        # view query (llm): when the first is hopeless, so are the others.
-        first: dict[str, Measurement] = {}
-        for operation, name, args in (
-            ("path", "path", {**plain, "node": target.node}),
-            ("descendants of the root", "descendants", {**plain, "node": target.root}),
-            ("leaves", "leaves", {**plain, "conversation": target.conversation}),
-        ):
-            sides = []
-            for family, baseline in (("convgraph", False), ("view", True)):
-                task = f"{family}.{name}"
-                if family in first:
-                    found = self.same_tree(
-                        first[family], "store", shape, size, task, args, baseline
-                    )
-                else:
-                    found = first[family] = m(
-                        "store", shape, size, task, args, baseline
-                    )
-                sides.append(found)
-            self.add(Row("store", shape, size, operation, *sides))
+# -- the databases -------------------------------------------------------------------
 
-    def cli_path(self, shape: str, size: int, bare: Measurement) -> None:
-        db = cache.ensure("legacy", shape, size, self.options.data_dir, self.log)
-        target = cache.targets("legacy", shape, size, db)
-        self.add(
-            Row(
-                "cli",
-                shape,
-                size,
-                "convgraph path NODE",
-                run_command(
-                    "convgraph path",
-                    [convgraph_command(), "path", target.node, "--db", str(db)],
-                ),
-                bare,
-            )
-        )
 
-    def cli_start(self) -> Measurement:
-        bare = run_command("python -c pass", [sys.executable, "-c", "pass"])
-        self.add(
-            Row(
-                "cli",
-                "",
-                0,
-                "convgraph --help",
-                run_command("convgraph --help", [convgraph_command(), "--help"]),
-                bare,
-            )
-        )
-        return bare
+def conversations_for(shape: str, size: int) -> int:
+    per = DEEP_CHAIN if shape == "deep" else CONVERSATION_SIZE
+    return max(1, size // per)
 
-    def run_others(self) -> None:
-        """The export, statistics and diff benchmarks of the other issues, as
-        their authors wrote them: run as modules, their output kept as is."""
-        for name in OTHER_BENCHMARKS:
-            if importlib.util.find_spec(f"benchmarks.{name}") is None:
-                self.others[name] = {"status": "absent"}
-                continue
-            argv = [
-                sys.executable,
-                "-m",
-                f"benchmarks.{name}",
-                *OTHER_ARGUMENTS.get(name, []),
-            ]
-            source = Path(
-                importlib.util.find_spec(f"benchmarks.{name}").origin
-            ).read_text()
-            if '"--size"' in source and max(self.options.sizes) < 1_000_000:
-                # A shorter run asks the others for its largest size too.
-                argv += ["--size", str(max(self.options.sizes))]
-            self.log(f"\n== {name} ({' '.join(argv[1:])})")
-            started = time.perf_counter()
-            try:
-                done = subprocess.run(
-                    argv,
-                    capture_output=True,
-                    text=True,
-                    timeout=900,
-                    cwd=Path(__file__).resolve().parent.parent,
-                )
-            except subprocess.TimeoutExpired:
-                self.others[name] = {"status": "timeout"}
-                self.log(f"{name}: killed after 900 s")
-                continue
-            self.others[name] = {
-                "status": "ok" if done.returncode == 0 else f"exit {done.returncode}",
-                "seconds": time.perf_counter() - started,
-                "output": done.stdout,
-                "errors": done.stderr[-2000:],
-            }
-            self.log(done.stdout.rstrip() or "(no output)")
-            if done.returncode:
-                self.log(done.stderr.strip()[-800:])
 
-    # -- the run ---------------------------------------------------------------
+def database(kind: str, shape: str, size: int, data_dir: Path = DATA_DIR) -> Path:
+    """The cached database of this kind (``legacy``, ``store``, or
+    ``legacy-indexed``: the legacy file with the indexes `convgraph migrate`
+    adds), shape and size; built, under a temporary name, if missing."""
+    path = data_dir / f"{kind}-{shape}-{size}-v{BUILD_VERSION}.db"
+    if path.exists():
+        return path
+    partial = path.with_suffix(".partial")
+    conversations = conversations_for(shape, size)
+    if kind == "legacy":
+        synthetic.build_legacy(partial, size, conversations, shape)
+    elif kind == "store":
+        synthetic.build_message_store(partial, size, conversations, shape)
+    elif kind == "legacy-indexed":
+        shutil.copyfile(database("legacy", shape, size, data_dir), partial)
+        conn = sqlite3.connect(partial)
+        conn.execute("create index by_conversation on responses (conversation_id)")
+        conn.execute("create index by_parent on responses (parent_response_id)")
+        conn.commit()
+        conn.close()
+    else:
+        raise ValueError(f"unknown kind of database {kind!r}")
+    os.replace(partial, path)
+    return path
 
-    def run(self) -> dict[str, Any]:
-        options = self.options
-        started = time.perf_counter()
-        self.log(
-            f"convgraph benchmarks: sizes {', '.join(f'{s:,}' for s in options.sizes)};"
-            f" shapes {', '.join(options.shapes)}; data in {options.data_dir}"
-        )
-        bare = self.cli_start() if options.cli else None
-        for size in options.sizes:
-            for shape in options.shapes:
-                self.legacy(shape, size)
-                if options.cli:
-                    self.cli_path(shape, size, bare)
-                if options.store:
-                    self.store(shape, size)
-        largest = max(options.sizes)
-        if options.core:
-            self.log("\n== core benchmark (issue 2)")
-            for row in bench_core.core_rows(
-                largest, data_dir=options.data_dir, log=self.log
-            ) + bench_core.diagnosis_rows(
-                largest, data_dir=options.data_dir, log=self.log
-            ):
-                self.rows.append(row)
-        if options.others:
-            self.run_others()
-        document = {
-            "started": datetime.now(UTC).isoformat(timespec="seconds"),
-            "command": " ".join(["python", "-m", "benchmarks", *sys.argv[1:]]),
-            "machine": machine(),
-            "options": {
-                key: (str(value) if isinstance(value, Path) else value)
-                for key, value in options.__dict__.items()
-            },
-            "seconds": time.perf_counter() - started,
-            "rows": [row.as_dict() for row in self.rows],
-            "growth": growth(self.rows),
-            "targets": [target.as_dict() for target in self.targets()],
-            "others": self.others,
-        }
-        return document
 
-    # -- the targets of issue 7 -----------------------------------------------------
+@dataclass
+class Targets:
+    """What the per-node rows ask about: the middle conversation (or original
+    thread), its root, its last node (the deepest, in these shapes), and how
+    many nodes it holds."""
 
-    def find(self, section: str, operation: str, shape: str | None = None, size=None):
-        return [
-            row
-            for row in self.rows
-            if row.section == section
-            and row.operation == operation
-            and (shape is None or row.shape == shape)
-            and (size is None or row.size == size)
-        ]
+    conversation: str
+    root: str
+    node: str
+    conversation_size: int
 
-    def targets(self) -> list[Target]:
-        found = []
-        million = 1_000_000
-        for row in self.find("forest", "statistics", size=million):
-            ratio = row.ratio
-            found.append(
-                Target(
-                    f"forest statistics, {row.shape}, 1,000,000",
-                    "at most 2x the bare fetch",
-                    ratio_text(ratio),
-                    None if ratio is None else ratio <= 2,
-                )
-            )
-            peak = row.convgraph.peak_mb
-            found.append(
-                Target(
-                    f"forest statistics peak memory, {row.shape}, 1,000,000",
-                    "under 600 MB",
-                    f"{peak:.0f} MB" if peak else "-",
-                    None if peak is None else peak < 600,
-                )
-            )
-        for row in self.find("cli", "convgraph path NODE", size=million):
-            value = row.convgraph.seconds
-            found.append(
-                Target(
-                    f"convgraph path, {row.shape}, 1,000,000",
-                    "under 0.5 s for the whole command",
-                    seconds(row.convgraph),
-                    None if value is None else value < 0.5,
-                )
-            )
-        for row in self.find("cli", "convgraph --help"):
-            if row.convgraph.seconds is not None and row.baseline.seconds is not None:
-                over = row.convgraph.seconds - row.baseline.seconds
-                found.append(
-                    Target(
-                        "convgraph --help over python -c pass",
-                        "at most 0.25 s",
-                        f"{over:.3f} s ({seconds(row.convgraph)} - {seconds(row.baseline)})",
-                        over <= 0.25,
-                    )
-                )
-        for row in self.rows:
-            if row.section != "per-node" or row.size != 100_000:
-                continue
-            ratio = row.ratio
-            found.append(
-                Target(
-                    f"{row.operation}, {row.shape}, 100,000, vs the seed",
-                    "at least 10x faster",
-                    "-"
-                    if ratio is None
-                    else f"{1 / ratio:.1f}x faster"
-                    if ratio < 1
-                    else f"{ratio:.1f}x slower",
-                    None if ratio is None else ratio <= 0.1,
-                )
-            )
-        for entry in growth(self.rows):
-            if entry["section"] in ("cli", "diagnosis", "core"):
-                continue
-            if not entry["operation"][:1].islower() or "." in entry["operation"]:
-                continue  # the baselines' growth is shown, not judged
-            # Steps from below 20 ms measure start-up costs and noise, not growth.
-            judged = [
-                step
-                for step, (size, value) in zip(
-                    entry["steps"],
-                    sorted(entry["seconds"].items(), key=lambda kv: int(kv[0])),
-                    strict=False,
-                )
-                if value >= 0.02
-            ]
-            if not judged:
-                continue
-            worst = max(judged)
-            found.append(
-                Target(
-                    f"growth of {entry['section']} {entry['operation']}, {entry['shape']}",
-                    "10x the responses, at most about 10x the time",
-                    f"worst step {worst:.1f}x",
-                    worst <= 12,
-                )
-            )
-        return found
+
+def targets(kind: str, shape: str, size: int, path: Path) -> Targets:
+    # The builders write conversations as consecutive blocks in log order,
+    # so the rows are found by rowid without reading the table.
+    sizes = list(synthetic.conversation_sizes(size, conversations_for(shape, size)))
+    middle = len(sizes) // 2
+    start, count = sum(sizes[:middle]), sizes[middle]
+    table, column = (
+        ("turns", "thread_id") if kind == "store" else ("responses", "conversation_id")
+    )
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        root, conversation = conn.execute(
+            f"select id, {column} from {table} where rowid = ?", [start + 1]
+        ).fetchone()
+        (node,) = conn.execute(
+            f"select id from {table} where rowid = ?", [start + count]
+        ).fetchone()
+    finally:
+        conn.close()
+    return Targets(conversation, root, node, count)
+
+
+# -- the plan ---------------------------------------------------------------------
 
 
 def convgraph_command() -> str:
@@ -482,34 +167,348 @@ def convgraph_command() -> str:
     )
 
 
-def print_report(suite: Suite, document: dict[str, Any]) -> None:
-    print()
-    print(
-        "== results: seconds are the best of up to 5 runs in one fresh process"
-        " (CLI: median of 7 whole commands);\n   MB is that process's peak RSS;"
-        " ratio = convgraph time / baseline time (below 1: convgraph is faster)"
+BARE_PYTHON = command("python -c pass", sys.executable, "-c", "pass")
+
+
+def legacy_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
+    db = database("legacy", shape, size, data_dir)
+    at = targets("legacy", shape, size, db)
+    fetch = task("sqlite.structure", db=db)
+    rows = [
+        Row("forest", shape, size, "statistics", task("convgraph.stats", db=db), fetch),
+        Row(
+            "forest",
+            shape,
+            size,
+            "read forest, no texts",
+            task("convgraph.forest_structure", db=db),
+            fetch,
+        ),
+        Row(
+            "conversation",
+            shape,
+            size,
+            "load one conversation",
+            task("convgraph.load_tree", db=db, conversation=at.conversation),
+            task("sqlite.conversation", db=db, conversation=at.conversation),
+            [f"{at.conversation_size:,} responses in the conversation"],
+        ),
+    ]
+    # The seed's recursion needs a frame per level of a deep chain.
+    recursion = at.conversation_size + 100 if shape == "deep" else 0
+    for operation, name, params in (
+        ("path", "path", {"node": at.node}),
+        ("descendants of the root", "descendants", {"node": at.root}),
+        ("leaves", "leaves", {"conversation": at.conversation}),
+    ):
+        seed = (
+            dict(params, recursion=recursion)
+            if name == "descendants" and recursion
+            else params
+        )
+        rows.append(
+            Row(
+                "per-node",
+                shape,
+                size,
+                operation,
+                task(f"convgraph.{name}", db=db, **params),
+                task(f"seed.{name}", db=db, **seed),
+            )
+        )
+    return rows
+
+
+def store_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
+    db = database("store", shape, size, data_dir)
+    at = targets("store", shape, size, db)
+    rows = [
+        Row(
+            "store",
+            shape,
+            size,
+            "statistics",
+            task("convgraph.stats", db=db),
+            task("sqlite.store_structure", db=db),
+        )
+    ]
+    for operation, name, params in (
+        ("path", "path", {"node": at.node}),
+        ("descendants of the root", "descendants", {"node": at.root}),
+        ("leaves", "leaves", {"conversation": at.conversation}),
+    ):
+        rows.append(
+            Row(
+                "store",
+                shape,
+                size,
+                operation,
+                task(f"convgraph.{name}", db=db, **params),
+                task(f"view.{name}", db=db, **params),
+            )
+        )
+    return rows
+
+
+def cli_path_row(shape: str, size: int, data_dir: Path) -> Row:
+    db = database("legacy", shape, size, data_dir)
+    node = targets("legacy", shape, size, db).node
+    argv = (convgraph_command(), "path", node, "--db", str(db))
+    return Row(
+        "cli",
+        shape,
+        size,
+        "convgraph path NODE",
+        command("convgraph path", *argv),
+        BARE_PYTHON,
     )
-    print(format_table(suite.rows))
-    print()
-    sizes = sorted({row.size for row in suite.rows if row.size})
-    if len(sizes) > 1:
-        print("== growth: seconds at each size, and the factor per 10x responses")
-        print(format_growth(document["growth"], sizes))
-        print()
-    print("== targets (issue 7)")
-    print(format_targets(suite.targets()))
-    print(f"\ntotal {document['seconds'] / 60:.1f} min")
+
+
+def core_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
+    """The largest size only: the costly reads, and what would change them."""
+    db = database("legacy", shape, size, data_dir)
+    indexed = database("legacy-indexed", shape, size, data_dir)
+    at = targets("legacy", shape, size, db)
+    fetch = task("sqlite.structure", db=db)
+    stats_command = command(
+        "convgraph stats", convgraph_command(), "stats", "--db", str(db)
+    )
+    return [
+        Row(
+            "core",
+            shape,
+            size,
+            "load forest (with texts)",
+            task("convgraph.forest", db=db),
+            task("sqlite.all", db=db),
+        ),
+        Row(
+            "core",
+            shape,
+            size,
+            "every stats table",
+            task("convgraph.stats_tables", db=db),
+            fetch,
+            ["conversations, nodes, edges and branches from one read"],
+        ),
+        Row(
+            "core",
+            shape,
+            size,
+            "convgraph stats, whole command",
+            stats_command,
+            fetch,
+            ["start-up and printing included"],
+        ),
+        Row(
+            "diagnosis",
+            shape,
+            size,
+            "load one conversation, indexed copy",
+            task("convgraph.load_tree", db=indexed, conversation=at.conversation),
+            task("sqlite.conversation", db=indexed, conversation=at.conversation),
+            ["a copy with the indexes convgraph migrate adds: both sides use them"],
+        ),
+        Row(
+            "diagnosis",
+            shape,
+            size,
+            "path of one node vs one recursive query",
+            task("convgraph.path", db=db, node=at.node),
+            task("sqlite.path_cte", db=db, node=at.node),
+            ["a recursive CTE up the primary key reads only the path"],
+        ),
+    ]
+
+
+def plan(options: Options) -> list[Row]:
+    """Every row of the run, in the order it is measured; builds the
+    databases the rows need."""
+    rows = []
+    if options.cli:
+        rows.append(
+            Row(
+                "cli",
+                "",
+                0,
+                "convgraph --help",
+                command("convgraph --help", convgraph_command(), "--help"),
+                BARE_PYTHON,
+            )
+        )
+    for size in options.sizes:
+        for shape in options.shapes:
+            rows += legacy_rows(shape, size, options.data_dir)
+            if options.cli:
+                rows.append(cli_path_row(shape, size, options.data_dir))
+            if options.store:
+                rows += store_rows(shape, size, options.data_dir)
+    if options.core:
+        shape = "linear" if "linear" in options.shapes else options.shapes[0]
+        rows += core_rows(shape, max(options.sizes), options.data_dir)
+    return rows
+
+
+# -- measuring ------------------------------------------------------------------------
+
+
+def measure(spec: Task, options: Options, timeout: int) -> Measurement:
+    """Time one task (or command) with pyperf, in fresh worker processes,
+    each given `timeout` seconds."""
+    with tempfile.TemporaryDirectory() as directory:
+        output = Path(directory) / "bench.json"
+        pyperf_options = [
+            f"--processes={options.processes}",
+            f"--values={options.values}",
+            "--warmups=1",
+            # One call per value: the slow operations take seconds, and
+            # calibrating loops would cost a process of its own.
+            "--loops=1",
+            f"--timeout={timeout}",
+            "--quiet",
+            f"--output={output}",
+        ]
+        if spec.command:
+            argv = ["-m", "pyperf", "command", *pyperf_options, "--", *spec.params]
+        else:
+            argv = ["-m", "benchmarks.tasks", *pyperf_options, spec.name, *spec.params]
+        done = subprocess.run(
+            [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True
+        )
+        if done.returncode == 124:  # pyperf's exit status for --timeout
+            return Measurement(spec.name, "timeout", note=f"over {timeout} s")
+        if done.returncode:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            errors = [line for line in lines if "Error" in line or "error" in line]
+            why = (errors or lines or [f"exit status {done.returncode}"])[0]
+            return Measurement(spec.name, "error", note=why.strip()[:200])
+        import pyperf
+
+        bench = pyperf.Benchmark.load(str(output))
+    values = list(bench.get_values())
+    # pyperf keeps each worker's peak RSS in its run's metadata.
+    key = "command_max_rss" if spec.command else "mem_max_rss"
+    peaks = [run.get_metadata().get(key, 0) for run in bench.get_runs()]
+    return Measurement(
+        spec.name,
+        mean=bench.mean(),
+        stdev=bench.stdev() if len(values) > 1 else None,
+        values=values,
+        peak_mb=max(peaks) / 2**20 if any(peaks) else None,
+    )
+
+
+def gives_up_with(row: Row, spec: Task) -> tuple[str, str, str]:
+    """What a timeout of `spec` rules out at larger sizes: that task in that
+    section and shape; for llm's view, all three of its tasks, which run the
+    same view query over the same tree."""
+    family = "view" if spec.name.startswith("view.") else spec.name
+    return (row.section, row.shape, family)
+
+
+def run(
+    rows: list[Row], options: Options, log: Callable[[str], None] = print
+) -> list[Row]:
+    """Measure both sides of every row (a task shared by rows is measured
+    once); fills in the rows' measurements and returns them."""
+    done: dict[Task, Measurement] = {}
+    given_up: dict[tuple[str, str, str], str] = {}
+    for row in rows:
+        for side, spec in (
+            ("measured", row.convgraph),
+            ("measured_baseline", row.baseline),
+        ):
+            if spec is None:
+                continue
+            key = gives_up_with(row, spec)
+            if spec not in done and key in given_up:
+                done[spec] = Measurement(spec.name, "skipped", note=given_up[key])
+            elif spec not in done:
+                baseline = side == "measured_baseline"
+                timeout = options.baseline_timeout if baseline else options.timeout
+                done[spec] = measure(spec, options, timeout)
+                if done[spec].status == "timeout":
+                    given_up[key] = (
+                        f"timed out at {row.size:,}; not run at larger sizes"
+                    )
+            setattr(row, side, done[spec])
+        log(
+            f"  {row.section:12} {row.shape:6} {row.size:>9,} {row.operation:40}"
+            f" {report.timing(row.measured):>9} vs {report.timing(row.measured_baseline):>9}"
+            f"  {report.ratio_text(row.ratio)}"
+        )
+    return rows
+
+
+def run_others(log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The benchmark modules with tables of their own, one run each."""
+    found = {}
+    for name in OTHER_BENCHMARKS:
+        argv = [sys.executable, "-m", f"benchmarks.{name}", "--repeat", "1"]
+        log(f"\n== {name}")
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+        found[name] = {"status": done.returncode, "output": done.stdout}
+        log(done.stdout.rstrip() or done.stderr.strip()[-800:])
+    return found
 
 
 def main(options: Options) -> dict[str, Any]:
-    suite = Suite(options)
-    document = suite.run()
-    print_report(suite, document)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    paths = [RESULTS_DIR / f"run-{stamp}.json", RESULTS_DIR / "latest.json"]
+    started = time.perf_counter()
+    print(
+        f"convgraph benchmarks: sizes {', '.join(f'{s:,}' for s in options.sizes)};"
+        f" shapes {', '.join(options.shapes)}; data in {options.data_dir}",
+        flush=True,
+    )
+    rows = run(plan(options), options, log=lambda text: print(text, flush=True))
+    others = run_others() if options.others else {}
+    found_growth = report.growth(rows)
+    found_targets = report.targets(rows)
+    print(
+        f"\n== results: mean time of {options.processes} fresh processes x"
+        f" {options.values} calls (pyperf; one warm-up call each); MB is the"
+        " largest peak RSS of those processes;\n   ratio = convgraph time /"
+        " baseline time (below 1: convgraph is faster)"
+    )
+    print(report.format_table(rows))
+    if found_growth:
+        print(
+            "\n== growth: mean seconds at each size, and the factor per 10x responses"
+        )
+        print(report.format_growth(found_growth))
+    if found_targets:
+        print("\n== targets")
+        print(report.format_targets(found_targets))
+    document = {
+        "command": " ".join(["python", "-m", "benchmarks", *sys.argv[1:]]),
+        "machine": {
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "seconds": time.perf_counter() - started,
+        "rows": [
+            {
+                "section": row.section,
+                "shape": row.shape,
+                "size": row.size,
+                "operation": row.operation,
+                "convgraph": asdict(row.measured) if row.measured else None,
+                "baseline": asdict(row.measured_baseline)
+                if row.measured_baseline
+                else None,
+                "ratio": row.ratio,
+                "notes": row.notes,
+            }
+            for row in rows
+        ],
+        "growth": found_growth,
+        "targets": found_targets,
+        "others": others,
+    }
+    print(f"\ntotal {document['seconds'] / 60:.1f} min")
     if options.json_path:
-        paths.append(options.json_path)
-    for path in paths:
-        write_json(path, document)
-    print("written: " + ", ".join(str(path) for path in paths))
+        options.json_path.parent.mkdir(parents=True, exist_ok=True)
+        options.json_path.write_text(json.dumps(document, indent=2) + "\n")
+        print(f"written: {options.json_path}")
     return document

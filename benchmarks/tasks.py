@@ -1,11 +1,16 @@
-"""The operations the suite times, each beside the baseline it is compared to.
+"""The operations the suite times, each beside the baseline it is compared to,
+and the pyperf script that times one of them.
 
-Every task is a setup function registered with `benchmarks.measure.task`: it
-imports what it needs (untimed: start-up is measured on its own, as CLI
-start-up) and returns the operation. Names say which side a task is on:
+A task is a setup function, registered by name with `task`, that imports what
+it needs and returns the operation to time. Setup is not timed: start-up is
+measured on its own, as whole commands. Names say which side a task is on:
 ``convgraph.*`` is convgraph's public API; ``sqlite.*`` a bare sqlite3 fetch
 of the same rows (the cost of reading the data at all); ``seed.*`` the design
 notes' helpers (`benchmarks.baselines`); ``view.*`` llm's `message_tree` view.
+
+``python -m benchmarks.tasks [PYPERF OPTIONS] TASK [KEY=VALUE ...]`` times one
+task with `pyperf.Runner`: each worker is a fresh process, and pyperf records
+the worker's peak resident memory (``mem_max_rss``) beside its timings.
 """
 
 from __future__ import annotations
@@ -14,13 +19,24 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.measure import task
+#: task name -> setup(**params) -> operation to time
+TASKS: dict[str, Callable[..., Callable[[], Any]]] = {}
 
 #: The columns convgraph reads of a legacy response (its node contract).
 LEGACY_COLUMNS = (
     "id, conversation_id, parent_response_id, prompt, system, response, model,"
     " datetime_utc, input_tokens, output_tokens, duration_ms"
 )
+
+
+def task(name: str) -> Callable:
+    """Register a setup function under `name`."""
+
+    def register(setup: Callable[..., Callable[[], Any]]) -> Callable:
+        TASKS[name] = setup
+        return setup
+
+    return register
 
 
 def _connect(db: str) -> sqlite3.Connection:
@@ -84,6 +100,24 @@ def _sqlite_store_structure(db: str) -> Callable[[], list]:
     return fetch
 
 
+PATH_SQL = """
+with recursive up(id, parent, depth) as (
+    select id, parent_response_id, 0 from responses where id = ?
+    union all
+    select r.id, r.parent_response_id, up.depth + 1
+    from responses r join up on r.id = up.parent
+    where up.depth < 1000000
+)
+select id from up order by depth desc
+"""
+
+
+@task("sqlite.path_cte")
+def _sqlite_path_cte(db: str, node: str) -> Callable[[], list]:
+    """A node's path in one recursive query up the primary key: no scan."""
+    return _fetch(db, PATH_SQL, (node,))
+
+
 # -- convgraph -------------------------------------------------------------------
 
 
@@ -94,6 +128,23 @@ def _convgraph_stats(db: str) -> Callable[[], Any]:
     from convgraph.stats import conversation_table
 
     return lambda: conversation_table(Forest.read(db, text=False))
+
+
+@task("convgraph.stats_tables")
+def _convgraph_stats_tables(db: str) -> Callable[[], Any]:
+    """Every table `convgraph stats` can print, from one read of the forest."""
+    from convgraph import Forest, stats
+
+    def tables() -> list:
+        forest = Forest.read(db, text=False)
+        return [
+            stats.conversation_table(forest),
+            stats.node_table(forest),
+            stats.edge_table(forest),
+            stats.branch_table(forest),
+        ]
+
+    return tables
 
 
 @task("convgraph.forest_structure")
@@ -115,8 +166,6 @@ def _convgraph_forest(db: str) -> Callable[[], Any]:
 @task("convgraph.load_tree")
 def _convgraph_load_tree(db: str, conversation: str) -> Callable[[], Any]:
     """One conversation as a DiGraph."""
-    import networkx  # noqa: F401  (imported by load_tree; not its cost)
-
     from convgraph import load_tree
 
     return lambda: load_tree(conversation, db)
@@ -124,10 +173,7 @@ def _convgraph_load_tree(db: str, conversation: str) -> Callable[[], Any]:
 
 @task("convgraph.path")
 def _convgraph_path(db: str, node: str) -> Callable[[], list]:
-    """A node's path from its root, as `convgraph path` finds it: up the
-    stored links where there are any, else through its conversation's tree."""
-    import networkx  # noqa: F401
-
+    """A node's path from its root, as `convgraph path` finds it."""
     from convgraph.forest import load_path
 
     return lambda: load_path(node, db)
@@ -136,8 +182,6 @@ def _convgraph_path(db: str, node: str) -> Callable[[], list]:
 @task("convgraph.descendants")
 def _convgraph_descendants(db: str, node: str) -> Callable[[], list]:
     """Every node below a node."""
-    import networkx  # noqa: F401
-
     from convgraph import load_tree_of_node, tree
 
     return lambda: tree.descendants(load_tree_of_node(node, db), node)
@@ -146,17 +190,15 @@ def _convgraph_descendants(db: str, node: str) -> Callable[[], list]:
 @task("convgraph.leaves")
 def _convgraph_leaves(db: str, conversation: str) -> Callable[[], list]:
     """The leaves of one conversation."""
-    import networkx  # noqa: F401
-
     from convgraph import load_tree, tree
 
     return lambda: tree.leaves(load_tree(conversation, db))
 
 
-# -- the seed's helpers ---------------------------------------------------------
+# -- the seed's helpers and llm's view ---------------------------------------------
 
 
-def _seed(function: Callable, db: str, key: str, recursion: int = 0) -> Callable:
+def _on_connection(function: Callable, db: str, key: str, recursion: int = 0):
     from benchmarks import baselines
 
     def run() -> Any:
@@ -169,8 +211,6 @@ def _seed(function: Callable, db: str, key: str, recursion: int = 0) -> Callable
         finally:
             conn.close()
 
-    if recursion:
-        run.note = f"recursion limit raised to {recursion}"
     return run
 
 
@@ -178,62 +218,69 @@ def _seed(function: Callable, db: str, key: str, recursion: int = 0) -> Callable
 def _seed_path(db: str, node: str) -> Callable[[], list]:
     from benchmarks.baselines import get_path_to_root
 
-    return _seed(get_path_to_root, db, node)
+    return _on_connection(get_path_to_root, db, node)
 
 
 @task("seed.descendants")
-def _seed_descendants(db: str, node: str, recursion: int = 0) -> Callable[[], list]:
+def _seed_descendants(db: str, node: str, recursion: str = "0") -> Callable[[], list]:
+    """The seed's recursion, with the limit raised for deep chains."""
     from benchmarks.baselines import get_all_descendants
 
-    return _seed(get_all_descendants, db, node, recursion)
+    return _on_connection(get_all_descendants, db, node, int(recursion))
 
 
 @task("seed.leaves")
 def _seed_leaves(db: str, conversation: str) -> Callable[[], list]:
     from benchmarks.baselines import get_leaf_nodes
 
-    return _seed(get_leaf_nodes, db, conversation)
-
-
-# -- llm's message_tree view ------------------------------------------------------
+    return _on_connection(get_leaf_nodes, db, conversation)
 
 
 @task("view.path")
 def _view_path(db: str, node: str) -> Callable[[], list]:
     from benchmarks.baselines import view_path
 
-    return _seed(view_path, db, node)
+    return _on_connection(view_path, db, node)
 
 
 @task("view.descendants")
 def _view_descendants(db: str, node: str) -> Callable[[], list]:
     from benchmarks.baselines import view_descendants
 
-    return _seed(view_descendants, db, node)
+    return _on_connection(view_descendants, db, node)
 
 
 @task("view.leaves")
 def _view_leaves(db: str, conversation: str) -> Callable[[], list]:
     from benchmarks.baselines import view_leaves
 
-    return _seed(view_leaves, db, conversation)
+    return _on_connection(view_leaves, db, conversation)
 
 
-# -- for the diagnosis: what convgraph could do instead ------------------------------
-
-PATH_SQL = """
-with recursive up(id, parent, depth) as (
-    select id, parent_response_id, 0 from responses where id = ?
-    union all
-    select r.id, r.parent_response_id, up.depth + 1
-    from responses r join up on r.id = up.parent
-    where up.depth < 1000000
-)
-select id from up order by depth desc
-"""
+# -- the pyperf script ----------------------------------------------------------------
 
 
-@task("sqlite.path_cte")
-def _sqlite_path_cte(db: str, node: str) -> Callable[[], list]:
-    """A node's path in one recursive query up the primary key: no scan."""
-    return _fetch(db, PATH_SQL, (node,))
+def main() -> None:
+    """Time one task with pyperf: the options are pyperf's, then the task's
+    name and its parameters as KEY=VALUE."""
+    import pyperf
+
+    def pass_task(command: list[str], args: Any) -> None:
+        # Each worker is this script again: it needs the task too.
+        command.extend([args.task, *args.params])
+
+    runner = pyperf.Runner(
+        program_args=("-m", "benchmarks.tasks"), add_cmdline_args=pass_task
+    )
+    runner.argparser.add_argument("task", choices=sorted(TASKS))
+    runner.argparser.add_argument("params", nargs="*", metavar="KEY=VALUE")
+    args = runner.parse_args()
+    params = dict(param.split("=", 1) for param in args.params)
+    # Only a worker sets the task up: imported into the manager, pandas would
+    # raise the peak memory of every worker it starts.
+    operation = TASKS[args.task](**params) if args.worker else None
+    runner.bench_func(args.task, operation)
+
+
+if __name__ == "__main__":
+    main()

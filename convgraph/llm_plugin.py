@@ -23,9 +23,10 @@ def register_commands(cli: click.Group) -> None:
     never replaces a command. The commands' `--db` defaults to llm's own
     logs.db, found the way `llm logs path` finds it.
     """
-    from convgraph.cli import cli as convgraph_cli
+    from convgraph.cli.read import leaves, path, tree
+    from convgraph.cli.write import branch
 
+    commands = {"tree": tree, "leaves": leaves, "path": path, "branch": branch}
     for name in LLM_COMMANDS:
-        command = convgraph_cli.commands.get(name)
-        if command is not None and name not in cli.commands:
-            cli.add_command(command, name)
+        if name not in cli.commands:
+            cli.add_command(commands[name], name)

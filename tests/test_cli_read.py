@@ -1,5 +1,7 @@
 """The reading commands, driven through click's CliRunner on real files."""
 
+import csv
+import io
 import json
 import sqlite3
 import subprocess
@@ -9,50 +11,78 @@ import pytest
 from conftest import run
 from databases import add_tree, legacy_database
 
+SEED_CONVERSATIONS = [
+    {
+        "conversation_id": "linear",
+        "name": "prompt linear-root",
+        "nodes": 4,
+        "roots": 1,
+        "leaves": 1,
+        "max_depth": 3,
+    },
+    {
+        "conversation_id": "branch",
+        "name": "prompt branch-root",
+        "nodes": 3,
+        "roots": 1,
+        "leaves": 2,
+        "max_depth": 1,
+    },
+    {
+        "conversation_id": "complex",
+        "name": "prompt complex-root",
+        "nodes": 7,
+        "roots": 1,
+        "leaves": 4,
+        "max_depth": 2,
+    },
+    {
+        "conversation_id": "multiple-roots",
+        "name": "prompt multiple-roots-root1",
+        "nodes": 6,
+        "roots": 2,
+        "leaves": 2,
+        "max_depth": 2,
+    },
+]
+
 
 def test_conversations_json(seed_db):
     rows = json.loads(run("conversations", "--db", seed_db, "--json").output)
-    assert rows == [
-        {
-            "id": "linear",
-            "name": "prompt linear-root",
-            "nodes": 4,
-            "roots": 1,
-            "leaves": 1,
-            "depth": 3,
-        },
-        {
-            "id": "branch",
-            "name": "prompt branch-root",
-            "nodes": 3,
-            "roots": 1,
-            "leaves": 2,
-            "depth": 1,
-        },
-        {
-            "id": "complex",
-            "name": "prompt complex-root",
-            "nodes": 7,
-            "roots": 1,
-            "leaves": 4,
-            "depth": 2,
-        },
-        {
-            "id": "multiple-roots",
-            "name": "prompt multiple-roots-root1",
-            "nodes": 6,
-            "roots": 2,
-            "leaves": 2,
-            "depth": 2,
-        },
+    assert rows == SEED_CONVERSATIONS
+
+
+def test_conversations_have_the_keys_of_stats(seed_db):
+    conversations = json.loads(run("conversations", "-d", seed_db, "--json").stdout)
+    stats = json.loads(run("stats", "-d", seed_db, "--json").stdout)
+    assert conversations == [
+        {key: row[key] for key in conversations[0]} for row in stats
     ]
 
 
 def test_conversations_table(seed_db):
-    lines = run("conversations", "--db", seed_db).output.splitlines()
-    assert lines[0].split() == ["id", "name", "nodes", "roots", "leaves", "depth"]
-    assert lines[3].split() == ["complex", "prompt", "complex-root", "7", "1", "4", "2"]
-    assert len(lines) == 5
+    assert run("conversations", "--db", seed_db).stdout == (
+        "conversation_id  name                         nodes  roots  leaves  max_depth\n"
+        "linear           prompt linear-root               4      1       1          3\n"
+        "branch           prompt branch-root               3      1       2          1\n"
+        "complex          prompt complex-root              7      1       4          2\n"
+        "multiple-roots   prompt multiple-roots-root1      6      2       2          2\n"
+    )
+    assert run("conversations", "--db", seed_db, "--table").stdout == (
+        run("conversations", "--db", seed_db).stdout
+    )
+
+
+def test_conversations_nl_csv_tsv(seed_db):
+    lines = run("conversations", "-d", seed_db, "--nl").stdout.splitlines()
+    assert [json.loads(line) for line in lines] == SEED_CONVERSATIONS
+    for flag, delimiter in (("--csv", ","), ("--tsv", "\t")):
+        text = run("conversations", "-d", seed_db, flag).stdout
+        rows = list(csv.DictReader(io.StringIO(text), delimiter=delimiter))
+        assert rows == [
+            {key: str(value) for key, value in row.items()}
+            for row in SEED_CONVERSATIONS
+        ]
 
 
 def test_tree_of_one_conversation(seed_db):
@@ -110,6 +140,38 @@ def test_tree_json_lists_nodes_in_drawing_order(seed_db):
 def test_node_list_commands(seed_db, command, node, expected):
     assert json.loads(run(command, node, "--db", seed_db, "--json").output) == expected
     assert run(command, node, "--db", seed_db).output.splitlines() == expected
+    nl = run(command, node, "-d", seed_db, "--nl").stdout.splitlines()
+    assert [json.loads(line) for line in nl] == expected
+    assert run(command, node, "-d", seed_db, "--csv").stdout.splitlines() == [
+        "id",
+        *expected,
+    ]
+    assert run(command, node, "-d", seed_db, "--tsv").stdout.splitlines() == [
+        "id",
+        *expected,
+    ]
+    assert run(command, node, "-d", seed_db, "--table").stdout.splitlines() == [
+        "id",
+        *expected,
+    ]
+
+
+def test_an_empty_id_list_in_each_format(seed_db):
+    for flag, expected in [
+        ((), ""),
+        (("--json",), "[]\n"),
+        (("--nl",), ""),
+        (("--csv",), "id\n"),
+        (("--tsv",), "id\n"),
+        (("--table",), ""),
+    ]:
+        assert run("children", "complex-c", "-d", seed_db, *flag).stdout == expected
+
+
+def test_two_output_options_are_one_line_error(seed_db):
+    result = run("leaves", "complex", "-d", seed_db, "--json", "--csv", expect=2)
+    assert result.stderr == "Error: --json and --csv exclude each other: choose one\n"
+    assert result.stdout == ""
 
 
 def test_check_finds_nothing_in_a_healthy_database(seed_db):
@@ -139,6 +201,70 @@ def test_check_reports_problems_with_exit_status_1(tmp_path):
     assert text == [
         "self-parent: b is its own parent",
         "missing-parent: d has parent gone, which does not exist",
+    ]
+
+
+def test_check_as_records(tmp_path):
+    path = tmp_path / "bad.db"
+    conn = legacy_database(path)
+    add_tree(conn, "c", [("a", None), ("d", "gone"), ("x", "y"), ("y", "x")])
+    conn.close()
+    assert run("check", "-d", path, "--csv", expect=1).stdout == (
+        "kind,node_id,parent_id,conversation_id,message,cycle\n"
+        'missing-parent,d,gone,c,"d has parent gone, which does not exist",\n'
+        'cycle,x,y,c,x is on a cycle of 2 parent links: x -> y -> x,"x,y"\n'
+    )
+    assert run("check", "-d", path, "--table", expect=1).stdout == (
+        "kind            node_id  parent_id  conversation_id"
+        "  message                                         cycle\n"
+        "missing-parent  d        gone       c"
+        "                d has parent gone, which does not exist\n"
+        "cycle           x        y          c"
+        "                x is on a cycle of 2 parent links: x -> y -> x  x, y\n"
+    )
+    lines = run("check", "-d", path, "--nl", expect=1).stdout.splitlines()
+    assert [json.loads(line)["cycle"] for line in lines] == [[], ["x", "y"]]
+
+
+def test_check_of_a_healthy_database_in_each_format(seed_db):
+    assert run("check", "-d", seed_db, "--csv").stdout == (
+        "kind,node_id,parent_id,conversation_id,message,cycle\n"
+    )
+    assert run("check", "-d", seed_db, "--nl").stdout == ""
+    table = run("check", "-d", seed_db, "--table")
+    assert (table.stdout, table.stderr) == ("", "no problems found\n")
+
+
+def test_compare_as_records(seed_db):
+    records = json.loads(run("compare", "complex-root", "-d", seed_db, "--json").stdout)
+    nl = run("compare", "complex-root", "-d", seed_db, "--nl").stdout.splitlines()
+    assert [json.loads(line) for line in nl] == records
+    assert [record["id"] for record in records] == ["complex-b", "complex-e"]
+    text = run("compare", "complex-root", "-d", seed_db, "--csv").stdout
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == list(records[0])
+    assert [row["subtree_size"] for row in rows] == ["3", "3"]
+    assert json.loads(rows[0]["similarity"]) == records[0]["similarity"]
+    table = run("compare", "complex-root", "-d", seed_db, "--table").stdout
+    header, first, second = table.splitlines()
+    assert header.split() == list(records[0])
+    assert first.split()[:2] == ["complex-b", "echo"]
+
+
+def test_tables_align_wide_characters_by_terminal_cells():
+    from convgraph.cli.output import aligned_lines
+
+    lines = list(
+        aligned_lines(
+            [["name", "nodes"], ["漢字の木", "3"], ["tree 🌳", "12"], ["plain", "1"]],
+            left={0},
+        )
+    )
+    assert lines == [
+        "name      nodes",
+        "漢字の木      3",
+        "tree 🌳      12",
+        "plain         1",
     ]
 
 
@@ -215,3 +341,62 @@ def test_llm_fork_database_through_the_cli(llm_fork_db):
         third,
         fork_second,
     ]
+
+
+def _query_command():
+    """A command of convgraph's class that runs one query on a file, to let
+    SQLite's own errors reach the command class."""
+    import click
+
+    from convgraph.cli.options import command
+
+    @command()
+    @click.argument("path")
+    @click.argument("sql")
+    def query(path: str, sql: str) -> None:
+        conn = sqlite3.connect(path, timeout=0)
+        try:
+            conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+
+    return query
+
+
+def test_expected_database_errors_are_one_line(tmp_path):
+    query = _query_command()
+    path = tmp_path / "held.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("create table t (x)")
+    holder.execute("begin exclusive")
+    try:
+        held = run(path, "select * from t", cli=query, expect=2)
+    finally:
+        holder.execute("rollback")
+        holder.close()
+    assert held.stderr == "Error: database error: database is locked\n"
+    text_file = tmp_path / "text.db"
+    text_file.write_text("hello " * 1000)
+    garbage = run(text_file, "select 1 from t", cli=query, expect=2)
+    assert garbage.stderr == "Error: database error: file is not a database\n"
+    unique = tmp_path / "unique.db"
+    conn = sqlite3.connect(unique)
+    conn.execute("create table u (x unique)")
+    conn.execute("insert into u values (1)")
+    conn.commit()
+    conn.close()
+    refused = run(unique, "insert into u values (1)", cli=query, expect=2)
+    assert refused.stderr == (
+        "Error: the database refused the change: UNIQUE constraint failed: u.x\n"
+    )
+
+
+def test_other_database_errors_are_bugs_and_show(tmp_path):
+    # A query convgraph should never send is its own bug, not the user's:
+    # the command class lets it through for a traceback.
+    query = _query_command()
+    path = tmp_path / "ok.db"
+    sqlite3.connect(path).execute("create table t (x)").connection.close()
+    result = run(path, "select nope from t", cli=query, expect=1)
+    assert isinstance(result.exception, sqlite3.OperationalError)
+    assert str(result.exception) == "no such column: nope"

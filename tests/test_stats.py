@@ -663,7 +663,7 @@ def test_stats_table_is_aligned_for_a_person(seed_db: Path) -> None:
 def test_stats_json_has_the_column_names(seed_db: Path) -> None:
     import json
 
-    result = run_stats("--db", str(seed_db), "--format", "json")
+    result = run_stats("--db", str(seed_db), "--json")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [list(row) for row in rows] == [list(CONVERSATION_COLUMNS)] * 4
@@ -689,7 +689,7 @@ def test_stats_json_has_the_column_names(seed_db: Path) -> None:
 def test_stats_jsonl_is_one_object_a_line(seed_db: Path) -> None:
     import json
 
-    result = run_stats("--db", str(seed_db), "--format", "jsonl")
+    result = run_stats("--db", str(seed_db), "--nl")
     lines = result.stdout.splitlines()
     assert [json.loads(line)["conversation_id"] for line in lines] == [
         "linear",
@@ -704,7 +704,7 @@ def test_stats_csv_reads_back(seed_db: Path) -> None:
     import csv
     import io
 
-    result = run_stats("--db", str(seed_db), "--format", "csv")
+    result = run_stats("--db", str(seed_db), "--csv")
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert list(rows[0]) == list(CONVERSATION_COLUMNS)
     assert rows[1] == {
@@ -731,9 +731,7 @@ def test_stats_csv_reads_back(seed_db: Path) -> None:
 def test_stats_of_named_conversations_in_the_order_named(seed_db: Path) -> None:
     import json
 
-    result = run_stats(
-        "--db", str(seed_db), "--format", "json", "complex", "linear", "complex"
-    )
+    result = run_stats("--db", str(seed_db), "--json", "complex", "linear", "complex")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [(row["conversation_id"], row["nodes"]) for row in rows] == [
@@ -745,9 +743,7 @@ def test_stats_of_named_conversations_in_the_order_named(seed_db: Path) -> None:
 def test_stats_of_a_fork_thread_is_its_whole_tree(llm_fork_db: dict) -> None:
     import json
 
-    result = run_stats(
-        "--db", str(llm_fork_db["path"]), "--format", "json", llm_fork_db["fork"]
-    )
+    result = run_stats("--db", str(llm_fork_db["path"]), "--json", llm_fork_db["fork"])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout)
     assert row["conversation_id"] == llm_fork_db["thread"]
@@ -768,7 +764,7 @@ def test_stats_errors_are_one_line_and_status_2(seed_db: Path, tmp_path: Path) -
     broken = run_stats("--db", str(garbage), expect=2)
     assert broken.exit_code == 2
     assert len(broken.stderr.splitlines()) == 1
-    bad_format = run_stats("--db", str(seed_db), "--format", "xml", expect=2)
+    bad_format = run_stats("--db", str(seed_db), "--json", "--csv", expect=2)
     assert bad_format.exit_code == 2
 
 
@@ -776,8 +772,8 @@ def test_stats_of_an_empty_database(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     legacy_database(path).close()
     assert run_stats("--db", str(path)).stdout == ""
-    assert run_stats("--db", str(path), "--format", "json").stdout == "[]\n"
-    csv_text = run_stats("--db", str(path), "--format", "csv").stdout
+    assert run_stats("--db", str(path), "--json").stdout == "[]\n"
+    csv_text = run_stats("--db", str(path), "--csv").stdout
     assert csv_text == ",".join(CONVERSATION_COLUMNS) + "\n"
 
 

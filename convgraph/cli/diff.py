@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from convgraph.cli import cli
-from convgraph.cli.options import db_option, echo_json, json_option
+from convgraph.cli.options import command, db_option, json_option, output_options
+from convgraph.cli.output import aligned_lines, echo_json, echo_records
 
 if TYPE_CHECKING:
     from convgraph.diff import BranchDiff, Comparison, Step
 
 
-@cli.command("diff")
+@command("diff")
 @click.argument("node_a")
 @click.argument("node_b")
 @db_option
@@ -139,19 +139,10 @@ def _totals_lines(result: BranchDiff) -> Iterator[str]:
 
 
 def _table(headers: list[str], rows: list[list[str]], left: set[int]) -> Iterator[str]:
-    """Aligned columns, numbers to the right and the `left` columns to the
-    left, with a bold header line."""
-    widths = [
-        max(len(row[column]) for row in [headers, *rows])
-        for column in range(len(headers))
-    ]
-    for index, row in enumerate([headers, *rows]):
-        cells = [
-            cell.ljust(width) if column in left else cell.rjust(width)
-            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        line = "  ".join(cells).rstrip()
-        yield click.style(line, bold=True) if index == 0 else line
+    """The shared table layout, with a bold header line."""
+    lines = aligned_lines([headers, *rows], left=left)
+    yield click.style(next(lines), bold=True)
+    yield from lines
 
 
 def _count(number: int, noun: str) -> str:
@@ -162,24 +153,30 @@ def _number(value: int | None, unit: str = "") -> str:
     return "-" if value is None else f"{value}{unit}"
 
 
-@cli.command("compare")
+@command("compare")
 @click.argument("node_id")
 @db_option
-@json_option
-def compare_command(node_id: str, db_path: str | None, as_json: bool) -> None:
+@output_options
+def compare_command(
+    node_id: str, db_path: str | None, output_format: str | None
+) -> None:
     """Compare the children of NODE_ID: the alternatives tried from it.
 
     For each child: model, tokens, duration, response length (characters),
     subtree size, and the similarity of its response to each sibling's
-    (difflib's ratio over words, 0 to 1). With --json, an array of objects
-    with id, those columns, and similarity (sibling id -> ratio).
+    (difflib's ratio over words, 0 to 1). Without an output option, a report
+    for reading; as records, one a child with id, those columns, and
+    similarity (sibling id -> ratio; JSON text in CSV and TSV).
     """
-    from convgraph.diff import compare
+    from dataclasses import fields
+
+    from convgraph.diff import Alternative, compare
     from convgraph.forest import load_tree_of_node
 
     result = compare(load_tree_of_node(node_id, db_path), node_id)
-    if as_json:
-        echo_json(result.to_dicts())
+    if output_format is not None:
+        columns = [field.name for field in fields(Alternative)]
+        echo_records(result.to_dicts(), columns, output_format)
         return
     if not result.alternatives:
         click.echo(f"{node_id} has no children", err=True)

@@ -20,8 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from convgraph.cli import cli
-from convgraph.cli.options import UserError, db_option
+from convgraph.cli.options import UserError, command, db_option
 from convgraph.export import FORMATS
 from convgraph.export.common import RANKDIRS
 
@@ -37,30 +36,32 @@ NO_GRAPHVIZ = (
 )
 
 
-@cli.command()
+@command()
 @click.argument("conversation_ids", nargs=-1)
 @click.option(
     "--format",
     "format_name",
+    type=click.Choice(list(FORMATS), case_sensitive=False),
     default="dot",
     show_default=True,
-    metavar="FORMAT",
-    help=f"One of: {', '.join(FORMATS)}",
+    help="The file format",
 )
 @click.option(
     "-o", "--output", metavar="FILE", default=None, help="Write FILE [default: stdout]"
 )
 @click.option(
     "--render",
-    metavar="KIND",
+    type=click.Choice(RENDERINGS, case_sensitive=False),
     default=None,
-    help=f"Draw the DOT with Graphviz into -o FILE: {' or '.join(RENDERINGS)}",
+    help="Draw the DOT with Graphviz into -o FILE",
 )
 @click.option(
     "--rankdir",
-    metavar="DIR",
+    type=click.Choice(RANKDIRS, case_sensitive=False),
+    metavar=f"[{'|'.join(RANKDIRS)}]",
     default=None,
-    help=f"Direction of dot and mermaid drawings ({', '.join(RANKDIRS)}) and of the html page (TB, LR) [default: TB]",
+    help="Direction of dot and mermaid drawings, and of the html page (TB or LR)"
+    " [default: TB]",
 )
 @db_option
 def export(
@@ -78,25 +79,13 @@ def export(
     convgraph export CONVERSATION_ID --format graphml -o tree.graphml
     convgraph export CONVERSATION_ID --render svg -o tree.svg
     """
-    exporter = FORMATS.get(format_name)
-    if exporter is None:
-        raise UserError(
-            f"unknown format {format_name!r}: use one of {', '.join(FORMATS)}"
-        )
+    exporter = FORMATS[format_name]
     options: dict[str, Any] = {}
     if rankdir is not None:
         if "rankdir" not in exporter.options:
             raise UserError(f"--rankdir does not apply to --format {format_name}")
-        if rankdir.upper() not in RANKDIRS:
-            raise UserError(
-                f"unknown rankdir {rankdir!r}: use one of {', '.join(RANKDIRS)}"
-            )
-        options["rankdir"] = rankdir.upper()
+        options["rankdir"] = rankdir
     if render is not None:
-        if render not in RENDERINGS:
-            raise UserError(
-                f"unknown rendering {render!r}: use {' or '.join(RENDERINGS)}"
-            )
         if format_name != "dot":
             raise UserError("--render draws the DOT export: use it with --format dot")
         if output is None:
@@ -212,7 +201,7 @@ def _render(
 def _to_stdout(write: Any) -> None:
     """Write UTF-8 to stdout whatever the terminal's encoding; a reader that
     stops early (`| head`) ends the command quietly."""
-    stream = click.get_binary_stream("stdout")
+    stream = click.open_file("-", "wb")
     try:
         write(stream)
         stream.flush()

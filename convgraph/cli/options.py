@@ -1,4 +1,12 @@
-"""What every convgraph command shares: `--db`, `--json`, and error handling.
+"""What every convgraph command shares: `--db`, the output options, and the
+handling of errors.
+
+The output options are one decorator, `output_options`, as sqlite-utils has
+it: every command that prints records or ids takes `--table`, `--json`,
+`--nl`, `--csv` and `--tsv`, so they are learnt once. Without one of them a
+command prints its form for a person, terminal or not, so that what a script
+reads does not change with where it runs: records as an aligned table, ids
+one a line. `convgraph.cli.output` does the printing.
 
 Errors a user can cause (a missing file, an unknown id, a locked database)
 end as one line on stderr and exit status 2, never a traceback. The handling
@@ -8,7 +16,7 @@ llm plugin adds them to `llm`.
 
 from __future__ import annotations
 
-import json
+import functools
 import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -22,6 +30,28 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: The exit status of an error the user caused (click uses 2 for usage errors).
 USER_ERROR = 2
 
+#: The output options, each with its help; the flag is `--` and the name.
+OUTPUT_FORMATS = {
+    "table": "Aligned columns for reading (records print so by default)",
+    "json": "A JSON array",
+    "nl": "Newline-delimited JSON: one value a line",
+    "csv": "CSV with a header row",
+    "tsv": "Tab-separated values with a header row",
+}
+
+#: What SQLite says when the file is not a database it can read: the user's
+#: file, not a bug. Any other `sqlite3.DatabaseError` is one, and shows.
+_NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")
+#: What SQLite says when another program holds the file, or the user may not
+#: write it.
+_UNAVAILABLE = (
+    "database is locked",
+    "database is busy",
+    "database table is locked",
+    "attempt to write a readonly database",
+    "unable to open database file",
+)
+
 
 class UserError(click.ClickException):
     """A `ClickException` that exits with status 2."""
@@ -30,7 +60,8 @@ class UserError(click.ClickException):
 
 
 class ConvgraphCommand(click.Command):
-    """A click command that turns convgraph's errors into one-line messages."""
+    """A click command that turns convgraph's errors, and the database errors
+    that bad input or another program can cause, into one-line messages."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -39,13 +70,25 @@ class ConvgraphCommand(click.Command):
             raise UserError(str(error)) from None
         except sqlite3.IntegrityError as error:
             raise UserError(f"the database refused the change: {error}") from None
+        except sqlite3.OperationalError as error:
+            if not _says(error, _UNAVAILABLE):
+                raise
+            raise UserError(f"database error: {error}") from None
         except sqlite3.DatabaseError as error:
+            if not _says(error, _NOT_A_DATABASE):
+                raise
             raise UserError(f"database error: {error}") from None
 
 
+def _says(error: sqlite3.Error, messages: tuple[str, ...]) -> bool:
+    text = str(error).lower()
+    return any(message in text for message in messages)
+
+
 def db_option(function: F) -> F:
-    """`--db PATH`: the database to read; llm's own logs.db by default."""
+    """`-d/--db PATH`: the database to read; llm's own logs.db by default."""
     return click.option(
+        "-d",
         "--db",
         "db_path",
         type=click.Path(dir_okay=False, path_type=str),
@@ -55,19 +98,37 @@ def db_option(function: F) -> F:
 
 
 def json_option(function: F) -> F:
-    """`--json`: print JSON instead of text."""
+    """`--json`: print JSON instead of text, for the commands whose answer is
+    one document rather than records (`tree`, `diff`, `branch`)."""
     return click.option("--json", "as_json", is_flag=True, help="Print JSON")(function)
 
 
-def echo_json(value: Any) -> None:
-    """Print `value` as indented JSON, text kept verbatim (no ASCII escapes)."""
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+def output_options(function: F) -> F:
+    """`--table`, `--json`, `--nl`, `--csv`, `--tsv`: how to print records.
+
+    The command receives one keyword, `output_format`: the name of the flag
+    given, or None for none (the command's form for a person). Two of them
+    together are an error.
+    """
+
+    @functools.wraps(function)
+    def with_output_format(*args: Any, **kwargs: Any) -> Any:
+        chosen = [name for name in OUTPUT_FORMATS if kwargs.pop(f"output_{name}")]
+        if len(chosen) > 1:
+            flags = " and ".join(f"--{name}" for name in chosen)
+            raise UserError(f"{flags} exclude each other: choose one")
+        return function(*args, output_format=chosen[0] if chosen else None, **kwargs)
+
+    decorated: Any = with_output_format
+    for name, text in reversed(OUTPUT_FORMATS.items()):
+        decorated = click.option(
+            f"--{name}", f"output_{name}", is_flag=True, help=text
+        )(decorated)
+    return decorated
 
 
-def echo_ids(ids: list[str], as_json: bool) -> None:
-    """Print a list of node ids: one a line, or a JSON array."""
-    if as_json:
-        echo_json(ids)
-    else:
-        for node_id in ids:
-            click.echo(node_id)
+def command(name: str | None = None, **attrs: Any) -> Callable[[F], click.Command]:
+    """`click.command` with convgraph's command class: its errors end as one
+    line. Commands are made plain and `convgraph.cli` adds them to the group
+    (and the llm plugin to llm's)."""
+    return click.command(name, cls=ConvgraphCommand, **attrs)

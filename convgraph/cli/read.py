@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from convgraph.cli import cli
-from convgraph.cli.options import db_option, echo_ids, echo_json, json_option
+from convgraph.cli.options import command, db_option, json_option, output_options
+from convgraph.cli.output import echo_ids, echo_json, echo_records
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -30,21 +30,20 @@ def _tree(conversation_id: str, db_path: str | None) -> nx.DiGraph:
     return load_tree(conversation_id, db_path)
 
 
-@cli.command()
+@command()
 @db_option
-@json_option
-def conversations(db_path: str | None, as_json: bool) -> None:
-    """List every conversation: id, name, nodes, roots, leaves and depth."""
-    from convgraph.cli.tables import print_table
+@output_options
+def conversations(db_path: str | None, output_format: str | None) -> None:
+    """List every conversation: conversation_id, name, nodes, roots, leaves
+    and max_depth (the columns of `convgraph stats` that say what a tree is).
+    """
+    from convgraph.cli.tables import print_conversations
     from convgraph.forest import Forest
     from convgraph.stats import conversation_table
 
     table = conversation_table(Forest.read(db_path, text=False))
     columns = ["conversation_id", "name", "nodes", "roots", "leaves", "max_depth"]
-    table = table[columns].rename(
-        columns={"conversation_id": "id", "max_depth": "depth"}
-    )
-    print_table(table, "json" if as_json else "table")
+    print_conversations(table[columns], output_format)
 
 
 def _short_name(name: str, width: int = 40) -> str:
@@ -53,7 +52,7 @@ def _short_name(name: str, width: int = 40) -> str:
     return excerpt(name, width)
 
 
-@cli.command()
+@command()
 @click.argument("conversation_ids", nargs=-1)
 @db_option
 @json_option
@@ -77,6 +76,8 @@ def tree(
     With --json, a JSON array of the drawn nodes in drawing order, each with
     its id, parent, depth and conversation.
     """
+    import networkx as nx
+
     from convgraph import tree as operations
     from convgraph.render import generate_tree_lines
 
@@ -93,7 +94,8 @@ def tree(
         for graph in trees:
             levels = operations.depths(graph)
             for root in operations.roots(graph):
-                for node in [root, *_depth_first(graph, root)]:
+                # Depth first, children in log order: the drawing's order.
+                for node in nx.dfs_preorder_nodes(graph, root):
                     drawn.append(
                         {
                             "id": node,
@@ -118,102 +120,103 @@ def tree(
             click.echo(line)
 
 
-def _depth_first(graph: nx.DiGraph, root: str) -> list[str]:
-    """The nodes below `root` in the order the drawing shows them."""
-    order = []
-    stack = list(reversed(list(graph.successors(root))))
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(reversed(list(graph.successors(node))))
-    return order
-
-
-@cli.command()
+@command()
 @click.argument("node_id")
 @db_option
-@json_option
-def path(node_id: str, db_path: str | None, as_json: bool) -> None:
+@output_options
+def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """The ids from the root of NODE_ID's tree down to NODE_ID."""
     from convgraph.forest import load_path
 
-    echo_ids(load_path(node_id, db_path), as_json)
+    echo_ids(load_path(node_id, db_path), output_format)
 
 
-@cli.command()
+@command()
 @click.argument("node_id")
 @db_option
-@json_option
-def children(node_id: str, db_path: str | None, as_json: bool) -> None:
+@output_options
+def children(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """The direct children of NODE_ID, in log order."""
     from convgraph import tree as operations
 
-    echo_ids(operations.children(_tree_of_node(node_id, db_path), node_id), as_json)
+    graph = _tree_of_node(node_id, db_path)
+    echo_ids(operations.children(graph, node_id), output_format)
 
 
-@cli.command()
+@command()
 @click.argument("node_id")
 @db_option
-@json_option
-def siblings(node_id: str, db_path: str | None, as_json: bool) -> None:
+@output_options
+def siblings(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """The other children of NODE_ID's parent: its alternatives."""
     from convgraph import tree as operations
 
-    echo_ids(operations.siblings(_tree_of_node(node_id, db_path), node_id), as_json)
+    graph = _tree_of_node(node_id, db_path)
+    echo_ids(operations.siblings(graph, node_id), output_format)
 
 
-@cli.command()
+@command()
 @click.argument("node_id")
 @db_option
-@json_option
-def descendants(node_id: str, db_path: str | None, as_json: bool) -> None:
+@output_options
+def descendants(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """Every node below NODE_ID, breadth first."""
     from convgraph import tree as operations
 
-    echo_ids(operations.descendants(_tree_of_node(node_id, db_path), node_id), as_json)
+    graph = _tree_of_node(node_id, db_path)
+    echo_ids(operations.descendants(graph, node_id), output_format)
 
 
-@cli.command()
+@command()
 @click.argument("conversation_id")
 @db_option
-@json_option
-def roots(conversation_id: str, db_path: str | None, as_json: bool) -> None:
+@output_options
+def roots(conversation_id: str, db_path: str | None, output_format: str | None) -> None:
     """The roots of a conversation, in log order."""
     from convgraph import tree as operations
 
-    echo_ids(operations.roots(_tree(conversation_id, db_path)), as_json)
+    echo_ids(operations.roots(_tree(conversation_id, db_path)), output_format)
 
 
-@cli.command()
+@command()
 @click.argument("conversation_id")
 @db_option
-@json_option
-def leaves(conversation_id: str, db_path: str | None, as_json: bool) -> None:
+@output_options
+def leaves(
+    conversation_id: str, db_path: str | None, output_format: str | None
+) -> None:
     """The leaves (branch tips) of a conversation, in log order."""
     from convgraph import tree as operations
 
-    echo_ids(operations.leaves(_tree(conversation_id, db_path)), as_json)
+    echo_ids(operations.leaves(_tree(conversation_id, db_path)), output_format)
 
 
-@cli.command()
+@command()
 @db_option
-@json_option
-def check(db_path: str | None, as_json: bool) -> None:
+@output_options
+def check(db_path: str | None, output_format: str | None) -> None:
     """Report broken parent links; exit status 1 when there are any.
 
     Cycles, self-parents, parents that do not exist and parents in another
     conversation. Each broken link is dropped when trees are built: the node
-    is treated as a root.
+    is treated as a root. Without an output option, one line a problem; as
+    records, with kind, node_id, parent_id, conversation_id, message and
+    cycle (the ids around a cycle).
     """
+    from dataclasses import fields
+
     from convgraph.forest import Forest
+    from convgraph.integrity import Problem
 
     problems = Forest.read(db_path, text=False).problems
-    if as_json:
-        echo_json([problem.to_dict() for problem in problems])
+    if output_format is not None:
+        columns = [field.name for field in fields(Problem)]
+        records = [problem.to_dict() for problem in problems]
+        echo_records(records, columns, output_format)
     else:
         for problem in problems:
             click.echo(f"{problem.kind}: {problem.message}")
-        if not problems:
-            click.echo("no problems found", err=True)
+    if not problems and output_format in (None, "table"):
+        click.echo("no problems found", err=True)
     if problems:
         raise SystemExit(1)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import click
 
-from convgraph.cli import cli
-from convgraph.cli.options import UserError, db_option, echo_json, json_option
+from convgraph.cli.options import UserError, command, db_option, json_option
+from convgraph.cli.output import echo_json
 
 
-@cli.command()
+@command()
 @db_option
 @click.option(
     "--backup",
@@ -56,7 +56,7 @@ def migrate(
         click.echo(f"Note: {note}")
 
 
-@cli.command()
+@command()
 @click.argument("node_id")
 @click.option(
     "--reparent", is_flag=True, help="Move the node's children to its own parent"
@@ -92,7 +92,7 @@ def delete(node_id: str, reparent: bool, cascade: bool, db_path: str | None) -> 
             click.echo(f"Moved {count} {noun} to {result.new_parent}")
 
 
-@cli.command()
+@command()
 @click.argument("node_id")
 @click.argument("prompt")
 @click.option("-m", "--model", "model_id", help="Model to use [default: the node's]")

@@ -1,0 +1,182 @@
+"""Printing what commands answer: records, ids, JSON documents and aligned
+tables, each in one place.
+
+Records are dicts of plain JSON values (str, int, float, bool, None, lists
+and dicts of them). `echo_records` prints them in the format the output
+options chose; `echo_ids` prints a list of node ids, which without an option
+is one id a line and otherwise a record `{"id": ...}` each. `aligned_lines`
+is the one table layout: the records table, and the tables inside the
+reports of `diff` and `compare`. Widths are terminal cells (`wcwidth`), so
+names in Chinese or with emoji line up.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import click
+
+#: The header of a list of ids printed as records.
+ID_COLUMN = "id"
+
+
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """`value` as JSON, text kept verbatim (no ASCII escapes); values JSON
+    has no type for (a datetime, a path) as their `str`."""
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+
+
+def echo_json(value: Any) -> None:
+    """Print `value` as indented JSON."""
+    click.echo(json_text(value))
+
+
+def echo_records(
+    records: Iterable[Mapping[str, Any]],
+    columns: Sequence[str],
+    output_format: str,
+    cells: Mapping[str, Callable[[Any], str]] | None = None,
+) -> None:
+    """Print records in one of the output formats.
+
+    Parameters
+    ----------
+    records:
+        Dicts with (at least) the keys `columns`, of plain JSON values.
+    columns:
+        The fields to print, in order: the header of CSV, TSV and the table,
+        printed even when there are no records (except by the table, which
+        prints nothing then).
+    output_format:
+        "table", "json" (one array), "nl" (one object a line), "csv" or "tsv".
+    cells:
+        For the table only: how to show a column's values, by column name
+        (the default shows lists joined with commas and floats to two
+        decimals).
+    """
+    rows = [{column: record[column] for column in columns} for record in records]
+    if output_format == "json":
+        echo_json(rows)
+    elif output_format == "nl":
+        for row in rows:
+            click.echo(json_text(row, indent=None))
+    elif output_format in ("csv", "tsv"):
+        _echo_delimited(rows, columns, "," if output_format == "csv" else "\t")
+    elif output_format == "table":
+        if rows:
+            for line in _table_lines(rows, columns, cells or {}):
+                click.echo(line)
+    else:
+        raise ValueError(f"unknown output format {output_format!r}")
+
+
+def echo_ids(ids: Iterable[str], output_format: str | None) -> None:
+    """Print node ids: one a line without an output option, a JSON array of
+    strings with --json, one JSON string a line with --nl, and otherwise as
+    records with one column, `id`."""
+    if output_format is None:
+        for node_id in ids:
+            click.echo(node_id)
+    elif output_format in ("json", "nl"):
+        ids = list(ids)
+        if output_format == "json":
+            echo_json(ids)
+        else:
+            for node_id in ids:
+                click.echo(json_text(node_id, indent=None))
+    else:
+        records = [{ID_COLUMN: node_id} for node_id in ids]
+        echo_records(records, [ID_COLUMN], output_format)
+
+
+def _echo_delimited(
+    rows: list[dict[str, Any]], columns: Sequence[str], delimiter: str
+) -> None:
+    """CSV or TSV with a header row, a line at a time (the csv module
+    quotes what needs it; lists are joined with commas, dicts are JSON)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\n")
+    for row in [list(columns), *([_flat(row[c]) for c in columns] for row in rows)]:
+        writer.writerow(row)
+        click.echo(buffer.getvalue(), nl=False)
+        buffer.seek(0)
+        buffer.truncate()
+
+
+def _flat(value: Any) -> Any:
+    """A value as one CSV field."""
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    if isinstance(value, dict):
+        return json_text(value, indent=None)
+    return value
+
+
+def _table_lines(
+    rows: list[dict[str, Any]],
+    columns: Sequence[str],
+    cells: Mapping[str, Callable[[Any], str]],
+) -> Iterator[str]:
+    """The records as an aligned table with a header: numbers flush right,
+    everything else flush left."""
+    body = [
+        [cells.get(column, _cell)(row[column]) for column in columns] for row in rows
+    ]
+    left = {
+        index
+        for index, column in enumerate(columns)
+        if not all(_is_number(row[column]) for row in rows if row[column] is not None)
+    }
+    return aligned_lines([list(columns), *body], left=left)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _cell(value: Any) -> str:
+    """How the table shows a value by default."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, list):
+        return ", ".join(_cell(item) for item in value)
+    if isinstance(value, dict):
+        return json_text(value, indent=None)
+    return str(value)
+
+
+def aligned_lines(rows: Sequence[Sequence[str]], left: Container[int]) -> Iterator[str]:
+    """Rows of cells as aligned lines, two spaces between columns.
+
+    The columns whose index is in `left` are flush left, the others flush
+    right; a column is as wide as its widest cell in terminal cells; lines
+    carry no trailing spaces. The first row is usually the header: style it
+    as the caller likes.
+    """
+    from wcwidth import wcswidth
+
+    if not rows:
+        return
+
+    def width(cell: str) -> int:
+        # wcswidth is -1 for text with control characters: count those as
+        # one cell each, as len does, rather than fail.
+        cells = wcswidth(cell)
+        return len(cell) if cells < 0 else cells
+
+    measured = [[(cell, width(cell)) for cell in row] for row in rows]
+    widths = [max(row[c][1] for row in measured) for c in range(len(measured[0]))]
+    for row in measured:
+        padded = [
+            cell + " " * (widths[c] - size)
+            if c in left
+            else " " * (widths[c] - size) + cell
+            for c, (cell, size) in enumerate(row)
+        ]
+        yield "  ".join(padded).rstrip()

@@ -11,10 +11,15 @@ node), and a DiGraph built per conversation only when asked for.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
+from convgraph.contract import (
+    INTEGER_ATTRIBUTES,
+    NODE_ATTRIBUTES,
+    NODE_COLUMNS,
+    TEXT_ATTRIBUTES,
+)
 from convgraph.errors import UnknownConversation
 from convgraph.integrity import (
     CROSS_CONVERSATION,
@@ -174,12 +179,48 @@ class Forest:
 
     @classmethod
     def read(
-        cls, db: str | os.PathLike[str] | LogDatabase | None = None, text: bool = True
+        cls,
+        db: str | os.PathLike[str] | LogDatabase | None = None,
+        text: bool = True,
+        conversation_ids: Iterable[str] | None = None,
+        progress: Callable[[str], object] | None = None,
     ) -> Forest:
-        """Read every node of a database (`text=False`: without the texts)."""
+        """Read every tree of a database, or only the trees named.
+
+        Parameters
+        ----------
+        db
+            A path to a `logs.db`, an open `LogDatabase`, or None for llm's own.
+        text
+            False leaves the prompt, system and response out (None): most of a
+            file's bytes, and not needed for structure and usage.
+        conversation_ids
+            Read only the trees these ids name (a legacy conversation id, or
+            any thread id of a message-store tree), each once, in the order
+            first named, with queries about those trees only. None or empty:
+            every tree, read at once.
+        progress
+            Called with a label as each stage begins (opening, reading, once
+            per tree when trees are named, checking the links): for a
+            progress bar.
+
+        Raises
+        ------
+        UnknownConversation
+            An id names no conversation, or one without nodes.
+        DatabaseError
+        """
+        step = progress or (lambda label: None)
+        named = list(conversation_ids or ())
+        step("Opening the database")
         with _opened(db) as logs:
-            nodes, names = logs.read_forest(text=text)
-            problems = logs.fork_problems()
+            if named:
+                nodes, names, problems = _read_named(logs, named, text, step)
+            else:
+                step("Reading every conversation")
+                nodes, names = logs.read_forest(text=text)
+                problems = logs.fork_problems()
+        step("Checking parent links")
         return cls(nodes, names, problems)
 
     def __len__(self) -> int:
@@ -234,6 +275,38 @@ class Forest:
         """Every tree's DiGraph, one at a time."""
         for tree_id in self.tree_ids:
             yield self.tree(tree_id)
+
+
+def _read_named(
+    logs: LogDatabase,
+    conversation_ids: Iterable[str],
+    text: bool,
+    step: Callable[[str], object],
+) -> tuple[pd.DataFrame, dict[str, Any], list[Problem]]:
+    """The nodes, names and fork problems of the trees these ids name."""
+    import pandas as pd
+
+    named: dict[str, str] = {}  # each tree once, with the id that named it
+    for conversation_id in conversation_ids:
+        named.setdefault(logs.tree_id_of_conversation(conversation_id), conversation_id)
+    records: list[dict[str, Any]] = []
+    names: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for tree_id, named_as in named.items():
+        step(f"Reading {tree_id}")
+        tree = logs.read_tree(tree_id)
+        if not tree.records:
+            raise UnknownConversation(named_as)
+        records.extend(tree.records)
+        names[tree_id] = tree.name
+        problems.extend(tree.problems)
+    nodes = pd.DataFrame.from_records(records, columns=NODE_COLUMNS)
+    if not text:
+        # One tree's texts are little to read; dropping them keeps the table
+        # the same as a whole-file read without texts.
+        for name in TEXT_ATTRIBUTES:
+            nodes[name] = None
+    return nodes, names, problems
 
 
 def _plain(record: dict[str, Any]) -> dict[str, Any]:

@@ -4,12 +4,17 @@ A stored parent link can be wrong in four ways: a node is its own parent, the
 parent does not exist, the parent is in another conversation (the seed's
 Option A forbids it), or following parents goes round a cycle. Each is reported
 as a `Problem`; the link is dropped, so the node becomes a root and every tree
-convgraph builds is a real forest. Nothing here recurses or can loop forever.
+convgraph builds is a real forest. The message store's threads have links of
+their own (`forked_from`), and a cycle of forks is reported the same way.
+
+Every walk up a chain of links in convgraph, of nodes, messages or threads, is
+a `ParentWalk`: iterative, each id visited once, so nothing here recurses or
+can loop forever.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,6 +22,56 @@ SELF_PARENT = "self-parent"
 MISSING_PARENT = "missing-parent"
 CROSS_CONVERSATION = "cross-conversation"
 CYCLE = "cycle"
+FORK_CYCLE = "fork-cycle"
+
+
+class ParentWalk:
+    """The ids from `start` up a chain of parent links: `start`, its parent,
+    its grandparent, and so on.
+
+    `parent_of` is a mapping or a callable giving an id's parent, None for a
+    root. Iteration ends after a root, or just before an id would come a
+    second time: then `repeat` is that id (the links go round a cycle, which
+    begins there), else `repeat` is None. Parents are asked for lazily, one
+    step at a time, so a caller that stops early asks no further.
+
+    Examples
+    --------
+    >>> walk = ParentWalk("c", {"c": "b", "b": "a", "a": None})
+    >>> list(walk), walk.repeat
+    (['c', 'b', 'a'], None)
+    >>> walk = ParentWalk("x", {"x": "y", "y": "z", "z": "y"})
+    >>> list(walk), walk.repeat
+    (['x', 'y', 'z'], 'y')
+    """
+
+    def __init__(
+        self,
+        start: str | None,
+        parent_of: Mapping[str, str | None] | Callable[[str], str | None],
+    ):
+        self.start = start
+        self.parent_of = parent_of.get if isinstance(parent_of, Mapping) else parent_of
+        self.repeat: str | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        self.repeat = None
+        seen: set[str] = set()
+        node = self.start
+        while node is not None:
+            if node in seen:
+                self.repeat = node
+                return
+            seen.add(node)
+            yield node
+            node = self.parent_of(node)
+
+    def cycle(self, walked: list[str]) -> list[str]:
+        """The ids of `walked` (this walk's ids, in order) that are on the
+        cycle it ended on, in parent order; [] when it ended at a root."""
+        if self.repeat is None:
+            return []
+        return walked[walked.index(self.repeat) :]
 
 
 @dataclass(frozen=True)
@@ -25,7 +80,10 @@ class Problem:
 
     `node_id` is the node whose link was dropped (it is treated as a root);
     `parent_id` the parent it named; for a cycle, `cycle` lists the nodes on
-    it in parent order, starting at `node_id`.
+    it in parent order, starting at `node_id`. A fork cycle is a cycle of
+    message-store threads (`forked_from`): there `node_id`, `parent_id`,
+    `conversation_id` and `cycle` are thread ids, and `node_id` is the thread
+    read as the original thread of the tree.
     """
 
     kind: str
@@ -62,43 +120,49 @@ def break_cycles(
     parents: dict[str, str | None],
     order: Iterable[str],
     conversation_of: Mapping[str, str | None],
+    kind: str = CYCLE,
 ) -> list[Problem]:
     """Drop one link of every cycle in `parents`, in place, and report it.
 
     `parents` maps each node to its parent (every parent is a key or None).
     The link dropped is that of the cycle's node that comes first in `order`
     (log order), so the earliest message of a cycle becomes its root. Each
-    node is walked once: linear in the number of nodes.
+    node is walked once: linear in the number of nodes. `kind` is the
+    problems' kind: `CYCLE` for nodes, `FORK_CYCLE` for threads.
     """
     position = {node: index for index, node in enumerate(order)}
-    state: dict[str, int] = {}  # 1: on the current walk, 2: finished
+    finished: set[str] = set()
+
+    def unfinished_parent(node: str) -> str | None:
+        # A walk ends where an earlier walk went: that part is done.
+        parent = parents.get(node)
+        return None if parent in finished else parent
+
+    links = "forks" if kind == FORK_CYCLE else "parent links"
     problems = []
     for start in position:
-        walk = []
-        node: str | None = start
-        while node is not None and node not in state:
-            state[node] = 1
-            walk.append(node)
-            node = parents.get(node)
-        if node is not None and state[node] == 1:
-            cycle = walk[walk.index(node) :]
+        if start in finished:
+            continue
+        walk = ParentWalk(start, unfinished_parent)
+        walked = list(walk)
+        cycle = walk.cycle(walked)
+        if cycle:
             first = min(cycle, key=position.__getitem__)
             turn = cycle.index(first)
             cycle = cycle[turn:] + cycle[:turn]
             problems.append(
                 Problem(
-                    CYCLE,
+                    kind,
                     first,
                     parents[first],
                     conversation_of.get(first),
-                    f"{first} is on a cycle of {len(cycle)} parent links: "
+                    f"{first} is on a cycle of {len(cycle)} {links}: "
                     + " -> ".join(cycle + [first]),
                     tuple(cycle),
                 )
             )
             parents[first] = None
-        for walked in walk:
-            state[walked] = 2
+        finished.update(walked)
     return problems
 
 

@@ -5,12 +5,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import file_digest
+from conftest import file_digest, run
 from databases import LlmLog, add_response, legacy_database, timestamp
 
 from convgraph import DatabaseError, Forest, UnknownConversation, load_tree, open_logs
 from convgraph import tree as ops
-from convgraph.forest import load_tree_of_node
+from convgraph.forest import load_tree_of_node, read_tree
+from convgraph.integrity import Problem
 
 # -- legacy, linear (llm before 0.32) -----------------------------------------
 
@@ -145,6 +146,98 @@ def test_separate_conversations_are_separate_trees(tmp_path):
     assert set(forest.nodes["id"]) == {first, second}
 
 
+def forked_back(directory):
+    """A logs.db of llm's with a cycle of forks made by hand: a thread and
+    its fork, each `forked_from` the other. Returns (path, thread, fork,
+    first turn, fork's turn)."""
+    with LlmLog(directory) as log:
+        first = log.prompt("What is a tree?")
+        thread = log.thread_of(first)
+        fork, fork_turn = log.fork(first, "What is a graph, then?")
+    conn = sqlite3.connect(log.path)
+    conn.execute("update threads set forked_from = ? where id = ?", [fork, thread])
+    conn.commit()
+    conn.close()
+    return log.path, thread, fork, first, fork_turn
+
+
+def test_a_cycle_of_forks_is_one_tree_whichever_thread_names_it(tmp_path):
+    path, thread, fork, first, fork_turn = forked_back(tmp_path)
+    smallest = min(thread, fork)  # stands for the original thread
+    from_thread = load_tree(thread, path)
+    from_fork = load_tree(fork, path)
+    for tree in (from_thread, from_fork):
+        assert tree.graph["conversation_id"] == smallest
+        assert list(tree.edges) == [(first, fork_turn)]
+    assert dict(from_thread.nodes(data=True)) == dict(from_fork.nodes(data=True))
+    assert load_tree_of_node(fork_turn, path).graph["conversation_id"] == smallest
+    forest = Forest.read(path)
+    assert forest.tree_ids == [smallest]
+    assert list(forest.tree(smallest).edges) == [(first, fork_turn)]
+
+
+def test_a_cycle_of_forks_is_a_problem(tmp_path):
+    path, thread, fork, _, _ = forked_back(tmp_path)
+    smallest, other = sorted([thread, fork])
+    expected = Problem(
+        "fork-cycle",
+        smallest,
+        other,
+        smallest,
+        f"{smallest} is on a cycle of 2 forks: {smallest} -> {other} -> {smallest}",
+        (smallest, other),
+    )
+    assert Forest.read(path).problems == [expected]
+    with open_logs(path) as logs:
+        assert read_tree(logs, logs.tree_id_of_conversation(fork))[1] == [expected]
+    result = run("check", "--db", path, expect=1)
+    assert f"fork-cycle: {expected.message}" in result.stdout
+
+
+# -- one nodes table whatever the source --------------------------------------
+
+
+def test_nodes_table_has_the_same_columns_and_dtypes_from_every_source(
+    seed_db, llm_fork_db, tmp_path
+):
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path, with_parent=False)
+    add_response(
+        conn, "01aaaaaaaaaaaaaaaaaaaaaaa1", "conv", "hello", datetime_utc=timestamp(1)
+    )
+    conn.commit()
+    conn.close()
+    with LlmLog(tmp_path) as log:
+        log.prompt("and now?", continue_conversation="conv")
+    expected = {
+        "id": "object",
+        "tree_id": "category",
+        "parent_id": "object",
+        "conversation_id": "category",
+        "prompt": "object",
+        "system": "object",
+        "response": "object",
+        "model": "category",
+        "datetime_utc": "object",
+        "input_tokens": "Int64",
+        "output_tokens": "Int64",
+        "duration_ms": "Int64",
+        "source": "category",
+    }
+    files = {"legacy": seed_db, "message store": llm_fork_db["path"], "upgraded": path}
+    for source, db in files.items():
+        for text in (True, False):
+            nodes = Forest.read(db, text=text).nodes
+            dtypes = {column: str(dtype) for column, dtype in nodes.dtypes.items()}
+            assert dtypes == expected, (source, text)
+        named = Forest.read(db, conversation_ids=[nodes["tree_id"][0]]).nodes
+        dtypes = {column: str(dtype) for column, dtype in named.dtypes.items()}
+        assert dtypes == expected, (source, "named")
+    upgraded = Forest.read(path).nodes
+    assert upgraded["source"].tolist() == ["responses", "turns"]
+    assert upgraded["tree_id"].tolist() == ["conv", "conv"]
+
+
 # -- upgraded databases: both generations -------------------------------------
 
 
@@ -231,24 +324,67 @@ def test_reading_while_llm_holds_a_write_transaction(seed_db):
 
 
 def test_reading_waits_for_an_exclusive_lock_to_end(seed_db):
-    # Another process locks the whole file for half a second, as a writer
-    # does while it commits; the read waits (busy timeout) instead of failing.
+    # Another process locks the whole file, as a writer does while it
+    # commits, and holds the lock until told to commit; the read, started in
+    # a thread, waits (busy timeout) instead of failing.
+    import threading
+    import time
+
     script = (
-        "import sqlite3, sys, time\n"
+        "import sqlite3, sys\n"
         "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
         "conn.execute('begin exclusive')\n"
         "print('locked', flush=True)\n"
-        "time.sleep(0.5)\n"
+        "sys.stdin.readline()\n"
         "conn.execute('commit')\n"
     )
     locker = subprocess.Popen(
-        [sys.executable, "-c", script, str(seed_db)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", script, str(seed_db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
+    outcome = {}
+
+    def read() -> None:
+        try:
+            outcome["tree"] = load_tree("linear", seed_db)
+        except BaseException as error:  # shown by the assertion below
+            outcome["error"] = error
+
+    reader = threading.Thread(target=read)
     try:
         assert locker.stdout.readline() == "locked\n"
-        assert load_tree("linear", seed_db).number_of_nodes() == 4
+        reader.start()
+        # The lock ends only once the read is inside its first query, so the
+        # read cannot have come after it: `connect_read_only` holding its
+        # connection while this thread runs means the reader left the GIL in
+        # that query's SQLite call (no bytecode between the assignment and
+        # the call can yield it), which cannot get past the lock.
+        deadline = time.monotonic() + 60  # a guard against hanging, not a check
+        while not in_first_query(reader) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert in_first_query(reader), "the read never reached its first query"
+        assert reader.is_alive() and not outcome
+        locker.stdin.write("commit\n")
+        locker.stdin.flush()
+        reader.join(timeout=60)
     finally:
+        locker.stdin.close()
         locker.wait(timeout=10)
+    assert "error" not in outcome, outcome
+    assert outcome["tree"].number_of_nodes() == 4
+
+
+def in_first_query(reader) -> bool:
+    """Whether `reader` is inside convgraph's first query of the database:
+    its innermost frame is `connect_read_only` after the connection exists."""
+    frame = sys._current_frames().get(reader.ident)
+    return (
+        frame is not None
+        and frame.f_code.co_name == "connect_read_only"
+        and frame.f_locals.get("conn") is not None
+    )
 
 
 # -- bad input ----------------------------------------------------------------

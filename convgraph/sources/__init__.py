@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
+from convgraph.integrity import ParentWalk, Problem
 from convgraph.sources import legacy, message_store
+from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,12 +76,14 @@ class TreeRecords:
     """The raw rows of one conversation tree, before its links are checked.
 
     `records` are dicts with `id`, `tree_id`, `parent_id` (as stored, maybe
-    invalid) and the node attributes, in log order.
+    invalid) and the node attributes, in log order; `problems` the tree's
+    broken links that are not parent links (cycles of forks).
     """
 
     tree_id: str
     name: str | None
     records: list[dict[str, Any]]
+    problems: list[Problem] = field(default_factory=list)
 
 
 class LogDatabase:
@@ -166,17 +170,14 @@ class LogDatabase:
         if node_id not in links:
             raise UnknownNode(node_id)
         conversation = links[node_id][1]
-        path = [node_id]
-        on_path = {node_id}
-        while (parent := links[path[-1]][0]) is not None:
-            if (
-                parent not in links
-                or parent in on_path
-                or links[parent][1] != conversation
-            ):
+        walk = ParentWalk(node_id, lambda node: links[node][0])
+        path = []
+        for node in walk:
+            if node not in links or links[node][1] != conversation:
                 return None
-            path.append(parent)
-            on_path.add(parent)
+            path.append(node)
+        if walk.repeat is not None:
+            return None
         path.reverse()
         return path
 
@@ -195,6 +196,7 @@ class LogDatabase:
     def read_tree(self, tree_id: str) -> TreeRecords:
         """The rows of one tree, read with queries about that tree only."""
         records: list[dict[str, Any]] = []
+        problems: list[Problem] = []
         name = None
         conversation_ids = [tree_id]
         if self.store is not None and self.store.has_thread(tree_id):
@@ -202,13 +204,19 @@ class LogDatabase:
             conversation_ids = list(threads)
             name = threads[tree_id]["name"]
             records.extend(self.store.read_turns(threads, tree_id))
+            problems = self.store.fork_problems(threads)
         if self.legacy is not None:
             legacy_records, legacy_name = self.legacy.read_conversations(
                 conversation_ids, tree_id
             )
             name = name or legacy_name
             records = _join_generations(legacy_records, records)
-        return TreeRecords(tree_id, name, records)
+        return TreeRecords(tree_id, name, records, problems)
+
+    def fork_problems(self) -> list[Problem]:
+        """The cycles of forks among the message store's threads (a thread
+        forked, through others, from itself): none without a message store."""
+        return [] if self.store is None else self.store.fork_problems()
 
     def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, and the name of every tree.
@@ -235,6 +243,9 @@ class LogDatabase:
             for tree_id, name in legacy_names.items():
                 names.setdefault(thread_roots.get(tree_id, tree_id), name)
             frames.insert(0, legacy_frame)
+        # llm 0.32 and later make the legacy tables and leave them empty:
+        # concatenating an empty frame would only lose the categories.
+        frames = [frame for frame in frames if len(frame)] or frames[:1]
         nodes = sort_log_order(
             pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         )
@@ -242,7 +253,7 @@ class LogDatabase:
             legacy.link_frame_as_chains(nodes)
         if self.legacy is not None and self.store is not None:
             _join_generations_frame(nodes)
-        return nodes.drop(columns="_continues"), names
+        return conform_nodes(nodes.drop(columns="_continues")), names
 
 
 def _join_generations(
@@ -317,6 +328,12 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> LogDatabase:
         The file is missing, is not SQLite, or holds no llm tables.
     """
     path = Path(path) if path is not None else default_database_path()
+    # Not SQLite: a ChatGPT, Claude.ai or Open WebUI export, told by content.
+    from convgraph.sources.chat_exports import open_source
+
+    export = open_source(path)
+    if export is not None:
+        return export
     conn = connect_read_only(path)
     try:
         return LogDatabase(conn, path)

@@ -19,6 +19,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
+from convgraph.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
 from convgraph.sources.tables import no_garbage_collection
 
 if TYPE_CHECKING:
@@ -83,20 +84,23 @@ class MessageStoreReader:
     def root_thread(self, thread_id: str) -> str:
         """Follow `forked_from` up to the original thread.
 
-        A missing parent thread ends the walk; a cycle of forks (hostile data)
-        ends it at the first thread seen twice.
+        A missing parent thread ends the walk. A cycle of forks (hostile data)
+        has no original thread: the cycle's smallest id stands for it, the
+        same thread whichever thread of the tree the walk starts from.
         """
-        seen = {thread_id}
-        current = thread_id
-        while True:
-            row = self.conn.execute(
-                "select forked_from from threads where id = ?", [current]
-            ).fetchone()
-            parent = row[0] if row else None
-            if parent is None or parent in seen or not self.has_thread(parent):
-                return current
-            seen.add(parent)
-            current = parent
+        walk = ParentWalk(thread_id, self._forked_from)
+        walked = list(walk)
+        cycle = walk.cycle(walked)
+        return min(cycle) if cycle else walked[-1]
+
+    def _forked_from(self, thread_id: str) -> str | None:
+        """The thread `thread_id` was forked from, if that thread exists."""
+        row = self.conn.execute(
+            "select t.forked_from from threads t join threads f"
+            " on f.id = t.forked_from where t.id = ?",
+            [thread_id],
+        ).fetchone()
+        return row[0] if row else None
 
     def member_threads(self, tree_id: str) -> dict[str, dict[str, Any]]:
         """The original thread and every thread forked from it, transitively."""
@@ -113,9 +117,24 @@ class MessageStoreReader:
         )
         return {row["id"]: dict(row) for row in rows}
 
+    def _all_forks(self) -> dict[str, str | None]:
+        """Every thread's `forked_from` (None for an original thread)."""
+        return dict(self.conn.execute("select id, forked_from from threads").fetchall())
+
+    def fork_problems(
+        self, threads: dict[str, dict[str, Any]] | None = None
+    ) -> list[Problem]:
+        """The cycles of forks (`forked_from` pointing back) among `threads`
+        (one tree's, as `member_threads` gives them) or among every thread."""
+        if threads is None:
+            forks = self._all_forks()
+        else:
+            forks = {tid: row["forked_from"] for tid, row in threads.items()}
+        return _thread_roots(forks)[1]
+
     def tree_ids(self) -> list[str]:
         """Every original thread with at least one turn in its tree."""
-        roots = _thread_roots(self.conn.execute("select id, forked_from from threads"))
+        roots = _thread_roots(self._all_forks())[0]
         rows = self.conn.execute(
             "select thread_id from turns group by thread_id"
             " order by min(coalesce(datetime_utc, '')), min(id)"
@@ -145,10 +164,8 @@ class MessageStoreReader:
             row["id"]: dict(row)
             for row in self.conn.execute("select id, name, forked_from from threads")
         }
-        thread_roots = _thread_roots(
-            (tid, row["forked_from"]) for tid, row in threads.items()
-        )
         forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
+        thread_roots = _thread_roots(forked_from)[0]
         records = self._read(None, thread_roots, forked_from, text=text)
         columns = ["id", "tree_id", "parent_id", *NODE_ATTRIBUTES, "_continues"]
         nodes = pd.DataFrame.from_records(records, columns=columns)
@@ -309,10 +326,8 @@ class _Chains:
     def nearest(self, start: str | None, tips: set[str], key: str) -> str | None:
         """The nearest message at or above `start` that is in `tips`."""
         walked = []
-        seen = set()
-        current = start
         found = None
-        while current is not None and current not in seen:
+        for current in ParentWalk(start, self.parent):
             if (key, current) in self._nearest:
                 found = self._nearest[(key, current)]
                 break
@@ -320,8 +335,6 @@ class _Chains:
                 found = current
                 break
             walked.append(current)
-            seen.add(current)
-            current = self.parent(current)
         for message_hash in walked:
             self._nearest[(key, message_hash)] = found
         return found
@@ -330,42 +343,32 @@ class _Chains:
         """The trailing run of user and tool messages: this turn's new input
         (the rule `llm logs` uses), oldest first."""
         hashes = []
-        current = parent_message_hash
-        seen = set()
-        while current in self.messages and current not in seen:
-            seen.add(current)
-            parent, role = self.messages[current]
-            if role not in ("user", "tool"):
+        for current in ParentWalk(parent_message_hash, self.parent):
+            if current not in self.messages:
+                break
+            if self.messages[current][1] not in ("user", "tool"):
                 break
             hashes.append(current)
-            current = parent
         hashes.reverse()
         return hashes
 
     def own_output(self, tip: str | None, parent_message_hash: str | None) -> list[str]:
         """The messages this turn appended: below its input, down to its tip."""
         hashes = []
-        current = tip
-        seen = set()
-        while current in self.messages and current != parent_message_hash:
-            if current in seen:
+        for current in ParentWalk(tip, self.parent):
+            if current not in self.messages or current == parent_message_hash:
                 break
-            seen.add(current)
             hashes.append(current)
-            current = self.messages[current][0]
         hashes.reverse()
         return hashes
 
     def has_answers_above(self, message_hash: str | None) -> bool:
         """Whether an assistant message stands at or above `message_hash`."""
-        seen = set()
-        current = message_hash
-        while current in self.messages and current not in seen:
-            seen.add(current)
-            parent, role = self.messages[current]
-            if role == "assistant":
+        for current in ParentWalk(message_hash, self.parent):
+            if current not in self.messages:
+                return False
+            if self.messages[current][1] == "assistant":
                 return True
-            current = parent
         return False
 
     def root(self, message_hash: str | None) -> str | None:
@@ -373,20 +376,16 @@ class _Chains:
         cycle), remembered for every message walked: every turn of a deep
         chain asks, and walking to the top each time would be quadratic."""
         walked = []
-        seen = set()
-        current = message_hash
         found = None
-        while current in self.messages and current not in seen:
+        for current in ParentWalk(message_hash, self.parent):
+            if current not in self.messages:
+                break
             if current in self._root:
                 found = self._root[current]
                 break
             walked.append(current)
-            seen.add(current)
-            parent = self.messages[current][0]
-            if parent is None:
+            if self.messages[current][0] is None:
                 found = current
-                break
-            current = parent
         for message in walked:
             self._root[message] = found
         return found
@@ -407,14 +406,10 @@ def _choose_parent(
     candidates = [c for c in candidates if c["id"] != turn["id"]]
     if not candidates:
         return None
-    thread = turn["thread_id"]
-    seen = set()
-    while thread is not None and thread not in seen:
-        seen.add(thread)
+    for thread in ParentWalk(turn["thread_id"], forked_from):
         in_thread = [c for c in candidates if c["thread_id"] == thread]
         if in_thread:
             return in_thread[0]
-        thread = forked_from.get(thread)
     return candidates[0]
 
 
@@ -448,25 +443,43 @@ def _text_refs(payload: str | None) -> list[dict[str, Any]] | None:
     return refs if isinstance(refs, list) else None
 
 
-def _thread_roots(rows) -> dict[str, str]:
-    """Each thread's original thread, for a whole table of threads at once."""
-    forked_from = {row[0]: row[1] for row in rows}
+def _thread_roots(
+    forked_from: dict[str, str | None],
+) -> tuple[dict[str, str], list[Problem]]:
+    """Each thread's original thread, for a whole table of threads at once,
+    and the cycles of forks found on the way.
+
+    A link to a thread not in `forked_from` ends the walk. A cycle of forks
+    has no original thread; its smallest id stands for it, as in
+    `MessageStoreReader.root_thread`.
+    """
+
+    def parent_of(thread_id: str) -> str | None:
+        parent = forked_from[thread_id]
+        return parent if parent in forked_from else None
+
     roots: dict[str, str] = {}
+    problems: list[Problem] = []
     for thread_id in forked_from:
+        if thread_id in roots:
+            continue
         walked = []
-        current = thread_id
-        seen = set()
-        while True:
+        walk = ParentWalk(thread_id, parent_of)
+        for current in walk:
             if current in roots:
                 root = roots[current]
                 break
             walked.append(current)
-            seen.add(current)
-            parent = forked_from.get(current)
-            if parent is None or parent not in forked_from or parent in seen:
-                root = current
-                break
-            current = parent
+        else:
+            cycle = walk.cycle(walked)
+            root = min(cycle) if cycle else walked[-1]
+            if cycle:
+                links = dict(zip(cycle, cycle[1:] + cycle[:1], strict=True))
+                problems.extend(
+                    break_cycles(
+                        links, sorted(cycle), {t: t for t in cycle}, FORK_CYCLE
+                    )
+                )
         for walked_id in walked:
             roots[walked_id] = root
-    return roots
+    return roots, problems

@@ -5,7 +5,8 @@ The whole-forest reads return a million rows. Building a DataFrame from one
 strings (conversation ids, model names) as a million separate objects. Here
 rows arrive in chunks, each chunk's columns are converted at once (repeated
 strings to categories, integers to nullable Int64), and only the converted
-columns are kept.
+columns are kept. `conform_nodes` gives every reader's nodes table the same
+columns, order and dtypes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import gc
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from convgraph.contract import CATEGORY_COLUMNS, INTEGER_ATTRIBUTES, NODE_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,10 +61,7 @@ def read_frame(
         while rows := cursor.fetchmany(CHUNK_ROWS):
             for name, values in zip(names, zip(*rows, strict=True), strict=True):
                 if name in categories:
-                    # factorize keeps first-seen order; Categorical() would
-                    # sort the strings of every chunk.
-                    codes, uniques = pd.factorize(np.array(values, dtype=object))
-                    parts[name].append(pd.Categorical.from_codes(codes, uniques))
+                    parts[name].append(categorical(values))
                 elif name in integers:
                     parts[name].append(pd.array(values, dtype="Int64"))
                 else:
@@ -86,3 +86,41 @@ def read_frame(
         else:
             columns[name] = pd.Series(np.concatenate(chunks), dtype=object)
     return pd.DataFrame(columns)
+
+
+def categorical(values: Any) -> pd.Categorical:
+    """Strings (None for missing) as a categorical, categories in first-seen
+    order: `pd.Categorical(values)` would sort them, which costs more and
+    differs chunk by chunk."""
+    import numpy as np
+    import pandas as pd
+
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    return pd.Categorical.from_codes(codes, uniques)
+
+
+def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
+    """The nodes table with `NODE_COLUMNS` first, in order, in the contract's
+    dtypes: categories for `CATEGORY_COLUMNS`, nullable Int64 for the usage
+    figures, object (str or None) for the rest. Columns already in their
+    dtype are kept as they are, so a conforming table costs nothing; other
+    columns follow, unchanged."""
+    import pandas as pd
+
+    columns = {}
+    for name in NODE_COLUMNS:
+        values = nodes[name]
+        if name in CATEGORY_COLUMNS:
+            if not isinstance(values.dtype, pd.CategoricalDtype):
+                values = pd.Series(categorical(values), index=nodes.index)
+        elif name in INTEGER_ATTRIBUTES:
+            if not isinstance(values.dtype, pd.Int64Dtype):
+                values = pd.Series(pd.array(values, dtype="Int64"), index=nodes.index)
+        elif values.dtype != object:
+            # pandas' own string dtype shows a missing value as NaN.
+            values = values.astype(object).where(values.notna(), None)
+        columns[name] = values
+    for name in nodes.columns:
+        if name not in columns:
+            columns[name] = nodes[name]
+    return pd.DataFrame(columns, index=nodes.index, copy=False)

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, TEXT_ATTRIBUTES
+from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.sources import LogDatabase, TreeRecords, log_order, sort_log_order
 
@@ -49,19 +49,9 @@ UTF8_BOM = b"\xef\xbb\xbf"
 #: `conversations.json`, or one of the split `conversations-000.json` files.
 CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
 
-#: The columns of `read_forest`, in the order the llm readers give them.
-FOREST_COLUMNS = (
-    "id",
-    "tree_id",
-    "conversation_id",
-    "parent_id",
-    "model",
-    "datetime_utc",
-    *INTEGER_ATTRIBUTES,
-    *TEXT_ATTRIBUTES,
-    "source",
-    "active",
-)
+#: The columns of `read_forest`: the llm readers' (`contract.NODE_COLUMNS`),
+#: then `active`.
+FOREST_COLUMNS = ("id", "tree_id", "parent_id", *NODE_ATTRIBUTES, "active")
 
 
 @dataclass(slots=True)
@@ -640,6 +630,11 @@ class ChatExport(LogDatabase):
                 self._found = tree
                 return tree.tree_id
         raise UnknownNode(node_id)
+
+    def fork_problems(self) -> list[Any]:
+        """None: exports have no forks between threads (their broken links
+        are the records' own, checked like any other)."""
+        return []
 
     def path_by_links(self, node_id: str) -> list[str] | None:
         """None: an export has no index to walk; the tree answers."""

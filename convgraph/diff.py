@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES
-from convgraph.errors import ConvgraphError
+from convgraph.errors import DifferentConversations, UnrelatedNodes
 from convgraph.tree import children, node_totals, path, tree_size
 
 if TYPE_CHECKING:
@@ -41,15 +41,6 @@ DEFAULT_CONTEXT = 3
 #: Words (runs of letters, digits and underscores) and single punctuation
 #: marks: the units that similarity counts.
 _WORDS = re.compile(r"\w+|[^\w\s]")
-
-
-class UnrelatedNodes(ConvgraphError):
-    """Two nodes that have no common ancestor: they grow from different
-    roots of one conversation, so no fork point joins them."""
-
-
-class DifferentConversations(ConvgraphError):
-    """Two nodes that belong to different conversation trees."""
 
 
 # -- similarity -------------------------------------------------------------

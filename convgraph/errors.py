@@ -1,13 +1,19 @@
-"""The errors a user can cause.
+"""The errors a user can cause, every one of them.
 
 Every error that bad input can provoke is a `ConvgraphError`: the command line
 prints its message as one line and exits with status 2, and Python callers can
-catch the one base class.
+catch the one base class, or one of the subclasses here. They live together
+so that a newcomer finds them in one place; the modules that raise them also
+export them under their old names (`convgraph.diff.UnrelatedNodes`,
+`convgraph.store.DeletionRefused`, ...).
 """
 
 
 class ConvgraphError(Exception):
     """Base class: a problem with the user's input, not a bug in convgraph."""
+
+
+# -- reading ----------------------------------------------------------------
 
 
 class DatabaseError(ConvgraphError):
@@ -26,3 +32,50 @@ class UnknownConversation(ConvgraphError, KeyError):
 
     def __str__(self) -> str:
         return f"no conversation with id {self.args[0]!r}"
+
+
+# -- comparing branches (convgraph.diff) -------------------------------------
+
+
+class UnrelatedNodes(ConvgraphError):
+    """Two nodes that have no common ancestor: they grow from different
+    roots of one conversation, so no fork point joins them."""
+
+
+class DifferentConversations(ConvgraphError):
+    """Two nodes that belong to different conversation trees."""
+
+
+# -- exporting (convgraph.export) --------------------------------------------
+
+
+class ExportError(ConvgraphError, ValueError):
+    """A file is not what the reader expects, or a forest cannot be written
+    (the same node id in two conversations)."""
+
+
+# -- writing (convgraph.store) -----------------------------------------------
+
+
+class DatabaseLocked(ConvgraphError):
+    """Another connection held the write lock for longer than the busy timeout."""
+
+
+class RuleViolation(ConvgraphError):
+    """A write the tree's rules refuse (the database's triggers said no)."""
+
+
+class NotMigrated(ConvgraphError):
+    """The database lacks the parent column or the rules that guard it."""
+
+
+class MigrationRefused(ConvgraphError):
+    """The migration cannot go ahead as asked; nothing was changed."""
+
+
+class DeletionRefused(ConvgraphError):
+    """The deletion would break the policy or the store; nothing was deleted."""
+
+
+class BranchError(ConvgraphError):
+    """The branch cannot be made: no llm, an unknown model, a model error."""

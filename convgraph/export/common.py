@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
-from convgraph.errors import ConvgraphError
+from convgraph.errors import ExportError
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -42,11 +42,6 @@ FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 #: Controls to show as a symbol in drawn text (labels): the forbidden ones,
 #: plus tab, carriage return and DEL, which a one-line label cannot show.
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
-
-
-class ExportError(ConvgraphError, ValueError):
-    """A file is not what the reader expects, or a forest cannot be written
-    (the same node id in two conversations)."""
 
 
 def visible(character: str) -> str:

@@ -22,7 +22,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from convgraph.errors import ConvgraphError, UnknownNode
+from convgraph.errors import BranchError, UnknownNode
 from convgraph.store.rules import LoggedNode, log_response, require_rules
 from convgraph.store.transaction import (
     connect_read_write,
@@ -33,10 +33,6 @@ from convgraph.store.transaction import (
 
 if TYPE_CHECKING:
     import networkx as nx
-
-
-class BranchError(ConvgraphError):
-    """The branch cannot be made: no llm, an unknown model, a model error."""
 
 
 def _import_llm() -> Any:

@@ -25,7 +25,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from convgraph.errors import ConvgraphError
+from convgraph.errors import DeletionRefused
 from convgraph.store.rules import PARENT_COLUMN, rule_message
 from convgraph.store.transaction import (
     connect_read_write,
@@ -37,10 +37,6 @@ if TYPE_CHECKING:
     import networkx as nx
 
 Mode = Literal["refuse", "reparent", "cascade"]
-
-
-class DeletionRefused(ConvgraphError):
-    """The deletion would break the policy or the store; nothing was deleted."""
 
 
 @dataclass

@@ -18,7 +18,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from convgraph.errors import ConvgraphError, DatabaseError
+from convgraph.errors import DatabaseError, MigrationRefused
 from convgraph.store.rules import (
     CONVERSATION_INDEX_NAME,
     CONVERSATION_INDEX_SQL,
@@ -55,10 +55,6 @@ select id, lag(id) over (
 ) as previous
 from responses
 """
-
-
-class MigrationRefused(ConvgraphError):
-    """The migration cannot go ahead as asked; nothing was changed."""
 
 
 @dataclass

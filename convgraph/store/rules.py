@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from convgraph.errors import ConvgraphError, DatabaseError
+from convgraph.errors import DatabaseError, NotMigrated, RuleViolation
 from convgraph.store.transaction import connect_read_write, write_transaction
 
 #: The column the seed adds, and its index (parents' children are looked up
@@ -121,14 +121,6 @@ BEGIN
   SELECT RAISE(ABORT, 'convgraph: a response with children cannot be deleted (convgraph delete --reparent or --cascade)');
 END""",
 }
-
-
-class RuleViolation(ConvgraphError):
-    """A write the tree's rules refuse (the database's triggers said no)."""
-
-
-class NotMigrated(ConvgraphError):
-    """The database lacks the parent column or the rules that guard it."""
 
 
 class LoggedNode(NamedTuple):

@@ -16,14 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from convgraph.errors import ConvgraphError, DatabaseError
+from convgraph.errors import DatabaseError, DatabaseLocked
 
 #: How long a write waits for another writer (llm logging a prompt, say).
 WRITE_BUSY_TIMEOUT_SECONDS = 5.0
-
-
-class DatabaseLocked(ConvgraphError):
-    """Another connection held the write lock for longer than the busy timeout."""
 
 
 def database_path(path: str | os.PathLike[str] | None) -> Path:

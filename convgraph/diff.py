@@ -17,7 +17,6 @@ stretch. Its cost grows with the length of the texts, not its square; see
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import os
 import re
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
     import networkx as nx
     import pandas as pd
 
-    from convgraph.sources import LogDatabase
 
 #: Lines of context around each change in the unified diffs, as `diff -u`.
 DEFAULT_CONTEXT = 3
@@ -494,37 +492,6 @@ def _side(tree: nx.DiGraph, node: str | None) -> StepSide | None:
     )
 
 
-def load_tree_of_pair(
-    node_a: str, node_b: str, db: str | os.PathLike[str] | LogDatabase | None = None
-) -> nx.DiGraph:
-    """The conversation tree that holds both nodes, reading only that tree.
-
-    Raises
-    ------
-    UnknownNode
-        Either id names no node.
-    DifferentConversations
-        The nodes are in different conversation trees.
-    DatabaseError
-    """
-    from convgraph.forest import load_tree_of_node
-    from convgraph.sources import LogDatabase, open_logs
-
-    opened = (
-        contextlib.nullcontext(db) if isinstance(db, LogDatabase) else open_logs(db)
-    )
-    with opened as logs:
-        tree = load_tree_of_node(node_a, logs)
-        if node_b not in tree:
-            # Only an id lookup: the other tree is not read.
-            other = logs.tree_id_of_node(node_b)
-            raise DifferentConversations(
-                f"{node_a!r} and {node_b!r} are in different conversations"
-                f" ({tree.graph['conversation_id']!r} and {other!r})"
-            )
-        return tree
-
-
 # -- the alternatives below one node ----------------------------------------
 
 
@@ -671,7 +638,6 @@ __all__ = [
     "UnrelatedNodes",
     "compare",
     "diff",
-    "load_tree_of_pair",
     "similarity",
     "text_diff",
 ]

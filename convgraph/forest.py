@@ -20,7 +20,7 @@ from convgraph.contract import (
     NODE_COLUMNS,
     TEXT_ATTRIBUTES,
 )
-from convgraph.errors import UnknownConversation
+from convgraph.errors import DifferentConversations, UnknownConversation
 from convgraph.integrity import (
     CROSS_CONVERSATION,
     MISSING_PARENT,
@@ -128,6 +128,32 @@ def load_path(
         if found is not None:
             return found
         return path(read_tree(logs, logs.tree_id_of_node(node_id))[0], node_id)
+
+
+def load_tree_of_pair(
+    node_a: str, node_b: str, db: str | os.PathLike[str] | LogDatabase | None = None
+) -> nx.DiGraph:
+    """The conversation tree that holds both nodes, reading only that tree
+    (for a diff of their branches).
+
+    Raises
+    ------
+    UnknownNode
+        Either id names no node.
+    DifferentConversations
+        The nodes are in different conversation trees.
+    DatabaseError
+    """
+    with _opened(db) as logs:
+        tree = load_tree_of_node(node_a, logs)
+        if node_b not in tree:
+            # Only an id lookup: the other tree is not read.
+            other = logs.tree_id_of_node(node_b)
+            raise DifferentConversations(
+                f"{node_a!r} and {node_b!r} are in different conversations"
+                f" ({tree.graph['conversation_id']!r} and {other!r})"
+            )
+        return tree
 
 
 class _opened:

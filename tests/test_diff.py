@@ -34,12 +34,11 @@ from convgraph.diff import (
     UnrelatedNodes,
     compare,
     diff,
-    load_tree_of_pair,
     similarity,
     text_diff,
 )
 from convgraph.errors import ConvgraphError, UnknownNode
-from convgraph.forest import load_tree, load_tree_of_node
+from convgraph.forest import load_tree, load_tree_of_node, load_tree_of_pair
 
 # "answer to prompt complex-b" is 6 words and marks (answer, to, prompt,
 # complex, -, b); two such answers share 5 of them.

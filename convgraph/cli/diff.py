@@ -44,7 +44,8 @@ def diff_command(
     prompts and responses, and each branch's totals. With --json, an object
     with fork_point, shared, a, b, steps and totals.
     """
-    from convgraph.diff import diff, load_tree_of_pair
+    from convgraph.diff import diff
+    from convgraph.forest import load_tree_of_pair
 
     tree = load_tree_of_pair(node_a, node_b, db_path)
     result = diff(tree, node_a, node_b, context=context)

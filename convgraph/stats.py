@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from convgraph.contract import INTEGER_ATTRIBUTES
 from convgraph.pointer_jumping import nearest_marked, path_totals, root_pointers
-from convgraph.tree import SUMMARY_KEYS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,9 +24,23 @@ if TYPE_CHECKING:
 
     from convgraph.forest import Forest
 
-#: The columns of `conversation_table`, in order: the keys of
+#: The columns of `conversation_table`, in order: also the keys of
 #: `convgraph.tree.summary`, which computes the same figures for one tree.
-CONVERSATION_COLUMNS = SUMMARY_KEYS
+CONVERSATION_COLUMNS = (
+    "conversation_id",
+    "name",
+    "nodes",
+    "roots",
+    "leaves",
+    "max_depth",
+    "branch_points",
+    "branching_factor_avg",
+    "branching_factor_max",
+    "first_datetime",
+    "last_datetime",
+    "models",
+    *INTEGER_ATTRIBUTES,
+)
 
 #: The columns of `branch_table`, in order.
 BRANCH_COLUMNS = (

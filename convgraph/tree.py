@@ -46,24 +46,6 @@ TOTAL_KEYS = (
     *INTEGER_ATTRIBUTES,
 )
 
-#: The keys of `summary`, in order: the columns of
-#: `convgraph.stats.conversation_table`.
-SUMMARY_KEYS = (
-    "conversation_id",
-    "name",
-    "nodes",
-    "roots",
-    "leaves",
-    "max_depth",
-    "branch_points",
-    "branching_factor_avg",
-    "branching_factor_max",
-    "first_datetime",
-    "last_datetime",
-    "models",
-    *INTEGER_ATTRIBUTES,
-)
-
 
 class ConversationTree(nx.DiGraph):
     """A conversation tree (edges parent -> child) that draws itself in Jupyter.
@@ -305,22 +287,20 @@ def depth(tree: nx.DiGraph, node: str) -> int:
 
 
 def depths(tree: nx.DiGraph) -> dict[str, int]:
-    """Every node's depth, in one breadth-first pass from the roots.
+    """Every node's depth, in log order, from one breadth-first pass down
+    from each root.
 
     Examples
     --------
     >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "b"), ("s", "t")])
     >>> depths(tree)
-    {'r': 0, 's': 0, 'a': 1, 't': 1, 'b': 2}
+    {'r': 0, 'a': 1, 'b': 2, 's': 0, 't': 1}
     """
-    starts = roots(tree)
-    if not starts:
-        return {}
-    return {
-        node: level
-        for level, layer in enumerate(nx.bfs_layers(tree, starts))
-        for node in layer
-    }
+    found = dict.fromkeys(roots(tree), 0)
+    for root in list(found):
+        for above, below in nx.bfs_edges(tree, root):
+            found[below] = found[above] + 1
+    return {node: found[node] for node in tree if node in found}
 
 
 def roots(tree: nx.DiGraph) -> list[str]:
@@ -463,11 +443,11 @@ def _first(pair: tuple[datetime, str]) -> datetime:
 def summary(tree: nx.DiGraph) -> dict[str, Any]:
     """The conversation's statistics in one dict (the seed's summary).
 
-    The keys of `SUMMARY_KEYS`: the graph's `conversation_id` and `name`,
-    the tree's shape (`nodes`, `roots`, `leaves`, `max_depth`,
-    `branch_points`, `branching_factor_avg`, `branching_factor_max`), and
-    `node_totals` over all its nodes. `convgraph.stats.conversation_table`
-    has one row of these per conversation.
+    The keys are the columns of `convgraph.stats.conversation_table`, which
+    has one row of these figures per conversation (`CONVERSATION_COLUMNS`):
+    the graph's `conversation_id` and `name`, the tree's shape (`nodes`,
+    `roots`, `leaves`, `max_depth`, `branch_points`, `branching_factor_avg`,
+    `branching_factor_max`), and `node_totals` over all its nodes.
 
     Examples
     --------
@@ -480,6 +460,10 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
     >>> stats["name"], stats["models"], stats["output_tokens"], stats["input_tokens"]
     ('Trees', ['echo'], 5, None)
     """
+    # The statistics module names the columns; it imports no pandas until a
+    # table is made.
+    from convgraph.stats import CONVERSATION_COLUMNS
+
     levels = depths(tree)
     average, most = branching_factor(tree)
     stats = {
@@ -494,4 +478,4 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
         "branching_factor_max": most,
         **node_totals(tree),
     }
-    return {key: stats[key] for key in SUMMARY_KEYS}
+    return {key: stats[key] for key in CONVERSATION_COLUMNS}

@@ -81,6 +81,15 @@ class MessageStoreReader:
         ).fetchone()
         return row[0] if row else None
 
+    def turn_end(self, turn_id: str) -> dict[str, Any] | None:
+        """Where a turn ended: its `thread_id`, `tip_message_hash` and
+        `model` (what a branch from it goes on from), or None for no turn."""
+        row = self.conn.execute(
+            "select thread_id, tip_message_hash, model from turns where id = ?",
+            [turn_id],
+        ).fetchone()
+        return dict(row) if row else None
+
     def root_thread(self, thread_id: str) -> str:
         """Follow `forked_from` up to the original thread.
 

@@ -94,21 +94,14 @@ def branch(
 
     path = database_path(db)
     with open_logs(path) as logs:
-        turn = None
-        if logs.store is not None:
-            turn = logs.conn.execute(
-                "select thread_id, tip_message_hash, model from turns where id = ?",
-                [node_id],
-            ).fetchone()
-        if turn is not None:
-            turn = dict(turn)
-        elif logs.legacy is not None and logs.legacy.conversation_of(node_id):
+        turn = logs.store.turn_end(node_id) if logs.store is not None else None
+        if turn is None:
+            if logs.legacy is None or not logs.legacy.conversation_of(node_id):
+                raise UnknownNode(node_id)
             require_rules(logs.conn)
             from convgraph.forest import load_tree_of_node
 
             graph = load_tree_of_node(node_id, logs)
-        else:
-            raise UnknownNode(node_id)
 
     if turn is not None:
         chosen = _get_model(llm, model or turn["model"])

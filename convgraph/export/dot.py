@@ -348,6 +348,15 @@ def generate_dot(
     ------
     ExportError
         An unknown `rankdir`, or one node id in two of the conversations.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> lines = list(generate_dot(tree))
+    >>> lines[0], lines[-3:]
+    ('digraph "c1" {', ['  "r" -> "a";', '  "r" -> "b";', '}'])
     """
     depth = 0
     for statement in _Statements(rankdir)(graphs):
@@ -377,7 +386,19 @@ def write_dot(
     path_or_file: PathOrFile,
     rankdir: str = "TB",
 ) -> None:
-    """Write `generate_dot(graphs, rankdir)` to a path or an open file."""
+    """Write `generate_dot(graphs, rankdir)` to a path or an open file.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_dot(tree, out, rankdir="LR")
+    >>> out.getvalue().splitlines()[1]
+    '  rankdir="LR";'
+    """
     write_lines(generate_dot(graphs, rankdir), path_or_file)
 
 
@@ -388,6 +409,15 @@ def to_pydot(
 
     The names and attribute values are the quoted strings that
     `generate_dot` writes, so pydot writes them as they are.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> drawing = to_pydot(tree)
+    >>> [(edge.get_source(), edge.get_destination()) for edge in drawing.get_edges()]
+    [('"r"', '"a"'), ('"r"', '"b"')]
     """
     import pydot
 

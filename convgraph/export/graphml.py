@@ -127,6 +127,14 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
     ------
     ExportError
         One node id in two conversations, or a count that is not an integer.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> [line for line in generate_graphml(tree) if line.startswith("<node")]
+    ['<node id="r"><data key="prompt">Hi</data><data key="model">echo</data></node>', '<node id="a"></node>', '<node id="b"></node>']
     """
     graphs, several = look_ahead(graphs)
     yield from HEADER
@@ -171,7 +179,19 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
 def write_graphml(
     graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
 ) -> None:
-    """Write `generate_graphml(graphs)` to a path or an open file."""
+    """Write `generate_graphml(graphs)` to a path or an open file.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.BytesIO()
+    >>> write_graphml(tree, out)
+    >>> list(read_graphml(io.BytesIO(out.getvalue()))[0].edges)
+    [('r', 'a'), ('r', 'b')]
+    """
     write_lines(generate_graphml(graphs), path_or_file)
 
 
@@ -192,6 +212,18 @@ def read_graphml(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     ------
     ExportError
         The file is not GraphML that networkx can read.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.BytesIO()
+    >>> write_graphml(tree, out)
+    >>> (back,) = read_graphml(io.BytesIO(out.getvalue()))
+    >>> back.graph["conversation_id"], back.nodes["r"]["prompt"], back.nodes["a"]["prompt"]
+    ('c1', 'Hi', None)
     """
     import networkx as nx
 

@@ -196,6 +196,17 @@ def generate_html(
     ------
     ExportError
         An unknown `rankdir`, or one node id in two of the conversations.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> lines = list(generate_html(tree, title="Hello"))
+    >>> lines[0]
+    '<!DOCTYPE html>'
+    >>> [line for line in lines if line.startswith("<title>")]
+    ['<title>Hello</title>']
     """
     orientation = ORIENTATIONS.get(rankdir.upper())
     if orientation is None:
@@ -226,7 +237,19 @@ def write_html(
     title: str = DEFAULT_TITLE,
     rankdir: str = "TB",
 ) -> None:
-    """Write `generate_html(graphs)` to a path or an open file, as UTF-8."""
+    """Write `generate_html(graphs)` to a path or an open file, as UTF-8.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_html(tree, out)
+    >>> [list(back.edges) for back in parse_html(out.getvalue())]
+    [[('r', 'a'), ('r', 'b')]]
+    """
     write_lines(generate_html(graphs, title=title, rankdir=rankdir), path_or_file)
 
 
@@ -262,6 +285,15 @@ def page_data(text: str) -> dict[str, Any]:
     ------
     ExportError
         The text holds no convgraph data block, or the block is not its JSON.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> data = page_data("\\n".join(generate_html(tree, rankdir="LR")))
+    >>> data["title"], data["orientation"], data["conversations"][0]["stats"]["leaves"]
+    ('Conversation forest', 'left-right', 2)
     """
     finder = _DataFinder()
     finder.feed(text)
@@ -286,7 +318,17 @@ def page_data(text: str) -> dict[str, Any]:
 
 def parse_html(text: str) -> list[nx.DiGraph]:
     """The conversation trees of a page's text, as DiGraphs (read by
-    `read_json` from each conversation's node-link JSON)."""
+    `read_json` from each conversation's node-link JSON).
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> (back,) = parse_html("\\n".join(generate_html(tree)))
+    >>> back.graph["conversation_id"], list(back.edges)
+    ('c1', [('r', 'a'), ('r', 'b')])
+    """
     trees = []
     for record in page_data(text)["conversations"]:
         (tree,) = read_json(io.StringIO(json.dumps(record["graph"])))
@@ -295,5 +337,18 @@ def parse_html(text: str) -> list[nx.DiGraph]:
 
 
 def read_html(path_or_file: PathOrFile) -> list[nx.DiGraph]:
-    """The conversation trees of a page that `write_html` wrote."""
+    """The conversation trees of a page that `write_html` wrote.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_html(tree, out)
+    >>> (back,) = read_html(io.StringIO(out.getvalue()))
+    >>> back.nodes["r"]["prompt"]
+    'Hi'
+    """
     return parse_html(read_text(path_or_file))

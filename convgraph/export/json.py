@@ -183,6 +183,15 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
     ------
     ExportError
         One node id in two of the conversations.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> lines = list(generate_json(tree))
+    >>> lines[-4:]
+    ['{"source": "r", "target": "a"},', '{"source": "r", "target": "b"}', '],', '"graph": {"conversation_id": "c1", "name": null}}']
     """
     graphs, several = look_ahead(graphs)
     edges: list[tuple[Any, Any]] = []
@@ -226,7 +235,19 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
 def write_json(
     graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
 ) -> None:
-    """Write `generate_json(graphs)` to a path or an open file."""
+    """Write `generate_json(graphs)` to a path or an open file.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_json(tree, out)
+    >>> list(read_json(io.StringIO(out.getvalue()))[0].edges)
+    [('r', 'a'), ('r', 'b')]
+    """
     write_lines(generate_json(graphs), path_or_file)
 
 
@@ -261,6 +282,18 @@ def read_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     ------
     ExportError
         The file is not JSON, or not convgraph's node-link format.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_json(tree, out)
+    >>> (back,) = read_json(io.StringIO(out.getvalue()))
+    >>> back.graph, back.nodes["r"]["model"], list(back)
+    ({'conversation_id': 'c1', 'name': None}, 'echo', ['r', 'a', 'b'])
     """
     try:
         document = json.loads(read_text(path_or_file))

@@ -107,6 +107,22 @@ def generate_mermaid(
     ------
     ExportError
         An unknown `rankdir`, or one node id in two of the conversations.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> print("\\n".join(generate_mermaid(tree, rankdir="LR")))
+    flowchart LR
+      subgraph c0["c1"]
+        n0{{"r  ·  echo<br>» Hi"}}:::model0
+        n1(["a"])
+        n2(["b"])
+        n0 --> n1
+        n0 --> n2
+      end
+      classDef model0 fill:#8dd3c7,stroke:#555,color:#000
     """
     if rankdir not in RANKDIRS:
         raise ExportError(
@@ -150,5 +166,17 @@ def write_mermaid(
     path_or_file: PathOrFile,
     rankdir: str = "TB",
 ) -> None:
-    """Write `generate_mermaid(graphs, rankdir)` to a path or an open file."""
+    """Write `generate_mermaid(graphs, rankdir)` to a path or an open file.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_mermaid(tree, out)
+    >>> out.getvalue().splitlines()[0]
+    'flowchart TB'
+    """
     write_lines(generate_mermaid(graphs, rankdir), path_or_file)

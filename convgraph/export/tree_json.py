@@ -116,6 +116,17 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
     ------
     ExportError
         One node id in two of the conversations.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> lines = list(generate_tree_json(tree))
+    >>> lines[1]
+    '{"conversation_id": "c1", "name": null, "children": ['
+    >>> len(lines)
+    6
     """
     yield f'{{"format": "{FORMAT}", "version": {VERSION}, "children": ['
     unique = UniqueIds()
@@ -139,7 +150,19 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
 def write_tree_json(
     graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
 ) -> None:
-    """Write `generate_tree_json(graphs)` to a path or an open file."""
+    """Write `generate_tree_json(graphs)` to a path or an open file.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_tree_json(tree, out)
+    >>> list(read_tree_json(io.StringIO(out.getvalue()))[0].edges)
+    [('r', 'a'), ('r', 'b')]
+    """
     write_lines(generate_tree_json(graphs), path_or_file)
 
 
@@ -157,6 +180,18 @@ def read_tree_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     ------
     ExportError
         The file is not JSON, or not convgraph's tree-json format.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_tree_json(tree, out)
+    >>> (back,) = read_tree_json(io.StringIO(out.getvalue()))
+    >>> back.graph["conversation_id"], back.nodes["r"]["prompt"], list(back)
+    ('c1', 'Hi', ['r', 'a', 'b'])
     """
     text = read_text(path_or_file)
     try:

@@ -378,10 +378,8 @@ def measure(spec: Task, options: Options, timeout: int) -> Measurement:
         if done.returncode == 124:  # pyperf's exit status for --timeout
             return Measurement(spec.name, "timeout", note=f"over {timeout} s")
         if done.returncode:
-            lines = (done.stderr or done.stdout).strip().splitlines()
-            errors = [line for line in lines if "Error" in line or "error" in line]
-            why = (errors or lines or [f"exit status {done.returncode}"])[0]
-            return Measurement(spec.name, "error", note=why.strip()[:200])
+            why = first_error(done.stderr) or f"exit status {done.returncode}"
+            return Measurement(spec.name, "error", note=why[:200])
         import pyperf
 
         bench = pyperf.Benchmark.load(str(output))
@@ -396,6 +394,14 @@ def measure(spec: Task, options: Options, timeout: int) -> Measurement:
         values=values,
         peak_mb=max(peaks) / 2**20 if any(peaks) else None,
     )
+
+
+def first_error(stderr: str) -> str:
+    """The exception a failed worker raised: the last line of the first
+    traceback (pyperf's manager adds its own after it)."""
+    lines = stderr.strip().splitlines()
+    ends = [i - 1 for i, line in enumerate(lines) if i and line.startswith("Traceback")]
+    return (lines[ends[0]] if ends else lines[-1] if lines else "").strip()
 
 
 def gives_up_with(row: Row, spec: Task) -> tuple[str, str, str]:

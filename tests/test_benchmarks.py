@@ -1,9 +1,12 @@
 """The benchmarks measure what they claim: the synthetic databases have exactly
-the shapes they promise, and the baselines give convgraph's answers.
+the shapes they promise, the baselines give convgraph's answers, the suite
+plans the operations it reports, and its tables are computed from pyperf's
+figures.
 
-Correctness only: no test here looks at a time.
+Correctness only: no test here asserts anything about how long a task took.
 """
 
+import json
 import re
 import sqlite3
 import sys
@@ -15,10 +18,9 @@ from databases import COMPLEX, LINEAR, MULTIPLE_ROOTS, seed_database
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import baselines, cache, synthetic  # noqa: E402
-from benchmarks.measure import run_task  # noqa: E402
-from benchmarks.suite import Options, Suite  # noqa: E402
-from convgraph import Forest, load_tree, load_tree_of_node  # noqa: E402
+from benchmarks import baselines, report, suite, synthetic, tasks  # noqa: E402
+from benchmarks.report import Measurement, Row  # noqa: E402
+from convgraph import Forest, load_tree  # noqa: E402
 from convgraph import tree as ops  # noqa: E402
 
 ULID = re.compile(r"^[0-9a-hjkmnp-tv-z]{26}$")
@@ -353,64 +355,260 @@ def test_message_tree_view_agrees_on_a_database_llm_wrote(llm_fork_db):
     conn.close()
 
 
-# -- the measuring machinery ------------------------------------------------------------
+# -- the suite's machinery ----------------------------------------------------------------
 
 
-def test_a_task_runs_in_its_own_process_and_counts_its_result(tmp_path):
-    path = synthetic.build_legacy(tmp_path / "logs.db", 200, 2, "linear")
-    target = rows(path, "select id from responses where rowid = 100")[0][0]
-    measured = run_task("convgraph.path", {"db": str(path), "node": target}, repeat=2)
-    seed = run_task("seed.path", {"db": str(path), "node": target}, repeat=2)
-    expected = len(ops.path(load_tree_of_node(target, path), target))
-    assert (measured.status, measured.size, measured.runs) == ("ok", expected, 2)
-    assert (seed.status, seed.size) == ("ok", expected)
-    assert measured.peak_mb > measured.base_mb > 0
-    broken = run_task("convgraph.path", {"db": str(path), "node": "nope"}, repeat=1)
-    assert broken.status == "error" and "nope" in broken.note
+def test_cached_databases_and_their_targets(tmp_path):
+    path = suite.database("legacy", "bushy", 1000, tmp_path)
+    assert path.name == f"legacy-bushy-1000-v{suite.BUILD_VERSION}.db"
+    assert suite.database("legacy", "bushy", 1000, tmp_path) == path
+    at = suite.targets("legacy", "bushy", 1000, path)
+    tree = load_tree(at.conversation, path)
+    # The middle one of 100 conversations of 10 responses.
+    assert at.conversation_size == len(tree) == 10
+    assert ops.roots(tree) == [at.root]
+    assert list(tree.nodes)[-1] == at.node
+    indexed = suite.database("legacy-indexed", "bushy", 1000, tmp_path)
+    assert {row[1] for row in rows(indexed, "pragma index_list(responses)")} >= {
+        "by_conversation",
+        "by_parent",
+    }
 
 
-def test_targets_pick_the_middle_conversation(tmp_path):
-    path = cache.ensure("legacy", "bushy", 1000, tmp_path, log=lambda text: None)
-    assert path.name == f"legacy-bushy-1000-v{cache.BUILD_VERSION}.db"
-    target = cache.targets("legacy", "bushy", 1000, path)
-    tree = load_tree(target.conversation, path)
-    assert target.conversation_size == len(tree) == 10
-    assert ops.roots(tree) == [target.root]
-    assert list(tree.nodes)[-1] == target.node
-
-
-def test_the_suite_compares_like_with_like(tmp_path):
-    """A tiny run of the whole suite: every measurement succeeds, and each
-    convgraph figure and its baseline counted the same result."""
-    options = Options(
+def test_the_plan_lists_every_operation_beside_its_baseline(tmp_path):
+    options = suite.Options(sizes=[100, 1000], shapes=["deep"], data_dir=tmp_path)
+    planned = suite.plan(options)
+    sides = [
+        (
+            row.section,
+            row.size,
+            row.operation,
+            row.convgraph.name,
+            row.baseline.name if row.baseline else None,
+        )
+        for row in planned
+    ]
+    per_size = [
+        ("forest", "statistics", "convgraph.stats", "sqlite.structure"),
+        (
+            "forest",
+            "read forest, no texts",
+            "convgraph.forest_structure",
+            "sqlite.structure",
+        ),
+        (
+            "conversation",
+            "load one conversation",
+            "convgraph.load_tree",
+            "sqlite.conversation",
+        ),
+        ("per-node", "path", "convgraph.path", "seed.path"),
+        (
+            "per-node",
+            "descendants of the root",
+            "convgraph.descendants",
+            "seed.descendants",
+        ),
+        ("per-node", "leaves", "convgraph.leaves", "seed.leaves"),
+        ("cli", "convgraph path NODE", "convgraph path", "python -c pass"),
+        ("store", "statistics", "convgraph.stats", "sqlite.store_structure"),
+        ("store", "path", "convgraph.path", "view.path"),
+        (
+            "store",
+            "descendants of the root",
+            "convgraph.descendants",
+            "view.descendants",
+        ),
+        ("store", "leaves", "convgraph.leaves", "view.leaves"),
+    ]
+    assert sides == [
+        ("cli", 0, "convgraph --help", "convgraph --help", "python -c pass"),
+        *[(section, 100, *rest) for section, *rest in per_size],
+        *[(section, 1000, *rest) for section, *rest in per_size],
+        ("core", 1000, "load forest (with texts)", "convgraph.forest", "sqlite.all"),
+        (
+            "core",
+            1000,
+            "every stats table",
+            "convgraph.stats_tables",
+            "sqlite.structure",
+        ),
+        (
+            "core",
+            1000,
+            "convgraph stats, whole command",
+            "convgraph stats",
+            "sqlite.structure",
+        ),
+        (
+            "diagnosis",
+            1000,
+            "load one conversation, indexed copy",
+            "convgraph.load_tree",
+            "sqlite.conversation",
+        ),
+        (
+            "diagnosis",
+            1000,
+            "path of one node vs one recursive query",
+            "convgraph.path",
+            "sqlite.path_cte",
+        ),
+    ]
+    assert all(row.shape == "deep" for row in planned[1:])
+    # Every task is one that benchmarks.tasks knows; the seed's recursion is
+    # given room for the deep chain (one chain of 1,000 at 1,000 responses).
+    assert all(
+        row.convgraph.command or row.convgraph.name in tasks.TASKS for row in planned
+    )
+    seed = [row.baseline for row in planned if row.baseline.name == "seed.descendants"]
+    assert [dict(p.split("=", 1) for p in s.params)["recursion"] for s in seed] == [
+        "200",
+        "1100",
+    ]
+    # Switched off, the sections are not planned.
+    lean = suite.Options(
         sizes=[100],
         shapes=["linear"],
+        store=False,
+        cli=False,
+        core=False,
+        data_dir=tmp_path,
+    )
+    assert {row.section for row in suite.plan(lean)} == {
+        "forest",
+        "conversation",
+        "per-node",
+    }
+
+
+def test_pyperf_times_a_task_in_fresh_processes(tmp_path):
+    path = synthetic.build_legacy(tmp_path / "logs.db", 200, 2, "linear")
+    node = rows(path, "select id from responses where rowid = 100")[0][0]
+    options = suite.Options(processes=2, values=2)
+    measured = suite.measure(
+        suite.task("convgraph.path", db=path, node=node), options, 60
+    )
+    assert (measured.task, measured.status, len(measured.values)) == (
+        "convgraph.path",
+        "ok",
+        4,
+    )
+    assert measured.mean == pytest.approx(sum(measured.values) / 4)
+    assert measured.stdev is not None and measured.peak_mb > 10
+    bare = suite.measure(suite.BARE_PYTHON, suite.Options(processes=1, values=1), 60)
+    assert (bare.status, len(bare.values), bare.stdev) == ("ok", 1, None)
+    assert bare.peak_mb > 1
+    broken = suite.measure(
+        suite.task("convgraph.path", db=path, node="nope"), options, 60
+    )
+    assert broken.status == "error"
+    assert broken.note == "convgraph.errors.UnknownNode: no node with id 'nope'"
+
+
+def test_a_run_measures_a_shared_task_once_and_writes_its_figures(tmp_path):
+    options = suite.Options(
+        sizes=[100],
+        shapes=["bushy"],
+        store=False,
         cli=False,
         core=False,
         others=False,
-        repeat=1,
+        processes=1,
+        values=1,
         data_dir=tmp_path,
+        json_path=tmp_path / "out" / "results.json",
     )
-    suite = Suite(options, log=lambda text: None)
-    document = suite.run()
-    operations = [(row["section"], row["operation"]) for row in document["rows"]]
-    assert operations == [
-        ("forest", "statistics"),
-        ("forest", "read forest, no texts"),
-        ("conversation", "load one conversation"),
-        ("per-node", "path"),
-        ("per-node", "descendants of the root"),
-        ("per-node", "leaves"),
-        ("store", "statistics"),
-        ("store", "path"),
-        ("store", "descendants of the root"),
-        ("store", "leaves"),
+    forest_rows = [row for row in suite.plan(options) if row.section == "forest"]
+    measured = suite.run(forest_rows, options, log=lambda text: None)
+    statistics, structure = measured
+    assert statistics.measured_baseline is structure.measured_baseline
+    assert statistics.ratio == (
+        statistics.measured.mean / statistics.measured_baseline.mean
+    )
+    document = suite.main(options)
+    written = json.loads(options.json_path.read_text())
+    assert written["rows"] == document["rows"]
+    assert [row["operation"] for row in written["rows"]] == [
+        "statistics",
+        "read forest, no texts",
+        "load one conversation",
+        "path",
+        "descendants of the root",
+        "leaves",
     ]
-    for row in document["rows"]:
-        assert row["convgraph"]["status"] == "ok", row
-        assert row["baseline"]["status"] == "ok", row
-        if (
-            row["section"] in ("per-node", "conversation")
-            or row["operation"] != "statistics"
-        ):
-            assert row["convgraph"]["size"] == row["baseline"]["size"], row
+    for row in written["rows"]:
+        ours, theirs = row["convgraph"], row["baseline"]
+        assert (ours["status"], theirs["status"]) == ("ok", "ok"), row
+        assert ours["mean"] == ours["values"][0]
+        assert row["ratio"] == ours["mean"] / theirs["mean"]
+    assert written["growth"] == [] and written["others"] == {}
+
+
+def measurement(task, mean, peak=50.0):
+    return Measurement(task, mean=mean, values=[mean], peak_mb=peak)
+
+
+def test_the_tables_are_computed_from_the_figures():
+    rows_ = []
+    for size, ours, theirs in ((1_000, 0.1, 0.05), (10_000, 1.0, 0.4)):
+        row = Row("forest", "linear", size, "statistics", None, None)
+        row.measured = measurement("convgraph.stats", ours, 80.0)
+        row.measured_baseline = measurement("sqlite.structure", theirs, 20.0)
+        rows_.append(row)
+    skipped = Row("store", "deep", 10_000, "path", None, None, ["a note"])
+    skipped.measured = Measurement("convgraph.path", "timeout", note="over 300 s")
+    rows_.append(skipped)
+    assert [row.ratio for row in rows_] == [2.0, 2.5, None]
+    assert report.format_table(rows_).splitlines() == [
+        "section  shape     size  operation   convgraph  MB  baseline"
+        "              time  MB  ratio",
+        "-------  ------  ------  ----------  ---------  --  ----------------"
+        "  --------  --  -----",
+        "forest   linear   1,000  statistics   100.0 ms  80  sqlite.structure"
+        "   50.0 ms  20  2.00x",
+        "forest   linear  10,000  statistics     1.00 s  80  sqlite.structure"
+        "  400.0 ms  20  2.50x",
+        "",
+        "store    deep    10,000  path          timeout   -"
+        "                           -   -      -",
+        "",
+        "notes:",
+        "  [store deep 10,000 path] a note",
+        "  [store deep 10,000 path] convgraph.path: over 300 s",
+    ]
+    found = report.growth(rows_)
+    assert found == [
+        {
+            "section": "forest",
+            "shape": "linear",
+            "operation": "statistics",
+            "seconds": {1_000: 0.1, 10_000: 1.0},
+        },
+        {
+            "section": "forest",
+            "shape": "linear",
+            "operation": "sqlite.structure",
+            "seconds": {1_000: 0.05, 10_000: 0.4},
+        },
+    ]
+    assert report.per_tenfold(found[0]["seconds"]) == [pytest.approx(10.0)]
+    assert report.format_growth(found).splitlines()[2:] == [
+        "forest   linear  statistics        100.0 ms    1.00 s       10.0",
+        "forest   linear  sqlite.structure   50.0 ms  400.0 ms        8.0",
+    ]
+    # The growth of convgraph's side is judged; the baseline's is not.
+    assert report.targets(rows_) == [
+        {
+            "target": "growth of forest statistics, linear: at most 12x per 10x",
+            "value": pytest.approx(10.0),
+            "met": True,
+        }
+    ]
+    at_a_million = Row("forest", "bushy", 1_000_000, "statistics", None, None)
+    at_a_million.measured = measurement("convgraph.stats", 9.0, 650.0)
+    at_a_million.measured_baseline = measurement("sqlite.structure", 3.0)
+    assert [(e["value"], e["met"]) for e in report.targets([at_a_million])] == [
+        (3.0, False),
+        (650.0, False),
+    ]

@@ -59,7 +59,19 @@ DATETIME_DTYPE = "datetime64[ns, UTC]"
 
 
 def children_counts(forest: Forest) -> np.ndarray:
-    """How many children each node has, aligned with `forest.nodes`' rows."""
+    """How many children each node has, aligned with `forest.nodes`' rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from convgraph.contract import NODE_ATTRIBUTES
+    >>> from convgraph.forest import Forest
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
+    ...     "parent_id": [None, "r", "r"], **dict.fromkeys(NODE_ATTRIBUTES)})
+    >>> forest = Forest(nodes, {})
+    >>> children_counts(forest).tolist()
+    [2, 0, 0]
+    """
     import numpy as np
 
     linked = forest.parent_rows[forest.parent_rows >= 0]
@@ -83,6 +95,20 @@ def node_table(forest: Forest) -> pd.DataFrame:
     time); usage figures are nullable `Int64`; `tree_id`, `conversation_id`,
     `model` and `source` are categories. Texts are None when the forest was
     read with `text=False`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from convgraph.contract import NODE_ATTRIBUTES
+    >>> from convgraph.forest import Forest
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
+    ...     "parent_id": [None, "r", "r"], **dict.fromkeys(NODE_ATTRIBUTES)})
+    >>> forest = Forest(nodes, {})
+    >>> node_table(forest)[["id", "depth", "children", "is_root", "is_leaf"]]
+      id  depth  children  is_root  is_leaf
+    0  r      0         2     True    False
+    1  a      1         0    False     True
+    2  b      1         0    False     True
     """
     import pandas as pd
 
@@ -109,6 +135,19 @@ def edge_table(forest: Forest) -> pd.DataFrame:
 
     Columns: `parent`, `child` (node ids) and `tree_id` (the tree, a
     category): the columns of `Forest.edges`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from convgraph.contract import NODE_ATTRIBUTES
+    >>> from convgraph.forest import Forest
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
+    ...     "parent_id": [None, "r", "r"], **dict.fromkeys(NODE_ATTRIBUTES)})
+    >>> forest = Forest(nodes, {})
+    >>> edge_table(forest)
+      parent child tree_id
+    0      r     a       t
+    1      r     b       t
     """
     import numpy as np
     import pandas as pd

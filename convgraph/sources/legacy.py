@@ -18,9 +18,6 @@ if TYPE_CHECKING:
 
 SOURCE = "responses"
 
-#: Usage columns that early versions of the table lack; read as NULL there.
-OPTIONAL_COLUMNS = ("system", "input_tokens", "output_tokens", "duration_ms")
-
 
 class LegacyReader:
     def __init__(self, conn: sqlite3.Connection):
@@ -37,13 +34,14 @@ class LegacyReader:
         self.skip_ids_in_turns = False
         self._columns = columns
 
-    def _select(self, text: bool = True) -> str:
-        def column(name: str) -> str:
-            if name in TEXT_ATTRIBUTES and not text:
-                return f"null as {name}"
-            if name in self._columns:
-                return f"r.{name}"
-            return f"null as {name}"
+    def _column(self, name: str) -> str:
+        """A column of `responses`, or NULL where this version of the table
+        lacks it (early ones have no usage figures, no system)."""
+        return f"r.{name}" if name in self._columns else f"null as {name}"
+
+    def _select(self) -> str:
+        """The query of every response as a node record, texts included;
+        `read_conversations` appends its condition."""
 
         parent = "r.parent_response_id" if self.has_parent else "null"
         wanted = [
@@ -51,7 +49,7 @@ class LegacyReader:
             for name in NODE_ATTRIBUTES
             if name not in ("conversation_id", "source")
         ]
-        fields = ", ".join(column(name) for name in wanted)
+        fields = ", ".join(self._column(name) for name in wanted)
         skip = (
             " and r.id not in (select id from turns)" if self.skip_ids_in_turns else ""
         )
@@ -178,15 +176,12 @@ class LegacyReader:
 
         from convgraph.sources.tables import read_frame
 
-        def column(name: str) -> str:
-            return f"r.{name}" if name in self._columns else f"null as {name}"
-
         parent = "r.parent_response_id" if self.has_parent else "null"
-        texts = [column(name) for name in TEXT_ATTRIBUTES] if text else []
+        texts = [self._column(name) for name in TEXT_ATTRIBUTES] if text else []
         query = (
             "select r.id, coalesce(r.conversation_id, r.id) as conversation_id,"
             f" {parent} as parent_id, r.model, r.datetime_utc, "
-            + ", ".join([column(name) for name in INTEGER_ATTRIBUTES] + texts)
+            + ", ".join([self._column(name) for name in INTEGER_ATTRIBUTES] + texts)
             + " from responses r"
             + (
                 " where r.id not in (select id from turns)"

@@ -362,10 +362,10 @@ def test_reading_waits_for_an_exclusive_lock_to_end(seed_db):
         # that query's SQLite call (no bytecode between the assignment and
         # the call can yield it), which cannot get past the lock.
         deadline = time.monotonic() + 60  # a guard against hanging, not a check
-        while not in_first_query(reader) and time.monotonic() < deadline:
+        while reader.is_alive() and not in_first_query(reader):
+            assert time.monotonic() < deadline, "the read never reached its query"
             time.sleep(0.001)
-        assert in_first_query(reader), "the read never reached its first query"
-        assert reader.is_alive() and not outcome
+        assert in_first_query(reader), outcome
         locker.stdin.write("commit\n")
         locker.stdin.flush()
         reader.join(timeout=60)

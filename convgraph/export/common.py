@@ -46,7 +46,13 @@ CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 
 def visible(character: str) -> str:
     """The symbol that stands in for an unwritable character: the Unicode
-    control picture for a C0 control or DEL (U+0001 -> "␁"), else U+FFFD."""
+    control picture for a C0 control or DEL (U+0001 -> "␁"), else U+FFFD.
+
+    Examples
+    --------
+    >>> visible("\\x01"), visible("\\x7f"), visible("\\ufffe")
+    ('␁', '␡', '�')
+    """
     code = ord(character)
     if code < 0x20:
         return chr(0x2400 + code)
@@ -60,21 +66,43 @@ def _visible_match(match: re.Match[str]) -> str:
 
 
 def without_forbidden(text: str) -> str:
-    """`text` with the characters XML 1.0 forbids replaced by `visible`."""
+    """`text` with the characters XML 1.0 forbids replaced by `visible`.
+
+    Examples
+    --------
+    >>> without_forbidden("a\\x00b\\tc")
+    'a␀b\\tc'
+    """
     if FORBIDDEN.search(text) is None:
         return text
     return FORBIDDEN.sub(_visible_match, text)
 
 
 def without_controls(text: str) -> str:
-    """`text` with every control character replaced by `visible`."""
+    """`text` with every control character replaced by `visible`.
+
+    Examples
+    --------
+    >>> without_controls("a\\x00b\\rc")
+    'a␀b␍c'
+    """
     if CONTROLS.search(text) is None:
         return text
     return CONTROLS.sub(_visible_match, text)
 
 
 def as_graphs(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[nx.DiGraph]:
-    """One graph or an iterable of graphs, as an iterator of graphs."""
+    """One graph or an iterable of graphs, as an iterator of graphs.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     name="Greetings")
+    >>> [graph.graph["conversation_id"] for graph in as_graphs(tree)]
+    ['c1']
+    """
     # A networkx graph is itself iterable (over its nodes): tell it apart by
     # the adjacency it has and an iterable of graphs does not.
     if hasattr(graphs, "adj") and hasattr(graphs, "graph"):
@@ -89,6 +117,16 @@ def look_ahead(
 
     Reads at most two graphs ahead of the caller, so a generator of
     conversations is still consumed one at a time.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     name="Greetings")
+    >>> graphs, several = look_ahead(iter([tree, tree]))
+    >>> several, len(list(graphs))
+    (True, 2)
     """
     iterator = as_graphs(graphs)
     ahead = list(itertools.islice(iterator, 2))
@@ -131,6 +169,14 @@ def write_lines(lines: Iterable[str], path_or_file: PathOrFile) -> None:
     path_or_file
         A path (the file is created or replaced), a binary file (UTF-8 bytes
         are written), or a text file (written as it is).
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.BytesIO()
+    >>> write_lines(["a", "é"], out)
+    >>> out.getvalue()
+    b'a\\n\\xc3\\xa9\\n'
     """
     if isinstance(path_or_file, str | os.PathLike):
         with open(path_or_file, "w", encoding="utf-8", newline="\n") as file:
@@ -151,7 +197,14 @@ def _write_chunks(lines: Iterable[str], write: Any) -> None:
 
 
 def read_text(path_or_file: PathOrFile) -> str:
-    """The whole of a path or open file (text or UTF-8 bytes) as a string."""
+    """The whole of a path or open file (text or UTF-8 bytes) as a string.
+
+    Examples
+    --------
+    >>> import io
+    >>> read_text(io.BytesIO("é".encode("utf-8")))
+    'é'
+    """
     if isinstance(path_or_file, str | os.PathLike):
         with open(path_or_file, encoding="utf-8") as file:
             return file.read()
@@ -160,7 +213,13 @@ def read_text(path_or_file: PathOrFile) -> str:
 
 
 def new_graph(conversation_id: Any, name: Any) -> nx.DiGraph:
-    """An empty conversation DiGraph with the contract's graph attributes."""
+    """An empty conversation DiGraph with the contract's graph attributes.
+
+    Examples
+    --------
+    >>> new_graph("c1", None).graph
+    {'conversation_id': 'c1', 'name': None}
+    """
     import networkx as nx
 
     return nx.DiGraph(conversation_id=conversation_id, name=name)
@@ -168,7 +227,14 @@ def new_graph(conversation_id: Any, name: Any) -> nx.DiGraph:
 
 def contract_node(data: dict[str, Any]) -> dict[str, Any]:
     """A node's attributes as read back: every contract key present (None
-    where the file had none), then any other attributes the file carried."""
+    where the file had none), then any other attributes the file carried.
+
+    Examples
+    --------
+    >>> node = contract_node({"model": "echo", "colour": "red"})
+    >>> node["model"], node["prompt"], list(node)[-1]
+    ('echo', None, 'colour')
+    """
     node = {key: data.pop(key, None) for key in NODE_ATTRIBUTES}
     node.update(data)
     return node

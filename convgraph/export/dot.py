@@ -138,7 +138,13 @@ def quote_id(node_id: Any) -> str:
 def quoted_pieces(escaped: str) -> str:
     """Escaped text in DOT quotes: one quoted string, or for long text quoted
     pieces joined by `+` (which DOT reads as one string), never cut inside
-    an escape sequence."""
+    an escape sequence.
+
+    Examples
+    --------
+    >>> quoted_pieces("abc")
+    '"abc"'
+    """
     if len(escaped) <= PIECE:
         return f'"{escaped}"'
     pieces = []
@@ -158,7 +164,13 @@ def quoted_pieces(escaped: str) -> str:
 
 
 def unquote_id(quoted: str) -> str:
-    """The id that `quote_id` wrote (the inverse, for reading a file back)."""
+    """The id that `quote_id` wrote (the inverse, for reading a file back).
+
+    Examples
+    --------
+    >>> unquote_id('"a\\\\"b"')
+    'a"b'
+    """
     if len(quoted) < 2 or quoted[0] != '"' or quoted[-1] != '"':
         raise ExportError(f"not a quoted DOT id: {quoted!r}")
     return re.sub(
@@ -203,7 +215,17 @@ def quote_text(text: str) -> str:
 
 def node_label(node_id: Any, data: dict[str, Any]) -> str:
     """The text a node's box shows (before quoting): id and model, then
-    one-line excerpts of the prompt (») and the response («)."""
+    one-line excerpts of the prompt (») and the response («).
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     name="Greetings")
+    >>> node_label("r", tree.nodes["r"])
+    'r  ·  echo\\n» Hi'
+    """
     model = data.get("model")
     lines = [f"{node_id}  ·  {model}" if model else str(node_id)]
     for mark, key in (("»", "prompt"), ("«", "response")):
@@ -214,7 +236,17 @@ def node_label(node_id: Any, data: dict[str, Any]) -> str:
 
 
 def node_tooltip(data: dict[str, Any]) -> str:
-    """The full texts of a node (before quoting): system, prompt, response."""
+    """The full texts of a node (before quoting): system, prompt, response.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     name="Greetings")
+    >>> node_tooltip(tree.nodes["r"])
+    'prompt: Hi'
+    """
     parts = [
         f"{key}: {data[key]}"
         for key in ("system", "prompt", "response")
@@ -224,7 +256,17 @@ def node_tooltip(data: dict[str, Any]) -> str:
 
 
 def conversation_title(graph: nx.DiGraph) -> str:
-    """A conversation's name and id, as its cluster or graph label says it."""
+    """A conversation's name and id, as its cluster or graph label says it.
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     name="Greetings")
+    >>> conversation_title(tree)
+    'Greetings  (c1)'
+    """
     conversation_id = graph.graph.get("conversation_id")
     name = graph.graph.get("name")
     if name and conversation_id is not None:

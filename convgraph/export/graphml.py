@@ -73,7 +73,13 @@ def _visible_match(match: Any) -> str:
 def xml_text(text: str) -> str:
     """Text as XML character data on one line: markup escaped, forbidden
     characters replaced, line ends as character references (so that XML's
-    end-of-line handling cannot turn a carriage return into a newline)."""
+    end-of-line handling cannot turn a carriage return into a newline).
+
+    Examples
+    --------
+    >>> xml_text("a<b\\r\\n")
+    'a&lt;b&#13;&#10;'
+    """
     if FORBIDDEN.search(text) is not None:
         text = FORBIDDEN.sub(_visible_match, text)
     return (
@@ -87,7 +93,13 @@ def xml_text(text: str) -> str:
 
 def xml_attribute(text: str) -> str:
     """Text as a double-quoted XML attribute value; tabs as references too,
-    since XML normalizes whitespace in attribute values."""
+    since XML normalizes whitespace in attribute values.
+
+    Examples
+    --------
+    >>> xml_attribute('say "hi"\\t')
+    'say &quot;hi&quot;&#9;'
+    """
     return xml_text(text).replace('"', "&quot;").replace("\t", "&#9;")
 
 

@@ -70,7 +70,13 @@ def _escaped(match: re.Match[str]) -> str:
 
 def script_safe(json_text: str) -> str:
     """JSON text made safe inside an HTML `<script>` element: ``<``, ``>``,
-    ``&``, U+2028, U+2029 and lone surrogates as ``\\uXXXX`` escapes."""
+    ``&``, U+2028, U+2029 and lone surrogates as ``\\uXXXX`` escapes.
+
+    Examples
+    --------
+    >>> script_safe('"</script>"')
+    '"\\\\u003c/script\\\\u003e"'
+    """
     return _UNSAFE_IN_SCRIPT.sub(_escaped, json_text)
 
 
@@ -159,7 +165,19 @@ def _page_lines(title: str) -> tuple[list[str], list[str]]:
 def conversation_line(tree: nx.DiGraph) -> str:
     """One conversation as the page embeds it, on one line: its id, name and
     statistics (`convgraph.tree.summary`), and under `graph` its node-link
-    JSON (`generate_json`)."""
+    JSON (`generate_json`).
+
+    Examples
+    --------
+    >>> from convgraph.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a")],
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     name="Greetings")
+    >>> import json
+    >>> line = json.loads(conversation_line(tree))
+    >>> line["id"], line["stats"]["nodes"], [edge["target"] for edge in line["graph"]["edges"]]
+    ('c1', 2, ['a'])
+    """
     from convgraph.tree import summary
 
     head = script_json(

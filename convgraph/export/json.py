@@ -76,7 +76,13 @@ _DUMPS_OPTIONS = {"ensure_ascii": False, "default": str}
 
 def json_value(value: Any) -> str:
     """One value as JSON text: strings verbatim (no ASCII escapes), None as
-    null; the common cases without the encoder's per-call cost."""
+    null; the common cases without the encoder's per-call cost.
+
+    Examples
+    --------
+    >>> json_value("é"), json_value(None), json_value(3)
+    ('"é"', 'null', '3')
+    """
     if value is None:
         return "null"
     kind = type(value)
@@ -91,7 +97,13 @@ _KEYS: dict[str, str] = {}
 
 
 def json_key(key: str) -> str:
-    """`"key": ` for an object member, cached: the same few keys repeat."""
+    """`"key": ` for an object member, cached: the same few keys repeat.
+
+    Examples
+    --------
+    >>> json_key("id")
+    '"id": '
+    """
     text = _KEYS.get(key)
     if text is None:
         text = _KEYS[key] = f"{encode_basestring(str(key))}: "
@@ -99,7 +111,13 @@ def json_key(key: str) -> str:
 
 
 def json_object(members: Iterable[tuple[str, Any]]) -> str:
-    """An object of `(key, value)` members, on one line."""
+    """An object of `(key, value)` members, on one line.
+
+    Examples
+    --------
+    >>> json_object([("id", "r"), ("model", None)])
+    '{"id": "r", "model": null}'
+    """
     return (
         "{"
         + ", ".join(json_key(key) + json_value(value) for key, value in members)
@@ -158,7 +176,13 @@ def node_object(
 
 
 def with_commas(lines: Iterable[str]) -> Iterator[str]:
-    """The lines of a JSON array's items, each but the last ended by a comma."""
+    """The lines of a JSON array's items, each but the last ended by a comma.
+
+    Examples
+    --------
+    >>> list(with_commas(["1", "2", "3"]))
+    ['1,', '2,', '3']
+    """
     pending = None
     for line in lines:
         if pending is not None:
@@ -253,7 +277,17 @@ def write_json(
 
 def check_format(document: Any, expected: str) -> None:
     """Raise ExportError unless `document` is a convgraph JSON export of the
-    `expected` format in a version this code reads."""
+    `expected` format in a version this code reads.
+
+    Examples
+    --------
+    >>> check_format({"format": "convgraph.node-link", "version": 1}, "convgraph.node-link")
+    >>> try:
+    ...     check_format({"format": "other"}, "convgraph.node-link")
+    ... except ExportError as error:
+    ...     print(error)
+    not a convgraph.node-link document (its format is 'other')
+    """
     if not isinstance(document, dict) or document.get("format") != expected:
         found = document.get("format") if isinstance(document, dict) else None
         raise ExportError(

@@ -243,6 +243,11 @@ def loads_deep(text: str) -> Any:
     Raises
     ------
     json.JSONDecodeError
+
+    Examples
+    --------
+    >>> loads_deep('[[[1, "a", null]]]')
+    [[[1, 'a', None]]]
     """
     skip = _WHITESPACE.match
     # Open containers, and for each open object the key of the value being

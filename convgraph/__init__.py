@@ -2,7 +2,8 @@
 
 Read a `logs.db` of any generation with `load_tree` (one conversation, as a
 networkx DiGraph) or `Forest.read` (every conversation, as pandas tables); the
-tree operations are plain functions in `convgraph.tree`.
+tree operations are plain functions in `convgraph.tree`, beside
+`ConversationTree`, the DiGraph every tree is built as.
 """
 
 from convgraph.errors import (

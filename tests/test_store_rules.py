@@ -22,6 +22,7 @@ SELF = "convgraph: a response cannot be its own parent"
 MISSING = "convgraph: parent_response_id names no response"
 CROSS = "convgraph: the parent response is in another conversation"
 CYCLE = "convgraph: the parent link would close a cycle"
+REPLACED = "convgraph: a response with children cannot be replaced (update it instead)"
 HAS_CHILDREN = (
     "convgraph: a response with children cannot be deleted"
     " (convgraph delete --reparent or --cascade)"
@@ -110,14 +111,15 @@ def test_update_that_closes_a_cycle_is_refused(db):
 
 
 def test_insert_or_replace_that_closes_a_cycle_is_refused(db):
-    # Replacing b with a row whose parent is its own child c.
+    # Replacing b with a row whose parent is its own child c: b has children,
+    # so the replace itself is refused.
     assert (
         refused(
             db,
             "insert or replace into responses (id, conversation_id,"
             " parent_response_id) values ('b', 't', 'c')",
         )
-        == CYCLE
+        == REPLACED
     )
     assert parents(db)["b"] == "root"
 
@@ -169,8 +171,66 @@ def test_replacing_a_parent_into_another_conversation_is_refused(db):
             db,
             "insert or replace into responses (id, conversation_id) values ('e', 'other')",
         )
-        == "convgraph: responses in another conversation name this id as their parent"
+        == REPLACED
     )
+
+
+def test_update_or_replace_onto_a_parent_is_refused(db):
+    """REPLACE deletes the row it collides with without firing delete
+    triggers: renaming lone onto b would delete b and hand its children to a
+    response of another conversation."""
+    before = parents(db)
+    for sql in (
+        "update or replace responses set id = 'b' where id = 'lone'",
+        "update or replace responses set id = 'b', conversation_id = 't'"
+        " where id = 'lone'",
+        "update or replace responses set id = 'e' where id = 'g'",
+    ):
+        assert refused(db, sql) == REPLACED
+    # A plain UPDATE onto a parent's id is refused too (it broke UNIQUE before).
+    assert refused(db, "update responses set id = 'b' where id = 'lone'") == REPLACED
+    assert parents(db) == before
+
+
+def test_insert_or_replace_onto_a_parent_is_refused(db):
+    before = parents(db)
+    assert (
+        refused(
+            db,
+            "insert or replace into responses (id, conversation_id, prompt)"
+            " values ('b', 't', 'new')",
+        )
+        == REPLACED
+    )
+    assert (
+        refused(db, "replace into responses (id, conversation_id) values ('root', 't')")
+        == REPLACED
+    )
+    assert parents(db) == before
+
+
+def test_sqlite_utils_replace_onto_a_parent_is_refused_and_update_works(db):
+    import sqlite_utils
+
+    database = sqlite_utils.Database(db)
+    with pytest.raises(sqlite3.IntegrityError) as error:
+        database["responses"].insert(
+            {"id": "b", "conversation_id": "t", "prompt": "new"}, replace=True
+        )
+    assert str(error.value) == REPLACED
+    database["responses"].update("b", {"prompt": "edited"})
+    # A leaf has no children to lose: replacing it stays allowed.
+    database["responses"].insert(
+        {"id": "g", "conversation_id": "t", "parent_response_id": "e", "prompt": "g2"},
+        replace=True,
+    )
+    database.close()
+    conn = sqlite3.connect(db)
+    prompts = dict(conn.execute("select id, prompt from responses"))
+    conn.close()
+    assert (prompts["b"], prompts["g"]) == ("edited", "g2")
+    assert parents(db)["c"] == "b"
+    assert Forest.read(db, text=False).problems == []
 
 
 def test_deleting_a_response_with_children_is_refused(db):
@@ -339,7 +399,7 @@ def test_log_response_needs_the_migration_for_a_parent(tmp_path, seed_db):
             parent_response_id="linear-c",
         )
     assert str(error.value).startswith(
-        "the database has parent_response_id but not convgraph's rules (5 triggers missing)"
+        "the database has parent_response_id but not convgraph's rules (7 triggers missing)"
     )
 
 

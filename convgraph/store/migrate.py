@@ -3,43 +3,96 @@
 The migration is a plan and its application. The plan looks at what the file
 already has: the column (nullable TEXT referencing `responses.id`), its index
 and one on `conversation_id`, convgraph's triggers (`convgraph.store.rules`)
-and the record of the migration in `_convgraph_migrations`. Only what is missing is done, so a second run
-finds nothing to do and does not write at all: not a transaction, not a byte.
-Everything is applied in one `BEGIN IMMEDIATE` transaction, and SQLite's DDL
-is transactional, so a process killed at any moment leaves the file as it was
-or fully migrated. The record is kept apart from llm's `_llm_migrations`,
-whose names llm alone assigns.
+and the record of the migration in `_convgraph_migrations`. Only what is
+missing is done, so a second run finds nothing to do and does not write at
+all: not a transaction, not a byte. The record is kept apart from llm's
+`_llm_migrations`, whose names llm alone assigns.
+
+llm may be logging while the file migrates, so the work is cut into short
+exclusive transactions with a pause between them
+(`convgraph.store.transaction.exclusive_transaction`): llm's writes wait a
+fraction of a second, never fail. Each transaction is whole, and each state
+between two of them is one that llm and convgraph read as they read any
+file: the column without the rules (as the seed's bare ALTER TABLE left it),
+or some conversations linked by `--link-linear` and not yet the others (every
+link valid). A process killed at any moment leaves the file as it was,
+migrated, or in such a state, and running `migrate` again finishes the job:
+an unfinished `--link-linear` is marked in `_convgraph_migrations` and goes
+on even without the option. The rules go in last, with the record.
+
+A file that llm has not yet brought to its current schema is refused: llm's
+migration m014 rebuilds `responses`, which would drop the rules silently.
+Stored links that already break the rules are listed before the rules go in.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from convgraph.errors import DatabaseError, MigrationRefused
+from convgraph.integrity import (
+    CROSS_CONVERSATION,
+    MISSING_PARENT,
+    SELF_PARENT,
+    Problem,
+    break_cycles,
+    link_problem,
+)
 from convgraph.store.rules import (
     CONVERSATION_INDEX_NAME,
     CONVERSATION_INDEX_SQL,
     INDEX_NAME,
     INDEX_SQL,
+    MIGRATION_NAME,
     PARENT_COLUMN,
+    RECORD_TABLE,
     install_rules,
+    migration_recorded,
     missing_rules,
     response_columns,
     utc_now,
 )
 from convgraph.store.transaction import (
+    WRITER_GAP_SECONDS,
     connect_read_write,
     database_path,
+    exclusive_transaction,
+    pause_for_writers,
     reporting_locks,
-    write_transaction,
 )
 
-#: convgraph's own migration log, shaped like llm's but separate from it.
-RECORD_TABLE = "_convgraph_migrations"
-MIGRATION_NAME = "parent_response_id"
+__all__ = [
+    "MIGRATION_NAME",
+    "RECORD_TABLE",
+    "MigrationPlan",
+    "MigrationRefused",
+    "MigrationResult",
+    "backup_database",
+    "broken_links",
+    "migrate",
+    "plan_migration",
+]
+
+_T = TypeVar("_T")
+
+#: The mark of a `--link-linear` begun and not yet finished.
+LINKING_MARK = "parent_response_id:link-linear unfinished"
+
+#: llm's migrations that rebuild `responses` (sqlite-utils' transform(),
+#: which drops every trigger on the table). A file must have had them before
+#: the rules go in. No later llm migration (up to m027, llm 0.36) rebuilds it.
+RESPONSES_REBUILDS = ("m014_schemas",)
+
+#: How long one `--link-linear` transaction should hold the lock; the batch
+#: size adapts to it.
+LINK_BATCH_SECONDS = 0.2
 
 COLUMN_SQL = (
     f"ALTER TABLE responses ADD COLUMN {PARENT_COLUMN} TEXT REFERENCES responses(id)"
@@ -56,6 +109,10 @@ select id, lag(id) over (
 from responses
 """
 
+#: Called with each step's name inside its transaction, after its writes and
+#: before its commit: the seam where the tests kill a migration.
+after_step: Callable[[str], None] | None = None
+
 
 @dataclass
 class MigrationPlan:
@@ -63,7 +120,9 @@ class MigrationPlan:
 
     `link` is how many responses `--link-linear` would give a parent (0 when
     it was not asked for or there is nothing to link); `triggers` the rules
-    to create; `notes` what the user should know that changes nothing.
+    to create; `broken` the stored links that already break the rules (they
+    stay as they are); `notes` what the user should know that changes
+    nothing.
     """
 
     path: Path
@@ -73,6 +132,7 @@ class MigrationPlan:
     add_conversation_index: bool = False
     triggers: list[str] = field(default_factory=list)
     add_record: bool = False
+    broken: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -95,15 +155,15 @@ class MigrationPlan:
                 f"add column responses.{PARENT_COLUMN}"
                 " (nullable TEXT, references responses.id)"
             )
+        if self.add_index:
+            steps.append(f"create index {INDEX_NAME}")
+        if self.add_conversation_index:
+            steps.append(f"create index {CONVERSATION_INDEX_NAME}")
         if self.link:
             steps.append(
                 f"link {self.link} responses to the one before them in their"
                 " conversation (--link-linear)"
             )
-        if self.add_index:
-            steps.append(f"create index {INDEX_NAME}")
-        if self.add_conversation_index:
-            steps.append(f"create index {CONVERSATION_INDEX_NAME}")
         for name in self.triggers:
             steps.append(f"create trigger {name}")
         if self.add_record:
@@ -130,8 +190,9 @@ def plan_migration(
     DatabaseError
         There is no legacy `responses` table.
     MigrationRefused
-        `--link-linear` was asked for but responses already have parents
-        that are not the linear ones (linking would overwrite the tree).
+        llm has not brought the file to its schema yet, or `--link-linear`
+        was asked for but responses already have parents that are not the
+        linear ones (linking would overwrite the tree).
     """
     columns = response_columns(conn)
     if not columns:
@@ -139,48 +200,113 @@ def plan_migration(
             f"{path} has no legacy responses table: nothing to migrate"
             " (the message store keeps its tree in messages.parent_hash)"
         )
+    _require_llm_schema(conn, path)
     plan = MigrationPlan(path)
     plan.add_column = PARENT_COLUMN not in columns
-    if link_linear:
-        plan.link = _links_to_make(conn, plan.add_column)
+    resuming = _linking_unfinished(conn)
+    if link_linear or resuming:
+        plan.link = _links_to_make(conn, plan.add_column, resuming)
     plan.add_index = not _has_index_on(conn, PARENT_COLUMN)
     plan.add_conversation_index = not _has_index_on(conn, "conversation_id")
     plan.triggers = missing_rules(conn)
-    plan.add_record = plan.add_column or not _recorded(conn)
+    plan.add_record = plan.add_column or not migration_recorded(conn)
     if plan.add_column and not link_linear and _has_rows(conn):
         plan.notes.append(
             "existing responses get no parent, so each becomes a root of its"
             " conversation; --link-linear keeps them as chains"
+        )
+    if resuming and not link_linear:
+        plan.notes.append(
+            "an earlier `migrate --link-linear` was interrupted: linking the"
+            " rest of the responses"
         )
     if not plan.add_column and not _column_references_responses(conn):
         plan.notes.append(
             f"responses.{PARENT_COLUMN} was added without REFERENCES; the"
             " triggers hold it to the same rule (its parent must exist)"
         )
+    if plan.triggers and not plan.add_column:
+        plan.broken = broken_links(conn)
+    if plan.broken:
+        listing = "\n".join(
+            f"  {problem.kind}: {problem.message}" for problem in plan.broken
+        )
+        plan.notes.append(
+            f"{len(plan.broken)} responses already break the tree's rules (as"
+            " `convgraph check` lists them); the rules refuse new breaks, these"
+            f" stay as they are until you fix them:\n{listing}"
+        )
     return plan
+
+
+def _require_llm_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file whose `responses` llm will still rebuild.
+
+    A file without `_llm_migrations` was not made by llm (the seed's
+    experiment, a hand-made file): there is nothing to wait for. A file
+    whose log names migrations this convgraph does not know was opened by a
+    newer llm, which has run the rebuilds too.
+    """
+    has_log = conn.execute(
+        "select 1 from sqlite_master where type = 'table' and name = '_llm_migrations'"
+    ).fetchone()
+    if not has_log:
+        return
+    applied = {row[0] for row in conn.execute("select name from _llm_migrations")}
+    pending = [name for name in RESPONSES_REBUILDS if name not in applied]
+    if pending:
+        raise MigrationRefused(
+            f"llm has not yet brought {path} to its current schema (its"
+            f" migration {', '.join(pending)}, which rebuilds the responses"
+            " table, has not run): run llm once (`llm logs status` will do) and"
+            " migrate again; nothing was changed"
+        )
 
 
 def _has_rows(conn: sqlite3.Connection) -> bool:
     return conn.execute("select 1 from responses limit 1").fetchone() is not None
 
 
-def _links_to_make(conn: sqlite3.Connection, adding_column: bool) -> int:
+def _linking_unfinished(conn: sqlite3.Connection) -> bool:
+    if not _has_table(conn, RECORD_TABLE):
+        return False
+    found = conn.execute(
+        f"select 1 from {RECORD_TABLE} where name = ?", [LINKING_MARK]
+    ).fetchone()
+    return found is not None
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return (
+        conn.execute(
+            "select 1 from sqlite_master where type = 'table' and name = ?", [name]
+        ).fetchone()
+        is not None
+    )
+
+
+def _links_to_make(
+    conn: sqlite3.Connection, adding_column: bool, resuming: bool = False
+) -> int:
     """How many parents `--link-linear` would set (see `plan_migration`)."""
-    to_link = conn.execute(
-        f"select count(*) from ({_LINEAR_SQL}) where previous is not null"
-    ).fetchone()[0]
     if adding_column:
-        return to_link
-    linked, different = conn.execute(
+        return conn.execute(
+            "select count(conversation_id) - count(distinct conversation_id)"
+            " from responses"
+        ).fetchone()[0]
+    linked, different, to_link = conn.execute(
         f"""
         select count(r.{PARENT_COLUMN}),
-               coalesce(sum(r.{PARENT_COLUMN} is not l.previous), 0)
+               coalesce(sum(r.{PARENT_COLUMN} is not l.previous), 0),
+               coalesce(sum(l.previous is not null
+                            and r.{PARENT_COLUMN} is not l.previous), 0)
         from responses r join ({_LINEAR_SQL}) l using (id)
         """
     ).fetchone()
     if different == 0:
         return 0  # already linked as chains: a second run has nothing to do
-    if linked == 0:
+    if linked == 0 or resuming:
+        # Resuming our own interrupted run: what it linked is linear already.
         return to_link
     raise MigrationRefused(
         f"{linked} responses already have a parent: --link-linear would"
@@ -198,21 +324,6 @@ def _has_index_on(conn: sqlite3.Connection, column: str) -> bool:
     return False
 
 
-def _recorded(conn: sqlite3.Connection) -> bool:
-    exists = conn.execute(
-        "select 1 from sqlite_master where type = 'table' and name = ?",
-        [RECORD_TABLE],
-    ).fetchone()
-    if not exists:
-        return False
-    return (
-        conn.execute(
-            f"select 1 from {RECORD_TABLE} where name = ?", [MIGRATION_NAME]
-        ).fetchone()
-        is not None
-    )
-
-
 def _column_references_responses(conn: sqlite3.Connection) -> bool:
     return any(
         row[3] == PARENT_COLUMN and row[2] == "responses"
@@ -220,33 +331,156 @@ def _column_references_responses(conn: sqlite3.Connection) -> bool:
     )
 
 
+def broken_links(conn: sqlite3.Connection) -> list[Problem]:
+    """The stored parent links that break the tree's rules, as `check`
+    reports them: self-parents, missing parents, parents in another
+    conversation, then one link of each cycle among the rest."""
+    links = conn.execute(
+        f"""
+        select r.id, r.{PARENT_COLUMN}, r.conversation_id,
+               p.id is not null, coalesce(p.conversation_id, p.id)
+        from responses r left join responses p on p.id = r.{PARENT_COLUMN}
+        where r.{PARENT_COLUMN} is not null
+        order by coalesce(r.datetime_utc, ''), r.id
+        """
+    ).fetchall()
+    problems = []
+    parents: dict[str, str | None] = {}
+    conversation_of: dict[str, str | None] = {}
+    for node, parent, conversation, exists, parent_conversation in links:
+        conversation_of[node] = conversation
+        if parent == node:
+            problems.append(link_problem(SELF_PARENT, node, parent, conversation))
+        elif not exists:
+            problems.append(link_problem(MISSING_PARENT, node, parent, conversation))
+        elif parent_conversation != (
+            conversation if conversation is not None else node
+        ):
+            problems.append(
+                link_problem(
+                    CROSS_CONVERSATION, node, parent, conversation, parent_conversation
+                )
+            )
+        else:
+            parents[node] = parent
+    for parent in list(parents.values()):
+        parents.setdefault(parent, None)  # type: ignore[arg-type]
+    problems.extend(break_cycles(parents, list(parents), conversation_of))
+    return problems
+
+
+# -- applying the plan, in short transactions -----------------------------------
+
+
+def _in_transaction(conn: sqlite3.Connection, name: str, work: Callable[[], _T]) -> _T:
+    """Run `work` in one short exclusive transaction, then let waiting
+    writers in."""
+    with exclusive_transaction(conn):
+        result = work()
+        if after_step is not None:
+            after_step(name)
+    pause_for_writers()
+    return result
+
+
 def _apply(conn: sqlite3.Connection, plan: MigrationPlan) -> None:
-    """Make the plan's changes; the caller holds the transaction."""
-    if plan.add_column:
-        conn.execute(COLUMN_SQL)
-    if plan.link:
-        _link_linear(conn)
-    if plan.add_index:
-        conn.execute(INDEX_SQL)
-    if plan.add_conversation_index:
+    """Make the plan's changes. Each step checks again, under the lock, that
+    it is still needed: another writer may have changed the file between."""
+
+    def add_column() -> None:
+        if PARENT_COLUMN not in response_columns(conn):
+            conn.execute(COLUMN_SQL)
+        if plan.link:
+            _create_record_table(conn)
+            conn.execute(
+                f"insert or ignore into {RECORD_TABLE} (name, applied_at)"
+                " values (?, ?)",
+                [LINKING_MARK, utc_now()],
+            )
+
+    def add_index() -> None:
+        if not _has_index_on(conn, PARENT_COLUMN):
+            conn.execute(INDEX_SQL)
+
+    def add_conversation_index() -> None:
         # Not a tree rule: it lets a reader fetch one conversation without
-        # scanning every response (llm never made this index).
-        conn.execute(CONVERSATION_INDEX_SQL)
-    # The rules go in after the links: the linear links are valid by
-    # construction, and checking each one would walk its whole chain.
-    install_rules(conn)
-    if plan.add_record:
-        conn.execute(
-            f"create table if not exists {RECORD_TABLE}"
-            " (name TEXT PRIMARY KEY, applied_at TEXT)"
-        )
+        # scanning every response (llm never made this index), and lets the
+        # linking below go a few conversations at a time.
+        if not _has_index_on(conn, "conversation_id"):
+            conn.execute(CONVERSATION_INDEX_SQL)
+
+    def add_rules() -> None:
+        # The rules go in after the links: the linear links are valid by
+        # construction, and checking each one would walk its whole chain.
+        install_rules(conn)
+        _create_record_table(conn)
         conn.execute(
             f"insert or replace into {RECORD_TABLE} (name, applied_at) values (?, ?)",
             [MIGRATION_NAME, utc_now()],
         )
+        conn.execute(f"delete from {RECORD_TABLE} where name = ?", [LINKING_MARK])
+
+    if plan.add_column or plan.link:
+        _in_transaction(conn, "add column", add_column)
+    if plan.add_index:
+        _in_transaction(conn, "add index", add_index)
+    if plan.add_conversation_index or plan.link:
+        _in_transaction(conn, "add conversation index", add_conversation_index)
+    if plan.link:
+        _link_linear(conn)
+    _in_transaction(conn, "add rules", add_rules)
+
+
+def _create_record_table(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        f"create table if not exists {RECORD_TABLE}"
+        " (name TEXT PRIMARY KEY, applied_at TEXT)"
+    )
 
 
 def _link_linear(conn: sqlite3.Connection) -> None:
+    """Link every conversation as a chain, a few conversations per
+    transaction, in `conversation_id` order along its index."""
+    start: str | None = None
+    size = 20_000
+    while True:
+        began = time.perf_counter()
+        start = _in_transaction(
+            conn, "link", functools.partial(_link_batch, conn, start, size)
+        )
+        if start is None:
+            return
+        # Aim each batch at LINK_BATCH_SECONDS, whatever the machine.
+        elapsed = max(time.perf_counter() - began - WRITER_GAP_SECONDS, 0.001)
+        size = int(min(max(size * LINK_BATCH_SECONDS / elapsed, 1_000), 500_000))
+
+
+def _link_batch(conn: sqlite3.Connection, start: str | None, size: int) -> str | None:
+    """Link the conversations from `start` on, about `size` responses of
+    them (whole conversations); return the conversation the next batch
+    starts at, None after the last."""
+    lower = "conversation_id is not null" if start is None else "conversation_id >= ?"
+    bounds = [] if start is None else [start]
+    row = conn.execute(
+        f"select conversation_id from responses where {lower}"
+        " order by conversation_id limit 1 offset ?",
+        [*bounds, size],
+    ).fetchone()
+    end = None if row is None else row[0]
+    if end is not None and end == start:
+        # One conversation longer than the batch: take it whole.
+        end = conn.execute(
+            "select min(conversation_id) from responses where conversation_id > ?",
+            [start],
+        ).fetchone()[0]
+    upper = "" if end is None else " and conversation_id < ?"
+    # Rows without a conversation are conversations of their own: no links.
+    linear = f"""
+        select id, lag(id) over (
+          partition by conversation_id order by coalesce(datetime_utc, ''), id
+        ) as previous
+        from responses where {lower}{upper}
+    """
     # llm's AFTER UPDATE trigger re-indexes a row's prompt and response in
     # responses_fts on any update. Linking changes neither, so the trigger is
     # set aside for the update and put back, word for word, in the same
@@ -259,15 +493,17 @@ def _link_linear(conn: sqlite3.Connection) -> None:
         conn.execute('drop trigger "responses_au"')
     conn.execute(
         f"""
-        with linear as ({_LINEAR_SQL})
+        with linear as ({linear})
         update responses set {PARENT_COLUMN} = linear.previous
         from linear
         where linear.id = responses.id and linear.previous is not null
           and responses.{PARENT_COLUMN} is not linear.previous
-        """
+        """,
+        [*bounds, *([] if end is None else [end])],
     )
     if fts_trigger is not None:
         conn.execute(fts_trigger[0])
+    return end
 
 
 def backup_database(
@@ -275,10 +511,8 @@ def backup_database(
 ) -> Path:
     """Copy the database to a new file with SQLite's online backup API.
 
-    The copy is read through a read-only connection of its own: SQLite cannot
-    back up from the connection that holds the write transaction, but another
-    connection can read while that one holds the lock and has not yet
-    written, which is how `migrate` gets a copy of exactly the state before.
+    The copy is read through a read-only connection of its own, in one step,
+    so it is one consistent state of the file.
 
     Raises
     ------
@@ -321,15 +555,15 @@ def migrate(
     db
         The database; llm's own logs.db when None.
     backup
-        Copy the database there first (SQLite's backup API, taken under the
-        write lock, so it is exactly the state the migration started from).
+        Copy the database there first (SQLite's backup API, just before the
+        first change).
     dry_run
         Only plan: open the file read-only and change nothing.
     link_linear
         Set each existing response's parent to the response before it in its
         conversation (log order: datetime_utc, then id).
     timeout
-        Seconds to wait for another writer's lock.
+        Seconds to wait for a moment when no other connection uses the file.
 
     Returns
     -------
@@ -357,19 +591,12 @@ def migrate(
     conn = connect_read_write(path, timeout)
     try:
         with reporting_locks(conn):
-            # Planned outside any transaction first: an up-to-date file is only
+            # Planned outside any transaction: an up-to-date file is only
             # read, so a second run leaves it byte for byte as it was.
             plan = plan_migration(conn, path, link_linear)
-            if not plan.needed:
-                copy = backup_database(path, backup) if backup is not None else None
-                return MigrationResult(plan, False, copy)
-            with write_transaction(conn):
-                # Planned again under the write lock: another writer may have
-                # changed the file in between.
-                plan = plan_migration(conn, path, link_linear)
-                copy = backup_database(path, backup) if backup is not None else None
-                if plan.needed:
-                    _apply(conn, plan)
+            copy = backup_database(path, backup) if backup is not None else None
+            if plan.needed:
+                _apply(conn, plan)
             return MigrationResult(plan, plan.needed, copy)
     finally:
         conn.close()

@@ -5,8 +5,9 @@ every write that would break the tree, whoever makes it: llm, the sqlite3
 shell, Datasette or convgraph. A parent must exist, must not be the response
 itself, must be in the same conversation (the seed's Option A), and must not
 close a cycle; NULL parents (roots) stay allowed. A response that children
-name keeps its id and its conversation, and cannot be deleted while they name
-it. A refused write fails with `sqlite3.IntegrityError` and a message starting
+name keeps its id and its conversation, cannot be deleted while they name
+it, and cannot be replaced (SQLite's REPLACE would delete it without firing
+the delete rule). A refused write fails with `sqlite3.IntegrityError` and a message starting
 with "convgraph:". `log_response` is convgraph's own way to write a legacy
 row: it leaves the enforcing to the same triggers and turns their refusal
 into a `RuleViolation`.
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from convgraph.errors import DatabaseError, NotMigrated, RuleViolation
+from convgraph.integrity import Problem
 from convgraph.store.transaction import connect_read_write, write_transaction
 
 #: The column the seed adds, and its index (parents' children are looked up
@@ -39,6 +41,10 @@ CONVERSATION_INDEX_NAME = "idx_responses_conversation_id"
 CONVERSATION_INDEX_SQL = (
     f"CREATE INDEX {CONVERSATION_INDEX_NAME} ON responses (conversation_id)"
 )
+
+#: convgraph's own migration log, shaped like llm's but separate from it.
+RECORD_TABLE = "_convgraph_migrations"
+MIGRATION_NAME = "parent_response_id"
 
 #: Every message a trigger raises starts with this, so that a caller can tell
 #: a rule from any other constraint.
@@ -112,6 +118,33 @@ BEGIN
   SELECT RAISE(ABORT, 'convgraph: a response with children stays in its conversation')
   WHERE coalesce(NEW.conversation_id, NEW.id) IS NOT coalesce(OLD.conversation_id, OLD.id);
 END""",
+    # SQLite's REPLACE deletes the row it collides with without firing delete
+    # triggers (unless a connection turns recursive_triggers on), so an
+    # INSERT OR REPLACE, or an UPDATE OR REPLACE that renames another row
+    # onto a parent's id, would delete a parent behind the delete rule's back
+    # and hand its children to whatever row takes the id. A trigger cannot
+    # tell REPLACE from ABORT or IGNORE, so every insert or rename onto the
+    # id of a response with children is refused (a plain one failed on the
+    # UNIQUE id anyway); changing such a row is an UPDATE of its columns.
+    "convgraph_replace_on_insert": """CREATE TRIGGER convgraph_replace_on_insert
+BEFORE INSERT ON responses
+WHEN EXISTS (SELECT 1 FROM responses WHERE id = NEW.id)
+  AND EXISTS (
+    SELECT 1 FROM responses WHERE parent_response_id = NEW.id AND id IS NOT NEW.id
+  )
+BEGIN
+  SELECT RAISE(ABORT, 'convgraph: a response with children cannot be replaced (update it instead)');
+END""",
+    "convgraph_replace_on_update": """CREATE TRIGGER convgraph_replace_on_update
+BEFORE UPDATE OF id ON responses
+WHEN NEW.id IS NOT OLD.id
+  AND EXISTS (SELECT 1 FROM responses WHERE id = NEW.id)
+  AND EXISTS (
+    SELECT 1 FROM responses WHERE parent_response_id = NEW.id AND id IS NOT NEW.id
+  )
+BEGIN
+  SELECT RAISE(ABORT, 'convgraph: a response with children cannot be replaced (update it instead)');
+END""",
     "convgraph_children_on_delete": """CREATE TRIGGER convgraph_children_on_delete
 BEFORE DELETE ON responses
 WHEN EXISTS (
@@ -148,6 +181,52 @@ def missing_rules(conn: sqlite3.Connection) -> list[str]:
     """The names of the triggers that are absent or differ from `TRIGGERS`."""
     stored = stored_triggers(conn)
     return [name for name, sql in TRIGGERS.items() if stored.get(name) != sql]
+
+
+#: The `Problem` kind `rule_problems` reports.
+MISSING_RULES = "missing-rules"
+
+
+def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
+    """A problem when a file convgraph migrated has lost its tree rules.
+
+    llm's own migrations can rebuild `responses` (sqlite-utils' transform()),
+    which drops every trigger on it without a word; so can any tool that
+    rebuilds the table. Reads the file read-only. Returns [] for a file that
+    convgraph never migrated, or whose rules are all in place.
+    """
+    from convgraph.sources import connect_read_only
+    from convgraph.store.transaction import database_path
+
+    conn = connect_read_only(database_path(db))
+    try:
+        if not migration_recorded(conn):
+            return []
+        missing = missing_rules(conn)
+    finally:
+        conn.close()
+    if not missing:
+        return []
+    message = (
+        f"the tree rules are missing ({len(missing)} of {len(TRIGGERS)} triggers"
+        " on responses), so nothing stops a write from breaking the tree:"
+        " run `convgraph migrate` to put them back"
+    )
+    return [Problem(MISSING_RULES, None, None, None, message)]  # type: ignore[arg-type]
+
+
+def migration_recorded(conn: sqlite3.Connection) -> bool:
+    """Whether convgraph's migration is recorded in the file."""
+    exists = conn.execute(
+        "select 1 from sqlite_master where type = 'table' and name = ?",
+        [RECORD_TABLE],
+    ).fetchone()
+    if not exists:
+        return False
+    found = conn.execute(
+        f"select 1 from {RECORD_TABLE} where name = ?", [MIGRATION_NAME]
+    ).fetchone()
+    return found is not None
 
 
 def install_rules(conn: sqlite3.Connection) -> list[str]:

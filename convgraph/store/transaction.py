@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,6 +121,77 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if isinstance(error, sqlite3.OperationalError) and _is_locked(error):
             raise _locked(path, timeout) from None
         raise
+
+
+#: How often `exclusive_transaction` looks again for a moment when nobody
+#: holds a lock on the file.
+PROBE_INTERVAL_SECONDS = 0.01
+
+#: How long `pause_for_writers` leaves the file free after a transaction.
+#: SQLite's busy handler sleeps at most 100 ms between its retries, so a
+#: writer that waited for us finds the lock free in this gap.
+WRITER_GAP_SECONDS = 0.15
+
+
+@contextmanager
+def exclusive_transaction(
+    conn: sqlite3.Connection, timeout: float | None = None
+) -> Iterator[sqlite3.Connection]:
+    """One `BEGIN EXCLUSIVE` ... `COMMIT`, begun only when nobody reads or
+    writes the file, for long writes beside a live llm.
+
+    llm logs a prompt in a deferred transaction that reads before it writes.
+    In a rollback-journal file, such a transaction cannot wait for a writer
+    that holds the write lock: its write fails at once with "database is
+    locked", whatever its busy timeout. A `BEGIN IMMEDIATE` taken while llm
+    is between its read and its write costs llm that prompt. An exclusive
+    lock can only be had when no other connection holds even a read lock, so
+    it is never taken in the middle of llm's transaction; and while it is
+    held, llm's next statement waits in its busy handler (up to 5 s) instead
+    of failing. The lock is asked for with a busy timeout of zero, again and
+    again, so that a failed attempt holds nothing: waiting inside SQLite
+    would keep a pending lock that fails llm's write the same way.
+
+    Keep the work inside short (well under a second), and call
+    `pause_for_writers` between two of them.
+
+    Raises
+    ------
+    DatabaseLocked
+        No free moment came within `timeout` seconds (by default the
+        connection's busy timeout); nothing was changed.
+    """
+    if timeout is None:
+        timeout = busy_timeout(conn)
+    path = _file_of(conn)
+    saved = conn.execute("pragma busy_timeout").fetchone()[0]
+    deadline = time.monotonic() + timeout
+    conn.execute("pragma busy_timeout = 0")
+    try:
+        while True:
+            try:
+                conn.execute("begin exclusive")
+                break
+            except sqlite3.OperationalError as error:
+                if not _is_locked(error):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise _locked(path, timeout) from None
+            time.sleep(PROBE_INTERVAL_SECONDS)
+    finally:
+        conn.execute(f"pragma busy_timeout = {int(saved)}")
+    try:
+        yield conn
+        conn.execute("commit")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("rollback")
+        raise
+
+
+def pause_for_writers() -> None:
+    """Leave the file free long enough for a writer that waited to get in."""
+    time.sleep(WRITER_GAP_SECONDS)
 
 
 def _file_of(conn: sqlite3.Connection) -> str:

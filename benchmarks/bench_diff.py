@@ -1,4 +1,4 @@
-"""The branch-diff benchmark (issue 5): diffs and comparisons of 100 KB answers.
+"""The branch-diff benchmark: diffs and comparisons of 100 KB answers.
 
 `convgraph.diff.diff` of two branches whose answers are 100 KB each (the
 unified diffs of prompts and responses, and the responses' similarity), beside

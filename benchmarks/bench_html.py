@@ -1,4 +1,4 @@
-"""The HTML export's benchmark (issue 8): writing the page, and using it.
+"""The HTML export's benchmark: writing the page, and using it.
 
 Writing: `write_html` of every tree of a synthetic legacy database
 (`benchmarks.synthetic`, bushy conversations of 100 responses) of 1,000,

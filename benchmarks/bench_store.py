@@ -1,4 +1,4 @@
-"""The write-side benchmark (issue 6): migration, the rules' cost, deletion.
+"""The write-side benchmark: migration, the rules' cost, deletion.
 
 On legacy databases of N responses in conversations of 20, with llm's search
 index (`responses_fts` and its triggers) as llm 0.31 made them:

@@ -119,11 +119,12 @@ def database(kind: str, shape: str, size: int, data_dir: Path = DATA_DIR) -> Pat
     else:
         raise ValueError(f"unknown kind of database {kind!r}")
     os.replace(partial, path)
+    print(f"built {path.name}: {path.stat().st_size / 2**20:,.0f} MB", flush=True)
     return path
 
 
 @dataclass
-class Targets:
+class Picks:
     """What the per-node rows ask about: the middle conversation (or original
     thread), its root, its last node (the deepest, in these shapes), and how
     many nodes it holds."""
@@ -134,7 +135,7 @@ class Targets:
     conversation_size: int
 
 
-def targets(kind: str, shape: str, size: int, path: Path) -> Targets:
+def pick(kind: str, shape: str, size: int, path: Path) -> Picks:
     # The builders write conversations as consecutive blocks in log order,
     # so the rows are found by rowid without reading the table.
     sizes = list(synthetic.conversation_sizes(size, conversations_for(shape, size)))
@@ -153,7 +154,7 @@ def targets(kind: str, shape: str, size: int, path: Path) -> Targets:
         ).fetchone()
     finally:
         conn.close()
-    return Targets(conversation, root, node, count)
+    return Picks(conversation, root, node, count)
 
 
 # -- the plan ---------------------------------------------------------------------
@@ -168,13 +169,21 @@ def convgraph_command() -> str:
 
 
 BARE_PYTHON = command("python -c pass", sys.executable, "-c", "pass")
+#: The per-node rows: operation, task (after ``convgraph.``, ``seed.`` or
+#: ``view.``), its parameter, and the `Picks` field that gives its value.
+PER_NODE = (
+    ("path", "path", "node", "node"),
+    ("descendants of the root", "descendants", "node", "root"),
+    ("leaves", "leaves", "conversation", "conversation"),
+)
 
 
 def legacy_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
     db = database("legacy", shape, size, data_dir)
-    at = targets("legacy", shape, size, db)
+    at = pick("legacy", shape, size, db)
+    one = {"db": db, "conversation": at.conversation}
     fetch = task("sqlite.structure", db=db)
-    rows = [
+    found = [
         Row("forest", shape, size, "statistics", task("convgraph.stats", db=db), fetch),
         Row(
             "forest",
@@ -189,134 +198,92 @@ def legacy_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
             shape,
             size,
             "load one conversation",
-            task("convgraph.load_tree", db=db, conversation=at.conversation),
-            task("sqlite.conversation", db=db, conversation=at.conversation),
+            task("convgraph.load_tree", **one),
+            task("sqlite.conversation", **one),
             [f"{at.conversation_size:,} responses in the conversation"],
         ),
     ]
-    # The seed's recursion needs a frame per level of a deep chain.
-    recursion = at.conversation_size + 100 if shape == "deep" else 0
-    for operation, name, params in (
-        ("path", "path", {"node": at.node}),
-        ("descendants of the root", "descendants", {"node": at.root}),
-        ("leaves", "leaves", {"conversation": at.conversation}),
-    ):
-        seed = (
-            dict(params, recursion=recursion)
-            if name == "descendants" and recursion
-            else params
-        )
-        rows.append(
-            Row(
-                "per-node",
-                shape,
-                size,
-                operation,
-                task(f"convgraph.{name}", db=db, **params),
-                task(f"seed.{name}", db=db, **seed),
-            )
-        )
-    return rows
+    for operation, name, parameter, known in PER_NODE:
+        params = {"db": db, parameter: getattr(at, known)}
+        seed = dict(params)
+        if name == "descendants" and shape == "deep":
+            # The seed's recursion needs a frame per level of a deep chain.
+            seed["recursion"] = at.conversation_size + 100
+        ours, theirs = task(f"convgraph.{name}", **params), task(f"seed.{name}", **seed)
+        found.append(Row("per-node", shape, size, operation, ours, theirs))
+    return found
 
 
 def store_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
     db = database("store", shape, size, data_dir)
-    at = targets("store", shape, size, db)
-    rows = [
-        Row(
-            "store",
-            shape,
-            size,
-            "statistics",
-            task("convgraph.stats", db=db),
-            task("sqlite.store_structure", db=db),
+    at = pick("store", shape, size, db)
+    ours, theirs = task("convgraph.stats", db=db), task("sqlite.store_structure", db=db)
+    found = [Row("store", shape, size, "statistics", ours, theirs)]
+    for operation, name, parameter, known in PER_NODE:
+        params = {"db": db, parameter: getattr(at, known)}
+        ours, theirs = (
+            task(f"convgraph.{name}", **params),
+            task(f"view.{name}", **params),
         )
-    ]
-    for operation, name, params in (
-        ("path", "path", {"node": at.node}),
-        ("descendants of the root", "descendants", {"node": at.root}),
-        ("leaves", "leaves", {"conversation": at.conversation}),
-    ):
-        rows.append(
-            Row(
-                "store",
-                shape,
-                size,
-                operation,
-                task(f"convgraph.{name}", db=db, **params),
-                task(f"view.{name}", db=db, **params),
-            )
-        )
-    return rows
+        found.append(Row("store", shape, size, operation, ours, theirs))
+    return found
 
 
 def cli_path_row(shape: str, size: int, data_dir: Path) -> Row:
     db = database("legacy", shape, size, data_dir)
-    node = targets("legacy", shape, size, db).node
-    argv = (convgraph_command(), "path", node, "--db", str(db))
-    return Row(
-        "cli",
-        shape,
-        size,
-        "convgraph path NODE",
-        command("convgraph path", *argv),
-        BARE_PYTHON,
-    )
+    node = pick("legacy", shape, size, db).node
+    path = command("convgraph path", convgraph_command(), "path", node, "--db", str(db))
+    return Row("cli", shape, size, "convgraph path NODE", path, BARE_PYTHON)
 
 
 def core_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
     """The largest size only: the costly reads, and what would change them."""
     db = database("legacy", shape, size, data_dir)
     indexed = database("legacy-indexed", shape, size, data_dir)
-    at = targets("legacy", shape, size, db)
+    at = pick("legacy", shape, size, db)
     fetch = task("sqlite.structure", db=db)
-    stats_command = command(
-        "convgraph stats", convgraph_command(), "stats", "--db", str(db)
-    )
+    one = {"db": indexed, "conversation": at.conversation}
+    path = {"db": db, "node": at.node}
+    stats = command("convgraph stats", convgraph_command(), "stats", "--db", str(db))
+
+    def row(section: str, operation: str, ours: Task, theirs: Task, note: str) -> Row:
+        return Row(section, shape, size, operation, ours, theirs, [note])
+
     return [
-        Row(
+        row(
             "core",
-            shape,
-            size,
             "load forest (with texts)",
             task("convgraph.forest", db=db),
             task("sqlite.all", db=db),
+            "every column convgraph reads, on both sides",
         ),
-        Row(
+        row(
             "core",
-            shape,
-            size,
             "every stats table",
             task("convgraph.stats_tables", db=db),
             fetch,
-            ["conversations, nodes, edges and branches from one read"],
+            "conversations, nodes, edges and branches from one read",
         ),
-        Row(
+        row(
             "core",
-            shape,
-            size,
             "convgraph stats, whole command",
-            stats_command,
+            stats,
             fetch,
-            ["start-up and printing included"],
+            "start-up and printing included",
         ),
-        Row(
+        row(
             "diagnosis",
-            shape,
-            size,
             "load one conversation, indexed copy",
-            task("convgraph.load_tree", db=indexed, conversation=at.conversation),
-            task("sqlite.conversation", db=indexed, conversation=at.conversation),
-            ["a copy with the indexes convgraph migrate adds: both sides use them"],
+            task("convgraph.load_tree", **one),
+            task("sqlite.conversation", **one),
+            "a copy with the indexes convgraph migrate adds: both sides use them",
         ),
-        Row(
+        row(
             "diagnosis",
-            shape,
-            size,
             "path of one node vs one recursive query",
-            task("convgraph.path", db=db, node=at.node),
-            task("sqlite.path_cte", db=db, node=at.node),
-            ["a recursive CTE up the primary key reads only the path"],
+            task("convgraph.path", **path),
+            task("sqlite.path_cte", **path),
+            "a recursive CTE up the primary key reads only the path",
         ),
     ]
 
@@ -324,29 +291,21 @@ def core_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
 def plan(options: Options) -> list[Row]:
     """Every row of the run, in the order it is measured; builds the
     databases the rows need."""
-    rows = []
+    found = []
     if options.cli:
-        rows.append(
-            Row(
-                "cli",
-                "",
-                0,
-                "convgraph --help",
-                command("convgraph --help", convgraph_command(), "--help"),
-                BARE_PYTHON,
-            )
-        )
+        start = command("convgraph --help", convgraph_command(), "--help")
+        found.append(Row("cli", "", 0, "convgraph --help", start, BARE_PYTHON))
     for size in options.sizes:
         for shape in options.shapes:
-            rows += legacy_rows(shape, size, options.data_dir)
+            found += legacy_rows(shape, size, options.data_dir)
             if options.cli:
-                rows.append(cli_path_row(shape, size, options.data_dir))
+                found.append(cli_path_row(shape, size, options.data_dir))
             if options.store:
-                rows += store_rows(shape, size, options.data_dir)
+                found += store_rows(shape, size, options.data_dir)
     if options.core:
         shape = "linear" if "linear" in options.shapes else options.shapes[0]
-        rows += core_rows(shape, max(options.sizes), options.data_dir)
-    return rows
+        found += core_rows(shape, max(options.sizes), options.data_dir)
+    return found
 
 
 # -- measuring ------------------------------------------------------------------------

@@ -198,63 +198,39 @@ def _convgraph_leaves(db: str, conversation: str) -> Callable[[], list]:
 # -- the seed's helpers and llm's view ---------------------------------------------
 
 
-def _on_connection(function: Callable, db: str, key: str, recursion: int = 0):
-    from benchmarks import baselines
+def _baseline(helper: str) -> Callable[..., Callable[[], Any]]:
+    """A task that runs `benchmarks.baselines.<helper>(conn, key)` on a fresh
+    read-only connection; `recursion` raises Python's recursion limit for the
+    seed's recursive helpers on a deep chain."""
 
-    def run() -> Any:
-        conn = _connect(db)
-        try:
-            if recursion:
-                with baselines.deep_recursion(recursion):
-                    return function(conn, key)
-            return function(conn, key)
-        finally:
-            conn.close()
+    def setup(db: str, recursion: str = "0", **key: str) -> Callable[[], Any]:
+        from benchmarks import baselines
 
-    return run
+        function = getattr(baselines, helper)
+        (value,) = key.values()
 
+        def run() -> Any:
+            conn = _connect(db)
+            try:
+                with baselines.deep_recursion(int(recursion)):
+                    return function(conn, value)
+            finally:
+                conn.close()
 
-@task("seed.path")
-def _seed_path(db: str, node: str) -> Callable[[], list]:
-    from benchmarks.baselines import get_path_to_root
+        return run
 
-    return _on_connection(get_path_to_root, db, node)
-
-
-@task("seed.descendants")
-def _seed_descendants(db: str, node: str, recursion: str = "0") -> Callable[[], list]:
-    """The seed's recursion, with the limit raised for deep chains."""
-    from benchmarks.baselines import get_all_descendants
-
-    return _on_connection(get_all_descendants, db, node, int(recursion))
+    return setup
 
 
-@task("seed.leaves")
-def _seed_leaves(db: str, conversation: str) -> Callable[[], list]:
-    from benchmarks.baselines import get_leaf_nodes
-
-    return _on_connection(get_leaf_nodes, db, conversation)
-
-
-@task("view.path")
-def _view_path(db: str, node: str) -> Callable[[], list]:
-    from benchmarks.baselines import view_path
-
-    return _on_connection(view_path, db, node)
-
-
-@task("view.descendants")
-def _view_descendants(db: str, node: str) -> Callable[[], list]:
-    from benchmarks.baselines import view_descendants
-
-    return _on_connection(view_descendants, db, node)
-
-
-@task("view.leaves")
-def _view_leaves(db: str, conversation: str) -> Callable[[], list]:
-    from benchmarks.baselines import view_leaves
-
-    return _on_connection(view_leaves, db, conversation)
+for _name, _helper in (
+    ("seed.path", "get_path_to_root"),
+    ("seed.descendants", "get_all_descendants"),
+    ("seed.leaves", "get_leaf_nodes"),
+    ("view.path", "view_path"),
+    ("view.descendants", "view_descendants"),
+    ("view.leaves", "view_leaves"),
+):
+    TASKS[_name] = _baseline(_helper)
 
 
 # -- the pyperf script ----------------------------------------------------------------

@@ -358,11 +358,11 @@ def test_message_tree_view_agrees_on_a_database_llm_wrote(llm_fork_db):
 # -- the suite's machinery ----------------------------------------------------------------
 
 
-def test_cached_databases_and_their_targets(tmp_path):
+def test_cached_databases_and_what_is_picked_in_them(tmp_path):
     path = suite.database("legacy", "bushy", 1000, tmp_path)
     assert path.name == f"legacy-bushy-1000-v{suite.BUILD_VERSION}.db"
     assert suite.database("legacy", "bushy", 1000, tmp_path) == path
-    at = suite.targets("legacy", "bushy", 1000, path)
+    at = suite.pick("legacy", "bushy", 1000, path)
     tree = load_tree(at.conversation, path)
     # The middle one of 100 conversations of 10 responses.
     assert at.conversation_size == len(tree) == 10

@@ -27,8 +27,7 @@ if TYPE_CHECKING:
 class Climb(NamedTuple):
     """What `climb` found for every node."""
 
-    #: The node's value combined with its ancestors' (None when no values
-    #: were given).
+    #: The values combined on the way up (None when no values were given).
     totals: np.ndarray | None
     #: The nearest marked row among the node and its ancestors, -1 for none
     #: (None when no marks were given).
@@ -41,15 +40,15 @@ def climb(
     combine: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     marked: np.ndarray | None = None,
 ) -> Climb:
-    """Carry values and marks up every node's path to its root, by pointer
-    jumping.
+    """Climb from every node towards its root, by pointer jumping, stopping
+    at the nearest marked node (the node itself included) where there is one.
 
-    Each node's pointer starts at its parent; a row past the last node is a
-    sentinel that every root points at, holding the identity value and no
-    mark, and pointing at itself. After each round, a node's total combines
-    the values from the node up to (not including) the node its pointer has
-    reached, its nearest mark is the first one on that stretch, and the
-    pointer then jumps as far again.
+    Each node's pointer starts at its parent; a marked node points at
+    itself, and every root that is not marked at a sentinel row past the
+    last node, which points at itself and holds the identity value. Each
+    round, a node's total takes in the total of the node its pointer has
+    reached, and the pointer jumps as far again; the rounds end when no
+    pointer moves.
 
     Parameters
     ----------
@@ -63,13 +62,15 @@ def climb(
         default) for sums along the path, `numpy.bitwise_or` for sets of
         flags.
     marked
-        One bool per node: the nodes that `nearest` looks for.
+        One bool per node: where the climb stops.
 
     Returns
     -------
     Climb
-        `totals` (shaped like `values`) and `nearest` (row numbers, -1 where
-        no marked node lies on the path).
+        `totals` (shaped like `values`): the values combined from the node
+        up to, not including, its nearest marked node (up to and including
+        its root where no node is marked); `nearest`: the row of the nearest
+        marked node, -1 where none is on the path.
 
     Notes
     -----
@@ -82,34 +83,45 @@ def climb(
     --------
     >>> import numpy as np
     >>> parents = np.array([-1, 0, 1, 0])
+    >>> climb(parents, np.array([1, 10, 100, 1000])).totals.tolist()
+    [1, 11, 111, 1001]
     >>> found = climb(parents, np.array([1, 10, 100, 1000]),
     ...     marked=np.array([False, True, False, False]))
     >>> found.totals.tolist(), found.nearest.tolist()
-    ([1, 11, 111, 1001], [-1, 1, 1, -1])
+    ([1, 0, 100, 1001], [-1, 1, 1, -1])
     """
     import numpy as np
 
     count = len(parent_rows)
-    pointer = np.append(np.where(parent_rows >= 0, parent_rows, count), count)
+    pointer = np.where(parent_rows >= 0, parent_rows, count)
+    if marked is not None:
+        pointer = np.where(marked, np.arange(count), pointer)
+    pointer = np.append(pointer, count)
     totals = None
     if values is not None:
         combine = np.add if combine is None else combine
         identity = np.zeros((1, *values.shape[1:]), values.dtype)
         totals = np.concatenate([values, identity])
-    nearest = None
-    if marked is not None:
-        nearest = np.append(np.where(marked, np.arange(count), -1), -1)
+        if marked is not None:
+            # A marked node's climb ends before it starts: nothing to add.
+            totals[np.flatnonzero(marked)] = 0
     for _ in range(math.ceil(math.log2(max(count, 2))) + 1):
-        if (pointer == count).all():
+        ahead = pointer[pointer]
+        if np.array_equal(ahead, pointer):
             break
         if totals is not None:
             totals = combine(totals, totals[pointer])
-        if nearest is not None:
-            nearest = np.where(nearest >= 0, nearest, nearest[pointer])
-        pointer = pointer[pointer]
+        pointer = ahead
+    nearest = None
+    if marked is not None:
+        reached = pointer[:count]
+        # Where the pointer rests on no marked node (the sentinel, or a
+        # cycle that the rounds ran out on), none lies on the path.
+        is_marked = np.append(marked, False)
+        nearest = np.where(is_marked[reached], reached, -1)
     return Climb(
         None if totals is None else totals[:count],
-        None if nearest is None else nearest[:count],
+        nearest,
     )
 
 
@@ -159,8 +171,10 @@ def root_pointers(parent_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     import numpy as np
 
+    # Roots are marked, so the climb stops at each node's root and its total
+    # counts the links on the way: one per node passed below the root.
     linked = parent_rows >= 0
-    found = climb(parent_rows, linked.astype(np.int64), marked=~linked)
+    found = climb(parent_rows, np.ones(len(parent_rows), np.int64), marked=~linked)
     assert found.nearest is not None and found.totals is not None
     return found.nearest, found.totals
 

@@ -429,9 +429,13 @@ def test_roots_depths_and_cycles_by_the_same_climb() -> None:
     roots, depths = root_pointers(parents[:4])
     assert (roots.tolist(), depths.tolist()) == ([0, 0, 0, 3], [0, 1, 2, 0])
     assert reaches_root(parents).tolist() == [True] * 4 + [False] * 3
+    # Marked nodes stop the climb: the totals leave them out.
     both = climb(parents[:4], np.array([1, 2, 3, 4]), marked=parents[:4] < 0)
-    assert both.totals.tolist() == [1, 3, 6, 4]
+    assert both.totals.tolist() == [0, 2, 5, 0]
     assert both.nearest.tolist() == [0, 0, 0, 3]
+    marked_middle = climb(parents[:3], np.array([1, 2, 4]), marked=parents[:3] == 0)
+    assert marked_middle.totals.tolist() == [1, 0, 4]
+    assert marked_middle.nearest.tolist() == [-1, 1, 1]
     assert climb(parents).totals is None and climb(parents).nearest is None
     empty = root_pointers(np.array([], dtype=np.int64))
     assert [part.size for part in empty] == [0, 0]

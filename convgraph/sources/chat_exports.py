@@ -575,20 +575,26 @@ class ChatExport(LogDatabase):
             )
         return None
 
-    def conversations(self) -> Iterator[Conversation]:
-        """Every conversation, parsed, once per id (a conversation repeated
-        across split files is read from its first copy)."""
+    def _items(self) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        """Every conversation's position, id and JSON, once per id (a
+        conversation repeated across split files is read from its first
+        copy); items that are not conversations of the format are skipped."""
         if self._module is None:
             return
         seen: set[str] = set()
         for position, item in enumerate(self._raw_items()):
             if not self._module.is_conversation(item):
-                continue  # not a conversation of this format: nothing to show
-            conversation = self._module.parse_conversation(item, position)
-            if conversation.id in seen:
                 continue
-            seen.add(conversation.id)
-            yield conversation
+            conversation_id = self._module.conversation_id(item, position)
+            if conversation_id in seen:
+                continue
+            seen.add(conversation_id)
+            yield position, conversation_id, item
+
+    def conversations(self) -> Iterator[Conversation]:
+        """Every conversation, parsed, one at a time."""
+        for position, _, item in self._items():
+            yield self._module.parse_conversation(item, position)
 
     def _records(self, conversation: Conversation) -> TreeRecords:
         records = conversation_records(conversation, self.format or "")
@@ -602,19 +608,26 @@ class ChatExport(LogDatabase):
             self._tree_ids = [
                 conversation.id
                 for conversation in self.conversations()
-                if conversation.messages
+                if conversation_records(conversation, self.format or "")
             ]
         return list(self._tree_ids)
 
+    def _find(self, conversation_id: str) -> TreeRecords | None:
+        """The records of one conversation, only that one parsed."""
+        if self._found is not None and self._found.tree_id == conversation_id:
+            return self._found
+        for position, found_id, item in self._items():
+            if found_id == conversation_id:
+                parsed = self._module.parse_conversation(item, position)
+                self._found = self._records(parsed)
+                return self._found
+        return None
+
     def tree_id_of_conversation(self, conversation_id: str) -> str:
         """A conversation id names its own tree (the export's id)."""
-        if self._found is not None and self._found.tree_id == conversation_id:
-            return conversation_id
-        for conversation in self.conversations():
-            if conversation.id == conversation_id:
-                self._found = self._records(conversation)
-                return conversation_id
-        raise UnknownConversation(conversation_id)
+        if self._find(conversation_id) is None:
+            raise UnknownConversation(conversation_id)
+        return conversation_id
 
     def tree_id_of_node(self, node_id: str) -> str:
         """The conversation whose messages end a node at `node_id`."""
@@ -622,10 +635,10 @@ class ChatExport(LogDatabase):
             record["id"] == node_id for record in self._found.records
         ):
             return self._found.tree_id
-        for conversation in self.conversations():
-            if not any(message.id == node_id for message in conversation.messages):
+        for position, _, item in self._items():
+            if not self._module.holds_message(item, position, node_id):
                 continue
-            tree = self._records(conversation)
+            tree = self._records(self._module.parse_conversation(item, position))
             if any(record["id"] == node_id for record in tree.records):
                 self._found = tree
                 return tree.tree_id
@@ -644,16 +657,7 @@ class ChatExport(LogDatabase):
 
     def read_tree(self, tree_id: str) -> TreeRecords:
         """One conversation's records (none for an unknown id)."""
-        if self._found is None or self._found.tree_id != tree_id:
-            self._found = next(
-                (
-                    self._records(conversation)
-                    for conversation in self.conversations()
-                    if conversation.id == tree_id
-                ),
-                TreeRecords(tree_id, None, []),
-            )
-        return self._found
+        return self._find(tree_id) or TreeRecords(tree_id, None, [])
 
     def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, read conversation by conversation.

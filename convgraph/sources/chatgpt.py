@@ -121,13 +121,22 @@ def parse_message(node_id: str, node: dict[str, Any]) -> Message:
     return message
 
 
-def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
-    """One conversation of the export; `position` names it if it has no id."""
-    conversation_id = (
+def conversation_id(item: dict[str, Any], position: int) -> str:
+    """The conversation's id; `position` names it if it has none."""
+    return (
         as_text(item.get("conversation_id"))
         or as_text(item.get("id"))
         or f"{SOURCE}-{position}"
     )
+
+
+def holds_message(item: dict[str, Any], position: int, message_id: str) -> bool:
+    """Whether the conversation has a message of this id (without parsing it)."""
+    return message_id in as_dict(item.get("mapping"))
+
+
+def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
+    """One conversation of the export; `position` names it if it has no id."""
     messages = [
         parse_message(str(node_id), as_dict(node))
         for node_id, node in as_dict(item.get("mapping")).items()
@@ -137,7 +146,7 @@ def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
     else:
         current = latest_message(messages)
     return Conversation(
-        conversation_id,
+        conversation_id(item, position),
         as_text(item.get("title")),
         messages,
         current=current,

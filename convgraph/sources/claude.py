@@ -57,16 +57,28 @@ def message_text(raw: dict[str, Any]) -> str | None:
     return as_text(raw.get("text"))
 
 
+def conversation_id(item: dict[str, Any], position: int) -> str:
+    """The conversation's id; `position` names it if it has none."""
+    return as_text(item.get("uuid")) or f"{SOURCE}-{position}"
+
+
+def holds_message(item: dict[str, Any], position: int, message_id: str) -> bool:
+    """Whether the conversation has a message of this id (ids made up for
+    messages without one included)."""
+    messages = parse_conversation(item, position).messages
+    return any(message.id == message_id for message in messages)
+
+
 def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
     """One conversation of the export; `position` names it if it has no id."""
-    conversation_id = as_text(item.get("uuid")) or f"{SOURCE}-{position}"
+    own_id = conversation_id(item, position)
     raws = [as_dict(raw) for raw in as_list(item.get("chat_messages"))]
     linked = any("parent_message_uuid" in raw for raw in raws)
     seen: set[str] = set()
     messages: list[Message] = []
     previous: str | None = None
     for index, raw in enumerate(raws):
-        message_id = unique_id(raw.get("uuid"), f"{conversation_id}-{index}", seen)
+        message_id = unique_id(raw.get("uuid"), f"{own_id}-{index}", seen)
         if linked:
             parent = raw.get("parent_message_uuid")
             parent = None if parent == ROOT_SENTINEL or not as_text(parent) else parent
@@ -95,7 +107,7 @@ def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
     else:
         current = latest_message(messages)
     return Conversation(
-        conversation_id,
+        own_id,
         as_text(item.get("name")),
         messages,
         current=current,

@@ -99,12 +99,23 @@ def parse_message(message_id: str, parent: Any, raw: dict[str, Any]) -> Message:
     return message
 
 
+def conversation_id(item: dict[str, Any], position: int) -> str:
+    """The chat's id; `position` names it if it has none."""
+    chat = _chat(item) or {}
+    return as_text(item.get("id")) or as_text(chat.get("id")) or f"{SOURCE}-{position}"
+
+
+def holds_message(item: dict[str, Any], position: int, message_id: str) -> bool:
+    """Whether the chat has a message of this id (ids made up for messages
+    without one included)."""
+    messages = parse_conversation(item, position).messages
+    return any(message.id == message_id for message in messages)
+
+
 def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
     """One chat of the export; `position` names it if it has no id."""
     chat = _chat(item) or {}
-    conversation_id = (
-        as_text(item.get("id")) or as_text(chat.get("id")) or f"{SOURCE}-{position}"
-    )
+    own_id = conversation_id(item, position)
     history = as_dict(chat.get("history"))
     stored = as_dict(history.get("messages"))
     messages: list[Message] = []
@@ -121,14 +132,14 @@ def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
         previous: str | None = None
         for index, raw in enumerate(as_list(chat.get("messages"))):
             raw = as_dict(raw)
-            message_id = unique_id(raw.get("id"), f"{conversation_id}-{index}", seen)
+            message_id = unique_id(raw.get("id"), f"{own_id}-{index}", seen)
             messages.append(parse_message(message_id, previous, raw))
             previous = message_id
         current = previous
     params = as_dict(chat.get("params"))
     models = [as_text(model) for model in as_list(chat.get("models"))]
     return Conversation(
-        conversation_id,
+        own_id,
         as_text(item.get("title")) or as_text(chat.get("title")),
         messages,
         current=current,

@@ -198,6 +198,10 @@ def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
     from convgraph.sources import connect_read_only
     from convgraph.store.transaction import database_path
 
+    from convgraph.sources.chat_exports import open_source
+
+    if open_source(database_path(db)) is not None:
+        return []  # an app's export: convgraph never migrates one
     conn = connect_read_only(database_path(db))
     try:
         if not migration_recorded(conn):

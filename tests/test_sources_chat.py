@@ -496,3 +496,29 @@ def test_example_chatgpt_export() -> None:
     assert len(forest.tree_ids) >= 3
     assert set(forest.nodes["source"]) == {"chatgpt"}
     assert forest.nodes["active"].any()
+
+
+@pytest.mark.parametrize(
+    ("current", "active"),
+    [
+        ("a2", ["a1b", "a2"]),
+        # Inside a run (a prompt answered twice, the system message above
+        # everything): down the latest branch to the node that ends it.
+        ("u1", ["a1b"]),
+        ("sys-m", ["a1b"]),
+        ("gone", []),
+    ],
+)
+def test_active_branch_from_the_current_node(
+    tmp_path: Path, current: str, active: list[str]
+) -> None:
+    conversation = build.chatgpt_branches()
+    conversation["current_node"] = current
+    empty = build.gpt_conversation(
+        "conv-empty", "Nothing said", build.gpt_preamble("root-e", "sys-e"), None
+    )
+    path = build.write_json(tmp_path / "conversations.json", [conversation, empty])
+    with open_logs(path) as logs:
+        assert logs.tree_ids() == ["conv-monad"]
+        records = logs.read_tree("conv-monad").records
+    assert [record["id"] for record in records if record["active"]] == active

@@ -26,7 +26,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, TEXT_ATTRIBUTES
+from convgraph.contract import (
+    CATEGORY_COLUMNS,
+    INTEGER_ATTRIBUTES,
+    NODE_COLUMNS,
+    TEXT_ATTRIBUTES,
+)
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.sources import LogDatabase, TreeRecords, log_order, sort_log_order
 
@@ -49,9 +54,8 @@ UTF8_BOM = b"\xef\xbb\xbf"
 #: `conversations.json`, or one of the split `conversations-000.json` files.
 CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
 
-#: The columns of `read_forest`: the llm readers' (`contract.NODE_COLUMNS`),
-#: then `active`.
-FOREST_COLUMNS = ("id", "tree_id", "parent_id", *NODE_ATTRIBUTES, "active")
+#: The columns of `read_forest`: the llm readers', then `active`.
+FOREST_COLUMNS = (*NODE_COLUMNS, "active")
 
 
 @dataclass(slots=True)
@@ -686,11 +690,12 @@ def _forest_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
+    from convgraph.sources.tables import categorical, conform_nodes
+
     frame = {}
     for name, values in columns.items():
-        if name in ("tree_id", "conversation_id", "model", "source"):
-            codes, uniques = pd.factorize(np.array(values, dtype=object))
-            frame[name] = pd.Series(pd.Categorical.from_codes(codes, uniques))
+        if name in CATEGORY_COLUMNS:
+            frame[name] = pd.Series(categorical(values))
         elif name in INTEGER_ATTRIBUTES:
             frame[name] = pd.Series(pd.array(values, dtype="Int64"))
         elif name == "active":
@@ -701,4 +706,4 @@ def _forest_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     duplicated = nodes["id"].duplicated()
     if duplicated.any():
         nodes = nodes[~duplicated.to_numpy()]
-    return sort_log_order(nodes)
+    return conform_nodes(sort_log_order(nodes))

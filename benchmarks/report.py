@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchmarks.suite import Task
 
 
 @dataclass
@@ -38,8 +41,8 @@ class Row:
     shape: str
     size: int
     operation: str
-    convgraph: Any
-    baseline: Any | None = None
+    convgraph: Task
+    baseline: Task | None = None
     notes: list[str] = field(default_factory=list)
     measured: Measurement | None = None
     measured_baseline: Measurement | None = None
@@ -237,10 +240,11 @@ def targets(rows: list[Row]) -> list[dict[str, Any]]:
             if target.size is not None and row.size != target.size:
                 continue
             value = figure(row, target.figure)
+            where = f", {row.shape}, {row.size:,}" if row.size else ""
             found.append(
                 {
-                    "target": f"{row.section} {row.operation}, {row.shape or '-'},"
-                    f" {row.size:,}: {target.figure} at most {target.limit:g}",
+                    "target": f"{row.section} {row.operation}{where}:"
+                    f" {target.figure} at most {target.limit:g}",
                     "value": value,
                     "met": None if value is None else value <= target.limit,
                 }

@@ -612,3 +612,9 @@ def test_the_tables_are_computed_from_the_figures():
         (3.0, False),
         (650.0, False),
     ]
+    start = Row("cli", "", 0, "convgraph --help", None, None)
+    start.measured = measurement("convgraph --help", 0.2)
+    start.measured_baseline = measurement("python -c pass", 0.05)
+    assert report.format_targets(report.targets([start])) == (
+        "  MET  cli convgraph --help: over_baseline at most 0.25: 0.15"
+    )

@@ -268,13 +268,7 @@ class BranchTotals:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "nodes": self.nodes,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "duration_ms": self.duration_ms,
-            "models": list(self.models),
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -516,9 +510,7 @@ class Alternative:
 #: The columns of `Comparison.to_frame`, after the `id` index.
 COMPARE_COLUMNS = [
     "model",
-    "input_tokens",
-    "output_tokens",
-    "duration_ms",
+    *INTEGER_ATTRIBUTES,
     "response_length",
     "subtree_size",
 ]
@@ -549,7 +541,7 @@ class Comparison:
             [alternative.to_dict() for alternative in self.alternatives],
             columns=["id", *COMPARE_COLUMNS],
         ).set_index("id")
-        for key in ("input_tokens", "output_tokens", "duration_ms", "response_length"):
+        for key in (*INTEGER_ATTRIBUTES, "response_length"):
             frame[key] = pd.array(frame[key], dtype="Int64")
         frame["subtree_size"] = frame["subtree_size"].astype("int64")
         return frame
@@ -614,9 +606,7 @@ def compare(tree: nx.DiGraph, node: str) -> Comparison:
             Alternative(
                 id=child,
                 model=attributes["model"],
-                input_tokens=attributes["input_tokens"],
-                output_tokens=attributes["output_tokens"],
-                duration_ms=attributes["duration_ms"],
+                **{key: attributes[key] for key in INTEGER_ATTRIBUTES},
                 response_length=len(response) if response is not None else None,
                 subtree_size=tree_size(tree, child),
                 similarity={

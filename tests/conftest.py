@@ -13,10 +13,26 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from databases import LlmLog, seed_database  # noqa: E402
+
+# Hypothesis profiles. No deadline: the machine may be busy, and speed is
+# measured by the benchmarks, never by a test. `pytest --hypothesis-profile
+# thorough` tries ten times as many examples of every property that sizes
+# itself with `examples`. (Registering "default" changes the loaded profile
+# unless the command line chose another, which this leaves alone.)
+settings.register_profile("default", deadline=None)
+settings.register_profile("thorough", deadline=None, max_examples=1000)
+
+
+def examples(count: int) -> int:
+    """The number of examples for a property test: `count` under the default
+    profile, scaled as the loaded profile scales hypothesis's 100 (so 10 times
+    `count` under `thorough`)."""
+    return max(1, count * settings().max_examples // 100)
 
 
 @pytest.fixture

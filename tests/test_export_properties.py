@@ -23,6 +23,7 @@ import lxml.etree
 import networkx as nx
 import pydot
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -168,7 +169,7 @@ def conversations(draw: st.DrawFn) -> list[nx.DiGraph]:
 
 
 SETTINGS = settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

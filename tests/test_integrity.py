@@ -3,6 +3,7 @@
 import sqlite3
 
 import pytest
+from conftest import examples
 from databases import add_response, add_tree, legacy_database, timestamp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -167,7 +168,7 @@ def test_a_100000_long_cycle_is_found(tmp_path):
 links = st.lists(st.integers(min_value=-2, max_value=11), min_size=1, max_size=12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     parents=links,
     conversations=st.lists(st.sampled_from("ab"), min_size=12, max_size=12),

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run
+from conftest import examples, run
 from databases import add_response, legacy_database
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -597,7 +597,7 @@ def random_nodes(draw: st.DrawFn) -> list[dict]:
     return rows
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(random_nodes())
 def test_tables_agree_with_graph_operations_on_random_forests(rows: list[dict]) -> None:
     names = {"t0": "first tree", "t2": None}
@@ -605,7 +605,7 @@ def test_tables_agree_with_graph_operations_on_random_forests(rows: list[dict]) 
 
 
 @settings(
-    max_examples=20,
+    max_examples=examples(20),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -545,6 +545,19 @@ def test_a_run_measures_a_shared_task_once_and_writes_its_figures(tmp_path):
     assert written["growth"] == [] and written["others"] == {}
 
 
+def test_a_task_that_times_out_is_given_up_at_larger_sizes():
+    options = suite.Options(processes=1, values=1, timeout=1)
+    sleeps = [
+        Row("cli", "deep", size, "sleep", suite.command("sleep", "sleep", wait), None)
+        for size, wait in ((100, "3"), (1000, "4"))
+    ]
+    suite.run(sleeps, options, log=lambda text: None)
+    assert [(row.measured.status, row.measured.note) for row in sleeps] == [
+        ("timeout", "over 1 s"),
+        ("skipped", "timed out at 100; not run at larger sizes"),
+    ]
+
+
 def measurement(task, mean, peak=50.0):
     return Measurement(task, mean=mean, values=[mean], peak_mb=peak)
 

@@ -1,9 +1,12 @@
 """`convgraph migrate`: the parent column added to a legacy database, safely.
 
-Idempotent (a second run leaves the file byte for byte), atomic (a process
-killed at random moments leaves the file as it was or fully migrated), with
-a backup through SQLite's backup API, a dry run, and `--link-linear`; and llm
-0.36 goes on working on the migrated file.
+Idempotent (a second run leaves the file byte for byte), whole (a process
+killed inside any of its short transactions leaves every row as it was,
+every link right, and a second run finishes the job), with a backup through
+SQLite's backup API, a dry run, and `--link-linear`; it refuses a file llm
+has not brought to its schema, lists the broken links it finds, puts back
+rules that a rebuild dropped; and llm 0.36 goes on working on the migrated
+file.
 """
 
 from __future__ import annotations
@@ -11,13 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -324,15 +325,129 @@ def test_a_database_locked_by_another_writer(tmp_path, monkeypatch):
     assert "late" in parents(db)
 
 
+# -- llm's own migrations ----------------------------------------------------
+
+
+def before_llm_schemas(path: Path) -> Path:
+    """A logs.db as llm left it before its migration m014_schemas (llm 0.22
+    and older): llm's own migrations, run up to m013."""
+    import sqlite_utils
+    from llm.migrations import ensure_migrations_table
+
+    db = sqlite_utils.Database(path)
+    ensure_migrations_table(db)
+    for migration in MIGRATIONS:
+        if migration.__name__ == "m014_schemas":
+            break
+        migration(db)
+        db["_llm_migrations"].insert({"name": migration.__name__, "applied_at": "-"})
+    db.conn.execute(
+        "insert into responses (id, conversation_id, prompt, options_json)"
+        " values ('old', 'c-old', 'from llm 0.22', '{}')"
+    )
+    db.conn.commit()
+    db.close()
+    return path
+
+
+def test_a_file_llm_has_not_brought_to_its_schema_is_refused(tmp_path):
+    """llm's m014 rebuilds responses (sqlite-utils transform), which drops
+    every trigger on it: migrating first would lose the rules silently."""
+    db = before_llm_schemas(tmp_path / "logs.db")
+    before = file_digest(db)
+    for args in ([], ["--dry-run"]):
+        result = run("migrate", "--db", db, *args, expect=2)
+        assert result.stderr == (
+            f"Error: llm has not yet brought {db} to its current schema (its"
+            " migration m014_schemas, which rebuilds the responses table, has"
+            " not run): run llm once (`llm logs status` will do) and migrate"
+            " again; nothing was changed\n"
+        )
+    assert file_digest(db) == before
+    # Once llm has run its migrations, the migration goes through.
+    with LlmLog(tmp_path) as log:
+        log.cli("logs", "status")
+    run("migrate", "--db", db)
+    assert migrate(db).applied is False
+
+
+def test_rules_dropped_by_a_rebuild_are_reported_and_put_back(tmp_path):
+    """A file convgraph migrated whose responses table was then rebuilt the
+    way llm's m014 does it (sqlite-utils transform): check says the rules are
+    missing, migrate puts them back."""
+    import sqlite_utils
+
+    db = linear_database(tmp_path / "logs.db")
+    run("migrate", "--db", db, "--link-linear")
+    run("check", "--db", db)
+    database = sqlite_utils.Database(db)
+    database["responses"].transform()
+    database.close()
+    result = run("check", "--db", db, expect=1)
+    assert result.stdout == (
+        "missing-rules: the tree rules are missing (7 of 7 triggers on"
+        " responses), so nothing stops a write from breaking the tree:"
+        " run `convgraph migrate` to put them back\n"
+    )
+    result = run("migrate", "--db", db)
+    assert result.stdout.splitlines() == [
+        f"Migrated {db}:",
+        *(f"  - create trigger {name}" for name in TRIGGERS),
+    ]
+    run("check", "--db", db)
+    conn = sqlite3.connect(db)
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("delete from responses where id = 'a1'")
+    conn.close()
+
+
+def test_check_says_nothing_of_rules_on_a_file_never_migrated(seed_db, tmp_path):
+    run("check", "--db", seed_db)
+    run("check", "--db", linear_database(tmp_path / "logs.db"))
+
+
+# -- broken links already there -------------------------------------------------
+
+
+def test_migrating_over_broken_links_lists_them(tmp_path):
+    """Rows written before the rules may already break them: migrate says so
+    and lists them as check does, then adds the rules (which change no row:
+    the links stay broken, readers drop them, and no new ones can be made)."""
+    db = tmp_path / "logs.db"
+    conn = legacy_database(db, with_parent=True)
+    add_tree(
+        conn,
+        "t",
+        [("root", None), ("me", "me"), ("orphan", "ghost"), ("x", "y"), ("y", "x")],
+    )
+    add_tree(conn, "u", [("far", "root")], start=10)
+    conn.close()
+    before = rows(db)
+    check = run("check", "--db", db, expect=1).stdout.splitlines()
+    listing = [f"  {line}" for line in check]
+    dry = run("migrate", "--db", db, "--dry-run")
+    result = run("migrate", "--db", db)
+    for output in (dry.stdout, result.stdout):
+        lines = output.splitlines()
+        start = lines.index(
+            "Note: 4 responses already break the tree's rules (as `convgraph check`"
+            " lists them); the rules refuse new breaks, these stay as they are"
+            " until you fix them:"
+        )
+        assert lines[start + 1 :] == listing
+    assert rows(db) == before
+    assert len(check) == 4
+
+
 # -- killed while migrating ---------------------------------------------------
 
-BIG = 100_000
+BIG = 50_000
 
 
 @pytest.fixture(scope="module")
 def big_database(tmp_path_factory) -> Path:
-    """100,000 legacy responses in 5,000 conversations, with llm's search
-    index: big enough that `migrate --link-linear` takes a while."""
+    """50,000 legacy responses in 2,500 conversations, with llm's search
+    index: `migrate --link-linear` links them in more than one transaction."""
     path = tmp_path_factory.mktemp("big") / "logs.db"
     conn = legacy_database(path, with_parent=False)
     conn.executemany(
@@ -383,78 +498,104 @@ def _digest(table_rows: list[tuple]) -> str:
     return hashlib.sha256(repr(table_rows).encode()).hexdigest()
 
 
-MIGRATE = [sys.executable, "-c", "from convgraph.cli import cli; cli()", "migrate"]
+# Runs a migration (--link-linear) that stops inside the transaction of the
+# step named argv[2] (its argv[3]-th run), after that step's writes and before
+# its commit, says so, and waits there to be killed.
+KILLABLE = """
+import sys, time
+import convgraph.store
+module = sys.modules["convgraph.store.migrate"]
+step, nth = sys.argv[2], int(sys.argv[3])
+seen = []
+def stop_inside(name):
+    seen.append(name)
+    if name == step and seen.count(name) == nth:
+        print("inside the transaction", flush=True)
+        time.sleep(600)
+module.after_step = stop_inside
+module.migrate(sys.argv[1], link_linear=True)
+"""
+
+# Where a kill lands: (step, its nth run), and what the file holds after
+# SQLite rolls the killed transaction back.
+KILL_POINTS = [
+    ("add column", 1, "as it was"),
+    ("add index", 1, "column"),
+    ("add conversation index", 1, "column"),
+    ("link", 1, "column"),
+    ("link", 2, "partly linked"),
+    ("add rules", 1, "linked, no rules"),
+]
 
 
-def test_killed_at_random_moments_the_database_is_as_it_was_or_migrated(
-    big_database, tmp_path
+@pytest.mark.parametrize(("step", "nth", "expected"), KILL_POINTS)
+def test_killed_inside_each_transaction_the_file_is_whole_and_a_rerun_finishes(
+    big_database, tmp_path, step, nth, expected
 ):
+    """Each kill lands inside a transaction that has written (its rollback
+    journal is there): SQLite rolls it back, the file holds every row as it
+    was, every link it has is right, and `migrate` run again finishes."""
     original_columns = columns_of(big_database)
     original_schema = schema(big_database)
     original_rows = _digest(rows(big_database))
     expected_parents = _expected_linear(big_database)
-
-    def outcome(path: Path) -> str:
-        conn = sqlite3.connect(path)  # read-write: rolls a hot journal back
-        assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
-        conn.execute(
-            "insert into responses_fts (responses_fts) values ('integrity-check')"
-        )
-        conn.close()
-        assert _digest(rows(path, original_columns)) == original_rows
-        if schema(path) == original_schema:
-            return "as it was"
-        assert parents(path) == expected_parents
-        conn = sqlite3.connect(path)
-        triggers = {
-            row[0]
-            for row in conn.execute(
-                "select name from sqlite_master where type = 'trigger'"
-            )
-        }
-        recorded = conn.execute(f"select name from {RECORD_TABLE}").fetchall()
-        conn.close()
-        assert (
-            set(TRIGGERS) | {"responses_ai", "responses_ad", "responses_au"} == triggers
-        )
-        assert recorded == [(MIGRATION_NAME,)]
-        return "migrated"
-
-    # One run to the end, to time it.
-    whole = tmp_path / "whole.db"
-    shutil.copyfile(big_database, whole)
-    started = time.perf_counter()
-    subprocess.run([*MIGRATE, "--db", str(whole), "--link-linear"], check=True)
-    duration = time.perf_counter() - started
-    assert outcome(whole) == "migrated"
-
-    rng = random.Random(6)
-    trials = 10
-    outcomes = []
-    for trial in range(trials):
-        path = tmp_path / f"killed-{trial}.db"
-        shutil.copyfile(big_database, path)
-        # Spread the kills over the whole run: start-up, planning, writing.
-        delay = duration * (trial + rng.random()) / trials
-        process = subprocess.Popen(
-            [*MIGRATE, "--db", str(path), "--link-linear"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        time.sleep(delay)
+    path = tmp_path / "logs.db"
+    shutil.copyfile(big_database, path)
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLABLE, str(path), step, str(nth)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout.readline() == "inside the transaction\n"
+        # The transaction has written: its rollback journal is on disk.
+        assert Path(f"{path}-journal").stat().st_size > 0
+    finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-        hot_journal = Path(f"{path}-journal").exists()
-        result = outcome(path)
-        if hot_journal:
-            assert result == "as it was"
-        outcomes.append((round(delay, 2), hot_journal, result))
-        path.unlink()
-    # Some kills landed in the middle of the transaction (its journal was
-    # left behind), and SQLite rolled them back.
-    assert any(hot for _, hot, _ in outcomes), outcomes
-    print(f"migration run: {duration:.2f} s; kills (delay, hot journal, outcome):")
-    print(outcomes)
+
+    conn = sqlite3.connect(path)  # read-write: rolls the hot journal back
+    assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
+    conn.execute("insert into responses_fts (responses_fts) values ('integrity-check')")
+    triggers = {
+        row[0]
+        for row in conn.execute(
+            "select name from sqlite_master where type = 'trigger'"
+            " and name like 'convgraph%'"
+        )
+    }
+    conn.close()
+    assert _digest(rows(path, original_columns)) == original_rows
+    assert triggers == set()
+    if expected == "as it was":
+        assert schema(path) == original_schema
+    else:
+        linked = {node: parent for node, parent in parents(path).items() if parent}
+        # Every link there is the linear one.
+        assert all(expected_parents[node] == parent for node, parent in linked.items())
+        wanted = {node for node, parent in expected_parents.items() if parent}
+        if expected == "column":
+            assert linked == {}
+        elif expected == "partly linked":
+            assert 0 < len(linked) < len(wanted)
+        else:
+            assert set(linked) == wanted
+
+    # Run again (an unfinished --link-linear goes on without the option).
+    again = ["--link-linear"] if expected == "as it was" else []
+    run("migrate", "--db", path, *again)
+    assert parents(path) == expected_parents
+    conn = sqlite3.connect(path)
+    names = {
+        row[0]
+        for row in conn.execute("select name from sqlite_master where type = 'trigger'")
+    }
+    recorded = conn.execute(f"select name from {RECORD_TABLE}").fetchall()
+    conn.close()
+    assert names == set(TRIGGERS) | {"responses_ai", "responses_ad", "responses_au"}
+    assert recorded == [(MIGRATION_NAME,)]
+    assert migrate(path).applied is False
+    assert not Path(f"{path}-journal").exists()
 
 
 # -- llm goes on working ------------------------------------------------------

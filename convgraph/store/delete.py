@@ -90,17 +90,19 @@ def delete_node(
         raise ValueError(f"unknown deletion mode {mode!r}")
     from convgraph import tree as tree_ops
     from convgraph.forest import load_tree_of_node
-    from convgraph.sources import open_logs
+    from convgraph.sources import LogDatabase
 
     path = database_path(db)
     conn = connect_read_write(path, timeout)
     try:
         with write_transaction(conn):
-            # Read under the write lock: no other writer can change the tree
-            # between what we look at and what we delete.
-            with open_logs(path) as logs:
-                graph = load_tree_of_node(node_id, logs)
-                has_column = logs.legacy is not None and logs.legacy.has_parent
+            # Read under the write lock, through the writing connection (the
+            # lock is exclusive: no other connection could read): no other
+            # writer can change the tree between what we look at and what we
+            # delete. Not closed here: the connection is the transaction's.
+            logs = LogDatabase(conn, path)
+            graph = load_tree_of_node(node_id, logs)
+            has_column = logs.legacy is not None and logs.legacy.has_parent
             if graph.nodes[node_id]["source"] != "responses":
                 raise DeletionRefused(
                     f"node {node_id} is a turn of llm's message store: its messages"

@@ -196,9 +196,8 @@ def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
     convgraph never migrated, or whose rules are all in place.
     """
     from convgraph.sources import connect_read_only
-    from convgraph.store.transaction import database_path
-
     from convgraph.sources.chat_exports import open_source
+    from convgraph.store.transaction import database_path
 
     if open_source(database_path(db)) is not None:
         return []  # an app's export: convgraph never migrates one

@@ -1,11 +1,14 @@
-"""How the write side opens a database and holds its one write transaction.
+"""How the write side opens a database and holds its write transactions.
 
 The reading side opens files read-only; every write here goes through
-`connect_read_write` and `write_transaction`. The transaction starts with
-`BEGIN IMMEDIATE`, so it takes the write lock before reading what it is about
-to change: no other writer can slip in between the check and the change. A
-database that another writer keeps locked past the busy timeout ends as one
-`DatabaseLocked` line, with the transaction rolled back and nothing lost.
+`connect_read_write` and `write_transaction` (or, for long work cut into
+pieces, `exclusive_transaction` and `pause_for_writers`). A transaction takes
+an exclusive lock before it reads what it is about to change, so no other
+writer can slip in between the check and the change; and it takes it only at
+a moment when no other connection holds a lock, so it never fails the write
+of an llm that is logging at the same time. A database that others keep busy
+past the busy timeout ends as one `DatabaseLocked` line, with the
+transaction rolled back and nothing lost.
 """
 
 from __future__ import annotations
@@ -96,29 +99,25 @@ def reporting_locks(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 @contextmanager
 def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One `BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any error.
+    """One short write transaction, rolled back on any error.
+
+    It is an `exclusive_transaction`: taken only when nobody else holds a
+    lock, so that it never fails the write of an llm that is in the middle
+    of logging a prompt (see there).
 
     Raises
     ------
     DatabaseLocked
-        The write lock was not free within the busy timeout, at the start or
-        at the commit; the transaction is rolled back.
+        No moment free of other connections came within the busy timeout;
+        the transaction is rolled back.
     """
     timeout = busy_timeout(conn)
     path = _file_of(conn)
     try:
-        conn.execute("begin immediate")
+        with exclusive_transaction(conn):
+            yield conn
     except sqlite3.OperationalError as error:
         if _is_locked(error):
-            raise _locked(path, timeout) from None
-        raise
-    try:
-        yield conn
-        conn.execute("commit")
-    except BaseException as error:
-        if conn.in_transaction:
-            conn.execute("rollback")
-        if isinstance(error, sqlite3.OperationalError) and _is_locked(error):
             raise _locked(path, timeout) from None
         raise
 

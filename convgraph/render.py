@@ -6,7 +6,9 @@ not turns: a node that is its parent's only child is drawn in its parent's
 column, so a linear run reads as a list and a 100,000-turn chain draws in
 100,000 short lines (indenting every turn would make the drawing quadratic in
 the depth). `indent_chains=True` indents every child, as the seed did. The
-walk keeps its own stack, so depth never touches the recursion limit.
+walk keeps its own stack, so depth never touches the recursion limit. Ids
+and prompts are shown through `terminal_text`: a stored escape sequence
+prints as symbols, never as a command to the terminal.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from convgraph.text import EXCERPT_WIDTH, excerpt
+from convgraph.text import EXCERPT_WIDTH, excerpt, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -90,4 +92,4 @@ def render_tree(
 
 def _label(tree: nx.DiGraph, node: str, width: int) -> str:
     text = excerpt(tree.nodes[node].get("prompt"), width)
-    return f"{node}  {text}" if text else str(node)
+    return terminal_text(f"{node}  {text}" if text else str(node))

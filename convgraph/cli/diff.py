@@ -3,7 +3,9 @@ children).
 
 Both read only the conversation that holds the nodes. Their text is
 styled for a terminal (click drops the styles when the output is not one);
-neither imports pandas.
+the stored text in it (ids, models, the lines of prompts and responses)
+passes `terminal_text` before it is styled, so only convgraph's own styles
+reach the terminal. Neither imports pandas.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import click
 
 from convgraph.cli.options import command, db_option, json_option, output_options
 from convgraph.cli.output import aligned_lines, echo_json, echo_records
+from convgraph.text import terminal_text as shown
 
 if TYPE_CHECKING:
     from convgraph.diff import BranchDiff, Comparison, Step
@@ -58,25 +61,23 @@ def diff_command(
 
 def generate_diff_lines(result: BranchDiff) -> Iterator[str]:
     """The human form of a branch diff, line by line, styled for a terminal."""
-    yield click.style(f"diff {result.node_a} {result.node_b}", bold=True) + (
-        f"  (conversation {result.conversation_id})"
+    node_a, node_b = shown(result.node_a), shown(result.node_b)
+    yield click.style(f"diff {node_a} {node_b}", bold=True) + (
+        f"  (conversation {shown(result.conversation_id)})"
     )
-    shared = result.shared
+    shared = [shown(node) for node in result.shared]
     route = shared[0] if len(shared) == 1 else f"{shared[0]} ... {shared[-1]}"
     yield (
-        f"fork point: {click.style(result.fork_point, bold=True)}"
+        f"fork point: {click.style(shown(result.fork_point), bold=True)}"
         f"  (shared path: {_count(len(shared), 'node')}, {route})"
     )
-    for name, node, below in (
-        ("a", result.node_a, result.a),
-        ("b", result.node_b, result.b),
-    ):
+    for name, node, below in (("a", node_a, result.a), ("b", node_b, result.b)):
         if below:
             yield f"{name}: {_count(len(below), 'node')} after the fork point, down to {node}"
         elif result.node_a == result.node_b:
             yield f"{name}: nothing after the fork point (both nodes are {node})"
         else:
-            other = result.node_b if name == "a" else result.node_a
+            other = node_b if name == "a" else node_a
             yield f"{name}: nothing after the fork point ({node} is an ancestor of {other})"
     for step in result.steps:
         yield ""
@@ -92,7 +93,7 @@ def _step_lines(step: Step) -> Iterator[str]:
             sides.append(f"{name}: -")
         else:
             sides.append(
-                f"{name}: {side.id}" + (f" ({side.model})" if side.model else "")
+                shown(f"{name}: {side.id}" + (f" ({side.model})" if side.model else ""))
             )
     yield click.style(f"step {step.step}", bold=True) + "  " + "   ".join(sides)
     if step.same_prompt:
@@ -110,7 +111,7 @@ def _step_lines(step: Step) -> Iterator[str]:
 
 
 def _styled_diff(lines: list[str]) -> Iterator[str]:
-    for line in lines:
+    for line in map(shown, lines):
         if line.startswith(("---", "+++")):
             yield click.style(line, bold=True)
         elif line.startswith("@@"):
@@ -180,7 +181,7 @@ def compare_command(
         echo_records(result.to_dicts(), columns, output_format)
         return
     if not result.alternatives:
-        click.echo(f"{node_id} has no children", err=True)
+        click.echo(f"{shown(node_id)} has no children", err=True)
         return
     for line in generate_compare_lines(result):
         click.echo(line)
@@ -191,7 +192,8 @@ def generate_compare_lines(result: Comparison) -> Iterator[str]:
     similarity of their responses, numbered as in the table."""
     alternatives = result.alternatives
     yield click.style(
-        f"{_count(len(alternatives), 'alternative')} after {result.node}", bold=True
+        f"{_count(len(alternatives), 'alternative')} after {shown(result.node)}",
+        bold=True,
     )
     headers = ["#", "id", "model", "input", "output", "duration", "chars", "subtree"]
     rows = [

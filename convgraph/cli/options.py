@@ -11,7 +11,9 @@ one a line. `convgraph.cli.output` does the printing.
 Errors a user can cause (a missing file, an unknown id, a locked database)
 end as one line on stderr and exit status 2, never a traceback. The handling
 lives on the command class, so the same commands behave the same way when the
-llm plugin adds them to `llm`.
+llm plugin adds them to `llm`. A message may quote an id or a path from the
+database: it is shown through `terminal_text`, and a line break in it shows
+as a symbol, so it stays one line.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, TypeVar
 import click
 
 from convgraph.errors import ConvgraphError
+from convgraph.text import terminal_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,9 +57,13 @@ _UNAVAILABLE = (
 
 
 class UserError(click.ClickException):
-    """A `ClickException` that exits with status 2."""
+    """A `ClickException` that exits with status 2, its message on one line
+    with every control character shown as a symbol."""
 
     exit_code = USER_ERROR
+
+    def format_message(self) -> str:
+        return terminal_text(self.message)
 
 
 class ConvgraphCommand(click.Command):

@@ -8,6 +8,12 @@ is one id a line and otherwise a record `{"id": ...}` each. `aligned_lines`
 is the one table layout: the records table, and the tables inside the
 reports of `diff` and `compare`. Widths are terminal cells (`wcwidth`), so
 names in Chinese or with emoji line up.
+
+Stored text is hostile until shown otherwise: a prompt, a name or an id may
+hold an escape sequence that sets the user's clipboard or window title. The
+forms for a person show such characters as symbols (`convgraph.text.
+terminal_text`: every table cell and listed id passes it); JSON escapes them
+and reads back exact; CSV and TSV carry them exact, quoted where needed.
 """
 
 from __future__ import annotations
@@ -15,19 +21,34 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import click
 
+from convgraph.text import terminal_text
+
 #: The header of a list of ids printed as records.
 ID_COLUMN = "id"
 
+#: Characters that JSON may carry raw but a terminal would act on (json
+#: escapes the C0 controls itself): DEL, C1 controls, bidi controls, line
+#: separators, and lone surrogates, which UTF-8 cannot encode. They can only
+#: occur inside JSON strings, where a \u escape reads back as the same text.
+_JSON_UNSAFE = re.compile(
+    "[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+)
+
 
 def json_text(value: Any, indent: int | None = 2) -> str:
-    """`value` as JSON, text kept verbatim (no ASCII escapes); values JSON
-    has no type for (a datetime, a path) as their `str`."""
-    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    """`value` as JSON, text kept verbatim (no ASCII escapes) but for the
+    characters that drive a terminal, which are written as escapes; values
+    JSON has no type for (a datetime, a path) as their `str`."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    if _JSON_UNSAFE.search(text) is None:
+        return text
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def echo_json(value: Any) -> None:
@@ -80,7 +101,7 @@ def echo_ids(ids: Iterable[str], output_format: str | None) -> None:
     records with one column, `id`."""
     if output_format is None:
         for node_id in ids:
-            click.echo(node_id)
+            click.echo(terminal_text(node_id))
     elif output_format in ("json", "nl"):
         ids = list(ids)
         if output_format == "json":
@@ -99,10 +120,13 @@ def _echo_delimited(
     """CSV or TSV with a header row, a line at a time (the csv module
     quotes what needs it; lists are joined with commas, dicts are JSON)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\n")
+    # The csv module quotes a field holding a character of the line
+    # terminator: with "\r\n" a lone carriage return is quoted too, and reads
+    # back as itself rather than as a line end. Rows still end in "\n".
+    writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\r\n")
     for row in [list(columns), *([_flat(row[c]) for c in columns] for row in rows)]:
         writer.writerow(row)
-        click.echo(buffer.getvalue(), nl=False)
+        click.echo(buffer.getvalue()[:-2])
         buffer.seek(0)
         buffer.truncate()
 
@@ -156,8 +180,9 @@ def aligned_lines(rows: Sequence[Sequence[str]], left: Container[int]) -> Iterat
 
     The columns whose index is in `left` are flush left, the others flush
     right; a column is as wide as its widest cell in terminal cells; lines
-    carry no trailing spaces. The first row is usually the header: style it
-    as the caller likes.
+    carry no trailing spaces. Cells pass `terminal_text`, so a control
+    character shows as a symbol. The first row is usually the header: style
+    it as the caller likes.
     """
     from wcwidth import wcswidth
 
@@ -165,12 +190,13 @@ def aligned_lines(rows: Sequence[Sequence[str]], left: Container[int]) -> Iterat
         return
 
     def width(cell: str) -> int:
-        # wcswidth is -1 for text with control characters: count those as
-        # one cell each, as len does, rather than fail.
+        # wcswidth is -1 for text it cannot measure: count such text one
+        # cell a character, as len does, rather than fail.
         cells = wcswidth(cell)
         return len(cell) if cells < 0 else cells
 
-    measured = [[(cell, width(cell)) for cell in row] for row in rows]
+    shown = [[terminal_text(cell) for cell in row] for row in rows]
+    measured = [[(cell, width(cell)) for cell in row] for row in shown]
     widths = [max(row[c][1] for row in measured) for c in range(len(measured[0]))]
     for row in measured:
         padded = [

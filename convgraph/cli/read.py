@@ -13,6 +13,7 @@ import click
 
 from convgraph.cli.options import command, db_option, json_option, output_options
 from convgraph.cli.output import echo_ids, echo_json, echo_records
+from convgraph.text import terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -113,7 +114,7 @@ def tree(
         title = graph.graph["conversation_id"]
         if graph.graph.get("name"):
             title += f"  {_short_name(graph.graph['name'], width)}"
-        click.echo(click.style(title, bold=True))
+        click.echo(click.style(terminal_text(title), bold=True))
         for line in generate_tree_lines(
             graph, width=width, indent_chains=indent_chains
         ):
@@ -215,7 +216,7 @@ def check(db_path: str | None, output_format: str | None) -> None:
         echo_records(records, columns, output_format)
     else:
         for problem in problems:
-            click.echo(f"{problem.kind}: {problem.message}")
+            click.echo(terminal_text(f"{problem.kind}: {problem.message}"))
     if not problems and output_format in (None, "table"):
         click.echo("no problems found", err=True)
     if problems:

@@ -2,7 +2,8 @@
 
 Each parses its options and calls one function of `convgraph.store`, where
 the transactions and the rules live; errors come back as one line on stderr
-and exit status 2, through the shared command class.
+and exit status 2, through the shared command class. What they print passes
+`terminal_text`: ids and notes come from the database.
 """
 
 from __future__ import annotations
@@ -11,6 +12,12 @@ import click
 
 from convgraph.cli.options import UserError, command, db_option, json_option
 from convgraph.cli.output import echo_json
+from convgraph.text import terminal_text
+
+
+def _say(text: str) -> None:
+    """Print a line for a person, its stored text shown safely."""
+    click.echo(terminal_text(text))
 
 
 @command()
@@ -34,7 +41,8 @@ def migrate(
     parent and on conversation_id) to a legacy database.
 
     Safe to run again: only what is missing is added, and an up-to-date file
-    is not written at all. All or nothing: one transaction.
+    is not written at all. Safe beside llm: short transactions that llm's
+    writes wait for; if it is stopped, run it again to finish.
     """
     from convgraph.store.migrate import migrate as run_migration
 
@@ -43,17 +51,17 @@ def migrate(
     )
     plan = result.plan
     if dry_run and backup:
-        click.echo(f"Would back up {plan.path} to {backup}")
+        _say(f"Would back up {plan.path} to {backup}")
     elif result.backup is not None:
-        click.echo(f"Backed up {plan.path} to {result.backup}")
+        _say(f"Backed up {plan.path} to {result.backup}")
     if not plan.needed:
-        click.echo(f"{plan.path} is already migrated: nothing to do")
+        _say(f"{plan.path} is already migrated: nothing to do")
     else:
-        click.echo(f"{'Would migrate' if dry_run else 'Migrated'} {plan.path}:")
+        _say(f"{'Would migrate' if dry_run else 'Migrated'} {plan.path}:")
         for step in plan.steps():
-            click.echo(f"  - {step}")
+            _say(f"  - {step}")
     for note in plan.notes:
-        click.echo(f"Note: {note}")
+        _say(f"Note: {note}")
 
 
 @command()
@@ -77,19 +85,19 @@ def delete(node_id: str, reparent: bool, cascade: bool, db_path: str | None) -> 
     result = delete_node(node_id, db_path, mode=mode)
     below = len(result.deleted) - 1
     if below:
-        click.echo(
+        _say(
             f"Deleted {node_id} and its {below}"
             f" {'descendant' if below == 1 else 'descendants'}"
         )
     else:
-        click.echo(f"Deleted {node_id}")
+        _say(f"Deleted {node_id}")
     if result.moved:
         count = len(result.moved)
         noun = "child" if count == 1 else "children"
         if result.new_parent is None:
-            click.echo(f"{count} {noun} became {'a root' if count == 1 else 'roots'}")
+            _say(f"{count} {noun} became {'a root' if count == 1 else 'roots'}")
         else:
-            click.echo(f"Moved {count} {noun} to {result.new_parent}")
+            _say(f"Moved {count} {noun} to {result.new_parent}")
 
 
 @command()
@@ -122,5 +130,5 @@ def branch(
             {"node_id": logged.node_id, "conversation_id": logged.conversation_id}
         )
     else:
-        click.echo(f"node {logged.node_id}")
-        click.echo(f"conversation {logged.conversation_id}")
+        _say(f"node {logged.node_id}")
+        _say(f"conversation {logged.conversation_id}")

@@ -45,17 +45,23 @@ class ParentWalk:
     (['x', 'y', 'z'], 'y')
     """
 
+    __slots__ = ("parent_of", "repeat", "start")
+
     def __init__(
         self,
         start: str | None,
         parent_of: Mapping[str, str | None] | Callable[[str], str | None],
     ):
         self.start = start
-        self.parent_of = parent_of.get if isinstance(parent_of, Mapping) else parent_of
+        # callable() rather than isinstance(Mapping): a walk is made per
+        # message of a million-turn read, and the ABC check costs more than
+        # most walks.
+        self.parent_of = parent_of if callable(parent_of) else parent_of.get
         self.repeat: str | None = None
 
     def __iter__(self) -> Iterator[str]:
         self.repeat = None
+        parent_of = self.parent_of
         seen: set[str] = set()
         node = self.start
         while node is not None:
@@ -64,7 +70,7 @@ class ParentWalk:
                 return
             seen.add(node)
             yield node
-            node = self.parent_of(node)
+            node = parent_of(node)
 
     def cycle(self, walked: list[str]) -> list[str]:
         """The ids of `walked` (this walk's ids, in order) that are on the

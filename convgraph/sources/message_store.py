@@ -136,7 +136,12 @@ class MessageStoreReader:
         """The cycles of forks (`forked_from` pointing back) among `threads`
         (one tree's, as `member_threads` gives them) or among every thread."""
         if threads is None:
-            forks = self._all_forks()
+            # Only forks can be on a cycle of forks.
+            forks = dict(
+                self.conn.execute(
+                    "select id, forked_from from threads where forked_from is not null"
+                ).fetchall()
+            )
         else:
             forks = {tid: row["forked_from"] for tid, row in threads.items()}
         return _thread_roots(forks)[1]
@@ -413,8 +418,8 @@ def _choose_parent(
     and so on up; else the first one logged.
     """
     candidates = [c for c in candidates if c["id"] != turn["id"]]
-    if not candidates:
-        return None
+    if len(candidates) < 2:  # nearly always: nothing to choose between
+        return candidates[0] if candidates else None
     for thread in ParentWalk(turn["thread_id"], forked_from):
         in_thread = [c for c in candidates if c["thread_id"] == thread]
         if in_thread:
@@ -469,7 +474,15 @@ def _thread_roots(
 
     roots: dict[str, str] = {}
     problems: list[Problem] = []
-    for thread_id in forked_from:
+    for thread_id, parent in forked_from.items():
+        # Most threads need no walk: an original thread, or a fork of a
+        # thread already placed (llm writes a fork after its origin).
+        if parent is None or parent not in forked_from:
+            roots[thread_id] = thread_id
+            continue
+        if parent in roots:
+            roots[thread_id] = roots[parent]
+            continue
         if thread_id in roots:
             continue
         walked = []

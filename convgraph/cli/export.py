@@ -5,6 +5,9 @@ The command parses its options and hands the trees to the writer that
 `convgraph.export.FORMATS` names, so every format the registry holds is a
 `--format` here. Output goes to stdout, or to a file that appears whole or
 not at all (it is written beside its final name and moved there at the end).
+That file is never the one being read (compared by identity, so a link or
+another spelling of the path is caught), and an SQLite file is replaced only
+with --force: an export must never cost the user their llm history.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ if TYPE_CHECKING:
     import networkx as nx
 
 RENDERINGS = ("svg", "png")
+
+#: The first 16 bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 NO_GRAPHVIZ = (
     "--render needs Graphviz's `dot` program, which is not installed here"
@@ -63,6 +69,11 @@ NO_GRAPHVIZ = (
     help="Direction of dot and mermaid drawings, and of the html page (TB or LR)"
     " [default: TB]",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Let -o replace an SQLite file (never the database being read)",
+)
 @db_option
 def export(
     conversation_ids: tuple[str, ...],
@@ -70,6 +81,7 @@ def export(
     output: str | None,
     render: str | None,
     rankdir: str | None,
+    force: bool,
     db_path: str | None,
 ) -> None:
     """Export conversations; every conversation when no id is given.
@@ -92,6 +104,8 @@ def export(
             raise UserError(f"--render {render} needs -o FILE to write the picture to")
     if output is not None and os.path.isdir(output):
         raise UserError(f"cannot write {output}: it is a directory")
+    if output is not None:
+        refuse_overwrite(output, db_path, force=force)
     dot_program = shutil.which("dot") if render is not None else None
     if render is not None and dot_program is None:
         raise UserError(NO_GRAPHVIZ)
@@ -126,6 +140,73 @@ def _conversations(ids: tuple[str, ...], db_path: str | None) -> Iterator[nx.DiG
             # Two thread ids of one message-store tree name the same tree.
             trees.setdefault(tree.graph["conversation_id"], tree)
     return iter(trees.values())
+
+
+def refuse_overwrite(output: str, db_path: str | None, force: bool = False) -> None:
+    """Refuse to write `output` where that would destroy what the user keeps.
+
+    Parameters
+    ----------
+    output:
+        The file the command is about to write (replace).
+    db_path:
+        What the command reads: an llm database, a chat export file or a
+        folder of one (the files directly in it count); llm's own logs.db
+        when None.
+    force:
+        Whether the user allowed replacing an SQLite file that is not being
+        read.
+
+    Raises
+    ------
+    UserError
+        `output` is the file being read, whatever the path says (same device
+        and inode: a hard link, a symbolic link, a relative path), or it is
+        an SQLite database (by its header) and `force` is false.
+    """
+    try:
+        target = os.stat(output)
+    except OSError:
+        return  # nothing there to lose; the write itself says what fails
+    if any(_same_file(target, read) for read in _files_read(db_path)):
+        raise UserError(
+            f"refusing to write {output}: it is the file being read;"
+            " write the export to another file"
+        )
+    if not force and _has_sqlite_header(output):
+        raise UserError(
+            f"refusing to write {output}: it is an SQLite database"
+            " (--force replaces it)"
+        )
+
+
+def _files_read(db_path: str | None) -> Iterator[str]:
+    """The paths a command reading `db_path` reads from."""
+    if db_path is None:
+        from convgraph.sources import default_database_path
+
+        yield str(default_database_path())
+        return
+    yield db_path
+    if os.path.isdir(db_path):
+        with contextlib.suppress(OSError), os.scandir(db_path) as entries:
+            yield from (entry.path for entry in entries)
+
+
+def _same_file(target: os.stat_result, path: str) -> bool:
+    try:
+        read = os.stat(path)
+    except OSError:
+        return False
+    return (read.st_dev, read.st_ino) == (target.st_dev, target.st_ino)
+
+
+def _has_sqlite_header(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from convgraph import Forest, load_tree, render_tree
 from convgraph import tree as ops
 from convgraph.forest import load_path, read_tree
-from convgraph.integrity import check_links
+from convgraph.integrity import FORK_CYCLE, ParentWalk, break_cycles, check_links
 from convgraph.sources import open_logs
 
 
@@ -225,3 +225,52 @@ def test_hostile_database_is_not_changed(hostile_db):
     Forest.read(hostile_db)
     assert hostile_db.read_bytes() == before
     sqlite3.connect(hostile_db).close()
+
+
+# -- the one parent walk --------------------------------------------------------
+
+
+def test_parent_walk_ends_at_a_root_or_before_a_repeat():
+    links = {"c": "b", "b": "a", "a": None, "x": "y", "y": "z", "z": "y"}
+    walk = ParentWalk("c", links)
+    assert (list(walk), walk.repeat) == (["c", "b", "a"], None)
+    walk = ParentWalk("x", links.get)  # a callable serves as well
+    walked = list(walk)
+    assert (walked, walk.repeat, walk.cycle(walked)) == (
+        ["x", "y", "z"],
+        "y",
+        ["y", "z"],
+    )
+    assert list(ParentWalk(None, links)) == []
+    # A parent outside the mapping ends the walk there.
+    assert list(ParentWalk("q", {"q": "gone"})) == ["q", "gone"]
+
+
+def test_parent_walk_asks_for_parents_only_as_far_as_it_goes():
+    asked = []
+
+    def parent_of(node):
+        asked.append(node)
+        return {"c": "b", "b": "a"}.get(node)
+
+    for node in ParentWalk("c", parent_of):
+        if node == "b":
+            break
+    assert asked == ["c"]
+
+
+def test_a_100000_deep_walk_is_iterative():
+    walk = ParentWalk(DEEP, lambda n: n - 1 if n else None)
+    assert sum(1 for _ in walk) == DEEP + 1
+
+
+def test_break_cycles_names_fork_cycles_as_such():
+    links = {"t2": "t1", "t1": "t3", "t3": "t2", "t4": "t3"}
+    (problem,) = break_cycles(links, sorted(links), {}, FORK_CYCLE)
+    assert (problem.kind, problem.node_id, problem.cycle) == (
+        FORK_CYCLE,
+        "t1",
+        ("t1", "t3", "t2"),
+    )
+    assert problem.message == "t1 is on a cycle of 3 forks: t1 -> t3 -> t2 -> t1"
+    assert links == {"t2": "t1", "t1": None, "t3": "t2", "t4": "t3"}

@@ -61,6 +61,26 @@ def test_linear_forest_matches_the_per_tree_reads(linear_db):
         assert dict(from_forest.nodes(data=True)) == dict(from_file.nodes(data=True))
 
 
+def test_forest_of_named_conversations_reads_only_those(seed_db, llm_fork_db):
+    forest = Forest.read(seed_db, conversation_ids=["complex", "linear", "complex"])
+    assert forest.tree_ids == ["complex", "linear"]
+    assert sorted(forest.edges.itertuples(index=False)) == sorted(
+        [(p, c, "complex") for p, c in load_tree("complex", seed_db).edges]
+        + [(p, c, "linear") for p, c in load_tree("linear", seed_db).edges]
+    )
+    assert forest.nodes["prompt"].notna().all()
+    assert Forest.read(seed_db, False, ["linear"]).nodes["prompt"].isna().all()
+    # A fork's thread id names the whole tree, under the original thread's id.
+    forked = Forest.read(llm_fork_db["path"], conversation_ids=[llm_fork_db["fork"]])
+    assert forked.tree_ids == [llm_fork_db["thread"]]
+    assert len(forked) == 5
+    labels = []
+    Forest.read(seed_db, conversation_ids=["linear"], progress=labels.append)
+    assert labels == ["Opening the database", "Reading linear", "Checking parent links"]
+    with pytest.raises(UnknownConversation, match="'nope'"):
+        Forest.read(seed_db, conversation_ids=["linear", "nope"])
+
+
 def test_generations_are_detected(linear_db, seed_db, llm_fork_db):
     with open_logs(linear_db) as logs:
         assert logs.generations == ["responses"]

@@ -93,12 +93,16 @@ def _says(error: sqlite3.Error, messages: tuple[str, ...]) -> bool:
 
 
 def db_option(function: F) -> F:
-    """`-d/--db PATH`: the database to read; llm's own logs.db by default."""
+    """`-d/--db PATH`: the database to read; llm's own logs.db by default.
+
+    Click checks nothing about the path (a folder may hold a chat export): the
+    reader says in one line what is wrong with it.
+    """
     return click.option(
         "-d",
         "--db",
         "db_path",
-        type=click.Path(dir_okay=False, path_type=str),
+        type=click.Path(readable=False, path_type=str),
         default=None,
         help="The llm database [default: llm's logs.db, as `llm logs path` prints]",
     )(function)

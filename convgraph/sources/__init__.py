@@ -331,9 +331,16 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> LogDatabase:
     # Not SQLite: a ChatGPT, Claude.ai or Open WebUI export, told by content.
     from convgraph.sources.chat_exports import open_source
 
-    export = open_source(path)
+    try:
+        export = open_source(path)
+    except PermissionError as error:
+        raise DatabaseError(f"cannot read {path}: {error.strerror}") from None
     if export is not None:
         return export
+    if path.is_dir():
+        raise DatabaseError(
+            f"{path} is a directory, not an llm database or chat export"
+        )
     conn = connect_read_only(path)
     try:
         return LogDatabase(conn, path)

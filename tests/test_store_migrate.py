@@ -424,15 +424,15 @@ def test_migrating_over_broken_links_lists_them(tmp_path):
     conn.close()
     before = rows(db)
     check = run("check", "--db", db, expect=1).stdout.splitlines()
-    listing = [f"  {line}" for line in check]
+    listing = [f"Note: {line}" for line in check]
     dry = run("migrate", "--db", db, "--dry-run")
     result = run("migrate", "--db", db)
     for output in (dry.stdout, result.stdout):
         lines = output.splitlines()
         start = lines.index(
             "Note: 4 responses already break the tree's rules (as `convgraph check`"
-            " lists them); the rules refuse new breaks, these stay as they are"
-            " until you fix them:"
+            " lists them below); the rules refuse new breaks, these stay as they"
+            " are until you fix them"
         )
         assert lines[start + 1 :] == listing
     assert rows(db) == before

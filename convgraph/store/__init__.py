@@ -2,10 +2,13 @@
 branching.
 
 Reading opens a database read-only; everything here opens it read-write with
-a busy timeout and makes each change in one `BEGIN IMMEDIATE` transaction
-(`convgraph.store.transaction`). `migrate` adds the seed's parent column, its
-index and the triggers of `convgraph.store.rules` to a legacy database;
-`log_response` writes a legacy row under those rules; `delete_node` applies
+a busy timeout and makes each change in a short exclusive transaction, taken
+only at a moment when no other connection holds a lock, so that llm logging
+at the same time never loses a prompt (`convgraph.store.transaction`).
+`migrate` adds the seed's parent column, its index and the triggers of
+`convgraph.store.rules` to a legacy database, a few short transactions at a
+time; `rule_problems` says when a migrated file has lost those triggers;
+`log_response` writes a legacy row under the rules; `delete_node` applies
 DESIGN.md's deletion policy; `branch` continues a conversation from any node
 with llm's Python API.
 """
@@ -16,6 +19,7 @@ from convgraph.store.migrate import (
     MigrationPlan,
     MigrationRefused,
     MigrationResult,
+    broken_links,
     migrate,
     plan_migration,
 )
@@ -24,6 +28,7 @@ from convgraph.store.rules import (
     NotMigrated,
     RuleViolation,
     log_response,
+    rule_problems,
 )
 from convgraph.store.transaction import DatabaseLocked
 
@@ -39,8 +44,10 @@ __all__ = [
     "NotMigrated",
     "RuleViolation",
     "branch",
+    "broken_links",
     "delete_node",
     "log_response",
     "migrate",
     "plan_migration",
+    "rule_problems",
 ]

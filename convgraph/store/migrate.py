@@ -228,13 +228,14 @@ def plan_migration(
     if plan.triggers and not plan.add_column:
         plan.broken = broken_links(conn)
     if plan.broken:
-        listing = "\n".join(
-            f"  {problem.kind}: {problem.message}" for problem in plan.broken
-        )
+        # One note each, in `check`'s words: a note is one line of output.
         plan.notes.append(
             f"{len(plan.broken)} responses already break the tree's rules (as"
-            " `convgraph check` lists them); the rules refuse new breaks, these"
-            f" stay as they are until you fix them:\n{listing}"
+            " `convgraph check` lists them below); the rules refuse new breaks,"
+            " these stay as they are until you fix them"
+        )
+        plan.notes.extend(
+            f"{problem.kind}: {problem.message}" for problem in plan.broken
         )
     return plan
 

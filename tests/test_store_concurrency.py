@@ -11,13 +11,15 @@ outlast llm's 5 s wait.
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
-from databases import LlmLog, legacy_database
+from databases import LlmLog, legacy_database, migrated_complex
 from llm_logging import LlmLogging
 
-from convgraph.store import migrate
+from convgraph.store import log_response, migrate
 
 #: Big enough that the migration takes seconds (the old single transaction
 #: held the lock for all of them), small enough to build in about a second.
@@ -86,3 +88,34 @@ def test_llm_loses_no_prompt_while_a_large_file_migrates(large_file):
     conn.close()
     assert linked == RESPONSES - RESPONSES // 20
     assert migrate(large_file).applied is False
+
+
+def test_a_write_never_takes_the_lock_from_a_writer_between_read_and_write(
+    tmp_path,
+):
+    """llm's way to log: BEGIN, read, then write. convgraph writing in between
+    must wait for llm's transaction, not take the write lock first (which
+    fails llm's write at once, busy timeout or not)."""
+    db = migrated_complex(tmp_path / "logs.db")
+    llm_like = sqlite3.connect(db, isolation_level=None, timeout=5)
+    llm_like.execute("begin")
+    llm_like.execute("select count(*) from responses").fetchone()
+    logged: list = []
+    writer = threading.Thread(
+        target=lambda: logged.append(
+            log_response(db, prompt="p", response="r", model="echo", timeout=10)
+        )
+    )
+    writer.start()
+    # Leave convgraph time to take the lock, were it to take it.
+    time.sleep(0.5)
+    llm_like.execute(
+        "insert into responses (id, conversation_id, prompt) values ('llm', 't', 'x')"
+    )
+    llm_like.execute("commit")
+    llm_like.close()
+    writer.join()
+    conn = sqlite3.connect(db)
+    ids = {row[0] for row in conn.execute("select id from responses")}
+    conn.close()
+    assert {"llm", logged[0].node_id} <= ids

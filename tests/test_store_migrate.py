@@ -360,8 +360,8 @@ def test_a_file_llm_has_not_brought_to_its_schema_is_refused(tmp_path):
         assert result.stderr == (
             f"Error: llm has not yet brought {db} to its current schema (its"
             " migration m014_schemas, which rebuilds the responses table, has"
-            " not run): run llm once (`llm logs status` will do) and migrate"
-            " again; nothing was changed\n"
+            " not run): run llm once (0.23 or later; `llm logs status` will do)"
+            " and migrate again; nothing was changed\n"
         )
     assert file_digest(db) == before
     # Once llm has run its migrations, the migration goes through.

@@ -259,8 +259,8 @@ def _require_llm_schema(conn: sqlite3.Connection, path: Path) -> None:
         raise MigrationRefused(
             f"llm has not yet brought {path} to its current schema (its"
             f" migration {', '.join(pending)}, which rebuilds the responses"
-            " table, has not run): run llm once (`llm logs status` will do) and"
-            " migrate again; nothing was changed"
+            " table, has not run): run llm once (0.23 or later; `llm logs status`"
+            " will do) and migrate again; nothing was changed"
         )
 
 

@@ -8,7 +8,9 @@ thread made with `LogStore.fork` names the thread it came from.
 A node is a turn. Its parent is the turn whose output its input continues: the
 nearest message above its input that is some turn's tip. A conversation tree is
 an original thread with every thread forked from it, transitively, and is named
-by the original thread's id.
+by the original thread's id. Forks that go round a cycle (hostile data) have
+no original thread: the cycle's smallest thread id stands for it, and the
+cycle is reported as a `fork-cycle` problem.
 """
 
 from __future__ import annotations

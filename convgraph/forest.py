@@ -121,12 +121,14 @@ def load_path(
     ------
     UnknownNode, DatabaseError
     """
-    from convgraph.tree import path
-
     with _opened(db) as logs:
         found = logs.path_by_links(node_id)
         if found is not None:
             return found
+        # Only here does the tree's answer need networkx: a command that
+        # walked the links above has no reason to import it.
+        from convgraph.tree import path
+
         return path(read_tree(logs, logs.tree_id_of_node(node_id))[0], node_id)
 
 

@@ -9,13 +9,22 @@ conversation, so a million-response forest is a few seconds of work. The
 columns have real dtypes: `datetime64[ns, UTC]` times, nullable `Int64` usage
 figures, and categories for the values that repeat. `conversation_table`
 has the figures of `convgraph.tree.summary`, one row per tree.
+
+Each table is computed by a pure function of a node table (`node_table_of`,
+`conversation_table_of`, `branch_table_of`): a pandas DataFrame with `id`,
+`tree_id`, `parent_id` and the node attributes, holding every tree it touches
+whole. The functions of a `Forest` call them on the whole forest's table;
+`convgraph.dask` calls the very same functions on each partition of a Parquet
+dataset (`convgraph.export.parquet`), which holds every tree in one partition,
+so a forest beyond one machine is measured by the same code.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES
+from convgraph.contract import CATEGORY_COLUMNS, INTEGER_ATTRIBUTES, NODE_COLUMNS
 from convgraph.pointer_jumping import nearest_marked, path_totals, root_pointers
 
 if TYPE_CHECKING:
@@ -52,6 +61,14 @@ BRANCH_COLUMNS = (
     "models",
 )
 
+#: The columns `node_table` adds to the nodes' own: the node's place in its
+#: tree.
+NODE_FIGURES = ("depth", "children", "is_root", "is_leaf")
+
+#: The column of a Parquet dataset's node table that holds each node's tree's
+#: name (`conversation_table`'s `name`), so that a partition carries it.
+TREE_NAME = "tree_name"
+
 DATETIME_DTYPE = "datetime64[ns, UTC]"
 
 
@@ -72,18 +89,45 @@ def children_counts(forest: Forest) -> np.ndarray:
     >>> children_counts(forest).tolist()
     [2, 0, 0]
     """
+    return _children_counts(forest.parent_rows)
+
+
+def parent_rows_of(nodes: pd.DataFrame) -> np.ndarray:
+    """The row of each node's parent in `nodes` (by position), -1 for a root.
+
+    A parent that is not in the table counts as none: the links are taken as
+    `Forest` checked them (as a Parquet dataset of `convgraph.export.parquet`
+    holds them), each tree whole in the table.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "parent_id": [None, "r", "a"]})
+    >>> parent_rows_of(nodes).tolist()
+    [-1, 0, 1]
+    """
+    import numpy as np
+    import pandas as pd
+
+    ids = pd.Index(np.asarray(nodes["id"], dtype=object))
+    parents = np.asarray(nodes["parent_id"], dtype=object)
+    has_parent = pd.notna(parents)
+    rows = ids.get_indexer(np.where(has_parent, parents, None))
+    return np.where(has_parent, rows, -1).astype(np.int64)
+
+
+def _children_counts(parent_rows: np.ndarray) -> np.ndarray:
     import numpy as np
 
-    linked = forest.parent_rows[forest.parent_rows >= 0]
-    return np.bincount(linked, minlength=len(forest.nodes))
+    return np.bincount(parent_rows[parent_rows >= 0], minlength=len(parent_rows))
 
 
-# -- the tables -----------------------------------------------------------
+# -- the tables of a forest -----------------------------------------------
 
 
 def node_table(forest: Forest) -> pd.DataFrame:
     """One row per node, aligned with `forest.nodes`: its attributes, and its
-    place in its tree.
+    place in its tree (`node_table_of` the forest's nodes).
 
     Columns: `id`, `tree_id` (the conversation tree, as in
     `conversation_table`), `parent_id`, the node attributes of the contract
@@ -110,24 +154,7 @@ def node_table(forest: Forest) -> pd.DataFrame:
     1  a      1         0    False     True
     2  b      1         0    False     True
     """
-    import pandas as pd
-
-    nodes = forest.nodes
-    counts = children_counts(forest)
-    # A shallow copy: copy-on-write keeps the forest's own table as it is.
-    table = nodes.copy(deep=False)
-    for column in ("id", "parent_id"):
-        table[column] = table[column].astype("str")
-    for column in ("tree_id", "conversation_id", "model", "source"):
-        table[column] = table[column].astype("category")
-    table["datetime_utc"] = _datetimes(nodes["datetime_utc"])
-    for column in INTEGER_ATTRIBUTES:
-        table[column] = pd.array(nodes[column], dtype="Int64")
-    table["depth"] = forest.depths
-    table["children"] = counts
-    table["is_root"] = forest.parent_rows < 0
-    table["is_leaf"] = counts == 0
-    return table
+    return node_table_of(forest.nodes, forest.parent_rows, forest.depths)
 
 
 def edge_table(forest: Forest) -> pd.DataFrame:
@@ -164,7 +191,8 @@ def edge_table(forest: Forest) -> pd.DataFrame:
 
 
 def conversation_table(forest: Forest) -> pd.DataFrame:
-    """One row per conversation tree, in the order of its first node.
+    """One row per conversation tree, in the order of its first node
+    (`conversation_table_of` the forest's nodes, with its names).
 
     Columns: `conversation_id`, `name`, `nodes`, `roots`, `leaves`,
     `max_depth`, `branch_points` (nodes with more than one child),
@@ -191,63 +219,14 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     >>> table.at[0, "models"]
     ['m1', 'm2']
     """
-    import numpy as np
-    import pandas as pd
-
-    nodes = forest.nodes
-    codes, tree_ids = pd.factorize(nodes["tree_id"], sort=False)
-    trees = len(tree_ids)
-    counts = children_counts(forest)
-    depths = forest.depths
-
-    def per_tree(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(codes[mask], minlength=trees)
-
-    sizes = np.bincount(codes, minlength=trees)
-    roots = per_tree(forest.parent_rows < 0)
-    parents = per_tree(counts > 0)
-    max_depth = np.zeros(trees, dtype=np.int64)
-    np.maximum.at(max_depth, codes, depths)
-    most_children = np.zeros(trees, dtype=np.int64)
-    np.maximum.at(most_children, codes, counts)
-    # Every non-root node is one child of one parent, so the children of a
-    # tree's parents add up to its nodes less its roots.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        average = np.where(parents > 0, (sizes - roots) / parents, 0.0)
-
-    times = _datetimes(nodes["datetime_utc"]).groupby(codes)
-    usage = {
-        column: nodes[column].astype("Int64").groupby(codes).sum(min_count=1)
-        for column in INTEGER_ATTRIBUTES
-    }
-    table = pd.DataFrame(
-        {
-            "conversation_id": pd.Series(tree_ids, dtype="str"),
-            "name": pd.Series(
-                [forest.names.get(tree_id) for tree_id in tree_ids.tolist()],
-                dtype="object",
-            ),
-            "nodes": sizes,
-            "roots": roots,
-            "leaves": per_tree(counts == 0),
-            "max_depth": max_depth,
-            "branch_points": per_tree(counts > 1),
-            "branching_factor_avg": average,
-            "branching_factor_max": most_children,
-            "first_datetime": times.min().reindex(range(trees)).array,
-            "last_datetime": times.max().reindex(range(trees)).array,
-            "models": pd.Series(
-                _models_per_tree(nodes["model"], codes, trees), dtype=object
-            ),
-        }
+    return conversation_table_of(
+        forest.nodes, forest.names, forest.parent_rows, forest.depths
     )
-    for column in INTEGER_ATTRIBUTES:
-        table[column] = usage[column].reindex(range(trees)).array
-    return table
 
 
 def branch_table(forest: Forest) -> pd.DataFrame:
-    """One row per root-to-leaf path (a branch), in the log order of leaves.
+    """One row per root-to-leaf path (a branch), in the log order of leaves
+    (`branch_table_of` the forest's nodes).
 
     Columns: `conversation_id` (the tree, a category), `leaf_id`, `root_id`,
     `length` (how many nodes the branch holds: the leaf's depth + 1),
@@ -271,21 +250,191 @@ def branch_table(forest: Forest) -> pd.DataFrame:
     models     [m2, m1]
     Name: 0, dtype: object
     """
+    return branch_table_of(forest.nodes, forest.parent_rows)
+
+
+# -- the tables of a node table (one partition, or the whole forest) ------
+
+
+def node_table_of(
+    nodes: pd.DataFrame,
+    parent_rows: np.ndarray | None = None,
+    depths: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """`node_table` of a node table holding its trees whole: the columns of
+    `NODE_COLUMNS` in the table's dtypes, then `NODE_FIGURES` computed.
+
+    Parameters
+    ----------
+    nodes
+        `id`, `tree_id`, `parent_id` and the node attributes, one row per
+        node in log order (a `Forest`'s nodes, or a partition of a Parquet
+        dataset, whose other columns are left out).
+    parent_rows, depths
+        The links as `Forest.parent_rows` and `Forest.depths` hold them;
+        found from `id` and `parent_id` when not given.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Aligned with `nodes` (the same index).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from convgraph.contract import NODE_ATTRIBUTES
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
+    ...     "parent_id": [None, "r", "a"], **dict.fromkeys(NODE_ATTRIBUTES)})
+    >>> node_table_of(nodes)[["id", "depth", "children", "is_leaf"]]
+      id  depth  children  is_leaf
+    0  r      0         1    False
+    1  a      1         1    False
+    2  b      2         0     True
+    """
+    import pandas as pd
+
+    if parent_rows is None:
+        parent_rows = parent_rows_of(nodes)
+    if depths is None:
+        depths = root_pointers(parent_rows)[1]
+    counts = _children_counts(parent_rows)
+    # A shallow copy: copy-on-write keeps the caller's own table as it is.
+    table = nodes.loc[:, list(NODE_COLUMNS)].copy(deep=False)
+    for column in ("id", "parent_id"):
+        table[column] = table[column].astype("str")
+    for column in CATEGORY_COLUMNS:
+        table[column] = table[column].astype("category")
+    table["datetime_utc"] = _datetimes(nodes["datetime_utc"])
+    for column in INTEGER_ATTRIBUTES:
+        table[column] = pd.array(nodes[column], dtype="Int64")
+    table["depth"] = depths
+    table["children"] = counts
+    table["is_root"] = parent_rows < 0
+    table["is_leaf"] = counts == 0
+    return table
+
+
+def conversation_table_of(
+    nodes: pd.DataFrame,
+    names: Mapping[Any, Any] | None = None,
+    parent_rows: np.ndarray | None = None,
+    depths: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """`conversation_table` of a node table holding its trees whole, one row
+    per tree in the order of its first row.
+
+    Parameters
+    ----------
+    nodes
+        As `node_table_of` takes it.
+    names
+        Each tree's name; when None, the `tree_name` column of `nodes` where
+        it has one (a Parquet dataset's), else no names.
+    parent_rows, depths
+        As `node_table_of` takes them.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from convgraph.contract import NODE_ATTRIBUTES
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "s"], "tree_id": ["t", "t", "u"],
+    ...     "parent_id": [None, "r", None], "tree_name": ["one", "one", None],
+    ...     **dict.fromkeys(NODE_ATTRIBUTES)})
+    >>> conversation_table_of(nodes)[["conversation_id", "name", "nodes", "max_depth"]]
+      conversation_id  name  nodes  max_depth
+    0               t   one      2          1
+    1               u  None      1          0
+    """
     import numpy as np
     import pandas as pd
 
-    nodes = forest.nodes
-    parent_rows = forest.parent_rows
+    if parent_rows is None:
+        parent_rows = parent_rows_of(nodes)
+    if depths is None:
+        depths = root_pointers(parent_rows)[1]
+    codes, tree_ids = pd.factorize(nodes["tree_id"], sort=False)
+    trees = len(tree_ids)
+    counts = _children_counts(parent_rows)
+
+    def per_tree(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(codes[mask], minlength=trees)
+
+    sizes = np.bincount(codes, minlength=trees)
+    roots = per_tree(parent_rows < 0)
+    parents = per_tree(counts > 0)
+    max_depth = np.zeros(trees, dtype=np.int64)
+    np.maximum.at(max_depth, codes, depths)
+    most_children = np.zeros(trees, dtype=np.int64)
+    np.maximum.at(most_children, codes, counts)
+    # Every non-root node is one child of one parent, so the children of a
+    # tree's parents add up to its nodes less its roots.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        average = np.where(parents > 0, (sizes - roots) / parents, 0.0)
+
+    times = _datetimes(nodes["datetime_utc"]).groupby(codes)
+    usage = {
+        column: pd.Series(pd.array(nodes[column], dtype="Int64"))
+        .groupby(codes)
+        .sum(min_count=1)
+        for column in INTEGER_ATTRIBUTES
+    }
+    table = pd.DataFrame(
+        {
+            "conversation_id": pd.Series(tree_ids, dtype="str"),
+            "name": _tree_names(nodes, names, codes, tree_ids),
+            "nodes": sizes,
+            "roots": roots,
+            "leaves": per_tree(counts == 0),
+            "max_depth": max_depth,
+            "branch_points": per_tree(counts > 1),
+            "branching_factor_avg": average,
+            "branching_factor_max": most_children,
+            "first_datetime": times.min().reindex(range(trees)).array,
+            "last_datetime": times.max().reindex(range(trees)).array,
+            "models": pd.Series(
+                _models_per_tree(nodes["model"], codes, trees), dtype=object
+            ),
+        }
+    )
+    for column in INTEGER_ATTRIBUTES:
+        table[column] = usage[column].reindex(range(trees)).array
+    return table
+
+
+def branch_table_of(
+    nodes: pd.DataFrame, parent_rows: np.ndarray | None = None
+) -> pd.DataFrame:
+    """`branch_table` of a node table holding its trees whole, one row per
+    leaf in the order of the table's rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from convgraph.contract import NODE_ATTRIBUTES
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
+    ...     "parent_id": [None, "r", "r"], **dict.fromkeys(NODE_ATTRIBUTES)})
+    >>> branch_table_of(nodes)[["leaf_id", "root_id", "length"]]
+      leaf_id root_id  length
+    0       a       r       2
+    1       b       r       2
+    """
+    import numpy as np
+    import pandas as pd
+
+    if parent_rows is None:
+        parent_rows = parent_rows_of(nodes)
     root_rows, depths = root_pointers(parent_rows)
-    leaves = np.flatnonzero(children_counts(forest) == 0)
+    leaves = np.flatnonzero(_children_counts(parent_rows) == 0)
 
     # One accumulation for all usage figures: their values (NA as 0) and how
     # many nodes of the path have each, to tell a sum of 0 from no figure.
     usage = [pd.array(nodes[column], dtype="Int64") for column in INTEGER_ATTRIBUTES]
-    present = np.column_stack([~figures.isna() for figures in usage])
+    present = np.column_stack(
+        [~np.asarray(figures.isna(), dtype=bool) for figures in usage]
+    ).reshape(len(nodes), len(usage))
     values = np.column_stack(
         [figures.fillna(0).to_numpy(dtype=np.int64) for figures in usage]
-    )
+    ).reshape(len(nodes), len(usage))
     totals = path_totals(parent_rows, np.hstack([values, present.astype(np.int64)]))
     totals = totals[leaves]
     ids = nodes["id"].to_numpy()
@@ -309,6 +458,27 @@ def branch_table(forest: Forest) -> pd.DataFrame:
 
 
 # -- helpers --------------------------------------------------------------
+
+
+def _tree_names(
+    nodes: pd.DataFrame,
+    names: Mapping[Any, Any] | None,
+    codes: np.ndarray,
+    tree_ids: Any,
+) -> pd.Series:
+    """Each tree's name (None where it has none), aligned with `tree_ids`:
+    from `names`, else from the first row of each tree's `tree_name`."""
+    import numpy as np
+    import pandas as pd
+
+    if names is not None:
+        found = [names.get(tree_id) for tree_id in tree_ids.tolist()]
+        return pd.Series(found, dtype="object")
+    if TREE_NAME not in nodes.columns:
+        return pd.Series([None] * len(tree_ids), dtype="object")
+    _, first_rows = np.unique(codes, return_index=True)
+    values = np.asarray(nodes[TREE_NAME].to_numpy()[first_rows], dtype=object)
+    return pd.Series(np.where(pd.notna(values), values, None), dtype="object")
 
 
 def _datetimes(column: pd.Series) -> pd.Series:

@@ -213,6 +213,36 @@ def quote_text(text: str) -> str:
     return quoted_pieces(text)
 
 
+def quote_tooltip(text: str) -> str:
+    """Text as a DOT quoted tooltip that Graphviz shows as the text itself.
+
+    Graphviz reads a tooltip twice: first as an escape string (`\\n` and
+    `\\r` end lines, `\\"` is a quote, `\\\\` one backslash, any other
+    backslash is dropped), then again expanding `\\N`, `\\G`, `\\L`, `\\E`,
+    `\\T` and `\\H` into the node's name, the graph's, the label and so on,
+    and halving `\\\\` once more. So a stored backslash is written as four;
+    a line end and a carriage return as their escapes (the SVG carries them
+    as character references, which read back exactly). `&` is written as
+    `&amp;`, since Graphviz reads entities in it; the controls that XML
+    forbids are shown as symbols (`without_controls`).
+
+    Examples
+    --------
+    >>> print(quote_tooltip('a\\\\b "c"\\nd'))
+    "a\\\\\\\\b \\"c\\"\\nd"
+    """
+    # without_controls shows a carriage return as a symbol: keep it apart.
+    text = "\r".join(without_controls(piece) for piece in text.split("\r"))
+    text = (
+        text.replace("\\", "\\\\\\\\")
+        .replace('"', '\\"')
+        .replace("&", "&amp;")
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+    )
+    return quoted_pieces(text)
+
+
 def node_label(node_id: Any, data: dict[str, Any]) -> str:
     """The text a node's box shows (before quoting): id and model, then
     one-line excerpts of the prompt (») and the response («).
@@ -339,7 +369,7 @@ class _Statements:
             ids[node] = quoted = quote_id(node)
             attributes = {
                 "label": quote_text(node_label(node, data)),
-                "tooltip": quote_text(node_tooltip(data)),
+                "tooltip": quote_tooltip(node_tooltip(data)),
                 "fillcolor": f'"{self.colour(data.get("model"))}"',
             }
             children = len(succ[node])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -173,7 +174,9 @@ def refuse_overwrite(output: str, db_path: str | None, force: bool = False) -> N
             f"refusing to write {output}: it is the file being read;"
             " write the export to another file"
         )
-    if not force and _has_sqlite_header(output):
+    # Only a regular file is opened to look: reading /dev/stdout or a FIFO
+    # would wait for input.
+    if not force and stat.S_ISREG(target.st_mode) and _has_sqlite_header(output):
         raise UserError(
             f"refusing to write {output}: it is an SQLite database"
             " (--force replaces it)"

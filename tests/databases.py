@@ -195,7 +195,22 @@ class LlmLog:
         from conftest import run
         from llm.cli import cli
 
+        if not self.path.exists():
+            self._create()
         return run(*args, cli=cli).output
+
+    def _create(self) -> None:
+        """Create logs.db as llm's first command would, with llm's own
+        migrations, on a connection that skips the disk sync at each of their
+        many commits (most of a second on a busy disk). The file is the same:
+        llm finds every migration applied and goes on."""
+        import sqlite_utils
+        from llm.migrations import migrate
+
+        db = sqlite_utils.Database(self.path)
+        db.execute("pragma synchronous = off")
+        migrate(db)
+        db.close()
 
     def prompt(self, text: str, *, continue_conversation: str | None = None) -> str:
         """`llm -m echo TEXT` (with `--cid` to continue); returns the turn id."""

@@ -208,8 +208,9 @@ def check(db_path: str | None, output_format: str | None) -> None:
 
     from convgraph.forest import Forest
     from convgraph.integrity import Problem
+    from convgraph.store.rules import rule_problems
 
-    problems = Forest.read(db_path, text=False).problems
+    problems = [*Forest.read(db_path, text=False).problems, *rule_problems(db_path)]
     if output_format is not None:
         columns = [field.name for field in fields(Problem)]
         records = [problem.to_dict() for problem in problems]

@@ -1,0 +1,472 @@
+"""`convgraph browse`: the Textual app that walks conversation trees.
+
+Two screens. The list (`ConversationList`) shows at once from the small
+tables of names, then fills in each tree's figures from background reads
+(`convgraph.browse.listing`). Opening a conversation reads that tree alone
+(`load_tree`) and shows it beside the details pane; the keys call the
+library: the tree operations to move, `convgraph.diff` for the diff and the
+comparison, `convgraph.store.branch` to branch. The file is opened
+read-only for every read; only a branch writes, through the store, and the
+write keys say why they cannot where the source is an export or a file the
+user may not write. Everything that can fail on the user's data or a model
+ends as a message in the pane, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Input, Label, Static
+
+from convgraph import tree as operations
+from convgraph.browse.conversations import ConversationList
+from convgraph.browse.details import DetailsPane, compare_view, diff_view
+from convgraph.browse.listing import (
+    ConversationRow,
+    count_conversations,
+    list_conversations,
+    structure_figures,
+)
+from convgraph.browse.tree_view import TreeView
+from convgraph.errors import ConvgraphError
+from convgraph.text import excerpt, terminal_text
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from convgraph.sources import LogDatabase
+
+#: What the `?` key shows.
+HELP = """\
+| key | does |
+|---|---|
+| ↑ ↓ or k j | previous or next line |
+| ← → or h l | parent, first child |
+| `[` `]` | previous or next sibling (the alternative answers) |
+| space, enter | fold or unfold the subtree |
+| `/` then `n` | search prompts and responses; next hit |
+| `m` then `d` | mark a node; diff its branch with the cursor's |
+| `c` | compare the cursor's siblings |
+| `t` | transcript down to the cursor |
+| `b` | branch: a new prompt after the cursor |
+| `r` | regenerate the cursor's answer |
+| `N`, `p` | write a note, mark preferred |
+| escape | back to the conversation list |
+| `q` | quit |
+"""
+
+#: The status line of a conversation.
+KEY_HINTS = "? keys  / search  m mark  d diff  c compare  b branch  esc list  q quit"
+
+#: The keys whose library function convgraph has not got yet.
+NOT_YET = {
+    "t": "the transcript",
+    "r": "regenerate",
+    "N": "notes",
+    "p": "preferences",
+}
+
+
+def write_refusal(logs: LogDatabase) -> str | None:
+    """Why the write keys cannot write to this source, or None if they can.
+
+    A chat export is read-only (convgraph cannot write an app's export); an
+    llm database needs the file and its folder writable (SQLite writes its
+    journal beside the file).
+    """
+    path = Path(logs.path)
+    if getattr(logs, "conn", None) is None:
+        kind = ", ".join(logs.generations) or "chat"
+        return f"{path.name} is a {kind} export: convgraph reads it, it cannot write it"
+    if not os.access(path, os.W_OK):
+        return f"{path} is read-only for you: branching writes to it"
+    if not os.access(path.parent, os.W_OK):
+        return f"cannot write in {path.parent} (SQLite writes its journal there)"
+    return None
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """A one-line box for a new prompt; escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    PromptScreen { align: center middle; }
+    PromptScreen > Vertical {
+        width: 70; height: auto; border: thick $primary; background: $surface;
+    }
+    """
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.heading = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.heading)
+            yield Input(placeholder="Prompt, then enter", id="prompt")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConversationScreen(Screen[None]):
+    """One conversation: the tree on the left, the details on the right."""
+
+    BINDINGS = [
+        Binding("escape", "back", "List"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "next_hit", "Next hit"),
+        Binding("m", "mark", "Mark"),
+        Binding("d", "diff", "Diff"),
+        Binding("c", "compare", "Compare"),
+        Binding("question_mark", "help", "Keys"),
+        Binding("b", "branch", "Branch"),
+        Binding("t", "not_yet('t')", "Transcript"),
+        Binding("r", "write('r')", "Regenerate"),
+        Binding("N", "write('N')", "Note"),
+        Binding("p", "write('p')", "Prefer"),
+    ]
+
+    DEFAULT_CSS = """
+    ConversationScreen #title { height: 1; background: $primary; color: $text; }
+    ConversationScreen #panes { height: 1fr; }
+    ConversationScreen TreeView { width: 1fr; }
+    ConversationScreen DetailsPane { width: 1fr; border-left: solid $primary; }
+    ConversationScreen #search { display: none; }
+    ConversationScreen #search.open { display: block; }
+    ConversationScreen #status { height: 1; background: $panel; }
+    """
+
+    def __init__(self, tree_id: str) -> None:
+        super().__init__()
+        self.tree_id = tree_id
+        self.graph: nx.DiGraph | None = None
+        self.hits: list[str] = []
+        self.query_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(terminal_text(self.tree_id), id="title", markup=False)
+        with Horizontal(id="panes"):
+            yield TreeView(id="tree")
+            yield DetailsPane(id="details")
+        yield Input(placeholder="Search prompts and responses", id="search")
+        yield Static(f"reading {self.tree_id}…", id="status", markup=False)
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(thread=True, exclusive=True, group="tree")
+    def load(self, node: str | None = None) -> None:
+        """Read this tree alone (off the interface's thread) and show it,
+        the cursor on `node`."""
+        from convgraph.forest import load_tree
+
+        try:
+            graph = load_tree(self.tree_id, self.app.db_path)  # type: ignore[attr-defined]
+        except (ConvgraphError, sqlite3.Error) as error:
+            self.app.call_from_thread(self._failed, str(error))
+            return
+        self.app.call_from_thread(self.show_tree, graph, node)
+
+    def _failed(self, message: str) -> None:
+        if self.is_attached:
+            self.details.show_error(message)
+            self.say("escape: back to the list")
+
+    @property
+    def tree(self) -> TreeView:
+        return self.query_one(TreeView)
+
+    @property
+    def details(self) -> DetailsPane:
+        return self.query_one(DetailsPane)
+
+    def say(self, message: str) -> None:
+        """One line in the status bar."""
+        self.query_one("#status", Static).update(terminal_text(message))
+
+    def show_tree(self, graph: nx.DiGraph, node: str | None = None) -> None:
+        """Draw a freshly read tree, the cursor on `node` (or the first root)."""
+        if not self.is_attached:  # the user left before the read ended
+            return
+        self.graph = graph
+        name = graph.graph.get("name")
+        title = graph.graph["conversation_id"] + (
+            f"  {excerpt(name, 50)}" if name else ""
+        )
+        self.query_one("#title", Static).update(terminal_text(title))
+        self.tree.show(graph, node)
+        self.tree.focus()
+        self.say(KEY_HINTS)
+        self.app.tree_opened(graph)  # type: ignore[attr-defined]
+
+    def on_tree_view_moved(self, event: TreeView.Moved) -> None:
+        if self.graph is not None:
+            self.details.show_node(self.graph, event.node)
+
+    # -- reading keys --------------------------------------------------------
+
+    def action_back(self) -> None:
+        if self.query_one("#search", Input).has_class("open"):
+            self._close_search()
+            return
+        self.app.pop_screen()
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.add_class("open")
+        box.value = ""
+        box.focus()
+
+    def _close_search(self) -> None:
+        self.query_one("#search", Input).remove_class("open")
+        self.tree.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._close_search()
+        self.find(event.value)
+
+    def find(self, wanted: str) -> None:
+        """Every node whose prompt or response holds `wanted` (any case),
+        in the drawing's order; the cursor goes to the first at or after it."""
+        if self.graph is None or not wanted:
+            return
+        self.query_text = wanted
+        needle = wanted.lower()
+        order = [node for node, _ in self.tree._drawn if node is not None]
+        self.hits = [
+            node
+            for node in order
+            if needle in (self.graph.nodes[node].get("prompt") or "").lower()
+            or needle in (self.graph.nodes[node].get("response") or "").lower()
+        ]
+        if not self.hits:
+            self.say(f"no node holds {wanted!r}")
+            return
+        position = order.index(self.tree.node) if self.tree.node in order else 0
+        after = [hit for hit in self.hits if order.index(hit) >= position]
+        self._go_to_hit((after or self.hits)[0])
+
+    def action_next_hit(self) -> None:
+        if not self.hits:
+            self.say("no search yet: / to search")
+            return
+        index = self.hits.index(self.tree.node) if self.tree.node in self.hits else -1
+        self._go_to_hit(self.hits[(index + 1) % len(self.hits)])
+
+    def _go_to_hit(self, node: str) -> None:
+        self.tree.move_to(node)
+        number = self.hits.index(node) + 1
+        self.say(f"{self.query_text!r}: hit {number} of {len(self.hits)} (n: next)")
+
+    def action_mark(self) -> None:
+        self.tree.mark = self.tree.node
+        self.tree.refresh()
+        self.say(f"marked {self.tree.node}: move, then d to diff")
+
+    def action_diff(self) -> None:
+        from convgraph.diff import diff
+
+        if self.graph is None or self.tree.node is None:
+            return
+        if self.tree.mark is None:
+            self.details.show_error("mark a node first (m), then move and press d")
+            return
+        try:
+            result = diff(self.graph, self.tree.mark, self.tree.node)
+        except ConvgraphError as error:
+            self.details.show_error(str(error))
+            return
+        self.details.show(*diff_view(result))
+
+    def action_compare(self) -> None:
+        from convgraph.diff import compare
+
+        if self.graph is None or self.tree.node is None:
+            return
+        above = operations.parent(self.graph, self.tree.node)
+        if above is None:
+            self.details.show_error("a root has no siblings to compare")
+            return
+        self.details.show(*compare_view(compare(self.graph, above)))
+
+    def action_help(self) -> None:
+        self.details.show("Keys", HELP)
+
+    def action_not_yet(self, key: str) -> None:
+        self.details.show_error(f"{NOT_YET[key]} is not available yet in convgraph")
+
+    # -- writing keys --------------------------------------------------------
+
+    def _refusal(self) -> str | None:
+        return self.app.refusal  # type: ignore[attr-defined,no-any-return]
+
+    def action_write(self, key: str) -> None:
+        refusal = self._refusal()
+        if refusal:
+            self.details.show_error(refusal)
+            return
+        self.action_not_yet(key)
+
+    def action_branch(self) -> None:
+        refusal = self._refusal()
+        if refusal:
+            self.details.show_error(refusal)
+            return
+        node = self.tree.node
+        if node is None:
+            return
+
+        def asked(prompt: str | None) -> None:
+            if prompt:
+                self.details.show(f"branching from {node}…", f"> {prompt}")
+                self.run_branch(node, prompt)
+
+        self.app.push_screen(PromptScreen(f"Branch from {node}"), asked)
+
+    @work(thread=True, exclusive=True, group="write")
+    def run_branch(self, node: str, prompt: str) -> None:
+        """Call the model and log its answer as a child of `node` (off the
+        interface's thread: a model may take a while), then read the tree
+        again with the new node under the cursor."""
+        from convgraph.forest import load_tree
+        from convgraph.store import branch
+
+        app: BrowseApp = self.app  # type: ignore[assignment]
+        try:
+            logged = branch(node, prompt, app.db_path, model=app.model)
+            graph = load_tree(self.tree_id, app.db_path)
+        except ConvgraphError as error:
+            self.app.call_from_thread(self.details.show_error, str(error))
+            return
+        except Exception as error:  # a model plugin's own failure
+            message = f"the model failed: {type(error).__name__}: {error}"
+            self.app.call_from_thread(self.details.show_error, message)
+            return
+        self.app.call_from_thread(self.show_tree, graph, logged.node_id)
+
+
+class BrowseApp(App[None]):
+    """Browse the conversation trees of one source."""
+
+    TITLE = "convgraph browse"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "list_help", "Keys", show=False),
+    ]
+    CSS = """
+    #list-status { height: 1; background: $panel; }
+    """
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str] | None,
+        conversation_id: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        super().__init__()
+        from convgraph.sources import default_database_path
+
+        self.db_path = Path(db_path) if db_path is not None else default_database_path()
+        self.start_id = conversation_id
+        self.model = model
+        self.refusal: str | None = None
+        self.figures: dict[str, tuple[int, int]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield ConversationList(id="list")
+        yield Static("Reading conversations…", id="list-status", markup=False)
+
+    def on_mount(self) -> None:
+        self.read_list()
+        if self.start_id is not None:
+            self.open_tree(self.start_id)
+
+    def say(self, message: str) -> None:
+        self.query_one("#list-status", Static).update(terminal_text(message))
+
+    @property
+    def conversations(self) -> ConversationList:
+        return self.query_one(ConversationList)
+
+    # -- the list ----------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="list")
+    def read_list(self) -> None:
+        """The names at once, then each tree's figures, then its shape: each
+        step a read of its own, shown as soon as it is done."""
+        from convgraph.sources import open_logs
+
+        try:
+            with open_logs(self.db_path) as logs:
+                self.refusal = write_refusal(logs)
+                rows = list_conversations(logs)
+                if rows:
+                    self.call_from_thread(self._show_rows, rows, "Counting nodes…")
+                rows = count_conversations(logs)
+            self.call_from_thread(self._show_rows, rows, "Reading tree shapes…")
+            self.figures.update(structure_figures(self.db_path))
+        except (ConvgraphError, sqlite3.Error) as error:
+            self.call_from_thread(self.say, f"error: {error}")
+            return
+        self.call_from_thread(self._show_rows, rows, None)
+
+    def _show_rows(self, rows: list[ConversationRow], status: str | None) -> None:
+        shaped = [self._with_figures(row) for row in rows]
+        self.conversations.set_rows(shaped)
+        count = f"{len(shaped)} conversations"
+        self.say(
+            f"{count} · {status}" if status else f"{count} · enter: open · q: quit"
+        )
+
+    def _with_figures(self, row: ConversationRow) -> ConversationRow:
+        if row.tree_id not in self.figures:
+            return row
+        leaves, depth = self.figures[row.tree_id]
+        return replace(row, leaves=leaves, max_depth=depth)
+
+    def tree_opened(self, graph: nx.DiGraph) -> None:
+        """A tree read in full gives its list row's shape at once."""
+        summary = operations.summary(graph)
+        self.figures[graph.graph["conversation_id"]] = (
+            summary["leaves"],
+            summary["max_depth"],
+        )
+
+    def action_list_help(self) -> None:
+        self.say("type to filter · ↑↓ choose · enter open · q quit")
+
+    # -- a tree ------------------------------------------------------------
+
+    def on_conversation_list_chosen(self, event: ConversationList.Chosen) -> None:
+        self.open_tree(event.tree_id)
+
+    def open_tree(self, conversation_id: str) -> None:
+        """Show a conversation's screen; it reads its tree in the background."""
+        self.push_screen(ConversationScreen(conversation_id))
+
+
+def run(
+    db_path: str | os.PathLike[str] | None,
+    conversation_id: str | None = None,
+    model: str | None = None,
+) -> None:
+    """Start the browser in the terminal (returns when the user quits)."""
+    BrowseApp(db_path, conversation_id, model).run()
+
+
+__all__ = ["BrowseApp", "ConversationScreen", "run", "write_refusal"]

@@ -1,0 +1,227 @@
+"""The browser's conversation list, read with a few aggregate queries.
+
+`convgraph browse` must show its list at once, even on a million-response
+`logs.db`, so the list is not read through the forest: one `group by` query
+per storage generation gives each conversation's node count, last time and
+models, and the threads table tells which thread belongs to which tree. The
+shape figures (leaves, depth) need the parent links of every node; they come
+later from `structure_figures`, which reads the structure of the forest
+without its texts, and from each tree the user opens. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from convgraph.sources import LogDatabase
+
+
+@dataclass
+class ConversationRow:
+    """One line of the conversation list.
+
+    `tree_id` is the id that names the conversation tree (what `load_tree`
+    takes); `leaves` and `max_depth` are None until the structure is read.
+    """
+
+    tree_id: str
+    name: str | None
+    nodes: int
+    last_datetime: str | None
+    models: list[str] = field(default_factory=list)
+    leaves: int | None = None
+    max_depth: int | None = None
+
+
+#: One row per legacy conversation: a response logged outside any
+#: conversation is a conversation of its own, as the legacy reader has it.
+_LEGACY_SQL = """
+select coalesce(conversation_id, id) as cid, count(*) as nodes,
+       max(datetime_utc) as last, group_concat(distinct model) as models
+from responses{skip}
+group by cid
+"""
+
+#: One row per message-store thread that made a call.
+_TURNS_SQL = """
+select thread_id, count(*) as nodes, max(datetime_utc) as last,
+       group_concat(distinct model) as models
+from turns group by thread_id
+"""
+
+
+def list_conversations(logs: LogDatabase) -> list[ConversationRow]:
+    """Every named conversation tree of an open llm database, newest first,
+    from the small `conversations` and `threads` tables only: the list the
+    browser shows at once. The figures (`nodes` 0, no time, no models) come
+    from `count_conversations`; a chat export, which has no table to ask,
+    gives no rows here.
+
+    Examples
+    --------
+    >>> from convgraph.sources import open_logs
+    >>> with open_logs("examples/logs.db") as logs:
+    ...     rows = list_conversations(logs)
+    >>> [row.name for row in rows][:2]
+    ['Good morning, translated', 'How hash maps work']
+    """
+    if getattr(logs, "conn", None) is None:
+        return []
+    rows: dict[str, ConversationRow] = {}
+    thread_roots: dict[str, str] = {}
+    if logs.store is not None:
+        threads, thread_roots = _threads(logs)
+        # Newest first: llm adds a thread when it is made.
+        for tree_id in reversed(threads):
+            if thread_roots.get(tree_id, tree_id) == tree_id:
+                rows[tree_id] = ConversationRow(tree_id, threads[tree_id][0], 0, None)
+    if logs.legacy is not None and logs.legacy.has_conversations:
+        for cid, name in logs.conn.execute(
+            "select id, name from conversations order by rowid desc"
+        ):
+            tree_id = thread_roots.get(cid, cid)
+            if tree_id not in rows:
+                rows[tree_id] = ConversationRow(tree_id, name, 0, None)
+            else:
+                rows[tree_id].name = rows[tree_id].name or name
+    return list(rows.values())
+
+
+def count_conversations(logs: LogDatabase) -> list[ConversationRow]:
+    """Every conversation tree with its node count, last time and models,
+    newest first.
+
+    An llm database is read with one aggregate query over `responses` and
+    one over `turns` (and the small `threads` and `conversations` tables): a
+    scan of the file, seconds on a million responses, which the browser runs
+    after showing `list_conversations`. A chat export is parsed
+    conversation by conversation. `leaves` and `max_depth` are left None for
+    `structure_figures` to fill.
+
+    Examples
+    --------
+    >>> from convgraph.sources import open_logs
+    >>> with open_logs("examples/logs.db") as logs:
+    ...     rows = count_conversations(logs)
+    >>> [(row.name, row.nodes, row.models) for row in rows][:1]
+    [('Good morning, translated', 6, ['gpt-4o-mini', 'llama3.2'])]
+    """
+    if getattr(logs, "conn", None) is None:
+        return _export_rows(logs)
+    rows: dict[str, ConversationRow] = {}
+    thread_roots: dict[str, str] = {}
+    if logs.store is not None:
+        threads, thread_roots = _threads(logs)
+        for thread_id, nodes, last, models in logs.conn.execute(_TURNS_SQL):
+            tree_id = thread_roots.get(thread_id, thread_id)
+            name = threads.get(tree_id, (None, None))[0]
+            _add(rows, tree_id, name, nodes, last, models)
+    if logs.legacy is not None:
+        names: dict[str, Any] = {}
+        if logs.legacy.has_conversations:
+            names = dict(logs.conn.execute("select id, name from conversations"))
+        skip = (
+            " where id not in (select id from turns)"
+            if logs.legacy.skip_ids_in_turns
+            else ""
+        )
+        for cid, nodes, last, models in logs.conn.execute(
+            _LEGACY_SQL.format(skip=skip)
+        ):
+            # llm continues a legacy conversation in a thread of the same id.
+            _add(rows, thread_roots.get(cid, cid), names.get(cid), nodes, last, models)
+    return _recent_first(rows.values())
+
+
+def _threads(
+    logs: LogDatabase,
+) -> tuple[dict[str, tuple[str | None, str | None]], dict[str, str]]:
+    """Every thread's name and origin, and the tree each thread belongs to
+    (the message-store reader's own walk of the forks)."""
+    from convgraph.sources.message_store import _thread_roots
+
+    threads = {
+        row[0]: (row[1], row[2])
+        for row in logs.conn.execute(
+            "select id, name, forked_from from threads order by rowid"
+        )
+    }
+    roots = _thread_roots({tid: forked for tid, (_, forked) in threads.items()})[0]
+    return threads, roots
+
+
+def _add(
+    rows: dict[str, ConversationRow],
+    tree_id: str,
+    name: str | None,
+    nodes: int,
+    last: str | None,
+    models: str | None,
+) -> None:
+    """Fold one group's figures into its tree's row."""
+    found = (models or "").split(",") if models else []
+    row = rows.get(tree_id)
+    if row is None:
+        rows[tree_id] = ConversationRow(tree_id, name, nodes, last, sorted(found))
+        return
+    row.name = row.name or name
+    row.nodes += nodes
+    if last is not None and (row.last_datetime is None or last > row.last_datetime):
+        row.last_datetime = last
+    row.models = sorted(set(row.models) | set(found))
+
+
+def _recent_first(rows: Any) -> list[ConversationRow]:
+    """The newest conversation first, as `llm logs` shows them; ties by id."""
+    ordered = sorted(rows, key=lambda row: row.tree_id)
+    return sorted(ordered, key=lambda row: row.last_datetime or "", reverse=True)
+
+
+def _export_rows(logs: LogDatabase) -> list[ConversationRow]:
+    """A chat export's conversations, each parsed once (no SQL is behind an
+    export)."""
+    from convgraph.sources.chat_exports import conversation_records
+
+    rows: dict[str, ConversationRow] = {}
+    for conversation in logs.conversations():  # type: ignore[attr-defined]
+        records = conversation_records(conversation, logs.format)  # type: ignore[attr-defined]
+        if not records or conversation.id in rows:
+            continue
+        times = [record["datetime_utc"] for record in records if record["datetime_utc"]]
+        models = {record["model"] for record in records if record["model"]}
+        rows[conversation.id] = ConversationRow(
+            conversation.id,
+            conversation.name,
+            len(records),
+            max(times) if times else None,
+            sorted(models),
+        )
+    return _recent_first(rows.values())
+
+
+def structure_figures(
+    db: str | os.PathLike[str] | None,
+) -> dict[str, tuple[int, int]]:
+    """Each tree's leaves and maximum depth, read from the forest's
+    structure without its texts (the vectorized statistics of
+    `convgraph.stats`): the list's slow columns, read after it shows.
+
+    Examples
+    --------
+    >>> figures = structure_figures("examples/logs.db")
+    >>> figures["01jb2hashmap0000000000000"]
+    (4, 2)
+    """
+    from convgraph.forest import Forest
+    from convgraph.stats import conversation_table
+
+    table = conversation_table(Forest.read(db, text=False))
+    return {
+        str(tree_id): (int(leaves), int(depth))
+        for tree_id, leaves, depth in zip(
+            table["conversation_id"], table["leaves"], table["max_depth"], strict=True
+        )
+    }

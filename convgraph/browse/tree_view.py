@@ -1,0 +1,253 @@
+"""The browser's conversation tree: `convgraph tree`'s drawing, one line per
+node, as a scrolling widget that renders only the lines on screen.
+
+The lines are `convgraph.render.generate_tree_lines`, unchanged: an only
+child stands in its parent's column, so a 10,000-turn chain is 10,000 short
+lines, and the widget draws the screenful it shows (Textual's line API), not
+a widget per node. A node of the drawing is collapsed by hiding the lines of
+its subtree, which follow it in the drawing's depth-first order, so the
+guides of the lines that stay are the drawing's own. Models are coloured,
+the active path is bold, notes and preferred answers are marked.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from convgraph import tree as operations
+from convgraph.render import generate_tree_lines
+from convgraph.text import terminal_text
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+#: Colours given to models in the order a tree first uses them.
+MODEL_COLOURS = ("cyan", "magenta", "green", "yellow", "bright_blue", "red")
+
+
+class TreeView(ScrollView, can_focus=True):
+    """One conversation tree, drawn as `convgraph tree` draws it.
+
+    `node` is the node under the cursor; `lines()` the lines shown, each a
+    node id (None for the blank line between two roots) and its text.
+    """
+
+    BINDINGS = [
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("left,h", "parent", "Parent", show=False),
+        Binding("right,l", "child", "Child", show=False),
+        Binding("left_square_bracket", "sibling(-1)", "Prev sibling", show=False),
+        Binding("right_square_bracket", "sibling(1)", "Next sibling", show=False),
+        Binding("space,enter", "toggle", "Fold", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    TreeView { background: $surface; }
+    """
+
+    class Moved(Message):
+        """The cursor is on another node."""
+
+        def __init__(self, node: str) -> None:
+            super().__init__()
+            self.node = node
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.graph: nx.DiGraph | None = None
+        self.node: str | None = None
+        self.mark: str | None = None
+        self.collapsed: set[str] = set()
+        self._drawn: list[tuple[str | None, str]] = []
+        self._span: dict[str, int] = {}
+        self._shown: list[tuple[str | None, str]] = []
+        self._row: dict[str, int] = {}
+        self._colours: dict[str, str] = {}
+
+    # -- the drawing ------------------------------------------------------
+
+    def show(self, graph: nx.DiGraph, node: str | None = None) -> None:
+        """Draw `graph` and put the cursor on `node` (the first root when
+        None)."""
+        self.graph = graph
+        self.collapsed = set()
+        if self.mark not in graph:
+            self.mark = None
+        self._drawn = []
+        order = [
+            node for root in operations.roots(graph) for node in _preorder(graph, root)
+        ]
+        nodes = iter(order)
+        for line in generate_tree_lines(graph, width=40):
+            # The drawing's lines come in the same depth-first order, with a
+            # blank line between two roots.
+            self._drawn.append((next(nodes) if line else None, line))
+        self._span = _subtree_lines(graph, order)
+        models = dict.fromkeys(graph.nodes[n]["model"] for n in order)
+        self._colours = {
+            model: MODEL_COLOURS[index % len(MODEL_COLOURS)]
+            for index, model in enumerate(m for m in models if m)
+        }
+        self._layout()
+        self.move_to(node if node in graph else (order[0] if order else None))
+
+    def lines(self) -> list[tuple[str | None, str]]:
+        """The lines shown now (collapsed subtrees left out), as drawn."""
+        return list(self._shown)
+
+    def _layout(self) -> None:
+        shown = []
+        index = 0
+        while index < len(self._drawn):
+            node, line = self._drawn[index]
+            shown.append((node, line))
+            if node is not None and node in self.collapsed:
+                index += self._span[node]
+            else:
+                index += 1
+        self._shown = shown
+        self._row = {node: row for row, (node, _) in enumerate(shown) if node}
+        width = max((len(line) for _, line in shown), default=0) + 12
+        self.virtual_size = Size(width, len(shown))
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        row = self.scroll_offset.y + y
+        if row >= len(self._shown):
+            return Strip.blank(self.size.width, self.rich_style)
+        node, line = self._shown[row]
+        text = self._styled(node, line)
+        if node is not None and node == self.node:
+            text.stylize(Style(reverse=True, bold=True))
+        segments = list(text.render(self.app.console))
+        strip = Strip(segments, text.cell_len)
+        return strip.crop_extend(
+            self.scroll_offset.x, self.scroll_offset.x + self.size.width, None
+        ).apply_style(self.rich_style)
+
+    def _styled(self, node: str | None, line: str) -> Text:
+        text = Text(line)
+        if node is None or self.graph is None:
+            return text
+        attributes = self.graph.nodes[node]
+        start = line.find(terminal_text(node))
+        colour = self._colours.get(attributes.get("model"))
+        if start >= 0 and colour:
+            text.stylize(colour, start)
+        if attributes.get("active"):
+            text.stylize("bold", max(start, 0))
+        if attributes.get("preferred"):
+            text.append(" ★", "yellow")
+        if attributes.get("note"):
+            text.append(" ✎", "italic")
+        if node == self.mark:
+            text.append(" ◆ mark", "bold red")
+        if node in self.collapsed:
+            text.append(f" ▸ +{self._span[node] - 1}", "dim")
+        return text
+
+    # -- the cursor ---------------------------------------------------------
+
+    def move_to(self, node: str | None) -> None:
+        """Put the cursor on `node`, unfolding what hides it."""
+        if node is None or self.graph is None or node not in self.graph:
+            return
+        hidden = [
+            n for n in operations.ancestors(self.graph, node) if n in self.collapsed
+        ]
+        if hidden:
+            self.collapsed.difference_update(hidden)
+            self._layout()
+        self.node = node
+        row = self._row[node]
+        self.scroll_to_region(
+            Region(0, row, 1, 1), animate=False, force=True, immediate=True
+        )
+        self.refresh()
+        self.post_message(self.Moved(node))
+
+    def _step(self, rows: int) -> None:
+        if self.node is None:
+            return
+        row = self._row[self.node] + rows
+        row = max(0, min(row, len(self._shown) - 1))
+        # The blank line between two roots holds no node: step over it.
+        while self._shown[row][0] is None:
+            row += 1 if rows > 0 else -1
+        self.move_to(self._shown[row][0])
+
+    def action_cursor_up(self) -> None:
+        self._step(-1)
+
+    def action_cursor_down(self) -> None:
+        self._step(1)
+
+    def action_page(self, pages: int) -> None:
+        self._step(pages * max(1, self.size.height - 1))
+
+    def action_first(self) -> None:
+        self._step(-len(self._shown))
+
+    def action_last(self) -> None:
+        self._step(len(self._shown))
+
+    def action_parent(self) -> None:
+        if self.graph is not None and self.node is not None:
+            self.move_to(operations.parent(self.graph, self.node))
+
+    def action_child(self) -> None:
+        if self.graph is not None and self.node is not None:
+            below = operations.children(self.graph, self.node)
+            self.move_to(below[0] if below else None)
+
+    def action_sibling(self, offset: int) -> None:
+        """The previous or next alternative answer (wrapping round)."""
+        if self.graph is None or self.node is None:
+            return
+        above = operations.parent(self.graph, self.node)
+        if above is None:
+            return
+        group = operations.children(self.graph, above)
+        self.move_to(group[(group.index(self.node) + offset) % len(group)])
+
+    def action_toggle(self) -> None:
+        """Fold or unfold the subtree below the cursor."""
+        if self.node is None or self._span.get(self.node, 1) <= 1:
+            return
+        self.collapsed.symmetric_difference_update({self.node})
+        self._layout()
+        self.move_to(self.node)
+
+
+def _preorder(graph: nx.DiGraph, root: str) -> list[str]:
+    """The drawing's order below `root`: depth first, children in log order,
+    with an explicit stack (as `generate_tree_lines` walks)."""
+    order = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(reversed(list(graph.successors(node))))
+    return order
+
+
+def _subtree_lines(graph: nx.DiGraph, order: list[str]) -> dict[str, int]:
+    """How many lines each node's subtree takes (itself included), from the
+    leaves up in one pass over the reversed drawing order."""
+    span: dict[str, int] = {}
+    for node in reversed(order):
+        span[node] = 1 + sum(span[child] for child in graph.successors(node))
+    return span

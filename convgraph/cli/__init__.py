@@ -9,7 +9,7 @@ are imported inside the commands that use them, so start-up stays fast.
 
 import click
 
-from convgraph.cli import diff, export, read, stats, write
+from convgraph.cli import browse, diff, export, read, stats, write
 from convgraph.cli.options import ConvgraphCommand
 
 #: Every command, as `convgraph.cli` adds it to the group.
@@ -30,6 +30,7 @@ COMMANDS: tuple[click.Command, ...] = (
     write.migrate,
     write.delete,
     write.branch,
+    browse.browse,
 )
 
 

@@ -78,10 +78,6 @@ def imported_modules(name: str, path: Path) -> set[str]:
 #: imports its package, whose `open_logs` imports it back. Remove an entry
 #: once its cycle is gone.
 KNOWN_CYCLE_EDGES = {
-    *(
-        ("convgraph.sources.chat_exports", f"convgraph.sources.{reader}")
-        for reader in ("chatgpt", "claude", "openwebui")
-    ),
     ("convgraph.sources", "convgraph.sources.chat_exports"),
 }
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from convgraph.sources.chat_exports import (
+from convgraph.sources.chat_messages import (
     ANSWER,
     PROMPT,
     STEP,

@@ -1,0 +1,155 @@
+"""The messages of a chat export, as the per-format readers hand them over.
+
+`chatgpt`, `claude` and `openwebui` each turn one conversation's JSON into a
+`Conversation` of `Message`s, with the small helpers here for the untrusted
+JSON values real exports hold; `chat_exports` builds the nodes from them. The
+helpers live apart from `chat_exports` so that the format modules and the
+module that dispatches to them do not import each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+#: A user message that starts a node.
+PROMPT = "prompt"
+#: Text the assistant addressed to the user: the node's response.
+ANSWER = "answer"
+#: Anything else: tool calls and their output, hidden and system messages,
+#: reasoning, ChatGPT's empty placeholder root. Part of a run, not its text.
+STEP = "step"
+
+
+@dataclass(slots=True)
+class Message:
+    """One message of an export, in the terms the node builder needs.
+
+    `parent` is the link as stored (None for a root), even when it names no
+    message or the message itself: the checks downstream report such links.
+    """
+
+    id: str
+    parent: str | None
+    kind: str = STEP
+    text: str | None = None
+    time: str | None = None
+    model: str | None = None
+    #: A system prompt this message sets for everything below it.
+    system: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    duration_ms: int | None = None
+
+
+@dataclass
+class Conversation:
+    """One conversation of an export, as the format modules hand it over.
+
+    `current` is the message the person was on last (the active branch's
+    end); None where the export marks none that exists.
+    """
+
+    id: str
+    name: str | None
+    messages: list[Message]
+    current: str | None = None
+    #: The model to name where the answering messages do not.
+    model: str | None = None
+    #: A system prompt for the whole conversation.
+    system: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# -- small helpers the format modules share ---------------------------------
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (hostile input)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one (hostile input)."""
+    return value if isinstance(value, list) else []
+
+
+def as_text(value: Any) -> str | None:
+    """A non-empty string, else None."""
+    return value if isinstance(value, str) and value != "" else None
+
+
+def as_int(value: Any) -> int | None:
+    """An integer count (JSON numbers may come as floats), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def join_texts(texts: list[str | None], separator: str = "\n") -> str | None:
+    """The non-empty texts joined, or None when there are none."""
+    kept = [text for text in texts if text]
+    return separator.join(kept) if kept else None
+
+
+def epoch_to_iso(value: Any) -> str | None:
+    """Epoch seconds (or milliseconds, or nanoseconds) as ISO 8601 in UTC.
+
+    Every reader gives the same shape, so that log order is string order.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    seconds = float(value)
+    if seconds > 1e14:  # nanoseconds
+        seconds /= 1e9
+    elif seconds > 1e11:  # milliseconds
+        seconds /= 1e3
+    try:
+        moment = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="microseconds")
+
+
+def text_to_iso(value: Any) -> str | None:
+    """An ISO 8601 timestamp (any offset, or `Z`) as ISO 8601 in UTC."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def attachment_note(images: int, files: int) -> str | None:
+    """What a prompt carried besides text, counted: `[1 image, 2 files]`."""
+    counted = []
+    if images:
+        counted.append(f"{images} image{'s' if images > 1 else ''}")
+    if files:
+        counted.append(f"{files} file{'s' if files > 1 else ''}")
+    return f"[{', '.join(counted)}]" if counted else None
+
+
+def latest_message(messages: list[Message]) -> str | None:
+    """The message logged last (the later in the list on a tie), for exports
+    that do not say which branch was in use."""
+    best = None
+    for message in messages:
+        if best is None or (message.time or "") >= (best.time or ""):
+            best = message
+    return best.id if best is not None else None
+
+
+def unique_id(wanted: Any, fallback: str, seen: set[str]) -> str:
+    """A message id not seen before in its conversation: the stored one, or
+    `fallback` where it is missing or taken (hostile or hand-edited exports)."""
+    candidate = wanted if isinstance(wanted, str) and wanted else fallback
+    while candidate in seen:
+        candidate = f"{candidate}+"
+    seen.add(candidate)
+    return candidate

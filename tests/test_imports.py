@@ -73,10 +73,9 @@ def imported_modules(name: str, path: Path) -> set[str]:
 
 
 #: Cycles known and left to the owners of `convgraph.sources`, as the edges
-#: that close them: the chat-export readers import their shared module,
-#: which imports them back (inside a function) to pick one, and that module
-#: imports its package, whose `open_logs` imports it back. Remove an entry
-#: once its cycle is gone.
+#: that close them: the chat-export module imports its package (for
+#: `LogDatabase`), whose `open_logs` imports it back inside a function.
+#: Remove an entry once its cycle is gone.
 KNOWN_CYCLE_EDGES = {
     ("convgraph.sources", "convgraph.sources.chat_exports"),
 }

@@ -77,5 +77,10 @@ class DeletionRefused(ConvgraphError):
     """The deletion would break the policy or the store; nothing was deleted."""
 
 
+class ImportRefused(ConvgraphError):
+    """A chat export cannot be imported there (into itself, into a file that
+    is not llm's database); nothing was written."""
+
+
 class BranchError(ConvgraphError):
     """The branch cannot be made: no llm, an unknown model, a model error."""

@@ -1,0 +1,656 @@
+"""Import the conversations of a ChatGPT, Claude.ai or Open WebUI export into
+llm's database, as llm's message store, so that `llm logs` lists them and
+`llm -c --cid` goes on from any branch.
+
+Each conversation of the export becomes one conversation tree of llm's
+message store (DESIGN.md): a node becomes a turn, its prompt a user message,
+its response an assistant message, its system prompt a system message at the
+root of the chain; the branch the person was on last (the active path) is the
+conversation's first thread, and every other branch a thread forked from the
+thread it leaves, at the message where it leaves it. Messages and threads are
+written with llm's own `LogStore` (`ensure_chain` hashes and stores the
+messages and their parts, `create_thread` makes the threads and forks), the
+search rows with llm's own SQL. The turn rows are the one thing written by
+hand, column for column as `LogStore.log` writes them: `log` takes a whole
+history per call and hashes it again, which for a 2,000-step conversation is
+four million hashes and lookups, and it cannot keep the export's ids, times
+and model names (tests/test_import.py proves the rows equal to `log`'s).
+
+An import is recognised by its ids, which are made from the export's: every
+turn and thread id is a ULID whose time is the node's original time (so
+`llm logs` and `llm -c` order them among llm's own by when they happened)
+and whose random part is a hash of the app, the conversation id and the node
+id. A conversation whose first thread is already in the file is skipped, so a
+second import of the same export writes nothing. Each conversation is written
+in one short exclusive transaction, taken only when no other connection holds
+a lock, with a pause between two, so an llm logging beside the import loses
+nothing (`convgraph.store.transaction`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from convgraph.errors import DatabaseError, ImportRefused
+from convgraph.integrity import check_links
+from convgraph.sources import log_order
+from convgraph.store.transaction import (
+    WRITE_BUSY_TIMEOUT_SECONDS,
+    pause_for_writers,
+    reporting_locks,
+    write_transaction,
+)
+
+__all__ = [
+    "ConversationPlan",
+    "ImportRefused",
+    "ImportSummary",
+    "import_export",
+    "plan_conversation",
+]
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+#: How long the import may hold the write lock, over several conversations'
+#: transactions, before it leaves the file free for a moment: llm's busy
+#: handler waits up to 5 s, and a pause after every small conversation would
+#: make a large export slow.
+PAUSE_AFTER_SECONDS = 0.5
+
+#: The tables that make a file llm's: its migrations' record, the legacy
+#: responses, or the message store.
+LLM_TABLES = {"_llm_migrations", "responses", "threads"}
+
+
+# -- ids ------------------------------------------------------------------------
+
+
+def stable_ulid(moment: str | None, *key: str) -> str:
+    """A ULID as llm makes them (lower case), its 48-bit time the moment given
+    (0 where unknown) and its 80 random bits a hash of `key`: the same
+    conversation imported twice gets the same ids.
+
+    >>> first = stable_ulid("2024-03-01T12:00:00+00:00", "chatgpt", "conv", "node")
+    >>> first[:10]  # the time, as llm's own ids of that moment begin
+    '01hqwy5cg0'
+    >>> first == stable_ulid("2024-03-01T12:00:00+00:00", "chatgpt", "conv", "node")
+    True
+    """
+    from ulid import ULID
+
+    milliseconds = 0
+    if moment:
+        try:
+            milliseconds = max(
+                0, int(datetime.fromisoformat(moment).timestamp() * 1000)
+            )
+        except (ValueError, OverflowError, OSError):
+            milliseconds = 0
+    milliseconds = min(milliseconds, (1 << 48) - 1)
+    digest = hashlib.blake2b("\0".join(key).encode("utf-8"), digest_size=10).digest()
+    return str(ULID(milliseconds.to_bytes(6, "big") + digest)).lower()
+
+
+def llm_datetime(moment: str | None) -> str | None:
+    """An ISO 8601 time as llm writes `turns.datetime_utc`
+    (`datetime.isoformat()` of an aware UTC time).
+
+    >>> llm_datetime("2024-03-01T12:00:10.000000+00:00")
+    '2024-03-01T12:00:10+00:00'
+    """
+    if not moment:
+        return None
+    try:
+        return datetime.fromisoformat(moment).isoformat()
+    except ValueError:
+        return moment
+
+
+# -- the plan of one conversation ------------------------------------------------
+
+
+def breadth_first(roots: list[str], children: dict[str, list[str]]) -> Iterator[str]:
+    """The nodes below `roots`, parents before children (iterative)."""
+    queue = deque(roots)
+    while queue:
+        node = queue.popleft()
+        yield node
+        queue.extend(children.get(node, ()))
+
+
+def _key(*parts: str) -> str:
+    """A stand-in for a message's hash: its role, what is above it, its text."""
+    return hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=16).hexdigest()
+
+
+@dataclass
+class PlannedTurn:
+    """One node of the export, as the turn it becomes."""
+
+    record: dict[str, Any]
+    turn_id: str
+    parent: str | None
+    #: Whether an unanswered prompt gets an assistant message without parts,
+    #: so that its tip is not a user message that another turn's input holds.
+    empty_answer: bool = False
+
+
+@dataclass
+class PlannedThread:
+    """One branch: a thread and the turns written into it, top down."""
+
+    thread_id: str
+    forked_from: str | None
+    #: The node whose output the fork starts from (None: the first thread,
+    #: or a branch from another root of the conversation).
+    fork_node: str | None
+    turns: list[PlannedTurn] = field(default_factory=list)
+
+
+@dataclass
+class ConversationPlan:
+    """What one conversation of an export becomes in llm's database."""
+
+    conversation_id: str
+    name: str | None
+    source: str
+    threads: list[PlannedThread]
+
+    @property
+    def thread_id(self) -> str:
+        """The conversation's first thread: the active branch, `--cid` of it."""
+        return self.threads[0].thread_id
+
+    @property
+    def turn_ids(self) -> list[str]:
+        return [turn.turn_id for thread in self.threads for turn in thread.turns]
+
+    @property
+    def node_count(self) -> int:
+        return sum(len(thread.turns) for thread in self.threads)
+
+
+def plan_conversation(
+    conversation_id: str,
+    name: str | None,
+    records: list[dict[str, Any]],
+    source: str,
+) -> ConversationPlan:
+    """Which threads and turns one conversation's nodes become.
+
+    `records` are the conversation's nodes as a `ChatExport` reads them. Broken
+    links (a parent that is missing, the node itself, or a cycle) are dropped
+    as every convgraph reader drops them, so the node becomes a root. The
+    active branch is the first thread; every other leaf's branch is a thread
+    forked where it leaves the branches before it (leaves in log order).
+    Every walk is iterative.
+    """
+    records = sorted(records, key=log_order)
+    parents, _ = check_links(records, {})
+    by_id = {record["id"]: record for record in records}
+    children: dict[str, list[str]] = defaultdict(list)
+    roots: list[str] = []
+    for record in records:
+        parent = parents[record["id"]]
+        if parent is None:
+            roots.append(record["id"])
+        else:
+            children[parent].append(record["id"])
+
+    # Times for the ids: a node without one takes its parent's.
+    times: dict[str, str | None] = {}
+    for node in breadth_first(roots, children):
+        parent = parents[node]
+        times[node] = by_id[node]["datetime_utc"] or (
+            times[parent] if parent is not None else None
+        )
+
+    active = [record["id"] for record in records if record.get("active")]
+    active_set = set(active)
+    active_leaf = next(
+        (node for node in active if not active_set.intersection(children[node])),
+        None,
+    )
+    leaves = [record["id"] for record in records if not children[record["id"]]]
+    if active_leaf is None or children[active_leaf]:
+        # No active branch marked: the most recently logged leaf, as llm
+        # would take the most recent turn.
+        active_leaf = leaves[-1]
+    ordered_leaves = [active_leaf, *(leaf for leaf in leaves if leaf != active_leaf)]
+
+    # Whether an unanswered prompt needs an (empty) answer: when its prompt
+    # message is the input of another turn too (a child's, or one of the
+    # same prompt below a parent of the same content: identical content
+    # shares rows), its tip would be taken for that turn's parent. The keys
+    # stand for the messages' content, as llm's hashes do.
+    input_key: dict[str, str] = {}
+    tip_key: dict[str, str] = {}
+    shared: dict[str, int] = defaultdict(int)
+    for node in breadth_first(roots, children):
+        record = by_id[node]
+        parent = parents[node]
+        above = tip_key[parent] if parent is not None else ""
+        if parent is None and record["system"] is not None:
+            above = _key("system", above, record["system"])
+        given = (
+            above if record["prompt"] is None else _key("user", above, record["prompt"])
+        )
+        input_key[node] = given
+        shared[given] += 1
+        unanswered = record["response"] is None and record["prompt"] is not None
+        if record["response"] is not None or (unanswered and children[node]):
+            tip_key[node] = _key("assistant", given, record["response"] or "")
+        else:
+            tip_key[node] = given
+
+    def needs_empty_answer(record: dict[str, Any]) -> bool:
+        if record["response"] is not None or record["prompt"] is None:
+            return False
+        node = record["id"]
+        return bool(children[node]) or shared[input_key[node]] > 1
+
+    thread_of: dict[str, str] = {}
+    threads: list[PlannedThread] = []
+    main_id = stable_ulid(times[roots[0]] if roots else None, source, conversation_id)
+    for leaf in ordered_leaves:
+        branch: list[str] = []
+        node: str | None = leaf
+        while node is not None and node not in thread_of:
+            branch.append(node)
+            node = parents[node]
+        if not branch:
+            continue
+        branch.reverse()
+        if not threads:
+            thread_id, forked_from = main_id, None
+        else:
+            thread_id = stable_ulid(
+                times[branch[0]], source, conversation_id, branch[0]
+            )
+            forked_from = thread_of[node] if node is not None else main_id
+        thread = PlannedThread(thread_id, forked_from, node)
+        for node_id in branch:
+            thread_of[node_id] = thread_id
+            record = by_id[node_id]
+            thread.turns.append(
+                PlannedTurn(
+                    record,
+                    stable_ulid(
+                        times[node_id], source, conversation_id, node_id, "turn"
+                    ),
+                    parents[node_id],
+                    needs_empty_answer(record),
+                )
+            )
+        threads.append(thread)
+    return ConversationPlan(conversation_id, name, source, threads)
+
+
+# -- writing ---------------------------------------------------------------------
+
+
+@dataclass
+class ConversationResult:
+    """What became of one conversation of the export."""
+
+    conversation_id: str
+    name: str | None
+    thread_id: str
+    nodes: int
+    threads: int
+    #: "imported", "would import", "skipped" (already imported) or
+    #: "changed" (imported before; the export has nodes the file lacks).
+    status: str
+
+
+@dataclass
+class ImportSummary:
+    """The outcome of an import (or of a dry run)."""
+
+    source: Path
+    target: Path
+    dry_run: bool
+    #: The target did not exist (or was empty) and llm's tables were made.
+    created: bool = False
+    #: The target was an older llm's file that llm's migrations brought up
+    #: to date first.
+    upgraded: bool = False
+    conversations: list[ConversationResult] = field(default_factory=list)
+
+    def _written(self) -> list[ConversationResult]:
+        return [
+            c for c in self.conversations if c.status in ("imported", "would import")
+        ]
+
+    @property
+    def imported(self) -> int:
+        """Conversations written (or that would be)."""
+        return len(self._written())
+
+    @property
+    def nodes(self) -> int:
+        """Nodes written as turns (or that would be)."""
+        return sum(c.nodes for c in self._written())
+
+    @property
+    def threads(self) -> int:
+        """Threads written (or that would be)."""
+        return sum(c.threads for c in self._written())
+
+    @property
+    def skipped(self) -> int:
+        """Conversations already in the file, left as they are."""
+        return len(self.conversations) - self.imported
+
+    @property
+    def changed(self) -> list[ConversationResult]:
+        """Skipped conversations whose export holds nodes the file lacks."""
+        return [c for c in self.conversations if c.status == "changed"]
+
+
+def _messages(llm: Any, turn: PlannedTurn, is_root: bool) -> tuple[list, list]:
+    """The turn's new input messages and its output messages, as llm's."""
+    from llm.parts import Message
+
+    record = turn.record
+    given = []
+    if is_root and record["system"] is not None:
+        given.append(llm.system(record["system"]))
+    if record["prompt"] is not None:
+        given.append(llm.user(record["prompt"]))
+    if record["response"] is not None:
+        answer = [llm.assistant(record["response"])]
+    elif turn.empty_answer:
+        answer = [Message(role="assistant", parts=[])]
+    else:
+        answer = []
+    return given, answer
+
+
+def _turn_row(
+    turn: PlannedTurn, thread_id: str, parent_hash: str | None, tip: str | None
+) -> dict[str, Any]:
+    """The `turns` row, with the columns and values `LogStore.log` gives a
+    response without options, schema, tools or provider payload."""
+    record = turn.record
+    return {
+        "id": turn.turn_id,
+        "thread_id": thread_id,
+        "parent_message_hash": parent_hash,
+        "tip_message_hash": tip,
+        "model": record["model"],
+        "resolved_model": None,
+        "options_json": None,
+        "schema_id": None,
+        "input_tokens": record["input_tokens"],
+        "output_tokens": record["output_tokens"],
+        "token_details": None,
+        # llm times its own calls; an app's export mostly does not say.
+        "duration_ms": record["duration_ms"],
+        "datetime_utc": llm_datetime(record["datetime_utc"]),
+        "response_json": None,
+    }
+
+
+def write_conversation(store: Any, plan: ConversationPlan) -> None:
+    """Write one planned conversation through llm's `LogStore` (inside the
+    caller's transaction)."""
+    import llm
+    from llm.logs import TURN_SEARCH_INSERT_SQL
+
+    db = store.db
+    tips: dict[str, str | None] = {}
+    for thread in plan.threads:
+        store.create_thread(
+            name=plan.name,
+            tip=tips[thread.fork_node] if thread.fork_node is not None else None,
+            forked_from=thread.forked_from,
+            id=thread.thread_id,
+        )
+        for turn in thread.turns:
+            node_id = turn.record["id"]
+            given, answer = _messages(llm, turn, turn.parent is None)
+            above = tips[turn.parent] if turn.parent is not None else None
+            parent_hash = store.ensure_chain(given, parent=above)
+            tip = store.ensure_chain(answer, parent=parent_hash)
+            tips[node_id] = tip
+            db["turns"].insert(_turn_row(turn, thread.thread_id, parent_hash, tip))
+            db.execute(TURN_SEARCH_INSERT_SQL, {"turn_id": turn.turn_id})
+            db["threads"].update(thread.thread_id, {"tip_message_hash": tip})
+
+
+# -- the target -------------------------------------------------------------------
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_target(source: Path, target: Path) -> str:
+    """What the target is: "new" (missing or empty: llm's tables will be
+    made), "llm" (an llm database).
+
+    Raises
+    ------
+    ImportRefused
+        The target is the export itself, or not an llm database.
+    """
+    if _same_file(source, target):
+        raise ImportRefused(
+            f"{target} is the export being imported, not llm's database"
+        )
+    if target.is_dir():
+        raise ImportRefused(f"{target} is a directory, not an llm database")
+    if not target.exists() or target.stat().st_size == 0:
+        return "new"
+    with open(target, "rb") as stream:
+        if stream.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            raise ImportRefused(f"{target} is not an llm database (not SQLite)")
+    conn = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "select name from sqlite_master where type = 'table'"
+            )
+        }
+    except sqlite3.DatabaseError as error:
+        raise ImportRefused(f"{target} is not an llm database ({error})") from None
+    finally:
+        conn.close()
+    if not tables:
+        return "new"
+    if not tables & LLM_TABLES:
+        raise ImportRefused(
+            f"{target} is an SQLite database but not llm's (no llm tables)"
+        )
+    return "llm"
+
+
+def _existing(target: Path, plans: list[ConversationPlan], kind: str) -> dict[str, str]:
+    """For a dry run: the status of each planned conversation in the file as
+    it is (read-only)."""
+    if kind == "new":
+        return {}
+    conn = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return {plan.thread_id: _status(conn, plan) for plan in plans}
+    finally:
+        conn.close()
+
+
+def _status(conn: Any, plan: ConversationPlan) -> str:
+    """ "new", "skipped" or "changed": whether the conversation's first thread
+    is in the file, and whether all its turns are."""
+    execute = conn.execute
+    has_threads = execute(
+        "select 1 from sqlite_master where type = 'table' and name = 'threads'"
+    ).fetchone()
+    if not has_threads:
+        return "new"
+    if not execute("select 1 from threads where id = ?", [plan.thread_id]).fetchone():
+        return "new"
+    found = execute(
+        "select count(*) from turns where id in (select value from json_each(?))",
+        [json.dumps(plan.turn_ids)],
+    ).fetchone()[0]
+    return "skipped" if found == len(plan.turn_ids) else "changed"
+
+
+# -- the whole import ---------------------------------------------------------------
+
+
+def _import_llm() -> Any:
+    try:
+        import llm
+    except ImportError:
+        raise ImportRefused(
+            "importing writes llm's database with llm's own code, which is not"
+            " installed: pip install llm"
+        ) from None
+    return llm
+
+
+def _plans(export: Any) -> Iterator[ConversationPlan]:
+    """Every conversation of the export with nodes, planned, one at a time
+    (the export is streamed once)."""
+    from convgraph.sources.chat_exports import conversation_records
+
+    for conversation in export.conversations():
+        records = conversation_records(conversation, export.format or "")
+        if records:
+            yield plan_conversation(
+                conversation.id, conversation.name, records, export.format or ""
+            )
+
+
+def import_export(
+    source: str | os.PathLike[str],
+    db: str | os.PathLike[str] | None = None,
+    *,
+    dry_run: bool = False,
+    timeout: float | None = None,
+    progress: Callable[[ConversationResult], None] | None = None,
+) -> ImportSummary:
+    """Write the conversations of a chat export into llm's database.
+
+    Parameters
+    ----------
+    source
+        A ChatGPT, Claude.ai or Open WebUI export (a zip, its JSON, a folder).
+    db
+        The llm database; llm's own logs.db when None. Made, with llm's
+        migrations, when it does not exist.
+    dry_run
+        Only say what would be written; the file is not opened for writing.
+    timeout
+        How long each transaction waits for a moment free of other writers.
+    progress
+        Called after each conversation with what became of it.
+
+    Returns
+    -------
+    ImportSummary
+
+    Raises
+    ------
+    DatabaseError
+        The source is not a chat export, or cannot be read.
+    ImportRefused
+        The target is the export itself or not an llm database, or llm is
+        not installed.
+    DatabaseLocked
+        Another writer kept the file busy; conversations written before stay.
+    """
+    from convgraph.sources import open_logs
+    from convgraph.sources.chat_exports import ChatExport
+    from convgraph.store.transaction import database_path
+
+    source = Path(source)
+    target = database_path(db)
+    export = open_logs(source)
+    if not isinstance(export, ChatExport):
+        export.close()
+        raise DatabaseError(
+            f"{source} is an llm database, not a ChatGPT, Claude.ai or Open WebUI export"
+        )
+    kind = check_target(source, target)
+    summary = ImportSummary(source, target, dry_run, created=kind == "new")
+
+    def record(plan: ConversationPlan, status: str) -> None:
+        result = ConversationResult(
+            plan.conversation_id,
+            plan.name,
+            plan.thread_id,
+            plan.node_count,
+            len(plan.threads),
+            status,
+        )
+        summary.conversations.append(result)
+        if progress is not None:
+            progress(result)
+
+    if dry_run:
+        # One read-only connection for the whole run: nothing is written.
+        conn = (
+            None
+            if kind == "new"
+            else sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
+        )
+        try:
+            for plan in _plans(export):
+                status = "new" if conn is None else _status(conn, plan)
+                record(plan, "would import" if status == "new" else status)
+        finally:
+            if conn is not None:
+                conn.close()
+        return summary
+
+    _import_llm()
+    import sqlite_utils
+    from llm.logs import LogStore
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(
+        target,
+        timeout=WRITE_BUSY_TIMEOUT_SECONDS if timeout is None else timeout,
+        isolation_level=None,
+    )
+    conn.row_factory = sqlite3.Row
+    try:
+        with reporting_locks(conn):
+            database = sqlite_utils.Database(conn)
+            before = set(database.table_names())
+            # LogStore runs llm's own migrations: a new file gets llm's
+            # tables, an older llm's file is brought up to date, as llm does.
+            store = LogStore(database)
+            summary.upgraded = kind == "llm" and not {"threads", "turns"} <= before
+            held = 0.0
+            for plan in _plans(export):
+                if held >= PAUSE_AFTER_SECONDS:
+                    # Let a writer that waited for these transactions in.
+                    pause_for_writers()
+                    held = 0.0
+                started = time.monotonic()
+                with write_transaction(conn):
+                    status = _status(conn, plan)
+                    if status == "new":
+                        write_conversation(store, plan)
+                held += time.monotonic() - started
+                record(plan, "imported" if status == "new" else status)
+    finally:
+        conn.close()
+    return summary

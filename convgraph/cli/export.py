@@ -73,7 +73,8 @@ NO_GRAPHVIZ = (
 @click.option(
     "--force",
     is_flag=True,
-    help="Let -o replace an SQLite file (never the database being read)",
+    help="Let -o replace an SQLite file, or a directory that is not empty with"
+    " --format parquet (never the database being read)",
 )
 @db_option
 def export(
@@ -91,6 +92,7 @@ def export(
     convgraph export --format dot | dot -Tsvg > forest.svg
     convgraph export CONVERSATION_ID --format graphml -o tree.graphml
     convgraph export CONVERSATION_ID --render svg -o tree.svg
+    convgraph export --format parquet -o forest-dataset
     """
     exporter = FORMATS[format_name]
     options: dict[str, Any] = {}
@@ -103,6 +105,9 @@ def export(
             raise UserError("--render draws the DOT export: use it with --format dot")
         if output is None:
             raise UserError(f"--render {render} needs -o FILE to write the picture to")
+    if exporter.tables:
+        _write_dataset(exporter, format_name, conversation_ids, output, db_path, force)
+        return
     if output is not None and os.path.isdir(output):
         raise UserError(f"cannot write {output}: it is a directory")
     if output is not None:
@@ -141,6 +146,31 @@ def _conversations(ids: tuple[str, ...], db_path: str | None) -> Iterator[nx.DiG
             # Two thread ids of one message-store tree name the same tree.
             trees.setdefault(tree.graph["conversation_id"], tree)
     return iter(trees.values())
+
+
+def _write_dataset(
+    exporter: Any,
+    format_name: str,
+    ids: tuple[str, ...],
+    output: str | None,
+    db_path: str | None,
+    force: bool,
+) -> None:
+    """Write the forest's tables (every tree, or those `ids` name) into the
+    folder `output`, which must not hold the database being read."""
+    from convgraph.forest import Forest
+
+    if output is None:
+        raise UserError(f"--format {format_name} writes a directory: give -o DIR")
+    target = os.path.realpath(output)
+    for read in _files_read(db_path):
+        if os.path.commonpath([target, os.path.realpath(read)]) == target:
+            raise UserError(
+                f"refusing to write {output}: it holds the database being read;"
+                " write the export to another directory"
+            )
+    forest = Forest.read(db_path, conversation_ids=ids)
+    exporter.write(forest, output, force=force)
 
 
 def refuse_overwrite(output: str, db_path: str | None, force: bool = False) -> None:

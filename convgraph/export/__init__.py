@@ -1,4 +1,5 @@
-"""Exporters: conversation trees as DOT, GraphML, JSON, Mermaid and HTML.
+"""Exporters: conversation trees as DOT, GraphML, JSON, Mermaid and HTML, and
+the forest's tables as a Parquet dataset (`parquet`, for Dask and Spark).
 
 One module per format, each with networkx's readwrite verbs:
 `generate_<format>(graphs, ...)` yields the text line by line,
@@ -24,6 +25,7 @@ from convgraph.export.graphml import generate_graphml, read_graphml, write_graph
 from convgraph.export.html import generate_html, read_html, write_html
 from convgraph.export.json import generate_json, read_json, write_json
 from convgraph.export.mermaid import generate_mermaid, write_mermaid
+from convgraph.export.parquet import write_parquet
 from convgraph.export.tree_json import (
     generate_tree_json,
     read_tree_json,
@@ -45,12 +47,17 @@ class ExportFormat:
         does not round-trip.
     options
         The keyword options that `generate` and `write` take (`rankdir`).
+    tables
+        True for a format of the forest's tables rather than its graphs:
+        `write(forest, directory, force=...)` writes a folder (Parquet), and
+        `generate` is None.
     """
 
-    generate: Callable[..., object]
-    write: Callable[..., None]
+    generate: Callable[..., object] | None
+    write: Callable[..., object]
     read: Callable[..., list] | None
     options: frozenset[str] = frozenset()
+    tables: bool = False
 
 
 FORMATS: dict[str, ExportFormat] = {
@@ -62,6 +69,7 @@ FORMATS: dict[str, ExportFormat] = {
         generate_mermaid, write_mermaid, None, frozenset({"rankdir"})
     ),
     "html": ExportFormat(generate_html, write_html, read_html, frozenset({"rankdir"})),
+    "parquet": ExportFormat(None, write_parquet, None, tables=True),
 }
 
 __all__ = [
@@ -84,5 +92,6 @@ __all__ = [
     "write_html",
     "write_json",
     "write_mermaid",
+    "write_parquet",
     "write_tree_json",
 ]

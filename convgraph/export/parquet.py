@@ -1,0 +1,309 @@
+"""A forest as a Parquet dataset that Dask, Spark and pyarrow read.
+
+`write_parquet(forest, directory)` writes two tables: `directory/nodes/`,
+the node table of `convgraph.stats.node_table` (with `tree_id`, `parent_id`
+and each node's depth, children, is_root and is_leaf) plus `tree_name`, the
+name of the node's tree; and `directory/edges/`, the table of
+`convgraph.stats.edge_table`. Each is cut into files `part-NNNNN.parquet` by
+a hash bucket of the tree id, so every tree lies whole in one file, and the
+edges of a tree in the file of the same number; `convgraph.dask` reads one
+file as one partition and measures it with the statistics' own per-partition
+functions. The bucket is a keyed SipHash (`pandas.util.hash_array` with a
+fixed key), the same in every process and on every machine, unlike Python's
+salted `hash`. The dataset appears whole or not at all: it is written into a
+directory beside its final name and renamed there at the end.
+
+pyarrow is imported only inside the functions, so the command line lists the
+format without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from convgraph.contract import CATEGORY_COLUMNS
+from convgraph.errors import ExportError, UnknownConversation
+from convgraph.export.common import TREE_NAME
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    from convgraph.forest import Forest
+
+#: The dataset's two tables, each a folder of Parquet files.
+NODES = "nodes"
+EDGES = "edges"
+
+#: How many nodes a partition holds on average when the writer is not told
+#: how many partitions to make: small enough for a worker of 1 GB to measure
+#: one with room to spare, large enough that a million nodes is few files.
+NODES_PER_PARTITION = 250_000
+
+#: The key of the tree ids' hash (16 bytes): fixed, so a tree's bucket is the
+#: same wherever and whenever the dataset is written.
+HASH_KEY = "convgraph-trees1"
+
+PART_NAME = "part-{:05d}.parquet"
+
+
+def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
+    """The partition (0 to `partitions` - 1) of each tree id: a stable hash.
+
+    Examples
+    --------
+    >>> tree_buckets(["a", "b", "a"], 4).tolist()
+    [1, 3, 1]
+    >>> tree_buckets(["a", "b", "a"], 1).tolist()
+    [0, 0, 0]
+    """
+    import numpy as np
+    import pandas as pd
+
+    codes, unique = pd.factorize(pd.Series(list(tree_ids), dtype=object))
+    # Hash each distinct id once: a forest has far fewer trees than nodes.
+    texts = np.asarray([str(tree_id) for tree_id in unique], dtype=object)
+    hashes = pd.util.hash_array(texts, hash_key=HASH_KEY, categorize=False)
+    return (hashes % np.uint64(partitions)).astype(np.int64)[codes]
+
+
+def dataset_nodes(forest: Forest) -> pd.DataFrame:
+    """The node table the dataset holds: `convgraph.stats.node_table` of the
+    forest, and `tree_name`, the name of each node's tree (a category)."""
+    import pandas as pd
+
+    from convgraph.stats import node_table
+
+    table = node_table(forest)
+    names = [forest.names.get(tree_id) for tree_id in table["tree_id"].tolist()]
+    table[TREE_NAME] = pd.Categorical(names)
+    return table
+
+
+def write_parquet(
+    forest: Forest,
+    directory: str | os.PathLike[str],
+    *,
+    partitions: int | None = None,
+    force: bool = False,
+) -> Path:
+    """Write the forest as a Parquet dataset, `directory/nodes/` and
+    `directory/edges/`, every tree whole in one partition of each.
+
+    Parameters
+    ----------
+    forest
+        The trees to write (`Forest.read`, with or without texts).
+    directory
+        Where the dataset goes: a folder that does not exist yet or is
+        empty (or, with `force`, one whose contents are replaced).
+    partitions
+        How many hash buckets of tree ids to cut the tables into; by
+        default one per `NODES_PER_PARTITION` nodes. A bucket no tree falls
+        into has no file.
+    force
+        Replace a directory that is not empty.
+
+    Returns
+    -------
+    Path
+        `directory`.
+
+    Raises
+    ------
+    ExportError
+        `directory` is a file, or a directory that is not empty and `force`
+        is false, or it cannot be written.
+    """
+    import numpy as np
+
+    from convgraph.stats import edge_table
+
+    target = Path(directory)
+    _check_target(target, force)
+    if partitions is None:
+        partitions = max(1, math.ceil(len(forest.nodes) / NODES_PER_PARTITION))
+    if partitions < 1:
+        raise ExportError(f"partitions must be 1 or more, not {partitions}")
+
+    nodes = dataset_nodes(forest)
+    edges = edge_table(forest)
+    node_buckets = tree_buckets(nodes["tree_id"].to_numpy(), partitions)
+    edge_buckets = tree_buckets(edges["tree_id"].to_numpy(), partitions)
+    # Buckets that hold nodes; an empty forest still gets one (empty) file
+    # of each table, so that the dataset has its schema.
+    used = np.unique(node_buckets) if len(nodes) else np.array([0])
+
+    parent = target.absolute().parent
+    try:
+        partial = Path(
+            tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.", suffix=".partial")
+        )
+    except OSError as error:
+        raise ExportError(f"cannot write {target}: {error.strerror}") from None
+    try:
+        _write_table(nodes, node_buckets, used, partial / NODES)
+        _write_table(edges, edge_buckets, used, partial / EDGES)
+        # mkdtemp makes the folder private; give it the mode a new folder
+        # gets under the user's umask.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o777 & ~umask)
+        _move_into_place(partial, target)
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ExportError(f"cannot write {target}: {error.strerror}") from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return target
+
+
+def is_parquet_dataset(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a folder holding a `nodes/` folder of Parquet files
+    (as `write_parquet` writes it)."""
+    nodes = Path(path) / NODES
+    return nodes.is_dir() and any(nodes.glob("*.parquet"))
+
+
+def read_nodes(
+    directory: str | os.PathLike[str],
+    tree_ids: Iterable[str] | None = None,
+    columns: list[str] | None = None,
+) -> pd.DataFrame:
+    """A dataset's node table as one pandas DataFrame, read by pyarrow: every
+    tree, or only those `tree_ids` names (the other files' rows are skipped
+    by the Parquet statistics where they can be).
+
+    Raises
+    ------
+    ExportError
+        The files are not a Parquet dataset of this shape.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    filters = None
+    if tree_ids is not None:
+        filters = [("tree_id", "in", list(tree_ids))]
+    try:
+        table = pq.read_table(Path(directory) / NODES, columns=columns, filters=filters)
+    except (OSError, pa.ArrowException) as error:
+        raise ExportError(
+            f"cannot read the Parquet dataset {directory}: {error}"
+        ) from None
+    return table.to_pandas()
+
+
+def tree_ids_of(
+    directory: str | os.PathLike[str], conversation_ids: Iterable[str]
+) -> list[str]:
+    """The tree each id names, in the order named, each tree once: an id is a
+    tree id, or a conversation (thread) id of one of the dataset's nodes.
+
+    Raises
+    ------
+    UnknownConversation
+        An id names no tree and no node's conversation.
+    """
+    import pyarrow.parquet as pq
+
+    named = list(dict.fromkeys(conversation_ids))
+    table = pq.read_table(
+        Path(directory) / NODES,
+        columns=["tree_id", "conversation_id"],
+        filters=[[("tree_id", "in", named)], [("conversation_id", "in", named)]],
+    ).to_pandas()
+    trees = set(table["tree_id"].astype(str))
+    tree_of_conversation = dict(
+        zip(
+            table["conversation_id"].astype(str),
+            table["tree_id"].astype(str),
+            strict=True,
+        )
+    )
+    found: dict[str, None] = {}
+    for conversation_id in named:
+        if conversation_id in trees:
+            found[conversation_id] = None
+        elif conversation_id in tree_of_conversation:
+            found[tree_of_conversation[conversation_id]] = None
+        else:
+            raise UnknownConversation(conversation_id)
+    return list(found)
+
+
+# -- writing --------------------------------------------------------------
+
+
+def _check_target(target: Path, force: bool) -> None:
+    if target.exists() and not target.is_dir():
+        raise ExportError(f"cannot write {target}: it is a file, not a directory")
+    if target.is_dir() and not force and any(target.iterdir()):
+        raise ExportError(
+            f"refusing to write {target}: the directory is not empty"
+            " (--force replaces it)"
+        )
+
+
+def _write_table(
+    table: pd.DataFrame, buckets: np.ndarray, used: np.ndarray, folder: Path
+) -> None:
+    """One Parquet file per used bucket, its rows in the table's order."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    # One schema for every file: a column that is empty in one bucket (all
+    # None) keeps the type it has in the others.
+    schema = pa.Schema.from_pandas(table, preserve_index=False)
+    order = np.argsort(buckets, kind="stable")
+    bounds = np.searchsorted(buckets[order], np.append(used, used + 1))
+    starts, ends = bounds[: len(used)], bounds[len(used) :]
+    for bucket, start, end in zip(used.tolist(), starts, ends, strict=True):
+        part = table.iloc[order[start:end]].reset_index(drop=True)
+        for column in (*CATEGORY_COLUMNS, TREE_NAME):
+            if column in part.columns:
+                # Each file's dictionary holds its own trees, not all of them.
+                part[column] = part[column].cat.remove_unused_categories()
+        # One row group per file: no reader can cut a file, and a tree with
+        # it, into two partitions.
+        pq.write_table(
+            _arrow_table(part, schema),
+            folder / PART_NAME.format(bucket),
+            row_group_size=max(1, len(part)),
+        )
+
+
+def _arrow_table(part: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(part, schema=schema, preserve_index=False)
+
+
+def _move_into_place(partial: Path, target: Path) -> None:
+    """Rename the finished dataset to its name; what was there (an empty
+    folder, or with --force any folder) goes only once the new one is in."""
+    if not target.exists():
+        os.rename(partial, target)
+        return
+    old = Path(
+        tempfile.mkdtemp(dir=partial.parent, prefix=f".{target.name}.", suffix=".old")
+    )
+    os.rename(target, old / "dataset")
+    try:
+        os.rename(partial, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.rename(old / "dataset", target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

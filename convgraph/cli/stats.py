@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from convgraph.cli.options import command, db_option, output_options
+from convgraph.cli.options import UserError, command, db_option, output_options
 from convgraph.cli.tables import print_conversations
 
 
@@ -25,11 +25,20 @@ from convgraph.cli.tables import print_conversations
 @click.argument("conversation_ids", nargs=-1)
 @output_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar")
+@click.option(
+    "--dask",
+    "scheduler",
+    metavar="SCHEDULER",
+    default=None,
+    help="Compute a Parquet dataset (--db DIR) on Dask: `local` for a cluster"
+    " on this machine, or a scheduler's address (tcp://HOST:8786)",
+)
 @db_option
 def stats(
     conversation_ids: tuple[str, ...],
     output_format: str | None,
     quiet: bool,
+    scheduler: str | None,
     db_path: str | None,
 ) -> None:
     """Statistics of every conversation tree, or of the ones named.
@@ -39,7 +48,23 @@ def stats(
     first_datetime, last_datetime, models, and the sums of input_tokens,
     output_tokens and duration_ms. A CONVERSATION_ID may be a legacy
     conversation id or any thread id of a message-store tree.
+
+    --db DIR may name a Parquet dataset (convgraph export --format parquet),
+    measured with pandas, or on Dask with --dask.
     """
+    from convgraph.export.parquet import is_parquet_dataset
+
+    if db_path is not None and is_parquet_dataset(db_path):
+        from convgraph.stats import dataset_conversation_table
+
+        table = dataset_conversation_table(db_path, conversation_ids, scheduler)
+        print_conversations(table, output_format)
+        return
+    if scheduler is not None:
+        raise UserError(
+            "--dask computes on a Parquet dataset: give --db DIR, a directory"
+            " written by convgraph export --format parquet"
+        )
     from convgraph.forest import Forest
     from convgraph.stats import conversation_table
 

@@ -1,0 +1,135 @@
+"""The statistics of `convgraph.stats` on Dask, for forests beyond one machine.
+
+A Parquet dataset written by `convgraph export --format parquet`
+(`convgraph.export.parquet`) holds every tree whole in one file, and each
+file is one row group, so a Dask DataFrame read from its `nodes/` folder
+(`read_nodes`, or `dask.dataframe.read_parquet(DIR / "nodes")`) holds every
+tree whole in one partition. `node_table`, `conversation_table` and
+`branch_table` then call the pure functions of `convgraph.stats`
+(`node_table_of`, `conversation_table_of`, `branch_table_of`) on each
+partition with `map_partitions`: the same code as the pandas path, so the
+computed tables equal the pandas ones row for row (in partition order rather
+than log order). A Dask DataFrame from elsewhere must hold its trees whole
+too: `nodes.shuffle("tree_id")` makes it so.
+
+dask and distributed are imported only inside the functions (the `dask`
+extra: `pip install 'convgraph[dask]'`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from convgraph.errors import ConvgraphError
+from convgraph.export.parquet import NODES
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    import pandas as pd
+    from distributed import Client
+
+#: The `--dask` value that starts a cluster on this machine.
+LOCAL = "local"
+
+
+def read_nodes(directory: str | os.PathLike[str]) -> dd.DataFrame:
+    """A Parquet dataset's node table as a Dask DataFrame, one partition per
+    file (so one partition per hash bucket of trees, each tree whole)."""
+    import dask.dataframe as dd
+
+    return dd.read_parquet(Path(directory) / NODES, split_row_groups=False)
+
+
+def node_table(nodes: dd.DataFrame) -> dd.DataFrame:
+    """`convgraph.stats.node_table` of a dataset's nodes, partition by
+    partition (`convgraph.stats.node_table_of`).
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd, pandas as pd
+    >>> from convgraph.contract import NODE_ATTRIBUTES
+    >>> nodes = pd.DataFrame({"id": ["r", "a"], "tree_id": "t",
+    ...     "parent_id": [None, "r"], **dict.fromkeys(NODE_ATTRIBUTES)})
+    >>> table = node_table(dd.from_pandas(nodes, npartitions=1)).compute()
+    >>> table[["id", "depth", "is_leaf"]]
+      id  depth  is_leaf
+    0  r      0    False
+    1  a      1     True
+    """
+    from convgraph.stats import node_table_of
+
+    return _per_partition(nodes, node_table_of)
+
+
+def conversation_table(nodes: dd.DataFrame) -> dd.DataFrame:
+    """`convgraph.stats.conversation_table` of a dataset's nodes, partition by
+    partition (`convgraph.stats.conversation_table_of`): one row per tree,
+    named from the dataset's `tree_name` column.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd, pandas as pd
+    >>> from convgraph.contract import NODE_ATTRIBUTES
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "s"], "tree_id": ["t", "t", "u"],
+    ...     "parent_id": [None, "r", None], **dict.fromkeys(NODE_ATTRIBUTES)})
+    >>> ddf = dd.from_pandas(nodes, npartitions=1)
+    >>> conversation_table(ddf).compute()[["conversation_id", "nodes", "leaves"]]
+      conversation_id  nodes  leaves
+    0               t      2       1
+    1               u      1       1
+    """
+    from convgraph.stats import conversation_table_of
+
+    return _per_partition(nodes, conversation_table_of)
+
+
+def branch_table(nodes: dd.DataFrame) -> dd.DataFrame:
+    """`convgraph.stats.branch_table` of a dataset's nodes, partition by
+    partition (`convgraph.stats.branch_table_of`): one row per leaf."""
+    from convgraph.stats import branch_table_of
+
+    return _per_partition(nodes, branch_table_of)
+
+
+def _per_partition(
+    nodes: dd.DataFrame, function: Callable[[pd.DataFrame], pd.DataFrame]
+) -> dd.DataFrame:
+    # The function of an empty partition (Dask's meta: the columns and
+    # dtypes, no rows) tells Dask the result's columns and dtypes without
+    # computing anything.
+    return nodes.map_partitions(function, meta=function(nodes._meta))
+
+
+@contextlib.contextmanager
+def connect(scheduler: str) -> Iterator[Client]:
+    """A Dask client for the time of the block: on a `LocalCluster` of this
+    machine's cores (`scheduler` is "local"), or on the scheduler at an
+    address (``tcp://HOST:8786``).
+
+    Raises
+    ------
+    ConvgraphError
+        The scheduler cannot be reached.
+    """
+    from distributed import Client, LocalCluster
+
+    if scheduler == LOCAL:
+        # No dashboard: its port may be taken, and nobody looks at it here.
+        with (
+            LocalCluster(dashboard_address=None, silence_logs=40) as cluster,
+            Client(cluster) as client,
+        ):
+            yield client
+        return
+    try:
+        client = Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as error:
+        raise ConvgraphError(
+            f"cannot reach the Dask scheduler at {scheduler}: {error}"
+        ) from None
+    with client:
+        yield client

@@ -1,0 +1,370 @@
+"""Ask several models (or one model several times) at once, and hand each
+answer back as soon as it is complete.
+
+This is the concurrent part of a fan-out and knows nothing of databases:
+`run_requests` takes the requests and a callback, `on_answer`, which it calls
+on its own thread (the thread that called it, where the event loop runs) for
+each answer the moment the model finished it, one at a time. The caller logs
+there, so SQLite is only ever touched from one thread, in short writes, and an
+answer is never logged before it is complete.
+
+Models that llm has in an async form (`llm.get_async_model`) run as tasks on
+the event loop; the others stream in daemon threads of their own, one per
+request, so an abandoned request (a timeout, Ctrl-C) never keeps the process
+alive. A semaphore caps how many run at a time (`parallel`). A failure (an
+unknown model, a missing key, an error mid-stream, a timeout) ends only its
+own request. Ctrl-C cancels the requests still running (a thread stops at its
+next chunk) and keeps what completed.
+
+llm is imported only when requests run: convgraph reads without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The states of a request, in the order they happen.
+WAITING, STREAMING, DONE, FAILED, STOPPED = (
+    "waiting",
+    "streaming",
+    "done",
+    "failed",
+    "stopped",
+)
+
+#: How often a live display is told that time passed, in seconds.
+TICK_SECONDS = 0.2
+
+#: The help llm users know for an unknown model.
+UNKNOWN_MODEL_HINT = "(`llm models` lists the models llm knows)"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call: the model, which try of it this is, and what it is
+    given (the history as llm messages, then the prompt)."""
+
+    model_id: str
+    attempt: int
+    prompt: str
+    messages: list[Any]
+    system: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Job:
+    """A request and how it is going: what a live display shows."""
+
+    request: Request
+    label: str
+    state: str = WAITING
+    chunks: int = 0
+    characters: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    reason: str | None = None
+    unknown_model: bool = False
+    #: What `on_answer` returned for the answer (the logged node).
+    result: Any = None
+
+    @property
+    def elapsed(self) -> float | None:
+        """Seconds since the request started (until it ended), or None."""
+        if self.started is None:
+            return None
+        return (self.ended or time.monotonic()) - self.started
+
+    @property
+    def message(self) -> str:
+        """The one line that says why the request failed or stopped."""
+        if self.unknown_model:
+            return f"unknown model {self.request.model_id!r} {UNKNOWN_MODEL_HINT}"
+        return f"model {self.label} failed: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Every job, in the order requested, and whether Ctrl-C ended the run."""
+
+    jobs: list[Job]
+    interrupted: bool
+
+
+def job_labels(requests: Sequence[Request]) -> list[str]:
+    """What each request is called in messages: its model id, followed by
+    `#N` when the same model is asked more than once."""
+    counts: dict[str, int] = {}
+    for request in requests:
+        counts[request.model_id] = counts.get(request.model_id, 0) + 1
+    return [
+        request.model_id
+        if counts[request.model_id] == 1
+        else f"{request.model_id} #{request.attempt}"
+        for request in requests
+    ]
+
+
+def run_requests(
+    requests: Sequence[Request],
+    on_answer: Callable[[Job, Any], Any],
+    *,
+    parallel: int = 8,
+    timeout: float | None = None,
+    on_change: Callable[[list[Job]], None] | None = None,
+) -> Outcome:
+    """Run the requests concurrently; call `on_answer(job, response)` for each
+    completed answer, on this thread, as it completes.
+
+    Parameters
+    ----------
+    requests
+        What to ask, in the order the results are reported.
+    on_answer
+        Called with the job and llm's finished (synchronous) `Response`; what
+        it returns is kept as `job.result`. An exception from it fails the job
+        (the answer is then lost, and the reason says so).
+    parallel
+        At most this many requests run at a time.
+    timeout
+        Seconds each request may take once started; None for no limit.
+    on_change
+        Called with every job, on this thread, whenever one changes and every
+        `TICK_SECONDS` while any runs: for a live display.
+
+    Returns
+    -------
+    Outcome
+        The jobs, each done (with `result`), failed or stopped (with
+        `reason`), and whether Ctrl-C interrupted the run.
+    """
+    jobs = [
+        Job(request, label)
+        for request, label in zip(requests, job_labels(requests), strict=True)
+    ]
+    runner = _Runner(jobs, on_answer, max(1, parallel), timeout, on_change)
+    interrupted = asyncio.run(runner.run_all())
+    return Outcome(jobs, interrupted)
+
+
+def outside_event_loop(function: Callable[[], Any]) -> Any:
+    """Call `function` here, or, where an event loop already runs in this
+    thread (Jupyter), in a thread of its own, so that it can run its own loop.
+    Its result, or its exception, comes back either way."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return function()
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # handed back to the caller below
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, name="convgraph-fan-out")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+class _Runner:
+    """One run of requests on one event loop."""
+
+    def __init__(
+        self,
+        jobs: list[Job],
+        on_answer: Callable[[Job, Any], Any],
+        parallel: int,
+        timeout: float | None,
+        on_change: Callable[[list[Job]], None] | None,
+    ):
+        self.jobs = jobs
+        self.on_answer = on_answer
+        self.parallel = parallel
+        self.timeout = timeout
+        self.on_change = on_change
+        self.models: dict[str, tuple[Any, bool] | str] = {}
+
+    def changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self.jobs)
+
+    async def run_all(self) -> bool:
+        """Run every job; True when Ctrl-C (a cancel of this task) ended it."""
+        self.loop = asyncio.get_running_loop()
+        self.slots = asyncio.Semaphore(self.parallel)
+        tasks = [asyncio.ensure_future(self.run(job)) for job in self.jobs]
+        ticker = asyncio.ensure_future(self.tick()) if self.on_change else None
+        self.changed()
+        interrupted = False
+        try:
+            await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            # Ctrl-C: asyncio.run cancels this task, gather cancels the jobs,
+            # each marks itself stopped; what was logged stays logged.
+            interrupted = True
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+        self.changed()
+        return interrupted
+
+    async def tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            self.changed()
+
+    async def run(self, job: Job) -> None:
+        cancel = threading.Event()
+        deadline = None
+        try:
+            async with self.slots:
+                model = self.model(job)
+                if model is None:
+                    return
+                job.state, job.started = STREAMING, time.monotonic()
+                self.changed()
+                async with asyncio.timeout(self.timeout) as deadline:
+                    response = await self.answer(job, *model, cancel)
+        except TimeoutError as error:
+            cancel.set()
+            if deadline is None or not deadline.expired():
+                self.fail(job, _reason(error))  # the model's own timeout
+                return
+            self.fail(job, f"no answer within {self.timeout:g} s (--timeout)")
+            return
+        except asyncio.CancelledError:
+            cancel.set()
+            job.state, job.reason, job.ended = STOPPED, "interrupted", time.monotonic()
+            return
+        except Exception as error:  # any model error ends this request only
+            self.fail(job, _reason(error))
+            return
+        job.input_tokens = response.input_tokens
+        job.output_tokens = response.output_tokens
+        job.ended = time.monotonic()
+        try:
+            # On this thread, with no await inside: Ctrl-C cannot cut a write.
+            job.result = self.on_answer(job, response)
+        except Exception as error:
+            self.fail(job, f"answered, but the answer was not logged: {error}")
+            return
+        job.state = DONE
+        self.changed()
+
+    def fail(self, job: Job, reason: str) -> None:
+        job.state, job.reason, job.ended = FAILED, reason, time.monotonic()
+        self.changed()
+
+    def model(self, job: Job) -> tuple[Any, bool] | None:
+        """The job's model and whether it is async, or None (the job failed)
+        when llm knows no such model."""
+        model_id = job.request.model_id
+        if model_id not in self.models:
+            self.models[model_id] = _resolve(model_id)
+        found = self.models[model_id]
+        if isinstance(found, str):
+            job.unknown_model = True
+            self.fail(job, found)
+            return None
+        return found
+
+    async def answer(
+        self, job: Job, model: Any, is_async: bool, cancel: threading.Event
+    ) -> Any:
+        request = job.request
+        if is_async:
+            response = _prompt(model, request)
+            async for chunk in response:
+                self.chunk(job, chunk)
+            return await response.to_sync_response()
+        finished: asyncio.Future[Any] = self.loop.create_future()
+        threading.Thread(
+            target=self.stream_in_thread,
+            args=(job, model, finished, cancel),
+            name=f"convgraph-{job.label}",
+            daemon=True,
+        ).start()
+        return await finished
+
+    def chunk(self, job: Job, chunk: str) -> None:
+        job.chunks += 1
+        job.characters += len(chunk)
+        self.changed()
+
+    def stream_in_thread(
+        self,
+        job: Job,
+        model: Any,
+        finished: asyncio.Future[Any],
+        cancel: threading.Event,
+    ) -> None:
+        """Stream a synchronous model's answer; runs in its own thread."""
+        try:
+            response = _prompt(model, job.request)
+            for chunk in response:
+                if cancel.is_set():
+                    return  # abandoned: nobody waits for the rest
+                self.from_thread(self.chunk, job, chunk)
+            self.from_thread(_settle, finished, response, None)
+        except BaseException as error:  # handed to the loop, raised there
+            self.from_thread(_settle, finished, None, error)
+
+    def from_thread(self, function: Callable[..., None], *args: Any) -> None:
+        # Once the loop has ended the run is over: nothing waits any more.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(function, *args)
+
+
+def _settle(
+    future: asyncio.Future[Any], value: Any, error: BaseException | None
+) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)
+
+
+def _prompt(model: Any, request: Request) -> Any:
+    return model.prompt(
+        request.prompt,
+        messages=request.messages,
+        system=request.system,
+        **request.options,
+    )
+
+
+def _resolve(model_id: str) -> tuple[Any, bool] | str:
+    """llm's model for an id or alias, async where the plugin has one, or the
+    reason there is none."""
+    import llm
+
+    try:
+        model = llm.get_model(model_id)
+    except llm.UnknownModelError:
+        return f"unknown model {UNKNOWN_MODEL_HINT}"
+    try:
+        return llm.get_async_model(model_id), True
+    except llm.UnknownModelError:
+        return model, False
+
+
+def _reason(error: BaseException) -> str:
+    """An exception as one line: its message, else its type's name."""
+    text = " ".join(str(error).split())
+    return text or type(error).__name__

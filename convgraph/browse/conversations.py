@@ -107,10 +107,10 @@ def _cells(row: ConversationRow) -> tuple[str, ...]:
         return "…" if value is None else str(value)
 
     return (
-        terminal_text(excerpt(row.name or row.tree_id, 30)),
+        terminal_text(excerpt(row.name or row.tree_id, 24)),
         figure(row.nodes if row.last_datetime or row.nodes else None),
         figure(row.leaves),
         figure(row.max_depth),
         terminal_text((row.last_datetime or "")[:16].replace("T", " ")),
-        terminal_text(excerpt(", ".join(row.models), 30)),
+        terminal_text(excerpt(", ".join(row.models), 16)),
     )

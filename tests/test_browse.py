@@ -1,0 +1,443 @@
+"""`convgraph browse`, driven by Textual's headless pilot in an 80x24 screen.
+
+Each test opens a known database, presses the keys a user would, and asserts
+the exact conversation rows, tree lines, node under the cursor and text in
+the details pane that the widgets hold. Branching runs llm 0.36 with the
+offline echo model on a copy of a database llm wrote; every other test
+checks that the file it read is byte for byte the same afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from conftest import file_digest, run
+from databases import add_response, legacy_database
+
+from convgraph.browse import BrowseApp, count_conversations, list_conversations
+from convgraph.browse.app import ConversationScreen
+from convgraph.sources import open_logs
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+Scenario = Callable[[BrowseApp, object], Awaitable[None]]
+
+
+async def settle(app: BrowseApp, pilot) -> None:
+    """Let the background reads end and their results reach the screen."""
+    for _ in range(2):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def drive(db: Path, scenario: Scenario, **options: object) -> None:
+    """Run the browser on `db` headless at 80x24 and play `scenario`; the
+    file must be unchanged afterwards unless the scenario writes."""
+    before = file_digest(db)
+    writes = options.pop("writes", False)
+
+    async def main() -> None:
+        app = BrowseApp(db, **options)  # type: ignore[arg-type]
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(app, pilot)
+            await scenario(app, pilot)
+
+    asyncio.run(main())
+    if not writes:
+        assert file_digest(db) == before
+
+
+async def open_first(app: BrowseApp, pilot, name: str) -> ConversationScreen:
+    """Filter the list down to `name` and open it."""
+    await pilot.click("#filter")
+    await pilot.press(*name, "enter")
+    await settle(app, pilot)
+    screen = app.screen
+    assert isinstance(screen, ConversationScreen)
+    return screen
+
+
+def drawn(screen: ConversationScreen) -> list[str]:
+    return [line for _, line in screen.tree.lines()]
+
+
+# -- the list ------------------------------------------------------------
+
+
+def test_list_shows_every_conversation_with_its_figures():
+    db = EXAMPLES / "logs.db"
+
+    async def scenario(app, pilot):
+        rows = [
+            (r.name, r.nodes, r.leaves, r.max_depth, r.models)
+            for r in app.conversations.shown
+        ]
+        assert rows == [
+            ("Good morning, translated", 6, 2, 2, ["gpt-4o-mini", "llama3.2"]),
+            (
+                "How hash maps work",
+                7,
+                4,
+                2,
+                ["claude-3.5-sonnet", "gpt-4o-mini", "llama3.2"],
+            ),
+            ("Autumn haiku", 3, 2, 1, ["claude-3.5-sonnet", "gpt-4o-mini"]),
+            ("Starting a sourdough starter", 4, 1, 3, ["gpt-4o-mini"]),
+        ]
+        table = app.query_one("#conversations")
+        assert table.get_row_at(1) == [
+            "How hash maps work",
+            "7",
+            "4",
+            "2",
+            "2025-09-27 09:14",
+            "claude-3.5-sonn…",
+        ]
+        await pilot.click("#filter")
+        await pilot.press(*"haiku")
+        assert [r.name for r in app.conversations.shown] == ["Autumn haiku"]
+        await pilot.press(*"xyz")
+        assert app.conversations.shown == []
+
+    drive(db, scenario)
+
+
+def test_list_names_come_from_the_small_tables_and_counts_from_one_scan(seed_db):
+    with open_logs(seed_db) as logs:
+        names = [(row.tree_id, row.nodes) for row in list_conversations(logs)]
+        counted = [(row.tree_id, row.nodes) for row in count_conversations(logs)]
+    # Newest conversation first, the figures not read yet.
+    assert names == [
+        ("multiple-roots", 0),
+        ("complex", 0),
+        ("branch", 0),
+        ("linear", 0),
+    ]
+    assert counted == [
+        ("multiple-roots", 6),
+        ("complex", 7),
+        ("branch", 3),
+        ("linear", 4),
+    ]
+
+
+def test_list_of_a_message_store_counts_forks_in_their_tree(llm_fork_db):
+    with open_logs(llm_fork_db["path"]) as logs:
+        rows = count_conversations(logs)
+    assert [(row.tree_id, row.nodes, row.models) for row in rows] == [
+        (llm_fork_db["thread"], 5, ["echo"])
+    ]
+
+
+# -- moving in a tree -------------------------------------------------------
+
+
+def test_open_move_and_switch_siblings(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "complex")
+        assert drawn(screen) == [
+            "complex-root  prompt complex-root",
+            "├── complex-b  prompt complex-b",
+            "│   ├── complex-c  prompt complex-c",
+            "│   └── complex-d  prompt complex-d",
+            "└── complex-e  prompt complex-e",
+            "    ├── complex-f  prompt complex-f",
+            "    └── complex-g  prompt complex-g",
+        ]
+        assert screen.tree.node == "complex-root"
+        await pilot.press("j", "l")  # down to b, then its first child
+        assert screen.tree.node == "complex-c"
+        await pilot.press("right_square_bracket")
+        assert screen.tree.node == "complex-d"
+        await pilot.press("right_square_bracket")  # wraps round
+        assert screen.tree.node == "complex-c"
+        await pilot.press("left_square_bracket")
+        assert screen.tree.node == "complex-d"
+        await pilot.press("h", "down", "down", "down")
+        assert screen.tree.node == "complex-e"
+        await pilot.press("k", "left")  # up to d, then d's parent
+        assert screen.tree.node == "complex-b"
+        await pilot.press("h")
+        assert screen.tree.node == "complex-root"
+        await pilot.press("down")
+        await pilot.pause()
+        assert screen.details.title == "complex-b"
+        assert screen.details.source == (
+            "**model** echo  \n"
+            "**time** 2025-09-27T10:00:08.000000+00:00  \n"
+            "input tokens 11, output tokens 21, duration ms 200\n\n"
+            "### Prompt\n\n> prompt complex-b\n\n"
+            "### Response\n\nanswer to prompt complex-b"
+        )
+        # Folding b hides its subtree's lines and says how many.
+        await pilot.press("space")
+        assert drawn(screen)[1:3] == [
+            "├── complex-b  prompt complex-b",
+            "└── complex-e  prompt complex-e",
+        ]
+        await pilot.press("space")
+        assert len(drawn(screen)) == 7
+        # Escape goes back to the list.
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ConversationScreen)
+
+    drive(seed_db, scenario)
+
+
+def test_several_roots_are_separated_and_the_cursor_steps_over_the_gap(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "multiple")
+        assert drawn(screen)[3] == ""
+        await pilot.press("j", "j", "j")
+        assert screen.tree.node == "multiple-roots-root2"
+
+    drive(seed_db, scenario)
+
+
+def test_a_conversation_given_on_start_opens_at_once(seed_db):
+    async def scenario(app, pilot):
+        assert isinstance(app.screen, ConversationScreen)
+        assert app.screen.tree.node == "branch-root"
+
+    drive(seed_db, scenario, conversation_id="branch")
+
+
+# -- search, diff, compare ------------------------------------------------------
+
+
+def test_search_finds_prompts_and_responses_and_n_goes_on(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "complex")
+        await pilot.press("slash", *"ANSWER TO PROMPT COMPLEX-F", "enter")
+        assert screen.tree.node == "complex-f"
+        await pilot.press("slash", *"prompt complex-", "enter")
+        # From the cursor on: f, then g, then round to the root.
+        assert screen.tree.node == "complex-f"
+        await pilot.press("n")
+        assert screen.tree.node == "complex-g"
+        await pilot.press("n")
+        assert screen.tree.node == "complex-root"
+        status = screen.query_one("#status").render()
+        assert str(status) == "'prompt complex-': hit 1 of 7 (n: next)"
+        await pilot.press("slash", *"no such words", "enter")
+        assert screen.tree.node == "complex-root"
+        assert str(screen.query_one("#status").render()) == (
+            "no node holds 'no such words'"
+        )
+
+    drive(seed_db, scenario)
+
+
+def test_mark_then_diff_shows_the_branch_diff(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "complex")
+        await pilot.press("d")
+        assert screen.details.title == (
+            "⚠ mark a node first (m), then move and press d"
+        )
+        await pilot.press("j", "l", "m")  # mark complex-c
+        assert drawn(screen)[2] == "│   ├── complex-c  prompt complex-c"
+        assert screen.tree.mark == "complex-c"
+        await pilot.press("end", "d")  # the cursor on complex-g
+        assert screen.tree.node == "complex-g"
+        assert screen.details.title == "diff complex-c → complex-g"
+        assert screen.details.source.split("\n\n")[:3] == [
+            "**fork point** complex-root  \n"
+            "**a** complex-b → complex-c  \n"
+            "**b** complex-e → complex-g",
+            "### Step 1: complex-b / complex-e",
+            "same prompt: no, response similarity 0.83",
+        ]
+        assert "-prompt complex-b\n+prompt complex-e" in screen.details.source
+
+    drive(seed_db, scenario)
+
+
+def test_compare_shows_the_cursors_siblings(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "complex")
+        await pilot.press("c")
+        assert screen.details.title == "⚠ a root has no siblings to compare"
+        await pilot.press("j", "c")
+        assert screen.details.title == "compare the answers below complex-root"
+        assert screen.details.source.split("\n") == [
+            "| id | model | out tokens | length | subtree | ~1 | ~2 |",
+            "|---|---|---|---|---|---|---|",
+            "| complex-b | echo | 21 | 26 | 3 | 1.00 | 0.83 |",
+            "| complex-e | echo | 24 | 26 | 3 | 0.83 | 1.00 |",
+            "",
+            "Similarity columns: ~1 = complex-b, ~2 = complex-e",
+        ]
+
+    drive(seed_db, scenario)
+
+
+def test_keys_help_and_the_keys_not_there_yet(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "linear")
+        await pilot.press("question_mark")
+        assert screen.details.title == "Keys"
+        assert "| `[` `]` | previous or next sibling" in screen.details.source
+        await pilot.press("t")
+        assert screen.details.title == (
+            "⚠ the transcript is not available yet in convgraph"
+        )
+        await pilot.press("N")
+        assert screen.details.title == "⚠ notes is not available yet in convgraph"
+
+    drive(seed_db, scenario)
+
+
+# -- writing ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def fork_copy(llm_fork_db, tmp_path):
+    """A copy of the database llm wrote, to branch in."""
+    target = tmp_path / "logs.db"
+    shutil.copy(llm_fork_db["path"], target)
+    return {**llm_fork_db, "path": target}
+
+
+def test_branch_with_echo_adds_the_answer_under_the_cursor(fork_copy):
+    first, second, third = fork_copy["turns"]
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, fork_copy["thread"][:8])
+        await pilot.press("j")  # the second turn of the thread
+        assert screen.tree.node == second
+        await pilot.press("b")
+        await pilot.press(*"Say it again", "enter")
+        await settle(app, pilot)
+        new = screen.tree.node
+        assert new not in (first, second, third, *fork_copy["fork_turns"])
+        assert screen.graph.nodes[new]["prompt"] == "Say it again"
+        assert list(screen.graph.predecessors(new)) == [second]
+        assert json.loads(screen.graph.nodes[new]["response"])["prompt"] == (
+            "Say it again"
+        )
+        assert screen.details.title == new
+        assert "> Say it again" in screen.details.source
+        assert len(drawn(screen)) == 6
+
+    drive(fork_copy["path"], scenario, writes=True)
+    conn = sqlite3.connect(fork_copy["path"])
+    assert conn.execute("select count(*) from turns").fetchone() == (6,)
+    conn.close()
+
+
+def test_a_model_error_shows_in_the_pane(fork_copy):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, fork_copy["thread"][:8])
+        await pilot.press("b", *"hello", "enter")
+        await settle(app, pilot)
+        assert screen.details.title == (
+            "⚠ unknown model 'no-such-model' (`llm models` lists the models llm knows)"
+        )
+        assert screen.tree.node == fork_copy["turns"][0]
+
+    drive(fork_copy["path"], scenario, model="no-such-model")
+
+
+def test_branch_on_a_legacy_file_without_rules_says_why(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "linear")
+        await pilot.press("b", *"hello", "enter")
+        await settle(app, pilot)
+        assert screen.details.title.startswith("⚠ ")
+        assert "convgraph migrate" in screen.details.title
+
+    drive(seed_db, scenario, model="echo")
+
+
+def test_write_keys_on_a_chat_export_say_it_is_read_only():
+    export = EXAMPLES / "chatgpt-export.zip"
+
+    async def scenario(app, pilot):
+        assert [row.name for row in app.conversations.shown][:2] == [
+            "Identify this plant",
+            "Autumn haiku",
+        ]
+        screen = await open_first(app, pilot, "haiku")
+        message = (
+            "⚠ chatgpt-export.zip is a chatgpt export: convgraph reads it,"
+            " it cannot write it"
+        )
+        for key in ("b", "r", "N", "p"):
+            await pilot.press(key)
+            assert screen.details.title == message
+
+    drive(export, scenario)
+
+
+def test_write_keys_on_a_read_only_file_say_why(seed_db):
+    seed_db.chmod(0o444)
+    try:
+
+        async def scenario(app, pilot):
+            screen = await open_first(app, pilot, "linear")
+            await pilot.press("b")
+            assert screen.details.title == (
+                f"⚠ {seed_db} is read-only for you: branching writes to it"
+            )
+
+        import os
+
+        if os.access(seed_db, os.W_OK):  # root may write any file
+            pytest.skip("this user may write a read-only file")
+        drive(seed_db, scenario)
+    finally:
+        seed_db.chmod(0o644)
+
+
+# -- scale and errors ----------------------------------------------------------
+
+
+def test_a_ten_thousand_node_tree_draws_only_the_screen(tmp_path):
+    """A 10,000-node tree: one line per node, a branch every tenth node;
+    the end key reaches the last node and the screen draws 24 lines."""
+    db = tmp_path / "big.db"
+    conn = legacy_database(db)
+    parent = None
+    for index in range(10_000):
+        node = f"n{index:05d}"
+        # Every tenth node is a retry: a sibling of the node before it.
+        above = parent
+        add_response(
+            conn,
+            node,
+            "big",
+            f"question {index}",
+            parent=above,
+            datetime_utc=f"2025-01-01T00:00:00.{index:06d}",
+        )
+        if index % 10 != 9:
+            parent = node
+    conn.commit()
+    conn.close()
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "big")
+        lines = screen.tree.lines()
+        assert len(lines) == 10_000
+        await pilot.press("end")
+        assert screen.tree.node == lines[-1][0]
+        await pilot.press("home")
+        assert screen.tree.node == "n00000"
+        await pilot.press("pagedown")
+        assert screen.tree.node == lines[screen.tree.size.height - 1][0]
+
+    drive(db, scenario)
+
+
+def test_command_line_errors_are_one_line(tmp_path, seed_db):
+    result = run("browse", "--db", tmp_path / "missing.db", expect=2)
+    assert result.stderr == f"Error: no database file at {tmp_path / 'missing.db'}\n"
+    result = run("browse", "nope", "--db", seed_db, expect=2)
+    assert result.stderr == "Error: no conversation with id 'nope'\n"

@@ -4,7 +4,8 @@
 the node table of `convgraph.stats.node_table` (with `tree_id`, `parent_id`
 and each node's depth, children, is_root and is_leaf) plus `tree_name`, the
 name of the node's tree; and `directory/edges/`, the table of
-`convgraph.stats.edge_table`. Each is cut into files `part-NNNNN.parquet` by
+`convgraph.stats.edge_table`; times are kept to the microsecond, as llm
+logs them and as Spark reads them. Each is cut into files `part-NNNNN.parquet` by
 a hash bucket of the tree id, so every tree lies whole in one file, and the
 edges of a tree in the file of the same number; `convgraph.dask` reads one
 file as one partition and measures it with the statistics' own per-partition
@@ -281,6 +282,9 @@ def _write_table(
             _arrow_table(part, schema),
             folder / PART_NAME.format(bucket),
             row_group_size=max(1, len(part)),
+            # Microseconds, as llm logs them: Spark reads no nanoseconds.
+            coerce_timestamps="us",
+            allow_truncated_timestamps=True,
         )
 
 

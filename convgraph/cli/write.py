@@ -1,4 +1,4 @@
-"""Commands that change a database: migrate, delete, branch.
+"""Commands that change a database: migrate, delete, branch, regenerate.
 
 Each parses its options and calls one function of `convgraph.store`, where
 the transactions and the rules live; errors come back as one line on stderr
@@ -8,11 +8,18 @@ and exit status 2, through the shared command class. What they print passes
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from convgraph.cli.options import UserError, command, db_option, json_option
 from convgraph.cli.output import echo_json
 from convgraph.text import terminal_text
+
+#: What fan-outs use unless told (kept here so that --help needs no import).
+DEFAULT_PARALLEL = 8
+#: The exit status after Ctrl-C, as shells report a SIGINT.
+INTERRUPTED = 130
 
 
 def _say(text: str) -> None:
@@ -100,17 +107,68 @@ def delete(node_id: str, reparent: bool, cascade: bool, db_path: str | None) -> 
             _say(f"Moved {count} {noun} to {result.new_parent}")
 
 
+def _fan_out_options(function: Any) -> Any:
+    """The options `branch` and `regenerate` share: which models, how many
+    answers of each, how many at a time, how long each may take."""
+    for decorator in reversed(
+        [
+            click.option(
+                "-m",
+                "--model",
+                "model_ids",
+                multiple=True,
+                help="Model to ask; repeat for several [default: the node's]",
+            ),
+            click.option(
+                "-n",
+                "--count",
+                type=click.IntRange(min=1),
+                default=1,
+                show_default=True,
+                help="Answers to ask of each model",
+            ),
+            click.option(
+                "-o",
+                "--option",
+                "options",
+                type=(str, str),
+                multiple=True,
+                help="Model option KEY VALUE, given to every model",
+            ),
+            click.option(
+                "--parallel",
+                type=click.IntRange(min=1),
+                default=DEFAULT_PARALLEL,
+                show_default=True,
+                help="At most this many requests at a time",
+            ),
+            click.option(
+                "--timeout",
+                type=click.FloatRange(min=0, min_open=True),
+                default=None,
+                help="Seconds each request may take",
+            ),
+        ]
+    ):
+        function = decorator(function)
+    return function
+
+
 @command()
 @click.argument("node_id")
 @click.argument("prompt")
-@click.option("-m", "--model", "model_id", help="Model to use [default: the node's]")
+@_fan_out_options
 @click.option("-s", "--system", help="System prompt for the new call")
 @json_option
 @db_option
 def branch(
     node_id: str,
     prompt: str,
-    model_id: str | None,
+    model_ids: tuple[str, ...],
+    count: int,
+    options: tuple[tuple[str, str], ...],
+    parallel: int,
+    timeout: float | None,
     system: str | None,
     as_json: bool,
     db_path: str | None,
@@ -121,10 +179,36 @@ def branch(
     its answer is logged as a new child of NODE_ID. Prints the new node's id
     and its conversation's id (in the message store, a new thread that
     `llm -c --cid` continues).
-    """
-    from convgraph.store.branch import branch as make_branch
 
-    logged = make_branch(node_id, prompt, db_path, model=model_id, system=system)
+    With several -m, or -n N, every model is asked at once from the same
+    history, each answer becomes a child of NODE_ID, and the answers are
+    compared with their siblings as `compare` does (--json: the new nodes,
+    the failures and that table). A model that fails loses no other answer:
+    each failure is one line on stderr, and the exit status is 1. Ctrl-C
+    keeps the answers that completed.
+    """
+    from convgraph.store.branch import fan_out
+
+    result = fan_out(
+        node_id,
+        prompt,
+        db_path,
+        models=model_ids,
+        tries=count,
+        system=system,
+        options=dict(options),
+        parallel=parallel,
+        request_timeout=timeout,
+        on_change=_live_progress(),
+    )
+    if len(model_ids or [None]) * count > 1:
+        _report_fan_out(result, as_json)
+        return
+    if result.interrupted:
+        _report_fan_out(result, as_json)
+    from convgraph.store.branch import single_answer
+
+    logged = single_answer(result)
     if as_json:
         echo_json(
             {"node_id": logged.node_id, "conversation_id": logged.conversation_id}
@@ -132,3 +216,69 @@ def branch(
     else:
         _say(f"node {logged.node_id}")
         _say(f"conversation {logged.conversation_id}")
+
+
+@command()
+@click.argument("node_id")
+@_fan_out_options
+@json_option
+@db_option
+def regenerate(
+    node_id: str,
+    model_ids: tuple[str, ...],
+    count: int,
+    options: tuple[tuple[str, str], ...],
+    parallel: int,
+    timeout: float | None,
+    as_json: bool,
+    db_path: str | None,
+) -> None:
+    """Ask NODE_ID's prompt again, so that every answer is a sibling of it.
+
+    Each model (NODE_ID's own unless -m says) gets the history down to
+    NODE_ID's parent, then NODE_ID's prompt and system prompt; a root is
+    asked with no history, and its answers are new roots of its tree. Prints
+    the new nodes and the `compare` table of them and their siblings
+    (--json: as a document). Failures are one line each on stderr, and the
+    exit status is 1; Ctrl-C keeps the answers that completed.
+    """
+    from convgraph.store.branch import regenerate as ask_again
+
+    result = ask_again(
+        node_id,
+        db_path,
+        models=model_ids,
+        tries=count,
+        options=dict(options),
+        parallel=parallel,
+        request_timeout=timeout,
+        on_change=_live_progress(),
+    )
+    _report_fan_out(result, as_json)
+
+
+def _live_progress() -> Any:
+    from convgraph.cli.progress import LiveProgress
+
+    return LiveProgress()
+
+
+def _report_fan_out(result: Any, as_json: bool) -> None:
+    """Print a fan-out's answers (and compare table) on stdout and its
+    failures on stderr; end with status 1 when any failed, 130 on Ctrl-C."""
+    from convgraph.cli.progress import (
+        echo_failures,
+        fan_out_record,
+        generate_fan_out_lines,
+    )
+
+    if as_json:
+        echo_json(fan_out_record(result))
+    else:
+        for line in generate_fan_out_lines(result):
+            click.echo(line)
+    echo_failures(result)
+    if result.interrupted:
+        click.get_current_context().exit(INTERRUPTED)
+    if result.failures:
+        click.get_current_context().exit(1)

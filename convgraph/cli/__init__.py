@@ -30,6 +30,7 @@ COMMANDS: tuple[click.Command, ...] = (
     write.migrate,
     write.delete,
     write.branch,
+    write.regenerate,
     browse.browse,
 )
 

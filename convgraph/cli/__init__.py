@@ -9,7 +9,7 @@ are imported inside the commands that use them, so start-up stays fast.
 
 import click
 
-from convgraph.cli import browse, diff, export, read, stats, write
+from convgraph.cli import browse, diff, export, importing, read, stats, write
 from convgraph.cli.options import ConvgraphCommand
 
 #: Every command, as `convgraph.cli` adds it to the group.
@@ -32,6 +32,7 @@ COMMANDS: tuple[click.Command, ...] = (
     write.branch,
     write.regenerate,
     browse.browse,
+    importing.import_command,
 )
 
 

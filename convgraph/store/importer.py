@@ -128,11 +128,6 @@ def breadth_first(roots: list[str], children: dict[str, list[str]]) -> Iterator[
         queue.extend(children.get(node, ()))
 
 
-def _key(*parts: str) -> str:
-    """A stand-in for a message's hash: its role, what is above it, its text."""
-    return hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=16).hexdigest()
-
-
 @dataclass
 class PlannedTurn:
     """One node of the export, as the turn it becomes."""
@@ -140,9 +135,6 @@ class PlannedTurn:
     record: dict[str, Any]
     turn_id: str
     parent: str | None
-    #: Whether an unanswered prompt gets an assistant message without parts,
-    #: so that its tip is not a user message that another turn's input holds.
-    empty_answer: bool = False
 
 
 @dataclass
@@ -228,37 +220,6 @@ def plan_conversation(
         active_leaf = leaves[-1]
     ordered_leaves = [active_leaf, *(leaf for leaf in leaves if leaf != active_leaf)]
 
-    # Whether an unanswered prompt needs an (empty) answer: when its prompt
-    # message is the input of another turn too (a child's, or one of the
-    # same prompt below a parent of the same content: identical content
-    # shares rows), its tip would be taken for that turn's parent. The keys
-    # stand for the messages' content, as llm's hashes do.
-    input_key: dict[str, str] = {}
-    tip_key: dict[str, str] = {}
-    shared: dict[str, int] = defaultdict(int)
-    for node in breadth_first(roots, children):
-        record = by_id[node]
-        parent = parents[node]
-        above = tip_key[parent] if parent is not None else ""
-        if parent is None and record["system"] is not None:
-            above = _key("system", above, record["system"])
-        given = (
-            above if record["prompt"] is None else _key("user", above, record["prompt"])
-        )
-        input_key[node] = given
-        shared[given] += 1
-        unanswered = record["response"] is None and record["prompt"] is not None
-        if record["response"] is not None or (unanswered and children[node]):
-            tip_key[node] = _key("assistant", given, record["response"] or "")
-        else:
-            tip_key[node] = given
-
-    def needs_empty_answer(record: dict[str, Any]) -> bool:
-        if record["response"] is not None or record["prompt"] is None:
-            return False
-        node = record["id"]
-        return bool(children[node]) or shared[input_key[node]] > 1
-
     thread_of: dict[str, str] = {}
     threads: list[PlannedThread] = []
     main_id = stable_ulid(times[roots[0]] if roots else None, source, conversation_id)
@@ -289,7 +250,6 @@ def plan_conversation(
                         times[node_id], source, conversation_id, node_id, "turn"
                     ),
                     parents[node_id],
-                    needs_empty_answer(record),
                 )
             )
         threads.append(thread)
@@ -370,7 +330,12 @@ def _messages(llm: Any, turn: PlannedTurn, is_root: bool) -> tuple[list, list]:
         given.append(llm.user(record["prompt"]))
     if record["response"] is not None:
         answer = [llm.assistant(record["response"])]
-    elif turn.empty_answer:
+    elif record["prompt"] is not None:
+        # A prompt never answered ends at an assistant message without parts.
+        # Ending at the prompt itself (as llm does for a call that returned
+        # nothing) would make the turn's tip its own input, and readers that
+        # look for the nearest tip above a turn's input (convgraph's among
+        # them) would take the turn for its own parent and lose its place.
         answer = [Message(role="assistant", parts=[])]
     else:
         answer = []
@@ -478,18 +443,6 @@ def check_target(source: Path, target: Path) -> str:
             f"{target} is an SQLite database but not llm's (no llm tables)"
         )
     return "llm"
-
-
-def _existing(target: Path, plans: list[ConversationPlan], kind: str) -> dict[str, str]:
-    """For a dry run: the status of each planned conversation in the file as
-    it is (read-only)."""
-    if kind == "new":
-        return {}
-    conn = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        return {plan.thread_id: _status(conn, plan) for plan in plans}
-    finally:
-        conn.close()
 
 
 def _status(conn: Any, plan: ConversationPlan) -> str:

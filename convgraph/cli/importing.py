@@ -1,0 +1,104 @@
+"""`convgraph import`: bring a ChatGPT, Claude.ai or Open WebUI export into
+llm's database.
+
+The command parses its options and calls `convgraph.store.importer`, where the
+plan, the transactions and llm's writers live. On a terminal it shows a
+progress bar (on stderr) while conversations are written; at the end it
+prints what was written and what was skipped. Titles and ids come from the
+export: they are printed through `terminal_text`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from convgraph.cli.options import command, db_option
+from convgraph.text import terminal_text
+
+
+def _say(text: str) -> None:
+    click.echo(terminal_text(text))
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"
+
+
+@command("import")
+@click.argument("source", type=click.Path(exists=True, path_type=str))
+@db_option
+@click.option(
+    "--dry-run", is_flag=True, help="Say what would be written; write nothing"
+)
+def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
+    """Import the conversations of a chat export (SOURCE) into llm's database.
+
+    SOURCE is a ChatGPT or Claude.ai data export (the .zip, its
+    conversations.json, or a folder of them) or an Open WebUI chat export.
+    Each conversation becomes a conversation of llm's message store, its
+    branches kept as forks: `llm logs` lists them, and `llm -c --cid ID`
+    continues any branch (the thread ids are printed, or see `llm logs`).
+
+    A conversation imported before is skipped, so importing the same export
+    again writes nothing. A --db that does not exist is made with llm's
+    tables.
+    """
+    from convgraph.store.importer import import_export
+
+    bar: Any = None
+    if not dry_run and sys.stderr.isatty():
+        bar = click.progressbar(
+            length=None,
+            label="Importing",
+            show_pos=True,
+            file=sys.stderr,
+            item_show_func=lambda name: terminal_text(name)[:40] if name else None,
+        )
+        bar.__enter__()
+
+    def progress(result: Any) -> None:
+        if bar is not None:
+            bar.update(1, result.name or result.conversation_id)
+
+    try:
+        summary = import_export(source, db_path, dry_run=dry_run, progress=progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+    would = "Would import" if dry_run else "Imported"
+    if summary.created:
+        _say(
+            f"{'Would create' if dry_run else 'Created'} {summary.target}"
+            " with llm's tables"
+        )
+    elif summary.upgraded:
+        _say(f"Brought {summary.target} up to llm's current tables first")
+    _say(
+        f"{would} {_plural(summary.imported, 'conversation')}"
+        f" ({_plural(summary.nodes, 'node')} as turns,"
+        f" {_plural(summary.threads, 'thread')}) into {summary.target}"
+    )
+    if summary.skipped:
+        _say(f"Skipped {_plural(summary.skipped, 'conversation')} imported before")
+    for result in summary.changed:
+        _say(
+            f"  {result.conversation_id} ({result.name or 'no title'}) has"
+            " nodes that its import lacks: the export changed since"
+        )
+    written = [
+        c for c in summary.conversations if c.status in ("imported", "would import")
+    ]
+    if written and len(written) <= 20:
+        for result in written:
+            _say(
+                f"  {result.thread_id}  {result.name or result.conversation_id}"
+                f"  ({_plural(result.nodes, 'node')})"
+            )
+    if dry_run:
+        _say("Nothing was written (--dry-run)")
+    elif written:
+        _say("Continue one with: llm -c --cid THREAD_ID 'your prompt'")

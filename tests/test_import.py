@@ -534,6 +534,36 @@ def test_progress_is_reported_per_conversation(exports, tmp_path):
     ]
 
 
+def test_a_terminal_sees_a_progress_bar(tmp_path):
+    """On a terminal (stderr a tty), the conversations are counted on a click
+    progress bar as they are written; piped, only the summary is printed."""
+    import os
+    import pty
+    import shutil
+
+    source = write_json(tmp_path / "export.json", chatgpt_export())
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: convgraph on a terminal
+        os.execv(
+            shutil.which("convgraph"),
+            ["convgraph", "import", str(source), "--db", str(tmp_path / "logs.db")],
+        )
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.waitpid(pid, 0)
+    screen = shown.decode()
+    assert "Importing  [" in screen
+    assert "]  3  A long chain" in screen
+    assert "Imported 3 conversations (2,006 nodes as turns, 5 threads)" in screen
+
+
 # -- targets ---------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ export: they are printed through `terminal_text`.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import Any
 
@@ -50,8 +51,11 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
 
     bar: Any = None
     if not dry_run and sys.stderr.isatty():
+        # The number of conversations is known only once the export has
+        # been streamed to its end: the bar counts them (an iterable without
+        # a length), and each one is ticked off as it is written.
         bar = click.progressbar(
-            length=None,
+            iterable=itertools.count(),
             label="Importing",
             show_pos=True,
             file=sys.stderr,
@@ -67,6 +71,8 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
         summary = import_export(source, db_path, dry_run=dry_run, progress=progress)
     finally:
         if bar is not None:
+            bar.finish()  # a full bar: the stream has ended
+            bar.render_progress()
             bar.__exit__(None, None, None)
 
     would = "Would import" if dry_run else "Imported"

@@ -30,6 +30,7 @@ from chat_exports import (
 from conftest import file_digest, run
 from databases import LlmLog
 
+from convgraph.errors import DatabaseError
 from convgraph.forest import Forest, read_tree
 from convgraph.sources import open_logs
 from convgraph.sources.chat_exports import conversation_records
@@ -626,7 +627,8 @@ def test_refusals_are_one_line(exports, tmp_path, kind):
     assert "Traceback" not in result.output
     if digest is not None:
         assert file_digest(target) == digest
-    with pytest.raises((ImportRefused, Exception)):
+    refused = DatabaseError if kind == "llm-source" else ImportRefused
+    with pytest.raises(refused, match="llm"):
         import_export(source, target)
 
 

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from convgraph.text import excerpt, terminal_text
+from convgraph.text import terminal_text
 
 if TYPE_CHECKING:
     from convgraph.store.branch import FanOut
@@ -79,7 +79,7 @@ class LiveProgress:
         columns = max(20, shutil.get_terminal_size().columns - 1)
         # Lines no wider than the terminal, so that moving the cursor up by
         # the number of lines lands back on the first.
-        lines = [excerpt(progress_line(job, width), columns) for job in jobs]
+        lines = [progress_line(job, width)[:columns] for job in jobs]
         up = f"\x1b[{self.drawn}F" if self.drawn else ""
         self.stream.write(up + "".join(f"\x1b[2K{line}\n" for line in lines))
         self.stream.flush()

@@ -1,0 +1,150 @@
+"""A tiny llm plugin for the tests and the fan-out benchmark: models that
+answer slowly, or fail, as configured.
+
+Each model answers with the messages it was sent, as JSON `[role, text]`
+pairs (so a test can assert the exact history), in `chunks` pieces, waiting
+`delay` seconds spread over them; with `fail_after` it raises
+`llm.ModelError(reason)` after that many pieces, mid-stream. A model is
+registered with an async form (the default, as API plugins have) or, with
+`asynchronous=False`, as a synchronous model only, which convgraph runs in a
+thread. `SlowModels.running` counts the answers in progress at this moment,
+and `most_running` the most there ever were at once.
+
+Register for the test process only (llm finds plugins through pluggy):
+
+    with registered(SlowModel("slow", delay=0.2)):
+        ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import llm
+from llm.plugins import pm
+
+PLUGIN_NAME = "convgraph-test-slow-models"
+
+
+@dataclass(frozen=True)
+class SlowModel:
+    """How one test model behaves."""
+
+    model_id: str
+    delay: float = 0.0
+    chunks: int = 3
+    fail_after: int | None = None
+    reason: str = "connection dropped"
+    asynchronous: bool = True
+
+
+class Counter:
+    """How many answers are in progress, across threads and tasks."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.most_running = 0
+
+    def enter(self) -> None:
+        with self.lock:
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.running -= 1
+
+
+COUNTER = Counter()
+
+
+def _answer_pieces(prompt: llm.Prompt, chunks: int) -> list[str]:
+    text = json.dumps(
+        [
+            [
+                message.role,
+                "".join(getattr(part, "text", "") or "" for part in message.parts),
+            ]
+            for message in prompt.messages
+        ]
+    )
+    size = -(-len(text) // chunks)
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+class _Sync(llm.Model):
+    can_stream = True
+
+    def __init__(self, spec: SlowModel):
+        self.spec = spec
+        self.model_id = spec.model_id
+
+    def execute(self, prompt, stream, response, conversation=None):
+        spec = self.spec
+        pieces = _answer_pieces(prompt, spec.chunks)
+        COUNTER.enter()
+        try:
+            for number, piece in enumerate(pieces):
+                time.sleep(spec.delay / len(pieces))
+                if spec.fail_after is not None and number == spec.fail_after:
+                    raise llm.ModelError(spec.reason)
+                yield piece
+        finally:
+            COUNTER.leave()
+        response.set_usage(input=len(prompt.messages), output=len(pieces))
+
+
+class _Async(llm.AsyncModel):
+    can_stream = True
+
+    def __init__(self, spec: SlowModel):
+        self.spec = spec
+        self.model_id = spec.model_id
+
+    async def execute(self, prompt, stream, response, conversation=None):
+        spec = self.spec
+        pieces = _answer_pieces(prompt, spec.chunks)
+        COUNTER.enter()
+        try:
+            for number, piece in enumerate(pieces):
+                await asyncio.sleep(spec.delay / len(pieces))
+                if spec.fail_after is not None and number == spec.fail_after:
+                    raise llm.ModelError(spec.reason)
+                yield piece
+        finally:
+            COUNTER.leave()
+        response.set_usage(input=len(prompt.messages), output=len(pieces))
+
+
+class SlowModels:
+    """The plugin: registers the models it was given."""
+
+    def __init__(self, specs: tuple[SlowModel, ...]):
+        self.specs = specs
+
+    @llm.hookimpl
+    def register_models(self, register):
+        for spec in self.specs:
+            if spec.asynchronous:
+                register(_Sync(spec), _Async(spec))
+            else:
+                register(_Sync(spec))
+
+
+@contextmanager
+def registered(*specs: SlowModel) -> Iterator[Counter]:
+    """The models registered with llm for the duration; yields the counter,
+    reset."""
+    COUNTER.running = COUNTER.most_running = 0
+    pm.register(SlowModels(specs), name=PLUGIN_NAME)
+    try:
+        yield COUNTER
+    finally:
+        pm.unregister(name=PLUGIN_NAME)

@@ -1,0 +1,534 @@
+"""`convgraph branch` with several models or tries, and `convgraph regenerate`:
+one history, many answers, each logged as a sibling, and the faults that
+must not lose them.
+
+The databases are written by llm 0.36 with llm-echo (echo answers with the
+prompt and system it was given). The concurrent cases use the suite's own
+model plugin (`tests/plugins/llm_slow_model.py`), registered for this
+process: its models answer with the exact messages they were sent, after a
+configurable delay, or fail mid-stream. How long a fan-out takes is measured
+by `benchmarks/bench_fanout.py`, never here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from conftest import file_digest, run
+from databases import COMPLEX, LlmLog, add_tree, legacy_database
+from plugins.llm_slow_model import SlowModel, registered
+
+from convgraph.cli import write
+from convgraph.cli.progress import LiveProgress, progress_line
+from convgraph.forest import load_tree, load_tree_of_node
+from convgraph.store import migrate
+from convgraph.store.branch import DEFAULT_PARALLEL, fan_out, regenerate
+from convgraph.store.fanout import Job, Request
+from convgraph.tree import children, roots
+from convgraph.tree import path as path_to
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    """A conversation of two prompts, logged by llm 0.36 with echo."""
+    with LlmLog(tmp_path) as log:
+        first = log.prompt("What is a tree?")
+        conversation = log.thread_of(first)
+        second = log.prompt("And a forest?", continue_conversation=conversation)
+        yield log, conversation, first, second
+
+
+@pytest.fixture
+def legacy(tmp_path: Path) -> Path:
+    """The seed's complex tree in conversation "t", migrated, with a system
+    prompt on its root."""
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path, with_parent=True)
+    add_tree(conn, "t", COMPLEX)
+    conn.execute("update responses set system = 'You like trees' where id = 'root'")
+    conn.commit()
+    conn.close()
+    migrate(path)
+    return path
+
+
+def texts(tree, node: str) -> list[list[str]]:
+    """The [role, text] pairs a node's path holds, as the slow models see a
+    history: each ancestor's prompt and response."""
+    pairs = []
+    for ancestor in path_to(tree, node):
+        pairs.append(["user", tree.nodes[ancestor]["prompt"]])
+        pairs.append(["assistant", tree.nodes[ancestor]["response"]])
+    return pairs
+
+
+# -- several models from one history ------------------------------------------
+
+
+def test_every_model_answers_the_same_history_as_a_new_sibling(store):
+    log, conversation, first, second = store
+    with registered(
+        SlowModel("slow", delay=0.05), SlowModel("threaded", asynchronous=False)
+    ):
+        result = run(
+            "branch", second, "Now a graph", "-m", "slow", "-m", "threaded",
+            "-m", "echo", "--db", log.path, "--json",
+        )  # fmt: skip
+    created = json.loads(result.stdout)
+    new = [answer["node_id"] for answer in created["answers"]]
+    assert [(a["model"], a["attempt"]) for a in created["answers"]] == [
+        ("slow", 1),
+        ("threaded", 1),
+        ("echo", 1),
+    ]
+    tree = load_tree(conversation, log.path)
+    assert sorted(children(tree, second)) == sorted(new)
+    history = texts(tree, second)
+    for node in new[:2]:
+        assert tree.nodes[node]["prompt"] == "Now a graph"
+        assert json.loads(tree.nodes[node]["response"]) == [
+            *history,
+            ["user", "Now a graph"],
+        ]
+    echoed = json.loads(tree.nodes[new[2]]["response"])
+    assert (echoed["prompt"], echoed["system"]) == ("Now a graph", "")
+    # Each answer is a fork of its own that llm continues.
+    threads = {answer["conversation_id"] for answer in created["answers"]}
+    assert len(threads) == 3 and conversation not in threads
+    assert {tree.nodes[node]["conversation_id"] for node in new} == threads
+
+
+def test_json_is_the_new_nodes_the_failures_and_the_compare_table(store):
+    log, conversation, first, second = store
+    result = run(
+        "branch", first, "Why?", "-m", "echo", "-n", "2", "--db", log.path, "--json"
+    )
+    document = json.loads(result.stdout)
+    a, b = (answer["node_id"] for answer in document["answers"])
+    threads = [answer["conversation_id"] for answer in document["answers"]]
+    tree = load_tree(conversation, log.path)
+    nodes = tree.nodes
+    assert document == {
+        "parent_id": first,
+        "answers": [
+            {
+                "node_id": a,
+                "conversation_id": threads[0],
+                "model": "echo",
+                "attempt": 1,
+            },
+            {
+                "node_id": b,
+                "conversation_id": threads[1],
+                "model": "echo",
+                "attempt": 2,
+            },
+        ],
+        "failures": [],
+        "interrupted": False,
+        "compare": [
+            {
+                "id": node,
+                "model": "echo",
+                "input_tokens": nodes[node]["input_tokens"],
+                "output_tokens": nodes[node]["output_tokens"],
+                "duration_ms": nodes[node]["duration_ms"],
+                "response_length": len(nodes[node]["response"]),
+                "subtree_size": 1,
+                "similarity": {
+                    other: 1.0
+                    if {node, other} == {a, b}
+                    else pytest.approx(document["compare"][index]["similarity"][other])
+                    for other in (second, a, b)
+                    if other != node
+                },
+            }
+            for index, node in enumerate([second, a, b])
+        ],
+    }
+    # The same records as `compare` prints for the node.
+    compared = json.loads(run("compare", first, "--db", log.path, "--json").stdout)
+    assert compared == document["compare"]
+
+
+def test_text_report_lists_the_new_nodes_then_the_compare_table(store):
+    log, conversation, first, second = store
+    result = run("branch", first, "Why?", "-m", "echo", "-n", "2", "--db", log.path)
+    lines = result.stdout.splitlines()
+    tree = load_tree(conversation, log.path)
+    a, b = children(tree, first)[1:]
+    threads = [tree.nodes[node]["conversation_id"] for node in (a, b)]
+    assert lines[:3] == [
+        f"node {a}  echo  conversation {threads[0]}",
+        f"node {b}  echo  conversation {threads[1]}",
+        "",
+    ]
+    compared = run("compare", first, "--db", log.path).stdout.splitlines()
+    assert lines[3:] == compared
+    assert lines[3] == f"3 alternatives after {first}"
+    assert result.stderr == ""
+
+
+def test_tries_of_one_model_and_options_reach_every_request(store):
+    log, conversation, first, second = store
+    result = run(
+        "branch", first, "Again", "-m", "echo", "-n", "3", "-o", "example_bool",
+        "true", "--db", log.path, "--json",
+    )  # fmt: skip
+    new = [answer["node_id"] for answer in json.loads(result.stdout)["answers"]]
+    tree = load_tree(conversation, log.path)
+    assert children(tree, first) == [second, *new]
+    for node in new:
+        assert json.loads(tree.nodes[node]["response"])["options"] == {
+            "example_bool": True
+        }
+
+
+def test_parallel_caps_how_many_run_at_once(store):
+    log, conversation, first, second = store
+    with registered(SlowModel("slow", delay=0.2)) as counter:
+        fan_out(first, "Hm", log.path, models=["slow"], tries=3, parallel=1)
+        assert counter.most_running == 1
+    with registered(SlowModel("slow", delay=0.2)) as counter:
+        fan_out(first, "Hm", log.path, models=["slow"], tries=3)
+        assert counter.most_running == 3
+    assert len(children(load_tree(conversation, log.path), first)) == 1 + 6
+
+
+def test_llm_continues_a_fan_out_branch(store):
+    log, conversation, first, second = store
+    result = fan_out(first, "Graphs?", log.path, models=["echo", "echo"])
+    answer = result.answers[1]
+    with log:
+        turn = log.prompt("And DAGs?", continue_conversation=answer.conversation_id)
+    tree = load_tree_of_node(turn, log.path)
+    assert path_to(tree, turn) == [first, answer.node_id, turn]
+
+
+def test_legacy_fan_out_is_new_children_with_the_whole_history(legacy):
+    with registered(SlowModel("slow"), SlowModel("threaded", asynchronous=False)):
+        result = fan_out(
+            "f", "And then?", legacy, models=["slow", "threaded"], system="Be brief"
+        )
+    assert result.ok and result.parent_id == "f"
+    tree = load_tree("t", legacy)
+    new = [answer.node_id for answer in result.answers]
+    assert set(children(tree, "f")) == set(new)
+    for answer in result.answers:
+        assert answer.conversation_id == "t"
+        node = tree.nodes[answer.node_id]
+        assert (node["prompt"], node["system"], node["model"]) == (
+            "And then?",
+            "Be brief",
+            answer.model,
+        )
+        assert json.loads(node["response"]) == [
+            ["system", "You like trees"],
+            ["user", "prompt root"],
+            ["assistant", "answer to prompt root"],
+            ["user", "prompt e"],
+            ["assistant", "answer to prompt e"],
+            ["user", "prompt f"],
+            ["assistant", "answer to prompt f"],
+            ["system", "Be brief"],
+            ["user", "And then?"],
+        ]
+
+
+# -- faults ---------------------------------------------------------------------
+
+
+def test_a_failing_model_leaves_the_others_logged_and_exits_1(store):
+    log, conversation, first, second = store
+    with registered(
+        SlowModel("slow", delay=0.05),
+        SlowModel("broken", fail_after=1, reason="connection reset by peer"),
+        SlowModel("broken-thread", fail_after=2, asynchronous=False),
+    ):
+        result = run(
+            "branch", first, "Hm", "-m", "slow", "-m", "broken", "-m",
+            "broken-thread", "-m", "no-such-model", "--db", log.path, "--json",
+            expect=1,
+        )  # fmt: skip
+    assert result.stderr.splitlines() == [
+        "model broken failed: connection reset by peer",
+        "model broken-thread failed: connection dropped",
+        "unknown model 'no-such-model' (`llm models` lists the models llm knows)",
+    ]
+    document = json.loads(result.stdout)
+    assert [answer["model"] for answer in document["answers"]] == ["slow"]
+    assert document["failures"] == [
+        {"model": "broken", "attempt": 1, "reason": "connection reset by peer"},
+        {"model": "broken-thread", "attempt": 1, "reason": "connection dropped"},
+        {
+            "model": "no-such-model",
+            "attempt": 1,
+            "reason": "unknown model (`llm models` lists the models llm knows)",
+        },
+    ]
+    tree = load_tree(conversation, log.path)
+    assert children(tree, first) == [second, document["answers"][0]["node_id"]]
+    # Nothing half-written: the one answer is the one new turn and thread.
+    conn = sqlite3.connect(log.path)
+    counts = conn.execute(
+        "select (select count(*) from turns), (select count(*) from threads)"
+    ).fetchone()
+    conn.close()
+    assert counts == (3, 2)
+
+
+def test_a_missing_key_is_one_line_and_the_others_are_kept(store, monkeypatch):
+    log, conversation, first, second = store
+    monkeypatch.delenv("LLM_ECHO_NEEDS_KEY_KEY", raising=False)
+    result = run(
+        "branch", first, "Hm", "-m", "echo-needs-key", "-m", "echo",
+        "--db", log.path, expect=1,
+    )  # fmt: skip
+    assert result.stderr == (
+        "model echo-needs-key failed: No key found - add one using"
+        " 'llm keys set echo-needs-key' or set the LLM_ECHO_NEEDS_KEY_KEY"
+        " environment variable\n"
+    )
+    assert len(children(load_tree(conversation, log.path), first)) == 2
+
+
+def test_a_request_past_the_timeout_fails_alone(store):
+    log, conversation, first, second = store
+    with registered(SlowModel("slow"), SlowModel("stuck", delay=60)):
+        result = run(
+            "branch", first, "Hm", "-m", "stuck", "-m", "slow",
+            "--timeout", "0.5", "--db", log.path, expect=1,
+        )  # fmt: skip
+    assert result.stderr == "model stuck failed: no answer within 0.5 s (--timeout)\n"
+    tree = load_tree(conversation, log.path)
+    (new,) = children(tree, first)[1:]
+    assert tree.nodes[new]["model"] == "slow"
+
+
+def test_nothing_fails_nothing_is_written_when_every_model_is_unknown(store):
+    log, conversation, first, second = store
+    before = file_digest(log.path)
+    result = run("branch", first, "Hm", "-m", "nope", "-n", "2", "--db", log.path,
+                 expect=1)  # fmt: skip
+    assert (
+        result.stderr.splitlines()
+        == ["unknown model 'nope' (`llm models` lists the models llm knows)"] * 2
+    )
+    assert result.stdout == ""
+    assert file_digest(log.path) == before
+
+
+def test_ctrl_c_stops_the_rest_and_keeps_what_completed(store, tmp_path):
+    """A real SIGINT to a real process: the quick answer is logged, the slow
+    request is stopped, the exit status is 130."""
+    log, conversation, first, second = store
+    script = tmp_path / "fan_out.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            sys.path.insert(0, {str(ROOT / "tests")!r})
+            from plugins.llm_slow_model import SlowModel, registered
+            from convgraph.cli import cli
+            with registered(SlowModel("quick"), SlowModel("slow", delay=120),
+                            SlowModel("slow-thread", delay=120, chunks=240,
+                                      asynchronous=False)):
+                cli(sys.argv[1:])
+            """
+        )
+    )
+    process = subprocess.Popen(
+        [sys.executable, str(script), "branch", first, "Hm", "-m", "quick",
+         "-m", "slow", "-m", "slow-thread", "--db", str(log.path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "LLM_USER_PATH": str(log.directory)},
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # until the quick answer is logged
+            if len(children(load_tree(conversation, log.path), first)) == 2:
+                break
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert stderr.splitlines() == [
+        "model slow stopped: interrupted (Ctrl-C)",
+        "model slow-thread stopped: interrupted (Ctrl-C)",
+        "interrupted: 1 answer kept",
+    ]
+    tree = load_tree(conversation, log.path)
+    (new,) = children(tree, first)[1:]
+    assert tree.nodes[new]["model"] == "quick"
+    assert stdout.splitlines()[0].startswith(f"node {new}  quick  conversation ")
+
+
+def test_one_model_keeps_branch_s_answer_and_its_errors(store):
+    """One request is `branch` as before: node and conversation, and a
+    failure is an error (status 2)."""
+    log, conversation, first, second = store
+    lines = run("branch", first, "Hm", "--db", log.path).stdout.splitlines()
+    assert [line.split(" ")[0] for line in lines] == ["node", "conversation"]
+    with registered(SlowModel("broken", fail_after=0)):
+        result = run("branch", first, "Hm", "-m", "broken", "--db", log.path, expect=2)
+    assert result.stderr == "Error: model broken failed: connection dropped\n"
+
+
+# -- regenerate -----------------------------------------------------------------
+
+
+def test_regenerate_asks_the_nodes_prompt_again_as_siblings(store):
+    log, conversation, first, second = store
+    with registered(SlowModel("slow")):
+        result = run(
+            "regenerate", second, "-m", "slow", "-m", "echo", "--db", log.path,
+            "--json",
+        )  # fmt: skip
+    document = json.loads(result.stdout)
+    new = [answer["node_id"] for answer in document["answers"]]
+    assert document["parent_id"] == first
+    tree = load_tree(conversation, log.path)
+    # Siblings in log order, which is the order the requests started.
+    assert set(children(tree, first)) == {second, *new}
+    assert [tree.nodes[node]["prompt"] for node in new] == ["And a forest?"] * 2
+    assert json.loads(tree.nodes[new[0]]["response"]) == [
+        *texts(tree, first),
+        ["user", "And a forest?"],
+    ]
+    # echo answers the same prompt, so its answer is the node's own.
+    assert tree.nodes[new[1]]["response"] == tree.nodes[second]["response"]
+    assert [record["id"] for record in document["compare"]] == children(tree, first)
+
+
+def test_regenerate_defaults_to_the_nodes_model_and_its_system(legacy):
+    conn = sqlite3.connect(legacy)
+    conn.execute(
+        "update responses set model = 'slow', system = 'Be kind' where id = 'g'"
+    )
+    conn.commit()
+    conn.close()
+    with registered(SlowModel("slow")):
+        result = regenerate("g", legacy, tries=2)
+    assert result.ok and result.parent_id == "e"
+    tree = load_tree("t", legacy)
+    assert children(tree, "e")[:2] == ["f", "g"]
+    assert set(children(tree, "e")) == {"f", "g", *(a.node_id for a in result.answers)}
+    for answer in result.answers:
+        node = tree.nodes[answer.node_id]
+        assert (node["model"], node["prompt"], node["system"]) == (
+            "slow",
+            "prompt g",
+            "Be kind",
+        )
+        assert json.loads(node["response"])[-2:] == [
+            ["system", "Be kind"],
+            ["user", "prompt g"],
+        ]
+
+
+def test_regenerate_a_root_makes_new_roots_of_the_same_tree(store):
+    log, conversation, first, second = store
+    result = run("regenerate", first, "-n", "2", "--db", log.path, "--json")
+    document = json.loads(result.stdout)
+    new = [answer["node_id"] for answer in document["answers"]]
+    assert document["parent_id"] is None
+    tree = load_tree(conversation, log.path)
+    assert roots(tree) == [first, *new]
+    for node in new:
+        assert tree.nodes[node]["prompt"] == "What is a tree?"
+        assert json.loads(tree.nodes[node]["response"])["prompt"] == "What is a tree?"
+    # The table compares the root with its regenerations.
+    assert [record["id"] for record in document["compare"]] == [first, *new]
+    assert [record["subtree_size"] for record in document["compare"]] == [2, 1, 1]
+    lines = run("regenerate", first, "--db", log.path).stdout.splitlines()
+    # Only this run's answers: separate roots are otherwise no alternatives.
+    assert lines[2] == "2 alternatives after (new roots)"
+
+
+def test_regenerate_a_legacy_root_stays_in_its_conversation(legacy):
+    result = regenerate("root", legacy, models=["echo"])
+    tree = load_tree("t", legacy)
+    (answer,) = result.answers
+    assert roots(tree) == ["root", answer.node_id]
+    assert answer.conversation_id == "t"
+    given = json.loads(tree.nodes[answer.node_id]["response"])
+    assert (given["prompt"], given["system"]) == ("prompt root", "You like trees")
+
+
+def test_regenerate_an_unknown_node_is_an_error(legacy):
+    before = file_digest(legacy)
+    result = run("regenerate", "nope", "--db", legacy, expect=2)
+    assert result.stderr == "Error: no node with id 'nope'\n"
+    assert file_digest(legacy) == before
+
+
+# -- the live display -----------------------------------------------------------
+
+
+def job(state: str, **values) -> Job:
+    return Job(Request("echo", 1, "hi", []), "echo #1", state=state, **values)
+
+
+def test_progress_lines_say_state_tokens_and_time():
+    assert [
+        progress_line(job("waiting"), 8),
+        progress_line(job("streaming", chunks=1, started=1.0, ended=3.5), 8),
+        progress_line(job("done", output_tokens=42, started=1.0, ended=3.0), 8),
+        progress_line(job("failed", reason="No key found", started=1.0, ended=2), 8),
+        progress_line(job("stopped", reason="interrupted (Ctrl-C)"), 8),
+    ] == [
+        "echo #1   waiting",
+        "echo #1   streaming  1 chunk  2.5 s",
+        "echo #1   done       42 tokens  2.0 s",
+        "echo #1   failed     No key found",
+        "echo #1   stopped    interrupted (Ctrl-C)",
+    ]
+
+
+class Terminal:
+    """A stream that says it is a terminal and keeps what was written."""
+
+    def __init__(self):
+        self.written = []
+
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        self.written.append(text)
+
+    def flush(self):
+        pass
+
+
+def test_the_display_redraws_in_place_on_a_terminal_only():
+    terminal = Terminal()
+    display = LiveProgress(terminal)
+    jobs = [job("waiting"), job("waiting")]
+    display(jobs)
+    jobs[0].state = "failed"
+    jobs[0].reason = "boom"
+    display(jobs)
+    assert terminal.written == [
+        "\x1b[2Kecho #1  waiting\n\x1b[2Kecho #1  waiting\n",
+        "\x1b[2F\x1b[2Kecho #1  failed     boom\n\x1b[2Kecho #1  waiting\n",
+    ]
+    piped = LiveProgress(io.StringIO())
+    assert piped.enabled is False
+
+
+def test_the_default_parallel_is_one_number():
+    assert write.DEFAULT_PARALLEL == DEFAULT_PARALLEL

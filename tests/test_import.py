@@ -590,6 +590,12 @@ def test_an_older_llms_database_is_brought_up_to_date(seed_db, tmp_path):
     """A legacy logs.db (llm 0.31's tables): llm's migrations run first, as
     llm's next command would run them; the old conversations stay readable."""
     before = len(Forest.read(seed_db).nodes)
+    digest = file_digest(seed_db)
+    said = run("import", EXAMPLE, "--db", seed_db, "--dry-run").stdout
+    assert file_digest(seed_db) == digest
+    assert said.splitlines()[0] == (
+        f"Would bring {seed_db} up to llm's current tables first (llm's own migrations)"
+    )
     summary = import_export(EXAMPLE, seed_db)
     assert summary.upgraded and not summary.created
     assert len(Forest.read(seed_db).nodes) == before + 12

@@ -82,7 +82,10 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
             " with llm's tables"
         )
     elif summary.upgraded:
-        _say(f"Brought {summary.target} up to llm's current tables first")
+        _say(
+            f"{'Would bring' if dry_run else 'Brought'} {summary.target}"
+            " up to llm's current tables first (llm's own migrations)"
+        )
     _say(
         f"{would} {_plural(summary.imported, 'conversation')}"
         f" ({_plural(summary.nodes, 'node')} as turns,"

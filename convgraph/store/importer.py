@@ -455,14 +455,20 @@ def check_target(source: Path, target: Path) -> str:
     return "llm"
 
 
+def _has_store(conn: Any) -> bool:
+    """Whether the file has llm's message store (llm 0.32 and later)."""
+    found = conn.execute(
+        "select count(*) from sqlite_master where type = 'table'"
+        " and name in ('threads', 'turns', 'messages')"
+    ).fetchone()[0]
+    return found == 3
+
+
 def _status(conn: Any, plan: ConversationPlan) -> str:
     """ "new", "skipped" or "changed": whether the conversation's first thread
     is in the file, and whether all its turns are."""
     execute = conn.execute
-    has_threads = execute(
-        "select 1 from sqlite_master where type = 'table' and name = 'threads'"
-    ).fetchone()
-    if not has_threads:
+    if not _has_store(conn):
         return "new"
     if not execute("select 1 from threads where id = ?", [plan.thread_id]).fetchone():
         return "new"
@@ -574,6 +580,8 @@ def import_export(
             else sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
         )
         try:
+            if conn is not None:
+                summary.upgraded = not _has_store(conn)
             for plan in _plans(export):
                 status = "new" if conn is None else _status(conn, plan)
                 record(plan, "would import" if status == "new" else status)

@@ -532,3 +532,19 @@ def test_the_display_redraws_in_place_on_a_terminal_only():
 
 def test_the_default_parallel_is_one_number():
     assert write.DEFAULT_PARALLEL == DEFAULT_PARALLEL
+
+
+def test_a_fan_out_from_inside_a_running_event_loop(store):
+    """As in Jupyter, where a loop already runs: the fan-out runs its own in
+    a thread of its own and answers the same."""
+    import asyncio
+
+    log, conversation, first, second = store
+
+    async def in_a_loop():
+        return fan_out(first, "Hm", log.path, models=["echo", "echo"])
+
+    result = asyncio.run(in_a_loop())
+    assert result.ok
+    tree = load_tree(conversation, log.path)
+    assert set(children(tree, first)) == {second, *(a.node_id for a in result.answers)}

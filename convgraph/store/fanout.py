@@ -88,6 +88,8 @@ class Job:
         """The one line that says why the request failed or stopped."""
         if self.unknown_model:
             return f"unknown model {self.request.model_id!r} {UNKNOWN_MODEL_HINT}"
+        if self.state == STOPPED:
+            return f"model {self.label} stopped: {self.reason}"
         return f"model {self.label} failed: {self.reason}"
 
 
@@ -248,7 +250,8 @@ class _Runner:
             return
         except asyncio.CancelledError:
             cancel.set()
-            job.state, job.reason, job.ended = STOPPED, "interrupted", time.monotonic()
+            job.state, job.reason = STOPPED, "interrupted (Ctrl-C)"
+            job.ended = time.monotonic()
             return
         except Exception as error:  # any model error ends this request only
             self.fail(job, _reason(error))

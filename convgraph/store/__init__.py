@@ -10,10 +10,11 @@ at the same time never loses a prompt (`convgraph.store.transaction`).
 time; `rule_problems` says when a migrated file has lost those triggers;
 `log_response` writes a legacy row under the rules; `delete_node` applies
 DESIGN.md's deletion policy; `branch` continues a conversation from any node
-with llm's Python API.
+with llm's Python API, `fan_out` with several answers at once, and
+`regenerate` asks a node's prompt again.
 """
 
-from convgraph.store.branch import BranchError, branch
+from convgraph.store.branch import BranchError, FanOut, branch, fan_out, regenerate
 from convgraph.store.delete import Deletion, DeletionRefused, delete_node
 from convgraph.store.migrate import (
     MigrationPlan,
@@ -37,6 +38,7 @@ __all__ = [
     "DatabaseLocked",
     "Deletion",
     "DeletionRefused",
+    "FanOut",
     "LoggedNode",
     "MigrationPlan",
     "MigrationRefused",
@@ -46,8 +48,10 @@ __all__ = [
     "branch",
     "broken_links",
     "delete_node",
+    "fan_out",
     "log_response",
     "migrate",
     "plan_migration",
+    "regenerate",
     "rule_problems",
 ]

@@ -22,6 +22,7 @@ from databases import add_response, legacy_database
 
 from convgraph.browse import BrowseApp, count_conversations, list_conversations
 from convgraph.browse.app import ConversationScreen
+from convgraph.browse.listing import SHAPES_COMMAND
 from convgraph.sources import open_logs
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -91,14 +92,17 @@ def test_list_shows_every_conversation_with_its_figures():
             ("Starting a sourdough starter", 4, 1, 3, ["gpt-4o-mini"]),
         ]
         table = app.query_one("#conversations")
-        assert table.get_row_at(1) == [
-            "How hash maps work",
-            "7",
-            "4",
-            "2",
-            "2025-09-27 09:14",
-            "claude-3.5-sonn…",
-        ]
+        assert str(app.query_one("#heading").render()) == (
+            "name                      nodes leaves depth last             models"
+        )
+        assert table.lines[1] == (
+            "How hash maps work            7      4     2"
+            " 2025-09-27 09:14 claude-3.5-sonn…"
+        )
+        await pilot.press("down", "enter")  # from the filter box
+        await settle(app, pilot)
+        assert app.screen.tree.node == "01jb2hm00root000000000000"
+        await pilot.press("escape")
         await pilot.click("#filter")
         await pilot.press(*"haiku")
         assert [r.name for r in app.conversations.shown] == ["Autumn haiku"]
@@ -441,3 +445,28 @@ def test_command_line_errors_are_one_line(tmp_path, seed_db):
     assert result.stderr == f"Error: no database file at {tmp_path / 'missing.db'}\n"
     result = run("browse", "nope", "--db", seed_db, expect=2)
     assert result.stderr == "Error: no conversation with id 'nope'\n"
+
+
+def test_shape_figures_read_in_a_process_of_their_own(tmp_path):
+    """On a large file the browser reads leaves and depth through
+    `listing.main` in a Python process of its own, away from the
+    interface."""
+    import subprocess
+    import sys
+
+    found = subprocess.run(
+        [sys.executable, "-c", SHAPES_COMMAND, EXAMPLES / "logs.db"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(found.stdout)["01jb2hashmap0000000000000"] == [4, 2]
+    missing = subprocess.run(
+        [sys.executable, "-c", SHAPES_COMMAND, tmp_path / "none.db"],
+        capture_output=True,
+        text=True,
+    )
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        f"no database file at {tmp_path / 'none.db'}\n",
+    )

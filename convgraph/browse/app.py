@@ -18,7 +18,7 @@ import os
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -31,6 +31,8 @@ from convgraph import tree as operations
 from convgraph.browse.conversations import ConversationList
 from convgraph.browse.details import DetailsPane, compare_view, diff_view
 from convgraph.browse.listing import (
+    APART_ABOVE_NODES,
+    SHAPES_COMMAND,
     ConversationRow,
     count_conversations,
     list_conversations,
@@ -386,6 +388,7 @@ class BrowseApp(App[None]):
         self.model = model
         self.refusal: str | None = None
         self.figures: dict[str, tuple[int, int]] = {}
+        self._shapes: Any = None
 
     def compose(self) -> ComposeResult:
         yield ConversationList(id="list")
@@ -419,11 +422,40 @@ class BrowseApp(App[None]):
                     self.call_from_thread(self._show_rows, rows, "Counting nodes…")
                 rows = count_conversations(logs)
             self.call_from_thread(self._show_rows, rows, "Reading tree shapes…")
-            self.figures.update(structure_figures(self.db_path))
+            if sum(row.nodes for row in rows) > APART_ABOVE_NODES:
+                self.figures.update(self._figures_apart())
+            else:
+                self.figures.update(structure_figures(self.db_path))
         except (ConvgraphError, sqlite3.Error) as error:
             self.call_from_thread(self.say, f"error: {error}")
             return
         self.call_from_thread(self._show_rows, rows, None)
+
+    def _figures_apart(self) -> dict[str, tuple[int, int]]:
+        """`structure_figures` read by a Python process of its own, so that
+        the keys keep working meanwhile; nothing if the user quits first."""
+        import json
+        import subprocess
+        import sys
+
+        self._shapes = subprocess.Popen(
+            [sys.executable, "-c", SHAPES_COMMAND, str(self.db_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        output, errors = self._shapes.communicate()
+        if self._shapes.returncode == 2:
+            raise ConvgraphError(errors.strip())
+        if self._shapes.returncode != 0:  # ended by on_unmount, or killed
+            return {}
+        return {key: (value[0], value[1]) for key, value in json.loads(output).items()}
+
+    def on_unmount(self) -> None:
+        """Quitting ends the shape read at once."""
+        if self._shapes is not None and self._shapes.poll() is None:
+            self._shapes.terminate()
 
     def _show_rows(self, rows: list[ConversationRow], status: str | None) -> None:
         shaped = [self._with_figures(row) for row in rows]

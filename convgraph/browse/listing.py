@@ -225,3 +225,33 @@ def structure_figures(
             table["conversation_id"], table["leaves"], table["max_depth"], strict=True
         )
     }
+
+
+#: Above this many nodes the shape figures are read in a process of their
+#: own: building the forest's tables holds Python's interpreter lock for
+#: seconds, and in a thread the interface would stop answering keys.
+APART_ABOVE_NODES = 50_000
+
+
+def main(arguments: list[str]) -> int:
+    """`structure_figures` of `arguments[0]`, run as `SHAPES_COMMAND`, as
+    JSON on stdout ({tree id: [leaves, depth]}), or the one-line error on
+    stderr and exit status 2; the browser runs it in a process of its own."""
+    import json
+    import sqlite3
+    import sys
+
+    from convgraph.errors import ConvgraphError
+
+    try:
+        figures = structure_figures(arguments[0])
+    except (ConvgraphError, sqlite3.Error) as error:
+        print(str(error), file=sys.stderr)
+        return 2
+    json.dump(figures, sys.stdout)
+    return 0
+
+
+#: The Python code that runs `main` in a process of its own (the database's
+#: path follows it as an argument).
+SHAPES_COMMAND = "import sys; from convgraph.browse.listing import main; sys.exit(main(sys.argv[1:]))"

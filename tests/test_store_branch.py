@@ -300,3 +300,14 @@ def test_without_llm_branching_says_how_to_get_it(legacy, monkeypatch):
     assert str(error.value) == (
         "branching calls a model through llm, which is not installed: pip install llm"
     )
+
+
+def test_a_model_past_its_request_timeout_is_a_branch_error(store):
+    log, conversation, first, second = store
+    from plugins.llm_slow_model import SlowModel, registered
+
+    before = file_digest(log.path)
+    with registered(SlowModel("stuck", delay=60)), pytest.raises(BranchError) as error:
+        branch(first, "hi", log.path, model="stuck", request_timeout=0.2)
+    assert str(error.value) == "model stuck failed: no answer within 0.2 s (--timeout)"
+    assert file_digest(log.path) == before

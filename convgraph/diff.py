@@ -522,6 +522,10 @@ class Comparison:
 
     node: str
     alternatives: list[Alternative]
+    #: None when every pair of children was compared; else how many
+    #: neighbours on each side, in log order, each child was compared with
+    #: (more than `ALL_PAIRS_UP_TO` children: see `compare`).
+    neighbours: int | None = None
 
     @property
     def ids(self) -> list[str]:
@@ -548,19 +552,32 @@ class Comparison:
 
     def similarity_frame(self) -> pd.DataFrame:
         """The similarity of every child's response to every other's, as a
-        square frame indexed both ways by child id (1.0 on the diagonal)."""
+        square frame indexed both ways by child id (1.0 on the diagonal; NaN
+        for pairs not compared, when `neighbours` bounds the comparison)."""
         import pandas as pd
 
         ids = self.ids
         return pd.DataFrame(
             [
-                [1.0 if other == alt.id else alt.similarity[other] for other in ids]
+                [
+                    1.0 if other == alt.id else alt.similarity.get(other, float("nan"))
+                    for other in ids
+                ]
                 for alt in self.alternatives
             ],
             index=pd.Index(ids, name="id"),
             columns=ids,
             dtype=float,
         )
+
+
+#: Up to this many children, every pair of them is compared.
+ALL_PAIRS_UP_TO = 50
+#: With more children, each is compared with this many neighbours on each
+#: side in log order: pairwise similarity is quadratic (a thousand siblings
+#: took 20 s), and the siblings logged next to each other are the retries a
+#: user compares.
+NEIGHBOURS = 1
 
 
 def compare(tree: nx.DiGraph, node: str) -> Comparison:
@@ -570,6 +587,10 @@ def compare(tree: nx.DiGraph, node: str) -> Comparison:
     its subtree (itself included), and the similarity of its response to
     each sibling's (see `similarity`; each pair is computed once, so the
     values are symmetric). A node without children gives no alternatives.
+    With more than `ALL_PAIRS_UP_TO` children, each child's similarity is
+    given only to its `NEIGHBOURS` nearest siblings on each side in log
+    order, and `Comparison.neighbours` says so: linear, not quadratic, in
+    the number of children.
 
     Raises
     ------
@@ -590,8 +611,10 @@ def compare(tree: nx.DiGraph, node: str) -> Comparison:
     texts = [_Prepared.of(tree.nodes[child]["response"]) for child in ids]
     responses = [tree.nodes[child]["response"] for child in ids]
     scores: dict[str, dict[str, float]] = {child: {} for child in ids}
+    neighbours = None if len(ids) <= ALL_PAIRS_UP_TO else NEIGHBOURS
     for i, first in enumerate(ids):
-        for j in range(i + 1, len(ids)):
+        last = len(ids) if neighbours is None else min(len(ids), i + 1 + neighbours)
+        for j in range(i + 1, last):
             second = ids[j]
             if (responses[i] or "") == (responses[j] or ""):
                 score = 1.0
@@ -609,12 +632,12 @@ def compare(tree: nx.DiGraph, node: str) -> Comparison:
                 **{key: attributes[key] for key in INTEGER_ATTRIBUTES},
                 response_length=len(response) if response is not None else None,
                 subtree_size=tree_size(tree, child),
-                similarity={
-                    other: scores[child][other] for other in ids if other != child
-                },
+                similarity=scores[child]
+                if neighbours is not None
+                else {other: scores[child][other] for other in ids if other != child},
             )
         )
-    return Comparison(node, alternatives)
+    return Comparison(node, alternatives, neighbours)
 
 
 __all__ = [

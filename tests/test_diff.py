@@ -755,3 +755,67 @@ def test_cli_diff_does_not_import_pandas(seed_db: Path) -> None:
     )
     assert done.stderr.strip() == "False"
     assert done.stdout.startswith("diff complex-c complex-g")
+
+
+# -- compare over many children: bounded, not quadratic ----------------------
+
+
+def many_children_db(path: Path, count: int) -> Path:
+    """A conversation whose root has `count` children, logged in order, the
+    i-th answering "answer i of many"."""
+    conn = legacy_database(path)
+    add_response(conn, "q", "c", "question", datetime_utc="2025-01-01T00:00:00")
+    for index in range(count):
+        add_response(
+            conn,
+            f"r{index:03d}",
+            "c",
+            f"retry {index}",
+            parent="q",
+            response=f"answer {index} of many",
+            datetime_utc=f"2025-01-01T00:01:{index // 60:02d}.{index % 60:02d}",
+        )
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_compare_up_to_the_limit_compares_every_pair(tmp_path: Path) -> None:
+    from convgraph.diff import ALL_PAIRS_UP_TO
+
+    db = many_children_db(tmp_path / "fifty.db", ALL_PAIRS_UP_TO)
+    result = compare(load_tree("c", db), "q")
+    assert result.neighbours is None
+    first = result.alternatives[0]
+    assert list(first.similarity) == [f"r{i:03d}" for i in range(1, ALL_PAIRS_UP_TO)]
+    # "answer 0 of many" and "answer 1 of many": 3 of 4 words the same.
+    assert first.similarity["r001"] == 0.75
+
+
+def test_compare_many_children_compares_neighbours_only(tmp_path: Path) -> None:
+    from convgraph.diff import ALL_PAIRS_UP_TO, NEIGHBOURS
+
+    count = ALL_PAIRS_UP_TO + 10
+    db = many_children_db(tmp_path / "many.db", count)
+    result = compare(load_tree("c", db), "q")
+    assert result.neighbours == NEIGHBOURS == 1
+    similarity = {alt.id: alt.similarity for alt in result.alternatives}
+    assert similarity["r000"] == {"r001": 0.75}
+    assert similarity["r007"] == {"r006": 0.75, "r008": 0.75}
+    assert similarity[f"r{count - 1:03d}"] == {f"r{count - 2:03d}": 0.75}
+    frame = result.similarity_frame()
+    assert frame.loc["r007", "r008"] == 0.75
+    assert pd.isna(frame.loc["r007", "r009"])
+
+    shown = run("compare", "q", "--db", db).stdout.splitlines()
+    assert shown[count + 3 :][:5] == [
+        "similarity of responses (0 to 1, over words)",
+        f"{count} children, too many to compare every pair: each compared"
+        " with 1 sibling on each side, in log order",
+        " #    -1    +1",
+        " 1     -  0.75",
+        " 2  0.75  0.75",
+    ]
+    assert shown[-1] == f"{count}  0.75     -"
+    records = json.loads(run("compare", "q", "--json", "--db", db).stdout)
+    assert records[1]["similarity"] == {"r000": 0.75, "r002": 0.75}

@@ -215,6 +215,9 @@ def generate_compare_lines(result: Comparison) -> Iterator[str]:
     yield ""
     yield click.style("similarity of responses (0 to 1, over words)", bold=True)
     ids = result.ids
+    if result.neighbours is not None:
+        yield from _neighbour_lines(result)
+        return
     matrix = [
         [str(number)]
         + [
@@ -228,3 +231,29 @@ def generate_compare_lines(result: Comparison) -> Iterator[str]:
     yield from _table(
         ["#", *(str(n) for n in range(1, len(ids) + 1))], matrix, left=set()
     )
+
+
+def _neighbour_lines(result: Comparison) -> Iterator[str]:
+    """The similarities of a bounded comparison: each child with the
+    siblings it was compared with, by their offset in log order."""
+    reach = result.neighbours or 0
+    yield (
+        f"{len(result.ids)} children, too many to compare every pair: each"
+        f" compared with {_count(reach, 'sibling')} on each side, in log order"
+    )
+    number = {child: index for index, child in enumerate(result.ids, start=1)}
+    offsets = [*range(-reach, 0), *range(1, reach + 1)]
+    rows = []
+    for index, alternative in enumerate(result.alternatives, start=1):
+        by_offset = {
+            number[other] - index: score
+            for other, score in alternative.similarity.items()
+        }
+        rows.append(
+            [str(index)]
+            + [
+                f"{by_offset[offset]:.2f}" if offset in by_offset else "-"
+                for offset in offsets
+            ]
+        )
+    yield from _table(["#", *(f"{offset:+d}" for offset in offsets)], rows, left=set())

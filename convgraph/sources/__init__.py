@@ -9,8 +9,10 @@ both, and a record present in both (same id) is read once, from the turns.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -209,14 +211,28 @@ class LogDatabase:
             legacy_records, legacy_name = self.legacy.read_conversations(
                 conversation_ids, tree_id
             )
-            name = name or legacy_name
-            records = _join_generations(legacy_records, records)
+            # llm names a conversation by its first prompt; a thread made
+            # when llm 0.32+ went on with it is named by the later prompt.
+            name = legacy_name or name
+            records = _join_generations(
+                legacy_records, records, linked=self.legacy.has_parent
+            )
         return TreeRecords(tree_id, name, records, problems)
 
     def fork_problems(self) -> list[Problem]:
         """The cycles of forks among the message store's threads (a thread
         forked, through others, from itself): none without a message store."""
         return [] if self.store is None else self.store.fork_problems()
+
+    def _response_texts(self, node_ids: list[str]) -> dict[str, str | None]:
+        """Legacy responses' answers by id (for matching history read
+        without its texts)."""
+        rows = self.conn.execute(
+            "select id, response from responses"
+            " where id in (select value from json_each(?))",
+            [json.dumps(node_ids)],
+        )
+        return {row[0]: row[1] for row in rows}
 
     def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, and the name of every tree.
@@ -241,7 +257,12 @@ class LogDatabase:
                     lambda cid: thread_roots.get(cid, cid)
                 )
             for tree_id, name in legacy_names.items():
-                names.setdefault(thread_roots.get(tree_id, tree_id), name)
+                # llm's own conversation name, as in read_tree.
+                root = thread_roots.get(tree_id, tree_id)
+                if name is not None and (root == tree_id or names.get(root) is None):
+                    names[root] = name
+                else:
+                    names.setdefault(root, name)
             frames.insert(0, legacy_frame)
         # llm 0.32 and later make the legacy tables and leave them empty:
         # concatenating an empty frame would only lose the categories.
@@ -252,42 +273,155 @@ class LogDatabase:
         if self.legacy is not None and not self.legacy.has_parent:
             legacy.link_frame_as_chains(nodes)
         if self.legacy is not None and self.store is not None:
-            _join_generations_frame(nodes)
+            _join_generations_frame(
+                nodes,
+                linked=self.legacy.has_parent,
+                response_texts=None if text else self._response_texts,
+            )
         return conform_nodes(nodes.drop(columns="_continues")), names
 
 
 def _join_generations(
-    legacy_records: list[dict[str, Any]], turn_records: list[dict[str, Any]]
+    legacy_records: list[dict[str, Any]],
+    turn_records: list[dict[str, Any]],
+    linked: bool = False,
 ) -> list[dict[str, Any]]:
     """One tree's legacy rows and turns together, in log order.
 
-    When llm 0.32+ continues a legacy conversation (`llm -c`), the first turn
-    carries the old history in its messages but no turn to point at: its
-    parent is the last legacy response of that conversation.
+    When llm 0.32+ continues a legacy conversation (`llm -c`), or a
+    `LogStore.fork` starts at one of its rebuilt messages, the turn carries
+    the old history in its messages but no turn to point at: its parent is
+    the legacy response its history ends at (`legacy_parent`), whatever was
+    logged later. `linked`: the responses carry `parent_response_id`.
     """
+    conversations = None
+    for record in turn_records:
+        continuation = record.pop("_continues", None)
+        if continuation is None or record["parent_id"] is not None:
+            continue
+        if conversations is None:
+            conversations = _conversations_in_id_order(
+                (r["id"], r["conversation_id"], r["parent_id"], r["response"])
+                for r in legacy_records
+            )
+        record["parent_id"] = legacy_parent(continuation, conversations, linked)
     if not legacy_records:
         return turn_records
-    last_legacy: dict[str, str] = {}
-    for record in legacy_records:
-        last_legacy[record["conversation_id"]] = record["id"]
-    for record in turn_records:
-        if record["parent_id"] is None and record.pop("_continues", False):
-            record["parent_id"] = last_legacy.get(record["conversation_id"])
-        record.pop("_continues", None)
     joined = legacy_records + turn_records
     joined.sort(key=log_order)
     return joined
 
 
-def _join_generations_frame(nodes: pd.DataFrame) -> None:
+def _join_generations_frame(
+    nodes: pd.DataFrame,
+    linked: bool = False,
+    response_texts: Callable[[list[str]], dict[str, str | None]] | None = None,
+) -> None:
     """The table form of `_join_generations`, for the whole forest (in place;
-    `nodes` is in log order)."""
-    is_legacy = nodes["source"] == legacy.SOURCE
-    last_legacy = nodes[is_legacy].groupby("conversation_id")["id"].last()
-    continues = (~is_legacy) & nodes["parent_id"].isna() & nodes["_continues"]
-    nodes.loc[continues, "parent_id"] = nodes.loc[continues, "conversation_id"].map(
-        last_legacy
+    `nodes` is in log order). Only the few turns that go on from legacy
+    history are looked at one by one. `response_texts` reads legacy answers
+    by id when the table was read without its texts."""
+    from convgraph.sources.message_store import Continuation
+
+    flags = nodes["_continues"]
+    continues = flags.notna() & flags.astype(bool) & nodes["parent_id"].isna()
+    if not continues.any():
+        return
+    rows = nodes.index[continues]
+    continuations: list[Continuation] = list(flags[rows])
+    wanted = {thread for c in continuations for thread in c.threads}
+    legacy_rows = nodes[
+        (nodes["source"] == legacy.SOURCE)
+        & nodes["conversation_id"].astype(object).isin(wanted)
+    ]
+    ids = legacy_rows["id"].tolist()
+    answers = legacy_rows["response"].tolist()
+    if response_texts is not None:
+        texts = response_texts(ids)
+        answers = [texts.get(node_id) for node_id in ids]
+    conversations = _conversations_in_id_order(
+        zip(
+            ids,
+            legacy_rows["conversation_id"].astype(object).tolist(),
+            legacy_rows["parent_id"].tolist(),
+            answers,
+            strict=True,
+        )
     )
+    nodes.loc[rows, "parent_id"] = [
+        legacy_parent(continuation, conversations, linked)
+        for continuation in continuations
+    ]
+
+
+#: A legacy response as `legacy_parent` matches it: id, parent id, answer.
+LegacyResponse = tuple[str, Any, Any]
+
+
+def _conversations_in_id_order(
+    rows: Iterable[tuple[str, str, Any, Any]],
+) -> dict[str, list[LegacyResponse]]:
+    """Legacy responses (id, conversation, parent, answer) by conversation,
+    each in id order: the order llm replays a legacy conversation in."""
+    conversations: dict[str, list[LegacyResponse]] = {}
+    for node_id, conversation_id, parent_id, answer in rows:
+        conversations.setdefault(conversation_id, []).append(
+            (node_id, parent_id, answer)
+        )
+    for responses in conversations.values():
+        responses.sort(key=lambda response: response[0])
+    return conversations
+
+
+def legacy_parent(
+    continuation: Any,
+    conversations: dict[str, list[LegacyResponse]],
+    linked: bool = False,
+) -> str | None:
+    """The legacy response whose answer a turn's rebuilt history ends at.
+
+    The conversation is the first of the turn's threads (its own, then the
+    ones it was forked from) that has legacy responses. The history's
+    answers are matched to the responses in order and by content: down the
+    stored parent links where there are some (a `convgraph branch` sends a
+    path of the tree), else along the responses in id order, which is how
+    llm replays a legacy conversation (skipping one whose answer llm
+    rebuilt as no message). Where content does not match, the n-th answer
+    is the n-th response in id order.
+    """
+    answers = continuation.answers
+    responses = next(
+        (conversations[t] for t in continuation.threads if t in conversations),
+        None,
+    )
+    if not answers or not responses:
+        return None
+    if linked:
+        below: dict[Any, list[LegacyResponse]] = {}
+        known = {response[0] for response in responses}
+        for response in responses:
+            parent = response[1] if response[1] in known else None
+            below.setdefault(parent, []).append(response)
+        current = None
+        for answer in answers:
+            match = next((r for r in below.get(current, []) if r[2] == answer), None)
+            if match is None:
+                break
+            current = match[0]
+        else:
+            return current
+    else:
+        position = 0
+        matched = None
+        for response in responses:
+            if position == len(answers):
+                break
+            if response[2] == answers[position]:
+                matched = response[0]
+                position += 1
+        if position == len(answers):
+            return matched
+    return responses[min(len(answers), len(responses)) - 1][0]
 
 
 def log_order(record: dict[str, Any]) -> tuple[str, str]:

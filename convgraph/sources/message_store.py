@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
@@ -28,6 +29,27 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SOURCE = "turns"
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """How a turn with no parent turn goes on from legacy history.
+
+    When llm 0.32+ continues a legacy conversation it rebuilds the
+    conversation's responses as messages (each one's input, then its answer,
+    in id order) and logs its turn below them; a `LogStore.fork` at one of
+    those rebuilt messages starts a thread below the same messages. Neither
+    has a turn to point at: the parent is the legacy response whose answer
+    the history ends at, which `sources._join_generations` finds from this.
+
+    `threads` are the turn's thread and the threads it was forked from, in
+    that order (one of them is the legacy conversation); `answers` the texts
+    of the assistant messages above the turn's input, oldest first.
+    """
+
+    threads: tuple[str, ...]
+    answers: tuple[str, ...]
+
 
 TURN_COLUMNS = (
     "id, thread_id, parent_message_hash, tip_message_hash, model, datetime_utc,"
@@ -91,6 +113,35 @@ class MessageStoreReader:
             [turn_id],
         ).fetchone()
         return dict(row) if row else None
+
+    def broken_chain(self, tip: str | None) -> str | None:
+        """Why the messages from `tip` up cannot be read as a history (one
+        sentence), or None when they can: each must be in the file and the
+        `parent_hash` links must end at a root, not go round a cycle. llm's
+        `LogStore.load_chain` checks neither: it raises KeyError on a missing
+        message and loops forever on a cycle."""
+        missing: list[Any] = []
+
+        def parent_of(message_hash: Any) -> Any:
+            row = self.conn.execute(
+                "select parent_hash from messages where hash = ?", [message_hash]
+            ).fetchone()
+            if row is None:
+                missing.append(message_hash)
+                return None
+            return row[0]
+
+        walk = ParentWalk(tip, parent_of)
+        walked = sum(1 for _ in walk)
+        if missing:
+            where = "it ends at" if walked == 1 else "its history goes up to"
+            return f"{where} message {missing[0]!s}, which is not in the file"
+        if walk.repeat is not None:
+            return (
+                f"the parent links of its history go round a cycle"
+                f" (message {walk.repeat!s} is its own ancestor)"
+            )
+        return None
 
     def root_thread(self, thread_id: str) -> str:
         """Follow `forked_from` up to the original thread.
@@ -223,6 +274,10 @@ class MessageStoreReader:
         texts = {}
         if text:
             texts = self._message_texts(None if thread_ids is None else list(messages))
+        system_hashes = {h for h, (_, role) in messages.items() if role == "system"}
+        # Turns that go on from rebuilt legacy history, and the assistant
+        # messages above each: their texts are read below even without text.
+        continuing: list[tuple[dict[str, Any], list[str]]] = []
 
         # Turns by (tree, tip): the candidates for being some turn's parent.
         by_tip: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -243,6 +298,11 @@ class MessageStoreReader:
             if above is not None:
                 parent = _choose_parent(by_tip[(tree_id, above)], turn, forked_from)
             input_hashes = chains.own_input(turn["parent_message_hash"]) if text else []
+            answers_above = (
+                chains.answers_above(turn["parent_message_hash"])
+                if parent is None
+                else []
+            )
             records.append(
                 {
                     "id": turn["id"],
@@ -252,7 +312,9 @@ class MessageStoreReader:
                     "prompt": _join(texts, input_hashes, messages, "user")
                     if text
                     else None,
-                    "system": _system(texts, chains, turn["parent_message_hash"])
+                    "system": _system(
+                        texts, chains, turn["parent_message_hash"], system_hashes
+                    )
                     if text
                     else None,
                     "response": _join(
@@ -272,11 +334,21 @@ class MessageStoreReader:
                     "duration_ms": turn["duration_ms"],
                     "source": SOURCE,
                     # No parent turn, yet answers above the input: llm went on
-                    # from a legacy conversation (see sources._join_generations).
-                    "_continues": parent is None
-                    and chains.has_answers_above(turn["parent_message_hash"]),
+                    # from a legacy conversation (see sources._join_generations);
+                    # a Continuation is filled in below.
+                    "_continues": None,
                 }
             )
+            if answers_above:
+                continuing.append((records[-1], answers_above))
+        if continuing:
+            wanted = {h for _, hashes in continuing for h in hashes}
+            answer_texts = texts if text else self._message_texts(sorted(wanted))
+            for record, hashes in continuing:
+                record["_continues"] = Continuation(
+                    threads=tuple(ParentWalk(record["conversation_id"], forked_from)),
+                    answers=tuple(answer_texts.get(h, "") for h in hashes),
+                )
         return records
 
     def _message_texts(self, hashes: list[str] | None) -> dict[str, str]:
@@ -378,6 +450,18 @@ class _Chains:
         hashes.reverse()
         return hashes
 
+    def answers_above(self, message_hash: str | None) -> list[str]:
+        """The assistant messages at or above `message_hash`, oldest first
+        (a walk to the top: asked only for turns with no parent turn)."""
+        found = []
+        for current in ParentWalk(message_hash, self.parent):
+            if current not in self.messages:
+                break
+            if self.messages[current][1] == "assistant":
+                found.append(current)
+        found.reverse()
+        return found
+
     def has_answers_above(self, message_hash: str | None) -> bool:
         """Whether an assistant message stands at or above `message_hash`."""
         for current in ParentWalk(message_hash, self.parent):
@@ -441,12 +525,19 @@ def _join(
 
 
 def _system(
-    texts: dict[str, str], chains: _Chains, parent_message_hash: str | None
+    texts: dict[str, str],
+    chains: _Chains,
+    parent_message_hash: str | None,
+    system_hashes: set[str],
 ) -> str | None:
-    root = chains.root(parent_message_hash)
-    if root is None or chains.messages[root][1] != "system":
+    """The system prompt in force for a turn: the last system message in the
+    history it was sent. A turn sent several (`convgraph branch -s`, or
+    `llm -s` continuing legacy history, put a new one after the history) was
+    told the latest; llm's own `logs` shows only the first."""
+    if not system_hashes:
         return None
-    return texts.get(root)
+    nearest = chains.nearest(parent_message_hash, system_hashes, "\0system")
+    return None if nearest is None else texts.get(nearest)
 
 
 def _text_refs(payload: str | None) -> list[dict[str, Any]] | None:

@@ -10,7 +10,7 @@ tree whole in one partition. `node_table`, `conversation_table` and
 partition with `map_partitions`: the same code as the pandas path, so the
 computed tables equal the pandas ones row for row (in partition order rather
 than log order). A Dask DataFrame from elsewhere must hold its trees whole
-too: `nodes.shuffle("tree_id")` makes it so.
+too, each tree's rows in log order.
 
 dask and distributed are imported only inside the functions (the `dask`
 extra: `pip install 'convgraph[dask]'`).
@@ -125,7 +125,12 @@ def connect(scheduler: str) -> Iterator[Client]:
         ):
             yield client
         return
+    from distributed.comm.addressing import get_address_host_port
+
     try:
+        # An address Dask cannot parse fails here, before a half-made Client
+        # complains on stderr as it is collected.
+        get_address_host_port(scheduler)
         client = Client(scheduler, timeout="10s")
     except (OSError, TimeoutError, ValueError) as error:
         raise ConvgraphError(

@@ -62,7 +62,7 @@ def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
     Examples
     --------
     >>> tree_buckets(["a", "b", "a"], 4).tolist()
-    [1, 3, 1]
+    [1, 2, 1]
     >>> tree_buckets(["a", "b", "a"], 1).tolist()
     [0, 0, 0]
     """

@@ -473,6 +473,10 @@ def _point_below(path: Path, node_id: str) -> BranchPoint:
     with open_logs(path) as logs:
         turn = logs.store.turn_end(node_id) if logs.store is not None else None
         if turn is not None:
+            # llm's load_chain would loop forever on a cycle of parent_hash.
+            broken = logs.store.broken_chain(turn["tip_message_hash"])
+            if broken is not None:
+                raise BranchError(f"cannot branch from {node_id}: {broken}")
             return BranchPoint(path, node_id, node_id, turn["model"], turn=turn)
         if logs.legacy is None or not logs.legacy.conversation_of(node_id):
             raise UnknownNode(node_id)

@@ -454,3 +454,82 @@ def test_a_hot_journal_is_explained_not_rolled_back(seed_db):
     with pytest.raises(DatabaseError, match="holds an unfinished transaction"):
         open_logs(seed_db)
     assert (file_digest(seed_db), file_digest(journal)) == before
+
+
+def test_a_live_writer_is_not_taken_for_a_stopped_one(seed_db, monkeypatch):
+    # Another process is in the middle of a write and holds the lock past
+    # the busy timeout (shortened here): its journal is on disk, but it is
+    # alive, so the user is told to retry, not to roll anything back.
+    import convgraph.sources
+
+    monkeypatch.setattr(convgraph.sources, "BUSY_TIMEOUT_SECONDS", 0.2)
+    script = (
+        "import sqlite3, sys\n"
+        "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "conn.execute('pragma cache_size = 1')\n"
+        "conn.execute('begin exclusive')\n"
+        "conn.execute(\"update responses set prompt = 'x' || prompt\")\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.readline()\n"
+        "conn.execute('commit')\n"
+    )
+    locker = subprocess.Popen(
+        [sys.executable, "-c", script, str(seed_db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert locker.stdout.readline() == "locked\n"
+        assert seed_db.with_name(seed_db.name + "-journal").exists()
+        result = run("stats", "--db", seed_db, expect=2)
+    finally:
+        locker.stdin.close()
+        locker.wait(timeout=10)
+    assert result.stderr == (
+        f"Error: {seed_db} is being written by another process, which held its"
+        " lock for more than 0.2 seconds; try again when it has finished\n"
+    )
+
+
+def test_a_wal_file_in_a_read_only_directory_is_explained(tmp_path):
+    # SQLite reads a WAL-mode file only through its -shm file, which it
+    # cannot create in a read-only directory. A read-only bind mount in a
+    # private mount namespace (unshare, as root or in a user namespace).
+    import shutil
+
+    source, mounted = tmp_path / "source", tmp_path / "mounted"
+    source.mkdir()
+    mounted.mkdir()
+    conn = legacy_database(source / "logs.db")
+    add_response(conn, "r1", "c1", "hello", datetime_utc=timestamp(1))
+    conn.commit()
+    assert conn.execute("pragma journal_mode = wal").fetchone() == ("wal",)
+    conn.close()
+    unshare = shutil.which("unshare")
+    probe = subprocess.run(
+        [unshare or "unshare", "-rm", "true"], capture_output=True, check=False
+    )
+    if unshare is None or probe.returncode != 0:
+        pytest.skip("no private mount namespace here (unshare -rm)")
+    path = mounted / "logs.db"
+    result = subprocess.run(
+        [
+            unshare,
+            "-rm",
+            "sh",
+            "-c",
+            f'mount --bind -o ro "{source}" "{mounted}"'
+            f' && exec "{sys.executable}" -m convgraph stats --db "{path}"',
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert result.stderr == (
+        f"Error: {path} is in WAL mode, and SQLite can read it only with its"
+        f" logs.db-shm file beside it, which it cannot create or open in"
+        f" {mounted} (a read-only directory?); read a copy made with its -wal"
+        " file in a writable directory\n"
+    )

@@ -61,16 +61,51 @@ def connect_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS)
         conn.execute("select count(*) from sqlite_master").fetchone()
     except sqlite3.DatabaseError as error:
-        if path.with_name(path.name + "-journal").exists():
-            # A writer stopped mid-transaction; SQLite must roll its journal
-            # back before anyone reads, and a read-only reader cannot.
-            raise DatabaseError(
-                f"{path} holds an unfinished transaction of a writer that"
-                " stopped; open it once with llm or sqlite3 to roll it back"
-            ) from None
-        raise DatabaseError(f"{path} is not an SQLite database ({error})") from None
+        raise DatabaseError(_why_unreadable(path, error)) from None
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def _why_unreadable(path: Path, error: sqlite3.DatabaseError) -> str:
+    """One sentence on why SQLite would not let a read-only reader in."""
+    code = getattr(error, "sqlite_errorname", "")
+    if code.startswith("SQLITE_BUSY") or "locked" in str(error):
+        # A live writer (llm logging, a migration) holds the lock: its
+        # journal is there too, but it is not a stopped writer's.
+        return (
+            f"{path} is being written by another process, which held its"
+            f" lock for more than {BUSY_TIMEOUT_SECONDS:g} seconds; try again"
+            " when it has finished"
+        )
+    if code == "SQLITE_READONLY_ROLLBACK" or (
+        code.startswith("SQLITE_READONLY")
+        and path.with_name(path.name + "-journal").exists()
+    ):
+        # A writer stopped mid-transaction; SQLite must roll its journal
+        # back before anyone reads, and a read-only reader cannot.
+        return (
+            f"{path} holds an unfinished transaction of a writer that"
+            " stopped; open it once with llm or sqlite3 to roll it back"
+        )
+    if code.startswith("SQLITE_CANTOPEN") and _is_wal(path):
+        return (
+            f"{path} is in WAL mode, and SQLite can read it only with its"
+            f" {path.name}-shm file beside it, which it cannot create or open"
+            f" in {path.parent} (a read-only directory?); read a copy made"
+            " with its -wal file in a writable directory"
+        )
+    return f"{path} is not an SQLite database ({error})"
+
+
+def _is_wal(path: Path) -> bool:
+    """Whether the file's header says WAL mode (format versions 2 at bytes
+    18 and 19 of the SQLite header)."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(20)
+    except OSError:
+        return False
+    return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
 
 
 @dataclass

@@ -21,7 +21,7 @@ from conftest import file_digest, run
 from databases import add_response, legacy_database
 
 from convgraph.browse import BrowseApp, count_conversations, list_conversations
-from convgraph.browse.app import ConversationScreen
+from convgraph.browse.app import DETAILS_DELAY, ConversationScreen
 from convgraph.browse.listing import SHAPES_COMMAND
 from convgraph.sources import open_logs
 
@@ -52,6 +52,12 @@ def drive(db: Path, scenario: Scenario, **options: object) -> None:
     asyncio.run(main())
     if not writes:
         assert file_digest(db) == before
+
+
+async def rested(pilot) -> None:
+    """Wait until the details pane has caught up with the cursor (it waits
+    for keys pressed in quick succession to rest)."""
+    await pilot.pause(DETAILS_DELAY * 2)
 
 
 async def open_first(app: BrowseApp, pilot, name: str) -> ConversationScreen:
@@ -146,13 +152,13 @@ def test_open_move_and_switch_siblings(seed_db):
     async def scenario(app, pilot):
         screen = await open_first(app, pilot, "complex")
         assert drawn(screen) == [
-            "complex-root  prompt complex-root",
-            "├── complex-b  prompt complex-b",
-            "│   ├── complex-c  prompt complex-c",
-            "│   └── complex-d  prompt complex-d",
-            "└── complex-e  prompt complex-e",
-            "    ├── complex-f  prompt complex-f",
-            "    └── complex-g  prompt complex-g",
+            "prompt complex-root",
+            "├── prompt complex-b",
+            "│   ├── prompt complex-c",
+            "│   └── prompt complex-d",
+            "└── prompt complex-e",
+            "    ├── prompt complex-f",
+            "    └── prompt complex-g",
         ]
         assert screen.tree.node == "complex-root"
         await pilot.press("j", "l")  # down to b, then its first child
@@ -170,7 +176,7 @@ def test_open_move_and_switch_siblings(seed_db):
         await pilot.press("h")
         assert screen.tree.node == "complex-root"
         await pilot.press("down")
-        await pilot.pause()
+        await rested(pilot)
         assert screen.details.title == "complex-b"
         assert screen.details.source == (
             "**model** echo  \n"
@@ -179,11 +185,18 @@ def test_open_move_and_switch_siblings(seed_db):
             "### Prompt\n\n> prompt complex-b\n\n"
             "### Response\n\nanswer to prompt complex-b"
         )
+        # i shows the ids, as `convgraph tree` draws them.
+        await pilot.press("i")
+        assert drawn(screen)[:2] == [
+            "complex-root  prompt complex-root",
+            "├── complex-b  prompt complex-b",
+        ]
+        await pilot.press("i")
         # Folding b hides its subtree's lines and says how many.
         await pilot.press("space")
         assert drawn(screen)[1:3] == [
-            "├── complex-b  prompt complex-b",
-            "└── complex-e  prompt complex-e",
+            "├── prompt complex-b",
+            "└── prompt complex-e",
         ]
         await pilot.press("space")
         assert len(drawn(screen)) == 7
@@ -246,9 +259,10 @@ def test_mark_then_diff_shows_the_branch_diff(seed_db):
             "⚠ mark a node first (m), then move and press d"
         )
         await pilot.press("j", "l", "m")  # mark complex-c
-        assert drawn(screen)[2] == "│   ├── complex-c  prompt complex-c"
+        assert drawn(screen)[2] == "│   ├── prompt complex-c"
         assert screen.tree.mark == "complex-c"
         await pilot.press("end", "d")  # the cursor on complex-g
+        await rested(pilot)  # the node's view, still due, gave way to the diff
         assert screen.tree.node == "complex-g"
         assert screen.details.title == "diff complex-c → complex-g"
         assert screen.details.source.split("\n\n")[:3] == [
@@ -319,6 +333,7 @@ def test_branch_with_echo_adds_the_answer_under_the_cursor(fork_copy):
         await pilot.press("b")
         await pilot.press(*"Say it again", "enter")
         await settle(app, pilot)
+        await rested(pilot)
         new = screen.tree.node
         assert new not in (first, second, third, *fork_copy["fork_turns"])
         assert screen.graph.nodes[new]["prompt"] == "Say it again"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,7 @@ HELP = """\
 | ← → or h l | parent, first child |
 | `[` `]` | previous or next sibling (the alternative answers) |
 | space, enter | fold or unfold the subtree |
+| `i` | show or hide the node ids |
 | `/` then `n` | search prompts and responses; next hit |
 | `m` then `d` | mark a node; diff its branch with the cursor's |
 | `c` | compare the cursor's siblings |
@@ -65,6 +67,10 @@ HELP = """\
 | escape | back to the conversation list |
 | `q` | quit |
 """
+
+#: Seconds the cursor rests before the details pane follows it, when it
+#: moves faster than that.
+DETAILS_DELAY = 0.15
 
 #: The status line of a conversation.
 KEY_HINTS = "? keys  / search  m mark  d diff  c compare  b branch  esc list  q quit"
@@ -158,6 +164,8 @@ class ConversationScreen(Screen[None]):
         self.graph: nx.DiGraph | None = None
         self.hits: list[str] = []
         self.query_text = ""
+        self._details_timer: Any = None
+        self._details_shown = 0.0
 
     def compose(self) -> ComposeResult:
         yield Static(terminal_text(self.tree_id), id="title", markup=False)
@@ -185,7 +193,7 @@ class ConversationScreen(Screen[None]):
 
     def _failed(self, message: str) -> None:
         if self.is_attached:
-            self.details.show_error(message)
+            self.show_problem(message)
             self.say("escape: back to the list")
 
     @property
@@ -216,8 +224,34 @@ class ConversationScreen(Screen[None]):
         self.app.tree_opened(graph)  # type: ignore[attr-defined]
 
     def on_tree_view_moved(self, event: TreeView.Moved) -> None:
-        if self.graph is not None:
-            self.details.show_node(self.graph, event.node)
+        """Show the node at once after a pause, else when the keys rest:
+        laying out a long Markdown answer takes longer than a held key's
+        repeat, and the tree must keep up with the key."""
+        if self._details_timer is not None:
+            self._details_timer.stop()
+            self._details_timer = None
+        if time.monotonic() - self._details_shown > DETAILS_DELAY:
+            self._show_details()
+        else:
+            self._details_timer = self.set_timer(DETAILS_DELAY, self._show_details)
+
+    def show_view(self, title: str, source: str) -> None:
+        """Show a view (a diff, a comparison, the keys) in the pane; a node
+        still waiting to be shown there gives way to it."""
+        if self._details_timer is not None:
+            self._details_timer.stop()
+            self._details_timer = None
+        self.details.show(title, source)
+
+    def show_problem(self, message: str) -> None:
+        """A problem in the pane, in one line (see `show_view`)."""
+        self.show_view("⚠ " + terminal_text(message), "")
+
+    def _show_details(self) -> None:
+        self._details_timer = None
+        self._details_shown = time.monotonic()
+        if self.graph is not None and self.tree.node is not None:
+            self.details.show_node(self.graph, self.tree.node)
 
     # -- reading keys --------------------------------------------------------
 
@@ -286,14 +320,14 @@ class ConversationScreen(Screen[None]):
         if self.graph is None or self.tree.node is None:
             return
         if self.tree.mark is None:
-            self.details.show_error("mark a node first (m), then move and press d")
+            self.show_problem("mark a node first (m), then move and press d")
             return
         try:
             result = diff(self.graph, self.tree.mark, self.tree.node)
         except ConvgraphError as error:
-            self.details.show_error(str(error))
+            self.show_problem(str(error))
             return
-        self.details.show(*diff_view(result))
+        self.show_view(*diff_view(result))
 
     def action_compare(self) -> None:
         from convgraph.diff import compare
@@ -302,15 +336,15 @@ class ConversationScreen(Screen[None]):
             return
         above = operations.parent(self.graph, self.tree.node)
         if above is None:
-            self.details.show_error("a root has no siblings to compare")
+            self.show_problem("a root has no siblings to compare")
             return
-        self.details.show(*compare_view(compare(self.graph, above)))
+        self.show_view(*compare_view(compare(self.graph, above)))
 
     def action_help(self) -> None:
-        self.details.show("Keys", HELP)
+        self.show_view("Keys", HELP)
 
     def action_not_yet(self, key: str) -> None:
-        self.details.show_error(f"{NOT_YET[key]} is not available yet in convgraph")
+        self.show_problem(f"{NOT_YET[key]} is not available yet in convgraph")
 
     # -- writing keys --------------------------------------------------------
 
@@ -320,14 +354,14 @@ class ConversationScreen(Screen[None]):
     def action_write(self, key: str) -> None:
         refusal = self._refusal()
         if refusal:
-            self.details.show_error(refusal)
+            self.show_problem(refusal)
             return
         self.action_not_yet(key)
 
     def action_branch(self) -> None:
         refusal = self._refusal()
         if refusal:
-            self.details.show_error(refusal)
+            self.show_problem(refusal)
             return
         node = self.tree.node
         if node is None:
@@ -335,7 +369,7 @@ class ConversationScreen(Screen[None]):
 
         def asked(prompt: str | None) -> None:
             if prompt:
-                self.details.show(f"branching from {node}…", f"> {prompt}")
+                self.show_view(f"branching from {node}…", f"> {prompt}")
                 self.run_branch(node, prompt)
 
         self.app.push_screen(PromptScreen(f"Branch from {node}"), asked)
@@ -353,11 +387,11 @@ class ConversationScreen(Screen[None]):
             logged = branch(node, prompt, app.db_path, model=app.model)
             graph = load_tree(self.tree_id, app.db_path)
         except ConvgraphError as error:
-            self.app.call_from_thread(self.details.show_error, str(error))
+            self.app.call_from_thread(self.show_problem, str(error))
             return
         except Exception as error:  # a model plugin's own failure
             message = f"the model failed: {type(error).__name__}: {error}"
-            self.app.call_from_thread(self.details.show_error, message)
+            self.app.call_from_thread(self.show_problem, message)
             return
         self.app.call_from_thread(self.show_tree, graph, logged.node_id)
 

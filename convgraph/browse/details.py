@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rich.markdown import Markdown
 from textual.containers import VerticalScroll
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
 from convgraph.contract import INTEGER_ATTRIBUTES
 from convgraph.text import terminal_text
@@ -33,7 +34,6 @@ class DetailsPane(VerticalScroll):
     DEFAULT_CSS = """
     DetailsPane { padding: 0 1; }
     DetailsPane #details-title { text-style: bold; }
-    DetailsPane Markdown { margin: 0; padding: 0; }
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -43,23 +43,24 @@ class DetailsPane(VerticalScroll):
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="details-title", markup=False)
-        yield Markdown(id="details-body")
+        # Rich's Markdown in one widget: Textual's Markdown widget makes a
+        # widget per block, and laying those out for every node the cursor
+        # passes made the tree lag.
+        yield Static(id="details-body")
 
     def show(self, title: str, source: str) -> None:
         """Show a title line and a Markdown body, from the top."""
         self.title = title
         self.source = source
         self.query_one("#details-title", Static).update(title)
-        self.query_one("#details-body", Markdown).update(source)
+        self.query_one("#details-body", Static).update(
+            Markdown(source, code_theme="ansi_dark", hyperlinks=False)
+        )
         self.scroll_home(animate=False)
 
     def show_node(self, graph: nx.DiGraph, node: str) -> None:
         """The node's header and texts."""
         self.show(*node_view(graph, node))
-
-    def show_error(self, message: str) -> None:
-        """A problem (a model's error, a refused write) in one line."""
-        self.show("⚠ " + terminal_text(message), "")
 
 
 def safe(text: str | None) -> str:

@@ -48,6 +48,7 @@ class TreeView(ScrollView, can_focus=True):
         Binding("left_square_bracket", "sibling(-1)", "Prev sibling", show=False),
         Binding("right_square_bracket", "sibling(1)", "Next sibling", show=False),
         Binding("space,enter", "toggle", "Fold", show=False),
+        Binding("i", "ids", "Ids", show=False),
         Binding("home", "first", "First", show=False),
         Binding("end", "last", "Last", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
@@ -71,7 +72,11 @@ class TreeView(ScrollView, can_focus=True):
         self.node: str | None = None
         self.mark: str | None = None
         self.collapsed: set[str] = set()
+        #: Whether the lines show node ids: off by default, since an llm id
+        #: takes 26 of a narrow pane's columns (the pane above says it).
+        self.show_ids = False
         self._drawn: list[tuple[str | None, str]] = []
+        self._without_ids: list[tuple[str | None, str]] = []
         self._span: dict[str, int] = {}
         self._shown: list[tuple[str | None, str]] = []
         self._row: dict[str, int] = {}
@@ -91,10 +96,13 @@ class TreeView(ScrollView, can_focus=True):
             node for root in operations.roots(graph) for node in _preorder(graph, root)
         ]
         nodes = iter(order)
-        for line in generate_tree_lines(graph, width=40):
+        for line in generate_tree_lines(graph):
             # The drawing's lines come in the same depth-first order, with a
             # blank line between two roots.
             self._drawn.append((next(nodes) if line else None, line))
+        self._without_ids = [
+            (node, _without_id(node, line)) for node, line in self._drawn
+        ]
         self._span = _subtree_lines(graph, order)
         models = dict.fromkeys(graph.nodes[n]["model"] for n in order)
         self._colours = {
@@ -109,10 +117,11 @@ class TreeView(ScrollView, can_focus=True):
         return list(self._shown)
 
     def _layout(self) -> None:
+        drawn = self._drawn if self.show_ids else self._without_ids
         shown = []
         index = 0
-        while index < len(self._drawn):
-            node, line = self._drawn[index]
+        while index < len(drawn):
+            node, line = drawn[index]
             shown.append((node, line))
             if node is not None and node in self.collapsed:
                 index += self._span[node]
@@ -143,7 +152,7 @@ class TreeView(ScrollView, can_focus=True):
         if node is None or self.graph is None:
             return text
         attributes = self.graph.nodes[node]
-        start = line.find(terminal_text(node))
+        start = len(line) - len(line.lstrip("│├└─ "))
         colour = self._colours.get(attributes.get("model"))
         if start >= 0 and colour:
             text.stylize(colour, start)
@@ -165,7 +174,8 @@ class TreeView(ScrollView, can_focus=True):
         """Put the cursor on `node`, unfolding what hides it."""
         if node is None or self.graph is None or node not in self.graph:
             return
-        hidden = [
+        # Only a fold can hide a node: without one, no walk up the tree.
+        hidden = self.collapsed and [
             n for n in operations.ancestors(self.graph, node) if n in self.collapsed
         ]
         if hidden:
@@ -223,6 +233,12 @@ class TreeView(ScrollView, can_focus=True):
         group = operations.children(self.graph, above)
         self.move_to(group[(group.index(self.node) + offset) % len(group)])
 
+    def action_ids(self) -> None:
+        """Show or hide the node ids in the lines."""
+        self.show_ids = not self.show_ids
+        self._layout()
+        self.move_to(self.node)
+
     def action_toggle(self) -> None:
         """Fold or unfold the subtree below the cursor."""
         if self.node is None or self._span.get(self.node, 1) <= 1:
@@ -230,6 +246,18 @@ class TreeView(ScrollView, can_focus=True):
         self.collapsed.symmetric_difference_update({self.node})
         self._layout()
         self.move_to(self.node)
+
+
+def _without_id(node: str | None, line: str) -> str:
+    """A line of the drawing without its node's id: the guides, then the
+    prompt's excerpt (the id where there is no prompt)."""
+    if node is None:
+        return line
+    label = terminal_text(node) + "  "
+    start = line.find(label)
+    if start < 0:  # no prompt: the id is all the label there is
+        return line
+    return line[:start] + line[start + len(label) :]
 
 
 def _preorder(graph: nx.DiGraph, root: str) -> list[str]:

@@ -201,6 +201,7 @@ def branch(
         request_timeout=timeout,
         on_change=_live_progress(),
     )
+    _say_how_llm_continues(result)
     if len(model_ids or [None]) * count > 1:
         _report_fan_out(result, as_json)
         return
@@ -216,6 +217,27 @@ def branch(
     else:
         _say(f"node {logged.node_id}")
         _say(f"conversation {logged.conversation_id}")
+
+
+def _say_how_llm_continues(result: Any) -> None:
+    """On stderr, where a branch was logged as a legacy response (a file
+    without llm's message store): what `llm -c` will send. llm replays a
+    legacy conversation's responses in the order logged, whatever their
+    parents, so the branch alone can only be gone on with by convgraph."""
+    from convgraph.sources import open_logs
+
+    if not result.answers:
+        return
+    with open_logs(result.path) as logs:
+        if logs.store is not None:
+            return
+    for conversation in dict.fromkeys(a.conversation_id for a in result.answers):
+        click.echo(
+            f"llm -c --cid {conversation} replays every response of this"
+            " conversation in the order logged, both branches run together;"
+            " to go on from this branch alone, use convgraph branch",
+            err=True,
+        )
 
 
 @command()

@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import NODE_ATTRIBUTES
+from convgraph.contract import NODE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
 from convgraph.sources.tables import no_garbage_collection
 
@@ -235,7 +235,13 @@ class MessageStoreReader:
         thread_roots = _thread_roots(forked_from)[0]
         records = self._read(None, thread_roots, forked_from, text=text)
         columns = ["id", "tree_id", "parent_id", *NODE_ATTRIBUTES, "_continues"]
+        # Object columns (str or None): pandas' inferred string dtype holds a
+        # missing text as NaN, which concatenating with the legacy table's
+        # object columns would keep.
         nodes = pd.DataFrame.from_records(records, columns=columns)
+        for name in TEXT_ATTRIBUTES:
+            values = nodes[name]
+            nodes[name] = values.astype(object).where(values.notna(), None)
         names = {
             tid: row["name"]
             for tid, row in threads.items()

@@ -425,18 +425,46 @@ def log_answer(
 
     In the message store: a new thread, forked at the parent turn's output
     (or, for a new root, started empty beside the asked root's thread), and
-    the turn in it. In a legacy database: a response whose parent is the
-    branch point's node, under the rules.
+    the turn in it; the thread is named as llm names a new conversation. A
+    legacy node of a file that has the message store is branched the same
+    way, with a fork at its history rebuilt as messages (as llm 0.32+
+    rebuilds legacy history), so `llm -c --cid NEW_THREAD` goes on with that
+    branch alone: llm would replay every response of a legacy conversation.
+    In a legacy database: a response whose parent is the branch point's node,
+    under the rules.
     """
+    name = thread_name(response)
     if point.store is not None:
         store = point.store
         with write_transaction(conn):
             if point.turn is not None:
                 thread = store.fork(
-                    point.turn["tip_message_hash"], forked_from=point.turn["thread_id"]
+                    point.turn["tip_message_hash"],
+                    name=name,
+                    forked_from=point.turn["thread_id"],
                 )
             else:
-                thread = store.create_thread(forked_from=point.thread_id)
+                thread = store.create_thread(name=name, forked_from=point.thread_id)
+            turn_id = store.log(response, thread_id=thread)
+        return LoggedNode(turn_id, thread)
+    if point.graph is not None and point.parent_id is not None and _has_turns(conn):
+        import sqlite_utils
+        from llm.logs import LogStore
+
+        store = LogStore(sqlite_utils.Database(conn))
+        conversation = point.graph.nodes[point.parent_id]["conversation_id"]
+        with write_transaction(conn):
+            # The fork names the conversation's thread as the one it came
+            # from, which makes it a branch of the conversation's tree. llm
+            # makes that thread when it first goes on with the conversation;
+            # made here, it points at no message, so `llm -c --cid` of the
+            # conversation still replays its responses as before.
+            if not conn.execute(
+                "select 1 from threads where id = ?", [conversation]
+            ).fetchone():
+                store.create_thread(name=point.graph.graph.get("name"), id=conversation)
+            tip = store.ensure_chain(point.history)
+            thread = store.fork(tip, name=name, forked_from=conversation)
             turn_id = store.log(response, thread_id=thread)
         return LoggedNode(turn_id, thread)
     options = {
@@ -466,6 +494,26 @@ def log_answer(
     )
 
 
+def thread_name(response: Any) -> str:
+    """A new thread's name, as llm names a new conversation: its prompt (or
+    else its system prompt) on one line, cut to llm's length with an
+    ellipsis."""
+    from llm import models
+
+    limit = getattr(models, "CONVERSATION_NAME_LENGTH", 32)
+    text = " ".join((response.prompt.prompt or response.prompt.system or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _has_turns(conn: sqlite3.Connection) -> bool:
+    """Whether the file has llm 0.32+'s message store."""
+    return bool(
+        conn.execute(
+            "select 1 from sqlite_master where type = 'table' and name = 'turns'"
+        ).fetchone()
+    )
+
+
 def _point_below(path: Path, node_id: str) -> BranchPoint:
     """The branch point for new children of `node_id` (history not read yet)."""
     from convgraph.sources import open_logs
@@ -480,7 +528,8 @@ def _point_below(path: Path, node_id: str) -> BranchPoint:
             return BranchPoint(path, node_id, node_id, turn["model"], turn=turn)
         if logs.legacy is None or not logs.legacy.conversation_of(node_id):
             raise UnknownNode(node_id)
-        require_rules(logs.conn)
+        if logs.store is None:  # with the message store, a branch is a fork
+            require_rules(logs.conn)
         from convgraph.forest import load_tree_of_node
 
         graph = load_tree_of_node(node_id, logs)

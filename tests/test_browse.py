@@ -485,3 +485,23 @@ def test_shape_figures_read_in_a_process_of_their_own(tmp_path):
         2,
         f"no database file at {tmp_path / 'none.db'}\n",
     )
+
+
+def test_regenerate_with_echo_adds_a_sibling(fork_copy):
+    first, second, _ = fork_copy["turns"]
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, fork_copy["thread"][:8])
+        await pilot.press("j", "r")
+        await settle(app, pilot)
+        await rested(pilot)
+        new = screen.tree.node
+        assert new != second
+        assert list(screen.graph.predecessors(new)) == [first]
+        assert screen.graph.nodes[new]["prompt"] == "And a forest?"
+        assert sorted(screen.graph.successors(first)) == sorted(
+            [second, new, *fork_copy["fork_turns"][:1]]
+        )
+        assert screen.details.title == new
+
+    drive(fork_copy["path"], scenario, writes=True, model="echo")

@@ -5,10 +5,10 @@ tables of names, then fills in each tree's figures from background reads
 (`convgraph.browse.listing`). Opening a conversation reads that tree alone
 (`load_tree`) and shows it beside the details pane; the keys call the
 library: the tree operations to move, `convgraph.diff` for the diff and the
-comparison, `convgraph.store.branch` to branch. The file is opened
-read-only for every read; only a branch writes, through the store, and the
-write keys say why they cannot where the source is an export or a file the
-user may not write. Everything that can fail on the user's data or a model
+comparison, `convgraph.store`'s `fan_out` and `regenerate` to branch and
+regenerate. The file is opened read-only for every read; only those keys
+write, through the store, and they say why they cannot where the source is
+an export or a file the user may not write. Everything that can fail on the user's data or a model
 ends as a message in the pane, never as a traceback.
 """
 
@@ -78,7 +78,6 @@ KEY_HINTS = "? keys  / search  m mark  d diff  c compare  b branch  esc list  q 
 #: The keys whose library function convgraph has not got yet.
 NOT_YET = {
     "t": "the transcript",
-    "r": "regenerate",
     "N": "notes",
     "p": "preferences",
 }
@@ -143,7 +142,7 @@ class ConversationScreen(Screen[None]):
         Binding("question_mark", "help", "Keys"),
         Binding("b", "branch", "Branch"),
         Binding("t", "not_yet('t')", "Transcript"),
-        Binding("r", "write('r')", "Regenerate"),
+        Binding("r", "regenerate", "Regenerate"),
         Binding("N", "write('N')", "Note"),
         Binding("p", "write('p')", "Prefer"),
     ]
@@ -358,6 +357,16 @@ class ConversationScreen(Screen[None]):
             return
         self.action_not_yet(key)
 
+    def action_regenerate(self) -> None:
+        """Ask the cursor's prompt again: the answer is its sibling."""
+        refusal = self._refusal()
+        if refusal:
+            self.show_problem(refusal)
+            return
+        if self.tree.node is not None:
+            self.show_view(f"regenerating {self.tree.node}…", "")
+            self.run_branch(self.tree.node, None)
+
     def action_branch(self) -> None:
         refusal = self._refusal()
         if refusal:
@@ -375,25 +384,53 @@ class ConversationScreen(Screen[None]):
         self.app.push_screen(PromptScreen(f"Branch from {node}"), asked)
 
     @work(thread=True, exclusive=True, group="write")
-    def run_branch(self, node: str, prompt: str) -> None:
-        """Call the model and log its answer as a child of `node` (off the
-        interface's thread: a model may take a while), then read the tree
-        again with the new node under the cursor."""
+    def run_branch(self, node: str, prompt: str | None) -> None:
+        """Ask the model (off the interface's thread: a model may take a
+        while) and log its answer: a child of `node` for a new prompt
+        (`fan_out`, as `convgraph branch` does), or for None a sibling with
+        `node`'s own prompt (`regenerate`). The pane follows the answer as it
+        streams in; then the tree is read again with the new node under the
+        cursor."""
         from convgraph.forest import load_tree
-        from convgraph.store import branch
+        from convgraph.store import fan_out, regenerate
+        from convgraph.store.branch import single_answer
 
         app: BrowseApp = self.app  # type: ignore[assignment]
+        models = [app.model] if app.model else []
+        title = f"regenerating {node}…" if prompt is None else f"branching from {node}…"
+        shown = [0.0]
+
+        def progress(jobs: list[Any]) -> None:
+            # Every chunk calls this; the pane need not redraw faster than
+            # the eye reads.
+            if time.monotonic() - shown[0] < 0.1:
+                return
+            shown[0] = time.monotonic()
+            lines = [
+                f"- {job.label}: {job.state}, {job.characters} characters"
+                for job in jobs
+            ]
+            app.call_from_thread(self.show_view, title, "\n".join(lines))
+
         try:
-            logged = branch(node, prompt, app.db_path, model=app.model)
+            if prompt is None:
+                result = regenerate(
+                    node, app.db_path, models=models, on_change=progress
+                )
+            else:
+                result = fan_out(
+                    node, prompt, app.db_path, models=models, on_change=progress
+                )
+            logged = single_answer(result)
             graph = load_tree(self.tree_id, app.db_path)
         except ConvgraphError as error:
-            self.app.call_from_thread(self.show_problem, str(error))
+            app.call_from_thread(self.show_problem, str(error))
             return
         except Exception as error:  # a model plugin's own failure
             message = f"the model failed: {type(error).__name__}: {error}"
-            self.app.call_from_thread(self.show_problem, message)
+            app.call_from_thread(self.show_problem, message)
             return
-        self.app.call_from_thread(self.show_tree, graph, logged.node_id)
+        app.call_from_thread(self.show_tree, graph, logged.node_id)
 
 
 class BrowseApp(App[None]):

@@ -222,7 +222,7 @@ def structure_figures(
     return {
         str(tree_id): (int(leaves), int(depth))
         for tree_id, leaves, depth in zip(
-            table["conversation_id"], table["leaves"], table["max_depth"], strict=True
+            table["tree_id"], table["leaves"], table["max_depth"], strict=True
         )
     }
 

@@ -24,8 +24,7 @@ async def screenshot() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        await pilot.click("#filter")
-        await pilot.press(*"hash", "enter")
+        await pilot.press("slash", *"hash", "enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
         # Down to the first follow-up, then its next sibling.

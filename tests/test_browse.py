@@ -62,8 +62,7 @@ async def rested(pilot) -> None:
 
 async def open_first(app: BrowseApp, pilot, name: str) -> ConversationScreen:
     """Filter the list down to `name` and open it."""
-    await pilot.click("#filter")
-    await pilot.press(*name, "enter")
+    await pilot.press("slash", *name, "enter")
     await settle(app, pilot)
     screen = app.screen
     assert isinstance(screen, ConversationScreen)
@@ -105,15 +104,17 @@ def test_list_shows_every_conversation_with_its_figures():
             "How hash maps work            7      4     2"
             " 2025-09-27 09:14 claude-3.5-sonn…"
         )
-        await pilot.press("down", "enter")  # from the filter box
+        await pilot.press("down", "enter")  # the table has the keys
         await settle(app, pilot)
         assert app.screen.tree.node == "01jb2hm00root000000000000"
         await pilot.press("escape")
-        await pilot.click("#filter")
-        await pilot.press(*"haiku")
+        await pilot.press("slash", *"haiku")
         assert [r.name for r in app.conversations.shown] == ["Autumn haiku"]
         await pilot.press(*"xyz")
         assert app.conversations.shown == []
+        await pilot.press("escape", "q")  # out of the box, then quit
+        await pilot.pause()
+        assert app.return_code == 0
 
     drive(db, scenario)
 

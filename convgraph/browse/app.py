@@ -64,6 +64,7 @@ HELP = """\
 | `b` | branch: a new prompt after the cursor |
 | `r` | regenerate the cursor's answer |
 | `N`, `p` | write a note, mark preferred |
+| tab | to the details pane and back (to scroll a long answer) |
 | escape | back to the conversation list |
 | `q` | quit |
 """
@@ -533,7 +534,9 @@ class BrowseApp(App[None]):
         self.conversations.set_rows(shaped)
         count = f"{len(shaped)} conversations"
         self.say(
-            f"{count} · {status}" if status else f"{count} · enter: open · q: quit"
+            f"{count} · {status}"
+            if status
+            else f"{count} · / filter · enter open · q quit"
         )
 
     def _with_figures(self, row: ConversationRow) -> ConversationRow:
@@ -551,7 +554,7 @@ class BrowseApp(App[None]):
         )
 
     def action_list_help(self) -> None:
-        self.say("type to filter · ↑↓ choose · enter open · q quit")
+        self.say("/ filter · ↑↓ choose · enter open · esc leave the filter · q quit")
 
     # -- a tree ------------------------------------------------------------
 

@@ -105,7 +105,13 @@ class ConversationTable(ScrollView, can_focus=True):
 
 class ConversationList(Vertical):
     """The filter box and the table; `rows` every conversation, `shown` the
-    ones the filter lets through, in the table's order."""
+    ones the filter lets through, in the table's order.
+
+    The table has the keys (so `q` quits); `/` goes to the filter box, and
+    escape or enter there back to the table.
+    """
+
+    BINDINGS = [Binding("slash", "filter", "Filter", show=False)]
 
     DEFAULT_CSS = """
     ConversationList #filter { height: 3; }
@@ -170,9 +176,17 @@ class ConversationList(Vertical):
         event.stop()
         self._refill()
 
+    def on_mount(self) -> None:
+        self.query_one(ConversationTable).focus()
+
+    def action_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        """Enter in the filter opens the first conversation it lets through."""
+        """Enter in the filter opens the conversation under the cursor (the
+        first the filter lets through, unless the arrows moved)."""
         event.stop()
+        self.query_one(ConversationTable).focus()
         if self.shown:
             self.post_message(self.Chosen(self.current() or self.shown[0].tree_id))
 
@@ -182,10 +196,14 @@ class ConversationList(Vertical):
             self.post_message(self.Chosen(self.shown[event.row].tree_id))
 
     def on_key(self, event: Any) -> None:
-        """Up and down in the filter box move in the table."""
-        if event.key in ("up", "down", "pageup", "pagedown") and isinstance(
-            self.app.focused, Input
-        ):
+        """Up and down in the filter box move in the table; escape leaves
+        the box."""
+        if not isinstance(self.app.focused, Input):
+            return
+        if event.key == "escape":
+            event.stop()
+            self.query_one(ConversationTable).focus()
+        elif event.key in ("up", "down", "pageup", "pagedown"):
             event.stop()
             table = self.query_one(ConversationTable)
             if event.key in ("up", "down"):

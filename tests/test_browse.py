@@ -506,3 +506,31 @@ def test_regenerate_with_echo_adds_a_sibling(fork_copy):
         assert screen.details.title == new
 
     drive(fork_copy["path"], scenario, writes=True, model="echo")
+
+
+def test_stored_escapes_and_markup_show_as_text(tmp_path):
+    """A prompt that holds a terminal escape and Rich markup is shown as
+    symbols and brackets, in the tree and in the pane."""
+    db = tmp_path / "hostile.db"
+    conn = legacy_database(db)
+    add_response(
+        conn,
+        "x1",
+        "hostile",
+        "title \x1b]0;pwned\x07 [bold]loud[/bold]",
+        response="line one\n\x1b[31mred\x1b[0m",
+        datetime_utc="2025-01-01T00:00:00",
+    )
+    conn.commit()
+    conn.close()
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "hostile")
+        assert drawn(screen) == ["title ␛]0;pwned␇ [bold]loud[/bold]"]
+        await rested(pilot)
+        assert screen.details.source.endswith(
+            "> title ␛]0;pwned␇ [bold]loud[/bold]\n\n"
+            "### Response\n\nline one\n␛[31mred␛[0m"
+        )
+
+    drive(db, scenario)

@@ -20,7 +20,7 @@ from convgraph.cli.options import UserError, command, db_option
     "-m",
     "--model",
     default=None,
-    help="The model that `b` (branch) asks [default: the node's own model]",
+    help="The model that `b` (branch) and `r` (regenerate) ask [default: the node's own model]",
 )
 def browse(conversation_id: str | None, db_path: str | None, model: str | None) -> None:
     """Browse the conversations in the terminal; open CONVERSATION_ID at once

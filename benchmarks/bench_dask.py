@@ -152,7 +152,7 @@ def on_workers(
 PANDAS_RUN = """
 import json, sys, time
 from benchmarks.bench_dask import peak_rss
-from convgraph.stats import dataset_conversation_table
+from convgraph.dask import dataset_conversation_table
 start = time.perf_counter()
 table = dataset_conversation_table(sys.argv[1])
 seconds = time.perf_counter() - start

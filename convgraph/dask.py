@@ -12,15 +12,17 @@ computed tables equal the pandas ones row for row (in partition order rather
 than log order). A Dask DataFrame from elsewhere must hold its trees whole
 too, each tree's rows in log order.
 
-dask and distributed are imported only inside the functions (the `dask`
-extra: `pip install 'convgraph[dask]'`).
+`dataset_conversation_table` is what `convgraph stats --db DIR [--dask
+SCHEDULER]` prints: pandas over pyarrow, or the same function on Dask. dask
+and distributed are imported only inside the functions that use them (the
+`dask` extra: `pip install 'convgraph[dask]'`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,6 +95,66 @@ def branch_table(nodes: dd.DataFrame) -> dd.DataFrame:
     from convgraph.stats import branch_table_of
 
     return _per_partition(nodes, branch_table_of)
+
+
+def dataset_conversation_table(
+    directory: str | os.PathLike[str],
+    conversation_ids: Iterable[str] = (),
+    scheduler: str | None = None,
+) -> pd.DataFrame:
+    """`convgraph.stats.conversation_table` of a Parquet dataset written by
+    `convgraph.export.parquet`, with pandas over pyarrow in this process or,
+    given a Dask scheduler, on Dask: the same function either way.
+
+    Parameters
+    ----------
+    directory
+        The dataset: a folder holding `nodes/`.
+    conversation_ids
+        Only the trees these ids name (a tree id, or the conversation id of
+        one of its nodes), in the order named; every tree when empty, in the
+        order of their first times (then ids).
+    scheduler
+        None for pandas on this process; "local" for a Dask `LocalCluster`
+        on this machine, or a scheduler's address (``tcp://HOST:8786``).
+
+    Raises
+    ------
+    UnknownConversation
+        An id names no tree of the dataset.
+    ExportError
+        The folder is not such a dataset.
+    """
+    import pandas as pd
+
+    from convgraph.export import parquet
+    from convgraph.stats import (
+        CONVERSATION_COLUMNS,
+        CONVERSATION_INPUTS,
+        conversation_table_of,
+    )
+
+    named = list(conversation_ids)
+    tree_ids = parquet.tree_ids_of(directory, named) if named else None
+    columns = list(CONVERSATION_INPUTS)
+    if scheduler is None:
+        nodes = parquet.read_nodes(directory, tree_ids, columns)
+        table = conversation_table_of(nodes)
+    else:
+        with connect(scheduler):
+            nodes = read_nodes(directory)[columns]
+            if tree_ids is not None:
+                nodes = nodes[nodes["tree_id"].isin(tree_ids)]
+            table = conversation_table(nodes).compute()
+    tree_column = CONVERSATION_COLUMNS[0]  # each row's tree
+    if tree_ids is not None:
+        position = pd.Index(table[tree_column]).get_indexer(tree_ids)
+        table = table.iloc[position]
+    else:
+        table = table.sort_values(
+            ["first_datetime", tree_column], na_position="last", kind="stable"
+        )
+    return table.reset_index(drop=True)
 
 
 def _per_partition(

@@ -21,8 +21,7 @@ so a forest beyond one machine is measured by the same code.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
@@ -472,7 +471,7 @@ def branch_table_of(
 # -- a Parquet dataset ----------------------------------------------------
 
 #: The columns of a dataset's node table that `conversation_table_of` reads:
-#: no texts, which are most of the bytes.
+#: no texts, which are most of the bytes (`convgraph.dask` reads these).
 CONVERSATION_INPUTS = (
     "id",
     "tree_id",
@@ -482,61 +481,6 @@ CONVERSATION_INPUTS = (
     *INTEGER_ATTRIBUTES,
     TREE_NAME,
 )
-
-
-def dataset_conversation_table(
-    directory: str | os.PathLike[str],
-    conversation_ids: Iterable[str] = (),
-    scheduler: str | None = None,
-) -> pd.DataFrame:
-    """`conversation_table` of a Parquet dataset written by
-    `convgraph.export.parquet`, with pandas over pyarrow or, given a Dask
-    scheduler, on Dask (`convgraph.dask`): the same function either way.
-
-    Parameters
-    ----------
-    directory
-        The dataset: a folder holding `nodes/`.
-    conversation_ids
-        Only the trees these ids name (a tree id, or the conversation id of
-        one of its nodes), in the order named; every tree when empty, in the
-        order of their first times (then ids).
-    scheduler
-        None for pandas on this process; "local" for a Dask `LocalCluster`
-        on this machine, or a scheduler's address (``tcp://HOST:8786``).
-
-    Raises
-    ------
-    UnknownConversation
-        An id names no tree of the dataset.
-    ExportError
-        The folder is not such a dataset.
-    """
-    import pandas as pd
-
-    from convgraph.export.parquet import read_nodes, tree_ids_of
-
-    named = list(conversation_ids)
-    tree_ids = tree_ids_of(directory, named) if named else None
-    columns = list(CONVERSATION_INPUTS)
-    if scheduler is None:
-        table = conversation_table_of(read_nodes(directory, tree_ids, columns))
-    else:
-        from convgraph import dask as on_dask
-
-        with on_dask.connect(scheduler):
-            nodes = on_dask.read_nodes(directory)[columns]
-            if tree_ids is not None:
-                nodes = nodes[nodes["tree_id"].isin(tree_ids)]
-            table = on_dask.conversation_table(nodes).compute()
-    if tree_ids is not None:
-        position = pd.Index(table["conversation_id"]).get_indexer(tree_ids)
-        table = table.iloc[position]
-    else:
-        table = table.sort_values(
-            ["first_datetime", "conversation_id"], na_position="last", kind="stable"
-        )
-    return table.reset_index(drop=True)
 
 
 # -- helpers --------------------------------------------------------------

@@ -25,9 +25,12 @@ from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.export.parquet import write_parquet
 from convgraph.forest import Forest
 
+#: The column of `conversation_table` that names each row's tree.
+TREE = stats.CONVERSATION_COLUMNS[0]
+
 #: Each table, and the columns that name one of its rows.
 TABLES = {
-    "conversation_table": ["conversation_id"],
+    "conversation_table": [TREE],
     "node_table": ["id"],
     "branch_table": ["leaf_id"],
 }
@@ -127,10 +130,10 @@ def test_read_parquet_as_the_user_calls_it(
     write_parquet(forest, tmp_path / "dataset", partitions=5)
     nodes = dd.read_parquet(tmp_path / "dataset" / "nodes")
     computed = on_dask.conversation_table(nodes).compute()
-    assert_same_table(computed, stats.conversation_table(forest), ["conversation_id"])
+    assert_same_table(computed, stats.conversation_table(forest), [TREE])
     # The names came with the nodes.
-    assert computed.set_index("conversation_id").loc["t2", "name"] == "tree 2"
-    assert computed.set_index("conversation_id").loc["t1", "name"] is None
+    assert computed.set_index(TREE).loc["t2", "name"] == "tree 2"
+    assert computed.set_index(TREE).loc["t1", "name"] is None
 
 
 def test_the_cli_computes_on_the_cluster(
@@ -158,7 +161,7 @@ def test_the_cli_computes_on_the_cluster(
     )
     [row] = json.loads(by_fork.stdout)
     assert row == json.loads(run("stats", "--json", "-d", db).stdout)[0]
-    assert row["conversation_id"] == llm_fork_db["thread"]
+    assert row[TREE] == llm_fork_db["thread"]
     assert row["nodes"] == 5
 
 
@@ -174,7 +177,7 @@ def test_an_unusable_scheduler_is_one_line(tmp_path: Path) -> None:
 
 #: `conversation_table`'s columns in Spark's types.
 SPARK_SCHEMA = (
-    "conversation_id string, name string, nodes long, roots long, leaves long,"
+    f"{TREE} string, name string, nodes long, roots long, leaves long,"
     " max_depth long, branch_points long, branching_factor_avg double,"
     " branching_factor_max long, first_datetime timestamp, last_datetime timestamp,"
     " models array<string>, input_tokens long, output_tokens long, duration_ms long"
@@ -217,4 +220,4 @@ def test_the_same_function_under_spark(forests: dict, tmp_path: Path) -> None:
     table["models"] = table["models"].map(list)
     table["name"] = table["name"].astype(object).where(table["name"].notna(), None)
     table = table.astype(expected.dtypes.to_dict())
-    assert_same_table(table, expected, ["conversation_id"])
+    assert_same_table(table, expected, [TREE])

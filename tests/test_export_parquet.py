@@ -30,7 +30,7 @@ from convgraph.export.parquet import (
     write_parquet,
 )
 from convgraph.forest import Forest
-from convgraph.stats import edge_table
+from convgraph.stats import CONVERSATION_COLUMNS, edge_table
 
 
 def parts(folder: Path) -> dict[str, pd.DataFrame]:
@@ -326,7 +326,7 @@ def test_stats_reads_the_dataset_with_pandas(seed_db: Path, tmp_path: Path) -> N
     assert run("stats", "--json", "-d", tmp_path / "out").stdout == from_database
     named = run("stats", "complex", "linear", "--csv", "-d", tmp_path / "out").stdout
     assert [line.split(",")[0] for line in named.splitlines()] == [
-        "conversation_id",
+        CONVERSATION_COLUMNS[0],
         "complex",
         "linear",
     ]

@@ -55,7 +55,7 @@ def stats(
     from convgraph.export.parquet import is_parquet_dataset
 
     if db_path is not None and is_parquet_dataset(db_path):
-        from convgraph.stats import dataset_conversation_table
+        from convgraph.dask import dataset_conversation_table
 
         table = dataset_conversation_table(db_path, conversation_ids, scheduler)
         print_conversations(table, output_format)

@@ -1,0 +1,628 @@
+"""Read the whole forest as columns: Arrow arrays from SQLite, links on arrays.
+
+The row readers (`legacy.LegacyReader.read_all`,
+`message_store.MessageStoreReader.read_all`) make a Python tuple per row and,
+for the message store, walk each turn's messages in a Python loop. Here the
+ADBC SQLite driver (Apache Arrow's) hands over whole columns as Arrow arrays,
+repeated strings become pandas categories straight from Arrow's dictionary
+encoding, and a turn's parent is found by joins and pointer jumping over
+integer arrays (message hash -> row number with `pyarrow.compute.index_in`,
+the nearest tip above each turn's input with
+`convgraph.pointer_jumping.nearest_marked`): no Python loop per row, turn or
+message. The answer is the row readers' exactly (same table, dtypes, order,
+names); `tests/test_columnar.py` compares them on every kind of file.
+
+Reads never hold SQLite's read lock for long: each table is read in chunks of
+`CHUNK_ROWS` rows by rowid, every chunk its own statement in autocommit mode,
+so llm can commit between two chunks. The largest rowid of every table is
+taken first, in one statement, and no chunk reads past it: rows that llm
+appends during the read (llm only appends, in one transaction per response)
+are left for the next read, and every row read refers only to rows that were
+committed before that first statement.
+
+This path covers the files it can answer exactly and fast: a legacy file (no
+turns), or a message store without legacy rows read without its texts. Other
+files, and any sign of values the contract's types cannot hold as they are
+(a BLOB, undecodable UTF-8, text where a number belongs, a NULL id, a cycle
+of messages or forks), make `read_forest` return None, and the row readers,
+which decide how such data is reported, read the file instead. So does a
+machine without pyarrow and the ADBC driver (the optional ``fast`` extra).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+from convgraph.contract import INTEGER_ATTRIBUTES, NODE_COLUMNS, TEXT_ATTRIBUTES
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    from convgraph.sources import LogDatabase
+
+#: Rows per statement: tens of milliseconds of SQLite's time each, so that a
+#: writer waits at most that long for the read lock.
+CHUNK_ROWS = 50_000
+
+_TEXT = "('text', 'null')"
+_INTEGER = "('integer', 'null')"
+#: An id: text, never NULL (a NULL id is for the row readers to report).
+_ID = "('text')"
+
+
+class NotColumnar(Exception):
+    """The file holds what only the row readers decode as the contract says;
+    raised inside this module and turned into None by `read_forest`."""
+
+
+def available() -> bool:
+    """Whether pyarrow and the ADBC SQLite driver are installed."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("pyarrow", "adbc_driver_sqlite")
+    )
+
+
+def read_forest(
+    logs: LogDatabase, text: bool = True
+) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """Every node as one table and every tree's name, as
+    `LogDatabase.read_forest` gives them, read column by column; None where
+    this path does not apply (see the module's docstring): then read the rows.
+    """
+    if not available():
+        return None
+    import adbc_driver_manager
+
+    try:
+        with _ArrowReader(logs.path) as reader:
+            kind = _generation(logs, reader)
+            if kind == "legacy":
+                return _read_legacy(logs, reader, text)
+            if kind == "store" and not text:
+                return _read_store(reader)
+            return None
+    except (NotColumnar, adbc_driver_manager.Error):
+        # A locked or damaged file, or values to report: the row readers
+        # say what is wrong in the house's words.
+        return None
+
+
+class _ArrowReader:
+    """A read-only ADBC connection that reads tables in short chunks."""
+
+    def __init__(self, path: Any):
+        from pathlib import Path
+
+        import adbc_driver_sqlite.dbapi
+
+        from convgraph.sources import BUSY_TIMEOUT_SECONDS
+
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+        # autocommit: outside an explicit transaction each statement takes
+        # the read lock only while it runs; the DB-API default would hold
+        # one transaction, and the lock, from the first statement on.
+        self.conn = adbc_driver_sqlite.dbapi.connect(uri, autocommit=True)
+        self.cursor = self.conn.cursor()
+        self.cursor.execute(f"pragma busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        self.cursor.fetchall()
+        # One Arrow batch per chunk: the driver infers a column's type per
+        # batch, and a chunk then has one type per column.
+        self.cursor.adbc_statement.set_options(
+            **{"adbc.sqlite.query.batch_rows": str(CHUNK_ROWS)}
+        )
+
+    def __enter__(self) -> _ArrowReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cursor.close()
+        self.conn.close()
+
+    def one(self, sql: str) -> tuple:
+        self.cursor.execute(sql)
+        return self.cursor.fetchone()
+
+    def table(
+        self, name: str, columns: dict[str, tuple[str, str]], last_rowid: int | None
+    ) -> dict[str, pa.Array]:
+        """Every row of table `name` up to rowid `last_rowid`, in rowid order,
+        chunk by chunk, as one Arrow array per column. `columns` maps each
+        output column to its SQL expression and the SQLite types it may hold
+        (`_TEXT`, `_INTEGER`, `_ID`); a row of any other type raises
+        NotColumnar."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if last_rowid is None:
+            return _empty(columns)
+        fields = ", ".join(f"{sql} as {out}" for out, (sql, _) in columns.items())
+        # An integer column that holds anything else comes as another Arrow
+        # type (`_typed` refuses it), but a number in a text column comes as
+        # text: only the text columns need SQLite's word for their types.
+        clean = " and ".join(
+            [
+                f"typeof({sql}) in {types}"
+                for sql, types in columns.values()
+                if types != _INTEGER
+            ]
+            or ["1"]
+        )
+        query = (
+            f"select rowid as _rowid, {fields}, ({clean}) as _clean from {name}"
+            f" where rowid > ? and rowid <= ? order by rowid limit {CHUNK_ROWS}"
+        )
+        chunks = []
+        after = -(2**63)
+        while True:
+            self.cursor.execute(query, (after, last_rowid))
+            chunk = self.cursor.fetch_arrow_table()
+            if chunk.num_rows == 0:
+                break
+            if pc.min(chunk["_clean"]).as_py() != 1:
+                raise NotColumnar(f"values of other types in {name}")
+            chunks.append(chunk)
+            after = chunk["_rowid"][-1].as_py()
+            if chunk.num_rows < CHUNK_ROWS:
+                break
+        if not chunks:
+            return _empty(columns)
+        arrays = {}
+        for out, (_, types) in columns.items():
+            wanted = _arrow_type(types)
+            parts = [
+                piece for chunk in chunks for piece in _typed(chunk[out], wanted).chunks
+            ]
+            arrays[out] = pa.chunked_array(parts, wanted).combine_chunks()
+            try:
+                # Arrow takes SQLite's bytes as they are; Python's sqlite3
+                # fails on a byte that is not UTF-8, and the row reader says
+                # so.
+                arrays[out].validate(full=True)
+            except pa.ArrowInvalid:
+                raise NotColumnar(f"text of {name} that is not UTF-8") from None
+        return arrays
+
+
+def _typed(column: pa.ChunkedArray, wanted: pa.DataType) -> pa.ChunkedArray:
+    """A chunk's column in the type the contract wants: the driver types a
+    column of NULLs only as int64."""
+    import pyarrow as pa
+
+    if column.type == wanted:
+        return column
+    if column.null_count == len(column):
+        return pa.chunked_array([pa.nulls(len(column), wanted)], wanted)
+    raise NotColumnar(f"a column of {column.type}")
+
+
+def _arrow_type(types: str) -> pa.DataType:
+    import pyarrow as pa
+
+    return pa.int64() if types == _INTEGER else pa.string()
+
+
+def _empty(columns: dict[str, tuple[str, str]]) -> dict[str, pa.Array]:
+    import pyarrow as pa
+
+    return {
+        out: pa.array([], _arrow_type(types)) for out, (_, types) in columns.items()
+    }
+
+
+def _generation(logs: LogDatabase, reader: _ArrowReader) -> str | None:
+    """ "legacy" for a file whose nodes are all legacy responses, "store" for
+    one whose nodes are all turns (llm 0.32+ leave the legacy tables empty),
+    None for both (an upgraded file) or neither."""
+
+    def has_rows(table: str) -> bool:
+        return bool(reader.one(f"select exists(select 1 from {table})")[0])
+
+    legacy_rows = logs.legacy is not None and (
+        has_rows("responses")
+        or (logs.legacy.has_conversations and has_rows("conversations"))
+    )
+    store_rows = logs.store is not None and (has_rows("turns") or has_rows("threads"))
+    if legacy_rows and not store_rows:
+        return "legacy"
+    if store_rows and not legacy_rows and has_rows("turns"):
+        return "store"
+    return None
+
+
+# -- arrays to pandas ------------------------------------------------------------
+
+
+def _objects(array: pa.Array) -> np.ndarray:
+    """Strings as an object array of str and None, as sqlite3 gives them."""
+    return array.to_numpy(zero_copy_only=False)
+
+
+def _category(array: pa.Array) -> pd.Categorical:
+    """Strings as a categorical, categories in first-seen order and missing
+    values as NaN: `tables.categorical`'s answer, from Arrow's dictionary."""
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(array)
+    codes = pc.fill_null(encoded.indices, -1).to_numpy()
+    return pd.Categorical.from_codes(codes, _objects(encoded.dictionary))
+
+
+def _integers(array: pa.Array) -> pd.arrays.IntegerArray:
+    """An int64 column with NULLs as pandas' nullable Int64."""
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    values = pc.fill_null(array, 0).to_numpy()
+    mask = pc.is_null(array).to_numpy(zero_copy_only=False)
+    return pd.arrays.IntegerArray(values, mask)
+
+
+def _rows_of(values: pa.Array, keys: pa.Array) -> np.ndarray:
+    """The row of each value among `keys` (unique), -1 for none or NULL."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.index_in(values, value_set=keys), -1).to_numpy()
+
+
+def _in_log_order(dates: pa.Array, ids: pa.Array) -> bool:
+    """Whether rows are in log order already (`sources.sort_log_order`'s
+    test, on Arrow's strings: byte order is code point order in UTF-8)."""
+    import pyarrow.compute as pc
+
+    if len(ids) < 2:
+        return True
+    key = pc.fill_null(dates, "")
+    later, earlier = key.slice(1), key.slice(0, len(key) - 1)
+    ids_later, ids_earlier = ids.slice(1), ids.slice(0, len(ids) - 1)
+    ordered = pc.or_(
+        pc.greater(later, earlier),
+        pc.and_(pc.equal(later, earlier), pc.greater_equal(ids_later, ids_earlier)),
+    )
+    return bool(pc.all(ordered).as_py())
+
+
+def _nodes_frame(
+    ids: pa.Array,
+    tree_ids: pa.Array,
+    parent_ids: np.ndarray,
+    columns: dict[str, pa.Array],
+    source: str,
+) -> pd.DataFrame:
+    """The nodes table in the contract's columns and dtypes."""
+    import numpy as np
+    import pandas as pd
+
+    count = len(ids)
+    data: dict[str, Any] = {
+        "id": _objects(ids),
+        "tree_id": _category(tree_ids),
+        "parent_id": parent_ids,
+        "conversation_id": _category(columns["conversation_id"]),
+    }
+    for name in TEXT_ATTRIBUTES:
+        data[name] = (
+            _objects(columns[name])
+            if name in columns
+            else np.full(count, None, dtype=object)
+        )
+    data["model"] = _category(columns["model"])
+    data["datetime_utc"] = _objects(columns["datetime_utc"])
+    for name in INTEGER_ATTRIBUTES:
+        data[name] = _integers(columns[name])
+    data["source"] = pd.Categorical.from_codes(np.zeros(count, np.int8), [source])
+    return pd.DataFrame(
+        {name: pd.Series(data[name], copy=False) for name in NODE_COLUMNS},
+        copy=False,
+    )
+
+
+# -- legacy --------------------------------------------------------------------------
+
+
+def _read_legacy(
+    logs: LogDatabase, reader: _ArrowReader, text: bool
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The responses of a file without turns, as `LegacyReader.read_all`
+    and `LogDatabase.read_forest` give them."""
+    from convgraph.sources import legacy, sort_log_order
+    from convgraph.sources.tables import conform_nodes
+
+    assert logs.legacy is not None
+    present = logs.legacy._columns
+
+    def column(name: str) -> str:
+        return name if name in present else "null"
+
+    columns = {
+        "id": ("id", _ID),
+        "conversation_id": ("coalesce(conversation_id, id)", _TEXT),
+        "parent_id": (column("parent_response_id"), _TEXT),
+        "model": (column("model"), _TEXT),
+        "datetime_utc": (column("datetime_utc"), _TEXT),
+    }
+    columns |= {name: (column(name), _INTEGER) for name in INTEGER_ATTRIBUTES}
+    if text:
+        columns |= {name: (column(name), _TEXT) for name in TEXT_ATTRIBUTES}
+    (last,) = reader.one("select max(rowid) from responses")
+    table = reader.table("responses", columns, last)
+    if not len(table["id"]):
+        raise NotColumnar("no responses")
+
+    # Categories in first-seen order of the table as stored, as the row
+    # reader makes them, before any sort.
+    nodes = _nodes_frame(
+        table["id"],
+        table["conversation_id"],
+        _objects(table["parent_id"]),
+        table,
+        legacy.SOURCE,
+    )
+    if not _in_log_order(table["datetime_utc"], table["id"]):
+        nodes = sort_log_order(nodes)
+    if not logs.legacy.has_parent:
+        legacy.link_frame_as_chains(nodes)
+    return conform_nodes(nodes), logs.legacy._names()
+
+
+# -- message store ----------------------------------------------------------------------
+
+
+def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The turns of a message store without legacy rows, structure and usage
+    only, with `message_store`'s parent rule (see `_turn_parents`)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from convgraph.pointer_jumping import reaches_root, root_pointers
+    from convgraph.sources import message_store
+
+    last = dict(
+        zip(
+            ("threads", "turns", "messages"),
+            reader.one(
+                "select (select max(rowid) from threads),"
+                " (select max(rowid) from turns), (select max(rowid) from messages)"
+            ),
+            strict=True,
+        )
+    )
+    threads = reader.table(
+        "threads",
+        {
+            "id": ("id", _ID),
+            "name": ("name", _TEXT),
+            "forked_from": ("forked_from", _TEXT),
+        },
+        last["threads"],
+    )
+    turns = reader.table(
+        "turns",
+        {
+            "id": ("id", _ID),
+            "conversation_id": ("thread_id", _ID),
+            "start": ("parent_message_hash", _TEXT),
+            "tip": ("tip_message_hash", _TEXT),
+            "model": ("model", _TEXT),
+            "datetime_utc": ("datetime_utc", _TEXT),
+            **{name: (name, _INTEGER) for name in INTEGER_ATTRIBUTES},
+        },
+        last["turns"],
+    )
+    messages = reader.table(
+        "messages",
+        {"hash": ("hash", _ID), "parent_hash": ("parent_hash", _TEXT)},
+        last["messages"],
+    )
+    if not len(turns["id"]):
+        raise NotColumnar("no turns")
+
+    # Log order: the row reader's `order by coalesce(datetime_utc, ''), id`.
+    order = pc.sort_indices(
+        pa.table({"key": pc.fill_null(turns["datetime_utc"], ""), "id": turns["id"]}),
+        [("key", "ascending"), ("id", "ascending")],
+    )
+    turns = {name: values.take(order) for name, values in turns.items()}
+
+    # Each thread's tree: up forked_from to a thread whose origin is not in
+    # the table. A cycle of forks has no such thread: the row reader names
+    # the tree by the cycle's smallest id and reports it.
+    thread_ids = threads["id"]
+    fork_rows = _rows_of(threads["forked_from"], thread_ids)
+    if not reaches_root(fork_rows).all():
+        raise NotColumnar("a cycle of forks")
+    root_rows = root_pointers(fork_rows)[0]
+    turn_thread_rows = _rows_of(turns["conversation_id"], thread_ids)
+    tree_ids = turns["conversation_id"]
+    if len(thread_ids):
+        root_ids = thread_ids.take(pa.array(root_rows))
+        tree_ids = pc.if_else(
+            pa.array(turn_thread_rows >= 0),
+            root_ids.take(pa.array(np.maximum(turn_thread_rows, 0))),
+            tree_ids,
+        )
+
+    parents = _turn_parents(turns, tree_ids, threads, messages, turn_thread_rows)
+    node_ids = _objects(turns["id"])
+    parent_ids = np.where(parents >= 0, node_ids[np.maximum(parents, 0)], None)
+    nodes = _nodes_frame(turns["id"], tree_ids, parent_ids, turns, message_store.SOURCE)
+    is_original = pa.array(root_rows == np.arange(len(root_rows)))
+    names = dict(
+        zip(
+            pc.filter(thread_ids, is_original).to_pylist(),
+            pc.filter(threads["name"], is_original).to_pylist(),
+            strict=True,
+        )
+    )
+    return nodes, names
+
+
+def _turn_parents(
+    turns: dict[str, pa.Array],
+    tree_ids: pa.Array,
+    threads: dict[str, pa.Array],
+    messages: dict[str, pa.Array],
+    turn_thread_rows: np.ndarray,
+) -> np.ndarray:
+    """Each turn's parent turn (a row of `turns`, in log order), -1 for none.
+
+    `message_store`'s rule, on arrays: a turn's parent is a turn of the same
+    tree that ended at the nearest message at or above the turn's input (its
+    `parent_message_hash`); of several, the first logged of the turn's own
+    thread, else of the thread it was forked from, and so on up, else the
+    first logged; never the turn itself. A hash that names no message is a
+    message without parent here, as the row reader's walk meets it.
+    """
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from convgraph.pointer_jumping import nearest_marked, reaches_root
+
+    count = len(turns["id"])
+    hashes = messages["hash"]
+    missing = pa.concat_arrays(
+        [
+            pc.filter(
+                values,
+                pc.and_(
+                    pc.is_valid(values), pc.invert(pc.is_in(values, value_set=hashes))
+                ),
+            )
+            for values in (messages["parent_hash"], turns["start"], turns["tip"])
+        ]
+    ).unique()
+    every_hash = pa.concat_arrays([hashes, missing])
+    message_count = len(every_hash)
+    parent_rows = np.concatenate(
+        [
+            _rows_of(messages["parent_hash"], every_hash),
+            np.full(len(missing), -1, np.int64),
+        ]
+    )
+    if not reaches_root(parent_rows).all():
+        raise NotColumnar("a cycle of messages")
+    start_rows = _rows_of(turns["start"], every_hash)
+    tip_rows = _rows_of(turns["tip"], every_hash)
+
+    # A turn's candidates are the turns of its tree that ended at one
+    # message: a group per (tree, tip message).
+    tree_codes = pc.dictionary_encode(tree_ids).indices.to_numpy().astype(np.int64)
+    has_tip = tip_rows >= 0
+    tip_keys = np.where(has_tip, tree_codes * message_count + tip_rows, -1)
+    group_of, group_keys = pd.factorize(tip_keys)
+    group_of = np.where(has_tip, group_of, -1)
+    group_index = pd.Index(group_keys)
+
+    # The nearest tip above the input: first the nearest message that is any
+    # turn's tip (pointer jumping), then, where that is only another tree's
+    # tip (content is shared across trees), on from its parent, round by
+    # round: as many rounds as such tips stand in one chain.
+    marked = np.zeros(message_count, bool)
+    marked[tip_rows[has_tip]] = True
+    nearest = nearest_marked(parent_rows, marked)
+    current = np.where(start_rows >= 0, nearest[np.maximum(start_rows, 0)], -1)
+    found_group = np.full(count, -1)
+    pending = np.flatnonzero(current >= 0)
+    while len(pending):
+        groups = group_index.get_indexer(
+            tree_codes[pending] * message_count + current[pending]
+        )
+        hit = groups >= 0
+        found_group[pending[hit]] = groups[hit]
+        pending = pending[~hit]
+        above = parent_rows[current[pending]]
+        current[pending] = np.where(above >= 0, nearest[np.maximum(above, 0)], -1)
+        pending = pending[current[pending] >= 0]
+
+    # The first two turns (in log order) of every group, and of every
+    # (group, thread): enough to pass over the turn itself.
+    thread_codes, fork_up = _thread_codes(turns, threads, turn_thread_rows)
+    thread_count = len(fork_up)
+    members = np.flatnonzero(group_of >= 0)
+    first, second, sizes = _first_two(group_of[members], members, len(group_keys))
+    pair_keys = group_of[members] * thread_count + thread_codes[members]
+    pair_codes, pair_values = pd.factorize(pair_keys)
+    pair_first, pair_second, _ = _first_two(pair_codes, members, len(pair_values))
+    pair_index = pd.Index(pair_values)
+
+    parents = np.full(count, -1)
+    rows = np.flatnonzero(found_group >= 0)
+    groups = found_group[rows]
+    # The first candidate that is not the turn itself.
+    earliest = np.where(first[groups] != rows, first[groups], second[groups])
+    others = sizes[groups] - (group_of[rows] == groups)
+    parents[rows] = np.where(others >= 1, earliest, -1)
+    # Several candidates: up the turn's threads for one that has some.
+    several = others >= 2
+    rows, groups, earliest = rows[several], groups[several], earliest[several]
+    thread = thread_codes[rows]
+    while len(rows):
+        pairs = pair_index.get_indexer(groups * thread_count + thread)
+        at = np.maximum(pairs, 0)
+        pick = np.where(pairs >= 0, pair_first[at], -1)
+        pick = np.where((pairs >= 0) & (pick == rows), pair_second[at], pick)
+        parents[rows[pick >= 0]] = pick[pick >= 0]
+        thread = fork_up[thread]
+        # Where no thread up the forks has one, the first logged stays.
+        going = (pick < 0) & (thread >= 0)
+        rows, groups, thread = rows[going], groups[going], thread[going]
+    return parents
+
+
+def _first_two(
+    codes: np.ndarray, positions: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each code 0..size-1: the first and second of its `positions`
+    (ascending; -1 for none) and how many it has."""
+    import numpy as np
+
+    order = np.argsort(codes, kind="stable")
+    ranked = np.append(positions[order], -1)
+    counts = np.bincount(codes, minlength=size)
+    starts = np.cumsum(counts) - counts
+    first = np.where(counts > 0, ranked[starts], -1)
+    second = np.where(counts > 1, ranked[np.minimum(starts + 1, len(order))], -1)
+    return first, second, counts
+
+
+def _thread_codes(
+    turns: dict[str, pa.Array],
+    threads: dict[str, pa.Array],
+    turn_thread_rows: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A number for every thread id a walk up the forks can meet (the
+    threads' own, turns' threads that are not in the table, `forked_from`
+    values that name no thread): each turn's thread as one, and for each
+    number the number of the thread it was forked from (-1 for none: an
+    original thread, or one not in the table, where `ParentWalk` over
+    `forked_from` ends)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    thread_ids = threads["id"]
+    forked = threads["forked_from"]
+    outside = pa.concat_arrays(
+        [
+            pc.filter(turns["conversation_id"], pa.array(turn_thread_rows < 0)),
+            pc.filter(
+                forked,
+                pc.and_(
+                    pc.is_valid(forked),
+                    pc.invert(pc.is_in(forked, value_set=thread_ids)),
+                ),
+            ),
+        ]
+    ).unique()
+    every_thread = pa.concat_arrays([thread_ids, outside])
+    fork_up = np.concatenate(
+        [_rows_of(forked, every_thread), np.full(len(outside), -1, np.int64)]
+    )
+    return _rows_of(turns["conversation_id"], every_thread), fork_up

@@ -1,0 +1,374 @@
+"""The columnar reader against the row readers: the same forest, exactly.
+
+`convgraph.sources.columnar.read_forest` must give the nodes table, names
+and problems that the row readers give (`LogDatabase.read_forest` with the
+columnar path turned off) on every kind of file it takes: hand-made legacy
+databases, message stores written by llm 0.36 itself, synthetic files of
+every shape, hostile links. Files it does not take (both generations,
+hostile values, the message store's texts) it hands back to the row readers
+by answering None.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("adbc_driver_sqlite")
+
+from databases import (  # noqa: E402
+    COMPLEX,
+    LlmLog,
+    add_response,
+    add_tree,
+    legacy_database,
+    migrated_complex,
+    timestamp,
+)
+
+from benchmarks import synthetic  # noqa: E402
+from convgraph import Forest  # noqa: E402
+from convgraph.sources import columnar, open_logs  # noqa: E402
+
+
+def read_both(path: Path, text: bool, monkeypatch: pytest.MonkeyPatch):
+    """(columnar read, row read) of `path`, each as (nodes, names), and the
+    file's fork problems."""
+    with open_logs(path) as logs:
+        fast = columnar.read_forest(logs, text=text)
+        with monkeypatch.context() as patch:
+            patch.setattr(columnar, "available", lambda: False)
+            rows = logs.read_forest(text=text)
+        problems = logs.fork_problems()
+    return fast, rows, problems
+
+
+def assert_same_forest(path: Path, monkeypatch: pytest.MonkeyPatch, text: bool):
+    """The columnar read of `path` gives the row readers' forest exactly."""
+    fast, rows, problems = read_both(path, text, monkeypatch)
+    assert fast is not None, "the columnar reader should take this file"
+    assert fast[1] == rows[1]
+    ours, theirs = Forest(*fast, problems), Forest(*rows, problems)
+    pd.testing.assert_frame_equal(ours.nodes, theirs.nodes, check_exact=True)
+    for column in ours.nodes.select_dtypes("category"):
+        mine, expected = ours.nodes[column].cat, theirs.nodes[column].cat
+        assert list(mine.categories) == list(expected.categories), column
+        assert mine.categories.dtype == expected.categories.dtype, column
+    assert list(ours.parent_rows) == list(theirs.parent_rows)
+    assert ours.problems == theirs.problems
+    return ours
+
+
+# -- legacy files ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_seed_scenarios(seed_db, monkeypatch, text):
+    forest = assert_same_forest(seed_db, monkeypatch, text)
+    assert forest.tree_ids == ["linear", "branch", "complex", "multiple-roots"]
+    assert forest.nodes["parent_id"].tolist()[:4] == [
+        None,
+        "linear-root",
+        "linear-a",
+        "linear-b",
+    ]
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_legacy_without_parent_column_out_of_log_order(tmp_path, monkeypatch, text):
+    """Chains by log order, rows stored out of it, a response outside any
+    conversation, missing times and usage."""
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path, with_parent=False)
+    add_response(conn, "r3", "c1", "third", datetime_utc=timestamp(3))
+    add_response(conn, "r1", "c1", "first", datetime_utc=timestamp(1), system="s")
+    add_response(conn, "x1", "c2", "other", datetime_utc=timestamp(2), model="m2")
+    add_response(conn, "lone", None, "alone", datetime_utc=timestamp(4))
+    add_response(conn, "r2", "c1", "second", datetime_utc=timestamp(2))
+    add_response(conn, "early", "c2", "no time", input_tokens=5, duration_ms=9)
+    conn.commit()
+    conn.close()
+    forest = assert_same_forest(path, monkeypatch, text)
+    assert forest.nodes["id"].tolist() == ["early", "r1", "r2", "x1", "r3", "lone"]
+    assert forest.nodes["parent_id"].tolist() == [None, None, "r1", "early", "r2", None]
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_broken_links_give_the_same_problems(tmp_path, monkeypatch, text):
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path)
+    add_tree(conn, "t", COMPLEX)
+    add_tree(conn, "u", [("u1", None), ("u2", "u1")], start=10)
+    links = [
+        ("self", "self"),
+        ("orphan", "nowhere"),
+        ("crossing", "u1"),
+        ("loop-a", "loop-c"),
+        ("loop-b", "loop-a"),
+        ("loop-c", "loop-b"),
+    ]
+    add_tree(conn, "hostile", links, start=20)
+    conn.close()
+    forest = assert_same_forest(path, monkeypatch, text)
+    assert [p.kind for p in forest.problems] == [
+        "self-parent",
+        "missing-parent",
+        "cross-conversation",
+        "cycle",
+    ]
+
+
+def test_migrated_file(tmp_path, monkeypatch):
+    path = migrated_complex(tmp_path / "logs.db")
+    for text in (False, True):
+        assert_same_forest(path, monkeypatch, text)
+
+
+@pytest.mark.parametrize("shape", synthetic.SHAPES)
+@pytest.mark.parametrize("with_parent", [True, False])
+def test_synthetic_legacy_files(tmp_path, monkeypatch, shape, with_parent):
+    path = synthetic.build_legacy(
+        tmp_path / "logs.db", 3000, 7, shape, with_parent=with_parent
+    )
+    forest = assert_same_forest(path, monkeypatch, text=False)
+    assert len(forest.nodes) == 3000
+    assert_same_forest(path, monkeypatch, text=True)
+
+
+def test_chunks_of_one_row_and_of_nulls_only(seed_db, monkeypatch):
+    """Every row its own statement: a chunk whose parent column holds only
+    NULLs (a root) is typed by the driver as integers, and still read."""
+    monkeypatch.setattr(columnar, "CHUNK_ROWS", 1)
+    assert_same_forest(seed_db, monkeypatch, text=True)
+
+
+# -- message stores -------------------------------------------------------------------
+
+
+def test_llm_fork_db(llm_fork_db, monkeypatch):
+    forest = assert_same_forest(llm_fork_db["path"], monkeypatch, text=False)
+    first, second, third = llm_fork_db["turns"]
+    fork_first, fork_second = llm_fork_db["fork_turns"]
+    parents = dict(zip(forest.nodes["id"], forest.nodes["parent_id"], strict=True))
+    assert parents == {
+        first: None,
+        second: first,
+        third: second,
+        fork_first: first,
+        fork_second: fork_first,
+    }
+    assert set(forest.nodes["tree_id"]) == {llm_fork_db["thread"]}
+
+
+def test_texts_of_the_message_store_are_left_to_the_row_reader(llm_fork_db):
+    with open_logs(llm_fork_db["path"]) as logs:
+        assert columnar.read_forest(logs, text=True) is None
+
+
+@pytest.fixture(scope="module")
+def shared_content_db(tmp_path_factory) -> dict:
+    """llm 0.36 and echo: the same prompts in two conversations (shared
+    messages: one message is the tip of turns in two trees), a fork that
+    asks what its origin asked next (two turns of one tree end at one
+    message), both continued, and a fork of the fork."""
+    directory = tmp_path_factory.mktemp("shared")
+    with LlmLog(directory) as log:
+        first = log.prompt("hi")
+        thread = log.thread_of(first)
+        second = log.prompt("more", continue_conversation=thread)
+        other = log.prompt("hi")
+        other_thread = log.thread_of(other)
+        other_second = log.prompt("more", continue_conversation=other_thread)
+        fork, fork_first = log.fork(first, "more")
+        fork_next = log.prompt("and then?", continue_conversation=fork)
+        third = log.prompt("and then?", continue_conversation=thread)
+        fork2, fork2_first = log.fork(fork_first, "elsewhere")
+    return {
+        "path": log.path,
+        "parents": {
+            first: None,
+            second: first,
+            other: None,
+            other_second: other,
+            fork_first: first,
+            fork_next: fork_first,
+            third: second,
+            fork2_first: fork_first,
+        },
+        "trees": {first: thread, other: other_thread, fork2_first: thread},
+    }
+
+
+def test_shared_content_and_equal_answers(shared_content_db, monkeypatch):
+    forest = assert_same_forest(shared_content_db["path"], monkeypatch, text=False)
+    parents = dict(zip(forest.nodes["id"], forest.nodes["parent_id"], strict=True))
+    assert parents == shared_content_db["parents"]
+    trees = dict(zip(forest.nodes["id"], forest.nodes["tree_id"], strict=True))
+    for turn, tree in shared_content_db["trees"].items():
+        assert trees[turn] == tree
+
+
+@pytest.mark.parametrize("shape", synthetic.SHAPES)
+def test_synthetic_message_stores(tmp_path, monkeypatch, shape):
+    path = synthetic.build_message_store(tmp_path / "logs.db", 3000, 7, shape)
+    forest = assert_same_forest(path, monkeypatch, text=False)
+    assert len(forest.nodes) == 3000
+
+
+def copy_of(source: Path, directory: Path) -> Path:
+    target = directory / "logs.db"
+    target.write_bytes(Path(source).read_bytes())
+    return target
+
+
+def test_hashes_and_threads_that_name_nothing(shared_content_db, tmp_path, monkeypatch):
+    """A turn whose input, or whose tip, is no message, a message whose
+    parent is none, a turn of a thread not in `threads`, a fork of a thread
+    not in `threads`: the row reader's walks meet them, and so must this."""
+    path = copy_of(shared_content_db["path"], tmp_path)
+    conn = sqlite3.connect(path)
+    turns = [row[0] for row in conn.execute("select id from turns order by rowid")]
+    conn.execute(
+        "update turns set parent_message_hash = 'gone' where id = ?", [turns[1]]
+    )
+    conn.execute("update turns set tip_message_hash = 'gone' where id = ?", [turns[2]])
+    conn.execute("update turns set thread_id = 'nothread' where id = ?", [turns[3]])
+    conn.execute(
+        "update messages set parent_hash = 'lost' where rowid = (select max(rowid)"
+        " from messages)"
+    )
+    conn.execute(
+        "update threads set forked_from = 'nothread' where rowid = (select"
+        " max(rowid) from threads)"
+    )
+    conn.commit()
+    conn.close()
+    assert_same_forest(path, monkeypatch, text=False)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # a cycle of messages
+        "update messages set parent_hash = (select hash from messages order by"
+        " rowid desc limit 1) where rowid = (select min(rowid) from messages)",
+        # a cycle of forks
+        "update threads set forked_from = (select id from threads order by rowid"
+        " desc limit 1) where rowid = (select min(rowid) from threads)",
+        # a turn with no id
+        "update turns set id = null where rowid = 2",
+        # bytes where a thread id belongs
+        "update turns set thread_id = x'07' where rowid = 2",
+    ],
+)
+def test_hostile_message_stores_go_to_the_row_reader(shared_content_db, tmp_path, sql):
+    path = copy_of(shared_content_db["path"], tmp_path)
+    conn = sqlite3.connect(path)
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+    with open_logs(path) as logs:
+        assert columnar.read_forest(logs, text=False) is None
+
+
+# -- what the columnar reader leaves to the row readers -----------------------------
+
+
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("model", b"\x00blob"),
+        ("prompt", b"\xffblob"),
+        ("id", None),
+        ("id", b"12"),
+        ("input_tokens", "12 tokens"),
+        ("duration_ms", 1.5),
+        ("output_tokens", b"7"),
+        ("datetime_utc", b"2025"),
+        ("conversation_id", b"complex"),
+    ],
+)
+def test_hostile_values_go_to_the_row_reader(seed_db, column, value):
+    conn = sqlite3.connect(seed_db)
+    conn.execute(f"update responses set {column} = ? where id = 'complex-c'", [value])
+    conn.commit()
+    conn.close()
+    with open_logs(seed_db) as logs:
+        assert columnar.read_forest(logs, text=True) is None
+
+
+def test_undecodable_text_goes_to_the_row_reader(seed_db):
+    conn = sqlite3.connect(seed_db)
+    conn.execute(
+        "update responses set model = cast(x'c328' as text) where id = 'complex-c'"
+    )
+    conn.commit()
+    conn.close()
+    with open_logs(seed_db) as logs:
+        assert columnar.read_forest(logs, text=False) is None
+
+
+def test_upgraded_files_go_to_the_row_reader(tmp_path):
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path, with_parent=False)
+    add_response(conn, "01aaaaaaaaaaaaaaaaaaaaaaa1", "conv", "hello")
+    conn.commit()
+    conn.close()
+    with LlmLog(tmp_path) as log:
+        log.prompt("and now?", continue_conversation="conv")
+    with open_logs(path) as logs:
+        assert columnar.read_forest(logs, text=False) is None
+
+
+def test_without_pyarrow_and_adbc_the_row_reader_reads(seed_db, monkeypatch):
+    monkeypatch.setattr(columnar, "available", lambda: False)
+    with open_logs(seed_db) as logs:
+        assert columnar.read_forest(logs) is None
+
+
+# -- the read lock --------------------------------------------------------------------
+
+WRITER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=0)
+conn.execute(
+    "insert into responses (id, conversation_id, prompt, datetime_utc)"
+    " values (?, 'late', 'logged meanwhile', '2030-01-01')", [sys.argv[2]]
+)
+conn.commit()
+"""
+
+
+def test_a_writer_commits_between_two_chunks(seed_db, monkeypatch):
+    """With no busy timeout at all, another process logs a response after
+    every chunk: no lock is held between chunks, and rows logged after the
+    read began are left for the next read."""
+    import adbc_driver_manager.dbapi
+
+    monkeypatch.setattr(columnar, "CHUNK_ROWS", 5)
+    fetch = adbc_driver_manager.dbapi.Cursor.fetch_arrow_table
+    written = []
+
+    def fetch_then_write(cursor):
+        table = fetch(cursor)
+        if "_rowid" in table.column_names and table.num_rows:
+            written.append(f"late-{len(written)}")
+            subprocess.run(
+                [sys.executable, "-c", WRITER, str(seed_db), written[-1]], check=True
+            )
+        return table
+
+    monkeypatch.setattr(
+        adbc_driver_manager.dbapi.Cursor, "fetch_arrow_table", fetch_then_write
+    )
+    with open_logs(seed_db) as logs:
+        nodes, _ = columnar.read_forest(logs, text=False)
+    assert len(written) == 4  # 20 responses in four chunks, then an empty one
+    assert len(nodes) == 20
+    assert not set(written) & set(nodes["id"])

@@ -225,5 +225,10 @@ def test_render_draws_a_picture(seed_db, tmp_path, kind):
 def test_help_lists_the_registry_formats():
     result = run("export", "--help")
     assert result.exit_code == 0
-    assert "--format [dot|graphml|json|tree-json|mermaid|html]" in result.stdout
+    from convgraph.export import FORMATS
+
+    # Every registered format, in the registry's order, and the first ones by
+    # name so that a format dropped from the registry is noticed.
+    assert f"--format [{'|'.join(FORMATS)}]" in result.stdout
+    assert "--format [dot|graphml|json|tree-json|mermaid|html|" in result.stdout
     assert "--rankdir [TB|LR|BT|RL]" in result.stdout

@@ -79,10 +79,10 @@ def conversation_table(nodes: dd.DataFrame) -> dd.DataFrame:
     >>> nodes = pd.DataFrame({"id": ["r", "a", "s"], "tree_id": ["t", "t", "u"],
     ...     "parent_id": [None, "r", None], **dict.fromkeys(NODE_ATTRIBUTES)})
     >>> ddf = dd.from_pandas(nodes, npartitions=1)
-    >>> conversation_table(ddf).compute()[["conversation_id", "nodes", "leaves"]]
-      conversation_id  nodes  leaves
-    0               t      2       1
-    1               u      1       1
+    >>> conversation_table(ddf).compute()[["tree_id", "nodes", "leaves"]]
+      tree_id  nodes  leaves
+    0       t      2       1
+    1       u      1       1
     """
     from convgraph.stats import conversation_table_of
 

@@ -314,7 +314,8 @@ class BranchDiff:
         return {
             "node_a": self.node_a,
             "node_b": self.node_b,
-            "conversation_id": self.conversation_id,
+            # The tree both branches are in: `tree_id` in every output.
+            "tree_id": self.conversation_id,
             "fork_point": self.fork_point,
             "shared": list(self.shared),
             "a": list(self.a),

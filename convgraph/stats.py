@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 #: The columns of `conversation_table`, in order: also the keys of
 #: `convgraph.tree.summary`, which computes the same figures for one tree.
 CONVERSATION_COLUMNS = (
-    "conversation_id",
+    "tree_id",
     "name",
     "nodes",
     "roots",
@@ -58,7 +58,7 @@ CONVERSATION_COLUMNS = (
 
 #: The columns of `branch_table`, in order.
 BRANCH_COLUMNS = (
-    "conversation_id",
+    "tree_id",
     "leaf_id",
     "root_id",
     "length",
@@ -199,7 +199,7 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     """One row per conversation tree, in the order of its first node
     (`conversation_table_of` the forest's nodes, with its names).
 
-    Columns: `conversation_id`, `name`, `nodes`, `roots`, `leaves`,
+    Columns: `tree_id`, `name`, `nodes`, `roots`, `leaves`,
     `max_depth`, `branch_points` (nodes with more than one child),
     `branching_factor_avg` and `branching_factor_max` (over the nodes that
     have children; 0 where none has), `first_datetime`, `last_datetime`
@@ -233,7 +233,7 @@ def branch_table(forest: Forest) -> pd.DataFrame:
     """One row per root-to-leaf path (a branch), in the log order of leaves
     (`branch_table_of` the forest's nodes).
 
-    Columns: `conversation_id` (the tree, a category), `leaf_id`, `root_id`,
+    Columns: `tree_id` (the tree, a category), `leaf_id`, `root_id`,
     `length` (how many nodes the branch holds: the leaf's depth + 1),
     `input_tokens`, `output_tokens`, `duration_ms` (sums along the branch,
     nullable `Int64`: NA where no node of the branch has the figure) and
@@ -351,10 +351,10 @@ def conversation_table_of(
     >>> nodes = pd.DataFrame({"id": ["r", "a", "s"], "tree_id": ["t", "t", "u"],
     ...     "parent_id": [None, "r", None], "tree_name": ["one", "one", None],
     ...     **dict.fromkeys(NODE_ATTRIBUTES)})
-    >>> conversation_table_of(nodes)[["conversation_id", "name", "nodes", "max_depth"]]
-      conversation_id  name  nodes  max_depth
-    0               t   one      2          1
-    1               u  None      1          0
+    >>> conversation_table_of(nodes)[["tree_id", "name", "nodes", "max_depth"]]
+      tree_id  name  nodes  max_depth
+    0       t   one      2          1
+    1       u  None      1          0
     """
     import numpy as np
     import pandas as pd
@@ -391,7 +391,7 @@ def conversation_table_of(
     }
     table = pd.DataFrame(
         {
-            "conversation_id": pd.Series(tree_ids, dtype="str"),
+            "tree_id": pd.Series(tree_ids, dtype="str"),
             "name": _tree_names(nodes, names, codes, tree_ids),
             "nodes": sizes,
             "roots": roots,
@@ -451,7 +451,7 @@ def branch_table_of(
     ids = nodes["id"].to_numpy()
     table = pd.DataFrame(
         {
-            "conversation_id": pd.Categorical(nodes["tree_id"].to_numpy()[leaves]),
+            "tree_id": pd.Categorical(nodes["tree_id"].to_numpy()[leaves]),
             "leaf_id": pd.Series(ids[leaves], dtype="str"),
             "root_id": pd.Series(ids[root_rows[leaves]], dtype="str"),
             "length": depths[leaves] + 1,

@@ -445,7 +445,7 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
 
     The keys are the columns of `convgraph.stats.conversation_table`, which
     has one row of these figures per conversation (`CONVERSATION_COLUMNS`):
-    the graph's `conversation_id` and `name`, the tree's shape (`nodes`,
+    `tree_id` (the graph's `conversation_id`) and `name`, the tree's shape (`nodes`,
     `roots`, `leaves`, `max_depth`, `branch_points`, `branching_factor_avg`,
     `branching_factor_max`), and `node_totals` over all its nodes.
 
@@ -467,7 +467,7 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
     levels = depths(tree)
     average, most = branching_factor(tree)
     stats = {
-        "conversation_id": tree.graph.get("conversation_id"),
+        "tree_id": tree.graph.get("conversation_id"),
         "name": tree.graph.get("name"),
         "nodes": tree.number_of_nodes(),
         "roots": len(roots(tree)),

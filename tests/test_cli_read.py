@@ -13,7 +13,7 @@ from databases import add_tree, legacy_database
 
 SEED_CONVERSATIONS = [
     {
-        "conversation_id": "linear",
+        "tree_id": "linear",
         "name": "prompt linear-root",
         "nodes": 4,
         "roots": 1,
@@ -21,7 +21,7 @@ SEED_CONVERSATIONS = [
         "max_depth": 3,
     },
     {
-        "conversation_id": "branch",
+        "tree_id": "branch",
         "name": "prompt branch-root",
         "nodes": 3,
         "roots": 1,
@@ -29,7 +29,7 @@ SEED_CONVERSATIONS = [
         "max_depth": 1,
     },
     {
-        "conversation_id": "complex",
+        "tree_id": "complex",
         "name": "prompt complex-root",
         "nodes": 7,
         "roots": 1,
@@ -37,7 +37,7 @@ SEED_CONVERSATIONS = [
         "max_depth": 2,
     },
     {
-        "conversation_id": "multiple-roots",
+        "tree_id": "multiple-roots",
         "name": "prompt multiple-roots-root1",
         "nodes": 6,
         "roots": 2,
@@ -62,11 +62,11 @@ def test_conversations_have_the_keys_of_stats(seed_db):
 
 def test_conversations_table(seed_db):
     assert run("conversations", "--db", seed_db).stdout == (
-        "conversation_id  name                         nodes  roots  leaves  max_depth\n"
-        "linear           prompt linear-root               4      1       1          3\n"
-        "branch           prompt branch-root               3      1       2          1\n"
-        "complex          prompt complex-root              7      1       4          2\n"
-        "multiple-roots   prompt multiple-roots-root1      6      2       2          2\n"
+        "tree_id         name                         nodes  roots  leaves  max_depth\n"
+        "linear          prompt linear-root               4      1       1          3\n"
+        "branch          prompt branch-root               3      1       2          1\n"
+        "complex         prompt complex-root              7      1       4          2\n"
+        "multiple-roots  prompt multiple-roots-root1      6      2       2          2\n"
     )
     assert run("conversations", "--db", seed_db, "--table").stdout == (
         run("conversations", "--db", seed_db).stdout
@@ -122,7 +122,10 @@ def test_tree_json_lists_nodes_in_drawing_order(seed_db):
         ("complex-f", "complex-e", 2),
         ("complex-g", "complex-e", 2),
     ]
-    assert drawn[0]["conversation_id"] == "complex"
+    # The tree, and the conversation that made the call: two keys.
+    assert {(n["tree_id"], n["conversation_id"]) for n in drawn} == {
+        ("complex", "complex")
+    }
     assert drawn[0]["prompt"] == "prompt complex-root"
 
 

@@ -198,7 +198,7 @@ def test_to_dict_is_json_ready(complex_tree) -> None:
     assert list(data) == [
         "node_a",
         "node_b",
-        "conversation_id",
+        "tree_id",
         "fork_point",
         "shared",
         "a",

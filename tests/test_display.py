@@ -164,7 +164,7 @@ def test_a_forest_shows_its_statistics_table(seed_db: Path) -> None:
         " 0 problems&gt;</p>"
     )
     (table,) = pd.read_html(__import__("io").StringIO(shown))
-    assert table["conversation_id"].tolist() == [
+    assert table["tree_id"].tolist() == [
         "linear",
         "branch",
         "complex",
@@ -188,7 +188,7 @@ def test_a_long_forest_table_is_cut_in_the_middle(tmp_path: Path) -> None:
     conn.close()
     forest = Forest.read(tmp_path / "many.db", text=False)
     (table,) = pd.read_html(io.StringIO(forest_html(forest, row_limit=10)))
-    ids = table["conversation_id"].tolist()
+    ids = table["tree_id"].tolist()
     assert ids[:5] == ["c00", "c01", "c02", "c03", "c04"]
     assert ids[-5:] == ["c25", "c26", "c27", "c28", "c29"]
     assert len(ids) == 11  # five, the "..." row, five

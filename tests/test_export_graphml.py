@@ -69,14 +69,14 @@ def test_branch_scenario_exact_lines(seed_db):
         ' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
         ' xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns'
         ' http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">',
-        '<key id="g_conversation_id" for="graph" attr.name="conversation_id" attr.type="string"/>',
+        '<key id="g_tree_id" for="graph" attr.name="tree_id" attr.type="string"/>',
         '<key id="g_name" for="graph" attr.name="name" attr.type="string"/>',
         *(
             f'<key id="{key}" for="node" attr.name="{key}" attr.type="{kind}"/>'
             for key, kind in keys
         ),
         '<graph edgedefault="directed">',
-        '<data key="g_conversation_id">branch</data>',
+        '<data key="g_tree_id">branch</data>',
         '<data key="g_name">prompt branch-root</data>',
         node_line("root", 0),
         node_line("b", 1),
@@ -108,7 +108,7 @@ def test_networkx_reads_a_conversation_as_it_was(seed_db):
         "source": "responses",
     }
     assert isinstance(whole.nodes["complex-c"]["input_tokens"], int)
-    assert whole.graph["conversation_id"] == "complex"
+    assert whole.graph["tree_id"] == "complex"
     assert whole.graph["name"] == "prompt complex-root"
     assert_same(read_graphml(io.BytesIO(data)), [tree])
 
@@ -122,7 +122,7 @@ def test_forest_round_trip_and_tree_ids(seed_db):
     assert whole.number_of_edges() == 15
     assert whole.nodes["multiple-roots-y"]["tree_id"] == "multiple-roots"
     assert whole.nodes["multiple-roots-y"]["tree_name"] == "prompt multiple-roots-root1"
-    assert "g_conversation_id" not in data.decode().split("<graph ")[1]
+    assert "g_tree_id" not in data.decode().split("<graph ")[1]
 
 
 def test_real_llm_database_round_trip(llm_fork_db, tmp_path):

@@ -613,7 +613,7 @@ def test_two_selected_nodes_show_their_branch_diff(example_page):
     same_keys = [
         "node_a",
         "node_b",
-        "conversation_id",
+        "tree_id",
         "fork_point",
         "shared",
         "a",

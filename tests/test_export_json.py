@@ -87,14 +87,18 @@ def test_node_link_branch_scenario_exact(seed_db):
             {"source": "branch-root", "target": "branch-b"},
             {"source": "branch-root", "target": "branch-c"},
         ],
-        "graph": {"conversation_id": "branch", "name": "prompt branch-root"},
+        "graph": {"tree_id": "branch", "name": "prompt branch-root"},
     }
 
 
 def test_networkx_reads_node_link_as_the_same_graph(seed_db):
     tree = load_tree("complex", seed_db)
     back = nx.node_link_graph(document(generate_json(tree)), edges="edges")
-    assert back.graph == tree.graph
+    # The tree's id is `tree_id` in every output.
+    assert back.graph == {
+        "tree_id": tree.graph["conversation_id"],
+        "name": tree.graph["name"],
+    }
     assert list(back.nodes(data=True)) == list(tree.nodes(data=True))
     assert list(back.edges) == list(tree.edges)
 
@@ -106,11 +110,11 @@ def test_node_link_forest_round_trip_and_schema(seed_db):
     jsonschema.validate(data, schemas()["convgraph.node-link/1"])
     assert data["graph"] == {
         "conversations": [
-            {"conversation_id": "linear", "name": "prompt linear-root"},
-            {"conversation_id": "branch", "name": "prompt branch-root"},
-            {"conversation_id": "complex", "name": "prompt complex-root"},
+            {"tree_id": "linear", "name": "prompt linear-root"},
+            {"tree_id": "branch", "name": "prompt branch-root"},
+            {"tree_id": "complex", "name": "prompt complex-root"},
             {
-                "conversation_id": "multiple-roots",
+                "tree_id": "multiple-roots",
                 "name": "prompt multiple-roots-root1",
             },
         ]
@@ -142,7 +146,7 @@ def test_tree_json_complex_scenario_nests_children(seed_db):
     data = document(generate_tree_json(load_tree("complex", seed_db)))
     jsonschema.validate(data, schemas()["convgraph.tree-json/1"])
     [conversation] = data["children"]
-    assert (conversation["conversation_id"], conversation["name"]) == (
+    assert (conversation["tree_id"], conversation["name"]) == (
         "complex",
         "prompt complex-root",
     )

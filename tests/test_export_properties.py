@@ -247,7 +247,11 @@ def test_graphml_round_trip(graphs):
         only = expected[0].graph
         # (networkx adds the empty defaults of the file's keys)
         read = {k: v for k, v in whole.graph.items() if not k.endswith("_default")}
-        assert read == {k: v for k, v in only.items() if v is not None}
+        assert read == {
+            ("tree_id" if k == "conversation_id" else k): v
+            for k, v in only.items()
+            if v is not None
+        }
 
 
 # JSON
@@ -265,10 +269,12 @@ def test_node_link_round_trip(graphs):
     # Every string verbatim, and networkx reads the document as it is.
     whole = nx.node_link_graph(document, edges="edges")
     if len(graphs) == 1:
+        # The tree's id is `tree_id` in the document.
+        whole.graph["conversation_id"] = whole.graph.pop("tree_id")
         assert_same([whole], graphs)
     else:
         assert [
-            entry["conversation_id"] for entry in document["graph"]["conversations"]
+            entry["tree_id"] for entry in document["graph"]["conversations"]
         ] == [graph.graph["conversation_id"] for graph in graphs]
         assert whole.number_of_nodes() == sum(len(graph) for graph in graphs)
 
@@ -281,7 +287,7 @@ def test_tree_json_round_trip(graphs):
     whole = text(lines)
     document = json.loads(whole)
     assert loads_deep(whole) == document
-    assert [c["conversation_id"] for c in document["children"]] == [
+    assert [c["tree_id"] for c in document["children"]] == [
         graph.graph["conversation_id"] for graph in graphs
     ]
     back = read_tree_json(io.StringIO(whole))

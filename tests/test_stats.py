@@ -70,7 +70,7 @@ def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
     assert list(table.columns) == list(CONVERSATION_COLUMNS)
     expected = pd.DataFrame(
         {
-            "conversation_id": ["linear", "branch", "complex", "multiple-roots"],
+            "tree_id": ["linear", "branch", "complex", "multiple-roots"],
             "name": [
                 "prompt linear-root",
                 "prompt branch-root",
@@ -94,7 +94,7 @@ def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
     )
     expected = expected.astype(
         {
-            "conversation_id": "str",
+            "tree_id": "str",
             "name": object,
             "first_datetime": "datetime64[ns, UTC]",
             "last_datetime": "datetime64[ns, UTC]",
@@ -169,12 +169,12 @@ def test_edge_table_of_the_seed(seed_forest: Forest) -> None:
 def test_branch_table_of_the_complex_tree(seed_forest: Forest) -> None:
     table = branch_table(seed_forest)
     assert list(table.columns) == list(BRANCH_COLUMNS)
-    complex_branches = table[table["conversation_id"] == "complex"].reset_index(
+    complex_branches = table[table["tree_id"] == "complex"].reset_index(
         drop=True
     )
     expected = pd.DataFrame(
         {
-            "conversation_id": pd.Categorical(["complex"] * 4),
+            "tree_id": pd.Categorical(["complex"] * 4),
             "leaf_id": ["complex-c", "complex-d", "complex-f", "complex-g"],
             "root_id": ["complex-root"] * 4,
             "length": [3, 3, 3, 3],
@@ -186,13 +186,13 @@ def test_branch_table_of_the_complex_tree(seed_forest: Forest) -> None:
             "models": [["echo"]] * 4,
         }
     ).astype({"leaf_id": "str", "root_id": "str"})
-    complex_branches["conversation_id"] = complex_branches[
-        "conversation_id"
+    complex_branches["tree_id"] = complex_branches[
+        "tree_id"
     ].cat.remove_unused_categories()
     pd.testing.assert_frame_equal(complex_branches, expected)
     # One branch per leaf in the whole forest: 1 + 2 + 4 + 2.
     assert len(table) == 9
-    linear = table[table["conversation_id"] == "linear"].iloc[0]
+    linear = table[table["tree_id"] == "linear"].iloc[0]
     assert (linear["leaf_id"], linear["root_id"], linear["length"]) == (
         "linear-c",
         "linear-root",
@@ -453,7 +453,7 @@ def test_a_deep_chain_climbs_in_few_rounds() -> None:
 def test_the_message_store_written_by_llm(llm_fork_db: dict) -> None:
     forest = Forest.read(llm_fork_db["path"], text=False)
     table = conversation_table(forest)
-    assert table["conversation_id"].tolist() == [llm_fork_db["thread"]]
+    assert table["tree_id"].tolist() == [llm_fork_db["thread"]]
     row = table.iloc[0]
     assert [
         row[key] for key in ("nodes", "roots", "leaves", "max_depth", "branch_points")
@@ -497,7 +497,7 @@ def plain(value):
 
 
 def assert_tables_agree_with_graphs(forest: Forest) -> None:
-    conversations = conversation_table(forest).set_index("conversation_id")
+    conversations = conversation_table(forest).set_index("tree_id")
     nodes = node_table(forest).set_index("id")
     edges = edge_table(forest)
     branches = branch_table(forest)
@@ -507,12 +507,12 @@ def assert_tables_agree_with_graphs(forest: Forest) -> None:
         tree_id = graph.graph["conversation_id"]
         row = conversations.loc[tree_id]
         summary = operations.summary(graph)
-        assert list(summary) == ["conversation_id", *conversations.columns]
+        assert list(summary) == ["tree_id", *conversations.columns]
         for key, value in summary.items():
             if key in ("first_datetime", "last_datetime"):
                 # The summary keeps llm's text, the table reads it as a time.
                 assert plain(row[key]) == parse_time(value), key
-            elif key != "conversation_id":
+            elif key != "tree_id":
                 assert plain(row[key]) == value, key
         attributes = [graph.nodes[node] for node in graph]
         for column in ("input_tokens", "output_tokens", "duration_ms"):
@@ -540,7 +540,7 @@ def assert_tables_agree_with_graphs(forest: Forest) -> None:
             == expected_edges
         )
 
-        own_branches = branches[branches["conversation_id"] == tree_id]
+        own_branches = branches[branches["tree_id"] == tree_id]
         paths = operations.branches(graph)
         assert own_branches["leaf_id"].tolist() == [path[-1] for path in paths]
         assert own_branches["root_id"].tolist() == [path[0] for path in paths]
@@ -645,11 +645,11 @@ run_stats = partial(run, "stats")
 
 
 SEED_TABLE = """\
-conversation_id  name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms
-linear           prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000
-branch           prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600
-complex          prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800
-multiple-roots   prompt multiple-roots-root1      6      2       2          2              0                  1.00                     1  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100
+tree_id         name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms
+linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000
+branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600
+complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800
+multiple-roots  prompt multiple-roots-root1      6      2       2          2              0                  1.00                     1  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100
 """
 
 
@@ -672,7 +672,7 @@ def test_stats_json_has_the_column_names(seed_db: Path) -> None:
     rows = json.loads(result.stdout)
     assert [list(row) for row in rows] == [list(CONVERSATION_COLUMNS)] * 4
     assert rows[2] == {
-        "conversation_id": "complex",
+        "tree_id": "complex",
         "name": "prompt complex-root",
         "nodes": 7,
         "roots": 1,
@@ -695,7 +695,7 @@ def test_stats_jsonl_is_one_object_a_line(seed_db: Path) -> None:
 
     result = run_stats("--db", str(seed_db), "--nl")
     lines = result.stdout.splitlines()
-    assert [json.loads(line)["conversation_id"] for line in lines] == [
+    assert [json.loads(line)["tree_id"] for line in lines] == [
         "linear",
         "branch",
         "complex",
@@ -712,7 +712,7 @@ def test_stats_csv_reads_back(seed_db: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert list(rows[0]) == list(CONVERSATION_COLUMNS)
     assert rows[1] == {
-        "conversation_id": "branch",
+        "tree_id": "branch",
         "name": "prompt branch-root",
         "nodes": "3",
         "roots": "1",
@@ -738,7 +738,7 @@ def test_stats_of_named_conversations_in_the_order_named(seed_db: Path) -> None:
     result = run_stats("--db", str(seed_db), "--json", "complex", "linear", "complex")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
-    assert [(row["conversation_id"], row["nodes"]) for row in rows] == [
+    assert [(row["tree_id"], row["nodes"]) for row in rows] == [
         ("complex", 7),
         ("linear", 4),
     ]
@@ -750,7 +750,7 @@ def test_stats_of_a_fork_thread_is_its_whole_tree(llm_fork_db: dict) -> None:
     result = run_stats("--db", str(llm_fork_db["path"]), "--json", llm_fork_db["fork"])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout)
-    assert row["conversation_id"] == llm_fork_db["thread"]
+    assert row["tree_id"] == llm_fork_db["thread"]
     assert (row["nodes"], row["leaves"], row["branch_points"]) == (5, 2, 1)
     assert row["models"] == ["echo"]
 

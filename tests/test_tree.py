@@ -154,7 +154,7 @@ def test_multiple_roots(two_roots):
 
 def test_summary_statistics(two_roots):
     assert ops.summary(two_roots) == {
-        "conversation_id": "multiple-roots",
+        "tree_id": "multiple-roots",
         "name": "prompt multiple-roots-root1",
         "nodes": 6,
         "roots": 2,

@@ -35,7 +35,7 @@ def _tree(conversation_id: str, db_path: str | None) -> nx.DiGraph:
 @db_option
 @output_options
 def conversations(db_path: str | None, output_format: str | None) -> None:
-    """List every conversation: conversation_id, name, nodes, roots, leaves
+    """List every conversation tree: tree_id, name, nodes, roots, leaves
     and max_depth (the columns of `convgraph stats` that say what a tree is).
     """
     from convgraph.cli.tables import print_conversations
@@ -43,7 +43,7 @@ def conversations(db_path: str | None, output_format: str | None) -> None:
     from convgraph.stats import conversation_table
 
     table = conversation_table(Forest.read(db_path, text=False))
-    columns = ["conversation_id", "name", "nodes", "roots", "leaves", "max_depth"]
+    columns = ["tree_id", "name", "nodes", "roots", "leaves", "max_depth"]
     print_conversations(table[columns], output_format)
 
 
@@ -102,7 +102,10 @@ def tree(
                             "id": node,
                             "parent_id": operations.parent(graph, node),
                             "depth": levels[node],
-                            "conversation_id": graph.graph["conversation_id"],
+                            # The tree, and the conversation (or thread)
+                            # that made the call: two ideas, two keys.
+                            "tree_id": graph.graph["conversation_id"],
+                            "conversation_id": graph.nodes[node]["conversation_id"],
                             "prompt": graph.nodes[node]["prompt"],
                         }
                     )

@@ -9,7 +9,7 @@ are replaced by their Unicode control pictures (U+0001 -> "␁", see
 other character is kept, carriage returns and newlines as character
 references so that each node stays on one line.
 
-One conversation is one `<graph>` with its `conversation_id` and `name` as
+One conversation is one `<graph>` with its `tree_id` and `name` as
 graph data. Several are one `<graph>` too, since Gephi and networkx read the
 first graph of a file only: each node then carries `tree_id` and `tree_name`,
 the conversation it belongs to, and `read_graphml` splits them again.
@@ -63,7 +63,12 @@ HEADER = (
 )
 
 #: Graph-level keys, named apart from the node keys of the same attribute.
-GRAPH_KEYS = {"conversation_id": "g_conversation_id", "name": "g_name"}
+#: The tree's id is `tree_id` in every output (a node's `conversation_id` is
+#: the conversation or thread that made the call).
+GRAPH_KEYS = {"tree_id": "g_tree_id", "name": "g_name"}
+
+#: The graph attribute each graph-level key holds.
+GRAPH_ATTRIBUTES = {"tree_id": "conversation_id", "name": "name"}
 
 
 def _visible_match(match: Any) -> str:
@@ -165,8 +170,9 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
                 tree_data += _data(TREE_NAME, name)
         else:
             for attribute, key in GRAPH_KEYS.items():
-                if graph.graph.get(attribute) is not None:
-                    yield _data(key, graph.graph[attribute])
+                value = graph.graph.get(GRAPH_ATTRIBUTES[attribute])
+                if value is not None:
+                    yield _data(key, value)
         ids = {}
         for node, data in graph.nodes(data=True):
             ids[node] = node_id = xml_attribute(str(node))
@@ -244,7 +250,9 @@ def read_graphml(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     except (nx.NetworkXError, SyntaxError, ValueError) as error:
         raise ExportError(f"cannot read the GraphML: {error}") from None
     if not any(TREE_ID in data for _, data in whole.nodes(data=True)):
-        graph = new_graph(whole.graph.get("conversation_id"), whole.graph.get("name"))
+        # Files written before the key was named tree_id say conversation_id.
+        tree_id = whole.graph.get("tree_id", whole.graph.get("conversation_id"))
+        graph = new_graph(tree_id, whole.graph.get("name"))
         for node, data in whole.nodes(data=True):
             graph.add_node(node, **contract_node(dict(data)))
         graph.add_edges_from(whole.edges())

@@ -7,9 +7,9 @@ reads it as it is and a reader can tell which convgraph wrote it. Every string
 is kept verbatim (JSON can carry any text); missing values are `null`. The
 schema is documented in docs/json-schema.md.
 
-One conversation: `graph` holds its `conversation_id` and `name`, and
+One conversation: `graph` holds its `tree_id` and `name`, and
 `node_link_graph` gives back the very DiGraph. Several: `graph` holds
-`conversations`, a list of `{conversation_id, name}`, and every node a
+`conversations`, a list of `{tree_id, name}`, and every node a
 `tree_id` naming its conversation, which `read_json` uses to split them again.
 
 The text streams: one node or edge per line, nodes first (the edges of a
@@ -32,7 +32,7 @@ Examples
 "edges": [
 {"source": "r", "target": "a"}
 ],
-"graph": {"conversation_id": "c1", "name": "Trees"}}
+"graph": {"tree_id": "c1", "name": "Trees"}}
 >>> file = io.StringIO()
 >>> write_json(tree, file)
 >>> _ = file.seek(0)
@@ -215,7 +215,7 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
     >>> lines = list(generate_json(tree))
     >>> lines[-4:]
-    ['{"source": "r", "target": "a"},', '{"source": "r", "target": "b"}', '],', '"graph": {"conversation_id": "c1", "name": null}}']
+    ['{"source": "r", "target": "a"},', '{"source": "r", "target": "b"}', '],', '"graph": {"tree_id": "c1", "name": null}}']
     """
     graphs, several = look_ahead(graphs)
     edges: list[tuple[Any, Any]] = []
@@ -228,12 +228,14 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
             unique.check(graph)
             tree = graph.graph.get("conversation_id")
             if several:
-                conversations.append(
-                    {"conversation_id": tree, "name": graph.graph.get("name")}
-                )
+                conversations.append({"tree_id": tree, "name": graph.graph.get("name")})
             else:
-                single.update(conversation_id=tree, name=graph.graph.get("name"))
-                single.update(graph.graph)
+                single.update(tree_id=tree, name=graph.graph.get("name"))
+                single.update(
+                    (key, value)
+                    for key, value in graph.graph.items()
+                    if key != "conversation_id"
+                )
             extra = {TREE_ID: tree} if several else {}
             for node, data in graph.nodes(data=True):
                 yield node_object(node, data, RESERVED, extra)
@@ -337,9 +339,9 @@ def read_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     try:
         graph_data = dict(document["graph"])
         if "conversations" not in graph_data:
-            graph = new_graph(
-                graph_data.pop("conversation_id", None), graph_data.pop("name", None)
-            )
+            # Files written before the key was named tree_id.
+            tree_id = graph_data.pop("tree_id", graph_data.pop("conversation_id", None))
+            graph = new_graph(tree_id, graph_data.pop("name", None))
             graph.graph.update(graph_data)
             for node in document["nodes"]:
                 node = dict(node)
@@ -349,8 +351,9 @@ def read_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
             )
             return [graph]
         trees = {
-            entry["conversation_id"]: new_graph(entry["conversation_id"], entry["name"])
+            tree_id: new_graph(tree_id, entry["name"])
             for entry in graph_data["conversations"]
+            for tree_id in [entry.get("tree_id", entry.get("conversation_id"))]
         }
         tree_of = {}
         for node in document["nodes"]:

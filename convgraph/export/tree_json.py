@@ -1,7 +1,7 @@
 """Conversation trees as nested JSON, the shape D3's hierarchy takes, and back.
 
 The document is one object with a `format`, a `version` and `children`: one
-object per conversation (`conversation_id`, `name`, `children`), whose
+object per conversation (`tree_id`, `name`, `children`), whose
 children are the conversation's roots; every node is an object with its `id`,
 its attributes and its own `children`, in log order. `d3.hierarchy(document)`
 lays it out as it is (the document is the hierarchy's root, conversations its
@@ -22,7 +22,7 @@ Examples
 >>> for line in generate_tree_json(tree):
 ...     print(line[:58])
 {"format": "convgraph.tree-json", "version": 1, "children"
-{"conversation_id": "c1", "name": "Trees", "children": [
+{"tree_id": "c1", "name": "Trees", "children": [
 {"id": "r", "conversation_id": null, "prompt": "What is it
 {"id": "a", "conversation_id": null, "prompt": "And a fore
 ]}
@@ -66,7 +66,7 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
     a sibling follows, so a long chain is not a second long run of lines."""
     opening = (
         "{"
-        + json_key("conversation_id")
+        + json_key("tree_id")
         + json_value(graph.graph.get("conversation_id"))
         + ", "
         + json_key("name")
@@ -124,7 +124,7 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
     >>> lines = list(generate_tree_json(tree))
     >>> lines[1]
-    '{"conversation_id": "c1", "name": null, "children": ['
+    '{"tree_id": "c1", "name": null, "children": ['
     >>> len(lines)
     6
     """
@@ -205,7 +205,9 @@ def read_tree_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     graphs = []
     try:
         for conversation in document["children"]:
-            graph = new_graph(conversation["conversation_id"], conversation["name"])
+            # Files written before the key was named tree_id.
+            tree_id = conversation.get("tree_id", conversation.get("conversation_id"))
+            graph = new_graph(tree_id, conversation["name"])
             stack = [(None, node) for node in reversed(conversation["children"])]
             while stack:
                 parent, node = stack.pop()

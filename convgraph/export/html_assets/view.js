@@ -363,7 +363,7 @@
     return {
       node_a: conversation.ids[found[1]],
       node_b: conversation.ids[other[1]],
-      conversation_id: conversation.id,
+      tree_id: conversation.id,
       fork_point: common ? conversation.ids[pathA[common - 1]] : null,
       shared: ids(shared),
       a: ids(belowA),

@@ -372,3 +372,56 @@ def test_a_writer_commits_between_two_chunks(seed_db, monkeypatch):
     assert len(written) == 4  # 20 responses in four chunks, then an empty one
     assert len(nodes) == 20
     assert not set(written) & set(nodes["id"])
+
+
+def test_repeated_ids_go_to_the_row_reader(tmp_path):
+    """A hand-made table without a primary key: the row readers keep the
+    first of each id and report the rest."""
+    path = tmp_path / "logs.db"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "create table responses (id, conversation_id, parent_response_id, model,"
+        " prompt, system, response, datetime_utc, input_tokens, output_tokens,"
+        " duration_ms)"
+    )
+    conn.executemany(
+        "insert into responses (id, conversation_id, datetime_utc) values (?, 'c', ?)",
+        [("a", "1"), ("b", "2"), ("a", "3")],
+    )
+    conn.commit()
+    conn.close()
+    with open_logs(path) as logs:
+        assert columnar.read_forest(logs, text=False) is None
+
+
+DELETER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=0)
+conn.execute("delete from responses where id = 'linear-a'")
+conn.commit()
+"""
+
+
+def test_a_deletion_during_the_read_makes_it_read_again(seed_db, monkeypatch):
+    """A writer that deletes a row already read (not an append): the read
+    starts again and gives the file as it is after the deletion."""
+    import adbc_driver_manager.dbapi
+
+    monkeypatch.setattr(columnar, "CHUNK_ROWS", 5)
+    fetch = adbc_driver_manager.dbapi.Cursor.fetch_arrow_table
+    deleted = []
+
+    def fetch_then_delete(cursor):
+        table = fetch(cursor)
+        if "_rowid" in table.column_names and not deleted:
+            deleted.append(True)
+            subprocess.run([sys.executable, "-c", DELETER, str(seed_db)], check=True)
+        return table
+
+    monkeypatch.setattr(
+        adbc_driver_manager.dbapi.Cursor, "fetch_arrow_table", fetch_then_delete
+    )
+    with open_logs(seed_db) as logs:
+        nodes, _ = columnar.read_forest(logs, text=False)
+    assert len(nodes) == 19
+    assert "linear-a" not in set(nodes["id"])

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
     from convgraph.sources import LogDatabase
 
+#: How many times a read starts again when a writer did more than append
+#: meanwhile, as the row readers do.
+READ_ATTEMPTS = 3
 #: Rows per statement: tens of milliseconds of SQLite's time each, so that a
 #: writer waits at most that long for the read lock.
 CHUNK_ROWS = 50_000
@@ -51,6 +54,8 @@ _TEXT = "('text', 'null')"
 _INTEGER = "('integer', 'null')"
 #: An id: text, never NULL (a NULL id is for the row readers to report).
 _ID = "('text')"
+#: The columns that name one row each.
+_KEYS = ("id", "hash")
 
 
 class NotColumnar(Exception):
@@ -80,11 +85,17 @@ def read_forest(
     try:
         with _ArrowReader(logs.path) as reader:
             kind = _generation(logs, reader)
-            if kind == "legacy":
-                return _read_legacy(logs, reader, text)
-            if kind == "store" and not text:
-                return _read_store(reader)
-            return None
+            if kind is None or (kind == "store" and text):
+                return None
+            for _ in range(READ_ATTEMPTS):
+                reader.begin()
+                if kind == "legacy":
+                    found = _read_legacy(logs, reader, text)
+                else:
+                    found = _read_store(reader)
+                if not reader.changed():
+                    break
+            return found
     except (NotColumnar, adbc_driver_manager.Error):
         # A locked or damaged file, or values to report: the row readers
         # say what is wrong in the house's words.
@@ -121,6 +132,24 @@ class _ArrowReader:
     def __exit__(self, *exc: object) -> None:
         self.cursor.close()
         self.conn.close()
+
+    def begin(self) -> None:
+        """Start a read: note SQLite's count of commits by others."""
+        self.version = self.one("pragma data_version")[0]
+        self.reads: list[tuple[str, int, int]] = []
+
+    def changed(self) -> bool:
+        """Whether a writer did more than append to the rows read since
+        `begin`: the row readers' rule (`tables.Snapshot.changed`). No commit
+        since: no. Else the rows up to each table's bound are counted again;
+        appended rows lie above the bounds, so another count means rows read
+        were deleted or replaced, and the caller reads again."""
+        if self.one("pragma data_version")[0] == self.version:
+            return False
+        return any(
+            self.one(f"select count(*) from {name} where rowid <= {last}")[0] != count
+            for name, last, count in self.reads
+        )
 
     def one(self, sql: str) -> tuple:
         self.cursor.execute(sql)
@@ -168,6 +197,7 @@ class _ArrowReader:
             after = chunk["_rowid"][-1].as_py()
             if chunk.num_rows < CHUNK_ROWS:
                 break
+        self.reads.append((name, last_rowid, sum(len(chunk) for chunk in chunks)))
         if not chunks:
             return _empty(columns)
         arrays = {}
@@ -178,12 +208,17 @@ class _ArrowReader:
             ]
             arrays[out] = pa.chunked_array(parts, wanted).combine_chunks()
             try:
-                # Arrow takes SQLite's bytes as they are; Python's sqlite3
-                # fails on a byte that is not UTF-8, and the row reader says
-                # so.
+                # Arrow takes SQLite's bytes as they are; the row readers
+                # decide how to show a byte that is not UTF-8.
                 arrays[out].validate(full=True)
             except pa.ArrowInvalid:
                 raise NotColumnar(f"text of {name} that is not UTF-8") from None
+            if out in _KEYS and pc.count_distinct(arrays[out]).as_py() < len(
+                arrays[out]
+            ):
+                # A table without a primary key: the row readers keep the
+                # first of each id and report the others.
+                raise NotColumnar(f"an id repeated in {name}")
         return arrays
 
 

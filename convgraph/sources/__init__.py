@@ -276,6 +276,14 @@ class LogDatabase:
         None), which is most of the file's bytes, for work that needs only the
         structure and the usage figures.
         """
+        # Whole columns through Arrow where pyarrow and ADBC are installed
+        # and the file is one it reads exactly (see `columnar`).
+        from convgraph.sources import columnar
+
+        found = columnar.read_forest(self, text=text)
+        if found is not None:
+            self.record_problems = []
+            return found
         import pandas as pd
 
         frames = []

@@ -247,7 +247,7 @@ class Forest:
             else:
                 step("Reading every conversation")
                 nodes, names = logs.read_forest(text=text)
-                problems = logs.fork_problems()
+                problems = [*logs.record_problems, *logs.fork_problems()]
         step("Checking parent links")
         return cls(nodes, names, problems)
 

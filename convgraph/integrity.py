@@ -23,6 +23,11 @@ MISSING_PARENT = "missing-parent"
 CROSS_CONVERSATION = "cross-conversation"
 CYCLE = "cycle"
 FORK_CYCLE = "fork-cycle"
+#: Rows that cannot be nodes, or not all of them (data llm never writes):
+#: reported, and left out of every tree.
+NO_ID = "no-id"
+NO_THREAD = "no-thread"
+DUPLICATE_ID = "duplicate-id"
 
 
 class ParentWalk:
@@ -120,6 +125,20 @@ def link_problem(
         f" in another conversation ({detail})",
     }
     return Problem(kind, node_id, parent_id, conversation_id, messages[kind])
+
+
+def record_problem(kind: str, count: int, table: str, node_id: str = "") -> Problem:
+    """A `Problem` for rows that are no node: `count` rows of `table` without
+    an id (`NO_ID`) or without a thread (`NO_THREAD`), or `count` rows more
+    with the id `node_id` (`DUPLICATE_ID`)."""
+    rows = f"{count} row{'s' if count != 1 else ''} of {table}"
+    messages = {
+        NO_ID: f"{rows} {'have' if count != 1 else 'has'} no id: left out",
+        NO_THREAD: f"{rows} {'have' if count != 1 else 'has'} no thread_id: left out",
+        DUPLICATE_ID: f"{node_id} is the id of {count + 1} rows: the first"
+        " logged is read, the others left out",
+    }
+    return Problem(kind, node_id, None, None, messages[kind])
 
 
 def break_cycles(

@@ -19,9 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
-from convgraph.integrity import ParentWalk, Problem
+from convgraph.integrity import (
+    DUPLICATE_ID,
+    NO_ID,
+    NO_THREAD,
+    ParentWalk,
+    Problem,
+    record_problem,
+)
 from convgraph.sources import legacy, message_store
-from convgraph.sources.tables import conform_nodes
+from convgraph.sources.tables import Snapshot, conform_nodes, replacing_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,6 +38,9 @@ __all__ = ["NODE_ATTRIBUTES", "LogDatabase", "TreeRecords", "open_logs"]
 
 #: How long a read waits for a writer (llm logging a response) to finish.
 BUSY_TIMEOUT_SECONDS = 5.0
+#: How many times a whole-file read starts again when a writer changed rows
+#: it had read (not only appended: see `tables.Snapshot`).
+READ_ATTEMPTS = 3
 
 
 def default_database_path() -> Path:
@@ -63,6 +73,8 @@ def connect_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
     except sqlite3.DatabaseError as error:
         raise DatabaseError(_why_unreadable(path, error)) from None
     conn.row_factory = sqlite3.Row
+    # One byte that is not UTF-8 in one row must not make the file unreadable.
+    conn.text_factory = replacing_text
     return conn
 
 
@@ -144,6 +156,9 @@ class LogDatabase:
             )
         if self.legacy is not None and self.store is not None:
             self.legacy.skip_ids_in_turns = True
+        #: Rows that are no node (no id, no thread, an id seen before), found
+        #: by the last `read_forest` or `read_tree`.
+        self.record_problems: list[Problem] = []
 
     def __enter__(self) -> LogDatabase:
         return self
@@ -252,7 +267,9 @@ class LogDatabase:
             records = _join_generations(
                 legacy_records, records, linked=self.legacy.has_parent
             )
-        return TreeRecords(tree_id, name, records, problems)
+        records, duplicates = _first_of_each_id(records)
+        self.record_problems = duplicates
+        return TreeRecords(tree_id, name, records, problems + duplicates)
 
     def fork_problems(self) -> list[Problem]:
         """The cycles of forks among the message store's threads (a thread
@@ -263,7 +280,7 @@ class LogDatabase:
         """Legacy responses' answers by id (for matching history read
         without its texts)."""
         rows = self.conn.execute(
-            "select id, response from responses"
+            "select cast(id as text), cast(response as text) from responses"
             " where id in (select value from json_each(?))",
             [json.dumps(node_ids)],
         )
@@ -275,6 +292,11 @@ class LogDatabase:
         `text=False` leaves out the prompt, system and response columns (as
         None), which is most of the file's bytes, for work that needs only the
         structure and the usage figures.
+
+        The tables are read in short steps, so that llm can log meanwhile,
+        as they were when the read began (see `tables.Snapshot`); where a
+        writer did more than append, the read starts again. Rows that are no
+        node are left out and listed in `record_problems`.
         """
         # Whole columns through Arrow where pyarrow and ADBC are installed
         # and the file is one it reads exactly (see `columnar`).
@@ -284,17 +306,61 @@ class LogDatabase:
         if found is not None:
             self.record_problems = []
             return found
+        for _ in range(READ_ATTEMPTS):
+            snapshot = Snapshot(self.conn, self._tables())
+            result = self._read_forest(text, snapshot)
+            if not snapshot.changed():
+                break
+        return result
+
+    def _tables(self) -> list[str]:
+        tables = []
+        if self.store is not None:
+            tables += self.store.tables()
+        if self.legacy is not None:
+            tables += self.legacy.tables()
+        return tables
+
+    def _rows_without_id(self) -> list[Problem]:
+        """Responses and turns without an id, and turns outside any thread:
+        no node of any tree (each count one short statement on an index)."""
+        problems = []
+        if self.legacy is not None:
+            count = self.legacy.count_without_id()
+            if count:
+                problems.append(record_problem(NO_ID, count, "responses"))
+        if self.store is not None:
+            without_id, without_thread = self.store.count_unplaced()
+            if without_id:
+                problems.append(record_problem(NO_ID, without_id, "turns"))
+            if without_thread:
+                problems.append(record_problem(NO_THREAD, without_thread, "turns"))
+        return problems
+
+    def _read_forest(
+        self, text: bool, snapshot: Snapshot
+    ) -> tuple[pd.DataFrame, dict[str, Any]]:
         import pandas as pd
 
         frames = []
         names: dict[str, Any] = {}
         thread_roots: dict[str, str] = {}
+        self.record_problems = self._rows_without_id()
         if self.store is not None:
-            store_frame, store_names, thread_roots = self.store.read_all(text=text)
+            store_frame, store_names, thread_roots = self.store.read_all(
+                text=text, snapshot=snapshot
+            )
             frames.append(store_frame)
             names.update(store_names)
         if self.legacy is not None:
-            legacy_frame, legacy_names = self.legacy.read_all(text=text)
+            legacy_frame, legacy_names = self.legacy.read_all(
+                text=text, snapshot=snapshot
+            )
+            if self.store is not None and len(legacy_frame) and len(store_frame):
+                # A record in both generations is read from the turns.
+                in_turns = legacy_frame["id"].isin(store_frame["id"]).to_numpy()
+                if in_turns.any():
+                    legacy_frame = legacy_frame[~in_turns].reset_index(drop=True)
             if thread_roots:
                 legacy_frame["tree_id"] = legacy_frame["tree_id"].map(
                     lambda cid: thread_roots.get(cid, cid)
@@ -313,6 +379,14 @@ class LogDatabase:
         nodes = sort_log_order(
             pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         )
+        repeated = nodes["id"].duplicated().to_numpy()
+        if repeated.any():
+            counts = nodes["id"][repeated].value_counts(sort=False)
+            self.record_problems += [
+                record_problem(DUPLICATE_ID, int(count), "the log", str(node_id))
+                for node_id, count in counts.items()
+            ]
+            nodes = nodes[~repeated].reset_index(drop=True)
         if self.legacy is not None and not self.legacy.has_parent:
             legacy.link_frame_as_chains(nodes)
         if self.legacy is not None and self.store is not None:
@@ -322,6 +396,29 @@ class LogDatabase:
                 response_texts=None if text else self._response_texts,
             )
         return conform_nodes(nodes.drop(columns="_continues")), names
+
+
+def _first_of_each_id(
+    records: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """The records (in log order) with one per id, the first logged, and a
+    problem for each id that had more (a table without a primary key)."""
+    seen: dict[str, int] = {}
+    for record in records:
+        seen[record["id"]] = seen.get(record["id"], 0) + 1
+    if len(seen) == len(records):
+        return records, []
+    kept, taken = [], set()
+    for record in records:
+        if record["id"] not in taken:
+            taken.add(record["id"])
+            kept.append(record)
+    problems = [
+        record_problem(DUPLICATE_ID, count - 1, "the log", node_id)
+        for node_id, count in seen.items()
+        if count > 1
+    ]
+    return kept, problems
 
 
 def _join_generations(
@@ -424,13 +521,16 @@ def legacy_parent(
     """The legacy response whose answer a turn's rebuilt history ends at.
 
     The conversation is the first of the turn's threads (its own, then the
-    ones it was forked from) that has legacy responses. The history's
-    answers are matched to the responses in order and by content: down the
-    stored parent links where there are some (a `convgraph branch` sends a
-    path of the tree), else along the responses in id order, which is how
-    llm replays a legacy conversation (skipping one whose answer llm
-    rebuilt as no message). Where content does not match, the n-th answer
-    is the n-th response in id order.
+    ones it was forked from) that has legacy responses. The parent is the
+    response whose answer is the history's last answer; where several
+    responses gave that answer, the one whose earlier history (down the
+    stored parent links where there are some, as a `convgraph branch` sends
+    a path of the tree; else the responses before it in id order, as llm
+    replays a legacy conversation) matches the history's earlier answers
+    longest, the first in id order on a tie. Matching from the end keeps a
+    turn in place when a response above it was deleted, or when another
+    was logged later. Where no answer matches (a response changed), the
+    n-th answer is the n-th response in id order.
     """
     answers = continuation.answers
     responses = next(
@@ -439,32 +539,29 @@ def legacy_parent(
     )
     if not answers or not responses:
         return None
-    if linked:
-        below: dict[Any, list[LegacyResponse]] = {}
-        known = {response[0] for response in responses}
-        for response in responses:
-            parent = response[1] if response[1] in known else None
-            below.setdefault(parent, []).append(response)
-        current = None
-        for answer in answers:
-            match = next((r for r in below.get(current, []) if r[2] == answer), None)
-            if match is None:
+    candidates = [i for i, r in enumerate(responses) if r[2] == answers[-1]]
+    if not candidates:
+        return responses[min(len(answers), len(responses)) - 1][0]
+    if len(candidates) == 1:
+        return responses[candidates[0]][0]
+    position = {response[0]: i for i, response in enumerate(responses)}
+
+    def before(i: int) -> int | None:
+        if linked:
+            return position.get(responses[i][1])
+        return i - 1 if i else None
+
+    def matching(i: int | None) -> int:
+        # At most len(answers) steps, so a cycle of parent links ends too.
+        count = 0
+        for answer in reversed(answers):
+            if i is None or responses[i][2] != answer:
                 break
-            current = match[0]
-        else:
-            return current
-    else:
-        position = 0
-        matched = None
-        for response in responses:
-            if position == len(answers):
-                break
-            if response[2] == answers[position]:
-                matched = response[0]
-                position += 1
-        if position == len(answers):
-            return matched
-    return responses[min(len(answers), len(responses)) - 1][0]
+            count += 1
+            i = before(i)
+        return count
+
+    return responses[max(candidates, key=matching)][0]
 
 
 def log_order(record: dict[str, Any]) -> tuple[str, str]:

@@ -12,11 +12,17 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, TEXT_ATTRIBUTES
+from convgraph.sources.tables import Snapshot, as_integer, as_text
 
 if TYPE_CHECKING:
     import pandas as pd
 
 SOURCE = "responses"
+
+#: A response's id and its conversation's, as text whatever SQLite holds: a
+#: response outside any conversation is a conversation of its own.
+ID = as_text("r.id")
+CONVERSATION = f"coalesce({as_text('r.conversation_id')}, {ID})"
 
 
 class LegacyReader:
@@ -35,15 +41,23 @@ class LegacyReader:
         self._columns = columns
 
     def _column(self, name: str) -> str:
-        """A column of `responses`, or NULL where this version of the table
-        lacks it (early ones have no usage figures, no system)."""
-        return f"r.{name}" if name in self._columns else f"null as {name}"
+        """A column of `responses` in the contract's type (see
+        `tables.as_text`), or NULL where this version of the table lacks it
+        (early ones have no usage figures, no system)."""
+        if name not in self._columns:
+            return f"null as {name}"
+        if name in INTEGER_ATTRIBUTES:
+            return f"{as_integer('r.' + name)} as {name}"
+        return f"{as_text('r.' + name)} as {name}"
+
+    def _parent(self) -> str:
+        return as_text("r.parent_response_id") if self.has_parent else "null"
 
     def _select(self) -> str:
         """The query of every response as a node record, texts included;
-        `read_conversations` appends its condition."""
+        `read_conversations` appends its condition. A response without an id
+        is no node (`LogDatabase.record_problems` counts them)."""
 
-        parent = "r.parent_response_id" if self.has_parent else "null"
         wanted = [
             name
             for name in NODE_ATTRIBUTES
@@ -54,18 +68,17 @@ class LegacyReader:
             " and r.id not in (select id from turns)" if self.skip_ids_in_turns else ""
         )
         return (
-            f"select r.id, coalesce(r.conversation_id, r.id) as tree_id,"
-            f" {parent} as parent_id, coalesce(r.conversation_id, r.id)"
+            f"select {ID} as id, {CONVERSATION} as tree_id,"
+            f" {self._parent()} as parent_id, {CONVERSATION}"
             f" as conversation_id, {fields}, '{SOURCE}' as source"
-            f" from responses r where 1 = 1{skip}"
+            f" from responses r where r.id is not null{skip}"
         )
 
     # -- naming -----------------------------------------------------------
 
     def conversation_of(self, node_id: str) -> str | None:
         row = self.conn.execute(
-            "select coalesce(conversation_id, id) from responses where id = ?",
-            [node_id],
+            f"select {CONVERSATION} from responses r where r.id = ?", [node_id]
         ).fetchone()
         return row[0] if row else None
 
@@ -89,22 +102,34 @@ class LegacyReader:
     def conversation_ids(self) -> list[str]:
         """Conversation ids in the order of their first response."""
         rows = self.conn.execute(
-            "select coalesce(conversation_id, id) as cid from responses"
-            " group by cid order by min(coalesce(datetime_utc, '')), min(id)"
+            f"select {CONVERSATION} as cid from responses r where r.id is not null"
+            f" group by cid order by min(coalesce({as_text('r.datetime_utc')}, '')),"
+            f" min({ID})"
         )
         return [row[0] for row in rows]
 
-    def _names(self, conversation_ids: list[str] | None = None) -> dict[str, Any]:
+    def _names(
+        self,
+        conversation_ids: list[str] | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> dict[str, Any]:
+        """Each conversation's name (every one's when `conversation_ids` is
+        None, read in short steps)."""
         if not self.has_conversations:
             return {}
+        columns = f"{as_text('c.id')}, {as_text('c.name')}"
         if conversation_ids is None:
-            rows = self.conn.execute("select id, name from conversations")
-        else:
-            rows = self.conn.execute(
-                "select id, name from conversations"
-                " where id in (select value from json_each(?))",
-                [_json_list(conversation_ids)],
-            )
+            snapshot = snapshot or Snapshot(self.conn, ["conversations"])
+            return {
+                row[1]: row[2]
+                for chunk in snapshot.rows("conversations", columns, alias="c")
+                for row in chunk
+            }
+        rows = self.conn.execute(
+            f"select {columns} from conversations c"
+            " where id in (select value from json_each(?))",
+            [_json_list(conversation_ids)],
+        )
         return {row[0]: row[1] for row in rows}
 
     # -- reading ----------------------------------------------------------
@@ -144,13 +169,14 @@ class LegacyReader:
         rows = self.conn.execute(
             """
             with recursive up(id, parent, conversation) as (
-                select id, parent_response_id, coalesce(conversation_id, id)
-                from responses where id = :node
+                select r.id, r.parent_response_id, coalesce(r.conversation_id, r.id)
+                from responses r where r.id = :node
                 union
                 select r.id, r.parent_response_id, coalesce(r.conversation_id, r.id)
                 from responses r join up on r.id = up.parent
             )
-            select id, parent, conversation from up
+            select cast(id as text), cast(parent as text), cast(conversation as text)
+            from up
             """,
             {"node": node_id},
         )
@@ -159,38 +185,47 @@ class LegacyReader:
     def conversation_of_ids(self, node_ids: list[str]) -> dict[str, str]:
         """Which conversation each of these responses is in (for integrity)."""
         rows = self.conn.execute(
-            "select id, coalesce(conversation_id, id) from responses"
-            " where id in (select value from json_each(?))",
+            f"select {ID}, {CONVERSATION} from responses r"
+            " where r.id in (select value from json_each(?))",
             [_json_list(node_ids)],
         )
         return {row[0]: row[1] for row in rows}
 
-    def read_all(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    def read_all(
+        self, text: bool = True, snapshot: Snapshot | None = None
+    ) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every response as one table, with each conversation's name.
 
-        Only the columns that hold something are selected (`text=False`
-        leaves the texts out altogether); the tree id, the source and the
-        texts left out are filled in as columns afterwards, not per row.
+        Read in short steps (a `Snapshot`; one is made when none is given),
+        so that llm can log meanwhile. Only the columns that hold something
+        are selected (`text=False` leaves the texts out altogether); the
+        tree id, the source and the texts left out are filled in as columns
+        afterwards, not per row. Responses without an id are left out; the
+        caller drops those that are turns too (`skip_ids_in_turns`).
         """
         import pandas as pd
 
-        from convgraph.sources.tables import read_frame
+        from convgraph.sources.tables import frame_of_chunks
 
-        parent = "r.parent_response_id" if self.has_parent else "null"
-        texts = [self._column(name) for name in TEXT_ATTRIBUTES] if text else []
-        query = (
-            "select r.id, coalesce(r.conversation_id, r.id) as conversation_id,"
-            f" {parent} as parent_id, r.model, r.datetime_utc, "
-            + ", ".join([self._column(name) for name in INTEGER_ATTRIBUTES] + texts)
-            + " from responses r"
-            + (
-                " where r.id not in (select id from turns)"
-                if self.skip_ids_in_turns
-                else ""
-            )
-        )
-        nodes = read_frame(
-            self.conn.execute(query),
+        if snapshot is None:
+            snapshot = Snapshot(self.conn, self.tables())
+        names = ["id", "conversation_id", "parent_id", "model", "datetime_utc"]
+        names += list(INTEGER_ATTRIBUTES)
+        columns = [
+            ID,
+            CONVERSATION,
+            self._parent(),
+            as_text("r.model"),
+            as_text("r.datetime_utc"),
+        ] + [self._column(name) for name in INTEGER_ATTRIBUTES]
+        if text:
+            names += list(TEXT_ATTRIBUTES)
+            columns += [self._column(name) for name in TEXT_ATTRIBUTES]
+        nodes = frame_of_chunks(
+            snapshot.rows(
+                "responses", ", ".join(columns), "r.id is not null", alias="r"
+            ),
+            names,
             categories=("conversation_id", "model"),
             integers=INTEGER_ATTRIBUTES,
         )
@@ -200,7 +235,19 @@ class LegacyReader:
                 nodes[name] = None
         nodes["source"] = pd.Categorical([SOURCE] * len(nodes))
         nodes["_continues"] = False
-        return nodes, self._names()
+        return nodes, self._names(snapshot=snapshot)
+
+    def tables(self) -> list[str]:
+        """The tables `read_all` reads."""
+        return (
+            ["responses", "conversations"] if self.has_conversations else ["responses"]
+        )
+
+    def count_without_id(self) -> int:
+        """How many responses have no id (NULL): none is a node."""
+        return self.conn.execute(
+            "select count(*) from responses where id is null"
+        ).fetchone()[0]
 
 
 def _json_list(values: list[str]) -> str:

@@ -21,9 +21,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import NODE_ATTRIBUTES, TEXT_ATTRIBUTES
+from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
-from convgraph.sources.tables import no_garbage_collection
+from convgraph.sources.tables import (
+    Snapshot,
+    as_integer,
+    as_text,
+    no_garbage_collection,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,10 +56,26 @@ class Continuation:
     answers: tuple[str, ...]
 
 
-TURN_COLUMNS = (
-    "id, thread_id, parent_message_hash, tip_message_hash, model, datetime_utc,"
-    " input_tokens, output_tokens, duration_ms"
+#: A turn's columns, each in the contract's type whatever SQLite holds (see
+#: `tables.as_text`).
+TURN_NAMES = (
+    "id",
+    "thread_id",
+    "parent_message_hash",
+    "tip_message_hash",
+    "model",
+    "datetime_utc",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
 )
+TURN_COLUMNS = ", ".join(
+    f"{as_integer(name) if name in INTEGER_ATTRIBUTES else as_text(name)} as {name}"
+    for name in TURN_NAMES
+)
+#: A turn without an id, or outside any thread, is no node of any tree:
+#: `LogDatabase.record_problems` reports them.
+TURN_IS_NODE = "id is not null and thread_id is not null"
 
 # The messages above a set of tips, each once: UNION (not UNION ALL) makes a
 # hostile cycle in parent_hash end instead of looping.
@@ -69,18 +90,28 @@ with recursive chain(hash) as (
     select m.parent_hash from messages m join chain c on m.hash = c.hash
     where m.parent_hash is not null
 )
-select m.hash, m.parent_hash, m.role from messages m join chain using (hash)
+select cast(m.hash as text), cast(m.parent_hash as text), cast(m.role as text)
+from messages m join chain using (hash)
 """
 
-ALL_MESSAGES_SQL = "select hash, parent_hash, role from messages"
+MESSAGE_COLUMNS = "cast(hash as text), cast(parent_hash as text), cast(role as text)"
 
 SOME_THREADS = " where thread_id in (select value from json_each(:threads))"
 
-TEXT_PARTS_SQL = """
-select message_hash, text, payload from parts
-where type = 'text'{where}
+PART_COLUMNS = (
+    "cast(message_hash as text), {position}, cast(text as text), cast(payload as text)"
+).format(position=as_integer("position"))
+
+TEXT_PARTS_SQL = f"""
+select null, {PART_COLUMNS} from parts
+where type = 'text'{{where}}
 order by message_hash, position
 """
+
+#: Fragment ids asked for in one statement.
+FRAGMENT_BATCH = 20_000
+
+_NO_PART = object()
 
 
 class MessageStoreReader:
@@ -101,7 +132,9 @@ class MessageStoreReader:
 
     def thread_of_turn(self, turn_id: str) -> str | None:
         row = self.conn.execute(
-            "select thread_id from turns where id = ?", [turn_id]
+            "select cast(thread_id as text) from turns"
+            " where id = ? and thread_id is not null",
+            [turn_id],
         ).fetchone()
         return row[0] if row else None
 
@@ -109,7 +142,10 @@ class MessageStoreReader:
         """Where a turn ended: its `thread_id`, `tip_message_hash` and
         `model` (what a branch from it goes on from), or None for no turn."""
         row = self.conn.execute(
-            "select thread_id, tip_message_hash, model from turns where id = ?",
+            "select cast(thread_id as text) as thread_id,"
+            " cast(tip_message_hash as text) as tip_message_hash,"
+            " cast(model as text) as model from turns"
+            " where id = ? and thread_id is not null",
             [turn_id],
         ).fetchone()
         return dict(row) if row else None
@@ -158,7 +194,7 @@ class MessageStoreReader:
     def _forked_from(self, thread_id: str) -> str | None:
         """The thread `thread_id` was forked from, if that thread exists."""
         row = self.conn.execute(
-            "select t.forked_from from threads t join threads f"
+            "select cast(t.forked_from as text) from threads t join threads f"
             " on f.id = t.forked_from where t.id = ?",
             [thread_id],
         ).fetchone()
@@ -173,15 +209,27 @@ class MessageStoreReader:
                 union
                 select t.id from threads t join members m on t.forked_from = m.id
             )
-            select t.id, t.name, t.forked_from from threads t join members using (id)
+            select cast(t.id as text) as id, cast(t.name as text) as name,
+                cast(t.forked_from as text) as forked_from
+            from threads t join members using (id)
             """,
             {"root": tree_id},
         )
         return {row["id"]: dict(row) for row in rows}
 
-    def _all_forks(self) -> dict[str, str | None]:
-        """Every thread's `forked_from` (None for an original thread)."""
-        return dict(self.conn.execute("select id, forked_from from threads").fetchall())
+    def _all_forks(self, snapshot: Snapshot | None = None) -> dict[str, str | None]:
+        """Every thread's `forked_from` (None for an original thread), read
+        in short steps."""
+        snapshot = snapshot or Snapshot(self.conn, ["threads"])
+        return {
+            row[1]: row[2]
+            for chunk in snapshot.rows(
+                "threads",
+                "cast(id as text), cast(forked_from as text)",
+                "id is not null",
+            )
+            for row in chunk
+        }
 
     def fork_problems(
         self, threads: dict[str, dict[str, Any]] | None = None
@@ -190,11 +238,15 @@ class MessageStoreReader:
         (one tree's, as `member_threads` gives them) or among every thread."""
         if threads is None:
             # Only forks can be on a cycle of forks.
-            forks = dict(
-                self.conn.execute(
-                    "select id, forked_from from threads where forked_from is not null"
-                ).fetchall()
-            )
+            forks = {
+                row[1]: row[2]
+                for chunk in Snapshot(self.conn, ["threads"]).rows(
+                    "threads",
+                    "cast(id as text), cast(forked_from as text)",
+                    "id is not null and forked_from is not null",
+                )
+                for row in chunk
+            }
         else:
             forks = {tid: row["forked_from"] for tid, row in threads.items()}
         return _thread_roots(forks)[1]
@@ -203,8 +255,10 @@ class MessageStoreReader:
         """Every original thread with at least one turn in its tree."""
         roots = _thread_roots(self._all_forks())[0]
         rows = self.conn.execute(
-            "select thread_id from turns group by thread_id"
-            " order by min(coalesce(datetime_utc, '')), min(id)"
+            f"select cast(thread_id as text) from turns where {TURN_IS_NODE}"
+            " group by thread_id"
+            " order by min(coalesce(cast(datetime_utc as text), '')),"
+            " min(cast(id as text))"
         )
         ordered: dict[str, None] = {}
         for row in rows:
@@ -221,19 +275,40 @@ class MessageStoreReader:
         forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
         return self._read(list(threads), thread_roots, forked_from, text=True)
 
+    def count_unplaced(self) -> tuple[int, int]:
+        """How many turns have no id, and how many with an id no thread."""
+        row = self.conn.execute(
+            "select (select count(*) from turns where id is null),"
+            " (select count(*) from turns where thread_id is null"
+            " and id is not null)"
+        ).fetchone()
+        return row[0], row[1]
+
+    def tables(self) -> list[str]:
+        """The tables `read_all` reads."""
+        return ["threads", "turns", "messages", "parts", "fragments"]
+
     def read_all(
-        self, text: bool = True
+        self, text: bool = True, snapshot: Snapshot | None = None
     ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
-        """Every turn as one table, the trees' names, and each thread's tree."""
+        """Every turn as one table, the trees' names, and each thread's tree,
+        read in short steps (a `Snapshot`; one is made when none is given)."""
         import pandas as pd
 
+        if snapshot is None:
+            snapshot = Snapshot(self.conn, self.tables())
         threads = {
-            row["id"]: dict(row)
-            for row in self.conn.execute("select id, name, forked_from from threads")
+            row[1]: {"id": row[1], "name": row[2], "forked_from": row[3]}
+            for chunk in snapshot.rows(
+                "threads",
+                "cast(id as text), cast(name as text), cast(forked_from as text)",
+                "id is not null",
+            )
+            for row in chunk
         }
         forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
         thread_roots = _thread_roots(forked_from)[0]
-        records = self._read(None, thread_roots, forked_from, text=text)
+        records = self._read(None, thread_roots, forked_from, text, snapshot)
         columns = ["id", "tree_id", "parent_id", *NODE_ATTRIBUTES, "_continues"]
         # Object columns (str or None): pandas' inferred string dtype holds a
         # missing text as NaN, which concatenating with the legacy table's
@@ -256,30 +331,54 @@ class MessageStoreReader:
         thread_roots: dict[str, str],
         forked_from: dict[str, str | None],
         text: bool,
+        snapshot: Snapshot | None = None,
     ) -> list[dict[str, Any]]:
         """Node records of the turns of `thread_ids` (None: of every thread,
-        reading whole tables instead of walking chains)."""
+        reading whole tables, in `snapshot`'s short steps, instead of
+        walking chains)."""
         threads_json = json.dumps(thread_ids)
-        where = "" if thread_ids is None else SOME_THREADS
-        turns = [
-            dict(row)
-            for row in self.conn.execute(
-                f"select {TURN_COLUMNS} from turns{where}"
-                " order by coalesce(datetime_utc, ''), id",
-                {"threads": threads_json},
-            )
-        ]
+        if thread_ids is None:
+            snapshot = snapshot or Snapshot(self.conn, self.tables())
+            turns = [
+                dict(zip(TURN_NAMES, row[1:], strict=True))
+                for chunk in snapshot.rows("turns", TURN_COLUMNS, TURN_IS_NODE)
+                for row in chunk
+            ]
+            # Rowid order is log order but where a clock went back: sorting
+            # an almost sorted list is one pass.
+            turns.sort(key=_turn_order)
+        else:
+            turns = [
+                dict(row)
+                for row in self.conn.execute(
+                    f"select {TURN_COLUMNS} from turns{SOME_THREADS}"
+                    " and id is not null"
+                    " order by coalesce(cast(datetime_utc as text), ''),"
+                    " cast(id as text)",
+                    {"threads": threads_json},
+                )
+            ]
         if not turns:
             return []
-        query = ALL_MESSAGES_SQL if thread_ids is None else CHAIN_SQL
-        messages = {
-            row[0]: (row[1], row[2])
-            for row in self.conn.execute(query, {"threads": threads_json})
-        }
+        if thread_ids is None:
+            messages = {
+                row[1]: (row[2], row[3])
+                for chunk in snapshot.rows("messages", MESSAGE_COLUMNS)
+                for row in chunk
+                if row[1] is not None
+            }
+        else:
+            messages = {
+                row[0]: (row[1], row[2])
+                for row in self.conn.execute(CHAIN_SQL, {"threads": threads_json})
+                if row[0] is not None
+            }
         chains = _Chains(messages)
         texts = {}
         if text:
-            texts = self._message_texts(None if thread_ids is None else list(messages))
+            texts = self._message_texts(
+                None if thread_ids is None else list(messages), snapshot
+            )
         system_hashes = {h for h, (_, role) in messages.items() if role == "system"}
         # Turns that go on from rebuilt legacy history, and the assistant
         # messages above each: their texts are read below even without text.
@@ -357,14 +456,23 @@ class MessageStoreReader:
                 )
         return records
 
-    def _message_texts(self, hashes: list[str] | None) -> dict[str, str]:
-        """Each message's text parts joined, fragment references resolved
-        (`hashes` None: of every message)."""
+    def _message_texts(
+        self, hashes: list[str] | None, snapshot: Snapshot | None = None
+    ) -> dict[str, str]:
+        """Each message's text parts joined in position order, fragment
+        references resolved (`hashes` None: of every message, read in
+        `snapshot`'s short steps)."""
         texts: dict[str, list[str]] = defaultdict(list)
         pending_refs: list[tuple[str, int, list[dict[str, Any]]]] = []
-        fragment_ids: set[int] = set()
+        fragment_ids: set[Any] = set()
+        # A message whose parts come out of position order (rowid order is
+        # llm's writing order; a hand-made file may differ) is read again,
+        # in order, by its hash.
+        last_position: dict[str, Any] = {}
+        unordered: set[str] = set()
         if hashes is None:
-            batches = [self.conn.execute(TEXT_PARTS_SQL.format(where=""))]
+            snapshot = snapshot or Snapshot(self.conn, ["parts", "fragments"])
+            batches = snapshot.rows("parts", PART_COLUMNS, "type = 'text'")
         else:
             query = TEXT_PARTS_SQL.format(
                 where=" and message_hash in (select value from json_each(?))"
@@ -374,7 +482,16 @@ class MessageStoreReader:
                 for start in range(0, len(hashes), 50_000)
             )
         for batch in batches:
-            for message_hash, part_text, payload in batch:
+            for _, message_hash, position, part_text, payload in batch:
+                if message_hash is None:
+                    continue
+                if hashes is None:
+                    previous = last_position.get(message_hash, _NO_PART)
+                    if previous is not _NO_PART and (
+                        position is None or previous is None or position < previous
+                    ):
+                        unordered.add(message_hash)
+                    last_position[message_hash] = position
                 if part_text is not None:
                     texts[message_hash].append(part_text)
                     continue
@@ -386,21 +503,33 @@ class MessageStoreReader:
                         piece["fragment"] for piece in refs if "fragment" in piece
                     )
         if pending_refs:
-            fragments = dict(
-                self.conn.execute(
-                    "select id, content from fragments"
-                    " where id in (select value from json_each(?))",
-                    [json.dumps(sorted(fragment_ids))],
-                ).fetchall()
-            )
+            fragments = self._fragments(sorted(fragment_ids, key=str))
             for message_hash, index, refs in pending_refs:
                 texts[message_hash][index] = "".join(
-                    piece.get("literal")
-                    or fragments.get(piece.get("fragment"), "")
-                    or ""
-                    for piece in refs
+                    _piece_text(piece, fragments) for piece in refs
                 )
-        return {message_hash: "".join(parts) for message_hash, parts in texts.items()}
+        joined = {message_hash: "".join(parts) for message_hash, parts in texts.items()}
+        if unordered:
+            joined.update(self._message_texts(sorted(unordered)))
+        return joined
+
+    def _fragments(self, fragment_ids: list[Any]) -> dict[Any, str]:
+        """The content of these fragments by id, a batch per statement."""
+        found: dict[Any, str] = {}
+        for start in range(0, len(fragment_ids), FRAGMENT_BATCH):
+            batch = fragment_ids[start : start + FRAGMENT_BATCH]
+            found.update(
+                self.conn.execute(
+                    "select id, cast(content as text) from fragments"
+                    " where id in (select value from json_each(?))",
+                    [json.dumps(batch)],
+                ).fetchall()
+            )
+        return found
+
+
+def _turn_order(turn: dict[str, Any]) -> tuple[str, str]:
+    return (turn["datetime_utc"] or "", turn["id"])
 
 
 class _Chains:
@@ -551,9 +680,29 @@ def _text_refs(payload: str | None) -> list[dict[str, Any]] | None:
         return None
     try:
         refs = json.loads(payload).get("text_ref")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
-    return refs if isinstance(refs, list) else None
+    if not isinstance(refs, list):
+        return None
+    # Only llm's shapes: {"literal": text} or {"fragment": id}; anything else
+    # in a hand-made payload adds nothing.
+    return [
+        piece
+        for piece in refs
+        if isinstance(piece, dict)
+        and (
+            isinstance(piece.get("literal"), str)
+            or isinstance(piece.get("fragment"), int | str)
+        )
+    ]
+
+
+def _piece_text(piece: dict[str, Any], fragments: dict[Any, str]) -> str:
+    """One `text_ref` piece's text: its literal, or its fragment's content."""
+    literal = piece.get("literal")
+    if isinstance(literal, str) and literal:
+        return literal
+    return fragments.get(piece.get("fragment")) or ""
 
 
 def _thread_roots(

@@ -7,12 +7,34 @@ rows arrive in chunks, each chunk's columns are converted at once (repeated
 strings to categories, integers to nullable Int64), and only the converted
 columns are kept. `conform_nodes` gives every reader's nodes table the same
 columns, order and dtypes.
+
+Whole tables are read in short steps, never in one long SELECT. llm's file
+uses a rollback journal, and a writer cannot commit while any reader holds
+the read lock; llm waits five seconds, then drops the response it was
+logging. A `Snapshot` takes every table's largest rowid in one statement,
+then reads each table by rowid ranges (keyset pagination), each range its
+own statement in autocommit mode, sized to take tens of milliseconds, so the
+lock is free between two of them. No range reads past the largest rowid
+taken at the start: llm only appends rows (one transaction per response) and
+moves thread tips, so the rows up to those bounds are the file as it was at
+that instant, and rows appended meanwhile wait for the next read. At the end
+`Snapshot.changed` asks SQLite whether anyone committed meanwhile (`PRAGMA
+data_version`) and, if so, counts the rows below each bound again: a count
+that moved means something other than an append (a deletion, an `INSERT OR
+REPLACE`) and the caller reads again.
+
+The SQL expressions `as_text` and `as_integer` read any value SQLite holds
+(llm's schema types nothing strictly) in the contract's types: text, or an
+integer, or NULL. Text that is not UTF-8 is decoded with U+FFFD in place of
+the bad bytes (`replacing_text`), so one bad row never makes a file
+unreadable.
 """
 
 from __future__ import annotations
 
 import gc
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -23,6 +45,223 @@ if TYPE_CHECKING:
     import pandas as pd
 
 CHUNK_ROWS = 20_000
+#: The time one statement of a whole-table read aims to take: a writer waits
+#: for the read lock about this long at most (llm waits up to 5 s).
+CHUNK_SECONDS = 0.05
+#: Bounds on the rows one such statement reads.
+MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 1_000, 200_000
+
+
+def replacing_text(data: bytes) -> str:
+    """SQLite text as str, bytes that are not UTF-8 shown as U+FFFD: the
+    text factory of convgraph's connections."""
+    return data.decode("utf-8", "replace")
+
+
+def as_text(expression: str) -> str:
+    """SQL for a column's value as text or NULL, whatever SQLite type it was
+    stored as (a BLOB becomes its bytes as text, a number its digits)."""
+    return f"cast({expression} as text)"
+
+
+def as_integer(expression: str) -> str:
+    """SQL for a column's value as an integer or NULL: a real that is a whole
+    number in range becomes it; text ('12 tokens'), a fraction, a BLOB or a
+    number out of range become NULL."""
+    e = expression
+    return (
+        f"(case typeof({e}) when 'integer' then {e}"
+        f" when 'real' then (case when {e} = cast({e} as integer)"
+        f" and abs({e}) < 9.2e18 then cast({e} as integer) end) end)"
+    )
+
+
+class Snapshot:
+    """Whole tables read in short statements, as they were at one instant
+    (see the module's docstring).
+
+    Parameters
+    ----------
+    conn
+        A read-only connection in autocommit mode (Python's sqlite3 opens no
+        transaction for a SELECT).
+    tables
+        The tables that will be read; each must exist.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, tables: Iterable[str]):
+        self.conn = conn
+        self.tables = list(tables)
+        self.version = conn.execute("pragma data_version").fetchone()[0]
+        self.bounds: dict[str, int | None] = {}
+        self.rowids: dict[str, bool] = {}
+        self._reads: list[tuple[str, str, tuple, int]] = []
+        self._chunk_rows = CHUNK_ROWS
+        try:
+            row = (
+                conn.execute(
+                    "select "
+                    + ", ".join(f'(select max(rowid) from "{t}")' for t in self.tables)
+                ).fetchone()
+                if self.tables
+                else ()
+            )
+            self.bounds = dict(zip(self.tables, row, strict=True))
+            self.rowids = dict.fromkeys(self.tables, True)
+        except sqlite3.OperationalError:
+            # A table without rowids (only a hand-made file has one): read
+            # in one statement, as there is no key to page by.
+            for table in self.tables:
+                try:
+                    self.bounds[table] = conn.execute(
+                        f'select max(rowid) from "{table}"'
+                    ).fetchone()[0]
+                    self.rowids[table] = True
+                except sqlite3.OperationalError:
+                    self.bounds[table] = None
+                    self.rowids[table] = False
+
+    def rows(
+        self,
+        table: str,
+        columns: str,
+        where: str = "",
+        params: tuple = (),
+        alias: str = "t",
+    ) -> Iterator[list[tuple]]:
+        """The rows of `table` up to its bound, chunk by chunk, in rowid
+        order; each row's first value is its rowid, then `columns` (SQL
+        over `alias`). `where` filters (SQL, with `params`)."""
+        condition = f" and ({where})" if where else ""
+        if not self.rowids.get(table, False):
+            query = f'select null, {columns} from "{table}" as {alias}'
+            rows = self._fetch(query + (f" where {where}" if where else ""), params)
+            self._reads.append((table, where, params, -1))
+            if rows:
+                yield rows
+            return
+        last = self.bounds[table]
+        count = 0
+        if last is not None:
+            query = (
+                f'select {alias}.rowid, {columns} from "{table}" as {alias}'
+                f" where {alias}.rowid > ? and {alias}.rowid <= ?{condition}"
+                f" order by {alias}.rowid limit ?"
+            )
+            after = -(2**63)
+            while True:
+                wanted = self._chunk_rows
+                started = time.perf_counter()
+                chunk = self._fetch(query, (after, last, *params, wanted))
+                self._pace(time.perf_counter() - started)
+                if not chunk:
+                    break
+                count += len(chunk)
+                yield chunk
+                if len(chunk) < wanted:
+                    break
+                after = chunk[-1][0]
+        self._reads.append((table, where, params, count))
+
+    def _fetch(self, query: str, params: tuple) -> list[tuple]:
+        """One statement's rows, read to the end at once, so that SQLite
+        releases the read lock before any Python work on them. Decoding
+        with the plain `str` is the fast path; text that is not UTF-8 makes
+        that fail, and then the chunk is read again with `replacing_text`."""
+        factory = self.conn.text_factory
+        self.conn.text_factory = str
+        try:
+            return self.conn.execute(query, params).fetchall()
+        except sqlite3.OperationalError as error:
+            if "decode" not in str(error):
+                raise
+        finally:
+            self.conn.text_factory = factory
+        return self.conn.execute(query, params).fetchall()
+
+    def _pace(self, seconds: float) -> None:
+        """Size the next chunk so that it takes about `CHUNK_SECONDS`."""
+        scale = CHUNK_SECONDS / max(seconds, 1e-4)
+        rows = int(self._chunk_rows * min(max(scale, 0.5), 2.0))
+        self._chunk_rows = min(max(rows, MIN_CHUNK_ROWS), MAX_CHUNK_ROWS)
+
+    def changed(self) -> bool:
+        """Whether a writer changed, not only appended to, the rows read.
+
+        No commit since the start (`data_version` the same): nothing
+        changed. Else each table read is counted again up to its bound (a
+        few short statements): appended rows lie above the bounds, so a
+        count that differs means rows read were deleted or replaced.
+        """
+        version = self.conn.execute("pragma data_version").fetchone()[0]
+        if version == self.version:
+            return False
+        for table, where, params, count in self._reads:
+            if count < 0:
+                return True  # no rowids: no way to tell an append
+            last = self.bounds[table]
+            if last is None:
+                continue  # empty at the start: anything in it now is new
+            condition = f" and ({where})" if where else ""
+            (now,) = self.conn.execute(
+                f'select count(*) from "{table}" as t where t.rowid <= ?{condition}',
+                (last, *params),
+            ).fetchone()
+            if now != count:
+                return True
+        return False
+
+
+def frame_of_chunks(
+    chunks: Iterable[list[tuple]],
+    names: list[str],
+    categories: Iterable[str] = (),
+    integers: Iterable[str] = (),
+    rowid: bool = True,
+) -> pd.DataFrame:
+    """Rows that come in chunks (a `Snapshot`'s) as a DataFrame with the
+    columns `names`; `rowid`: the first value of each row is its rowid,
+    left out. `categories` name the columns of repeated strings (pandas
+    categoricals), `integers` the integer columns (nullable Int64); the rest
+    stay object columns."""
+    import numpy as np
+    import pandas as pd
+    from pandas.api.types import union_categoricals
+
+    categories, integers = set(categories), set(integers)
+    parts: dict[str, list] = {name: [] for name in names}
+    with no_garbage_collection():
+        for rows in chunks:
+            columns = zip(*rows, strict=True)
+            if rowid:
+                next(columns)
+            for name, values in zip(names, columns, strict=True):
+                if name in categories:
+                    parts[name].append(categorical(values))
+                elif name in integers:
+                    parts[name].append(pd.array(values, dtype="Int64"))
+                else:
+                    parts[name].append(np.array(values, dtype=object))
+    columns = {}
+    for name, chunks_of_column in parts.items():
+        if not chunks_of_column:
+            dtype = (
+                "category"
+                if name in categories
+                else "Int64"
+                if name in integers
+                else object
+            )
+            columns[name] = pd.Series([], dtype=dtype)
+        elif name in categories:
+            columns[name] = pd.Series(union_categoricals(chunks_of_column))
+        elif name in integers:
+            columns[name] = pd.Series(
+                pd.concat([pd.Series(c) for c in chunks_of_column], ignore_index=True)
+            )
+        else:
+            columns[name] = pd.Series(np.concatenate(chunks_of_column), dtype=object)
+    return pd.DataFrame(columns)
 
 
 @contextmanager
@@ -48,44 +287,12 @@ def read_frame(
 
     `categories` name the columns of repeated strings (stored as pandas
     categoricals), `integers` the integer columns (nullable Int64); the rest
-    stay object columns.
+    stay object columns. The statement stays open while the rows are
+    converted: for a whole table, read a `Snapshot` with `frame_of_chunks`.
     """
-    import numpy as np
-    import pandas as pd
-    from pandas.api.types import union_categoricals
-
     names = [description[0] for description in cursor.description]
-    categories, integers = set(categories), set(integers)
-    parts: dict[str, list] = {name: [] for name in names}
-    with no_garbage_collection():
-        while rows := cursor.fetchmany(CHUNK_ROWS):
-            for name, values in zip(names, zip(*rows, strict=True), strict=True):
-                if name in categories:
-                    parts[name].append(categorical(values))
-                elif name in integers:
-                    parts[name].append(pd.array(values, dtype="Int64"))
-                else:
-                    parts[name].append(np.array(values, dtype=object))
-    columns = {}
-    for name, chunks in parts.items():
-        if not chunks:
-            dtype = (
-                "category"
-                if name in categories
-                else "Int64"
-                if name in integers
-                else object
-            )
-            columns[name] = pd.Series([], dtype=dtype)
-        elif name in categories:
-            columns[name] = pd.Series(union_categoricals(chunks))
-        elif name in integers:
-            columns[name] = pd.Series(
-                pd.concat([pd.Series(c) for c in chunks], ignore_index=True)
-            )
-        else:
-            columns[name] = pd.Series(np.concatenate(chunks), dtype=object)
-    return pd.DataFrame(columns)
+    chunks = iter(lambda: cursor.fetchmany(CHUNK_ROWS), [])
+    return frame_of_chunks(chunks, names, categories, integers, rowid=False)
 
 
 def categorical(values: Any) -> pd.Categorical:

@@ -51,6 +51,7 @@ def parse(argv: list[str] | None = None) -> Options:
     add("--timeout", type=int, default=300, help="seconds a process may take (300)")
     add("--baseline-timeout", type=int, default=60, help="the same, baselines (60)")
     add("--data-dir", type=Path, default=DATA_DIR, help="where databases are cached")
+    add("--row-readers", action="store_true", help="also time stats without Arrow")
     args = parser.parse_args(argv)
     return Options(
         sizes=args.sizes or (QUICK_SIZES if args.quick else SIZES),
@@ -65,6 +66,7 @@ def parse(argv: list[str] | None = None) -> Options:
         baseline_timeout=args.baseline_timeout,
         data_dir=args.data_dir,
         json_path=args.json_path,
+        row_readers=args.row_readers,
     )
 
 

@@ -199,8 +199,11 @@ class Target:
 
 
 TARGETS = [
-    Target("forest", "statistics", "ratio", 2.0, 1_000_000),
-    Target("forest", "statistics", "peak_mb", 600, 1_000_000),
+    Target("forest", "statistics", "ratio", 1.0, 1_000_000),
+    Target("forest", "statistics", "peak_mb", 400, 1_000_000),
+    Target("store", "statistics", "ratio", 1.5, 1_000_000),
+    Target("store", "statistics", "peak_mb", 800, 1_000_000),
+    Target("core", "load forest (with texts)", "ratio", 1.5, 1_000_000),
     Target("cli", "convgraph path NODE", "seconds", 0.5, 1_000_000),
     Target("cli", "convgraph --help", "over_baseline", 0.25),
     Target("per-node", "path", "ratio", 0.1, 100_000),

@@ -68,6 +68,8 @@ class Options:
     baseline_timeout: int = 60
     data_dir: Path = DATA_DIR
     json_path: Path | None = None
+    #: Also time the statistics with the columnar reader turned off.
+    row_readers: bool = False
 
 
 @dataclass(frozen=True)
@@ -288,6 +290,28 @@ def core_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
     ]
 
 
+def row_reader_rows(kind: str, shape: str, size: int, data_dir: Path) -> list[Row]:
+    """The statistics read by the row readers (sqlite3 tuples, the columnar
+    reader turned off), beside the same baseline as the columnar read."""
+    db = database(kind, shape, size, data_dir)
+    section, baseline = (
+        ("store", "sqlite.store_structure")
+        if kind == "store"
+        else ("forest", "sqlite.structure")
+    )
+    return [
+        Row(
+            section,
+            shape,
+            size,
+            "statistics, row readers",
+            task("convgraph.stats_rows", db=db),
+            task(baseline, db=db),
+            ["the columnar reader turned off"],
+        )
+    ]
+
+
 def plan(options: Options) -> list[Row]:
     """Every row of the run, in the order it is measured; builds the
     databases the rows need."""
@@ -298,10 +322,14 @@ def plan(options: Options) -> list[Row]:
     for size in options.sizes:
         for shape in options.shapes:
             found += legacy_rows(shape, size, options.data_dir)
+            if options.row_readers:
+                found += row_reader_rows("legacy", shape, size, options.data_dir)
             if options.cli:
                 found.append(cli_path_row(shape, size, options.data_dir))
             if options.store:
                 found += store_rows(shape, size, options.data_dir)
+                if options.row_readers:
+                    found += row_reader_rows("store", shape, size, options.data_dir)
     if options.core:
         shape = "linear" if "linear" in options.shapes else options.shapes[0]
         found += core_rows(shape, max(options.sizes), options.data_dir)

@@ -130,6 +130,18 @@ def _convgraph_stats(db: str) -> Callable[[], Any]:
     return lambda: conversation_table(Forest.read(db, text=False))
 
 
+@task("convgraph.stats_rows")
+def _convgraph_stats_rows(db: str) -> Callable[[], Any]:
+    """`convgraph.stats` read by the row readers (sqlite3 tuples), the
+    columnar reader turned off: the cost it replaces, side by side."""
+    from convgraph import Forest
+    from convgraph.sources import columnar
+    from convgraph.stats import conversation_table
+
+    columnar.available = lambda: False
+    return lambda: conversation_table(Forest.read(db, text=False))
+
+
 @task("convgraph.stats_tables")
 def _convgraph_stats_tables(db: str) -> Callable[[], Any]:
     """Every table `convgraph stats` can print, from one read of the forest."""

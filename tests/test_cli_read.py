@@ -235,7 +235,9 @@ def test_check_of_a_healthy_database_in_each_format(seed_db):
     )
     assert run("check", "-d", seed_db, "--nl").stdout == ""
     table = run("check", "-d", seed_db, "--table")
-    assert (table.stdout, table.stderr) == ("", "no problems found\n")
+    assert (table.stdout, table.stderr) == ("no problems found\n", "")
+    plain = run("check", "-d", seed_db)
+    assert (plain.stdout, plain.stderr) == ("no problems found\n", "")
 
 
 def test_compare_as_records(seed_db):

@@ -358,3 +358,46 @@ def test_branch_on_a_legacy_only_file_says_what_llm_c_will_do(old31, tmp_path):
         "second question",
         "another second question",
     ]
+
+
+def test_delete_advises_only_what_works(upgraded, tmp_path):
+    db = tmp_path / "logs.db"
+    shutil.copy(upgraded["db"], db)
+    run("migrate", "--db", db, "--link-linear")
+    before = file_digest(db)
+    r, t = upgraded["ids"], upgraded["turns"]
+    # r3's answer is in the history llm 0.36 stored for t4: no way to delete.
+    for mode in ([], ["--reparent"], ["--cascade"]):
+        refused = run("delete", r["r3"], "--db", db, *mode, expect=2)
+        assert refused.stderr == (
+            f"Error: node {r['r3']} is continued by turns of llm's message store"
+            f" ({t['t4']}), whose stored history holds its answer; convgraph"
+            " neither moves nor deletes turns, so it cannot be deleted; nothing"
+            " was deleted\n"
+        )
+    # r1's children are legacy, with turns further down: --reparent only.
+    refused = run("delete", r["r1"], "--db", db, expect=2)
+    assert refused.stderr == (
+        f"Error: node {r['r1']} has 1 child ({r['r2']}): pass --reparent to move"
+        " them to its parent; nothing was deleted\n"
+    )
+    assert file_digest(db) == before
+    run("delete", r["r1"], "--db", db, "--reparent")
+    tree = load_tree(upgraded["conversation"], db)
+    assert roots(tree) == [r["r2"]]
+    assert next(iter(tree.predecessors(t["t4"]))) == r["r3"]
+
+
+def test_delete_without_the_parent_column_advises_reparent(upgraded, tmp_path):
+    db = tmp_path / "logs.db"
+    shutil.copy(upgraded["db"], db)
+    r, t = upgraded["ids"], upgraded["turns"]
+    refused = run("delete", r["r3"], "--db", db, expect=2)
+    # Turns below: --cascade would refuse, so it is not offered.
+    assert refused.stderr == (
+        f"Error: node {r['r3']} has 2 children ({t['t4']}, {r['r5']}): pass"
+        " --reparent to move them to its parent; nothing was deleted\n"
+    )
+    run("delete", r["r3"], "--db", db, "--reparent")
+    tree = load_tree(upgraded["conversation"], db)
+    assert children(tree, r["r2"]) == [t["t4"], t["tf1"], r["r5"]]

@@ -222,6 +222,7 @@ def check(db_path: str | None, output_format: str | None) -> None:
         for problem in problems:
             click.echo(terminal_text(f"{problem.kind}: {problem.message}"))
     if not problems and output_format in (None, "table"):
-        click.echo("no problems found", err=True)
+        # The report itself, on stdout: `check > report.txt` keeps it.
+        click.echo("no problems found")
     if problems:
         raise SystemExit(1)

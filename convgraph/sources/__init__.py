@@ -529,8 +529,10 @@ def legacy_parent(
     replays a legacy conversation) matches the history's earlier answers
     longest, the first in id order on a tie. Matching from the end keeps a
     turn in place when a response above it was deleted, or when another
-    was logged later. Where no answer matches (a response changed), the
-    n-th answer is the n-th response in id order.
+    was logged later; where the last answers match no response (deleted),
+    the last one that does stands for them. Where no answer matches at all
+    (the responses changed), the n-th answer is the n-th response in id
+    order.
     """
     answers = continuation.answers
     responses = next(
@@ -539,9 +541,18 @@ def legacy_parent(
     )
     if not answers or not responses:
         return None
-    candidates = [i for i, r in enumerate(responses) if r[2] == answers[-1]]
-    if not candidates:
+    # The last answer a response still gives (a deleted response's is
+    # gone: the turn then hangs where the history's rest leads).
+    by_answer: dict[Any, list[int]] = {}
+    for i, response in enumerate(responses):
+        by_answer.setdefault(response[2], []).append(i)
+    found = next(
+        (k for k in range(len(answers), 0, -1) if answers[k - 1] in by_answer), 0
+    )
+    if not found:
         return responses[min(len(answers), len(responses)) - 1][0]
+    answers = answers[:found]
+    candidates = by_answer[answers[-1]]
     if len(candidates) == 1:
         return responses[candidates[0]][0]
     position = {response[0]: i for i, response in enumerate(responses)}

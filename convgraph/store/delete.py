@@ -111,13 +111,34 @@ def delete_node(
                 )
             children = tree_ops.children(graph, node_id)
             result = Deletion(node_id)
+            # The advice names only what would work. A turn's parent is where
+            # its stored history ends, which convgraph can neither move nor
+            # delete: with the parent column, a node a turn continues stays
+            # (without it, taking a response out of the chain is all there is
+            # to reparenting, and the turn is read under the one before).
+            turns_below = [
+                n
+                for n in tree_ops.descendants(graph, node_id)
+                if graph.nodes[n]["source"] != "responses"
+            ]
+            below_turns = frozenset(turns_below)
+            turn_children = [n for n in children if n in below_turns]
+            if turn_children and has_column:
+                raise DeletionRefused(
+                    f"node {node_id} is continued by turns of llm's message store"
+                    f" ({', '.join(turn_children[:5])}), whose stored history holds"
+                    " its answer; convgraph neither moves nor deletes turns, so it"
+                    " cannot be deleted; nothing was deleted"
+                )
             if children and mode == "refuse":
+                ways = ["pass --reparent to move them to its parent"]
+                if not turns_below:
+                    ways.append("--cascade to delete its whole subtree")
                 raise DeletionRefused(
                     f"node {node_id} has {len(children)} "
                     f"{'child' if len(children) == 1 else 'children'}"
                     f" ({', '.join(children[:5])}{', ...' if len(children) > 5 else ''}):"
-                    " pass --reparent to move them to its parent, or --cascade to"
-                    " delete its whole subtree; nothing was deleted"
+                    f" {', or '.join(ways)}; nothing was deleted"
                 )
             doomed = [node_id]
             if mode == "cascade":

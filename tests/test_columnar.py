@@ -369,9 +369,46 @@ def test_a_writer_commits_between_two_chunks(seed_db, monkeypatch):
     )
     with open_logs(seed_db) as logs:
         nodes, _ = columnar.read_forest(logs, text=False)
-    assert len(written) == 4  # 20 responses in four chunks, then an empty one
+    # 20 responses in four chunks (then an empty one), 4 conversations in one
+    assert len(written) == 5
     assert len(nodes) == 20
     assert not set(written) & set(nodes["id"])
+
+
+def untyped_legacy(path: Path) -> Path:
+    """A hand-made responses table whose columns declare no type (no
+    affinity): SQLite keeps whatever is stored, numbers included."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "create table responses (id, conversation_id, parent_response_id, model,"
+        " prompt, system, response, datetime_utc, input_tokens, output_tokens,"
+        " duration_ms)"
+    )
+    conn.executemany(
+        "insert into responses (id, conversation_id, parent_response_id, model,"
+        " datetime_utc, input_tokens) values (?, 'c', ?, 'echo', ?, ?)",
+        [("a", None, "1", 3), ("b", "a", "2", None), ("c", "a", "3", 4)],
+    )
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_untyped_columns(tmp_path, monkeypatch):
+    path = untyped_legacy(tmp_path / "logs.db")
+    for text in (False, True):
+        assert_same_forest(path, monkeypatch, text)
+
+
+@pytest.mark.parametrize("column", ["model", "datetime_utc", "parent_response_id"])
+def test_a_number_in_an_untyped_text_column_goes_to_the_row_reader(tmp_path, column):
+    path = untyped_legacy(tmp_path / "logs.db")
+    conn = sqlite3.connect(path)
+    conn.execute(f"update responses set {column} = 5 where id = 'c'")
+    conn.commit()
+    conn.close()
+    with open_logs(path) as logs:
+        assert columnar.read_forest(logs, text=False) is None
 
 
 def test_repeated_ids_go_to_the_row_reader(tmp_path):

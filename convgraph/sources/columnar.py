@@ -151,6 +151,19 @@ class _ArrowReader:
             for name, last, count in self.reads
         )
 
+    def _text_columns(self, table: str) -> set[str]:
+        """The columns of `table` with TEXT affinity (SQLite's rule: a
+        declared type naming CHAR, CLOB or TEXT, and not INT)."""
+        self.cursor.execute(f"pragma table_info({table})")
+        found = set()
+        for row in self.cursor.fetchall():
+            declared = (row[2] or "").upper()
+            if "INT" not in declared and any(
+                word in declared for word in ("CHAR", "CLOB", "TEXT")
+            ):
+                found.add(row[1])
+        return found
+
     def one(self, sql: str) -> tuple:
         self.cursor.execute(sql)
         return self.cursor.fetchone()
@@ -169,17 +182,18 @@ class _ArrowReader:
         if last_rowid is None:
             return _empty(columns)
         fields = ", ".join(f"{sql} as {out}" for out, (sql, _) in columns.items())
-        # An integer column that holds anything else comes as another Arrow
-        # type (`_typed` refuses it), but a number in a text column comes as
-        # text: only the text columns need SQLite's word for their types.
-        clean = " and ".join(
-            [
-                f"typeof({sql}) in {types}"
-                for sql, types in columns.values()
-                if types != _INTEGER
-            ]
-            or ["1"]
-        )
+        # A value of another type comes as another Arrow type (`_typed`
+        # refuses it): a BLOB as binary, text among integers as text. Only
+        # a number among text does not: it comes as its digits. A column of
+        # TEXT affinity (llm's are) holds no numbers, as SQLite stores them
+        # as text; any other needs SQLite's word for its types, row by row.
+        text_affinity = self._text_columns(name)
+        checks = [
+            f"typeof({sql}) in {types}"
+            for sql, types in columns.values()
+            if types != _INTEGER and sql != "null" and sql not in text_affinity
+        ]
+        clean = " and ".join(checks) or "1"
         query = (
             f"select rowid as _rowid, {fields}, ({clean}) as _clean from {name}"
             f" where rowid > ? and rowid <= ? order by rowid limit {CHUNK_ROWS}"
@@ -213,6 +227,8 @@ class _ArrowReader:
                 arrays[out].validate(full=True)
             except pa.ArrowInvalid:
                 raise NotColumnar(f"text of {name} that is not UTF-8") from None
+            if types == _ID and arrays[out].null_count:
+                raise NotColumnar(f"a NULL {out} in {name}")
             if out in _KEYS and pc.count_distinct(arrays[out]).as_py() < len(
                 arrays[out]
             ):
@@ -350,8 +366,17 @@ def _nodes_frame(
     for name in INTEGER_ATTRIBUTES:
         data[name] = _integers(columns[name])
     data["source"] = pd.Categorical.from_codes(np.zeros(count, np.int8), [source])
+    # dtype=object said outright: pandas 3 would infer its own string dtype
+    # for an object array of str, and `conform_nodes` would convert it back.
     return pd.DataFrame(
-        {name: pd.Series(data[name], copy=False) for name in NODE_COLUMNS},
+        {
+            name: pd.Series(
+                data[name],
+                copy=False,
+                dtype=object if isinstance(data[name], np.ndarray) else None,
+            )
+            for name in NODE_COLUMNS
+        },
         copy=False,
     )
 
@@ -364,6 +389,8 @@ def _read_legacy(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The responses of a file without turns, as `LegacyReader.read_all`
     and `LogDatabase.read_forest` give them."""
+    import pyarrow.compute as pc
+
     from convgraph.sources import legacy, sort_log_order
     from convgraph.sources.tables import conform_nodes
 
@@ -375,7 +402,7 @@ def _read_legacy(
 
     columns = {
         "id": ("id", _ID),
-        "conversation_id": ("coalesce(conversation_id, id)", _TEXT),
+        "conversation_id": (column("conversation_id"), _TEXT),
         "parent_id": (column("parent_response_id"), _TEXT),
         "model": (column("model"), _TEXT),
         "datetime_utc": (column("datetime_utc"), _TEXT),
@@ -383,10 +410,16 @@ def _read_legacy(
     columns |= {name: (column(name), _INTEGER) for name in INTEGER_ATTRIBUTES}
     if text:
         columns |= {name: (column(name), _TEXT) for name in TEXT_ATTRIBUTES}
-    (last,) = reader.one("select max(rowid) from responses")
+    has_names = logs.legacy.has_conversations
+    last, last_name = reader.one(
+        "select (select max(rowid) from responses), "
+        + ("(select max(rowid) from conversations)" if has_names else "null")
+    )
     table = reader.table("responses", columns, last)
     if not len(table["id"]):
         raise NotColumnar("no responses")
+    # A response outside any conversation is a conversation of its own.
+    table["conversation_id"] = pc.coalesce(table["conversation_id"], table["id"])
 
     # Categories in first-seen order of the table as stored, as the row
     # reader makes them, before any sort.
@@ -401,7 +434,15 @@ def _read_legacy(
         nodes = sort_log_order(nodes)
     if not logs.legacy.has_parent:
         legacy.link_frame_as_chains(nodes)
-    return conform_nodes(nodes), logs.legacy._names()
+    names = {}
+    if has_names:
+        named = reader.table(
+            "conversations", {"id": ("id", _ID), "name": ("name", _TEXT)}, last_name
+        )
+        names = dict(
+            zip(named["id"].to_pylist(), named["name"].to_pylist(), strict=True)
+        )
+    return conform_nodes(nodes), names
 
 
 # -- message store ----------------------------------------------------------------------

@@ -91,5 +91,10 @@ def render_tree(
 
 
 def _label(tree: nx.DiGraph, node: str, width: int) -> str:
-    text = excerpt(tree.nodes[node].get("prompt"), width)
+    data = tree.nodes[node]
+    text = excerpt(data.get("prompt"), width)
+    if not text and data.get("prompt") == "" and data.get("response"):
+        # llm logs the call that hands a tool's output back to the model with
+        # an empty prompt: say so rather than draw a bare id.
+        text = excerpt("(tool result given back) answer: " + data["response"], width)
     return terminal_text(f"{node}  {text}" if text else str(node))

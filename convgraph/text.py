@@ -18,8 +18,10 @@ EXCERPT_WIDTH = 60
 
 
 def excerpt(text: str | None, width: int = EXCERPT_WIDTH) -> str:
-    """The text on one line, cut to `width` characters with an ellipsis
-    (nothing at all for a width of 0).
+    """The text on one line, cut to `width` terminal cells with an ellipsis
+    (nothing at all for a width of 0). A wide character (CJK, most emoji)
+    takes two cells, a combining mark none, a control character one (the
+    symbol `terminal_text` shows for it), so a cut line fits its column.
 
     Examples
     --------
@@ -27,13 +29,27 @@ def excerpt(text: str | None, width: int = EXCERPT_WIDTH) -> str:
     'What is a tree?'
     >>> excerpt("What is a tree?", width=8)
     'What is…'
+    >>> excerpt("🌳🌳🌳🌳 forest", width=6)
+    '🌳🌳…'
     >>> excerpt(None)
     ''
     """
     if not text or width <= 0:
         return ""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if flat.isascii():  # one cell a character: the common case, no counting
+        return flat if len(flat) <= width else flat[: width - 1] + "…"
+    from wcwidth import wcwidth
+
+    # wcwidth gives -1 for a control character: shown as one symbol.
+    cells = [1 if (cell := wcwidth(character)) < 0 else cell for character in flat]
+    if sum(cells) <= width:
+        return flat
+    kept, used = 0, 0
+    while kept < len(flat) and used + cells[kept] <= width - 1:
+        used += cells[kept]
+        kept += 1
+    return flat[:kept] + "…"
 
 
 #: What stored text must never send to a terminal: C0 controls (a printed line

@@ -401,3 +401,36 @@ def test_delete_without_the_parent_column_advises_reparent(upgraded, tmp_path):
     run("delete", r["r3"], "--db", db, "--reparent")
     tree = load_tree(upgraded["conversation"], db)
     assert children(tree, r["r2"]) == [t["t4"], t["tf1"], r["r5"]]
+
+
+def test_tables_and_width_count_terminal_cells(tmp_path):
+    from wcwidth import wcswidth
+
+    with LlmLog(tmp_path) as log:
+        log.prompt("🌳🌳🌳 trees, 森 and forests of every size")
+        log.prompt("plain words only")
+    lines = run("conversations", "--db", log.path).stdout.splitlines()
+    # Every row as wide as the header on a terminal, emoji or not.
+    assert len(lines) == 3
+    assert len({wcswidth(line) for line in lines}) == 1
+    drawn = run("tree", "--db", log.path, "--width", "10").stdout.splitlines()
+    emoji_tree = [line for line in drawn if "🌳" in line]
+    # 10 cells of prompt: three trees (6 cells), " t" and the ellipsis.
+    assert [line.split("  ", 1)[1] for line in emoji_tree] == ["🌳🌳🌳 tr…"] * 2
+
+
+def test_a_tool_result_turn_says_what_it_is(tmp_path):
+    with LlmLog(tmp_path) as log:
+        log.cli(
+            "-m",
+            "echo",
+            "-T",
+            "llm_version",
+            '{"prompt": "which version?", "tool_calls": [{"name": "llm_version"}]}',
+        )
+    forest = Forest.read(log.path)
+    [tree] = list(forest.trees())
+    call, result = list(tree)
+    assert tree.nodes[result]["prompt"] == ""
+    drawn = run("tree", "--db", log.path, "--width", "40").stdout.splitlines()
+    assert drawn[-1] == f'{result}  (tool result given back) answer: {{ "pro…'

@@ -58,7 +58,10 @@ def _short_name(name: str, width: int = 40) -> str:
 @db_option
 @json_option
 @click.option(
-    "--width", default=60, show_default=True, help="Characters of prompt per line"
+    "--width",
+    default=60,
+    show_default=True,
+    help="Terminal cells of prompt per line (a wide character takes two)",
 )
 @click.option(
     "--indent-chains",

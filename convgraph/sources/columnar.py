@@ -34,7 +34,7 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, NODE_COLUMNS, TEXT_ATTRIBUTES
+from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_COLUMNS, TEXT_ATTRIBUTES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -164,6 +164,19 @@ class _ArrowReader:
                 found.add(row[1])
         return found
 
+    def _unique_columns(self, table: str) -> set[str]:
+        """The columns of `table` that a unique index (a primary key's
+        included) keeps unique by itself."""
+        self.cursor.execute(f"pragma index_list({table})")
+        indexes = [row[1] for row in self.cursor.fetchall() if row[2]]
+        found = set()
+        for index in indexes:
+            self.cursor.execute(f"pragma index_info({index})")
+            columns = [row[2] for row in self.cursor.fetchall()]
+            if len(columns) == 1:
+                found.add(columns[0])
+        return found
+
     def one(self, sql: str) -> tuple:
         self.cursor.execute(sql)
         return self.cursor.fetchone()
@@ -188,6 +201,7 @@ class _ArrowReader:
         # TEXT affinity (llm's are) holds no numbers, as SQLite stores them
         # as text; any other needs SQLite's word for its types, row by row.
         text_affinity = self._text_columns(name)
+        unique = self._unique_columns(name)
         checks = [
             f"typeof({sql}) in {types}"
             for sql, types in columns.values()
@@ -229,8 +243,10 @@ class _ArrowReader:
                 raise NotColumnar(f"text of {name} that is not UTF-8") from None
             if types == _ID and arrays[out].null_count:
                 raise NotColumnar(f"a NULL {out} in {name}")
-            if out in _KEYS and pc.count_distinct(arrays[out]).as_py() < len(
-                arrays[out]
+            if (
+                out in _KEYS
+                and out not in unique
+                and pc.count_distinct(arrays[out]).as_py() < len(arrays[out])
             ):
                 # A table without a primary key: the row readers keep the
                 # first of each id and report the others.
@@ -313,11 +329,22 @@ def _integers(array: pa.Array) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(values, mask)
 
 
-def _rows_of(values: pa.Array, keys: pa.Array) -> np.ndarray:
-    """The row of each value among `keys` (unique), -1 for none or NULL."""
+def _numbered(keys: pa.Array, *others: pa.Array) -> tuple[int, list[np.ndarray]]:
+    """Number `keys` (unique) 0..len-1 and every other value after them, in
+    one pass of one hash table: how many numbers were given, and the
+    numbers of each of `others` (-1 for NULL). A value of `others` that is
+    no key gets a number of its own, at or past len(keys)."""
+    import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    return pc.fill_null(pc.index_in(values, value_set=keys), -1).to_numpy()
+    encoded = pc.dictionary_encode(pa.concat_arrays([keys, *others]))
+    codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
+    found, start = [], len(keys)
+    for values in others:
+        found.append(codes[start : start + len(values)])
+        start += len(values)
+    return len(encoded.dictionary), found
 
 
 def _in_log_order(dates: pa.Array, ids: pa.Array) -> bool:
@@ -338,7 +365,7 @@ def _in_log_order(dates: pa.Array, ids: pa.Array) -> bool:
 
 
 def _nodes_frame(
-    ids: pa.Array,
+    ids: pa.Array | np.ndarray,
     tree_ids: pa.Array,
     parent_ids: np.ndarray,
     columns: dict[str, pa.Array],
@@ -350,7 +377,7 @@ def _nodes_frame(
 
     count = len(ids)
     data: dict[str, Any] = {
-        "id": _objects(ids),
+        "id": ids if isinstance(ids, np.ndarray) else _objects(ids),
         "tree_id": _category(tree_ids),
         "parent_id": parent_ids,
         "conversation_id": _category(columns["conversation_id"]),
@@ -375,7 +402,7 @@ def _nodes_frame(
                 copy=False,
                 dtype=object if isinstance(data[name], np.ndarray) else None,
             )
-            for name in NODE_COLUMNS
+            for name in SOURCE_COLUMNS
         },
         copy=False,
     )
@@ -509,11 +536,15 @@ def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
     # the table. A cycle of forks has no such thread: the row reader names
     # the tree by the cycle's smallest id and reports it.
     thread_ids = threads["id"]
-    fork_rows = _rows_of(threads["forked_from"], thread_ids)
+    in_table = len(thread_ids)
+    thread_count, (fork_codes, thread_codes) = _numbered(
+        thread_ids, threads["forked_from"], turns["conversation_id"]
+    )
+    fork_rows = np.where(fork_codes < in_table, fork_codes, -1)
     if not reaches_root(fork_rows).all():
         raise NotColumnar("a cycle of forks")
     root_rows = root_pointers(fork_rows)[0]
-    turn_thread_rows = _rows_of(turns["conversation_id"], thread_ids)
+    turn_thread_rows = np.where(thread_codes < in_table, thread_codes, -1)
     tree_ids = turns["conversation_id"]
     if len(thread_ids):
         root_ids = thread_ids.take(pa.array(root_rows))
@@ -523,10 +554,15 @@ def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
             tree_ids,
         )
 
-    parents = _turn_parents(turns, tree_ids, threads, messages, turn_thread_rows)
+    # Up the forks from any thread id (one not in the table ends the walk,
+    # as `ParentWalk` over `forked_from` does).
+    fork_up = np.concatenate(
+        [fork_codes, np.full(thread_count - in_table, -1, np.int64)]
+    )
+    parents = _turn_parents(turns, tree_ids, messages, thread_codes, fork_up)
     node_ids = _objects(turns["id"])
     parent_ids = np.where(parents >= 0, node_ids[np.maximum(parents, 0)], None)
-    nodes = _nodes_frame(turns["id"], tree_ids, parent_ids, turns, message_store.SOURCE)
+    nodes = _nodes_frame(node_ids, tree_ids, parent_ids, turns, message_store.SOURCE)
     is_original = pa.array(root_rows == np.arange(len(root_rows)))
     names = dict(
         zip(
@@ -541,9 +577,9 @@ def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
 def _turn_parents(
     turns: dict[str, pa.Array],
     tree_ids: pa.Array,
-    threads: dict[str, pa.Array],
     messages: dict[str, pa.Array],
-    turn_thread_rows: np.ndarray,
+    thread_codes: np.ndarray,
+    fork_up: np.ndarray,
 ) -> np.ndarray:
     """Each turn's parent turn (a row of `turns`, in log order), -1 for none.
 
@@ -556,36 +592,20 @@ def _turn_parents(
     """
     import numpy as np
     import pandas as pd
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     from convgraph.pointer_jumping import nearest_marked, reaches_root
 
     count = len(turns["id"])
-    hashes = messages["hash"]
-    missing = pa.concat_arrays(
-        [
-            pc.filter(
-                values,
-                pc.and_(
-                    pc.is_valid(values), pc.invert(pc.is_in(values, value_set=hashes))
-                ),
-            )
-            for values in (messages["parent_hash"], turns["start"], turns["tip"])
-        ]
-    ).unique()
-    every_hash = pa.concat_arrays([hashes, missing])
-    message_count = len(every_hash)
+    message_count, (parent_rows, start_rows, tip_rows) = _numbered(
+        messages["hash"], messages["parent_hash"], turns["start"], turns["tip"]
+    )
+    # Hashes that name no message are rows past the messages, with no parent.
     parent_rows = np.concatenate(
-        [
-            _rows_of(messages["parent_hash"], every_hash),
-            np.full(len(missing), -1, np.int64),
-        ]
+        [parent_rows, np.full(message_count - len(messages["hash"]), -1, np.int64)]
     )
     if not reaches_root(parent_rows).all():
         raise NotColumnar("a cycle of messages")
-    start_rows = _rows_of(turns["start"], every_hash)
-    tip_rows = _rows_of(turns["tip"], every_hash)
 
     # A turn's candidates are the turns of its tree that ended at one
     # message: a group per (tree, tip message).
@@ -619,7 +639,6 @@ def _turn_parents(
 
     # The first two turns (in log order) of every group, and of every
     # (group, thread): enough to pass over the turn itself.
-    thread_codes, fork_up = _thread_codes(turns, threads, turn_thread_rows)
     thread_count = len(fork_up)
     members = np.flatnonzero(group_of >= 0)
     first, second, sizes = _first_two(group_of[members], members, len(group_keys))
@@ -666,39 +685,3 @@ def _first_two(
     first = np.where(counts > 0, ranked[starts], -1)
     second = np.where(counts > 1, ranked[np.minimum(starts + 1, len(order))], -1)
     return first, second, counts
-
-
-def _thread_codes(
-    turns: dict[str, pa.Array],
-    threads: dict[str, pa.Array],
-    turn_thread_rows: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """A number for every thread id a walk up the forks can meet (the
-    threads' own, turns' threads that are not in the table, `forked_from`
-    values that name no thread): each turn's thread as one, and for each
-    number the number of the thread it was forked from (-1 for none: an
-    original thread, or one not in the table, where `ParentWalk` over
-    `forked_from` ends)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    thread_ids = threads["id"]
-    forked = threads["forked_from"]
-    outside = pa.concat_arrays(
-        [
-            pc.filter(turns["conversation_id"], pa.array(turn_thread_rows < 0)),
-            pc.filter(
-                forked,
-                pc.and_(
-                    pc.is_valid(forked),
-                    pc.invert(pc.is_in(forked, value_set=thread_ids)),
-                ),
-            ),
-        ]
-    ).unique()
-    every_thread = pa.concat_arrays([thread_ids, outside])
-    fork_up = np.concatenate(
-        [_rows_of(forked, every_thread), np.full(len(outside), -1, np.int64)]
-    )
-    return _rows_of(turns["conversation_id"], every_thread), fork_up

@@ -65,6 +65,12 @@ def assert_same_forest(path: Path, monkeypatch: pytest.MonkeyPatch, text: bool):
     return ours
 
 
+def fixed_chunks(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
+    """Every statement reads `rows` rows, however long it takes."""
+    for name in ("CHUNK_ROWS", "MIN_CHUNK_ROWS", "MAX_CHUNK_ROWS"):
+        monkeypatch.setattr(columnar, name, rows)
+
+
 # -- legacy files ------------------------------------------------------------------
 
 
@@ -144,7 +150,7 @@ def test_synthetic_legacy_files(tmp_path, monkeypatch, shape, with_parent):
 def test_chunks_of_one_row_and_of_nulls_only(seed_db, monkeypatch):
     """Every row its own statement: a chunk whose parent column holds only
     NULLs (a root) is typed by the driver as integers, and still read."""
-    monkeypatch.setattr(columnar, "CHUNK_ROWS", 1)
+    fixed_chunks(monkeypatch, 1)
     assert_same_forest(seed_db, monkeypatch, text=True)
 
 
@@ -351,7 +357,7 @@ def test_a_writer_commits_between_two_chunks(seed_db, monkeypatch):
     read began are left for the next read."""
     import adbc_driver_manager.dbapi
 
-    monkeypatch.setattr(columnar, "CHUNK_ROWS", 5)
+    fixed_chunks(monkeypatch, 5)
     fetch = adbc_driver_manager.dbapi.Cursor.fetch_arrow_table
     written = []
 
@@ -444,7 +450,7 @@ def test_a_deletion_during_the_read_makes_it_read_again(seed_db, monkeypatch):
     starts again and gives the file as it is after the deletion."""
     import adbc_driver_manager.dbapi
 
-    monkeypatch.setattr(columnar, "CHUNK_ROWS", 5)
+    fixed_chunks(monkeypatch, 5)
     fetch = adbc_driver_manager.dbapi.Cursor.fetch_arrow_table
     deleted = []
 

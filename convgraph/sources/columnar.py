@@ -13,7 +13,8 @@ message. The answer is the row readers' exactly (same table, dtypes, order,
 names); `tests/test_columnar.py` compares them on every kind of file.
 
 Reads never hold SQLite's read lock for long: each table is read in chunks of
-`CHUNK_ROWS` rows by rowid, every chunk its own statement in autocommit mode,
+rowid ranges sized to take tens of milliseconds, every chunk its own
+statement in autocommit mode,
 so llm can commit between two chunks. The largest rowid of every table is
 taken first, in one statement, and no chunk reads past it: rows that llm
 appends during the read (llm only appends, in one transaction per response)
@@ -32,6 +33,7 @@ machine without pyarrow and the ADBC driver (the optional ``fast`` extra).
 from __future__ import annotations
 
 import importlib.util
+import time
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_COLUMNS, TEXT_ATTRIBUTES
@@ -46,9 +48,12 @@ if TYPE_CHECKING:
 #: How many times a read starts again when a writer did more than append
 #: meanwhile, as the row readers do.
 READ_ATTEMPTS = 3
-#: Rows per statement: tens of milliseconds of SQLite's time each, so that a
-#: writer waits at most that long for the read lock.
-CHUNK_ROWS = 50_000
+#: Rows of a table's first statement. Each next statement's rows are sized
+#: so that it takes about CHUNK_SECONDS (a writer waits at most that long
+#: for the read lock; llm waits five seconds), between the bounds.
+CHUNK_ROWS = 20_000
+CHUNK_SECONDS = 0.05
+MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 1_000, 200_000
 
 _TEXT = "('text', 'null')"
 _INTEGER = "('integer', 'null')"
@@ -123,7 +128,7 @@ class _ArrowReader:
         # One Arrow batch per chunk: the driver infers a column's type per
         # batch, and a chunk then has one type per column.
         self.cursor.adbc_statement.set_options(
-            **{"adbc.sqlite.query.batch_rows": str(CHUNK_ROWS)}
+            **{"adbc.sqlite.query.batch_rows": str(MAX_CHUNK_ROWS)}
         )
 
     def __enter__(self) -> _ArrowReader:
@@ -210,21 +215,26 @@ class _ArrowReader:
         clean = " and ".join(checks) or "1"
         query = (
             f"select rowid as _rowid, {fields}, ({clean}) as _clean from {name}"
-            f" where rowid > ? and rowid <= ? order by rowid limit {CHUNK_ROWS}"
+            f" where rowid > ? and rowid <= ? order by rowid limit ?"
         )
         chunks = []
         after = -(2**63)
+        wanted = CHUNK_ROWS
         while True:
-            self.cursor.execute(query, (after, last_rowid))
+            started = time.perf_counter()
+            self.cursor.execute(query, (after, last_rowid, wanted))
             chunk = self.cursor.fetch_arrow_table()
+            took = time.perf_counter() - started
             if chunk.num_rows == 0:
                 break
             if pc.min(chunk["_clean"]).as_py() != 1:
                 raise NotColumnar(f"values of other types in {name}")
             chunks.append(chunk)
             after = chunk["_rowid"][-1].as_py()
-            if chunk.num_rows < CHUNK_ROWS:
+            if chunk.num_rows < wanted:
                 break
+            scale = min(max(CHUNK_SECONDS / max(took, 1e-4), 0.5), 2.0)
+            wanted = min(max(int(wanted * scale), MIN_CHUNK_ROWS), MAX_CHUNK_ROWS)
         self.reads.append((name, last_rowid, sum(len(chunk) for chunk in chunks)))
         if not chunks:
             return _empty(columns)

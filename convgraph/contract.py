@@ -4,8 +4,8 @@ One place for the names, so that the readers, the forest, the exporters and
 the statistics agree on them without importing each other.
 """
 
-#: Every node attribute, in the order tables and exports show them.
-NODE_ATTRIBUTES = (
+#: The attributes a source reader reads from the file, in order.
+SOURCE_ATTRIBUTES = (
     "conversation_id",
     "prompt",
     "system",
@@ -18,15 +18,32 @@ NODE_ATTRIBUTES = (
     "source",
 )
 
+#: The attributes of a node's place among its branches, which the forest
+#: attaches after reading: `active` (bool: on the path from its root to the
+#: branch last used), and the user's branch notes from convgraph's own table,
+#: `note` (str or None) and `preferred` (bool: the answer preferred among its
+#: siblings).
+BRANCH_ATTRIBUTES = ("active", "note", "preferred")
+
+#: The branch attributes that are booleans (False, never None, in a forest).
+BOOLEAN_ATTRIBUTES = ("active", "preferred")
+
+#: Every node attribute, in the order tables and exports show them.
+NODE_ATTRIBUTES = (*SOURCE_ATTRIBUTES, *BRANCH_ATTRIBUTES)
+
 #: The texts: most of a database's bytes, left out by `text=False` reads.
 TEXT_ATTRIBUTES = ("prompt", "system", "response")
 
 #: The usage figures, integers (or None): nullable Int64 in tables.
 INTEGER_ATTRIBUTES = ("input_tokens", "output_tokens", "duration_ms")
 
-#: The columns of `Forest.nodes`, in order: the node's id, the id of the tree
-#: it belongs to, its (checked) parent's id, then the attributes.
-NODE_COLUMNS = ("id", "tree_id", "parent_id", *NODE_ATTRIBUTES)
+#: The columns of a source reader's nodes table: the node's id, the id of the
+#: tree it belongs to, its parent's id as stored, then the source attributes.
+SOURCE_COLUMNS = ("id", "tree_id", "parent_id", *SOURCE_ATTRIBUTES)
+
+#: The columns of `Forest.nodes`, in order: the source's columns (the parent
+#: checked), then the branch attributes.
+NODE_COLUMNS = (*SOURCE_COLUMNS, *BRANCH_ATTRIBUTES)
 
 #: The columns of few distinct values, pandas categories in tables; the
 #: others but the usage figures are object columns (str or None).

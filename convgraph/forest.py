@@ -11,7 +11,7 @@ node), and a DiGraph built per conversation only when asked for.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
@@ -39,26 +39,34 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from convgraph.store.notes import NodeNote
+
 
 def build_graph(
     tree_id: str,
     name: str | None,
     records: list[dict[str, Any]],
     parents: dict[str, str | None],
+    notes: Mapping[str, NodeNote] | None = None,
 ) -> nx.DiGraph:
     """One conversation's DiGraph from its records (in log order) and checked
-    parents. Nodes go in in log order, so successors come out in log order."""
+    parents. Nodes go in in log order, so successors come out in log order.
+    The branch attributes a source does not give (`active`, `note`,
+    `preferred`) are attached by `convgraph.marks.mark_tree`, with `notes`."""
+    from convgraph.marks import mark_tree
     from convgraph.tree import ConversationTree
 
     graph = ConversationTree(conversation_id=tree_id, name=name)
     for record in records:
-        graph.add_node(record["id"], **{key: record[key] for key in NODE_ATTRIBUTES})
+        graph.add_node(
+            record["id"], **{key: record.get(key) for key in NODE_ATTRIBUTES}
+        )
     graph.add_edges_from(
         (parent, record["id"])
         for record in records
         if (parent := parents[record["id"]]) is not None
     )
-    return graph
+    return mark_tree(graph, notes)
 
 
 def read_tree(logs: LogDatabase, tree_id: str) -> tuple[nx.DiGraph, list[Problem]]:
@@ -76,7 +84,10 @@ def read_tree(logs: LogDatabase, tree_id: str) -> tuple[nx.DiGraph, list[Problem
         logs.legacy.conversation_of_ids(outside) if outside and logs.legacy else {}
     )
     parents, problems = check_links(tree.records, outsiders)
-    graph = build_graph(tree.tree_id, tree.name, tree.records, parents)
+    from convgraph.store.notes import read_notes
+
+    notes = read_notes(logs, ids)
+    graph = build_graph(tree.tree_id, tree.name, tree.records, parents, notes)
     return graph, tree.problems + problems
 
 
@@ -191,6 +202,10 @@ class Forest:
     problems : list of Problem
         The broken links that were dropped: the source's own (cycles of
         forks, given as `problems`) first, then the parent links'.
+
+    `notes` (node id -> `NodeNote`, as `Forest.read` reads them) fill the
+    `note` and `preferred` columns; `active` is the source's, or each tree's
+    path to its last node (`convgraph.marks.mark_forest`).
     """
 
     def __init__(
@@ -198,8 +213,12 @@ class Forest:
         nodes: pd.DataFrame,
         names: dict[str, Any],
         problems: Iterable[Problem] = (),
+        notes: Mapping[str, NodeNote] | None = None,
     ):
+        from convgraph.marks import mark_forest
+
         self.nodes, self.parent_rows, link_problems = _checked(nodes)
+        mark_forest(self.nodes, self.parent_rows, notes)
         self.problems = [*problems, *link_problems]
         self.names = names
         self._rows_by_tree: dict[Any, np.ndarray] | None = None
@@ -248,8 +267,11 @@ class Forest:
                 step("Reading every conversation")
                 nodes, names = logs.read_forest(text=text)
                 problems = [*logs.record_problems, *logs.fork_problems()]
+            from convgraph.store.notes import read_notes
+
+            notes = read_notes(logs)
         step("Checking parent links")
-        return cls(nodes, names, problems)
+        return cls(nodes, names, problems, notes)
 
     def __len__(self) -> int:
         return len(self.nodes)

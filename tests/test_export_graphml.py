@@ -46,7 +46,10 @@ def node_line(name: str, index: int) -> str:
         f'<data key="input_tokens">{10 + index}</data>'
         f'<data key="output_tokens">{20 + index}</data>'
         f'<data key="duration_ms">{100 * (index + 1)}</data>'
-        '<data key="source">responses</data></node>'
+        '<data key="source">responses</data>'
+        # branch-c, logged last, is on the active path; b was left behind.
+        f'<data key="active">{"false" if name == "b" else "true"}</data>'
+        '<data key="preferred">false</data></node>'
     )
 
 
@@ -62,6 +65,9 @@ def test_branch_scenario_exact_lines(seed_db):
         ("output_tokens", "long"),
         ("duration_ms", "long"),
         ("source", "string"),
+        ("active", "boolean"),
+        ("note", "string"),
+        ("preferred", "boolean"),
     ]
     assert list(generate_graphml(load_tree("branch", seed_db))) == [
         '<?xml version="1.0" encoding="UTF-8"?>',
@@ -106,8 +112,11 @@ def test_networkx_reads_a_conversation_as_it_was(seed_db):
         "output_tokens": 22,
         "duration_ms": 300,
         "source": "responses",
+        "active": False,
+        "preferred": False,
     }
     assert isinstance(whole.nodes["complex-c"]["input_tokens"], int)
+    assert whole.nodes["complex-g"]["active"] is True
     assert whole.graph["tree_id"] == "complex"
     assert whole.graph["name"] == "prompt complex-root"
     assert_same(read_graphml(io.BytesIO(data)), [tree])

@@ -59,6 +59,9 @@ def seed_node(name: str, conversation: str, index: int) -> dict:
         "output_tokens": 20 + index % 100,
         "duration_ms": 100,
         "source": "responses",
+        "active": True,
+        "note": None,
+        "preferred": False,
     }
 
 
@@ -75,6 +78,8 @@ def test_node_link_branch_scenario_exact(seed_db):
             input_tokens=10 + offset,
             output_tokens=20 + offset,
             duration_ms=100 * (offset + 1),
+            # The most recently logged node, branch-c, is where llm goes on.
+            active=name != "b",
         )
         nodes.append(node)
     assert document(generate_json(load_tree("branch", seed_db))) == {

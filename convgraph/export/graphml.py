@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
+from convgraph.contract import BOOLEAN_ATTRIBUTES, INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
 from convgraph.export.common import (
     FORBIDDEN,
     TREE_ID,
@@ -116,6 +116,8 @@ def _key_lines(several: bool) -> Iterator[str]:
     node_keys = list(NODE_ATTRIBUTES) + ([TREE_ID, TREE_NAME] if several else [])
     for attribute in node_keys:
         kind = "long" if attribute in INTEGER_ATTRIBUTES else "string"
+        if attribute in BOOLEAN_ATTRIBUTES:
+            kind = "boolean"
         yield (
             f'<key id="{attribute}" for="node" attr.name="{attribute}"'
             f' attr.type="{kind}"/>'
@@ -127,6 +129,8 @@ def _data(key: str, value: Any) -> str:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ExportError(f"{key} must be an integer or None, not {value!r}")
         return f'<data key="{key}">{value}</data>'
+    if key in BOOLEAN_ATTRIBUTES:
+        return f'<data key="{key}">{"true" if value else "false"}</data>'
     return f'<data key="{key}">{xml_text(str(value))}</data>'
 
 

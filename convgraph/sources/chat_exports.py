@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 from convgraph.contract import (
     CATEGORY_COLUMNS,
     INTEGER_ATTRIBUTES,
-    NODE_COLUMNS,
+    SOURCE_COLUMNS,
     TEXT_ATTRIBUTES,
 )
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
@@ -62,7 +62,7 @@ UTF8_BOM = b"\xef\xbb\xbf"
 CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
 
 #: The columns of `read_forest`: the llm readers', then `active`.
-FOREST_COLUMNS = (*NODE_COLUMNS, "active")
+FOREST_COLUMNS = (*SOURCE_COLUMNS, "active")
 
 
 # -- nodes from messages ----------------------------------------------------

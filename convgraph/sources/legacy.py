@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, TEXT_ATTRIBUTES
+from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.sources.tables import Snapshot, as_integer, as_text
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class LegacyReader:
 
         wanted = [
             name
-            for name in NODE_ATTRIBUTES
+            for name in SOURCE_ATTRIBUTES
             if name not in ("conversation_id", "source")
         ]
         fields = ", ".join(self._column(name) for name in wanted)

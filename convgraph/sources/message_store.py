@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, TEXT_ATTRIBUTES
+from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
 from convgraph.sources.tables import (
     Snapshot,
@@ -309,7 +309,7 @@ class MessageStoreReader:
         forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
         thread_roots = _thread_roots(forked_from)[0]
         records = self._read(None, thread_roots, forked_from, text, snapshot)
-        columns = ["id", "tree_id", "parent_id", *NODE_ATTRIBUTES, "_continues"]
+        columns = ["id", "tree_id", "parent_id", *SOURCE_ATTRIBUTES, "_continues"]
         # Object columns (str or None): pandas' inferred string dtype holds a
         # missing text as NaN, which concatenating with the legacy table's
         # object columns would keep.

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import CATEGORY_COLUMNS, INTEGER_ATTRIBUTES, NODE_COLUMNS
+from convgraph.contract import CATEGORY_COLUMNS, INTEGER_ATTRIBUTES, SOURCE_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -307,7 +307,7 @@ def categorical(values: Any) -> pd.Categorical:
 
 
 def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
-    """The nodes table with `NODE_COLUMNS` first, in order, in the contract's
+    """The nodes table with `SOURCE_COLUMNS` first, in order, in the contract's
     dtypes: categories for `CATEGORY_COLUMNS`, nullable Int64 for the usage
     figures, object (str or None) for the rest. Columns already in their
     dtype are kept as they are, so a conforming table costs nothing; other
@@ -315,7 +315,7 @@ def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     columns = {}
-    for name in NODE_COLUMNS:
+    for name in SOURCE_COLUMNS:
         values = nodes[name]
         if name in CATEGORY_COLUMNS:
             if not isinstance(values.dtype, pd.CategoricalDtype):

@@ -1,0 +1,234 @@
+"""The user's branch notes: a note on a node, and the answer preferred among
+its alternatives, kept in a table of convgraph's own.
+
+For an llm database the table is `_convgraph_notes` in the same SQLite file:
+created by the first note, written one transaction per change, and never
+touching llm's tables, so llm goes on reading and writing the file as before
+(it ignores tables it does not know). A chat export is the app's file, which
+convgraph only reads: its notes go to a small SQLite file beside it,
+`<export>.convgraph.db`. Reading notes never writes: a file without notes
+reads as none.
+
+A node's alternatives are the nodes that answer the same prompt at the same
+point of the tree (same parent, or both roots, and the same prompt text):
+regenerated answers and other models' answers. At most one of them is
+preferred; marking one clears the others.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from convgraph.errors import DatabaseError
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from convgraph.sources import LogDatabase
+
+#: convgraph's table of notes, in the llm database or the file beside an export.
+TABLE = "_convgraph_notes"
+
+#: What a chat export's notes file adds to the export's name.
+SIDE_FILE_SUFFIX = ".convgraph.db"
+
+SCHEMA = f"""
+create table if not exists {TABLE} (
+    node_id text primary key,
+    note text,
+    preferred integer not null default 0,
+    updated_utc text not null
+)
+"""
+
+
+@dataclass(frozen=True)
+class NodeNote:
+    """What the user recorded about one node."""
+
+    note: str | None = None
+    preferred: bool = False
+
+
+def is_export(logs: LogDatabase) -> bool:
+    """Whether `logs` is a chat export (read-only: notes go beside it)."""
+    return getattr(logs, "conn", None) is None
+
+
+def notes_file(logs: LogDatabase) -> Path:
+    """The SQLite file that holds `logs`' notes: the llm database itself, or
+    `<export>.convgraph.db` beside a chat export."""
+    path = Path(logs.path)
+    if is_export(logs):
+        return path.with_name(path.name + SIDE_FILE_SUFFIX)
+    return path
+
+
+def read_notes(
+    logs: LogDatabase, node_ids: Iterable[str] | None = None
+) -> dict[str, NodeNote]:
+    """The notes of `node_ids` (every note when None), by node id; nodes
+    without a note or mark are left out. Reads only: a file without the
+    table, or an export without its notes file, has none.
+
+    Raises
+    ------
+    DatabaseError
+        The notes file beside an export is not a database convgraph can read.
+    """
+    if is_export(logs):
+        path = notes_file(logs)
+        if not path.is_file():
+            return {}
+        from convgraph.sources import connect_read_only
+
+        conn = connect_read_only(path)
+        try:
+            return _read(conn, node_ids)
+        finally:
+            conn.close()
+    return _read(logs.conn, node_ids)
+
+
+def _read(
+    conn: sqlite3.Connection, node_ids: Iterable[str] | None
+) -> dict[str, NodeNote]:
+    found = conn.execute(
+        "select 1 from sqlite_master where type = 'table' and name = ?", [TABLE]
+    ).fetchone()
+    if found is None:
+        return {}
+    wanted = None if node_ids is None else set(node_ids)
+    notes = {}
+    # The table holds what a person typed: small enough to read whole.
+    for node_id, note, preferred in conn.execute(
+        f"select node_id, note, preferred from {TABLE}"
+    ):
+        if wanted is not None and node_id not in wanted:
+            continue
+        if note is None and not preferred:
+            continue
+        notes[str(node_id)] = NodeNote(
+            None if note is None else str(note), bool(preferred)
+        )
+    return notes
+
+
+def set_note(
+    node_id: str,
+    text: str | None,
+    db: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Record `text` as the note of `node_id` (None clears it), in one
+    transaction. Returns the file written.
+
+    Raises
+    ------
+    UnknownNode
+        No node has that id.
+    DatabaseError
+        The file cannot be written (read-only file or folder).
+    DatabaseLocked
+        Another program kept the database busy.
+    """
+    from convgraph.sources import open_logs
+
+    with open_logs(db) as logs:
+        logs.tree_id_of_node(node_id)  # raises UnknownNode
+        path = notes_file(logs)
+    _write(path, [(node_id, "note", text)])
+    return path
+
+
+def set_preferred(
+    node_id: str,
+    preferred: bool = True,
+    db: str | os.PathLike[str] | None = None,
+) -> list[str]:
+    """Mark `node_id` as the preferred answer among its alternatives (or
+    clear the mark), in one transaction; marking clears the alternatives'
+    marks. Returns the ids whose mark was cleared by the marking.
+
+    Raises
+    ------
+    UnknownNode, DatabaseError, DatabaseLocked
+    """
+    from convgraph.forest import load_tree_of_node
+    from convgraph.sources import open_logs
+
+    with open_logs(db) as logs:
+        tree = load_tree_of_node(node_id, logs)
+        path = notes_file(logs)
+    others = alternatives(tree, node_id) if preferred else []
+    cleared = [other for other in others if tree.nodes[other].get("preferred")]
+    changes = [(node_id, "preferred", 1 if preferred else 0)]
+    changes += [(other, "preferred", 0) for other in cleared]
+    _write(path, changes)
+    return cleared
+
+
+def alternatives(tree: nx.DiGraph, node: str) -> list[str]:
+    """The other nodes that answer the same prompt at the same point of the
+    tree as `node` (same parent, or both roots), in log order."""
+    above = next(iter(tree.predecessors(node)), None)
+    if above is None:
+        candidates = [other for other in tree if tree.in_degree(other) == 0]
+    else:
+        candidates = list(tree.successors(above))
+    prompt = tree.nodes[node].get("prompt")
+    return [
+        other
+        for other in candidates
+        if other != node and tree.nodes[other].get("prompt") == prompt
+    ]
+
+
+def _write(path: Path, changes: list[tuple[str, str, object]]) -> None:
+    """Set one column of each node's row, creating the table and the row
+    where needed, all in one transaction."""
+    from convgraph.store.transaction import write_transaction
+
+    _check_writable(path)
+    conn = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+    now = datetime.now(UTC).isoformat()
+    try:
+        with write_transaction(conn):
+            conn.execute(SCHEMA)
+            for node_id, column, value in changes:
+                conn.execute(
+                    f"insert into {TABLE} (node_id, {column}, updated_utc)"
+                    f" values (?, ?, ?) on conflict (node_id) do update set"
+                    f" {column} = excluded.{column}, updated_utc = excluded.updated_utc",
+                    [node_id, value, now],
+                )
+            # A row with neither a note nor a mark says nothing: keep the
+            # table to what the user recorded.
+            conn.execute(f"delete from {TABLE} where note is null and preferred = 0")
+    except sqlite3.OperationalError as error:
+        if "readonly" in str(error) or "unable to open" in str(error):
+            raise DatabaseError(f"cannot write notes to {path}: {error}") from None
+        raise
+    finally:
+        conn.close()
+
+
+def _check_writable(path: Path) -> None:
+    """Say in one line why `path` cannot take notes, before SQLite tries."""
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise DatabaseError(f"cannot write notes: {path} is read-only")
+        if not os.access(path.parent, os.W_OK):
+            raise DatabaseError(
+                f"cannot write notes to {path}: SQLite needs to write its journal"
+                f" in {path.parent}, which is read-only"
+            )
+    elif not os.access(path.parent, os.W_OK):
+        raise DatabaseError(
+            f"cannot write notes beside the export: {path.parent} is read-only"
+        )

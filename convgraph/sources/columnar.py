@@ -245,6 +245,10 @@ class _ArrowReader:
                 piece for chunk in chunks for piece in _typed(chunk[out], wanted).chunks
             ]
             arrays[out] = pa.chunked_array(parts, wanted).combine_chunks()
+            # The chunks' copy of the column goes as soon as it is joined:
+            # at a million rows each column is tens of megabytes.
+            del parts
+            chunks = [chunk.drop_columns([out]) for chunk in chunks]
             try:
                 # Arrow takes SQLite's bytes as they are; the row readers
                 # decide how to show a byte that is not UTF-8.
@@ -376,32 +380,37 @@ def _in_log_order(dates: pa.Array, ids: pa.Array) -> bool:
 
 def _nodes_frame(
     ids: pa.Array | np.ndarray,
-    tree_ids: pa.Array,
+    tree_ids: pa.Array | None,
     parent_ids: np.ndarray,
     columns: dict[str, pa.Array],
     source: str,
 ) -> pd.DataFrame:
-    """The nodes table in the contract's columns and dtypes."""
+    """The nodes table in the contract's columns and dtypes (`tree_ids`
+    None: each node's tree is its conversation)."""
     import numpy as np
     import pandas as pd
 
+    # Each Arrow column is taken out of `columns` as it is converted, so
+    # that its memory goes before the next one's Python objects are made.
     count = len(ids)
     data: dict[str, Any] = {
         "id": ids if isinstance(ids, np.ndarray) else _objects(ids),
-        "tree_id": _category(tree_ids),
         "parent_id": parent_ids,
-        "conversation_id": _category(columns["conversation_id"]),
+        "conversation_id": _category(columns.pop("conversation_id")),
     }
+    data["tree_id"] = (
+        data["conversation_id"] if tree_ids is None else _category(tree_ids)
+    )
     for name in TEXT_ATTRIBUTES:
         data[name] = (
-            _objects(columns[name])
+            _objects(columns.pop(name))
             if name in columns
             else np.full(count, None, dtype=object)
         )
-    data["model"] = _category(columns["model"])
-    data["datetime_utc"] = _objects(columns["datetime_utc"])
+    data["model"] = _category(columns.pop("model"))
+    data["datetime_utc"] = _objects(columns.pop("datetime_utc"))
     for name in INTEGER_ATTRIBUTES:
-        data[name] = _integers(columns[name])
+        data[name] = _integers(columns.pop(name))
     data["source"] = pd.Categorical.from_codes(np.zeros(count, np.int8), [source])
     # dtype=object said outright: pandas 3 would infer its own string dtype
     # for an object array of str, and `conform_nodes` would convert it back.
@@ -458,16 +467,17 @@ def _read_legacy(
     # A response outside any conversation is a conversation of its own.
     table["conversation_id"] = pc.coalesce(table["conversation_id"], table["id"])
 
+    in_order = _in_log_order(table["datetime_utc"], table["id"])
     # Categories in first-seen order of the table as stored, as the row
     # reader makes them, before any sort.
     nodes = _nodes_frame(
-        table["id"],
-        table["conversation_id"],
-        _objects(table["parent_id"]),
+        table.pop("id"),
+        None,  # the tree is the conversation
+        _objects(table.pop("parent_id")),
         table,
         legacy.SOURCE,
     )
-    if not _in_log_order(table["datetime_utc"], table["id"]):
+    if not in_order:
         nodes = sort_log_order(nodes)
     if not logs.legacy.has_parent:
         legacy.link_frame_as_chains(nodes)

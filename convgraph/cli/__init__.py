@@ -9,7 +9,16 @@ are imported inside the commands that use them, so start-up stays fast.
 
 import click
 
-from convgraph.cli import browse, diff, export, importing, read, stats, write
+from convgraph.cli import (
+    branches,
+    browse,
+    diff,
+    export,
+    importing,
+    read,
+    stats,
+    write,
+)
 from convgraph.cli.options import ConvgraphCommand
 
 #: Every command, as `convgraph.cli` adds it to the group.
@@ -33,6 +42,10 @@ COMMANDS: tuple[click.Command, ...] = (
     write.regenerate,
     browse.browse,
     importing.import_command,
+    branches.transcript,
+    branches.pairs,
+    branches.note,
+    branches.prefer,
 )
 
 

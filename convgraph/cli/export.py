@@ -76,6 +76,13 @@ NO_GRAPHVIZ = (
     help="Let -o replace an SQLite file, or a directory that is not empty with"
     " --format parquet (never the database being read)",
 )
+@click.option(
+    "--paths",
+    type=click.Choice(["leaves", "active"], case_sensitive=False),
+    default=None,
+    help="chat-jsonl: one example per root-to-leaf path, or per conversation"
+    " along its active path [default: leaves]",
+)
 @db_option
 def export(
     conversation_ids: tuple[str, ...],
@@ -84,6 +91,7 @@ def export(
     render: str | None,
     rankdir: str | None,
     force: bool,
+    paths: str | None,
     db_path: str | None,
 ) -> None:
     """Export conversations; every conversation when no id is given.
@@ -93,6 +101,8 @@ def export(
     convgraph export CONVERSATION_ID --format graphml -o tree.graphml
     convgraph export CONVERSATION_ID --render svg -o tree.svg
     convgraph export --format parquet -o forest-dataset
+    convgraph export CONVERSATION_ID --format markdown -o conversation.md
+    convgraph export --format chat-jsonl --paths leaves -o train.jsonl
     """
     exporter = FORMATS[format_name]
     options: dict[str, Any] = {}
@@ -100,6 +110,10 @@ def export(
         if "rankdir" not in exporter.options:
             raise UserError(f"--rankdir does not apply to --format {format_name}")
         options["rankdir"] = rankdir
+    if paths is not None:
+        if "paths" not in exporter.options:
+            raise UserError(f"--paths does not apply to --format {format_name}")
+        options["paths"] = paths.lower()
     if render is not None:
         if format_name != "dot":
             raise UserError("--render draws the DOT export: use it with --format dot")

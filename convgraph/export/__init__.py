@@ -19,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from convgraph.export.chat_jsonl import generate_chat_jsonl, write_chat_jsonl
 from convgraph.export.common import ExportError
 from convgraph.export.dot import generate_dot, to_pydot, write_dot
 from convgraph.export.graphml import generate_graphml, read_graphml, write_graphml
 from convgraph.export.html import generate_html, read_html, write_html
 from convgraph.export.json import generate_json, read_json, write_json
+from convgraph.export.markdown import generate_markdown, write_markdown
 from convgraph.export.mermaid import generate_mermaid, write_mermaid
 from convgraph.export.parquet import write_parquet
 from convgraph.export.tree_json import (
@@ -70,16 +72,22 @@ FORMATS: dict[str, ExportFormat] = {
     ),
     "html": ExportFormat(generate_html, write_html, read_html, frozenset({"rankdir"})),
     "parquet": ExportFormat(None, write_parquet, None, tables=True),
+    "markdown": ExportFormat(generate_markdown, write_markdown, None),
+    "chat-jsonl": ExportFormat(
+        generate_chat_jsonl, write_chat_jsonl, None, frozenset({"paths"})
+    ),
 }
 
 __all__ = [
     "FORMATS",
     "ExportError",
     "ExportFormat",
+    "generate_chat_jsonl",
     "generate_dot",
     "generate_graphml",
     "generate_html",
     "generate_json",
+    "generate_markdown",
     "generate_mermaid",
     "generate_tree_json",
     "read_graphml",
@@ -87,10 +95,12 @@ __all__ = [
     "read_json",
     "read_tree_json",
     "to_pydot",
+    "write_chat_jsonl",
     "write_dot",
     "write_graphml",
     "write_html",
     "write_json",
+    "write_markdown",
     "write_mermaid",
     "write_parquet",
     "write_tree_json",

@@ -1,0 +1,54 @@
+"""Conversation paths as chat JSONL: one fine-tuning example a line.
+
+Each line is one JSON object, `{"messages": [{"role", "content"}, ...],
+"conversation_id", "leaf_id"}` (see `convgraph.training.chat_examples`):
+by default one per root-to-leaf path, so every branch is an example; with
+`paths="active"` one per conversation, along its active path. The format
+that fine-tuning APIs and `datasets.load_dataset("json", ...)` read.
+
+Examples
+--------
+>>> from convgraph.tree import ConversationTree
+>>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")], {
+...     "r": {"prompt": "Hi", "response": "Hello"},
+...     "a": {"prompt": "Joke?", "response": "No."},
+...     "b": {"prompt": "Joke?", "response": "Knock knock.", "active": True}},
+...     conversation_id="c1")
+>>> for line in generate_chat_jsonl(tree, paths="active"):
+...     print(line)
+{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Joke?"}, {"role": "assistant", "content": "Knock knock."}], "conversation_id": "c1", "leaf_id": "b"}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from convgraph.export.common import PathOrFile, as_graphs, read_text, write_lines
+from convgraph.training import chat_examples
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def generate_chat_jsonl(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph], paths: str = "leaves"
+) -> Iterator[str]:
+    """Yield one JSON line per example (`paths`: "leaves" or "active")."""
+    for example in chat_examples(as_graphs(graphs), paths):
+        yield json.dumps(example, ensure_ascii=False)
+
+
+def write_chat_jsonl(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    path_or_file: PathOrFile,
+    paths: str = "leaves",
+) -> None:
+    """Write `generate_chat_jsonl(graphs, paths)` to a path or an open file."""
+    write_lines(generate_chat_jsonl(graphs, paths), path_or_file)
+
+
+def read_chat_jsonl(path_or_file: PathOrFile) -> list[dict]:
+    """The examples of a chat JSONL file, one dict per line."""
+    return [json.loads(line) for line in read_text(path_or_file).splitlines() if line]

@@ -1,0 +1,159 @@
+"""Whole conversations, every branch, as one Markdown document.
+
+Each conversation reads as a transcript of its active path (the branch last
+used), with the other branches shown where they split from it: after the
+step whose alternatives they are, each alternative answer (a regeneration,
+another model's answer, an edited prompt) is a quoted block labelled with
+its model and id, holding that branch down to its end; branches off a branch
+nest one quote deeper. A branch that is not the active path goes on along
+its most recently logged child. Every node appears once.
+
+The walk keeps its own stack: a 100,000-step chain is 100,000 steps of
+output, never Python recursion.
+
+Examples
+--------
+>>> from convgraph.tree import ConversationTree
+>>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")], {
+...     "r": {"prompt": "Hi", "response": "Hello", "active": True},
+...     "a": {"prompt": "Joke?", "response": "No.", "model": "m1"},
+...     "b": {"prompt": "Joke?", "response": "Knock knock.", "model": "m2",
+...           "active": True}}, conversation_id="c1", name="Jokes")
+>>> print("\\n".join(generate_markdown(tree)))
+# Jokes
+<BLANKLINE>
+Conversation `c1`: 3 steps, 2 branches.
+<BLANKLINE>
+## 1. User
+<BLANKLINE>
+Hi
+<BLANKLINE>
+## 1. Assistant · `r`
+<BLANKLINE>
+Hello
+<BLANKLINE>
+## 2. User
+<BLANKLINE>
+Joke?
+<BLANKLINE>
+## 2. Assistant · m2 · `b`
+<BLANKLINE>
+Knock knock.
+<BLANKLINE>
+> **Alternative to step 2** · m1 · `a`
+>
+> ### 2. User
+>
+> Joke?
+>
+> ### 2. Assistant · m1 · `a`
+>
+> No.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from convgraph.export.common import PathOrFile, as_graphs, write_lines
+from convgraph.transcript import path_system, step_lines, title
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def generate_markdown(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
+    """Yield the Markdown of one conversation or several, line by line
+    (several are separated by a horizontal rule)."""
+    for number, tree in enumerate(as_graphs(graphs)):
+        if number:
+            yield ""
+            yield "---"
+            yield ""
+        yield from conversation_lines(tree)
+
+
+def write_markdown(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+) -> None:
+    """Write `generate_markdown(graphs)` to a path or an open file."""
+    write_lines(generate_markdown(graphs), path_or_file)
+
+
+def conversation_lines(tree: nx.DiGraph) -> Iterator[str]:
+    """One conversation: its title, the system prompt, then the active path
+    with the other branches quoted where they split."""
+    leaves = sum(1 for node in tree if tree.out_degree(node) == 0)
+    yield f"# {title(tree)}"
+    yield ""
+    yield (
+        f"Conversation `{tree.graph.get('conversation_id')}`:"
+        f" {_count(len(tree), 'step')}, {_count(leaves, 'branch', 'branches')}."
+    )
+    if not len(tree):
+        return
+    system = path_system(tree, list(tree))
+    if system:
+        yield ""
+        yield "**System**"
+        yield ""
+        yield from (f"> {line}" if line else ">" for line in system.split("\n"))
+    roots = [node for node in tree if tree.in_degree(node) == 0]
+    # The stack holds what is still to write, the next thing on top:
+    # ("step", node, quote depth, step number, alternative?) writes one step,
+    # ("below", ...) what hangs under a node written.
+    stack: list[tuple[str, str, int, int, bool]] = []
+    _push_choice(tree, roots, 0, 1, stack)
+    while stack:
+        kind, node, depth, number, alternative = stack.pop()
+        prefix = "> " * depth
+        if kind == "below":
+            _push_choice(tree, list(tree.successors(node)), depth, number + 1, stack)
+            continue
+        # A blank line before the step, inside the quote that holds it (an
+        # alternative's opens its own quote, so its blank is outside).
+        yield ("> " * (depth - 1 if alternative else depth)).rstrip()
+        if alternative:
+            yield prefix + _alternative_label(tree, node, number)
+            yield prefix.rstrip()
+        heading = "#" * min(2 + depth, 6)
+        for line in step_lines(tree, node, number, heading):
+            yield (prefix + line).rstrip()
+
+
+def _push_choice(
+    tree: nx.DiGraph,
+    nodes: list[str],
+    depth: int,
+    number: int,
+    stack: list[tuple[str, str, int, int, bool]],
+) -> None:
+    """Push the alternatives `nodes` of one point: the main one's step, then
+    each other one as a quoted branch, then what goes on under the main one."""
+    if not nodes:
+        return
+    main = _main(tree, nodes)
+    stack.append(("below", main, depth, number, False))
+    for other in reversed([node for node in nodes if node != main]):
+        stack.append(("below", other, depth + 1, number, False))
+        stack.append(("step", other, depth + 1, number, True))
+    stack.append(("step", main, depth, number, False))
+
+
+def _main(tree: nx.DiGraph, nodes: list[str]) -> str:
+    """The branch the text follows: the active one, else the last logged."""
+    return next((node for node in nodes if tree.nodes[node].get("active")), nodes[-1])
+
+
+def _alternative_label(tree: nx.DiGraph, node: str, number: int) -> str:
+    model = tree.nodes[node].get("model")
+    parts = [f"**Alternative to step {number}**"]
+    if model:
+        parts.append(" ".join(str(model).split()))
+    parts.append(f"`{node}`")
+    return " · ".join(parts)
+
+
+def _count(number: int, singular: str, plural: str | None = None) -> str:
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"

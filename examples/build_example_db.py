@@ -9,11 +9,22 @@ column, holding four conversations:
 3. a complex tree (hash maps: two topics, two follow-ups each);
 4. multiple roots (two translations started in one conversation).
 
-Run it from anywhere: ``python examples/build_example_db.py``.
+Then, as a long-time user's file does, it goes on in llm's message store:
+llm 0.36 itself opens the file (its own migrations add the message store),
+continues the sourdough conversation as `llm -c --cid` does (rebuilding the
+legacy responses as messages), forks it at the second answer's rebuilt
+message with its Python API (`LogStore.fork`, then `log(...,
+thread_id=...)`) and continues the fork. The answers come from a small model
+defined here that replays written answers, so the script runs offline; ids
+and times are fixed so that a rebuild gives the same tree.
+
+Run it from anywhere (llm must be installed):
+``python examples/build_example_db.py``.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -249,10 +260,171 @@ def build(target: Path = TARGET) -> Path:
                 ],
             )
     conn.commit()
+    conn.close()
+    continue_with_llm(partial)
+    conn = sqlite3.connect(partial)
     conn.execute("vacuum")
     conn.close()
     partial.replace(target)
     return target
+
+
+SOURDOUGH = "01jb0sourdough0000000000000"
+#: The second legacy answer of the sourdough conversation, where the fork is.
+FORKED_AT = 1
+FORK_THREAD = "01jb5sdfork0thread00000000"
+
+#: What llm 0.36 logged after the upgrade: (turn id, time, prompt, answer).
+CONTINUED = (
+    "01jb4sd04d000000000000000",
+    "2025-11-03T18:02:00+00:00",
+    "My kitchen is only 18 °C in winter. What should I change?",
+    "Use water at about 30 °C for each feed and keep the jar somewhere warmer, "
+    "such as the oven with only its light on. Expect it to take twice as long "
+    "to double, so feed it less often rather than more.",
+)
+FORKED = (
+    "01jb5sd05e000000000000000",
+    "2025-11-04T08:15:00+00:00",
+    "Can I keep it in the fridge between bakes instead?",
+    "Yes: once it is established, feed it, leave it out for an hour and then "
+    "refrigerate it. Feed it once a week, and take it out the day before you "
+    "bake so it can have two room-temperature feeds.",
+)
+FORK_CONTINUED = (
+    "01jb5sd06f000000000000000",
+    "2025-11-04T08:21:00+00:00",
+    "How long can it go without a feed in there?",
+    "Two to three weeks is fine; a grey liquid (hooch) on top just means it is "
+    "hungry. Pour it off, discard half and feed it twice before baking.",
+)
+REPLIES = {
+    prompt: answer for _, _, prompt, answer in (CONTINUED, FORKED, FORK_CONTINUED)
+}
+
+
+def continue_with_llm(path: Path) -> None:
+    """Go on with the legacy sourdough conversation in llm 0.36's message
+    store, written by llm itself: `llm -c --cid` on it, then a fork at its
+    second answer, continued once."""
+    import llm
+    import sqlite_utils
+    from llm.cli import load_conversation
+    from llm.logs import LogStore
+    from llm.plugins import pm
+
+    pm.register(_ReplayPlugin(), name="convgraph-example-replay")
+    try:
+        with sqlite3.connect(path) as conn:
+            before = [
+                row[0] for row in conn.execute("select name from _llm_migrations")
+            ]
+        LogStore(sqlite_utils.Database(path))  # llm's migrations, as on upgrade
+        model = llm.get_model(_ReplayModel.model_id)
+
+        # `llm -c --cid SOURDOUGH`: llm rebuilds the legacy responses as the
+        # history and logs into a thread of the conversation's id.
+        conversation = load_conversation(SOURDOUGH, database=str(path))
+        conversation.model = model
+        response = conversation.prompt(CONTINUED[2])
+        _log(path, response, CONTINUED)
+
+        # A fork at the second legacy answer's rebuilt message, made as
+        # LogStore.fork makes one (with a fixed id), and its first turn.
+        db = sqlite_utils.Database(path)
+        store = LogStore(db)
+        parent = db["turns"].get(CONTINUED[0])["parent_message_hash"]
+        answers = [
+            message
+            for message in _chain_hashes(db, parent)
+            if db["messages"].get(message)["role"] == "assistant"
+        ]
+        thread = store.create_thread(
+            name=_name(FORKED[2]),
+            tip=answers[FORKED_AT],
+            forked_from=SOURDOUGH,
+            id=FORK_THREAD,
+        )
+        history = store.load_chain(store.thread_tip(thread))
+        response = model.prompt(messages=[*history, llm.user(FORKED[2])])
+        _log(path, response, FORKED, thread_id=thread)
+
+        # `llm -c --cid FORK_THREAD`: the fork's own history, from its messages.
+        conversation = load_conversation(FORK_THREAD, database=str(path))
+        conversation.model = model
+        response = conversation.prompt(FORK_CONTINUED[2])
+        _log(path, response, FORK_CONTINUED)
+        with sqlite3.connect(path) as conn:
+            # When llm made each thread: fixed, like every other time here.
+            conn.execute("update threads set datetime_utc = ?", ["2025-11-03 18:02:00"])
+            conn.execute(
+                "update _llm_migrations set applied_at = ?"
+                " where name not in (select value from json_each(?))",
+                ["2025-11-03 18:01:00+00:00", json.dumps(before)],
+            )
+    finally:
+        pm.unregister(name="convgraph-example-replay")
+
+
+def _log(path: Path, response, turn: tuple, thread_id: str | None = None) -> None:
+    """Log a completed response as llm does, with the turn's fixed id and time."""
+    import datetime
+
+    import sqlite_utils
+    from llm.logs import LogStore
+
+    response.text()
+    response.id = turn[0]
+    response._start_utcnow = datetime.datetime.fromisoformat(turn[1])
+    response._start, response._end = 0.0, 0.4 + len(turn[3]) / 1000
+    db = sqlite_utils.Database(path)
+    if thread_id is None:
+        response.log_to_db(db)
+    else:
+        LogStore(db).log(response, thread_id=thread_id)
+    db.close()
+
+
+def _chain_hashes(db, tip: str) -> list[str]:
+    """The messages from the first down to `tip`."""
+    hashes = []
+    while tip is not None:
+        hashes.append(tip)
+        tip = db["messages"].get(tip)["parent_hash"]
+    return hashes[::-1]
+
+
+def _name(prompt: str) -> str:
+    """A thread's name, as llm names a new conversation (32 characters)."""
+    text = " ".join(prompt.split())
+    return text if len(text) <= 32 else text[:31] + "\u2026"
+
+
+def _import_llm_model():
+    import llm
+
+    return llm
+
+
+class _ReplayModel(_import_llm_model().Model):
+    """A model that answers each prompt with the answer written above."""
+
+    model_id = "llama3.2"
+    can_stream = False
+
+    def execute(self, prompt, stream, response, conversation=None):
+        asked = "".join(
+            getattr(part, "text", None) or "" for part in prompt.messages[-1].parts
+        )
+        text = REPLIES[asked]
+        response.set_usage(input=len(asked.split()) + 40, output=len(text.split()))
+        yield text
+
+
+class _ReplayPlugin:
+    @_import_llm_model().hookimpl
+    def register_models(self, register):
+        register(_ReplayModel())
 
 
 if __name__ == "__main__":

@@ -85,6 +85,9 @@ def test_list_shows_every_conversation_with_its_figures():
             for r in app.conversations.shown
         ]
         assert rows == [
+            # Legacy history that llm 0.36 went on with and forked (newest
+            # first), under llm's own name for the conversation.
+            ("Starting a sourdough starter", 7, 2, 4, ["gpt-4o-mini", "llama3.2"]),
             ("Good morning, translated", 6, 2, 2, ["gpt-4o-mini", "llama3.2"]),
             (
                 "How hash maps work",
@@ -94,17 +97,16 @@ def test_list_shows_every_conversation_with_its_figures():
                 ["claude-3.5-sonnet", "gpt-4o-mini", "llama3.2"],
             ),
             ("Autumn haiku", 3, 2, 1, ["claude-3.5-sonnet", "gpt-4o-mini"]),
-            ("Starting a sourdough starter", 4, 1, 3, ["gpt-4o-mini"]),
         ]
         table = app.query_one("#conversations")
         assert str(app.query_one("#heading").render()) == (
             "name                      nodes leaves depth last             models"
         )
-        assert table.lines[1] == (
+        assert table.lines[2] == (
             "How hash maps work            7      4     2"
             " 2025-09-27 09:14 claude-3.5-sonn…"
         )
-        await pilot.press("down", "enter")  # the table has the keys
+        await pilot.press("down", "down", "enter")  # the table has the keys
         await settle(app, pilot)
         assert app.screen.tree.node == "01jb2hm00root000000000000"
         await pilot.press("escape")

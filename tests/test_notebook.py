@@ -84,7 +84,7 @@ def test_the_notebook_shows_the_statistics_table(
     executed: nbformat.NotebookNode,
 ) -> None:
     first = outputs_of(code_cells(executed)[0])
-    assert first["text/plain"] == "<Forest: 20 nodes in 4 conversations, 0 problems>"
+    assert first["text/plain"] == "<Forest: 23 nodes in 4 conversations, 0 problems>"
     assert first["text/html"].startswith('<div class="convgraph-forest">')
     for name in (
         "Starting a sourdough starter",

@@ -66,7 +66,7 @@ def list_conversations(logs: LogDatabase) -> list[ConversationRow]:
     >>> with open_logs("examples/logs.db") as logs:
     ...     rows = list_conversations(logs)
     >>> [row.name for row in rows][:2]
-    ['Good morning, translated', 'How hash maps work']
+    ['Starting a sourdough starter', 'Good morning, translated']
     """
     if getattr(logs, "conn", None) is None:
         return []
@@ -85,6 +85,10 @@ def list_conversations(logs: LogDatabase) -> list[ConversationRow]:
             tree_id = thread_roots.get(cid, cid)
             if tree_id not in rows:
                 rows[tree_id] = ConversationRow(tree_id, name, 0, None)
+            elif cid == tree_id and name:
+                # llm's own name for the conversation, not the one of the
+                # thread llm 0.32+ went on with it in (named by a later prompt).
+                rows[tree_id].name = name
             else:
                 rows[tree_id].name = rows[tree_id].name or name
     return list(rows.values())
@@ -107,7 +111,7 @@ def count_conversations(logs: LogDatabase) -> list[ConversationRow]:
     >>> with open_logs("examples/logs.db") as logs:
     ...     rows = count_conversations(logs)
     >>> [(row.name, row.nodes, row.models) for row in rows][:1]
-    [('Good morning, translated', 6, ['gpt-4o-mini', 'llama3.2'])]
+    [('Starting a sourdough starter', 7, ['gpt-4o-mini', 'llama3.2'])]
     """
     if getattr(logs, "conn", None) is None:
         return _export_rows(logs)
@@ -132,7 +136,10 @@ def count_conversations(logs: LogDatabase) -> list[ConversationRow]:
             _LEGACY_SQL.format(skip=skip)
         ):
             # llm continues a legacy conversation in a thread of the same id.
-            _add(rows, thread_roots.get(cid, cid), names.get(cid), nodes, last, models)
+            tree_id = thread_roots.get(cid, cid)
+            _add(rows, tree_id, names.get(cid), nodes, last, models)
+            if cid == tree_id and names.get(cid):
+                rows[tree_id].name = names[cid]  # llm's name, as in the list
     return _recent_first(rows.values())
 
 

@@ -27,10 +27,15 @@ def generate_tree_lines(
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
+    marks: bool = True,
+    active: bool = False,
 ) -> Iterator[str]:
     """Yield the drawing line by line: every root's tree, or `start`'s subtree.
 
-    Several roots are separated by an empty line.
+    Several roots are separated by an empty line. With `marks`, a node the
+    user marked preferred ends in ` ★`, and a node with a note in ` ✎` and
+    the note's first words; with `active`, the nodes of the active path (the
+    branch last used) end in ` ●`.
 
     Examples
     --------
@@ -62,6 +67,8 @@ def generate_tree_lines(
         while stack:
             node, prefix, place = stack.pop()
             label = _label(tree, node, width)
+            if marks or active:
+                label += _marks(tree.nodes[node], width, marks, active)
             if place in (ROOT, ONLY):
                 yield prefix + label
                 below_prefix = prefix
@@ -85,9 +92,25 @@ def render_tree(
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
+    marks: bool = True,
+    active: bool = False,
 ) -> str:
     """The whole drawing as one string (see `generate_tree_lines`)."""
-    return "\n".join(generate_tree_lines(tree, start, width, indent_chains))
+    return "\n".join(
+        generate_tree_lines(tree, start, width, indent_chains, marks, active)
+    )
+
+
+def _marks(data: dict, width: int, marks: bool, active: bool) -> str:
+    """The markers after a node's label: active path, preferred, note."""
+    text = ""
+    if active and data.get("active"):
+        text += " ●"
+    if marks and data.get("preferred"):
+        text += " ★"
+    if marks and data.get("note"):
+        text += " ✎ " + terminal_text(excerpt(data["note"], max(width // 2, 1)))
+    return text
 
 
 def _label(tree: nx.DiGraph, node: str, width: int) -> str:

@@ -33,18 +33,19 @@ BRANCH_DOT = [
     '  node [shape="box", style="rounded,filled", fontname="Helvetica",'
     ' fontsize="10", fillcolor="white"];',
     '  edge [arrowsize="0.7"];',
-    '  "branch-root" [label="branch-root  ·  echo\\n» prompt branch-root\\n«'
+    # The active path (to branch-c, logged last) is marked ● and "active".
+    '  "branch-root" [label="branch-root  ·  echo  ●\\n» prompt branch-root\\n«'
     ' answer to prompt branch-root", tooltip="prompt: prompt branch-root\\n\\n'
     'response: answer to prompt branch-root", fillcolor="#8dd3c7",'
-    ' peripheries="2", class="root branch-point"];',
+    ' peripheries="2", class="root branch-point active"];',
     '  "branch-b" [label="branch-b  ·  echo\\n» prompt branch-b\\n« answer to'
     ' prompt branch-b", tooltip="prompt: prompt branch-b\\n\\nresponse: answer'
     ' to prompt branch-b", fillcolor="#8dd3c7", style="rounded,filled,bold",'
     ' class="leaf"];',
-    '  "branch-c" [label="branch-c  ·  echo\\n» prompt branch-c\\n« answer to'
+    '  "branch-c" [label="branch-c  ·  echo  ●\\n» prompt branch-c\\n« answer to'
     ' prompt branch-c", tooltip="prompt: prompt branch-c\\n\\nresponse: answer'
     ' to prompt branch-c", fillcolor="#8dd3c7", style="rounded,filled,bold",'
-    ' class="leaf"];',
+    ' class="leaf active"];',
     '  "branch-root" -> "branch-b";',
     '  "branch-root" -> "branch-c";',
     "}",
@@ -72,13 +73,13 @@ def test_complex_scenario_marks_branch_points_and_leaves(seed_db):
         if node.get_name() not in ("node", "edge", "graph")
     }
     assert kinds == {
-        "complex-root": '"root branch-point"',
+        "complex-root": '"root branch-point active"',
         "complex-b": '"branch-point"',
         "complex-c": '"leaf"',
         "complex-d": '"leaf"',
-        "complex-e": '"branch-point"',
+        "complex-e": '"branch-point active"',
         "complex-f": '"leaf"',
-        "complex-g": '"leaf"',
+        "complex-g": '"leaf active"',
     }
     edges = [
         (unquote_id(e.get_source()), unquote_id(e.get_destination()))

@@ -30,7 +30,9 @@ COMPLEX_MERMAID = [
     "flowchart TB",
     '  subgraph c0["prompt complex-root  (complex)"]',
     *(
-        f'    n{index}{opening}"complex-{name}  ·  echo<br>» prompt complex-{name}'
+        f'    n{index}{opening}"complex-{name}  ·  echo'
+        # The active path, to complex-g (logged last), is marked ●.
+        f"{'  ●' if name in ('root', 'e', 'g') else ''}<br>» prompt complex-{name}"
         f'<br>« answer to prompt complex-{name}"{closing}:::model0'
         for index, (name, opening, closing) in enumerate(
             [

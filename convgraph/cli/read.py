@@ -68,12 +68,18 @@ def _short_name(name: str, width: int = 40) -> str:
     is_flag=True,
     help="Indent every child, also an only child (long chains draw wide)",
 )
+@click.option(
+    "--active",
+    is_flag=True,
+    help="Mark the active path (the branch last used) with ●",
+)
 def tree(
     conversation_ids: tuple[str, ...],
     db_path: str | None,
     as_json: bool,
     width: int,
     indent_chains: bool,
+    active: bool,
 ) -> None:
     """Draw conversation trees; every conversation when no id is given.
 
@@ -122,7 +128,7 @@ def tree(
             title += f"  {_short_name(graph.graph['name'], width)}"
         click.echo(click.style(terminal_text(title), bold=True))
         for line in generate_tree_lines(
-            graph, width=width, indent_chains=indent_chains
+            graph, width=width, indent_chains=indent_chains, active=active
         ):
             click.echo(line)
 

@@ -243,9 +243,12 @@ def quote_tooltip(text: str) -> str:
     return quoted_pieces(text)
 
 
-def node_label(node_id: Any, data: dict[str, Any]) -> str:
+def node_label(node_id: Any, data: dict[str, Any], active: bool = False) -> str:
     """The text a node's box shows (before quoting): id and model, then
-    one-line excerpts of the prompt (») and the response («).
+    one-line excerpts of the prompt (») and the response («). The marks
+    follow the first line: ● on the active path (where `active`: in a
+    conversation that branches), ★ the preferred answer; a note is a last
+    line after ✎.
 
     Examples
     --------
@@ -258,11 +261,23 @@ def node_label(node_id: Any, data: dict[str, Any]) -> str:
     """
     model = data.get("model")
     lines = [f"{node_id}  ·  {model}" if model else str(node_id)]
-    for mark, key in (("»", "prompt"), ("«", "response")):
+    if active and data.get("active"):
+        lines[0] += "  ●"
+    if data.get("preferred"):
+        lines[0] += "  ★"
+    for mark, key in (("»", "prompt"), ("«", "response"), ("✎", "note")):
         text = excerpt(data.get(key), LABEL_EXCERPT)
         if text:
             lines.append(f"{mark} {text}")
     return "\n".join(lines)
+
+
+def branches(graph: nx.DiGraph) -> bool:
+    """Whether a conversation has more than one branch (a node with several
+    children, or several roots): where its active path is worth marking."""
+    succ, pred = graph._succ, graph._pred
+    roots = sum(1 for node in graph if not pred[node])
+    return roots > 1 or any(len(succ[node]) > 1 for node in graph)
 
 
 def node_tooltip(data: dict[str, Any]) -> str:
@@ -365,10 +380,12 @@ class _Statements:
     def conversation(self, graph: nx.DiGraph) -> Iterator[tuple[Any, ...]]:
         ids = {}
         succ, pred = graph._succ, graph._pred
+        marked = branches(graph)
         for node, data in graph.nodes(data=True):
             ids[node] = quoted = quote_id(node)
+            active = marked and bool(data.get("active"))
             attributes = {
-                "label": quote_text(node_label(node, data)),
+                "label": quote_text(node_label(node, data, marked)),
                 "tooltip": quote_tooltip(node_tooltip(data)),
                 "fillcolor": f'"{self.colour(data.get("model"))}"',
             }
@@ -383,6 +400,7 @@ class _Statements:
                     ("root", not pred[node]),
                     ("branch-point", children > 1),
                     ("leaf", children == 0),
+                    ("active", active),
                 )
                 if present
             ]

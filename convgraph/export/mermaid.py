@@ -45,7 +45,7 @@ from convgraph.export.common import (
     without_controls,
     write_lines,
 )
-from convgraph.export.dot import PALETTE, conversation_title, node_label
+from convgraph.export.dot import PALETTE, branches, conversation_title, node_label
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -137,6 +137,7 @@ def generate_mermaid(
         yield f"  subgraph c{index}[{quote_label(conversation_title(graph))}]"
         ids = {}
         succ = graph._succ
+        marked = branches(graph)
         for node, data in graph.nodes(data=True):
             ids[node] = mermaid_id = f"n{count}"
             count += 1
@@ -151,7 +152,7 @@ def generate_mermaid(
                 if model not in classes:
                     classes[model] = f"model{len(classes)}"
                 suffix = f":::{classes[model]}"
-            label = quote_label(node_label(node, data))
+            label = quote_label(node_label(node, data, marked))
             yield f"    {mermaid_id}{opening}{label}{closing}{suffix}"
         for parent, child in graph.edges():
             yield f"    {ids[parent]} --> {ids[child]}"

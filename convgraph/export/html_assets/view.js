@@ -734,6 +734,11 @@
     var classes = ["node"];
     if (kids > 1) classes.push("branch");
     if (!kids) classes.push("leaf");
+    // The branch attributes: the active path (the branch last used), the
+    // answer the user preferred, a node with the user's note.
+    if (data.active) classes.push("active");
+    if (data.preferred) classes.push("preferred");
+    if (data.note) classes.push("noted");
     if (conversation.parent[node] < 0) classes.push("root");
     var group = svgEl("g", {
       class: classes.join(" "),
@@ -745,12 +750,15 @@
       "aria-label": "Node " + conversation.ids[node] + ": " + excerpt(data.prompt, 80),
     });
     group.appendChild(svgEl("title", null,
-      conversation.ids[node] + (data.model ? "  \u00b7  " + data.model : "") + "\n" + excerpt(data.prompt, 300)));
+      conversation.ids[node] + (data.model ? "  \u00b7  " + data.model : "") +
+      (data.preferred ? "  \u2605 preferred" : "") + "\n" + excerpt(data.prompt, 300) +
+      (data.note ? "\n\u270e " + excerpt(data.note, 300) : "")));
     group.appendChild(svgEl("rect", { class: "body", width: shape.w, height: shape.h, rx: 6 }));
     group.appendChild(svgEl("rect", { class: "model-stripe", width: 6, height: shape.h - 2, x: 1, y: 1, rx: 2, fill: colourOf(data.model) }));
     var prompt = excerpt(data.prompt, chars);
     var labels = svgEl("g", { "clip-path": "url(#label-clip)" });
-    labels.appendChild(svgEl("text", { class: prompt ? "label" : "label none", x: 14, y: 19 }, prompt || "(no prompt)"));
+    labels.appendChild(svgEl("text", { class: prompt ? "label" : "label none", x: 14, y: 19 },
+      (data.preferred ? "\u2605 " : "") + (data.note ? "\u270e " : "") + (prompt || "(no prompt)")));
     labels.appendChild(svgEl("text", { class: "sublabel", x: 14, y: 37 },
       excerpt(data.response, chars) || (data.model ? String(data.model) : "")));
     group.appendChild(labels);
@@ -989,7 +997,14 @@
     field(facts, "Depth", conversation.depth[node]);
     field(facts, "Children", kids + (kids ? " (" + (conversation.size[node] - 1) + " below)" : ""));
     if (data.source) field(facts, "Source", data.source);
+    if (data.active !== undefined && data.active !== null) {
+      field(facts, "Active path", data.active ? "yes (the branch last used)" : "no")
+        .setAttribute("data-field", "active");
+    }
+    if (data.preferred) field(facts, "Preferred", "\u2605 preferred among its alternatives")
+      .setAttribute("data-field", "preferred");
     panel.appendChild(facts);
+    if (data.note) panel.appendChild(textBlock("Note", data.note, "note"));
 
     var actions = el("div", "panel-actions");
     if (kids) {

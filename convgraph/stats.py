@@ -54,6 +54,8 @@ CONVERSATION_COLUMNS = (
     "last_datetime",
     "models",
     *INTEGER_ATTRIBUTES,
+    "active_path_length",
+    "abandoned_branches",
 )
 
 #: The columns of `branch_table`, in order.
@@ -205,7 +207,9 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     have children; 0 where none has), `first_datetime`, `last_datetime`
     (`datetime64[ns, UTC]`), `models` (a list: distinct, in order of first
     use), `input_tokens`, `output_tokens`, `duration_ms` (sums, nullable
-    `Int64`: NA where no node of the tree has the figure).
+    `Int64`: NA where no node of the tree has the figure),
+    `active_path_length` (the nodes on the active path, the branch last
+    used) and `abandoned_branches` (the leaves off it: branches left behind).
 
     Examples
     --------
@@ -304,7 +308,21 @@ def node_table_of(
         depths = root_pointers(parent_rows)[1]
     counts = _children_counts(parent_rows)
     # A shallow copy: copy-on-write keeps the caller's own table as it is.
-    table = nodes.loc[:, list(NODE_COLUMNS)].copy(deep=False)
+    # A table without the branch attributes (a dataset written before them)
+    # gets them: the active path found from the links, no notes.
+    table = nodes.loc[:, [c for c in NODE_COLUMNS if c in nodes.columns]].copy(
+        deep=False
+    )
+    table["active"] = _active(nodes, parent_rows)
+    if "note" not in table.columns:
+        table["note"] = None
+    table["preferred"] = (
+        nodes["preferred"].astype(object).where(nodes["preferred"].notna(), False)
+        if "preferred" in nodes.columns
+        else False
+    )
+    table["preferred"] = table["preferred"].astype(bool)
+    table = table.loc[:, list(NODE_COLUMNS)]
     for column in ("id", "parent_id"):
         table[column] = table[column].astype("str")
     for column in CATEGORY_COLUMNS:
@@ -409,7 +427,21 @@ def conversation_table_of(
     )
     for column in INTEGER_ATTRIBUTES:
         table[column] = usage[column].reindex(range(trees)).array
+    active = _active(nodes, parent_rows)
+    table["active_path_length"] = per_tree(active)
+    table["abandoned_branches"] = per_tree((counts == 0) & ~active)
     return table
+
+
+def _active(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
+    """Each row's `active` as booleans: the table's own column where it has
+    one (a `Forest`'s), else each tree's path to its last row (log order)."""
+    from convgraph.marks import active_rows, last_rows
+
+    if "active" in nodes.columns and nodes["active"].notna().any():
+        values = nodes["active"]
+        return values.astype(object).where(values.notna(), False).to_numpy(dtype=bool)
+    return active_rows(parent_rows, last_rows(nodes["tree_id"]))
 
 
 def branch_table_of(
@@ -480,6 +512,7 @@ CONVERSATION_INPUTS = (
     "datetime_utc",
     *INTEGER_ATTRIBUTES,
     TREE_NAME,
+    "active",
 )
 
 

@@ -477,5 +477,12 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
         "branching_factor_avg": average,
         "branching_factor_max": most,
         **node_totals(tree),
+        # The active path (the branch last used) and the leaves off it.
+        "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
+        "abandoned_branches": sum(
+            1
+            for node, on in tree.nodes(data="active")
+            if not on and tree.out_degree(node) == 0
+        ),
     }
     return {key: stats[key] for key in CONVERSATION_COLUMNS}

@@ -90,6 +90,9 @@ def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
             "input_tokens": [46, 33, 91, 75],
             "output_tokens": [86, 63, 161, 135],
             "duration_ms": [1000, 600, 2800, 2100],
+            # The active path runs to each tree's last logged node.
+            "active_path_length": [4, 2, 3, 3],
+            "abandoned_branches": [0, 1, 3, 1],
         }
     )
     expected = expected.astype(
@@ -645,11 +648,11 @@ run_stats = partial(run, "stats")
 
 
 SEED_TABLE = """\
-tree_id         name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms
-linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000
-branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600
-complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800
-multiple-roots  prompt multiple-roots-root1      6      2       2          2              0                  1.00                     1  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100
+tree_id         name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms  active_path_length  abandoned_branches
+linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000                   4                   0
+branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600                   2                   1
+complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800                   3                   3
+multiple-roots  prompt multiple-roots-root1      6      2       2          2              0                  1.00                     1  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100                   3                   1
 """
 
 
@@ -687,6 +690,8 @@ def test_stats_json_has_the_column_names(seed_db: Path) -> None:
         "input_tokens": 91,
         "output_tokens": 161,
         "duration_ms": 2800,
+        "active_path_length": 3,
+        "abandoned_branches": 3,
     }
 
 
@@ -727,6 +732,8 @@ def test_stats_csv_reads_back(seed_db: Path) -> None:
         "input_tokens": "33",
         "output_tokens": "63",
         "duration_ms": "600",
+        "active_path_length": "2",
+        "abandoned_branches": "1",
     }
     frame = pd.read_csv(io.StringIO(result.stdout))
     assert frame["nodes"].tolist() == [4, 3, 7, 6]

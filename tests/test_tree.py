@@ -169,6 +169,10 @@ def test_summary_statistics(two_roots):
         "input_tokens": 75,
         "output_tokens": 135,
         "duration_ms": 2100,
+        # The active path runs to multiple-roots-y, logged last; the branch
+        # from root1 was left behind.
+        "active_path_length": 3,
+        "abandoned_branches": 1,
     }
 
 
@@ -195,6 +199,10 @@ def test_node_attributes_follow_the_contract(complex_tree):
         "output_tokens": 21,
         "duration_ms": 200,
         "source": "responses",
+        # complex-b is off the active path (to complex-g, logged last).
+        "active": False,
+        "note": None,
+        "preferred": False,
     }
 
 

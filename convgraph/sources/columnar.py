@@ -33,6 +33,7 @@ machine without pyarrow and the ADBC driver (the optional ``fast`` extra).
 from __future__ import annotations
 
 import importlib.util
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -209,85 +210,124 @@ class _ArrowReader:
         return self.cursor.fetchone()
 
     def table(
-        self, name: str, columns: dict[str, tuple[str, str]], last_rowid: int | None
-    ) -> dict[str, pa.Array]:
+        self,
+        name: str,
+        columns: dict[str, tuple[str, str]],
+        last_rowid: int | None,
+        objects: tuple[str, ...] = (),
+        log_order: bool = False,
+    ) -> dict[str, Any]:
         """Every row of table `name` up to rowid `last_rowid`, in rowid order,
-        chunk by chunk, as one Arrow array per column. `columns` maps each
-        output column to its SQL expression and the SQLite types it may hold
-        (`_TEXT`, `_INTEGER`, `_ID`); a row of any other type raises
-        NotColumnar."""
+        chunk by chunk: one Arrow array per column (in the driver's chunks),
+        but for the columns named in `objects`, which come as object arrays
+        of str and None (each chunk's Arrow memory freed as soon as it is
+        converted, so the two are never held whole at once). `columns` maps
+        each output column to its SQL expression and the SQLite types it may
+        hold (`_TEXT`, `_INTEGER`, `_ID`); a row of any other type raises
+        NotColumnar. `log_order`: also tell, as "_in_log_order", whether the
+        rows are in log order by their `datetime_utc` and `id` columns."""
+        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
         if last_rowid is None:
-            return _empty(columns)
+            return _empty(columns, objects, log_order)
         fields = ", ".join(f"{sql} as {out}" for out, (sql, _) in columns.items())
         # A value of another type comes as another Arrow type (`_typed`
         # refuses it): a BLOB as binary, text among integers as text. Only
         # a number among text does not: it comes as its digits. A column of
         # TEXT affinity (llm's are) holds no numbers, as SQLite stores them
         # as text; any other needs SQLite's word for its types, row by row.
-        text_affinity = self._text_columns(name)
+        text_affinity = self._text_columns(name) | {"coalesce", "null"}
         unique = self._unique_columns(name)
         checks = [
             f"typeof({sql}) in {types}"
             for sql, types in columns.values()
-            if types != _INTEGER and sql != "null" and sql not in text_affinity
+            if types != _INTEGER and not set(re.findall(r"\w+", sql)) <= text_affinity
         ]
         clean = " and ".join(checks) or "1"
         query = (
             f"select rowid as _rowid, {fields}, ({clean}) as _clean from {name}"
             f" where rowid > ? and rowid <= ? order by rowid limit ?"
         )
-        chunks = []
+        parts: dict[str, list] = {out: [] for out in columns}
         after = -(2**63)
         wanted = CHUNK_ROWS
+        count = 0
+        in_order, last_key = True, None
         while True:
             started = time.perf_counter()
             self.cursor.execute(query, (after, last_rowid, wanted))
             chunk = self.cursor.fetch_arrow_table()
             took = time.perf_counter() - started
-            if chunk.num_rows == 0:
+            rows = chunk.num_rows
+            if rows == 0:
                 break
             if pc.min(chunk["_clean"]).as_py() != 1:
                 raise NotColumnar(f"values of other types in {name}")
-            chunks.append(chunk)
+            count += rows
             after = chunk["_rowid"][-1].as_py()
-            if chunk.num_rows < wanted:
+            typed = {
+                out: _checked_column(chunk[out], types, name, out)
+                for out, (_, types) in columns.items()
+            }
+            del chunk
+            if log_order and in_order:
+                in_order, last_key = _in_log_order(
+                    typed["datetime_utc"], typed["id"], last_key
+                )
+            for out in columns:
+                value = typed.pop(out)
+                parts[out].append(_objects(value) if out in objects else value)
+            if rows < wanted:
                 break
             scale = min(max(CHUNK_SECONDS / max(took, 1e-4), 0.5), 2.0)
             wanted = min(max(int(wanted * scale), MIN_CHUNK_ROWS), MAX_CHUNK_ROWS)
-        self.reads.append((name, last_rowid, sum(len(chunk) for chunk in chunks)))
-        if not chunks:
-            return _empty(columns)
-        arrays = {}
+        self.reads.append((name, last_rowid, count))
+        if not count:
+            return _empty(columns, objects, log_order)
+        arrays: dict[str, Any] = {"_in_log_order": in_order} if log_order else {}
         for out, (_, types) in columns.items():
-            wanted = _arrow_type(types)
-            parts = [
-                piece for chunk in chunks for piece in _typed(chunk[out], wanted).chunks
-            ]
-            arrays[out] = pa.chunked_array(parts, wanted).combine_chunks()
-            # The chunks' copy of the column goes as soon as it is joined:
-            # at a million rows each column is tens of megabytes.
-            del parts
-            chunks = [chunk.drop_columns([out]) for chunk in chunks]
-            try:
-                # Arrow takes SQLite's bytes as they are; the row readers
-                # decide how to show a byte that is not UTF-8.
-                arrays[out].validate(full=True)
-            except pa.ArrowInvalid:
-                raise NotColumnar(f"text of {name} that is not UTF-8") from None
-            if types == _ID and arrays[out].null_count:
-                raise NotColumnar(f"a NULL {out} in {name}")
-            if (
-                out in _KEYS
-                and out not in unique
-                and pc.count_distinct(arrays[out]).as_py() < len(arrays[out])
-            ):
+            if out in objects:
+                arrays[out] = np.concatenate(parts.pop(out))
+                repeated = out in _KEYS and out not in unique
+                repeated = repeated and not _all_different(arrays[out])
+            else:
+                pieces = [piece for part in parts.pop(out) for piece in part.chunks]
+                arrays[out] = pa.chunked_array(pieces, _arrow_type(types))
+                repeated = out in _KEYS and out not in unique
+                repeated = repeated and (
+                    pc.count_distinct(arrays[out]).as_py() < len(arrays[out])
+                )
+            if repeated:
                 # A table without a primary key: the row readers keep the
                 # first of each id and report the others.
                 raise NotColumnar(f"an id repeated in {name}")
         return arrays
+
+
+def _checked_column(
+    column: pa.ChunkedArray, types: str, table: str, name: str
+) -> pa.ChunkedArray:
+    """One chunk's column in the contract's type, or NotColumnar: another
+    type, text that is not UTF-8 (the row readers decide how to show it), a
+    NULL id."""
+    import pyarrow as pa
+
+    column = _typed(column, _arrow_type(types))
+    try:
+        column.validate(full=True)
+    except pa.ArrowInvalid:
+        raise NotColumnar(f"text of {table} that is not UTF-8") from None
+    if types == _ID and column.null_count:
+        raise NotColumnar(f"a NULL {name} in {table}")
+    return column
+
+
+def _all_different(values: np.ndarray) -> bool:
+    import pandas as pd
+
+    return pd.Index(values).is_unique
 
 
 def _typed(column: pa.ChunkedArray, wanted: pa.DataType) -> pa.ChunkedArray:
@@ -308,11 +348,19 @@ def _arrow_type(types: str) -> pa.DataType:
     return pa.int64() if types == _INTEGER else pa.string()
 
 
-def _empty(columns: dict[str, tuple[str, str]]) -> dict[str, pa.Array]:
+def _empty(
+    columns: dict[str, tuple[str, str]],
+    objects: tuple[str, ...] = (),
+    log_order: bool = False,
+) -> dict[str, Any]:
+    import numpy as np
     import pyarrow as pa
 
-    return {
-        out: pa.array([], _arrow_type(types)) for out, (_, types) in columns.items()
+    return ({"_in_log_order": True} if log_order else {}) | {
+        out: np.empty(0, object)
+        if out in objects
+        else pa.chunked_array([], _arrow_type(types))
+        for out, (_, types) in columns.items()
     }
 
 
@@ -339,65 +387,105 @@ def _generation(logs: LogDatabase, reader: _ArrowReader) -> str | None:
 # -- arrays to pandas ------------------------------------------------------------
 
 
-def _objects(array: pa.Array) -> np.ndarray:
+def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    """An array's chunks (an Array is one)."""
+    return list(array.chunks) if hasattr(array, "chunks") else [array]
+
+
+def _objects(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Strings as an object array of str and None, as sqlite3 gives them."""
     return array.to_numpy(zero_copy_only=False)
 
 
-def _category(array: pa.Array) -> pd.Categorical:
-    """Strings as a categorical, categories in first-seen order and missing
-    values as NaN: `tables.categorical`'s answer, from Arrow's dictionary."""
-    import pandas as pd
-    import pyarrow.compute as pc
+def _as_objects(values: Any) -> np.ndarray:
+    """An object array as it is; Arrow strings as one (`_objects`)."""
+    import numpy as np
 
-    encoded = pc.dictionary_encode(array)
-    codes = pc.fill_null(encoded.indices, -1).to_numpy()
-    return pd.Categorical.from_codes(codes, _objects(encoded.dictionary))
+    return values if isinstance(values, np.ndarray) else _objects(values)
 
 
-def _integers(array: pa.Array) -> pd.arrays.IntegerArray:
-    """An int64 column with NULLs as pandas' nullable Int64."""
-    import pandas as pd
-    import pyarrow.compute as pc
-
-    values = pc.fill_null(array, 0).to_numpy()
-    mask = pc.is_null(array).to_numpy(zero_copy_only=False)
-    return pd.arrays.IntegerArray(values, mask)
-
-
-def _numbered(keys: pa.Array, *others: pa.Array) -> tuple[int, list[np.ndarray]]:
-    """Number `keys` (unique) 0..len-1 and every other value after them, in
-    one pass of one hash table: how many numbers were given, and the
-    numbers of each of `others` (-1 for NULL). A value of `others` that is
-    no key gets a number of its own, at or past len(keys)."""
+def _encoded(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Each value's number (first-seen order; -1 for NULL) and the values so
+    numbered: one dictionary encoding over every chunk."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    encoded = pc.dictionary_encode(pa.concat_arrays([keys, *others]))
-    codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
-    found, start = [], len(keys)
-    for values in others:
-        found.append(codes[start : start + len(values)])
-        start += len(values)
-    return len(encoded.dictionary), found
+    encoded = pc.dictionary_encode(pa.chunked_array(_chunks(array), array.type))
+    if not encoded.num_chunks:
+        return np.zeros(0, np.int64), pa.array([], array.type)
+    # Every chunk of the encoding shares the last chunk's dictionary.
+    indices = pa.chunked_array([chunk.indices for chunk in encoded.chunks])
+    codes = pc.fill_null(indices, -1).to_numpy().astype(np.int64)
+    return codes, encoded.chunk(encoded.num_chunks - 1).dictionary
 
 
-def _in_log_order(dates: pa.Array, ids: pa.Array) -> bool:
-    """Whether rows are in log order already (`sources.sort_log_order`'s
-    test, on Arrow's strings: byte order is code point order in UTF-8)."""
+def _category(array: pa.Array | pa.ChunkedArray) -> pd.Categorical:
+    """Strings as a categorical, categories in first-seen order and missing
+    values as NaN: `tables.categorical`'s answer, from Arrow's dictionary."""
+    import pandas as pd
+
+    codes, values = _encoded(array)
+    return pd.Categorical.from_codes(codes, _objects(values))
+
+
+def _integers(array: pa.Array | pa.ChunkedArray) -> pd.arrays.IntegerArray:
+    """An int64 column with NULLs as pandas' nullable Int64."""
+    import numpy as np
+    import pandas as pd
     import pyarrow.compute as pc
 
-    if len(ids) < 2:
-        return True
+    values = np.asarray(pc.fill_null(array, 0).to_numpy(), np.int64)
+    mask = np.asarray(pc.is_null(array).to_numpy(zero_copy_only=False), bool)
+    return pd.arrays.IntegerArray(values, mask)
+
+
+def _numbered(
+    keys: pa.Array | pa.ChunkedArray, *others: pa.Array | pa.ChunkedArray
+) -> tuple[int, list[np.ndarray]]:
+    """Number `keys` (unique) 0..len-1 and every other value after them, in
+    one pass of one hash table: how many numbers were given, and the
+    numbers of each of `others` (-1 for NULL). A value of `others` that is
+    no key gets a number of its own, at or past len(keys)."""
+    import pyarrow as pa
+
+    codes, values = _encoded(
+        pa.chunked_array(
+            [chunk for array in (keys, *others) for chunk in _chunks(array)],
+            keys.type,
+        )
+    )
+    found, start = [], len(keys)
+    for array in others:
+        found.append(codes[start : start + len(array)])
+        start += len(array)
+    return len(values), found
+
+
+def _in_log_order(
+    dates: pa.ChunkedArray, ids: pa.ChunkedArray, before: tuple[str, str] | None
+) -> tuple[bool, tuple[str, str] | None]:
+    """Whether these rows, after the row `before` ((date or "", id) of the
+    last row of the chunk before, or None), are in log order, and the last
+    row's key: `sources.sort_log_order`'s test, on Arrow's strings (byte
+    order is code point order in UTF-8)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     key = pc.fill_null(dates, "")
+    if before is not None:
+        key = pa.chunked_array([pa.array([before[0]]), *_chunks(key)])
+        ids = pa.chunked_array([pa.array([before[1]]), *_chunks(ids)])
+    last = (key[-1].as_py(), ids[-1].as_py()) if len(ids) else before
+    if len(ids) < 2:
+        return True, last
     later, earlier = key.slice(1), key.slice(0, len(key) - 1)
     ids_later, ids_earlier = ids.slice(1), ids.slice(0, len(ids) - 1)
     ordered = pc.or_(
         pc.greater(later, earlier),
         pc.and_(pc.equal(later, earlier), pc.greater_equal(ids_later, ids_earlier)),
     )
-    return bool(pc.all(ordered).as_py())
+    return bool(pc.all(ordered).as_py()), last
 
 
 def _nodes_frame(
@@ -416,7 +504,7 @@ def _nodes_frame(
     # that its memory goes before the next one's Python objects are made.
     count = len(ids)
     data: dict[str, Any] = {
-        "id": ids if isinstance(ids, np.ndarray) else _objects(ids),
+        "id": _as_objects(ids),
         "parent_id": parent_ids,
         "conversation_id": _category(columns.pop("conversation_id")),
     }
@@ -425,12 +513,12 @@ def _nodes_frame(
     )
     for name in TEXT_ATTRIBUTES:
         data[name] = (
-            _objects(columns.pop(name))
+            _as_objects(columns.pop(name))
             if name in columns
             else np.full(count, None, dtype=object)
         )
     data["model"] = _category(columns.pop("model"))
-    data["datetime_utc"] = _objects(columns.pop("datetime_utc"))
+    data["datetime_utc"] = _as_objects(columns.pop("datetime_utc"))
     for name in INTEGER_ATTRIBUTES:
         data[name] = _integers(columns.pop(name))
     data["source"] = pd.Categorical.from_codes(np.zeros(count, np.int8), [source])
@@ -457,7 +545,6 @@ def _read_legacy(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The responses of a file without turns, as `LegacyReader.read_all`
     and `LogDatabase.read_forest` give them."""
-    import pyarrow.compute as pc
 
     from convgraph.sources import legacy, sort_log_order
     from convgraph.sources.tables import conform_nodes
@@ -470,7 +557,8 @@ def _read_legacy(
 
     columns = {
         "id": ("id", _ID),
-        "conversation_id": (column("conversation_id"), _TEXT),
+        # A response outside any conversation is a conversation of its own.
+        "conversation_id": (f"coalesce({column('conversation_id')}, id)", _TEXT),
         "parent_id": (column("parent_response_id"), _TEXT),
         "model": (column("model"), _TEXT),
         "datetime_utc": (column("datetime_utc"), _TEXT),
@@ -483,19 +571,19 @@ def _read_legacy(
         "select (select max(rowid) from responses), "
         + ("(select max(rowid) from conversations)" if has_names else "null")
     )
-    table = reader.table("responses", columns, last)
+    # The long strings come as Python objects chunk by chunk (see `table`);
+    # the texts too, when asked for.
+    wanted = ("id", "parent_id", "datetime_utc", *(TEXT_ATTRIBUTES if text else ()))
+    table = reader.table("responses", columns, last, objects=wanted, log_order=True)
     if not len(table["id"]):
         raise NotColumnar("no responses")
-    # A response outside any conversation is a conversation of its own.
-    table["conversation_id"] = pc.coalesce(table["conversation_id"], table["id"])
-
-    in_order = _in_log_order(table["datetime_utc"], table["id"])
+    in_order = table.pop("_in_log_order")
     # Categories in first-seen order of the table as stored, as the row
     # reader makes them, before any sort.
     nodes = _nodes_frame(
         table.pop("id"),
         None,  # the tree is the conversation
-        _objects(table.pop("parent_id")),
+        table.pop("parent_id"),
         table,
         legacy.SOURCE,
     )
@@ -634,7 +722,6 @@ def _turn_parents(
     """
     import numpy as np
     import pandas as pd
-    import pyarrow.compute as pc
 
     from convgraph.pointer_jumping import nearest_marked, reaches_root
 
@@ -651,7 +738,7 @@ def _turn_parents(
 
     # A turn's candidates are the turns of its tree that ended at one
     # message: a group per (tree, tip message).
-    tree_codes = pc.dictionary_encode(tree_ids).indices.to_numpy().astype(np.int64)
+    tree_codes = _encoded(tree_ids)[0]
     has_tip = tip_rows >= 0
     tip_keys = np.where(has_tip, tree_codes * message_count + tip_rows, -1)
     group_of, group_keys = pd.factorize(tip_keys)

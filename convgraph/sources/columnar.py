@@ -6,26 +6,28 @@ for the message store, walk each turn's messages in a Python loop. Here the
 ADBC SQLite driver (Apache Arrow's) hands over whole columns as Arrow arrays,
 repeated strings become pandas categories straight from Arrow's dictionary
 encoding, and a turn's parent is found by joins and pointer jumping over
-integer arrays (message hash -> row number with `pyarrow.compute.index_in`,
-the nearest tip above each turn's input with
+integer arrays (every message hash numbered in one dictionary encoding, the
+nearest tip above each turn's input by
 `convgraph.pointer_jumping.nearest_marked`): no Python loop per row, turn or
 message. The answer is the row readers' exactly (same table, dtypes, order,
 names); `tests/test_columnar.py` compares them on every kind of file.
 
-Reads never hold SQLite's read lock for long: each table is read in chunks of
-rowid ranges sized to take tens of milliseconds, every chunk its own
-statement in autocommit mode,
-so llm can commit between two chunks. The largest rowid of every table is
-taken first, in one statement, and no chunk reads past it: rows that llm
-appends during the read (llm only appends, in one transaction per response)
-are left for the next read, and every row read refers only to rows that were
-committed before that first statement.
+Reads never hold SQLite's read lock for long, by the row readers' rule
+(`tables.Snapshot`): the largest rowid of every table is taken first, in one
+statement; each table is then read in rowid ranges up to it, each range its
+own statement in autocommit mode, sized to take about `CHUNK_SECONDS`, so
+llm can commit between two of them. Rows that llm appends meanwhile lie
+above the bounds and wait for the next read. At the end, if anyone
+committed (`PRAGMA data_version`), the rows under each bound are counted
+again, and a count that moved (a deletion, a replacement) starts the read
+again.
 
 This path covers the files it can answer exactly and fast: a legacy file (no
 turns), or a message store without legacy rows read without its texts. Other
-files, and any sign of values the contract's types cannot hold as they are
-(a BLOB, undecodable UTF-8, text where a number belongs, a NULL id, a cycle
-of messages or forks), make `read_forest` return None, and the row readers,
+files (upgraded ones, with both generations), and any sign of values the
+contract's types cannot hold as they are (a BLOB, undecodable UTF-8, a
+number among text, text among integers, a NULL or repeated id, a cycle of
+messages or forks), make `read_forest` return None, and the row readers,
 which decide how such data is reported, read the file instead. So does a
 machine without pyarrow and the ADBC driver (the optional ``fast`` extra).
 """

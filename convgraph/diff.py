@@ -503,6 +503,11 @@ class Alternative:
     response_length: int | None
     subtree_size: int
     similarity: dict[str, float]
+    #: The branch attributes: on the active path (the branch last used),
+    #: marked preferred, the user's note.
+    active: bool = False
+    preferred: bool = False
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -514,6 +519,9 @@ COMPARE_COLUMNS = [
     *INTEGER_ATTRIBUTES,
     "response_length",
     "subtree_size",
+    "active",
+    "preferred",
+    "note",
 ]
 
 
@@ -636,6 +644,9 @@ def compare(tree: nx.DiGraph, node: str) -> Comparison:
                 similarity=scores[child]
                 if neighbours is not None
                 else {other: scores[child][other] for other in ids if other != child},
+                active=bool(attributes.get("active")),
+                preferred=bool(attributes.get("preferred")),
+                note=attributes.get("note"),
             )
         )
     return Comparison(node, alternatives, neighbours)

@@ -402,6 +402,9 @@ def test_compare_the_roots_children(complex_tree) -> None:
             "response_length": len("answer to prompt complex-b"),
             "subtree_size": 3,
             "similarity": {"complex-e": SEED_SIBLING_SIMILARITY},
+            "active": False,
+            "preferred": False,
+            "note": None,
         },
         {
             "id": "complex-e",
@@ -412,6 +415,10 @@ def test_compare_the_roots_children(complex_tree) -> None:
             "response_length": 26,
             "subtree_size": 3,
             "similarity": {"complex-b": SEED_SIBLING_SIMILARITY},
+            # On the active path, to complex-g (logged last).
+            "active": True,
+            "preferred": False,
+            "note": None,
         },
     ]
 
@@ -428,8 +435,12 @@ def test_compare_frames(complex_tree) -> None:
         "duration_ms",
         "response_length",
         "subtree_size",
+        "active",
+        "preferred",
+        "note",
     ]
     assert list(frame["duration_ms"]) == [600, 700]
+    assert list(frame["active"]) == [False, True]
     assert str(frame["input_tokens"].dtype) == "Int64"
     matrix = result.similarity_frame()
     expected = pd.DataFrame(

@@ -199,7 +199,8 @@ def generate_compare_lines(result: Comparison) -> Iterator[str]:
     rows = [
         [
             str(number),
-            alternative.id,
+            # The user's preferred answer is starred (convgraph prefer).
+            alternative.id + (" ★" if alternative.preferred else ""),
             alternative.model or "-",
             _number(alternative.input_tokens),
             _number(alternative.output_tokens),
@@ -210,6 +211,16 @@ def generate_compare_lines(result: Comparison) -> Iterator[str]:
         for number, alternative in enumerate(alternatives, start=1)
     ]
     yield from _table(headers, rows, left={1, 2})
+    noted = [
+        (number, alternative.note)
+        for number, alternative in enumerate(alternatives, start=1)
+        if alternative.note
+    ]
+    if noted:
+        yield ""
+        yield click.style("notes", bold=True)
+        for number, text in noted:
+            yield f"{number}  ✎ {shown(text)}"
     if len(alternatives) < 2:
         return
     yield ""

@@ -180,7 +180,8 @@ SPARK_SCHEMA = (
     f"{TREE} string, name string, nodes long, roots long, leaves long,"
     " max_depth long, branch_points long, branching_factor_avg double,"
     " branching_factor_max long, first_datetime timestamp, last_datetime timestamp,"
-    " models array<string>, input_tokens long, output_tokens long, duration_ms long"
+    " models array<string>, input_tokens long, output_tokens long, duration_ms long,"
+    " active_path_length long, abandoned_branches long"
 )
 
 

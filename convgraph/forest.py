@@ -266,7 +266,12 @@ class Forest:
             else:
                 step("Reading every conversation")
                 nodes, names = logs.read_forest(text=text)
-                problems = [*logs.record_problems, *logs.fork_problems()]
+                # A chat export keeps no record problems (it has no rows
+                # without ids): ChatExport does not set the attribute.
+                problems = [
+                    *getattr(logs, "record_problems", []),
+                    *logs.fork_problems(),
+                ]
             from convgraph.store.notes import read_notes
 
             notes = read_notes(logs)

@@ -1,0 +1,299 @@
+"""Transcripts: one path as Markdown or chat messages, and whole conversations
+as a Markdown document with their branches, on the seed's database, a
+logs.db written by llm itself, and a ChatGPT export."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import chat_exports as build
+import pytest
+from conftest import file_digest, run
+from databases import LlmLog
+
+import convgraph.export.markdown
+import convgraph.transcript
+from convgraph.forest import load_tree
+from convgraph.transcript import active_end, path_messages, transcript
+from convgraph.tree import ConversationTree
+
+
+def at(index: int) -> str:
+    return f"2025-09-27T10:00:{index:02d}.000000+00:00"
+
+
+def test_doctests() -> None:
+    import doctest
+
+    assert doctest.testmod(convgraph.transcript).failed == 0
+    assert doctest.testmod(convgraph.export.markdown).failed == 0
+
+
+COMPLEX_G = f"""\
+# prompt complex-root
+
+Conversation `complex`, down to `complex-g`.
+
+## 1. User
+
+prompt complex-root
+
+## 1. Assistant · echo · {at(7)} · `complex-root`
+
+answer to prompt complex-root
+
+## 2. User
+
+prompt complex-e
+
+## 2. Assistant · echo · {at(11)} · `complex-e`
+
+answer to prompt complex-e
+
+## 3. User
+
+prompt complex-g
+
+## 3. Assistant · echo · {at(13)} · `complex-g`
+
+answer to prompt complex-g
+"""
+
+
+def test_transcript_down_to_a_node_of_the_seed(seed_db: Path) -> None:
+    before = file_digest(seed_db)
+    assert transcript("complex-g", seed_db).markdown() == COMPLEX_G
+    result = run("transcript", "complex-g", "--db", seed_db)
+    assert result.stdout == COMPLEX_G
+    assert file_digest(seed_db) == before
+
+
+def test_a_conversation_id_follows_the_active_path(seed_db: Path) -> None:
+    # complex-g was logged last: llm -c goes on from there.
+    found = transcript("complex", seed_db)
+    assert found.path == ["complex-root", "complex-e", "complex-g"]
+    assert found.markdown() == COMPLEX_G
+    assert transcript("complex-d", seed_db).path == [
+        "complex-root",
+        "complex-b",
+        "complex-d",
+    ]
+
+
+def test_transcript_as_chat_messages(seed_db: Path) -> None:
+    result = run("transcript", "branch-b", "--format", "json", "--db", seed_db)
+    assert json.loads(result.stdout) == [
+        {"role": "user", "content": "prompt branch-root"},
+        {"role": "assistant", "content": "answer to prompt branch-root"},
+        {"role": "user", "content": "prompt branch-b"},
+        {"role": "assistant", "content": "answer to prompt branch-b"},
+    ]
+
+
+def test_unknown_id_is_one_line(seed_db: Path) -> None:
+    result = run("transcript", "nope", "--db", seed_db, expect=2)
+    assert result.stderr == "Error: no node with id 'nope'\n"
+    assert result.stdout == ""
+
+
+def test_system_prompt_once_and_tool_results_join_the_answer() -> None:
+    tree = ConversationTree.from_edges(
+        [("r", "t"), ("t", "u")],
+        {
+            "r": {"prompt": "Weather?", "response": "Calling the tool.", "system": "S"},
+            # llm's call that gives a tool's output back has an empty prompt.
+            "t": {"prompt": "", "response": "Sunny.", "system": "S"},
+            "u": {"prompt": "Thanks", "response": "You're welcome."},
+        },
+    )
+    assert path_messages(tree, ["r", "t", "u"]) == [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Calling the tool.\n\nSunny."},
+        {"role": "user", "content": "Thanks"},
+        {"role": "assistant", "content": "You're welcome."},
+    ]
+
+
+# -- llm's own database ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """llm 0.36 + echo: a prompt, a follow-up, and the follow-up asked again
+    from the same point (a fork at the first answer: a regeneration)."""
+    directory = tmp_path_factory.mktemp("llm-regenerated")
+    with LlmLog(directory) as log:
+        first = log.prompt("What is a tree?")
+        thread = log.thread_of(first)
+        second = log.prompt("And a forest?", continue_conversation=thread)
+        fork, again = log.fork(first, "And a forest?")
+    return {
+        "path": log.path,
+        "thread": thread,
+        "first": first,
+        "second": second,
+        "again": again,
+    }
+
+
+def llm_turns(path: Path) -> dict[str, dict]:
+    """Each turn as llm's own `llm logs --json` prints it."""
+    with LlmLog(path.parent) as log:
+        rows = json.loads(log.cli("logs", "--json", "-n", "0"))
+    return {row["id"]: row for row in rows}
+
+
+def test_transcript_of_a_real_llm_conversation(regenerated: dict) -> None:
+    turns = llm_turns(regenerated["path"])
+    first, again = regenerated["first"], regenerated["again"]
+    found = transcript(regenerated["thread"], regenerated["path"])
+    # The regeneration was logged last: it is the active path's end.
+    assert found.path == [first, again]
+    assert found.messages() == [
+        {"role": "user", "content": "What is a tree?"},
+        {"role": "assistant", "content": turns[first]["response"]},
+        {"role": "user", "content": "And a forest?"},
+        {"role": "assistant", "content": turns[again]["response"]},
+    ]
+    lines = found.markdown().splitlines()
+    assert lines[0] == "# What is a tree?"
+    assert f"## 2. Assistant · echo · {turns[again]['datetime_utc']} · `{again}`" in (
+        lines
+    )
+    assert lines[-1] == turns[again]["response"].splitlines()[-1]
+
+
+def test_transcript_of_the_other_branch_by_node(regenerated: dict) -> None:
+    second = regenerated["second"]
+    result = run("transcript", second, "--format", "json", "--db", regenerated["path"])
+    messages = json.loads(result.stdout)
+    assert [message["role"] for message in messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert messages[2]["content"] == "And a forest?"
+    assert messages[3]["content"] == llm_turns(regenerated["path"])[second]["response"]
+
+
+# -- a ChatGPT export --------------------------------------------------------------
+
+
+@pytest.fixture
+def chatgpt_json(tmp_path: Path) -> Path:
+    return build.write_json(tmp_path / "conversations.json", build.chatgpt_export())
+
+
+def test_chatgpt_current_node_is_the_active_path(chatgpt_json: Path) -> None:
+    before = file_digest(chatgpt_json)
+    found = transcript("conv-monad", chatgpt_json)
+    assert found.path == ["a1b", "a2e"]
+    assert found.messages() == [
+        {"role": "user", "content": "What is a monad?"},
+        {"role": "assistant", "content": "A burrito."},
+        {"role": "user", "content": "An example?"},
+        {"role": "assistant", "content": "Maybe."},
+    ]
+    assert found.markdown() == (
+        "# Monads\n\nConversation `conv-monad`, down to `a2e`.\n\n"
+        "## 1. User\n\nWhat is a monad?\n\n"
+        "## 1. Assistant · gpt-4o · 2024-03-01T12:00:20.000000+00:00 · `a1b`\n\n"
+        "A burrito.\n\n"
+        "## 2. User\n\nAn example?\n\n"
+        "## 2. Assistant · gpt-4o · 2024-03-01T12:01:00.000000+00:00 · `a2e`\n\n"
+        "Maybe.\n"
+    )
+    assert file_digest(chatgpt_json) == before
+
+
+# -- the whole conversation as Markdown ---------------------------------------------
+
+
+BRANCH_DOCUMENT = f"""\
+# prompt branch-root
+
+Conversation `branch`: 3 steps, 2 branches.
+
+## 1. User
+
+prompt branch-root
+
+## 1. Assistant · echo · {at(4)} · `branch-root`
+
+answer to prompt branch-root
+
+## 2. User
+
+prompt branch-c
+
+## 2. Assistant · echo · {at(6)} · `branch-c`
+
+answer to prompt branch-c
+
+> **Alternative to step 2** · echo · `branch-b`
+>
+> ### 2. User
+>
+> prompt branch-b
+>
+> ### 2. Assistant · echo · {at(5)} · `branch-b`
+>
+> answer to prompt branch-b
+"""
+
+
+def test_markdown_export_of_a_branching_conversation(seed_db: Path) -> None:
+    result = run("export", "branch", "--format", "markdown", "--db", seed_db)
+    assert result.stdout == BRANCH_DOCUMENT
+
+
+def test_markdown_export_has_every_node_once_with_nested_branches(
+    seed_db: Path,
+) -> None:
+    text = "\n".join(
+        convgraph.export.markdown.generate_markdown(load_tree("complex", seed_db))
+    )
+    for node in ["root", "b", "c", "d", "e", "f", "g"]:
+        assert text.count(f"`complex-{node}`") == (
+            # An alternative's label names it as well as its answer.
+            2 if node in ("b", "c", "f") else 1
+        )
+    # The active path is the main text; b's branch is quoted, and c, the
+    # alternative to d inside it, one quote deeper.
+    assert "\n> > **Alternative to step 3** · echo · `complex-c`\n" in text
+    assert "\n**Alternative" not in text
+    assert text.index("`complex-g`") < text.index("`complex-b`")
+
+
+def test_markdown_of_a_deep_chain_needs_no_recursion() -> None:
+    depth = 5000
+    tree = ConversationTree.from_edges(
+        [(f"n{i}", f"n{i + 1}") for i in range(depth - 1)],
+        {f"n{i}": {"prompt": f"p{i}", "response": f"r{i}"} for i in range(depth)},
+        conversation_id="deep",
+    )
+    lines = list(convgraph.export.markdown.generate_markdown(tree))
+    assert lines[-1] == f"r{depth - 1}"
+    assert active_end(tree) == f"n{depth - 1}"
+
+
+def test_markdown_export_of_an_llm_database(regenerated: dict) -> None:
+    result = run("export", "--format", "markdown", "--db", regenerated["path"])
+    assert result.stdout.startswith("# What is a tree?\n")
+    assert result.stdout.count("**Alternative to step 2**") == 1
+    assert f"`{regenerated['second']}`" in result.stdout
+
+
+def test_transcript_reads_only_its_tree(regenerated: dict) -> None:
+    # Reading never writes: llm's tables are as they were.
+    conn = sqlite3.connect(regenerated["path"])
+    try:
+        tables = {row[0] for row in conn.execute("select name from sqlite_master")}
+    finally:
+        conn.close()
+    transcript(regenerated["first"], regenerated["path"])
+    assert "_convgraph_notes" not in tables

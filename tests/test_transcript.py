@@ -266,7 +266,12 @@ def test_markdown_export_has_every_node_once_with_nested_branches(
     # alternative to d inside it, one quote deeper.
     assert "\n> > **Alternative to step 3** · echo · `complex-c`\n" in text
     assert "\n**Alternative" not in text
-    assert text.index("`complex-g`") < text.index("`complex-b`")
+    # Step 2's alternative follows step 2, before the main text goes on.
+    assert (
+        text.index("`complex-e`")
+        < text.index("`complex-b`")
+        < text.index("`complex-g`")
+    )
 
 
 def test_markdown_of_a_deep_chain_needs_no_recursion() -> None:

@@ -122,7 +122,8 @@ def assert_usage_error(result, message: str) -> None:
             "--format",
             "xml",
             "Error: Invalid value for '--format': 'xml' is not one of"
-            " 'dot', 'graphml', 'json', 'tree-json', 'mermaid', 'html'.",
+            " 'dot', 'graphml', 'json', 'tree-json', 'mermaid', 'html',"
+            " 'parquet', 'markdown', 'chat-jsonl'.",
         ),
         (
             "--rankdir",

@@ -374,13 +374,13 @@ def test_machine_formats_keep_the_stored_text(hostile_db):
     db = ["--db", h["path"]]
     name = stored(h)["name"]
     [row] = json.loads(run("conversations", *db, "--json").stdout)
-    assert (row["conversation_id"], row["name"]) == (h["thread"], name)
+    assert (row["tree_id"], row["name"]) == (h["thread"], name)
     [line] = run("conversations", *db, "--nl").stdout.splitlines()
     assert json.loads(line)["name"] == name
     for flag, delimiter in (("--csv", ","), ("--tsv", "\t")):
         text = run("conversations", *db, flag).stdout
         rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
-        assert [(r["conversation_id"], r["name"]) for r in rows] == [
+        assert [(r["tree_id"], r["name"]) for r in rows] == [
             (h["thread"], name)
         ]
     assert json.loads(run("path", h["second"], *db, "--json").stdout) == [

@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING
 from convgraph.errors import DatabaseError
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from convgraph.sources import LogDatabase
 
 #: convgraph's table of notes, in the llm database or the file beside an export.
@@ -159,34 +157,29 @@ def set_preferred(
     ------
     UnknownNode, DatabaseError, DatabaseLocked
     """
-    from convgraph.forest import load_tree_of_node
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:
-        tree = load_tree_of_node(node_id, logs)
+        # The tree's rows as the source stores them: enough to find the
+        # alternatives (same stored parent, same prompt) without building it.
+        records = logs.read_tree(logs.tree_id_of_node(node_id)).records
         path = notes_file(logs)
-    others = alternatives(tree, node_id) if preferred else []
-    cleared = [other for other in others if tree.nodes[other].get("preferred")]
+        marks = read_notes(logs, [record["id"] for record in records])
+    cleared = []
+    if preferred:
+        mine = next(record for record in records if record["id"] == node_id)
+        cleared = [
+            record["id"]
+            for record in records
+            if record["id"] != node_id
+            and record["parent_id"] == mine["parent_id"]
+            and record["prompt"] == mine["prompt"]
+            and marks.get(record["id"], NodeNote()).preferred
+        ]
     changes = [(node_id, "preferred", 1 if preferred else 0)]
     changes += [(other, "preferred", 0) for other in cleared]
     _write(path, changes)
     return cleared
-
-
-def alternatives(tree: nx.DiGraph, node: str) -> list[str]:
-    """The other nodes that answer the same prompt at the same point of the
-    tree as `node` (same parent, or both roots), in log order."""
-    above = next(iter(tree.predecessors(node)), None)
-    if above is None:
-        candidates = [other for other in tree if tree.in_degree(other) == 0]
-    else:
-        candidates = list(tree.successors(above))
-    prompt = tree.nodes[node].get("prompt")
-    return [
-        other
-        for other in candidates
-        if other != node and tree.nodes[other].get("prompt") == prompt
-    ]
 
 
 def _write(path: Path, changes: list[tuple[str, str, object]]) -> None:

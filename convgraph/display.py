@@ -82,7 +82,7 @@ def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
 
     from convgraph.render import generate_tree_lines
 
-    lines = list(islice(generate_tree_lines(tree), line_limit + 1))
+    lines = list(islice(generate_tree_lines(tree, marks=True), line_limit + 1))
     more = ""
     if len(lines) > line_limit:
         lines = lines[:line_limit]

@@ -27,15 +27,16 @@ def generate_tree_lines(
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
-    marks: bool = True,
+    marks: bool = False,
     active: bool = False,
 ) -> Iterator[str]:
     """Yield the drawing line by line: every root's tree, or `start`'s subtree.
 
-    Several roots are separated by an empty line. With `marks`, a node the
-    user marked preferred ends in ` ★`, and a node with a note in ` ✎` and
-    the note's first words; with `active`, the nodes of the active path (the
-    branch last used) end in ` ●`.
+    Several roots are separated by an empty line. With `marks` (as `convgraph
+    tree` draws), a node the user marked preferred ends in ` ★`, and a node
+    with a note in ` ✎` and the note's first words; with `active`, the nodes
+    of the active path (the branch last used) end in ` ●`. Both are off by
+    default for callers that mark nodes their own way (the browser).
 
     Examples
     --------
@@ -92,7 +93,7 @@ def render_tree(
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
-    marks: bool = True,
+    marks: bool = False,
     active: bool = False,
 ) -> str:
     """The whole drawing as one string (see `generate_tree_lines`)."""

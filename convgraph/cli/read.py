@@ -128,7 +128,7 @@ def tree(
             title += f"  {_short_name(graph.graph['name'], width)}"
         click.echo(click.style(terminal_text(title), bold=True))
         for line in generate_tree_lines(
-            graph, width=width, indent_chains=indent_chains, active=active
+            graph, width=width, indent_chains=indent_chains, marks=True, active=active
         ):
             click.echo(line)
 

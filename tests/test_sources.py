@@ -243,6 +243,10 @@ def test_nodes_table_has_the_same_columns_and_dtypes_from_every_source(
         "output_tokens": "Int64",
         "duration_ms": "Int64",
         "source": "category",
+        # The branch attributes, attached after reading (contract.py).
+        "active": "bool",
+        "note": "object",
+        "preferred": "bool",
     }
     files = {"legacy": seed_db, "message store": llm_fork_db["path"], "upgraded": path}
     for source, db in files.items():

@@ -221,10 +221,9 @@ class LegacyReader:
         if text:
             names += list(TEXT_ATTRIBUTES)
             columns += [self._column(name) for name in TEXT_ATTRIBUTES]
+        chunks = snapshot.rows("responses", ", ".join(columns), alias="r")
         nodes = frame_of_chunks(
-            snapshot.rows(
-                "responses", ", ".join(columns), "r.id is not null", alias="r"
-            ),
+            ([row for row in chunk if row[1] is not None] for chunk in chunks),
             names,
             categories=("conversation_id", "model"),
             integers=INTEGER_ATTRIBUTES,

@@ -224,11 +224,10 @@ class MessageStoreReader:
         return {
             row[1]: row[2]
             for chunk in snapshot.rows(
-                "threads",
-                "cast(id as text), cast(forked_from as text)",
-                "id is not null",
+                "threads", "cast(id as text), cast(forked_from as text)"
             )
             for row in chunk
+            if row[1] is not None
         }
 
     def fork_problems(
@@ -241,11 +240,10 @@ class MessageStoreReader:
             forks = {
                 row[1]: row[2]
                 for chunk in Snapshot(self.conn, ["threads"]).rows(
-                    "threads",
-                    "cast(id as text), cast(forked_from as text)",
-                    "id is not null and forked_from is not null",
+                    "threads", "cast(id as text), cast(forked_from as text)"
                 )
                 for row in chunk
+                if row[1] is not None and row[2] is not None
             }
         else:
             forks = {tid: row["forked_from"] for tid, row in threads.items()}
@@ -302,9 +300,9 @@ class MessageStoreReader:
             for chunk in snapshot.rows(
                 "threads",
                 "cast(id as text), cast(name as text), cast(forked_from as text)",
-                "id is not null",
             )
             for row in chunk
+            if row[1] is not None
         }
         forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
         thread_roots = _thread_roots(forked_from)[0]
@@ -341,8 +339,9 @@ class MessageStoreReader:
             snapshot = snapshot or Snapshot(self.conn, self.tables())
             turns = [
                 dict(zip(TURN_NAMES, row[1:], strict=True))
-                for chunk in snapshot.rows("turns", TURN_COLUMNS, TURN_IS_NODE)
+                for chunk in snapshot.rows("turns", TURN_COLUMNS)
                 for row in chunk
+                if row[1] is not None and row[2] is not None
             ]
             # Rowid order is log order but where a clock went back: sorting
             # an almost sorted list is one pass.
@@ -472,7 +471,10 @@ class MessageStoreReader:
         unordered: set[str] = set()
         if hashes is None:
             snapshot = snapshot or Snapshot(self.conn, ["parts", "fragments"])
-            batches = snapshot.rows("parts", PART_COLUMNS, "type = 'text'")
+            batches = (
+                [row[:5] for row in chunk if row[5] == "text"]
+                for chunk in snapshot.rows("parts", f"{PART_COLUMNS}, type")
+            )
         else:
             query = TEXT_PARTS_SQL.format(
                 where=" and message_hash in (select value from json_each(?))"

@@ -47,9 +47,10 @@ if TYPE_CHECKING:
 CHUNK_ROWS = 20_000
 #: The time one statement of a whole-table read aims to take: a writer waits
 #: for the read lock about this long at most (llm waits up to 5 s).
-CHUNK_SECONDS = 0.05
-#: Bounds on the rows one such statement reads.
-MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 1_000, 200_000
+CHUNK_SECONDS = 0.03
+#: The rows of a table's first statement, and bounds on any statement's.
+FIRST_CHUNK_ROWS = 2_000
+MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 200, 100_000
 
 
 def replacing_text(data: bytes) -> str:
@@ -95,8 +96,7 @@ class Snapshot:
         self.version = conn.execute("pragma data_version").fetchone()[0]
         self.bounds: dict[str, int | None] = {}
         self.rowids: dict[str, bool] = {}
-        self._reads: list[tuple[str, str, tuple, int]] = []
-        self._chunk_rows = CHUNK_ROWS
+        self._reads: list[tuple[str, int]] = []
         try:
             row = (
                 conn.execute(
@@ -121,22 +121,15 @@ class Snapshot:
                     self.bounds[table] = None
                     self.rowids[table] = False
 
-    def rows(
-        self,
-        table: str,
-        columns: str,
-        where: str = "",
-        params: tuple = (),
-        alias: str = "t",
-    ) -> Iterator[list[tuple]]:
-        """The rows of `table` up to its bound, chunk by chunk, in rowid
-        order; each row's first value is its rowid, then `columns` (SQL
-        over `alias`). `where` filters (SQL, with `params`)."""
-        condition = f" and ({where})" if where else ""
+    def rows(self, table: str, columns: str, alias: str = "t") -> Iterator[list[tuple]]:
+        """Every row of `table` up to its bound, chunk by chunk, in rowid
+        order; each row's first value is its rowid, then `columns` (SQL over
+        `alias`). No filter: `changed` checks the rows read by counting
+        them, and only whole-table counts are cheap (SQLite counts an
+        index); callers keep the rows they want."""
         if not self.rowids.get(table, False):
-            query = f'select null, {columns} from "{table}" as {alias}'
-            rows = self._fetch(query + (f" where {where}" if where else ""), params)
-            self._reads.append((table, where, params, -1))
+            rows = self._fetch(f'select null, {columns} from "{table}" as {alias}', ())
+            self._reads.append((table, -1))
             if rows:
                 yield rows
             return
@@ -145,23 +138,26 @@ class Snapshot:
         if last is not None:
             query = (
                 f'select {alias}.rowid, {columns} from "{table}" as {alias}'
-                f" where {alias}.rowid > ? and {alias}.rowid <= ?{condition}"
+                f" where {alias}.rowid > ? and {alias}.rowid <= ?"
                 f" order by {alias}.rowid limit ?"
             )
             after = -(2**63)
+            # Each table starts small: its rows may be far larger than the
+            # last table's (texts, not ids).
+            wanted = FIRST_CHUNK_ROWS
             while True:
-                wanted = self._chunk_rows
+                asked = wanted
                 started = time.perf_counter()
-                chunk = self._fetch(query, (after, last, *params, wanted))
-                self._pace(time.perf_counter() - started)
+                chunk = self._fetch(query, (after, last, asked))
+                wanted = _paced(asked, time.perf_counter() - started)
                 if not chunk:
                     break
                 count += len(chunk)
                 yield chunk
-                if len(chunk) < wanted:
+                if len(chunk) < asked:
                     break
                 after = chunk[-1][0]
-        self._reads.append((table, where, params, count))
+        self._reads.append((table, count))
 
     def _fetch(self, query: str, params: tuple) -> list[tuple]:
         """One statement's rows, read to the end at once, so that SQLite
@@ -179,37 +175,38 @@ class Snapshot:
             self.conn.text_factory = factory
         return self.conn.execute(query, params).fetchall()
 
-    def _pace(self, seconds: float) -> None:
-        """Size the next chunk so that it takes about `CHUNK_SECONDS`."""
-        scale = CHUNK_SECONDS / max(seconds, 1e-4)
-        rows = int(self._chunk_rows * min(max(scale, 0.5), 2.0))
-        self._chunk_rows = min(max(rows, MIN_CHUNK_ROWS), MAX_CHUNK_ROWS)
-
     def changed(self) -> bool:
         """Whether a writer changed, not only appended to, the rows read.
 
         No commit since the start (`data_version` the same): nothing
-        changed. Else each table read is counted again up to its bound (a
-        few short statements): appended rows lie above the bounds, so a
-        count that differs means rows read were deleted or replaced.
+        changed. Else, per table read, one statement counts its rows and
+        those above the bound (appended since): the difference must be the
+        number read, or rows read were deleted or replaced. A whole-table
+        count is quick, as SQLite counts the smallest index.
         """
         version = self.conn.execute("pragma data_version").fetchone()[0]
         if version == self.version:
             return False
-        for table, where, params, count in self._reads:
+        for table, count in self._reads:
             if count < 0:
                 return True  # no rowids: no way to tell an append
             last = self.bounds[table]
-            if last is None:
-                continue  # empty at the start: anything in it now is new
-            condition = f" and ({where})" if where else ""
-            (now,) = self.conn.execute(
-                f'select count(*) from "{table}" as t where t.rowid <= ?{condition}',
-                (last, *params),
+            total, appended = self.conn.execute(
+                f'select (select count(*) from "{table}"),'
+                f' (select count(*) from "{table}" where rowid > ?)',
+                (-(2**63) if last is None else last,),
             ).fetchone()
-            if now != count:
+            if total - appended != count:
                 return True
         return False
+
+
+def _paced(rows: int, seconds: float) -> int:
+    """The rows of the next statement, so that it takes about
+    `CHUNK_SECONDS` if this one read `rows` in `seconds`: at most twice as
+    many (a fast chunk may have been luck), as few as it takes."""
+    scale = min(CHUNK_SECONDS / max(seconds, 1e-4), 2.0)
+    return min(max(int(rows * scale), MIN_CHUNK_ROWS), MAX_CHUNK_ROWS)
 
 
 def frame_of_chunks(

@@ -218,17 +218,21 @@ class _ArrowReader:
         last_rowid: int | None,
         objects: tuple[str, ...] = (),
         log_order: bool = False,
+        categories: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         """Every row of table `name` up to rowid `last_rowid`, in rowid order,
         chunk by chunk: one Arrow array per column (in the driver's chunks),
         but for the columns named in `objects`, which come as object arrays
         of str and None (each chunk's Arrow memory freed as soon as it is
-        converted, so the two are never held whole at once). `columns` maps
+        converted, so the two are never held whole at once), the columns in
+        `categories`, which come as pandas categoricals, and the integer
+        columns, as pandas' Int64, converted chunk by chunk too. `columns` maps
         each output column to its SQL expression and the SQLite types it may
         hold (`_TEXT`, `_INTEGER`, `_ID`); a row of any other type raises
         NotColumnar. `log_order`: also tell, as "_in_log_order", whether the
         rows are in log order by their `datetime_utc` and `id` columns."""
         import numpy as np
+        import pandas as pd
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -278,9 +282,15 @@ class _ArrowReader:
                 in_order, last_key = _in_log_order(
                     typed["datetime_utc"], typed["id"], last_key
                 )
-            for out in columns:
+            for out, (_, types) in columns.items():
                 value = typed.pop(out)
-                parts[out].append(_objects(value) if out in objects else value)
+                if out in objects:
+                    value = _objects(value)
+                elif out in categories:
+                    value = _encoded(value)
+                elif types == _INTEGER and objects:
+                    value = _integer_parts(value)
+                parts[out].append(value)
             if rows < wanted:
                 break
             scale = min(max(CHUNK_SECONDS / max(took, 1e-4), 0.5), 2.0)
@@ -294,6 +304,16 @@ class _ArrowReader:
                 arrays[out] = np.concatenate(parts.pop(out))
                 repeated = out in _KEYS and out not in unique
                 repeated = repeated and not _all_different(arrays[out])
+            elif out in categories:
+                arrays[out] = _joined_categories(parts.pop(out))
+                repeated = False
+            elif types == _INTEGER and objects:
+                pieces = parts.pop(out)
+                arrays[out] = pd.arrays.IntegerArray(
+                    np.concatenate([values for values, _ in pieces]),
+                    np.concatenate([mask for _, mask in pieces]),
+                )
+                repeated = False
             else:
                 pieces = [piece for part in parts.pop(out) for piece in part.chunks]
                 arrays[out] = pa.chunked_array(pieces, _arrow_type(types))
@@ -306,6 +326,27 @@ class _ArrowReader:
                 # first of each id and report the others.
                 raise NotColumnar(f"an id repeated in {name}")
         return arrays
+
+
+def _joined_categories(parts: list[tuple[np.ndarray, pa.Array]]) -> pd.Categorical:
+    """One categorical of chunks encoded one by one (`_encoded`): the
+    categories in first-seen order over all chunks, as if encoded at once."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    if not parts:
+        return pd.Categorical.from_codes(np.zeros(0, np.int64), [])
+    codes, values = _encoded(
+        pa.chunked_array([dictionary for _, dictionary in parts], parts[0][1].type)
+    )
+    joined, start = [], 0
+    for chunk_codes, dictionary in parts:
+        # Each chunk's number -> the number of the same value over all.
+        mapping = np.append(codes[start : start + len(dictionary)], -1)
+        joined.append(mapping[chunk_codes])
+        start += len(dictionary)
+    return pd.Categorical.from_codes(np.concatenate(joined), _objects(values))
 
 
 def _checked_column(
@@ -406,6 +447,13 @@ def _as_objects(values: Any) -> np.ndarray:
     return values if isinstance(values, np.ndarray) else _objects(values)
 
 
+def _as_category(values: Any) -> pd.Categorical:
+    """A categorical as it is; Arrow strings as one (`_category`)."""
+    import pandas as pd
+
+    return values if isinstance(values, pd.Categorical) else _category(values)
+
+
 def _encoded(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """Each value's number (first-seen order; -1 for NULL) and the values so
     numbered: one dictionary encoding over every chunk."""
@@ -431,15 +479,23 @@ def _category(array: pa.Array | pa.ChunkedArray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, _objects(values))
 
 
-def _integers(array: pa.Array | pa.ChunkedArray) -> pd.arrays.IntegerArray:
-    """An int64 column with NULLs as pandas' nullable Int64."""
+def _integer_parts(
+    array: pa.Array | pa.ChunkedArray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """An int64 column's values (0 for NULL) and where it is NULL."""
     import numpy as np
-    import pandas as pd
     import pyarrow.compute as pc
 
     values = np.asarray(pc.fill_null(array, 0).to_numpy(), np.int64)
     mask = np.asarray(pc.is_null(array).to_numpy(zero_copy_only=False), bool)
-    return pd.arrays.IntegerArray(values, mask)
+    return values, mask
+
+
+def _integers(array: pa.Array | pa.ChunkedArray) -> pd.arrays.IntegerArray:
+    """An int64 column with NULLs as pandas' nullable Int64."""
+    import pandas as pd
+
+    return pd.arrays.IntegerArray(*_integer_parts(array))
 
 
 def _numbered(
@@ -508,7 +564,7 @@ def _nodes_frame(
     data: dict[str, Any] = {
         "id": _as_objects(ids),
         "parent_id": parent_ids,
-        "conversation_id": _category(columns.pop("conversation_id")),
+        "conversation_id": _as_category(columns.pop("conversation_id")),
     }
     data["tree_id"] = (
         data["conversation_id"] if tree_ids is None else _category(tree_ids)
@@ -519,10 +575,15 @@ def _nodes_frame(
             if name in columns
             else np.full(count, None, dtype=object)
         )
-    data["model"] = _category(columns.pop("model"))
+    data["model"] = _as_category(columns.pop("model"))
     data["datetime_utc"] = _as_objects(columns.pop("datetime_utc"))
     for name in INTEGER_ATTRIBUTES:
-        data[name] = _integers(columns.pop(name))
+        values = columns.pop(name)
+        data[name] = (
+            values
+            if isinstance(values, pd.api.extensions.ExtensionArray)
+            else _integers(values)
+        )
     data["source"] = pd.Categorical.from_codes(np.zeros(count, np.int8), [source])
     # dtype=object said outright: pandas 3 would infer its own string dtype
     # for an object array of str, and `conform_nodes` would convert it back.
@@ -576,7 +637,14 @@ def _read_legacy(
     # The long strings come as Python objects chunk by chunk (see `table`);
     # the texts too, when asked for.
     wanted = ("id", "parent_id", "datetime_utc", *(TEXT_ATTRIBUTES if text else ()))
-    table = reader.table("responses", columns, last, objects=wanted, log_order=True)
+    table = reader.table(
+        "responses",
+        columns,
+        last,
+        objects=wanted,
+        log_order=True,
+        categories=("conversation_id", "model"),
+    )
     if not len(table["id"]):
         raise NotColumnar("no responses")
     in_order = table.pop("_in_log_order")

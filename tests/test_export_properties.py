@@ -39,7 +39,7 @@ from convgraph.export import (
     to_pydot,
 )
 from convgraph.export.common import without_controls, without_forbidden
-from convgraph.export.dot import node_label, node_tooltip, unquote_id
+from convgraph.export.dot import branches, node_label, node_tooltip, unquote_id
 from convgraph.export.tree_json import loads_deep
 
 HOSTILE = [
@@ -160,6 +160,10 @@ def conversations(draw: st.DrawFn) -> list[nx.DiGraph]:
                 output_tokens=draw(count_value),
                 duration_ms=draw(count_value),
                 source=draw(st.sampled_from(["responses", "turns"])),
+                # The branch attributes, as the forest attaches them.
+                active=draw(st.booleans()),
+                note=draw(optional_text),
+                preferred=draw(st.booleans()),
             )
             parent = draw(st.none() | st.integers(0, index - 1)) if index else None
             if parent is not None:
@@ -392,7 +396,9 @@ def assert_dot_matches(source: str, graphs: list[nx.DiGraph]) -> None:
         for node, data in graph.nodes(data=True):
             attributes = nodes[node]
             label = graphviz_escaped(attributes["label"])
-            assert label == expected_drawn(node_label(node, data))
+            # The active path is marked where the conversation branches.
+            marked = branches(graph)
+            assert label == expected_drawn(node_label(node, data, marked))
             tooltip = graphviz_tooltip(attributes["tooltip"])
             assert tooltip == expected_tooltip(node_tooltip(data))
             for key in ("prompt", "response"):
@@ -508,7 +514,7 @@ def test_mermaid_labels_cannot_break_the_diagram(graphs, rankdir):
         if match.group("title") is not None:
             titles.append(mermaid_text(match.group("title")))
     expected = [
-        expected_drawn(node_label(n, d)).replace("\t", " ") or " "
+        expected_drawn(node_label(n, d, branches(g))).replace("\t", " ") or " "
         for g in graphs
         for n, d in g.nodes(data=True)
     ]

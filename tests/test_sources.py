@@ -537,3 +537,40 @@ def test_a_wal_file_in_a_read_only_directory_is_explained(tmp_path):
         f" {mounted} (a read-only directory?); read a copy made with its -wal"
         " file in a writable directory\n"
     )
+
+
+# -- whole tables in short steps (tables.Snapshot) ---------------------------
+
+
+def test_a_snapshot_reads_the_rows_up_to_its_start_in_short_steps(tmp_path):
+    from convgraph.sources import connect_read_only
+    from convgraph.sources.tables import FIRST_CHUNK_ROWS, Snapshot
+
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path)
+    rows = FIRST_CHUNK_ROWS + 500
+    for index in range(rows):
+        add_response(conn, f"r{index:05d}", "c", f"p{index}")
+    conn.commit()
+    reader = connect_read_only(path)
+    snapshot = Snapshot(reader, ["responses"])
+    chunks = snapshot.rows("responses", "r.id", alias="r")
+    first = next(chunks)
+    assert len(first) == FIRST_CHUNK_ROWS
+    # Between two statements no lock is held: a writer appends and commits.
+    add_response(conn, "z-late", "c", "appended meanwhile")
+    conn.commit()
+    rest = [row for chunk in chunks for row in chunk]
+    ids = [row[1] for row in first + rest]
+    assert ids == [f"r{index:05d}" for index in range(rows)]
+    assert not snapshot.changed()  # an append: the rows read still stand
+
+    again = Snapshot(reader, ["responses"])
+    assert len([row for chunk in again.rows("responses", "id") for row in chunk]) == (
+        rows + 1
+    )
+    conn.execute("delete from responses where id = 'r00007'")
+    conn.commit()
+    assert again.changed()  # a row read is gone: read again
+    conn.close()
+    reader.close()

@@ -233,6 +233,20 @@ def copy_of(source: Path, directory: Path) -> Path:
     return target
 
 
+def test_turns_stored_out_of_log_order(shared_content_db, tmp_path, monkeypatch):
+    """A turn logged first but dated last, and one without a date: both
+    readers put the turns in log order, which here is not rowid order."""
+    path = copy_of(shared_content_db["path"], tmp_path)
+    conn = sqlite3.connect(path)
+    conn.execute("update turns set datetime_utc = '2099-01-01' where rowid = 1")
+    conn.execute("update turns set datetime_utc = null where rowid = 3")
+    conn.commit()
+    conn.close()
+    forest = assert_same_forest(path, monkeypatch, text=False)
+    assert forest.nodes["datetime_utc"].tolist()[0] is None
+    assert forest.nodes["datetime_utc"].tolist()[-1] == "2099-01-01"
+
+
 def test_hashes_and_threads_that_name_nothing(shared_content_db, tmp_path, monkeypatch):
     """A turn whose input, or whose tip, is no message, a message whose
     parent is none, a turn of a thread not in `threads`, a fork of a thread

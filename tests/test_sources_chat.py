@@ -485,7 +485,7 @@ def test_commands_on_each_format(
     assert sorted((edge["source"], edge["target"]) for edge in exported["edges"]) == (
         sorted((row[1], row[0]) for row in expected if row[1] is not None)
     )
-    assert exported["graph"]["conversation_id"] == conversation
+    assert exported["graph"]["tree_id"] == conversation
     assert digest(path) == before  # reading never changes the export
 
 

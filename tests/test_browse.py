@@ -3,8 +3,9 @@
 Each test opens a known database, presses the keys a user would, and asserts
 the exact conversation rows, tree lines, node under the cursor and text in
 the details pane that the widgets hold. Branching runs llm 0.36 with the
-offline echo model on a copy of a database llm wrote; every other test
-checks that the file it read is byte for byte the same afterwards.
+offline echo model on a copy of a database llm wrote; notes and preferred
+marks are read back from the file with `read_notes`; every other test checks
+that the file it read is byte for byte the same afterwards.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from databases import add_response, legacy_database
 from convgraph.browse import BrowseApp, count_conversations, list_conversations
 from convgraph.browse.app import DETAILS_DELAY, ConversationScreen
 from convgraph.browse.listing import SHAPES_COMMAND
+from convgraph.errors import UnknownNode
 from convgraph.sources import open_logs
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -299,20 +301,175 @@ def test_compare_shows_the_cursors_siblings(seed_db):
     drive(seed_db, scenario)
 
 
-def test_keys_help_and_the_keys_not_there_yet(seed_db):
+def test_keys_help(seed_db):
     async def scenario(app, pilot):
         screen = await open_first(app, pilot, "linear")
         await pilot.press("question_mark")
         assert screen.details.title == "Keys"
         assert "| `[` `]` | previous or next sibling" in screen.details.source
-        await pilot.press("t")
-        assert screen.details.title == (
-            "⚠ the transcript is not available yet in convgraph"
+        assert "| `N` | write the cursor's note (an empty note clears it) |" in (
+            screen.details.source
         )
-        await pilot.press("N")
-        assert screen.details.title == "⚠ notes is not available yet in convgraph"
 
     drive(seed_db, scenario)
+
+
+def test_transcript_shows_the_path_from_the_root_to_the_cursor(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "complex")
+        await pilot.press("j", "l")  # complex-c, below complex-b
+        await pilot.press("t")
+        assert screen.details.title == "transcript to complex-c"
+        assert screen.details.source == (
+            "# prompt complex-root\n\n"
+            "Conversation `complex`, down to `complex-c`.\n\n"
+            "## 1. User\n\nprompt complex-root\n\n"
+            "## 1. Assistant · echo · 2025-09-27T10:00:07.000000+00:00"
+            " · `complex-root`\n\n"
+            "answer to prompt complex-root\n\n"
+            "## 2. User\n\nprompt complex-b\n\n"
+            "## 2. Assistant · echo · 2025-09-27T10:00:08.000000+00:00"
+            " · `complex-b`\n\n"
+            "answer to prompt complex-b\n\n"
+            "## 3. User\n\nprompt complex-c\n\n"
+            "## 3. Assistant · echo · 2025-09-27T10:00:09.000000+00:00"
+            " · `complex-c`\n\n"
+            "answer to prompt complex-c\n"
+        )
+
+    drive(seed_db, scenario)
+
+
+def test_the_active_path_is_bold(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "complex")
+        await pilot.press("j")  # the cursor's own highlight is bold too
+        bold = []
+        for row, (node, _) in enumerate(screen.tree.lines()):
+            text = screen.tree.line_text(row)
+            if any(span.style == "bold" for span in text.spans):
+                bold.append(node)
+        # The last node logged is complex-g: the path down to it is active.
+        assert bold == ["complex-root", "complex-e", "complex-g"]
+
+    drive(seed_db, scenario)
+
+
+def notes_of(db: Path) -> dict:
+    """The notes as the library reads them back from the file."""
+    from convgraph.store.notes import read_notes
+
+    with open_logs(db) as logs:
+        return read_notes(logs)
+
+
+def test_note_is_written_shown_and_cleared(seed_db):
+    from convgraph.store.notes import NodeNote
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "complex")
+        await pilot.press("j", "l")  # complex-c
+        await pilot.press("N", *"keep this one", "enter")
+        await settle(app, pilot)
+        await rested(pilot)
+        assert notes_of(seed_db) == {"complex-c": NodeNote("keep this one", False)}
+        assert screen.tree.node == "complex-c"
+        assert screen.tree.line_text(2).plain == "│   ├── prompt complex-c ✎"
+        assert screen.details.source.startswith(
+            "**model** echo  \n"
+            "**time** 2025-09-27T10:00:09.000000+00:00  \n"
+            "input tokens 12, output tokens 22, duration ms 300\n\n"
+            "**Note:** keep this one\n\n"
+        )
+        assert str(screen.query_one("#status").render()) == (
+            "note on complex-c written to seed.db"
+        )
+        # The box holds the note; emptying it clears the note.
+        await pilot.press("N")
+        assert app.screen.query_one("#prompt").value == "keep this one"
+        await pilot.press("ctrl+u", "enter")
+        await settle(app, pilot)
+        await rested(pilot)
+        assert notes_of(seed_db) == {}
+        assert screen.tree.line_text(2).plain == "│   ├── prompt complex-c"
+        assert "Note" not in screen.details.source
+        # Escape leaves the note as it was.
+        await pilot.press("N", *"never mind", "escape")
+        await settle(app, pilot)
+        assert notes_of(seed_db) == {}
+
+    drive(seed_db, scenario, writes=True)
+
+
+def test_a_note_on_a_node_gone_from_the_file_says_so_in_the_pane(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "linear")
+        node = screen.tree.node
+        # Another program deletes the node after the tree was read.
+        conn = sqlite3.connect(seed_db)
+        with conn:
+            conn.execute("update responses set parent_response_id = null")
+            conn.execute("delete from responses where id = ?", [node])
+        conn.close()
+        await pilot.press("N", *"hello", "enter")
+        await settle(app, pilot)
+        assert screen.details.title == f"⚠ {UnknownNode(node)}"
+        assert notes_of(seed_db) == {}
+
+    drive(seed_db, scenario, writes=True)
+
+
+def test_prefer_marks_one_alternative_and_toggles(tmp_path):
+    db = tmp_path / "logs.db"
+    conn = legacy_database(db)
+    add_response(conn, "root", "c1", "Hi", response="Hello", name="Greetings")
+    for number in (1, 2):  # two answers to the same follow-up
+        add_response(
+            conn,
+            f"again-{number}",
+            "c1",
+            "Again",
+            parent="root",
+            response=f"Hello {number}",
+            datetime_utc=f"2025-09-27T10:00:0{number}",
+        )
+    conn.commit()
+    conn.close()
+
+    from convgraph.store.notes import NodeNote
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "Greetings")
+        await pilot.press("j")  # again-1
+        await pilot.press("p")
+        await settle(app, pilot)
+        assert notes_of(db) == {"again-1": NodeNote(None, True)}
+        assert [screen.tree.line_text(row).plain for row in range(3)] == [
+            "Hi",
+            "├── Again ★",
+            "└── Again",
+        ]
+        await rested(pilot)
+        assert "★ preferred" in screen.details.source
+        # The other answer: marking it unmarks the first.
+        await pilot.press("j", "p")
+        await settle(app, pilot)
+        assert notes_of(db) == {"again-2": NodeNote(None, True)}
+        assert str(screen.query_one("#status").render()) == (
+            "again-2 preferred; unmarked again-1"
+        )
+        assert [screen.tree.line_text(row).plain for row in range(3)] == [
+            "Hi",
+            "├── Again",
+            "└── Again ★",
+        ]
+        # Again: no longer preferred.
+        await pilot.press("p")
+        await settle(app, pilot)
+        assert notes_of(db) == {}
+        assert screen.tree.line_text(2).plain == "└── Again"
+
+    drive(db, scenario, writes=True)
 
 
 # -- writing ---------------------------------------------------------------------
@@ -378,8 +535,14 @@ def test_branch_on_a_legacy_file_without_rules_says_why(seed_db):
     drive(seed_db, scenario, model="echo")
 
 
-def test_write_keys_on_a_chat_export_say_it_is_read_only():
-    export = EXAMPLES / "chatgpt-export.zip"
+def test_a_chat_export_takes_notes_beside_it_but_no_branches(tmp_path):
+    """convgraph cannot write an app's export: branching says so, while
+    notes go to the file `set_note` keeps beside the export."""
+    from convgraph.store.notes import NodeNote
+
+    export = tmp_path / "chatgpt-export.zip"
+    shutil.copy(EXAMPLES / "chatgpt-export.zip", export)
+    before = file_digest(export)
 
     async def scenario(app, pilot):
         assert [row.name for row in app.conversations.shown][:2] == [
@@ -391,11 +554,18 @@ def test_write_keys_on_a_chat_export_say_it_is_read_only():
             "⚠ chatgpt-export.zip is a chatgpt export: convgraph reads it,"
             " it cannot write it"
         )
-        for key in ("b", "r", "N", "p"):
+        for key in ("b", "r"):
             await pilot.press(key)
             assert screen.details.title == message
+        node = screen.tree.node
+        await pilot.press("N", *"the best one", "enter", "p")
+        await settle(app, pilot)
+        assert notes_of(export) == {node: NodeNote("the best one", True)}
+        assert screen.tree.line_text(0).plain.endswith(" ★ ✎")
 
-    drive(export, scenario)
+    drive(export, scenario, writes=True)
+    assert file_digest(export) == before
+    assert (tmp_path / "chatgpt-export.zip.convgraph.db").is_file()
 
 
 def test_write_keys_on_a_read_only_file_say_why(seed_db):

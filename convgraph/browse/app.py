@@ -5,17 +5,22 @@ tables of names, then fills in each tree's figures from background reads
 (`convgraph.browse.listing`). Opening a conversation reads that tree alone
 (`load_tree`) and shows it beside the details pane; the keys call the
 library: the tree operations to move, `convgraph.diff` for the diff and the
-comparison, `convgraph.store`'s `fan_out` and `regenerate` to branch and
-regenerate. The file is opened read-only for every read; only those keys
-write, through the store, and they say why they cannot where the source is
-an export or a file the user may not write. Everything that can fail on the user's data or a model
-ends as a message in the pane, never as a traceback.
+comparison, `convgraph.transcript` for the transcript to the cursor,
+`convgraph.store`'s `fan_out` and `regenerate` to branch and regenerate, and
+`convgraph.store.notes` to write a note and mark the preferred answer. The
+file is opened read-only for every read; only those keys write, through the
+store. Branching says why it cannot where the source is an export or a file
+the user may not write; notes follow the library, which keeps a chat
+export's notes in a file beside it. After a write the tree is read again, so
+it shows what the file now holds. Everything that can fail on the user's
+data or a model ends as a message in the pane, never as a traceback.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +35,7 @@ from textual.widgets import Input, Label, Static
 
 from convgraph import tree as operations
 from convgraph.browse.conversations import ConversationList
-from convgraph.browse.details import DetailsPane, compare_view, diff_view
+from convgraph.browse.details import DetailsPane, compare_view, diff_view, safe
 from convgraph.browse.listing import (
     APART_ABOVE_NODES,
     SHAPES_COMMAND,
@@ -63,7 +68,8 @@ HELP = """\
 | `t` | transcript down to the cursor |
 | `b` | branch: a new prompt after the cursor |
 | `r` | regenerate the cursor's answer |
-| `N`, `p` | write a note, mark preferred |
+| `N` | write the cursor's note (an empty note clears it) |
+| `p` | mark the cursor's answer preferred, or unmark it |
 | tab | to the details pane and back (to scroll a long answer) |
 | escape | back to the conversation list |
 | `q` | quit |
@@ -75,13 +81,6 @@ DETAILS_DELAY = 0.15
 
 #: The status line of a conversation.
 KEY_HINTS = "? keys  / search  m mark  d diff  c compare  b branch  esc list  q quit"
-
-#: The keys whose library function convgraph has not got yet.
-NOT_YET = {
-    "t": "the transcript",
-    "N": "notes",
-    "p": "preferences",
-}
 
 
 def write_refusal(logs: LogDatabase) -> str | None:
@@ -103,7 +102,8 @@ def write_refusal(logs: LogDatabase) -> str | None:
 
 
 class PromptScreen(ModalScreen[str | None]):
-    """A one-line box for a new prompt; escape cancels."""
+    """A one-line box for a prompt or a note: enter gives the text typed
+    (stripped, "" when empty), escape cancels (None)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
@@ -113,18 +113,22 @@ class PromptScreen(ModalScreen[str | None]):
     }
     """
 
-    def __init__(self, title: str) -> None:
+    def __init__(
+        self, title: str, value: str = "", placeholder: str = "Prompt, then enter"
+    ) -> None:
         super().__init__()
         self.heading = title
+        self.value = value
+        self.placeholder = placeholder
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.heading)
-            yield Input(placeholder="Prompt, then enter", id="prompt")
+            yield Label(self.heading, markup=False)
+            yield Input(self.value, placeholder=self.placeholder, id="prompt")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.dismiss(event.value.strip() or None)
+        self.dismiss(event.value.strip())
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -142,10 +146,10 @@ class ConversationScreen(Screen[None]):
         Binding("c", "compare", "Compare"),
         Binding("question_mark", "help", "Keys"),
         Binding("b", "branch", "Branch"),
-        Binding("t", "not_yet('t')", "Transcript"),
+        Binding("t", "transcript", "Transcript"),
         Binding("r", "regenerate", "Regenerate"),
-        Binding("N", "write('N')", "Note"),
-        Binding("p", "write('p')", "Prefer"),
+        Binding("N", "note", "Note"),
+        Binding("p", "prefer", "Prefer"),
     ]
 
     DEFAULT_CSS = """
@@ -166,6 +170,7 @@ class ConversationScreen(Screen[None]):
         self.query_text = ""
         self._details_timer: Any = None
         self._details_shown = 0.0
+        self._notes_lock = threading.Lock()
 
     def compose(self) -> ComposeResult:
         yield Static(terminal_text(self.tree_id), id="title", markup=False)
@@ -343,20 +348,86 @@ class ConversationScreen(Screen[None]):
     def action_help(self) -> None:
         self.show_view("Keys", HELP)
 
-    def action_not_yet(self, key: str) -> None:
-        self.show_problem(f"{NOT_YET[key]} is not available yet in convgraph")
+    def action_transcript(self) -> None:
+        """The path from the cursor's root down to it, as one conversation
+        (`convgraph.transcript`'s Markdown), from the tree already read."""
+        from convgraph.transcript import Transcript, root_path
+
+        if self.graph is None or self.tree.node is None:
+            return
+        node = self.tree.node
+        text = Transcript(self.graph, root_path(self.graph, node)).markdown()
+        self.show_view(f"transcript to {terminal_text(node)}", safe(text))
 
     # -- writing keys --------------------------------------------------------
 
     def _refusal(self) -> str | None:
         return self.app.refusal  # type: ignore[attr-defined,no-any-return]
 
-    def action_write(self, key: str) -> None:
-        refusal = self._refusal()
-        if refusal:
-            self.show_problem(refusal)
+    def action_note(self) -> None:
+        """Write the cursor's note in a box that holds the note it has; an
+        empty note clears it. No refusal up front: `set_note` writes a chat
+        export's notes beside it, and says why where it cannot."""
+        if self.graph is None or self.tree.node is None:
             return
-        self.action_not_yet(key)
+        node = self.tree.node
+        current = self.graph.nodes[node].get("note") or ""
+
+        def written(text: str | None) -> None:
+            if text is not None:  # None: escape
+                self.run_notes(node, note=text or None)
+
+        box = PromptScreen(
+            f"Note on {node}", current, "Note, then enter (empty: no note)"
+        )
+        self.app.push_screen(box, written)
+
+    def action_prefer(self) -> None:
+        """Mark the cursor's answer preferred among its alternatives, or
+        unmark it if it is."""
+        if self.graph is None or self.tree.node is None:
+            return
+        node = self.tree.node
+        self.run_notes(node, preferred=not self.graph.nodes[node].get("preferred"))
+
+    @work(thread=True, group="notes")
+    def run_notes(
+        self, node: str, note: str | None = None, preferred: bool | None = None
+    ) -> None:
+        """Record a note (`preferred` None) or a preferred mark through
+        `convgraph.store.notes`, then read the tree again to show it.
+
+        Not exclusive: a note and a mark typed in quick succession must both
+        be written (an exclusive worker cancels the one still waiting). The
+        lock keeps them in the order typed, each tree shown before the next
+        write, so the last tree shown holds them all."""
+        with self._notes_lock:
+            self._write_notes(node, note, preferred)
+
+    def _write_notes(self, node: str, note: str | None, preferred: bool | None) -> None:
+        from convgraph.forest import load_tree
+        from convgraph.store.notes import set_note, set_preferred
+
+        app: BrowseApp = self.app  # type: ignore[assignment]
+        try:
+            if preferred is None:
+                written = set_note(node, note, app.db_path)
+                done = (
+                    f"note on {node} written to {written.name}"
+                    if note
+                    else f"note on {node} cleared"
+                )
+            else:
+                cleared = set_preferred(node, preferred, app.db_path)
+                done = f"{node} {'preferred' if preferred else 'no longer preferred'}"
+                if cleared:
+                    done += f"; unmarked {', '.join(cleared)}"
+            graph = load_tree(self.tree_id, app.db_path)
+        except (ConvgraphError, sqlite3.Error) as error:
+            app.call_from_thread(self.show_problem, str(error))
+            return
+        app.call_from_thread(self.show_tree, graph, node)
+        app.call_from_thread(self.say, done)
 
     def action_regenerate(self) -> None:
         """Ask the cursor's prompt again: the answer is its sibling."""

@@ -133,14 +133,21 @@ class TreeView(ScrollView, can_focus=True):
         self.virtual_size = Size(width, len(shown))
         self.refresh()
 
-    def render_line(self, y: int) -> Strip:
-        row = self.scroll_offset.y + y
-        if row >= len(self._shown):
-            return Strip.blank(self.size.width, self.rich_style)
+    def line_text(self, row: int) -> Text:
+        """The `row`th line shown, as the screen draws it: coloured by model,
+        bold on the active path, with the marks (★ preferred, ✎ note, the
+        diff mark, a fold's hidden count) and the cursor's highlight."""
         node, line = self._shown[row]
         text = self._styled(node, line)
         if node is not None and node == self.node:
             text.stylize(Style(reverse=True, bold=True))
+        return text
+
+    def render_line(self, y: int) -> Strip:
+        row = self.scroll_offset.y + y
+        if row >= len(self._shown):
+            return Strip.blank(self.size.width, self.rich_style)
+        text = self.line_text(row)
         segments = list(text.render(self.app.console))
         strip = Strip(segments, text.cell_len)
         return strip.crop_extend(

@@ -123,7 +123,7 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.heading, markup=False)
+            yield Label(terminal_text(self.heading), markup=False)
             yield Input(self.value, placeholder=self.placeholder, id="prompt")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

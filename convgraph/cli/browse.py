@@ -27,8 +27,9 @@ def browse(conversation_id: str | None, db_path: str | None, model: str | None) 
     when given.
 
     Keys: arrows or h/j/k/l to move, [ and ] for siblings, / and n to search,
-    m then d to diff two branches, c to compare alternatives, b to branch,
-    ? for every key, q to quit.
+    m then d to diff two branches, c to compare alternatives, t for the
+    transcript to the cursor, b to branch, r to regenerate, N for a note,
+    p to mark the preferred answer, ? for every key, q to quit.
     """
     from convgraph.sources import open_logs
 

@@ -89,7 +89,7 @@ def one_line(text: str) -> str:
 def alternatives(responses: list[str]) -> nx.DiGraph:
     """A tree of one question and one child per response, with the node
     attributes of convgraph's contract."""
-    tree = nx.DiGraph(conversation_id="bench", name=None)
+    tree = nx.DiGraph(tree_id="bench", name=None)
     ids = ["question", *(f"answer-{n}" for n in range(1, len(responses) + 1))]
     texts = ["", *responses]
     for node, response in zip(ids, texts, strict=True):

@@ -432,14 +432,14 @@ def diff(
         raise UnrelatedNodes(
             f"{a!r} and {b!r} have no common ancestor: they grow from different"
             f" roots ({path_a[0]!r} and {path_b[0]!r}) of conversation"
-            f" {tree.graph.get('conversation_id')!r}"
+            f" {tree.graph.get('tree_id')!r}"
         )
     fork_point = shared[-1]
     below_a, below_b = path_a[len(shared) :], path_b[len(shared) :]
     return BranchDiff(
         node_a=a,
         node_b=b,
-        conversation_id=tree.graph.get("conversation_id"),
+        conversation_id=tree.graph.get("tree_id"),
         fork_point=fork_point,
         shared=shared,
         a=below_a,

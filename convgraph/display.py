@@ -87,7 +87,7 @@ def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
     if len(lines) > line_limit:
         lines = lines[:line_limit]
         more = f"<p>… {tree.number_of_nodes() - line_limit:,} more nodes not shown</p>"
-    title = f"<b>{html.escape(str(tree.graph.get('conversation_id')))}</b>"
+    title = f"<b>{html.escape(str(tree.graph.get('tree_id')))}</b>"
     if tree.graph.get("name"):
         title += f"  {html.escape(str(tree.graph['name']))}"
     body = html.escape("\n".join(lines))

@@ -56,7 +56,7 @@ def build_graph(
     from convgraph.marks import mark_tree
     from convgraph.tree import ConversationTree
 
-    graph = ConversationTree(conversation_id=tree_id, name=name)
+    graph = ConversationTree(tree_id=tree_id, name=name)
     for record in records:
         graph.add_node(
             record["id"], **{key: record.get(key) for key in NODE_ATTRIBUTES}
@@ -164,7 +164,7 @@ def load_tree_of_pair(
             other = logs.tree_id_of_node(node_b)
             raise DifferentConversations(
                 f"{node_a!r} and {node_b!r} are in different conversations"
-                f" ({tree.graph['conversation_id']!r} and {other!r})"
+                f" ({tree.graph['tree_id']!r} and {other!r})"
             )
         return tree
 

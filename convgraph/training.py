@@ -93,7 +93,7 @@ def chat_examples(
                 continue
             yield {
                 "messages": messages,
-                "conversation_id": tree.graph.get("conversation_id"),
+                "conversation_id": tree.graph.get("tree_id"),
                 "leaf_id": end,
             }
 
@@ -148,7 +148,7 @@ def tree_pairs(tree: nx.DiGraph, prefer: str = "notes") -> Iterator[dict[str, An
                 "rejected": [
                     {"role": ASSISTANT, "content": data[rejected]["response"]}
                 ],
-                "conversation_id": tree.graph.get("conversation_id"),
+                "conversation_id": tree.graph.get("tree_id"),
                 "chosen_id": chosen,
                 "rejected_id": rejected,
             }
@@ -182,7 +182,7 @@ def read_trees(
     with _opened(db) as logs:
         for conversation_id in named:
             tree = load_tree(conversation_id, logs)
-            trees.setdefault(tree.graph["conversation_id"], tree)
+            trees.setdefault(tree.graph["tree_id"], tree)
     return list(trees.values())
 
 

@@ -64,7 +64,7 @@ def active_end(tree: nx.DiGraph) -> str:
         The tree has no nodes.
     """
     if not len(tree):
-        raise UnknownConversation(str(tree.graph.get("conversation_id")))
+        raise UnknownConversation(str(tree.graph.get("tree_id")))
     data = tree.nodes
     for node in reversed(list(tree)):
         if data[node].get("active") and not any(
@@ -155,9 +155,7 @@ def _add(messages: list[dict[str, str]], role: str, content: str | None) -> None
 def title(tree: nx.DiGraph) -> str:
     """A tree's title: its name, else its id."""
     name = tree.graph.get("name")
-    return (
-        _one_line(name) if name else f"Conversation {tree.graph.get('conversation_id')}"
-    )
+    return _one_line(name) if name else f"Conversation {tree.graph.get('tree_id')}"
 
 
 def transcript_lines(tree: nx.DiGraph, path: list[str]) -> Iterator[str]:
@@ -166,7 +164,7 @@ def transcript_lines(tree: nx.DiGraph, path: list[str]) -> Iterator[str]:
     labelled with its model, time and node id."""
     yield f"# {title(tree)}"
     yield ""
-    yield f"Conversation `{tree.graph.get('conversation_id')}`, down to `{path[-1]}`."
+    yield f"Conversation `{tree.graph.get('tree_id')}`, down to `{path[-1]}`."
     system = path_system(tree, path)
     if system:
         yield ""

@@ -52,13 +52,14 @@ class ConversationTree(nx.DiGraph):
 
     Everything of `networkx.DiGraph` works as before: it pickles, copies and
     makes subgraphs of its own class. The graph attributes are
-    `conversation_id` and `name`. The display methods are IPython's:
+    `tree_id` and `name` (a node's `conversation_id` is the conversation or
+    thread that made the call). The display methods are IPython's:
     `_repr_svg_` (Graphviz) or `_repr_html_` (text tree), never both; they
     live in `convgraph.display`, imported only when a tree is shown.
 
     Examples
     --------
-    >>> tree = ConversationTree(conversation_id="c1", name="Trees")
+    >>> tree = ConversationTree(tree_id="c1", name="Trees")
     >>> tree.add_node("r", prompt="What is a tree?")
     >>> tree.add_node("a", prompt="And <b>bold</b>?")
     >>> tree.add_node("b", prompt="Or a forest?")
@@ -76,7 +77,7 @@ class ConversationTree(nx.DiGraph):
         cls,
         edges: Iterable[tuple[str, str]],
         attributes: Mapping[str, Mapping[str, Any]] | None = None,
-        conversation_id: str = "c",
+        tree_id: str = "c",
         name: str | None = None,
     ) -> ConversationTree:
         """A small tree from parent -> child links, for examples and tests.
@@ -89,13 +90,13 @@ class ConversationTree(nx.DiGraph):
         Examples
         --------
         >>> tree = ConversationTree.from_edges(
-        ...     [("r", "a")], {"a": {"model": "echo"}}, conversation_id="c1")
+        ...     [("r", "a")], {"a": {"model": "echo"}}, tree_id="c1")
         >>> tree.nodes["a"]["model"], tree.nodes["r"]["model"]
         ('echo', None)
         >>> tree
         <ConversationTree 'c1': 2 nodes, 1 root, 1 leaf>
         """
-        tree = cls(conversation_id=conversation_id, name=name)
+        tree = cls(tree_id=tree_id, name=name)
         edges = list(edges)
         attributes = attributes or {}
         order = dict.fromkeys(node for edge in edges for node in edge)
@@ -113,7 +114,7 @@ class ConversationTree(nx.DiGraph):
         name = self.graph.get("name")
         named = f" ({name})" if name else ""
         return (
-            f"<{type(self).__name__} {self.graph.get('conversation_id')!r}{named}:"
+            f"<{type(self).__name__} {self.graph.get('tree_id')!r}{named}:"
             f" {_count(self.number_of_nodes(), 'node')}, {_count(roots, 'root')},"
             f" {_count(leaves, 'leaf', 'leaves')}>"
         )
@@ -445,7 +446,7 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
 
     The keys are the columns of `convgraph.stats.conversation_table`, which
     has one row of these figures per conversation (`CONVERSATION_COLUMNS`):
-    `tree_id` (the graph's `conversation_id`) and `name`, the tree's shape (`nodes`,
+    `tree_id` and `name` (the graph's attributes), the tree's shape (`nodes`,
     `roots`, `leaves`, `max_depth`, `branch_points`, `branching_factor_avg`,
     `branching_factor_max`), and `node_totals` over all its nodes.
 
@@ -467,7 +468,7 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
     levels = depths(tree)
     average, most = branching_factor(tree)
     stats = {
-        "tree_id": tree.graph.get("conversation_id"),
+        "tree_id": tree.graph.get("tree_id"),
         "name": tree.graph.get("name"),
         "nodes": tree.number_of_nodes(),
         "roots": len(roots(tree)),

@@ -279,7 +279,7 @@ def test_totals_of_unknown_usage_are_none(tmp_path: Path) -> None:
 
 def test_load_tree_of_pair_reads_one_tree(seed_db: Path) -> None:
     tree = load_tree_of_pair("complex-c", "complex-g", seed_db)
-    assert tree.graph["conversation_id"] == "complex"
+    assert tree.graph["tree_id"] == "complex"
     assert sorted(tree) == sorted(load_tree("complex", seed_db))
 
 

@@ -89,7 +89,7 @@ def test_without_graphviz_a_tree_is_an_escaped_text_tree(
 
 
 def test_text_tree_escapes_markup_and_stops_at_the_limit() -> None:
-    tree = ConversationTree(conversation_id="<c>", name="a & b")
+    tree = ConversationTree(tree_id="<c>", name="a & b")
     tree.add_node("r", prompt="<script>alert(1)</script>")
     for index in range(5):
         tree.add_node(f"n{index}", prompt="x")
@@ -104,9 +104,7 @@ def test_text_tree_escapes_markup_and_stops_at_the_limit() -> None:
 
 def test_a_big_tree_shows_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(display, "SVG_NODE_LIMIT", 3)
-    tree = ConversationTree(
-        nx.path_graph(4, create_using=nx.DiGraph), conversation_id="c"
-    )
+    tree = ConversationTree(nx.path_graph(4, create_using=nx.DiGraph), tree_id="c")
     assert not tree.draws_as_svg()
     assert tree._repr_svg_() is None
     assert tree._repr_html_().startswith('<div class="convgraph-tree">')

@@ -45,7 +45,7 @@ def test_round_trip_formats_on_stdout(seed_db, format_name, reader):
     )
     assert result.exit_code == 0, result.output
     trees = reader(io.BytesIO(result.stdout_bytes))
-    assert [tree.graph["conversation_id"] for tree in trees] == ["complex", "linear"]
+    assert [tree.graph["tree_id"] for tree in trees] == ["complex", "linear"]
     assert [len(tree) for tree in trees] == [7, 4]
 
 
@@ -103,7 +103,7 @@ def test_two_ids_of_one_message_store_tree_export_it_once(llm_fork_db):
     )
     assert result.exit_code == 0, result.output
     [tree] = read_json(io.BytesIO(result.stdout_bytes))
-    assert tree.graph["conversation_id"] == llm_fork_db["thread"]
+    assert tree.graph["tree_id"] == llm_fork_db["thread"]
     assert len(tree) == 5
 
 

@@ -123,7 +123,7 @@ def test_to_pydot_writes_the_same_drawing(seed_db):
 
 
 def test_colours_follow_models_in_order_of_appearance():
-    tree = nx.DiGraph(conversation_id="c", name=None)
+    tree = nx.DiGraph(tree_id="c", name=None)
     for node, model in [("a", "gpt-4o"), ("b", "echo"), ("c", "gpt-4o"), ("d", None)]:
         tree.add_node(node, model=model)
     tree.add_edges_from([("a", "b"), ("a", "c"), ("c", "d")])
@@ -254,7 +254,7 @@ def test_graphviz_draws_the_seed_forest_as_valid_svg(seed_db, tmp_path):
 
 @needs_graphviz
 def test_graphviz_reads_keywords_and_hostile_ids():
-    tree = nx.DiGraph(conversation_id="strict", name='a "name" {with} <html>')
+    tree = nx.DiGraph(tree_id="strict", name='a "name" {with} <html>')
     ids = ["node", "graph", "strict", "edge", "1abc", 'q"uote', "back\\", "new\nline"]
     for node_id in ids:
         tree.add_node(node_id, prompt="<b>&amp;</b>", response="x\\ny")

@@ -149,7 +149,7 @@ def test_real_llm_database_round_trip(llm_fork_db, tmp_path):
 
 
 def test_forbidden_characters_are_replaced_and_the_rest_kept():
-    tree = nx.DiGraph(conversation_id="c", name="bell\x07")
+    tree = nx.DiGraph(tree_id="c", name="bell\x07")
     tree.add_node(
         "a\x01",
         prompt="nul\x00 tab\t cr\r lf\n ff\x0c <&> \ufffe",
@@ -166,11 +166,11 @@ def test_forbidden_characters_are_replaced_and_the_rest_kept():
     assert node["system"] == ""
     assert node["response"] is None
     assert node["input_tokens"] == 0
-    assert back.graph == {"conversation_id": "c", "name": "bell␇"}
+    assert back.graph == {"tree_id": "c", "name": "bell␇"}
 
 
 def test_ids_with_whitespace_survive_attribute_normalization():
-    tree = nx.DiGraph(conversation_id="c", name=None)
+    tree = nx.DiGraph(tree_id="c", name=None)
     tree.add_edge("tab\there", 'new\nline "quoted"')
     [back] = read_graphml(io.BytesIO(as_bytes(tree)))
     assert list(back.edges) == [("tab\there", 'new\nline "quoted"')]
@@ -180,9 +180,29 @@ def test_errors(seed_db):
     tree = load_tree("linear", seed_db)
     with pytest.raises(ExportError, match="node 'linear-root' is in two"):
         list(generate_graphml([tree, tree]))
-    bad = nx.DiGraph(conversation_id="c", name=None)
+    bad = nx.DiGraph(tree_id="c", name=None)
     bad.add_node("a", input_tokens="12")
     with pytest.raises(ExportError, match="input_tokens must be an integer"):
         list(generate_graphml(bad))
     with pytest.raises(ExportError, match="cannot read the GraphML"):
         read_graphml(io.BytesIO(b"<graphml><unclosed></graphml>"))
+
+
+def test_a_file_that_names_the_tree_conversation_id_is_read():
+    # Files written before the graph-level key was named tree_id.
+    old = (
+        b'<?xml version="1.0" encoding="UTF-8"?>'
+        b'<graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+        b'<key id="g_conversation_id" for="graph" attr.name="conversation_id"'
+        b' attr.type="string"/>'
+        b'<key id="conversation_id" for="node" attr.name="conversation_id"'
+        b' attr.type="string"/>'
+        b'<graph edgedefault="directed">'
+        b'<data key="g_conversation_id">old</data>'
+        b'<node id="r"><data key="conversation_id">thread</data></node>'
+        b'<node id="a"/><edge source="r" target="a"/></graph></graphml>'
+    )
+    (back,) = read_graphml(io.BytesIO(old))
+    assert back.graph == {"tree_id": "old", "name": None}
+    assert back.nodes["r"]["conversation_id"] == "thread"
+    assert list(back.edges) == [("r", "a")]

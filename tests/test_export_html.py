@@ -135,7 +135,7 @@ def test_page_reads_back_to_the_same_trees(seed_db, tmp_path):
     out = tmp_path / "forest.html"
     write_html(forest.trees(), out)
     trees = read_html(out)
-    assert [tree.graph["conversation_id"] for tree in trees] == forest.tree_ids
+    assert [tree.graph["tree_id"] for tree in trees] == forest.tree_ids
     for tree, expected in zip(trees, forest.trees(), strict=True):
         assert list(tree.nodes(data=True)) == list(expected.nodes(data=True))
         assert sorted(tree.edges) == sorted(expected.edges)
@@ -197,7 +197,7 @@ def test_hostile_text_stays_inside_the_data_block(tmp_path):
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(st.text(), min_size=1, max_size=4), title=st.text())
 def test_any_text_reads_back_exactly_and_stays_text(texts, title):
-    tree = nx.DiGraph(conversation_id="c", name=title)
+    tree = nx.DiGraph(tree_id="c", name=title)
     for index, text in enumerate(texts):
         attributes = dict.fromkeys(NODE_ATTRIBUTES)
         attributes.update(prompt=text, system=title, response=text[::-1])
@@ -252,7 +252,7 @@ def test_convgraph_export_format_html(tmp_path):
     out = export(example_db(), tmp_path / "forest.html")
     forest = Forest.read(example_db())
     trees = FORMATS["html"].read(out)
-    assert [tree.graph["conversation_id"] for tree in trees] == forest.tree_ids
+    assert [tree.graph["tree_id"] for tree in trees] == forest.tree_ids
     data = page_data(out.read_text("utf-8"))
     assert data["orientation"] == "top-down"
     # Each conversation is the node-link JSON of the json exporter.
@@ -695,7 +695,7 @@ def test_a_hand_made_graph_with_a_cycle_still_opens(open_page, tmp_path):
     """convgraph's trees have no cycles; a DiGraph made by hand might, and
     the page must not hang on it: a node no root reaches becomes a root."""
     graph = nx.DiGraph([("r", "s"), ("a", "b"), ("b", "c"), ("c", "a")])
-    graph.graph.update(conversation_id="loop", name="A loop")
+    graph.graph.update(tree_id="loop", name="A loop")
     out = tmp_path / "loop.html"
     write_html(graph, out)
     visit = open_page(out)

@@ -101,7 +101,7 @@ def test_networkx_reads_node_link_as_the_same_graph(seed_db):
     back = nx.node_link_graph(document(generate_json(tree)), edges="edges")
     # The tree's id is `tree_id` in every output.
     assert back.graph == {
-        "tree_id": tree.graph["conversation_id"],
+        "tree_id": tree.graph["tree_id"],
         "name": tree.graph["name"],
     }
     assert list(back.nodes(data=True)) == list(tree.nodes(data=True))
@@ -134,7 +134,7 @@ def test_node_link_forest_round_trip_and_schema(seed_db):
 
 
 def test_node_link_keeps_every_string_verbatim(tmp_path):
-    tree = nx.DiGraph(conversation_id="c", name="naïve \u2028 name")
+    tree = nx.DiGraph(tree_id="c", name="naïve \u2028 name")
     text = 'nul\x00 "quoted" \\ back </script> 🌳 \ud7ff \r\n'
     tree.add_node("a", prompt=text, extra=[1, 2])
     write_json(tree, tmp_path / "a.json")
@@ -144,7 +144,7 @@ def test_node_link_keeps_every_string_verbatim(tmp_path):
     assert back.nodes["a"]["prompt"] == text
     assert back.nodes["a"]["extra"] == [1, 2]
     assert back.nodes["a"]["model"] is None
-    assert back.graph == {"conversation_id": "c", "name": "naïve \u2028 name"}
+    assert back.graph == {"tree_id": "c", "name": "naïve \u2028 name"}
 
 
 def test_tree_json_complex_scenario_nests_children(seed_db):
@@ -201,7 +201,7 @@ def test_tree_json_multiple_roots_and_forest_round_trip(seed_db):
 
 def test_tree_json_of_a_chain_deeper_than_json_reads(tmp_path):
     depth = 20_000
-    chain = nx.DiGraph(conversation_id="deep", name=None)
+    chain = nx.DiGraph(tree_id="deep", name=None)
     nx.add_path(chain, [f"n{index}" for index in range(depth)])
     for node in chain:
         chain.nodes[node]["prompt"] = node
@@ -259,3 +259,36 @@ def test_deep_reader_matches_json_and_reports_errors():
     for broken in ['{"a" 1}', "[1, 2", "[1] 2", '{"a": }', "[1,]"]:
         with pytest.raises(json.JSONDecodeError):
             loads_deep(broken)
+
+
+def test_readers_take_files_that_name_the_tree_conversation_id():
+    # Files written before the tree's key was named tree_id said
+    # conversation_id at graph level; the readers still take them and give
+    # the graph attribute tree_id (a node's conversation_id stays as it is).
+    node = '{"id": "r", "conversation_id": "thread"}'
+    one = (
+        '{"format": "convgraph.node-link", "version": 1, "nodes": [' + node + "],"
+        ' "edges": [], "graph": {"conversation_id": "old", "name": "N"}}'
+    )
+    (back,) = read_json(io.StringIO(one))
+    assert back.graph == {"tree_id": "old", "name": "N"}
+    assert back.nodes["r"]["conversation_id"] == "thread"
+    several = (
+        '{"format": "convgraph.node-link", "version": 1, "nodes": ['
+        '{"id": "r", "tree_id": "old"}, {"id": "x", "tree_id": "two"}],'
+        ' "edges": [], "graph": {"conversations": ['
+        '{"conversation_id": "old", "name": "N"},'
+        ' {"conversation_id": "two", "name": null}]}}'
+    )
+    assert [graph.graph for graph in read_json(io.StringIO(several))] == [
+        {"tree_id": "old", "name": "N"},
+        {"tree_id": "two", "name": None},
+    ]
+    nested = (
+        '{"format": "convgraph.tree-json", "version": 1, "children": ['
+        '{"conversation_id": "old", "name": "N", "children": ['
+        '{"id": "r", "conversation_id": "thread", "children": []}]}]}'
+    )
+    (back,) = read_tree_json(io.StringIO(nested))
+    assert back.graph == {"tree_id": "old", "name": "N"}
+    assert back.nodes["r"]["conversation_id"] == "thread"

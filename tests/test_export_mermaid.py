@@ -114,7 +114,7 @@ def test_labels_are_quoted_with_entity_codes(text, label):
 
 
 def test_node_ids_are_generated_whatever_the_real_ids(seed_db):
-    tree = nx.DiGraph(conversation_id="end", name=None)
+    tree = nx.DiGraph(tree_id="end", name=None)
     tree.add_edge("end", "subgraph")
     tree.add_edge("end", 'x"] --> evil["')
     assert list(generate_mermaid(tree)) == [

@@ -145,7 +145,7 @@ def conversations(draw: st.DrawFn) -> list[nx.DiGraph]:
     graphs = []
     for size in sizes:
         tree_id = ids.pop()
-        graph = nx.DiGraph(conversation_id=tree_id, name=draw(st.none() | short_text))
+        graph = nx.DiGraph(tree_id=tree_id, name=draw(st.none() | short_text))
         nodes = [ids.pop() for _ in range(size)]
         for index, node in enumerate(nodes):
             graph.add_node(
@@ -239,7 +239,7 @@ def test_graphml_round_trip(graphs):
         for node, values in graph.nodes(data=True):
             kept = {key: value for key, value in values.items() if value is not None}
             if len(graphs) > 1:
-                kept["tree_id"] = graph.graph["conversation_id"]
+                kept["tree_id"] = graph.graph["tree_id"]
                 if graph.graph["name"] is not None:
                     kept["tree_name"] = graph.graph["name"]
             union.add_node(node, **kept)
@@ -251,11 +251,7 @@ def test_graphml_round_trip(graphs):
         only = expected[0].graph
         # (networkx adds the empty defaults of the file's keys)
         read = {k: v for k, v in whole.graph.items() if not k.endswith("_default")}
-        assert read == {
-            ("tree_id" if k == "conversation_id" else k): v
-            for k, v in only.items()
-            if v is not None
-        }
+        assert read == {k: v for k, v in only.items() if v is not None}
 
 
 # JSON
@@ -273,13 +269,11 @@ def test_node_link_round_trip(graphs):
     # Every string verbatim, and networkx reads the document as it is.
     whole = nx.node_link_graph(document, edges="edges")
     if len(graphs) == 1:
-        # The tree's id is `tree_id` in the document.
-        whole.graph["conversation_id"] = whole.graph.pop("tree_id")
         assert_same([whole], graphs)
     else:
-        assert [
-            entry["tree_id"] for entry in document["graph"]["conversations"]
-        ] == [graph.graph["conversation_id"] for graph in graphs]
+        assert [entry["tree_id"] for entry in document["graph"]["conversations"]] == [
+            graph.graph["tree_id"] for graph in graphs
+        ]
         assert whole.number_of_nodes() == sum(len(graph) for graph in graphs)
 
 
@@ -292,7 +286,7 @@ def test_tree_json_round_trip(graphs):
     document = json.loads(whole)
     assert loads_deep(whole) == document
     assert [c["tree_id"] for c in document["children"]] == [
-        graph.graph["conversation_id"] for graph in graphs
+        graph.graph["tree_id"] for graph in graphs
     ]
     back = read_tree_json(io.StringIO(whole))
     assert len(back) == len(graphs)

@@ -429,7 +429,7 @@ def test_graphviz_tooltips_show_the_stored_text(tmp_path):
     tree = ConversationTree.from_edges(
         [("n0", f"n{index}") for index in range(1, len(BACKSLASHES))],
         attributes,
-        conversation_id="c\\G",
+        tree_id="c\\G",
         name="name \\N",
     )
     done = subprocess.run(

@@ -98,7 +98,7 @@ def test_fork_is_a_branch_of_the_tree_it_came_from(llm_fork_db):
     first, second, third = llm_fork_db["turns"]
     fork_first, fork_second = llm_fork_db["fork_turns"]
     tree = load_tree(llm_fork_db["thread"], llm_fork_db["path"])
-    assert tree.graph["conversation_id"] == llm_fork_db["thread"]
+    assert tree.graph["tree_id"] == llm_fork_db["thread"]
     assert tree.graph["name"] == "What is a tree?"
     assert sorted(tree.edges) == sorted(
         [
@@ -116,7 +116,7 @@ def test_any_thread_id_names_the_whole_tree(llm_fork_db):
     whole = load_tree(llm_fork_db["thread"], llm_fork_db["path"])
     from_fork = load_tree(llm_fork_db["fork"], llm_fork_db["path"])
     assert list(from_fork.edges) == list(whole.edges)
-    assert from_fork.graph["conversation_id"] == llm_fork_db["thread"]
+    assert from_fork.graph["tree_id"] == llm_fork_db["thread"]
 
 
 def test_turn_attributes_come_from_turns_and_parts(llm_fork_db):
@@ -187,10 +187,10 @@ def test_a_cycle_of_forks_is_one_tree_whichever_thread_names_it(tmp_path):
     from_thread = load_tree(thread, path)
     from_fork = load_tree(fork, path)
     for tree in (from_thread, from_fork):
-        assert tree.graph["conversation_id"] == smallest
+        assert tree.graph["tree_id"] == smallest
         assert list(tree.edges) == [(first, fork_turn)]
     assert dict(from_thread.nodes(data=True)) == dict(from_fork.nodes(data=True))
-    assert load_tree_of_node(fork_turn, path).graph["conversation_id"] == smallest
+    assert load_tree_of_node(fork_turn, path).graph["tree_id"] == smallest
     forest = Forest.read(path)
     assert forest.tree_ids == [smallest]
     assert list(forest.tree(smallest).edges) == [(first, fork_turn)]

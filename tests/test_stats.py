@@ -507,7 +507,7 @@ def assert_tables_agree_with_graphs(forest: Forest) -> None:
     assert list(conversations.index) == forest.tree_ids
     assert len(nodes) == len(forest.nodes)
     for graph in forest.trees():
-        tree_id = graph.graph["conversation_id"]
+        tree_id = graph.graph["tree_id"]
         row = conversations.loc[tree_id]
         summary = operations.summary(graph)
         assert list(summary) == ["tree_id", *conversations.columns]

@@ -279,7 +279,7 @@ def test_markdown_of_a_deep_chain_needs_no_recursion() -> None:
     tree = ConversationTree.from_edges(
         [(f"n{i}", f"n{i + 1}") for i in range(depth - 1)],
         {f"n{i}": {"prompt": f"p{i}", "response": f"r{i}"} for i in range(depth)},
-        conversation_id="deep",
+        tree_id="deep",
     )
     lines = list(convgraph.export.markdown.generate_markdown(tree))
     assert lines[-1] == f"r{depth - 1}"

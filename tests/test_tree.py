@@ -183,7 +183,7 @@ def test_a_single_node_has_no_branching(seed_db):
 
 def test_tree_of_node_finds_its_conversation(seed_db):
     tree = load_tree_of_node("complex-f", seed_db)
-    assert tree.graph == {"conversation_id": "complex", "name": "prompt complex-root"}
+    assert tree.graph == {"tree_id": "complex", "name": "prompt complex-root"}
     assert tree.number_of_nodes() == 7
 
 

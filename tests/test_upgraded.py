@@ -178,7 +178,7 @@ def test_upgraded_tree_is_exact(upgraded):
     tree = load_tree(upgraded["conversation"], upgraded["db"])
     assert structure(tree) == expected_upgraded(upgraded)
     assert roots(tree) == [upgraded["ids"]["r1"]]
-    assert tree.graph["conversation_id"] == upgraded["conversation"]
+    assert tree.graph["tree_id"] == upgraded["conversation"]
     # llm's own name for the conversation, not its newest thread's.
     assert tree.graph["name"] == "first question"
     assert file_digest(upgraded["db"]) == before

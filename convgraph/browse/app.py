@@ -219,9 +219,7 @@ class ConversationScreen(Screen[None]):
             return
         self.graph = graph
         name = graph.graph.get("name")
-        title = graph.graph["conversation_id"] + (
-            f"  {excerpt(name, 50)}" if name else ""
-        )
+        title = graph.graph["tree_id"] + (f"  {excerpt(name, 50)}" if name else "")
         self.query_one("#title", Static).update(terminal_text(title))
         self.tree.show(graph, node)
         self.tree.focus()
@@ -619,7 +617,7 @@ class BrowseApp(App[None]):
     def tree_opened(self, graph: nx.DiGraph) -> None:
         """A tree read in full gives its list row's shape at once."""
         summary = operations.summary(graph)
-        self.figures[graph.graph["conversation_id"]] = (
+        self.figures[graph.graph["tree_id"]] = (
             summary["leaves"],
             summary["max_depth"],
         )

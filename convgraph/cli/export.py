@@ -158,7 +158,7 @@ def _conversations(ids: tuple[str, ...], db_path: str | None) -> Iterator[nx.DiG
         for conversation_id in ids:
             tree = load_tree(conversation_id, logs)
             # Two thread ids of one message-store tree name the same tree.
-            trees.setdefault(tree.graph["conversation_id"], tree)
+            trees.setdefault(tree.graph["tree_id"], tree)
     return iter(trees.values())
 
 

@@ -113,7 +113,7 @@ def tree(
                             "depth": levels[node],
                             # The tree, and the conversation (or thread)
                             # that made the call: two ideas, two keys.
-                            "tree_id": graph.graph["conversation_id"],
+                            "tree_id": graph.graph["tree_id"],
                             "conversation_id": graph.nodes[node]["conversation_id"],
                             "prompt": graph.nodes[node]["prompt"],
                         }
@@ -123,7 +123,7 @@ def tree(
     for index, graph in enumerate(trees):
         if index:
             click.echo()
-        title = graph.graph["conversation_id"]
+        title = graph.graph["tree_id"]
         if graph.graph.get("name"):
             title += f"  {_short_name(graph.graph['name'], width)}"
         click.echo(click.style(terminal_text(title), bold=True))

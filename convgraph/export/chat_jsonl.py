@@ -13,7 +13,7 @@ Examples
 ...     "r": {"prompt": "Hi", "response": "Hello"},
 ...     "a": {"prompt": "Joke?", "response": "No."},
 ...     "b": {"prompt": "Joke?", "response": "Knock knock.", "active": True}},
-...     conversation_id="c1")
+...     tree_id="c1")
 >>> for line in generate_chat_jsonl(tree, paths="active"):
 ...     print(line)
 {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Joke?"}, {"role": "assistant", "content": "Knock knock."}], "conversation_id": "c1", "leaf_id": "b"}

@@ -98,9 +98,9 @@ def as_graphs(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[nx.DiGraph]
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
     ...     name="Greetings")
-    >>> [graph.graph["conversation_id"] for graph in as_graphs(tree)]
+    >>> [graph.graph["tree_id"] for graph in as_graphs(tree)]
     ['c1']
     """
     # A networkx graph is itself iterable (over its nodes): tell it apart by
@@ -122,7 +122,7 @@ def look_ahead(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
     ...     name="Greetings")
     >>> graphs, several = look_ahead(iter([tree, tree]))
     >>> several, len(list(graphs))
@@ -212,17 +212,17 @@ def read_text(path_or_file: PathOrFile) -> str:
     return content.decode("utf-8") if isinstance(content, bytes) else content
 
 
-def new_graph(conversation_id: Any, name: Any) -> nx.DiGraph:
+def new_graph(tree_id: Any, name: Any) -> nx.DiGraph:
     """An empty conversation DiGraph with the contract's graph attributes.
 
     Examples
     --------
     >>> new_graph("c1", None).graph
-    {'conversation_id': 'c1', 'name': None}
+    {'tree_id': 'c1', 'name': None}
     """
     import networkx as nx
 
-    return nx.DiGraph(conversation_id=conversation_id, name=name)
+    return nx.DiGraph(tree_id=tree_id, name=name)
 
 
 def contract_node(data: dict[str, Any]) -> dict[str, Any]:

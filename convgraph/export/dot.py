@@ -19,7 +19,7 @@ the file is always valid XML.
 Examples
 --------
 >>> import networkx as nx
->>> tree = nx.DiGraph(conversation_id="c1", name="Trees")
+>>> tree = nx.DiGraph(tree_id="c1", name="Trees")
 >>> tree.add_node("r", prompt="What is a tree?", response="A graph.", model="echo")
 >>> tree.add_node("a", prompt='Say "hi"', response="hi", model="echo")
 >>> tree.add_edge("r", "a")
@@ -254,7 +254,7 @@ def node_label(node_id: Any, data: dict[str, Any], active: bool = False) -> str:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
     ...     name="Greetings")
     >>> node_label("r", tree.nodes["r"])
     'r  ·  echo\\n» Hi'
@@ -287,7 +287,7 @@ def node_tooltip(data: dict[str, Any]) -> str:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
     ...     name="Greetings")
     >>> node_tooltip(tree.nodes["r"])
     'prompt: Hi'
@@ -307,16 +307,16 @@ def conversation_title(graph: nx.DiGraph) -> str:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
     ...     name="Greetings")
     >>> conversation_title(tree)
     'Greetings  (c1)'
     """
-    conversation_id = graph.graph.get("conversation_id")
+    tree_id = graph.graph.get("tree_id")
     name = graph.graph.get("name")
-    if name and conversation_id is not None:
-        return f"{excerpt(name, LABEL_EXCERPT)}  ({conversation_id})"
-    return str(name or conversation_id or "")
+    if name and tree_id is not None:
+        return f"{excerpt(name, LABEL_EXCERPT)}  ({tree_id})"
+    return str(name or tree_id or "")
 
 
 def _quoted(attributes: dict[str, str]) -> dict[str, str]:
@@ -360,7 +360,7 @@ class _Statements:
         else:
             yield (
                 "graph",
-                quote_id(first.graph.get("conversation_id", "conversation")),
+                quote_id(first.graph.get("tree_id", "conversation")),
                 _quoted(graph_attributes)
                 | {"label": quote_text(conversation_title(first)), "labelloc": '"t"'},
             )
@@ -443,7 +443,7 @@ def generate_dot(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> lines = list(generate_dot(tree))
     >>> lines[0], lines[-3:]
     ('digraph "c1" {', ['  "r" -> "a";', '  "r" -> "b";', '}'])
@@ -482,7 +482,7 @@ def write_dot(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.StringIO()
     >>> write_dot(tree, out, rankdir="LR")
@@ -504,7 +504,7 @@ def to_pydot(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> drawing = to_pydot(tree)
     >>> [(edge.get_source(), edge.get_destination()) for edge in drawing.get_edges()]
     [('"r"', '"a"'), ('"r"', '"b"')]

@@ -17,7 +17,7 @@ the conversation it belongs to, and `read_graphml` splits them again.
 Examples
 --------
 >>> import io, networkx as nx
->>> tree = nx.DiGraph(conversation_id="c1", name=None)
+>>> tree = nx.DiGraph(tree_id="c1", name=None)
 >>> tree.add_node("r", prompt="x < y", input_tokens=3)
 >>> tree.add_node("a", prompt="", input_tokens=None)
 >>> tree.add_edge("r", "a")
@@ -28,7 +28,7 @@ Examples
 >>> back.nodes["r"]["prompt"], back.nodes["r"]["input_tokens"], back.nodes["a"]["input_tokens"]
 ('x < y', 3, None)
 >>> list(back.edges), back.graph
-([('r', 'a')], {'conversation_id': 'c1', 'name': None})
+([('r', 'a')], {'tree_id': 'c1', 'name': None})
 """
 
 from __future__ import annotations
@@ -66,9 +66,6 @@ HEADER = (
 #: The tree's id is `tree_id` in every output (a node's `conversation_id` is
 #: the conversation or thread that made the call).
 GRAPH_KEYS = {"tree_id": "g_tree_id", "name": "g_name"}
-
-#: The graph attribute each graph-level key holds.
-GRAPH_ATTRIBUTES = {"tree_id": "conversation_id", "name": "name"}
 
 
 def _visible_match(match: Any) -> str:
@@ -153,7 +150,7 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> [line for line in generate_graphml(tree) if line.startswith("<node")]
     ['<node id="r"><data key="prompt">Hi</data><data key="model">echo</data></node>', '<node id="a"></node>', '<node id="b"></node>']
     """
@@ -167,14 +164,14 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
         unique.check(graph)
         tree_data = ""
         if several:
-            tree_id, name = graph.graph.get("conversation_id"), graph.graph.get("name")
+            tree_id, name = graph.graph.get("tree_id"), graph.graph.get("name")
             if tree_id is not None:
                 tree_data += _data(TREE_ID, tree_id)
             if name is not None:
                 tree_data += _data(TREE_NAME, name)
         else:
             for attribute, key in GRAPH_KEYS.items():
-                value = graph.graph.get(GRAPH_ATTRIBUTES[attribute])
+                value = graph.graph.get(attribute)
                 if value is not None:
                     yield _data(key, value)
         ids = {}
@@ -207,7 +204,7 @@ def write_graphml(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.BytesIO()
     >>> write_graphml(tree, out)
@@ -239,12 +236,12 @@ def read_graphml(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.BytesIO()
     >>> write_graphml(tree, out)
     >>> (back,) = read_graphml(io.BytesIO(out.getvalue()))
-    >>> back.graph["conversation_id"], back.nodes["r"]["prompt"], back.nodes["a"]["prompt"]
+    >>> back.graph["tree_id"], back.nodes["r"]["prompt"], back.nodes["a"]["prompt"]
     ('c1', 'Hi', None)
     """
     import networkx as nx

@@ -171,7 +171,7 @@ def conversation_line(tree: nx.DiGraph) -> str:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1",
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
     ...     name="Greetings")
     >>> import json
     >>> line = json.loads(conversation_line(tree))
@@ -182,7 +182,7 @@ def conversation_line(tree: nx.DiGraph) -> str:
 
     head = script_json(
         {
-            "id": tree.graph.get("conversation_id"),
+            "id": tree.graph.get("tree_id"),
             "name": tree.graph.get("name"),
             "stats": summary(tree),
         }
@@ -219,7 +219,7 @@ def generate_html(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> lines = list(generate_html(tree, title="Hello"))
     >>> lines[0]
     '<!DOCTYPE html>'
@@ -261,7 +261,7 @@ def write_html(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.StringIO()
     >>> write_html(tree, out)
@@ -308,7 +308,7 @@ def page_data(text: str) -> dict[str, Any]:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> data = page_data("\\n".join(generate_html(tree, rankdir="LR")))
     >>> data["title"], data["orientation"], data["conversations"][0]["stats"]["leaves"]
     ('Conversation forest', 'left-right', 2)
@@ -342,9 +342,9 @@ def parse_html(text: str) -> list[nx.DiGraph]:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> (back,) = parse_html("\\n".join(generate_html(tree)))
-    >>> back.graph["conversation_id"], list(back.edges)
+    >>> back.graph["tree_id"], list(back.edges)
     ('c1', [('r', 'a'), ('r', 'b')])
     """
     trees = []
@@ -361,7 +361,7 @@ def read_html(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.StringIO()
     >>> write_html(tree, out)

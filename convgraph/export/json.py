@@ -18,7 +18,7 @@ forest are held until every node is written, as the two lists require).
 Examples
 --------
 >>> import io, networkx as nx
->>> tree = nx.DiGraph(conversation_id="c1", name="Trees")
+>>> tree = nx.DiGraph(tree_id="c1", name="Trees")
 >>> tree.add_node("r", prompt="What is a tree?", model="echo")
 >>> tree.add_node("a", prompt='Say "hi"', model=None)
 >>> tree.add_edge("r", "a")
@@ -212,7 +212,7 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> lines = list(generate_json(tree))
     >>> lines[-4:]
     ['{"source": "r", "target": "a"},', '{"source": "r", "target": "b"}', '],', '"graph": {"tree_id": "c1", "name": null}}']
@@ -226,7 +226,7 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
         unique = UniqueIds()
         for graph in graphs:
             unique.check(graph)
-            tree = graph.graph.get("conversation_id")
+            tree = graph.graph.get("tree_id")
             if several:
                 conversations.append({"tree_id": tree, "name": graph.graph.get("name")})
             else:
@@ -234,7 +234,7 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
                 single.update(
                     (key, value)
                     for key, value in graph.graph.items()
-                    if key != "conversation_id"
+                    if key != "tree_id"
                 )
             extra = {TREE_ID: tree} if several else {}
             for node, data in graph.nodes(data=True):
@@ -267,7 +267,7 @@ def write_json(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.StringIO()
     >>> write_json(tree, out)
@@ -323,13 +323,13 @@ def read_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.StringIO()
     >>> write_json(tree, out)
     >>> (back,) = read_json(io.StringIO(out.getvalue()))
     >>> back.graph, back.nodes["r"]["model"], list(back)
-    ({'conversation_id': 'c1', 'name': None}, 'echo', ['r', 'a', 'b'])
+    ({'tree_id': 'c1', 'name': None}, 'echo', ['r', 'a', 'b'])
     """
     try:
         document = json.loads(read_text(path_or_file))

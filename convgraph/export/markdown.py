@@ -18,7 +18,7 @@ Examples
 ...     "r": {"prompt": "Hi", "response": "Hello", "active": True},
 ...     "a": {"prompt": "Joke?", "response": "No.", "model": "m1"},
 ...     "b": {"prompt": "Joke?", "response": "Knock knock.", "model": "m2",
-...           "active": True}}, conversation_id="c1", name="Jokes")
+...           "active": True}}, tree_id="c1", name="Jokes")
 >>> print("\\n".join(generate_markdown(tree)))
 # Jokes
 <BLANKLINE>
@@ -88,7 +88,7 @@ def conversation_lines(tree: nx.DiGraph) -> Iterator[str]:
     yield f"# {title(tree)}"
     yield ""
     yield (
-        f"Conversation `{tree.graph.get('conversation_id')}`:"
+        f"Conversation `{tree.graph.get('tree_id')}`:"
         f" {_count(len(tree), 'step')}, {_count(leaves, 'branch', 'branches')}."
     )
     if not len(tree):

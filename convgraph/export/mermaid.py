@@ -17,7 +17,7 @@ shown as their Unicode control pictures.
 Examples
 --------
 >>> import networkx as nx
->>> tree = nx.DiGraph(conversation_id="c1", name="Trees")
+>>> tree = nx.DiGraph(tree_id="c1", name="Trees")
 >>> tree.add_node("r", prompt='Say "end"', model="echo")
 >>> tree.add_node("a", prompt="<b>hi</b>", model="echo")
 >>> tree.add_edge("r", "a")
@@ -112,7 +112,7 @@ def generate_mermaid(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> print("\\n".join(generate_mermaid(tree, rankdir="LR")))
     flowchart LR
       subgraph c0["c1"]
@@ -173,7 +173,7 @@ def write_mermaid(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.StringIO()
     >>> write_mermaid(tree, out)

@@ -15,7 +15,7 @@ leaves the strings and numbers to the `json` module's own scanners.
 Examples
 --------
 >>> import networkx as nx
->>> tree = nx.DiGraph(conversation_id="c1", name="Trees")
+>>> tree = nx.DiGraph(tree_id="c1", name="Trees")
 >>> tree.add_node("r", prompt="What is it?")
 >>> tree.add_node("a", prompt="And a forest?")
 >>> tree.add_edge("r", "a")
@@ -67,7 +67,7 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
     opening = (
         "{"
         + json_key("tree_id")
-        + json_value(graph.graph.get("conversation_id"))
+        + json_value(graph.graph.get("tree_id"))
         + ", "
         + json_key("name")
         + json_value(graph.graph.get("name"))
@@ -121,7 +121,7 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> lines = list(generate_tree_json(tree))
     >>> lines[1]
     '{"tree_id": "c1", "name": null, "children": ['
@@ -156,7 +156,7 @@ def write_tree_json(
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.StringIO()
     >>> write_tree_json(tree, out)
@@ -185,12 +185,12 @@ def read_tree_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     --------
     >>> from convgraph.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, conversation_id="c1")
+    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
     >>> out = io.StringIO()
     >>> write_tree_json(tree, out)
     >>> (back,) = read_tree_json(io.StringIO(out.getvalue()))
-    >>> back.graph["conversation_id"], back.nodes["r"]["prompt"], list(back)
+    >>> back.graph["tree_id"], back.nodes["r"]["prompt"], list(back)
     ('c1', 'Hi', ['r', 'a', 'b'])
     """
     text = read_text(path_or_file)

@@ -380,9 +380,7 @@ def test_machine_formats_keep_the_stored_text(hostile_db):
     for flag, delimiter in (("--csv", ","), ("--tsv", "\t")):
         text = run("conversations", *db, flag).stdout
         rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
-        assert [(r["tree_id"], r["name"]) for r in rows] == [
-            (h["thread"], name)
-        ]
+        assert [(r["tree_id"], r["name"]) for r in rows] == [(h["thread"], name)]
     assert json.loads(run("path", h["second"], *db, "--json").stdout) == [
         h["first"],
         h["second"],

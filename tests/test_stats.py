@@ -172,9 +172,7 @@ def test_edge_table_of_the_seed(seed_forest: Forest) -> None:
 def test_branch_table_of_the_complex_tree(seed_forest: Forest) -> None:
     table = branch_table(seed_forest)
     assert list(table.columns) == list(BRANCH_COLUMNS)
-    complex_branches = table[table["tree_id"] == "complex"].reset_index(
-        drop=True
-    )
+    complex_branches = table[table["tree_id"] == "complex"].reset_index(drop=True)
     expected = pd.DataFrame(
         {
             "tree_id": pd.Categorical(["complex"] * 4),

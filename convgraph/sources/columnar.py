@@ -53,10 +53,11 @@ if TYPE_CHECKING:
 READ_ATTEMPTS = 3
 #: Rows of a table's first statement. Each next statement's rows are sized
 #: so that it takes about CHUNK_SECONDS (a writer waits at most that long
-#: for the read lock; llm waits five seconds), between the bounds.
-CHUNK_ROWS = 20_000
-CHUNK_SECONDS = 0.05
-MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 1_000, 200_000
+#: for the read lock; llm waits five seconds), between the bounds: the row
+#: readers' figures (`tables.Snapshot`).
+CHUNK_ROWS = 2_000
+CHUNK_SECONDS = 0.03
+MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 200, 100_000
 
 _TEXT = "('text', 'null')"
 _INTEGER = "('integer', 'null')"
@@ -176,8 +177,15 @@ class _ArrowReader:
         were deleted or replaced, and the caller reads again."""
         if self.one("pragma data_version")[0] == self.version:
             return False
+        # All rows (SQLite counts the smallest index) minus those above the
+        # bound (a short range): counting the rows under the bound would
+        # walk every page of the table, holding the lock for seconds.
         return any(
-            self.one(f"select count(*) from {name} where rowid <= {last}")[0] != count
+            self.one(
+                f"select (select count(*) from {name})"
+                f" - (select count(*) from {name} where rowid > {last})"
+            )[0]
+            != count
             for name, last, count in self.reads
         )
 

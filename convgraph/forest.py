@@ -31,7 +31,7 @@ from convgraph.integrity import (
     link_problem,
 )
 from convgraph.pointer_jumping import reaches_root, root_pointers
-from convgraph.sources import LogDatabase, TreeRecords, open_logs
+from convgraph.sources import Source, TreeRecords, open_logs
 from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def build_graph(
     return mark_tree(graph, notes)
 
 
-def read_tree(logs: LogDatabase, tree_id: str) -> tuple[nx.DiGraph, list[Problem]]:
+def read_tree(logs: Source, tree_id: str) -> tuple[nx.DiGraph, list[Problem]]:
     """One tree's graph and the problems of its links, reading only that tree."""
     tree: TreeRecords = logs.read_tree(tree_id)
     if not tree.records:
@@ -92,7 +92,7 @@ def read_tree(logs: LogDatabase, tree_id: str) -> tuple[nx.DiGraph, list[Problem
 
 
 def load_tree(
-    conversation_id: str, db: str | os.PathLike[str] | LogDatabase | None = None
+    conversation_id: str, db: str | os.PathLike[str] | Source | None = None
 ) -> nx.DiGraph:
     """The conversation tree that `conversation_id` names, as a DiGraph.
 
@@ -101,7 +101,7 @@ def load_tree(
     conversation_id
         A legacy conversation id, or any thread id of a message-store tree.
     db
-        A path to a `logs.db`, an open `LogDatabase`, or None for llm's own.
+        A path to a `logs.db`, an open `Source`, or None for llm's own.
 
     Raises
     ------
@@ -112,7 +112,7 @@ def load_tree(
 
 
 def load_tree_of_node(
-    node_id: str, db: str | os.PathLike[str] | LogDatabase | None = None
+    node_id: str, db: str | os.PathLike[str] | Source | None = None
 ) -> nx.DiGraph:
     """The conversation tree that holds `node_id` (a response or turn id)."""
     with _opened(db) as logs:
@@ -120,7 +120,7 @@ def load_tree_of_node(
 
 
 def load_path(
-    node_id: str, db: str | os.PathLike[str] | LogDatabase | None = None
+    node_id: str, db: str | os.PathLike[str] | Source | None = None
 ) -> list[str]:
     """The ids from the root of `node_id`'s tree down to `node_id`.
 
@@ -144,7 +144,7 @@ def load_path(
 
 
 def load_tree_of_pair(
-    node_a: str, node_b: str, db: str | os.PathLike[str] | LogDatabase | None = None
+    node_a: str, node_b: str, db: str | os.PathLike[str] | Source | None = None
 ) -> nx.DiGraph:
     """The conversation tree that holds both nodes, reading only that tree
     (for a diff of their branches).
@@ -170,13 +170,13 @@ def load_tree_of_pair(
 
 
 class _opened:
-    """Use an open LogDatabase as it is, or open a path and close it after."""
+    """Use an open Source as it is, or open a path and close it after."""
 
-    def __init__(self, db: str | os.PathLike[str] | LogDatabase | None):
-        self.given = db if isinstance(db, LogDatabase) else None
-        self.path = None if isinstance(db, LogDatabase) else db
+    def __init__(self, db: str | os.PathLike[str] | Source | None):
+        self.given = db if isinstance(db, Source) else None
+        self.path = None if isinstance(db, Source) else db
 
-    def __enter__(self) -> LogDatabase:
+    def __enter__(self) -> Source:
         self.logs = self.given or open_logs(self.path)
         return self.logs
 
@@ -227,7 +227,7 @@ class Forest:
     @classmethod
     def read(
         cls,
-        db: str | os.PathLike[str] | LogDatabase | None = None,
+        db: str | os.PathLike[str] | Source | None = None,
         text: bool = True,
         conversation_ids: Iterable[str] | None = None,
         progress: Callable[[str], object] | None = None,
@@ -237,7 +237,7 @@ class Forest:
         Parameters
         ----------
         db
-            A path to a `logs.db`, an open `LogDatabase`, or None for llm's own.
+            A path to a `logs.db`, an open `Source`, or None for llm's own.
         text
             False leaves the prompt, system and response out (None): most of a
             file's bytes, and not needed for structure and usage.
@@ -269,7 +269,7 @@ class Forest:
                 # A chat export keeps no record problems (it has no rows
                 # without ids): ChatExport does not set the attribute.
                 problems = [
-                    *getattr(logs, "record_problems", []),
+                    *logs.record_problems,
                     *logs.fork_problems(),
                 ]
             from convgraph.store.notes import read_notes
@@ -353,7 +353,7 @@ class Forest:
 
 
 def _read_named(
-    logs: LogDatabase,
+    logs: Source,
     conversation_ids: Iterable[str],
     text: bool,
     step: Callable[[str], object],

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import networkx as nx
     import pandas as pd
 
-    from convgraph.sources import LogDatabase
+    from convgraph.sources import Source
 
 #: The `paths` a chat export takes: every leaf's, or each active path.
 PATHS = ("leaves", "active")
@@ -163,7 +163,7 @@ def pairs(
 
 
 def read_trees(
-    db: str | os.PathLike[str] | LogDatabase | None = None,
+    db: str | os.PathLike[str] | Source | None = None,
     conversation_ids: Iterable[str] = (),
 ) -> list[nx.DiGraph]:
     """The trees these ids name (each once, in the order named; every tree
@@ -187,7 +187,7 @@ def read_trees(
 
 
 def preference_pairs(
-    db: str | os.PathLike[str] | LogDatabase | None = None,
+    db: str | os.PathLike[str] | Source | None = None,
     conversation_ids: Iterable[str] = (),
     prefer: str = "notes",
 ) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from convgraph.errors import UnknownConversation, UnknownNode
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.sources import LogDatabase
+    from convgraph.sources import Source
 
 #: The roles of chat messages.
 SYSTEM, USER, ASSISTANT = "system", "user", "assistant"
@@ -230,7 +230,7 @@ def _one_line(text: str) -> str:
 
 def transcript(
     node_or_conversation_id: str,
-    db: str | os.PathLike[str] | LogDatabase | None = None,
+    db: str | os.PathLike[str] | Source | None = None,
 ) -> Transcript:
     """The transcript down to a node, or along a conversation's active path.
 
@@ -240,7 +240,7 @@ def transcript(
         A node id (the path from its root down to it), or a conversation id
         (the path to the end of its active branch).
     db
-        A path to a `logs.db` or chat export, an open `LogDatabase`, or None
+        A path to a `logs.db` or chat export, an open `Source`, or None
         for llm's own.
 
     Raises

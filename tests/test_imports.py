@@ -72,13 +72,9 @@ def imported_modules(name: str, path: Path) -> set[str]:
     return {target for target in targets if target in MODULES and target != name}
 
 
-#: Cycles known and left to the owners of `convgraph.sources`, as the edges
-#: that close them: the chat-export module imports its package (for
-#: `LogDatabase`), whose `open_logs` imports it back inside a function.
-#: Remove an entry once its cycle is gone.
-KNOWN_CYCLE_EDGES = {
-    ("convgraph.sources", "convgraph.sources.chat_exports"),
-}
+#: Cycles known and left alone, as the edges that close them (none now):
+#: add one only with the reason it cannot be broken.
+KNOWN_CYCLE_EDGES: set[tuple[str, str]] = set()
 
 
 def import_graph() -> nx.DiGraph:

@@ -51,7 +51,7 @@ from convgraph.text import excerpt, terminal_text
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.sources import LogDatabase
+    from convgraph.sources import Source
 
 #: What the `?` key shows.
 HELP = """\
@@ -83,7 +83,7 @@ DETAILS_DELAY = 0.15
 KEY_HINTS = "? keys  / search  m mark  d diff  c compare  b branch  esc list  q quit"
 
 
-def write_refusal(logs: LogDatabase) -> str | None:
+def write_refusal(logs: Source) -> str | None:
     """Why the write keys cannot write to this source, or None if they can.
 
     A chat export is read-only (convgraph cannot write an app's export); an

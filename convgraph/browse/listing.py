@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from convgraph.sources import LogDatabase
+    from convgraph.sources import Source
 
 
 @dataclass
@@ -53,7 +53,7 @@ from turns group by thread_id
 """
 
 
-def list_conversations(logs: LogDatabase) -> list[ConversationRow]:
+def list_conversations(logs: Source) -> list[ConversationRow]:
     """Every named conversation tree of an open llm database, newest first,
     from the small `conversations` and `threads` tables only: the list the
     browser shows at once. The figures (`nodes` 0, no time, no models) come
@@ -94,7 +94,7 @@ def list_conversations(logs: LogDatabase) -> list[ConversationRow]:
     return list(rows.values())
 
 
-def count_conversations(logs: LogDatabase) -> list[ConversationRow]:
+def count_conversations(logs: Source) -> list[ConversationRow]:
     """Every conversation tree with its node count, last time and models,
     newest first.
 
@@ -144,7 +144,7 @@ def count_conversations(logs: LogDatabase) -> list[ConversationRow]:
 
 
 def _threads(
-    logs: LogDatabase,
+    logs: Source,
 ) -> tuple[dict[str, tuple[str | None, str | None]], dict[str, str]]:
     """Every thread's name and origin, and the tree each thread belongs to
     (the message-store reader's own walk of the forks)."""
@@ -187,7 +187,7 @@ def _recent_first(rows: Any) -> list[ConversationRow]:
     return sorted(ordered, key=lambda row: row.last_datetime or "", reverse=True)
 
 
-def _export_rows(logs: LogDatabase) -> list[ConversationRow]:
+def _export_rows(logs: Source) -> list[ConversationRow]:
     """A chat export's conversations, each parsed once (no SQL is behind an
     export)."""
     from convgraph.sources.chat_exports import conversation_records

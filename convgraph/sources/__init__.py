@@ -13,7 +13,6 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,16 +27,28 @@ from convgraph.integrity import (
     record_problem,
 )
 from convgraph.sources import legacy, message_store
-from convgraph.sources.tables import Snapshot, conform_nodes, replacing_text
+from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
+from convgraph.sources.tables import (
+    BUSY_TIMEOUT_SECONDS,
+    Snapshot,
+    conform_nodes,
+    replacing_text,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["NODE_ATTRIBUTES", "LogDatabase", "TreeRecords", "open_logs"]
+__all__ = [
+    "NODE_ATTRIBUTES",
+    "LogDatabase",
+    "Source",
+    "TreeRecords",
+    "log_order",
+    "open_logs",
+    "sort_log_order",
+]
 
 
-#: How long a read waits for a writer (llm logging a response) to finish.
-BUSY_TIMEOUT_SECONDS = 5.0
 #: How many times a whole-file read starts again when a writer changed rows
 #: it had read (not only appended: see `tables.Snapshot`).
 READ_ATTEMPTS = 3
@@ -120,22 +131,7 @@ def _is_wal(path: Path) -> bool:
     return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
 
 
-@dataclass
-class TreeRecords:
-    """The raw rows of one conversation tree, before its links are checked.
-
-    `records` are dicts with `id`, `tree_id`, `parent_id` (as stored, maybe
-    invalid) and the node attributes, in log order; `problems` the tree's
-    broken links that are not parent links (cycles of forks).
-    """
-
-    tree_id: str
-    name: str | None
-    records: list[dict[str, Any]]
-    problems: list[Problem] = field(default_factory=list)
-
-
-class LogDatabase:
+class LogDatabase(Source):
     """An llm `logs.db`, whichever generations of llm wrote it."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path):
@@ -159,12 +155,6 @@ class LogDatabase:
         #: Rows that are no node (no id, no thread, an id seen before), found
         #: by the last `read_forest` or `read_tree`.
         self.record_problems: list[Problem] = []
-
-    def __enter__(self) -> LogDatabase:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self.conn.close()
@@ -573,35 +563,6 @@ def legacy_parent(
         return count
 
     return responses[max(candidates, key=matching)][0]
-
-
-def log_order(record: dict[str, Any]) -> tuple[str, str]:
-    """Sort key of DESIGN.md's log order: `datetime_utc`, then `id`."""
-    return (record["datetime_utc"] or "", record["id"])
-
-
-def sort_log_order(nodes: pd.DataFrame) -> pd.DataFrame:
-    """The table in log order, with a fresh 0..n-1 index.
-
-    llm appends as it logs, so rows read in storage order are nearly always in
-    log order already: checking that is one vectorized comparison, sorting a
-    million string keys is seconds.
-    """
-    key = nodes["datetime_utc"].fillna("").to_numpy()
-    ids = nodes["id"].to_numpy()
-    if (
-        len(nodes) < 2
-        or (
-            (key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (ids[1:] >= ids[:-1]))
-        ).all()
-    ):
-        return nodes.reset_index(drop=True)
-    order = (
-        nodes.assign(_key=key)
-        .sort_values(["_key", "id"], kind="stable")
-        .drop(columns="_key")
-    )
-    return order.reset_index(drop=True)
 
 
 def open_logs(path: str | os.PathLike[str] | None = None) -> LogDatabase:

@@ -32,15 +32,7 @@ from convgraph.contract import (
     TEXT_ATTRIBUTES,
 )
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
-from convgraph.sources import (
-    LogDatabase,
-    TreeRecords,
-    chatgpt,
-    claude,
-    log_order,
-    openwebui,
-    sort_log_order,
-)
+from convgraph.sources import chatgpt, claude, openwebui
 from convgraph.sources.chat_messages import (
     ANSWER,
     PROMPT,
@@ -48,6 +40,7 @@ from convgraph.sources.chat_messages import (
     Message,
     join_texts,
 )
+from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -390,7 +383,7 @@ def open_source(path: str | os.PathLike[str]) -> ChatExport | None:
     return ChatExport(path, parts)
 
 
-class ChatExport(LogDatabase):
+class ChatExport(Source):
     """A ChatGPT, Claude.ai or Open WebUI export, read like llm's `logs.db`.
 
     Nothing is read at once but the first conversation (to tell the format);
@@ -405,6 +398,7 @@ class ChatExport(LogDatabase):
         self.conn = None  # type: ignore[assignment]
         self.legacy = None
         self.store = None
+        self.record_problems = []  # an export's messages are always nodes
         self._parts = parts
         self._tree_ids: list[str] | None = None
         self._found: TreeRecords | None = None

@@ -141,7 +141,7 @@ class _ArrowReader:
 
         import adbc_driver_sqlite.dbapi
 
-        from convgraph.sources import BUSY_TIMEOUT_SECONDS
+        from convgraph.sources.tables import BUSY_TIMEOUT_SECONDS
 
         uri = f"{Path(path).resolve().as_uri()}?mode=ro"
         # autocommit: outside an explicit transaction each statement takes
@@ -617,7 +617,8 @@ def _read_legacy(
     """The responses of a file without turns, as `LegacyReader.read_all`
     and `LogDatabase.read_forest` give them."""
 
-    from convgraph.sources import legacy, sort_log_order
+    from convgraph.sources import legacy
+    from convgraph.sources.source import sort_log_order
     from convgraph.sources.tables import conform_nodes
 
     assert logs.legacy is not None

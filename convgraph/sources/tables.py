@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 CHUNK_ROWS = 20_000
+#: How long a read waits for a writer (llm logging a response) to finish.
+BUSY_TIMEOUT_SECONDS = 5.0
 #: The time one statement of a whole-table read aims to take: a writer waits
 #: for the read lock about this long at most (llm waits up to 5 s).
 CHUNK_SECONDS = 0.03

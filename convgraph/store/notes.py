@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from convgraph.errors import DatabaseError
 
 if TYPE_CHECKING:
-    from convgraph.sources import LogDatabase
+    from convgraph.sources import Source
 
 #: convgraph's table of notes, in the llm database or the file beside an export.
 TABLE = "_convgraph_notes"
@@ -54,12 +54,12 @@ class NodeNote:
     preferred: bool = False
 
 
-def is_export(logs: LogDatabase) -> bool:
+def is_export(logs: Source) -> bool:
     """Whether `logs` is a chat export (read-only: notes go beside it)."""
     return getattr(logs, "conn", None) is None
 
 
-def notes_file(logs: LogDatabase) -> Path:
+def notes_file(logs: Source) -> Path:
     """The SQLite file that holds `logs`' notes: the llm database itself, or
     `<export>.convgraph.db` beside a chat export."""
     path = Path(logs.path)
@@ -69,7 +69,7 @@ def notes_file(logs: LogDatabase) -> Path:
 
 
 def read_notes(
-    logs: LogDatabase, node_ids: Iterable[str] | None = None
+    logs: Source, node_ids: Iterable[str] | None = None
 ) -> dict[str, NodeNote]:
     """The notes of `node_ids` (every note when None), by node id; nodes
     without a note or mark are left out. Reads only: a file without the

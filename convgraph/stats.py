@@ -548,7 +548,10 @@ def _datetimes(column: pd.Series) -> pd.Series:
     times = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
     if times.dt.tz is None:  # a column without a single time stays naive
         times = times.dt.tz_localize("UTC")
-    return times.astype(DATETIME_DTYPE)
+    # A year like -1 parses at a coarser unit but has no nanosecond time.
+    earliest = pd.Timestamp.min.tz_localize("UTC")
+    latest = pd.Timestamp.max.tz_localize("UTC")
+    return times.where((times >= earliest) & (times <= latest)).astype(DATETIME_DTYPE)
 
 
 def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:

@@ -147,6 +147,9 @@ def test_json_is_the_new_nodes_the_failures_and_the_compare_table(store):
                 "duration_ms": nodes[node]["duration_ms"],
                 "response_length": len(nodes[node]["response"]),
                 "subtree_size": 1,
+                "active": nodes[node]["active"],
+                "preferred": False,
+                "note": None,
                 "similarity": {
                     other: 1.0
                     if {node, other} == {a, b}
@@ -158,6 +161,8 @@ def test_json_is_the_new_nodes_the_failures_and_the_compare_table(store):
             for index, node in enumerate([second, a, b])
         ],
     }
+    # The last answer logged is where the conversation goes on.
+    assert [nodes[node]["active"] for node in (second, a, b)] == [False, False, True]
     # The same records as `compare` prints for the node.
     compared = json.loads(run("compare", first, "--db", log.path, "--json").stdout)
     assert compared == document["compare"]

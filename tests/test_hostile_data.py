@@ -273,6 +273,8 @@ def test_turns_without_id_or_thread_are_reported(llm_copy: dict) -> None:
         ("datetime_utc", "yesterday-ish", "yesterday-ish"),
         ("datetime_utc", "99999-13-45T99:99:99", "99999-13-45T99:99:99"),
         ("datetime_utc", 20250101, "20250101"),
+        # A year that parses but lies outside pandas' nanosecond times.
+        ("datetime_utc", "-1-01-01T00:00:00", "-1-01-01T00:00:00"),
         ("model", b"\xffmodel", "\ufffdmodel"),
         ("prompt", b"caf\xc3\xa9", "café"),
         ("response", 42, "42"),

@@ -210,7 +210,7 @@ def test_mermaid_parses_hostile_forests():
     from hypothesis import HealthCheck, given, settings
     from test_export_properties import conversations, expected_drawn
 
-    from convgraph.export.dot import node_label
+    from convgraph.export.dot import branches, node_label
 
     cases = []
 
@@ -224,8 +224,10 @@ def test_mermaid_parses_hostile_forests():
         cases, mermaid_parse([text for _, text in cases]), strict=True
     ):
         assert "error" not in result, (result, text)
+        # The active path is marked only in conversations that branch.
         expected = [
-            expected_drawn(node_label(node, data)).replace("\t", " ") or " "
+            expected_drawn(node_label(node, data, branches(graph))).replace("\t", " ")
+            or " "
             for graph in graphs
             for node, data in graph.nodes(data=True)
         ]

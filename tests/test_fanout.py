@@ -252,6 +252,32 @@ def test_legacy_fan_out_is_new_children_with_the_whole_history(legacy):
         ]
 
 
+def test_on_change_sees_each_answer_grow_chunk_by_chunk(legacy):
+    """`job.text` is the answer so far at every change: for a live display
+    that shows the text as it streams in (`convgraph browse`)."""
+    seen: dict[str, list[str]] = {}
+
+    def watch(jobs: list[Job]) -> None:
+        for job in jobs:
+            seen.setdefault(job.label, []).append(job.text)
+
+    with registered(
+        SlowModel("slow", chunks=4), SlowModel("threaded", chunks=4, asynchronous=False)
+    ):
+        result = fan_out(
+            "f", "And then?", legacy, models=["slow", "threaded"], on_change=watch
+        )
+    tree = load_tree("t", legacy)
+    for answer in result.answers:
+        final = tree.nodes[answer.node_id]["response"]
+        size = -(-len(final) // 4)  # the plugin's piece size
+        grown = ["", *(final[: start + size] for start in range(0, len(final), size))]
+        assert len(grown) == 5
+        # Each distinct text seen, in order: nothing, then one piece more each
+        # time, ending with the whole answer that was logged.
+        assert list(dict.fromkeys(seen[answer.model])) == grown
+
+
 # -- faults ---------------------------------------------------------------------
 
 

@@ -75,6 +75,14 @@ class Job:
     unknown_model: bool = False
     #: What `on_answer` returned for the answer (the logged node).
     result: Any = None
+    #: The answer's chunks as they came: `text` joins them. A list, since
+    #: adding to a string per chunk copies the whole answer every time.
+    pieces: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The answer received so far (all of it once the job is done)."""
+        return "".join(self.pieces)
 
     @property
     def elapsed(self) -> float | None:
@@ -139,7 +147,8 @@ def run_requests(
     timeout
         Seconds each request may take once started; None for no limit.
     on_change
-        Called with every job, on this thread, whenever one changes and every
+        Called with every job, on this thread, whenever one changes (each
+        chunk received, so `job.text` is the answer so far) and every
         `TICK_SECONDS` while any runs: for a live display.
 
     Returns
@@ -306,6 +315,7 @@ class _Runner:
     def chunk(self, job: Job, chunk: str) -> None:
         job.chunks += 1
         job.characters += len(chunk)
+        job.pieces.append(chunk)
         self.changed()
 
     def stream_in_thread(

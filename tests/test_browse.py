@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import file_digest, run
 from databases import add_response, legacy_database
+from plugins.llm_slow_model import SlowModel, registered
 
 from convgraph.browse import BrowseApp, count_conversations, list_conversations
 from convgraph.browse.app import DETAILS_DELAY, ConversationScreen
@@ -509,6 +510,46 @@ def test_branch_with_echo_adds_the_answer_under_the_cursor(fork_copy):
     conn = sqlite3.connect(fork_copy["path"])
     assert conn.execute("select count(*) from turns").fetchone() == (6,)
     conn.close()
+
+
+def test_branch_streams_the_answer_into_the_pane_then_shows_the_node(fork_copy):
+    """The slow test model answers in 20 pieces, 0.1 s apart: the pane shows
+    the text received so far while it streams, then the logged node."""
+    second = fork_copy["turns"][1]
+    streaming = f"branching from {second}…"
+    shown: list[str] = []
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, fork_copy["thread"][:8])
+        await pilot.press("j", "b", *"Say it again", "enter")
+        # Watch the pane as a user would until the answer is logged (the
+        # bound only keeps a broken build from hanging the suite).
+        for _ in range(2000):
+            await pilot.pause(0.02)
+            if screen.details.title != streaming:
+                break
+            if screen.details.source not in shown:
+                shown.append(screen.details.source)
+        await settle(app, pilot)
+        await rested(pilot)
+        new = screen.tree.node
+        assert list(screen.graph.predecessors(new)) == [second]
+        answer = screen.graph.nodes[new]["response"]
+        assert screen.details.title == new
+        assert f"### Response\n\n{answer}" in screen.details.source
+        # While streaming: the prompt, the progress line, the answer so far.
+        partial = []
+        for source in shown:
+            prompt, status, *text = source.split("\n\n", 2)
+            assert prompt == "> Say it again"
+            assert status.startswith("*slow: ")
+            if text:
+                assert answer.startswith(text[0])
+                partial.append(text[0])
+        assert any(0 < len(text) < len(answer) for text in partial)
+
+    with registered(SlowModel("slow", delay=2.0, chunks=20)):
+        drive(fork_copy["path"], scenario, writes=True, model="slow")
 
 
 def test_a_model_error_shows_in_the_pane(fork_copy):

@@ -79,6 +79,9 @@ HELP = """\
 #: moves faster than that.
 DETAILS_DELAY = 0.15
 
+#: At most this often, in seconds, the pane redraws an answer streaming in.
+STREAM_REDRAW_SECONDS = 0.1
+
 #: The status line of a conversation.
 KEY_HINTS = "? keys  / search  m mark  d diff  c compare  b branch  esc list  q quit"
 
@@ -99,6 +102,18 @@ def write_refusal(logs: Source) -> str | None:
     if not os.access(path.parent, os.W_OK):
         return f"cannot write in {path.parent} (SQLite writes its journal there)"
     return None
+
+
+def streaming_view(jobs: list[Any], prompt: str | None = None) -> str:
+    """The pane's body while answers stream in: the prompt, then per request
+    a line of how it goes and the text received so far, shown as stored
+    answers are (`safe`: control characters as symbols)."""
+    parts = [] if prompt is None else [f"> {safe(prompt)}"]
+    for job in jobs:
+        parts.append(f"*{job.label}: {job.state}, {job.characters} characters*")
+        if job.pieces:
+            parts.append(safe(job.text))
+    return "\n\n".join(parts)
 
 
 class PromptScreen(ModalScreen[str | None]):
@@ -245,6 +260,11 @@ class ConversationScreen(Screen[None]):
             self._details_timer.stop()
             self._details_timer = None
         self.details.show(title, source)
+
+    def show_stream(self, title: str, source: str) -> None:
+        """Show an answer streaming in, its newest text in sight."""
+        self.show_view(title, source)
+        self.details.scroll_end(animate=False)
 
     def show_problem(self, message: str) -> None:
         """A problem in the pane, in one line (see `show_view`)."""
@@ -472,15 +492,12 @@ class ConversationScreen(Screen[None]):
 
         def progress(jobs: list[Any]) -> None:
             # Every chunk calls this; the pane need not redraw faster than
-            # the eye reads.
-            if time.monotonic() - shown[0] < 0.1:
+            # the eye reads (nor render a long answer's Markdown per chunk).
+            if time.monotonic() - shown[0] < STREAM_REDRAW_SECONDS:
                 return
             shown[0] = time.monotonic()
-            lines = [
-                f"- {job.label}: {job.state}, {job.characters} characters"
-                for job in jobs
-            ]
-            app.call_from_thread(self.show_view, title, "\n".join(lines))
+            view = streaming_view(jobs, prompt)
+            app.call_from_thread(self.show_stream, title, view)
 
         try:
             if prompt is None:

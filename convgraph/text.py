@@ -67,8 +67,8 @@ TERMINAL_CONTROLS = re.compile(
 def control_picture(character: str) -> str:
     """The visible symbol for a control character: its Unicode control
     picture for a C0 control or DEL (ESC becomes "␛"), else U+FFFD; one terminal
-    cell either way, so tables stay aligned. The same symbols as the
-    exporters' (`convgraph.export.common.visible`).
+    cell either way, so tables stay aligned. The exporters show the
+    characters their formats cannot hold with the same symbols.
 
     Examples
     --------

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ExportError
+from convgraph.text import control_picture
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -44,21 +45,9 @@ FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 
 
-def visible(character: str) -> str:
-    """The symbol that stands in for an unwritable character: the Unicode
-    control picture for a C0 control or DEL (U+0001 -> "␁"), else U+FFFD.
-
-    Examples
-    --------
-    >>> visible("\\x01"), visible("\\x7f"), visible("\\ufffe")
-    ('␁', '␡', '�')
-    """
-    code = ord(character)
-    if code < 0x20:
-        return chr(0x2400 + code)
-    if code == 0x7F:
-        return "\u2421"
-    return "\ufffd"
+#: The symbol that stands in for an unwritable character: the one the
+#: terminal output uses too (a control picture for C0 and DEL, else U+FFFD).
+visible = control_picture
 
 
 def _visible_match(match: re.Match[str]) -> str:

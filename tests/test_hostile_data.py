@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from convgraph.forest import load_tree, load_tree_of_node
 
-# -- branch on a broken chain of messages (issue 12, item 9) -----------------
+# -- branch on a broken chain of messages ----------------------------------
 
 
 @pytest.fixture

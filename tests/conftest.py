@@ -17,7 +17,15 @@ from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from databases import LlmLog, seed_database  # noqa: E402
+from databases import (  # noqa: E402
+    COMPLEX,
+    LlmLog,
+    add_tree,
+    legacy_database,
+    seed_database,
+)
+
+from convgraph.store import migrate  # noqa: E402
 
 # Hypothesis profiles. No deadline: the machine may be busy, and speed is
 # measured by the benchmarks, never by a test. `pytest --hypothesis-profile
@@ -120,3 +128,30 @@ def _exception_text(result: Result) -> str:
     if result.exc_info is None or isinstance(result.exception, SystemExit):
         return "none\n"
     return "".join(traceback.format_exception(*result.exc_info))
+
+
+# -- the databases that branching writes into ---------------------------------
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    """A conversation of two prompts, logged by llm 0.36 with echo."""
+    with LlmLog(tmp_path) as log:
+        first = log.prompt("What is a tree?")
+        conversation = log.thread_of(first)
+        second = log.prompt("And a forest?", continue_conversation=conversation)
+        yield log, conversation, first, second
+
+
+@pytest.fixture
+def legacy(tmp_path: Path) -> Path:
+    """The seed's complex tree in conversation "t", migrated, with a system
+    prompt on its root."""
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path, with_parent=True)
+    add_tree(conn, "t", COMPLEX)
+    conn.execute("update responses set system = 'You like trees' where id = 'root'")
+    conn.commit()
+    conn.close()
+    migrate(path)
+    return path

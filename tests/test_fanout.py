@@ -25,43 +25,17 @@ from pathlib import Path
 
 import pytest
 from conftest import file_digest, run
-from databases import COMPLEX, LlmLog, add_tree, legacy_database
 from plugins.llm_slow_model import SlowModel, registered
 
 from convgraph.cli import write
 from convgraph.cli.progress import LiveProgress, progress_line
 from convgraph.forest import load_tree, load_tree_of_node
-from convgraph.store import migrate
 from convgraph.store.branch import DEFAULT_PARALLEL, fan_out, regenerate
 from convgraph.store.fanout import Job, Request
 from convgraph.tree import children, roots
 from convgraph.tree import path as path_to
 
 ROOT = Path(__file__).parent.parent
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    """A conversation of two prompts, logged by llm 0.36 with echo."""
-    with LlmLog(tmp_path) as log:
-        first = log.prompt("What is a tree?")
-        conversation = log.thread_of(first)
-        second = log.prompt("And a forest?", continue_conversation=conversation)
-        yield log, conversation, first, second
-
-
-@pytest.fixture
-def legacy(tmp_path: Path) -> Path:
-    """The seed's complex tree in conversation "t", migrated, with a system
-    prompt on its root."""
-    path = tmp_path / "logs.db"
-    conn = legacy_database(path, with_parent=True)
-    add_tree(conn, "t", COMPLEX)
-    conn.execute("update responses set system = 'You like trees' where id = 'root'")
-    conn.commit()
-    conn.close()
-    migrate(path)
-    return path
 
 
 def texts(tree, node: str) -> list[list[str]]:

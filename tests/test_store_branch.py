@@ -17,7 +17,7 @@ import llm
 import pytest
 import sqlite_utils
 from conftest import file_digest, run
-from databases import COMPLEX, LlmLog, add_tree, legacy_database
+from databases import LlmLog, add_tree, legacy_database
 from llm.logs import LogStore
 from llm.plugins import pm
 
@@ -76,16 +76,6 @@ def thread(path: Path, thread_id: str) -> dict:
         return db["threads"].get(thread_id)
     finally:
         db.close()
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    """A conversation of two prompts, logged by llm 0.36 with echo."""
-    with LlmLog(tmp_path) as log:
-        first = log.prompt("What is a tree?")
-        conversation = log.thread_of(first)
-        second = log.prompt("And a forest?", continue_conversation=conversation)
-        yield log, conversation, first, second
 
 
 # -- the message store ----------------------------------------------------------
@@ -171,20 +161,6 @@ def test_text_output_names_the_new_node_and_conversation(store):
 
 
 # -- a legacy database with the parent column -----------------------------------
-
-
-@pytest.fixture
-def legacy(tmp_path: Path) -> Path:
-    """The seed's complex tree in conversation "t", migrated, with a system
-    prompt on its root."""
-    path = tmp_path / "logs.db"
-    conn = legacy_database(path, with_parent=True)
-    add_tree(conn, "t", COMPLEX)
-    conn.execute("update responses set system = 'You like trees' where id = 'root'")
-    conn.commit()
-    conn.close()
-    migrate(path)
-    return path
 
 
 def test_legacy_branch_is_a_new_child_in_the_nodes_conversation(legacy, messages_model):

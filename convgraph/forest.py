@@ -143,6 +143,32 @@ def load_path(
         return path(read_tree(logs, logs.tree_id_of_node(node_id))[0], node_id)
 
 
+def load_trees(
+    conversation_ids: Iterable[str] = (),
+    db: str | os.PathLike[str] | Source | None = None,
+) -> Iterator[nx.DiGraph]:
+    """The trees these ids name, each once, in the order first named; every
+    tree of the file (read as one `Forest`, built one at a time) when none.
+
+    With ids, every tree is read (one conversation each) before the first is
+    given, so an unknown id fails before a caller writes anything. Two thread
+    ids of one message-store tree name the same tree.
+
+    Raises
+    ------
+    UnknownConversation, DatabaseError
+    """
+    named = list(conversation_ids)
+    if not named:
+        return Forest.read(db).trees()
+    trees: dict[Any, nx.DiGraph] = {}
+    with _opened(db) as logs:
+        for conversation_id in named:
+            tree = load_tree(conversation_id, logs)
+            trees.setdefault(tree.graph["tree_id"], tree)
+    return iter(trees.values())
+
+
 def load_tree_of_pair(
     node_a: str, node_b: str, db: str | os.PathLike[str] | Source | None = None
 ) -> nx.DiGraph:

@@ -162,30 +162,6 @@ def pairs(
         yield from tree_pairs(tree, prefer)
 
 
-def read_trees(
-    db: str | os.PathLike[str] | Source | None = None,
-    conversation_ids: Iterable[str] = (),
-) -> list[nx.DiGraph]:
-    """The trees these ids name (each once, in the order named; every tree
-    when none), with their branch attributes.
-
-    Raises
-    ------
-    UnknownConversation, DatabaseError
-    """
-    from convgraph.forest import Forest, _opened, load_tree
-
-    named = list(conversation_ids)
-    if not named:
-        return list(Forest.read(db).trees())
-    trees: dict[Any, nx.DiGraph] = {}
-    with _opened(db) as logs:
-        for conversation_id in named:
-            tree = load_tree(conversation_id, logs)
-            trees.setdefault(tree.graph["tree_id"], tree)
-    return list(trees.values())
-
-
 def preference_pairs(
     db: str | os.PathLike[str] | Source | None = None,
     conversation_ids: Iterable[str] = (),
@@ -202,5 +178,7 @@ def preference_pairs(
     """
     import pandas as pd
 
-    records = list(pairs(read_trees(db, conversation_ids), prefer))
+    from convgraph.forest import load_trees
+
+    records = list(pairs(load_trees(conversation_ids, db), prefer))
     return pd.DataFrame.from_records(records, columns=list(PAIR_COLUMNS))

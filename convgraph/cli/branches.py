@@ -77,10 +77,11 @@ def pairs(
     \b
     convgraph pairs --nl > preferences.jsonl
     """
-    from convgraph.training import PAIR_COLUMNS, read_trees
+    from convgraph.forest import load_trees
+    from convgraph.training import PAIR_COLUMNS
     from convgraph.training import pairs as find_pairs
 
-    records = list(find_pairs(read_trees(db_path, conversation_ids), prefer.lower()))
+    records = list(find_pairs(load_trees(conversation_ids, db_path), prefer.lower()))
     columns = list(PAIR_COLUMNS)
     if output_format in ("json", "nl"):
         echo_records(records, columns, output_format)

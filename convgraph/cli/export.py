@@ -130,7 +130,9 @@ def export(
     if render is not None and dot_program is None:
         raise UserError(NO_GRAPHVIZ)
 
-    graphs = _conversations(conversation_ids, db_path)
+    from convgraph.forest import load_trees
+
+    graphs = load_trees(conversation_ids, db_path)
     if render is not None:
         assert output is not None and dot_program is not None
         with _replaced(output) as (_, partial):
@@ -140,26 +142,6 @@ def export(
             exporter.write(graphs, file, **options)
     else:
         _to_stdout(lambda stream: exporter.write(graphs, stream, **options))
-
-
-def _conversations(ids: tuple[str, ...], db_path: str | None) -> Iterator[nx.DiGraph]:
-    """The trees to export: every one, or those `ids` name, each once.
-
-    With ids, every tree is read (one conversation each) before anything is
-    written, so an unknown id fails before any output.
-    """
-    from convgraph.forest import Forest, load_tree
-    from convgraph.sources import open_logs
-
-    if not ids:
-        return Forest.read(db_path).trees()
-    trees: dict[Any, nx.DiGraph] = {}
-    with open_logs(db_path) as logs:
-        for conversation_id in ids:
-            tree = load_tree(conversation_id, logs)
-            # Two thread ids of one message-store tree name the same tree.
-            trees.setdefault(tree.graph["tree_id"], tree)
-    return iter(trees.values())
 
 
 def _write_dataset(

@@ -292,12 +292,7 @@ class Forest:
             else:
                 step("Reading every conversation")
                 nodes, names = logs.read_forest(text=text)
-                # A chat export keeps no record problems (it has no rows
-                # without ids): ChatExport does not set the attribute.
-                problems = [
-                    *logs.record_problems,
-                    *logs.fork_problems(),
-                ]
+                problems = [*logs.record_problems, *logs.fork_problems()]
             from convgraph.store.notes import read_notes
 
             notes = read_notes(logs)

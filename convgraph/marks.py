@@ -17,7 +17,7 @@ jumping (a 100,000-deep path in 17 vectorized rounds, not a walk per node).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -152,13 +152,3 @@ def active_rows(parent_rows: np.ndarray, ends: np.ndarray) -> np.ndarray:
         rows = np.flatnonzero(active)
         jump = jump[jump]
     return active
-
-
-def plain_marks(attributes: Mapping[str, Any]) -> tuple[bool, str | None, bool]:
-    """A node's `active`, `note` and `preferred`, as plain values whatever
-    built the node (False and None where it has none)."""
-    return (
-        bool(attributes.get("active")),
-        attributes.get("note"),
-        bool(attributes.get("preferred")),
-    )

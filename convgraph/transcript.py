@@ -130,14 +130,6 @@ def path_messages(
     return messages
 
 
-def step_messages(tree: nx.DiGraph, node: str) -> list[dict[str, str]]:
-    """One node's own messages: its prompt and its answer."""
-    messages: list[dict[str, str]] = []
-    _add(messages, USER, tree.nodes[node].get("prompt"))
-    _add(messages, ASSISTANT, tree.nodes[node].get("response"))
-    return messages
-
-
 def _add(messages: list[dict[str, str]], role: str, content: str | None) -> None:
     """Append a message, joined to the one before when it has the same role
     (a tool result's answer after an answer), so roles alternate."""

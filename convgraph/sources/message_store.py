@@ -599,15 +599,6 @@ class _Chains:
         found.reverse()
         return found
 
-    def has_answers_above(self, message_hash: str | None) -> bool:
-        """Whether an assistant message stands at or above `message_hash`."""
-        for current in ParentWalk(message_hash, self.parent):
-            if current not in self.messages:
-                return False
-            if self.messages[current][1] == "assistant":
-                return True
-        return False
-
     def root(self, message_hash: str | None) -> str | None:
         """The first message of the chain through `message_hash` (None on a
         cycle), remembered for every message walked: every turn of a deep

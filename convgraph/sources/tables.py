@@ -44,7 +44,6 @@ from convgraph.contract import CATEGORY_COLUMNS, INTEGER_ATTRIBUTES, SOURCE_COLU
 if TYPE_CHECKING:
     import pandas as pd
 
-CHUNK_ROWS = 20_000
 #: How long a read waits for a writer (llm logging a response) to finish.
 BUSY_TIMEOUT_SECONDS = 5.0
 #: The time one statement of a whole-table read aims to take: a writer waits
@@ -275,23 +274,6 @@ def no_garbage_collection() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def read_frame(
-    cursor: sqlite3.Cursor,
-    categories: Iterable[str] = (),
-    integers: Iterable[str] = (),
-) -> pd.DataFrame:
-    """All rows of `cursor` as a DataFrame with its column names.
-
-    `categories` name the columns of repeated strings (stored as pandas
-    categoricals), `integers` the integer columns (nullable Int64); the rest
-    stay object columns. The statement stays open while the rows are
-    converted: for a whole table, read a `Snapshot` with `frame_of_chunks`.
-    """
-    names = [description[0] for description in cursor.description]
-    chunks = iter(lambda: cursor.fetchmany(CHUNK_ROWS), [])
-    return frame_of_chunks(chunks, names, categories, integers, rowid=False)
 
 
 def categorical(values: Any) -> pd.Categorical:

@@ -45,6 +45,12 @@ SOURCE_COLUMNS = ("id", "tree_id", "parent_id", *SOURCE_ATTRIBUTES)
 #: checked), then the branch attributes.
 NODE_COLUMNS = (*SOURCE_COLUMNS, *BRANCH_ATTRIBUTES)
 
+#: A column a reader may add to its nodes table: each node's parent row (-1
+#: for none, or a parent id that names no row), where the reader found the
+#: parents on its own arrays. `Forest` takes it instead of looking every
+#: `parent_id` up again (a hash of a million strings), then drops it.
+PARENT_ROWS = "_parent_row"
+
 #: The columns of few distinct values, pandas categories in tables; the
 #: others but the usage figures are object columns (str or None).
 CATEGORY_COLUMNS = ("tree_id", "conversation_id", "model", "source")

@@ -18,6 +18,7 @@ from convgraph.contract import (
     INTEGER_ATTRIBUTES,
     NODE_ATTRIBUTES,
     NODE_COLUMNS,
+    PARENT_ROWS,
     TEXT_ATTRIBUTES,
 )
 from convgraph.errors import DifferentConversations, UnknownConversation
@@ -432,7 +433,11 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Proble
     nodes = conform_nodes(nodes)
     ids = pd.Index(nodes["id"])
     has_parent = nodes["parent_id"].notna().to_numpy()
-    parent_index = ids.get_indexer(nodes["parent_id"].where(has_parent, None))
+    if PARENT_ROWS in nodes.columns:
+        # The reader found the parents' rows already (`contract.PARENT_ROWS`).
+        parent_index = nodes.pop(PARENT_ROWS).to_numpy(dtype=np.int64)
+    else:
+        parent_index = ids.get_indexer(nodes["parent_id"].where(has_parent, None))
     own_index = np.arange(len(nodes))
     tree = pd.factorize(nodes["tree_id"])[0]  # codes: cheap on categories
 

@@ -585,17 +585,18 @@ def _models_per_tree(models: pd.Series, tree_codes: np.ndarray, trees: int) -> l
     """Each tree's distinct models in order of first use (rows are in log
     order), as lists aligned with the tree codes."""
     import numpy as np
+    import pandas as pd
 
     codes, names = _model_codes(models)
     used = codes >= 0
-    rows = np.flatnonzero(used)
     pairs = tree_codes[used].astype(np.int64) * max(len(names), 1) + codes[used]
-    _, first = np.unique(pairs, return_index=True)
-    first_rows = rows[first]
-    # First uses, grouped by tree and, within a tree, in log order.
-    order = first_rows[np.lexsort((first_rows, tree_codes[first_rows]))]
-    flat = names[codes[order]].tolist()
-    return _split_lists(flat, np.bincount(tree_codes[order], minlength=trees))
+    # Distinct (tree, model) pairs in order of first use: a hash, not a sort.
+    first_uses = pd.unique(pairs)
+    trees_of, models_of = np.divmod(first_uses, max(len(names), 1))
+    # Grouped by tree; within a tree, still in order of first use.
+    order = np.argsort(trees_of, kind="stable")
+    flat = names[models_of[order]].tolist()
+    return _split_lists(flat, np.bincount(trees_of, minlength=trees))
 
 
 def _models_per_branch(

@@ -154,6 +154,58 @@ def test_chunks_of_one_row_and_of_nulls_only(seed_db, monkeypatch):
     assert_same_forest(seed_db, monkeypatch, text=True)
 
 
+def side_by_side(monkeypatch: pytest.MonkeyPatch, threads: int, rows: int) -> None:
+    """Every table of `threads` rows or more is read in `threads` ranges of
+    rowids at once, each in statements of `rows` rows."""
+    monkeypatch.setattr(columnar, "READ_THREADS", threads)
+    monkeypatch.setattr(columnar, "ROWS_PER_RANGE", 1)
+    fixed_chunks(monkeypatch, rows)
+
+
+@pytest.mark.parametrize("with_parent", [True, False])
+def test_ranges_read_side_by_side(tmp_path, monkeypatch, with_parent):
+    path = synthetic.build_legacy(
+        tmp_path / "logs.db", 500, 7, "bushy", with_parent=with_parent
+    )
+    side_by_side(monkeypatch, 3, 37)
+    forest = assert_same_forest(path, monkeypatch, text=True)
+    assert len(forest.nodes) == 500
+
+
+def test_deleted_responses_leave_gaps_in_the_rowids(tmp_path, monkeypatch):
+    """Rowids with gaps, and children whose parent is gone: each found
+    parent is the row it names, each lost one is reported by its id."""
+    path = synthetic.build_legacy(tmp_path / "logs.db", 300, 7, "bushy")
+    conn = sqlite3.connect(path)
+    # The synthetic file has no full-text index for llm's trigger to update.
+    conn.execute("drop trigger if exists responses_ad")
+    conn.execute("delete from responses where rowid % 17 = 3")
+    conn.commit()
+    conn.close()
+    forest = assert_same_forest(path, monkeypatch, text=False)
+    assert len(forest.nodes) == 300 - 18
+    assert {problem.kind for problem in forest.problems} == {"missing-parent"}
+
+
+def test_ranges_out_of_log_order_only_across_their_boundary(tmp_path, monkeypatch):
+    """Each range in log order by itself, the second one dated before the
+    first: only the boundary between them tells, and the table is sorted."""
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path)
+    for number in range(4):
+        add_response(
+            conn, f"late{number}", "c", "p", datetime_utc=timestamp(10 + number)
+        )
+    for number in range(4):
+        add_response(conn, f"early{number}", "c", "p", datetime_utc=timestamp(number))
+    conn.commit()
+    conn.close()
+    side_by_side(monkeypatch, 2, 4)
+    forest = assert_same_forest(path, monkeypatch, text=False)
+    assert forest.nodes["id"].tolist()[:2] == ["early0", "early1"]
+    assert forest.nodes["id"].tolist()[-1] == "late3"
+
+
 # -- message stores -------------------------------------------------------------------
 
 
@@ -225,6 +277,13 @@ def test_synthetic_message_stores(tmp_path, monkeypatch, shape):
     path = synthetic.build_message_store(tmp_path / "logs.db", 3000, 7, shape)
     forest = assert_same_forest(path, monkeypatch, text=False)
     assert len(forest.nodes) == 3000
+
+
+def test_message_store_ranges_read_side_by_side(tmp_path, monkeypatch):
+    path = synthetic.build_message_store(tmp_path / "logs.db", 400, 7, "bushy")
+    side_by_side(monkeypatch, 3, 29)
+    forest = assert_same_forest(path, monkeypatch, text=False)
+    assert len(forest.nodes) == 400
 
 
 def copy_of(source: Path, directory: Path) -> Path:

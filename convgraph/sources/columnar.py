@@ -35,11 +35,18 @@ machine without pyarrow and the ADBC driver (the optional ``fast`` extra).
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_COLUMNS, TEXT_ATTRIBUTES
+from convgraph.contract import (
+    INTEGER_ATTRIBUTES,
+    PARENT_ROWS,
+    SOURCE_COLUMNS,
+    TEXT_ATTRIBUTES,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,11 +65,20 @@ READ_ATTEMPTS = 3
 CHUNK_ROWS = 2_000
 CHUNK_SECONDS = 0.03
 MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 200, 100_000
+#: How many ranges of rowids a large table is read in side by side, and the
+#: fewest rows a range is worth a thread for.
+READ_THREADS = min(4, os.cpu_count() or 1)
+ROWS_PER_RANGE = 50_000
 
 _TEXT = "('text', 'null')"
 _INTEGER = "('integer', 'null')"
 #: An id: text, never NULL (a NULL id is for the row readers to report).
 _ID = "('text')"
+#: A legacy response's parent's rowid, found through the index of the ids.
+PARENT_ROWID = (
+    "(select rowid from responses as parent"
+    " where parent.id = responses.parent_response_id)"
+)
 #: The columns that name one row each.
 _KEYS = ("id", "hash")
 
@@ -134,35 +150,47 @@ def _give_back_memory() -> None:
 
 
 class _ArrowReader:
-    """A read-only ADBC connection that reads tables in short chunks."""
+    """Read-only ADBC connections that read tables in short chunks: one for
+    the small statements, and one per range of rowids that a large table is
+    read in, side by side (`table`)."""
 
     def __init__(self, path: Any):
         from pathlib import Path
 
+        self.uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+        self.connections: list[Any] = []
+        self.cursor = self._cursor()
+        self.range_cursors = [self.cursor]
+
+    def _cursor(self) -> Any:
+        """A cursor on a new connection."""
         import adbc_driver_sqlite.dbapi
 
         from convgraph.sources.tables import BUSY_TIMEOUT_SECONDS
 
-        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
         # autocommit: outside an explicit transaction each statement takes
         # the read lock only while it runs; the DB-API default would hold
         # one transaction, and the lock, from the first statement on.
-        self.conn = adbc_driver_sqlite.dbapi.connect(uri, autocommit=True)
-        self.cursor = self.conn.cursor()
-        self.cursor.execute(f"pragma busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-        self.cursor.fetchall()
+        conn = adbc_driver_sqlite.dbapi.connect(self.uri, autocommit=True)
+        self.connections.append(conn)
+        cursor = conn.cursor()
+        cursor.execute(f"pragma busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        cursor.fetchall()
         # One Arrow batch per chunk: the driver infers a column's type per
         # batch, and a chunk then has one type per column.
-        self.cursor.adbc_statement.set_options(
+        cursor.adbc_statement.set_options(
             **{"adbc.sqlite.query.batch_rows": str(MAX_CHUNK_ROWS)}
         )
+        return cursor
 
     def __enter__(self) -> _ArrowReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.cursor.close()
-        self.conn.close()
+        for cursor in self.range_cursors:
+            cursor.close()
+        for conn in self.connections:
+            conn.close()
 
     def begin(self) -> None:
         """Start a read: note SQLite's count of commits by others."""
@@ -219,6 +247,26 @@ class _ArrowReader:
         self.cursor.execute(sql)
         return self.cursor.fetchone()
 
+    def texts_at(self, table: str, column: str, rowids: np.ndarray) -> list[str]:
+        """The text of `column` in the rows of `table` with these rowids, in
+        their order, a few hundred rows a statement; NotColumnar for a value
+        that is no text (the row readers decide how to show it)."""
+        import pyarrow as pa
+
+        found: dict[int, str] = {}
+        for start in range(0, len(rowids), 500):
+            wanted = ", ".join(str(int(rowid)) for rowid in rowids[start : start + 500])
+            self.cursor.execute(
+                f"select rowid, {column} from {table} where rowid in ({wanted})"
+            )
+            rows = self.cursor.fetch_arrow_table()
+            if rows.column(1).type != pa.string():
+                raise NotColumnar(f"a {column} of {rows.column(1).type}")
+            found.update(
+                zip(rows.column(0).to_pylist(), rows.column(1).to_pylist(), strict=True)
+            )
+        return [found[int(rowid)] for rowid in rowids]
+
     def table(
         self,
         name: str,
@@ -238,7 +286,13 @@ class _ArrowReader:
         each output column to its SQL expression and the SQLite types it may
         hold (`_TEXT`, `_INTEGER`, `_ID`); a row of any other type raises
         NotColumnar. `log_order`: also tell, as "_in_log_order", whether the
-        rows are in log order by their `datetime_utc` and `id` columns."""
+        rows are in log order by their `datetime_utc` and `id` columns.
+
+        A large table is read in `READ_THREADS` ranges of rowids side by
+        side, each on its own connection in its own thread: SQLite steps
+        through rows without Python's lock, so the ranges share the cores,
+        and one range's chunks are converted while another's are read.
+        """
         import numpy as np
         import pandas as pd
         import pyarrow as pa
@@ -264,56 +318,69 @@ class _ArrowReader:
             f"select rowid as _rowid, {fields}, ({clean}) as _clean from {name}"
             f" where rowid > ? and rowid <= ? order by rowid limit ?"
         )
-        parts: dict[str, list] = {out: [] for out in columns}
-        after = -(2**63)
-        wanted = CHUNK_ROWS
-        count = 0
-        in_order, last_key = True, None
-        while True:
-            started = time.perf_counter()
-            self.cursor.execute(query, (after, last_rowid, wanted))
-            chunk = self.cursor.fetch_arrow_table()
-            took = time.perf_counter() - started
-            rows = chunk.num_rows
-            if rows == 0:
-                break
-            if pc.min(chunk["_clean"]).as_py() != 1:
-                raise NotColumnar(f"values of other types in {name}")
-            count += rows
-            after = chunk["_rowid"][-1].as_py()
+
+        def convert(chunk: pa.Table) -> dict[str, Any]:
+            """One chunk's columns as the caller wants them, and, for the
+            log order, whether its rows are in it and its first and last
+            keys."""
             typed = {
                 out: _checked_column(chunk[out], types, name, out)
                 for out, (_, types) in columns.items()
             }
-            del chunk
-            if log_order and in_order:
-                in_order, last_key = _in_log_order(
-                    typed["datetime_utc"], typed["id"], last_key
+            part: dict[str, Any] = {}
+            if log_order:
+                part["_in_log_order"] = _in_log_order(
+                    typed["datetime_utc"], typed["id"]
                 )
             for out, (_, types) in columns.items():
                 value = typed.pop(out)
                 if out in objects:
                     value = _objects(value)
-                elif out in categories:
-                    value = _encoded(value)
                 elif types == _INTEGER and objects:
                     value = _integer_parts(value)
-                parts[out].append(value)
-            if rows < wanted:
-                break
-            scale = min(max(CHUNK_SECONDS / max(took, 1e-4), 0.5), 2.0)
-            wanted = min(max(int(wanted * scale), MIN_CHUNK_ROWS), MAX_CHUNK_ROWS)
+                part[out] = value
+            return part
+
+        first_rowid = self.one(f"select min(rowid) from {name}")[0]
+        ranges = _rowid_ranges(first_rowid - 1, last_rowid)
+        while len(self.range_cursors) < len(ranges):
+            self.range_cursors.append(self._cursor())
+        if len(ranges) == 1:
+            found = [_read_range(self.cursor, query, *ranges[0], convert)]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(len(ranges)) as pool:
+                found = list(
+                    pool.map(
+                        _read_range,
+                        self.range_cursors,
+                        [query] * len(ranges),
+                        *zip(*ranges, strict=True),
+                        [convert] * len(ranges),
+                    )
+                )
+        chunks = [part for parts, _ in found for part in parts]
+        count = sum(rows for _, rows in found)
         self.reads.append((name, last_rowid, count))
         if not count:
             return _empty(columns, objects, log_order)
-        arrays: dict[str, Any] = {"_in_log_order": in_order} if log_order else {}
+        arrays: dict[str, Any] = {}
+        if log_order:
+            arrays["_in_log_order"] = _chunks_in_log_order(
+                [chunk.pop("_in_log_order") for chunk in chunks]
+            )
+        parts = {out: [chunk.pop(out) for chunk in chunks] for out in columns}
+        del chunks
         for out, (_, types) in columns.items():
             if out in objects:
                 arrays[out] = np.concatenate(parts.pop(out))
                 repeated = out in _KEYS and out not in unique
                 repeated = repeated and not _all_different(arrays[out])
             elif out in categories:
-                arrays[out] = _joined_categories(parts.pop(out))
+                # Encoded once over all chunks: few distinct values to hash.
+                pieces = [piece for part in parts.pop(out) for piece in part.chunks]
+                arrays[out] = _category(pa.chunked_array(pieces, _arrow_type(types)))
                 repeated = False
             elif types == _INTEGER and objects:
                 pieces = parts.pop(out)
@@ -336,25 +403,49 @@ class _ArrowReader:
         return arrays
 
 
-def _joined_categories(parts: list[tuple[np.ndarray, pa.Array]]) -> pd.Categorical:
-    """One categorical of chunks encoded one by one (`_encoded`): the
-    categories in first-seen order over all chunks, as if encoded at once."""
-    import numpy as np
-    import pandas as pd
-    import pyarrow as pa
+def _rowid_ranges(after: int, last: int) -> list[tuple[int, int]]:
+    """The rowids after `after` up to `last`, cut into `READ_THREADS` ranges
+    (`(after, last)` pairs) of equal width; one where there are fewer than
+    `ROWS_PER_RANGE` rowids per range."""
+    count = max(1, min(READ_THREADS, (last - after) // ROWS_PER_RANGE))
+    bounds = [after + (last - after) * part // count for part in range(count + 1)]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
 
-    if not parts:
-        return pd.Categorical.from_codes(np.zeros(0, np.int64), [])
-    codes, values = _encoded(
-        pa.chunked_array([dictionary for _, dictionary in parts], parts[0][1].type)
-    )
-    joined, start = [], 0
-    for chunk_codes, dictionary in parts:
-        # Each chunk's number -> the number of the same value over all.
-        mapping = np.append(codes[start : start + len(dictionary)], -1)
-        joined.append(mapping[chunk_codes])
-        start += len(dictionary)
-    return pd.Categorical.from_codes(np.concatenate(joined), _objects(values))
+
+def _read_range(
+    cursor: Any,
+    query: str,
+    after: int,
+    last: int,
+    convert: Callable[[pa.Table], dict[str, Any]],
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows of `query` with rowids after `after` up to `last`, each chunk
+    a statement of its own sized to take about CHUNK_SECONDS, given to
+    `convert`: the converted chunks, in rowid order, and how many rows."""
+    import pyarrow.compute as pc
+
+    parts = []
+    wanted = CHUNK_ROWS
+    count = 0
+    while after < last:
+        started = time.perf_counter()
+        cursor.execute(query, (after, last, wanted))
+        chunk = cursor.fetch_arrow_table()
+        took = time.perf_counter() - started
+        rows = chunk.num_rows
+        if rows == 0:
+            break
+        if pc.min(chunk["_clean"]).as_py() != 1:
+            raise NotColumnar("values of other types")
+        count += rows
+        after = chunk["_rowid"][-1].as_py()
+        parts.append(convert(chunk))
+        del chunk
+        if rows < wanted:
+            break
+        scale = min(max(CHUNK_SECONDS / max(took, 1e-4), 0.5), 2.0)
+        wanted = min(max(int(wanted * scale), MIN_CHUNK_ROWS), MAX_CHUNK_ROWS)
+    return parts, count
 
 
 def _checked_column(
@@ -528,41 +619,90 @@ def _numbered(
     return len(values), found
 
 
+def _parents_by_rowid(
+    reader: _ArrowReader,
+    node_ids: np.ndarray,
+    rowids: pd.arrays.IntegerArray,
+    parent_rowids: pd.arrays.IntegerArray,
+    has_parent: pd.arrays.IntegerArray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each response's parent row (-1 for none) and parent id, from the
+    rowids SQLite found (`PARENT_ROWID`): rows are in rowid order, so a
+    parent's row is a binary search away. A parent id that names no row
+    read (no response, or one logged after the read began) is kept as
+    stored, read again for those rows only, for `check` to report."""
+    import numpy as np
+
+    rowids = rowids.to_numpy(dtype=np.int64)
+    wanted = parent_rowids.to_numpy(dtype=np.int64, na_value=0)
+    if rowids[-1] - rowids[0] == len(rowids) - 1:
+        # No row deleted: a rowid's row is its distance from the first.
+        at = np.clip(wanted - rowids[0], 0, len(rowids) - 1)
+    else:
+        at = np.minimum(np.searchsorted(rowids, wanted), len(rowids) - 1)
+    found = ~parent_rowids.isna() & (rowids[at] == wanted)
+    parent_rows = np.where(found, at, -1)
+    parent_ids = np.where(found, node_ids[at], None)
+    lost = np.flatnonzero(has_parent.to_numpy(dtype=bool, na_value=False) & ~found)
+    if len(lost):
+        parent_ids[lost] = reader.texts_at(
+            "responses", "parent_response_id", rowids[lost]
+        )
+    return parent_rows, parent_ids
+
+
 def _in_log_order(
-    dates: pa.ChunkedArray, ids: pa.ChunkedArray, before: tuple[str, str] | None
-) -> tuple[bool, tuple[str, str] | None]:
-    """Whether these rows, after the row `before` ((date or "", id) of the
-    last row of the chunk before, or None), are in log order, and the last
-    row's key: `sources.sort_log_order`'s test, on Arrow's strings (byte
-    order is code point order in UTF-8)."""
-    import pyarrow as pa
+    dates: pa.ChunkedArray, ids: pa.ChunkedArray
+) -> tuple[bool, tuple[str, str] | None, tuple[str, str] | None]:
+    """Whether these rows are in log order (`sources.sort_log_order`'s test,
+    on Arrow's strings: byte order is code point order in UTF-8), and the
+    first and last row's key, (date or "", id), None when there are none."""
     import pyarrow.compute as pc
 
     key = pc.fill_null(dates, "")
-    if before is not None:
-        key = pa.chunked_array([pa.array([before[0]]), *_chunks(key)])
-        ids = pa.chunked_array([pa.array([before[1]]), *_chunks(ids)])
-    last = (key[-1].as_py(), ids[-1].as_py()) if len(ids) else before
+    if not len(ids):
+        return True, None, None
+    first, last = (key[0].as_py(), ids[0].as_py()), (key[-1].as_py(), ids[-1].as_py())
     if len(ids) < 2:
-        return True, last
+        return True, first, last
     later, earlier = key.slice(1), key.slice(0, len(key) - 1)
     ids_later, ids_earlier = ids.slice(1), ids.slice(0, len(ids) - 1)
     ordered = pc.or_(
         pc.greater(later, earlier),
         pc.and_(pc.equal(later, earlier), pc.greater_equal(ids_later, ids_earlier)),
     )
-    return bool(pc.all(ordered).as_py()), last
+    return bool(pc.all(ordered).as_py()), first, last
+
+
+def _chunks_in_log_order(
+    chunks: list[tuple[bool, tuple[str, str] | None, tuple[str, str] | None]],
+) -> bool:
+    """Whether consecutive chunks (`_in_log_order` of each) are in log order
+    together: each one in itself, and each one's first key at or after the
+    last key before it (Python compares str by code point)."""
+    last = None
+    for ordered, first_key, last_key in chunks:
+        if not ordered:
+            return False
+        if first_key is None:
+            continue
+        if last is not None and first_key < last:
+            return False
+        last = last_key
+    return True
 
 
 def _nodes_frame(
     ids: pa.Array | np.ndarray,
     tree_ids: pa.Array | None,
     parent_ids: np.ndarray,
+    parent_rows: np.ndarray | None,
     columns: dict[str, pa.Array],
     source: str,
 ) -> pd.DataFrame:
     """The nodes table in the contract's columns and dtypes (`tree_ids`
-    None: each node's tree is its conversation)."""
+    None: each node's tree is its conversation), and the parents' rows as
+    `PARENT_ROWS` where they are known."""
     import numpy as np
     import pandas as pd
 
@@ -603,7 +743,8 @@ def _nodes_frame(
                 dtype=object if isinstance(data[name], np.ndarray) else None,
             )
             for name in SOURCE_COLUMNS
-        },
+        }
+        | ({} if parent_rows is None else {PARENT_ROWS: parent_rows}),
         copy=False,
     )
 
@@ -627,14 +768,25 @@ def _read_legacy(
     def column(name: str) -> str:
         return name if name in present else "null"
 
+    # Where the ids are a key, SQLite finds each parent's rowid through its
+    # index, in the reading threads: a hash of a million strings here would
+    # take longer. Without that index the forest looks the parents up.
+    by_rowid = logs.legacy.has_parent and "id" in reader._unique_columns("responses")
     columns = {
         "id": ("id", _ID),
         # A response outside any conversation is a conversation of its own.
         "conversation_id": (f"coalesce({column('conversation_id')}, id)", _TEXT),
-        "parent_id": (column("parent_response_id"), _TEXT),
         "model": (column("model"), _TEXT),
         "datetime_utc": (column("datetime_utc"), _TEXT),
     }
+    if by_rowid:
+        columns |= {
+            "rowid": ("rowid", _INTEGER),
+            "parent_rowid": (PARENT_ROWID, _INTEGER),
+            "has_parent": ("parent_response_id is not null", _INTEGER),
+        }
+    else:
+        columns["parent_id"] = (column("parent_response_id"), _TEXT)
     columns |= {name: (column(name), _INTEGER) for name in INTEGER_ATTRIBUTES}
     if text:
         columns |= {name: (column(name), _TEXT) for name in TEXT_ATTRIBUTES}
@@ -657,19 +809,33 @@ def _read_legacy(
     if not len(table["id"]):
         raise NotColumnar("no responses")
     in_order = table.pop("_in_log_order")
+    node_ids = table.pop("id")
+    if by_rowid:
+        parent_rows, parent_ids = _parents_by_rowid(
+            reader,
+            node_ids,
+            table.pop("rowid"),
+            table.pop("parent_rowid"),
+            table.pop("has_parent"),
+        )
+    else:
+        parent_rows, parent_ids = None, table.pop("parent_id")
     # Categories in first-seen order of the table as stored, as the row
     # reader makes them, before any sort.
     nodes = _nodes_frame(
-        table.pop("id"),
+        node_ids,
         None,  # the tree is the conversation
-        table.pop("parent_id"),
+        parent_ids,
+        parent_rows,
         table,
         legacy.SOURCE,
     )
     if not in_order:
-        nodes = sort_log_order(nodes)
+        # Sorting moves the rows that the parent rows name: the forest looks
+        # the parents up by id instead.
+        nodes = sort_log_order(nodes.drop(columns=PARENT_ROWS, errors="ignore"))
     if not logs.legacy.has_parent:
-        legacy.link_frame_as_chains(nodes)
+        nodes[PARENT_ROWS] = legacy.link_frame_as_chains(nodes)
     names = {}
     if has_names:
         named = reader.table(
@@ -737,7 +903,7 @@ def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
     # Log order: the row reader's `order by coalesce(datetime_utc, ''), id`.
     # llm appends as it logs, so the rows nearly always are in it already:
     # checking costs a comparison, moving every column a second or so.
-    if not _in_log_order(turns["datetime_utc"], turns["id"], None)[0]:
+    if not _in_log_order(turns["datetime_utc"], turns["id"])[0]:
         order = pc.sort_indices(
             pa.table(
                 {"key": pc.fill_null(turns["datetime_utc"], ""), "id": turns["id"]}
@@ -776,7 +942,9 @@ def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
     parents = _turn_parents(turns, tree_ids, messages, thread_codes, fork_up)
     node_ids = _objects(turns["id"])
     parent_ids = np.where(parents >= 0, node_ids[np.maximum(parents, 0)], None)
-    nodes = _nodes_frame(node_ids, tree_ids, parent_ids, turns, message_store.SOURCE)
+    nodes = _nodes_frame(
+        node_ids, tree_ids, parent_ids, parents, turns, message_store.SOURCE
+    )
     is_original = pa.array(root_rows == np.arange(len(root_rows)))
     names = dict(
         zip(

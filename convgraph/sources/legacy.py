@@ -15,6 +15,7 @@ from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRI
 from convgraph.sources.tables import Snapshot, as_integer, as_text
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 SOURCE = "responses"
@@ -263,8 +264,21 @@ def _link_as_chains(records: list[dict[str, Any]]) -> None:
         previous[record["conversation_id"]] = record["id"]
 
 
-def link_frame_as_chains(nodes: pd.DataFrame) -> None:
-    """`_link_as_chains` for a whole table in log order, in place."""
-    is_legacy = nodes["source"] == SOURCE
-    previous = nodes[is_legacy].groupby("conversation_id", sort=False)["id"].shift(1)
-    nodes.loc[is_legacy, "parent_id"] = previous
+def link_frame_as_chains(nodes: pd.DataFrame) -> np.ndarray:
+    """`_link_as_chains` for a whole table in log order (index 0..n-1), in
+    place; returns each row's parent row so set (-1: none, or not legacy)."""
+    import numpy as np
+
+    is_legacy = (nodes["source"] == SOURCE).to_numpy()
+    previous = np.full(len(nodes), -1, dtype=np.int64)
+    previous[is_legacy] = (
+        nodes.loc[is_legacy, ["conversation_id"]]
+        .assign(row=np.flatnonzero(is_legacy))
+        .groupby("conversation_id", sort=False, observed=True)["row"]
+        .shift(1, fill_value=-1)
+        .to_numpy()
+    )
+    ids = nodes["id"].to_numpy()
+    parents = np.where(previous >= 0, ids[np.maximum(previous, 0)], None)
+    nodes.loc[is_legacy, "parent_id"] = parents[is_legacy]
+    return previous

@@ -155,6 +155,9 @@ class LogDatabase(Source):
         #: Rows that are no node (no id, no thread, an id seen before), found
         #: by the last `read_forest` or `read_tree`.
         self.record_problems: list[Problem] = []
+        #: Whether the last `read_forest` was the columnar one, which takes
+        #: no file with a cycle of forks: then there are none to look for.
+        self._forks_acyclic = False
 
     def close(self) -> None:
         self.conn.close()
@@ -264,7 +267,9 @@ class LogDatabase(Source):
     def fork_problems(self) -> list[Problem]:
         """The cycles of forks among the message store's threads (a thread
         forked, through others, from itself): none without a message store."""
-        return [] if self.store is None else self.store.fork_problems()
+        if self.store is None or self._forks_acyclic:
+            return []
+        return self.store.fork_problems()
 
     def _response_texts(self, node_ids: list[str]) -> dict[str, str | None]:
         """Legacy responses' answers by id (for matching history read
@@ -293,6 +298,7 @@ class LogDatabase(Source):
         from convgraph.sources import columnar
 
         found = columnar.read_forest(self, text=text)
+        self._forks_acyclic = found is not None
         if found is not None:
             self.record_problems = []
             return found

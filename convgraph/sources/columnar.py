@@ -651,6 +651,91 @@ def _parents_by_rowid(
     return parent_rows, parent_ids
 
 
+def _numbered_by_bytes(
+    keys: pa.ChunkedArray, *others: pa.ChunkedArray
+) -> tuple[int, list[np.ndarray]] | None:
+    """`_numbered`, faster where every string is as long as every other (as
+    llm's message hashes are, 64 hex digits) and every one of `others` is a
+    key: each string's bytes mixed into one 64-bit integer, and the integers
+    numbered by pandas' hash table, every match then checked byte for byte.
+    None where that does not hold (then `_numbered` hashes the strings)."""
+    import numpy as np
+    import pandas as pd
+
+    key_bytes = _fixed_width(keys)
+    if key_bytes is None or not len(key_bytes):
+        return None
+    index = pd.Index(_mixed(key_bytes))
+    if not index.is_unique:
+        return None
+    found = []
+    for values in others:
+        given = _fixed_width(values)
+        if given is None or (len(given) and given.dtype != key_bytes.dtype):
+            return None
+        rows = index.get_indexer(_mixed(given))
+        # A value that is no key needs a number of its own; two strings
+        # that mix to one integer need the strings: `_numbered` does both.
+        if (rows < 0).any() or not (key_bytes[rows] == given).all():
+            return None
+        codes = np.full(len(values), -1, np.int64)
+        codes[_valid(values)] = rows
+        found.append(codes)
+    return len(key_bytes), found
+
+
+def _valid(array: pa.ChunkedArray) -> np.ndarray:
+    """Where a column is not NULL."""
+    import pyarrow.compute as pc
+
+    return pc.is_valid(array).to_numpy(zero_copy_only=False)
+
+
+def _fixed_width(array: pa.ChunkedArray) -> np.ndarray | None:
+    """The non-NULL strings of a column as numpy bytes of one width; None
+    where their lengths differ."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lengths = pc.min_max(pc.binary_length(array)).as_py()
+    width = lengths["min"]
+    if width is None:  # every value NULL
+        return np.empty(0, "S1")
+    if width != lengths["max"] or width == 0 or array.type != pa.string():
+        return None
+    parts = []
+    for chunk in _chunks(array):
+        if chunk.null_count:
+            # A NULL may hold characters of its own: leave it out first.
+            chunk = pc.drop_null(chunk)
+        _, offsets, data = chunk.buffers()
+        ends = [chunk.offset, chunk.offset + len(chunk)]
+        start, end = np.frombuffer(offsets, np.int32)[ends]
+        if end > start:
+            # The strings end to end, `width` characters each.
+            characters = np.frombuffer(data, np.uint8)[start:end]
+            parts.append(characters.view(f"S{width}"))
+    return np.concatenate(parts) if parts else np.empty(0, f"S{width}")
+
+
+def _mixed(strings: np.ndarray) -> np.ndarray:
+    """Each fixed-width byte string (`_fixed_width`) as one 64-bit integer:
+    its 8-byte words (the last padded with zeros) multiplied in, as a
+    polynomial hash does."""
+    import numpy as np
+
+    width = strings.dtype.itemsize
+    padded = np.zeros((len(strings), -(-width // 8) * 8), np.uint8)
+    padded[:, :width] = strings.view(np.uint8).reshape(len(strings), width)
+    words = padded.view(np.uint64)
+    mixed = words[:, 0].copy()
+    for column in range(1, words.shape[1]):
+        mixed *= np.uint64(0x9E3779B97F4A7C15)
+        mixed += words[:, column]
+    return mixed
+
+
 def _in_log_order(
     dates: pa.ChunkedArray, ids: pa.ChunkedArray
 ) -> tuple[bool, tuple[str, str] | None, tuple[str, str] | None]:
@@ -978,9 +1063,10 @@ def _turn_parents(
     from convgraph.pointer_jumping import nearest_marked, reaches_root
 
     count = len(turns["id"])
-    message_count, (parent_rows, start_rows, tip_rows) = _numbered(
-        messages["hash"], messages["parent_hash"], turns["start"], turns["tip"]
-    )
+    hashes = (messages["hash"], messages["parent_hash"], turns["start"], turns["tip"])
+    message_count, (parent_rows, start_rows, tip_rows) = _numbered_by_bytes(
+        *hashes
+    ) or _numbered(*hashes)
     # Hashes that name no message are rows past the messages, with no parent.
     parent_rows = np.concatenate(
         [parent_rows, np.full(message_count - len(messages["hash"]), -1, np.int64)]

@@ -16,10 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("pyarrow")
+pa = pytest.importorskip("pyarrow")
 pytest.importorskip("adbc_driver_sqlite")
 
 from databases import (  # noqa: E402
@@ -541,3 +542,51 @@ def test_a_deletion_during_the_read_makes_it_read_again(seed_db, monkeypatch):
         nodes, _ = columnar.read_forest(logs, text=False)
     assert len(nodes) == 19
     assert "linear-a" not in set(nodes["id"])
+
+
+# -- numbering message hashes ---------------------------------------------------------
+
+
+def test_hashes_of_one_length_are_numbered_as_strings_are():
+    keys = pa.chunked_array([["b2:aa", "b2:bb"], ["b2:cc"]])
+    parents = pa.chunked_array([[None, "b2:aa"], ["b2:bb"]])
+    tips = pa.chunked_array([["b2:cc", None, "b2:aa"]])
+    fast = columnar._numbered_by_bytes(keys, parents, tips)
+    count, (parent_codes, tip_codes) = fast
+    assert count == 3
+    assert parent_codes.tolist() == [-1, 0, 1]
+    assert tip_codes.tolist() == [2, -1, 0]
+    strings = columnar._numbered(keys, parents, tips)
+    assert strings[0] == count
+    assert [codes.tolist() for codes in strings[1]] == [[-1, 0, 1], [2, -1, 0]]
+
+
+@pytest.mark.parametrize(
+    "parents",
+    [
+        ["b2:aa", "b2:a"],  # lengths differ
+        ["b2:aa", "b2:zz"],  # a hash that names no message
+    ],
+)
+def test_hashes_the_integers_cannot_number_go_to_the_strings(parents):
+    keys = pa.chunked_array([["b2:aa", "b2:bb"]])
+    assert columnar._numbered_by_bytes(keys, pa.chunked_array([parents])) is None
+
+
+def test_hashes_that_mix_alike_go_to_the_strings(monkeypatch):
+    """Two hashes, one integer: the numbering cannot tell them apart, and
+    leaves them to the strings."""
+    keys = pa.chunked_array([["b2:aa", "b2:bb"]])
+    parents = pa.chunked_array([["b2:bb"]])
+    assert columnar._numbered_by_bytes(keys, parents) is not None
+    # Every key its own integer, every other value the first key's.
+    monkeypatch.setattr(
+        columnar,
+        "_mixed",
+        lambda strings: (
+            np.arange(len(strings), dtype=np.uint64)
+            if len(strings) == 2
+            else np.zeros(len(strings), np.uint64)
+        ),
+    )
+    assert columnar._numbered_by_bytes(keys, parents) is None

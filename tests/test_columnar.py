@@ -11,6 +11,7 @@ by answering None.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import subprocess
 import sys
@@ -547,12 +548,21 @@ def test_a_deletion_during_the_read_makes_it_read_again(seed_db, monkeypatch):
 # -- numbering message hashes ---------------------------------------------------------
 
 
-def test_hashes_of_one_length_are_numbered_as_strings_are():
-    keys = pa.chunked_array([["b2:aa", "b2:bb"], ["b2:cc"]])
-    parents = pa.chunked_array([[None, "b2:aa"], ["b2:bb"]])
-    tips = pa.chunked_array([["b2:cc", None, "b2:aa"]])
-    fast = columnar._numbered_by_bytes(keys, parents, tips)
-    count, (parent_codes, tip_codes) = fast
+def digest(text: str, size: int = 16) -> str:
+    """A message hash as llm 0.32+ writes one: "b2:" and hex digits."""
+    return "b2:" + hashlib.blake2b(text.encode(), digest_size=size).hexdigest()
+
+
+A, B, C = digest("a"), digest("b"), digest("c")
+
+
+@pytest.mark.parametrize("size", [16, 4])  # 35 and 11 characters
+def test_hashes_of_one_length_are_numbered_as_strings_are(size):
+    a, b, c = digest("a", size), digest("b", size), digest("c", size)
+    keys = pa.chunked_array([[a, b], [c]])
+    parents = pa.chunked_array([[None, a], [b]])
+    tips = pa.chunked_array([[c, None, a]])
+    count, (parent_codes, tip_codes) = columnar._numbered_by_bytes(keys, parents, tips)
     assert count == 3
     assert parent_codes.tolist() == [-1, 0, 1]
     assert tip_codes.tolist() == [2, -1, 0]
@@ -564,20 +574,21 @@ def test_hashes_of_one_length_are_numbered_as_strings_are():
 @pytest.mark.parametrize(
     "parents",
     [
-        ["b2:aa", "b2:a"],  # lengths differ
-        ["b2:aa", "b2:zz"],  # a hash that names no message
+        [A, A[:-1]],  # lengths differ
+        [A, C],  # a hash that names no message
+        ["b2:a", "b2:b"],  # too short to mix
     ],
 )
 def test_hashes_the_integers_cannot_number_go_to_the_strings(parents):
-    keys = pa.chunked_array([["b2:aa", "b2:bb"]])
+    keys = pa.chunked_array([["b2:a", "b2:b"] if len(parents[0]) == 4 else [A, B]])
     assert columnar._numbered_by_bytes(keys, pa.chunked_array([parents])) is None
 
 
 def test_hashes_that_mix_alike_go_to_the_strings(monkeypatch):
     """Two hashes, one integer: the numbering cannot tell them apart, and
     leaves them to the strings."""
-    keys = pa.chunked_array([["b2:aa", "b2:bb"]])
-    parents = pa.chunked_array([["b2:bb"]])
+    keys = pa.chunked_array([[A, B]])
+    parents = pa.chunked_array([[B]])
     assert columnar._numbered_by_bytes(keys, parents) is not None
     # Every key its own integer, every other value the first key's.
     monkeypatch.setattr(

@@ -655,31 +655,34 @@ def _numbered_by_bytes(
     keys: pa.ChunkedArray, *others: pa.ChunkedArray
 ) -> tuple[int, list[np.ndarray]] | None:
     """`_numbered`, faster where every string is as long as every other (as
-    llm's message hashes are, 64 hex digits) and every one of `others` is a
-    key: each string's bytes mixed into one 64-bit integer, and the integers
-    numbered by pandas' hash table, every match then checked byte for byte.
-    None where that does not hold (then `_numbered` hashes the strings)."""
+    llm's message hashes are: "b2:" and 32 hex digits) and every one of
+    `others` is a key: each string's bytes mixed into one 64-bit integer, and
+    the integers numbered by pandas' hash table, every match then checked
+    byte for byte. None where that does not hold (then `_numbered` hashes
+    the strings)."""
     import numpy as np
     import pandas as pd
 
-    key_bytes = _fixed_width(keys)
-    if key_bytes is None or not len(key_bytes):
+    width = _common_length(keys, *others)
+    if width is None or width < 8 or not len(keys):
         return None
+    key_bytes = np.concatenate(_fixed_width(keys, width))
     index = pd.Index(_mixed(key_bytes))
     if not index.is_unique:
         return None
     found = []
     for values in others:
-        given = _fixed_width(values)
-        if given is None or (len(given) and given.dtype != key_bytes.dtype):
-            return None
-        rows = index.get_indexer(_mixed(given))
-        # A value that is no key needs a number of its own; two strings
-        # that mix to one integer need the strings: `_numbered` does both.
-        if (rows < 0).any() or not (key_bytes[rows] == given).all():
-            return None
+        rows = []
+        # Chunk by chunk: the strings are read where Arrow holds them.
+        for strings in _fixed_width(values, width):
+            chunk_rows = index.get_indexer(_mixed(strings))
+            # A value that is no key needs a number of its own; two strings
+            # that mix to one integer need the strings: `_numbered` does both.
+            if (chunk_rows < 0).any() or not (key_bytes[chunk_rows] == strings).all():
+                return None
+            rows.append(chunk_rows)
         codes = np.full(len(values), -1, np.int64)
-        codes[_valid(values)] = rows
+        codes[_valid(values)] = np.concatenate(rows) if rows else []
         found.append(codes)
     return len(key_bytes), found
 
@@ -691,19 +694,28 @@ def _valid(array: pa.ChunkedArray) -> np.ndarray:
     return pc.is_valid(array).to_numpy(zero_copy_only=False)
 
 
-def _fixed_width(array: pa.ChunkedArray) -> np.ndarray | None:
-    """The non-NULL strings of a column as numpy bytes of one width; None
-    where their lengths differ."""
-    import numpy as np
+def _common_length(*columns: pa.ChunkedArray) -> int | None:
+    """The one length of every non-NULL string of these columns, if they
+    have one."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    lengths = pc.min_max(pc.binary_length(array)).as_py()
-    width = lengths["min"]
-    if width is None:  # every value NULL
-        return np.empty(0, "S1")
-    if width != lengths["max"] or width == 0 or array.type != pa.string():
-        return None
+    found = set()
+    for column in columns:
+        if column.type != pa.string():
+            return None
+        lengths = pc.min_max(pc.binary_length(column)).as_py()
+        found |= {length for length in lengths.values() if length is not None}
+    return found.pop() if len(found) == 1 else None
+
+
+def _fixed_width(array: pa.ChunkedArray, width: int) -> list[np.ndarray]:
+    """The non-NULL strings of a column whose strings are all `width` bytes
+    long, as numpy bytes, one array per chunk (no copy where it has no
+    NULL)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
     parts = []
     for chunk in _chunks(array):
         if chunk.null_count:
@@ -716,23 +728,27 @@ def _fixed_width(array: pa.ChunkedArray) -> np.ndarray | None:
             # The strings end to end, `width` characters each.
             characters = np.frombuffer(data, np.uint8)[start:end]
             parts.append(characters.view(f"S{width}"))
-    return np.concatenate(parts) if parts else np.empty(0, f"S{width}")
+    return parts
 
 
 def _mixed(strings: np.ndarray) -> np.ndarray:
-    """Each fixed-width byte string (`_fixed_width`) as one 64-bit integer:
-    its 8-byte words (the last padded with zeros) multiplied in, as a
-    polynomial hash does."""
+    """Each byte string of one width (8 or more) as one 64-bit integer: its
+    8-byte words multiplied in, as a polynomial hash does, the last word
+    ending at the string's end. The words are read in place (strided, not
+    copied): fresh memory is what costs here."""
     import numpy as np
 
     width = strings.dtype.itemsize
-    padded = np.zeros((len(strings), -(-width // 8) * 8), np.uint8)
-    padded[:, :width] = strings.view(np.uint8).reshape(len(strings), width)
-    words = padded.view(np.uint64)
-    mixed = words[:, 0].copy()
-    for column in range(1, words.shape[1]):
+    starts = [*range(0, width - 7, 8)]
+    if width % 8:
+        starts.append(width - 8)
+    mixed = np.zeros(len(strings), np.uint64)
+    for start in starts:
+        word = np.ndarray(
+            (len(strings),), "<u8", buffer=strings, offset=start, strides=(width,)
+        )
         mixed *= np.uint64(0x9E3779B97F4A7C15)
-        mixed += words[:, column]
+        mixed += word
     return mixed
 
 

@@ -1018,8 +1018,9 @@ def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
     # the tree by the cycle's smallest id and reports it.
     thread_ids = threads["id"]
     in_table = len(thread_ids)
-    thread_count, (fork_codes, thread_codes) = _numbered(
-        thread_ids, threads["forked_from"], turns["conversation_id"]
+    ids = (thread_ids, threads["forked_from"], turns["conversation_id"])
+    thread_count, (fork_codes, thread_codes) = _numbered_by_bytes(*ids) or _numbered(
+        *ids
     )
     fork_rows = np.where(fork_codes < in_table, fork_codes, -1)
     if not reaches_root(fork_rows).all():

@@ -273,6 +273,20 @@ def test_tables_align_wide_characters_by_terminal_cells():
     ]
 
 
+def test_tables_measure_cut_names_wide_names_and_controls_alike():
+    """A column of names cut by `excerpt` (ASCII and an ellipsis), a wide
+    name cut alike, and a control character shown as its symbol."""
+    from convgraph.cli.output import aligned_lines
+
+    lines = list(
+        aligned_lines(
+            [["name", "n"], ["abc…", "1"], ["漢字…", "2"], ["a\x1bb", "13"]],
+            left={0},
+        )
+    )
+    assert lines == ["name    n", "abc…    1", "漢字…   2", "a␛b    13"]
+
+
 def test_default_database_is_llms_own(seed_db, monkeypatch):
     monkeypatch.setenv("LLM_USER_PATH", str(seed_db.parent))
     seed_db.rename(seed_db.parent / "logs.db")

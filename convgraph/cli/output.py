@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from convgraph.text import terminal_text
+from convgraph.text import TERMINAL_CONTROLS, terminal_text
 
 #: The header of a list of ids printed as records.
 ID_COLUMN = "id"
@@ -148,19 +148,23 @@ def _table_lines(
 ) -> Iterator[str]:
     """The records as an aligned table with a header: numbers flush right,
     everything else flush left."""
-    body = [
-        [cells.get(column, _cell)(row[column]) for column in columns] for row in rows
-    ]
-    left = {
-        index
-        for index, column in enumerate(columns)
-        if not all(_is_number(row[column]) for row in rows if row[column] is not None)
-    }
-    return aligned_lines([list(columns), *body], left=left)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    shown = []
+    left = set()
+    for index, column in enumerate(columns):
+        values = [row[column] for row in rows]
+        kinds = set(map(type, values)) - {type(None)}
+        show = cells.get(column)
+        if show is None and kinds in ({int}, {str}):
+            # A column of plain ints or of text, the common case: shown as
+            # `_cell` shows each, without a call per cell.
+            texts = ["" if value is None else str(value) for value in values]
+        else:
+            texts = list(map(show or _cell, values))
+        shown.append([column, *texts])
+        numbers = all(issubclass(kind, int | float) for kind in kinds)
+        if not numbers or any(issubclass(kind, bool) for kind in kinds):
+            left.add(index)
+    return _aligned_columns(shown, left)
 
 
 def _cell(value: Any) -> str:
@@ -185,28 +189,47 @@ def aligned_lines(rows: Sequence[Sequence[str]], left: Container[int]) -> Iterat
     character shows as a symbol. The first row is usually the header: style
     it as the caller likes.
     """
+    if not rows:
+        return iter(())
+    return _aligned_columns([list(column) for column in zip(*rows, strict=True)], left)
+
+
+def _aligned_columns(columns: list[list[str]], left: Container[int]) -> Iterator[str]:
+    """`aligned_lines` of the cells given column by column: a column is
+    measured and padded at once (a table of 100,000 conversations has two
+    million cells), cell by cell only where it holds more than ASCII."""
     from wcwidth import wcswidth
 
-    if not rows:
-        return
-
     def width(cell: str) -> int:
-        if cell.isascii():
-            # No control character is left (`terminal_text`): one cell each.
+        if cell.isascii() or (cell[:-1].isascii() and cell.endswith("…")):
+            # Printable ASCII (controls are symbols by now), maybe cut short
+            # by `excerpt`'s ellipsis: a cell a character.
             return len(cell)
         # wcswidth is -1 for text it cannot measure: count such text one
         # cell a character, as len does, rather than fail.
         cells = wcswidth(cell)
         return len(cell) if cells < 0 else cells
 
-    shown = [[terminal_text(cell) for cell in row] for row in rows]
-    measured = [[(cell, width(cell)) for cell in row] for row in shown]
-    widths = [max(row[c][1] for row in measured) for c in range(len(measured[0]))]
-    for row in measured:
-        padded = [
-            cell + " " * (widths[c] - size)
-            if c in left
-            else " " * (widths[c] - size) + cell
-            for c, (cell, size) in enumerate(row)
-        ]
-        yield "  ".join(padded).rstrip()
+    padded = []
+    for index, cells in enumerate(columns):
+        joined = "".join(cells)
+        if TERMINAL_CONTROLS.search(joined) is not None:
+            cells = [terminal_text(cell) for cell in cells]
+            joined = "".join(cells)
+        if joined.isascii():
+            # Printable ASCII (controls are symbols now): a cell a character.
+            most = max(map(len, cells))
+            pad = str.ljust if index in left else str.rjust
+            padded.append([pad(cell, most) for cell in cells])
+            continue
+        sizes = [width(cell) for cell in cells]
+        most = max(sizes)
+        padded.append(
+            [
+                cell + " " * (most - size)
+                if index in left
+                else " " * (most - size) + cell
+                for cell, size in zip(cells, sizes, strict=True)
+            ]
+        )
+    return ("  ".join(row).rstrip() for row in zip(*padded, strict=True))

@@ -30,16 +30,17 @@ def plain_records(table: pd.DataFrame) -> list[dict[str, Any]]:
     for name in table.columns:
         column = table[name]
         if isinstance(column.dtype, pd.DatetimeTZDtype):
+            if column.dropna().dt.nanosecond.eq(0).all():
+                # Python's datetimes write the same text, twice as fast.
+                column = column.dt.to_pydatetime()
             values = [None if pd.isna(time) else time.isoformat() for time in column]
-        elif isinstance(column.dtype, pd.Int64Dtype):
-            values = [None if value is pd.NA else int(value) for value in column]
         elif name == "models":
             values = [list(models) for models in column]
+        elif column.dtype.kind in "iub":
+            values = column.tolist()  # no missing value to look for
         else:
-            values = [
-                None if not isinstance(value, list) and pd.isna(value) else value
-                for value in column.tolist()
-            ]
+            # Whole columns: NA, NaN and NaT become None, Int64's ints int.
+            values = column.astype(object).where(column.notna(), None).tolist()
         columns[name] = values
     names = list(columns)
     rows = zip(*columns.values(), strict=True)
@@ -68,6 +69,9 @@ def _time(value: str | None) -> str:
     # second, without the offset.
     if value is None:
         return ""
+    if len(value) >= 19 and value[10] == "T":
+        # What strftime below gives, without parsing: "2025-01-02 03:04:05".
+        return f"{value[:10]} {value[11:19]}"
     return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S")
 
 

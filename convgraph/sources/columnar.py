@@ -5,18 +5,24 @@ The row readers (`legacy.LegacyReader.read_all`,
 for the message store, walk each turn's messages in a Python loop. Here the
 ADBC SQLite driver (Apache Arrow's) hands over whole columns as Arrow arrays,
 repeated strings become pandas categories straight from Arrow's dictionary
-encoding, and a turn's parent is found by joins and pointer jumping over
-integer arrays (every message hash numbered in one dictionary encoding, the
-nearest tip above each turn's input by
+encoding, and parents are found on integers: a legacy response's parent by
+SQLite itself, as the rowid its index of the ids gives (`PARENT_ROWID`); a
+turn's by joins and pointer jumping over message numbers (every hash mixed
+into a 64-bit integer and numbered by one hash table, `_numbered_by_bytes`;
+the nearest tip above each turn's input by
 `convgraph.pointer_jumping.nearest_marked`): no Python loop per row, turn or
-message. The answer is the row readers' exactly (same table, dtypes, order,
-names); `tests/test_columnar.py` compares them on every kind of file.
+message. The parents' rows go to the `Forest` with the table
+(`contract.PARENT_ROWS`). The answer is the row readers' exactly (same table,
+dtypes, order, names); `tests/test_columnar.py` compares them on every kind
+of file.
 
 Reads never hold SQLite's read lock for long, by the row readers' rule
 (`tables.Snapshot`): the largest rowid of every table is taken first, in one
 statement; each table is then read in rowid ranges up to it, each range its
 own statement in autocommit mode, sized to take about `CHUNK_SECONDS`, so
-llm can commit between two of them. Rows that llm appends meanwhile lie
+llm can commit between two of them. A large table is read in `READ_THREADS`
+such sequences side by side, each on its own connection (SQLite steps
+through rows without Python's lock). Rows that llm appends meanwhile lie
 above the bounds and wait for the next read. At the end, if anyone
 committed (`PRAGMA data_version`), the rows under each bound are counted
 again, and a count that moved (a deletion, a replacement) starts the read
@@ -247,7 +253,7 @@ class _ArrowReader:
         self.cursor.execute(sql)
         return self.cursor.fetchone()
 
-    def texts_at(self, table: str, column: str, rowids: np.ndarray) -> list[str]:
+    def texts_at(self, table: str, column: str, rowids: np.ndarray) -> list[str | None]:
         """The text of `column` in the rows of `table` with these rowids, in
         their order, a few hundred rows a statement; NotColumnar for a value
         that is no text (the row readers decide how to show it)."""
@@ -265,7 +271,9 @@ class _ArrowReader:
             found.update(
                 zip(rows.column(0).to_pylist(), rows.column(1).to_pylist(), strict=True)
             )
-        return [found[int(rowid)] for rowid in rowids]
+        # A row deleted meanwhile is None here, and the read starts again
+        # (`changed`).
+        return [found.get(int(rowid)) for rowid in rowids]
 
     def table(
         self,
@@ -342,6 +350,8 @@ class _ArrowReader:
             return part
 
         first_rowid = self.one(f"select min(rowid) from {name}")[0]
+        if first_rowid is None:  # emptied since the bounds were taken
+            return _empty(columns, objects, log_order)
         ranges = _rowid_ranges(first_rowid - 1, last_rowid)
         while len(self.range_cursors) < len(ranges):
             self.range_cursors.append(self._cursor())

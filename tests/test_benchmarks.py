@@ -597,12 +597,14 @@ def test_the_tables_are_computed_from_the_figures():
             "shape": "linear",
             "operation": "statistics",
             "seconds": {1_000: 0.1, 10_000: 1.0},
+            "peak_mb": {1_000: 80.0, 10_000: 80.0},
         },
         {
             "section": "forest",
             "shape": "linear",
             "operation": "sqlite.structure",
             "seconds": {1_000: 0.05, 10_000: 0.4},
+            "peak_mb": {1_000: 20.0, 10_000: 20.0},
         },
     ]
     assert report.per_tenfold(found[0]["seconds"]) == [pytest.approx(10.0)]
@@ -613,11 +615,21 @@ def test_the_tables_are_computed_from_the_figures():
     # The growth of convgraph's side is judged; the baseline's is not.
     assert report.targets(rows_) == [
         {
-            "target": "growth of forest statistics, linear: at most 12x per 10x",
+            "target": "growth of forest statistics, linear: at most 10x per 10x",
             "value": pytest.approx(10.0),
             "met": True,
-        }
+        },
+        {
+            "target": "memory growth of forest statistics, linear:"
+            " at most 10x per 10x",
+            "value": pytest.approx(1.0),
+            "met": True,
+        },
     ]
+    # Memory that grows faster than the rows misses.
+    rows_[1].measured = measurement("convgraph.stats", 1.0, 1_200.0)
+    assert report.targets(rows_)[1]["value"] == pytest.approx(15.0)
+    assert report.targets(rows_)[1]["met"] is False
     at_a_million = Row("forest", "bushy", 1_000_000, "statistics", None, None)
     at_a_million.measured = measurement("convgraph.stats", 9.0, 650.0)
     at_a_million.measured_baseline = measurement("sqlite.structure", 3.0)
@@ -629,5 +641,5 @@ def test_the_tables_are_computed_from_the_figures():
     start.measured = measurement("convgraph --help", 0.2)
     start.measured_baseline = measurement("python -c pass", 0.05)
     assert report.format_targets(report.targets([start])) == (
-        "  MET  cli convgraph --help: over_baseline at most 0.25: 0.15"
+        "  MISS cli convgraph --help: over_baseline at most 0.1: 0.15"
     )

@@ -344,6 +344,10 @@ class _ArrowReader:
                 value = typed.pop(out)
                 if out in objects:
                     value = _objects(value)
+                elif out in categories:
+                    # Encoded into buffers of its own: a slice of the
+                    # driver's batch would keep the whole batch alive.
+                    value = pc.dictionary_encode(value)
                 elif types == _INTEGER and objects:
                     value = _integer_parts(value)
                 part[out] = value
@@ -388,9 +392,7 @@ class _ArrowReader:
                 repeated = out in _KEYS and out not in unique
                 repeated = repeated and not _all_different(arrays[out])
             elif out in categories:
-                # Encoded once over all chunks: few distinct values to hash.
-                pieces = [piece for part in parts.pop(out) for piece in part.chunks]
-                arrays[out] = _category(pa.chunked_array(pieces, _arrow_type(types)))
+                arrays[out] = _joined_categories(parts.pop(out))
                 repeated = False
             elif types == _INTEGER and objects:
                 pieces = parts.pop(out)
@@ -411,6 +413,28 @@ class _ArrowReader:
                 # first of each id and report the others.
                 raise NotColumnar(f"an id repeated in {name}")
         return arrays
+
+
+def _joined_categories(parts: list[pa.ChunkedArray]) -> pd.Categorical:
+    """One categorical of chunks dictionary-encoded one by one: Arrow unifies
+    their dictionaries, which keeps the values in first-seen order over all
+    chunks, as if encoded at once."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    chunks = [chunk for part in parts for chunk in part.chunks]
+    if not chunks:
+        return pd.Categorical.from_codes(np.zeros(0, np.int64), [])
+    unified = pa.chunked_array(chunks).unify_dictionaries()
+    codes = pc.fill_null(
+        pa.chunked_array([chunk.indices for chunk in unified.chunks]), -1
+    )
+    values = unified.chunk(0).dictionary
+    return pd.Categorical.from_codes(
+        codes.to_numpy().astype(np.int64), _objects(values)
+    )
 
 
 def _rowid_ranges(after: int, last: int) -> list[tuple[int, int]]:
@@ -595,7 +619,8 @@ def _integer_parts(
     import numpy as np
     import pyarrow.compute as pc
 
-    values = np.asarray(pc.fill_null(array, 0).to_numpy(), np.int64)
+    # Copied (np.array): a view would keep the driver's whole batch alive.
+    values = np.array(pc.fill_null(array, 0).to_numpy(), np.int64)
     mask = np.asarray(pc.is_null(array).to_numpy(zero_copy_only=False), bool)
     return values, mask
 
@@ -1051,7 +1076,9 @@ def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
     fork_up = np.concatenate(
         [fork_codes, np.full(thread_count - in_table, -1, np.int64)]
     )
-    parents = _turn_parents(turns, tree_ids, messages, thread_codes, fork_up)
+    numbers = _message_numbers(messages, turns)
+    del messages
+    parents = _turn_parents(tree_ids, *numbers, thread_codes, fork_up)
     node_ids = _objects(turns["id"])
     parent_ids = np.where(parents >= 0, node_ids[np.maximum(parents, 0)], None)
     nodes = _nodes_frame(
@@ -1068,14 +1095,40 @@ def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
     return nodes, names
 
 
+def _message_numbers(
+    messages: dict[str, pa.ChunkedArray], turns: dict[str, pa.ChunkedArray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every message numbered (its row), and the number of each message's
+    parent and of each turn's input and tip (-1 for none). The hash columns
+    are taken out of the tables: once numbered, they are only memory."""
+    import numpy as np
+
+    hashes = (
+        messages.pop("hash"),
+        messages.pop("parent_hash"),
+        turns.pop("start"),
+        turns.pop("tip"),
+    )
+    message_count, (parent_rows, start_rows, tip_rows) = _numbered_by_bytes(
+        *hashes
+    ) or _numbered(*hashes)
+    # Hashes that name no message are rows past the messages, with no parent.
+    parent_rows = np.concatenate(
+        [parent_rows, np.full(message_count - len(hashes[0]), -1, np.int64)]
+    )
+    return parent_rows, start_rows, tip_rows
+
+
 def _turn_parents(
-    turns: dict[str, pa.Array],
     tree_ids: pa.Array,
-    messages: dict[str, pa.Array],
+    parent_rows: np.ndarray,
+    start_rows: np.ndarray,
+    tip_rows: np.ndarray,
     thread_codes: np.ndarray,
     fork_up: np.ndarray,
 ) -> np.ndarray:
-    """Each turn's parent turn (a row of `turns`, in log order), -1 for none.
+    """Each turn's parent turn (a row of the turns, in log order), -1 for
+    none, from the numbers of `_message_numbers`.
 
     `message_store`'s rule, on arrays: a turn's parent is a turn of the same
     tree that ended at the nearest message at or above the turn's input (its
@@ -1089,15 +1142,8 @@ def _turn_parents(
 
     from convgraph.pointer_jumping import nearest_marked, reaches_root
 
-    count = len(turns["id"])
-    hashes = (messages["hash"], messages["parent_hash"], turns["start"], turns["tip"])
-    message_count, (parent_rows, start_rows, tip_rows) = _numbered_by_bytes(
-        *hashes
-    ) or _numbered(*hashes)
-    # Hashes that name no message are rows past the messages, with no parent.
-    parent_rows = np.concatenate(
-        [parent_rows, np.full(message_count - len(messages["hash"]), -1, np.int64)]
-    )
+    count = len(tree_ids)
+    message_count = len(parent_rows)
     if not reaches_root(parent_rows).all():
         raise NotColumnar("a cycle of messages")
 

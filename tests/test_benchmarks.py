@@ -620,8 +620,7 @@ def test_the_tables_are_computed_from_the_figures():
             "met": True,
         },
         {
-            "target": "memory growth of forest statistics, linear:"
-            " at most 10x per 10x",
+            "target": "memory growth of forest statistics, linear: at most 10x per 10x",
             "value": pytest.approx(1.0),
             "met": True,
         },

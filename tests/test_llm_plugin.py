@@ -1,4 +1,5 @@
-"""convgraph inside llm: `llm tree`, `llm leaves`, `llm path`, `llm branch`.
+"""convgraph inside llm: `llm tree`, `llm leaves`, `llm path`, `llm branch`,
+and every command as `llm convgraph COMMAND`.
 
 Driven through llm's own command line (llm 0.36, which loads convgraph's
 entry point), on llm's own database (`LLM_USER_PATH`), against the same
@@ -17,7 +18,7 @@ from databases import LlmLog
 from llm.cli import cli as llm_cli
 
 from convgraph.cli import cli as convgraph_cli
-from convgraph.llm_plugin import LLM_COMMANDS, register_commands
+from convgraph.llm_plugin import GROUP, LLM_COMMANDS, register_commands
 
 llm_run = partial(run, cli=llm_cli)
 convgraph_run = run
@@ -103,6 +104,21 @@ def test_llm_branch_then_llm_continues_the_branch(log):
     ) == sorted([third, log.ids["fork_turn"], newest])
 
 
+def test_every_command_as_llm_convgraph(log):
+    listed = llm_run(GROUP, "--help").output
+    for name in ("stats", "transcript", "note", "regenerate", "export", "check"):
+        assert f"\n  {name} " in listed
+    through_llm = json.loads(llm_run(GROUP, "stats", "--json").output)
+    assert through_llm == json.loads(
+        convgraph_run("stats", "--json", "--db", log.path).output
+    )
+    assert [row["nodes"] for row in through_llm] == [4]
+    first, second, third = log.ids["turns"]
+    transcript = llm_run(GROUP, "transcript", third).output
+    assert transcript == convgraph_run("transcript", third, "--db", log.path).output
+    assert "An example?" in transcript
+
+
 def test_errors_through_llm_are_one_line(log):
     result = llm_run("path", "nope", expect=2)
     assert result.stderr == "Error: no node with id 'nope'\n"
@@ -119,8 +135,13 @@ def test_llms_own_commands_are_never_replaced():
     def own_tree() -> None:
         pass
 
+    @other.command(name=GROUP)
+    def own_group() -> None:
+        pass
+
     register_commands(other)
     assert other.commands["tree"] is own_tree
+    assert other.commands[GROUP] is own_group
     assert [
         name
         for name in LLM_COMMANDS
@@ -131,3 +152,4 @@ def test_llms_own_commands_are_never_replaced():
         "branch",
     ]
     assert llm_cli.commands["logs"] is not convgraph_cli.commands.get("logs")
+    assert llm_cli.commands[GROUP] is convgraph_cli

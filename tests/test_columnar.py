@@ -67,6 +67,15 @@ def assert_same_forest(path: Path, monkeypatch: pytest.MonkeyPatch, text: bool):
     return ours
 
 
+def execute(path: Path, *statements: str) -> None:
+    """Run SQL statements on the file and commit them."""
+    conn = sqlite3.connect(path)
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
 def fixed_chunks(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
     """Every statement reads `rows` rows, however long it takes."""
     for name in ("CHUNK_ROWS", "MIN_CHUNK_ROWS", "MAX_CHUNK_ROWS"):
@@ -178,12 +187,12 @@ def test_deleted_responses_leave_gaps_in_the_rowids(tmp_path, monkeypatch):
     """Rowids with gaps, and children whose parent is gone: each found
     parent is the row it names, each lost one is reported by its id."""
     path = synthetic.build_legacy(tmp_path / "logs.db", 300, 7, "bushy")
-    conn = sqlite3.connect(path)
-    # The synthetic file has no full-text index for llm's trigger to update.
-    conn.execute("drop trigger if exists responses_ad")
-    conn.execute("delete from responses where rowid % 17 = 3")
-    conn.commit()
-    conn.close()
+    execute(
+        path,
+        # The synthetic file has no full-text index for llm's trigger to update.
+        "drop trigger if exists responses_ad",
+        "delete from responses where rowid % 17 = 3",
+    )
     forest = assert_same_forest(path, monkeypatch, text=False)
     assert len(forest.nodes) == 300 - 18
     assert {problem.kind for problem in forest.problems} == {"missing-parent"}
@@ -298,11 +307,11 @@ def test_turns_stored_out_of_log_order(shared_content_db, tmp_path, monkeypatch)
     """A turn logged first but dated last, and one without a date: both
     readers put the turns in log order, which here is not rowid order."""
     path = copy_of(shared_content_db["path"], tmp_path)
-    conn = sqlite3.connect(path)
-    conn.execute("update turns set datetime_utc = '2099-01-01' where rowid = 1")
-    conn.execute("update turns set datetime_utc = null where rowid = 3")
-    conn.commit()
-    conn.close()
+    execute(
+        path,
+        "update turns set datetime_utc = '2099-01-01' where rowid = 1",
+        "update turns set datetime_utc = null where rowid = 3",
+    )
     forest = assert_same_forest(path, monkeypatch, text=False)
     assert forest.nodes["datetime_utc"].tolist()[0] is None
     assert forest.nodes["datetime_utc"].tolist()[-1] == "2099-01-01"
@@ -350,10 +359,7 @@ def test_hashes_and_threads_that_name_nothing(shared_content_db, tmp_path, monke
 )
 def test_hostile_message_stores_go_to_the_row_reader(shared_content_db, tmp_path, sql):
     path = copy_of(shared_content_db["path"], tmp_path)
-    conn = sqlite3.connect(path)
-    conn.execute(sql)
-    conn.commit()
-    conn.close()
+    execute(path, sql)
     with open_logs(path) as logs:
         assert columnar.read_forest(logs, text=False) is None
 
@@ -484,10 +490,7 @@ def test_untyped_columns(tmp_path, monkeypatch):
 @pytest.mark.parametrize("column", ["model", "datetime_utc", "parent_response_id"])
 def test_a_number_in_an_untyped_text_column_goes_to_the_row_reader(tmp_path, column):
     path = untyped_legacy(tmp_path / "logs.db")
-    conn = sqlite3.connect(path)
-    conn.execute(f"update responses set {column} = 5 where id = 'c'")
-    conn.commit()
-    conn.close()
+    execute(path, f"update responses set {column} = 5 where id = 'c'")
     with open_logs(path) as logs:
         assert columnar.read_forest(logs, text=False) is None
 

@@ -44,11 +44,11 @@ from benchmarks.synthetic import (
     conversation_sizes,
     parent_index,
 )
-from convgraph import dask as on_dask
+from convgraph.analysis import datasets as on_dask
+from convgraph.analysis.stats import CONVERSATION_INPUTS
 from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
 from convgraph.export.parquet import write_parquet
-from convgraph.forest import Forest
-from convgraph.stats import CONVERSATION_INPUTS
+from convgraph.model.forest import Forest
 
 #: Nodes per block the dataset is written in.
 BLOCK = 1_000_000
@@ -152,7 +152,7 @@ def on_workers(
 PANDAS_RUN = """
 import json, sys, time
 from benchmarks.bench_dask import peak_rss
-from convgraph.dask import dataset_conversation_table
+from convgraph.analysis.datasets import dataset_conversation_table
 start = time.perf_counter()
 table = dataset_conversation_table(sys.argv[1])
 seconds = time.perf_counter() - start

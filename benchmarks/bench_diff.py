@@ -1,9 +1,9 @@
 """The branch-diff benchmark: diffs and comparisons of 100 KB answers.
 
-`convgraph.diff.diff` of two branches whose answers are 100 KB each (the
+`convgraph.analysis.diff.diff` of two branches whose answers are 100 KB each (the
 unified diffs of prompts and responses, and the responses' similarity), beside
 a bare `difflib.unified_diff` of the same two responses; and
-`convgraph.diff.compare` of ten 100 KB siblings (45 similarities), beside the
+`convgraph.analysis.diff.compare` of ten 100 KB siblings (45 similarities), beside the
 bare line-level `SequenceMatcher.ratio` of the same pairs. The texts are
 synthetic prose: words drawn from a 5,000-word vocabulary with Zipf's
 frequencies (so a few words are common, as in English), 80-character lines,
@@ -28,7 +28,7 @@ from typing import Any
 
 import networkx as nx
 
-from convgraph.diff import compare, diff
+from convgraph.analysis.diff import compare, diff
 
 TEXT_SIZE = 100_000
 SIBLINGS = 10

@@ -32,7 +32,7 @@ from pathlib import Path
 from benchmarks.synthetic import build_legacy
 from convgraph.export.html import write_html
 from convgraph.export.json import write_json
-from convgraph.forest import Forest
+from convgraph.model.forest import Forest
 
 WRITE_SIZES = (1_000, 10_000, 100_000)
 PER_CONVERSATION = 100

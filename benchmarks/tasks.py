@@ -125,18 +125,18 @@ def _sqlite_path_cte(db: str, node: str) -> Callable[[], list]:
 def _convgraph_stats(db: str) -> Callable[[], Any]:
     """Forest statistics: one row per conversation, from the structure only."""
     from convgraph import Forest
-    from convgraph.stats import conversation_table
+    from convgraph.analysis.stats import conversation_table
 
     return lambda: conversation_table(Forest.read(db, text=False))
 
 
 @task("convgraph.stats_rows")
 def _convgraph_stats_rows(db: str) -> Callable[[], Any]:
-    """`convgraph.stats` read by the row readers (sqlite3 tuples), the
+    """`convgraph.analysis.stats` read by the row readers (sqlite3 tuples), the
     columnar reader turned off: the cost it replaces, side by side."""
     from convgraph import Forest
+    from convgraph.analysis.stats import conversation_table
     from convgraph.sources import columnar
-    from convgraph.stats import conversation_table
 
     columnar.available = lambda: False
     return lambda: conversation_table(Forest.read(db, text=False))
@@ -145,7 +145,8 @@ def _convgraph_stats_rows(db: str) -> Callable[[], Any]:
 @task("convgraph.stats_tables")
 def _convgraph_stats_tables(db: str) -> Callable[[], Any]:
     """Every table `convgraph stats` can print, from one read of the forest."""
-    from convgraph import Forest, stats
+    from convgraph import Forest
+    from convgraph.analysis import stats
 
     def tables() -> list:
         forest = Forest.read(db, text=False)
@@ -186,7 +187,7 @@ def _convgraph_load_tree(db: str, conversation: str) -> Callable[[], Any]:
 @task("convgraph.path")
 def _convgraph_path(db: str, node: str) -> Callable[[], list]:
     """A node's path from its root, as `convgraph path` finds it."""
-    from convgraph.forest import load_path
+    from convgraph.model.forest import load_path
 
     return lambda: load_path(node, db)
 
@@ -194,7 +195,8 @@ def _convgraph_path(db: str, node: str) -> Callable[[], list]:
 @task("convgraph.descendants")
 def _convgraph_descendants(db: str, node: str) -> Callable[[], list]:
     """Every node below a node."""
-    from convgraph import load_tree_of_node, tree
+    from convgraph import load_tree_of_node
+    from convgraph.model import tree
 
     return lambda: tree.descendants(load_tree_of_node(node, db), node)
 
@@ -202,7 +204,8 @@ def _convgraph_descendants(db: str, node: str) -> Callable[[], list]:
 @task("convgraph.leaves")
 def _convgraph_leaves(db: str, conversation: str) -> Callable[[], list]:
     """The leaves of one conversation."""
-    from convgraph import load_tree, tree
+    from convgraph import load_tree
+    from convgraph.model import tree
 
     return lambda: tree.leaves(load_tree(conversation, db))
 

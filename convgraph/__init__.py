@@ -1,10 +1,28 @@
 """convgraph: llm's logged conversations as trees to explore, measure and share.
 
-Read a `logs.db` of any generation with `load_tree` (one conversation, as a
-networkx DiGraph) or `Forest.read` (every conversation, as pandas tables); the
-tree operations are plain functions in `convgraph.tree`, beside
-`ConversationTree`, the DiGraph every tree is built as.
+Read a `logs.db` of any generation (or a chat export) with `load_tree` (one
+conversation, as a networkx DiGraph) or `Forest.read` (every conversation, as
+pandas tables). The tree operations (`path`, `leaves`, `siblings`, ...) and
+the statistics tables (`conversation_table`, `node_table`, ...) are offered
+here flat, as networkx offers its algorithms:
+
+>>> import convgraph
+>>> tree = convgraph.ConversationTree.from_edges([("a", "b"), ("a", "c")])
+>>> convgraph.leaves(tree)
+['b', 'c']
+
+The package is laid out in the order data flows through it: `sources` (read
+a file), `links` (parent links: checked and walked), `model` (trees and the
+forest), `analysis` (statistics, diffs), `present` (text for people),
+`export` (files for other tools), `store` (the write side), `cli` and
+`browse` (the command line and the terminal browser). Names are imported on
+first use (PEP 562), so `import convgraph` costs nothing until then.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import (
     ConvgraphError,
@@ -12,20 +30,97 @@ from convgraph.errors import (
     UnknownConversation,
     UnknownNode,
 )
-from convgraph.forest import Forest, load_tree, load_tree_of_node
-from convgraph.integrity import Problem
-from convgraph.render import render_tree
-from convgraph.sources import open_logs
+
+#: Where each name offered flat lives.
+_LAZY = {
+    "open_logs": "convgraph.sources",
+    "Problem": "convgraph.links.integrity",
+    "Forest": "convgraph.model.forest",
+    "load_tree": "convgraph.model.forest",
+    "load_tree_of_node": "convgraph.model.forest",
+    "load_path": "convgraph.model.forest",
+    "render_tree": "convgraph.present.text_tree",
+    **dict.fromkeys(
+        (
+            "ConversationTree",
+            "children",
+            "parent",
+            "siblings",
+            "path",
+            "ancestors",
+            "descendants",
+            "subtree",
+            "depth",
+            "depths",
+            "roots",
+            "leaves",
+            "branch_points",
+            "tree_size",
+            "branching_factor",
+            "branches",
+            "node_totals",
+            "summary",
+        ),
+        "convgraph.model.tree",
+    ),
+    **dict.fromkeys(
+        ("node_table", "edge_table", "conversation_table", "branch_table"),
+        "convgraph.analysis.stats",
+    ),
+    **dict.fromkeys(("diff", "compare", "similarity"), "convgraph.analysis.diff"),
+}
 
 __all__ = [
     "ConvgraphError",
     "DatabaseError",
-    "Forest",
-    "Problem",
     "UnknownConversation",
     "UnknownNode",
-    "load_tree",
-    "load_tree_of_node",
-    "open_logs",
-    "render_tree",
+    *_LAZY,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'convgraph' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:
+    from convgraph.analysis.diff import compare, diff, similarity
+    from convgraph.analysis.stats import (
+        branch_table,
+        conversation_table,
+        edge_table,
+        node_table,
+    )
+    from convgraph.links.integrity import Problem
+    from convgraph.model.forest import Forest, load_path, load_tree, load_tree_of_node
+    from convgraph.model.tree import (
+        ConversationTree,
+        ancestors,
+        branch_points,
+        branches,
+        branching_factor,
+        children,
+        depth,
+        depths,
+        descendants,
+        leaves,
+        node_totals,
+        parent,
+        path,
+        roots,
+        siblings,
+        subtree,
+        summary,
+        tree_size,
+    )
+    from convgraph.present.text_tree import render_tree
+    from convgraph.sources import open_logs

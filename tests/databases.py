@@ -192,8 +192,9 @@ class LlmLog:
     def cli(self, *args: str) -> str:
         """Run llm's own command line (in-process, through click) and return
         its output."""
-        from conftest import run
         from llm.cli import cli
+
+        from tests.helpers import run
 
         if not self.path.exists():
             self._create()

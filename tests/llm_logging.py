@@ -9,7 +9,7 @@ was asked with what it logged (rows added to `turns`).
 
 Usage (a reader-side test does the same with a read in place of `migrate`)::
 
-    from llm_logging import LlmLogging
+    from tests.llm_logging import LlmLogging
 
     with LlmLogging(directory, prompts=40, interval=0.1) as logging:
         logging.wait_until_logging()  # llm has logged once: it is running

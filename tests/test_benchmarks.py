@@ -11,17 +11,14 @@ import re
 import sqlite3
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from databases import COMPLEX, LINEAR, MULTIPLE_ROOTS, seed_database
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import baselines, report, suite, synthetic, tasks  # noqa: E402
 from benchmarks.report import Measurement, Row  # noqa: E402
 from convgraph import Forest, load_tree  # noqa: E402
-from convgraph import tree as ops  # noqa: E402
+from convgraph.model import tree as ops  # noqa: E402
+from tests.databases import COMPLEX, LINEAR, MULTIPLE_ROOTS, seed_database
 
 ULID = re.compile(r"^[0-9a-hjkmnp-tv-z]{26}$")
 

@@ -18,15 +18,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from conftest import file_digest, run
-from databases import add_response, legacy_database
-from plugins.llm_slow_model import SlowModel, registered
 
 from convgraph.browse import BrowseApp, count_conversations, list_conversations
 from convgraph.browse.app import DETAILS_DELAY, ConversationScreen
 from convgraph.browse.listing import SHAPES_COMMAND
 from convgraph.errors import UnknownNode
 from convgraph.sources import open_logs
+from tests.databases import add_response, legacy_database
+from tests.helpers import file_digest, run
+from tests.plugins.llm_slow_model import SlowModel, registered
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

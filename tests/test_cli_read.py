@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import run
-from databases import add_tree, legacy_database
+
+from tests.databases import add_tree, legacy_database
+from tests.helpers import run
 
 SEED_CONVERSATIONS = [
     {

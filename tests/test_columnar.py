@@ -24,7 +24,10 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("adbc_driver_sqlite")
 
-from databases import (  # noqa: E402
+from benchmarks import synthetic  # noqa: E402
+from convgraph import Forest  # noqa: E402
+from convgraph.sources import columnar, open_logs  # noqa: E402
+from tests.databases import (  # noqa: E402
     COMPLEX,
     LlmLog,
     add_response,
@@ -33,10 +36,6 @@ from databases import (  # noqa: E402
     migrated_complex,
     timestamp,
 )
-
-from benchmarks import synthetic  # noqa: E402
-from convgraph import Forest  # noqa: E402
-from convgraph.sources import columnar, open_logs  # noqa: E402
 
 
 def read_both(path: Path, text: bool, monkeypatch: pytest.MonkeyPatch):

@@ -14,16 +14,16 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run
-from databases import seed_database
 from distributed import Client, LocalCluster
-from test_export_parquet import plain, shapes_database
 
-from convgraph import dask as on_dask
-from convgraph import stats
+from convgraph.analysis import datasets as on_dask
+from convgraph.analysis import stats
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.export.parquet import write_parquet
-from convgraph.forest import Forest
+from convgraph.model.forest import Forest
+from tests.databases import seed_database
+from tests.helpers import run
+from tests.test_export_parquet import plain, shapes_database
 
 #: The column of `conversation_table` that names each row's tree.
 TREE = stats.CONVERSATION_COLUMNS[0]

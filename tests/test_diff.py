@@ -25,10 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import file_digest, run
-from databases import add_response, legacy_database
 
-from convgraph.diff import (
+from convgraph.analysis.diff import (
     BranchTotals,
     DifferentConversations,
     UnrelatedNodes,
@@ -38,7 +36,9 @@ from convgraph.diff import (
     text_diff,
 )
 from convgraph.errors import ConvgraphError, UnknownNode
-from convgraph.forest import load_tree, load_tree_of_node, load_tree_of_pair
+from convgraph.model.forest import load_tree, load_tree_of_node, load_tree_of_pair
+from tests.databases import add_response, legacy_database
+from tests.helpers import file_digest, run
 
 # "answer to prompt complex-b" is 6 words and marks (answer, to, prompt,
 # complex, -, b); two such answers share 5 of them.
@@ -792,7 +792,7 @@ def many_children_db(path: Path, count: int) -> Path:
 
 
 def test_compare_up_to_the_limit_compares_every_pair(tmp_path: Path) -> None:
-    from convgraph.diff import ALL_PAIRS_UP_TO
+    from convgraph.analysis.diff import ALL_PAIRS_UP_TO
 
     db = many_children_db(tmp_path / "fifty.db", ALL_PAIRS_UP_TO)
     result = compare(load_tree("c", db), "q")
@@ -804,7 +804,7 @@ def test_compare_up_to_the_limit_compares_every_pair(tmp_path: Path) -> None:
 
 
 def test_compare_many_children_compares_neighbours_only(tmp_path: Path) -> None:
-    from convgraph.diff import ALL_PAIRS_UP_TO, NEIGHBOURS
+    from convgraph.analysis.diff import ALL_PAIRS_UP_TO, NEIGHBOURS
 
     count = ALL_PAIRS_UP_TO + 10
     db = many_children_db(tmp_path / "many.db", count)

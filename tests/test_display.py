@@ -11,10 +11,10 @@ from xml.etree import ElementTree
 import networkx as nx
 import pytest
 
-from convgraph import display
-from convgraph.display import forest_html
-from convgraph.forest import Forest, load_tree
-from convgraph.tree import ConversationTree
+from convgraph.model.forest import Forest, load_tree
+from convgraph.model.tree import ConversationTree
+from convgraph.present import notebook as display
+from convgraph.present.notebook import forest_html
 
 SVG = "{http://www.w3.org/2000/svg}"
 needs_dot = pytest.mark.skipif(
@@ -143,7 +143,7 @@ def test_the_subclass_pickles_copies_and_makes_subgraphs(
     assert list(nx.topological_sort(complex_tree))[0] == "complex-root"
     assert type(complex_tree.to_undirected()) is nx.Graph
 
-    from convgraph import tree as operations
+    from convgraph.model import tree as operations
 
     sub = operations.subtree(complex_tree, "complex-e")
     assert type(sub) is ConversationTree
@@ -177,7 +177,8 @@ def test_a_long_forest_table_is_cut_in_the_middle(tmp_path: Path) -> None:
     import io
 
     import pandas as pd
-    from databases import add_response, legacy_database
+
+    from tests.databases import add_response, legacy_database
 
     conn = legacy_database(tmp_path / "many.db")
     for index in range(30):

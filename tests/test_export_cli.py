@@ -11,9 +11,9 @@ import stat
 import lxml.etree
 import pydot
 import pytest
-from conftest import file_digest, run
 
 from convgraph.export import read_graphml, read_json, read_tree_json
+from tests.helpers import file_digest, run
 
 needs_graphviz = pytest.mark.skipif(
     shutil.which("dot") is None,

@@ -13,7 +13,7 @@ import pytest
 
 import convgraph.export.graphml
 from convgraph.export import ExportError, generate_graphml, read_graphml, write_graphml
-from convgraph.forest import Forest, load_tree
+from convgraph.model.forest import Forest, load_tree
 
 NS = {"g": "http://graphml.graphdrawing.org/xmlns"}
 

@@ -23,13 +23,11 @@ from typing import Any
 import lxml.html
 import networkx as nx
 import pytest
-from conftest import run
-from databases import add_response, add_tree, legacy_database
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from convgraph.analysis.diff import UnrelatedNodes, diff
 from convgraph.contract import NODE_ATTRIBUTES
-from convgraph.diff import UnrelatedNodes, diff
 from convgraph.errors import ConvgraphError
 from convgraph.export import FORMATS, ExportError, read_json
 from convgraph.export.html import (
@@ -41,8 +39,10 @@ from convgraph.export.html import (
     script_json,
     write_html,
 )
-from convgraph.forest import Forest
-from convgraph.tree import path as tree_path
+from convgraph.model.forest import Forest
+from convgraph.model.tree import path as tree_path
+from tests.databases import add_response, add_tree, legacy_database
+from tests.helpers import run
 
 EXAMPLE_DB = Path(__file__).resolve().parent.parent / "examples" / "logs.db"
 
@@ -608,7 +608,7 @@ def test_two_selected_nodes_show_their_branch_diff(example_page):
     assert listed("shared") == expected["shared"]
     assert listed("a") == expected["a"]
     assert listed("b") == expected["b"]
-    # The page computes the diff itself, in the shape of convgraph.diff's.
+    # The page computes the diff itself, in the shape of convgraph.analysis.diff's.
     result = example_page.page.evaluate("([a, b]) => convgraph.diff(a, b)", [a, b])
     same_keys = [
         "node_a",
@@ -658,7 +658,7 @@ def test_nodes_with_different_roots_have_no_fork_point(example_page):
     result = example_page.page.evaluate(
         "([a, b]) => convgraph.diff(a, b)", [first, second]
     )
-    assert result["fork_point"] is None  # where convgraph.diff refuses:
+    assert result["fork_point"] is None  # where convgraph.analysis.diff refuses:
     with pytest.raises(UnrelatedNodes):
         diff(tree, first, second)
     assert result["shared"] == []

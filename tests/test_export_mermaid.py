@@ -24,7 +24,7 @@ import pytest
 import convgraph.export.mermaid
 from convgraph.export import ExportError, generate_mermaid, write_mermaid
 from convgraph.export.mermaid import quote_label
-from convgraph.forest import Forest, load_tree
+from convgraph.model.forest import Forest, load_tree
 
 COMPLEX_MERMAID = [
     "flowchart TB",
@@ -208,9 +208,9 @@ def shown(text: str) -> str:
 @needs_mermaid
 def test_mermaid_parses_hostile_forests():
     from hypothesis import HealthCheck, given, settings
-    from test_export_properties import conversations, expected_drawn
 
     from convgraph.export.dot import branches, node_label
+    from tests.test_export_properties import conversations, expected_drawn
 
     cases = []
 

@@ -1,6 +1,6 @@
 """`convgraph export --format parquet`: the forest's node and edge tables as a
 Parquet dataset, read back with pyarrow: exactly the rows of
-`convgraph.stats`, every tree whole in one file, the edges of a tree in the
+`convgraph.analysis.stats`, every tree whole in one file, the edges of a tree in the
 file of the same number; written whole or not at all, and never over what
 the user keeps."""
 
@@ -16,9 +16,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import file_digest, run
-from databases import add_tree, legacy_database
 
+from convgraph.analysis.stats import CONVERSATION_COLUMNS, edge_table
 from convgraph.contract import NODE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.errors import ExportError
 from convgraph.export.parquet import (
@@ -29,8 +28,9 @@ from convgraph.export.parquet import (
     tree_ids_of,
     write_parquet,
 )
-from convgraph.forest import Forest
-from convgraph.stats import CONVERSATION_COLUMNS, edge_table
+from convgraph.model.forest import Forest
+from tests.databases import add_tree, legacy_database
+from tests.helpers import file_digest, run
 
 
 def parts(folder: Path) -> dict[str, pd.DataFrame]:

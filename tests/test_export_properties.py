@@ -23,7 +23,6 @@ import lxml.etree
 import networkx as nx
 import pydot
 import pytest
-from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +40,7 @@ from convgraph.export import (
 from convgraph.export.common import without_controls, without_forbidden
 from convgraph.export.dot import branches, node_label, node_tooltip, unquote_id
 from convgraph.export.tree_json import loads_deep
+from tests.helpers import examples
 
 HOSTILE = [
     '"',

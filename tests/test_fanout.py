@@ -24,16 +24,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import file_digest, run
-from plugins.llm_slow_model import SlowModel, registered
 
 from convgraph.cli import write
 from convgraph.cli.progress import LiveProgress, progress_line
-from convgraph.forest import load_tree, load_tree_of_node
+from convgraph.fanout import Job, Request
+from convgraph.model.forest import load_tree, load_tree_of_node
+from convgraph.model.tree import children, roots
+from convgraph.model.tree import path as path_to
 from convgraph.store.branch import DEFAULT_PARALLEL, fan_out, regenerate
-from convgraph.store.fanout import Job, Request
-from convgraph.tree import children, roots
-from convgraph.tree import path as path_to
+from tests.helpers import file_digest, run
+from tests.plugins.llm_slow_model import SlowModel, registered
 
 ROOT = Path(__file__).parent.parent
 
@@ -344,8 +344,8 @@ def test_ctrl_c_stops_the_rest_and_keeps_what_completed(store, tmp_path):
         textwrap.dedent(
             f"""
             import sys
-            sys.path.insert(0, {str(ROOT / "tests")!r})
-            from plugins.llm_slow_model import SlowModel, registered
+            sys.path.insert(0, {str(ROOT)!r})
+            from tests.plugins.llm_slow_model import SlowModel, registered
             from convgraph.cli import cli
             with registered(SlowModel("quick"), SlowModel("slow", delay=120),
                             SlowModel("slow-thread", delay=120, chunks=240,

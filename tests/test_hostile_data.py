@@ -23,12 +23,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import examples, file_digest, run
-from databases import COMPLEX, add_tree, legacy_database
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convgraph.forest import load_tree, load_tree_of_node
+from convgraph.model.forest import load_tree, load_tree_of_node
+from tests.databases import COMPLEX, add_tree, legacy_database
+from tests.helpers import examples, file_digest, run
 
 # -- branch on a broken chain of messages ----------------------------------
 

@@ -16,7 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_exports import (
+
+from convgraph.errors import DatabaseError
+from convgraph.model.forest import Forest, read_tree
+from convgraph.sources import open_logs
+from convgraph.sources.chat_exports import conversation_records
+from convgraph.store.importer import (
+    ImportRefused,
+    import_export,
+    plan_conversation,
+)
+from tests.chat_exports import (
     chatgpt_branches,
     chatgpt_chain,
     chatgpt_export,
@@ -27,18 +37,8 @@ from chat_exports import (
     write_json,
     write_zip,
 )
-from conftest import file_digest, run
-from databases import LlmLog
-
-from convgraph.errors import DatabaseError
-from convgraph.forest import Forest, read_tree
-from convgraph.sources import open_logs
-from convgraph.sources.chat_exports import conversation_records
-from convgraph.store.importer import (
-    ImportRefused,
-    import_export,
-    plan_conversation,
-)
+from tests.databases import LlmLog
+from tests.helpers import file_digest, run
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "chatgpt-export.zip"
 
@@ -641,7 +641,7 @@ def test_refusals_are_one_line(exports, tmp_path, kind):
 def test_llm_logging_beside_the_import_loses_nothing(tmp_path):
     """llm logs prompts in a child process while a 400-step conversation and
     the example are imported into the same file."""
-    from llm_logging import LlmLogging
+    from tests.llm_logging import LlmLogging
 
     with LlmLog(tmp_path) as log:
         log.prompt("warm up")

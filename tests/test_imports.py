@@ -88,12 +88,12 @@ def import_graph() -> nx.DiGraph:
 def test_the_import_graph_is_read_as_python_runs_it() -> None:
     graph = import_graph()
     # Module level, inside a function, and `from package import submodule`.
-    assert graph.has_edge("convgraph.forest", "convgraph.pointer_jumping")
-    assert graph.has_edge("convgraph.forest", "convgraph.tree")
-    assert graph.has_edge("convgraph.tree", "convgraph.display")
-    assert graph.has_edge("convgraph.cli.read", "convgraph.tree")
+    assert graph.has_edge("convgraph.model.forest", "convgraph.links.pointer_jumping")
+    assert graph.has_edge("convgraph.model.forest", "convgraph.model.tree")
+    assert graph.has_edge("convgraph.model.tree", "convgraph.present.notebook")
+    assert graph.has_edge("convgraph.cli.read", "convgraph.model.tree")
     # Imports for type checkers only are not edges.
-    assert not graph.has_edge("convgraph.display", "convgraph.forest")
+    assert not graph.has_edge("convgraph.present.notebook", "convgraph.model.forest")
 
 
 def test_no_import_cycle_among_convgraph_modules() -> None:

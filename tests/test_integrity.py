@@ -3,16 +3,16 @@
 import sqlite3
 
 import pytest
-from conftest import examples
-from databases import add_response, add_tree, legacy_database, timestamp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convgraph import Forest, load_tree, render_tree
-from convgraph import tree as ops
-from convgraph.forest import load_path, read_tree
-from convgraph.integrity import FORK_CYCLE, ParentWalk, break_cycles, check_links
+from convgraph.links.integrity import FORK_CYCLE, ParentWalk, break_cycles, check_links
+from convgraph.model import tree as ops
+from convgraph.model.forest import load_path, read_tree
 from convgraph.sources import open_logs
+from tests.databases import add_response, add_tree, legacy_database, timestamp
+from tests.helpers import examples
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ from functools import partial
 
 import click
 import pytest
-from conftest import run
-from databases import LlmLog
 from llm.cli import cli as llm_cli
 
 from convgraph.cli import cli as convgraph_cli
 from convgraph.llm_plugin import GROUP, LLM_COMMANDS, register_commands
+from tests.databases import LlmLog
+from tests.helpers import run
 
 llm_run = partial(run, cli=llm_cli)
 convgraph_run = run

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import file_digest
 from nbclient import NotebookClient
+
+from tests.helpers import file_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "analysis.ipynb"

@@ -13,17 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import chat_exports as build
 import networkx as nx
 import pytest
-from conftest import file_digest, run
-from databases import LlmLog
 
+from convgraph.analysis.stats import node_table
 from convgraph.export import generate_graphml, generate_json, generate_tree_json
 from convgraph.export.html import generate_html, read_html
-from convgraph.forest import Forest, load_tree, load_tree_of_node
+from convgraph.model.forest import Forest, load_tree, load_tree_of_node
 from convgraph.sources import open_logs
-from convgraph.stats import node_table
 from convgraph.store.notes import (
     SIDE_FILE_SUFFIX,
     TABLE,
@@ -31,6 +28,9 @@ from convgraph.store.notes import (
     set_note,
     set_preferred,
 )
+from tests import chat_exports as build
+from tests.databases import LlmLog
+from tests.helpers import file_digest, run
 
 
 def llm_tables(path: Path) -> dict[str, list]:

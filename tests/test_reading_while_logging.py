@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 
 import pytest
-from llm_logging import LlmLogging
+
+from tests.llm_logging import LlmLogging
 
 #: Turns in the file: enough that reading each table whole in one statement
 #: holds the lock for seconds.

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import lxml.etree
 import pytest
-from chat_exports import chatgpt_export, split, write_json
-from conftest import file_digest, run
-from databases import LlmLog, add_response, legacy_database
 
 from convgraph.export import generate_dot
+from tests.chat_exports import chatgpt_export, split, write_json
+from tests.databases import LlmLog, add_response, legacy_database
+from tests.helpers import file_digest, run
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -418,7 +418,7 @@ BACKSLASHES = [
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
 def test_graphviz_tooltips_show_the_stored_text(tmp_path):
-    from convgraph.tree import ConversationTree
+    from convgraph.model.tree import ConversationTree
 
     attributes = {
         f"n{index}": {"prompt": text, "response": f"answer {text}", "model": "echo"}
@@ -450,7 +450,7 @@ def test_graphviz_tooltips_show_the_stored_text(tmp_path):
         labels[title] = node.xpath(".//svg:text/text()", namespaces=space)
     for index, text in enumerate(BACKSLASHES):
         assert tips[f"n{index}"] == f"prompt: {text}\n\nresponse: answer {text}"
-    from convgraph.text import excerpt
+    from convgraph.present.text import excerpt
 
     for index, text in enumerate(BACKSLASHES):
         assert f"» {excerpt(text, 40)}" in labels[f"n{index}"]

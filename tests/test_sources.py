@@ -5,13 +5,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import file_digest, run
-from databases import LlmLog, add_response, legacy_database, timestamp
 
 from convgraph import DatabaseError, Forest, UnknownConversation, load_tree, open_logs
-from convgraph import tree as ops
-from convgraph.forest import load_tree_of_node, read_tree
-from convgraph.integrity import Problem
+from convgraph.links.integrity import Problem
+from convgraph.model import tree as ops
+from convgraph.model.forest import load_tree_of_node, read_tree
+from tests.databases import LlmLog, add_response, legacy_database, timestamp
+from tests.helpers import file_digest, run
 
 # -- legacy, linear (llm before 0.32) -----------------------------------------
 

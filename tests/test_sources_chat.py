@@ -14,14 +14,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import chat_exports as build
 import pytest
-from conftest import run
 
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
-from convgraph.forest import Forest, load_path, load_tree, load_tree_of_node
+from convgraph.model.forest import Forest, load_path, load_tree, load_tree_of_node
 from convgraph.sources import chat_exports, open_logs
 from convgraph.sources.chat_exports import ChatExport, open_source
+from tests import chat_exports as build
+from tests.helpers import run
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

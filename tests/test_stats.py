@@ -1,6 +1,6 @@
 """The statistics tables: exact answers on the seed's scenarios, real dtypes,
 deep and wide forests, and a property test that the vectorized table path
-agrees with the graph operations of `convgraph.tree` on random forests."""
+agrees with the graph operations of `convgraph.model.tree` on random forests."""
 
 from __future__ import annotations
 
@@ -13,22 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import examples, run
-from databases import add_response, legacy_database
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convgraph import tree as operations
-from convgraph.contract import NODE_ATTRIBUTES
-from convgraph.forest import Forest
-from convgraph.pointer_jumping import (
-    climb,
-    nearest_marked,
-    path_totals,
-    reaches_root,
-    root_pointers,
-)
-from convgraph.stats import (
+from convgraph.analysis.stats import (
     BRANCH_COLUMNS,
     CONVERSATION_COLUMNS,
     branch_table,
@@ -36,6 +24,18 @@ from convgraph.stats import (
     edge_table,
     node_table,
 )
+from convgraph.contract import NODE_ATTRIBUTES
+from convgraph.links.pointer_jumping import (
+    climb,
+    nearest_marked,
+    path_totals,
+    reaches_root,
+    root_pointers,
+)
+from convgraph.model import tree as operations
+from convgraph.model.forest import Forest
+from tests.databases import add_response, legacy_database
+from tests.helpers import examples, run
 
 ATTRIBUTES = NODE_ATTRIBUTES
 
@@ -655,7 +655,7 @@ multiple-roots  prompt multiple-roots-root1      6      2       2          2    
 
 
 def test_stats_table_is_aligned_for_a_person(seed_db: Path) -> None:
-    from conftest import file_digest
+    from tests.helpers import file_digest
 
     before = file_digest(seed_db)
     result = run_stats("--db", str(seed_db))

@@ -16,14 +16,14 @@ from pathlib import Path
 import llm
 import pytest
 import sqlite_utils
-from conftest import file_digest, run
-from databases import LlmLog, add_tree, legacy_database
 from llm.logs import LogStore
 from llm.plugins import pm
 
-from convgraph.forest import load_tree, load_tree_of_node
+from convgraph.model.forest import load_tree, load_tree_of_node
+from convgraph.model.tree import path as path_to
 from convgraph.store import BranchError, branch, migrate
-from convgraph.tree import path as path_to
+from tests.databases import LlmLog, add_tree, legacy_database
+from tests.helpers import file_digest, run
 
 
 class MessagesModel(llm.Model):
@@ -280,7 +280,7 @@ def test_without_llm_branching_says_how_to_get_it(legacy, monkeypatch):
 
 def test_a_model_past_its_request_timeout_is_a_branch_error(store):
     log, conversation, first, second = store
-    from plugins.llm_slow_model import SlowModel, registered
+    from tests.plugins.llm_slow_model import SlowModel, registered
 
     before = file_digest(log.path)
     with registered(SlowModel("stuck", delay=60)), pytest.raises(BranchError) as error:

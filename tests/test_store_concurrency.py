@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from databases import LlmLog, legacy_database, migrated_complex
-from llm_logging import LlmLogging
 
 from convgraph.store import log_response, migrate
+from tests.databases import LlmLog, legacy_database, migrated_complex
+from tests.llm_logging import LlmLogging
 
 #: Big enough that the migration takes seconds (the old single transaction
 #: held the lock for all of them), small enough to build in about a second.

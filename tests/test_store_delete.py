@@ -12,18 +12,18 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import file_digest, run
-from databases import (
+
+from convgraph.model.forest import load_tree
+from convgraph.model.tree import roots
+from convgraph.store import DeletionRefused, delete_node, log_response, migrate
+from convgraph.store import transaction as transaction_module
+from tests.databases import (
     LlmLog,
     add_tree,
     legacy_database,
     migrated_complex,
 )
-
-from convgraph.forest import load_tree
-from convgraph.store import DeletionRefused, delete_node, log_response, migrate
-from convgraph.store import transaction as transaction_module
-from convgraph.tree import roots
+from tests.helpers import file_digest, run
 
 
 @pytest.fixture

@@ -22,15 +22,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import file_digest, run
-from databases import LlmLog, add_response, add_tree, legacy_database, timestamp
 from llm.migrations import MIGRATIONS
 
-from convgraph.forest import Forest, load_tree_of_node
+from convgraph.model.forest import Forest, load_tree_of_node
 from convgraph.store import log_response, migrate
 from convgraph.store import transaction as transaction_module
 from convgraph.store.migrate import MIGRATION_NAME, RECORD_TABLE
 from convgraph.store.rules import INDEX_NAME, TRIGGERS
+from tests.databases import LlmLog, add_response, add_tree, legacy_database, timestamp
+from tests.helpers import file_digest, run
 
 ALL_STEPS = [
     "add column responses.parent_response_id (nullable TEXT, references responses.id)",

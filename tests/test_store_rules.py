@@ -10,13 +10,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from databases import add_tree, legacy_database, migrated_complex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convgraph.forest import Forest, load_tree
+from convgraph.model.forest import Forest, load_tree
 from convgraph.store import NotMigrated, RuleViolation, log_response, migrate
 from convgraph.store.rules import TRIGGERS, new_response_id
+from tests.databases import add_tree, legacy_database, migrated_complex
 
 SELF = "convgraph: a response cannot be its own parent"
 MISSING = "convgraph: parent_response_id names no response"

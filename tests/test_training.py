@@ -10,16 +10,16 @@ import json
 import re
 from pathlib import Path
 
-import chat_exports as build
 import jsonschema
 import pytest
-from conftest import file_digest, run
-from databases import LlmLog, add_response, legacy_database, timestamp
 
 import convgraph.export.chat_jsonl
-from convgraph.forest import load_tree
+from convgraph.export.training import PAIR_COLUMNS, preference_pairs, tree_pairs
+from convgraph.model.forest import load_tree
 from convgraph.store.notes import set_preferred
-from convgraph.training import PAIR_COLUMNS, preference_pairs, tree_pairs
+from tests import chat_exports as build
+from tests.databases import LlmLog, add_response, legacy_database, timestamp
+from tests.helpers import file_digest, run
 
 SCHEMA_DOC = Path(__file__).resolve().parent.parent / "docs" / "training-schema.md"
 

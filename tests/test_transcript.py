@@ -8,16 +8,16 @@ import json
 import sqlite3
 from pathlib import Path
 
-import chat_exports as build
 import pytest
-from conftest import file_digest, run
-from databases import LlmLog
 
 import convgraph.export.markdown
-import convgraph.transcript
-from convgraph.forest import load_tree
-from convgraph.transcript import active_end, path_messages, transcript
-from convgraph.tree import ConversationTree
+import convgraph.present.transcript
+from convgraph.model.forest import load_tree
+from convgraph.model.tree import ConversationTree
+from convgraph.present.transcript import active_end, path_messages, transcript
+from tests import chat_exports as build
+from tests.databases import LlmLog
+from tests.helpers import file_digest, run
 
 
 def at(index: int) -> str:
@@ -27,7 +27,7 @@ def at(index: int) -> str:
 def test_doctests() -> None:
     import doctest
 
-    assert doctest.testmod(convgraph.transcript).failed == 0
+    assert doctest.testmod(convgraph.present.transcript).failed == 0
     assert doctest.testmod(convgraph.export.markdown).failed == 0
 
 

@@ -4,7 +4,7 @@ database with parent_response_id."""
 import pytest
 
 from convgraph import UnknownNode, load_tree, load_tree_of_node, render_tree
-from convgraph import tree as ops
+from convgraph.model import tree as ops
 
 
 @pytest.fixture

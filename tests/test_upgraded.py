@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from conftest import file_digest, run
-from databases import LlmLog
 from llm.logs import LogStore
-from old_llm import OldLlmUnavailable, old_llm
 
-from convgraph.forest import Forest, load_tree, load_tree_of_node
-from convgraph.tree import children, path, roots
+from convgraph.model.forest import Forest, load_tree, load_tree_of_node
+from convgraph.model.tree import children, path, roots
+from tests.databases import LlmLog
+from tests.helpers import file_digest, run
+from tests.old_llm import OldLlmUnavailable, old_llm
 
 
 @pytest.fixture(scope="session")

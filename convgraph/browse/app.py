@@ -4,8 +4,8 @@ Two screens. The list (`ConversationList`) shows at once from the small
 tables of names, then fills in each tree's figures from background reads
 (`convgraph.browse.listing`). Opening a conversation reads that tree alone
 (`load_tree`) and shows it beside the details pane; the keys call the
-library: the tree operations to move, `convgraph.diff` for the diff and the
-comparison, `convgraph.transcript` for the transcript to the cursor,
+library: the tree operations to move, `convgraph.analysis.diff` for the diff and the
+comparison, `convgraph.present.transcript` for the transcript to the cursor,
 `convgraph.store`'s `fan_out` and `regenerate` to branch and regenerate, and
 `convgraph.store.notes` to write a note and mark the preferred answer. The
 file is opened read-only for every read; only those keys write, through the
@@ -33,7 +33,6 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, Static
 
-from convgraph import tree as operations
 from convgraph.browse.conversations import ConversationList
 from convgraph.browse.details import DetailsPane, compare_view, diff_view, safe
 from convgraph.browse.listing import (
@@ -46,7 +45,8 @@ from convgraph.browse.listing import (
 )
 from convgraph.browse.tree_view import TreeView
 from convgraph.errors import ConvgraphError
-from convgraph.text import excerpt, terminal_text
+from convgraph.model import tree as operations
+from convgraph.present.text import excerpt, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -202,7 +202,7 @@ class ConversationScreen(Screen[None]):
     def load(self, node: str | None = None) -> None:
         """Read this tree alone (off the interface's thread) and show it,
         the cursor on `node`."""
-        from convgraph.forest import load_tree
+        from convgraph.model.forest import load_tree
 
         try:
             graph = load_tree(self.tree_id, self.app.db_path)  # type: ignore[attr-defined]
@@ -338,7 +338,7 @@ class ConversationScreen(Screen[None]):
         self.say(f"marked {self.tree.node}: move, then d to diff")
 
     def action_diff(self) -> None:
-        from convgraph.diff import diff
+        from convgraph.analysis.diff import diff
 
         if self.graph is None or self.tree.node is None:
             return
@@ -353,7 +353,7 @@ class ConversationScreen(Screen[None]):
         self.show_view(*diff_view(result))
 
     def action_compare(self) -> None:
-        from convgraph.diff import compare
+        from convgraph.analysis.diff import compare
 
         if self.graph is None or self.tree.node is None:
             return
@@ -368,8 +368,8 @@ class ConversationScreen(Screen[None]):
 
     def action_transcript(self) -> None:
         """The path from the cursor's root down to it, as one conversation
-        (`convgraph.transcript`'s Markdown), from the tree already read."""
-        from convgraph.transcript import Transcript, root_path
+        (`convgraph.present.transcript`'s Markdown), from the tree already read."""
+        from convgraph.present.transcript import Transcript, root_path
 
         if self.graph is None or self.tree.node is None:
             return
@@ -423,7 +423,7 @@ class ConversationScreen(Screen[None]):
             self._write_notes(node, note, preferred)
 
     def _write_notes(self, node: str, note: str | None, preferred: bool | None) -> None:
-        from convgraph.forest import load_tree
+        from convgraph.model.forest import load_tree
         from convgraph.store.notes import set_note, set_preferred
 
         app: BrowseApp = self.app  # type: ignore[assignment]
@@ -481,7 +481,7 @@ class ConversationScreen(Screen[None]):
         `node`'s own prompt (`regenerate`). The pane follows the answer as it
         streams in; then the tree is read again with the new node under the
         cursor."""
-        from convgraph.forest import load_tree
+        from convgraph.model.forest import load_tree
         from convgraph.store import fan_out, regenerate
         from convgraph.store.branch import single_answer
 

@@ -17,12 +17,12 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from convgraph.contract import INTEGER_ATTRIBUTES
-from convgraph.text import terminal_text
+from convgraph.present.text import terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.diff import BranchDiff, Comparison
+    from convgraph.analysis.diff import BranchDiff, Comparison
 
 
 class DetailsPane(VerticalScroll):
@@ -106,7 +106,7 @@ def _quoted(text: str | None) -> str:
 
 
 def diff_view(result: BranchDiff) -> tuple[str, str]:
-    """The title and body that show a branch diff (`convgraph.diff.diff`)."""
+    """The title and body that show a branch diff (`convgraph.analysis.diff.diff`)."""
     title = f"diff {result.node_a} → {result.node_b}"
     body = [
         f"**fork point** {result.fork_point}  \n"
@@ -130,7 +130,7 @@ def diff_view(result: BranchDiff) -> tuple[str, str]:
 
 def compare_view(result: Comparison) -> tuple[str, str]:
     """The title and body that show the alternatives below one node
-    (`convgraph.diff.compare`)."""
+    (`convgraph.analysis.diff.compare`)."""
     title = f"compare the answers below {result.node}"
     if not result.alternatives:
         return terminal_text(title), "*No alternatives: the node has no children.*"

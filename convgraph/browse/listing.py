@@ -214,7 +214,7 @@ def structure_figures(
 ) -> dict[str, tuple[int, int]]:
     """Each tree's leaves and maximum depth, read from the forest's
     structure without its texts (the vectorized statistics of
-    `convgraph.stats`): the list's slow columns, read after it shows.
+    `convgraph.analysis.stats`): the list's slow columns, read after it shows.
 
     Examples
     --------
@@ -222,8 +222,8 @@ def structure_figures(
     >>> figures["01jb2hashmap0000000000000"]
     (4, 2)
     """
-    from convgraph.forest import Forest
-    from convgraph.stats import conversation_table
+    from convgraph.analysis.stats import conversation_table
+    from convgraph.model.forest import Forest
 
     table = conversation_table(Forest.read(db, text=False))
     return {

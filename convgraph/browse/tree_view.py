@@ -1,7 +1,7 @@
 """The browser's conversation tree: `convgraph tree`'s drawing, one line per
 node, as a scrolling widget that renders only the lines on screen.
 
-The lines are `convgraph.render.generate_tree_lines`, unchanged: an only
+The lines are `convgraph.present.text_tree.generate_tree_lines`, unchanged: an only
 child stands in its parent's column, so a 10,000-turn chain is 10,000 short
 lines, and the widget draws the screenful it shows (Textual's line API), not
 a widget per node. A node of the drawing is collapsed by hiding the lines of
@@ -22,9 +22,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from convgraph import tree as operations
-from convgraph.render import generate_tree_lines
-from convgraph.text import terminal_text
+from convgraph.model import tree as operations
+from convgraph.present.text import terminal_text
+from convgraph.present.text_tree import generate_tree_lines
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -15,7 +15,7 @@ import click
 
 from convgraph.cli.options import UserError, command, db_option, output_options
 from convgraph.cli.output import echo_json, echo_records, json_text
-from convgraph.text import excerpt, terminal_text
+from convgraph.present.text import excerpt, terminal_text
 
 
 @command()
@@ -39,7 +39,7 @@ def transcript(node_id: str, format_name: str, db_path: str | None) -> None:
     convgraph transcript NODE_ID > branch.md
     convgraph transcript CONVERSATION_ID --format json
     """
-    from convgraph.transcript import transcript as read_transcript
+    from convgraph.present.transcript import transcript as read_transcript
 
     found = read_transcript(node_id, db_path)
     if format_name.lower() == "json":
@@ -77,9 +77,9 @@ def pairs(
     \b
     convgraph pairs --nl > preferences.jsonl
     """
-    from convgraph.forest import load_trees
-    from convgraph.training import PAIR_COLUMNS
-    from convgraph.training import pairs as find_pairs
+    from convgraph.export.training import PAIR_COLUMNS
+    from convgraph.export.training import pairs as find_pairs
+    from convgraph.model.forest import load_trees
 
     records = list(find_pairs(load_trees(conversation_ids, db_path), prefer.lower()))
     columns = list(PAIR_COLUMNS)

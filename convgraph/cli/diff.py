@@ -17,10 +17,10 @@ import click
 
 from convgraph.cli.options import command, db_option, json_option, output_options
 from convgraph.cli.output import aligned_lines, echo_json, echo_records
-from convgraph.text import terminal_text as shown
+from convgraph.present.text import terminal_text as shown
 
 if TYPE_CHECKING:
-    from convgraph.diff import BranchDiff, Comparison, Step
+    from convgraph.analysis.diff import BranchDiff, Comparison, Step
 
 
 @command("diff")
@@ -47,8 +47,8 @@ def diff_command(
     prompts and responses, and each branch's totals. With --json, an object
     with fork_point, shared, a, b, steps and totals.
     """
-    from convgraph.diff import diff
-    from convgraph.forest import load_tree_of_pair
+    from convgraph.analysis.diff import diff
+    from convgraph.model.forest import load_tree_of_pair
 
     tree = load_tree_of_pair(node_a, node_b, db_path)
     result = diff(tree, node_a, node_b, context=context)
@@ -172,8 +172,8 @@ def compare_command(
     """
     from dataclasses import fields
 
-    from convgraph.diff import Alternative, compare
-    from convgraph.forest import load_tree_of_node
+    from convgraph.analysis.diff import Alternative, compare
+    from convgraph.model.forest import load_tree_of_node
 
     result = compare(load_tree_of_node(node_id, db_path), node_id)
     if output_format is not None:

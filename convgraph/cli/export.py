@@ -130,7 +130,7 @@ def export(
     if render is not None and dot_program is None:
         raise UserError(NO_GRAPHVIZ)
 
-    from convgraph.forest import load_trees
+    from convgraph.model.forest import load_trees
 
     graphs = load_trees(conversation_ids, db_path)
     if render is not None:
@@ -154,7 +154,7 @@ def _write_dataset(
 ) -> None:
     """Write the forest's tables (every tree, or those `ids` name) into the
     folder `output`, which must not hold the database being read."""
-    from convgraph.forest import Forest
+    from convgraph.model.forest import Forest
 
     if output is None:
         raise UserError(f"--format {format_name} writes a directory: give -o DIR")

@@ -13,20 +13,20 @@ import click
 
 from convgraph.cli.options import command, db_option, json_option, output_options
 from convgraph.cli.output import echo_ids, echo_json, echo_records
-from convgraph.text import terminal_text
+from convgraph.present.text import terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
 
 
 def _tree_of_node(node_id: str, db_path: str | None) -> nx.DiGraph:
-    from convgraph.forest import load_tree_of_node
+    from convgraph.model.forest import load_tree_of_node
 
     return load_tree_of_node(node_id, db_path)
 
 
 def _tree(conversation_id: str, db_path: str | None) -> nx.DiGraph:
-    from convgraph.forest import load_tree
+    from convgraph.model.forest import load_tree
 
     return load_tree(conversation_id, db_path)
 
@@ -38,9 +38,9 @@ def conversations(db_path: str | None, output_format: str | None) -> None:
     """List every conversation tree: tree_id, name, nodes, roots, leaves
     and max_depth (the columns of `convgraph stats` that say what a tree is).
     """
+    from convgraph.analysis.stats import conversation_table
     from convgraph.cli.tables import print_conversations
-    from convgraph.forest import Forest
-    from convgraph.stats import conversation_table
+    from convgraph.model.forest import Forest
 
     table = conversation_table(Forest.read(db_path, text=False))
     columns = ["tree_id", "name", "nodes", "roots", "leaves", "max_depth"]
@@ -48,7 +48,7 @@ def conversations(db_path: str | None, output_format: str | None) -> None:
 
 
 def _short_name(name: str, width: int = 40) -> str:
-    from convgraph.text import excerpt
+    from convgraph.present.text import excerpt
 
     return excerpt(name, width)
 
@@ -88,15 +88,15 @@ def tree(
     """
     import networkx as nx
 
-    from convgraph import tree as operations
-    from convgraph.render import generate_tree_lines
+    from convgraph.model import tree as operations
+    from convgraph.present.text_tree import generate_tree_lines
 
     if conversation_ids:
         trees = [
             _tree(conversation_id, db_path) for conversation_id in conversation_ids
         ]
     else:
-        from convgraph.forest import Forest
+        from convgraph.model.forest import Forest
 
         trees = list(Forest.read(db_path).trees())
     if as_json:
@@ -139,7 +139,7 @@ def tree(
 @output_options
 def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """The ids from the root of NODE_ID's tree down to NODE_ID."""
-    from convgraph.forest import load_path
+    from convgraph.model.forest import load_path
 
     echo_ids(load_path(node_id, db_path), output_format)
 
@@ -150,7 +150,7 @@ def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
 @output_options
 def children(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """The direct children of NODE_ID, in log order."""
-    from convgraph import tree as operations
+    from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)
     echo_ids(operations.children(graph, node_id), output_format)
@@ -162,7 +162,7 @@ def children(node_id: str, db_path: str | None, output_format: str | None) -> No
 @output_options
 def siblings(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """The other children of NODE_ID's parent: its alternatives."""
-    from convgraph import tree as operations
+    from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)
     echo_ids(operations.siblings(graph, node_id), output_format)
@@ -174,7 +174,7 @@ def siblings(node_id: str, db_path: str | None, output_format: str | None) -> No
 @output_options
 def descendants(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """Every node below NODE_ID, breadth first."""
-    from convgraph import tree as operations
+    from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)
     echo_ids(operations.descendants(graph, node_id), output_format)
@@ -186,7 +186,7 @@ def descendants(node_id: str, db_path: str | None, output_format: str | None) ->
 @output_options
 def roots(conversation_id: str, db_path: str | None, output_format: str | None) -> None:
     """The roots of a conversation, in log order."""
-    from convgraph import tree as operations
+    from convgraph.model import tree as operations
 
     echo_ids(operations.roots(_tree(conversation_id, db_path)), output_format)
 
@@ -199,7 +199,7 @@ def leaves(
     conversation_id: str, db_path: str | None, output_format: str | None
 ) -> None:
     """The leaves (branch tips) of a conversation, in log order."""
-    from convgraph import tree as operations
+    from convgraph.model import tree as operations
 
     echo_ids(operations.leaves(_tree(conversation_id, db_path)), output_format)
 
@@ -218,8 +218,8 @@ def check(db_path: str | None, output_format: str | None) -> None:
     """
     from dataclasses import fields
 
-    from convgraph.forest import Forest
-    from convgraph.integrity import Problem
+    from convgraph.links.integrity import Problem
+    from convgraph.model.forest import Forest
     from convgraph.store.rules import rule_problems
 
     problems = [*Forest.read(db_path, text=False).problems, *rule_problems(db_path)]

@@ -1,4 +1,4 @@
-"""`convgraph stats`: the conversations table of `convgraph.stats`, printed.
+"""`convgraph stats`: the conversations table of `convgraph.analysis.stats`, printed.
 
 One row per conversation tree with its size, shape, times, models and usage,
 as an aligned table for a person or, through the output options, as JSON,
@@ -55,7 +55,7 @@ def stats(
     from convgraph.export.parquet import is_parquet_dataset
 
     if db_path is not None and is_parquet_dataset(db_path):
-        from convgraph.dask import dataset_conversation_table
+        from convgraph.analysis.datasets import dataset_conversation_table
 
         table = dataset_conversation_table(db_path, conversation_ids, scheduler)
         print_conversations(table, output_format)
@@ -65,8 +65,8 @@ def stats(
             "--dask computes on a Parquet dataset: give --db DIR, a directory"
             " written by convgraph export --format parquet"
         )
-    from convgraph.forest import Forest
-    from convgraph.stats import conversation_table
+    from convgraph.analysis.stats import conversation_table
+    from convgraph.model.forest import Forest
 
     show_bar = not quiet and _is_terminal(sys.stderr)
     # The steps: open, read (once, or once per tree), check, compute, done.

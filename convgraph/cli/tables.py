@@ -1,7 +1,7 @@
 """Tables of conversations, as `convgraph stats` and `convgraph
 conversations` print them.
 
-`convgraph.stats` answers with a pandas DataFrame; this turns its rows into
+`convgraph.analysis.stats` answers with a pandas DataFrame; this turns its rows into
 plain records for the output options, and says how the aligned table shows
 them for a person: names cut short, times to the second in UTC.
 """
@@ -59,7 +59,7 @@ def print_conversations(table: pd.DataFrame, output_format: str | None) -> None:
 
 
 def _name(name: str | None) -> str:
-    from convgraph.text import excerpt
+    from convgraph.present.text import excerpt
 
     return excerpt(name, NAME_WIDTH)
 

@@ -5,7 +5,7 @@ One module per format, each with networkx's readwrite verbs:
 `generate_<format>(graphs, ...)` yields the text line by line,
 `write_<format>(graphs, path_or_file, ...)` writes it, and `read_<format>`
 reads it back where the format round-trips (GraphML, both JSON shapes, HTML).
-`graphs` is one conversation DiGraph from `convgraph.forest` or an iterable
+`graphs` is one conversation DiGraph from `convgraph.model.forest` or an iterable
 of them (a forest).
 
 `FORMATS` maps each format's name, as `convgraph export --format` takes it,

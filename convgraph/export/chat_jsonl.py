@@ -1,14 +1,14 @@
 """Conversation paths as chat JSONL: one fine-tuning example a line.
 
 Each line is one JSON object, `{"messages": [{"role", "content"}, ...],
-"conversation_id", "leaf_id"}` (see `convgraph.training.chat_examples`):
+"conversation_id", "leaf_id"}` (see `convgraph.export.training.chat_examples`):
 by default one per root-to-leaf path, so every branch is an example; with
 `paths="active"` one per conversation, along its active path. The format
 that fine-tuning APIs and `datasets.load_dataset("json", ...)` read.
 
 Examples
 --------
->>> from convgraph.tree import ConversationTree
+>>> from convgraph.model.tree import ConversationTree
 >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")], {
 ...     "r": {"prompt": "Hi", "response": "Hello"},
 ...     "a": {"prompt": "Joke?", "response": "No."},
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from convgraph.export.common import PathOrFile, as_graphs, read_text, write_lines
-from convgraph.training import chat_examples
+from convgraph.export.training import chat_examples
 
 if TYPE_CHECKING:
     import networkx as nx

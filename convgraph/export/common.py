@@ -1,7 +1,7 @@
 """What every exporter shares: taking one conversation or many, writing lines
 to a path or an open file, and the characters no output format may carry.
 
-The exporters take what `convgraph.forest` produces: one conversation DiGraph,
+The exporters take what `convgraph.model.forest` produces: one conversation DiGraph,
 or any iterable of them (a forest, possibly a generator such as
 `Forest.trees()`, consumed once). A format that writes one conversation
 differently from several (DOT clusters, GraphML tree ids) looks ahead at most
@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ExportError
-from convgraph.text import control_picture
+from convgraph.present.text import control_picture
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -85,7 +85,7 @@ def as_graphs(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[nx.DiGraph]
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
     ...     name="Greetings")
@@ -109,7 +109,7 @@ def look_ahead(
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
     ...     name="Greetings")

@@ -148,7 +148,7 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> [line for line in generate_graphml(tree) if line.startswith("<node")]
@@ -202,7 +202,7 @@ def write_graphml(
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
@@ -234,7 +234,7 @@ def read_graphml(path_or_file: PathOrFile) -> list[nx.DiGraph]:
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io

@@ -164,12 +164,12 @@ def _page_lines(title: str) -> tuple[list[str], list[str]]:
 
 def conversation_line(tree: nx.DiGraph) -> str:
     """One conversation as the page embeds it, on one line: its id, name and
-    statistics (`convgraph.tree.summary`), and under `graph` its node-link
+    statistics (`convgraph.model.tree.summary`), and under `graph` its node-link
     JSON (`generate_json`).
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
     ...     name="Greetings")
@@ -178,7 +178,7 @@ def conversation_line(tree: nx.DiGraph) -> str:
     >>> line["id"], line["stats"]["nodes"], [edge["target"] for edge in line["graph"]["edges"]]
     ('c1', 2, ['a'])
     """
-    from convgraph.tree import summary
+    from convgraph.model.tree import summary
 
     head = script_json(
         {
@@ -217,7 +217,7 @@ def generate_html(
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> lines = list(generate_html(tree, title="Hello"))
@@ -259,7 +259,7 @@ def write_html(
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
@@ -306,7 +306,7 @@ def page_data(text: str) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> data = page_data("\\n".join(generate_html(tree, rankdir="LR")))
@@ -340,7 +340,7 @@ def parse_html(text: str) -> list[nx.DiGraph]:
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> (back,) = parse_html("\\n".join(generate_html(tree)))
@@ -359,7 +359,7 @@ def read_html(path_or_file: PathOrFile) -> list[nx.DiGraph]:
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io

@@ -210,7 +210,7 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> lines = list(generate_json(tree))
@@ -265,7 +265,7 @@ def write_json(
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
@@ -321,7 +321,7 @@ def read_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io

@@ -13,7 +13,7 @@ output, never Python recursion.
 
 Examples
 --------
->>> from convgraph.tree import ConversationTree
+>>> from convgraph.model.tree import ConversationTree
 >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")], {
 ...     "r": {"prompt": "Hi", "response": "Hello", "active": True},
 ...     "a": {"prompt": "Joke?", "response": "No.", "model": "m1"},
@@ -57,7 +57,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from convgraph.export.common import PathOrFile, as_graphs, write_lines
-from convgraph.transcript import path_system, step_lines, title
+from convgraph.present.transcript import path_system, step_lines, title
 
 if TYPE_CHECKING:
     import networkx as nx

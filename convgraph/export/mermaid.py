@@ -110,7 +110,7 @@ def generate_mermaid(
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> print("\\n".join(generate_mermaid(tree, rankdir="LR")))
@@ -171,7 +171,7 @@ def write_mermaid(
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io

@@ -1,13 +1,13 @@
 """A forest as a Parquet dataset that Dask, Spark and pyarrow read.
 
 `write_parquet(forest, directory)` writes two tables: `directory/nodes/`,
-the node table of `convgraph.stats.node_table` (with `tree_id`, `parent_id`
+the node table of `convgraph.analysis.stats.node_table` (with `tree_id`, `parent_id`
 and each node's depth, children, is_root and is_leaf) plus `tree_name`, the
 name of the node's tree; and `directory/edges/`, the table of
-`convgraph.stats.edge_table`; times are kept to the microsecond, as llm
+`convgraph.analysis.stats.edge_table`; times are kept to the microsecond, as llm
 logs them and as Spark reads them. Each is cut into files `part-NNNNN.parquet` by
 a hash bucket of the tree id, so every tree lies whole in one file, and the
-edges of a tree in the file of the same number; `convgraph.dask` reads one
+edges of a tree in the file of the same number; `convgraph.analysis.datasets` reads one
 file as one partition and measures it with the statistics' own per-partition
 functions. The bucket is a keyed SipHash (`pandas.util.hash_array` with a
 fixed key), the same in every process and on every machine, unlike Python's
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from convgraph.forest import Forest
+    from convgraph.model.forest import Forest
 
 #: The dataset's two tables, each a folder of Parquet files.
 NODES = "nodes"
@@ -77,11 +77,11 @@ def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
 
 
 def dataset_nodes(forest: Forest) -> pd.DataFrame:
-    """The node table the dataset holds: `convgraph.stats.node_table` of the
+    """The node table the dataset holds: `convgraph.analysis.stats.node_table` of the
     forest, and `tree_name`, the name of each node's tree (a category)."""
     import pandas as pd
 
-    from convgraph.stats import node_table
+    from convgraph.analysis.stats import node_table
 
     table = node_table(forest)
     names = [forest.names.get(tree_id) for tree_id in table["tree_id"].tolist()]
@@ -126,7 +126,7 @@ def write_parquet(
     """
     import numpy as np
 
-    from convgraph.stats import edge_table
+    from convgraph.analysis.stats import edge_table
 
     target = Path(directory)
     _check_target(target, force)

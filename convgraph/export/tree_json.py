@@ -119,7 +119,7 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> lines = list(generate_tree_json(tree))
@@ -154,7 +154,7 @@ def write_tree_json(
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io
@@ -183,7 +183,7 @@ def read_tree_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> import io

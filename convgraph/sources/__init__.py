@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
-from convgraph.integrity import (
+from convgraph.links.integrity import (
     DUPLICATE_ID,
     NO_ID,
     NO_THREAD,

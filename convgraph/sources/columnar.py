@@ -10,7 +10,7 @@ SQLite itself, as the rowid its index of the ids gives (`PARENT_ROWID`); a
 turn's by joins and pointer jumping over message numbers (every hash mixed
 into a 64-bit integer and numbered by one hash table, `_numbered_by_bytes`;
 the nearest tip above each turn's input by
-`convgraph.pointer_jumping.nearest_marked`): no Python loop per row, turn or
+`convgraph.links.pointer_jumping.nearest_marked`): no Python loop per row, turn or
 message. The parents' rows go to the `Forest` with the table
 (`contract.PARENT_ROWS`). The answer is the row readers' exactly (same table,
 dtypes, order, names); `tests/test_columnar.py` compares them on every kind
@@ -993,7 +993,7 @@ def _read_store(reader: _ArrowReader) -> tuple[pd.DataFrame, dict[str, Any]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from convgraph.pointer_jumping import reaches_root, root_pointers
+    from convgraph.links.pointer_jumping import reaches_root, root_pointers
     from convgraph.sources import message_store
 
     last = dict(
@@ -1140,7 +1140,7 @@ def _turn_parents(
     import numpy as np
     import pandas as pd
 
-    from convgraph.pointer_jumping import nearest_marked, reaches_root
+    from convgraph.links.pointer_jumping import nearest_marked, reaches_root
 
     count = len(tree_ids)
     message_count = len(parent_rows)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
-from convgraph.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
+from convgraph.links.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
 from convgraph.sources.tables import (
     Snapshot,
     as_integer,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convgraph.integrity import Problem
+from convgraph.links.integrity import Problem
 
 if TYPE_CHECKING:
     import pandas as pd

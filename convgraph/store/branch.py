@@ -14,7 +14,7 @@ the new prompt; every answer is logged as a new child of the node.
   `log_response` under the database's rules.
 
 How an answer is written is decided in one place, `log_answer`. The models
-are called before any write begins (`convgraph.store.fanout` runs them
+are called before any write begins (`convgraph.fanout` runs them
 concurrently), so a slow model never holds the write lock; each answer is
 logged by the thread that called, in a short transaction of its own, once it
 is complete. llm is imported here only: convgraph reads databases without it.
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import BranchError, UnknownNode
-from convgraph.store.fanout import (
+from convgraph.fanout import (
     DONE,
     Job,
     Request,
@@ -49,7 +49,7 @@ from convgraph.store.transaction import (
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.diff import Comparison
+    from convgraph.analysis.diff import Comparison
 
 #: How many requests run at a time unless told otherwise.
 DEFAULT_PARALLEL = 8
@@ -145,8 +145,8 @@ class FanOut:
         """The `compare` table of the new answers and their siblings: the
         children of the parent, or for new roots the node asked again and
         its regenerations (separate roots are otherwise no alternatives)."""
-        from convgraph.diff import compare
-        from convgraph.forest import load_tree_of_node
+        from convgraph.analysis.diff import compare
+        from convgraph.model.forest import load_tree_of_node
 
         tree = load_tree_of_node(self.tree_node, self.path)
         if self.parent_id is not None:
@@ -259,7 +259,7 @@ def fan_out(
     `node_id` with `prompt`; log every answer as a new child of the node.
 
     Every model gets the same history (root to `node_id`, then `prompt`).
-    The requests run concurrently (see `convgraph.store.fanout`); each answer
+    The requests run concurrently (see `convgraph.fanout`); each answer
     is logged once complete, in its own short transaction. A failing request
     (unknown model, missing key, an error mid-stream, `request_timeout`)
     loses no other answer.
@@ -530,7 +530,7 @@ def _point_below(path: Path, node_id: str) -> BranchPoint:
             raise UnknownNode(node_id)
         if logs.store is None:  # with the message store, a branch is a fork
             require_rules(logs.conn)
-        from convgraph.forest import load_tree_of_node
+        from convgraph.model.forest import load_tree_of_node
 
         graph = load_tree_of_node(node_id, logs)
     return BranchPoint(
@@ -540,9 +540,9 @@ def _point_below(path: Path, node_id: str) -> BranchPoint:
 
 def _point_beside(path: Path, node_id: str) -> tuple[BranchPoint, dict[str, Any]]:
     """The branch point for siblings of `node_id`, and the node itself."""
-    from convgraph.forest import load_tree_of_node
+    from convgraph.model.forest import load_tree_of_node
+    from convgraph.model.tree import parent
     from convgraph.sources import open_logs
-    from convgraph.tree import parent
 
     with open_logs(path) as logs:
         graph = load_tree_of_node(node_id, logs)
@@ -585,7 +585,7 @@ def _legacy_history(
 ) -> tuple[list[Any], str | None]:
     """The prompts and responses from the root down to `node_id` as llm
     messages, and the system prompt in force after them."""
-    from convgraph.tree import path as path_to
+    from convgraph.model.tree import path as path_to
 
     history: list[Any] = []
     current_system = None

@@ -88,8 +88,8 @@ def delete_node(
     """
     if mode not in ("refuse", "reparent", "cascade"):
         raise ValueError(f"unknown deletion mode {mode!r}")
-    from convgraph import tree as tree_ops
-    from convgraph.forest import load_tree_of_node
+    from convgraph.model import tree as tree_ops
+    from convgraph.model.forest import load_tree_of_node
     from convgraph.sources import LogDatabase
 
     path = database_path(db)

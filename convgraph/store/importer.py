@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from convgraph.errors import DatabaseError, ImportRefused
-from convgraph.integrity import check_links
+from convgraph.links.integrity import check_links
 from convgraph.sources import log_order
 from convgraph.store.transaction import (
     WRITE_BUSY_TIMEOUT_SECONDS,

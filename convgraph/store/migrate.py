@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from convgraph.errors import DatabaseError, MigrationRefused
-from convgraph.integrity import (
+from convgraph.links.integrity import (
     CROSS_CONVERSATION,
     MISSING_PARENT,
     SELF_PARENT,

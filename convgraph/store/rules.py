@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from convgraph.errors import DatabaseError, NotMigrated, RuleViolation
-from convgraph.integrity import Problem
+from convgraph.links.integrity import Problem
 from convgraph.store.transaction import connect_read_write, write_transaction
 
 #: The column the seed adds, and its index (parents' children are looked up

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES
 from convgraph.errors import DifferentConversations, UnrelatedNodes
-from convgraph.tree import children, node_totals, path, tree_size
+from convgraph.model.tree import children, node_totals, path, tree_size
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -249,11 +249,11 @@ class BranchTotals:
     @classmethod
     def of(cls, tree: nx.DiGraph, ids: Sequence[str]) -> BranchTotals:
         """The totals of the nodes `ids` of `tree` (see
-        `convgraph.tree.node_totals`).
+        `convgraph.model.tree.node_totals`).
 
         Examples
         --------
-        >>> from convgraph.tree import ConversationTree
+        >>> from convgraph.model.tree import ConversationTree
         >>> tree = ConversationTree.from_edges([("r", "a")], {
         ...     "r": {"model": "m", "input_tokens": 2},
         ...     "a": {"model": "m", "input_tokens": 3}})

@@ -2,12 +2,12 @@
 
 A conversation tree is a `ConversationTree`: a `networkx.DiGraph` whose
 edges run parent -> child, whose nodes and successors are in log order, and
-whose every node has at most one parent (`convgraph.forest` builds them so).
+whose every node has at most one parent (`convgraph.model.forest` builds them so).
 The operations are plain functions of a graph, `f(tree, node) -> value`, as
 networkx's own algorithms are; each one is iterative and linear in the size
 of the tree at most, so a 100,000-deep chain is as easy as a short one.
 `summary` and `node_totals` are the one place where a tree's or a branch's
-figures are computed (the statistics tables of `convgraph.stats` compute the
+figures are computed (the statistics tables of `convgraph.analysis.stats` compute the
 same figures for a whole forest at once, vectorized).
 
 Examples
@@ -35,7 +35,7 @@ import networkx as nx
 
 from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
 from convgraph.errors import UnknownNode
-from convgraph.integrity import ParentWalk
+from convgraph.links.integrity import ParentWalk
 
 #: What `node_totals` adds up, in the order of its dict.
 TOTAL_KEYS = (
@@ -55,7 +55,7 @@ class ConversationTree(nx.DiGraph):
     `tree_id` and `name` (a node's `conversation_id` is the conversation or
     thread that made the call). The display methods are IPython's:
     `_repr_svg_` (Graphviz) or `_repr_html_` (text tree), never both; they
-    live in `convgraph.display`, imported only when a tree is shown.
+    live in `convgraph.present.notebook`, imported only when a tree is shown.
 
     Examples
     --------
@@ -122,21 +122,21 @@ class ConversationTree(nx.DiGraph):
     def draws_as_svg(self) -> bool:
         """Whether the notebook shows this tree as a Graphviz picture (dot is
         installed and the tree is small enough) rather than as text."""
-        from convgraph.display import draws_as_svg
+        from convgraph.present.notebook import draws_as_svg
 
         return draws_as_svg(self)
 
     def to_svg(self) -> str:
         """The tree drawn by Graphviz, as SVG text (see
-        `convgraph.display.tree_svg`)."""
-        from convgraph.display import tree_svg
+        `convgraph.present.notebook.tree_svg`)."""
+        from convgraph.present.notebook import tree_svg
 
         return tree_svg(self)
 
     def text_html(self, line_limit: int | None = None) -> str:
-        """The text tree of `convgraph.render`, escaped, in an HTML `<pre>`
-        (see `convgraph.display.tree_text_html`)."""
-        from convgraph.display import tree_text_html
+        """The text tree of `convgraph.present.text_tree`, escaped, in an HTML `<pre>`
+        (see `convgraph.present.notebook.tree_text_html`)."""
+        from convgraph.present.notebook import tree_text_html
 
         if line_limit is None:
             return tree_text_html(self)
@@ -444,7 +444,7 @@ def _first(pair: tuple[datetime, str]) -> datetime:
 def summary(tree: nx.DiGraph) -> dict[str, Any]:
     """The conversation's statistics in one dict (the seed's summary).
 
-    The keys are the columns of `convgraph.stats.conversation_table`, which
+    The keys are the columns of `convgraph.analysis.stats.conversation_table`, which
     has one row of these figures per conversation (`CONVERSATION_COLUMNS`):
     `tree_id` and `name` (the graph's attributes), the tree's shape (`nodes`,
     `roots`, `leaves`, `max_depth`, `branch_points`, `branching_factor_avg`,
@@ -463,7 +463,7 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
     """
     # The statistics module names the columns; it imports no pandas until a
     # table is made.
-    from convgraph.stats import CONVERSATION_COLUMNS
+    from convgraph.analysis.stats import CONVERSATION_COLUMNS
 
     levels = depths(tree)
     average, most = branching_factor(tree)

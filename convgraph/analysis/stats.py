@@ -3,18 +3,18 @@
 Everything here is vectorized over the whole forest: counts by `numpy.bincount`
 and group-bys over integer codes of the node table, depths from
 `Forest.depths`, and sums along root-to-leaf paths by pointer jumping
-(`convgraph.pointer_jumping`).
+(`convgraph.links.pointer_jumping`).
 There is no Python loop per node, no recursion, and no networkx graph per
 conversation, so a million-response forest is a few seconds of work. The
 columns have real dtypes: `datetime64[ns, UTC]` times, nullable `Int64` usage
 figures, and categories for the values that repeat. `conversation_table`
-has the figures of `convgraph.tree.summary`, one row per tree.
+has the figures of `convgraph.model.tree.summary`, one row per tree.
 
 Each table is computed by a pure function of a node table (`node_table_of`,
 `conversation_table_of`, `branch_table_of`): a pandas DataFrame with `id`,
 `tree_id`, `parent_id` and the node attributes, holding every tree it touches
 whole. The functions of a `Forest` call them on the whole forest's table;
-`convgraph.dask` calls the very same functions on each partition of a Parquet
+`convgraph.analysis.datasets` calls the very same functions on each partition of a Parquet
 dataset (`convgraph.export.parquet`), which holds every tree in one partition,
 so a forest beyond one machine is measured by the same code.
 """
@@ -30,16 +30,16 @@ from convgraph.contract import (
     NODE_COLUMNS,
     TEXT_ATTRIBUTES,
 )
-from convgraph.pointer_jumping import nearest_marked, path_totals, root_pointers
+from convgraph.links.pointer_jumping import nearest_marked, path_totals, root_pointers
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from convgraph.forest import Forest
+    from convgraph.model.forest import Forest
 
 #: The columns of `conversation_table`, in order: also the keys of
-#: `convgraph.tree.summary`, which computes the same figures for one tree.
+#: `convgraph.model.tree.summary`, which computes the same figures for one tree.
 CONVERSATION_COLUMNS = (
     "tree_id",
     "name",
@@ -89,7 +89,7 @@ def children_counts(forest: Forest) -> np.ndarray:
     --------
     >>> import pandas as pd
     >>> from convgraph.contract import NODE_ATTRIBUTES
-    >>> from convgraph.forest import Forest
+    >>> from convgraph.model.forest import Forest
     >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
     ...     "parent_id": [None, "r", "r"], **dict.fromkeys(NODE_ATTRIBUTES)})
     >>> forest = Forest(nodes, {})
@@ -151,7 +151,7 @@ def node_table(forest: Forest) -> pd.DataFrame:
     --------
     >>> import pandas as pd
     >>> from convgraph.contract import NODE_ATTRIBUTES
-    >>> from convgraph.forest import Forest
+    >>> from convgraph.model.forest import Forest
     >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
     ...     "parent_id": [None, "r", "r"], **dict.fromkeys(NODE_ATTRIBUTES)})
     >>> forest = Forest(nodes, {})
@@ -174,7 +174,7 @@ def edge_table(forest: Forest) -> pd.DataFrame:
     --------
     >>> import pandas as pd
     >>> from convgraph.contract import NODE_ATTRIBUTES
-    >>> from convgraph.forest import Forest
+    >>> from convgraph.model.forest import Forest
     >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
     ...     "parent_id": [None, "r", "r"], **dict.fromkeys(NODE_ATTRIBUTES)})
     >>> forest = Forest(nodes, {})
@@ -214,7 +214,7 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     Examples
     --------
     >>> import pandas as pd
-    >>> from convgraph.forest import Forest
+    >>> from convgraph.model.forest import Forest
     >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
     ...     "parent_id": [None, "r", "r"], "conversation_id": "t", "prompt": None,
     ...     "system": None, "response": None, "model": ["m1", "m2", "m1"],
@@ -247,7 +247,7 @@ def branch_table(forest: Forest) -> pd.DataFrame:
     Examples
     --------
     >>> import pandas as pd
-    >>> from convgraph.forest import Forest
+    >>> from convgraph.model.forest import Forest
     >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "tree_id": "t",
     ...     "parent_id": [None, "r", "a"], "conversation_id": "t", "prompt": None,
     ...     "system": None, "response": None, "model": ["m2", "m1", "m2"],
@@ -436,7 +436,7 @@ def conversation_table_of(
 def _active(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
     """Each row's `active` as booleans: the table's own column where it has
     one (a `Forest`'s), else each tree's path to its last row (log order)."""
-    from convgraph.marks import active_rows, last_rows
+    from convgraph.model.marks import active_rows, last_rows
 
     if "active" in nodes.columns and nodes["active"].notna().any():
         values = nodes["active"]
@@ -503,7 +503,7 @@ def branch_table_of(
 # -- a Parquet dataset ----------------------------------------------------
 
 #: The columns of a dataset's node table that `conversation_table_of` reads:
-#: no texts, which are most of the bytes (`convgraph.dask` reads these).
+#: no texts, which are most of the bytes (`convgraph.analysis.datasets` reads these).
 CONVERSATION_INPUTS = (
     "id",
     "tree_id",
@@ -557,7 +557,7 @@ def _datetimes(column: pd.Series) -> pd.Series:
 def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Each node's model as an integer code (-1 for none), and the models.
 
-    An empty model id counts as none, as `convgraph.tree.summary` counts it.
+    An empty model id counts as none, as `convgraph.model.tree.summary` counts it.
     """
     import numpy as np
     import pandas as pd

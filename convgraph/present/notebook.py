@@ -1,12 +1,12 @@
 """How conversation trees and forests show themselves in Jupyter.
 
-`convgraph.tree.ConversationTree`, the DiGraph every tree is built as, shows
+`convgraph.model.tree.ConversationTree`, the DiGraph every tree is built as, shows
 itself through the functions here, which it imports only when a notebook
 asks (so the tree module does not import the exporters and statistics). Where
 Graphviz's `dot` is installed, a tree is drawn as SVG from the DOT that
 `convgraph.export.dot` writes (models coloured, branch points and leaves
 marked); elsewhere, or for a tree too big to lay out quickly, it is the text
-tree of `convgraph.render`, escaped into an HTML `<pre>`. Only one of the two
+tree of `convgraph.present.text_tree`, escaped into an HTML `<pre>`. Only one of the two
 is offered at a time, because notebook front ends prefer HTML over SVG when a
 result has both. `forest_html` is the statistics table a `Forest` shows.
 """
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.forest import Forest
+    from convgraph.model.forest import Forest
 
 #: Trees with more nodes than this show as text: Graphviz lays out a few
 #: hundred boxes in well under a second, thousands take minutes.
@@ -75,12 +75,12 @@ def tree_svg(tree: nx.DiGraph) -> str:
 
 
 def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
-    """The text tree of `convgraph.render`, escaped, in an HTML `<pre>`,
+    """The text tree of `convgraph.present.text_tree`, escaped, in an HTML `<pre>`,
     under the conversation's id and name; a tree longer than `line_limit`
     lines says how many nodes are left out."""
     from itertools import islice
 
-    from convgraph.render import generate_tree_lines
+    from convgraph.present.text_tree import generate_tree_lines
 
     lines = list(islice(generate_tree_lines(tree, marks=True), line_limit + 1))
     more = ""
@@ -96,11 +96,11 @@ def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
 
 def forest_html(forest: Forest, row_limit: int = FOREST_ROW_LIMIT) -> str:
     """A forest as HTML: its size, then the statistics table of
-    `convgraph.stats.conversation_table` (models joined by commas; a long
+    `convgraph.analysis.stats.conversation_table` (models joined by commas; a long
     table shows its first and last rows)."""
     import pandas as pd
 
-    from convgraph.stats import conversation_table
+    from convgraph.analysis.stats import conversation_table
 
     table = conversation_table(forest)
     table["models"] = [", ".join(models) for models in table["models"]]

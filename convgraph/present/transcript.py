@@ -107,7 +107,7 @@ def path_messages(
 
     Examples
     --------
-    >>> from convgraph.tree import ConversationTree
+    >>> from convgraph.model.tree import ConversationTree
     >>> tree = ConversationTree.from_edges([("r", "a")], {
     ...     "r": {"prompt": "Hi", "response": "Hello", "system": "Be brief"},
     ...     "a": {"prompt": "Bye", "response": "Bye"}})
@@ -241,7 +241,7 @@ def transcript(
         The id names neither a node nor a conversation.
     DatabaseError
     """
-    from convgraph.forest import _opened, read_tree
+    from convgraph.model.forest import _opened, read_tree
 
     with _opened(db) as logs:
         try:

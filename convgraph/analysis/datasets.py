@@ -1,11 +1,11 @@
-"""The statistics of `convgraph.stats` on Dask, for forests beyond one machine.
+"""The statistics of `convgraph.analysis.stats` on Dask, for forests beyond one machine.
 
 A Parquet dataset written by `convgraph export --format parquet`
 (`convgraph.export.parquet`) holds every tree whole in one file, and each
 file is one row group, so a Dask DataFrame read from its `nodes/` folder
 (`read_nodes`, or `dask.dataframe.read_parquet(DIR / "nodes")`) holds every
 tree whole in one partition. `node_table`, `conversation_table` and
-`branch_table` then call the pure functions of `convgraph.stats`
+`branch_table` then call the pure functions of `convgraph.analysis.stats`
 (`node_table_of`, `conversation_table_of`, `branch_table_of`) on each
 partition with `map_partitions`: the same code as the pandas path, so the
 computed tables equal the pandas ones row for row (in partition order rather
@@ -47,8 +47,8 @@ def read_nodes(directory: str | os.PathLike[str]) -> dd.DataFrame:
 
 
 def node_table(nodes: dd.DataFrame) -> dd.DataFrame:
-    """`convgraph.stats.node_table` of a dataset's nodes, partition by
-    partition (`convgraph.stats.node_table_of`).
+    """`convgraph.analysis.stats.node_table` of a dataset's nodes, partition by
+    partition (`convgraph.analysis.stats.node_table_of`).
 
     Examples
     --------
@@ -62,14 +62,14 @@ def node_table(nodes: dd.DataFrame) -> dd.DataFrame:
     0  r      0    False
     1  a      1     True
     """
-    from convgraph.stats import node_table_of
+    from convgraph.analysis.stats import node_table_of
 
     return _per_partition(nodes, node_table_of)
 
 
 def conversation_table(nodes: dd.DataFrame) -> dd.DataFrame:
-    """`convgraph.stats.conversation_table` of a dataset's nodes, partition by
-    partition (`convgraph.stats.conversation_table_of`): one row per tree,
+    """`convgraph.analysis.stats.conversation_table` of a dataset's nodes, partition by
+    partition (`convgraph.analysis.stats.conversation_table_of`): one row per tree,
     named from the dataset's `tree_name` column.
 
     Examples
@@ -84,15 +84,15 @@ def conversation_table(nodes: dd.DataFrame) -> dd.DataFrame:
     0       t      2       1
     1       u      1       1
     """
-    from convgraph.stats import conversation_table_of
+    from convgraph.analysis.stats import conversation_table_of
 
     return _per_partition(nodes, conversation_table_of)
 
 
 def branch_table(nodes: dd.DataFrame) -> dd.DataFrame:
-    """`convgraph.stats.branch_table` of a dataset's nodes, partition by
-    partition (`convgraph.stats.branch_table_of`): one row per leaf."""
-    from convgraph.stats import branch_table_of
+    """`convgraph.analysis.stats.branch_table` of a dataset's nodes, partition by
+    partition (`convgraph.analysis.stats.branch_table_of`): one row per leaf."""
+    from convgraph.analysis.stats import branch_table_of
 
     return _per_partition(nodes, branch_table_of)
 
@@ -102,7 +102,7 @@ def dataset_conversation_table(
     conversation_ids: Iterable[str] = (),
     scheduler: str | None = None,
 ) -> pd.DataFrame:
-    """`convgraph.stats.conversation_table` of a Parquet dataset written by
+    """`convgraph.analysis.stats.conversation_table` of a Parquet dataset written by
     `convgraph.export.parquet`, with pandas over pyarrow in this process or,
     given a Dask scheduler, on Dask: the same function either way.
 
@@ -127,12 +127,12 @@ def dataset_conversation_table(
     """
     import pandas as pd
 
-    from convgraph.export import parquet
-    from convgraph.stats import (
+    from convgraph.analysis.stats import (
         CONVERSATION_COLUMNS,
         CONVERSATION_INPUTS,
         conversation_table_of,
     )
+    from convgraph.export import parquet
 
     named = list(conversation_ids)
     tree_ids = parquet.tree_ids_of(directory, named) if named else None

@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.transcript import (
+from convgraph.present.transcript import (
     ASSISTANT,
     USER,
     active_end,
@@ -178,7 +178,7 @@ def preference_pairs(
     """
     import pandas as pd
 
-    from convgraph.forest import load_trees
+    from convgraph.model.forest import load_trees
 
     records = list(pairs(load_trees(conversation_ids, db), prefer))
     return pd.DataFrame.from_records(records, columns=list(PAIR_COLUMNS))

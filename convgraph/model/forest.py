@@ -22,7 +22,7 @@ from convgraph.contract import (
     TEXT_ATTRIBUTES,
 )
 from convgraph.errors import DifferentConversations, UnknownConversation
-from convgraph.integrity import (
+from convgraph.links.integrity import (
     CROSS_CONVERSATION,
     MISSING_PARENT,
     SELF_PARENT,
@@ -31,7 +31,7 @@ from convgraph.integrity import (
     check_links,
     link_problem,
 )
-from convgraph.pointer_jumping import reaches_root, root_pointers
+from convgraph.links.pointer_jumping import reaches_root, root_pointers
 from convgraph.sources import Source, TreeRecords, open_logs
 from convgraph.sources.tables import conform_nodes
 
@@ -53,9 +53,9 @@ def build_graph(
     """One conversation's DiGraph from its records (in log order) and checked
     parents. Nodes go in in log order, so successors come out in log order.
     The branch attributes a source does not give (`active`, `note`,
-    `preferred`) are attached by `convgraph.marks.mark_tree`, with `notes`."""
-    from convgraph.marks import mark_tree
-    from convgraph.tree import ConversationTree
+    `preferred`) are attached by `convgraph.model.marks.mark_tree`, with `notes`."""
+    from convgraph.model.marks import mark_tree
+    from convgraph.model.tree import ConversationTree
 
     graph = ConversationTree(tree_id=tree_id, name=name)
     for record in records:
@@ -125,7 +125,7 @@ def load_path(
 ) -> list[str]:
     """The ids from the root of `node_id`'s tree down to `node_id`.
 
-    The same answer as `convgraph.tree.path` on `load_tree_of_node`, but where
+    The same answer as `convgraph.model.tree.path` on `load_tree_of_node`, but where
     the file stores parent links (legacy with `parent_response_id`) it walks
     them up the primary key and reads nothing else of the conversation.
 
@@ -139,7 +139,7 @@ def load_path(
             return found
         # Only here does the tree's answer need networkx: a command that
         # walked the links above has no reason to import it.
-        from convgraph.tree import path
+        from convgraph.model.tree import path
 
         return path(read_tree(logs, logs.tree_id_of_node(node_id))[0], node_id)
 
@@ -232,7 +232,7 @@ class Forest:
 
     `notes` (node id -> `NodeNote`, as `Forest.read` reads them) fill the
     `note` and `preferred` columns; `active` is the source's, or each tree's
-    path to its last node (`convgraph.marks.mark_forest`).
+    path to its last node (`convgraph.model.marks.mark_forest`).
     """
 
     def __init__(
@@ -242,7 +242,7 @@ class Forest:
         problems: Iterable[Problem] = (),
         notes: Mapping[str, NodeNote] | None = None,
     ):
-        from convgraph.marks import mark_forest
+        from convgraph.model.marks import mark_forest
 
         self.nodes, self.parent_rows, link_problems = _checked(nodes)
         mark_forest(self.nodes, self.parent_rows, notes)
@@ -305,7 +305,7 @@ class Forest:
 
     def _repr_html_(self) -> str:
         """Jupyter shows a forest as its statistics table."""
-        from convgraph.display import forest_html
+        from convgraph.present.notebook import forest_html
 
         return forest_html(self)
 

@@ -450,7 +450,7 @@ def test_graphviz_tooltips_show_the_stored_text(tmp_path):
         labels[title] = node.xpath(".//svg:text/text()", namespaces=space)
     for index, text in enumerate(BACKSLASHES):
         assert tips[f"n{index}"] == f"prompt: {text}\n\nresponse: answer {text}"
-    from convgraph.present.text import excerpt
+    from convgraph.text import excerpt
 
     for index, text in enumerate(BACKSLASHES):
         assert f"» {excerpt(text, 40)}" in labels[f"n{index}"]

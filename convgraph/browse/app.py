@@ -46,7 +46,7 @@ from convgraph.browse.listing import (
 from convgraph.browse.tree_view import TreeView
 from convgraph.errors import ConvgraphError
 from convgraph.model import tree as operations
-from convgraph.present.text import excerpt, terminal_text
+from convgraph.text import excerpt, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx

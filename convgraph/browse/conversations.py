@@ -22,7 +22,7 @@ from textual.strip import Strip
 from textual.widgets import Input, Static
 
 from convgraph.browse.listing import ConversationRow
-from convgraph.present.text import excerpt, terminal_text
+from convgraph.text import excerpt, terminal_text
 
 #: The table's columns: heading and width (the last takes what is left).
 COLUMNS = (

@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from convgraph.contract import INTEGER_ATTRIBUTES
-from convgraph.present.text import terminal_text
+from convgraph.text import terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx

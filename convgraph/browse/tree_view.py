@@ -23,8 +23,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from convgraph.model import tree as operations
-from convgraph.present.text import terminal_text
 from convgraph.present.text_tree import generate_tree_lines
+from convgraph.text import terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -15,7 +15,7 @@ import click
 
 from convgraph.cli.options import UserError, command, db_option, output_options
 from convgraph.cli.output import echo_json, echo_records, json_text
-from convgraph.present.text import excerpt, terminal_text
+from convgraph.text import excerpt, terminal_text
 
 
 @command()

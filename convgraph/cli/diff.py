@@ -17,7 +17,7 @@ import click
 
 from convgraph.cli.options import command, db_option, json_option, output_options
 from convgraph.cli.output import aligned_lines, echo_json, echo_records
-from convgraph.present.text import terminal_text as shown
+from convgraph.text import terminal_text as shown
 
 if TYPE_CHECKING:
     from convgraph.analysis.diff import BranchDiff, Comparison, Step

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from convgraph.cli.options import command, db_option
-from convgraph.present.text import terminal_text
+from convgraph.text import terminal_text
 
 
 def _say(text: str) -> None:

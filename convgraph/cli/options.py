@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import click
 
 from convgraph.errors import ConvgraphError
-from convgraph.present.text import terminal_text
+from convgraph.text import terminal_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 

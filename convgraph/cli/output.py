@@ -11,7 +11,7 @@ names in Chinese or with emoji line up.
 
 Stored text is hostile until shown otherwise: a prompt, a name or an id may
 hold an escape sequence that sets the user's clipboard or window title. The
-forms for a person show such characters as symbols (`convgraph.present.text.
+forms for a person show such characters as symbols (`convgraph.text.
 terminal_text`: every table cell and listed id passes it); JSON escapes them
 and reads back exact; CSV and TSV carry them exact, quoted where needed.
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from convgraph.present.text import TERMINAL_CONTROLS, terminal_text
+from convgraph.text import TERMINAL_CONTROLS, terminal_text
 
 #: The header of a list of ids printed as records.
 ID_COLUMN = "id"

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from convgraph.present.text import terminal_text
+from convgraph.text import terminal_text
 
 if TYPE_CHECKING:
     from convgraph.fanout import Job

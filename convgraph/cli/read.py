@@ -13,7 +13,7 @@ import click
 
 from convgraph.cli.options import command, db_option, json_option, output_options
 from convgraph.cli.output import echo_ids, echo_json, echo_records
-from convgraph.present.text import terminal_text
+from convgraph.text import terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -48,7 +48,7 @@ def conversations(db_path: str | None, output_format: str | None) -> None:
 
 
 def _short_name(name: str, width: int = 40) -> str:
-    from convgraph.present.text import excerpt
+    from convgraph.text import excerpt
 
     return excerpt(name, width)
 

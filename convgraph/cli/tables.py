@@ -59,7 +59,7 @@ def print_conversations(table: pd.DataFrame, output_format: str | None) -> None:
 
 
 def _name(name: str | None) -> str:
-    from convgraph.present.text import excerpt
+    from convgraph.text import excerpt
 
     return excerpt(name, NAME_WIDTH)
 

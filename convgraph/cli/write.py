@@ -14,7 +14,7 @@ import click
 
 from convgraph.cli.options import UserError, command, db_option, json_option
 from convgraph.cli.output import echo_json
-from convgraph.present.text import terminal_text
+from convgraph.text import terminal_text
 
 #: What fan-outs use unless told (kept here so that --help needs no import).
 DEFAULT_PARALLEL = 8

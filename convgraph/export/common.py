@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ExportError
-from convgraph.present.text import control_picture
+from convgraph.text import control_picture
 
 if TYPE_CHECKING:
     import networkx as nx

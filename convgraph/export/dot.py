@@ -54,7 +54,7 @@ from convgraph.export.common import (
     without_controls,
     write_lines,
 )
-from convgraph.present.text import excerpt
+from convgraph.text import excerpt
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from convgraph.present.text import EXCERPT_WIDTH, excerpt, terminal_text
+from convgraph.text import EXCERPT_WIDTH, excerpt, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx

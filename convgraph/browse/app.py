@@ -369,12 +369,13 @@ class ConversationScreen(Screen[None]):
     def action_transcript(self) -> None:
         """The path from the cursor's root down to it, as one conversation
         (`convgraph.present.transcript`'s Markdown), from the tree already read."""
-        from convgraph.present.transcript import Transcript, root_path
+        from convgraph.model.tree import path
+        from convgraph.present.transcript import Transcript
 
         if self.graph is None or self.tree.node is None:
             return
         node = self.tree.node
-        text = Transcript(self.graph, root_path(self.graph, node)).markdown()
+        text = Transcript(self.graph, path(self.graph, node)).markdown()
         self.show_view(f"transcript to {terminal_text(node)}", safe(text))
 
     # -- writing keys --------------------------------------------------------

@@ -27,13 +27,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.present.transcript import (
-    ASSISTANT,
-    USER,
-    active_end,
-    path_messages,
-    root_path,
-)
+from convgraph.present.transcript import ASSISTANT, USER, active_end, path_messages
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -76,6 +70,8 @@ def chat_examples(
     ValueError
         `paths` is not one of `PATHS`.
     """
+    from convgraph.model.tree import path
+
     if paths not in PATHS:
         raise ValueError(f"paths must be one of {PATHS}, not {paths!r}")
     for tree in graphs:
@@ -86,7 +82,7 @@ def chat_examples(
         else:
             ends = [node for node in tree if tree.out_degree(node) == 0]
         for end in ends:
-            messages = path_messages(tree, root_path(tree, end))
+            messages = path_messages(tree, path(tree, end))
             while messages and messages[-1]["role"] == USER:
                 messages.pop()
             if not any(message["role"] == ASSISTANT for message in messages):
@@ -125,6 +121,8 @@ def tree_pairs(tree: nx.DiGraph, prefer: str = "notes") -> Iterator[dict[str, An
     ValueError
         `prefer` is not one of `PREFER`.
     """
+    from convgraph.model.tree import path
+
     if prefer not in PREFER:
         raise ValueError(f"prefer must be one of {PREFER}, not {prefer!r}")
     data = tree.nodes
@@ -138,7 +136,7 @@ def tree_pairs(tree: nx.DiGraph, prefer: str = "notes") -> Iterator[dict[str, An
             continue
         # The chosen answer's own path, less its answer: the history, the
         # system prompt first, ending with the prompt the group answers.
-        history = path_messages(tree, root_path(tree, chosen))[:-1]
+        history = path_messages(tree, path(tree, chosen))[:-1]
         for rejected in group:
             if rejected == chosen:
                 continue

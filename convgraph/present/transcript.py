@@ -74,22 +74,6 @@ def active_end(tree: nx.DiGraph) -> str:
     return list(tree)[-1]
 
 
-def root_path(tree: nx.DiGraph, node: str) -> list[str]:
-    """The ids from the node's root down to the node (iterative).
-
-    Raises
-    ------
-    UnknownNode
-    """
-    if node not in tree:
-        raise UnknownNode(node)
-    path = [node]
-    while (above := next(iter(tree.predecessors(path[-1])), None)) is not None:
-        path.append(above)
-    path.reverse()
-    return path
-
-
 def path_system(tree: nx.DiGraph, path: list[str]) -> str | None:
     """The path's system prompt: the first one given on it (None for none)."""
     for node in path:
@@ -242,6 +226,7 @@ def transcript(
     DatabaseError
     """
     from convgraph.model.forest import _opened, read_tree
+    from convgraph.model.tree import path
 
     with _opened(db) as logs:
         try:
@@ -255,4 +240,4 @@ def transcript(
             node = None
         tree = read_tree(logs, tree_id)[0]
     end = node if node is not None else active_end(tree)
-    return Transcript(tree, root_path(tree, end))
+    return Transcript(tree, path(tree, end))

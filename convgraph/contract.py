@@ -54,3 +54,47 @@ PARENT_ROWS = "_parent_row"
 #: The columns of few distinct values, pandas categories in tables; the
 #: others but the usage figures are object columns (str or None).
 CATEGORY_COLUMNS = ("tree_id", "conversation_id", "model", "source")
+
+# -- the statistics tables' columns ------------------------------------------
+# Named here, with the node's, so that the command line and the Parquet
+# dataset can name them without importing the statistics (and pandas).
+
+#: The columns of `convgraph.analysis.stats.conversation_table`, in order:
+#: also the keys of `convgraph.analysis.stats.summary`, which computes the
+#: same figures for one tree.
+CONVERSATION_COLUMNS = (
+    "tree_id",
+    "name",
+    "nodes",
+    "roots",
+    "leaves",
+    "max_depth",
+    "branch_points",
+    "branching_factor_avg",
+    "branching_factor_max",
+    "first_datetime",
+    "last_datetime",
+    "models",
+    *INTEGER_ATTRIBUTES,
+    "active_path_length",
+    "abandoned_branches",
+)
+
+#: The columns of `convgraph.analysis.stats.branch_table`, in order.
+BRANCH_COLUMNS = (
+    "tree_id",
+    "leaf_id",
+    "root_id",
+    "length",
+    *INTEGER_ATTRIBUTES,
+    "models",
+)
+
+#: The columns `convgraph.analysis.stats.node_table` adds to the nodes' own:
+#: the node's place in its tree.
+NODE_FIGURES = ("depth", "children", "is_root", "is_leaf")
+
+#: The column of a Parquet dataset's node table that holds each node's tree's
+#: name (`conversation_table`'s `name`), so that a partition carries it; also
+#: the GraphML key of a tree's name.
+TREE_NAME = "tree_name"

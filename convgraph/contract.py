@@ -1,4 +1,5 @@
-"""The node contract of DESIGN.md: which attributes every node carries.
+"""The node contract (docs/design.md#the-node-contract): which attributes
+every node carries.
 
 One place for the names, so that the readers, the forest, the exporters and
 the statistics agree on them without importing each other.

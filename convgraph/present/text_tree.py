@@ -1,14 +1,15 @@
 """A conversation tree as text, drawn with box-drawing characters.
 
-The seed's `print_tree`: one line per node, its id and an excerpt of its
-prompt, children under their parent in log order. Indentation marks branching,
-not turns: a node that is its parent's only child is drawn in its parent's
-column, so a linear run reads as a list and a 100,000-turn chain draws in
-100,000 short lines (indenting every turn would make the drawing quadratic in
-the depth). `indent_chains=True` indents every child, as the seed did. The
-walk keeps its own stack, so depth never touches the recursion limit. Ids
-and prompts are shown through `terminal_text`: a stored escape sequence
-prints as symbols, never as a command to the terminal.
+The `print_tree` of docs/design.md#the-twelve-helpers: one line per node, its
+id and an excerpt of its prompt, children under their parent in log order.
+Indentation marks branching, not turns: a node that is its parent's only child
+is drawn in its parent's column, so a linear run reads as a list and a
+100,000-turn chain draws in 100,000 short lines (indenting every turn would
+make the drawing quadratic in the depth). `indent_chains=True` indents every
+child, as the original notes' `print_tree` did. The walk keeps its own stack,
+so depth never touches the recursion limit. Ids and prompts are shown through
+`terminal_text`: a stored escape sequence prints as symbols, never as a command
+to the terminal.
 """
 
 from __future__ import annotations

@@ -4,12 +4,12 @@ Each app keeps a conversation as parent-linked messages. This module finds the
 export's JSON (a downloaded `.zip`, its `conversations.json`, the split
 `conversations-000.json`, ... files in a folder or zip, or Open WebUI's chat
 export), tells the format by content, streams it one conversation at a time
-with ijson, and turns one conversation's messages into the node contract of
-DESIGN.md: a node is one user message together with the run of messages that
-answers it. The per-format modules (`chatgpt`, `claude`, `openwebui`) only
-turn one conversation's JSON into `Message`s; everything else is here, shared.
-`ChatExport` answers the same questions as `LogDatabase`, so every command
-reads an export as it reads llm's `logs.db`.
+with ijson, and turns one conversation's messages into the node contract
+(docs/design.md#chat-exports): a node is one user message together with the run
+of messages that answers it. The per-format modules (`chatgpt`, `claude`,
+`openwebui`) only turn one conversation's JSON into `Message`s; everything else
+is here, shared. `ChatExport` answers the same questions as `LogDatabase`, so
+every command reads an export as it reads llm's `logs.db`.
 """
 
 from __future__ import annotations

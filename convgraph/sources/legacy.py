@@ -1,9 +1,10 @@
 """Read llm's legacy `responses` table, with or without `parent_response_id`.
 
 Without the column (llm before 0.32) a conversation is a chain: each response
-follows the one logged before it. With the column (the seed design notes) each
-response names its parent, or none for a root. A response logged outside any
-conversation (`conversation_id` NULL) is a conversation of its own.
+follows the one logged before it. With the column
+(docs/design.md#three-generations-of-llms-database) each response names its
+parent, or none for a root. A response logged outside any conversation
+(`conversation_id` NULL) is a conversation of its own.
 """
 
 from __future__ import annotations

@@ -98,7 +98,8 @@ class Source:
 
 
 def log_order(record: dict[str, Any]) -> tuple[str, str]:
-    """Sort key of DESIGN.md's log order: `datetime_utc`, then `id`."""
+    """Sort key of log order (docs/design.md#the-node-contract): `datetime_utc`,
+    then `id`."""
     return (record["datetime_utc"] or "", record["id"])
 
 

@@ -1,17 +1,17 @@
 """The write side: migration, the rules the database enforces, deletion and
 branching.
 
-Reading opens a database read-only; everything here opens it read-write with
-a busy timeout and makes each change in a short exclusive transaction, taken
-only at a moment when no other connection holds a lock, so that llm logging
-at the same time never loses a prompt (`convgraph.store.transaction`).
-`migrate` adds the seed's parent column, its index and the triggers of
+Reading opens a database read-only; everything here opens it read-write with a
+busy timeout and makes each change in a short exclusive transaction, taken only
+at a moment when no other connection holds a lock, so that llm logging at the
+same time never loses a prompt (`convgraph.store.transaction`). `migrate` adds
+the parent column (`parent_response_id`), its index and the triggers of
 `convgraph.store.rules` to a legacy database, a few short transactions at a
 time; `rule_problems` says when a migrated file has lost those triggers;
-`log_response` writes a legacy row under the rules; `delete_node` applies
-DESIGN.md's deletion policy; `branch` continues a conversation from any node
-with llm's Python API, `fan_out` with several answers at once, and
-`regenerate` asks a node's prompt again.
+`log_response` writes a legacy row under the rules; `delete_node` applies the
+deletion policy (docs/design.md#deleting-a-node); `branch` continues a
+conversation from any node with llm's Python API, `fan_out` with several
+answers at once, and `regenerate` asks a node's prompt again.
 """
 
 from convgraph.store.branch import BranchError, FanOut, branch, fan_out, regenerate

@@ -2,19 +2,20 @@
 llm's database, as llm's message store, so that `llm logs` lists them and
 `llm -c --cid` goes on from any branch.
 
-Each conversation of the export becomes one conversation tree of llm's
-message store (DESIGN.md): a node becomes a turn, its prompt a user message,
-its response an assistant message, its system prompt a system message at the
-root of the chain; the branch the person was on last (the active path) is the
-conversation's first thread, and every other branch a thread forked from the
-thread it leaves, at the message where it leaves it. Messages and threads are
-written with llm's own `LogStore` (`ensure_chain` hashes and stores the
-messages and their parts, `create_thread` makes the threads and forks), the
-search rows with llm's own SQL. The turn rows are the one thing written by
-hand, column for column as `LogStore.log` writes them: `log` takes a whole
-history per call and hashes it again, which for a 2,000-step conversation is
-four million hashes and lookups, and it cannot keep the export's ids, times
-and model names (tests/test_import.py proves the rows equal to `log`'s).
+Each conversation of the export becomes one conversation tree of llm's message
+store (docs/design.md#three-generations-of-llms-database): a node becomes a
+turn, its prompt a user message, its response an assistant message, its system
+prompt a system message at the root of the chain; the branch the person was on
+last (the active path) is the conversation's first thread, and every other
+branch a thread forked from the thread it leaves, at the message where it
+leaves it. Messages and threads are written with llm's own `LogStore`
+(`ensure_chain` hashes and stores the messages and their parts, `create_thread`
+makes the threads and forks), the search rows with llm's own SQL. The turn rows
+are the one thing written by hand, column for column as `LogStore.log` writes
+them: `log` takes a whole history per call and hashes it again, which for a
+2,000-step conversation is four million hashes and lookups, and it cannot keep
+the export's ids, times and model names (tests/test_import.py proves the rows
+equal to `log`'s).
 
 An import is recognised by its ids, which are made from the export's: every
 turn and thread id is a ULID whose time is the node's original time (so

@@ -1,4 +1,5 @@
-"""Add the seed's `parent_response_id` column to a legacy database, safely.
+"""Add the `parent_response_id` column to a legacy database, safely
+(docs/design.md#three-generations-of-llms-database).
 
 The migration is a plan and its application. The plan looks at what the file
 already has: the column (nullable TEXT referencing `responses.id`), its index
@@ -13,7 +14,7 @@ exclusive transactions with a pause between them
 (`convgraph.store.transaction.exclusive_transaction`): llm's writes wait a
 fraction of a second, never fail. Each transaction is whole, and each state
 between two of them is one that llm and convgraph read as they read any
-file: the column without the rules (as the seed's bare ALTER TABLE left it),
+file: the column without the rules (as a bare ALTER TABLE by hand leaves it),
 or some conversations linked by `--link-linear` and not yet the others (every
 link valid). A process killed at any moment leaves the file as it was,
 migrated, or in such a state, and running `migrate` again finishes the job:
@@ -243,8 +244,8 @@ def plan_migration(
 def _require_llm_schema(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a file whose `responses` llm will still rebuild.
 
-    A file without `_llm_migrations` was not made by llm (the seed's
-    experiment, a hand-made file): there is nothing to wait for. A file
+    A file without `_llm_migrations` was not made by llm (the original
+    notes' experiment, a hand-made file): there is nothing to wait for. A file
     whose log names migrations this convgraph does not know was opened by a
     newer llm, which has run the rebuilds too.
     """
@@ -317,7 +318,7 @@ def _links_to_make(
 
 def _has_index_on(conn: sqlite3.Connection, column: str) -> bool:
     """Whether some index on responses starts with `column` (ours, or one the
-    user made, as the seed's notes suggested for the parent column)."""
+    user made, as the original notes suggested for the parent column)."""
     for index in conn.execute("pragma index_list(responses)").fetchall():
         first = conn.execute(f"pragma index_info('{index[1]}')").fetchone()
         if first is not None and first[2] == column:

@@ -3,14 +3,15 @@
 After `convgraph migrate`, triggers on llm's legacy `responses` table refuse
 every write that would break the tree, whoever makes it: llm, the sqlite3
 shell, Datasette or convgraph. A parent must exist, must not be the response
-itself, must be in the same conversation (the seed's Option A), and must not
-close a cycle; NULL parents (roots) stay allowed. A response that children
-name keeps its id and its conversation, cannot be deleted while they name
-it, and cannot be replaced (SQLite's REPLACE would delete it without firing
-the delete rule). A refused write fails with `sqlite3.IntegrityError` and a message starting
-with "convgraph:". `log_response` is convgraph's own way to write a legacy
-row: it leaves the enforcing to the same triggers and turns their refusal
-into a `RuleViolation`.
+itself, must be in the same conversation (the same-conversation rule,
+docs/design.md#the-same-conversation-rule), and must not close a cycle; NULL
+parents (roots) stay allowed. A response that children name keeps its id and
+its conversation, cannot be deleted while they name it, and cannot be replaced
+(SQLite's REPLACE would delete it without firing the delete rule). A refused
+write fails with `sqlite3.IntegrityError` and a message starting with
+"convgraph:". `log_response` is convgraph's own way to write a legacy row: it
+leaves the enforcing to the same triggers and turns their refusal into a
+`RuleViolation`.
 
 A conversation here is `coalesce(conversation_id, id)`, as the readers see
 it: a response logged outside any conversation is a conversation of its own.
@@ -32,8 +33,8 @@ from convgraph.errors import DatabaseError, NotMigrated, RuleViolation
 from convgraph.links.integrity import Problem
 from convgraph.store.transaction import connect_read_write, write_transaction
 
-#: The column the seed adds, and its index (parents' children are looked up
-#: by it, in the triggers and by every reader).
+#: The parent column `migrate` adds, and its index (parents' children are
+#: looked up by it, in the triggers and by every reader).
 PARENT_COLUMN = "parent_response_id"
 INDEX_NAME = "idx_responses_parent_response_id"
 INDEX_SQL = f"CREATE INDEX {INDEX_NAME} ON responses ({PARENT_COLUMN})"

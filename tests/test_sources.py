@@ -464,9 +464,9 @@ def test_a_live_writer_is_not_taken_for_a_stopped_one(seed_db, monkeypatch):
     # Another process is in the middle of a write and holds the lock past
     # the busy timeout (shortened here): its journal is on disk, but it is
     # alive, so the user is told to retry, not to roll anything back.
-    import convgraph.sources
+    import convgraph.sources.files
 
-    monkeypatch.setattr(convgraph.sources, "BUSY_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(convgraph.sources.files, "BUSY_TIMEOUT_SECONDS", 0.2)
     script = (
         "import sqlite3, sys\n"
         "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"

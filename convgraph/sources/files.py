@@ -1,0 +1,104 @@
+"""Find llm's database file and open an SQLite file so that nothing can change it.
+
+`default_database_path` is the `logs.db` llm itself logs to;
+`connect_read_only` opens a file read-only (SQLite refuses every write) and,
+where SQLite will not let a reader in, says why in one sentence the user can
+act on: a live writer holding its lock, a writer that stopped mid-transaction
+(a hot journal a reader must not roll back), a WAL file in a folder where
+its `-shm` file cannot be made, or a file that is no SQLite at all. Which of
+llm's tables the file holds is `LogDatabase`'s question, asked once it is open.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from convgraph.errors import DatabaseError
+from convgraph.sources.tables import BUSY_TIMEOUT_SECONDS, replacing_text
+
+#: The first 16 bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def default_database_path() -> Path:
+    """The `logs.db` that llm itself uses: `$LLM_USER_PATH`, else llm's app dir.
+
+    Mirrors `llm logs path` without importing llm, which convgraph does not need
+    for reading.
+    """
+    user_path = os.environ.get("LLM_USER_PATH")
+    if user_path:
+        return Path(user_path) / "logs.db"
+    import click
+
+    return Path(click.get_app_dir("io.datasette.llm")) / "logs.db"
+
+
+def connect_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """Open `path` so that nothing convgraph does can change the file.
+
+    `mode=ro` makes SQLite refuse every write, and the busy timeout lets a
+    read wait for a concurrent writer instead of failing at once.
+
+    Raises
+    ------
+    DatabaseError
+        No file at `path`, or SQLite will not read it (the message says why).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatabaseError(f"no database file at {path}")
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS)
+        conn.execute("select count(*) from sqlite_master").fetchone()
+    except sqlite3.DatabaseError as error:
+        raise DatabaseError(_why_unreadable(path, error)) from None
+    conn.row_factory = sqlite3.Row
+    # One byte that is not UTF-8 in one row must not make the file unreadable.
+    conn.text_factory = replacing_text
+    return conn
+
+
+def _why_unreadable(path: Path, error: sqlite3.DatabaseError) -> str:
+    """One sentence on why SQLite would not let a read-only reader in."""
+    code = getattr(error, "sqlite_errorname", "")
+    if code.startswith("SQLITE_BUSY") or "locked" in str(error):
+        # A live writer (llm logging, a migration) holds the lock: its
+        # journal is there too, but it is not a stopped writer's.
+        return (
+            f"{path} is being written by another process, which held its"
+            f" lock for more than {BUSY_TIMEOUT_SECONDS:g} seconds; try again"
+            " when it has finished"
+        )
+    if code == "SQLITE_READONLY_ROLLBACK" or (
+        code.startswith("SQLITE_READONLY")
+        and path.with_name(path.name + "-journal").exists()
+    ):
+        # A writer stopped mid-transaction; SQLite must roll its journal
+        # back before anyone reads, and a read-only reader cannot.
+        return (
+            f"{path} holds an unfinished transaction of a writer that"
+            " stopped; open it once with llm or sqlite3 to roll it back"
+        )
+    if code.startswith("SQLITE_CANTOPEN") and _is_wal(path):
+        return (
+            f"{path} is in WAL mode, and SQLite can read it only with its"
+            f" {path.name}-shm file beside it, which it cannot create or open"
+            f" in {path.parent} (a read-only directory?); read a copy made"
+            " with its -wal file in a writable directory"
+        )
+    return f"{path} is not an SQLite database ({error})"
+
+
+def _is_wal(path: Path) -> bool:
+    """Whether the file's header says WAL mode (format versions 2 at bytes
+    18 and 19 of the SQLite header)."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(20)
+    except OSError:
+        return False
+    return header[:16] == SQLITE_HEADER and header[18:20] == b"\x02\x02"

@@ -1,0 +1,307 @@
+"""`LogDatabase`: an llm `logs.db` read in the node contract, whichever
+generations of llm wrote it.
+
+It looks at which of llm's tables the file holds and reads each generation
+with its reader (`legacy.LegacyReader` for the `responses` table,
+`message_store.MessageStoreReader` for messages, threads and turns). What it
+adds is what holds across generations: which tree a node or conversation
+belongs to (llm continues a legacy conversation in a thread of the same id,
+so the legacy rows belong to that thread's tree), a record present in both
+generations read once (from the turns), and the generation join of
+`generations` (each id once; turns that go on from legacy history hung
+below the response they continue), on one tree or on the whole forest.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
+from convgraph.links.integrity import (
+    NO_ID,
+    NO_THREAD,
+    ParentWalk,
+    Problem,
+    record_problem,
+)
+from convgraph.sources import legacy, message_store
+from convgraph.sources.generations import (
+    CONTINUES,
+    first_of_each_id,
+    first_of_each_id_frame,
+    join_generations,
+    join_generations_frame,
+)
+from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
+from convgraph.sources.tables import Snapshot, conform_nodes
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+#: How many times a whole-file read starts again when a writer changed rows
+#: it had read (not only appended: see `tables.Snapshot`).
+READ_ATTEMPTS = 3
+
+
+class LogDatabase(Source):
+    """An llm `logs.db`, whichever generations of llm wrote it."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "select name from sqlite_master where type = 'table'"
+            )
+        }
+        self.legacy = legacy.LegacyReader(conn) if "responses" in tables else None
+        has_store = {"messages", "threads", "turns"} <= tables
+        self.store = message_store.MessageStoreReader(conn) if has_store else None
+        if self.legacy is None and self.store is None:
+            raise DatabaseError(
+                f"{path} has no llm tables (neither responses nor turns)"
+            )
+        if self.legacy is not None and self.store is not None:
+            self.legacy.skip_ids_in_turns = True
+        #: Rows that are no node (no id, no thread, an id seen before), found
+        #: by the last `read_forest` or `read_tree`.
+        self.record_problems: list[Problem] = []
+        #: Whether the last `read_forest` was the columnar one, which takes
+        #: no file with a cycle of forks: then there are none to look for.
+        self._forks_acyclic = False
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @property
+    def generations(self) -> list[str]:
+        """Which storage formats the file holds, oldest first."""
+        found = []
+        if self.legacy is not None:
+            found.append("responses+parent" if self.legacy.has_parent else "responses")
+        if self.store is not None:
+            found.append("message-store")
+        return found
+
+    # -- naming trees ---------------------------------------------------
+
+    def tree_id_of_node(self, node_id: str) -> str:
+        """The id of the conversation tree that holds `node_id`."""
+        if self.store is not None:
+            thread_id = self.store.thread_of_turn(node_id)
+            if thread_id is not None:
+                return self.store.root_thread(thread_id)
+        if self.legacy is not None:
+            conversation_id = self.legacy.conversation_of(node_id)
+            if conversation_id is not None:
+                return self._tree_id_of_legacy_conversation(conversation_id)
+        raise UnknownNode(node_id)
+
+    def tree_id_of_conversation(self, conversation_id: str) -> str:
+        """The tree that `conversation_id` (a conversation or thread id) names."""
+        if self.store is not None and self.store.has_thread(conversation_id):
+            return self.store.root_thread(conversation_id)
+        if self.legacy is not None and self.legacy.has_conversation(conversation_id):
+            return conversation_id
+        raise UnknownConversation(conversation_id)
+
+    def _tree_id_of_legacy_conversation(self, conversation_id: str) -> str:
+        # llm continues a legacy conversation in a thread of the same id, so
+        # the legacy rows belong to that thread's tree.
+        if self.store is not None and self.store.has_thread(conversation_id):
+            return self.store.root_thread(conversation_id)
+        return conversation_id
+
+    def path_by_links(self, node_id: str) -> list[str] | None:
+        """The ids from the root down to `node_id`, read by walking the stored
+        parent links up the primary key: no other row of the conversation is
+        read. None where that walk cannot give the tree's answer: no parent
+        column, turns in the file, or a broken link on the way up (the tree
+        decides how broken links are dropped)."""
+        if self.legacy is None or not self.legacy.has_parent:
+            return None
+        if self.store is not None and self.store.has_turns():
+            return None
+        links = self.legacy.links_above(node_id)
+        if node_id not in links:
+            raise UnknownNode(node_id)
+        conversation = links[node_id][1]
+        walk = ParentWalk(node_id, lambda node: links[node][0])
+        path = []
+        for node in walk:
+            if node not in links or links[node][1] != conversation:
+                return None
+            path.append(node)
+        if walk.repeat is not None:
+            return None
+        path.reverse()
+        return path
+
+    # -- reading --------------------------------------------------------
+
+    def tree_ids(self) -> list[str]:
+        """Every conversation tree's id, in the order of its first node."""
+        seen: dict[str, None] = {}
+        if self.legacy is not None:
+            for conversation_id in self.legacy.conversation_ids():
+                seen[self._tree_id_of_legacy_conversation(conversation_id)] = None
+        if self.store is not None:
+            seen.update(dict.fromkeys(self.store.tree_ids()))
+        return list(seen)
+
+    def read_tree(self, tree_id: str) -> TreeRecords:
+        """The rows of one tree, read with queries about that tree only."""
+        records: list[dict[str, Any]] = []
+        problems: list[Problem] = []
+        name = None
+        conversation_ids = [tree_id]
+        if self.store is not None and self.store.has_thread(tree_id):
+            threads = self.store.member_threads(tree_id)
+            conversation_ids = list(threads)
+            name = threads[tree_id]["name"]
+            records.extend(self.store.read_turns(threads, tree_id))
+            problems = self.store.fork_problems(threads)
+        if self.legacy is not None:
+            legacy_records, legacy_name = self.legacy.read_conversations(
+                conversation_ids, tree_id
+            )
+            # llm names a conversation by its first prompt; a thread made
+            # when llm 0.32+ went on with it is named by the later prompt.
+            name = legacy_name or name
+            if legacy_records:
+                records = legacy_records + records
+                records.sort(key=log_order)
+        # As `_read_forest` does on the table: each id once, then the join.
+        records, duplicates = first_of_each_id(records)
+        if self.legacy is not None:
+            join_generations(records, linked=self.legacy.has_parent)
+        self.record_problems = duplicates
+        return TreeRecords(tree_id, name, records, problems + duplicates)
+
+    def fork_problems(self) -> list[Problem]:
+        """The cycles of forks among the message store's threads (a thread
+        forked, through others, from itself): none without a message store."""
+        if self.store is None or self._forks_acyclic:
+            return []
+        return self.store.fork_problems()
+
+    def _response_texts(self, node_ids: list[str]) -> dict[str, str | None]:
+        """Legacy responses' answers by id (for matching history read
+        without its texts)."""
+        rows = self.conn.execute(
+            "select cast(id as text), cast(response as text) from responses"
+            " where id in (select value from json_each(?))",
+            [json.dumps(node_ids)],
+        )
+        return {row[0]: row[1] for row in rows}
+
+    def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Every node as one table, and the name of every tree.
+
+        `text=False` leaves out the prompt, system and response columns (as
+        None), which is most of the file's bytes, for work that needs only the
+        structure and the usage figures.
+
+        The tables are read in short steps, so that llm can log meanwhile,
+        as they were when the read began (see `tables.Snapshot`); where a
+        writer did more than append, the read starts again. Rows that are no
+        node are left out and listed in `record_problems`.
+        """
+        # Whole columns through Arrow where pyarrow and ADBC are installed
+        # and the file is one it reads exactly (see `columnar`).
+        from convgraph.sources import columnar
+
+        found = columnar.read_forest(self, text=text)
+        self._forks_acyclic = found is not None
+        if found is not None:
+            self.record_problems = []
+            return found
+        for _ in range(READ_ATTEMPTS):
+            snapshot = Snapshot(self.conn, self._tables())
+            result = self._read_forest(text, snapshot)
+            if not snapshot.changed():
+                break
+        return result
+
+    def _tables(self) -> list[str]:
+        tables = []
+        if self.store is not None:
+            tables += self.store.tables()
+        if self.legacy is not None:
+            tables += self.legacy.tables()
+        return tables
+
+    def _rows_without_id(self) -> list[Problem]:
+        """Responses and turns without an id, and turns outside any thread:
+        no node of any tree (each count one short statement on an index)."""
+        problems = []
+        if self.legacy is not None:
+            count = self.legacy.count_without_id()
+            if count:
+                problems.append(record_problem(NO_ID, count, "responses"))
+        if self.store is not None:
+            without_id, without_thread = self.store.count_unplaced()
+            if without_id:
+                problems.append(record_problem(NO_ID, without_id, "turns"))
+            if without_thread:
+                problems.append(record_problem(NO_THREAD, without_thread, "turns"))
+        return problems
+
+    def _read_forest(
+        self, text: bool, snapshot: Snapshot
+    ) -> tuple[pd.DataFrame, dict[str, Any]]:
+        import pandas as pd
+
+        frames = []
+        names: dict[str, Any] = {}
+        thread_roots: dict[str, str] = {}
+        self.record_problems = self._rows_without_id()
+        if self.store is not None:
+            store_frame, store_names, thread_roots = self.store.read_all(
+                text=text, snapshot=snapshot
+            )
+            frames.append(store_frame)
+            names.update(store_names)
+        if self.legacy is not None:
+            legacy_frame, legacy_names = self.legacy.read_all(
+                text=text, snapshot=snapshot
+            )
+            if self.store is not None and len(legacy_frame) and len(store_frame):
+                # A record in both generations is read from the turns.
+                in_turns = legacy_frame["id"].isin(store_frame["id"]).to_numpy()
+                if in_turns.any():
+                    legacy_frame = legacy_frame[~in_turns].reset_index(drop=True)
+            if thread_roots:
+                legacy_frame["tree_id"] = legacy_frame["tree_id"].map(
+                    lambda cid: thread_roots.get(cid, cid)
+                )
+            for tree_id, name in legacy_names.items():
+                # llm's own conversation name, as in read_tree.
+                root = thread_roots.get(tree_id, tree_id)
+                if name is not None and (root == tree_id or names.get(root) is None):
+                    names[root] = name
+                else:
+                    names.setdefault(root, name)
+            frames.insert(0, legacy_frame)
+        # llm 0.32 and later make the legacy tables and leave them empty:
+        # concatenating an empty frame would only lose the categories.
+        frames = [frame for frame in frames if len(frame)] or frames[:1]
+        nodes = sort_log_order(
+            pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        )
+        nodes, duplicates = first_of_each_id_frame(nodes)
+        self.record_problems += duplicates
+        if self.legacy is not None and not self.legacy.has_parent:
+            legacy.link_frame_as_chains(nodes)
+        if self.legacy is not None and self.store is not None:
+            join_generations_frame(
+                nodes,
+                linked=self.legacy.has_parent,
+                response_texts=None if text else self._response_texts,
+            )
+        return conform_nodes(nodes.drop(columns=CONTINUES)), names

@@ -17,6 +17,7 @@ import click
 
 from convgraph.cli.options import command, db_option, json_option, output_options
 from convgraph.cli.output import aligned_lines, echo_json, echo_records
+from convgraph.text import counted
 from convgraph.text import terminal_text as shown
 
 if TYPE_CHECKING:
@@ -69,11 +70,11 @@ def generate_diff_lines(result: BranchDiff) -> Iterator[str]:
     route = shared[0] if len(shared) == 1 else f"{shared[0]} ... {shared[-1]}"
     yield (
         f"fork point: {click.style(shown(result.fork_point), bold=True)}"
-        f"  (shared path: {_count(len(shared), 'node')}, {route})"
+        f"  (shared path: {counted(len(shared), 'node')}, {route})"
     )
     for name, node, below in (("a", node_a, result.a), ("b", node_b, result.b)):
         if below:
-            yield f"{name}: {_count(len(below), 'node')} after the fork point, down to {node}"
+            yield f"{name}: {counted(len(below), 'node')} after the fork point, down to {node}"
         elif result.node_a == result.node_b:
             yield f"{name}: nothing after the fork point (both nodes are {node})"
         else:
@@ -147,10 +148,6 @@ def _table(headers: list[str], rows: list[list[str]], left: set[int]) -> Iterato
     yield from lines
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")
-
-
 def _number(value: int | None, unit: str = "") -> str:
     return "-" if value is None else f"{value}{unit}"
 
@@ -192,7 +189,7 @@ def generate_compare_lines(result: Comparison) -> Iterator[str]:
     similarity of their responses, numbered as in the table."""
     alternatives = result.alternatives
     yield click.style(
-        f"{_count(len(alternatives), 'alternative')} after {shown(result.node)}",
+        f"{counted(len(alternatives), 'alternative')} after {shown(result.node)}",
         bold=True,
     )
     headers = ["#", "id", "model", "input", "output", "duration", "chars", "subtree"]
@@ -250,7 +247,7 @@ def _neighbour_lines(result: Comparison) -> Iterator[str]:
     reach = result.neighbours or 0
     yield (
         f"{len(result.ids)} children, too many to compare every pair: each"
-        f" compared with {_count(reach, 'sibling')} on each side, in log order"
+        f" compared with {counted(reach, 'sibling')} on each side, in log order"
     )
     number = {child: index for index, child in enumerate(result.ids, start=1)}
     offsets = [*range(-reach, 0), *range(1, reach + 1)]

@@ -17,15 +17,11 @@ from typing import Any
 import click
 
 from convgraph.cli.options import command, db_option
-from convgraph.text import terminal_text
+from convgraph.text import counted, terminal_text
 
 
 def _say(text: str) -> None:
     click.echo(terminal_text(text))
-
-
-def _plural(count: int, word: str, plural: str | None = None) -> str:
-    return f"{count:,} {word if count == 1 else plural or word + 's'}"
 
 
 @command("import")
@@ -87,12 +83,14 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
             " up to llm's current tables first (llm's own migrations)"
         )
     _say(
-        f"{would} {_plural(summary.imported, 'conversation')}"
-        f" ({_plural(summary.nodes, 'node')} as turns,"
-        f" {_plural(summary.threads, 'thread')}) into {summary.target}"
+        f"{would} {counted(summary.imported, 'conversation', grouping=',')}"
+        f" ({counted(summary.nodes, 'node', grouping=',')} as turns,"
+        f" {counted(summary.threads, 'thread', grouping=',')}) into {summary.target}"
     )
     if summary.skipped:
-        _say(f"Skipped {_plural(summary.skipped, 'conversation')} imported before")
+        _say(
+            f"Skipped {counted(summary.skipped, 'conversation', grouping=',')} imported before"
+        )
     for result in summary.changed:
         _say(
             f"  {result.conversation_id} ({result.name or 'no title'}) has"
@@ -105,7 +103,7 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
         for result in written:
             _say(
                 f"  {result.thread_id}  {result.name or result.conversation_id}"
-                f"  ({_plural(result.nodes, 'node')})"
+                f"  ({counted(result.nodes, 'node', grouping=',')})"
             )
     if dry_run:
         _say("Nothing was written (--dry-run)")

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from convgraph.text import terminal_text
+from convgraph.text import counted, terminal_text
 
 if TYPE_CHECKING:
     from convgraph.fanout import Job
@@ -47,7 +47,7 @@ def progress_line(job: Job, label_width: int) -> str:
     elif state == "done" and job.output_tokens is not None:
         detail = f"{job.output_tokens} tokens"
     elif state in ("streaming", "done"):
-        detail = f"{job.chunks} {'chunk' if job.chunks == 1 else 'chunks'}"
+        detail = counted(job.chunks, "chunk")
     else:
         detail = ""
     elapsed = job.elapsed
@@ -130,7 +130,7 @@ def failure_lines(result: FanOut) -> Sequence[str]:
     lines = [terminal_text(failure.message) for failure in result.failures]
     if result.interrupted:
         kept = len(result.answers)
-        lines.append(f"interrupted: {kept} {'answer' if kept == 1 else 'answers'} kept")
+        lines.append(f"interrupted: {counted(kept, 'answer')} kept")
     return lines
 
 

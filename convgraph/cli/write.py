@@ -14,7 +14,7 @@ import click
 
 from convgraph.cli.options import UserError, command, db_option, json_option
 from convgraph.cli.output import echo_json
-from convgraph.text import terminal_text
+from convgraph.text import counted, terminal_text
 
 #: What fan-outs use unless told (kept here so that --help needs no import).
 DEFAULT_PARALLEL = 8
@@ -92,19 +92,16 @@ def delete(node_id: str, reparent: bool, cascade: bool, db_path: str | None) -> 
     result = delete_node(node_id, db_path, mode=mode)
     below = len(result.deleted) - 1
     if below:
-        _say(
-            f"Deleted {node_id} and its {below}"
-            f" {'descendant' if below == 1 else 'descendants'}"
-        )
+        _say(f"Deleted {node_id} and its {counted(below, 'descendant')}")
     else:
         _say(f"Deleted {node_id}")
     if result.moved:
         count = len(result.moved)
-        noun = "child" if count == 1 else "children"
+        children = counted(count, "child", "children")
         if result.new_parent is None:
-            _say(f"{count} {noun} became {'a root' if count == 1 else 'roots'}")
+            _say(f"{children} became {'a root' if count == 1 else 'roots'}")
         else:
-            _say(f"Moved {count} {noun} to {result.new_parent}")
+            _say(f"Moved {children} to {result.new_parent}")
 
 
 def _fan_out_options(function: Any) -> Any:

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 
 from convgraph.export.common import PathOrFile, as_graphs, write_lines
 from convgraph.present.transcript import path_system, step_lines, title
+from convgraph.text import counted
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -89,7 +90,7 @@ def conversation_lines(tree: nx.DiGraph) -> Iterator[str]:
     yield ""
     yield (
         f"Conversation `{tree.graph.get('tree_id')}`:"
-        f" {_count(len(tree), 'step')}, {_count(leaves, 'branch', 'branches')}."
+        f" {counted(len(tree), 'step')}, {counted(leaves, 'branch', 'branches')}."
     )
     if not len(tree):
         return
@@ -153,7 +154,3 @@ def _alternative_label(tree: nx.DiGraph, node: str, number: int) -> str:
         parts.append(" ".join(str(model).split()))
     parts.append(f"`{node}`")
     return " · ".join(parts)
-
-
-def _count(number: int, singular: str, plural: str | None = None) -> str:
-    return f"{number} {singular if number == 1 else plural or singular + 's'}"

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from convgraph.text import counted
+
 SELF_PARENT = "self-parent"
 MISSING_PARENT = "missing-parent"
 CROSS_CONVERSATION = "cross-conversation"
@@ -131,7 +133,7 @@ def record_problem(kind: str, count: int, table: str, node_id: str = "") -> Prob
     """A `Problem` for rows that are no node: `count` rows of `table` without
     an id (`NO_ID`) or without a thread (`NO_THREAD`), or `count` rows more
     with the id `node_id` (`DUPLICATE_ID`)."""
-    rows = f"{count} row{'s' if count != 1 else ''} of {table}"
+    rows = f"{counted(count, 'row')} of {table}"
     messages = {
         NO_ID: f"{rows} {'have' if count != 1 else 'has'} no id: left out",
         NO_THREAD: f"{rows} {'have' if count != 1 else 'has'} no thread_id: left out",

@@ -36,6 +36,7 @@ import networkx as nx
 from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
 from convgraph.errors import UnknownNode
 from convgraph.links.integrity import ParentWalk
+from convgraph.text import counted
 
 #: What `node_totals` adds up, in the order of its dict.
 TOTAL_KEYS = (
@@ -115,8 +116,8 @@ class ConversationTree(nx.DiGraph):
         named = f" ({name})" if name else ""
         return (
             f"<{type(self).__name__} {self.graph.get('tree_id')!r}{named}:"
-            f" {_count(self.number_of_nodes(), 'node')}, {_count(roots, 'root')},"
-            f" {_count(leaves, 'leaf', 'leaves')}>"
+            f" {counted(self.number_of_nodes(), 'node')}, {counted(roots, 'root')},"
+            f" {counted(leaves, 'leaf', 'leaves')}>"
         )
 
     def draws_as_svg(self) -> bool:
@@ -155,10 +156,6 @@ class ConversationTree(nx.DiGraph):
         if self.draws_as_svg():
             return None
         return self.text_html()
-
-
-def _count(number: int, singular: str, plural: str | None = None) -> str:
-    return f"{number} {singular if number == 1 else plural or singular + 's'}"
 
 
 def _known(tree: nx.DiGraph, node: str) -> None:

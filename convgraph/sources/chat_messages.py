@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from convgraph.text import counted
+
 #: A user message that starts a node.
 PROMPT = "prompt"
 #: Text the assistant addressed to the user: the node's response.
@@ -127,12 +129,12 @@ def text_to_iso(value: Any) -> str | None:
 
 def attachment_note(images: int, files: int) -> str | None:
     """What a prompt carried besides text, counted: `[1 image, 2 files]`."""
-    counted = []
+    parts = []
     if images:
-        counted.append(f"{images} image{'s' if images > 1 else ''}")
+        parts.append(counted(images, "image"))
     if files:
-        counted.append(f"{files} file{'s' if files > 1 else ''}")
-    return f"[{', '.join(counted)}]" if counted else None
+        parts.append(counted(files, "file"))
+    return f"[{', '.join(parts)}]" if parts else None
 
 
 def latest_message(messages: list[Message]) -> str | None:

@@ -1,4 +1,5 @@
-"""Delete a node of a legacy database, under the policy DESIGN.md decided.
+"""Delete a node of a legacy database, under the deletion policy
+(docs/design.md#deleting-a-node).
 
 A node with children is refused unless the caller says what becomes of them:
 `reparent` moves them to the node's own parent (they become roots if it had
@@ -32,6 +33,7 @@ from convgraph.store.transaction import (
     database_path,
     write_transaction,
 )
+from convgraph.text import counted
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -135,8 +137,7 @@ def delete_node(
                 if not turns_below:
                     ways.append("--cascade to delete its whole subtree")
                 raise DeletionRefused(
-                    f"node {node_id} has {len(children)} "
-                    f"{'child' if len(children) == 1 else 'children'}"
+                    f"node {node_id} has {counted(len(children), 'child', 'children')}"
                     f" ({', '.join(children[:5])}{', ...' if len(children) > 5 else ''}):"
                     f" {', or '.join(ways)}; nothing was deleted"
                 )

@@ -1,7 +1,7 @@
-"""Fixtures shared by the test modules: the seed database, a logs.db written
-by llm itself, the stores that branching writes into; and the hypothesis
-profiles. The helpers tests call (`run`, `file_digest`, `examples`) are in
-`tests/helpers.py`."""
+"""Fixtures shared by the test modules: the seed database (the four scenarios
+of docs/design.md#the-four-scenarios), a logs.db written by llm itself, the
+stores that branching writes into; and the hypothesis profiles. The helpers
+tests call (`run`, `file_digest`, `examples`) are in `tests/helpers.py`."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ settings.register_profile("thorough", deadline=None, max_examples=1000)
 
 @pytest.fixture
 def seed_db(tmp_path: Path) -> Path:
-    """The seed's four scenarios in a legacy database with parent_response_id."""
+    """The four scenarios in a legacy database with parent_response_id."""
     return seed_database(tmp_path / "seed.db")
 
 
@@ -71,8 +71,8 @@ def store(tmp_path: Path):
 
 @pytest.fixture
 def legacy(tmp_path: Path) -> Path:
-    """The seed's complex tree in conversation "t", migrated, with a system
-    prompt on its root."""
+    """The complex tree of the four scenarios in conversation "t", migrated,
+    with a system prompt on its root."""
     path = tmp_path / "logs.db"
     conn = legacy_database(path, with_parent=True)
     add_tree(conn, "t", COMPLEX)

@@ -20,8 +20,9 @@ SCHEMA_0_31 = Path(__file__).parent / "data" / "llm-0.31-schema.sql"
 
 
 def legacy_database(path: Path, with_parent: bool = True) -> sqlite3.Connection:
-    """A new llm 0.31 logs.db at `path`; `with_parent` adds the seed's column
-    (as a bare ALTER TABLE, the way the design notes' experiment did)."""
+    """A new llm 0.31 logs.db at `path`; `with_parent` adds the parent column
+    (as a bare ALTER TABLE, the way the original notes' experiment did:
+    docs/design.md#where-it-started)."""
     conn = sqlite3.connect(path)
     # A test's database need not survive a power cut: without a disk sync at
     # every commit (executescript commits each CREATE), making one takes
@@ -106,7 +107,8 @@ def add_tree(
     conn.commit()
 
 
-# The seed's four test scenarios, as (node, parent) pairs in log order.
+# The four test scenarios (docs/design.md#the-four-scenarios), as (node, parent)
+# pairs in log order.
 LINEAR = [("root", None), ("a", "root"), ("b", "a"), ("c", "b")]
 BRANCH = [("root", None), ("b", "root"), ("c", "root")]
 COMPLEX = [
@@ -129,8 +131,9 @@ MULTIPLE_ROOTS = [
 
 
 def seed_database(path: Path) -> Path:
-    """The seed's four scenarios, one conversation each; node ids are
-    prefixed with the conversation ("linear-a", "complex-g", ...)."""
+    """The four scenarios, one conversation each ("seed": the original
+    notes, docs/design.md#where-it-started); node ids are prefixed with the
+    conversation ("linear-a", "complex-g", ...)."""
     conn = legacy_database(path)
     start = 0
     for name, links in [
@@ -150,8 +153,8 @@ def seed_database(path: Path) -> Path:
 
 
 def migrated_complex(path: Path) -> Path:
-    """The seed's complex tree in conversation "t", and a one-node
-    conversation "other", migrated."""
+    """The complex tree of the four scenarios in conversation "t", and a
+    one-node conversation "other", migrated."""
     conn = legacy_database(path, with_parent=False)
     conn.close()
     migrate(path)

@@ -1,4 +1,4 @@
-"""The statistics tables: exact answers on the seed's scenarios, real dtypes,
+"""The statistics tables: exact answers on the four scenarios, real dtypes,
 deep and wide forests, and a property test that the vectorized table path
 agrees with the graph operations of `convgraph.model.tree` on random forests."""
 
@@ -57,7 +57,7 @@ def at(second: int) -> pd.Timestamp:
     return pd.Timestamp(f"2025-09-27T10:{second // 60:02d}:{second % 60:02d}Z")
 
 
-# -- the seed's scenarios -------------------------------------------------
+# -- the four scenarios (docs/design.md#the-four-scenarios) ---------------
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""The seed's four scenarios and its test areas, on trees read from a legacy
-database with parent_response_id."""
+"""The four scenarios (docs/design.md#the-four-scenarios) and the test areas of
+the original notes, on trees read from a legacy database with
+parent_response_id."""
 
 import pytest
 

@@ -19,15 +19,11 @@ import pytest
 from convgraph.analysis.stats import node_table
 from convgraph.export import generate_graphml, generate_json, generate_tree_json
 from convgraph.export.html import generate_html, read_html
-from convgraph.model.forest import Forest, load_tree, load_tree_of_node
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.sources import open_logs
-from convgraph.store.notes import (
-    SIDE_FILE_SUFFIX,
-    TABLE,
-    read_notes,
-    set_note,
-    set_preferred,
-)
+from convgraph.sources.notes import SIDE_FILE_SUFFIX, TABLE, read_notes
+from convgraph.store.notes import set_note, set_preferred
 from tests import chat_exports as build
 from tests.databases import LlmLog
 from tests.helpers import file_digest, run

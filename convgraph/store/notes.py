@@ -1,13 +1,13 @@
-"""The user's branch notes: a note on a node, and the answer preferred among
-its alternatives, kept in a table of convgraph's own.
+"""Write the user's branch notes: a note on a node, and the answer preferred
+among its alternatives, in a table of convgraph's own.
 
 For an llm database the table is `_convgraph_notes` in the same SQLite file:
 created by the first note, written one transaction per change, and never
 touching llm's tables, so llm goes on reading and writing the file as before
 (it ignores tables it does not know). A chat export is the app's file, which
 convgraph only reads: its notes go to a small SQLite file beside it,
-`<export>.convgraph.db`. Reading notes never writes: a file without notes
-reads as none.
+`<export>.convgraph.db`. Where the notes lie and how they are read is the
+read side's, `convgraph.sources.notes`; this module only writes.
 
 A node's alternatives are the nodes that answer the same prompt at the same
 point of the tree (same parent, or both roots, and the same prompt text):
@@ -19,22 +19,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from convgraph.errors import DatabaseError
-
-if TYPE_CHECKING:
-    from convgraph.sources import Source
-
-#: convgraph's table of notes, in the llm database or the file beside an export.
-TABLE = "_convgraph_notes"
-
-#: What a chat export's notes file adds to the export's name.
-SIDE_FILE_SUFFIX = ".convgraph.db"
+from convgraph.sources.notes import TABLE, NodeNote, notes_file, read_notes
 
 SCHEMA = f"""
 create table if not exists {TABLE} (
@@ -44,78 +33,6 @@ create table if not exists {TABLE} (
     updated_utc text not null
 )
 """
-
-
-@dataclass(frozen=True)
-class NodeNote:
-    """What the user recorded about one node."""
-
-    note: str | None = None
-    preferred: bool = False
-
-
-def is_export(logs: Source) -> bool:
-    """Whether `logs` is a chat export (read-only: notes go beside it)."""
-    return getattr(logs, "conn", None) is None
-
-
-def notes_file(logs: Source) -> Path:
-    """The SQLite file that holds `logs`' notes: the llm database itself, or
-    `<export>.convgraph.db` beside a chat export."""
-    path = Path(logs.path)
-    if is_export(logs):
-        return path.with_name(path.name + SIDE_FILE_SUFFIX)
-    return path
-
-
-def read_notes(
-    logs: Source, node_ids: Iterable[str] | None = None
-) -> dict[str, NodeNote]:
-    """The notes of `node_ids` (every note when None), by node id; nodes
-    without a note or mark are left out. Reads only: a file without the
-    table, or an export without its notes file, has none.
-
-    Raises
-    ------
-    DatabaseError
-        The notes file beside an export is not a database convgraph can read.
-    """
-    if is_export(logs):
-        path = notes_file(logs)
-        if not path.is_file():
-            return {}
-        from convgraph.sources import connect_read_only
-
-        conn = connect_read_only(path)
-        try:
-            return _read(conn, node_ids)
-        finally:
-            conn.close()
-    return _read(logs.conn, node_ids)
-
-
-def _read(
-    conn: sqlite3.Connection, node_ids: Iterable[str] | None
-) -> dict[str, NodeNote]:
-    found = conn.execute(
-        "select 1 from sqlite_master where type = 'table' and name = ?", [TABLE]
-    ).fetchone()
-    if found is None:
-        return {}
-    wanted = None if node_ids is None else set(node_ids)
-    notes = {}
-    # The table holds what a person typed: small enough to read whole.
-    for node_id, note, preferred in conn.execute(
-        f"select node_id, note, preferred from {TABLE}"
-    ):
-        if wanted is not None and node_id not in wanted:
-            continue
-        if note is None and not preferred:
-            continue
-        notes[str(node_id)] = NodeNote(
-            None if note is None else str(note), bool(preferred)
-        )
-    return notes
 
 
 def set_note(

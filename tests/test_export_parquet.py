@@ -20,15 +20,9 @@ import pytest
 from convgraph.analysis.stats import CONVERSATION_COLUMNS, edge_table
 from convgraph.contract import NODE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.errors import ExportError
-from convgraph.export.parquet import (
-    dataset_nodes,
-    is_parquet_dataset,
-    read_nodes,
-    tree_buckets,
-    tree_ids_of,
-    write_parquet,
-)
+from convgraph.export.parquet import dataset_nodes, tree_buckets, write_parquet
 from convgraph.model.forest import Forest
+from convgraph.sources.parquet import is_parquet_dataset, read_nodes, tree_ids_of
 from tests.databases import add_tree, legacy_database
 from tests.helpers import file_digest, run
 

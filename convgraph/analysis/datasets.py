@@ -1,9 +1,10 @@
 """The statistics of `convgraph.analysis.stats` on Dask, for forests beyond one machine.
 
 A Parquet dataset written by `convgraph export --format parquet`
-(`convgraph.export.parquet`) holds every tree whole in one file, and each
-file is one row group, so a Dask DataFrame read from its `nodes/` folder
-(`read_nodes`, or `dask.dataframe.read_parquet(DIR / "nodes")`) holds every
+(`convgraph.export.parquet`; read by `convgraph.sources.parquet`) holds every
+tree whole in one file, and each file is one row group, so a Dask DataFrame
+read from its `nodes/` folder (`read_nodes`, or
+`dask.dataframe.read_parquet(DIR / "nodes")`) holds every
 tree whole in one partition. `node_table`, `conversation_table` and
 `branch_table` then call the pure functions of `convgraph.analysis.stats`
 (`node_table_of`, `conversation_table_of`, `branch_table_of`) on each
@@ -27,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from convgraph.errors import ConvgraphError
-from convgraph.export.parquet import NODES
+from convgraph.sources import parquet
+from convgraph.sources.parquet import NODES
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -132,7 +134,6 @@ def dataset_conversation_table(
         CONVERSATION_INPUTS,
         conversation_table_of,
     )
-    from convgraph.export import parquet
 
     named = list(conversation_ids)
     tree_ids = parquet.tree_ids_of(directory, named) if named else None

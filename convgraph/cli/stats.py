@@ -52,7 +52,7 @@ def stats(
     --db DIR may name a Parquet dataset (convgraph export --format parquet),
     measured with pandas, or on Dask with --dask.
     """
-    from convgraph.export.parquet import is_parquet_dataset
+    from convgraph.sources.parquet import is_parquet_dataset
 
     if db_path is not None and is_parquet_dataset(db_path):
         from convgraph.analysis.datasets import dataset_conversation_table

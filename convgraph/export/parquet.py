@@ -1,18 +1,20 @@
 """A forest as a Parquet dataset that Dask, Spark and pyarrow read.
 
 `write_parquet(forest, directory)` writes two tables: `directory/nodes/`,
-the node table of `convgraph.analysis.stats.node_table` (with `tree_id`, `parent_id`
-and each node's depth, children, is_root and is_leaf) plus `tree_name`, the
-name of the node's tree; and `directory/edges/`, the table of
-`convgraph.analysis.stats.edge_table`; times are kept to the microsecond, as llm
-logs them and as Spark reads them. Each is cut into files `part-NNNNN.parquet` by
-a hash bucket of the tree id, so every tree lies whole in one file, and the
-edges of a tree in the file of the same number; `convgraph.analysis.datasets` reads one
-file as one partition and measures it with the statistics' own per-partition
-functions. The bucket is a keyed SipHash (`pandas.util.hash_array` with a
-fixed key), the same in every process and on every machine, unlike Python's
-salted `hash`. The dataset appears whole or not at all: it is written into a
-directory beside its final name and renamed there at the end.
+the node table of `convgraph.analysis.stats.node_table` (with `tree_id`,
+`parent_id` and each node's depth, children, is_root and is_leaf) plus
+`tree_name`, the name of the node's tree; and `directory/edges/`, the table
+of `convgraph.analysis.stats.edge_table`; times are kept to the microsecond,
+as llm logs them and as Spark reads them. Each is cut into files
+`part-NNNNN.parquet` by a hash bucket of the tree id, so every tree lies
+whole in one file, and the edges of a tree in the file of the same number;
+`convgraph.analysis.datasets` reads one file as one partition and measures it
+with the statistics' own per-partition functions. The bucket is a keyed
+SipHash (`pandas.util.hash_array` with a fixed key), the same in every
+process and on every machine, unlike Python's salted `hash`. The dataset
+appears whole or not at all: it is written into a directory beside its final
+name and renamed there at the end. Reading a dataset back is a source's job:
+`convgraph.sources.parquet`.
 
 pyarrow is imported only inside the functions, so the command line lists the
 format without it.
@@ -30,8 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import CATEGORY_COLUMNS
-from convgraph.errors import ExportError, UnknownConversation
+from convgraph.errors import ExportError
 from convgraph.export.common import TREE_NAME
+from convgraph.sources.parquet import EDGES, NODES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,10 +42,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from convgraph.model.forest import Forest
-
-#: The dataset's two tables, each a folder of Parquet files.
-NODES = "nodes"
-EDGES = "edges"
 
 #: How many nodes a partition holds on average when the writer is not told
 #: how many partitions to make: small enough for a worker of 1 GB to measure
@@ -168,81 +167,7 @@ def write_parquet(
     return target
 
 
-def is_parquet_dataset(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` is a folder holding a `nodes/` folder of Parquet files
-    (as `write_parquet` writes it)."""
-    nodes = Path(path) / NODES
-    return nodes.is_dir() and any(nodes.glob("*.parquet"))
-
-
-def read_nodes(
-    directory: str | os.PathLike[str],
-    tree_ids: Iterable[str] | None = None,
-    columns: list[str] | None = None,
-) -> pd.DataFrame:
-    """A dataset's node table as one pandas DataFrame, read by pyarrow: every
-    tree, or only those `tree_ids` names (the other files' rows are skipped
-    by the Parquet statistics where they can be).
-
-    Raises
-    ------
-    ExportError
-        The files are not a Parquet dataset of this shape.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    filters = None
-    if tree_ids is not None:
-        filters = [("tree_id", "in", list(tree_ids))]
-    try:
-        table = pq.read_table(Path(directory) / NODES, columns=columns, filters=filters)
-    except (OSError, pa.ArrowException) as error:
-        raise ExportError(
-            f"cannot read the Parquet dataset {directory}: {error}"
-        ) from None
-    return table.to_pandas()
-
-
-def tree_ids_of(
-    directory: str | os.PathLike[str], conversation_ids: Iterable[str]
-) -> list[str]:
-    """The tree each id names, in the order named, each tree once: an id is a
-    tree id, or a conversation (thread) id of one of the dataset's nodes.
-
-    Raises
-    ------
-    UnknownConversation
-        An id names no tree and no node's conversation.
-    """
-    import pyarrow.parquet as pq
-
-    named = list(dict.fromkeys(conversation_ids))
-    table = pq.read_table(
-        Path(directory) / NODES,
-        columns=["tree_id", "conversation_id"],
-        filters=[[("tree_id", "in", named)], [("conversation_id", "in", named)]],
-    ).to_pandas()
-    trees = set(table["tree_id"].astype(str))
-    tree_of_conversation = dict(
-        zip(
-            table["conversation_id"].astype(str),
-            table["tree_id"].astype(str),
-            strict=True,
-        )
-    )
-    found: dict[str, None] = {}
-    for conversation_id in named:
-        if conversation_id in trees:
-            found[conversation_id] = None
-        elif conversation_id in tree_of_conversation:
-            found[tree_of_conversation[conversation_id]] = None
-        else:
-            raise UnknownConversation(conversation_id)
-    return list(found)
-
-
-# -- writing --------------------------------------------------------------
+# -- the steps of writing ------------------------------------------------------
 
 
 def _check_target(target: Path, force: bool) -> None:

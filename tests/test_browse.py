@@ -124,6 +124,47 @@ def test_list_shows_every_conversation_with_its_figures():
     drive(db, scenario)
 
 
+def test_a_wide_character_name_keeps_the_columns_in_line(tmp_path):
+    """A name in Japanese takes two terminal cells a character: the list
+    pads it by cells, so the figures after it start at the same cell on
+    every line, as the screen draws them (80 columns)."""
+    from rich.cells import cell_len
+
+    db = tmp_path / "wide.db"
+    conn = legacy_database(db)
+    for number, name in enumerate(
+        ["木の会話", "trees", "日本語の長い会話の名前はここで切れます"]
+    ):
+        add_response(
+            conn,
+            f"r{number}",
+            f"c{number}",
+            "hi",
+            name=name,
+            datetime_utc=f"2025-01-0{number + 1}T10:00:00",
+        )
+    conn.commit()
+    conn.close()
+
+    async def scenario(app, pilot):
+        table = app.query_one("#conversations")
+        assert table.lines == [
+            "日本語の長い会話の名前…       1      1     0 2025-01-03 10:00 echo",
+            "trees                         1      1     0 2025-01-02 10:00 echo",
+            "木の会話                      1      1     0 2025-01-01 10:00 echo",
+        ]
+        # Where each line's node count stands, in cells: the same everywhere,
+        # on the screen too (the heading's "nodes" column ends there).
+        drawn = [
+            "".join(segment.text for segment in table.render_line(row))
+            for row in range(3)
+        ]
+        assert {cell_len(line[: line.index(" 1 ") + 1]) for line in drawn} == {30}
+        assert table.virtual_size.width == 66
+
+    drive(db, scenario)
+
+
 def test_list_names_come_from_the_small_tables_and_counts_from_one_scan(seed_db):
     with open_logs(seed_db) as logs:
         names = [(row.tree_id, row.nodes) for row in list_conversations(logs)]

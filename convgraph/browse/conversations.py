@@ -22,7 +22,7 @@ from textual.strip import Strip
 from textual.widgets import Input, Static
 
 from convgraph.browse.listing import ConversationRow
-from convgraph.text import excerpt, terminal_text
+from convgraph.text import cell_width, excerpt, pad, terminal_text
 
 #: The table's columns: heading and width (the last takes what is left).
 COLUMNS = (
@@ -61,7 +61,7 @@ class ConversationTable(ScrollView, can_focus=True):
     def set_lines(self, lines: list[str], cursor: int = 0) -> None:
         self.lines = lines
         self.cursor = max(0, min(cursor, len(lines) - 1))
-        self.virtual_size = Size(max(map(len, lines), default=0), len(lines))
+        self.virtual_size = Size(max(map(cell_width, lines), default=0), len(lines))
         self._reveal()
 
     def render_line(self, y: int) -> Strip:
@@ -227,9 +227,9 @@ def _cells(row: ConversationRow) -> tuple[str, ...]:
 
 
 def _line(cells: list[str] | tuple[str, ...]) -> str:
-    """The cells padded to the columns' widths: text left, figures right."""
-    parts = []
-    for index, (cell, (_, width)) in enumerate(zip(cells, COLUMNS, strict=True)):
-        numeric = 0 < index < 4
-        parts.append(cell.rjust(width) if numeric else cell.ljust(width))
-    return " ".join(parts).rstrip()
+    """The cells padded to the columns' widths in terminal cells (a name in
+    Japanese takes two a character): text left, figures right."""
+    return " ".join(
+        pad(cell, width, right=0 < index < 4)
+        for index, (cell, (_, width)) in enumerate(zip(cells, COLUMNS, strict=True))
+    ).rstrip()

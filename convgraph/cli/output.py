@@ -6,8 +6,8 @@ and dicts of them). `echo_records` prints them in the format the output
 options chose; `echo_ids` prints a list of node ids, which without an option
 is one id a line and otherwise a record `{"id": ...}` each. `aligned_lines`
 is the one table layout: the records table, and the tables inside the
-reports of `diff` and `compare`. Widths are terminal cells (`wcwidth`), so
-names in Chinese or with emoji line up.
+reports of `diff` and `compare`. Widths are terminal cells
+(`convgraph.text.pad_column`), so names in Chinese or with emoji line up.
 
 Stored text is hostile until shown otherwise: a prompt, a name or an id may
 hold an escape sequence that sets the user's clipboard or window title. The
@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from convgraph.text import TERMINAL_CONTROLS, terminal_text
+from convgraph.text import TERMINAL_CONTROLS, pad_column, terminal_text
 
 #: The header of a list of ids printed as records.
 ID_COLUMN = "id"
@@ -196,40 +196,10 @@ def aligned_lines(rows: Sequence[Sequence[str]], left: Container[int]) -> Iterat
 
 def _aligned_columns(columns: list[list[str]], left: Container[int]) -> Iterator[str]:
     """`aligned_lines` of the cells given column by column: a column is
-    measured and padded at once (a table of 100,000 conversations has two
-    million cells), cell by cell only where it holds more than ASCII."""
-    from wcwidth import wcswidth
-
-    def width(cell: str) -> int:
-        if cell.isascii() or (cell[:-1].isascii() and cell.endswith("…")):
-            # Printable ASCII (controls are symbols by now), maybe cut short
-            # by `excerpt`'s ellipsis: a cell a character.
-            return len(cell)
-        # wcswidth is -1 for text it cannot measure: count such text one
-        # cell a character, as len does, rather than fail.
-        cells = wcswidth(cell)
-        return len(cell) if cells < 0 else cells
-
+    made safe and padded at once (`convgraph.text.pad_column`)."""
     padded = []
     for index, cells in enumerate(columns):
-        joined = "".join(cells)
-        if TERMINAL_CONTROLS.search(joined) is not None:
+        if TERMINAL_CONTROLS.search("".join(cells)) is not None:
             cells = [terminal_text(cell) for cell in cells]
-            joined = "".join(cells)
-        if joined.isascii():
-            # Printable ASCII (controls are symbols now): a cell a character.
-            most = max(map(len, cells))
-            pad = str.ljust if index in left else str.rjust
-            padded.append([pad(cell, most) for cell in cells])
-            continue
-        sizes = [width(cell) for cell in cells]
-        most = max(sizes)
-        padded.append(
-            [
-                cell + " " * (most - size)
-                if index in left
-                else " " * (most - size) + cell
-                for cell, size in zip(cells, sizes, strict=True)
-            ]
-        )
+        padded.append(pad_column(cells, right=index not in left))
     return ("  ".join(row).rstrip() for row in zip(*padded, strict=True))

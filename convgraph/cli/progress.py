@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from convgraph.text import counted, terminal_text
+from convgraph.text import cell_width, counted, pad, terminal_text
 
 if TYPE_CHECKING:
     from convgraph.fanout import Job
@@ -52,7 +52,7 @@ def progress_line(job: Job, label_width: int) -> str:
         detail = ""
     elapsed = job.elapsed
     timing = "" if elapsed is None or state == "failed" else f"  {elapsed:.1f} s"
-    line = f"{terminal_text(job.label):<{label_width}}  {state:<9}  {detail}{timing}"
+    line = f"{pad(terminal_text(job.label), label_width)}  {state:<9}  {detail}{timing}"
     return line.rstrip()
 
 
@@ -75,7 +75,7 @@ class LiveProgress:
         if states == self.last and now - self.last_time < REDRAW_SECONDS:
             return
         self.last, self.last_time = states, now
-        width = max(len(terminal_text(job.label)) for job in jobs)
+        width = max(cell_width(terminal_text(job.label)) for job in jobs)
         columns = max(20, shutil.get_terminal_size().columns - 1)
         # Lines no wider than the terminal, so that moving the cursor up by
         # the number of lines lands back on the first.
@@ -114,10 +114,11 @@ def generate_fan_out_lines(result: FanOut) -> Iterator[str]:
 
     if not result.answers:
         return
-    width = max(len(terminal_text(answer.model)) for answer in result.answers)
-    for answer in result.answers:
+    models = [terminal_text(answer.model) for answer in result.answers]
+    width = max(map(cell_width, models))
+    for answer, model in zip(result.answers, models, strict=True):
         yield terminal_text(
-            f"node {answer.node_id}  {answer.model:<{width}}"
+            f"node {answer.node_id}  {pad(model, width)}"
             f"  conversation {answer.conversation_id}"
         )
     yield ""

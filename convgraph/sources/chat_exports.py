@@ -3,13 +3,12 @@
 Each app keeps a conversation as parent-linked messages. This module finds the
 export's JSON (a downloaded `.zip`, its `conversations.json`, the split
 `conversations-000.json`, ... files in a folder or zip, or Open WebUI's chat
-export), tells the format by content, streams it one conversation at a time
-with ijson, and turns one conversation's messages into the node contract
-(docs/design.md#chat-exports): a node is one user message together with the run
-of messages that answers it. The per-format modules (`chatgpt`, `claude`,
-`openwebui`) only turn one conversation's JSON into `Message`s; everything else
-is here, shared. `ChatExport` answers the same questions as `LogDatabase`, so
-every command reads an export as it reads llm's `logs.db`.
+export), tells the format by content, and streams it one conversation at a
+time with ijson. The per-format modules (`chatgpt`, `claude`, `openwebui`)
+only turn one conversation's JSON into `Message`s, and `chat_nodes` turns
+those into the node contract's records (docs/design.md#chat-exports).
+`ChatExport` answers the same questions as `LogDatabase`, so every command
+reads an export as it reads llm's `logs.db`.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import os
 import re
 import zipfile
 import zlib
-from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,22 +31,22 @@ from convgraph.contract import (
 )
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.sources import chatgpt, claude, openwebui
-from convgraph.sources.chat_messages import (
-    ANSWER,
-    PROMPT,
-    Conversation,
-    Message,
-    join_texts,
-)
-from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
+from convgraph.sources.chat_messages import Conversation, Message
+from convgraph.sources.chat_nodes import conversation_records
+from convgraph.sources.files import SQLITE_HEADER
+from convgraph.sources.source import Source, TreeRecords, sort_log_order
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ChatExport", "Conversation", "Message", "open_source"]
+__all__ = [
+    "ChatExport",
+    "Conversation",
+    "Message",
+    "conversation_records",
+    "open_source",
+]
 
-
-SQLITE_HEADER = b"SQLite format 3\x00"
 UTF8_BOM = b"\xef\xbb\xbf"
 
 #: `conversations.json`, or one of the split `conversations-000.json` files.
@@ -56,184 +54,6 @@ CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
 
 #: The columns of `read_forest`: the llm readers', then `active`.
 FOREST_COLUMNS = (*SOURCE_COLUMNS, "active")
-
-
-# -- nodes from messages ----------------------------------------------------
-
-
-def conversation_records(
-    conversation: Conversation, source: str
-) -> list[dict[str, Any]]:
-    """The nodes of one conversation, in log order, as `TreeRecords` records.
-
-    A node is a user message (`PROMPT`) with the run of other messages below
-    it, up to the next user message; its id is the run's last message. Where
-    a run forks (a regenerated answer) each branch ends a node of its own,
-    with the same prompt. A prompt never answered is a node by itself. Runs
-    above the first prompt (system messages, placeholders) are not nodes,
-    unless they hold an answer. Every walk is iterative.
-    """
-    messages: dict[str, Message] = {}
-    for message in conversation.messages:
-        messages.setdefault(message.id, message)
-    children: dict[str, list[str]] = defaultdict(list)
-    starts = []
-    for message in messages.values():
-        parent = message.parent
-        if parent is not None and parent != message.id and parent in messages:
-            children[parent].append(message.id)
-        else:
-            starts.append(message.id)
-
-    # Parents before children; messages that no root reaches hang off a
-    # cycle, and are started from where they come in the export.
-    order: list[str] = []
-    reached: set[str] = set()
-    for start in [*starts, *messages]:
-        if start in reached:
-            continue
-        reached.add(start)
-        queue = deque([start])
-        while queue:
-            current = queue.popleft()
-            order.append(current)
-            for child in children.get(current, ()):
-                if child not in reached:
-                    reached.add(child)
-                    queue.append(child)
-    started = set(starts)
-
-    prompt_of: dict[str, str | None] = {}
-    answered: dict[str, bool] = {}
-    above: dict[str, str | None] = {}
-    system_of: dict[str, str | None] = {}
-    is_end: dict[str, bool] = {}
-    effective_parent: dict[str, str | None] = {}
-
-    def node_above(message_id: str) -> str | None:
-        return message_id if is_end[message_id] else above[message_id]
-
-    for message_id in order:
-        message = messages[message_id]
-        parent = None
-        if message_id not in started and message.parent in prompt_of:
-            parent = message.parent
-        effective_parent[message_id] = parent
-        # A root's stored link that names nothing (or the message itself,
-        # or goes round a cycle) is kept, for the checks to report.
-        link = message.parent if parent is None else None
-        if message.kind == PROMPT:
-            prompt_of[message_id] = message_id
-            answered[message_id] = False
-            above[message_id] = node_above(parent) if parent is not None else link
-        else:
-            prompt_of[message_id] = prompt_of[parent] if parent is not None else None
-            answered[message_id] = message.kind == ANSWER or (
-                parent is not None and answered[parent]
-            )
-            above[message_id] = above[parent] if parent is not None else link
-        system_of[message_id] = message.system or (
-            system_of[parent] if parent is not None else conversation.system
-        )
-        kinds = [messages[child].kind for child in children.get(message_id, ())]
-        if message.kind == PROMPT:
-            is_end[message_id] = all(kind == PROMPT for kind in kinds)
-        else:
-            is_end[message_id] = (not kinds or PROMPT in kinds) and (
-                prompt_of[message_id] is not None or answered[message_id]
-            )
-
-    records: dict[str, dict[str, Any]] = {}
-    for message_id in order:
-        if is_end[message_id]:
-            records[message_id] = _node_record(
-                message_id, messages, effective_parent, prompt_of, conversation
-            )
-            records[message_id]["parent_id"] = above[message_id]
-            records[message_id]["system"] = system_of[message_id]
-            records[message_id]["source"] = source
-
-    for record_id in _active_nodes(
-        conversation.current, messages, children, is_end, above, records
-    ):
-        records[record_id]["active"] = True
-    found = list(records.values())
-    found.sort(key=log_order)
-    return found
-
-
-def _node_record(
-    end: str,
-    messages: dict[str, Message],
-    effective_parent: dict[str, str | None],
-    prompt_of: dict[str, str | None],
-    conversation: Conversation,
-) -> dict[str, Any]:
-    """One node's attributes, from its run (walked up from its end)."""
-    prompt_id = prompt_of[end]
-    run: list[Message] = []
-    current: str | None = end
-    while current is not None and current != prompt_id:
-        run.append(messages[current])
-        current = effective_parent[current]
-    run.reverse()
-    prompt = messages[prompt_id] if prompt_id is not None else None
-    answers = [message for message in run if message.kind == ANSWER]
-    model = next(
-        (message.model for message in reversed(run) if message.model), None
-    ) or (conversation.model if answers else None)
-    time = next((message.time for message in reversed(run) if message.time), None)
-    record: dict[str, Any] = {
-        "id": end,
-        "tree_id": conversation.id,
-        "parent_id": None,
-        "conversation_id": conversation.id,
-        "prompt": prompt.text if prompt is not None else None,
-        "system": None,
-        "response": join_texts([message.text for message in answers], "\n\n"),
-        "model": model,
-        "datetime_utc": time or (prompt.time if prompt is not None else None),
-        "source": None,
-        "active": False,
-    }
-    for name in INTEGER_ATTRIBUTES:
-        values = [getattr(message, name) for message in run]
-        counted = [value for value in values if value is not None]
-        record[name] = sum(counted) if counted else None
-    return record
-
-
-def _active_nodes(
-    current: str | None,
-    messages: dict[str, Message],
-    children: dict[str, list[str]],
-    is_end: dict[str, bool],
-    above: dict[str, str | None],
-    records: dict[str, dict[str, Any]],
-) -> list[str]:
-    """The nodes from the root down to the one holding `current`.
-
-    Where `current` is inside a run (a prompt, a tool call), the run is
-    followed down its latest branch to the node that ends it.
-    """
-    if current is None or current not in is_end:
-        return []
-    steps = 0
-    while not is_end[current] and steps <= len(messages):
-        below = children.get(current, [])
-        if not below:
-            break
-        going_on = [child for child in below if messages[child].kind != PROMPT]
-        current = (going_on or below)[-1]
-        steps += 1
-    node = current if is_end[current] else above[current]
-    found: list[str] = []
-    seen: set[str] = set()
-    while node is not None and node in records and node not in seen:
-        found.append(node)
-        seen.add(node)
-        node = records[node]["parent_id"]
-    return found
 
 
 # -- finding and streaming the export ---------------------------------------

@@ -1,12 +1,13 @@
 """What a user would run without convgraph: the baselines the benchmarks beat.
 
-Two families. The seed's helpers (`../shared/seed/tree_notes.md`,
-`tree_utils.py`), rewritten here in their style for the legacy `responses`
-table: one SQL query per node visited, recursion for subtrees, a visited set
-against cycles. And llm's own `message_tree` view for the message store: one
-query that draws every message tree of the file, from which the same answers
-are read off in Python. Both give the answers convgraph gives (the tests check
-it on small databases); they are written to be typical, not slow on purpose.
+Two families. The seed's helpers (the original notes' `tree_utils.py`,
+docs/design.md#where-it-started), rewritten here in their style for the legacy
+`responses` table: one SQL query per node visited, recursion for subtrees, a
+visited set against cycles. And llm's own `message_tree` view for the message
+store: one query that draws every message tree of the file, from which the same
+answers are read off in Python. Both give the answers convgraph gives (the
+tests check it on small databases); they are written to be typical, not slow on
+purpose.
 """
 
 from __future__ import annotations

@@ -281,10 +281,16 @@ class ChatExport(Source):
             seen.add(conversation_id)
             yield position, conversation_id, item
 
+    def _parse(self, item: Any, position: int) -> Conversation:
+        """One item of `_items`, parsed by the format's module (which is
+        there whenever `_items` gives an item)."""
+        assert self._module is not None
+        return self._module.parse_conversation(item, position)
+
     def conversations(self) -> Iterator[Conversation]:
         """Every conversation, parsed, one at a time."""
         for position, _, item in self._items():
-            yield self._module.parse_conversation(item, position)
+            yield self._parse(item, position)
 
     def _records(self, conversation: Conversation) -> TreeRecords:
         records = conversation_records(conversation, self.format or "")
@@ -308,8 +314,7 @@ class ChatExport(Source):
             return self._found
         for position, found_id, item in self._items():
             if found_id == conversation_id:
-                parsed = self._module.parse_conversation(item, position)
-                self._found = self._records(parsed)
+                self._found = self._records(self._parse(item, position))
                 return self._found
         return None
 
@@ -325,10 +330,13 @@ class ChatExport(Source):
             record["id"] == node_id for record in self._found.records
         ):
             return self._found.tree_id
+        module = self._module
+        if module is None:  # an empty export
+            raise UnknownNode(node_id)
         for position, _, item in self._items():
-            if not self._module.holds_message(item, position, node_id):
+            if not module.holds_message(item, position, node_id):
                 continue
-            tree = self._records(self._module.parse_conversation(item, position))
+            tree = self._records(self._parse(item, position))
             if any(record["id"] == node_id for record in tree.records):
                 self._found = tree
                 return tree.tree_id

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -99,7 +100,7 @@ def set_preferred(
     return cleared
 
 
-def _write(path: Path, changes: list[tuple[str, str, object]]) -> None:
+def _write(path: Path, changes: Sequence[tuple[str, str, object]]) -> None:
     """Set one column of each node's row, creating the table and the row
     where needed, all in one transaction."""
     from convgraph.store.transaction import write_transaction

@@ -225,10 +225,11 @@ def transcript(
         The id names neither a node nor a conversation.
     DatabaseError
     """
-    from convgraph.model.forest import _opened, read_tree
+    from convgraph.model.loading import read_tree
     from convgraph.model.tree import path
+    from convgraph.sources import opened
 
-    with _opened(db) as logs:
+    with opened(db) as logs:
         try:
             tree_id = logs.tree_id_of_node(node_or_conversation_id)
             node: str | None = node_or_conversation_id

@@ -187,7 +187,7 @@ def _convgraph_load_tree(db: str, conversation: str) -> Callable[[], Any]:
 @task("convgraph.path")
 def _convgraph_path(db: str, node: str) -> Callable[[], list]:
     """A node's path from its root, as `convgraph path` finds it."""
-    from convgraph.model.forest import load_path
+    from convgraph.model.loading import load_path
 
     return lambda: load_path(node, db)
 

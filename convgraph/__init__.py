@@ -36,9 +36,9 @@ _LAZY = {
     "open_logs": "convgraph.sources",
     "Problem": "convgraph.links.integrity",
     "Forest": "convgraph.model.forest",
-    "load_tree": "convgraph.model.forest",
-    "load_tree_of_node": "convgraph.model.forest",
-    "load_path": "convgraph.model.forest",
+    "load_tree": "convgraph.model.loading",
+    "load_tree_of_node": "convgraph.model.loading",
+    "load_path": "convgraph.model.loading",
     "render_tree": "convgraph.present.text_tree",
     **dict.fromkeys(
         (
@@ -59,12 +59,11 @@ _LAZY = {
             "branching_factor",
             "branches",
             "node_totals",
-            "summary",
         ),
         "convgraph.model.tree",
     ),
     **dict.fromkeys(
-        ("node_table", "edge_table", "conversation_table", "branch_table"),
+        ("summary", "node_table", "edge_table", "conversation_table", "branch_table"),
         "convgraph.analysis.stats",
     ),
     **dict.fromkeys(("diff", "compare", "similarity"), "convgraph.analysis.diff"),
@@ -99,9 +98,11 @@ if TYPE_CHECKING:
         conversation_table,
         edge_table,
         node_table,
+        summary,
     )
     from convgraph.links.integrity import Problem
-    from convgraph.model.forest import Forest, load_path, load_tree, load_tree_of_node
+    from convgraph.model.forest import Forest
+    from convgraph.model.loading import load_path, load_tree, load_tree_of_node
     from convgraph.model.tree import (
         ConversationTree,
         ancestors,
@@ -119,7 +120,6 @@ if TYPE_CHECKING:
         roots,
         siblings,
         subtree,
-        summary,
         tree_size,
     )
     from convgraph.present.text_tree import render_tree

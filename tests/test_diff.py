@@ -36,7 +36,7 @@ from convgraph.analysis.diff import (
     text_diff,
 )
 from convgraph.errors import ConvgraphError, UnknownNode
-from convgraph.model.forest import load_tree, load_tree_of_node, load_tree_of_pair
+from convgraph.model.loading import load_tree, load_tree_of_node, load_tree_of_pair
 from tests.databases import add_response, legacy_database
 from tests.helpers import file_digest, run
 

@@ -15,7 +15,8 @@ import pytest
 import convgraph.export.dot
 from convgraph.export import ExportError, generate_dot, to_pydot, write_dot
 from convgraph.export.dot import quote_id, quote_text, unquote_id
-from convgraph.model.forest import Forest, load_tree
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_tree
 
 needs_graphviz = pytest.mark.skipif(
     shutil.which("dot") is None,

@@ -13,7 +13,8 @@ import pytest
 
 import convgraph.export.graphml
 from convgraph.export import ExportError, generate_graphml, read_graphml, write_graphml
-from convgraph.model.forest import Forest, load_tree
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_tree
 
 NS = {"g": "http://graphml.graphdrawing.org/xmlns"}
 

@@ -26,7 +26,8 @@ from convgraph.export import (
     write_tree_json,
 )
 from convgraph.export.tree_json import loads_deep
-from convgraph.model.forest import Forest, load_tree
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_tree
 
 SCHEMA_DOC = Path(__file__).resolve().parent.parent / "docs" / "json-schema.md"
 

@@ -24,7 +24,8 @@ import pytest
 import convgraph.export.mermaid
 from convgraph.export import ExportError, generate_mermaid, write_mermaid
 from convgraph.export.mermaid import quote_label
-from convgraph.model.forest import Forest, load_tree
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_tree
 
 COMPLEX_MERMAID = [
     "flowchart TB",

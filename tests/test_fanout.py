@@ -28,7 +28,7 @@ import pytest
 from convgraph.cli import write
 from convgraph.cli.progress import LiveProgress, progress_line
 from convgraph.fanout import Job, Request
-from convgraph.model.forest import load_tree, load_tree_of_node
+from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.model.tree import children, roots
 from convgraph.model.tree import path as path_to
 from convgraph.store.branch import DEFAULT_PARALLEL, fan_out, regenerate

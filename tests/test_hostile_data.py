@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convgraph.model.forest import load_tree, load_tree_of_node
+from convgraph.model.loading import load_tree, load_tree_of_node
 from tests.databases import COMPLEX, add_tree, legacy_database
 from tests.helpers import examples, file_digest, run
 

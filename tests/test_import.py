@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from convgraph.errors import DatabaseError
-from convgraph.model.forest import Forest, read_tree
+from convgraph.model.forest import Forest
+from convgraph.model.loading import read_tree
 from convgraph.sources import open_logs
 from convgraph.sources.chat_exports import conversation_records
 from convgraph.store.importer import (

@@ -89,7 +89,7 @@ def test_the_import_graph_is_read_as_python_runs_it() -> None:
     graph = import_graph()
     # Module level, inside a function, and `from package import submodule`.
     assert graph.has_edge("convgraph.model.forest", "convgraph.links.pointer_jumping")
-    assert graph.has_edge("convgraph.model.forest", "convgraph.model.tree")
+    assert graph.has_edge("convgraph.model.loading", "convgraph.model.tree")
     assert graph.has_edge("convgraph.model.tree", "convgraph.present.notebook")
     assert graph.has_edge("convgraph.cli.read", "convgraph.model.tree")
     # Imports for type checkers only are not edges.

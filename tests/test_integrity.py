@@ -7,9 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convgraph import Forest, load_tree, render_tree
+from convgraph.analysis.stats import summary
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, break_cycles, check_links
 from convgraph.model import tree as ops
-from convgraph.model.forest import load_path, read_tree
+from convgraph.model.loading import load_path, read_tree
 from convgraph.sources import open_logs
 from tests.databases import add_response, add_tree, legacy_database, timestamp
 from tests.helpers import examples
@@ -132,7 +133,7 @@ def test_a_100000_deep_chain(deep_db):
     assert len(ops.path(tree, last)) == DEEP
     assert len(ops.descendants(tree, "n000000")) == DEEP - 1
     assert ops.leaves(tree) == [last]
-    assert ops.summary(tree)["max_depth"] == DEEP - 1
+    assert summary(tree)["max_depth"] == DEEP - 1
     lines = render_tree(tree).splitlines()
     assert len(lines) == DEEP
     assert lines[-1] == f"{last}  prompt {DEEP - 1}"

@@ -9,7 +9,7 @@ import pytest
 from convgraph import DatabaseError, Forest, UnknownConversation, load_tree, open_logs
 from convgraph.links.integrity import Problem
 from convgraph.model import tree as ops
-from convgraph.model.forest import load_tree_of_node, read_tree
+from convgraph.model.loading import load_tree_of_node, read_tree
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
 from tests.helpers import file_digest, run
 

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
-from convgraph.model.forest import Forest, load_path, load_tree, load_tree_of_node
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_path, load_tree, load_tree_of_node
 from convgraph.sources import chat_exports, open_logs
 from convgraph.sources.chat_exports import ChatExport, open_source
 from tests import chat_exports as build

@@ -17,14 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from convgraph.analysis.stats import (
-    BRANCH_COLUMNS,
-    CONVERSATION_COLUMNS,
     branch_table,
     conversation_table,
     edge_table,
     node_table,
+    summary,
 )
-from convgraph.contract import NODE_ATTRIBUTES
+from convgraph.contract import BRANCH_COLUMNS, CONVERSATION_COLUMNS, NODE_ATTRIBUTES
 from convgraph.links.pointer_jumping import (
     climb,
     nearest_marked,
@@ -507,9 +506,9 @@ def assert_tables_agree_with_graphs(forest: Forest) -> None:
     for graph in forest.trees():
         tree_id = graph.graph["tree_id"]
         row = conversations.loc[tree_id]
-        summary = operations.summary(graph)
-        assert list(summary) == ["tree_id", *conversations.columns]
-        for key, value in summary.items():
+        figures = summary(graph)
+        assert list(figures) == ["tree_id", *conversations.columns]
+        for key, value in figures.items():
             if key in ("first_datetime", "last_datetime"):
                 # The summary keeps llm's text, the table reads it as a time.
                 assert plain(row[key]) == parse_time(value), key

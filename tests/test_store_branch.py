@@ -19,7 +19,7 @@ import sqlite_utils
 from llm.logs import LogStore
 from llm.plugins import pm
 
-from convgraph.model.forest import load_tree, load_tree_of_node
+from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.model.tree import path as path_to
 from convgraph.store import BranchError, branch, migrate
 from tests.databases import LlmLog, add_tree, legacy_database

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from convgraph.model.forest import load_tree
+from convgraph.model.loading import load_tree
 from convgraph.model.tree import roots
 from convgraph.store import DeletionRefused, delete_node, log_response, migrate
 from convgraph.store import transaction as transaction_module

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 from llm.migrations import MIGRATIONS
 
-from convgraph.model.forest import Forest, load_tree_of_node
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_tree_of_node
 from convgraph.store import log_response, migrate
 from convgraph.store import transaction as transaction_module
 from convgraph.store.migrate import MIGRATION_NAME, RECORD_TABLE

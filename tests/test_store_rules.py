@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convgraph.model.forest import Forest, load_tree
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_tree
 from convgraph.store import NotMigrated, RuleViolation, log_response, migrate
 from convgraph.store.rules import TRIGGERS, new_response_id
 from tests.databases import add_tree, legacy_database, migrated_complex

@@ -15,7 +15,7 @@ import pytest
 
 import convgraph.export.chat_jsonl
 from convgraph.export.training import PAIR_COLUMNS, preference_pairs, tree_pairs
-from convgraph.model.forest import load_tree
+from convgraph.model.loading import load_tree
 from convgraph.store.notes import set_preferred
 from tests import chat_exports as build
 from tests.databases import LlmLog, add_response, legacy_database, timestamp

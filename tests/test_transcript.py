@@ -12,7 +12,7 @@ import pytest
 
 import convgraph.export.markdown
 import convgraph.present.transcript
-from convgraph.model.forest import load_tree
+from convgraph.model.loading import load_tree
 from convgraph.model.tree import ConversationTree
 from convgraph.present.transcript import active_end, path_messages, transcript
 from tests import chat_exports as build

@@ -5,6 +5,7 @@ parent_response_id."""
 import pytest
 
 from convgraph import UnknownNode, load_tree, load_tree_of_node, render_tree
+from convgraph.analysis.stats import summary
 from convgraph.model import tree as ops
 
 
@@ -154,7 +155,7 @@ def test_multiple_roots(two_roots):
 
 
 def test_summary_statistics(two_roots):
-    assert ops.summary(two_roots) == {
+    assert summary(two_roots) == {
         "tree_id": "multiple-roots",
         "name": "prompt multiple-roots-root1",
         "nodes": 6,

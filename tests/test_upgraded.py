@@ -23,7 +23,8 @@ import pytest
 import sqlite_utils
 from llm.logs import LogStore
 
-from convgraph.model.forest import Forest, load_tree, load_tree_of_node
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.model.tree import children, path, roots
 from tests.databases import LlmLog
 from tests.helpers import file_digest, run

@@ -7,8 +7,12 @@ and group-bys over integer codes of the node table, depths from
 There is no Python loop per node, no recursion, and no networkx graph per
 conversation, so a million-response forest is a few seconds of work. The
 columns have real dtypes: `datetime64[ns, UTC]` times, nullable `Int64` usage
-figures, and categories for the values that repeat. `conversation_table`
-has the figures of `convgraph.model.tree.summary`, one row per tree.
+figures, and categories for the values that repeat.
+
+One rule, two forms: `summary` gives one tree's statistics from its graph
+(plain Python, for one conversation), `conversation_table_of` the same
+figures for every tree of a table, one row each. They stand side by side
+below, and one property test holds them to the same answers.
 
 Each table is computed by a pure function of a node table (`node_table_of`,
 `conversation_table_of`, `branch_table_of`): a pandas DataFrame with `id`,
@@ -24,57 +28,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
+
 from convgraph.contract import (
     CATEGORY_COLUMNS,
+    CONVERSATION_COLUMNS,
     INTEGER_ATTRIBUTES,
     NODE_COLUMNS,
     TEXT_ATTRIBUTES,
+    TREE_NAME,
 )
-from convgraph.links.pointer_jumping import nearest_marked, path_totals, root_pointers
+from convgraph.links.pointer_jumping import (
+    nearest_marked,
+    parent_rows_of,
+    path_totals,
+    root_pointers,
+)
+from convgraph.model import tree as operations
+from convgraph.model.marks import active_column
 
 if TYPE_CHECKING:
-    import numpy as np
-    import pandas as pd
+    import networkx as nx
 
     from convgraph.model.forest import Forest
-
-#: The columns of `conversation_table`, in order: also the keys of
-#: `convgraph.model.tree.summary`, which computes the same figures for one tree.
-CONVERSATION_COLUMNS = (
-    "tree_id",
-    "name",
-    "nodes",
-    "roots",
-    "leaves",
-    "max_depth",
-    "branch_points",
-    "branching_factor_avg",
-    "branching_factor_max",
-    "first_datetime",
-    "last_datetime",
-    "models",
-    *INTEGER_ATTRIBUTES,
-    "active_path_length",
-    "abandoned_branches",
-)
-
-#: The columns of `branch_table`, in order.
-BRANCH_COLUMNS = (
-    "tree_id",
-    "leaf_id",
-    "root_id",
-    "length",
-    *INTEGER_ATTRIBUTES,
-    "models",
-)
-
-#: The columns `node_table` adds to the nodes' own: the node's place in its
-#: tree.
-NODE_FIGURES = ("depth", "children", "is_root", "is_leaf")
-
-#: The column of a Parquet dataset's node table that holds each node's tree's
-#: name (`conversation_table`'s `name`), so that a partition carries it.
-TREE_NAME = "tree_name"
 
 DATETIME_DTYPE = "datetime64[ns, UTC]"
 
@@ -99,32 +76,7 @@ def children_counts(forest: Forest) -> np.ndarray:
     return _children_counts(forest.parent_rows)
 
 
-def parent_rows_of(nodes: pd.DataFrame) -> np.ndarray:
-    """The row of each node's parent in `nodes` (by position), -1 for a root.
-
-    A parent that is not in the table counts as none: the links are taken as
-    `Forest` checked them (as a Parquet dataset of `convgraph.export.parquet`
-    holds them), each tree whole in the table.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> nodes = pd.DataFrame({"id": ["r", "a", "b"], "parent_id": [None, "r", "a"]})
-    >>> parent_rows_of(nodes).tolist()
-    [-1, 0, 1]
-    """
-    import numpy as np
-    import pandas as pd
-
-    ids = pd.Index(np.asarray(nodes["id"], dtype=object))
-    parents = np.asarray(nodes["parent_id"], dtype=object)
-    has_parent = pd.notna(parents)
-    rows = ids.get_indexer(np.where(has_parent, parents, None))
-    return np.where(has_parent, rows, -1).astype(np.int64)
-
-
 def _children_counts(parent_rows: np.ndarray) -> np.ndarray:
-    import numpy as np
 
     return np.bincount(parent_rows[parent_rows >= 0], minlength=len(parent_rows))
 
@@ -183,8 +135,6 @@ def edge_table(forest: Forest) -> pd.DataFrame:
     0      r     a       t
     1      r     b       t
     """
-    import numpy as np
-    import pandas as pd
 
     children = np.flatnonzero(forest.parent_rows >= 0)
     ids = forest.nodes["id"].to_numpy()
@@ -300,10 +250,9 @@ def node_table_of(
     1  a      1         1    False
     2  b      2         0     True
     """
-    import pandas as pd
 
     if parent_rows is None:
-        parent_rows = parent_rows_of(nodes)
+        parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
     if depths is None:
         depths = root_pointers(parent_rows)[1]
     counts = _children_counts(parent_rows)
@@ -313,7 +262,7 @@ def node_table_of(
     table = nodes.loc[:, [c for c in NODE_COLUMNS if c in nodes.columns]].copy(
         deep=False
     )
-    table["active"] = _active(nodes, parent_rows)
+    table["active"] = active_column(nodes, parent_rows)
     if "note" not in table.columns:
         table["note"] = None
     table["preferred"] = (
@@ -341,6 +290,58 @@ def node_table_of(
     table["is_root"] = parent_rows < 0
     table["is_leaf"] = counts == 0
     return table
+
+
+# -- a conversation's statistics: one tree's graph, or every tree of a table
+
+
+def summary(tree: nx.DiGraph) -> dict[str, Any]:
+    """One conversation's statistics in one dict: `conversation_table_of`'s
+    row for one tree, computed on its graph (the summary helper of
+    docs/design.md#the-twelve-helpers).
+
+    The keys are `CONVERSATION_COLUMNS`: `tree_id` and `name` (the graph's
+    attributes), the tree's shape (`nodes`, `roots`, `leaves`, `max_depth`,
+    `branch_points`, `branching_factor_avg`, `branching_factor_max`),
+    `convgraph.model.tree.node_totals` over all its nodes (times as llm
+    stored them, where the table reads them as times), and the active path's
+    `active_path_length` and `abandoned_branches`. One property test holds
+    the two forms to the same figures (tests/test_stats.py).
+
+    Examples
+    --------
+    >>> from convgraph.model.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
+    ...     {"a": {"model": "echo", "output_tokens": 5}}, name="Trees")
+    >>> stats = summary(tree)
+    >>> [stats[key] for key in ("nodes", "roots", "leaves", "max_depth",
+    ...     "branch_points", "branching_factor_avg", "branching_factor_max")]
+    [3, 1, 2, 1, 1, 2.0, 2]
+    >>> stats["name"], stats["models"], stats["output_tokens"], stats["input_tokens"]
+    ('Trees', ['echo'], 5, None)
+    """
+    levels = operations.depths(tree)
+    average, most = operations.branching_factor(tree)
+    stats = {
+        "tree_id": tree.graph.get("tree_id"),
+        "name": tree.graph.get("name"),
+        "nodes": tree.number_of_nodes(),
+        "roots": len(operations.roots(tree)),
+        "leaves": len(operations.leaves(tree)),
+        "max_depth": max(levels.values(), default=0),
+        "branch_points": len(operations.branch_points(tree)),
+        "branching_factor_avg": average,
+        "branching_factor_max": most,
+        **operations.node_totals(tree),
+        # The active path (the branch last used) and the leaves off it.
+        "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
+        "abandoned_branches": sum(
+            1
+            for node, on in tree.nodes(data="active")
+            if not on and tree.out_degree(node) == 0
+        ),
+    }
+    return {key: stats[key] for key in CONVERSATION_COLUMNS}
 
 
 def conversation_table_of(
@@ -374,11 +375,9 @@ def conversation_table_of(
     0       t   one      2          1
     1       u  None      1          0
     """
-    import numpy as np
-    import pandas as pd
 
     if parent_rows is None:
-        parent_rows = parent_rows_of(nodes)
+        parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
     if depths is None:
         depths = root_pointers(parent_rows)[1]
     codes, tree_ids = pd.factorize(nodes["tree_id"], sort=False)
@@ -427,21 +426,10 @@ def conversation_table_of(
     )
     for column in INTEGER_ATTRIBUTES:
         table[column] = usage[column].reindex(range(trees)).array
-    active = _active(nodes, parent_rows)
+    active = active_column(nodes, parent_rows)
     table["active_path_length"] = per_tree(active)
     table["abandoned_branches"] = per_tree((counts == 0) & ~active)
     return table
-
-
-def _active(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
-    """Each row's `active` as booleans: the table's own column where it has
-    one (a `Forest`'s), else each tree's path to its last row (log order)."""
-    from convgraph.model.marks import active_rows, last_rows
-
-    if "active" in nodes.columns and nodes["active"].notna().any():
-        values = nodes["active"]
-        return values.astype(object).where(values.notna(), False).to_numpy(dtype=bool)
-    return active_rows(parent_rows, last_rows(nodes["tree_id"]))
 
 
 def branch_table_of(
@@ -461,11 +449,9 @@ def branch_table_of(
     0       a       r       2
     1       b       r       2
     """
-    import numpy as np
-    import pandas as pd
 
     if parent_rows is None:
-        parent_rows = parent_rows_of(nodes)
+        parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
     root_rows, depths = root_pointers(parent_rows)
     leaves = np.flatnonzero(_children_counts(parent_rows) == 0)
 
@@ -527,8 +513,6 @@ def _tree_names(
 ) -> pd.Series:
     """Each tree's name (None where it has none), aligned with `tree_ids`:
     from `names`, else from the first row of each tree's `tree_name`."""
-    import numpy as np
-    import pandas as pd
 
     if names is not None:
         found = [names.get(tree_id) for tree_id in tree_ids.tolist()]
@@ -543,7 +527,6 @@ def _tree_names(
 def _datetimes(column: pd.Series) -> pd.Series:
     """llm's ISO 8601 strings as UTC times; NaT where missing or unreadable
     (a time without an offset is UTC, as llm wrote it)."""
-    import pandas as pd
 
     times = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
     if times.dt.tz is None:  # a column without a single time stays naive
@@ -557,10 +540,8 @@ def _datetimes(column: pd.Series) -> pd.Series:
 def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Each node's model as an integer code (-1 for none), and the models.
 
-    An empty model id counts as none, as `convgraph.model.tree.summary` counts it.
+    An empty model id counts as none, as `summary` counts it.
     """
-    import numpy as np
-    import pandas as pd
 
     codes, names = pd.factorize(models, sort=False)
     names = names.to_numpy(dtype=object)
@@ -574,7 +555,6 @@ def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
     """`flat` cut into consecutive lists of `counts[i]` items."""
-    import numpy as np
 
     ends = np.cumsum(counts).tolist()
     starts = [0, *ends][: len(ends)]
@@ -584,8 +564,6 @@ def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
 def _models_per_tree(models: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
     """Each tree's distinct models in order of first use (rows are in log
     order), as lists aligned with the tree codes."""
-    import numpy as np
-    import pandas as pd
 
     codes, names = _model_codes(models)
     used = codes >= 0
@@ -610,7 +588,6 @@ def _models_per_branch(
     it; walking a leaf's introducing ancestors upwards takes one vectorized
     step per model of the branch, not one per node.
     """
-    import numpy as np
 
     codes, names = _model_codes(models)
     count = len(codes)

@@ -202,7 +202,7 @@ class ConversationScreen(Screen[None]):
     def load(self, node: str | None = None) -> None:
         """Read this tree alone (off the interface's thread) and show it,
         the cursor on `node`."""
-        from convgraph.model.forest import load_tree
+        from convgraph.model.loading import load_tree
 
         try:
             graph = load_tree(self.tree_id, self.app.db_path)  # type: ignore[attr-defined]
@@ -424,7 +424,7 @@ class ConversationScreen(Screen[None]):
             self._write_notes(node, note, preferred)
 
     def _write_notes(self, node: str, note: str | None, preferred: bool | None) -> None:
-        from convgraph.model.forest import load_tree
+        from convgraph.model.loading import load_tree
         from convgraph.store.notes import set_note, set_preferred
 
         app: BrowseApp = self.app  # type: ignore[assignment]
@@ -482,7 +482,7 @@ class ConversationScreen(Screen[None]):
         `node`'s own prompt (`regenerate`). The pane follows the answer as it
         streams in; then the tree is read again with the new node under the
         cursor."""
-        from convgraph.model.forest import load_tree
+        from convgraph.model.loading import load_tree
         from convgraph.store import fan_out, regenerate
         from convgraph.store.branch import single_answer
 
@@ -634,7 +634,9 @@ class BrowseApp(App[None]):
 
     def tree_opened(self, graph: nx.DiGraph) -> None:
         """A tree read in full gives its list row's shape at once."""
-        summary = operations.summary(graph)
+        from convgraph.analysis.stats import summary as statistics
+
+        summary = statistics(graph)
         self.figures[graph.graph["tree_id"]] = (
             summary["leaves"],
             summary["max_depth"],

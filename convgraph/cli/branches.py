@@ -79,7 +79,7 @@ def pairs(
     """
     from convgraph.export.training import PAIR_COLUMNS
     from convgraph.export.training import pairs as find_pairs
-    from convgraph.model.forest import load_trees
+    from convgraph.model.loading import load_trees
 
     records = list(find_pairs(load_trees(conversation_ids, db_path), prefer.lower()))
     columns = list(PAIR_COLUMNS)

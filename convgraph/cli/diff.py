@@ -49,7 +49,7 @@ def diff_command(
     with fork_point, shared, a, b, steps and totals.
     """
     from convgraph.analysis.diff import diff
-    from convgraph.model.forest import load_tree_of_pair
+    from convgraph.model.loading import load_tree_of_pair
 
     tree = load_tree_of_pair(node_a, node_b, db_path)
     result = diff(tree, node_a, node_b, context=context)
@@ -170,7 +170,7 @@ def compare_command(
     from dataclasses import fields
 
     from convgraph.analysis.diff import Alternative, compare
-    from convgraph.model.forest import load_tree_of_node
+    from convgraph.model.loading import load_tree_of_node
 
     result = compare(load_tree_of_node(node_id, db_path), node_id)
     if output_format is not None:

@@ -130,7 +130,7 @@ def export(
     if render is not None and dot_program is None:
         raise UserError(NO_GRAPHVIZ)
 
-    from convgraph.model.forest import load_trees
+    from convgraph.model.loading import load_trees
 
     graphs = load_trees(conversation_ids, db_path)
     if render is not None:

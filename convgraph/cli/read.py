@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 
 
 def _tree_of_node(node_id: str, db_path: str | None) -> nx.DiGraph:
-    from convgraph.model.forest import load_tree_of_node
+    from convgraph.model.loading import load_tree_of_node
 
     return load_tree_of_node(node_id, db_path)
 
 
 def _tree(conversation_id: str, db_path: str | None) -> nx.DiGraph:
-    from convgraph.model.forest import load_tree
+    from convgraph.model.loading import load_tree
 
     return load_tree(conversation_id, db_path)
 
@@ -139,7 +139,7 @@ def tree(
 @output_options
 def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """The ids from the root of NODE_ID's tree down to NODE_ID."""
-    from convgraph.model.forest import load_path
+    from convgraph.model.loading import load_path
 
     echo_ids(load_path(node_id, db_path), output_format)
 

@@ -164,7 +164,7 @@ def _page_lines(title: str) -> tuple[list[str], list[str]]:
 
 def conversation_line(tree: nx.DiGraph) -> str:
     """One conversation as the page embeds it, on one line: its id, name and
-    statistics (`convgraph.model.tree.summary`), and under `graph` its node-link
+    statistics (`convgraph.analysis.stats.summary`), and under `graph` its node-link
     JSON (`generate_json`).
 
     Examples
@@ -178,7 +178,7 @@ def conversation_line(tree: nx.DiGraph) -> str:
     >>> line["id"], line["stats"]["nodes"], [edge["target"] for edge in line["graph"]["edges"]]
     ('c1', 2, ['a'])
     """
-    from convgraph.model.tree import summary
+    from convgraph.analysis.stats import summary
 
     head = script_json(
         {

@@ -176,7 +176,7 @@ def preference_pairs(
     """
     import pandas as pd
 
-    from convgraph.model.forest import load_trees
+    from convgraph.model.loading import load_trees
 
     records = list(pairs(load_trees(conversation_ids, db), prefer))
     return pd.DataFrame.from_records(records, columns=list(PAIR_COLUMNS))

@@ -1,11 +1,18 @@
 """Find the parent links that break the tree's rules, and drop them.
 
 A stored parent link can be wrong in four ways: a node is its own parent, the
-parent does not exist, the parent is in another conversation (the seed's
-Option A forbids it), or following parents goes round a cycle. Each is reported
+parent does not exist, the parent is in another conversation (the
+same-conversation rule forbids it: docs/design.md#the-same-conversation-rule), or following parents goes round a cycle. Each is reported
 as a `Problem`; the link is dropped, so the node becomes a root and every tree
 convgraph builds is a real forest. The message store's threads have links of
 their own (`forked_from`), and a cycle of forks is reported the same way.
+
+The rule has two forms, side by side at the end of this module, with one
+property test for the pair (tests/test_link_checks.py): `check_links` for one
+tree's records (plain Python: the one-tree path reads no pandas) and
+`check_link_table` for a whole nodes table (vectorized: a hash of the parent
+ids and pointer jumping, not a walk per node). Both report the same problems
+and keep the same parents.
 
 Every walk up a chain of links in convgraph, of nodes, messages or threads, is
 a `ParentWalk`: iterative, each id visited once, so nothing here recurses or
@@ -16,7 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 from convgraph.text import counted
 
@@ -224,3 +235,99 @@ def check_links(
         )
     problems.extend(break_cycles(parents, parents, conversation_of))
     return parents, problems
+
+
+def check_link_table(
+    nodes: pd.DataFrame, parent_rows: np.ndarray | None = None
+) -> tuple[np.ndarray, list[Problem]]:
+    """`check_links` of a whole nodes table: the row of each node's valid
+    parent (-1 for a root), and the problems found.
+
+    Parameters
+    ----------
+    nodes
+        One row per node, many trees, in log order: `id` (unique),
+        `parent_id` (as stored), `tree_id` and `conversation_id`. A parent
+        in another tree is a cross-conversation link (its tree is named in
+        the message), one in no row is missing.
+    parent_rows
+        The row of each stored parent where the reader found it already
+        (`convgraph.contract.PARENT_ROWS`: -1 for none, or a parent id that
+        names no row); else found from the ids.
+
+    Returns
+    -------
+    tuple
+        The checked parent rows, and the problems: the self, missing and
+        cross-conversation parents in row order, then one per cycle.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "b", "c"], "tree_id": "t",
+    ...     "conversation_id": "t", "parent_id": [None, "r", "c", "b"]})
+    >>> rows, problems = check_link_table(nodes)
+    >>> rows.tolist(), [problem.message for problem in problems]
+    ([-1, 0, -1, 2], ['b is on a cycle of 2 parent links: b -> c -> b'])
+    """
+    # Imported here, not above: the one-tree path imports this module for
+    # `check_links` and `ParentWalk`, and stays free of numpy and pandas.
+    import numpy as np
+    import pandas as pd
+
+    from convgraph.links.pointer_jumping import parent_rows_of, reaches_root
+
+    ids = nodes["id"].to_numpy(dtype=object)
+    stored = nodes["parent_id"].to_numpy(dtype=object)
+    has_parent = np.asarray(pd.notna(stored), dtype=bool)
+    if parent_rows is None:
+        parent_rows = parent_rows_of(ids, stored)
+    found = np.asarray(parent_rows, dtype=np.int64)
+    own = np.arange(len(ids))
+    tree = pd.factorize(nodes["tree_id"])[0]  # codes: cheap on categories
+
+    self_parent = has_parent & (found == own)
+    missing = has_parent & (found < 0)
+    safe = np.where(found < 0, own, found)
+    cross = has_parent & ~missing & (tree[safe] != tree)
+    broken = self_parent | missing | cross
+
+    problems = []
+    if broken.any():
+        conversations = nodes["conversation_id"].to_numpy(dtype=object)
+        tree_ids = nodes["tree_id"].to_numpy(dtype=object)
+        kinds = np.select(
+            [self_parent, missing], [SELF_PARENT, MISSING_PARENT], CROSS_CONVERSATION
+        )
+        for row in np.flatnonzero(broken).tolist():
+            problems.append(
+                link_problem(
+                    str(kinds[row]),
+                    ids[row],
+                    stored[row],
+                    conversations[row],
+                    str(tree_ids[found[row]]) if cross[row] else "",
+                )
+            )
+    checked = np.where(broken | ~has_parent, -1, found)
+
+    # Only the nodes that reach no root are on a cycle or hang off one: they
+    # are walked, in log order, as `check_links` walks every node.
+    on_cycles = np.flatnonzero(~reaches_root(checked))
+    if len(on_cycles):
+        parents = dict(
+            zip(ids[on_cycles].tolist(), ids[checked[on_cycles]].tolist(), strict=True)
+        )
+        conversation_of = dict(
+            zip(
+                ids[on_cycles].tolist(),
+                nodes["conversation_id"].to_numpy(dtype=object)[on_cycles].tolist(),
+                strict=True,
+            )
+        )
+        cycle_problems = break_cycles(parents, parents, conversation_of)
+        problems.extend(cycle_problems)
+        row_of = dict(zip(ids[on_cycles].tolist(), on_cycles.tolist(), strict=True))
+        for problem in cycle_problems:
+            checked[row_of[problem.node_id]] = -1
+    return checked, problems

@@ -9,19 +9,22 @@ model). Every round doubles how far each pointer reaches, so a path of
 length L takes log2(L) vectorized rounds: a 100,000-deep chain is 17 rounds,
 with no Python loop per node and no recursion. `root_pointers`,
 `reaches_root`, `path_totals` and `nearest_marked` are its everyday forms.
+`parent_rows_of` makes the array from the ids, the one hash of every parent
+id that the forest and the statistics of a dataset both need.
 
-numpy is imported inside the functions: the forest module imports this one,
-and the command line imports the forest module without wanting numpy.
+This is the table side of the links: it imports numpy and pandas, and only
+whole-forest work imports it (the one-tree path walks with
+`convgraph.links.integrity.ParentWalk`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
+import pandas as pd
 
 
 class Climb(NamedTuple):
@@ -90,8 +93,6 @@ def climb(
     >>> found.totals.tolist(), found.nearest.tolist()
     ([1, 0, 100, 1001], [-1, 1, 1, -1])
     """
-    import numpy as np
-
     count = len(parent_rows)
     pointer = np.where(parent_rows >= 0, parent_rows, count)
     if marked is not None:
@@ -123,6 +124,29 @@ def climb(
         None if totals is None else totals[:count],
         nearest,
     )
+
+
+def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:
+    """The row of each node's parent: the position in `ids` of each of
+    `parent_ids`, -1 where it is None (a root) or names no row.
+
+    Parameters
+    ----------
+    ids
+        Every node's id, one per row, unique (a column, array or list).
+    parent_ids
+        Each row's parent id, or None (NA and NaN count as None).
+
+    Examples
+    --------
+    >>> parent_rows_of(["r", "a", "b", "c"], [None, "r", "a", "gone"]).tolist()
+    [-1, 0, 1, -1]
+    """
+    index = pd.Index(np.asarray(ids, dtype=object))
+    parents = np.asarray(parent_ids, dtype=object)
+    has_parent = pd.notna(parents)
+    rows = index.get_indexer(np.where(has_parent, parents, None))
+    return np.where(has_parent, rows, -1).astype(np.int64)
 
 
 def path_totals(
@@ -169,8 +193,6 @@ def root_pointers(parent_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> roots.tolist(), depths.tolist()
     ([0, 0, 0, 3, 3], [0, 1, 2, 0, 1])
     """
-    import numpy as np
-
     # Roots are marked, so the climb stops at each node's root and its total
     # counts the links on the way: one per node passed below the root.
     linked = parent_rows >= 0

@@ -4,7 +4,8 @@ Work on the whole file reads every node into one pandas table, checks its
 links with vectorized operations (`convgraph.links.integrity.check_link_table`:
 a hash of the parent ids and numpy pointer jumping, not a walk per node), marks
 the branches (`convgraph.model.marks.mark_forest`) and builds a DiGraph per
-conversation only when asked for, with the one-tree path's `build_graph`. A
+conversation only when asked for (`ConversationTree.from_records`, as the
+one-tree path builds it). A
 command about one conversation never comes here: `convgraph.model.loading`
 reads that tree alone, without pandas.
 """
@@ -28,15 +29,15 @@ from convgraph.contract import (
 from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_link_table
 from convgraph.links.pointer_jumping import root_pointers
-from convgraph.model.loading import build_graph
 from convgraph.model.marks import mark_forest
+from convgraph.model.tree import ConversationTree
 from convgraph.sources import Source, opened
 from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.store.notes import NodeNote
+    from convgraph.sources.notes import NodeNote
 
 
 class Forest:
@@ -119,7 +120,7 @@ class Forest:
                 step("Reading every conversation")
                 nodes, names = logs.read_forest(text=text)
                 problems = [*logs.record_problems, *logs.fork_problems()]
-            from convgraph.store.notes import read_notes
+            from convgraph.sources.notes import read_notes
 
             notes = read_notes(logs)
         step("Checking parent links")
@@ -130,7 +131,7 @@ class Forest:
 
     def _repr_html_(self) -> str:
         """Jupyter shows a forest as its statistics table."""
-        from convgraph.present.notebook import forest_html
+        from convgraph.present.forest_view import forest_html
 
         return forest_html(self)
 
@@ -171,7 +172,9 @@ class Forest:
         rows = self.nodes.iloc[self._rows_by_tree[tree_id]]
         records = [_plain(record) for record in rows.to_dict("records")]
         parents = {record["id"]: record["parent_id"] for record in records}
-        return build_graph(tree_id, self.names.get(tree_id), records, parents)
+        return ConversationTree.from_records(
+            records, parents, tree_id, self.names.get(tree_id)
+        )
 
     def trees(self) -> Iterator[nx.DiGraph]:
         """Every tree's DiGraph, one at a time.
@@ -196,7 +199,9 @@ class Forest:
         for tree_id in self.tree_ids:
             rows = [records[row] for row in self._rows_by_tree[tree_id]]
             parents = {record["id"]: record["parent_id"] for record in rows}
-            yield build_graph(tree_id, self.names.get(tree_id), rows, parents)
+            yield ConversationTree.from_records(
+                rows, parents, tree_id, self.names.get(tree_id)
+            )
 
 
 def _read_named(

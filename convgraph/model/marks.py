@@ -7,7 +7,7 @@ branch last used: the chat exports mark it themselves (their current node),
 and an llm database by the most recently logged node of each tree (the last
 in log order: `datetime_utc`, then id), as `llm -c` goes on from there.
 `note` and `preferred` come from convgraph's own table
-(`convgraph.store.notes`).
+(read by `convgraph.sources.notes`).
 
 `mark_tree` does it for one DiGraph, walking up from one node; `mark_forest`
 for a whole nodes table at once, marking every tree's path with pointer
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from convgraph.store.notes import NodeNote
+    from convgraph.sources.notes import NodeNote
 
 
 def mark_tree(
@@ -74,11 +74,7 @@ def mark_forest(
     import numpy as np
     import pandas as pd
 
-    given = "active" in nodes.columns and nodes["active"].notna().any()
-    if given:
-        nodes["active"] = _booleans(nodes["active"])
-    else:
-        nodes["active"] = active_rows(parent_rows, last_rows(nodes["tree_id"]))
+    nodes["active"] = active_column(nodes, parent_rows)
     if "note" not in nodes.columns:
         nodes["note"] = pd.Series([None] * len(nodes), dtype=object, index=nodes.index)
     else:
@@ -102,6 +98,26 @@ def mark_forest(
         nodes["note"] = note_column
         nodes["preferred"] = preferred_column
     return nodes
+
+
+def active_column(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
+    """Each row's `active`, as booleans: the table's own column where the
+    source filled it (a chat export's current branch, or a `Forest`'s
+    marks), else each tree's path from its root to its last row (log order).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> nodes = pd.DataFrame({"tree_id": ["t", "t", "t"]})
+    >>> active_column(nodes, np.array([-1, 0, 0])).tolist()
+    [True, False, True]
+    >>> nodes["active"] = [True, True, None]
+    >>> active_column(nodes, np.array([-1, 0, 0])).tolist()
+    [True, True, False]
+    """
+    if "active" in nodes.columns and nodes["active"].notna().any():
+        return _booleans(nodes["active"]).to_numpy(dtype=bool)
+    return active_rows(parent_rows, last_rows(nodes["tree_id"]))
 
 
 def _booleans(values: pd.Series) -> pd.Series:

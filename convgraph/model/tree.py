@@ -1,14 +1,16 @@
-"""The design notes' tree operations, on one conversation's DiGraph.
+"""The tree operations, on one conversation's DiGraph (the helpers of
+docs/design.md#the-twelve-helpers, and a few more).
 
 A conversation tree is a `ConversationTree`: a `networkx.DiGraph` whose
 edges run parent -> child, whose nodes and successors are in log order, and
-whose every node has at most one parent (`convgraph.model.forest` builds them so).
-The operations are plain functions of a graph, `f(tree, node) -> value`, as
-networkx's own algorithms are; each one is iterative and linear in the size
-of the tree at most, so a 100,000-deep chain is as easy as a short one.
-`summary` and `node_totals` are the one place where a tree's or a branch's
-figures are computed (the statistics tables of `convgraph.analysis.stats` compute the
-same figures for a whole forest at once, vectorized).
+whose every node has at most one parent (`convgraph.model.loading` builds
+them so). The operations are plain functions of a graph, `f(tree, node) ->
+value`, as networkx's own algorithms are; each one is iterative and linear in
+the size of the tree at most, so a 100,000-deep chain is as easy as a short
+one. `node_totals` is the one place where what some nodes add up to (a
+branch, a run, a whole tree) is computed; a whole tree's statistics,
+`convgraph.analysis.stats.summary`, sit beside the table that computes the
+same figures for a whole forest at once.
 
 Examples
 --------
@@ -29,14 +31,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
 from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
 from convgraph.errors import UnknownNode
 from convgraph.links.integrity import ParentWalk
+from convgraph.model.marks import mark_tree
 from convgraph.text import counted
+
+if TYPE_CHECKING:
+    from convgraph.sources.notes import NodeNote
 
 #: What `node_totals` adds up, in the order of its dict.
 TOTAL_KEYS = (
@@ -108,6 +114,47 @@ class ConversationTree(nx.DiGraph):
             tree.add_node(node, **data)
         tree.add_edges_from(edges)
         return tree
+
+    @classmethod
+    def from_records(
+        cls,
+        records: Iterable[Mapping[str, Any]],
+        parents: Mapping[str, str | None],
+        tree_id: str,
+        name: str | None = None,
+        notes: Mapping[str, NodeNote] | None = None,
+    ) -> ConversationTree:
+        """One conversation's tree from a source's records (in log order,
+        each with `id` and the node attributes) and their checked parents
+        (`convgraph.links.integrity.check_links`), as every tree convgraph
+        reads is built.
+
+        Nodes go in in log order, so successors come out in log order. The
+        branch attributes a source does not give (`active`, `note`,
+        `preferred`) are attached by `convgraph.model.marks.mark_tree`, with
+        `notes`.
+
+        Examples
+        --------
+        >>> tree = ConversationTree.from_records(
+        ...     [{"id": "r"}, {"id": "a", "model": "echo"}], {"r": None, "a": "r"},
+        ...     tree_id="c1")
+        >>> list(tree.edges), tree.nodes["a"]["active"]
+        ([('r', 'a')], True)
+        """
+        records = list(records)
+        graph = cls(tree_id=tree_id, name=name)
+        for record in records:
+            graph.add_node(
+                record["id"], **{key: record.get(key) for key in NODE_ATTRIBUTES}
+            )
+        graph.add_edges_from(
+            (parent, record["id"])
+            for record in records
+            if (parent := parents[record["id"]]) is not None
+        )
+        mark_tree(graph, notes)
+        return graph
 
     def __repr__(self) -> str:
         roots = sum(1 for _, degree in self.in_degree() if degree == 0)
@@ -227,8 +274,8 @@ def path(tree: nx.DiGraph, node: str) -> list[str]:
 
 
 def ancestors(tree: nx.DiGraph, node: str) -> list[str]:
-    """The node's ancestors, nearest first (the seed's path to root, without
-    the node).
+    """The node's ancestors, nearest first (the original notes' path to root,
+    docs/design.md#the-twelve-helpers, without the node).
 
     Examples
     --------
@@ -436,51 +483,3 @@ def _moment(text: Any) -> datetime | None:
 
 def _first(pair: tuple[datetime, str]) -> datetime:
     return pair[0]
-
-
-def summary(tree: nx.DiGraph) -> dict[str, Any]:
-    """The conversation's statistics in one dict (the seed's summary).
-
-    The keys are the columns of `convgraph.analysis.stats.conversation_table`, which
-    has one row of these figures per conversation (`CONVERSATION_COLUMNS`):
-    `tree_id` and `name` (the graph's attributes), the tree's shape (`nodes`,
-    `roots`, `leaves`, `max_depth`, `branch_points`, `branching_factor_avg`,
-    `branching_factor_max`), and `node_totals` over all its nodes.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"a": {"model": "echo", "output_tokens": 5}}, name="Trees")
-    >>> stats = summary(tree)
-    >>> [stats[key] for key in ("nodes", "roots", "leaves", "max_depth",
-    ...     "branch_points", "branching_factor_avg", "branching_factor_max")]
-    [3, 1, 2, 1, 1, 2.0, 2]
-    >>> stats["name"], stats["models"], stats["output_tokens"], stats["input_tokens"]
-    ('Trees', ['echo'], 5, None)
-    """
-    # The statistics module names the columns; it imports no pandas until a
-    # table is made.
-    from convgraph.analysis.stats import CONVERSATION_COLUMNS
-
-    levels = depths(tree)
-    average, most = branching_factor(tree)
-    stats = {
-        "tree_id": tree.graph.get("tree_id"),
-        "name": tree.graph.get("name"),
-        "nodes": tree.number_of_nodes(),
-        "roots": len(roots(tree)),
-        "leaves": len(leaves(tree)),
-        "max_depth": max(levels.values(), default=0),
-        "branch_points": len(branch_points(tree)),
-        "branching_factor_avg": average,
-        "branching_factor_max": most,
-        **node_totals(tree),
-        # The active path (the branch last used) and the leaves off it.
-        "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
-        "abandoned_branches": sum(
-            1
-            for node, on in tree.nodes(data="active")
-            if not on and tree.out_degree(node) == 0
-        ),
-    }
-    return {key: stats[key] for key in CONVERSATION_COLUMNS}

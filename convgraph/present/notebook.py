@@ -8,7 +8,8 @@ Graphviz's `dot` is installed, a tree is drawn as SVG from the DOT that
 marked); elsewhere, or for a tree too big to lay out quickly, it is the text
 tree of `convgraph.present.text_tree`, escaped into an HTML `<pre>`. Only one of the two
 is offered at a time, because notebook front ends prefer HTML over SVG when a
-result has both. `forest_html` is the statistics table a `Forest` shows.
+result has both. A `Forest` shows its statistics table
+(`convgraph.present.forest_view`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.model.forest import Forest
-
 #: Trees with more nodes than this show as text: Graphviz lays out a few
 #: hundred boxes in well under a second, thousands take minutes.
 SVG_NODE_LIMIT = 400
@@ -30,8 +29,6 @@ SVG_NODE_LIMIT = 400
 DOT_TIMEOUT_SECONDS = 20
 #: Lines of text tree that the HTML shows before it says how many are left.
 HTML_LINE_LIMIT = 500
-#: Conversations that a forest's table shows (the first and last halves).
-FOREST_ROW_LIMIT = 60
 
 
 def graphviz_available() -> bool:
@@ -92,23 +89,3 @@ def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
         title += f"  {html.escape(str(tree.graph['name']))}"
     body = html.escape("\n".join(lines))
     return f'<div class="convgraph-tree"><p>{title}</p><pre>{body}</pre>{more}</div>'
-
-
-def forest_html(forest: Forest, row_limit: int = FOREST_ROW_LIMIT) -> str:
-    """A forest as HTML: its size, then the statistics table of
-    `convgraph.analysis.stats.conversation_table` (models joined by commas; a long
-    table shows its first and last rows)."""
-    import pandas as pd
-
-    from convgraph.analysis.stats import conversation_table
-
-    table = conversation_table(forest)
-    table["models"] = [", ".join(models) for models in table["models"]]
-    heading = html.escape(repr(forest))
-    with pd.option_context(
-        "display.max_rows", row_limit, "display.min_rows", row_limit
-    ):
-        body = table.to_html(
-            index=False, na_rep="", max_rows=row_limit, float_format="{:.2f}".format
-        )
-    return f'<div class="convgraph-forest"><p>{heading}</p>{body}</div>'

@@ -146,7 +146,7 @@ class FanOut:
         children of the parent, or for new roots the node asked again and
         its regenerations (separate roots are otherwise no alternatives)."""
         from convgraph.analysis.diff import compare
-        from convgraph.model.forest import load_tree_of_node
+        from convgraph.model.loading import load_tree_of_node
 
         tree = load_tree_of_node(self.tree_node, self.path)
         if self.parent_id is not None:
@@ -530,7 +530,7 @@ def _point_below(path: Path, node_id: str) -> BranchPoint:
             raise UnknownNode(node_id)
         if logs.store is None:  # with the message store, a branch is a fork
             require_rules(logs.conn)
-        from convgraph.model.forest import load_tree_of_node
+        from convgraph.model.loading import load_tree_of_node
 
         graph = load_tree_of_node(node_id, logs)
     return BranchPoint(
@@ -540,7 +540,7 @@ def _point_below(path: Path, node_id: str) -> BranchPoint:
 
 def _point_beside(path: Path, node_id: str) -> tuple[BranchPoint, dict[str, Any]]:
     """The branch point for siblings of `node_id`, and the node itself."""
-    from convgraph.model.forest import load_tree_of_node
+    from convgraph.model.loading import load_tree_of_node
     from convgraph.model.tree import parent
     from convgraph.sources import open_logs
 

@@ -91,7 +91,7 @@ def delete_node(
     if mode not in ("refuse", "reparent", "cascade"):
         raise ValueError(f"unknown deletion mode {mode!r}")
     from convgraph.model import tree as tree_ops
-    from convgraph.model.forest import load_tree_of_node
+    from convgraph.model.loading import load_tree_of_node
     from convgraph.sources import LogDatabase
 
     path = database_path(db)

@@ -1,0 +1,159 @@
+"""One conversation tree from a source: the loaders of the one-tree path.
+
+A command about one conversation or one node reads only that tree's rows
+(`Source.read_tree`), checks their links in plain Python
+(`convgraph.links.integrity.check_links`) and builds one networkx DiGraph
+with its branch marks (`ConversationTree.from_records`). Nothing here
+imports pandas or numpy, and networkx only when a graph is built, so `convgraph path`, `tree` and `diff` start fast:
+`load_path` answers from the stored links alone where a file has them. The
+whole file as tables is `convgraph.model.forest.Forest`; it builds each tree
+with the same `ConversationTree.from_records`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from convgraph.errors import DifferentConversations, UnknownConversation
+from convgraph.links.integrity import Problem, check_links
+from convgraph.sources import Source, TreeRecords, opened
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def read_tree(logs: Source, tree_id: str) -> tuple[nx.DiGraph, list[Problem]]:
+    """One tree's graph and the problems of its links, reading only that tree."""
+    # Here, not above: `load_path` mostly answers without a graph, and
+    # without networkx.
+    from convgraph.model.tree import ConversationTree
+    from convgraph.sources.notes import read_notes
+
+    tree: TreeRecords = logs.read_tree(tree_id)
+    if not tree.records:
+        raise UnknownConversation(tree_id)
+    ids = {record["id"] for record in tree.records}
+    outside = [
+        record["parent_id"]
+        for record in tree.records
+        if record["parent_id"] is not None and record["parent_id"] not in ids
+    ]
+    outsiders = (
+        logs.legacy.conversation_of_ids(outside) if outside and logs.legacy else {}
+    )
+    parents, problems = check_links(tree.records, outsiders)
+    notes = read_notes(logs, ids)
+    graph = ConversationTree.from_records(
+        tree.records, parents, tree.tree_id, tree.name, notes
+    )
+    return graph, tree.problems + problems
+
+
+def load_tree(
+    conversation_id: str, db: str | os.PathLike[str] | Source | None = None
+) -> nx.DiGraph:
+    """The conversation tree that `conversation_id` names, as a DiGraph.
+
+    Parameters
+    ----------
+    conversation_id
+        A legacy conversation id, or any thread id of a message-store tree.
+    db
+        A path to a `logs.db`, an open `Source`, or None for llm's own.
+
+    Raises
+    ------
+    UnknownConversation, DatabaseError
+    """
+    with opened(db) as logs:
+        return read_tree(logs, logs.tree_id_of_conversation(conversation_id))[0]
+
+
+def load_tree_of_node(
+    node_id: str, db: str | os.PathLike[str] | Source | None = None
+) -> nx.DiGraph:
+    """The conversation tree that holds `node_id` (a response or turn id)."""
+    with opened(db) as logs:
+        return read_tree(logs, logs.tree_id_of_node(node_id))[0]
+
+
+def load_path(
+    node_id: str, db: str | os.PathLike[str] | Source | None = None
+) -> list[str]:
+    """The ids from the root of `node_id`'s tree down to `node_id`.
+
+    The same answer as `convgraph.model.tree.path` on `load_tree_of_node`, but where
+    the file stores parent links (legacy with `parent_response_id`) it walks
+    them up the primary key and reads nothing else of the conversation.
+
+    Raises
+    ------
+    UnknownNode, DatabaseError
+    """
+    with opened(db) as logs:
+        found = logs.path_by_links(node_id)
+        if found is not None:
+            return found
+        # Only here does the tree's answer need networkx: a command that
+        # walked the links above has no reason to import it.
+        from convgraph.model.tree import path
+
+        return path(read_tree(logs, logs.tree_id_of_node(node_id))[0], node_id)
+
+
+def load_trees(
+    conversation_ids: Iterable[str] = (),
+    db: str | os.PathLike[str] | Source | None = None,
+) -> Iterator[nx.DiGraph]:
+    """The trees these ids name, each once, in the order first named; every
+    tree of the file (read as one `Forest`, built one at a time) when none.
+
+    With ids, every tree is read (one conversation each) before the first is
+    given, so an unknown id fails before a caller writes anything. Two thread
+    ids of one message-store tree name the same tree.
+
+    Raises
+    ------
+    UnknownConversation, DatabaseError
+    """
+    named = list(conversation_ids)
+    if not named:
+        # Every tree needs the whole table: the forest's own import, here,
+        # so the one-tree loaders stay free of pandas.
+        from convgraph.model.forest import Forest
+
+        return Forest.read(db).trees()
+    trees: dict[Any, nx.DiGraph] = {}
+    with opened(db) as logs:
+        for conversation_id in named:
+            tree = load_tree(conversation_id, logs)
+            trees.setdefault(tree.graph["tree_id"], tree)
+    return iter(trees.values())
+
+
+def load_tree_of_pair(
+    node_a: str, node_b: str, db: str | os.PathLike[str] | Source | None = None
+) -> nx.DiGraph:
+    """The conversation tree that holds both nodes, reading only that tree
+    (for a diff of their branches).
+
+    Raises
+    ------
+    UnknownNode
+        Either id names no node.
+    DifferentConversations
+        The nodes are in different conversation trees.
+    DatabaseError
+    """
+    with opened(db) as logs:
+        tree = load_tree_of_node(node_a, logs)
+        if node_b not in tree:
+            # Only an id lookup: the other tree is not read.
+            other = logs.tree_id_of_node(node_b)
+            raise DifferentConversations(
+                f"{node_a!r} and {node_b!r} are in different conversations"
+                f" ({tree.graph['tree_id']!r} and {other!r})"
+            )
+        return tree

@@ -1,0 +1,39 @@
+"""How a `Forest` shows itself in Jupyter: its statistics table.
+
+`convgraph.model.forest.Forest._repr_html_` calls `forest_html`, imported only
+when a notebook shows a forest: its size, then the table of
+`convgraph.analysis.stats.conversation_table`. Apart from the trees' pictures
+(`convgraph.present.notebook`), since a tree shows itself without the
+statistics.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from convgraph.analysis.stats import conversation_table
+
+if TYPE_CHECKING:
+    from convgraph.model.forest import Forest
+
+#: Conversations that a forest's table shows (the first and last halves).
+FOREST_ROW_LIMIT = 60
+
+
+def forest_html(forest: Forest, row_limit: int = FOREST_ROW_LIMIT) -> str:
+    """A forest as HTML: its size, then the statistics table of
+    `convgraph.analysis.stats.conversation_table` (models joined by commas; a long
+    table shows its first and last rows)."""
+    table = conversation_table(forest)
+    table["models"] = [", ".join(models) for models in table["models"]]
+    heading = html.escape(repr(forest))
+    with pd.option_context(
+        "display.max_rows", row_limit, "display.min_rows", row_limit
+    ):
+        body = table.to_html(
+            index=False, na_rep="", max_rows=row_limit, float_format="{:.2f}".format
+        )
+    return f'<div class="convgraph-forest"><p>{heading}</p>{body}</div>'

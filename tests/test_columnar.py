@@ -26,7 +26,8 @@ pytest.importorskip("adbc_driver_sqlite")
 
 from benchmarks import synthetic  # noqa: E402
 from convgraph import Forest  # noqa: E402
-from convgraph.sources import columnar, open_logs  # noqa: E402
+from convgraph.sources import columnar, open_logs, snapshot  # noqa: E402
+from convgraph.sources.columnar import numbering, reader  # noqa: E402
 from tests.databases import (  # noqa: E402
     COMPLEX,
     LlmLog,
@@ -77,8 +78,8 @@ def execute(path: Path, *statements: str) -> None:
 
 def fixed_chunks(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
     """Every statement reads `rows` rows, however long it takes."""
-    for name in ("CHUNK_ROWS", "MIN_CHUNK_ROWS", "MAX_CHUNK_ROWS"):
-        monkeypatch.setattr(columnar, name, rows)
+    for name in ("FIRST_CHUNK_ROWS", "MIN_CHUNK_ROWS", "MAX_CHUNK_ROWS"):
+        monkeypatch.setattr(snapshot, name, rows)
 
 
 # -- legacy files ------------------------------------------------------------------
@@ -167,8 +168,8 @@ def test_chunks_of_one_row_and_of_nulls_only(seed_db, monkeypatch):
 def side_by_side(monkeypatch: pytest.MonkeyPatch, threads: int, rows: int) -> None:
     """Every table of `threads` rows or more is read in `threads` ranges of
     rowids at once, each in statements of `rows` rows."""
-    monkeypatch.setattr(columnar, "READ_THREADS", threads)
-    monkeypatch.setattr(columnar, "ROWS_PER_RANGE", 1)
+    monkeypatch.setattr(reader, "READ_THREADS", threads)
+    monkeypatch.setattr(reader, "ROWS_PER_RANGE", 1)
     fixed_chunks(monkeypatch, rows)
 
 
@@ -400,6 +401,22 @@ def test_undecodable_text_goes_to_the_row_reader(seed_db):
         assert columnar.read_forest(logs, text=False) is None
 
 
+def test_an_undecodable_parent_that_names_nothing_goes_to_the_row_reader(seed_db):
+    """A lost parent's id is read again by itself (`ArrowReader.texts_at`):
+    bytes that are not UTF-8 there are the row readers' to show too."""
+    execute(
+        seed_db,
+        "update responses set parent_response_id = cast(x'00ff' as text)"
+        " where id = 'complex-c'",
+    )
+    with open_logs(seed_db) as logs:
+        assert columnar.read_forest(logs, text=False) is None
+    problems = Forest.read(seed_db, text=False).problems
+    assert [(p.kind, p.node_id, p.parent_id) for p in problems] == [
+        ("missing-parent", "complex-c", "\x00\ufffd")
+    ]
+
+
 def test_upgraded_files_go_to_the_row_reader(tmp_path):
     path = tmp_path / "logs.db"
     conn = legacy_database(path, with_parent=False)
@@ -564,11 +581,11 @@ def test_hashes_of_one_length_are_numbered_as_strings_are(size):
     keys = pa.chunked_array([[a, b], [c]])
     parents = pa.chunked_array([[None, a], [b]])
     tips = pa.chunked_array([[c, None, a]])
-    count, (parent_codes, tip_codes) = columnar._numbered_by_bytes(keys, parents, tips)
+    count, (parent_codes, tip_codes) = numbering.numbered_by_bytes(keys, parents, tips)
     assert count == 3
     assert parent_codes.tolist() == [-1, 0, 1]
     assert tip_codes.tolist() == [2, -1, 0]
-    strings = columnar._numbered(keys, parents, tips)
+    strings = numbering.numbered(keys, parents, tips)
     assert strings[0] == count
     assert [codes.tolist() for codes in strings[1]] == [[-1, 0, 1], [2, -1, 0]]
 
@@ -583,7 +600,7 @@ def test_hashes_of_one_length_are_numbered_as_strings_are(size):
 )
 def test_hashes_the_integers_cannot_number_go_to_the_strings(parents):
     keys = pa.chunked_array([["b2:a", "b2:b"] if len(parents[0]) == 4 else [A, B]])
-    assert columnar._numbered_by_bytes(keys, pa.chunked_array([parents])) is None
+    assert numbering.numbered_by_bytes(keys, pa.chunked_array([parents])) is None
 
 
 def test_hashes_that_mix_alike_go_to_the_strings(monkeypatch):
@@ -591,15 +608,15 @@ def test_hashes_that_mix_alike_go_to_the_strings(monkeypatch):
     leaves them to the strings."""
     keys = pa.chunked_array([[A, B]])
     parents = pa.chunked_array([[B]])
-    assert columnar._numbered_by_bytes(keys, parents) is not None
+    assert numbering.numbered_by_bytes(keys, parents) is not None
     # Every key its own integer, every other value the first key's.
     monkeypatch.setattr(
-        columnar,
-        "_mixed",
+        numbering,
+        "mix",
         lambda strings: (
             np.arange(len(strings), dtype=np.uint64)
             if len(strings) == 2
             else np.zeros(len(strings), np.uint64)
         ),
     )
-    assert columnar._numbered_by_bytes(keys, parents) is None
+    assert numbering.numbered_by_bytes(keys, parents) is None

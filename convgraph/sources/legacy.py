@@ -13,7 +13,8 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
-from convgraph.sources.tables import Snapshot, as_integer, as_text
+from convgraph.sources.snapshot import Snapshot
+from convgraph.sources.tables import as_integer, as_text
 
 if TYPE_CHECKING:
     import numpy as np

@@ -6,7 +6,9 @@ message it ended at (`tip_message_hash`); `threads` are named pointers, and a
 thread made with `LogStore.fork` names the thread it came from.
 
 A node is a turn. Its parent is the turn whose output its input continues: the
-nearest message above its input that is some turn's tip. A conversation tree is
+nearest message above its input that is some turn's tip (the rule and its
+two forms, turn by turn here and on arrays in the columnar reader, are in
+`turn_parents`). A conversation tree is
 an original thread with every thread forked from it, transitively, and is named
 by the original thread's id. Forks that go round a cycle (hostile data) have
 no original thread: the cycle's smallest thread id stands for it, and the
@@ -23,12 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
-from convgraph.sources.tables import (
-    Snapshot,
-    as_integer,
-    as_text,
-    no_garbage_collection,
-)
+from convgraph.sources.snapshot import Snapshot
+from convgraph.sources.tables import as_integer, as_text, no_garbage_collection
+from convgraph.sources.turn_parents import NearestAbove, turn_parents
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -383,24 +382,13 @@ class MessageStoreReader:
         # messages above each: their texts are read below even without text.
         continuing: list[tuple[dict[str, Any], list[str]]] = []
 
-        # Turns by (tree, tip): the candidates for being some turn's parent.
-        by_tip: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for turn in turns:
             turn["tree_id"] = thread_roots.get(turn["thread_id"], turn["thread_id"])
-            by_tip[(turn["tree_id"], turn["tip_message_hash"])].append(turn)
-        tips_by_tree: dict[str, set[str]] = defaultdict(set)
-        for tree_id, tip in by_tip:
-            tips_by_tree[tree_id].add(tip)
+        parents = turn_parents(turns, chains.nearest, forked_from)
 
         records = []
-        for turn in turns:
+        for turn, parent in zip(turns, parents, strict=True):
             tree_id = turn["tree_id"]
-            above = chains.nearest(
-                turn["parent_message_hash"], tips_by_tree[tree_id], tree_id
-            )
-            parent = None
-            if above is not None:
-                parent = _choose_parent(by_tip[(tree_id, above)], turn, forked_from)
             input_hashes = chains.own_input(turn["parent_message_hash"]) if text else []
             answers_above = (
                 chains.answers_above(turn["parent_message_hash"])
@@ -536,33 +524,17 @@ def _turn_order(turn: dict[str, Any]) -> tuple[str, str]:
 
 class _Chains:
     """Walks up the message tree, each message visited once however many
-    turns share it (a memo of the nearest tip above each message)."""
+    turns share it: `nearest` remembers the nearest tip (or system message)
+    above each message walked."""
 
     def __init__(self, messages: dict[str, tuple[str | None, str]]):
         self.messages = messages
-        self._nearest: dict[tuple[str, str], str | None] = {}
-        self._root: dict[str, str | None] = {}
+        self.nearest = NearestAbove(self.parent)
 
     def parent(self, message_hash: str | None) -> str | None:
         if message_hash is None or message_hash not in self.messages:
             return None
         return self.messages[message_hash][0]
-
-    def nearest(self, start: str | None, tips: set[str], key: str) -> str | None:
-        """The nearest message at or above `start` that is in `tips`."""
-        walked = []
-        found = None
-        for current in ParentWalk(start, self.parent):
-            if (key, current) in self._nearest:
-                found = self._nearest[(key, current)]
-                break
-            if current in tips:
-                found = current
-                break
-            walked.append(current)
-        for message_hash in walked:
-            self._nearest[(key, message_hash)] = found
-        return found
 
     def own_input(self, parent_message_hash: str | None) -> list[str]:
         """The trailing run of user and tool messages: this turn's new input
@@ -598,47 +570,6 @@ class _Chains:
                 found.append(current)
         found.reverse()
         return found
-
-    def root(self, message_hash: str | None) -> str | None:
-        """The first message of the chain through `message_hash` (None on a
-        cycle), remembered for every message walked: every turn of a deep
-        chain asks, and walking to the top each time would be quadratic."""
-        walked = []
-        found = None
-        for current in ParentWalk(message_hash, self.parent):
-            if current not in self.messages:
-                break
-            if current in self._root:
-                found = self._root[current]
-                break
-            walked.append(current)
-            if self.messages[current][0] is None:
-                found = current
-        for message in walked:
-            self._root[message] = found
-        return found
-
-
-def _choose_parent(
-    candidates: list[dict[str, Any]],
-    turn: dict[str, Any],
-    forked_from: dict[str, str | None],
-) -> dict[str, Any] | None:
-    """Which of the turns that ended at the same message is this turn's parent.
-
-    Identical content shares rows, so several turns (a retry that gave the
-    same answer, a fork that asked the same question) can end at one message.
-    Prefer the turn of the same thread, then of the thread it was forked from,
-    and so on up; else the first one logged.
-    """
-    candidates = [c for c in candidates if c["id"] != turn["id"]]
-    if len(candidates) < 2:  # nearly always: nothing to choose between
-        return candidates[0] if candidates else None
-    for thread in ParentWalk(turn["thread_id"], forked_from):
-        in_thread = [c for c in candidates if c["thread_id"] == thread]
-        if in_thread:
-            return in_thread[0]
-    return candidates[0]
 
 
 def _join(

@@ -8,20 +8,8 @@ strings to categories, integers to nullable Int64), and only the converted
 columns are kept. `conform_nodes` gives every reader's nodes table the same
 columns, order and dtypes.
 
-Whole tables are read in short steps, never in one long SELECT. llm's file
-uses a rollback journal, and a writer cannot commit while any reader holds
-the read lock; llm waits five seconds, then drops the response it was
-logging. A `Snapshot` takes every table's largest rowid in one statement,
-then reads each table by rowid ranges (keyset pagination), each range its
-own statement in autocommit mode, sized to take tens of milliseconds, so the
-lock is free between two of them. No range reads past the largest rowid
-taken at the start: llm only appends rows (one transaction per response) and
-moves thread tips, so the rows up to those bounds are the file as it was at
-that instant, and rows appended meanwhile wait for the next read. At the end
-`Snapshot.changed` asks SQLite whether anyone committed meanwhile (`PRAGMA
-data_version`) and, if so, counts the rows below each bound again: a count
-that moved means something other than an append (a deletion, an `INSERT OR
-REPLACE`) and the caller reads again.
+Whole tables arrive in the chunks of `snapshot.Snapshot`, which reads them
+in short statements so that llm can log meanwhile.
 
 The SQL expressions `as_text` and `as_integer` read any value SQLite holds
 (llm's schema types nothing strictly) in the contract's types: text, or an
@@ -33,25 +21,18 @@ unreadable.
 from __future__ import annotations
 
 import gc
-import sqlite3
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import CATEGORY_COLUMNS, INTEGER_ATTRIBUTES, SOURCE_COLUMNS
 
+# Until the files that import these from here take them from `snapshot`,
+# their one home (engineer B's split of `sources/__init__.py`).
+from convgraph.sources.snapshot import BUSY_TIMEOUT_SECONDS, Snapshot  # noqa: F401
+
 if TYPE_CHECKING:
     import pandas as pd
-
-#: How long a read waits for a writer (llm logging a response) to finish.
-BUSY_TIMEOUT_SECONDS = 5.0
-#: The time one statement of a whole-table read aims to take: a writer waits
-#: for the read lock about this long at most (llm waits up to 5 s).
-CHUNK_SECONDS = 0.03
-#: The rows of a table's first statement, and bounds on any statement's.
-FIRST_CHUNK_ROWS = 2_000
-MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 200, 100_000
 
 
 def replacing_text(data: bytes) -> str:
@@ -76,138 +57,6 @@ def as_integer(expression: str) -> str:
         f" when 'real' then (case when {e} = cast({e} as integer)"
         f" and abs({e}) < 9.2e18 then cast({e} as integer) end) end)"
     )
-
-
-class Snapshot:
-    """Whole tables read in short statements, as they were at one instant
-    (see the module's docstring).
-
-    Parameters
-    ----------
-    conn
-        A read-only connection in autocommit mode (Python's sqlite3 opens no
-        transaction for a SELECT).
-    tables
-        The tables that will be read; each must exist.
-    """
-
-    def __init__(self, conn: sqlite3.Connection, tables: Iterable[str]):
-        self.conn = conn
-        self.tables = list(tables)
-        self.version = conn.execute("pragma data_version").fetchone()[0]
-        self.bounds: dict[str, int | None] = {}
-        self.rowids: dict[str, bool] = {}
-        self._reads: list[tuple[str, int]] = []
-        try:
-            row = (
-                conn.execute(
-                    "select "
-                    + ", ".join(f'(select max(rowid) from "{t}")' for t in self.tables)
-                ).fetchone()
-                if self.tables
-                else ()
-            )
-            self.bounds = dict(zip(self.tables, row, strict=True))
-            self.rowids = dict.fromkeys(self.tables, True)
-        except sqlite3.OperationalError:
-            # A table without rowids (only a hand-made file has one): read
-            # in one statement, as there is no key to page by.
-            for table in self.tables:
-                try:
-                    self.bounds[table] = conn.execute(
-                        f'select max(rowid) from "{table}"'
-                    ).fetchone()[0]
-                    self.rowids[table] = True
-                except sqlite3.OperationalError:
-                    self.bounds[table] = None
-                    self.rowids[table] = False
-
-    def rows(self, table: str, columns: str, alias: str = "t") -> Iterator[list[tuple]]:
-        """Every row of `table` up to its bound, chunk by chunk, in rowid
-        order; each row's first value is its rowid, then `columns` (SQL over
-        `alias`). No filter: `changed` checks the rows read by counting
-        them, and only whole-table counts are cheap (SQLite counts an
-        index); callers keep the rows they want."""
-        if not self.rowids.get(table, False):
-            rows = self._fetch(f'select null, {columns} from "{table}" as {alias}', ())
-            self._reads.append((table, -1))
-            if rows:
-                yield rows
-            return
-        last = self.bounds[table]
-        count = 0
-        if last is not None:
-            query = (
-                f'select {alias}.rowid, {columns} from "{table}" as {alias}'
-                f" where {alias}.rowid > ? and {alias}.rowid <= ?"
-                f" order by {alias}.rowid limit ?"
-            )
-            after = -(2**63)
-            # Each table starts small: its rows may be far larger than the
-            # last table's (texts, not ids).
-            wanted = FIRST_CHUNK_ROWS
-            while True:
-                asked = wanted
-                started = time.perf_counter()
-                chunk = self._fetch(query, (after, last, asked))
-                wanted = _paced(asked, time.perf_counter() - started)
-                if not chunk:
-                    break
-                count += len(chunk)
-                yield chunk
-                if len(chunk) < asked:
-                    break
-                after = chunk[-1][0]
-        self._reads.append((table, count))
-
-    def _fetch(self, query: str, params: tuple) -> list[tuple]:
-        """One statement's rows, read to the end at once, so that SQLite
-        releases the read lock before any Python work on them. Decoding
-        with the plain `str` is the fast path; text that is not UTF-8 makes
-        that fail, and then the chunk is read again with `replacing_text`."""
-        factory = self.conn.text_factory
-        self.conn.text_factory = str
-        try:
-            return self.conn.execute(query, params).fetchall()
-        except sqlite3.OperationalError as error:
-            if "decode" not in str(error):
-                raise
-        finally:
-            self.conn.text_factory = factory
-        return self.conn.execute(query, params).fetchall()
-
-    def changed(self) -> bool:
-        """Whether a writer changed, not only appended to, the rows read.
-
-        No commit since the start (`data_version` the same): nothing
-        changed. Else, per table read, one statement counts its rows and
-        those above the bound (appended since): the difference must be the
-        number read, or rows read were deleted or replaced. A whole-table
-        count is quick, as SQLite counts the smallest index.
-        """
-        version = self.conn.execute("pragma data_version").fetchone()[0]
-        if version == self.version:
-            return False
-        for table, count in self._reads:
-            if count < 0:
-                return True  # no rowids: no way to tell an append
-            last = self.bounds[table]
-            total, appended = self.conn.execute(
-                f'select (select count(*) from "{table}"),'
-                f' (select count(*) from "{table}" where rowid > ?)',
-                (-(2**63) if last is None else last,),
-            ).fetchone()
-            if total - appended != count:
-                return True
-        return False
-
-
-def _paced(rows: int, seconds: float) -> int:
-    """The rows of the next statement, so that it takes about
-    `CHUNK_SECONDS` if this one read `rows` in `seconds`: at most twice as
-    many (a fast chunk may have been luck), as few as it takes."""
-    scale = min(CHUNK_SECONDS / max(seconds, 1e-4), 2.0)
-    return min(max(int(rows * scale), MIN_CHUNK_ROWS), MAX_CHUNK_ROWS)
 
 
 def frame_of_chunks(

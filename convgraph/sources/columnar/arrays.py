@@ -1,0 +1,216 @@
+"""Arrow arrays as the nodes table's numpy and pandas columns.
+
+The ADBC driver gives each column as Arrow arrays, in chunks. The nodes
+table holds object arrays of str and None (as sqlite3 gives them), pandas
+categoricals in first-seen order (as `tables.categorical` makes them) and
+nullable Int64: the conversions here make exactly those, chunk by chunk
+where the chunks are large, and `nodes_frame` puts them together in the
+contract's columns. `in_log_order` tells, without sorting, whether rows
+already are in log order (llm appends as it logs, so they nearly always
+are).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from convgraph.contract import (
+    INTEGER_ATTRIBUTES,
+    PARENT_ROWS,
+    SOURCE_COLUMNS,
+    TEXT_ATTRIBUTES,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+
+def chunks_of(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    """An array's chunks (an Array is one)."""
+    return list(array.chunks) if hasattr(array, "chunks") else [array]
+
+
+def object_array(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Strings as an object array of str and None, as sqlite3 gives them."""
+    return array.to_numpy(zero_copy_only=False)
+
+
+def as_object_array(values: Any) -> np.ndarray:
+    """An object array as it is; Arrow strings as one (`object_array`)."""
+    import numpy as np
+
+    return values if isinstance(values, np.ndarray) else object_array(values)
+
+
+def as_category(values: Any) -> pd.Categorical:
+    """A categorical as it is; Arrow strings as one (`category`)."""
+    import pandas as pd
+
+    return values if isinstance(values, pd.Categorical) else category(values)
+
+
+def dictionary_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Each value's number (first-seen order; -1 for NULL) and the values so
+    numbered: one dictionary encoding over every chunk."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(pa.chunked_array(chunks_of(array), array.type))
+    if not encoded.num_chunks:
+        return np.zeros(0, np.int64), pa.array([], array.type)
+    # Every chunk of the encoding shares the last chunk's dictionary.
+    indices = pa.chunked_array([chunk.indices for chunk in encoded.chunks])
+    codes = pc.fill_null(indices, -1).to_numpy().astype(np.int64)
+    return codes, encoded.chunk(encoded.num_chunks - 1).dictionary
+
+
+def category(array: pa.Array | pa.ChunkedArray) -> pd.Categorical:
+    """Strings as a categorical, categories in first-seen order and missing
+    values as NaN: `tables.categorical`'s answer, from Arrow's dictionary."""
+    import pandas as pd
+
+    codes, values = dictionary_codes(array)
+    return pd.Categorical.from_codes(codes, object_array(values))
+
+
+def integer_parts(
+    array: pa.Array | pa.ChunkedArray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """An int64 column's values (0 for NULL) and where it is NULL."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    # Copied (np.array): a view would keep the driver's whole batch alive.
+    values = np.array(pc.fill_null(array, 0).to_numpy(), np.int64)
+    mask = np.asarray(pc.is_null(array).to_numpy(zero_copy_only=False), bool)
+    return values, mask
+
+
+def integers(array: pa.Array | pa.ChunkedArray) -> pd.arrays.IntegerArray:
+    """An int64 column with NULLs as pandas' nullable Int64."""
+    import pandas as pd
+
+    return pd.arrays.IntegerArray(*integer_parts(array))
+
+
+def joined_categories(parts: list[pa.ChunkedArray]) -> pd.Categorical:
+    """One categorical of chunks dictionary-encoded one by one: Arrow unifies
+    their dictionaries, which keeps the values in first-seen order over all
+    chunks, as if encoded at once."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    chunks = [chunk for part in parts for chunk in part.chunks]
+    if not chunks:
+        return pd.Categorical.from_codes(np.zeros(0, np.int64), [])
+    unified = pa.chunked_array(chunks).unify_dictionaries()
+    codes = pc.fill_null(
+        pa.chunked_array([chunk.indices for chunk in unified.chunks]), -1
+    )
+    values = unified.chunk(0).dictionary
+    return pd.Categorical.from_codes(
+        codes.to_numpy().astype(np.int64), object_array(values)
+    )
+
+
+def in_log_order(
+    dates: pa.ChunkedArray, ids: pa.ChunkedArray
+) -> tuple[bool, tuple[str, str] | None, tuple[str, str] | None]:
+    """Whether these rows are in log order (`sources.sort_log_order`'s test,
+    on Arrow's strings: byte order is code point order in UTF-8), and the
+    first and last row's key, (date or "", id), None when there are none."""
+    import pyarrow.compute as pc
+
+    key = pc.fill_null(dates, "")
+    if not len(ids):
+        return True, None, None
+    first, last = (key[0].as_py(), ids[0].as_py()), (key[-1].as_py(), ids[-1].as_py())
+    if len(ids) < 2:
+        return True, first, last
+    later, earlier = key.slice(1), key.slice(0, len(key) - 1)
+    ids_later, ids_earlier = ids.slice(1), ids.slice(0, len(ids) - 1)
+    ordered = pc.or_(
+        pc.greater(later, earlier),
+        pc.and_(pc.equal(later, earlier), pc.greater_equal(ids_later, ids_earlier)),
+    )
+    return bool(pc.all(ordered).as_py()), first, last
+
+
+def chunks_in_log_order(
+    chunks: list[tuple[bool, tuple[str, str] | None, tuple[str, str] | None]],
+) -> bool:
+    """Whether consecutive chunks (`in_log_order` of each) are in log order
+    together: each one in itself, and each one's first key at or after the
+    last key before it (Python compares str by code point)."""
+    last = None
+    for ordered, first_key, last_key in chunks:
+        if not ordered:
+            return False
+        if first_key is None:
+            continue
+        if last is not None and first_key < last:
+            return False
+        last = last_key
+    return True
+
+
+def nodes_frame(
+    ids: pa.Array | np.ndarray,
+    tree_ids: pa.Array | None,
+    parent_ids: np.ndarray,
+    parent_rows: np.ndarray | None,
+    columns: dict[str, pa.Array],
+    source: str,
+) -> pd.DataFrame:
+    """The nodes table in the contract's columns and dtypes (`tree_ids`
+    None: each node's tree is its conversation), and the parents' rows as
+    `PARENT_ROWS` where they are known."""
+    import numpy as np
+    import pandas as pd
+
+    # Each Arrow column is taken out of `columns` as it is converted, so
+    # that its memory goes before the next one's Python objects are made.
+    count = len(ids)
+    data: dict[str, Any] = {
+        "id": as_object_array(ids),
+        "parent_id": parent_ids,
+        "conversation_id": as_category(columns.pop("conversation_id")),
+    }
+    data["tree_id"] = (
+        data["conversation_id"] if tree_ids is None else category(tree_ids)
+    )
+    for name in TEXT_ATTRIBUTES:
+        data[name] = (
+            as_object_array(columns.pop(name))
+            if name in columns
+            else np.full(count, None, dtype=object)
+        )
+    data["model"] = as_category(columns.pop("model"))
+    data["datetime_utc"] = as_object_array(columns.pop("datetime_utc"))
+    for name in INTEGER_ATTRIBUTES:
+        values = columns.pop(name)
+        data[name] = (
+            values
+            if isinstance(values, pd.api.extensions.ExtensionArray)
+            else integers(values)
+        )
+    data["source"] = pd.Categorical.from_codes(np.zeros(count, np.int8), [source])
+    # dtype=object said outright: pandas 3 would infer its own string dtype
+    # for an object array of str, and `conform_nodes` would convert it back.
+    return pd.DataFrame(
+        {
+            name: pd.Series(
+                data[name],
+                copy=False,
+                dtype=object if isinstance(data[name], np.ndarray) else None,
+            )
+            for name in SOURCE_COLUMNS
+        }
+        | ({} if parent_rows is None else {PARENT_ROWS: parent_rows}),
+        copy=False,
+    )

@@ -1,0 +1,166 @@
+"""The columnar read of a legacy file: llm's `responses` table as columns.
+
+Each response's parent is found by SQLite itself where the ids are a key:
+the rowid its index of the ids gives (`PARENT_ROWID`), read in the reading
+threads, then the parent's row by the rowid (`parents_by_rowid`); a
+hash of a million strings here would take longer. A file without
+`parent_response_id` is linked as chains by the row readers' rule
+(`legacy.link_frame_as_chains`). The answer is `LegacyReader.read_all`'s,
+exactly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from convgraph.contract import INTEGER_ATTRIBUTES, PARENT_ROWS, TEXT_ATTRIBUTES
+from convgraph.sources.columnar.arrays import nodes_frame
+from convgraph.sources.columnar.reader import (
+    ID,
+    INTEGER,
+    TEXT,
+    ArrowReader,
+    NotColumnar,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from convgraph.sources import LogDatabase
+    from convgraph.sources.snapshot import Snapshot
+
+#: A legacy response's parent's rowid, found through the index of the ids.
+PARENT_ROWID = (
+    "(select rowid from responses as parent"
+    " where parent.id = responses.parent_response_id)"
+)
+
+
+def tables(logs: LogDatabase) -> list[str]:
+    """The tables `read_legacy` reads."""
+    assert logs.legacy is not None
+    return logs.legacy.tables()
+
+
+def read_legacy(
+    logs: LogDatabase, reader: ArrowReader, snapshot: Snapshot, text: bool
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The responses of a file without turns, as `LegacyReader.read_all`
+    and `LogDatabase.read_forest` give them, up to `snapshot`'s bounds (of
+    `tables(logs)`)."""
+    from convgraph.sources.legacy import SOURCE, link_frame_as_chains
+    from convgraph.sources.source import sort_log_order
+    from convgraph.sources.tables import conform_nodes
+
+    assert logs.legacy is not None
+    present = logs.legacy._columns
+
+    def column(name: str) -> str:
+        return name if name in present else "null"
+
+    # Where the ids are a key, SQLite finds each parent's rowid through its
+    # index, in the reading threads: a hash of a million strings here would
+    # take longer. Without that index the forest looks the parents up.
+    by_rowid = logs.legacy.has_parent and "id" in reader.unique_columns("responses")
+    columns = {
+        "id": ("id", ID),
+        # A response outside any conversation is a conversation of its own.
+        "conversation_id": (f"coalesce({column('conversation_id')}, id)", TEXT),
+        "model": (column("model"), TEXT),
+        "datetime_utc": (column("datetime_utc"), TEXT),
+    }
+    if by_rowid:
+        columns |= {
+            "rowid": ("rowid", INTEGER),
+            "parent_rowid": (PARENT_ROWID, INTEGER),
+            "has_parent": ("parent_response_id is not null", INTEGER),
+        }
+    else:
+        columns["parent_id"] = (column("parent_response_id"), TEXT)
+    columns |= {name: (column(name), INTEGER) for name in INTEGER_ATTRIBUTES}
+    if text:
+        columns |= {name: (column(name), TEXT) for name in TEXT_ATTRIBUTES}
+    # The long strings come as Python objects chunk by chunk (see
+    # `ArrowReader.table`);
+    # the texts too, when asked for.
+    wanted = ("id", "parent_id", "datetime_utc", *(TEXT_ATTRIBUTES if text else ()))
+    table = reader.table(
+        "responses",
+        columns,
+        snapshot,
+        objects=wanted,
+        log_order=True,
+        categories=("conversation_id", "model"),
+    )
+    if not len(table["id"]):
+        raise NotColumnar("no responses")
+    in_order = table.pop("_in_log_order")
+    node_ids = table.pop("id")
+    if by_rowid:
+        parent_rows, parent_ids = parents_by_rowid(
+            reader,
+            node_ids,
+            table.pop("rowid"),
+            table.pop("parent_rowid"),
+            table.pop("has_parent"),
+        )
+    else:
+        parent_rows, parent_ids = None, table.pop("parent_id")
+    # Categories in first-seen order of the table as stored, as the row
+    # reader makes them, before any sort.
+    nodes = nodes_frame(
+        node_ids,
+        None,  # the tree is the conversation
+        parent_ids,
+        parent_rows,
+        table,
+        SOURCE,
+    )
+    if not in_order:
+        # Sorting moves the rows that the parent rows name: the forest looks
+        # the parents up by id instead.
+        nodes = sort_log_order(nodes.drop(columns=PARENT_ROWS, errors="ignore"))
+    if not logs.legacy.has_parent:
+        nodes[PARENT_ROWS] = link_frame_as_chains(nodes)
+    names = {}
+    if logs.legacy.has_conversations:
+        named = reader.table(
+            "conversations", {"id": ("id", ID), "name": ("name", TEXT)}, snapshot
+        )
+        names = dict(
+            zip(named["id"].to_pylist(), named["name"].to_pylist(), strict=True)
+        )
+    return conform_nodes(nodes), names
+
+
+def parents_by_rowid(
+    reader: ArrowReader,
+    node_ids: np.ndarray,
+    rowids: pd.arrays.IntegerArray,
+    parent_rowids: pd.arrays.IntegerArray,
+    has_parent: pd.arrays.IntegerArray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each response's parent row (-1 for none) and parent id, from the
+    rowids SQLite found (`PARENT_ROWID`): rows are in rowid order, so a
+    parent's row is a binary search away. A parent id that names no row
+    read (no response, or one logged after the read began) is kept as
+    stored, read again for those rows only, for `check` to report."""
+    import numpy as np
+
+    rowids = rowids.to_numpy(dtype=np.int64)
+    wanted = parent_rowids.to_numpy(dtype=np.int64, na_value=0)
+    if rowids[-1] - rowids[0] == len(rowids) - 1:
+        # No row deleted: a rowid's row is its distance from the first.
+        at = np.clip(wanted - rowids[0], 0, len(rowids) - 1)
+    else:
+        at = np.minimum(np.searchsorted(rowids, wanted), len(rowids) - 1)
+    found = ~parent_rowids.isna() & (rowids[at] == wanted)
+    parent_rows = np.where(found, at, -1)
+    parent_ids = np.where(found, node_ids[at], None)
+    lost = np.flatnonzero(has_parent.to_numpy(dtype=bool, na_value=False) & ~found)
+    if len(lost):
+        parent_ids[lost] = reader.texts_at(
+            "responses", "parent_response_id", rowids[lost]
+        )
+    return parent_rows, parent_ids

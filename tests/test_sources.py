@@ -544,7 +544,7 @@ def test_a_wal_file_in_a_read_only_directory_is_explained(tmp_path):
 
 def test_a_snapshot_reads_the_rows_up_to_its_start_in_short_steps(tmp_path):
     from convgraph.sources import connect_read_only
-    from convgraph.sources.tables import FIRST_CHUNK_ROWS, Snapshot
+    from convgraph.sources.snapshot import FIRST_CHUNK_ROWS, Snapshot
 
     path = tmp_path / "logs.db"
     conn = legacy_database(path)

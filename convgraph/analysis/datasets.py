@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from convgraph.contract import CONVERSATION_COLUMNS
 from convgraph.errors import ConvgraphError
 from convgraph.sources import parquet
 from convgraph.sources.parquet import NODES
@@ -129,11 +130,7 @@ def dataset_conversation_table(
     """
     import pandas as pd
 
-    from convgraph.analysis.stats import (
-        CONVERSATION_COLUMNS,
-        CONVERSATION_INPUTS,
-        conversation_table_of,
-    )
+    from convgraph.analysis.stats import CONVERSATION_INPUTS, conversation_table_of
 
     named = list(conversation_ids)
     tree_ids = parquet.tree_ids_of(directory, named) if named else None

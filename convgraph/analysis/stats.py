@@ -47,14 +47,12 @@ from convgraph.links.pointer_jumping import (
 )
 from convgraph.model import tree as operations
 from convgraph.model.marks import active_column
+from convgraph.times import parse_times
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from convgraph.model.forest import Forest
-
-DATETIME_DTYPE = "datetime64[ns, UTC]"
-
 
 # -- links ----------------------------------------------------------------
 
@@ -282,7 +280,7 @@ def node_table_of(
             # A reader's string dtype (Dask's, from Parquet) as the
             # contract's texts: str or None.
             table[column] = texts.astype(object).where(texts.notna(), None)
-    table["datetime_utc"] = _datetimes(nodes["datetime_utc"])
+    table["datetime_utc"] = parse_times(nodes["datetime_utc"])
     for column in INTEGER_ATTRIBUTES:
         table[column] = pd.array(nodes[column], dtype="Int64")
     table["depth"] = depths
@@ -399,7 +397,7 @@ def conversation_table_of(
     with np.errstate(divide="ignore", invalid="ignore"):
         average = np.where(parents > 0, (sizes - roots) / parents, 0.0)
 
-    times = _datetimes(nodes["datetime_utc"]).groupby(codes)
+    times = parse_times(nodes["datetime_utc"]).groupby(codes)
     usage = {
         column: pd.Series(pd.array(nodes[column], dtype="Int64"))
         .groupby(codes)
@@ -522,19 +520,6 @@ def _tree_names(
     _, first_rows = np.unique(codes, return_index=True)
     values = np.asarray(nodes[TREE_NAME].to_numpy()[first_rows], dtype=object)
     return pd.Series(np.where(pd.notna(values), values, None), dtype="object")
-
-
-def _datetimes(column: pd.Series) -> pd.Series:
-    """llm's ISO 8601 strings as UTC times; NaT where missing or unreadable
-    (a time without an offset is UTC, as llm wrote it)."""
-
-    times = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
-    if times.dt.tz is None:  # a column without a single time stays naive
-        times = times.dt.tz_localize("UTC")
-    # A year like -1 parses at a coarser unit but has no nanosecond time.
-    earliest = pd.Timestamp.min.tz_localize("UTC")
-    latest = pd.Timestamp.max.tz_localize("UTC")
-    return times.where((times >= earliest) & (times <= latest)).astype(DATETIME_DTYPE)
 
 
 def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,7 @@ from textual.widgets import Input, Static
 
 from convgraph.browse.listing import ConversationRow
 from convgraph.text import cell_width, excerpt, pad, terminal_text
+from convgraph.times import shown_time
 
 #: The table's columns: heading and width (the last takes what is left).
 COLUMNS = (
@@ -221,7 +222,9 @@ def _cells(row: ConversationRow) -> tuple[str, ...]:
         figure(row.nodes if row.last_datetime or row.nodes else None),
         figure(row.leaves),
         figure(row.max_depth),
-        terminal_text((row.last_datetime or "")[:16].replace("T", " ")),
+        terminal_text(
+            excerpt(shown_time(row.last_datetime, seconds=False), COLUMNS[4][1])
+        ),
         terminal_text(excerpt(", ".join(row.models), COLUMNS[-1][1])),
     )
 

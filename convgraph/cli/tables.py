@@ -9,10 +9,10 @@ them for a person: names cut short, times to the second in UTC.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from convgraph.cli.output import echo_records
+from convgraph.times import shown_time
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,19 +64,8 @@ def _name(name: str | None) -> str:
     return excerpt(name, NAME_WIDTH)
 
 
-def _time(value: str | None) -> str:
-    # The records hold UTC times in ISO 8601; the table shows them to the
-    # second, without the offset.
-    if value is None:
-        return ""
-    if len(value) >= 19 and value[10] == "T":
-        # What strftime below gives, without parsing: "2025-01-02 03:04:05".
-        return f"{value[:10]} {value[11:19]}"
-    return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S")
-
-
 _CELLS: dict[str, Callable[[Any], str]] = {
     "name": _name,
-    "first_datetime": _time,
-    "last_datetime": _time,
+    "first_datetime": shown_time,
+    "last_datetime": shown_time,
 }

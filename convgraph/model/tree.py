@@ -30,7 +30,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
@@ -40,6 +40,7 @@ from convgraph.errors import UnknownNode
 from convgraph.links.integrity import ParentWalk
 from convgraph.model.marks import mark_tree
 from convgraph.text import counted
+from convgraph.times import parse_time
 
 if TYPE_CHECKING:
     from convgraph.sources.notes import NodeNote
@@ -454,7 +455,7 @@ def node_totals(tree: nx.DiGraph, nodes: Iterable[str] | None = None) -> dict[st
     times = [
         (moment, text)
         for data in attributes
-        if (moment := _moment(text := data.get("datetime_utc"))) is not None
+        if (moment := parse_time(text := data.get("datetime_utc"))) is not None
     ]
     totals: dict[str, Any] = {
         "nodes": len(attributes),
@@ -468,17 +469,6 @@ def node_totals(tree: nx.DiGraph, nodes: Iterable[str] | None = None) -> dict[st
         known = [value for data in attributes if (value := data.get(key)) is not None]
         totals[key] = sum(known) if known or not attributes else None
     return totals
-
-
-def _moment(text: Any) -> datetime | None:
-    """llm's ISO 8601 text as an aware time (UTC when it has no offset)."""
-    if not isinstance(text, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _first(pair: tuple[datetime, str]) -> datetime:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from convgraph.text import counted
+from convgraph.times import utc_iso
 
 #: A user message that starts a node.
 PROMPT = "prompt"
@@ -115,16 +116,9 @@ def epoch_to_iso(value: Any) -> str | None:
 
 
 def text_to_iso(value: Any) -> str | None:
-    """An ISO 8601 timestamp (any offset, or `Z`) as ISO 8601 in UTC."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+    """An ISO 8601 timestamp (any offset, or `Z`; none is UTC) as ISO 8601
+    in UTC, in the same shape as `epoch_to_iso`'s."""
+    return utc_iso(value, timespec="microseconds")
 
 
 def attachment_note(images: int, files: int) -> str | None:

@@ -48,7 +48,6 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +60,7 @@ from convgraph.store.transaction import (
     reporting_locks,
     write_transaction,
 )
+from convgraph.times import parse_time, utc_iso
 
 __all__ = [
     "ConversationPlan",
@@ -99,13 +99,14 @@ def stable_ulid(moment: str | None, *key: str) -> str:
     """
     from ulid import ULID
 
+    # A time without an offset is UTC (convgraph.times), not this machine's
+    # local time: the ids must not depend on where the import runs.
+    parsed = parse_time(moment)
     milliseconds = 0
-    if moment:
+    if parsed is not None:
         try:
-            milliseconds = max(
-                0, int(datetime.fromisoformat(moment).timestamp() * 1000)
-            )
-        except (ValueError, OverflowError, OSError):
+            milliseconds = max(0, int(parsed.timestamp() * 1000))
+        except (OverflowError, OSError, ValueError):
             milliseconds = 0
     milliseconds = min(milliseconds, (1 << 48) - 1)
     digest = hashlib.blake2b("\0".join(key).encode("utf-8"), digest_size=10).digest()
@@ -114,17 +115,15 @@ def stable_ulid(moment: str | None, *key: str) -> str:
 
 def llm_datetime(moment: str | None) -> str | None:
     """An ISO 8601 time as llm writes `turns.datetime_utc`
-    (`datetime.isoformat()` of an aware UTC time).
+    (`datetime.isoformat()` of an aware UTC time); text that is no time as
+    it is.
 
     >>> llm_datetime("2024-03-01T12:00:10.000000+00:00")
     '2024-03-01T12:00:10+00:00'
     """
     if not moment:
         return None
-    try:
-        return datetime.fromisoformat(moment).isoformat()
-    except ValueError:
-        return moment
+    return utc_iso(moment) or moment
 
 
 # -- the plan of one conversation ------------------------------------------------

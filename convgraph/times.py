@@ -1,0 +1,121 @@
+"""Times as llm stores them: read by one rule, shown one way.
+
+llm writes `datetime_utc` as ISO 8601 text in UTC: its legacy rows without
+an offset (`datetime.utcnow().isoformat()`), the turns of its message store
+with one (`+00:00`); the chat exports give epoch seconds or text with `Z`.
+The rule for reading them: a time without an offset is UTC, never the local
+time of the machine that reads it, so a run under `TZ=Asia/Tokyo` reads the
+same moments (and an import makes the same ids) as one in London.
+`parse_time` reads one value and `parse_times` a whole pandas column by that
+rule, side by side, with one property test for the pair
+(tests/test_times.py); `shown_time` is how a person sees a stored time in a
+table or the browser: in UTC, to the second or the minute. Nothing here
+imports pandas until `parse_times` is called.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The dtype of a column of times: UTC, to the nanosecond.
+DATETIME_DTYPE = "datetime64[ns, UTC]"
+
+# What may follow "YYYY-MM-DDTHH:MM:SS" in a time already in UTC: a
+# fraction, and no offset, `Z` or a zero one.
+_UTC_TAIL = re.compile(r"(?:\.\d*)?(?:Z|[+-]00:?00)?")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """ISO 8601 text as an aware time, UTC where it has no offset; None for a
+    value that is no ISO 8601 text.
+
+    Examples
+    --------
+    >>> parse_time("2024-03-01T12:00:00")
+    datetime.datetime(2024, 3, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    >>> parse_time("2024-03-01T21:00:00+09:00") == parse_time("2024-03-01T12:00:00Z")
+    True
+    >>> parse_time("yesterday"), parse_time(None)
+    (None, None)
+    """
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def parse_times(column: pd.Series) -> pd.Series:
+    """`parse_time` of a whole column at once: UTC times (`DATETIME_DTYPE`),
+    NaT where a value is missing, is no ISO 8601 text or lies outside the
+    years a nanosecond time can hold (1677 to 2262).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> times = parse_times(pd.Series(["2024-03-01T12:00:00",
+    ...     "2024-03-01T21:00:00+09:00", None, "yesterday"]))
+    >>> times.tolist()[:2] == [pd.Timestamp("2024-03-01 12:00", tz="UTC")] * 2
+    True
+    >>> times.isna().tolist()
+    [False, False, True, True]
+    """
+    import pandas as pd
+
+    times = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
+    if times.dt.tz is None:  # a column without a single time stays naive
+        times = times.dt.tz_localize("UTC")
+    # A year like -1 parses at a coarser unit but has no nanosecond time.
+    earliest = pd.Timestamp.min.tz_localize("UTC")
+    latest = pd.Timestamp.max.tz_localize("UTC")
+    return times.where((times >= earliest) & (times <= latest)).astype(DATETIME_DTYPE)
+
+
+def utc_iso(value: Any, timespec: str = "auto") -> str | None:
+    """ISO 8601 text as ISO 8601 text in UTC with its offset (`+00:00`), the
+    form llm's message store writes; None for a value that is no time.
+
+    Examples
+    --------
+    >>> utc_iso("2024-03-01T21:00:00.5+09:00")
+    '2024-03-01T12:00:00.500000+00:00'
+    >>> utc_iso("2024-03-01T12:00:00", timespec="microseconds")
+    '2024-03-01T12:00:00.000000+00:00'
+    """
+    moment = parse_time(value)
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat(timespec=timespec)
+
+
+def shown_time(value: str | None, seconds: bool = True) -> str:
+    """A stored time as a person reads it in a table: UTC, without the
+    offset, to the second (or the minute, `seconds=False`); "" for none, and
+    text that is no time as it is.
+
+    Examples
+    --------
+    >>> shown_time("2025-01-02T03:04:05.678+00:00"), shown_time(None)
+    ('2025-01-02 03:04:05', '')
+    >>> shown_time("2025-01-02T12:04:05+09:00", seconds=False)
+    '2025-01-02 03:04'
+    """
+    if not value:
+        return ""
+    end = 19 if seconds else 16
+    if len(value) >= 19 and value[10] == "T" and _UTC_TAIL.fullmatch(value, 19):
+        # Already UTC, the common case (a table may show 100,000 of them):
+        # what strftime below gives, without parsing.
+        return f"{value[:10]} {value[11:end]}"
+    moment = parse_time(value)
+    if moment is None:
+        return value
+    shape = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
+    return moment.astimezone(UTC).strftime(shape)

@@ -1,8 +1,9 @@
-"""Rebuild examples/logs.db: the seed's four scenarios as a user would log them.
+"""Rebuild examples/logs.db: the four scenarios (docs/design.md#the-four-scenarios)
+as a user would log them.
 
 The file is a legacy llm database (the schema llm 0.31 created, from
-tests/data/llm-0.31-schema.sql) with the design notes' `parent_response_id`
-column, holding four conversations:
+tests/data/llm-0.31-schema.sql) with the `parent_response_id` column, holding
+four conversations:
 
 1. a linear chain (sourdough starter questions);
 2. a simple branch (one haiku, two rewrites);

@@ -2,10 +2,11 @@
 
 A stored parent link can be wrong in four ways: a node is its own parent, the
 parent does not exist, the parent is in another conversation (the
-same-conversation rule forbids it: docs/design.md#the-same-conversation-rule), or following parents goes round a cycle. Each is reported
-as a `Problem`; the link is dropped, so the node becomes a root and every tree
-convgraph builds is a real forest. The message store's threads have links of
-their own (`forked_from`), and a cycle of forks is reported the same way.
+same-conversation rule forbids it: docs/design.md#the-same-conversation-rule),
+or following parents goes round a cycle. Each is reported as a `Problem`; the
+link is dropped, so the node becomes a root and every tree convgraph builds is
+a real forest. The message store's threads have links of their own
+(`forked_from`), and a cycle of forks is reported the same way.
 
 The rule has two forms, side by side at the end of this module, with one
 property test for the pair (tests/test_link_checks.py): `check_links` for one

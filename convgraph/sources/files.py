@@ -16,7 +16,8 @@ import sqlite3
 from pathlib import Path
 
 from convgraph.errors import DatabaseError
-from convgraph.sources.tables import BUSY_TIMEOUT_SECONDS, replacing_text
+from convgraph.sources.snapshot import BUSY_TIMEOUT_SECONDS
+from convgraph.sources.tables import replacing_text
 
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"

@@ -35,16 +35,12 @@ from convgraph.sources.generations import (
     join_generations,
     join_generations_frame,
 )
+from convgraph.sources.snapshot import Snapshot, read_consistently
 from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
-from convgraph.sources.tables import Snapshot, conform_nodes
+from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-#: How many times a whole-file read starts again when a writer changed rows
-#: it had read (not only appended: see `tables.Snapshot`).
-READ_ATTEMPTS = 3
 
 
 class LogDatabase(Source):
@@ -208,9 +204,10 @@ class LogDatabase(Source):
         structure and the usage figures.
 
         The tables are read in short steps, so that llm can log meanwhile,
-        as they were when the read began (see `tables.Snapshot`); where a
-        writer did more than append, the read starts again. Rows that are no
-        node are left out and listed in `record_problems`.
+        as they were when the read began; where a writer did more than append,
+        the read starts again (`snapshot.read_consistently`, the rule the
+        columnar reader follows too). Rows that are no node are left out and
+        listed in `record_problems`.
         """
         # Whole columns through Arrow where pyarrow and ADBC are installed
         # and the file is one it reads exactly (see `columnar`).
@@ -221,12 +218,11 @@ class LogDatabase(Source):
         if found is not None:
             self.record_problems = []
             return found
-        for _ in range(READ_ATTEMPTS):
-            snapshot = Snapshot(self.conn, self._tables())
-            result = self._read_forest(text, snapshot)
-            if not snapshot.changed():
-                break
-        return result
+        return read_consistently(
+            self.conn,
+            self._tables(),
+            lambda snapshot: self._read_forest(text, snapshot),
+        )
 
     def _tables(self) -> list[str]:
         tables = []

@@ -5,79 +5,102 @@ One module per format, each with networkx's readwrite verbs:
 `generate_<format>(graphs, ...)` yields the text line by line,
 `write_<format>(graphs, path_or_file, ...)` writes it, and `read_<format>`
 reads it back where the format round-trips (GraphML, both JSON shapes, HTML).
-`graphs` is one conversation DiGraph from `convgraph.model.forest` or an iterable
-of them (a forest).
+`graphs` is one conversation DiGraph from `convgraph.model.loading` or an
+iterable of them (a forest).
 
 `FORMATS` maps each format's name, as `convgraph export --format` takes it,
-to its functions; a new format is one more entry. No module here imports
-networkx or pydot at import time, so the command line can list the formats
-and stay fast.
+to its functions; a new format is one more entry. The entries name their
+module, which is imported when a function is first asked for, and so are the
+functions offered flat here (`from convgraph.export import write_dot`, PEP
+562): the command line lists the formats without importing an exporter, so an
+exporter may import networkx, pydot or pandas at its top.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from convgraph.export.chat_jsonl import generate_chat_jsonl, write_chat_jsonl
-from convgraph.export.common import ExportError
-from convgraph.export.dot import generate_dot, to_pydot, write_dot
-from convgraph.export.graphml import generate_graphml, read_graphml, write_graphml
-from convgraph.export.html import generate_html, read_html, write_html
-from convgraph.export.json import generate_json, read_json, write_json
-from convgraph.export.markdown import generate_markdown, write_markdown
-from convgraph.export.mermaid import generate_mermaid, write_mermaid
-from convgraph.export.parquet import write_parquet
-from convgraph.export.tree_json import (
-    generate_tree_json,
-    read_tree_json,
-    write_tree_json,
-)
+from convgraph.errors import ExportError
 
 
 @dataclass(frozen=True)
 class ExportFormat:
-    """One format of `FORMATS`.
+    """One format of `FORMATS`: the module `convgraph.export.<module>` and
+    what it offers, its functions imported on first use.
 
     Attributes
     ----------
-    generate, write
-        `generate(graphs, **options)` yields lines; `write(graphs,
-        path_or_file, **options)` writes them.
-    read
-        `read(path_or_file) -> list of DiGraph`, or None where the format
-        does not round-trip.
+    module
+        The exporter's module name; its functions are `generate_<module>`,
+        `write_<module>` and `read_<module>`.
+    generates, reads
+        Whether it has `generate_<module>` (every format of graphs) and
+        `read_<module>` (the formats that round-trip).
     options
-        The keyword options that `generate` and `write` take (`rankdir`).
+        The keyword options that `generate` and `write` take (`rankdir`,
+        `paths`).
     tables
         True for a format of the forest's tables rather than its graphs:
         `write(forest, directory, force=...)` writes a folder (Parquet), and
         `generate` is None.
     """
 
-    generate: Callable[..., object] | None
-    write: Callable[..., object]
-    read: Callable[..., list] | None
+    module: str
+    generates: bool = True
+    reads: bool = False
     options: frozenset[str] = frozenset()
     tables: bool = False
 
+    def _function(self, verb: str) -> Callable[..., Any]:
+        exporter = importlib.import_module(f"{__name__}.{self.module}")
+        return getattr(exporter, f"{verb}_{self.module}")
+
+    @property
+    def generate(self) -> Callable[..., Any] | None:
+        """`generate(graphs, **options)`: yields the lines; None for tables."""
+        return self._function("generate") if self.generates else None
+
+    @property
+    def write(self) -> Callable[..., Any]:
+        """`write(graphs, path_or_file, **options)`: writes them."""
+        return self._function("write")
+
+    @property
+    def read(self) -> Callable[..., list] | None:
+        """`read(path_or_file) -> list of DiGraph`, or None where the format
+        does not round-trip."""
+        return self._function("read") if self.reads else None
+
 
 FORMATS: dict[str, ExportFormat] = {
-    "dot": ExportFormat(generate_dot, write_dot, None, frozenset({"rankdir"})),
-    "graphml": ExportFormat(generate_graphml, write_graphml, read_graphml),
-    "json": ExportFormat(generate_json, write_json, read_json),
-    "tree-json": ExportFormat(generate_tree_json, write_tree_json, read_tree_json),
-    "mermaid": ExportFormat(
-        generate_mermaid, write_mermaid, None, frozenset({"rankdir"})
-    ),
-    "html": ExportFormat(generate_html, write_html, read_html, frozenset({"rankdir"})),
-    "parquet": ExportFormat(None, write_parquet, None, tables=True),
-    "markdown": ExportFormat(generate_markdown, write_markdown, None),
-    "chat-jsonl": ExportFormat(
-        generate_chat_jsonl, write_chat_jsonl, None, frozenset({"paths"})
-    ),
+    "dot": ExportFormat("dot", options=frozenset({"rankdir"})),
+    "graphml": ExportFormat("graphml", reads=True),
+    "json": ExportFormat("json", reads=True),
+    "tree-json": ExportFormat("tree_json", reads=True),
+    "mermaid": ExportFormat("mermaid", options=frozenset({"rankdir"})),
+    "html": ExportFormat("html", reads=True, options=frozenset({"rankdir"})),
+    "parquet": ExportFormat("parquet", generates=False, tables=True),
+    "markdown": ExportFormat("markdown"),
+    "chat-jsonl": ExportFormat("chat_jsonl", options=frozenset({"paths"})),
 }
 
+#: Where each function offered flat lives: the formats' own, and `to_pydot`.
+_LAZY = {
+    f"{verb}_{entry.module}": entry.module
+    for entry in FORMATS.values()
+    for verb, offered in (
+        ("generate", entry.generates),
+        ("write", True),
+        ("read", entry.reads),
+    )
+    if offered
+}
+_LAZY["to_pydot"] = "dot"
+
+# Spelled out for linters and readers; a test holds it to `_LAZY`.
 __all__ = [
     "FORMATS",
     "ExportError",
@@ -105,3 +128,32 @@ __all__ = [
     "write_parquet",
     "write_tree_json",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:
+    from convgraph.export.chat_jsonl import generate_chat_jsonl, write_chat_jsonl
+    from convgraph.export.dot import generate_dot, to_pydot, write_dot
+    from convgraph.export.graphml import generate_graphml, read_graphml, write_graphml
+    from convgraph.export.html import generate_html, read_html, write_html
+    from convgraph.export.json import generate_json, read_json, write_json
+    from convgraph.export.markdown import generate_markdown, write_markdown
+    from convgraph.export.mermaid import generate_mermaid, write_mermaid
+    from convgraph.export.parquet import write_parquet
+    from convgraph.export.tree_json import (
+        generate_tree_json,
+        read_tree_json,
+        write_tree_json,
+    )

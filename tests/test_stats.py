@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from convgraph.analysis.stats import (
     branch_table,
     conversation_table,
+    conversation_table_of,
     edge_table,
     node_table,
     summary,
@@ -496,16 +497,19 @@ def plain(value):
     return None if value is pd.NA or value is pd.NaT or value is None else value
 
 
-def assert_tables_agree_with_graphs(forest: Forest) -> None:
-    conversations = conversation_table(forest).set_index("tree_id")
-    nodes = node_table(forest).set_index("id")
-    edges = edge_table(forest)
-    branches = branch_table(forest)
+def assert_summary_agrees_with_table(forest: Forest) -> None:
+    """A conversation's statistics in their two forms agree: `summary` of each
+    tree's graph, and its row of `conversation_table_of` the whole table (with
+    the links the forest checked, or found again from the ids), each figure
+    also checked against the nodes themselves."""
+    conversations = conversation_table(forest)
+    pd.testing.assert_frame_equal(
+        conversation_table_of(forest.nodes, forest.names), conversations
+    )
+    conversations = conversations.set_index("tree_id")
     assert list(conversations.index) == forest.tree_ids
-    assert len(nodes) == len(forest.nodes)
     for graph in forest.trees():
-        tree_id = graph.graph["tree_id"]
-        row = conversations.loc[tree_id]
+        row = conversations.loc[graph.graph["tree_id"]]
         figures = summary(graph)
         assert list(figures) == ["tree_id", *conversations.columns]
         for key, value in figures.items():
@@ -522,6 +526,16 @@ def assert_tables_agree_with_graphs(forest: Forest) -> None:
         assert plain(row["first_datetime"]) == (min(times) if times else None)
         assert plain(row["last_datetime"]) == (max(times) if times else None)
 
+
+def assert_tables_agree_with_graphs(forest: Forest) -> None:
+    """The node, edge and branch tables agree with the tree operations on
+    each tree's graph."""
+    nodes = node_table(forest).set_index("id")
+    edges = edge_table(forest)
+    branches = branch_table(forest)
+    assert len(nodes) == len(forest.nodes)
+    for graph in forest.trees():
+        tree_id = graph.graph["tree_id"]
         own = nodes[nodes["tree_id"] == tree_id]
         assert list(own.index) == list(graph.nodes)
         assert own["depth"].to_dict() == operations.depths(graph)
@@ -599,6 +613,14 @@ def random_nodes(draw: st.DrawFn) -> list[dict]:
 
 @settings(max_examples=examples(75), deadline=None)
 @given(random_nodes())
+def test_summary_and_conversation_table_of_agree(rows: list[dict]) -> None:
+    # The one property test of the pair: one tree's graph, the whole table.
+    names = {"t0": "first tree", "t2": None}
+    assert_summary_agrees_with_table(Forest(nodes_frame(rows), names))
+
+
+@settings(max_examples=examples(75), deadline=None)
+@given(random_nodes())
 def test_tables_agree_with_graph_operations_on_random_forests(rows: list[dict]) -> None:
     names = {"t0": "first tree", "t2": None}
     assert_tables_agree_with_graphs(Forest(nodes_frame(rows), names))
@@ -635,6 +657,7 @@ def test_tables_agree_with_graph_operations_on_random_databases(
         conn.close()
         forest = Forest.read(path, text=False)
     assert len(forest) == len(rows)
+    assert_summary_agrees_with_table(forest)
     assert_tables_agree_with_graphs(forest)
 
 

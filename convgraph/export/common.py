@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 #: Graphviz's and Mermaid's directions (Mermaid writes TB as TB or TD).
 RANKDIRS = ("TB", "LR", "BT", "RL")
 
-#: Where a file of several conversations records which one a node belongs to.
+#: Where a file of several conversations records which one a node belongs to
+#: (and its tree's name: `contract.TREE_NAME`, as a Parquet dataset's column).
 TREE_ID = "tree_id"
-TREE_NAME = "tree_name"
 
 #: Characters that XML 1.0 forbids (C0 controls but tab, newline and carriage
 #: return; lone surrogates; U+FFFE and U+FFFF). No format writes them: an SVG

@@ -36,11 +36,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import BOOLEAN_ATTRIBUTES, INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
+from convgraph.contract import (
+    BOOLEAN_ATTRIBUTES,
+    INTEGER_ATTRIBUTES,
+    NODE_ATTRIBUTES,
+    TREE_NAME,
+)
 from convgraph.export.common import (
     FORBIDDEN,
     TREE_ID,
-    TREE_NAME,
     ExportError,
     PathOrFile,
     UniqueIds,

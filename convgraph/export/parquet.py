@@ -31,9 +31,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import CATEGORY_COLUMNS
+from convgraph.contract import CATEGORY_COLUMNS, TREE_NAME
 from convgraph.errors import ExportError
-from convgraph.export.common import TREE_NAME
 from convgraph.sources.parquet import EDGES, NODES
 
 if TYPE_CHECKING:

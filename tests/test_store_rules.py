@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
 from convgraph.store import NotMigrated, RuleViolation, log_response, migrate
-from convgraph.store.rules import TRIGGERS, new_response_id
+from convgraph.store.responses import new_response_id
+from convgraph.store.rules import TRIGGERS
 from tests.databases import add_tree, legacy_database, migrated_complex
 
 SELF = "convgraph: a response cannot be its own parent"

@@ -8,12 +8,14 @@ same time never loses a prompt (`convgraph.store.transaction`). `migrate` adds
 the parent column (`parent_response_id`), its index and the triggers of
 `convgraph.store.rules` to a legacy database, a few short transactions at a
 time; `rule_problems` says when a migrated file has lost those triggers;
-`log_response` writes a legacy row under the rules; `delete_node` applies the
+`log_response` (`convgraph.store.responses`) writes a legacy row under the
+rules, with an id in llm's form; `delete_node` applies the
 deletion policy (docs/design.md#deleting-a-node); `branch` continues a
 conversation from any node with llm's Python API, `fan_out` with several
 answers at once, and `regenerate` asks a node's prompt again.
 """
 
+from convgraph.errors import NotMigrated, RuleViolation
 from convgraph.store.branch import BranchError, FanOut, branch, fan_out, regenerate
 from convgraph.store.delete import Deletion, DeletionRefused, delete_node
 from convgraph.store.migrate import (
@@ -24,13 +26,8 @@ from convgraph.store.migrate import (
     migrate,
     plan_migration,
 )
-from convgraph.store.rules import (
-    LoggedNode,
-    NotMigrated,
-    RuleViolation,
-    log_response,
-    rule_problems,
-)
+from convgraph.store.responses import LoggedNode, log_response
+from convgraph.store.rules import rule_problems
 from convgraph.store.transaction import DatabaseLocked
 
 __all__ = [

@@ -38,7 +38,8 @@ from convgraph.fanout import (
     outside_event_loop,
     run_requests,
 )
-from convgraph.store.rules import LoggedNode, log_response, require_rules
+from convgraph.store.responses import LoggedNode, log_response, require_llm
+from convgraph.store.rules import require_rules
 from convgraph.store.transaction import (
     connect_read_write,
     database_path,
@@ -54,16 +55,8 @@ if TYPE_CHECKING:
 #: How many requests run at a time unless told otherwise.
 DEFAULT_PARALLEL = 8
 
-
-def _import_llm() -> Any:
-    try:
-        import llm
-    except ImportError:
-        raise BranchError(
-            "branching calls a model through llm, which is not installed:"
-            " pip install llm"
-        ) from None
-    return llm
+#: Why branching needs llm, said when it is not installed.
+NEEDS_LLM = "branching calls a model through llm"
 
 
 @dataclass
@@ -286,7 +279,7 @@ def fan_out(
     ------
     UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError
     """
-    llm = _import_llm()
+    llm = require_llm(NEEDS_LLM, BranchError)
 
     def run() -> FanOut:
         path = database_path(db)
@@ -331,7 +324,7 @@ def regenerate(
     ------
     UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError
     """
-    llm = _import_llm()
+    llm = require_llm(NEEDS_LLM, BranchError)
 
     def run() -> FanOut:
         path = database_path(db)

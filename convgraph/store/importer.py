@@ -54,6 +54,7 @@ from typing import Any
 from convgraph.errors import DatabaseError, ImportRefused
 from convgraph.links.integrity import check_links
 from convgraph.sources import log_order
+from convgraph.store.responses import require_llm
 from convgraph.store.transaction import (
     WRITE_BUSY_TIMEOUT_SECONDS,
     pause_for_writers,
@@ -482,17 +483,6 @@ def _status(conn: Any, plan: ConversationPlan) -> str:
 # -- the whole import ---------------------------------------------------------------
 
 
-def _import_llm() -> Any:
-    try:
-        import llm
-    except ImportError:
-        raise ImportRefused(
-            "importing writes llm's database with llm's own code, which is not"
-            " installed: pip install llm"
-        ) from None
-    return llm
-
-
 def _plans(export: Any) -> Iterator[ConversationPlan]:
     """Every conversation of the export with nodes, planned, one at a time
     (the export is streamed once)."""
@@ -590,7 +580,7 @@ def import_export(
                 conn.close()
         return summary
 
-    _import_llm()
+    require_llm("importing writes llm's database with llm's own code", ImportRefused)
     import sqlite_utils
     from llm.logs import LogStore
 

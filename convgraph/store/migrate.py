@@ -46,6 +46,7 @@ from convgraph.links.integrity import (
     break_cycles,
     link_problem,
 )
+from convgraph.store.responses import utc_now
 from convgraph.store.rules import (
     CONVERSATION_INDEX_NAME,
     CONVERSATION_INDEX_SQL,
@@ -58,7 +59,6 @@ from convgraph.store.rules import (
     migration_recorded,
     missing_rules,
     response_columns,
-    utc_now,
 )
 from convgraph.store.transaction import (
     WRITER_GAP_SECONDS,

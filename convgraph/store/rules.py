@@ -1,4 +1,4 @@
-"""The tree's rules, enforced by the database itself, and `log_response`.
+"""The tree's rules, enforced by the database itself.
 
 After `convgraph migrate`, triggers on llm's legacy `responses` table refuse
 every write that would break the tree, whoever makes it: llm, the sqlite3
@@ -9,9 +9,10 @@ parents (roots) stay allowed. A response that children name keeps its id and
 its conversation, cannot be deleted while they name it, and cannot be replaced
 (SQLite's REPLACE would delete it without firing the delete rule). A refused
 write fails with `sqlite3.IntegrityError` and a message starting with
-"convgraph:". `log_response` is convgraph's own way to write a legacy row: it
-leaves the enforcing to the same triggers and turns their refusal into a
-`RuleViolation`.
+"convgraph:" (`rule_message` reads it). Here are the triggers, their
+installing (`install_rules`), and the checks that they are in place
+(`rule_problems` for a reader, `require_rules` before a write); convgraph's
+own writes go through `convgraph.store.responses.log_response`.
 
 A conversation here is `coalesce(conversation_id, id)`, as the readers see
 it: a response logged outside any conversation is a conversation of its own.
@@ -19,19 +20,11 @@ it: a response logged outside any conversation is a conversation of its own.
 
 from __future__ import annotations
 
-import datetime
 import os
-import secrets
 import sqlite3
-import threading
-import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any, NamedTuple
 
-from convgraph.errors import DatabaseError, NotMigrated, RuleViolation
+from convgraph.errors import NotMigrated
 from convgraph.links.integrity import Problem
-from convgraph.store.transaction import connect_read_write, write_transaction
 
 #: The parent column `migrate` adds, and its index (parents' children are
 #: looked up by it, in the triggers and by every reader).
@@ -157,13 +150,6 @@ END""",
 }
 
 
-class LoggedNode(NamedTuple):
-    """A node just written: its id and its conversation's id."""
-
-    node_id: str
-    conversation_id: str
-
-
 def response_columns(conn: sqlite3.Connection) -> list[str]:
     """The columns of `responses`, in table order ([] if there is no table)."""
     return [row[1] for row in conn.execute("pragma table_info(responses)")]
@@ -253,204 +239,6 @@ def rule_message(error: sqlite3.IntegrityError) -> str | None:
     if message.startswith(RULE_PREFIX):
         return message[len(RULE_PREFIX) :]
     return None
-
-
-# -- response ids -------------------------------------------------------
-
-_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
-_last_id = 0
-_id_lock = threading.Lock()
-
-
-def new_response_id() -> str:
-    """A new id in llm's format: a lower-case ULID, 26 characters.
-
-    The first ten encode the time in milliseconds, so ids sort in the order
-    they were made (llm continues a legacy conversation in id order); within
-    one millisecond each id is one more than the last.
-    """
-    global _last_id
-    with _id_lock:
-        value = (time.time_ns() // 1_000_000) << 80 | secrets.randbits(80)
-        if value <= _last_id:
-            value = _last_id + 1
-        _last_id = value
-    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -5, -5))
-
-
-def utc_now() -> str:
-    """The time as llm stores `datetime_utc`: ISO 8601 with the UTC offset."""
-    return datetime.datetime.now(datetime.UTC).isoformat()
-
-
-# -- writing ----------------------------------------------------------------
-
-
-@contextmanager
-def _atomic(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One transaction of our own, or a savepoint inside the caller's."""
-    if not conn.in_transaction:
-        with write_transaction(conn):
-            yield conn
-        return
-    name = f"convgraph_{secrets.token_hex(8)}"
-    conn.execute(f"savepoint {name}")
-    try:
-        yield conn
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute(f"rollback to savepoint {name}")
-            conn.execute(f"release savepoint {name}")
-        raise
-    conn.execute(f"release savepoint {name}")
-
-
-def log_response(
-    db: str | os.PathLike[str] | sqlite3.Connection | None = None,
-    *,
-    prompt: str | None,
-    response: str | None,
-    model: str | None,
-    parent_response_id: str | None = None,
-    conversation_id: str | None = None,
-    system: str | None = None,
-    response_id: str | None = None,
-    datetime_utc: str | None = None,
-    input_tokens: int | None = None,
-    output_tokens: int | None = None,
-    duration_ms: int | None = None,
-    columns: Mapping[str, Any] | None = None,
-    timeout: float | None = None,
-) -> LoggedNode:
-    """Write one legacy response, held to the tree's rules.
-
-    Parameters
-    ----------
-    db
-        A path, an open sqlite3 connection (its transaction, if one is open,
-        is used through a savepoint), or None for llm's own logs.db.
-    parent_response_id
-        The parent, or None for a root. A parent needs `convgraph migrate`.
-    conversation_id
-        The conversation; by default the parent's, or a new one for a root.
-        A conversation that is not in `conversations` yet is added to it.
-    response_id, datetime_utc
-        By default a new id in llm's format and the time now.
-    columns
-        Further `responses` columns to set (`options_json`, `prompt_json`,
-        `response_json`, `token_details`, `resolved_model`, ...). Columns the
-        table lacks are left out (older llm tables have fewer).
-
-    Returns
-    -------
-    LoggedNode
-        The new response's id and its conversation's id.
-
-    Raises
-    ------
-    RuleViolation
-        The triggers refused the parent (missing, itself, in another
-        conversation, or closing a cycle), or the id is taken.
-    NotMigrated
-        A parent was given but the database has no parent column or rules.
-    DatabaseError, DatabaseLocked
-    """
-    conn = db if isinstance(db, sqlite3.Connection) else None
-    if conn is None:
-        conn = connect_read_write(db, timeout)
-    try:
-        with _atomic(conn):
-            return _log(
-                conn,
-                response_id or new_response_id(),
-                parent_response_id,
-                conversation_id,
-                {
-                    "model": model,
-                    "prompt": prompt,
-                    "system": system,
-                    "response": response,
-                    "datetime_utc": datetime_utc or utc_now(),
-                    "input_tokens": input_tokens,
-                    "output_tokens": output_tokens,
-                    "duration_ms": duration_ms,
-                    **dict(columns or {}),
-                },
-            )
-    finally:
-        if not isinstance(db, sqlite3.Connection):
-            conn.close()
-
-
-def _log(
-    conn: sqlite3.Connection,
-    response_id: str,
-    parent_response_id: str | None,
-    conversation_id: str | None,
-    values: dict[str, Any],
-) -> LoggedNode:
-    table_columns = response_columns(conn)
-    if not table_columns:
-        raise DatabaseError("the database has no legacy responses table")
-    if parent_response_id is not None:
-        require_rules(conn, table_columns)
-    if conversation_id is None and parent_response_id is not None:
-        row = conn.execute(
-            "select coalesce(conversation_id, id) from responses where id = ?",
-            [parent_response_id],
-        ).fetchone()
-        if row is None:
-            raise RuleViolation(
-                f"cannot log a child of {parent_response_id!r}: no response has that id"
-            )
-        conversation_id = row[0]
-    if conversation_id is None:
-        conversation_id = new_response_id()
-    has_conversations = conn.execute(
-        "select 1 from sqlite_master where type = 'table' and name = 'conversations'"
-    ).fetchone()
-    if has_conversations:
-        conn.execute(
-            "insert or ignore into conversations (id, name, model) values (?, ?, ?)",
-            [conversation_id, _conversation_name(values), values.get("model")],
-        )
-    # llm reads options_json back with json.loads, so it is never NULL there.
-    values.setdefault("options_json", "{}")
-    if values["options_json"] is None:
-        values["options_json"] = "{}"
-    row_values = {
-        "id": response_id,
-        "conversation_id": conversation_id,
-        **{key: value for key, value in values.items() if key in table_columns},
-    }
-    if parent_response_id is not None:
-        row_values[PARENT_COLUMN] = parent_response_id
-    names = ", ".join(f'"{name}"' for name in row_values)
-    marks = ", ".join("?" * len(row_values))
-    try:
-        conn.execute(
-            f"insert into responses ({names}) values ({marks})",
-            list(row_values.values()),
-        )
-    except sqlite3.IntegrityError as error:
-        rule = rule_message(error)
-        if rule is not None:
-            raise RuleViolation(
-                f"cannot log response {response_id!r} with parent"
-                f" {parent_response_id!r}: {rule}"
-            ) from None
-        if "UNIQUE" in str(error):
-            raise RuleViolation(
-                f"cannot log response {response_id!r}: that id is taken"
-            ) from None
-        raise RuleViolation(f"cannot log response {response_id!r}: {error}") from None
-    return LoggedNode(response_id, conversation_id)
-
-
-def _conversation_name(values: Mapping[str, Any]) -> str:
-    # llm names a new conversation after the start of its first prompt.
-    text = values.get("prompt") or values.get("system") or ""
-    return " ".join(text.split())[:32]
 
 
 def require_rules(

@@ -69,7 +69,8 @@ def mark_forest(
     table (in log order), in place, and return it.
 
     An `active` column that the source filled (a chat export's) is kept;
-    otherwise each tree's last row and its ancestors are active.
+    otherwise each tree's last row and its ancestors are active
+    (`active_column`, per tree).
     """
     import numpy as np
     import pandas as pd
@@ -95,29 +96,48 @@ def mark_forest(
         ):
             note_column[row] = note.note
             preferred_column[row] = note.preferred
-        nodes["note"] = note_column
+        # An object Series: pandas would read strings and None as its string
+        # dtype, a missing note NaN where the contract has None.
+        nodes["note"] = pd.Series(note_column, dtype=object, index=nodes.index)
         nodes["preferred"] = preferred_column
     return nodes
 
 
 def active_column(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
-    """Each row's `active`, as booleans: the table's own column where the
-    source filled it (a chat export's current branch, or a `Forest`'s
-    marks), else each tree's path from its root to its last row (log order).
+    """Each row's `active`, as booleans, decided per tree as `mark_tree`
+    decides it: where some row of a tree has the table's own `active` (a chat
+    export's current branch, or a `Forest`'s marks), the tree's rows keep
+    theirs (a missing one is False); a tree without any has the path from its
+    root to its last row (log order).
 
     Examples
     --------
     >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"tree_id": ["t", "t", "t"]})
-    >>> active_column(nodes, np.array([-1, 0, 0])).tolist()
-    [True, False, True]
-    >>> nodes["active"] = [True, True, None]
-    >>> active_column(nodes, np.array([-1, 0, 0])).tolist()
-    [True, True, False]
+    >>> nodes = pd.DataFrame({"tree_id": ["t", "t", "t", "u", "u"]})
+    >>> parent_rows = np.array([-1, 0, 0, -1, 3])
+    >>> active_column(nodes, parent_rows).tolist()
+    [True, False, True, True, True]
+    >>> nodes["active"] = [True, True, None, None, None]
+    >>> active_column(nodes, parent_rows).tolist()
+    [True, True, False, True, True]
     """
-    if "active" in nodes.columns and nodes["active"].notna().any():
+    import numpy as np
+    import pandas as pd
+
+    given = (
+        nodes["active"].notna().to_numpy(dtype=bool)
+        if "active" in nodes.columns
+        else np.zeros(len(nodes), dtype=bool)
+    )
+    if given.all() and len(nodes):
         return _booleans(nodes["active"]).to_numpy(dtype=bool)
-    return active_rows(parent_rows, last_rows(nodes["tree_id"]))
+    computed = active_rows(parent_rows, last_rows(nodes["tree_id"]))
+    if not given.any():
+        return computed
+    codes = pd.factorize(nodes["tree_id"])[0]
+    said = np.bincount(codes[given], minlength=codes.max() + 1) > 0
+    values = _booleans(nodes["active"]).to_numpy(dtype=bool)
+    return np.where(said[codes], values, computed)
 
 
 def _booleans(values: pd.Series) -> pd.Series:

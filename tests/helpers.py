@@ -1,12 +1,28 @@
 """Helpers the test modules call: `run`, the one way tests drive a command
-line in process; `file_digest`, to prove that reading changes nothing; and
+line in process; `run_on_read_only_mount`, a command line in a process that
+may write nothing; `file_digest`, to prove that reading changes nothing;
+`documented_schemas`, the JSON Schemas a document of docs/ gives;
+`wait_until`, for a state another process or thread reaches; and
 `examples`, the size of a property test under the loaded hypothesis profile
-(the profiles are registered in `conftest.py`)."""
+(the profiles are registered in `conftest.py`).
+
+No test asserts how long anything takes (the benchmarks measure that): a
+machine busy with other work makes any bound in seconds fail now and then.
+`SAFETY_SECONDS` only turns a hang into a failure."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +39,69 @@ def examples(count: int) -> int:
     return max(1, count * settings().max_examples // 100)
 
 
+#: The repository's root: docs/ and examples/ are beside tests/.
+ROOT = Path(__file__).resolve().parent.parent
+#: How long a test waits for a process or thread that must end, or for a
+#: state it must reach, before it fails instead of hanging: a safety limit
+#: far above any wait on a busy machine, never a measure of speed.
+SAFETY_SECONDS = 300
+
+
+def wait_until(condition: Callable[[], object], what: str, poll: float = 0.01) -> None:
+    """Return once `condition()` is true, looking every `poll` seconds: a
+    handshake with another process or thread. A condition still false after
+    `SAFETY_SECONDS` fails the test, saying `what` never happened."""
+    __tracebackhide__ = True
+    deadline = time.monotonic() + SAFETY_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"after {SAFETY_SECONDS} s, still not: {what}")
+        time.sleep(poll)
+
+
 def file_digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@functools.cache
+def documented_schemas(document: str) -> dict[str, dict]:
+    """The JSON Schemas that `docs/<document>` gives in its ```json blocks,
+    by `$id`, each checked first against its own metaschema (draft
+    2020-12). Read once per session; a test must not change them."""
+    import jsonschema
+
+    text = (ROOT / "docs" / document).read_text()
+    found = {}
+    for block in re.findall(r"```json\n(.*?)```", text, flags=re.S):
+        schema = json.loads(block)
+        jsonschema.Draft202012Validator.check_schema(schema)
+        found[schema["$id"]] = schema
+    return found
+
+
+def run_on_read_only_mount(
+    directory: Path, mounted: Path, *words: object
+) -> subprocess.CompletedProcess[str]:
+    """`python -m convgraph WORDS` in a process of its own, with `directory`
+    bind-mounted read-only on `mounted` (an empty directory): a private
+    mount namespace (`unshare -rm`, as root or in a user namespace), where
+    not even root may write a file below `mounted`. The test skips where no
+    such namespace can be made. Returns the finished process, its streams
+    as text."""
+    unshare = shutil.which("unshare")
+    probe = subprocess.run(
+        [unshare or "unshare", "-rm", "true"], capture_output=True, check=False
+    )
+    if unshare is None or probe.returncode != 0:
+        pytest.skip("no private mount namespace here (unshare -rm)")
+    command = shlex.join([sys.executable, "-m", "convgraph", *map(str, words)])
+    mount = shlex.join(["mount", "--bind", "-o", "ro", str(directory), str(mounted)])
+    return subprocess.run(
+        [unshare, "-rm", "sh", "-c", f"{mount} && exec {command}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def run(

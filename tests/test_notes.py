@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import networkx as nx
@@ -26,7 +23,7 @@ from convgraph.sources.notes import SIDE_FILE_SUFFIX, TABLE, read_notes
 from convgraph.store.notes import set_note, set_preferred
 from tests import chat_exports as build
 from tests.databases import LlmLog
-from tests.helpers import file_digest, run
+from tests.helpers import file_digest, run, run_on_read_only_mount
 
 
 def llm_tables(path: Path) -> dict[str, list]:
@@ -178,31 +175,13 @@ def test_unknown_node_is_one_line(llm_db: dict) -> None:
 
 
 def test_a_read_only_database_is_one_line(llm_db: dict, tmp_path: Path) -> None:
-    # A read-only bind mount in a private mount namespace: root may write
-    # any file, but not on a read-only mount.
-    unshare = shutil.which("unshare")
-    probe = subprocess.run(
-        [unshare or "unshare", "-rm", "true"], capture_output=True, check=False
-    )
-    if unshare is None or probe.returncode != 0:
-        pytest.skip("no private mount namespace here (unshare -rm)")
+    # A read-only bind mount: root may write any file, but not on it.
     source = llm_db["path"].parent
     mounted = tmp_path / "mounted"
     mounted.mkdir()
     path = mounted / "logs.db"
-    result = subprocess.run(
-        [
-            unshare,
-            "-rm",
-            "sh",
-            "-c",
-            f'mount --bind -o ro "{source}" "{mounted}"'
-            f' && exec "{sys.executable}" -m convgraph note'
-            f' {llm_db["first"]} why --db "{path}"',
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
+    result = run_on_read_only_mount(
+        source, mounted, "note", llm_db["first"], "why", "--db", path
     )
     assert (result.returncode, result.stdout) == (2, ""), result.stderr
     assert result.stderr == f"Error: cannot write notes: {path} is read-only\n"

@@ -3,6 +3,9 @@
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +14,13 @@ from convgraph.links.integrity import Problem
 from convgraph.model import tree as ops
 from convgraph.model.loading import load_tree_of_node, read_tree
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
-from tests.helpers import file_digest, run
+from tests.helpers import (
+    SAFETY_SECONDS,
+    file_digest,
+    run,
+    run_on_read_only_mount,
+    wait_until,
+)
 
 # -- legacy, linear (llm before 0.32) -----------------------------------------
 
@@ -347,27 +356,47 @@ def test_reading_while_llm_holds_a_write_transaction(seed_db):
     assert load_tree("linear", seed_db).number_of_nodes() == 5
 
 
+#: Another process: takes the file's exclusive lock, as a writer does while
+#: it commits, runs the statements it is given inside that transaction (with
+#: a one-page cache, so that their changes spill to the file and its
+#: journal), says so, and commits when a line comes on its stdin.
+LOCKER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("pragma cache_size = 1")
+conn.execute("begin exclusive")
+for statement in sys.argv[2:]:
+    conn.execute(statement)
+print("locked", flush=True)
+sys.stdin.readline()
+conn.execute("commit")
+"""
+
+
+@contextmanager
+def locked(path: Path, *statements: str) -> Iterator[subprocess.Popen]:
+    """`LOCKER` holding `path`'s lock from the start of the block to a line
+    written to its stdin, or else to the block's end."""
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(path), *statements],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert locker.stdout.readline() == "locked\n"
+        yield locker
+    finally:
+        locker.stdin.close()
+        locker.wait(timeout=SAFETY_SECONDS)
+
+
 def test_reading_waits_for_an_exclusive_lock_to_end(seed_db):
     # Another process locks the whole file, as a writer does while it
     # commits, and holds the lock until told to commit; the read, started in
     # a thread, waits (busy timeout) instead of failing.
     import threading
-    import time
 
-    script = (
-        "import sqlite3, sys\n"
-        "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-        "conn.execute('begin exclusive')\n"
-        "print('locked', flush=True)\n"
-        "sys.stdin.readline()\n"
-        "conn.execute('commit')\n"
-    )
-    locker = subprocess.Popen(
-        [sys.executable, "-c", script, str(seed_db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     outcome = {}
 
     def read() -> None:
@@ -377,25 +406,22 @@ def test_reading_waits_for_an_exclusive_lock_to_end(seed_db):
             outcome["error"] = error
 
     reader = threading.Thread(target=read)
-    try:
-        assert locker.stdout.readline() == "locked\n"
+    with locked(seed_db) as locker:
         reader.start()
         # The lock ends only once the read is inside its first query, so the
         # read cannot have come after it: `connect_read_only` holding its
         # connection while this thread runs means the reader left the GIL in
         # that query's SQLite call (no bytecode between the assignment and
         # the call can yield it), which cannot get past the lock.
-        deadline = time.monotonic() + 60  # a guard against hanging, not a check
-        while reader.is_alive() and not in_first_query(reader):
-            assert time.monotonic() < deadline, "the read never reached its query"
-            time.sleep(0.001)
+        wait_until(
+            lambda: not reader.is_alive() or in_first_query(reader),
+            "the read is inside its first query",
+            poll=0.001,
+        )
         assert in_first_query(reader), outcome
         locker.stdin.write("commit\n")
         locker.stdin.flush()
-        reader.join(timeout=60)
-    finally:
-        locker.stdin.close()
-        locker.wait(timeout=10)
+        reader.join(timeout=SAFETY_SECONDS)
     assert "error" not in outcome, outcome
     assert outcome["tree"].number_of_nodes() == 4
 
@@ -467,29 +493,9 @@ def test_a_live_writer_is_not_taken_for_a_stopped_one(seed_db, monkeypatch):
     import convgraph.sources.files
 
     monkeypatch.setattr(convgraph.sources.files, "BUSY_TIMEOUT_SECONDS", 0.2)
-    script = (
-        "import sqlite3, sys\n"
-        "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-        "conn.execute('pragma cache_size = 1')\n"
-        "conn.execute('begin exclusive')\n"
-        "conn.execute(\"update responses set prompt = 'x' || prompt\")\n"
-        "print('locked', flush=True)\n"
-        "sys.stdin.readline()\n"
-        "conn.execute('commit')\n"
-    )
-    locker = subprocess.Popen(
-        [sys.executable, "-c", script, str(seed_db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert locker.stdout.readline() == "locked\n"
+    with locked(seed_db, "update responses set prompt = 'x' || prompt"):
         assert seed_db.with_name(seed_db.name + "-journal").exists()
         result = run("stats", "--db", seed_db, expect=2)
-    finally:
-        locker.stdin.close()
-        locker.wait(timeout=10)
     assert result.stderr == (
         f"Error: {seed_db} is being written by another process, which held its"
         " lock for more than 0.2 seconds; try again when it has finished\n"
@@ -498,10 +504,7 @@ def test_a_live_writer_is_not_taken_for_a_stopped_one(seed_db, monkeypatch):
 
 def test_a_wal_file_in_a_read_only_directory_is_explained(tmp_path):
     # SQLite reads a WAL-mode file only through its -shm file, which it
-    # cannot create in a read-only directory. A read-only bind mount in a
-    # private mount namespace (unshare, as root or in a user namespace).
-    import shutil
-
+    # cannot create in a read-only directory (here a read-only bind mount).
     source, mounted = tmp_path / "source", tmp_path / "mounted"
     source.mkdir()
     mounted.mkdir()
@@ -510,26 +513,8 @@ def test_a_wal_file_in_a_read_only_directory_is_explained(tmp_path):
     conn.commit()
     assert conn.execute("pragma journal_mode = wal").fetchone() == ("wal",)
     conn.close()
-    unshare = shutil.which("unshare")
-    probe = subprocess.run(
-        [unshare or "unshare", "-rm", "true"], capture_output=True, check=False
-    )
-    if unshare is None or probe.returncode != 0:
-        pytest.skip("no private mount namespace here (unshare -rm)")
     path = mounted / "logs.db"
-    result = subprocess.run(
-        [
-            unshare,
-            "-rm",
-            "sh",
-            "-c",
-            f'mount --bind -o ro "{source}" "{mounted}"'
-            f' && exec "{sys.executable}" -m convgraph stats --db "{path}"',
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_on_read_only_mount(source, mounted, "stats", "--db", path)
     assert (result.returncode, result.stdout) == (2, ""), result.stderr
     assert result.stderr == (
         f"Error: {path} is in WAL mode, and SQLite can read it only with its"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from pathlib import Path
 
 import jsonschema
@@ -19,20 +18,12 @@ from convgraph.model.loading import load_tree
 from convgraph.store.notes import set_preferred
 from tests import chat_exports as build
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
-from tests.helpers import file_digest, run
-
-SCHEMA_DOC = Path(__file__).resolve().parent.parent / "docs" / "training-schema.md"
+from tests.helpers import documented_schemas, file_digest, run
 
 
 def schemas() -> dict[str, dict]:
-    """The JSON Schemas of docs/training-schema.md, by `$id`."""
-    blocks = re.findall(r"```json\n(.*?)```", SCHEMA_DOC.read_text(), flags=re.S)
-    found = {}
-    for block in blocks:
-        schema = json.loads(block)
-        jsonschema.Draft202012Validator.check_schema(schema)
-        found[schema["$id"]] = schema
-    return found
+    """The JSON Schemas that docs/training-schema.md documents, by `$id`."""
+    return documented_schemas("training-schema.md")
 
 
 def check_example(record: dict) -> None:

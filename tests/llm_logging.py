@@ -15,6 +15,7 @@ Usage (a reader-side test does the same with a read in place of `migrate`)::
         logging.wait_until_logging()  # llm has logged once: it is running
         migrate(directory / "logs.db", link_linear=True)
     assert logging.lost == 0, logging.errors
+    assert logging.logged_prompts() == [f"{PROMPT_PREFIX} {n}" for n in range(40)]
 
 `directory` is llm's user directory (`LLM_USER_PATH`), holding `logs.db`.
 The file must already be at llm's schema (run llm on it once first), so that
@@ -42,12 +43,19 @@ PROMPT_PREFIX = "concurrent prompt"
 
 def count_turns(path: Path) -> int:
     """How many turns llm has logged in `path` (0 before its first)."""
+    rows = _turns(path, "select count(*) from turns")
+    return rows[0][0] if rows else 0
+
+
+def _turns(path: Path, query: str, *params: object) -> list[tuple]:
+    """The rows of `query` on llm's turns; none before its first turn (the
+    table is not there yet)."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     try:
         exists = conn.execute(
             "select 1 from sqlite_master where type = 'table' and name = 'turns'"
         ).fetchone()
-        return conn.execute("select count(*) from turns").fetchone()[0] if exists else 0
+        return conn.execute(query, params).fetchall() if exists else []
     finally:
         conn.close()
 
@@ -65,6 +73,7 @@ class LlmLogging:
         self.outcomes: list[dict] = []
         self.logged: int | None = None
         self._before = 0
+        self._last_before = 0
         self._process: subprocess.Popen | None = None
 
     @property
@@ -73,6 +82,8 @@ class LlmLogging:
 
     def __enter__(self) -> LlmLogging:
         self._before = count_turns(self.path)
+        rows = _turns(self.path, "select coalesce(max(rowid), 0) from turns")
+        self._last_before = rows[0][0] if rows else 0
         env = {**os.environ, "LLM_USER_PATH": str(self.directory)}
         self._process = subprocess.Popen(
             [
@@ -106,6 +117,18 @@ class LlmLogging:
         """Prompts asked but not logged."""
         assert self.logged is not None, "only after the with block"
         return self.prompts - self.logged
+
+    def logged_prompts(self) -> list[str]:
+        """The prompts of the turns logged since the start, in log order (as
+        llm's search table holds them); only after the with block."""
+        assert self.logged is not None, "only after the with block"
+        rows = _turns(
+            self.path,
+            "select s.prompt from turns as t join turn_search as s"
+            " on s.turn_id = t.id where t.rowid > ? order by t.rowid",
+            self._last_before,
+        )
+        return [prompt for (prompt,) in rows]
 
     @property
     def errors(self) -> list[str]:

@@ -342,6 +342,19 @@ def test_hashes_and_threads_that_name_nothing(shared_content_db, tmp_path, monke
     assert_same_forest(path, monkeypatch, text=False)
 
 
+def test_turns_that_name_no_message_at_all(shared_content_db, tmp_path, monkeypatch):
+    """No message in the file, and no hash in the turns: every turn a
+    root, in both readers (the arrays had no message to start from)."""
+    path = copy_of(shared_content_db["path"], tmp_path)
+    execute(
+        path,
+        "delete from messages",
+        "update turns set parent_message_hash = null, tip_message_hash = null",
+    )
+    forest = assert_same_forest(path, monkeypatch, text=False)
+    assert forest.nodes["parent_id"].tolist() == [None] * 8
+
+
 @pytest.mark.parametrize(
     "sql",
     [

@@ -5,6 +5,11 @@ follows the one logged before it. With the column
 (docs/design.md#three-generations-of-llms-database) each response names its
 parent, or none for a root. A response logged outside any conversation
 (`conversation_id` NULL) is a conversation of its own.
+
+The chain rule has two forms, side by side at the end of this module:
+`link_as_chains` for one tree's records, `link_frame_as_chains` for the
+whole nodes table at once (the row readers' and the columnar reader's
+forest); `tests/test_read_rules.py` checks that they agree.
 """
 
 from __future__ import annotations
@@ -157,7 +162,7 @@ class LegacyReader:
         for record in records:
             record["tree_id"] = tree_id
         if not self.has_parent:
-            _link_as_chains(records)
+            link_as_chains(records)
         names = self._names(conversation_ids)
         name = names.get(tree_id) or next(iter(names.values()), None)
         return records, name
@@ -258,8 +263,12 @@ def _json_list(values: list[str]) -> str:
     return json.dumps(list(values))
 
 
-def _link_as_chains(records: list[dict[str, Any]]) -> None:
-    """Each response's parent is the one logged before it in its conversation."""
+# -- the chain rule, per tree and per table ------------------------------------
+
+
+def link_as_chains(records: list[dict[str, Any]]) -> None:
+    """Each response's parent is the one logged before it in its
+    conversation: `records` in log order, their `parent_id` set in place."""
     previous: dict[str, str] = {}
     for record in records:
         record["parent_id"] = previous.get(record["conversation_id"])
@@ -267,8 +276,9 @@ def _link_as_chains(records: list[dict[str, Any]]) -> None:
 
 
 def link_frame_as_chains(nodes: pd.DataFrame) -> np.ndarray:
-    """`_link_as_chains` for a whole table in log order (index 0..n-1), in
-    place; returns each row's parent row so set (-1: none, or not legacy)."""
+    """`link_as_chains` for a whole table in log order (index 0..n-1), in
+    place: the rows of other sources (turns) keep their parents. Returns
+    each row's parent row so set (-1: none, or not legacy)."""
     import numpy as np
 
     is_legacy = (nodes["source"] == SOURCE).to_numpy()
@@ -281,6 +291,8 @@ def link_frame_as_chains(nodes: pd.DataFrame) -> np.ndarray:
         .to_numpy()
     )
     ids = nodes["id"].to_numpy()
-    parents = np.where(previous >= 0, ids[np.maximum(previous, 0)], None)
+    parents = np.full(len(nodes), None, dtype=object)
+    has_parent = previous >= 0
+    parents[has_parent] = ids[previous[has_parent]]
     nodes.loc[is_legacy, "parent_id"] = parents[is_legacy]
     return previous

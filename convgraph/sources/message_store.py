@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -359,6 +360,7 @@ class MessageStoreReader:
         if not turns:
             return []
         if thread_ids is None:
+            assert snapshot is not None  # made with the turns' above
             messages = {
                 row[1]: (row[2], row[3])
                 for chunk in snapshot.rows("messages", MESSAGE_COLUMNS)
@@ -457,6 +459,7 @@ class MessageStoreReader:
         # in order, by its hash.
         last_position: dict[str, Any] = {}
         unordered: set[str] = set()
+        batches: Iterator[Iterable[tuple]]
         if hashes is None:
             snapshot = snapshot or Snapshot(self.conn, ["parts", "fragments"])
             batches = (
@@ -668,7 +671,9 @@ def _thread_roots(
             cycle = walk.cycle(walked)
             root = min(cycle) if cycle else walked[-1]
             if cycle:
-                links = dict(zip(cycle, cycle[1:] + cycle[:1], strict=True))
+                links: dict[str, str | None] = dict(
+                    zip(cycle, cycle[1:] + cycle[:1], strict=True)
+                )
                 problems.extend(
                     break_cycles(
                         links, sorted(cycle), {t: t for t in cycle}, FORK_CYCLE

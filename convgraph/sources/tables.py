@@ -27,10 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import CATEGORY_COLUMNS, INTEGER_ATTRIBUTES, SOURCE_COLUMNS
 
-# Until the files that import these from here take them from `snapshot`,
-# their one home (engineer B's split of `sources/__init__.py`).
-from convgraph.sources.snapshot import BUSY_TIMEOUT_SECONDS, Snapshot  # noqa: F401
-
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -79,10 +75,10 @@ def frame_of_chunks(
     parts: dict[str, list] = {name: [] for name in names}
     with no_garbage_collection():
         for rows in chunks:
-            columns = zip(*rows, strict=True)
+            values_of_columns = zip(*rows, strict=True)
             if rowid:
-                next(columns)
-            for name, values in zip(names, columns, strict=True):
+                next(values_of_columns)
+            for name, values in zip(names, values_of_columns, strict=True):
                 if name in categories:
                     parts[name].append(categorical(values))
                 elif name in integers:
@@ -133,7 +129,7 @@ def categorical(values: Any) -> pd.Categorical:
     import pandas as pd
 
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return pd.Categorical.from_codes(codes, uniques)
+    return pd.Categorical.from_codes(codes, pd.Index(uniques))
 
 
 def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
@@ -152,7 +148,10 @@ def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
                 values = pd.Series(categorical(values), index=nodes.index)
         elif name in INTEGER_ATTRIBUTES:
             if not isinstance(values.dtype, pd.Int64Dtype):
-                values = pd.Series(pd.array(values, dtype="Int64"), index=nodes.index)
+                values = pd.Series(
+                    pd.array(values.to_numpy(dtype=object), dtype="Int64"),
+                    index=nodes.index,
+                )
         elif values.dtype != object:
             # pandas' own string dtype shows a missing value as NaN.
             values = values.astype(object).where(values.notna(), None)

@@ -164,6 +164,8 @@ def turn_parent_rows(
 
     count = len(tree_codes)
     message_count = len(parent_rows)
+    if not message_count:  # no hash at all: no turn ends at a message
+        return np.full(count, -1)
 
     # A turn's candidates are the turns of its tree that ended at one
     # message: a group per (tree, tip message).

@@ -73,7 +73,7 @@ def category(array: pa.Array | pa.ChunkedArray) -> pd.Categorical:
     import pandas as pd
 
     codes, values = dictionary_codes(array)
-    return pd.Categorical.from_codes(codes, object_array(values))
+    return pd.Categorical.from_codes(codes, pd.Index(object_array(values)))
 
 
 def integer_parts(
@@ -107,14 +107,16 @@ def joined_categories(parts: list[pa.ChunkedArray]) -> pd.Categorical:
 
     chunks = [chunk for part in parts for chunk in part.chunks]
     if not chunks:
-        return pd.Categorical.from_codes(np.zeros(0, np.int64), [])
+        return pd.Categorical.from_codes(
+            np.zeros(0, np.int64), pd.Index([], dtype=object)
+        )
     unified = pa.chunked_array(chunks).unify_dictionaries()
     codes = pc.fill_null(
         pa.chunked_array([chunk.indices for chunk in unified.chunks]), -1
     )
     values = unified.chunk(0).dictionary
     return pd.Categorical.from_codes(
-        codes.to_numpy().astype(np.int64), object_array(values)
+        codes.to_numpy().astype(np.int64), pd.Index(object_array(values))
     )
 
 
@@ -199,7 +201,9 @@ def nodes_frame(
             if isinstance(values, pd.api.extensions.ExtensionArray)
             else integers(values)
         )
-    data["source"] = pd.Categorical.from_codes(np.zeros(count, np.int8), [source])
+    data["source"] = pd.Categorical.from_codes(
+        np.zeros(count, np.int8), pd.Index([source])
+    )
     # dtype=object said outright: pandas 3 would infer its own string dtype
     # for an object array of str, and `conform_nodes` would convert it back.
     return pd.DataFrame(

@@ -148,19 +148,20 @@ def parents_by_rowid(
     stored, read again for those rows only, for `check` to report."""
     import numpy as np
 
-    rowids = rowids.to_numpy(dtype=np.int64)
+    stored = rowids.to_numpy(dtype=np.int64)
     wanted = parent_rowids.to_numpy(dtype=np.int64, na_value=0)
-    if rowids[-1] - rowids[0] == len(rowids) - 1:
+    if stored[-1] - stored[0] == len(stored) - 1:
         # No row deleted: a rowid's row is its distance from the first.
-        at = np.clip(wanted - rowids[0], 0, len(rowids) - 1)
+        at = np.clip(wanted - stored[0], 0, len(stored) - 1)
     else:
-        at = np.minimum(np.searchsorted(rowids, wanted), len(rowids) - 1)
-    found = ~parent_rowids.isna() & (rowids[at] == wanted)
+        at = np.minimum(np.searchsorted(stored, wanted), len(stored) - 1)
+    found = ~parent_rowids.isna() & (stored[at] == wanted)
     parent_rows = np.where(found, at, -1)
-    parent_ids = np.where(found, node_ids[at], None)
+    parent_ids = np.full(len(node_ids), None, dtype=object)
+    parent_ids[found] = node_ids[at[found]]
     lost = np.flatnonzero(has_parent.to_numpy(dtype=bool, na_value=False) & ~found)
     if len(lost):
         parent_ids[lost] = reader.texts_at(
-            "responses", "parent_response_id", rowids[lost]
+            "responses", "parent_response_id", stored[lost]
         )
     return parent_rows, parent_ids

@@ -138,7 +138,9 @@ def read_store(
         fork_up,
     )
     node_ids = object_array(turns["id"])
-    parent_ids = np.where(parents >= 0, node_ids[np.maximum(parents, 0)], None)
+    parent_ids = np.full(len(node_ids), None, dtype=object)
+    has_parent = parents >= 0
+    parent_ids[has_parent] = node_ids[parents[has_parent]]
     nodes = nodes_frame(node_ids, tree_ids, parent_ids, parents, turns, SOURCE)
     is_original = pa.array(root_rows == np.arange(len(root_rows)))
     names = dict(

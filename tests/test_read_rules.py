@@ -1,0 +1,289 @@
+"""The read rules that have two forms, each pair held to one answer.
+
+- The chunked-read rule (`convgraph.sources.snapshot`): the row readers and
+  the columnar reader pace their statements by the one `paced`, so on the
+  same file, statements that take the same time, they ask for the same
+  rows, statement by statement.
+- The message store's turn parents (`convgraph.sources.turn_parents`): turn
+  by turn (`turn_parents`, the row reader's) and on arrays
+  (`turn_parent_rows`, the columnar reader's), on random message trees,
+  turns and forks.
+- Legacy chains (`convgraph.sources.legacy`): per tree (`link_as_chains`)
+  and per table (`link_frame_as_chains`), on random logs mixing responses
+  and turns.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks import synthetic
+from convgraph.sources import columnar, legacy, open_logs, snapshot
+from convgraph.sources.message_store import _thread_roots
+from convgraph.sources.turn_parents import (
+    NearestAbove,
+    turn_parent_rows,
+    turn_parents,
+)
+from tests.helpers import examples
+
+# -- the chunked-read rule -------------------------------------------------------
+
+
+def paced_statements(
+    monkeypatch: pytest.MonkeyPatch, read: Callable[[], None], seconds: float
+) -> list[tuple[int, float]]:
+    """The `paced` calls of one read (rows read, seconds taken), every
+    statement taking `seconds` by the rule's clock."""
+    # Each statement reads the clock before and after it.
+    ticks = itertools.cycle([0.0, seconds])
+    monkeypatch.setattr(snapshot, "clock", lambda: next(ticks))
+    calls = []
+    paced = snapshot.paced
+
+    def recording(rows: int, took: float) -> int:
+        calls.append((rows, took))
+        return paced(rows, took)
+
+    monkeypatch.setattr(snapshot, "paced", recording)
+    read()
+    return calls
+
+
+@pytest.mark.parametrize("with_parent", [True, False])
+def test_both_readers_pace_their_statements_alike(tmp_path, monkeypatch, with_parent):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("adbc_driver_sqlite")
+    path = synthetic.build_legacy(
+        tmp_path / "logs.db", 5000, 7, "bushy", with_parent=with_parent
+    )
+
+    def read_columns() -> None:
+        with open_logs(path) as logs:
+            assert columnar.read_forest(logs, text=True) is not None
+
+    def read_rows() -> None:
+        with open_logs(path) as logs, monkeypatch.context() as patch:
+            patch.setattr(columnar, "available", lambda: False)
+            logs.read_forest(text=True)
+
+    # Every statement takes twice CHUNK_SECONDS: each next one reads half
+    # as many rows, down to MIN_CHUNK_ROWS; the last, short one is not
+    # paced. (The conversations are one short statement.)
+    expected = [(2000, 0.06), (1000, 0.06), (500, 0.06), (250, 0.06)]
+    expected += [(200, 0.06)] * 6
+    assert paced_statements(monkeypatch, read_columns, 0.06) == expected
+    assert paced_statements(monkeypatch, read_rows, 0.06) == expected
+    # Quick statements: twice as many rows each time.
+    assert paced_statements(monkeypatch, read_columns, 0.0) == [(2000, 0.0)]
+    assert paced_statements(monkeypatch, read_rows, 0.0) == [(2000, 0.0)]
+
+
+def test_a_slow_statement_is_followed_by_one_sized_for_the_rule_at_once():
+    # No floor on the shrink: ten times too slow, a tenth as many rows.
+    assert snapshot.paced(20_000, 10 * snapshot.CHUNK_SECONDS) == 2_000
+    assert snapshot.paced(2_000, 10.0) == snapshot.MIN_CHUNK_ROWS
+    assert snapshot.paced(80_000, 0.0) == snapshot.MAX_CHUNK_ROWS
+
+
+# -- turn parents ------------------------------------------------------------------
+
+
+@st.composite
+def message_stores(draw: st.DrawFn) -> dict:
+    """A random message store, links acyclic (the table form's condition;
+    the columnar reader leaves cycles to the row reader): messages `m0..`
+    each below an earlier one, none, or a hash that names no message;
+    threads `t0..` each an original or forked from an earlier thread or
+    from one not in the file; turns in log order, each of a thread (now and
+    then one not in the file), with an input and a tip among the messages,
+    hashes that name none, or none at all. Shared content is common: few
+    messages, many turns."""
+    missing = ["gone-a", "gone-b"]
+    count = draw(st.integers(0, 10))
+    messages = {}
+    for index in range(count):
+        parent = draw(
+            st.one_of(
+                st.none(),
+                st.sampled_from(missing),
+                *([st.integers(0, index - 1).map("m{}".format)] if index else []),
+            )
+        )
+        messages[f"m{index}"] = parent
+    hashes = st.one_of(
+        st.none(),
+        st.sampled_from(missing),
+        *([st.sampled_from(list(messages))] if messages else []),
+    )
+    threads = [f"t{index}" for index in range(draw(st.integers(1, 4)))]
+    forked_from = {
+        thread: draw(
+            st.one_of(
+                st.none(),
+                st.just("stray"),
+                *([st.sampled_from(threads[:index])] if index else []),
+            )
+        )
+        for index, thread in enumerate(threads)
+    }
+    turns = [
+        {
+            "id": f"u{index}",
+            "thread_id": draw(st.sampled_from([*threads, "stray"])),
+            "parent_message_hash": draw(hashes),
+            "tip_message_hash": draw(hashes),
+        }
+        for index in range(draw(st.integers(1, 14)))
+    ]
+    return {"messages": messages, "forked_from": forked_from, "turns": turns}
+
+
+def parents_turn_by_turn(store: dict) -> list[str | None]:
+    """The row reader's form: each turn's parent id."""
+    roots = _thread_roots(store["forked_from"])[0]
+    turns = [dict(turn) for turn in store["turns"]]
+    for turn in turns:
+        turn["tree_id"] = roots.get(turn["thread_id"], turn["thread_id"])
+    nearest = NearestAbove(store["messages"].get)
+    found = turn_parents(turns, nearest, store["forked_from"])
+    return [None if parent is None else parent["id"] for parent in found]
+
+
+def numbers(keys: list, *others: list) -> tuple[int, list[np.ndarray]]:
+    """Keys numbered 0..len-1 by position, any other value of `others` a
+    number past them (first seen first), None -1: the numbering the
+    columnar reader makes of hashes and thread ids."""
+    number = {key: index for index, key in enumerate(keys)}
+    found = []
+    for values in others:
+        for value in values:
+            if value is not None:
+                number.setdefault(value, len(number))
+        found.append(np.array([number.get(v, -1) for v in values], dtype=np.int64))
+    return len(number), found
+
+
+def parents_on_arrays(store: dict) -> list[str | None]:
+    """The columnar reader's form: each turn's parent id."""
+    messages, forked_from, turns = (
+        store["messages"],
+        store["forked_from"],
+        store["turns"],
+    )
+    message_count, (parent_rows, start_rows, tip_rows) = numbers(
+        list(messages),
+        list(messages.values()),
+        [turn["parent_message_hash"] for turn in turns],
+        [turn["tip_message_hash"] for turn in turns],
+    )
+    # A hash that names no message: a message of its own, with no parent.
+    parent_rows = np.concatenate(
+        [parent_rows, np.full(message_count - len(messages), -1, np.int64)]
+    )
+    thread_count, (fork_rows, thread_codes) = numbers(
+        list(forked_from),
+        list(forked_from.values()),
+        [turn["thread_id"] for turn in turns],
+    )
+    fork_up = np.concatenate(
+        [fork_rows, np.full(thread_count - len(forked_from), -1, np.int64)]
+    )
+    roots = _thread_roots(forked_from)[0]
+    trees = [roots.get(turn["thread_id"], turn["thread_id"]) for turn in turns]
+    tree_codes = pd.factorize(pd.Series(trees, dtype=object))[0].astype(np.int64)
+    rows = turn_parent_rows(
+        tree_codes, parent_rows, start_rows, tip_rows, thread_codes, fork_up
+    )
+    return [None if row < 0 else turns[row]["id"] for row in rows]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(message_stores())
+def test_turn_parents_turn_by_turn_and_on_arrays_agree(store: dict) -> None:
+    assert parents_on_arrays(store) == parents_turn_by_turn(store)
+
+
+def test_turn_parents_of_a_retry_and_a_fork_that_end_at_one_message():
+    """A known store: u0 answers m1; u1 (thread t0) and u2 (t1, a fork of
+    t0) both end at m3 below m2 below m1; u3 of t1 goes on from m3: its
+    parent is u2, its own thread's; u4 of a fork of t1 (t2) takes u2 too,
+    up its forks; u5 of t3 (an original) finds no turn of its own tree and
+    has no parent."""
+    store = {
+        "messages": {"m0": None, "m1": "m0", "m2": "m1", "m3": "m2", "m4": "m3"},
+        "forked_from": {"t0": None, "t1": "t0", "t2": "t1", "t3": None},
+        "turns": [
+            {"id": "u0", "thread_id": "t0", "parent_message_hash": "m0",
+             "tip_message_hash": "m1"},
+            {"id": "u1", "thread_id": "t0", "parent_message_hash": "m2",
+             "tip_message_hash": "m3"},
+            {"id": "u2", "thread_id": "t1", "parent_message_hash": "m2",
+             "tip_message_hash": "m3"},
+            {"id": "u3", "thread_id": "t1", "parent_message_hash": "m4",
+             "tip_message_hash": None},
+            {"id": "u4", "thread_id": "t2", "parent_message_hash": "m3",
+             "tip_message_hash": None},
+            {"id": "u5", "thread_id": "t3", "parent_message_hash": "m4",
+             "tip_message_hash": None},
+        ],
+    }  # fmt: skip
+    expected = [None, "u0", "u0", "u2", "u2", None]
+    assert parents_turn_by_turn(store) == expected
+    assert parents_on_arrays(store) == expected
+
+
+# -- legacy chains -----------------------------------------------------------------
+
+
+@st.composite
+def mixed_logs(draw: st.DrawFn) -> list[dict]:
+    """Rows of a nodes table in log order: legacy responses of a few
+    conversations among turns (whose parents are their own and stay)."""
+    rows = []
+    for index in range(draw(st.integers(0, 20))):
+        is_turn = draw(st.booleans())
+        rows.append(
+            {
+                "id": f"n{index}",
+                "conversation_id": f"c{draw(st.integers(0, 3))}",
+                "source": "turns" if is_turn else legacy.SOURCE,
+                "parent_id": draw(st.sampled_from([None, "n0", "elsewhere"]))
+                if is_turn
+                else "stored",
+            }
+        )
+    return rows
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(mixed_logs(), st.booleans())
+def test_legacy_chains_per_tree_and_per_table_agree(
+    rows: list[dict], as_categories: bool
+) -> None:
+    records = [dict(row) for row in rows if row["source"] == legacy.SOURCE]
+    legacy.link_as_chains(records)
+    chained = {record["id"]: record["parent_id"] for record in records}
+
+    # Object columns of str and None, as the readers make them.
+    nodes = pd.DataFrame(
+        rows, columns=["id", "conversation_id", "source", "parent_id"], dtype=object
+    )
+    nodes["source"] = nodes["source"].astype("category")
+    if as_categories:
+        nodes["conversation_id"] = nodes["conversation_id"].astype("category")
+    parent_rows = legacy.link_frame_as_chains(nodes)
+
+    expected = [chained.get(row["id"], row["parent_id"]) for row in rows]
+    assert nodes["parent_id"].tolist() == expected
+    ids = [row["id"] for row in rows]
+    assert [ids[row] if row >= 0 else None for row in parent_rows] == [
+        chained.get(row["id"]) for row in rows
+    ]

@@ -66,7 +66,9 @@ _LAZY = {
         ("summary", "node_table", "edge_table", "conversation_table", "branch_table"),
         "convgraph.analysis.stats",
     ),
-    **dict.fromkeys(("diff", "compare", "similarity"), "convgraph.analysis.diff"),
+    "diff": "convgraph.analysis.branch_diff",
+    "compare": "convgraph.analysis.compare",
+    "similarity": "convgraph.analysis.similarity",
 }
 
 __all__ = [
@@ -92,7 +94,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from convgraph.analysis.diff import compare, diff, similarity
+    from convgraph.analysis.branch_diff import diff
+    from convgraph.analysis.compare import compare
+    from convgraph.analysis.similarity import similarity
     from convgraph.analysis.stats import (
         branch_table,
         conversation_table,

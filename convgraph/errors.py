@@ -4,7 +4,7 @@ Every error that bad input can provoke is a `ConvgraphError`: the command line
 prints its message as one line and exits with status 2, and Python callers can
 catch the one base class, or one of the subclasses here. They live together
 so that a newcomer finds them in one place; the modules that raise them also
-export them under their old names (`convgraph.analysis.diff.UnrelatedNodes`,
+export them under their old names (`convgraph.analysis.branch_diff.UnrelatedNodes`,
 `convgraph.store.DeletionRefused`, ...).
 """
 
@@ -34,7 +34,7 @@ class UnknownConversation(ConvgraphError, KeyError):
         return f"no conversation with id {self.args[0]!r}"
 
 
-# -- comparing branches (convgraph.analysis.diff) -------------------------------------
+# -- comparing branches (convgraph.analysis.branch_diff) ------------------------------
 
 
 class UnrelatedNodes(ConvgraphError):

@@ -26,16 +26,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from convgraph.analysis.diff import (
-    BranchTotals,
+from convgraph.analysis.branch_diff import BranchTotals, diff
+from convgraph.analysis.compare import compare
+from convgraph.analysis.similarity import similarity, text_diff
+from convgraph.errors import (
+    ConvgraphError,
     DifferentConversations,
+    UnknownNode,
     UnrelatedNodes,
-    compare,
-    diff,
-    similarity,
-    text_diff,
 )
-from convgraph.errors import ConvgraphError, UnknownNode
 from convgraph.model.loading import load_tree, load_tree_of_node, load_tree_of_pair
 from tests.databases import add_response, legacy_database
 from tests.helpers import file_digest, run
@@ -792,7 +791,7 @@ def many_children_db(path: Path, count: int) -> Path:
 
 
 def test_compare_up_to_the_limit_compares_every_pair(tmp_path: Path) -> None:
-    from convgraph.analysis.diff import ALL_PAIRS_UP_TO
+    from convgraph.analysis.compare import ALL_PAIRS_UP_TO
 
     db = many_children_db(tmp_path / "fifty.db", ALL_PAIRS_UP_TO)
     result = compare(load_tree("c", db), "q")
@@ -804,7 +803,7 @@ def test_compare_up_to_the_limit_compares_every_pair(tmp_path: Path) -> None:
 
 
 def test_compare_many_children_compares_neighbours_only(tmp_path: Path) -> None:
-    from convgraph.analysis.diff import ALL_PAIRS_UP_TO, NEIGHBOURS
+    from convgraph.analysis.compare import ALL_PAIRS_UP_TO, NEIGHBOURS
 
     count = ALL_PAIRS_UP_TO + 10
     db = many_children_db(tmp_path / "many.db", count)

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convgraph.analysis.diff import UnrelatedNodes, diff
+from convgraph.analysis.branch_diff import UnrelatedNodes, diff
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ConvgraphError
 from convgraph.export import FORMATS, ExportError, read_json
@@ -608,7 +608,7 @@ def test_two_selected_nodes_show_their_branch_diff(example_page):
     assert listed("shared") == expected["shared"]
     assert listed("a") == expected["a"]
     assert listed("b") == expected["b"]
-    # The page computes the diff itself, in the shape of convgraph.analysis.diff's.
+    # The page computes the diff itself, in the shape of convgraph.analysis.branch_diff's.
     result = example_page.page.evaluate("([a, b]) => convgraph.diff(a, b)", [a, b])
     same_keys = [
         "node_a",
@@ -658,7 +658,7 @@ def test_nodes_with_different_roots_have_no_fork_point(example_page):
     result = example_page.page.evaluate(
         "([a, b]) => convgraph.diff(a, b)", [first, second]
     )
-    assert result["fork_point"] is None  # where convgraph.analysis.diff refuses:
+    assert result["fork_point"] is None  # where convgraph.analysis.branch_diff refuses:
     with pytest.raises(UnrelatedNodes):
         diff(tree, first, second)
     assert result["shared"] == []

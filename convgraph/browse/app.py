@@ -4,7 +4,7 @@ Two screens. The list (`ConversationList`) shows at once from the small
 tables of names, then fills in each tree's figures from background reads
 (`convgraph.browse.listing`). Opening a conversation reads that tree alone
 (`load_tree`) and shows it beside the details pane; the keys call the
-library: the tree operations to move, `convgraph.analysis.diff` for the diff and the
+library: the tree operations to move, `convgraph.analysis.branch_diff` for the diff and the
 comparison, `convgraph.present.transcript` for the transcript to the cursor,
 `convgraph.store`'s `fan_out` and `regenerate` to branch and regenerate, and
 `convgraph.store.notes` to write a note and mark the preferred answer. The
@@ -338,7 +338,7 @@ class ConversationScreen(Screen[None]):
         self.say(f"marked {self.tree.node}: move, then d to diff")
 
     def action_diff(self) -> None:
-        from convgraph.analysis.diff import diff
+        from convgraph.analysis.branch_diff import diff
 
         if self.graph is None or self.tree.node is None:
             return
@@ -353,7 +353,7 @@ class ConversationScreen(Screen[None]):
         self.show_view(*diff_view(result))
 
     def action_compare(self) -> None:
-        from convgraph.analysis.diff import compare
+        from convgraph.analysis.compare import compare
 
         if self.graph is None or self.tree.node is None:
             return

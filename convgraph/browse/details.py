@@ -22,7 +22,8 @@ from convgraph.text import terminal_text
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.analysis.diff import BranchDiff, Comparison
+    from convgraph.analysis.branch_diff import BranchDiff
+    from convgraph.analysis.compare import Comparison
 
 
 class DetailsPane(VerticalScroll):
@@ -106,7 +107,7 @@ def _quoted(text: str | None) -> str:
 
 
 def diff_view(result: BranchDiff) -> tuple[str, str]:
-    """The title and body that show a branch diff (`convgraph.analysis.diff.diff`)."""
+    """The title and body that show a branch diff (`convgraph.analysis.branch_diff.diff`)."""
     title = f"diff {result.node_a} → {result.node_b}"
     body = [
         f"**fork point** {result.fork_point}  \n"
@@ -130,7 +131,7 @@ def diff_view(result: BranchDiff) -> tuple[str, str]:
 
 def compare_view(result: Comparison) -> tuple[str, str]:
     """The title and body that show the alternatives below one node
-    (`convgraph.analysis.diff.compare`)."""
+    (`convgraph.analysis.compare.compare`)."""
     title = f"compare the answers below {result.node}"
     if not result.alternatives:
         return terminal_text(title), "*No alternatives: the node has no children.*"

@@ -21,7 +21,8 @@ from convgraph.text import counted
 from convgraph.text import terminal_text as shown
 
 if TYPE_CHECKING:
-    from convgraph.analysis.diff import BranchDiff, Comparison, Step
+    from convgraph.analysis.branch_diff import BranchDiff, Step
+    from convgraph.analysis.compare import Comparison
 
 
 @command("diff")
@@ -48,7 +49,7 @@ def diff_command(
     prompts and responses, and each branch's totals. With --json, an object
     with fork_point, shared, a, b, steps and totals.
     """
-    from convgraph.analysis.diff import diff
+    from convgraph.analysis.branch_diff import diff
     from convgraph.model.loading import load_tree_of_pair
 
     tree = load_tree_of_pair(node_a, node_b, db_path)
@@ -169,7 +170,7 @@ def compare_command(
     """
     from dataclasses import fields
 
-    from convgraph.analysis.diff import Alternative, compare
+    from convgraph.analysis.compare import Alternative, compare
     from convgraph.model.loading import load_tree_of_node
 
     result = compare(load_tree_of_node(node_id, db_path), node_id)

@@ -50,7 +50,7 @@ from convgraph.store.transaction import (
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.analysis.diff import Comparison
+    from convgraph.analysis.compare import Comparison
 
 #: How many requests run at a time unless told otherwise.
 DEFAULT_PARALLEL = 8
@@ -138,7 +138,7 @@ class FanOut:
         """The `compare` table of the new answers and their siblings: the
         children of the parent, or for new roots the node asked again and
         its regenerations (separate roots are otherwise no alternatives)."""
-        from convgraph.analysis.diff import compare
+        from convgraph.analysis.compare import compare
         from convgraph.model.loading import load_tree_of_node
 
         tree = load_tree_of_node(self.tree_node, self.path)

@@ -16,8 +16,9 @@ appears whole or not at all: it is written into a directory beside its final
 name and renamed there at the end. Reading a dataset back is a source's job:
 `convgraph.sources.parquet`.
 
-pyarrow is imported only inside the functions, so the command line lists the
-format without it.
+pandas and numpy are imported at the top, as by every module whose job is
+tables; pyarrow (the `parquet` extra) only inside the functions that write,
+so the module imports without it.
 """
 
 from __future__ import annotations
@@ -31,13 +32,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
+
+from convgraph.analysis.stats import edge_table, node_table
 from convgraph.contract import CATEGORY_COLUMNS, TREE_NAME
 from convgraph.errors import ExportError
 from convgraph.sources.parquet import EDGES, NODES
 
 if TYPE_CHECKING:
-    import numpy as np
-    import pandas as pd
     import pyarrow as pa
 
     from convgraph.model.forest import Forest
@@ -64,9 +67,6 @@ def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
     >>> tree_buckets(["a", "b", "a"], 1).tolist()
     [0, 0, 0]
     """
-    import numpy as np
-    import pandas as pd
-
     codes, unique = pd.factorize(pd.Series(list(tree_ids), dtype=object))
     # Hash each distinct id once: a forest has far fewer trees than nodes.
     texts = np.asarray([str(tree_id) for tree_id in unique], dtype=object)
@@ -77,10 +77,6 @@ def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
 def dataset_nodes(forest: Forest) -> pd.DataFrame:
     """The node table the dataset holds: `convgraph.analysis.stats.node_table` of the
     forest, and `tree_name`, the name of each node's tree (a category)."""
-    import pandas as pd
-
-    from convgraph.analysis.stats import node_table
-
     table = node_table(forest)
     names = [forest.names.get(tree_id) for tree_id in table["tree_id"].tolist()]
     table[TREE_NAME] = pd.Categorical(names)
@@ -122,10 +118,6 @@ def write_parquet(
         `directory` is a file, or a directory that is not empty and `force`
         is false, or it cannot be written.
     """
-    import numpy as np
-
-    from convgraph.analysis.stats import edge_table
-
     target = Path(directory)
     _check_target(target, force)
     if partitions is None:
@@ -183,7 +175,6 @@ def _write_table(
     table: pd.DataFrame, buckets: np.ndarray, used: np.ndarray, folder: Path
 ) -> None:
     """One Parquet file per used bucket, its rows in the table's order."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 

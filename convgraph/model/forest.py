@@ -32,12 +32,11 @@ from convgraph.links.pointer_jumping import root_pointers
 from convgraph.model.marks import mark_forest
 from convgraph.model.tree import ConversationTree
 from convgraph.sources import Source, opened
+from convgraph.sources.notes import NodeNote, read_notes
 from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
     import networkx as nx
-
-    from convgraph.sources.notes import NodeNote
 
 
 class Forest:
@@ -120,8 +119,6 @@ class Forest:
                 step("Reading every conversation")
                 nodes, names = logs.read_forest(text=text)
                 problems = [*logs.record_problems, *logs.fork_problems()]
-            from convgraph.sources.notes import read_notes
-
             notes = read_notes(logs)
         step("Checking parent links")
         return cls(nodes, names, problems, notes)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph.errors import DifferentConversations, UnknownConversation
 from convgraph.links.integrity import Problem, check_links
 from convgraph.sources import Source, TreeRecords, opened
+from convgraph.sources.notes import read_notes
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -29,7 +30,6 @@ def read_tree(logs: Source, tree_id: str) -> tuple[nx.DiGraph, list[Problem]]:
     # Here, not above: `load_path` mostly answers without a graph, and
     # without networkx.
     from convgraph.model.tree import ConversationTree
-    from convgraph.sources.notes import read_notes
 
     tree: TreeRecords = logs.read_tree(tree_id)
     if not tree.records:

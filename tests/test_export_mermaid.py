@@ -210,7 +210,7 @@ def shown(text: str) -> str:
 def test_mermaid_parses_hostile_forests():
     from hypothesis import HealthCheck, given, settings
 
-    from convgraph.export.dot import branches, node_label
+    from convgraph.export.labels import branches, node_label
     from tests.test_export_properties import conversations, expected_drawn
 
     cases = []

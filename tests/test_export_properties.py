@@ -38,7 +38,8 @@ from convgraph.export import (
     to_pydot,
 )
 from convgraph.export.common import without_controls, without_forbidden
-from convgraph.export.dot import branches, node_label, node_tooltip, unquote_id
+from convgraph.export.dot import unquote_id
+from convgraph.export.labels import branches, node_label, node_tooltip
 from convgraph.export.tree_json import loads_deep
 from tests.helpers import examples
 

@@ -54,32 +54,18 @@ from convgraph.export.common import (
     without_controls,
     write_lines,
 )
-from convgraph.text import excerpt
+from convgraph.export.labels import (
+    NO_MODEL_COLOUR,
+    ModelColours,
+    branches,
+    conversation_title,
+    node_label,
+    node_tooltip,
+)
 
 if TYPE_CHECKING:
     import networkx as nx
     import pydot
-
-#: Characters of prompt and response that a node's label shows.
-LABEL_EXCERPT = 40
-
-#: Fill colours, one per model in order of first appearance (ColorBrewer's
-#: Set3: light enough for black text); more models than colours reuse them.
-PALETTE = (
-    "#8dd3c7",
-    "#ffffb3",
-    "#bebada",
-    "#fb8072",
-    "#80b1d3",
-    "#fdb462",
-    "#b3de69",
-    "#fccde5",
-    "#d9d9d9",
-    "#bc80bd",
-    "#ccebc5",
-    "#ffed6f",
-)
-NO_MODEL_COLOUR = "white"
 
 #: `ordering="out"` keeps each node's children in log order, left to right.
 GRAPH_DEFAULTS = {"fontname": "Helvetica", "fontsize": "11", "ordering": "out"}
@@ -243,82 +229,6 @@ def quote_tooltip(text: str) -> str:
     return quoted_pieces(text)
 
 
-def node_label(node_id: Any, data: dict[str, Any], active: bool = False) -> str:
-    """The text a node's box shows (before quoting): id and model, then
-    one-line excerpts of the prompt (») and the response («). The marks
-    follow the first line: ● on the active path (where `active`: in a
-    conversation that branches), ★ the preferred answer; a note is a last
-    line after ✎.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> node_label("r", tree.nodes["r"])
-    'r  ·  echo\\n» Hi'
-    """
-    model = data.get("model")
-    lines = [f"{node_id}  ·  {model}" if model else str(node_id)]
-    if active and data.get("active"):
-        lines[0] += "  ●"
-    if data.get("preferred"):
-        lines[0] += "  ★"
-    for mark, key in (("»", "prompt"), ("«", "response"), ("✎", "note")):
-        text = excerpt(data.get(key), LABEL_EXCERPT)
-        if text:
-            lines.append(f"{mark} {text}")
-    return "\n".join(lines)
-
-
-def branches(graph: nx.DiGraph) -> bool:
-    """Whether a conversation has more than one branch (a node with several
-    children, or several roots): where its active path is worth marking."""
-    succ, pred = graph._succ, graph._pred
-    roots = sum(1 for node in graph if not pred[node])
-    return roots > 1 or any(len(succ[node]) > 1 for node in graph)
-
-
-def node_tooltip(data: dict[str, Any]) -> str:
-    """The full texts of a node (before quoting): system, prompt, response.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> node_tooltip(tree.nodes["r"])
-    'prompt: Hi'
-    """
-    parts = [
-        f"{key}: {data[key]}"
-        for key in ("system", "prompt", "response")
-        if data.get(key) is not None
-    ]
-    return "\n\n".join(parts)
-
-
-def conversation_title(graph: nx.DiGraph) -> str:
-    """A conversation's name and id, as its cluster or graph label says it.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> conversation_title(tree)
-    'Greetings  (c1)'
-    """
-    tree_id = graph.graph.get("tree_id")
-    name = graph.graph.get("name")
-    if name and tree_id is not None:
-        return f"{excerpt(name, LABEL_EXCERPT)}  ({tree_id})"
-    return str(name or tree_id or "")
-
-
 def _quoted(attributes: dict[str, str]) -> dict[str, str]:
     return {key: f'"{value}"' for key, value in attributes.items()}
 
@@ -339,14 +249,7 @@ class _Statements:
                 f"rankdir must be one of {', '.join(RANKDIRS)}, not {rankdir!r}"
             )
         self.rankdir = rankdir
-        self.colours: dict[Any, str] = {}
-
-    def colour(self, model: Any) -> str:
-        if model is None:
-            return NO_MODEL_COLOUR
-        if model not in self.colours:
-            self.colours[model] = PALETTE[len(self.colours) % len(PALETTE)]
-        return self.colours[model]
+        self.colour = ModelColours()
 
     def __call__(
         self, graphs: nx.DiGraph | Iterable[nx.DiGraph]

@@ -45,7 +45,12 @@ from convgraph.export.common import (
     without_controls,
     write_lines,
 )
-from convgraph.export.dot import PALETTE, branches, conversation_title, node_label
+from convgraph.export.labels import (
+    ModelColours,
+    branches,
+    conversation_title,
+    node_label,
+)
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -157,9 +162,9 @@ def generate_mermaid(
         for parent, child in graph.edges():
             yield f"    {ids[parent]} --> {ids[child]}"
         yield "  end"
-    for index, name in enumerate(classes.values()):
-        colour = PALETTE[index % len(PALETTE)]
-        yield f"  classDef {name} fill:{colour},stroke:#555,color:#000"
+    colour = ModelColours()
+    for model, name in classes.items():
+        yield f"  classDef {name} fill:{colour(model)},stroke:#555,color:#000"
 
 
 def write_mermaid(

@@ -10,13 +10,14 @@ are imported inside the commands that use them, so start-up stays fast.
 import click
 
 from convgraph.cli import (
-    branches,
     browse,
     diff,
     export,
     importing,
+    notes,
     read,
     stats,
+    transcripts,
     write,
 )
 from convgraph.cli.options import ConvgraphCommand
@@ -42,10 +43,10 @@ COMMANDS: tuple[click.Command, ...] = (
     write.regenerate,
     browse.browse,
     importing.import_command,
-    branches.transcript,
-    branches.pairs,
-    branches.note,
-    branches.prefer,
+    transcripts.transcript,
+    transcripts.pairs,
+    notes.note,
+    notes.prefer,
 )
 
 

@@ -1,10 +1,6 @@
-"""Commands that take a branch out of its tree, and the user's branch notes:
-transcript, pairs, note, prefer.
-
-`transcript` prints one path as Markdown or chat messages; `pairs` the
-preference pairs of the alternatives (TRL's conversational format);
-`note` and `prefer` write to convgraph's own notes table (in the llm
-database, or in a file beside a chat export), one transaction each.
+"""Commands that take branches out of their tree: `transcript` prints one
+path as Markdown or chat messages, `pairs` the preference pairs of the
+alternative answers (TRL's conversational format).
 """
 
 from __future__ import annotations
@@ -13,9 +9,9 @@ from typing import Any
 
 import click
 
-from convgraph.cli.options import UserError, command, db_option, output_options
+from convgraph.cli.options import command, db_option, output_options
 from convgraph.cli.output import echo_json, echo_records, json_text
-from convgraph.text import excerpt, terminal_text
+from convgraph.text import excerpt
 
 
 @command()
@@ -106,44 +102,3 @@ def _row(record: dict[str, Any]) -> dict[str, Any]:
         "chosen": excerpt(record["chosen"][0]["content"], 30),
         "rejected": excerpt(record["rejected"][0]["content"], 30),
     }
-
-
-@command()
-@click.argument("node_id")
-@click.argument("text", required=False)
-@click.option("--clear", is_flag=True, help="Remove the node's note")
-@db_option
-def note(node_id: str, text: str | None, clear: bool, db_path: str | None) -> None:
-    """Record TEXT as NODE_ID's note: why the branch was made, what it
-    taught. Kept in convgraph's own table (beside a chat export, in
-    EXPORT.convgraph.db); shown by tree, compare, the exports and stats.
-    """
-    from convgraph.store.notes import set_note
-
-    if clear == (text is not None):
-        raise UserError("give the note's TEXT, or --clear to remove it")
-    if text is not None and not text.strip():
-        raise UserError("the note is empty: give its TEXT, or --clear to remove it")
-    written = set_note(node_id, None if clear else text, db_path)
-    said = "cleared the note of" if clear else "noted"
-    click.echo(f"{said} {terminal_text(node_id)} (in {terminal_text(str(written))})")
-
-
-@command()
-@click.argument("node_id")
-@click.option("--clear", is_flag=True, help="Remove the node's preferred mark")
-@db_option
-def prefer(node_id: str, clear: bool, db_path: str | None) -> None:
-    """Mark NODE_ID as the preferred answer among its alternatives (the
-    answers to the same prompt at the same point); the mark of another
-    alternative moves to it. `convgraph pairs` chooses it.
-    """
-    from convgraph.store.notes import set_preferred
-
-    cleared = set_preferred(node_id, not clear, db_path)
-    if clear:
-        click.echo(f"{terminal_text(node_id)} is no longer preferred")
-        return
-    click.echo(f"{terminal_text(node_id)} is preferred")
-    for other in cleared:
-        click.echo(f"(instead of {terminal_text(other)})")

@@ -1,0 +1,53 @@
+"""The user's branch notes: `note` writes a node's note, `prefer` marks the
+preferred answer among its alternatives. Both write convgraph's own notes
+table (in the llm database, or in a file beside a chat export), one
+transaction each.
+"""
+
+from __future__ import annotations
+
+import click
+
+from convgraph.cli.options import UserError, command, db_option
+from convgraph.text import terminal_text
+
+
+@command()
+@click.argument("node_id")
+@click.argument("text", required=False)
+@click.option("--clear", is_flag=True, help="Remove the node's note")
+@db_option
+def note(node_id: str, text: str | None, clear: bool, db_path: str | None) -> None:
+    """Record TEXT as NODE_ID's note: why the branch was made, what it
+    taught. Kept in convgraph's own table (beside a chat export, in
+    EXPORT.convgraph.db); shown by tree, compare, the exports and stats.
+    """
+    from convgraph.store.notes import set_note
+
+    if clear == (text is not None):
+        raise UserError("give the note's TEXT, or --clear to remove it")
+    if text is not None and not text.strip():
+        raise UserError("the note is empty: give its TEXT, or --clear to remove it")
+    written = set_note(node_id, None if clear else text, db_path)
+    said = "cleared the note of" if clear else "noted"
+    click.echo(f"{said} {terminal_text(node_id)} (in {terminal_text(str(written))})")
+
+
+@command()
+@click.argument("node_id")
+@click.option("--clear", is_flag=True, help="Remove the node's preferred mark")
+@db_option
+def prefer(node_id: str, clear: bool, db_path: str | None) -> None:
+    """Mark NODE_ID as the preferred answer among its alternatives (the
+    answers to the same prompt at the same point); the mark of another
+    alternative moves to it. `convgraph pairs` chooses it.
+    """
+    from convgraph.store.notes import set_preferred
+
+    cleared = set_preferred(node_id, not clear, db_path)
+    if clear:
+        click.echo(f"{terminal_text(node_id)} is no longer preferred")
+        return
+    click.echo(f"{terminal_text(node_id)} is preferred")
+    for other in cleared:
+        click.echo(f"(instead of {terminal_text(other)})")

@@ -133,7 +133,6 @@ def edge_table(forest: Forest) -> pd.DataFrame:
     0      r     a       t
     1      r     b       t
     """
-
     children = np.flatnonzero(forest.parent_rows >= 0)
     ids = forest.nodes["id"].to_numpy()
     return pd.DataFrame(
@@ -248,7 +247,6 @@ def node_table_of(
     1  a      1         1    False
     2  b      2         0     True
     """
-
     if parent_rows is None:
         parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
     if depths is None:
@@ -282,7 +280,7 @@ def node_table_of(
             table[column] = texts.astype(object).where(texts.notna(), None)
     table["datetime_utc"] = parse_times(nodes["datetime_utc"])
     for column in INTEGER_ATTRIBUTES:
-        table[column] = pd.array(nodes[column], dtype="Int64")
+        table[column] = nodes[column].astype("Int64").array
     table["depth"] = depths
     table["children"] = counts
     table["is_root"] = parent_rows < 0
@@ -373,7 +371,6 @@ def conversation_table_of(
     0       t   one      2          1
     1       u  None      1          0
     """
-
     if parent_rows is None:
         parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
     if depths is None:
@@ -399,7 +396,9 @@ def conversation_table_of(
 
     times = parse_times(nodes["datetime_utc"]).groupby(codes)
     usage = {
-        column: pd.Series(pd.array(nodes[column], dtype="Int64"))
+        column: nodes[column]
+        .astype("Int64")
+        .reset_index(drop=True)
         .groupby(codes)
         .sum(min_count=1)
         for column in INTEGER_ATTRIBUTES
@@ -447,7 +446,6 @@ def branch_table_of(
     0       a       r       2
     1       b       r       2
     """
-
     if parent_rows is None:
         parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
     root_rows, depths = root_pointers(parent_rows)
@@ -455,7 +453,7 @@ def branch_table_of(
 
     # One accumulation for all usage figures: their values (NA as 0) and how
     # many nodes of the path have each, to tell a sum of 0 from no figure.
-    usage = [pd.array(nodes[column], dtype="Int64") for column in INTEGER_ATTRIBUTES]
+    usage = [nodes[column].astype("Int64").array for column in INTEGER_ATTRIBUTES]
     present = np.column_stack(
         [~np.asarray(figures.isna(), dtype=bool) for figures in usage]
     ).reshape(len(nodes), len(usage))
@@ -511,7 +509,6 @@ def _tree_names(
 ) -> pd.Series:
     """Each tree's name (None where it has none), aligned with `tree_ids`:
     from `names`, else from the first row of each tree's `tree_name`."""
-
     if names is not None:
         found = [names.get(tree_id) for tree_id in tree_ids.tolist()]
         return pd.Series(found, dtype="object")
@@ -519,7 +516,8 @@ def _tree_names(
         return pd.Series([None] * len(tree_ids), dtype="object")
     _, first_rows = np.unique(codes, return_index=True)
     values = np.asarray(nodes[TREE_NAME].to_numpy()[first_rows], dtype=object)
-    return pd.Series(np.where(pd.notna(values), values, None), dtype="object")
+    values[pd.isna(values)] = None
+    return pd.Series(values, dtype="object")
 
 
 def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -527,9 +525,8 @@ def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
     An empty model id counts as none, as `summary` counts it.
     """
-
-    codes, names = pd.factorize(models, sort=False)
-    names = names.to_numpy(dtype=object)
+    codes, found = pd.factorize(models, sort=False)
+    names = found.to_numpy(dtype=object)
     empty = np.flatnonzero(names == "")
     if len(empty):
         # Drop the empty id from the models and renumber the codes after it.
@@ -540,7 +537,6 @@ def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
     """`flat` cut into consecutive lists of `counts[i]` items."""
-
     ends = np.cumsum(counts).tolist()
     starts = [0, *ends][: len(ends)]
     return [flat[start:end] for start, end in zip(starts, ends, strict=True)]
@@ -549,7 +545,6 @@ def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
 def _models_per_tree(models: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
     """Each tree's distinct models in order of first use (rows are in log
     order), as lists aligned with the tree codes."""
-
     codes, names = _model_codes(models)
     used = codes >= 0
     pairs = tree_codes[used].astype(np.int64) * max(len(names), 1) + codes[used]
@@ -573,7 +568,6 @@ def _models_per_branch(
     it; walking a leaf's introducing ancestors upwards takes one vectorized
     step per model of the branch, not one per node.
     """
-
     codes, names = _model_codes(models)
     count = len(codes)
     if not len(names):

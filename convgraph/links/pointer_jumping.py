@@ -98,9 +98,9 @@ def climb(
     if marked is not None:
         pointer = np.where(marked, np.arange(count), pointer)
     pointer = np.append(pointer, count)
+    join = np.add if combine is None else combine
     totals = None
     if values is not None:
-        combine = np.add if combine is None else combine
         identity = np.zeros((1, *values.shape[1:]), values.dtype)
         totals = np.concatenate([values, identity])
         if marked is not None:
@@ -111,7 +111,7 @@ def climb(
         if np.array_equal(ahead, pointer):
             break
         if totals is not None:
-            totals = combine(totals, totals[pointer])
+            totals = join(totals, totals[pointer])
         pointer = ahead
     nearest = None
     if marked is not None:
@@ -143,9 +143,10 @@ def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:
     [-1, 0, 1, -1]
     """
     index = pd.Index(np.asarray(ids, dtype=object))
-    parents = np.asarray(parent_ids, dtype=object)
+    parents = np.array(parent_ids, dtype=object)
     has_parent = pd.notna(parents)
-    rows = index.get_indexer(np.where(has_parent, parents, None))
+    parents[~has_parent] = None  # NaN and NA as None: no id is missing
+    rows = index.get_indexer(parents)
     return np.where(has_parent, rows, -1).astype(np.int64)
 
 

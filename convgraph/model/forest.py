@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -160,13 +160,20 @@ class Forest:
             .reset_index(drop=True)
         )
 
+    def _rows_of_trees(self) -> dict[Any, np.ndarray]:
+        """Each tree's rows, grouped once."""
+        if self._rows_by_tree is None:
+            groups = self.nodes.groupby("tree_id", sort=False, observed=True)
+            # pandas gives each group's positions as an integer array.
+            self._rows_by_tree = cast(dict[Any, np.ndarray], groups.indices)
+        return self._rows_by_tree
+
     def tree(self, tree_id: str) -> nx.DiGraph:
         """The DiGraph of one conversation tree, built from the table."""
-        if self._rows_by_tree is None:
-            self._rows_by_tree = self.nodes.groupby("tree_id", sort=False).indices
-        if tree_id not in self._rows_by_tree:
+        rows_by_tree = self._rows_of_trees()
+        if tree_id not in rows_by_tree:
             raise UnknownConversation(tree_id)
-        rows = self.nodes.iloc[self._rows_by_tree[tree_id]]
+        rows = self.nodes.iloc[rows_by_tree[tree_id]]
         records = [_plain(record) for record in rows.to_dict("records")]
         parents = {record["id"]: record["parent_id"] for record in records}
         return ConversationTree.from_records(
@@ -181,8 +188,7 @@ class Forest:
         grouped by tree once, so drawing or exporting the whole forest costs
         time linear in its nodes, not a pandas look-up per tree.
         """
-        if self._rows_by_tree is None:
-            self._rows_by_tree = self.nodes.groupby("tree_id", sort=False).indices
+        rows_by_tree = self._rows_of_trees()
         columns = {
             name: self.nodes[name].astype(object).where(self.nodes[name].notna(), None)
             for name in ("id", "parent_id", *NODE_ATTRIBUTES)
@@ -194,7 +200,7 @@ class Forest:
             )
         ]
         for tree_id in self.tree_ids:
-            rows = [records[row] for row in self._rows_by_tree[tree_id]]
+            rows = [records[row] for row in rows_by_tree[tree_id]]
             parents = {record["id"]: record["parent_id"] for record in rows}
             yield ConversationTree.from_records(
                 rows, parents, tree_id, self.names.get(tree_id)
@@ -231,7 +237,7 @@ def _read_named(
     return nodes, names, problems
 
 
-def _plain(record: dict[str, Any]) -> dict[str, Any]:
+def _plain(record: dict[Any, Any]) -> dict[Any, Any]:
     """NaN and NA as None, numpy integers as int: the node contract's types."""
     for key, value in record.items():
         if value is None:

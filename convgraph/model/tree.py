@@ -471,5 +471,5 @@ def node_totals(tree: nx.DiGraph, nodes: Iterable[str] | None = None) -> dict[st
     return totals
 
 
-def _first(pair: tuple[datetime, str]) -> datetime:
+def _first(pair: tuple[datetime, Any]) -> datetime:
     return pair[0]

@@ -524,7 +524,7 @@ def test_a_wal_file_in_a_read_only_directory_is_explained(tmp_path):
     )
 
 
-# -- whole tables in short steps (tables.Snapshot) ---------------------------
+# -- whole tables in short steps (snapshot.Snapshot) -------------------------
 
 
 def test_a_snapshot_reads_the_rows_up_to_its_start_in_short_steps(tmp_path):

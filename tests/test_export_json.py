@@ -250,6 +250,14 @@ def test_readers_refuse_other_documents(tmp_path):
         read_tree_json(io.StringIO('{"format": "convgraph.node-link", "version": 1}'))
 
 
+def test_both_readers_refuse_a_file_that_is_not_utf_8_in_one_line(tmp_path):
+    path = tmp_path / "latin-1.json"
+    path.write_bytes('{"format": "caf\xe9"}'.encode("latin-1"))
+    for read in (read_json, read_tree_json):
+        with pytest.raises(ExportError, match="^not JSON: 'utf-8' codec can't decode"):
+            read(path)
+
+
 def test_deep_reader_matches_json_and_reports_errors():
     text = (
         '{"a": [1, -2.5e3, true, false, null, "x\\u00e9\\n", {}, []], "b": {"c": NaN}}'

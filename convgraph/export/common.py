@@ -30,6 +30,25 @@ if TYPE_CHECKING:
 #: Graphviz's and Mermaid's directions (Mermaid writes TB as TB or TD).
 RANKDIRS = ("TB", "LR", "BT", "RL")
 
+
+def check_rankdir(rankdir: str) -> None:
+    """Raise ExportError unless `rankdir` is one of `RANKDIRS`.
+
+    Examples
+    --------
+    >>> check_rankdir("LR")
+    >>> try:
+    ...     check_rankdir("up")
+    ... except ExportError as error:
+    ...     print(error)
+    rankdir must be one of TB, LR, BT, RL, not 'up'
+    """
+    if rankdir not in RANKDIRS:
+        raise ExportError(
+            f"rankdir must be one of {', '.join(RANKDIRS)}, not {rankdir!r}"
+        )
+
+
 #: Where a file of several conversations records which one a node belongs to
 #: (and its tree's name: `contract.TREE_NAME`, as a Parquet dataset's column).
 TREE_ID = "tree_id"

@@ -46,10 +46,10 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from convgraph.export.common import (
-    RANKDIRS,
     ExportError,
     PathOrFile,
     UniqueIds,
+    check_rankdir,
     look_ahead,
     without_controls,
     write_lines,
@@ -244,10 +244,7 @@ class _Statements:
     """
 
     def __init__(self, rankdir: str) -> None:
-        if rankdir not in RANKDIRS:
-            raise ExportError(
-                f"rankdir must be one of {', '.join(RANKDIRS)}, not {rankdir!r}"
-            )
+        check_rankdir(rankdir)
         self.rankdir = rankdir
         self.colour = ModelColours()
 

@@ -43,7 +43,6 @@ from convgraph.contract import (
     TREE_NAME,
 )
 from convgraph.export.common import (
-    FORBIDDEN,
     TREE_ID,
     ExportError,
     PathOrFile,
@@ -51,7 +50,7 @@ from convgraph.export.common import (
     contract_node,
     look_ahead,
     new_graph,
-    visible,
+    without_forbidden,
     write_lines,
 )
 
@@ -72,10 +71,6 @@ HEADER = (
 GRAPH_KEYS = {"tree_id": "g_tree_id", "name": "g_name"}
 
 
-def _visible_match(match: Any) -> str:
-    return visible(match.group())
-
-
 def xml_text(text: str) -> str:
     """Text as XML character data on one line: markup escaped, forbidden
     characters replaced, line ends as character references (so that XML's
@@ -86,10 +81,9 @@ def xml_text(text: str) -> str:
     >>> xml_text("a<b\\r\\n")
     'a&lt;b&#13;&#10;'
     """
-    if FORBIDDEN.search(text) is not None:
-        text = FORBIDDEN.sub(_visible_match, text)
     return (
-        text.replace("&", "&amp;")
+        without_forbidden(text)
+        .replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
         .replace("\n", "&#10;")

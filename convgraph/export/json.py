@@ -44,7 +44,7 @@ Examples
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import TYPE_CHECKING, Any
 
@@ -305,6 +305,33 @@ def check_format(document: Any, expected: str) -> None:
         )
 
 
+def read_document(
+    path_or_file: PathOrFile, expected: str, loads: Callable[[str], Any] = json.loads
+) -> dict[str, Any]:
+    """The JSON document of a path or open file, checked to be a convgraph
+    export of the `expected` format (`check_format`); `loads` parses the
+    text (the tree JSON's falls back to a parser without recursion).
+
+    Raises
+    ------
+    ExportError
+        The file is not UTF-8 JSON, or not that format in a version this
+        code reads.
+
+    Examples
+    --------
+    >>> import io
+    >>> read_document(io.StringIO('{"format": "x", "version": 1}'), "x")
+    {'format': 'x', 'version': 1}
+    """
+    try:
+        document = loads(read_text(path_or_file))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ExportError(f"not JSON: {error}") from None
+    check_format(document, expected)
+    return document
+
+
 def read_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     """The conversations of a node-link JSON file that `write_json` wrote.
 
@@ -331,11 +358,7 @@ def read_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     >>> back.graph, back.nodes["r"]["model"], list(back)
     ({'tree_id': 'c1', 'name': None}, 'echo', ['r', 'a', 'b'])
     """
-    try:
-        document = json.loads(read_text(path_or_file))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ExportError(f"not JSON: {error}") from None
-    check_format(document, FORMAT)
+    document = read_document(path_or_file, FORMAT)
     try:
         graph_data = dict(document["graph"])
         if "conversations" not in graph_data:

@@ -37,11 +37,10 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from convgraph.export.common import (
-    RANKDIRS,
-    ExportError,
     PathOrFile,
     UniqueIds,
     as_graphs,
+    check_rankdir,
     without_controls,
     write_lines,
 )
@@ -129,10 +128,7 @@ def generate_mermaid(
       end
       classDef model0 fill:#8dd3c7,stroke:#555,color:#000
     """
-    if rankdir not in RANKDIRS:
-        raise ExportError(
-            f"rankdir must be one of {', '.join(RANKDIRS)}, not {rankdir!r}"
-        )
+    check_rankdir(rankdir)
     yield f"flowchart {rankdir}"
     classes: dict[Any, str] = {}
     unique = UniqueIds()

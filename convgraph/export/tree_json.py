@@ -44,10 +44,9 @@ from convgraph.export.common import (
     as_graphs,
     contract_node,
     new_graph,
-    read_text,
     write_lines,
 )
-from convgraph.export.json import check_format, json_key, json_value, node_object
+from convgraph.export.json import json_key, json_value, node_object, read_document
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -193,15 +192,7 @@ def read_tree_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     >>> back.graph["tree_id"], back.nodes["r"]["prompt"], list(back)
     ('c1', 'Hi', ['r', 'a', 'b'])
     """
-    text = read_text(path_or_file)
-    try:
-        try:
-            document = json.loads(text)
-        except RecursionError:
-            document = loads_deep(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ExportError(f"not JSON: {error}") from None
-    check_format(document, FORMAT)
+    document = read_document(path_or_file, FORMAT, _loads)
     graphs = []
     try:
         for conversation in document["children"]:
@@ -221,6 +212,15 @@ def read_tree_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     except (KeyError, TypeError) as error:
         raise ExportError(f"malformed {FORMAT} document: missing {error}") from None
     return graphs
+
+
+def _loads(text: str) -> Any:
+    """`json.loads`, or where the document nests deeper than it recurses,
+    `loads_deep`."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return loads_deep(text)
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")

@@ -190,13 +190,8 @@ def branch(
         node_id,
         prompt,
         db_path,
-        models=model_ids,
-        tries=count,
         system=system,
-        options=dict(options),
-        parallel=parallel,
-        request_timeout=timeout,
-        on_change=_live_progress(),
+        **_asking(model_ids, count, options, parallel, timeout),
     )
     _say_how_llm_continues(result)
     if len(model_ids or [None]) * count > 1:
@@ -264,22 +259,30 @@ def regenerate(
     from convgraph.store.branch import regenerate as ask_again
 
     result = ask_again(
-        node_id,
-        db_path,
-        models=model_ids,
-        tries=count,
-        options=dict(options),
-        parallel=parallel,
-        request_timeout=timeout,
-        on_change=_live_progress(),
+        node_id, db_path, **_asking(model_ids, count, options, parallel, timeout)
     )
     _report_fan_out(result, as_json)
 
 
-def _live_progress() -> Any:
+def _asking(
+    model_ids: tuple[str, ...],
+    count: int,
+    options: tuple[tuple[str, str], ...],
+    parallel: int,
+    timeout: float | None,
+) -> dict[str, Any]:
+    """The options of `_fan_out_options` as `fan_out` and `regenerate` take
+    them, with the live progress display."""
     from convgraph.cli.progress import LiveProgress
 
-    return LiveProgress()
+    return {
+        "models": model_ids,
+        "tries": count,
+        "options": dict(options),
+        "parallel": parallel,
+        "request_timeout": timeout,
+        "on_change": LiveProgress(),
+    }
 
 
 def _report_fan_out(result: Any, as_json: bool) -> None:

@@ -279,26 +279,17 @@ def fan_out(
     ------
     UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError
     """
-    llm = require_llm(NEEDS_LLM, BranchError)
-
-    def run() -> FanOut:
-        path = database_path(db)
-        point = _point_below(path, node_id)
-        return _run(
-            llm,
-            point,
-            prompt,
-            system,
-            models,
-            tries,
-            options,
-            parallel,
-            request_timeout,
-            lock_timeout,
-            on_change,
-        )
-
-    return outside_event_loop(run)
+    return _fan_out_at(
+        db,
+        lambda path: (_point_below(path, node_id), prompt, system),
+        models,
+        tries,
+        options,
+        parallel,
+        request_timeout,
+        lock_timeout,
+        on_change,
+    )
 
 
 def regenerate(
@@ -324,16 +315,48 @@ def regenerate(
     ------
     UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError
     """
+
+    def beside(path: Path) -> tuple[BranchPoint, str, str | None]:
+        point, node = _point_beside(path, node_id)
+        return point, node["prompt"] or "", node["system"]
+
+    return _fan_out_at(
+        db,
+        beside,
+        models,
+        tries,
+        options,
+        parallel,
+        request_timeout,
+        lock_timeout,
+        on_change,
+    )
+
+
+def _fan_out_at(
+    db: str | os.PathLike[str] | None,
+    where: Callable[[Path], tuple[BranchPoint, str, str | None]],
+    models: Sequence[str],
+    tries: int,
+    options: Mapping[str, Any] | None,
+    parallel: int,
+    request_timeout: float | None,
+    lock_timeout: float | None,
+    on_change: ProgressCallback | None,
+) -> FanOut:
+    """What `fan_out` and `regenerate` both do: import llm first (so that a
+    missing llm is said before the file is read), then, outside any running
+    event loop, find the branch point, the prompt and the system prompt in
+    the file (`where`), ask the models and log each answer."""
     llm = require_llm(NEEDS_LLM, BranchError)
 
     def run() -> FanOut:
-        path = database_path(db)
-        point, node = _point_beside(path, node_id)
+        point, prompt, system = where(database_path(db))
         return _run(
             llm,
             point,
-            node["prompt"] or "",
-            node["system"],
+            prompt,
+            system,
             models,
             tries,
             options,

@@ -105,7 +105,7 @@ def delete_node(
             logs = LogDatabase(conn, path)
             graph = load_tree_of_node(node_id, logs)
             has_column = logs.legacy is not None and logs.legacy.has_parent
-            if graph.nodes[node_id]["source"] != "responses":
+            if _turns(graph, [node_id]):
                 raise DeletionRefused(
                     f"node {node_id} is a turn of llm's message store: its messages"
                     " are shared between threads and llm itself never deletes them,"
@@ -118,11 +118,7 @@ def delete_node(
             # delete: with the parent column, a node a turn continues stays
             # (without it, taking a response out of the chain is all there is
             # to reparenting, and the turn is read under the one before).
-            turns_below = [
-                n
-                for n in tree_ops.descendants(graph, node_id)
-                if graph.nodes[n]["source"] != "responses"
-            ]
+            turns_below = _turns(graph, tree_ops.descendants(graph, node_id))
             below_turns = frozenset(turns_below)
             turn_children = [n for n in children if n in below_turns]
             if turn_children and has_column:
@@ -144,7 +140,7 @@ def delete_node(
             doomed = [node_id]
             if mode == "cascade":
                 doomed += tree_ops.descendants(graph, node_id)
-                turns = [n for n in doomed if graph.nodes[n]["source"] != "responses"]
+                turns = _turns(graph, doomed)
                 if turns:
                     raise DeletionRefused(
                         f"the subtree of {node_id} holds turns of llm's message store"
@@ -165,6 +161,13 @@ def delete_node(
         conn.close()
 
 
+def _turns(graph: nx.DiGraph, nodes: list[str]) -> list[str]:
+    """Which of `nodes` are turns of llm's message store, in their order:
+    convgraph deletes and moves legacy responses only."""
+    data = graph.nodes
+    return [node for node in nodes if data[node]["source"] != "responses"]
+
+
 def _reparent(
     conn: sqlite3.Connection,
     graph: nx.DiGraph,
@@ -172,7 +175,7 @@ def _reparent(
     children: list[str],
     new_parent: str | None,
 ) -> None:
-    turns = [child for child in children if graph.nodes[child]["source"] != "responses"]
+    turns = _turns(graph, children)
     if turns:
         raise DeletionRefused(
             f"node {node_id} has children in llm's message store"

@@ -1,6 +1,7 @@
 """Branch diffs: `diff`, `compare`, `similarity`, and the diff and compare
-commands, on the seed's complex tree, a logs.db written by llm 0.36 with a
-fork, and small hand-made databases for identical and very long responses.
+commands, on the complex tree of the four scenarios, a logs.db written by llm
+0.36 with a fork, and small hand-made databases for identical and very long
+responses.
 
 Every test asserts the exact answer. The complex tree (see tests/databases.py)
 is, in log order:
@@ -49,7 +50,7 @@ def complex_tree(seed_db: Path):
     return load_tree("complex", seed_db)
 
 
-# -- diff on the seed's complex tree ---------------------------------------
+# -- diff on the complex tree of the four scenarios ------------------------
 
 
 def test_cousins_fork_at_the_root(complex_tree) -> None:

@@ -1,4 +1,4 @@
-"""DOT export: exact text for the seed's scenarios, read back by pydot and
+"""DOT export: exact text for the four scenarios, read back by pydot and
 drawn by Graphviz; the escaping of ids and labels one case at a time."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """GraphML export: typed keys, missing values left out, forbidden characters
-replaced, and the seed's scenarios and a real llm database read back by
-networkx and lxml exactly as they went out."""
+replaced, and the four scenarios (docs/design.md#the-four-scenarios) and a real
+llm database read back by networkx and lxml exactly as they went out."""
 
 from __future__ import annotations
 
@@ -102,7 +102,8 @@ def test_networkx_reads_a_conversation_as_it_was(seed_db):
     whole = nx.read_graphml(io.BytesIO(data))
     assert list(whole.nodes) == list(tree.nodes)
     assert list(whole.edges) == list(tree.edges)
-    # None (the seed has no system prompts) is left out, not written as text.
+    # None (the scenarios have no system prompts) is left out, not written as
+    # text.
     assert whole.nodes["complex-c"] == {
         "conversation_id": "complex",
         "prompt": "prompt complex-c",

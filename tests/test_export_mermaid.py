@@ -1,4 +1,4 @@
-"""Mermaid export: exact flowcharts for the seed's scenarios, escaping one
+"""Mermaid export: exact flowcharts for the four scenarios, escaping one
 case at a time, and, where Node.js has Mermaid itself, Mermaid's own parser.
 
 Mermaid's parser runs when `CONVGRAPH_MERMAID_MODULES` names a directory

@@ -158,9 +158,9 @@ READ_COMMANDS = [
 
 @pytest.fixture(scope="session")
 def legacy_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The seed's complex tree ("t-root" ... "t-g") and a second
-    conversation ("u-1", "u-2") in llm 0.31's schema with the seed's
-    parent column. Session-scoped: tests copy it."""
+    """The complex tree of the four scenarios ("t-root" ... "t-g") and a
+    second conversation ("u-1", "u-2") in llm 0.31's schema with the parent
+    column. Session-scoped: tests copy it."""
     path = tmp_path_factory.mktemp("legacy") / "logs.db"
     conn = legacy_database(path)
     add_tree(conn, "t", [(f"t-{n}", f"t-{p}" if p else None) for n, p in COMPLEX])

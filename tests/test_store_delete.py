@@ -1,4 +1,4 @@
-"""`convgraph delete`: the deletion policy of DESIGN.md.
+"""`convgraph delete`: the deletion policy (docs/design.md#deleting-a-node).
 
 A node with children is refused unless --reparent or --cascade says what
 becomes of them; one transaction; nothing is left pointing at a deleted
@@ -28,8 +28,8 @@ from tests.helpers import file_digest, run
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    """The seed's complex tree in conversation "t" and a one-response
-    conversation "other", migrated:
+    """The complex tree of the four scenarios in conversation "t" and a
+    one-response conversation "other", migrated:
 
         root -> b -> c, d
              -> e -> f, g

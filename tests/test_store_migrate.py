@@ -238,7 +238,8 @@ def test_backup_never_overwrites_a_file(tmp_path):
 
 
 def test_seeds_bare_column_gets_the_rest(seed_db):
-    """The design notes' experiment added the column with a bare ALTER TABLE:
+    """The original notes' experiment (docs/design.md#where-it-started) added
+    the column with a bare ALTER TABLE:
     the migration adds only the index, the rules and the record."""
     links = parents(seed_db)
     result = run("migrate", "--db", seed_db)

@@ -391,7 +391,8 @@ def test_log_response_needs_the_migration_for_a_parent(tmp_path, seed_db):
     )
     # A root needs no migration: it is a plain legacy row.
     assert log_response(bare, prompt="x", response="y", model="echo").conversation_id
-    # The seed's bare ALTER TABLE has the column but not the rules.
+    # A bare ALTER TABLE (the original notes' experiment) has the column but
+    # not the rules.
     with pytest.raises(NotMigrated) as error:
         log_response(
             seed_db,

@@ -1,5 +1,5 @@
 """Transcripts: one path as Markdown or chat messages, and whole conversations
-as a Markdown document with their branches, on the seed's database, a
+as a Markdown document with their branches, on the four scenarios' database, a
 logs.db written by llm itself, and a ChatGPT export."""
 
 from __future__ import annotations

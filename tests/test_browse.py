@@ -165,6 +165,26 @@ def test_a_wide_character_name_keeps_the_columns_in_line(tmp_path):
     drive(db, scenario)
 
 
+def test_a_wide_character_prompt_widens_the_tree_to_its_cells(tmp_path):
+    """The tree scrolls as far as its widest line reaches in terminal cells,
+    not in characters."""
+    from rich.cells import cell_len
+
+    db = tmp_path / "wide.db"
+    conn = legacy_database(db)
+    add_response(conn, "r0", "c0", "木の会話について教えて", name="trees")
+    conn.commit()
+    conn.close()
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "trees")
+        (line,) = drawn(screen)
+        assert line == "木の会話について教えて"
+        assert screen.tree.virtual_size.width == cell_len(line) + 12 == 34
+
+    drive(db, scenario)
+
+
 def test_list_names_come_from_the_small_tables_and_counts_from_one_scan(seed_db):
     with open_logs(seed_db) as logs:
         names = [(row.tree_id, row.nodes) for row in list_conversations(logs)]

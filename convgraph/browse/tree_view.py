@@ -24,7 +24,7 @@ from textual.strip import Strip
 
 from convgraph.model import tree as operations
 from convgraph.present.text_tree import generate_tree_lines
-from convgraph.text import terminal_text
+from convgraph.text import cell_width, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -129,7 +129,8 @@ class TreeView(ScrollView, can_focus=True):
                 index += 1
         self._shown = shown
         self._row = {node: row for row, (node, _) in enumerate(shown) if node}
-        width = max((len(line) for _, line in shown), default=0) + 12
+        # In terminal cells: a prompt in Japanese takes two a character.
+        width = max((cell_width(line) for _, line in shown), default=0) + 12
         self.virtual_size = Size(width, len(shown))
         self.refresh()
 

@@ -43,6 +43,10 @@ HEADING = re.compile(r"^#+ (.+)$", re.M)
 #: written with pyarrow, and a fan-out is asked of llm-echo's offline model.
 NEEDED_FOR = {"forest/": "pyarrow", "fan_out(": "llm_echo"}
 
+#: Packages whose examples start something heavy (a Spark session, about
+#: half a minute): those examples are `slow`.
+HEAVY = {"pyspark"}
+
 #: The outputs a console block shows with a path of the README's own machine,
 #: and what it stands for here.
 README_USER_PATH = "/tmp/readme"
@@ -145,9 +149,18 @@ def workspace(
 # -- the Python examples -------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "block", readme_blocks("python"), ids=lambda block: f"line{block.line}"
-)
+def python_examples() -> list:
+    return [
+        pytest.param(
+            block,
+            id=f"line{block.line}",
+            marks=[pytest.mark.slow] if HEAVY & set(block.needs()) else [],
+        )
+        for block in readme_blocks("python")
+    ]
+
+
+@pytest.mark.parametrize("block", python_examples())
 def test_python_example_runs_as_written(block: Block, workspace: Path) -> None:
     skip_unless_installed(block)
     scope: dict = {"__name__": "readme"}

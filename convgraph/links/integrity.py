@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convgraph.text import counted
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
-
-from convgraph.text import counted
 
 SELF_PARENT = "self-parent"
 MISSING_PARENT = "missing-parent"

@@ -1,8 +1,11 @@
-"""`python -m benchmarks`: run convgraph's benchmark suite (see `suite.py`).
+"""`python -m benchmarks [GROUP ...]`: run convgraph's benchmark suite (see
+`suite.py`), the `reads` group unless told.
 
-python -m benchmarks                 # 1,000 to 1,000,000, three shapes
-python -m benchmarks --quick         # up to 100,000
-python -m benchmarks --sizes 1000,1000000 --shapes linear --json out.json
+python -m benchmarks                          # reads: 1,000 to 1,000,000, three shapes
+python -m benchmarks --quick                  # up to 100,000
+python -m benchmarks export store --quick     # two other groups, small
+python -m benchmarks all --json out.json      # every group at its own sizes
+python -m benchmarks dask --sizes 1000000,10000000
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmarks.suite import DATA_DIR, QUICK_SIZES, SIZES, Options, main
+from benchmarks.suite import DATA_DIR, GROUPS, Options, main
 from benchmarks.synthetic import SHAPES
 
 
@@ -19,8 +22,8 @@ def _sizes(text: str) -> list[int]:
         sizes = sorted({int(part.replace("_", "")) for part in text.split(",") if part})
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a list of sizes: {text!r}") from None
-    if not sizes or sizes[0] < 10:
-        raise argparse.ArgumentTypeError("sizes are numbers of responses, at least 10")
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("sizes are positive numbers")
     return sizes
 
 
@@ -33,33 +36,40 @@ def _shapes(text: str) -> list[str]:
 
 def parse(argv: list[str] | None = None) -> Options:
     """The suite's options from the command line."""
+    units = "; ".join(f"{name}: {group.unit}" for name, group in GROUPS.items())
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="convgraph beside its baselines on synthetic llm databases.",
+        description="convgraph beside its baselines, in groups of rows.",
     )
     add = parser.add_argument
-    add("--quick", action="store_true", help="sizes up to 100,000")
-    add("--sizes", type=_sizes, help="numbers of responses, e.g. 1000,100000")
-    add("--shapes", type=_shapes, default=list(SHAPES), help="linear,bushy,deep")
+    add("groups", nargs="*", help=f"{', '.join(GROUPS)} or all (reads unless told)")
+    add("--quick", action="store_true", help="each group's small sizes")
+    add("--sizes", type=_sizes, help=f"in each group's unit ({units})")
+    add("--shapes", type=_shapes, default=list(SHAPES), help="reads: linear,bushy,deep")
     add("--json", type=Path, dest="json_path", help="also write the results here")
-    add("--no-store", action="store_true", help="skip the message store")
-    add("--no-cli", action="store_true", help="skip the whole-command timings")
-    add("--no-core", action="store_true", help="skip the largest size's extra rows")
-    add("--no-others", action="store_true", help="skip bench_export, _html, _diff")
+    add("--no-store", action="store_true", help="reads: skip the message store")
+    add("--no-cli", action="store_true", help="reads: skip the whole-command timings")
+    add("--no-core", action="store_true", help="reads: skip the largest size's extras")
+    add("--row-readers", action="store_true", help="reads: stats without Arrow too")
     add("--processes", type=int, default=2, help="pyperf worker processes (2)")
     add("--values", type=int, default=2, help="timed calls per process (2)")
     add("--timeout", type=int, default=300, help="seconds a process may take (300)")
     add("--baseline-timeout", type=int, default=60, help="the same, baselines (60)")
-    add("--data-dir", type=Path, default=DATA_DIR, help="where databases are cached")
-    add("--row-readers", action="store_true", help="also time stats without Arrow")
+    add("--data-dir", type=Path, default=DATA_DIR, help="where data is cached")
     args = parser.parse_args(argv)
+    if unknown := set(args.groups) - {*GROUPS, "all"}:
+        parser.error(
+            f"no group {', '.join(sorted(unknown))}: choose {', '.join(GROUPS)}"
+        )
+    groups = list(GROUPS) if "all" in args.groups else args.groups or ["reads"]
     return Options(
-        sizes=args.sizes or (QUICK_SIZES if args.quick else SIZES),
+        groups=list(dict.fromkeys(groups)),
+        sizes=args.sizes,
+        quick=args.quick,
         shapes=args.shapes,
         store=not args.no_store,
         cli=not args.no_cli,
         core=not args.no_core,
-        others=not args.no_others,
         processes=args.processes,
         values=args.values,
         timeout=args.timeout,

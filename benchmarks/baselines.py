@@ -139,7 +139,7 @@ def root_message_of_thread(conn: sqlite3.Connection, thread_id: str) -> str | No
     return root_message_of_turn(conn, row[0]) if row else None
 
 
-def view_rows(conn: sqlite3.Connection, root_hash: str) -> list[dict[str, Any]]:
+def view_rows(conn: sqlite3.Connection, root_hash: str | None) -> list[dict[str, Any]]:
     """llm's `message_tree` view for one tree: a row per message, each with its
     `path` (the rowids from the root, `/`-separated) and depth-indented text."""
     conn.row_factory = sqlite3.Row

@@ -1,16 +1,18 @@
-"""The benchmark suite: convgraph beside its baselines, 1,000 to 1,000,000
-responses, three shapes, one run.
+"""The benchmark suite: convgraph beside its baselines, every figure on one
+harness, in groups a run picks (`GROUPS`).
 
-For each shape and size: forest statistics against a bare fetch of the links;
+The `reads` group, 1,000 to 1,000,000 responses in three shapes: for each shape and size: forest statistics against a bare fetch of the links;
 one conversation against a bare fetch of its rows; the per-node operations
 (path, descendants, leaves) against the seed's helpers (`baselines`); the same
 on the message store against llm's `message_tree` view; and the whole
 `convgraph path` command against a bare `python -c pass`. At the largest size,
 the whole forest with its texts, every statistics table, the `convgraph stats`
-command, and what an index or one recursive query would change. Then the
-export, HTML and diff benchmark modules, once each.
+command, and what an index or one recursive query would change. The other
+groups are planned by `benchmarks.outputs` (export, html, diff),
+`benchmarks.writes` (store, fanout, logging) and `benchmarks.sources`
+(chat-exports, dask).
 
-`plan` lists the rows and builds the databases they need (cached under
+`plan` lists the rows and builds the files they need (cached under
 `benchmarks/data/`); `measure` times one side of a row with pyperf in fresh
 processes (`python -m benchmarks.tasks`, or `python -m pyperf command` for a
 whole command); `main` runs the plan and prints the tables of `report`.
@@ -18,6 +20,7 @@ whole command); `main` runs the plan and prints the tables of `report`.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import platform
@@ -28,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +40,8 @@ from benchmarks.report import Measurement, Row
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(__file__).resolve().parent / "data"
-SIZES = [1_000, 10_000, 100_000, 1_000_000]
-QUICK_SIZES = [1_000, 10_000, 100_000]
+SIZES = (1_000, 10_000, 100_000, 1_000_000)
+QUICK_SIZES = (1_000, 10_000, 100_000)
 #: Bumped whenever the builders change what they write, so that a cached
 #: database is never stale.
 BUILD_VERSION = 1
@@ -46,18 +49,54 @@ BUILD_VERSION = 1
 #: conversation is one chain of DEEP_CHAIN responses.
 CONVERSATION_SIZE = 10
 DEEP_CHAIN = 10_000
-#: Benchmark modules that print their own tables, run once at the end.
-OTHER_BENCHMARKS = ("bench_export", "bench_html", "bench_diff")
+
+
+@dataclass(frozen=True)
+class Group:
+    """What ``python -m benchmarks GROUP`` runs: the rows `planner`
+    (``module:function``, given the sizes and the options) lists, at `sizes`
+    by default or `quick` with --quick, each a number of `unit`."""
+
+    planner: str
+    unit: str
+    sizes: tuple[int, ...]
+    quick: tuple[int, ...]
+
+
+GROUPS = {
+    "reads": Group("benchmarks.suite:reads_rows", "responses", SIZES, QUICK_SIZES),
+    "export": Group("benchmarks.outputs:export_rows", "nodes", (100_000,), (10_000,)),
+    "html": Group(
+        "benchmarks.outputs:html_rows", "responses", (1_000, 10_000, 100_000), (1_000,)
+    ),
+    "diff": Group(
+        "benchmarks.outputs:diff_rows",
+        "characters an answer",
+        (10_000, 100_000),
+        (10_000,),
+    ),
+    "store": Group(
+        "benchmarks.writes:store_rows", "responses", (10_000, 100_000), (10_000,)
+    ),
+    "fanout": Group("benchmarks.writes:fanout_rows", "answers", (1, 2, 4, 8), (1, 4)),
+    "logging": Group("benchmarks.writes:logging_rows", "turns", (100_000,), (10_000,)),
+    "chat-exports": Group("benchmarks.sources:chat_export_rows", "MB", (500,), (20,)),
+    "dask": Group(
+        "benchmarks.sources:dask_rows", "nodes", (100_000, 1_000_000), (10_000, 100_000)
+    ),
+}
 
 
 @dataclass
 class Options:
-    sizes: list[int] = field(default_factory=lambda: list(SIZES))
+    #: The groups to run, and their sizes (each group's own by default).
+    groups: list[str] = field(default_factory=lambda: ["reads"])
+    sizes: list[int] | None = None
+    quick: bool = False
     shapes: list[str] = field(default_factory=lambda: list(synthetic.SHAPES))
     store: bool = True
     cli: bool = True
     core: bool = True
-    others: bool = True
     #: pyperf: worker processes per measurement, values per worker (after
     #: one warm-up call that pays for first-call imports).
     processes: int = 2
@@ -75,15 +114,21 @@ class Options:
 @dataclass(frozen=True)
 class Task:
     """One side of a row: a task of `benchmarks.tasks` with its parameters,
-    or (``command=True``) a whole command, `params` being its argv."""
+    or (``command=True``) a whole command, `params` being its argv; `once`:
+    one call in one process (for a baseline that takes minutes)."""
 
     name: str
     params: tuple[str, ...] = ()
     command: bool = False
+    once: bool = False
 
 
 def task(name: str, **params: Any) -> Task:
     return Task(name, tuple(f"{key}={value}" for key, value in params.items()))
+
+
+def once(spec: Task) -> Task:
+    return replace(spec, once=True)
 
 
 def command(name: str, *argv: str) -> Task:
@@ -98,31 +143,57 @@ def conversations_for(shape: str, size: int) -> int:
     return max(1, size // per)
 
 
-def database(kind: str, shape: str, size: int, data_dir: Path = DATA_DIR) -> Path:
-    """The cached database of this kind (``legacy``, ``store``, or
-    ``legacy-indexed``: the legacy file with the indexes `convgraph migrate`
-    adds), shape and size; built, under a temporary name, if missing."""
-    path = data_dir / f"{kind}-{shape}-{size}-v{BUILD_VERSION}.db"
+def cached(path: Path, build: Callable[[Path], object]) -> Path:
+    """`path`, made by `build(partial)` under a temporary name if missing (a
+    file or a folder), so that a build cut short is never taken for one."""
     if path.exists():
         return path
-    partial = path.with_suffix(".partial")
-    conversations = conversations_for(shape, size)
-    if kind == "legacy":
-        synthetic.build_legacy(partial, size, conversations, shape)
-    elif kind == "store":
-        synthetic.build_message_store(partial, size, conversations, shape)
-    elif kind == "legacy-indexed":
-        shutil.copyfile(database("legacy", shape, size, data_dir), partial)
-        conn = sqlite3.connect(partial)
-        conn.execute("create index by_conversation on responses (conversation_id)")
-        conn.execute("create index by_parent on responses (parent_response_id)")
-        conn.commit()
-        conn.close()
-    else:
-        raise ValueError(f"unknown kind of database {kind!r}")
+    partial = path.with_name(path.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.unlink(missing_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    build(partial)
     os.replace(partial, path)
-    print(f"built {path.name}: {path.stat().st_size / 2**20:,.0f} MB", flush=True)
+    size = f": {path.stat().st_size / 2**20:,.0f} MB" if path.is_file() else ""
+    print(f"built {path.name}{size}", flush=True)
     return path
+
+
+def database(
+    kind: str,
+    shape: str,
+    size: int,
+    data_dir: Path = DATA_DIR,
+    per_conversation: int | None = None,
+) -> Path:
+    """The cached database of this kind (``legacy``, ``store``, or
+    ``legacy-indexed``: the legacy file with the indexes `convgraph migrate`
+    adds), shape and size (in conversations of `per_conversation` responses,
+    if given); built, under a temporary name, if missing."""
+    if kind not in ("legacy", "store", "legacy-indexed"):
+        raise ValueError(f"unknown kind of database {kind!r}")
+    per = f"-c{per_conversation}" if per_conversation else ""
+    conversations = (
+        max(1, size // per_conversation)
+        if per_conversation
+        else conversations_for(shape, size)
+    )
+
+    def build(partial: Path) -> None:
+        if kind == "legacy":
+            synthetic.build_legacy(partial, size, conversations, shape)
+        elif kind == "store":
+            synthetic.build_message_store(partial, size, conversations, shape)
+        else:
+            shutil.copyfile(database("legacy", shape, size, data_dir), partial)
+            conn = sqlite3.connect(partial)
+            conn.execute("create index by_conversation on responses (conversation_id)")
+            conn.execute("create index by_parent on responses (parent_response_id)")
+            conn.commit()
+            conn.close()
+
+    name = f"{kind}-{shape}-{size}{per}-v{BUILD_VERSION}.db"
+    return cached(data_dir / name, build)
 
 
 @dataclass
@@ -312,14 +383,13 @@ def row_reader_rows(kind: str, shape: str, size: int, data_dir: Path) -> list[Ro
     ]
 
 
-def plan(options: Options) -> list[Row]:
-    """Every row of the run, in the order it is measured; builds the
-    databases the rows need."""
+def reads_rows(sizes: list[int], options: Options) -> list[Row]:
+    """The `reads` group: every row above, for each size and shape."""
     found = []
     if options.cli:
         start = command("convgraph --help", convgraph_command(), "--help")
         found.append(Row("cli", "", 0, "convgraph --help", start, BARE_PYTHON))
-    for size in options.sizes:
+    for size in sizes:
         for shape in options.shapes:
             found += legacy_rows(shape, size, options.data_dir)
             if options.row_readers:
@@ -332,7 +402,24 @@ def plan(options: Options) -> list[Row]:
                     found += row_reader_rows("store", shape, size, options.data_dir)
     if options.core:
         shape = "linear" if "linear" in options.shapes else options.shapes[0]
-        found += core_rows(shape, max(options.sizes), options.data_dir)
+        found += core_rows(shape, max(sizes), options.data_dir)
+    return found
+
+
+def sizes_of(group: str, options: Options) -> list[int]:
+    """The sizes a group runs at: the options', else its own."""
+    spec = GROUPS[group]
+    return list(options.sizes or (spec.quick if options.quick else spec.sizes))
+
+
+def plan(options: Options) -> list[Row]:
+    """Every row of the run's groups, in the order it is measured; builds
+    the files the rows need."""
+    found = []
+    for group in options.groups:
+        module, function = GROUPS[group].planner.split(":")
+        planner = getattr(importlib.import_module(module), function)
+        found += planner(sizes_of(group, options), options)
     return found
 
 
@@ -344,10 +431,12 @@ def measure(spec: Task, options: Options, timeout: int) -> Measurement:
     each given `timeout` seconds."""
     with tempfile.TemporaryDirectory() as directory:
         output = Path(directory) / "bench.json"
+        runs = (1, 1, 0) if spec.once else (options.processes, options.values, 1)
+        figures = Path(directory) / "figures.jsonl"
         pyperf_options = [
-            f"--processes={options.processes}",
-            f"--values={options.values}",
-            "--warmups=1",
+            f"--processes={runs[0]}",
+            f"--values={runs[1]}",
+            f"--warmups={runs[2]}",
             # One call per value: the slow operations take seconds, and
             # calibrating loops would cost a process of its own.
             "--loops=1",
@@ -358,7 +447,8 @@ def measure(spec: Task, options: Options, timeout: int) -> Measurement:
         if spec.command:
             argv = ["-m", "pyperf", "command", *pyperf_options, "--", *spec.params]
         else:
-            argv = ["-m", "benchmarks.tasks", *pyperf_options, spec.name, *spec.params]
+            argv = ["-m", "benchmarks.tasks", *pyperf_options, f"--figures={figures}"]
+            argv += [spec.name, *spec.params]
         done = subprocess.run(
             [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True
         )
@@ -367,19 +457,27 @@ def measure(spec: Task, options: Options, timeout: int) -> Measurement:
         if done.returncode:
             why = first_error(done.stderr) or f"exit status {done.returncode}"
             return Measurement(spec.name, "error", note=why[:200])
-        import pyperf
+        import pyperf  # type: ignore[import-untyped]
 
         bench = pyperf.Benchmark.load(str(output))
+        found: dict[str, float] = {}
+        reported = figures.read_text().splitlines() if figures.exists() else []
+        for line in reported:  # one line per worker: keep the largest
+            for name, value in json.loads(line).items():
+                found[name] = max(value, found.get(name, value))
     values = list(bench.get_values())
     # pyperf keeps each worker's peak RSS in its run's metadata.
     key = "command_max_rss" if spec.command else "mem_max_rss"
     peaks = [run.get_metadata().get(key, 0) for run in bench.get_runs()]
+    # A task that measures the memory elsewhere (Dask's workers) says so.
+    peak = found.pop("peak_mb", max(peaks) / 2**20 if any(peaks) else None)
     return Measurement(
         spec.name,
         mean=bench.mean(),
         stdev=bench.stdev() if len(values) > 1 else None,
         values=values,
-        peak_mb=max(peaks) / 2**20 if any(peaks) else None,
+        peak_mb=peak,
+        figures=found,
     )
 
 
@@ -411,8 +509,8 @@ def run(
             ("measured", row.convgraph),
             ("measured_baseline", row.baseline),
         ):
-            if spec is None:
-                continue
+            if spec is None or getattr(row, side) is not None:
+                continue  # none, or known beforehand (a skipped row)
             key = gives_up_with(row, spec)
             if spec not in done and key in given_up:
                 done[spec] = Measurement(spec.name, "skipped", note=given_up[key])
@@ -433,27 +531,14 @@ def run(
     return rows
 
 
-def run_others(log: Callable[[str], None] = print) -> dict[str, Any]:
-    """The benchmark modules with tables of their own, one run each."""
-    found = {}
-    for name in OTHER_BENCHMARKS:
-        argv = [sys.executable, "-m", f"benchmarks.{name}", "--repeat", "1"]
-        log(f"\n== {name}")
-        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
-        found[name] = {"status": done.returncode, "output": done.stdout}
-        log(done.stdout.rstrip() or done.stderr.strip()[-800:])
-    return found
-
-
 def main(options: Options) -> dict[str, Any]:
     started = time.perf_counter()
-    print(
-        f"convgraph benchmarks: sizes {', '.join(f'{s:,}' for s in options.sizes)};"
-        f" shapes {', '.join(options.shapes)}; data in {options.data_dir}",
-        flush=True,
-    )
+    for group in options.groups:
+        sizes = ", ".join(f"{size:,}" for size in sizes_of(group, options))
+        shapes = f"; shapes {', '.join(options.shapes)}" if group == "reads" else ""
+        print(f"{group}: {sizes} {GROUPS[group].unit}{shapes}", flush=True)
+    print(f"data in {options.data_dir}", flush=True)
     rows = run(plan(options), options, log=lambda text: print(text, flush=True))
-    others = run_others() if options.others else {}
     found_growth = report.growth(rows)
     found_targets = report.targets(rows)
     print(
@@ -497,9 +582,8 @@ def main(options: Options) -> dict[str, Any]:
         ],
         "growth": found_growth,
         "targets": found_targets,
-        "others": others,
     }
-    print(f"\ntotal {document['seconds'] / 60:.1f} min")
+    print(f"\ntotal {(time.perf_counter() - started) / 60:.1f} min")
     if options.json_path:
         options.json_path.parent.mkdir(parents=True, exist_ok=True)
         options.json_path.write_text(json.dumps(document, indent=2) + "\n")

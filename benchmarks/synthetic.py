@@ -63,9 +63,9 @@ _SENTENCE = (
     " lists of steps and the occasional long digression about graphs forests"
     " roots leaves depth breadth and the cost of reading a million rows"
 )
-_WORDS = _SENTENCE.split(" ")
+WORDS = _SENTENCE.split(" ")
 _POOL_RANDOM = random.Random(7)
-_POOL = " ".join(_POOL_RANDOM.choice(_WORDS) for _ in range(4000))
+_POOL = " ".join(_POOL_RANDOM.choice(WORDS) for _ in range(4000))
 _CROCKFORD = bytes.maketrans(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789abcdefghjkmnpqrstvwxyz"
 )

@@ -2,11 +2,18 @@
 and the pyperf script that times one of them.
 
 A task is a setup function, registered by name with `task`, that imports what
-it needs and returns the operation to time. Setup is not timed: start-up is
-measured on its own, as whole commands. Names say which side a task is on:
-``convgraph.*`` is convgraph's public API; ``sqlite.*`` a bare sqlite3 fetch
-of the same rows (the cost of reading the data at all); ``seed.*`` the design
-notes' helpers (`benchmarks.baselines`); ``view.*`` llm's `message_tree` view.
+it needs and returns the operation to time; a timer task (``timer=True``)
+returns instead a function of pyperf's loop count that times its calls itself
+and returns the seconds (for a figure that is not a call's duration, or for
+work done untimed between calls, such as a fresh copy of a file). Setup is
+not timed: start-up is measured on its own, as whole commands. An operation
+may report `figure`s beside its time (a size written, a similarity, the peak
+memory of Dask's workers). Names say which side a task is on: ``convgraph.*``
+is convgraph's public API; ``sqlite.*`` a bare sqlite3 fetch of the same rows
+(the cost of reading the data at all); ``seed.*`` the design notes' helpers
+(`benchmarks.baselines`); ``view.*`` llm's `message_tree` view. The groups
+beyond the reads register theirs in `benchmarks.outputs`, `benchmarks.writes`
+and `benchmarks.sources` (`load`).
 
 ``python -m benchmarks.tasks [PYPERF OPTIONS] TASK [KEY=VALUE ...]`` times one
 task with `pyperf.Runner`: each worker is a fresh process, and pyperf records
@@ -15,12 +22,18 @@ the worker's peak resident memory (``mem_max_rss``) beside its timings.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-#: task name -> setup(**params) -> operation to time
-TASKS: dict[str, Callable[..., Callable[[], Any]]] = {}
+#: task name -> setup(**params) -> operation to time (or, for the names in
+#: TIMERS, a function of the loop count that returns the seconds it timed)
+TASKS: dict[str, Callable[..., Callable[..., Any]]] = {}
+TIMERS: set[str] = set()
+#: Figures this process's operations reported, the largest value of each;
+#: a pyperf worker hands them to the suite (`main`).
+FIGURES: dict[str, float] = {}
 
 #: The columns convgraph reads of a legacy response (its node contract).
 LEGACY_COLUMNS = (
@@ -29,14 +42,67 @@ LEGACY_COLUMNS = (
 )
 
 
-def task(name: str) -> Callable:
-    """Register a setup function under `name`."""
+def task(name: str, timer: bool = False) -> Callable:
+    """Register a setup function under `name` (see the module's docstring)."""
 
-    def register(setup: Callable[..., Callable[[], Any]]) -> Callable:
+    def register(setup: Callable[..., Callable[..., Any]]) -> Callable:
         TASKS[name] = setup
+        if timer:
+            TIMERS.add(name)
         return setup
 
     return register
+
+
+def load() -> dict[str, Callable[..., Callable[..., Any]]]:
+    """Every task, the other groups' too (their modules register them)."""
+    from benchmarks import outputs, sources, writes  # noqa: F401
+
+    return TASKS
+
+
+def figure(name: str, value: float) -> None:
+    """Report a figure beside the time; the largest value of the calls and of
+    the worker processes is kept."""
+    FIGURES[name] = max(value, FIGURES.get(name, value))
+
+
+def _status_mb(field: str) -> float:
+    # Linux's own account of this process's memory, in kB.
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status: Linux only")
+
+
+def peak_mb() -> float:
+    """This process's peak resident memory (VmHWM), in MB."""
+    return _status_mb("VmHWM")
+
+
+def reset_peak() -> float:
+    """Start this process's peak memory afresh from what it holds now (Linux
+    4.0 and later) and return that, in MB. pyperf's peak (ru_maxrss) then
+    counts from here too."""
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")
+    return _status_mb("VmRSS")
+
+
+def above_setup(operation: Callable[[], Any]) -> Callable[[], Any]:
+    """`operation`, with the peak memory counted from the end of the setup:
+    pyperf's peak is then the peak of the timed calls (what the setup built
+    included, its passing peaks not), and the figure ``MB above setup`` the
+    calls' own working memory (C allocations included)."""
+    held = reset_peak()
+
+    def run() -> Any:
+        result = operation()
+        figure("MB above setup", peak_mb() - held)
+        return result
+
+    return run
 
 
 def _connect(db: str) -> sqlite3.Connection:
@@ -252,17 +318,22 @@ for _name, _helper in (
 
 
 def main() -> None:
-    """Time one task with pyperf: the options are pyperf's, then the task's
-    name and its parameters as KEY=VALUE."""
-    import pyperf
+    """Time one task with pyperf: the options are pyperf's (and
+    ``--figures PATH``, where a worker appends its figures as a JSON line),
+    then the task's name and its parameters as KEY=VALUE."""
+    import pyperf  # type: ignore[import-untyped]
+
+    load()
 
     def pass_task(command: list[str], args: Any) -> None:
         # Each worker is this script again: it needs the task too.
-        command.extend([args.task, *args.params])
+        figures = [f"--figures={args.figures}"] if args.figures else []
+        command.extend([*figures, args.task, *args.params])
 
     runner = pyperf.Runner(
         program_args=("-m", "benchmarks.tasks"), add_cmdline_args=pass_task
     )
+    runner.argparser.add_argument("--figures", help="append figures here")
     runner.argparser.add_argument("task", choices=sorted(TASKS))
     runner.argparser.add_argument("params", nargs="*", metavar="KEY=VALUE")
     args = runner.parse_args()
@@ -270,8 +341,17 @@ def main() -> None:
     # Only a worker sets the task up: imported into the manager, pandas would
     # raise the peak memory of every worker it starts.
     operation = TASKS[args.task](**params) if args.worker else None
-    runner.bench_func(args.task, operation)
+    if args.task in TIMERS:
+        runner.bench_time_func(args.task, operation)
+    else:
+        runner.bench_func(args.task, operation)
+    if args.worker and args.figures and FIGURES:
+        with open(args.figures, "a", encoding="utf-8") as out:
+            out.write(json.dumps(FIGURES) + "\n")
 
 
 if __name__ == "__main__":
-    main()
+    # As the module the groups import, where their tasks are registered.
+    from benchmarks import tasks
+
+    tasks.main()

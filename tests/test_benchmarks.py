@@ -8,17 +8,30 @@ Correctness only: no test here asserts anything about how long a task took.
 
 import json
 import re
+import shutil
 import sqlite3
 import sys
 from collections import Counter
 
 import pytest
 
-from benchmarks import baselines, report, suite, synthetic, tasks  # noqa: E402
+from benchmarks import (
+    baselines,
+    outputs,
+    report,
+    sources,
+    suite,
+    synthetic,
+    tasks,
+    writes,
+)
 from benchmarks.report import Measurement, Row  # noqa: E402
 from convgraph import Forest, load_tree  # noqa: E402
 from convgraph.model import tree as ops  # noqa: E402
 from tests.databases import COMPLEX, LINEAR, MULTIPLE_ROOTS, seed_database
+
+#: The benchmarks' own tests build synthetic files and run the harness.
+pytestmark = pytest.mark.slow
 
 ULID = re.compile(r"^[0-9a-hjkmnp-tv-z]{26}$")
 
@@ -510,7 +523,6 @@ def test_a_run_measures_a_shared_task_once_and_writes_its_figures(tmp_path):
         store=False,
         cli=False,
         core=False,
-        others=False,
         processes=1,
         values=1,
         data_dir=tmp_path,
@@ -539,7 +551,7 @@ def test_a_run_measures_a_shared_task_once_and_writes_its_figures(tmp_path):
         assert (ours["status"], theirs["status"]) == ("ok", "ok"), row
         assert ours["mean"] == ours["values"][0]
         assert row["ratio"] == ours["mean"] / theirs["mean"]
-    assert written["growth"] == [] and written["others"] == {}
+    assert written["growth"] == []
 
 
 def test_a_task_that_times_out_is_given_up_at_larger_sizes():
@@ -639,3 +651,254 @@ def test_the_tables_are_computed_from_the_figures():
     assert report.format_targets(report.targets([start])) == (
         "  MISS cli convgraph --help: over_baseline at most 0.1: 0.15"
     )
+
+
+# -- the other groups ----------------------------------------------------------------
+
+
+def sides(planned):
+    """(section, shape, size, operation, convgraph's task, the baseline's)."""
+    return [
+        (
+            row.section,
+            row.shape,
+            row.size,
+            row.operation,
+            row.convgraph.name,
+            row.baseline.name if row.baseline else None,
+        )
+        for row in planned
+    ]
+
+
+def test_the_groups_plan_their_rows_on_known_tasks(tmp_path):
+    def planned(group, sizes):
+        options = suite.Options(groups=[group], sizes=sizes, data_dir=tmp_path)
+        return suite.plan(options)
+
+    export = planned("export", [200])
+    assert sides(export) == [
+        ("export", "dot", 200, "write dot", "export.convgraph", "networkx.to_pydot"),
+        *[
+            ("export", "graphml", 200, "write graphml", "export.convgraph", name)
+            for name in ("networkx.write_graphml", "networkx.write_graphml_xml")
+        ],
+        ("export", "json", 200, "write json", "export.convgraph", "networkx.node_link_data"),
+        ("export", "tree-json", 200, "write tree-json", "export.convgraph", "networkx.tree_data"),
+        ("export", "mermaid", 200, "write mermaid", "export.convgraph", None),
+    ]  # fmt: skip
+    # pydot's baseline takes minutes at the default size: one call.
+    assert [row.baseline.once for row in export[:2]] == [True, False]
+    diff = planned("diff", [300])
+    assert [(row.shape, row.operation) for row in diff] == [
+        *(("diff", case) for case in outputs.DIFF_CASES),
+        *(("compare", case) for case in outputs.COMPARE_CASES),
+    ]
+    assert {(row.convgraph.name, row.baseline.name) for row in diff} == {
+        ("convgraph.diff", "difflib.unified_diff"),
+        ("convgraph.compare", "difflib.line_ratios"),
+    }
+    answers = "answers of 0.5 s each, all at once"
+    assert sides(planned("fanout", [2])) == [
+        ("fanout", "async", 2, answers, "fanout.answers", "fanout.one_at_a_time"),
+        ("fanout", "threads", 2, answers, "fanout.answers", "fanout.one_at_a_time"),
+        ("fanout", "", 0, "Ctrl-C to exit: branch -m quick -m slow -m slow-thread",
+         "fanout.interrupt", None),
+    ]  # fmt: skip
+    assert sides(planned("logging", [100])) == [
+        ("logging", "", 100, f"longest commit wait, convgraph {read}",
+         "logging.writer_wait", "logging.whole_table_reads")
+        for read in ("stats", "tree", "export --format json")
+    ]  # fmt: skip
+    dask = planned("dask", [500])
+    assert sides(dask) == [
+        ("dask", "", 500, "write the dataset", "dask.write", None),
+        ("dask", "", 500, "conversation table", "dask.table", "pandas.conversations"),
+        ("dask", "", 500, "node table (its length)", "dask.table", None),
+        ("dask", "", 500, "branch table (its length)", "dask.table", None),
+    ]
+    assert dask[0].notes == ["10 trees in 1 files"]
+    chat = planned("chat-exports", [1])
+    assert [(row.shape, row.convgraph.params[1]) for row in chat] == [
+        (shape, command)
+        for shape in ("json", "zip")
+        for command in ("stats", "tree", "path")
+    ]
+    assert all(row.convgraph.command for row in chat)
+    known = tasks.load()
+    for row in export + diff + dask:
+        assert {row.convgraph.name, row.baseline and row.baseline.name} <= {
+            *known,
+            None,
+        }
+    assert {"logging.writer_wait", "fanout.interrupt", "dask.table"} <= tasks.TIMERS
+
+
+@pytest.mark.slow
+def test_the_store_and_html_groups_plan_their_fixed_files_too(tmp_path):
+    options = suite.Options(groups=["store", "html"], sizes=[400], data_dir=tmp_path)
+    planned = suite.plan(options)
+    assert sides(planned)[:4] == [
+        ("migrate", "", 400, "migrate", "store.migrate", "store.alter"),
+        ("migrate", "", 400, "migrate --link-linear", "store.migrate_linear",
+         "store.naive_link"),
+        ("migrate", "", 400, "migrate again (reads only)", "store.migrate", None),
+        ("rules", "", 400, "2,000 inserts of a child", "store.inserts", "store.inserts"),
+    ]  # fmt: skip
+    assert [row.operation for row in planned[4:7]] == [
+        "one insert under a 100,000-deep chain",
+        "delete --cascade of a 10,001-node subtree",
+        "delete --reparent of a node with 5,000 children",
+    ]
+    html = planned[7:]
+    assert sides(html[:1]) == [
+        ("html", "bushy", 400, "write every tree", "html.write", "html.write")
+    ]
+    assert [(row.shape, row.size, row.operation) for row in html[1:]] == [
+        (f"{conversations} {shape}", size, action)
+        for shape, size, conversations in outputs.PAGES
+        for action in ("open", "expand all", "select", "search", "left-right")
+    ]
+    assert all(row.convgraph.name in tasks.load() for row in planned)
+
+
+def test_the_files_the_store_group_times_are_what_it_says(tmp_path):
+    source = synthetic.build_legacy(
+        tmp_path / "llm.db", 200, 10, with_parent=False, search_index=True
+    )
+    naive, linked = tmp_path / "naive.db", tmp_path / "linked.db"
+    for path, action in ((naive, "naive_link"), (linked, "migrate_linear")):
+        shutil.copyfile(source, path)
+        writes.ACTIONS[action](path)
+    parents = "select id, parent_response_id from responses order by id"
+    # The naive UPDATE links what `migrate --link-linear` links.
+    assert rows(naive, parents) == rows(linked, parents)
+    assert sum(parent is None for _, parent in rows(linked, parents)) == 10
+    writes.ACTIONS["inserts"](linked)
+    assert rows(linked, "select count(*) from responses") == [(200 + writes.INSERTS,)]
+    star = tmp_path / "star.db"
+    writes._star(star)
+    assert rows(
+        star, "select count(*) from responses where parent_response_id = 'root'"
+    ) == [(writes.STAR,)]
+    writes.ACTIONS["delete_cascade"](star)
+    assert rows(star, "select count(*) from responses") == [(0,)]
+
+
+def test_the_diff_texts_are_what_they_say():
+    text = outputs.prose(1, 1000)
+    assert len(text) == 1000 and outputs.prose(1, 1000) == text
+    assert max(map(len, text.splitlines())) < 100
+    assert outputs.retry(text, 2, 0.0) == text
+    changed = outputs.retry(text, 2, 0.3)
+    assert changed != text and changed.count("\n") == text.count("\n")
+    identical = outputs.answers("diff", 2, 500)
+    assert len(identical) == 2 and identical[0] == identical[1]
+    assert all("\n" not in answer for answer in outputs.answers("diff", 3, 500))
+    for case in range(len(outputs.COMPARE_CASES)):
+        assert len(outputs.answers("compare", case, 300)) == 10
+
+
+def test_a_synthetic_chat_export_reads_as_what_it_holds(tmp_path):
+    from convgraph import Forest, load_path
+
+    path = tmp_path / "conversations.json"
+    held = sources.write_export(path, 0.3)
+    forest = Forest.read(path)
+    assert len(forest.tree_ids) == held["conversations"] > 1
+    # The last node, the tip of the last conversation's current branch.
+    last = load_path(held["last_node"], path)
+    assert last[-1] == held["last_node"]
+    assert path.stat().st_size >= 300_000
+
+
+def test_a_synthetic_dataset_holds_every_node_once(tmp_path):
+    from convgraph.analysis.datasets import dataset_conversation_table
+
+    assert sources.write_dataset(tmp_path / "forest", 1000) == 20
+    table = dataset_conversation_table(tmp_path / "forest")
+    assert len(table) == 20 and table["nodes"].sum() == 1000
+
+
+def test_a_task_reports_its_figures_and_a_timer_times_itself(tmp_path):
+    from convgraph import diff
+
+    options = suite.Options(processes=1, values=1)
+    measured = suite.measure(
+        suite.task("convgraph.diff", case=0, size=2000), options, 120
+    )
+    expected = diff(outputs._alternatives(outputs.answers("diff", 0, 2000)),
+                    "answer-1", "answer-2").steps[0].response_similarity  # fmt: skip
+    assert measured.status == "ok", measured.note
+    assert measured.figures == {"similarity": pytest.approx(expected)}
+    source = synthetic.build_legacy(tmp_path / "llm.db", 100, 5, with_parent=False)
+    alter = suite.measure(suite.task("store.alter", db=source), options, 120)
+    assert (alter.status, len(alter.values), alter.figures) == ("ok", 1, {})
+    # Timed on copies: the file itself is untouched.
+    assert "parent_response_id" not in {
+        row[1] for row in rows(source, "pragma table_info(responses)")
+    }
+    once = suite.measure(suite.once(suite.BARE_PYTHON), suite.Options(), 60)
+    assert (once.status, len(once.values), once.stdev) == ("ok", 1, None)
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_quick_answer_and_a_writer_commits_beside_each_read(
+    tmp_path,
+):
+    options = suite.Options(processes=1, values=1)
+    interrupt = suite.measure(suite.once(suite.task("fanout.interrupt")), options, 300)
+    assert interrupt.status == "ok", interrupt.note
+    assert interrupt.figures == {"answers kept": 1}
+    store = synthetic.build_message_store(tmp_path / "logs.db", 300)
+    for name, params in (
+        ("logging.writer_wait", {"read": "export --format json"}),
+        ("logging.whole_table_reads", {}),
+    ):
+        spec = suite.once(suite.task(name, db=store, **params))
+        waited = suite.measure(spec, options, 300)
+        assert (waited.status, len(waited.values)) == ("ok", 1), waited.note
+    # Each read was on a copy, the probe's table too.
+    assert "probe" not in {
+        row[0] for row in rows(store, "select name from sqlite_master")
+    }
+
+
+def test_figures_follow_the_table_once_per_measurement():
+    shared = Measurement("difflib.unified_diff", mean=0.01, values=[0.01])
+    found = []
+    for case, similarity in ((0, 0.95537), (1, 0.0276)):
+        row = Row("diff", "diff", 100, f"case {case}", None, None)
+        row.measured = Measurement(
+            "convgraph.diff",
+            mean=0.02,
+            values=[0.02],
+            figures={"similarity": similarity},
+        )
+        shared.figures = {"file MB": 1234.5}
+        row.measured_baseline = shared
+        found.append(row)
+    notes = report.format_table(found).split("notes:\n")[1].splitlines()
+    assert notes == [
+        "  [diff diff 100 case 0] convgraph.diff: similarity 0.955",
+        "  [diff diff 100 case 0] difflib.unified_diff: file MB 1,234",
+        "  [diff diff 100 case 1] convgraph.diff: similarity 0.0276",
+    ]
+
+
+def test_the_command_line_picks_groups():
+    from benchmarks.__main__ import parse
+
+    assert parse([]).groups == ["reads"]
+    assert parse(["all"]).groups == list(suite.GROUPS)
+    chosen = parse(["store", "export", "store", "--quick"])
+    assert (chosen.groups, chosen.quick, chosen.sizes) == (
+        ["store", "export"],
+        True,
+        None,
+    )
+    assert suite.sizes_of("store", chosen) == [10_000]
+    assert suite.sizes_of("reads", parse(["--sizes", "1_000,100"])) == [100, 1000]
+    with pytest.raises(SystemExit) as refused:
+        parse(["stores"])
+    assert refused.value.code == 2

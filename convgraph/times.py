@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: The dtype of a column of times: UTC, to the nanosecond.
-DATETIME_DTYPE = "datetime64[ns, UTC]"
+DATETIME_DTYPE: Final = "datetime64[ns, UTC]"
 
 # What may follow "YYYY-MM-DDTHH:MM:SS" in a time already in UTC: a
 # fraction, and no offset, `Z` or a zero one.

@@ -201,7 +201,7 @@ class BranchDiff:
         for name in ("a", "b"):
             for key in INTEGER_ATTRIBUTES:
                 column = f"{name}_{key}"
-                frame[column] = pd.array(frame[column], dtype="Int64")
+                frame[column] = frame[column].astype("Int64")
         frame["response_similarity"] = frame["response_similarity"].astype(float)
         return frame.set_index("step")
 
@@ -214,7 +214,7 @@ class BranchDiff:
             orient="index",
         )
         for key in INTEGER_ATTRIBUTES:
-            frame[key] = pd.array(frame[key], dtype="Int64")
+            frame[key] = frame[key].astype("Int64")
         return frame
 
 
@@ -264,7 +264,7 @@ def diff(
     # The fork point is the last node of the paths' common prefix: the two
     # paths from the root agree down to it and part below it. commonprefix
     # compares any sequences item by item, lists of ids as well as strings.
-    shared = os.path.commonprefix([path_a, path_b])
+    shared = list(os.path.commonprefix([path_a, path_b]))
     if not shared:
         raise UnrelatedNodes(
             f"{a!r} and {b!r} have no common ancestor: they grow from different"

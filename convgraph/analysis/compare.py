@@ -88,7 +88,7 @@ class Comparison:
             columns=["id", *COMPARE_COLUMNS],
         ).set_index("id")
         for key in (*INTEGER_ATTRIBUTES, "response_length"):
-            frame[key] = pd.array(frame[key], dtype="Int64")
+            frame[key] = frame[key].astype("Int64")
         frame["subtree_size"] = frame["subtree_size"].astype("int64")
         return frame
 

@@ -216,8 +216,10 @@ class ConversationScreen(Screen[None]):
             self.show_problem(message)
             self.say("escape: back to the list")
 
+    # Textual's DOMNode.tree is a drawing of the widgets for debugging; on
+    # this screen the name is the conversation's tree view.
     @property
-    def tree(self) -> TreeView:
+    def tree(self) -> TreeView:  # type: ignore[override]
         return self.query_one(TreeView)
 
     @property

@@ -47,7 +47,7 @@ class TreeView(ScrollView, can_focus=True):
         Binding("right,l", "child", "Child", show=False),
         Binding("left_square_bracket", "sibling(-1)", "Prev sibling", show=False),
         Binding("right_square_bracket", "sibling(1)", "Next sibling", show=False),
-        Binding("space,enter", "toggle", "Fold", show=False),
+        Binding("space,enter", "fold", "Fold", show=False),
         Binding("i", "ids", "Ids", show=False),
         Binding("home", "first", "First", show=False),
         Binding("end", "last", "Last", show=False),
@@ -80,7 +80,7 @@ class TreeView(ScrollView, can_focus=True):
         self._span: dict[str, int] = {}
         self._shown: list[tuple[str | None, str]] = []
         self._row: dict[str, int] = {}
-        self._colours: dict[str, str] = {}
+        self._colours: dict[str | None, str] = {}
 
     # -- the drawing ------------------------------------------------------
 
@@ -247,7 +247,7 @@ class TreeView(ScrollView, can_focus=True):
         self._layout()
         self.move_to(self.node)
 
-    def action_toggle(self) -> None:
+    def action_fold(self) -> None:
         """Fold or unfold the subtree below the cursor."""
         if self.node is None or self._span.get(self.node, 1) <= 1:
             return

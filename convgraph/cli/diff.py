@@ -65,7 +65,7 @@ def generate_diff_lines(result: BranchDiff) -> Iterator[str]:
     """The human form of a branch diff, line by line, styled for a terminal."""
     node_a, node_b = shown(result.node_a), shown(result.node_b)
     yield click.style(f"diff {node_a} {node_b}", bold=True) + (
-        f"  (conversation {shown(result.conversation_id)})"
+        f"  (conversation {shown(str(result.conversation_id))})"
     )
     shared = [shown(node) for node in result.shared]
     route = shared[0] if len(shared) == 1 else f"{shared[0]} ... {shared[-1]}"

@@ -8,7 +8,7 @@ and exit status 2, through the shared command class. What they print passes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -88,7 +88,9 @@ def delete(node_id: str, reparent: bool, cascade: bool, db_path: str | None) -> 
 
     if reparent and cascade:
         raise UserError("--reparent and --cascade exclude each other: choose one")
-    mode = "reparent" if reparent else "cascade" if cascade else "refuse"
+    mode: Literal["refuse", "reparent", "cascade"] = (
+        "reparent" if reparent else "cascade" if cascade else "refuse"
+    )
     result = delete_node(node_id, db_path, mode=mode)
     below = len(result.deleted) - 1
     if below:

@@ -17,7 +17,7 @@ import itertools
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ExportError
@@ -114,8 +114,22 @@ def as_graphs(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[nx.DiGraph]
     # A networkx graph is itself iterable (over its nodes): tell it apart by
     # the adjacency it has and an iterable of graphs does not.
     if hasattr(graphs, "adj") and hasattr(graphs, "graph"):
-        return iter([graphs])
-    return iter(graphs)
+        return iter([cast("nx.DiGraph", graphs)])
+    return iter(cast("Iterable[nx.DiGraph]", graphs))
+
+
+def adjacency(graph: nx.DiGraph) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """A graph's successors and predecessors: networkx's own dicts, which an
+    exporter reads for every node without building a view each time.
+
+    Examples
+    --------
+    >>> from convgraph.model.tree import ConversationTree
+    >>> succ, pred = adjacency(ConversationTree.from_edges([("r", "a")]))
+    >>> list(succ["r"]), list(pred["r"])
+    (['a'], [])
+    """
+    return graph._succ, graph._pred  # type: ignore[attr-defined]
 
 
 def look_ahead(

@@ -49,6 +49,7 @@ from convgraph.export.common import (
     ExportError,
     PathOrFile,
     UniqueIds,
+    adjacency,
     check_rankdir,
     look_ahead,
     without_controls,
@@ -279,7 +280,7 @@ class _Statements:
 
     def conversation(self, graph: nx.DiGraph) -> Iterator[tuple[Any, ...]]:
         ids = {}
-        succ, pred = graph._succ, graph._pred
+        succ, pred = adjacency(graph)
         marked = branches(graph)
         for node, data in graph.nodes(data=True):
             ids[node] = quoted = quote_id(node)

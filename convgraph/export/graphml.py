@@ -245,7 +245,12 @@ def read_graphml(path_or_file: PathOrFile) -> list[nx.DiGraph]:
     import networkx as nx
 
     try:
-        whole = nx.read_graphml(path_or_file, node_type=str, force_multigraph=False)
+        # networkx's stubs say bytes; its parser (ElementTree) reads text too.
+        whole = nx.read_graphml(
+            path_or_file,  # type: ignore[arg-type]
+            node_type=str,
+            force_multigraph=False,
+        )
     except (nx.NetworkXError, SyntaxError, ValueError) as error:
         raise ExportError(f"cannot read the GraphML: {error}") from None
     if not any(TREE_ID in data for _, data in whole.nodes(data=True)):

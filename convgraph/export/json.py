@@ -71,7 +71,7 @@ VERSION = 1
 #: Node keys the document itself uses, which node attributes cannot take.
 RESERVED = frozenset({"id", TREE_ID})
 
-_DUMPS_OPTIONS = {"ensure_ascii": False, "default": str}
+_DUMPS_OPTIONS: dict[str, Any] = {"ensure_ascii": False, "default": str}
 
 
 def json_value(value: Any) -> str:
@@ -128,7 +128,7 @@ def json_object(members: Iterable[tuple[str, Any]]) -> str:
 def _make_encoder(escape: Any) -> Any:
     """The C encoder that `json.dumps(..., default=str)` builds on every
     call, built once (None where the C code is missing)."""
-    from json.encoder import c_make_encoder
+    from json.encoder import c_make_encoder  # type: ignore[attr-defined]
 
     if c_make_encoder is None:
         return None

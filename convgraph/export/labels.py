@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from convgraph.export.common import adjacency
 from convgraph.text import excerpt
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def node_label(node_id: Any, data: dict[str, Any], active: bool = False) -> str:
 def branches(graph: nx.DiGraph) -> bool:
     """Whether a conversation has more than one branch (a node with several
     children, or several roots): where its active path is worth marking."""
-    succ, pred = graph._succ, graph._pred
+    succ, pred = adjacency(graph)
     roots = sum(1 for node in graph if not pred[node])
     return roots > 1 or any(len(succ[node]) > 1 for node in graph)
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph.export.common import (
     PathOrFile,
     UniqueIds,
+    adjacency,
     as_graphs,
     check_rankdir,
     without_controls,
@@ -137,7 +138,7 @@ def generate_mermaid(
         unique.check(graph)
         yield f"  subgraph c{index}[{quote_label(conversation_title(graph))}]"
         ids = {}
-        succ = graph._succ
+        succ, _ = adjacency(graph)
         marked = branches(graph)
         for node, data in graph.nodes(data=True):
             ids[node] = mermaid_id = f"n{count}"

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.scanner import NUMBER_RE
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ from convgraph.export.common import (
     ExportError,
     PathOrFile,
     UniqueIds,
+    adjacency,
     as_graphs,
     contract_node,
     new_graph,
@@ -72,14 +73,14 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
         + json_value(graph.graph.get("name"))
         + ', "children": ['
     )
-    succ, pred = graph._succ, graph._pred
+    succ, pred = adjacency(graph)
     roots = [node for node in graph if not pred[node]]
     if not roots:
         yield opening + "]}"
         return
     yield opening
-    nodes = graph._node
-    leaf_end = {"children": []}
+    nodes = graph.nodes
+    leaf_end: dict[str, Any] = {"children": []}
     # Each frame: the children of an open object (the roots, for the
     # conversation), and how many of them are written.
     stack: list[list[Any]] = [[roots, 0]]
@@ -224,6 +225,15 @@ def _loads(text: str) -> Any:
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _after_whitespace(text: str, position: int) -> int:
+    """Where the white space at `position` ends."""
+    match = _WHITESPACE.match(text, position)
+    assert match is not None  # the pattern matches the empty string too
+    return match.end()
+
+
 _LITERALS = {
     "true": True,
     "false": False,
@@ -251,12 +261,12 @@ def loads_deep(text: str) -> Any:
     >>> loads_deep('[[[1, "a", null]]]')
     [[[1, 'a', None]]]
     """
-    skip = _WHITESPACE.match
+    skip = _after_whitespace
     # Open containers, and for each open object the key of the value being
     # read.
     stack: list[Any] = []
     keys: list[Any] = []
-    position = skip(text, 0).end()
+    position = skip(text, 0)
 
     def error(message: str) -> json.JSONDecodeError:
         return json.JSONDecodeError(message, text, position)
@@ -265,15 +275,15 @@ def loads_deep(text: str) -> Any:
         if text[position : position + 1] != '"':
             raise json.JSONDecodeError("Expecting property name", text, position)
         key, position = scanstring(text, position + 1)
-        position = skip(text, position).end()
+        position = skip(text, position)
         if text[position : position + 1] != ":":
             raise json.JSONDecodeError("Expecting ':' delimiter", text, position)
-        return key, skip(text, position + 1).end()
+        return key, skip(text, position + 1)
 
     while True:
         character = text[position : position + 1]
         if character == "{":
-            position = skip(text, position + 1).end()
+            position = skip(text, position + 1)
             if text[position : position + 1] == "}":
                 value: Any = {}
                 position += 1
@@ -283,7 +293,7 @@ def loads_deep(text: str) -> Any:
                 keys.append(key)
                 continue
         elif character == "[":
-            position = skip(text, position + 1).end()
+            position = skip(text, position + 1)
             if text[position : position + 1] == "]":
                 value = []
                 position += 1
@@ -312,7 +322,7 @@ def loads_deep(text: str) -> Any:
         # A whole value: put it in its container, closing every container
         # that it completes.
         while True:
-            position = skip(text, position).end()
+            position = skip(text, position)
             if not stack:
                 if position != len(text):
                     raise error("Extra data")
@@ -324,7 +334,7 @@ def loads_deep(text: str) -> Any:
                 container.append(value)
             character = text[position : position + 1]
             if character == ",":
-                position = skip(text, position + 1).end()
+                position = skip(text, position + 1)
                 if isinstance(container, dict):
                     keys[-1], position = key_at(position)
                 break

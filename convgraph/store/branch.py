@@ -480,6 +480,7 @@ def log_answer(
             ).fetchone():
                 store.create_thread(name=point.graph.graph.get("name"), id=conversation)
             tip = store.ensure_chain(point.history)
+            assert tip is not None  # the history ends with the parent's answer
             thread = store.fork(tip, name=name, forked_from=conversation)
             turn_id = store.log(response, thread_id=thread)
         return LoggedNode(turn_id, thread)

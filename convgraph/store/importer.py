@@ -236,10 +236,12 @@ def plan_conversation(
     main_id = stable_ulid(times[roots[0]] if roots else None, source, conversation_id)
     for leaf in ordered_leaves:
         branch: list[str] = []
-        node: str | None = leaf
-        while node is not None and node not in thread_of:
-            branch.append(node)
-            node = parents[node]
+        # Up from the leaf to the first node a thread already holds (the
+        # fork point), or past the root (None).
+        above: str | None = leaf
+        while above is not None and above not in thread_of:
+            branch.append(above)
+            above = parents[above]
         if not branch:
             continue
         branch.reverse()
@@ -249,8 +251,8 @@ def plan_conversation(
             thread_id = stable_ulid(
                 times[branch[0]], source, conversation_id, branch[0]
             )
-            forked_from = thread_of[node] if node is not None else main_id
-        thread = PlannedThread(thread_id, forked_from, node)
+            forked_from = thread_of[above] if above is not None else main_id
+        thread = PlannedThread(thread_id, forked_from, above)
         for node_id in branch:
             thread_of[node_id] = thread_id
             record = by_id[node_id]

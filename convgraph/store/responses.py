@@ -141,9 +141,7 @@ def log_response(
         A parent was given but the database has no parent column or rules.
     DatabaseError, DatabaseLocked
     """
-    conn = db if isinstance(db, sqlite3.Connection) else None
-    if conn is None:
-        conn = connect_read_write(db, timeout)
+    conn = db if isinstance(db, sqlite3.Connection) else connect_read_write(db, timeout)
     try:
         with _atomic(conn):
             return _log(

@@ -26,6 +26,8 @@ from convgraph.text import control_picture
 if TYPE_CHECKING:
     import networkx as nx
 
+    from convgraph.model.tree import ConversationTree
+
 
 #: Graphviz's and Mermaid's directions (Mermaid writes TB as TB or TD).
 RANKDIRS = ("TB", "LR", "BT", "RL")
@@ -234,17 +236,19 @@ def read_text(path_or_file: PathOrFile) -> str:
     return content.decode("utf-8") if isinstance(content, bytes) else content
 
 
-def new_graph(tree_id: Any, name: Any) -> nx.DiGraph:
-    """An empty conversation DiGraph with the contract's graph attributes.
+def new_graph(tree_id: Any, name: Any) -> ConversationTree:
+    """An empty conversation tree with the contract's graph attributes: what
+    the `read_*` functions fill, the same class the readers of llm's files
+    give.
 
     Examples
     --------
-    >>> new_graph("c1", None).graph
-    {'tree_id': 'c1', 'name': None}
+    >>> new_graph("c1", None)
+    <ConversationTree 'c1': 0 nodes, 0 roots, 0 leaves>
     """
-    import networkx as nx
+    from convgraph.model.tree import ConversationTree
 
-    return nx.DiGraph(tree_id=tree_id, name=name)
+    return ConversationTree(tree_id=tree_id, name=name)
 
 
 def contract_node(data: dict[str, Any]) -> dict[str, Any]:

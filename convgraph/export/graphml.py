@@ -57,6 +57,8 @@ from convgraph.export.common import (
 if TYPE_CHECKING:
     import networkx as nx
 
+    from convgraph.model.tree import ConversationTree
+
 HEADER = (
     '<?xml version="1.0" encoding="UTF-8"?>',
     '<graphml xmlns="http://graphml.graphdrawing.org/xmlns"'
@@ -212,7 +214,7 @@ def write_graphml(
     write_lines(generate_graphml(graphs), path_or_file)
 
 
-def read_graphml(path_or_file: PathOrFile) -> list[nx.DiGraph]:
+def read_graphml(path_or_file: PathOrFile) -> list[ConversationTree]:
     """The conversations of a GraphML file that `write_graphml` wrote.
 
     Read with networkx's GraphML reader. A file of one graph without
@@ -223,7 +225,7 @@ def read_graphml(path_or_file: PathOrFile) -> list[nx.DiGraph]:
 
     Returns
     -------
-    list of networkx.DiGraph
+    list of ConversationTree
 
     Raises
     ------
@@ -261,8 +263,8 @@ def read_graphml(path_or_file: PathOrFile) -> list[nx.DiGraph]:
             graph.add_node(node, **contract_node(dict(data)))
         graph.add_edges_from(whole.edges())
         return [graph]
-    trees: dict[Any, nx.DiGraph] = {}
-    tree_of: dict[str, nx.DiGraph] = {}
+    trees: dict[Any, ConversationTree] = {}
+    tree_of: dict[str, ConversationTree] = {}
     for node, data in whole.nodes(data=True):
         data = dict(data)
         tree_id, name = data.pop(TREE_ID, None), data.pop(TREE_NAME, None)

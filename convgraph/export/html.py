@@ -46,6 +46,8 @@ from convgraph.export.json import generate_json, read_json
 if TYPE_CHECKING:
     import networkx as nx
 
+    from convgraph.model.tree import ConversationTree
+
 #: The folder beside this module with the page's template, script and style.
 ASSETS = "html_assets"
 #: The id of the JSON block that holds the trees.
@@ -334,7 +336,7 @@ def page_data(text: str) -> dict[str, Any]:
     return data
 
 
-def parse_html(text: str) -> list[nx.DiGraph]:
+def parse_html(text: str) -> list[ConversationTree]:
     """The conversation trees of a page's text, as DiGraphs (read by
     `read_json` from each conversation's node-link JSON).
 
@@ -354,7 +356,7 @@ def parse_html(text: str) -> list[nx.DiGraph]:
     return trees
 
 
-def read_html(path_or_file: PathOrFile) -> list[nx.DiGraph]:
+def read_html(path_or_file: PathOrFile) -> list[ConversationTree]:
     """The conversation trees of a page that `write_html` wrote.
 
     Examples

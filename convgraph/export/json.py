@@ -64,6 +64,8 @@ from convgraph.export.common import (
 if TYPE_CHECKING:
     import networkx as nx
 
+    from convgraph.model.tree import ConversationTree
+
 #: The `format` field, and the newest `version` this code writes and reads.
 FORMAT = "convgraph.node-link"
 VERSION = 1
@@ -332,12 +334,12 @@ def read_document(
     return document
 
 
-def read_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
+def read_json(path_or_file: PathOrFile) -> list[ConversationTree]:
     """The conversations of a node-link JSON file that `write_json` wrote.
 
     Returns
     -------
-    list of networkx.DiGraph
+    list of ConversationTree
         One per conversation, nodes in the file's order, every contract
         attribute present (None where the file has null or nothing).
 

@@ -52,6 +52,8 @@ from convgraph.export.json import json_key, json_value, node_object, read_docume
 if TYPE_CHECKING:
     import networkx as nx
 
+    from convgraph.model.tree import ConversationTree
+
 FORMAT = "convgraph.tree-json"
 VERSION = 1
 
@@ -166,12 +168,12 @@ def write_tree_json(
     write_lines(generate_tree_json(graphs), path_or_file)
 
 
-def read_tree_json(path_or_file: PathOrFile) -> list[nx.DiGraph]:
+def read_tree_json(path_or_file: PathOrFile) -> list[ConversationTree]:
     """The conversations of a tree JSON file.
 
     Returns
     -------
-    list of networkx.DiGraph
+    list of ConversationTree
         One per conversation. Nodes are added depth first (each node's
         children keep the file's order); every contract attribute is present,
         None where the file has null or nothing.

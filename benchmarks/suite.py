@@ -258,24 +258,12 @@ def legacy_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
     fetch = task("sqlite.structure", db=db)
     found = [
         Row("forest", shape, size, "statistics", task("convgraph.stats", db=db), fetch),
-        Row(
-            "forest",
-            shape,
-            size,
-            "read forest, no texts",
-            task("convgraph.forest_structure", db=db),
-            fetch,
-        ),
-        Row(
-            "conversation",
-            shape,
-            size,
-            "load one conversation",
-            task("convgraph.load_tree", **one),
-            task("sqlite.conversation", **one),
-            [f"{at.conversation_size:,} responses in the conversation"],
-        ),
-    ]
+        Row("forest", shape, size, "read forest, no texts",
+            task("convgraph.forest_structure", db=db), fetch),
+        Row("conversation", shape, size, "load one conversation",
+            task("convgraph.load_tree", **one), task("sqlite.conversation", **one),
+            [f"{at.conversation_size:,} responses in the conversation"]),
+    ]  # fmt: skip
     for operation, name, parameter, known in PER_NODE:
         params = {"db": db, parameter: getattr(at, known)}
         seed = dict(params)
@@ -319,45 +307,23 @@ def core_rows(shape: str, size: int, data_dir: Path) -> list[Row]:
     path = {"db": db, "node": at.node}
     stats = command("convgraph stats", convgraph_command(), "stats", "--db", str(db))
 
-    def row(section: str, operation: str, ours: Task, theirs: Task, note: str) -> Row:
-        return Row(section, shape, size, operation, ours, theirs, [note])
-
+    planned: list[tuple[str, str, Task, Task, str]] = [
+        ("core", "load forest (with texts)", task("convgraph.forest", db=db),
+         task("sqlite.all", db=db), "every column convgraph reads, on both sides"),
+        ("core", "every stats table", task("convgraph.stats_tables", db=db), fetch,
+         "conversations, nodes, edges and branches from one read"),
+        ("core", "convgraph stats, whole command", stats, fetch,
+         "start-up and printing included"),
+        ("diagnosis", "load one conversation, indexed copy",
+         task("convgraph.load_tree", **one), task("sqlite.conversation", **one),
+         "a copy with the indexes convgraph migrate adds: both sides use them"),
+        ("diagnosis", "path of one node vs one recursive query",
+         task("convgraph.path", **path), task("sqlite.path_cte", **path),
+         "a recursive CTE up the primary key reads only the path"),
+    ]  # fmt: skip
     return [
-        row(
-            "core",
-            "load forest (with texts)",
-            task("convgraph.forest", db=db),
-            task("sqlite.all", db=db),
-            "every column convgraph reads, on both sides",
-        ),
-        row(
-            "core",
-            "every stats table",
-            task("convgraph.stats_tables", db=db),
-            fetch,
-            "conversations, nodes, edges and branches from one read",
-        ),
-        row(
-            "core",
-            "convgraph stats, whole command",
-            stats,
-            fetch,
-            "start-up and printing included",
-        ),
-        row(
-            "diagnosis",
-            "load one conversation, indexed copy",
-            task("convgraph.load_tree", **one),
-            task("sqlite.conversation", **one),
-            "a copy with the indexes convgraph migrate adds: both sides use them",
-        ),
-        row(
-            "diagnosis",
-            "path of one node vs one recursive query",
-            task("convgraph.path", **path),
-            task("sqlite.path_cte", **path),
-            "a recursive CTE up the primary key reads only the path",
-        ),
+        Row(section, shape, size, operation, ours, theirs, [note])
+        for section, operation, ours, theirs, note in planned
     ]
 
 
@@ -370,17 +336,9 @@ def row_reader_rows(kind: str, shape: str, size: int, data_dir: Path) -> list[Ro
         if kind == "store"
         else ("forest", "sqlite.structure")
     )
-    return [
-        Row(
-            section,
-            shape,
-            size,
-            "statistics, row readers",
-            task("convgraph.stats_rows", db=db),
-            task(baseline, db=db),
-            ["the columnar reader turned off"],
-        )
-    ]
+    ours, theirs = task("convgraph.stats_rows", db=db), task(baseline, db=db)
+    note = ["the columnar reader turned off"]
+    return [Row(section, shape, size, "statistics, row readers", ours, theirs, note)]
 
 
 def reads_rows(sizes: list[int], options: Options) -> list[Row]:
@@ -515,7 +473,8 @@ def run(
             if spec not in done and key in given_up:
                 done[spec] = Measurement(spec.name, "skipped", note=given_up[key])
             elif spec not in done:
-                baseline = side == "measured_baseline"
+                # A baseline's own, shorter timeout, unless run once on purpose.
+                baseline = side == "measured_baseline" and not spec.once
                 timeout = options.baseline_timeout if baseline else options.timeout
                 done[spec] = measure(spec, options, timeout)
                 if done[spec].status == "timeout":

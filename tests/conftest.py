@@ -15,6 +15,7 @@ from tests.databases import (
     COMPLEX,
     LlmLog,
     add_tree,
+    built_once,
     legacy_database,
     seed_database,
 )
@@ -26,6 +27,18 @@ from tests.databases import (
 # unless the command line chose another, which this leaves alone.)
 settings.register_profile("default", deadline=None)
 settings.register_profile("thorough", deadline=None, max_examples=1000)
+
+#: The fixtures that make a test slow (`pytest -m "not slow"` leaves it out),
+#: whichever module it is in and however it asks for them: a real browser.
+#: Other heavy tests carry `@pytest.mark.slow` themselves.
+SLOW_FIXTURES = {"browser"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark slow every test that uses one of `SLOW_FIXTURES`."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
@@ -73,11 +86,13 @@ def store(tmp_path: Path):
 def legacy(tmp_path: Path) -> Path:
     """The complex tree of the four scenarios in conversation "t", migrated,
     with a system prompt on its root."""
-    path = tmp_path / "logs.db"
+    return built_once("legacy", _legacy, tmp_path / "logs.db")
+
+
+def _legacy(path: Path) -> None:
     conn = legacy_database(path, with_parent=True)
     add_tree(conn, "t", COMPLEX)
     conn.execute("update responses set system = 'You like trees' where id = 'root'")
     conn.commit()
     conn.close()
     migrate(path)
-    return path

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,9 +154,31 @@ def seed_database(path: Path) -> Path:
     return path
 
 
+#: The bytes of each file `built_once` has built, by name.
+_BUILT: dict[str, bytes] = {}
+
+
+def built_once(name: str, build: Callable[[Path], object], path: Path) -> Path:
+    """`path` holding the file that `build(a path)` writes: built the first
+    time `name` is asked for in the session, copied after. For files whose
+    making is not what a test is about and takes a while (`migrate` leaves
+    the file free for other writers for a moment after each of its steps)."""
+    if name not in _BUILT:
+        with tempfile.TemporaryDirectory() as directory:
+            built = Path(directory) / "logs.db"
+            build(built)
+            _BUILT[name] = built.read_bytes()
+    path.write_bytes(_BUILT[name])
+    return path
+
+
 def migrated_complex(path: Path) -> Path:
     """The complex tree of the four scenarios in conversation "t", and a
-    one-node conversation "other", migrated."""
+    one-node conversation "other", migrated (built once, then copied)."""
+    return built_once("migrated complex", _migrated_complex, path)
+
+
+def _migrated_complex(path: Path) -> None:
     conn = legacy_database(path, with_parent=False)
     conn.close()
     migrate(path)
@@ -164,7 +188,6 @@ def migrated_complex(path: Path) -> Path:
     add_response(conn, "lone", "other", "elsewhere", datetime_utc="2025-09-28")
     conn.commit()
     conn.close()
-    return path
 
 
 @dataclass

@@ -25,6 +25,9 @@ from tests.databases import seed_database
 from tests.helpers import run
 from tests.test_export_parquet import plain, shapes_database
 
+#: Every test here starts a Dask (or Spark) cluster.
+pytestmark = pytest.mark.slow
+
 #: The column of `conversation_table` that names each row's tree.
 TREE = stats.CONVERSATION_COLUMNS[0]
 

@@ -401,6 +401,7 @@ def assert_dot_matches(source: str, graphs: list[nx.DiGraph]) -> None:
                     assert expected_tooltip(data[key]) in tooltip
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(conversations())
 def test_dot_parses_with_pydot(graphs):

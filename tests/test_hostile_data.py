@@ -420,6 +420,7 @@ def _apply(path: Path, writes: list) -> None:
     conn.close()
 
 
+@pytest.mark.slow
 @settings(
     max_examples=examples(60),
     suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -193,6 +193,7 @@ def test_forest_tables_agree(exports, tmp_path):
     }
 
 
+@pytest.mark.slow
 def test_long_chain_is_imported_whole(tmp_path):
     """The 2,000-step chain of the ChatGPT test export: one tree, one thread,
     each turn's parent the turn before it."""
@@ -639,6 +640,7 @@ def test_refusals_are_one_line(exports, tmp_path, kind):
         import_export(source, target)
 
 
+@pytest.mark.slow
 def test_llm_logging_beside_the_import_loses_nothing(tmp_path):
     """llm logs prompts in a child process while a 400-step conversation and
     the example are imported into the same file."""

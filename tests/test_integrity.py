@@ -126,6 +126,7 @@ def deep_db(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_a_100000_deep_chain(deep_db):
     tree = load_tree("deep", deep_db)
     last = f"n{DEEP - 1:06d}"
@@ -139,12 +140,14 @@ def test_a_100000_deep_chain(deep_db):
     assert lines[-1] == f"{last}  prompt {DEEP - 1}"
 
 
+@pytest.mark.slow
 def test_a_100000_deep_chain_in_the_forest(deep_db):
     forest = Forest.read(deep_db, text=False)
     assert forest.depths.max() == DEEP - 1
     assert forest.problems == []
 
 
+@pytest.mark.slow
 def test_a_100000_long_cycle_is_found(tmp_path):
     path = tmp_path / "ring.db"
     conn = legacy_database(path)

@@ -73,6 +73,7 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> nbformat.NotebookNode:
     return notebook
 
 
+@pytest.mark.slow
 def test_every_cell_runs(executed: nbformat.NotebookNode) -> None:
     cells = code_cells(executed)
     assert all(cell.execution_count is not None for cell in cells)

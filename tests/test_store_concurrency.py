@@ -73,6 +73,7 @@ def large_file(tmp_path: Path) -> Path:
     return large_legacy_file(tmp_path)
 
 
+@pytest.mark.slow
 def test_llm_loses_no_prompt_while_a_large_file_migrates(large_file):
     with LlmLogging(large_file.parent, prompts=40, interval=0.1) as logging:
         logging.wait_until_logging()

@@ -530,6 +530,7 @@ KILL_POINTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("step", "nth", "expected"), KILL_POINTS)
 def test_killed_inside_each_transaction_the_file_is_whole_and_a_rerun_finishes(
     big_database, tmp_path, step, nth, expected

@@ -269,6 +269,7 @@ def test_cycle_check_ends_on_a_cycle_already_in_the_table(tmp_path):
     assert (stored["w"], stored["z"], "v" in stored) == ("x", "w", False)
 
 
+@pytest.mark.slow
 def test_cycle_check_on_a_deep_chain(tmp_path):
     """A 20,000-deep chain: the walk is a recursive query, not recursion."""
     path = tmp_path / "logs.db"
@@ -498,6 +499,7 @@ def _empty_migrated(factory) -> bytes:
     return _TEMPLATE[0]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60,
     deadline=None,

@@ -169,11 +169,13 @@ def expected_upgraded(s: dict) -> dict[str, tuple]:
     }
 
 
+@pytest.mark.slow
 def test_the_rebuilt_history_is_the_legacy_answers_in_order(upgraded):
     # The premise of the mapping: one rebuilt answer per legacy response.
     assert len(upgraded["rebuilt"]) == 3
 
 
+@pytest.mark.slow
 def test_upgraded_tree_is_exact(upgraded):
     before = file_digest(upgraded["db"])
     tree = load_tree(upgraded["conversation"], upgraded["db"])
@@ -185,6 +187,7 @@ def test_upgraded_tree_is_exact(upgraded):
     assert file_digest(upgraded["db"]) == before
 
 
+@pytest.mark.slow
 def test_any_thread_or_node_names_the_same_tree(upgraded):
     by_fork = load_tree(upgraded["fork"], upgraded["db"])
     by_node = load_tree_of_node(upgraded["turns"]["tf2"], upgraded["db"])
@@ -193,6 +196,7 @@ def test_any_thread_or_node_names_the_same_tree(upgraded):
     assert structure(by_node) == expected
 
 
+@pytest.mark.slow
 def test_the_fork_is_a_child_of_the_response_it_forked_from(upgraded):
     tree = load_tree(upgraded["conversation"], upgraded["db"])
     r, t = upgraded["ids"], upgraded["turns"]
@@ -201,6 +205,7 @@ def test_the_fork_is_a_child_of_the_response_it_forked_from(upgraded):
     assert path(tree, t["tf2"]) == [r["r1"], r["r2"], t["tf1"], t["tf2"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", [True, False])
 def test_the_forest_reads_the_same_tree(upgraded, text):
     forest = Forest.read(upgraded["db"], text=text)
@@ -222,6 +227,7 @@ def test_the_forest_reads_the_same_tree(upgraded, text):
         }
 
 
+@pytest.mark.slow
 def test_conversations_shows_one_root_and_the_diff_finds_the_fork_point(upgraded):
     listed = json.loads(run("conversations", "--db", upgraded["db"], "--json").stdout)
     assert [(row["name"], row["nodes"], row["roots"]) for row in listed] == [
@@ -240,6 +246,7 @@ def test_conversations_shows_one_root_and_the_diff_finds_the_fork_point(upgraded
     assert diff["fork_point"] == upgraded["ids"]["r2"]
 
 
+@pytest.mark.slow
 def test_a_migrated_file_reads_the_same_tree(upgraded, tmp_path):
     db = tmp_path / "logs.db"
     shutil.copy(upgraded["db"], db)
@@ -282,6 +289,7 @@ def branched(upgraded, tmp_path_factory) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_branch_on_a_legacy_node_is_a_fork_at_its_history(branched):
     tree = load_tree(branched["conversation"], branched["db"])
     expected = expected_upgraded(branched)
@@ -305,6 +313,7 @@ def test_branch_on_a_legacy_node_is_a_fork_at_its_history(branched):
     assert threads[branched["thread"]] == "branch question"
 
 
+@pytest.mark.slow
 def test_llm_continues_exactly_the_branch(branched):
     # llm-echo lists the legacy responses llm replayed: none, since the new
     # thread holds the branch's own history as messages.
@@ -336,6 +345,7 @@ def old31():
         pytest.skip(str(error))
 
 
+@pytest.mark.slow
 def test_branch_on_a_legacy_only_file_says_what_llm_c_will_do(old31, tmp_path):
     old = old31
     old.run(tmp_path, "-m", "echo", "first question")
@@ -361,6 +371,7 @@ def test_branch_on_a_legacy_only_file_says_what_llm_c_will_do(old31, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_delete_advises_only_what_works(upgraded, tmp_path):
     db = tmp_path / "logs.db"
     shutil.copy(upgraded["db"], db)
@@ -389,6 +400,7 @@ def test_delete_advises_only_what_works(upgraded, tmp_path):
     assert next(iter(tree.predecessors(t["t4"]))) == r["r3"]
 
 
+@pytest.mark.slow
 def test_delete_without_the_parent_column_advises_reparent(upgraded, tmp_path):
     db = tmp_path / "logs.db"
     shutil.copy(upgraded["db"], db)

@@ -1,7 +1,7 @@
 """Synthetic llm databases of any size and shape, built fast, for the benchmarks.
 
 `build_legacy` writes llm 0.31's legacy schema (`responses`, `conversations`,
-optionally the seed's `parent_response_id`); `build_message_store` lets llm
+optionally the `parent_response_id` column); `build_message_store` lets llm
 0.36 create its own message-store schema and fills `messages`, `parts`,
 `threads`, `turns` and `turn_search` as llm's `LogStore.log` and
 `LogStore.fork` would. Rows are generated, never held: each table is one
@@ -204,7 +204,7 @@ def build_legacy(
     shape
         ``"linear"``, ``"bushy"`` or ``"deep"`` (see the module's docstring).
     with_parent
-        Add the seed's `parent_response_id` column and fill it from the shape;
+        Add the `parent_response_id` column and fill it from the shape;
         without it each conversation is a chain in log order, as llm < 0.32
         wrote them, whatever the shape.
     search_index

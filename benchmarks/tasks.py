@@ -10,8 +10,8 @@ not timed: start-up is measured on its own, as whole commands. An operation
 may report `figure`s beside its time (a size written, a similarity, the peak
 memory of Dask's workers). Names say which side a task is on: ``convgraph.*``
 is convgraph's public API; ``sqlite.*`` a bare sqlite3 fetch of the same rows
-(the cost of reading the data at all); ``seed.*`` the design notes' helpers
-(`benchmarks.baselines`); ``view.*`` llm's `message_tree` view. The groups
+(the cost of reading the data at all); ``seed.*`` the helpers of the project's
+original notes (`benchmarks.baselines`, docs/design.md#where-it-started); ``view.*`` llm's `message_tree` view. The groups
 beyond the reads register theirs in `benchmarks.outputs`, `benchmarks.writes`
 and `benchmarks.sources` (`load`).
 

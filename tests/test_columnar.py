@@ -15,7 +15,9 @@ import hashlib
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,6 +82,25 @@ def fixed_chunks(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
     """Every statement reads `rows` rows, however long it takes."""
     for name in ("FIRST_CHUNK_ROWS", "MIN_CHUNK_ROWS", "MAX_CHUNK_ROWS"):
         monkeypatch.setattr(snapshot, name, rows)
+
+
+def between_chunks(monkeypatch: pytest.MonkeyPatch, action: Callable[[Any], None]):
+    """Call `action` with each chunk of a table's rows (an Arrow table with
+    their `_rowid`) as soon as ADBC has fetched it: between two statements
+    of the read, when it holds no lock."""
+    import adbc_driver_manager.dbapi
+
+    fetch = adbc_driver_manager.dbapi.Cursor.fetch_arrow_table
+
+    def fetch_then_act(cursor):
+        table = fetch(cursor)
+        if "_rowid" in table.column_names:
+            action(table)
+        return table
+
+    monkeypatch.setattr(
+        adbc_driver_manager.dbapi.Cursor, "fetch_arrow_table", fetch_then_act
+    )
 
 
 # -- legacy files ------------------------------------------------------------------
@@ -465,24 +486,17 @@ def test_a_writer_commits_between_two_chunks(seed_db, monkeypatch):
     """With no busy timeout at all, another process logs a response after
     every chunk: no lock is held between chunks, and rows logged after the
     read began are left for the next read."""
-    import adbc_driver_manager.dbapi
-
     fixed_chunks(monkeypatch, 5)
-    fetch = adbc_driver_manager.dbapi.Cursor.fetch_arrow_table
     written = []
 
-    def fetch_then_write(cursor):
-        table = fetch(cursor)
-        if "_rowid" in table.column_names and table.num_rows:
+    def write(chunk) -> None:
+        if chunk.num_rows:
             written.append(f"late-{len(written)}")
             subprocess.run(
                 [sys.executable, "-c", WRITER, str(seed_db), written[-1]], check=True
             )
-        return table
 
-    monkeypatch.setattr(
-        adbc_driver_manager.dbapi.Cursor, "fetch_arrow_table", fetch_then_write
-    )
+    between_chunks(monkeypatch, write)
     with open_logs(seed_db) as logs:
         nodes, _ = columnar.read_forest(logs, text=False)
     # 20 responses in four chunks (then an empty one), 4 conversations in one
@@ -555,22 +569,15 @@ conn.commit()
 def test_a_deletion_during_the_read_makes_it_read_again(seed_db, monkeypatch):
     """A writer that deletes a row already read (not an append): the read
     starts again and gives the file as it is after the deletion."""
-    import adbc_driver_manager.dbapi
-
     fixed_chunks(monkeypatch, 5)
-    fetch = adbc_driver_manager.dbapi.Cursor.fetch_arrow_table
     deleted = []
 
-    def fetch_then_delete(cursor):
-        table = fetch(cursor)
-        if "_rowid" in table.column_names and not deleted:
+    def delete(chunk) -> None:
+        if not deleted:
             deleted.append(True)
             subprocess.run([sys.executable, "-c", DELETER, str(seed_db)], check=True)
-        return table
 
-    monkeypatch.setattr(
-        adbc_driver_manager.dbapi.Cursor, "fetch_arrow_table", fetch_then_delete
-    )
+    between_chunks(monkeypatch, delete)
     with open_logs(seed_db) as logs:
         nodes, _ = columnar.read_forest(logs, text=False)
     assert len(nodes) == 19

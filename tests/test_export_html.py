@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import shutil
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,20 +39,11 @@ from convgraph.export.html import (
 )
 from convgraph.model.forest import Forest
 from convgraph.model.tree import path as tree_path
+from tests.browser import chromium
 from tests.databases import add_response, add_tree, legacy_database
 from tests.helpers import run
 
 EXAMPLE_DB = Path(__file__).resolve().parent.parent / "examples" / "logs.db"
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 # Each payload would set window.__pwned (or open a dialog) if it ever ran.
 HOSTILE = [
@@ -291,18 +280,10 @@ def write_page(db: Path, tmp_path: Path, name: str = "forest.html") -> Path:
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="Playwright for Python is not installed"
-    )
-    executable = shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.access(executable, os.X_OK):
-        pytest.skip("Chromium is not installed (Debian: apt-get install chromium)")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=executable, args=CHROMIUM_ARGS
-        )
+    """Chromium, for this module's tests; a test that uses it is slow (see
+    `SLOW_FIXTURES` in conftest.py)."""
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 @dataclass

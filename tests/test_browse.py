@@ -25,7 +25,7 @@ from convgraph.browse.listing import SHAPES_COMMAND
 from convgraph.errors import UnknownNode
 from convgraph.sources import open_logs
 from tests.databases import add_response, legacy_database
-from tests.helpers import file_digest, run
+from tests.helpers import SAFETY_SECONDS, file_digest, run
 from tests.plugins.llm_slow_model import SlowModel, registered
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -585,7 +585,7 @@ def test_branch_streams_the_answer_into_the_pane_then_shows_the_node(fork_copy):
         await pilot.press("j", "b", *"Say it again", "enter")
         # Watch the pane as a user would until the answer is logged (the
         # bound only keeps a broken build from hanging the suite).
-        for _ in range(2000):
+        for _ in range(int(SAFETY_SECONDS / 0.02)):
             await pilot.pause(0.02)
             if screen.details.title != streaming:
                 break

@@ -17,6 +17,7 @@ from convgraph.export import ExportError, generate_dot, to_pydot, write_dot
 from convgraph.export.dot import quote_id, quote_text, unquote_id
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
+from tests.helpers import SAFETY_SECONDS
 
 needs_graphviz = pytest.mark.skipif(
     shutil.which("dot") is None,
@@ -226,7 +227,10 @@ def test_write_dot_to_path_and_binary_file(tmp_path, seed_db):
 def test_graphviz_draws_the_seed_forest_as_valid_svg(seed_db, tmp_path):
     source = "\n".join(generate_dot(Forest.read(seed_db).trees()))
     done = subprocess.run(
-        ["dot", "-Tsvg"], input=source.encode(), capture_output=True, timeout=60
+        ["dot", "-Tsvg"],
+        input=source.encode(),
+        capture_output=True,
+        timeout=SAFETY_SECONDS,
     )
     assert done.returncode == 0, done.stderr
     svg = lxml.etree.fromstring(done.stdout)

@@ -41,7 +41,7 @@ from convgraph.model.forest import Forest
 from convgraph.model.tree import path as tree_path
 from tests.browser import chromium
 from tests.databases import add_response, add_tree, legacy_database
-from tests.helpers import run
+from tests.helpers import SAFETY_SECONDS, run
 
 EXAMPLE_DB = Path(__file__).resolve().parent.parent / "examples" / "logs.db"
 
@@ -347,7 +347,8 @@ def open_page(browser):
             viewport={"width": viewport[0], "height": viewport[1]}
         )
         contexts.append(context)
-        context.set_default_timeout(10_000)
+        # How long Playwright waits for an element: a safety limit only.
+        context.set_default_timeout(SAFETY_SECONDS * 1000)
         page = context.new_page()
         visit = Visit(page, path.resolve().as_uri())
 

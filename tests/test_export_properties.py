@@ -41,7 +41,7 @@ from convgraph.export.common import without_controls, without_forbidden
 from convgraph.export.dot import unquote_id
 from convgraph.export.labels import branches, node_label, node_tooltip
 from convgraph.export.tree_json import loads_deep
-from tests.helpers import examples
+from tests.helpers import SAFETY_SECONDS, examples
 
 HOSTILE = [
     '"',
@@ -437,7 +437,7 @@ def graphviz_name(node) -> str:
 def test_dot_draws_with_graphviz_into_valid_svg(graphs):
     source = text(generate_dot(graphs)).encode("utf-8")
     done = subprocess.run(
-        ["dot", "-Tsvg"], input=source, capture_output=True, timeout=120
+        ["dot", "-Tsvg"], input=source, capture_output=True, timeout=SAFETY_SECONDS
     )
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     svg = lxml.etree.fromstring(

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from convgraph.model.loading import load_tree, load_tree_of_node
 from tests.databases import COMPLEX, add_tree, legacy_database
-from tests.helpers import examples, file_digest, run
+from tests.helpers import SAFETY_SECONDS, examples, file_digest, run
 
 # -- branch on a broken chain of messages ----------------------------------
 
@@ -69,7 +69,7 @@ def _branch_in_a_subprocess(path: Path, node_id: str) -> subprocess.CompletedPro
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=SAFETY_SECONDS,
     )
 
 

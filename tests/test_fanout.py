@@ -178,9 +178,12 @@ def test_parallel_caps_how_many_run_at_once(store):
     with registered(SlowModel("slow", delay=0.2)) as counter:
         fan_out(first, "Hm", log.path, models=["slow"], tries=3, parallel=1)
         assert counter.most_running == 1
-    with registered(SlowModel("slow", delay=0.2)) as counter:
-        fan_out(first, "Hm", log.path, models=["slow"], tries=3)
+    # Each answer waits until all three run at once: side by side by proof,
+    # not because a pause was long enough.
+    with registered(SlowModel("slow", together=3)) as counter:
+        result = fan_out(first, "Hm", log.path, models=["slow"], tries=3)
         assert counter.most_running == 3
+    assert result.failures == []
     assert len(children(load_tree(conversation, log.path), first)) == 1 + 6
 
 

@@ -4,7 +4,9 @@ answer slowly, or fail, as configured.
 Each model answers with the messages it was sent, as JSON `[role, text]`
 pairs (so a test can assert the exact history), in `chunks` pieces, waiting
 `delay` seconds spread over them; with `fail_after` it raises
-`llm.ModelError(reason)` after that many pieces, mid-stream. A model is
+`llm.ModelError(reason)` after that many pieces, mid-stream; with `together`
+it first waits until that many answers have been in progress at once (a
+handshake that proves they run side by side, whatever the machine's load). A model is
 registered with an async form (the default, as API plugins have) or, with
 `asynchronous=False`, as a synchronous model only, which convgraph runs in a
 thread. `SlowModels.running` counts the answers in progress at this moment,
@@ -42,6 +44,17 @@ class SlowModel:
     fail_after: int | None = None
     reason: str = "connection dropped"
     asynchronous: bool = True
+    together: int = 0
+
+
+#: How long an answer waits for `together` answers at once before it fails:
+#: a safety limit that turns a fan-out that is not parallel into a failure
+#: instead of a hang.
+TOGETHER_SECONDS = 300
+
+
+def _together_failure(spec: SlowModel) -> llm.ModelError:
+    return llm.ModelError(f"never {spec.together} answers at once")
 
 
 class Counter:
@@ -91,6 +104,11 @@ class _Sync(llm.Model):
         pieces = _answer_pieces(prompt, spec.chunks)
         COUNTER.enter()
         try:
+            deadline = time.monotonic() + TOGETHER_SECONDS
+            while COUNTER.most_running < spec.together:
+                if time.monotonic() > deadline:
+                    raise _together_failure(spec)
+                time.sleep(0.01)
             for number, piece in enumerate(pieces):
                 time.sleep(spec.delay / len(pieces))
                 if spec.fail_after is not None and number == spec.fail_after:
@@ -113,6 +131,11 @@ class _Async(llm.AsyncModel):
         pieces = _answer_pieces(prompt, spec.chunks)
         COUNTER.enter()
         try:
+            deadline = time.monotonic() + TOGETHER_SECONDS
+            while COUNTER.most_running < spec.together:
+                if time.monotonic() > deadline:
+                    raise _together_failure(spec)
+                await asyncio.sleep(0.01)
             for number, piece in enumerate(pieces):
                 await asyncio.sleep(spec.delay / len(pieces))
                 if spec.fail_after is not None and number == spec.fail_after:

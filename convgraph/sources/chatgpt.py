@@ -141,6 +141,7 @@ def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
         parse_message(str(node_id), as_dict(node))
         for node_id, node in as_dict(item.get("mapping")).items()
     ]
+    current: str | None
     if "current_node" in item and item["current_node"] is not None:
         current = str(item["current_node"])
     else:

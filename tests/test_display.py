@@ -11,11 +11,11 @@ from xml.etree import ElementTree
 import networkx as nx
 import pytest
 
+from convgraph.jupyter import tree_view as display
+from convgraph.jupyter.forest_view import forest_html
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
 from convgraph.model.tree import ConversationTree
-from convgraph.present import notebook as display
-from convgraph.present.forest_view import forest_html
 
 SVG = "{http://www.w3.org/2000/svg}"
 needs_dot = pytest.mark.skipif(

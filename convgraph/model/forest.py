@@ -128,7 +128,7 @@ class Forest:
 
     def _repr_html_(self) -> str:
         """Jupyter shows a forest as its statistics table."""
-        from convgraph.present.forest_view import forest_html
+        from convgraph.jupyter.forest_view import forest_html
 
         return forest_html(self)
 

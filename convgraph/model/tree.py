@@ -63,7 +63,7 @@ class ConversationTree(nx.DiGraph):
     `tree_id` and `name` (a node's `conversation_id` is the conversation or
     thread that made the call). The display methods are IPython's:
     `_repr_svg_` (Graphviz) or `_repr_html_` (text tree), never both; they
-    live in `convgraph.present.notebook`, imported only when a tree is shown.
+    live in `convgraph.jupyter.tree_view`, imported only when a tree is shown.
 
     Examples
     --------
@@ -171,21 +171,21 @@ class ConversationTree(nx.DiGraph):
     def draws_as_svg(self) -> bool:
         """Whether the notebook shows this tree as a Graphviz picture (dot is
         installed and the tree is small enough) rather than as text."""
-        from convgraph.present.notebook import draws_as_svg
+        from convgraph.jupyter.tree_view import draws_as_svg
 
         return draws_as_svg(self)
 
     def to_svg(self) -> str:
         """The tree drawn by Graphviz, as SVG text (see
-        `convgraph.present.notebook.tree_svg`)."""
-        from convgraph.present.notebook import tree_svg
+        `convgraph.jupyter.tree_view.tree_svg`)."""
+        from convgraph.jupyter.tree_view import tree_svg
 
         return tree_svg(self)
 
     def text_html(self, line_limit: int | None = None) -> str:
         """The text tree of `convgraph.present.text_tree`, escaped, in an HTML `<pre>`
-        (see `convgraph.present.notebook.tree_text_html`)."""
-        from convgraph.present.notebook import tree_text_html
+        (see `convgraph.jupyter.tree_view.tree_text_html`)."""
+        from convgraph.jupyter.tree_view import tree_text_html
 
         if line_limit is None:
             return tree_text_html(self)

@@ -9,7 +9,7 @@ marked); elsewhere, or for a tree too big to lay out quickly, it is the text
 tree of `convgraph.present.text_tree`, escaped into an HTML `<pre>`. Only one of the two
 is offered at a time, because notebook front ends prefer HTML over SVG when a
 result has both. A `Forest` shows its statistics table
-(`convgraph.present.forest_view`).
+(`convgraph.jupyter.forest_view`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `convgraph.model.forest.Forest._repr_html_` calls `forest_html`, imported only
 when a notebook shows a forest: its size, then the table of
 `convgraph.analysis.stats.conversation_table`. Apart from the trees' pictures
-(`convgraph.present.notebook`), since a tree shows itself without the
+(`convgraph.jupyter.tree_view`), since a tree shows itself without the
 statistics.
 """
 

@@ -295,6 +295,7 @@ def test_a_conversation_given_on_start_opens_at_once(seed_db):
 # -- search, diff, compare ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_search_finds_prompts_and_responses_and_n_goes_on(seed_db):
     async def scenario(app, pilot):
         screen = await open_first(app, pilot, "complex")
@@ -425,6 +426,7 @@ def notes_of(db: Path) -> dict:
         return read_notes(logs)
 
 
+@pytest.mark.slow
 def test_note_is_written_shown_and_cleared(seed_db):
     from convgraph.store.notes import NodeNote
 
@@ -573,6 +575,7 @@ def test_branch_with_echo_adds_the_answer_under_the_cursor(fork_copy):
     conn.close()
 
 
+@pytest.mark.slow
 def test_branch_streams_the_answer_into_the_pane_then_shows_the_node(fork_copy):
     """The slow test model answers in 20 pieces, 0.1 s apart: the pane shows
     the text received so far while it streams, then the logged node."""

@@ -1,14 +1,13 @@
-"""JSON exports, node-link and nested tree: exact documents for the seed's
-scenarios, the schemas of docs/json-schema.md, networkx reading node-link as
-it is, a real llm database, and a chain nested deeper than `json` reads."""
+"""JSON exports, node-link and nested tree: exact documents for the four
+scenarios (docs/design.md#the-four-scenarios), the schemas of
+docs/json-schema.md, networkx reading node-link as it is, a real llm database,
+and a chain nested deeper than `json` reads."""
 
 from __future__ import annotations
 
 import doctest
 import io
 import json
-import re
-from pathlib import Path
 
 import jsonschema
 import networkx as nx
@@ -28,19 +27,12 @@ from convgraph.export import (
 from convgraph.export.tree_json import loads_deep
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
-
-SCHEMA_DOC = Path(__file__).resolve().parent.parent / "docs" / "json-schema.md"
+from tests.helpers import documented_schemas
 
 
 def schemas() -> dict[str, dict]:
     """The JSON Schemas that docs/json-schema.md documents, by `$id`."""
-    blocks = re.findall(r"```json\n(.*?)```", SCHEMA_DOC.read_text(), flags=re.S)
-    found = {}
-    for block in blocks:
-        schema = json.loads(block)
-        jsonschema.Draft202012Validator.check_schema(schema)
-        found[schema["$id"]] = schema
-    return found
+    return documented_schemas("json-schema.md")
 
 
 def document(lines) -> dict:
@@ -200,6 +192,7 @@ def test_tree_json_multiple_roots_and_forest_round_trip(seed_db):
             assert list(tree.successors(node)) == list(graph.successors(node))
 
 
+@pytest.mark.slow
 def test_tree_json_of_a_chain_deeper_than_json_reads(tmp_path):
     depth = 20_000
     chain = nx.DiGraph(tree_id="deep", name=None)

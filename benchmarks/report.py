@@ -145,7 +145,9 @@ def format_table(rows: list[Row]) -> str:
     notes = []
     shown: set[int] = set()  # a shared measurement's figures once
     for row in rows:
-        where = f"  [{row.section} {row.shape} {row.size:,} {row.operation}]"
+        size = f"{row.size:,}" if row.size else ""
+        where = " ".join(x for x in (row.section, row.shape, size, row.operation) if x)
+        where = f"  [{where}]"
         notes += [f"{where} {note}" for note in row.notes]
         for m in (row.measured, row.measured_baseline):
             if m is None:

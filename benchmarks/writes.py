@@ -253,7 +253,10 @@ def store_rows(sizes: list[int], options: suite.Options) -> list[Row]:
 # -- fanout ------------------------------------------------------------------------
 
 INTERRUPTED = """
-import sys
+import signal, sys
+# Ctrl-C raises here, as at a terminal, even where this process was started
+# by a shell's background job, which ignores SIGINT (and Python keeps that).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from tests.plugins.llm_slow_model import SlowModel, registered
 from convgraph.cli import cli
 with registered(SlowModel("quick"), SlowModel("slow", delay=120),

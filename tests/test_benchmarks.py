@@ -752,7 +752,14 @@ def test_the_store_and_html_groups_plan_their_fixed_files_too(tmp_path):
     ]
     html = planned[7:]
     assert sides(html[:1]) == [
-        ("html", "bushy", 400, "write every tree", "html.write", "html.write")
+        (
+            "html",
+            "bushy",
+            400,
+            "write every tree",
+            "convgraph.write_html",
+            "convgraph.write_json",
+        )
     ]
     assert [(row.shape, row.size, row.operation) for row in html[1:]] == [
         (f"{conversations} {shape}", size, action)

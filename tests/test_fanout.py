@@ -341,8 +341,11 @@ def test_nothing_fails_nothing_is_written_when_every_model_is_unknown(store):
 #: The fan-out of the Ctrl-C test, as a user runs it, with the suite's slow
 #: models registered; run from the repository's root, where `tests` imports.
 #: The slow models would answer after an hour: only Ctrl-C ends them.
+#: The child. A background job of a non-interactive shell starts with SIGINT
+#: ignored, and Python keeps that: Ctrl-C's handler is put back first.
 FAN_OUT = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from tests.plugins.llm_slow_model import SlowModel, registered
 from convgraph.cli import cli
 with registered(SlowModel("quick"), SlowModel("slow", delay=3600),

@@ -245,10 +245,17 @@ def parent(tree: nx.DiGraph, node: str) -> str | None:
 
 
 def siblings(tree: nx.DiGraph, node: str) -> list[str]:
-    """The other children of the node's parent, in log order.
+    """The node's alternatives, in log order: the other children of its
+    parent, or for a root the other roots of the tree.
 
-    Roots have no siblings: separate starting points of a conversation are not
-    alternatives to one another.
+    The roots of one tree are alternatives to each other, as the children of
+    one node are: a first prompt regenerated or edited in an app, or asked
+    again with another model (docs/design.md#depth-roots-and-branching).
+
+    Raises
+    ------
+    UnknownNode
+        `node` is not in the tree.
 
     Examples
     --------
@@ -257,11 +264,32 @@ def siblings(tree: nx.DiGraph, node: str) -> list[str]:
     ['a', 'c']
     >>> siblings(tree, "r")
     []
+    >>> two_starts = ConversationTree.from_edges([("r", "a"), ("s", "b")])
+    >>> siblings(two_starts, "s")
+    ['r']
     """
-    above = parent(tree, node)
-    if above is None:
-        return []
-    return [child for child in tree.successors(above) if child != node]
+    return [other for other in alternatives(tree, parent(tree, node)) if other != node]
+
+
+def alternatives(tree: nx.DiGraph, point: str | None) -> list[str]:
+    """The alternatives tried at one point of the conversation, in log order:
+    the children of `point`, or the roots of the tree where `point` is None
+    (the start, as `branch_points` names it).
+
+    Raises
+    ------
+    UnknownNode
+        `point` is not in the tree.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b"), ("s", "t")])
+    >>> alternatives(tree, "r"), alternatives(tree, None)
+    (['a', 'b'], ['r', 's'])
+    """
+    if point is None:
+        return roots(tree)
+    return children(tree, point)
 
 
 def path(tree: nx.DiGraph, node: str) -> list[str]:
@@ -371,15 +399,20 @@ def leaves(tree: nx.DiGraph) -> list[str]:
     return [node for node, degree in tree.out_degree() if degree == 0]
 
 
-def branch_points(tree: nx.DiGraph) -> list[str]:
-    """The nodes with more than one child: where the conversation forked.
+def branch_points(tree: nx.DiGraph) -> list[str | None]:
+    """Where the conversation forked: the start, as None, where the tree has
+    several roots (its first turn had alternatives), then the nodes with more
+    than one child, in log order (docs/design.md#depth-roots-and-branching).
 
     Examples
     --------
     >>> branch_points(ConversationTree.from_edges([("r", "a"), ("r", "b"), ("a", "c")]))
     ['r']
+    >>> branch_points(ConversationTree.from_edges([("r", "a"), ("r", "b"), ("s", "t")]))
+    [None, 'r']
     """
-    return [node for node, degree in tree.out_degree() if degree > 1]
+    start: list[str | None] = [None] if len(roots(tree)) > 1 else []
+    return start + [node for node, degree in tree.out_degree() if degree > 1]
 
 
 def tree_size(tree: nx.DiGraph, root: str | None = None) -> int:
@@ -397,16 +430,27 @@ def tree_size(tree: nx.DiGraph, root: str | None = None) -> int:
 
 
 def branching_factor(tree: nx.DiGraph) -> tuple[float, int]:
-    """Average and maximum number of children over the nodes that have any.
+    """Average and maximum number of children over the nodes that have any,
+    and over the start where the tree has several roots (its number of
+    roots counts as its children: docs/design.md#depth-roots-and-branching).
 
-    A tree without links has neither: (0.0, 0).
+    A linear chain has (1.0, 1); a tree without links and with one root has
+    neither children nor alternatives at its start: (0.0, 0).
 
     Examples
     --------
     >>> branching_factor(ConversationTree.from_edges([("r", "a"), ("r", "b"), ("a", "c")]))
     (1.5, 2)
+    >>> two_chains = [("r", "a"), ("a", "b"), ("s", "x"), ("x", "y")]
+    >>> branching_factor(ConversationTree.from_edges(two_chains))
+    (1.2, 2)
+    >>> branching_factor(ConversationTree.from_edges([], {"r": {}}))
+    (0.0, 0)
     """
     counts = [degree for _, degree in tree.out_degree() if degree > 0]
+    starts = len(roots(tree))
+    if starts > 1:
+        counts.append(starts)
     if not counts:
         return 0.0, 0
     return sum(counts) / len(counts), max(counts)

@@ -81,9 +81,11 @@ def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
             "roots": [1, 1, 1, 2],
             "leaves": [1, 2, 4, 2],
             "max_depth": [3, 1, 2, 2],
-            "branch_points": [0, 1, 3, 0],
-            "branching_factor_avg": [1.0, 2.0, 2.0, 1.0],
-            "branching_factor_max": [1, 2, 2, 1],
+            # The start of multiple-roots is a branch point too: its two
+            # roots are alternatives, with root1, a, root2 and x one child each.
+            "branch_points": [0, 1, 3, 1],
+            "branching_factor_avg": [1.0, 2.0, 2.0, 6 / 5],
+            "branching_factor_max": [1, 2, 2, 2],
             "first_datetime": [at(0), at(4), at(7), at(14)],
             "last_datetime": [at(3), at(6), at(13), at(19)],
             "models": [["echo"]] * 4,
@@ -672,7 +674,7 @@ tree_id         name                         nodes  roots  leaves  max_depth  br
 linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000                   4                   0
 branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600                   2                   1
 complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800                   3                   3
-multiple-roots  prompt multiple-roots-root1      6      2       2          2              0                  1.00                     1  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100                   3                   1
+multiple-roots  prompt multiple-roots-root1      6      2       2          2              1                  1.20                     2  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100                   3                   1
 """
 
 

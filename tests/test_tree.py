@@ -2,11 +2,14 @@
 the original notes, on trees read from a legacy database with
 parent_response_id."""
 
+from pathlib import Path
+
 import pytest
 
 from convgraph import UnknownNode, load_tree, load_tree_of_node, render_tree
 from convgraph.analysis.stats import summary
 from convgraph.model import tree as ops
+from tests.databases import LlmLog
 
 
 @pytest.fixture
@@ -154,6 +157,122 @@ def test_multiple_roots(two_roots):
     ]
 
 
+def test_the_roots_are_alternatives_at_the_start(two_roots):
+    # docs/design.md#depth-roots-and-branching: the start is a branch point
+    # whose children are the roots; depths stay as the seed defined them.
+    root1, root2 = "multiple-roots-root1", "multiple-roots-root2"
+    assert ops.siblings(two_roots, root1) == [root2]
+    assert ops.siblings(two_roots, root2) == [root1]
+    assert ops.siblings(two_roots, "multiple-roots-a") == []
+    assert ops.alternatives(two_roots, None) == [root1, root2]
+    assert ops.alternatives(two_roots, root1) == ["multiple-roots-a"]
+    assert ops.branch_points(two_roots) == [None]
+    assert ops.branching_factor(two_roots) == (6 / 5, 2)
+    assert [ops.depth(two_roots, root) for root in (root1, root2)] == [0, 0]
+    assert ops.depth(two_roots, "multiple-roots-y") == 2
+
+
+def test_one_root_has_no_alternatives_at_the_start(linear, complex_tree):
+    assert ops.siblings(linear, "linear-root") == []
+    assert ops.branch_points(linear) == []
+    assert ops.branching_factor(linear) == (1.0, 1)
+    assert ops.alternatives(complex_tree, None) == ["complex-root"]
+
+
+def test_roots_without_links_branch_at_the_start_only():
+    tree = ops.ConversationTree.from_edges([], {"r": {}, "s": {}, "t": {}})
+    assert ops.branch_points(tree) == [None]
+    assert ops.branching_factor(tree) == (3.0, 3)
+    assert ops.siblings(tree, "s") == ["r", "t"]
+
+
+def test_siblings_of_an_unknown_node_is_an_error(two_roots):
+    with pytest.raises(UnknownNode, match="no node with id 'nope'"):
+        ops.siblings(two_roots, "nope")
+    with pytest.raises(UnknownNode):
+        ops.alternatives(two_roots, "nope")
+
+
+# A ChatGPT export whose first answer was regenerated: u1 answered a1, then
+# a1b; the conversation went on from a1b, where a prompt was edited (u2, u2e).
+
+
+@pytest.fixture
+def regenerated_first_turn(tmp_path):
+    from tests.chat_exports import chatgpt_branches, write_json
+
+    path = write_json(tmp_path / "conversations.json", [chatgpt_branches()])
+    return load_tree("conv-monad", path)
+
+
+def test_a_regenerated_first_answer_is_an_alternative(regenerated_first_turn):
+    tree = regenerated_first_turn
+    assert ops.roots(tree) == ["a1", "a1b"]
+    assert ops.siblings(tree, "a1") == ["a1b"]
+    assert ops.siblings(tree, "a1b") == ["a1"]
+    assert ops.siblings(tree, "a2") == ["a2e"]
+    assert ops.branch_points(tree) == [None, "a1b"]
+    assert ops.branching_factor(tree) == (2.0, 2)
+    assert ops.depths(tree) == {"a1": 0, "a1b": 0, "a2": 1, "a2e": 1}
+    stats = summary(tree)
+    assert [stats[key] for key in ("nodes", "roots", "leaves", "branch_points")] == [
+        4,
+        2,
+        3,
+        2,
+    ]
+    assert (stats["branching_factor_avg"], stats["branching_factor_max"]) == (2.0, 2)
+
+
+# A logs.db where llm 0.36 itself logged a second start into one conversation.
+
+
+def llm_two_starts(directory: Path) -> dict:
+    """A logs.db written by llm 0.36 with the offline echo model: "What is a
+    tree?", continued with "And a forest?" (`llm -m echo`, then `--cid`),
+    then a first prompt asked afresh, without history, and logged into the
+    same thread with llm's Python API (`LogStore.log(response,
+    thread_id=...)`, as a program using llm does): two roots of one
+    conversation."""
+    import llm
+    import sqlite_utils
+    from llm.logs import LogStore
+
+    with LlmLog(directory) as log:
+        first = log.prompt("What is a tree?")
+        thread = log.thread_of(first)
+        second = log.prompt("And a forest?", continue_conversation=thread)
+        db = sqlite_utils.Database(log.path)
+        try:
+            response = llm.get_model("echo").prompt("What is a tree, in one line?")
+            response.text()
+            again = LogStore(db).log(response, thread_id=thread)
+        finally:
+            db.close()
+    return {"path": log.path, "thread": thread, "turns": [first, second, again]}
+
+
+@pytest.fixture(scope="module")
+def two_starts_db(tmp_path_factory) -> dict:
+    """`llm_two_starts`, built once for the module: tests only read it."""
+    return llm_two_starts(tmp_path_factory.mktemp("two-starts"))
+
+
+def test_two_starts_logged_by_llm(two_starts_db):
+    first, second, again = two_starts_db["turns"]
+    tree = load_tree(two_starts_db["thread"], two_starts_db["path"])
+    assert list(tree) == [first, second, again]
+    assert list(tree.edges) == [(first, second)]
+    assert tree.nodes[again]["prompt"] == "What is a tree, in one line?"
+    assert ops.roots(tree) == [first, again]
+    assert ops.siblings(tree, again) == [first]
+    assert ops.siblings(tree, second) == []
+    assert ops.branch_points(tree) == [None]
+    assert ops.branching_factor(tree) == (1.5, 2)
+    of_again = load_tree_of_node(again, two_starts_db["path"])
+    assert of_again.graph["tree_id"] == two_starts_db["thread"]
+
+
 def test_summary_statistics(two_roots):
     assert summary(two_roots) == {
         "tree_id": "multiple-roots",
@@ -162,9 +281,11 @@ def test_summary_statistics(two_roots):
         "roots": 2,
         "leaves": 2,
         "max_depth": 2,
-        "branch_points": 0,
-        "branching_factor_avg": 1.0,
-        "branching_factor_max": 1,
+        # The start, whose two roots are alternatives; root1, a, root2 and x
+        # have one child each.
+        "branch_points": 1,
+        "branching_factor_avg": 6 / 5,
+        "branching_factor_max": 2,
         "first_datetime": "2025-09-27T10:00:14.000000+00:00",
         "last_datetime": "2025-09-27T10:00:19.000000+00:00",
         "models": ["echo"],

@@ -149,9 +149,11 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     (`conversation_table_of` the forest's nodes, with its names).
 
     Columns: `tree_id`, `name`, `nodes`, `roots`, `leaves`,
-    `max_depth`, `branch_points` (nodes with more than one child),
-    `branching_factor_avg` and `branching_factor_max` (over the nodes that
-    have children; 0 where none has), `first_datetime`, `last_datetime`
+    `max_depth`, `branch_points` (nodes with more than one child, and the
+    start where the tree has several roots), `branching_factor_avg` and
+    `branching_factor_max` (over the nodes that have children, and the start
+    with its roots as its children where there are several; 0 where there is
+    neither), `first_datetime`, `last_datetime`
     (`datetime64[ns, UTC]`), `models` (a list: distinct, in order of first
     use), `input_tokens`, `output_tokens`, `duration_ms` (sums, nullable
     `Int64`: NA where no node of the tree has the figure),
@@ -298,7 +300,9 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
 
     The keys are `CONVERSATION_COLUMNS`: `tree_id` and `name` (the graph's
     attributes), the tree's shape (`nodes`, `roots`, `leaves`, `max_depth`,
-    `branch_points`, `branching_factor_avg`, `branching_factor_max`),
+    `branch_points`, `branching_factor_avg`, `branching_factor_max`, which
+    count the start where the tree has several roots:
+    `convgraph.model.tree.branch_points` and `branching_factor`),
     `convgraph.model.tree.node_totals` over all its nodes (times as llm
     stored them, where the table reads them as times), and the active path's
     `active_path_length` and `abandoned_branches`. One property test holds
@@ -389,10 +393,18 @@ def conversation_table_of(
     np.maximum.at(max_depth, codes, depths)
     most_children = np.zeros(trees, dtype=np.int64)
     np.maximum.at(most_children, codes, counts)
+    # The start of a tree with several roots is one more branch point, whose
+    # children are the roots (docs/design.md#depth-roots-and-branching).
+    start = roots > 1
+    start_children = np.where(start, roots, 0)
     # Every non-root node is one child of one parent, so the children of a
     # tree's parents add up to its nodes less its roots.
     with np.errstate(divide="ignore", invalid="ignore"):
-        average = np.where(parents > 0, (sizes - roots) / parents, 0.0)
+        average = np.where(
+            parents + start > 0,
+            (sizes - roots + start_children) / (parents + start),
+            0.0,
+        )
 
     times = parse_times(nodes["datetime_utc"]).groupby(codes)
     usage = {
@@ -411,9 +423,9 @@ def conversation_table_of(
             "roots": roots,
             "leaves": per_tree(counts == 0),
             "max_depth": max_depth,
-            "branch_points": per_tree(counts > 1),
+            "branch_points": per_tree(counts > 1) + start,
             "branching_factor_avg": average,
-            "branching_factor_max": most_children,
+            "branching_factor_max": np.maximum(most_children, start_children),
             "first_datetime": times.min().reindex(range(trees)).array,
             "last_datetime": times.max().reindex(range(trees)).array,
             "models": pd.Series(

@@ -170,7 +170,7 @@ def test_a_forest_shows_its_statistics_table(seed_db: Path) -> None:
         "multiple-roots",
     ]
     assert table["nodes"].tolist() == [4, 3, 7, 6]
-    assert table["branching_factor_avg"].tolist() == [1.0, 2.0, 2.0, 1.0]
+    assert table["branching_factor_avg"].tolist() == [1.0, 2.0, 2.0, 1.2]
     assert table["models"].tolist() == ["echo"] * 4
 
 

@@ -11,6 +11,9 @@ SOURCE_ATTRIBUTES = (
     "prompt",
     "system",
     "response",
+    "parts",
+    "tool_calls",
+    "tools",
     "model",
     "datetime_utc",
     "input_tokens",
@@ -33,10 +36,33 @@ BOOLEAN_ATTRIBUTES = ("active", "preferred")
 NODE_ATTRIBUTES = (*SOURCE_ATTRIBUTES, *BRANCH_ATTRIBUTES)
 
 #: The texts: most of a database's bytes, left out by `text=False` reads.
+#: Each is str or None.
 TEXT_ATTRIBUTES = ("prompt", "system", "response")
 
-#: The usage figures, integers (or None): nullable Int64 in tables.
+#: A node's content as ordered parts (`convgraph.parts`): a list of part
+#: dicts, or None where the node is only its prompt and its response. An
+#: object column in tables.
+PARTS = "parts"
+
+#: What a `text=False` read leaves out (None): the texts and the parts.
+CONTENT_ATTRIBUTES = (*TEXT_ATTRIBUTES, PARTS)
+
+#: The usage figures, integers (or None): nullable Int64 in tables, and what
+#: a branch or a tree adds up (`convgraph.model.tree.node_totals`).
 INTEGER_ATTRIBUTES = ("input_tokens", "output_tokens", "duration_ms")
+
+#: How many tool calls the node's run made: an integer (0 where none; None
+#: only where the source cannot tell), nullable Int64 in tables like the
+#: usage figures, but not one of them. Read by `text=False` reads too.
+TOOL_CALLS = "tool_calls"
+
+#: The names of the tools the run called, each once, in first-call order,
+#: joined by ", " (`convgraph.parts.tool_names`); None where none. An object
+#: column (str or None), read by `text=False` reads too.
+TOOLS = "tools"
+
+#: Every integer attribute: nullable Int64 in tables.
+INTEGER_COLUMNS = (*INTEGER_ATTRIBUTES, TOOL_CALLS)
 
 #: The columns of a source reader's nodes table: the node's id, the id of the
 #: tree it belongs to, its parent's id as stored, then the source attributes.

@@ -46,6 +46,10 @@ def seed_node(name: str, conversation: str, index: int) -> dict:
         "prompt": f"prompt {conversation}-{name}",
         "system": None,
         "response": f"answer to prompt {conversation}-{name}",
+        # A node that is only its prompt and answer (issue 23).
+        "parts": None,
+        "tool_calls": 0,
+        "tools": None,
         "model": "echo",
         "datetime_utc": f"2025-09-27T10:00:{index:02d}.000000+00:00",
         "input_tokens": 10 + index % 100,

@@ -246,6 +246,10 @@ def test_nodes_table_has_the_same_columns_and_dtypes_from_every_source(
         "prompt": "object",
         "system": "object",
         "response": "object",
+        # The run's content (issue 23): its parts, tool calls and tools.
+        "parts": "object",
+        "tool_calls": "Int64",
+        "tools": "object",
         "model": "category",
         "datetime_utc": "object",
         "input_tokens": "Int64",

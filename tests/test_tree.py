@@ -316,6 +316,10 @@ def test_node_attributes_follow_the_contract(complex_tree):
         "prompt": "prompt complex-b",
         "system": None,
         "response": "answer to prompt complex-b",
+        # A node that is only its prompt and answer (issue 23).
+        "parts": None,
+        "tool_calls": 0,
+        "tools": None,
         "model": "echo",
         "datetime_utc": "2025-09-27T10:00:08.000000+00:00",
         "input_tokens": 11,

@@ -20,11 +20,12 @@ import numpy as np
 import pandas as pd
 
 from convgraph.contract import (
-    INTEGER_ATTRIBUTES,
+    CONTENT_ATTRIBUTES,
+    INTEGER_COLUMNS,
     NODE_ATTRIBUTES,
     NODE_COLUMNS,
     PARENT_ROWS,
-    TEXT_ATTRIBUTES,
+    PARTS,
 )
 from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_link_table
@@ -232,19 +233,20 @@ def _read_named(
     if not text:
         # One tree's texts are little to read; dropping them keeps the table
         # the same as a whole-file read without texts.
-        for name in TEXT_ATTRIBUTES:
+        for name in CONTENT_ATTRIBUTES:
             nodes[name] = None
     return nodes, names, problems
 
 
 def _plain(record: dict[Any, Any]) -> dict[Any, Any]:
-    """NaN and NA as None, numpy integers as int: the node contract's types."""
+    """NaN and NA as None, numpy integers as int: the node contract's types
+    (a node's parts, a list, as they are)."""
     for key, value in record.items():
-        if value is None:
+        if value is None or key == PARTS:
             continue
         if pd.isna(value):
             record[key] = None
-        elif key in INTEGER_ATTRIBUTES:
+        elif key in INTEGER_COLUMNS:
             record[key] = int(value)
     return record
 

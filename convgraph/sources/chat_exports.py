@@ -25,9 +25,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from convgraph.contract import (
     CATEGORY_COLUMNS,
-    INTEGER_ATTRIBUTES,
+    CONTENT_ATTRIBUTES,
+    INTEGER_COLUMNS,
     SOURCE_COLUMNS,
-    TEXT_ATTRIBUTES,
 )
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.sources import chatgpt, claude, openwebui
@@ -373,7 +373,9 @@ class ChatExport(Source):
             for record in tree.records:
                 for name, values in columns.items():
                     values.append(
-                        None if not text and name in TEXT_ATTRIBUTES else record[name]
+                        None
+                        if not text and name in CONTENT_ATTRIBUTES
+                        else record[name]
                     )
         return _forest_frame(columns), names
 
@@ -384,18 +386,19 @@ def _forest_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    from convgraph.sources.tables import categorical, conform_nodes
+    from convgraph.sources.tables import categorical, conform_nodes, object_column
 
     frame = {}
     for name, values in columns.items():
         if name in CATEGORY_COLUMNS:
             frame[name] = pd.Series(categorical(values))
-        elif name in INTEGER_ATTRIBUTES:
+        elif name in INTEGER_COLUMNS:
             frame[name] = pd.Series(pd.array(values, dtype="Int64"))
         elif name == "active":
             frame[name] = pd.Series(np.array(values, dtype=bool))
         else:
-            frame[name] = pd.Series(np.array(values, dtype=object), dtype=object)
+            # Not np.array: lists of parts of one length would make a matrix.
+            frame[name] = pd.Series(object_column(values), dtype=object)
     nodes = pd.DataFrame(frame)
     duplicated = nodes["id"].duplicated()
     if duplicated.any():

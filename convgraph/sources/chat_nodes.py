@@ -158,6 +158,10 @@ def _node_record(
         "prompt": prompt.text if prompt is not None else None,
         "system": None,
         "response": join_texts([message.text for message in answers], "\n\n"),
+        # The run's parts: engineer H2 reads them from each app's messages.
+        "parts": None,
+        "tool_calls": 0,
+        "tools": None,
         "model": model,
         "datetime_utc": time or (prompt.time if prompt is not None else None),
         "source": None,

@@ -17,7 +17,14 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
+from convgraph.contract import (
+    INTEGER_ATTRIBUTES,
+    PARTS,
+    SOURCE_ATTRIBUTES,
+    TEXT_ATTRIBUTES,
+    TOOL_CALLS,
+    TOOLS,
+)
 from convgraph.sources.snapshot import Snapshot
 from convgraph.sources.tables import as_integer, as_text
 
@@ -26,6 +33,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SOURCE = "responses"
+
+#: The attributes of a node's run that no column of `responses` holds, and
+#: their values for a response that is only its prompt and its answer.
+RUN_ATTRIBUTES = (PARTS, TOOL_CALLS, TOOLS)
+PLAIN_RUN: dict[str, Any] = {PARTS: None, TOOL_CALLS: 0, TOOLS: None}
 
 #: A response's id and its conversation's, as text whatever SQLite holds: a
 #: response outside any conversation is a conversation of its own.
@@ -69,7 +81,7 @@ class LegacyReader:
         wanted = [
             name
             for name in SOURCE_ATTRIBUTES
-            if name not in ("conversation_id", "source")
+            if name not in ("conversation_id", "source", *RUN_ATTRIBUTES)
         ]
         fields = ", ".join(self._column(name) for name in wanted)
         skip = (
@@ -161,6 +173,7 @@ class LegacyReader:
         ]
         for record in records:
             record["tree_id"] = tree_id
+            record.update(PLAIN_RUN)
         if not self.has_parent:
             link_as_chains(records)
         names = self._names(conversation_ids)
@@ -213,7 +226,7 @@ class LegacyReader:
         """
         import pandas as pd
 
-        from convgraph.sources.tables import frame_of_chunks
+        from convgraph.sources.tables import frame_of_chunks, plain_run_columns
 
         if snapshot is None:
             snapshot = Snapshot(self.conn, self.tables())
@@ -240,6 +253,8 @@ class LegacyReader:
         for name in TEXT_ATTRIBUTES:
             if name not in nodes:
                 nodes[name] = None
+        for name, values in plain_run_columns(len(nodes)).items():
+            nodes[name] = values
         nodes["source"] = pd.Categorical([SOURCE] * len(nodes))
         nodes["_continues"] = False
         return nodes, self._names(snapshot=snapshot)

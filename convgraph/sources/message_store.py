@@ -421,6 +421,9 @@ class MessageStoreReader:
                     )
                     if text
                     else None,
+                    "parts": None,
+                    "tool_calls": 0,
+                    "tools": None,
                     "model": turn["model"],
                     "datetime_utc": turn["datetime_utc"],
                     "input_tokens": turn["input_tokens"],

@@ -25,9 +25,17 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import CATEGORY_COLUMNS, INTEGER_ATTRIBUTES, SOURCE_COLUMNS
+from convgraph.contract import (
+    CATEGORY_COLUMNS,
+    INTEGER_COLUMNS,
+    PARTS,
+    SOURCE_COLUMNS,
+    TOOL_CALLS,
+    TOOLS,
+)
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -134,19 +142,29 @@ def categorical(values: Any) -> pd.Categorical:
 
 def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
     """The nodes table with `SOURCE_COLUMNS` first, in order, in the contract's
-    dtypes: categories for `CATEGORY_COLUMNS`, nullable Int64 for the usage
-    figures, object (str or None) for the rest. Columns already in their
-    dtype are kept as they are, so a conforming table costs nothing; other
-    columns follow, unchanged."""
+    dtypes: categories for `CATEGORY_COLUMNS`, nullable Int64 for the
+    integers (`INTEGER_COLUMNS`), object (str, a list of parts, or None) for
+    the rest. Columns already in their dtype are kept as they are, so a
+    conforming table costs nothing; other columns follow, unchanged. A table
+    without `parts`, `tool_calls` or `tools` (a reader that cannot tell)
+    gets them as missing."""
     import pandas as pd
 
     columns = {}
     for name in SOURCE_COLUMNS:
-        values = nodes[name]
+        if name not in nodes.columns and name in (PARTS, TOOL_CALLS, TOOLS):
+            values = pd.Series(
+                pd.array([None] * len(nodes), dtype="Int64")
+                if name == TOOL_CALLS
+                else object_column([None] * len(nodes)),
+                index=nodes.index,
+            )
+        else:
+            values = nodes[name]
         if name in CATEGORY_COLUMNS:
             if not isinstance(values.dtype, pd.CategoricalDtype):
                 values = pd.Series(categorical(values), index=nodes.index)
-        elif name in INTEGER_ATTRIBUTES:
+        elif name in INTEGER_COLUMNS:
             if not isinstance(values.dtype, pd.Int64Dtype):
                 values = pd.Series(
                     pd.array(values.to_numpy(dtype=object), dtype="Int64"),
@@ -160,3 +178,27 @@ def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
         if name not in columns:
             columns[name] = nodes[name]
     return pd.DataFrame(columns, index=nodes.index, copy=False)
+
+
+def object_column(values: Iterable[Any]) -> np.ndarray:
+    """Values (str, lists of parts, None) as a one-dimensional object array:
+    `np.array` of equally long lists would make a matrix of them."""
+    import numpy as np
+
+    values = list(values)
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+def plain_run_columns(count: int) -> dict[str, Any]:
+    """The `parts`, `tool_calls` and `tools` columns of `count` nodes that
+    are only their prompt and their answer: no parts, no tool calls."""
+    import numpy as np
+    import pandas as pd
+
+    return {
+        PARTS: np.full(count, None, dtype=object),
+        TOOL_CALLS: pd.arrays.IntegerArray(
+            np.zeros(count, np.int64), np.zeros(count, bool)
+        ),
+        TOOLS: np.full(count, None, dtype=object),
+    }

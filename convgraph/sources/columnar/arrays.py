@@ -175,6 +175,8 @@ def nodes_frame(
     import numpy as np
     import pandas as pd
 
+    from convgraph.sources.tables import plain_run_columns
+
     # Each Arrow column is taken out of `columns` as it is converted, so
     # that its memory goes before the next one's Python objects are made.
     count = len(ids)
@@ -192,6 +194,7 @@ def nodes_frame(
             if name in columns
             else np.full(count, None, dtype=object)
         )
+    data |= plain_run_columns(count)
     data["model"] = as_category(columns.pop("model"))
     data["datetime_utc"] = as_object_array(columns.pop("datetime_utc"))
     for name in INTEGER_ATTRIBUTES:

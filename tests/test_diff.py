@@ -30,12 +30,7 @@ import pytest
 from convgraph.analysis.branch_diff import BranchTotals, diff
 from convgraph.analysis.compare import compare
 from convgraph.analysis.similarity import similarity, text_diff
-from convgraph.errors import (
-    ConvgraphError,
-    DifferentConversations,
-    UnknownNode,
-    UnrelatedNodes,
-)
+from convgraph.errors import DifferentConversations, UnknownNode
 from convgraph.model.loading import load_tree, load_tree_of_node, load_tree_of_pair
 from tests.databases import add_response, legacy_database
 from tests.helpers import file_digest, run
@@ -173,16 +168,51 @@ def test_context_lines(tmp_path: Path) -> None:
         diff(tree, "x", "y", context=-1)
 
 
-def test_nodes_under_different_roots_are_unrelated(seed_db: Path) -> None:
+def test_nodes_under_different_roots_part_at_the_start(seed_db: Path) -> None:
+    # The roots are alternatives at the start: nothing is shared, the
+    # branches differ from the first turn, and the fork point is the start,
+    # None (docs/design.md#depth-roots-and-branching).
     tree = load_tree("multiple-roots", seed_db)
-    with pytest.raises(UnrelatedNodes) as caught:
-        diff(tree, "multiple-roots-b", "multiple-roots-y")
-    assert str(caught.value) == (
-        "'multiple-roots-b' and 'multiple-roots-y' have no common ancestor:"
-        " they grow from different roots ('multiple-roots-root1' and"
-        " 'multiple-roots-root2') of conversation 'multiple-roots'"
-    )
-    assert isinstance(caught.value, ConvgraphError)
+    result = diff(tree, "multiple-roots-b", "multiple-roots-y")
+    assert (result.fork_point, result.shared) == (None, [])
+    assert result.a == ["multiple-roots-root1", "multiple-roots-a", "multiple-roots-b"]
+    assert result.b == ["multiple-roots-root2", "multiple-roots-x", "multiple-roots-y"]
+    assert [(s.step, s.a.id, s.b.id) for s in result.steps] == [
+        (1, "multiple-roots-root1", "multiple-roots-root2"),
+        (2, "multiple-roots-a", "multiple-roots-x"),
+        (3, "multiple-roots-b", "multiple-roots-y"),
+    ]
+    assert result.steps[0].prompt_diff == [
+        "--- a/multiple-roots-root1",
+        "+++ b/multiple-roots-root2",
+        "@@ -1 +1 @@",
+        "-prompt multiple-roots-root1",
+        "+prompt multiple-roots-root2",
+    ]
+    assert result.totals == {
+        "shared": BranchTotals(0, 0, 0, 0, []),
+        "a": BranchTotals(3, 10 + 11 + 12, 20 + 21 + 22, 100 + 200 + 300, ["echo"]),
+        "b": BranchTotals(3, 13 + 14 + 15, 23 + 24 + 25, 400 + 500 + 600, ["echo"]),
+    }
+    data = result.to_dict()
+    assert (data["fork_point"], data["shared"]) == (None, [])
+    assert data["totals"]["shared"] == {
+        "nodes": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "duration_ms": 0,
+        "models": [],
+    }
+    assert json.loads(json.dumps(data)) == data
+    assert list(result.to_frame().index) == [1, 2, 3]
+
+
+def test_two_roots_against_each_other(seed_db: Path) -> None:
+    tree = load_tree("multiple-roots", seed_db)
+    result = diff(tree, "multiple-roots-root1", "multiple-roots-root2")
+    assert (result.fork_point, result.shared) == (None, [])
+    assert (result.a, result.b) == (["multiple-roots-root1"], ["multiple-roots-root2"])
+    assert len(result.steps) == 1
 
 
 def test_unknown_node_in_the_tree(complex_tree) -> None:
@@ -457,6 +487,144 @@ def test_compare_a_leaf(complex_tree) -> None:
     assert result.to_frame().empty
 
 
+# -- the start: the roots of a tree are alternatives ------------------------
+
+
+def test_compare_the_roots_at_the_start(seed_db: Path) -> None:
+    tree = load_tree("multiple-roots", seed_db)
+    # "answer to prompt multiple-roots-root1" is 8 words and marks; the two
+    # roots' answers share 7 of them.
+    similar = 2 * 7 / 16
+    result = compare(tree, None)
+    assert result.node is None
+    assert result.to_dicts() == [
+        {
+            "id": "multiple-roots-root1",
+            "model": "echo",
+            "input_tokens": 10,
+            "output_tokens": 20,
+            "duration_ms": 100,
+            "response_length": len("answer to prompt multiple-roots-root1"),
+            "subtree_size": 3,
+            "similarity": {"multiple-roots-root2": similar},
+            "active": False,
+            "preferred": False,
+            "note": None,
+        },
+        {
+            "id": "multiple-roots-root2",
+            "model": "echo",
+            "input_tokens": 13,
+            "output_tokens": 23,
+            "duration_ms": 400,
+            "response_length": 37,
+            "subtree_size": 3,
+            "similarity": {"multiple-roots-root1": similar},
+            # On the active path, to multiple-roots-y (logged last).
+            "active": True,
+            "preferred": False,
+            "note": None,
+        },
+    ]
+
+
+def test_the_start_of_a_tree_with_one_root(complex_tree) -> None:
+    result = compare(complex_tree, None)
+    assert result.ids == ["complex-root"]
+    assert result.alternatives[0].subtree_size == 7
+    assert result.alternatives[0].similarity == {}
+
+
+@pytest.fixture
+def regenerated_first_turn(tmp_path: Path) -> Path:
+    """A ChatGPT export whose first answer was regenerated: "What is a
+    monad?" answered "A monoid." (a1), then "A burrito." (a1b), from which
+    the conversation went on with two versions of the next prompt (a2, a2e).
+    """
+    from tests.chat_exports import chatgpt_branches, write_json
+
+    return write_json(tmp_path / "conversations.json", [chatgpt_branches()])
+
+
+def test_a_regenerated_first_answer_of_a_chatgpt_export(
+    regenerated_first_turn: Path,
+) -> None:
+    tree = load_tree("conv-monad", regenerated_first_turn)
+    result = diff(tree, "a1", "a2e")
+    assert (result.fork_point, result.shared) == (None, [])
+    assert (result.a, result.b) == (["a1"], ["a1b", "a2e"])
+    first = result.steps[0]
+    assert (first.same_prompt, first.same_response) == (True, False)
+    assert first.response_diff[3:] == ["-A monoid.", "+A burrito."]
+    # "A monoid ." and "A burrito .": 2 of 3 words and marks each.
+    assert first.response_similarity == 2 * 2 / 6
+    assert result.totals["b"].models == ["gpt-4o"]
+
+    compared = compare(tree, None)
+    assert compared.ids == ["a1", "a1b"]
+    assert [alt.subtree_size for alt in compared.alternatives] == [1, 3]
+    assert [alt.active for alt in compared.alternatives] == [False, True]
+    assert compared.alternatives[0].similarity == {"a1b": 2 * 2 / 6}
+
+
+def test_cli_on_a_regenerated_first_answer(regenerated_first_turn: Path) -> None:
+    db = str(regenerated_first_turn)
+    before = file_digest(regenerated_first_turn)
+    assert run("compare", "conv-monad", "--db", db).stdout == (
+        "2 alternatives at the start of conv-monad\n"
+        "#  id   model   input  output  duration  chars  subtree\n"
+        "1  a1   gpt-4o      -       -         -      9        1\n"
+        "2  a1b  gpt-4o      -       -         -     10        3\n"
+        "\n"
+        "similarity of responses (0 to 1, over words)\n"
+        "#     1     2\n"
+        "1  1.00  0.67\n"
+        "2  0.67  1.00\n"
+    )
+    lines = run("diff", "a1", "a2e", "--db", db).stdout.splitlines()
+    assert lines[:4] == [
+        "diff a1 a2e  (conversation conv-monad)",
+        "fork point: the start  (nothing shared: different roots, a1 and a1b)",
+        "a: 1 node from the start, down to a1",
+        "b: 2 nodes from the start, down to a2e",
+    ]
+    assert file_digest(regenerated_first_turn) == before
+
+
+@pytest.fixture(scope="module")
+def two_starts_db(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A logs.db where llm 0.36 logged a second start into one thread
+    (`tests.test_tree.llm_two_starts`); tests only read it."""
+    from tests.test_tree import llm_two_starts
+
+    return llm_two_starts(tmp_path_factory.mktemp("two-starts"))
+
+
+def test_two_starts_logged_by_llm(two_starts_db: dict) -> None:
+    first, second, again = two_starts_db["turns"]
+    db = str(two_starts_db["path"])
+    tree = load_tree_of_pair(second, again, db)
+    result = diff(tree, second, again)
+    assert (result.fork_point, result.a, result.b) == (None, [first, second], [again])
+    assert result.steps[0].prompt_diff[3:] == [
+        "-What is a tree?",
+        "+What is a tree, in one line?",
+    ]
+    assert json.loads(run("diff", second, again, "--json", "--db", db).stdout) == (
+        result.to_dict()
+    )
+    # The thread id names the tree, and compares its roots.
+    records = json.loads(
+        run("compare", two_starts_db["thread"], "--json", "-d", db).stdout
+    )
+    assert records == compare(tree, None).to_dicts()
+    assert [record["id"] for record in records] == [first, again]
+    assert [record["subtree_size"] for record in records] == [2, 1]
+    # A node id still compares the node's children.
+    records = json.loads(run("compare", first, "--json", "-d", db).stdout)
+    assert [record["id"] for record in records] == [second]
+
+
 # -- identical and very long responses --------------------------------------
 
 
@@ -661,6 +829,70 @@ def test_cli_diff_text_of_siblings(seed_db: Path) -> None:
     assert "response (similarity 0.83):" in lines
 
 
+EXPECTED_DIFF_ACROSS_ROOTS = """\
+diff multiple-roots-a multiple-roots-y  (conversation multiple-roots)
+fork point: the start  (nothing shared: different roots, multiple-roots-root1 and multiple-roots-root2)
+a: 2 nodes from the start, down to multiple-roots-a
+b: 3 nodes from the start, down to multiple-roots-y
+
+step 1  a: multiple-roots-root1 (echo)   b: multiple-roots-root2 (echo)
+prompt:
+--- a/multiple-roots-root1
++++ b/multiple-roots-root2
+@@ -1 +1 @@
+-prompt multiple-roots-root1
++prompt multiple-roots-root2
+response (similarity 0.88):
+--- a/multiple-roots-root1
++++ b/multiple-roots-root2
+@@ -1 +1 @@
+-answer to prompt multiple-roots-root1
++answer to prompt multiple-roots-root2
+
+step 2  a: multiple-roots-a (echo)   b: multiple-roots-x (echo)
+prompt:
+--- a/multiple-roots-a
++++ b/multiple-roots-x
+@@ -1 +1 @@
+-prompt multiple-roots-a
++prompt multiple-roots-x
+response (similarity 0.88):
+--- a/multiple-roots-a
++++ b/multiple-roots-x
+@@ -1 +1 @@
+-answer to prompt multiple-roots-a
++answer to prompt multiple-roots-x
+
+step 3  a: -   b: multiple-roots-y (echo)
+prompt:
+--- (none)
++++ b/multiple-roots-y
+@@ -0,0 +1 @@
++prompt multiple-roots-y
+response:
+--- (none)
++++ b/multiple-roots-y
+@@ -0,0 +1 @@
++answer to prompt multiple-roots-y
+
+        nodes  input tokens  output tokens  duration  models
+shared      0             0              0      0 ms  -
+a           2            21             41    300 ms  echo
+b           3            42             72   1500 ms  echo
+"""
+
+
+def test_cli_diff_across_roots(seed_db: Path) -> None:
+    args = ["multiple-roots-a", "multiple-roots-y", "--db", str(seed_db)]
+    result = run("diff", *args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == EXPECTED_DIFF_ACROSS_ROOTS
+    data = json.loads(run("diff", *args, "--json").stdout)
+    tree = load_tree("multiple-roots", seed_db)
+    assert data == diff(tree, "multiple-roots-a", "multiple-roots-y").to_dict()
+    assert (data["fork_point"], data["shared"]) == (None, [])
+
+
 def test_cli_diff_is_coloured_on_a_terminal(seed_db: Path) -> None:
     result = run("diff", "complex-b", "complex-d", "--db", str(seed_db), color=True)
     assert result.exit_code == 0, result.output
@@ -694,12 +926,6 @@ def test_cli_diff_of_identical_steps(retries_db: Path) -> None:
             "Error: 'complex-c' and 'linear-a' are in different conversations"
             " ('complex' and 'linear')\n",
         ),
-        (
-            ["diff", "multiple-roots-a", "multiple-roots-x"],
-            "Error: 'multiple-roots-a' and 'multiple-roots-x' have no common"
-            " ancestor: they grow from different roots ('multiple-roots-root1'"
-            " and 'multiple-roots-root2') of conversation 'multiple-roots'\n",
-        ),
         (["compare", "nope"], "Error: no node with id 'nope'\n"),
     ],
 )
@@ -723,6 +949,30 @@ def test_cli_compare_json(seed_db: Path, complex_tree) -> None:
     result = run("compare", "complex-root", "--json", "--db", str(seed_db))
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == compare(complex_tree, "complex-root").to_dicts()
+
+
+def test_cli_compare_a_conversation_compares_its_roots(seed_db: Path) -> None:
+    result = run("compare", "multiple-roots", "--db", str(seed_db))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "2 alternatives at the start of multiple-roots\n"
+        "#  id                    model  input  output  duration  chars  subtree\n"
+        "1  multiple-roots-root1  echo      10      20    100 ms     37        3\n"
+        "2  multiple-roots-root2  echo      13      23    400 ms     37        3\n"
+        "\n"
+        "similarity of responses (0 to 1, over words)\n"
+        "#     1     2\n"
+        "1  1.00  0.88\n"
+        "2  0.88  1.00\n"
+    )
+    tree = load_tree("multiple-roots", seed_db)
+    records = json.loads(
+        run("compare", "multiple-roots", "--json", "-d", seed_db).stdout
+    )
+    assert records == compare(tree, None).to_dicts()
+    # A tree with one root: its one start.
+    records = json.loads(run("compare", "complex", "--json", "-d", seed_db).stdout)
+    assert [record["id"] for record in records] == ["complex-root"]
 
 
 def test_cli_compare_table(retries_db: Path) -> None:

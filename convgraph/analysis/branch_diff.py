@@ -1,9 +1,11 @@
 """Branch diffs: where two branches of a conversation split, and what changed.
 
 `diff(tree, a, b)` finds the fork point of two nodes (their lowest common
-ancestor), the path they share and the two paths below it, pairs those paths
-step by step and diffs the prompts and responses of each step
-(`convgraph.analysis.similarity`). The result is a dataclass with a
+ancestor, or the start of the conversation where they grow from different
+roots, which are alternatives to each other:
+docs/design.md#depth-roots-and-branching), the path they share and the two
+paths below it, pairs those paths step by step and diffs the prompts and
+responses of each step (`convgraph.analysis.similarity`). The result is a dataclass with a
 plain-dict form (the command line's `--json`) and a pandas form; pandas is
 imported only when a frame is asked for.
 """
@@ -120,9 +122,12 @@ class BranchDiff:
         The conversation tree that holds both.
     fork_point
         Their lowest common ancestor: the last node both branches share. It
-        is `node_a` itself when `node_a` is an ancestor of `node_b`.
+        is `node_a` itself when `node_a` is an ancestor of `node_b`, and None
+        when they grow from different roots: they part at the start of the
+        conversation and differ from its first turn.
     shared
-        The ids from the root down to the fork point (inclusive).
+        The ids from the root down to the fork point (inclusive); empty when
+        the fork point is the start.
     a, b
         The ids after the fork point down to `node_a` and to `node_b`; one is
         empty when one node is an ancestor of the other.
@@ -137,7 +142,7 @@ class BranchDiff:
     node_a: str
     node_b: str
     conversation_id: str | None
-    fork_point: str
+    fork_point: str | None
     shared: list[str]
     a: list[str]
     b: list[str]
@@ -164,7 +169,7 @@ class BranchDiff:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per step, indexed by step number (1 is just below the fork
-        point): each side's id, model and usage, whether prompts and
+        point, or the first turn where the fork point is the start): each side's id, model and usage, whether prompts and
         responses are the same, the responses' similarity, and the two diffs
         as text."""
         import pandas as pd
@@ -229,8 +234,9 @@ def diff(
         A conversation tree (from `load_tree`, `load_tree_of_node` or
         `Forest.tree`).
     a, b
-        Node ids in `tree`; the same id, or an ancestor and its descendant,
-        are allowed.
+        Node ids in `tree`; the same id, an ancestor and its descendant, or
+        nodes under two different roots (alternatives at the start) are
+        allowed.
     context
         Lines of context around each change in the unified diffs.
 
@@ -241,9 +247,8 @@ def diff(
     Raises
     ------
     UnknownNode
-        `a` or `b` is not in the tree.
-    UnrelatedNodes
-        `a` and `b` grow from different roots of the tree.
+        `a` or `b` is not in the tree (nodes of two different trees are
+        refused before, by `convgraph.model.loading.load_tree_of_pair`).
 
     Examples
     --------
@@ -257,6 +262,13 @@ def diff(
     ('root', ['root'], ['x', 'a'], ['b'])
     >>> [(step.a.id, step.b.id if step.b else None) for step in result.steps]
     [('x', 'b'), ('a', None)]
+    >>> tree.add_edge("again", "y")
+    >>> for node in ("again", "y"):
+    ...     tree.nodes[node].update(prompt=node, response=node, model="m",
+    ...         input_tokens=1, output_tokens=2, duration_ms=3)
+    >>> across = diff(tree, "a", "y")  # two roots: alternatives at the start
+    >>> across.fork_point, across.shared, across.a, across.b
+    (None, [], ['root', 'x', 'a'], ['again', 'y'])
     """
     if context < 0:
         raise ValueError(f"context must be 0 or more lines, not {context}")
@@ -265,13 +277,10 @@ def diff(
     # paths from the root agree down to it and part below it. commonprefix
     # compares any sequences item by item, lists of ids as well as strings.
     shared = list(os.path.commonprefix([path_a, path_b]))
-    if not shared:
-        raise UnrelatedNodes(
-            f"{a!r} and {b!r} have no common ancestor: they grow from different"
-            f" roots ({path_a[0]!r} and {path_b[0]!r}) of conversation"
-            f" {tree.graph.get('tree_id')!r}"
-        )
-    fork_point = shared[-1]
+    # Under two roots nothing is shared: the branches part at the start of
+    # the conversation (None, as `branch_points` names it) and each path,
+    # from its root, is what differs.
+    fork_point = shared[-1] if shared else None
     below_a, below_b = path_a[len(shared) :], path_b[len(shared) :]
     return BranchDiff(
         node_a=a,
@@ -324,6 +333,8 @@ def _side(tree: nx.DiGraph, node: str | None) -> StepSide | None:
     )
 
 
+#: `UnrelatedNodes` stays importable from here for code that caught it;
+#: `diff` no longer raises it (nodes under different roots part at the start).
 __all__ = [
     "BranchDiff",
     "BranchTotals",

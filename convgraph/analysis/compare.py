@@ -1,8 +1,10 @@
-"""The alternatives below one node, side by side.
+"""The alternatives at one point of a conversation, side by side.
 
 `compare(tree, node)` takes the node's children as alternative answers to
-one point of the conversation (regenerations, other models' answers) and
-measures each: model, usage, response length, subtree size, the branch marks,
+one point of the conversation (regenerations, other models' answers), or
+with `node` None the roots of the tree, the alternatives at its start (a
+first prompt regenerated or edited: docs/design.md#depth-roots-and-branching),
+and measures each: model, usage, response length, subtree size, the branch marks,
 and the similarity of its response to each sibling's
 (`convgraph.analysis.similarity`). The result is a dataclass with a
 plain-dict form (`convgraph compare --json`) and pandas forms; pandas is
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.analysis.similarity import PreparedText, prepared_similarity
 from convgraph.contract import INTEGER_ATTRIBUTES
-from convgraph.model.tree import children, tree_size
+from convgraph.model.tree import alternatives, tree_size
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -25,8 +27,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Alternative:
-    """One child of the compared node, and how similar its response is to
-    each of its siblings' (by id, in log order)."""
+    """One child of the compared node (or one root, at the start), and how
+    similar its response is to each of its siblings' (by id, in log order)."""
 
     id: str
     model: str | None
@@ -60,9 +62,10 @@ COMPARE_COLUMNS = [
 
 @dataclass(frozen=True)
 class Comparison:
-    """The children of `node`, side by side, in log order."""
+    """The children of `node`, side by side, in log order; the roots of the
+    tree where `node` is None (the start)."""
 
-    node: str
+    node: str | None
     alternatives: list[Alternative]
     #: None when every pair of children was compared; else how many
     #: neighbours on each side, in log order, each child was compared with
@@ -122,8 +125,10 @@ ALL_PAIRS_UP_TO = 50
 NEIGHBOURS = 1
 
 
-def compare(tree: nx.DiGraph, node: str) -> Comparison:
-    """The node's children as alternative continuations of one point.
+def compare(tree: nx.DiGraph, node: str | None) -> Comparison:
+    """The node's children as alternative continuations of one point; with
+    `node` None, the roots of the tree as the alternatives at its start
+    (`convgraph.model.tree.alternatives`).
 
     For each child: its model, tokens, duration, response length, the size of
     its subtree (itself included), and the similarity of its response to
@@ -148,8 +153,12 @@ def compare(tree: nx.DiGraph, node: str) -> Comparison:
     ...         input_tokens=None, output_tokens=None, duration_ms=None)
     >>> compare(tree, "q").to_dicts()[0]["similarity"]
     {'y': 0.75}
+    >>> tree.add_node("again", response="a b c", model="m", input_tokens=None,
+    ...     output_tokens=None, duration_ms=None)
+    >>> compare(tree, None).ids  # the start: the roots
+    ['q', 'again']
     """
-    ids = children(tree, node)
+    ids = alternatives(tree, node)
     texts = [PreparedText.of(tree.nodes[child]["response"]) for child in ids]
     responses = [tree.nodes[child]["response"] for child in ids]
     scores: dict[str, dict[str, float]] = {child: {} for child in ids}
@@ -163,11 +172,11 @@ def compare(tree: nx.DiGraph, node: str) -> Comparison:
             else:
                 score = prepared_similarity(texts[i], texts[j])
             scores[first][second] = scores[second][first] = score
-    alternatives = []
+    measured = []
     for child in ids:
         attributes = tree.nodes[child]
         response = attributes["response"]
-        alternatives.append(
+        measured.append(
             Alternative(
                 id=child,
                 model=attributes["model"],
@@ -182,4 +191,4 @@ def compare(tree: nx.DiGraph, node: str) -> Comparison:
                 note=attributes.get("note"),
             )
         )
-    return Comparison(node, alternatives, neighbours)
+    return Comparison(node, measured, neighbours)

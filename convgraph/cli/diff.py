@@ -21,6 +21,8 @@ from convgraph.text import counted
 from convgraph.text import terminal_text as shown
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from convgraph.analysis.branch_diff import BranchDiff, Step
     from convgraph.analysis.compare import Comparison
 
@@ -44,10 +46,12 @@ def diff_command(
     """Show where the branches down to NODE_A and NODE_B split, and what
     differs.
 
-    The fork point (the last node both share), the path down to it, then
-    the two branches below it step by step: a unified diff of each step's
-    prompts and responses, and each branch's totals. With --json, an object
-    with fork_point, shared, a, b, steps and totals.
+    The fork point (the last node both share, or the start of the
+    conversation when they grow from different roots), the path down to it,
+    then the two branches below it step by step: a unified diff of each
+    step's prompts and responses, and each branch's totals. With --json, an
+    object with fork_point (null for the start), shared, a, b, steps and
+    totals.
     """
     from convgraph.analysis.branch_diff import diff
     from convgraph.model.loading import load_tree_of_pair
@@ -67,14 +71,23 @@ def generate_diff_lines(result: BranchDiff) -> Iterator[str]:
     yield click.style(f"diff {node_a} {node_b}", bold=True) + (
         f"  (conversation {shown(str(result.conversation_id))})"
     )
-    shared = [shown(node) for node in result.shared]
-    route = shared[0] if len(shared) == 1 else f"{shared[0]} ... {shared[-1]}"
-    yield (
-        f"fork point: {click.style(shown(result.fork_point), bold=True)}"
-        f"  (shared path: {counted(len(shared), 'node')}, {route})"
-    )
+    if result.fork_point is None:
+        # Two roots: alternatives at the start, with nothing shared.
+        yield (
+            f"fork point: {click.style('the start', bold=True)}  (nothing shared:"
+            f" different roots, {shown(result.a[0])} and {shown(result.b[0])})"
+        )
+    else:
+        shared = [shown(node) for node in result.shared]
+        route = shared[0] if len(shared) == 1 else f"{shared[0]} ... {shared[-1]}"
+        yield (
+            f"fork point: {click.style(shown(result.fork_point), bold=True)}"
+            f"  (shared path: {counted(len(shared), 'node')}, {route})"
+        )
     for name, node, below in (("a", node_a, result.a), ("b", node_b, result.b)):
-        if below:
+        if below and result.fork_point is None:
+            yield f"{name}: {counted(len(below), 'node')} from the start, down to {node}"
+        elif below:
             yield f"{name}: {counted(len(below), 'node')} after the fork point, down to {node}"
         elif result.node_a == result.node_b:
             yield f"{name}: nothing after the fork point (both nodes are {node})"
@@ -154,13 +167,15 @@ def _number(value: int | None, unit: str = "") -> str:
 
 
 @command("compare")
-@click.argument("node_id")
+@click.argument("node_id", metavar="ID")
 @db_option
 @output_options
 def compare_command(
     node_id: str, db_path: str | None, output_format: str | None
 ) -> None:
-    """Compare the children of NODE_ID: the alternatives tried from it.
+    """Compare the children of ID, a node: the alternatives tried from it.
+    An ID that names a conversation tree instead (a conversation id, or any
+    thread id of the tree) compares its roots: the alternatives at its start.
 
     For each child: model, tokens, duration, response length (characters),
     subtree size, and the similarity of its response to each sibling's
@@ -171,9 +186,9 @@ def compare_command(
     from dataclasses import fields
 
     from convgraph.analysis.compare import Alternative, compare
-    from convgraph.model.loading import load_tree_of_node
 
-    result = compare(load_tree_of_node(node_id, db_path), node_id)
+    tree, point = _tree_and_point(node_id, db_path)
+    result = compare(tree, point)
     if output_format is not None:
         columns = [field.name for field in fields(Alternative)]
         echo_records(result.to_dicts(), columns, output_format)
@@ -181,18 +196,42 @@ def compare_command(
     if not result.alternatives:
         click.echo(f"{shown(node_id)} has no children", err=True)
         return
-    for line in generate_compare_lines(result):
+    for line in generate_compare_lines(result, tree.graph.get("tree_id")):
         click.echo(line)
 
 
-def generate_compare_lines(result: Comparison) -> Iterator[str]:
-    """The human form of a comparison: a table of the children, then the
-    similarity of their responses, numbered as in the table."""
+def _tree_and_point(id_: str, db_path: str | None) -> tuple[nx.DiGraph, str | None]:
+    """The tree that `id_` names and the point to compare at: the node, or
+    the start (None) where `id_` names no node but a conversation tree. A
+    node id wins where an id names both (a legacy response without a
+    conversation is a conversation of its own id)."""
+    from convgraph.errors import UnknownConversation, UnknownNode
+    from convgraph.model.loading import load_tree, load_tree_of_node
+    from convgraph.sources import opened
+
+    with opened(db_path) as logs:
+        try:
+            return load_tree_of_node(id_, logs), id_
+        except UnknownNode as unknown:
+            try:
+                return load_tree(id_, logs), None
+            except UnknownConversation:
+                raise unknown from None
+
+
+def generate_compare_lines(
+    result: Comparison, tree_id: str | None = None
+) -> Iterator[str]:
+    """The human form of a comparison: a table of the children (or of the
+    roots of tree `tree_id`, at its start), then the similarity of their
+    responses, numbered as in the table."""
     alternatives = result.alternatives
-    yield click.style(
-        f"{counted(len(alternatives), 'alternative')} after {shown(result.node)}",
-        bold=True,
+    where = (
+        f"after {shown(result.node)}"
+        if result.node is not None
+        else f"at the start of {shown(str(tree_id))}"
     )
+    yield click.style(f"{counted(len(alternatives), 'alternative')} {where}", bold=True)
     headers = ["#", "id", "model", "input", "output", "duration", "chars", "subtree"]
     rows = [
         [

@@ -38,8 +38,10 @@ class UnknownConversation(ConvgraphError, KeyError):
 
 
 class UnrelatedNodes(ConvgraphError):
-    """Two nodes that have no common ancestor: they grow from different
-    roots of one conversation, so no fork point joins them."""
+    """Two nodes that have no common ancestor. No longer raised by
+    `convgraph.analysis.branch_diff.diff`: nodes under different roots of
+    one conversation part at its start (docs/design.md#depth-roots-and-branching);
+    kept so that code catching it still imports it."""
 
 
 class DifferentConversations(ConvgraphError):

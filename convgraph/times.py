@@ -32,7 +32,8 @@ _UTC_TAIL = re.compile(r"(?:\.\d*)?(?:Z|[+-]00:?00)?")
 
 def parse_time(value: Any) -> datetime | None:
     """ISO 8601 text as an aware time, UTC where it has no offset; None for a
-    value that is no ISO 8601 text.
+    value that is no ISO 8601 text, or whose moment in UTC lies outside the
+    years Python's datetime holds (1 to 9999).
 
     Examples
     --------
@@ -42,6 +43,8 @@ def parse_time(value: Any) -> datetime | None:
     True
     >>> parse_time("yesterday"), parse_time(None)
     (None, None)
+    >>> parse_time("9999-12-31T23:00:00-05:00") is None  # past year 9999 in UTC
+    True
     """
     if not isinstance(value, str):
         return None
@@ -49,7 +52,16 @@ def parse_time(value: Any) -> datetime | None:
         moment = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        # A moment that is one in its own offset but not in UTC (the last
+        # hours of year 9999 west of Greenwich) would fail every reader that
+        # converts it: it is out of range, as a number column's overflow is.
+        moment.astimezone(UTC)
+    except OverflowError:
+        return None
+    return moment
 
 
 def parse_times(column: pd.Series) -> pd.Series:

@@ -19,6 +19,7 @@ from convgraph.sources.chat_messages import (
     PROMPT,
     STEP,
     Conversation,
+    DistinctIds,
     Message,
     as_dict,
     as_list,
@@ -27,7 +28,6 @@ from convgraph.sources.chat_messages import (
     join_texts,
     latest_message,
     text_to_iso,
-    unique_id,
 )
 
 SOURCE = "claude"
@@ -74,11 +74,11 @@ def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
     own_id = conversation_id(item, position)
     raws = [as_dict(raw) for raw in as_list(item.get("chat_messages"))]
     linked = any("parent_message_uuid" in raw for raw in raws)
-    seen: set[str] = set()
+    seen = DistinctIds()
     messages: list[Message] = []
     previous: str | None = None
     for index, raw in enumerate(raws):
-        message_id = unique_id(raw.get("uuid"), f"{own_id}-{index}", seen)
+        message_id = seen.take(raw.get("uuid"), f"{own_id}-{index}")
         if linked:
             parent = raw.get("parent_message_uuid")
             parent = None if parent == ROOT_SENTINEL or not as_text(parent) else parent

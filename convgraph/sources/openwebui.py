@@ -17,6 +17,7 @@ from convgraph.sources.chat_messages import (
     PROMPT,
     STEP,
     Conversation,
+    DistinctIds,
     Message,
     as_dict,
     as_int,
@@ -26,7 +27,6 @@ from convgraph.sources.chat_messages import (
     epoch_to_iso,
     join_texts,
     latest_message,
-    unique_id,
 )
 
 SOURCE = "openwebui"
@@ -128,11 +128,11 @@ def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
         else:
             current = latest_message(messages)
     else:
-        seen: set[str] = set()
+        seen = DistinctIds()
         previous: str | None = None
         for index, raw in enumerate(as_list(chat.get("messages"))):
             raw = as_dict(raw)
-            message_id = unique_id(raw.get("id"), f"{own_id}-{index}", seen)
+            message_id = seen.take(raw.get("id"), f"{own_id}-{index}")
             messages.append(parse_message(message_id, previous, raw))
             previous = message_id
         current = previous

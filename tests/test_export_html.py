@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convgraph.analysis.branch_diff import UnrelatedNodes, diff
+from convgraph.analysis.branch_diff import diff
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ConvgraphError
 from convgraph.export import FORMATS, ExportError, read_json
@@ -640,9 +640,13 @@ def test_nodes_with_different_roots_have_no_fork_point(example_page):
     result = example_page.page.evaluate(
         "([a, b]) => convgraph.diff(a, b)", [first, second]
     )
-    assert result["fork_point"] is None  # where convgraph.analysis.branch_diff refuses:
-    with pytest.raises(UnrelatedNodes):
-        diff(tree, first, second)
+    # The start, nothing shared: the shape of convgraph.analysis.branch_diff's.
+    assert result["fork_point"] is None
+    expected = diff(tree, first, second).to_dict()
+    same_keys = ["node_a", "node_b", "tree_id", "fork_point", "shared", "a", "b"]
+    assert {key: result[key] for key in same_keys + ["totals"]} == {
+        key: expected[key] for key in same_keys + ["totals"]
+    }
     assert result["shared"] == []
     assert result["a"] == tree_path(tree, first)
     assert result["b"] == tree_path(tree, second)

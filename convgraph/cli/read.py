@@ -161,7 +161,8 @@ def children(node_id: str, db_path: str | None, output_format: str | None) -> No
 @db_option
 @output_options
 def siblings(node_id: str, db_path: str | None, output_format: str | None) -> None:
-    """The other children of NODE_ID's parent: its alternatives."""
+    """NODE_ID's alternatives: the other children of its parent, or for a
+    root the other roots of its conversation (alternatives at its start)."""
     from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)

@@ -136,6 +136,8 @@ def test_tree_json_lists_nodes_in_drawing_order(seed_db):
         ("path", "complex-g", ["complex-root", "complex-e", "complex-g"]),
         ("children", "complex-root", ["complex-b", "complex-e"]),
         ("siblings", "complex-c", ["complex-d"]),
+        # The roots of one conversation are alternatives at its start.
+        ("siblings", "multiple-roots-root2", ["multiple-roots-root1"]),
         ("descendants", "complex-e", ["complex-f", "complex-g"]),
         ("roots", "multiple-roots", ["multiple-roots-root1", "multiple-roots-root2"]),
         ("leaves", "complex", ["complex-c", "complex-d", "complex-f", "complex-g"]),
@@ -361,6 +363,26 @@ def test_llm_fork_database_through_the_cli(llm_fork_db):
         third,
         fork_second,
     ]
+
+
+def test_siblings_of_a_regenerated_first_answer(tmp_path):
+    from tests.chat_exports import chatgpt_branches, write_json
+
+    export = write_json(tmp_path / "conversations.json", [chatgpt_branches()])
+    assert run("siblings", "a1", "--db", export).stdout.splitlines() == ["a1b"]
+    assert run("siblings", "a1b", "--db", export).stdout.splitlines() == ["a1"]
+    assert run("siblings", "a2", "--db", export).stdout.splitlines() == ["a2e"]
+
+
+def test_siblings_of_a_second_start_logged_by_llm(tmp_path):
+    from tests.test_tree import llm_two_starts
+
+    built = llm_two_starts(tmp_path)
+    first, second, again = built["turns"]
+    db = built["path"]
+    assert json.loads(run("siblings", again, "--db", db, "--json").output) == [first]
+    assert json.loads(run("siblings", first, "--db", db, "--json").output) == [again]
+    assert json.loads(run("siblings", second, "--db", db, "--json").output) == []
 
 
 def _query_command():

@@ -274,11 +274,29 @@ def test_open_move_and_switch_siblings(seed_db):
     drive(seed_db, scenario)
 
 
-def test_several_roots_are_separated_and_the_cursor_steps_over_the_gap(seed_db):
+def test_several_roots_are_alternatives_and_brackets_move_between_them(seed_db):
     async def scenario(app, pilot):
         screen = await open_first(app, pilot, "multiple")
-        assert drawn(screen)[3] == ""
+        assert drawn(screen) == [
+            "start: 2 alternatives",
+            "├── prompt multiple-roots-root1",
+            "│   prompt multiple-roots-a",
+            "│   prompt multiple-roots-b",
+            "└── prompt multiple-roots-root2",
+            "    prompt multiple-roots-x",
+            "    prompt multiple-roots-y",
+        ]
+        assert screen.tree.node == "multiple-roots-root1"
         await pilot.press("j", "j", "j")
+        assert screen.tree.node == "multiple-roots-root2"
+        # The start's line holds no node: the cursor stays on the first root.
+        await pilot.press("home", "k")
+        assert screen.tree.node == "multiple-roots-root1"
+        await pilot.press("right_square_bracket")
+        assert screen.tree.node == "multiple-roots-root2"
+        await pilot.press("right_square_bracket")  # wraps round
+        assert screen.tree.node == "multiple-roots-root1"
+        await pilot.press("left_square_bracket")
         assert screen.tree.node == "multiple-roots-root2"
 
     drive(seed_db, scenario)
@@ -666,7 +684,11 @@ def test_a_chat_export_takes_notes_beside_it_but_no_branches(tmp_path):
         await pilot.press("N", *"the best one", "enter", "p")
         await settle(app, pilot)
         assert notes_of(export) == {node: NodeNote("the best one", True)}
-        assert screen.tree.line_text(0).plain.endswith(" ★ ✎")
+        # The haiku was asked three times: the node is the first of three
+        # alternatives at the start, on the line below the start's.
+        row = [n for n, _ in screen.tree.lines()].index(node)
+        assert row == 1
+        assert screen.tree.line_text(row).plain.endswith(" ★ ✎")
 
     drive(export, scenario, writes=True)
     assert file_digest(export) == before

@@ -206,7 +206,8 @@ def test_notes_of_a_chat_export_go_beside_it(tmp_path: Path) -> None:
     # The current node's path stays the active one.
     assert [n for n, on in tree.nodes(data="active") if on] == ["a1b", "a2e"]
     lines = run("tree", "conv-monad", "--db", export).stdout.splitlines()
-    assert "a1  What is a monad? ★ ✎ the monoid answer was better" in lines
+    # a1 and a1b answer the first prompt: alternatives at the start.
+    assert "├── a1  What is a monad? ★ ✎ the monoid answer was better" in lines
     result = run("pairs", "--nl", "--db", export)
     [record] = [json.loads(line) for line in result.stdout.splitlines()]
     assert (record["chosen_id"], record["rejected_id"]) == ("a1", "a1b")

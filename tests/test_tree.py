@@ -355,15 +355,17 @@ def test_render_tree_draws_the_complex_tree(complex_tree):
     )
 
 
-def test_render_draws_chains_in_one_column_and_separates_roots(two_roots):
+def test_render_draws_chains_in_one_column_and_roots_as_alternatives(two_roots):
+    # The roots are alternatives at the start of one conversation: they hang
+    # from the start's line, as the children of a node hang from it.
     assert render_tree(two_roots).splitlines() == [
-        "multiple-roots-root1  prompt multiple-roots-root1",
-        "multiple-roots-a  prompt multiple-roots-a",
-        "multiple-roots-b  prompt multiple-roots-b",
-        "",
-        "multiple-roots-root2  prompt multiple-roots-root2",
-        "multiple-roots-x  prompt multiple-roots-x",
-        "multiple-roots-y  prompt multiple-roots-y",
+        "start: 2 alternatives",
+        "├── multiple-roots-root1  prompt multiple-roots-root1",
+        "│   multiple-roots-a  prompt multiple-roots-a",
+        "│   multiple-roots-b  prompt multiple-roots-b",
+        "└── multiple-roots-root2  prompt multiple-roots-root2",
+        "    multiple-roots-x  prompt multiple-roots-x",
+        "    multiple-roots-y  prompt multiple-roots-y",
     ]
 
 

@@ -1,13 +1,16 @@
 """The browser's conversation tree: `convgraph tree`'s drawing, one line per
 node, as a scrolling widget that renders only the lines on screen.
 
-The lines are `convgraph.present.text_tree.generate_tree_lines`, unchanged: an only
+The lines are `convgraph.present.text_tree.drawing`, unchanged: an only
 child stands in its parent's column, so a 10,000-turn chain is 10,000 short
 lines, and the widget draws the screenful it shows (Textual's line API), not
-a widget per node. A node of the drawing is collapsed by hiding the lines of
-its subtree, which follow it in the drawing's depth-first order, so the
-guides of the lines that stay are the drawing's own. Models are coloured,
-the active path is bold, notes and preferred answers are marked.
+a widget per node. A node's tool calls are the lines under it, and several
+roots hang from the line of the conversation's start, as alternatives; the
+cursor goes from node to node over those lines. A node of the drawing is
+collapsed by hiding the lines of its subtree, which follow it in the
+drawing's depth-first order, so the guides of the lines that stay are the
+drawing's own. Models are coloured, the active path is bold, notes and
+preferred answers are marked.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from convgraph.model import tree as operations
-from convgraph.present.text_tree import generate_tree_lines
+from convgraph.present.text_tree import NODE, START, DrawnLine, drawing
 from convgraph.text import cell_width, terminal_text
 
 if TYPE_CHECKING:
@@ -37,7 +40,8 @@ class TreeView(ScrollView, can_focus=True):
     """One conversation tree, drawn as `convgraph tree` draws it.
 
     `node` is the node under the cursor; `lines()` the lines shown, each a
-    node id (None for the blank line between two roots) and its text.
+    node id (None for a line that draws no node: the start of a tree with
+    several roots, a tool call under its node) and its text.
     """
 
     BINDINGS = [
@@ -77,8 +81,14 @@ class TreeView(ScrollView, can_focus=True):
         self.show_ids = False
         self._drawn: list[tuple[str | None, str]] = []
         self._without_ids: list[tuple[str | None, str]] = []
+        #: Each line's kind (`text_tree.NODE`, `CALL`, `START`), as drawn.
+        self._kinds: list[str] = []
+        #: How many lines a node's subtree takes, and how many nodes it holds.
         self._span: dict[str, int] = {}
+        self._subtree_nodes: dict[str, int] = {}
+        self._roots: list[str] = []
         self._shown: list[tuple[str | None, str]] = []
+        self._shown_kinds: list[str] = []
         self._row: dict[str, int] = {}
         self._colours: dict[str | None, str] = {}
 
@@ -91,19 +101,17 @@ class TreeView(ScrollView, can_focus=True):
         self.collapsed = set()
         if self.mark not in graph:
             self.mark = None
-        self._drawn = []
-        order = [
-            node for root in operations.roots(graph) for node in _preorder(graph, root)
+        lines = list(drawing(graph))
+        self._drawn = [
+            (line.node if line.kind == NODE else None, line.text) for line in lines
         ]
-        nodes = iter(order)
-        for line in generate_tree_lines(graph):
-            # The drawing's lines come in the same depth-first order, with a
-            # blank line between two roots.
-            self._drawn.append((next(nodes) if line else None, line))
+        self._kinds = [line.kind for line in lines]
         self._without_ids = [
             (node, _without_id(node, line)) for node, line in self._drawn
         ]
-        self._span = _subtree_lines(graph, order)
+        order = [node for node, _ in self._drawn if node is not None]
+        self._roots = operations.roots(graph)
+        self._span, self._subtree_nodes = _subtree_extents(graph, order, lines)
         models = dict.fromkeys(graph.nodes[n]["model"] for n in order)
         self._colours = {
             model: MODEL_COLOURS[index % len(MODEL_COLOURS)]
@@ -119,15 +127,18 @@ class TreeView(ScrollView, can_focus=True):
     def _layout(self) -> None:
         drawn = self._drawn if self.show_ids else self._without_ids
         shown = []
+        kinds = []
         index = 0
         while index < len(drawn):
             node, line = drawn[index]
             shown.append((node, line))
+            kinds.append(self._kinds[index])
             if node is not None and node in self.collapsed:
                 index += self._span[node]
             else:
                 index += 1
         self._shown = shown
+        self._shown_kinds = kinds
         self._row = {node: row for row, (node, _) in enumerate(shown) if node}
         # In terminal cells: a prompt in Japanese takes two a character.
         width = max((cell_width(line) for _, line in shown), default=0) + 12
@@ -139,6 +150,10 @@ class TreeView(ScrollView, can_focus=True):
         bold on the active path, with the marks (★ preferred, ✎ note, the
         diff mark, a fold's hidden count) and the cursor's highlight."""
         node, line = self._shown[row]
+        if node is None:
+            # The start's line is the conversation's; a call's line is its
+            # node's, set back.
+            return Text(line, "bold" if self._shown_kinds[row] == START else "dim")
         text = self._styled(node, line)
         if node is not None and node == self.node:
             text.stylize(Style(reverse=True, bold=True))
@@ -173,7 +188,7 @@ class TreeView(ScrollView, can_focus=True):
         if node == self.mark:
             text.append(" ◆ mark", "bold red")
         if node in self.collapsed:
-            text.append(f" ▸ +{self._span[node] - 1}", "dim")
+            text.append(f" ▸ +{self._subtree_nodes[node] - 1}", "dim")
         return text
 
     # -- the cursor ---------------------------------------------------------
@@ -202,10 +217,16 @@ class TreeView(ScrollView, can_focus=True):
             return
         row = self._row[self.node] + rows
         row = max(0, min(row, len(self._shown) - 1))
-        # The blank line between two roots holds no node: step over it.
-        while self._shown[row][0] is None:
-            row += 1 if rows > 0 else -1
-        self.move_to(self._shown[row][0])
+        # A line that draws no node (the start, a tool call) is stepped
+        # over: on the way the key goes, else back towards the cursor.
+        ahead = 1 if rows > 0 else -1
+        for way in (ahead, -ahead):
+            at = row
+            while 0 <= at < len(self._shown) and self._shown[at][0] is None:
+                at += way
+            if 0 <= at < len(self._shown):
+                self.move_to(self._shown[at][0])
+                return
 
     def action_cursor_up(self) -> None:
         self._step(-1)
@@ -232,13 +253,12 @@ class TreeView(ScrollView, can_focus=True):
             self.move_to(below[0] if below else None)
 
     def action_sibling(self, offset: int) -> None:
-        """The previous or next alternative answer (wrapping round)."""
+        """The previous or next alternative (wrapping round): the children
+        of the cursor's parent, or the roots for a root."""
         if self.graph is None or self.node is None:
             return
         above = operations.parent(self.graph, self.node)
-        if above is None:
-            return
-        group = operations.children(self.graph, above)
+        group = self._roots if above is None else operations.children(self.graph, above)
         self.move_to(group[(group.index(self.node) + offset) % len(group)])
 
     def action_ids(self) -> None:
@@ -249,7 +269,7 @@ class TreeView(ScrollView, can_focus=True):
 
     def action_fold(self) -> None:
         """Fold or unfold the subtree below the cursor."""
-        if self.node is None or self._span.get(self.node, 1) <= 1:
+        if self.node is None or self._subtree_nodes.get(self.node, 1) <= 1:
             return
         self.collapsed.symmetric_difference_update({self.node})
         self._layout()
@@ -268,22 +288,20 @@ def _without_id(node: str | None, line: str) -> str:
     return line[:start] + line[start + len(label) :]
 
 
-def _preorder(graph: nx.DiGraph, root: str) -> list[str]:
-    """The drawing's order below `root`: depth first, children in log order,
-    with an explicit stack (as `generate_tree_lines` walks)."""
-    order = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(reversed(list(graph.successors(node))))
-    return order
-
-
-def _subtree_lines(graph: nx.DiGraph, order: list[str]) -> dict[str, int]:
-    """How many lines each node's subtree takes (itself included), from the
-    leaves up in one pass over the reversed drawing order."""
+def _subtree_extents(
+    graph: nx.DiGraph, order: list[str], lines: list[DrawnLine]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """How many lines each node's subtree takes (itself and its calls
+    included), and how many nodes it holds, from the leaves up in one pass
+    over the reversed drawing order."""
+    own = dict.fromkeys(order, 0)
+    for line in lines:
+        if line.node is not None:
+            own[line.node] += 1
     span: dict[str, int] = {}
+    size: dict[str, int] = {}
     for node in reversed(order):
-        span[node] = 1 + sum(span[child] for child in graph.successors(node))
-    return span
+        below = list(graph.successors(node))
+        span[node] = own[node] + sum(span[child] for child in below)
+        size[node] = 1 + sum(size[child] for child in below)
+    return span, size

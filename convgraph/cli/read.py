@@ -47,12 +47,6 @@ def conversations(db_path: str | None, output_format: str | None) -> None:
     print_conversations(table[columns], output_format)
 
 
-def _short_name(name: str, width: int = 40) -> str:
-    from convgraph.text import excerpt
-
-    return excerpt(name, width)
-
-
 @command()
 @click.argument("conversation_ids", nargs=-1)
 @db_option
@@ -89,7 +83,7 @@ def tree(
     import networkx as nx
 
     from convgraph.model import tree as operations
-    from convgraph.present.text_tree import generate_tree_lines
+    from convgraph.present.text_tree import generate_tree_lines, tree_heading
 
     if conversation_ids:
         trees = [
@@ -123,13 +117,18 @@ def tree(
     for index, graph in enumerate(trees):
         if index:
             click.echo()
-        title = graph.graph["tree_id"]
-        if graph.graph.get("name"):
-            title += f"  {_short_name(graph.graph['name'], width)}"
-        click.echo(click.style(terminal_text(title), bold=True))
-        for line in generate_tree_lines(
-            graph, width=width, indent_chains=indent_chains, marks=True, active=active
-        ):
+        # The conversation's line, bold: several roots hang from it as the
+        # alternatives of its start.
+        lines = generate_tree_lines(
+            graph,
+            width=width,
+            indent_chains=indent_chains,
+            marks=True,
+            active=active,
+            heading=tree_heading(graph, width),
+        )
+        click.echo(click.style(next(lines), bold=True))
+        for line in lines:
             click.echo(line)
 
 

@@ -7,20 +7,54 @@ is drawn in its parent's column, so a linear run reads as a list and a
 100,000-turn chain draws in 100,000 short lines (indenting every turn would
 make the drawing quadratic in the depth). `indent_chains=True` indents every
 child, as the original notes' `print_tree` did. The walk keeps its own stack,
-so depth never touches the recursion limit. Ids and prompts are shown through
-`terminal_text`: a stored escape sequence prints as symbols, never as a command
-to the terminal.
+so depth never touches the recursion limit.
+
+A node is one step of the user's (docs/design.md#the-node-contract): the
+tool calls and the code its run made are drawn beneath its line, one
+`↳ name(arguments) → result` line each, cut to the width; reasoning is a
+mark (`∴`) on the node's line. The roots of one tree are alternatives to each
+other (docs/design.md#depth-roots-and-branching), so several roots hang from
+one line for the conversation's start, as the children of a node hang from
+it. Ids, prompts, arguments and results are shown through `terminal_text`: a
+stored escape sequence prints as symbols, never as a command to the
+terminal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from convgraph.text import EXCERPT_WIDTH, excerpt, terminal_text
+from convgraph.parts import (
+    CODE,
+    CODE_OUTPUT,
+    REASONING,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Part,
+)
+from convgraph.text import EXCERPT_WIDTH, cell_width, counted, excerpt, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
+
+#: What a line of the drawing shows: a node, a call of its run, or the start
+#: of a conversation whose roots are alternatives.
+NODE, CALL, START = "node", "call", "start"
+
+#: The mark after a node whose run holds the model's reasoning.
+REASONING_MARK = " ∴"
+
+
+class DrawnLine(NamedTuple):
+    """One line of the drawing: its text, the node it draws (for a call line,
+    the node whose run made the call; None for the start) and its kind
+    (`NODE`, `CALL` or `START`)."""
+
+    text: str
+    node: str | None
+    kind: str
 
 
 def generate_tree_lines(
@@ -30,14 +64,16 @@ def generate_tree_lines(
     indent_chains: bool = False,
     marks: bool = False,
     active: bool = False,
+    heading: str | None = None,
 ) -> Iterator[str]:
-    """Yield the drawing line by line: every root's tree, or `start`'s subtree.
+    """Yield the drawing line by line: every root's tree, or `start`'s subtree
+    (see `drawing` for the lines and their nodes).
 
-    Several roots are separated by an empty line. With `marks` (as `convgraph
-    tree` draws), a node the user marked preferred ends in ` ★`, and a node
-    with a note in ` ✎` and the note's first words; with `active`, the nodes
-    of the active path (the branch last used) end in ` ●`. Both are off by
-    default for callers that mark nodes their own way (the browser).
+    With `marks` (as `convgraph tree` draws), a node the user marked
+    preferred ends in ` ★`, and a node with a note in ` ✎` and the note's
+    first words; with `active`, the nodes of the active path (the branch last
+    used) end in ` ●`. Both are off by default for callers that mark nodes
+    their own way (the browser).
 
     Examples
     --------
@@ -55,35 +91,100 @@ def generate_tree_lines(
         └── b
             ├── c
             └── d
+    >>> print("\\n".join(generate_tree_lines(nx.DiGraph([("r", "a"), ("s", "b")]))))
+    start: 2 alternatives
+    ├── r
+    │   a
+    └── s
+        b
     """
-    starts = (
-        [start] if start is not None else [n for n, d in tree.in_degree() if d == 0]
-    )
-    for number, root in enumerate(starts):
-        if number:
-            yield ""
-        # Each entry: the node, the text before its connector, and how it
-        # hangs from the line above: ROOT, LAST or MIDDLE child, or ONLY
-        # child (drawn in its parent's column unless chains are indented).
-        stack: list[tuple[str, str, str]] = [(root, "", ROOT)]
-        while stack:
-            node, prefix, place = stack.pop()
-            label = _label(tree, node, width)
-            if marks or active:
-                label += _marks(tree.nodes[node], width, marks, active)
-            if place in (ROOT, ONLY):
-                yield prefix + label
-                below_prefix = prefix
-            else:
-                yield prefix + ("└── " if place == LAST else "├── ") + label
-                below_prefix = prefix + ("    " if place == LAST else "│   ")
-            below = list(tree.successors(node))
-            if len(below) == 1 and not indent_chains:
-                stack.append((below[0], below_prefix, ONLY))
-                continue
-            for index in range(len(below) - 1, -1, -1):
-                place = LAST if index == len(below) - 1 else MIDDLE
-                stack.append((below[index], below_prefix, place))
+    for line in drawing(tree, start, width, indent_chains, marks, active, heading):
+        yield line.text
+
+
+def drawing(
+    tree: nx.DiGraph,
+    start: str | None = None,
+    width: int = EXCERPT_WIDTH,
+    indent_chains: bool = False,
+    marks: bool = False,
+    active: bool = False,
+    heading: str | None = None,
+) -> Iterator[DrawnLine]:
+    """The drawing as `DrawnLine`s, in depth-first order, children in log
+    order; the lines of a node's subtree follow its line without a gap.
+
+    `heading` is the conversation's own line (`convgraph tree` gives its id
+    and name): drawn first, with the roots beneath it. Without one, a tree
+    with several roots starts with a line for the start, `start: N
+    alternatives`, and its roots hang from it as a node's alternatives hang
+    from the node; a tree with one root starts with its root.
+
+    Under a node's line, its run's tool calls and code, each a line
+    `↳ name(arguments) → result` (`run_lines`), indented under the node's
+    text; none where `width` is 0.
+
+    Examples
+    --------
+    >>> from convgraph.model.tree import ConversationTree
+    >>> from convgraph.parts import text, tool_call, tool_result
+    >>> parts = [text("user", "Shout tree"), tool_call("shout", {"word": "tree"}, "c1"),
+    ...     tool_result("shout", "TREE", "c1"), text("assistant", "TREE!")]
+    >>> tree = ConversationTree.from_edges([("r", "a")],
+    ...     {"r": {"prompt": "Shout tree", "parts": parts}, "a": {"prompt": "Again"}})
+    >>> for line in drawing(tree):
+    ...     print(line.kind, line.node, line.text)
+    node r r  Shout tree
+    call r   ↳ shout(word="tree") → TREE
+    node a a  Again
+    """
+    if start is not None:
+        starts = [start]
+    else:
+        starts = [node for node, degree in tree.in_degree() if degree == 0]
+    below_start = start is None and len(starts) > 1
+    if heading is not None or below_start:
+        line = (
+            heading
+            if heading is not None
+            else f"start: {counted(len(starts), 'alternative')}"
+        )
+        yield DrawnLine(line, None, START)
+    # Each entry: the node, the text before its connector, and how it hangs
+    # from the line above: ROOT, LAST or MIDDLE child, or ONLY child (drawn
+    # in its parent's column unless chains are indented). Several roots are
+    # the start's children.
+    if below_start:
+        stack = [
+            (root, "", LAST if index == len(starts) - 1 else MIDDLE)
+            for index, root in reversed(list(enumerate(starts)))
+        ]
+    else:
+        stack = [(root, "", ROOT) for root in reversed(starts)]
+    while stack:
+        node, prefix, place = stack.pop()
+        data = tree.nodes[node]
+        label = _label(tree, node, width)
+        if _has_reasoning(data):
+            label += REASONING_MARK
+        if marks or active:
+            label += _marks(data, width, marks, active)
+        if place in (ROOT, ONLY):
+            yield DrawnLine(prefix + label, node, NODE)
+            below_prefix = prefix
+        else:
+            connector = "└── " if place == LAST else "├── "
+            yield DrawnLine(prefix + connector + label, node, NODE)
+            below_prefix = prefix + ("    " if place == LAST else "│   ")
+        for call in run_lines(data, width):
+            yield DrawnLine(below_prefix + "  " + call, node, CALL)
+        below = list(tree.successors(node))
+        if len(below) == 1 and not indent_chains:
+            stack.append((below[0], below_prefix, ONLY))
+            continue
+        for index in range(len(below) - 1, -1, -1):
+            place = LAST if index == len(below) - 1 else MIDDLE
+            stack.append((below[index], below_prefix, place))
 
 
 ROOT, ONLY, LAST, MIDDLE = "root", "only", "last", "middle"
@@ -96,14 +197,151 @@ def render_tree(
     indent_chains: bool = False,
     marks: bool = False,
     active: bool = False,
+    heading: str | None = None,
 ) -> str:
     """The whole drawing as one string (see `generate_tree_lines`)."""
     return "\n".join(
-        generate_tree_lines(tree, start, width, indent_chains, marks, active)
+        generate_tree_lines(tree, start, width, indent_chains, marks, active, heading)
     )
 
 
-def _marks(data: dict, width: int, marks: bool, active: bool) -> str:
+def tree_heading(tree: nx.DiGraph, width: int = EXCERPT_WIDTH) -> str:
+    """The line that names a conversation above its drawing: its tree id and
+    an excerpt of its name, safe for a terminal.
+
+    Examples
+    --------
+    >>> from convgraph.model.tree import ConversationTree
+    >>> tree_heading(ConversationTree(tree_id="c1", name="Trees\\nand forests"))
+    'c1  Trees and forests'
+    """
+    title = str(tree.graph.get("tree_id"))
+    if tree.graph.get("name"):
+        title += f"  {excerpt(tree.graph['name'], width)}"
+    return terminal_text(title)
+
+
+def run_lines(data: Mapping[str, Any], width: int = EXCERPT_WIDTH) -> list[str]:
+    """The lines that show a node's tool calls and code under its line, each
+    `↳ ` and the call or the code, then ` → ` and what came back, together
+    cut to `width` terminal cells (none for a width of 0, or a node without
+    parts). A result is matched to its call by the call's id, else to the
+    first call still waiting for one; an output to the code before it.
+
+    Examples
+    --------
+    >>> from convgraph.parts import code, code_output, tool_call, tool_result
+    >>> parts = [tool_call("shout", {"word": "tree"}, "c1"),
+    ...     tool_result("shout", "TREE", "c1"),
+    ...     code("print(6 * 7)", "python"), code_output("42")]
+    >>> run_lines({"parts": parts})
+    ['↳ shout(word="tree") → TREE', '↳ python: print(6 * 7) → 42']
+    >>> run_lines({"parts": parts}, width=20)
+    ['↳ shout(word="… → TREE', '↳ python: print(… → 42']
+    """
+    parts = data.get("parts")
+    if not parts or width <= 0:
+        return []
+    return [
+        "↳ " + terminal_text(_pair(said, answer, width))
+        for said, answer in _calls_and_answers(parts)
+    ]
+
+
+def _calls_and_answers(parts: list[Part]) -> list[tuple[str, str | None]]:
+    """Each call or piece of code with what came back (None while nothing
+    did), in the order the run made them; a result no call asked for is an
+    entry of its own."""
+    entries: list[list[Any]] = []  # [said, answer, part type, call id]
+    for part in parts:
+        kind = part.get("type")
+        if kind == TOOL_CALL:
+            said = f"{part.get('name') or '?'}({arguments_text(part.get('arguments'))})"
+            entries.append([said, None, TOOL_CALL, part.get("id")])
+        elif kind == CODE:
+            said = f"{part.get('language') or 'code'}: {part.get('text') or ''}"
+            entries.append([said, None, CODE, None])
+        elif kind == TOOL_RESULT:
+            answer = _result_text(part)
+            waiting = [e for e in entries if e[2] == TOOL_CALL and e[1] is None]
+            by_id = [e for e in waiting if part.get("id") and e[3] == part.get("id")]
+            found = by_id or [e for e in waiting if not part.get("id") or not e[3]]
+            if found:
+                found[0][1] = answer
+            else:
+                entries.append([part.get("name") or "?", answer, TOOL_RESULT, None])
+        elif kind == CODE_OUTPUT:
+            waiting = [e for e in entries if e[2] == CODE and e[1] is None]
+            if waiting:
+                waiting[-1][1] = str(part.get("text") or "")
+            else:
+                entries.append(["output", str(part.get("text") or ""), CODE, None])
+    return [(entry[0], entry[1]) for entry in entries]
+
+
+def arguments_text(arguments: Any) -> str:
+    """A tool call's arguments as a call is written: `name=value` for each
+    member of an object (values as JSON), any other value as its JSON; an
+    object given as JSON text reads as the object.
+
+    Examples
+    --------
+    >>> arguments_text({"word": "tree", "times": 2})
+    'word="tree", times=2'
+    >>> arguments_text('{"word": "tree"}'), arguments_text(None), arguments_text([1])
+    ('word="tree"', '', '[1]')
+    """
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return arguments
+        if not isinstance(parsed, dict):
+            return arguments
+        arguments = parsed
+    if arguments is None:
+        return ""
+    if isinstance(arguments, dict):
+        return ", ".join(f"{key}={_json(value)}" for key, value in arguments.items())
+    return _json(arguments)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _result_text(part: Part) -> str:
+    if part.get("error"):
+        return f"error: {part['error']}"
+    output = part.get("output")
+    return output if isinstance(output, str) else _json(output)
+
+
+def _pair(said: str, answer: str | None, width: int) -> str:
+    """`said → answer` on one line in `width` cells, each cut where both do
+    not fit: the shorter kept whole when it takes at most half the room."""
+    if answer is None:
+        return excerpt(said, width)
+    room = max(width - 3, 2)  # " → " takes three cells
+    said_cells = cell_width(excerpt(said, 10**9))
+    answer_cells = cell_width(excerpt(answer, 10**9))
+    if said_cells + answer_cells <= room:
+        said_room, answer_room = said_cells, answer_cells
+    elif said_cells <= room // 2:
+        said_room, answer_room = said_cells, room - said_cells
+    elif answer_cells <= room - room // 2:
+        said_room, answer_room = room - answer_cells, answer_cells
+    else:
+        said_room, answer_room = room // 2, room - room // 2
+    return f"{excerpt(said, said_room)} → {excerpt(answer, answer_room)}"
+
+
+def _has_reasoning(data: Mapping[str, Any]) -> bool:
+    parts = data.get("parts") or ()
+    return any(part.get("type") == REASONING for part in parts)
+
+
+def _marks(data: Mapping[str, Any], width: int, marks: bool, active: bool) -> str:
     """The markers after a node's label: active path, preferred, note."""
     text = ""
     if active and data.get("active"):

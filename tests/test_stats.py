@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from convgraph.analysis.stats import (
@@ -520,6 +520,16 @@ def assert_summary_agrees_with_table(forest: Forest) -> None:
                 assert plain(row[key]) == parse_time(value), key
             elif key != "tree_id":
                 assert plain(row[key]) == value, key
+        # The start counts where the tree has several roots: its roots are
+        # its children (docs/design.md#depth-roots-and-branching).
+        counts = [degree for _, degree in graph.out_degree() if degree > 0]
+        starts = sum(1 for _, degree in graph.in_degree() if degree == 0)
+        counts += [starts] if starts > 1 else []
+        assert row["branch_points"] == sum(count > 1 for count in counts)
+        assert row["branching_factor_max"] == max(counts, default=0)
+        assert row["branching_factor_avg"] == pytest.approx(
+            sum(counts) / len(counts) if counts else 0.0
+        )
         attributes = [graph.nodes[node] for node in graph]
         for column in ("input_tokens", "output_tokens", "duration_ms"):
             assert plain(row[column]) == total([a[column] for a in attributes])
@@ -613,8 +623,25 @@ def random_nodes(draw: st.DrawFn) -> list[dict]:
     return rows
 
 
+#: A forest whose trees start more than once: t0 twice (two chains), t1
+#: three times (roots without links), t2 once; tried on every run.
+SEVERAL_STARTS = [
+    {"id": "n0", "conversation_id": "t0"},
+    {"id": "n1", "conversation_id": "t0", "parent_id": "n0"},
+    {"id": "n2", "conversation_id": "t1"},
+    {"id": "n3", "conversation_id": "t0"},
+    {"id": "n4", "conversation_id": "t0", "parent_id": "n3"},
+    {"id": "n5", "conversation_id": "t1"},
+    {"id": "n6", "conversation_id": "t1"},
+    {"id": "n7", "conversation_id": "t2"},
+    {"id": "n8", "conversation_id": "t2", "parent_id": "n7"},
+    {"id": "n9", "conversation_id": "t2", "parent_id": "n7"},
+]
+
+
 @settings(max_examples=examples(75), deadline=None)
 @given(random_nodes())
+@example(SEVERAL_STARTS)
 def test_summary_and_conversation_table_of_agree(rows: list[dict]) -> None:
     # The one property test of the pair: one tree's graph, the whole table.
     names = {"t0": "first tree", "t2": None}
@@ -661,6 +688,69 @@ def test_tables_agree_with_graph_operations_on_random_databases(
     assert len(forest) == len(rows)
     assert_summary_agrees_with_table(forest)
     assert_tables_agree_with_graphs(forest)
+
+
+# -- the start of a tree with several roots ---------------------------------
+
+
+def test_several_starts_count_as_one_branch_point_each() -> None:
+    table = conversation_table(Forest(nodes_frame(SEVERAL_STARTS), {}))
+    figures = table.set_index("tree_id")[
+        ["roots", "branch_points", "branching_factor_avg", "branching_factor_max"]
+    ]
+    assert figures.to_dict("index") == {
+        # Two chains: n0 and n3 one child each, the start two roots.
+        "t0": {
+            "roots": 2,
+            "branch_points": 1,
+            "branching_factor_avg": 4 / 3,
+            "branching_factor_max": 2,
+        },
+        # Three roots without links: the start alone has children.
+        "t1": {
+            "roots": 3,
+            "branch_points": 1,
+            "branching_factor_avg": 3.0,
+            "branching_factor_max": 3,
+        },
+        # One root: the start is no branch point, n7 (two children) is.
+        "t2": {
+            "roots": 1,
+            "branch_points": 1,
+            "branching_factor_avg": 2.0,
+            "branching_factor_max": 2,
+        },
+    }
+    # Branches start at every root.
+    branches = branch_table(Forest(nodes_frame(SEVERAL_STARTS), {}))
+    assert branches[branches["tree_id"] == "t0"]["root_id"].tolist() == ["n0", "n3"]
+
+
+def test_stats_of_a_regenerated_first_answer(tmp_path: Path) -> None:
+    import json
+
+    from tests.chat_exports import chatgpt_branches, write_json
+
+    export = write_json(tmp_path / "conversations.json", [chatgpt_branches()])
+    (row,) = json.loads(run_stats("--db", str(export), "--json").stdout)
+    figures = ["nodes", "roots", "leaves", "max_depth", "branch_points"]
+    # The start (a1 and a1b) and a1b (a2 and a2e), two alternatives each.
+    assert [row[key] for key in figures] == [4, 2, 3, 1, 2]
+    assert (row["branching_factor_avg"], row["branching_factor_max"]) == (2.0, 2)
+
+
+def test_stats_of_a_second_start_logged_by_llm(tmp_path: Path) -> None:
+    import json
+
+    from tests.test_tree import llm_two_starts
+
+    built = llm_two_starts(tmp_path)
+    (row,) = json.loads(run_stats("--db", str(built["path"]), "--json").stdout)
+    assert row["tree_id"] == built["thread"]
+    figures = ["nodes", "roots", "leaves", "max_depth", "branch_points"]
+    assert [row[key] for key in figures] == [3, 2, 2, 1, 1]
+    # The first turn one child, the start two roots.
+    assert (row["branching_factor_avg"], row["branching_factor_max"]) == (1.5, 2)
 
 
 # -- convgraph stats --------------------------------------------------------

@@ -126,6 +126,19 @@ def test_dask_tables_equal_the_pandas_tables(
         assert list(lazy.columns) == list(computed.columns)
 
 
+def test_the_start_counts_on_dask(
+    client: Client, forests: dict, tmp_path: Path
+) -> None:
+    # Each partition counts a tree's start as the pandas table does: the
+    # seed's multiple-roots tree has one branch point, its two roots.
+    write_parquet(forests["seed"], tmp_path / "dataset", partitions=4)
+    nodes = on_dask.read_nodes(tmp_path / "dataset")
+    table = on_dask.conversation_table(nodes).compute().set_index(TREE)
+    columns = ["roots", "branch_points", "branching_factor_avg", "branching_factor_max"]
+    assert table.loc["multiple-roots", columns].tolist() == [2, 1, 6 / 5, 2]
+    assert table.loc["complex", columns].tolist() == [1, 3, 2.0, 2]
+
+
 def test_read_parquet_as_the_user_calls_it(
     client: Client, forests: dict, tmp_path: Path
 ) -> None:

@@ -44,8 +44,9 @@ def stats(
     """Statistics of every conversation tree, or of the ones named.
 
     One row per tree: nodes, roots, leaves, max_depth, branch_points,
-    branching_factor_avg and _max (over the nodes that have children),
-    first_datetime, last_datetime, models, and the sums of input_tokens,
+    branching_factor_avg and _max (over the nodes that have children; the
+    start counts too, with its roots as its children, where a tree has
+    several roots), first_datetime, last_datetime, models, and the sums of input_tokens,
     output_tokens and duration_ms. A CONVERSATION_ID may be a legacy
     conversation id or any thread id of a message-store tree.
 

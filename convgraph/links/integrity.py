@@ -42,6 +42,18 @@ FORK_CYCLE = "fork-cycle"
 NO_ID = "no-id"
 NO_THREAD = "no-thread"
 DUPLICATE_ID = "duplicate-id"
+#: A chat export's conversation without a prompt or an answer: listed with
+#: 0 nodes (`convgraph.analysis.stats.conversation_table`), and reported.
+EMPTY_CONVERSATION = "empty-conversation"
+#: A chat export's conversation holding message ids an earlier one holds
+#: too (ChatGPT's "Branch in new chat" copies): read with those ids
+#: qualified by the conversation's (`convgraph.sources.chat_exports`), and
+#: reported.
+SHARED_IDS = "shared-ids"
+#: A legacy row an older llm logged without a parent into a migrated file,
+#: whose parent the rule cannot tell (`convgraph.sources.old_writers`): it
+#: stays a root.
+UNPLACED = "unplaced"
 
 
 class ParentWalk:

@@ -21,6 +21,7 @@ import pytest
 
 from convgraph.browse import BrowseApp, count_conversations, list_conversations
 from convgraph.browse.app import DETAILS_DELAY, ConversationScreen
+from convgraph.browse.details import CONTINUED
 from convgraph.browse.listing import SHAPES_COMMAND
 from convgraph.errors import UnknownNode
 from convgraph.sources import open_logs
@@ -41,14 +42,16 @@ async def settle(app: BrowseApp, pilot) -> None:
 
 
 def drive(db: Path, scenario: Scenario, **options: object) -> None:
-    """Run the browser on `db` headless at 80x24 and play `scenario`; the
-    file must be unchanged afterwards unless the scenario writes."""
+    """Run the browser on `db` headless at 80x24 (or `size`) and play
+    `scenario`; the file must be unchanged afterwards unless the scenario
+    writes."""
     before = file_digest(db)
     writes = options.pop("writes", False)
+    size = options.pop("size", (80, 24))
 
     async def main() -> None:
         app = BrowseApp(db, **options)  # type: ignore[arg-type]
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=size) as pilot:  # type: ignore[arg-type]
             await settle(app, pilot)
             await scenario(app, pilot)
 
@@ -74,6 +77,27 @@ async def open_first(app: BrowseApp, pilot, name: str) -> ConversationScreen:
 
 def drawn(screen: ConversationScreen) -> list[str]:
     return [line for _, line in screen.tree.lines()]
+
+
+def pane_strips(screen: ConversationScreen) -> list:
+    """The details pane's body as the screen draws it: one Strip a line."""
+    from textual.geometry import Region
+
+    body = screen.details.query_one("#details-body")
+    return body.render_lines(Region(0, 0, body.size.width, body.size.height))
+
+
+def pane_lines(screen: ConversationScreen) -> list[str]:
+    """The pane's body as drawn, a line of the text shown each: a line too
+    wide for the pane goes on in the lines below marked "↪ ", joined back."""
+    lines: list[str] = []
+    for strip in pane_strips(screen):
+        # A line that goes on filled the pane's width: its end is its own.
+        if strip.text.startswith(CONTINUED) and lines:
+            lines[-1] += strip.text[len(CONTINUED) :]
+        else:
+            lines.append(strip.text)
+    return [line.rstrip() for line in lines]
 
 
 # -- the list ------------------------------------------------------------
@@ -298,6 +322,22 @@ def test_several_roots_are_alternatives_and_brackets_move_between_them(seed_db):
         assert screen.tree.node == "multiple-roots-root1"
         await pilot.press("left_square_bracket")
         assert screen.tree.node == "multiple-roots-root2"
+        # c on a root compares the roots; d across them has the start as
+        # its fork point.
+        await pilot.press("c")
+        assert screen.details.title == "compare the alternatives at the start"
+        assert screen.details.source.split("\n")[-1] == (
+            "Similarity columns: ~1 = multiple-roots-root1, ~2 = multiple-roots-root2"
+        )
+        await pilot.press("m", "end", "d")
+        assert screen.details.title == "diff multiple-roots-root2 → multiple-roots-y"
+        await pilot.press("home", "j", "j", "d")
+        assert screen.details.title == "diff multiple-roots-root2 → multiple-roots-b"
+        assert screen.details.source.split("\n\n")[0] == (
+            "**fork point** the start (they differ from the first turn)  \n"
+            "**a** multiple-roots-root2  \n"
+            "**b** multiple-roots-root1 → multiple-roots-a → multiple-roots-b"
+        )
 
     drive(seed_db, scenario)
 
@@ -377,6 +417,199 @@ def test_compare_shows_the_cursors_siblings(seed_db):
             "| complex-e | echo | 24 | 26 | 3 | 0.83 | 1.00 |",
             "",
             "Similarity columns: ~1 = complex-b, ~2 = complex-e",
+        ]
+
+    drive(seed_db, scenario)
+
+
+HASH_MAPS = "01jb2hashmap0000000000000"
+#: The example's answer that is Python without a fence.
+CODE_ANSWER = "01jb2hm01b000000000000000"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_code_keeps_its_lines_in_the_details_pane(size):
+    """An answer that is code without a fence is not Markdown: the pane
+    shows it as it is, each line whole (a line wider than the pane goes on
+    below it, marked), `__init__` not turned bold."""
+    db = EXAMPLES / "logs.db"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    (code,) = conn.execute(
+        "select response from responses where id = ?", [CODE_ANSWER]
+    ).fetchone()
+    conn.close()
+    assert code.splitlines()[1] == "    def __init__(self, size=8):"
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "hash maps")
+        await pilot.press("j")
+        await rested(pilot)
+        assert screen.tree.node == CODE_ANSWER
+        shown = pane_lines(screen)
+        start = shown.index("Response") + 2
+        assert shown[start : start + len(code.splitlines())] == code.splitlines()
+        assert screen.details.source.endswith("### Response\n\n" + code)
+        styles = [
+            segment.style
+            for strip in pane_strips(screen)
+            for segment in strip
+            if "__init__" in segment.text
+        ]
+        assert styles and not any(style and style.bold for style in styles)
+        if size == (80, 24):  # the pane is narrower than the longest line
+            assert any(
+                strip.text.startswith(CONTINUED) for strip in pane_strips(screen)
+            )
+
+    drive(db, scenario, size=size)
+
+
+def test_markdown_answers_stay_markdown_and_their_code_blocks_code(tmp_path):
+    db = tmp_path / "markdown.db"
+    conn = legacy_database(db)
+    answer = (
+        "Use a `dict`:\n\n```python\nclass HashMap:\n"
+        "    def __init__(self):\n        self.d = {}\n```"
+    )
+    add_response(conn, "md", "markdown", "How?", response=answer)
+    conn.commit()
+    conn.close()
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "markdown")
+        await rested(pilot)
+        shown = pane_lines(screen)
+        # Rich's Markdown: the inline code's backticks go, the fenced
+        # block keeps its lines (inside the block's padding).
+        assert "Use a dict:" in shown
+        code = [line.strip() for line in shown[shown.index("Use a dict:") + 1 :]]
+        assert code[2:5] == [
+            "class HashMap:",
+            "def __init__(self):",
+            "self.d = {}",
+        ]
+
+    drive(db, scenario)
+
+
+def shouting_tree():
+    """A tool chain, a code cell and reasoning, made by hand with the parts'
+    constructors (as readers give them)."""
+    from convgraph.model.tree import ConversationTree
+    from convgraph.parts import (
+        ASSISTANT,
+        USER,
+        code,
+        code_output,
+        reasoning,
+        text,
+        tool_call,
+        tool_result,
+    )
+
+    run_parts = [
+        text(USER, "Shout the word tree"),
+        reasoning("The user wants it loud.\nShout it."),
+        tool_call("shout", {"word": "tree"}, "call-1"),
+        tool_result("shout", "TREE", "call-1"),
+        text(ASSISTANT, "TREE!"),
+    ]
+    cell = [
+        text(USER, "Count"),
+        text(ASSISTANT, "Let me count."),
+        code("print(len('tree'))", "python"),
+        code_output("4"),
+        text(ASSISTANT, "4"),
+    ]
+    return ConversationTree.from_edges(
+        [("run", "count")],
+        {
+            "run": {
+                "prompt": "Shout the word tree",
+                "response": "TREE!",
+                "model": "echo",
+                "parts": run_parts,
+                "tool_calls": 1,
+                "tools": "shout",
+            },
+            "count": {"prompt": "Count", "response": "4", "parts": cell},
+        },
+        tree_id="linear",
+    )
+
+
+def test_a_tool_chain_shows_its_calls_in_the_tree_and_the_details(seed_db):
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "linear")
+        screen.show_tree(shouting_tree())
+        await rested(pilot)
+        assert drawn(screen) == [
+            "Shout the word tree ∴",
+            '  ↳ shout(word="tree") → TREE',
+            "Count",
+            "  ↳ python: print(len('tree')) → 4",
+        ]
+        assert screen.details.source == (
+            "**model** echo  \n**time** ?  \n1 tool call: shout\n\n"
+            "### Prompt\n\n> Shout the word tree\n\n"
+            "### Run\n\n"
+            "▸ *reasoning, 33 characters (e: show)*\n\n"
+            '↳ **shout** called with\n```json\n{\n  "word": "tree"\n}\n```\n\n'
+            "← **shout** gave back\n```text\nTREE\n```\n\n"
+            "### Response\n\nTREE!"
+        )
+        shown = pane_lines(screen)
+        assert '"word": "tree"' in [line.strip() for line in shown]
+        await pilot.press("e")  # the reasoning unfolds, as it is
+        assert "▾ *reasoning (e: fold)*\n\n" in screen.details.source
+        shown = pane_lines(screen)
+        at = shown.index("▾ reasoning (e: fold)")
+        assert shown[at + 2 : at + 4] == ["The user wants it loud.", "Shout it."]
+        # The cursor steps over the call's line to the next node.
+        await pilot.press("j")
+        await rested(pilot)
+        assert screen.tree.node == "count"
+        assert "*said:* Let me count\\.\n\n↳ **code** ran\n```python\n" in (
+            screen.details.source
+        )
+        assert "← **output**\n```text\n4\n```" in screen.details.source
+        await pilot.press("e", "k")
+        assert screen.tree.node == "run"
+
+    drive(seed_db, scenario)
+
+
+def test_stored_text_in_a_run_stays_text(seed_db):
+    """A tool's name, arguments and output hold Markdown, fences and an
+    escape: the pane shows them as characters, inside their own blocks."""
+    from convgraph.model.tree import ConversationTree
+    from convgraph.parts import tool_call, tool_result
+
+    evil = "**bold** [link](javascript:x) \x1b]0;pwned\x07"
+    parts = [
+        tool_call(evil, {"q": "```\n# heading"}, "c1"),
+        tool_result(evil, "````\n# not a heading\n```", "c1"),
+    ]
+    tree = ConversationTree.from_edges(
+        [], {"n": {"prompt": "x", "parts": parts}}, tree_id="linear"
+    )
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "linear")
+        screen.show_tree(tree)
+        await rested(pilot)
+        shown = [line.strip() for line in pane_lines(screen)]
+        words = " ".join(shown)  # the pane wraps the line at its width
+        assert "↳ **bold** [link](javascript:x) ␛]0;pwned␇ called with" in words
+        assert "← **bold** [link](javascript:x) ␛]0;pwned␇ gave back" in words
+        # The output's own fences are lines of its block, not the end of it.
+        at = shown.index("# not a heading")
+        assert shown[at - 1 : at + 2] == ["````", "# not a heading", "```"]
+        assert shown[at + 2 : at + 5] == ["", "", "Response"]
+        assert "\x1b" not in screen.details.source
+        assert drawn(screen) == [
+            "x",
+            "  ↳ **bold** [link](javascript:x) ␛]… → ```` # not a heading ```",
         ]
 
     drive(seed_db, scenario)

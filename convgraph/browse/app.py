@@ -59,12 +59,13 @@ HELP = """\
 |---|---|
 | ↑ ↓ or k j | previous or next line |
 | ← → or h l | parent, first child |
-| `[` `]` | previous or next sibling (the alternative answers) |
+| `[` `]` | previous or next sibling (the alternative answers; a root's are the other roots) |
 | space, enter | fold or unfold the subtree |
 | `i` | show or hide the node ids |
 | `/` then `n` | search prompts and responses; next hit |
 | `m` then `d` | mark a node; diff its branch with the cursor's |
 | `c` | compare the cursor's siblings |
+| `e` | show or fold the model's reasoning in the details |
 | `t` | transcript down to the cursor |
 | `b` | branch: a new prompt after the cursor |
 | `r` | regenerate the cursor's answer |
@@ -159,6 +160,7 @@ class ConversationScreen(Screen[None]):
         Binding("m", "mark", "Mark"),
         Binding("d", "diff", "Diff"),
         Binding("c", "compare", "Compare"),
+        Binding("e", "reasoning", "Reasoning"),
         Binding("question_mark", "help", "Keys"),
         Binding("b", "branch", "Branch"),
         Binding("t", "transcript", "Transcript"),
@@ -360,10 +362,16 @@ class ConversationScreen(Screen[None]):
         if self.graph is None or self.tree.node is None:
             return
         above = operations.parent(self.graph, self.tree.node)
-        if above is None:
+        if above is None and len(operations.roots(self.graph)) < 2:
             self.show_problem("a root has no siblings to compare")
             return
+        # A root's alternatives are the other roots: compare(None) compares them.
         self.show_view(*compare_view(compare(self.graph, above)))
+
+    def action_reasoning(self) -> None:
+        """Unfold the reasoning of the nodes shown, or fold it again."""
+        self.details.reasoning_open = not self.details.reasoning_open
+        self._show_details()
 
     def action_help(self) -> None:
         self.show_view("Keys", HELP)

@@ -1,23 +1,50 @@
 """The browser's details pane: the node under the cursor, or a view of it.
 
-By default the pane shows the node: a header (id, model, tokens, time, note)
-and its prompt, system prompt and response, the response rendered as
-Markdown. The other views (the branch diff, the siblings' comparison, the key
-help, an error or a model's answer) replace it until the cursor moves. Stored
-text passes `terminal_text` line by line first: an escape sequence in a
-prompt shows as symbols instead of driving the terminal.
+By default the pane shows the node: a header (id, model, tokens, time, note),
+its prompt and system prompt, its run (the tool calls with their arguments
+and results, code and its output, attachments, and the model's reasoning,
+folded until `e` opens it: `convgraph.parts`) and its response. A response
+or prompt written in Markdown is rendered as Markdown; text that is not
+(code pasted or answered without a fence, a poem) is shown as it is, since
+Markdown would join its lines and turn `__init__` bold (`markdown_kind`).
+The other views (the branch diff, the siblings' comparison, the key help, an
+error or a model's answer) replace it until the cursor moves. Stored text
+passes `terminal_text` line by line first: an escape sequence in a prompt
+shows as symbols instead of driving the terminal.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterator, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len, chop_cells
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.markdown import Markdown
+from rich.measure import Measurement
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from convgraph.contract import INTEGER_ATTRIBUTES
-from convgraph.text import terminal_text
+from convgraph.parts import (
+    ATTACHMENT,
+    CODE,
+    CODE_OUTPUT,
+    FRAGMENT,
+    REASONING,
+    TEXT,
+    TOOL_CALL,
+    TOOL_RESULT,
+    USER,
+    Part,
+)
+from convgraph.text import counted, excerpt, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -25,11 +52,25 @@ if TYPE_CHECKING:
     from convgraph.analysis.branch_diff import BranchDiff
     from convgraph.analysis.compare import Comparison
 
+#: How a block of the pane is rendered: as Markdown, or as the text it is.
+MARKDOWN, PLAIN = "markdown", "plain"
+
+#: A block of the pane's body: its kind and its text (Markdown source, or
+#: the plain text shown as it is).
+Block = tuple[str, str]
+
+#: The characters of one part's text the pane shows (a tool's output may run
+#: to megabytes); the rest is said in a line.
+PART_TEXT_LIMIT = 20_000
+
 
 class DetailsPane(VerticalScroll):
-    """The header line and the Markdown body of what is shown.
+    """The header line and the body of what is shown: blocks of Markdown
+    and of plain text.
 
-    `title` and `source` hold the plain text of both, as shown.
+    `title` holds the header's plain text, `source` the body's blocks joined
+    by blank lines (Markdown source where a block is Markdown), and
+    `reasoning_open` whether a node's reasoning is unfolded.
     """
 
     DEFAULT_CSS = """
@@ -41,6 +82,7 @@ class DetailsPane(VerticalScroll):
         super().__init__(**kwargs)
         self.title = ""
         self.source = ""
+        self.reasoning_open = False
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="details-title", markup=False)
@@ -49,19 +91,131 @@ class DetailsPane(VerticalScroll):
         # passes made the tree lag.
         yield Static(id="details-body")
 
-    def show(self, title: str, source: str) -> None:
-        """Show a title line and a Markdown body, from the top."""
+    def show(self, title: str, body: str | Sequence[Block]) -> None:
+        """Show a title line and a body (Markdown source, or blocks), from
+        the top."""
+        blocks = [(MARKDOWN, body)] if isinstance(body, str) else list(body)
         self.title = title
-        self.source = source
+        self.source = "\n\n".join(text for _, text in blocks)
         self.query_one("#details-title", Static).update(title)
-        self.query_one("#details-body", Static).update(
-            Markdown(source, code_theme="ansi_dark", hyperlinks=False)
-        )
+        self.query_one("#details-body", Static).update(rendered(blocks))
         self.scroll_home(animate=False)
 
     def show_node(self, graph: nx.DiGraph, node: str) -> None:
         """The node's header and texts."""
-        self.show(*node_view(graph, node))
+        self.show(*node_view(graph, node, self.reasoning_open))
+
+
+def rendered(blocks: Sequence[Block]) -> RenderableType:
+    """The blocks as Rich renders them, a blank line between two: Markdown
+    through Rich's Markdown (code blocks as code), plain text as it is."""
+    shown: list[RenderableType] = []
+    for kind, text in blocks:
+        if shown:
+            shown.append(Text(""))
+        if kind == MARKDOWN:
+            shown.append(Markdown(text, code_theme="ansi_dark", hyperlinks=False))
+        else:
+            shown.append(Lines(text))
+    return Group(*shown)
+
+
+class Lines:
+    """Text shown line by line as it is, as a Rich renderable: a line wider
+    than the pane goes on in the lines below it, each of those marked
+    `CONTINUED`, so that no piece of a long line reads as a line of its own
+    (code keeps its lines and their indentation)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(
+        self, console: Console, options: ConsoleOptions
+    ) -> Iterator[Segment]:
+        width = max(options.max_width, len(CONTINUED) + 1)
+        for line in self.text.split("\n"):
+            first = chop_cells(line, width)[0] if line else ""
+            yield Segment(first)
+            yield Segment.line()
+            rest = line[len(first) :]
+            for piece in chop_cells(rest, width - len(CONTINUED)) if rest else []:
+                yield Segment(CONTINUED, Style(dim=True))
+                yield Segment(piece)
+                yield Segment.line()
+
+    def __rich_measure__(
+        self, console: Console, options: ConsoleOptions
+    ) -> Measurement:
+        widest = max((cell_len(line) for line in self.text.split("\n")), default=0)
+        return Measurement(min(widest, len(CONTINUED) + 1), widest)
+
+
+#: What starts the rest of a line too wide for the pane.
+CONTINUED = "↪ "
+
+
+@cache
+def _parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    # The parser Rich's Markdown uses, with the same extensions.
+    return MarkdownIt().enable("strikethrough").enable("table")
+
+
+#: Block tokens and inline tokens only Markdown has: a text that holds one
+#: was written as Markdown.
+_MARKDOWN_BLOCKS = frozenset(
+    {
+        "heading_open",
+        "fence",
+        "bullet_list_open",
+        "ordered_list_open",
+        "blockquote_open",
+        "table_open",
+    }
+)
+_MARKDOWN_INLINE = frozenset({"code_inline", "link_open", "s_open"})
+
+
+def markdown_kind(text: str) -> str:
+    """Whether `text` shows as Markdown (`MARKDOWN`) or as it is (`PLAIN`).
+
+    Text that holds Markdown of its own (a fenced or inline code span, a
+    heading, a list, a quote, a table, a link, `*emphasis*`) is Markdown.
+    Text without any is shown as it is where Markdown would change it: join
+    its lines (code or a poem without a fence), read `__init__` as bold, drop
+    a backslash or an indented block's spaces; text that reads the same
+    either way (one paragraph, or paragraphs apart) stays Markdown.
+
+    Examples
+    --------
+    >>> markdown_kind("class HashMap:\\n    def __init__(self):\\n        pass")
+    'plain'
+    >>> markdown_kind("Use `dict`:\\n\\n```python\\nd = {}\\n```")
+    'markdown'
+    >>> markdown_kind("answer to prompt complex-b")
+    'markdown'
+    """
+    kind = MARKDOWN
+    for token in _parser().parse(text):
+        if token.type in _MARKDOWN_BLOCKS:
+            return MARKDOWN
+        if token.type == "inline":
+            children = token.children or []
+            for child in children:
+                if child.type in _MARKDOWN_INLINE or (
+                    child.type in ("strong_open", "em_open")
+                    and child.markup.startswith("*")
+                ):
+                    return MARKDOWN
+            said = "".join(child.content for child in children)
+            if any(child.type != "text" for child in children) or (
+                said != token.content
+            ):
+                kind = PLAIN
+        elif token.type not in ("paragraph_open", "paragraph_close"):
+            kind = PLAIN
+    return kind
 
 
 def safe(text: str | None) -> str:
@@ -72,8 +226,11 @@ def safe(text: str | None) -> str:
     return "\n".join(terminal_text(line) for line in text.expandtabs(4).split("\n"))
 
 
-def node_view(graph: nx.DiGraph, node: str) -> tuple[str, str]:
-    """The title and Markdown body that show one node."""
+def node_view(
+    graph: nx.DiGraph, node: str, reasoning_open: bool = False
+) -> tuple[str, list[Block]]:
+    """The title and the body's blocks that show one node: its facts, note,
+    system prompt, prompt, run (`run_blocks`) and response."""
     data = graph.nodes[node]
     usage = ", ".join(
         f"{key.replace('_', ' ')} {data[key]}"
@@ -88,29 +245,168 @@ def node_view(graph: nx.DiGraph, node: str) -> tuple[str, str]:
         facts.append(usage)
     if data.get("preferred"):
         facts.append("★ preferred")
-    body = ["  \n".join(facts)]
+    if data.get("tool_calls"):
+        facts.append(
+            f"{counted(data['tool_calls'], 'tool call')}: {_literal(data.get('tools') or '?')}"
+        )
+    body: list[Block] = [(MARKDOWN, "  \n".join(facts))]
     if data.get("note"):
-        body.append(f"**Note:** {safe(data['note'])}")
+        body.append((MARKDOWN, f"**Note:** {safe(data['note'])}"))
     if data.get("system"):
-        body.append("### System\n\n" + _quoted(data["system"]))
-    body.append("### Prompt\n\n" + _quoted(data.get("prompt")))
-    body.append("### Response\n\n" + (safe(data.get("response")) or "*(none)*"))
-    return terminal_text(node), "\n\n".join(body)
+        body += [(MARKDOWN, "### System"), _quoted(data["system"])]
+    body += [(MARKDOWN, "### Prompt"), _quoted(data.get("prompt"))]
+    run = run_blocks(data.get("parts"), reasoning_open)
+    if run:
+        body += [(MARKDOWN, "### Run"), *run]
+    body.append((MARKDOWN, "### Response"))
+    response = safe(data.get("response"))
+    body.append((markdown_kind(response), response) if response else _NONE)
+    return terminal_text(node), body
 
 
-def _quoted(text: str | None) -> str:
+_NONE: Block = (MARKDOWN, "*(none)*")
+
+
+def _quoted(text: str | None) -> Block:
     """A prompt as a block quote: it reads as the person's words, and its
-    own Markdown does not take over the pane."""
+    own Markdown does not take over the pane; a prompt Markdown would
+    change (pasted code) is shown as it is."""
     if not text:
-        return "*(none)*"
-    return "\n".join("> " + line for line in safe(text).split("\n"))
+        return _NONE
+    shown = safe(text)
+    if markdown_kind(shown) == PLAIN:
+        return PLAIN, shown
+    return MARKDOWN, "\n".join("> " + line for line in shown.split("\n"))
+
+
+def run_blocks(parts: list[Part] | None, reasoning_open: bool = False) -> list[Block]:
+    """The run of a node as the pane shows it, part by part in order: a tool
+    call's name and its arguments as JSON, a result or an error, code and
+    its output (each fenced as code), attachments and fragments in a line,
+    what the model said between two calls in a line, and its reasoning
+    folded to one line unless `reasoning_open`. Nothing for a node that is
+    only its prompt and its response (the user's words are the prompt, the
+    answer's are the response).
+
+    Examples
+    --------
+    >>> from convgraph.parts import tool_call, tool_result
+    >>> for kind, text in run_blocks([tool_call("shout", {"word": "tree"}, "c1"),
+    ...         tool_result("shout", "TREE", "c1")]):
+    ...     print(text)
+    ↳ **shout** called with
+    ```json
+    {
+      "word": "tree"
+    }
+    ```
+    ← **shout** gave back
+    ```text
+    TREE
+    ```
+    """
+    if not parts or all(part.get("type") == TEXT for part in parts):
+        return []
+    blocks: list[Block] = []
+    for index, part in enumerate(parts):
+        kind = part.get("type")
+        name = _literal(part.get("name") or "?")
+        if kind == TEXT and part.get("role") != USER:
+            if any(later.get("type") != TEXT for later in parts[index + 1 :]):
+                # Words between two calls: the answer's own are the response.
+                said = _literal(excerpt(part.get("text"), 100))
+                blocks.append((MARKDOWN, f"*said:* {said}"))
+        elif kind == REASONING:
+            blocks += _reasoning(part, reasoning_open)
+        elif kind == TOOL_CALL:
+            arguments = _fenced(_json(part.get("arguments")), "json")
+            blocks.append((MARKDOWN, f"↳ **{name}** called with\n{arguments}"))
+        elif kind == TOOL_RESULT:
+            if part.get("error"):
+                error = _literal(part["error"])
+                blocks.append((MARKDOWN, f"← **{name}** failed: {error}"))
+            output = part.get("output")
+            if output or not part.get("error"):
+                text = output if isinstance(output, str) else _json(output)
+                blocks.append((MARKDOWN, f"← **{name}** gave back\n{_fenced(text)}"))
+        elif kind == CODE:
+            code = _fenced(part.get("text"), part.get("language"))
+            blocks.append((MARKDOWN, f"↳ **code** ran\n{code}"))
+        elif kind == CODE_OUTPUT:
+            blocks.append((MARKDOWN, f"← **output**\n{_fenced(part.get('text'))}"))
+        elif kind in (ATTACHMENT, FRAGMENT):
+            blocks.append((MARKDOWN, _attached(part)))
+    return blocks
+
+
+def _reasoning(part: Part, opened: bool) -> list[Block]:
+    """The model's reasoning: one folded line, or the line and the text."""
+    thought = str(part.get("text") or "")
+    if part.get("redacted") and not thought:
+        return [(MARKDOWN, "▸ *reasoning, kept back by the provider*")]
+    if not opened:
+        size = counted(len(thought), "character")
+        return [(MARKDOWN, f"▸ *reasoning, {size} (e: show)*")]
+    shown = _cut(thought)
+    if markdown_kind(shown) == PLAIN:
+        return [(MARKDOWN, "▾ *reasoning (e: fold)*"), (PLAIN, shown)]
+    quoted = "\n".join("> " + line for line in shown.split("\n"))
+    return [(MARKDOWN, "▾ *reasoning (e: fold)*\n\n" + quoted)]
+
+
+def _attached(part: Part) -> str:
+    kind = "attachment" if part.get("type") == ATTACHMENT else "fragment"
+    what = part.get("name") or part.get("url") or "?"
+    about = [str(part["mime"])] if part.get("mime") else []
+    if isinstance(part.get("size"), int):
+        about.append(counted(part["size"], "byte"))
+    extra = f" ({', '.join(about)})" if about else ""
+    return f"*{kind}:* {_literal(excerpt(str(what), 100) + extra)}"
+
+
+def _literal(value: object) -> str:
+    """Stored text for a line of Markdown, safe, and read as the characters
+    it holds: every ASCII punctuation character escaped (a tool's name of
+    `**x**` or `[a](b)` is shown, not rendered)."""
+    return _PUNCTUATION.sub(r"\\\g<0>", safe(str(value)))
+
+
+_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def _cut(text: str) -> str:
+    """Stored text made safe, cut to `PART_TEXT_LIMIT` characters."""
+    if len(text) <= PART_TEXT_LIMIT:
+        return safe(text)
+    rest = len(text) - PART_TEXT_LIMIT
+    return safe(text[:PART_TEXT_LIMIT]) + f"\n… {counted(rest, 'more character')}"
+
+
+def _fenced(text: str | None, language: object = None) -> str:
+    """Text as a Markdown code block that nothing in it can end: the fence
+    longer than any run of backticks inside, the language a plain word."""
+    body = _cut(text or "")
+    longest = max((len(run) for run in re.findall("`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    word = re.sub(r"[^\w+#.-]", "", str(language or "").split(" ")[0]) or "text"
+    return f"{fence}{word}\n{body}\n{fence}"
 
 
 def diff_view(result: BranchDiff) -> tuple[str, str]:
     """The title and body that show a branch diff (`convgraph.analysis.branch_diff.diff`)."""
     title = f"diff {result.node_a} → {result.node_b}"
+    fork = result.fork_point or "the start (they differ from the first turn)"
     body = [
-        f"**fork point** {result.fork_point}  \n"
+        f"**fork point** {fork}  \n"
         f"**a** {' → '.join(result.a) or '(the fork point)'}  \n"
         f"**b** {' → '.join(result.b) or '(the fork point)'}"
     ]
@@ -132,7 +428,11 @@ def diff_view(result: BranchDiff) -> tuple[str, str]:
 def compare_view(result: Comparison) -> tuple[str, str]:
     """The title and body that show the alternatives below one node
     (`convgraph.analysis.compare.compare`)."""
-    title = f"compare the answers below {result.node}"
+    title = (
+        "compare the alternatives at the start"
+        if result.node is None
+        else f"compare the answers below {result.node}"
+    )
     if not result.alternatives:
         return terminal_text(title), "*No alternatives: the node has no children.*"
     ids = result.ids

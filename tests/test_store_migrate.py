@@ -387,7 +387,7 @@ def test_rules_dropped_by_a_rebuild_are_reported_and_put_back(tmp_path):
     database.close()
     result = run("check", "--db", db, expect=1)
     assert result.stdout == (
-        "missing-rules: the tree rules are missing (7 of 7 triggers on"
+        "missing-rules: the tree rules are missing (8 of 8 triggers on"
         " responses), so nothing stops a write from breaking the tree:"
         " run `convgraph migrate` to put them back\n"
     )

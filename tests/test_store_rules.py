@@ -403,7 +403,7 @@ def test_log_response_needs_the_migration_for_a_parent(tmp_path, seed_db):
             parent_response_id="linear-c",
         )
     assert str(error.value).startswith(
-        "the database has parent_response_id but not convgraph's rules (7 triggers missing)"
+        "the database has parent_response_id but not convgraph's rules (8 triggers missing)"
     )
 
 

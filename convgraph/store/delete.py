@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from convgraph.errors import DeletionRefused
+from convgraph.store.responses import keep_as_roots
 from convgraph.store.rules import PARENT_COLUMN, rule_message
 from convgraph.store.transaction import (
     connect_read_write,
@@ -193,6 +194,8 @@ def _reparent(
             f"cannot move the children of {node_id}:"
             f" {rule_message(error) or error}; nothing was deleted"
         ) from None
+    if new_parent is None:
+        keep_as_roots(conn, children)  # roots on purpose, not an old llm's rows
 
 
 def _refuse_outside_children(conn: sqlite3.Connection, doomed: list[str]) -> None:

@@ -389,15 +389,20 @@ def _apply(conn: sqlite3.Connection, plan: MigrationPlan) -> None:
     """Make the plan's changes. Each step checks again, under the lock, that
     it is still needed: another writer may have changed the file between."""
 
+    # When this run added the column: from then on a NULL parent may be an
+    # older llm's, which the reader places (convgraph.sources.old_writers).
+    added_at: list[str] = []
+
     def add_column() -> None:
         if PARENT_COLUMN not in response_columns(conn):
             conn.execute(COLUMN_SQL)
+            added_at.append(utc_now())
         if plan.link:
             _create_record_table(conn)
             conn.execute(
                 f"insert or ignore into {RECORD_TABLE} (name, applied_at)"
                 " values (?, ?)",
-                [LINKING_MARK, utc_now()],
+                [LINKING_MARK, added_at[0] if added_at else utc_now()],
             )
 
     def add_index() -> None:
@@ -416,9 +421,17 @@ def _apply(conn: sqlite3.Connection, plan: MigrationPlan) -> None:
         # construction, and checking each one would walk its whole chain.
         install_rules(conn)
         _create_record_table(conn)
+        # The first migration's time stays: a run that puts lost rules back
+        # must not move it past rows an older llm logged meanwhile. It is
+        # when the column was added (by this run, or by the interrupted run
+        # this one finishes), else now.
+        resumed = conn.execute(
+            f"select applied_at from {RECORD_TABLE} where name = ?", [LINKING_MARK]
+        ).fetchone()
+        since = added_at[0] if added_at else resumed[0] if resumed else utc_now()
         conn.execute(
-            f"insert or replace into {RECORD_TABLE} (name, applied_at) values (?, ?)",
-            [MIGRATION_NAME, utc_now()],
+            f"insert or ignore into {RECORD_TABLE} (name, applied_at) values (?, ?)",
+            [MIGRATION_NAME, since],
         )
         conn.execute(f"delete from {RECORD_TABLE} where name = ?", [LINKING_MARK])
 

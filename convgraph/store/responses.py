@@ -12,6 +12,7 @@ message store), `require_llm` imports it or says in one line why it cannot.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import secrets
 import sqlite3
@@ -22,8 +23,10 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from convgraph.errors import ConvgraphError, DatabaseError, RuleViolation
+from convgraph.sources.old_writers import ROOTS_TABLE
 from convgraph.store.rules import (
     PARENT_COLUMN,
+    migration_recorded,
     require_rules,
     response_columns,
     rule_message,
@@ -228,7 +231,34 @@ def _log(
                 f"cannot log response {response_id!r}: that id is taken"
             ) from None
         raise RuleViolation(f"cannot log response {response_id!r}: {error}") from None
+    if parent_response_id is None and PARENT_COLUMN in table_columns:
+        keep_as_roots(conn, [response_id])
     return LoggedNode(response_id, conversation_id)
+
+
+def keep_as_roots(conn: sqlite3.Connection, node_ids: list[str]) -> None:
+    """Make these responses roots on purpose, in the caller's transaction.
+
+    The placing rule (`rules.PLACING_TRIGGER`) gives a response logged
+    without a parent the one logged before it, as an llm older than 0.32
+    meant; convgraph's own roots (a new start of a conversation, a root's
+    prompt asked again, the children of a deleted root) are meant as roots.
+    Their parent is set back to NULL, and in a migrated file they are listed
+    in `_convgraph_roots`, so that the reader, which places such rows where
+    the rule was missing (`convgraph.sources.old_writers`), leaves them be.
+    """
+    ids = json.dumps(list(node_ids))
+    conn.execute(
+        f"update responses set {PARENT_COLUMN} = null"
+        f" where id in (select value from json_each(?)) and {PARENT_COLUMN} is not null",
+        [ids],
+    )
+    if migration_recorded(conn):
+        conn.execute(f"create table if not exists {ROOTS_TABLE} (id TEXT PRIMARY KEY)")
+        conn.execute(
+            f"insert or ignore into {ROOTS_TABLE} (id) select value from json_each(?)",
+            [ids],
+        )
 
 
 def _conversation_name(values: Mapping[str, Any]) -> str:

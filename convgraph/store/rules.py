@@ -9,10 +9,15 @@ parents (roots) stay allowed. A response that children name keeps its id and
 its conversation, cannot be deleted while they name it, and cannot be replaced
 (SQLite's REPLACE would delete it without firing the delete rule). A refused
 write fails with `sqlite3.IntegrityError` and a message starting with
-"convgraph:" (`rule_message` reads it). Here are the triggers, their
-installing (`install_rules`), and the checks that they are in place
-(`rule_problems` for a reader, `require_rules` before a write); convgraph's
-own writes go through `convgraph.store.responses.log_response`.
+"convgraph:" (`rule_message` reads it). One more rule refuses nothing: a
+response logged without a parent by a writer that knows no parent column
+(llm before 0.32, which sent the whole conversation as history) gets the
+response logged before it in its conversation (`PLACING_TRIGGER`), and
+convgraph's own new roots are kept roots (`responses.keep_as_roots`). Here
+are the triggers, their installing (`install_rules`), and the checks that
+they are in place (`rule_problems` for a reader, `require_rules` before a
+write); convgraph's own writes go through
+`convgraph.store.responses.log_response`.
 
 A conversation here is `coalesce(conversation_id, id)`, as the readers see
 it: a response logged outside any conversation is a conversation of its own.
@@ -25,6 +30,7 @@ import sqlite3
 
 from convgraph.errors import NotMigrated
 from convgraph.links.integrity import Problem
+from convgraph.sources.old_writers import MIGRATION_NAME, RECORD_TABLE
 
 #: The parent column `migrate` adds, and its index (parents' children are
 #: looked up by it, in the triggers and by every reader).
@@ -36,9 +42,6 @@ CONVERSATION_INDEX_SQL = (
     f"CREATE INDEX {CONVERSATION_INDEX_NAME} ON responses (conversation_id)"
 )
 
-#: convgraph's own migration log, shaped like llm's but separate from it.
-RECORD_TABLE = "_convgraph_migrations"
-MIGRATION_NAME = "parent_response_id"
 
 #: Every message a trigger raises starts with this, so that a caller can tell
 #: a rule from any other constraint.
@@ -71,6 +74,31 @@ _PARENT_CHECKS = (
   ) IS NOT coalesce(NEW.conversation_id, NEW.id);"""
     + _CYCLE_CHECK
 )
+
+#: The rule for the writers that know no parent column (llm before 0.32,
+#: still logging after the migration): a response logged without a parent
+#: gets the response its llm continued, the one logged just before it in its
+#: conversation (log order: datetime_utc, then id); the first response of a
+#: conversation stays a root (docs/design.md#three-generations-of-llms-database;
+#: the read side's form is `convgraph.sources.old_writers`). It never fails
+#: the writer's insert: it skips a row whose conversation is NULL (a
+#: conversation of its own) and a row that stored links already name as
+#: their parent (only then could a link close a cycle, which the update rule
+#: would refuse; looking for one is an index lookup, not a walk). convgraph's
+#: own roots are set back to NULL in the same transaction
+#: (`convgraph.store.responses.keep_as_roots`). An AFTER trigger sees the
+#: row stored; its UPDATE fires llm's AFTER UPDATE trigger of the search
+#: index, so it must run after llm's AFTER INSERT one has indexed the row:
+#: SQLite runs a table's triggers newest first, and `install_rules` makes
+#: every other trigger on responses newer than this one.
+PLACING_TRIGGER = "convgraph_place_on_insert"
+_PREVIOUS = """SELECT p.id FROM responses p
+    WHERE (p.conversation_id = NEW.conversation_id
+           OR (p.conversation_id IS NULL AND p.id = NEW.conversation_id))
+      AND p.id IS NOT NULL AND p.id IS NOT NEW.id
+      AND (coalesce(p.datetime_utc, ''), p.id)
+          < (coalesce(NEW.datetime_utc, ''), NEW.id)
+    ORDER BY coalesce(p.datetime_utc, '') DESC, p.id DESC LIMIT 1"""
 
 #: The triggers, by name. Their text is compared with sqlite_master's, so a
 #: later convgraph that changes a rule replaces the old trigger on migrate.
@@ -147,6 +175,18 @@ WHEN EXISTS (
 BEGIN
   SELECT RAISE(ABORT, 'convgraph: a response with children cannot be deleted (convgraph delete --reparent or --cascade)');
 END""",
+    PLACING_TRIGGER: f"""CREATE TRIGGER {PLACING_TRIGGER}
+AFTER INSERT ON responses
+WHEN NEW.parent_response_id IS NULL AND NEW.id IS NOT NULL
+  AND NEW.conversation_id IS NOT NULL
+BEGIN
+  UPDATE responses SET parent_response_id = ({_PREVIOUS})
+  WHERE id = NEW.id AND parent_response_id IS NULL
+    AND ({_PREVIOUS}) IS NOT NULL
+    AND NOT EXISTS (
+      SELECT 1 FROM responses WHERE parent_response_id = NEW.id
+    );
+END""",
 }
 
 
@@ -165,9 +205,37 @@ def stored_triggers(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def missing_rules(conn: sqlite3.Connection) -> list[str]:
-    """The names of the triggers that are absent or differ from `TRIGGERS`."""
+    """The names of the triggers that are absent or differ from `TRIGGERS`,
+    and the placing trigger where another trigger on responses would run
+    after it (see `PLACING_TRIGGER`)."""
     stored = stored_triggers(conn)
-    return [name for name, sql in TRIGGERS.items() if stored.get(name) != sql]
+    missing = [name for name, sql in TRIGGERS.items() if stored.get(name) != sql]
+    if PLACING_TRIGGER not in missing and _others_older(conn):
+        missing.append(PLACING_TRIGGER)
+    return missing
+
+
+def _other_triggers(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
+    """The triggers on responses that are not convgraph's (llm's search
+    index, a user's): (schema row, name, SQL), oldest first."""
+    rows = conn.execute(
+        "select rowid, name, sql from sqlite_master where type = 'trigger'"
+        " and tbl_name = 'responses' and name not like 'convgraph\\_%' escape '\\'"
+        " order by rowid"
+    )
+    return [(row[0], row[1], row[2]) for row in rows]
+
+
+def _others_older(conn: sqlite3.Connection) -> bool:
+    """Whether some other trigger on responses is older than the placing
+    trigger, so that SQLite (newest first) would run it after."""
+    row = conn.execute(
+        "select rowid from sqlite_master where type = 'trigger' and name = ?",
+        [PLACING_TRIGGER],
+    ).fetchone()
+    if row is None:
+        return False
+    return any(rowid < row[0] for rowid, _, _ in _other_triggers(conn))
 
 
 #: The `Problem` kind `rule_problems` reports.
@@ -197,6 +265,13 @@ def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
         conn.close()
     if not missing:
         return []
+    if missing == [PLACING_TRIGGER]:
+        message = (
+            "the rule that places responses an llm older than 0.32 logs without"
+            " a parent is missing, so the file leaves them as roots (convgraph"
+            " reads them in place): run `convgraph migrate` to put it back"
+        )
+        return [Problem(MISSING_RULES, None, None, None, message)]  # type: ignore[arg-type]
     message = (
         f"the tree rules are missing ({len(missing)} of {len(TRIGGERS)} triggers"
         " on responses), so nothing stops a write from breaking the tree:"
@@ -229,6 +304,15 @@ def install_rules(conn: sqlite3.Connection) -> list[str]:
             conn.execute(f"DROP TRIGGER {name}")
         conn.execute(TRIGGERS[name])
         created.append(name)
+    if PLACING_TRIGGER in created:
+        # Made anew, word for word and in their order, the other triggers on
+        # responses are newer than the placing one, so SQLite runs them
+        # first: llm's search index has the row before the placing UPDATE
+        # asks its AFTER UPDATE trigger to take it out and put it back.
+        for _, name, sql in _other_triggers(conn):
+            quoted = name.replace('"', '""')
+            conn.execute(f'DROP TRIGGER "{quoted}"')
+            conn.execute(sql)
     return created
 
 

@@ -123,6 +123,8 @@ def read_legacy(
         nodes = sort_log_order(nodes.drop(columns=PARENT_ROWS, errors="ignore"))
     if not logs.legacy.has_parent:
         nodes[PARENT_ROWS] = link_frame_as_chains(nodes)
+    else:
+        _place_old_writers(logs, nodes)
     names = {}
     if logs.legacy.has_conversations:
         named = reader.table(
@@ -132,6 +134,22 @@ def read_legacy(
             zip(named["id"].to_pylist(), named["name"].to_pylist(), strict=True)
         )
     return conform_nodes(nodes), names
+
+
+def _place_old_writers(logs: LogDatabase, nodes: pd.DataFrame) -> None:
+    """Rows an older llm logged into the migrated file without a parent,
+    placed by the row readers' rule (`old_writers.place_frame`), in place;
+    a file with rows it cannot place goes to the row readers, which report
+    them."""
+    from convgraph.sources.old_writers import place_frame, read_placing
+
+    placed, parents, unplaced = place_frame(nodes, read_placing(logs.conn))
+    if unplaced:
+        raise NotColumnar("rows an older llm logged that cannot be placed")
+    if len(placed) and PARENT_ROWS in nodes:
+        rows = nodes[PARENT_ROWS].to_numpy().copy()
+        rows[placed] = parents
+        nodes[PARENT_ROWS] = rows
 
 
 def parents_by_rowid(

@@ -1,0 +1,302 @@
+"""Legacy rows an llm older than 0.32 logged into a migrated file, placed
+where their history ends (docs/design.md#three-generations-of-llms-database).
+
+After `convgraph migrate` adds `responses.parent_response_id`, an llm that
+predates the column (another virtual environment, a pinned install) still
+logs into the file, with `llm -c`: it sends the whole conversation as
+history, every response of it in the order logged, and writes its response
+with a NULL parent. The migration's rule (`convgraph.store.rules`, an AFTER
+INSERT trigger) gives such a row its parent as it is written; this module is
+the same rule on the read side, for the rows written while the rule was
+missing (a file migrated by an older convgraph, or the trigger dropped).
+
+The rule: a legacy row with no stored parent, logged at or after the
+migration (its `datetime_utc` sorts at or after the time the migration
+recorded, in log order's terms), that convgraph did not write as a
+deliberate root (`ROOTS_TABLE` lists those) and that is not the first
+response of its conversation in log order, hangs under the response logged
+just before it in its conversation. A row is left a root and reported
+(`UNPLACED`) where that previous response cannot be the one it continued:
+its id sorts after the row's own, which for llm's ids (ULIDs, made as a
+response is written) means it was written after this row's llm began and
+read its history, as when two `llm -c` ran at once. Rows logged before the
+migration keep what they have: a conversation may start several times.
+
+The rule has two forms side by side, with one property test for the pair
+(tests/test_old_writers.py): `place_records` for one tree's records (plain
+Python, for `LegacyReader.read_conversations`) and `place_frame` for a whole
+table (vectorized, for `LegacyReader.read_all` and the columnar reader).
+`read_placing` reads what both need from the file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from convgraph.links.integrity import UNPLACED, Problem
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+#: convgraph's own migration log, shaped like llm's but apart from it, and
+#: the name its migration is recorded under; `applied_at` is when the parent
+#: column was added, the moment from which a NULL parent may be an old llm's.
+RECORD_TABLE = "_convgraph_migrations"
+MIGRATION_NAME = "parent_response_id"
+
+#: The responses convgraph wrote or made roots on purpose after the
+#: migration (`convgraph.store.responses.keep_as_roots`): a new start of a
+#: conversation, a root's prompt asked again, the children of a deleted root.
+ROOTS_TABLE = "_convgraph_roots"
+
+
+@dataclass(frozen=True)
+class Placing:
+    """What the rule needs from a migrated file: when the migration added
+    the parent column (as stored, ISO 8601 text) and the deliberate roots."""
+
+    migrated_at: str
+    roots: frozenset[str]
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return (
+        conn.execute(
+            "select 1 from sqlite_master where type = 'table' and name = ?", [name]
+        ).fetchone()
+        is not None
+    )
+
+
+def read_placing(
+    conn: sqlite3.Connection, node_ids: Collection[str] | None = None
+) -> Placing | None:
+    """The file's migration time and deliberate roots (only those among
+    `node_ids` when given: a one-tree read asks about its rows alone); None
+    where convgraph's migration is not recorded, or its time is no text:
+    then no row is placed."""
+    if not _has_table(conn, RECORD_TABLE):
+        return None
+    row = conn.execute(
+        f"select applied_at from {RECORD_TABLE} where name = ?", [MIGRATION_NAME]
+    ).fetchone()
+    if row is None or not isinstance(row[0], str):
+        return None
+    roots: frozenset[str] = frozenset()
+    if _has_table(conn, ROOTS_TABLE):
+        query = f"select cast(id as text) from {ROOTS_TABLE}"
+        if node_ids is None:
+            found = conn.execute(query)
+        else:
+            found = conn.execute(
+                query + " where id in (select value from json_each(?))",
+                [json.dumps(list(node_ids))],
+            )
+        roots = frozenset(found_id for (found_id,) in found if found_id is not None)
+    return Placing(row[0], roots)
+
+
+def unplaced_problem(node_id: str, previous: str, conversation_id: str) -> Problem:
+    """The `Problem` of a row the rule cannot place (see the module)."""
+    return Problem(
+        UNPLACED,
+        node_id,
+        None,
+        conversation_id,
+        f"{node_id} was logged after the migration without a parent by an llm"
+        f" older than 0.32, but {previous}, logged before it, was written after"
+        f" it began (its id sorts later): which response it continued cannot"
+        f" be told, so it is read as a root",
+    )
+
+
+# -- the rule, per tree and per table --------------------------------------------
+
+
+def place_records(
+    records: list[dict[str, Any]], placing: Placing | None
+) -> list[Problem]:
+    """Give one tree's legacy rows logged by an older llm after the migration
+    their parent (in place), and report those it cannot place.
+
+    `records` are the tree's legacy rows in log order, with `id`,
+    `conversation_id`, `parent_id` (as stored) and `datetime_utc`.
+
+    Examples
+    --------
+    >>> rows = [{"id": "a", "conversation_id": "c", "parent_id": None,
+    ...          "datetime_utc": "2025-01-01T10:00:00"},
+    ...         {"id": "b", "conversation_id": "c", "parent_id": None,
+    ...          "datetime_utc": "2025-01-02T10:00:00"}]
+    >>> place_records(rows, Placing("2025-01-01T12:00:00+00:00", frozenset()))
+    []
+    >>> [row["parent_id"] for row in rows]
+    [None, 'a']
+    """
+    if placing is None:
+        return []
+    problems = []
+    previous: dict[Any, str] = {}
+    for record in records:
+        node, conversation = record["id"], record["conversation_id"]
+        before = previous.get(conversation)
+        previous[conversation] = node
+        if (
+            before is None
+            or record["parent_id"] is not None
+            or (record["datetime_utc"] or "") < placing.migrated_at
+            or node in placing.roots
+        ):
+            continue
+        if before > node:
+            problems.append(unplaced_problem(node, before, conversation))
+        else:
+            record["parent_id"] = before
+    return problems
+
+
+def place_frame(
+    nodes: pd.DataFrame,
+    placing: Placing | None,
+    leave_out: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[Problem]]:
+    """`place_records` for a whole table of legacy rows, in any order: the
+    rows it places, their parents' rows, and the problems (in log order).
+    `parent_id` is set in place. Only the conversations of rows it may
+    place are sorted; `leave_out`, given their ids, marks those that are no
+    node (read from the turns instead), which are never anyone's previous.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> nodes = pd.DataFrame({"id": ["b", "a"], "conversation_id": "c",
+    ...     "parent_id": None, "datetime_utc": ["2025-01-02", "2025-01-01"]})
+    >>> rows, parents, problems = place_frame(nodes, Placing("2025", frozenset()))
+    >>> rows.tolist(), parents.tolist(), nodes["parent_id"].tolist()
+    ([0], [1], ['a', None])
+    """
+    import numpy as np
+    import pandas as pd
+
+    none = np.empty(0, dtype=np.int64)
+    if placing is None or not len(nodes):
+        return none, none, []
+    keys = nodes["datetime_utc"].to_numpy(dtype=object)
+    keys = np.where(pd.isna(keys), "", keys)
+    candidates = nodes["parent_id"].isna().to_numpy(dtype=bool).copy()
+    if candidates.any():
+        candidates[candidates] = keys[candidates] >= placing.migrated_at
+    if candidates.any() and placing.roots:
+        candidates &= ~nodes["id"].isin(placing.roots).to_numpy()
+    if not candidates.any():
+        return none, none, []
+    ids = nodes["id"].to_numpy(dtype=object)
+    conversations = nodes["conversation_id"]
+    wanted = conversations.isin(conversations[candidates].unique()).to_numpy()
+    rows = np.flatnonzero(wanted)
+    if leave_out is not None:
+        rows = rows[~leave_out(ids[rows])]
+    group = pd.DataFrame(
+        {
+            "conversation": pd.factorize(conversations.to_numpy()[rows])[0],
+            "key": keys[rows],
+            "id": ids[rows],
+            "row": rows,
+        }
+    ).sort_values(["key", "id"], kind="stable")
+    group["previous"] = group.groupby("conversation", sort=False)["row"].shift(
+        1, fill_value=-1
+    )
+    group = group[candidates[group["row"].to_numpy()] & (group["previous"] >= 0)]
+    placed_rows = group["row"].to_numpy(dtype=np.int64)
+    previous_rows = group["previous"].to_numpy(dtype=np.int64)
+    ambiguous = ids[previous_rows] > ids[placed_rows]
+    conversation_ids = conversations.to_numpy()
+    problems = [
+        unplaced_problem(ids[row], ids[before], conversation_ids[row])
+        for row, before in zip(
+            placed_rows[ambiguous].tolist(),
+            previous_rows[ambiguous].tolist(),
+            strict=True,
+        )
+    ]
+    placed_rows, previous_rows = placed_rows[~ambiguous], previous_rows[~ambiguous]
+    if len(placed_rows):
+        parent_ids = nodes["parent_id"].to_numpy(dtype=object).copy()
+        parent_ids[placed_rows] = ids[previous_rows]
+        nodes["parent_id"] = parent_ids
+    return placed_rows, previous_rows, problems
+
+
+# -- the rule on an open file -------------------------------------------------------
+
+
+def place_tree(
+    conn: sqlite3.Connection, records: list[dict[str, Any]]
+) -> list[Problem]:
+    """`place_records` on one tree's legacy records read from `conn`."""
+    roots = [record["id"] for record in records if record["parent_id"] is None]
+    return place_records(records, read_placing(conn, roots) if roots else None)
+
+
+def place_table(
+    conn: sqlite3.Connection, nodes: pd.DataFrame, skip_ids_in_turns: bool = False
+) -> list[Problem]:
+    """`place_frame` on the whole legacy table read from `conn` (ids also in
+    the turns are left out when `skip_ids_in_turns`, as the reader does)."""
+    import numpy as np
+
+    def in_turns(ids: np.ndarray) -> np.ndarray:
+        found = {
+            row[0]
+            for row in conn.execute(
+                "select value from json_each(?) where value in (select id from turns)",
+                [json.dumps(ids.tolist())],
+            )
+        }
+        return np.fromiter((node in found for node in ids), dtype=bool, count=len(ids))
+
+    leave_out = in_turns if skip_ids_in_turns else None
+    return place_frame(nodes, read_placing(conn), leave_out)[2]
+
+
+# -- walking up stored links --------------------------------------------------------
+
+
+#: The parent `hide_placeable_roots` gives a root the rule may place: an id
+#: no response has, so a walk up the stored links stops short of a root.
+MAY_BE_PLACED = "\x00may be placed"
+
+
+def hide_placeable_roots(
+    conn: sqlite3.Connection, links: dict[str, tuple[str | None, str]]
+) -> dict[str, tuple[str | None, str]]:
+    """Stored links (id -> (parent, conversation)) with `MAY_BE_PLACED` as
+    the parent of each root the rule may place, so that a walk up the
+    stored links alone (`LogDatabase.path_by_links`) leaves the answer to
+    the whole tree's read. Only the roots' times are read."""
+    roots = [node for node, (parent, _) in links.items() if parent is None]
+    if not roots:
+        return links
+    placing = read_placing(conn, roots)
+    if placing is None:
+        return links
+    rows = conn.execute(
+        "select cast(id as text), coalesce(cast(datetime_utc as text), '')"
+        " from responses where id in (select value from json_each(?))",
+        [json.dumps(roots)],
+    )
+    placeable = {
+        node
+        for node, key in rows
+        if key >= placing.migrated_at and node not in placing.roots
+    }
+    return {
+        node: (MAY_BE_PLACED if node in placeable else parent, conversation)
+        for node, (parent, conversation) in links.items()
+    }

@@ -25,6 +25,8 @@ from convgraph.contract import (
     TOOL_CALLS,
     TOOLS,
 )
+from convgraph.links.integrity import Problem
+from convgraph.sources import old_writers
 from convgraph.sources.snapshot import Snapshot
 from convgraph.sources.tables import as_integer, as_text
 
@@ -59,6 +61,9 @@ class LegacyReader:
         # In an upgraded database a record in both tables is read from turns.
         self.skip_ids_in_turns = False
         self._columns = columns
+        #: The rows an older llm logged into a migrated file that the last
+        #: read could not place (`old_writers`).
+        self.unplaced: list[Problem] = []
 
     def _column(self, name: str) -> str:
         """A column of `responses` in the contract's type (see
@@ -176,6 +181,8 @@ class LegacyReader:
             record.update(PLAIN_RUN)
         if not self.has_parent:
             link_as_chains(records)
+        else:
+            self.unplaced = old_writers.place_tree(self.conn, records)
         names = self._names(conversation_ids)
         name = names.get(tree_id) or next(iter(names.values()), None)
         return records, name
@@ -201,7 +208,8 @@ class LegacyReader:
             """,
             {"node": node_id},
         )
-        return {row[0]: (row[1], row[2]) for row in rows}
+        links = {row[0]: (row[1], row[2]) for row in rows}
+        return old_writers.hide_placeable_roots(self.conn, links)
 
     def conversation_of_ids(self, node_ids: list[str]) -> dict[str, str]:
         """Which conversation each of these responses is in (for integrity)."""
@@ -257,6 +265,10 @@ class LegacyReader:
             nodes[name] = values
         nodes["source"] = pd.Categorical([SOURCE] * len(nodes))
         nodes["_continues"] = False
+        if self.has_parent:
+            self.unplaced = old_writers.place_table(
+                self.conn, nodes, self.skip_ids_in_turns
+            )
         return nodes, self._names(snapshot=snapshot)
 
     def tables(self) -> list[str]:

@@ -176,8 +176,10 @@ class LogDatabase(Source):
         records, duplicates = first_of_each_id(records)
         if self.legacy is not None:
             join_generations(records, linked=self.legacy.has_parent)
-        self.record_problems = duplicates
-        return TreeRecords(tree_id, name, records, problems + duplicates)
+        # Legacy rows an older llm logged that the reader could not place.
+        unplaced = self.legacy.unplaced if self.legacy is not None else []
+        self.record_problems = duplicates + unplaced
+        return TreeRecords(tree_id, name, records, problems + self.record_problems)
 
     def fork_problems(self) -> list[Problem]:
         """The cycles of forks among the message store's threads (a thread
@@ -292,6 +294,8 @@ class LogDatabase(Source):
         )
         nodes, duplicates = first_of_each_id_frame(nodes)
         self.record_problems += duplicates
+        if self.legacy is not None:
+            self.record_problems += self.legacy.unplaced
         if self.legacy is not None and not self.legacy.has_parent:
             legacy.link_frame_as_chains(nodes)
         if self.legacy is not None and self.store is not None:

@@ -1,0 +1,285 @@
+"""Stored text placed into a Markdown document without changing its
+structure: the one rule every Markdown writer of convgraph follows (the
+transcript, `export --format markdown`).
+
+A prompt, an answer, a tool's output or a conversation's name is whatever
+someone stored: it may hold `## 2. User` to forge a turn, open a code fence
+and never close it (swallowing every turn after it), or carry `<script>` and
+`<img onerror=...>` into a file that viewers render as HTML. The rule
+(docs/design.md#the-node-contract, "never lets stored text change the
+structure of the document it writes"):
+
+- **Text shown as Markdown** (`markdown_block`) keeps its Markdown (lists,
+  emphasis, links, code blocks) only where it is tame: every code fence it
+  opens it closes (a fence is paired when its closing line is the first line
+  that could close it, at the opener's own indentation, with nothing less
+  indented between them), no other line starts a fence, it holds no `<` that
+  could open HTML (a tag, a comment, a declaration, an autolink) outside its
+  shallow fences, no link to a `javascript:`, `vbscript:`, `data:` or `file:`
+  address (entities and escapes decoded first), and no link reference
+  definition. A line that could be a heading (a `#` after nothing but
+  indentation, quote and list markers) or a setext underline (`===`,
+  `---`) gets a backslash before that character: it reads as written, never
+  as a heading. Any other text is shown verbatim in a code fence.
+- **Text shown verbatim** (`fenced`): in a fence of backticks longer than any
+  run of backticks inside it, so no line of it can close the fence; code,
+  tool arguments and outputs are always shown so.
+- **Text inside a line** (`inline_text`: a name, a model, a note; and
+  `inline_code`: an id) is one line, with every character that Markdown
+  could read as markup escaped, or in a code span longer than any run of
+  backticks inside it.
+
+Lines are cut where Markdown cuts them (`\\r\\n`, `\\r`, `\\n`), so a carriage
+return cannot end a line that the writer thought it was still quoting.
+Callers put a blank line before and after every block. Everything here is a
+few passes over the text: linear in its length.
+
+Examples
+--------
+>>> markdown_block("## 2. User\\nforged")
+['\\\\## 2. User', 'forged']
+>>> markdown_block("```\\nnever closed")
+['````', '```', 'never closed', '````']
+>>> fenced("x = 1", "python")
+['```python', 'x = 1', '```']
+>>> inline_text("<b>Trees</b> & *forests*")
+'\\\\<b\\\\>Trees\\\\</b\\\\> \\\\& \\\\*forests\\\\*'
+>>> inline_code("a`b")
+'``a`b``'
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+#: Where Markdown (CommonMark) ends a line.
+LINE_END = re.compile(r"\r\n?|\n")
+
+#: A line that opens a code fence, with only indentation before it: a run of
+#: three or more backticks (whose info string holds no backtick) or tildes.
+_OPENER = re.compile(r"[ \t]*(?:(`{3,})([^`]*)|(~{3,})(.*))")
+
+#: The characters that may come before a block's own start on a line: the
+#: indentation, quote markers and list markers ("-", "+", "*", "1.", "1)").
+_MARKERS = r"[ \t>*+\-0-9.)]*"
+
+#: A fence anywhere but at the start of a line after its indentation (after a
+#: quote or list marker): the text is not tame.
+_STRAY_FENCE = re.compile(_MARKERS + r"(?:```|~~~)")
+
+#: The `#` that could start a heading.
+_HEADING = re.compile(f"({_MARKERS})#")
+
+#: A line that could be a setext underline (or a thematic break under a
+#: paragraph): only markers, `=` and `-`.
+_UNDERLINE = re.compile(r"[ \t>*+\-0-9.)=]*[=\-][ \t>*+\-0-9.)=]*")
+
+#: What could open HTML: a tag or closing tag, a comment, a declaration,
+#: CDATA, a processing instruction, or an autolink (`<scheme:...>`).
+_HTML = re.compile(r"<[A-Za-z/!?]")
+
+#: A link to an address that runs code when followed, in text decoded as a
+#: renderer decodes a link's destination (entities, escapes, no whitespace).
+_SCRIPT_LINK = re.compile(r"\]\(<?(?:javascript|vbscript|data|file):")
+
+#: Characters a renderer drops or ignores inside a link's address.
+_IGNORED = re.compile(r"[\x00-\x20\x7f-\x9f\\]")
+
+#: Characters escaped in a line of text (`inline_text`): every one that can
+#: start or end inline markup, or a heading's closing sequence.
+_INLINE_MARKUP = re.compile(r"([\\`*_\[\]<>&#~|!()$])")
+
+_RUN_OF_BACKTICKS = re.compile(r"`+")
+
+
+def markdown_lines(text: str) -> list[str]:
+    """`text` cut into lines where Markdown cuts them, without the line ends
+    that close it.
+
+    Examples
+    --------
+    >>> markdown_lines("a\\r\\nb\\rc\\n")
+    ['a', 'b', 'c']
+    """
+    return LINE_END.split(text.rstrip("\r\n"))
+
+
+def markdown_block(text: str) -> list[str]:
+    """Stored text as lines of Markdown that cannot change the structure of
+    the document around them: the text's own Markdown where it is tame (its
+    possible headings escaped), else the text verbatim in a fence (see the
+    module's rule). Put a blank line before and after it.
+
+    Examples
+    --------
+    >>> markdown_block("A **tree**:\\n\\n- root\\n- leaves")
+    ['A **tree**:', '', '- root', '- leaves']
+    >>> markdown_block("Run <script>alert(1)</script>")
+    ['```', 'Run <script>alert(1)</script>', '```']
+    """
+    lines = markdown_lines(text)
+    tame = _tame(lines)
+    return tame if tame is not None else _fence(lines, "")
+
+
+def fenced(text: str, info: str | None = None) -> list[str]:
+    """`text` verbatim in a code fence of backticks longer than any run of
+    backticks inside it, with `info` (a language: kept only if it is one
+    word of letters, digits and `+#.-_`) after the opening fence.
+
+    Examples
+    --------
+    >>> fenced("print('```')")
+    ['````', "print('```')", '````']
+    """
+    return _fence(markdown_lines(text), _info(info))
+
+
+def inline_text(text: object) -> str:
+    """`text` as one line of Markdown that shows it as written: white space
+    runs as one space, every character that could be markup escaped.
+
+    Examples
+    --------
+    >>> inline_text("gpt-4o  [preview]\\n# one")
+    'gpt-4o \\\\[preview\\\\] \\\\# one'
+    """
+    return _INLINE_MARKUP.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def inline_code(text: object) -> str:
+    """`text` as a code span on one line: backticks around it longer than
+    any run inside it, line ends shown as the symbols ␍ and ␊.
+
+    Examples
+    --------
+    >>> inline_code("complex-g"), inline_code("`x`")
+    ('`complex-g`', '`` `x` ``')
+    """
+    value = str(text).replace("\r", "\u240d").replace("\n", "\u240a")
+    fence = "`" * (_longest_run(value) + 1)
+    if value.startswith(("`", " ")) or value.endswith(("`", " ")) or not value:
+        value = f" {value} "
+    return f"{fence}{value}{fence}"
+
+
+def cut(text: str, limit: int) -> tuple[str, str | None]:
+    """The first `limit` characters of `text`, and a line saying how much was
+    left out (None where nothing was).
+
+    Examples
+    --------
+    >>> cut("abcdef", 4)
+    ('abcd', '*… cut: the first 4 of 6 characters shown*')
+    >>> cut("abc", 4)
+    ('abc', None)
+    """
+    if len(text) <= limit:
+        return text, None
+    return text[
+        :limit
+    ], f"*… cut: the first {limit:,} of {len(text):,} characters shown*"
+
+
+# -- the rule ------------------------------------------------------------------
+
+
+def _tame(lines: list[str]) -> list[str] | None:
+    """The lines with their possible headings escaped, or None where the
+    text is not tame (the module's rule)."""
+    shown: list[str] = []
+    # The text in which HTML and links could be read: all of it but the
+    # inside of fences indented less than four columns, which are code
+    # whatever holds them (deeper fences may be an indented code block or
+    # a paragraph's continuation instead, depending on the lists around).
+    checked: list[str] = []
+    index, count = 0, len(lines)
+    while index < count:
+        line = lines[index]
+        opener = _OPENER.fullmatch(line)
+        if opener is not None:
+            end = _closing(lines, index, opener)
+            if end is None:
+                return None
+            if _indent(line) >= 4:
+                checked.extend(lines[index : end + 1])
+            shown.extend(lines[index : end + 1])
+            index = end + 1
+            continue
+        if _STRAY_FENCE.match(line) or "]:" in line:
+            return None
+        checked.append(line)
+        shown.append(_escaped(line))
+        index += 1
+    text = "\n".join(checked)
+    if _HTML.search(text):
+        return None
+    if "](" in text:
+        address = _IGNORED.sub("", html.unescape(text)).lower()
+        if _SCRIPT_LINK.search(address):
+            return None
+    return shown
+
+
+def _closing(lines: list[str], start: int, opener: re.Match[str]) -> int | None:
+    """The index of the line that closes the fence opened at `start`: the
+    first line after it that could close it, which must be indented as the
+    opener is, with no line less indented between them; None otherwise."""
+    run = opener.group(1) or opener.group(3)
+    closer = re.compile(f"[ \\t]*{re.escape(run[0])}{{{len(run)},}}[ \\t]*")
+    depth = _indent(lines[start])
+    for index in range(start + 1, len(lines)):
+        line = lines[index]
+        if closer.fullmatch(line):
+            return index if _indent(line) == depth else None
+        if line.strip(" \t") and _indent(line) < depth:
+            return None
+    return None
+
+
+def _escaped(line: str) -> str:
+    """A line outside fences with a backslash before what could make it a
+    heading: its first `#` after markers, or the first `=` or `-` of a line
+    of nothing else (an underline)."""
+    heading = _HEADING.match(line)
+    if heading is not None:
+        at = heading.end(1)
+        return line[:at] + "\\" + line[at:]
+    if _UNDERLINE.fullmatch(line):
+        at = min(line.find(mark) for mark in "=-" if mark in line)
+        return line[:at] + "\\" + line[at:]
+    return line
+
+
+def _indent(line: str) -> int:
+    """The columns of a line's indentation (a tab to the next multiple of
+    four, as CommonMark counts it)."""
+    width = 0
+    for character in line:
+        if character == " ":
+            width += 1
+        elif character == "\t":
+            width += 4 - width % 4
+        else:
+            break
+    return width
+
+
+def _longest_run(text: str) -> int:
+    return max((len(run) for run in _RUN_OF_BACKTICKS.findall(text)), default=0)
+
+
+def _fence(lines: list[str], info: str) -> list[str]:
+    fence = "`" * max(3, _longest_run("\n".join(lines)) + 1)
+    return [fence + info, *lines, fence]
+
+
+_INFO = re.compile(r"[A-Za-z0-9_+#.\-]+")
+
+
+def _info(info: str | None) -> str:
+    """A fence's info string: a language name, or nothing."""
+    if info and _INFO.fullmatch(info):
+        return info
+    return ""

@@ -1,6 +1,11 @@
 """Commands that take branches out of their tree: `transcript` prints one
 path as Markdown or chat messages, `pairs` the preference pairs of the
 alternative answers (TRL's conversational format).
+
+The Markdown is text for a person, printed as every other human output is:
+a stored escape sequence (a window title, the clipboard) shows as symbols,
+never reaches the terminal raw. `convgraph export --format markdown -o FILE`
+writes the same document with the text exact.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import click
 
 from convgraph.cli.options import command, db_option, output_options
 from convgraph.cli.output import echo_json, echo_records, json_text
-from convgraph.text import excerpt
+from convgraph.text import excerpt, terminal_text
 
 
 @command()
@@ -41,7 +46,14 @@ def transcript(node_id: str, format_name: str, db_path: str | None) -> None:
     if format_name.lower() == "json":
         echo_json(found.messages())
     else:
-        click.echo(found.markdown(), nl=False)
+        click.echo(terminal_lines(found.markdown()), nl=False)
+
+
+def terminal_lines(text: str) -> str:
+    """Lines for a person: every control character of the stored text shown
+    as a symbol (`terminal_text`), line by line, tabs as the spaces a
+    terminal would show, so code keeps its indentation."""
+    return "\n".join(terminal_text(line.expandtabs(8)) for line in text.split("\n"))
 
 
 @command()
@@ -54,11 +66,17 @@ def transcript(node_id: str, format_name: str, db_path: str | None) -> None:
     help="The chosen answer: the one marked preferred, else the one on the"
     " active path (notes); or only the active path's (active)",
 )
+@click.option(
+    "--reasoning",
+    is_flag=True,
+    help="Keep the model's reasoning in the answers (reasoning_content)",
+)
 @db_option
 @output_options
 def pairs(
     conversation_ids: tuple[str, ...],
     prefer: str,
+    reasoning: bool,
     db_path: str | None,
     output_format: str | None,
 ) -> None:
@@ -66,7 +84,8 @@ def pairs(
     conversation when no id is given.
 
     One record per chosen/rejected pair: prompt (the messages up to the
-    prompt), chosen and rejected (one assistant message each),
+    prompt), chosen and rejected (the messages of each answer's run: one
+    assistant message, or its tool calls and their results too),
     conversation_id, chosen_id, rejected_id. --nl writes the JSONL that
     TRL's DPO trainer reads; --csv and --tsv give the message lists as JSON.
 
@@ -77,7 +96,8 @@ def pairs(
     from convgraph.export.training import pairs as find_pairs
     from convgraph.model.loading import load_trees
 
-    records = list(find_pairs(load_trees(conversation_ids, db_path), prefer.lower()))
+    trees = load_trees(conversation_ids, db_path)
+    records = list(find_pairs(trees, prefer.lower(), reasoning))
     columns = list(PAIR_COLUMNS)
     if output_format in ("json", "nl"):
         echo_records(records, columns, output_format)
@@ -95,10 +115,23 @@ def pairs(
 
 
 def _row(record: dict[str, Any]) -> dict[str, Any]:
-    """A pair as a person reads it in a table: one line of each message."""
+    """A pair as a person reads it in a table: one line of each part."""
     return {
         **record,
         "prompt": excerpt(record["prompt"][-1]["content"], 30),
-        "chosen": excerpt(record["chosen"][0]["content"], 30),
-        "rejected": excerpt(record["rejected"][0]["content"], 30),
+        "chosen": excerpt(_said(record["chosen"]), 30),
+        "rejected": excerpt(_said(record["rejected"]), 30),
     }
+
+
+def _said(messages: list[dict[str, Any]]) -> str:
+    """What an answer's run said last, or the tools it called where it said
+    nothing."""
+    for message in reversed(messages):
+        if message["role"] == "assistant" and message.get("content"):
+            return str(message["content"])
+    return ", ".join(
+        f"{call['function']['name']}()"
+        for message in messages
+        for call in message.get("tool_calls", ())
+    )

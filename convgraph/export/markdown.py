@@ -6,7 +6,10 @@ step whose alternatives they are, each alternative answer (a regeneration,
 another model's answer, an edited prompt) is a quoted block labelled with
 its model and id, holding that branch down to its end; branches off a branch
 nest one quote deeper. A branch that is not the active path goes on along
-its most recently logged child. Every node appears once.
+its most recently logged child. Every node appears once, with its tool
+calls, their results, code and reasoning as the transcript shows them
+(`convgraph.present.transcript.step_lines`), and no stored text can change
+the document's structure (`convgraph.present.markdown_text`).
 
 The walk keeps its own stack: a 100,000-step chain is 100,000 steps of
 output, never Python recursion.
@@ -57,7 +60,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from convgraph.export.common import PathOrFile, as_graphs, write_lines
-from convgraph.present.transcript import path_system, step_lines, title
+from convgraph.present.markdown_text import inline_code, inline_text
+from convgraph.present.transcript import path_system, step_lines, system_lines, title
 from convgraph.text import counted
 
 if TYPE_CHECKING:
@@ -89,7 +93,7 @@ def conversation_lines(tree: nx.DiGraph) -> Iterator[str]:
     yield f"# {title(tree)}"
     yield ""
     yield (
-        f"Conversation `{tree.graph.get('tree_id')}`:"
+        f"Conversation {inline_code(tree.graph.get('tree_id'))}:"
         f" {counted(len(tree), 'step')}, {counted(leaves, 'branch', 'branches')}."
     )
     if not len(tree):
@@ -97,9 +101,7 @@ def conversation_lines(tree: nx.DiGraph) -> Iterator[str]:
     system = path_system(tree, list(tree))
     if system:
         yield ""
-        yield "**System**"
-        yield ""
-        yield from (f"> {line}" if line else ">" for line in system.split("\n"))
+        yield from system_lines(system)
     roots = [node for node in tree if tree.in_degree(node) == 0]
     # The stack holds what is still to write, the next thing on top:
     # ("step", node, quote depth, step number, alternative?) writes one step,
@@ -119,8 +121,10 @@ def conversation_lines(tree: nx.DiGraph) -> Iterator[str]:
             yield prefix + _alternative_label(tree, node, number)
             yield prefix.rstrip()
         heading = "#" * min(2 + depth, 6)
+        # Only a blank line loses the quote's trailing space: a stored line
+        # is written as it is.
         for line in step_lines(tree, node, number, heading):
-            yield (prefix + line).rstrip()
+            yield prefix + line if line else prefix.rstrip()
 
 
 def _push_choice(
@@ -149,8 +153,8 @@ def _main(tree: nx.DiGraph, nodes: list[str]) -> str:
 
 def _alternative_label(tree: nx.DiGraph, node: str, number: int) -> str:
     model = tree.nodes[node].get("model")
-    parts = [f"**Alternative to step {number}**"]
+    label = [f"**Alternative to step {number}**"]
     if model:
-        parts.append(" ".join(str(model).split()))
-    parts.append(f"`{node}`")
-    return " · ".join(parts)
+        label.append(inline_text(model))
+    label.append(inline_code(node))
+    return " · ".join(label)

@@ -1,28 +1,45 @@
 """A branch taken out of its tree: one path as a linear transcript.
 
 A path from a root down to a node is a plain conversation again: the system
-prompt once, then each step's prompt and answer in order. `path_messages`
-gives it as chat messages (`{"role", "content"}`, the shape chat APIs and
-fine-tuning sets take), `transcript_lines` as Markdown that reads well on
-GitHub, with each answer's model, time and node id. `transcript` reads one
-tree from a database and picks the path: down to a node, or, given a
-conversation id, along the conversation's active path (the branch last
-used).
+prompt once, then each step's prompt and the run that answered it.
+`path_messages` gives it as chat messages, the shape chat APIs and
+fine-tuning sets take (`{"role", "content"}`; an assistant message's tool
+calls as `tool_calls: [{"id", "type": "function", "function": {"name",
+"arguments"}}]`, each result a `{"role": "tool", "tool_call_id", "content"}`
+message; reasoning as the assistant message's `reasoning_content`, only when
+asked). `transcript_lines` gives it as Markdown that reads well on GitHub,
+each answer labelled with its model, time and node id, its tool calls with
+their arguments and results, code and its output in fences, reasoning
+folded in a `<details>` block. No stored text can change the document's
+structure: every text passes `convgraph.present.markdown_text`. `transcript`
+reads one tree from a database and picks the path: down to a node, or,
+given a conversation id, along the conversation's active path (the branch
+last used).
 
-Steps are the node contract's: a node's prompt is a user message and its
-response an assistant message. llm logs the call that hands a tool's output
-back to the model with an empty prompt: it has no user message, and its
-answer joins the answer before it, so the messages always alternate.
+Steps are the node contract's: a node is the user's step, and its parts
+(`convgraph.parts.node_parts`) say what the run held. llm's older files may
+log the call that hands a tool's output back to the model as a node with an
+empty prompt: it has no user message, and its answer joins the answer
+before it.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from convgraph import parts as kinds
 from convgraph.errors import UnknownConversation, UnknownNode
+from convgraph.present.markdown_text import (
+    cut,
+    fenced,
+    inline_code,
+    inline_text,
+    markdown_block,
+)
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -30,7 +47,15 @@ if TYPE_CHECKING:
     from convgraph.sources import Source
 
 #: The roles of chat messages.
-SYSTEM, USER, ASSISTANT = "system", "user", "assistant"
+SYSTEM, USER, ASSISTANT, TOOL = "system", "user", "assistant", "tool"
+
+#: How many characters of a tool's output, a call's arguments or code's
+#: output a Markdown transcript shows; the rest is cut, its size said.
+OUTPUT_LIMIT = 2000
+
+#: The key of an assistant message's reasoning, where it is asked for (the
+#: key that Qwen's, DeepSeek's and other chat templates read).
+REASONING_KEY = "reasoning_content"
 
 
 @dataclass
@@ -45,9 +70,9 @@ class Transcript:
         """The last node of the path."""
         return self.path[-1]
 
-    def messages(self) -> list[dict[str, str]]:
+    def messages(self, reasoning: bool = False) -> list[dict[str, Any]]:
         """The path as chat messages (see `path_messages`)."""
-        return path_messages(self.tree, self.path)
+        return path_messages(self.tree, self.path, reasoning=reasoning)
 
     def markdown(self) -> str:
         """The path as a Markdown document (see `transcript_lines`)."""
@@ -83,11 +108,32 @@ def path_system(tree: nx.DiGraph, path: list[str]) -> str | None:
     return None
 
 
+# -- chat messages ---------------------------------------------------------------
+
+
 def path_messages(
-    tree: nx.DiGraph, path: list[str], system: bool = True
-) -> list[dict[str, str]]:
+    tree: nx.DiGraph, path: list[str], system: bool = True, reasoning: bool = False
+) -> list[dict[str, Any]]:
     """The path as chat messages: the system prompt first where there is one,
-    then user and assistant messages, alternating.
+    then each step's user message and the messages of its run (assistant
+    messages, with their tool calls, and the tools' results).
+
+    Consecutive texts of one role join into one message, so that user and
+    assistant messages alternate where there are no tool calls. Code that
+    the model ran (a code interpreter) is a call of a tool named after its
+    language (`{"code": ...}` its arguments) and its output that tool's
+    result. Attachments and fragments are left out: a chat message holds
+    text.
+
+    Parameters
+    ----------
+    tree, path
+        The tree and the node ids from a root down.
+    system
+        Whether to put the path's system prompt first.
+    reasoning
+        Whether to keep the model's reasoning, as the assistant message's
+        `reasoning_content`.
 
     Examples
     --------
@@ -103,35 +149,135 @@ def path_messages(
     user Bye
     assistant Bye
     """
-    messages: list[dict[str, str]] = []
+    messages = ChatMessages(reasoning)
     found = path_system(tree, path) if system else None
     if found:
-        messages.append({"role": SYSTEM, "content": found})
+        messages.messages.append({"role": SYSTEM, "content": found})
     for node in path:
-        data = tree.nodes[node]
-        _add(messages, USER, data.get("prompt"))
-        _add(messages, ASSISTANT, data.get("response"))
-    return messages
+        messages.add(kinds.node_parts(tree.nodes[node]))
+    return messages.messages
 
 
-def _add(messages: list[dict[str, str]], role: str, content: str | None) -> None:
-    """Append a message, joined to the one before when it has the same role
-    (a tool result's answer after an answer), so roles alternate."""
-    if not content:
-        return
-    if messages and messages[-1]["role"] == role:
-        messages[-1]["content"] += "\n\n" + content
-    else:
-        messages.append({"role": role, "content": content})
+class ChatMessages:
+    """Chat messages built part by part: texts of one role joined, tool calls
+    gathered in the assistant message before their results, each result
+    answering its call (by id, else by name, else the first call still
+    unanswered). A call without an id gets one (`call_1`, `call_2`, ...) so
+    that its result can name it."""
+
+    def __init__(self, reasoning: bool = False) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.reasoning = reasoning
+        # The calls not answered yet, in order: (id, name).
+        self._waiting: list[tuple[str, str | None]] = []
+        self._made = 0
+
+    def add(self, parts: Iterable[Mapping[str, Any]]) -> None:
+        """Add one node's parts (`convgraph.parts.node_parts`)."""
+        for part in parts:
+            kind, role = part.get("type"), part.get("role")
+            if kind == kinds.TEXT:
+                self.text(USER if role == USER else ASSISTANT, part.get("text"))
+            elif kind == kinds.REASONING:
+                if self.reasoning and part.get("text"):
+                    message = self._assistant()
+                    before = message.get(REASONING_KEY)
+                    message[REASONING_KEY] = _joined(before, part["text"])
+            elif kind == kinds.TOOL_CALL:
+                self.call(part.get("name"), _arguments(part.get("arguments")), part)
+            elif kind == kinds.CODE:
+                language = part.get("language")
+                name = language if isinstance(language, str) and language else "code"
+                code = {"code": _string(part.get("text"))}
+                self.call(name, json.dumps(code, ensure_ascii=False), {})
+            elif kind == kinds.TOOL_RESULT:
+                output = _string(part.get("output")) or _string(part.get("error"))
+                self.result(part.get("id"), part.get("name"), output)
+            elif kind == kinds.CODE_OUTPUT:
+                self.result(None, None, _string(part.get("text")))
+
+    def text(self, role: str, content: Any) -> None:
+        """A text of `role`, joined to the message before when it is a
+        message of the same role (an assistant's, even with tool calls,
+        until a tool's result comes)."""
+        if not isinstance(content, str) or not content:
+            return
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last["role"] == role:
+            last["content"] = _joined(last["content"], content)
+        else:
+            self.messages.append({"role": role, "content": content})
+
+    def call(self, name: Any, arguments: str, part: Mapping[str, Any]) -> None:
+        """A tool call, in the assistant message being written."""
+        call_id = part.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            self._made += 1
+            call_id = f"call_{self._made}"
+        name = name if isinstance(name, str) else ""
+        self._assistant().setdefault("tool_calls", []).append(
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+        )
+        self._waiting.append((call_id, name))
+
+    def result(self, call_id: Any, name: Any, content: str) -> None:
+        """A tool's result: a `tool` message answering its call."""
+        waiting = self._waiting
+        found = next(
+            (i for i, (each, _) in enumerate(waiting) if each == call_id), None
+        )
+        if found is None:
+            found = next(
+                (i for i, (_, each) in enumerate(waiting) if each == name), None
+            )
+        if found is None and waiting:
+            found = 0
+        if found is not None:
+            call_id = waiting.pop(found)[0]
+        elif not isinstance(call_id, str) or not call_id:
+            self._made += 1
+            call_id = f"call_{self._made}"
+        self.messages.append(
+            {"role": TOOL, "tool_call_id": call_id, "content": content}
+        )
+
+    def _assistant(self) -> dict[str, Any]:
+        """The assistant message being written: the last message where it is
+        the assistant's, else a new one."""
+        if not self.messages or self.messages[-1]["role"] != ASSISTANT:
+            self.messages.append({"role": ASSISTANT, "content": ""})
+        return self.messages[-1]
+
+
+def _joined(before: str | None, text: str) -> str:
+    return f"{before}\n\n{text}" if before else text
+
+
+def _string(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _arguments(arguments: Any) -> str:
+    """A call's arguments as the JSON string chat messages carry (a string
+    the source kept is kept as it is)."""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
 
 
 # -- Markdown --------------------------------------------------------------------
 
 
 def title(tree: nx.DiGraph) -> str:
-    """A tree's title: its name, else its id."""
+    """A tree's title, as one line of Markdown: its name, else its id."""
     name = tree.graph.get("name")
-    return _one_line(name) if name else f"Conversation {tree.graph.get('tree_id')}"
+    return inline_text(name if name else f"Conversation {tree.graph.get('tree_id')}")
 
 
 def transcript_lines(tree: nx.DiGraph, path: list[str]) -> Iterator[str]:
@@ -140,65 +286,180 @@ def transcript_lines(tree: nx.DiGraph, path: list[str]) -> Iterator[str]:
     labelled with its model, time and node id."""
     yield f"# {title(tree)}"
     yield ""
-    yield f"Conversation `{tree.graph.get('tree_id')}`, down to `{path[-1]}`."
+    yield (
+        f"Conversation {inline_code(tree.graph.get('tree_id'))},"
+        f" down to {inline_code(path[-1])}."
+    )
     system = path_system(tree, path)
     if system:
         yield ""
-        yield "**System**"
-        yield ""
-        yield from _quoted(system)
+        yield from system_lines(system)
     for number, node in enumerate(path, 1):
         yield ""
         yield from step_lines(tree, node, number)
 
 
-def step_lines(
-    tree: nx.DiGraph, node: str, number: int, heading: str = "##"
-) -> Iterator[str]:
-    """One step as Markdown: the prompt, then the answer with its label."""
-    data = tree.nodes[node]
-    prompt, response = data.get("prompt"), data.get("response")
-    if prompt:
-        yield f"{heading} {number}. User"
-        yield ""
-        yield from _block(prompt)
-        yield ""
-    yield f"{heading} {number}. {answer_label(data, node)}"
+def system_lines(system: str) -> Iterator[str]:
+    """The system prompt: a label, and the text as a quote."""
+    yield "**System**"
     yield ""
-    if response:
-        yield from _block(response)
-    else:
-        yield "*(no answer)*"
-
-
-def answer_label(data: dict[str, Any], node: str) -> str:
-    """`Assistant · model · time · `id``, with the marks the node carries."""
-    parts = ["Assistant"]
-    if data.get("model"):
-        parts.append(_one_line(str(data["model"])))
-    if data.get("datetime_utc"):
-        parts.append(str(data["datetime_utc"]))
-    parts.append(f"`{node}`")
-    if data.get("preferred"):
-        parts.append("★ preferred")
-    label = " · ".join(parts)
-    if data.get("note"):
-        label += f" — note: {_one_line(data['note'])}"
-    return label
-
-
-def _block(text: str) -> Iterator[str]:
-    """Stored text as Markdown lines (kept as written: answers are Markdown)."""
-    yield from text.rstrip("\n").split("\n")
-
-
-def _quoted(text: str) -> Iterator[str]:
-    for line in text.rstrip("\n").split("\n"):
+    for line in markdown_block(system):
         yield f"> {line}" if line else ">"
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+def step_lines(
+    tree: nx.DiGraph, node: str, number: int, heading: str = "##"
+) -> Iterator[str]:
+    """One step as Markdown: the user's part of it (prompt, attachments,
+    fragments) under one heading, the run that answered under another with
+    its label (`answer_label`)."""
+    data = tree.nodes[node]
+    found = kinds.node_parts(data)
+    asked = [part for part in found if part.get("role") == kinds.USER]
+    answered = [part for part in found if part.get("role") != kinds.USER]
+    asked_lines = list(parts_lines(asked))
+    if asked_lines:
+        yield f"{heading} {number}. User"
+        yield ""
+        yield from asked_lines
+        yield ""
+    yield f"{heading} {number}. {answer_label(data, node)}"
+    yield ""
+    answer = list(parts_lines(answered))
+    yield from answer if answer else ["*(no answer)*"]
+
+
+def answer_label(data: Mapping[str, Any], node: str) -> str:
+    """`Assistant · model · time · `id``, with the marks the node carries."""
+    label = ["Assistant"]
+    if data.get("model"):
+        label.append(inline_text(data["model"]))
+    if data.get("datetime_utc"):
+        label.append(inline_text(data["datetime_utc"]))
+    label.append(inline_code(node))
+    if data.get("preferred"):
+        label.append("★ preferred")
+    text = " · ".join(label)
+    if data.get("note"):
+        text += f" — note: {inline_text(data['note'])}"
+    return text
+
+
+def parts_lines(found: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    """Parts as Markdown blocks, a blank line between two (`part_lines`)."""
+    first = True
+    for part in found:
+        lines = part_lines(part)
+        if not lines:
+            continue
+        if not first:
+            yield ""
+        first = False
+        yield from lines
+
+
+def part_lines(part: Mapping[str, Any]) -> list[str]:
+    """One part as Markdown lines (none for an empty text): a text as its
+    own Markdown (`markdown_text.markdown_block`), reasoning folded in a
+    `<details>` block, a tool call as its name and its arguments (JSON) in
+    a fence, a result, code and its output in fences, an attachment or a
+    fragment as one line. Outputs longer than `OUTPUT_LIMIT` are cut, with
+    their size said.
+
+    Examples
+    --------
+    >>> from convgraph.parts import tool_call, tool_result
+    >>> print("\\n".join(part_lines(tool_call("shout", {"word": "tree"}))))
+    **Tool call** · `shout`
+    <BLANKLINE>
+    ```json
+    {
+      "word": "tree"
+    }
+    ```
+    >>> print("\\n".join(part_lines(tool_result("shout", "TREE"))))
+    **Tool result** · `shout`
+    <BLANKLINE>
+    ```
+    TREE
+    ```
+    """
+    kind = part.get("type")
+    if kind == kinds.TEXT:
+        text = part.get("text")
+        return markdown_block(text) if isinstance(text, str) and text.strip() else []
+    if kind == kinds.REASONING:
+        return _reasoning_lines(part)
+    if kind == kinds.TOOL_CALL:
+        arguments = part.get("arguments")
+        label = f"**Tool call** · {_name(part)}"
+        if isinstance(arguments, str):
+            return [label, "", *_output_lines(arguments, None)]
+        text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
+        return [label, "", *_output_lines(text, "json")]
+    if kind == kinds.TOOL_RESULT:
+        error = part.get("error")
+        label = f"**Tool result** · {_name(part)}" + (" · error" if error else "")
+        lines = [label, "", *_output_lines(_string(part.get("output")), None)]
+        if error:
+            lines += ["", *_output_lines(_string(error), None)]
+        return lines
+    if kind == kinds.CODE:
+        language = part.get("language")
+        label = "**Code**" + (f" · {inline_text(language)}" if language else "")
+        code = _string(part.get("text"))
+        return [
+            label,
+            "",
+            *fenced(code, language if isinstance(language, str) else None),
+        ]
+    if kind == kinds.CODE_OUTPUT:
+        return ["**Output**", "", *_output_lines(_string(part.get("text")), None)]
+    if kind in (kinds.ATTACHMENT, kinds.FRAGMENT):
+        said = [
+            inline_text(part[key])
+            for key in ("name", "mime", "url")
+            if part.get(key) not in (None, "")
+        ]
+        size = part.get("size")
+        if isinstance(size, int) and not isinstance(size, bool):
+            said.append(f"{size:,} bytes")
+        label = "**Attachment**" if kind == kinds.ATTACHMENT else "**Fragment**"
+        return [" · ".join([label, *said])]
+    # A part of a type this convgraph does not know (a file written by a
+    # newer one): its JSON, as it is.
+    text = json.dumps(dict(part), indent=2, ensure_ascii=False, default=str)
+    return [f"**{inline_text(kind)}**", "", *_output_lines(text, "json")]
+
+
+def _name(part: Mapping[str, Any]) -> str:
+    name = part.get("name")
+    return inline_code(name) if name else "*(unnamed)*"
+
+
+def _output_lines(text: str, language: str | None) -> list[str]:
+    shown, said = cut(text, OUTPUT_LIMIT)
+    lines = fenced(shown, language)
+    return [*lines, "", said] if said else lines
+
+
+def _reasoning_lines(part: Mapping[str, Any]) -> list[str]:
+    text = part.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return (
+            ["*(reasoning redacted by the provider)*"] if part.get("redacted") else []
+        )
+    # The block is HTML of convgraph's own; the text inside it is Markdown
+    # again after a blank line, as GitHub reads it.
+    summary = "Reasoning (redacted in part)" if part.get("redacted") else "Reasoning"
+    return [
+        "<details>",
+        f"<summary>{summary}</summary>",
+        "",
+        *markdown_block(text),
+        "",
+        "</details>",
+    ]
 
 
 # -- reading ----------------------------------------------------------------------

@@ -31,12 +31,38 @@ def check_example(record: dict) -> None:
     roles = [message["role"] for message in record["messages"]]
     if roles[0] == "system":
         roles = roles[1:]
-    assert roles == ["user", "assistant"] * (len(roles) // 2)
+    if "tool" not in roles:
+        assert roles == ["user", "assistant"] * (len(roles) // 2)
+    check_order(record["messages"])
+    assert roles[-1] == "assistant"
+
+
+def check_order(messages: list[dict]) -> None:
+    """The order docs/training-schema.md promises beyond its schemas: a user
+    message first (after the system prompt), an assistant message after a
+    user's or a tool's, a tool message after an assistant's or a tool's,
+    answering a call made before it."""
+    if messages[0]["role"] == "system":
+        messages = messages[1:]
+    assert messages[0]["role"] == "user"
+    called: set[str] = set()
+    for before, message in zip(messages, messages[1:], strict=False):
+        role = message["role"]
+        if role == "assistant":
+            assert before["role"] in ("user", "tool"), messages
+            called |= {call["id"] for call in message.get("tool_calls", [])}
+        elif role == "tool":
+            assert before["role"] in ("assistant", "tool"), messages
+            assert message["tool_call_id"] in called, messages
+        else:
+            assert role == "user" and before["role"] != "user", messages
 
 
 def check_pair(record: dict) -> None:
     jsonschema.validate(record, schemas()["convgraph.pairs/1"])
     assert record["prompt"][-1]["role"] == "user"
+    check_order(record["prompt"] + record["chosen"])
+    check_order(record["prompt"] + record["rejected"])
 
 
 def test_doctests() -> None:

@@ -83,6 +83,12 @@ NO_GRAPHVIZ = (
     help="chat-jsonl: one example per root-to-leaf path, or per conversation"
     " along its active path [default: leaves]",
 )
+@click.option(
+    "--reasoning",
+    is_flag=True,
+    help="chat-jsonl: keep the model's reasoning (reasoning_content), which is"
+    " left out by default",
+)
 @db_option
 def export(
     conversation_ids: tuple[str, ...],
@@ -92,6 +98,7 @@ def export(
     rankdir: str | None,
     force: bool,
     paths: str | None,
+    reasoning: bool,
     db_path: str | None,
 ) -> None:
     """Export conversations; every conversation when no id is given.
@@ -114,6 +121,10 @@ def export(
         if "paths" not in exporter.options:
             raise UserError(f"--paths does not apply to --format {format_name}")
         options["paths"] = paths.lower()
+    if reasoning:
+        if "reasoning" not in exporter.options:
+            raise UserError(f"--reasoning does not apply to --format {format_name}")
+        options["reasoning"] = True
     if render is not None:
         if format_name != "dot":
             raise UserError("--render draws the DOT export: use it with --format dot")

@@ -41,7 +41,7 @@ class ExportFormat:
         `read_<module>` (the formats that round-trip).
     options
         The keyword options that `generate` and `write` take (`rankdir`,
-        `paths`).
+        `paths`, `reasoning`).
     tables
         True for a format of the forest's tables rather than its graphs:
         `write(forest, directory, force=...)` writes a folder (Parquet), and
@@ -84,7 +84,7 @@ FORMATS: dict[str, ExportFormat] = {
     "html": ExportFormat("html", reads=True, options=frozenset({"rankdir"})),
     "parquet": ExportFormat("parquet", generates=False, tables=True),
     "markdown": ExportFormat("markdown"),
-    "chat-jsonl": ExportFormat("chat_jsonl", options=frozenset({"paths"})),
+    "chat-jsonl": ExportFormat("chat_jsonl", options=frozenset({"paths", "reasoning"})),
 }
 
 #: Where each function offered flat lives: the formats' own, and `to_pydot`.

@@ -18,16 +18,34 @@ preference format that TRL's DPO trainer reads:
 "chosen_id", "rejected_id"}`. A group with neither a mark nor the active
 path gives no pair. `preference_pairs` returns them as a pandas DataFrame.
 
+A step's run may hold tool calls: the messages are the chat format's
+(`convgraph.present.transcript.path_messages`: an assistant message's
+`tool_calls`, each result a `tool` message), so a chosen or rejected answer
+is the whole run, one message or several. The model's reasoning is left out
+unless asked for (`reasoning=True`: the assistant message's
+`reasoning_content`).
+
 docs/training-schema.md holds the JSON schemas of both records.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.present.transcript import ASSISTANT, USER, active_end, path_messages
+from convgraph import parts as kinds
+from convgraph.present.transcript import (
+    ASSISTANT,
+    SYSTEM,
+    TOOL,
+    USER,
+    ChatMessages,
+    active_end,
+    path_messages,
+    path_system,
+)
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -57,13 +75,15 @@ EXAMPLE_COLUMNS = ("messages", "conversation_id", "leaf_id")
 
 
 def chat_examples(
-    graphs: Iterable[nx.DiGraph], paths: str = "leaves"
+    graphs: Iterable[nx.DiGraph], paths: str = "leaves", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
     """One chat example per root-to-leaf path (leaves in log order), or per
-    tree along its active path (`paths="active"`).
+    tree along its active path (`paths="active"`), with the model's
+    reasoning where `reasoning`.
 
-    A path that ends on a prompt never answered ends with the last answer
-    before it; a path with no answer at all gives no example.
+    A path that ends on a prompt never answered (or on a tool's result
+    the model never answered) ends with the last assistant message before
+    it; a path with no answer at all gives no example.
 
     Raises
     ------
@@ -82,8 +102,8 @@ def chat_examples(
         else:
             ends = [node for node in tree if tree.out_degree(node) == 0]
         for end in ends:
-            messages = path_messages(tree, path(tree, end))
-            while messages and messages[-1]["role"] == USER:
+            messages = path_messages(tree, path(tree, end), reasoning=reasoning)
+            while messages and messages[-1]["role"] in (USER, TOOL):
                 messages.pop()
             if not any(message["role"] == ASSISTANT for message in messages):
                 continue
@@ -113,8 +133,11 @@ def alternative_groups(tree: nx.DiGraph) -> Iterator[tuple[str | None, list[str]
                 yield parent, group
 
 
-def tree_pairs(tree: nx.DiGraph, prefer: str = "notes") -> Iterator[dict[str, Any]]:
-    """The preference pairs of one tree, group by group in log order.
+def tree_pairs(
+    tree: nx.DiGraph, prefer: str = "notes", reasoning: bool = False
+) -> Iterator[dict[str, Any]]:
+    """The preference pairs of one tree, group by group in log order (with
+    the model's reasoning in the answers where `reasoning`).
 
     Raises
     ------
@@ -134,36 +157,61 @@ def tree_pairs(tree: nx.DiGraph, prefer: str = "notes") -> Iterator[dict[str, An
             chosen = next((node for node in group if data[node].get("active")), None)
         if chosen is None:
             continue
-        # The chosen answer's own path, less its answer: the history, the
+        # The chosen answer's own path, less its run: the history, the
         # system prompt first, ending with the prompt the group answers.
-        history = path_messages(tree, path(tree, chosen))[:-1]
+        history = _history(tree, path(tree, chosen), reasoning)
+        answer = _run(history, data[chosen])
         for rejected in group:
             if rejected == chosen:
                 continue
             yield {
-                "prompt": [dict(message) for message in history],
-                "chosen": [{"role": ASSISTANT, "content": data[chosen]["response"]}],
-                "rejected": [
-                    {"role": ASSISTANT, "content": data[rejected]["response"]}
-                ],
+                "prompt": copy.deepcopy(history.messages),
+                "chosen": copy.deepcopy(answer),
+                "rejected": _run(history, data[rejected]),
                 "conversation_id": tree.graph.get("tree_id"),
                 "chosen_id": chosen,
                 "rejected_id": rejected,
             }
 
 
+def _history(tree: nx.DiGraph, nodes: list[str], reasoning: bool) -> ChatMessages:
+    """The messages of a path up to its last node's prompt: the system
+    prompt, every step before, and the last step's user parts."""
+    history = ChatMessages(reasoning)
+    system = path_system(tree, nodes)
+    if system:
+        history.messages.append({"role": SYSTEM, "content": system})
+    for node in nodes[:-1]:
+        history.add(kinds.node_parts(tree.nodes[node]))
+    asked = kinds.node_parts(tree.nodes[nodes[-1]])
+    history.add(part for part in asked if part.get("role") == kinds.USER)
+    return history
+
+
+def _run(history: ChatMessages, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages of a node's run (all of it but the user's parts), as
+    they go on from `history` (which is left as it is)."""
+    going_on = copy.deepcopy(history)
+    start = len(going_on.messages)
+    going_on.add(
+        part for part in kinds.node_parts(data) if part.get("role") != kinds.USER
+    )
+    return going_on.messages[start:]
+
+
 def pairs(
-    graphs: Iterable[nx.DiGraph], prefer: str = "notes"
+    graphs: Iterable[nx.DiGraph], prefer: str = "notes", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
     """The preference pairs of every tree, tree by tree (see `tree_pairs`)."""
     for tree in graphs:
-        yield from tree_pairs(tree, prefer)
+        yield from tree_pairs(tree, prefer, reasoning)
 
 
 def preference_pairs(
     db: str | os.PathLike[str] | Source | None = None,
     conversation_ids: Iterable[str] = (),
     prefer: str = "notes",
+    reasoning: bool = False,
 ) -> pd.DataFrame:
     """The preference pairs of a database's trees (or those named) as a
     DataFrame with the columns `PAIR_COLUMNS`: `prompt`, `chosen` and
@@ -178,5 +226,5 @@ def preference_pairs(
 
     from convgraph.model.loading import load_trees
 
-    records = list(pairs(load_trees(conversation_ids, db), prefer))
+    records = list(pairs(load_trees(conversation_ids, db), prefer, reasoning))
     return pd.DataFrame.from_records(records, columns=list(PAIR_COLUMNS))

@@ -42,6 +42,8 @@ def node_line(name: str, index: int) -> str:
         f'<node id="branch-{name}"><data key="conversation_id">branch</data>'
         f'<data key="prompt">prompt branch-{name}</data>'
         f'<data key="response">answer to prompt branch-{name}</data>'
+        # A plain node: no parts, no tool calls (issue 23).
+        '<data key="tool_calls">0</data>'
         '<data key="model">echo</data>'
         f'<data key="datetime_utc">2025-09-27T10:00:0{4 + index}.000000+00:00</data>'
         f'<data key="input_tokens">{10 + index}</data>'
@@ -60,6 +62,9 @@ def test_branch_scenario_exact_lines(seed_db):
         ("prompt", "string"),
         ("system", "string"),
         ("response", "string"),
+        ("parts", "string"),
+        ("tool_calls", "long"),
+        ("tools", "string"),
         ("model", "string"),
         ("datetime_utc", "string"),
         ("input_tokens", "long"),
@@ -108,6 +113,7 @@ def test_networkx_reads_a_conversation_as_it_was(seed_db):
         "conversation_id": "complex",
         "prompt": "prompt complex-c",
         "response": "answer to prompt complex-c",
+        "tool_calls": 0,
         "model": "echo",
         "datetime_utc": "2025-09-27T10:00:09.000000+00:00",
         "input_tokens": 12,

@@ -1,8 +1,10 @@
 """Conversation trees as GraphML, for Gephi, yEd and Cytoscape, and back.
 
 The file is written as text, one element per line, so a forest streams. Keys
-are typed: the token counts and durations are `long`, everything else is
-`string`. A missing value (None) is left out of the node rather than written
+are typed: the token counts, durations and tool calls are `long`, the branch
+marks `boolean`, everything else is `string`; a node's `parts` (its whole
+content: tool calls, their results, reasoning, code) is one `string`
+holding their JSON, which `read_graphml` parses back. A missing value (None) is left out of the node rather than written
 as a word, and is None again when read back. Characters that XML 1.0 forbids
 are replaced by their Unicode control pictures (U+0001 -> "␁", see
 `convgraph.export.common.visible`), so the file is always valid XML; every
@@ -33,13 +35,15 @@ Examples
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
     BOOLEAN_ATTRIBUTES,
-    INTEGER_ATTRIBUTES,
+    INTEGER_COLUMNS,
     NODE_ATTRIBUTES,
+    PARTS,
     TREE_NAME,
 )
 from convgraph.export.common import (
@@ -112,7 +116,7 @@ def _key_lines(several: bool) -> Iterator[str]:
         )
     node_keys = list(NODE_ATTRIBUTES) + ([TREE_ID, TREE_NAME] if several else [])
     for attribute in node_keys:
-        kind = "long" if attribute in INTEGER_ATTRIBUTES else "string"
+        kind = "long" if attribute in INTEGER_COLUMNS else "string"
         if attribute in BOOLEAN_ATTRIBUTES:
             kind = "boolean"
         yield (
@@ -122,7 +126,12 @@ def _key_lines(several: bool) -> Iterator[str]:
 
 
 def _data(key: str, value: Any) -> str:
-    if key in INTEGER_ATTRIBUTES:
+    if key == PARTS:
+        # JSON escapes every control character itself, so the parts read
+        # back exact; the surrogates and noncharacters XML forbids are
+        # replaced in the text like any other.
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    elif key in INTEGER_COLUMNS:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ExportError(f"{key} must be an integer or None, not {value!r}")
         return f'<data key="{key}">{value}</data>'
@@ -260,7 +269,7 @@ def read_graphml(path_or_file: PathOrFile) -> list[ConversationTree]:
         tree_id = whole.graph.get("tree_id", whole.graph.get("conversation_id"))
         graph = new_graph(tree_id, whole.graph.get("name"))
         for node, data in whole.nodes(data=True):
-            graph.add_node(node, **contract_node(dict(data)))
+            graph.add_node(node, **_node(node, dict(data)))
         graph.add_edges_from(whole.edges())
         return [graph]
     trees: dict[Any, ConversationTree] = {}
@@ -271,7 +280,28 @@ def read_graphml(path_or_file: PathOrFile) -> list[ConversationTree]:
         if tree_id not in trees:
             trees[tree_id] = new_graph(tree_id, name)
         tree_of[node] = trees[tree_id]
-        tree_of[node].add_node(node, **contract_node(data))
+        tree_of[node].add_node(node, **_node(node, data))
     for parent, child in whole.edges():
         tree_of[parent].add_edge(parent, child)
     return list(trees.values())
+
+
+def _node(node: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A node's attributes as read: the contract's, its parts parsed from
+    their JSON.
+
+    Raises
+    ------
+    ExportError
+        The parts are not JSON.
+    """
+    found = contract_node(data)
+    if isinstance(found[PARTS], str):
+        try:
+            found[PARTS] = json.loads(found[PARTS])
+        except json.JSONDecodeError as error:
+            raise ExportError(
+                f"cannot read the GraphML: the parts of node {node!r} are not"
+                f" JSON ({error})"
+            ) from None
+    return found

@@ -103,6 +103,8 @@ CONVERSATION_COLUMNS = (
     "last_datetime",
     "models",
     *INTEGER_ATTRIBUTES,
+    TOOL_CALLS,
+    TOOLS,
     "active_path_length",
     "abandoned_branches",
 )

@@ -197,6 +197,7 @@ SPARK_SCHEMA = (
     " max_depth long, branch_points long, branching_factor_avg double,"
     " branching_factor_max long, first_datetime timestamp, last_datetime timestamp,"
     " models array<string>, input_tokens long, output_tokens long, duration_ms long,"
+    " tool_calls long, tools array<string>,"
     " active_path_length long, abandoned_branches long"
 )
 

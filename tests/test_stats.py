@@ -92,6 +92,9 @@ def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
             "input_tokens": [46, 33, 91, 75],
             "output_tokens": [86, 63, 161, 135],
             "duration_ms": [1000, 600, 2800, 2100],
+            # No tool was called (issue 23: the tree's calls and tools).
+            "tool_calls": [0, 0, 0, 0],
+            "tools": [[]] * 4,
             # The active path runs to each tree's last logged node.
             "active_path_length": [4, 2, 3, 3],
             "abandoned_branches": [0, 1, 3, 1],
@@ -106,6 +109,7 @@ def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
             "input_tokens": "Int64",
             "output_tokens": "Int64",
             "duration_ms": "Int64",
+            "tool_calls": "Int64",
         }
     )
     pd.testing.assert_frame_equal(table, expected)
@@ -531,8 +535,11 @@ def assert_summary_agrees_with_table(forest: Forest) -> None:
             sum(counts) / len(counts) if counts else 0.0
         )
         attributes = [graph.nodes[node] for node in graph]
-        for column in ("input_tokens", "output_tokens", "duration_ms"):
+        for column in ("input_tokens", "output_tokens", "duration_ms", "tool_calls"):
             assert plain(row[column]) == total([a[column] for a in attributes])
+        # The tools, each once, in the order the tree first called them.
+        called = [name for a in attributes for name in (a["tools"] or "").split(", ")]
+        assert row["tools"] == list(dict.fromkeys(name for name in called if name))
         times = [parse_time(a["datetime_utc"]) for a in attributes]
         times = [time for time in times if time is not None]
         assert plain(row["first_datetime"]) == (min(times) if times else None)
@@ -582,6 +589,8 @@ def assert_tables_agree_with_graphs(forest: Forest) -> None:
 
 MODELS = st.sampled_from([None, "", "m1", "m2", "m3"])
 FIGURES = st.one_of(st.none(), st.integers(0, 1000))
+#: A node's tools: the names joined by ", " (None where it called none).
+TOOLS = st.sampled_from([None, "shout", "python", "shout, python", "search, shout"])
 TIME_FORMATS = ["{}+00:00", "{}", "{}+02:00", None]
 
 
@@ -618,6 +627,8 @@ def random_nodes(draw: st.DrawFn) -> list[dict]:
                 "input_tokens": draw(FIGURES),
                 "output_tokens": draw(FIGURES),
                 "duration_ms": draw(FIGURES),
+                "tool_calls": draw(st.one_of(st.none(), st.integers(0, 5))),
+                "tools": draw(TOOLS),
             }
         )
     return rows
@@ -760,11 +771,11 @@ run_stats = partial(run, "stats")
 
 
 SEED_TABLE = """\
-tree_id         name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms  active_path_length  abandoned_branches
-linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000                   4                   0
-branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600                   2                   1
-complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800                   3                   3
-multiple-roots  prompt multiple-roots-root1      6      2       2          2              1                  1.20                     2  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100                   3                   1
+tree_id         name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms  tool_calls  tools  active_path_length  abandoned_branches
+linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000           0                          4                   0
+branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600           0                          2                   1
+complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800           0                          3                   3
+multiple-roots  prompt multiple-roots-root1      6      2       2          2              1                  1.20                     2  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100           0                          3                   1
 """
 
 
@@ -802,6 +813,8 @@ def test_stats_json_has_the_column_names(seed_db: Path) -> None:
         "input_tokens": 91,
         "output_tokens": 161,
         "duration_ms": 2800,
+        "tool_calls": 0,
+        "tools": [],
         "active_path_length": 3,
         "abandoned_branches": 3,
     }
@@ -844,6 +857,8 @@ def test_stats_csv_reads_back(seed_db: Path) -> None:
         "input_tokens": "33",
         "output_tokens": "63",
         "duration_ms": "600",
+        "tool_calls": "0",
+        "tools": "",
         "active_path_length": "2",
         "abandoned_branches": "1",
     }

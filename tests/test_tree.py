@@ -292,6 +292,9 @@ def test_summary_statistics(two_roots):
         "input_tokens": 75,
         "output_tokens": 135,
         "duration_ms": 2100,
+        # No tool was called (issue 23: a tree's tool calls and tools).
+        "tool_calls": 0,
+        "tools": [],
         # The active path runs to multiple-roots-y, logged last; the branch
         # from root1 was left behind.
         "active_path_length": 3,

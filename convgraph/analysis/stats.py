@@ -35,8 +35,12 @@ from convgraph.contract import (
     CATEGORY_COLUMNS,
     CONVERSATION_COLUMNS,
     INTEGER_ATTRIBUTES,
+    INTEGER_COLUMNS,
     NODE_COLUMNS,
+    PARTS,
     TEXT_ATTRIBUTES,
+    TOOL_CALLS,
+    TOOLS,
     TREE_NAME,
 )
 from convgraph.links.pointer_jumping import (
@@ -269,20 +273,25 @@ def node_table_of(
         else False
     )
     table["preferred"] = table["preferred"].astype(bool)
+    # A dataset written before the run's content was in the contract: no
+    # parts, and no telling how many tools were called.
+    for column in (PARTS, TOOLS, TOOL_CALLS):
+        if column not in table.columns:
+            table[column] = None
     table = table.loc[:, list(NODE_COLUMNS)]
     for column in ("id", "parent_id"):
         table[column] = table[column].astype("str")
     for column in CATEGORY_COLUMNS:
         table[column] = table[column].astype("category")
-    for column in TEXT_ATTRIBUTES:
+    for column in (*TEXT_ATTRIBUTES, TOOLS):
         texts = table[column]
         if texts.dtype != object:
             # A reader's string dtype (Dask's, from Parquet) as the
             # contract's texts: str or None.
             table[column] = texts.astype(object).where(texts.notna(), None)
     table["datetime_utc"] = parse_times(nodes["datetime_utc"])
-    for column in INTEGER_ATTRIBUTES:
-        table[column] = nodes[column].astype("Int64").array
+    for column in INTEGER_COLUMNS:
+        table[column] = table[column].astype("Int64").array
     table["depth"] = depths
     table["children"] = counts
     table["is_root"] = parent_rows < 0
@@ -333,6 +342,7 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
         "branching_factor_avg": average,
         "branching_factor_max": most,
         **operations.node_totals(tree),
+        **_tool_totals(tree),
         # The active path (the branch last used) and the leaves off it.
         "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
         "abandoned_branches": sum(
@@ -342,6 +352,17 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
         ),
     }
     return {key: stats[key] for key in CONVERSATION_COLUMNS}
+
+
+def _tool_totals(tree: nx.DiGraph) -> dict[str, Any]:
+    """One tree's tool calls (their sum: None where no node can tell) and
+    the tools it called (each once, in the order first called)."""
+    calls = [count for _, count in tree.nodes(data=TOOL_CALLS) if count is not None]
+    names = (name for _, text in tree.nodes(data=TOOLS) for name in tool_list(text))
+    return {
+        TOOL_CALLS: sum(calls) if calls else None,
+        TOOLS: list(dict.fromkeys(names)),
+    }
 
 
 def conversation_table_of(
@@ -435,6 +456,21 @@ def conversation_table_of(
     )
     for column in INTEGER_ATTRIBUTES:
         table[column] = usage[column].reindex(range(trees)).array
+    calls = (
+        nodes[TOOL_CALLS]
+        if TOOL_CALLS in nodes.columns
+        else pd.Series(None, nodes.index)
+    )
+    table[TOOL_CALLS] = (
+        calls.astype("Int64")
+        .reset_index(drop=True)
+        .groupby(codes)
+        .sum(min_count=1)
+        .reindex(range(trees))
+        .array
+    )
+    tools = nodes[TOOLS] if TOOLS in nodes.columns else pd.Series(None, nodes.index)
+    table[TOOLS] = pd.Series(_tools_per_tree(tools, codes, trees), dtype=object)
     active = active_column(nodes, parent_rows)
     table["active_path_length"] = per_tree(active)
     table["abandoned_branches"] = per_tree((counts == 0) & ~active)
@@ -505,6 +541,8 @@ CONVERSATION_INPUTS = (
     "model",
     "datetime_utc",
     *INTEGER_ATTRIBUTES,
+    TOOL_CALLS,
+    TOOLS,
     TREE_NAME,
     "active",
 )
@@ -567,6 +605,52 @@ def _models_per_tree(models: pd.Series, tree_codes: np.ndarray, trees: int) -> l
     order = np.argsort(trees_of, kind="stable")
     flat = names[models_of[order]].tolist()
     return _split_lists(flat, np.bincount(trees_of, minlength=trees))
+
+
+def tool_list(tools: Any) -> list[str]:
+    """A node's `tools` (the names joined by ", ") as a list of names.
+
+    Examples
+    --------
+    >>> tool_list("shout, python"), tool_list(None)
+    (['shout', 'python'], [])
+    """
+    if not isinstance(tools, str):
+        return []
+    return [name for name in tools.split(", ") if name]
+
+
+def _tools_per_tree(tools: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
+    """Each tree's tools, each once, in the order first called (rows are in
+    log order), as lists aligned with the tree codes: each distinct `tools`
+    text is split once, then the distinct (tree, tool) pairs found in order
+    of first use, as `_models_per_tree` finds the models."""
+    codes, texts = pd.factorize(tools.astype(object), sort=False)
+    split = [tool_list(text) for text in texts.tolist()]
+    names, name_codes = np.unique(
+        np.asarray([name for found in split for name in found], dtype=object),
+        return_inverse=True,
+    )
+    if not len(names):
+        return [[] for _ in range(trees)]
+    counts = np.asarray([len(found) for found in split], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    used = codes >= 0
+    # The distinct (tree, text) pairs in order of first use, then each
+    # text's names in order: a name first appears with the first text
+    # that holds it.
+    pairs = pd.unique(tree_codes[used].astype(np.int64) * len(texts) + codes[used])
+    pair_trees, pair_texts = np.divmod(pairs, len(texts))
+    repeat = counts[pair_texts]
+    offsets = np.arange(repeat.sum()) - np.repeat(np.cumsum(repeat) - repeat, repeat)
+    flat_names = name_codes[np.repeat(starts[pair_texts], repeat) + offsets]
+    flat_trees = np.repeat(pair_trees, repeat)
+    first_uses = pd.unique(flat_trees * len(names) + flat_names)
+    trees_of, names_of = np.divmod(first_uses, len(names))
+    order = np.argsort(trees_of, kind="stable")
+    return _split_lists(
+        names[names_of[order]].tolist(), np.bincount(trees_of, minlength=trees)
+    )
 
 
 def _models_per_branch(

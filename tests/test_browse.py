@@ -555,7 +555,7 @@ def test_a_tool_chain_shows_its_calls_in_the_tree_and_the_details(seed_db):
             "### Run\n\n"
             "▸ *reasoning, 33 characters (e: show)*\n\n"
             '↳ **shout** called with\n```json\n{\n  "word": "tree"\n}\n```\n\n'
-            "← **shout** gave back\n```text\nTREE\n```\n\n"
+            "← **shout** gave back\n```\nTREE\n```\n\n"
             "### Response\n\nTREE!"
         )
         shown = pane_lines(screen)
@@ -569,10 +569,10 @@ def test_a_tool_chain_shows_its_calls_in_the_tree_and_the_details(seed_db):
         await pilot.press("j")
         await rested(pilot)
         assert screen.tree.node == "count"
-        assert "*said:* Let me count\\.\n\n↳ **code** ran\n```python\n" in (
+        assert "*said:* Let me count.\n\n↳ **code** ran\n```python\n" in (
             screen.details.source
         )
-        assert "← **output**\n```text\n4\n```" in screen.details.source
+        assert "← **output**\n```\n4\n```" in screen.details.source
         await pilot.press("e", "k")
         assert screen.tree.node == "run"
 

@@ -38,7 +38,19 @@ from convgraph.export.html import (
     write_html,
 )
 from convgraph.model.forest import Forest
+from convgraph.model.tree import ConversationTree, roots, siblings
 from convgraph.model.tree import path as tree_path
+from convgraph.parts import (
+    ASSISTANT,
+    USER,
+    attachment,
+    code,
+    code_output,
+    reasoning,
+    tool_call,
+    tool_result,
+)
+from convgraph.parts import text as text_part
 from tests.browser import chromium
 from tests.databases import add_response, add_tree, legacy_database
 from tests.helpers import SAFETY_SECONDS, run
@@ -653,7 +665,181 @@ def test_nodes_with_different_roots_have_no_fork_point(example_page):
     example_page.node(first).click()
     example_page.node(second).click(modifiers=["Shift"])
     assert example_page.panel("dd[data-field=fork_point]").startswith("none")
+    # The two branches part at the drawn start.
+    assert example_page.count("g.start.fork-point") == 1
     example_page.assert_clean()
+
+
+TRANSLATE = "01jb3translate00000000000"
+
+
+def test_roots_are_alternatives_at_one_start(example_page):
+    """The translated greeting was asked twice at its first turn: its two
+    roots hang from one start, [ and ] move between them, and the page's
+    siblings are convgraph.model.tree.siblings for every node."""
+    forest = Forest.read(example_db())
+    for tree in forest.trees():
+        for node in tree:
+            mine = example_page.page.evaluate("(id) => convgraph.siblings(id)", node)
+            assert mine == siblings(tree, node)
+    tree = forest.tree(TRANSLATE)
+    first, second = roots(tree)
+    example_page.open_conversation(TRANSLATE)
+    start = example_page.page.locator("g.start")
+    assert start.get_attribute("data-alternatives") == "2"
+    assert start.locator(".sublabel").text_content() == "2 alternatives"
+    assert example_page.count("path.edge.start-edge") == 2
+    assert example_page.drawn_ids() == set(tree)  # the start is no node
+    # The start stands a level above the roots it hangs them from.
+    assert (
+        position(example_page.page, "g.start")[1]
+        < position(example_page.page, f'g.node[data-id="{first}"]')[1]
+    )
+    example_page.node(first).click()
+    assert example_page.panel("dd[data-field=alternatives]") == (
+        "1 of 2 at the start (the roots) · [ and ] move"
+    )
+    example_page.page.keyboard.press("]")
+    assert example_page.panel(".node-id") == second
+    assert selected(example_page) == second
+    assert example_page.ids_with_class("selected") == {second}
+    example_page.page.keyboard.press("]")  # wraps round
+    assert selected(example_page) == first
+    example_page.page.keyboard.press("[")
+    assert selected(example_page) == second
+    example_page.page.click("#sibling-prev")
+    assert selected(example_page) == first
+    assert example_page.page.locator("path.start-edge.on-path").count() == 1
+    # Below the start, [ and ] move among a node's children as well.
+    example_page.open_conversation(HASH_MAPS)
+    example_page.node("01jb2hm02c000000000000000").click()
+    example_page.page.keyboard.press("]")
+    assert selected(example_page) == "01jb2hm03d000000000000000"
+    assert example_page.count("g.start") == 0  # one root: no start drawn
+    example_page.assert_clean()
+
+
+def test_code_in_an_answer_keeps_its_lines(example_page):
+    """The example's Python answer has no fence: the page shows it as the
+    text it is, every line and its indentation as rendered, nothing bold."""
+    code_answer = "01jb2hm01b000000000000000"
+    code = example_rows()[code_answer]["response"]
+    example_page.open_conversation(HASH_MAPS)
+    example_page.node(code_answer).click()
+    shown = example_page.page.inner_text("#panel [data-field=response] pre")
+    assert shown == code
+    assert shown.splitlines()[1] == "    def __init__(self, size=8):"
+    assert example_page.count("#panel [data-field=response] pre *") == 0
+    example_page.assert_clean()
+
+
+def position(page, selector: str) -> tuple[float, float]:
+    transform = page.get_attribute(selector, "transform")
+    x, y = re.fullmatch(r"translate\(([-\d.]+),([-\d.]+)\)", transform).groups()
+    return float(x), float(y)
+
+
+def selected(visit: Visit) -> str | None:
+    return visit.page.evaluate("() => convgraph.selected()")
+
+
+def run_tree() -> ConversationTree:
+    """A tool chain, code and reasoning, made with the parts' constructors;
+    every name and text of the run is one of the HOSTILE payloads."""
+    parts = [
+        text_part(USER, "Shout the word tree"),
+        reasoning("The user wants it loud.\n" + HOSTILE[0]),
+        text_part(ASSISTANT, "Calling " + HOSTILE[3]),
+        tool_call("shout", {"word": "tree", "note": HOSTILE[1]}, "call-1"),
+        tool_result("shout", "TREE " + HOSTILE[2], "call-1"),
+        tool_call(HOSTILE[4], "{not json", "call-2"),
+        tool_result(HOSTILE[4], "", "call-2", error="no network " + HOSTILE[5]),
+        code("print(len('tree'))", "python"),
+        code_output("4"),
+        attachment(USER, name=HOSTILE[6], mime="image/png", size=2048),
+        text_part(ASSISTANT, "TREE!"),
+    ]
+    return ConversationTree.from_edges(
+        [("run", "next")],
+        {
+            "run": {
+                "prompt": "Shout the word tree",
+                "response": "Calling " + HOSTILE[3] + "\n\nTREE!",
+                "model": "echo",
+                "parts": parts,
+                "tool_calls": 2,
+                "tools": "shout, " + HOSTILE[4],
+            },
+            "next": {"prompt": "Thanks", "response": "You are welcome"},
+        },
+        tree_id="run",
+        name="A tool chain",
+    )
+
+
+def test_the_details_show_the_run_of_a_tool_chain(open_page, tmp_path):
+    out = tmp_path / "run.html"
+    write_html(run_tree(), out)
+    (back,) = read_html(out)
+    assert back.nodes["run"]["parts"] == run_tree().nodes["run"]["parts"]
+    visit = open_page(out)
+    page = visit.page
+    visit.node("run").click()
+    assert visit.panel("dd[data-field=tool_calls]") == f"2 (shout, {HOSTILE[4]})"
+    run = "#panel [data-field=run] [data-part]"
+    assert visit.attributes(run, "data-part") == [
+        "reasoning",
+        "said",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+        "code",
+        "code_output",
+        "attachment",
+    ]
+    titles = page.eval_on_selector_all(
+        "#panel [data-field=run] .part-title", "found => found.map(e => e.textContent)"
+    )
+    assert titles == [
+        "said: Calling " + HOSTILE[3],
+        "↳ shout called with",
+        "← shout gave back",
+        f"↳ {HOSTILE[4]} called with",
+        f"← {HOSTILE[4]} failed: no network {HOSTILE[5]}",
+        "↳ code ran (python)",
+        "← output",
+        f"attachment: {HOSTILE[6]} (image/png, 2048 bytes)",
+    ]
+    blocks = page.eval_on_selector_all(
+        "#panel [data-field=run] .part pre", "found => found.map(e => e.textContent)"
+    )
+    assert blocks == [
+        "The user wants it loud.\n" + HOSTILE[0],
+        json.dumps({"word": "tree", "note": HOSTILE[1]}, indent=2, ensure_ascii=False),
+        "TREE " + HOSTILE[2],
+        "{not json",
+        "print(len('tree'))",
+        "4",
+    ]
+    # The reasoning is folded until its summary is clicked.
+    reasoning_part = page.locator("#panel details.reasoning")
+    assert reasoning_part.get_attribute("open") is None
+    assert (
+        reasoning_part.locator("summary").text_content() == "Reasoning (76 characters)"
+    )
+    assert not reasoning_part.locator("pre").is_visible()
+    reasoning_part.locator("summary").click()
+    assert reasoning_part.locator("pre").is_visible()
+    # The box of a tool chain names its calls before its answer.
+    sublabel = visit.node("run").locator(".sublabel").text_content()
+    assert sublabel.startswith("↳ shout, ")
+    # A node without parts has no run.
+    visit.node("next").click()
+    assert visit.count("#panel [data-field=run]") == 0
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert visit.count("body img, body iframe, [onerror], [onload]") == 0
+    visit.assert_clean()
 
 
 def test_a_fork_made_with_llm_itself_is_a_branch(open_page, llm_fork_db, tmp_path):

@@ -16,7 +16,6 @@ shows as symbols instead of driving the terminal.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -44,6 +43,7 @@ from convgraph.parts import (
     USER,
     Part,
 )
+from convgraph.present.markdown_text import cut, fenced, inline_text
 from convgraph.text import counted, excerpt, terminal_text
 
 if TYPE_CHECKING:
@@ -301,7 +301,7 @@ def run_blocks(parts: list[Part] | None, reasoning_open: bool = False) -> list[B
     }
     ```
     ← **shout** gave back
-    ```text
+    ```
     TREE
     ```
     """
@@ -365,13 +365,10 @@ def _attached(part: Part) -> str:
 
 
 def _literal(value: object) -> str:
-    """Stored text for a line of Markdown, safe, and read as the characters
-    it holds: every ASCII punctuation character escaped (a tool's name of
-    `**x**` or `[a](b)` is shown, not rendered)."""
-    return _PUNCTUATION.sub(r"\\\g<0>", safe(str(value)))
-
-
-_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
+    """Stored text for a line of Markdown: safe, on one line, read as the
+    characters it holds (a tool named `**x**` or `[a](b)` is shown, not
+    rendered: `markdown_text.inline_text`)."""
+    return inline_text(safe(str(value)))
 
 
 def _json(value: Any) -> str:
@@ -384,21 +381,18 @@ def _json(value: Any) -> str:
 
 
 def _cut(text: str) -> str:
-    """Stored text made safe, cut to `PART_TEXT_LIMIT` characters."""
-    if len(text) <= PART_TEXT_LIMIT:
-        return safe(text)
-    rest = len(text) - PART_TEXT_LIMIT
-    return safe(text[:PART_TEXT_LIMIT]) + f"\n… {counted(rest, 'more character')}"
+    """Stored text made safe, cut to `PART_TEXT_LIMIT` characters, with a
+    line saying how much was left out."""
+    kept, rest = cut(text, PART_TEXT_LIMIT)
+    return safe(kept) if rest is None else safe(kept) + "\n\n" + rest
 
 
 def _fenced(text: str | None, language: object = None) -> str:
-    """Text as a Markdown code block that nothing in it can end: the fence
-    longer than any run of backticks inside, the language a plain word."""
-    body = _cut(text or "")
-    longest = max((len(run) for run in re.findall("`+", body)), default=0)
-    fence = "`" * max(3, longest + 1)
-    word = re.sub(r"[^\w+#.-]", "", str(language or "").split(" ")[0]) or "text"
-    return f"{fence}{word}\n{body}\n{fence}"
+    """Text as a Markdown code block that nothing in it can end
+    (`markdown_text.fenced`), cut to `PART_TEXT_LIMIT` characters."""
+    kept, rest = cut(text or "", PART_TEXT_LIMIT)
+    block = "\n".join(fenced(safe(kept), str(language or "")))
+    return block if rest is None else block + "\n\n" + rest
 
 
 def diff_view(result: BranchDiff) -> tuple[str, str]:

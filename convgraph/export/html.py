@@ -4,7 +4,10 @@ The page is a template (`html_assets/page.html`) with its stylesheet and
 script inlined, and the trees embedded in a `<script type="application/json">`
 block: one file that opens offline in any browser and can be attached to a
 bug report. Each conversation is the node-link JSON of `convgraph.export.json`
-with the conversation's statistics beside it; the script draws the trees,
+with the conversation's statistics beside it; the script draws the trees
+(several roots hang from one start, the alternatives of the first turn),
+shows each node's run from its parts (tool calls and results, code and its
+output, reasoning folded), moves between alternatives (`[` and `]`),
 computes branch diffs from the parent links, and searches, all in the page.
 
 Three defences keep the text of the database from running as script: the

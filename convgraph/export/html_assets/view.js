@@ -7,6 +7,11 @@
  * one "+N hidden" label), and of that only what lies near the visible part of
  * the canvas is in the DOM, so an expanded 5,000-node conversation costs a
  * screenful. Every walk over a tree is a loop over an explicit queue or stack.
+ * The roots of one conversation are alternatives at its start (a first turn
+ * regenerated or edited): they hang from one drawn start, and a node's
+ * alternatives (convgraph.model.tree.siblings) are the other children of its
+ * parent, or the other roots. A node's run (its tool calls and their results,
+ * code and its output, reasoning folded) is shown in the panel from its parts.
  */
 (function () {
   "use strict";
@@ -156,6 +161,24 @@
 
   Conversation.prototype.title = function () {
     return this.name || this.id;
+  };
+
+  // Where there are several roots, the start of the conversation is a branch
+  // point of its own: the roots are its alternatives.
+  Conversation.prototype.hasStart = function () {
+    return this.roots.length > 1;
+  };
+
+  // The alternatives tried at the node's place, the node among them, in log
+  // order: its parent's children, or the roots (convgraph.model.tree.alternatives).
+  Conversation.prototype.alternatives = function (node) {
+    var above = this.parent[node];
+    return above < 0 ? this.roots : this.children[above];
+  };
+
+  // As convgraph.model.tree.siblings: the other alternatives.
+  Conversation.prototype.siblings = function (node) {
+    return this.alternatives(node).filter(function (other) { return other !== node; });
   };
 
   Conversation.prototype.path = function (node) {
@@ -541,7 +564,7 @@
   // Bring the first root into view: a wide tree centres it far to the right.
   function scrollToStart(conversation) {
     if (!scene || !scene.pos.has(conversation.roots[0])) return;
-    var at = scene.pos.get(conversation.roots[0]);
+    var at = scene.startPos || scene.pos.get(conversation.roots[0]);
     var offset = drawingOffset();
     canvas.scrollTop = 0;
     canvas.scrollLeft = offset[0] + (at[0] + scene.shape.w / 2) * state.zoom - canvas.clientWidth / 2;
@@ -571,7 +594,6 @@
     var i, node, kids;
     for (i = 0; i < order.length; i++) {
       node = order[i];
-      if (conversation.parent[node] < 0 && next > 0) next += 0.5; // air between roots
       kids = conversation.children[node];
       if (!(conversation.expanded[node] && kids.length)) slot.set(node, next++);
       if (conversation.depth[node] > deepest) deepest = conversation.depth[node];
@@ -583,7 +605,12 @@
         slot.set(node, (slot.get(kids[0]) + slot.get(kids[kids.length - 1])) / 2);
       }
     }
-    return { slot: slot, across: Math.max(next, 1), down: deepest + 1 };
+    // Several roots hang from the start, one level above them.
+    var lift = conversation.hasStart() ? 1 : 0;
+    var start = lift
+      ? (slot.get(conversation.roots[0]) + slot.get(conversation.roots[conversation.roots.length - 1])) / 2
+      : null;
+    return { slot: slot, across: Math.max(next, 1), down: deepest + 1 + lift, lift: lift, start: start };
   }
 
   /* What draw() laid out: every node of the expanded part has a position,
@@ -609,10 +636,13 @@
     var stepAcross = (topDown ? shape.w : shape.h) + (topDown ? shape.gapX : shape.gapY);
     var stepDown = (topDown ? shape.h : shape.w) + (topDown ? shape.gapY : shape.gapX);
     var pos = new Map();
+    var place = function (slot, depth) {
+      var across = PAD + slot * stepAcross;
+      var down = PAD + depth * stepDown;
+      return topDown ? [across, down] : [down, across];
+    };
     order.forEach(function (node) {
-      var across = PAD + placed.slot.get(node) * stepAcross;
-      var down = PAD + conversation.depth[node] * stepDown;
-      pos.set(node, topDown ? [across, down] : [down, across]);
+      pos.set(node, place(placed.slot.get(node), conversation.depth[node] + placed.lift));
     });
     // Room on the right for the last column's "N hidden, M matching" labels.
     var width = topDown
@@ -647,8 +677,45 @@
       edges: edges,
       nodes: nodes,
       everything: order.length < PAINT_ALL_BELOW,
+      start: null,
+      startPos: null,
+      startEdges: new Map(),
     };
+    if (placed.lift) drawStart(conversation, place(placed.start, 0));
     paint();
+  }
+
+  /* The start of a conversation with several roots: one box the roots hang
+   * from, always in the DOM (it is one element, and its edges one a root). */
+  function drawStart(conversation, at) {
+    var shape = scene.shape;
+    var count = conversation.roots.length;
+    var group = svgEl("g", {
+      class: "start",
+      transform: "translate(" + at[0] + "," + at[1] + ")",
+      role: "img",
+      "data-alternatives": count,
+      "aria-label": "The start of the conversation: " + plural(count, "alternative"),
+    });
+    group.appendChild(svgEl("title", null,
+      "The start: the first turn was asked " + count + " ways. Select a root, then [ and ] move between them."));
+    group.appendChild(svgEl("rect", { class: "body", width: shape.w, height: shape.h, rx: shape.h / 2 }));
+    group.appendChild(svgEl("text", { class: "label", x: shape.w / 2, y: 19, "text-anchor": "middle" }, "Start"));
+    group.appendChild(svgEl("text", { class: "sublabel", x: shape.w / 2, y: 37, "text-anchor": "middle" },
+      plural(count, "alternative")));
+    var badge = svgEl("g", { class: "badge", transform: "translate(" + shape.w + ",0)" });
+    badge.appendChild(svgEl("circle", { r: 9, class: "badge-branch" }));
+    badge.appendChild(svgEl("text", { class: "badge-count", "text-anchor": "middle", dy: "0.35em" }, count));
+    group.appendChild(badge);
+    conversation.roots.forEach(function (root) {
+      var edge = drawEdge(at, scene.pos.get(root), shape, scene.topDown);
+      edge.classList.add("start-edge");
+      scene.edges.appendChild(edge);
+      scene.startEdges.set(root, edge);
+    });
+    scene.nodes.appendChild(group);
+    scene.start = group;
+    scene.startPos = at;
   }
 
   // The part of the drawing to have in the DOM, in the drawing's units.
@@ -759,8 +826,10 @@
     var labels = svgEl("g", { "clip-path": "url(#label-clip)" });
     labels.appendChild(svgEl("text", { class: prompt ? "label" : "label none", x: 14, y: 19 },
       (data.preferred ? "\u2605 " : "") + (data.note ? "\u270e " : "") + (prompt || "(no prompt)")));
+    // A tool chain is one step: its calls are named before its answer.
+    var calls = data.tool_calls ? "\u21b3 " + (data.tools || plural(data.tool_calls, "tool call")) + " \u00b7 " : "";
     labels.appendChild(svgEl("text", { class: "sublabel", x: 14, y: 37 },
-      excerpt(data.response, chars) || (data.model ? String(data.model) : "")));
+      excerpt(calls + (data.response || ""), chars) || (data.model ? String(data.model) : "")));
     group.appendChild(labels);
     if (kids > 1) {
       var badge = svgEl("g", { class: "badge", transform: "translate(" + shape.w + ",0)" });
@@ -836,6 +905,14 @@
       edge.classList.toggle("on-path", onPath.has(node));
       edge.classList.toggle("on-path-b", onPathB.has(node) && !onPath.has(node));
     });
+    if (scene && scene.start) {
+      scene.startEdges.forEach(function (edge, root) {
+        edge.classList.toggle("on-path", onPath.has(root));
+        edge.classList.toggle("on-path-b", onPathB.has(root) && !onPath.has(root));
+      });
+      // Two branches from two roots part at the start.
+      scene.start.classList.toggle("fork-point", state.second !== null && fork === null);
+    }
   }
 
   // Scroll as little as it takes to show the node, then paint what came into view.
@@ -967,7 +1044,8 @@
         "Shift-click a second node (or use \u201cCompare with\u2026\u201d) to see how the two branches differ."));
       panel.appendChild(el("p", "hint",
         "Click the + or \u2212 on a node\u2019s edge to expand or collapse its subtree. " +
-        "Press / to search, Enter for the next match, Escape to clear the selection."));
+        "Press / to search, Enter for the next match, [ and ] for the previous or next alternative, " +
+        "Escape to clear the selection."));
       return;
     }
     if (state.second !== null) drawDiff(conversation); else drawDetails(conversation);
@@ -996,6 +1074,16 @@
       ? "\u2014" : formatNumber(data.duration_ms) + " ms").setAttribute("data-field", "duration_ms");
     field(facts, "Depth", conversation.depth[node]);
     field(facts, "Children", kids + (kids ? " (" + (conversation.size[node] - 1) + " below)" : ""));
+    var group = conversation.alternatives(node);
+    if (group.length > 1) {
+      field(facts, "Alternatives", (group.indexOf(node) + 1) + " of " + group.length +
+        (conversation.parent[node] < 0 ? " at the start (the roots)" : "") + " \u00b7 [ and ] move")
+        .setAttribute("data-field", "alternatives");
+    }
+    if (data.tool_calls) {
+      field(facts, "Tool calls", data.tool_calls + (data.tools ? " (" + data.tools + ")" : ""))
+        .setAttribute("data-field", "tool_calls");
+    }
     if (data.source) field(facts, "Source", data.source);
     if (data.active !== undefined && data.active !== null) {
       field(facts, "Active path", data.active ? "yes (the branch last used)" : "no")
@@ -1007,6 +1095,10 @@
     if (data.note) panel.appendChild(textBlock("Note", data.note, "note"));
 
     var actions = el("div", "panel-actions");
+    if (group.length > 1) {
+      actions.appendChild(actionButton("\u2190 Previous alternative", "sibling-prev", function () { stepAlternative(-1); }));
+      actions.appendChild(actionButton("Next alternative \u2192", "sibling-next", function () { stepAlternative(1); }));
+    }
     if (kids) {
       actions.appendChild(actionButton(conversation.expanded[node] ? "Collapse subtree" : "Expand subtree",
         "panel-toggle", function () { toggle(node); }));
@@ -1017,6 +1109,8 @@
 
     panel.appendChild(textBlock("Prompt", data.prompt, "prompt"));
     panel.appendChild(textBlock("System prompt", data.system, "system"));
+    var run = runSection(data.parts);
+    if (run) panel.appendChild(run);
     panel.appendChild(textBlock("Response", data.response, "response"));
     var path = conversation.path(node);
     var section = el("section");
@@ -1024,6 +1118,84 @@
     section.appendChild(el("h3", null, "Path from the root (" + plural(path.length, "node") + ")"));
     section.appendChild(pathList(conversation, path, node));
     panel.appendChild(section);
+  }
+
+  // The previous or next alternative of the selected node, wrapping round
+  // (the TUI's [ and ] keys).
+  function stepAlternative(offset) {
+    var conversation = state.conversation;
+    if (!conversation || state.selected === null) return;
+    var group = conversation.alternatives(state.selected);
+    if (group.length < 2) return;
+    var at = group.indexOf(state.selected);
+    state.second = null;
+    select(group[(at + offset + group.length) % group.length], false);
+  }
+
+  // JSON arguments, pretty; text that is not JSON as it is.
+  function prettyJSON(value) {
+    if (typeof value === "string") {
+      try { value = JSON.parse(value); } catch (error) { return value; }
+    }
+    var text = JSON.stringify(value, null, 2);
+    return text === undefined ? String(value) : text;
+  }
+
+  function partBlock(type, title, text, className) {
+    var block = el("div", "part " + type.replace("_", "-"));
+    block.setAttribute("data-part", type);
+    block.appendChild(el("p", "part-title", title));
+    if (text !== null && text !== undefined) block.appendChild(el("pre", className || null, String(text)));
+    return block;
+  }
+
+  /* The node's run, part by part in order (convgraph.parts): a tool call's
+   * name and arguments, a result or an error, code and its output, the
+   * reasoning folded in a <details>, attachments and fragments, and what
+   * the model said between two calls. Null where the node is only its
+   * prompt and its response. */
+  function runSection(parts) {
+    if (!Array.isArray(parts) || parts.every(function (part) { return part && part.type === "text"; })) return null;
+    var section = el("section");
+    section.setAttribute("data-field", "run");
+    section.appendChild(el("h3", null, "Run"));
+    parts.forEach(function (part, index) {
+      if (!part || typeof part !== "object") return;
+      var name = part.name === null || part.name === undefined ? "?" : String(part.name);
+      if (part.type === "text" && part.role !== "user") {
+        var later = parts.slice(index + 1).some(function (next) { return next && next.type !== "text"; });
+        if (later) section.appendChild(partBlock("said", "said: " + excerpt(part.text, 200)));
+      } else if (part.type === "reasoning") {
+        var folded = el("details", "part reasoning");
+        folded.setAttribute("data-part", "reasoning");
+        var thought = part.text === null || part.text === undefined ? "" : String(part.text);
+        folded.appendChild(el("summary", null, part.redacted && !thought
+          ? "Reasoning, kept back by the provider" : "Reasoning (" + plural(thought.length, "character") + ")"));
+        if (thought) folded.appendChild(el("pre", null, thought));
+        section.appendChild(folded);
+      } else if (part.type === "tool_call") {
+        section.appendChild(partBlock("tool_call", "\u21b3 " + name + " called with", prettyJSON(part.arguments), "code"));
+      } else if (part.type === "tool_result") {
+        var block = partBlock("tool_result", "\u2190 " + name + (part.error ? " failed: " + part.error : " gave back"),
+          part.output === null || part.output === undefined || (part.error && !part.output)
+            ? null : typeof part.output === "string" ? part.output : prettyJSON(part.output), "code");
+        if (part.error) block.classList.add("failed");
+        section.appendChild(block);
+      } else if (part.type === "code") {
+        section.appendChild(partBlock("code", "\u21b3 code ran" + (part.language ? " (" + part.language + ")" : ""),
+          part.text === null || part.text === undefined ? "" : part.text, "code"));
+      } else if (part.type === "code_output") {
+        section.appendChild(partBlock("code_output", "\u2190 output",
+          part.text === null || part.text === undefined ? "" : part.text, "code"));
+      } else if (part.type === "attachment" || part.type === "fragment") {
+        var about = [];
+        if (part.mime) about.push(String(part.mime));
+        if (typeof part.size === "number") about.push(plural(part.size, "byte"));
+        section.appendChild(partBlock(part.type, part.type + ": " + (part.name || part.url || "?") +
+          (about.length ? " (" + about.join(", ") + ")" : "")));
+      }
+    });
+    return section;
   }
 
   function drawDiff(conversation) {
@@ -1037,7 +1209,7 @@
     field(facts, "A", conversation.ids[a]).className = "mono side-a";
     field(facts, "B", conversation.ids[b]).className = "mono side-b";
     var fork = field(facts, "Fork point", result.fork_point === null
-      ? "none: the two nodes have different roots" : result.fork_point);
+      ? "none: the start (two alternatives of the first turn)" : result.fork_point);
     fork.setAttribute("data-field", "fork_point");
     if (result.fork_point !== null) fork.className = "mono fork";
     field(facts, "Shared", plural(result.shared.length, "node")).setAttribute("data-field", "shared");
@@ -1068,7 +1240,8 @@
       if (result[part[1]].length) {
         section.appendChild(pathList(conversation, toNodes(result[part[1]]), part[1] === "a" ? a : part[1] === "b" ? b : null));
       } else {
-        section.appendChild(el("p", "muted", part[1] === "shared" ? "No common ancestor." : "The node is the fork point itself."));
+        section.appendChild(el("p", "muted", part[1] === "shared"
+          ? "Nothing: the branches differ from the first turn." : "The node is the fork point itself."));
       }
       panel.appendChild(section);
     });
@@ -1251,6 +1424,9 @@
     if (event.key === "/" && !typing) {
       event.preventDefault();
       searchBox.focus();
+    } else if ((event.key === "[" || event.key === "]") && !typing) {
+      event.preventDefault();
+      stepAlternative(event.key === "]" ? 1 : -1);
     } else if (event.key === "Escape" && !typing) {
       state.selected = null;
       state.second = null;
@@ -1327,6 +1503,14 @@
   // For scripts and tests driving the page: the same answers the panel shows.
   window.convgraph = Object.freeze({
     diff: branchDiff,
+    siblings: function (id) {
+      var found = where.get(String(id));
+      if (!found) throw new Error("unknown node");
+      return found[0].siblings(found[1]).map(function (n) { return found[0].ids[n]; });
+    },
+    selected: function () {
+      return state.selected === null ? null : state.conversation.ids[state.selected];
+    },
     select: selectId,
     conversations: function () {
       return conversations.map(function (c) { return { id: c.id, name: c.name, nodes: c.nodes.length }; });

@@ -77,6 +77,10 @@ def tree(
 ) -> None:
     """Draw conversation trees; every conversation when no id is given.
 
+    A node is one step: a tool chain's calls are drawn beneath its line
+    (↳ name(arguments) → result), ∴ marks reasoning; several roots hang from
+    the conversation's line as the alternatives of its first turn.
+
     With --json, a JSON array of the drawn nodes in drawing order, each with
     its id, parent, depth and conversation.
     """

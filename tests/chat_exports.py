@@ -548,6 +548,347 @@ def webui_export() -> list[dict[str, Any]]:
     ]
 
 
+# -- the whole conversation: tools, code, reasoning, files (issue 23) ------------
+# Shapes as real exports hold them, learnt from conversations.json files
+# published on GitHub (ChatGPT's thoughts, reasoning_recap, execution_output
+# with author.name "python", tether_browsing_display from "web.run",
+# system_error), the notes of mitkury/chatgpt-export-parser and of
+# Sinity/polylogue (Claude.ai's tool_use/tool_result blocks with id,
+# tool_use_id, is_error and search results as "knowledge" blocks), and Open
+# WebUI's chat.history messages with `files`.
+
+
+def chatgpt_agent() -> dict[str, Any]:
+    """A reasoning model searching the web, running code that fails once,
+    and drawing a picture; then a follow-up that ends in a tool error."""
+    search = {"content_type": "code", "language": "unknown", "text": "tides Brest"}
+    found = {
+        "content_type": "tether_browsing_display",
+        "result": "# 【0†Tides in Brest】\nHigh water 06:12.",
+        "summary": "",
+        "assets": None,
+        "tether_id": None,
+    }
+    thinking = {
+        "content_type": "thoughts",
+        "thoughts": [
+            {
+                "summary": "Looking up tides",
+                "content": "The user wants today's tides.",
+                "chunks": [],
+                "finished": True,
+            }
+        ],
+        "source_analysis_msg_id": "x",
+    }
+    recap = {"content_type": "reasoning_recap", "content": "Thought for 4s"}
+    cell = {"content_type": "code", "language": "python", "text": "1/0"}
+    failed = {
+        "content_type": "execution_output",
+        "text": "ZeroDivisionError: division by zero",
+    }
+    cell2 = {"content_type": "code", "language": "unknown", "text": "print(6 * 7)"}
+    printed = {"content_type": "execution_output", "text": "42"}
+    draw = {"content_type": "code", "text": '{"prompt": "a lighthouse"}'}
+    drawn = {
+        "content_type": "multimodal_text",
+        "parts": [
+            {
+                "content_type": "image_asset_pointer",
+                "asset_pointer": "sediment://file_lighthouse",
+                "size_bytes": 2048,
+                "width": 1024,
+                "height": 1024,
+            }
+        ],
+    }
+    error = {
+        "content_type": "system_error",
+        "name": "ChatGPTAgentToolException",
+        "text": "The tool timed out.",
+    }
+    hidden_spinner = {
+        "content_type": "tether_browsing_display",
+        "result": "",
+        "summary": "",
+    }
+    message = gpt_message
+    return gpt_conversation(
+        "conv-agent",
+        "Tides and a lighthouse",
+        [
+            *gpt_preamble("root-g", "sys-g"),
+            ("g-u1", "sys-g", message("g-u1", "user", "Tides in Brest today?", at=0)),
+            ("g-th", "g-u1", message("g-th", "assistant", content=thinking, at=1)),
+            ("g-rc", "g-th", message("g-rc", "assistant", content=recap, at=2)),
+            (
+                "g-s",
+                "g-rc",
+                message("g-s", "assistant", content=search, at=3, recipient="web.run"),
+            ),
+            (
+                "g-sr",
+                "g-s",
+                message("g-sr", "tool", content=found, at=4, name="web.run"),
+            ),
+            (
+                "g-c1",
+                "g-sr",
+                message("g-c1", "assistant", content=cell, at=5, recipient="python"),
+            ),
+            (
+                "g-o1",
+                "g-c1",
+                message("g-o1", "tool", content=failed, at=6, name="python"),
+            ),
+            (
+                "g-c2",
+                "g-o1",
+                message("g-c2", "assistant", content=cell2, at=7, recipient="python"),
+            ),
+            (
+                "g-o2",
+                "g-c2",
+                message("g-o2", "tool", content=printed, at=8, name="python"),
+            ),
+            (
+                "g-d",
+                "g-o2",
+                message(
+                    "g-d", "assistant", content=draw, at=9, recipient="dalle.text2im"
+                ),
+            ),
+            (
+                "g-dr",
+                "g-d",
+                message("g-dr", "tool", content=drawn, at=10, name="dalle.text2im"),
+            ),
+            (
+                "g-a1",
+                "g-dr",
+                message("g-a1", "assistant", "High water at 06:12.", at=11, model="o3"),
+            ),
+            ("g-u2", "g-a1", message("g-u2", "user", "And tomorrow?", at=20)),
+            (
+                "g-s2",
+                "g-u2",
+                message(
+                    "g-s2", "assistant", content=search, at=21, recipient="web.run"
+                ),
+            ),
+            (
+                "g-sp",
+                "g-s2",
+                message(
+                    "g-sp",
+                    "tool",
+                    content=hidden_spinner,
+                    at=22,
+                    name="web.run",
+                    hidden=True,
+                ),
+            ),
+            (
+                "g-e",
+                "g-sp",
+                message("g-e", "tool", content=error, at=23, name="web.run"),
+            ),
+            (
+                "g-a2",
+                "g-e",
+                message("g-a2", "assistant", "I could not look.", at=24, model="o3"),
+            ),
+        ],
+        current_node="g-a2",
+    )
+
+
+def claude_agent() -> dict[str, Any]:
+    """Claude.ai thinking, searching (a tool that fails, then one that
+    answers with search results) and answering a prompt with a file."""
+    stamp = iso(0).replace("+00:00", "Z")
+    blocks = [
+        {
+            "start_timestamp": stamp,
+            "stop_timestamp": stamp,
+            "type": "thinking",
+            "thinking": "The page may need a search first.",
+            "summaries": [{"summary": "Planning"}],
+            "cut_off": False,
+        },
+        {
+            "start_timestamp": stamp,
+            "type": "text",
+            "text": "Let me look.",
+            "citations": [],
+        },
+        {
+            "start_timestamp": stamp,
+            "type": "tool_use",
+            "id": "toolu_01",
+            "name": "web_fetch",
+            "input": {"url": "https://example.org/tides"},
+            "message": "Fetching: https://example.org/tides",
+            "integration_name": "Web Fetch",
+            "display_content": None,
+        },
+        {
+            "start_timestamp": stamp,
+            "type": "tool_result",
+            "tool_use_id": "toolu_01",
+            "name": "web_fetch",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "PERMISSIONS_ERROR: not in a prior search",
+                    "uuid": "u-1",
+                }
+            ],
+            "is_error": True,
+            "message": "Failed to fetch",
+        },
+        {
+            "start_timestamp": stamp,
+            "type": "tool_use",
+            "id": "toolu_02",
+            "name": "web_search",
+            "input": {"query": "tides Brest"},
+            "message": "Searching the web",
+        },
+        {
+            "start_timestamp": stamp,
+            "type": "tool_result",
+            "tool_use_id": "toolu_02",
+            "name": "web_search",
+            "content": [
+                {
+                    "type": "knowledge",
+                    "title": "Tides in Brest",
+                    "url": "https://example.org/tides",
+                    "metadata": {
+                        "type": "webpage_metadata",
+                        "site_domain": "example.org",
+                    },
+                    "is_missing": False,
+                    "text": "High water 06:12.",
+                    "is_citable": True,
+                }
+            ],
+            "is_error": False,
+        },
+        {"start_timestamp": stamp, "type": "text", "text": "High water is at 06:12."},
+    ]
+    return {
+        "uuid": "claude-agent",
+        "name": "Tides",
+        "summary": "",
+        "created_at": stamp,
+        "updated_at": iso(10).replace("+00:00", "Z"),
+        "account": {"uuid": "acct-1"},
+        "chat_messages": [
+            claude_message(
+                "ca-h1",
+                "human",
+                "When is high water?",
+                0,
+                attachments=[
+                    {
+                        "file_name": "harbour.txt",
+                        "file_size": 120,
+                        "file_type": "text/plain",
+                        "extracted_content": "Brest harbour notes",
+                    }
+                ],
+                files=[{"file_uuid": "f-1", "file_name": "chart.png"}],
+            ),
+            claude_message("ca-a1", "assistant", "", 10, "ca-h1", blocks=blocks),
+        ],
+    }
+
+
+def webui_files() -> dict[str, Any]:
+    """One Open WebUI chat (as its download holds it: the chat alone) with a
+    PDF uploaded, a picture kept inline as a data URL, and an answer."""
+    messages = {
+        "w1": webui_message(
+            "w1",
+            "user",
+            "Summarise these",
+            0,
+            None,
+            ["w2"],
+            files=[
+                {
+                    "type": "file",
+                    "file": {
+                        "id": "f-pdf",
+                        "filename": "report.pdf",
+                        "meta": {
+                            "name": "report.pdf",
+                            "content_type": "application/pdf",
+                            "size": 52000,
+                        },
+                    },
+                    "id": "f-pdf",
+                    "url": "/api/v1/files/f-pdf",
+                    "name": "report.pdf",
+                    "status": "uploaded",
+                    "size": 52000,
+                },
+                {"type": "image", "url": "data:image/png;base64,iVBORw0KGgo="},
+            ],
+        ),
+        "w2": webui_message(
+            "w2", "assistant", "A report and a picture.", 5, "w1", [], model="llama3"
+        ),
+    }
+    return {
+        "id": "chat-files",
+        "title": "Files",
+        "models": ["llama3"],
+        "history": {"messages": messages, "currentId": "w2"},
+        "messages": [messages["w1"], messages["w2"]],
+        "timestamp": (EPOCH + 0) * 1000,
+    }
+
+
+def chatgpt_feedback() -> list[dict[str, Any]]:
+    """ChatGPT's message_feedback.json for `chatgpt_branches`: thumbs up on
+    the regenerated first answer (which has an alternative), thumbs up on an
+    answer without one, thumbs down with tags and words on another. The
+    shape: one object per rating, `content` a JSON text of tags and words
+    (as published descriptions of the export show it)."""
+    return [
+        {
+            "id": "fb-1",
+            "conversation_id": "conv-monad",
+            "user_id": "user-1",
+            "rating": "thumbsUp",
+            "message_id": "a1",
+            "content": "{}",
+            "create_time": EPOCH + 100,
+        },
+        {
+            "id": "fb-2",
+            "conversation_id": "conv-monad",
+            "user_id": "user-1",
+            "rating": "thumbsUp",
+            "message_id": "a2e",
+            "content": "{}",
+            "create_time": EPOCH + 101,
+        },
+        {
+            "id": "fb-3",
+            "conversation_id": "conv-monad",
+            "user_id": "user-1",
+            "rating": "thumbsDown",
+            "message_id": "a2",
+            "content": json.dumps({"tags": ["not-helpful"], "text": "Too short."}),
+            "create_time": EPOCH + 102,
+        },
+    ]
+
+
 # -- writing ---------------------------------------------------------------------
 
 

@@ -1,27 +1,34 @@
 """Read the data exports of ChatGPT, Claude.ai and Open WebUI as conversation trees.
 
-Each app keeps a conversation as parent-linked messages. This module finds the
-export's JSON (a downloaded `.zip`, its `conversations.json`, the split
-`conversations-000.json`, ... files in a folder or zip, or Open WebUI's chat
-export), tells the format by content, and streams it one conversation at a
-time with ijson. The per-format modules (`chatgpt`, `claude`, `openwebui`)
-only turn one conversation's JSON into `Message`s, and `chat_nodes` turns
-those into the node contract's records (docs/design.md#chat-exports).
-`ChatExport` answers the same questions as `LogDatabase`, so every command
-reads an export as it reads llm's `logs.db`.
+Each app keeps a conversation as parent-linked messages. `chat_json` finds
+the export's JSON (a downloaded `.zip`, its `conversations.json`, the split
+`conversations-000.json`, ... files in a folder or zip, Open WebUI's export
+or one chat's download) and streams it one conversation at a time, within
+bounds; this module tells the format by content, and the per-format modules
+(`chatgpt`, `claude`, `openwebui`) turn one conversation's JSON into
+`Message`s, which `chat_nodes` turns into the node contract's records
+(docs/design.md#chat-exports). `ChatExport` answers the same questions as
+`LogDatabase`, so every command reads an export as it reads llm's `logs.db`.
+
+Two rules hold for the whole export, in the per-tree read and the
+whole-table read alike (`_items` gives both the conversations with them).
+A conversation repeated across split files is read once, from its first
+copy. A node's identity is its conversation and its id: where a
+conversation holds message ids an earlier one holds too (ChatGPT's "Branch
+in new chat" copies a conversation's messages, ids and all), those ids are
+read as `CONVERSATION_ID/MESSAGE_ID` in the later one (`shared_ids`), so
+both conversations keep every node, and `check` says so (`shared-ids`). A
+conversation without a prompt or an answer has no node: it is listed with 0
+nodes and reported (`empty-conversation`), never dropped silently.
 """
 
 from __future__ import annotations
 
-import io
 import os
-import re
-import zipfile
-import zlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
     CATEGORY_COLUMNS,
@@ -30,14 +37,25 @@ from convgraph.contract import (
     SOURCE_COLUMNS,
 )
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
+from convgraph.links.integrity import EMPTY_CONVERSATION, SHARED_IDS, Problem
 from convgraph.sources import chatgpt, claude, openwebui
+from convgraph.sources.chat_json import (
+    ExportFile,
+    file_on_disk,
+    file_values,
+    folder_files,
+    path_kind,
+    side_file,
+    zip_files,
+)
 from convgraph.sources.chat_messages import Conversation, Message
 from convgraph.sources.chat_nodes import conversation_records
-from convgraph.sources.files import SQLITE_HEADER
 from convgraph.sources.source import Source, TreeRecords, sort_log_order
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from convgraph.sources.notes import NodeNote
 
 __all__ = [
     "ChatExport",
@@ -45,128 +63,19 @@ __all__ = [
     "Message",
     "conversation_records",
     "open_source",
+    "shared_ids",
 ]
-
-UTF8_BOM = b"\xef\xbb\xbf"
-
-#: `conversations.json`, or one of the split `conversations-000.json` files.
-CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
 
 #: The columns of `read_forest`: the llm readers', then `active`.
 FOREST_COLUMNS = (*SOURCE_COLUMNS, "active")
 
-
-# -- finding and streaming the export ---------------------------------------
-
-
-@dataclass(frozen=True)
-class _Part:
-    """One JSON file of an export: a file on disk or a member of a zip."""
-
-    name: str
-    open: Callable[[], IO[bytes]]
+#: ChatGPT's file of the person's thumbs up and down, beside the
+#: conversations.
+FEEDBACK_FILE = "message_feedback.json"
 
 
 def _formats() -> dict[str, Any]:
     return {module.SOURCE: module for module in (chatgpt, claude, openwebui)}
-
-
-def _conversation_parts(names: list[str]) -> list[str]:
-    """The conversation files among `names`: the split files where there are
-    some (in their numbered order), else `conversations.json`."""
-    found = [name for name in names if CONVERSATION_FILE.fullmatch(Path(name).name)]
-    split = sorted(name for name in found if "-" in Path(name).name)
-    return split or sorted(found)
-
-
-def _zip_parts(path: Path) -> list[_Part]:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = [info.filename for info in archive.infolist() if not info.is_dir()]
-    except (zipfile.BadZipFile, OSError) as error:
-        raise DatabaseError(f"{path} is not a readable zip file ({error})") from None
-    wanted = _conversation_parts(names)
-    if not wanted:
-        raise DatabaseError(
-            f"{path} holds no conversations.json (not a ChatGPT or Claude.ai export)"
-        )
-
-    def opener(name: str) -> Callable[[], IO[bytes]]:
-        def open_member() -> IO[bytes]:
-            archive = zipfile.ZipFile(path)
-            try:
-                member = archive.open(name)
-            except Exception:
-                archive.close()
-                raise
-            return _ClosingBoth(member, archive)
-
-        return open_member
-
-    return [_Part(f"{path}:{name}", opener(name)) for name in wanted]
-
-
-class _ClosingBoth(io.BufferedReader):
-    """A zip member's stream that also closes its archive."""
-
-    def __init__(self, member: IO[bytes], archive: zipfile.ZipFile):
-        super().__init__(member)  # type: ignore[arg-type]
-        self._archive = archive
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._archive.close()
-
-
-def _file_part(path: Path) -> _Part:
-    return _Part(str(path), lambda: open(path, "rb"))  # noqa: SIM115
-
-
-def _skip_to_json(stream: IO[bytes]) -> bytes:
-    """Drop a byte-order mark and return the first byte of the JSON text
-    (b"" when there is none), leaving it unread."""
-    peek = stream.peek(64)  # type: ignore[attr-defined]
-    if peek.startswith(UTF8_BOM):
-        stream.read(len(UTF8_BOM))
-        peek = stream.peek(64)  # type: ignore[attr-defined]
-    stripped = peek.lstrip()
-    if not stripped and peek:
-        # Long leading whitespace: consume it a buffer at a time.
-        while peek and not peek.lstrip():
-            stream.read(len(peek))
-            peek = stream.peek(64)  # type: ignore[attr-defined]
-        stripped = peek.lstrip()
-    return stripped[:1]
-
-
-def _stream_items(stream: IO[bytes]) -> Iterator[Any]:
-    """The conversations of one JSON file: the elements of a top-level array,
-    or a top-level object as the one conversation (a single exported chat)."""
-    import ijson
-
-    first = _skip_to_json(stream)
-    if first == b"[":
-        yield from ijson.items(stream, "item", use_float=True)
-    elif first == b"{":
-        yield from ijson.items(stream, "", use_float=True)
-    else:
-        raise DatabaseError("it is not JSON")
-
-
-def _read_errors() -> tuple[type[BaseException], ...]:
-    import ijson
-
-    return (
-        ijson.JSONError,
-        zipfile.BadZipFile,
-        zlib.error,
-        EOFError,
-        OSError,
-        UnicodeDecodeError,
-        ValueError,
-    )
 
 
 def open_source(path: str | os.PathLike[str]) -> ChatExport | None:
@@ -177,30 +86,70 @@ def open_source(path: str | os.PathLike[str]) -> ChatExport | None:
     Raises
     ------
     DatabaseError
-        A zip or folder without a conversations file, JSON that is no
-        supported export, or JSON that ends early.
+        A zip that is truncated or damaged, a zip or folder without a
+        conversations file, JSON that is no supported export, or JSON that
+        ends early.
     """
     path = Path(path)
-    if path.is_dir():
-        names = [entry.name for entry in path.iterdir() if entry.is_file()]
-        wanted = _conversation_parts(names)
-        if not wanted:
+    kind = path_kind(path)
+    if kind == "folder":
+        files = folder_files(path)
+        if not files:
             return None
-        parts = [_file_part(path / name) for name in wanted]
-    elif path.is_file():
-        with open(path, "rb") as stream:
-            head = stream.read(4096)
-        if head.startswith(SQLITE_HEADER):
-            return None
-        if zipfile.is_zipfile(path):
-            parts = _zip_parts(path)
-        else:
-            if head.removeprefix(UTF8_BOM).lstrip()[:1] not in (b"[", b"{"):
-                return None
-            parts = [_file_part(path)]
+    elif kind == "zip":
+        files = zip_files(path)
+    elif kind == "json":
+        files = [file_on_disk(path)]
     else:
         return None
-    return ChatExport(path, parts)
+    return ChatExport(path, files)
+
+
+def shared_ids(conversation_id: str, ids: list[str], taken: set[str]) -> dict[str, str]:
+    """The ids of one conversation that earlier conversations hold (`taken`),
+    each with the id it is read by here: `CONVERSATION_ID/MESSAGE_ID` (with
+    `+2`, `+3`, ... where even that is taken). `taken` gains this
+    conversation's ids.
+
+    Examples
+    --------
+    >>> taken = set()
+    >>> shared_ids("c1", ["a", "b"], taken), shared_ids("c2", ["a", "z"], taken)
+    ({}, {'a': 'c2/a'})
+    """
+    own = set(ids)
+    renamed: dict[str, str] = {}
+    for message_id in ids:
+        if message_id not in taken:
+            continue
+        candidate = f"{conversation_id}/{message_id}"
+        number = 2
+        while candidate in taken or candidate in own:
+            candidate = f"{conversation_id}/{message_id}+{number}"
+            number += 1
+        renamed[message_id] = candidate
+        taken.add(candidate)
+    taken.update(own)
+    return renamed
+
+
+@dataclass
+class _Item:
+    """One conversation of the export, as `_items` hands it over."""
+
+    position: int
+    id: str
+    raw: dict[str, Any]
+    #: Its message ids (the export's, made distinct).
+    ids: list[str]
+    #: The ids an earlier conversation holds too, and what they are read as.
+    renamed: dict[str, str] = field(default_factory=dict)
+
+    def holds(self, message_id: str) -> bool:
+        """Whether a message of this conversation is read with this id."""
+        if message_id in self.renamed.values():
+            return True
+        return message_id not in self.renamed and message_id in self.ids
 
 
 class ChatExport(Source):
@@ -212,16 +161,21 @@ class ChatExport(Source):
     follows it. Reading never writes.
     """
 
-    def __init__(self, path: Path, parts: list[_Part]):
+    def __init__(self, path: Path, files: list[ExportFile]):
         # The llm readers stay unset: no SQL is behind an export.
         self.path = path
-        self.conn = None  # type: ignore[assignment]
+        self.conn = None
         self.legacy = None
         self.store = None
-        self.record_problems = []  # an export's messages are always nodes
-        self._parts = parts
+        self.record_problems = []
+        self._files = files
         self._tree_ids: list[str] | None = None
         self._found: TreeRecords | None = None
+        self._feedback: dict[str, list[dict[str, Any]]] | None = None
+        #: The marks the app's feedback gives the nodes read so far, and the
+        #: alternatives of each node it prefers (`convgraph.sources.notes`).
+        self.app_marks: dict[str, NodeNote] = {}
+        self.alternatives: dict[str, tuple[Any, ...]] = {}
         self.format = self._detect()
         self._module = _formats()[self.format] if self.format else None
 
@@ -241,18 +195,8 @@ class ChatExport(Source):
 
     def _raw_items(self) -> Iterator[Any]:
         """Every conversation's JSON, one at a time, across the split files."""
-        errors = _read_errors()
-        for part in self._parts:
-            try:
-                with part.open() as stream:
-                    yield from _stream_items(stream)
-            except DatabaseError as error:
-                raise DatabaseError(f"cannot read {part.name}: {error}") from None
-            except errors as error:
-                raise DatabaseError(
-                    f"cannot read {part.name}: the JSON is cut short or malformed"
-                    f" ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
-                ) from None
+        for file in self._files:
+            yield from file_values(file)
 
     def _detect(self) -> str | None:
         """The format of the first conversation; None for an empty export."""
@@ -265,41 +209,89 @@ class ChatExport(Source):
             )
         return None
 
-    def _items(self) -> Iterator[tuple[int, str, dict[str, Any]]]:
-        """Every conversation's position, id and JSON, once per id (a
-        conversation repeated across split files is read from its first
-        copy); items that are not conversations of the format are skipped."""
-        if self._module is None:
+    def _items(self) -> Iterator[_Item]:
+        """Every conversation, once per id (a conversation repeated across
+        split files is read from its first copy), with the ids it shares
+        with the conversations before it; items that are not conversations
+        of the format are skipped."""
+        module = self._module
+        if module is None:
             return
         seen: set[str] = set()
-        for position, item in enumerate(self._raw_items()):
-            if not self._module.is_conversation(item):
+        taken: set[str] = set()
+        for position, raw in enumerate(self._raw_items()):
+            if not module.is_conversation(raw):
                 continue
-            conversation_id = self._module.conversation_id(item, position)
+            conversation_id = module.conversation_id(raw, position)
             if conversation_id in seen:
                 continue
             seen.add(conversation_id)
-            yield position, conversation_id, item
+            ids = module.message_ids(raw, position)
+            renamed = shared_ids(conversation_id, ids, taken)
+            yield _Item(position, conversation_id, raw, ids, renamed)
 
-    def _parse(self, item: Any, position: int) -> Conversation:
+    def _parse(self, item: _Item) -> Conversation:
         """One item of `_items`, parsed by the format's module (which is
-        there whenever `_items` gives an item)."""
+        there whenever `_items` gives an item), its shared ids renamed."""
         assert self._module is not None
-        return self._module.parse_conversation(item, position)
+        conversation = self._module.parse_conversation(item.raw, item.position)
+        renamed = item.renamed
+        if renamed:
+            for message in conversation.messages:
+                message.id = renamed.get(message.id, message.id)
+                if message.parent is not None:
+                    message.parent = renamed.get(message.parent, message.parent)
+            if conversation.current is not None:
+                conversation.current = renamed.get(
+                    conversation.current, conversation.current
+                )
+        return conversation
 
     def conversations(self) -> Iterator[Conversation]:
         """Every conversation, parsed, one at a time."""
-        for position, _, item in self._items():
-            yield self._parse(item, position)
+        for item in self._items():
+            yield self._parse(item)
 
-    def _records(self, conversation: Conversation) -> TreeRecords:
-        records = conversation_records(conversation, self.format or "")
-        return TreeRecords(conversation.id, conversation.name, records)
+    def _records(self, item: _Item) -> TreeRecords:
+        """One conversation's records, and the marks the app's feedback
+        gives its nodes (kept in `app_marks`)."""
+        conversation = self._parse(item)
+        feedback = self.feedback().get(item.id)
+        node_of: dict[str, str] = {}
+        if feedback:
+            records = conversation_records(conversation, self.format or "", node_of)
+        else:
+            records = conversation_records(conversation, self.format or "")
+        if feedback:
+            from convgraph.sources.notes import feedback_marks
+
+            marks, alternatives = feedback_marks(
+                feedback, records, node_of, item.renamed
+            )
+            self.app_marks.update(marks)
+            self.alternatives.update(alternatives)
+        problems = []
+        if item.renamed:
+            problems.append(_shared_problem(item))
+        return TreeRecords(conversation.id, conversation.name, records, problems)
+
+    def feedback(self) -> dict[str, list[dict[str, Any]]]:
+        """The person's ratings of messages in the app, by conversation id
+        (ChatGPT's `message_feedback.json`; none for the other apps)."""
+        if self._feedback is None:
+            self._feedback = {}
+            found = side_file(self.path, FEEDBACK_FILE)
+            if self.format == chatgpt.SOURCE and found is not None:
+                from convgraph.sources.notes import feedback_by_conversation
+
+                self._feedback = feedback_by_conversation(file_values(found))
+        return self._feedback
 
     # -- naming trees ---------------------------------------------------
 
     def tree_ids(self) -> list[str]:
-        """Every conversation's id, in the export's order."""
+        """Every conversation's id, in the export's order (those with nodes:
+        an empty conversation names no tree)."""
         if self._tree_ids is None:
             self._tree_ids = [
                 conversation.id
@@ -312,9 +304,9 @@ class ChatExport(Source):
         """The records of one conversation, only that one parsed."""
         if self._found is not None and self._found.tree_id == conversation_id:
             return self._found
-        for position, found_id, item in self._items():
-            if found_id == conversation_id:
-                self._found = self._records(self._parse(item, position))
+        for item in self._items():
+            if item.id == conversation_id:
+                self._found = self._records(item)
                 return self._found
         return None
 
@@ -330,13 +322,10 @@ class ChatExport(Source):
             record["id"] == node_id for record in self._found.records
         ):
             return self._found.tree_id
-        module = self._module
-        if module is None:  # an empty export
-            raise UnknownNode(node_id)
-        for position, _, item in self._items():
-            if not module.holds_message(item, position, node_id):
+        for item in self._items():
+            if not item.holds(node_id):
                 continue
-            tree = self._records(self._parse(item, position))
+            tree = self._records(item)
             if any(record["id"] == node_id for record in tree.records):
                 self._found = tree
                 return tree.tree_id
@@ -361,15 +350,21 @@ class ChatExport(Source):
         """Every node as one table, read conversation by conversation.
 
         The same columns and types as `LogDatabase.read_forest`, plus the
-        boolean `active`. `text=False` leaves the texts out (as None).
+        boolean `active`. `text=False` leaves the texts and parts out (as
+        None). The names hold the empty conversations too, and
+        `record_problems` says which they are, and which conversations'
+        ids were qualified.
         """
         columns: dict[str, list[Any]] = {name: [] for name in FOREST_COLUMNS}
         names: dict[str, Any] = {}
-        for conversation in self.conversations():
-            tree = self._records(conversation)
-            if not tree.records:
-                continue
+        problems: list[Problem] = []
+        for item in self._items():
+            tree = self._records(item)
             names[tree.tree_id] = tree.name
+            problems.extend(tree.problems)
+            if not tree.records:
+                problems.append(_empty_problem(tree))
+                continue
             for record in tree.records:
                 for name, values in columns.items():
                     values.append(
@@ -377,12 +372,40 @@ class ChatExport(Source):
                         if not text and name in CONTENT_ATTRIBUTES
                         else record[name]
                     )
+        self.record_problems = problems
         return _forest_frame(columns), names
 
 
+def _shared_problem(item: _Item) -> Problem:
+    """The report of a conversation read with qualified ids."""
+    first = next(iter(item.renamed.values()))
+    count = len(item.renamed)
+    return Problem(
+        SHARED_IDS,
+        first,
+        None,
+        item.id,
+        f"{item.id} holds {count} message id{'s' if count != 1 else ''} an"
+        f" earlier conversation holds too (a copy?): read as {item.id}/ID",
+    )
+
+
+def _empty_problem(tree: TreeRecords) -> Problem:
+    """The report of a conversation without a node."""
+    named = f" ({tree.name})" if tree.name else ""
+    return Problem(
+        EMPTY_CONVERSATION,
+        tree.tree_id,
+        None,
+        tree.tree_id,
+        f"{tree.tree_id}{named} holds no prompt and no answer: 0 nodes",
+    )
+
+
 def _forest_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
-    """The forest table with the llm readers' types, in log order, each node
-    id once (an id seen in an earlier conversation is dropped there)."""
+    """The forest table with the llm readers' types, in log order. Ids are
+    distinct (`shared_ids`); a repeat that still comes (hostile ids a
+    qualified one collides with) is dropped where it repeats."""
     import numpy as np
     import pandas as pd
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from typing import Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES
+from convgraph.parts import TOOL_CALL, Part, is_plain, tool_names
 from convgraph.sources.chat_messages import (
     ANSWER,
+    INT64_LIMIT,
     PROMPT,
     Conversation,
     Message,
@@ -27,9 +28,14 @@ from convgraph.sources.chat_messages import (
 )
 from convgraph.sources.source import log_order
 
+#: The usage figures a node sums over the messages of its run.
+USAGE = ("input_tokens", "output_tokens", "duration_ms")
+
 
 def conversation_records(
-    conversation: Conversation, source: str
+    conversation: Conversation,
+    source: str,
+    node_of: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The nodes of one conversation, in log order, as `TreeRecords` records.
 
@@ -38,7 +44,12 @@ def conversation_records(
     a run forks (a regenerated answer) each branch ends a node of its own,
     with the same prompt. A prompt never answered is a node by itself. Runs
     above the first prompt (system messages, placeholders) are not nodes,
-    unless they hold an answer. Every walk is iterative.
+    unless they hold an answer. Its `parts` are those of its prompt and its
+    run in order (None where that is only a prompt and an answer), its
+    `tool_calls` and `tools` counted from them. Every walk is iterative.
+
+    `node_of`, where given, is filled with the node of each message of a
+    run (its prompt included): the first node built that holds it.
     """
     messages: dict[str, Message] = {}
     for message in conversation.messages:
@@ -114,7 +125,7 @@ def conversation_records(
     for message_id in order:
         if is_end[message_id]:
             records[message_id] = _node_record(
-                message_id, messages, effective_parent, prompt_of, conversation
+                message_id, messages, effective_parent, prompt_of, conversation, node_of
             )
             records[message_id]["parent_id"] = above[message_id]
             records[message_id]["system"] = system_of[message_id]
@@ -135,6 +146,7 @@ def _node_record(
     effective_parent: dict[str, str | None],
     prompt_of: dict[str, str | None],
     conversation: Conversation,
+    node_of: dict[str, str] | None,
 ) -> dict[str, Any]:
     """One node's attributes, from its run (walked up from its end)."""
     prompt_id = prompt_of[end]
@@ -150,6 +162,12 @@ def _node_record(
         (message.model for message in reversed(run) if message.model), None
     ) or (conversation.model if answers else None)
     time = next((message.time for message in reversed(run) if message.time), None)
+    steps = [prompt, *run] if prompt is not None else run
+    if node_of is not None:
+        for message in steps:
+            node_of.setdefault(message.id, end)
+    parts: list[Part] = [part for message in steps for part in message.parts or ()]
+    calls = sum(part.get("type") == TOOL_CALL for part in parts)
     record: dict[str, Any] = {
         "id": end,
         "tree_id": conversation.id,
@@ -158,19 +176,20 @@ def _node_record(
         "prompt": prompt.text if prompt is not None else None,
         "system": None,
         "response": join_texts([message.text for message in answers], "\n\n"),
-        # The run's parts: engineer H2 reads them from each app's messages.
-        "parts": None,
-        "tool_calls": 0,
-        "tools": None,
         "model": model,
         "datetime_utc": time or (prompt.time if prompt is not None else None),
         "source": None,
+        "parts": None if is_plain(parts) else parts,
+        "tool_calls": calls,
+        "tools": ", ".join(tool_names(parts)) or None,
         "active": False,
     }
-    for name in INTEGER_ATTRIBUTES:
+    for name in USAGE:
         values = [getattr(message, name) for message in run]
         counted = [value for value in values if value is not None]
-        record[name] = sum(counted) if counted else None
+        total = sum(counted) if counted else None
+        # Each figure fits the tables' Int64; a hostile sum need not.
+        record[name] = total if total is None or abs(total) < INT64_LIMIT else None
     return record
 
 

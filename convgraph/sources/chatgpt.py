@@ -3,19 +3,39 @@
 ChatGPT keeps a conversation as `mapping`: message nodes by id, each with its
 `parent` and `children`, an empty placeholder at the root (`message` null),
 and `current_node` naming the message the person was on last. A message has
-`author.role` (system, user, assistant, tool), `content` typed by
-`content_type` (`text` and `multimodal_text` carry `parts`; `code`,
-`execution_output` and others carry `text`), `create_time` in epoch seconds,
-`recipient` (`all` for what the user reads; a tool's name for a call) and
-`metadata` (`model_slug`, `is_visually_hidden_from_conversation`, uploaded
-`attachments`). Custom instructions come as a hidden user message of type
-`user_editable_context`: they are the system prompt here, not a prompt.
+`author.role` (system, user, assistant, tool) and `author.name` (the tool's,
+for a tool's message), `content` typed by `content_type` (`text` and
+`multimodal_text` carry `parts`, strings or asset pointers; `code`,
+`execution_output` and others carry `text`), `create_time` in epoch
+seconds, `recipient` (`all` for what the user reads; a tool's name for a
+call) and `metadata` (`model_slug`, `is_visually_hidden_from_conversation`,
+uploaded `attachments`). Custom instructions come as a hidden user message
+of type `user_editable_context`: they are the system prompt here, not a
+prompt.
+
+Each message's parts (`convgraph.parts`), as real exports hold them (the
+shapes were learnt from conversations.json files published on GitHub and
+the notes of parsers such as mitkury/chatgpt-export-parser): a code-interpreter cell
+is an assistant message to `python` of type `code` (a `code` part, its
+`language`), answered by a `tool` message of type `execution_output` (a
+`code_output`); any other message to a recipient but `all` (`browser`,
+`web.run`, `dalle.text2im`, `file_search.msearch`, ...) is a `tool_call`
+named by the recipient, its text the arguments, answered by a `tool`
+message named by `author.name` (a `tool_result`: its text, a
+`tether_browsing_display`'s `result`, a `tether_quote`'s title, URL and
+text; `system_error` an error). Reasoning models add `thoughts` (a list of
+`summary` and `content`: a `reasoning` part) and a `reasoning_recap` ("Thought
+for 8s", a label of the time taken: left out). Pictures are
+`image_asset_pointer` parts and uploads `metadata.attachments` (`name`,
+`mime_type`, `size`): `attachment` parts, one per file (a picture's pointer
+and its upload are one file).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from convgraph import parts as P
 from convgraph.sources.chat_messages import (
     ANSWER,
     PROMPT,
@@ -23,6 +43,7 @@ from convgraph.sources.chat_messages import (
     Conversation,
     Message,
     as_dict,
+    as_int,
     as_list,
     as_text,
     attachment_note,
@@ -38,6 +59,12 @@ ANSWER_TYPES = frozenset({"text", "multimodal_text", "code"})
 
 #: Custom instructions: the person's own system prompt.
 CONTEXT_TYPE = "user_editable_context"
+
+#: The code interpreter: an assistant's message to it is a cell of code.
+PYTHON = "python"
+
+#: What the person reads; any other recipient is a tool being called.
+EVERYONE = (None, "all")
 
 
 def is_conversation(item: Any) -> bool:
@@ -78,6 +105,125 @@ def custom_instructions(content: dict[str, Any]) -> str | None:
     )
 
 
+def _pointer_file(pointer: Any) -> str | None:
+    """The file id of an asset pointer (`file-service://file-abc`)."""
+    text = as_text(pointer)
+    return text.rpartition("://")[2] if text else None
+
+
+def content_parts(
+    role: str, content: dict[str, Any], uploads: list[dict[str, Any]]
+) -> list[P.Part]:
+    """A user's or assistant's text and pictures in the order the content
+    holds them, then the uploaded files no picture named."""
+    found: list[P.Part] = []
+    named = {as_text(upload.get("id")): upload for upload in uploads}
+    used: set[str | None] = set()
+    for part in as_list(content.get("parts")):
+        if isinstance(part, str):
+            if part:
+                found.append(P.text(role, part))
+        elif isinstance(part, dict):
+            spoken = as_text(part.get("text"))
+            if spoken is not None:
+                found.append(P.text(role, spoken))
+            elif part.get("content_type") == "image_asset_pointer":
+                file_id = _pointer_file(part.get("asset_pointer"))
+                upload = named.get(file_id, {}) if file_id else {}
+                used.add(file_id)
+                found.append(
+                    P.attachment(
+                        role,
+                        as_text(upload.get("name")),
+                        as_text(part.get("asset_pointer")),
+                        as_text(upload.get("mime_type")),
+                        as_int(part.get("size_bytes")) or as_int(upload.get("size")),
+                    )
+                )
+    text = as_text(content.get("text"))
+    if text is not None:
+        found.append(P.text(role, text))
+    for upload in uploads:
+        if as_text(upload.get("id")) in used and upload.get("id") is not None:
+            continue
+        found.append(
+            P.attachment(
+                role,
+                as_text(upload.get("name")),
+                None,
+                as_text(upload.get("mime_type")),
+                as_int(upload.get("size")),
+            )
+        )
+    return found
+
+
+def tool_output(content: dict[str, Any]) -> str:
+    """What a tool's message says: its text and string parts, a browsing
+    display's `result` (or `summary`), a quoted page's title and URL."""
+    texts: list[str | None] = [
+        as_text(content.get("title")),
+        as_text(content.get("url")),
+        *(part for part in as_list(content.get("parts")) if isinstance(part, str)),
+        as_text(content.get("text")),
+        as_text(content.get("result")) or as_text(content.get("summary")),
+    ]
+    return join_texts(texts) or ""
+
+
+def thoughts(content: dict[str, Any]) -> list[P.Part]:
+    """A reasoning model's `thoughts`, each a `reasoning` part."""
+    found = []
+    for thought in as_list(content.get("thoughts")):
+        thought = as_dict(thought)
+        text = join_texts(
+            [as_text(thought.get("summary")), as_text(thought.get("content"))],
+            "\n\n",
+        )
+        if text is not None:
+            found.append(P.reasoning(text))
+    return found
+
+
+def _step_parts(
+    role: Any,
+    content: dict[str, Any],
+    content_type: Any,
+    recipient: Any,
+    author: dict[str, Any],
+) -> list[P.Part]:
+    """The parts of a message that is no prompt and no answer: a tool call,
+    a code cell, their results, reasoning."""
+    if role == "assistant":
+        if content_type == "thoughts":
+            return thoughts(content)
+        if content_type == "reasoning_recap" or recipient in EVERYONE:
+            return []
+        text = as_text(content.get("text")) or tool_output(content)
+        if recipient == PYTHON and content_type == "code":
+            language = as_text(content.get("language"))
+            return [P.code(text, PYTHON if language in (None, "unknown") else language)]
+        return [P.tool_call(str(recipient), text)]
+    if role == "tool":
+        name = as_text(author.get("name"))
+        if content_type == "execution_output":
+            return [P.code_output(as_text(content.get("text")) or "")]
+        if content_type == "system_error":
+            error = join_texts(
+                [as_text(content.get("name")), as_text(content.get("text"))], ": "
+            )
+            return [P.tool_result(name, "", error=error or "error")]
+        found = [P.tool_result(name, tool_output(content))]
+        # A tool's pictures (an image generator's) are shown to the person.
+        found += [
+            part
+            for part in content_parts(P.ASSISTANT, content, [])
+            if part["type"] == P.ATTACHMENT
+        ]
+        return found
+    return []
+
+
 def parse_message(node_id: str, node: dict[str, Any]) -> Message:
     """One mapping entry as a `Message` (the placeholder root as a step)."""
     parent = node.get("parent")
@@ -85,7 +231,8 @@ def parse_message(node_id: str, node: dict[str, Any]) -> Message:
     raw = node.get("message")
     if not isinstance(raw, dict):
         return message
-    role = as_dict(raw.get("author")).get("role")
+    author = as_dict(raw.get("author"))
+    role = author.get("role")
     content = as_dict(raw.get("content"))
     content_type = content.get("content_type")
     metadata = as_dict(raw.get("metadata"))
@@ -108,16 +255,32 @@ def parse_message(node_id: str, node: dict[str, Any]) -> Message:
         )
         note = attachment_note(images, files + others)
         message.text = join_texts([text, note])
+        message.parts = content_parts(P.USER, content, uploads)
     elif (
         role == "assistant"
         and not hidden
-        and recipient in (None, "all")
+        and recipient in EVERYONE
         and content_type in ANSWER_TYPES
     ):
         message.kind = ANSWER
         message.text = text
+        if content_type == "code":
+            language = as_text(content.get("language"))
+            message.parts = [P.code(text or "", language)]
+        else:
+            message.parts = content_parts(P.ASSISTANT, content, [])
     else:
         message.kind = STEP
+        found = _step_parts(role, content, content_type, recipient, author)
+        # Hidden tool messages that say nothing (a search's spinner) are
+        # the app's own bookkeeping, not a result.
+        if hidden:
+            found = [
+                part
+                for part in found
+                if part.get("output") or part.get("error") or part.get("text")
+            ]
+        message.parts = found or None
     return message
 
 
@@ -130,9 +293,10 @@ def conversation_id(item: dict[str, Any], position: int) -> str:
     )
 
 
-def holds_message(item: dict[str, Any], position: int, message_id: str) -> bool:
-    """Whether the conversation has a message of this id (without parsing it)."""
-    return message_id in as_dict(item.get("mapping"))
+def message_ids(item: dict[str, Any], position: int) -> list[str]:
+    """The ids of the conversation's messages (the mapping's keys), without
+    reading anything else."""
+    return [str(node_id) for node_id in as_dict(item.get("mapping"))]
 
 
 def parse_conversation(item: dict[str, Any], position: int) -> Conversation:

@@ -8,12 +8,23 @@ Exports that keep branches give each message `parent_message_uuid`, the
 root's being the all-zero sentinel, and may name the branch in use last with
 `current_leaf_message_uuid`; older exports have no links: their messages are
 one chain in list order.
+
+A message's parts (`convgraph.parts`) are its blocks in order, as Claude.ai
+writes them (the shapes learnt from exports published on GitHub and the
+notes of parsers such as Sinity/polylogue): `text`; `thinking` (its `thinking`: a
+`reasoning` part; `redacted_thinking` one without text); `tool_use` (`name`,
+`input`, `id`: a `tool_call`); `tool_result` (`name`, `tool_use_id`,
+`content` as text blocks or search results, `is_error`: a `tool_result`);
+then the uploads, `attachments` (`file_name`, `file_size`, `file_type`)
+and `files` (`file_name`), as `attachment` parts (never their extracted
+text).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from convgraph import parts as P
 from convgraph.sources.chat_messages import (
     ANSWER,
     PROMPT,
@@ -22,6 +33,7 @@ from convgraph.sources.chat_messages import (
     DistinctIds,
     Message,
     as_dict,
+    as_int,
     as_list,
     as_text,
     attachment_note,
@@ -57,16 +69,96 @@ def message_text(raw: dict[str, Any]) -> str | None:
     return as_text(raw.get("text"))
 
 
+def result_text(content: Any) -> str:
+    """A tool result's content as text: a string, or its blocks' texts (a
+    search result's title and URL with its text)."""
+    if isinstance(content, str):
+        return content
+    texts: list[str | None] = []
+    for block in as_list(content):
+        if isinstance(block, str):
+            texts.append(block)
+            continue
+        block = as_dict(block)
+        texts.append(
+            join_texts(
+                [
+                    as_text(block.get("title")),
+                    as_text(block.get("url")),
+                    as_text(block.get("text")),
+                ]
+            )
+        )
+    return join_texts(texts, "\n\n") or ""
+
+
+def block_parts(role: str, raw: dict[str, Any]) -> list[P.Part]:
+    """A message's content blocks as parts, in order (its `text` where it has
+    no blocks), then its uploads."""
+    found: list[P.Part] = []
+    blocks = [as_dict(block) for block in as_list(raw.get("content"))]
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            text = as_text(block.get("text"))
+            if text is not None:
+                found.append(P.text(role, text))
+        elif kind == "thinking":
+            found.append(P.reasoning(as_text(block.get("thinking")) or ""))
+        elif kind == "redacted_thinking":
+            found.append(P.reasoning("", redacted=True))
+        elif kind == "tool_use":
+            found.append(
+                P.tool_call(
+                    as_text(block.get("name")),
+                    block.get("input"),
+                    as_text(block.get("id")),
+                )
+            )
+        elif kind == "tool_result":
+            output = result_text(block.get("content"))
+            found.append(
+                P.tool_result(
+                    as_text(block.get("name")),
+                    output,
+                    as_text(block.get("tool_use_id")),
+                    (output or "error") if block.get("is_error") is True else None,
+                )
+            )
+    if not blocks:
+        text = as_text(raw.get("text"))
+        if text is not None:
+            found.append(P.text(role, text))
+    for upload in as_list(raw.get("attachments")):
+        upload = as_dict(upload)
+        found.append(
+            P.attachment(
+                role,
+                as_text(upload.get("file_name")),
+                mime=as_text(upload.get("file_type")),
+                size=as_int(upload.get("file_size")),
+            )
+        )
+    for upload in as_list(raw.get("files")):
+        found.append(P.attachment(role, as_text(as_dict(upload).get("file_name"))))
+    return found
+
+
 def conversation_id(item: dict[str, Any], position: int) -> str:
     """The conversation's id; `position` names it if it has none."""
     return as_text(item.get("uuid")) or f"{SOURCE}-{position}"
 
 
-def holds_message(item: dict[str, Any], position: int, message_id: str) -> bool:
-    """Whether the conversation has a message of this id (ids made up for
-    messages without one included)."""
-    messages = parse_conversation(item, position).messages
-    return any(message.id == message_id for message in messages)
+def message_ids(item: dict[str, Any], position: int) -> list[str]:
+    """The ids of the conversation's messages, as `parse_conversation` gives
+    them (made up and made distinct where the export's are missing or
+    repeated), without reading anything else."""
+    own_id = conversation_id(item, position)
+    seen = DistinctIds()
+    return [
+        seen.take(as_dict(raw).get("uuid"), f"{own_id}-{index}")
+        for index, raw in enumerate(as_list(item.get("chat_messages")))
+    ]
 
 
 def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
@@ -93,11 +185,14 @@ def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
                 as_list(raw.get("files"))
             )
             message.text = join_texts([text, attachment_note(0, uploads)])
-        elif sender == "assistant" and text is not None:
-            message.kind = ANSWER
-            message.text = text
+            message.parts = block_parts(P.USER, raw)
         else:
-            message.kind = STEP
+            if sender == "assistant" and text is not None:
+                message.kind = ANSWER
+                message.text = text
+            else:
+                message.kind = STEP
+            message.parts = block_parts(P.ASSISTANT, raw) or None
         messages.append(message)
         previous = message_id
     if not linked:

@@ -5,8 +5,10 @@
 where SQLite will not let a reader in, says why in one sentence the user can
 act on: a live writer holding its lock, a writer that stopped mid-transaction
 (a hot journal a reader must not roll back), a WAL file in a folder where
-its `-shm` file cannot be made, or a file that is no SQLite at all. Which of
-llm's tables the file holds is `LogDatabase`'s question, asked once it is open.
+its `-shm` file cannot be made, a zip file (a chat export that is truncated
+or damaged: `zipfile` needs its end to know it), or a file that is no SQLite
+at all. Which of llm's tables the file holds is `LogDatabase`'s question,
+asked once it is open.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from convgraph.sources.tables import replacing_text
 
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
+
+#: The first bytes of a zip file (its first member's local header), there
+#: even where the end of the archive is missing.
+ZIP_HEADER = b"PK\x03\x04"
 
 
 def default_database_path() -> Path:
@@ -91,7 +97,19 @@ def _why_unreadable(path: Path, error: sqlite3.DatabaseError) -> str:
             f" in {path.parent} (a read-only directory?); read a copy made"
             " with its -wal file in a writable directory"
         )
+    if _starts_with(path, ZIP_HEADER):
+        return (
+            f"{path} is a zip file that is truncated or damaged, not an SQLite database"
+        )
     return f"{path} is not an SQLite database ({error})"
+
+
+def _starts_with(path: Path, header: bytes) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(header)) == header
+    except OSError:
+        return False
 
 
 def _is_wal(path: Path) -> bool:

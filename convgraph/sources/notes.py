@@ -8,15 +8,30 @@ read side, which every reader of trees and forests uses; writing them
 (`set_note`, `set_preferred`) is `convgraph.store.notes`, which builds on
 these names. Reading notes never writes: a file without the table, or an
 export without its notes file, reads as no notes.
+
+An export may also hold what the person said in the app: ChatGPT's
+`message_feedback.json` rates messages thumbs up or down, with tags and
+words. They become the same marks (`feedback_marks`): a thumbs-up on an
+answer that has alternatives marks it preferred (the latest such rating in
+a group of alternatives wins), and a thumbs-down, or a rating with tags or
+words, becomes its note ("thumbs down in ChatGPT (not-helpful): ..."). The
+user's own notes win over the app's: their note replaces the app's note of
+that node, and their preferred mark replaces the app's in that group of
+alternatives.
 """
 
 from __future__ import annotations
 
+import io
 import sqlite3
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from convgraph.errors import DatabaseError
+from convgraph.sources.chat_messages import as_dict, as_list, as_text
 from convgraph.sources.files import connect_read_only
 from convgraph.sources.source import Source
 
@@ -63,14 +78,172 @@ def read_notes(
     """
     if is_export(logs):
         path = notes_file(logs)
-        if not path.is_file():
-            return {}
-        conn = connect_read_only(path)
-        try:
-            return _read(conn, node_ids)
-        finally:
-            conn.close()
+        own: dict[str, NodeNote] = {}
+        if path.is_file():
+            conn = connect_read_only(path)
+            try:
+                own = _read(conn, node_ids)
+            finally:
+                conn.close()
+        return combined(
+            own,
+            getattr(logs, "app_marks", {}),
+            getattr(logs, "alternatives", {}),
+            node_ids,
+        )
     return _read(logs.conn, node_ids)
+
+
+def combined(
+    own: Mapping[str, NodeNote],
+    app: Mapping[str, NodeNote],
+    alternatives: Mapping[str, Any],
+    node_ids: Iterable[str] | None = None,
+) -> dict[str, NodeNote]:
+    """The user's own notes over the app's (`feedback_marks`): the user's
+    note replaces the app's note of a node, and a node the user prefers
+    takes the app's preferred mark from its alternatives (`alternatives`
+    gives each node of a group the app marked its group's key).
+
+    Examples
+    --------
+    >>> app = {"a": NodeNote(None, True), "c": NodeNote("thumbs down in ChatGPT")}
+    >>> groups = {"a": "g", "b": "g"}
+    >>> combined({"b": NodeNote(None, True), "c": NodeNote("mine")}, app, groups)
+    {'b': NodeNote(note=None, preferred=True), 'c': NodeNote(note='mine', preferred=False)}
+    """
+    wanted = None if node_ids is None else set(node_ids)
+    chosen = {
+        alternatives[node]
+        for node, mark in own.items()
+        if mark.preferred and node in alternatives
+    }
+    found: dict[str, NodeNote] = {}
+    for node, mark in app.items():
+        if wanted is not None and node not in wanted:
+            continue
+        preferred = mark.preferred and alternatives.get(node) not in chosen
+        if mark.note is not None or preferred:
+            found[node] = NodeNote(mark.note, preferred)
+    for node, mark in own.items():
+        from_app = found.get(node, NodeNote())
+        found[node] = NodeNote(
+            mark.note if mark.note is not None else from_app.note,
+            mark.preferred or from_app.preferred,
+        )
+    return found
+
+
+# -- what the person said in the app ------------------------------------------
+
+#: ChatGPT's ratings, by `rating` in lower case without punctuation.
+THUMBS = {"thumbsup": "thumbs up", "thumbsdown": "thumbs down"}
+
+
+def feedback_by_conversation(entries: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
+    """The entries of ChatGPT's `message_feedback.json` (a list of objects
+    with `conversation_id`, `message_id`, `rating` and `content`, a JSON
+    text of `tags` and `text`), by conversation; entries that name no
+    conversation or message are left out."""
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for entry in entries:
+        entry = as_dict(entry)
+        conversation = as_text(entry.get("conversation_id"))
+        if conversation is not None and as_text(entry.get("message_id")):
+            found[conversation].append(entry)
+    return dict(found)
+
+
+def _said(entry: dict[str, Any]) -> tuple[list[str], str | None]:
+    """A rating's tags and words: its `content` is JSON text (or an object)
+    with `tags` and `text`, or the words themselves."""
+    content = entry.get("content")
+    if isinstance(content, str):
+        parsed = _json_object(content)
+        content = parsed if parsed is not None else {"text": content}
+    content = as_dict(content)
+    tags = [tag for tag in as_list(content.get("tags")) if isinstance(tag, str) and tag]
+    text = as_text(content.get("text")) or as_text(entry.get("text"))
+    return tags, text
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """`text` as a JSON object, read within the bounds every export value is
+    read in; None where it is none."""
+    from convgraph.sources.chat_json import read_errors, stream_values
+
+    if not text.lstrip().startswith("{"):
+        return None
+    errors: tuple[type[BaseException], ...] = (DatabaseError, *read_errors())
+    try:
+        values = list(stream_values(io.BufferedReader(io.BytesIO(text.encode()))))
+    except errors:
+        return None
+    return values[0] if len(values) == 1 and isinstance(values[0], dict) else None
+
+
+def _moment(entry: dict[str, Any]) -> float:
+    value = entry.get("create_time")
+    return (
+        float(value)
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else 0.0
+    )
+
+
+def feedback_marks(
+    entries: list[dict[str, Any]],
+    records: list[dict[str, Any]],
+    node_of: Mapping[str, str],
+    renamed: Mapping[str, str],
+) -> tuple[dict[str, NodeNote], dict[str, Any]]:
+    """The marks one conversation's ratings give its nodes, and the
+    alternatives of each node the app prefers (a key per group).
+
+    `records` are the conversation's nodes, `node_of` the node of each
+    message, `renamed` the message ids the conversation is read with where
+    they differ from the export's (`chat_exports.shared_ids`). A rating of a
+    message that ends no node is its node's. The latest rating of a node
+    counts (by `create_time`, then the file's order).
+    """
+    by_id = {record["id"]: record for record in records}
+    groups: dict[Any, list[str]] = defaultdict(list)
+    for record in records:
+        groups[(record["tree_id"], record["parent_id"], record["prompt"])].append(
+            record["id"]
+        )
+    latest: dict[str, dict[str, Any]] = {}
+    for entry in sorted(entries, key=_moment):
+        message = as_text(entry.get("message_id")) or ""
+        node = node_of.get(renamed.get(message, message))
+        if node is not None and node in by_id:
+            latest[node] = entry
+    marks: dict[str, NodeNote] = {}
+    preferred_in: dict[Any, str] = {}
+    for node, entry in sorted(latest.items(), key=lambda item: _moment(item[1])):
+        rating = THUMBS.get(
+            "".join(filter(str.isalpha, str(entry.get("rating")))).lower()
+        )
+        tags, text = _said(entry)
+        record = by_id[node]
+        group = (record["tree_id"], record["parent_id"], record["prompt"])
+        if rating == "thumbs up" and len(groups[group]) > 1:
+            preferred_in[group] = node  # the latest wins
+        note = None
+        if rating == "thumbs down" or tags or text:
+            note = f"{rating or 'rated'} in ChatGPT"
+            if tags:
+                note += f" ({', '.join(tags)})"
+            if text:
+                note += f": {text}"
+        if note is not None:
+            marks[node] = NodeNote(note)
+    alternatives: dict[str, Any] = {}
+    for group, node in preferred_in.items():
+        marks[node] = NodeNote(marks.get(node, NodeNote()).note, True)
+        for member in groups[group]:
+            alternatives[member] = group
+    return marks, alternatives
 
 
 def _read(

@@ -1,17 +1,25 @@
 """One chat of an Open WebUI export, as parent-linked messages.
 
-Open WebUI exports a JSON array of chats (or one chat): each has `id`,
-`title` and `chat`, whose `history.messages` maps ids to messages with
-`parentId`, `childrenIds`, `role`, `content`, `model`, `timestamp` (epoch
-seconds) and usage figures, and whose `history.currentId` is the message the
-person was on last. Several models answering one prompt are sibling answers.
-Older chats have only the list `chat.messages`: one chain in list order.
+Open WebUI exports a JSON array of chats: each has `id`, `title` and
+`chat`, whose `history.messages` maps ids to messages with `parentId`,
+`childrenIds`, `role`, `content`, `model`, `timestamp` (epoch seconds) and
+usage figures, and whose `history.currentId` is the message the person was
+on last. Several models answering one prompt are sibling answers. Older
+chats have only the list `chat.messages`: one chain in list order. The
+download of one chat is that chat alone: the array's element, or the `chat`
+object itself (with `id`, `title`, `history`), not in an array.
+
+A message's `files` (uploads and pictures: `type`, `name`, `url`, `size`,
+and the stored `file.meta`'s `content_type`) are `attachment` parts beside
+its text. A picture Open WebUI keeps inline, as a `data:` URL, is named by
+its type and size: its bytes never become a part.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from convgraph import parts as P
 from convgraph.sources.chat_messages import (
     ANSWER,
     PROMPT,
@@ -33,17 +41,58 @@ SOURCE = "openwebui"
 
 
 def _chat(item: Any) -> dict[str, Any] | None:
+    """The chat object of an export's element (its `chat`), or of a single
+    chat's download (the object itself)."""
     if not isinstance(item, dict):
         return None
     chat = item.get("chat")
     if isinstance(chat, dict) and ("history" in chat or "messages" in chat):
         return chat
+    if isinstance(item.get("history"), dict) or isinstance(item.get("messages"), list):
+        return item
     return None
 
 
 def is_conversation(item: Any) -> bool:
     """Whether `item` looks like one chat of an Open WebUI export."""
     return _chat(item) is not None
+
+
+def _data_url(url: str) -> tuple[str | None, int]:
+    """The type and the size in bytes of what a `data:` URL holds."""
+    header, _, data = url.partition(",")
+    mime = header[5:].split(";")[0] or None
+    if header.endswith(";base64"):
+        return mime, len(data) * 3 // 4 - data[-2:].count("=")
+    return mime, len(data)
+
+
+def file_parts(role: str, files: list[dict[str, Any]]) -> list[P.Part]:
+    """A message's `files` as `attachment` parts."""
+    found = []
+    for item in files:
+        stored = as_dict(item.get("file"))
+        meta = as_dict(stored.get("meta"))
+        url = as_text(item.get("url"))
+        mime = as_text(meta.get("content_type"))
+        size = as_int(item.get("size"))
+        if size is None:
+            size = as_int(meta.get("size"))
+        if url is not None and url[:5].lower() == "data:":
+            mime, size = _data_url(url)
+            url = None
+        found.append(
+            P.attachment(
+                role,
+                as_text(item.get("name"))
+                or as_text(meta.get("name"))
+                or as_text(stored.get("filename")),
+                url,
+                mime,
+                size,
+            )
+        )
+    return found
 
 
 def content_text(content: Any) -> str | None:
@@ -82,14 +131,17 @@ def parse_message(message_id: str, parent: Any, raw: dict[str, Any]) -> Message:
     )
     role = raw.get("role")
     text = content_text(raw.get("content"))
+    files = [as_dict(item) for item in as_list(raw.get("files"))]
     if role == "user":
         message.kind = PROMPT
-        files = [as_dict(item) for item in as_list(raw.get("files"))]
         images = sum(item.get("type") == "image" for item in files)
         message.text = join_texts([text, attachment_note(images, len(files) - images)])
+        said = [P.text(P.USER, text)] if text is not None else []
+        message.parts = said + file_parts(P.USER, files)
     elif role == "assistant" and text is not None:
         message.kind = ANSWER
         message.text = text
+        message.parts = [P.text(P.ASSISTANT, text), *file_parts(P.ASSISTANT, files)]
     else:
         message.kind = STEP
         if role == "system":
@@ -105,11 +157,19 @@ def conversation_id(item: dict[str, Any], position: int) -> str:
     return as_text(item.get("id")) or as_text(chat.get("id")) or f"{SOURCE}-{position}"
 
 
-def holds_message(item: dict[str, Any], position: int, message_id: str) -> bool:
-    """Whether the chat has a message of this id (ids made up for messages
-    without one included)."""
-    messages = parse_conversation(item, position).messages
-    return any(message.id == message_id for message in messages)
+def message_ids(item: dict[str, Any], position: int) -> list[str]:
+    """The ids of the chat's messages, as `parse_conversation` gives them,
+    without reading anything else."""
+    chat = _chat(item) or {}
+    stored = as_dict(as_dict(chat.get("history")).get("messages"))
+    if stored:
+        return [str(message_id) for message_id in stored]
+    own_id = conversation_id(item, position)
+    seen = DistinctIds()
+    return [
+        seen.take(as_dict(raw).get("id"), f"{own_id}-{index}")
+        for index, raw in enumerate(as_list(chat.get("messages")))
+    ]
 
 
 def parse_conversation(item: dict[str, Any], position: int) -> Conversation:

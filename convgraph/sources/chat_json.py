@@ -1,0 +1,341 @@
+"""Find a chat export's JSON files and stream their values, within bounds.
+
+An export comes as a downloaded `.zip`, its `conversations.json` (or the
+split `conversations-000.json`, ... files) in a folder or the zip, or one
+JSON file (Open WebUI's). `conversation_files` finds them, in order, and
+`side_file` a file the app puts beside them (ChatGPT's
+`message_feedback.json`). `stream_values` reads one file's top-level values
+(the elements of an array, or a single object) one at a time, so that memory
+holds one conversation, never the export.
+
+A file is untrusted, and a small one must not cost much (docs/design.md#
+hostile-data-is-reported): ijson's prefixed events build a path string per
+event, quadratic in the nesting depth (40,000 nested arrays in 81 KB took
+3.9 GB), and yajl re-reads a token that a read cut from its start, quadratic
+in the token's length. So the values are built here from ijson's unprefixed
+events, no deeper than `MAX_DEPTH`, and no single value (a string, a number,
+or a run of whitespace) may exceed `MAX_VALUE_BYTES`, checked as the bytes
+are read: past either bound the read stops with one line, at once.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from convgraph.errors import DatabaseError
+from convgraph.sources.files import SQLITE_HEADER, ZIP_HEADER
+
+#: How deeply a JSON value of an export may nest (the top-level array is one
+#: level, a ChatGPT conversation two). Real exports nest about 15 deep.
+MAX_DEPTH = 100
+
+#: The longest one JSON value (a string or a number) may be, in bytes of
+#: the file: a pasted document, or an image Open WebUI keeps inline as a
+#: data URL, fits many times over.
+MAX_VALUE_BYTES = 64 * 2**20
+
+#: What ijson reads at a time. yajl lexes a token cut by a read again from
+#: its start, so a value of n bytes costs about n * n / (2 * READ_SIZE)
+#: bytes of lexing: at this size a value of `MAX_VALUE_BYTES` costs half a
+#: second, where ijson's default (64 KiB) would take fifteen.
+READ_SIZE = 2 * 2**20
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+#: `conversations.json`, or one of the split `conversations-000.json` files.
+CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
+
+
+class ValueTooLarge(DatabaseError):
+    """A JSON value of an export past `MAX_DEPTH` or `MAX_VALUE_BYTES`."""
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    """One JSON file of an export: a file on disk or a member of a zip."""
+
+    name: str
+    open: Callable[[], IO[bytes]]
+    #: A member of a zip: a stream that breaks is the zip's damage.
+    in_zip: bool = False
+
+
+# -- finding the files -----------------------------------------------------------
+
+
+def conversation_names(names: list[str]) -> list[str]:
+    """The conversation files among `names`: the split files where there are
+    some (in their numbered order), else `conversations.json`."""
+    found = [name for name in names if CONVERSATION_FILE.fullmatch(Path(name).name)]
+    split = sorted(name for name in found if "-" in Path(name).name)
+    return split or sorted(found)
+
+
+def _member_opener(path: Path, name: str) -> Callable[[], IO[bytes]]:
+    def open_member() -> IO[bytes]:
+        archive = zipfile.ZipFile(path)
+        try:
+            member = archive.open(name)
+        except Exception:
+            archive.close()
+            raise
+        return _ClosingBoth(member, archive)
+
+    return open_member
+
+
+class _ClosingBoth(io.BufferedReader):
+    """A zip member's stream that also closes its archive."""
+
+    def __init__(self, member: IO[bytes], archive: zipfile.ZipFile):
+        super().__init__(member)  # type: ignore[arg-type]
+        self._archive = archive
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._archive.close()
+
+
+def _zip_names(path: Path) -> list[str]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return [info.filename for info in archive.infolist() if not info.is_dir()]
+    except (zipfile.BadZipFile, OSError) as error:
+        raise DatabaseError(
+            f"{path} is a zip file that is truncated or damaged ({error})"
+        ) from None
+
+
+def zip_files(path: Path) -> list[ExportFile]:
+    """The conversation files of a zip export.
+
+    Raises
+    ------
+    DatabaseError
+        The zip cannot be read, or holds no conversations file.
+    """
+    wanted = conversation_names(_zip_names(path))
+    if not wanted:
+        raise DatabaseError(
+            f"{path} holds no conversations.json (not a ChatGPT or Claude.ai export)"
+        )
+    return [
+        ExportFile(f"{path}:{name}", _member_opener(path, name), in_zip=True)
+        for name in wanted
+    ]
+
+
+def file_on_disk(path: Path) -> ExportFile:
+    """A JSON file of the export, on disk."""
+    return ExportFile(str(path), lambda: open(path, "rb"))  # noqa: SIM115
+
+
+def folder_files(path: Path) -> list[ExportFile]:
+    """The conversation files of an export unpacked into a folder."""
+    names = [entry.name for entry in path.iterdir() if entry.is_file()]
+    return [file_on_disk(path / name) for name in conversation_names(names)]
+
+
+def side_file(path: Path, name: str) -> ExportFile | None:
+    """The file `name` that the app puts beside the conversations (in the
+    zip, or the folder, or beside the JSON file), or None where there is
+    none."""
+    if path.is_dir():
+        candidate = path / name
+        return file_on_disk(candidate) if candidate.is_file() else None
+    if zipfile.is_zipfile(path):
+        for member in _zip_names(path):
+            if Path(member).name == name:
+                return ExportFile(
+                    f"{path}:{member}", _member_opener(path, member), in_zip=True
+                )
+        return None
+    candidate = path.with_name(name)
+    return file_on_disk(candidate) if candidate.is_file() else None
+
+
+def looks_like_zip(head: bytes) -> bool:
+    """Whether a file starting with `head` was meant to be a zip (a damaged
+    or truncated one included: `zipfile.is_zipfile` needs its end)."""
+    return head.startswith(ZIP_HEADER)
+
+
+# -- streaming the values ----------------------------------------------------------
+
+
+def skip_to_json(stream: IO[bytes]) -> bytes:
+    """Drop a byte-order mark and leading whitespace; return the first byte
+    of the JSON text (b"" when there is none), leaving it unread."""
+    peek = stream.peek(64)  # type: ignore[attr-defined]
+    if peek.startswith(UTF8_BOM):
+        stream.read(len(UTF8_BOM))
+        peek = stream.peek(64)  # type: ignore[attr-defined]
+    stripped = peek.lstrip()
+    if not stripped and peek:
+        # Long leading whitespace: consume it a buffer at a time.
+        while peek and not peek.lstrip():
+            stream.read(len(peek))
+            peek = stream.peek(64)  # type: ignore[attr-defined]
+        stripped = peek.lstrip()
+    return stripped[:1]
+
+
+class _Source:
+    """What ijson reads from: an object with a `read`."""
+
+    __slots__ = ("read",)
+
+    def __init__(self, read: Callable[[int], bytes]):
+        self.read = read
+
+
+def stream_values(stream: IO[bytes]) -> Iterator[Any]:
+    """The top-level values of one JSON file, built one at a time: each
+    element of a top-level array (handed over when it ends, and not kept),
+    or a top-level object as one value.
+
+    Raises
+    ------
+    DatabaseError
+        The file is not a JSON array or object, or a value nests deeper than
+        `MAX_DEPTH` or is longer than `MAX_VALUE_BYTES` (`ValueTooLarge`);
+        ijson's own errors for JSON that is malformed or ends early.
+    """
+    import ijson
+
+    first = skip_to_json(stream)
+    if first not in (b"[", b"{"):
+        raise DatabaseError("it is not JSON")
+    # `taken` counts the events built so far; a read that finds it where
+    # the last read left it means yajl is still inside one value (or one
+    # run of whitespace), as long as the bytes read since.
+    taken = 0
+    seen = -1
+    gap = 0
+
+    def read(size: int = -1) -> bytes:
+        nonlocal seen, gap
+        data = stream.read(size)
+        if taken == seen:
+            gap += len(data)
+            if gap > MAX_VALUE_BYTES:
+                raise ValueTooLarge(
+                    f"a JSON value is longer than {MAX_VALUE_BYTES // 2**20} MiB"
+                    " (convgraph reads none longer)"
+                )
+        else:
+            seen, gap = taken, len(data)
+        return data
+
+    events = ijson.basic_parse(_Source(read), buf_size=READ_SIZE, use_float=True)
+    # The values are built here from ijson's unprefixed events: ijson's own
+    # builder makes a prefix string per event. `current` is the innermost
+    # open container, `outer` the ones around it with their keys.
+    outer: list[tuple[Any, bool, Any]] = []
+    current: Any = None
+    is_map = False
+    key: Any = None
+    depth = 0
+    # Elements of a top-level array are handed over, not added to it.
+    handed = 2 if first == b"[" else 1
+    for event, value in events:
+        taken += 1
+        if event == "map_key":
+            key = value
+            continue
+        if event == "start_map" or event == "start_array":
+            if depth >= MAX_DEPTH:
+                raise ValueTooLarge(
+                    f"a JSON value nests deeper than {MAX_DEPTH} levels"
+                    " (convgraph reads none deeper)"
+                )
+            container: Any = {} if event == "start_map" else []
+            if depth >= handed:
+                if is_map:
+                    current[key] = container
+                else:
+                    current.append(container)
+            outer.append((current, is_map, key))
+            current, is_map, key = container, event == "start_map", None
+            depth += 1
+            continue
+        if event == "end_map" or event == "end_array":
+            value = current
+            current, is_map, key = outer.pop()
+            depth -= 1
+            if depth == handed - 1:
+                yield value
+            continue
+        # A string, number, boolean or null.
+        if depth >= handed:
+            if is_map:
+                current[key] = value
+            else:
+                current.append(value)
+        elif depth == handed - 1:
+            yield value
+
+
+def read_errors() -> tuple[type[BaseException], ...]:
+    """What reading an export's JSON may raise for a damaged file."""
+    import ijson
+
+    return (
+        ijson.JSONError,
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        OSError,
+        UnicodeDecodeError,
+        ValueError,
+    )
+
+
+def file_values(file: ExportFile) -> Iterator[Any]:
+    """`stream_values` of one file of the export, every failure one
+    `DatabaseError` naming the file."""
+    errors = read_errors()
+    try:
+        with file.open() as stream:
+            yield from stream_values(stream)
+    except DatabaseError as error:
+        raise DatabaseError(f"cannot read {file.name}: {error}") from None
+    except errors as error:
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if file.in_zip and isinstance(
+            error, zipfile.BadZipFile | zlib.error | EOFError
+        ):
+            what = "the zip file is truncated or damaged"
+        else:
+            what = "the JSON is cut short or malformed"
+        raise DatabaseError(f"cannot read {file.name}: {what} ({detail})") from None
+
+
+def path_kind(path: str | os.PathLike[str]) -> str | None:
+    """What `path` holds, told by its first bytes: "folder", "zip" (a
+    damaged one too), "json" (an array or object), "sqlite", or None
+    (missing, or something else)."""
+    path = Path(path)
+    if path.is_dir():
+        return "folder"
+    if not path.is_file():
+        return None
+    with open(path, "rb") as stream:
+        head = stream.read(4096)
+    if head.startswith(SQLITE_HEADER):
+        return "sqlite"
+    if looks_like_zip(head) or zipfile.is_zipfile(path):
+        return "zip"
+    if head.removeprefix(UTF8_BOM).lstrip()[:1] in (b"[", b"{"):
+        return "json"
+    return None

@@ -190,6 +190,14 @@ def _migrated_complex(path: Path) -> None:
     conn.close()
 
 
+#: A tool for the echo model to call (`LlmLog.tool_chain`).
+SHOUT = """
+def shout(word: str) -> str:
+    "Say a word loudly."
+    return word.upper() + "!"
+"""
+
+
 @dataclass
 class LlmLog:
     """A logs.db written by the real llm (0.36) with the offline echo model.
@@ -246,6 +254,44 @@ class LlmLog:
             args = ["-m", "echo", "--cid", continue_conversation, text]
         self.cli(*args)
         return self.latest_turn()
+
+    def tool_chain(
+        self, prompt: str, calls: list[dict], *options: str, functions: str = ""
+    ) -> list[str]:
+        """A tool chain, as `llm -m echo --functions FILE JSON` runs it: the
+        echo model (llm-echo 0.5) calls the tools `calls` names (each a dict
+        with `name` and `arguments`) and gets their results in a call of its
+        own. `functions`: the tools' Python source (`SHOUT` when empty).
+        Returns the ids of the turns logged, in log order."""
+        import json
+
+        source = self.directory / "functions.py"
+        source.write_text(functions or SHOUT)
+        before = set(self.turn_ids())
+        self.cli(
+            "-m",
+            "echo",
+            "--functions",
+            str(source),
+            *options,
+            json.dumps({"prompt": prompt, "tool_calls": calls}),
+        )
+        return [turn for turn in self.turn_ids() if turn not in before]
+
+    def turn_ids(self) -> list[str]:
+        """Every turn's id, in log order."""
+        if not self.path.exists():
+            return []
+        conn = sqlite3.connect(self.path)
+        try:
+            return [
+                row[0]
+                for row in conn.execute(
+                    "select id from turns order by datetime_utc, id"
+                )
+            ]
+        finally:
+            conn.close()
 
     def latest_turn(self) -> str:
         conn = sqlite3.connect(self.path)

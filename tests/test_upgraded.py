@@ -430,20 +430,3 @@ def test_tables_and_width_count_terminal_cells(tmp_path):
     emoji_tree = [line for line in drawn if "🌳" in line]
     # 10 cells of prompt: three trees (6 cells), " t" and the ellipsis.
     assert [line.split("  ", 1)[1] for line in emoji_tree] == ["🌳🌳🌳 tr…"] * 2
-
-
-def test_a_tool_result_turn_says_what_it_is(tmp_path):
-    with LlmLog(tmp_path) as log:
-        log.cli(
-            "-m",
-            "echo",
-            "-T",
-            "llm_version",
-            '{"prompt": "which version?", "tool_calls": [{"name": "llm_version"}]}',
-        )
-    forest = Forest.read(log.path)
-    [tree] = list(forest.trees())
-    call, result = list(tree)
-    assert tree.nodes[result]["prompt"] == ""
-    drawn = run("tree", "--db", log.path, "--width", "40").stdout.splitlines()
-    assert drawn[-1] == f'{result}  (tool result given back) answer: {{ "pro…'

@@ -60,7 +60,9 @@ class Forest:
 
     `notes` (node id -> `NodeNote`, as `Forest.read` reads them) fill the
     `note` and `preferred` columns; `active` is the source's, or each tree's
-    path to its last node (`convgraph.model.marks.mark_forest`).
+    path to its last node (`convgraph.model.marks.mark_forest`). `calls`
+    names the node of each call inside a run (`Source.calls`), which every
+    tree built keeps (`ConversationTree.from_records`).
     """
 
     def __init__(
@@ -69,11 +71,14 @@ class Forest:
         names: dict[str, Any],
         problems: Iterable[Problem] = (),
         notes: Mapping[str, NodeNote] | None = None,
+        calls: Mapping[str, str] | None = None,
     ):
         self.nodes, self.parent_rows, link_problems = _checked(nodes)
         mark_forest(self.nodes, self.parent_rows, notes)
         self.problems = [*problems, *link_problems]
         self.names = names
+        self.calls = dict(calls or {})
+        self._calls_by_tree: dict[Any, dict[str, str]] | None = None
         self._rows_by_tree: dict[Any, np.ndarray] | None = None
         self._depths: np.ndarray | None = None
 
@@ -115,14 +120,15 @@ class Forest:
         step("Opening the database")
         with opened(db) as logs:
             if named:
-                nodes, names, problems = _read_named(logs, named, text, step)
+                nodes, names, problems, calls = _read_named(logs, named, text, step)
             else:
                 step("Reading every conversation")
                 nodes, names = logs.read_forest(text=text)
                 problems = [*logs.record_problems, *logs.fork_problems()]
+                calls = logs.calls
             notes = read_notes(logs)
         step("Checking parent links")
-        return cls(nodes, names, problems, notes)
+        return cls(nodes, names, problems, notes, calls)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -178,8 +184,30 @@ class Forest:
         records = [_plain(record) for record in rows.to_dict("records")]
         parents = {record["id"]: record["parent_id"] for record in records}
         return ConversationTree.from_records(
-            records, parents, tree_id, self.names.get(tree_id)
+            records,
+            parents,
+            tree_id,
+            self.names.get(tree_id),
+            calls=self._calls_of(tree_id),
         )
+
+    def _calls_of(self, tree_id: Any) -> dict[str, str]:
+        """The calls inside the runs of one tree, by call id: grouped once."""
+        if not self.calls:
+            return {}
+        if self._calls_by_tree is None:
+            tree_of = dict(
+                zip(
+                    self.nodes["id"].tolist(),
+                    self.nodes["tree_id"].tolist(),
+                    strict=True,
+                )
+            )
+            self._calls_by_tree = {}
+            for call, node in self.calls.items():
+                if node in tree_of:
+                    self._calls_by_tree.setdefault(tree_of[node], {})[call] = node
+        return self._calls_by_tree.get(tree_id, {})
 
     def trees(self) -> Iterator[nx.DiGraph]:
         """Every tree's DiGraph, one at a time.
@@ -204,7 +232,11 @@ class Forest:
             rows = [records[row] for row in rows_by_tree[tree_id]]
             parents = {record["id"]: record["parent_id"] for record in rows}
             yield ConversationTree.from_records(
-                rows, parents, tree_id, self.names.get(tree_id)
+                rows,
+                parents,
+                tree_id,
+                self.names.get(tree_id),
+                calls=self._calls_of(tree_id),
             )
 
 
@@ -213,14 +245,16 @@ def _read_named(
     conversation_ids: Iterable[str],
     text: bool,
     step: Callable[[str], object],
-) -> tuple[pd.DataFrame, dict[str, Any], list[Problem]]:
-    """The nodes, names and fork problems of the trees these ids name."""
+) -> tuple[pd.DataFrame, dict[str, Any], list[Problem], dict[str, str]]:
+    """The nodes, names and fork problems of the trees these ids name, and
+    the node of each call inside a run."""
     named: dict[str, str] = {}  # each tree once, with the id that named it
     for conversation_id in conversation_ids:
         named.setdefault(logs.tree_id_of_conversation(conversation_id), conversation_id)
     records: list[dict[str, Any]] = []
     names: dict[str, Any] = {}
     problems: list[Problem] = []
+    calls: dict[str, str] = {}
     for tree_id, named_as in named.items():
         step(f"Reading {tree_id}")
         tree = logs.read_tree(tree_id)
@@ -229,13 +263,14 @@ def _read_named(
         records.extend(tree.records)
         names[tree_id] = tree.name
         problems.extend(tree.problems)
+        calls.update(tree.calls)
     nodes = pd.DataFrame.from_records(records, columns=NODE_COLUMNS)
     if not text:
         # One tree's texts are little to read; dropping them keeps the table
         # the same as a whole-file read without texts.
         for name in CONTENT_ATTRIBUTES:
             nodes[name] = None
-    return nodes, names, problems
+    return nodes, names, problems, calls
 
 
 def _plain(record: dict[Any, Any]) -> dict[Any, Any]:

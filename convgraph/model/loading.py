@@ -46,7 +46,7 @@ def read_tree(logs: Source, tree_id: str) -> tuple[nx.DiGraph, list[Problem]]:
     parents, problems = check_links(tree.records, outsiders)
     notes = read_notes(logs, ids)
     graph = ConversationTree.from_records(
-        tree.records, parents, tree.tree_id, tree.name, notes
+        tree.records, parents, tree.tree_id, tree.name, notes, tree.calls
     )
     return graph, tree.problems + problems
 

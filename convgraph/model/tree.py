@@ -124,11 +124,14 @@ class ConversationTree(nx.DiGraph):
         tree_id: str,
         name: str | None = None,
         notes: Mapping[str, NodeNote] | None = None,
+        calls: Mapping[str, str] | None = None,
     ) -> ConversationTree:
         """One conversation's tree from a source's records (in log order,
         each with `id` and the node attributes) and their checked parents
         (`convgraph.links.integrity.check_links`), as every tree convgraph
-        reads is built.
+        reads is built. `calls`: the node of each call inside a run (a tool
+        chain is one node, `convgraph.sources.runs`), kept as the graph's
+        `calls` where there are some, so that a call's id finds its node.
 
         Nodes go in in log order, so successors come out in log order. The
         branch attributes a source does not give (`active`, `note`,
@@ -155,6 +158,8 @@ class ConversationTree(nx.DiGraph):
             if (parent := parents[record["id"]]) is not None
         )
         mark_tree(graph, notes)
+        if calls:
+            graph.graph["calls"] = dict(calls)
         return graph
 
     def __repr__(self) -> str:
@@ -206,9 +211,15 @@ class ConversationTree(nx.DiGraph):
         return self.text_html()
 
 
-def _known(tree: nx.DiGraph, node: str) -> None:
-    if node not in tree:
+def _known(tree: nx.DiGraph, node: str) -> str:
+    """The node `node` names: itself, or for the id of a call inside a run
+    (`ConversationTree.from_records`' `calls`) the run's node."""
+    if node in tree:
+        return node
+    found = tree.graph.get("calls", {}).get(node)
+    if found is None or found not in tree:
         raise UnknownNode(node)
+    return found
 
 
 def children(tree: nx.DiGraph, node: str) -> list[str]:
@@ -227,7 +238,7 @@ def children(tree: nx.DiGraph, node: str) -> list[str]:
     >>> children(tree, "c")
     []
     """
-    _known(tree, node)
+    node = _known(tree, node)
     return list(tree.successors(node))
 
 
@@ -240,7 +251,7 @@ def parent(tree: nx.DiGraph, node: str) -> str | None:
     >>> parent(tree, "a"), parent(tree, "r")
     ('r', None)
     """
-    _known(tree, node)
+    node = _known(tree, node)
     return next(iter(tree.predecessors(node)), None)
 
 
@@ -268,6 +279,7 @@ def siblings(tree: nx.DiGraph, node: str) -> list[str]:
     >>> siblings(two_starts, "s")
     ['r']
     """
+    node = _known(tree, node)
     return [other for other in alternatives(tree, parent(tree, node)) if other != node]
 
 
@@ -294,7 +306,7 @@ def alternatives(tree: nx.DiGraph, point: str | None) -> list[str]:
 
 def path(tree: nx.DiGraph, node: str) -> list[str]:
     """The ids from the node's root down to the node itself."""
-    _known(tree, node)
+    node = _known(tree, node)
     ancestors = list(
         ParentWalk(node, lambda below: next(iter(tree.predecessors(below)), None))
     )
@@ -324,7 +336,7 @@ def descendants(tree: nx.DiGraph, node: str) -> list[str]:
     >>> descendants(tree, "r")
     ['a', 'b', 'c']
     """
-    _known(tree, node)
+    node = _known(tree, node)
     return [child for _, child in nx.bfs_edges(tree, node)]
 
 
@@ -340,6 +352,7 @@ def subtree(tree: nx.DiGraph, node: str) -> nx.DiGraph:
     >>> list(subtree(tree, "a").edges)
     [('a', 'c')]
     """
+    node = _known(tree, node)
     keep = {node, *descendants(tree, node)}
     below = tree.__class__()
     below.graph.update(tree.graph)

@@ -27,6 +27,11 @@ from convgraph.contract import (
 )
 from convgraph.links.integrity import Problem
 from convgraph.sources import old_writers
+from convgraph.sources.legacy_parts import (
+    LegacyParts,
+    add_run_columns,
+    add_run_records,
+)
 from convgraph.sources.snapshot import Snapshot
 from convgraph.sources.tables import as_integer, as_text
 
@@ -36,10 +41,9 @@ if TYPE_CHECKING:
 
 SOURCE = "responses"
 
-#: The attributes of a node's run that no column of `responses` holds, and
-#: their values for a response that is only its prompt and its answer.
+#: The attributes of a node's run that no column of `responses` holds: the
+#: other tables do (`legacy_parts`).
 RUN_ATTRIBUTES = (PARTS, TOOL_CALLS, TOOLS)
-PLAIN_RUN: dict[str, Any] = {PARTS: None, TOOL_CALLS: 0, TOOLS: None}
 
 #: A response's id and its conversation's, as text whatever SQLite holds: a
 #: response outside any conversation is a conversation of its own.
@@ -61,6 +65,8 @@ class LegacyReader:
         # In an upgraded database a record in both tables is read from turns.
         self.skip_ids_in_turns = False
         self._columns = columns
+        #: The tables beside `responses`: tool calls, attachments, fragments.
+        self.parts = LegacyParts(conn)
         #: The rows an older llm logged into a migrated file that the last
         #: read could not place (`old_writers`).
         self.unplaced: list[Problem] = []
@@ -178,7 +184,7 @@ class LegacyReader:
         ]
         for record in records:
             record["tree_id"] = tree_id
-            record.update(PLAIN_RUN)
+        add_run_records(self.parts, records)
         if not self.has_parent:
             link_as_chains(records)
         else:
@@ -234,7 +240,7 @@ class LegacyReader:
         """
         import pandas as pd
 
-        from convgraph.sources.tables import frame_of_chunks, plain_run_columns
+        from convgraph.sources.tables import frame_of_chunks
 
         if snapshot is None:
             snapshot = Snapshot(self.conn, self.tables())
@@ -261,8 +267,7 @@ class LegacyReader:
         for name in TEXT_ATTRIBUTES:
             if name not in nodes:
                 nodes[name] = None
-        for name, values in plain_run_columns(len(nodes)).items():
-            nodes[name] = values
+        add_run_columns(self.parts, nodes, text, snapshot)
         nodes["source"] = pd.Categorical([SOURCE] * len(nodes))
         nodes["_continues"] = False
         if self.has_parent:
@@ -273,9 +278,10 @@ class LegacyReader:
 
     def tables(self) -> list[str]:
         """The tables `read_all` reads."""
-        return (
+        found = (
             ["responses", "conversations"] if self.has_conversations else ["responses"]
         )
+        return found + self.parts.tables()
 
     def count_without_id(self) -> int:
         """How many responses have no id (NULL): none is a node."""

@@ -35,6 +35,7 @@ from convgraph.sources.generations import (
     join_generations,
     join_generations_frame,
 )
+from convgraph.sources.runs import fold_run_frame, fold_runs
 from convgraph.sources.snapshot import Snapshot, read_consistently
 from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
 from convgraph.sources.tables import conform_nodes
@@ -67,6 +68,9 @@ class LogDatabase(Source):
         #: Rows that are no node (no id, no thread, an id seen before), found
         #: by the last `read_forest` or `read_tree`.
         self.record_problems: list[Problem] = []
+        #: The node of each call inside a run, found by the last
+        #: `read_forest` (`runs`).
+        self.calls: dict[str, str] = {}
         #: Whether the last `read_forest` was the columnar one, which takes
         #: no file with a cycle of forks: then there are none to look for.
         self._forks_acyclic = False
@@ -117,12 +121,15 @@ class LogDatabase(Source):
         """The ids from the root down to `node_id`, read by walking the stored
         parent links up the primary key: no other row of the conversation is
         read. None where that walk cannot give the tree's answer: no parent
-        column, turns in the file, or a broken link on the way up (the tree
+        column, turns in the file, tool results (a tool chain folds calls
+        into one node, `runs`), or a broken link on the way up (the tree
         decides how broken links are dropped)."""
         if self.legacy is None or not self.legacy.has_parent:
             return None
         if self.store is not None and self.store.has_turns():
             return None
+        if self.legacy.parts.sent_results():
+            return None  # tool chains fold calls into nodes: the tree's work
         links = self.legacy.links_above(node_id)
         if node_id not in links:
             raise UnknownNode(node_id)
@@ -176,10 +183,15 @@ class LogDatabase(Source):
         records, duplicates = first_of_each_id(records)
         if self.legacy is not None:
             join_generations(records, linked=self.legacy.has_parent)
+        # A tool chain is one node: folded after the join, whose matching
+        # reads each call's own answer.
+        records, calls = fold_runs(records)
         # Legacy rows an older llm logged that the reader could not place.
         unplaced = self.legacy.unplaced if self.legacy is not None else []
         self.record_problems = duplicates + unplaced
-        return TreeRecords(tree_id, name, records, problems + self.record_problems)
+        return TreeRecords(
+            tree_id, name, records, problems + self.record_problems, calls
+        )
 
     def fork_problems(self) -> list[Problem]:
         """The cycles of forks among the message store's threads (a thread
@@ -219,6 +231,7 @@ class LogDatabase(Source):
         self._forks_acyclic = found is not None
         if found is not None:
             self.record_problems = []
+            self.calls = {}  # it reads no file with a tool chain
             return found
         return read_consistently(
             self.conn,
@@ -304,4 +317,5 @@ class LogDatabase(Source):
                 linked=self.legacy.has_parent,
                 response_texts=None if text else self._response_texts,
             )
-        return conform_nodes(nodes.drop(columns=CONTINUES)), names
+        nodes, self.calls = fold_run_frame(nodes.drop(columns=CONTINUES), text)
+        return conform_nodes(nodes), names

@@ -19,13 +19,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
+from convgraph.parts import is_plain
+from convgraph.sources.generations import CONTINUES
+from convgraph.sources.message_parts import (
+    MessageContent,
+    read_content,
+    read_tool_names,
+)
+from convgraph.sources.runs import RUN, TOOL_NAMES
 from convgraph.sources.snapshot import Snapshot
 from convgraph.sources.tables import as_integer, as_text, no_garbage_collection
 from convgraph.sources.turn_parents import NearestAbove, turn_parents
@@ -98,25 +104,18 @@ MESSAGE_COLUMNS = "cast(hash as text), cast(parent_hash as text), cast(role as t
 
 SOME_THREADS = " where thread_id in (select value from json_each(:threads))"
 
-PART_COLUMNS = (
-    "cast(message_hash as text), {position}, cast(text as text), cast(payload as text)"
-).format(position=as_integer("position"))
-
-TEXT_PARTS_SQL = f"""
-select null, {PART_COLUMNS} from parts
-where type = 'text'{{where}}
-order by message_hash, position
-"""
-
-#: Fragment ids asked for in one statement.
-FRAGMENT_BATCH = 20_000
-
-_NO_PART = object()
-
 
 class MessageStoreReader:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "select name from sqlite_master where type = 'table'"
+            )
+        }
+        #: Whether attachments can be named (`message_parts.read_content`).
+        self.has_attachments = {"part_attachments", "attachments"} <= tables
 
     # -- threads ----------------------------------------------------------
 
@@ -307,7 +306,15 @@ class MessageStoreReader:
         forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
         thread_roots = _thread_roots(forked_from)[0]
         records = self._read(None, thread_roots, forked_from, text, snapshot)
-        columns = ["id", "tree_id", "parent_id", *SOURCE_ATTRIBUTES, "_continues"]
+        columns = [
+            "id",
+            "tree_id",
+            "parent_id",
+            *SOURCE_ATTRIBUTES,
+            CONTINUES,
+            RUN,
+            TOOL_NAMES,
+        ]
         # Object columns (str or None): pandas' inferred string dtype holds a
         # missing text as NaN, which concatenating with the legacy table's
         # object columns would keep.
@@ -374,11 +381,17 @@ class MessageStoreReader:
                 if row[0] is not None
             }
         chains = _Chains(messages)
-        texts = {}
-        if text:
-            texts = self._message_texts(
-                None if thread_ids is None else list(messages), snapshot
-            )
+        hashes = None if thread_ids is None else list(messages)
+        content = (
+            read_content(self.conn, hashes, snapshot, self.has_attachments)
+            if text
+            else None
+        )
+        tool_names = (
+            content.tool_names
+            if content is not None
+            else read_tool_names(self.conn, hashes, snapshot)
+        )
         system_hashes = {h for h, (_, role) in messages.items() if role == "system"}
         # Turns that go on from rebuilt legacy history, and the assistant
         # messages above each: their texts are read below even without text.
@@ -390,138 +403,56 @@ class MessageStoreReader:
 
         records = []
         for turn, parent in zip(turns, parents, strict=True):
-            tree_id = turn["tree_id"]
-            input_hashes = chains.own_input(turn["parent_message_hash"]) if text else []
-            answers_above = (
-                chains.answers_above(turn["parent_message_hash"])
-                if parent is None
-                else []
-            )
-            records.append(
-                {
-                    "id": turn["id"],
-                    "tree_id": tree_id,
-                    "parent_id": parent["id"] if parent else None,
-                    "conversation_id": turn["thread_id"],
-                    "prompt": _join(texts, input_hashes, messages, "user")
-                    if text
-                    else None,
-                    "system": _system(
-                        texts, chains, turn["parent_message_hash"], system_hashes
-                    )
-                    if text
-                    else None,
-                    "response": _join(
-                        texts,
-                        chains.own_output(
-                            turn["tip_message_hash"], turn["parent_message_hash"]
-                        ),
-                        messages,
-                        None,
-                    )
-                    if text
-                    else None,
-                    "parts": None,
-                    "tool_calls": 0,
-                    "tools": None,
-                    "model": turn["model"],
-                    "datetime_utc": turn["datetime_utc"],
-                    "input_tokens": turn["input_tokens"],
-                    "output_tokens": turn["output_tokens"],
-                    "duration_ms": turn["duration_ms"],
-                    "source": SOURCE,
-                    # No parent turn, yet answers above the input: llm went on
-                    # from a legacy conversation (see sources._join_generations);
-                    # a Continuation is filled in below.
-                    "_continues": None,
-                }
-            )
+            start = turn["parent_message_hash"]
+            input_hashes = chains.own_input(start)
+            output_hashes = chains.own_output(turn["tip_message_hash"], start)
+            answers_above = chains.answers_above(start) if parent is None else []
+            names = [
+                name
+                for message_hash in (*input_hashes, *output_hashes)
+                for name in tool_names.get(message_hash, ())
+            ]
+            record = {
+                "id": turn["id"],
+                "tree_id": turn["tree_id"],
+                "parent_id": parent["id"] if parent else None,
+                "conversation_id": turn["thread_id"],
+                "prompt": None,
+                "system": None,
+                "response": None,
+                "parts": None,
+                "tool_calls": len(names),
+                "tools": None,
+                "model": turn["model"],
+                "datetime_utc": turn["datetime_utc"],
+                "input_tokens": turn["input_tokens"],
+                "output_tokens": turn["output_tokens"],
+                "duration_ms": turn["duration_ms"],
+                "source": SOURCE,
+                # No parent turn, yet answers above the input: llm went on
+                # from a legacy conversation (see sources._join_generations);
+                # a Continuation is filled in below.
+                CONTINUES: None,
+                # Sent tool results and no words of the user's: the call
+                # carries on the run of the turn above (`runs`).
+                RUN: messages.get(start, (None, None))[1] == "tool",
+                TOOL_NAMES: names or None,
+            }
+            if content is not None:
+                _add_texts(record, content, messages, input_hashes, output_hashes)
+                record["system"] = _system(content, chains, start, system_hashes)
+            records.append(record)
             if answers_above:
-                continuing.append((records[-1], answers_above))
+                continuing.append((record, answers_above))
         if continuing:
-            wanted = {h for _, hashes in continuing for h in hashes}
-            answer_texts = texts if text else self._message_texts(sorted(wanted))
+            wanted = sorted({h for _, hashes in continuing for h in hashes})
+            answers = content or read_content(self.conn, wanted, None, False)
             for record, hashes in continuing:
-                record["_continues"] = Continuation(
+                record[CONTINUES] = Continuation(
                     threads=tuple(ParentWalk(record["conversation_id"], forked_from)),
-                    answers=tuple(answer_texts.get(h, "") for h in hashes),
+                    answers=tuple(answers.text_of(h) or "" for h in hashes),
                 )
         return records
-
-    def _message_texts(
-        self, hashes: list[str] | None, snapshot: Snapshot | None = None
-    ) -> dict[str, str]:
-        """Each message's text parts joined in position order, fragment
-        references resolved (`hashes` None: of every message, read in
-        `snapshot`'s short steps)."""
-        texts: dict[str, list[str]] = defaultdict(list)
-        pending_refs: list[tuple[str, int, list[dict[str, Any]]]] = []
-        fragment_ids: set[Any] = set()
-        # A message whose parts come out of position order (rowid order is
-        # llm's writing order; a hand-made file may differ) is read again,
-        # in order, by its hash.
-        last_position: dict[str, Any] = {}
-        unordered: set[str] = set()
-        batches: Iterator[Iterable[tuple]]
-        if hashes is None:
-            snapshot = snapshot or Snapshot(self.conn, ["parts", "fragments"])
-            batches = (
-                [row[:5] for row in chunk if row[5] == "text"]
-                for chunk in snapshot.rows("parts", f"{PART_COLUMNS}, type")
-            )
-        else:
-            query = TEXT_PARTS_SQL.format(
-                where=" and message_hash in (select value from json_each(?))"
-            )
-            batches = (
-                self.conn.execute(query, [json.dumps(hashes[start : start + 50_000])])
-                for start in range(0, len(hashes), 50_000)
-            )
-        for batch in batches:
-            for _, message_hash, position, part_text, payload in batch:
-                if message_hash is None:
-                    continue
-                if hashes is None:
-                    previous = last_position.get(message_hash, _NO_PART)
-                    if previous is not _NO_PART and (
-                        position is None or previous is None or position < previous
-                    ):
-                        unordered.add(message_hash)
-                    last_position[message_hash] = position
-                if part_text is not None:
-                    texts[message_hash].append(part_text)
-                    continue
-                refs = _text_refs(payload)
-                if refs:
-                    pending_refs.append((message_hash, len(texts[message_hash]), refs))
-                    texts[message_hash].append("")
-                    fragment_ids.update(
-                        piece["fragment"] for piece in refs if "fragment" in piece
-                    )
-        if pending_refs:
-            fragments = self._fragments(sorted(fragment_ids, key=str))
-            for message_hash, index, refs in pending_refs:
-                texts[message_hash][index] = "".join(
-                    _piece_text(piece, fragments) for piece in refs
-                )
-        joined = {message_hash: "".join(parts) for message_hash, parts in texts.items()}
-        if unordered:
-            joined.update(self._message_texts(sorted(unordered)))
-        return joined
-
-    def _fragments(self, fragment_ids: list[Any]) -> dict[Any, str]:
-        """The content of these fragments by id, a batch per statement."""
-        found: dict[Any, str] = {}
-        for start in range(0, len(fragment_ids), FRAGMENT_BATCH):
-            batch = fragment_ids[start : start + FRAGMENT_BATCH]
-            found.update(
-                self.conn.execute(
-                    "select id, cast(content as text) from fragments"
-                    " where id in (select value from json_each(?))",
-                    [json.dumps(batch)],
-                ).fetchall()
-            )
-        return found
 
 
 def _turn_order(turn: dict[str, Any]) -> tuple[str, str]:
@@ -578,19 +509,30 @@ class _Chains:
         return found
 
 
-def _join(
-    texts: dict[str, str],
-    hashes: list[str],
+def _add_texts(
+    record: dict[str, Any],
+    content: MessageContent,
     messages: dict[str, tuple[str | None, str]],
-    role: str | None,
-) -> str:
-    return "".join(
-        texts.get(h, "") for h in hashes if role is None or messages[h][1] == role
+    input_hashes: list[str],
+    output_hashes: list[str],
+) -> None:
+    """A turn's prompt (the text of its input's user messages), response
+    (the text of the messages it appended) and parts (every part of both, in
+    order; None where that is only a prompt and an answer)."""
+    record["prompt"] = "".join(
+        content.text_of(h) or "" for h in input_hashes if messages[h][1] == "user"
     )
+    record["response"] = "".join(content.text_of(h) or "" for h in output_hashes)
+    parts = [
+        part
+        for message_hash in (*input_hashes, *output_hashes)
+        for part in content.parts_of(message_hash, messages[message_hash][1])
+    ]
+    record["parts"] = None if is_plain(parts) else parts
 
 
 def _system(
-    texts: dict[str, str],
+    content: MessageContent,
     chains: _Chains,
     parent_message_hash: str | None,
     system_hashes: set[str],
@@ -602,37 +544,7 @@ def _system(
     if not system_hashes:
         return None
     nearest = chains.nearest(parent_message_hash, system_hashes, "\0system")
-    return None if nearest is None else texts.get(nearest)
-
-
-def _text_refs(payload: str | None) -> list[dict[str, Any]] | None:
-    if not payload:
-        return None
-    try:
-        refs = json.loads(payload).get("text_ref")
-    except (ValueError, AttributeError, RecursionError):
-        return None
-    if not isinstance(refs, list):
-        return None
-    # Only llm's shapes: {"literal": text} or {"fragment": id}; anything else
-    # in a hand-made payload adds nothing.
-    return [
-        piece
-        for piece in refs
-        if isinstance(piece, dict)
-        and (
-            isinstance(piece.get("literal"), str)
-            or isinstance(piece.get("fragment"), int | str)
-        )
-    ]
-
-
-def _piece_text(piece: dict[str, Any], fragments: dict[Any, str]) -> str:
-    """One `text_ref` piece's text: its literal, or its fragment's content."""
-    literal = piece.get("literal")
-    if isinstance(literal, str) and literal:
-        return literal
-    return fragments.get(piece.get("fragment")) or ""
+    return None if nearest is None else content.text_of(nearest)
 
 
 def _thread_roots(

@@ -26,13 +26,16 @@ class TreeRecords:
 
     `records` are dicts with `id`, `tree_id`, `parent_id` (as stored, maybe
     invalid) and the node attributes, in log order; `problems` the tree's
-    broken links that are not parent links (cycles of forks).
+    broken links that are not parent links (cycles of forks); `calls` the
+    node of each call inside a run (a tool chain folded into one node,
+    `runs`), by the call's id.
     """
 
     tree_id: str
     name: str | None
     records: list[dict[str, Any]]
     problems: list[Problem] = field(default_factory=list)
+    calls: dict[str, str] = field(default_factory=dict)
 
 
 class Source:
@@ -52,6 +55,9 @@ class Source:
     #: Rows that are no node (no id, no thread, an id seen before), found by
     #: the last `read_forest` or `read_tree`.
     record_problems: list[Problem]
+    #: The node of each call inside a run (`TreeRecords.calls`), found by
+    #: the last `read_forest`.
+    calls: dict[str, str] = {}
 
     def __enter__(self) -> Source:
         return self
@@ -78,6 +84,11 @@ class Source:
     def tree_id_of_node(self, node_id: str) -> str:
         """The id of the conversation tree that holds `node_id`."""
         raise NotImplementedError
+
+    def node_of(self, node_id: str) -> str:
+        """The id of the node that holds `node_id`: itself, or, for a call
+        inside a run (a tool chain is one node, `runs`), the run's node."""
+        return self.read_tree(self.tree_id_of_node(node_id)).calls.get(node_id, node_id)
 
     def path_by_links(self, node_id: str) -> list[str] | None:
         """The ids from the root down to `node_id` by stored links alone, or

@@ -536,6 +536,8 @@ def _point_below(path: Path, node_id: str) -> BranchPoint:
     from convgraph.sources import open_logs
 
     with open_logs(path) as logs:
+        # A call inside a tool chain names the chain's node: go on from its end.
+        node_id = logs.node_of(node_id)
         turn = logs.store.turn_end(node_id) if logs.store is not None else None
         if turn is not None:
             # llm's load_chain would loop forever on a cycle of parent_hash.
@@ -563,6 +565,8 @@ def _point_beside(path: Path, node_id: str) -> tuple[BranchPoint, dict[str, Any]
 
     with open_logs(path) as logs:
         graph = load_tree_of_node(node_id, logs)
+        # A call inside a tool chain names the chain's node.
+        node_id = graph.graph.get("calls", {}).get(node_id, node_id)
         node = dict(graph.nodes[node_id])
         above = parent(graph, node_id)
         turn = logs.store.turn_end(node_id) if logs.store is not None else None

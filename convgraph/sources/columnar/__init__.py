@@ -22,7 +22,8 @@ ranges of a large table side by side, the read started again when a writer
 did more than append: `read_consistently`).
 
 This path covers the files it can answer exactly and fast: a legacy file (no
-turns), or a message store without legacy rows read without its texts. Other
+turns) without tool calls, attachments or fragments, or a message store
+without legacy rows and without tool calls read without its texts. Other
 files (upgraded ones, with both generations), and any sign of values the
 contract's types cannot hold as they are (a BLOB, undecodable UTF-8, a
 number among text, text among integers, a NULL or repeated id, a cycle of
@@ -70,6 +71,13 @@ def read_forest(
         with ArrowReader(logs.path) as reader:
             kind = _generation(logs, reader)
             if kind is None or (kind == "store" and text):
+                return None
+            if kind == "legacy" and any(
+                reader.one(f'select exists(select 1 from "{table}")')[0]
+                for table in logs.legacy.parts.tables()
+            ):
+                # Tool calls, attachments or fragments: parts to build and
+                # tool chains to fold, a response at a time (`legacy_parts`).
                 return None
             if kind == "legacy":
                 return read_consistently(

@@ -1,6 +1,10 @@
 """The columnar read of a message store: turns, threads and messages as
 columns, each turn's parent found on integers.
 
+A file with tool calls (a part of type `tool_call`, or a message of the
+role `tool`) is left to the row reader, which counts them and folds each
+tool chain into one node (`runs`).
+
 Each thread's tree is found by pointer jumping up `forked_from`; message
 hashes and thread ids are numbered as integers (`numbering`); each turn's
 parent turn is then found for every turn at once by
@@ -40,7 +44,7 @@ if TYPE_CHECKING:
     from convgraph.sources.snapshot import Snapshot
 
 #: The tables `read_store` reads.
-TABLES = ("threads", "turns", "messages")
+TABLES = ("threads", "turns", "messages", "parts")
 
 
 def read_store(
@@ -81,11 +85,22 @@ def read_store(
     )
     messages = reader.table(
         "messages",
-        {"hash": ("hash", ID), "parent_hash": ("parent_hash", TEXT)},
+        {
+            "hash": ("hash", ID),
+            "parent_hash": ("parent_hash", TEXT),
+            "tool": ("role = 'tool'", INTEGER),
+        },
         snapshot,
     )
     if not len(turns["id"]):
         raise NotColumnar("no turns")
+    # Tool calls to count, or a tool chain to fold into one node (`runs`):
+    # the row reader's work, a call at a time.
+    tool_calls = reader.table(
+        "parts", {"tool_call": ("type = 'tool_call'", INTEGER)}, snapshot
+    )["tool_call"]
+    if _any(tool_calls) or _any(messages.pop("tool")):
+        raise NotColumnar("tool calls")
 
     # Log order: the row reader's `order by coalesce(datetime_utc, ''), id`.
     # llm appends as it logs, so the rows nearly always are in it already:
@@ -175,3 +190,10 @@ def message_numbers(
         [parent_rows, np.full(message_count - len(hashes[0]), -1, np.int64)]
     )
     return parent_rows, start_rows, tip_rows
+
+
+def _any(flags: pa.ChunkedArray) -> bool:
+    """Whether any of these 0/1 flags (NULL: no) is 1."""
+    import pyarrow.compute as pc
+
+    return bool(len(flags)) and bool(pc.max(flags).as_py())

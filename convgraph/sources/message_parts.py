@@ -1,0 +1,373 @@
+"""The content of llm's message store as parts: what each message holds, in
+position order.
+
+llm 0.32 and later keep a message's content as rows of `parts`
+(`message_hash`, `position`, `type`, `tool_name`, `text`, `payload`): text
+and reasoning with their words in `text` (or, where they borrow fragments,
+a `text_ref` in the payload: literals and fragment ids, resolved from
+`fragments`), tool calls and tool results with their name, arguments or
+output and call id in the payload, attachments named by `part_attachments`
+(each an `attachments` row: its path, URL, type and bytes). Here each row
+becomes `convgraph.parts` parts: a text part, a reasoning part, a
+`tool_call` or `tool_result` (a result's attachments after it), an
+`attachment` (its name, URL, type and size: never its bytes); the fragments
+a user's text borrows come before it as `fragment` parts (where they came
+from, and their size). A part type convgraph does not know is left out; a
+payload that is not JSON, a NULL, a missing attachment or fragment give what
+can be read (a call without arguments, an attachment without a name).
+
+`read_content` reads the parts of some messages (one tree's) or of every
+message (in a `Snapshot`'s short steps); `read_tool_names` reads only the
+tool calls, for reads without texts, with the same rule for a call's name.
+A message's text (`MessageContent.text_of`: its text parts joined) is what
+`prompt` and `response` are made of.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from convgraph import parts as kinds
+from convgraph.parts import Part
+from convgraph.sources.snapshot import Snapshot
+from convgraph.sources.tables import as_integer, as_text
+
+#: A part row as read: rowid, message hash, position, type, tool name,
+#: text, payload, part id.
+PART_COLUMNS = ", ".join(
+    [
+        as_text("message_hash"),
+        as_integer("position"),
+        as_text("type"),
+        as_text("tool_name"),
+        as_text("text"),
+        as_text("payload"),
+        as_integer("id"),
+    ]
+)
+#: Only a tool call's row: the others come as NULLs (cheap to skip).
+TOOL_CALL_COLUMNS = ", ".join(
+    f"case when type = 'tool_call' then {column} end"
+    for column in (
+        as_text("message_hash"),
+        as_integer("position"),
+        "'tool_call'",
+        as_text("tool_name"),
+        "null",
+        as_text("payload"),
+        "null",
+    )
+)
+SOME_MESSAGES = " where message_hash in (select value from json_each(?))"
+
+#: Ids asked for in one statement.
+BATCH = 20_000
+
+#: The roles a part keeps from its message; a message of another role (a
+#: hand-made file's) gives its text as the assistant's.
+ROLES = (kinds.USER, kinds.ASSISTANT, kinds.TOOL)
+
+#: An attachment's role until its message's is known (`parts_of`).
+FROM_MESSAGE: Any = None
+
+#: A message's content in position order: each text part's words as a str,
+#: every other part as its dict (an attachment's role left None, for its
+#: message's role).
+Item = str | Part
+
+
+@dataclass
+class MessageContent:
+    """What the parts of some messages hold.
+
+    `items`: each message's content, in position order (see `Item`);
+    `tool_names`: each message's tool calls' names, in position order (a
+    name None where the part has none).
+    """
+
+    items: dict[str, list[Item]] = field(default_factory=dict)
+    tool_names: dict[str, list[str | None]] = field(default_factory=dict)
+
+    def text_of(self, message_hash: str) -> str | None:
+        """The message's text parts joined, None where it has none."""
+        words = [
+            item for item in self.items.get(message_hash, ()) if isinstance(item, str)
+        ]
+        return "".join(words) if words else None
+
+    def parts_of(self, message_hash: str, role: str | None) -> list[Part]:
+        """The message's parts, each a new dict, text and attachments in the
+        message's role; the fragments of a user's text only (an answer that
+        repeats a fragment's words is stored with a reference to it too)."""
+        role = role if role in ROLES else kinds.ASSISTANT
+        found: list[Part] = []
+        for item in self.items.get(message_hash, ()):
+            if isinstance(item, str):
+                found.append(kinds.text(role, item))
+            elif item["type"] == kinds.FRAGMENT:
+                if role == kinds.USER:
+                    found.append(dict(item))
+            elif item["type"] == kinds.ATTACHMENT and item["role"] is None:
+                found.append(dict(item, role=role))
+            else:
+                found.append(dict(item))
+        return found
+
+
+def read_content(
+    conn: sqlite3.Connection,
+    hashes: list[str] | None,
+    snapshot: Snapshot | None = None,
+    attachments: bool = True,
+) -> MessageContent:
+    """The content of these messages (None: of every message, read in
+    `snapshot`'s short steps). `attachments`: the file has
+    `part_attachments` and `attachments` to name them by."""
+    rows_by_message = _grouped(_part_rows(conn, hashes, snapshot, PART_COLUMNS))
+    content = MessageContent()
+    fragment_ids: set[Any] = set()
+    attachment_parts: set[int] = set()
+    decoded: dict[str, list[tuple[Any, ...]]] = {}
+    for message_hash, rows in rows_by_message.items():
+        decoded[message_hash] = [
+            (part_type, tool_name, words, _payload(payload), part_id)
+            for _, _, _, part_type, tool_name, words, payload, part_id in rows
+        ]
+        for part_type, _, words, payload, part_id in decoded[message_hash]:
+            if words is None and part_type in (kinds.TEXT, kinds.REASONING):
+                fragment_ids.update(
+                    piece["fragment"]
+                    for piece in _text_refs(payload)
+                    if "fragment" in piece
+                )
+            if part_id is not None and part_type in (
+                kinds.ATTACHMENT,
+                kinds.TOOL_RESULT,
+            ):
+                attachment_parts.add(part_id)
+    fragments = _fragments(conn, sorted(fragment_ids, key=str))
+    files = _attachments(conn, sorted(attachment_parts)) if attachments else {}
+    for message_hash, rows in decoded.items():
+        items: list[Item] = []
+        names: list[str | None] = []
+        for part_type, tool_name, words, payload, part_id in rows:
+            items.extend(
+                _items(part_type, tool_name, words, payload, fragments, files, part_id)
+            )
+            if part_type == kinds.TOOL_CALL:
+                names.append(_call_name(tool_name, payload))
+        if items:
+            content.items[message_hash] = items
+        if names:
+            content.tool_names[message_hash] = names
+    return content
+
+
+def read_tool_names(
+    conn: sqlite3.Connection,
+    hashes: list[str] | None,
+    snapshot: Snapshot | None = None,
+) -> dict[str, list[str | None]]:
+    """The tool calls' names of these messages (None: of every message),
+    each message's in position order (a name None where the part has
+    none): `read_content`'s `tool_names`, without reading any text."""
+    rows_by_message = _grouped(_part_rows(conn, hashes, snapshot, TOOL_CALL_COLUMNS))
+    return {
+        message_hash: [_call_name(row[4], _payload(row[6])) for row in rows]
+        for message_hash, rows in rows_by_message.items()
+    }
+
+
+def _part_rows(
+    conn: sqlite3.Connection,
+    hashes: list[str] | None,
+    snapshot: Snapshot | None,
+    columns: str,
+) -> Iterator[tuple[Any, ...]]:
+    """Part rows (rowid first) of these messages, or of every message."""
+    if hashes is None:
+        snapshot = snapshot or Snapshot(conn, ["parts", "fragments"])
+        for chunk in snapshot.rows("parts", columns):
+            yield from chunk
+        return
+    for start in range(0, len(hashes), BATCH):
+        batch = json.dumps(hashes[start : start + BATCH])
+        yield from conn.execute(
+            f"select rowid, {columns} from parts{SOME_MESSAGES}", [batch]
+        )
+
+
+def _grouped(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows (rowid first, then message hash and position) of each
+    message, in position order: a missing position first (as SQLite sorts
+    NULL), rows of one position in rowid order. Rows without a message
+    hash belong to no message."""
+    grouped: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for row in rows:
+        if row[1] is not None:
+            grouped[row[1]].append(row)
+    for message_rows in grouped.values():
+        if len(message_rows) > 1:
+            message_rows.sort(key=_position_order)
+    return grouped
+
+
+def _position_order(row: tuple[Any, ...]) -> tuple[bool, int, int]:
+    position = row[2]
+    return (position is not None, position or 0, row[0] or 0)
+
+
+def _payload(payload: str | None) -> dict[str, Any]:
+    """A part's payload as a dict: {} where it is NULL, not JSON or not an
+    object."""
+    if not payload:
+        return {}
+    try:
+        found = json.loads(payload)
+    except (ValueError, RecursionError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _items(
+    part_type: str | None,
+    tool_name: str | None,
+    words: str | None,
+    payload: dict[str, Any],
+    fragments: dict[Any, tuple[str, str | None, int | None]],
+    files: dict[int, list[Part]],
+    part_id: int | None,
+) -> list[Item]:
+    """One part row as content items (see `Item`)."""
+    if part_type in (kinds.TEXT, kinds.REASONING):
+        refs = _text_refs(payload) if words is None else []
+        borrowed: list[Item] = []
+        if refs:
+            words = "".join(_piece_text(piece, fragments) for piece in refs)
+            borrowed = [
+                kinds.fragment(source, size)
+                for piece in refs
+                if piece.get("fragment") in fragments
+                for _, source, size in [fragments[piece["fragment"]]]
+            ]
+        if words is None:
+            return []
+        if part_type == kinds.TEXT:
+            return [*borrowed, words]
+        return [kinds.reasoning(words, payload.get("redacted") is True)]
+    if part_type == kinds.TOOL_CALL:
+        call_id = payload.get("tool_call_id")
+        return [
+            kinds.tool_call(
+                _call_name(tool_name, payload),
+                payload.get("arguments"),
+                call_id if isinstance(call_id, str) else None,
+            )
+        ]
+    if part_type == kinds.TOOL_RESULT:
+        name = payload.get("name")
+        call_id = payload.get("tool_call_id")
+        error = payload.get("exception")
+        result = kinds.tool_result(
+            name if isinstance(name, str) else tool_name,
+            _output(payload.get("output")),
+            call_id if isinstance(call_id, str) else None,
+            error if isinstance(error, str) else None,
+        )
+        return [result, *files.get(part_id, ())] if part_id is not None else [result]
+    if part_type == kinds.ATTACHMENT:
+        found = files.get(part_id, []) if part_id is not None else []
+        return list(found) or [kinds.attachment(FROM_MESSAGE)]
+    return []
+
+
+def _call_name(tool_name: str | None, payload: dict[str, Any]) -> str | None:
+    """A tool call's name: the payload's, else the `tool_name` column's."""
+    name = payload.get("name")
+    return name if isinstance(name, str) else tool_name
+
+
+def _output(output: Any) -> str:
+    """A tool result's output as text: JSON for a value that is no string."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    return json.dumps(output, ensure_ascii=False)
+
+
+def _text_refs(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `text_ref` pieces of a payload: only llm's shapes, {"literal":
+    text} or {"fragment": id}; anything else in a hand-made payload adds
+    nothing."""
+    refs = payload.get("text_ref")
+    if not isinstance(refs, list):
+        return []
+    return [
+        piece
+        for piece in refs
+        if isinstance(piece, dict)
+        and (
+            isinstance(piece.get("literal"), str)
+            or isinstance(piece.get("fragment"), int | str)
+        )
+    ]
+
+
+def _piece_text(
+    piece: dict[str, Any], fragments: dict[Any, tuple[str, str | None, int | None]]
+) -> str:
+    """One `text_ref` piece's text: its literal, or its fragment's content."""
+    literal = piece.get("literal")
+    if isinstance(literal, str) and literal:
+        return literal
+    found = fragments.get(piece.get("fragment"))
+    return (found[0] or "") if found else ""
+
+
+def _fragments(
+    conn: sqlite3.Connection, fragment_ids: list[Any]
+) -> dict[Any, tuple[str, str | None, int | None]]:
+    """These fragments by id: content, where it came from (its source), and
+    its size in bytes; a batch of ids per statement."""
+    found: dict[Any, tuple[str, str | None, int | None]] = {}
+    for start in range(0, len(fragment_ids), BATCH):
+        batch = fragment_ids[start : start + BATCH]
+        for row in conn.execute(
+            f"select id, {as_text('content')}, {as_text('source')},"
+            " length(cast(content as blob)) from fragments"
+            " where id in (select value from json_each(?))",
+            [json.dumps(batch)],
+        ):
+            found[row[0]] = (row[1], row[2], row[3])
+    return found
+
+
+def _attachments(
+    conn: sqlite3.Connection, part_ids: list[int]
+) -> dict[int, list[Part]]:
+    """The attachments of these parts, by part id, in their order: each an
+    attachment part (role None: its message's), named by its path (or None
+    where the `attachments` row is missing)."""
+    found: dict[int, list[Part]] = defaultdict(list)
+    for start in range(0, len(part_ids), BATCH):
+        batch = part_ids[start : start + BATCH]
+        rows = conn.execute(
+            f"""
+            select pa.part_id, {as_text("a.path")}, {as_text("a.url")},
+                {as_text("a.type")}, length(cast(a.content as blob))
+            from part_attachments pa left join attachments a
+                on a.id = pa.attachment_id
+            where pa.part_id in (select value from json_each(?))
+            order by pa.part_id, {as_integer('pa."order"')}, pa.rowid
+            """,
+            [json.dumps(batch)],
+        )
+        for part_id, name, url, mime, size in rows:
+            found[part_id].append(kinds.attachment(FROM_MESSAGE, name, url, mime, size))
+    return found

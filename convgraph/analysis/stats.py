@@ -43,6 +43,7 @@ from convgraph.contract import (
     TOOLS,
     TREE_NAME,
 )
+from convgraph.links.integrity import EMPTY_CONVERSATION
 from convgraph.links.pointer_jumping import (
     nearest_marked,
     parent_rows_of,
@@ -163,6 +164,8 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     `Int64`: NA where no node of the tree has the figure),
     `active_path_length` (the nodes on the active path, the branch last
     used) and `abandoned_branches` (the leaves off it: branches left behind).
+    A chat export's conversation without a node (`empty-conversation` among
+    the forest's problems) is a row of its own after them, with 0 nodes.
 
     Examples
     --------
@@ -181,9 +184,35 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     >>> table.at[0, "models"]
     ['m1', 'm2']
     """
-    return conversation_table_of(
+    table = conversation_table_of(
         forest.nodes, forest.names, forest.parent_rows, forest.depths
     )
+    empty = [p.node_id for p in forest.problems if p.kind == EMPTY_CONVERSATION]
+    return _with_empty_trees(table, empty, forest.names) if empty else table
+
+
+def _with_empty_trees(
+    table: pd.DataFrame, tree_ids: list[str], names: Mapping[Any, Any]
+) -> pd.DataFrame:
+    """`table` with a row for each tree that has no node: 0 nodes, no times,
+    no models or tools, usage NA (0 tool calls)."""
+    rows = {}
+    for column in table.columns:
+        dtype = table[column].dtype
+        if column == "tree_id":
+            values: Any = pd.Series(tree_ids, dtype=dtype)
+        elif column == "name":
+            values = pd.Series([names.get(tree) for tree in tree_ids], dtype=object)
+        elif column in ("models", TOOLS):
+            values = pd.Series([[] for _ in tree_ids], dtype=object)
+        elif column == TOOL_CALLS:
+            values = pd.Series([0] * len(tree_ids), dtype=dtype)
+        elif isinstance(dtype, pd.DatetimeTZDtype) or str(dtype) == "Int64":
+            values = pd.Series([None] * len(tree_ids), dtype=dtype)
+        else:
+            values = pd.Series(np.zeros(len(tree_ids), dtype=dtype))
+        rows[column] = values
+    return pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
 
 
 def branch_table(forest: Forest) -> pd.DataFrame:

@@ -98,8 +98,8 @@ def generate_tree_lines(
     └── s
         b
     """
-    for line in drawing(tree, start, width, indent_chains, marks, active, heading):
-        yield line.text
+    for text, _, _ in _walk(tree, start, width, indent_chains, marks, active, heading):
+        yield text
 
 
 def drawing(
@@ -138,6 +138,21 @@ def drawing(
     call r   ↳ shout(word="tree") → TREE
     node a a  Again
     """
+    for line in _walk(tree, start, width, indent_chains, marks, active, heading):
+        yield DrawnLine._make(line)
+
+
+def _walk(
+    tree: nx.DiGraph,
+    start: str | None,
+    width: int,
+    indent_chains: bool,
+    marks: bool,
+    active: bool,
+    heading: str | None,
+) -> Iterator[tuple[str, str | None, str]]:
+    """`drawing`'s lines as plain tuples (text, node, kind): the text tree of
+    a 100,000-node conversation is 100,000 of them."""
     if start is not None:
         starts = [start]
     else:
@@ -149,7 +164,7 @@ def drawing(
             if heading is not None
             else f"start: {counted(len(starts), 'alternative')}"
         )
-        yield DrawnLine(line, None, START)
+        yield line, None, START
     # Each entry: the node, the text before its connector, and how it hangs
     # from the line above: ROOT, LAST or MIDDLE child, or ONLY child (drawn
     # in its parent's column unless chains are indented). Several roots are
@@ -161,23 +176,26 @@ def drawing(
         ]
     else:
         stack = [(root, "", ROOT) for root in reversed(starts)]
+    nodes = tree.nodes
     while stack:
         node, prefix, place = stack.pop()
-        data = tree.nodes[node]
-        label = _label(tree, node, width)
-        if _has_reasoning(data):
+        data = nodes[node]
+        label = _label(node, data, width)
+        parts = data.get("parts")
+        if parts and any(part.get("type") == REASONING for part in parts):
             label += REASONING_MARK
         if marks or active:
             label += _marks(data, width, marks, active)
-        if place in (ROOT, ONLY):
-            yield DrawnLine(prefix + label, node, NODE)
+        if place is ROOT or place is ONLY:
+            yield prefix + label, node, NODE
             below_prefix = prefix
         else:
-            connector = "└── " if place == LAST else "├── "
-            yield DrawnLine(prefix + connector + label, node, NODE)
-            below_prefix = prefix + ("    " if place == LAST else "│   ")
-        for call in run_lines(data, width):
-            yield DrawnLine(below_prefix + "  " + call, node, CALL)
+            connector = "└── " if place is LAST else "├── "
+            yield prefix + connector + label, node, NODE
+            below_prefix = prefix + ("    " if place is LAST else "│   ")
+        if parts:  # most nodes are only a prompt and a response
+            for call in run_lines(data, width):
+                yield below_prefix + "  " + call, node, CALL
         below = list(tree.successors(node))
         if len(below) == 1 and not indent_chains:
             stack.append((below[0], below_prefix, ONLY))
@@ -336,11 +354,6 @@ def _pair(said: str, answer: str | None, width: int) -> str:
     return f"{excerpt(said, said_room)} → {excerpt(answer, answer_room)}"
 
 
-def _has_reasoning(data: Mapping[str, Any]) -> bool:
-    parts = data.get("parts") or ()
-    return any(part.get("type") == REASONING for part in parts)
-
-
 def _marks(data: Mapping[str, Any], width: int, marks: bool, active: bool) -> str:
     """The markers after a node's label: active path, preferred, note."""
     text = ""
@@ -353,8 +366,7 @@ def _marks(data: Mapping[str, Any], width: int, marks: bool, active: bool) -> st
     return text
 
 
-def _label(tree: nx.DiGraph, node: str, width: int) -> str:
-    data = tree.nodes[node]
+def _label(node: str, data: Mapping[str, Any], width: int) -> str:
     text = excerpt(data.get("prompt"), width)
     if not text and data.get("prompt") == "" and data.get("response"):
         # llm logs the call that hands a tool's output back to the model with

@@ -40,7 +40,8 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     continues any branch (the thread ids are printed, or see `llm logs`).
 
     A conversation imported before is skipped, so importing the same export
-    again writes nothing. A --db that does not exist is made with llm's
+    again writes nothing; a conversation without a prompt or an answer is
+    left out, and named. A --db that does not exist is made with llm's
     tables.
     """
     from convgraph.store.importer import import_export
@@ -105,6 +106,15 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
                 f"  {result.thread_id}  {result.name or result.conversation_id}"
                 f"  ({counted(result.nodes, 'node', grouping=',')})"
             )
+    if summary.empty:
+        # Nothing said in them: no turn to write, and llm lists no thread
+        # without one. Named, so that none is dropped silently.
+        empty = counted(len(summary.empty), "empty conversation", grouping=",")
+        _say(f"Left out {empty} (no prompt and no answer):")
+        for conversation_id, name in summary.empty[:20]:
+            _say(f"  {conversation_id}  {name or 'no title'}")
+        if len(summary.empty) > 20:
+            _say(f"  and {len(summary.empty) - 20:,} more (convgraph check lists them)")
     if dry_run:
         _say("Nothing was written (--dry-run)")
     elif written:

@@ -299,6 +299,9 @@ class ImportSummary:
     #: to date first.
     upgraded: bool = False
     conversations: list[ConversationResult] = field(default_factory=list)
+    #: The export's conversations without a prompt or an answer (id, name):
+    #: nothing to write, and left out.
+    empty: list[tuple[str, str | None]] = field(default_factory=list)
 
     def _written(self) -> list[ConversationResult]:
         return [
@@ -485,9 +488,11 @@ def _status(conn: Any, plan: ConversationPlan) -> str:
 # -- the whole import ---------------------------------------------------------------
 
 
-def _plans(export: Any) -> Iterator[ConversationPlan]:
+def _plans(
+    export: Any, empty: list[tuple[str, str | None]]
+) -> Iterator[ConversationPlan]:
     """Every conversation of the export with nodes, planned, one at a time
-    (the export is streamed once)."""
+    (the export is streamed once); the others are added to `empty`."""
     from convgraph.sources.chat_exports import conversation_records
 
     for conversation in export.conversations():
@@ -496,6 +501,8 @@ def _plans(export: Any) -> Iterator[ConversationPlan]:
             yield plan_conversation(
                 conversation.id, conversation.name, records, export.format or ""
             )
+        else:
+            empty.append((conversation.id, conversation.name))
 
 
 def import_export(
@@ -574,7 +581,7 @@ def import_export(
         try:
             if conn is not None:
                 summary.upgraded = not _has_store(conn)
-            for plan in _plans(export):
+            for plan in _plans(export, summary.empty):
                 status = "new" if conn is None else _status(conn, plan)
                 record(plan, "would import" if status == "new" else status)
         finally:
@@ -602,7 +609,7 @@ def import_export(
             store = LogStore(database)
             summary.upgraded = kind == "llm" and not {"threads", "turns"} <= before
             held = 0.0
-            for plan in _plans(export):
+            for plan in _plans(export, summary.empty):
                 if held >= PAUSE_AFTER_SECONDS:
                     # Let a writer that waited for these transactions in.
                     pause_for_writers()

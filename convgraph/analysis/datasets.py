@@ -140,7 +140,9 @@ def dataset_conversation_table(
         table = conversation_table_of(nodes)
     else:
         with connect(scheduler):
-            nodes = read_nodes(directory)[columns]
+            nodes = read_nodes(directory)
+            # A dataset written before a column was added lacks it.
+            nodes = nodes[[column for column in columns if column in nodes.columns]]
             if tree_ids is not None:
                 nodes = nodes[nodes["tree_id"].isin(tree_ids)]
             table = conversation_table(nodes).compute()

@@ -4,7 +4,8 @@ tooltip, a conversation's title, and the fill colour of each model.
 The DOT export (`convgraph.export.dot`) and the Mermaid flowchart
 (`convgraph.export.mermaid`) draw the same boxes: id and model, then one-line
 excerpts of the prompt (») and the response («), the branch marks, and a
-colour per model from one palette in order of first appearance. Each format
+colour per model from one palette in order of first appearance; a tooltip
+holds a node's full texts and how many tools its run called. Each format
 quotes the text its own way; what the text says is decided here.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import TOOL_CALLS, TOOLS
 from convgraph.export.common import adjacency
 from convgraph.text import excerpt
 
@@ -78,7 +80,8 @@ def branches(graph: nx.DiGraph) -> bool:
 
 
 def node_tooltip(data: dict[str, Any]) -> str:
-    """The full texts of a node (before quoting): system, prompt, response.
+    """The full texts of a node (before quoting): system, prompt, response,
+    and how many tools its run called, and which.
 
     Examples
     --------
@@ -88,13 +91,19 @@ def node_tooltip(data: dict[str, Any]) -> str:
     ...     name="Greetings")
     >>> node_tooltip(tree.nodes["r"])
     'prompt: Hi'
+    >>> node_tooltip({"prompt": "Shout", "tool_calls": 2, "tools": "shout"})
+    'prompt: Shout\\n\\ntool calls: 2 (shout)'
     """
-    parts = [
+    texts = [
         f"{key}: {data[key]}"
         for key in ("system", "prompt", "response")
         if data.get(key) is not None
     ]
-    return "\n\n".join(parts)
+    calls = data.get(TOOL_CALLS)
+    if isinstance(calls, int) and calls > 0:
+        tools = data.get(TOOLS)
+        texts.append(f"tool calls: {calls}" + (f" ({tools})" if tools else ""))
+    return "\n\n".join(texts)
 
 
 def conversation_title(graph: nx.DiGraph) -> str:

@@ -2,8 +2,9 @@
 
 `write_parquet(forest, directory)` writes two tables: `directory/nodes/`,
 the node table of `convgraph.analysis.stats.node_table` (with `tree_id`,
-`parent_id` and each node's depth, children, is_root and is_leaf) plus
-`tree_name`, the name of the node's tree; and `directory/edges/`, the table
+`parent_id` and each node's depth, children, is_root and is_leaf), each
+node's `parts` as its JSON text, plus `tree_name`, the name of the node's
+tree; and `directory/edges/`, the table
 of `convgraph.analysis.stats.edge_table`; times are kept to the microsecond,
 as llm logs them and as Spark reads them. Each is cut into files
 `part-NNNNN.parquet` by a hash bucket of the tree id, so every tree lies
@@ -24,6 +25,7 @@ so the module imports without it.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import shutil
@@ -36,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from convgraph.analysis.stats import edge_table, node_table
-from convgraph.contract import CATEGORY_COLUMNS, TREE_NAME
+from convgraph.contract import CATEGORY_COLUMNS, PARTS, TREE_NAME
 from convgraph.errors import ExportError
 from convgraph.sources.parquet import EDGES, NODES
 
@@ -76,11 +78,33 @@ def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
 
 def dataset_nodes(forest: Forest) -> pd.DataFrame:
     """The node table the dataset holds: `convgraph.analysis.stats.node_table` of the
-    forest, and `tree_name`, the name of each node's tree (a category)."""
+    forest, each node's `parts` as their JSON text (one string column, which
+    every reader of Parquet takes, whatever a tool's arguments hold; None for
+    a node that is only its prompt and answer), and `tree_name`, the name of
+    each node's tree (a category)."""
     table = node_table(forest)
+    table[PARTS] = parts_as_json(table[PARTS])
     names = [forest.names.get(tree_id) for tree_id in table["tree_id"].tolist()]
     table[TREE_NAME] = pd.Categorical(names)
     return table
+
+
+def parts_as_json(parts: pd.Series) -> pd.Series:
+    """A column of parts lists as their JSON texts (None stays None): only
+    the nodes that have parts are written out.
+
+    Examples
+    --------
+    >>> parts_as_json(pd.Series([None, [{"role": "user", "type": "text",
+    ...     "text": "é"}]])).tolist()
+    [None, '[{"role": "user", "type": "text", "text": "é"}]']
+    """
+    values = parts.to_numpy(dtype=object, na_value=None).copy()
+    present = np.flatnonzero(pd.notna(values))
+    values[present] = [
+        json.dumps(value, ensure_ascii=False, default=str) for value in values[present]
+    ]
+    return pd.Series(values, index=parts.index, dtype=object)
 
 
 def write_parquet(

@@ -6,18 +6,22 @@ A dataset is a folder with two tables, each a folder of Parquet files:
 tree lies whole in one file (`convgraph.export.parquet` writes it). This is
 the read side: telling such a folder (`is_parquet_dataset`), naming its trees
 (`tree_ids_of`) and reading its node table with pyarrow (`read_nodes`), which
-`convgraph stats --db DIR` and `convgraph.analysis.datasets` use. pyarrow is
+`convgraph stats --db DIR` and `convgraph.analysis.datasets` use; each
+node's `parts` come back from their JSON text as the lists they were
+(`parts_from_json`). pyarrow is
 imported only inside the functions, so that the command line starts without
 it.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from convgraph.contract import PARTS
 from convgraph.errors import ExportError, UnknownConversation
 
 if TYPE_CHECKING:
@@ -57,12 +61,49 @@ def read_nodes(
     if tree_ids is not None:
         filters = [("tree_id", "in", list(tree_ids))]
     try:
+        if columns is not None:
+            # A dataset written before a column was added lacks it: the
+            # statistics take it as missing (`node_table_of`).
+            held = set(pq.read_schema(next(_files(directory))).names)
+            columns = [column for column in columns if column in held]
         table = pq.read_table(Path(directory) / NODES, columns=columns, filters=filters)
-    except (OSError, pa.ArrowException) as error:
+    except (OSError, StopIteration, pa.ArrowException) as error:
         raise ExportError(
             f"cannot read the Parquet dataset {directory}: {error}"
         ) from None
-    return table.to_pandas()
+    return parts_from_json(table.to_pandas())
+
+
+def _files(directory: str | os.PathLike[str]) -> Iterator[Path]:
+    return iter(sorted((Path(directory) / NODES).glob("*.parquet")))
+
+
+def parts_from_json(nodes: pd.DataFrame) -> pd.DataFrame:
+    """The node table with each node's `parts` read back from the JSON text
+    the dataset holds (`convgraph.export.parquet.parts_as_json`) as the list
+    it was; a text that is not a JSON list reads as None.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> parts_from_json(pd.DataFrame({"parts": [None, '[{"type": "text"}]']}))[
+    ...     "parts"].tolist()
+    [None, [{'type': 'text'}]]
+    """
+    if PARTS not in nodes.columns:
+        return nodes
+    nodes[PARTS] = [_parts(text) for text in nodes[PARTS].astype(object).tolist()]
+    return nodes
+
+
+def _parts(text: object) -> list | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        found = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return found if isinstance(found, list) else None
 
 
 def tree_ids_of(

@@ -311,3 +311,162 @@ def test_chat_jsonl_of_a_chatgpt_export(chatgpt_zip: Path) -> None:
     whole = run("export", "--format", "chat-jsonl", "--db", chatgpt_zip)
     for line in whole.stdout.splitlines():
         check_example(json.loads(line))
+
+
+# -- tool calls and reasoning (issue 23.3) -------------------------------------------
+
+
+def test_chat_jsonl_of_a_run_with_tool_calls() -> None:
+    from tests.test_export_parts import agent_tree
+
+    lines = list(convgraph.export.chat_jsonl.generate_chat_jsonl(agent_tree()))
+    records = [json.loads(line) for line in lines]
+    assert [record["leaf_id"] for record in records] == ["a", "b"]
+    # The path to b ends on a tool's result that no answer followed: the
+    # example ends with the assistant's call.
+    assert [m["role"] for m in records[1]["messages"]] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert records[1]["messages"][-1]["tool_calls"][0]["function"] == {
+        "name": "search",
+        "arguments": "raw words",
+    }
+    assert lines[0] == (
+        '{"messages": [{"role": "user", "content": "Shout \\"tree\\" <b>\\u001b"},'
+        ' {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type":'
+        ' "function", "function": {"name": "shout", "arguments": "{\\"word\\":'
+        ' \\"tree\\", \\"n\\": [1, 2.5, null, true]}"}}]}, {"role": "tool",'
+        ' "tool_call_id": "c1", "content": "TREE\\r\\n"}, {"role": "assistant",'
+        ' "content": "Done: **TREE**"}, {"role": "user", "content": "Thanks"},'
+        ' {"role": "assistant", "content": "Welcome"}], "conversation_id": "agent",'
+        ' "leaf_id": "a"}'
+    )
+    reasoned = json.loads(
+        next(
+            convgraph.export.chat_jsonl.generate_chat_jsonl(
+                agent_tree(), paths="active", reasoning=True
+            )
+        )
+    )
+    assert reasoned["messages"][1]["reasoning_content"] == "First é, then\nthe tool."
+    for record in [*records, reasoned]:
+        check_example(record)
+
+
+def test_pairs_of_runs_with_tool_calls() -> None:
+    from convgraph import parts
+    from convgraph.model.tree import ConversationTree
+
+    asked = parts.text(parts.USER, "Weather?")
+    tree = ConversationTree.from_edges(
+        [],
+        {
+            "plain": {"prompt": "Weather?", "response": "Sunny, I guess."},
+            "tools": {
+                "prompt": "Weather?",
+                "response": "Sunny.",
+                "parts": [
+                    asked,
+                    parts.reasoning("Look it up."),
+                    parts.tool_call("weather", {"city": "Oslo"}, "w1"),
+                    parts.tool_result("weather", "sun", "w1"),
+                    parts.text(parts.ASSISTANT, "Sunny."),
+                ],
+                "tool_calls": 1,
+                "tools": "weather",
+                "preferred": True,
+            },
+        },
+        tree_id="forecast",
+    )
+    (record,) = tree_pairs(tree)
+    run_messages = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "w1",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "w1", "content": "sun"},
+        {"role": "assistant", "content": "Sunny."},
+    ]
+    assert record == {
+        "prompt": [{"role": "user", "content": "Weather?"}],
+        "chosen": run_messages,
+        "rejected": [{"role": "assistant", "content": "Sunny, I guess."}],
+        "conversation_id": "forecast",
+        "chosen_id": "tools",
+        "rejected_id": "plain",
+    }
+    check_pair(record)
+    (reasoned,) = tree_pairs(tree, reasoning=True)
+    assert reasoned["chosen"][0]["reasoning_content"] == "Look it up."
+    check_pair(reasoned)
+
+
+def test_chat_jsonl_and_pairs_of_a_tool_chain_logged_by_llm(tmp_path: Path) -> None:
+    """llm 0.36 with llm-echo 0.5: a prompt whose run calls shout (with
+    reasoning, -o thinking 1), then a plain follow-up."""
+    with LlmLog(tmp_path) as log:
+        log.tool_chain(
+            "shout tree",
+            [{"name": "shout", "arguments": {"word": "tree"}}],
+            "-o",
+            "thinking",
+            "1",
+        )
+        turns = log.turn_ids()
+        rows = {
+            row["id"]: row for row in json.loads(log.cli("logs", "--json", "-n", "0"))
+        }
+    (call,) = rows[turns[0]]["tool_calls"]
+    assert [result["output"] for result in rows[turns[1]]["tool_results"]] == ["TREE!"]
+    db = tmp_path / "logs.db"
+    (line,) = run("export", "--format", "chat-jsonl", "--db", db).stdout.splitlines()
+    record = json.loads(line)
+    check_example(record)
+    prompt = rows[turns[0]]["prompt"]
+    assert record["messages"] == [
+        {"role": "user", "content": prompt},
+        {
+            "role": "assistant",
+            "content": rows[turns[0]]["response"],
+            "tool_calls": [
+                {
+                    "id": call["tool_call_id"],
+                    "type": "function",
+                    "function": {"name": "shout", "arguments": '{"word": "tree"}'},
+                }
+            ],
+        },
+        # tests.databases.SHOUT's answer, as llm logged it.
+        {"role": "tool", "tool_call_id": call["tool_call_id"], "content": "TREE!"},
+        {"role": "assistant", "content": rows[turns[1]]["response"]},
+    ]
+    (line,) = run(
+        "export", "--format", "chat-jsonl", "--reasoning", "--db", db
+    ).stdout.splitlines()
+    reasoned = json.loads(line)
+    check_example(reasoned)
+    thought = "First I consider the prompt, then I decide what to say."
+    assert [m.get("reasoning_content") for m in reasoned["messages"]] == [
+        None,
+        thought,
+        None,
+        thought,
+    ]
+    # --reasoning is chat-jsonl's.
+    refused = run("export", "--format", "json", "--reasoning", "--db", db, expect=2)
+    assert refused.stderr == "Error: --reasoning does not apply to --format json\n"

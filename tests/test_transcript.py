@@ -14,7 +14,12 @@ import convgraph.export.markdown
 import convgraph.present.transcript
 from convgraph.model.loading import load_tree
 from convgraph.model.tree import ConversationTree
-from convgraph.present.transcript import active_end, path_messages, transcript
+from convgraph.present.transcript import (
+    Transcript,
+    active_end,
+    path_messages,
+    transcript,
+)
 from tests import chat_exports as build
 from tests.databases import LlmLog
 from tests.helpers import file_digest, run
@@ -302,3 +307,197 @@ def test_transcript_reads_only_its_tree(regenerated: dict) -> None:
         conn.close()
     transcript(regenerated["first"], regenerated["path"])
     assert "_convgraph_notes" not in tables
+
+
+# -- the whole run: tool calls, results, code, reasoning (issue 23.3) -------------
+
+
+AGENT_TRANSCRIPT = """\
+# Agent
+
+Conversation `agent`, down to `b`.
+
+## 1. User
+
+```
+Shout "tree" <b>\x1b
+```
+
+**Fragment** · notes.txt · 12 bytes
+
+## 1. Assistant · echo · `r`
+
+<details>
+<summary>Reasoning</summary>
+
+First é, then
+the tool.
+
+</details>
+
+**Tool call** · `shout`
+
+```json
+{
+  "word": "tree",
+  "n": [
+    1,
+    2.5,
+    null,
+    true
+  ]
+}
+```
+
+**Tool result** · `shout`
+
+```
+TREE
+```
+
+Done: **TREE**
+
+## 2. User
+
+**Attachment** · photo.png · image/png · 1,000 bytes
+
+Run it
+
+## 2. Assistant · `b`
+
+**Code** · python
+
+```python
+print(1)
+```
+
+**Output**
+
+```
+1
+```
+
+**Tool call** · `search`
+
+```
+raw words
+```
+
+**Tool result** · `search` · error
+
+```
+boom
+```
+
+*(reasoning redacted by the provider)*
+"""
+
+
+def test_a_transcript_shows_the_whole_run() -> None:
+    from tests.test_export_parts import agent_tree
+
+    # The prompt holds HTML and an escape: fenced, the text exact in the file.
+    assert Transcript(agent_tree(), ["r", "b"]).markdown() == AGENT_TRANSCRIPT
+
+
+def test_the_markdown_export_shows_the_whole_run_of_each_branch() -> None:
+    from tests.test_export_parts import agent_tree
+
+    text = "\n".join(convgraph.export.markdown.generate_markdown(agent_tree()))
+    main = AGENT_TRANSCRIPT.split("## 1. User", 1)[1]
+    assert text.startswith(
+        "# Agent\n\nConversation `agent`: 3 steps, 2 branches.\n\n## 1. User"
+    )
+    assert text.endswith(
+        main.rstrip("\n")
+        + "\n\n> **Alternative to step 2** · `a`\n>\n> ### 2. User\n>\n> Thanks"
+        "\n>\n> ### 2. Assistant · `a`\n>\n> Welcome"
+    )
+
+
+def test_chat_messages_of_the_whole_run() -> None:
+    from tests.test_export_parts import agent_tree
+
+    calls = {
+        "c1": {
+            "name": "shout",
+            "arguments": '{"word": "tree", "n": [1, 2.5, null, true]}',
+        },
+        "call_1": {"name": "python", "arguments": '{"code": "print(1)"}'},
+        "call_2": {"name": "search", "arguments": "raw words"},
+    }
+
+    def called(call_id: str) -> dict:
+        return {"id": call_id, "type": "function", "function": calls[call_id]}
+
+    expected = [
+        {"role": "user", "content": 'Shout "tree" <b>\x1b'},
+        {"role": "assistant", "content": "", "tool_calls": [called("c1")]},
+        {"role": "tool", "tool_call_id": "c1", "content": "TREE\r\n"},
+        {"role": "assistant", "content": "Done: **TREE**"},
+        # Attachments are left out: a message holds text.
+        {"role": "user", "content": "Run it"},
+        # Code is a call of its language's tool; a call without an id gets one.
+        {"role": "assistant", "content": "", "tool_calls": [called("call_1")]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "1\n"},
+        {"role": "assistant", "content": "", "tool_calls": [called("call_2")]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "boom"},
+    ]
+    assert path_messages(agent_tree(), ["r", "b"]) == expected
+    # Reasoning only where asked for; a redacted one has nothing to say.
+    with_reasoning = path_messages(agent_tree(), ["r", "b"], reasoning=True)
+    assert with_reasoning[1] == {
+        **expected[1],
+        "reasoning_content": "First é, then\nthe tool.",
+    }
+    assert with_reasoning[2:] == expected[2:]
+
+
+def test_a_result_answers_its_call_by_id_else_by_name_else_in_order() -> None:
+    from convgraph import parts
+
+    tree = ConversationTree.from_edges(
+        [],
+        {
+            "r": {
+                "parts": [
+                    parts.text(parts.USER, "Go"),
+                    parts.tool_call("a", {}, "x"),
+                    parts.tool_call("b", {}, None),
+                    parts.tool_call("c", {}, None),
+                    parts.tool_result("b", "B", None),
+                    parts.tool_result(None, "C", None),
+                    parts.tool_result("a", "A", "x"),
+                    parts.text(parts.ASSISTANT, "Done"),
+                ]
+            }
+        },
+    )
+    messages = path_messages(tree, ["r"])
+    assert [call["id"] for call in messages[1]["tool_calls"]] == [
+        "x",
+        "call_1",
+        "call_2",
+    ]
+    assert [(m["tool_call_id"], m["content"]) for m in messages[2:5]] == [
+        ("call_1", "B"),
+        ("call_2", "C"),
+        ("x", "A"),
+    ]
+    assert messages[5] == {"role": "assistant", "content": "Done"}
+
+
+def test_a_long_output_is_cut_with_its_size_said() -> None:
+    from convgraph import parts
+    from convgraph.present.transcript import OUTPUT_LIMIT, part_lines
+
+    lines = part_lines(parts.tool_result("cat", "x" * 5000))
+    assert lines == [
+        "**Tool result** · `cat`",
+        "",
+        "```",
+        "x" * OUTPUT_LIMIT,
+        "```",
+        "",
+        "*… cut: the first 2,000 of 5,000 characters shown*",
+    ]

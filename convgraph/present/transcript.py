@@ -168,8 +168,9 @@ class ChatMessages:
     def __init__(self, reasoning: bool = False) -> None:
         self.messages: list[dict[str, Any]] = []
         self.reasoning = reasoning
-        # The calls not answered yet, in order: (id, name).
-        self._waiting: list[tuple[str, str | None]] = []
+        # The calls not answered yet, in order: (id, name, whether the id
+        # is one made here).
+        self._waiting: list[tuple[str, str, bool]] = []
         self._made = 0
 
     def add(self, parts: Iterable[Mapping[str, Any]]) -> None:
@@ -211,7 +212,8 @@ class ChatMessages:
     def call(self, name: Any, arguments: str, part: Mapping[str, Any]) -> None:
         """A tool call, in the assistant message being written."""
         call_id = part.get("id")
-        if not isinstance(call_id, str) or not call_id:
+        made = not isinstance(call_id, str) or not call_id
+        if made:
             self._made += 1
             call_id = f"call_{self._made}"
         name = name if isinstance(name, str) else ""
@@ -222,25 +224,32 @@ class ChatMessages:
                 "function": {"name": name, "arguments": arguments},
             }
         )
-        self._waiting.append((call_id, name))
+        self._waiting.append((call_id, name, made))
 
     def result(self, call_id: Any, name: Any, content: str) -> None:
-        """A tool's result: a `tool` message answering its call."""
+        """A tool's result: a `tool` message answering its call: the call
+        with its id, else the first unanswered call of its tool's name, else
+        the first unanswered call the source gave no id (a result without an
+        id answers no call that has one while another waits), else the
+        first unanswered call."""
         waiting = self._waiting
-        found = next(
-            (i for i, (each, _) in enumerate(waiting) if each == call_id), None
+        rules = (
+            lambda call: (
+                isinstance(call_id, str) and not call[2] and call[0] == call_id
+            ),
+            lambda call: isinstance(name, str) and call[1] == name,
+            lambda call: call[2],
+            lambda call: True,
         )
-        if found is None:
-            found = next(
-                (i for i, (_, each) in enumerate(waiting) if each == name), None
-            )
-        if found is None and waiting:
-            found = 0
-        if found is not None:
-            call_id = waiting.pop(found)[0]
-        elif not isinstance(call_id, str) or not call_id:
-            self._made += 1
-            call_id = f"call_{self._made}"
+        for rule in rules:
+            found = next((i for i, call in enumerate(waiting) if rule(call)), None)
+            if found is not None:
+                call_id = waiting.pop(found)[0]
+                break
+        else:
+            if not isinstance(call_id, str) or not call_id:
+                self._made += 1
+                call_id = f"call_{self._made}"
         self.messages.append(
             {"role": TOOL, "tool_call_id": call_id, "content": content}
         )
@@ -398,11 +407,12 @@ def part_lines(part: Mapping[str, Any]) -> list[str]:
         text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
         return [label, "", *_output_lines(text, "json")]
     if kind == kinds.TOOL_RESULT:
-        error = part.get("error")
+        error, output = part.get("error"), _string(part.get("output"))
         label = f"**Tool result** · {_name(part)}" + (" · error" if error else "")
-        lines = [label, "", *_output_lines(_string(part.get("output")), None)]
-        if error:
-            lines += ["", *_output_lines(_string(error), None)]
+        lines = [label]
+        for said in (output, _string(error)) if error else (output,):
+            if said or not error:
+                lines += ["", *_output_lines(said, None)]
         return lines
     if kind == kinds.CODE:
         language = part.get("language")

@@ -90,8 +90,7 @@ def dataset_nodes(forest: Forest) -> pd.DataFrame:
 
 
 def parts_as_json(parts: pd.Series) -> pd.Series:
-    """A column of parts lists as their JSON texts (None stays None): only
-    the nodes that have parts are written out.
+    """A column of parts lists as their JSON texts (None stays None).
 
     Examples
     --------
@@ -99,12 +98,13 @@ def parts_as_json(parts: pd.Series) -> pd.Series:
     ...     "text": "é"}]])).tolist()
     [None, '[{"role": "user", "type": "text", "text": "é"}]']
     """
-    values = parts.to_numpy(dtype=object, na_value=None).copy()
-    present = np.flatnonzero(pd.notna(values))
-    values[present] = [
-        json.dumps(value, ensure_ascii=False, default=str) for value in values[present]
+    texts = [
+        json.dumps(value, ensure_ascii=False, default=str)
+        if isinstance(value, list)
+        else None
+        for value in parts.tolist()
     ]
-    return pd.Series(values, index=parts.index, dtype=object)
+    return pd.Series(texts, index=parts.index, dtype=object)
 
 
 def write_parquet(

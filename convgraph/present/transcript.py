@@ -215,7 +215,7 @@ class ChatMessages:
         made = not isinstance(call_id, str) or not call_id
         if made:
             self._made += 1
-            call_id = f"call_{self._made}"
+        call_id = f"call_{self._made}" if made else str(call_id)
         name = name if isinstance(name, str) else ""
         self._assistant().setdefault("tool_calls", []).append(
             {
@@ -410,9 +410,9 @@ def part_lines(part: Mapping[str, Any]) -> list[str]:
         error, output = part.get("error"), _string(part.get("output"))
         label = f"**Tool result** · {_name(part)}" + (" · error" if error else "")
         lines = [label]
-        for said in (output, _string(error)) if error else (output,):
-            if said or not error:
-                lines += ["", *_output_lines(said, None)]
+        for text in (output, _string(error)) if error else (output,):
+            if text or not error:
+                lines += ["", *_output_lines(text, None)]
         return lines
     if kind == kinds.CODE:
         language = part.get("language")

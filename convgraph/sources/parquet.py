@@ -19,7 +19,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import PARTS
 from convgraph.errors import ExportError, UnknownConversation
@@ -92,7 +92,8 @@ def parts_from_json(nodes: pd.DataFrame) -> pd.DataFrame:
     """
     if PARTS not in nodes.columns:
         return nodes
-    nodes[PARTS] = [_parts(text) for text in nodes[PARTS].astype(object).tolist()]
+    parsed: Any = [_parts(text) for text in nodes[PARTS].astype(object).tolist()]
+    nodes[PARTS] = parsed
     return nodes
 
 

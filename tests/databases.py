@@ -223,16 +223,16 @@ class LlmLog:
         else:
             os.environ["LLM_USER_PATH"] = self.previous_user_path
 
-    def cli(self, *args: str) -> str:
+    def cli(self, *args: str, input: str | bytes | None = None) -> str:
         """Run llm's own command line (in-process, through click) and return
-        its output."""
+        its output; `input`: what it reads from stdin."""
         from llm.cli import cli
 
         from tests.helpers import run
 
         if not self.path.exists():
             self._create()
-        return run(*args, cli=cli).output
+        return run(*args, cli=cli, input=input).output
 
     def _create(self) -> None:
         """Create logs.db as llm's first command would, with llm's own

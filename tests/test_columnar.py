@@ -463,6 +463,60 @@ def test_upgraded_files_go_to_the_row_reader(tmp_path):
         assert columnar.read_forest(logs, text=False) is None
 
 
+@pytest.mark.parametrize(
+    "table",
+    [
+        "tool_calls",
+        "tool_results",
+        "prompt_attachments",
+        "prompt_fragments",
+        "system_fragments",
+    ],
+)
+def test_legacy_files_with_tools_attachments_or_fragments_go_to_the_row_reader(
+    seed_db, tmp_path, table
+):
+    # Their parts are built, and their tool chains folded, response by
+    # response: the row reader's work.
+    path = copy_of(seed_db, tmp_path)
+    execute(path, f"insert into {table} (response_id) values ('complex-b')")
+    with open_logs(path) as logs:
+        assert columnar.read_forest(logs, text=False) is None
+        assert columnar.read_forest(logs, text=True) is None
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "update parts set type = 'tool_call' where rowid = 2",
+        "update messages set role = 'tool' where rowid = 1",
+    ],
+)
+def test_message_stores_with_tool_calls_go_to_the_row_reader(
+    llm_fork_db, tmp_path, sql
+):
+    path = copy_of(llm_fork_db["path"], tmp_path)
+    with open_logs(path) as logs:
+        assert columnar.read_forest(logs, text=False) is not None
+    execute(path, sql)
+    with open_logs(path) as logs:
+        assert columnar.read_forest(logs, text=False) is None
+
+
+def test_a_tool_chain_reads_the_same_either_way(tmp_path, monkeypatch):
+    with LlmLog(tmp_path) as log:
+        first, last = log.tool_chain("shout", [{"name": "shout", "arguments": {}}])
+        log.cli("-m", "echo", "-c", "thanks")
+    forest = Forest.read(log.path, text=False)
+    assert forest.nodes["id"].tolist()[0] == last
+    assert forest.nodes["tool_calls"].tolist() == [1, 0]
+    with monkeypatch.context() as patch:
+        patch.setattr(columnar, "available", lambda: False)
+        rows = Forest.read(log.path, text=False)
+    pd.testing.assert_frame_equal(forest.nodes, rows.nodes, check_exact=True)
+    assert forest.calls == rows.calls == {first: last}
+
+
 def test_without_pyarrow_and_adbc_the_row_reader_reads(seed_db, monkeypatch):
     monkeypatch.setattr(columnar, "available", lambda: False)
     with open_logs(seed_db) as logs:

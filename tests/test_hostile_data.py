@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from convgraph.model.loading import load_tree, load_tree_of_node
-from tests.databases import COMPLEX, add_tree, legacy_database
+from tests.databases import COMPLEX, LlmLog, add_tree, legacy_database
 from tests.helpers import SAFETY_SECONDS, examples, file_digest, run
 
 # -- branch on a broken chain of messages ----------------------------------
@@ -349,6 +349,28 @@ def test_malformed_payloads_are_read_as_no_text(llm_copy: dict, payload: str) ->
 LLM_TABLES = {
     "legacy": ["responses", "conversations"],
     "store": ["turns", "threads", "messages", "parts", "fragments", "responses"],
+    # Files with tool chains, reasoning, attachments and fragments (issue 23).
+    "legacy-parts": [
+        "responses",
+        "conversations",
+        "tool_calls",
+        "tool_results",
+        "tool_results_attachments",
+        "prompt_attachments",
+        "attachments",
+        "prompt_fragments",
+        "system_fragments",
+        "fragments",
+    ],
+    "store-parts": [
+        "turns",
+        "threads",
+        "messages",
+        "parts",
+        "part_attachments",
+        "attachments",
+        "fragments",
+    ],
 }
 
 #: Text that is not UTF-8, stored as TEXT (only a raw SQL writer can).
@@ -369,12 +391,67 @@ SQLITE_VALUES = st.one_of(
 
 
 @pytest.fixture(scope="session")
-def base_files(legacy_base: Path, llm_fork_db: dict) -> dict:
+def legacy_parts_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """llm 0.31's schema with a tool chain of two responses ("r1" calls,
+    "r2" is sent the result, with an attachment), a prompt with two
+    attachments, a system fragment and a prompt fragment ("q")."""
+    path = tmp_path_factory.mktemp("legacy-parts") / "logs.db"
+    conn = legacy_database(path)
+    add_tree(conn, "c", [("q", None), ("r1", "q"), ("r2", "r1")])
+    conn.execute("update responses set prompt = '' where id = 'r2'")
+    conn.executescript(
+        """
+        insert into tool_calls (response_id, name, arguments, tool_call_id)
+            values ('r1', 'shout', '{"word": "tree"}', 't1');
+        insert into tool_results (id, response_id, name, output, tool_call_id)
+            values (1, 'r2', 'shout', 'TREE!', 't1');
+        insert into attachments (id, type, path, url, content) values
+            ('a1', 'image/png', '/p.png', null, null),
+            ('a2', 'image/png', null, null, x'89504e47');
+        insert into tool_results_attachments values (1, 'a2', 0);
+        insert into prompt_attachments values ('q', 'a1', 0), ('q', 'a2', 1);
+        insert into fragments (id, hash, content, source) values
+            (1, 'h1', 'rules', 'rules.md'), (2, 'h2', 'data', 'data.txt');
+        insert into system_fragments values ('q', 1, 0);
+        insert into prompt_fragments values ('q', 2, 0);
+        """
+    )
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def store_parts_base(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A logs.db written by llm 0.36: a tool chain, reasoning, an attached
+    picture and a fragment; the node given is the chain's first call."""
+    directory = tmp_path_factory.mktemp("store-parts")
+    (directory / "note.txt").write_text("a note\n")
+    (directory / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    with LlmLog(directory) as log:
+        first, _ = log.tool_chain("shout", [{"name": "shout", "arguments": {}}])
+        log.cli("-m", "echo", "-o", "thinking", "1", "-c", "why?")
+        log.cli("-m", "echo", "-f", str(directory / "note.txt"), "-c", "sum up")
+        log.cli(
+            "-m", "echo", "--at", "-", "image/png", "look", input=b"\x89PNG\r\n\x1a\n"
+        )
+    return {"path": log.path, "node": first}
+
+
+@pytest.fixture(scope="session")
+def base_files(
+    legacy_base: Path,
+    llm_fork_db: dict,
+    legacy_parts_base: Path,
+    store_parts_base: dict,
+) -> dict:
     """Each base file with its tables' columns, row counts and a node id."""
     bases = {}
     for kind, path, node in [
         ("legacy", legacy_base, "t-c"),
         ("store", llm_fork_db["path"], llm_fork_db["turns"][1]),
+        ("legacy-parts", legacy_parts_base, "r1"),
+        ("store-parts", store_parts_base["path"], store_parts_base["node"]),
     ]:
         conn = sqlite3.connect(path)
         tables = {
@@ -422,7 +499,7 @@ def _apply(path: Path, writes: list) -> None:
 
 @pytest.mark.slow
 @settings(
-    max_examples=examples(60),
+    max_examples=examples(120),
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())

@@ -11,6 +11,10 @@
 - Legacy chains (`convgraph.sources.legacy`): per tree (`link_as_chains`)
   and per table (`link_frame_as_chains`), on random logs mixing responses
   and turns.
+- Tool chains folded into one node (`convgraph.sources.runs`): per tree
+  (`fold_runs`) and per table (`fold_run_frame`), on random calls with
+  random links (forks, cycles, links to other trees, to nothing, to
+  themselves) and random runs, with and without texts.
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks import synthetic
-from convgraph.sources import columnar, legacy, open_logs, snapshot
+from convgraph import parts as kinds
+from convgraph.contract import INTEGER_ATTRIBUTES
+from convgraph.sources import columnar, legacy, open_logs, runs, snapshot
 from convgraph.sources.message_store import _thread_roots
+from convgraph.sources.source import log_order
 from convgraph.sources.turn_parents import (
     NearestAbove,
     turn_parent_rows,
@@ -287,3 +294,192 @@ def test_legacy_chains_per_tree_and_per_table_agree(
     assert [ids[row] if row >= 0 else None for row in parent_rows] == [
         chained.get(row["id"]) for row in rows
     ]
+
+
+# -- tool chains folded into one node -------------------------------------------
+
+
+@st.composite
+def calls_of_runs(draw: st.DrawFn) -> list[dict]:
+    """Calls (node records before the fold) of a few trees, in log order,
+    with the reader's `RUN` and `TOOL_NAMES`."""
+    count = draw(st.integers(0, 14))
+    ids = [f"n{index}" for index in range(count)]
+    calls = []
+    for index, node in enumerate(ids):
+        tree = f"t{draw(st.integers(0, 2))}"
+        names = draw(
+            st.one_of(
+                st.none(), st.lists(st.sampled_from(["a", "b", None]), max_size=3)
+            )
+        )
+        calls.append(
+            {
+                "id": node,
+                "tree_id": tree,
+                "parent_id": draw(
+                    st.one_of(st.none(), st.sampled_from([*ids, "gone"]))
+                ),
+                "conversation_id": tree,
+                "prompt": draw(st.sampled_from([None, "", f"p{index}"])),
+                "system": draw(st.sampled_from([None, "s"])),
+                "response": draw(st.sampled_from([None, "", f"r{index}"])),
+                "parts": draw(
+                    st.sampled_from(
+                        [
+                            None,
+                            [kinds.reasoning(f"why {index}")],
+                            [kinds.tool_call("a", {})],
+                        ]
+                    )
+                ),
+                "tool_calls": len(names or ()),
+                "tools": None,
+                "model": draw(st.sampled_from(["m1", "m2", None])),
+                "datetime_utc": draw(
+                    st.sampled_from([None, f"2025-01-0{index % 9 + 1}"])
+                ),
+                **{
+                    key: draw(st.one_of(st.none(), st.integers(0, 50)))
+                    for key in INTEGER_ATTRIBUTES
+                },
+                "source": "turns",
+                runs.RUN: draw(st.booleans()),
+                runs.TOOL_NAMES: names or None,
+            }
+        )
+    calls.sort(key=log_order)
+    return calls
+
+
+def folded_per_tree(calls: list[dict], text: bool) -> tuple[list[dict], dict]:
+    """`fold_runs` tree by tree, the nodes of all in log order."""
+    trees: dict[str, list[dict]] = {}
+    for call in calls:
+        trees.setdefault(call["tree_id"], []).append(dict(call))
+    nodes, inner = [], {}
+    for records in trees.values():
+        folded, found = runs.fold_runs(records, text)
+        nodes += folded
+        inner.update(found)
+    nodes.sort(key=log_order)
+    return nodes, inner
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(calls_of_runs(), st.booleans())
+def test_tool_chains_fold_alike_per_tree_and_per_table(
+    calls: list[dict], text: bool
+) -> None:
+    if not text:
+        for call in calls:
+            call.update(prompt=None, response=None, parts=None, system=None)
+    expected, expected_calls = folded_per_tree(calls, text)
+
+    # The reader's dtypes: categories, nullable integers, object columns.
+    frame = pd.DataFrame(
+        calls,
+        columns=list(calls[0])
+        if calls
+        else [
+            "id",
+            "tree_id",
+            "parent_id",
+            "conversation_id",
+            "prompt",
+            "system",
+            "response",
+            "parts",
+            "tool_calls",
+            "tools",
+            "model",
+            "datetime_utc",
+            *INTEGER_ATTRIBUTES,
+            "source",
+            runs.RUN,
+            runs.TOOL_NAMES,
+        ],
+    )
+    for column in ("tree_id", "conversation_id", "model", "source"):
+        frame[column] = frame[column].astype("category")
+    for column in (*INTEGER_ATTRIBUTES, "tool_calls"):
+        frame[column] = frame[column].astype("Int64")
+    nodes, found_calls = runs.fold_run_frame(frame, text)
+
+    assert found_calls == expected_calls
+    assert runs._plain_records(nodes) == [
+        {key: value for key, value in node.items() if key in nodes.columns}
+        for node in expected
+    ]
+    assert list(nodes.columns) == [
+        column for column in frame.columns if column not in (runs.RUN, runs.TOOL_NAMES)
+    ]
+
+
+def test_a_run_is_merged_as_the_node_contract_says() -> None:
+    def call(node, parent, run, **values):
+        return {
+            "id": node,
+            "tree_id": "t",
+            "parent_id": parent,
+            "conversation_id": "t",
+            "prompt": values.get("prompt", ""),
+            "system": None,
+            "response": values.get("response", ""),
+            "parts": None,
+            "tool_calls": values.get("tool_calls", 0),
+            "tools": None,
+            "model": "m",
+            "datetime_utc": values.get("time"),
+            "input_tokens": 1,
+            "output_tokens": None,
+            "duration_ms": values.get("ms"),
+            "source": "turns",
+            runs.RUN: run,
+            runs.TOOL_NAMES: values.get("names"),
+        }
+
+    calls = [
+        call("q", None, False, prompt="hi", response="hello", time="1"),
+        call(
+            "a",
+            "q",
+            False,
+            prompt="go",
+            response="calling",
+            tool_calls=2,
+            names=["x", "y"],
+            time="2",
+            ms=5,
+        ),
+        call("b", "a", True, response="", tool_calls=1, names=["x"], time="3"),
+        call("c", "b", True, response="done", time=None, ms=7),
+        call("d", "a", True, response="other", time="5"),
+    ]
+    nodes, inner = runs.fold_runs(calls)
+    assert [node["id"] for node in nodes] == ["q", "c", "d"]
+    # c's time is missing: the run's latest logged time stands for it.
+    assert nodes[1] == {
+        "id": "c",
+        "tree_id": "t",
+        "parent_id": "q",
+        "conversation_id": "t",
+        "prompt": "go",
+        "system": None,
+        "response": "calling\n\ndone",
+        "parts": [
+            kinds.text("user", "go"),
+            kinds.text("assistant", "calling"),
+            kinds.text("assistant", "done"),
+        ],
+        "tool_calls": 3,
+        "tools": "x, y",
+        "model": "m",
+        "datetime_utc": "3",
+        "input_tokens": 3,
+        "output_tokens": None,
+        "duration_ms": 12,
+        "source": "turns",
+    }
+    assert nodes[2]["parent_id"] == "q" and nodes[2]["response"] == "calling\n\nother"
+    assert inner == {"a": "c", "b": "c"}

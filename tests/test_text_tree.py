@@ -106,6 +106,24 @@ def test_calls_are_cut_to_the_width_and_their_text_made_safe():
     assert run_lines({"parts": None, "prompt": "hi"}) == []
 
 
+def test_a_result_without_an_id_answers_the_call_of_its_tool():
+    # As the transcript's chat messages pair them: by id, else by the
+    # tool's name, else the first call the source gave no id.
+    parts = [
+        tool_call("weather", {"city": "Oslo"}),
+        tool_call("time", {"city": "Oslo"}, "t1"),
+        tool_call("weather", {"city": "Rome"}),
+        tool_result("time", "09:00"),
+        tool_result(None, "rain"),
+        tool_result("weather", "sun"),
+    ]
+    assert run_lines({"parts": parts}) == [
+        '↳ weather(city="Oslo") → rain',
+        '↳ time(city="Oslo") → 09:00',
+        '↳ weather(city="Rome") → sun',
+    ]
+
+
 def test_arguments_that_are_no_object_show_as_json():
     parts = [
         tool_call("echo", ["a", 1], "c1"),

@@ -243,8 +243,9 @@ def run_lines(data: Mapping[str, Any], width: int = EXCERPT_WIDTH) -> list[str]:
     """The lines that show a node's tool calls and code under its line, each
     `↳ ` and the call or the code, then ` → ` and what came back, together
     cut to `width` terminal cells (none for a width of 0, or a node without
-    parts). A result is matched to its call by the call's id, else to the
-    first call still waiting for one; an output to the code before it.
+    parts). A result is matched to its call by the call's id, else by its
+    tool's name, else to the first call still waiting for one; an output to
+    the code before it.
 
     Examples
     --------
@@ -269,32 +270,57 @@ def run_lines(data: Mapping[str, Any], width: int = EXCERPT_WIDTH) -> list[str]:
 def _calls_and_answers(parts: list[Part]) -> list[tuple[str, str | None]]:
     """Each call or piece of code with what came back (None while nothing
     did), in the order the run made them; a result no call asked for is an
-    entry of its own."""
-    entries: list[list[Any]] = []  # [said, answer, part type, call id]
+    entry of its own.
+
+    A result answers a call as the transcript's chat messages pair them
+    (`convgraph.present.transcript`): the call with its id, else the first
+    waiting call of its tool's name, else the first waiting call the source
+    gave no id, else the first waiting call; an output answers the code
+    before it."""
+    entries: list[list[Any]] = []  # [said, answer, part type, call id, name]
     for part in parts:
         kind = part.get("type")
         if kind == TOOL_CALL:
-            said = f"{part.get('name') or '?'}({arguments_text(part.get('arguments'))})"
-            entries.append([said, None, TOOL_CALL, part.get("id")])
+            name = part.get("name")
+            said = f"{name or '?'}({arguments_text(part.get('arguments'))})"
+            call_id = part.get("id")
+            entries.append([said, None, TOOL_CALL, call_id or None, name])
         elif kind == CODE:
             said = f"{part.get('language') or 'code'}: {part.get('text') or ''}"
-            entries.append([said, None, CODE, None])
+            entries.append([said, None, CODE, None, None])
         elif kind == TOOL_RESULT:
             answer = _result_text(part)
             waiting = [e for e in entries if e[2] == TOOL_CALL and e[1] is None]
-            by_id = [e for e in waiting if part.get("id") and e[3] == part.get("id")]
-            found = by_id or [e for e in waiting if not part.get("id") or not e[3]]
-            if found:
-                found[0][1] = answer
+            found = _answered(waiting, part.get("id"), part.get("name"))
+            if found is not None:
+                found[1] = answer
             else:
-                entries.append([part.get("name") or "?", answer, TOOL_RESULT, None])
+                entries.append(
+                    [part.get("name") or "?", answer, TOOL_RESULT, None, None]
+                )
         elif kind == CODE_OUTPUT:
             waiting = [e for e in entries if e[2] == CODE and e[1] is None]
             if waiting:
                 waiting[-1][1] = str(part.get("text") or "")
             else:
-                entries.append(["output", str(part.get("text") or ""), CODE, None])
+                entries.append(
+                    ["output", str(part.get("text") or ""), CODE, None, None]
+                )
     return [(entry[0], entry[1]) for entry in entries]
+
+
+def _answered(waiting: list[list[Any]], call_id: Any, name: Any) -> list[Any] | None:
+    """The waiting call a result answers (see `_calls_and_answers`)."""
+    for entry in waiting:
+        if call_id and entry[3] == call_id:
+            return entry
+    for entry in waiting:
+        if name and entry[4] == name:
+            return entry
+    for entry in waiting:
+        if entry[3] is None:
+            return entry
+    return waiting[0] if waiting else None
 
 
 def arguments_text(arguments: Any) -> str:

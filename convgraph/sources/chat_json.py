@@ -27,6 +27,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,7 +40,10 @@ MAX_DEPTH = 100
 
 #: The longest one JSON value (a string or a number) may be, in bytes of
 #: the file: a pasted document, or an image Open WebUI keeps inline as a
-#: data URL, fits many times over.
+#: data URL, fits many times over. It is checked as ijson reads, a
+#: `READ_SIZE` at a time: a value is refused once this many bytes of the
+#: file have passed without it ending (so one up to `READ_SIZE` shorter
+#: always reads, and none over `READ_SIZE` longer does).
 MAX_VALUE_BYTES = 64 * 2**20
 
 #: What ijson reads at a time. yajl lexes a token cut by a read again from
@@ -237,7 +241,10 @@ def stream_values(stream: IO[bytes]) -> Iterator[Any]:
             seen, gap = taken, len(data)
         return data
 
-    events = ijson.basic_parse(_Source(read), buf_size=READ_SIZE, use_float=True)
+    # Numbers as ints and Decimals, made floats below: yajl's own floats
+    # fail the whole file on an integer past 64 bits, which is a value past
+    # its range (read as missing by the readers), not a broken file.
+    events = ijson.basic_parse(_Source(read), buf_size=READ_SIZE)
     # The values are built here from ijson's unprefixed events: ijson's own
     # builder makes a prefix string per event. `current` is the innermost
     # open container, `outer` the ones around it with their keys.
@@ -277,6 +284,8 @@ def stream_values(stream: IO[bytes]) -> Iterator[Any]:
                 yield value
             continue
         # A string, number, boolean or null.
+        if type(value) is Decimal:
+            value = float(value)  # inf past a float's range
         if depth >= handed:
             if is_map:
                 current[key] = value

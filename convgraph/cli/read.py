@@ -216,9 +216,11 @@ def check(db_path: str | None, output_format: str | None) -> None:
 
     Cycles, self-parents, parents that do not exist and parents in another
     conversation. Each broken link is dropped when trees are built: the node
-    is treated as a root. Without an output option, one line a problem; as
-    records, with kind, node_id, parent_id, conversation_id, message and
-    cycle (the ids around a cycle).
+    is treated as a root. Also rows that are no node, responses an llm older
+    than 0.32 logged into a migrated file whose parent cannot be told
+    (unplaced), and a migrated file's lost rules. Without an output option,
+    one line a problem; as records, with kind, node_id, parent_id,
+    conversation_id, message and cycle (the ids around a cycle).
     """
     from dataclasses import fields
 

@@ -21,6 +21,12 @@ migrated, or in such a state, and running `migrate` again finishes the job:
 an unfinished `--link-linear` is marked in `_convgraph_migrations` and goes
 on even without the option. The rules go in last, with the record.
 
+The record's time is when the column was added: from then on an llm older
+than 0.32 still logging into the file writes rows with a NULL parent, which
+the placing rule (`rules.PLACING_TRIGGER`) places as they are written, and
+the reader places where that rule was missing (`convgraph.sources.old_writers`);
+a later run that puts lost rules back keeps the first time.
+
 A file that llm has not yet brought to its current schema is refused: llm's
 migration m014 rebuilds `responses`, which would drop the rules silently.
 Stored links that already break the rules are listed before the rules go in.

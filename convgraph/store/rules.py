@@ -328,14 +328,17 @@ def rule_message(error: sqlite3.IntegrityError) -> str | None:
 def require_rules(
     conn: sqlite3.Connection, table_columns: list[str] | None = None
 ) -> None:
-    """Raise `NotMigrated` unless the parent column and every rule are there."""
+    """Raise `NotMigrated` unless the parent column and every rule that
+    refuses a write are there."""
     if table_columns is None:
         table_columns = response_columns(conn)
     if PARENT_COLUMN not in table_columns:
         raise NotMigrated(
             "the database has no parent_response_id column yet: run `convgraph migrate`"
         )
-    missing = missing_rules(conn)
+    # convgraph's own writes name their parents: the placing rule is for
+    # the writers that cannot, so a file that lacks only it takes them.
+    missing = [name for name in missing_rules(conn) if name != PLACING_TRIGGER]
     if missing:
         raise NotMigrated(
             "the database has parent_response_id but not convgraph's rules"

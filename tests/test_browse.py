@@ -579,6 +579,50 @@ def test_a_tool_chain_shows_its_calls_in_the_tree_and_the_details(seed_db):
     drive(seed_db, scenario)
 
 
+def test_a_tool_chain_llm_logged_shows_its_run(tmp_path):
+    """A file llm 0.36 wrote: `shout tree` run by llm-echo 0.5 with thinking
+    on, two model calls read as one node; the pane shows the call, its
+    result and the reasoning, folded, and the answers (JSON, not Markdown)
+    line by line."""
+    from tests.databases import LlmLog
+
+    with LlmLog(tmp_path) as log:
+        first, last = log.tool_chain(
+            "shout tree",
+            [{"name": "shout", "arguments": {"word": "tree"}}],
+            "-o",
+            "thinking",
+            "1",
+        )
+        thread = log.thread_of(first)
+    thought = "First I consider the prompt, then I decide what to say."
+
+    async def scenario(app, pilot):
+        screen = app.screen
+        await rested(pilot)
+        assert screen.tree.node == last
+        assert drawn(screen) == [
+            '{"prompt": "shout tree", "tool_calls": [{"name": "shout", "… ∴',
+            '  ↳ shout(word="tree") → TREE!',
+        ]
+        run_part = screen.details.source.split("### Run\n\n")[1]
+        run_part = run_part.split("\n\n### Response")[0]
+        assert run_part.split("\n\n") == [
+            f"▸ *reasoning, {len(thought)} characters (e: show)*",
+            '*said:* { "prompt": "shout tree", "system": "", "attachments": '
+            '\\[\\], "stream": true, "previous": \\[\\] }',
+            '↳ **shout** called with\n```json\n{\n  "word": "tree"\n}\n```',
+            "← **shout** gave back\n```\nTREE!\n```",
+            f"▸ *reasoning, {len(thought)} characters (e: show)*",
+        ]
+        response = screen.graph.nodes[last]["response"]
+        shown = pane_lines(screen)
+        start = shown.index("Response") + 2
+        assert shown[start:] == response.splitlines()
+
+    drive(log.path, scenario, conversation_id=thread)
+
+
 def test_stored_text_in_a_run_stays_text(seed_db):
     """A tool's name, arguments and output hold Markdown, fences and an
     escape: the pane shows them as characters, inside their own blocks."""

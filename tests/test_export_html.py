@@ -842,6 +842,42 @@ def test_the_details_show_the_run_of_a_tool_chain(open_page, tmp_path):
     visit.assert_clean()
 
 
+def test_a_tool_chain_llm_logged_shows_its_call_and_result(open_page, tmp_path):
+    """A file llm 0.36 wrote (llm-echo 0.5 calls `shout`, thinking on),
+    exported as the user does: one node, its run in the panel."""
+    from tests.databases import LlmLog
+
+    (tmp_path / "llm").mkdir()
+    with LlmLog(tmp_path / "llm") as log:
+        first, last = log.tool_chain(
+            "shout tree",
+            [{"name": "shout", "arguments": {"word": "tree"}}],
+            "-o",
+            "thinking",
+            "1",
+        )
+    visit = open_page(export(log.path, tmp_path / "chain.html"))
+    assert visit.drawn_ids() == {last}
+    visit.node(last).click()
+    assert visit.panel("dd[data-field=tool_calls]") == "1 (shout)"
+    run = "#panel [data-field=run] [data-part]"
+    assert visit.attributes(run, "data-part") == [
+        "reasoning",
+        "said",
+        "tool_call",
+        "tool_result",
+        "reasoning",
+    ]
+    call = visit.page.locator("#panel [data-part=tool_call]")
+    assert call.locator(".part-title").text_content() == "↳ shout called with"
+    assert call.locator("pre").text_content() == '{\n  "word": "tree"\n}'
+    result = visit.page.locator("#panel [data-part=tool_result]")
+    assert result.locator(".part-title").text_content() == "← shout gave back"
+    assert result.locator("pre").text_content() == "TREE!"
+    assert visit.page.locator("#panel details.reasoning[open]").count() == 0
+    visit.assert_clean()
+
+
 def test_a_fork_made_with_llm_itself_is_a_branch(open_page, llm_fork_db, tmp_path):
     db = Path(llm_fork_db["path"])
     first, second, third = llm_fork_db["turns"]

@@ -24,6 +24,7 @@ from convgraph.present.text_tree import (
     render_tree,
     run_lines,
 )
+from tests.databases import LlmLog
 from tests.helpers import run
 
 
@@ -179,4 +180,25 @@ def test_convgraph_tree_hangs_several_roots_from_the_conversations_line(seed_db)
     assert run("tree", "linear", "--db", seed_db).output.splitlines()[:2] == [
         "linear  prompt linear-root",
         "linear-root  prompt linear-root",
+    ]
+
+
+def test_a_tool_chain_llm_logged_is_one_line_with_its_call(tmp_path):
+    """llm 0.36 runs `shout tree` with llm-echo 0.5 as two model calls (the
+    second sent the tool's result), thinking on: convgraph tree draws one
+    node, marked ∴, with the call beneath it."""
+    with LlmLog(tmp_path) as log:
+        first, last = log.tool_chain(
+            "shout tree",
+            [{"name": "shout", "arguments": {"word": "tree"}}],
+            "-o",
+            "thinking",
+            "1",
+        )
+        thread = log.thread_of(first)
+    lines = run("tree", thread, "--db", log.path, "--width", "30").output
+    assert lines.splitlines() == [
+        f'{thread}  {{"prompt": "shout tree", "too…',
+        f'{last}  {{"prompt": "shout tree", "too… ∴',
+        '  ↳ shout(word="tree") → TREE!',
     ]

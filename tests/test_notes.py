@@ -214,3 +214,104 @@ def test_notes_of_a_chat_export_go_beside_it(tmp_path: Path) -> None:
     frame = Forest.read(export).nodes.set_index("id")
     assert frame.at["a1", "note"] == "the monoid answer was better"
     assert bool(frame.at["a1b", "preferred"]) is False
+
+
+# -- what the person said in the app (ChatGPT's message_feedback.json) ---------------
+
+
+@pytest.fixture
+def rated_export(tmp_path: Path) -> Path:
+    """The ChatGPT export as downloaded, with the person's thumbs up and
+    down beside the conversations."""
+    return build.write_zip(
+        tmp_path / "chatgpt-export.zip",
+        {
+            **build.split(build.chatgpt_export(), 2),
+            "message_feedback.json": build.chatgpt_feedback(),
+        },
+    )
+
+
+def marks(path: Path) -> dict[str, tuple[str | None, bool]]:
+    """The note and preferred mark of every marked node of conv-monad."""
+    tree = load_tree("conv-monad", path)
+    return {
+        node: (data["note"], data["preferred"])
+        for node, data in tree.nodes(data=True)
+        if data["note"] is not None or data["preferred"]
+    }
+
+
+def test_thumbs_in_the_app_become_branch_marks(rated_export: Path) -> None:
+    # a1 has an alternative (a1b answers the same first prompt): preferred.
+    # a2e has none: a thumbs-up without words says nothing more.
+    # a2's thumbs-down, its tag and its words: a note.
+    expected = {
+        "a1": (None, True),
+        "a2": ("thumbs down in ChatGPT (not-helpful): Too short.", False),
+    }
+    assert marks(rated_export) == expected
+    frame = Forest.read(rated_export).nodes.set_index("id")
+    assert {
+        node: (frame.at[node, "note"], bool(frame.at[node, "preferred"]))
+        for node in frame.index
+        if frame.at[node, "note"] is not None or frame.at[node, "preferred"]
+    } == expected
+    # pairs choose what the person liked, not the app's current branch.
+    result = run("pairs", "--nl", "--db", rated_export)
+    [record] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert (record["chosen_id"], record["rejected_id"]) == ("a1", "a1b")
+    lines = run("tree", "conv-monad", "--db", rated_export).stdout.splitlines()
+    assert lines[1:4] == [
+        "├── a1  What is a monad? ★",
+        "└── a1b  What is a monad?",
+        "    ├── a2  Simpler? ✎ thumbs down in ChatGPT (not-h…",
+    ]
+
+
+def test_the_users_own_notes_win_over_the_apps(rated_export: Path) -> None:
+    before = file_digest(rated_export)
+    run("prefer", "a1b", "--db", rated_export)
+    run("note", "a2", "fine after all", "--db", rated_export)
+    assert marks(rated_export) == {
+        "a1b": (None, True),  # the user's choice takes the app's from a1
+        "a2": ("fine after all", False),
+    }
+    result = run("pairs", "--nl", "--db", rated_export)
+    [record] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert (record["chosen_id"], record["rejected_id"]) == ("a1b", "a1")
+    # Clearing the user's note shows the app's again.
+    run("note", "a2", "--clear", "--db", rated_export)
+    assert marks(rated_export)["a2"][0] == (
+        "thumbs down in ChatGPT (not-helpful): Too short."
+    )
+    assert file_digest(rated_export) == before
+
+
+def test_feedback_beside_an_unpacked_export_and_hostile_entries(
+    tmp_path: Path,
+) -> None:
+    build.write_json(tmp_path / "conversations.json", build.chatgpt_export())
+    entries = [
+        *build.chatgpt_feedback(),
+        # Entries the person did not make the way the app writes them.
+        {"conversation_id": "conv-monad", "rating": "thumbsUp"},
+        {"message_id": "a1b", "rating": "thumbsUp"},
+        {"conversation_id": "conv-monad", "message_id": "gone", "rating": 1},
+        {"conversation_id": 7, "message_id": [], "content": {"x": 1}},
+        "not an entry",
+        # Content that is no JSON text: the words as they are.
+        {
+            "conversation_id": "conv-monad",
+            "message_id": "a2e",
+            "rating": "thumbsDown",
+            "content": "{not json",
+            "create_time": build.EPOCH + 200,  # after the thumbs-up
+        },
+    ]
+    build.write_json(tmp_path / "message_feedback.json", entries)
+    assert marks(tmp_path) == {
+        "a1": (None, True),
+        "a2": ("thumbs down in ChatGPT (not-helpful): Too short.", False),
+        "a2e": ("thumbs down in ChatGPT: {not json", False),
+    }

@@ -569,7 +569,7 @@ def test_a_tool_chain_shows_its_calls_in_the_tree_and_the_details(seed_db):
         await pilot.press("j")
         await rested(pilot)
         assert screen.tree.node == "count"
-        assert "*said:* Let me count.\n\n↳ **code** ran\n```python\n" in (
+        assert "*said:* Let me count.\n\n↳ **code** ran (python)\n```python\n" in (
             screen.details.source
         )
         assert "← **output**\n```\n4\n```" in screen.details.source
@@ -621,6 +621,37 @@ def test_a_tool_chain_llm_logged_shows_its_run(tmp_path):
         assert shown[start:] == response.splitlines()
 
     drive(log.path, scenario, conversation_id=thread)
+
+
+def test_a_code_interpreter_cell_of_a_chatgpt_export(tmp_path):
+    """The example export's CSV question: ChatGPT ran Python on an attached
+    file; the pane shows the attachment, the code and what it printed."""
+    export = tmp_path / "chatgpt-export.zip"
+    shutil.copy(EXAMPLES / "chatgpt-export.zip", export)
+
+    async def scenario(app, pilot):
+        screen = app.screen
+        await rested(pilot)
+        assert drawn(screen)[:2] == [
+            "The total of the amount column looks wrong. Can you check? …",
+            "  ↳ python: import pandas as pd df = pd.read_csv('… → dtype('O')",
+        ]
+        run_part = screen.details.source.split("### Run\n\n")[1]
+        assert run_part.split("\n\n")[:3] == [
+            "*attachment:* expenses.csv \\(text/csv, 2048 bytes\\)",
+            "↳ **code** ran (python)\n```python\nimport pandas as pd\n"
+            "df = pd.read_csv('expenses.csv')\ndf['amount'].dtype\n```",
+            "← **output**\n```\ndtype('O')\n```",
+        ]
+        shown = [line.strip() for line in pane_lines(screen)]
+        at = shown.index("import pandas as pd")
+        assert shown[at : at + 3] == [
+            "import pandas as pd",
+            "df = pd.read_csv('expenses.csv')",
+            "df['amount'].dtype",
+        ]
+
+    drive(export, scenario, conversation_id="68e0c0de-0002-4000-8000-000000000000")
 
 
 def test_stored_text_in_a_run_stays_text(seed_db):

@@ -331,7 +331,9 @@ def run_blocks(parts: list[Part] | None, reasoning_open: bool = False) -> list[B
                 blocks.append((MARKDOWN, f"← **{name}** gave back\n{_fenced(text)}"))
         elif kind == CODE:
             code = _fenced(part.get("text"), part.get("language"))
-            blocks.append((MARKDOWN, f"↳ **code** ran\n{code}"))
+            language = part.get("language")
+            said = f" ({_literal(language)})" if language else ""
+            blocks.append((MARKDOWN, f"↳ **code** ran{said}\n{code}"))
         elif kind == CODE_OUTPUT:
             blocks.append((MARKDOWN, f"← **output**\n{_fenced(part.get('text'))}"))
         elif kind in (ATTACHMENT, FRAGMENT):

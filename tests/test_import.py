@@ -528,6 +528,35 @@ def test_dry_run_writes_nothing(exports, tmp_path):
     ]
 
 
+def test_empty_conversations_are_counted_and_named(tmp_path):
+    """A conversation with nothing said in it has no turn to write: the
+    import says so and names it, instead of dropping it silently."""
+    export = write_json(
+        tmp_path / "conversations.json",
+        [
+            {"uuid": "claude-blank", "name": "Untitled", "chat_messages": []},
+            *claude_export(),
+            {"uuid": "claude-nameless", "name": "", "chat_messages": []},
+        ],
+    )
+    target = tmp_path / "logs.db"
+    result = run("import", export, "--db", target, "--dry-run")
+    assert result.stdout.splitlines()[1:] == [
+        f"Would import 2 conversations (6 nodes as turns, 4 threads) into {target}",
+        *[
+            f"  {plan.thread_id}  {plan.name}  ({plan.node_count} nodes)"
+            for plan in plans_of(export)
+        ],
+        "Left out 2 empty conversations (no prompt and no answer):",
+        "  claude-blank  Untitled",
+        "  claude-nameless  no title",
+        "Nothing was written (--dry-run)",
+    ]
+    summary = import_export(export, target)
+    assert (summary.imported, summary.skipped) == (2, 0)
+    assert summary.empty == [("claude-blank", "Untitled"), ("claude-nameless", None)]
+
+
 def test_progress_is_reported_per_conversation(exports, tmp_path):
     seen = []
     import_export(exports["claude"], tmp_path / "logs.db", progress=seen.append)

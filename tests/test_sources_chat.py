@@ -523,3 +523,89 @@ def test_active_branch_from_the_current_node(
         assert logs.tree_ids() == ["conv-monad"]
         records = logs.read_tree("conv-monad").records
     assert [record["id"] for record in records if record["active"]] == active
+
+
+# -- files as they really come (issue 23.5) ----------------------------------------
+
+
+def test_open_webui_one_chat_download_without_its_wrapper(tmp_path: Path) -> None:
+    # The chat object alone, as Open WebUI downloads one chat: no array, no
+    # {"chat": ...} around it.
+    path = build.write_json(tmp_path / "chat-export-files.json", build.webui_files())
+    with open_logs(path) as logs:
+        assert logs.generations == ["openwebui"]
+        assert logs.tree_ids() == ["chat-files"]
+        tree = logs.read_tree("chat-files")
+    assert tree.name == "Files"
+    assert rows(tree.records) == [
+        (
+            "w2",
+            None,
+            "Summarise these\n[1 image, 1 file]",
+            "A report and a picture.",
+            "llama3",
+            True,
+        )
+    ]
+    assert run("path", "w2", "--db", path).stdout.split() == ["w2"]
+    # The same chat inside an export's array, wrapped, reads the same.
+    wrapped = build.write_json(
+        tmp_path / "export.json",
+        [build.webui_chat("chat-files", "Files", build.webui_files())],
+    )
+    assert rows(open_source(wrapped).read_tree("chat-files").records) == rows(
+        tree.records
+    )
+
+
+EMPTY = {
+    "chatgpt": lambda: build.gpt_conversation(
+        "conv-empty", "Nothing said", build.gpt_preamble("root-e", "sys-e"), None
+    ),
+    "claude": lambda: {
+        "uuid": "claude-empty",
+        "name": "Nothing said",
+        "chat_messages": [],
+    },
+    "openwebui": lambda: build.webui_chat(
+        "chat-empty", "Nothing said", {"history": {"messages": {}, "currentId": None}}
+    ),
+}
+
+FULL = {
+    "chatgpt": (build.chatgpt_branches, "conv-monad", 4),
+    "claude": (lambda: build.claude_export()[0], "claude-primes", 4),
+    "openwebui": (lambda: build.webui_export()[0], "chat-greet", 3),
+}
+
+
+@pytest.mark.parametrize("app", sorted(EMPTY))
+def test_an_empty_conversation_is_listed_counted_and_reported(
+    tmp_path: Path, app: str
+) -> None:
+    empty = EMPTY[app]()
+    make, tree_id, nodes = FULL[app]
+    path = build.write_json(tmp_path / "conversations.json", [empty, make()])
+    empty_id = {"chatgpt": "conv-empty", "claude": "claude-empty"}.get(
+        app, "chat-empty"
+    )
+    listed = json.loads(run("conversations", "--db", path, "--json").stdout)
+    assert [(row["tree_id"], row["name"], row["nodes"]) for row in listed] == [
+        (tree_id, listed[0]["name"], nodes),
+        (empty_id, "Nothing said", 0),
+    ]
+    stats = json.loads(run("stats", "--db", path, "--json").stdout)
+    assert [(row["tree_id"], row["nodes"], row["roots"]) for row in stats][1] == (
+        empty_id,
+        0,
+        0,
+    )
+    assert run("check", "--db", path, expect=1).stdout.splitlines() == [
+        f"empty-conversation: {empty_id} (Nothing said) holds no prompt and no"
+        " answer: 0 nodes"
+    ]
+    # It names no tree: the one-tree commands say so in one line.
+    with open_logs(path) as logs:
+        assert logs.tree_ids() == [tree_id]
+    result = run("tree", empty_id, "--db", path, expect=2)
+    assert len(result.stderr.strip().splitlines()) == 1

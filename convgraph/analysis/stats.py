@@ -210,7 +210,7 @@ def _with_empty_trees(
         elif isinstance(dtype, pd.DatetimeTZDtype) or str(dtype) == "Int64":
             values = pd.Series([None] * len(tree_ids), dtype=dtype)
         else:
-            values = pd.Series(np.zeros(len(tree_ids), dtype=dtype))
+            values = pd.Series([0] * len(tree_ids), dtype=dtype)
         rows[column] = values
     return pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
 

@@ -35,7 +35,9 @@ be its own input); an answer above the first prompt adds no user message; the
 system prompt is a system message at the root of the chain, as llm keeps it,
 so one that changes inside a conversation reads back as its root's. A file
 that does not exist is made by llm's own migrations, and an older llm's file
-is brought up to date by them first, as llm's next command would.
+is brought up to date by them first, as llm's next command would, but in one
+transaction (`convgraph.store.upgrade`): killed meanwhile, the file is as it
+was.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from convgraph.store.transaction import (
     reporting_locks,
     write_transaction,
 )
+from convgraph.store.upgrade import upgrade_llm_tables
 from convgraph.times import parse_time, utc_iso
 
 __all__ = [
@@ -604,8 +607,11 @@ def import_export(
         with reporting_locks(conn):
             database = sqlite_utils.Database(conn)
             before = set(database.table_names())
-            # LogStore runs llm's own migrations: a new file gets llm's
-            # tables, an older llm's file is brought up to date, as llm does.
+            # llm's own migrations, all in one transaction: a new file gets
+            # llm's tables, an older llm's file is brought up to date, and a
+            # kill meanwhile leaves it as it was (convgraph.store.upgrade).
+            # LogStore then finds nothing left to migrate.
+            upgrade_llm_tables(conn)
             store = LogStore(database)
             summary.upgraded = kind == "llm" and not {"threads", "turns"} <= before
             held = 0.0

@@ -7,12 +7,16 @@ The command parses its options and hands the trees to the writer that
 not at all (it is written beside its final name and moved there at the end).
 That file is never the one being read (compared by identity, so a link or
 another spelling of the path is caught), and an SQLite file is replaced only
-with --force: an export must never cost the user their llm history.
+with --force: an export must never cost the user their llm history. Printed
+on a terminal, an export shows stored control characters as symbols (an
+escape sequence in a prompt must not set the window's title or the
+clipboard); to a file or a pipe it is exact.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import stat
@@ -25,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from convgraph.cli.options import UserError, command, db_option
+from convgraph.cli.output import is_terminal, terminal_lines
 from convgraph.export import FORMATS
 from convgraph.export.common import RANKDIRS
 
@@ -319,12 +324,32 @@ def _render(
         raise UserError(f"Graphviz's dot could not draw the graph: {first}")
 
 
+class _ForAPerson(io.TextIOBase):
+    """A text stream onto a terminal: what an export writes there shows its
+    control characters as symbols (`terminal_lines`), as every other human
+    output does; written to a file or a pipe, the text stays exact."""
+
+    encoding = "utf-8"
+
+    def __init__(self, binary: IO[bytes]) -> None:
+        self.binary = binary
+
+    def write(self, text: str) -> int:
+        # `write_lines` writes whole lines at a time.
+        self.binary.write(terminal_lines(text).encode("utf-8"))
+        return len(text)
+
+    def flush(self) -> None:
+        self.binary.flush()
+
+
 def _to_stdout(write: Any) -> None:
-    """Write UTF-8 to stdout whatever the terminal's encoding; a reader that
-    stops early (`| head`) ends the command quietly."""
+    """Write UTF-8 to stdout whatever the terminal's encoding, shown safely
+    where stdout is a terminal; a reader that stops early (`| head`) ends
+    the command quietly."""
     stream = click.open_file("-", "wb")
     try:
-        write(stream)
+        write(_ForAPerson(stream) if is_terminal(sys.stdout) else stream)
         stream.flush()
     except BrokenPipeError:
         # Point stdout at nothing, so that Python's own flush at exit does

@@ -51,6 +51,29 @@ def json_text(value: Any, indent: int | None = 2) -> str:
     return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
+def is_terminal(stream: Any) -> bool:
+    """Whether `stream` is a terminal (False for a file, a pipe, a closed or
+    a test's stream)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def terminal_lines(text: str) -> str:
+    """Lines of a document for a person's terminal (a transcript, an export
+    printed there): each line's control characters shown as symbols
+    (`terminal_text`), its tabs as the spaces a terminal would show, so
+    code keeps its indentation; the line ends kept.
+
+    Examples
+    --------
+    >>> terminal_lines("a\\x1b]0;t\\x07\\n\\tb\\n")
+    'a␛]0;t␇\\n        b\\n'
+    """
+    return "\n".join(terminal_text(line.expandtabs(8)) for line in text.split("\n"))
+
+
 def echo_json(value: Any) -> None:
     """Print `value` as indented JSON."""
     click.echo(json_text(value))

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from convgraph.cli.options import UserError, command, db_option, output_options
+from convgraph.cli.output import is_terminal
 from convgraph.cli.tables import print_conversations
 
 
@@ -46,9 +47,11 @@ def stats(
     One row per tree: nodes, roots, leaves, max_depth, branch_points,
     branching_factor_avg and _max (over the nodes that have children; the
     start counts too, with its roots as its children, where a tree has
-    several roots), first_datetime, last_datetime, models, and the sums of input_tokens,
-    output_tokens and duration_ms. A CONVERSATION_ID may be a legacy
-    conversation id or any thread id of a message-store tree.
+    several roots), first_datetime, last_datetime, models, the sums of
+    input_tokens, output_tokens and duration_ms, tool_calls (how many tool
+    calls the tree's runs made) and tools (the tools called, each once),
+    active_path_length and abandoned_branches. A CONVERSATION_ID may be a
+    legacy conversation id or any thread id of a message-store tree.
 
     --db DIR may name a Parquet dataset (convgraph export --format parquet),
     measured with pandas, or on Dask with --dask.
@@ -69,7 +72,7 @@ def stats(
     from convgraph.analysis.stats import conversation_table
     from convgraph.model.forest import Forest
 
-    show_bar = not quiet and _is_terminal(sys.stderr)
+    show_bar = not quiet and is_terminal(sys.stderr)
     # The steps: open, read (once, or once per tree), check, compute, done.
     with _steps(show_bar, 3 + max(1, len(conversation_ids))) as step:
         forest = Forest.read(
@@ -79,13 +82,6 @@ def stats(
         table = conversation_table(forest)
         step("Done")
     print_conversations(table, output_format)
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 @contextlib.contextmanager

@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 from convgraph.cli.options import command, db_option, output_options
-from convgraph.cli.output import echo_json, echo_records, json_text
-from convgraph.text import excerpt, terminal_text
+from convgraph.cli.output import echo_json, echo_records, json_text, terminal_lines
+from convgraph.text import excerpt
 
 
 @command()
@@ -47,13 +47,6 @@ def transcript(node_id: str, format_name: str, db_path: str | None) -> None:
         echo_json(found.messages())
     else:
         click.echo(terminal_lines(found.markdown()), nl=False)
-
-
-def terminal_lines(text: str) -> str:
-    """Lines for a person: every control character of the stored text shown
-    as a symbol (`terminal_text`), line by line, tabs as the spaces a
-    terminal would show, so code keeps its indentation."""
-    return "\n".join(terminal_text(line.expandtabs(8)) for line in text.split("\n"))
 
 
 @command()

@@ -500,3 +500,27 @@ def test_an_unreadable_db_is_one_line(seed_db):
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("Error: "), done.stderr
     assert str(seed_db) in done.stderr and "permission" in done.stderr.lower()
+
+
+def test_a_truncated_zip_is_named_even_where_sqlite_is_asked(tmp_path):
+    # A chat export cut short has no zip directory at its end, so nothing
+    # but its first bytes says it is a zip: they name it, not "not an
+    # SQLite database" (issue 24.9), wherever a command opens it.
+    from convgraph.errors import DatabaseError
+    from convgraph.sources.files import connect_read_only
+    from tests.chat_exports import write_zip
+
+    whole = write_zip(tmp_path / "export.zip", {"conversations.json": chatgpt_export()})
+    cut = tmp_path / "cut.zip"
+    cut.write_bytes(whole.read_bytes()[:4096])
+    with pytest.raises(DatabaseError) as raised:
+        connect_read_only(cut)
+    assert str(raised.value) == (
+        f"{cut} is a zip file that is truncated or damaged, not an SQLite database"
+    )
+    for words in (["conversations"], ["check"], ["tree", "conv-monad"]):
+        result = run(*words, "--db", cut, expect=2)
+        assert result.stderr.startswith(
+            f"Error: {cut} is a zip file that is truncated or damaged ("
+        )
+        assert result.stderr.count("\n") == 1

@@ -280,8 +280,12 @@ class ChatExport(Source):
         (ChatGPT's `message_feedback.json`; none for the other apps)."""
         if self._feedback is None:
             self._feedback = {}
-            found = side_file(self.path, FEEDBACK_FILE)
-            if self.format == chatgpt.SOURCE and found is not None:
+            found = (
+                side_file(self.path, FEEDBACK_FILE)
+                if self.format == chatgpt.SOURCE
+                else None
+            )
+            if found is not None:
                 from convgraph.sources.notes import feedback_by_conversation
 
                 self._feedback = feedback_by_conversation(file_values(found))

@@ -186,51 +186,58 @@ def place_frame(
     none = np.empty(0, dtype=np.int64)
     if placing is None or not len(nodes):
         return none, none, []
-    keys = nodes["datetime_utc"].to_numpy(dtype=object)
-    keys = np.where(pd.isna(keys), "", keys)
+    # Whole columns are only compared here (a million rows in milliseconds);
+    # values are taken out for the conversations that hold a candidate.
     candidates = nodes["parent_id"].isna().to_numpy(dtype=bool).copy()
-    if candidates.any():
-        candidates[candidates] = keys[candidates] >= placing.migrated_at
-    if candidates.any() and placing.roots:
-        candidates &= ~nodes["id"].isin(placing.roots).to_numpy()
     if not candidates.any():
         return none, none, []
-    ids = nodes["id"].to_numpy(dtype=object)
-    conversations = nodes["conversation_id"]
-    wanted = conversations.isin(conversations[candidates].unique()).to_numpy()
-    rows = np.flatnonzero(wanted)
+    where = np.flatnonzero(candidates)
+    times = nodes["datetime_utc"]
+    chosen = times.iloc[where].to_numpy(dtype=object)
+    present = times.iloc[where].notna().to_numpy(dtype=bool)
+    after = np.zeros(len(where), dtype=bool)
+    after[present] = chosen[present] >= placing.migrated_at  # None: ''
+    candidates[where] = after
+    if candidates.any() and placing.roots:
+        candidates &= ~nodes["id"].isin(placing.roots).to_numpy(dtype=bool)
+    if not candidates.any():
+        return none, none, []
+    codes = pd.factorize(nodes["conversation_id"])[0]  # a category's own codes
+    rows = np.flatnonzero(np.isin(codes, np.unique(codes[candidates])))
+    ids = nodes["id"].iloc[rows].to_numpy(dtype=object)
     if leave_out is not None:
-        rows = rows[~leave_out(ids[rows])]
+        kept = ~leave_out(ids)
+        rows, ids = rows[kept], ids[kept]
     group = pd.DataFrame(
         {
-            "conversation": pd.factorize(conversations.to_numpy()[rows])[0],
-            "key": keys[rows],
-            "id": ids[rows],
-            "row": rows,
+            "conversation": codes[rows],
+            "key": times.iloc[rows].fillna("").to_numpy(dtype=object),
+            "id": ids,
+            "at": np.arange(len(rows)),
         }
     ).sort_values(["key", "id"], kind="stable")
-    group["previous"] = group.groupby("conversation", sort=False)["row"].shift(
+    group["before"] = group.groupby("conversation", sort=False)["at"].shift(
         1, fill_value=-1
     )
-    group = group[candidates[group["row"].to_numpy()] & (group["previous"] >= 0)]
-    placed_rows = group["row"].to_numpy(dtype=np.int64)
-    previous_rows = group["previous"].to_numpy(dtype=np.int64)
-    ambiguous = ids[previous_rows] > ids[placed_rows]
-    conversation_ids = conversations.to_numpy()
+    group = group[candidates[rows[group["at"].to_numpy()]] & (group["before"] >= 0)]
+    at = group["at"].to_numpy(dtype=np.int64)
+    before = group["before"].to_numpy(dtype=np.int64)
+    ambiguous = ids[before] > ids[at]
+    conversation_ids = nodes["conversation_id"].iloc[rows[at[ambiguous]]].tolist()
     problems = [
-        unplaced_problem(ids[row], ids[before], conversation_ids[row])
-        for row, before in zip(
-            placed_rows[ambiguous].tolist(),
-            previous_rows[ambiguous].tolist(),
+        unplaced_problem(ids[mine], ids[previous], conversation)
+        for mine, previous, conversation in zip(
+            at[ambiguous].tolist(),
+            before[ambiguous].tolist(),
+            conversation_ids,
             strict=True,
         )
     ]
-    placed_rows, previous_rows = placed_rows[~ambiguous], previous_rows[~ambiguous]
-    if len(placed_rows):
-        parent_ids = nodes["parent_id"].to_numpy(dtype=object).copy()
-        parent_ids[placed_rows] = ids[previous_rows]
-        nodes["parent_id"] = parent_ids
-    return placed_rows, previous_rows, problems
+    at, before = at[~ambiguous], before[~ambiguous]
+    if len(at):
+        column = nodes.columns.get_loc("parent_id")
+        nodes.iloc[rows[at], column] = ids[before]
+    return rows[at], rows[before], problems
 
 
 # -- the rule on an open file -------------------------------------------------------

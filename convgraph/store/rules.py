@@ -92,12 +92,15 @@ _PARENT_CHECKS = (
 #: SQLite runs a table's triggers newest first, and `install_rules` makes
 #: every other trigger on responses newer than this one.
 PLACING_TRIGGER = "convgraph_place_on_insert"
-_PREVIOUS = """SELECT p.id FROM responses p
+# The responses of NEW's conversation logged before it (a conversation is
+# coalesce(conversation_id, id), as everywhere).
+_BEFORE = """FROM responses p
     WHERE (p.conversation_id = NEW.conversation_id
            OR (p.conversation_id IS NULL AND p.id = NEW.conversation_id))
       AND p.id IS NOT NULL AND p.id IS NOT NEW.id
       AND (coalesce(p.datetime_utc, ''), p.id)
-          < (coalesce(NEW.datetime_utc, ''), NEW.id)
+          < (coalesce(NEW.datetime_utc, ''), NEW.id)"""
+_PREVIOUS = f"""SELECT p.id {_BEFORE}
     ORDER BY coalesce(p.datetime_utc, '') DESC, p.id DESC LIMIT 1"""
 
 #: The triggers, by name. Their text is compared with sqlite_master's, so a
@@ -179,10 +182,10 @@ END""",
 AFTER INSERT ON responses
 WHEN NEW.parent_response_id IS NULL AND NEW.id IS NOT NULL
   AND NEW.conversation_id IS NOT NULL
+  AND EXISTS (SELECT 1 {_BEFORE})
 BEGIN
   UPDATE responses SET parent_response_id = ({_PREVIOUS})
   WHERE id = NEW.id AND parent_response_id IS NULL
-    AND ({_PREVIOUS}) IS NOT NULL
     AND NOT EXISTS (
       SELECT 1 FROM responses WHERE parent_response_id = NEW.id
     );

@@ -235,8 +235,10 @@ def place_frame(
     ]
     at, before = at[~ambiguous], before[~ambiguous]
     if len(at):
-        column = nodes.columns.get_loc("parent_id")
-        nodes.iloc[rows[at], column] = ids[before]
+        parent_ids = nodes["parent_id"].to_numpy(dtype=object, copy=True)
+        parent_ids[rows[at]] = ids[before]
+        # As object: pandas would infer its string type, with NaN for None.
+        nodes["parent_id"] = pd.Series(parent_ids, index=nodes.index, dtype=object)
     return rows[at], rows[before], problems
 
 

@@ -68,12 +68,16 @@ _MARKERS = r"[ \t>*+\-0-9.)]*"
 #: quote or list marker): the text is not tame.
 _STRAY_FENCE = re.compile(_MARKERS + r"(?:```|~~~)")
 
-#: The `#` that could start a heading.
-_HEADING = re.compile(f"({_MARKERS})#")
+#: The `#` that could start a heading, at the start of any line.
+_HEADING = re.compile(f"^({_MARKERS})#", re.MULTILINE)
 
 #: A line that could be a setext underline (or a thematic break under a
-#: paragraph): only markers, `=` and `-`.
-_UNDERLINE = re.compile(r"[ \t>*+\-0-9.)=]*[=\-][ \t>*+\-0-9.)=]*")
+#: paragraph): only markers, `=` and `-`; group 1 is what comes before the
+#: first `=` or `-`.
+_UNDERLINE = re.compile(
+    r"^(?=[ \t>*+\-0-9.)=]*[=\-][ \t>*+\-0-9.)=]*$)([ \t>*+0-9.)]*)",
+    re.MULTILINE,
+)
 
 #: What could open HTML: a tag or closing tag, a comment, a declaration,
 #: CDATA, a processing instruction, or an autolink (`<scheme:...>`).
@@ -121,6 +125,28 @@ def markdown_block(text: str) -> list[str]:
     lines = markdown_lines(text)
     tame = _tame(lines)
     return tame if tame is not None else _fence(lines, "")
+
+
+def _tame(lines: list[str]) -> list[str] | None:
+    """The lines with their possible headings escaped, or None where the
+    text is not tame (the module's rule)."""
+    text = "\n".join(lines)
+    if "```" in text or "~~~" in text:
+        return _tame_with_fences(lines)
+    # No fence: the whole text through the patterns at once.
+    if "]:" in text or _reads_html(text):
+        return None
+    return _escaped(text).split("\n")
+
+
+def _reads_html(text: str) -> bool:
+    """Whether a renderer could read HTML or a link to a script in `text`."""
+    if _HTML.search(text):
+        return True
+    if "](" in text:
+        address = _IGNORED.sub("", html.unescape(text)).lower()
+        return _SCRIPT_LINK.search(address) is not None
+    return False
 
 
 def fenced(text: str, info: str | None = None) -> list[str]:
@@ -185,76 +211,91 @@ def cut(text: str, limit: int) -> tuple[str, str | None]:
 # -- the rule ------------------------------------------------------------------
 
 
-def _tame(lines: list[str]) -> list[str] | None:
-    """The lines with their possible headings escaped, or None where the
-    text is not tame (the module's rule)."""
+def _tame_with_fences(lines: list[str]) -> list[str] | None:
+    """`_tame` of a text that holds fence markers: only the lines that hold
+    one are looked at one by one (to pair the fences); the lines between
+    fences go through the whole-text patterns."""
+    # The lines that hold a fence marker: only they can open or close one.
+    marked = [i for i, line in enumerate(lines) if "```" in line or "~~~" in line]
+    # Each fence as the range of its lines, opener to closer.
+    blocks: list[tuple[int, int]] = []
+    after = 0  # the first line not inside a fence found so far
+    for position, index in enumerate(marked):
+        if index < after:
+            continue
+        opener = _OPENER.fullmatch(lines[index])
+        if opener is None:
+            # A fence marker after a quote or list marker, or a closer
+            # with nothing open: fences this reader cannot pair surely.
+            if _STRAY_FENCE.match(lines[index]):
+                return None
+            continue
+        end = _closing(lines, index, opener, marked[position + 1 :])
+        if end is None:
+            return None
+        blocks.append((index, end))
+        after = end + 1
     shown: list[str] = []
     # The text in which HTML and links could be read: all of it but the
     # inside of fences indented less than four columns, which are code
     # whatever holds them (deeper fences may be an indented code block or
     # a paragraph's continuation instead, depending on the lists around).
     checked: list[str] = []
-    index, count = 0, len(lines)
-    while index < count:
-        line = lines[index]
-        opener = _OPENER.fullmatch(line)
-        if opener is not None:
-            end = _closing(lines, index, opener)
-            if end is None:
-                return None
-            if _indent(line) >= 4:
-                checked.extend(lines[index : end + 1])
-            shown.extend(lines[index : end + 1])
-            index = end + 1
-            continue
-        if _STRAY_FENCE.match(line) or "]:" in line:
+    start = 0
+    for first, last in [*blocks, (len(lines), len(lines))]:
+        between = "\n".join(lines[start:first])
+        if "]:" in between:
             return None
-        checked.append(line)
-        shown.append(_escaped(line))
-        index += 1
-    text = "\n".join(checked)
-    if _HTML.search(text):
-        return None
-    if "](" in text:
-        address = _IGNORED.sub("", html.unescape(text)).lower()
-        if _SCRIPT_LINK.search(address):
-            return None
-    return shown
+        if first > start:
+            checked.append(between)
+            shown.extend(_escaped(between).split("\n"))
+        fence = lines[first : last + 1]
+        if fence and _indent(fence[0]) >= 4:
+            checked.extend(fence)
+        shown.extend(fence)
+        start = last + 1
+    return None if _reads_html("\n".join(checked)) else shown
 
 
-def _closing(lines: list[str], start: int, opener: re.Match[str]) -> int | None:
+def _closing(
+    lines: list[str], start: int, opener: re.Match[str], marked: list[int]
+) -> int | None:
     """The index of the line that closes the fence opened at `start`: the
-    first line after it that could close it, which must be indented as the
-    opener is, with no line less indented between them; None otherwise."""
+    first line after it that could close it (of the `marked` ones, which
+    hold a fence marker), which must be indented as the opener is, with no
+    line less indented between them; None otherwise."""
     run = opener.group(1) or opener.group(3)
-    closer = re.compile(f"[ \\t]*{re.escape(run[0])}{{{len(run)},}}[ \\t]*")
     depth = _indent(lines[start])
-    for index in range(start + 1, len(lines)):
-        line = lines[index]
-        if closer.fullmatch(line):
-            return index if _indent(line) == depth else None
-        if line.strip(" \t") and _indent(line) < depth:
-            return None
+    for index in marked:
+        bare = lines[index].strip(" \t")
+        if len(bare) >= len(run) and bare.count(run[0]) == len(bare):
+            if _indent(lines[index]) != depth:
+                return None
+            # An indented fence (in a list item) must not outlive the item.
+            between = lines[start + 1 : index]
+            if depth and any(s.strip(" \t") and _indent(s) < depth for s in between):
+                return None
+            return index
     return None
 
 
-def _escaped(line: str) -> str:
-    """A line outside fences with a backslash before what could make it a
+def _escaped(text: str) -> str:
+    """Lines outside fences with a backslash before what could make one a
     heading: its first `#` after markers, or the first `=` or `-` of a line
     of nothing else (an underline)."""
-    heading = _HEADING.match(line)
-    if heading is not None:
-        at = heading.end(1)
-        return line[:at] + "\\" + line[at:]
-    if _UNDERLINE.fullmatch(line):
-        at = min(line.find(mark) for mark in "=-" if mark in line)
-        return line[:at] + "\\" + line[at:]
-    return line
+    if "#" in text:
+        text = _HEADING.sub(r"\1\\#", text)
+    if "-" in text or "=" in text:
+        text = _UNDERLINE.sub(r"\1\\", text)
+    return text
 
 
 def _indent(line: str) -> int:
     """The columns of a line's indentation (a tab to the next multiple of
     four, as CommonMark counts it)."""
+    bare = line.lstrip(" ")
+    if not bare.startswith("\t"):
+        return len(line) - len(bare)
     width = 0
     for character in line:
         if character == " ":

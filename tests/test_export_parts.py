@@ -200,3 +200,60 @@ def test_the_tooltip_says_how_many_tools_were_called() -> None:
     assert "tool calls: 1 (shout)" in dot
     assert "tool calls: 1 (search)" in dot
     assert dot.count("tool calls:") == 2
+
+
+# -- the files llm and the chat apps write ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A logs.db where llm 0.36 (llm-echo 0.5) ran a tool chain with
+    reasoning, then a plain follow-up; a ChatGPT export of an agent's work
+    (search, code that fails and code that runs, a picture, a tool error)."""
+    from tests import chat_exports as build
+    from tests.databases import LlmLog
+
+    directory = tmp_path_factory.mktemp("real")
+    with LlmLog(directory) as log:
+        log.tool_chain(
+            "shout tree",
+            [{"name": "shout", "arguments": {"word": "tree"}}],
+            "-o",
+            "thinking",
+            "1",
+        )
+        log.prompt(
+            "And a forest?", continue_conversation=log.thread_of(log.latest_turn())
+        )
+    export = build.write_json(directory / "conversations.json", [build.chatgpt_agent()])
+    return {"llm": directory / "logs.db", "chatgpt": export}
+
+
+@pytest.mark.parametrize("kind", ["llm", "chatgpt"])
+def test_every_format_gives_back_the_parts_a_real_file_holds(
+    real_files: dict[str, Path], kind: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("pyarrow")
+    forest = Forest.read(real_files[kind])
+    trees = list(forest.trees())
+    with_parts = [n for t in trees for n in t if t.nodes[n]["parts"] is not None]
+    assert with_parts, "the reader gave no parts"
+    assert sum(t.nodes[n]["tool_calls"] or 0 for t in trees for n in t) > 0
+    json_text = "\n".join(generate_json(trees))
+    schemas = documented_schemas("json-schema.md")
+    jsonschema.validate(json.loads(json_text), schemas["convgraph.node-link/1"])
+    tree_text = "\n".join(generate_tree_json(trees))
+    graphml = io.BytesIO()
+    write_graphml(trees, graphml)
+    for back in (
+        read_json(io.StringIO(json_text)),
+        read_tree_json(io.StringIO(tree_text)),
+        read_graphml(io.BytesIO(graphml.getvalue())),
+    ):
+        for read, tree in zip(back, trees, strict=True):
+            assert_same_nodes(read, tree)
+    write_parquet(forest, tmp_path / "dataset")
+    nodes = read_nodes(tmp_path / "dataset").set_index("id")
+    for tree in trees:
+        for node in tree:
+            assert nodes.at[node, "parts"] == tree.nodes[node]["parts"]

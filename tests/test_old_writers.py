@@ -394,9 +394,12 @@ def test_the_reader_places_what_the_rule_missed(db, monkeypatch):
     ]
 
 
-def test_a_row_whose_previous_was_written_after_it_began_is_reported(db, monkeypatch):
-    """Two `llm -c` at once: the one that began later (its time) finished
-    first (its id, a ULID made as it is written, sorts first)."""
+def test_a_row_whose_time_and_id_disagree_with_the_one_before_is_reported(
+    db, monkeypatch
+):
+    """Two `llm -c` at once (llm 0.19 makes a response's id, a ULID, as it
+    writes it): the one that began later (its time) finished first (its id
+    sorts first)."""
     log_old(db, "a3b", "c1", later(2))
     log_old(db, "a3c", "c1", later(1))
     # The file's rule sees only what was written before each: siblings.
@@ -415,10 +418,10 @@ def test_a_row_whose_previous_was_written_after_it_began_is_reported(db, monkeyp
     parents = read_parents(copy, monkeypatch)
     assert (parents["a3c"], parents["a3b"]) == ("a2", None)
     assert check_lines(copy, 1)[0] == (
-        "unplaced: a3b was logged after the migration without a parent by an"
-        " llm older than 0.32, but a3c, logged before it, was written after it"
-        " began (its id sorts later): which response it continued cannot be"
-        " told, so it is read as a root"
+        "unplaced: a3b was logged after the migration without a parent (an llm"
+        " older than 0.32), but a3c, the response before it by time, has an id"
+        " that sorts after its own: which was logged first, and so which it"
+        " continued, cannot be told; it is read as a root"
     )
     for forest in (
         Forest.read(copy, text=False),

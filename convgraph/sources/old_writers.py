@@ -16,10 +16,11 @@ recorded, in log order's terms), that convgraph did not write as a
 deliberate root (`ROOTS_TABLE` lists those) and that is not the first
 response of its conversation in log order, hangs under the response logged
 just before it in its conversation. A row is left a root and reported
-(`UNPLACED`) where that previous response cannot be the one it continued:
-its id sorts after the row's own, which for llm's ids (ULIDs, made as a
-response is written) means it was written after this row's llm began and
-read its history, as when two `llm -c` ran at once. Rows logged before the
+(`UNPLACED`) where the order of the two cannot be told: the response before
+it by time has an id that sorts after its own. llm's ids are ULIDs, which
+sort in the order llm made them (llm 0.19 makes one as it writes the
+response, llm 0.31 as it starts it); times and ids disagree when two
+`llm -c` ran at once, or a clock went back. Rows logged before the
 migration keep what they have: a conversation may start several times.
 
 The rule has two forms side by side, with one property test for the pair
@@ -108,10 +109,10 @@ def unplaced_problem(node_id: str, previous: str, conversation_id: str) -> Probl
         node_id,
         None,
         conversation_id,
-        f"{node_id} was logged after the migration without a parent by an llm"
-        f" older than 0.32, but {previous}, logged before it, was written after"
-        f" it began (its id sorts later): which response it continued cannot"
-        f" be told, so it is read as a root",
+        f"{node_id} was logged after the migration without a parent (an llm"
+        f" older than 0.32), but {previous}, the response before it by time,"
+        f" has an id that sorts after its own: which was logged first, and so"
+        f" which it continued, cannot be told; it is read as a root",
     )
 
 

@@ -65,7 +65,8 @@ class Placing:
     roots: frozenset[str]
 
 
-def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the file holds a table of that name."""
     return (
         conn.execute(
             "select 1 from sqlite_master where type = 'table' and name = ?", [name]
@@ -81,7 +82,7 @@ def read_placing(
     `node_ids` when given: a one-tree read asks about its rows alone); None
     where convgraph's migration is not recorded, or its time is no text:
     then no row is placed."""
-    if not _has_table(conn, RECORD_TABLE):
+    if not has_table(conn, RECORD_TABLE):
         return None
     row = conn.execute(
         f"select applied_at from {RECORD_TABLE} where name = ?", [MIGRATION_NAME]
@@ -89,7 +90,7 @@ def read_placing(
     if row is None or not isinstance(row[0], str):
         return None
     roots: frozenset[str] = frozenset()
-    if _has_table(conn, ROOTS_TABLE):
+    if has_table(conn, ROOTS_TABLE):
         query = f"select cast(id as text) from {ROOTS_TABLE}"
         if node_ids is None:
             found = conn.execute(query)

@@ -52,6 +52,7 @@ from convgraph.links.integrity import (
     break_cycles,
     link_problem,
 )
+from convgraph.sources.old_writers import has_table
 from convgraph.store.responses import utc_now
 from convgraph.store.rules import (
     CONVERSATION_INDEX_NAME,
@@ -276,21 +277,12 @@ def _has_rows(conn: sqlite3.Connection) -> bool:
 
 
 def _linking_unfinished(conn: sqlite3.Connection) -> bool:
-    if not _has_table(conn, RECORD_TABLE):
+    if not has_table(conn, RECORD_TABLE):
         return False
     found = conn.execute(
         f"select 1 from {RECORD_TABLE} where name = ?", [LINKING_MARK]
     ).fetchone()
     return found is not None
-
-
-def _has_table(conn: sqlite3.Connection, name: str) -> bool:
-    return (
-        conn.execute(
-            "select 1 from sqlite_master where type = 'table' and name = ?", [name]
-        ).fetchone()
-        is not None
-    )
 
 
 def _links_to_make(

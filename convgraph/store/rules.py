@@ -30,7 +30,7 @@ import sqlite3
 
 from convgraph.errors import NotMigrated
 from convgraph.links.integrity import Problem
-from convgraph.sources.old_writers import MIGRATION_NAME, RECORD_TABLE
+from convgraph.sources.old_writers import MIGRATION_NAME, RECORD_TABLE, has_table
 
 #: The parent column `migrate` adds, and its index (parents' children are
 #: looked up by it, in the triggers and by every reader).
@@ -285,11 +285,7 @@ def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
 
 def migration_recorded(conn: sqlite3.Connection) -> bool:
     """Whether convgraph's migration is recorded in the file."""
-    exists = conn.execute(
-        "select 1 from sqlite_master where type = 'table' and name = ?",
-        [RECORD_TABLE],
-    ).fetchone()
-    if not exists:
+    if not has_table(conn, RECORD_TABLE):
         return False
     found = conn.execute(
         f"select 1 from {RECORD_TABLE} where name = ?", [MIGRATION_NAME]

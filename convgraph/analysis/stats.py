@@ -93,14 +93,17 @@ def node_table(forest: Forest) -> pd.DataFrame:
 
     Columns: `id`, `tree_id` (the conversation tree, as in
     `conversation_table`), `parent_id`, the node attributes of the contract
-    (`conversation_id`, `prompt`, `system`, `response`, `model`,
-    `datetime_utc`, `input_tokens`, `output_tokens`, `duration_ms`,
-    `source`), then `depth` (a root is 0), `children`, `is_root`, `is_leaf`.
+    (`conversation_id`, `prompt`, `system`, `response`, `parts`,
+    `tool_calls`, `tools`, `model`, `datetime_utc`, `input_tokens`,
+    `output_tokens`, `duration_ms`, `source`, `active`, `note`,
+    `preferred`), then `depth` (a root is 0), `children`, `is_root`,
+    `is_leaf`.
 
     `datetime_utc` is a `datetime64[ns, UTC]` (NaT where missing or not a
-    time); usage figures are nullable `Int64`; `tree_id`, `conversation_id`,
-    `model` and `source` are categories. Texts are None when the forest was
-    read with `text=False`.
+    time); usage figures and `tool_calls` are nullable `Int64`; `tree_id`,
+    `conversation_id`, `model` and `source` are categories. Texts and parts
+    are None when the forest was read with `text=False` (`tool_calls` and
+    `tools` are read all the same).
 
     Examples
     --------
@@ -161,7 +164,9 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     neither), `first_datetime`, `last_datetime`
     (`datetime64[ns, UTC]`), `models` (a list: distinct, in order of first
     use), `input_tokens`, `output_tokens`, `duration_ms` (sums, nullable
-    `Int64`: NA where no node of the tree has the figure),
+    `Int64`: NA where no node of the tree has the figure), `tool_calls` (the
+    tool calls its runs made, summed the same way), `tools` (a list: the
+    tools called, each once, in the order first called),
     `active_path_length` (the nodes on the active path, the branch last
     used) and `abandoned_branches` (the leaves off it: branches left behind).
     A chat export's conversation without a node (`empty-conversation` among

@@ -347,7 +347,8 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
     count the start where the tree has several roots:
     `convgraph.model.tree.branch_points` and `branching_factor`),
     `convgraph.model.tree.node_totals` over all its nodes (times as llm
-    stored them, where the table reads them as times), and the active path's
+    stored them, where the table reads them as times), its `tool_calls` and
+    `tools`, and the active path's
     `active_path_length` and `abandoned_branches`. One property test holds
     the two forms to the same figures (tests/test_stats.py).
 

@@ -52,7 +52,6 @@ from convgraph.links.integrity import (
     break_cycles,
     link_problem,
 )
-from convgraph.sources.old_writers import has_table
 from convgraph.store.responses import utc_now
 from convgraph.store.rules import (
     CONVERSATION_INDEX_NAME,
@@ -277,12 +276,7 @@ def _has_rows(conn: sqlite3.Connection) -> bool:
 
 
 def _linking_unfinished(conn: sqlite3.Connection) -> bool:
-    if not has_table(conn, RECORD_TABLE):
-        return False
-    found = conn.execute(
-        f"select 1 from {RECORD_TABLE} where name = ?", [LINKING_MARK]
-    ).fetchone()
-    return found is not None
+    return migration_recorded(conn, LINKING_MARK)
 
 
 def _links_to_make(

@@ -283,12 +283,13 @@ def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
     return [Problem(MISSING_RULES, None, None, None, message)]  # type: ignore[arg-type]
 
 
-def migration_recorded(conn: sqlite3.Connection) -> bool:
-    """Whether convgraph's migration is recorded in the file."""
+def migration_recorded(conn: sqlite3.Connection, name: str = MIGRATION_NAME) -> bool:
+    """Whether convgraph's migration (or another step `name`) is recorded in
+    the file."""
     if not has_table(conn, RECORD_TABLE):
         return False
     found = conn.execute(
-        f"select 1 from {RECORD_TABLE} where name = ?", [MIGRATION_NAME]
+        f"select 1 from {RECORD_TABLE} where name = ?", [name]
     ).fetchone()
     return found is not None
 

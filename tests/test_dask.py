@@ -239,3 +239,76 @@ def test_the_same_function_under_spark(forests: dict, tmp_path: Path) -> None:
     table["name"] = table["name"].astype(object).where(table["name"].notna(), None)
     table = table.astype(expected.dtypes.to_dict())
     assert_same_table(table, expected, [TREE])
+
+
+# -- a tampered dataset: the same answers as pandas ---------------------------
+
+
+def tampered_datasets(seed_db: Path, tmp_path: Path) -> dict[str, Path]:
+    """The seed's dataset (in four files) with a repeated row, a parent
+    cycle, a column of the wrong type, a file copied beside itself and a
+    file whose ids are numbers."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    clean = tmp_path / "clean"
+    write_parquet(Forest.read(seed_db), clean, partitions=4)
+    files = sorted(path.name for path in (clean / "nodes").iterdir())
+    assert len(files) > 1
+
+    def tampered(name: str, change) -> Path:
+        target = tmp_path / name
+        shutil.copytree(clean, target)
+        path = target / "nodes" / files[0]
+        table = change(pq.read_table(path).to_pandas())
+        pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path)
+        return target
+
+    def cycle(nodes: pd.DataFrame) -> pd.DataFrame:
+        nodes.loc[0, "parent_id"] = nodes["id"].iloc[-1]
+        return nodes
+
+    def texts(nodes: pd.DataFrame) -> pd.DataFrame:
+        nodes["output_tokens"] = nodes["output_tokens"].astype(str)
+        return nodes
+
+    def numbered(nodes: pd.DataFrame) -> pd.DataFrame:
+        numbers = {node: index for index, node in enumerate(nodes["id"])}
+        nodes["id"] = nodes["id"].map(numbers).astype("int64")
+        nodes["parent_id"] = nodes["parent_id"].map(numbers).astype("Int64")
+        return nodes
+
+    copied = tmp_path / "copied"
+    shutil.copytree(clean, copied)
+    shutil.copyfile(
+        copied / "nodes" / files[0], copied / "nodes" / "part-99999.parquet"
+    )
+    return {
+        "clean": clean,
+        "repeated": tampered("repeated", lambda nodes: pd.concat([nodes, nodes[:2]])),
+        "cycle": tampered("cycle", cycle),
+        "texts": tampered("texts", texts),
+        "numbered": tampered("numbered", numbered),
+        "copied": copied,
+    }
+
+
+def test_a_tampered_dataset_reads_the_same_on_dask_as_on_pandas(
+    client: Client, tmp_path: Path
+) -> None:
+    from convgraph.sources import parquet
+
+    seed_db = seed_database(tmp_path / "seed.db")
+    for name, dataset in tampered_datasets(seed_db, tmp_path).items():
+        expected = parquet.read_nodes(dataset)
+        lazy = on_dask.read_nodes(dataset)
+        for table, key in TABLES.items():
+            computed = getattr(on_dask, table)(lazy).compute()
+            pandas_table = getattr(stats, f"{table}_of")(expected)
+            assert_same_table(computed, pandas_table, key)
+        on_cluster = run(
+            "stats", "--json", "--dask", client.scheduler.address, "-d", dataset
+        ).stdout
+        assert on_cluster == run("stats", "--json", "-d", dataset).stdout, name

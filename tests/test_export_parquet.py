@@ -6,23 +6,32 @@ the user keeps."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from convgraph.analysis.datasets import dataset_conversation_table
 from convgraph.analysis.stats import CONVERSATION_COLUMNS, edge_table
 from convgraph.contract import NODE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.errors import ExportError
 from convgraph.export.parquet import dataset_nodes, tree_buckets, write_parquet
 from convgraph.model.forest import Forest
-from convgraph.sources.parquet import is_parquet_dataset, read_nodes, tree_ids_of
+from convgraph.sources.parquet import (
+    checked_nodes,
+    is_parquet_dataset,
+    read_nodes,
+    tree_ids_of,
+)
 from tests.databases import add_tree, legacy_database
 from tests.helpers import file_digest, run
 
@@ -338,3 +347,167 @@ def test_a_database_in_a_folder_is_not_a_dataset(tmp_path: Path) -> None:
     assert not is_parquet_dataset(tmp_path)
     sqlite3.connect(tmp_path / "logs.db").close()
     assert not is_parquet_dataset(tmp_path / "logs.db")
+
+
+# -- a tampered dataset, read by the rules of every other source ---------------
+
+
+def tampered(
+    clean: Path, target: Path, change: Any, file: str = "part-00000.parquet"
+) -> Path:
+    """A copy of the dataset `clean` whose nodes file `file` is rewritten as
+    `change` returns its table (pyarrow)."""
+    shutil.copytree(clean, target)
+    path = target / "nodes" / file
+    table = change(pq.read_table(path).to_pandas())
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path)
+    return target
+
+
+@pytest.fixture
+def seed_dataset(seed_db: Path, tmp_path: Path) -> Path:
+    """The seed's four conversations as a dataset of one file."""
+    run("export", "--format", "parquet", "-o", tmp_path / "clean", "-d", seed_db)
+    assert [path.name for path in (tmp_path / "clean/nodes").iterdir()] == [
+        "part-00000.parquet"
+    ]
+    return tmp_path / "clean"
+
+
+def stats_of(directory: Path) -> list[dict[str, Any]]:
+    return json.loads(run("stats", "--json", "-d", directory).stdout)
+
+
+def check_of(directory: Path) -> tuple[int, list[str]]:
+    result = run("check", "-d", directory, expect=None)
+    return result.exit_code, result.stdout.splitlines()
+
+
+def test_a_duplicated_row_is_read_once_and_reported(seed_dataset, tmp_path):
+    dataset = tampered(
+        seed_dataset, tmp_path / "dup", lambda nodes: pd.concat([nodes, nodes[1:2]])
+    )
+    assert stats_of(dataset) == stats_of(seed_dataset)
+    assert check_of(dataset) == (
+        1,
+        [
+            "duplicate-id: linear-a is the id of 2 rows of part-00000.parquet:"
+            " the first is read, the others left out"
+        ],
+    )
+    assert check_of(seed_dataset) == (0, ["no problems found"])
+
+
+def test_a_copied_file_counts_each_tree_once_and_is_reported(seed_dataset, tmp_path):
+    dataset = tmp_path / "copied"
+    shutil.copytree(seed_dataset, dataset)
+    nodes = dataset / "nodes"
+    shutil.copyfile(nodes / "part-00000.parquet", nodes / "part-00001.parquet")
+    assert stats_of(dataset) == stats_of(seed_dataset)
+    assert check_of(dataset) == (
+        1,
+        [
+            f"split-tree: tree {tree} lies in part-00000.parquet and in"
+            " part-00001.parquet: the rows in part-00001.parquet are left out"
+            " (a dataset holds every tree whole in one file)"
+            for tree in ("linear", "branch", "complex", "multiple-roots")
+        ],
+    )
+
+
+def test_a_parent_cycle_is_dropped_and_reported_as_in_every_source(
+    seed_dataset, tmp_path
+):
+    def cycle(nodes: pd.DataFrame) -> pd.DataFrame:
+        nodes.loc[nodes["id"] == "linear-root", "parent_id"] = "linear-c"
+        return nodes
+
+    dataset = tampered(seed_dataset, tmp_path / "cycle", cycle)
+    # The link that closes the cycle is dropped: the root is a root again.
+    assert stats_of(dataset) == stats_of(seed_dataset)
+    assert check_of(dataset) == (
+        1,
+        [
+            "cycle: linear-root is on a cycle of 4 parent links: linear-root"
+            " -> linear-c -> linear-b -> linear-a -> linear-root"
+        ],
+    )
+
+
+def test_a_column_of_the_wrong_type_reads_as_missing(seed_dataset, tmp_path):
+    def texts(nodes: pd.DataFrame) -> pd.DataFrame:
+        nodes["input_tokens"] = nodes["input_tokens"].astype(str)
+        nodes.loc[0, "input_tokens"] = "lots"
+        return nodes
+
+    dataset = tampered(seed_dataset, tmp_path / "texts", texts)
+    table = dataset_conversation_table(dataset)
+    clean = dataset_conversation_table(seed_dataset)
+    assert table["input_tokens"].isna().all() and clean["input_tokens"].notna().all()
+    pd.testing.assert_frame_equal(
+        table.drop(columns="input_tokens"), clean.drop(columns="input_tokens")
+    )
+    assert check_of(dataset) == (0, ["no problems found"])
+
+
+def test_checked_nodes_reads_every_value_as_the_statistics_take_it():
+    """Ids written as numbers read as their texts; a text, a fraction, a
+    number past Int64 or a bool where a count belongs reads as missing, as
+    does what is no text where a text belongs and no bool where a flag does;
+    rows without an id or a tree leave out, reported."""
+    nodes = pd.DataFrame(
+        {
+            "id": [1, 2.0, None, 4, 5],
+            "tree_id": [7, 7, 7, None, 7],
+            "parent_id": [None, 1, 1, 1, 2],
+            "input_tokens": [3, "x", 1, 2, 1e300],
+            "output_tokens": [2.5, True, 7, 1, None],
+            "prompt": ["hi", 3, None, "a", b"bytes"],
+            "active": [True, "yes", None, False, 1],
+        },
+        dtype=object,
+    )
+    checked, problems = checked_nodes(nodes, "part-00003.parquet")
+    assert checked.to_dict("list") == {
+        "id": ["1", "2", "5"],
+        "tree_id": ["7", "7", "7"],
+        "parent_id": [None, "1", "2"],
+        "input_tokens": [3, None, None],
+        "output_tokens": [None, None, None],
+        "prompt": ["hi", None, None],
+        "active": [True, None, None],
+        "conversation_id": ["7", "7", "7"],
+    }
+    assert str(checked["input_tokens"].dtype) == "Int64"
+    assert [problem.message for problem in problems] == [
+        "2 rows of part-00003.parquet have no id or no tree_id: left out"
+    ]
+
+
+def test_what_cannot_be_read_is_one_line(seed_dataset, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(seed_dataset, broken)
+    (broken / "nodes" / "part-00000.parquet").write_bytes(b"PAR1 not really")
+    for words in (["stats"], ["check"]):
+        result = run(*words, "-d", broken, expect=2)
+        assert result.stderr.startswith(
+            "Error: cannot read the Parquet dataset file"
+            f" {broken / 'nodes' / 'part-00000.parquet'}: "
+        )
+        assert result.stderr.count("\n") == 1
+
+    idless = tampered(
+        seed_dataset, tmp_path / "idless", lambda nodes: nodes.drop(columns="id")
+    )
+    for words in (["stats"], ["check"]):
+        assert run(*words, "-d", idless, expect=2).stderr == (
+            "Error: part-00000.parquet is not a node table convgraph wrote:"
+            " it has no id column\n"
+        )
+    # The other commands read a database, and say so.
+    for words in (["tree", "linear"], ["conversations"], ["export"]):
+        assert run(*words, "-d", seed_dataset, expect=2).stderr == (
+            f"Error: {seed_dataset} is a Parquet dataset: convgraph stats and"
+            " convgraph check read one; the other commands read the database"
+            " it was exported from\n"
+        )

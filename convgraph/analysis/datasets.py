@@ -13,8 +13,13 @@ computed tables equal the pandas ones row for row (in partition order rather
 than log order). A Dask DataFrame from elsewhere must hold its trees whole
 too, each tree's rows in log order.
 
-`dataset_conversation_table` is what `convgraph stats --db DIR [--dask
-SCHEDULER]` prints: pandas over pyarrow, or the same function on Dask. dask
+Each partition is checked first, as a file of the dataset is on the pandas
+path (`convgraph.sources.parquet.checked_nodes`: values of the wrong type
+read as missing, repeated rows and broken links dropped, the rows of a tree
+an earlier partition holds left out), so a tampered dataset gives the same
+answers on both. `dataset_conversation_table` is what `convgraph stats --db
+DIR [--dask SCHEDULER]` prints: pandas over pyarrow, or the same function on
+Dask; `dataset_problems` is what `convgraph check --db DIR` reports. dask
 and distributed are imported only inside the functions that use them (the
 `dask` extra: `pip install 'convgraph[dask]'`).
 """
@@ -24,29 +29,53 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from convgraph.contract import CONVERSATION_COLUMNS
-from convgraph.errors import ConvgraphError
+from convgraph.errors import ConvgraphError, DatabaseError
 from convgraph.sources import parquet
-from convgraph.sources.parquet import NODES
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
     import pandas as pd
     from distributed import Client
 
+    from convgraph.links.integrity import Problem
+
 #: The `--dask` value that starts a cluster on this machine.
 LOCAL = "local"
 
 
-def read_nodes(directory: str | os.PathLike[str]) -> dd.DataFrame:
+def read_nodes(
+    directory: str | os.PathLike[str],
+    columns: list[str] | None = None,
+    tree_ids: list[str] | None = None,
+) -> dd.DataFrame:
     """A Parquet dataset's node table as a Dask DataFrame, one partition per
-    file (so one partition per hash bucket of trees, each tree whole)."""
+    file (so one partition per hash bucket of trees, each tree whole), each
+    file read by pyarrow on its own as the pandas path reads it
+    (`convgraph.sources.parquet.read_file`): a file whose column holds
+    another type than the others' reads, its values of the wrong type then
+    missing, instead of failing the whole computation. `columns` and
+    `tree_ids` as `read_file` takes them.
+
+    Raises
+    ------
+    DatabaseError
+        The folder holds no Parquet files (one that cannot be read fails
+        the computation with the same error).
+    """
+    import dask
     import dask.dataframe as dd
 
-    return dd.read_parquet(Path(directory) / NODES, split_row_groups=False)
+    files = parquet.dataset_files(directory)
+    meta = parquet.read_file(files[0], columns, empty=True)
+    # The columns as pandas reads them: Dask would make every object column
+    # pyarrow strings, the lists of `parts` and the all-None notes among them.
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(
+            parquet.read_file, files, columns=columns, tree_ids=tree_ids, meta=meta
+        )
 
 
 def node_table(nodes: dd.DataFrame) -> dd.DataFrame:
@@ -140,12 +169,12 @@ def dataset_conversation_table(
         table = conversation_table_of(nodes)
     else:
         with connect(scheduler):
-            nodes = read_nodes(directory)
-            # A dataset written before a column was added lacks it.
-            nodes = nodes[[column for column in columns if column in nodes.columns]]
-            if tree_ids is not None:
-                nodes = nodes[nodes["tree_id"].isin(tree_ids)]
-            table = conversation_table(nodes).compute()
+            lazy = read_nodes(directory, columns, tree_ids)
+            # Which file holds each tree, from the ids alone: one partition
+            # a file, as `lazy` has.
+            ids = read_nodes(directory, ["id", "tree_id"], tree_ids)
+            held = ids.map_partitions(_trees_held, meta=HELD_META)
+            table = _computed(_per_partition(lazy, conversation_table_of, held))
     tree_column = CONVERSATION_COLUMNS[0]  # each row's tree
     if tree_ids is not None:
         position = pd.Index(table[tree_column]).get_indexer(tree_ids)
@@ -157,13 +186,92 @@ def dataset_conversation_table(
     return table.reset_index(drop=True)
 
 
+def dataset_problems(directory: str | os.PathLike[str]) -> list[Problem]:
+    """What is broken in a Parquet dataset, and left out or dropped when it
+    is read (`convgraph.sources.parquet.checked_nodes`), file by file.
+
+    Raises
+    ------
+    DatabaseError
+        A file cannot be read as Parquet, or its node table has no ids.
+    """
+    from convgraph.analysis.stats import CONVERSATION_INPUTS
+
+    return parquet.read_dataset(directory, columns=list(CONVERSATION_INPUTS))[1]
+
+
 def _per_partition(
-    nodes: dd.DataFrame, function: Callable[[pd.DataFrame], pd.DataFrame]
+    nodes: dd.DataFrame,
+    function: Callable[[pd.DataFrame], pd.DataFrame],
+    held: dd.DataFrame | None = None,
 ) -> dd.DataFrame:
+    """`function` of each partition, checked as `checked_nodes` checks a
+    dataset's file; the rows of a tree that an earlier partition holds are
+    left out, so a tree split over several (a tampered dataset) counts once.
+
+    Which partition holds each tree first is computed here, at once (the
+    rest stays lazy), from `held` (the trees each partition holds, as
+    `_trees_held` gives them, of a frame cut as `nodes` is), else from
+    `nodes` itself. Not from a few of its columns: Dask may cut a frame of
+    fewer columns into other partitions (it joins small files)."""
+    import dask
+
+    if held is None:
+        held = nodes.map_partitions(_trees_held, meta=HELD_META)
+    found = _computed(held)
+    first = dask.delayed(
+        found.groupby("tree_id")["partition"].min().to_dict(), pure=True
+    )
     # The function of an empty partition (Dask's meta: the columns and
     # dtypes, no rows) tells Dask the result's columns and dtypes without
     # computing anything.
-    return nodes.map_partitions(function, meta=function(nodes._meta))
+    meta = function(parquet.checked_nodes(nodes._meta)[0])
+    return nodes.map_partitions(_checked, function, first, meta=meta)
+
+
+#: What `_trees_held` gives: each tree a partition holds, and the partition.
+HELD_META = {"tree_id": object, "partition": "int64"}
+
+
+def _trees_held(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
+    """The trees a partition holds, with the partition's number."""
+    import pandas as pd
+
+    number = partition_info["number"] if partition_info else 0
+    trees = parquet.trees_held(part)
+    return pd.DataFrame(
+        {
+            "tree_id": pd.Series(trees, dtype=object),
+            "partition": pd.Series([number] * len(trees), dtype="int64"),
+        }
+    )
+
+
+def _checked(
+    part: pd.DataFrame,
+    function: Callable[[pd.DataFrame], pd.DataFrame],
+    first: dict[str, int],
+    partition_info: dict | None = None,
+) -> pd.DataFrame:
+    """`function` of one partition once checked (`_per_partition`)."""
+    number = partition_info["number"] if partition_info else 0
+    earlier = {
+        tree: f"partition {first[tree]}"
+        for tree in parquet.trees_held(part)
+        if first.get(tree, number) < number
+    }
+    return function(parquet.checked_nodes(part, f"partition {number}", earlier)[0])
+
+
+def _computed(frame: dd.DataFrame | dd.Series) -> pd.DataFrame:
+    """`frame.compute()`, a dataset's file that cannot be read (a partition
+    read by `read_nodes`) as the one line the pandas path gives."""
+    import pyarrow as pa
+
+    try:
+        return frame.compute()
+    except (OSError, pa.ArrowException) as error:
+        raise DatabaseError(f"cannot read the Parquet dataset: {error}") from None
 
 
 @contextlib.contextmanager

@@ -220,15 +220,27 @@ def check(db_path: str | None, output_format: str | None) -> None:
     than 0.32 logged into a migrated file whose parent cannot be told
     (unplaced), and a migrated file's lost rules. Without an output option,
     one line a problem; as records, with kind, node_id, parent_id,
-    conversation_id, message and cycle (the ids around a cycle).
+    conversation_id, message and cycle (the ids around a cycle). --db DIR
+    may name a Parquet dataset (convgraph export --format parquet): its
+    repeated rows, broken links and trees split over files.
     """
     from dataclasses import fields
 
     from convgraph.links.integrity import Problem
     from convgraph.model.forest import Forest
+    from convgraph.sources.parquet import is_parquet_dataset
     from convgraph.store.rules import rule_problems
 
-    problems = [*Forest.read(db_path, text=False).problems, *rule_problems(db_path)]
+    if db_path is not None and is_parquet_dataset(db_path):
+        # A dataset convgraph export wrote: what its readers leave out.
+        from convgraph.analysis.datasets import dataset_problems
+
+        problems = dataset_problems(db_path)
+    else:
+        problems = [
+            *Forest.read(db_path, text=False).problems,
+            *rule_problems(db_path),
+        ]
     if output_format is not None:
         columns = [field.name for field in fields(Problem)]
         records = [problem.to_dict() for problem in problems]

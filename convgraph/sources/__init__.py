@@ -71,6 +71,14 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
     if export is not None:
         return export
     if path.is_dir():
+        from convgraph.sources.parquet import is_parquet_dataset
+
+        if is_parquet_dataset(path):
+            raise DatabaseError(
+                f"{path} is a Parquet dataset: convgraph stats and convgraph"
+                " check read one; the other commands read the database it was"
+                " exported from"
+            )
         raise DatabaseError(
             f"{path} is a directory, not an llm database or chat export"
         )

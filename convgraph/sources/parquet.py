@@ -5,24 +5,47 @@ A dataset is a folder with two tables, each a folder of Parquet files:
 `tree_name`) and `edges/`, cut by a hash bucket of the tree id so that every
 tree lies whole in one file (`convgraph.export.parquet` writes it). This is
 the read side: telling such a folder (`is_parquet_dataset`), naming its trees
-(`tree_ids_of`) and reading its node table with pyarrow (`read_nodes`), which
-`convgraph stats --db DIR` and `convgraph.analysis.datasets` use; each
-node's `parts` come back from their JSON text as the lists they were
-(`parts_from_json`). pyarrow is
-imported only inside the functions, so that the command line starts without
-it.
+(`tree_ids_of`) and reading its node table with pyarrow (`read_nodes`,
+`read_dataset`), which `convgraph stats --db DIR`, `convgraph check --db
+DIR` and `convgraph.analysis.datasets` use; each node's `parts` come back
+from their JSON text as the lists they were (`parts_from_json`).
+
+A dataset is a source like any other, read by the same rules
+(docs/design.md#hostile-data-is-reported): a file that is no Parquet, or a
+node table without ids, is one `DatabaseError`; what can be read is read,
+and what is broken is left out and reported (`checked_nodes`, one file at a
+time, which is what a Dask partition is too): a value of the wrong type
+reads as missing, a row without an id or with an id an earlier row has is
+left out, a broken parent link is dropped (`check_link_table`: the node
+becomes a root), and the rows of a tree that an earlier file holds are left
+out, since a dataset holds each tree whole in one file. pyarrow is imported
+only inside the functions, so that the command line starts without it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import PARTS
-from convgraph.errors import ExportError, UnknownConversation
+from convgraph.contract import (
+    BOOLEAN_ATTRIBUTES,
+    INTEGER_COLUMNS,
+    PARTS,
+    TEXT_ATTRIBUTES,
+    TOOLS,
+    TREE_NAME,
+)
+from convgraph.errors import DatabaseError, UnknownConversation
+from convgraph.links.integrity import (
+    DUPLICATE_ID,
+    NO_ID,
+    Problem,
+    check_link_table,
+)
+from convgraph.text import counted
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,6 +53,17 @@ if TYPE_CHECKING:
 #: The dataset's two tables, each a folder of Parquet files.
 NODES = "nodes"
 EDGES = "edges"
+
+#: The rows of a tree that an earlier file of the dataset holds too: left
+#: out (a dataset holds every tree whole in one file), and reported.
+SPLIT_TREE = "split-tree"
+
+#: The columns a file's node table must have to be read at all.
+REQUIRED = ("id", "tree_id", "parent_id")
+#: Ids: text, a number written as its text (a file written by hand).
+ID_COLUMNS = ("id", "parent_id", "tree_id", "conversation_id")
+#: Texts: anything else reads as missing.
+TEXT_COLUMNS = (*TEXT_ATTRIBUTES, "model", "source", TOOLS, "note", TREE_NAME)
 
 
 def is_parquet_dataset(path: str | os.PathLike[str]) -> bool:
@@ -39,43 +73,345 @@ def is_parquet_dataset(path: str | os.PathLike[str]) -> bool:
     return nodes.is_dir() and any(nodes.glob("*.parquet"))
 
 
+def dataset_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """The files of a dataset's node table, in the order of their names (the
+    order of Dask's partitions).
+
+    Raises
+    ------
+    DatabaseError
+        There are none.
+    """
+    files = sorted((Path(directory) / NODES).glob("*.parquet"))
+    if not files:
+        raise DatabaseError(
+            f"{directory} is not a Parquet dataset: no {NODES}/*.parquet files"
+        )
+    return files
+
+
 def read_nodes(
     directory: str | os.PathLike[str],
     tree_ids: Iterable[str] | None = None,
     columns: list[str] | None = None,
 ) -> pd.DataFrame:
-    """A dataset's node table as one pandas DataFrame, read by pyarrow: every
-    tree, or only those `tree_ids` names (the other files' rows are skipped
-    by the Parquet statistics where they can be).
+    """A dataset's node table as one pandas DataFrame, read by pyarrow file by
+    file and checked (`read_dataset`): every tree, or only those `tree_ids`
+    names (the other files' rows are skipped by the Parquet statistics where
+    they can be).
 
     Raises
     ------
-    ExportError
-        The files are not a Parquet dataset of this shape (the error of the
-        export format, as the dataset is one).
+    DatabaseError
+        A file cannot be read as Parquet, or its node table has no ids.
+    """
+    return read_dataset(directory, tree_ids, columns)[0]
+
+
+def read_dataset(
+    directory: str | os.PathLike[str],
+    tree_ids: Iterable[str] | None = None,
+    columns: list[str] | None = None,
+) -> tuple[pd.DataFrame, list[Problem]]:
+    """A dataset's checked node table (`checked_nodes` of each file, the rows
+    of a tree an earlier file holds left out) and the problems found, in
+    the order of the files.
+
+    Raises
+    ------
+    DatabaseError
+        A file cannot be read as Parquet, or its node table has no ids.
+    """
+    import pandas as pd
+
+    named = None if tree_ids is None else list(tree_ids)
+    first_file: dict[str, str] = {}
+    tables, problems = [], []
+    for path in dataset_files(directory):
+        raw = read_file(path, columns, named)
+        held = trees_held(raw)
+        earlier = {tree: first_file[tree] for tree in held if tree in first_file}
+        nodes, found = checked_nodes(raw, path.name, earlier)
+        for tree in held:
+            first_file.setdefault(tree, path.name)
+        tables.append(nodes)
+        problems.extend(found)
+    return pd.concat(tables, ignore_index=True), problems
+
+
+def trees_held(nodes: pd.DataFrame) -> list[str]:
+    """The trees a file's raw node table holds rows of (rows with an id and
+    a tree id), each once: where a later file holds rows of one of them
+    too, `checked_nodes` leaves those out."""
+    if not {"id", "tree_id"} <= set(nodes.columns):
+        return []
+    tree_ids = _ids(nodes["tree_id"])
+    named = (_ids(nodes["id"]).notna() & tree_ids.notna()).to_numpy()
+    return [str(tree) for tree in tree_ids[named].unique().tolist()]
+
+
+def read_file(
+    path: Path,
+    columns: list[str] | None = None,
+    tree_ids: list[str] | None = None,
+    *,
+    empty: bool = False,
+) -> pd.DataFrame:
+    """One file of a dataset's node table, as it is (`checked_nodes` checks
+    it): the `columns` it has of those asked, the rows of `tree_ids` only
+    where given; no rows, from its schema alone, with `empty`.
+
+    Raises
+    ------
+    DatabaseError
+        The file is no Parquet pyarrow can read.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    filters = None
-    if tree_ids is not None:
-        filters = [("tree_id", "in", list(tree_ids))]
     try:
+        held = pq.read_schema(path).names
         if columns is not None:
             # A dataset written before a column was added lacks it: the
             # statistics take it as missing (`node_table_of`).
-            held = set(pq.read_schema(next(_files(directory))).names)
             columns = [column for column in columns if column in held]
-        table = pq.read_table(Path(directory) / NODES, columns=columns, filters=filters)
-    except (OSError, StopIteration, pa.ArrowException) as error:
-        raise ExportError(
-            f"cannot read the Parquet dataset {directory}: {error}"
+        if empty:
+            schema = pq.read_schema(path)
+            names = held if columns is None else columns
+            table = pa.schema([schema.field(name) for name in names]).empty_table()
+            return parts_from_json(table.to_pandas())
+        filters = None
+        if tree_ids is not None and "tree_id" in held:
+            filters = [("tree_id", "in", tree_ids)]
+        try:
+            table = pq.read_table(path, columns=columns, filters=filters)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
+            # Tree ids of another type than text (a file made by hand):
+            # read whole, and the ids compared as texts below.
+            table = pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException) as error:
+        raise DatabaseError(
+            f"cannot read the Parquet dataset file {path}: {error}"
         ) from None
-    return parts_from_json(table.to_pandas())
+    nodes = parts_from_json(table.to_pandas())
+    if tree_ids is not None and "tree_id" in nodes.columns:
+        nodes = nodes[_ids(nodes["tree_id"]).isin(tree_ids).to_numpy()]
+    return nodes
 
 
-def _files(directory: str | os.PathLike[str]) -> Iterator[Path]:
-    return iter(sorted((Path(directory) / NODES).glob("*.parquet")))
+def checked_nodes(
+    nodes: pd.DataFrame,
+    table: str = NODES,
+    earlier: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, list[Problem]]:
+    """One file's (or one partition's) node table as the statistics take it,
+    and what was wrong with it.
+
+    Every id is text, every text a str or None, every usage figure an
+    integer or missing, `active` and `preferred` a bool or missing: a value
+    of another type reads as missing (an id written as a number reads as its
+    text). Rows without an id or a tree id, and rows whose id an earlier row
+    has, are left out; so are the rows of the trees `earlier` names (tree
+    id -> the file that holds it); a broken parent link (to itself, to no
+    row, to another tree, round a cycle) is dropped, so `parent_id` is the
+    checked parent, as in a `Forest`'s table. `table` names the file in the
+    problems.
+
+    Raises
+    ------
+    DatabaseError
+        The table lacks one of the columns `id`, `tree_id`, `parent_id`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> nodes = pd.DataFrame({"id": ["r", "a", "a", "b"], "tree_id": "t",
+    ...     "parent_id": [None, "b", "r", "a"], "input_tokens": [3, "x", 1, 2]})
+    >>> checked, problems = checked_nodes(nodes, "part-00000.parquet")
+    >>> checked[["id", "parent_id", "input_tokens"]]
+      id parent_id  input_tokens
+    0  r      None             3
+    1  a      None          <NA>
+    3  b         a             2
+    >>> [problem.message for problem in problems]  # doctest: +NORMALIZE_WHITESPACE
+    ['a is the id of 2 rows of part-00000.parquet: the first is read, the
+      others left out', 'a is on a cycle of 2 parent links: a -> b -> a']
+    """
+    import numpy as np
+    import pandas as pd
+
+    missing = [column for column in REQUIRED if column not in nodes.columns]
+    if missing:
+        raise DatabaseError(
+            f"{table} is not a node table convgraph wrote: it has no"
+            f" {', '.join(missing)} column"
+        )
+    nodes = nodes.copy(deep=False)
+    for column in ID_COLUMNS:
+        if column in nodes.columns:
+            nodes[column] = _ids(nodes[column])
+    if "conversation_id" not in nodes.columns:
+        nodes["conversation_id"] = nodes["tree_id"]
+    for column in TEXT_COLUMNS:
+        if column in nodes.columns:
+            nodes[column] = _texts(nodes[column])
+    for column in INTEGER_COLUMNS:
+        if column in nodes.columns:
+            nodes[column] = _integers(nodes[column])
+    for column in BOOLEAN_ATTRIBUTES:
+        if column in nodes.columns:
+            nodes[column] = _booleans(nodes[column])
+    if "datetime_utc" in nodes.columns:
+        nodes["datetime_utc"] = _times(nodes["datetime_utc"])
+
+    problems: list[Problem] = []
+    nameless = (nodes["id"].isna() | nodes["tree_id"].isna()).to_numpy()
+    if nameless.any():
+        count = int(nameless.sum())
+        problems.append(
+            Problem(
+                NO_ID,
+                "",
+                None,
+                None,
+                f"{counted(count, 'row')} of {table} {'have' if count != 1 else 'has'}"
+                " no id or no tree_id: left out",
+            )
+        )
+    repeated = nodes["id"].duplicated(keep="first").to_numpy() & ~nameless
+    if repeated.any():
+        extra = nodes["id"][repeated].value_counts(sort=False)
+        for node_id in nodes["id"][repeated].unique().tolist():
+            problems.append(
+                Problem(
+                    DUPLICATE_ID,
+                    node_id,
+                    None,
+                    None,
+                    f"{node_id} is the id of {int(extra[node_id]) + 1} rows of"
+                    f" {table}: the first is read, the others left out",
+                )
+            )
+    split = np.zeros(len(nodes), dtype=bool)
+    if earlier:
+        split = nodes["tree_id"].isin(list(earlier)).to_numpy() & ~nameless & ~repeated
+        for tree in nodes["tree_id"][split].unique().tolist():
+            problems.append(
+                Problem(
+                    SPLIT_TREE,
+                    tree,
+                    None,
+                    tree,
+                    f"tree {tree} lies in {earlier[tree]} and in {table}: the"
+                    f" rows in {table} are left out (a dataset holds every tree"
+                    " whole in one file)",
+                )
+            )
+    nodes = nodes[~(nameless | repeated | split)]
+
+    parent_rows, link_problems = check_link_table(nodes)
+    problems.extend(link_problems)
+    ids = nodes["id"].to_numpy(dtype=object)
+    parents = np.where(parent_rows >= 0, ids[np.maximum(parent_rows, 0)], None)
+    nodes["parent_id"] = pd.Series(parents, index=nodes.index, dtype=object)
+    return nodes, problems
+
+
+def _ids(values: pd.Series) -> pd.Series:
+    """A column of ids as str or None; a number, as its text."""
+    if _all_texts(values):
+        return values
+    import pandas as pd
+
+    def as_id(value: Any) -> str | None:
+        if value is None or value is pd.NA or value != value:  # NaN
+            return None
+        if isinstance(value, str):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        if isinstance(value, int | float):
+            return str(value)
+        return None
+
+    return values.astype(object).map(as_id).astype(object)
+
+
+def _texts(values: pd.Series) -> pd.Series:
+    """A column of texts as str or None: anything else is missing."""
+    if _all_texts(values):
+        return values
+    objects = values.astype(object)
+    return objects.where(objects.map(lambda value: isinstance(value, str)), None)
+
+
+def _all_texts(values: pd.Series) -> bool:
+    """Whether every value present is a str (cheap on a string dtype)."""
+    import numpy as np
+    import pandas as pd
+
+    dtype = values.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return pd.api.types.infer_dtype(dtype.categories, skipna=True) in (
+            "string",
+            "empty",
+        )
+    if pd.api.types.is_string_dtype(dtype) and dtype is not np.dtype(object):
+        return True
+    if dtype is np.dtype(object):
+        return pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty")
+    return False
+
+
+def _integers(values: pd.Series) -> pd.Series:
+    """A column of counts as nullable Int64: what is no whole number within
+    Int64 (a text, a fraction, a value past the range) reads as missing."""
+    import numpy as np
+    import pandas as pd
+
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return values.astype("Int64")
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return pd.Series(pd.NA, index=values.index, dtype="Int64")
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        numbers = values.astype("float64")
+    else:
+        objects = values.astype(object)
+        numeric = objects.map(
+            lambda value: isinstance(value, int | float) and not isinstance(value, bool)
+        )
+        numbers = pd.to_numeric(objects.where(numeric, None), errors="coerce").astype(
+            "float64"
+        )
+    whole = numbers.notna() & np.isfinite(numbers) & (numbers == np.floor(numbers))
+    # Within int64 (2**63 itself is past it; a float cannot hold 2**63 - 1).
+    whole &= numbers.abs() < 2.0**63
+    result = pd.Series(pd.NA, index=values.index, dtype="Int64")
+    result[whole] = numbers[whole].astype("int64")
+    return result
+
+
+def _booleans(values: pd.Series) -> pd.Series:
+    """A column of flags as bool where every value is one, else as objects
+    with None for what is no bool."""
+    import pandas as pd
+
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return values
+    objects = values.astype(object)
+    return objects.where(objects.map(lambda value: isinstance(value, bool)), None)
+
+
+def _times(values: pd.Series) -> pd.Series:
+    """Times as stored (a timestamp column), or texts for `parse_times`: a
+    value of another type (a number) reads as missing."""
+    import pandas as pd
+
+    if isinstance(values.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(
+        values.dtype
+    ):
+        return values
+    return _texts(values)
 
 
 def parts_from_json(nodes: pd.DataFrame) -> pd.DataFrame:
@@ -117,23 +453,34 @@ def tree_ids_of(
     ------
     UnknownConversation
         An id names no tree and no node's conversation.
+    DatabaseError
+        A file cannot be read as Parquet, or its node table has no ids.
     """
-    import pyarrow.parquet as pq
+    import pandas as pd
 
     named = list(dict.fromkeys(conversation_ids))
-    table = pq.read_table(
-        Path(directory) / NODES,
-        columns=["tree_id", "conversation_id"],
-        filters=[[("tree_id", "in", named)], [("conversation_id", "in", named)]],
-    ).to_pandas()
-    trees = set(table["tree_id"].astype(str))
-    tree_of_conversation = dict(
-        zip(
-            table["conversation_id"].astype(str),
-            table["tree_id"].astype(str),
-            strict=True,
+    wanted = set(named)
+    trees: set[str] = set()
+    tree_of_conversation: dict[str, str] = {}
+    for path in dataset_files(directory):
+        table = read_file(path, ["tree_id", "conversation_id"])
+        if "tree_id" not in table.columns:
+            raise DatabaseError(
+                f"{path.name} is not a node table convgraph wrote: it has no"
+                " tree_id column"
+            )
+        tree_ids = _ids(table["tree_id"])
+        conversations = (
+            _ids(table["conversation_id"])
+            if "conversation_id" in table.columns
+            else tree_ids
         )
-    )
+        trees.update(set(pd.unique(tree_ids.dropna())) & wanted)
+        for conversation, tree in zip(
+            conversations.tolist(), tree_ids.tolist(), strict=True
+        ):
+            if conversation in wanted and tree is not None:
+                tree_of_conversation.setdefault(conversation, tree)
     found: dict[str, None] = {}
     for conversation_id in named:
         if conversation_id in trees:

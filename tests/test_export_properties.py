@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from convgraph import parts
 from convgraph.export import (
     generate_dot,
     generate_graphml,
@@ -128,6 +129,30 @@ hostile_id = short_text.filter(
 )
 
 
+#: Any JSON value a tool's arguments may hold (no floats: NaN is no JSON).
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | short_text,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(short_text, inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+maybe_text = st.none() | short_text
+sizes = st.none() | st.integers(0, 2**40)
+roles = st.sampled_from([parts.USER, parts.ASSISTANT])
+#: A node's parts: one of each type, every text hostile.
+part_values = st.one_of(
+    st.builds(parts.text, roles, hostile_text),
+    st.builds(parts.reasoning, hostile_text, st.booleans()),
+    st.builds(parts.tool_call, maybe_text, json_values, maybe_text),
+    st.builds(parts.tool_result, maybe_text, hostile_text, maybe_text, maybe_text),
+    st.builds(parts.code, hostile_text, maybe_text),
+    st.builds(parts.code_output, hostile_text),
+    st.builds(parts.attachment, roles, maybe_text, maybe_text, maybe_text, sizes),
+    st.builds(parts.fragment, maybe_text, sizes),
+)
+
+
 @st.composite
 def conversations(draw: st.DrawFn) -> list[nx.DiGraph]:
     """One to three conversation DiGraphs with the node contract's attributes."""
@@ -155,6 +180,9 @@ def conversations(draw: st.DrawFn) -> list[nx.DiGraph]:
                 prompt=draw(optional_text),
                 system=draw(optional_text),
                 response=draw(optional_text),
+                parts=draw(st.none() | st.lists(part_values, max_size=4)),
+                tool_calls=draw(st.none() | st.integers(0, 50)),
+                tools=draw(maybe_text),
                 model=draw(st.none() | st.sampled_from(["echo", "gpt-4o", 'm"<1>'])),
                 datetime_utc=draw(st.none() | short_text),
                 input_tokens=draw(count_value),
@@ -193,7 +221,7 @@ def assert_same(actual: list[nx.DiGraph], expected: list[nx.DiGraph]) -> None:
 
 def sanitized(graphs: list[nx.DiGraph]) -> list[nx.DiGraph]:
     """The graphs as GraphML carries them: XML's forbidden characters
-    replaced in every string."""
+    replaced in every string (the parts, JSON, keep every one)."""
 
     def clean(value):
         return without_forbidden(value) if isinstance(value, str) else value
@@ -235,6 +263,10 @@ def test_graphml_round_trip(graphs):
     # networkx alone reads the same graph: the conversations' union, with
     # the values that are not None, and the tree each node is in.
     whole = nx.read_graphml(io.BytesIO(data))
+    for _, values in whole.nodes(data=True):
+        if "parts" in values:
+            # A string attribute holding the parts' JSON.
+            values["parts"] = json.loads(values["parts"])
     union = nx.DiGraph()
     for graph in expected:
         for node, values in graph.nodes(data=True):

@@ -36,6 +36,7 @@ Examples
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ from convgraph.contract import (
     TREE_NAME,
 )
 from convgraph.export.common import (
+    FORBIDDEN,
     TREE_ID,
     ExportError,
     PathOrFile,
@@ -127,17 +129,22 @@ def _key_lines(several: bool) -> Iterator[str]:
 
 def _data(key: str, value: Any) -> str:
     if key == PARTS:
-        # JSON escapes every control character itself, so the parts read
-        # back exact; the surrogates and noncharacters XML forbids are
-        # replaced in the text like any other.
-        value = json.dumps(value, ensure_ascii=False, default=str)
-    elif key in INTEGER_COLUMNS:
+        # JSON escapes every control character itself, and the characters
+        # XML forbids besides (lone surrogates, U+FFFE, U+FFFF) are written
+        # as JSON escapes too: the parts read back exact.
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        return f'<data key="{key}">{xml_text(FORBIDDEN.sub(_json_escape, text))}</data>'
+    if key in INTEGER_COLUMNS:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ExportError(f"{key} must be an integer or None, not {value!r}")
         return f'<data key="{key}">{value}</data>'
     if key in BOOLEAN_ATTRIBUTES:
         return f'<data key="{key}">{"true" if value else "false"}</data>'
     return f'<data key="{key}">{xml_text(str(value))}</data>'
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:

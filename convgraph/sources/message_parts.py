@@ -132,17 +132,23 @@ def read_content(
     content = MessageContent()
     fragment_ids: set[Any] = set()
     attachment_parts: set[int] = set()
-    decoded: dict[str, list[tuple[Any, ...]]] = {}
+    # Most parts are text with its words: taken as they are. The others wait
+    # (a row decoded, at its place among its message's items) until the
+    # fragments and attachments they name are read.
+    waiting: dict[str, list[Any]] = {}
     for message_hash, rows in rows_by_message.items():
-        decoded[message_hash] = [
-            (part_type, tool_name, words, _payload(payload), part_id)
-            for _, _, _, part_type, tool_name, words, payload, part_id in rows
-        ]
-        for part_type, _, words, payload, part_id in decoded[message_hash]:
+        items: list[Any] = []
+        for _, _, _, part_type, tool_name, words, payload, part_id in rows:
+            if words is not None and part_type == kinds.TEXT:
+                items.append(words)
+                continue
+            decoded = (part_type, tool_name, words, _payload(payload), part_id)
+            items.append(decoded)
+            waiting[message_hash] = items
             if words is None and part_type in (kinds.TEXT, kinds.REASONING):
                 fragment_ids.update(
                     piece["fragment"]
-                    for piece in _text_refs(payload)
+                    for piece in _text_refs(decoded[3])
                     if "fragment" in piece
                 )
             if part_id is not None and part_type in (
@@ -150,19 +156,27 @@ def read_content(
                 kinds.TOOL_RESULT,
             ):
                 attachment_parts.add(part_id)
+        if items:
+            content.items[message_hash] = items
     fragments = _fragments(conn, sorted(fragment_ids, key=str))
     files = _attachments(conn, sorted(attachment_parts)) if attachments else {}
-    for message_hash, rows in decoded.items():
-        items: list[Item] = []
+    for message_hash, items in waiting.items():
+        resolved: list[Item] = []
         names: list[str | None] = []
-        for part_type, tool_name, words, payload, part_id in rows:
-            items.extend(
-                _items(part_type, tool_name, words, payload, fragments, files, part_id)
+        for item in items:
+            if isinstance(item, str):
+                resolved.append(item)
+                continue
+            part_type, tool_name, words, payload, part_id = item
+            resolved += _items(
+                part_type, tool_name, words, payload, fragments, files, part_id
             )
             if part_type == kinds.TOOL_CALL:
                 names.append(_call_name(tool_name, payload))
-        if items:
-            content.items[message_hash] = items
+        if resolved:
+            content.items[message_hash] = resolved
+        else:
+            del content.items[message_hash]
         if names:
             content.tool_names[message_hash] = names
     return content

@@ -17,6 +17,7 @@ cycle is reported as a `fork-cycle` problem.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -24,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
-from convgraph.parts import is_plain
+from convgraph.parts import ASSISTANT, TEXT, is_plain
 from convgraph.sources.generations import CONTINUES
 from convgraph.sources.message_parts import (
+    ROLES,
     MessageContent,
     read_content,
     read_tool_names,
@@ -509,6 +511,16 @@ class _Chains:
         return found
 
 
+#: The roles of a run's text parts, in order, where those are all its parts
+#: and `parts.is_plain` holds of them (then the node keeps no parts).
+PLAIN_ROLES = {
+    roles
+    for count in range(3)
+    for roles in itertools.product(ROLES, repeat=count)
+    if is_plain([{"role": role, "type": TEXT} for role in roles])
+}
+
+
 def _add_texts(
     record: dict[str, Any],
     content: MessageContent,
@@ -519,10 +531,27 @@ def _add_texts(
     """A turn's prompt (the text of its input's user messages), response
     (the text of the messages it appended) and parts (every part of both, in
     order; None where that is only a prompt and an answer)."""
-    record["prompt"] = "".join(
-        content.text_of(h) or "" for h in input_hashes if messages[h][1] == "user"
-    )
-    record["response"] = "".join(content.text_of(h) or "" for h in output_hashes)
+    items = content.items
+    prompt, response, kinds = [], [], []
+    plain = True  # every part a text: then the roles alone tell plain
+    for hashes, into in ((input_hashes, prompt), (output_hashes, response)):
+        for message_hash in hashes:
+            found = items.get(message_hash)
+            if not found:
+                continue
+            role = messages[message_hash][1]
+            for item in found:
+                if not isinstance(item, str):
+                    plain = False
+                    continue
+                if into is response or role == "user":
+                    into.append(item)
+                kinds.append(role if role in ROLES else ASSISTANT)
+    record["prompt"] = "".join(prompt)
+    record["response"] = "".join(response)
+    if plain and tuple(kinds) in PLAIN_ROLES:
+        record["parts"] = None
+        return
     parts = [
         part
         for message_hash in (*input_hashes, *output_hashes)

@@ -450,3 +450,44 @@ def test_llm_031s_tool_chain_is_one_node(old_031, tmp_path) -> None:
     assert (tree.nodes[last]["tool_calls"], tree.nodes[last]["tools"]) == (1, "shout")
     assert tree.graph["calls"] == {first: last}
     assert list(Forest.read(tmp_path / "logs.db", text=False).nodes["id"]) == [last]
+
+
+@pytest.mark.slow
+def test_llm_036_goes_on_from_llm_031s_tool_chain(old_031, tmp_path) -> None:
+    # llm 0.36 rebuilds the legacy run as messages (the call, the tool
+    # message, the answer) and logs its turn below them: it hangs under the
+    # run's node, found by its last answer.
+    functions = tmp_path / "functions.py"
+    functions.write_text(
+        'def shout(word: str) -> str:\n    "Say it loudly."\n'
+        '    return word.upper() + "!"\n'
+    )
+    old_031.run(tmp_path, "-m", "echo", "--functions", str(functions), PROMPT)
+    with LlmLog(tmp_path) as log:
+        log.cli("-m", "echo", "-c", "thanks")
+        after = log.latest_turn()
+    conn = sqlite3.connect(tmp_path / "logs.db")
+    first, last = [
+        row[0] for row in conn.execute("select id from responses order by id")
+    ]
+    conn.close()
+    for text in (True, False):
+        forest = Forest.read(tmp_path / "logs.db", text=text)
+        assert forest.nodes[["id", "parent_id", "source"]].values.tolist() == [
+            [last, None, "responses"],
+            [after, last, "turns"],
+        ]
+        assert forest.calls == {first: last}
+    tree = load_tree_of_node(first, tmp_path / "logs.db")
+    assert list(tree.edges) == [(last, after)]
+    assert path(tree, first) == [last]
+
+
+def test_a_note_or_a_mark_on_a_call_inside_a_run_is_the_runs(tmp_path) -> None:
+    db = legacy_chain(tmp_path / "logs.db", with_parent=True)
+    run("note", "r1", "the search was right", "--db", db)
+    run("prefer", "r2", "--db", db)
+    tree = load_tree("c", db)
+    assert tree.nodes["r3"]["note"] == "the search was right"
+    assert tree.nodes["r3"]["preferred"] is True
+    assert [tree.nodes[node]["note"] for node in ("q", "after")] == [None, None]

@@ -56,7 +56,8 @@ def set_note(
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:
-        logs.tree_id_of_node(node_id)  # raises UnknownNode
+        # Raises UnknownNode; a call inside a tool chain names the chain's node.
+        node_id = logs.node_of(node_id)
         path = notes_file(logs)
     _write(path, [(node_id, "note", text)])
     return path
@@ -80,7 +81,10 @@ def set_preferred(
     with open_logs(db) as logs:
         # The tree's rows as the source stores them: enough to find the
         # alternatives (same stored parent, same prompt) without building it.
-        records = logs.read_tree(logs.tree_id_of_node(node_id)).records
+        tree = logs.read_tree(logs.tree_id_of_node(node_id))
+        records = tree.records
+        # A call inside a tool chain names the chain's node.
+        node_id = tree.calls.get(node_id, node_id)
         path = notes_file(logs)
         marks = read_notes(logs, [record["id"] for record in records])
     cleared = []

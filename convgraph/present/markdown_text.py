@@ -10,7 +10,9 @@ and never close it (swallowing every turn after it), or carry `<script>` and
 structure of the document it writes"):
 
 - **Text shown as Markdown** (`markdown_block`) keeps its Markdown (lists,
-  emphasis, links, code blocks) only where it is tame: every code fence it
+  emphasis, links, code blocks) only where it reads as Markdown
+  (`is_markdown`: code or verse without a fence, which Markdown would join
+  into one line, is not) and is tame: every code fence it
   opens it closes (a fence is paired when its closing line is the first line
   that could close it, at the opener's own indentation, with nothing less
   indented between them), no other line starts a fence, it holds no `<` that
@@ -87,6 +89,22 @@ _HTML = re.compile(r"<[A-Za-z/!?]")
 #: renderer decodes a link's destination (entities, escapes, no whitespace).
 _SCRIPT_LINK = re.compile(r"\]\(<?(?:javascript|vbscript|data|file):")
 
+#: Markdown of a text's own: a heading, a list item, a quote, a table row,
+#: a code fence or span, a link or picture, emphasis with asterisks.
+_MARKDOWN = re.compile(
+    r"^[ ]{0,3}(?:\#{1,6}(?:[ \t]|$)|[-+*][ \t]|\d{1,9}[.)][ \t]|>|\|.*\|[ \t]*$"
+    r"|```|~~~)"
+    r"|`[^`\n]+`|\]\(|\*\*\S|\S\*\*|(?<![\w*])\*[^\s*][^*\n]*(?<=\S)\*(?![\w*])",
+    re.MULTILINE,
+)
+
+#: What Markdown changes in a text without Markdown of its own: two lines
+#: in a row (joined into one), an underscore it may read as emphasis, a
+#: backslash before punctuation (dropped), an entity (decoded).
+_CHANGED = re.compile(
+    r"\S[^\n]*\n[ \t]*\S|(?<!\w)__?[^\s_]|\\[!-/:-@\[-`{-~]|&[A-Za-z#][A-Za-z0-9]*;"
+)
+
 #: Characters a renderer drops or ignores inside a link's address.
 _IGNORED = re.compile(r"[\x00-\x20\x7f-\x9f\\]")
 
@@ -121,10 +139,30 @@ def markdown_block(text: str) -> list[str]:
     ['A **tree**:', '', '- root', '- leaves']
     >>> markdown_block("Run <script>alert(1)</script>")
     ['```', 'Run <script>alert(1)</script>', '```']
+    >>> markdown_block("class Tree:\\n    def __init__(self):\\n        pass")
+    ['```', 'class Tree:', '    def __init__(self):', '        pass', '```']
     """
     lines = markdown_lines(text)
-    tame = _tame(lines)
+    tame = _tame(lines) if is_markdown("\n".join(lines)) else None
     return tame if tame is not None else _fence(lines, "")
+
+
+def is_markdown(text: str) -> bool:
+    """Whether `text` reads as Markdown: it holds Markdown of its own (a
+    heading, a list, a quote, a table, a code fence or span, a link,
+    emphasis with asterisks), or Markdown would show it as it is. Text
+    without Markdown of its own that Markdown would change (join its lines,
+    as code or verse without a fence; read `__init__` as bold; drop a
+    backslash; decode an entity) is not: it is shown verbatim.
+
+    Examples
+    --------
+    >>> is_markdown("A tree is a graph."), is_markdown("- root\\n- leaf")
+    (True, True)
+    >>> is_markdown('{\\n  "prompt": "hi"\\n}'), is_markdown("def __init__")
+    (False, False)
+    """
+    return _MARKDOWN.search(text) is not None or _CHANGED.search(text) is None
 
 
 def _tame(lines: list[str]) -> list[str] | None:

@@ -330,3 +330,28 @@ def test_any_text_leaves_the_markdown_export_its_turns(tree: ConversationTree) -
             ("h2", "3. Assistant"),
         ],
     )
+
+
+# -- what is not Markdown is shown as it is ---------------------------------------------
+
+CODE = "class HashMap:\n    def __init__(self):\n        self.slots = [None] * 8"
+MARKDOWN = "A map:\n\n- `get`, **fast**\n- [docs](https://example.org)"
+
+
+def test_code_without_a_fence_is_shown_as_it_is() -> None:
+    tree = ConversationTree.from_edges(
+        [("r", "a")],
+        {
+            "r": {"prompt": "A hash map?", "response": CODE},
+            "a": {"prompt": "Explain", "response": MARKDOWN},
+        },
+        tree_id="code",
+    )
+    tokens = PARSER.parse(Transcript(tree, ["r", "a"]).markdown())
+    # The code keeps its lines and its underscores: a fence, not a paragraph.
+    assert fences(tokens) == [verbatim(CODE)]
+    page = PARSER.render(Transcript(tree, ["r", "a"]).markdown())
+    assert "<strong>init</strong>" not in page
+    # An answer in Markdown keeps its list, code span, emphasis and link.
+    assert "<li><code>get</code>, <strong>fast</strong></li>" in page
+    assert '<a href="https://example.org">docs</a>' in page

@@ -19,18 +19,22 @@ import sqlite3
 from pathlib import Path
 
 import llm
+import pandas as pd
 import pytest
 import sqlite_utils
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from llm.logs import LogStore
 from llm.parts import ToolResultPart
 
 from convgraph import parts as kinds
+from convgraph.contract import CONTENT_ATTRIBUTES, SOURCE_COLUMNS
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree, load_tree_of_node
 from convgraph.model.tree import children, parent, path, siblings
 from convgraph.sources import open_logs
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
-from tests.helpers import run
+from tests.helpers import examples, run
 from tests.old_llm import OldLlmUnavailable, old_llm
 
 SHOUT_TREE = [{"name": "shout", "arguments": {"word": "tree"}}]
@@ -51,6 +55,11 @@ def echo_answer(
     if tool_results is not None:
         info["tool_results"] = tool_results
     return json.dumps(info, indent=2)
+
+
+def missing(value: object) -> bool:
+    """NA or NaN in a table (a list of parts is a value)."""
+    return not isinstance(value, list) and bool(pd.isna(value))
 
 
 def turn_rows(path: Path) -> dict[str, dict]:
@@ -491,3 +500,74 @@ def test_a_note_or_a_mark_on_a_call_inside_a_run_is_the_runs(tmp_path) -> None:
     assert tree.nodes["r3"]["note"] == "the search was right"
     assert tree.nodes["r3"]["preferred"] is True
     assert [tree.nodes[node]["note"] for node in ("q", "after")] == [None, None]
+
+
+# -- one tree's read and the whole file's agree on any legacy tool chains ------
+
+
+@st.composite
+def legacy_runs(draw: st.DrawFn) -> list[tuple]:
+    """Responses of two conversations, each maybe sent tool results, maybe
+    making calls, with an empty prompt or not, and any stored parent."""
+    count = draw(st.integers(1, 10))
+    ids = [f"r{index}" for index in range(count)]
+    return [
+        (
+            node,
+            draw(st.sampled_from(["c", "d"])),
+            draw(st.sampled_from(["", "ask"])),
+            draw(st.one_of(st.none(), st.sampled_from([*ids, "gone"]))),
+            draw(st.integers(0, 2)),  # tool calls made
+            draw(st.booleans()),  # sent a result
+        )
+        for node in ids
+    ]
+
+
+@settings(
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(rows=legacy_runs(), with_parent=st.booleans())
+def test_one_tree_and_the_whole_file_fold_legacy_runs_alike(
+    tmp_path_factory, rows, with_parent
+) -> None:
+    path = tmp_path_factory.mktemp("runs") / "logs.db"
+    conn = legacy_database(path, with_parent=with_parent)
+    for index, (node, conversation, prompt, above, made, sent) in enumerate(rows):
+        add_response(
+            conn,
+            node,
+            conversation,
+            prompt,
+            parent=above if with_parent else None,
+            datetime_utc=timestamp(index),
+            input_tokens=index,
+        )
+        for call in range(made):
+            add_tool_call(conn, node, f"tool{call}", "{}", f"{node}-{call}")
+        if sent:
+            add_tool_result(conn, node, "tool0", "done", "x")
+    conn.commit()
+    conn.close()
+    with open_logs(path) as logs:
+        records, calls = [], {}
+        for tree_id in logs.tree_ids():
+            tree = logs.read_tree(tree_id)
+            records += tree.records
+            calls.update(tree.calls)
+        records.sort(key=lambda record: (record["datetime_utc"], record["id"]))
+        for text in (True, False):
+            nodes, _ = logs.read_forest(text=text)
+            assert logs.calls == calls
+            columns = [
+                column
+                for column in SOURCE_COLUMNS
+                if text or column not in CONTENT_ATTRIBUTES
+            ]
+            table = [
+                [None if missing(value) else value for value in row]
+                for row in nodes[columns].astype(object).values.tolist()
+            ]
+            assert table == [[record[c] for c in columns] for record in records], text

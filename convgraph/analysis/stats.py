@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from convgraph.analysis.tool_stats import table_tool_totals, tree_tool_totals
 from convgraph.contract import (
     CATEGORY_COLUMNS,
     CONVERSATION_COLUMNS,
@@ -377,7 +378,7 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
         "branching_factor_avg": average,
         "branching_factor_max": most,
         **operations.node_totals(tree),
-        **_tool_totals(tree),
+        **tree_tool_totals(tree),
         # The active path (the branch last used) and the leaves off it.
         "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
         "abandoned_branches": sum(
@@ -387,17 +388,6 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
         ),
     }
     return {key: stats[key] for key in CONVERSATION_COLUMNS}
-
-
-def _tool_totals(tree: nx.DiGraph) -> dict[str, Any]:
-    """One tree's tool calls (their sum: None where no node can tell) and
-    the tools it called (each once, in the order first called)."""
-    calls = [count for _, count in tree.nodes(data=TOOL_CALLS) if count is not None]
-    names = (name for _, text in tree.nodes(data=TOOLS) for name in tool_list(text))
-    return {
-        TOOL_CALLS: sum(calls) if calls else None,
-        TOOLS: list(dict.fromkeys(names)),
-    }
 
 
 def conversation_table_of(
@@ -491,21 +481,8 @@ def conversation_table_of(
     )
     for column in INTEGER_ATTRIBUTES:
         table[column] = usage[column].reindex(range(trees)).array
-    calls = (
-        nodes[TOOL_CALLS]
-        if TOOL_CALLS in nodes.columns
-        else pd.Series(None, nodes.index)
-    )
-    table[TOOL_CALLS] = (
-        calls.astype("Int64")
-        .reset_index(drop=True)
-        .groupby(codes)
-        .sum(min_count=1)
-        .reindex(range(trees))
-        .array
-    )
-    tools = nodes[TOOLS] if TOOLS in nodes.columns else pd.Series(None, nodes.index)
-    table[TOOLS] = pd.Series(_tools_per_tree(tools, codes, trees), dtype=object)
+    for column, values in table_tool_totals(nodes, codes, trees).items():
+        table[column] = values
     active = active_column(nodes, parent_rows)
     table["active_path_length"] = per_tree(active)
     table["abandoned_branches"] = per_tree((counts == 0) & ~active)
@@ -640,52 +617,6 @@ def _models_per_tree(models: pd.Series, tree_codes: np.ndarray, trees: int) -> l
     order = np.argsort(trees_of, kind="stable")
     flat = names[models_of[order]].tolist()
     return _split_lists(flat, np.bincount(trees_of, minlength=trees))
-
-
-def tool_list(tools: Any) -> list[str]:
-    """A node's `tools` (the names joined by ", ") as a list of names.
-
-    Examples
-    --------
-    >>> tool_list("shout, python"), tool_list(None)
-    (['shout', 'python'], [])
-    """
-    if not isinstance(tools, str):
-        return []
-    return [name for name in tools.split(", ") if name]
-
-
-def _tools_per_tree(tools: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
-    """Each tree's tools, each once, in the order first called (rows are in
-    log order), as lists aligned with the tree codes: each distinct `tools`
-    text is split once, then the distinct (tree, tool) pairs found in order
-    of first use, as `_models_per_tree` finds the models."""
-    codes, texts = pd.factorize(tools.astype(object), sort=False)
-    split = [tool_list(text) for text in texts.tolist()]
-    names, name_codes = np.unique(
-        np.asarray([name for found in split for name in found], dtype=object),
-        return_inverse=True,
-    )
-    if not len(names):
-        return [[] for _ in range(trees)]
-    counts = np.asarray([len(found) for found in split], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    used = codes >= 0
-    # The distinct (tree, text) pairs in order of first use, then each
-    # text's names in order: a name first appears with the first text
-    # that holds it.
-    pairs = pd.unique(tree_codes[used].astype(np.int64) * len(texts) + codes[used])
-    pair_trees, pair_texts = np.divmod(pairs, len(texts))
-    repeat = counts[pair_texts]
-    offsets = np.arange(repeat.sum()) - np.repeat(np.cumsum(repeat) - repeat, repeat)
-    flat_names = name_codes[np.repeat(starts[pair_texts], repeat) + offsets]
-    flat_trees = np.repeat(pair_trees, repeat)
-    first_uses = pd.unique(flat_trees * len(names) + flat_names)
-    trees_of, names_of = np.divmod(first_uses, len(names))
-    order = np.argsort(trees_of, kind="stable")
-    return _split_lists(
-        names[names_of[order]].tolist(), np.bincount(trees_of, minlength=trees)
-    )
 
 
 def _models_per_branch(

@@ -1,0 +1,125 @@
+"""What a conversation's runs did with tools: how many tool calls they made
+and which tools they called, in the rule's two forms side by side: one
+tree's graph (`tree_tool_totals`, for `convgraph.analysis.stats.summary`)
+and every tree of a node table at once (`table_tool_totals`, for
+`conversation_table_of`, on pandas or a Dask partition). One property test
+holds them to the same answers (tests/test_stats.py, with the rest of the
+pair).
+
+A node's `tool_calls` is an integer (None where the source cannot tell) and
+its `tools` the names it called, each once in first-call order, joined by
+", " (docs/design.md#the-node-contract); a tree sums the first (None, NA in
+the table, where no node can tell) and lists the second, each name once, in
+the order the tree first called it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from convgraph.contract import TOOL_CALLS, TOOLS
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def tool_list(tools: Any) -> list[str]:
+    """A node's `tools` (the names joined by ", ") as a list of names.
+
+    Examples
+    --------
+    >>> tool_list("shout, python"), tool_list(None)
+    (['shout', 'python'], [])
+    """
+    if not isinstance(tools, str):
+        return []
+    return [name for name in tools.split(", ") if name]
+
+
+def tree_tool_totals(tree: nx.DiGraph) -> dict[str, Any]:
+    """One tree's tool calls (their sum: None where no node can tell) and
+    the tools it called (each once, in the order first called).
+
+    Examples
+    --------
+    >>> from convgraph.model.tree import ConversationTree
+    >>> tree = ConversationTree.from_edges([("r", "a")], {
+    ...     "r": {"tool_calls": 2, "tools": "shout, python"},
+    ...     "a": {"tool_calls": 1, "tools": "search, shout"}})
+    >>> tree_tool_totals(tree)
+    {'tool_calls': 3, 'tools': ['shout', 'python', 'search']}
+    """
+    calls = [count for _, count in tree.nodes(data=TOOL_CALLS) if count is not None]
+    names = (name for _, text in tree.nodes(data=TOOLS) for name in tool_list(text))
+    return {
+        TOOL_CALLS: sum(calls) if calls else None,
+        TOOLS: list(dict.fromkeys(names)),
+    }
+
+
+def table_tool_totals(
+    nodes: pd.DataFrame, tree_codes: np.ndarray, trees: int
+) -> dict[str, Any]:
+    """Every tree's `tree_tool_totals` at once, aligned with the tree codes
+    (`tree_codes[row]` the tree of each row, rows in log order):
+    `tool_calls` a nullable Int64 array, `tools` a Series of lists. A table
+    without the columns (a dataset written before them) has no calls to
+    tell and no tools.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> nodes = pd.DataFrame({"tool_calls": [2, None, 1],
+    ...     "tools": ["shout, python", None, "search, shout"]})
+    >>> totals = table_tool_totals(nodes, np.array([0, 1, 0]), 2)
+    >>> totals["tool_calls"].tolist(), totals["tools"].tolist()
+    ([3, <NA>], [['shout', 'python', 'search'], []])
+    """
+    missing = pd.Series(None, index=nodes.index, dtype=object)
+    calls = nodes[TOOL_CALLS] if TOOL_CALLS in nodes.columns else missing
+    tools = nodes[TOOLS] if TOOLS in nodes.columns else missing
+    return {
+        TOOL_CALLS: calls.astype("Int64")
+        .reset_index(drop=True)
+        .groupby(tree_codes)
+        .sum(min_count=1)
+        .reindex(range(trees))
+        .array,
+        TOOLS: pd.Series(_tools_per_tree(tools, tree_codes, trees), dtype=object),
+    }
+
+
+def _tools_per_tree(tools: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
+    """Each tree's tools, each once, in the order first called, as lists
+    aligned with the tree codes: each distinct `tools` text is split once,
+    then the distinct (tree, tool) pairs found in order of first use (a hash,
+    not a sort), as the statistics find each tree's models."""
+    codes, texts = pd.factorize(tools.astype(object), sort=False)
+    split = [tool_list(text) for text in texts.tolist()]
+    names, name_codes = np.unique(
+        np.asarray([name for found in split for name in found], dtype=object),
+        return_inverse=True,
+    )
+    if not len(names):
+        return [[] for _ in range(trees)]
+    counts = np.asarray([len(found) for found in split], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    used = codes >= 0
+    # The distinct (tree, text) pairs in order of first use, then each
+    # text's names in order: a name first appears with the first text
+    # that holds it.
+    pairs = pd.unique(tree_codes[used].astype(np.int64) * len(texts) + codes[used])
+    pair_trees, pair_texts = np.divmod(pairs, len(texts))
+    repeat = counts[pair_texts]
+    offsets = np.arange(repeat.sum()) - np.repeat(np.cumsum(repeat) - repeat, repeat)
+    flat_names = name_codes[np.repeat(starts[pair_texts], repeat) + offsets]
+    flat_trees = np.repeat(pair_trees, repeat)
+    first_uses = pd.unique(flat_trees * len(names) + flat_names)
+    trees_of, names_of = np.divmod(first_uses, len(names))
+    order = np.argsort(trees_of, kind="stable")
+    found = names[names_of[order]].tolist()
+    ends = np.cumsum(np.bincount(trees_of, minlength=trees)).tolist()
+    return [found[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]

@@ -237,7 +237,7 @@ def _with_tools(nodes: pd.DataFrame) -> pd.DataFrame:
 
     names = nodes[TOOL_NAMES].to_numpy(dtype=object)
     tools = np.full(len(nodes), None, dtype=object)
-    for row in np.flatnonzero([value is not None for value in names]).tolist():
+    for row in np.flatnonzero(nodes[TOOL_NAMES].notna().to_numpy()).tolist():
         tools[row] = tools_of(names[row])
     return nodes.assign(**{TOOLS: pd.Series(tools, index=nodes.index, dtype=object)})
 

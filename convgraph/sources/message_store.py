@@ -532,7 +532,9 @@ def _add_texts(
     (the text of the messages it appended) and parts (every part of both, in
     order; None where that is only a prompt and an answer)."""
     items = content.items
-    prompt, response, kinds = [], [], []
+    prompt: list[str] = []
+    response: list[str] = []
+    kinds: list[str] = []
     plain = True  # every part a text: then the roles alone tell plain
     for hashes, into in ((input_hashes, prompt), (output_hashes, response)):
         for message_hash in hashes:

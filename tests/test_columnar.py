@@ -29,7 +29,7 @@ pytest.importorskip("adbc_driver_sqlite")
 from benchmarks import synthetic  # noqa: E402
 from convgraph import Forest  # noqa: E402
 from convgraph.sources import columnar, open_logs, snapshot  # noqa: E402
-from convgraph.sources.columnar import numbering, reader  # noqa: E402
+from convgraph.sources.columnar import calls, numbering, reader  # noqa: E402
 from tests.databases import (  # noqa: E402
     COMPLEX,
     LlmLog,
@@ -488,33 +488,69 @@ def test_legacy_files_with_tools_attachments_or_fragments_go_to_the_row_reader(
 @pytest.mark.parametrize(
     "sql",
     [
+        # a tool call without its arguments, and without a result
         "update parts set type = 'tool_call' where rowid = 2",
+        # a tool message as the input of a turn: a run to fold
+        "update messages set role = 'tool' where hash in"
+        " (select parent_message_hash from turns where rowid = 2)",
+        # ... but as the first message of the conversation
         "update messages set role = 'tool' where rowid = 1",
     ],
 )
-def test_message_stores_with_tool_calls_go_to_the_row_reader(
-    llm_fork_db, tmp_path, sql
+def test_tool_calls_and_runs_of_a_message_store(
+    llm_fork_db, tmp_path, monkeypatch, sql
 ):
     path = copy_of(llm_fork_db["path"], tmp_path)
-    with open_logs(path) as logs:
-        assert columnar.read_forest(logs, text=False) is not None
     execute(path, sql)
-    with open_logs(path) as logs:
-        assert columnar.read_forest(logs, text=False) is None
+    assert_same_forest(path, monkeypatch, text=False)
 
 
-def test_a_tool_chain_reads_the_same_either_way(tmp_path, monkeypatch):
+def test_tool_chains_are_counted_and_folded_on_arrays(tmp_path, monkeypatch):
     with LlmLog(tmp_path) as log:
-        first, last = log.tool_chain("shout", [{"name": "shout", "arguments": {}}])
+        first, last = log.tool_chain(
+            "shout",
+            [
+                {"name": "shout", "arguments": {"word": "a"}},
+                {"name": "shout", "arguments": {"word": "b"}},
+            ],
+        )
         log.cli("-m", "echo", "-c", "thanks")
-    forest = Forest.read(log.path, text=False)
-    assert forest.nodes["id"].tolist()[0] == last
-    assert forest.nodes["tool_calls"].tolist() == [1, 0]
-    with monkeypatch.context() as patch:
-        patch.setattr(columnar, "available", lambda: False)
-        rows = Forest.read(log.path, text=False)
-    pd.testing.assert_frame_equal(forest.nodes, rows.nodes, check_exact=True)
-    assert forest.calls == rows.calls == {first: last}
+        log.tool_chain("again", [{"name": "shout", "arguments": {"word": "c"}}], "-c")
+    forest = assert_same_forest(log.path, monkeypatch, text=False)
+    assert forest.nodes["tool_calls"].tolist() == [2, 0, 1]
+    assert forest.nodes["tools"].tolist() == ["shout", None, "shout"]
+    with open_logs(log.path) as logs:
+        columnar.read_forest(logs, text=False)
+        fast = logs.calls
+        with monkeypatch.context() as patch:
+            patch.setattr(columnar, "available", lambda: False)
+            logs.read_forest(text=False)
+        assert fast == logs.calls
+    assert list(fast.items())[0] == (first, last)
+
+
+def test_a_turn_of_very_many_messages_goes_to_the_row_reader(tmp_path):
+    with LlmLog(tmp_path) as log:
+        log.prompt("hello")
+    conn = sqlite3.connect(log.path)
+    # The turn's input names no message: its answer's walk up reaches the
+    # top, through more messages than the arrays walk.
+    (tip,) = conn.execute("select tip_message_hash from turns").fetchone()
+    above = tip
+    for index in range(calls.MAX_ROUNDS + 1):
+        conn.execute(
+            "insert into messages (hash, parent_hash, role) values (?, null, 'user')",
+            [f"m{index}"],
+        )
+        conn.execute(
+            "update messages set parent_hash = ? where hash = ?", [f"m{index}", above]
+        )
+        above = f"m{index}"
+    conn.execute("update turns set parent_message_hash = null")
+    conn.commit()
+    conn.close()
+    with open_logs(log.path) as logs:
+        assert columnar.read_forest(logs, text=False) is None
 
 
 def test_without_pyarrow_and_adbc_the_row_reader_reads(seed_db, monkeypatch):

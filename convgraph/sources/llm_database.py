@@ -230,8 +230,7 @@ class LogDatabase(Source):
         found = columnar.read_forest(self, text=text)
         self._forks_acyclic = found is not None
         if found is not None:
-            self.record_problems = []
-            self.calls = {}  # it reads no file with a tool chain
+            self.record_problems = []  # it set `calls` itself
             return found
         return read_consistently(
             self.conn,

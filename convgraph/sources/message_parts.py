@@ -300,6 +300,12 @@ def _items(
     return []
 
 
+def call_name(tool_name: str | None, payload: str | None) -> str | None:
+    """A tool call's name from its row's `tool_name` and `payload` (the
+    rule `read_content` and `read_tool_names` follow)."""
+    return _call_name(tool_name, _payload(payload))
+
+
 def _call_name(tool_name: str | None, payload: dict[str, Any]) -> str | None:
     """A tool call's name: the payload's, else the `tool_name` column's."""
     name = payload.get("name")

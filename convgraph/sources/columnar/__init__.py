@@ -23,7 +23,8 @@ did more than append: `read_consistently`).
 
 This path covers the files it can answer exactly and fast: a legacy file (no
 turns) without tool calls, attachments or fragments, or a message store
-without legacy rows and without tool calls read without its texts. Other
+without legacy rows read without its texts (its tool calls counted and its
+tool chains folded on arrays, `calls`); it sets `logs.calls`. Other
 files (upgraded ones, with both generations), and any sign of values the
 contract's types cannot hold as they are (a BLOB, undecodable UTF-8, a
 number among text, text among integers, a NULL or repeated id, a cycle of
@@ -80,16 +81,18 @@ def read_forest(
                 # tool chains to fold, a response at a time (`legacy_parts`).
                 return None
             if kind == "legacy":
+                logs.calls = {}
                 return read_consistently(
                     reader,
                     legacy.tables(logs),
                     lambda snapshot: legacy.read_legacy(logs, reader, snapshot, text),
                 )
-            return read_consistently(
+            nodes, names, logs.calls = read_consistently(
                 reader,
                 message_store.TABLES,
                 lambda snapshot: message_store.read_store(reader, snapshot),
             )
+            return nodes, names
     except (NotColumnar, adbc_driver_manager.Error):
         # A locked or damaged file, or values to report: the row readers
         # say what is wrong in the house's words.

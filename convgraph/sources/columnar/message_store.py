@@ -1,9 +1,8 @@
 """The columnar read of a message store: turns, threads and messages as
 columns, each turn's parent found on integers.
 
-A file with tool calls (a part of type `tool_call`, or a message of the
-role `tool`) is left to the row reader, which counts them and folds each
-tool chain into one node (`runs`).
+Each turn's tool calls are counted on arrays too (`calls`), and each tool
+chain folded into one node by the row reader's rule (`runs`).
 
 Each thread's tree is found by pointer jumping up `forked_from`; message
 hashes and thread ids are numbered as integers (`numbering`); each turn's
@@ -20,12 +19,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES
+from convgraph.contract import INTEGER_ATTRIBUTES, TOOL_CALLS
 from convgraph.sources.columnar.arrays import (
     dictionary_codes,
     in_log_order,
     nodes_frame,
     object_array,
+)
+from convgraph.sources.columnar.calls import (
+    CALL_COLUMNS,
+    OTHER,
+    ROLE_CODE,
+    TooLong,
+    turn_calls,
 )
 from convgraph.sources.columnar.numbering import numbered, numbered_by_bytes
 from convgraph.sources.columnar.reader import (
@@ -35,6 +41,7 @@ from convgraph.sources.columnar.reader import (
     ArrowReader,
     NotColumnar,
 )
+from convgraph.sources.runs import RUN, TOOL_NAMES, fold_run_frame
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,11 +56,14 @@ TABLES = ("threads", "turns", "messages", "parts")
 
 def read_store(
     reader: ArrowReader, snapshot: Snapshot
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The turns of a message store without legacy rows, structure and usage
-    only, up to `snapshot`'s bounds (of `TABLES`), with the message store's
-    parent rule (`turn_parents.turn_parent_rows`)."""
+) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
+    """The nodes of a message store without legacy rows, structure, usage
+    and tool calls only, up to `snapshot`'s bounds (of `TABLES`), with the
+    message store's parent rule (`turn_parents.turn_parent_rows`) and its
+    tool chains folded (`runs.fold_run_frame`); the trees' names; and the
+    node of each call inside a run."""
     import numpy as np
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -88,19 +98,14 @@ def read_store(
         {
             "hash": ("hash", ID),
             "parent_hash": ("parent_hash", TEXT),
-            "tool": ("role = 'tool'", INTEGER),
+            "role": (ROLE_CODE, INTEGER),
         },
         snapshot,
     )
     if not len(turns["id"]):
         raise NotColumnar("no turns")
-    # Tool calls to count, or a tool chain to fold into one node (`runs`):
-    # the row reader's work, a call at a time.
-    tool_calls = reader.table(
-        "parts", {"tool_call": ("type = 'tool_call'", INTEGER)}, snapshot
-    )["tool_call"]
-    if _any(tool_calls) or _any(messages.pop("tool")):
-        raise NotColumnar("tool calls")
+    # Only a tool call's row of `parts` holds anything here.
+    parts = reader.table("parts", CALL_COLUMNS, snapshot)
 
     # Log order: the row reader's `order by coalesce(datetime_utc, ''), id`.
     # llm appends as it logs, so the rows nearly always are in it already:
@@ -140,10 +145,26 @@ def read_store(
     fork_up = np.concatenate(
         [fork_codes, np.full(thread_count - in_table, -1, np.int64)]
     )
-    parent_rows, start_rows, tip_rows = message_numbers(messages, turns)
+    roles = np.asarray(pc.fill_null(messages.pop("role"), OTHER).to_numpy(), np.int64)
+    message_count = len(messages["hash"])
+    parent_rows, start_rows, tip_rows, call_rows = message_numbers(
+        messages, turns, parts.pop("call_hash")
+    )
     del messages
     if not reaches_root(parent_rows).all():
         raise NotColumnar("a cycle of messages")
+    try:
+        calls, carries, tool_names = turn_calls(
+            parent_rows,
+            roles,
+            start_rows,
+            tip_rows,
+            call_rows,
+            parts,
+            message_count,
+        )
+    except TooLong:
+        raise NotColumnar("a turn of very many messages") from None
     parents = turn_parent_rows(
         dictionary_codes(tree_ids)[0],
         parent_rows,
@@ -157,6 +178,11 @@ def read_store(
     has_parent = parents >= 0
     parent_ids[has_parent] = node_ids[parents[has_parent]]
     nodes = nodes_frame(node_ids, tree_ids, parent_ids, parents, turns, SOURCE)
+    nodes[TOOL_CALLS] = pd.arrays.IntegerArray(calls, np.zeros(len(calls), bool))
+    nodes[RUN] = carries
+    nodes[TOOL_NAMES] = tool_names
+    # A tool chain is one node: the row reader's rule, on this table.
+    nodes, inner = fold_run_frame(nodes, text=False)
     is_original = pa.array(root_rows == np.arange(len(root_rows)))
     names = dict(
         zip(
@@ -165,15 +191,18 @@ def read_store(
             strict=True,
         )
     )
-    return nodes, names
+    return nodes, names, inner
 
 
 def message_numbers(
-    messages: dict[str, pa.ChunkedArray], turns: dict[str, pa.ChunkedArray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    messages: dict[str, pa.ChunkedArray],
+    turns: dict[str, pa.ChunkedArray],
+    call_hashes: pa.ChunkedArray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every message numbered (its row), and the number of each message's
-    parent and of each turn's input and tip (-1 for none). The hash columns
-    are taken out of the tables: once numbered, they are only memory."""
+    parent, of each turn's input and tip, and of each tool call's message
+    (-1 for none). The hash columns are taken out of the tables: once
+    numbered, they are only memory."""
     import numpy as np
 
     hashes = (
@@ -181,19 +210,13 @@ def message_numbers(
         messages.pop("parent_hash"),
         turns.pop("start"),
         turns.pop("tip"),
+        call_hashes,
     )
-    message_count, (parent_rows, start_rows, tip_rows) = numbered_by_bytes(
+    message_count, (parent_rows, start_rows, tip_rows, call_rows) = numbered_by_bytes(
         *hashes
     ) or numbered(*hashes)
     # Hashes that name no message are rows past the messages, with no parent.
     parent_rows = np.concatenate(
         [parent_rows, np.full(message_count - len(hashes[0]), -1, np.int64)]
     )
-    return parent_rows, start_rows, tip_rows
-
-
-def _any(flags: pa.ChunkedArray) -> bool:
-    """Whether any of these 0/1 flags (NULL: no) is 1."""
-    import pyarrow.compute as pc
-
-    return bool(len(flags)) and bool(pc.max(flags).as_py())
+    return parent_rows, start_rows, tip_rows, call_rows

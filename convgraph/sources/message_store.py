@@ -5,10 +5,13 @@ each delimited by the message it was given (`parent_message_hash`) and the
 message it ended at (`tip_message_hash`); `threads` are named pointers, and a
 thread made with `LogStore.fork` names the thread it came from.
 
-A node is a turn. Its parent is the turn whose output its input continues: the
-nearest message above its input that is some turn's tip (the rule and its
-two forms, turn by turn here and on arrays in the columnar reader, are in
-`turn_parents`). A conversation tree is
+Each turn is read as a call: its parent is the turn whose output its input
+continues, the nearest message above its input that is some turn's tip (the
+rule and its two forms, turn by turn here and on arrays in the columnar
+reader, are in `turn_parents`); its prompt, response and parts come from
+its messages' parts (`message_parts`); a turn whose input is a `tool`
+message carries on the run of the turn above (`runs.RUN`), and
+`LogDatabase` folds each run into one node (`runs`). A conversation tree is
 an original thread with every thread forked from it, transitively, and is named
 by the original thread's id. Forks that go round a cycle (hostile data) have
 no original thread: the cycle's smallest thread id stands for it, and the

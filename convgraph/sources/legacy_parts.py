@@ -90,12 +90,11 @@ class LegacyParts:
         quoted = f't."{name}"'
         return as_integer(quoted) if integer else as_text(quoted)
 
-    @property
-    def has_tools(self) -> bool:
-        """Whether the file has llm's tool tables (llm 0.26 and later)."""
-        return self._has("tool_calls", "response_id") or self._has(
-            "tool_results", "response_id"
-        )
+    def _size(self, table: str) -> str:
+        """SQL for the size in bytes of a row's `content` (never the bytes)."""
+        if "content" not in self._columns.get(table, ()):
+            return "null"
+        return "length(cast(t.content as blob))"
 
     def sent_results(self) -> bool:
         """Whether any response was sent tool results (then tool chains may
@@ -261,12 +260,7 @@ class LegacyParts:
             return
         fragments = self._by_id(
             "fragments",
-            [
-                self._column("fragments", "source"),
-                "length(cast(t.content as blob))"
-                if "content" in self._columns["fragments"]
-                else "null",
-            ],
+            [self._column("fragments", "source"), self._size("fragments")],
             [fragment_id for _, fragment_id in named],
         )
         for response_id, fragment_id in named:
@@ -329,9 +323,7 @@ class LegacyParts:
                 self._column("attachments", "path"),
                 self._column("attachments", "url"),
                 self._column("attachments", "type"),
-                "length(cast(t.content as blob))"
-                if "content" in self._columns["attachments"]
-                else "null",
+                self._size("attachments"),
             ],
             attachment_ids,
         )

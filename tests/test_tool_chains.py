@@ -33,6 +33,7 @@ from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree, load_tree_of_node
 from convgraph.model.tree import children, parent, path, siblings
 from convgraph.sources import open_logs
+from convgraph.store import migrate
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
 from tests.helpers import examples, run
 from tests.old_llm import OldLlmUnavailable, old_llm
@@ -571,3 +572,37 @@ def test_one_tree_and_the_whole_file_fold_legacy_runs_alike(
                 for row in nodes[columns].astype(object).values.tolist()
             ]
             assert table == [[record[c] for c in columns] for record in records], text
+
+
+# -- deleting a run ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_parent", [True, False], ids=["parent", "chain"])
+def test_deleting_a_run_deletes_every_call_of_it(tmp_path, with_parent) -> None:
+    """The run r1 -> r2 -> r3 is one node (r3): deleting it, by its id or by
+    the id of a call inside it, deletes the three calls and their tool rows,
+    and the question after it moves up to the question before it."""
+    from convgraph.store import delete_node
+
+    for name in ("r3", "r1"):
+        path = legacy_chain(tmp_path / f"{name}-{with_parent}.db", with_parent)
+        if with_parent:
+            migrate(path)
+        deletion = delete_node(name, path, mode="reparent")
+        assert (deletion.node_id, deletion.deleted, deletion.moved) == (
+            "r3",
+            ["r1", "r2", "r3"],
+            ["after"],
+        )
+        conn = sqlite3.connect(path)
+        assert [
+            row[0] for row in conn.execute("select id from responses order by rowid")
+        ] == [
+            "q",
+            "after",
+        ]
+        assert conn.execute("select count(*) from tool_calls").fetchone() == (0,)
+        assert conn.execute("select count(*) from tool_results").fetchone() == (0,)
+        conn.close()
+        tree = load_tree("c", path)
+        assert list(tree.edges) == [("q", "after")]

@@ -211,15 +211,39 @@ class ConversationTree(nx.DiGraph):
         return self.text_html()
 
 
-def _known(tree: nx.DiGraph, node: str) -> str:
+def node_of(tree: nx.DiGraph, node: str) -> str:
     """The node `node` names: itself, or for the id of a call inside a run
-    (`ConversationTree.from_records`' `calls`) the run's node."""
+    (`ConversationTree.from_records`' `calls`) the run's node.
+
+    Raises
+    ------
+    UnknownNode
+        `node` names no node and no call of the tree.
+    """
     if node in tree:
         return node
     found = tree.graph.get("calls", {}).get(node)
     if found is None or found not in tree:
         raise UnknownNode(node)
     return found
+
+
+def run_calls(tree: nx.DiGraph, node: str) -> list[str]:
+    """The ids of the calls inside the node's run, before the node's own (a
+    tool chain llm logged as several calls); empty for a run of one call.
+
+    Examples
+    --------
+    >>> tree = ConversationTree.from_records(
+    ...     [{"id": "r2"}], {"r2": None}, "t", calls={"r1": "r2"}
+    ... )
+    >>> run_calls(tree, "r2"), node_of(tree, "r1")
+    (['r1'], 'r2')
+    """
+    node = node_of(tree, node)
+    return [
+        call for call, owner in tree.graph.get("calls", {}).items() if owner == node
+    ]
 
 
 def children(tree: nx.DiGraph, node: str) -> list[str]:
@@ -238,7 +262,7 @@ def children(tree: nx.DiGraph, node: str) -> list[str]:
     >>> children(tree, "c")
     []
     """
-    node = _known(tree, node)
+    node = node_of(tree, node)
     return list(tree.successors(node))
 
 
@@ -251,7 +275,7 @@ def parent(tree: nx.DiGraph, node: str) -> str | None:
     >>> parent(tree, "a"), parent(tree, "r")
     ('r', None)
     """
-    node = _known(tree, node)
+    node = node_of(tree, node)
     return next(iter(tree.predecessors(node)), None)
 
 
@@ -279,7 +303,7 @@ def siblings(tree: nx.DiGraph, node: str) -> list[str]:
     >>> siblings(two_starts, "s")
     ['r']
     """
-    node = _known(tree, node)
+    node = node_of(tree, node)
     return [other for other in alternatives(tree, parent(tree, node)) if other != node]
 
 
@@ -306,7 +330,7 @@ def alternatives(tree: nx.DiGraph, point: str | None) -> list[str]:
 
 def path(tree: nx.DiGraph, node: str) -> list[str]:
     """The ids from the node's root down to the node itself."""
-    node = _known(tree, node)
+    node = node_of(tree, node)
     ancestors = list(
         ParentWalk(node, lambda below: next(iter(tree.predecessors(below)), None))
     )
@@ -336,7 +360,7 @@ def descendants(tree: nx.DiGraph, node: str) -> list[str]:
     >>> descendants(tree, "r")
     ['a', 'b', 'c']
     """
-    node = _known(tree, node)
+    node = node_of(tree, node)
     return [child for _, child in nx.bfs_edges(tree, node)]
 
 
@@ -352,7 +376,7 @@ def subtree(tree: nx.DiGraph, node: str) -> nx.DiGraph:
     >>> list(subtree(tree, "a").edges)
     [('a', 'c')]
     """
-    node = _known(tree, node)
+    node = node_of(tree, node)
     keep = {node, *descendants(tree, node)}
     below = tree.__class__()
     below.graph.update(tree.graph)

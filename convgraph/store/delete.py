@@ -105,6 +105,8 @@ def delete_node(
             # delete. Not closed here: the connection is the transaction's.
             logs = LogDatabase(conn, path)
             graph = load_tree_of_node(node_id, logs)
+            # A call inside a tool chain names the chain's node (its last call).
+            node_id = tree_ops.node_of(graph, node_id)
             has_column = logs.legacy is not None and logs.legacy.has_parent
             if _turns(graph, [node_id]):
                 raise DeletionRefused(
@@ -153,6 +155,16 @@ def delete_node(
                 result.new_parent = tree_ops.parent(graph, node_id)
                 if has_column:
                     _reparent(conn, graph, node_id, children, result.new_parent)
+            # A node is a run of calls (a tool chain): each call goes, the
+            # earlier ones listed before it, so children go before parents.
+            doomed = [
+                call
+                for node in doomed
+                for call in [
+                    *_in_log_order(conn, tree_ops.run_calls(graph, node)),
+                    node,
+                ]
+            ]
             if has_column:
                 _refuse_outside_children(conn, doomed)
             _delete_responses(conn, doomed)
@@ -160,6 +172,20 @@ def delete_node(
         return result
     finally:
         conn.close()
+
+
+def _in_log_order(conn: sqlite3.Connection, ids: list[str]) -> list[str]:
+    """These responses in log order (a run's calls, as llm logged them)."""
+    if not ids:
+        return []
+    return [
+        row[0]
+        for row in conn.execute(
+            "select id from responses where id in (select value from json_each(?))"
+            " order by datetime_utc, id",
+            [json.dumps(ids)],
+        )
+    ]
 
 
 def _turns(graph: nx.DiGraph, nodes: list[str]) -> list[str]:

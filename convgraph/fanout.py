@@ -8,13 +8,18 @@ each answer the moment the model finished it, one at a time. The caller logs
 there, so SQLite is only ever touched from one thread, in short writes, and an
 answer is never logged before it is complete.
 
-Models that llm has in an async form (`llm.get_async_model`) run as tasks on
-the event loop; the others stream in daemon threads of their own, one per
-request, so an abandoned request (a timeout, Ctrl-C) never keeps the process
-alive. A semaphore caps how many run at a time (`parallel`). A failure (an
-unknown model, a missing key, an error mid-stream, a timeout) ends only its
-own request. Ctrl-C cancels the requests still running (a thread stops at its
-next chunk) and keeps what completed.
+Every request streams in a daemon thread of its own: a synchronous model
+directly, a model llm has in an async form (`llm.get_async_model`) on an event
+loop of its own in that thread. So a model that blocks (an async plugin that
+sleeps or reads a socket without awaiting) stalls only itself: the other
+requests go on and `timeout` still ends it; and an abandoned request (a
+timeout, Ctrl-C) never keeps the process alive. A semaphore caps how many
+run at a time (`parallel`). A failure (an unknown model, a missing key, an
+error mid-stream, a timeout, even a model that raises `SystemExit`) ends
+only its own request. The first Ctrl-C stops the requests still running and
+keeps what completed; a second one goes to whoever handled Ctrl-C before
+the run (the command line exits at once; elsewhere it is Python's
+`KeyboardInterrupt`).
 
 llm is imported only when requests run: convgraph reads without it.
 """
@@ -23,9 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,8 +168,46 @@ def run_requests(
         for request, label in zip(requests, job_labels(requests), strict=True)
     ]
     runner = _Runner(jobs, on_answer, max(1, parallel), timeout, on_change)
-    interrupted = asyncio.run(runner.run_all())
+    with _first_ctrl_c_stops(runner):
+        interrupted = asyncio.run(runner.run_all())
     return Outcome(jobs, interrupted)
+
+
+@contextlib.contextmanager
+def _first_ctrl_c_stops(runner: _Runner) -> Iterator[None]:
+    """While the run lasts, the first Ctrl-C stops it (the requests still
+    running stop, the answers logged stay) and any later one goes to the
+    handler that was there before: the command line's, which exits at once,
+    or Python's, which raises `KeyboardInterrupt`.
+
+    asyncio's own handler would raise the second `KeyboardInterrupt` inside
+    the event loop, wherever it happens to be, and asyncio then reports it
+    as a task's unhandled exception. Signals are the main thread's: a run in
+    another thread (Jupyter's, the browser's) leaves them alone, as does a
+    process that ignores Ctrl-C.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    if before in (signal.SIG_IGN, None):
+        yield
+        return
+
+    def on_ctrl_c(number: int, frame: Any) -> None:
+        if runner.stop():
+            return
+        signal.signal(signal.SIGINT, before)
+        if callable(before):
+            before(number, frame)
+        else:  # SIG_DFL: the process ends as Ctrl-C would have ended it
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def outside_event_loop(function: Callable[[], Any]) -> Any:
@@ -207,6 +251,20 @@ class _Runner:
         self.timeout = timeout
         self.on_change = on_change
         self.models: dict[str, tuple[Any, bool] | str] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.main: asyncio.Task[Any] | None = None
+        self.stopped = False
+
+    def stop(self) -> bool:
+        """Ctrl-C (from the signal handler): stop the run; False when it was
+        stopped already."""
+        if self.stopped:
+            return False
+        self.stopped = True
+        if self.loop is not None and self.main is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has ended
+                self.loop.call_soon_threadsafe(self.main.cancel)
+        return True
 
     def changed(self) -> None:
         if self.on_change is not None:
@@ -215,7 +273,14 @@ class _Runner:
     async def run_all(self) -> bool:
         """Run every job; True when Ctrl-C (a cancel of this task) ended it."""
         self.loop = asyncio.get_running_loop()
+        self.main = asyncio.current_task()
+        self.loop.set_exception_handler(_not_an_interrupt)
         self.slots = asyncio.Semaphore(self.parallel)
+        self.starting = asyncio.Lock()
+        if self.stopped:  # Ctrl-C before the loop ran
+            for job in self.jobs:
+                job.state, job.reason = STOPPED, "interrupted (Ctrl-C)"
+            return True
         tasks = [asyncio.ensure_future(self.run(job)) for job in self.jobs]
         ticker = asyncio.ensure_future(self.tick()) if self.on_change else None
         self.changed()
@@ -239,7 +304,7 @@ class _Runner:
             self.changed()
 
     async def run(self, job: Job) -> None:
-        cancel = threading.Event()
+        cancel = _Cancel()
         deadline = None
         try:
             async with self.slots:
@@ -249,11 +314,11 @@ class _Runner:
                 job.state, job.started = STREAMING, time.monotonic()
                 self.changed()
                 async with asyncio.timeout(self.timeout) as deadline:
-                    response = await self.answer(job, *model, cancel)
+                    response, error = await self.answer(job, *model, cancel)
         except TimeoutError as error:
             cancel.set()
             if deadline is None or not deadline.expired():
-                self.fail(job, _reason(error))  # the model's own timeout
+                self.fail(job, _reason(error))  # not the --timeout
                 return
             self.fail(job, f"no answer within {self.timeout:g} s (--timeout)")
             return
@@ -262,14 +327,20 @@ class _Runner:
             job.state, job.reason = STOPPED, "interrupted (Ctrl-C)"
             job.ended = time.monotonic()
             return
-        except Exception as error:  # any model error ends this request only
+        except Exception as error:  # finding the model failed: this job only
+            self.fail(job, _reason(error))
+            return
+        if error is not None:
+            # Whatever the model raised in its thread, a SystemExit too, is
+            # this request's failure alone.
             self.fail(job, _reason(error))
             return
         job.input_tokens = response.input_tokens
         job.output_tokens = response.output_tokens
         job.ended = time.monotonic()
         try:
-            # On this thread, with no await inside: Ctrl-C cannot cut a write.
+            # On this thread, with no await inside: the first Ctrl-C, which
+            # only asks the loop to stop, cannot cut a write.
             job.result = self.on_answer(job, response)
         except Exception as error:
             self.fail(job, f"answered, but the answer was not logged: {error}")
@@ -295,21 +366,30 @@ class _Runner:
         return found
 
     async def answer(
-        self, job: Job, model: Any, is_async: bool, cancel: threading.Event
-    ) -> Any:
-        request = job.request
-        if is_async:
-            response = _prompt(model, request)
-            async for chunk in response:
-                self.chunk(job, chunk)
-            return await response.to_sync_response()
-        finished: asyncio.Future[Any] = self.loop.create_future()
-        threading.Thread(
-            target=self.stream_in_thread,
-            args=(job, model, finished, cancel),
-            name=f"convgraph-{job.label}",
-            daemon=True,
-        ).start()
+        self, job: Job, model: Any, is_async: bool, cancel: _Cancel
+    ) -> tuple[Any, BaseException | None]:
+        """The request's finished answer, streamed in a thread of its own,
+        or what the model raised instead: `(response, None)` or
+        `(None, error)`.
+
+        The threads start one at a time, each once the one before has begun
+        its answer (llm takes a response's time then, before the model is
+        called), so that the answers' times follow the order asked, as on
+        one event loop: the last asked is the last logged of answers that
+        come together, and the branch `llm -c` goes on from."""
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[Any] = loop.create_future()
+        finished: asyncio.Future[Any] = loop.create_future()
+        async with self.starting:
+            threading.Thread(
+                target=self.stream_async_in_thread
+                if is_async
+                else self.stream_in_thread,
+                args=(job, model, started, finished, cancel),
+                name=f"convgraph-{job.label}",
+                daemon=True,
+            ).start()
+            await started
         return await finished
 
     def chunk(self, job: Job, chunk: str) -> None:
@@ -322,35 +402,116 @@ class _Runner:
         self,
         job: Job,
         model: Any,
+        started: asyncio.Future[Any],
         finished: asyncio.Future[Any],
-        cancel: threading.Event,
+        cancel: _Cancel,
     ) -> None:
         """Stream a synchronous model's answer; runs in its own thread."""
         try:
             response = _prompt(model, job.request)
+            self.from_thread(_settle, started, None, None)
             for chunk in response:
                 if cancel.is_set():
                     return  # abandoned: nobody waits for the rest
                 self.from_thread(self.chunk, job, chunk)
             self.from_thread(_settle, finished, response, None)
         except BaseException as error:  # handed to the loop, raised there
+            self.from_thread(_settle, started, None, None)
             self.from_thread(_settle, finished, None, error)
+
+    def stream_async_in_thread(
+        self,
+        job: Job,
+        model: Any,
+        started: asyncio.Future[Any],
+        finished: asyncio.Future[Any],
+        cancel: _Cancel,
+    ) -> None:
+        """Stream an async model's answer on an event loop of this thread's
+        own, so that a model blocking its loop blocks no other request."""
+
+        async def stream() -> Any:
+            task = asyncio.current_task()
+            loop = asyncio.get_running_loop()
+            assert task is not None
+            cancel.on_set(lambda: loop.call_soon_threadsafe(task.cancel))
+            response = _prompt(model, job.request)
+            # aiter() once: llm takes the response's time there, and a
+            # second `async for` would take it again.
+            chunks = aiter(response)
+            self.from_thread(_settle, started, None, None)
+            while True:
+                try:
+                    chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                self.from_thread(self.chunk, job, chunk)
+            return await response.to_sync_response()
+
+        try:
+            response = asyncio.run(stream())
+        except BaseException as error:  # handed to the loop, raised there
+            self.from_thread(_settle, started, None, None)
+            self.from_thread(_settle, finished, None, error)
+            return
+        self.from_thread(_settle, finished, response, None)
 
     def from_thread(self, function: Callable[..., None], *args: Any) -> None:
         # Once the loop has ended the run is over: nothing waits any more.
+        if self.loop is None:
+            return
         with contextlib.suppress(RuntimeError):
             self.loop.call_soon_threadsafe(function, *args)
+
+
+class _Cancel:
+    """A request abandoned (a timeout, Ctrl-C, its own failure): a flag its
+    thread reads between chunks, and what to do at once when it is set (an
+    async model's task cancelled on its own loop)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.done = False
+        self.callbacks: list[Callable[[], object]] = []
+
+    def is_set(self) -> bool:
+        return self.done
+
+    def set(self) -> None:
+        with self.lock:
+            self.done = True
+            callbacks, self.callbacks = self.callbacks, []
+        for callback in callbacks:
+            with contextlib.suppress(RuntimeError):  # its loop has ended
+                callback()
+
+    def on_set(self, callback: Callable[[], object]) -> None:
+        with self.lock:
+            if not self.done:
+                self.callbacks.append(callback)
+                return
+        with contextlib.suppress(RuntimeError):
+            callback()
+
+
+def _not_an_interrupt(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio's report of a task's unhandled error, but for Ctrl-C: a
+    second Ctrl-C raised inside the loop (Python's `KeyboardInterrupt`, the
+    command line's `SystemExit`) is the caller's, not an error of the task
+    it happened to cut."""
+    if isinstance(context.get("exception"), KeyboardInterrupt | SystemExit):
+        return
+    loop.default_exception_handler(context)
 
 
 def _settle(
     future: asyncio.Future[Any], value: Any, error: BaseException | None
 ) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(value)
+    """Hand a thread's answer, or what the model raised, to the loop: as a
+    value, so that no exception of a model's (a SystemExit) is ever raised
+    in the loop, where asyncio would end the whole run with it."""
+    if not future.done():
+        future.set_result((value, error))
 
 
 def _prompt(model: Any, request: Request) -> Any:
@@ -378,6 +539,13 @@ def _resolve(model_id: str) -> tuple[Any, bool] | str:
 
 
 def _reason(error: BaseException) -> str:
-    """An exception as one line: its message, else its type's name."""
+    """An exception as one line: its message, else its type's name; the
+    type's name first for what is no `Exception` (a model's `SystemExit`).
+
+    >>> _reason(ValueError("no key  found")), _reason(SystemExit(3))
+    ('no key found', 'SystemExit: 3')
+    """
     text = " ".join(str(error).split())
+    if not isinstance(error, Exception):
+        return f"{type(error).__name__}: {text}" if text else type(error).__name__
     return text or type(error).__name__

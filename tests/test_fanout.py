@@ -325,6 +325,49 @@ def test_a_request_past_the_timeout_fails_alone(store):
     assert tree.nodes[new]["model"] == "slow"
 
 
+def test_a_model_raising_system_exit_fails_alone(store):
+    """A plugin that calls sys.exit (in its async form and in a thread) ends
+    its own request, one line each; the model still answering goes on and
+    its answer is logged. The three wait for each other to be in progress,
+    so the slower one is mid-answer when the others exit."""
+    log, conversation, first, second = store
+    with registered(
+        SlowModel("exits", exit_after=1, together=3),
+        SlowModel("exits-thread", exit_after=0, together=3, asynchronous=False),
+        SlowModel("slower", together=3, after=0, delay=0.05),
+    ):
+        result = run(
+            "branch", first, "Hm", "-m", "exits", "-m", "exits-thread",
+            "-m", "slower", "--db", log.path, "--json", expect=1,
+        )  # fmt: skip
+    assert result.stderr.splitlines() == [
+        "model exits failed: SystemExit: 3",
+        "model exits-thread failed: SystemExit: 3",
+    ]
+    document = json.loads(result.stdout)
+    assert [answer["model"] for answer in document["answers"]] == ["slower"]
+    tree = load_tree(conversation, log.path)
+    assert children(tree, first) == [second, document["answers"][0]["node_id"]]
+
+
+def test_the_timeout_ends_an_async_model_that_blocks_its_event_loop(store):
+    """An async plugin that blocks (a wait that is no await) stalls only its
+    own event loop: --timeout ends it and the other model answers. It
+    blocks until the test ends (`registered` releases it): were the loop
+    shared, the fan-out would wait for it up to the plugin's safety limit,
+    and the model would fail as never released, not by the timeout."""
+    log, conversation, first, second = store
+    with registered(SlowModel("blocks", blocks=True), SlowModel("slow")):
+        result = run(
+            "branch", first, "Hm", "-m", "blocks", "-m", "slow",
+            "--timeout", "3", "--db", log.path, expect=1,
+        )  # fmt: skip
+    assert result.stderr == "model blocks failed: no answer within 3 s (--timeout)\n"
+    tree = load_tree(conversation, log.path)
+    (new,) = children(tree, first)[1:]
+    assert tree.nodes[new]["model"] == "slow"
+
+
 def test_nothing_fails_nothing_is_written_when_every_model_is_unknown(store):
     log, conversation, first, second = store
     before = file_digest(log.path)
@@ -389,6 +432,69 @@ def test_ctrl_c_stops_the_rest_and_keeps_what_completed(store):
     (new,) = children(tree, first)[1:]
     assert tree.nodes[new]["model"] == "quick"
     assert stdout.splitlines()[0].startswith(f"node {new}  quick  conversation ")
+
+
+#: The child of the second-Ctrl-C test: "quick" answers and is logged;
+#: logging "stalls" stalls inside its write transaction (it makes the file
+#: argv[1] and waits); "slow" would answer after an hour.
+STALLED_FAN_OUT = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from tests.plugins.llm_slow_model import SlowModel, registered
+from convgraph.cli import cli
+with registered(SlowModel("quick"), SlowModel("stalls", after=1, stall_file=sys.argv[1]),
+                SlowModel("slow", delay=3600)):
+    cli(sys.argv[2:])
+"""
+
+
+def test_a_second_ctrl_c_exits_at_once_with_one_line(store, tmp_path):
+    """Ctrl-C while an answer is being written: the first asks the fan-out
+    to stop (it cannot cut the write), the next ends the process at once,
+    with status 130 and one line, no traceback. The write it cut is rolled
+    back: the file holds the quick answer, whole, and llm goes on using it.
+    The signals go once the write is under way (a handshake), and again
+    until the process ends (the first two may reach it as one)."""
+    import select
+    import time
+
+    log, conversation, first, second = store
+    stalled = tmp_path / "stalled"
+    process = subprocess.Popen(
+        [sys.executable, "-c", STALLED_FAN_OUT, str(stalled), "branch", first,
+         "Hm", "-m", "quick", "-m", "stalls", "-m", "slow", "--db", str(log.path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "LLM_USER_PATH": str(log.directory)},
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: process.poll() is not None or stalled.exists(),
+            "the stalling answer is being logged",
+        )
+        deadline = time.monotonic() + SAFETY_SECONDS
+        while process.poll() is None and time.monotonic() < deadline:
+            process.send_signal(signal.SIGINT)
+            # Until it says something (or ends): the line it exits with.
+            if select.select([process.stderr], [], [], 0.05)[0]:
+                break
+        stdout, stderr = process.communicate(timeout=SAFETY_SECONDS)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert stderr == (
+        "interrupted: stopped at once; the answers logged before stay logged\n"
+    )
+    assert stdout == ""
+    conn = sqlite3.connect(log.path)
+    assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
+    conn.close()
+    assert not Path(f"{log.path}-journal").exists()
+    tree = load_tree(conversation, log.path)
+    (new,) = children(tree, first)[1:]
+    assert tree.nodes[new]["model"] == "quick"
+    with log:
+        turn = log.prompt("And then?", continue_conversation=conversation)
+    assert turn in load_tree(conversation, log.path)
 
 
 def test_one_model_keeps_branch_s_answer_and_its_errors(store):

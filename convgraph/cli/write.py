@@ -8,6 +8,12 @@ and exit status 2, through the shared command class. What they print passes
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import click
@@ -20,6 +26,9 @@ from convgraph.text import counted, terminal_text
 DEFAULT_PARALLEL = 8
 #: The exit status after Ctrl-C, as shells report a SIGINT.
 INTERRUPTED = 130
+#: What a Ctrl-C the fan-out does not take (a second one, or one before or
+#: after the requests) says as the process ends at once.
+STOPPED_AT_ONCE = "interrupted: stopped at once; the answers logged before stay logged"
 
 
 def _say(text: str) -> None:
@@ -106,6 +115,49 @@ def delete(node_id: str, reparent: bool, cascade: bool, db_path: str | None) -> 
             _say(f"Moved {children} to {result.new_parent}")
 
 
+@contextlib.contextmanager
+def _ctrl_c_exits_at_once() -> Iterator[None]:
+    """While a fan-out command runs, Ctrl-C ends it at once with one line and
+    status 130, except the first Ctrl-C during the requests, which the
+    fan-out takes (it stops the requests still running and keeps the
+    answers: `convgraph.fanout`). Python's own `KeyboardInterrupt` would
+    surface wherever the program happened to be, inside asyncio or a
+    write, as a traceback.
+
+    The exit unwinds, so a write cut short is rolled back and the file
+    stays as it was before that answer; another Ctrl-C while it unwinds
+    ends the process on the spot (SQLite then rolls the write back the next
+    time the file is opened for writing)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    stopping = False
+
+    def exit_at_once(number: int, frame: Any) -> None:
+        nonlocal stopping
+        if stopping:
+            os._exit(INTERRUPTED)
+        stopping = True
+        # The program may have been cut inside a write to stderr: the line
+        # goes past its buffer.
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os.write(2, f"{STOPPED_AT_ONCE}\n".encode())
+        raise SystemExit(INTERRUPTED)
+
+    signal.signal(signal.SIGINT, exit_at_once)
+    try:
+        yield
+    finally:
+        # Once stopping, a Ctrl-C while the process ends still ends it on
+        # the spot, never as a KeyboardInterrupt of the interpreter's exit.
+        if not stopping:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _fan_out_options(function: Any) -> Any:
     """The options `branch` and `regenerate` share: which models, how many
     answers of each, how many at a time, how long each may take."""
@@ -186,31 +238,30 @@ def branch(
     each failure is one line on stderr, and the exit status is 1. Ctrl-C
     keeps the answers that completed.
     """
-    from convgraph.store.branch import fan_out
+    from convgraph.store.branch import fan_out, single_answer
 
-    result = fan_out(
-        node_id,
-        prompt,
-        db_path,
-        system=system,
-        **_asking(model_ids, count, options, parallel, timeout),
-    )
-    _say_how_llm_continues(result)
-    if len(model_ids or [None]) * count > 1:
-        _report_fan_out(result, as_json)
-        return
-    if result.interrupted:
-        _report_fan_out(result, as_json)
-    from convgraph.store.branch import single_answer
-
-    logged = single_answer(result)
-    if as_json:
-        echo_json(
-            {"node_id": logged.node_id, "conversation_id": logged.conversation_id}
+    with _ctrl_c_exits_at_once():
+        result = fan_out(
+            node_id,
+            prompt,
+            db_path,
+            system=system,
+            **_asking(model_ids, count, options, parallel, timeout),
         )
-    else:
-        _say(f"node {logged.node_id}")
-        _say(f"conversation {logged.conversation_id}")
+        _say_how_llm_continues(result)
+        if len(model_ids or [None]) * count > 1:
+            _report_fan_out(result, as_json)
+            return
+        if result.interrupted:
+            _report_fan_out(result, as_json)
+        logged = single_answer(result)
+        if as_json:
+            echo_json(
+                {"node_id": logged.node_id, "conversation_id": logged.conversation_id}
+            )
+        else:
+            _say(f"node {logged.node_id}")
+            _say(f"conversation {logged.conversation_id}")
 
 
 def _say_how_llm_continues(result: Any) -> None:
@@ -260,10 +311,11 @@ def regenerate(
     """
     from convgraph.store.branch import regenerate as ask_again
 
-    result = ask_again(
-        node_id, db_path, **_asking(model_ids, count, options, parallel, timeout)
-    )
-    _report_fan_out(result, as_json)
+    with _ctrl_c_exits_at_once():
+        result = ask_again(
+            node_id, db_path, **_asking(model_ids, count, options, parallel, timeout)
+        )
+        _report_fan_out(result, as_json)
 
 
 def _asking(

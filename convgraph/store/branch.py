@@ -46,6 +46,7 @@ from convgraph.store.transaction import (
     reporting_locks,
     write_transaction,
 )
+from convgraph.store.upgrade import upgrade_llm_tables
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -467,6 +468,8 @@ def log_answer(
         import sqlite_utils
         from llm.logs import LogStore
 
+        # llm's pending migrations in one transaction (store.upgrade).
+        upgrade_llm_tables(conn)
         store = LogStore(sqlite_utils.Database(conn))
         conversation = point.graph.nodes[point.parent_id]["conversation_id"]
         with write_transaction(conn):
@@ -589,7 +592,9 @@ def _open_history(llm: Any, conn: sqlite3.Connection, point: BranchPoint) -> Non
         import sqlite_utils
         from llm.logs import LogStore
 
-        # LogStore applies llm's own pending migrations, as llm would.
+        # llm's own pending migrations first, as llm would apply them, but
+        # in one transaction (store.upgrade), so LogStore finds none left.
+        upgrade_llm_tables(conn)
         point.store = LogStore(sqlite_utils.Database(conn))
         if point.turn is not None:
             point.history = point.store.load_chain(point.turn["tip_message_hash"])

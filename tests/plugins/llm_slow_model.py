@@ -4,13 +4,22 @@ answer slowly, or fail, as configured.
 Each model answers with the messages it was sent, as JSON `[role, text]`
 pairs (so a test can assert the exact history), in `chunks` pieces, waiting
 `delay` seconds spread over them; with `fail_after` it raises
-`llm.ModelError(reason)` after that many pieces, mid-stream; with `together`
-it first waits until that many answers have been in progress at once (a
-handshake that proves they run side by side, whatever the machine's load). A model is
+`llm.ModelError(reason)` after that many pieces, mid-stream, and with
+`exit_after` `SystemExit(exit_code)`, as a plugin calling `sys.exit` would;
+with `together` it first waits until that many answers have been in
+progress at once (a handshake that proves they run side by side, whatever
+the machine's load), with `after` until that many answers have finished.
+With `blocks`, its async form blocks the event loop it runs on (a wait that
+is no await, as a plugin making a blocking call does) until `RELEASE` is
+set; with `stall_file`, logging its answer stalls: llm reads the model's
+`json_replacements` as it logs, on the thread that logs, and the model then
+makes that file and waits for `RELEASE`. `registered` clears `RELEASE` and
+sets it as it ends, so nothing stays blocked after a test. A model is
 registered with an async form (the default, as API plugins have) or, with
 `asynchronous=False`, as a synchronous model only, which convgraph runs in a
 thread. `SlowModels.running` counts the answers in progress at this moment,
-and `most_running` the most there ever were at once.
+`most_running` the most there ever were at once, and `finished` the answers
+completed.
 
 Register for the test process only (llm finds plugins through pluggy):
 
@@ -27,6 +36,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import llm
 from llm.plugins import pm
@@ -45,6 +55,11 @@ class SlowModel:
     reason: str = "connection dropped"
     asynchronous: bool = True
     together: int = 0
+    after: int = 0
+    exit_after: int | None = None
+    exit_code: int = 3
+    blocks: bool = False
+    stall_file: str | None = None
 
 
 #: How long an answer waits for `together` answers at once before it fails:
@@ -53,8 +68,38 @@ class SlowModel:
 TOGETHER_SECONDS = 300
 
 
+#: What lets blocked and stalled models go on.
+RELEASE = threading.Event()
+
+
 def _together_failure(spec: SlowModel) -> llm.ModelError:
     return llm.ModelError(f"never {spec.together} answers at once")
+
+
+def _waited(spec: SlowModel) -> bool:
+    """Whether the model may answer: `together` answers have been in
+    progress at once, and `after` answers have finished."""
+    return COUNTER.most_running >= spec.together and COUNTER.finished >= spec.after
+
+
+def _check(spec: SlowModel, number: int) -> None:
+    """Fail or exit as configured, before piece `number`."""
+    if spec.fail_after is not None and number == spec.fail_after:
+        raise llm.ModelError(spec.reason)
+    if spec.exit_after is not None and number == spec.exit_after:
+        raise SystemExit(spec.exit_code)
+
+
+def _stall(spec: SlowModel) -> None:
+    """Logging the answer: make the stall file, then wait for RELEASE (in
+    short waits, so that a signal's handler runs at once)."""
+    if spec.stall_file is None:
+        return None
+    Path(spec.stall_file).touch()
+    deadline = time.monotonic() + TOGETHER_SECONDS
+    while not RELEASE.wait(0.01) and time.monotonic() < deadline:
+        pass
+    return None
 
 
 class Counter:
@@ -64,15 +109,17 @@ class Counter:
         self.lock = threading.Lock()
         self.running = 0
         self.most_running = 0
+        self.finished = 0
 
     def enter(self) -> None:
         with self.lock:
             self.running += 1
             self.most_running = max(self.most_running, self.running)
 
-    def leave(self) -> None:
+    def leave(self, finished: bool) -> None:
         with self.lock:
             self.running -= 1
+            self.finished += finished
 
 
 COUNTER = Counter()
@@ -99,23 +146,28 @@ class _Sync(llm.Model):
         self.spec = spec
         self.model_id = spec.model_id
 
+    @property
+    def json_replacements(self):
+        return _stall(self.spec)
+
     def execute(self, prompt, stream, response, conversation=None):
         spec = self.spec
         pieces = _answer_pieces(prompt, spec.chunks)
         COUNTER.enter()
+        finished = False
         try:
             deadline = time.monotonic() + TOGETHER_SECONDS
-            while COUNTER.most_running < spec.together:
+            while not _waited(spec):
                 if time.monotonic() > deadline:
                     raise _together_failure(spec)
                 time.sleep(0.01)
             for number, piece in enumerate(pieces):
                 time.sleep(spec.delay / len(pieces))
-                if spec.fail_after is not None and number == spec.fail_after:
-                    raise llm.ModelError(spec.reason)
+                _check(spec, number)
                 yield piece
+            finished = True
         finally:
-            COUNTER.leave()
+            COUNTER.leave(finished)
         response.set_usage(input=len(prompt.messages), output=len(pieces))
 
 
@@ -126,23 +178,32 @@ class _Async(llm.AsyncModel):
         self.spec = spec
         self.model_id = spec.model_id
 
+    @property
+    def json_replacements(self):
+        return _stall(self.spec)
+
     async def execute(self, prompt, stream, response, conversation=None):
         spec = self.spec
         pieces = _answer_pieces(prompt, spec.chunks)
         COUNTER.enter()
+        finished = False
         try:
             deadline = time.monotonic() + TOGETHER_SECONDS
-            while COUNTER.most_running < spec.together:
+            while not _waited(spec):
                 if time.monotonic() > deadline:
                     raise _together_failure(spec)
                 await asyncio.sleep(0.01)
+            # No await: the loop it runs on stops. Never released (a run
+            # that waits for it to end first) is a failure, not an answer.
+            if spec.blocks and not RELEASE.wait(TOGETHER_SECONDS):
+                raise llm.ModelError("never released")
             for number, piece in enumerate(pieces):
                 await asyncio.sleep(spec.delay / len(pieces))
-                if spec.fail_after is not None and number == spec.fail_after:
-                    raise llm.ModelError(spec.reason)
+                _check(spec, number)
                 yield piece
+            finished = True
         finally:
-            COUNTER.leave()
+            COUNTER.leave(finished)
         response.set_usage(input=len(prompt.messages), output=len(pieces))
 
 
@@ -165,9 +226,11 @@ class SlowModels:
 def registered(*specs: SlowModel) -> Iterator[Counter]:
     """The models registered with llm for the duration; yields the counter,
     reset."""
-    COUNTER.running = COUNTER.most_running = 0
+    COUNTER.running = COUNTER.most_running = COUNTER.finished = 0
+    RELEASE.clear()
     pm.register(SlowModels(specs), name=PLUGIN_NAME)
     try:
         yield COUNTER
     finally:
+        RELEASE.set()
         pm.unregister(name=PLUGIN_NAME)

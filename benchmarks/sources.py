@@ -51,12 +51,30 @@ ANSWER_METADATA = {
 }
 
 
+#: One conversation in this many (where it can) ends with the person gone
+#: back to an answer the conversation had left behind.
+REVISIT_EVERY = 4
+#: The version of the export the builder writes, in its cached file's name.
+EXPORT_BUILD = 2
+
+
 class ExportWriter:
     """Synthetic ChatGPT conversations, one at a time, by the test suite's
-    builders (`tests/chat_exports.py`)."""
+    builders (`tests/chat_exports.py`).
+
+    Some answers are regenerated and some prompts edited, and the
+    conversation goes on from the new one; in one conversation in
+    `REVISIT_EVERY`, where the first alternative left behind lies two
+    exchanges or more above the end, the person then went back to it: the
+    app's current message (`current_node`) is that older answer, so the
+    branch last used is neither the one logged last nor the longest."""
 
     def __init__(self, seed: int = 14):
         self.rng = random.Random(seed)
+        # Its own stream: the texts and shapes are those of every build.
+        self.revisits = random.Random(seed + 1)
+        #: The last answer of the conversation written last.
+        self.last_tip = ""
         # A megabyte of word salad to cut messages from.
         self.block = " ".join(self.rng.choices(synthetic.WORDS, k=170_000))
         self.serial = self.clock = 0
@@ -72,7 +90,8 @@ class ExportWriter:
 
     def conversation(self) -> dict[str, Any]:
         """One conversation: 5 to 40 exchanges, some answers regenerated and
-        some prompts edited, the last branch current."""
+        some prompts edited, the last branch current or, now and then, an
+        older alternative (see the class)."""
         from tests.chat_exports import gpt_conversation, gpt_message, gpt_preamble
 
         root, system = self._id(), self._id()
@@ -89,17 +108,29 @@ class ExportWriter:
             return node
 
         tip = system
-        for _ in range(self.rng.randint(5, 40)):
+        exchanges = self.rng.randint(5, 40)
+        # The answers left behind, with the exchange they answered.
+        behind: list[tuple[int, str]] = []
+        for exchange in range(exchanges):
             prompt = add(tip, "user", 40, 600)
             answer = add(prompt, "assistant", 300, 2500)
             roll = self.rng.random()
             if roll < 0.12:  # regenerated: go on from the new answer
+                behind.append((exchange, answer))
                 answer = add(prompt, "assistant", 300, 2500)
             elif roll < 0.20:  # edited prompt: go on from the edit
+                behind.append((exchange, answer))
                 answer = add(add(tip, "user", 40, 600), "assistant", 300, 2500)
             tip = answer
+        current = self.last_tip = tip
+        if self.revisits.randrange(REVISIT_EVERY) == 0 and behind:
+            exchange, older = behind[0]
+            if exchanges - 1 - exchange >= 2:
+                current = older  # the person went back to it
         title = self._text(10, 40).strip().capitalize()
-        return gpt_conversation(self._id(), title, nodes, tip, default_model="gpt-4o")
+        return gpt_conversation(
+            self._id(), title, nodes, current, default_model="gpt-4o"
+        )
 
 
 def write_export(path: Path, size_mb: float, seed: int = 14) -> dict[str, Any]:
@@ -123,7 +154,8 @@ def write_export(path: Path, size_mb: float, seed: int = 14) -> dict[str, Any]:
         "conversations": conversations,
         "messages": messages,
         "last_conversation": conversation["id"],
-        "last_node": conversation["current_node"],
+        # The last answer logged (which the person may have left since).
+        "last_node": writer.last_tip,
     }
 
 
@@ -132,7 +164,10 @@ def chat_export_rows(sizes: list[int], options: suite.Options) -> list[Row]:
     MB, as JSON and as a zip."""
     found = []
     for size in sizes:
-        stem = options.data_dir / f"chatgpt-{size}mb-v{suite.BUILD_VERSION}"
+        stem = (
+            options.data_dir
+            / f"chatgpt-{size}mb-v{suite.BUILD_VERSION}-e{EXPORT_BUILD}"
+        )
         source = stem.with_suffix(".json")
 
         def build(info: Path, source: Path = source, size: int = size) -> None:

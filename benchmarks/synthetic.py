@@ -18,6 +18,15 @@ Shapes, inside each conversation (nodes numbered 0..n-1 in log order):
 - ``bushy``: a complete `BUSHY_FANOUT`-ary tree in breadth-first order: every
   inner node has `BUSHY_FANOUT` children (the last one maybe fewer).
 - ``deep``: one chain, the whole conversation: depth = size - 1.
+- ``revisited`` (built on request, not one of the benchmarks' `SHAPES`):
+  ``linear``, but the user went back at the end: the conversation's last
+  node continues the alternative its first retry left behind, where the
+  chain had gone on two steps or more. The branch last used (convgraph's
+  active path, where `llm -c` goes on: in the message store, the older
+  thread that alternative is in) is then neither the longest branch nor the
+  one most recently started (the newest fork), as in the chat apps a
+  person goes back to an older answer; a reader that guesses the active
+  branch is the longest, or the newest thread's, gets it wrong.
 
 Conversations hold consecutive blocks of responses; their sizes differ by at
 most one (the first `responses % conversations` get one more).
@@ -39,7 +48,10 @@ SCHEMA_0_31 = (
     Path(__file__).resolve().parent.parent / "tests" / "data" / "llm-0.31-schema.sql"
 )
 
+#: The shapes the benchmarks measure.
 SHAPES = ("linear", "bushy", "deep")
+#: Every shape a build takes.
+BUILD_SHAPES = (*SHAPES, "revisited")
 #: Children of every inner node in the bushy shape.
 BUSHY_FANOUT = 4
 #: One node in RETRY_EVERY (pseudo-random, from the third on) is a retry.
@@ -72,10 +84,11 @@ _CROCKFORD = bytes.maketrans(
 _DIGITS = "0123456789abcdefghjkmnpqrstvwxyz"
 
 
-def parent_index(shape: str, k: int, g: int) -> int | None:
+def parent_index(shape: str, k: int, g: int, size: int = 0) -> int | None:
     """The local index of node `k`'s parent in a conversation of `shape`.
 
-    `g` is the node's global index, which seeds the linear shape's retries.
+    `g` is the node's global index, which seeds the linear shape's retries;
+    `size` the conversation's (the revisited shape's last node needs it).
     None for the root (k = 0).
     """
     if k == 0:
@@ -84,14 +97,50 @@ def parent_index(shape: str, k: int, g: int) -> int | None:
         return k - 1
     if shape == "bushy":
         return (k - 1) // BUSHY_FANOUT
-    if shape == "linear":
+    if shape == "revisited" and k == size - 1:
+        behind = revisited_alternative(g - k, size)
+        if behind is not None:
+            return behind
+        shape = "linear"
+    if shape in ("linear", "revisited"):
         if k >= 2 and is_retry(g):
             # A retry answers the same prompt again: the previous node's
             # sibling. Following the previous node's own link keeps a run of
             # retries on one parent.
             return _linear_parent(k - 1, g - 1)
         return k - 1
-    raise ValueError(f"unknown shape {shape!r}; choose one of {', '.join(SHAPES)}")
+    raise ValueError(
+        f"unknown shape {shape!r}; choose one of {', '.join(BUILD_SHAPES)}"
+    )
+
+
+def revisited_alternative(start: int, size: int) -> int | None:
+    """In a revisited conversation of `size` nodes whose root is global node
+    `start`: the node its last node goes back to (the alternative the first
+    retry left behind), or None where the chain did not go on two steps
+    past it (then the conversation is linear).
+
+    Until its first retry a conversation is a chain, so the alternative left
+    behind is the node before that retry, at its own depth; the chain's end
+    (node size - 2) lies as deep as its nodes less its retries.
+
+    Examples
+    --------
+    >>> [k for k in range(2, 12) if is_retry(1000 + k)]  # the retries
+    [4]
+    >>> revisited_alternative(1000, 12)  # node 3, left behind by node 4
+    3
+    >>> revisited_alternative(1000, 7) is None  # the chain ends at depth 4
+    True
+    """
+    retries = [k for k in range(2, size - 1) if is_retry(start + k)]
+    if not retries:
+        return None
+    behind = retries[0] - 1
+    chain_end_depth = (size - 2) - len(retries)
+    if chain_end_depth < behind + 2:
+        return None
+    return behind
 
 
 def _linear_parent(k: int, g: int) -> int:
@@ -202,7 +251,8 @@ def build_legacy(
     responses, conversations
         Exact row counts of `responses` and `conversations`.
     shape
-        ``"linear"``, ``"bushy"`` or ``"deep"`` (see the module's docstring).
+        ``"linear"``, ``"bushy"``, ``"deep"`` or ``"revisited"`` (see the
+        module's docstring).
     with_parent
         Add the `parent_response_id` column and fill it from the shape;
         without it each conversation is a chain in log order, as llm < 0.32
@@ -217,8 +267,10 @@ def build_legacy(
     -------
     The path written.
     """
-    if shape not in SHAPES:
-        raise ValueError(f"unknown shape {shape!r}; choose one of {', '.join(SHAPES)}")
+    if shape not in BUILD_SHAPES:
+        raise ValueError(
+            f"unknown shape {shape!r}; choose one of {', '.join(BUILD_SHAPES)}"
+        )
     sizes = list(conversation_sizes(responses, conversations))
     path = _fresh(path)
     ids = _Ids(responses, seed)
@@ -238,7 +290,7 @@ def build_legacy(
                 conversation = conversation_ids(c, START_MS + start * STEP_MS)
                 for k in range(size):
                     ms = START_MS + g * STEP_MS
-                    parent = parent_index(shape, k, g)
+                    parent = parent_index(shape, k, g, size)
                     parent_id = (
                         ids(start + parent, START_MS + (start + parent) * STEP_MS)
                         if parent is not None
@@ -368,7 +420,8 @@ def build_message_store(
     conversations
         Number of original threads (trees); default ``turns // 10``, at least 1.
     shape
-        ``"linear"``, ``"bushy"`` or ``"deep"``, the shape of the turn tree.
+        ``"linear"``, ``"bushy"``, ``"deep"`` or ``"revisited"``, the shape
+        of the turn tree.
     search_index
         Also write `turn_search` with llm's full-text triggers on, as llm
         does. Off by default: `turn_search` is then filled without its
@@ -382,8 +435,10 @@ def build_message_store(
     import sqlite_utils
     from llm.logs import LogStore
 
-    if shape not in SHAPES:
-        raise ValueError(f"unknown shape {shape!r}; choose one of {', '.join(SHAPES)}")
+    if shape not in BUILD_SHAPES:
+        raise ValueError(
+            f"unknown shape {shape!r}; choose one of {', '.join(BUILD_SHAPES)}"
+        )
     if conversations is None:
         conversations = max(1, turns // 10)
     sizes = list(conversation_sizes(turns, conversations))
@@ -416,7 +471,7 @@ def build_message_store(
                 conversation_threads: dict[str, list] = {}
                 for k in range(size):
                     ms = START_MS + g * STEP_MS
-                    parent = parent_index(shape, k, g)
+                    parent = parent_index(shape, k, g, size)
                     if parent is None:
                         thread = thread_ids(forks, START_MS + g * STEP_MS)
                         forks += 1

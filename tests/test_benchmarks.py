@@ -909,3 +909,106 @@ def test_the_command_line_picks_groups():
     with pytest.raises(SystemExit) as refused:
         parse(["stores"])
     assert refused.value.code == 2
+
+
+# -- conversations the user went back in: the active branch is no guess -------
+
+
+def active_leaf(tree) -> str:
+    """Where convgraph's active branch ends: the active node with no active
+    child."""
+    active = [node for node in tree if tree.nodes[node]["active"]]
+    return next(
+        node
+        for node in active
+        if not any(tree.nodes[child]["active"] for child in tree.successors(node))
+    )
+
+
+def longest_leaf(tree) -> str:
+    """A reader's guess: the active branch is the longest (the first of the
+    deepest leaves, in log order)."""
+    depths = ops.depths(tree)
+    return max(ops.leaves(tree), key=lambda node: depths[node])
+
+
+@pytest.mark.parametrize("kind", ["legacy", "store"])
+def test_revisited_conversations_end_off_the_longest_and_the_newest_branch(
+    tmp_path, kind
+):
+    """In each conversation of 30 the user went back to the alternative the
+    first retry left behind: convgraph's active branch ends at the node
+    logged last, which is on neither the longest branch nor, in the message
+    store, the newest thread (the branch a reader would take for the
+    current one, as llm's own `-c` without `--cid` takes the thread of the
+    greatest id). In a legacy file the last logged is the active node by
+    llm's own rule, so only the longest guess is wrong there."""
+    build = synthetic.build_message_store if kind == "store" else synthetic.build_legacy
+    path = build(tmp_path / "logs.db", 300, 10, "revisited")
+    forest = Forest.read(path, text=False)
+    assert len(forest.tree_ids) == 10
+    for tree_id in forest.tree_ids:
+        tree = forest.tree(tree_id)
+        last = list(tree.nodes)[-1]
+        assert active_leaf(tree) == last
+        assert len(tree[ops.parent(tree, last)]) == 1  # a branch of its own
+        assert longest_leaf(tree) != last
+        assert ops.depth(tree, last) < max(ops.depths(tree).values()) - 1
+        if kind == "store":
+            newest = max(tree.nodes[node]["conversation_id"] for node in tree)
+            (newest_tip,) = rows(
+                path,
+                "select id from turns where thread_id = ?"
+                " order by datetime_utc desc, id desc limit 1",
+                [newest],
+            )[0]
+            assert newest_tip not in (last, *ops.ancestors(tree, last))
+            # The last turn went on in an older thread, where its
+            # alternative is: the conversation's first.
+            assert tree.nodes[last]["conversation_id"] < newest
+
+
+def test_the_linear_shape_is_the_revisited_one_but_for_the_last_node(tmp_path):
+    linear = synthetic.build_legacy(tmp_path / "linear.db", 300, 10, "linear")
+    revisited = synthetic.build_legacy(tmp_path / "revisited.db", 300, 10, "revisited")
+    before, after = legacy_links(linear), legacy_links(revisited)
+    ends = {index for index in range(29, 300, 30)}
+    assert [row for i, row in enumerate(before) if i not in ends] == [
+        row for i, row in enumerate(after) if i not in ends
+    ]
+    assert sum(before[i][1] != after[i][1] for i in ends) == 10
+
+
+def test_a_chatgpt_export_whose_user_went_back_is_read_at_current_node(tmp_path):
+    """The export builder's conversations in which the person went back to
+    an older answer: convgraph's active branch is the one `current_node`
+    names, and a reader that guesses the branch logged last, or the longest,
+    takes another."""
+    path = tmp_path / "conversations.json"
+    sources.write_export(path, 0.5)
+    conversations = {item["id"]: item for item in json.loads(path.read_text())}
+    forest = Forest.read(path, text=False)
+    assert sorted(forest.tree_ids) == sorted(conversations)
+    went_back = []
+    for tree_id in forest.tree_ids:
+        tree, conversation = forest.tree(tree_id), conversations[tree_id]
+        mapping = conversation["mapping"]
+        # The path the app shows: up from current_node, its answers.
+        shown, at = [], conversation["current_node"]
+        while at is not None:
+            message = mapping[at]["message"]
+            if message and message["author"]["role"] == "assistant":
+                shown.append(at)
+            at = mapping[at]["parent"]
+        active = [node for node in tree if tree.nodes[node]["active"]]
+        assert sorted(active) == sorted(shown)
+        assert active_leaf(tree) == conversation["current_node"]
+        times = {
+            key: node["message"]["create_time"]
+            for key, node in mapping.items()
+            if node["message"] and node["message"].get("create_time")
+        }
+        logged_last = max(times, key=times.__getitem__)
+        if active_leaf(tree) not in (logged_last, longest_leaf(tree)):
+            went_back.append(tree_id)
+    assert (len(forest.tree_ids), len(went_back)) == (9, 4)

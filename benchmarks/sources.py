@@ -56,6 +56,9 @@ ANSWER_METADATA = {
 REVISIT_EVERY = 4
 #: The version of the export the builder writes, in its cached file's name.
 EXPORT_BUILD = 2
+#: The version of the dataset `write_dataset` writes (2: with the parts and
+#: the tool calls), in its cached folder's name.
+DATASET_BUILD = 2
 
 
 class ExportWriter:
@@ -317,12 +320,13 @@ def _dask_table(dataset: str, table: str) -> Callable[[int], float]:
     atexit.register(client.close)  # first: the last registered runs first
     structure = ["id", "tree_id", "parent_id", "model", *INTEGER_ATTRIBUTES]
     compute: Callable[[], object] = {
+        # The columns the table reads (those the dataset has of them).
         "conversations": lambda: on_dask.conversation_table(
-            on_dask.read_nodes(dataset)[list(CONVERSATION_INPUTS)]
+            on_dask.read_nodes(dataset, list(CONVERSATION_INPUTS))
         ).compute(),
         "nodes": lambda: len(on_dask.node_table(on_dask.read_nodes(dataset))),
         "branches": lambda: len(
-            on_dask.branch_table(on_dask.read_nodes(dataset)[structure])
+            on_dask.branch_table(on_dask.read_nodes(dataset, structure))
         ),
     }[table]
 
@@ -352,7 +356,7 @@ def dask_rows(sizes: list[int], options: suite.Options) -> list[Row]:
     """The `dask` group: writing the dataset and each table, at each size."""
     found = []
     for size in sizes:
-        name = f"dataset-{size}-t{TREE_SIZE}-v{suite.BUILD_VERSION}"
+        name = f"dataset-{size}-t{TREE_SIZE}-v{suite.BUILD_VERSION}-d{DATASET_BUILD}"
         dataset = suite.cached(
             options.data_dir / name, functools.partial(write_dataset, nodes=size)
         )

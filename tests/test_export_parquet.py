@@ -477,6 +477,7 @@ def test_checked_nodes_reads_every_value_as_the_statistics_take_it():
         "prompt": ["hi", None, None],
         "active": [True, None, None],
         "conversation_id": ["7", "7", "7"],
+        "_parent_row": [-1, 0, 1],
     }
     assert str(checked["input_tokens"].dtype) == "Int64"
     assert [problem.message for problem in problems] == [

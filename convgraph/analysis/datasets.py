@@ -29,9 +29,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import CONVERSATION_COLUMNS
+from convgraph.contract import CONVERSATION_COLUMNS, PARENT_ROWS
 from convgraph.errors import ConvgraphError, DatabaseError
 from convgraph.sources import parquet
 
@@ -165,8 +165,8 @@ def dataset_conversation_table(
     tree_ids = parquet.tree_ids_of(directory, named) if named else None
     columns = list(CONVERSATION_INPUTS)
     if scheduler is None:
-        nodes = parquet.read_nodes(directory, tree_ids, columns)
-        table = conversation_table_of(nodes)
+        nodes = parquet.read_dataset(directory, tree_ids, columns)[0]
+        table = _of_checked(conversation_table_of, nodes)
     else:
         with connect(scheduler):
             lazy = read_nodes(directory, columns, tree_ids)
@@ -202,7 +202,7 @@ def dataset_problems(directory: str | os.PathLike[str]) -> list[Problem]:
 
 def _per_partition(
     nodes: dd.DataFrame,
-    function: Callable[[pd.DataFrame], pd.DataFrame],
+    function: Callable[..., pd.DataFrame],
     held: dd.DataFrame | None = None,
 ) -> dd.DataFrame:
     """`function` of each partition, checked as `checked_nodes` checks a
@@ -216,16 +216,18 @@ def _per_partition(
     fewer columns into other partitions (it joins small files)."""
     import dask
 
-    if held is None:
-        held = nodes.map_partitions(_trees_held, meta=HELD_META)
-    found = _computed(held)
-    first = dask.delayed(
-        found.groupby("tree_id")["partition"].min().to_dict(), pure=True
-    )
+    first: Any = {}
+    if nodes.npartitions > 1:  # one partition holds every tree whole
+        if held is None:
+            held = nodes.map_partitions(_trees_held, meta=HELD_META)
+        found = _computed(held)
+        first = dask.delayed(
+            found.groupby("tree_id")["partition"].min().to_dict(), pure=True
+        )
     # The function of an empty partition (Dask's meta: the columns and
     # dtypes, no rows) tells Dask the result's columns and dtypes without
     # computing anything.
-    meta = function(parquet.checked_nodes(nodes._meta)[0])
+    meta = _of_checked(function, parquet.checked_nodes(nodes._meta)[0])
     return nodes.map_partitions(_checked, function, first, meta=meta)
 
 
@@ -249,7 +251,7 @@ def _trees_held(part: pd.DataFrame, partition_info: dict | None = None) -> pd.Da
 
 def _checked(
     part: pd.DataFrame,
-    function: Callable[[pd.DataFrame], pd.DataFrame],
+    function: Callable[..., pd.DataFrame],
     first: dict[str, int],
     partition_info: dict | None = None,
 ) -> pd.DataFrame:
@@ -260,7 +262,16 @@ def _checked(
         for tree in parquet.trees_held(part)
         if first.get(tree, number) < number
     }
-    return function(parquet.checked_nodes(part, f"partition {number}", earlier)[0])
+    checked = parquet.checked_nodes(part, f"partition {number}", earlier)[0]
+    return _of_checked(function, checked)
+
+
+def _of_checked(
+    function: Callable[..., pd.DataFrame], nodes: pd.DataFrame
+) -> pd.DataFrame:
+    """`function` of checked nodes, given the parent rows the check found."""
+    parent_rows = nodes[PARENT_ROWS].to_numpy()
+    return function(nodes.drop(columns=PARENT_ROWS), parent_rows=parent_rows)
 
 
 def _computed(frame: dd.DataFrame | dd.Series) -> pd.DataFrame:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import (
     BOOLEAN_ATTRIBUTES,
     INTEGER_COLUMNS,
+    PARENT_ROWS,
     PARTS,
     TEXT_ATTRIBUTES,
     TOOLS,
@@ -105,7 +106,7 @@ def read_nodes(
     DatabaseError
         A file cannot be read as Parquet, or its node table has no ids.
     """
-    return read_dataset(directory, tree_ids, columns)[0]
+    return read_dataset(directory, tree_ids, columns)[0].drop(columns=PARENT_ROWS)
 
 
 def read_dataset(
@@ -114,19 +115,21 @@ def read_dataset(
     columns: list[str] | None = None,
 ) -> tuple[pd.DataFrame, list[Problem]]:
     """A dataset's checked node table (`checked_nodes` of each file, the rows
-    of a tree an earlier file holds left out) and the problems found, in
-    the order of the files.
+    of a tree an earlier file holds left out; `contract.PARENT_ROWS` rows of
+    the whole table) and the problems found, in the order of the files.
 
     Raises
     ------
     DatabaseError
         A file cannot be read as Parquet, or its node table has no ids.
     """
+    import numpy as np
     import pandas as pd
 
     named = None if tree_ids is None else list(tree_ids)
     first_file: dict[str, str] = {}
     tables, problems = [], []
+    rows = 0
     for path in dataset_files(directory):
         raw = read_file(path, columns, named)
         held = trees_held(raw)
@@ -134,6 +137,10 @@ def read_dataset(
         nodes, found = checked_nodes(raw, path.name, earlier)
         for tree in held:
             first_file.setdefault(tree, path.name)
+        # Each file's parent rows, as rows of the whole table.
+        parent_rows = nodes[PARENT_ROWS].to_numpy()
+        nodes[PARENT_ROWS] = np.where(parent_rows >= 0, parent_rows + rows, -1)
+        rows += len(nodes)
         tables.append(nodes)
         problems.extend(found)
     return pd.concat(tables, ignore_index=True), problems
@@ -214,8 +221,8 @@ def checked_nodes(
     has, are left out; so are the rows of the trees `earlier` names (tree
     id -> the file that holds it); a broken parent link (to itself, to no
     row, to another tree, round a cycle) is dropped, so `parent_id` is the
-    checked parent, as in a `Forest`'s table. `table` names the file in the
-    problems.
+    checked parent, as in a `Forest`'s table, and `contract.PARENT_ROWS`
+    holds its row (-1 for a root). `table` names the file in the problems.
 
     Raises
     ------
@@ -314,6 +321,8 @@ def checked_nodes(
     ids = nodes["id"].to_numpy(dtype=object)
     parents = np.where(parent_rows >= 0, ids[np.maximum(parent_rows, 0)], None)
     nodes["parent_id"] = pd.Series(parents, index=nodes.index, dtype=object)
+    # The rows just found, so that the statistics need not hash the ids again.
+    nodes[PARENT_ROWS] = parent_rows
     return nodes, problems
 
 

@@ -382,10 +382,8 @@ class _Runner:
         finished: asyncio.Future[Any] = loop.create_future()
         async with self.starting:
             threading.Thread(
-                target=self.stream_async_in_thread
-                if is_async
-                else self.stream_in_thread,
-                args=(job, model, started, finished, cancel),
+                target=self.stream_in_thread,
+                args=(job, model, is_async, started, finished, cancel),
                 name=f"convgraph-{job.label}",
                 daemon=True,
             ).start()
@@ -402,59 +400,54 @@ class _Runner:
         self,
         job: Job,
         model: Any,
+        is_async: bool,
         started: asyncio.Future[Any],
         finished: asyncio.Future[Any],
         cancel: _Cancel,
     ) -> None:
-        """Stream a synchronous model's answer; runs in its own thread."""
+        """Stream the answer; runs in the request's own thread. What the
+        model raises goes back as the request's value (`_settle`)."""
         try:
-            response = _prompt(model, job.request)
-            self.from_thread(_settle, started, None, None)
-            for chunk in response:
-                if cancel.is_set():
-                    return  # abandoned: nobody waits for the rest
-                self.from_thread(self.chunk, job, chunk)
-            self.from_thread(_settle, finished, response, None)
-        except BaseException as error:  # handed to the loop, raised there
-            self.from_thread(_settle, started, None, None)
-            self.from_thread(_settle, finished, None, error)
-
-    def stream_async_in_thread(
-        self,
-        job: Job,
-        model: Any,
-        started: asyncio.Future[Any],
-        finished: asyncio.Future[Any],
-        cancel: _Cancel,
-    ) -> None:
-        """Stream an async model's answer on an event loop of this thread's
-        own, so that a model blocking its loop blocks no other request."""
-
-        async def stream() -> Any:
-            task = asyncio.current_task()
-            loop = asyncio.get_running_loop()
-            assert task is not None
-            cancel.on_set(lambda: loop.call_soon_threadsafe(task.cancel))
-            response = _prompt(model, job.request)
-            # aiter() once: llm takes the response's time there, and a
-            # second `async for` would take it again.
-            chunks = aiter(response)
-            self.from_thread(_settle, started, None, None)
-            while True:
-                try:
-                    chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    break
-                self.from_thread(self.chunk, job, chunk)
-            return await response.to_sync_response()
-
-        try:
-            response = asyncio.run(stream())
-        except BaseException as error:  # handed to the loop, raised there
+            if is_async:
+                response = asyncio.run(self.stream_async(job, model, started, cancel))
+            else:
+                response = _prompt(model, job.request)
+                self.from_thread(_settle, started, None, None)
+                for chunk in response:
+                    if cancel.is_set():
+                        return  # abandoned: nobody waits for the rest
+                    self.from_thread(self.chunk, job, chunk)
+        except BaseException as error:
             self.from_thread(_settle, started, None, None)
             self.from_thread(_settle, finished, None, error)
             return
         self.from_thread(_settle, finished, response, None)
+
+    async def stream_async(
+        self,
+        job: Job,
+        model: Any,
+        started: asyncio.Future[Any],
+        cancel: _Cancel,
+    ) -> Any:
+        """An async model's answer, on an event loop of this thread's own, so
+        that a model blocking its loop blocks no other request."""
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        assert task is not None
+        cancel.on_set(lambda: loop.call_soon_threadsafe(task.cancel))
+        response = _prompt(model, job.request)
+        # aiter() once: llm takes the response's time there, and a second
+        # `async for` would take it again.
+        chunks = aiter(response)
+        self.from_thread(_settle, started, None, None)
+        while True:
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            self.from_thread(self.chunk, job, chunk)
+        return await response.to_sync_response()
 
     def from_thread(self, function: Callable[..., None], *args: Any) -> None:
         # Once the loop has ended the run is over: nothing waits any more.

@@ -334,7 +334,7 @@ def test_a_model_raising_system_exit_fails_alone(store):
     with registered(
         SlowModel("exits", exit_after=1, together=3),
         SlowModel("exits-thread", exit_after=0, together=3, asynchronous=False),
-        SlowModel("slower", together=3, after=0, delay=0.05),
+        SlowModel("slower", together=3, delay=0.05),
     ):
         result = run(
             "branch", first, "Hm", "-m", "exits", "-m", "exits-thread",
@@ -434,15 +434,16 @@ def test_ctrl_c_stops_the_rest_and_keeps_what_completed(store):
     assert stdout.splitlines()[0].startswith(f"node {new}  quick  conversation ")
 
 
-#: The child of the second-Ctrl-C test: "quick" answers and is logged;
-#: logging "stalls" stalls inside its write transaction (it makes the file
-#: argv[1] and waits); "slow" would answer after an hour.
+#: The child of the second-Ctrl-C test, one request at a time (--parallel
+#: 1, so each answer is logged before the next request starts): "quick"
+#: answers and is logged; logging "stalls" stalls inside its write
+#: transaction (it makes the file argv[1] and waits); "slow" waits its turn.
 STALLED_FAN_OUT = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from tests.plugins.llm_slow_model import SlowModel, registered
 from convgraph.cli import cli
-with registered(SlowModel("quick"), SlowModel("stalls", after=1, stall_file=sys.argv[1]),
+with registered(SlowModel("quick"), SlowModel("stalls", stall_file=sys.argv[1]),
                 SlowModel("slow", delay=3600)):
     cli(sys.argv[2:])
 """
@@ -462,7 +463,8 @@ def test_a_second_ctrl_c_exits_at_once_with_one_line(store, tmp_path):
     stalled = tmp_path / "stalled"
     process = subprocess.Popen(
         [sys.executable, "-c", STALLED_FAN_OUT, str(stalled), "branch", first,
-         "Hm", "-m", "quick", "-m", "stalls", "-m", "slow", "--db", str(log.path)],
+         "Hm", "-m", "quick", "-m", "stalls", "-m", "slow", "--parallel", "1",
+         "--db", str(log.path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "LLM_USER_PATH": str(log.directory)},
     )  # fmt: skip

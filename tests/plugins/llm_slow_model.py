@@ -8,7 +8,7 @@ pairs (so a test can assert the exact history), in `chunks` pieces, waiting
 `exit_after` `SystemExit(exit_code)`, as a plugin calling `sys.exit` would;
 with `together` it first waits until that many answers have been in
 progress at once (a handshake that proves they run side by side, whatever
-the machine's load), with `after` until that many answers have finished.
+the machine's load).
 With `blocks`, its async form blocks the event loop it runs on (a wait that
 is no await, as a plugin making a blocking call does) until `RELEASE` is
 set; with `stall_file`, logging its answer stalls: llm reads the model's
@@ -18,8 +18,7 @@ sets it as it ends, so nothing stays blocked after a test. A model is
 registered with an async form (the default, as API plugins have) or, with
 `asynchronous=False`, as a synchronous model only, which convgraph runs in a
 thread. `SlowModels.running` counts the answers in progress at this moment,
-`most_running` the most there ever were at once, and `finished` the answers
-completed.
+and `most_running` the most there ever were at once.
 
 Register for the test process only (llm finds plugins through pluggy):
 
@@ -55,7 +54,6 @@ class SlowModel:
     reason: str = "connection dropped"
     asynchronous: bool = True
     together: int = 0
-    after: int = 0
     exit_after: int | None = None
     exit_code: int = 3
     blocks: bool = False
@@ -74,12 +72,6 @@ RELEASE = threading.Event()
 
 def _together_failure(spec: SlowModel) -> llm.ModelError:
     return llm.ModelError(f"never {spec.together} answers at once")
-
-
-def _waited(spec: SlowModel) -> bool:
-    """Whether the model may answer: `together` answers have been in
-    progress at once, and `after` answers have finished."""
-    return COUNTER.most_running >= spec.together and COUNTER.finished >= spec.after
 
 
 def _check(spec: SlowModel, number: int) -> None:
@@ -109,17 +101,15 @@ class Counter:
         self.lock = threading.Lock()
         self.running = 0
         self.most_running = 0
-        self.finished = 0
 
     def enter(self) -> None:
         with self.lock:
             self.running += 1
             self.most_running = max(self.most_running, self.running)
 
-    def leave(self, finished: bool) -> None:
+    def leave(self) -> None:
         with self.lock:
             self.running -= 1
-            self.finished += finished
 
 
 COUNTER = Counter()
@@ -154,10 +144,9 @@ class _Sync(llm.Model):
         spec = self.spec
         pieces = _answer_pieces(prompt, spec.chunks)
         COUNTER.enter()
-        finished = False
         try:
             deadline = time.monotonic() + TOGETHER_SECONDS
-            while not _waited(spec):
+            while COUNTER.most_running < spec.together:
                 if time.monotonic() > deadline:
                     raise _together_failure(spec)
                 time.sleep(0.01)
@@ -165,9 +154,8 @@ class _Sync(llm.Model):
                 time.sleep(spec.delay / len(pieces))
                 _check(spec, number)
                 yield piece
-            finished = True
         finally:
-            COUNTER.leave(finished)
+            COUNTER.leave()
         response.set_usage(input=len(prompt.messages), output=len(pieces))
 
 
@@ -186,10 +174,9 @@ class _Async(llm.AsyncModel):
         spec = self.spec
         pieces = _answer_pieces(prompt, spec.chunks)
         COUNTER.enter()
-        finished = False
         try:
             deadline = time.monotonic() + TOGETHER_SECONDS
-            while not _waited(spec):
+            while COUNTER.most_running < spec.together:
                 if time.monotonic() > deadline:
                     raise _together_failure(spec)
                 await asyncio.sleep(0.01)
@@ -201,9 +188,8 @@ class _Async(llm.AsyncModel):
                 await asyncio.sleep(spec.delay / len(pieces))
                 _check(spec, number)
                 yield piece
-            finished = True
         finally:
-            COUNTER.leave(finished)
+            COUNTER.leave()
         response.set_usage(input=len(prompt.messages), output=len(pieces))
 
 
@@ -226,7 +212,7 @@ class SlowModels:
 def registered(*specs: SlowModel) -> Iterator[Counter]:
     """The models registered with llm for the duration; yields the counter,
     reset."""
-    COUNTER.running = COUNTER.most_running = COUNTER.finished = 0
+    COUNTER.running = COUNTER.most_running = 0
     RELEASE.clear()
     pm.register(SlowModels(specs), name=PLUGIN_NAME)
     try:

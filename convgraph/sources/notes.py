@@ -110,7 +110,7 @@ def combined(
     >>> app = {"a": NodeNote(None, True), "c": NodeNote("thumbs down in ChatGPT")}
     >>> groups = {"a": "g", "b": "g"}
     >>> combined({"b": NodeNote(None, True), "c": NodeNote("mine")}, app, groups)
-    {'b': NodeNote(note=None, preferred=True), 'c': NodeNote(note='mine', preferred=False)}
+    {'c': NodeNote(note='mine', preferred=False), 'b': NodeNote(note=None, preferred=True)}
     """
     wanted = None if node_ids is None else set(node_ids)
     chosen = {

@@ -1,20 +1,34 @@
-"""What a fan-out shows: the live progress of its requests on a terminal,
-and afterwards the new nodes, the failures and the `compare` table.
+"""Progress on a terminal: the bar of long work, and what a fan-out shows.
 
-The live display is one line per request (waiting, streaming, done, failed,
-with tokens and time), redrawn in place with two plain ANSI sequences on
-stderr, and only when stderr is a terminal: piped or captured output gets
-no display, so what a script reads never holds cursor movements. The final
-report goes to stdout; each failure is one line on stderr.
+Long work (reading a whole file, linking, importing, writing a page) reports
+through a plain callback, `(phase, done, total)`
+(`convgraph.sources.snapshot.ProgressCallback`), that the library takes
+without knowing of any display: the readers call it per chunk, never per
+row. `ProgressBar` is the callback
+the commands pass: a determinate bar (rows, conversations or bytes) with
+its rate and the time left, or, for a phase that cannot count, its name and
+the time it has taken; drawn on stderr by rich's `Progress`, only when
+stderr is a terminal, only once the work has gone on for `DELAY_SECONDS`
+(short work shows nothing), and erased when the work ends, so nothing of it
+stays on the screen or reaches a pipe.
+
+The fan-out's live display is one line per request (waiting, streaming,
+done, failed, with tokens and time), redrawn in place with two plain ANSI
+sequences on stderr, and only when stderr is a terminal: piped or captured
+output gets no display, so what a script reads never holds cursor
+movements. The final report goes to stdout; each failure is one line on
+stderr.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -139,3 +153,188 @@ def echo_failures(result: FanOut) -> None:
     """Print `failure_lines` on stderr."""
     for line in failure_lines(result):
         click.echo(line, err=True)
+
+
+#: How long work goes on, in seconds, before its bar is shown: work shorter
+#: than this shows nothing.
+DELAY_SECONDS = 1.0
+#: The environment variable that sets that delay (tests set 0).
+DELAY_VARIABLE = "CONVGRAPH_PROGRESS_DELAY"
+
+
+class ProgressBar:
+    """The `(phase, done, total)` callback the commands give long work: a bar
+    on stderr, shown only on a terminal and only after `delay` seconds,
+    erased when the `with` block ends.
+
+    Each new phase replaces the bar's line: its name, then, where it has a
+    total, the bar, the share done, the count (bytes as kB and MB where
+    `unit` is "bytes"), the rate and the time left; without a total, a
+    moving bar and the time the phase has taken.
+
+    Parameters
+    ----------
+    unit
+        What the counts count ("rows", "conversations", "bytes").
+    stream
+        Where the bar is drawn (stderr).
+    delay
+        Seconds before the bar shows; None reads `DELAY_VARIABLE`, else
+        `DELAY_SECONDS`.
+    enabled
+        Whether to draw at all; None: when `stream` is a terminal.
+    """
+
+    def __init__(
+        self,
+        unit: str = "rows",
+        stream: IO[str] | None = None,
+        delay: float | None = None,
+        enabled: bool | None = None,
+    ):
+        self.unit = unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = _is_terminal(self.stream) if enabled is None else enabled
+        self.delay = _delay() if delay is None else delay
+        self._lock = threading.Lock()
+        self._latest: tuple[str, int, int | None] | None = None
+        self._phase: str | None = None
+        self._display: Any = None  # rich's Progress, once shown
+        self._task: Any = None
+        self._timer: threading.Timer | None = None
+        self._started = time.monotonic()
+        self._closed = False
+
+    def __enter__(self) -> ProgressBar:
+        self._started = time.monotonic()
+        if self.enabled and self.delay > 0:
+            # A phase that reports once and then works for long (linking a
+            # million rows) still gets its bar when the delay is up.
+            self._timer = threading.Timer(self.delay, self._show_latest)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop and erase the bar (nothing is left on the screen)."""
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._display is not None:
+                self._display.stop()
+                self._display = None
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._latest = (phase, done, total)
+            if self._display is None:
+                if time.monotonic() - self._started < self.delay:
+                    return
+                self._show()
+            self._draw(phase, done, total)
+
+    def _show_latest(self) -> None:
+        """The timer's end: show the phase under way, if any."""
+        with self._lock:
+            if self._closed or self._display is not None or self._latest is None:
+                return
+            self._show()
+            self._draw(*self._latest)
+
+    def _show(self) -> None:
+        self._display = _rich_progress(self.stream, self.unit)
+        self._display.start()
+
+    def _draw(self, phase: str, done: int, total: int | None) -> None:
+        display = self._display
+        if phase != self._phase or self._task is None:
+            # A task per phase: its rate and time left are its own.
+            if self._task is not None:
+                display.remove_task(self._task)
+            self._task = display.add_task(phase, total=total, completed=done)
+            self._phase = phase
+            display.refresh()  # each phase is seen, however short
+        else:
+            display.update(self._task, completed=done, total=total)
+
+
+def _delay() -> float:
+    """The delay `DELAY_VARIABLE` sets, or `DELAY_SECONDS`."""
+    value = os.environ.get(DELAY_VARIABLE)
+    try:
+        return float(value) if value else DELAY_SECONDS
+    except ValueError:
+        return DELAY_SECONDS
+
+
+def _rich_progress(stream: IO[str], unit: str) -> Any:
+    """rich's `Progress` on `stream`, erased when stopped, with the columns
+    of `ProgressBar`. rich is imported here, only when a bar is shown."""
+    from rich.console import Console
+    from rich.filesize import decimal
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        ProgressColumn,
+        Task,
+        TaskProgressColumn,
+        TextColumn,
+    )
+    from rich.table import Column
+    from rich.text import Text
+
+    def amount(value: float) -> str:
+        if unit == "bytes":
+            return decimal(int(value))
+        # Short figures, so that the line fits 80 columns.
+        if value < 10_000:
+            return str(int(value))
+        size, suffix = next(
+            (size, suffix)
+            for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k"))
+            if value >= size
+        )
+        return f"{value / size:.1f}{suffix}"
+
+    class Counts(ProgressColumn):
+        """done/total and the rate, or the time taken without a total."""
+
+        def render(self, task: Task) -> Text:
+            if task.total is None:
+                return Text(f"{task.elapsed or 0:.0f} s", style="progress.elapsed")
+            counts = f"{amount(task.completed)}/{amount(task.total)}"
+            named = "" if unit == "bytes" else f" {unit}"
+            speed = task.speed
+            rate = f"  {amount(speed)}/s" if speed else ""
+            return Text(counts + named + rate, style="progress.download")
+
+    class TimeLeft(ProgressColumn):
+        """The time left, where a total and a rate tell it."""
+
+        def render(self, task: Task) -> Text:
+            left = task.time_remaining
+            if task.total is None or left is None:
+                return Text("")
+            minutes, seconds = divmod(int(left), 60)
+            return Text(f"{minutes}:{seconds:02d} left", style="progress.remaining")
+
+    console = Console(file=stream, force_terminal=True, highlight=False)
+    return Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(bar_width=None),
+        TaskProgressColumn(),
+        Counts(table_column=Column(no_wrap=True)),
+        TimeLeft(table_column=Column(no_wrap=True)),
+        console=console,
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    )

@@ -1,0 +1,125 @@
+"""Progress that tells the truth: the library's `(phase, done, total)`
+callback on real files, and the bar the commands draw from it
+(`convgraph.cli.progress.ProgressBar`) on a real pseudo-terminal.
+
+What a terminal finally shows is read through pyte, a terminal emulator: the
+bar's bytes pass through the pty while the work runs, and the screen left at
+the end must hold none of it. The "after a second" delay is set to 0 through
+`CONVGRAPH_PROGRESS_DELAY`, never waited for.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pyte
+
+from convgraph.cli.progress import DELAY_VARIABLE, ProgressBar
+
+COLUMNS, LINES = 80, 24
+
+
+def screen_of(shown: bytes) -> list[str]:
+    """The non-blank lines of an 80x24 terminal after these bytes."""
+    screen = pyte.Screen(COLUMNS, LINES)
+    pyte.ByteStream(screen).feed(shown)
+    return [line.rstrip() for line in screen.display if line.strip()]
+
+
+def on_a_terminal(*args: str, delay: str = "0") -> tuple[str, str, list[str]]:
+    """Run `convgraph ARGS` with stderr on an 80x24 pseudo-terminal and
+    stdout on a pipe: what stdout received, every byte the terminal was sent
+    (decoded), and the terminal's screen at the end."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "convgraph", *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, DELAY_VARIABLE: delay},
+    )
+    os.close(slave)
+    shown = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        shown.append(data)
+    os.close(master)
+    assert process.stdout is not None
+    stdout = process.stdout.read().decode()
+    assert process.wait() == 0, stdout
+    raw = b"".join(shown)
+    return stdout, raw.decode(), screen_of(raw)
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal: what the bar draws, kept."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+# -- the bar -------------------------------------------------------------------------------
+
+
+def test_the_bar_names_each_phase_and_is_erased_at_the_end() -> None:
+    stream = Terminal()
+    with ProgressBar(stream=stream, delay=0) as bar:
+        bar("reading responses", 0, 1_000)
+        bar("reading responses", 500, 1_000)
+        bar("reading responses", 1_000, 1_000)
+        bar("checking parent links", 0, None)
+        mid_work = screen_of(stream.getvalue().encode())
+    # Each phase is drawn as it begins (later counts at rich's pace).
+    first = screen_of(stream.getvalue().split("\r")[1].encode())
+    assert first[0].startswith("reading responses ━")
+    assert first[0].endswith("   0% 0/1000 rows")
+    assert len(mid_work) == 1
+    assert mid_work[0].startswith("checking parent links ━")
+    assert screen_of(stream.getvalue().encode()) == []
+
+
+def test_bytes_are_counted_as_bytes() -> None:
+    stream = Terminal()
+    with ProgressBar(unit="bytes", stream=stream, delay=0) as bar:
+        bar("reading the export", 2_500_000, 10_000_000)
+        mid_work = screen_of(stream.getvalue().encode())
+    assert len(mid_work) == 1
+    assert "reading the export" in mid_work[0]
+    assert " 25% 2.5 MB/10.0 MB" in mid_work[0]
+    assert screen_of(stream.getvalue().encode()) == []
+
+
+def test_short_work_and_a_pipe_show_nothing() -> None:
+    # Work that ends before the delay: not a byte.
+    stream = Terminal()
+    with ProgressBar(stream=stream, delay=3600) as bar:
+        bar("reading responses", 10, 10)
+    assert stream.getvalue() == ""
+    # Not a terminal: nothing, whatever the delay.
+    piped = io.StringIO()
+    with ProgressBar(stream=piped, delay=0) as bar:
+        bar("reading responses", 10, 10)
+    assert piped.getvalue() == ""
+
+
+def test_the_delay_is_read_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv(DELAY_VARIABLE, "0")
+    assert ProgressBar().delay == 0
+    monkeypatch.setenv(DELAY_VARIABLE, "2.5")
+    assert ProgressBar().delay == 2.5
+    monkeypatch.delenv(DELAY_VARIABLE)
+    assert ProgressBar().delay == 1.0

@@ -16,6 +16,7 @@ from convgraph.cli import (
     importing,
     notes,
     read,
+    search,
     stats,
     transcripts,
     write,
@@ -47,6 +48,7 @@ COMMANDS: tuple[click.Command, ...] = (
     transcripts.pairs,
     notes.note,
     notes.prefer,
+    search.search,
 )
 
 

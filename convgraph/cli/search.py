@@ -1,0 +1,141 @@
+"""`convgraph search QUERY`: every node of every tree searched, the hits
+ranked, printed for a person or, through the output options, as records.
+
+The work is `convgraph.analysis.search.search` (an FTS5 index of convgraph's
+own beside the file, brought up to date first). For a person each hit is two
+lines: where it lies (rank, tree, node, depth, model, time, and whether on
+the active path or an abandoned branch), then the snippet, the words found
+bold and coloured on a terminal only. The records carry the snippet plain
+with the words' offsets (`marks`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from convgraph.cli.options import command, db_option, output_options
+from convgraph.cli.output import echo_records, is_terminal
+from convgraph.text import terminal_text
+from convgraph.times import shown_time
+
+#: The hits shown unless -n says otherwise.
+DEFAULT_HITS = 20
+#: The records' columns: the fields of `analysis.search.Hit`, named here so
+#: that the command line lists them without importing the library.
+COLUMNS = (
+    "rank",
+    "score",
+    "tree_id",
+    "id",
+    "depth",
+    "active",
+    "model",
+    "datetime_utc",
+    "source",
+    "fields",
+    "snippet",
+    "marks",
+)
+
+
+@command()
+@click.argument("query", nargs=-1, required=True)
+@click.option(
+    "-n",
+    "--limit",
+    default=DEFAULT_HITS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="How many hits to show",
+)
+@click.option(
+    "--abandoned",
+    is_flag=True,
+    help="Only hits off the active path, on abandoned branches",
+)
+@click.option(
+    "--fts",
+    is_flag=True,
+    help="QUERY is an SQLite FTS5 expression (AND, OR, NOT, NEAR, word*), not text",
+)
+@output_options
+@db_option
+def search(
+    query: tuple[str, ...],
+    limit: int,
+    abandoned: bool,
+    fts: bool,
+    output_format: str | None,
+    db_path: str | None,
+) -> None:
+    """Search the prompts, responses, system prompts and parts (tool calls
+    and results, reasoning, code) of every node of every tree.
+
+    Hits are ranked by BM25, best first, each with a snippet around the
+    words found, its tree, node, depth, model and time, and whether it lies
+    on the active path or on an abandoned branch. QUERY is text: every word
+    must occur, and quotes, *, -, :, ^, AND or NEAR( are words like any
+    other (--fts for an FTS5 expression). The index is a file beside the
+    database (DB.convgraph-search.db), or in ~/.cache/convgraph/search/ where
+    that directory cannot be written; it is built on the first search and
+    brought up to date with what llm logged since on every later one.
+
+    With --json, --nl, --csv or --tsv each hit is a record: rank, score
+    (BM25, higher is better), tree_id, id, depth, active, model,
+    datetime_utc, source, fields (the texts that match), snippet (plain text) and
+    marks (the words found in it, as [start, end) character offsets).
+    """
+    from convgraph.analysis.search import search as search_nodes
+
+    hits = search_nodes(
+        db_path, " ".join(query), limit=limit, abandoned=abandoned, fts=fts
+    )
+    records = [hit.as_record() for hit in hits]
+    if output_format is not None:
+        columns = list(COLUMNS)
+        if output_format == "table":
+            columns.remove("marks")
+        echo_records(records, columns, output_format)
+        return
+    if not records:
+        click.echo("no node matches", err=True)
+        return
+    styled = is_terminal(sys.stdout)
+    lines = []
+    for record in records:
+        lines.append(_heading(record))
+        lines.append("   " + _snippet(record["snippet"], record["marks"], styled))
+    click.echo("\n".join(lines))
+
+
+def _heading(record: dict) -> str:
+    """The line that says where a hit lies."""
+    branch = "active" if record["active"] else "abandoned"
+    if record["active"] is None:
+        branch = ""
+    words = [
+        f"{record['rank']}.",
+        record["tree_id"],
+        record["id"],
+        f"depth {record['depth']}" if record["depth"] is not None else "",
+        branch,
+        record["model"] or "",
+        shown_time(record["datetime_utc"], seconds=False),
+    ]
+    return terminal_text("  ".join(word for word in words if word))
+
+
+def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
+    """The snippet, made safe for a terminal, the words found bold and
+    coloured where `styled`."""
+    pieces = []
+    at = 0
+    for start, end in marks:
+        pieces.append(terminal_text(snippet[at:start]))
+        word = terminal_text(snippet[start:end])
+        pieces.append(click.style(word, bold=True, fg="yellow") if styled else word)
+        at = end
+    pieces.append(terminal_text(snippet[at:]))
+    return "".join(pieces)

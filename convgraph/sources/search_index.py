@@ -1,0 +1,427 @@
+"""The full-text index that `convgraph search` ranks with: every node's
+prompt, response, system prompt and parts in an SQLite FTS5 table of
+convgraph's own, kept in a file beside the one it indexes and brought up to
+date before each search.
+
+Why an index of our own: llm 0.36's `responses_fts` and `turn_search_fts`
+index only the prompt and the answer of each call (no tool calls or results,
+no reasoning, no system prompt), one row a call rather than a node (a tool
+chain is one node: `runs`), with the default tokenizer, and a file upgraded
+from an older llm holds the two generations in two tables. So the index is
+built from what the reader gives (`Source.read_forest`, `Source.read_tree`),
+one row a node, never inside llm's file: it lies beside it
+(`logs.db.convgraph-search.db`, as an export's notes lie beside the export),
+or, where that directory cannot be written, in the user's cache directory
+(`$XDG_CACHE_HOME/convgraph/search/`, else `~/.cache/convgraph/search/`).
+
+Staying current: for llm's file the index keeps each node table's largest
+rowid and row count (`responses`, `turns`) as they were when it last read.
+llm only appends, so rows above the old bounds are what it logged since:
+their trees alone are read again (`Source.read_tree`, queries about that
+tree only) and replace their rows in the index. A count below the old
+bound that moved means rows were deleted or replaced (`convgraph delete`):
+then the whole index is built again, as the snapshot reads again
+(`snapshot.Snapshot.changed`). A chat export is indexed on first search and
+again whenever its size or modification time changes. Each check is a few
+short statements on llm's file; the whole-file read follows the
+chunked-read rule (`snapshot`), so llm's lock is never held long.
+
+Scripts without spaces (Chinese, Japanese, Thai and their neighbours) have
+no word boundaries the `unicode61` tokenizer could find, so every character
+of them is made a token of its own by a zero-width space put after it
+(`spaced`), in the index and in the query alike: a word of them is then a
+phrase of its characters. The tokenizer is `unicode61` with
+`remove_diacritics 2`, so "cafe" finds "café" and Cyrillic folds case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from convgraph.contract import PARTS
+from convgraph.errors import DatabaseError
+from convgraph.parts import (
+    ATTACHMENT,
+    CODE,
+    CODE_OUTPUT,
+    FRAGMENT,
+    REASONING,
+    TOOL_CALL,
+    TOOL_RESULT,
+)
+from convgraph.sources.source import Source
+
+#: The index's file name beside the file it indexes: `logs.db` + this.
+INDEX_SUFFIX = ".convgraph-search.db"
+#: Bumped when the index's layout or its text rules change: an index of
+#: another version is built again.
+INDEX_VERSION = "1"
+#: The indexed texts of a node, in the FTS table's column order.
+FIELDS = ("prompt", "response", "system", PARTS)
+#: The tables of llm's file whose rows are nodes (or calls folded into one).
+NODE_TABLES = ("responses", "turns")
+#: Put after each character of a script without spaces: a separator to
+#: `unicode61` (a format character), invisible where it shows.
+ZERO_WIDTH_SPACE = "\u200b"
+
+#: Characters of scripts written without spaces between words: CJK
+#: ideographs and their extensions, kana, Thai, Lao, Khmer, Myanmar.
+_UNSPACED = re.compile(
+    "([\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f])"
+)
+
+
+def spaced(text: str) -> str:
+    """`text` with a zero-width space after every character of a script
+    written without spaces, so that each is a token of its own.
+
+    Examples
+    --------
+    >>> spaced("東京 in May") == "東\\u200b京\\u200b in May"
+    True
+    """
+    return _UNSPACED.sub("\\1" + ZERO_WIDTH_SPACE, text)
+
+
+def parts_text(parts: Iterable[dict[str, Any]] | None) -> str | None:
+    """The searchable text of a node's parts beyond its prompt and answer:
+    reasoning, each tool call's name and arguments, each result's output
+    and error, code and what it printed, attachments' and fragments' names,
+    one a line; None where there is none.
+
+    Examples
+    --------
+    >>> from convgraph import parts
+    >>> print(parts_text([parts.tool_call("lookup", {"city": "Oslo"})]))
+    lookup {"city": "Oslo"}
+    """
+    lines: list[str] = []
+    for part in parts or ():
+        kind = part.get("type")
+        if kind in (REASONING, CODE, CODE_OUTPUT):
+            values = [part.get("text")]
+        elif kind == TOOL_CALL:
+            arguments = part.get("arguments")
+            if arguments is not None and not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+            values = [part.get("name"), arguments]
+        elif kind == TOOL_RESULT:
+            values = [part.get("name"), part.get("output"), part.get("error")]
+        elif kind in (ATTACHMENT, FRAGMENT):
+            values = [part.get("name"), part.get("url")]
+        else:
+            continue  # text parts are the prompt and the response already
+        words = " ".join(str(value) for value in values if value)
+        if words:
+            lines.append(words)
+    return "\n".join(lines) or None
+
+
+def index_path(source_path: Path) -> Path:
+    """Where the index of the file at `source_path` lies: beside it where its
+    directory can be written, else in the user's cache directory, named by a
+    hash of the file's absolute path."""
+    source_path = Path(source_path).absolute()
+    beside = source_path.with_name(source_path.name + INDEX_SUFFIX)
+    if beside.exists() or os.access(source_path.parent, os.W_OK):
+        return beside
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(str(source_path).encode()).hexdigest()[:16]
+    return cache / "convgraph" / "search" / f"{digest}-{source_path.name}{INDEX_SUFFIX}"
+
+
+def _node_rows(records: Iterable[dict[str, Any]]) -> Iterator[tuple[Any, ...]]:
+    """Each node's row of the index: id, tree, model, time, source, then
+    the four texts, made ready for the tokenizer."""
+    for record in records:
+        texts = [
+            record.get("prompt"),
+            record.get("response"),
+            record.get("system"),
+            parts_text(record.get(PARTS)),
+        ]
+        yield (
+            record["id"],
+            record["tree_id"],
+            record.get("model"),
+            record.get("datetime_utc"),
+            record.get("source"),
+            *(None if text is None else spaced(str(text)) for text in texts),
+        )
+
+
+_SCHEMA = f"""
+create table meta (key text primary key, value text);
+create table nodes (
+    rowid integer primary key, id text unique, tree_id text,
+    model text, datetime_utc text, source text
+);
+create index nodes_tree on nodes (tree_id);
+create virtual table texts using fts5 (
+    {", ".join(FIELDS)},
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+"""
+
+
+class SearchIndex:
+    """The index of one file of conversations, brought up to date when
+    opened (`open_index`); `conn` is its SQLite connection, whose `texts`
+    FTS5 table has a row per node (columns `FIELDS`), its rowid the one
+    of the node's row in `nodes` (`id`, `tree_id`, `model`,
+    `datetime_utc`, `source`)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+
+    def close(self) -> None:
+        """Let go of the index file."""
+        self.conn.close()
+
+    def __enter__(self) -> SearchIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_index(logs: Source, path: Path | None = None) -> SearchIndex:
+    """The index of `logs`, built on first use and brought up to date with
+    the file (see the module's docstring).
+
+    Parameters
+    ----------
+    logs
+        The open file (llm's database or a chat export).
+    path
+        Where the index lies; `index_path` of the file's path by default.
+
+    Raises
+    ------
+    DatabaseError
+        Neither beside the file nor in the cache directory can the index
+        be written.
+    """
+    path = path or index_path(logs.path)
+    stamp = _stamp(logs)
+    conn = _connect(path)
+    try:
+        meta = _meta(conn)
+        if meta.get("version") != INDEX_VERSION or "stamp" not in meta:
+            conn.close()
+            _build(logs, path, stamp)
+            return SearchIndex(_connect(path), path)
+        old = json.loads(meta["stamp"])
+        if old != stamp:
+            trees = _changed_trees(logs, old, stamp)
+            if trees is None:
+                conn.close()
+                _build(logs, path, stamp)
+                return SearchIndex(_connect(path), path)
+            _refresh(conn, logs, trees, stamp)
+    except BaseException:
+        conn.close()
+        raise
+    return SearchIndex(conn, path)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=30)
+    except (OSError, sqlite3.OperationalError) as error:
+        raise DatabaseError(f"cannot write the search index {path}: {error}") from None
+    return conn
+
+
+def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+    try:
+        return dict(conn.execute("select key, value from meta").fetchall())
+    except sqlite3.DatabaseError:
+        return {}  # a new file, or not an index of this version
+
+
+def _stamp(logs: Source) -> dict[str, Any]:
+    """What tells whether the file changed since the index read it: each
+    node table's largest rowid and row count (llm's file), or the size and
+    modification time of the export's files."""
+    if logs.conn is None:
+        path = Path(logs.path)
+        files = sorted(path.rglob("*")) if path.is_dir() else [path]
+        return {
+            "files": [
+                [str(file), file.stat().st_size, file.stat().st_mtime_ns]
+                for file in files
+                if file.is_file()
+            ]
+        }
+    tables = {
+        row[0]
+        for row in logs.conn.execute(
+            "select name from sqlite_master where type = 'table'"
+        )
+    }
+    stamp: dict[str, Any] = {}
+    for table in NODE_TABLES:
+        if table in tables:
+            largest, count = logs.conn.execute(
+                f'select max(rowid), count(*) from "{table}"'
+            ).fetchone()
+            stamp[table] = [largest, count]
+    return stamp
+
+
+def _changed_trees(
+    logs: Source, old: dict[str, Any], new: dict[str, Any]
+) -> set[str] | None:
+    """The trees holding rows logged since `old` was taken, or None where
+    rows were deleted or replaced (or the file is an export that changed):
+    then the index is built again."""
+    if logs.conn is None or set(old) != set(new):
+        return None
+    trees: set[str] = set()
+    for table, (largest, count) in old.items():
+        bound = -(2**63) if largest is None else largest
+        total, appended = logs.conn.execute(
+            f'select count(*), count(*) filter (where rowid > ?) from "{table}"',
+            [bound],
+        ).fetchone()
+        if total - appended != count:
+            return None
+        if not appended:
+            continue
+        if table == "responses":
+            query = (
+                "select distinct cast(coalesce(conversation_id, id) as text),"
+                " cast(id as text) from responses where rowid > ?"
+            )
+        else:
+            query = "select distinct thread_id, id from turns where rowid > ?"
+        seen: set[str] = set()
+        for conversation_id, node_id in logs.conn.execute(query, [bound]).fetchall():
+            if conversation_id in seen:
+                continue
+            seen.add(conversation_id)
+            trees.add(_tree_of(logs, conversation_id, node_id))
+    return trees
+
+
+def _tree_of(logs: Source, conversation_id: str, node_id: str) -> str:
+    """The tree a newly logged row belongs to."""
+    from convgraph.errors import UnknownConversation, UnknownNode
+
+    with contextlib.suppress(UnknownConversation):
+        return logs.tree_id_of_conversation(conversation_id)
+    with contextlib.suppress(UnknownNode):
+        return logs.tree_id_of_node(node_id)
+    return conversation_id
+
+
+_INSERT_NODE = (
+    "insert into nodes (id, tree_id, model, datetime_utc, source)"
+    " values (?, ?, ?, ?, ?)"
+)
+_INSERT_TEXT = f"insert into texts (rowid, {', '.join(FIELDS)}) values (?, ?, ?, ?, ?)"
+
+
+def _insert(conn: sqlite3.Connection, records: Iterable[dict[str, Any]]) -> None:
+    for row in _node_rows(records):
+        # An id indexed under another tree before (its tree was named
+        # anew) leaves that row first, texts and all.
+        conn.execute(
+            "delete from texts where rowid in (select rowid from nodes where id = ?)",
+            [row[0]],
+        )
+        conn.execute("delete from nodes where id = ?", [row[0]])
+        rowid = conn.execute(_INSERT_NODE, row[:5]).lastrowid
+        conn.execute(_INSERT_TEXT, (rowid, *row[5:]))
+
+
+def _write_stamp(conn: sqlite3.Connection, stamp: dict[str, Any]) -> None:
+    conn.executemany(
+        "insert or replace into meta (key, value) values (?, ?)",
+        [("version", INDEX_VERSION), ("stamp", json.dumps(stamp))],
+    )
+
+
+def _build(logs: Source, path: Path, stamp: dict[str, Any]) -> None:
+    """The whole index, written to a file of its own and moved into place,
+    so that a search never sees half an index."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    nodes, _names = logs.read_forest(text=True)
+    conn = _connect(partial)
+    try:
+        conn.execute("pragma journal_mode = off")
+        conn.execute("pragma synchronous = off")
+        conn.executescript(_SCHEMA)
+        with conn:
+            columns = ["id", "tree_id", "model", "datetime_utc", "source"]
+            frame = nodes[columns].astype(object)
+            frame = frame.where(frame.notna(), None)
+            conn.executemany(
+                "insert into nodes (rowid, id, tree_id, model, datetime_utc,"
+                " source) values (?, ?, ?, ?, ?, ?)",
+                (
+                    (rowid, *row)
+                    for rowid, row in enumerate(frame.itertuples(index=False), 1)
+                ),
+            )
+            texts = _frame_texts(nodes)
+            conn.executemany(
+                _INSERT_TEXT,
+                ((rowid, *row) for rowid, row in enumerate(texts, 1)),
+            )
+            _write_stamp(conn, stamp)
+    finally:
+        conn.close()
+    os.replace(partial, path)
+
+
+def _frame_texts(nodes: Any) -> Iterator[tuple[str | None, ...]]:
+    """The four texts of each row of a nodes table, ready for the index."""
+
+    def ready(value: Any) -> str | None:
+        if value is None or value != value:  # None, or pandas' missing value
+            return None
+        return spaced(str(value))
+
+    prompts = nodes["prompt"].tolist()
+    responses = nodes["response"].tolist()
+    systems = nodes["system"].tolist()
+    parts = nodes[PARTS].tolist()
+    for prompt, response, system, node_parts in zip(
+        prompts, responses, systems, parts, strict=True
+    ):
+        extra = parts_text(node_parts) if isinstance(node_parts, list) else None
+        yield ready(prompt), ready(response), ready(system), ready(extra)
+
+
+def _refresh(
+    conn: sqlite3.Connection, logs: Source, trees: set[str], stamp: dict[str, Any]
+) -> None:
+    """The rows of `trees` read again and put in place of their old ones."""
+    read = [logs.read_tree(tree_id) for tree_id in sorted(trees)]
+    with conn:
+        for tree_id in sorted(trees):
+            conn.execute(
+                "delete from texts where rowid in"
+                " (select rowid from nodes where tree_id = ?)",
+                [tree_id],
+            )
+            conn.execute("delete from nodes where tree_id = ?", [tree_id])
+        for tree in read:
+            for record in tree.records:
+                record["tree_id"] = tree.tree_id
+            _insert(conn, tree.records)
+        _write_stamp(conn, stamp)

@@ -34,6 +34,67 @@ class UnknownConversation(ConvgraphError, KeyError):
         return f"no conversation with id {self.args[0]!r}"
 
 
+class AmbiguousId(ConvgraphError, LookupError):
+    """A prefix that begins several ids (`convgraph.sources.Source.resolve`).
+
+    `candidates` are one line each (the id, what it is, its words), the
+    first of them; `more` says whether others were left out.
+    """
+
+    def __init__(
+        self,
+        prefix: str,
+        candidates: list[str],
+        more: bool = False,
+        none_of: str | None = None,
+    ):
+        super().__init__(prefix, candidates, more)
+        self.prefix = prefix
+        self.candidates = candidates
+        self.more = more
+        #: The kind wanted, where the prefix begins none of that kind.
+        self.none_of = none_of
+
+    def heading(self) -> str:
+        """The first line: which prefix, and how many ids it begins."""
+        count = len(self.candidates)
+        begins = f"more than {count} ids" if self.more else f"{count} ids"
+        if self.none_of is not None:
+            begins += f", none of them a {self.none_of}"
+        return f"{self.prefix} is ambiguous: it begins {begins}"
+
+    def __str__(self) -> str:
+        return "\n".join([self.heading(), *(f"  {line}" for line in self.candidates)])
+
+
+class ConversationNotNode(UnknownNode):
+    """An id given for a node names a conversation (`id`, of the tree
+    `tree_id`)."""
+
+    def __init__(self, given: str, id: str, tree_id: str):
+        super().__init__(given)
+        self.given = given
+        self.id = id
+        self.tree_id = tree_id
+
+    def __str__(self) -> str:
+        return f"{self.id} is a conversation, not a node"
+
+
+class NodeNotConversation(UnknownConversation):
+    """An id given for a conversation names a node (`id`, of the
+    conversation tree `tree_id`)."""
+
+    def __init__(self, given: str, id: str, tree_id: str):
+        super().__init__(given)
+        self.given = given
+        self.id = id
+        self.tree_id = tree_id
+
+    def __str__(self) -> str:
+        return f"{self.id} is a node of conversation {self.tree_id}, not a conversation"
+
+
 # -- comparing branches (convgraph.analysis.branch_diff) ------------------------------
 
 

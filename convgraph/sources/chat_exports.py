@@ -50,7 +50,14 @@ from convgraph.sources.chat_json import (
 )
 from convgraph.sources.chat_messages import Conversation, Message
 from convgraph.sources.chat_nodes import conversation_records
-from convgraph.sources.source import Source, TreeRecords, sort_log_order
+from convgraph.sources.source import (
+    CONVERSATION,
+    NODE,
+    IdMatch,
+    Source,
+    TreeRecords,
+    sort_log_order,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -334,6 +341,35 @@ class ChatExport(Source):
                 self._found = tree
                 return tree.tree_id
         raise UnknownNode(node_id)
+
+    def id_matches(self, given: str, limit: int) -> list[IdMatch]:
+        """The conversations and nodes whose id begins with `given`, up to
+        `limit` of each, in one pass over the export: only the
+        conversations that hold such an id are parsed (the message ids
+        `_items` lists are the export's index), and the last one found is
+        kept for the read that follows."""
+        conversations: list[IdMatch] = []
+        nodes: list[IdMatch] = []
+        for item in self._items():
+            if len(conversations) >= limit and len(nodes) >= limit:
+                break
+            named = item.id.startswith(given)
+            held = any(
+                (item.renamed.get(message, message)).startswith(given)
+                for message in item.ids
+            )
+            if not named and not held:
+                continue
+            tree = self._records(item)
+            if named and len(conversations) < limit:
+                conversations.append(IdMatch(CONVERSATION, item.id, item.id, tree.name))
+            nodes += [
+                IdMatch(NODE, record["id"], tree.tree_id, record.get("prompt"))
+                for record in tree.records
+                if record["id"].startswith(given)
+            ][: limit - len(nodes)]
+            self._found = tree
+        return conversations + nodes
 
     def fork_problems(self) -> list[Any]:
         """None: exports have no forks between threads (their broken links

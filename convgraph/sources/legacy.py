@@ -33,6 +33,7 @@ from convgraph.sources.legacy_parts import (
     add_run_records,
 )
 from convgraph.sources.snapshot import Snapshot
+from convgraph.sources.source import prefix_range
 from convgraph.sources.tables import as_integer, as_text
 
 if TYPE_CHECKING:
@@ -129,6 +130,35 @@ class LegacyReader:
             ).fetchone()
             is not None
         )
+
+    def responses_from(self, prefix: str, limit: int) -> list[tuple[str, str, Any]]:
+        """The first `limit` responses whose id begins with `prefix`, on the
+        primary key's index: id, conversation, the prompt's start."""
+        condition, parameters = prefix_range("r.id", prefix)
+        prompt = (
+            f"substr({as_text('r.prompt')}, 1, 200)"
+            if "prompt" in self._columns
+            else "null"
+        )
+        rows = self.conn.execute(
+            f"select {ID}, {CONVERSATION}, {prompt} from responses r"
+            f" where {condition} order by r.id limit ?",
+            [*parameters, limit],
+        )
+        return [tuple(row) for row in rows]
+
+    def conversations_from(self, prefix: str, limit: int) -> list[tuple[str, Any]]:
+        """The first `limit` rows of `conversations` whose id begins with
+        `prefix`, on the primary key's index: id, name."""
+        if not self.has_conversations:
+            return []
+        condition, parameters = prefix_range("id", prefix)
+        rows = self.conn.execute(
+            f"select {as_text('id')}, {as_text('name')} from conversations"
+            f" where {condition} order by id limit ?",
+            [*parameters, limit],
+        )
+        return [tuple(row) for row in rows]
 
     def conversation_ids(self) -> list[str]:
         """Conversation ids in the order of their first response."""

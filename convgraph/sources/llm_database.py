@@ -37,7 +37,15 @@ from convgraph.sources.generations import (
 )
 from convgraph.sources.runs import fold_run_frame, fold_runs
 from convgraph.sources.snapshot import Snapshot, read_consistently
-from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
+from convgraph.sources.source import (
+    CONVERSATION,
+    NODE,
+    IdMatch,
+    Source,
+    TreeRecords,
+    log_order,
+    sort_log_order,
+)
 from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
@@ -109,6 +117,37 @@ class LogDatabase(Source):
         if self.legacy is not None and self.legacy.has_conversation(conversation_id):
             return conversation_id
         raise UnknownConversation(conversation_id)
+
+    def id_matches(self, given: str, limit: int) -> list[IdMatch]:
+        """The turns, threads, responses and legacy conversations whose id
+        begins with `given`, up to `limit` of each, each a range on its
+        table's primary key (`prefix_range`): no table is scanned."""
+        found = []
+        if self.store is not None:
+            for turn_id, thread_id, text in self.store.turns_from(given, limit):
+                tree_id = self.store.root_thread(thread_id)
+                found.append(IdMatch(NODE, turn_id, tree_id, text))
+            for thread_id, name in self.store.threads_from(given, limit):
+                tree_id = self.store.root_thread(thread_id)
+                found.append(IdMatch(CONVERSATION, thread_id, tree_id, name))
+        if self.legacy is not None:
+            for node_id, conversation_id, prompt in self.legacy.responses_from(
+                given, limit
+            ):
+                tree_id = self._tree_id_of_legacy_conversation(conversation_id)
+                found.append(IdMatch(NODE, node_id, tree_id, prompt))
+                if conversation_id == node_id:
+                    # A response outside any conversation is one of its own.
+                    found.append(IdMatch(CONVERSATION, node_id, tree_id, prompt))
+            for conversation_id, name in self.legacy.conversations_from(given, limit):
+                tree_id = self._tree_id_of_legacy_conversation(conversation_id)
+                found.append(IdMatch(CONVERSATION, conversation_id, tree_id, name))
+        if not found:
+            # A conversation that only its responses name (no row of
+            # `conversations`): no index holds those ids, so only the whole
+            # id is looked up, and only when nothing else matched.
+            found = self.exact_matches(given)
+        return found
 
     def _tree_id_of_legacy_conversation(self, conversation_id: str) -> str:
         # llm continues a legacy conversation in a thread of the same id, so

@@ -38,6 +38,7 @@ from convgraph.sources.message_parts import (
 )
 from convgraph.sources.runs import RUN, TOOL_NAMES
 from convgraph.sources.snapshot import Snapshot
+from convgraph.sources.source import prefix_range
 from convgraph.sources.tables import as_integer, as_text, no_garbage_collection
 from convgraph.sources.turn_parents import NearestAbove, turn_parents
 
@@ -141,6 +142,34 @@ class MessageStoreReader:
             [turn_id],
         ).fetchone()
         return row[0] if row else None
+
+    def turns_from(self, prefix: str, limit: int) -> list[tuple[str, str, Any]]:
+        """The first `limit` turns in a thread whose id begins with `prefix`,
+        on the primary key's index: id, thread, the text of the message it
+        was given (for saying which turn it is)."""
+        condition, parameters = prefix_range("t.id", prefix)
+        given = (
+            "(select group_concat(cast(p.text as text), ' ') from parts p"
+            " where p.message_hash = t.parent_message_hash and p.type = 'text')"
+        )
+        rows = self.conn.execute(
+            f"select cast(t.id as text), cast(t.thread_id as text),"
+            f" substr({given}, 1, 200) from turns t"
+            f" where {condition} and t.thread_id is not null order by t.id limit ?",
+            [*parameters, limit],
+        )
+        return [tuple(row) for row in rows]
+
+    def threads_from(self, prefix: str, limit: int) -> list[tuple[str, Any]]:
+        """The first `limit` threads whose id begins with `prefix`, on the
+        primary key's index: id, name."""
+        condition, parameters = prefix_range("id", prefix)
+        rows = self.conn.execute(
+            "select cast(id as text), cast(name as text) from threads"
+            f" where {condition} order by id limit ?",
+            [*parameters, limit],
+        )
+        return [tuple(row) for row in rows]
 
     def turn_end(self, turn_id: str) -> dict[str, Any] | None:
         """Where a turn ended: its `thread_id`, `tip_message_hash` and

@@ -10,11 +10,20 @@ here, apart from the readers, so that no reader imports another.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convgraph.errors import (
+    AmbiguousId,
+    ConversationNotNode,
+    NodeNotConversation,
+    UnknownConversation,
+    UnknownNode,
+)
 from convgraph.links.integrity import Problem
+from convgraph.text import excerpt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,6 +45,78 @@ class TreeRecords:
     records: list[dict[str, Any]]
     problems: list[Problem] = field(default_factory=list)
     calls: dict[str, str] = field(default_factory=dict)
+
+
+#: The kinds of id `Source.resolve` tells apart.
+NODE = "node"
+CONVERSATION = "conversation"
+
+#: The shortest prefix of an id that is looked up as one: shorter, and
+#: "01jb" would begin nearly every id of a year, so it names only itself.
+#: (git asks for 4 characters too.)
+MIN_PREFIX = 4
+
+#: How many candidates an ambiguous prefix lists.
+LISTED = 8
+
+
+@dataclass(frozen=True)
+class IdMatch:
+    """An id a prefix begins (`Source.id_matches`): a node (a response, a
+    turn, a call inside a run, a chat export's message) or a conversation
+    (a legacy conversation, a thread, an export's conversation), the tree
+    that holds it, and the words that say which it is (a node's prompt, a
+    conversation's name)."""
+
+    kind: str
+    id: str
+    tree_id: str
+    text: str | None = None
+
+    def describe(self) -> str:
+        """One line for a list of candidates: the id, what it is, its words."""
+        if self.kind == NODE:
+            what = f"node of conversation {self.tree_id}"
+        elif self.tree_id != self.id:
+            what = f"conversation (of tree {self.tree_id})"
+        else:
+            what = "conversation"
+        words = excerpt(self.text, 40) if self.text else ""
+        return f"{self.id}  {what}: {words}" if words else f"{self.id}  {what}"
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that begins with `prefix`, in
+    SQLite's and Python's order of code points (None where there is none),
+    so that `id >= prefix and id < prefix_end(prefix)` is a range an index
+    answers.
+
+    Examples
+    --------
+    >>> prefix_end("01jb"), prefix_end("a\U0010ffff")
+    ('01jc', 'b')
+    """
+    while prefix and prefix[-1] == chr(0x10FFFF):
+        prefix = prefix[:-1]
+    if not prefix:
+        return None
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def prefix_range(column: str, prefix: str) -> tuple[str, list[str]]:
+    """The SQL condition, and its parameters, that `column` begins with
+    `prefix`: a range, which the column's index answers without a scan
+    (where `like` or `substr` would read every row).
+
+    Examples
+    --------
+    >>> prefix_range("id", "01jb")
+    ('id >= ? and id < ?', ['01jb', '01jc'])
+    """
+    end = prefix_end(prefix)
+    if end is None:
+        return f"{column} >= ?", [prefix]
+    return f"{column} >= ? and {column} < ?", [prefix, end]
 
 
 class Source:
@@ -90,6 +171,101 @@ class Source:
         inside a run (a tool chain is one node, `runs`), the run's node."""
         return self.read_tree(self.tree_id_of_node(node_id)).calls.get(node_id, node_id)
 
+    # -- ids as the user types them ----------------------------------------
+
+    def id_matches(self, given: str, limit: int) -> list[IdMatch]:
+        """The ids that begin with `given` (itself included where it is an
+        id): up to `limit` of each kind the file stores, read on the file's
+        own index. Called only for a `given` of `MIN_PREFIX` characters or
+        more; a shorter one is looked up whole (`exact_matches`).
+
+        This default reads every tree in turn, for a reader with no index
+        of its ids (a folder of a few agent sessions); llm's database and
+        the chat exports answer from their own index instead.
+        """
+        conversations: list[IdMatch] = []
+        nodes: list[IdMatch] = []
+        for tree_id in self.tree_ids():
+            tree = self.read_tree(tree_id)
+            if tree_id.startswith(given) and len(conversations) < limit:
+                conversations.append(IdMatch(CONVERSATION, tree_id, tree_id, tree.name))
+            words = {record["id"]: record.get("prompt") for record in tree.records}
+            words.update((call, None) for call in tree.calls)
+            nodes += [
+                IdMatch(NODE, node_id, tree_id, text)
+                for node_id, text in words.items()
+                if node_id.startswith(given)
+            ][: limit - len(nodes)]
+        return conversations + nodes
+
+    def exact_matches(self, given: str) -> list[IdMatch]:
+        """`given` itself, as a node and as a conversation where it is one."""
+        found = []
+        with contextlib.suppress(UnknownNode):
+            found.append(IdMatch(NODE, given, self.tree_id_of_node(given)))
+        try:
+            tree_id = self.tree_id_of_conversation(given)
+            found.append(IdMatch(CONVERSATION, given, tree_id))
+        except UnknownConversation:
+            pass
+        return found
+
+    def resolve(self, given: str, wanted: str | None = None) -> tuple[str, str]:
+        """The id `given` names, as git takes a unique prefix of a hash:
+        `given` itself where it is an id, else the one id of `MIN_PREFIX`
+        or more characters it begins. `wanted` is `NODE`, `CONVERSATION`
+        or None for either (a node first, where an id is both).
+
+        Returns
+        -------
+        (kind, id)
+            `NODE` or `CONVERSATION`, and the whole id.
+
+        Raises
+        ------
+        AmbiguousId
+            `given` begins several ids of the kind wanted (the first
+            `LISTED` are its candidates).
+        NodeNotConversation, ConversationNotNode
+            `given` names an id of the other kind only.
+        UnknownNode, UnknownConversation
+            `given` names nothing.
+        """
+        kinds = (wanted,) if wanted is not None else (NODE, CONVERSATION)
+        if len(given) < MIN_PREFIX:
+            matches = self.exact_matches(given)
+        else:
+            matches = self.id_matches(given, LISTED + 1)
+        for kind in kinds:
+            for match in matches:
+                if match.kind == kind and match.id == given:
+                    return kind, given
+        chosen = _each_id_once([match for match in matches if match.kind in kinds])
+        if len(chosen) == 1:
+            return chosen[0].kind, chosen[0].id
+        if len(chosen) > 1:
+            raise _ambiguous(given, chosen)
+        others = _each_id_once(matches)
+        if len(others) > 1:
+            raise _ambiguous(given, others, none_of=wanted)
+        if others:
+            other = others[0]
+            if other.kind == NODE:
+                raise NodeNotConversation(given, other.id, other.tree_id)
+            raise ConversationNotNode(given, other.id, other.tree_id)
+        if wanted == CONVERSATION:
+            raise UnknownConversation(given)
+        raise UnknownNode(given)
+
+    def resolve_node(self, given: str) -> str:
+        """The node id `given` names, itself or as a prefix (`resolve`)."""
+        return self.resolve(given, NODE)[1]
+
+    def resolve_conversation(self, given: str) -> str:
+        """The conversation id `given` names, itself or as a prefix
+        (`resolve`)."""
+        return self.resolve(given, CONVERSATION)[1]
+
     def path_by_links(self, node_id: str) -> list[str] | None:
         """The ids from the root down to `node_id` by stored links alone, or
         None where only the whole tree gives the answer."""
@@ -106,6 +282,26 @@ class Source:
     def fork_problems(self) -> list[Problem]:
         """Cycles of forks, where the file has forks."""
         return []
+
+
+def _each_id_once(matches: list[IdMatch]) -> list[IdMatch]:
+    """Each id once, in order (a node before a conversation of the same id:
+    a legacy response outside any conversation is both)."""
+    seen: dict[str, IdMatch] = {}
+    for match in sorted(matches, key=lambda match: match.kind != NODE):
+        seen.setdefault(match.id, match)
+    return sorted(seen.values(), key=lambda match: (match.id, match.kind))
+
+
+def _ambiguous(
+    given: str, matches: list[IdMatch], none_of: str | None = None
+) -> AmbiguousId:
+    return AmbiguousId(
+        given,
+        [match.describe() for match in matches[:LISTED]],
+        more=len(matches) > LISTED,
+        none_of=none_of,
+    )
 
 
 def log_order(record: dict[str, Any]) -> tuple[str, str]:

@@ -1,0 +1,362 @@
+"""Ids that forgive (issue 25, item 4): a unique prefix of an id names it,
+as git's do; an ambiguous one lists its candidates; a node's id where a
+conversation's is wanted (or the other way round) says what it is and what
+to type. Resolved on each file's own index: examples/logs.db, hand-made
+files with colliding prefixes (legacy, message store, both in one file),
+a chat export; through the library and the command line."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from convgraph.errors import (
+    AmbiguousId,
+    ConversationNotNode,
+    NodeNotConversation,
+    UnknownConversation,
+    UnknownNode,
+)
+from convgraph.sources import open_logs
+from convgraph.sources.source import CONVERSATION, MIN_PREFIX, NODE, prefix_end
+from tests.chat_exports import gpt_conversation, gpt_message, gpt_preamble, write_json
+from tests.databases import add_response, legacy_database, timestamp
+from tests.helpers import file_digest
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+LOGS = EXAMPLES / "logs.db"
+HASHMAP = "01jb2hashmap0000000000000"
+HASHMAP_NODES = [
+    ("01jb2hm00root000000000000", "Explain how a hash map works."),
+    ("01jb2hm01b000000000000000", "Show me a minimal implementation in Pyt…"),
+    ("01jb2hm02c000000000000000", "Add resizing when the load factor passe…"),
+    ("01jb2hm03d000000000000000", "Use open addressing instead of chaining."),
+    ("01jb2hm04e000000000000000", "Compare it with a binary search tree."),
+    ("01jb2hm05f000000000000000", "Which is faster for range queries?"),
+    ("01jb2hm06g000000000000000", "Which uses less memory?"),
+]
+
+
+def candidate(node: str, tree: str, words: str) -> str:
+    return f"{node}  node of conversation {tree}: {words}"
+
+
+# -- the rule, on examples/logs.db -----------------------------------------
+
+
+def test_prefix_end_is_the_least_string_above_the_prefix():
+    assert prefix_end("01jb") == "01jc"
+    assert prefix_end("a\U0010ffff") == "b"
+    assert prefix_end("\U0010ffff") is None
+
+
+@pytest.mark.parametrize(
+    ("given", "wanted", "expected"),
+    [
+        ("01jb2hm03d", NODE, (NODE, "01jb2hm03d000000000000000")),
+        ("01jb2hm03d", None, (NODE, "01jb2hm03d000000000000000")),
+        ("01jb2h", CONVERSATION, (CONVERSATION, HASHMAP)),
+        ("01jb2hashmap", None, (CONVERSATION, HASHMAP)),
+        (HASHMAP, CONVERSATION, (CONVERSATION, HASHMAP)),
+        ("01jb5sd", CONVERSATION, (CONVERSATION, "01jb5sdfork0thread00000000")),
+        ("01jb3tr05", NODE, (NODE, "01jb3tr05y000000000000000")),
+    ],
+)
+def test_a_unique_prefix_names_its_id(given, wanted, expected):
+    with open_logs(LOGS) as logs:
+        assert logs.resolve(given, wanted) == expected
+
+
+def test_an_ambiguous_prefix_lists_its_candidates():
+    with open_logs(LOGS) as logs, pytest.raises(AmbiguousId) as raised:
+        logs.resolve_node("01jb2h")
+    assert str(raised.value).splitlines() == [
+        "01jb2h is ambiguous: it begins 7 ids",
+        *(f"  {candidate(node, HASHMAP, words)}" for node, words in HASHMAP_NODES),
+    ]
+    with open_logs(LOGS) as logs, pytest.raises(AmbiguousId) as raised:
+        logs.resolve_conversation("01jb")
+    assert str(raised.value).splitlines() == [
+        "01jb is ambiguous: it begins 5 ids",
+        "  01jb0sourdough0000000000000  conversation: My kitchen is only 18 °C in win…",
+        "  01jb1haiku000000000000000  conversation: Autumn haiku",
+        "  01jb2hashmap0000000000000  conversation: How hash maps work",
+        "  01jb3translate00000000000  conversation: Good morning, translated",
+        "  01jb5sdfork0thread00000000  conversation (of tree"
+        " 01jb0sourdough0000000000000): Can I keep it in the fridge bet…",
+    ]
+
+
+def test_a_prefix_of_many_lists_a_few_and_says_there_are_more():
+    with open_logs(LOGS) as logs, pytest.raises(AmbiguousId) as raised:
+        logs.resolve_node("01jb")
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "01jb is ambiguous: it begins more than 8 ids"
+    assert len(lines) == 9
+
+
+def test_the_wrong_kind_says_what_the_id_is():
+    with open_logs(LOGS) as logs:
+        with pytest.raises(NodeNotConversation) as raised:
+            logs.resolve_conversation("01jb2hm06g")
+        assert (raised.value.id, raised.value.tree_id) == (
+            "01jb2hm06g000000000000000",
+            HASHMAP,
+        )
+        assert str(raised.value) == (
+            "01jb2hm06g000000000000000 is a node of conversation"
+            f" {HASHMAP}, not a conversation"
+        )
+        with pytest.raises(ConversationNotNode) as raised_node:
+            logs.resolve_node("01jb2hash")
+        assert str(raised_node.value) == f"{HASHMAP} is a conversation, not a node"
+        # Both are still the errors callers catch for an unknown id.
+        assert isinstance(raised.value, UnknownConversation)
+        assert isinstance(raised_node.value, UnknownNode)
+
+
+def test_a_short_prefix_is_not_searched():
+    assert MIN_PREFIX == 4
+    with open_logs(LOGS) as logs:
+        with pytest.raises(UnknownNode):
+            logs.resolve_node("01j")
+        with pytest.raises(UnknownConversation):
+            logs.resolve_conversation("01j")
+
+
+def test_no_match_is_unknown():
+    with (
+        open_logs(LOGS) as logs,
+        pytest.raises(UnknownNode, match="no node with id '01jz'"),
+    ):
+        logs.resolve_node("01jz")
+
+
+@pytest.mark.parametrize(
+    ("table", "index"),
+    [
+        ("responses", "sqlite_autoindex_responses_1"),
+        ("conversations", "sqlite_autoindex_conversations_1"),
+        ("turns", "sqlite_autoindex_turns_1"),
+        ("threads", "sqlite_autoindex_threads_1"),
+    ],
+)
+def test_the_prefix_is_a_range_on_the_primary_key(table, index):
+    """Every statement the lookup makes is a SEARCH on the table's primary
+    key index, never a SCAN: a million responses cost a few pages."""
+    conn = sqlite3.connect(LOGS)
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    with open_logs(LOGS) as logs:
+        logs.conn.set_trace_callback(seen.append)
+        logs.resolve_node("01jb2hm03d")
+    statements = [sql for sql in seen if f" from {table} " in sql and ">=" in sql]
+    assert statements, f"no range lookup on {table}"
+    for sql in statements:
+        plan = " ".join(
+            row[3] for row in conn.execute(f"explain query plan {sql}").fetchall()
+        )
+        assert f"USING INDEX {index}" in plan or "USING PRIMARY KEY" in plan, plan
+        assert f"SCAN {table}" not in plan and "SCAN r" not in plan, plan
+    conn.close()
+
+
+# -- colliding prefixes in hand-made files ---------------------------------
+
+
+@pytest.fixture
+def colliding(tmp_path: Path) -> Path:
+    """A legacy file whose ids collide at every length up to the last
+    characters: two conversations `abcd1…`, `abcd2…`; nodes `abcd1x…`."""
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path)
+    rows = [
+        ("abcd1xa", "abcd1conv", None, "first question"),
+        ("abcd1xb", "abcd1conv", "abcd1xa", "second question"),
+        ("abcd2ya", "abcd2conv", None, "other question"),
+        ("abce", None, None, "a response of its own"),
+    ]
+    for index, (node, conversation, parent, prompt) in enumerate(rows):
+        add_response(
+            conn,
+            node,
+            conversation,
+            prompt,
+            parent=parent,
+            datetime_utc=timestamp(index),
+        )
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_legacy_collisions(colliding):
+    before = file_digest(colliding)
+    with open_logs(colliding) as logs:
+        assert logs.resolve("abcd1xb") == (NODE, "abcd1xb")
+        assert logs.resolve("abcd2y") == (NODE, "abcd2ya")
+        assert logs.resolve("abcd2", CONVERSATION) == (CONVERSATION, "abcd2conv")
+        # A response outside any conversation is a node and a conversation.
+        assert logs.resolve("abce", NODE) == (NODE, "abce")
+        assert logs.resolve("abce", CONVERSATION) == (CONVERSATION, "abce")
+        with pytest.raises(AmbiguousId) as raised:
+            logs.resolve("abcd1")
+        assert str(raised.value).splitlines() == [
+            "abcd1 is ambiguous: it begins 3 ids",
+            "  abcd1conv  conversation: first question",
+            "  abcd1xa  node of conversation abcd1conv: first question",
+            "  abcd1xb  node of conversation abcd1conv: second question",
+        ]
+        with pytest.raises(AmbiguousId) as raised:
+            logs.resolve_conversation("abcd")
+        assert raised.value.candidates == [
+            "abcd1conv  conversation: first question",
+            "abcd2conv  conversation: other question",
+        ]
+        with pytest.raises(AmbiguousId) as raised:
+            logs.resolve_conversation("abcd1x")
+        assert raised.value.heading() == (
+            "abcd1x is ambiguous: it begins 2 ids, none of them a conversation"
+        )
+    assert file_digest(colliding) == before
+
+
+def test_message_store_prefixes(llm_fork_db):
+    """Turns and threads that llm 0.36 wrote: ULIDs made within a second
+    share their first characters."""
+    path = llm_fork_db["path"]
+    thread, fork = llm_fork_db["thread"], llm_fork_db["fork"]
+    turns = llm_fork_db["turns"] + llm_fork_db["fork_turns"]
+    with open_logs(path) as logs:
+        for turn in turns:
+            shortest = next(
+                turn[:length]
+                for length in range(MIN_PREFIX, len(turn) + 1)
+                if sum(other.startswith(turn[:length]) for other in turns) == 1
+                and not any(t.startswith(turn[:length]) for t in (thread, fork))
+            )
+            assert logs.resolve_node(shortest) == turn
+        assert logs.resolve_conversation(fork) == fork
+        with pytest.raises(NodeNotConversation) as raised:
+            logs.resolve_conversation(llm_fork_db["fork_turns"][1])
+        # The node's conversation is its tree: the thread it was forked from.
+        assert raised.value.tree_id == thread
+        common = turns[0][:MIN_PREFIX]
+        with pytest.raises(AmbiguousId) as raised_many:
+            logs.resolve(common)
+        named = sorted(i for i in [*turns, thread, fork] if i.startswith(common))
+        shown = [line.split()[0] for line in raised_many.value.candidates]
+        assert shown == named[: len(shown)]
+
+
+def test_both_generations_in_one_file(llm_fork_db, tmp_path):
+    """Legacy responses beside llm's turns, with prefixes that cross the
+    generations."""
+    path = tmp_path / "logs.db"
+    shutil.copy(llm_fork_db["path"], path)
+    conn = sqlite3.connect(path)
+    thread = llm_fork_db["thread"]
+    first = llm_fork_db["turns"][0]
+    add_response(conn, first[:-1] + "!", "legacyconv", "legacy question")
+    conn.commit()
+    conn.close()
+    with open_logs(path) as logs:
+        assert logs.resolve_node(first) == first
+        assert logs.resolve_node(first[:-1] + "!") == first[:-1] + "!"
+        assert logs.resolve_conversation("legacyc") == "legacyconv"
+        with pytest.raises(AmbiguousId) as raised:
+            logs.resolve_node(first[:-1])
+        assert raised.value.candidates == [
+            f"{first[:-1]}!  node of conversation legacyconv: legacy question",
+            f"{first}  node of conversation {thread}: What is a tree?",
+        ]
+
+
+# -- a chat export -----------------------------------------------------------
+
+
+def test_chat_export_prefixes():
+    zip_path = EXAMPLES / "chatgpt-export.zip"
+    with open_logs(zip_path) as logs:
+        conversation = "68e0c0de-0002-4000-8000-000000000000"
+        node = "00020008-5e1f-4c2b-9a7d-000000000008"
+        assert logs.resolve_conversation("68e0c0de-0002") == conversation
+        assert logs.resolve_node("00020008") == node
+        with pytest.raises(NodeNotConversation) as raised:
+            logs.resolve_conversation("00020008")
+        assert str(raised.value) == (
+            f"{node} is a node of conversation {conversation}, not a conversation"
+        )
+        with pytest.raises(AmbiguousId) as raised_many:
+            logs.resolve_conversation("68e0c0de")
+        assert raised_many.value.candidates == [
+            "68e0c0de-0001-4000-8000-000000000000  conversation: Three days in Kyoto",
+            "68e0c0de-0002-4000-8000-000000000000  conversation: Why is my CSV sum"
+            " wrong?",
+            "68e0c0de-0003-4000-8000-000000000000  conversation: Autumn haiku",
+            "68e0c0de-0004-4000-8000-000000000000  conversation: Identify this plant",
+        ]
+
+
+@pytest.fixture
+def colliding_export(tmp_path: Path) -> Path:
+    """A ChatGPT export whose two conversations and their messages share
+    prefixes: conversations `cafe1…` and `cafe2…`, answers `beef1…` in
+    both."""
+
+    def conversation(cid: str, user: str, answer: str, words: str) -> dict:
+        return gpt_conversation(
+            cid,
+            f"About {words}",
+            [
+                *gpt_preamble(f"{cid}-root", f"{cid}-system"),
+                (user, f"{cid}-system", gpt_message(user, "user", words, at=1)),
+                (answer, user, gpt_message(answer, "assistant", "ok", at=2)),
+            ],
+            answer,
+        )
+
+    return write_json(
+        tmp_path / "conversations.json",
+        [
+            conversation("cafe1", "u1", "beef1a", "apples"),
+            conversation("cafe2", "u2", "beef1b", "pears"),
+        ],
+    )
+
+
+def test_chat_export_collisions(colliding_export):
+    before = file_digest(colliding_export)
+    with open_logs(colliding_export) as logs:
+        assert logs.resolve_node("beef1a") == "beef1a"
+        assert logs.resolve("cafe2") == (CONVERSATION, "cafe2")
+        with pytest.raises(AmbiguousId) as raised:
+            logs.resolve_node("beef1")
+        assert raised.value.candidates == [
+            "beef1a  node of conversation cafe1: apples",
+            "beef1b  node of conversation cafe2: pears",
+        ]
+        with pytest.raises(ConversationNotNode) as raised_node:
+            logs.resolve_node("cafe1")
+        assert raised_node.value.tree_id == "cafe1"
+        with pytest.raises(AmbiguousId) as raised:
+            logs.resolve("cafe")
+        assert raised.value.candidates == [
+            "cafe1  conversation: About apples",
+            "cafe2  conversation: About pears",
+        ]
+    assert file_digest(colliding_export) == before
+
+
+@pytest.mark.parametrize("given", ["beef1", "cafe", "cafe2", "u1", "beef1b"])
+def test_the_default_lookup_reads_the_same_ids(colliding_export, given):
+    """`Source.id_matches`, which reads every tree (for a reader without an
+    index of its ids), finds what the export's own pass finds."""
+    from convgraph.sources.source import Source
+
+    with open_logs(colliding_export) as logs:
+        own = logs.id_matches(given, 9)
+        assert Source.id_matches(logs, given, 9) == own

@@ -4,6 +4,7 @@ agrees with the graph operations of `convgraph.model.tree` on random forests."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import tempfile
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from convgraph.analysis.stats import (
     node_table,
     summary,
 )
+from convgraph.cli.tables import PRIORITY
 from convgraph.contract import BRANCH_COLUMNS, CONVERSATION_COLUMNS, NODE_ATTRIBUTES
 from convgraph.links.pointer_jumping import (
     climb,
@@ -974,3 +976,124 @@ def test_the_command_module_imports_neither_pandas_nor_networkx() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+EXAMPLE_AT_80 = """\
+tree_id                      name                       nodes  leaves  max_depth
+01jb0sourdough0000000000000  Starting a sourdough sta…      7       2          4
+01jb1haiku000000000000000    Autumn haiku                   3       2          1
+01jb2hashmap0000000000000    How hash maps work             7       4          2
+01jb3translate00000000000    Good morning, translated       6       2          2
+"""
+
+EXAMPLE_AT_200 = """\
+tree_id                      name                         nodes  roots  leaves  max_depth  branch_points  first_datetime       last_datetime        models                                    tool_calls
+01jb0sourdough0000000000000  Starting a sourdough start…      7      1       2          4              1  2025-09-27 09:01:00  2025-11-04 08:21:00  gpt-4o-mini, llama3.2                              0
+01jb1haiku000000000000000    Autumn haiku                     3      1       2          1              1  2025-09-27 09:05:00  2025-09-27 09:07:00  claude-3.5-sonnet, gpt-4o-mini                     0
+01jb2hashmap0000000000000    How hash maps work               7      1       4          2              3  2025-09-27 09:08:00  2025-09-27 09:14:00  gpt-4o-mini, llama3.2, claude-3.5-sonnet           0
+01jb3translate00000000000    Good morning, translated         6      2       2          2              1  2025-09-27 09:15:00  2025-09-27 09:20:00  gpt-4o-mini, llama3.2                              0
+"""
+
+
+def stats_in_a_terminal(width: int, *args: object) -> str:
+    """What `convgraph stats ARGS` prints with stdout on a pseudo-terminal
+    `width` cells wide (its window size set as a terminal sets it), lines
+    ending in "\\n"; stderr must stay empty."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, width, 0, 0))
+    environment = {key: value for key, value in os.environ.items()}
+    environment.pop("COLUMNS", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "convgraph", "stats", *map(str, args)],
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=environment,
+    )
+    os.close(slave)
+    received = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        received.append(data)
+    os.close(master)
+    assert process.stderr is not None
+    assert process.stderr.read() == b""
+    assert process.wait() == 0
+    return b"".join(received).decode().replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize(
+    ("width", "table"), [(80, EXAMPLE_AT_80), (200, EXAMPLE_AT_200)]
+)
+def test_the_table_fits_the_terminal(width: int, table: str) -> None:
+    from tests.helpers import ROOT
+
+    example = ROOT / "examples" / "logs.db"
+    shown = stats_in_a_terminal(width, "--db", example)
+    assert shown == table
+    assert max(map(len, shown.splitlines())) <= width
+    # Piped, and in the formats for programs, every column.
+    assert run_stats("--db", example).stdout.splitlines()[0].split() == list(
+        CONVERSATION_COLUMNS
+    )
+    rows = json.loads(run_stats("--db", example, "--json").stdout)
+    assert [list(row) for row in rows] == [list(CONVERSATION_COLUMNS)] * 4
+
+
+def test_columns_chooses_in_every_format(seed_db: Path) -> None:
+    chosen = ("--columns", "nodes,tree_id,tools")
+    assert stats_in_a_terminal(20, "--db", seed_db, *chosen) == (
+        "nodes  tree_id         tools\n"
+        "    4  linear\n"
+        "    3  branch\n"
+        "    7  complex\n"
+        "    6  multiple-roots\n"
+    )
+    rows = json.loads(run_stats("--db", seed_db, *chosen, "--json").stdout)
+    assert rows[0] == {"nodes": 4, "tree_id": "linear", "tools": []}
+    assert run_stats("--db", seed_db, *chosen, "--csv").stdout.splitlines()[:2] == [
+        "nodes,tree_id,tools",
+        "4,linear,",
+    ]
+    unknown = run_stats("--db", seed_db, "--columns", "nodes,colour", expect=2)
+    assert unknown.stderr == (
+        "Error: --columns: unknown column 'colour'; choose from "
+        + ", ".join(PRIORITY)
+        + "\n"
+    )
+    assert set(PRIORITY) == set(CONVERSATION_COLUMNS)
+
+
+def test_missing_usage_is_json_null(tmp_path: Path) -> None:
+    path = tmp_path / "no-usage.db"
+    conn = legacy_database(path)
+    add_response(conn, "r", "c", "hi", datetime_utc="2025-09-27T10:00:00+00:00")
+    add_response(conn, "a", "c", "on", parent="r", datetime_utc="2025-09-27T10:00:01")
+    conn.commit()
+    conn.close()
+    usage = "--columns", "tree_id,input_tokens,output_tokens,duration_ms"
+    assert json.loads(run_stats("--db", path, "--json", *usage).stdout) == [
+        {
+            "tree_id": "c",
+            "input_tokens": None,
+            "output_tokens": None,
+            "duration_ms": None,
+        }
+    ]
+    assert run_stats("--db", path, "--nl", *usage).stdout == (
+        '{"tree_id": "c", "input_tokens": null, "output_tokens": null,'
+        ' "duration_ms": null}\n'
+    )

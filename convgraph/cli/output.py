@@ -22,12 +22,21 @@ import csv
 import io
 import json
 import re
+import shutil
+import sys
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import click
 
-from convgraph.text import TERMINAL_CONTROLS, pad_column, terminal_text
+from convgraph.text import (
+    TERMINAL_CONTROLS,
+    cell_width,
+    excerpt,
+    pad_column,
+    terminal_text,
+)
 
 #: The header of a list of ids printed as records.
 ID_COLUMN = "id"
@@ -74,6 +83,82 @@ def terminal_lines(text: str) -> str:
     return "\n".join(terminal_text(line.expandtabs(8)) for line in text.split("\n"))
 
 
+@dataclass(frozen=True)
+class TableFit:
+    """How an aligned table fits a terminal `width` cells wide, as `ls` and
+    `ps` do: the columns of `priority` are kept in that order while they fit
+    (the first always), `squeeze` (a column of names) at `squeeze_min` cells
+    at first; then `squeeze` takes what is left, up to its own width, its
+    cells cut with an ellipsis. The kept columns stay in the table's order.
+
+    Examples
+    --------
+    >>> fit = TableFit(12, ("id", "name", "n"), "name", 3)
+    >>> fit.apply(["id", "n", "name"], [["id", "a"], ["n", "7"], ["name", "long"]], {0, 2})
+    ([['id', 'a'], ['n', '7'], ['name', 'lo…']], {0, 2})
+    """
+
+    width: int
+    priority: Sequence[str]
+    squeeze: str | None = None
+    squeeze_min: int = 20
+
+    def apply(
+        self, columns: list[str], shown: list[list[str]], left: set[int]
+    ) -> tuple[list[list[str]], set[int]]:
+        """The columns `shown` (header and cells, by column) that fit, and
+        the indexes among them that are flush left."""
+        sizes = [_column_width(cells) for cells in shown]
+        where = {name: index for index, name in enumerate(columns)}
+        squeezed = where.get(self.squeeze) if self.squeeze is not None else None
+
+        def demand(index: int) -> int:
+            if index == squeezed:
+                return min(sizes[index], self.squeeze_min)
+            return sizes[index]
+
+        kept: list[int] = []
+        used = 0
+        for name in self.priority:
+            index = where.get(name)
+            if index is None or index in kept:
+                continue
+            need = demand(index) + (2 if kept else 0)  # two spaces between
+            if kept and used + need > self.width:
+                break
+            kept.append(index)
+            used += need
+        kept.sort()
+        if squeezed in kept:
+            room = self.width - used + demand(squeezed)
+            cut = max(self.squeeze_min, min(sizes[squeezed], room))
+            if cut < sizes[squeezed]:
+                header, *texts = shown[squeezed]
+                shown[squeezed] = [header, *(excerpt(text, cut) for text in texts)]
+        return (
+            [shown[index] for index in kept],
+            {position for position, index in enumerate(kept) if index in left},
+        )
+
+
+def _column_width(cells: Sequence[str]) -> int:
+    """The widest cell of a column, in terminal cells."""
+    if "".join(cells).isascii():
+        return max(map(len, cells), default=0)
+    return max(map(cell_width, cells), default=0)
+
+
+def table_width() -> int | None:
+    """The width a table for a person fits: the terminal's, when stdout is
+    one (`shutil.get_terminal_size`, so $COLUMNS first, as everywhere); None
+    (every column) when stdout is a file or a pipe, so that what a script
+    reads depends neither on a window's size nor on a $COLUMNS that a parent
+    program left in the environment."""
+    if not is_terminal(sys.stdout):
+        return None
+    return shutil.get_terminal_size().columns
+
+
 def echo_json(value: Any) -> None:
     """Print `value` as indented JSON."""
     click.echo(json_text(value))
@@ -84,6 +169,7 @@ def echo_records(
     columns: Sequence[str],
     output_format: str,
     cells: Mapping[str, Callable[[Any], str]] | None = None,
+    fit: TableFit | None = None,
 ) -> None:
     """Print records in one of the output formats.
 
@@ -101,6 +187,9 @@ def echo_records(
         For the table only: how to show a column's values, by column name
         (the default shows lists joined with commas and floats to two
         decimals).
+    fit:
+        For the table only: the width to fit and which columns go first
+        (`TableFit`); every column, however wide, when None.
     """
     rows = [{column: record[column] for column in columns} for record in records]
     if output_format == "json":
@@ -114,7 +203,7 @@ def echo_records(
         if rows:
             # One write: a write (and flush) a line is most of the time of
             # a table of 100,000 conversations.
-            click.echo("\n".join(_table_lines(rows, columns, cells or {})))
+            click.echo("\n".join(_table_lines(rows, columns, cells or {}, fit)))
     else:
         raise ValueError(f"unknown output format {output_format!r}")
 
@@ -168,9 +257,10 @@ def _table_lines(
     rows: list[dict[str, Any]],
     columns: Sequence[str],
     cells: Mapping[str, Callable[[Any], str]],
+    fit: TableFit | None = None,
 ) -> Iterator[str]:
     """The records as an aligned table with a header: numbers flush right,
-    everything else flush left."""
+    everything else flush left; fitted to `fit` when given."""
     shown = []
     left = set()
     for index, column in enumerate(columns):
@@ -187,6 +277,8 @@ def _table_lines(
         numbers = all(issubclass(kind, int | float) for kind in kinds)
         if not numbers or any(issubclass(kind, bool) for kind in kinds):
             left.add(index)
+    if fit is not None:
+        shown, left = fit.apply(list(columns), shown, left)
     return _aligned_columns(shown, left)
 
 

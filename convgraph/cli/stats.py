@@ -25,6 +25,14 @@ from convgraph.cli.tables import print_conversations
 @command()
 @click.argument("conversation_ids", nargs=-1)
 @output_options
+@click.option(
+    "--columns",
+    "column_names",
+    metavar="A,B,C",
+    default=None,
+    help="The columns to print, in this order, in every format [default: all;"
+    " the table keeps those that fit the terminal]",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar")
 @click.option(
     "--dask",
@@ -38,6 +46,7 @@ from convgraph.cli.tables import print_conversations
 def stats(
     conversation_ids: tuple[str, ...],
     output_format: str | None,
+    column_names: str | None,
     quiet: bool,
     scheduler: str | None,
     db_path: str | None,
@@ -53,16 +62,25 @@ def stats(
     active_path_length and abandoned_branches. A CONVERSATION_ID may be a
     legacy conversation id or any thread id of a message-store tree.
 
+    On a terminal the table shows the columns that fit, in this order of
+    choice: tree_id, name (cut to fit), nodes, leaves, max_depth,
+    branch_points, last_datetime, models, roots, first_datetime, tool_calls,
+    the usage sums, active_path_length, abandoned_branches, the branching
+    factors, tools; piped, and in --json, --nl, --csv and --tsv, every one.
+    --columns chooses (`--columns tree_id,nodes,tools`).
+
     --db DIR may name a Parquet dataset (convgraph export --format parquet),
     measured with pandas, or on Dask with --dask.
     """
+    from convgraph.cli.tables import PRIORITY, chosen_columns
     from convgraph.sources.parquet import is_parquet_dataset
 
+    columns = chosen_columns(column_names, PRIORITY)
     if db_path is not None and is_parquet_dataset(db_path):
         from convgraph.analysis.datasets import dataset_conversation_table
 
         table = dataset_conversation_table(db_path, conversation_ids, scheduler)
-        print_conversations(table, output_format)
+        print_conversations(table, output_format, columns)
         return
     if scheduler is not None:
         raise UserError(
@@ -81,7 +99,7 @@ def stats(
         step("Computing statistics")
         table = conversation_table(forest)
         step("Done")
-    print_conversations(table, output_format)
+    print_conversations(table, output_format, columns)
 
 
 @contextlib.contextmanager

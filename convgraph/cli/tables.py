@@ -8,10 +8,11 @@ them for a person: names cut short, times to the second in UTC.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from convgraph.cli.output import echo_records
+from convgraph.cli.options import UserError
+from convgraph.cli.output import TableFit, echo_records, table_width
 from convgraph.times import shown_time
 
 if TYPE_CHECKING:
@@ -19,6 +20,34 @@ if TYPE_CHECKING:
 
 #: The width the table cuts conversation names to.
 NAME_WIDTH = 40
+#: The fewest cells a name is cut to so that more columns fit a terminal.
+NAME_MIN_WIDTH = 20
+
+#: The columns of a conversation the aligned table keeps first when the
+#: terminal is too narrow for all: those that say what a tree is (its id and
+#: name, size and shape, when it was last used and by which models), then
+#: usage and the finer measures. `convgraph stats --help` lists them.
+PRIORITY = (
+    "tree_id",
+    "name",
+    "nodes",
+    "leaves",
+    "max_depth",
+    "branch_points",
+    "last_datetime",
+    "models",
+    "roots",
+    "first_datetime",
+    "tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
+    "active_path_length",
+    "abandoned_branches",
+    "branching_factor_avg",
+    "branching_factor_max",
+    "tools",
+)
 
 
 def plain_records(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -36,8 +65,10 @@ def plain_records(table: pd.DataFrame) -> list[dict[str, Any]]:
             values = [None if pd.isna(time) else time.isoformat() for time in column]
         elif name == "models":
             values = [list(models) for models in column]
-        elif column.dtype.kind in "iub":
-            values = column.tolist()  # no missing value to look for
+        elif column.dtype.kind in "iub" and not column.hasnans:
+            # No missing value to look for (a nullable Int64 column is of
+            # kind "i" too, and its pd.NA is no JSON value).
+            values = column.tolist()
         else:
             # Whole columns: NA, NaN and NaT become None, Int64's ints int.
             values = column.astype(object).where(column.notna(), None).tolist()
@@ -47,15 +78,59 @@ def plain_records(table: pd.DataFrame) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 
-def print_conversations(table: pd.DataFrame, output_format: str | None) -> None:
+def print_conversations(
+    table: pd.DataFrame,
+    output_format: str | None,
+    columns: Sequence[str] | None = None,
+) -> None:
     """Print a table of conversations; the aligned table without an output
-    option."""
+    option.
+
+    Parameters
+    ----------
+    table:
+        The conversations, as `convgraph.analysis.stats` answers them.
+    output_format:
+        An output option's name, or None for the aligned table.
+    columns:
+        The columns to print, in this order, in every format. Without, every
+        column: the aligned table keeps those of `PRIORITY` that fit the
+        terminal (`table_width`; every one on a pipe), the formats for
+        programs all of them.
+    """
+    fit = None
+    if columns is None:
+        columns = list(table.columns)
+        width = table_width()
+        if width is not None and output_format in (None, "table"):
+            fit = TableFit(width, PRIORITY, "name", NAME_MIN_WIDTH)
+    else:
+        table = table[list(columns)]
     echo_records(
         plain_records(table),
-        list(table.columns),
+        columns,
         output_format or "table",
         cells=_CELLS,
+        fit=fit,
     )
+
+
+def chosen_columns(text: str | None, available: Sequence[str]) -> list[str] | None:
+    """The columns `--columns a,b,c` names, in its order; None without it.
+
+    Raises
+    ------
+    UserError
+        A name that is not one of `available` (the message lists them).
+    """
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in available]
+    if unknown or not names:
+        what = f"unknown column {unknown[0]!r}" if unknown else "no column named"
+        raise UserError(f"--columns: {what}; choose from {', '.join(available)}")
+    return list(dict.fromkeys(names))
 
 
 def _name(name: str | None) -> str:

@@ -14,7 +14,7 @@ import io
 import json
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,8 @@ from convgraph.parts import (
 from convgraph.parts import text as text_part
 from tests.browser import chromium
 from tests.databases import add_response, add_tree, legacy_database
-from tests.helpers import SAFETY_SECONDS, run
+from tests.helpers import run
+from tests.html_pages import Pages, Visit
 
 EXAMPLE_DB = Path(__file__).resolve().parent.parent / "examples" / "logs.db"
 
@@ -298,100 +299,11 @@ def browser():
         yield browser
 
 
-@dataclass
-class Visit:
-    """One page opened in the browser, and everything that went wrong in it."""
-
-    page: Any
-    url: str
-    errors: list[str] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-    def assert_clean(self) -> None:
-        assert self.errors == []
-        assert self.blocked == []
-        assert self.dialogs == []
-        assert self.page.evaluate("window.__violations") == []
-
-    def node(self, node_id: str):
-        return self.page.locator(f'g.node[data-id="{node_id}"]')
-
-    def drawn_ids(self) -> set[str]:
-        return set(self.attributes("g.node", "data-id"))
-
-    def ids_with_class(self, name: str) -> set[str]:
-        return set(self.attributes(f"g.node.{name}", "data-id"))
-
-    def attributes(self, selector: str, name: str) -> list[str | None]:
-        """The attribute `name` of every element that `selector` finds."""
-        return self.page.eval_on_selector_all(
-            selector, "(found, name) => found.map(e => e.getAttribute(name))", name
-        )
-
-    def count(self, selector: str) -> int:
-        return self.page.locator(selector).count()
-
-    def panel(self, selector: str) -> str:
-        return self.page.text_content(f"#panel {selector}")
-
-    def open_conversation(self, conversation_id: str) -> None:
-        self.page.click(
-            f'#conversation-list button[data-conversation="{conversation_id}"]'
-        )
-        assert self.page.text_content("#conversation-title")
-
-
-# Run in the page before its own script: record policy violations.
-WATCH_POLICY = """
-window.__violations = [];
-document.addEventListener("securitypolicyviolation",
-    (event) => window.__violations.push(event.violatedDirective + " " + event.blockedURI));
-"""
-
-
 @pytest.fixture
 def open_page(browser):
-    contexts = []
-
-    def open_(path: Path, viewport: tuple[int, int] = (1400, 900)) -> Visit:
-        context = browser.new_context(
-            viewport={"width": viewport[0], "height": viewport[1]}
-        )
-        contexts.append(context)
-        # How long Playwright waits for an element: a safety limit only.
-        context.set_default_timeout(SAFETY_SECONDS * 1000)
-        page = context.new_page()
-        visit = Visit(page, path.resolve().as_uri())
-
-        def route(route):
-            if route.request.url == visit.url:
-                route.continue_()
-            else:
-                visit.blocked.append(route.request.url)
-                route.abort()
-
-        def dialog(dialog):
-            visit.dialogs.append(dialog.message)
-            dialog.dismiss()
-
-        context.route("**/*", route)
-        page.on(
-            "console",
-            lambda message: (
-                message.type == "error" and visit.errors.append(message.text)
-            ),
-        )
-        page.on("pageerror", lambda error: visit.errors.append(str(error)))
-        page.on("dialog", dialog)
-        page.add_init_script(WATCH_POLICY)
-        page.goto(visit.url)
-        page.wait_for_selector("html[data-ready='true']")
-        return visit
-
-    yield open_
-    for context in contexts:
-        context.close()
+    pages = Pages(browser)
+    yield pages.open
+    pages.close()
 
 
 @pytest.fixture
@@ -431,15 +343,19 @@ def test_branch_points_leaves_and_models_are_marked(example_page):
     assert example_page.ids_with_class("leaf") == set(leaves)
     badge = example_page.node(branch_points[0]).locator(".badge-count")
     assert badge.text_content() == str(tree.out_degree(branch_points[0]))
-    # One colour per model; the legend names each model with its node count.
-    forest = Forest.read(example_db())
-    counts = forest.nodes["model"].value_counts()
+    # One colour per model; the legend names each model of the tree shown
+    # with its count of nodes in that tree (issue 25.8: not the forest's).
     legend = example_page.page.locator("#legend .legend-item[data-model]")
     models = [legend.nth(i).get_attribute("data-model") for i in range(legend.count())]
-    assert models == list(
-        dict.fromkeys(m for tree in forest.trees() for _, m in tree.nodes(data="model"))
+    forest = Forest.read(example_db())
+    first_used = dict.fromkeys(
+        m for t in forest.trees() for _, m in t.nodes(data="model")
     )
-    assert legend.first.text_content() == f"{models[0]} ({counts[models[0]]})"
+    in_tree = Counter(model for _, model in tree.nodes(data="model"))
+    assert models == [m for m in first_used if m in in_tree]
+    assert [legend.nth(i).text_content() for i in range(legend.count())] == [
+        f"{model} ({in_tree[model]})" for model in models
+    ]
     stripes = {
         node: example_page.node(node).locator(".model-stripe").get_attribute("fill")
         for node in tree

@@ -8,7 +8,10 @@ with the conversation's statistics beside it; the script draws the trees
 (several roots hang from one start, the alternatives of the first turn),
 shows each node's run from its parts (tool calls and results, code and its
 output, reasoning folded), moves between alternatives (`[` and `]`),
-computes branch diffs from the parent links, and searches, all in the page.
+computes branch diffs from the parent links, and searches every
+conversation (prompts, responses, and the runs' tool calls, results, code and
+reasoning), listing the hits by conversation, all in the page. A tree opens
+as wide as the canvas holds at a readable zoom, its wider levels folded.
 
 Three defences keep the text of the database from running as script: the
 JSON is escaped so that nothing in it can end its block (`script_json`), the

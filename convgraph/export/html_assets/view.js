@@ -31,6 +31,9 @@
     "left-right": { w: 230, h: 48, gapX: 64, gapY: 16 },
   };
   var PAD = 30;
+  // The least zoom at which labels stay readable (12 px text drawn at 9 px):
+  // a tree opens no smaller, and Fit zooms out no further.
+  var READABLE_ZOOM = 0.75;
 
   // ---- Small DOM helpers: text only ever goes in through textContent. ----
 
@@ -154,6 +157,7 @@
     }
     this.expanded = null; // made on first display
     this.haystack = null; // lower-cased texts, made on first search
+    this.hits = []; // the matching nodes, in log order
     this.match = new Uint8Array(count);
     this.matchesBelow = new Int32Array(count);
     this.matchCount = 0;
@@ -187,18 +191,23 @@
     return path.reverse();
   };
 
-  // Open the widest levels first until the budget of drawn nodes is spent.
-  Conversation.prototype.initialExpansion = function () {
+  /* Open the widest levels first until the budget of drawn nodes is spent,
+   * and no wider than `slots` nodes side by side (the leaves of what is
+   * drawn), so that the tree opens whole across the canvas at a readable
+   * size rather than cut at both sides. */
+  Conversation.prototype.initialExpansion = function (slots) {
     this.expanded = new Uint8Array(this.nodes.length);
     var shown = this.roots.length;
+    var across = this.roots.length;
     for (var i = 0; i < this.order.length; i++) {
       var node = this.order[i];
       var kids = this.children[node].length;
       if (!kids) continue;
       if (this.depth[node] > 0 && !this.expanded[this.parent[node]]) continue;
-      if (shown + kids > INITIAL_BUDGET) continue;
+      if (shown + kids > INITIAL_BUDGET || across + kids - 1 > slots) continue;
       this.expanded[node] = 1;
       shown += kids;
+      across += kids - 1;
     }
   };
 
@@ -206,24 +215,56 @@
     for (var at = this.parent[node]; at >= 0; at = this.parent[at]) this.expanded[at] = 1;
   };
 
+  /* What search reads of a node, in the order a hit names the first place
+   * it is found: the prompt, the response, then its run's parts (reasoning,
+   * tool calls with their arguments, tool results, code and its output). */
+  function searchFields(node) {
+    var fields = [["prompt", node.prompt], ["response", node.response]];
+    (Array.isArray(node.parts) ? node.parts : []).forEach(function (part) {
+      if (!part || typeof part !== "object") return;
+      var words = function (list) { return list.filter(Boolean).join(" "); };
+      if (part.type === "reasoning") fields.push(["reasoning", part.text]);
+      else if (part.type === "tool_call") fields.push(["tool call", words([part.name, compactJSON(part.arguments)])]);
+      else if (part.type === "tool_result") {
+        fields.push(["tool result", words([part.name, compactJSON(part.output), part.error])]);
+      } else if (part.type === "code") fields.push(["code", part.text]);
+      else if (part.type === "code_output") fields.push(["code output", part.text]);
+    });
+    return fields.map(function (field) {
+      return [field[0], field[1] === null || field[1] === undefined ? "" : String(field[1])];
+    });
+  }
+
+  function compactJSON(value) {
+    if (value === null || value === undefined) return "";
+    if (typeof value === "string") return value;
+    var text = JSON.stringify(value);
+    return text === undefined ? String(value) : text;
+  }
+
+  // Every node's searched text, lower-cased, its fields apart by NUL (which
+  // no needle holds: the box's text is trimmed text).
   Conversation.prototype.search = function (needle) {
     var count = this.nodes.length;
     var i;
     this.match.fill(0);
     this.matchesBelow.fill(0);
     this.matchCount = 0;
+    this.hits = [];
     if (!needle) return;
     if (!this.haystack) {
       this.haystack = new Array(count);
       for (i = 0; i < count; i++) {
-        var node = this.nodes[i];
-        this.haystack[i] = ((node.prompt || "") + "\u0000" + (node.response || "")).toLowerCase();
+        this.haystack[i] = searchFields(this.nodes[i]).map(function (field) {
+          return field[1];
+        }).join("\u0000").toLowerCase();
       }
     }
     for (i = 0; i < count; i++) {
       if (this.haystack[i].indexOf(needle) >= 0) {
         this.match[i] = 1;
         this.matchCount++;
+        this.hits.push(i);
       }
     }
     for (i = this.order.length - 1; i >= 0; i--) {
@@ -231,6 +272,21 @@
       var p = this.parent[child];
       if (p >= 0) this.matchesBelow[p] += this.matchesBelow[child] + this.match[child];
     }
+  };
+
+  /* Where in a node the needle is first found: the field's name, its text,
+   * and the hit's offset in it (-1 where lower-casing changed the text's
+   * length, so that an offset in one is not one in the other). */
+  Conversation.prototype.hitIn = function (node, needle) {
+    var fields = searchFields(this.nodes[node]);
+    for (var i = 0; i < fields.length; i++) {
+      var lower = fields[i][1].toLowerCase();
+      var at = lower.indexOf(needle);
+      if (at >= 0) {
+        return { field: fields[i][0], text: fields[i][1], at: lower.length === fields[i][1].length ? at : -1 };
+      }
+    }
+    return { field: "prompt", text: fields[0][1], at: -1 };
   };
 
   var conversations = (DATA.conversations || []).map(function (raw, index) {
@@ -246,7 +302,6 @@
   // One colour per model, in order of first use across the export.
   var models = [];
   var modelColour = new Map();
-  var modelCount = new Map();
   conversations.forEach(function (conversation) {
     conversation.nodes.forEach(function (node) {
       var model = node.model === null || node.model === undefined ? null : String(node.model);
@@ -254,7 +309,6 @@
         modelColour.set(model, PALETTE[models.length % PALETTE.length]);
         models.push(model);
       }
-      modelCount.set(model, (modelCount.get(model) || 0) + 1);
     });
   });
 
@@ -466,15 +520,40 @@
       }
       button.appendChild(modelChips(conversation.stats.models));
       button.addEventListener("click", function () { show(conversation); });
+      conversation.button = button;
       item.appendChild(button);
       list.appendChild(item);
     });
   }
 
-  function drawLegend() {
+  // Each conversation's count of matches, in its list item, after a search.
+  function drawMatchCounts() {
+    conversations.forEach(function (conversation) {
+      var button = conversation.button;
+      var badge = button.querySelector(".match-count");
+      if (state.needle && conversation.matchCount) {
+        if (!badge) {
+          badge = el("span", "match-count");
+          button.insertBefore(badge, button.firstChild);
+        }
+        badge.textContent = String(conversation.matchCount);
+      } else if (badge) {
+        badge.remove();
+      }
+    });
+  }
+
+  // The models of the conversation shown, each with its count of nodes there,
+  // in the order of the page's colours.
+  function drawLegend(conversation) {
     var legend = $("legend");
     clear(legend);
-    var keys = models.slice();
+    var modelCount = new Map();
+    (conversation ? conversation.nodes : []).forEach(function (node) {
+      var model = node.model === null || node.model === undefined ? null : String(node.model);
+      modelCount.set(model, (modelCount.get(model) || 0) + 1);
+    });
+    var keys = models.filter(function (model) { return modelCount.has(model); });
     if (modelCount.has(null)) keys.push(null);
     keys.forEach(function (model) {
       var item = el("span", "legend-item");
@@ -522,7 +601,7 @@
         drawPanel();
       }
     }
-    if (!conversation.expanded) conversation.initialExpansion();
+    if (!conversation.expanded) conversation.initialExpansion(slotsThatFit());
     $("conversation-title").textContent = conversation.title();
     var stats = conversation.stats;
     var line = [figures(conversation)];
@@ -533,15 +612,28 @@
       line.push(first === last ? first : first + " \u2013 " + last);
     }
     $("conversation-stats").textContent = line.join(" \u00b7 ");
-    document.querySelectorAll("#conversation-list button").forEach(function (button) {
-      button.setAttribute("aria-current",
-        button.getAttribute("data-conversation") === conversation.id ? "true" : "false");
+    // The list marks the conversation shown and scrolls to it, wherever it
+    // was opened from (a search hit, Enter, a link to a node).
+    conversations.forEach(function (other) {
+      if (other.button) other.button.setAttribute("aria-current", other === conversation ? "true" : "false");
     });
+    if (changed && conversation.button) conversation.button.scrollIntoView({ block: "nearest" });
+    if (changed) drawLegend(conversation);
     draw();
     if (changed) {
-      fitWidth(0.75);
+      fitWidth(READABLE_ZOOM);
       scrollToStart(conversation);
     }
+  }
+
+  // How many nodes fit side by side across the canvas at a readable zoom,
+  // drawn top-down (left to right, the tree grows across as it goes deeper,
+  // and scrolls that way as a timeline does).
+  function slotsThatFit() {
+    if (state.orientation !== "top-down" || !canvas.clientWidth) return Infinity;
+    var shape = SHAPES["top-down"];
+    var units = (canvas.clientWidth - 4) / READABLE_ZOOM;
+    return Math.max(1, Math.floor((units - PAD * 2 - 40 + shape.gapX) / (shape.w + shape.gapX)));
   }
 
   // Zoom out, not below `least`, until the tree fits the width of the canvas.
@@ -550,7 +642,7 @@
     if (!box || !box.width) return;
     var room = canvas.clientWidth - 4;
     var wanted = Math.min(1, Math.max(least, room / box.width));
-    if (Math.abs(wanted - state.zoom) > 0.01) zoom(wanted, true);
+    if (wanted !== state.zoom) zoom(wanted, true);
   }
 
   // Where the drawing's origin is, in the canvas's scrolled coordinates.
@@ -873,6 +965,7 @@
   function decorate() {
     var conversation = state.conversation;
     if (!conversation) return;
+    markHit(conversation);
     var onPath = new Set();
     var onPathB = new Set();
     var fork = null;
@@ -912,6 +1005,21 @@
       });
       // Two branches from two roots part at the start.
       scene.start.classList.toggle("fork-point", state.second !== null && fork === null);
+    }
+  }
+
+  // The hit of the selected node, in the list of hits, as the one shown.
+  function markHit(conversation) {
+    var list = $("hit-list");
+    var before = list.querySelector("button.hit[aria-current='true']");
+    var id = state.selected === null ? null : conversation.ids[state.selected];
+    if (before && before.getAttribute("data-node") === id) return;
+    if (before) before.setAttribute("aria-current", "false");
+    if (id === null || !state.needle) return;
+    var now = list.querySelector("button.hit[data-node='" + CSS.escape(id) + "']");
+    if (now) {
+      now.setAttribute("aria-current", "true");
+      now.scrollIntoView({ block: "nearest" });
     }
   }
 
@@ -1304,7 +1412,17 @@
     return box;
   }
 
-  // ---- Search ----
+  // ---- Search: every conversation, its hits listed by conversation ----
+
+  // How many hits the list shows at first; "Show more" adds as many again.
+  var HIT_PAGE = 100;
+  // Characters of context before and after a hit in its snippet.
+  var SNIPPET_BEFORE = 40;
+  var SNIPPET_AFTER = 100;
+  // Where the hit list goes on: [conversation index, hit index], null at the end.
+  var hitCursor = null;
+  var hitsShown = 0;
+  var hitsFound = 0;
 
   function search(text) {
     state.needle = text.trim().toLowerCase();
@@ -1315,12 +1433,110 @@
       total += conversation.matchCount;
       if (conversation.matchCount) inConversations++;
     });
+    hitsFound = total;
     $("search-status").textContent = state.needle
       ? (total ? plural(total, "match", "matches") + " in " + plural(inConversations, "conversation") +
         " \u00b7 Enter: next" : "no match")
       : "";
-    drawList();
+    drawMatchCounts();
+    drawHits();
     decorate();
+  }
+
+  function drawHits() {
+    clear($("hit-list"));
+    $("search-hits").hidden = !state.needle;
+    hitCursor = state.needle ? [0, 0] : null;
+    hitsShown = 0;
+    moreHits();
+  }
+
+  // The next HIT_PAGE hits, in the order of the list of conversations.
+  function moreHits() {
+    var list = $("hit-list");
+    var budget = HIT_PAGE;
+    while (hitCursor && budget > 0) {
+      var conversation = conversations[hitCursor[0]];
+      if (!conversation) {
+        hitCursor = null;
+        break;
+      }
+      if (hitCursor[1] >= conversation.hits.length) {
+        hitCursor = [hitCursor[0] + 1, 0];
+        continue;
+      }
+      var group = list.lastElementChild;
+      if (!group || group.getAttribute("data-conversation") !== conversation.id) {
+        group = hitGroup(conversation);
+        list.appendChild(group);
+      }
+      var items = group.querySelector("ol");
+      for (; budget > 0 && hitCursor[1] < conversation.hits.length; hitCursor[1]++, budget--, hitsShown++) {
+        items.appendChild(hitItem(conversation, conversation.hits[hitCursor[1]]));
+      }
+    }
+    var left = hitsFound - hitsShown;
+    var more = $("more-hits");
+    more.hidden = left <= 0;
+    more.textContent = left > 0 ? "Show " + Math.min(left, HIT_PAGE) + " more (" + left + " not shown)" : "";
+  }
+
+  function hitGroup(conversation) {
+    var group = el("li", "hit-group");
+    group.setAttribute("data-conversation", conversation.id);
+    var heading = el("p", "hit-conversation");
+    heading.appendChild(el("span", "hit-title", conversation.title()));
+    heading.appendChild(el("span", "match-count", conversation.matchCount));
+    group.appendChild(heading);
+    group.appendChild(el("ol"));
+    return group;
+  }
+
+  // One hit: where in the node it lies, and the words around it, marked.
+  function hitItem(conversation, node) {
+    var item = el("li");
+    var button = el("button", "hit");
+    button.type = "button";
+    button.setAttribute("data-node", conversation.ids[node]);
+    button.setAttribute("data-conversation", conversation.id);
+    var hit = conversation.hitIn(node, state.needle);
+    button.setAttribute("data-field", hit.field);
+    var where = hit.field + " \u00b7 depth " + conversation.depth[node];
+    if (conversation.nodes[node].active === false) where += " \u00b7 off the active path";
+    button.appendChild(el("span", "hit-where", where));
+    button.appendChild(snippet(hit, state.needle.length));
+    button.addEventListener("click", function () { openHit(conversation, node); });
+    item.appendChild(button);
+    return item;
+  }
+
+  // Text around the hit on one line, the hit in <mark>; built as text nodes.
+  function snippet(hit, length) {
+    var box = el("span", "hit-snippet");
+    var text = hit.text;
+    var squeeze = function (part) { return part.replace(/\s+/g, " "); };
+    if (hit.at < 0) {
+      box.textContent = excerpt(text, SNIPPET_BEFORE + SNIPPET_AFTER);
+      return box;
+    }
+    var from = Math.max(0, hit.at - SNIPPET_BEFORE);
+    var to = Math.min(text.length, hit.at + length + SNIPPET_AFTER);
+    // Never cut a character outside the Basic Multilingual Plane in two.
+    if (from > 0 && /[\udc00-\udfff]/.test(text.charAt(from))) from--;
+    if (to < text.length && /[\udc00-\udfff]/.test(text.charAt(to))) to++;
+    box.appendChild(document.createTextNode((from > 0 ? "\u2026" : "") + squeeze(text.slice(from, hit.at)).replace(/^ /, "")));
+    box.appendChild(el("mark", null, squeeze(text.slice(hit.at, hit.at + length))));
+    box.appendChild(document.createTextNode(squeeze(text.slice(hit.at + length, to)).replace(/ $/, "") +
+      (to < text.length ? "\u2026" : "")));
+    return box;
+  }
+
+  function openHit(conversation, node) {
+    if (conversation !== state.conversation) show(conversation);
+    state.second = null;
+    select(node, false);
+    var group = drawn.nodes.get(node);
+    if (group) group.focus({ preventScroll: true });
   }
 
   // Enter in the search box: open and select the next match in log order.
@@ -1401,6 +1617,8 @@
     canvas.classList.remove("panning");
   });
 
+  $("more-hits").addEventListener("click", moreHits);
+
   var searchBox = $("search");
   var searchTimer = null;
   searchBox.addEventListener("input", function () {
@@ -1475,7 +1693,13 @@
   $("zoom-in").addEventListener("click", function () { zoom(1.25); });
   $("zoom-out").addEventListener("click", function () { zoom(0.8); });
   $("zoom-reset").addEventListener("click", function () { zoom(null); });
-  $("zoom-fit").addEventListener("click", function () { fitWidth(0.2); scrollToStart(state.conversation); });
+  // Fit stops at a readable size: a tree wider than that scrolls, from the
+  // selected node or its start (the − button zooms out further).
+  $("zoom-fit").addEventListener("click", function () {
+    if (!state.conversation) return;
+    fitWidth(READABLE_ZOOM);
+    if (state.selected !== null) scrollToNode(state.selected); else scrollToStart(state.conversation);
+  });
 
   // ---- Start ----
 
@@ -1483,7 +1707,7 @@
   $("forest-stats").textContent = plural(conversations.length, "conversation") + ", " + plural(totalNodes, "node");
   labelOrientation();
   drawList();
-  drawLegend();
+  drawLegend(null);
   drawPanel();
   if (conversations.length) {
     show(conversations[0]);

@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 import pyte
+import pytest
 
 from convgraph.cli.progress import DELAY_VARIABLE, ProgressBar
 
@@ -123,3 +124,109 @@ def test_the_delay_is_read_from_the_environment(monkeypatch) -> None:
     assert ProgressBar().delay == 2.5
     monkeypatch.delenv(DELAY_VARIABLE)
     assert ProgressBar().delay == 1.0
+
+
+# -- the library's callback on real files --------------------------------------------------
+
+
+def seven_rows_a_statement(monkeypatch) -> None:
+    """Every statement of a whole-table read reads 7 rows, so that a small
+    file is read in several chunks."""
+    from convgraph.sources import snapshot
+
+    for name in ("FIRST_CHUNK_ROWS", "MIN_CHUNK_ROWS", "MAX_CHUNK_ROWS"):
+        monkeypatch.setattr(snapshot, name, 7)
+
+
+@pytest.mark.parametrize("reader", ["columnar", "rows"])
+def test_a_whole_read_reports_each_table_chunk_by_chunk(seed_db, monkeypatch, reader):
+    from convgraph.model.forest import Forest
+    from convgraph.sources import columnar
+
+    if reader == "rows":
+        monkeypatch.setattr(columnar, "available", lambda: False)
+    elif not columnar.available():
+        pytest.skip("the columnar reader needs the fast extra")
+    seven_rows_a_statement(monkeypatch)
+    seen: list[tuple] = []
+    Forest.read(seed_db, text=False, progress=lambda *report: seen.append(report))
+    # The seed holds 20 responses in 4 conversations.
+    responses = [
+        ("reading responses", 0, 20),
+        ("reading responses", 7, 20),
+        ("reading responses", 14, 20),
+        ("reading responses", 20, 20),
+    ]
+    conversations = [("reading conversations", 0, 4), ("reading conversations", 4, 4)]
+    linking = [("linking the nodes", 0, None)]
+    # The columnar reader links the responses before it reads the names.
+    middle = (
+        linking + conversations if reader == "columnar" else conversations + linking
+    )
+    assert seen == [*responses, *middle, ("checking parent links", 0, None)]
+
+
+def test_a_message_store_read_reports_its_tables(llm_fork_db):
+    from convgraph.model.forest import Forest
+
+    seen: list[tuple] = []
+    Forest.read(
+        llm_fork_db["path"], text=False, progress=lambda *report: seen.append(report)
+    )
+    phases = list(dict.fromkeys(phase for phase, _, _ in seen))
+    assert phases[-2:] == ["linking the nodes", "checking parent links"]
+    # llm 0.36 wrote 5 turns in 2 threads.
+    assert ("reading turns", 5, 5) in seen
+    assert ("reading threads", 2, 2) in seen
+    for phase in phases:
+        counts = [(done, total) for name, done, total in seen if name == phase]
+        dones = [done for done, _ in counts]
+        assert dones == sorted(dones)  # only ever growing
+        total = counts[-1][1]
+        assert total is None or dones[-1] == total  # ending at the total
+
+
+def test_a_read_of_named_trees_counts_them(seed_db):
+    from convgraph.model.forest import Forest
+
+    seen: list[tuple] = []
+    Forest.read(
+        seed_db,
+        conversation_ids=["linear", "complex", "linear"],
+        progress=lambda *report: seen.append(report),
+    )
+    assert seen == [
+        ("reading conversations", 0, 2),
+        ("reading conversations", 1, 2),
+        ("reading conversations", 2, 2),
+        ("checking parent links", 0, None),
+    ]
+
+
+# -- the commands on a terminal ----------------------------------------------------------
+
+
+def test_stats_shows_its_phases_on_a_terminal_and_leaves_no_bar(seed_db):
+    from tests.helpers import run
+
+    stdout, shown, screen = on_a_terminal("stats", "--db", str(seed_db))
+    assert stdout == run("stats", "--db", str(seed_db)).stdout  # as piped
+    for phase in (
+        "reading responses",
+        "reading conversations",
+        "linking the nodes",
+        "checking parent links",
+        "computing statistics",
+    ):
+        assert phase in shown
+    assert screen == []  # erased: no `Done [####] 100%` left behind
+    # --quiet, or work shorter than the delay: not a byte on the terminal.
+    assert on_a_terminal("stats", "--db", str(seed_db), "--quiet")[1] == ""
+    assert on_a_terminal("stats", "--db", str(seed_db), delay="60")[1] == ""
+
+
+def test_a_pipe_gets_no_bar(seed_db):
+    from tests.helpers import run
+
+    result = run("stats", "--db", str(seed_db), env={DELAY_VARIABLE: "0"}, color=True)
+    assert result.stderr == ""

@@ -83,9 +83,17 @@ def test_forest_of_named_conversations_reads_only_those(seed_db, llm_fork_db):
     forked = Forest.read(llm_fork_db["path"], conversation_ids=[llm_fork_db["fork"]])
     assert forked.tree_ids == [llm_fork_db["thread"]]
     assert len(forked) == 5
-    labels = []
-    Forest.read(seed_db, conversation_ids=["linear"], progress=labels.append)
-    assert labels == ["Opening the database", "Reading linear", "Checking parent links"]
+    seen = []
+    Forest.read(
+        seed_db,
+        conversation_ids=["linear"],
+        progress=lambda *report: seen.append(report),
+    )
+    assert seen == [
+        ("reading conversations", 0, 1),
+        ("reading conversations", 1, 1),
+        ("checking parent links", 0, None),
+    ]
     with pytest.raises(UnknownConversation, match="'nope'"):
         Forest.read(seed_db, conversation_ids=["linear", "nope"])
 

@@ -917,53 +917,6 @@ def test_stats_of_an_empty_database(tmp_path: Path) -> None:
     assert csv_text == ",".join(CONVERSATION_COLUMNS) + "\n"
 
 
-def stats_on_a_terminal(*args: str) -> tuple[str, str]:
-    """Run `convgraph stats` with stderr on a pseudo-terminal and stdout on a
-    pipe; returns what each received."""
-    import os
-    import pty
-    import subprocess
-    import sys
-
-    master, slave = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "convgraph", "stats", *args],
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        stdin=subprocess.DEVNULL,
-    )
-    os.close(slave)
-    terminal = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        terminal.append(data)
-    os.close(master)
-    stdout = process.stdout.read().decode()
-    assert process.wait() == 0
-    return stdout, b"".join(terminal).decode()
-
-
-def test_a_progress_bar_on_a_terminal_only(seed_db: Path) -> None:
-    stdout, terminal = stats_on_a_terminal("--db", str(seed_db))
-    assert stdout == SEED_TABLE
-    for label in (
-        "Opening the database",
-        "Reading every conversation",
-        "Checking parent links",
-        "Computing statistics",
-    ):
-        assert label in terminal
-    assert "[####################################]  100%" in terminal
-    stdout, terminal = stats_on_a_terminal("--db", str(seed_db), "--quiet")
-    assert stdout == SEED_TABLE
-    assert terminal == ""
-
-
 def test_the_command_module_imports_neither_pandas_nor_networkx() -> None:
     import subprocess
     import sys

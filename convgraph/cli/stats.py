@@ -5,20 +5,16 @@ as an aligned table for a person or, through the output options, as JSON,
 newline-delimited JSON, CSV or TSV for a program.
 With ids, only those conversations are read (any thread id of a message-store
 tree names the whole tree); without, the whole forest is read once, without
-its texts. A load on a terminal shows a progress bar on stderr.
+its texts. Work that lasts on a terminal shows its progress on stderr
+(`convgraph.cli.progress.ProgressBar`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Iterator
-from typing import Any
-
 import click
 
 from convgraph.cli.options import UserError, command, db_option, output_options
-from convgraph.cli.output import is_terminal
+from convgraph.cli.progress import ProgressBar
 from convgraph.cli.tables import print_conversations
 
 
@@ -90,37 +86,10 @@ def stats(
     from convgraph.analysis.stats import conversation_table
     from convgraph.model.forest import Forest
 
-    show_bar = not quiet and is_terminal(sys.stderr)
-    # The steps: open, read (once, or once per tree), check, compute, done.
-    with _steps(show_bar, 3 + max(1, len(conversation_ids))) as step:
+    with ProgressBar(enabled=False if quiet else None) as bar:
         forest = Forest.read(
-            db_path, text=False, conversation_ids=conversation_ids, progress=step
+            db_path, text=False, conversation_ids=conversation_ids, progress=bar
         )
-        step("Computing statistics")
+        bar("computing statistics", 0, None)
         table = conversation_table(forest)
-        step("Done")
     print_conversations(table, output_format, columns)
-
-
-@contextlib.contextmanager
-def _steps(show: bool, count: int) -> Iterator[Any]:
-    """A `step(label)` callable that moves a progress bar on stderr one step,
-    or does nothing when the bar is not shown."""
-    if not show:
-        yield lambda label: None
-        return
-    with click.progressbar(
-        length=count, label="Opening the database", file=sys.stderr, show_eta=False
-    ) as bar:
-        started = False
-
-        def step(label: str) -> None:
-            nonlocal started
-            bar.label = label
-            if started:
-                bar.update(1)
-            else:
-                bar.render_progress()
-                started = True
-
-        yield step

@@ -13,7 +13,7 @@ reads that tree alone, without pandas.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -32,8 +32,9 @@ from convgraph.links.integrity import Problem, check_link_table
 from convgraph.links.pointer_jumping import root_pointers
 from convgraph.model.marks import mark_forest
 from convgraph.model.tree import ConversationTree
-from convgraph.sources import Source, opened
+from convgraph.sources import LogDatabase, Source, opened
 from convgraph.sources.notes import NodeNote, read_notes
+from convgraph.sources.snapshot import ProgressCallback, no_progress
 from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class Forest:
         db: str | os.PathLike[str] | Source | None = None,
         text: bool = True,
         conversation_ids: Iterable[str] | None = None,
-        progress: Callable[[str], object] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Forest:
         """Read every tree of a database, or only the trees named.
 
@@ -105,9 +106,11 @@ class Forest:
             first named, with queries about those trees only. None or empty:
             every tree, read at once.
         progress
-            Called with a label as each stage begins (opening, reading, once
-            per tree when trees are named, checking the links): for a
-            progress bar.
+            Told how far the read has come, `(phase, done, total)`: an llm
+            file's tables row by row as they are read ("reading
+            responses"...: per chunk, never per row), or the trees named one
+            by one ("reading conversations"), then "linking the nodes" and
+            "checking parent links" (no total): for a progress bar.
 
         Raises
         ------
@@ -115,19 +118,21 @@ class Forest:
             An id names no conversation, or one without nodes.
         DatabaseError
         """
-        step = progress or (lambda label: None)
+        report = progress or no_progress
         named = list(conversation_ids or ())
-        step("Opening the database")
         with opened(db) as logs:
             if named:
-                nodes, names, problems, calls = _read_named(logs, named, text, step)
+                nodes, names, problems, calls = _read_named(logs, named, text, report)
+            elif isinstance(logs, LogDatabase):
+                nodes, names = logs.read_forest(text=text, progress=report)
             else:
-                step("Reading every conversation")
+                report("reading the file", 0, None)
                 nodes, names = logs.read_forest(text=text)
+            if not named:
                 problems = [*logs.record_problems, *logs.fork_problems()]
                 calls = logs.calls
             notes = read_notes(logs)
-        step("Checking parent links")
+        report("checking parent links", 0, None)
         return cls(nodes, names, problems, notes, calls)
 
     def __len__(self) -> int:
@@ -244,10 +249,10 @@ def _read_named(
     logs: Source,
     conversation_ids: Iterable[str],
     text: bool,
-    step: Callable[[str], object],
+    report: ProgressCallback,
 ) -> tuple[pd.DataFrame, dict[str, Any], list[Problem], dict[str, str]]:
     """The nodes, names and fork problems of the trees these ids name, and
-    the node of each call inside a run."""
+    the node of each call inside a run; `report` is told each tree read."""
     named: dict[str, str] = {}  # each tree once, with the id that named it
     for conversation_id in conversation_ids:
         named.setdefault(logs.tree_id_of_conversation(conversation_id), conversation_id)
@@ -255,8 +260,8 @@ def _read_named(
     names: dict[str, Any] = {}
     problems: list[Problem] = []
     calls: dict[str, str] = {}
-    for tree_id, named_as in named.items():
-        step(f"Reading {tree_id}")
+    for done, (tree_id, named_as) in enumerate(named.items()):
+        report("reading conversations", done, len(named))
         tree = logs.read_tree(tree_id)
         if not tree.records:
             raise UnknownConversation(named_as)
@@ -264,6 +269,7 @@ def _read_named(
         names[tree_id] = tree.name
         problems.extend(tree.problems)
         calls.update(tree.calls)
+    report("reading conversations", len(named), len(named))
     nodes = pd.DataFrame.from_records(records, columns=NODE_COLUMNS)
     if not text:
         # One tree's texts are little to read; dropping them keeps the table

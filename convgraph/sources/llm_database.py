@@ -36,7 +36,7 @@ from convgraph.sources.generations import (
     join_generations_frame,
 )
 from convgraph.sources.runs import fold_run_frame, fold_runs
-from convgraph.sources.snapshot import Snapshot, read_consistently
+from convgraph.sources.snapshot import ProgressCallback, Snapshot, read_consistently
 from convgraph.sources.source import (
     CONVERSATION,
     NODE,
@@ -249,7 +249,9 @@ class LogDatabase(Source):
         )
         return {row[0]: row[1] for row in rows}
 
-    def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    def read_forest(
+        self, text: bool = True, progress: ProgressCallback | None = None
+    ) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, and the name of every tree.
 
         `text=False` leaves out the prompt, system and response columns (as
@@ -260,13 +262,14 @@ class LogDatabase(Source):
         as they were when the read began; where a writer did more than append,
         the read starts again (`snapshot.read_consistently`, the rule the
         columnar reader follows too). Rows that are no node are left out and
-        listed in `record_problems`.
+        listed in `record_problems`. `progress` is told the rows of each
+        table as they are read, then the work on them.
         """
         # Whole columns through Arrow where pyarrow and ADBC are installed
         # and the file is one it reads exactly (see `columnar`).
         from convgraph.sources import columnar
 
-        found = columnar.read_forest(self, text=text)
+        found = columnar.read_forest(self, text=text, progress=progress)
         self._forks_acyclic = found is not None
         if found is not None:
             self.record_problems = []  # it set `calls` itself
@@ -275,6 +278,7 @@ class LogDatabase(Source):
             self.conn,
             self._tables(),
             lambda snapshot: self._read_forest(text, snapshot),
+            progress,
         )
 
     def _tables(self) -> list[str]:
@@ -337,6 +341,7 @@ class LogDatabase(Source):
                 else:
                     names.setdefault(root, name)
             frames.insert(0, legacy_frame)
+        snapshot.report("linking the nodes", 0, None)
         # llm 0.32 and later make the legacy tables and leave them empty:
         # concatenating an empty frame would only lose the categories.
         frames = [frame for frame in frames if len(frame)] or frames[:1]

@@ -21,11 +21,17 @@ Both whole-forest readers follow this one rule: the row readers (sqlite3
 tuples, `Snapshot.rows`) and the columnar reader (Arrow batches through the
 ADBC driver, several ranges side by side, `columnar.reader`), which hands its
 own statements to `paced_chunks` and its cursor to `Snapshot`.
+
+A `Snapshot` also says how far a read has come, to a `ProgressCallback`
+(`(phase, done, total)`: "reading responses", the rows read, the table's
+largest rowid as its total), once per chunk, never per row; the readers
+name the phases that follow the reads through `Snapshot.report`.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
@@ -46,6 +52,18 @@ BEFORE_FIRST_ROWID = -(2**63)
 
 #: The clock statements are timed by (a test may set its own).
 clock: Callable[[], float] = time.perf_counter
+
+#: What long work reports as it goes, for a progress bar: the phase's name
+#: ("reading responses", "linking the nodes"), how much of it is done and
+#: its total (rows, conversations or bytes; None where it cannot be known).
+#: Called per chunk of work, never per row; the counts of one phase only
+#: grow, and a phase with a total ends at it.
+ProgressCallback = Callable[[str, int, int | None], None]
+
+
+def no_progress(phase: str, done: int, total: int | None) -> None:
+    """The `ProgressCallback` of work nobody watches: it does nothing."""
+
 
 Chunk = TypeVar("Chunk")
 Found = TypeVar("Found")
@@ -133,11 +151,24 @@ class Snapshot:
         own and says how many (`counted`).
     tables
         The tables that will be read; each must exist.
+    progress
+        Told each table's rows as they are read (`advanced`, `counted`),
+        with the phase "reading TABLE" and the table's largest rowid as the
+        total (llm only appends, so that is about its rows).
     """
 
-    def __init__(self, conn: Statements, tables: Iterable[str]):
+    def __init__(
+        self,
+        conn: Statements,
+        tables: Iterable[str],
+        progress: ProgressCallback | None = None,
+    ):
         self.conn = conn
         self.tables = list(tables)
+        #: Where the read says how far it has come (`report`).
+        self.report: ProgressCallback = progress or no_progress
+        self._read_so_far: dict[str, int] = {}
+        self._progress_lock = threading.Lock()
         self.version = self._one("pragma data_version")[0]
         #: Each table's largest rowid at the start (None: empty, or no rowids).
         self.bounds: dict[str, int | None] = {}
@@ -179,8 +210,23 @@ class Snapshot:
     def counted(self, table: str, rows: int) -> None:
         """Note that `rows` rows of `table` were read, up to its bound (-1:
         the table has no rowids, so the count proves nothing), for
-        `changed` to count again."""
+        `changed` to count again; its progress ends at its total."""
         self._reads.append((table, rows))
+        total = self.bounds.get(table)
+        if total and self._read_so_far.get(table, 0) < total:
+            self.report(f"reading {table}", total, total)
+
+    def advanced(self, table: str, rows: int) -> None:
+        """Report `rows` more rows of `table` read: the callback is told the
+        rows read so far (at most the total). Safe from several threads:
+        the columnar reader reads ranges of a table side by side."""
+        total = self.bounds.get(table)
+        if not total:
+            return
+        with self._progress_lock:
+            done = self._read_so_far.get(table, 0) + rows
+            self._read_so_far[table] = done
+            self.report(f"reading {table}", min(done, total), total)
 
     def rows(self, table: str, columns: str, alias: str = "t") -> Iterator[list[tuple]]:
         """Every row of `table` up to its bound, chunk by chunk, in rowid
@@ -197,6 +243,7 @@ class Snapshot:
             return
         last = self.bounds[table]
         count = 0
+        self.advanced(table, 0)
         if last is not None:
             query = (
                 f'select {alias}.rowid, {columns} from "{table}" as {alias}'
@@ -211,6 +258,7 @@ class Snapshot:
                 last,
             ):
                 count += len(chunk)
+                self.advanced(table, len(chunk))
                 yield chunk
         self.counted(table, count)
 
@@ -262,16 +310,21 @@ class Snapshot:
 
 
 def read_consistently(
-    conn: Statements, tables: Iterable[str], read: Callable[[Snapshot], Found]
+    conn: Statements,
+    tables: Iterable[str],
+    read: Callable[[Snapshot], Found],
+    progress: ProgressCallback | None = None,
 ) -> Found:
     """`read(snapshot)` on a fresh `Snapshot` of `tables`, again while a
     writer did more than append meanwhile (`Snapshot.changed`), up to
     `READ_ATTEMPTS` reads: the last read's answer. Each read is as the file
     was at its start; after the last attempt the answer may mix a deletion
-    in, which only a writer that keeps deleting during every read causes."""
+    in, which only a writer that keeps deleting during every read causes.
+    `progress` is told how far each read has come (a read started again
+    counts its tables again)."""
     tables = list(tables)
     for _ in range(READ_ATTEMPTS):
-        snapshot = Snapshot(conn, tables)
+        snapshot = Snapshot(conn, tables, progress)
         found = read(snapshot)
         if not snapshot.changed():
             break

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from convgraph.sources import LogDatabase
     from convgraph.sources.columnar.reader import ArrowReader
+    from convgraph.sources.snapshot import ProgressCallback
 
 
 def available() -> bool:
@@ -54,11 +55,12 @@ def available() -> bool:
 
 
 def read_forest(
-    logs: LogDatabase, text: bool = True
+    logs: LogDatabase, text: bool = True, progress: ProgressCallback | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """Every node as one table and every tree's name, as
     `LogDatabase.read_forest` gives them, read column by column; None where
     this path does not apply (see the module's docstring): then read the rows.
+    `progress` is told the rows of each table as they are read.
     """
     if not available():
         return None
@@ -86,11 +88,13 @@ def read_forest(
                     reader,
                     legacy.tables(logs),
                     lambda snapshot: legacy.read_legacy(logs, reader, snapshot, text),
+                    progress,
                 )
             nodes, names, logs.calls = read_consistently(
                 reader,
                 message_store.TABLES,
                 lambda snapshot: message_store.read_store(reader, snapshot),
+                progress,
             )
             return nodes, names
     except (NotColumnar, adbc_driver_manager.Error):

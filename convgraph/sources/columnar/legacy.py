@@ -95,6 +95,7 @@ def read_legacy(
     )
     if not len(table["id"]):
         raise NotColumnar("no responses")
+    snapshot.report("linking the nodes", 0, None)
     in_order = table.pop("_in_log_order")
     node_ids = table.pop("id")
     if by_rowid:

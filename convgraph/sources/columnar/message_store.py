@@ -106,6 +106,7 @@ def read_store(
         raise NotColumnar("no turns")
     # Only a tool call's row of `parts` holds anything here.
     parts = reader.table("parts", CALL_COLUMNS, snapshot)
+    snapshot.report("linking the nodes", 0, None)
 
     # Log order: the row reader's `order by coalesce(datetime_utc, ''), id`.
     # llm appends as it logs, so the rows nearly always are in it already:

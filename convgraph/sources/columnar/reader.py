@@ -240,8 +240,13 @@ class ArrowReader:
         ranges = _rowid_ranges(first_rowid - 1, last_rowid)
         while len(self.range_cursors) < len(ranges):
             self.range_cursors.append(self._cursor())
+
+        def advanced(rows: int) -> None:
+            snapshot.advanced(name, rows)
+
+        advanced(0)
         if len(ranges) == 1:
-            found = [_read_range(self.cursor, query, *ranges[0], convert)]
+            found = [_read_range(self.cursor, query, *ranges[0], convert, advanced)]
         else:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -253,6 +258,7 @@ class ArrowReader:
                         [query] * len(ranges),
                         *zip(*ranges, strict=True),
                         [convert] * len(ranges),
+                        [advanced] * len(ranges),
                     )
                 )
         chunks = [part for parts, _ in found for part in parts]
@@ -311,11 +317,12 @@ def _read_range(
     after: int,
     last: int,
     convert: Callable[[pa.Table], dict[str, Any]],
+    advanced: Callable[[int], None],
 ) -> tuple[list[dict[str, Any]], int]:
     """The rows of `query` with rowids after `after` up to `last`, each chunk
     a statement of its own paced by the chunked-read rule
     (`snapshot.paced_chunks`), given to `convert`: the converted chunks, in
-    rowid order, and how many rows."""
+    rowid order, and how many rows. `advanced` is told each chunk's rows."""
     import pyarrow.compute as pc
 
     def fetch(after: int, wanted: int) -> pa.Table:
@@ -328,6 +335,7 @@ def _read_range(
             raise NotColumnar("values of other types")
         count += chunk.num_rows
         parts.append(convert(chunk))
+        advanced(chunk.num_rows)
         del chunk
     return parts, count
 

@@ -52,6 +52,41 @@ COMMANDS: tuple[click.Command, ...] = (
 )
 
 
+#: What `convgraph --help` says of each command, on one line: click would cut
+#: the first sentence of a docstring with "..." to fit the terminal, and in
+#: `llm --help` the room is narrower still. Each fits 45 cells.
+SUMMARIES = {
+    "conversations": "List every conversation tree",
+    "tree": "Draw conversation trees",
+    "path": "The ids from the root down to a node",
+    "children": "The direct children of a node",
+    "siblings": "The alternatives of a node",
+    "descendants": "Every node below a node, breadth first",
+    "roots": "The roots of a conversation",
+    "leaves": "The leaves (branch tips) of a conversation",
+    "check": "Report broken parent links",
+    "stats": "Statistics of every conversation tree",
+    "diff": "Where two branches split, and how they differ",
+    "compare": "Compare the alternative answers below a node",
+    "export": "Export conversations to a file or a picture",
+    "migrate": "Add parent links and indexes to a database",
+    "delete": "Delete a legacy response (try --dry-run)",
+    "branch": "Continue a conversation from any node",
+    "regenerate": "Ask a node's prompt again, as a sibling",
+    "browse": "Browse the conversations in the terminal",
+    "import": "Import a ChatGPT, Claude or Open WebUI export",
+    "transcript": "A branch as Markdown or chat messages",
+    "pairs": "Preference pairs from alternative answers",
+    "note": "Record why a branch was made, on its node",
+    "prefer": "Mark a node as the preferred answer",
+    "search": "Find text in any branch",
+}
+
+for _command in COMMANDS:
+    if _command.short_help is None and _command.name in SUMMARIES:
+        _command.short_help = SUMMARIES[_command.name]
+
+
 class ConvgraphGroup(click.Group):
     """convgraph's group: a command made with `@cli.command()` gets the
     error handling of `ConvgraphCommand` too."""
@@ -59,7 +94,11 @@ class ConvgraphGroup(click.Group):
     command_class = ConvgraphCommand
 
 
-@click.group(cls=ConvgraphGroup)
+@click.group(
+    cls=ConvgraphGroup,
+    # -h as git's and llm's users type it; the commands inherit it.
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(package_name="convgraph")
 def cli() -> None:
     """Explore, measure and export the branching conversations that llm logs."""

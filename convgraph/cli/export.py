@@ -37,6 +37,24 @@ if TYPE_CHECKING:
     import networkx as nx
 
 RENDERINGS = ("svg", "png")
+#: Picture formats someone may give to --format: a picture is Graphviz's
+#: drawing of the DOT export, made with --render.
+PICTURES = ("svg", "png", "pdf", "jpg", "jpeg")
+
+
+class FormatChoice(click.Choice):  # type: ignore[type-arg]
+    """`--format`'s choice, which points a picture format to `--render` in
+    one line instead of listing the file formats."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and value.lower() in PICTURES:
+            kind = value.lower() if value.lower() in RENDERINGS else "svg"
+            raise UserError(
+                f"--format {value}: a picture is drawn with --render"
+                f" ({'|'.join(RENDERINGS)}): convgraph export --render {kind} -o"
+                f" tree.{kind}"
+            )
+        return super().convert(value, param, ctx)
 
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -53,7 +71,7 @@ NO_GRAPHVIZ = (
 @click.option(
     "--format",
     "format_name",
-    type=click.Choice(list(FORMATS), case_sensitive=False),
+    type=FormatChoice(list(FORMATS), case_sensitive=False),
     default="dot",
     show_default=True,
     help="The file format",

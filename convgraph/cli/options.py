@@ -93,7 +93,8 @@ def _says(error: sqlite3.Error, messages: tuple[str, ...]) -> bool:
 
 
 def db_option(function: F) -> F:
-    """`-d/--db PATH`: the database to read; llm's own logs.db by default.
+    """`-d/--db/--database PATH`: the database to read; llm's own logs.db by
+    default. `--database` is how llm's own commands spell it.
 
     Click checks nothing about the path (a folder may hold a chat export): the
     reader says in one line what is wrong with it.
@@ -101,10 +102,13 @@ def db_option(function: F) -> F:
     return click.option(
         "-d",
         "--db",
+        "--database",
         "db_path",
         type=click.Path(readable=False, path_type=str),
         default=None,
-        help="The llm database [default: llm's logs.db, as `llm logs path` prints]",
+        help="The llm database or chat export to read (stats and check also read"
+        " a Parquet dataset DIR) [default: llm's logs.db, as `llm logs path`"
+        " prints]",
     )(function)
 
 

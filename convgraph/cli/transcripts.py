@@ -14,36 +14,42 @@ from typing import Any
 
 import click
 
-from convgraph.cli.options import command, db_option, output_options
+from convgraph.cli.options import command, db_option, json_option, output_options
 from convgraph.cli.output import echo_json, echo_records, json_text, terminal_lines
 from convgraph.text import excerpt
 
 
 @command()
 @click.argument("node_id")
+@json_option
 @click.option(
     "--format",
     "format_name",
     type=click.Choice(["markdown", "json"], case_sensitive=False),
-    default="markdown",
-    show_default=True,
-    help="Markdown, or a JSON array of chat messages (role, content)",
+    default=None,
+    hidden=True,  # the spelling before --json: scripts that use it still work
 )
 @db_option
-def transcript(node_id: str, format_name: str, db_path: str | None) -> None:
+def transcript(
+    node_id: str, as_json: bool, format_name: str | None, db_path: str | None
+) -> None:
     """The conversation from its root down to NODE_ID, as one transcript.
 
     Given a conversation id instead, follows the conversation's active path
-    (the branch last used).
+    (the branch last used). Markdown, or with --json a JSON array of chat
+    messages (role, content).
 
     \b
     convgraph transcript NODE_ID > branch.md
-    convgraph transcript CONVERSATION_ID --format json
+    convgraph transcript CONVERSATION_ID --json
     """
     from convgraph.present.transcript import transcript as read_transcript
 
+    if format_name is not None and format_name.lower() == "json":
+        click.echo("Note: --format json is spelt --json now, as elsewhere", err=True)
+        as_json = True
     found = read_transcript(node_id, db_path)
-    if format_name.lower() == "json":
+    if as_json:
         echo_json(found.messages())
     else:
         click.echo(terminal_lines(found.markdown()), nl=False)

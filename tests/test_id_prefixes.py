@@ -360,3 +360,67 @@ def test_the_default_lookup_reads_the_same_ids(colliding_export, given):
     with open_logs(colliding_export) as logs:
         own = logs.id_matches(given, 9)
         assert Source.id_matches(logs, given, 9) == own
+
+
+# -- the loaders and the write side ------------------------------------------
+
+
+def test_the_loaders_take_prefixes():
+    from convgraph.model.loading import (
+        load_path,
+        load_tree,
+        load_tree_of_node,
+        load_tree_of_pair,
+    )
+
+    assert load_tree("01jb2hash", LOGS).graph["tree_id"] == HASHMAP
+    assert load_tree_of_node("01jb2hm03d", LOGS).graph["tree_id"] == HASHMAP
+    assert load_path("01jb2hm03d", LOGS) == [
+        "01jb2hm00root000000000000",
+        "01jb2hm01b000000000000000",
+        "01jb2hm03d000000000000000",
+    ]
+    assert load_tree_of_pair("01jb2hm03d", "01jb2hm06", LOGS).graph["tree_id"] == (
+        HASHMAP
+    )
+    with pytest.raises(AmbiguousId):
+        load_path("01jb2hm0", LOGS)
+    with pytest.raises(NodeNotConversation):
+        load_tree("01jb2hm03d", LOGS)
+
+
+def test_the_write_side_takes_prefixes(colliding):
+    from convgraph.sources.notes import read_notes
+    from convgraph.store import delete_node
+    from convgraph.store.migrate import migrate
+    from convgraph.store.notes import set_note, set_preferred
+
+    migrate(colliding)
+    set_note("abcd1xb", "kept", colliding)
+    set_note("abcd2y", "other", colliding)
+    assert set_preferred("abcd2y", True, colliding) == []
+    with open_logs(colliding) as logs:
+        notes = read_notes(logs, ["abcd1xb", "abcd2ya"])
+        assert {node: note.note for node, note in notes.items()} == {
+            "abcd1xb": "kept",
+            "abcd2ya": "other",
+        }
+    with pytest.raises(AmbiguousId):
+        set_note("abcd1x", "which?", colliding)
+    deletion = delete_node("abcd1xb", colliding)
+    assert deletion.deleted == ["abcd1xb"]
+    before = file_digest(colliding)
+    with pytest.raises(AmbiguousId):
+        delete_node("abcd", colliding)
+    assert file_digest(colliding) == before
+
+
+def test_a_whole_id_of_the_other_kind_beats_a_prefix(seed_db):
+    """`multiple-roots` is a conversation, and begins the ids of its six
+    nodes: as a node it is the conversation it names, not ambiguous."""
+    with open_logs(seed_db) as logs:
+        with pytest.raises(ConversationNotNode) as raised:
+            logs.resolve_node("multiple-roots")
+        assert raised.value.id == "multiple-roots"
+        assert logs.resolve("multiple-roots") == (CONVERSATION, "multiple-roots")
+        assert logs.resolve_node("multiple-roots-root2") == "multiple-roots-root2"

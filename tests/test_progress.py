@@ -230,3 +230,25 @@ def test_a_pipe_gets_no_bar(seed_db):
 
     result = run("stats", "--db", str(seed_db), env={DELAY_VARIABLE: "0"}, color=True)
     assert result.stderr == ""
+
+
+def test_building_every_tree_counts_the_trees(seed_db):
+    from convgraph.model.forest import Forest
+
+    seen: list[tuple] = []
+    trees = list(Forest.read(seed_db).trees(lambda *report: seen.append(report)))
+    assert len(trees) == 4
+    assert seen == [
+        ("building trees", 0, None),
+        *[("building trees", done, 4) for done in range(5)],
+    ]
+
+
+def test_tree_of_the_whole_forest_shows_its_phases(seed_db):
+    from tests.helpers import run
+
+    stdout, shown, screen = on_a_terminal("tree", "--db", str(seed_db))
+    assert stdout == run("tree", "--db", str(seed_db)).stdout
+    for phase in ("reading responses", "checking parent links", "building trees"):
+        assert phase in shown
+    assert screen == []

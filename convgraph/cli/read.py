@@ -94,9 +94,12 @@ def tree(
             _tree(conversation_id, db_path) for conversation_id in conversation_ids
         ]
     else:
+        from convgraph.cli.progress import ProgressBar
         from convgraph.model.forest import Forest
 
-        trees = list(Forest.read(db_path).trees())
+        # The bar is gone before the first line is drawn on stdout.
+        with ProgressBar() as bar:
+            trees = list(Forest.read(db_path, progress=bar).trees(progress=bar))
     if as_json:
         drawn = []
         for graph in trees:

@@ -214,14 +214,19 @@ class Forest:
                     self._calls_by_tree.setdefault(tree_of[node], {})[call] = node
         return self._calls_by_tree.get(tree_id, {})
 
-    def trees(self) -> Iterator[nx.DiGraph]:
+    def trees(self, progress: ProgressCallback | None = None) -> Iterator[nx.DiGraph]:
         """Every tree's DiGraph, one at a time.
 
         Built from one pass over the table: each column turned into plain
         values (None for a missing one, int for a count) once, and the rows
         grouped by tree once, so drawing or exporting the whole forest costs
         time linear in its nodes, not a pandas look-up per tree.
+
+        `progress` is told the trees built, `("building trees", done,
+        total)`, about a hundred times over the forest.
         """
+        report = progress or no_progress
+        report("building trees", 0, None)
         rows_by_tree = self._rows_of_trees()
         columns = {
             name: self.nodes[name].astype(object).where(self.nodes[name].notna(), None)
@@ -233,7 +238,11 @@ class Forest:
                 *(column.tolist() for column in columns.values()), strict=True
             )
         ]
-        for tree_id in self.tree_ids:
+        tree_ids = self.tree_ids
+        every = max(1, len(tree_ids) // 100)
+        for done, tree_id in enumerate(tree_ids):
+            if done % every == 0:
+                report("building trees", done, len(tree_ids))
             rows = [records[row] for row in rows_by_tree[tree_id]]
             parents = {record["id"]: record["parent_id"] for record in rows}
             yield ConversationTree.from_records(
@@ -243,6 +252,7 @@ class Forest:
                 self.names.get(tree_id),
                 calls=self._calls_of(tree_id),
             )
+        report("building trees", len(tree_ids), len(tree_ids))
 
 
 def _read_named(

@@ -59,24 +59,27 @@ def load_tree(
     Parameters
     ----------
     conversation_id
-        A legacy conversation id, or any thread id of a message-store tree.
+        A legacy conversation id, or any thread id of a message-store tree,
+        or a unique prefix of one (`Source.resolve`).
     db
         A path to a `logs.db`, an open `Source`, or None for llm's own.
 
     Raises
     ------
-    UnknownConversation, DatabaseError
+    UnknownConversation, AmbiguousId, DatabaseError
     """
     with opened(db) as logs:
+        conversation_id = logs.resolve_conversation(conversation_id)
         return read_tree(logs, logs.tree_id_of_conversation(conversation_id))[0]
 
 
 def load_tree_of_node(
     node_id: str, db: str | os.PathLike[str] | Source | None = None
 ) -> nx.DiGraph:
-    """The conversation tree that holds `node_id` (a response or turn id)."""
+    """The conversation tree that holds `node_id` (a response or turn id, or
+    a unique prefix of one: `Source.resolve`)."""
     with opened(db) as logs:
-        return read_tree(logs, logs.tree_id_of_node(node_id))[0]
+        return read_tree(logs, logs.tree_id_of_node(logs.resolve_node(node_id)))[0]
 
 
 def load_path(
@@ -90,9 +93,10 @@ def load_path(
 
     Raises
     ------
-    UnknownNode, DatabaseError
+    UnknownNode, AmbiguousId, DatabaseError
     """
     with opened(db) as logs:
+        node_id = logs.resolve_node(node_id)
         found = logs.path_by_links(node_id)
         if found is not None:
             return found
@@ -148,6 +152,7 @@ def load_tree_of_pair(
     DatabaseError
     """
     with opened(db) as logs:
+        node_a, node_b = logs.resolve_node(node_a), logs.resolve_node(node_b)
         tree = load_tree_of_node(node_a, logs)
         if node_b not in tree:
             # Only an id lookup: the other tree is not read.

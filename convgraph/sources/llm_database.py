@@ -149,6 +149,20 @@ class LogDatabase(Source):
             found = self.exact_matches(given)
         return found
 
+    def is_id(self, given: str, kind: str) -> bool:
+        """Whether `given` is a whole id of this kind, on the primary keys
+        alone: a conversation that only its responses name (no index holds
+        those ids) is found by `id_matches` when nothing else matches."""
+        if kind == NODE:
+            return super().is_id(given, kind)
+        if self.store is not None and self.store.has_thread(given):
+            return True
+        if self.legacy is None:
+            return False
+        # The whole id, where the table holds it, comes first of its range.
+        first = self.legacy.conversations_from(given, 1)
+        return bool(first) and first[0][0] == given
+
     def _tree_id_of_legacy_conversation(self, conversation_id: str) -> str:
         # llm continues a legacy conversation in a thread of the same id, so
         # the legacy rows belong to that thread's tree.

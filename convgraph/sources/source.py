@@ -210,6 +210,18 @@ class Source:
             pass
         return found
 
+    def is_id(self, given: str, kind: str) -> bool:
+        """Whether `given` is a whole id of this kind (`NODE` or
+        `CONVERSATION`): the quick question `resolve` asks first."""
+        try:
+            if kind == NODE:
+                self.tree_id_of_node(given)
+            else:
+                self.tree_id_of_conversation(given)
+        except (UnknownNode, UnknownConversation):
+            return False
+        return True
+
     def resolve(self, given: str, wanted: str | None = None) -> tuple[str, str]:
         """The id `given` names, as git takes a unique prefix of a hash:
         `given` itself where it is an id, else the one id of `MIN_PREFIX`
@@ -232,14 +244,24 @@ class Source:
             `given` names nothing.
         """
         kinds = (wanted,) if wanted is not None else (NODE, CONVERSATION)
+        # The whole id first: the lookup every command made before prefixes,
+        # one index probe in llm's database.
+        for kind in kinds:
+            if self.is_id(given, kind):
+                return kind, given
         if len(given) < MIN_PREFIX:
             matches = self.exact_matches(given)
         else:
             matches = self.id_matches(given, LISTED + 1)
+        exact = [match for match in matches if match.id == given]
         for kind in kinds:
-            for match in matches:
-                if match.kind == kind and match.id == given:
+            for match in exact:
+                if match.kind == kind:
                     return kind, given
+        if exact:
+            # A whole id of the other kind means what it says, even where it
+            # also begins ids of the kind wanted.
+            raise _other_kind(given, exact[0])
         chosen = _each_id_once([match for match in matches if match.kind in kinds])
         if len(chosen) == 1:
             return chosen[0].kind, chosen[0].id
@@ -249,10 +271,7 @@ class Source:
         if len(others) > 1:
             raise _ambiguous(given, others, none_of=wanted)
         if others:
-            other = others[0]
-            if other.kind == NODE:
-                raise NodeNotConversation(given, other.id, other.tree_id)
-            raise ConversationNotNode(given, other.id, other.tree_id)
+            raise _other_kind(given, others[0])
         if wanted == CONVERSATION:
             raise UnknownConversation(given)
         raise UnknownNode(given)
@@ -291,6 +310,13 @@ def _each_id_once(matches: list[IdMatch]) -> list[IdMatch]:
     for match in sorted(matches, key=lambda match: match.kind != NODE):
         seen.setdefault(match.id, match)
     return sorted(seen.values(), key=lambda match: (match.id, match.kind))
+
+
+def _other_kind(given: str, other: IdMatch) -> UnknownNode | UnknownConversation:
+    """The error for an id of the other kind than the one wanted."""
+    if other.kind == NODE:
+        return NodeNotConversation(given, other.id, other.tree_id)
+    return ConversationNotNode(given, other.id, other.tree_id)
 
 
 def _ambiguous(

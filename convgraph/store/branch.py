@@ -539,8 +539,9 @@ def _point_below(path: Path, node_id: str) -> BranchPoint:
     from convgraph.sources import open_logs
 
     with open_logs(path) as logs:
-        # A call inside a tool chain names the chain's node: go on from its end.
-        node_id = logs.node_of(node_id)
+        # A call inside a tool chain names the chain's node: go on from its
+        # end; a unique prefix names its id.
+        node_id = logs.node_of(logs.resolve_node(node_id))
         turn = logs.store.turn_end(node_id) if logs.store is not None else None
         if turn is not None:
             # llm's load_chain would loop forever on a cycle of parent_hash.
@@ -567,6 +568,7 @@ def _point_beside(path: Path, node_id: str) -> tuple[BranchPoint, dict[str, Any]
     from convgraph.sources import open_logs
 
     with open_logs(path) as logs:
+        node_id = logs.resolve_node(node_id)  # a unique prefix names it
         graph = load_tree_of_node(node_id, logs)
         # A call inside a tool chain names the chain's node.
         node_id = graph.graph.get("calls", {}).get(node_id, node_id)

@@ -104,6 +104,7 @@ def delete_node(
             # writer can change the tree between what we look at and what we
             # delete. Not closed here: the connection is the transaction's.
             logs = LogDatabase(conn, path)
+            node_id = logs.resolve_node(node_id)  # a unique prefix names it
             graph = load_tree_of_node(node_id, logs)
             # A call inside a tool chain names the chain's node (its last call).
             node_id = tree_ops.node_of(graph, node_id)

@@ -56,8 +56,9 @@ def set_note(
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:
-        # Raises UnknownNode; a call inside a tool chain names the chain's node.
-        node_id = logs.node_of(node_id)
+        # Raises UnknownNode; a call inside a tool chain names the chain's
+        # node; a unique prefix names its id.
+        node_id = logs.node_of(logs.resolve_node(node_id))
         path = notes_file(logs)
     _write(path, [(node_id, "note", text)])
     return path
@@ -81,6 +82,7 @@ def set_preferred(
     with open_logs(db) as logs:
         # The tree's rows as the source stores them: enough to find the
         # alternatives (same stored parent, same prompt) without building it.
+        node_id = logs.resolve_node(node_id)  # a unique prefix names it
         tree = logs.read_tree(logs.tree_id_of_node(node_id))
         records = tree.records
         # A call inside a tool chain names the chain's node.

@@ -9,14 +9,16 @@ same moments (and an import makes the same ids) as one in London.
 `parse_time` reads one value and `parse_times` a whole pandas column by that
 rule, side by side, with one property test for the pair
 (tests/test_times.py); `shown_time` is how a person sees a stored time in a
-table or the browser: in UTC, to the second or the minute. Nothing here
+table or the browser: in UTC, to the second or the minute. `parse_bound`
+reads what a person types as a bound of a time filter (`--since`,
+`--until`): a date, a time, or a span back from now (`7d`). Nothing here
 imports pandas until `parse_times` is called.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -28,6 +30,12 @@ DATETIME_DTYPE: Final = "datetime64[ns, UTC]"
 # What may follow "YYYY-MM-DDTHH:MM:SS" in a time already in UTC: a
 # fraction, and no offset, `Z` or a zero one.
 _UTC_TAIL = re.compile(r"(?:\.\d*)?(?:Z|[+-]00:?00)?")
+
+# A span back from now: a count and its unit (hours, days, weeks).
+_SPAN = re.compile(r"(\d{1,6})([hdw])")
+_SPAN_UNITS: Final = {"h": "hours", "d": "days", "w": "weeks"}
+# A date alone, which as an upper bound means the whole of that day.
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -61,6 +69,48 @@ def parse_time(value: Any) -> datetime | None:
         moment.astimezone(UTC)
     except OverflowError:
         return None
+    return moment
+
+
+def parse_bound(
+    value: str, now: datetime | None = None, end: bool = False
+) -> datetime | None:
+    """A bound of a time filter as a person types it, as an aware time in
+    UTC; None for text that is none of its forms.
+
+    The forms: a date (`2026-11-01`), a time (`2026-11-01T14:00`, UTC where
+    it has no offset, as `parse_time` reads it), or a span back from `now`
+    (`12h`, `7d`, `2w`: hours, days, weeks; `now` is the present moment in
+    UTC when not given, and a test gives it). A date as an upper bound
+    (`end=True`) means the last moment of that day, so `--until 2026-11-01`
+    keeps what was logged on the first of November.
+
+    Examples
+    --------
+    >>> now = datetime(2026, 11, 8, 12, 0, tzinfo=UTC)
+    >>> parse_bound("7d", now)
+    datetime.datetime(2026, 11, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    >>> parse_bound("2026-11-01T14:00", now).isoformat()
+    '2026-11-01T14:00:00+00:00'
+    >>> parse_bound("2026-11-01", now, end=True).isoformat()
+    '2026-11-01T23:59:59.999999+00:00'
+    >>> parse_bound("yesterday-ish", now) is None
+    True
+    """
+    text = value.strip()
+    span = _SPAN.fullmatch(text)
+    if span:
+        moment = now if now is not None else datetime.now(UTC)
+        try:
+            return moment - timedelta(**{_SPAN_UNITS[span[2]]: int(span[1])})
+        except OverflowError:
+            return None
+    given = parse_time(text)
+    if given is None:
+        return None
+    moment = given.astimezone(UTC)
+    if end and _DATE.fullmatch(text):
+        moment += timedelta(days=1, microseconds=-1)
     return moment
 
 

@@ -11,8 +11,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from convgraph.cli.options import command, db_option, json_option, output_options
+from convgraph.cli.filters import FILTER_HELP, filter_options, kept
+from convgraph.cli.options import (
+    CONVERSATION_ID,
+    NODE_ID,
+    command,
+    db_option,
+    json_option,
+    output_options,
+)
 from convgraph.cli.output import echo_ids, echo_json, echo_records
+from convgraph.model.filters import TreeFilter
 from convgraph.text import terminal_text
 
 if TYPE_CHECKING:
@@ -31,26 +40,32 @@ def _tree(conversation_id: str, db_path: str | None) -> nx.DiGraph:
     return load_tree(conversation_id, db_path)
 
 
-@command()
+@command(epilog=FILTER_HELP)
 @db_option
 @output_options
-def conversations(db_path: str | None, output_format: str | None) -> None:
+@filter_options
+def conversations(
+    db_path: str | None, output_format: str | None, where: TreeFilter
+) -> None:
     """List every conversation tree: tree_id, name, nodes, roots, leaves
     and max_depth (the columns of `convgraph stats` that say what a tree is).
     """
     from convgraph.analysis.stats import conversation_table
     from convgraph.cli.tables import print_conversations
+    from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
-    table = conversation_table(Forest.read(db_path, text=False))
+    forest = select_trees(Forest.read(db_path, text=False), where)
+    table = conversation_table(forest)
     columns = ["tree_id", "name", "nodes", "roots", "leaves", "max_depth"]
     print_conversations(table[columns], output_format)
 
 
-@command()
-@click.argument("conversation_ids", nargs=-1)
+@command(epilog=FILTER_HELP)
+@click.argument("conversation_ids", nargs=-1, type=CONVERSATION_ID)
 @db_option
 @json_option
+@filter_options
 @click.option(
     "--width",
     default=60,
@@ -74,6 +89,7 @@ def tree(
     width: int,
     indent_chains: bool,
     active: bool,
+    where: TreeFilter,
 ) -> None:
     """Draw conversation trees; every conversation when no id is given.
 
@@ -90,16 +106,24 @@ def tree(
     from convgraph.present.text_tree import generate_tree_lines, tree_heading
 
     if conversation_ids:
-        trees = [
-            _tree(conversation_id, db_path) for conversation_id in conversation_ids
-        ]
+        trees = list(
+            kept(
+                (
+                    _tree(conversation_id, db_path)
+                    for conversation_id in conversation_ids
+                ),
+                where,
+            )
+        )
     else:
         from convgraph.cli.progress import ProgressBar
+        from convgraph.model.filters import select_trees
         from convgraph.model.forest import Forest
 
         # The bar is gone before the first line is drawn on stdout.
         with ProgressBar() as bar:
-            trees = list(Forest.read(db_path, progress=bar).trees(progress=bar))
+            forest = select_trees(Forest.read(db_path, progress=bar), where)
+            trees = list(forest.trees(progress=bar))
     if as_json:
         drawn = []
         for graph in trees:
@@ -140,7 +164,7 @@ def tree(
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @db_option
 @output_options
 def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -151,7 +175,7 @@ def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @db_option
 @output_options
 def children(node_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -163,7 +187,7 @@ def children(node_id: str, db_path: str | None, output_format: str | None) -> No
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @db_option
 @output_options
 def siblings(node_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -176,7 +200,7 @@ def siblings(node_id: str, db_path: str | None, output_format: str | None) -> No
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @db_option
 @output_options
 def descendants(node_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -188,7 +212,7 @@ def descendants(node_id: str, db_path: str | None, output_format: str | None) ->
 
 
 @command()
-@click.argument("conversation_id")
+@click.argument("conversation_id", type=CONVERSATION_ID)
 @db_option
 @output_options
 def roots(conversation_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -199,7 +223,7 @@ def roots(conversation_id: str, db_path: str | None, output_format: str | None) 
 
 
 @command()
-@click.argument("conversation_id")
+@click.argument("conversation_id", type=CONVERSATION_ID)
 @db_option
 @output_options
 def leaves(

@@ -1,0 +1,172 @@
+"""Which trees a time, model or source filter keeps, in both forms.
+
+A filter (`TreeFilter`) names a time range (`since`, `until`, both
+inclusive), model globs (`fnmatch`, case as written) and sources
+(`responses`, `turns`, `chatgpt`, ...). A node matches when it lies in the
+range, was answered by a model a glob matches and comes from a named source
+(each part only where given); a tree is in when any of its nodes matches, and
+is kept whole. A node without a time is in no range, one without a model
+matches no glob. The rule has two forms side by side, one differential
+property test for the pair (tests/test_filters.py): `node_matches` on one
+node's attributes and `tree_is_in` on one DiGraph (for the commands that read
+one tree), and `matching_rows` on a whole nodes table, vectorized (the glob
+is matched once per model name, not per row), with `select_trees` giving the
+`Forest` of the trees that are in.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from convgraph.times import parse_time
+
+if TYPE_CHECKING:
+    import networkx as nx
+    import numpy as np
+    import pandas as pd
+
+    from convgraph.model.forest import Forest
+
+
+@dataclass(frozen=True)
+class TreeFilter:
+    """What a node must be for its tree to be kept: each part only where
+    given (None or empty: anything).
+
+    Attributes
+    ----------
+    since, until
+        The first and last moment kept (aware times; inclusive).
+    models
+        `fnmatch` globs, one of which the node's model must match.
+    sources
+        The sources the node may come from (`contract`'s `source` values).
+    """
+
+    since: datetime | None = None
+    until: datetime | None = None
+    models: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        """Whether the filter leaves anything out at all."""
+        return bool(
+            self.since is not None
+            or self.until is not None
+            or self.models
+            or self.sources
+        )
+
+    @property
+    def timed(self) -> bool:
+        """Whether the filter names a time range."""
+        return self.since is not None or self.until is not None
+
+    def model_matches(self, model: str | None) -> bool:
+        """Whether a model name passes the model globs.
+
+        Examples
+        --------
+        >>> TreeFilter(models=("gpt-4*",)).model_matches("gpt-4o-mini")
+        True
+        >>> TreeFilter(models=("gpt-4*",)).model_matches(None)
+        False
+        """
+        if not self.models:
+            return True
+        if model is None:
+            return False
+        return any(fnmatch.fnmatchcase(model, glob) for glob in self.models)
+
+
+def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
+    """Whether one node (its attributes: `datetime_utc`, `model`, `source`)
+    matches the filter.
+
+    Examples
+    --------
+    >>> from datetime import UTC
+    >>> node = {"datetime_utc": "2026-11-01T10:00:00", "model": "gpt-4o",
+    ...         "source": "responses"}
+    >>> node_matches(node, TreeFilter(since=datetime(2026, 11, 1, tzinfo=UTC)))
+    True
+    >>> node_matches(node, TreeFilter(sources=("turns",)))
+    False
+    """
+    if where.sources and node.get("source") not in where.sources:
+        return False
+    if not where.model_matches(node.get("model")):
+        return False
+    if where.timed:
+        moment = parse_time(node.get("datetime_utc"))
+        if moment is None:
+            return False
+        if where.since is not None and moment < where.since:
+            return False
+        if where.until is not None and moment > where.until:
+            return False
+    return True
+
+
+def tree_is_in(graph: nx.DiGraph, where: TreeFilter) -> bool:
+    """Whether one tree is in: any of its nodes matches (`node_matches`)."""
+    return any(
+        node_matches(attributes, where) for _, attributes in graph.nodes(data=True)
+    )
+
+
+def matching_rows(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
+    """`node_matches` of every row of a nodes table at once, as booleans."""
+    import numpy as np
+
+    from convgraph.times import parse_times
+
+    keep = np.ones(len(nodes), dtype=bool)
+    if where.sources:
+        keep &= nodes["source"].isin(where.sources).to_numpy(dtype=bool)
+    if where.models:
+        # The names are few and the rows many: each name is matched once.
+        names = nodes["model"].dropna().unique()
+        passing = [name for name in names if where.model_matches(str(name))]
+        keep &= nodes["model"].isin(passing).to_numpy(dtype=bool)
+    if where.timed:
+        moments = parse_times(nodes["datetime_utc"])
+        timed = moments.notna().to_numpy(dtype=bool, copy=True)
+        if where.since is not None:
+            timed &= (moments >= where.since).to_numpy(dtype=bool)
+        if where.until is not None:
+            timed &= (moments <= where.until).to_numpy(dtype=bool)
+        keep &= timed
+    return keep
+
+
+def kept_tree_rows(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
+    """The rows of the trees that are in (any of their rows matches), as
+    booleans: whole trees, in the table's order."""
+    matched = nodes["tree_id"][matching_rows(nodes, where)].unique()
+    return nodes["tree_id"].isin(matched).to_numpy(dtype=bool)
+
+
+def select_trees(forest: Forest, where: TreeFilter) -> Forest:
+    """The `Forest` of the trees that are in, each whole; `forest` itself
+    where the filter leaves nothing out.
+
+    The trees' marks (active path, notes, preferred answers) are kept as the
+    whole file's reading set them; problems stay with the trees they name.
+    """
+    from convgraph.model.forest import Forest
+
+    if not where:
+        return forest
+    keep = kept_tree_rows(forest.nodes, where)
+    nodes = forest.nodes[keep].reset_index(drop=True)
+    kept_ids = set(nodes["id"].tolist())
+    tree_ids = set(nodes["tree_id"].tolist())
+    names = {key: name for key, name in forest.names.items() if key in tree_ids}
+    problems = [problem for problem in forest.problems if problem.node_id in kept_ids]
+    calls = {call: node for call, node in forest.calls.items() if node in kept_ids}
+    return Forest(nodes, names, problems, None, calls)

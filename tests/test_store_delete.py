@@ -1,7 +1,8 @@
 """`convgraph delete`: the deletion policy (docs/design.md#deleting-a-node).
 
-A node with children is refused unless --reparent or --cascade says what
-becomes of them; one transaction; nothing is left pointing at a deleted
+A node with children is refused unless --children reparent or --children
+cascade says what becomes of them (the flags before them, --reparent and
+--cascade, still work); --dry-run says what would go and writes nothing; one transaction; nothing is left pointing at a deleted
 response; the message store is never touched.
 """
 
@@ -55,10 +56,64 @@ def test_a_node_with_children_is_refused_naming_both_options(db):
     before = file_digest(db)
     result = run("delete", "b", "--db", db, expect=2)
     assert result.stderr == (
-        "Error: node b has 2 children (c, d): pass --reparent to move them to its"
-        " parent, or --cascade to delete its whole subtree; nothing was deleted\n"
+        "Error: node b has 2 children (c, d): pass --children reparent to move them"
+        " to its parent, or --children cascade to delete its whole subtree; nothing"
+        " was deleted\n"
     )
     assert file_digest(db) == before
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["b", "--children", "cascade"], "Would delete b and its 2 descendants\n"),
+        (["b", "--cascade"], "Would delete b and its 2 descendants\n"),
+        (
+            ["b", "--children", "reparent"],
+            "Would delete b\nWould move 2 children to root\n",
+        ),
+        (["b", "--reparent"], "Would delete b\nWould move 2 children to root\n"),
+        (
+            ["root", "--children", "reparent"],
+            "Would delete root\n2 children would become roots\n",
+        ),
+        (["g"], "Would delete g\n"),
+    ],
+)
+def test_a_dry_run_says_what_would_go_and_changes_nothing(db, words, said):
+    before = file_digest(db)
+    result = run("delete", *words, "--dry-run", "--db", db)
+    assert result.stdout == said + "Nothing was deleted (--dry-run)\n"
+    assert file_digest(db) == before
+    assert sorted(load_tree("t", db).edges) == sorted(
+        edges(migrated_complex(db.parent / "fresh.db"))
+    )
+
+
+def test_a_dry_run_refuses_what_the_deletion_refuses(db):
+    before = file_digest(db)
+    refused = run("delete", "b", "--dry-run", "--db", db, expect=2)
+    assert refused.stderr.startswith("Error: node b has 2 children (c, d): pass")
+    deletion = delete_node("e", db, mode="cascade", dry_run=True)
+    assert (deletion.deleted, deletion.dry_run) == (["e", "f", "g"], True)
+    assert file_digest(db) == before
+
+
+def test_children_is_one_choice(db):
+    result = run("delete", "b", "--children", "REPARENT", "--db", db)
+    assert result.stdout == "Deleted b\nMoved 2 children to root\n"
+    result = run("delete", "e", "--children", "cascade", "--db", db)
+    assert result.stdout == "Deleted e and its 2 descendants\n"
+    assert ids(db) == ["c", "d", "lone", "root"]
+    refused = run(
+        "delete", "c", "--children", "cascade", "--reparent", "--db", db, expect=2
+    )
+    assert refused.stderr == (
+        "Error: --reparent and --children cascade exclude each other: choose one\n"
+    )
+    help_text = run("delete", "--help").stdout
+    assert "--children [refuse|reparent|cascade]" in help_text
+    assert "--reparent" not in help_text.split("Options:")[1]
 
 
 def test_a_leaf_is_deleted(db):
@@ -214,7 +269,9 @@ def test_without_the_column_a_conversation_is_a_chain(tmp_path):
     add_tree(conn, "c", [("a1", None), ("a2", None), ("a3", None), ("a4", None)])
     conn.close()
     result = run("delete", "a2", "--db", path, expect=2)
-    assert result.stderr.startswith("Error: node a2 has 1 child (a3): pass --reparent")
+    assert result.stderr.startswith(
+        "Error: node a2 has 1 child (a3): pass --children reparent"
+    )
     assert run("delete", "a2", "--reparent", "--db", path).stdout == (
         "Deleted a2\nMoved 1 child to a1\n"
     )

@@ -390,8 +390,8 @@ def test_delete_advises_only_what_works(upgraded, tmp_path):
     # r1's children are legacy, with turns further down: --reparent only.
     refused = run("delete", r["r1"], "--db", db, expect=2)
     assert refused.stderr == (
-        f"Error: node {r['r1']} has 1 child ({r['r2']}): pass --reparent to move"
-        " them to its parent; nothing was deleted\n"
+        f"Error: node {r['r1']} has 1 child ({r['r2']}): pass --children reparent"
+        " to move them to its parent; nothing was deleted\n"
     )
     assert file_digest(db) == before
     run("delete", r["r1"], "--db", db, "--reparent")
@@ -409,7 +409,7 @@ def test_delete_without_the_parent_column_advises_reparent(upgraded, tmp_path):
     # Turns below: --cascade would refuse, so it is not offered.
     assert refused.stderr == (
         f"Error: node {r['r3']} has 2 children ({t['t4']}, {r['r5']}): pass"
-        " --reparent to move them to its parent; nothing was deleted\n"
+        " --children reparent to move them to its parent; nothing was deleted\n"
     )
     run("delete", r["r3"], "--db", db, "--reparent")
     tree = load_tree(upgraded["conversation"], db)

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, cast
 
 import click
 
@@ -83,36 +83,74 @@ def migrate(
 @command()
 @click.argument("node_id")
 @click.option(
-    "--reparent", is_flag=True, help="Move the node's children to its own parent"
+    "--children",
+    "children_choice",
+    type=click.Choice(["refuse", "reparent", "cascade"], case_sensitive=False),
+    default=None,
+    help="What becomes of the node's children: refuse to delete a node that"
+    " has any, move them to its parent (reparent), or delete the whole subtree"
+    " (cascade) [default: refuse]",
 )
-@click.option("--cascade", is_flag=True, help="Delete the node's whole subtree")
+@click.option("--dry-run", is_flag=True, help="Say what would go; change nothing")
+# The two flags before --children, kept so that scripts do not break.
+@click.option("--reparent", is_flag=True, hidden=True)
+@click.option("--cascade", is_flag=True, hidden=True)
 @db_option
-def delete(node_id: str, reparent: bool, cascade: bool, db_path: str | None) -> None:
+def delete(
+    node_id: str,
+    children_choice: str | None,
+    dry_run: bool,
+    reparent: bool,
+    cascade: bool,
+    db_path: str | None,
+) -> None:
     """Delete NODE_ID, a legacy response.
 
-    A node with children is refused unless --reparent or --cascade says what
-    becomes of them. Turns of llm's message store are never deleted.
-    """
-    from convgraph.store.delete import delete_node
+    A node with children is refused unless --children reparent or --children
+    cascade says what becomes of them; --dry-run says what would be deleted
+    or moved, and changes nothing. Turns of llm's message store are never
+    deleted.
 
-    if reparent and cascade:
-        raise UserError("--reparent and --cascade exclude each other: choose one")
-    mode: Literal["refuse", "reparent", "cascade"] = (
-        "reparent" if reparent else "cascade" if cascade else "refuse"
+    \b
+    convgraph delete NODE_ID --children cascade --dry-run
+    """
+    from convgraph.store.delete import Mode, delete_node
+
+    given = [
+        flag for flag, on in (("--reparent", reparent), ("--cascade", cascade)) if on
+    ]
+    if children_choice is not None:
+        given.append(f"--children {children_choice.lower()}")
+    if len(given) > 1:
+        raise UserError(f"{' and '.join(given)} exclude each other: choose one")
+    mode = cast(
+        Mode,
+        children_choice.lower()
+        if children_choice is not None
+        else "reparent"
+        if reparent
+        else "cascade"
+        if cascade
+        else "refuse",
     )
-    result = delete_node(node_id, db_path, mode=mode)
+    result = delete_node(node_id, db_path, mode=mode, dry_run=dry_run)
+    deleted = "Would delete" if dry_run else "Deleted"
     below = len(result.deleted) - 1
     if below:
-        _say(f"Deleted {node_id} and its {counted(below, 'descendant')}")
+        _say(f"{deleted} {node_id} and its {counted(below, 'descendant')}")
     else:
-        _say(f"Deleted {node_id}")
+        _say(f"{deleted} {node_id}")
     if result.moved:
         count = len(result.moved)
         children = counted(count, "child", "children")
         if result.new_parent is None:
-            _say(f"{children} became {'a root' if count == 1 else 'roots'}")
+            became = "would become" if dry_run else "became"
+            _say(f"{children} {became} {'a root' if count == 1 else 'roots'}")
         else:
-            _say(f"Moved {children} to {result.new_parent}")
+            moved = "Would move" if dry_run else "Moved"
+            _say(f"{moved} {children} to {result.new_parent}")
+    if dry_run:
+        _say("Nothing was deleted (--dry-run)")
 
 
 @contextlib.contextmanager

@@ -14,6 +14,10 @@ The tree is the one convgraph shows (`load_tree_of_node`): in a database
 without the parent column a conversation is a chain, so a response's child
 is the one logged after it and reparenting is deleting it from the chain.
 
+A dry run takes the same steps and makes the same checks, and writes
+nothing: it answers what the deletion would do, and the file stays
+byte-identical.
+
 The message store is left alone: its messages are content-addressed and
 shared between threads, and llm itself never deletes them.
 """
@@ -48,13 +52,15 @@ class Deletion:
 
     `deleted` lists the responses removed, the node first and its descendants
     after it (breadth first); `moved` the children given a new parent, and
-    `new_parent` that parent (None: they became roots).
+    `new_parent` that parent (None: they became roots). `dry_run`: nothing
+    was written, and the lists say what would have been.
     """
 
     node_id: str
     deleted: list[str] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
     new_parent: str | None = None
+    dry_run: bool = False
 
 
 def delete_node(
@@ -63,6 +69,7 @@ def delete_node(
     *,
     mode: Mode = "refuse",
     timeout: float | None = None,
+    dry_run: bool = False,
 ) -> Deletion:
     """Delete one legacy response, and decide what becomes of its children.
 
@@ -75,6 +82,8 @@ def delete_node(
     mode
         `"refuse"` (the default) refuses a node with children; `"reparent"`
         moves them to the node's parent; `"cascade"` deletes the subtree.
+    dry_run
+        Check and answer as a deletion would, and write nothing.
 
     Returns
     -------
@@ -116,7 +125,7 @@ def delete_node(
                     " so convgraph does not either"
                 )
             children = tree_ops.children(graph, node_id)
-            result = Deletion(node_id)
+            result = Deletion(node_id, dry_run=dry_run)
             # The advice names only what would work. A turn's parent is where
             # its stored history ends, which convgraph can neither move nor
             # delete: with the parent column, a node a turn continues stays
@@ -133,9 +142,9 @@ def delete_node(
                     " cannot be deleted; nothing was deleted"
                 )
             if children and mode == "refuse":
-                ways = ["pass --reparent to move them to its parent"]
+                ways = ["pass --children reparent to move them to its parent"]
                 if not turns_below:
-                    ways.append("--cascade to delete its whole subtree")
+                    ways.append("--children cascade to delete its whole subtree")
                 raise DeletionRefused(
                     f"node {node_id} has {counted(len(children), 'child', 'children')}"
                     f" ({', '.join(children[:5])}{', ...' if len(children) > 5 else ''}):"
@@ -155,7 +164,9 @@ def delete_node(
                 result.moved = children
                 result.new_parent = tree_ops.parent(graph, node_id)
                 if has_column:
-                    _reparent(conn, graph, node_id, children, result.new_parent)
+                    _reparent(
+                        conn, graph, node_id, children, result.new_parent, dry_run
+                    )
             # A node is a run of calls (a tool chain): each call goes, the
             # earlier ones listed before it, so children go before parents.
             doomed = [
@@ -167,8 +178,11 @@ def delete_node(
                 ]
             ]
             if has_column:
-                _refuse_outside_children(conn, doomed)
-            _delete_responses(conn, doomed)
+                # The moved children (moved already, or in a dry run about
+                # to be) no longer name the node.
+                _refuse_outside_children(conn, doomed, result.moved)
+            if not dry_run:
+                _delete_responses(conn, doomed)
             result.deleted = doomed
         return result
     finally:
@@ -202,6 +216,7 @@ def _reparent(
     node_id: str,
     children: list[str],
     new_parent: str | None,
+    dry_run: bool = False,
 ) -> None:
     turns = _turns(graph, children)
     if turns:
@@ -210,6 +225,8 @@ def _reparent(
             f" ({', '.join(turns)}), whose parents convgraph cannot change;"
             " nothing was deleted"
         )
+    if dry_run:
+        return
     try:
         conn.execute(
             f"update responses set {PARENT_COLUMN} = ?"
@@ -225,7 +242,9 @@ def _reparent(
         keep_as_roots(conn, children)  # roots on purpose, not an old llm's rows
 
 
-def _refuse_outside_children(conn: sqlite3.Connection, doomed: list[str]) -> None:
+def _refuse_outside_children(
+    conn: sqlite3.Connection, doomed: list[str], moved: list[str]
+) -> None:
     """Stored links that convgraph's tree left out (a child in another
     conversation, say) must not be left dangling either."""
     outside = [
@@ -233,8 +252,9 @@ def _refuse_outside_children(conn: sqlite3.Connection, doomed: list[str]) -> Non
         for row in conn.execute(
             f"select id from responses where {PARENT_COLUMN} in"
             " (select value from json_each(:ids))"
-            " and id not in (select value from json_each(:ids))",
-            {"ids": json.dumps(doomed)},
+            " and id not in (select value from json_each(:ids))"
+            " and id not in (select value from json_each(:moved))",
+            {"ids": json.dumps(doomed), "moved": json.dumps(moved)},
         )
     ]
     if outside:

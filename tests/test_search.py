@@ -244,3 +244,47 @@ def test_a_chat_export_is_indexed_once_while_unchanged(tmp_path):
     os.utime(export, ns=(built + 10**9, built + 10**9))
     assert hit_ids(export, "ocelot") == ["a2"]
     assert hit_ids(export, "simpler") == ["a2"]
+
+
+def test_an_upgraded_file_is_searched_in_both_generations(tmp_path):
+    conn = legacy_database(tmp_path / "logs.db", with_parent=False)
+    add_response(
+        conn, "old", "conv", "Name an otter", response="Otto", datetime_utc=timestamp(0)
+    )
+    conn.commit()
+    conn.close()
+    with LlmLog(tmp_path) as log:
+        new = log.prompt("Another otter name?", continue_conversation="conv")
+        hits = {hit.id: hit for hit in search(log.path, "otter")}
+        assert set(hits) == {"old", new}
+        assert (hits["old"].source, hits[new].source) == ("responses", "turns")
+        assert hits["old"].tree_id == hits[new].tree_id
+        assert (hits["old"].depth, hits[new].depth) == (0, 1)
+        # A node's text is its own, not the history sent with it.
+        assert hit_ids(log.path, "otto") == ["old"]
+
+
+def test_a_read_only_directory_keeps_the_index_in_the_cache(
+    forest_db, tmp_path, monkeypatch
+):
+    from tests.helpers import run_on_read_only_mount
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    before = file_digest(forest_db)
+    done = run_on_read_only_mount(
+        forest_db.parent,
+        mounted,
+        "search",
+        "--db",
+        mounted / "logs.db",
+        "zebra",
+        "--nl",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["id"] == "b"
+    (index,) = (cache / "convgraph" / "search").iterdir()
+    assert index.name.endswith("-logs.db" + INDEX_SUFFIX)
+    assert file_digest(forest_db) == before

@@ -89,6 +89,8 @@ def spaced(text: str) -> str:
     >>> spaced("東京 in May") == "東\\u200b京\\u200b in May"
     True
     """
+    if text.isascii():
+        return text  # most text: no scan for the characters
     return _UNSPACED.sub("\\1" + ZERO_WIDTH_SPACE, text)
 
 

@@ -12,7 +12,8 @@ or a `Source` already open.
 The modules beside this one: `files` (finding and opening a file),
 `llm_database` (llm's generations together), `generations` (the rules that
 join them), one reader per storage format (`legacy`, `message_store`,
-`columnar`; `chat_exports` with `chatgpt`, `claude`, `openwebui`), `tables`
+`columnar`; `chat_exports` with `chatgpt`, `claude`, `openwebui`;
+`agent_sessions` with `claude_code`, `codex`, `gemini_cli`), `tables`
 (reading whole tables while llm logs), `notes` (the user's branch notes) and
 `parquet` (a Parquet dataset that `convgraph export` wrote).
 """
@@ -52,7 +53,8 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
     Returns
     -------
     Source
-        A `LogDatabase` for an SQLite file, a `ChatExport` for an export.
+        A `LogDatabase` for an SQLite file, a `ChatExport` for an export,
+        an `AgentSessions` for a coding agent's sessions.
 
     Raises
     ------
@@ -61,10 +63,17 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
         llm tables.
     """
     path = Path(path) if path is not None else default_database_path()
-    # Not SQLite: a ChatGPT, Claude.ai or Open WebUI export, told by content.
+    # Not SQLite: a coding agent's sessions, or a ChatGPT, Claude.ai or Open
+    # WebUI export, told by content.
+    from convgraph.sources.agent_sessions import open_agent_source
     from convgraph.sources.chat_exports import open_source
+    from convgraph.sources.chat_json import path_kind
 
     try:
+        if path_kind(path) in ("folder", "json"):
+            agent = open_agent_source(path)
+            if agent is not None:
+                return agent
         export = open_source(path)
     except PermissionError as error:
         raise DatabaseError(f"cannot read {path}: {error.strerror}") from None

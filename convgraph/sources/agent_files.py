@@ -1,0 +1,146 @@
+"""What the readers of coding agents' sessions (Claude Code, Codex CLI,
+Gemini CLI) share: the `SessionGroup` a format module hands over (one
+session's messages, its subagents' `Sidechain`s, where it ran), and JSON
+lines read one line at a time within the chat exports' bounds
+(`json_lines`: a line cut short is reported and left out). The modules
+`claude_code`, `codex` and `gemini_cli` read one format each;
+`agent_sessions` tells them apart and reads them as a `Source`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from convgraph.errors import DatabaseError
+from convgraph.links.integrity import Problem
+from convgraph.sources.chat_json import MAX_VALUE_BYTES
+from convgraph.sources.chat_messages import Message
+
+#: The part key that marks a subagent's node (its parts are always given):
+#: the agent's id, or "sidechain" where the session names none.
+SIDECHAIN = "sidechain"
+
+#: A problem kind: a line of a session file that is no JSON object (a line
+#: cut short while the agent was writing, or a damaged file). The line is
+#: left out, the rest of the file read.
+BAD_LINE = "bad-line"
+
+#: The node attributes an agent's session adds to the contract's: the
+#: working directory and the git branch of the turn.
+AGENT_ATTRIBUTES = ("project", "git_branch")
+
+
+@dataclass
+class Sidechain:
+    """A subagent's run: its messages, and the message holding the tool
+    call that started it (None where the session does not say)."""
+
+    agent: str
+    messages: list[Message]
+    anchor: str | None = None
+
+
+@dataclass
+class SessionGroup:
+    """One session as its files hold it: the main chain's messages, the
+    message it ended on, its subagents, and what names it."""
+
+    key: str
+    name: str | None
+    messages: list[Message]
+    current: str | None = None
+    sidechains: list[Sidechain] = field(default_factory=list)
+    #: The working directory and git branch, by message id (the last known
+    #: for the messages that do not say).
+    project: dict[str, str | None] = field(default_factory=dict)
+    git_branch: dict[str, str | None] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+# -- reading JSON lines, within bounds ------------------------------------------
+
+
+def json_lines(
+    path: Path, problems: list[Problem] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, one a line, read one line at a
+    time; blank lines skipped, a line that is no JSON object (cut short, or
+    damaged) left out and reported in `problems`.
+
+    Raises
+    ------
+    DatabaseError
+        A line longer than `chat_json.MAX_VALUE_BYTES`, or the file cannot
+        be read.
+    """
+    loads = json.loads
+    try:
+        with open(path, "rb") as stream:
+            for number, line in enumerate(iter_lines(stream, path), 1):
+                if not line.strip():
+                    continue
+                try:
+                    value = loads(line)
+                except (ValueError, RecursionError):
+                    # Cut short, damaged, or nested past Python's stack.
+                    value = None
+                if isinstance(value, dict):
+                    yield value
+                elif problems is not None:
+                    problems.append(
+                        Problem(
+                            BAD_LINE,
+                            f"{path.name}:{number}",
+                            None,
+                            None,
+                            f"{path}: line {number} is no JSON object: left out",
+                        )
+                    )
+    except OSError as error:
+        raise DatabaseError(f"cannot read {path}: {error.strerror}") from None
+
+
+def iter_lines(stream: Any, path: Path) -> Iterator[bytes]:
+    """The lines of a binary stream, none longer than `MAX_VALUE_BYTES`."""
+    limit = MAX_VALUE_BYTES + 1
+    while True:
+        line = stream.readline(limit)
+        if not line:
+            return
+        if len(line) >= limit and not line.endswith(b"\n"):
+            raise DatabaseError(
+                f"cannot read {path}: a line is longer than"
+                f" {MAX_VALUE_BYTES // 2**20} MiB (convgraph reads none longer)"
+            )
+        yield line
+
+
+def first_records(path: Path, count: int = 8) -> list[dict[str, Any]]:
+    """The first `count` JSON objects of a JSON-lines file (fewer where it
+    holds fewer, none where it is unreadable): enough to tell its format."""
+    found: list[dict[str, Any]] = []
+    try:
+        for record in json_lines(path):
+            found.append(record)
+            if len(found) >= count:
+                break
+    except DatabaseError:
+        return []
+    return found
+
+
+def jsonl_files(folder: Path, pattern: str = "*.jsonl") -> list[Path]:
+    """The files under `folder` matching `pattern`, at any depth, in path
+    order (the agents name and nest them by date or project)."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            if Path(name).match(pattern):
+                found.append(Path(root) / name)
+    return found

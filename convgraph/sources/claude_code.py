@@ -1,0 +1,300 @@
+"""Claude Code's sessions (`~/.claude/projects/<project>/<session>.jsonl`) as
+parent-linked messages.
+
+A session file holds one JSON record a line. The records of the
+conversation (`type` `user`, `assistant`, `system`, and the newer kinds that
+carry a `uuid`) link by `uuid` and `parentUuid`, so a rewind or an edited
+prompt is a second child of one message; `sessionId` names the session,
+`cwd` and `gitBranch` where it ran, `timestamp` when. `message` is the API
+message: `content` a string or blocks (`text`, `thinking`, `tool_use`,
+`tool_result`: read by `claude.block_parts`), `model`, and `usage` (the same
+on every record of one API message, which Claude Code writes a block a
+record: counted once, on its last record). A user record that only carries
+tool results, or is `isMeta`, is a step of the run, not a prompt; a
+compaction's summary (`isCompactSummary`) is the prompt of what follows it,
+and its boundary (`system`, `compact_boundary`) links to the message before
+the compaction by `logicalParentUuid`. `summary` records name the session
+whose leaf (`leafUuid`) they point at. A subagent's records are
+`isSidechain`, in the session's file (older versions) or a file of their own
+(`agent-<id>.jsonl` beside the session, or under `<session>/subagents/`);
+each subagent hangs under the message holding the `Task` call that started
+it: the call whose result names its `agentId`, or whose `prompt` is the
+subagent's first prompt. Files written before `parentUuid` (test fixtures of
+other tools) are one chain in file order. Versions 0.2 to 2.x are read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from convgraph import parts as P
+from convgraph.sources.agent_files import (
+    SessionGroup,
+    Sidechain,
+    first_records,
+    json_lines,
+    jsonl_files,
+)
+from convgraph.sources.chat_messages import (
+    ANSWER,
+    PROMPT,
+    STEP,
+    Message,
+    as_dict,
+    as_int,
+    as_list,
+    as_text,
+    join_texts,
+    text_to_iso,
+)
+from convgraph.sources.claude import block_parts
+
+SOURCE = "claude-code"
+
+#: The record kinds of a session file: the conversation's, and what Claude
+#: Code writes beside it.
+RECORD_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "custom-title",
+    }
+)
+
+#: The tools that start a subagent.
+AGENT_TOOLS = frozenset({"Task", "Agent"})
+
+
+def is_record(record: dict[str, Any]) -> bool:
+    """Whether a JSON record is one of a Claude Code session."""
+    return record.get("type") in RECORD_TYPES and (
+        "sessionId" in record or "uuid" in record or "leafUuid" in record
+    )
+
+
+def session_files(path: Path) -> list[Path]:
+    """The session files at `path` (a session file, a project folder, or
+    the whole `projects` folder), or [] where it holds none."""
+    if path.is_file():
+        records = first_records(path)
+        if not records or not all(is_record(record) for record in records[:3]):
+            return []
+        found = [path]
+        folder = path.parent / path.stem / "subagents"
+        if folder.is_dir():
+            found.extend(jsonl_files(folder))
+        session = _session_id(records)
+        for sibling in sorted(path.parent.glob("agent-*.jsonl")):
+            if sibling != path and _session_id(first_records(sibling)) == session:
+                found.append(sibling)
+        return found
+    if not path.is_dir():
+        return []
+    files = jsonl_files(path)
+    for file in files:
+        records = first_records(file, 3)
+        if records:
+            return files if all(is_record(record) for record in records) else []
+    return []
+
+
+def _session_id(records: list[dict[str, Any]]) -> str | None:
+    return next(
+        (
+            record["sessionId"]
+            for record in records
+            if isinstance(record.get("sessionId"), str)
+        ),
+        None,
+    )
+
+
+def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
+    """Each session's key (its `sessionId`) and files (its own first, then
+    its subagents'), in the order the sessions began."""
+    groups: dict[str, list[Path]] = {}
+    began: dict[str, str] = {}
+    for file in files:
+        records = first_records(file)
+        if not records or not is_record(records[0]):
+            continue
+        key = _session_id(records) or file.stem
+        subagent = file.name.startswith("agent-") or any(
+            record.get("isSidechain") is True for record in records[:1]
+        )
+        groups.setdefault(key, [])
+        if subagent:
+            groups[key].append(file)
+        else:
+            groups[key].insert(
+                sum(not f.name.startswith("agent-") for f in groups[key]), file
+            )
+        time = next(
+            (
+                text_to_iso(record.get("timestamp"))
+                for record in records
+                if record.get("timestamp")
+            ),
+            None,
+        )
+        if time is not None and (key not in began or time < began[key]):
+            began[key] = time
+    return sorted(groups.items(), key=lambda item: (began.get(item[0], ""), item[0]))
+
+
+def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
+    """The session `key` from its files: its main chain, its subagents."""
+    group = SessionGroup(key, None, [])
+    summaries: dict[str, str] = {}
+    first_summary: str | None = None
+    calls: dict[str, tuple[str, str | None]] = {}  # tool_use id: message, name
+    agent_calls: dict[str, str] = {}  # agentId: message holding its call
+    task_prompts: dict[str, str] = {}  # a Task call's prompt: its message
+    sidechains: dict[str, Sidechain] = {}
+    side_of: dict[str, str] = {}
+    usage_holder: dict[str, Message] = {}
+    project = branch = None
+    for file in files:
+        previous: str | None = None
+        for record in json_lines(file, group.problems):
+            kind = record.get("type")
+            if kind == "summary":
+                text = as_text(record.get("summary"))
+                leaf = as_text(record.get("leafUuid"))
+                if text is not None:
+                    first_summary = first_summary or text
+                    if leaf is not None:
+                        summaries.setdefault(leaf, text)
+                continue
+            if kind == "custom-title":
+                title = as_text(record.get("customTitle"))
+                if title is not None:
+                    group.name = title
+                continue
+            message_id = as_text(record.get("uuid"))
+            if message_id is None:
+                continue
+            if "parentUuid" in record:
+                parent = as_text(record.get("parentUuid"))
+            else:
+                parent = previous
+            parent = as_text(record.get("logicalParentUuid")) or parent
+            previous = message_id
+            message = _message(record, message_id, parent, calls, usage_holder)
+            for block in as_list(as_dict(record.get("message")).get("content")):
+                block = as_dict(block)
+                if block.get("type") == "tool_use" and as_text(block.get("id")):
+                    name = as_text(block.get("name"))
+                    calls[block["id"]] = (message_id, name)
+                    prompt = as_text(as_dict(block.get("input")).get("prompt"))
+                    if name in AGENT_TOOLS and prompt is not None:
+                        task_prompts.setdefault(prompt, message_id)
+                elif block.get("type") == "tool_result":
+                    agent = as_text(as_dict(record.get("toolUseResult")).get("agentId"))
+                    call = calls.get(as_text(block.get("tool_use_id")) or "")
+                    if agent is not None and call is not None:
+                        agent_calls[agent] = call[0]
+            # Where a record does not say, the last one that did.
+            project = as_text(record.get("cwd")) or project
+            branch = as_text(record.get("gitBranch")) or branch
+            group.project[message_id] = project
+            group.git_branch[message_id] = branch
+            if record.get("isSidechain") is True:
+                side = side_of.get(parent or "")
+                if side is None:
+                    side = as_text(record.get("agentId")) or message_id
+                    sidechains.setdefault(side, Sidechain(side, []))
+                side_of[message_id] = side
+                sidechains[side].messages.append(message)
+            else:
+                group.messages.append(message)
+                group.current = message_id
+    for chain in sidechains.values():
+        chain.anchor = agent_calls.get(chain.agent)
+        if chain.anchor is None and chain.messages:
+            chain.anchor = task_prompts.get(chain.messages[0].text or "")
+    group.sidechains = list(sidechains.values())
+    group.name = (
+        group.name
+        or next(
+            (
+                summaries[message.id]
+                for message in reversed(group.messages)
+                if message.id in summaries
+            ),
+            None,
+        )
+        or (first_summary if not summaries or not group.messages else None)
+        or first_summary
+    )
+    yield group
+
+
+def _message(
+    record: dict[str, Any],
+    message_id: str,
+    parent: str | None,
+    calls: dict[str, tuple[str, str | None]],
+    usage_holder: dict[str, Message],
+) -> Message:
+    """One record of the conversation as a `Message`."""
+    kind = record.get("type")
+    raw = as_dict(record.get("message"))
+    message = Message(message_id, parent, time=text_to_iso(record.get("timestamp")))
+    content = raw.get("content")
+    if kind == "user":
+        if isinstance(content, str):
+            raw = {"content": [{"type": "text", "text": content}]}
+        parts = block_parts(P.USER, raw)
+        for part in parts:
+            if part["type"] == P.TOOL_RESULT and part["name"] is None:
+                part["name"] = calls.get(part["id"] or "", (None, None))[1]
+        results = any(part["type"] == P.TOOL_RESULT for part in parts)
+        if record.get("isCompactSummary") is True or not (
+            results or record.get("isMeta") is True
+        ):
+            message.kind = PROMPT
+            message.text = join_texts(
+                [part["text"] for part in parts if part["type"] == P.TEXT], "\n\n"
+            )
+        message.parts = parts or None
+    elif kind == "assistant":
+        parts = block_parts(P.ASSISTANT, raw)
+        text = join_texts(
+            [part["text"] for part in parts if part["type"] == P.TEXT], "\n\n"
+        )
+        if text is not None:
+            message.kind = ANSWER
+            message.text = text
+        message.parts = parts or None
+        model = as_text(raw.get("model"))
+        message.model = model if model != "<synthetic>" else None
+        usage = as_dict(raw.get("usage"))
+        if usage:
+            api_id = as_text(raw.get("id")) or message_id
+            before = usage_holder.get(api_id)
+            if before is not None:
+                before.input_tokens = before.output_tokens = None
+            usage_holder[api_id] = message
+            message.input_tokens = _sum(
+                usage.get("input_tokens"),
+                usage.get("cache_read_input_tokens"),
+                usage.get("cache_creation_input_tokens"),
+            )
+            message.output_tokens = as_int(usage.get("output_tokens"))
+    else:
+        message.kind = STEP
+    return message
+
+
+def _sum(*values: Any) -> int | None:
+    """The counts that are counts, added; None where none is."""
+    counted = [value for value in map(as_int, values) if value is not None]
+    return sum(counted) if counted else None

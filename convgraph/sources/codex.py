@@ -1,0 +1,258 @@
+"""Codex CLI's rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) as a
+chain of messages.
+
+A rollout holds one JSON record a line: `{"timestamp", "type", "payload"}`,
+where `session_meta` names the session (`id`, `cwd`, `git.branch`),
+`turn_context` the model and working directory of the turns that follow,
+`response_item` one item of the conversation (a `message` of the `user` or
+the `assistant` with `input_text`/`output_text` blocks, `reasoning` with its
+`summary`, `function_call` with `name`, `arguments` as JSON text and
+`call_id`, `function_call_output`, `custom_tool_call` and its output,
+`local_shell_call`) and `event_msg` what the CLI showed (`token_count` with
+the turn's `last_token_usage`). Rollouts written before version 0.30 have no
+envelope: a first line with the session's `id` and then the items
+themselves. A rollout is linear: every item follows the one before; the
+context Codex adds as user messages (`<environment_context>`, the
+`AGENTS.md` instructions) is a step, not a prompt. A rollout is a session,
+one tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from convgraph import parts as P
+from convgraph.sources.agent_files import (
+    SessionGroup,
+    first_records,
+    json_lines,
+    jsonl_files,
+)
+from convgraph.sources.chat_messages import (
+    ANSWER,
+    PROMPT,
+    STEP,
+    Message,
+    as_dict,
+    as_int,
+    as_list,
+    as_text,
+    join_texts,
+    text_to_iso,
+)
+
+SOURCE = "codex"
+
+#: The envelopes of a rollout's records.
+RECORD_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+
+#: The items of the conversation.
+ITEM_TYPES = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+    }
+)
+
+#: How the context Codex sends as user messages begins.
+CONTEXT_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+)
+
+
+def is_record(record: dict[str, Any]) -> bool:
+    """Whether a JSON record is one of a Codex rollout (either form)."""
+    if record.get("type") in RECORD_TYPES and "payload" in record:
+        return True
+    if record.get("type") in ITEM_TYPES or record.get("record_type") == "state":
+        return True
+    # The older form's first line: the session, with its instructions.
+    return (
+        "id" in record
+        and "timestamp" in record
+        and "instructions" in record
+        and "type" not in record
+    )
+
+
+def session_files(path: Path) -> list[Path]:
+    """The rollouts at `path` (one rollout, or the `sessions` folder), or []
+    where it holds none."""
+    if path.is_file():
+        records = first_records(path, 3)
+        if records and all(is_record(record) for record in records):
+            return [path]
+        return []
+    if not path.is_dir():
+        return []
+    files = jsonl_files(path, "rollout-*.jsonl")
+    for file in files:
+        records = first_records(file, 3)
+        if records:
+            return files if all(is_record(record) for record in records) else []
+    return []
+
+
+def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
+    """Each rollout by its path (the key), in path order (Codex names them
+    by date and time)."""
+    return [(str(file), [file]) for file in files]
+
+
+def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
+    """One rollout as a chain of messages."""
+    file = files[0]
+    group = SessionGroup(file.stem, None, [])
+    project = branch = model = None
+    names: dict[str, str | None] = {}
+    previous: str | None = None
+    time: str | None = None
+    for number, record in enumerate(json_lines(file, group.problems)):
+        kind = record.get("type")
+        payload = as_dict(record.get("payload"))
+        time = text_to_iso(record.get("timestamp")) or time
+        if kind == "session_meta" or (number == 0 and "type" not in record):
+            meta = payload or record
+            group.key = as_text(meta.get("id")) or group.key
+            project = as_text(meta.get("cwd")) or project
+            branch = as_text(as_dict(meta.get("git")).get("branch")) or branch
+            continue
+        if kind == "turn_context":
+            model = as_text(payload.get("model")) or model
+            project = as_text(payload.get("cwd")) or project
+            continue
+        if kind == "event_msg":
+            if payload.get("type") == "token_count" and group.messages:
+                _add_usage(group.messages[-1], as_dict(payload.get("info")))
+            continue
+        item = payload if kind == "response_item" else record
+        if item.get("type") not in ITEM_TYPES:
+            continue
+        message_id = f"{group.key}:{number}"
+        message = _message(item, message_id, previous, names)
+        message.time = time
+        if message.kind == ANSWER:
+            message.model = model
+        group.messages.append(message)
+        group.project[message_id] = project
+        group.git_branch[message_id] = branch
+        previous = message_id
+    group.current = previous
+    group.name = next(
+        (message.text for message in group.messages if message.kind == PROMPT), None
+    )
+    if group.name is not None:
+        group.name = group.name.splitlines()[0][:80]
+    yield group
+
+
+def _message(
+    item: dict[str, Any],
+    message_id: str,
+    parent: str | None,
+    names: dict[str, str | None],
+) -> Message:
+    """One item of the conversation as a `Message`."""
+    message = Message(message_id, parent)
+    kind = item.get("type")
+    if kind == "message":
+        role = item.get("role")
+        texts = [
+            as_text(as_dict(block).get("text"))
+            for block in as_list(item.get("content"))
+        ]
+        text = join_texts(texts, "\n\n")
+        if role == "user":
+            part_role = P.USER
+            context = text is not None and text.lstrip().startswith(CONTEXT_PREFIXES)
+            message.kind = STEP if context or text is None else PROMPT
+        elif role == "assistant":
+            part_role = P.ASSISTANT
+            message.kind = ANSWER if text is not None else STEP
+        else:
+            return message
+        message.text = text if message.kind != STEP else None
+        message.parts = [P.text(part_role, t) for t in texts if t] or None
+        if message.kind == STEP and role == "user" and message.parts:
+            # The context Codex adds: kept in the run, not as the prompt.
+            message.parts = [P.text(P.USER, text or "")]
+    elif kind == "reasoning":
+        summary = join_texts(
+            [
+                as_text(as_dict(block).get("text"))
+                for block in as_list(item.get("summary"))
+            ],
+            "\n\n",
+        )
+        message.parts = [P.reasoning(summary or "", redacted=summary is None)]
+    elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        name = as_text(item.get("name")) or (
+            "shell" if kind == "local_shell_call" else None
+        )
+        call_id = as_text(item.get("call_id")) or as_text(item.get("id"))
+        arguments = item.get("arguments", item.get("input", item.get("action")))
+        if isinstance(arguments, str):
+            with contextlib.suppress(ValueError):
+                arguments = json.loads(arguments)
+        names[call_id or ""] = name
+        message.parts = [P.tool_call(name, arguments, call_id)]
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        call_id = as_text(item.get("call_id"))
+        output = item.get("output")
+        error = None
+        if isinstance(output, dict):
+            error = "error" if output.get("success") is False else None
+            output = as_text(output.get("content")) or ""
+        elif not isinstance(output, str):
+            output = json.dumps(output)
+        else:
+            # The shell's output comes as JSON text with the exit code.
+            output = _shell_output(output)
+        message.parts = [
+            P.tool_result(names.get(call_id or ""), output, call_id, error)
+        ]
+    elif kind == "web_search_call":
+        action = as_dict(item.get("action"))
+        message.parts = [
+            P.tool_call("web_search", action or None, as_text(item.get("id")))
+        ]
+    return message
+
+
+def _add_usage(message: Message, info: dict[str, Any]) -> None:
+    """A turn's usage (`last_token_usage`) added to the message it follows."""
+    usage = as_dict(info.get("last_token_usage"))
+    tokens_in = as_int(usage.get("input_tokens"))
+    tokens_out = as_int(usage.get("output_tokens"))
+    if tokens_in is not None:
+        message.input_tokens = (message.input_tokens or 0) + tokens_in
+    if tokens_out is not None:
+        message.output_tokens = (message.output_tokens or 0) + tokens_out
+
+
+def _shell_output(output: str) -> str:
+    """What a command printed, where Codex wrapped it as JSON text with its
+    metadata; the text as it is otherwise."""
+    if not output.startswith("{"):
+        return output
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return output
+    printed = as_dict(value).get("output")
+    return printed if isinstance(printed, str) else output

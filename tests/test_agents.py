@@ -1,0 +1,233 @@
+"""Coding agents' sessions read as trees (issue 27): Claude Code's projects,
+Codex CLI's rollouts and Gemini CLI's chats, from the files in
+tests/data/agents/ (tests/data/agents/README.md says where each comes from).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from convgraph import Forest
+from convgraph.sources import open_logs
+from convgraph.sources.agent_sessions import AgentSessions
+from tests.helpers import file_digest, run
+
+DATA = Path(__file__).parent / "data" / "agents"
+PROJECTS = DATA / "claude-code" / "projects"
+PROJECT = PROJECTS / "-home-ada-tree"
+CODEX = DATA / "codex" / "sessions"
+GEMINI = DATA / "gemini-cli" / "tmp"
+
+
+def columns(path: Path, *names: str) -> list[tuple]:
+    """The named columns of a whole read of `path`, row by row."""
+    with open_logs(path) as logs:
+        nodes, _ = logs.read_forest()
+    table = nodes[list(names)].astype(object)
+    table = table.where(table.notna(), None)
+    return [tuple(row) for row in table.itertuples(False)]
+
+
+@pytest.mark.parametrize(
+    "path, agent",
+    [
+        (PROJECTS, "claude-code"),
+        (PROJECT, "claude-code"),
+        (PROJECT / "s1.jsonl", "claude-code"),
+        (DATA / "claude-code" / "sample_session.jsonl", "claude-code"),
+        (CODEX, "codex"),
+        (next(CODEX.rglob("rollout-*c0dex-1.jsonl")), "codex"),
+        (GEMINI, "gemini-cli"),
+        (GEMINI / "0a1b2c" / "checkpoint-parser.json", "gemini-cli"),
+    ],
+)
+def test_told_by_content(path: Path, agent: str) -> None:
+    with open_logs(path) as logs:
+        assert isinstance(logs, AgentSessions)
+        assert logs.generations == [agent]
+
+
+def test_claude_code_project_is_one_tree() -> None:
+    """Rewind, subagent, resumed session, compaction: one tree, as lived."""
+    rows = columns(
+        PROJECTS,
+        "id",
+        "tree_id",
+        "parent_id",
+        "prompt",
+        "tool_calls",
+        "tools",
+        "input_tokens",
+        "output_tokens",
+        "active",
+        "git_branch",
+        "source",
+    )
+    assert rows == [
+        ("x4", "s1", "a4", "Find the parser bug", 1, "Grep", 17, 10, False, "main", "claude-code"),
+        ("a4", "s1", None, "Fix the failing parser test", 2, "Bash, Task", 165, 15, True, "main", "claude-code"),
+        ("a5", "s1", "a4", "Now add a test", 0, None, 40, 2, False, "main", "claude-code"),
+        ("a6", "s1", "a4", "Now add two tests", 0, None, 41, 3, True, "main", "claude-code"),
+        ("c1", "s1", "a6", "Run the tests", 0, None, 50, 3, True, "fix-parser", "claude-code"),
+        (
+            "a8",
+            "s1",
+            "c1",
+            "This session is being continued from a previous conversation."
+            " Summary: the parser is fixed.",
+            0,
+            None,
+            60,
+            2,
+            True,
+            "fix-parser",
+            "claude-code",
+        ),
+        ("a9", "s1", "a8", "Commit it", 0, None, 70, 2, True, "fix-parser", "claude-code"),
+    ]  # fmt: skip
+    assert {row[0]: row for row in columns(PROJECTS, "id", "project")}["a9"] == (
+        "a9",
+        "/home/ada/tree",
+    )
+
+
+def test_subagent_is_marked_and_results_named() -> None:
+    with open_logs(PROJECTS) as logs:
+        nodes, names = logs.read_forest()
+    assert names == {"s1": "Fix the parser"}
+    parts = dict(zip(nodes["id"], nodes["parts"], strict=True))
+    assert {part.get("sidechain") for part in parts["x4"]} == {"ag1"}
+    assert all("sidechain" not in part for part in parts["a4"])
+    results = [part for part in parts["a4"] if part["type"] == "tool_result"]
+    assert [(r["name"], r["output"], r["error"]) for r in results] == [
+        ("Bash", "Error: exit 1", "Error: exit 1"),
+        ("Task", "Found it in parse.py", None),
+    ]
+    assert [part["type"] for part in parts["a4"]] == [
+        "text",
+        "reasoning",
+        "text",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+        "text",
+    ]
+
+
+def test_one_tree_read_equals_the_whole_read() -> None:
+    with open_logs(PROJECTS) as logs:
+        nodes, _ = logs.read_forest()
+        tree = logs.read_tree("s1")
+        assert logs.tree_ids() == ["s1"]
+        assert logs.tree_id_of_conversation("s2") == "s1"
+        assert logs.tree_id_of_node("a9") == "s1"
+    whole = {row["id"]: row for row in nodes.astype(object).to_dict("records")}
+    for record in tree.records:
+        row = whole[record["id"]]
+        for name in ("parent_id", "prompt", "response", "tool_calls", "active"):
+            assert record[name] == row[name], (record["id"], name)
+
+
+def test_a_session_file_alone_brings_its_subagent() -> None:
+    assert columns(PROJECT / "s1.jsonl", "id", "parent_id", "active") == [
+        ("x4", "a4", False),
+        ("a4", None, True),
+        ("a5", "a4", False),
+        ("a6", "a4", True),
+    ]
+
+
+def test_file_without_links_is_one_chain() -> None:
+    """claude-code-transcripts' fixture: records without parentUuid."""
+    assert columns(
+        DATA / "claude-code" / "sample_session.jsonl",
+        "id",
+        "parent_id",
+        "tools",
+        "tool_calls",
+        "project",
+    ) == [
+        ("msg-005", None, "Write, Bash", 2, "/project"),
+        ("msg-007", "msg-005", None, 0, "/project"),
+    ]
+
+
+def test_codex_rollouts() -> None:
+    assert columns(
+        CODEX, "id", "parent_id", "prompt", "response", "tools", "input_tokens", "model"
+    ) == [
+        ("old-1:3", None, "Say hi", "Hi.", None, None, None),
+        (
+            "c0dex-1:8",
+            None,
+            "List the files",
+            "README.md and parse.py.",
+            "shell",
+            1200,
+            "gpt-5-codex",
+        ),
+        (
+            "c0dex-1:11",
+            "c0dex-1:8",
+            "Thanks",
+            "You're welcome.",
+            None,
+            1300,
+            "gpt-5-codex",
+        ),
+    ]
+    with open_logs(CODEX) as logs:
+        nodes, _ = logs.read_forest()
+    parts = dict(zip(nodes["id"], nodes["parts"], strict=True))["c0dex-1:8"]
+    assert [(p["type"], p.get("name"), p.get("output")) for p in parts] == [
+        ("text", None, None),
+        ("reasoning", None, None),
+        ("tool_call", "shell", None),
+        ("tool_result", "shell", "README.md\nparse.py\n"),
+        ("text", None, None),
+    ]
+
+
+def test_gemini_chats() -> None:
+    assert columns(GEMINI, "id", "parent_id", "prompt", "response", "tools") == [
+        ("0a1b2c/checkpoint-parser:3", None, "What is in parse.py?", "One function, parse.", "read_file"),
+        ("m2", None, "Count the tests", "There are 12.", "search_file_content"),
+    ]  # fmt: skip
+
+
+def test_commands_read_sessions_and_write_nothing(tmp_path: Path) -> None:
+    copy = tmp_path / "projects"
+    shutil.copytree(PROJECTS, copy)
+    before = sorted(path.name for path in copy.rglob("*"))
+    digests = {path: file_digest(path) for path in copy.rglob("*.jsonl")}
+    tree = run("tree", "--db", copy).output
+    assert tree.splitlines()[0] == "s1  Fix the parser"
+    assert "├── x4  Find the parser bug" in tree
+    transcript = run("transcript", "--db", copy, "s1").output
+    assert "Committed." in transcript and "parse.py:12" not in transcript
+    exported = run("export", "--db", copy, "--format", "json").output
+    assert json.loads(exported)
+    assert sorted(path.name for path in copy.rglob("*")) == before
+    assert {path: file_digest(path) for path in copy.rglob("*.jsonl")} == digests
+
+
+def test_a_cut_line_is_reported_not_fatal(tmp_path: Path) -> None:
+    session = tmp_path / "cut.jsonl"
+    lines = (PROJECT / "s1.jsonl").read_text().splitlines()
+    session.write_text("\n".join([*lines[:2], lines[2][:40]]) + "\n")
+    with open_logs(session) as logs:
+        nodes, _ = logs.read_forest()
+        problems = logs.record_problems
+    assert list(nodes["id"]) == ["a1"]
+    assert [(p.kind, p.node_id) for p in problems] == [("bad-line", "cut.jsonl:3")]
+
+
+def test_forest_reads_sessions() -> None:
+    forest = Forest.read(PROJECTS)
+    assert forest.tree_ids == ["s1"]
+    assert sorted(forest.nodes["id"]) == ["a4", "a5", "a6", "a8", "a9", "c1", "x4"]

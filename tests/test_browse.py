@@ -25,7 +25,15 @@ from convgraph.sources import open_logs
 from tests.databases import add_response, legacy_database
 from tests.helpers import SAFETY_SECONDS, file_digest, run
 from tests.plugins.llm_slow_model import SlowModel, registered
-from tests.tui import EXAMPLES, drawn, drive, open_first, rested, settle
+from tests.tui import (
+    EXAMPLES,
+    drawn,
+    drive,
+    open_first,
+    rested,
+    screen_rows,
+    settle,
+)
 
 # -- the list ------------------------------------------------------------
 
@@ -275,6 +283,148 @@ def test_a_conversation_given_on_start_opens_at_once(seed_db):
         assert app.screen.tree.node == "branch-root"
 
     drive(seed_db, scenario, conversation_id="branch")
+
+
+# -- the small things: the cursor kept, escape, the room, the 0-node row -----
+
+
+def test_reopening_a_conversation_puts_the_cursor_back(seed_db):
+    """Each conversation keeps the node the cursor was on when it was left;
+    one never opened starts at its first root."""
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "complex")
+        await pilot.press("j", "l", "right_square_bracket")
+        assert screen.tree.node == "complex-d"
+        await pilot.press("escape", "enter")  # the list's cursor stayed
+        await settle(app, pilot)
+        assert app.screen.tree.node == "complex-d"
+        await pilot.press("escape", "slash", *["backspace"] * 7, *"branch", "enter")
+        await settle(app, pilot)
+        assert app.screen.tree.node == "branch-root"
+        await pilot.press("j")
+        assert app.screen.tree.node == "branch-b"
+        await pilot.press("escape", "slash", *["backspace"] * 6, *"complex", "enter")
+        await settle(app, pilot)
+        assert app.screen.tree.node == "complex-d"
+        await rested(pilot)
+        assert app.screen.details.title == "complex-d"
+
+    drive(seed_db, scenario)
+
+
+def test_escape_from_the_transcript_returns_to_the_tree(seed_db):
+    """Escape closes a view (the transcript, the keys) and shows the node
+    again; from the node it goes back to the list."""
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "complex")
+        await pilot.press("j", "t")
+        assert screen.details.title == "transcript to complex-b"
+        await pilot.press("escape")
+        assert app.screen is screen
+        assert (screen.tree.node, screen.details.title) == ("complex-b", "complex-b")
+        assert screen.tree.has_focus
+        await pilot.press("tab", "question_mark")  # a view, from the pane
+        assert screen.details.title == "Keys"
+        await pilot.press("escape")
+        assert app.screen is screen
+        assert screen.details.title == "complex-b"
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ConversationScreen)
+
+    drive(seed_db, scenario)
+
+
+def _long_prompts(db: Path) -> None:
+    """A tree whose prompts are longer than any pane: a root, two children,
+    two grandchildren under the first (guides of 8 cells at depth 2)."""
+    conn = legacy_database(db)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"
+    shape = [("r", None), ("a", "r"), ("b", "r"), ("a1", "a"), ("a2", "a")]
+    for number, (node, parent) in enumerate(shape):
+        add_response(
+            conn,
+            node,
+            "long",
+            f"{node}: " + " ".join([words] * 4),
+            parent=parent,
+            name="long prompts",
+            datetime_utc=f"2025-01-01T10:00:0{number}",
+        )
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_prompts_take_the_tree_panes_room_and_no_scrollbar_shows(tmp_path, size):
+    """The tree pane takes three fifths of the screen (the details keep 37
+    cells at least); a prompt runs to the pane's edge, where an ellipsis
+    cuts it, with or without the ids; the pane's last row stays blank (no
+    horizontal scrollbar's thumb)."""
+    from rich.cells import cell_len
+
+    db = tmp_path / "long.db"
+    _long_prompts(db)
+    width, height = size
+    pane = {80: 43, 200: 120}[width]
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "long")
+        assert screen.tree.size.width == pane
+        for ids in (False, True):
+            rows = screen_rows(app)
+            tree_rows = [row[:pane] for row in rows[1 : 1 + 5]]
+            guides = ["", "├── ", "│   ├── ", "│   └── ", "└── "]
+            nodes = ["r", "a", "a1", "a2", "b"]
+            for row, guide, node in zip(tree_rows, guides, nodes, strict=True):
+                label = f"{node}  {node}: alpha" if ids else f"{node}: alpha"
+                assert row.startswith(guide + label)
+                assert row.endswith("…") and cell_len(row) == pane
+            # Every prompt gets the room its guides leave: at 80 columns, 34
+            # cells and the ellipsis at depth 2 (a 40-cell pane left 32).
+            shown = tree_rows[2][len("│   ├── ") : -1]
+            if ids:
+                shown = shown[len("a1  ") :]
+            assert cell_len(shown) == pane - 8 - 1 - (4 if ids else 0)
+            last = rows[height - 2][:pane]  # above the status line
+            assert last == " " * pane
+            await pilot.press("i")
+
+    drive(db, scenario, size=size)
+
+
+def test_an_export_lists_its_empty_conversations_with_0_nodes(tmp_path):
+    """A conversation where nothing was said is a row of 0 nodes; opening it
+    says so in the status line."""
+    from tests.chat_exports import (
+        chatgpt_branches,
+        gpt_conversation,
+        gpt_preamble,
+        write_json,
+    )
+
+    empty = gpt_conversation(
+        "conv-empty", "Nothing said", gpt_preamble("root-e", "sys-e"), "sys-e"
+    )
+    export = write_json(tmp_path / "conversations.json", [chatgpt_branches(), empty])
+
+    async def scenario(app, pilot):
+        rows = [
+            (r.tree_id, r.nodes, r.leaves, r.max_depth) for r in app.conversations.shown
+        ]
+        assert rows == [("conv-monad", 4, 3, 1), ("conv-empty", 0, 0, 0)]
+        assert app.query_one("#conversations").lines[1] == (
+            "Nothing said                  0      0     0"
+        )
+        await pilot.press("down", "enter")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ConversationScreen)
+        assert str(app.query_one("#list-status").render()) == (
+            "conv-empty (Nothing said) holds no prompt and no answer: 0 nodes"
+        )
+
+    drive(export, scenario)
 
 
 # -- search, diff, compare ------------------------------------------------------
@@ -642,7 +792,8 @@ def test_a_chat_export_takes_notes_beside_it_but_no_branches(tmp_path):
         screen = await open_first(app, pilot, "haiku")
         message = (
             "⚠ chatgpt-export.zip is a chatgpt export: convgraph reads it,"
-            " it cannot write it"
+            " it cannot write it; convgraph import chatgpt-export.zip copies"
+            " it into llm's database, where b and r write"
         )
         for key in ("b", "r"):
             await pilot.press(key)

@@ -289,3 +289,37 @@ def test_stored_text_in_a_run_stays_text(seed_db):
         ]
 
     drive(seed_db, scenario)
+
+
+def test_the_transcript_names_the_reasoning_and_quotes_it(tmp_path):
+    """Rich's Markdown drops HTML: the transcript's `<details>` block of
+    reasoning shows as a line that names it and the reasoning quoted, the
+    tool calls and results in their fences (200x50: the quote on one line)."""
+    from tests.chat_exports import claude_agent, write_json
+
+    export = write_json(tmp_path / "conversations.json", [claude_agent()])
+
+    async def scenario(app, pilot):
+        screen = app.screen
+        await pilot.press("end", "t")
+        assert screen.details.title == "transcript to ca-a1"
+        source = screen.details.source
+        assert "<details>" not in source and "<summary>" not in source
+        start = source.index("∴")
+        assert source[start:].split("\n")[:5] == [
+            "∴ *reasoning*",
+            "",
+            "> The page may need a search first.",
+            "",
+            "Let me look.",
+        ]
+        shown = [line.strip() for line in pane_lines(screen)]
+        at = shown.index("∴ reasoning")
+        assert shown[at + 1 : at + 5] == [
+            "",
+            "▌ The page may need a search first.",
+            "",
+            "Let me look.",
+        ]
+
+    drive(export, scenario, conversation_id="claude-agent", size=(200, 50))

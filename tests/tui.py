@@ -81,3 +81,10 @@ def pane_lines(screen: ConversationScreen) -> list[str]:
         else:
             lines.append(strip.text)
     return [line.rstrip() for line in lines]
+
+
+def screen_rows(app: BrowseApp) -> list[str]:
+    """The whole screen as the terminal shows it, one string a row (every
+    widget composed, scrollbars included)."""
+    strips = app.screen._compositor.render_strips()
+    return [strip.text for strip in strips]

@@ -34,7 +34,13 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, Static
 
 from convgraph.browse.conversations import ConversationList
-from convgraph.browse.details import DetailsPane, compare_view, diff_view, safe
+from convgraph.browse.details import (
+    DetailsPane,
+    compare_view,
+    diff_view,
+    safe,
+    transcript_view,
+)
 from convgraph.browse.listing import (
     APART_ABOVE_NODES,
     SHAPES_COMMAND,
@@ -72,7 +78,7 @@ HELP = """\
 | `N` | write the cursor's note (an empty note clears it) |
 | `p` | mark the cursor's answer preferred, or unmark it |
 | tab | to the details pane and back (to scroll a long answer) |
-| escape | back to the conversation list |
+| escape | from a view (transcript, diff, comparison, these keys) back to the node; from the node back to the conversation list |
 | `q` | quit |
 """
 
@@ -97,7 +103,11 @@ def write_refusal(logs: Source) -> str | None:
     path = Path(logs.path)
     if getattr(logs, "conn", None) is None:
         kind = ", ".join(logs.generations) or "chat"
-        return f"{path.name} is a {kind} export: convgraph reads it, it cannot write it"
+        return (
+            f"{path.name} is a {kind} export: convgraph reads it, it cannot write"
+            f" it; convgraph import {path.name} copies it into llm's database,"
+            " where b and r write"
+        )
     if not os.access(path, os.W_OK):
         return f"{path} is read-only for you: branching writes to it"
     if not os.access(path.parent, os.W_OK):
@@ -169,11 +179,17 @@ class ConversationScreen(Screen[None]):
         Binding("p", "prefer", "Prefer"),
     ]
 
+    # The tree takes three fifths of the width, for its prompts; the details
+    # keep at least 37 cells, where a 32-cell line of code fits in Rich's
+    # padded code block beside a one-cell scrollbar.
     DEFAULT_CSS = """
     ConversationScreen #title { height: 1; background: $primary; color: $text; }
     ConversationScreen #panes { height: 1fr; }
-    ConversationScreen TreeView { width: 1fr; }
-    ConversationScreen DetailsPane { width: 1fr; border-left: solid $primary; }
+    ConversationScreen TreeView { width: 3fr; }
+    ConversationScreen DetailsPane {
+        width: 2fr; min-width: 37; border-left: solid $primary;
+        padding: 0 0 0 1; scrollbar-size-vertical: 1;
+    }
     ConversationScreen #search { display: none; }
     ConversationScreen #search.open { display: block; }
     ConversationScreen #status { height: 1; background: $panel; }
@@ -187,6 +203,9 @@ class ConversationScreen(Screen[None]):
         self.query_text = ""
         self._details_timer: Any = None
         self._details_shown = 0.0
+        #: Whether the pane shows a view (a transcript, a diff, ...) instead
+        #: of the node under the cursor: escape closes it first.
+        self.view_open = False
         self._notes_lock = threading.Lock()
 
     def compose(self) -> ComposeResult:
@@ -198,7 +217,8 @@ class ConversationScreen(Screen[None]):
         yield Static(f"reading {self.tree_id}…", id="status", markup=False)
 
     def on_mount(self) -> None:
-        self.load()
+        # Reopened, the tree puts the cursor back where the user left it.
+        self.load(self.app.cursors.get(self.tree_id))  # type: ignore[attr-defined]
 
     @work(thread=True, exclusive=True, group="tree")
     def load(self, node: str | None = None) -> None:
@@ -249,6 +269,7 @@ class ConversationScreen(Screen[None]):
         """Show the node at once after a pause, else when the keys rest:
         laying out a long Markdown answer takes longer than a held key's
         repeat, and the tree must keep up with the key."""
+        self.app.cursors[self.tree_id] = event.node  # type: ignore[attr-defined]
         if self._details_timer is not None:
             self._details_timer.stop()
             self._details_timer = None
@@ -263,6 +284,7 @@ class ConversationScreen(Screen[None]):
         if self._details_timer is not None:
             self._details_timer.stop()
             self._details_timer = None
+        self.view_open = True
         self.details.show(title, source)
 
     def show_stream(self, title: str, source: str) -> None:
@@ -277,14 +299,22 @@ class ConversationScreen(Screen[None]):
     def _show_details(self) -> None:
         self._details_timer = None
         self._details_shown = time.monotonic()
+        self.view_open = False
         if self.graph is not None and self.tree.node is not None:
             self.details.show_node(self.graph, self.tree.node)
 
     # -- reading keys --------------------------------------------------------
 
     def action_back(self) -> None:
+        """Escape steps back one level: out of the search box, from a view
+        (a transcript, a diff) to the node under the cursor, from the tree
+        to the list."""
         if self.query_one("#search", Input).has_class("open"):
             self._close_search()
+            return
+        if self.view_open and self.graph is not None:
+            self._show_details()
+            self.tree.focus()
             return
         self.app.pop_screen()
 
@@ -386,7 +416,9 @@ class ConversationScreen(Screen[None]):
             return
         node = self.tree.node
         text = Transcript(self.graph, path(self.graph, node)).markdown()
-        self.show_view(f"transcript to {terminal_text(node)}", safe(text))
+        self.show_view(
+            f"transcript to {terminal_text(node)}", transcript_view(safe(text))
+        )
 
     # -- writing keys --------------------------------------------------------
 
@@ -557,6 +589,8 @@ class BrowseApp(App[None]):
         self.model = model
         self.refusal: str | None = None
         self.figures: dict[str, tuple[int, int]] = {}
+        #: The node under the cursor when each conversation was left.
+        self.cursors: dict[str, str] = {}
         self._shapes: Any = None
 
     def compose(self) -> ComposeResult:
@@ -661,7 +695,16 @@ class BrowseApp(App[None]):
         self.open_tree(event.tree_id)
 
     def open_tree(self, conversation_id: str) -> None:
-        """Show a conversation's screen; it reads its tree in the background."""
+        """Show a conversation's screen; it reads its tree in the background.
+        A conversation of 0 nodes (an export's, where nothing was said) has
+        no tree to show: the status line says so."""
+        row = next(
+            (r for r in self.conversations.rows if r.tree_id == conversation_id), None
+        )
+        if row is not None and row.counted and row.nodes == 0:
+            named = f" ({row.name})" if row.name else ""
+            self.say(f"{conversation_id}{named} holds no prompt and no answer: 0 nodes")
+            return
         self.push_screen(ConversationScreen(conversation_id))
 
 

@@ -219,7 +219,7 @@ def _cells(row: ConversationRow) -> tuple[str, ...]:
 
     return (
         terminal_text(excerpt(row.name or row.tree_id, COLUMNS[0][1])),
-        figure(row.nodes if row.last_datetime or row.nodes else None),
+        figure(row.nodes if row.counted else None),
         figure(row.leaves),
         figure(row.max_depth),
         terminal_text(

@@ -226,6 +226,56 @@ def safe(text: str | None) -> str:
     return "\n".join(terminal_text(line) for line in text.expandtabs(4).split("\n"))
 
 
+def transcript_view(markdown: str) -> str:
+    """A Markdown transcript (`Transcript.markdown`) as the pane shows it.
+
+    Rich's Markdown drops HTML, so the `<details>` blocks a transcript folds
+    the reasoning in would leave the reasoning looking like the answer: each
+    becomes a line that names it (∴, the text tree's mark for reasoning)
+    and its text quoted beneath. Only the transcript's own blocks change:
+    lines inside a code fence are text, whatever they hold.
+
+    Examples
+    --------
+    >>> print(transcript_view(
+    ...     "<details>\\n<summary>Reasoning</summary>\\n\\nA *hunch*.\\n\\n</details>"
+    ... ))
+    ∴ *reasoning*
+    <BLANKLINE>
+    > A *hunch*.
+    """
+    shown: list[str] = []
+    fence = ""  # the open fence's backticks or tildes, "" outside one
+    quoting = False
+    for line in markdown.split("\n"):
+        bare = line.strip()
+        if fence:
+            if bare.startswith(fence) and not bare.strip(fence[0]):
+                fence = ""
+        elif bare[:3] in ("```", "~~~"):
+            fence = bare[: len(bare) - len(bare.lstrip(bare[0]))]
+        elif not quoting and line == "<details>":
+            quoting = True
+            continue
+        elif quoting and line == "</details>":
+            quoting = False
+            while shown and shown[-1] in (">", ""):
+                shown.pop()  # the blank line the HTML block needed
+            continue
+        elif quoting and line.startswith("<summary>") and line.endswith("</summary>"):
+            summary = line[len("<summary>") : -len("</summary>")]
+            shown.append(f"∴ *{summary[:1].lower()}{summary[1:]}*")
+            shown.append("")
+            continue
+        if quoting and not line and shown[-1] == "":
+            continue  # the blank line after the summary: it has its own
+        if quoting:
+            shown.append(f"> {line}" if line else ">")
+        else:
+            shown.append(line)
+    return "\n".join(shown)
+
+
 def node_view(
     graph: nx.DiGraph, node: str, reasoning_open: bool = False
 ) -> tuple[str, list[Block]]:

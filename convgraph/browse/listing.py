@@ -24,7 +24,9 @@ class ConversationRow:
     """One line of the conversation list.
 
     `tree_id` is the id that names the conversation tree (what `load_tree`
-    takes); `leaves` and `max_depth` are None until the structure is read.
+    takes); `leaves` and `max_depth` are None until the structure is read;
+    `counted` is False while `nodes` is not counted yet (the names come
+    first), so that a conversation of 0 nodes can say so.
     """
 
     tree_id: str
@@ -34,6 +36,7 @@ class ConversationRow:
     models: list[str] = field(default_factory=list)
     leaves: int | None = None
     max_depth: int | None = None
+    counted: bool = True
 
 
 #: One row per legacy conversation: a response logged outside any
@@ -77,14 +80,16 @@ def list_conversations(logs: Source) -> list[ConversationRow]:
         # Newest first: llm adds a thread when it is made.
         for tree_id in reversed(threads):
             if thread_roots.get(tree_id, tree_id) == tree_id:
-                rows[tree_id] = ConversationRow(tree_id, threads[tree_id][0], 0, None)
+                rows[tree_id] = ConversationRow(
+                    tree_id, threads[tree_id][0], 0, None, counted=False
+                )
     if logs.legacy is not None and logs.legacy.has_conversations:
         for cid, name in logs.conn.execute(
             "select id, name from conversations order by rowid desc"
         ):
             tree_id = thread_roots.get(cid, cid)
             if tree_id not in rows:
-                rows[tree_id] = ConversationRow(tree_id, name, 0, None)
+                rows[tree_id] = ConversationRow(tree_id, name, 0, None, counted=False)
             elif cid == tree_id and name:
                 # llm's own name for the conversation, not the one of the
                 # thread llm 0.32+ went on with it in (named by a later prompt).
@@ -189,13 +194,14 @@ def _recent_first(rows: Any) -> list[ConversationRow]:
 
 def _export_rows(logs: Source) -> list[ConversationRow]:
     """A chat export's conversations, each parsed once (no SQL is behind an
-    export)."""
+    export). A conversation without a prompt or an answer is listed with 0
+    nodes, as `convgraph conversations` lists it, not left out."""
     from convgraph.sources.chat_exports import conversation_records
 
     rows: dict[str, ConversationRow] = {}
     for conversation in logs.conversations():  # type: ignore[attr-defined]
         records = conversation_records(conversation, logs.format)  # type: ignore[attr-defined]
-        if not records or conversation.id in rows:
+        if conversation.id in rows:
             continue
         times = [record["datetime_utc"] for record in records if record["datetime_utc"]]
         models = {record["model"] for record in records if record["model"]}

@@ -10,13 +10,17 @@ cursor goes from node to node over those lines. A node of the drawing is
 collapsed by hiding the lines of its subtree, which follow it in the
 drawing's depth-first order, so the guides of the lines that stay are the
 drawing's own. Models are coloured, the active path is bold, notes and
-preferred answers are marked.
+preferred answers are marked. The prompts are drawn as wide as the pane
+and cut at the pane's edge with an ellipsis, so a prompt takes all the room
+its line has; the pane has no horizontal scrollbar, whose thumb would sit
+in its last row.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -27,7 +31,7 @@ from textual.strip import Strip
 
 from convgraph.model import tree as operations
 from convgraph.present.text_tree import NODE, START, DrawnLine, drawing
-from convgraph.text import cell_width, terminal_text
+from convgraph.text import EXCERPT_WIDTH, cell_width, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -60,7 +64,7 @@ class TreeView(ScrollView, can_focus=True):
     ]
 
     DEFAULT_CSS = """
-    TreeView { background: $surface; }
+    TreeView { background: $surface; scrollbar-size-horizontal: 0; }
     """
 
     class Moved(Message):
@@ -91,6 +95,8 @@ class TreeView(ScrollView, can_focus=True):
         self._shown_kinds: list[str] = []
         self._row: dict[str, int] = {}
         self._colours: dict[str | None, str] = {}
+        #: The width in cells the prompts were cut to when drawn.
+        self._drawn_width = 0
 
     # -- the drawing ------------------------------------------------------
 
@@ -101,7 +107,24 @@ class TreeView(ScrollView, can_focus=True):
         self.collapsed = set()
         if self.mark not in graph:
             self.mark = None
-        lines = list(drawing(graph))
+        self._draw()
+        order = [node for node, _ in self._drawn if node is not None]
+        self._layout()
+        self.move_to(node if node in graph else (order[0] if order else None))
+
+    def _wanted_width(self) -> int:
+        """The cells a prompt may take: as many as the pane has (what the
+        guides leave no room for, the pane cuts with an ellipsis), and at
+        least what `convgraph tree` gives it."""
+        return max(EXCERPT_WIDTH, self.size.width or self.app.size.width)
+
+    def _draw(self) -> None:
+        """The drawing of `graph`, its prompts cut to the pane's width."""
+        graph = self.graph
+        if graph is None:
+            return
+        self._drawn_width = self._wanted_width()
+        lines = list(drawing(graph, width=self._drawn_width))
         self._drawn = [
             (line.node if line.kind == NODE else None, line.text) for line in lines
         ]
@@ -117,8 +140,12 @@ class TreeView(ScrollView, can_focus=True):
             model: MODEL_COLOURS[index % len(MODEL_COLOURS)]
             for index, model in enumerate(m for m in models if m)
         }
-        self._layout()
-        self.move_to(node if node in graph else (order[0] if order else None))
+
+    def on_resize(self) -> None:
+        """A pane grown wider than the drawing's prompts draws them again."""
+        if self.graph is not None and self._wanted_width() > self._drawn_width:
+            self._draw()
+            self._layout()
 
     def lines(self) -> list[tuple[str | None, str]]:
         """The lines shown now (collapsed subtrees left out), as drawn."""
@@ -166,9 +193,17 @@ class TreeView(ScrollView, can_focus=True):
         text = self.line_text(row)
         segments = list(text.render(self.app.console))
         strip = Strip(segments, text.cell_len)
-        return strip.crop_extend(
-            self.scroll_offset.x, self.scroll_offset.x + self.size.width, None
-        ).apply_style(self.rich_style)
+        left = self.scroll_offset.x
+        right = left + self.size.width
+        if text.cell_len > right and self.size.width > 1:
+            # Cut at the pane's edge: an ellipsis in the last cell, in the
+            # style of the cell it replaces (the cursor's highlight too).
+            kept = strip.crop(left, right - 1)
+            style = next((s.style for s in reversed(list(kept)) if s.text), None)
+            strip = Strip.join([kept, Strip([Segment("…", style)], 1)])
+        else:
+            strip = strip.crop_extend(left, right, None)
+        return strip.apply_style(self.rich_style)
 
     def _styled(self, node: str | None, line: str) -> Text:
         text = Text(line)

@@ -557,28 +557,43 @@ def test_empty_conversations_are_counted_and_named(tmp_path):
     assert summary.empty == [("claude-blank", "Untitled"), ("claude-nameless", None)]
 
 
-def test_progress_is_reported_per_conversation(exports, tmp_path):
+def test_progress_is_reported_in_bytes_of_the_export(exports, tmp_path):
     seen = []
-    import_export(exports["claude"], tmp_path / "logs.db", progress=seen.append)
-    assert [(r.conversation_id, r.nodes, r.threads, r.status) for r in seen] == [
+    summary = import_export(
+        exports["claude"],
+        tmp_path / "logs.db",
+        progress=lambda *report: seen.append(report),
+    )
+    results = summary.conversations
+    assert [(r.conversation_id, r.nodes, r.threads, r.status) for r in results] == [
         ("claude-primes", 4, 3, "imported"),
         ("claude-old", 2, 1, "imported"),
     ]
+    size = Path(exports["claude"]).stat().st_size
+    assert seen[0] == ("importing conversations", 0, size)
+    assert seen[-1] == ("importing conversations", size, size)
+    counts = [done for _, done, _ in seen]
+    assert counts == sorted(counts)
 
 
 def test_a_terminal_sees_a_progress_bar(tmp_path):
-    """On a terminal (stderr a tty), the conversations are counted on a click
-    progress bar as they are written; piped, only the summary is printed."""
+    """On a terminal (stderr a tty), the bytes of the export read are shown
+    on a bar while conversations are written, erased at the end; piped,
+    only the summary is printed."""
     import os
     import pty
-    import shutil
+    import sys
+
+    from tests.test_progress import screen_of
 
     source = write_json(tmp_path / "export.json", chatgpt_export())
     pid, terminal = pty.fork()
-    if pid == 0:  # the child: convgraph on a terminal
-        os.execv(
-            shutil.which("convgraph"),
-            ["convgraph", "import", str(source), "--db", str(tmp_path / "logs.db")],
+    if pid == 0:  # the child: convgraph on a terminal, its bar shown at once
+        os.execve(
+            sys.executable,
+            [sys.executable, "-m", "convgraph", "import", str(source)]
+            + ["--db", str(tmp_path / "logs.db")],
+            {**os.environ, "CONVGRAPH_PROGRESS_DELAY": "0"},
         )
     shown = b""
     while True:
@@ -591,9 +606,11 @@ def test_a_terminal_sees_a_progress_bar(tmp_path):
         shown += chunk
     os.waitpid(pid, 0)
     screen = shown.decode()
-    assert "Importing  [" in screen
-    assert "]  3  A long chain" in screen
+    assert "importing conversations" in screen
     assert "Imported 3 conversations (2,006 nodes as turns, 5 threads)" in screen
+    left = screen_of(shown)
+    assert left[0].startswith("Created ")  # the summary, and no bar, is left
+    assert not any("importing conversations" in line for line in left)
 
 
 # -- targets ---------------------------------------------------------------------------------

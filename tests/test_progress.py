@@ -252,3 +252,26 @@ def test_tree_of_the_whole_forest_shows_its_phases(seed_db):
     for phase in ("reading responses", "checking parent links", "building trees"):
         assert phase in shown
     assert screen == []
+
+
+def test_an_import_from_a_zip_counts_the_bytes_of_its_json(tmp_path):
+    import zipfile
+
+    from convgraph.store.importer import import_export
+    from tests.chat_exports import claude_export, write_zip
+
+    source = write_zip(tmp_path / "claude.zip", {"conversations.json": claude_export()})
+    with zipfile.ZipFile(source) as archive:
+        size = archive.getinfo("conversations.json").file_size
+    seen: list[tuple] = []
+    summary = import_export(
+        source,
+        tmp_path / "logs.db",
+        dry_run=True,
+        progress=lambda *report: seen.append(report),
+    )
+    assert summary.imported == 2
+    assert seen[0] == ("importing conversations", 0, size)
+    assert seen[-1] == ("importing conversations", size, size)
+    counts = [done for _, done, _ in seen]
+    assert counts == sorted(counts)

@@ -2,21 +2,19 @@
 llm's database.
 
 The command parses its options and calls `convgraph.store.importer`, where the
-plan, the transactions and llm's writers live. On a terminal it shows a
-progress bar (on stderr) while conversations are written; at the end it
-prints what was written and what was skipped. Titles and ids come from the
+plan, the transactions and llm's writers live. Where the import lasts, a
+terminal shows its progress on stderr, in bytes of the export read
+(`convgraph.cli.progress.ProgressBar`); at the end it prints what was
+written and what was skipped. Titles and ids come from the
 export: they are printed through `terminal_text`.
 """
 
 from __future__ import annotations
 
-import itertools
-import sys
-from typing import Any
-
 import click
 
 from convgraph.cli.options import command, db_option
+from convgraph.cli.progress import ProgressBar
 from convgraph.text import counted, terminal_text
 
 
@@ -46,31 +44,10 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     """
     from convgraph.store.importer import import_export
 
-    bar: Any = None
-    if not dry_run and sys.stderr.isatty():
-        # The number of conversations is known only once the export has
-        # been streamed to its end: the bar counts them (an iterable without
-        # a length), and each one is ticked off as it is written.
-        bar = click.progressbar(
-            iterable=itertools.count(),
-            label="Importing",
-            show_pos=True,
-            file=sys.stderr,
-            item_show_func=lambda name: terminal_text(name)[:40] if name else None,
-        )
-        bar.__enter__()
-
-    def progress(result: Any) -> None:
-        if bar is not None:
-            bar.update(1, result.name or result.conversation_id)
-
-    try:
-        summary = import_export(source, db_path, dry_run=dry_run, progress=progress)
-    finally:
-        if bar is not None:
-            bar.finish()  # a full bar: the stream has ended
-            bar.render_progress()
-            bar.__exit__(None, None, None)
+    # The number of conversations is known only once the export has been
+    # streamed to its end, its size in bytes before: the bar counts bytes.
+    with ProgressBar(unit="bytes") as bar:
+        summary = import_export(source, db_path, dry_run=dry_run, progress=bar)
 
     would = "Would import" if dry_run else "Imported"
     if summary.created:

@@ -48,7 +48,7 @@ import os
 import sqlite3
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from typing import Any
 from convgraph.errors import DatabaseError, ImportRefused
 from convgraph.links.integrity import check_links
 from convgraph.sources import log_order
+from convgraph.sources.snapshot import ProgressCallback
 from convgraph.store.responses import require_llm
 from convgraph.store.transaction import (
     WRITE_BUSY_TIMEOUT_SECONDS,
@@ -514,7 +515,7 @@ def import_export(
     *,
     dry_run: bool = False,
     timeout: float | None = None,
-    progress: Callable[[ConversationResult], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> ImportSummary:
     """Write the conversations of a chat export into llm's database.
 
@@ -530,7 +531,9 @@ def import_export(
     timeout
         How long each transaction waits for a moment free of other writers.
     progress
-        Called after each conversation with what became of it.
+        Told how much of the export's JSON has been read, in bytes
+        (`("importing conversations", done, total)`, about every half
+        percent): the conversations are written as they are read.
 
     Returns
     -------
@@ -560,6 +563,8 @@ def import_export(
         )
     kind = check_target(source, target)
     summary = ImportSummary(source, target, dry_run, created=kind == "new")
+    if progress is not None:
+        _count_bytes(export, progress)
 
     def record(plan: ConversationPlan, status: str) -> None:
         result = ConversationResult(
@@ -571,8 +576,6 @@ def import_export(
             status,
         )
         summary.conversations.append(result)
-        if progress is not None:
-            progress(result)
 
     if dry_run:
         # One read-only connection for the whole run: nothing is written.
@@ -630,3 +633,68 @@ def import_export(
     finally:
         conn.close()
     return summary
+
+
+#: The phase an import reports, in bytes of the export's JSON read.
+IMPORTING = "importing conversations"
+
+
+def _count_bytes(export: Any, report: ProgressCallback) -> None:
+    """Make the export's streams tell `report` how many bytes of its JSON
+    have been read, against their sum (a zip's members uncompressed): each
+    file is opened through a counting stream, so the import is measured by
+    the one thing known before it begins, the size of what it reads.
+
+    The export keeps its files in `_files` (`chat_json.ExportFile`, whose
+    `open` is replaced here); the stream is read once, in order."""
+    import dataclasses
+    import io
+    import itertools
+    import zipfile
+
+    def size(file: Any) -> int:
+        if not file.in_zip:
+            return os.path.getsize(file.name)
+        member = file.name[len(str(export.path)) + 1 :]
+        with zipfile.ZipFile(export.path) as archive:
+            return archive.getinfo(member).file_size
+
+    sizes = [size(file) for file in export._files]
+    total = sum(sizes)
+    step = max(1, total // 200)
+    reported = [0]
+
+    class Counted(io.RawIOBase):
+        """A file's bytes as they are read, told to `report` now and then."""
+
+        def __init__(self, stream: Any, before: int):
+            self.stream, self.done = stream, before
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            data = self.stream.read(len(buffer))
+            buffer[: len(data)] = data
+            self.done += len(data)
+            if self.done - reported[0] >= step or (not data and self.done):
+                reported[0] = self.done
+                report(IMPORTING, min(self.done, total), total)
+            return len(data)
+
+        def close(self) -> None:
+            self.stream.close()
+            super().close()
+
+    def counted(file: Any, before: int) -> Any:
+        def open_counted() -> Any:
+            return io.BufferedReader(Counted(file.open(), before))
+
+        return dataclasses.replace(file, open=open_counted)
+
+    starts = list(itertools.accumulate(sizes, initial=0))[:-1]
+    export._files = [
+        counted(file, before)
+        for file, before in zip(export._files, starts, strict=True)
+    ]
+    report(IMPORTING, 0, total)

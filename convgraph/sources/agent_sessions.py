@@ -28,7 +28,7 @@ from convgraph.errors import UnknownConversation, UnknownNode
 from convgraph.links.integrity import Problem
 from convgraph.sources import claude_code, codex, gemini_cli
 from convgraph.sources.agent_files import AGENT_ATTRIBUTES, SIDECHAIN, SessionGroup
-from convgraph.sources.chat_messages import Conversation, Message
+from convgraph.sources.chat_messages import Conversation, Message, text_to_iso
 from convgraph.sources.chat_nodes import conversation_records
 from convgraph.sources.source import Source, TreeRecords
 
@@ -240,6 +240,7 @@ class _Joiner:
         messages = self._new(group, group.messages)
         conversation = Conversation(group.key, group.name, messages, group.current)
         records = conversation_records(conversation, source, node_of)
+        _utc_times(records)
         current = next((r["id"] for r in records if r["active"]), None)
         if records:
             current = _deepest_active(records) or current
@@ -249,6 +250,7 @@ class _Joiner:
             found = conversation_records(
                 Conversation(group.key, None, side_messages), source, side_nodes
             )
+            _utc_times(found)
             anchor = node_of.get(side.anchor) if side.anchor is not None else None
             if anchor is None and side.anchor in self.seen:
                 anchor = self.seen[side.anchor][0]
@@ -287,6 +289,13 @@ class _Joiner:
             else:
                 kept.append(message)
         return kept
+
+
+def _utc_times(records: list[dict[str, Any]]) -> None:
+    """The nodes' times, as the sessions store them, in UTC (`text_to_iso`):
+    made for the nodes alone, not for every message."""
+    for record in records:
+        record["datetime_utc"] = text_to_iso(record["datetime_utc"])
 
 
 def _deepest_active(records: list[dict[str, Any]]) -> str | None:

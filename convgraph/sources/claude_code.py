@@ -25,7 +25,7 @@ other tools) are one chain in file order. Versions 0.2 to 2.x are read.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,6 @@ from convgraph.sources.chat_messages import (
     Message,
     as_dict,
     as_int,
-    as_list,
     as_text,
     join_texts,
     text_to_iso,
@@ -159,7 +158,7 @@ def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
     task_prompts: dict[str, str] = {}  # a Task call's prompt: its message
     sidechains: dict[str, Sidechain] = {}
     side_of: dict[str, str] = {}
-    usage_holder: dict[str, Message] = {}
+    usage_holder: dict[str, tuple[Message, dict[str, Any]]] = {}
     project = branch = None
     for file in files:
         previous: str | None = None
@@ -188,17 +187,19 @@ def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
             parent = as_text(record.get("logicalParentUuid")) or parent
             previous = message_id
             message = _message(record, message_id, parent, calls, usage_holder)
-            for block in as_list(as_dict(record.get("message")).get("content")):
-                block = as_dict(block)
-                if block.get("type") == "tool_use" and as_text(block.get("id")):
-                    name = as_text(block.get("name"))
-                    calls[block["id"]] = (message_id, name)
-                    prompt = as_text(as_dict(block.get("input")).get("prompt"))
-                    if name in AGENT_TOOLS and prompt is not None:
+            for part in message.parts or ():
+                kind = part["type"]
+                if kind == P.TOOL_CALL and part["id"] is not None:
+                    calls[part["id"]] = (message_id, part["name"])
+                    prompt = as_dict(part["arguments"]).get("prompt")
+                    if part["name"] in AGENT_TOOLS and isinstance(prompt, str):
                         task_prompts.setdefault(prompt, message_id)
-                elif block.get("type") == "tool_result":
-                    agent = as_text(as_dict(record.get("toolUseResult")).get("agentId"))
-                    call = calls.get(as_text(block.get("tool_use_id")) or "")
+                elif kind == P.TOOL_RESULT:
+                    result = record.get("toolUseResult")
+                    agent = (
+                        as_text(result.get("agentId")) if type(result) is dict else None
+                    )
+                    call = calls.get(part["id"] or "")
                     if agent is not None and call is not None:
                         agent_calls[agent] = call[0]
             # Where a record does not say, the last one that did.
@@ -216,11 +217,14 @@ def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
             else:
                 group.messages.append(message)
                 group.current = message_id
+    _count_usage(usage_holder.values())
     for chain in sidechains.values():
         chain.anchor = agent_calls.get(chain.agent)
         if chain.anchor is None and chain.messages:
             chain.anchor = task_prompts.get(chain.messages[0].text or "")
     group.sidechains = list(sidechains.values())
+    # Named by its own title, else the summary of its last leaf that has
+    # one, else the first summary it holds (of the session it continues).
     group.name = (
         group.name
         or next(
@@ -231,7 +235,6 @@ def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
             ),
             None,
         )
-        or (first_summary if not summaries or not group.messages else None)
         or first_summary
     )
     yield group
@@ -242,12 +245,13 @@ def _message(
     message_id: str,
     parent: str | None,
     calls: dict[str, tuple[str, str | None]],
-    usage_holder: dict[str, Message],
+    usage_holder: dict[str, tuple[Message, dict[str, Any]]],
 ) -> Message:
     """One record of the conversation as a `Message`."""
     kind = record.get("type")
     raw = as_dict(record.get("message"))
-    message = Message(message_id, parent, time=text_to_iso(record.get("timestamp")))
+    # The time as stored: `AgentSessions` makes the nodes' times UTC.
+    message = Message(message_id, parent, time=as_text(record.get("timestamp")))
     content = raw.get("content")
     if kind == "user":
         if isinstance(content, str):
@@ -276,22 +280,27 @@ def _message(
         message.parts = parts or None
         model = as_text(raw.get("model"))
         message.model = model if model != "<synthetic>" else None
-        usage = as_dict(raw.get("usage"))
-        if usage:
-            api_id = as_text(raw.get("id")) or message_id
-            before = usage_holder.get(api_id)
-            if before is not None:
-                before.input_tokens = before.output_tokens = None
-            usage_holder[api_id] = message
-            message.input_tokens = _sum(
-                usage.get("input_tokens"),
-                usage.get("cache_read_input_tokens"),
-                usage.get("cache_creation_input_tokens"),
-            )
-            message.output_tokens = as_int(usage.get("output_tokens"))
+        usage = raw.get("usage")
+        if type(usage) is dict:
+            # One API message is written a block a record, each with its
+            # usage: counted on its last record only (`_count_usage`).
+            usage_holder[as_text(raw.get("id")) or message_id] = (message, usage)
     else:
         message.kind = STEP
     return message
+
+
+def _count_usage(held: Iterable[tuple[Message, dict[str, Any]]]) -> None:
+    """The usage of each API message on the last record that holds it: the
+    input counts the prompt's tokens read from the cache and written to it
+    too (all the model read)."""
+    for message, usage in held:
+        message.input_tokens = _sum(
+            usage.get("input_tokens"),
+            usage.get("cache_read_input_tokens"),
+            usage.get("cache_creation_input_tokens"),
+        )
+        message.output_tokens = as_int(usage.get("output_tokens"))
 
 
 def _sum(*values: Any) -> int | None:

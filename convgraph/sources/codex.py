@@ -42,7 +42,6 @@ from convgraph.sources.chat_messages import (
     as_list,
     as_text,
     join_texts,
-    text_to_iso,
 )
 
 SOURCE = "codex"
@@ -125,7 +124,7 @@ def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
     for number, record in enumerate(json_lines(file, group.problems)):
         kind = record.get("type")
         payload = as_dict(record.get("payload"))
-        time = text_to_iso(record.get("timestamp")) or time
+        time = as_text(record.get("timestamp")) or time
         if kind == "session_meta" or (number == 0 and "type" not in record):
             meta = payload or record
             group.key = as_text(meta.get("id")) or group.key

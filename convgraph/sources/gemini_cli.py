@@ -34,7 +34,6 @@ from convgraph.sources.chat_messages import (
     as_list,
     as_text,
     join_texts,
-    text_to_iso,
 )
 
 SOURCE = "gemini-cli"
@@ -163,7 +162,7 @@ def _session(session: dict[str, Any], file: Path) -> SessionGroup:
     for number, raw in enumerate(as_list(session.get("messages"))):
         raw = as_dict(raw)
         message_id = as_text(raw.get("id")) or f"{key}:{number}"
-        message = Message(message_id, previous, time=text_to_iso(raw.get("timestamp")))
+        message = Message(message_id, previous, time=as_text(raw.get("timestamp")))
         text = as_text(raw.get("content"))
         kind = raw.get("type")
         found: list[P.Part] = []

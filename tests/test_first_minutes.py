@@ -6,6 +6,12 @@ asserts the exact text."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from convgraph.cli import COMMANDS, SUMMARIES, cli
 from tests.helpers import ROOT, run
@@ -66,3 +72,99 @@ def test_a_picture_format_points_to_render() -> None:
             f"Error: --format {given}: a picture is drawn with --render (svg|png):"
             f" convgraph export --render {kind} -o tree.{kind}\n"
         )
+
+
+def _needs(what: str, library: str, extra: str) -> str:
+    return f"Error: {what} needs {library}: pip install 'convgraph[{extra}]'\n"
+
+
+@pytest.mark.slow
+def test_a_missing_extra_is_one_line_and_status_2(tmp_path: Path) -> None:
+    """In a fresh virtual environment with convgraph and none of its extras
+    (pip install -e of a copy of the repository), every command that needs
+    an extra says which, in one line, exit status 2; then with pyarrow but
+    no Dask, --dask says it needs Dask."""
+    copy = tmp_path / "convgraph"
+    copy.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy(ROOT / name, copy / name)
+    shutil.copytree(
+        ROOT / "convgraph",
+        copy / "convgraph",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    python = venv / "bin" / "python"
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "-q", "-e", copy],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if installed.returncode != 0:
+        pytest.skip(
+            f"pip cannot install convgraph's dependencies here: {installed.stderr[-300:]}"
+        )
+    dataset = tmp_path / "dataset"
+    run("export", "--format", "parquet", "-o", dataset, "-d", EXAMPLE)
+
+    def convgraph(*words: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [venv / "bin" / "convgraph", *map(str, words)],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=tmp_path,
+        )
+
+    reading = "reading a Parquet dataset (--db DIR)"
+    for words, said in (
+        (
+            ("export", "--format", "parquet", "-o", tmp_path / "out", "-d", EXAMPLE),
+            _needs("convgraph export --format parquet", "pyarrow", "parquet"),
+        ),
+        (("stats", "--db", dataset), _needs(reading, "pyarrow", "parquet")),
+        (
+            ("stats", "--dask", "local", "--db", dataset),
+            _needs(reading, "pyarrow", "parquet"),
+        ),
+        (("check", "--db", dataset), _needs(reading, "pyarrow", "parquet")),
+        (("browse", "-d", EXAMPLE), _needs("convgraph browse", "Textual", "browse")),
+    ):
+        done = convgraph(*words)
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", said), words
+    assert not (tmp_path / "out").exists()
+    # What needs no extra works without one.
+    done = convgraph("stats", "-d", EXAMPLE, "--columns", "tree_id,nodes", "--csv")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[:2] == [
+        "tree_id,nodes",
+        "01jb0sourdough0000000000000,7",
+    ]
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "pyarrow"],
+        check=True,
+        capture_output=True,
+    )
+    done = convgraph("stats", "--dask", "local", "--db", dataset)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        _needs("convgraph stats --dask", "Dask", "dask"),
+    )
+    done = convgraph("stats", "--db", dataset, "--columns", "tree_id,nodes", "--csv")
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_needs_extra_imports_what_it_names() -> None:
+    from convgraph.cli.options import UserError, needs_extra
+
+    needs_extra("json", "none", "anything")  # there: nothing said
+    with pytest.raises(UserError) as raised:
+        needs_extra("dask.no_such_part", "dask", "convgraph stats --dask")
+    assert raised.value.exit_code == 2
+    assert raised.value.format_message() == (
+        "convgraph stats --dask needs Dask: pip install 'convgraph[dask]'"
+    )

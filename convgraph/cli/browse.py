@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from convgraph.cli.options import UserError, command, db_option
+from convgraph.cli.options import command, db_option
 
 
 @command()
@@ -37,10 +37,9 @@ def browse(conversation_id: str | None, db_path: str | None, model: str | None) 
         if conversation_id is not None:
             logs.tree_id_of_conversation(conversation_id)
         path = logs.path
-    try:
-        from convgraph.browse import run
-    except ImportError:
-        raise UserError(
-            "convgraph browse needs Textual: pip install 'convgraph[browse]'"
-        ) from None
+    from convgraph.cli.options import needs_extra
+
+    needs_extra("textual", "browse", "convgraph browse")
+    from convgraph.browse import run
+
     run(path, conversation_id, model)

@@ -56,6 +56,7 @@ class FormatChoice(click.Choice):  # type: ignore[type-arg]
             )
         return super().convert(value, param, ctx)
 
+
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -154,6 +155,9 @@ def export(
         if output is None:
             raise UserError(f"--render {render} needs -o FILE to write the picture to")
     if exporter.tables:
+        from convgraph.cli.options import needs_extra
+
+        needs_extra("pyarrow", "parquet", f"convgraph export --format {format_name}")
         _write_dataset(exporter, format_name, conversation_ids, output, db_path, force)
         return
     if output is not None and os.path.isdir(output):

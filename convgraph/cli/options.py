@@ -147,3 +147,38 @@ def command(name: str | None = None, **attrs: Any) -> Callable[[F], click.Comman
     line. Commands are made plain and `convgraph.cli` adds them to the group
     (and the llm plugin to llm's)."""
     return click.command(name, cls=ConvgraphCommand, **attrs)
+
+
+#: How a library an extra brings is named to a person.
+LIBRARIES = {
+    "pyarrow": "pyarrow",
+    "dask": "Dask",
+    "distributed": "Dask's distributed",
+    "textual": "Textual",
+}
+#: What reading a Parquet dataset is called where it needs pyarrow.
+READING_A_DATASET = "reading a Parquet dataset (--db DIR)"
+
+
+def needs_extra(module: str, extra: str, what: str) -> None:
+    """Make sure `module`, which the optional `extra` brings, can be
+    imported before `what` (a command, an option) uses it.
+
+    Imported, not only looked for: a library whose own dependencies are
+    missing fails here too, rather than as a traceback later.
+
+    Raises
+    ------
+    UserError
+        One line, as `convgraph browse` has always said it: "WHAT needs
+        LIBRARY: pip install 'convgraph[EXTRA]'".
+    """
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        library = LIBRARIES.get(module.partition(".")[0], module)
+        raise UserError(
+            f"{what} needs {library}: pip install 'convgraph[{extra}]'"
+        ) from None

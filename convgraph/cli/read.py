@@ -254,6 +254,9 @@ def check(db_path: str | None, output_format: str | None) -> None:
     if db_path is not None and is_parquet_dataset(db_path):
         # A dataset convgraph export wrote: what its readers leave out.
         from convgraph.analysis.datasets import dataset_problems
+        from convgraph.cli.options import READING_A_DATASET, needs_extra
+
+        needs_extra("pyarrow", "parquet", READING_A_DATASET)
 
         problems = dataset_problems(db_path)
     else:

@@ -73,6 +73,12 @@ def stats(
 
     columns = chosen_columns(column_names, PRIORITY)
     if db_path is not None and is_parquet_dataset(db_path):
+        from convgraph.cli.options import READING_A_DATASET, needs_extra
+
+        needs_extra("pyarrow", "parquet", READING_A_DATASET)
+        if scheduler is not None:
+            needs_extra("dask.dataframe", "dask", "convgraph stats --dask")
+            needs_extra("distributed", "dask", "convgraph stats --dask")
         from convgraph.analysis.datasets import dataset_conversation_table
 
         table = dataset_conversation_table(db_path, conversation_ids, scheduler)

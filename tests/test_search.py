@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from convgraph.analysis.search import search
-from convgraph.sources.search_index import INDEX_SUFFIX, index_path
+from convgraph.analysis.search_index import INDEX_SUFFIX, index_path
 from convgraph.store import migrate
 from tests.chat_exports import chatgpt_branches, write_json
 from tests.databases import LlmLog, add_response, legacy_database, timestamp

@@ -3,10 +3,11 @@ around the words found, where it lies (tree, node, depth) and whether it is
 on the active path or on an abandoned branch.
 
 The ranking and the snippets are SQLite FTS5's (`bm25()`, `snippet()`) over
-the index of `convgraph.sources.search_index`, which is brought up to date
-before each search. The branch marks and depths come from the model, for the
-trees of the hits only (`Forest.read` of those trees, `model.marks` and
-pointer jumping), so a query's cost grows with its hits, not with the file.
+the index of `convgraph.analysis.search_index`, which is brought up to date
+before each search; the depths and branch marks are the model's
+(`model.marks`, pointer jumping), kept in the index beside each node's
+texts. A query reads the index alone: its cost grows with its matches, not
+with the file.
 
 A query is text: each word, split at white space, is quoted as an FTS5
 string, so `"`, `*`, `NEAR(`, `AND`, `-`, `:` and `^` are words to find (or
@@ -24,14 +25,14 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from convgraph.errors import ConvgraphError
-from convgraph.sources import Source, opened
-from convgraph.sources.search_index import (
+from convgraph.analysis.search_index import (
     FIELDS,
     ZERO_WIDTH_SPACE,
     open_index,
     spaced,
 )
+from convgraph.errors import ConvgraphError
+from convgraph.sources import Source, opened
 
 #: How many hits a search gives unless told.
 DEFAULT_LIMIT = 20
@@ -147,7 +148,7 @@ def search(
     db
         llm's database, a chat export (a path or an open `Source`), or None
         for llm's own `logs.db`. Its index is built or brought up to date
-        first (`convgraph.sources.search_index`).
+        first (`convgraph.analysis.search_index`).
     query
         Text: every word must occur (see the module's docstring); with
         `fts`, an FTS5 expression.
@@ -174,34 +175,16 @@ def search(
     expression = spaced(query) if fts else fts_query(query)
     if limit <= 0:
         return []
-    hits: list[Hit] = []
-    marks: dict[str, tuple[int, bool]] = {}
-    loaded: set[str] = set()
-    page = max(limit, 50) if abandoned else limit
     with opened(db) as logs, open_index(logs) as index:
-        offset = 0
-        while len(hits) < limit:
-            rows = _matching(index.conn, expression, page, offset)
-            offset += len(rows)
-            trees = sorted({row[1] for row in rows} - loaded)
-            marks.update(_branch_marks(logs, trees))
-            loaded.update(trees)
-            for row in rows:
-                depth, active = marks.get(row[0], (None, None))
-                if abandoned and active is not False:
-                    continue
-                hits.append(_hit(len(hits) + 1, row, depth, active))
-                if len(hits) == limit:
-                    break
-            if len(rows) < page:
-                break
-    return hits
+        rows = _matching(index.conn, expression, limit, abandoned)
+    return [_hit(rank, row) for rank, row in enumerate(rows, 1)]
 
 
 def _matching(
-    conn: sqlite3.Connection, expression: str, limit: int, offset: int
+    conn: sqlite3.Connection, expression: str, limit: int, abandoned: bool
 ) -> list[tuple[Any, ...]]:
-    """One page of matching nodes in rank order, with their snippets."""
+    """The best `limit` matching nodes in rank order, with their snippets
+    (only those off the active path where `abandoned`)."""
     snippets = ", ".join(
         f"snippet(texts, {column}, '{_OPEN}', '{_CLOSE}', '{ELLIPSIS}',"
         f" {SNIPPET_TOKENS})"
@@ -210,10 +193,12 @@ def _matching(
     try:
         return conn.execute(
             "select nodes.id, nodes.tree_id, nodes.model, nodes.datetime_utc,"
-            f" nodes.source, texts.rank, {snippets}"
+            " nodes.source, nodes.depth, nodes.active, texts.rank,"
+            f" {snippets}"
             " from texts join nodes on nodes.rowid = texts.rowid"
-            " where texts match ? order by texts.rank limit ? offset ?",
-            [expression, limit, offset],
+            " where texts match ? and (? = 0 or nodes.active = 0)"
+            " order by texts.rank limit ?",
+            [expression, int(abandoned), limit],
         ).fetchall()
     except sqlite3.OperationalError as error:
         if "fts5" in str(error) or "syntax" in str(error) or "no such" in str(error):
@@ -221,20 +206,20 @@ def _matching(
         raise
 
 
-def _hit(rank: int, row: tuple[Any, ...], depth: int | None, active: Any) -> Hit:
-    snippet, marks = marked(row[6] or "")
+def _hit(rank: int, row: tuple[Any, ...]) -> Hit:
+    snippet, marks = marked(row[8] or "")
     fields = [
         field
-        for field, text in zip(FIELDS, row[7:], strict=True)
+        for field, text in zip(FIELDS, row[9:], strict=True)
         if text is not None and _OPEN in text
     ]
     return Hit(
         rank=rank,
-        score=round(-float(row[5]), 6),
+        score=round(-float(row[7]), 6),
         tree_id=row[1],
         id=row[0],
-        depth=depth,
-        active=active,
+        depth=row[5],
+        active=None if row[6] is None else bool(row[6]),
         model=row[2],
         datetime_utc=row[3],
         source=row[4],
@@ -242,20 +227,3 @@ def _hit(rank: int, row: tuple[Any, ...], depth: int | None, active: Any) -> Hit
         snippet=snippet,
         marks=marks,
     )
-
-
-def _branch_marks(logs: Source, tree_ids: list[str]) -> dict[str, tuple[int, bool]]:
-    """Each node of the trees named: its depth and whether it is on the
-    active path, as the model marks them (`Forest.read` of those trees)."""
-    if not tree_ids:
-        return {}
-    from convgraph.model.forest import Forest
-
-    forest = Forest.read(logs, text=False, conversation_ids=tree_ids)
-    ids = forest.nodes["id"].tolist()
-    depths = forest.depths.tolist()
-    active = forest.nodes["active"].tolist()
-    return {
-        node: (int(depth), bool(on_path))
-        for node, depth, on_path in zip(ids, depths, active, strict=True)
-    }

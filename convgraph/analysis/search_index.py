@@ -1,25 +1,31 @@
 """The full-text index that `convgraph search` ranks with: every node's
 prompt, response, system prompt and parts in an SQLite FTS5 table of
-convgraph's own, kept in a file beside the one it indexes and brought up to
-date before each search.
+convgraph's own, with the node's depth and branch mark as the model gives
+them (`Forest`: `model.marks`, pointer jumping), kept in a file beside the
+one it indexes and brought up to date before each search.
 
 Why an index of our own: llm 0.36's `responses_fts` and `turn_search_fts`
 index only the prompt and the answer of each call (no tool calls or results,
 no reasoning, no system prompt), one row a call rather than a node (a tool
-chain is one node: `runs`), with the default tokenizer, and a file upgraded
-from an older llm holds the two generations in two tables. So the index is
-built from what the reader gives (`Source.read_forest`, `Source.read_tree`),
-one row a node, never inside llm's file: it lies beside it
+chain is one node: `sources.runs`), with the default tokenizer, and a file
+upgraded from an older llm holds the two generations in two tables. So the
+index is built from the forest (`Forest.read` with its texts), one row a
+node, never inside llm's file: it lies beside it
 (`logs.db.convgraph-search.db`, as an export's notes lie beside the export),
 or, where that directory cannot be written, in the user's cache directory
 (`$XDG_CACHE_HOME/convgraph/search/`, else `~/.cache/convgraph/search/`).
+It lives in the analysis layer because it holds the model's marks: reading
+them per hit instead (a message-store tree read by name costs a tenth of a
+second) would make a query of twenty hits seconds long.
 
 Staying current: for llm's file the index keeps each node table's largest
 rowid and row count (`responses`, `turns`) as they were when it last read.
 llm only appends, so rows above the old bounds are what it logged since:
-their trees alone are read again (`Source.read_tree`, queries about that
-tree only) and replace their rows in the index. A count below the old
-bound that moved means rows were deleted or replaced (`convgraph delete`):
+their trees alone are read again (`Forest.read` of those trees, queries
+about them only) and replace their rows in the index, depths and marks
+included (logging into a tree is what moves its active path). A count
+below the old bound that moved means rows were deleted or replaced
+(`convgraph delete`):
 then the whole index is built again, as the snapshot reads again
 (`snapshot.Snapshot.changed`). A chat export is indexed on first search and
 again whenever its size or modification time changes. Each check is a few
@@ -38,16 +44,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import PARTS
-from convgraph.errors import DatabaseError
+from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.parts import (
     ATTACHMENT,
     CODE,
@@ -59,11 +66,14 @@ from convgraph.parts import (
 )
 from convgraph.sources.source import Source
 
+if TYPE_CHECKING:
+    from convgraph.model.forest import Forest
+
 #: The index's file name beside the file it indexes: `logs.db` + this.
 INDEX_SUFFIX = ".convgraph-search.db"
 #: Bumped when the index's layout or its text rules change: an index of
 #: another version is built again.
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"
 #: The indexed texts of a node, in the FTS table's column order.
 FIELDS = ("prompt", "response", "system", PARTS)
 #: The tables of llm's file whose rows are nodes (or calls folded into one).
@@ -141,31 +151,11 @@ def index_path(source_path: Path) -> Path:
     return cache / "convgraph" / "search" / f"{digest}-{source_path.name}{INDEX_SUFFIX}"
 
 
-def _node_rows(records: Iterable[dict[str, Any]]) -> Iterator[tuple[Any, ...]]:
-    """Each node's row of the index: id, tree, model, time, source, then
-    the four texts, made ready for the tokenizer."""
-    for record in records:
-        texts = [
-            record.get("prompt"),
-            record.get("response"),
-            record.get("system"),
-            parts_text(record.get(PARTS)),
-        ]
-        yield (
-            record["id"],
-            record["tree_id"],
-            record.get("model"),
-            record.get("datetime_utc"),
-            record.get("source"),
-            *(None if text is None else spaced(str(text)) for text in texts),
-        )
-
-
 _SCHEMA = f"""
 create table meta (key text primary key, value text);
 create table nodes (
-    rowid integer primary key, id text unique, tree_id text,
-    model text, datetime_utc text, source text
+    rowid integer primary key, id text unique, tree_id text, model text,
+    datetime_utc text, source text, depth integer, active integer
 );
 create index nodes_tree on nodes (tree_id);
 create virtual table texts using fts5 (
@@ -173,14 +163,16 @@ create virtual table texts using fts5 (
     tokenize = 'unicode61 remove_diacritics 2'
 );
 """
+#: The columns of the index's `nodes` table that come from the nodes table.
+_NODE_COLUMNS = ("id", "tree_id", "model", "datetime_utc", "source")
 
 
 class SearchIndex:
     """The index of one file of conversations, brought up to date when
-    opened (`open_index`); `conn` is its SQLite connection, whose `texts`
-    FTS5 table has a row per node (columns `FIELDS`), its rowid the one
-    of the node's row in `nodes` (`id`, `tree_id`, `model`,
-    `datetime_utc`, `source`)."""
+    opened (`open_index`); `conn` is its SQLite connection. Its `texts`
+    FTS5 table has a row per node (columns `FIELDS`), its rowid the one of
+    the node's row in `nodes` (`id`, `tree_id`, `model`, `datetime_utc`,
+    `source`, and the model's `depth` and `active`)."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
@@ -219,18 +211,14 @@ def open_index(logs: Source, path: Path | None = None) -> SearchIndex:
     conn = _connect(path)
     try:
         meta = _meta(conn)
-        if meta.get("version") != INDEX_VERSION or "stamp" not in meta:
-            conn.close()
-            _build(logs, path, stamp)
-            return SearchIndex(_connect(path), path)
-        old = json.loads(meta["stamp"])
+        current = meta.get("version") == INDEX_VERSION and "stamp" in meta
+        old = json.loads(meta["stamp"]) if current else None
         if old != stamp:
-            trees = _changed_trees(logs, old, stamp)
-            if trees is None:
+            trees = None if old is None else _changed_trees(logs, old, stamp)
+            if trees is None or not _refreshed(conn, logs, trees, stamp):
                 conn.close()
                 _build(logs, path, stamp)
-                return SearchIndex(_connect(path), path)
-            _refresh(conn, logs, trees, stamp)
+                conn = _connect(path)
     except BaseException:
         conn.close()
         raise
@@ -320,33 +308,11 @@ def _changed_trees(
 
 def _tree_of(logs: Source, conversation_id: str, node_id: str) -> str:
     """The tree a newly logged row belongs to."""
-    from convgraph.errors import UnknownConversation, UnknownNode
-
     with contextlib.suppress(UnknownConversation):
         return logs.tree_id_of_conversation(conversation_id)
     with contextlib.suppress(UnknownNode):
         return logs.tree_id_of_node(node_id)
     return conversation_id
-
-
-_INSERT_NODE = (
-    "insert into nodes (id, tree_id, model, datetime_utc, source)"
-    " values (?, ?, ?, ?, ?)"
-)
-_INSERT_TEXT = f"insert into texts (rowid, {', '.join(FIELDS)}) values (?, ?, ?, ?, ?)"
-
-
-def _insert(conn: sqlite3.Connection, records: Iterable[dict[str, Any]]) -> None:
-    for row in _node_rows(records):
-        # An id indexed under another tree before (its tree was named
-        # anew) leaves that row first, texts and all.
-        conn.execute(
-            "delete from texts where rowid in (select rowid from nodes where id = ?)",
-            [row[0]],
-        )
-        conn.execute("delete from nodes where id = ?", [row[0]])
-        rowid = conn.execute(_INSERT_NODE, row[:5]).lastrowid
-        conn.execute(_INSERT_TEXT, (rowid, *row[5:]))
 
 
 def _write_stamp(conn: sqlite3.Connection, stamp: dict[str, Any]) -> None:
@@ -356,38 +322,38 @@ def _write_stamp(conn: sqlite3.Connection, stamp: dict[str, Any]) -> None:
     )
 
 
-def _build(logs: Source, path: Path, stamp: dict[str, Any]) -> None:
-    """The whole index, written to a file of its own and moved into place,
-    so that a search never sees half an index."""
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
-    nodes, _names = logs.read_forest(text=True)
-    conn = _connect(partial)
-    try:
-        conn.execute("pragma journal_mode = off")
-        conn.execute("pragma synchronous = off")
-        conn.executescript(_SCHEMA)
-        with conn:
-            columns = ["id", "tree_id", "model", "datetime_utc", "source"]
-            frame = nodes[columns].astype(object)
-            frame = frame.where(frame.notna(), None)
-            conn.executemany(
-                "insert into nodes (rowid, id, tree_id, model, datetime_utc,"
-                " source) values (?, ?, ?, ?, ?, ?)",
-                (
-                    (rowid, *row)
-                    for rowid, row in enumerate(frame.itertuples(index=False), 1)
-                ),
+def _insert(conn: sqlite3.Connection, forest: Forest, first_rowid: int) -> None:
+    """Every node of `forest` into the index, rowids from `first_rowid`:
+    its row in `nodes` (with the model's depth and branch mark) and its
+    texts."""
+    nodes = forest.nodes
+    frame = nodes[list(_NODE_COLUMNS)].astype(object)
+    frame = frame.where(frame.notna(), None)
+    depths = forest.depths.tolist()
+    active = nodes["active"].tolist()
+    conn.executemany(
+        "insert into nodes (rowid, id, tree_id, model, datetime_utc, source,"
+        " depth, active) values (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            (rowid, *row, int(depth), bool(on_path))
+            for rowid, row, depth, on_path in zip(
+                itertools.count(first_rowid),
+                frame.itertuples(index=False),
+                depths,
+                active,
+                strict=False,
             )
-            texts = _frame_texts(nodes)
-            conn.executemany(
-                _INSERT_TEXT,
-                ((rowid, *row) for rowid, row in enumerate(texts, 1)),
+        ),
+    )
+    conn.executemany(
+        f"insert into texts (rowid, {', '.join(FIELDS)}) values (?, ?, ?, ?, ?)",
+        (
+            (rowid, *texts)
+            for rowid, texts in zip(
+                itertools.count(first_rowid), _frame_texts(nodes), strict=False
             )
-            _write_stamp(conn, stamp)
-    finally:
-        conn.close()
-    os.replace(partial, path)
+        ),
+    )
 
 
 def _frame_texts(nodes: Any) -> Iterator[tuple[str | None, ...]]:
@@ -398,32 +364,62 @@ def _frame_texts(nodes: Any) -> Iterator[tuple[str | None, ...]]:
             return None
         return spaced(str(value))
 
-    prompts = nodes["prompt"].tolist()
-    responses = nodes["response"].tolist()
-    systems = nodes["system"].tolist()
-    parts = nodes[PARTS].tolist()
     for prompt, response, system, node_parts in zip(
-        prompts, responses, systems, parts, strict=True
+        nodes["prompt"].tolist(),
+        nodes["response"].tolist(),
+        nodes["system"].tolist(),
+        nodes[PARTS].tolist(),
+        strict=True,
     ):
         extra = parts_text(node_parts) if isinstance(node_parts, list) else None
         yield ready(prompt), ready(response), ready(system), ready(extra)
 
 
-def _refresh(
+def _build(logs: Source, path: Path, stamp: dict[str, Any]) -> None:
+    """The whole index, written to a file of its own and moved into place,
+    so that a search never sees half an index."""
+    from convgraph.model.forest import Forest
+
+    forest = Forest.read(logs, text=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    conn = _connect(partial)
+    try:
+        conn.execute("pragma journal_mode = off")
+        conn.execute("pragma synchronous = off")
+        conn.executescript(_SCHEMA)
+        with conn:
+            _insert(conn, forest, 1)
+            _write_stamp(conn, stamp)
+    finally:
+        conn.close()
+    os.replace(partial, path)
+
+
+def _refreshed(
     conn: sqlite3.Connection, logs: Source, trees: set[str], stamp: dict[str, Any]
-) -> None:
-    """The rows of `trees` read again and put in place of their old ones."""
-    read = [logs.read_tree(tree_id) for tree_id in sorted(trees)]
+) -> bool:
+    """The rows of `trees` read again (texts, depths, branch marks) and put
+    in place of their old ones; False where a tree cannot be read by name
+    (then the whole index is built again)."""
+    from convgraph.model.forest import Forest
+
+    try:
+        forest = Forest.read(logs, text=True, conversation_ids=sorted(trees))
+    except UnknownConversation:
+        return False
+    ids = json.dumps(forest.nodes["id"].tolist())
+    named = json.dumps(sorted(trees))
     with conn:
-        for tree_id in sorted(trees):
-            conn.execute(
-                "delete from texts where rowid in"
-                " (select rowid from nodes where tree_id = ?)",
-                [tree_id],
-            )
-            conn.execute("delete from nodes where tree_id = ?", [tree_id])
-        for tree in read:
-            for record in tree.records:
-                record["tree_id"] = tree.tree_id
-            _insert(conn, tree.records)
+        # The trees' old rows, and any row of the same ids (a tree named
+        # anew), leave first.
+        old = (
+            "select rowid from nodes where tree_id in (select value from json_each(?))"
+            " or id in (select value from json_each(?))"
+        )
+        conn.execute(f"delete from texts where rowid in ({old})", [named, ids])
+        conn.execute(f"delete from nodes where rowid in ({old})", [named, ids])
+        (last,) = conn.execute("select coalesce(max(rowid), 0) from nodes").fetchone()
+        _insert(conn, forest, last + 1)
         _write_stamp(conn, stamp)
+    return True

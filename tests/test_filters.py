@@ -315,3 +315,44 @@ def test_table_and_tree_forms_agree(rows: list, where: TreeFilter):
     assert select_trees(forest, where).tree_ids == [
         tree for tree in forest.tree_ids if tree in trees_in
     ]
+
+
+# -- the other reading commands --------------------------------------------------
+
+
+def test_export_writes_the_trees_that_are_in(seed_db: Path, tmp_path: Path):
+    result = run(
+        "export", "--db", seed_db, "--format", "json", "--since", "2025-09-27T10:00:19"
+    )
+    exported = json.loads(result.stdout)
+    assert {node["conversation_id"] for node in exported["nodes"]} == {"multiple-roots"}
+    assert len(exported["nodes"]) == 6
+    # Named trees are checked one by one: linear is out.
+    result = run(
+        "export",
+        "linear",
+        "branch",
+        "--db",
+        seed_db,
+        "--format",
+        "json",
+        "--since",
+        "2025-09-27T10:00:04",
+        "--until",
+        "2025-09-27T10:00:06",
+    )
+    exported = json.loads(result.stdout)
+    assert {node["conversation_id"] for node in exported["nodes"]} == {"branch"}
+
+
+def test_pairs_of_the_trees_that_are_in(chatgpt: Path):
+    def pairs(*args: str) -> list[tuple[str, str, str]]:
+        records = json.loads(run("pairs", "--db", chatgpt, "--json", *args).stdout)
+        return [
+            (r["conversation_id"], r["chosen_id"], r["rejected_id"]) for r in records
+        ]
+
+    assert pairs() == [("conv-monad", "a1b", "a1")]
+    assert pairs("--model", "gpt-4o-mini") == [("conv-monad", "a1b", "a1")]
+    assert pairs("--since", "2024-03-01T12:02") == []
+    assert pairs("conv-monad", "--source", "claude") == []

@@ -28,10 +28,12 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from convgraph.cli.filters import FILTER_HELP, filter_options, filtered_trees
 from convgraph.cli.options import UserError, command, db_option
 from convgraph.cli.output import is_terminal, terminal_lines
 from convgraph.export import FORMATS
 from convgraph.export.common import RANKDIRS
+from convgraph.model.filters import TreeFilter
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -67,7 +69,7 @@ NO_GRAPHVIZ = (
 )
 
 
-@command()
+@command(epilog=FILTER_HELP)
 @click.argument("conversation_ids", nargs=-1)
 @click.option(
     "--format",
@@ -114,6 +116,7 @@ NO_GRAPHVIZ = (
     " left out by default",
 )
 @db_option
+@filter_options
 def export(
     conversation_ids: tuple[str, ...],
     format_name: str,
@@ -124,6 +127,7 @@ def export(
     paths: str | None,
     reasoning: bool,
     db_path: str | None,
+    where: TreeFilter,
 ) -> None:
     """Export conversations; every conversation when no id is given.
 
@@ -155,10 +159,9 @@ def export(
         if output is None:
             raise UserError(f"--render {render} needs -o FILE to write the picture to")
     if exporter.tables:
-        from convgraph.cli.options import needs_extra
-
-        needs_extra("pyarrow", "parquet", f"convgraph export --format {format_name}")
-        _write_dataset(exporter, format_name, conversation_ids, output, db_path, force)
+        _write_dataset(
+            exporter, format_name, conversation_ids, output, db_path, force, where
+        )
         return
     if output is not None and os.path.isdir(output):
         raise UserError(f"cannot write {output}: it is a directory")
@@ -168,9 +171,7 @@ def export(
     if render is not None and dot_program is None:
         raise UserError(NO_GRAPHVIZ)
 
-    from convgraph.model.loading import load_trees
-
-    graphs = load_trees(conversation_ids, db_path)
+    graphs = filtered_trees(conversation_ids, db_path, where)
     if render is not None:
         assert output is not None and dot_program is not None
         with _replaced(output) as (_, partial):
@@ -189,6 +190,7 @@ def _write_dataset(
     output: str | None,
     db_path: str | None,
     force: bool,
+    where: TreeFilter,
 ) -> None:
     """Write the forest's tables (every tree, or those `ids` name) into the
     folder `output`, which must not hold the database being read."""
@@ -203,7 +205,9 @@ def _write_dataset(
                 f"refusing to write {output}: it holds the database being read;"
                 " write the export to another directory"
             )
-    forest = Forest.read(db_path, conversation_ids=ids)
+    from convgraph.model.filters import select_trees
+
+    forest = select_trees(Forest.read(db_path, conversation_ids=ids), where)
     exporter.write(forest, output, force=force)
 
 

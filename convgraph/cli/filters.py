@@ -133,3 +133,19 @@ def kept(trees: Iterable[nx.DiGraph], where: TreeFilter) -> Iterator[nx.DiGraph]
     for graph in trees:
         if not where or tree_is_in(graph, where):
             yield graph
+
+
+def filtered_trees(
+    conversation_ids: Iterable[str], db_path: str | None, where: TreeFilter
+) -> Iterator[nx.DiGraph]:
+    """The trees the ids name (`load_trees`), or every tree, that are in:
+    named trees checked one by one, the whole forest selected on its table."""
+    from convgraph.model.loading import load_trees
+
+    named = list(conversation_ids)
+    if named or not where:
+        return kept(load_trees(named, db_path), where)
+    from convgraph.model.filters import select_trees
+    from convgraph.model.forest import Forest
+
+    return select_trees(Forest.read(db_path), where).trees()

@@ -14,8 +14,10 @@ from typing import Any
 
 import click
 
+from convgraph.cli.filters import FILTER_HELP, filter_options, filtered_trees
 from convgraph.cli.options import command, db_option, json_option, output_options
 from convgraph.cli.output import echo_json, echo_records, json_text, terminal_lines
+from convgraph.model.filters import TreeFilter
 from convgraph.text import excerpt
 
 
@@ -55,7 +57,7 @@ def transcript(
         click.echo(terminal_lines(found.markdown()), nl=False)
 
 
-@command()
+@command(epilog=FILTER_HELP)
 @click.argument("conversation_ids", nargs=-1)
 @click.option(
     "--prefer",
@@ -72,12 +74,14 @@ def transcript(
 )
 @db_option
 @output_options
+@filter_options
 def pairs(
     conversation_ids: tuple[str, ...],
     prefer: str,
     reasoning: bool,
     db_path: str | None,
     output_format: str | None,
+    where: TreeFilter,
 ) -> None:
     """Preference pairs from alternative answers to one prompt; every
     conversation when no id is given.
@@ -93,9 +97,8 @@ def pairs(
     """
     from convgraph.export.training import PAIR_COLUMNS
     from convgraph.export.training import pairs as find_pairs
-    from convgraph.model.loading import load_trees
 
-    trees = load_trees(conversation_ids, db_path)
+    trees = filtered_trees(conversation_ids, db_path, where)
     records = list(find_pairs(trees, prefer.lower(), reasoning))
     columns = list(PAIR_COLUMNS)
     if output_format in ("json", "nl"):

@@ -275,3 +275,51 @@ def test_an_import_from_a_zip_counts_the_bytes_of_its_json(tmp_path):
     assert seen[-1] == ("importing conversations", size, size)
     counts = [done for _, done, _ in seen]
     assert counts == sorted(counts)
+
+
+def test_migrate_names_its_steps_and_counts_the_linking(tmp_path, monkeypatch):
+    import importlib
+
+    from tests.test_store_migrate import linear_database
+
+    migration = importlib.import_module("convgraph.store.migrate")
+
+    db = linear_database(tmp_path / "logs.db")
+    seen: list[tuple] = []
+    # Linking batches of 2 responses: several transactions on a small file.
+    real_batch = migration._link_batch
+    monkeypatch.setattr(
+        migration, "_link_batch", lambda conn, start, size: real_batch(conn, start, 2)
+    )
+    monkeypatch.setattr(migration, "LINK_BATCH_SECONDS", 0.0)
+    migration.migrate(db, link_linear=True, progress=lambda *r: seen.append(r))
+    steps = [phase for phase, _, _ in seen]
+    assert list(dict.fromkeys(steps)) == [
+        "planning",
+        "adding the parent column",
+        "indexing the parents",
+        "indexing the conversations",
+        "linking",
+        "adding the rules",
+    ]
+    # 6 responses in 2 conversations (and one outside any, left alone): a
+    # batch of 2 ends before c1, the next takes c1 whole (3), the last c2.
+    linking = [(done, total) for phase, done, total in seen if phase == "linking"]
+    assert linking == [(0, 6), (0, 6), (3, 6), (6, 6)]
+
+
+def test_migrate_on_a_terminal_shows_the_linking(tmp_path):
+    from tests.test_store_migrate import linear_database
+
+    db = linear_database(tmp_path / "logs.db")
+    stdout, shown, screen = on_a_terminal("migrate", "--db", str(db), "--link-linear")
+    assert stdout.startswith("Migrated ")
+    for phase in (
+        "planning",
+        "indexing the conversations",
+        "linking",
+        "adding the rules",
+    ):
+        assert phase in shown
+    assert "0/6 responses" in shown
+    assert screen == []

@@ -60,11 +60,17 @@ def migrate(
     is not written at all. Safe beside llm: short transactions that llm's
     writes wait for; if it is stopped, run it again to finish.
     """
+    from convgraph.cli.progress import ProgressBar
     from convgraph.store.migrate import migrate as run_migration
 
-    result = run_migration(
-        db_path, backup=backup, dry_run=dry_run, link_linear=link_linear
-    )
+    with ProgressBar(unit="responses") as bar:
+        result = run_migration(
+            db_path,
+            backup=backup,
+            dry_run=dry_run,
+            link_linear=link_linear,
+            progress=bar,
+        )
     plan = result.plan
     if dry_run and backup:
         _say(f"Would back up {plan.path} to {backup}")

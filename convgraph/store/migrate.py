@@ -52,6 +52,7 @@ from convgraph.links.integrity import (
     break_cycles,
     link_problem,
 )
+from convgraph.sources.snapshot import ProgressCallback, no_progress
 from convgraph.store.responses import utc_now
 from convgraph.store.rules import (
     CONVERSATION_INDEX_NAME,
@@ -377,9 +378,13 @@ def _in_transaction(conn: sqlite3.Connection, name: str, work: Callable[[], _T])
     return result
 
 
-def _apply(conn: sqlite3.Connection, plan: MigrationPlan) -> None:
+def _apply(
+    conn: sqlite3.Connection, plan: MigrationPlan, report: ProgressCallback
+) -> None:
     """Make the plan's changes. Each step checks again, under the lock, that
-    it is still needed: another writer may have changed the file between."""
+    it is still needed: another writer may have changed the file between.
+    `report` is told each step as it begins, the linking response by
+    response (`_link_linear`)."""
 
     # When this run added the column: from then on a NULL parent may be an
     # older llm's, which the reader places (convgraph.sources.old_writers).
@@ -428,14 +433,22 @@ def _apply(conn: sqlite3.Connection, plan: MigrationPlan) -> None:
         conn.execute(f"delete from {RECORD_TABLE} where name = ?", [LINKING_MARK])
 
     if plan.add_column or plan.link:
+        report("adding the parent column", 0, None)
         _in_transaction(conn, "add column", add_column)
     if plan.add_index:
+        report("indexing the parents", 0, None)
         _in_transaction(conn, "add index", add_index)
     if plan.add_conversation_index or plan.link:
+        report("indexing the conversations", 0, None)
         _in_transaction(conn, "add conversation index", add_conversation_index)
     if plan.link:
-        _link_linear(conn)
+        _link_linear(conn, report)
+    report("adding the rules", 0, None)
     _in_transaction(conn, "add rules", add_rules)
+
+
+#: The phase of `--link-linear`, counted in responses.
+LINKING = "linking"
 
 
 def _create_record_table(conn: sqlite3.Connection) -> None:
@@ -445,21 +458,40 @@ def _create_record_table(conn: sqlite3.Connection) -> None:
     )
 
 
-def _link_linear(conn: sqlite3.Connection) -> None:
+def _link_linear(conn: sqlite3.Connection, report: ProgressCallback) -> None:
     """Link every conversation as a chain, a few conversations per
-    transaction, in `conversation_id` order along its index."""
+    transaction, in `conversation_id` order along its index; `report` is
+    told the responses of the conversations linked so far ("linking")."""
     start: str | None = None
     size = 20_000
+    # A count along the conversation index made just before.
+    total = conn.execute("select count(conversation_id) from responses").fetchone()[0]
+    done = 0
+    report(LINKING, 0, total)
     while True:
         began = time.perf_counter()
-        start = _in_transaction(
+        begin = start
+        start = end = _in_transaction(
             conn, "link", functools.partial(_link_batch, conn, start, size)
         )
-        if start is None:
+        # Counted along the conversation index, outside the transaction.
+        done = total if end is None else done + _responses_between(conn, begin, end)
+        report(LINKING, min(done, total), total)
+        if end is None:
             return
         # Aim each batch at LINK_BATCH_SECONDS, whatever the machine.
         elapsed = max(time.perf_counter() - began - WRITER_GAP_SECONDS, 0.001)
         size = int(min(max(size * LINK_BATCH_SECONDS / elapsed, 1_000), 500_000))
+
+
+def _responses_between(conn: sqlite3.Connection, start: str | None, end: str) -> int:
+    """How many responses a batch from `start` (None: the first) up to `end`
+    linked."""
+    lower = "" if start is None else " and conversation_id >= ?"
+    return conn.execute(
+        f"select count(*) from responses where conversation_id < ?{lower}",
+        [end, *([] if start is None else [start])],
+    ).fetchone()[0]
 
 
 def _link_batch(conn: sqlite3.Connection, start: str | None, size: int) -> str | None:
@@ -554,6 +586,7 @@ def migrate(
     dry_run: bool = False,
     link_linear: bool = False,
     timeout: float | None = None,
+    progress: ProgressCallback | None = None,
 ) -> MigrationResult:
     """Migrate a legacy database: the parent column, its index and the rules.
 
@@ -571,6 +604,11 @@ def migrate(
         conversation (log order: datetime_utc, then id).
     timeout
         Seconds to wait for a moment when no other connection uses the file.
+    progress
+        Told each step as it begins, `(phase, done, total)`: "planning",
+        "backing up", "adding the parent column", "indexing the parents",
+        "indexing the conversations", "linking" (counted in responses, a
+        report per transaction), "adding the rules".
 
     Returns
     -------
@@ -582,6 +620,8 @@ def migrate(
     DatabaseError, DatabaseLocked, MigrationRefused
     """
     path = database_path(db)
+    report = progress or no_progress
+    report("planning", 0, None)
     if dry_run:
         from convgraph.sources import connect_read_only
 
@@ -601,9 +641,11 @@ def migrate(
             # Planned outside any transaction: an up-to-date file is only
             # read, so a second run leaves it byte for byte as it was.
             plan = plan_migration(conn, path, link_linear)
+            if backup is not None:
+                report("backing up", 0, None)
             copy = backup_database(path, backup) if backup is not None else None
             if plan.needed:
-                _apply(conn, plan)
+                _apply(conn, plan, report)
             return MigrationResult(plan, plan.needed, copy)
     finally:
         conn.close()

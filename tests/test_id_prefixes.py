@@ -24,7 +24,7 @@ from convgraph.sources import open_logs
 from convgraph.sources.source import CONVERSATION, MIN_PREFIX, NODE, prefix_end
 from tests.chat_exports import gpt_conversation, gpt_message, gpt_preamble, write_json
 from tests.databases import add_response, legacy_database, timestamp
-from tests.helpers import file_digest
+from tests.helpers import file_digest, run
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 LOGS = EXAMPLES / "logs.db"
@@ -424,3 +424,185 @@ def test_a_whole_id_of_the_other_kind_beats_a_prefix(seed_db):
         assert raised.value.id == "multiple-roots"
         assert logs.resolve("multiple-roots") == (CONVERSATION, "multiple-roots")
         assert logs.resolve_node("multiple-roots-root2") == "multiple-roots-root2"
+
+
+# -- through the command line ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["path", "01jb2hm03d"],
+            HASHMAP_NODES[0][0]
+            + "\n"
+            + HASHMAP_NODES[1][0]
+            + "\n"
+            + HASHMAP_NODES[3][0]
+            + "\n",
+        ),
+        (
+            ["children", "01jb2hm01"],
+            "01jb2hm02c000000000000000\n01jb2hm03d000000000000000\n",
+        ),
+        (["siblings", "01jb1hk01"], "01jb1hk02c000000000000000\n"),
+        (
+            ["descendants", "01jb2hm04"],
+            "01jb2hm05f000000000000000\n01jb2hm06g000000000000000\n",
+        ),
+        (
+            ["roots", "01jb3tra"],
+            "01jb3tr00root1000000000000\n01jb3tr03root2000000000000\n",
+        ),
+        (
+            ["leaves", "01jb1h"],
+            "01jb1hk01b000000000000000\n01jb1hk02c000000000000000\n",
+        ),
+    ],
+)
+def test_every_command_takes_a_prefix(args, expected):
+    before = file_digest(LOGS)
+    assert run(*args, "--db", LOGS).stdout == expected
+    assert file_digest(LOGS) == before
+
+
+def test_commands_of_conversations_take_prefixes():
+    assert (
+        run("tree", "01jb1ha", "--db", LOGS).stdout
+        == run("tree", "01jb1haiku000000000000000", "--db", LOGS).stdout
+    )
+    stats = run("stats", "01jb1h", "01jb2hash", "--csv", "--db", LOGS).stdout
+    assert [line.split(",")[0] for line in stats.splitlines()[1:]] == [
+        "01jb1haiku000000000000000",
+        HASHMAP,
+    ]
+    exported = run("export", "01jb1h", "--format", "json", "--db", LOGS).stdout
+    assert (
+        exported
+        == run(
+            "export", "01jb1haiku000000000000000", "--format", "json", "--db", LOGS
+        ).stdout
+    )
+    transcript = run("transcript", "01jb1hk02", "--db", LOGS).stdout
+    assert (
+        transcript
+        == run("transcript", "01jb1hk02c000000000000000", "--db", LOGS).stdout
+    )
+    compared = run("compare", "01jb3tra", "--json", "--db", LOGS).stdout
+    assert (
+        compared
+        == run("compare", "01jb3translate00000000000", "--json", "--db", LOGS).stdout
+    )
+    diffed = run("diff", "01jb2hm03", "01jb2hm06", "--db", LOGS).stdout
+    assert diffed.splitlines()[0] == (
+        "diff 01jb2hm03d000000000000000 01jb2hm06g000000000000000"
+        f"  (conversation {HASHMAP})"
+    )
+
+
+def test_an_ambiguous_prefix_on_the_command_line():
+    result = run("path", "01jb2h", "--db", LOGS, expect=2)
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "Error: 01jb2h is ambiguous: it begins 7 ids:",
+        *(f"  {candidate(node, HASHMAP, words)}" for node, words in HASHMAP_NODES),
+    ]
+
+
+def test_the_wrong_kind_on_the_command_line_says_what_to_type():
+    result = run("leaves", "01jb2hm06g", "--db", LOGS, expect=2, prog_name="convgraph")
+    assert result.stderr == (
+        "Error: 01jb2hm06g000000000000000 is a node of conversation"
+        f" {HASHMAP}: convgraph leaves {HASHMAP}\n"
+    )
+    result = run(
+        "stats",
+        "01jb2hm06g000000000000000",
+        "--db",
+        LOGS,
+        expect=2,
+        prog_name="convgraph",
+    )
+    assert result.stderr == (
+        "Error: 01jb2hm06g000000000000000 is a node of conversation"
+        f" {HASHMAP}: convgraph stats {HASHMAP}\n"
+    )
+    result = run("path", HASHMAP, "--db", LOGS, expect=2, prog_name="convgraph")
+    assert result.stderr == (
+        f"Error: {HASHMAP} is a conversation, not a node: convgraph leaves"
+        f" {HASHMAP} lists its branch tips\n"
+    )
+
+
+def test_through_llm_the_hint_names_llms_commands():
+    """Inside llm the hint names the command as llm's user types it: `llm
+    leaves` beside `llm path`, the `convgraph` group's own inside it."""
+    from llm.cli import cli as llm_cli
+
+    def through_llm(*args: str) -> str:
+        return run(*args, "--db", LOGS, expect=2, cli=llm_cli, prog_name="llm").stderr
+
+    assert through_llm("path", HASHMAP) == (
+        f"Error: {HASHMAP} is a conversation, not a node: llm leaves"
+        f" {HASHMAP} lists its branch tips\n"
+    )
+    assert through_llm("convgraph", "children", HASHMAP) == (
+        f"Error: {HASHMAP} is a conversation, not a node: llm convgraph leaves"
+        f" {HASHMAP} lists its branch tips\n"
+    )
+    assert through_llm("convgraph", "stats", "01jb2hm06g") == (
+        "Error: 01jb2hm06g000000000000000 is a node of conversation"
+        f" {HASHMAP}: llm convgraph stats {HASHMAP}\n"
+    )
+
+
+def test_the_write_commands_take_prefixes(colliding):
+    run("note", "abcd2y", "a note", "--db", colliding)
+    run("prefer", "abcd1xb", "--db", colliding)
+    with open_logs(colliding) as logs:
+        from convgraph.sources.notes import read_notes
+
+        notes = read_notes(logs, ["abcd2ya", "abcd1xb"])
+        assert notes["abcd2ya"].note == "a note"
+        assert notes["abcd1xb"].preferred is True
+    before = file_digest(colliding)
+    result = run("delete", "abcd1x", "--db", colliding, expect=2)
+    assert result.stderr.splitlines() == [
+        "Error: abcd1x is ambiguous: it begins 2 ids:",
+        "  abcd1xa  node of conversation abcd1conv: first question",
+        "  abcd1xb  node of conversation abcd1conv: second question",
+    ]
+    assert file_digest(colliding) == before
+
+
+def test_prefixes_in_a_chat_export_on_the_command_line(colliding_export):
+    assert run("path", "beef1b", "--db", colliding_export).stdout == "beef1b\n"
+    assert run("leaves", "cafe2", "--db", colliding_export).stdout == "beef1b\n"
+    result = run(
+        "leaves", "beef1a", "--db", colliding_export, expect=2, prog_name="convgraph"
+    )
+    assert result.stderr == (
+        "Error: beef1a is a node of conversation cafe1: convgraph leaves cafe1\n"
+    )
+
+
+def test_a_parquet_dataset_takes_prefixes(tmp_path):
+    pytest.importorskip("pyarrow")
+    dataset = tmp_path / "dataset"
+    run("export", "--format", "parquet", "-o", dataset, "--db", LOGS)
+    stats = run("stats", "01jb1h", "01jb5sd", "--csv", "--db", dataset).stdout
+    # A forked thread's id names its tree, as a whole id does.
+    assert [line.split(",")[0] for line in stats.splitlines()[1:]] == [
+        "01jb1haiku000000000000000",
+        "01jb0sourdough0000000000000",
+    ]
+    result = run("stats", "01jb", "--db", dataset, expect=2)
+    assert result.stderr.splitlines() == [
+        "Error: 01jb is ambiguous: it begins 5 ids:",
+        "  01jb0sourdough0000000000000  conversation",
+        "  01jb1haiku000000000000000  conversation",
+        "  01jb2hashmap0000000000000  conversation",
+        "  01jb3translate00000000000  conversation",
+        "  01jb5sdfork0thread00000000  conversation (of tree"
+        " 01jb0sourdough0000000000000)",
+    ]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import click
 
-from convgraph.cli.options import command, db_option
+from convgraph.cli.options import CONVERSATION_ID, command, db_option
 
 
 @command()
-@click.argument("conversation_id", required=False)
+@click.argument("conversation_id", required=False, type=CONVERSATION_ID)
 @db_option
 @click.option(
     "-m",

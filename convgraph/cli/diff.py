@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from convgraph.cli.options import command, db_option, json_option, output_options
+from convgraph.cli.options import (
+    ANY_ID,
+    NODE_ID,
+    command,
+    db_option,
+    json_option,
+    output_options,
+)
 from convgraph.cli.output import aligned_lines, echo_json, echo_records
 from convgraph.text import counted
 from convgraph.text import terminal_text as shown
@@ -28,8 +35,8 @@ if TYPE_CHECKING:
 
 
 @command("diff")
-@click.argument("node_a")
-@click.argument("node_b")
+@click.argument("node_a", type=NODE_ID)
+@click.argument("node_b", type=NODE_ID)
 @db_option
 @json_option
 @click.option(
@@ -167,7 +174,7 @@ def _number(value: int | None, unit: str = "") -> str:
 
 
 @command("compare")
-@click.argument("node_id", metavar="ID")
+@click.argument("node_id", metavar="ID", type=ANY_ID)
 @db_option
 @output_options
 def compare_command(

@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options, filtered_trees
-from convgraph.cli.options import UserError, command, db_option
+from convgraph.cli.options import CONVERSATION_ID, UserError, command, db_option
 from convgraph.cli.output import is_terminal, terminal_lines
 from convgraph.export import FORMATS
 from convgraph.export.common import RANKDIRS
@@ -70,7 +70,7 @@ NO_GRAPHVIZ = (
 
 
 @command(epilog=FILTER_HELP)
-@click.argument("conversation_ids", nargs=-1)
+@click.argument("conversation_ids", nargs=-1, type=CONVERSATION_ID)
 @click.option(
     "--format",
     "format_name",

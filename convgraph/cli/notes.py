@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import click
 
-from convgraph.cli.options import UserError, command, db_option
+from convgraph.cli.options import NODE_ID, UserError, command, db_option
 from convgraph.text import terminal_text
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @click.argument("text", required=False)
 @click.option("--clear", is_flag=True, help="Remove the node's note")
 @db_option
@@ -34,7 +34,7 @@ def note(node_id: str, text: str | None, clear: bool, db_path: str | None) -> No
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @click.option("--clear", is_flag=True, help="Remove the node's preferred mark")
 @db_option
 def prefer(node_id: str, clear: bool, db_path: str | None) -> None:

@@ -25,7 +25,12 @@ from typing import Any, TypeVar
 
 import click
 
-from convgraph.errors import ConvgraphError
+from convgraph.errors import (
+    AmbiguousId,
+    ConversationNotNode,
+    ConvgraphError,
+    NodeNotConversation,
+)
 from convgraph.text import terminal_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,13 +71,67 @@ class UserError(click.ClickException):
         return terminal_text(self.message)
 
 
+class UserLines(UserError):
+    """A `UserError` of several lines (a first line, then one a candidate),
+    each line shown as `UserError` shows its one."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+    def format_message(self) -> str:
+        return "\n".join(terminal_text(line) for line in self.lines)
+
+
+class IdType(click.ParamType):
+    """An id as the user types it, whole or a unique prefix (as git takes
+    one): `ConvgraphCommand` resolves it to the whole id once, before the
+    command reads anything (`convgraph.sources.Source.resolve`). `kind` is
+    what the command wants: a node, a conversation, or either (None)."""
+
+    def __init__(self, kind: str | None, name: str):
+        self.kind = kind
+        self.name = name
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        return str(value)
+
+
+#: The kinds `Source.resolve` tells apart (`convgraph.sources.source.NODE`
+#: and `CONVERSATION`: spelt here so the command line imports no reader).
+NODE_ID = IdType("node", "node_id")
+CONVERSATION_ID = IdType("conversation", "conversation_id")
+#: A node, or where it names none, a conversation (compare, transcript).
+ANY_ID = IdType(None, "id")
+
+
 class ConvgraphCommand(click.Command):
     """A click command that turns convgraph's errors, and the database errors
-    that bad input or another program can cause, into one-line messages."""
+    that bad input or another program can cause, into one-line messages, and
+    resolves the ids its arguments take (`IdType`) before it runs."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
+            resolve_ids(ctx)
             return super().invoke(ctx)
+        except AmbiguousId as error:
+            raise UserLines(
+                [f"{error.heading()}:", *(f"  {line}" for line in error.candidates)]
+            ) from None
+        except NodeNotConversation as error:
+            # The command's own words, with the id it takes.
+            raise UserError(
+                f"{error.id} is a node of conversation {error.tree_id}:"
+                f" {ctx.command_path} {error.tree_id}"
+            ) from None
+        except ConversationNotNode as error:
+            raise UserError(
+                f"{error.id} is a conversation, not a node:"
+                f" {_command_line(ctx, 'leaves')} {error.tree_id} lists its"
+                " branch tips"
+            ) from None
         except ConvgraphError as error:
             raise UserError(str(error)) from None
         except sqlite3.IntegrityError as error:
@@ -85,6 +144,57 @@ class ConvgraphCommand(click.Command):
             if not _says(error, _NOT_A_DATABASE):
                 raise
             raise UserError(f"database error: {error}") from None
+
+
+def _command_line(ctx: click.Context, name: str) -> str:
+    """How the user types the command `name` from where this one runs:
+    beside it (`convgraph leaves`), or in the `convgraph` group of llm's
+    (`llm convgraph leaves`, where `llm path` ran)."""
+    parent = ctx.parent
+    group = parent.command if parent is not None else None
+    if parent is None or not isinstance(group, click.Group):
+        return f"convgraph {name}"
+    if group.get_command(parent, name) is not None:
+        return f"{parent.command_path} {name}"
+    inner = group.get_command(parent, "convgraph")
+    if isinstance(inner, click.Group) and inner.get_command(parent, name):
+        return f"{parent.command_path} convgraph {name}"
+    return f"convgraph {name}"
+
+
+def resolve_ids(ctx: click.Context) -> None:
+    """Put the whole id in place of each id or prefix the command was given
+    (the arguments of an `IdType`), reading the file named by `--db` once.
+
+    A Parquet dataset names its trees itself (`sources.parquet.tree_ids_of`,
+    prefixes too), so its ids are left as they are.
+    """
+    given = [
+        param
+        for param in ctx.command.params
+        if isinstance(param.type, IdType)
+        and param.name is not None
+        and ctx.params.get(param.name) not in (None, ())
+    ]
+    if not given:
+        return
+    db_path = ctx.params.get("db_path")
+    from convgraph.sources import open_logs
+    from convgraph.sources.parquet import is_parquet_dataset
+
+    if db_path is not None and is_parquet_dataset(db_path):
+        return
+    with open_logs(db_path) as logs:
+        for param in given:
+            assert isinstance(param.type, IdType) and param.name is not None
+            kind = param.type.kind
+            value = ctx.params[param.name]
+            if isinstance(value, tuple):
+                ctx.params[param.name] = tuple(
+                    logs.resolve(one, kind)[1] for one in value
+                )
+            else:
+                ctx.params[param.name] = logs.resolve(value, kind)[1]
 
 
 def _says(error: sqlite3.Error, messages: tuple[str, ...]) -> bool:

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options, kept
-from convgraph.cli.options import command, db_option, json_option, output_options
+from convgraph.cli.options import (
+    CONVERSATION_ID,
+    NODE_ID,
+    command,
+    db_option,
+    json_option,
+    output_options,
+)
 from convgraph.cli.output import echo_ids, echo_json, echo_records
 from convgraph.model.filters import TreeFilter
 from convgraph.text import terminal_text
@@ -55,7 +62,7 @@ def conversations(
 
 
 @command(epilog=FILTER_HELP)
-@click.argument("conversation_ids", nargs=-1)
+@click.argument("conversation_ids", nargs=-1, type=CONVERSATION_ID)
 @db_option
 @json_option
 @filter_options
@@ -157,7 +164,7 @@ def tree(
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @db_option
 @output_options
 def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -168,7 +175,7 @@ def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @db_option
 @output_options
 def children(node_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -180,7 +187,7 @@ def children(node_id: str, db_path: str | None, output_format: str | None) -> No
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @db_option
 @output_options
 def siblings(node_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -193,7 +200,7 @@ def siblings(node_id: str, db_path: str | None, output_format: str | None) -> No
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @db_option
 @output_options
 def descendants(node_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -205,7 +212,7 @@ def descendants(node_id: str, db_path: str | None, output_format: str | None) ->
 
 
 @command()
-@click.argument("conversation_id")
+@click.argument("conversation_id", type=CONVERSATION_ID)
 @db_option
 @output_options
 def roots(conversation_id: str, db_path: str | None, output_format: str | None) -> None:
@@ -216,7 +223,7 @@ def roots(conversation_id: str, db_path: str | None, output_format: str | None) 
 
 
 @command()
-@click.argument("conversation_id")
+@click.argument("conversation_id", type=CONVERSATION_ID)
 @db_option
 @output_options
 def leaves(

@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import click
 
-from convgraph.cli.options import UserError, command, db_option, output_options
+from convgraph.cli.options import (
+    CONVERSATION_ID,
+    UserError,
+    command,
+    db_option,
+    output_options,
+)
 from convgraph.cli.progress import ProgressBar
 from convgraph.cli.tables import print_conversations
 
 
 @command()
-@click.argument("conversation_ids", nargs=-1)
+@click.argument("conversation_ids", nargs=-1, type=CONVERSATION_ID)
 @output_options
 @click.option(
     "--columns",

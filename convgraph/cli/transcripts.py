@@ -15,14 +15,21 @@ from typing import Any
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options, filtered_trees
-from convgraph.cli.options import command, db_option, json_option, output_options
+from convgraph.cli.options import (
+    ANY_ID,
+    CONVERSATION_ID,
+    command,
+    db_option,
+    json_option,
+    output_options,
+)
 from convgraph.cli.output import echo_json, echo_records, json_text, terminal_lines
 from convgraph.model.filters import TreeFilter
 from convgraph.text import excerpt
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=ANY_ID)
 @json_option
 @click.option(
     "--format",
@@ -58,7 +65,7 @@ def transcript(
 
 
 @command(epilog=FILTER_HELP)
-@click.argument("conversation_ids", nargs=-1)
+@click.argument("conversation_ids", nargs=-1, type=CONVERSATION_ID)
 @click.option(
     "--prefer",
     type=click.Choice(["notes", "active"], case_sensitive=False),

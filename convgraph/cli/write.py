@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import click
 
-from convgraph.cli.options import UserError, command, db_option, json_option
+from convgraph.cli.options import NODE_ID, UserError, command, db_option, json_option
 from convgraph.cli.output import echo_json
 from convgraph.text import counted, terminal_text
 
@@ -87,7 +87,7 @@ def migrate(
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @click.option(
     "--children",
     "children_choice",
@@ -250,7 +250,7 @@ def _fan_out_options(function: Any) -> Any:
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @click.argument("prompt")
 @_fan_out_options
 @click.option("-s", "--system", help="System prompt for the new call")
@@ -330,7 +330,7 @@ def _say_how_llm_continues(result: Any) -> None:
 
 
 @command()
-@click.argument("node_id")
+@click.argument("node_id", type=NODE_ID)
 @_fan_out_options
 @json_option
 @db_option

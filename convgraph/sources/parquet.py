@@ -39,13 +39,14 @@ from convgraph.contract import (
     TOOLS,
     TREE_NAME,
 )
-from convgraph.errors import DatabaseError, UnknownConversation
+from convgraph.errors import AmbiguousId, DatabaseError, UnknownConversation
 from convgraph.links.integrity import (
     DUPLICATE_ID,
     NO_ID,
     Problem,
     check_link_table,
 )
+from convgraph.sources.source import CONVERSATION, LISTED, MIN_PREFIX, IdMatch
 from convgraph.text import counted
 
 if TYPE_CHECKING:
@@ -456,12 +457,16 @@ def tree_ids_of(
     directory: str | os.PathLike[str], conversation_ids: Iterable[str]
 ) -> list[str]:
     """The tree each id names, in the order named, each tree once: an id is a
-    tree id, or a conversation (thread) id of one of the dataset's nodes.
+    tree id, or a conversation (thread) id of one of the dataset's nodes, or
+    a unique prefix of one (`MIN_PREFIX` characters or more, as
+    `Source.resolve` takes them), found in the same pass over the files.
 
     Raises
     ------
     UnknownConversation
         An id names no tree and no node's conversation.
+    AmbiguousId
+        A prefix begins the ids of several trees.
     DatabaseError
         A file cannot be read as Parquet, or its node table has no ids.
     """
@@ -471,6 +476,11 @@ def tree_ids_of(
     wanted = set(named)
     trees: set[str] = set()
     tree_of_conversation: dict[str, str] = {}
+    # The trees each id begins the tree or conversation ids of (by the
+    # conversation id it begins, for the list of an ambiguous one).
+    begun: dict[str, dict[str, str]] = {
+        given: {} for given in named if len(given) >= MIN_PREFIX
+    }
     for path in dataset_files(directory):
         table = read_file(path, ["tree_id", "conversation_id"])
         if "tree_id" not in table.columns:
@@ -490,12 +500,32 @@ def tree_ids_of(
         ):
             if conversation in wanted and tree is not None:
                 tree_of_conversation.setdefault(conversation, tree)
+        for given, found_trees in begun.items():
+            for column in (tree_ids, conversations):
+                begins = column.str.startswith(given, na=False).to_numpy(bool)
+                for name, tree in zip(
+                    column[begins].tolist(), tree_ids[begins].tolist(), strict=True
+                ):
+                    if tree is not None:
+                        found_trees.setdefault(name, tree)
     found: dict[str, None] = {}
     for conversation_id in named:
         if conversation_id in trees:
             found[conversation_id] = None
         elif conversation_id in tree_of_conversation:
             found[tree_of_conversation[conversation_id]] = None
+        elif len(set(begun.get(conversation_id, {}).values())) == 1:
+            found[next(iter(begun[conversation_id].values()))] = None
+        elif begun.get(conversation_id):
+            matches = [
+                IdMatch(CONVERSATION, name, tree)
+                for name, tree in sorted(begun[conversation_id].items())
+            ]
+            raise AmbiguousId(
+                conversation_id,
+                [match.describe() for match in matches[:LISTED]],
+                more=len(matches) > LISTED,
+            )
         else:
             raise UnknownConversation(conversation_id)
     return list(found)

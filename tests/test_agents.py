@@ -231,3 +231,45 @@ def test_forest_reads_sessions() -> None:
     forest = Forest.read(PROJECTS)
     assert forest.tree_ids == ["s1"]
     assert sorted(forest.nodes["id"]) == ["a4", "a5", "a6", "a8", "a9", "c1", "x4"]
+
+
+def test_agent_statistics_per_session_and_project() -> None:
+    from convgraph.analysis.agent_stats import agent_table
+
+    forest = Forest.read(PROJECTS, text=False)
+    figures = (
+        1,  # sessions: s2 continues s1, one tree
+        6,  # turns on the main chain
+        1,  # sidechains
+        1,  # rewinds: "Now add a test", left for "Now add two tests"
+        3,  # tool calls: Bash, Task, and the subagent's Grep
+        1,  # the Bash call failed
+        "Grep 1, Bash 1, Task 1",
+        443,  # input: 165 + 17 + 40 + 41 + 50 + 60 + 70
+        100,
+        5,
+        37,
+        "2025-06-01T10:05:00.000000+00:00",
+        "2025-06-01T10:25:00.000000+00:00",
+    )
+    by_session = agent_table(forest)
+    assert [tuple(row) for row in by_session.itertuples(False)] == [("s1", *figures)]
+    by_project = agent_table(forest, "project")
+    assert [tuple(row) for row in by_project.itertuples(False)] == [
+        ("/home/ada/tree", *figures)
+    ]
+    codex = agent_table(Forest.read(CODEX, text=False))
+    assert codex[
+        ["tree_id", "turns", "tools", "input_tokens", "cache_read_tokens"]
+    ].astype(object).where(codex.notna(), None).values.tolist() == [
+        ["old-1", 1, None, None, None],
+        ["c0dex-1", 2, "shell 1", 2500, 2200],
+    ]
+    assert agent_table(Forest.read(GEMINI)).shape == (2, 14)
+
+
+def test_agent_statistics_of_other_sources_are_empty() -> None:
+    from convgraph.analysis.agent_stats import AGENT_COLUMNS, agent_table
+
+    table = agent_table(Forest.read(DATA.parent.parent.parent / "examples" / "logs.db"))
+    assert list(table.columns) == ["tree_id", *AGENT_COLUMNS] and table.empty

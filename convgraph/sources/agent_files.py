@@ -30,9 +30,25 @@ SIDECHAIN = "sidechain"
 #: left out, the rest of the file read.
 BAD_LINE = "bad-line"
 
-#: The node attributes an agent's session adds to the contract's: the
-#: working directory and the git branch of the turn.
-AGENT_ATTRIBUTES = ("project", "git_branch")
+#: The columns an agent's sessions add to the contract's in the whole-file
+#: table (`AgentSessions.read_forest`): the working directory and the git
+#: branch of the turn (str or None), the subagent whose node it is (its id,
+#: as `SIDECHAIN` marks the parts; None on the main chain), how many of its
+#: tool calls failed, the prompt's tokens read from the cache and written
+#: to it (counted in `input_tokens` too), and how many calls of each tool
+#: its run made (a dict of name and count; None where it made none).
+AGENT_ATTRIBUTES = (
+    "project",
+    "git_branch",
+    SIDECHAIN,
+    "tool_errors",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "tool_uses",
+)
+
+#: The integer columns among them (nullable Int64).
+AGENT_INTEGERS = ("tool_errors", "cache_read_tokens", "cache_write_tokens")
 
 
 @dataclass
@@ -59,6 +75,9 @@ class SessionGroup:
     #: for the messages that do not say).
     project: dict[str, str | None] = field(default_factory=dict)
     git_branch: dict[str, str | None] = field(default_factory=dict)
+    #: The tokens read from the cache and written to it, by message id.
+    cache_read: dict[str, int] = field(default_factory=dict)
+    cache_write: dict[str, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
 

@@ -26,8 +26,14 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import CONTENT_ATTRIBUTES
 from convgraph.errors import UnknownConversation, UnknownNode
 from convgraph.links.integrity import Problem
+from convgraph.parts import TOOL_CALL, TOOL_RESULT
 from convgraph.sources import claude_code, codex, gemini_cli
-from convgraph.sources.agent_files import AGENT_ATTRIBUTES, SIDECHAIN, SessionGroup
+from convgraph.sources.agent_files import (
+    AGENT_ATTRIBUTES,
+    AGENT_INTEGERS,
+    SIDECHAIN,
+    SessionGroup,
+)
 from convgraph.sources.chat_messages import Conversation, Message, text_to_iso
 from convgraph.sources.chat_nodes import conversation_records
 from convgraph.sources.source import Source, TreeRecords
@@ -190,6 +196,9 @@ class AgentSessions(Source):
             name: [record[name] for record in records]
             for name in (*FOREST_COLUMNS, *AGENT_ATTRIBUTES)
         }
+        nodes = _forest_frame(columns)
+        for name in AGENT_INTEGERS:
+            nodes[name] = nodes[name].astype("Int64")
         self.record_problems = problems
         if self._trees is None:
             self._trees = {}
@@ -198,7 +207,7 @@ class AgentSessions(Source):
             self._tree_of_node = dict(
                 zip(columns["id"], columns["tree_id"], strict=True)
             )
-        return _forest_frame(columns), names
+        return nodes, names
 
 
 class _Joiner:
@@ -267,9 +276,27 @@ class _Joiner:
                 if message not in node_of
             )
         own = {record["id"] for record in records}
+        cache = (
+            _node_sums(node_of, group.cache_read),
+            _node_sums(node_of, group.cache_write),
+        )
         for record in records:
-            record[AGENT_ATTRIBUTES[0]] = group.project.get(record["id"])
-            record[AGENT_ATTRIBUTES[1]] = group.git_branch.get(record["id"])
+            node = record["id"]
+            record["project"] = group.project.get(node)
+            record["git_branch"] = group.git_branch.get(node)
+            record.setdefault(SIDECHAIN, None)
+            record["tool_errors"] = sum(
+                part["type"] == TOOL_RESULT and part.get("error") is not None
+                for part in record["parts"] or ()
+            )
+            uses: dict[str, int] = {}
+            for part in record["parts"] or ():
+                if part["type"] == TOOL_CALL:
+                    name = part["name"] or "?"
+                    uses[name] = uses.get(name, 0) + 1
+            record["tool_uses"] = uses or None
+            record["cache_read_tokens"] = cache[0].get(node)
+            record["cache_write_tokens"] = cache[1].get(node)
             parent = record["parent_id"]
             if parent is not None and parent not in own and parent in self.seen:
                 node, earlier = self.seen[parent]
@@ -289,6 +316,16 @@ class _Joiner:
             else:
                 kept.append(message)
         return kept
+
+
+def _node_sums(node_of: dict[str, str], counts: dict[str, int]) -> dict[str, int]:
+    """Per-message counts added up per node (`node_of`: each message's)."""
+    sums: dict[str, int] = {}
+    for message, count in counts.items():
+        node = node_of.get(message)
+        if node is not None:
+            sums[node] = sums.get(node, 0) + count
+    return sums
 
 
 def _utc_times(records: list[dict[str, Any]]) -> None:
@@ -314,6 +351,7 @@ def _mark_sidechain(record: dict[str, Any], agent: str) -> None:
     for part in parts:
         part[SIDECHAIN] = agent
     record["parts"] = parts
+    record[SIDECHAIN] = agent
 
 
 def _mark_active(records: list[dict[str, Any]], ends: dict[str, str | None]) -> None:

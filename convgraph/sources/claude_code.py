@@ -217,7 +217,7 @@ def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
             else:
                 group.messages.append(message)
                 group.current = message_id
-    _count_usage(usage_holder.values())
+    _count_usage(usage_holder.values(), group)
     for chain in sidechains.values():
         chain.anchor = agent_calls.get(chain.agent)
         if chain.anchor is None and chain.messages:
@@ -290,17 +290,21 @@ def _message(
     return message
 
 
-def _count_usage(held: Iterable[tuple[Message, dict[str, Any]]]) -> None:
+def _count_usage(
+    held: Iterable[tuple[Message, dict[str, Any]]], group: SessionGroup
+) -> None:
     """The usage of each API message on the last record that holds it: the
     input counts the prompt's tokens read from the cache and written to it
-    too (all the model read)."""
+    too (all the model read), which the group keeps apart as well."""
     for message, usage in held:
-        message.input_tokens = _sum(
-            usage.get("input_tokens"),
-            usage.get("cache_read_input_tokens"),
-            usage.get("cache_creation_input_tokens"),
-        )
+        read = as_int(usage.get("cache_read_input_tokens"))
+        written = as_int(usage.get("cache_creation_input_tokens"))
+        message.input_tokens = _sum(usage.get("input_tokens"), read, written)
         message.output_tokens = as_int(usage.get("output_tokens"))
+        if read is not None:
+            group.cache_read[message.id] = read
+        if written is not None:
+            group.cache_write[message.id] = written
 
 
 def _sum(*values: Any) -> int | None:

@@ -137,7 +137,7 @@ def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
             continue
         if kind == "event_msg":
             if payload.get("type") == "token_count" and group.messages:
-                _add_usage(group.messages[-1], as_dict(payload.get("info")))
+                _add_usage(group.messages[-1], as_dict(payload.get("info")), group)
             continue
         item = payload if kind == "response_item" else record
         if item.get("type") not in ITEM_TYPES:
@@ -233,9 +233,14 @@ def _message(
     return message
 
 
-def _add_usage(message: Message, info: dict[str, Any]) -> None:
-    """A turn's usage (`last_token_usage`) added to the message it follows."""
+def _add_usage(message: Message, info: dict[str, Any], group: SessionGroup) -> None:
+    """A turn's usage (`last_token_usage`) added to the message it follows;
+    its input counts the tokens read from the cache (`cached_input_tokens`),
+    which the group keeps apart as well."""
     usage = as_dict(info.get("last_token_usage"))
+    cached = as_int(usage.get("cached_input_tokens"))
+    if cached is not None:
+        group.cache_read[message.id] = group.cache_read.get(message.id, 0) + cached
     tokens_in = as_int(usage.get("input_tokens"))
     tokens_out = as_int(usage.get("output_tokens"))
     if tokens_in is not None:

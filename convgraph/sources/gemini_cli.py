@@ -198,6 +198,9 @@ def _session(session: dict[str, Any], file: Path) -> SessionGroup:
             tokens = as_dict(raw.get("tokens"))
             message.input_tokens = as_int(tokens.get("input"))
             message.output_tokens = as_int(tokens.get("output"))
+            cached = as_int(tokens.get("cached"))
+            if cached is not None:
+                group.cache_read[message_id] = cached
         else:
             continue
         message.text = text if message.kind != STEP else None

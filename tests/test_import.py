@@ -486,6 +486,52 @@ def test_a_second_import_writes_nothing(exports, tmp_path):
     )
 
 
+def test_the_import_says_what_llm_takes_next(tmp_path):
+    """One line a conversation with the id `llm -c --cid` takes, the thread
+    of its current branch (its tree's id too), then where the other
+    branches are."""
+    target = tmp_path / "logs.db"
+    result = run("import", EXAMPLE, "--db", target)
+    plans = plans_of(EXAMPLE)
+    assert result.stdout == (
+        f"Created {target} with llm's tables\n"
+        f"Imported 4 conversations (12 nodes as turns, 8 threads) into {target}\n"
+        + "".join(
+            f"  {plan.thread_id}  {plan.name}  ({plan.node_count} nodes)\n"
+            for plan in plans
+        )
+        + "Continue one where it was left (its current branch):"
+        " llm -c --cid ID 'your prompt'\n"
+        "Its other branches: convgraph tree ID draws them, and"
+        " convgraph branch NODE_ID 'your prompt' goes on from any node\n"
+    )
+    # Each id is a tree's, and the thread llm continues: the first one.
+    listed = [line.split()[0] for line in result.stdout.splitlines()[2:6]]
+    trees = json.loads(run("conversations", "--db", target, "--json").stdout)
+    assert listed == [tree["tree_id"] for tree in trees]
+    conn = sqlite3.connect(target)
+    try:
+        for thread in listed:
+            (forked_from,) = conn.execute(
+                "select forked_from from threads where id = ?", [thread]
+            ).fetchone()
+            assert forked_from is None  # the first thread, the others fork
+    finally:
+        conn.close()
+
+
+def test_a_large_import_lists_twenty(tmp_path):
+    conversations = [
+        {**chatgpt_chain(2), "conversation_id": f"conv-{index:02d}", "id": f"c{index}"}
+        for index in range(23)
+    ]
+    source = write_json(tmp_path / "many.json", conversations)
+    result = run("import", source, "--db", tmp_path / "logs.db")
+    lines = result.stdout.splitlines()
+    assert len([line for line in lines if line.startswith("  01")]) == 20
+    assert "  and 3 more: convgraph conversations lists every id" in lines
+
+
 def test_the_same_conversation_from_a_grown_export_is_named_changed(tmp_path):
     """An export downloaded again after the conversation went on: the
     conversation is not written twice, and the summary says it changed."""

@@ -17,6 +17,10 @@ from convgraph.cli.options import command, db_option
 from convgraph.cli.progress import ProgressBar
 from convgraph.text import counted, terminal_text
 
+#: How many imported conversations are listed by id (the others: `convgraph
+#: conversations`), so that a large export does not flood the terminal.
+LISTED = 20
+
 
 def _say(text: str) -> None:
     click.echo(terminal_text(text))
@@ -77,12 +81,16 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     written = [
         c for c in summary.conversations if c.status in ("imported", "would import")
     ]
-    if written and len(written) <= 20:
-        for result in written:
-            _say(
-                f"  {result.thread_id}  {result.name or result.conversation_id}"
-                f"  ({counted(result.nodes, 'node', grouping=',')})"
-            )
+    # Each conversation by the id `llm -c --cid` takes: the thread of its
+    # current branch, which is also the tree's id in convgraph.
+    for result in written[:LISTED]:
+        _say(
+            f"  {result.thread_id}  {result.name or result.conversation_id}"
+            f"  ({counted(result.nodes, 'node', grouping=',')})"
+        )
+    if len(written) > LISTED:
+        more = len(written) - LISTED
+        _say(f"  and {more:,} more: convgraph conversations lists every id")
     if summary.empty:
         # Nothing said in them: no turn to write, and llm lists no thread
         # without one. Named, so that none is dropped silently.
@@ -95,4 +103,11 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     if dry_run:
         _say("Nothing was written (--dry-run)")
     elif written:
-        _say("Continue one with: llm -c --cid THREAD_ID 'your prompt'")
+        _say(
+            "Continue one where it was left (its current branch):"
+            " llm -c --cid ID 'your prompt'"
+        )
+        _say(
+            "Its other branches: convgraph tree ID draws them, and"
+            " convgraph branch NODE_ID 'your prompt' goes on from any node"
+        )

@@ -282,6 +282,9 @@ class ConversationResult:
 
     conversation_id: str
     name: str | None
+    #: The thread of the conversation's current branch (the one the export
+    #: marks, else the leaf logged last): the id `llm -c --cid` takes to
+    #: continue where the conversation was left, and its tree's id.
     thread_id: str
     nodes: int
     threads: int

@@ -427,6 +427,110 @@ def test_an_export_lists_its_empty_conversations_with_0_nodes(tmp_path):
     drive(export, scenario)
 
 
+# -- searching every conversation's content ----------------------------------
+
+
+def _trip_and_harbour(db: Path) -> None:
+    """Two conversations; the word "zeppelin" lies only in the answer of
+    the trip's first alternative, the branch left behind (the train, logged
+    after it, is the active path)."""
+    conn = legacy_database(db)
+    for node, cid, prompt, response, parent, name in [
+        ("h-root", "harbour", "High water in Brest?", "At 06:12.", None, "Harbour"),
+        ("t-root", "trip", "Plan a trip to Lyon", "Gladly.", None, "Trip to Lyon"),
+        ("t-air", "trip", "Could we fly?", "Only by zeppelin, sadly.", "t-root", None),
+        ("t-train", "trip", "By train then?", "The TGV: two hours.", "t-root", None),
+    ]:
+        add_response(
+            conn,
+            node,
+            cid,
+            prompt,
+            parent=parent,
+            response=response,
+            name=name,
+            datetime_utc=f"2025-01-02T10:0{len(node)}:00",
+        )
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_slash_in_the_list_finds_a_word_on_an_abandoned_branch(tmp_path, size):
+    """`/` and a word no conversation's name holds: enter searches every
+    conversation's content, the hit is listed (conversation, node, ○ for an
+    abandoned branch, the snippet with the word marked), and enter on it
+    opens its tree at that node."""
+    db = tmp_path / "trips.db"
+    _trip_and_harbour(db)
+
+    async def scenario(app, pilot):
+        await pilot.press("slash", *"zeppelin")
+        table = app.query_one("#conversations")
+        assert app.conversations.shown == []
+        assert table.lines == [
+            "⌕ enter: search every conversation's content for “zeppelin”"
+        ]
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert table.lines == [
+            "⌕ “zeppelin”: 1 node (● on the active path, ○ on an abandoned branch)",
+            "Trip to Lyon         t-air        ○ Only by zeppelin, sadly.",
+        ]
+        assert table.marks == {1: [[44, 52]]}
+        assert table.lines[1][44:52] == "zeppelin"
+        assert table.cursor == 1
+        (hit,) = app.conversations.hits
+        assert (hit.tree_id, hit.id, hit.active, hit.depth) == (
+            "trip",
+            "t-air",
+            False,
+            1,
+        )
+        await pilot.press("enter")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ConversationScreen)
+        assert screen.tree_id == "trip"
+        assert screen.tree.node == "t-air"
+        await rested(pilot)
+        assert screen.details.title == "t-air"
+        # Back in the list, the hits are still there; a word found nowhere
+        # says so.
+        await pilot.press("escape")
+        assert table.lines[1].startswith("Trip to Lyon")
+        await pilot.press("slash", *["backspace"] * 8, *"harbour")
+        assert [row.name for row in app.conversations.shown] == ["Harbour"]
+        await pilot.press("down", "enter")  # the search row, below the name
+        await settle(app, pilot)
+        assert table.lines[1:] == ["⌕ “harbour”: no node of any conversation holds it"]
+
+    drive(db, scenario, size=size)
+
+
+def test_a_search_of_nothing_but_symbols_says_so_in_its_row(tmp_path):
+    """A query is text: FTS5's syntax is words to find, and one with no
+    letter or digit is said in the search row, not a traceback."""
+    db = tmp_path / "trips.db"
+    _trip_and_harbour(db)
+
+    async def scenario(app, pilot):
+        await pilot.press("slash", *'"*-', "enter")
+        await settle(app, pilot)
+        table = app.query_one("#conversations")
+        assert table.lines == [
+            "⌕ “\"*-”: ⚠ nothing to search for in '\"*-': give a word with a"
+            " letter or digit"
+        ]
+        # '-sadly' is a word to find, not FTS5's NOT.
+        await pilot.press("slash", *["backspace"] * 3, *'zeppelin" -sadly')
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert [hit.id for hit in app.conversations.hits] == ["t-air"]
+
+    drive(db, scenario)
+
+
 # -- search, diff, compare ------------------------------------------------------
 
 

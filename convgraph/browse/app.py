@@ -33,7 +33,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, Static
 
-from convgraph.browse.conversations import ConversationList
+from convgraph.browse.conversations import ABANDONED, ON_PATH, ConversationList
 from convgraph.browse.details import (
     DetailsPane,
     compare_view,
@@ -52,7 +52,7 @@ from convgraph.browse.listing import (
 from convgraph.browse.tree_view import TreeView
 from convgraph.errors import ConvgraphError
 from convgraph.model import tree as operations
-from convgraph.text import excerpt, terminal_text
+from convgraph.text import counted, excerpt, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -88,6 +88,9 @@ DETAILS_DELAY = 0.15
 
 #: At most this often, in seconds, the pane redraws an answer streaming in.
 STREAM_REDRAW_SECONDS = 0.1
+
+#: The most hits a search of every conversation's content lists.
+SEARCH_HITS = 50
 
 #: The status line of a conversation.
 KEY_HINTS = "? keys  / search  m mark  d diff  c compare  b branch  esc list  q quit"
@@ -195,9 +198,11 @@ class ConversationScreen(Screen[None]):
     ConversationScreen #status { height: 1; background: $panel; }
     """
 
-    def __init__(self, tree_id: str) -> None:
+    def __init__(self, tree_id: str, node: str | None = None) -> None:
         super().__init__()
         self.tree_id = tree_id
+        #: The node to open at (a search's hit), else where the user left it.
+        self.start_node = node
         self.graph: nx.DiGraph | None = None
         self.hits: list[str] = []
         self.query_text = ""
@@ -218,7 +223,8 @@ class ConversationScreen(Screen[None]):
 
     def on_mount(self) -> None:
         # Reopened, the tree puts the cursor back where the user left it.
-        self.load(self.app.cursors.get(self.tree_id))  # type: ignore[attr-defined]
+        cursors = self.app.cursors  # type: ignore[attr-defined]
+        self.load(self.start_node or cursors.get(self.tree_id))
 
     @work(thread=True, exclusive=True, group="tree")
     def load(self, node: str | None = None) -> None:
@@ -667,7 +673,7 @@ class BrowseApp(App[None]):
         self.say(
             f"{count} · {status}"
             if status
-            else f"{count} · / filter · enter open · q quit"
+            else f"{count} · / filter or search · enter open · q quit"
         )
 
     def _with_figures(self, row: ConversationRow) -> ConversationRow:
@@ -687,14 +693,46 @@ class BrowseApp(App[None]):
         )
 
     def action_list_help(self) -> None:
-        self.say("/ filter · ↑↓ choose · enter open · esc leave the filter · q quit")
+        self.say(
+            "/ filter by name, enter on ⌕ to search the content · ↑↓ choose"
+            " · enter open · esc leave the box · q quit"
+        )
 
     # -- a tree ------------------------------------------------------------
 
     def on_conversation_list_chosen(self, event: ConversationList.Chosen) -> None:
-        self.open_tree(event.tree_id)
+        self.open_tree(event.tree_id, event.node)
 
-    def open_tree(self, conversation_id: str) -> None:
+    def on_conversation_list_search_asked(
+        self, event: ConversationList.SearchAsked
+    ) -> None:
+        self.conversations.searching(event.query)
+        self.search_content(event.query)
+
+    @work(thread=True, exclusive=True, group="search")
+    def search_content(self, query: str) -> None:
+        """Every conversation's nodes that hold `query`, best first
+        (`convgraph.analysis.search`, off the interface's thread: the first
+        search of a file builds its index)."""
+        from convgraph.analysis.search import search
+
+        try:
+            hits = search(self.db_path, query, limit=SEARCH_HITS)
+        except (ConvgraphError, sqlite3.Error) as error:
+            found = f"⚠ {error}"
+            self.call_from_thread(self.conversations.show_hits, query, [], found)
+            return
+        if not hits:
+            found = "no node of any conversation holds it"
+        else:
+            best = "the best " if len(hits) == SEARCH_HITS else ""
+            found = (
+                f"{best}{counted(len(hits), 'node')}"
+                f" ({ON_PATH} on the active path, {ABANDONED} on an abandoned branch)"
+            )
+        self.call_from_thread(self.conversations.show_hits, query, hits, found)
+
+    def open_tree(self, conversation_id: str, node: str | None = None) -> None:
         """Show a conversation's screen; it reads its tree in the background.
         A conversation of 0 nodes (an export's, where nothing was said) has
         no tree to show: the status line says so."""
@@ -705,7 +743,7 @@ class BrowseApp(App[None]):
             named = f" ({row.name})" if row.name else ""
             self.say(f"{conversation_id}{named} holds no prompt and no answer: 0 nodes")
             return
-        self.push_screen(ConversationScreen(conversation_id))
+        self.push_screen(ConversationScreen(conversation_id, node))
 
 
 def run(

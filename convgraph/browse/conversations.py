@@ -1,15 +1,23 @@
-"""The browser's conversation list: a filter box over a table of trees.
+"""The browser's conversation list: a filter box over a table of trees,
+and the nodes of every conversation whose content holds what was typed.
 
 The rows are `listing.ConversationRow`s. A million-response file may hold
 tens of thousands of conversations, so the table is a scrolling widget that
 formats only the rows on screen (Textual's line API), and filtering or
 filling in figures replaces a Python list, not thousands of widgets or
-cells. Typing filters by name, id or model.
+cells. Typing filters by name, id or model. Below the conversations the box
+lets through, a row offers to search every conversation's content for the
+words typed (enter on it, or enter in the box when no name matches): the
+app runs `convgraph.analysis.search` and the hits follow that row, one a
+line (conversation, node, snippet, on the active path or an abandoned
+branch); enter on a hit opens its tree at its node. The search runs only
+when asked, since its first run builds the file's index.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from rich.style import Style
 from rich.text import Text
@@ -25,6 +33,9 @@ from convgraph.browse.listing import ConversationRow
 from convgraph.text import cell_width, excerpt, pad, terminal_text
 from convgraph.times import shown_time
 
+if TYPE_CHECKING:
+    from convgraph.analysis.search import Hit
+
 #: The table's columns: heading and width (the last takes what is left).
 COLUMNS = (
     ("name", 24),
@@ -34,6 +45,24 @@ COLUMNS = (
     ("last", 16),
     ("models", 16),
 )
+
+#: A hit's columns before its snippet: the conversation and the node.
+HIT_COLUMNS = (("conversation", 20), ("node", 12))
+#: Before a hit's snippet: on the active path, or on an abandoned branch.
+ON_PATH, ABANDONED = "●", "○"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a line of the table stands for: a conversation (`index` into
+    `ConversationList.shown`), the search row, or a hit (`index` into
+    `ConversationList.hits`)."""
+
+    kind: str
+    index: int = 0
+
+
+CONVERSATION, SEARCH, HIT = "conversation", "search", "hit"
 
 
 class ConversationTable(ScrollView, can_focus=True):
@@ -58,9 +87,17 @@ class ConversationTable(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.lines: list[str] = []
         self.cursor = 0
+        #: Spans of a line shown bold (the words a search found), by row.
+        self.marks: dict[int, list[list[int]]] = {}
 
-    def set_lines(self, lines: list[str], cursor: int = 0) -> None:
+    def set_lines(
+        self,
+        lines: list[str],
+        cursor: int = 0,
+        marks: dict[int, list[list[int]]] | None = None,
+    ) -> None:
         self.lines = lines
+        self.marks = marks or {}
         self.cursor = max(0, min(cursor, len(lines) - 1))
         self.virtual_size = Size(max(map(cell_width, lines), default=0), len(lines))
         self._reveal()
@@ -70,6 +107,8 @@ class ConversationTable(ScrollView, can_focus=True):
         if row >= len(self.lines):
             return Strip.blank(self.size.width, self.rich_style)
         text = Text(self.lines[row])
+        for start, end in self.marks.get(row, ()):
+            text.stylize(Style(bold=True, underline=True), start, end)
         if row == self.cursor:
             text.stylize(Style(reverse=True, bold=self.has_focus))
         strip = Strip(list(text.render(self.app.console)), text.cell_len)
@@ -121,11 +160,19 @@ class ConversationList(Vertical):
     """
 
     class Chosen(Message):
-        """The user opened a conversation."""
+        """The user opened a conversation (at `node`, for a hit)."""
 
-        def __init__(self, tree_id: str) -> None:
+        def __init__(self, tree_id: str, node: str | None = None) -> None:
             super().__init__()
             self.tree_id = tree_id
+            self.node = node
+
+    class SearchAsked(Message):
+        """The user asked to search every conversation's content."""
+
+        def __init__(self, query: str) -> None:
+            super().__init__()
+            self.query = query
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -133,6 +180,13 @@ class ConversationList(Vertical):
         self.shown: list[ConversationRow] = []
         self._lines: list[str] = []
         self._haystacks: list[str] = []
+        #: The hits of the last content search, for `hits_query`; `found`
+        #: what the search row says of it (None while it runs).
+        self.hits: list[Hit] = []
+        self.hits_query: str | None = None
+        self.found: str | None = None
+        #: What each line of the table stands for.
+        self.entries: list[Entry] = []
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Input(placeholder="Filter conversations (name, id, model)", id="filter")
@@ -151,27 +205,78 @@ class ConversationList(Vertical):
         ]
         self._refill()
 
-    def _refill(self) -> None:
+    def typed(self) -> str:
+        """The text in the filter box, stripped."""
+        return self.query_one("#filter", Input).value.strip()
+
+    def _refill(self, cursor: Entry | None = None) -> None:
+        """Fill the table: the conversations the box lets through, then the
+        search row and the hits of its text; the cursor on `cursor`, else
+        on the conversation it was on, else on the first line."""
         current = self.current()
-        wanted = self.query_one("#filter", Input).value.strip().lower()
+        typed = self.typed()
+        wanted = typed.lower()
         kept = [
             index
             for index, haystack in enumerate(self._haystacks)
             if wanted in haystack
         ]
         self.shown = [self.rows[index] for index in kept]
+        lines = [self._lines[index] for index in kept]
+        entries = [Entry(CONVERSATION, number) for number in range(len(kept))]
+        marks: dict[int, list[list[int]]] = {}
+        if typed:
+            entries.append(Entry(SEARCH))
+            lines.append(self._search_line(typed))
+            if typed == self.hits_query:
+                names = {row.tree_id: row.name for row in self.rows}
+                for number, hit in enumerate(self.hits):
+                    line, spans = hit_line(hit, names.get(hit.tree_id))
+                    marks[len(lines)] = spans
+                    entries.append(Entry(HIT, number))
+                    lines.append(line)
+        self.entries = entries
         ids = [row.tree_id for row in self.shown]
-        self.query_one(ConversationTable).set_lines(
-            [self._lines[index] for index in kept],
-            ids.index(current) if current in ids else 0,
-        )
+        if cursor in entries:
+            row = entries.index(cursor)  # type: ignore[arg-type]
+        else:
+            row = ids.index(current) if current in ids else 0
+        self.query_one(ConversationTable).set_lines(lines, row, marks)
+
+    def _search_line(self, typed: str) -> str:
+        words = terminal_text(excerpt(typed, 40))
+        if typed != self.hits_query:
+            return f"⌕ enter: search every conversation's content for “{words}”"
+        if self.found is None:
+            # The first search of a file builds its index: it may take a while.
+            return f"⌕ searching every conversation's content for “{words}”…"
+        return f"⌕ “{words}”: {self.found}"
 
     def current(self) -> str | None:
-        """The tree id under the table's cursor."""
-        table = self.query_one(ConversationTable)
-        if not self.shown or not 0 <= table.cursor < len(self.shown):
+        """The tree id under the table's cursor (None off a conversation)."""
+        entry = self.entry()
+        if entry is None or entry.kind != CONVERSATION:
             return None
-        return self.shown[table.cursor].tree_id
+        return self.shown[entry.index].tree_id
+
+    def entry(self, row: int | None = None) -> Entry | None:
+        """What the table's line `row` (the cursor's) stands for."""
+        if row is None:
+            row = self.query_one(ConversationTable).cursor
+        return self.entries[row] if 0 <= row < len(self.entries) else None
+
+    def searching(self, query: str) -> None:
+        """The search for `query` has begun: the row says so."""
+        self.hits_query, self.hits, self.found = query, [], None
+        self._refill(Entry(SEARCH))
+
+    def show_hits(self, query: str, hits: list[Hit], found: str) -> None:
+        """The hits of the search for `query`, the cursor on the first (on
+        the search row where there is none); `found` what the row says."""
+        if query != self.hits_query:
+            return  # a search the user has typed past
+        self.hits, self.found = hits, found
+        self._refill(Entry(HIT) if hits else Entry(SEARCH))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -184,17 +289,30 @@ class ConversationList(Vertical):
         self.query_one("#filter", Input).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        """Enter in the filter opens the conversation under the cursor (the
-        first the filter lets through, unless the arrows moved)."""
+        """Enter in the filter opens what is under the cursor: the first
+        conversation the filter lets through, unless the arrows moved; the
+        search row where no name matches."""
         event.stop()
         self.query_one(ConversationTable).focus()
-        if self.shown:
-            self.post_message(self.Chosen(self.current() or self.shown[0].tree_id))
+        self._open(self.query_one(ConversationTable).cursor)
 
     def on_conversation_table_opened(self, event: ConversationTable.Opened) -> None:
         event.stop()
-        if 0 <= event.row < len(self.shown):
-            self.post_message(self.Chosen(self.shown[event.row].tree_id))
+        self._open(event.row)
+
+    def _open(self, row: int) -> None:
+        """Open the conversation of the line, its hit's node, or search."""
+        entry = self.entry(row)
+        if entry is None:
+            return
+        if entry.kind == CONVERSATION:
+            self.post_message(self.Chosen(self.shown[entry.index].tree_id))
+        elif entry.kind == HIT:
+            hit = self.hits[entry.index]
+            self.post_message(self.Chosen(hit.tree_id, hit.id))
+        elif self.typed() != self.hits_query or self.found is not None:
+            # (Not again while the same search runs.)
+            self.post_message(self.SearchAsked(self.typed()))
 
     def on_key(self, event: Any) -> None:
         """Up and down in the filter box move in the table; escape leaves
@@ -227,6 +345,33 @@ def _cells(row: ConversationRow) -> tuple[str, ...]:
         ),
         terminal_text(excerpt(", ".join(row.models), COLUMNS[-1][1])),
     )
+
+
+def hit_line(hit: Hit, name: str | None) -> tuple[str, list[list[int]]]:
+    """A hit as a line of the table: its conversation's name (or id), its
+    node's id, whether it lies on the active path (●) or on an abandoned
+    branch (○), and the snippet; and the spans of the words found, as
+    character offsets in the line.
+
+    Examples
+    --------
+    >>> from convgraph.analysis.search import Hit
+    >>> hit = Hit(1, 1.0, "t1", "01jb2hm05f000000000000000", 2, False, None,
+    ...     None, "responses", ["response"], "faster for range queries", [[0, 6]])
+    >>> hit_line(hit, "How hash maps work")
+    ('How hash maps work   01jb2hm05f0… ○ faster for range queries', [[36, 42]])
+    """
+    mark = ON_PATH if hit.active else ABANDONED if hit.active is False else " "
+    head = " ".join(
+        pad(terminal_text(excerpt(text or hit.tree_id, width)), width)
+        for text, (_, width) in zip((name, hit.id), HIT_COLUMNS, strict=True)
+    )
+    head = f"{head} {mark} "
+    # The snippet is one line already; its marks are offsets into it, so it
+    # is shown as it is, control characters made visible one for one.
+    snippet = terminal_text(hit.snippet)
+    spans = [[start + len(head), end + len(head)] for start, end in hit.marks]
+    return head + snippet, spans
 
 
 def _line(cells: list[str] | tuple[str, ...]) -> str:

@@ -606,3 +606,47 @@ def test_a_parquet_dataset_takes_prefixes(tmp_path):
         "  01jb5sdfork0thread00000000  conversation (of tree"
         " 01jb0sourdough0000000000000)",
     ]
+
+
+def shortest_prefix(wanted: str, ids: list[str]) -> str:
+    """The shortest prefix (of `MIN_PREFIX` characters or more) that begins
+    `wanted` alone among `ids`."""
+    return next(
+        wanted[:length]
+        for length in range(MIN_PREFIX, len(wanted) + 1)
+        if [other for other in ids if other.startswith(wanted[:length])] == [wanted]
+    )
+
+
+def test_branch_takes_a_prefix(store):
+    from convgraph.model.loading import load_tree
+    from convgraph.model.tree import parent
+
+    log, conversation, first, second = store
+    prefix = shortest_prefix(second, [first, second, conversation])
+    result = run("branch", prefix, "More", "--db", log.path, "-m", "echo")
+    node = result.stdout.splitlines()[0].removeprefix("node ")
+    assert parent(load_tree(conversation, log.path), node) == second
+
+
+def test_browse_resolves_its_conversation_before_it_opens():
+    pytest.importorskip("textual")
+    result = run("browse", "01jb2hm06g", "--db", LOGS, expect=2, prog_name="convgraph")
+    assert result.stderr == (
+        "Error: 01jb2hm06g000000000000000 is a node of conversation"
+        f" {HASHMAP}: convgraph browse {HASHMAP}\n"
+    )
+    result = run("browse", "01jb", "--db", LOGS, expect=2)
+    assert result.stderr.splitlines()[0] == "Error: 01jb is ambiguous: it begins 5 ids:"
+
+
+def test_regenerate_takes_a_prefix(store):
+    from convgraph.model.loading import load_tree
+    from convgraph.model.tree import siblings
+    from convgraph.store import regenerate
+
+    log, conversation, first, second = store
+    prefix = shortest_prefix(second, [first, second, conversation])
+    result = regenerate(prefix, log.path, models=["echo"])
+    (answer,) = result.answers
+    assert siblings(load_tree(conversation, log.path), second) == [answer.node_id]

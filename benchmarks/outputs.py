@@ -139,8 +139,18 @@ def export_rows(sizes: list[int], options: suite.Options) -> list[Row]:
 
 # -- html --------------------------------------------------------------------------
 
-#: The pages used in Chromium: shape, responses, conversations.
-PAGES = [("bushy", 5_000, 1), ("deep", 5_000, 1), ("bushy", 50_000, 50)]
+#: The pages used in Chromium: shape, responses, conversations. The last is
+#: the 2,000-conversation page the explorer's search reads whole (issue 26).
+PAGES = [
+    ("bushy", 5_000, 1),
+    ("deep", 5_000, 1),
+    ("bushy", 50_000, 50),
+    ("bushy", 50_000, 2_000),
+]
+#: What the search finds: the first search (which lower-cases every text of
+#: the page once) and, as figures, a second one of other words over the same
+#: texts and the hits it listed.
+SEARCHES = ("prompt", "tree where")
 #: What is done to a page, in order; each measured inside the page up to the
 #: second animation frame after it, so that layout and paint are counted.
 ACTIONS = ("expand all", "select", "search", "left-right")
@@ -165,7 +175,9 @@ TIMED = """async (action) => {
     box.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", bubbles: true}));
   }
   await frames();
-  return {ms: performance.now() - start, drawn: convgraph.drawnNodes()};
+  return {ms: performance.now() - start, drawn: convgraph.drawnNodes(),
+          hits: document.querySelectorAll("#hit-list button.hit").length,
+          matches: parseInt(document.getElementById("search-status").textContent) || 0};
 }"""
 
 
@@ -197,14 +209,18 @@ for _writer in ("html", "json"):
 def _html_browser(page: str, action: str, node: str) -> Callable[[int], float]:
     """Milliseconds in Chromium (through Playwright), a fresh tab each call:
     ``open`` from navigation to the load event, else one of `ACTIONS` after
-    the ones before it (untimed); figure ``drawn``, the nodes drawn then."""
+    the ones before it (untimed); figure ``drawn``, the nodes drawn then.
+    ``search`` is the first search of the page, of `SEARCHES`' first words;
+    its figures ``again ms`` (a second search, of the second words, the
+    page's texts already lower-cased), ``matches`` (the nodes it found) and
+    ``hits listed`` (the first of them the list shows)."""
     from playwright.sync_api import sync_playwright
 
     playwright = sync_playwright().start()
     atexit.register(playwright.stop)
     executable = shutil.which("chromium") or "/usr/bin/chromium"
     browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-    steps = [{"click": "#expand-all"}, {"select": node}, {"search": "prompt"}]
+    steps = [{"click": "#expand-all"}, {"select": node}, {"search": SEARCHES[0]}]
     steps.append({"click": "#orientation"})
 
     def time_it(loops: int) -> float:
@@ -225,6 +241,11 @@ def _html_browser(page: str, action: str, node: str) -> Callable[[int], float]:
                 done = tab.evaluate(TIMED, step)
                 if name == action:
                     break
+            if action == "search":
+                again = tab.evaluate(TIMED, {"search": SEARCHES[1]})
+                tasks.figure("again ms", again["ms"])
+                tasks.figure("matches", again["matches"])
+                tasks.figure("hits listed", again["hits"])
             tasks.figure("drawn", done["drawn"])
             tasks.figure("page MB", os.path.getsize(page) / 1e6)
             tab.close()
@@ -242,6 +263,19 @@ def _browser_missing() -> str | None:
     if not os.access(shutil.which("chromium") or "/usr/bin/chromium", os.X_OK):
         return "Chromium is not installed"
     return None
+
+
+def _page_version() -> str:
+    """A digest of the page's template, script and style: a cached page is
+    named by it, so a page built before they changed is built again."""
+    import hashlib
+
+    from convgraph.export import html
+
+    digest = hashlib.sha256()
+    for name in ("page.html", "view.js", "view.css"):
+        digest.update(html._asset(name).encode("utf-8"))
+    return digest.hexdigest()[:12]
 
 
 def _page(path: Path, db: Path) -> None:
@@ -262,10 +296,13 @@ def html_rows(sizes: list[int], options: suite.Options) -> list[Row]:
         found.append(Row("html", "bushy", size, "write every tree", ours, theirs))
     found[0].notes.append("baseline: the node-link JSON that the page embeds")
     missing = _browser_missing()
+    version = _page_version()
     for shape, size, conversations in PAGES:
         per = size // conversations
         db = suite.database("legacy", shape, size, options.data_dir, per)
-        page = suite.cached(db.with_suffix(".html"), functools.partial(_page, db=db))
+        page = suite.cached(
+            db.with_suffix(f".{version}.html"), functools.partial(_page, db=db)
+        )
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         # The first conversation's last response: its deepest node.
         node = conn.execute("select id from responses where rowid = ?", [per])

@@ -273,3 +273,17 @@ def test_agent_statistics_of_other_sources_are_empty() -> None:
 
     table = agent_table(Forest.read(DATA.parent.parent.parent / "examples" / "logs.db"))
     assert list(table.columns) == ["tree_id", *AGENT_COLUMNS] and table.empty
+
+
+def test_transcript_cuts_long_outputs_unless_full(tmp_path: Path) -> None:
+    session = tmp_path / "long.jsonl"
+    records = [
+        json.loads(line) for line in (PROJECT / "s1.jsonl").read_text().splitlines()
+    ]
+    records[3]["message"]["content"][0]["content"] = "x" * 2500 + "END"
+    session.write_text("".join(json.dumps(record) + "\n" for record in records))
+    cut = run("transcript", "--db", session, "s1").output
+    whole = run("transcript", "--db", session, "s1", "--full").output
+    assert "END" not in cut and "x" * 2000 in cut and "x" * 2001 not in cut
+    assert "x" * 2500 + "END" in whole
+    assert cut.count("**Tool result**") == whole.count("**Tool result**") == 2

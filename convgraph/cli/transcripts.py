@@ -38,9 +38,19 @@ from convgraph.text import excerpt
     default=None,
     hidden=True,  # the spelling before --json: scripts that use it still work
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Keep long tool outputs whole (they are cut at 2,000 characters,"
+    " their size said)",
+)
 @db_option
 def transcript(
-    node_id: str, as_json: bool, format_name: str | None, db_path: str | None
+    node_id: str,
+    as_json: bool,
+    format_name: str | None,
+    full: bool,
+    db_path: str | None,
 ) -> None:
     """The conversation from its root down to NODE_ID, as one transcript.
 
@@ -51,6 +61,7 @@ def transcript(
     \b
     convgraph transcript NODE_ID > branch.md
     convgraph transcript CONVERSATION_ID --json
+    convgraph transcript SESSION_ID --full --db ~/.claude/projects
     """
     from convgraph.present.transcript import transcript as read_transcript
 
@@ -61,7 +72,7 @@ def transcript(
     if as_json:
         echo_json(found.messages())
     else:
-        click.echo(terminal_lines(found.markdown()), nl=False)
+        click.echo(terminal_lines(found.markdown(full=full)), nl=False)
 
 
 @command(epilog=FILTER_HELP)

@@ -74,9 +74,12 @@ class Transcript:
         """The path as chat messages (see `path_messages`)."""
         return path_messages(self.tree, self.path, reasoning=reasoning)
 
-    def markdown(self) -> str:
-        """The path as a Markdown document (see `transcript_lines`)."""
-        return "\n".join(transcript_lines(self.tree, self.path)) + "\n"
+    def markdown(self, full: bool = False) -> str:
+        """The path as a Markdown document (see `transcript_lines`); `full`
+        keeps long outputs whole instead of cutting them at
+        `OUTPUT_LIMIT`."""
+        limit = None if full else OUTPUT_LIMIT
+        return "\n".join(transcript_lines(self.tree, self.path, limit)) + "\n"
 
 
 def active_end(tree: nx.DiGraph) -> str:
@@ -289,10 +292,13 @@ def title(tree: nx.DiGraph) -> str:
     return inline_text(name if name else f"Conversation {tree.graph.get('tree_id')}")
 
 
-def transcript_lines(tree: nx.DiGraph, path: list[str]) -> Iterator[str]:
+def transcript_lines(
+    tree: nx.DiGraph, path: list[str], limit: int | None = OUTPUT_LIMIT
+) -> Iterator[str]:
     """The path as Markdown, line by line: the tree's name as a title, the
     system prompt once, then each step's prompt and answer, the answer
-    labelled with its model, time and node id."""
+    labelled with its model, time and node id; outputs cut at `limit`
+    characters (None: kept whole)."""
     yield f"# {title(tree)}"
     yield ""
     yield (
@@ -305,7 +311,7 @@ def transcript_lines(tree: nx.DiGraph, path: list[str]) -> Iterator[str]:
         yield from system_lines(system)
     for number, node in enumerate(path, 1):
         yield ""
-        yield from step_lines(tree, node, number)
+        yield from step_lines(tree, node, number, limit=limit)
 
 
 def system_lines(system: str) -> Iterator[str]:
@@ -317,16 +323,20 @@ def system_lines(system: str) -> Iterator[str]:
 
 
 def step_lines(
-    tree: nx.DiGraph, node: str, number: int, heading: str = "##"
+    tree: nx.DiGraph,
+    node: str,
+    number: int,
+    heading: str = "##",
+    limit: int | None = OUTPUT_LIMIT,
 ) -> Iterator[str]:
     """One step as Markdown: the user's part of it (prompt, attachments,
     fragments) under one heading, the run that answered under another with
-    its label (`answer_label`)."""
+    its label (`answer_label`); outputs cut at `limit` (None: whole)."""
     data = tree.nodes[node]
     found = kinds.node_parts(data)
     asked = [part for part in found if part.get("role") == kinds.USER]
     answered = [part for part in found if part.get("role") != kinds.USER]
-    asked_lines = list(parts_lines(asked))
+    asked_lines = list(parts_lines(asked, limit))
     if asked_lines:
         yield f"{heading} {number}. User"
         yield ""
@@ -334,7 +344,7 @@ def step_lines(
         yield ""
     yield f"{heading} {number}. {answer_label(data, node)}"
     yield ""
-    answer = list(parts_lines(answered))
+    answer = list(parts_lines(answered, limit))
     yield from answer if answer else ["*(no answer)*"]
 
 
@@ -354,11 +364,13 @@ def answer_label(data: Mapping[str, Any], node: str) -> str:
     return text
 
 
-def parts_lines(found: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+def parts_lines(
+    found: Iterable[Mapping[str, Any]], limit: int | None = OUTPUT_LIMIT
+) -> Iterator[str]:
     """Parts as Markdown blocks, a blank line between two (`part_lines`)."""
     first = True
     for part in found:
-        lines = part_lines(part)
+        lines = part_lines(part, limit)
         if not lines:
             continue
         if not first:
@@ -367,13 +379,13 @@ def parts_lines(found: Iterable[Mapping[str, Any]]) -> Iterator[str]:
         yield from lines
 
 
-def part_lines(part: Mapping[str, Any]) -> list[str]:
+def part_lines(part: Mapping[str, Any], limit: int | None = OUTPUT_LIMIT) -> list[str]:
     """One part as Markdown lines (none for an empty text): a text as its
     own Markdown (`markdown_text.markdown_block`), reasoning folded in a
     `<details>` block, a tool call as its name and its arguments (JSON) in
     a fence, a result, code and its output in fences, an attachment or a
-    fragment as one line. Outputs longer than `OUTPUT_LIMIT` are cut, with
-    their size said.
+    fragment as one line. Outputs longer than `limit` characters are cut,
+    with their size said (None: kept whole).
 
     Examples
     --------
@@ -403,16 +415,16 @@ def part_lines(part: Mapping[str, Any]) -> list[str]:
         arguments = part.get("arguments")
         label = f"**Tool call** · {_name(part)}"
         if isinstance(arguments, str):
-            return [label, "", *_output_lines(arguments, None)]
+            return [label, "", *_output_lines(arguments, None, limit)]
         text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
-        return [label, "", *_output_lines(text, "json")]
+        return [label, "", *_output_lines(text, "json", limit)]
     if kind == kinds.TOOL_RESULT:
         error, output = part.get("error"), _string(part.get("output"))
         label = f"**Tool result** · {_name(part)}" + (" · error" if error else "")
         lines = [label]
         for text in (output, _string(error)) if error else (output,):
             if text or not error:
-                lines += ["", *_output_lines(text, None)]
+                lines += ["", *_output_lines(text, None, limit)]
         return lines
     if kind == kinds.CODE:
         language = part.get("language")
@@ -424,7 +436,8 @@ def part_lines(part: Mapping[str, Any]) -> list[str]:
             *fenced(code, language if isinstance(language, str) else None),
         ]
     if kind == kinds.CODE_OUTPUT:
-        return ["**Output**", "", *_output_lines(_string(part.get("text")), None)]
+        output = _string(part.get("text"))
+        return ["**Output**", "", *_output_lines(output, None, limit)]
     if kind in (kinds.ATTACHMENT, kinds.FRAGMENT):
         said = [
             inline_text(part[key])
@@ -439,7 +452,7 @@ def part_lines(part: Mapping[str, Any]) -> list[str]:
     # A part of a type this convgraph does not know (a file written by a
     # newer one): its JSON, as it is.
     text = json.dumps(dict(part), indent=2, ensure_ascii=False, default=str)
-    return [f"**{inline_text(kind)}**", "", *_output_lines(text, "json")]
+    return [f"**{inline_text(kind)}**", "", *_output_lines(text, "json", limit)]
 
 
 def _name(part: Mapping[str, Any]) -> str:
@@ -447,8 +460,10 @@ def _name(part: Mapping[str, Any]) -> str:
     return inline_code(name) if name else "*(unnamed)*"
 
 
-def _output_lines(text: str, language: str | None) -> list[str]:
-    shown, said = cut(text, OUTPUT_LIMIT)
+def _output_lines(text: str, language: str | None, limit: int | None) -> list[str]:
+    if limit is None:
+        return fenced(text, language)
+    shown, said = cut(text, limit)
     lines = fenced(shown, language)
     return [*lines, "", said] if said else lines
 

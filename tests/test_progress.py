@@ -323,3 +323,36 @@ def test_migrate_on_a_terminal_shows_the_linking(tmp_path):
         assert phase in shown
     assert "0/6 responses" in shown
     assert screen == []
+
+
+def test_the_html_page_counts_the_conversations_written(seed_db):
+    import io
+
+    from convgraph.export.html import write_html
+    from convgraph.model.forest import Forest
+
+    trees = list(Forest.read(seed_db).trees())
+    seen: list[tuple] = []
+    write_html(trees, io.StringIO(), progress=lambda *report: seen.append(report))
+    assert seen == [("writing page", done, 4) for done in range(5)]
+    # A stream of trees has no length: counted, the total said at the end.
+    seen.clear()
+    write_html(iter(trees), io.StringIO(), progress=lambda *r: seen.append(r))
+    assert seen == [
+        *[("writing page", done, None) for done in range(4)],
+        ("writing page", 4, 4),
+    ]
+
+
+def test_export_html_on_a_terminal_shows_reading_and_writing(seed_db, tmp_path):
+    page = tmp_path / "page.html"
+    stdout, shown, screen = on_a_terminal(
+        "export", "--db", str(seed_db), "--format", "html", "-o", str(page)
+    )
+    assert stdout == ""
+    for phase in ("reading responses", "checking parent links", "writing page"):
+        assert phase in shown
+    assert screen == []
+    from convgraph.export.html import read_html
+
+    assert len(read_html(page)) == 4

@@ -31,6 +31,7 @@ import click
 from convgraph.cli.filters import FILTER_HELP, filter_options, filtered_trees
 from convgraph.cli.options import CONVERSATION_ID, UserError, command, db_option
 from convgraph.cli.output import is_terminal, terminal_lines
+from convgraph.cli.progress import ProgressBar
 from convgraph.export import FORMATS
 from convgraph.export.common import RANKDIRS
 from convgraph.model.filters import TreeFilter
@@ -171,16 +172,22 @@ def export(
     if render is not None and dot_program is None:
         raise UserError(NO_GRAPHVIZ)
 
-    graphs = filtered_trees(conversation_ids, db_path, where)
-    if render is not None:
-        assert output is not None and dot_program is not None
-        with _replaced(output) as (_, partial):
-            _render(graphs, dot_program, render, partial, options)
-    elif output is not None:
-        with _replaced(output) as (file, _):
-            exporter.write(graphs, file, **options)
-    else:
-        _to_stdout(lambda stream: exporter.write(graphs, stream, **options))
+    # The read shows its progress, and the page its conversations written;
+    # not while the export itself goes to the terminal.
+    shown = None if output is not None or not is_terminal(sys.stdout) else False
+    with ProgressBar(unit="conversations", enabled=shown) as bar:
+        if format_name == "html":
+            options["progress"] = bar
+        graphs = filtered_trees(conversation_ids, db_path, where, progress=bar)
+        if render is not None:
+            assert output is not None and dot_program is not None
+            with _replaced(output) as (_, partial):
+                _render(graphs, dot_program, render, partial, options)
+        elif output is not None:
+            with _replaced(output) as (file, _):
+                exporter.write(graphs, file, **options)
+        else:
+            _to_stdout(lambda stream: exporter.write(graphs, stream, **options))
 
 
 def _write_dataset(

@@ -27,6 +27,8 @@ from convgraph.times import parse_bound
 if TYPE_CHECKING:
     import networkx as nx
 
+    from convgraph.sources.snapshot import ProgressCallback
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The help every filtered command shows once, after its options' own.
@@ -136,16 +138,22 @@ def kept(trees: Iterable[nx.DiGraph], where: TreeFilter) -> Iterator[nx.DiGraph]
 
 
 def filtered_trees(
-    conversation_ids: Iterable[str], db_path: str | None, where: TreeFilter
+    conversation_ids: Iterable[str],
+    db_path: str | None,
+    where: TreeFilter,
+    progress: ProgressCallback | None = None,
 ) -> Iterator[nx.DiGraph]:
     """The trees the ids name (`load_trees`), or every tree, that are in:
-    named trees checked one by one, the whole forest selected on its table."""
+    named trees checked one by one, the whole forest selected on its table
+    (its read told to `progress`)."""
     from convgraph.model.loading import load_trees
 
     named = list(conversation_ids)
-    if named or not where:
+    if named:
         return kept(load_trees(named, db_path), where)
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
-    return select_trees(Forest.read(db_path), where).trees()
+    # Every tree: what `load_trees` reads too, here with its progress.
+    forest = Forest.read(db_path, progress=progress)
+    return (select_trees(forest, where) if where else forest).trees()

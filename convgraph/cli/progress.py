@@ -309,7 +309,10 @@ def _rich_progress(stream: IO[str], unit: str) -> Any:
 
         def render(self, task: Task) -> Text:
             if task.total is None:
-                return Text(f"{task.elapsed or 0:.0f} s", style="progress.elapsed")
+                took = f"{task.elapsed or 0:.0f} s"
+                if task.completed:  # a count without a total: the count
+                    took = f"{amount(task.completed)} {unit}  {took}"
+                return Text(took, style="progress.elapsed")
             counts = f"{amount(task.completed)}/{amount(task.total)}"
             named = "" if unit == "bytes" else f" {unit}"
             speed = task.speed

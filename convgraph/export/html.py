@@ -32,7 +32,7 @@ import html
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from functools import cache
 from html.parser import HTMLParser
 from importlib import resources
@@ -48,6 +48,7 @@ from convgraph.export.common import (
     write_lines,
 )
 from convgraph.export.json import generate_json, read_json
+from convgraph.sources.snapshot import ProgressCallback, no_progress
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -204,6 +205,7 @@ def generate_html(
     *,
     title: str = DEFAULT_TITLE,
     rankdir: str = "TB",
+    progress: ProgressCallback | None = None,
 ) -> Iterator[str]:
     """Yield the page that shows `graphs`, line by line, one line per
     conversation.
@@ -217,6 +219,10 @@ def generate_html(
     rankdir
         How the page first draws the trees: "TB" top-down, "LR" left to right
         (the page switches between them).
+    progress
+        Told the conversations written, `("writing page", done, total)`,
+        about every half percent: the total where `graphs` has a length (a
+        list), else None.
 
     Raises
     ------
@@ -249,9 +255,17 @@ def generate_html(
     )
     yield header[:-1] + ',"conversations":['
     unique = UniqueIds()
+    report = progress or no_progress
+    total = len(graphs) if isinstance(graphs, Sized) and not _is_graph(graphs) else None
+    every = max(1, (total or 0) // 200)
+    written = 0
     for index, graph in enumerate(as_graphs(graphs)):
+        if index % every == 0:
+            report(WRITING, index, total)
         unique.check(graph)
         yield ("," if index else "") + conversation_line(graph)
+        written = index + 1
+    report(WRITING, written, written if total is None else total)
     yield "]}"
     yield from after
 
@@ -262,8 +276,10 @@ def write_html(
     *,
     title: str = DEFAULT_TITLE,
     rankdir: str = "TB",
+    progress: ProgressCallback | None = None,
 ) -> None:
-    """Write `generate_html(graphs)` to a path or an open file, as UTF-8.
+    """Write `generate_html(graphs)` to a path or an open file, as UTF-8;
+    `progress` is told the conversations written (see `generate_html`).
 
     Examples
     --------
@@ -276,7 +292,17 @@ def write_html(
     >>> [list(back.edges) for back in parse_html(out.getvalue())]
     [[('r', 'a'), ('r', 'b')]]
     """
-    write_lines(generate_html(graphs, title=title, rankdir=rankdir), path_or_file)
+    lines = generate_html(graphs, title=title, rankdir=rankdir, progress=progress)
+    write_lines(lines, path_or_file)
+
+
+#: The phase of writing a page, counted in conversations.
+WRITING = "writing page"
+
+
+def _is_graph(value: object) -> bool:
+    """Whether `value` is one graph (which has a length: its nodes)."""
+    return hasattr(value, "adj") and hasattr(value, "graph")
 
 
 class _DataFinder(HTMLParser):

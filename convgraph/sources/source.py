@@ -125,7 +125,9 @@ class Source:
     A reader names trees (`tree_ids`, `tree_id_of_conversation`,
     `tree_id_of_node`), reads one (`read_tree`) or all of them as one table
     (`read_forest`), and reports what is no node (`record_problems`, filled by
-    the last read; `fork_problems`). `legacy`, `store` and `conn` are llm's
+    the last read; `fork_problems`). What the user types for an id, whole or
+    a unique prefix, becomes the whole id once, here (`resolve`, on the
+    reader's own index of its ids: `id_matches`, `is_id`). `legacy`, `store` and `conn` are llm's
     SQL readers and connection, None where no SQL is behind the file.
     """
 

@@ -287,3 +287,18 @@ def test_transcript_cuts_long_outputs_unless_full(tmp_path: Path) -> None:
     assert "END" not in cut and "x" * 2000 in cut and "x" * 2001 not in cut
     assert "x" * 2500 + "END" in whole
     assert cut.count("**Tool result**") == whole.count("**Tool result**") == 2
+
+
+def test_markdown_export_cuts_long_outputs_unless_full(tmp_path: Path) -> None:
+    from convgraph.export.markdown import generate_markdown
+    from convgraph.model.loading import load_tree
+
+    session = tmp_path / "long.jsonl"
+    records = [
+        json.loads(line) for line in (PROJECT / "s1.jsonl").read_text().splitlines()
+    ]
+    records[3]["message"]["content"][0]["content"] = "x" * 2500 + "END"
+    session.write_text("".join(json.dumps(record) + "\n" for record in records))
+    tree = load_tree("s1", session)
+    assert "END" not in "\n".join(generate_markdown(tree))
+    assert "x" * 2500 + "END" in "\n".join(generate_markdown(tree, full=True))

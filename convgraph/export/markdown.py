@@ -61,34 +61,49 @@ from typing import TYPE_CHECKING
 
 from convgraph.export.common import PathOrFile, as_graphs, write_lines
 from convgraph.present.markdown_text import inline_code, inline_text
-from convgraph.present.transcript import path_system, step_lines, system_lines, title
+from convgraph.present.transcript import (
+    OUTPUT_LIMIT,
+    path_system,
+    step_lines,
+    system_lines,
+    title,
+)
 from convgraph.text import counted
 
 if TYPE_CHECKING:
     import networkx as nx
 
 
-def generate_markdown(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
+def generate_markdown(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph], full: bool = False
+) -> Iterator[str]:
     """Yield the Markdown of one conversation or several, line by line
-    (several are separated by a horizontal rule)."""
+    (several are separated by a horizontal rule); `full` keeps long tool
+    outputs whole instead of cutting them at `OUTPUT_LIMIT`."""
+    limit = None if full else OUTPUT_LIMIT
     for number, tree in enumerate(as_graphs(graphs)):
         if number:
             yield ""
             yield "---"
             yield ""
-        yield from conversation_lines(tree)
+        yield from conversation_lines(tree, limit)
 
 
 def write_markdown(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    path_or_file: PathOrFile,
+    full: bool = False,
 ) -> None:
-    """Write `generate_markdown(graphs)` to a path or an open file."""
-    write_lines(generate_markdown(graphs), path_or_file)
+    """Write `generate_markdown(graphs, full)` to a path or an open file."""
+    write_lines(generate_markdown(graphs, full), path_or_file)
 
 
-def conversation_lines(tree: nx.DiGraph) -> Iterator[str]:
+def conversation_lines(
+    tree: nx.DiGraph, limit: int | None = OUTPUT_LIMIT
+) -> Iterator[str]:
     """One conversation: its title, the system prompt, then the active path
-    with the other branches quoted where they split."""
+    with the other branches quoted where they split; outputs cut at `limit`
+    characters (None: kept whole)."""
     leaves = sum(1 for node in tree if tree.out_degree(node) == 0)
     yield f"# {title(tree)}"
     yield ""
@@ -123,7 +138,7 @@ def conversation_lines(tree: nx.DiGraph) -> Iterator[str]:
         heading = "#" * min(2 + depth, 6)
         # Only a blank line loses the quote's trailing space: a stored line
         # is written as it is.
-        for line in step_lines(tree, node, number, heading):
+        for line in step_lines(tree, node, number, heading, limit):
             yield prefix + line if line else prefix.rstrip()
 
 

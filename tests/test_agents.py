@@ -302,3 +302,12 @@ def test_markdown_export_cuts_long_outputs_unless_full(tmp_path: Path) -> None:
     tree = load_tree("s1", session)
     assert "END" not in "\n".join(generate_markdown(tree))
     assert "x" * 2500 + "END" in "\n".join(generate_markdown(tree, full=True))
+
+
+def test_ids_by_prefix() -> None:
+    with open_logs(CODEX) as logs:
+        assert logs.resolve("c0dex-1:1") == ("node", "c0dex-1:11")
+        assert logs.resolve_conversation("c0de") == "c0dex-1"
+    with open_logs(PROJECTS) as logs:
+        assert logs.resolve_conversation("s2") == "s2"
+        assert logs.tree_id_of_conversation(logs.resolve_conversation("s2")) == "s1"

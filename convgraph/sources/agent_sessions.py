@@ -36,7 +36,7 @@ from convgraph.sources.agent_files import (
 )
 from convgraph.sources.chat_messages import Conversation, Message, text_to_iso
 from convgraph.sources.chat_nodes import conversation_records
-from convgraph.sources.source import Source, TreeRecords
+from convgraph.sources.source import CONVERSATION, NODE, IdMatch, Source, TreeRecords
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -150,6 +150,24 @@ class AgentSessions(Source):
                 self._trees.setdefault(tree, []).append(key)
             self._tree_of_node = {record["id"]: record["tree_id"] for record in records}
         return self._trees
+
+    def id_matches(self, given: str, limit: int) -> list[IdMatch]:
+        """The sessions (a tree, or a session that joined one) and nodes
+        whose id begins with `given`, up to `limit` of each, from the index
+        of one pass over the files, not a read of every tree."""
+        trees = self._index()
+        conversations = [
+            IdMatch(CONVERSATION, key, tree)
+            for tree, keys in trees.items()
+            for key in dict.fromkeys([tree, *keys])
+            if key.startswith(given)
+        ][:limit]
+        nodes = [
+            IdMatch(NODE, node, tree)
+            for node, tree in self._tree_of_node.items()
+            if node.startswith(given)
+        ][:limit]
+        return conversations + nodes
 
     def tree_ids(self) -> list[str]:
         """Every session tree's id (its first session's), in the order the

@@ -9,8 +9,8 @@ on the message store against llm's `message_tree` view; and the whole
 the whole forest with its texts, every statistics table, the `convgraph stats`
 command, and what an index or one recursive query would change. The other
 groups are planned by `benchmarks.outputs` (export, html, diff),
-`benchmarks.writes` (store, fanout, logging) and `benchmarks.sources`
-(chat-exports, dask).
+`benchmarks.writes` (store, fanout, logging), `benchmarks.sources`
+(chat-exports, dask) and `benchmarks.searching` (search).
 
 `plan` lists the rows and builds the files they need (cached under
 `benchmarks/data/`); `measure` times one side of a row with pyperf in fresh
@@ -83,6 +83,9 @@ GROUPS = {
     "chat-exports": Group("benchmarks.sources:chat_export_rows", "MB", (500,), (20,)),
     "dask": Group(
         "benchmarks.sources:dask_rows", "nodes", (100_000, 1_000_000), (10_000, 100_000)
+    ),
+    "search": Group(
+        "benchmarks.searching:search_rows", "calls", (100_000, 1_000_000), (10_000,)
     ),
 }
 

@@ -288,3 +288,32 @@ def test_a_read_only_directory_keeps_the_index_in_the_cache(
     (index,) = (cache / "convgraph" / "search").iterdir()
     assert index.name.endswith("-logs.db" + INDEX_SUFFIX)
     assert file_digest(forest_db) == before
+
+
+@pytest.mark.slow
+def test_the_search_group_plans_its_rows_on_known_tasks(tmp_path):
+    from benchmarks import suite, tasks
+
+    options = suite.Options(groups=["search"], sizes=[200], data_dir=tmp_path)
+    rows = suite.plan(options)
+    sides = [
+        (
+            row.shape,
+            row.operation,
+            row.convgraph.name,
+            row.baseline and row.baseline.name,
+        )
+        for row in rows
+    ]
+    assert sides == [
+        (kind, operation, ours, theirs)
+        for kind in ("legacy", "store")
+        for operation, ours, theirs in (
+            ("index built", "search.build", "convgraph.stats"),
+            ("query, rare word", "search.query", "llm logs -q"),
+            ("query, common word", "search.query", "llm logs -q"),
+            ("search after 10 more calls", "search.update", None),
+        )
+    ]
+    assert {"search.build", "search.query", "search.update"} <= set(tasks.load())
+    assert {"search.build", "search.update"} <= tasks.TIMERS

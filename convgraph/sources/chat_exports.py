@@ -52,6 +52,8 @@ from convgraph.sources.chat_messages import Conversation, Message
 from convgraph.sources.chat_nodes import conversation_records
 from convgraph.sources.source import (
     CONVERSATION,
+    LISTED,
+    MIN_PREFIX,
     NODE,
     IdMatch,
     Source,
@@ -178,6 +180,8 @@ class ChatExport(Source):
         self._files = files
         self._tree_ids: list[str] | None = None
         self._found: TreeRecords | None = None
+        #: The last complete `_scan`: its prefix and limit, and its matches.
+        self._scanned: tuple[tuple[str, int], list[IdMatch]] | None = None
         self._feedback: dict[str, list[dict[str, Any]]] | None = None
         #: The marks the app's feedback gives the nodes read so far, and the
         #: alternatives of each node it prefers (`convgraph.sources.notes`).
@@ -344,15 +348,35 @@ class ChatExport(Source):
 
     def id_matches(self, given: str, limit: int) -> list[IdMatch]:
         """The conversations and nodes whose id begins with `given`, up to
-        `limit` of each, in one pass over the export: only the
-        conversations that hold such an id are parsed (the message ids
-        `_items` lists are the export's index), and the last one found is
-        kept for the read that follows."""
+        `limit` of each, in one pass over the export (`_scan`)."""
+        return self._scan(given, limit)[0]
+
+    def is_id(self, given: str, kind: str) -> bool:
+        """Whether `given` is a whole id of this kind, found by the same pass
+        as `id_matches` (kept for it), so that a prefix costs one pass over
+        the export, not two; it stops at the conversation holding the id."""
+        if len(given) < MIN_PREFIX:
+            return super().is_id(given, kind)
+        found, whole = self._scan(given, LISTED + 1, stop_at=kind)
+        if any(match.id == given and match.kind == kind for match in found):
+            return True
+        return False if whole else super().is_id(given, kind)
+
+    def _scan(
+        self, given: str, limit: int, stop_at: str | None = None
+    ) -> tuple[list[IdMatch], bool]:
+        """The matches of `id_matches`, and whether every conversation was
+        looked at (not when `stop_at`, a kind, found `given` whole, or the
+        limits were reached). Only the conversations that hold an id `given`
+        begins are parsed (the message ids `_items` lists are the export's
+        index); the last one parsed is kept for the read that follows."""
+        if self._scanned is not None and self._scanned[0] == (given, limit):
+            return self._scanned[1], True
         conversations: list[IdMatch] = []
         nodes: list[IdMatch] = []
         for item in self._items():
             if len(conversations) >= limit and len(nodes) >= limit:
-                break
+                return conversations + nodes, False
             named = item.id.startswith(given)
             held = any(
                 (item.renamed.get(message, message)).startswith(given)
@@ -361,6 +385,7 @@ class ChatExport(Source):
             if not named and not held:
                 continue
             tree = self._records(item)
+            self._found = tree
             if named and len(conversations) < limit:
                 conversations.append(IdMatch(CONVERSATION, item.id, item.id, tree.name))
             nodes += [
@@ -368,8 +393,13 @@ class ChatExport(Source):
                 for record in tree.records
                 if record["id"].startswith(given)
             ][: limit - len(nodes)]
-            self._found = tree
-        return conversations + nodes
+            if stop_at is not None and any(
+                match.id == given and match.kind == stop_at
+                for match in (conversations if stop_at == CONVERSATION else nodes)
+            ):
+                return conversations + nodes, False
+        self._scanned = ((given, limit), conversations + nodes)
+        return conversations + nodes, True
 
     def fork_problems(self) -> list[Any]:
         """None: exports have no forks between threads (their broken links

@@ -11,8 +11,11 @@ its texts. Work that lasts on a terminal shows its progress on stderr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
+from convgraph.cli.filters import FILTER_HELP, filter_options
 from convgraph.cli.options import (
     CONVERSATION_ID,
     UserError,
@@ -22,11 +25,44 @@ from convgraph.cli.options import (
 )
 from convgraph.cli.progress import ProgressBar
 from convgraph.cli.tables import print_conversations
+from convgraph.model.filters import TreeFilter
+
+if TYPE_CHECKING:
+    from convgraph.model.forest import Forest
 
 
-@command()
+@command(epilog=FILTER_HELP)
 @click.argument("conversation_ids", nargs=-1, type=CONVERSATION_ID)
 @output_options
+@filter_options
+@click.option(
+    "--nodes-in-range",
+    is_flag=True,
+    help="Count only the nodes the filters match (nodes, times, models, usage)",
+)
+@click.option(
+    "--by",
+    metavar="KEYS",
+    default=None,
+    help="Usage over time instead: group by day, week (ISO, UTC), month or"
+    " model, or several (week,model)",
+)
+@click.option(
+    "--plot",
+    metavar="[FILE]",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    help="With --by: draw the usage in the terminal, or write FILE (.png, .svg)",
+)
+@click.option(
+    "--measure",
+    metavar="NAME",
+    default="nodes",
+    show_default=True,
+    help="The figure --plot draws: conversations, nodes, branch_points,"
+    " abandoned_branches, input_tokens, output_tokens or cost_usd",
+)
 @click.option(
     "--columns",
     "column_names",
@@ -52,6 +88,11 @@ def stats(
     quiet: bool,
     scheduler: str | None,
     db_path: str | None,
+    where: TreeFilter,
+    nodes_in_range: bool,
+    by: str | None,
+    plot: str | None,
+    measure: str,
 ) -> None:
     """Statistics of every conversation tree, or of the ones named.
 
@@ -71,6 +112,15 @@ def stats(
     factors, tools; piped, and in --json, --nl, --csv and --tsv, every one.
     --columns chooses (`--columns tree_id,nodes,tools`).
 
+    --nodes-in-range counts a tree's nodes, times, models and usage over
+    the nodes the filters match; its shape stays the whole tree's.
+
+    --by day|week|month|model (or several: --by week,model): usage over
+    time instead, one row per group: conversations, nodes, branch_points,
+    abandoned_branches, input_tokens, output_tokens and cost_usd (each
+    model's price on the day, from genai-prices; null for a model it does
+    not know, named on stderr). --plot draws it.
+
     --db DIR may name a Parquet dataset (convgraph export --format parquet),
     measured with pandas, or on Dask with --dask.
     """
@@ -78,7 +128,13 @@ def stats(
     from convgraph.sources.parquet import is_parquet_dataset
 
     columns = chosen_columns(column_names, PRIORITY)
-    if db_path is not None and is_parquet_dataset(db_path):
+    if nodes_in_range and not where:
+        raise UserError("--nodes-in-range counts the nodes the filters match: give one")
+    if by is None and (plot is not None or measure != "nodes"):
+        raise UserError("--plot and --measure draw usage over time: give --by")
+    keys = None if by is None else _usage_keys(by, plot, measure)
+    plain = not (where or by)
+    if plain and db_path is not None and is_parquet_dataset(db_path):
         from convgraph.cli.options import READING_A_DATASET, needs_extra
 
         needs_extra("pyarrow", "parquet", READING_A_DATASET)
@@ -91,11 +147,14 @@ def stats(
         print_conversations(table, output_format, columns)
         return
     if scheduler is not None:
+        if not plain:
+            raise UserError("--dask computes the plain table: no --by and no filters")
         raise UserError(
             "--dask computes on a Parquet dataset: give --db DIR, a directory"
             " written by convgraph export --format parquet"
         )
     from convgraph.analysis.stats import conversation_table
+    from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
     with ProgressBar(enabled=False if quiet else None) as bar:
@@ -103,5 +162,96 @@ def stats(
             db_path, text=False, conversation_ids=conversation_ids, progress=bar
         )
         bar("computing statistics", 0, None)
-        table = conversation_table(forest)
+        forest = select_trees(forest, where)
+        if keys is not None:
+            _usage(
+                forest,
+                keys,
+                where if nodes_in_range else None,
+                plot,
+                measure,
+                output_format,
+            )
+            return
+        if nodes_in_range:
+            from convgraph.analysis.usage import in_range_table
+
+            table = in_range_table(forest, where)
+        else:
+            table = conversation_table(forest)
     print_conversations(table, output_format, columns)
+
+
+def _usage_keys(by: str, plot: str | None, measure: str) -> list[str]:
+    """The keys of `--by`, checked with `--plot` and `--measure` before
+    anything is read; the extra they need, there.
+
+    Raises
+    ------
+    UserError
+    """
+    from convgraph.cli.options import needs_extra
+
+    needs_extra("genai_prices", "usage", "convgraph stats --by")
+    if plot is not None:
+        drawer = "plotext" if plot == "" else "matplotlib"
+        needs_extra(drawer, "usage", "convgraph stats --plot")
+    from convgraph.analysis.usage import CHART_FORMATS, GROUPINGS, USAGE_COLUMNS
+
+    keys = [key.strip() for key in by.split(",") if key.strip()]
+    unknown = [key for key in keys if key not in GROUPINGS]
+    if unknown or not keys or len(set(keys)) < len(keys):
+        raise UserError(
+            f"--by {by}: give one or more of {', '.join(GROUPINGS)}, each once"
+        )
+    if measure not in USAGE_COLUMNS:
+        raise UserError(f"--measure {measure}: one of {', '.join(USAGE_COLUMNS)}")
+    if plot and plot.rpartition(".")[2].lower() not in CHART_FORMATS:
+        raise UserError(f"--plot {plot}: a chart is written as .png or .svg")
+    return keys
+
+
+def _usage(
+    forest: Forest,
+    keys: list[str],
+    in_range: TreeFilter | None,
+    plot: str | None,
+    measure: str,
+    output_format: str | None,
+) -> None:
+    """`stats --by`: the usage table printed, or drawn (`--plot`)."""
+    import shutil
+
+    from convgraph.analysis.usage import (
+        node_costs,
+        terminal_chart,
+        usage_table,
+        write_chart,
+    )
+    from convgraph.cli.output import echo_records, is_terminal
+    from convgraph.cli.tables import plain_records
+    from convgraph.model.filters import matching_rows
+
+    costs = node_costs(forest.nodes)
+    if costs.unknown:
+        click.echo(
+            "no price known for "
+            + ", ".join(costs.unknown)
+            + ": their cost_usd is null, not guessed",
+            err=True,
+        )
+    rows = None if in_range is None else matching_rows(forest.nodes, in_range)
+    table = usage_table(forest, keys, costs, rows)
+    if plot == "":
+        size = shutil.get_terminal_size()
+        color = is_terminal(click.get_text_stream("stdout"))
+        height = max(10, size.lines - 4)
+        chart = terminal_chart(table, measure, size.columns, height, color)
+        click.echo(chart.rstrip("\n"))
+        return
+    if plot is not None:
+        try:
+            write_chart(table, measure, plot)
+        except OSError as error:
+            raise UserError(f"--plot {plot}: {error.strerror or error}") from None
+    echo_records(plain_records(table), list(table.columns), output_format or "table")

@@ -1,0 +1,385 @@
+"""Usage over time: the forest's figures grouped by day, week, month or
+model, and what they cost.
+
+`usage_table` groups the nodes table (pandas groupby, never a walk) by any
+of the keys of `GROUPINGS`, each a function of the nodes table (a day, an
+ISO week and a month are of the node's time in UTC): a new key is one more
+entry there. Per group: the conversations with a node in it, the nodes, the
+branch points (a node with more than one child counts in its own group; a
+tree's start with several roots counts with its first root), the abandoned
+branches (a leaf off the active path counts in its own group), tokens in and
+out, and the cost. The cost comes from the `genai-prices` package (the
+`usage` extra): each model's price on the day (UTC) a node was logged, for
+its input and output tokens; a model whose prices are linear is priced once
+per model and day, a tiered one node by node. A model the package does not
+know has no cost: its groups' cost is null where nothing else in them is
+priced, and `Costs.unknown` names it, never a guess. `in_range_table`
+is `stats --nodes-in-range`: the conversations table with the node figures
+counted over the nodes a filter matches.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from convgraph.analysis.stats import children_counts, conversation_table
+from convgraph.model.filters import TreeFilter, matching_rows, select_trees
+from convgraph.model.marks import active_column
+from convgraph.times import parse_times
+
+if TYPE_CHECKING:
+    from convgraph.model.forest import Forest
+
+#: The figures of a usage row, after its keys, in order.
+USAGE_COLUMNS = (
+    "conversations",
+    "nodes",
+    "branch_points",
+    "abandoned_branches",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+)
+
+
+def _times(nodes: pd.DataFrame) -> pd.Series:
+    # Naive UTC: pandas warns when an aware time becomes a period.
+    return parse_times(nodes["datetime_utc"]).dt.tz_localize(None)
+
+
+def _day(nodes: pd.DataFrame) -> pd.Series:
+    return _times(nodes).dt.strftime("%Y-%m-%d")
+
+
+def _week(nodes: pd.DataFrame) -> pd.Series:
+    calendar = _times(nodes).dt.isocalendar()
+    # ISO year and week: 2027-01-01 lies in 2026-W53.
+    label = (
+        calendar["year"].astype("string")
+        + "-W"
+        + calendar["week"].astype("string").str.zfill(2)
+    )
+    return label.astype(object).where(label.notna(), None)
+
+
+def _month(nodes: pd.DataFrame) -> pd.Series:
+    return _times(nodes).dt.strftime("%Y-%m")
+
+
+def _model(nodes: pd.DataFrame) -> pd.Series:
+    return nodes["model"].astype(object)
+
+
+#: The keys usage can be grouped by: each a label per row of a nodes table
+#: (None where a node has none: no time, no model).
+GROUPINGS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "day": _day,
+    "week": _week,
+    "month": _month,
+    "model": _model,
+}
+
+
+@dataclass
+class Costs:
+    """Each node's cost in US dollars (NaN where it has none) and the models
+    the price table does not know."""
+
+    per_node: np.ndarray
+    unknown: list[str] = field(default_factory=list)
+
+
+def node_costs(nodes: pd.DataFrame) -> Costs:
+    """Each node's cost from `genai-prices`: the price of its model on the day
+    it was logged (UTC; today's where it has no time), for its input and
+    output tokens. NaN for a node without a model or without tokens, or whose
+    model the package does not know (named in `unknown`).
+
+    Raises
+    ------
+    ImportError
+        `genai-prices` is not installed (the `usage` extra).
+    """
+    from genai_prices.types import TieredPrices
+
+    costs = np.full(len(nodes), np.nan)
+    tokens_in = nodes["input_tokens"].astype("Int64")
+    tokens_out = nodes["output_tokens"].astype("Int64")
+    priced = (
+        nodes["model"].notna() & (tokens_in.notna() | tokens_out.notna())
+    ).to_numpy(dtype=bool)
+    rows = np.flatnonzero(priced)
+    if not len(rows):
+        return Costs(costs)
+    frame = pd.DataFrame(
+        {
+            "model": nodes["model"].astype(object).to_numpy()[rows],
+            "day": _day(nodes).to_numpy()[rows],
+            "input": tokens_in.fillna(0).to_numpy(dtype=np.int64)[rows],
+            "output": tokens_out.fillna(0).to_numpy(dtype=np.int64)[rows],
+            "row": rows,
+        }
+    )
+    unknown: list[str] = []
+    for (model, day), group in frame.groupby(["model", "day"], dropna=False):
+        moment = (
+            datetime.fromisoformat(day).replace(tzinfo=UTC)
+            if isinstance(day, str)
+            else None
+        )
+
+        price = functools.partial(_price, str(model), moment)
+        try:
+            probe = price(1_000_000, 0)
+        except LookupError:
+            if model not in unknown:
+                unknown.append(str(model))
+            continue
+        values = vars(probe.model_price)
+        linear = not values.get("requests_kcount") and not any(
+            isinstance(value, TieredPrices) for value in values.values()
+        )
+        if linear:
+            # Linear in the tokens: two prices a million tokens serve the
+            # whole group.
+            base = price(0, 0).total_price
+            per_in = float(probe.total_price - base) / 1e6
+            per_out = float(price(0, 1_000_000).total_price - base) / 1e6
+            costs[group["row"].to_numpy()] = (
+                float(base)
+                + group["input"].to_numpy() * per_in
+                + group["output"].to_numpy() * per_out
+            )
+        else:
+            for row, tokens_in_row, tokens_out_row in zip(
+                group["row"], group["input"], group["output"], strict=True
+            ):
+                total: Decimal = price(
+                    int(tokens_in_row), int(tokens_out_row)
+                ).total_price
+                costs[row] = float(total)
+    return Costs(costs, sorted(unknown))
+
+
+def _price(model: str, moment: datetime | None, tokens_in: int, tokens_out: int) -> Any:
+    """The package's price of one request's tokens."""
+    from genai_prices import Usage, calc_price
+
+    return calc_price(
+        Usage(input_tokens=tokens_in, output_tokens=tokens_out),
+        model_ref=model,
+        genai_request_timestamp=moment,
+    )
+
+
+def usage_table(
+    forest: Forest,
+    by: Sequence[str],
+    costs: Costs | None = None,
+    rows: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """The forest's usage grouped by the keys `by` names (of `GROUPINGS`),
+    one row per group that has nodes, sorted by its keys (a group without a
+    key, a node without a time or model, last).
+
+    Columns: the keys, then `USAGE_COLUMNS`; `cost_usd` is null where no node
+    of the group has a price. `costs` is `node_costs(forest.nodes)` where the
+    caller has it already (to say which models are unknown). `rows` (booleans
+    over the nodes, as `matching_rows` gives them) counts only those nodes:
+    each is still a branch point or an abandoned branch as its whole tree
+    makes it.
+
+    Raises
+    ------
+    KeyError
+        A key is not one of `GROUPINGS`.
+    """
+    nodes = forest.nodes
+    keys = list(by)
+    for key in keys:
+        if key not in GROUPINGS:
+            raise KeyError(key)
+    if costs is None:
+        costs = node_costs(nodes)
+    counts = children_counts(forest)
+    parent_rows = forest.parent_rows
+    active = active_column(nodes, parent_rows)
+    # The start of a tree with several roots is a branch point: it counts
+    # with the tree's first root.
+    roots = parent_rows < 0
+    root_tree = nodes["tree_id"].astype(object).where(roots)
+    several = root_tree.map(root_tree.value_counts()).fillna(0).to_numpy() > 1
+    first_root = roots & ~root_tree.duplicated().to_numpy() & several
+    frame = pd.DataFrame(
+        {
+            **{key: GROUPINGS[key](nodes).to_numpy() for key in keys},
+            "tree_id": nodes["tree_id"].astype(object).to_numpy(),
+            "nodes": 1,
+            "branch_points": (counts > 1).astype(np.int64) + first_root,
+            "abandoned_branches": ((counts == 0) & ~active).astype(np.int64),
+            "input_tokens": nodes["input_tokens"].astype("Int64").to_numpy(),
+            "output_tokens": nodes["output_tokens"].astype("Int64").to_numpy(),
+            "cost_usd": costs.per_node,
+        }
+    )
+    if rows is not None:
+        frame = frame[rows]
+    groups = frame.groupby(keys, dropna=False, sort=True)
+    table = pd.DataFrame(
+        {
+            "conversations": groups["tree_id"].nunique(),
+            "nodes": groups["nodes"].sum(),
+            "branch_points": groups["branch_points"].sum(),
+            "abandoned_branches": groups["abandoned_branches"].sum(),
+            "input_tokens": groups["input_tokens"].sum(min_count=1),
+            "output_tokens": groups["output_tokens"].sum(min_count=1),
+            "cost_usd": groups["cost_usd"].sum(min_count=1),
+        }
+    ).reset_index()
+    for column in ("conversations", "nodes", "branch_points", "abandoned_branches"):
+        table[column] = table[column].astype(np.int64)
+    for column in ("input_tokens", "output_tokens"):
+        table[column] = table[column].astype("Int64")
+    for key in keys:
+        table[key] = table[key].astype(object).where(table[key].notna(), None)
+    return table[[*keys, *USAGE_COLUMNS]]
+
+
+def in_range_table(forest: Forest, where: TreeFilter) -> pd.DataFrame:
+    """The conversations table of the trees a filter keeps, with the figures
+    of their nodes (`nodes`, the times, `models`, the usage sums, tool calls
+    and tools) counted over the nodes it matches alone; the shape (roots,
+    leaves, depth, branch points, active path) stays the whole tree's.
+    """
+    kept = select_trees(forest, where)
+    table = conversation_table(kept)
+    matched = kept.nodes[matching_rows(kept.nodes, where)].reset_index(drop=True)
+    from convgraph.analysis.stats import conversation_table_of
+
+    # Each matched node alone, as a root: only its own figures count.
+    alone = conversation_table_of(
+        matched,
+        kept.names,
+        np.full(len(matched), -1, dtype=np.int64),
+        np.zeros(len(matched), dtype=np.int64),
+    ).set_index("tree_id")
+    figures = [
+        "nodes",
+        "first_datetime",
+        "last_datetime",
+        "models",
+        "input_tokens",
+        "output_tokens",
+        "duration_ms",
+        "tool_calls",
+        "tools",
+    ]
+    order = table["tree_id"]
+    for column in figures:
+        table[column] = alone[column].reindex(order).array
+    return table
+
+
+#: The keys a chart may spread along its x axis, in order of preference.
+TIME_KEYS = ("day", "week", "month")
+#: The picture formats `write_chart` writes, by suffix.
+CHART_FORMATS = ("png", "svg")
+
+
+def chart_series(table: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """A usage table as a chart draws it: one row per bar (the time key, or
+    the first key), one column per series (the model, where the table is
+    grouped by a time key and the model; else one column, `measure`), the
+    figure `measure` summed, 0 where a bar has none of a series. A missing
+    key is "none"."""
+    keys = [column for column in table.columns if column not in USAGE_COLUMNS]
+    along = next((key for key in TIME_KEYS if key in keys), keys[0])
+    others = [key for key in keys if key != along]
+    labelled = table.fillna({key: "none" for key in keys})
+    values = labelled[measure].astype("Float64").fillna(0).astype(float)
+    labelled = labelled.assign(**{measure: values})
+    if not others:
+        return labelled.groupby(along, sort=True)[[measure]].sum()
+    series = labelled[others].astype(str).agg(" ".join, axis=1)
+    return (
+        labelled.assign(series=series)
+        .pivot_table(
+            index=along,
+            columns="series",
+            values=measure,
+            aggfunc="sum",
+            fill_value=0,
+            sort=True,
+        )
+        .rename_axis(columns=None)
+    )
+
+
+def terminal_chart(
+    table: pd.DataFrame, measure: str, width: int, height: int, color: bool = True
+) -> str:
+    """A stacked bar chart of `chart_series(table, measure)` drawn with
+    plotext, `width` by `height` terminal cells, titled with the measure;
+    without colour codes where `color` is False.
+
+    Raises
+    ------
+    ImportError
+        plotext is not installed (the `usage` extra).
+    """
+    import plotext
+
+    frame = chart_series(table, measure)
+    figure = plotext.figure
+    figure.clear.all()
+    figure.plot_size(width, height)
+    figure.title(measure)
+    labels = [str(label) for label in frame.index]
+    bottom = np.zeros(len(frame))
+    for name in frame.columns:
+        top = bottom + frame[name].to_numpy(dtype=float)
+        bars = figure.bar(labels, bottom.tolist(), top.tolist())
+        if len(frame.columns) > 1:
+            bars.label(str(name))
+        figure.draw(bars)
+        bottom = top
+    drawn = str(figure.build())
+    figure.clear.all()
+    return drawn if color else plotext.uncolorize(drawn)
+
+
+def write_chart(table: pd.DataFrame, measure: str, path: str) -> None:
+    """The chart of `terminal_chart` as a PNG or SVG file (by the path's
+    suffix), drawn with matplotlib, without touching pyplot's global state.
+
+    Raises
+    ------
+    ValueError
+        The suffix is neither .png nor .svg.
+    ImportError
+        matplotlib is not installed (the `usage` extra).
+    """
+    suffix = path.rpartition(".")[2].lower()
+    if suffix not in CHART_FORMATS:
+        raise ValueError(f"{path}: a chart is written as .png or .svg")
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    frame = chart_series(table, measure)
+    # An SVG keeps its words as text (searchable, readable by a screen
+    # reader), not as the outlines of glyphs.
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        figure = Figure(figsize=(max(6.0, 0.5 * len(frame)), 4.5), layout="constrained")
+        axes = figure.subplots()
+        frame.plot.bar(stacked=True, ax=axes, legend=len(frame.columns) > 1)
+        axes.set_title(measure)
+        axes.set_xlabel(str(frame.index.name))
+        figure.savefig(path, format=suffix)

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from convgraph.browse import count_conversations, list_conversations
-from convgraph.browse.app import ConversationScreen
 from convgraph.browse.listing import SHAPES_COMMAND
+from convgraph.browse.tree_screen import ConversationScreen
 from convgraph.errors import UnknownNode
 from convgraph.sources import open_logs
 from tests.databases import add_response, legacy_database

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from convgraph.browse import BrowseApp
-from convgraph.browse.app import DETAILS_DELAY, ConversationScreen
 from convgraph.browse.details import CONTINUED
+from convgraph.browse.tree_screen import DETAILS_DELAY, ConversationScreen
 from tests.helpers import file_digest
 
 EXAMPLES = Path(__file__).parent.parent / "examples"

@@ -311,3 +311,31 @@ def test_ids_by_prefix() -> None:
     with open_logs(PROJECTS) as logs:
         assert logs.resolve_conversation("s2") == "s2"
         assert logs.tree_id_of_conversation(logs.resolve_conversation("s2")) == "s1"
+
+
+@pytest.mark.parametrize("path", [PROJECTS, CODEX, GEMINI])
+def test_figures_without_texts_are_the_figures_with_them(path: Path) -> None:
+    structure = [
+        "id",
+        "tree_id",
+        "parent_id",
+        "tool_calls",
+        "tools",
+        "model",
+        "datetime_utc",
+        "input_tokens",
+        "output_tokens",
+        "active",
+        "project",
+        "git_branch",
+        "sidechain",
+        "tool_errors",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "tool_uses",
+    ]
+    with open_logs(path) as logs:
+        whole, _ = logs.read_forest()
+        lean, _ = logs.read_forest(text=False)
+    assert lean[structure].astype(object).equals(whole[structure].astype(object))
+    assert lean[["prompt", "response", "parts"]].isna().all().all()

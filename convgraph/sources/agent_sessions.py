@@ -115,7 +115,7 @@ class AgentSessions(Source):
         problems: list[Problem] = []
         currents: dict[str, str | None] = {}
         for key, files in groups:
-            for group in self._module.read_group(key, files):
+            for group in self._module.read_group(key, files, text):
                 found, current = joined.add(group, self.format)
                 if not text:
                     for record in found:

@@ -44,6 +44,7 @@ from convgraph.sources.chat_messages import (
     Message,
     as_dict,
     as_int,
+    as_list,
     as_text,
     join_texts,
     text_to_iso,
@@ -148,8 +149,11 @@ def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
     return sorted(groups.items(), key=lambda item: (began.get(item[0], ""), item[0]))
 
 
-def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
-    """The session `key` from its files: its main chain, its subagents."""
+def read_group(
+    key: str, files: list[Path], text: bool = True
+) -> Iterator[SessionGroup]:
+    """The session `key` from its files: its main chain, its subagents;
+    without their texts (but the prompts'), `text=False`."""
     group = SessionGroup(key, None, [])
     summaries: dict[str, str] = {}
     first_summary: str | None = None
@@ -165,12 +169,12 @@ def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
         for record in json_lines(file, group.problems):
             kind = record.get("type")
             if kind == "summary":
-                text = as_text(record.get("summary"))
+                summary = as_text(record.get("summary"))
                 leaf = as_text(record.get("leafUuid"))
-                if text is not None:
-                    first_summary = first_summary or text
+                if summary is not None:
+                    first_summary = first_summary or summary
                     if leaf is not None:
-                        summaries.setdefault(leaf, text)
+                        summaries.setdefault(leaf, summary)
                 continue
             if kind == "custom-title":
                 title = as_text(record.get("customTitle"))
@@ -186,7 +190,7 @@ def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
                 parent = previous
             parent = as_text(record.get("logicalParentUuid")) or parent
             previous = message_id
-            message = _message(record, message_id, parent, calls, usage_holder)
+            message = _message(record, message_id, parent, calls, usage_holder, text)
             for part in message.parts or ():
                 kind = part["type"]
                 if kind == P.TOOL_CALL and part["id"] is not None:
@@ -246,8 +250,10 @@ def _message(
     parent: str | None,
     calls: dict[str, tuple[str, str | None]],
     usage_holder: dict[str, tuple[Message, dict[str, Any]]],
+    text: bool = True,
 ) -> Message:
-    """One record of the conversation as a `Message`."""
+    """One record of the conversation as a `Message` (without its texts
+    and their parts but a prompt's, `text=False`: `_parts`)."""
     kind = record.get("type")
     raw = as_dict(record.get("message"))
     # The time as stored: `AgentSessions` makes the nodes' times UTC.
@@ -256,7 +262,7 @@ def _message(
     if kind == "user":
         if isinstance(content, str):
             raw = {"content": [{"type": "text", "text": content}]}
-        parts = block_parts(P.USER, raw)
+        parts, texts = _parts(P.USER, raw, text)
         for part in parts:
             if part["type"] == P.TOOL_RESULT and part["name"] is None:
                 part["name"] = calls.get(part["id"] or "", (None, None))[1]
@@ -265,18 +271,13 @@ def _message(
             results or record.get("isMeta") is True
         ):
             message.kind = PROMPT
-            message.text = join_texts(
-                [part["text"] for part in parts if part["type"] == P.TEXT], "\n\n"
-            )
+            message.text = join_texts(texts, "\n\n")
         message.parts = parts or None
     elif kind == "assistant":
-        parts = block_parts(P.ASSISTANT, raw)
-        text = join_texts(
-            [part["text"] for part in parts if part["type"] == P.TEXT], "\n\n"
-        )
-        if text is not None:
+        parts, texts = _parts(P.ASSISTANT, raw, text)
+        if texts:
             message.kind = ANSWER
-            message.text = text
+            message.text = join_texts(texts, "\n\n") if text else None
         message.parts = parts or None
         model = as_text(raw.get("model"))
         message.model = model if model != "<synthetic>" else None
@@ -288,6 +289,51 @@ def _message(
     else:
         message.kind = STEP
     return message
+
+
+def _parts(
+    role: str, raw: dict[str, Any], text: bool
+) -> tuple[list[P.Part], list[str | None]]:
+    """A message's parts (`claude.block_parts`) and its texts. Without
+    `text`, only what the figures count is made: the tool calls and results
+    (a result's output left empty, its error said), and the texts as they
+    are, not as parts: the same calls, errors and kinds of message, at half
+    the cost."""
+    if text:
+        parts = block_parts(role, raw)
+        texts: list[str | None] = [
+            part["text"] for part in parts if part["type"] == P.TEXT
+        ]
+        return parts, texts
+    found: list[P.Part] = []
+    texts = []
+    for block in as_list(raw.get("content")):
+        if type(block) is not dict:
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            value = block.get("text")
+            if isinstance(value, str) and value:
+                texts.append(value)
+        elif kind == "tool_use":
+            found.append(
+                P.tool_call(
+                    as_text(block.get("name")),
+                    block.get("input"),
+                    as_text(block.get("id")),
+                )
+            )
+        elif kind == "tool_result":
+            error = "error" if block.get("is_error") is True else None
+            found.append(
+                P.tool_result(
+                    as_text(block.get("name")),
+                    "",
+                    as_text(block.get("tool_use_id")),
+                    error,
+                )
+            )
+    return found, texts
 
 
 def _count_usage(

@@ -113,8 +113,10 @@ def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
     return [(str(file), [file]) for file in files]
 
 
-def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
-    """One rollout as a chain of messages."""
+def read_group(
+    key: str, files: list[Path], text: bool = True
+) -> Iterator[SessionGroup]:
+    """One rollout as a chain of messages (read whole, `text` or not)."""
     file = files[0]
     group = SessionGroup(file.stem, None, [])
     project = branch = model = None

@@ -90,8 +90,10 @@ def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
     return [(str(file), [file]) for file in files]
 
 
-def read_group(key: str, files: list[Path]) -> Iterator[SessionGroup]:
-    """One chat as a chain of messages."""
+def read_group(
+    key: str, files: list[Path], text: bool = True
+) -> Iterator[SessionGroup]:
+    """One chat as a chain of messages (read whole, `text` or not)."""
     file = files[0]
     values = list(file_values(file_on_disk(file)))
     if values and is_session(values[0]):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.databases import add_tree, legacy_database
+from tests.databases import add_response, add_tree, legacy_database
 from tests.helpers import run
 
 SEED_CONVERSATIONS = [
@@ -442,3 +442,28 @@ def test_other_database_errors_are_bugs_and_show(tmp_path):
     result = run(path, "select nope from t", cli=query, expect=1)
     assert isinstance(result.exception, sqlite3.OperationalError)
     assert str(result.exception) == "no such column: nope"
+
+
+def test_tree_hints_at_check_where_links_are_broken(tmp_path, seed_db):
+    path = tmp_path / "broken.db"
+    conn = legacy_database(path)
+    add_response(conn, "r", "c", "hi", datetime_utc="2025-09-27T10:00:00")
+    add_response(
+        conn, "a", "c", "on", parent="gone", datetime_utc="2025-09-27T10:00:01"
+    )
+    add_response(conn, "b", "c", "self", parent="b", datetime_utc="2025-09-27T10:00:02")
+    conn.commit()
+    conn.close()
+    hint = (
+        "Note: 2 problems in this file's links (a broken link is drawn as a"
+        " root): convgraph check lists them\n"
+    )
+    for words in ([], ["c"], ["--json"], ["c", "--json"]):
+        result = run("tree", *words, "--db", path)
+        assert result.stderr == hint, words
+    assert (
+        run("tree", "--db", path).stdout == "c  hi\n├── r  hi\n├── a  on\n└── b  self\n"
+    )
+    # A file without problems: nothing on stderr.
+    assert run("tree", "--db", seed_db).stderr == ""
+    assert run("tree", "complex", "--db", seed_db).stderr == ""

@@ -168,3 +168,48 @@ def test_needs_extra_imports_what_it_names() -> None:
     assert raised.value.format_message() == (
         "convgraph stats --dask needs Dask: pip install 'convgraph[dask]'"
     )
+
+
+def test_an_export_is_read_only_and_import_brings_it_in(tmp_path: Path) -> None:
+    export = ROOT / "examples" / "chatgpt-export.zip"
+    before = export.read_bytes()
+    said = (
+        f"Error: {export} is an export, which convgraph reads but never writes:"
+        f" bring it into llm's database with convgraph import {export}\n"
+    )
+    for words in (
+        ["migrate"],
+        ["migrate", "--dry-run"],
+        ["delete", "01k6q3sssrwxe1xgrrqttyfx5t"],
+        ["branch", "01k6q3sssrwxe1xgrrqttyfx5t", "and then?"],
+        ["regenerate", "01k6q3sssrwxe1xgrrqttyfx5t"],
+    ):
+        result = run(*words, "--db", export, expect=2)
+        assert (result.stdout, result.stderr) == ("", said), words
+    assert export.read_bytes() == before
+    # A file that is neither SQLite nor an export: SQLite's words, as before.
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n")
+    result = run("migrate", "--db", text, expect=2)
+    assert result.stderr == (
+        f"Error: {text} is not an SQLite database (file is not a database)\n"
+    )
+
+
+def test_without_an_llm_database_the_message_names_db(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm"))
+    expected = (
+        f"Error: no llm database at {tmp_path / 'llm' / 'logs.db'} ($LLM_USER_PATH"
+        " logs.db, read when --db is not given): name one with --db PATH, or log"
+        " a prompt with llm first\n"
+    )
+    for words in (["conversations"], ["tree"], ["stats"], ["leaves", "x"], ["migrate"]):
+        result = run(*words, expect=2)
+        assert (result.stdout, result.stderr) == ("", expected), words
+    assert not (tmp_path / "llm").exists()
+    # import makes llm's database where there is none, as it always did.
+    run("import", ROOT / "examples" / "chatgpt-export.zip")
+    assert (tmp_path / "llm" / "logs.db").exists()
+    assert run("conversations").stdout.startswith("tree_id ")

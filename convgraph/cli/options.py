@@ -19,6 +19,7 @@ as a symbol, so it stays one line.
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -114,6 +115,9 @@ class ConvgraphCommand(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
+            check_default_database(ctx)
+            if ctx.command.name in WRITES_A_DATABASE:
+                check_writable(ctx.params.get("db_path"))
             resolve_ids(ctx)
             return super().invoke(ctx)
         except AmbiguousId as error:
@@ -257,6 +261,72 @@ def command(name: str | None = None, **attrs: Any) -> Callable[[F], click.Comman
     line. Commands are made plain and `convgraph.cli` adds them to the group
     (and the llm plugin to llm's)."""
     return click.command(name, cls=ConvgraphCommand, **attrs)
+
+
+#: The commands that make llm's database where there is none.
+MAKES_A_DATABASE = frozenset({"import"})
+#: The commands that write the file --db names (notes on an export go to a
+#: file beside it, so note and prefer take one).
+WRITES_A_DATABASE = frozenset({"migrate", "delete", "branch", "regenerate"})
+
+
+def check_default_database(ctx: click.Context) -> None:
+    """Without --db a command reads llm's own logs.db: where there is none
+    (llm has logged nothing here, or $LLM_USER_PATH points elsewhere), say
+    where it looked and how to name a file, rather than only that a file is
+    missing.
+
+    Raises
+    ------
+    UserError
+        No --db was given and llm's logs.db does not exist.
+    """
+    if ctx.params.get("db_path", "") is not None or ctx.info_name in MAKES_A_DATABASE:
+        return
+    from convgraph.sources.files import default_database_path
+
+    path = default_database_path()
+    if path.exists():
+        return
+    where = "$LLM_USER_PATH" if os.environ.get("LLM_USER_PATH") else "llm's"
+    raise UserError(
+        f"no llm database at {path} ({where} logs.db, read when --db is not"
+        " given): name one with --db PATH, or log a prompt with llm first"
+    )
+
+
+def check_writable(db_path: str | None) -> None:
+    """Refuse, in words a newcomer has, to write a file convgraph only
+    reads: a chat export (or an agent's sessions) is read-only, and its
+    conversations reach llm's database through `convgraph import`.
+
+    Raises
+    ------
+    UserError
+        `db_path` is a file or folder convgraph reads as an export.
+    """
+    if db_path is None or not os.path.exists(db_path):
+        return
+    if os.path.isfile(db_path):
+        try:
+            with open(db_path, "rb") as file:
+                if file.read(16) == b"SQLite format 3\x00":
+                    return
+        except OSError:
+            return  # the write says what is wrong
+    from convgraph.errors import DatabaseError
+    from convgraph.sources import LogDatabase, open_logs
+
+    try:
+        with open_logs(db_path) as source:
+            if isinstance(source, LogDatabase):
+                return
+    except (DatabaseError, OSError):
+        return  # not an export either: the write says what it is
+    raise UserError(
+        f"{db_path} is an export, which convgraph reads but never writes:"
+        f" bring it into llm's database with convgraph import {db_path}"
+    )
 
 
 #: How a library an extra brings is named to a person.

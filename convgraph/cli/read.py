@@ -22,7 +22,7 @@ from convgraph.cli.options import (
 )
 from convgraph.cli.output import echo_ids, echo_json, echo_records
 from convgraph.model.filters import TreeFilter
-from convgraph.text import terminal_text
+from convgraph.text import counted, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -105,16 +105,19 @@ def tree(
     from convgraph.model import tree as operations
     from convgraph.present.text_tree import generate_tree_lines, tree_heading
 
+    problems = 0
     if conversation_ids:
-        trees = list(
-            kept(
-                (
-                    _tree(conversation_id, db_path)
-                    for conversation_id in conversation_ids
-                ),
-                where,
-            )
-        )
+        from convgraph.model.loading import read_tree
+        from convgraph.sources import opened
+
+        read = []
+        with opened(db_path) as logs:
+            for conversation_id in conversation_ids:
+                resolved = logs.resolve_conversation(conversation_id)
+                graph, found = read_tree(logs, logs.tree_id_of_conversation(resolved))
+                read.append(graph)
+                problems += len(found)
+        trees = list(kept(read, where))
     else:
         from convgraph.cli.progress import ProgressBar
         from convgraph.model.filters import select_trees
@@ -122,7 +125,9 @@ def tree(
 
         # The bar is gone before the first line is drawn on stdout.
         with ProgressBar() as bar:
-            forest = select_trees(Forest.read(db_path, progress=bar), where)
+            read_forest = Forest.read(db_path, progress=bar)
+            problems = len(read_forest.problems)
+            forest = select_trees(read_forest, where)
             trees = list(forest.trees(progress=bar))
     if as_json:
         drawn = []
@@ -144,6 +149,7 @@ def tree(
                         }
                     )
         echo_json(drawn)
+        _hint_check(problems)
         return
     for index, graph in enumerate(trees):
         if index:
@@ -161,6 +167,18 @@ def tree(
         click.echo(click.style(next(lines), bold=True))
         for line in lines:
             click.echo(line)
+    _hint_check(problems)
+
+
+def _hint_check(problems: int) -> None:
+    """One line on stderr where the file has problems: a broken parent link
+    is drawn as a root, which the drawing alone does not tell."""
+    if problems:
+        click.echo(
+            f"Note: {counted(problems, 'problem')} in this file's links (a broken"
+            " link is drawn as a root): convgraph check lists them",
+            err=True,
+        )
 
 
 @command()

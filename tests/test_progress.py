@@ -104,6 +104,16 @@ def test_bytes_are_counted_as_bytes() -> None:
     assert screen_of(stream.getvalue().encode()) == []
 
 
+def test_a_count_without_a_total_shows_the_count_and_the_time() -> None:
+    stream = Terminal()
+    with ProgressBar(unit="conversations", stream=stream, delay=0) as bar:
+        bar("writing page", 5, None)
+        mid_work = screen_of(stream.getvalue().encode())
+    assert mid_work[0].startswith("writing page ━")
+    assert mid_work[0].endswith(" 5 conversations  0 s")
+    assert screen_of(stream.getvalue().encode()) == []
+
+
 def test_short_work_and_a_pipe_show_nothing() -> None:
     # Work that ends before the delay: not a byte.
     stream = Terminal()

@@ -31,6 +31,7 @@ FOREST = [
     ("u", "q", None, 'say "hi" * NEAR( AND - a:b ^x', "done"),
     ("u", "jp", "q", "東京の天気はどうですか", "晴れです"),
     ("u", "ru", "jp", "Привет, мир! Как дела?", "Хорошо, café"),
+    ("u", "esc", "ru", "a pelican\x1b]0;owned\x07 sets the title", "no"),
 ]
 
 
@@ -166,6 +167,22 @@ def test_the_command_prints_records_and_a_persons_form(forest_db):
     assert rows.splitlines()[1].split(",")[2:6] == ["t", "d", "2", "True"]
     result = run("search", "--db", forest_db, "nothing-here")
     assert (result.stdout, result.stderr) == ("", "no node matches\n")
+
+
+def test_stored_control_characters_show_as_symbols_and_words_are_styled(forest_db):
+    from convgraph.cli.search import _snippet
+
+    lines = run("search", "--db", forest_db, "pelican").stdout.splitlines()
+    assert lines[1] == "   a pelican␛]0;owned␇ sets the title"
+    (hit,) = search(forest_db, "pelican")
+    assert hit.snippet == "a pelican\x1b]0;owned\x07 sets the title"  # JSON: exact
+    styled = _snippet(hit.snippet, hit.marks, styled=True)
+    assert styled == "a \x1b[33m\x1b[1mpelican\x1b[0m␛]0;owned␇ sets the title"
+    table = run("search", "--db", forest_db, "pelican", "--table").stdout
+    assert table.splitlines()[0].split() == [
+        "rank", "score", "tree_id", "id", "depth", "active", "model",
+        "datetime_utc", "source", "fields", "snippet",
+    ]  # fmt: skip
 
 
 def test_searching_never_changes_the_database(forest_db):

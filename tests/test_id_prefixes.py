@@ -12,6 +12,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from convgraph.errors import (
     AmbiguousId,
@@ -24,7 +26,7 @@ from convgraph.sources import open_logs
 from convgraph.sources.source import CONVERSATION, MIN_PREFIX, NODE, prefix_end
 from tests.chat_exports import gpt_conversation, gpt_message, gpt_preamble, write_json
 from tests.databases import add_response, legacy_database, timestamp
-from tests.helpers import file_digest, run
+from tests.helpers import examples, file_digest, run
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 LOGS = EXAMPLES / "logs.db"
@@ -650,3 +652,40 @@ def test_regenerate_takes_a_prefix(store):
     result = regenerate(prefix, log.path, models=["echo"])
     (answer,) = result.answers
     assert siblings(load_tree(conversation, log.path), second) == [answer.node_id]
+
+
+@pytest.mark.slow  # a database an example: seconds
+@settings(
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    ids=st.sets(st.text("ab0", min_size=2, max_size=6), min_size=1, max_size=12),
+    typed=st.text("ab0", min_size=1, max_size=6),
+)
+def test_resolution_is_the_rule_on_any_ids(tmp_path, ids, typed):
+    """On any set of response ids, `resolve_node` is the rule said plainly:
+    the whole id, else the one id a prefix of 4 or more begins, else an
+    ambiguous prefix lists them in order, else unknown."""
+    path = tmp_path / f"{len(list(tmp_path.iterdir()))}.db"
+    conn = legacy_database(path)
+    for index, node in enumerate(sorted(ids)):
+        add_response(
+            conn, node, "zconv", f"prompt {node}", datetime_utc=timestamp(index)
+        )
+    conn.commit()
+    conn.close()
+    begun = sorted(node for node in ids if node.startswith(typed))
+    with open_logs(path) as logs:
+        if typed in ids or (len(typed) >= MIN_PREFIX and len(begun) == 1):
+            expected = typed if typed in ids else begun[0]
+            assert logs.resolve_node(typed) == expected
+        elif len(typed) >= MIN_PREFIX and begun:
+            with pytest.raises(AmbiguousId) as raised:
+                logs.resolve_node(typed)
+            assert [line.split()[0] for line in raised.value.candidates] == begun[:8]
+            assert raised.value.more == (len(begun) > 8)
+        else:
+            with pytest.raises(UnknownNode):
+                logs.resolve_node(typed)

@@ -356,3 +356,27 @@ def test_pairs_of_the_trees_that_are_in(chatgpt: Path):
     assert pairs("--model", "gpt-4o-mini") == [("conv-monad", "a1b", "a1")]
     assert pairs("--since", "2024-03-01T12:02") == []
     assert pairs("conv-monad", "--source", "claude") == []
+
+
+def test_search_finds_hits_only_in_the_trees_that_are_in(seed_db: Path):
+    def hits(*args: str) -> list[str]:
+        result = run("search", "--db", seed_db, "prompt", "-n", "100", "--json", *args)
+        return sorted(record["id"] for record in json.loads(result.stdout))
+
+    assert len(hits()) == 20
+    # Only multiple-roots-y is in range, and every node of its tree is searched.
+    assert hits("--since", "2025-09-27T10:00:19") == [
+        "multiple-roots-a",
+        "multiple-roots-b",
+        "multiple-roots-root1",
+        "multiple-roots-root2",
+        "multiple-roots-x",
+        "multiple-roots-y",
+    ]
+    assert hits("--model", "gpt*") == []
+    assert hits("--source", "responses", "--until", "2025-09-27T10:00:03") == [
+        "linear-a",
+        "linear-b",
+        "linear-c",
+        "linear-root",
+    ]

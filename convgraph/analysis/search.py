@@ -32,6 +32,7 @@ from convgraph.analysis.search_index import (
     spaced,
 )
 from convgraph.errors import ConvgraphError
+from convgraph.model.filters import TreeFilter
 from convgraph.sources import Source, opened
 
 #: How many hits a search gives unless told.
@@ -140,6 +141,7 @@ def search(
     limit: int = DEFAULT_LIMIT,
     abandoned: bool = False,
     fts: bool = False,
+    where: TreeFilter | None = None,
 ) -> list[Hit]:
     """The nodes that match `query`, best first.
 
@@ -158,6 +160,9 @@ def search(
         Only hits that lie off the active path, on abandoned branches.
     fts
         Take `query` as an FTS5 expression.
+    where
+        Only hits in the trees this filter keeps (a tree is in when any of
+        its nodes matches: `convgraph.model.filters`).
 
     Returns
     -------
@@ -176,20 +181,42 @@ def search(
     if limit <= 0:
         return []
     with opened(db) as logs, open_index(logs) as index:
-        rows = _matching(index.conn, expression, limit, abandoned)
+        trees = _trees_in(index.conn, where) if where else None
+        rows = _matching(index.conn, expression, limit, abandoned, trees)
     return [_hit(rank, row) for rank, row in enumerate(rows, 1)]
 
 
+def _trees_in(conn: sqlite3.Connection, where: TreeFilter) -> list[str]:
+    """The trees of the index that a filter keeps, decided on its nodes
+    table as `kept_tree_rows` decides it on a forest's."""
+    import pandas as pd
+
+    from convgraph.model.filters import kept_tree_rows
+
+    nodes = pd.read_sql_query(
+        "select tree_id, model, datetime_utc, source from nodes", conn
+    )
+    return nodes["tree_id"][kept_tree_rows(nodes, where)].unique().tolist()
+
+
 def _matching(
-    conn: sqlite3.Connection, expression: str, limit: int, abandoned: bool
+    conn: sqlite3.Connection,
+    expression: str,
+    limit: int,
+    abandoned: bool,
+    trees: list[str] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The best `limit` matching nodes in rank order, with their snippets
-    (only those off the active path where `abandoned`)."""
+    (only those off the active path where `abandoned`, only in `trees`
+    where given)."""
+    import json
+
     snippets = ", ".join(
         f"snippet(texts, {column}, '{_OPEN}', '{_CLOSE}', '{ELLIPSIS}',"
         f" {SNIPPET_TOKENS})"
         for column in [-1, *range(len(FIELDS))]
     )
+    trees_json = None if trees is None else json.dumps(trees)
     try:
         return conn.execute(
             "select nodes.id, nodes.tree_id, nodes.model, nodes.datetime_utc,"
@@ -197,8 +224,9 @@ def _matching(
             f" {snippets}"
             " from texts join nodes on nodes.rowid = texts.rowid"
             " where texts match ? and (? = 0 or nodes.active = 0)"
+            " and (? is null or nodes.tree_id in (select value from json_each(?)))"
             " order by texts.rank limit ?",
-            [expression, int(abandoned), limit],
+            [expression, int(abandoned), trees_json, trees_json, limit],
         ).fetchall()
     except sqlite3.OperationalError as error:
         if "fts5" in str(error) or "syntax" in str(error) or "no such" in str(error):

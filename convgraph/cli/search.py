@@ -15,8 +15,10 @@ import sys
 
 import click
 
+from convgraph.cli.filters import FILTER_HELP, filter_options
 from convgraph.cli.options import command, db_option, output_options
 from convgraph.cli.output import echo_records, is_terminal
+from convgraph.model.filters import TreeFilter
 from convgraph.text import terminal_text
 from convgraph.times import shown_time
 
@@ -40,7 +42,7 @@ COLUMNS = (
 )
 
 
-@command()
+@command(epilog=FILTER_HELP)
 @click.argument("query", nargs=-1, required=True)
 @click.option(
     "-n",
@@ -62,6 +64,7 @@ COLUMNS = (
 )
 @output_options
 @db_option
+@filter_options
 def search(
     query: tuple[str, ...],
     limit: int,
@@ -69,6 +72,7 @@ def search(
     fts: bool,
     output_format: str | None,
     db_path: str | None,
+    where: TreeFilter,
 ) -> None:
     """Search the prompts, responses, system prompts and parts (tool calls
     and results, reasoning, code) of every node of every tree.
@@ -90,7 +94,12 @@ def search(
     from convgraph.analysis.search import search as search_nodes
 
     hits = search_nodes(
-        db_path, " ".join(query), limit=limit, abandoned=abandoned, fts=fts
+        db_path,
+        " ".join(query),
+        limit=limit,
+        abandoned=abandoned,
+        fts=fts,
+        where=where,
     )
     records = [hit.as_record() for hit in hits]
     if output_format is not None:

@@ -233,3 +233,32 @@ def test_help_lists_the_registry_formats():
     assert f"--format [{'|'.join(FORMATS)}]" in result.stdout
     assert "--format [dot|graphml|json|tree-json|mermaid|html|" in result.stdout
     assert "--rankdir [TB|LR|BT|RL]" in result.stdout
+
+
+@needs_graphviz
+def test_render_svg_is_valid_xml_whatever_the_ids_hold(tmp_path):
+    """Graphviz writes a name's `&...;` into its SVG as it stands (`&;`, `R&D;`,
+    `&#X41;` are no XML); the picture convgraph writes is valid XML, each
+    node's title the id as it is, an HTML entity as its character."""
+    from tests.databases import add_response, legacy_database
+
+    ids = ["R&D;", "&;", "&#X41;", "&#0;", "x&eacute;", "&amp;", "&#233;"]
+    db = tmp_path / "logs.db"
+    conn = legacy_database(db)
+    for number, response_id in enumerate(ids):
+        add_response(conn, response_id, "c&1;", f"prompt {number}")
+    conn.commit()
+    conn.close()
+    target = tmp_path / "tree.svg"
+    result = run(
+        "export", "c&1;", "--render", "svg", "-o", str(target), "--db", str(db)
+    )
+    assert result.exit_code == 0, result.output
+    svg = lxml.etree.fromstring(target.read_bytes())
+    space = {"svg": "http://www.w3.org/2000/svg"}
+    titles = svg.xpath(
+        "//svg:g[@class and svg:title]/svg:title/text()", namespaces=space
+    )
+    assert sorted(titles) == sorted(
+        ["c&1;", "R&D;", "&;", "&#X41;", "&#0;", "xé", "&", "é"]
+    )

@@ -355,6 +355,10 @@ def _render(
     if status != 0:
         first = said.splitlines()[0] if said else f"exit status {status}"
         raise UserError(f"Graphviz's dot could not draw the graph: {first}")
+    if kind == "svg":
+        from convgraph.export.dot import fix_svg_file
+
+        fix_svg_file(path)
 
 
 class _ForAPerson(io.TextIOBase):

@@ -13,8 +13,10 @@ backslashes, quotes and control characters in a form that two different ids
 never share; labels and tooltips are Graphviz escape strings, where a
 backslash, the record-label characters `{}|<>` and HTML entities (`&`) are
 escaped so that what Graphviz draws is the text itself. Control characters are
-drawn as their Unicode control pictures, so an SVG that Graphviz makes from
-the file is always valid XML.
+drawn as their Unicode control pictures. Graphviz writes a name into its SVG
+(a node's `<title>`) with any `&...;` in it as it stands, an entity XML does
+not know included: `svg_references_fixed` makes such an SVG valid XML, and
+convgraph's drawings (`export --render svg`, the notebook) go through it.
 
 Examples
 --------
@@ -41,9 +43,12 @@ digraph "c1" {
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator
+from html.entities import html5
 from typing import TYPE_CHECKING, Any
+from xml.sax.saxutils import escape as xml_escape
 
 from convgraph.export.common import (
     ExportError,
@@ -166,6 +171,74 @@ def unquote_id(quoted: str) -> str:
         quoted[1:-1],
         flags=re.DOTALL,
     )
+
+
+#: What Graphviz takes for a character reference after an `&` in a name
+#: (it checks only the characters, so `&;` and `&#;` are among them).
+_REFERENCE = re.compile(r"&(#[xX][0-9a-fA-F]*|#[0-9]*|[A-Za-z]*);")
+_XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
+
+
+def svg_references_fixed(svg: str) -> str:
+    """Graphviz's SVG text with every `&...;` in it valid XML: an XML
+    entity and a reference to a character XML allows stay, an HTML entity
+    becomes its character (what Graphviz draws for it in a label), and any
+    other `&` is escaped, so the name shows as it is.
+
+    Examples
+    --------
+    >>> svg_references_fixed("<title>R&D; &eacute; &amp; &#233; &; &#0; &#X41;</title>")
+    '<title>R&amp;D; é &amp; &#233; &amp;; &amp;#0; &amp;#X41;</title>'
+    """
+    if "&" not in svg:
+        return svg
+    return _REFERENCE.sub(_fixed_reference, svg)
+
+
+def _fixed_reference(match: re.Match[str]) -> str:
+    body = match.group(1)
+    if body in _XML_ENTITIES:
+        return match.group(0)
+    if body.startswith("#"):
+        # XML writes a hexadecimal reference with a small x only.
+        digits = body[2:] if body[1:2] == "x" else body[1:]
+        base = 16 if body[1:2] == "x" else 10
+        readable = digits.isdigit() or (base == 16 and digits != "")
+        if readable and _xml_character(int(digits, base)):
+            return match.group(0)
+        return "&amp;" + match.group(0)[1:]
+    character = html5.get(body + ";")
+    if character is not None:
+        return xml_escape(character)
+    return "&amp;" + match.group(0)[1:]
+
+
+def _xml_character(code: int) -> bool:
+    """Whether XML 1.0 allows the character `code` in a document."""
+    return (
+        code in (0x9, 0xA, 0xD)
+        or 0x20 <= code <= 0xD7FF
+        or 0xE000 <= code <= 0xFFFD
+        or 0x10000 <= code <= 0x10FFFF
+    )
+
+
+def fix_svg_file(path: str) -> None:
+    """Rewrite the SVG file Graphviz wrote at `path` through
+    `svg_references_fixed`, a line at a time (a reference never spans one),
+    replacing it at once when done."""
+    fixed = path + ".fixed"
+    try:
+        with (
+            open(path, encoding="utf-8", errors="surrogateescape") as source,
+            open(fixed, "w", encoding="utf-8", errors="surrogateescape") as target,
+        ):
+            for line in source:
+                target.write(svg_references_fixed(line))
+        os.replace(fixed, path)
+    finally:
+        if os.path.exists(fixed):
+            os.unlink(fixed)
 
 
 def _unescape_id(match: re.Match[str]) -> str:

@@ -50,7 +50,7 @@ def tree_svg(tree: nx.DiGraph) -> str:
     RuntimeError
         `dot` is missing, failed, or took longer than DOT_TIMEOUT_SECONDS.
     """
-    from convgraph.export.dot import generate_dot
+    from convgraph.export.dot import generate_dot, svg_references_fixed
 
     if not graphviz_available():
         raise RuntimeError("Graphviz's dot is not installed")
@@ -68,7 +68,7 @@ def tree_svg(tree: nx.DiGraph) -> str:
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()
         raise RuntimeError(f"dot failed: {message}")
-    return done.stdout.decode("utf-8")
+    return svg_references_fixed(done.stdout.decode("utf-8"))
 
 
 def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:

@@ -254,6 +254,21 @@ def test_building_every_tree_counts_the_trees(seed_db):
     ]
 
 
+def test_the_trees_of_a_forest_say_how_many_are_left(seed_db):
+    from convgraph.model.forest import Forest
+
+    stream = Forest.read(seed_db).trees()
+    assert len(stream) == 4
+    assert next(stream).graph["tree_id"] == "linear"
+    assert len(stream) == 3
+    assert [tree.graph["tree_id"] for tree in stream] == [
+        "branch",
+        "complex",
+        "multiple-roots",
+    ]
+    assert len(stream) == 0
+
+
 def test_tree_of_the_whole_forest_shows_its_phases(seed_db):
     from tests.helpers import run
 
@@ -362,6 +377,7 @@ def test_export_html_on_a_terminal_shows_reading_and_writing(seed_db, tmp_path):
     assert stdout == ""
     for phase in ("reading responses", "checking parent links", "writing page"):
         assert phase in shown
+    assert "0/4 conversations" in shown  # the forest's trees have a total
     assert screen == []
     from convgraph.export.html import read_html
 

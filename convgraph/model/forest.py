@@ -214,8 +214,9 @@ class Forest:
                     self._calls_by_tree.setdefault(tree_of[node], {})[call] = node
         return self._calls_by_tree.get(tree_id, {})
 
-    def trees(self, progress: ProgressCallback | None = None) -> Iterator[nx.DiGraph]:
-        """Every tree's DiGraph, one at a time.
+    def trees(self, progress: ProgressCallback | None = None) -> TreeStream:
+        """Every tree's DiGraph, one at a time (an iterator whose `len` is
+        how many it has still to give, so that a writer can show a total).
 
         Built from one pass over the table: each column turned into plain
         values (None for a missing one, int for a count) once, and the rows
@@ -225,7 +226,13 @@ class Forest:
         `progress` is told the trees built, `("building trees", done,
         total)`, about a hundred times over the forest.
         """
-        report = progress or no_progress
+        tree_ids = self.tree_ids
+        return TreeStream(self._built(tree_ids, progress or no_progress), len(tree_ids))
+
+    def _built(
+        self, tree_ids: list[str], report: ProgressCallback
+    ) -> Iterator[nx.DiGraph]:
+        """The trees of `trees`, built."""
         report("building trees", 0, None)
         rows_by_tree = self._rows_of_trees()
         columns = {
@@ -238,7 +245,6 @@ class Forest:
                 *(column.tolist() for column in columns.values()), strict=True
             )
         ]
-        tree_ids = self.tree_ids
         every = max(1, len(tree_ids) // 100)
         for done, tree_id in enumerate(tree_ids):
             if done % every == 0:
@@ -253,6 +259,23 @@ class Forest:
                 calls=self._calls_of(tree_id),
             )
         report("building trees", len(tree_ids), len(tree_ids))
+
+
+class TreeStream(Iterator[Any]):
+    """The trees `Forest.trees` gives, one at a time; `len` says how many
+    are still to come."""
+
+    def __init__(self, trees: Iterator[nx.DiGraph], count: int):
+        self._trees = trees
+        self._left = count
+
+    def __next__(self) -> nx.DiGraph:
+        tree = next(self._trees)
+        self._left -= 1
+        return tree
+
+    def __len__(self) -> int:
+        return self._left
 
 
 def _read_named(

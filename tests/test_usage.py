@@ -332,3 +332,19 @@ def test_by_day_counts_a_day_in_utc(usage_db: Path):
         ("2027-01-04", 2),
         ("2027-01-05", 3),
     ]
+
+
+def test_the_notebook_shows_usage_over_time():
+    import nbformat
+
+    notebook = nbformat.read(
+        Path(__file__).parent.parent / "notebooks" / "analysis.ipynb", as_version=4
+    )
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    table = next(cell for cell in code if "usage_table(forest" in cell.source)
+    html = "".join(
+        output.get("data", {}).get("text/html", "") for output in table.outputs
+    )
+    assert "cost_usd" in html and "claude-3.5-sonnet" in html
+    chart = code[code.index(table) + 1]
+    assert any("image/png" in output.get("data", {}) for output in chart.outputs)

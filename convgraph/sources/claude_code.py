@@ -181,14 +181,19 @@ def read_group(
                 if title is not None:
                     group.name = title
                 continue
-            message_id = as_text(record.get("uuid"))
-            if message_id is None:
+            # The fields every record has, read inline: this loop is most of
+            # a whole-folder read beside the JSON itself.
+            message_id = record.get("uuid")
+            if type(message_id) is not str or not message_id:
                 continue
             if "parentUuid" in record:
-                parent = as_text(record.get("parentUuid"))
+                parent = record["parentUuid"]
+                if type(parent) is not str or not parent:
+                    parent = None
             else:
                 parent = previous
-            parent = as_text(record.get("logicalParentUuid")) or parent
+            if "logicalParentUuid" in record:
+                parent = as_text(record["logicalParentUuid"]) or parent
             previous = message_id
             message = _message(record, message_id, parent, calls, usage_holder, text)
             for part in message.parts or ():
@@ -207,8 +212,12 @@ def read_group(
                     if agent is not None and call is not None:
                         agent_calls[agent] = call[0]
             # Where a record does not say, the last one that did.
-            project = as_text(record.get("cwd")) or project
-            branch = as_text(record.get("gitBranch")) or branch
+            value = record.get("cwd")
+            if type(value) is str and value:
+                project = value
+            value = record.get("gitBranch")
+            if type(value) is str and value:
+                branch = value
             group.project[message_id] = project
             group.git_branch[message_id] = branch
             if record.get("isSidechain") is True:

@@ -508,6 +508,40 @@ def test_slash_in_the_list_finds_a_word_on_an_abandoned_branch(tmp_path, size):
     drive(db, scenario, size=size)
 
 
+def test_a_hits_snippet_starts_near_the_word_found_at_80_columns(tmp_path):
+    """At 80 columns a snippet whose word found lies past the edge starts
+    nearer to it, after "…", and ends in "…" at the edge; the list has no
+    horizontal scrollbar (its last row stays blank). The example's index is
+    built beside a copy, never beside the example."""
+    db = tmp_path / "logs.db"
+    shutil.copy(EXAMPLES / "logs.db", db)
+
+    async def scenario(app, pilot):
+        await pilot.press("slash", *"bucket", "enter")
+        await settle(app, pilot)
+        rows = screen_rows(app)
+        assert rows[4:7] == [
+            "⌕ “bucket”: 2 nodes (● on the active path, ○ on an abandoned"
+            " branch)            ",
+            "How hash maps work   01jb2hm01b0… ○ …key, value): bucket ="
+            " self.buckets[hash(ke…",
+            "How hash maps work   01jb2hm00ro… ● …(a list per bucket) or by"
+            " open addressing …",
+        ]
+        table = app.query_one("#conversations")
+        assert [
+            table.lines[row][start:end]
+            for row in (1, 2)
+            for start, end in table.marks[row]
+        ] == ["bucket", "bucket"]
+        assert rows[22] == " " * 80
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.screen.tree.node == "01jb2hm01b000000000000000"
+
+    drive(db, scenario)
+
+
 def test_a_search_of_nothing_but_symbols_says_so_in_its_row(tmp_path):
     """A query is text: FTS5's syntax is words to find, and one with no
     letter or digit is said in the search row, not a traceback."""

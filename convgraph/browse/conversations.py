@@ -30,6 +30,7 @@ from textual.strip import Strip
 from textual.widgets import Input, Static
 
 from convgraph.browse.listing import ConversationRow
+from convgraph.browse.strips import fitted
 from convgraph.text import cell_width, excerpt, pad, terminal_text
 from convgraph.times import shown_time
 
@@ -83,6 +84,13 @@ class ConversationTable(ScrollView, can_focus=True):
             super().__init__()
             self.row = row
 
+    # No horizontal scrollbar: a line wider than the table ends in an
+    # ellipsis at its edge (`strips.fitted`), and a hit's snippet is cut
+    # so that the words found show.
+    DEFAULT_CSS = """
+    ConversationTable { scrollbar-size-horizontal: 0; }
+    """
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lines: list[str] = []
@@ -111,10 +119,13 @@ class ConversationTable(ScrollView, can_focus=True):
             text.stylize(Style(bold=True, underline=True), start, end)
         if row == self.cursor:
             text.stylize(Style(reverse=True, bold=self.has_focus))
-        strip = Strip(list(text.render(self.app.console)), text.cell_len)
-        return strip.crop_extend(
-            self.scroll_offset.x, self.scroll_offset.x + self.size.width, None
-        ).apply_style(self.rich_style)
+        return fitted(
+            text,
+            self.app.console,
+            self.scroll_offset.x,
+            self.size.width,
+            self.rich_style,
+        )
 
     def _reveal(self) -> None:
         self.scroll_to_region(
@@ -230,8 +241,9 @@ class ConversationList(Vertical):
             lines.append(self._search_line(typed))
             if typed == self.hits_query:
                 names = {row.tree_id: row.name for row in self.rows}
+                width = self.query_one(ConversationTable).size.width or 80
                 for number, hit in enumerate(self.hits):
-                    line, spans = hit_line(hit, names.get(hit.tree_id))
+                    line, spans = hit_line(hit, names.get(hit.tree_id), width)
                     marks[len(lines)] = spans
                     entries.append(Entry(HIT, number))
                     lines.append(line)
@@ -347,11 +359,14 @@ def _cells(row: ConversationRow) -> tuple[str, ...]:
     )
 
 
-def hit_line(hit: Hit, name: str | None) -> tuple[str, list[list[int]]]:
+def hit_line(
+    hit: Hit, name: str | None, width: int = 80
+) -> tuple[str, list[list[int]]]:
     """A hit as a line of the table: its conversation's name (or id), its
     node's id, whether it lies on the active path (●) or on an abandoned
     branch (○), and the snippet; and the spans of the words found, as
-    character offsets in the line.
+    character offsets in the line. Where the first word found would lie
+    past `width` cells, the snippet starts nearer to it, after "…".
 
     Examples
     --------
@@ -360,6 +375,11 @@ def hit_line(hit: Hit, name: str | None) -> tuple[str, list[list[int]]]:
     ...     None, "responses", ["response"], "faster for range queries", [[0, 6]])
     >>> hit_line(hit, "How hash maps work")
     ('How hash maps work   01jb2hm05f0… ○ faster for range queries', [[36, 42]])
+    >>> hit = Hit(1, 1.0, "t1", "n", 0, True, None, None, "responses",
+    ...     ["response"], "a b c d e f g h i j k l m n o p q r s t u v w x y z",
+    ...     [[48, 49]])
+    >>> hit_line(hit, "letters", width=48)
+    ('letters              n            ● …x y z', [[39, 40]])
     """
     mark = ON_PATH if hit.active else ABANDONED if hit.active is False else " "
     head = " ".join(
@@ -370,7 +390,16 @@ def hit_line(hit: Hit, name: str | None) -> tuple[str, list[list[int]]]:
     # The snippet is one line already; its marks are offsets into it, so it
     # is shown as it is, control characters made visible one for one.
     snippet = terminal_text(hit.snippet)
-    spans = [[start + len(head), end + len(head)] for start, end in hit.marks]
+    marks = hit.marks
+    room = width - cell_width(head)
+    if marks and room > 2 and cell_width(snippet[: marks[0][1]]) > room - 1:
+        # A third of the room before the first word found, the rest after.
+        shift = max(0, marks[0][0] - room // 3)
+        space = snippet.find(" ", shift, marks[0][0])
+        shift = space + 1 if space >= 0 else shift  # from a word's start
+        snippet = "…" + snippet[shift:]
+        marks = [[a - shift + 1, b - shift + 1] for a, b in marks if a >= shift]
+    spans = [[start + len(head), end + len(head)] for start, end in marks]
     return head + snippet, spans
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -29,6 +28,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from convgraph.browse.strips import fitted
 from convgraph.model import tree as operations
 from convgraph.present.text_tree import NODE, START, DrawnLine, drawing
 from convgraph.text import EXCERPT_WIDTH, cell_width, terminal_text
@@ -190,20 +190,13 @@ class TreeView(ScrollView, can_focus=True):
         row = self.scroll_offset.y + y
         if row >= len(self._shown):
             return Strip.blank(self.size.width, self.rich_style)
-        text = self.line_text(row)
-        segments = list(text.render(self.app.console))
-        strip = Strip(segments, text.cell_len)
-        left = self.scroll_offset.x
-        right = left + self.size.width
-        if text.cell_len > right and self.size.width > 1:
-            # Cut at the pane's edge: an ellipsis in the last cell, in the
-            # style of the cell it replaces (the cursor's highlight too).
-            kept = strip.crop(left, right - 1)
-            style = next((s.style for s in reversed(list(kept)) if s.text), None)
-            strip = Strip.join([kept, Strip([Segment("…", style)], 1)])
-        else:
-            strip = strip.crop_extend(left, right, None)
-        return strip.apply_style(self.rich_style)
+        return fitted(
+            self.line_text(row),
+            self.app.console,
+            self.scroll_offset.x,
+            self.size.width,
+            self.rich_style,
+        )
 
     def _styled(self, node: str | None, line: str) -> Text:
         text = Text(line)

@@ -254,4 +254,10 @@ def _usage(
             write_chart(table, measure, plot)
         except OSError as error:
             raise UserError(f"--plot {plot}: {error.strerror or error}") from None
-    echo_records(plain_records(table), list(table.columns), output_format or "table")
+    echo_records(
+        plain_records(table),
+        list(table.columns),
+        output_format or "table",
+        # A request costs fractions of a cent: dollars to the millionth.
+        cells={"cost_usd": lambda cost: "" if cost is None else f"{cost:.6f}"},
+    )

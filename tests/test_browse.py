@@ -478,6 +478,7 @@ def test_slash_in_the_list_finds_a_word_on_an_abandoned_branch(tmp_path, size):
             "Trip to Lyon         t-air        ○ Only by zeppelin, sadly.",
         ]
         assert table.marks == {1: [[44, 52]]}
+        assert app.conversations.indexing  # the file's first search
         assert table.lines[1][44:52] == "zeppelin"
         assert table.cursor == 1
         (hit,) = app.conversations.hits
@@ -504,6 +505,12 @@ def test_slash_in_the_list_finds_a_word_on_an_abandoned_branch(tmp_path, size):
         await pilot.press("down", "enter")  # the search row, below the name
         await settle(app, pilot)
         assert table.lines[1:] == ["⌕ “harbour”: no node of any conversation holds it"]
+        assert not app.conversations.indexing  # the index was there
+        # While a first search runs, its row says it indexes first.
+        app.conversations.searching("harbour", indexing=True)
+        assert table.lines[1:] == [
+            "⌕ indexing the file's content (once), then searching for “harbour”…"
+        ]
 
     drive(db, scenario, size=size)
 

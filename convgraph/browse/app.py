@@ -206,7 +206,10 @@ class BrowseApp(App[None]):
     def on_conversation_list_search_asked(
         self, event: ConversationList.SearchAsked
     ) -> None:
-        self.conversations.searching(event.query)
+        from convgraph.analysis.search_index import index_path
+
+        indexing = not index_path(self.db_path).exists()
+        self.conversations.searching(event.query, indexing)
         self.search_content(event.query)
 
     @work(thread=True, exclusive=True, group="search")

@@ -196,6 +196,8 @@ class ConversationList(Vertical):
         self.hits: list[Hit] = []
         self.hits_query: str | None = None
         self.found: str | None = None
+        #: Whether the search that runs builds the file's index first.
+        self.indexing = False
         #: What each line of the table stands for.
         self.entries: list[Entry] = []
 
@@ -259,8 +261,12 @@ class ConversationList(Vertical):
         words = terminal_text(excerpt(typed, 40))
         if typed != self.hits_query:
             return f"⌕ enter: search every conversation's content for “{words}”"
+        if self.found is None and self.indexing:
+            # Seconds on a large file, once: the row says why it waits.
+            return (
+                f"⌕ indexing the file's content (once), then searching for “{words}”…"
+            )
         if self.found is None:
-            # The first search of a file builds its index: it may take a while.
             return f"⌕ searching every conversation's content for “{words}”…"
         return f"⌕ “{words}”: {self.found}"
 
@@ -277,9 +283,11 @@ class ConversationList(Vertical):
             row = self.query_one(ConversationTable).cursor
         return self.entries[row] if 0 <= row < len(self.entries) else None
 
-    def searching(self, query: str) -> None:
-        """The search for `query` has begun: the row says so."""
+    def searching(self, query: str, indexing: bool = False) -> None:
+        """The search for `query` has begun (`indexing`: it builds the
+        file's index first): the row says so."""
         self.hits_query, self.hits, self.found = query, [], None
+        self.indexing = indexing
         self._refill(Entry(SEARCH))
 
     def show_hits(self, query: str, hits: list[Hit], found: str) -> None:

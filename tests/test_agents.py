@@ -339,3 +339,12 @@ def test_figures_without_texts_are_the_figures_with_them(path: Path) -> None:
         lean, _ = logs.read_forest(text=False)
     assert lean[structure].astype(object).equals(whole[structure].astype(object))
     assert lean[["prompt", "response", "parts"]].isna().all().all()
+
+
+def test_check_reads_sessions(tmp_path: Path) -> None:
+    assert run("check", "--db", PROJECTS).output == "no problems found\n"
+    session = tmp_path / "cut.jsonl"
+    lines = (PROJECT / "s1.jsonl").read_text().splitlines()
+    session.write_text("\n".join([*lines[:2], lines[2][:40]]) + "\n")
+    found = run("check", "--db", session, expect=1).output
+    assert found == f"bad-line: {session}: line 3 is no JSON object: left out\n"

@@ -254,12 +254,17 @@ def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
     convgraph never migrated, or whose rules are all in place.
     """
     from convgraph.sources import connect_read_only
+    from convgraph.sources.agent_sessions import open_agent_source
     from convgraph.sources.chat_exports import open_source
+    from convgraph.sources.chat_json import path_kind
     from convgraph.store.transaction import database_path
 
-    if open_source(database_path(db)) is not None:
+    path = database_path(db)
+    if path_kind(path) in ("folder", "json") and open_agent_source(path):
+        return []  # an agent's sessions: convgraph never migrates them
+    if open_source(path) is not None:
         return []  # an app's export: convgraph never migrates one
-    conn = connect_read_only(database_path(db))
+    conn = connect_read_only(path)
     try:
         if not migration_recorded(conn):
             return []

@@ -56,7 +56,7 @@ def task(name: str, timer: bool = False) -> Callable:
 
 def load() -> dict[str, Callable[..., Callable[..., Any]]]:
     """Every task, the other groups' too (their modules register them)."""
-    from benchmarks import outputs, searching, sources, writes  # noqa: F401
+    from benchmarks import agents, outputs, searching, sources, writes  # noqa: F401
 
     return TASKS
 

@@ -348,3 +348,21 @@ def test_check_reads_sessions(tmp_path: Path) -> None:
     session.write_text("\n".join([*lines[:2], lines[2][:40]]) + "\n")
     found = run("check", "--db", session, expect=1).output
     assert found == f"bad-line: {session}: line 3 is no JSON object: left out\n"
+
+
+def test_usage_by_project() -> None:
+    found = json.loads(
+        run("stats", "--db", PROJECTS, "--by", "week,project", "--json").output
+    )
+    assert [
+        {key: row[key] for key in ("week", "project", "conversations", "nodes")}
+        for row in found
+    ] == [
+        {
+            "week": "2025-W22",
+            "project": "/home/ada/tree",
+            "conversations": 1,
+            "nodes": 7,
+        }
+    ]
+    assert (found[0]["input_tokens"], found[0]["output_tokens"]) == (443, 37)

@@ -55,36 +55,56 @@ def _times(nodes: pd.DataFrame) -> pd.Series:
     return parse_times(nodes["datetime_utc"]).dt.tz_localize(None)
 
 
+def _per_day(
+    nodes: pd.DataFrame, label: Callable[[pd.DatetimeIndex], list[str]]
+) -> pd.Series:
+    """A label of each node's day (UTC), made once per distinct day: a
+    million nodes fall on a few thousand days. None for a node without a
+    time."""
+    codes, days = pd.factorize(_times(nodes).dt.floor("D"))
+    labels = np.array([*label(pd.DatetimeIndex(days)), None], dtype=object)
+    # factorize gives -1 for a missing time: the None at the end.
+    return pd.Series(labels[codes], index=nodes.index, dtype=object)
+
+
 def _day(nodes: pd.DataFrame) -> pd.Series:
-    return _times(nodes).dt.strftime("%Y-%m-%d")
+    return _per_day(nodes, lambda days: list(days.strftime("%Y-%m-%d")))
 
 
 def _week(nodes: pd.DataFrame) -> pd.Series:
-    calendar = _times(nodes).dt.isocalendar()
     # ISO year and week: 2027-01-01 lies in 2026-W53.
-    label = (
-        calendar["year"].astype("string")
-        + "-W"
-        + calendar["week"].astype("string").str.zfill(2)
+    return _per_day(
+        nodes,
+        lambda days: [
+            f"{day.isocalendar()[0]}-W{day.isocalendar()[1]:02d}" for day in days
+        ],
     )
-    return label.astype(object).where(label.notna(), None)
 
 
 def _month(nodes: pd.DataFrame) -> pd.Series:
-    return _times(nodes).dt.strftime("%Y-%m")
+    return _per_day(nodes, lambda days: list(days.strftime("%Y-%m")))
 
 
 def _model(nodes: pd.DataFrame) -> pd.Series:
     return nodes["model"].astype(object)
 
 
+def _project(nodes: pd.DataFrame) -> pd.Series:
+    # An agent's working directory (sources.agent_files.AGENT_ATTRIBUTES);
+    # no other source has the column.
+    if "project" not in nodes.columns:
+        return pd.Series(None, index=nodes.index, dtype=object)
+    return nodes["project"].astype(object)
+
+
 #: The keys usage can be grouped by: each a label per row of a nodes table
-#: (None where a node has none: no time, no model).
+#: (None where a node has none: no time, no model, no project).
 GROUPINGS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "day": _day,
     "week": _week,
     "month": _month,
     "model": _model,
+    "project": _project,
 }
 
 
@@ -215,13 +235,17 @@ def usage_table(
     # The start of a tree with several roots is a branch point: it counts
     # with the tree's first root.
     roots = parent_rows < 0
-    root_tree = nodes["tree_id"].astype(object).where(roots)
-    several = root_tree.map(root_tree.value_counts()).fillna(0).to_numpy() > 1
-    first_root = roots & ~root_tree.duplicated().to_numpy() & several
+    # Trees as integers: counting and comparing them is numpy's work.
+    trees = pd.factorize(nodes["tree_id"])[0]
+    roots_per_tree = np.bincount(trees[roots], minlength=trees.max(initial=-1) + 1)
+    first_of_tree = np.zeros(len(nodes), dtype=bool)
+    root_rows = np.flatnonzero(roots)
+    first_of_tree[root_rows[np.unique(trees[root_rows], return_index=True)[1]]] = True
+    first_root = first_of_tree & (roots_per_tree[trees] > 1)
     frame = pd.DataFrame(
         {
             **{key: GROUPINGS[key](nodes).to_numpy() for key in keys},
-            "tree_id": nodes["tree_id"].astype(object).to_numpy(),
+            "tree_id": trees,
             "nodes": 1,
             "branch_points": (counts > 1).astype(np.int64) + first_root,
             "abandoned_branches": ((counts == 0) & ~active).astype(np.int64),

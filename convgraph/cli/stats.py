@@ -44,8 +44,9 @@ if TYPE_CHECKING:
     "--by",
     metavar="KEYS",
     default=None,
-    help="Usage over time instead: group by day, week (ISO, UTC), month or"
-    " model, or several (week,model)",
+    help="Usage over time instead: group by day, week (ISO, UTC), month,"
+    " model or project (an agent's working directory), or several"
+    " (week,model)",
 )
 @click.option(
     "--plot",
@@ -115,7 +116,7 @@ def stats(
     --nodes-in-range counts a tree's nodes, times, models and usage over
     the nodes the filters match; its shape stays the whole tree's.
 
-    --by day|week|month|model (or several: --by week,model): usage over
+    --by day|week|month|model|project (or several: --by week,model): usage over
     time instead, one row per group: conversations, nodes, branch_points,
     abandoned_branches, input_tokens, output_tokens and cost_usd (each
     model's price on the day, from genai-prices; null for a model it does

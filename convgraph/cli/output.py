@@ -8,6 +8,9 @@ is one id a line and otherwise a record `{"id": ...}` each. `aligned_lines`
 is the one table layout: the records table, and the tables inside the
 reports of `diff` and `compare`. Widths are terminal cells
 (`convgraph.text.pad_column`), so names in Chinese or with emoji line up.
+On a terminal a records table can fit its width (`TableFit`, `table_width`):
+the columns that matter most are kept and a name column is cut to fit;
+piped, it keeps every column.
 
 Stored text is hostile until shown otherwise: a prompt, a name or an id may
 hold an escape sequence that sets the user's clipboard or window title. The
@@ -93,7 +96,7 @@ class TableFit:
 
     Examples
     --------
-    >>> fit = TableFit(12, ("id", "name", "n"), "name", 3)
+    >>> fit = TableFit(10, ("id", "name", "n"), "name", 3)
     >>> fit.apply(["id", "n", "name"], [["id", "a"], ["n", "7"], ["name", "long"]], {0, 2})
     ([['id', 'a'], ['n', '7'], ['name', 'lo…']], {0, 2})
     """

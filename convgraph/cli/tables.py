@@ -3,7 +3,9 @@ conversations` print them.
 
 `convgraph.analysis.stats` answers with a pandas DataFrame; this turns its rows into
 plain records for the output options, and says how the aligned table shows
-them for a person: names cut short, times to the second in UTC.
+them for a person: names cut short, times to the second in UTC, and on a
+terminal the columns that fit its width, those that say what a tree is
+first (`PRIORITY`); `--columns` chooses (`chosen_columns`).
 """
 
 from __future__ import annotations

@@ -221,7 +221,8 @@ class BrowseApp(App[None]):
 
         try:
             hits = search(self.db_path, query, limit=SEARCH_HITS)
-        except (ConvgraphError, sqlite3.Error) as error:
+        except (ConvgraphError, sqlite3.Error, OSError) as error:
+            # (OSError: an index or cache directory that cannot be made.)
             found = f"⚠ {error}"
             self.call_from_thread(self.conversations.show_hits, query, [], found)
             return

@@ -366,3 +366,9 @@ def test_usage_by_project() -> None:
         }
     ]
     assert (found[0]["input_tokens"], found[0]["output_tokens"]) == (443, 37)
+
+
+def test_a_failed_call_shows_its_output_once() -> None:
+    transcript = run("transcript", "--db", PROJECTS, "a4").output
+    assert transcript.count("Error: exit 1") == 1
+    assert "**Tool result** · `Bash` · error" in transcript

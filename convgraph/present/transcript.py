@@ -422,7 +422,9 @@ def part_lines(part: Mapping[str, Any], limit: int | None = OUTPUT_LIMIT) -> lis
         error, output = part.get("error"), _string(part.get("output"))
         label = f"**Tool result** · {_name(part)}" + (" · error" if error else "")
         lines = [label]
-        for text in (output, _string(error)) if error else (output,):
+        # An error the output already says (Claude's is_error results) once.
+        said = _string(error)
+        for text in (output, said) if error and said != output else (output,):
             if text or not error:
                 lines += ["", *_output_lines(text, None, limit)]
         return lines

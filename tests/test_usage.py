@@ -348,3 +348,17 @@ def test_the_notebook_shows_usage_over_time():
     assert "cost_usd" in html and "claude-3.5-sonnet" in html
     chart = code[code.index(table) + 1]
     assert any("image/png" in output.get("data", {}) for output in chart.outputs)
+
+
+def test_usage_adds_up_to_the_conversation_table(seed_db: Path):
+    # The four scenarios, two roots in one tree among them: the start of
+    # that tree is a branch point in both tables.
+    from convgraph.analysis.stats import conversation_table
+
+    forest = Forest.read(seed_db, text=False)
+    usage = usage_table(forest, ["model"])
+    trees = conversation_table(forest)
+    for column in ("nodes", "branch_points", "abandoned_branches", "input_tokens"):
+        assert usage[column].sum() == trees[column].sum()
+    # branch 1, complex 3 (its root, b and e), multiple-roots its start.
+    assert usage["branch_points"].sum() == 5

@@ -213,3 +213,22 @@ def test_without_an_llm_database_the_message_names_db(
     run("import", ROOT / "examples" / "chatgpt-export.zip")
     assert (tmp_path / "llm" / "logs.db").exists()
     assert run("conversations").stdout.startswith("tree_id ")
+
+
+def test_a_table_fits_by_priority_and_keeps_its_order() -> None:
+    from convgraph.cli.output import TableFit
+
+    shown = [["id", "a1"], ["n", "7"], ["name", "a long name"], ["extra", "x"]]
+    fit = TableFit(24, ("id", "name", "n"), "name", 4)
+    # id (2) + name (4 at first) + n (1) + extra (5), two spaces apart: 18;
+    # then the name takes the cells left (10), cut with an ellipsis.
+    assert fit.apply(
+        ["id", "n", "name", "extra"], [list(c) for c in shown], {0, 2, 3}
+    ) == (
+        [["id", "a1"], ["n", "7"], ["name", "a long na…"], ["extra", "x"]],
+        {0, 2, 3},
+    )
+    # Narrower: the column no priority names goes first; the name has 7.
+    assert TableFit(14, ("id", "name", "n"), "name", 4).apply(
+        ["id", "n", "name", "extra"], [list(c) for c in shown], {0, 2, 3}
+    ) == ([["id", "a1"], ["n", "7"], ["name", "a long…"]], {0, 2})

@@ -89,8 +89,8 @@ def terminal_lines(text: str) -> str:
 @dataclass(frozen=True)
 class TableFit:
     """How an aligned table fits a terminal `width` cells wide, as `ls` and
-    `ps` do: the columns of `priority` are kept in that order while they fit
-    (the first always), `squeeze` (a column of names) at `squeeze_min` cells
+    `ps` do: the columns of `priority` (then any others) are kept in that
+    order while they fit (the first always), `squeeze` (a column of names) at `squeeze_min` cells
     at first; then `squeeze` takes what is left, up to its own width, its
     cells cut with an ellipsis. The kept columns stay in the table's order.
 
@@ -122,7 +122,9 @@ class TableFit:
 
         kept: list[int] = []
         used = 0
-        for name in self.priority:
+        # A column the priority does not name (one a later table adds) comes
+        # after those it names, rather than never.
+        for name in [*self.priority, *columns]:
             index = where.get(name)
             if index is None or index in kept:
                 continue

@@ -87,7 +87,7 @@ def test_the_bar_names_each_phase_and_is_erased_at_the_end() -> None:
     # Each phase is drawn as it begins (later counts at rich's pace).
     first = screen_of(stream.getvalue().split("\r")[1].encode())
     assert first[0].startswith("reading responses ━")
-    assert first[0].endswith("   0% 0/1000 rows")
+    assert first[0].endswith("   0% 0/1000")
     assert len(mid_work) == 1
     assert mid_work[0].startswith("checking parent links ━")
     assert screen_of(stream.getvalue().encode()) == []
@@ -95,7 +95,7 @@ def test_the_bar_names_each_phase_and_is_erased_at_the_end() -> None:
 
 def test_bytes_are_counted_as_bytes() -> None:
     stream = Terminal()
-    with ProgressBar(unit="bytes", stream=stream, delay=0) as bar:
+    with ProgressBar(in_bytes=True, stream=stream, delay=0) as bar:
         bar("reading the export", 2_500_000, 10_000_000)
         mid_work = screen_of(stream.getvalue().encode())
     assert len(mid_work) == 1
@@ -106,11 +106,11 @@ def test_bytes_are_counted_as_bytes() -> None:
 
 def test_a_count_without_a_total_shows_the_count_and_the_time() -> None:
     stream = Terminal()
-    with ProgressBar(unit="conversations", stream=stream, delay=0) as bar:
+    with ProgressBar(stream=stream, delay=0) as bar:
         bar("writing page", 5, None)
         mid_work = screen_of(stream.getvalue().encode())
     assert mid_work[0].startswith("writing page ━")
-    assert mid_work[0].endswith(" 5 conversations  0 s")
+    assert mid_work[0].endswith(" 5  0 s")
     assert screen_of(stream.getvalue().encode()) == []
 
 
@@ -324,12 +324,14 @@ def test_migrate_names_its_steps_and_counts_the_linking(tmp_path, monkeypatch):
         "adding the parent column",
         "indexing the parents",
         "indexing the conversations",
-        "linking",
+        "linking responses",
         "adding the rules",
     ]
     # 6 responses in 2 conversations (and one outside any, left alone): a
     # batch of 2 ends before c1, the next takes c1 whole (3), the last c2.
-    linking = [(done, total) for phase, done, total in seen if phase == "linking"]
+    linking = [
+        (done, total) for phase, done, total in seen if phase == "linking responses"
+    ]
     assert linking == [(0, 6), (0, 6), (3, 6), (6, 6)]
 
 
@@ -342,11 +344,11 @@ def test_migrate_on_a_terminal_shows_the_linking(tmp_path):
     for phase in (
         "planning",
         "indexing the conversations",
-        "linking",
+        "linking responses",
         "adding the rules",
     ):
         assert phase in shown
-    assert "0/6 responses" in shown
+    assert "linking responses" in shown and "0/6" in shown
     assert screen == []
 
 
@@ -377,7 +379,7 @@ def test_export_html_on_a_terminal_shows_reading_and_writing(seed_db, tmp_path):
     assert stdout == ""
     for phase in ("reading responses", "checking parent links", "writing page"):
         assert phase in shown
-    assert "0/4 conversations" in shown  # the forest's trees have a total
+    assert "0/4" in shown  # the forest's trees have a total
     assert screen == []
     from convgraph.export.html import read_html
 

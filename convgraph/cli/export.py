@@ -175,7 +175,7 @@ def export(
     # The read shows its progress, and the page its conversations written;
     # not while the export itself goes to the terminal.
     shown = None if output is not None or not is_terminal(sys.stdout) else False
-    with ProgressBar(unit="conversations", enabled=shown) as bar:
+    with ProgressBar(enabled=shown) as bar:
         if format_name == "html":
             options["progress"] = bar
         graphs = filtered_trees(conversation_ids, db_path, where, progress=bar)

@@ -50,7 +50,7 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
 
     # The number of conversations is known only once the export has been
     # streamed to its end, its size in bytes before: the bar counts bytes.
-    with ProgressBar(unit="bytes") as bar:
+    with ProgressBar(in_bytes=True) as bar:
         summary = import_export(source, db_path, dry_run=dry_run, progress=bar)
 
     would = "Would import" if dry_run else "Imported"

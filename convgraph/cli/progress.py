@@ -167,15 +167,16 @@ class ProgressBar:
     on stderr, shown only on a terminal and only after `delay` seconds,
     erased when the `with` block ends.
 
-    Each new phase replaces the bar's line: its name, then, where it has a
-    total, the bar, the share done, the count (bytes as kB and MB where
-    `unit` is "bytes"), the rate and the time left; without a total, a
-    moving bar and the time the phase has taken.
+    Each new phase replaces the bar's line: its name (which says what is
+    counted: "reading responses", "building trees"), then, where it has a
+    total, the bar, the share done, the count, the rate and the time left;
+    without a total, a moving bar, the count so far and the time the phase
+    has taken.
 
     Parameters
     ----------
-    unit
-        What the counts count ("rows", "conversations", "bytes").
+    in_bytes
+        The counts are bytes: shown as kB, MB and GB.
     stream
         Where the bar is drawn (stderr).
     delay
@@ -187,12 +188,12 @@ class ProgressBar:
 
     def __init__(
         self,
-        unit: str = "rows",
+        in_bytes: bool = False,
         stream: IO[str] | None = None,
         delay: float | None = None,
         enabled: bool | None = None,
     ):
-        self.unit = unit
+        self.in_bytes = in_bytes
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = _is_terminal(self.stream) if enabled is None else enabled
         self.delay = _delay() if delay is None else delay
@@ -250,7 +251,7 @@ class ProgressBar:
             self._draw(*self._latest)
 
     def _show(self) -> None:
-        self._display = _rich_progress(self.stream, self.unit)
+        self._display = _rich_progress(self.stream, self.in_bytes)
         self._display.start()
 
     def _draw(self, phase: str, done: int, total: int | None) -> None:
@@ -275,7 +276,7 @@ def _delay() -> float:
         return DELAY_SECONDS
 
 
-def _rich_progress(stream: IO[str], unit: str) -> Any:
+def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
     """rich's `Progress` on `stream`, erased when stopped, with the columns
     of `ProgressBar`. rich is imported here, only when a bar is shown."""
     from rich.console import Console
@@ -292,7 +293,7 @@ def _rich_progress(stream: IO[str], unit: str) -> Any:
     from rich.text import Text
 
     def amount(value: float) -> str:
-        if unit == "bytes":
+        if in_bytes:
             return decimal(int(value))
         # Short figures, so that the line fits 80 columns.
         if value < 10_000:
@@ -308,16 +309,15 @@ def _rich_progress(stream: IO[str], unit: str) -> Any:
         """done/total and the rate, or the time taken without a total."""
 
         def render(self, task: Task) -> Text:
-            named = "" if unit == "bytes" else f" {unit}"
             if task.total is None:
                 took = f"{task.elapsed or 0:.0f} s"
                 if task.completed:  # a count without a total: the count
-                    took = f"{amount(task.completed)}{named}  {took}"
+                    took = f"{amount(task.completed)}  {took}"
                 return Text(took, style="progress.elapsed")
             counts = f"{amount(task.completed)}/{amount(task.total)}"
             speed = task.speed
             rate = f"  {amount(speed)}/s" if speed else ""
-            return Text(counts + named + rate, style="progress.download")
+            return Text(counts + rate, style="progress.download")
 
     class TimeLeft(ProgressColumn):
         """The time left, where a total and a rate tell it."""

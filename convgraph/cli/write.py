@@ -63,7 +63,7 @@ def migrate(
     from convgraph.cli.progress import ProgressBar
     from convgraph.store.migrate import migrate as run_migration
 
-    with ProgressBar(unit="responses") as bar:
+    with ProgressBar() as bar:
         result = run_migration(
             db_path,
             backup=backup,

@@ -448,7 +448,7 @@ def _apply(
 
 
 #: The phase of `--link-linear`, counted in responses.
-LINKING = "linking"
+LINKING = "linking responses"
 
 
 def _create_record_table(conn: sqlite3.Connection) -> None:
@@ -461,7 +461,7 @@ def _create_record_table(conn: sqlite3.Connection) -> None:
 def _link_linear(conn: sqlite3.Connection, report: ProgressCallback) -> None:
     """Link every conversation as a chain, a few conversations per
     transaction, in `conversation_id` order along its index; `report` is
-    told the responses of the conversations linked so far ("linking")."""
+    told the responses of the conversations linked so far."""
     start: str | None = None
     size = 20_000
     # A count along the conversation index made just before.
@@ -607,8 +607,8 @@ def migrate(
     progress
         Told each step as it begins, `(phase, done, total)`: "planning",
         "backing up", "adding the parent column", "indexing the parents",
-        "indexing the conversations", "linking" (counted in responses, a
-        report per transaction), "adding the rules".
+        "indexing the conversations", "linking responses" (a report per
+        transaction), "adding the rules".
 
     Returns
     -------

@@ -87,7 +87,8 @@ def filter_options(function: F) -> F:
             metavar="SOURCE",
             multiple=True,
             help="Trees with a node from SOURCE (responses, turns, chatgpt,"
-            " claude, openwebui; repeatable), where a file mixes them",
+            " claude, openwebui, claude-code, codex, gemini-cli; repeatable),"
+            " where a file mixes them",
         ),
     ]
     for option in reversed(options):

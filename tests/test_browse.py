@@ -394,6 +394,34 @@ def test_prompts_take_the_tree_panes_room_and_no_scrollbar_shows(tmp_path, size)
     drive(db, scenario, size=size)
 
 
+def test_ids_show_as_short_as_is_unique_in_the_tree():
+    """With `i` an llm id shows its first 12 characters (more where two of
+    the tree share them), so a prompt at depth 2 keeps 20 of an 80-column
+    screen's cells; the pane's header holds the whole id."""
+    db = EXAMPLES / "logs.db"
+
+    async def scenario(app, pilot):
+        screen = await open_first(app, pilot, "hash")
+        await pilot.press("i", "j", "l")
+        rows = [row[:43] for row in screen_rows(app)[1:8]]
+        assert rows == [
+            "01jb2hm00roo  Explain how a hash map works.",
+            "├── 01jb2hm01b00  Show me a minimal implem…",
+            "│   ├── 01jb2hm02c00  Add resizing when th…",
+            "│   └── 01jb2hm03d00  Use open addressing …",
+            "└── 01jb2hm04e00  Compare it with a binary…",
+            "    ├── 01jb2hm05f00  Which is faster for …",
+            "    └── 01jb2hm06g00  Which uses less memo…",
+        ]
+        assert drawn(screen)[2] == (
+            "│   ├── 01jb2hm02c00  Add resizing when the load factor passes 0.75."
+        )
+        await rested(pilot)
+        assert screen.details.title == "01jb2hm02c000000000000000"
+
+    drive(db, scenario)
+
+
 def test_an_export_lists_its_empty_conversations_with_0_nodes(tmp_path):
     """A conversation where nothing was said is a row of 0 nodes; opening it
     says so in the status line."""

@@ -18,6 +18,7 @@ in its last row.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from rich.style import Style
@@ -35,6 +36,10 @@ from convgraph.text import EXCERPT_WIDTH, cell_width, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
+
+#: The fewest characters of a node's id the tree shows (`i`): an llm id's
+#: 26 would leave a prompt at depth 2 five cells of an 80-column screen.
+SHORT_ID = 12
 
 #: Colours given to models in the order a tree first uses them.
 MODEL_COLOURS = ("cyan", "magenta", "green", "yellow", "bright_blue", "red")
@@ -125,14 +130,16 @@ class TreeView(ScrollView, can_focus=True):
             return
         self._drawn_width = self._wanted_width()
         lines = list(drawing(graph, width=self._drawn_width))
-        self._drawn = [
+        drawn = [
             (line.node if line.kind == NODE else None, line.text) for line in lines
         ]
         self._kinds = [line.kind for line in lines]
-        self._without_ids = [
-            (node, _without_id(node, line)) for node, line in self._drawn
+        self._without_ids = [(node, _without_id(node, line)) for node, line in drawn]
+        order = [node for node, _ in drawn if node is not None]
+        short = short_ids(order)
+        self._drawn = [
+            (node, _with_short_id(node, line, short)) for node, line in drawn
         ]
-        order = [node for node, _ in self._drawn if node is not None]
         self._roots = operations.roots(graph)
         self._span, self._subtree_nodes = _subtree_extents(graph, order, lines)
         models = dict.fromkeys(graph.nodes[n]["model"] for n in order)
@@ -302,6 +309,39 @@ class TreeView(ScrollView, can_focus=True):
         self.collapsed.symmetric_difference_update({self.node})
         self._layout()
         self.move_to(self.node)
+
+
+def short_ids(ids: list[str], fewest: int = SHORT_ID) -> dict[str, str]:
+    """Each id's shortest prefix that no other of `ids` starts with, of
+    `fewest` characters at least (an id no longer than that, whole), as git
+    abbreviates hashes: a unique prefix does for the id on the command line.
+
+    Examples
+    --------
+    >>> short = short_ids(["01jb2hm00root0", "01jb2hm00rook1", "r1"], fewest=8)
+    >>> [short[node] for node in ("01jb2hm00root0", "01jb2hm00rook1", "r1")]
+    ['01jb2hm00root', '01jb2hm00rook', 'r1']
+    """
+    ordered = sorted(set(ids))
+    shared = [0] * len(ordered)  # characters shared with a neighbour
+    for index in range(1, len(ordered)):
+        before, after = ordered[index - 1], ordered[index]
+        common = len(os.path.commonprefix([before, after]))
+        shared[index - 1] = max(shared[index - 1], common)
+        shared[index] = max(shared[index], common)
+    return {
+        node: node[: max(fewest, common + 1)]
+        for node, common in zip(ordered, shared, strict=True)
+    }
+
+
+def _with_short_id(node: str | None, line: str, short: dict[str, str]) -> str:
+    """A line of the drawing with its node's id cut to its short form."""
+    if node is None or short[node] == node:
+        return line
+    label = terminal_text(node)
+    start = line.find(label)
+    return line[:start] + terminal_text(short[node]) + line[start + len(label) :]
 
 
 def _without_id(node: str | None, line: str) -> str:

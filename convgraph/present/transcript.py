@@ -423,8 +423,8 @@ def part_lines(part: Mapping[str, Any], limit: int | None = OUTPUT_LIMIT) -> lis
         label = f"**Tool result** · {_name(part)}" + (" · error" if error else "")
         lines = [label]
         # An error the output already says (Claude's is_error results) once.
-        said = _string(error)
-        for text in (output, said) if error and said != output else (output,):
+        told = _string(error)
+        for text in (output, told) if error and told != output else (output,):
             if text or not error:
                 lines += ["", *_output_lines(text, None, limit)]
         return lines

@@ -85,7 +85,7 @@ class SessionGroup:
 
 
 def json_lines(
-    path: Path, problems: list[Problem] | None = None
+    path: Path, problems: list[Problem] | None = None, chunk: int = 0
 ) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSON-lines file, one a line, read one line at a
     time; blank lines skipped, a line that is no JSON object (cut short, or
@@ -105,7 +105,7 @@ def json_lines(
     raw_decode, decode = decoder.raw_decode, decoder.decode
     try:
         with open(path, "rb") as stream:
-            for number, line in enumerate(iter_lines(stream, path), 1):
+            for number, line in enumerate(iter_lines(stream, path, chunk), 1):
                 if not line or line.isspace():
                     continue
                 try:
@@ -137,16 +137,18 @@ def json_lines(
 
 
 #: What `iter_lines` reads at a time: lines are cut from it in one call,
-#: not a `readline` each.
+#: not a `readline` each; `first_records` reads less.
 CHUNK = 4 * 2**20
+FIRST_CHUNK = 64 * 2**10
 
 
-def iter_lines(stream: Any, path: Path) -> Iterator[bytes]:
+def iter_lines(stream: Any, path: Path, size: int = 0) -> Iterator[bytes]:
     """The lines of a binary stream, none longer than `MAX_VALUE_BYTES`,
-    read a `CHUNK` at a time (memory holds a chunk and one line)."""
+    read `size` bytes at a time (`CHUNK` where 0; memory holds a chunk and
+    one line)."""
     rest = b""
     while True:
-        chunk = stream.read(CHUNK)
+        chunk = stream.read(size or CHUNK)
         if not chunk:
             break
         lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
@@ -166,7 +168,9 @@ def first_records(path: Path, count: int = 8) -> list[dict[str, Any]]:
     holds fewer, none where it is unreadable): enough to tell its format."""
     found: list[dict[str, Any]] = []
     try:
-        for record in json_lines(path):
+        # Small reads: the first records are all that is wanted of a file
+        # every session's is asked for before it is read.
+        for record in json_lines(path, chunk=FIRST_CHUNK):
             found.append(record)
             if len(found) >= count:
                 break

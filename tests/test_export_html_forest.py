@@ -241,11 +241,19 @@ def test_search_lists_the_hits_of_every_conversation(open_page, forest, forest_p
     expected = expected_hits(forest, needle)
     trees_hit = list(dict.fromkeys(tree_id for tree_id, _, _ in expected))
     assert len(expected) > 2 * HIT_PAGE and len(trees_hit) > 100
-    page.fill("#search", needle)
-    page.wait_for_function("() => document.getElementById('search-status').textContent")
-    assert page.text_content("#search-status") == (
-        f"{len(expected)} matches in {len(trees_hit)} conversations · Enter: next"
-    )
+    # Typed on from a shorter needle, the search looks only at its hits, and
+    # finds what a search from nothing finds.
+    shorter = expected_hits(forest, "tree w")
+    for typed, found in [("Tree W", shorter), (needle, expected)]:
+        page.fill("#search", typed)
+        status = (
+            f"{len(found)} matches in {len({t for t, _, _ in found})} conversations"
+            " · Enter: next"
+        )
+        page.wait_for_function(
+            "status => document.getElementById('search-status').textContent == status",
+            arg=status,
+        )
     assert [tuple(hit) for hit in listed_hits(visit)] == expected[:HIT_PAGE]
     assert page.text_content("#more-hits") == (
         f"Show {HIT_PAGE} more ({len(expected) - HIT_PAGE} not shown)"

@@ -242,11 +242,14 @@
     return text === undefined ? String(value) : text;
   }
 
-  // Every node's searched text, lower-cased, its fields apart by NUL (which
-  // no needle holds: the box's text is trimmed text).
-  Conversation.prototype.search = function (needle) {
+  /* Every node's searched text, lower-cased, its fields apart by NUL (which
+   * no needle holds: the box's text is trimmed text). `narrow`: the needle
+   * holds the last one, so only the last one's hits can match (as a word is
+   * typed, each letter searches fewer nodes). */
+  Conversation.prototype.search = function (needle, narrow) {
     var count = this.nodes.length;
     var i;
+    var candidates = narrow ? this.hits : null;
     this.match.fill(0);
     this.matchesBelow.fill(0);
     this.matchCount = 0;
@@ -260,7 +263,9 @@
         }).join("\u0000").toLowerCase();
       }
     }
-    for (i = 0; i < count; i++) {
+    var last = candidates ? candidates.length : count;
+    for (var k = 0; k < last; k++) {
+      i = candidates ? candidates[k] : k;
       if (this.haystack[i].indexOf(needle) >= 0) {
         this.match[i] = 1;
         this.matchCount++;
@@ -1425,11 +1430,13 @@
   var hitsFound = 0;
 
   function search(text) {
+    var before = state.needle;
     state.needle = text.trim().toLowerCase();
+    var narrow = before !== "" && state.needle.indexOf(before) >= 0;
     var total = 0;
     var inConversations = 0;
     conversations.forEach(function (conversation) {
-      conversation.search(state.needle);
+      conversation.search(state.needle, narrow);
       total += conversation.matchCount;
       if (conversation.matchCount) inConversations++;
     });

@@ -391,8 +391,8 @@ def hit_line(
     """
     mark = ON_PATH if hit.active else ABANDONED if hit.active is False else " "
     head = " ".join(
-        pad(terminal_text(excerpt(text or hit.tree_id, width)), width)
-        for text, (_, width) in zip((name, hit.id), HIT_COLUMNS, strict=True)
+        pad(terminal_text(excerpt(text or hit.tree_id, cells)), cells)
+        for text, (_, cells) in zip((name, hit.id), HIT_COLUMNS, strict=True)
     )
     head = f"{head} {mark} "
     # The snippet is one line already; its marks are offsets into it, so it

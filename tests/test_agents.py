@@ -372,3 +372,17 @@ def test_a_failed_call_shows_its_output_once() -> None:
     transcript = run("transcript", "--db", PROJECTS, "a4").output
     assert transcript.count("Error: exit 1") == 1
     assert "**Tool result** · `Bash` · error" in transcript
+
+
+def test_sessions_deeper_than_agents_keep_them_are_not_looked_for(
+    tmp_path: Path,
+) -> None:
+    deep = tmp_path / "a" / "b" / "c" / "d" / "e" / "f"
+    deep.mkdir(parents=True)
+    shutil.copy(PROJECT / "s1.jsonl", deep)
+    found = run("tree", "--db", tmp_path, expect=2).output
+    assert (
+        found
+        == f"Error: {tmp_path} is a directory, not an llm database or chat export\n"
+    )
+    assert run("tree", "--db", tmp_path / "a" / "b").output.startswith("s1\na4  ")

@@ -179,12 +179,23 @@ def first_records(path: Path, count: int = 8) -> list[dict[str, Any]]:
     return found
 
 
+#: How deep below the folder given session files lie, at most: Codex's
+#: `sessions/YYYY/MM/DD/`, Claude Code's `projects/<project>/<session>/
+#: subagents/`, Gemini's `tmp/<project>/chats/`, each from one level up.
+MAX_DEPTH = 5
+
+
 def jsonl_files(folder: Path, pattern: str = "*.jsonl") -> list[Path]:
-    """The files under `folder` matching `pattern`, at any depth, in path
-    order (the agents name and nest them by date or project)."""
+    """The files under `folder` matching `pattern`, no deeper than
+    `MAX_DEPTH` (so that a folder that holds no sessions, a home directory,
+    is not walked whole), in path order (the agents name and nest them by
+    date or project)."""
     found = []
+    top = len(folder.parts)
     for root, dirs, files in os.walk(folder):
         dirs.sort()
+        if len(Path(root).parts) - top >= MAX_DEPTH:
+            dirs.clear()
         for name in sorted(files):
             if Path(name).match(pattern):
                 found.append(Path(root) / name)

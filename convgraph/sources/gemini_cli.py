@@ -22,7 +22,7 @@ from typing import Any
 
 from convgraph import parts as P
 from convgraph.errors import DatabaseError
-from convgraph.sources.agent_files import SessionGroup
+from convgraph.sources.agent_files import SessionGroup, jsonl_files
 from convgraph.sources.chat_json import file_on_disk, file_values, path_kind
 from convgraph.sources.chat_messages import (
     ANSWER,
@@ -80,7 +80,7 @@ def session_files(path: Path) -> list[Path]:
     files = sorted(
         file
         for pattern in ("checkpoint-*.json", "session-*.json")
-        for file in path.rglob(pattern)
+        for file in jsonl_files(path, pattern)
     )
     return [file for file in files if _is_chat(file)]
 

@@ -10,11 +10,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from convgraph import Forest
+from convgraph.errors import DatabaseError
 from convgraph.sources import open_logs
 from convgraph.sources.agent_sessions import AgentSessions
-from tests.helpers import file_digest, run
+from tests.helpers import examples, file_digest, run
 
 DATA = Path(__file__).parent / "data" / "agents"
 PROJECTS = DATA / "claude-code" / "projects"
@@ -386,3 +389,78 @@ def test_sessions_deeper_than_agents_keep_them_are_not_looked_for(
         == f"Error: {tmp_path} is a directory, not an llm database or chat export\n"
     )
     assert run("tree", "--db", tmp_path / "a" / "b").output.startswith("s1\na4  ")
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+CLAUDE_KEYS = [
+    "uuid",
+    "parentUuid",
+    "type",
+    "message",
+    "isSidechain",
+    "timestamp",
+    "cwd",
+    "logicalParentUuid",
+    "toolUseResult",
+    "sessionId",
+]
+CODEX_KEYS = [
+    "type",
+    "payload",
+    "timestamp",
+    "role",
+    "content",
+    "name",
+    "arguments",
+    "call_id",
+    "output",
+    "info",
+    "summary",
+    "id",
+]
+ROLLOUT = next(CODEX.rglob("rollout-*c0dex-1.jsonl"))
+
+
+@pytest.mark.parametrize(
+    "path, keys", [(PROJECT / "s1.jsonl", CLAUDE_KEYS), (ROLLOUT, CODEX_KEYS)]
+)
+@settings(max_examples=examples(60), deadline=None)
+@given(data=st.data())
+def test_any_value_anywhere_is_read_or_reported(path: Path, keys: list, data) -> None:
+    """A session whose records hold values of any type where the format
+    has others (in the record, or in Codex's payload) reads (a table,
+    maybe fewer nodes) and never raises."""
+    import tempfile
+
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    changes = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, 20), st.sampled_from(keys), JSON_VALUES),
+            max_size=6,
+        )
+    )
+    for index, key, value in changes:
+        record = records[index % len(records)]
+        inner = record.get("payload")
+        (inner if isinstance(inner, dict) and index % 2 else record)[key] = value
+    with tempfile.TemporaryDirectory() as folder:
+        session = Path(folder) / path.name
+        session.write_text("".join(json.dumps(record) + "\n" for record in records))
+        try:
+            logs = open_logs(session)
+        except DatabaseError:
+            return  # no longer an agent's session: told as such, one line
+        with logs:
+            nodes, _ = logs.read_forest()
+            for tree_id in logs.tree_ids():
+                logs.read_tree(tree_id)
+        assert nodes["id"].is_unique

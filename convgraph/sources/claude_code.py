@@ -74,8 +74,12 @@ AGENT_TOOLS = frozenset({"Task", "Agent"})
 
 def is_record(record: dict[str, Any]) -> bool:
     """Whether a JSON record is one of a Claude Code session."""
-    return record.get("type") in RECORD_TYPES and (
-        "sessionId" in record or "uuid" in record or "leafUuid" in record
+    # A kind of any JSON type may come: only a string can be one of ours.
+    kind = record.get("type")
+    return (
+        type(kind) is str
+        and kind in RECORD_TYPES
+        and ("sessionId" in record or "uuid" in record or "leafUuid" in record)
     )
 
 

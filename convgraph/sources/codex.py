@@ -76,9 +76,12 @@ CONTEXT_PREFIXES = (
 
 def is_record(record: dict[str, Any]) -> bool:
     """Whether a JSON record is one of a Codex rollout (either form)."""
-    if record.get("type") in RECORD_TYPES and "payload" in record:
+    kind = record.get("type")
+    if type(kind) is not str:
+        kind = None  # a kind of any JSON type may come: only a string is one
+    if kind in RECORD_TYPES and "payload" in record:
         return True
-    if record.get("type") in ITEM_TYPES or record.get("record_type") == "state":
+    if kind in ITEM_TYPES or record.get("record_type") == "state":
         return True
     # The older form's first line: the session, with its instructions.
     return (
@@ -142,7 +145,7 @@ def read_group(
                 _add_usage(group.messages[-1], as_dict(payload.get("info")), group)
             continue
         item = payload if kind == "response_item" else record
-        if item.get("type") not in ITEM_TYPES:
+        if type(item.get("type")) is not str or item["type"] not in ITEM_TYPES:
             continue
         message_id = f"{group.key}:{number}"
         message = _message(item, message_id, previous, names)
@@ -208,7 +211,7 @@ def _message(
         call_id = as_text(item.get("call_id")) or as_text(item.get("id"))
         arguments = item.get("arguments", item.get("input", item.get("action")))
         if isinstance(arguments, str):
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, RecursionError):
                 arguments = json.loads(arguments)
         names[call_id or ""] = name
         message.parts = [P.tool_call(name, arguments, call_id)]
@@ -258,7 +261,7 @@ def _shell_output(output: str) -> str:
         return output
     try:
         value = json.loads(output)
-    except ValueError:
+    except (ValueError, RecursionError):
         return output
     printed = as_dict(value).get("output")
     return printed if isinstance(printed, str) else output

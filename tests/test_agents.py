@@ -464,3 +464,25 @@ def test_any_value_anywhere_is_read_or_reported(path: Path, keys: list, data) ->
             for tree_id in logs.tree_ids():
                 logs.read_tree(tree_id)
         assert nodes["id"].is_unique
+
+
+def test_browse_lists_and_opens_a_session() -> None:
+    from tests.tui import drawn, drive, open_first, screen_rows
+
+    shown: dict[str, list[str]] = {}
+
+    async def scenario(app, pilot) -> None:
+        shown["list"] = screen_rows(app)
+        screen = await open_first(app, pilot, "s1")
+        shown["tree"] = drawn(screen)
+
+    drive(PROJECT / "s1.jsonl", scenario)
+    assert [row.split()[:2] for row in shown["list"] if row.startswith("s1 ")] == [
+        ["s1", "4"]
+    ]
+    assert [line for line in shown["tree"] if "↳" not in line] == [
+        "Fix the failing parser test ∴",
+        "├── Now add a test",
+        "├── Now add two tests",
+        "└── Find the parser bug",
+    ]

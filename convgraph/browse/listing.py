@@ -198,6 +198,8 @@ def _export_rows(logs: Source) -> list[ConversationRow]:
     nodes, as `convgraph conversations` lists it, not left out."""
     from convgraph.sources.chat_exports import conversation_records
 
+    if not hasattr(logs, "conversations"):
+        return _table_rows(logs)
     rows: dict[str, ConversationRow] = {}
     for conversation in logs.conversations():  # type: ignore[attr-defined]
         records = conversation_records(conversation, logs.format)  # type: ignore[attr-defined]
@@ -212,6 +214,23 @@ def _export_rows(logs: Source) -> list[ConversationRow]:
             max(times) if times else None,
             sorted(models),
         )
+    return _recent_first(rows.values())
+
+
+def _table_rows(logs: Source) -> list[ConversationRow]:
+    """The trees of a source that is neither SQL nor an export (a coding
+    agent's sessions), from its whole table without texts."""
+    nodes, names = logs.read_forest(text=False)
+    rows: dict[str, ConversationRow] = {
+        tree_id: ConversationRow(tree_id, name, 0, None, [])
+        for tree_id, name in names.items()
+    }
+    values = [
+        nodes[name].astype(object).where(nodes[name].notna(), None).tolist()
+        for name in ("tree_id", "datetime_utc", "model")
+    ]
+    for tree_id, time, model in zip(*values, strict=True):
+        _add(rows, tree_id, None, 1, time, model)
     return _recent_first(rows.values())
 
 

@@ -188,10 +188,20 @@ def test_stored_control_characters_show_as_symbols_and_words_are_styled(forest_d
 def test_searching_never_changes_the_database(forest_db):
     before = file_digest(forest_db)
     run("search", "--db", forest_db, "museum")
+    built = index_path(forest_db).stat().st_mtime_ns
     run("search", "--db", forest_db, "zebra")
     assert file_digest(forest_db) == before
+    # The file untouched: the index is current, and not written again.
+    assert index_path(forest_db).stat().st_mtime_ns == built
     assert index_path(forest_db) == forest_db.with_name("logs.db" + INDEX_SUFFIX)
     assert index_path(forest_db).exists()
+
+
+def test_a_note_changes_the_file_but_not_the_hits(forest_db):
+    assert hit_ids(forest_db, "tickets") == ["d"]
+    run("note", "--db", forest_db, "d", "the tickets answer")
+    (hit,) = search(forest_db, "tickets")
+    assert (hit.id, hit.depth, hit.active) == ("d", 2, True)
 
 
 def test_a_deleted_node_leaves_the_index(forest_db):

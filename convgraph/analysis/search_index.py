@@ -207,22 +207,54 @@ def open_index(logs: Source, path: Path | None = None) -> SearchIndex:
         be written.
     """
     path = path or index_path(logs.path)
-    stamp = _stamp(logs)
+    # The file's size and time first: a commit after them changes them.
+    seen = json.dumps(_file_stamp(logs))
     conn = _connect(path)
     try:
         meta = _meta(conn)
         current = meta.get("version") == INDEX_VERSION and "stamp" in meta
+        if current and meta.get("file") == seen:
+            return SearchIndex(conn, path)  # untouched since: no statement on it
+        stamp = _stamp(logs)
         old = json.loads(meta["stamp"]) if current else None
-        if old != stamp:
+        if old == stamp:
+            with conn:  # written, but not in the tables indexed (a note)
+                _write_stamp(conn, stamp, seen)
+        else:
             trees = None if old is None else _changed_trees(logs, old, stamp)
-            if trees is None or not _refreshed(conn, logs, trees, stamp):
+            if trees is None or not _refreshed(conn, logs, trees, stamp, seen):
                 conn.close()
-                _build(logs, path, stamp)
+                _build(logs, path, stamp, seen)
                 conn = _connect(path)
     except BaseException:
         conn.close()
         raise
     return SearchIndex(conn, path)
+
+
+def _file_stamp(logs: Source) -> list[list[Any]]:
+    """The size and modification time of llm's file and its write-ahead log
+    (where it has one), or of the export's files: any commit changes them,
+    so while they are the same the index is current without a statement on
+    the file."""
+    path = Path(logs.path)
+    if path.is_dir():
+        files = sorted(path.rglob("*"))
+    else:
+        files = [path, path.with_name(path.name + "-wal")]
+    found = []
+    for file in files:
+        with contextlib.suppress(OSError):
+            status = file.stat()
+            if not file.is_dir():
+                found.append([str(file), status.st_size, status.st_mtime_ns])
+    if logs.conn is not None and found:
+        # SQLite's file change counter (bytes 24-27 of the header), which a
+        # commit in rollback-journal mode moves even where the file system
+        # keeps times to the second.
+        with contextlib.suppress(OSError), path.open("rb") as header:
+            found[0].append(header.read(28)[24:].hex())
+    return found
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -246,15 +278,7 @@ def _stamp(logs: Source) -> dict[str, Any]:
     node table's largest rowid and row count (llm's file), or the size and
     modification time of the export's files."""
     if logs.conn is None:
-        path = Path(logs.path)
-        files = sorted(path.rglob("*")) if path.is_dir() else [path]
-        return {
-            "files": [
-                [str(file), file.stat().st_size, file.stat().st_mtime_ns]
-                for file in files
-                if file.is_file()
-            ]
-        }
+        return {"files": _file_stamp(logs)}
     tables = {
         row[0]
         for row in logs.conn.execute(
@@ -282,9 +306,10 @@ def _changed_trees(
     trees: set[str] = set()
     for table, (largest, count) in old.items():
         bound = -(2**63) if largest is None else largest
-        total, appended = logs.conn.execute(
-            f'select count(*), count(*) filter (where rowid > ?) from "{table}"',
-            [bound],
+        # The count now is the new stamp's; those appended a range of rowids.
+        total = new[table][1]
+        (appended,) = logs.conn.execute(
+            f'select count(*) from "{table}" where rowid > ?', [bound]
         ).fetchone()
         if total - appended != count:
             return None
@@ -315,10 +340,10 @@ def _tree_of(logs: Source, conversation_id: str, node_id: str) -> str:
     return conversation_id
 
 
-def _write_stamp(conn: sqlite3.Connection, stamp: dict[str, Any]) -> None:
+def _write_stamp(conn: sqlite3.Connection, stamp: dict[str, Any], seen: str) -> None:
     conn.executemany(
         "insert or replace into meta (key, value) values (?, ?)",
-        [("version", INDEX_VERSION), ("stamp", json.dumps(stamp))],
+        [("version", INDEX_VERSION), ("stamp", json.dumps(stamp)), ("file", seen)],
     )
 
 
@@ -375,7 +400,7 @@ def _frame_texts(nodes: Any) -> Iterator[tuple[str | None, ...]]:
         yield ready(prompt), ready(response), ready(system), ready(extra)
 
 
-def _build(logs: Source, path: Path, stamp: dict[str, Any]) -> None:
+def _build(logs: Source, path: Path, stamp: dict[str, Any], seen: str) -> None:
     """The whole index, written to a file of its own and moved into place,
     so that a search never sees half an index."""
     from convgraph.model.forest import Forest
@@ -390,14 +415,18 @@ def _build(logs: Source, path: Path, stamp: dict[str, Any]) -> None:
         conn.executescript(_SCHEMA)
         with conn:
             _insert(conn, forest, 1)
-            _write_stamp(conn, stamp)
+            _write_stamp(conn, stamp, seen)
     finally:
         conn.close()
     os.replace(partial, path)
 
 
 def _refreshed(
-    conn: sqlite3.Connection, logs: Source, trees: set[str], stamp: dict[str, Any]
+    conn: sqlite3.Connection,
+    logs: Source,
+    trees: set[str],
+    stamp: dict[str, Any],
+    seen: str,
 ) -> bool:
     """The rows of `trees` read again (texts, depths, branch marks) and put
     in place of their old ones; False where a tree cannot be read by name
@@ -421,5 +450,5 @@ def _refreshed(
         conn.execute(f"delete from nodes where rowid in ({old})", [named, ids])
         (last,) = conn.execute("select coalesce(max(rowid), 0) from nodes").fetchone()
         _insert(conn, forest, last + 1)
-        _write_stamp(conn, stamp)
+        _write_stamp(conn, stamp, seen)
     return True

@@ -36,7 +36,14 @@ from convgraph.sources.agent_files import (
 )
 from convgraph.sources.chat_messages import Conversation, Message, text_to_iso
 from convgraph.sources.chat_nodes import conversation_records
-from convgraph.sources.source import CONVERSATION, NODE, IdMatch, Source, TreeRecords
+from convgraph.sources.source import (
+    CONVERSATION,
+    NODE,
+    IdMatch,
+    Source,
+    TreeRecords,
+    log_order,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,9 +121,20 @@ class AgentSessions(Source):
         names: dict[str, Any] = {}
         problems: list[Problem] = []
         currents: dict[str, str | None] = {}
+        prompts: dict[str, str] = {}
         for key, files in groups:
             for group in self._module.read_group(key, files, text):
                 found, current = joined.add(group, self.format)
+                if group.name is None:
+                    # Unnamed (no summary, no title): its first prompt, as the
+                    # agents' own session pickers show it.
+                    first = min(
+                        (r for r in found if r["prompt"] and r[SIDECHAIN] is None),
+                        key=log_order,
+                        default=None,
+                    )
+                    if first is not None:
+                        prompts[group.key] = first["prompt"].splitlines()[0][:80]
                 if not text:
                     for record in found:
                         for name in CONTENT_ATTRIBUTES:
@@ -139,6 +157,10 @@ class AgentSessions(Source):
             tree = tree_of[key]
             if tree_names.get(tree) is None:
                 tree_names[tree] = name
+        for key in names:
+            tree = tree_of[key]
+            if tree_names[tree] is None and key in prompts:
+                tree_names[tree] = prompts[key]
         return records, tree_of, tree_names, problems
 
     def _index(self) -> dict[str, list[str]]:

@@ -160,6 +160,9 @@ def export(
         if output is None:
             raise UserError(f"--render {render} needs -o FILE to write the picture to")
     if exporter.tables:
+        from convgraph.cli.options import needs_extra
+
+        needs_extra("pyarrow", "parquet", f"convgraph export --format {format_name}")
         _write_dataset(
             exporter, format_name, conversation_ids, output, db_path, force, where
         )

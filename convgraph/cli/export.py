@@ -116,6 +116,12 @@ NO_GRAPHVIZ = (
     help="chat-jsonl: keep the model's reasoning (reasoning_content), which is"
     " left out by default",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="markdown: keep long tool outputs whole (they are cut at 2,000"
+    " characters, their size said)",
+)
 @db_option
 @filter_options
 def export(
@@ -127,6 +133,7 @@ def export(
     force: bool,
     paths: str | None,
     reasoning: bool,
+    full: bool,
     db_path: str | None,
     where: TreeFilter,
 ) -> None:
@@ -154,6 +161,10 @@ def export(
         if "reasoning" not in exporter.options:
             raise UserError(f"--reasoning does not apply to --format {format_name}")
         options["reasoning"] = True
+    if full:
+        if "full" not in exporter.options:
+            raise UserError(f"--full does not apply to --format {format_name}")
+        options["full"] = True
     if render is not None:
         if format_name != "dot":
             raise UserError("--render draws the DOT export: use it with --format dot")

@@ -41,7 +41,7 @@ class ExportFormat:
         `read_<module>` (the formats that round-trip).
     options
         The keyword options that `generate` and `write` take (`rankdir`,
-        `paths`, `reasoning`).
+        `paths`, `reasoning`, `full`).
     tables
         True for a format of the forest's tables rather than its graphs:
         `write(forest, directory, force=...)` writes a folder (Parquet), and
@@ -83,7 +83,7 @@ FORMATS: dict[str, ExportFormat] = {
     "mermaid": ExportFormat("mermaid", options=frozenset({"rankdir"})),
     "html": ExportFormat("html", reads=True, options=frozenset({"rankdir"})),
     "parquet": ExportFormat("parquet", generates=False, tables=True),
-    "markdown": ExportFormat("markdown"),
+    "markdown": ExportFormat("markdown", options=frozenset({"full"})),
     "chat-jsonl": ExportFormat("chat_jsonl", options=frozenset({"paths", "reasoning"})),
 }
 

@@ -100,6 +100,34 @@ def test_a_bad_bound_is_one_line_and_exit_status_2(
     )
 
 
+def test_the_sources_are_the_readers_own():
+    from convgraph.cli.filters import SOURCES
+    from convgraph.sources import (
+        chatgpt,
+        claude,
+        claude_code,
+        codex,
+        gemini_cli,
+        legacy,
+        message_store,
+        openwebui,
+    )
+
+    readers = [legacy, message_store, chatgpt, claude, openwebui]
+    readers += [claude_code, codex, gemini_cli]
+    assert tuple(reader.SOURCE for reader in readers) == SOURCES
+
+
+def test_a_misspelt_source_is_one_line_and_exit_status_2(seed_db: Path):
+    result = run("conversations", "--db", seed_db, "--source", "chatgtp", expect=2)
+    assert result.stderr == (
+        "Error: --source chatgtp: no such source; one of responses, turns,"
+        " chatgpt, claude, openwebui, claude-code, codex, gemini-cli\n"
+    )
+    # Named in any case, a source is the reader's own.
+    assert make_filter(None, None, sources=["ChatGPT"]).sources == ("chatgpt",)
+
+
 # -- legacy llm ------------------------------------------------------------------
 
 

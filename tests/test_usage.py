@@ -262,7 +262,7 @@ def test_without_the_extra_one_line_names_it(usage_db: Path):
     )
     assert done.returncode == 2
     assert done.stderr == (
-        "Error: convgraph stats --by needs genai_prices:"
+        "Error: convgraph stats --by needs genai-prices:"
         " pip install 'convgraph[usage]'\n"
     )
 

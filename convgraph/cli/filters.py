@@ -37,6 +37,21 @@ FILTER_HELP = (
     " --source, and is shown whole."
 )
 
+#: Every source a node may come from: each reader's `SOURCE` (llm's two
+#: generations, the chat exports, the agents' sessions), named here rather
+#: than imported, since the readers import pandas (tests/test_filters.py
+#: checks the two agree).
+SOURCES = (
+    "responses",
+    "turns",
+    "chatgpt",
+    "claude",
+    "openwebui",
+    "claude-code",
+    "codex",
+    "gemini-cli",
+)
+
 #: What a bound may be, for the help and the error.
 BOUND_FORMS = "a date (2026-11-01), a time (2026-11-01T14:00, UTC) or a span back from now (12h, 7d, 2w)"
 
@@ -86,9 +101,8 @@ def filter_options(function: F) -> F:
             "filter_sources",
             metavar="SOURCE",
             multiple=True,
-            help="Trees with a node from SOURCE (responses, turns, chatgpt,"
-            " claude, openwebui, claude-code, codex, gemini-cli; repeatable),"
-            " where a file mixes them",
+            help=f"Trees with a node from SOURCE ({', '.join(SOURCES)};"
+            " repeatable), where a file mixes them",
         ),
     ]
     for option in reversed(options):
@@ -109,15 +123,20 @@ def make_filter(
     Raises
     ------
     UserError
-        A bound is no date, time or span, or `--since` is after `--until`.
+        A bound is no date, time or span, `--since` is after `--until`, or
+        a source is none of `SOURCES`.
     """
+    named = tuple(source.lower() for source in sources)
+    for source in named:
+        if source not in SOURCES:
+            raise UserError(
+                f"--source {source}: no such source; one of {', '.join(SOURCES)}"
+            )
     first = _bound("--since", since, now, end=False)
     last = _bound("--until", until, now, end=True)
     if first is not None and last is not None and first > last:
         raise UserError(f"--since {since} is after --until {until}: nothing is in")
-    return TreeFilter(
-        first, last, tuple(models), tuple(source.lower() for source in sources)
-    )
+    return TreeFilter(first, last, tuple(models), named)
 
 
 def _bound(

@@ -335,6 +335,8 @@ LIBRARIES = {
     "dask": "Dask",
     "distributed": "Dask's distributed",
     "textual": "Textual",
+    # The import's name is not the package's: the line names what pip takes.
+    "genai_prices": "genai-prices",
 }
 #: What reading a Parquet dataset is called where it needs pyarrow.
 READING_A_DATASET = "reading a Parquet dataset (--db DIR)"

@@ -22,6 +22,15 @@ SOURCE_ATTRIBUTES = (
     "source",
 )
 
+#: Source attributes only some sources have, after the contract's columns in
+#: their nodes tables: where a coding agent's turn ran, its working directory
+#: (`project`) and git branch (`git_branch`), each str or None. A source
+#: that has them gives them in a whole-file read and in a tree read by id
+#: alike (`convgraph.sources.agent_files.AGENT_ATTRIBUTES` begins with
+#: them); other sources' tables, and their exports, do not carry them (no
+#: column of nulls for every chat and llm file).
+PLACE_ATTRIBUTES = ("project", "git_branch")
+
 #: The attributes of a node's place among its branches, which the forest
 #: attaches after reading: `active` (bool: on the path from its root to the
 #: branch last used), and the user's branch notes from convgraph's own table,

@@ -35,7 +35,7 @@ from convgraph.model.tree import ConversationTree
 from convgraph.sources import LogDatabase, Source, opened
 from convgraph.sources.notes import NodeNote, read_notes
 from convgraph.sources.snapshot import ProgressCallback, no_progress
-from convgraph.sources.tables import conform_nodes
+from convgraph.sources.tables import conform_nodes, object_column
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -304,6 +304,13 @@ def _read_named(
         calls.update(tree.calls)
     report("reading conversations", len(named), len(named))
     nodes = pd.DataFrame.from_records(records, columns=NODE_COLUMNS)
+    # A source's columns beyond the contract's (an agent's project, git
+    # branch, subagent...) stay, as its whole-file read keeps them: values
+    # as they are (None, not NaN), each column's reader casts it.
+    extra = [key for key in records[0] if key not in NODE_COLUMNS] if records else []
+    for key in extra:
+        values = object_column([record.get(key) for record in records])
+        nodes[key] = pd.Series(values, index=nodes.index, dtype=object)
     if not text:
         # One tree's texts are little to read; dropping them keeps the table
         # the same as a whole-file read without texts.

@@ -485,5 +485,5 @@ def test_browse_lists_and_opens_a_session() -> None:
         "Fix the failing parser test ∴",
         "├── Now add a test",
         "├── Now add two tests",
-        "└── Find the parser bug",
+        "└── ⤷ subagent ag1: 1 node",
     ]

@@ -44,3 +44,52 @@ def test_markdown_export_cuts_long_outputs_unless_full(tmp_path: Path) -> None:
 def test_full_is_for_markdown_only() -> None:
     result = run("export", "--db", PROJECT, "--format", "dot", "--full", expect=2)
     assert result.stderr.strip().endswith("--full does not apply to --format dot")
+
+
+def test_browse_folds_a_subagent_under_its_task_call() -> None:
+    """At 80x24 the subagent is one line under the Task call's node, folded
+    at open; → on it opens it, as enter does, and its root stays marked."""
+    from tests.tui import drive, open_first, screen_rows
+
+    shown: dict[str, object] = {}
+
+    async def scenario(app, pilot) -> None:
+        screen = await open_first(app, pilot, "s1")
+        tree = screen.tree
+        shown["open"] = [row[:43].rstrip() for row in screen_rows(app)[1:8]]
+        await pilot.press("end")
+        shown["cursor"] = tree.node
+        await pilot.press("right")
+        shown["right"] = [row[:43].rstrip() for row in screen_rows(app)[1:9]]
+        shown["after right"] = tree.node
+        tree.show(tree.graph)
+        await pilot.press("end", "enter")
+        shown["enter"] = [line for _, line in tree.lines()]
+
+    drive(PROJECT / "s1.jsonl", scenario)
+    calls = [
+        '  ↳ Bash(command="pytest", description="… …',
+        '  ↳ Task(description="Find the bug", pro… …',
+    ]
+    assert shown["open"] == [
+        "Fix the failing parser test ∴",
+        *calls,
+        "├── Now add a test",
+        "├── Now add two tests",
+        "└── ⤷ subagent ag1: 1 node",
+        "",
+    ]
+    assert shown["cursor"] == shown["after right"] == "x4"
+    assert shown["right"] == [
+        "Fix the failing parser test ∴",
+        *calls,
+        "├── Now add a test",
+        "├── Now add two tests",
+        "└── Find the parser bug ⤷ subagent ag1",
+        '      ↳ Grep(pattern="def parse") → parse.…',
+        "",
+    ]
+    assert shown["enter"][-2:] == [
+        "└── Find the parser bug",
+        '      ↳ Grep(pattern="def parse") → parse.py:12',
+    ]

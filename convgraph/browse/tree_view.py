@@ -9,7 +9,10 @@ roots hang from the line of the conversation's start, as alternatives; the
 cursor goes from node to node over those lines. A node of the drawing is
 collapsed by hiding the lines of its subtree, which follow it in the
 drawing's depth-first order, so the guides of the lines that stay are the
-drawing's own. Models are coloured, the active path is bold, notes and
+drawing's own. A coding agent's subagent (its sidechain) starts folded
+into one line under its Task call's node, "⤷ subagent AGENT: N nodes",
+opened by enter or →; its root's line is marked once open. Models are
+coloured, the active path is bold, notes and
 preferred answers are marked. The prompts are drawn as wide as the pane
 and cut at the pane's edge with an ellipsis, so a prompt takes all the room
 its line has; the pane has no horizontal scrollbar, whose thumb would sit
@@ -31,8 +34,9 @@ from textual.strip import Strip
 
 from convgraph.browse.strips import fitted
 from convgraph.model import tree as operations
+from convgraph.present.subagents import Subagent, subagent_roots
 from convgraph.present.text_tree import NODE, START, DrawnLine, drawing
-from convgraph.text import EXCERPT_WIDTH, cell_width, terminal_text
+from convgraph.text import EXCERPT_WIDTH, cell_width, counted, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -85,6 +89,10 @@ class TreeView(ScrollView, can_focus=True):
         self.node: str | None = None
         self.mark: str | None = None
         self.collapsed: set[str] = set()
+        #: The nodes that start a subagent's subtree (an agent's sidechain),
+        #: and those of them drawn folded into one line: all, at first.
+        self.subagents: dict[str, Subagent] = {}
+        self.folded_agents: set[str] = set()
         #: Whether the lines show node ids: off by default, since an llm id
         #: takes 26 of a narrow pane's columns (the pane above says it).
         self.show_ids = False
@@ -110,6 +118,8 @@ class TreeView(ScrollView, can_focus=True):
         None)."""
         self.graph = graph
         self.collapsed = set()
+        self.subagents = subagent_roots(graph)
+        self.folded_agents = set(self.subagents)
         if self.mark not in graph:
             self.mark = None
         self._draw()
@@ -160,13 +170,18 @@ class TreeView(ScrollView, can_focus=True):
 
     def _layout(self) -> None:
         drawn = self._drawn if self.show_ids else self._without_ids
-        shown = []
+        shown: list[tuple[str | None, str]] = []
         kinds = []
         index = 0
         while index < len(drawn):
             node, line = drawn[index]
-            shown.append((node, line))
             kinds.append(self._kinds[index])
+            if node is not None and node in self.folded_agents:
+                # A subagent's subtree, folded: one line in its root's place.
+                shown.append((node, self._subagent_line(node, line)))
+                index += self._span[node]
+                continue
+            shown.append((node, line))
             if node is not None and node in self.collapsed:
                 index += self._span[node]
             else:
@@ -179,6 +194,13 @@ class TreeView(ScrollView, can_focus=True):
         self.virtual_size = Size(width, len(shown))
         self.refresh()
 
+    def _subagent_line(self, node: str, line: str) -> str:
+        """The line a folded subagent's subtree takes: its root's guides,
+        then "⤷ subagent AGENT: N nodes"."""
+        guides = line[: len(line) - len(line.lstrip("│├└─ "))]
+        agent, nodes = self.subagents[node]
+        return f"{guides}⤷ subagent {terminal_text(agent)}: {counted(nodes, 'node')}"
+
     def line_text(self, row: int) -> Text:
         """The `row`th line shown, as the screen draws it: coloured by model,
         bold on the active path, with the marks (★ preferred, ✎ note, the
@@ -188,7 +210,10 @@ class TreeView(ScrollView, can_focus=True):
             # The start's line is the conversation's; a call's line is its
             # node's, set back.
             return Text(line, "bold" if self._shown_kinds[row] == START else "dim")
-        text = self._styled(node, line)
+        if node in self.folded_agents:
+            text = Text(line, "italic")
+        else:
+            text = self._styled(node, line)
         if node is not None and node == self.node:
             text.stylize(Style(reverse=True, bold=True))
         return text
@@ -224,6 +249,10 @@ class TreeView(ScrollView, can_focus=True):
             text.append(" ◆ mark", "bold red")
         if node in self.collapsed:
             text.append(f" ▸ +{self._subtree_nodes[node] - 1}", "dim")
+        if node in self.subagents:
+            text.append(
+                f" ⤷ subagent {terminal_text(self.subagents[node].agent)}", "dim"
+            )
         return text
 
     # -- the cursor ---------------------------------------------------------
@@ -233,11 +262,13 @@ class TreeView(ScrollView, can_focus=True):
         if node is None or self.graph is None or node not in self.graph:
             return
         # Only a fold can hide a node: without one, no walk up the tree.
-        hidden = self.collapsed and [
-            n for n in operations.ancestors(self.graph, node) if n in self.collapsed
+        folds = self.collapsed | self.folded_agents
+        hidden = folds and [
+            n for n in operations.ancestors(self.graph, node) if n in folds
         ]
         if hidden:
             self.collapsed.difference_update(hidden)
+            self.folded_agents.difference_update(hidden)
             self._layout()
         self.node = node
         row = self._row[node]
@@ -283,7 +314,9 @@ class TreeView(ScrollView, can_focus=True):
             self.move_to(operations.parent(self.graph, self.node))
 
     def action_child(self) -> None:
-        if self.graph is not None and self.node is not None:
+        if self.node in self.folded_agents:
+            self.action_fold()
+        elif self.graph is not None and self.node is not None:
             below = operations.children(self.graph, self.node)
             self.move_to(below[0] if below else None)
 
@@ -303,7 +336,13 @@ class TreeView(ScrollView, can_focus=True):
         self.move_to(self.node)
 
     def action_fold(self) -> None:
-        """Fold or unfold the subtree below the cursor."""
+        """Fold or unfold the subtree below the cursor; open a folded
+        subagent's subtree."""
+        if self.node in self.folded_agents:
+            self.folded_agents.discard(self.node)
+            self._layout()
+            self.move_to(self.node)
+            return
         if self.node is None or self._subtree_nodes.get(self.node, 1) <= 1:
             return
         self.collapsed.symmetric_difference_update({self.node})

@@ -9,7 +9,9 @@ interface's thread). Opening a conversation, or a hit, shows its screen
 opened read-only for every read; only the write keys write, through the
 store. Branching says why it cannot where the source is an export or a file
 the user may not write (`write_refusal`); notes follow the library, which
-keeps a chat export's notes in a file beside it.
+keeps a chat export's notes in a file beside it. A time, model or source
+filter (`where`) keeps the conversations of which any node matches
+(`listing.trees_in`), in the list and in its content search alike.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from convgraph.browse.listing import (
     count_conversations,
     list_conversations,
     structure_figures,
+    trees_in,
 )
 from convgraph.browse.tree_screen import ConversationScreen
 from convgraph.errors import ConvgraphError
@@ -41,6 +44,7 @@ from convgraph.text import counted, terminal_text
 if TYPE_CHECKING:
     import networkx as nx
 
+    from convgraph.model.filters import TreeFilter
     from convgraph.sources import Source
 
 #: The most hits a search of every conversation's content lists.
@@ -86,6 +90,7 @@ class BrowseApp(App[None]):
         db_path: str | os.PathLike[str] | None,
         conversation_id: str | None = None,
         model: str | None = None,
+        where: TreeFilter | None = None,
     ) -> None:
         super().__init__()
         from convgraph.sources import default_database_path
@@ -93,6 +98,10 @@ class BrowseApp(App[None]):
         self.db_path = Path(db_path) if db_path is not None else default_database_path()
         self.start_id = conversation_id
         self.model = model
+        #: The filter the list shows the trees of (None or empty: every tree).
+        self.where = where or None
+        #: The trees `where` keeps, once read (None: every tree).
+        self.kept: set[str] | None = None
         self.refusal: str | None = None
         self.figures: dict[str, tuple[int, int]] = {}
         #: The node under the cursor when each conversation was left.
@@ -124,6 +133,9 @@ class BrowseApp(App[None]):
         from convgraph.sources import open_logs
 
         try:
+            if self.where is not None:
+                # Read first, so that no tree the filter leaves out shows.
+                self.kept = trees_in(self.db_path, self.where)
             with open_logs(self.db_path) as logs:
                 self.refusal = write_refusal(logs)
                 rows = list_conversations(logs)
@@ -167,9 +179,16 @@ class BrowseApp(App[None]):
             self._shapes.terminate()
 
     def _show_rows(self, rows: list[ConversationRow], status: str | None) -> None:
-        shaped = [self._with_figures(row) for row in rows]
+        kept = self.kept
+        shaped = [
+            self._with_figures(row)
+            for row in rows
+            if kept is None or row.tree_id in kept
+        ]
         self.conversations.set_rows(shaped)
         count = f"{len(shaped)} conversations"
+        if kept is not None:
+            count += " in the filter"
         self.say(
             f"{count} · {status}"
             if status
@@ -220,7 +239,7 @@ class BrowseApp(App[None]):
         from convgraph.analysis.search import search
 
         try:
-            hits = search(self.db_path, query, limit=SEARCH_HITS)
+            hits = search(self.db_path, query, limit=SEARCH_HITS, where=self.where)
         except (ConvgraphError, sqlite3.Error, OSError) as error:
             # (OSError: an index or cache directory that cannot be made.)
             found = f"⚠ {error}"
@@ -254,9 +273,11 @@ def run(
     db_path: str | os.PathLike[str] | None,
     conversation_id: str | None = None,
     model: str | None = None,
+    where: TreeFilter | None = None,
 ) -> None:
-    """Start the browser in the terminal (returns when the user quits)."""
-    BrowseApp(db_path, conversation_id, model).run()
+    """Start the browser in the terminal (returns when the user quits);
+    `where` keeps the conversations a filter lets in."""
+    BrowseApp(db_path, conversation_id, model, where).run()
 
 
 __all__ = ["BrowseApp", "run", "write_refusal"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from convgraph.model.filters import TreeFilter
     from convgraph.sources import Source
 
 
@@ -257,6 +258,25 @@ def structure_figures(
             table["tree_id"], table["leaves"], table["max_depth"], strict=True
         )
     }
+
+
+def trees_in(db: str | os.PathLike[str] | None, where: TreeFilter) -> set[str]:
+    """The trees a time, model or source filter keeps (any of their nodes
+    matches: `convgraph.model.filters.matching_rows`), read from the
+    forest's table without its texts: the conversations the list shows
+    under `convgraph browse --since/--until/--model/--source`.
+
+    Examples
+    --------
+    >>> from convgraph.model.filters import TreeFilter
+    >>> sorted(trees_in("examples/logs.db", TreeFilter(models=("claude*",))))
+    ['01jb1haiku000000000000000', '01jb2hashmap0000000000000']
+    """
+    from convgraph.model.filters import matching_rows
+    from convgraph.model.forest import Forest
+
+    nodes = Forest.read(db, text=False).nodes
+    return set(nodes["tree_id"][matching_rows(nodes, where)].astype(str).tolist())
 
 
 #: Above this many nodes the shape figures are read in a process of their

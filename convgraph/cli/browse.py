@@ -1,30 +1,48 @@
 """`convgraph browse`: the terminal browser of conversation trees.
 
 The command checks what a user can get wrong before the screen takes over
-(a missing file, an unknown conversation), so that those end as one line and
-exit status 2 like every other command; then it runs the Textual app of
-`convgraph.browse`. Textual is imported only here, inside the command.
+(a missing file, an unknown conversation, a bad filter), so that those end
+as one line and exit status 2 like every other command; then it runs the
+Textual app of `convgraph.browse`. Textual is imported only here, inside the
+command. `--since`, `--until`, `--model` and `--source` are the filters of
+every reading command (`cli.filters`): the list shows the trees they keep;
+the model that `b` and `r` ask is `-m/--branch-model`.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
+from convgraph.cli.filters import FILTER_HELP, filter_options
 from convgraph.cli.options import CONVERSATION_ID, command, db_option
 
+if TYPE_CHECKING:
+    from convgraph.model.filters import TreeFilter
 
-@command()
+
+@command(epilog=FILTER_HELP)
 @click.argument("conversation_id", required=False, type=CONVERSATION_ID)
 @db_option
 @click.option(
     "-m",
-    "--model",
+    "--branch-model",
+    "branch_model",
+    metavar="MODEL",
     default=None,
     help="The model that `b` (branch) and `r` (regenerate) ask [default: the node's own model]",
 )
-def browse(conversation_id: str | None, db_path: str | None, model: str | None) -> None:
+@filter_options
+def browse(
+    conversation_id: str | None,
+    db_path: str | None,
+    branch_model: str | None,
+    where: TreeFilter,
+) -> None:
     """Browse the conversations in the terminal; open CONVERSATION_ID at once
-    when given.
+    when given. With --since, --until, --model or --source the list shows
+    only the conversations they keep, and / searches only those.
 
     Keys: arrows or h/j/k/l to move, [ and ] for siblings, / and n to search,
     m then d to diff two branches, c to compare alternatives, t for the
@@ -42,4 +60,4 @@ def browse(conversation_id: str | None, db_path: str | None, model: str | None) 
     needs_extra("textual", "browse", "convgraph browse")
     from convgraph.browse import run
 
-    run(path, conversation_id, model)
+    run(path, conversation_id, branch_model, where or None)

@@ -59,3 +59,64 @@ def test_agents_columns_begin_with_the_place() -> None:
     from convgraph.sources.agent_files import AGENT_ATTRIBUTES
 
     assert AGENT_ATTRIBUTES[: len(PLACE_ATTRIBUTES)] == PLACE_ATTRIBUTES
+
+
+def test_a_subagents_leaf_is_no_abandoned_branch() -> None:
+    """s1: the subagent ag1 (x4) runs under a4's Task call; a5, the prompt
+    rewound, is the one branch left. Every form of the rule says so."""
+    from convgraph.analysis.abandoned import abandoned_nodes
+    from convgraph.analysis.agent_stats import agent_table
+    from convgraph.analysis.stats import conversation_table, summary
+    from convgraph.analysis.usage import usage_table
+
+    whole = Forest.read(PROJECTS)
+    # The tree tells a subagent's node by its parts' mark: a tree with its
+    # content; the tables by the sidechain column, with content or not.
+    tree = whole.tree("s1")
+    assert abandoned_nodes(tree) == ["a5"]
+    assert summary(tree)["abandoned_branches"] == 1
+    for forest in (
+        whole,
+        Forest.read(PROJECTS, text=False),
+        Forest.read(PROJECTS, conversation_ids=["s1"], text=False),
+        Forest.read(PROJECTS, conversation_ids=["s1"]),
+    ):
+        assert conversation_table(forest)["abandoned_branches"].tolist() == [1]
+        assert usage_table(forest, ["project"])["abandoned_branches"].tolist() == [1]
+        assert agent_table(forest)["rewinds"].tolist() == [1]
+
+
+def test_a_branch_left_that_started_a_subagent_is_counted() -> None:
+    """A node off the active path whose only child is a subagent's is a
+    branch left all the same; the table and the tree agree."""
+    import pandas as pd
+
+    from convgraph.analysis.stats import conversation_table, summary
+    from convgraph.contract import NODE_ATTRIBUTES
+
+    rows = [("r", None, None), ("a", "r", None), ("s", "a", "ag1"), ("b", "r", None)]
+    nodes = pd.DataFrame(
+        [
+            {
+                **dict.fromkeys(NODE_ATTRIBUTES),
+                "id": node,
+                "tree_id": "t",
+                "parent_id": parent,
+                "parts": [
+                    {
+                        "role": "assistant",
+                        "type": "text",
+                        "text": "x",
+                        "sidechain": agent,
+                    }
+                ]
+                if agent
+                else None,
+            }
+            for node, parent, agent in rows
+        ]
+    )
+    forest = Forest(nodes, {})
+    assert forest.nodes["active"].tolist() == [True, False, False, True]
+    assert conversation_table(forest)["abandoned_branches"].tolist() == [1]
+    assert summary(forest.tree("t"))["abandoned_branches"] == 1

@@ -5,8 +5,9 @@ columns an agent's sessions add to the nodes table
 `agent_table` groups the nodes (pandas groupby, never a walk) by session
 (the tree) or by project (the node's working directory): the sessions, the
 turns (the user's prompts on the main chain), the subagents run, the
-rewinds (a leaf of the main chain off the active path: a prompt edited or
-the conversation rewound, and the branch left), the tool calls and those
+rewinds (a branch left off the active path, as `stats` counts abandoned
+branches, `convgraph.analysis.abandoned`: a prompt edited or the
+conversation rewound), the tool calls and those
 that failed, the calls of each tool, and the tokens in (the cache's reads
 and writes included, and each apart) and out. A forest from any other
 source has none of these columns: its table is empty.
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from convgraph.analysis.stats import children_counts
+from convgraph.analysis.abandoned import abandoned_rows, subagent_rows
 
 if TYPE_CHECKING:
     from convgraph.model.forest import Forest
@@ -75,18 +76,18 @@ def agent_table(forest: Forest, by: str = "session") -> pd.DataFrame:
     nodes = forest.nodes
     if "project" not in nodes.columns:
         return pd.DataFrame(columns=[key, *AGENT_COLUMNS])
-    leaves = children_counts(forest) == 0
-    main = nodes["sidechain"].isna().to_numpy()
+    main = ~subagent_rows(nodes)
     active = nodes["active"].to_numpy(dtype=bool)
     table = pd.DataFrame(
         {
             key: nodes[key].astype(object).to_numpy(),
             "tree_id": nodes["tree_id"].astype(object).to_numpy(),
             "turn": main,
-            "rewind": leaves & main & ~active,
+            "rewind": abandoned_rows(nodes, forest.parent_rows, active),
             "sidechain": nodes["sidechain"].to_numpy(),
             "datetime_utc": nodes["datetime_utc"].to_numpy(),
-            **{name: nodes[name] for name in _SUMS},
+            # Int64: a tree read by id has the agents' figures as objects.
+            **{name: nodes[name].astype("Int64") for name in _SUMS},
         }
     )
     # Nodes without a key (a project not said) make a group of their own.

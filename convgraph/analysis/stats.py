@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from convgraph.analysis.abandoned import abandoned_nodes, abandoned_rows
 from convgraph.analysis.tool_stats import table_tool_totals, tree_tool_totals
 from convgraph.contract import (
     CATEGORY_COLUMNS,
@@ -169,7 +170,8 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     tool calls its runs made, summed the same way), `tools` (a list: the
     tools called, each once, in the order first called),
     `active_path_length` (the nodes on the active path, the branch last
-    used) and `abandoned_branches` (the leaves off it: branches left behind).
+    used) and `abandoned_branches` (the branches left off it: its leaves
+    but a subagent's, `convgraph.analysis.abandoned`).
     A chat export's conversation without a node (`empty-conversation` among
     the forest's problems) is a row of its own after them, with 0 nodes.
 
@@ -379,13 +381,10 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
         "branching_factor_max": most,
         **operations.node_totals(tree),
         **tree_tool_totals(tree),
-        # The active path (the branch last used) and the leaves off it.
+        # The active path (the branch last used) and the branches left off
+        # it (a subagent's leaves are none: `convgraph.analysis.abandoned`).
         "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
-        "abandoned_branches": sum(
-            1
-            for node, on in tree.nodes(data="active")
-            if not on and tree.out_degree(node) == 0
-        ),
+        "abandoned_branches": len(abandoned_nodes(tree)),
     }
     return {key: stats[key] for key in CONVERSATION_COLUMNS}
 
@@ -485,7 +484,7 @@ def conversation_table_of(
         table[column] = values
     active = active_column(nodes, parent_rows)
     table["active_path_length"] = per_tree(active)
-    table["abandoned_branches"] = per_tree((counts == 0) & ~active)
+    table["abandoned_branches"] = per_tree(abandoned_rows(nodes, parent_rows, active))
     return table
 
 

@@ -7,7 +7,8 @@ ISO week and a month are of the node's time in UTC): a new key is one more
 entry there. Per group: the conversations with a node in it, the nodes, the
 branch points (a node with more than one child counts in its own group; a
 tree's start with several roots counts with its first root), the abandoned
-branches (a leaf off the active path counts in its own group), tokens in and
+branches (a leaf off the active path, not a subagent's, counts in its own
+group: `convgraph.analysis.abandoned`), tokens in and
 out, and the cost. The cost comes from the `genai-prices` package (the
 `usage` extra): each model's price on the day (UTC) a node was logged, for
 its input and output tokens; a model whose prices are linear is priced once
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from convgraph.analysis.abandoned import abandoned_rows
 from convgraph.analysis.stats import children_counts, conversation_table
 from convgraph.model.filters import TreeFilter, matching_rows, select_trees
 from convgraph.model.marks import active_column
@@ -248,7 +250,9 @@ def usage_table(
             "tree_id": trees,
             "nodes": 1,
             "branch_points": (counts > 1).astype(np.int64) + first_root,
-            "abandoned_branches": ((counts == 0) & ~active).astype(np.int64),
+            "abandoned_branches": abandoned_rows(nodes, parent_rows, active).astype(
+                np.int64
+            ),
             "input_tokens": nodes["input_tokens"].astype("Int64").to_numpy(),
             "output_tokens": nodes["output_tokens"].astype("Int64").to_numpy(),
             "cost_usd": costs.per_node,

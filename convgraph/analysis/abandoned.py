@@ -1,0 +1,101 @@
+"""Which nodes are branches the user left, in both forms: over a nodes table
+(`abandoned_rows`, vectorized) and over one tree's graph
+(`abandoned_nodes`, for `convgraph.analysis.stats.summary`).
+
+A branch left is a node off the active path with no child that is a branch
+of the user's own: a leaf, or a node whose only children are a subagent's.
+A coding agent's subagent runs in a sidechain (`subagent_rows`,
+`in_subagent`): work the main branch asked for, never on the active path,
+never a branch the user left, so its nodes are never counted, and do not
+keep the node that started them from counting. Every source but the agents'
+has no subagents: there a branch left is a leaf off the active path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from convgraph.contract import PARTS
+from convgraph.sources.agent_files import SIDECHAIN
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def _marked(parts: Any) -> bool:
+    """Parts of a subagent's node: every part carries `SIDECHAIN` (a list,
+    or an array of part dicts as a Parquet file gives it back)."""
+    if not isinstance(parts, list | np.ndarray) or len(parts) == 0:
+        return False
+    first = parts[0]
+    return isinstance(first, Mapping) and first.get(SIDECHAIN) is not None
+
+
+def subagent_rows(nodes: pd.DataFrame) -> np.ndarray:
+    """Booleans over the rows of a nodes table: a subagent's node. The
+    `sidechain` column where the table has it (an agent's sessions read by
+    convgraph, text or not), else the mark on the node's parts (a table
+    without the agents' columns: a Parquet dataset)."""
+    if SIDECHAIN in nodes.columns:
+        return nodes[SIDECHAIN].notna().to_numpy(dtype=bool)
+    if PARTS not in nodes.columns:
+        return np.zeros(len(nodes), dtype=bool)
+    parts = nodes[PARTS].to_numpy(dtype=object)
+    return np.fromiter((_marked(value) for value in parts), bool, len(parts))
+
+
+def in_subagent(data: Mapping[str, Any]) -> bool:
+    """One node's attributes (a tree's node data): a subagent's node, told
+    by its parts' mark (a tree's nodes carry the contract's attributes
+    alone), so a tree built without its content (`text=False`) cannot tell;
+    the tables can, by their `sidechain` column."""
+    return data.get(SIDECHAIN) is not None or _marked(data.get(PARTS))
+
+
+def abandoned_rows(
+    nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
+) -> np.ndarray:
+    """Booleans over the rows of a nodes table: a branch the user left (off
+    the active path, outside a subagent, no child outside one). `parent_rows`
+    and `active` as the forest has them.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> nodes = pd.DataFrame({"sidechain": [None, "ag1", None, None]})
+    >>> parents = np.array([-1, 0, -1, 2])
+    >>> active = np.array([False, False, True, True])
+    >>> abandoned_rows(nodes, parents, active).tolist()
+    [True, False, False, False]
+    """
+    own = ~subagent_rows(nodes)
+    linked = parent_rows[own & (parent_rows >= 0)]
+    own_children = np.bincount(linked, minlength=len(parent_rows))
+    return own & ~active & (own_children == 0)
+
+
+def abandoned_nodes(tree: nx.DiGraph) -> list[Any]:
+    """The nodes of one tree's graph that are branches the user left, as
+    `abandoned_rows` finds them in a table.
+
+    Examples
+    --------
+    >>> from convgraph.model.tree import ConversationTree
+    >>> tree = ConversationTree.from_records(
+    ...     [{"id": "r"}, {"id": "a"}, {"id": "b"}], {"r": None, "a": "r", "b": "r"},
+    ...     tree_id="t")
+    >>> abandoned_nodes(tree)
+    ['a']
+    """
+    nodes = tree.nodes
+    return [
+        node
+        for node, data in nodes(data=True)
+        if not data.get("active")
+        and not in_subagent(data)
+        and not any(not in_subagent(nodes[child]) for child in tree.successors(node))
+    ]

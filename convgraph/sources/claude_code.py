@@ -39,12 +39,11 @@ from convgraph.sources.agent_files import (
 )
 from convgraph.sources.chat_messages import (
     ANSWER,
+    INT64_LIMIT,
     PROMPT,
     STEP,
     Message,
-    as_dict,
     as_int,
-    as_list,
     as_text,
     join_texts,
     text_to_iso,
@@ -202,9 +201,14 @@ def read_group(
             message = _message(record, message_id, parent, calls, usage_holder, text)
             for part in message.parts or ():
                 kind = part["type"]
-                if kind == P.TOOL_CALL and part["id"] is not None:
+                if kind == P.TOOL_CALL:
+                    if part["id"] is None:
+                        continue
                     calls[part["id"]] = (message_id, part["name"])
-                    prompt = as_dict(part["arguments"]).get("prompt")
+                    arguments = part["arguments"]
+                    prompt = (
+                        arguments.get("prompt") if type(arguments) is dict else None
+                    )
                     if part["name"] in AGENT_TOOLS and isinstance(prompt, str):
                         task_prompts.setdefault(prompt, message_id)
                 elif kind == P.TOOL_RESULT:
@@ -267,19 +271,27 @@ def _message(
 ) -> Message:
     """One record of the conversation as a `Message` (without its texts
     and their parts but a prompt's, `text=False`: `_parts`)."""
+    # Run for every record of every session: the checks of the untrusted
+    # values are written out (`type(x) is`) rather than called.
     kind = record.get("type")
-    raw = as_dict(record.get("message"))
+    raw = record.get("message")
+    if type(raw) is not dict:
+        raw = {}
+    time = record.get("timestamp")
     # The time as stored: `AgentSessions` makes the nodes' times UTC.
-    message = Message(message_id, parent, time=as_text(record.get("timestamp")))
-    content = raw.get("content")
+    message = Message(
+        message_id, parent, time=time if type(time) is str and time else None
+    )
     if kind == "user":
-        if isinstance(content, str):
-            raw = {"content": [{"type": "text", "text": content}]}
+        if type(raw.get("content")) is str:
+            raw = {"content": [{"type": "text", "text": raw["content"]}]}
         parts, texts = _parts(P.USER, raw, text)
+        results = False
         for part in parts:
-            if part["type"] == P.TOOL_RESULT and part["name"] is None:
-                part["name"] = calls.get(part["id"] or "", (None, None))[1]
-        results = any(part["type"] == P.TOOL_RESULT for part in parts)
+            if part["type"] == P.TOOL_RESULT:
+                results = True
+                if part["name"] is None:
+                    part["name"] = calls.get(part["id"] or "", (None, None))[1]
         if record.get("isCompactSummary") is True or not (
             results or record.get("isMeta") is True
         ):
@@ -292,13 +304,18 @@ def _message(
             message.kind = ANSWER
             message.text = join_texts(texts, "\n\n") if text else None
         message.parts = parts or None
-        model = as_text(raw.get("model"))
-        message.model = model if model != "<synthetic>" else None
+        model = raw.get("model")
+        if type(model) is str and model and model != "<synthetic>":
+            message.model = model
         usage = raw.get("usage")
         if type(usage) is dict:
             # One API message is written a block a record, each with its
             # usage: counted on its last record only (`_count_usage`).
-            usage_holder[as_text(raw.get("id")) or message_id] = (message, usage)
+            api_id = raw.get("id")
+            usage_holder[api_id if type(api_id) is str and api_id else message_id] = (
+                message,
+                usage,
+            )
     else:
         message.kind = STEP
     return message
@@ -320,13 +337,16 @@ def _parts(
         return parts, texts
     found: list[P.Part] = []
     texts = []
-    for block in as_list(raw.get("content")):
+    content = raw.get("content")
+    if type(content) is not list:
+        return found, texts
+    for block in content:
         if type(block) is not dict:
             continue
         kind = block.get("type")
         if kind == "text":
             value = block.get("text")
-            if isinstance(value, str) and value:
+            if type(value) is str and value:
                 texts.append(value)
         elif kind == "tool_use":
             found.append(
@@ -356,17 +376,21 @@ def _count_usage(
     input counts the prompt's tokens read from the cache and written to it
     too (all the model read), which the group keeps apart as well."""
     for message, usage in held:
-        read = as_int(usage.get("cache_read_input_tokens"))
-        written = as_int(usage.get("cache_creation_input_tokens"))
-        message.input_tokens = _sum(usage.get("input_tokens"), read, written)
-        message.output_tokens = as_int(usage.get("output_tokens"))
+        read = _count(usage.get("cache_read_input_tokens"))
+        written = _count(usage.get("cache_creation_input_tokens"))
+        given = _count(usage.get("input_tokens"))
+        counted = [value for value in (given, read, written) if value is not None]
+        message.input_tokens = sum(counted) if counted else None
+        message.output_tokens = _count(usage.get("output_tokens"))
         if read is not None:
             group.cache_read[message.id] = read
         if written is not None:
             group.cache_write[message.id] = written
 
 
-def _sum(*values: Any) -> int | None:
-    """The counts that are counts, added; None where none is."""
-    counted = [value for value in map(as_int, values) if value is not None]
-    return sum(counted) if counted else None
+def _count(value: Any) -> int | None:
+    """`as_int`, the common case (an int within the tables' range) first:
+    it is asked four times of every API message."""
+    if type(value) is int and -INT64_LIMIT <= value < INT64_LIMIT:
+        return value
+    return as_int(value)

@@ -8,6 +8,7 @@ says where each comes from).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from convgraph import Forest
@@ -120,3 +121,27 @@ def test_a_branch_left_that_started_a_subagent_is_counted() -> None:
     assert forest.nodes["active"].tolist() == [True, False, False, True]
     assert conversation_table(forest)["abandoned_branches"].tolist() == [1]
     assert summary(forest.tree("t"))["abandoned_branches"] == 1
+
+
+def test_search_says_a_hit_is_in_a_subagent(tmp_path: Path) -> None:
+    """x4, the subagent's node, is neither on the active path nor an
+    abandoned branch: search says sidechain, and --abandoned leaves it out."""
+    from convgraph.analysis.search import search
+
+    projects = tmp_path / "projects"
+    shutil.copytree(PROJECTS, projects)
+    lines = run("search", "--db", projects, "parser").stdout.splitlines()
+    assert lines[0::2] == [
+        "1.  s1  a8  depth 3  active  claude-sonnet-4-20250514  2025-06-01 10:23",
+        "2.  s1  x4  depth 1  sidechain  claude-sonnet-4-20250514  2025-06-01 10:05",
+        "3.  s1  a4  depth 0  active  claude-sonnet-4-20250514  2025-06-01 10:07",
+    ]
+    assert [
+        (hit.id, hit.active, hit.sidechain) for hit in search(projects, "parser")
+    ] == [
+        ("a8", True, False),
+        ("x4", False, True),
+        ("a4", True, False),
+    ]
+    assert [hit.id for hit in search(projects, "test", abandoned=True)] == ["a5"]
+    assert search(projects, "Grep", abandoned=True) == []

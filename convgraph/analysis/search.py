@@ -1,6 +1,7 @@
 """Search every node of every tree: hits ranked by BM25, each with a snippet
 around the words found, where it lies (tree, node, depth) and whether it is
-on the active path or on an abandoned branch.
+on the active path, on an abandoned branch, or in a coding agent's subagent
+(a sidechain: neither).
 
 The ranking and the snippets are SQLite FTS5's (`bm25()`, `snippet()`) over
 the index of `convgraph.analysis.search_index`, which is brought up to date
@@ -60,8 +61,11 @@ class Hit:
     match (`prompt`, `response`, `system`, `parts`: tool calls and their
     results, reasoning, code); `score` the BM25 relevance (higher is
     better); `rank` the place, from 1; `depth` (0 for a root) and `active`
-    (on the path to the branch last used; False: an abandoned branch) as
-    the model gives them.
+    (on the path to the branch last used; False: an abandoned branch, or a
+    subagent's node) as the model gives them; `sidechain` True for a
+    subagent's node (`convgraph.analysis.abandoned`), off the active path
+    but no branch the user left. The records (`as_record`) keep the
+    fields before it.
     """
 
     rank: int
@@ -76,10 +80,13 @@ class Hit:
     fields: list[str]
     snippet: str
     marks: list[list[int]]
+    sidechain: bool = False
 
     def as_record(self) -> dict[str, Any]:
-        """The hit as a dict of plain JSON values."""
-        return asdict(self)
+        """The hit as a dict of plain JSON values (all but `sidechain`)."""
+        record = asdict(self)
+        del record["sidechain"]
+        return record
 
 
 def fts_query(query: str) -> str:
@@ -157,7 +164,8 @@ def search(
     limit
         At most this many hits.
     abandoned
-        Only hits that lie off the active path, on abandoned branches.
+        Only hits that lie off the active path, on abandoned branches (not
+        in a subagent).
     fts
         Take `query` as an FTS5 expression.
     where
@@ -207,7 +215,7 @@ def _matching(
     trees: list[str] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The best `limit` matching nodes in rank order, with their snippets
-    (only those off the active path where `abandoned`, only in `trees`
+    (only those on abandoned branches where `abandoned`, only in `trees`
     where given)."""
     import json
 
@@ -221,9 +229,10 @@ def _matching(
         return conn.execute(
             "select nodes.id, nodes.tree_id, nodes.model, nodes.datetime_utc,"
             " nodes.source, nodes.depth, nodes.active, texts.rank,"
-            f" {snippets}"
+            f" {snippets}, nodes.sidechain"
             " from texts join nodes on nodes.rowid = texts.rowid"
-            " where texts match ? and (? = 0 or nodes.active = 0)"
+            " where texts match ?"
+            " and (? = 0 or (nodes.active = 0 and nodes.sidechain = 0))"
             " and (? is null or nodes.tree_id in (select value from json_each(?)))"
             " order by texts.rank limit ?",
             [expression, int(abandoned), trees_json, trees_json, limit],
@@ -238,7 +247,7 @@ def _hit(rank: int, row: tuple[Any, ...]) -> Hit:
     snippet, marks = marked(row[8] or "")
     fields = [
         field
-        for field, text in zip(FIELDS, row[9:], strict=True)
+        for field, text in zip(FIELDS, row[9:-1], strict=True)
         if text is not None and _OPEN in text
     ]
     return Hit(
@@ -254,4 +263,5 @@ def _hit(rank: int, row: tuple[Any, ...]) -> Hit:
         fields=fields,
         snippet=snippet,
         marks=marks,
+        sidechain=bool(row[-1]),
     )

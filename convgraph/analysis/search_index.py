@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 INDEX_SUFFIX = ".convgraph-search.db"
 #: Bumped when the index's layout or its text rules change: an index of
 #: another version is built again.
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 #: The indexed texts of a node, in the FTS table's column order.
 FIELDS = ("prompt", "response", "system", PARTS)
 #: The tables of llm's file whose rows are nodes (or calls folded into one).
@@ -155,7 +155,8 @@ _SCHEMA = f"""
 create table meta (key text primary key, value text);
 create table nodes (
     rowid integer primary key, id text unique, tree_id text, model text,
-    datetime_utc text, source text, depth integer, active integer
+    datetime_utc text, source text, depth integer, active integer,
+    sidechain integer
 );
 create index nodes_tree on nodes (tree_id);
 create virtual table texts using fts5 (
@@ -172,7 +173,8 @@ class SearchIndex:
     opened (`open_index`); `conn` is its SQLite connection. Its `texts`
     FTS5 table has a row per node (columns `FIELDS`), its rowid the one of
     the node's row in `nodes` (`id`, `tree_id`, `model`, `datetime_utc`,
-    `source`, and the model's `depth` and `active`)."""
+    `source`, and the model's `depth` and `active`, and `sidechain`: 1 for
+    a subagent's node, `convgraph.analysis.abandoned.subagent_rows`)."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
@@ -356,16 +358,21 @@ def _insert(conn: sqlite3.Connection, forest: Forest, first_rowid: int) -> None:
     frame = frame.where(frame.notna(), None)
     depths = forest.depths.tolist()
     active = nodes["active"].tolist()
+    # Here, not at the top: the index's names are read without pandas.
+    from convgraph.analysis.abandoned import subagent_rows
+
+    subagent = subagent_rows(nodes).tolist()
     conn.executemany(
         "insert into nodes (rowid, id, tree_id, model, datetime_utc, source,"
-        " depth, active) values (?, ?, ?, ?, ?, ?, ?, ?)",
+        " depth, active, sidechain) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            (rowid, *row, int(depth), bool(on_path))
-            for rowid, row, depth, on_path in zip(
+            (rowid, *row, int(depth), bool(on_path), side)
+            for rowid, row, depth, on_path, side in zip(
                 itertools.count(first_rowid),
                 frame.itertuples(index=False),
                 depths,
                 active,
+                subagent,
                 strict=False,
             )
         ),

@@ -4,7 +4,8 @@ ranked, printed for a person or, through the output options, as records.
 The work is `convgraph.analysis.search.search` (an FTS5 index of convgraph's
 own beside the file, brought up to date first). For a person each hit is two
 lines: where it lies (rank, tree, node, depth, model, time, and whether on
-the active path or an abandoned branch), then the snippet, the words found
+the active path, an abandoned branch or in an agent's subagent), then the
+snippet, the words found
 bold and coloured on a terminal only. The records carry the snippet plain
 with the words' offsets (`marks`).
 """
@@ -79,7 +80,8 @@ def search(
 
     Hits are ranked by BM25, best first, each with a snippet around the
     words found, its tree, node, depth, model and time, and whether it lies
-    on the active path or on an abandoned branch. QUERY is text: every word
+    on the active path, on an abandoned branch or in an agent's subagent
+    (sidechain). QUERY is text: every word
     must occur, and quotes, *, -, :, ^, AND or NEAR( are words like any
     other (--fts for an FTS5 expression). The index is a file beside the
     database (DB.convgraph-search.db), or in ~/.cache/convgraph/search/ where
@@ -102,6 +104,7 @@ def search(
         where=where,
     )
     records = [hit.as_record() for hit in hits]
+    sidechains = [hit.sidechain for hit in hits]
     if output_format is not None:
         columns = list(COLUMNS)
         if output_format == "table":
@@ -113,17 +116,20 @@ def search(
         return
     styled = is_terminal(sys.stdout)
     lines = []
-    for record in records:
-        lines.append(_heading(record))
+    for record, sidechain in zip(records, sidechains, strict=True):
+        lines.append(_heading(record, sidechain))
         lines.append("   " + _snippet(record["snippet"], record["marks"], styled))
     click.echo("\n".join(lines))
 
 
-def _heading(record: dict) -> str:
-    """The line that says where a hit lies."""
+def _heading(record: dict, sidechain: bool = False) -> str:
+    """The line that says where a hit lies: on the active path, on an
+    abandoned branch, or in an agent's subagent (`sidechain`, neither)."""
     branch = "active" if record["active"] else "abandoned"
     if record["active"] is None:
         branch = ""
+    if sidechain:
+        branch = "sidechain"
     words = [
         f"{record['rank']}.",
         record["tree_id"],

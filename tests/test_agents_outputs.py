@@ -7,7 +7,10 @@ tests/data/agents/.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.helpers import run
 
@@ -26,6 +29,29 @@ def long_session(tmp_path: Path) -> Path:
     records[3]["message"]["content"][0]["content"] = "x" * 2500 + "END"
     session.write_text("".join(json.dumps(record) + "\n" for record in records))
     return session
+
+
+def two_turn_subagent(tmp_path: Path) -> Path:
+    """The fixture project, its subagent asked a second question (so that
+    its subtree holds two nodes, x4 and x6)."""
+    project = tmp_path / "-home-ada-tree"
+    shutil.copytree(PROJECT, project)
+    agent = project / "agent-ag1.jsonl"
+    last = json.loads(agent.read_text().splitlines()[-1])
+    asked = {**last, "type": "user", "uuid": "x5", "parentUuid": "x4"}
+    asked["timestamp"] = "2025-06-01T10:05:30.000Z"
+    asked["message"] = {"role": "user", "content": "And the lexer?"}
+    answered = {**last, "uuid": "x6", "parentUuid": "x5"}
+    answered["timestamp"] = "2025-06-01T10:05:40.000Z"
+    answered["message"] = {
+        **last["message"],
+        "id": "msg_x6",
+        "content": [{"type": "text", "text": "The lexer is fine."}],
+    }
+    with agent.open("a") as file:
+        for record in (asked, answered):
+            file.write(json.dumps(record) + "\n")
+    return project
 
 
 def test_markdown_export_cuts_long_outputs_unless_full(tmp_path: Path) -> None:
@@ -93,3 +119,44 @@ def test_browse_folds_a_subagent_under_its_task_call() -> None:
         "└── Find the parser bug",
         '      ↳ Grep(pattern="def parse") → parse.py:12',
     ]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Chromium; a test that uses it is slow (`SLOW_FIXTURES`)."""
+    from tests.browser import chromium
+
+    with chromium() as browser:
+        yield browser
+
+
+def test_html_folds_a_subagent_under_its_task_call(browser, tmp_path: Path) -> None:
+    """The subagent opens folded into one box under the Task call's node,
+    named and counted; a click opens it, its nodes drawn and marked."""
+    from tests.html_pages import Pages
+
+    page = tmp_path / "session.html"
+    run("export", "--db", two_turn_subagent(tmp_path), "--format", "html", "-o", page)
+    pages = Pages(browser)
+    try:
+        visit = pages.open(page)
+        assert visit.drawn_ids() == {"a4", "a5", "a6", "c1", "a8", "a9", "x4"}
+        assert visit.ids_with_class("subagent") == {"x4"}
+        assert visit.ids_with_class("folded") == {"x4"}
+        box = visit.node("x4")
+        assert box.locator(".label").text_content() == "⤷ subagent ag1"
+        assert box.locator(".sublabel").text_content() == "2 nodes · click to open"
+        assert box.get_attribute("aria-label") == (
+            "Subagent ag1, folded: 2 nodes; click to open"
+        )
+        box.click()
+        assert visit.drawn_ids() == {"a4", "a5", "a6", "c1", "a8", "a9", "x4", "x6"}
+        assert visit.ids_with_class("folded") == set()
+        assert visit.ids_with_class("subagent") == {"x4"}
+        assert visit.node("x4").locator(".label").text_content() == (
+            "⤷ ag1 · Find the parser bug"
+        )
+        assert visit.count("g.node") == 8
+        visit.assert_clean()
+    finally:
+        pages.close()

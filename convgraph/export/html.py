@@ -11,7 +11,8 @@ output, reasoning folded), moves between alternatives (`[` and `]`),
 computes branch diffs from the parent links, and searches every
 conversation (prompts, responses, and the runs' tool calls, results, code and
 reasoning), listing the hits by conversation, all in the page. A tree opens
-as wide as the canvas holds at a readable zoom, its wider levels folded.
+as wide as the canvas holds at a readable zoom, its wider levels folded, and
+a coding agent's subagent folded into one box under its Task call's node.
 
 Three defences keep the text of the database from running as script: the
 JSON is escaped so that nothing in it can end its block (`script_json`), the

@@ -12,6 +12,9 @@
  * alternatives (convgraph.model.tree.siblings) are the other children of its
  * parent, or the other roots. A node's run (its tool calls and their results,
  * code and its output, reasoning folded) is shown in the panel from its parts.
+ * A coding agent's subagent (a sidechain: its nodes' parts carry `sidechain`)
+ * opens folded into one dashed box under its Task call's node, named by the
+ * agent's id and its node count; a click on it opens it.
  */
 (function () {
   "use strict";
@@ -155,12 +158,32 @@
       var p = this.parent[this.order[i]];
       if (p >= 0) this.size[p] += this.size[this.order[i]];
     }
+    // A coding agent's subagent (its nodes' parts carry `sidechain`, the
+    // agent's id) starts folded into its first node's box, under its Task
+    // call's node (convgraph.present.subagents).
+    this.agent = new Array(count);
+    for (i = 0; i < count; i++) this.agent[i] = sidechainOf(nodes[i]);
+    this.subagent = new Uint8Array(count);
+    for (i = 0; i < count; i++) {
+      var up = this.parent[i];
+      if (this.agent[i] !== null && (up < 0 || this.agent[up] !== this.agent[i])) this.subagent[i] = 1;
+    }
+    this.folded = this.subagent.slice();
     this.expanded = null; // made on first display
     this.haystack = null; // lower-cased texts, made on first search
     this.hits = []; // the matching nodes, in log order
     this.match = new Uint8Array(count);
     this.matchesBelow = new Int32Array(count);
     this.matchCount = 0;
+  }
+
+  function sidechainOf(node) {
+    var parts = Array.isArray(node.parts) ? node.parts : [];
+    for (var p = 0; p < parts.length; p++) {
+      var agent = parts[p] && typeof parts[p] === "object" ? parts[p].sidechain : null;
+      if (agent !== null && agent !== undefined) return String(agent);
+    }
+    return null;
   }
 
   Conversation.prototype.title = function () {
@@ -204,6 +227,7 @@
       var kids = this.children[node].length;
       if (!kids) continue;
       if (this.depth[node] > 0 && !this.expanded[this.parent[node]]) continue;
+      if (this.folded[node]) continue;
       if (shown + kids > INITIAL_BUDGET || across + kids - 1 > slots) continue;
       this.expanded[node] = 1;
       shown += kids;
@@ -211,8 +235,22 @@
     }
   };
 
+  // Show the node: open its ancestors, and its subagent's fold if it is
+  // one. True when a subagent was unfolded (the drawing changes).
   Conversation.prototype.reveal = function (node) {
-    for (var at = this.parent[node]; at >= 0; at = this.parent[at]) this.expanded[at] = 1;
+    var unfolded = this.unfold(node);
+    for (var at = this.parent[node]; at >= 0; at = this.parent[at]) {
+      this.expanded[at] = 1;
+      if (this.unfold(at)) unfolded = true;
+    }
+    return unfolded;
+  };
+
+  Conversation.prototype.unfold = function (node) {
+    if (!this.folded[node]) return false;
+    this.folded[node] = 0;
+    this.expanded[node] = 1;
+    return true;
   };
 
   /* What search reads of a node, in the order a hit names the first place
@@ -895,7 +933,10 @@
     var data = conversation.nodes[node];
     var kids = conversation.children[node].length;
     var open = conversation.expanded[node] === 1;
+    var folded = conversation.folded[node] === 1;
     var classes = ["node"];
+    if (conversation.subagent[node]) classes.push("subagent");
+    if (folded) classes.push("folded");
     if (kids > 1) classes.push("branch");
     if (!kids) classes.push("leaf");
     // The branch attributes: the active path (the branch last used), the
@@ -921,6 +962,18 @@
     group.appendChild(svgEl("rect", { class: "model-stripe", width: 6, height: shape.h - 2, x: 1, y: 1, rx: 2, fill: colourOf(data.model) }));
     var prompt = excerpt(data.prompt, chars);
     var labels = svgEl("g", { "clip-path": "url(#label-clip)" });
+    if (folded) {
+      // A subagent's subtree, folded: one box that says whose and how big.
+      group.setAttribute("aria-label", "Subagent " + conversation.agent[node] + ", folded: " +
+        plural(conversation.size[node], "node") + "; click to open");
+      labels.appendChild(svgEl("text", { class: "label", x: 14, y: 19 },
+        excerpt("\u2937 subagent " + conversation.agent[node], chars)));
+      labels.appendChild(svgEl("text", { class: "sublabel", x: 14, y: 37 },
+        plural(conversation.size[node], "node") + " \u00b7 click to open"));
+      group.appendChild(labels);
+      return group;
+    }
+    if (conversation.subagent[node]) prompt = excerpt("\u2937 " + conversation.agent[node] + " \u00b7 " + (data.prompt || ""), chars);
     labels.appendChild(svgEl("text", { class: prompt ? "label" : "label none", x: 14, y: 19 },
       (data.preferred ? "\u2605 " : "") + (data.note ? "\u270e " : "") + (prompt || "(no prompt)")));
     // A tool chain is one step: its calls are named before its answer.
@@ -1048,6 +1101,8 @@
 
   function toggle(node) {
     var conversation = state.conversation;
+    // A folded subagent opens as a click on it opens it.
+    if (conversation.folded[node]) { select(node, false); return; }
     if (!conversation.children[node].length) return;
     conversation.expanded[node] = conversation.expanded[node] ? 0 : 1;
     draw();
@@ -1061,7 +1116,7 @@
 
   function select(node, asSecond) {
     var conversation = state.conversation;
-    conversation.reveal(node);
+    var unfolded = conversation.reveal(node);
     if ((asSecond || state.comparing) && state.selected !== null && node !== state.selected) {
       state.second = node;
     } else {
@@ -1069,7 +1124,7 @@
       state.second = null;
     }
     state.comparing = false;
-    if (!scene || !scene.pos.has(node)) draw();
+    if (unfolded || !scene || !scene.pos.has(node)) draw();
     scrollToNode(node);
     decorate();
     drawPanel();
@@ -1675,6 +1730,7 @@
   $("expand-all").addEventListener("click", function () {
     if (!state.conversation) return;
     state.conversation.expanded.fill(1);
+    state.conversation.folded.fill(0);
     draw();
     if (state.selected !== null) scrollToNode(state.selected); else scrollToStart(state.conversation);
   });
@@ -1683,6 +1739,7 @@
     var conversation = state.conversation;
     if (!conversation) return;
     conversation.expanded.fill(0);
+    conversation.folded.set(conversation.subagent);
     state.selected = null;
     state.second = null;
     draw();

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,40 +152,58 @@ def _stdlib_value(line: bytes, raw_decode: Any, decode: Any) -> Any:
 #: What `iter_lines` reads at a time: lines are cut from it in one call,
 #: not a `readline` each; `first_records` reads less.
 CHUNK = 4 * 2**20
-FIRST_CHUNK = 64 * 2**10
+FIRST_CHUNK = 16 * 2**10
 
 
 def iter_lines(stream: Any, path: Path, size: int = 0) -> Iterator[bytes]:
     """The lines of a binary stream, none longer than `MAX_VALUE_BYTES`,
     read `size` bytes at a time (`CHUNK` where 0; memory holds a chunk and
     one line)."""
-    rest = b""
+    # The start of a line not yet ended, in pieces: a line spanning many
+    # reads is joined once, not copied again at each (small reads of a long
+    # line would be quadratic).
+    pending: list[bytes] = []
+    held = 0
     while True:
         chunk = stream.read(size or CHUNK)
         if not chunk:
             break
-        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
-        rest = lines.pop()
-        if len(rest) > MAX_VALUE_BYTES:
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            held += len(chunk)
+        else:
+            if pending:
+                pending.append(chunk)
+                chunk = b"".join(pending)
+            lines = chunk.split(b"\n")
+            rest = lines.pop()
+            pending = [rest] if rest else []
+            held = len(rest)
+            yield from lines
+        if held > MAX_VALUE_BYTES:
             raise DatabaseError(
                 f"cannot read {path}: a line is longer than"
                 f" {MAX_VALUE_BYTES // 2**20} MiB (convgraph reads none longer)"
             )
-        yield from lines
-    if rest:
-        yield rest
+    if pending:
+        yield b"".join(pending)
 
 
-def first_records(path: Path, count: int = 8) -> list[dict[str, Any]]:
+def first_records(
+    path: Path,
+    count: int = 8,
+    enough: Callable[[list[dict[str, Any]]], bool] | None = None,
+) -> list[dict[str, Any]]:
     """The first `count` JSON objects of a JSON-lines file (fewer where it
-    holds fewer, none where it is unreadable): enough to tell its format."""
+    holds fewer, none where it is unreadable): enough to tell its format.
+    Fewer where `enough` says the ones read tell what is asked."""
     found: list[dict[str, Any]] = []
     try:
         # Small reads: the first records are all that is wanted of a file
         # every session's is asked for before it is read.
         for record in json_lines(path, chunk=FIRST_CHUNK):
             found.append(record)
-            if len(found) >= count:
+            if len(found) >= count or (enough is not None and enough(found)):
                 break
     except DatabaseError:
         return []

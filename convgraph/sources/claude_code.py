@@ -119,13 +119,22 @@ def _session_id(records: list[dict[str, Any]]) -> str | None:
     )
 
 
+def _told(records: list[dict[str, Any]]) -> bool:
+    """Whether the first records read of a file tell what `session_groups`
+    asks of it (its session and when it began): most files' first does,
+    and the rest of their first records need not be parsed."""
+    return _session_id(records) is not None and any(
+        record.get("timestamp") for record in records
+    )
+
+
 def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
     """Each session's key (its `sessionId`) and files (its own first, then
     its subagents'), in the order the sessions began."""
     groups: dict[str, list[Path]] = {}
     began: dict[str, str] = {}
     for file in files:
-        records = first_records(file)
+        records = first_records(file, enough=_told)
         if not records or not is_record(records[0]):
             continue
         key = _session_id(records) or file.stem

@@ -52,7 +52,7 @@ HELP = """\
 | ↑ ↓ or k j | previous or next line |
 | ← → or h l | parent, first child |
 | `[` `]` | previous or next sibling (the alternative answers; a root's are the other roots) |
-| space, enter | fold or unfold the subtree |
+| space, enter | fold or unfold the subtree (an agent's subagent starts folded, "⤷ subagent AGENT: N nodes": enter or → opens it) |
 | `i` | show or hide the node ids (as short as is unique in the tree, 12 characters at least: a unique prefix does for an id; the pane shows it whole) |
 | `/` then `n` | search prompts and responses; next hit |
 | `m` then `d` | mark a node; diff its branch with the cursor's |

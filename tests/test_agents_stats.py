@@ -145,3 +145,60 @@ def test_search_says_a_hit_is_in_a_subagent(tmp_path: Path) -> None:
     ]
     assert [hit.id for hit in search(projects, "test", abandoned=True)] == ["a5"]
     assert search(projects, "Grep", abandoned=True) == []
+
+
+def test_cached_input_is_priced_at_the_cache_rates() -> None:
+    """a4 read 100 of its 165 input tokens from the cache and wrote 5 to
+    it: its cost is the package's own for those figures."""
+    from datetime import UTC, datetime
+
+    import pytest
+    from genai_prices import Usage, calc_price
+
+    from convgraph.analysis.usage import node_costs
+
+    model = "claude-sonnet-4-20250514"
+    day = datetime(2025, 6, 1, tzinfo=UTC)
+
+    def price(**tokens: int) -> float:
+        usage = Usage(**tokens)
+        return float(calc_price(usage, model, genai_request_timestamp=day).total_price)
+
+    a4 = price(
+        input_tokens=165,
+        output_tokens=15,
+        cache_read_tokens=100,
+        cache_write_tokens=5,
+    )
+    x4 = price(input_tokens=17, output_tokens=10)
+    assert a4 < price(input_tokens=165, output_tokens=15)
+    for forest in (
+        Forest.read(PROJECTS, text=False),
+        Forest.read(PROJECTS, conversation_ids=["s1"], text=False),
+    ):
+        costs = dict(
+            zip(forest.nodes["id"], node_costs(forest.nodes).per_node, strict=True)
+        )
+        assert costs["a4"] == pytest.approx(a4, rel=1e-12)
+        assert costs["x4"] == pytest.approx(x4, rel=1e-12)
+
+
+def test_more_cached_tokens_than_input_is_no_traceback() -> None:
+    """A damaged count (more read from the cache than came in) is priced
+    as all of the input read from it, never refused."""
+    import pandas as pd
+
+    from convgraph.analysis.usage import node_costs
+
+    nodes = pd.DataFrame(
+        {
+            "model": ["claude-sonnet-4-20250514"] * 2,
+            "datetime_utc": ["2025-06-01T10:00:00"] * 2,
+            "input_tokens": [10, 10],
+            "output_tokens": [0, 0],
+            "cache_read_tokens": [500, 10],
+            "cache_write_tokens": [5, None],
+        }
+    )
+    costs = node_costs(nodes).per_node
+    assert costs[0] == costs[1]

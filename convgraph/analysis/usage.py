@@ -11,8 +11,10 @@ branches (a leaf off the active path, not a subagent's, counts in its own
 group: `convgraph.analysis.abandoned`), tokens in and
 out, and the cost. The cost comes from the `genai-prices` package (the
 `usage` extra): each model's price on the day (UTC) a node was logged, for
-its input and output tokens; a model whose prices are linear is priced once
-per model and day, a tiered one node by node. A model the package does not
+its input and output tokens (the input's cache reads and writes, where an
+agent's session counts them, at the model's cache rates); a model whose
+prices are linear is priced once per model and day, a tiered one node by
+node. A model the package does not
 know has no cost: its groups' cost is null where nothing else in them is
 priced, and `Costs.unknown` names it, never a guess. `in_range_table`
 is `stats --nodes-in-range`: the conversations table with the node figures
@@ -122,8 +124,11 @@ class Costs:
 def node_costs(nodes: pd.DataFrame) -> Costs:
     """Each node's cost from `genai-prices`: the price of its model on the day
     it was logged (UTC; today's where it has no time), for its input and
-    output tokens. NaN for a node without a model or without tokens, or whose
-    model the package does not know (named in `unknown`).
+    output tokens, the input's tokens read from the cache and written to it
+    priced at the model's cache rates where the table has them (an agent's
+    `cache_read_tokens`, `cache_write_tokens`: counted in `input_tokens`,
+    as the package counts them). NaN for a node without a model or without
+    tokens, or whose model the package does not know (named in `unknown`).
 
     Raises
     ------
@@ -147,6 +152,7 @@ def node_costs(nodes: pd.DataFrame) -> Costs:
             "day": _day(nodes).to_numpy()[rows],
             "input": tokens_in.fillna(0).to_numpy(dtype=np.int64)[rows],
             "output": tokens_out.fillna(0).to_numpy(dtype=np.int64)[rows],
+            **_cache_tokens(nodes, tokens_in, rows),
             "row": rows,
         }
     )
@@ -170,33 +176,74 @@ def node_costs(nodes: pd.DataFrame) -> Costs:
             isinstance(value, TieredPrices) for value in values.values()
         )
         if linear:
-            # Linear in the tokens: two prices a million tokens serve the
-            # whole group.
+            # Linear in the tokens: a few prices a million tokens serve the
+            # whole group; a cached token is an input token priced apart.
             base = price(0, 0).total_price
             per_in = float(probe.total_price - base) / 1e6
             per_out = float(price(0, 1_000_000).total_price - base) / 1e6
+            million = (1_000_000, 0)
+            per_read = float(price(*million, 1_000_000).total_price - base) / 1e6
+            per_write = float(price(*million, 0, 1_000_000).total_price - base) / 1e6
             costs[group["row"].to_numpy()] = (
                 float(base)
                 + group["input"].to_numpy() * per_in
                 + group["output"].to_numpy() * per_out
+                + group["read"].to_numpy() * (per_read - per_in)
+                + group["write"].to_numpy() * (per_write - per_in)
             )
         else:
-            for row, tokens_in_row, tokens_out_row in zip(
-                group["row"], group["input"], group["output"], strict=True
+            for row, *tokens in zip(
+                group["row"],
+                group["input"],
+                group["output"],
+                group["read"],
+                group["write"],
+                strict=True,
             ):
-                total: Decimal = price(
-                    int(tokens_in_row), int(tokens_out_row)
-                ).total_price
+                total: Decimal = price(*map(int, tokens)).total_price
                 costs[row] = float(total)
     return Costs(costs, sorted(unknown))
 
 
-def _price(model: str, moment: datetime | None, tokens_in: int, tokens_out: int) -> Any:
-    """The package's price of one request's tokens."""
+def _cache_tokens(
+    nodes: pd.DataFrame, tokens_in: pd.Series, rows: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The priced rows' tokens read from the cache and written to it (0
+    where the table has none), no more than their input tokens (the
+    package refuses more; a damaged file may say more)."""
+    room = tokens_in.fillna(0).to_numpy(dtype=np.int64)[rows]
+    found = {}
+    for key, column in (("read", "cache_read_tokens"), ("write", "cache_write_tokens")):
+        if column in nodes.columns:
+            # Int64 first: a tree read by id has them as objects.
+            values = nodes[column].astype("Int64").fillna(0)
+            counts = np.minimum(values.to_numpy(dtype=np.int64)[rows], room)
+        else:
+            counts = np.zeros(len(rows), dtype=np.int64)
+        found[key] = np.maximum(counts, 0)
+        room = room - found[key]
+    return found
+
+
+def _price(
+    model: str,
+    moment: datetime | None,
+    tokens_in: int,
+    tokens_out: int,
+    cache_read: int = 0,
+    cache_write: int = 0,
+) -> Any:
+    """The package's price of one request's tokens (`tokens_in` counting
+    the cache's reads and writes)."""
     from genai_prices import Usage, calc_price
 
     return calc_price(
-        Usage(input_tokens=tokens_in, output_tokens=tokens_out),
+        Usage(
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cache_read_tokens=cache_read or None,
+            cache_write_tokens=cache_write or None,
+        ),
         model_ref=model,
         genai_request_timestamp=moment,
     )

@@ -189,22 +189,8 @@ def search(
     if limit <= 0:
         return []
     with opened(db) as logs, open_index(logs) as index:
-        trees = _trees_in(index.conn, where) if where else None
-        rows = _matching(index.conn, expression, limit, abandoned, trees)
+        rows = _matching(index.conn, expression, limit, abandoned, where)
     return [_hit(rank, row) for rank, row in enumerate(rows, 1)]
-
-
-def _trees_in(conn: sqlite3.Connection, where: TreeFilter) -> list[str]:
-    """The trees of the index that a filter keeps, decided on its nodes
-    table as `kept_tree_rows` decides it on a forest's."""
-    import pandas as pd
-
-    from convgraph.model.filters import kept_tree_rows
-
-    nodes = pd.read_sql_query(
-        "select tree_id, model, datetime_utc, source from nodes", conn
-    )
-    return nodes["tree_id"][kept_tree_rows(nodes, where)].unique().tolist()
 
 
 def _matching(
@@ -212,19 +198,29 @@ def _matching(
     expression: str,
     limit: int,
     abandoned: bool,
-    trees: list[str] | None = None,
+    where: TreeFilter | None = None,
 ) -> list[tuple[Any, ...]]:
     """The best `limit` matching nodes in rank order, with their snippets
-    (only those on abandoned branches where `abandoned`, only in `trees`
-    where given)."""
-    import json
+    (only those on abandoned branches where `abandoned`, only in the trees
+    `where` keeps where given).
+
+    The filter is SQL on the index (`model.filters.sql_condition`): the
+    trees any of whose nodes matches, found by SQLite in a scan of `nodes`
+    (its pages, not the table, in memory), so that a filtered query's memory
+    does not grow with the file; the globs are matched once per model name
+    the index holds (its `models` table)."""
+    from convgraph.model.filters import sql_condition
 
     snippets = ", ".join(
         f"snippet(texts, {column}, '{_OPEN}', '{_CLOSE}', '{ELLIPSIS}',"
         f" {SNIPPET_TOKENS})"
         for column in [-1, *range(len(FIELDS))]
     )
-    trees_json = None if trees is None else json.dumps(trees)
+    kept, parameters = "1", list[Any]()
+    if where:
+        names = [name for (name,) in conn.execute("select name from models")]
+        condition, parameters = sql_condition(where, names)
+        kept = f"nodes.tree_id in (select tree_id from nodes where {condition})"
     try:
         return conn.execute(
             "select nodes.id, nodes.tree_id, nodes.model, nodes.datetime_utc,"
@@ -233,9 +229,9 @@ def _matching(
             " from texts join nodes on nodes.rowid = texts.rowid"
             " where texts match ?"
             " and (? = 0 or (nodes.active = 0 and nodes.sidechain = 0))"
-            " and (? is null or nodes.tree_id in (select value from json_each(?)))"
+            f" and {kept}"
             " order by texts.rank limit ?",
-            [expression, int(abandoned), trees_json, trees_json, limit],
+            [expression, int(abandoned), *parameters, limit],
         ).fetchall()
     except sqlite3.OperationalError as error:
         if "fts5" in str(error) or "syntax" in str(error) or "no such" in str(error):

@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 INDEX_SUFFIX = ".convgraph-search.db"
 #: Bumped when the index's layout or its text rules change: an index of
 #: another version is built again.
-INDEX_VERSION = "3"
+INDEX_VERSION = "4"
 #: The indexed texts of a node, in the FTS table's column order.
 FIELDS = ("prompt", "response", "system", PARTS)
 #: The tables of llm's file whose rows are nodes (or calls folded into one).
@@ -156,9 +156,10 @@ create table meta (key text primary key, value text);
 create table nodes (
     rowid integer primary key, id text unique, tree_id text, model text,
     datetime_utc text, source text, depth integer, active integer,
-    sidechain integer
+    sidechain integer, moment integer
 );
 create index nodes_tree on nodes (tree_id);
+create table models (name text primary key);
 create virtual table texts using fts5 (
     {", ".join(FIELDS)},
     tokenize = 'unicode61 remove_diacritics 2'
@@ -174,7 +175,11 @@ class SearchIndex:
     FTS5 table has a row per node (columns `FIELDS`), its rowid the one of
     the node's row in `nodes` (`id`, `tree_id`, `model`, `datetime_utc`,
     `source`, and the model's `depth` and `active`, and `sidechain`: 1 for
-    a subagent's node, `convgraph.analysis.abandoned.subagent_rows`)."""
+    a subagent's node, `convgraph.analysis.abandoned.subagent_rows`; and
+    `moment`, its time in nanoseconds, `model.filters.moments`). `models`
+    holds every model name `nodes` has held: what a filter's globs are
+    matched against (`model.filters.sql_condition`), so that a filtered
+    query reads no whole table."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
@@ -360,22 +365,30 @@ def _insert(conn: sqlite3.Connection, forest: Forest, first_rowid: int) -> None:
     active = nodes["active"].tolist()
     # Here, not at the top: the index's names are read without pandas.
     from convgraph.analysis.abandoned import subagent_rows
+    from convgraph.model.filters import moments
 
     subagent = subagent_rows(nodes).tolist()
     conn.executemany(
         "insert into nodes (rowid, id, tree_id, model, datetime_utc, source,"
-        " depth, active, sidechain) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " depth, active, sidechain, moment) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            (rowid, *row, int(depth), bool(on_path), side)
-            for rowid, row, depth, on_path, side in zip(
+            (rowid, *row, int(depth), bool(on_path), side, moment)
+            for rowid, row, depth, on_path, side, moment in zip(
                 itertools.count(first_rowid),
                 frame.itertuples(index=False),
                 depths,
                 active,
                 subagent,
+                moments(nodes["datetime_utc"]),
                 strict=False,
             )
         ),
+    )
+    # A name no node holds any more (after an update) is harmless: no row
+    # matches it.
+    conn.executemany(
+        "insert or ignore into models (name) values (?)",
+        ((name,) for name in frame["model"].dropna().unique().tolist()),
     )
     conn.executemany(
         f"insert into texts (rowid, {', '.join(FIELDS)}) values (?, ?, ?, ?, ?)",

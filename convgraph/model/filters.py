@@ -11,15 +11,18 @@ property test for the pair (tests/test_filters.py): `node_matches` on one
 node's attributes and `tree_is_in` on one DiGraph (for the commands that read
 one tree), and `matching_rows` on a whole nodes table, vectorized (the glob
 is matched once per model name, not per row), with `select_trees` giving the
-`Forest` of the trees that are in.
+`Forest` of the trees that are in. A third form, `sql_condition`, is the rule
+as an SQL condition on a table that keeps each node's time as an integer
+(`moments`), its model and its source, for the search index, which applies
+it without loading its table (the same property test holds it to the others).
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from convgraph.times import parse_time
@@ -170,3 +173,66 @@ def select_trees(forest: Forest, where: TreeFilter) -> Forest:
     problems = [problem for problem in forest.problems if problem.node_id in kept_ids]
     calls = {call: node for call, node in forest.calls.items() if node in kept_ids}
     return Forest(nodes, names, problems, None, calls)
+
+
+#: Where `moments` count from.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def moments(times: pd.Series) -> list[int | None]:
+    """Each `datetime_utc` of a nodes table as nanoseconds since 1970 UTC
+    (None where it is no time, as `parse_times` reads it): what
+    `sql_condition` compares with the filter's bounds."""
+    from convgraph.times import parse_times
+
+    parsed = parse_times(times)
+    nanoseconds = (
+        parsed.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy("datetime64[ns]")
+    )
+    values = nanoseconds.view("int64").tolist()
+    missing = parsed.isna().tolist()
+    return [
+        None if gone else value for value, gone in zip(values, missing, strict=True)
+    ]
+
+
+def _nanoseconds(moment: datetime) -> int:
+    """A time as `moments` counts it (exact: whole microseconds)."""
+    return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def sql_condition(
+    where: TreeFilter, models: Iterable[str | None]
+) -> tuple[str, list[Any]]:
+    """`node_matches` as an SQL condition on a table with the columns
+    `moment` (`moments` of its times), `model` and `source`, and its
+    parameters; `models` the model names the table holds, each matched
+    against the globs here once (`fnmatch`, as the other forms match).
+
+    Examples
+    --------
+    >>> sql_condition(TreeFilter(sources=("turns",)), [])
+    ('source in (select value from json_each(?))', ['["turns"]'])
+    >>> sql_condition(TreeFilter(), [])
+    ('1', [])
+    """
+    import json
+
+    terms: list[str] = []
+    parameters: list[Any] = []
+    if where.sources:
+        terms.append("source in (select value from json_each(?))")
+        parameters.append(json.dumps(list(where.sources)))
+    if where.models:
+        passing = [
+            name for name in models if name is not None and where.model_matches(name)
+        ]
+        terms.append("model in (select value from json_each(?))")
+        parameters.append(json.dumps(passing))
+    if where.since is not None:
+        terms.append("moment >= ?")
+        parameters.append(_nanoseconds(where.since))
+    if where.until is not None:
+        terms.append("moment <= ?")
+        parameters.append(_nanoseconds(where.until))
+    return " and ".join(terms) or "1", parameters

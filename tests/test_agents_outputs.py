@@ -160,3 +160,28 @@ def test_html_folds_a_subagent_under_its_task_call(browser, tmp_path: Path) -> N
         visit.assert_clean()
     finally:
         pages.close()
+
+
+def test_subagents_start_where_their_sidechain_starts() -> None:
+    """A subagent's root is its first node under a node not of its own
+    sidechain: under the main session, under another subagent, or a root;
+    it counts its whole subtree."""
+    import networkx as nx
+
+    from convgraph.present.subagents import Subagent, subagent_roots
+
+    def parts(agent: str | None) -> list[dict]:
+        text = {"type": "text", "text": "t"}
+        return [text if agent is None else {**text, "sidechain": agent}]
+
+    tree = nx.DiGraph([("m", "a1"), ("a1", "a2"), ("a2", "b1"), ("m", "m2")])
+    tree.add_node("r")
+    agents = {"m": None, "m2": None, "a1": "A", "a2": "A", "b1": "B", "r": "C"}
+    nx.set_node_attributes(
+        tree, {node: parts(agent) for node, agent in agents.items()}, "parts"
+    )
+    assert subagent_roots(tree) == {
+        "a1": Subagent("A", 3),
+        "b1": Subagent("B", 1),
+        "r": Subagent("C", 1),
+    }

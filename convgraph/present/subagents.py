@@ -20,8 +20,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -34,10 +34,12 @@ class Subagent(NamedTuple):
     nodes: int
 
 
-def sidechain(parts: Iterable[Mapping[str, Any]] | None) -> str | None:
-    """The subagent a node's parts belong to (their `sidechain`), or None
-    for a node of the main session."""
-    for part in parts or ():
+def sidechain(parts: object) -> str | None:
+    """The subagent a node's parts (a list of part mappings) belong to
+    (their `sidechain`), or None for a node of the main session."""
+    if not isinstance(parts, list | tuple):
+        return None
+    for part in parts:
         agent = part.get("sidechain") if isinstance(part, Mapping) else None
         if agent is not None:
             return str(agent)
@@ -46,18 +48,24 @@ def sidechain(parts: Iterable[Mapping[str, Any]] | None) -> str | None:
 
 def subagent_roots(tree: nx.DiGraph) -> dict[str, Subagent]:
     """Each node that starts a subagent's subtree, in the tree's node
-    order, with the subagent's id and the count of the subtree's nodes."""
-    agents = {node: sidechain(tree.nodes[node].get("parts")) for node in tree}
-    starts: dict[str, Subagent] = {}
-    for node, agent in agents.items():
-        if agent is None:
-            continue
-        above = next(iter(tree.predecessors(node)), None)
-        if above is not None and agents[above] == agent:
-            continue
-        count, stack = 0, [node]
-        while stack:
-            count += 1
-            stack.extend(tree.successors(stack.pop()))
-        starts[node] = Subagent(agent, count)
-    return starts
+    order, with the subagent's id and the count of the subtree's nodes
+    (all of them counted in one pass from the leaves up)."""
+    # The graph's own adjacency mappings: a view's call a node costs more
+    # than the walk.
+    above, below = tree.pred, tree.succ
+    agents = {node: sidechain(parts) for node, parts in tree.nodes(data="parts")}
+    starts = [
+        node
+        for node, agent in agents.items()
+        if agent is not None and agents.get(next(iter(above[node]), None)) != agent
+    ]
+    if not starts:
+        return {}
+    order = [node for node in tree if not above[node]]
+    for node in order:  # grows as it goes: breadth first, no recursion
+        order.extend(below[node])
+    size = dict.fromkeys(order, 1)
+    for node in reversed(order):
+        for child in below[node]:
+            size[node] += size[child]
+    return {node: Subagent(str(agents[node]), size.get(node, 1)) for node in starts}

@@ -202,3 +202,52 @@ def test_more_cached_tokens_than_input_is_no_traceback() -> None:
     )
     costs = node_costs(nodes).per_node
     assert costs[0] == costs[1]
+
+
+def test_trees_and_json_exports_carry_the_place() -> None:
+    """After the contract's attributes, where the source has them; an llm
+    file's nodes have no such keys."""
+    from convgraph.contract import NODE_ATTRIBUTES
+
+    for forest in (
+        Forest.read(PROJECTS, text=False),
+        Forest.read(PROJECTS, conversation_ids=["s1"], text=False),
+    ):
+        tree = forest.tree("s1")
+        assert list(tree.nodes["c1"]) == [*NODE_ATTRIBUTES, *PLACE_ATTRIBUTES]
+        assert (tree.nodes["c1"]["project"], tree.nodes["c1"]["git_branch"]) == (
+            "/home/ada/tree",
+            "fix-parser",
+        )
+    document = json.loads(
+        run("export", "--db", PROJECTS, "--format", "json", "s1").output
+    )
+    assert [
+        (node["id"], node["git_branch"], list(node)[-2:]) for node in document["nodes"]
+    ][:4] == [
+        ("a4", "main", ["project", "git_branch"]),
+        ("a5", "main", ["project", "git_branch"]),
+        ("a6", "main", ["project", "git_branch"]),
+        ("x4", "main", ["project", "git_branch"]),
+    ]
+    logs = Path(__file__).parent.parent / "examples" / "logs.db"
+    llm = json.loads(run("export", "--db", logs, "--format", "json").output)
+    assert not any(set(PLACE_ATTRIBUTES) & set(node) for node in llm["nodes"])
+
+
+def test_an_agents_json_exports_hold_to_the_documented_schemas() -> None:
+    import jsonschema
+
+    from tests.helpers import documented_schemas
+
+    schemas = documented_schemas("json-schema.md")
+    for form, key in (
+        ("json", "convgraph.node-link/1"),
+        ("tree-json", "convgraph.tree-json/1"),
+    ):
+        exported = run("export", "--db", PROJECTS, "--format", form).output
+        schema = schemas[key]
+        jsonschema.validate(json.loads(exported), schema)
+        assert schema["$defs"]["node"]["properties"]["git_branch"] == {
+            "$ref": "#/$defs/text"
+        }

@@ -26,6 +26,7 @@ from convgraph.contract import (
     NODE_COLUMNS,
     PARENT_ROWS,
     PARTS,
+    PLACE_ATTRIBUTES,
 )
 from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_link_table
@@ -237,7 +238,7 @@ class Forest:
         rows_by_tree = self._rows_of_trees()
         columns = {
             name: self.nodes[name].astype(object).where(self.nodes[name].notna(), None)
-            for name in ("id", "parent_id", *NODE_ATTRIBUTES)
+            for name in ("id", "parent_id", *NODE_ATTRIBUTES, *self._places())
         }
         records = [
             dict(zip(columns, values, strict=True))
@@ -259,6 +260,11 @@ class Forest:
                 calls=self._calls_of(tree_id),
             )
         report("building trees", len(tree_ids), len(tree_ids))
+
+    def _places(self) -> list[str]:
+        """The optional place attributes the source gave (an agent's project
+        and git branch), which the trees carry too."""
+        return [name for name in PLACE_ATTRIBUTES if name in self.nodes.columns]
 
 
 class TreeStream(Iterator[Any]):

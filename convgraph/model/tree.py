@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES
+from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, PLACE_ATTRIBUTES
 from convgraph.errors import UnknownNode
 from convgraph.links.integrity import ParentWalk
 from convgraph.model.marks import mark_tree
@@ -148,10 +148,14 @@ class ConversationTree(nx.DiGraph):
         """
         records = list(records)
         graph = cls(tree_id=tree_id, name=name)
+        # An agent's project and git branch, where its source gives them:
+        # after the contract's, as the exports write other attributes.
+        keys = (
+            *NODE_ATTRIBUTES,
+            *(key for key in PLACE_ATTRIBUTES if records and key in records[0]),
+        )
         for record in records:
-            graph.add_node(
-                record["id"], **{key: record.get(key) for key in NODE_ATTRIBUTES}
-            )
+            graph.add_node(record["id"], **{key: record.get(key) for key in keys})
         graph.add_edges_from(
             (parent, record["id"])
             for record in records

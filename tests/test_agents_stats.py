@@ -103,6 +103,7 @@ def test_a_branch_left_that_started_a_subagent_is_counted() -> None:
                 "id": node,
                 "tree_id": "t",
                 "parent_id": parent,
+                "source": "claude-code",
                 "parts": [
                     {
                         "role": "assistant",

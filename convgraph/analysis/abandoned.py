@@ -21,9 +21,13 @@ import pandas as pd
 
 from convgraph.contract import PARTS
 from convgraph.sources.agent_files import SIDECHAIN
+from convgraph.sources.agent_sessions import FORMATS
 
 if TYPE_CHECKING:
     import networkx as nx
+
+#: The sources that have subagents: the coding agents'.
+AGENT_SOURCES = tuple(module.SOURCE for module in FORMATS)
 
 
 def _marked(parts: Any) -> bool:
@@ -42,10 +46,18 @@ def subagent_rows(nodes: pd.DataFrame) -> np.ndarray:
     without the agents' columns: a Parquet dataset)."""
     if SIDECHAIN in nodes.columns:
         return nodes[SIDECHAIN].notna().to_numpy(dtype=bool)
+    found = np.zeros(len(nodes), dtype=bool)
     if PARTS not in nodes.columns:
-        return np.zeros(len(nodes), dtype=bool)
+        return found
+    # Only an agent's nodes are looked at one by one: a million of llm's
+    # are not.
+    held = nodes[PARTS].notna().to_numpy(dtype=bool)
+    if "source" in nodes.columns:
+        held = held & nodes["source"].isin(AGENT_SOURCES).to_numpy(dtype=bool)
+    rows = np.flatnonzero(held)
     parts = nodes[PARTS].to_numpy(dtype=object)
-    return np.fromiter((_marked(value) for value in parts), bool, len(parts))
+    found[rows] = [_marked(parts[row]) for row in rows.tolist()]
+    return found
 
 
 def in_subagent(data: Mapping[str, Any]) -> bool:

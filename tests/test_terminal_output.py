@@ -7,7 +7,7 @@ conversations' names and ids, every message's id and words, the model, the
 tools' names, arguments and results, code and its output, reasoning,
 attachments, and the user's notes. Each command of `convgraph --help` that
 prints text for a person runs on them (read, measure, compare, write,
-import, transcript, pairs, notes), and none lets a control character reach
+import, transcript, pairs, notes, search), and none lets a control character reach
 the screen but the line ends and click's own colours; `export` shows them as
 symbols where stdout is a terminal. The formats for programs keep the text
 exact: JSON, CSV, an export to a pipe, the Markdown file written with -o.
@@ -168,6 +168,14 @@ def human_commands(f: dict[str, Any], tmp_path: Path) -> dict[str, list[list[Any
             [f"root{HOSTILE}", "--db", legacy],
         ],
         "pairs": [e, ["--db", imported]],
+        # The words found in a snippet are styled, every stored text in it
+        # shown as symbols (the index is written beside each file).
+        "search": [
+            ["Tides", *e],
+            ["Tides", "--db", imported],
+            ["Answer", "--db", legacy],
+            ["Answer", "--table", "--db", legacy],
+        ],
         "note": [[ids["a2"], f"why{HOSTILE}", "--db", notes]],
         "prefer": [[ids["a2e"], "--db", notes]],
         "import": [
@@ -226,6 +234,8 @@ def test_no_command_lets_a_control_character_reach_the_terminal(
             if refused:
                 assert result.stderr.count("\n") == 1, (words, result.stderr)
             assert_safe(result.stdout + result.stderr, color)
+            if name == "search":
+                assert result.stdout.strip(), f"no hit: {words}"
             shown.append(result.stdout + result.stderr)
     # The texts were there to be shown: as symbols.
     everything = "\n".join(shown)

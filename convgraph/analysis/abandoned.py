@@ -31,8 +31,8 @@ AGENT_SOURCES = tuple(module.SOURCE for module in FORMATS)
 
 
 def _marked(parts: Any) -> bool:
-    """Parts of a subagent's node: every part carries `SIDECHAIN` (a list,
-    or an array of part dicts as a Parquet file gives it back)."""
+    """Parts (a list of part dicts) of a subagent's node: every part
+    carries `SIDECHAIN`."""
     if not isinstance(parts, list | np.ndarray) or len(parts) == 0:
         return False
     first = parts[0]
@@ -42,8 +42,8 @@ def _marked(parts: Any) -> bool:
 def subagent_rows(nodes: pd.DataFrame) -> np.ndarray:
     """Booleans over the rows of a nodes table: a subagent's node. The
     `sidechain` column where the table has it (an agent's sessions read by
-    convgraph, text or not), else the mark on the node's parts (a table
-    without the agents' columns: a Parquet dataset)."""
+    convgraph, text or not), else the mark on the parts of an agent's node
+    (a table without the agents' columns, whose parts are lists)."""
     if SIDECHAIN in nodes.columns:
         return nodes[SIDECHAIN].notna().to_numpy(dtype=bool)
     found = np.zeros(len(nodes), dtype=bool)

@@ -27,8 +27,10 @@ SOURCE_ATTRIBUTES = (
 #: (`project`) and git branch (`git_branch`), each str or None. A source
 #: that has them gives them in a whole-file read and in a tree read by id
 #: alike (`convgraph.sources.agent_files.AGENT_ATTRIBUTES` begins with
-#: them); other sources' tables, and their exports, do not carry them (no
-#: column of nulls for every chat and llm file).
+#: them), and the trees built from it carry them after `NODE_ATTRIBUTES`
+#: (so the JSON exports write them: docs/json-schema.md). Other sources'
+#: tables, trees and exports have no such keys (no nulls for every chat and
+#: llm file).
 PLACE_ATTRIBUTES = ("project", "git_branch")
 
 #: The attributes of a node's place among its branches, which the forest

@@ -104,8 +104,7 @@ def json_lines(
     # standard library reads (NaN, a lone surrogate escape) goes to the
     # standard library's decoder, so that the same lines are read as ever.
     loads = orjson.loads
-    decoder = json.JSONDecoder()
-    raw_decode, decode = decoder.raw_decode, decoder.decode
+    raw_decode, decode = _DECODER.raw_decode, _DECODER.decode
     try:
         with open(path, "rb") as stream:
             for number, line in enumerate(iter_lines(stream, path, chunk), 1):
@@ -129,6 +128,10 @@ def json_lines(
                     )
     except OSError as error:
         raise DatabaseError(f"cannot read {path}: {error.strerror}") from None
+
+
+#: The standard library's decoder, made once (not a file).
+_DECODER = json.JSONDecoder()
 
 
 def _stdlib_value(line: bytes, raw_decode: Any, decode: Any) -> Any:

@@ -176,6 +176,9 @@ def read_group(
     side_of: dict[str, str] = {}
     usage_holder: dict[str, tuple[Message, dict[str, Any]]] = {}
     project = branch = None
+    # Bound once: the loop below runs for every record of every session.
+    projects, branches = group.project, group.git_branch
+    main = group.messages
     for file in files:
         previous: str | None = None
         for record in json_lines(file, group.problems):
@@ -207,7 +210,9 @@ def read_group(
             if "logicalParentUuid" in record:
                 parent = as_text(record["logicalParentUuid"]) or parent
             previous = message_id
-            message = _message(record, message_id, parent, calls, usage_holder, text)
+            message = _message(
+                record, kind, message_id, parent, calls, usage_holder, text
+            )
             for part in message.parts or ():
                 kind = part["type"]
                 if kind == P.TOOL_CALL:
@@ -235,8 +240,8 @@ def read_group(
             value = record.get("gitBranch")
             if type(value) is str and value:
                 branch = value
-            group.project[message_id] = project
-            group.git_branch[message_id] = branch
+            projects[message_id] = project
+            branches[message_id] = branch
             if record.get("isSidechain") is True:
                 side = side_of.get(parent or "")
                 if side is None:
@@ -245,7 +250,7 @@ def read_group(
                 side_of[message_id] = side
                 sidechains[side].messages.append(message)
             else:
-                group.messages.append(message)
+                main.append(message)
                 group.current = message_id
     _count_usage(usage_holder.values(), group)
     for chain in sidechains.values():
@@ -272,17 +277,18 @@ def read_group(
 
 def _message(
     record: dict[str, Any],
+    kind: Any,
     message_id: str,
     parent: str | None,
     calls: dict[str, tuple[str, str | None]],
     usage_holder: dict[str, tuple[Message, dict[str, Any]]],
     text: bool = True,
 ) -> Message:
-    """One record of the conversation as a `Message` (without its texts
-    and their parts but a prompt's, `text=False`: `_parts`)."""
+    """One record of the conversation (of type `kind`) as a `Message`
+    (without its texts and their parts but a prompt's, `text=False`:
+    `_parts`)."""
     # Run for every record of every session: the checks of the untrusted
     # values are written out (`type(x) is`) rather than called.
-    kind = record.get("type")
     raw = record.get("message")
     if type(raw) is not dict:
         raw = {}

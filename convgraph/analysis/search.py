@@ -216,22 +216,32 @@ def _matching(
         f" {SNIPPET_TOKENS})"
         for column in [-1, *range(len(FIELDS))]
     )
-    kept, parameters = "1", list[Any]()
+    terms, parameters = [], list[Any]()
+    if abandoned:
+        terms.append("nodes.active = 0 and nodes.sidechain = 0")
     if where:
         names = [name for (name,) in conn.execute("select name from models")]
         condition, parameters = sql_condition(where, names)
-        kept = f"nodes.tree_id in (select tree_id from nodes where {condition})"
+        terms.append(f"nodes.tree_id in (select tree_id from nodes where {condition})")
+    # The best rows first, by bm25() alone, then the snippets of those: an
+    # ORDER BY of the expression with a LIMIT keeps only the best `limit`
+    # as SQLite goes (FTS5's own `ORDER BY rank` sorts every match: a word
+    # in 74k of 100k nodes is ranked in 80 ms that way, 51 ms this way),
+    # and nodes are joined only where a filter asks.
+    joined = " join nodes on nodes.rowid = texts.rowid" if terms else ""
+    filters = "".join(f" and {term}" for term in terms)
     try:
         return conn.execute(
-            "select nodes.id, nodes.tree_id, nodes.model, nodes.datetime_utc,"
-            " nodes.source, nodes.depth, nodes.active, texts.rank,"
+            "with best as (select texts.rowid as rowid, bm25(texts) as score"
+            f" from texts{joined} where texts match ?{filters}"
+            " order by score, texts.rowid limit ?)"
+            " select nodes.id, nodes.tree_id, nodes.model, nodes.datetime_utc,"
+            " nodes.source, nodes.depth, nodes.active, best.score,"
             f" {snippets}, nodes.sidechain"
-            " from texts join nodes on nodes.rowid = texts.rowid"
-            " where texts match ?"
-            " and (? = 0 or (nodes.active = 0 and nodes.sidechain = 0))"
-            f" and {kept}"
-            " order by texts.rank limit ?",
-            [expression, int(abandoned), *parameters, limit],
+            " from best join texts on texts.rowid = best.rowid"
+            " join nodes on nodes.rowid = best.rowid"
+            " where texts match ? order by best.score, best.rowid",
+            [expression, *parameters, limit, expression],
         ).fetchall()
     except sqlite3.OperationalError as error:
         if "fts5" in str(error) or "syntax" in str(error) or "no such" in str(error):

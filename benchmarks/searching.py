@@ -11,7 +11,8 @@ same file (llm upgrades an older file when it opens it, so never the
 cached one); and a search after llm logged ten more calls into one
 conversation (appended untimed before each call, as llm appends them), the
 index brought up to date first. Each query's memory above its setup is a
-figure (`tasks.above_setup`).
+figure (`tasks.above_setup`); the common word again with `--model`, the
+filter applied on the index.
 
 The index lies beside a link to the cached file in a temporary directory
 (`search_index.index_path` names it by the path given, not the target), so
@@ -39,6 +40,9 @@ from benchmarks.report import Row
 #: calls the update row appends before each search.
 COMMON_WORD = "branch"
 APPENDED = 10
+#: The model glob of the filtered query: a model of every synthetic
+#: conversation, so every tree is in (the filter's most work).
+FILTER_MODEL = "gpt-4*"
 #: llm without its plugins (convgraph's among them): `llm logs -q` alone.
 LLM_ENVIRONMENT = {"LLM_LOAD_PLUGINS": ""}
 
@@ -79,16 +83,20 @@ def _build(db: str) -> Callable[[int], float]:
 
 
 @tasks.task("search.query")
-def _query(db: str, query: str) -> Callable[[], Any]:
+def _query(db: str, query: str, model: str = "") -> Callable[[], Any]:
     """One search on a current index: the check that it is current, the
-    ranked hits, their snippets and their branch marks."""
+    ranked hits, their snippets and their branch marks; with `model`, only
+    in the trees with a node of a model it matches (`--model`: the filter
+    applied in SQL on the index)."""
     from convgraph.analysis.search import search
+    from convgraph.model.filters import TreeFilter
 
     link = _linked(db)
+    where = TreeFilter(models=(model,)) if model else None
     search(link, query)  # the index built, untimed
 
     def run() -> Any:
-        hits = search(link, query)
+        hits = search(link, query, where=where)
         tasks.figure("hits", len(hits))
         return hits
 
@@ -202,6 +210,17 @@ def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
                         ),
                     )
                 )
+            found.append(
+                Row(
+                    "search",
+                    kind,
+                    size,
+                    f"query, common word, --model '{FILTER_MODEL}'",
+                    suite.task(
+                        "search.query", db=db, query=COMMON_WORD, model=FILTER_MODEL
+                    ),
+                )
+            )
             found.append(
                 Row(
                     "search",

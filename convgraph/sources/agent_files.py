@@ -81,9 +81,6 @@ class SessionGroup:
     cache_read: dict[str, int] = field(default_factory=dict)
     cache_write: dict[str, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
-    #: Messages folded into a later one (its id: the later one's): the
-    #: records of one API message, which the format writes one a block.
-    aliases: dict[str, str] = field(default_factory=dict)
 
 
 # -- reading JSON lines, within bounds ------------------------------------------

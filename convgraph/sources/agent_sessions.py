@@ -124,10 +124,6 @@ class AgentSessions(Source):
         prompts: dict[str, str] = {}
         for key, files in groups:
             for group in self._module.read_group(key, files, text):
-                if not joined.folds_hold(group):
-                    # A record folded into a later one was read before, and
-                    # that one not (or the other way): read it unfolded.
-                    (group,) = self._module.read_group(key, files, text, fold=False)
                 found, current = joined.add(group, self.format)
                 if group.name is None:
                     # Unnamed (no summary, no title): its first prompt, as the
@@ -284,14 +280,6 @@ class _Joiner:
         """Every group's tree."""
         return {key: self.find(key) for key in self.parent}
 
-    def folds_hold(self, group: SessionGroup) -> bool:
-        """Whether each record folded into another was read before exactly
-        where that one was (`claude_code.read_group` folds the records of an
-        API message): a copy in a resumed session is left out, or kept,
-        whole."""
-        seen = self.seen
-        return all((old in seen) == (new in seen) for old, new in group.aliases.items())
-
     def add(
         self, group: SessionGroup, source: str
     ) -> tuple[list[dict[str, Any]], str | None]:
@@ -327,10 +315,6 @@ class _Joiner:
                 for message, node in side_nodes.items()
                 if message not in node_of
             )
-        for old, new in group.aliases.items():
-            # A record folded into another is in that one's node.
-            if new in node_of:
-                node_of.setdefault(old, node_of[new])
         own = {record["id"] for record in records}
         cache = (
             _node_sums(node_of, group.cache_read),

@@ -162,45 +162,10 @@ def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
 
 
 def read_group(
-    key: str, files: list[Path], text: bool = True, fold: bool = True
+    key: str, files: list[Path], text: bool = True
 ) -> Iterator[SessionGroup]:
     """The session `key` from its files: its main chain, its subagents;
-    without their texts (but the prompts'), `text=False`.
-
-    The records of one API message (Claude Code writes it a block a record,
-    each the child of the one before) are one `Message`, its id the last
-    record's (`_fold`): the same nodes, a third fewer messages to build
-    them from. Where a folded record is named by another (a branch from
-    the middle of an API message, or a duplicate id), the session is read
-    again without folding (as it is where `fold` is False).
-    """
-    group, holds = _read_records(key, files, text, fold=fold)
-    if not holds:
-        group, _ = _read_records(key, files, text, fold=False)
-    yield group
-
-
-def _folds_hold(group: SessionGroup, leaves: Iterable[str]) -> bool:
-    """Whether no message of the group, nor a summary's leaf, names a record
-    folded into another (each folded record had one child: the record it
-    was folded into)."""
-    aliases = group.aliases
-    if not aliases:
-        return True
-    if any(leaf in aliases for leaf in leaves):
-        return False
-    for messages in (group.messages, *(side.messages for side in group.sidechains)):
-        for message in messages:
-            if message.parent in aliases or message.id in aliases:
-                return False
-    return True
-
-
-def _read_records(
-    key: str, files: list[Path], text: bool, fold: bool
-) -> tuple[SessionGroup, bool]:
-    """`read_group`'s session, its API messages' records folded or not, and
-    whether the folds hold (`_folds_hold`; no id read twice)."""
+    without their texts (but the prompts'), `text=False`."""
     group = SessionGroup(key, None, [])
     summaries: dict[str, str] = {}
     first_summary: str | None = None
@@ -214,18 +179,8 @@ def _read_records(
     # Bound once: the loop below runs for every record of every session.
     projects, branches = group.project, group.git_branch
     main = group.messages
-    # The records folded into a message, and every id read, to tell a
-    # duplicate (then nothing is folded).
-    folded: dict[str, Message] = {}
-    ids: set[str] = set()
-    duplicates = False
     for file in files:
         previous: str | None = None
-        # The last message made, its API message's id and chain: a record
-        # that continues it is folded into it.
-        last: Message | None = None
-        last_api: Any = None
-        last_side = False
         for record in json_lines(file, group.problems):
             kind = record.get("type")
             if kind == "summary":
@@ -255,17 +210,9 @@ def _read_records(
             if "logicalParentUuid" in record:
                 parent = as_text(record["logicalParentUuid"]) or parent
             previous = message_id
-            if message_id in ids:
-                duplicates = True
-            ids.add(message_id)
             message = _message(
                 record, kind, message_id, parent, calls, usage_holder, text
             )
-            sidechain = record.get("isSidechain") is True
-            api = None
-            if kind == "assistant":
-                raw = record.get("message")
-                api = raw.get("id") if type(raw) is dict else None
             for part in message.parts or ():
                 kind = part["type"]
                 if kind == P.TOOL_CALL:
@@ -295,29 +242,7 @@ def _read_records(
                 branch = value
             projects[message_id] = project
             branches[message_id] = branch
-            if (
-                fold
-                and last is not None
-                and api == last_api
-                and type(api) is str
-                and api
-                and parent == last.id
-                and sidechain == last_side
-            ):
-                # The next block of the API message `last` holds.
-                old = last.id
-                _fold(last, message)
-                folded[old] = last
-                held = usage_holder.get(api)
-                if held is not None and held[0] is message:
-                    usage_holder[api] = (last, held[1])
-                if sidechain:
-                    side_of[message_id] = side_of[old]
-                else:
-                    group.current = message_id
-                continue
-            last, last_api, last_side = message, api, sidechain
-            if sidechain:
+            if record.get("isSidechain") is True:
                 side = side_of.get(parent or "")
                 if side is None:
                     side = as_text(record.get("agentId")) or message_id
@@ -328,14 +253,10 @@ def _read_records(
                 main.append(message)
                 group.current = message_id
     _count_usage(usage_holder.values(), group)
-    aliases = group.aliases
-    aliases.update((old, message.id) for old, message in folded.items())
     for chain in sidechains.values():
         chain.anchor = agent_calls.get(chain.agent)
         if chain.anchor is None and chain.messages:
             chain.anchor = task_prompts.get(chain.messages[0].text or "")
-        if chain.anchor is not None:
-            chain.anchor = aliases.get(chain.anchor, chain.anchor)
     group.sidechains = list(sidechains.values())
     # Named by its own title, else the summary of its last leaf that has
     # one, else the first summary it holds (of the session it continues).
@@ -351,24 +272,7 @@ def _read_records(
         )
         or first_summary
     )
-    holds = not (duplicates and group.aliases) and _folds_hold(group, summaries)
-    return group, holds
-
-
-def _fold(into: Message, message: Message) -> None:
-    """`message`, the next record of the API message `into` holds, folded
-    into it: its parts after those, its id, time and model where it has
-    them; an answer's text joined as a node joins its answers'."""
-    if message.parts:
-        into.parts = [*(into.parts or ()), *message.parts]
-    if message.kind == ANSWER:
-        if into.kind == ANSWER:
-            into.text = join_texts([into.text, message.text], "\n\n")
-        else:
-            into.kind, into.text = ANSWER, message.text
-    into.id = message.id
-    into.time = message.time or into.time
-    into.model = message.model or into.model
+    yield group
 
 
 def _message(

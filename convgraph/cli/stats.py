@@ -11,6 +11,7 @@ its texts. Work that lasts on a terminal shows its progress on stderr
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -245,7 +246,7 @@ def _usage(
     table = usage_table(forest, keys, costs, rows)
     if plot == "":
         size = shutil.get_terminal_size()
-        color = is_terminal(click.get_text_stream("stdout"))
+        color = is_terminal(sys.stdout)
         height = max(10, size.lines - 4)
         chart = terminal_chart(table, measure, size.columns, height, color)
         click.echo(chart.rstrip("\n"))

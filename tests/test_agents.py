@@ -487,3 +487,22 @@ def test_browse_lists_and_opens_a_session() -> None:
         "├── Now add two tests",
         "└── ⤷ subagent ag1: 1 node",
     ]
+
+
+@pytest.mark.parametrize("path", [PROJECTS, CODEX, GEMINI])
+def test_every_tree_read_by_its_id_is_its_part_of_the_whole_read(path: Path) -> None:
+    """Each agent's trees read one by one give the whole read's nodes (a
+    Codex session, whose files are keyed by path and its tree by the id it
+    holds, read as empty by its id)."""
+    with open_logs(path) as logs:
+        nodes, _ = logs.read_forest()
+        whole = nodes.astype(object).to_dict("records")
+        trees = logs.tree_ids()
+        alone = {tree: logs.read_tree(tree).records for tree in trees}
+    assert sorted(trees) == sorted({row["tree_id"] for row in whole})
+    for tree in trees:
+        expected = {row["id"]: row for row in whole if row["tree_id"] == tree}
+        assert sorted(record["id"] for record in alone[tree]) == sorted(expected)
+        for record in alone[tree]:
+            for name in ("parent_id", "prompt", "response", "tool_calls", "active"):
+                assert record[name] == expected[record["id"]][name], (tree, name)

@@ -86,6 +86,9 @@ class AgentSessions(Source):
         self._files = files
         #: The session groups' files, in the order their sessions began.
         self._groups: list[tuple[str, list[Path]]] | None = None
+        # Each session's key (its id) -> the key of the files it was read from
+        # (Codex keys its files by path, the sessions by the id they hold).
+        self._file_keys: dict[str, str] = {}
         #: Each tree's groups, and each group's tree (after a whole read).
         self._trees: dict[str, list[str]] | None = None
         self._tree_of_node: dict[str, str] = {}
@@ -134,6 +137,7 @@ class AgentSessions(Source):
         prompts: dict[str, str] = {}
         for key, files in groups:
             for group in self._module.read_group(key, files, text):
+                self._file_keys[group.key] = key
                 found, current = joined.add(group, self.format)
                 if group.name is None:
                     # Unnamed (no summary, no title): its first prompt, as the
@@ -231,7 +235,8 @@ class AgentSessions(Source):
         keys = set(self._index().get(tree_id, ()))
         if not keys:
             return TreeRecords(tree_id, None, [])
-        groups = [group for group in self.groups() if group[0] in keys]
+        file_keys = {self._file_keys.get(key, key) for key in keys}
+        groups = [group for group in self.groups() if group[0] in file_keys]
         records, _, names, problems = self._read(groups)
         self._found = TreeRecords(tree_id, names.get(tree_id), records, problems)
         return self._found

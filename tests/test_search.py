@@ -339,6 +339,7 @@ def test_the_search_group_plans_its_rows_on_known_tasks(tmp_path):
             ("index built", "search.build", "convgraph.stats"),
             ("query, rare word", "search.query", "llm logs -q"),
             ("query, common word", "search.query", "llm logs -q"),
+            ("query, common word, --model 'gpt-4*'", "search.query", None),
             ("search after 10 more calls", "search.update", None),
         )
     ]

@@ -157,3 +157,57 @@ def _exception_text(result: Result) -> str:
     if result.exc_info is None or isinstance(result.exception, SystemExit):
         return "none\n"
     return "".join(traceback.format_exception(*result.exc_info))
+
+
+class OnATerminal:
+    """What `run_on_a_terminal` saw: the bytes the pseudo-terminal received, the
+    other stream's bytes (a pipe), and the exit status."""
+
+    def __init__(self, shown: bytes, piped: bytes, status: int) -> None:
+        self.shown = shown
+        self.piped = piped
+        self.status = status
+
+
+def run_on_a_terminal(
+    *words: object,
+    stream: str = "stdout",
+    size: tuple[int, int] | None = None,
+    env: dict[str, str] | None = None,
+) -> OnATerminal:
+    """`python -m convgraph WORDS` with `stream` ("stdout" or "stderr") on a
+    new pseudo-terminal, `size` (lines, columns) set as a terminal sets it,
+    and the other stream on a pipe, read once the terminal is closed (enough
+    for the few kilobytes a test's command prints)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    if size is not None:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
+    on_terminal = stream == "stdout"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "convgraph", *map(str, words)],
+        stdout=slave if on_terminal else subprocess.PIPE,
+        stderr=subprocess.PIPE if on_terminal else slave,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    os.close(slave)
+    received = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        received.append(data)
+    os.close(master)
+    pipe = process.stderr if on_terminal else process.stdout
+    assert pipe is not None
+    piped = pipe.read()
+    return OnATerminal(b"".join(received), piped, process.wait())

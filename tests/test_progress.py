@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 
 import pyte
 import pytest
 
 from convgraph.cli.progress import DELAY_VARIABLE, ProgressBar
+from tests.helpers import run_on_a_terminal
 
 COLUMNS, LINES = 80, 24
 
@@ -34,36 +33,15 @@ def on_a_terminal(*args: str, delay: str = "0") -> tuple[str, str, list[str]]:
     """Run `convgraph ARGS` with stderr on an 80x24 pseudo-terminal and
     stdout on a pipe: what stdout received, every byte the terminal was sent
     (decoded), and the terminal's screen at the end."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "convgraph", *args],
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        stdin=subprocess.DEVNULL,
+    done = run_on_a_terminal(
+        *args,
+        stream="stderr",
+        size=(LINES, COLUMNS),
         env={**os.environ, DELAY_VARIABLE: delay},
     )
-    os.close(slave)
-    shown = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        shown.append(data)
-    os.close(master)
-    assert process.stdout is not None
-    stdout = process.stdout.read().decode()
-    assert process.wait() == 0, stdout
-    raw = b"".join(shown)
-    return stdout, raw.decode(), screen_of(raw)
+    stdout = done.piped.decode()
+    assert done.status == 0, stdout
+    return stdout, done.shown.decode(), screen_of(done.shown)
 
 
 class Terminal(io.StringIO):

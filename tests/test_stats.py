@@ -37,7 +37,7 @@ from convgraph.links.pointer_jumping import (
 from convgraph.model import tree as operations
 from convgraph.model.forest import Forest
 from tests.databases import add_response, legacy_database
-from tests.helpers import examples, run
+from tests.helpers import examples, run, run_on_a_terminal
 
 ATTRIBUTES = NODE_ATTRIBUTES
 
@@ -952,40 +952,14 @@ def stats_in_a_terminal(width: int, *args: object) -> str:
     """What `convgraph stats ARGS` prints with stdout on a pseudo-terminal
     `width` cells wide (its window size set as a terminal sets it), lines
     ending in "\\n"; stderr must stay empty."""
-    import fcntl
     import os
-    import pty
-    import struct
-    import subprocess
-    import sys
-    import termios
 
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, width, 0, 0))
     environment = {key: value for key, value in os.environ.items()}
     environment.pop("COLUMNS", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "convgraph", "stats", *map(str, args)],
-        stdout=slave,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env=environment,
-    )
-    os.close(slave)
-    received = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        received.append(data)
-    os.close(master)
-    assert process.stderr is not None
-    assert process.stderr.read() == b""
-    assert process.wait() == 0
-    return b"".join(received).decode().replace("\r\n", "\n")
+    done = run_on_a_terminal("stats", *args, size=(24, width), env=environment)
+    assert done.piped == b""
+    assert done.status == 0
+    return done.shown.decode().replace("\r\n", "\n")
 
 
 @pytest.mark.parametrize(

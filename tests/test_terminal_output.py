@@ -18,12 +18,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import pty
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +29,7 @@ from convgraph.cli import cli
 from convgraph.model.forest import Forest
 from tests import chat_exports as build
 from tests.databases import add_response, legacy_database
-from tests.helpers import run
+from tests.helpers import run, run_on_a_terminal
 
 #: What every stored text holds: OSC 0 and OSC 52, a C1 CSI, bidi controls,
 #: DEL, a carriage return and a tab.
@@ -292,26 +288,9 @@ def test_the_formats_for_programs_keep_the_text_exact(
 def on_a_terminal(*words: object) -> str:
     """`python -m convgraph WORDS` with stdout on a pseudo-terminal: what the
     terminal received."""
-    master, slave = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "convgraph", *map(str, words)],
-        stdout=slave,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-    )
-    os.close(slave)
-    received = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        received.append(data)
-    os.close(master)
-    assert process.wait() == 0, process.stderr.read() if process.stderr else ""
-    return b"".join(received).decode("utf-8")
+    done = run_on_a_terminal(*words)
+    assert done.status == 0, done.piped.decode()
+    return done.shown.decode("utf-8")
 
 
 @pytest.mark.parametrize("format_name", ["markdown", "json", "dot", "chat-jsonl"])

@@ -5,7 +5,9 @@ tests call (`run`, `file_digest`, `examples`) are in `tests/helpers.py`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -42,6 +44,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Chromium, one for each module whose tests drive the HTML page (a test
+    that uses it is slow: `SLOW_FIXTURES`)."""
+    from tests.browser import chromium
+
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def open_page(browser: Any) -> Iterator[Callable[..., Any]]:
+    """Open a page in `browser` (`tests.html_pages.Pages.open`), every page
+    closed after the test."""
+    from tests.html_pages import Pages
+
+    pages = Pages(browser)
+    yield pages.open
+    pages.close()
 
 
 @pytest.fixture

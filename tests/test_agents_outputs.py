@@ -10,8 +10,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
 from tests.helpers import run
 
 DATA = Path(__file__).parent / "data" / "agents"
@@ -119,15 +117,6 @@ def test_browse_folds_a_subagent_under_its_task_call() -> None:
         "└── Find the parser bug",
         '      ↳ Grep(pattern="def parse") → parse.py:12',
     ]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Chromium; a test that uses it is slow (`SLOW_FIXTURES`)."""
-    from tests.browser import chromium
-
-    with chromium() as browser:
-        yield browser
 
 
 def test_html_folds_a_subagent_under_its_task_call(browser, tmp_path: Path) -> None:

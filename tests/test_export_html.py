@@ -51,10 +51,9 @@ from convgraph.parts import (
     tool_result,
 )
 from convgraph.parts import text as text_part
-from tests.browser import chromium
 from tests.databases import add_response, add_tree, legacy_database
 from tests.helpers import run
-from tests.html_pages import Pages, Visit
+from tests.html_pages import Visit
 
 EXAMPLE_DB = Path(__file__).resolve().parent.parent / "examples" / "logs.db"
 
@@ -289,21 +288,6 @@ def write_page(db: Path, tmp_path: Path, name: str = "forest.html") -> Path:
 
 
 # ---- The browser ----
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Chromium, for this module's tests; a test that uses it is slow (see
-    `SLOW_FIXTURES` in conftest.py)."""
-    with chromium() as browser:
-        yield browser
-
-
-@pytest.fixture
-def open_page(browser):
-    pages = Pages(browser)
-    yield pages.open
-    pages.close()
 
 
 @pytest.fixture

@@ -26,8 +26,7 @@ from convgraph.model.forest import Forest
 from convgraph.model.tree import ConversationTree
 from convgraph.parts import ASSISTANT, USER, code, reasoning, tool_call, tool_result
 from convgraph.parts import text as text_part
-from tests.browser import chromium
-from tests.html_pages import Pages, Visit
+from tests.html_pages import Visit
 
 CONVERSATIONS = 2_000
 RESPONSES = 20_000
@@ -37,21 +36,6 @@ WINDOWS = {1024: (1024, 768), 1400: (1400, 900)}
 READABLE = 0.75
 #: How many hits the list shows before "Show more".
 HIT_PAGE = 100
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Chromium, for this module's tests; a test that uses it is slow (see
-    `SLOW_FIXTURES` in conftest.py)."""
-    with chromium() as browser:
-        yield browser
-
-
-@pytest.fixture
-def open_page(browser):
-    pages = Pages(browser)
-    yield pages.open
-    pages.close()
 
 
 @pytest.fixture(scope="module")

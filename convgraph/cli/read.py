@@ -7,6 +7,9 @@ A command about one node or one conversation reads only that conversation
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterable
+from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 import click
@@ -20,7 +23,7 @@ from convgraph.cli.options import (
     json_option,
     output_options,
 )
-from convgraph.cli.output import echo_ids, echo_json, echo_records
+from convgraph.cli.output import echo_ids, echo_json, echo_records, is_terminal
 from convgraph.model.filters import TreeFilter
 from convgraph.text import counted, terminal_text
 
@@ -100,35 +103,55 @@ def tree(
     With --json, a JSON array of the drawn nodes in drawing order, each with
     its id, parent, depth and conversation.
     """
+    problems = 0
+    with ExitStack() as stack:
+        if conversation_ids:
+            from convgraph.model.loading import read_tree
+            from convgraph.sources import opened
+
+            read = []
+            with opened(db_path) as logs:
+                for conversation_id in conversation_ids:
+                    resolved = logs.resolve_conversation(conversation_id)
+                    graph, found = read_tree(
+                        logs, logs.tree_id_of_conversation(resolved)
+                    )
+                    read.append(graph)
+                    problems += len(found)
+            trees: Iterable[nx.DiGraph] = list(kept(read, where))
+        else:
+            from convgraph.cli.progress import ProgressBar
+            from convgraph.model.filters import select_trees
+            from convgraph.model.forest import Forest
+
+            bar = stack.enter_context(ProgressBar())
+            read_forest = Forest.read(db_path, progress=bar)
+            problems = len(read_forest.problems)
+            forest = select_trees(read_forest, where)
+            # Each tree is built as it is drawn: a million nodes' DiGraphs
+            # at once would hold gigabytes. Where the drawing goes to the
+            # screen the bar is on, the bar is gone before its first line.
+            trees = forest.trees(progress=bar)
+            if is_terminal(sys.stdout):
+                trees = list(trees)
+                stack.close()
+        _draw_trees(trees, as_json, width, indent_chains, active)
+    _hint_check(problems)
+
+
+def _draw_trees(
+    trees: Iterable[nx.DiGraph],
+    as_json: bool,
+    width: int,
+    indent_chains: bool,
+    active: bool,
+) -> None:
+    """Print the trees of `tree`: drawn, or with --json the drawn nodes."""
     import networkx as nx
 
     from convgraph.model import tree as operations
     from convgraph.present.text_tree import generate_tree_lines, tree_heading
 
-    problems = 0
-    if conversation_ids:
-        from convgraph.model.loading import read_tree
-        from convgraph.sources import opened
-
-        read = []
-        with opened(db_path) as logs:
-            for conversation_id in conversation_ids:
-                resolved = logs.resolve_conversation(conversation_id)
-                graph, found = read_tree(logs, logs.tree_id_of_conversation(resolved))
-                read.append(graph)
-                problems += len(found)
-        trees = list(kept(read, where))
-    else:
-        from convgraph.cli.progress import ProgressBar
-        from convgraph.model.filters import select_trees
-        from convgraph.model.forest import Forest
-
-        # The bar is gone before the first line is drawn on stdout.
-        with ProgressBar() as bar:
-            read_forest = Forest.read(db_path, progress=bar)
-            problems = len(read_forest.problems)
-            forest = select_trees(read_forest, where)
-            trees = list(forest.trees(progress=bar))
     if as_json:
         drawn = []
         for graph in trees:
@@ -149,7 +172,6 @@ def tree(
                         }
                     )
         echo_json(drawn)
-        _hint_check(problems)
         return
     for index, graph in enumerate(trees):
         if index:
@@ -165,9 +187,10 @@ def tree(
             heading=tree_heading(graph, width),
         )
         click.echo(click.style(next(lines), bold=True))
-        for line in lines:
-            click.echo(line)
-    _hint_check(problems)
+        # One write a tree: click.echo flushes each call.
+        rest = "\n".join(lines)
+        if rest:
+            click.echo(rest)
 
 
 def _hint_check(problems: int) -> None:

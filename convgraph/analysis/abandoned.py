@@ -17,14 +17,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from convgraph.contract import PARTS
 from convgraph.sources.agent_files import SIDECHAIN
 from convgraph.sources.agent_sessions import FORMATS
 
 if TYPE_CHECKING:
+    # Only the tables' functions take pandas' objects: one tree's
+    # (`abandoned_nodes`, `summary` of a small file) imports no pandas.
     import networkx as nx
+    import pandas as pd
 
 #: The sources that have subagents: the coding agents'.
 AGENT_SOURCES = tuple(module.SOURCE for module in FORMATS)

@@ -12,7 +12,9 @@ figures, and categories for the values that repeat.
 One rule, two forms: `summary` gives one tree's statistics from its graph
 (plain Python, for one conversation), `conversation_table_of` the same
 figures for every tree of a table, one row each. They stand side by side
-below, and one property test holds them to the same answers.
+below, and one property test holds them to the same answers. Only the
+tables' functions import pandas, so `summary` answers for a small file
+(`convgraph stats` under `SMALL_INPUT_BYTES`) without it.
 
 Each table is computed by a pure function of a node table (`node_table_of`,
 `conversation_table_of`, `branch_table_of`): a pandas DataFrame with `id`,
@@ -29,7 +31,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from convgraph.analysis.abandoned import abandoned_nodes, abandoned_rows
 from convgraph.analysis.tool_stats import table_tool_totals, tree_tool_totals
@@ -46,18 +47,16 @@ from convgraph.contract import (
     TREE_NAME,
 )
 from convgraph.links.integrity import EMPTY_CONVERSATION
-from convgraph.links.pointer_jumping import (
-    nearest_marked,
-    parent_rows_of,
-    path_totals,
-    root_pointers,
-)
 from convgraph.model import tree as operations
 from convgraph.model.marks import active_column
 from convgraph.times import parse_times
 
 if TYPE_CHECKING:
+    # pandas, and the pointer jumping that works on its tables, are imported
+    # by the functions of tables: `summary` of one tree (`convgraph stats`
+    # on a small file) needs neither (0.3 s of a command's start).
     import networkx as nx
+    import pandas as pd
 
     from convgraph.model.forest import Forest
 
@@ -143,6 +142,8 @@ def edge_table(forest: Forest) -> pd.DataFrame:
     0      r     a       t
     1      r     b       t
     """
+    import pandas as pd
+
     children = np.flatnonzero(forest.parent_rows >= 0)
     ids = forest.nodes["id"].to_numpy()
     return pd.DataFrame(
@@ -204,6 +205,8 @@ def _with_empty_trees(
 ) -> pd.DataFrame:
     """`table` with a row for each tree that has no node: 0 nodes, no times,
     no models or tools, usage NA (0 tool calls)."""
+    import pandas as pd
+
     rows = {}
     for column in table.columns:
         dtype = table[column].dtype
@@ -290,6 +293,8 @@ def node_table_of(
     1  a      1         1    False
     2  b      2         0     True
     """
+    from convgraph.links.pointer_jumping import parent_rows_of, root_pointers
+
     if parent_rows is None:
         parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
     if depths is None:
@@ -420,6 +425,10 @@ def conversation_table_of(
     0       t   one      2          1
     1       u  None      1          0
     """
+    import pandas as pd
+
+    from convgraph.links.pointer_jumping import parent_rows_of, root_pointers
+
     if parent_rows is None:
         parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
     if depths is None:
@@ -505,6 +514,14 @@ def branch_table_of(
     0       a       r       2
     1       b       r       2
     """
+    import pandas as pd
+
+    from convgraph.links.pointer_jumping import (
+        parent_rows_of,
+        path_totals,
+        root_pointers,
+    )
+
     if parent_rows is None:
         parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
     root_rows, depths = root_pointers(parent_rows)
@@ -570,6 +587,8 @@ def _tree_names(
 ) -> pd.Series:
     """Each tree's name (None where it has none), aligned with `tree_ids`:
     from `names`, else from the first row of each tree's `tree_name`."""
+    import pandas as pd
+
     if names is not None:
         found = [names.get(tree_id) for tree_id in tree_ids.tolist()]
         return pd.Series(found, dtype="object")
@@ -586,6 +605,8 @@ def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
     An empty model id counts as none, as `summary` counts it.
     """
+    import pandas as pd
+
     codes, found = pd.factorize(models, sort=False)
     names = found.to_numpy(dtype=object)
     empty = np.flatnonzero(names == "")
@@ -606,6 +627,8 @@ def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
 def _models_per_tree(models: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
     """Each tree's distinct models in order of first use (rows are in log
     order), as lists aligned with the tree codes."""
+    import pandas as pd
+
     codes, names = _model_codes(models)
     used = codes >= 0
     pairs = tree_codes[used].astype(np.int64) * max(len(names), 1) + codes[used]
@@ -629,6 +652,8 @@ def _models_per_branch(
     it; walking a leaf's introducing ancestors upwards takes one vectorized
     step per model of the branch, not one per node.
     """
+    from convgraph.links.pointer_jumping import nearest_marked, path_totals
+
     codes, names = _model_codes(models)
     count = len(codes)
     if not len(names):

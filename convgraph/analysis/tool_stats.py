@@ -18,12 +18,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from convgraph.contract import TOOL_CALLS, TOOLS
 
 if TYPE_CHECKING:
     import networkx as nx
+    import pandas as pd
 
 
 def tool_list(tools: Any) -> list[str]:
@@ -78,6 +78,10 @@ def table_tool_totals(
     >>> totals["tool_calls"].tolist(), totals["tools"].tolist()
     ([3, <NA>], [['shout', 'python', 'search'], []])
     """
+    # Here, not above: one tree's totals (`summary` of a small file) need
+    # no pandas.
+    import pandas as pd
+
     missing = pd.Series(None, index=nodes.index, dtype=object)
     calls = nodes[TOOL_CALLS] if TOOL_CALLS in nodes.columns else missing
     tools = nodes[TOOLS] if TOOLS in nodes.columns else missing
@@ -97,6 +101,8 @@ def _tools_per_tree(tools: pd.Series, tree_codes: np.ndarray, trees: int) -> lis
     aligned with the tree codes: each distinct `tools` text is split once,
     then the distinct (tree, tool) pairs found in order of first use (a hash,
     not a sort), as the statistics find each tree's models."""
+    import pandas as pd
+
     codes, texts = pd.factorize(tools.astype(object), sort=False)
     split = [tool_list(text) for text in texts.tolist()]
     names, name_codes = np.unique(

@@ -246,14 +246,19 @@ class AgentSessions(Source):
         types of `ChatExport.read_forest`, with `project` and `git_branch`."""
         from convgraph.sources.chat_exports import FOREST_COLUMNS, _forest_frame
 
-        records, tree_of, names, problems = self._read(self.groups(), text)
-        columns: dict[str, list[Any]] = {
-            name: [record[name] for record in records]
-            for name in (*FOREST_COLUMNS, *AGENT_ATTRIBUTES)
-        }
-        nodes = _forest_frame(columns)
-        for name in AGENT_INTEGERS:
-            nodes[name] = nodes[name].astype("Int64")
+        # The collector stays paused until the records are columns and
+        # dropped: collecting over them while the table is made cost as much
+        # as making it.
+        with no_garbage_collection():
+            records, tree_of, names, problems = self._read_groups(self.groups(), text)
+            columns: dict[str, list[Any]] = {
+                name: [record[name] for record in records]
+                for name in (*FOREST_COLUMNS, *AGENT_ATTRIBUTES)
+            }
+            del records
+            nodes = _forest_frame(columns)
+            for name in AGENT_INTEGERS:
+                nodes[name] = nodes[name].astype("Int64")
         self.record_problems = problems
         if self._trees is None:
             self._trees = {}
@@ -331,30 +336,32 @@ class _Joiner:
                 if message not in node_of
             )
         own = {record["id"] for record in records}
-        cache = (
-            _node_sums(node_of, group.cache_read),
-            _node_sums(node_of, group.cache_write),
-        )
+        cache_read = _node_sums(node_of, group.cache_read)
+        cache_write = _node_sums(node_of, group.cache_write)
+        projects, branches, seen = group.project.get, group.git_branch.get, self.seen
         for record in records:
             node = record["id"]
-            record["project"] = group.project.get(node)
-            record["git_branch"] = group.git_branch.get(node)
+            record["project"] = projects(node)
+            record["git_branch"] = branches(node)
             record.setdefault(SIDECHAIN, None)
-            record["tool_errors"] = sum(
-                part["type"] == TOOL_RESULT and part.get("error") is not None
-                for part in record["parts"] or ()
-            )
+            # The failed results and the calls per tool, in one pass over
+            # the node's parts (most of a session's parts are tool calls).
+            errors = 0
             uses: dict[str, int] = {}
             for part in record["parts"] or ():
-                if part["type"] == TOOL_CALL:
+                kind = part["type"]
+                if kind == TOOL_CALL:
                     name = part["name"] or "?"
                     uses[name] = uses.get(name, 0) + 1
+                elif kind == TOOL_RESULT and part.get("error") is not None:
+                    errors += 1
+            record["tool_errors"] = errors
             record["tool_uses"] = uses or None
-            record["cache_read_tokens"] = cache[0].get(node)
-            record["cache_write_tokens"] = cache[1].get(node)
+            record["cache_read_tokens"] = cache_read.get(node)
+            record["cache_write_tokens"] = cache_write.get(node)
             parent = record["parent_id"]
-            if parent is not None and parent not in own and parent in self.seen:
-                node, earlier = self.seen[parent]
+            if parent is not None and parent not in own and parent in seen:
+                node, earlier = seen[parent]
                 record["parent_id"] = node
                 self.join(group.key, earlier)
         for message, node in node_of.items():

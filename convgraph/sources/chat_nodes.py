@@ -14,7 +14,7 @@ store, and the browser lists conversations with it. Every walk is iterative.
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import deque
 from typing import Any
 
 from convgraph.parts import TOOL_CALL, Part, is_plain, tool_names
@@ -54,20 +54,30 @@ def conversation_records(
     messages: dict[str, Message] = {}
     for message in conversation.messages:
         messages.setdefault(message.id, message)
-    children: dict[str, list[str]] = defaultdict(list)
+    # Run for every message of every session a whole-folder read holds: the
+    # children's kinds are kept as two sets (a message with a prompt below
+    # it, one with anything else below it) rather than listed per message.
+    children: dict[str, list[str]] = {}
+    prompt_below: set[str] = set()
+    other_below: set[str] = set()
     starts = []
-    for message in messages.values():
+    for message_id, message in messages.items():
         parent = message.parent
-        if parent is not None and parent != message.id and parent in messages:
-            children[parent].append(message.id)
+        if parent is not None and parent != message_id and parent in messages:
+            below = children.get(parent)
+            if below is None:
+                children[parent] = [message_id]
+            else:
+                below.append(message_id)
+            (prompt_below if message.kind == PROMPT else other_below).add(parent)
         else:
-            starts.append(message.id)
+            starts.append(message_id)
 
     # Parents before children; messages that no root reaches hang off a
     # cycle, and are started from where they come in the export.
     order: list[str] = []
     reached: set[str] = set()
-    for start in [*starts, *messages]:
+    for start in [*starts, *messages] if children else starts:
         if start in reached:
             continue
         reached.add(start)
@@ -84,12 +94,15 @@ def conversation_records(
     prompt_of: dict[str, str | None] = {}
     answered: dict[str, bool] = {}
     above: dict[str, str | None] = {}
-    system_of: dict[str, str | None] = {}
     is_end: dict[str, bool] = {}
     effective_parent: dict[str, str | None] = {}
-
-    def node_above(message_id: str) -> str | None:
-        return message_id if is_end[message_id] else above[message_id]
+    # A system prompt is followed down only where one is set (never in an
+    # agent's session): most conversations skip that bookkeeping.
+    system_of: dict[str, str | None] | None = None
+    if conversation.system is not None or any(
+        message.system for message in messages.values()
+    ):
+        system_of = {}
 
     for message_id in order:
         message = messages[message_id]
@@ -99,37 +112,42 @@ def conversation_records(
         effective_parent[message_id] = parent
         # A root's stored link that names nothing (or the message itself,
         # or goes round a cycle) is kept, for the checks to report.
-        link = message.parent if parent is None else None
         if message.kind == PROMPT:
             prompt_of[message_id] = message_id
             answered[message_id] = False
-            above[message_id] = node_above(parent) if parent is not None else link
+            if parent is None:
+                above[message_id] = message.parent
+            else:
+                above[message_id] = parent if is_end[parent] else above[parent]
+            is_end[message_id] = message_id not in other_below
         else:
-            prompt_of[message_id] = prompt_of[parent] if parent is not None else None
-            answered[message_id] = message.kind == ANSWER or (
-                parent is not None and answered[parent]
-            )
-            above[message_id] = above[parent] if parent is not None else link
-        system_of[message_id] = message.system or (
-            system_of[parent] if parent is not None else conversation.system
-        )
-        kinds = [messages[child].kind for child in children.get(message_id, ())]
-        if message.kind == PROMPT:
-            is_end[message_id] = all(kind == PROMPT for kind in kinds)
-        else:
-            is_end[message_id] = (not kinds or PROMPT in kinds) and (
-                prompt_of[message_id] is not None or answered[message_id]
+            if parent is None:
+                prompt = None
+                answered[message_id] = done = message.kind == ANSWER
+                above[message_id] = message.parent
+            else:
+                prompt = prompt_of[parent]
+                answered[message_id] = done = message.kind == ANSWER or answered[parent]
+                above[message_id] = above[parent]
+            prompt_of[message_id] = prompt
+            is_end[message_id] = (
+                message_id not in other_below or message_id in prompt_below
+            ) and (prompt is not None or done)
+        if system_of is not None:
+            system_of[message_id] = message.system or (
+                system_of[parent] if parent is not None else conversation.system
             )
 
     records: dict[str, dict[str, Any]] = {}
     for message_id in order:
         if is_end[message_id]:
-            records[message_id] = _node_record(
+            record = _node_record(
                 message_id, messages, effective_parent, prompt_of, conversation, node_of
             )
-            records[message_id]["parent_id"] = above[message_id]
-            records[message_id]["system"] = system_of[message_id]
-            records[message_id]["source"] = source
+            record["parent_id"] = above[message_id]
+            record["system"] = system_of[message_id] if system_of is not None else None
+            record["source"] = source
+            records[message_id] = record
 
     for record_id in _active_nodes(
         conversation.current, messages, children, is_end, above, records
@@ -157,7 +175,7 @@ def _node_record(
         current = effective_parent[current]
     run.reverse()
     prompt = messages[prompt_id] if prompt_id is not None else None
-    answers = [message for message in run if message.kind == ANSWER]
+    answers = [message.text for message in run if message.kind == ANSWER]
     model = next(
         (message.model for message in reversed(run) if message.model), None
     ) or (conversation.model if answers else None)
@@ -175,20 +193,28 @@ def _node_record(
         "conversation_id": conversation.id,
         "prompt": prompt.text if prompt is not None else None,
         "system": None,
-        "response": join_texts([message.text for message in answers], "\n\n"),
+        "response": join_texts(answers, "\n\n"),
         "model": model,
         "datetime_utc": time or (prompt.time if prompt is not None else None),
         "source": None,
-        "parts": None if is_plain(parts) else parts,
+        # More than two parts are never plain (`is_plain`): not asked.
+        "parts": None if len(parts) <= 2 and is_plain(parts) else parts,
         "tool_calls": calls,
-        "tools": ", ".join(tool_names(parts)) or None,
+        "tools": ", ".join(tool_names(parts)) or None if calls else None,
         "active": False,
     }
-    for name in USAGE:
-        values = [getattr(message, name) for message in run]
-        counted = [value for value in values if value is not None]
-        total = sum(counted) if counted else None
-        # Each figure fits the tables' Int64; a hostile sum need not.
+    # The usage figures summed in one pass over the run (a node's run is
+    # most of its session's messages).
+    inputs = outputs = durations = None
+    for message in run:
+        if message.input_tokens is not None:
+            inputs = message.input_tokens + (inputs or 0)
+        if message.output_tokens is not None:
+            outputs = message.output_tokens + (outputs or 0)
+        if message.duration_ms is not None:
+            durations = message.duration_ms + (durations or 0)
+    # Each figure fits the tables' Int64; a hostile sum need not.
+    for name, total in zip(USAGE, (inputs, outputs, durations), strict=True):
         record[name] = total if total is None or abs(total) < INT64_LIMIT else None
     return record
 

@@ -231,6 +231,16 @@ TARGETS = [
     Target("core", "load forest (with texts)", "ratio", 1.5, 1_000_000),
     Target("cli", "convgraph path NODE", "over_baseline", 0.2, 1_000_000),
     Target("cli", "convgraph --help", "over_baseline", 0.1),
+    # The engine group (issue 28): whole commands beside a bare fetch.
+    Target("legacy", "convgraph stats --json", "ratio", 2.0, 1_000_000),
+    Target("legacy", "convgraph stats --json", "peak_mb", 400, 1_000_000),
+    Target("store", "convgraph stats --json", "ratio", 1.5, 1_000_000),
+    Target("store", "convgraph stats --json", "peak_mb", 800, 1_000_000),
+    *(
+        Target(kind, f"convgraph {command}", "ratio", 3.0, 1_000_000)
+        for kind in ("legacy", "store")
+        for command in ("tree", "export --format json")
+    ),
     Target("per-node", "path", "ratio", 0.1, 100_000),
     Target("per-node", "descendants of the root", "ratio", 0.1, 100_000),
     Target("per-node", "leaves", "ratio", 0.1, 100_000),

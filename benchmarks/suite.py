@@ -88,6 +88,9 @@ GROUPS = {
     "search": Group(
         "benchmarks.searching:search_rows", "calls", (100_000, 1_000_000), (10_000,)
     ),
+    "engine": Group(
+        "benchmarks.engine:engine_rows", "responses", (100_000, 1_000_000), (100_000,)
+    ),
 }
 
 

@@ -569,3 +569,112 @@ def _insert_threads(conn: sqlite3.Connection, threads: list[tuple]) -> None:
         threads,
     )
     threads.clear()
+
+
+# -- the random-branching legacy file (issue 28's shape) --------------------------
+
+#: Conversations of the random shape hold 1 to RANDOM_MOST responses (mean
+#: about 10.5: a million responses in some 95,000 conversations).
+RANDOM_MOST = 20
+
+
+def random_sizes(responses: int, seed: int = 0) -> list[int]:
+    """Conversation sizes drawn uniformly from 1 to `RANDOM_MOST` (the last
+    one cut so that they add up to exactly `responses`).
+
+    Examples
+    --------
+    >>> sizes = random_sizes(1_000)
+    >>> sum(sizes), min(sizes) >= 1, max(sizes) <= RANDOM_MOST
+    (1000, True, True)
+    """
+    if responses < 1:
+        raise ValueError("need at least one response")
+    rng = random.Random(seed)
+    sizes: list[int] = []
+    left = responses
+    while left:
+        size = min(rng.randint(1, RANDOM_MOST), left)
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+def random_parent(k: int, g: int) -> int | None:
+    """The local index of node `k`'s parent in a random-branching
+    conversation: a pseudo-random earlier node of it (a pure function of
+    the global index `g`); None for the root."""
+    if k == 0:
+        return None
+    return ((g * 2_654_435_761) >> 7) % k
+
+
+def build_random_legacy(
+    path: str | os.PathLike[str], responses: int, *, seed: int = 0
+) -> Path:
+    """A migrated legacy `logs.db` of `responses` rows with random branching:
+    conversations of `random_sizes`, each response's parent a random earlier
+    response of its conversation (`random_parent`), as a file looks after
+    `convgraph migrate --link-linear` and llm logging branches into it since:
+    `parent_response_id` filled, its index and the conversation index,
+    convgraph's rules and the migration's record.
+
+    Built as the linear legacy file of as many conversations, whose rows
+    (ids, times, texts, in log order) are then regrouped into the random
+    conversations and relinked in one pass, and migrated by convgraph's own
+    `migrate` (which adds the indexes, the rules and the record).
+    """
+    from convgraph.store.migrate import migrate
+
+    sizes = random_sizes(responses, seed)
+    path = build_legacy(path, responses, len(sizes), "linear", seed=seed)
+    conn = _fast_connection(path)
+    try:
+        conversation_ids = [
+            row[0]
+            for row in conn.execute("select id from conversations order by rowid")
+        ]
+        ids = [
+            row[0] for row in conn.execute("select id from responses order by rowid")
+        ]
+
+        def relinked() -> Iterator[tuple]:
+            g = 0
+            for c, size in enumerate(sizes):
+                start = g
+                for k in range(size):
+                    parent = random_parent(k, g)
+                    yield (
+                        conversation_ids[c],
+                        MODELS[c % len(MODELS)],
+                        None if parent is None else ids[start + parent],
+                        g + 1,
+                    )
+                    g += 1
+
+        def named() -> Iterator[tuple]:
+            start = 0
+            for c, size in enumerate(sizes):
+                yield _name(prompt_text(start)), MODELS[c % len(MODELS)], c + 1
+                start += size
+
+        triggers = _drop_triggers(conn, "responses")
+        conn.execute("begin")
+        conn.executemany(
+            "update responses set conversation_id = ?, model = ?,"
+            " parent_response_id = ? where rowid = ?",
+            relinked(),
+        )
+        conn.executemany(
+            "update conversations set name = ?, model = ? where rowid = ?", named()
+        )
+        conn.execute("commit")
+        for sql in triggers:
+            conn.execute(sql)
+    except BaseException:
+        conn.close()
+        _fresh(path)
+        raise
+    conn.close()
+    migrate(path)
+    return path

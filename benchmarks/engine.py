@@ -1,0 +1,142 @@
+"""The `engine` group (issue 28): whole commands as a user runs them, on every
+shape of file, beside a bare fetch of the same rows in a fresh Python.
+
+Rows, for each shape at 100,000 and 1,000,000 responses (turns): the whole
+`convgraph stats --json` beside a bare fetch of the structure (legacy: `id,
+conversation_id, parent_response_id`; message store: the structure columns
+the `reads` group's store baseline fetches), and the whole `convgraph tree`
+(every tree) and `convgraph export --format json` beside a bare fetch of the
+columns with the texts they print (legacy: every column convgraph reads;
+message store: the structure and every part's text). Every side is a whole
+process started by pyperf (`python -m pyperf command`, output to /dev/null,
+its peak RSS from the kernel), so start-up, imports and printing count, and
+the baseline pays its interpreter's start-up too.
+
+The shapes: the suite's legacy ``linear``, ``bushy`` and ``deep`` files;
+``random``, a migrated legacy file with random branching
+(`synthetic.build_random_legacy`: conversations of 1 to 20 responses, each
+response's parent a random earlier one, the indexes and rules
+`migrate --link-linear` leaves; 1,000,000 responses in some 95,000
+conversations); and ``forks``, the suite's linear message store, where about
+one turn in eight is a retry logged in a thread forked from its parent.
+
+Issue 28's targets (`report.TARGETS`, sections ``legacy`` and ``store``) are
+judged at 1,000,000: `stats --json` at most 2.0x and 400 MB on legacy files,
+1.5x and 800 MB on the message store, `tree` and `export` at most 3x; and
+the growth from 100,000 to 1,000,000, at most 10x in time and in memory, per
+command and shape. The multi-second commands need no more than one value a
+process: run it as ``python -m benchmarks engine --values 1`` (2 processes x
+1 value after a warm-up call; about 20 minutes here at 1,000,000); at
+1,000,000 `tree` and `export` take one call in one process (`suite.once`).
+``--quick`` runs 100,000 only.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from benchmarks import suite, synthetic, tasks
+from benchmarks.report import Row
+
+#: The sizes at which `tree` and `export` are timed once (a call takes a
+#: minute or more there).
+ONCE_FROM = 1_000_000
+#: The operations of every shape, as `report.TARGETS` names them.
+STATS, TREE, EXPORT = (
+    "convgraph stats --json",
+    "convgraph tree",
+    "convgraph export --format json",
+)
+#: Each command's arguments after `convgraph`.
+ARGUMENTS = {
+    STATS: ("stats", "--json"),
+    TREE: ("tree",),
+    EXPORT: ("export", "--format", "json"),
+}
+
+#: A bare fetch in a fresh Python: `python -c FETCH DB SQL...` runs each
+#: query and keeps its rows as sqlite3 tuples, and does nothing more (one
+#: line: pyperf keeps the command in its metadata, which takes no newline).
+FETCH = (
+    "import sys, sqlite3; "
+    "conn = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True); "
+    "fetched = [conn.execute(sql).fetchall() for sql in sys.argv[2:]]"
+)
+_STORE_STRUCTURE = (
+    "select hash, parent_hash, role from messages",
+    "select id, forked_from from threads",
+)
+#: The queries of each bare fetch: the rows a command needs.
+FETCHES = {
+    "fetch 3 columns": (
+        "select id, conversation_id, parent_response_id from responses",
+    ),
+    "fetch with texts": (f"select {tasks.LEGACY_COLUMNS} from responses",),
+    "fetch store structure": (
+        "select id, thread_id, parent_message_hash, tip_message_hash from turns",
+        *_STORE_STRUCTURE,
+    ),
+    "fetch store with texts": (
+        "select id, thread_id, parent_message_hash, tip_message_hash, model,"
+        " datetime_utc, input_tokens, output_tokens, duration_ms from turns",
+        *_STORE_STRUCTURE,
+        "select message_hash, position, type, text from parts",
+    ),
+}
+#: Each kind's baseline for the structure and for the texts.
+BASELINES = {
+    "legacy": {
+        STATS: "fetch 3 columns",
+        TREE: "fetch with texts",
+        EXPORT: "fetch with texts",
+    },
+    "store": {
+        STATS: "fetch store structure",
+        TREE: "fetch store with texts",
+        EXPORT: "fetch store with texts",
+    },
+}
+
+
+def random_legacy(size: int, data_dir: Path) -> Path:
+    """The cached random-branching migrated legacy file of `size` responses."""
+    name = f"legacy-random-{size}-v{suite.BUILD_VERSION}.db"
+    return suite.cached(
+        data_dir / name, lambda partial: synthetic.build_random_legacy(partial, size)
+    )
+
+
+def fetch(name: str, db: Path) -> suite.Task:
+    """A bare fetch in a fresh Python, as a whole command."""
+    return suite.command(name, sys.executable, "-c", FETCH, str(db), *FETCHES[name])
+
+
+def command_rows(kind: str, shape: str, size: int, db: Path) -> list[Row]:
+    """The three whole commands on one file, each beside its bare fetch."""
+    convgraph = suite.convgraph_command()
+    found = []
+    for operation, argv in ARGUMENTS.items():
+        ours = suite.command(operation, convgraph, *argv, "--db", str(db))
+        if operation != STATS and size >= ONCE_FROM:
+            ours = suite.once(ours)
+        baseline = fetch(BASELINES[kind][operation], db)
+        found.append(Row(kind, shape, size, operation, ours, baseline))
+    return found
+
+
+def engine_rows(sizes: list[int], options: suite.Options) -> list[Row]:
+    """The `engine` group: for each size, the legacy shapes of the options
+    (the suite's three), the random-branching migrated file, and the message
+    store with forks (unless --no-store)."""
+    found = []
+    for size in sizes:
+        for shape in options.shapes:
+            db = suite.database("legacy", shape, size, options.data_dir)
+            found += command_rows("legacy", shape, size, db)
+        db = random_legacy(size, options.data_dir)
+        found += command_rows("legacy", "random", size, db)
+        if options.store:
+            db = suite.database("store", "linear", size, options.data_dir)
+            found += command_rows("store", "forks", size, db)
+    return found

@@ -121,6 +121,7 @@ def test_no_import_cycle_among_convgraph_modules() -> None:
 LAYERS = [
     [
         "convgraph.contract",
+        "convgraph.encoding",
         "convgraph.errors",
         "convgraph.parts",
         "convgraph.text",

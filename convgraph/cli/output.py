@@ -33,6 +33,7 @@ from typing import Any
 
 import click
 
+from convgraph.encoding import dumps
 from convgraph.text import (
     TERMINAL_CONTROLS,
     cell_width,
@@ -58,35 +59,14 @@ def json_text(value: Any, indent: int | None = 2) -> str:
     characters that drive a terminal, which are written as escapes; values
     JSON has no type for (a datetime, a path) as their `str`."""
     if indent == 2:
-        text = _indented_json(value)
+        # orjson: Python's encoder indents in pure Python, a second for
+        # every 100,000 rows of `stats`.
+        text = dumps(value, indent=True)
     else:
         text = json.dumps(value, indent=indent, ensure_ascii=False, default=str)
     if _JSON_UNSAFE.search(text) is None:
         return text
     return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-
-
-def _indented_json(value: Any) -> str:
-    """`value` as JSON indented by two, as `json.dumps(value, indent=2,
-    ensure_ascii=False, default=str)` writes it, by orjson: Python's encoder
-    indents in pure Python, a second for every 100,000 rows of `stats`.
-    Datetimes and dataclasses go to `str` as json's `default` sends them;
-    numpy's numbers are numbers (json writes a float64 as a number, but an
-    int64 as its `str`); NaN is null. What orjson refuses (an int past 64
-    bits, a lone surrogate) is written by json itself."""
-    import orjson
-
-    options = (
-        orjson.OPT_INDENT_2
-        | orjson.OPT_NON_STR_KEYS
-        | orjson.OPT_PASSTHROUGH_DATETIME
-        | orjson.OPT_PASSTHROUGH_DATACLASS
-        | orjson.OPT_SERIALIZE_NUMPY
-    )
-    try:
-        return orjson.dumps(value, default=str, option=options).decode()
-    except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def is_terminal(stream: Any) -> bool:

@@ -24,15 +24,15 @@ Examples
 >>> tree.add_edge("r", "a")
 >>> for line in generate_json(tree):
 ...     print(line[:72])
-{"format": "convgraph.node-link", "version": 1, "directed": true, "multi
-"nodes": [
-{"id": "r", "conversation_id": null, "prompt": "What is a tree?", "syste
-{"id": "a", "conversation_id": null, "prompt": "Say \\"hi\\"", "system": n
+{"format":"convgraph.node-link","version":1,"directed":true,"multigraph"
+"nodes":[
+{"id":"r","conversation_id":null,"prompt":"What is a tree?","system":nul
+{"id":"a","conversation_id":null,"prompt":"Say \\"hi\\"","system":null,"re
 ],
-"edges": [
-{"source": "r", "target": "a"}
+"edges":[
+{"source":"r","target":"a"}
 ],
-"graph": {"tree_id": "c1", "name": "Trees"}}
+"graph":{"tree_id":"c1","name":"Trees"}}
 >>> file = io.StringIO()
 >>> write_json(tree, file)
 >>> _ = file.seek(0)
@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import NODE_ATTRIBUTES
+from convgraph.encoding import dumps
 from convgraph.export.common import (
     TREE_ID,
     ExportError,
@@ -73,42 +73,33 @@ VERSION = 1
 #: Node keys the document itself uses, which node attributes cannot take.
 RESERVED = frozenset({"id", TREE_ID})
 
-_DUMPS_OPTIONS: dict[str, Any] = {"ensure_ascii": False, "default": str}
-
 
 def json_value(value: Any) -> str:
-    """One value as JSON text: strings verbatim (no ASCII escapes), None as
-    null; the common cases without the encoder's per-call cost.
+    """One value as compact JSON text (`convgraph.encoding.dumps`): strings
+    verbatim (no ASCII escapes), None as null.
 
     Examples
     --------
-    >>> json_value("é"), json_value(None), json_value(3)
-    ('"é"', 'null', '3')
+    >>> json_value("é"), json_value(None), json_value({"n": [3]})
+    ('"é"', 'null', '{"n":[3]}')
     """
-    if value is None:
-        return "null"
-    kind = type(value)
-    if kind is str:
-        return encode_basestring(value)
-    if kind is int:
-        return str(value)
-    return json.dumps(value, **_DUMPS_OPTIONS)
+    return dumps(value)
 
 
 _KEYS: dict[str, str] = {}
 
 
 def json_key(key: str) -> str:
-    """`"key": ` for an object member, cached: the same few keys repeat.
+    """`"key":` for an object member, cached: the same few keys repeat.
 
     Examples
     --------
     >>> json_key("id")
-    '"id": '
+    '"id":'
     """
     text = _KEYS.get(key)
     if text is None:
-        text = _KEYS[key] = f"{encode_basestring(str(key))}: "
+        text = _KEYS[key] = f"{dumps(str(key))}:"
     return text
 
 
@@ -118,31 +109,13 @@ def json_object(members: Iterable[tuple[str, Any]]) -> str:
     Examples
     --------
     >>> json_object([("id", "r"), ("model", None)])
-    '{"id": "r", "model": null}'
+    '{"id":"r","model":null}'
     """
     return (
         "{"
-        + ", ".join(json_key(key) + json_value(value) for key, value in members)
+        + ",".join(json_key(key) + json_value(value) for key, value in members)
         + "}"
     )
-
-
-def _make_encoder(escape: Any) -> Any:
-    """The C encoder that `json.dumps(..., default=str)` builds on every
-    call, built once (None where the C code is missing)."""
-    from json.encoder import c_make_encoder  # type: ignore[attr-defined]
-
-    if c_make_encoder is None:
-        return None
-    return c_make_encoder(None, str, escape, None, ": ", ", ", False, False, True)
-
-
-# The ASCII encoder is much the faster of the two in the C code, and writes
-# exactly the same text for ASCII strings: it takes the nodes whose values
-# are all ASCII strings, integers, None or [] (a leaf's children), the other
-# the rest.
-_ENCODER = _make_encoder(encode_basestring)
-_ASCII_ENCODER = _make_encoder(encode_basestring_ascii)
 
 
 def node_object(
@@ -150,8 +123,7 @@ def node_object(
 ) -> str:
     """A node as one JSON object: `id`, the contract's attributes in order
     (null where missing), the node's other attributes but those `reserved`
-    names, then `extra`. The hot loop of both JSON exports: a node that has
-    exactly the contract, in order, goes to the C encoder as it is."""
+    names, then `extra`. The hot loop of both JSON exports."""
     if tuple(data) == NODE_ATTRIBUTES:
         members = {"id": node, **data, **extra}
     else:
@@ -162,19 +134,7 @@ def node_object(
             if key not in members and key not in reserved:
                 members[key] = value
         members.update(extra)
-    if _ENCODER is None:
-        return json.dumps(members, **_DUMPS_OPTIONS)
-    encoder = _ASCII_ENCODER
-    for value in members.values():
-        kind = type(value)
-        if kind is str:
-            if not value.isascii():
-                encoder = _ENCODER
-                break
-        elif kind is not int and value is not None and value != []:
-            encoder = _ENCODER
-            break
-    return "".join(encoder(members, 0))
+    return dumps(members)
 
 
 def with_commas(lines: Iterable[str]) -> Iterator[str]:
@@ -217,7 +177,7 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> lines = list(generate_json(tree))
     >>> lines[-4:]
-    ['{"source": "r", "target": "a"},', '{"source": "r", "target": "b"}', '],', '"graph": {"tree_id": "c1", "name": null}}']
+    ['{"source":"r","target":"a"},', '{"source":"r","target":"b"}', '],', '"graph":{"tree_id":"c1","name":null}}']
     """
     graphs, several = look_ahead(graphs)
     edges: list[tuple[Any, Any]] = []
@@ -244,20 +204,19 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
             edges.extend(graph.edges())
 
     yield (
-        f'{{"format": "{FORMAT}", "version": {VERSION}, "directed": true,'
-        ' "multigraph": false,'
+        f'{{"format":"{FORMAT}","version":{VERSION},"directed":true,"multigraph":false,'
     )
-    yield '"nodes": ['
+    yield '"nodes":['
     yield from with_commas(node_lines())
     yield "],"
-    yield '"edges": ['
+    yield '"edges":['
     yield from with_commas(
-        f'{{"source": {json_value(parent)}, "target": {json_value(child)}}}'
+        f'{{"source":{json_value(parent)},"target":{json_value(child)}}}'
         for parent, child in edges
     )
     yield "],"
     graph_data = {"conversations": conversations} if several else single
-    yield f'"graph": {json.dumps(graph_data, **_DUMPS_OPTIONS)}}}'
+    yield f'"graph":{dumps(graph_data)}}}'
 
 
 def write_json(

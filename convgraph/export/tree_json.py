@@ -21,10 +21,10 @@ Examples
 >>> tree.add_edge("r", "a")
 >>> for line in generate_tree_json(tree):
 ...     print(line[:58])
-{"format": "convgraph.tree-json", "version": 1, "children"
-{"tree_id": "c1", "name": "Trees", "children": [
-{"id": "r", "conversation_id": null, "prompt": "What is it
-{"id": "a", "conversation_id": null, "prompt": "And a fore
+{"format":"convgraph.tree-json","version":1,"children":[
+{"tree_id":"c1","name":"Trees","children":[
+{"id":"r","conversation_id":null,"prompt":"What is it?","s
+{"id":"a","conversation_id":null,"prompt":"And a forest?",
 ]}
 """
 
@@ -70,10 +70,10 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
         "{"
         + json_key("tree_id")
         + json_value(graph.graph.get("tree_id"))
-        + ", "
+        + ","
         + json_key("name")
         + json_value(graph.graph.get("name"))
-        + ', "children": ['
+        + ',"children":['
     )
     succ, pred = adjacency(graph)
     roots = [node for node in graph if not pred[node]]
@@ -93,7 +93,7 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
         children = succ[node]
         if children:
             body = node_object(node, nodes[node], RESERVED, {})
-            yield body[:-1] + ', "children": ['
+            yield body[:-1] + ',"children":['
             stack.append([list(children), 0])
             continue
         line = node_object(node, nodes[node], RESERVED, leaf_end)
@@ -126,11 +126,11 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
     ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
     >>> lines = list(generate_tree_json(tree))
     >>> lines[1]
-    '{"tree_id": "c1", "name": null, "children": ['
+    '{"tree_id":"c1","name":null,"children":['
     >>> len(lines)
     6
     """
-    yield f'{{"format": "{FORMAT}", "version": {VERSION}, "children": ['
+    yield f'{{"format":"{FORMAT}","version":{VERSION},"children":['
     unique = UniqueIds()
     # The last line of a conversation waits for the next one, which puts a
     # comma after it.

@@ -89,9 +89,17 @@ NODE_COLUMNS = (*SOURCE_COLUMNS, *BRANCH_ATTRIBUTES)
 #: `parent_id` up again (a hash of a million strings), then drops it.
 PARENT_ROWS = "_parent_row"
 
-#: The columns of few distinct values, pandas categories in tables; the
-#: others but the usage figures are object columns (str or None).
+#: The columns of few distinct values, pandas categories in tables.
 CATEGORY_COLUMNS = ("tree_id", "conversation_id", "model", "source")
+
+#: The string columns of many distinct values (str or missing): Arrow's
+#: strings in tables where pyarrow is installed (`pd.ArrowDtype(pa.string())`,
+#: `convgraph.sources.tables.string_dtype`), so a million ids, times and texts
+#: cost Arrow's bytes and not a Python object each; object columns (str or
+#: None) where it is not. A missing value is `pd.NA` in an Arrow column: the
+#: trees, records and exports built from the table give None for it. The
+#: rest (`parts`, `tools`, a source's own columns) are object columns.
+STRING_COLUMNS = ("id", "parent_id", "datetime_utc", "prompt", "system", "response")
 
 # -- the statistics tables' columns ------------------------------------------
 # Named here, with the node's, so that the command line and the Parquet

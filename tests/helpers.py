@@ -32,6 +32,14 @@ from click.testing import CliRunner, Result
 from hypothesis import settings
 
 
+def plain(column: Any) -> list[Any]:
+    """A table column's values as Python values, None where missing: the
+    nodes table's strings are Arrow's, where a missing value is pd.NA
+    (`convgraph.contract.STRING_COLUMNS`)."""
+    values = column.astype(object)
+    return values.where(values.notna(), None).tolist()
+
+
 def examples(count: int) -> int:
     """The number of examples for a property test: `count` under the default
     profile, scaled as the loaded profile scales hypothesis's 100 (so 10 times

@@ -39,6 +39,7 @@ from tests.databases import (  # noqa: E402
     migrated_complex,
     timestamp,
 )
+from tests.helpers import plain  # noqa: E402
 
 
 def read_both(path: Path, text: bool, monkeypatch: pytest.MonkeyPatch):
@@ -110,7 +111,7 @@ def between_chunks(monkeypatch: pytest.MonkeyPatch, action: Callable[[Any], None
 def test_seed_scenarios(seed_db, monkeypatch, text):
     forest = assert_same_forest(seed_db, monkeypatch, text)
     assert forest.tree_ids == ["linear", "branch", "complex", "multiple-roots"]
-    assert forest.nodes["parent_id"].tolist()[:4] == [
+    assert plain(forest.nodes["parent_id"])[:4] == [
         None,
         "linear-root",
         "linear-a",
@@ -134,7 +135,7 @@ def test_legacy_without_parent_column_out_of_log_order(tmp_path, monkeypatch, te
     conn.close()
     forest = assert_same_forest(path, monkeypatch, text)
     assert forest.nodes["id"].tolist() == ["early", "r1", "r2", "x1", "r3", "lone"]
-    assert forest.nodes["parent_id"].tolist() == [None, None, "r1", "early", "r2", None]
+    assert plain(forest.nodes["parent_id"]) == [None, None, "r1", "early", "r2", None]
 
 
 @pytest.mark.parametrize("text", [False, True])
@@ -245,7 +246,9 @@ def test_llm_fork_db(llm_fork_db, monkeypatch):
     forest = assert_same_forest(llm_fork_db["path"], monkeypatch, text=False)
     first, second, third = llm_fork_db["turns"]
     fork_first, fork_second = llm_fork_db["fork_turns"]
-    parents = dict(zip(forest.nodes["id"], forest.nodes["parent_id"], strict=True))
+    parents = dict(
+        zip(forest.nodes["id"], plain(forest.nodes["parent_id"]), strict=True)
+    )
     assert parents == {
         first: None,
         second: first,
@@ -297,7 +300,9 @@ def shared_content_db(tmp_path_factory) -> dict:
 
 def test_shared_content_and_equal_answers(shared_content_db, monkeypatch):
     forest = assert_same_forest(shared_content_db["path"], monkeypatch, text=False)
-    parents = dict(zip(forest.nodes["id"], forest.nodes["parent_id"], strict=True))
+    parents = dict(
+        zip(forest.nodes["id"], plain(forest.nodes["parent_id"]), strict=True)
+    )
     assert parents == shared_content_db["parents"]
     trees = dict(zip(forest.nodes["id"], forest.nodes["tree_id"], strict=True))
     for turn, tree in shared_content_db["trees"].items():
@@ -334,8 +339,8 @@ def test_turns_stored_out_of_log_order(shared_content_db, tmp_path, monkeypatch)
         "update turns set datetime_utc = null where rowid = 3",
     )
     forest = assert_same_forest(path, monkeypatch, text=False)
-    assert forest.nodes["datetime_utc"].tolist()[0] is None
-    assert forest.nodes["datetime_utc"].tolist()[-1] == "2099-01-01"
+    assert plain(forest.nodes["datetime_utc"])[0] is None
+    assert plain(forest.nodes["datetime_utc"])[-1] == "2099-01-01"
 
 
 def test_hashes_and_threads_that_name_nothing(shared_content_db, tmp_path, monkeypatch):
@@ -373,7 +378,7 @@ def test_turns_that_name_no_message_at_all(shared_content_db, tmp_path, monkeypa
         "update turns set parent_message_hash = null, tip_message_hash = null",
     )
     forest = assert_same_forest(path, monkeypatch, text=False)
-    assert forest.nodes["parent_id"].tolist() == [None] * 8
+    assert plain(forest.nodes["parent_id"]) == [None] * 8
 
 
 @pytest.mark.parametrize(

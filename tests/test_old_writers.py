@@ -50,7 +50,7 @@ from tests.databases import (
     legacy_database,
     timestamp,
 )
-from tests.helpers import examples, run
+from tests.helpers import examples, plain, run
 from tests.old_llm import OldLlmUnavailable, old_llm
 from tests.test_upgraded import assistant_messages, fork_at_message
 
@@ -132,14 +132,16 @@ def read_parents(path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     with monkeypatch.context() as patch:
         patch.setattr(columnar, "available", lambda: False)
         forest = Forest.read(path, text=False)
-    by_table = dict(zip(forest.nodes["id"], forest.nodes["parent_id"], strict=True))
+    by_table = dict(
+        zip(forest.nodes["id"], plain(forest.nodes["parent_id"]), strict=True)
+    )
     by_tree = {}
     for tree_id in set(forest.nodes["tree_id"]):
         tree = load_tree(tree_id, path)
         by_tree |= {node: next(iter(tree.predecessors(node)), None) for node in tree}
     assert by_tree == by_table
     fast = Forest.read(path, text=False)
-    assert dict(zip(fast.nodes["id"], fast.nodes["parent_id"], strict=True)) == (
+    assert dict(zip(fast.nodes["id"], plain(fast.nodes["parent_id"]), strict=True)) == (
         by_table
     )
     return {

@@ -408,9 +408,11 @@ def _insert(conn: sqlite3.Connection, forest: Forest, first_rowid: int) -> None:
 
 def _frame_texts(nodes: Any) -> Iterator[tuple[str | None, ...]]:
     """The four texts of each row of a nodes table, ready for the index."""
+    from pandas import NA
 
     def ready(value: Any) -> str | None:
-        if value is None or value != value:  # None, or pandas' missing value
+        # None, or pandas' missing value (NaN, or NA in Arrow's strings).
+        if value is None or value is NA or value != value:
             return None
         return spaced(str(value))
 

@@ -290,9 +290,10 @@ def check_link_table(
 
     from convgraph.links.pointer_jumping import parent_rows_of, reaches_root
 
-    ids = nodes["id"].to_numpy(dtype=object)
-    stored = nodes["parent_id"].to_numpy(dtype=object)
-    has_parent = np.asarray(pd.notna(stored), dtype=bool)
+    # The columns stay as they are (Arrow's strings, no Python object per
+    # row): only the rows of a problem are turned into Python values.
+    ids, stored = nodes["id"], nodes["parent_id"]
+    has_parent = stored.notna().to_numpy(dtype=bool)
     if parent_rows is None:
         parent_rows = parent_rows_of(ids, stored)
     found = np.asarray(parent_rows, dtype=np.int64)
@@ -307,19 +308,25 @@ def check_link_table(
 
     problems = []
     if broken.any():
-        conversations = nodes["conversation_id"].to_numpy(dtype=object)
-        tree_ids = nodes["tree_id"].to_numpy(dtype=object)
+        rows = np.flatnonzero(broken)
         kinds = np.select(
             [self_parent, missing], [SELF_PARENT, MISSING_PARENT], CROSS_CONVERSATION
         )
-        for row in np.flatnonzero(broken).tolist():
+        for row, node_id, parent_id, conversation_id, other_tree in zip(
+            rows.tolist(),
+            _values_at(ids, rows),
+            _values_at(stored, rows),
+            _values_at(nodes["conversation_id"], rows),
+            _values_at(nodes["tree_id"], np.maximum(found[rows], 0)),
+            strict=True,
+        ):
             problems.append(
                 link_problem(
                     str(kinds[row]),
-                    ids[row],
-                    stored[row],
-                    conversations[row],
-                    str(tree_ids[found[row]]) if cross[row] else "",
+                    node_id,
+                    parent_id,
+                    conversation_id,
+                    str(other_tree) if cross[row] else "",
                 )
             )
     checked = np.where(broken | ~has_parent, -1, found)
@@ -328,19 +335,26 @@ def check_link_table(
     # are walked, in log order, as `check_links` walks every node.
     on_cycles = np.flatnonzero(~reaches_root(checked))
     if len(on_cycles):
-        parents = dict(
-            zip(ids[on_cycles].tolist(), ids[checked[on_cycles]].tolist(), strict=True)
-        )
+        cycle_ids = _values_at(ids, on_cycles)
+        parents = dict(zip(cycle_ids, _values_at(ids, checked[on_cycles]), strict=True))
         conversation_of = dict(
             zip(
-                ids[on_cycles].tolist(),
-                nodes["conversation_id"].to_numpy(dtype=object)[on_cycles].tolist(),
+                cycle_ids,
+                _values_at(nodes["conversation_id"], on_cycles),
                 strict=True,
             )
         )
         cycle_problems = break_cycles(parents, parents, conversation_of)
         problems.extend(cycle_problems)
-        row_of = dict(zip(ids[on_cycles].tolist(), on_cycles.tolist(), strict=True))
+        row_of = dict(zip(cycle_ids, on_cycles.tolist(), strict=True))
         for problem in cycle_problems:
             checked[row_of[problem.node_id]] = -1
     return checked, problems
+
+
+def _values_at(column: pd.Series, rows: np.ndarray) -> list[Any]:
+    """A column's values at `rows` as Python values, None where missing
+    (NA in Arrow's strings, NaN in a categorical)."""
+
+    picked = column.iloc[rows]
+    return picked.astype(object).where(picked.notna(), None).tolist()

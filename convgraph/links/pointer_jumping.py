@@ -142,6 +142,13 @@ def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:
     >>> parent_rows_of(["r", "a", "b", "c"], [None, "r", "a", "gone"]).tolist()
     [-1, 0, 1, -1]
     """
+    found = _arrow_strings(ids), _arrow_strings(parent_ids)
+    if found[0] is not None and found[1] is not None:
+        # Arrow's strings hashed by Arrow: no Python object per id.
+        import pyarrow.compute as pc
+
+        rows = pc.index_in(found[1], value_set=found[0].combine_chunks())
+        return np.asarray(pc.fill_null(rows, -1).to_numpy(), dtype=np.int64)
     index = pd.Index(np.asarray(ids, dtype=object))
     parents = np.array(parent_ids, dtype=object)
     has_parent = pd.notna(parents)
@@ -213,3 +220,37 @@ def reaches_root(parent_rows: np.ndarray) -> np.ndarray:
     """
     nearest = nearest_marked(parent_rows, parent_rows < 0)
     return nearest >= 0
+
+
+def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
+    """The id at each of `rows`, missing where a row is -1 (a root): each
+    node's parent id from its parent's row, as a column of the ids' own
+    dtype (Arrow's strings taken by Arrow, without a Python object per row;
+    an object array of str and None otherwise).
+
+    Examples
+    --------
+    >>> ids_at_rows(np.array(["r", "a"], dtype=object), np.array([-1, 0])).tolist()
+    [None, 'r']
+    """
+    arrow = _arrow_strings(ids)
+    if arrow is not None:
+        import pyarrow as pa
+
+        return pd.arrays.ArrowExtensionArray(
+            arrow.take(pa.array(rows, pa.int64(), mask=rows < 0))
+        )
+    values = np.asarray(ids, dtype=object)
+    return np.where(rows >= 0, values[np.maximum(rows, 0)], None)
+
+
+def _arrow_strings(values: Any) -> Any:
+    """A column of Arrow's strings as its Arrow array (chunked), else None."""
+    if isinstance(values, pd.Series):
+        values = values.array
+    if isinstance(values, pd.arrays.ArrowExtensionArray):
+        import pyarrow as pa
+
+        arrow = pa.chunked_array(values.__arrow_array__())
+        return arrow if pa.types.is_string(arrow.type) else None
+    return None

@@ -30,7 +30,7 @@ from convgraph.contract import (
 )
 from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_link_table
-from convgraph.links.pointer_jumping import root_pointers
+from convgraph.links.pointer_jumping import ids_at_rows, root_pointers
 from convgraph.model.marks import mark_forest
 from convgraph.model.tree import ConversationTree
 from convgraph.sources import LogDatabase, Source, opened
@@ -354,9 +354,12 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Proble
         else None
     )
     parent_rows, problems = check_link_table(nodes, given)
-    node_ids = nodes["id"].to_numpy()
+    parent_ids = ids_at_rows(nodes["id"], parent_rows)
     nodes["parent_id"] = pd.Series(
-        np.where(parent_rows >= 0, node_ids[np.maximum(parent_rows, 0)], None),
-        dtype=object,
+        parent_ids,
+        index=nodes.index,
+        copy=False,
+        # An object array stays one: pandas 3 would infer its string dtype.
+        dtype=object if isinstance(parent_ids, np.ndarray) else None,
     )
     return nodes, parent_rows, problems

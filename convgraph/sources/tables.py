@@ -30,6 +30,7 @@ from convgraph.contract import (
     INTEGER_COLUMNS,
     PARTS,
     SOURCE_COLUMNS,
+    STRING_COLUMNS,
     TOOL_CALLS,
     TOOLS,
 )
@@ -143,11 +144,13 @@ def categorical(values: Any) -> pd.Categorical:
 def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
     """The nodes table with `SOURCE_COLUMNS` first, in order, in the contract's
     dtypes: categories for `CATEGORY_COLUMNS`, nullable Int64 for the
-    integers (`INTEGER_COLUMNS`), object (str, a list of parts, or None) for
-    the rest. Columns already in their dtype are kept as they are, so a
+    integers (`INTEGER_COLUMNS`), Arrow's strings for `STRING_COLUMNS`
+    (`string_dtype`: object where pyarrow is not installed), object (str, a
+    list of parts, or None) for the rest. Columns already in their dtype are kept as they are, so a
     conforming table costs nothing; other columns follow, unchanged. A table
     without `parts`, `tool_calls` or `tools` (a reader that cannot tell)
     gets them as missing."""
+    import numpy as np
     import pandas as pd
 
     columns = {}
@@ -170,6 +173,16 @@ def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
                     pd.array(values.to_numpy(dtype=object), dtype="Int64"),
                     index=nodes.index,
                 )
+        elif name in STRING_COLUMNS:
+            strings = string_column(values)
+            # dtype=object said outright for an object array: pandas 3 would
+            # infer its own string dtype, which shows missing as NaN.
+            values = pd.Series(
+                strings,
+                index=nodes.index,
+                copy=False,
+                dtype=object if isinstance(strings, np.ndarray) else None,
+            )
         elif values.dtype != object:
             # pandas' own string dtype shows a missing value as NaN.
             values = values.astype(object).where(values.notna(), None)
@@ -178,6 +191,76 @@ def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
         if name not in columns:
             columns[name] = nodes[name]
     return pd.DataFrame(columns, index=nodes.index, copy=False)
+
+
+def string_dtype() -> Any:
+    """The dtype of the nodes table's `STRING_COLUMNS`: Arrow's strings,
+    `pd.ArrowDtype(pa.string())`, where pyarrow is installed, else object.
+
+    Arrow's own `string` type rather than pandas' `string[pyarrow]`: the
+    columnar reader's arrays (ADBC's) are `string` and go into the table as
+    they are, where `string[pyarrow]` would copy each into `large_string`
+    (eight bytes an offset instead of four); a missing value is `pd.NA` in
+    both.
+    """
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return object
+    import pandas as pd
+
+    return pd.ArrowDtype(pa.string())
+
+
+def string_column(values: Any) -> Any:
+    """Strings (str, None, NaN or NA for missing; a Series, array, Arrow
+    array or list) as one column of `string_dtype`: as it is where it is
+    one already, no Python object made from Arrow's strings. Values that
+    are not all text (a table built by hand) stay an object array, None
+    for missing."""
+    import numpy as np
+    import pandas as pd
+
+    dtype = string_dtype()
+    if isinstance(values, pd.Series):
+        values = values.array
+    if dtype is object:
+        if isinstance(values, np.ndarray) and values.dtype == object:
+            return values
+        return _none_where_missing(np.asarray(values, dtype=object))
+    import pyarrow as pa
+
+    if isinstance(values, pd.arrays.ArrowExtensionArray) and values.dtype == dtype:
+        return values
+    if isinstance(values, pd.api.extensions.ExtensionArray) and hasattr(
+        values, "__arrow_array__"
+    ):
+        # pandas' string dtypes and Arrow columns of another string type.
+        arrow = pa.chunked_array(values.__arrow_array__())
+    elif isinstance(values, pa.ChunkedArray):
+        arrow = values
+    elif isinstance(values, pa.Array):
+        arrow = pa.chunked_array([values])
+    else:
+        objects = np.asarray(values, dtype=object)
+        try:
+            arrow = pa.chunked_array([pa.array(objects, pa.string(), from_pandas=True)])
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            # A table built by hand with other values than text: kept as
+            # they are, for the writer that meets them to refuse.
+            return _none_where_missing(objects)
+    if arrow.type != pa.string():
+        arrow = arrow.cast(pa.string())
+    return pd.arrays.ArrowExtensionArray(arrow)
+
+
+def _none_where_missing(objects: np.ndarray) -> np.ndarray:
+    """An object array with None for each missing value (NaN, NA)."""
+    import pandas as pd
+
+    objects = objects.copy()
+    objects[pd.isna(objects)] = None
+    return objects
 
 
 def object_column(values: Iterable[Any]) -> np.ndarray:

@@ -1,11 +1,11 @@
 """Arrow arrays as the nodes table's numpy and pandas columns.
 
 The ADBC driver gives each column as Arrow arrays, in chunks. The nodes
-table holds object arrays of str and None (as sqlite3 gives them), pandas
-categoricals in first-seen order (as `tables.categorical` makes them) and
-nullable Int64: the conversions here make exactly those, chunk by chunk
-where the chunks are large, and `nodes_frame` puts them together in the
-contract's columns. `in_log_order` tells, without sorting, whether rows
+table holds Arrow's strings (`contract.STRING_COLUMNS`, the driver's arrays
+as they are), pandas categoricals in first-seen order (as
+`tables.categorical` makes them) and nullable Int64: the conversions here
+make exactly those, chunk by chunk where the chunks are large, and
+`nodes_frame` puts them together in the contract's columns. `in_log_order` tells, without sorting, whether rows
 already are in log order (llm appends as it logs, so they nearly always
 are).
 """
@@ -35,13 +35,6 @@ def chunks_of(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 def object_array(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Strings as an object array of str and None, as sqlite3 gives them."""
     return array.to_numpy(zero_copy_only=False)
-
-
-def as_object_array(values: Any) -> np.ndarray:
-    """An object array as it is; Arrow strings as one (`object_array`)."""
-    import numpy as np
-
-    return values if isinstance(values, np.ndarray) else object_array(values)
 
 
 def as_category(values: Any) -> pd.Categorical:
@@ -161,42 +154,50 @@ def chunks_in_log_order(
     return True
 
 
+def ids_at(ids: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """The id at each of `rows` (NULL where a row is -1: no parent), taken
+    on Arrow's strings: each node's parent id from its parent's row, without
+    a Python object per row."""
+    import pyarrow as pa
+
+    return ids.take(pa.array(rows, pa.int64(), mask=rows < 0))
+
+
 def nodes_frame(
-    ids: pa.Array | np.ndarray,
+    ids: pa.ChunkedArray,
     tree_ids: pa.Array | None,
-    parent_ids: np.ndarray,
+    parent_ids: pa.ChunkedArray | np.ndarray,
     parent_rows: np.ndarray | None,
     columns: dict[str, pa.Array],
     source: str,
 ) -> pd.DataFrame:
     """The nodes table in the contract's columns and dtypes (`tree_ids`
     None: each node's tree is its conversation), and the parents' rows as
-    `PARENT_ROWS` where they are known."""
+    `PARENT_ROWS` where they are known. The strings (`STRING_COLUMNS`) go
+    in as the Arrow arrays they are (`tables.string_column`)."""
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
-    from convgraph.sources.tables import plain_run_columns
+    from convgraph.sources.tables import plain_run_columns, string_column
 
-    # Each Arrow column is taken out of `columns` as it is converted, so
-    # that its memory goes before the next one's Python objects are made.
+    # Each Arrow column is taken out of `columns` as it is converted.
     count = len(ids)
     data: dict[str, Any] = {
-        "id": as_object_array(ids),
-        "parent_id": parent_ids,
+        "id": string_column(ids),
+        "parent_id": string_column(parent_ids),
         "conversation_id": as_category(columns.pop("conversation_id")),
     }
     data["tree_id"] = (
         data["conversation_id"] if tree_ids is None else category(tree_ids)
     )
     for name in TEXT_ATTRIBUTES:
-        data[name] = (
-            as_object_array(columns.pop(name))
-            if name in columns
-            else np.full(count, None, dtype=object)
+        data[name] = string_column(
+            columns.pop(name) if name in columns else pa.nulls(count, pa.string())
         )
     data |= plain_run_columns(count)
     data["model"] = as_category(columns.pop("model"))
-    data["datetime_utc"] = as_object_array(columns.pop("datetime_utc"))
+    data["datetime_utc"] = string_column(columns.pop("datetime_utc"))
     for name in INTEGER_ATTRIBUTES:
         values = columns.pop(name)
         data[name] = (
@@ -207,8 +208,8 @@ def nodes_frame(
     data["source"] = pd.Categorical.from_codes(
         np.zeros(count, np.int8), pd.Index([source])
     )
-    # dtype=object said outright: pandas 3 would infer its own string dtype
-    # for an object array of str, and `conform_nodes` would convert it back.
+    # dtype=object said outright for the parts and tools: pandas 3 would
+    # infer its own string dtype for an object array of str.
     return pd.DataFrame(
         {
             name: pd.Series(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, PARENT_ROWS, TEXT_ATTRIBUTES
-from convgraph.sources.columnar.arrays import nodes_frame
+from convgraph.sources.columnar.arrays import ids_at, nodes_frame
 from convgraph.sources.columnar.reader import (
     ID,
     INTEGER,
@@ -26,6 +26,7 @@ from convgraph.sources.columnar.reader import (
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
     from convgraph.sources import LogDatabase
     from convgraph.sources.snapshot import Snapshot
@@ -81,15 +82,14 @@ def read_legacy(
     columns |= {name: (column(name), INTEGER) for name in INTEGER_ATTRIBUTES}
     if text:
         columns |= {name: (column(name), TEXT) for name in TEXT_ATTRIBUTES}
-    # The long strings come as Python objects chunk by chunk (see
-    # `ArrowReader.table`);
-    # the texts too, when asked for.
+    # The long strings stay Arrow's, copied out of the driver's batches
+    # chunk by chunk (see `ArrowReader.table`); the texts too, when asked.
     wanted = ("id", "parent_id", "datetime_utc", *(TEXT_ATTRIBUTES if text else ()))
     table = reader.table(
         "responses",
         columns,
         snapshot,
-        objects=wanted,
+        strings=wanted,
         log_order=True,
         categories=("conversation_id", "model"),
     )
@@ -155,17 +155,18 @@ def _place_old_writers(logs: LogDatabase, nodes: pd.DataFrame) -> None:
 
 def parents_by_rowid(
     reader: ArrowReader,
-    node_ids: np.ndarray,
+    node_ids: pa.ChunkedArray,
     rowids: pd.arrays.IntegerArray,
     parent_rowids: pd.arrays.IntegerArray,
     has_parent: pd.arrays.IntegerArray,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, pa.ChunkedArray]:
     """Each response's parent row (-1 for none) and parent id, from the
     rowids SQLite found (`PARENT_ROWID`): rows are in rowid order, so a
     parent's row is a binary search away. A parent id that names no row
     read (no response, or one logged after the read began) is kept as
     stored, read again for those rows only, for `check` to report."""
     import numpy as np
+    import pyarrow as pa
 
     stored = rowids.to_numpy(dtype=np.int64)
     wanted = parent_rowids.to_numpy(dtype=np.int64, na_value=0)
@@ -176,11 +177,11 @@ def parents_by_rowid(
         at = np.minimum(np.searchsorted(stored, wanted), len(stored) - 1)
     found = ~parent_rowids.isna() & (stored[at] == wanted)
     parent_rows = np.where(found, at, -1)
-    parent_ids = np.full(len(node_ids), None, dtype=object)
-    parent_ids[found] = node_ids[at[found]]
+    parent_ids = ids_at(node_ids, parent_rows)
     lost = np.flatnonzero(has_parent.to_numpy(dtype=bool, na_value=False) & ~found)
     if len(lost):
-        parent_ids[lost] = reader.texts_at(
-            "responses", "parent_response_id", stored[lost]
-        )
+        # Few rows (a broken link is rare): as Python strings, then Arrow's.
+        kept = np.asarray(parent_ids.to_pylist(), dtype=object)
+        kept[lost] = reader.texts_at("responses", "parent_response_id", stored[lost])
+        parent_ids = pa.chunked_array([pa.array(kept, pa.string())])
     return parent_rows, parent_ids

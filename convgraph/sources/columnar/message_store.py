@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import INTEGER_ATTRIBUTES, TOOL_CALLS
 from convgraph.sources.columnar.arrays import (
     dictionary_codes,
+    ids_at,
     in_log_order,
     nodes_frame,
-    object_array,
 )
 from convgraph.sources.columnar.calls import (
     CALL_COLUMNS,
@@ -174,10 +174,8 @@ def read_store(
         thread_codes,
         fork_up,
     )
-    node_ids = object_array(turns["id"])
-    parent_ids = np.full(len(node_ids), None, dtype=object)
-    has_parent = parents >= 0
-    parent_ids[has_parent] = node_ids[parents[has_parent]]
+    node_ids = turns.pop("id")
+    parent_ids = ids_at(node_ids, parents)
     nodes = nodes_frame(node_ids, tree_ids, parent_ids, parents, turns, SOURCE)
     nodes[TOOL_CALLS] = pd.arrays.IntegerArray(calls, np.zeros(len(calls), bool))
     nodes[RUN] = carries

@@ -27,7 +27,6 @@ from convgraph.sources.columnar.arrays import (
     in_log_order,
     integer_parts,
     joined_categories,
-    object_array,
 )
 
 if TYPE_CHECKING:
@@ -160,17 +159,18 @@ class ArrowReader:
         name: str,
         columns: dict[str, tuple[str, str]],
         snapshot: Snapshot,
-        objects: tuple[str, ...] = (),
+        strings: tuple[str, ...] = (),
         log_order: bool = False,
         categories: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         """Every row of table `name` up to its bound in `snapshot`, in rowid order,
         chunk by chunk: one Arrow array per column (in the driver's chunks),
-        but for the columns named in `objects`, which come as object arrays
-        of str and None (each chunk's Arrow memory freed as soon as it is
-        converted, so the two are never held whole at once), the columns in
-        `categories`, which come as pandas categoricals, and the integer
-        columns, as pandas' Int64, converted chunk by chunk too. `columns` maps
+        but for the columns named in `strings`, which come as Arrow string
+        arrays of their own (each chunk copied out of the driver's batch, so
+        that the batch, with its other columns, goes as soon as the chunk is
+        converted), the columns in `categories`, which come as pandas
+        categoricals, and, where `strings` names any, the integer columns,
+        as pandas' Int64, converted chunk by chunk too. `columns` maps
         each output column to its SQL expression and the SQLite types it may
         hold (`TEXT`, `INTEGER`, `ID`); a row of any other type raises
         NotColumnar. `log_order`: also tell, as "_in_log_order", whether the
@@ -189,7 +189,7 @@ class ArrowReader:
         last_rowid = snapshot.bounds[name]
         if last_rowid is None:
             snapshot.counted(name, 0)
-            return _empty(columns, objects, log_order)
+            return _empty(columns, log_order)
         fields = ", ".join(f"{sql} as {out}" for out, (sql, _) in columns.items())
         # A value of another type comes as another Arrow type (`_typed`
         # refuses it): a BLOB as binary, text among integers as text. Only
@@ -222,13 +222,15 @@ class ArrowReader:
                 part["_in_log_order"] = in_log_order(typed["datetime_utc"], typed["id"])
             for out, (_, types) in columns.items():
                 value = typed.pop(out)
-                if out in objects:
-                    value = object_array(value)
+                if out in strings:
+                    value = pa.concat_arrays(
+                        value.chunks or [pa.array([], pa.string())]
+                    )
                 elif out in categories:
                     # Encoded into buffers of its own: a slice of the
                     # driver's batch would keep the whole batch alive.
                     value = pc.dictionary_encode(value)
-                elif types == INTEGER and objects:
+                elif types == INTEGER and strings:
                     value = integer_parts(value)
                 part[out] = value
             return part
@@ -236,7 +238,7 @@ class ArrowReader:
         first_rowid = self.one(f"select min(rowid) from {name}")[0]
         if first_rowid is None:  # emptied since the bounds were taken
             snapshot.counted(name, 0)
-            return _empty(columns, objects, log_order)
+            return _empty(columns, log_order)
         ranges = _rowid_ranges(first_rowid - 1, last_rowid)
         while len(self.range_cursors) < len(ranges):
             self.range_cursors.append(self._cursor())
@@ -265,7 +267,7 @@ class ArrowReader:
         count = sum(rows for _, rows in found)
         snapshot.counted(name, count)
         if not count:
-            return _empty(columns, objects, log_order)
+            return _empty(columns, log_order)
         arrays: dict[str, Any] = {}
         if log_order:
             arrays["_in_log_order"] = chunks_in_log_order(
@@ -274,14 +276,16 @@ class ArrowReader:
         parts = {out: [chunk.pop(out) for chunk in chunks] for out in columns}
         del chunks
         for out, (_, types) in columns.items():
-            if out in objects:
-                arrays[out] = np.concatenate(parts.pop(out))
+            if out in strings:
+                arrays[out] = pa.chunked_array(parts.pop(out), pa.string())
                 repeated = out in _KEYS and out not in unique
-                repeated = repeated and not _all_different(arrays[out])
+                repeated = repeated and (
+                    pc.count_distinct(arrays[out]).as_py() < len(arrays[out])
+                )
             elif out in categories:
                 arrays[out] = joined_categories(parts.pop(out))
                 repeated = False
-            elif types == INTEGER and objects:
+            elif types == INTEGER and strings:
                 pieces = parts.pop(out)
                 arrays[out] = pd.arrays.IntegerArray(
                     np.concatenate([values for values, _ in pieces]),
@@ -366,12 +370,6 @@ def _checked_column(
     return column
 
 
-def _all_different(values: np.ndarray) -> bool:
-    import pandas as pd
-
-    return pd.Index(values).is_unique
-
-
 def _typed(column: pa.ChunkedArray, wanted: pa.DataType) -> pa.ChunkedArray:
     """A chunk's column in the type the contract wants: the driver types a
     column of NULLs only as int64."""
@@ -391,16 +389,11 @@ def _arrow_type(types: str) -> pa.DataType:
 
 
 def _empty(
-    columns: dict[str, tuple[str, str]],
-    objects: tuple[str, ...] = (),
-    log_order: bool = False,
+    columns: dict[str, tuple[str, str]], log_order: bool = False
 ) -> dict[str, Any]:
-    import numpy as np
     import pyarrow as pa
 
     return ({"_in_log_order": True} if log_order else {}) | {
-        out: np.empty(0, object)
-        if out in objects
-        else pa.chunked_array([], _arrow_type(types))
+        out: pa.chunked_array([], _arrow_type(types))
         for out, (_, types) in columns.items()
     }

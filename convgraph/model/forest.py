@@ -236,25 +236,31 @@ class Forest:
         """The trees of `trees`, built."""
         report("building trees", 0, None)
         rows_by_tree = self._rows_of_trees()
-        columns = {
-            name: self.nodes[name].astype(object).where(self.nodes[name].notna(), None)
-            for name in ("id", "parent_id", *NODE_ATTRIBUTES, *self._places())
-        }
-        records = [
-            dict(zip(columns, values, strict=True))
-            for values in zip(
-                *(column.tolist() for column in columns.values()), strict=True
-            )
-        ]
+        keys = (*NODE_ATTRIBUTES, *self._places())
+        # Each column once as plain values (None for a missing one, int for
+        # a count); each tree's dicts only when it is built, so that a
+        # million nodes are never a million dicts at once.
+        ids, parent_ids, *columns = (
+            self.nodes[name]
+            .astype(object)
+            .where(self.nodes[name].notna(), None)
+            .to_numpy()
+            for name in ("id", "parent_id", *keys)
+        )
         every = max(1, len(tree_ids) // 100)
         for done, tree_id in enumerate(tree_ids):
             if done % every == 0:
                 report("building trees", done, len(tree_ids))
-            rows = [records[row] for row in rows_by_tree[tree_id]]
-            parents = {record["id"]: record["parent_id"] for record in rows}
-            yield ConversationTree.from_records(
-                rows,
-                parents,
+            rows = rows_by_tree[tree_id]
+            yield ConversationTree.from_columns(
+                ids[rows].tolist(),
+                parent_ids[rows].tolist(),
+                [
+                    dict(zip(keys, values, strict=True))
+                    for values in zip(
+                        *(column[rows].tolist() for column in columns), strict=True
+                    )
+                ],
                 tree_id,
                 self.names.get(tree_id),
                 calls=self._calls_of(tree_id),

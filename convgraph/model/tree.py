@@ -147,21 +147,54 @@ class ConversationTree(nx.DiGraph):
         ([('r', 'a')], True)
         """
         records = list(records)
-        graph = cls(tree_id=tree_id, name=name)
         # An agent's project and git branch, where its source gives them:
         # after the contract's, as the exports write other attributes.
         keys = (
             *NODE_ATTRIBUTES,
             *(key for key in PLACE_ATTRIBUTES if records and key in records[0]),
         )
-        for record in records:
-            graph.add_node(record["id"], **{key: record.get(key) for key in keys})
-        graph.add_edges_from(
-            (parent, record["id"])
-            for record in records
-            if (parent := parents[record["id"]]) is not None
+        graph = cls.from_columns(
+            [record["id"] for record in records],
+            [parents[record["id"]] for record in records],
+            [{key: record.get(key) for key in keys} for record in records],
+            tree_id,
+            name,
+            calls,
         )
         mark_tree(graph, notes)
+        return graph
+
+    @classmethod
+    def from_columns(
+        cls,
+        ids: list[str],
+        parent_ids: list[str | None],
+        attributes: list[dict[str, Any]],
+        tree_id: str,
+        name: str | None = None,
+        calls: Mapping[str, str] | None = None,
+    ) -> ConversationTree:
+        """One conversation's tree from its nodes' ids, checked parent ids
+        (None for a root) and attribute dicts (each the contract's, in
+        order, with whatever follows), in log order. What `from_records` builds, without the marks:
+        for a forest's table, whose `active`, `note` and `preferred` are
+        set (`convgraph.model.marks.mark_forest`), a million nodes at
+        networkx's own cost.
+
+        Examples
+        --------
+        >>> tree = ConversationTree.from_columns(
+        ...     ["r", "a"], [None, "r"], [{"model": None}, {"model": "echo"}], "c1")
+        >>> list(tree.edges), tree.nodes["a"]["model"]
+        ([('r', 'a')], 'echo')
+        """
+        graph = cls(tree_id=tree_id, name=name)
+        graph.add_nodes_from(zip(ids, attributes, strict=True))
+        graph.add_edges_from(
+            (parent, node)
+            for node, parent in zip(ids, parent_ids, strict=True)
+            if parent is not None
+        )
         if calls:
             graph.graph["calls"] = dict(calls)
         return graph

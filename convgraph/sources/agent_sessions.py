@@ -19,6 +19,8 @@ branch the last session ended on. Reading never writes into the folders.
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -364,14 +366,19 @@ class _Joiner:
                 node, earlier = seen[parent]
                 record["parent_id"] = node
                 self.join(group.key, earlier)
-        for message, node in node_of.items():
-            self.seen.setdefault(message, (node, group.key))
+        if seen.keys().isdisjoint(node_of):
+            # The common case (no message read twice): one update in C.
+            nodes = zip(node_of.values(), repeat(group.key), strict=False)
+            seen.update(zip(node_of, nodes, strict=True))
+        else:
+            for message, node in node_of.items():
+                seen.setdefault(message, (node, group.key))
         return records, current
 
     def _new(self, group: SessionGroup, messages: list[Message]) -> list[Message]:
         """The messages not read before; a group holding one read before
         continues that message's tree."""
-        if self.seen.keys().isdisjoint([message.id for message in messages]):
+        if self.seen.keys().isdisjoint(map(_ID, messages)):
             # Most sessions continue none: one test in C, not one a message.
             return messages
         kept = []
@@ -381,6 +388,9 @@ class _Joiner:
             else:
                 kept.append(message)
         return kept
+
+
+_ID = attrgetter("id")
 
 
 def _node_sums(node_of: dict[str, str], counts: dict[str, int]) -> dict[str, int]:

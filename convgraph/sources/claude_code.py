@@ -291,16 +291,25 @@ def _message(
     # values are written out (`type(x) is`) rather than called.
     raw = record.get("message")
     if type(raw) is not dict:
-        raw = {}
+        raw = _NO_MESSAGE
     time = record.get("timestamp")
     # The time as stored: `AgentSessions` makes the nodes' times UTC.
+    # Positional: the keywords of a slotted dataclass cost a tenth more.
     message = Message(
-        message_id, parent, time=time if type(time) is str and time else None
+        message_id, parent, STEP, None, time if type(time) is str and time else None
     )
     if kind == "user":
-        if type(raw.get("content")) is str:
-            raw = {"content": [{"type": "text", "text": raw["content"]}]}
-        parts, texts = _parts(P.USER, raw, text)
+        content = raw.get("content")
+        if type(content) is str:
+            if text:
+                parts, texts = _parts(
+                    P.USER, {"content": [{"type": "text", "text": content}]}, text
+                )
+            else:
+                # A typed prompt, the common user record: its text as it is.
+                parts, texts = [], [content]
+        else:
+            parts, texts = _parts(P.USER, raw, text)
         results = False
         for part in parts:
             if part["type"] == P.TOOL_RESULT:
@@ -334,6 +343,10 @@ def _message(
     else:
         message.kind = STEP
     return message
+
+
+#: What a record without an API message reads as.
+_NO_MESSAGE: dict[str, Any] = {}
 
 
 def _parts(

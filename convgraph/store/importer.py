@@ -22,12 +22,14 @@ turn and thread id is a ULID whose time is the node's original time (so
 `llm logs` and `llm -c` order them among llm's own by when they happened)
 and whose random part is a hash of the app, the conversation id and the node
 id. A conversation whose first thread is already in the file is skipped, so a
-second import of the same export writes nothing. Each conversation is written
-in one exclusive transaction, taken only when no other connection holds a
-lock, and the file is left free for a moment after each half second of them,
-so an llm logging beside the import loses nothing
-(`convgraph.store.transaction`; a 2,000-node conversation holds the lock for
-about 1.2 s).
+second import of the same export writes nothing. Conversations are written
+in exclusive transactions, taken only when no other connection holds a lock:
+many conversations a transaction (up to half a second of writing) while
+nobody else uses the file, one each once another writer is seen, and the
+file is left free for a moment after each half second of them, so an llm
+logging beside the import loses nothing; each conversation is a savepoint,
+whole or absent (`convgraph.store.transaction.batched_writes`; a 2,000-node
+conversation holds the lock for about 1.2 s).
 
 Where the store says less than an export: a prompt never answered ends at an
 assistant message without parts (ending at the prompt, the turn's tip would
@@ -46,7 +48,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import time
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -60,9 +61,8 @@ from convgraph.sources.snapshot import ProgressCallback
 from convgraph.store.responses import require_llm
 from convgraph.store.transaction import (
     WRITE_BUSY_TIMEOUT_SECONDS,
-    pause_for_writers,
+    batched_writes,
     reporting_locks,
-    write_transaction,
 )
 from convgraph.store.upgrade import upgrade_llm_tables
 from convgraph.times import parse_time, utc_iso
@@ -76,12 +76,6 @@ __all__ = [
 ]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
-
-#: How long the import may hold the write lock, over several conversations'
-#: transactions, before it leaves the file free for a moment: llm's busy
-#: handler waits up to 5 s, and a pause after every small conversation would
-#: make a large export slow.
-PAUSE_AFTER_SECONDS = 0.5
 
 #: The tables that make a file llm's: its migrations' record, the legacy
 #: responses, or the message store.
@@ -392,12 +386,19 @@ def _turn_row(
 
 def write_conversation(store: Any, plan: ConversationPlan) -> None:
     """Write one planned conversation through llm's `LogStore` (inside the
-    caller's transaction)."""
+    caller's transaction).
+
+    The messages go through `ensure_chain` node by node (each node's chain
+    hangs from its parent's tip); the turn rows, their search rows and the
+    threads' tips are written once the conversation's messages are, a
+    statement each for the whole conversation (sqlite-utils' `insert` a
+    row at a time looked the table up again each time: half the import)."""
     import llm
     from llm.logs import TURN_SEARCH_INSERT_SQL
 
-    db = store.db
     tips: dict[str, str | None] = {}
+    turn_rows: list[dict[str, Any]] = []
+    thread_tips: list[tuple[str | None, str]] = []
     for thread in plan.threads:
         store.create_thread(
             name=plan.name,
@@ -405,16 +406,31 @@ def write_conversation(store: Any, plan: ConversationPlan) -> None:
             forked_from=thread.forked_from,
             id=thread.thread_id,
         )
+        tip: str | None = None
         for turn in thread.turns:
-            node_id = turn.record["id"]
             given, answer = _messages(llm, turn, turn.parent is None)
             above = tips[turn.parent] if turn.parent is not None else None
             parent_hash = store.ensure_chain(given, parent=above)
             tip = store.ensure_chain(answer, parent=parent_hash)
-            tips[node_id] = tip
-            db["turns"].insert(_turn_row(turn, thread.thread_id, parent_hash, tip))
-            db.execute(TURN_SEARCH_INSERT_SQL, {"turn_id": turn.turn_id})
-            db["threads"].update(thread.thread_id, {"tip_message_hash": tip})
+            tips[turn.record["id"]] = tip
+            turn_rows.append(_turn_row(turn, thread.thread_id, parent_hash, tip))
+        # The thread's tip is its last turn's, as llm moves it turn by turn.
+        thread_tips.append((tip, thread.thread_id))
+    if not turn_rows:
+        return
+    conn = store.db.conn
+    columns = list(turn_rows[0])
+    conn.executemany(
+        f"insert into turns ({', '.join(columns)})"
+        f" values ({', '.join('?' * len(columns))})",
+        [tuple(row.values()) for row in turn_rows],
+    )
+    conn.executemany(
+        TURN_SEARCH_INSERT_SQL, [{"turn_id": row["id"]} for row in turn_rows]
+    )
+    conn.executemany(
+        "update threads set tip_message_hash = ? where id = ?", thread_tips
+    )
 
 
 # -- the target -------------------------------------------------------------------
@@ -620,18 +636,22 @@ def import_export(
             upgrade_llm_tables(conn)
             store = LogStore(database)
             summary.upgraded = kind == "llm" and not {"threads", "turns"} <= before
-            held = 0.0
-            for plan in _plans(export, summary.empty):
-                if held >= PAUSE_AFTER_SECONDS:
-                    # Let a writer that waited for these transactions in.
-                    pause_for_writers()
-                    held = 0.0
-                started = time.monotonic()
-                with write_transaction(conn):
-                    status = _status(conn, plan)
-                    if status == "new":
-                        write_conversation(store, plan)
-                held += time.monotonic() - started
+
+            def write(plan: ConversationPlan) -> str:
+                status = _status(conn, plan)
+                if status == "new":
+                    write_conversation(store, plan)
+                return status
+
+            # Many conversations a transaction while the file is idle, one
+            # while another writer uses it (convgraph.store.transaction).
+            for plan, status in batched_writes(
+                conn,
+                _plans(export, summary.empty),
+                write,
+                weight=lambda plan: plan.node_count,
+                timeout=timeout,
+            ):
                 record(plan, "imported" if status == "new" else status)
     finally:
         conn.close()

@@ -384,18 +384,51 @@ def _turn_row(
     }
 
 
-def write_conversation(store: Any, plan: ConversationPlan) -> None:
-    """Write one planned conversation through llm's `LogStore` (inside the
-    caller's transaction).
+def _ensure_chain(conn: Any, messages: list, parent: str | None) -> str | None:
+    """`LogStore.ensure_chain` for the plain messages an import makes (text
+    parts only, no metadata, no fragments or attachments): the same rows,
+    hashed by llm's own `message_hash`, written by two prepared statements
+    where llm's goes through sqlite-utils a row at a time (most of the
+    import's time). tests/test_import.py proves the rows equal to llm's."""
+    from llm.logs import message_hash
+    from llm.parts import TextPart
 
-    The messages go through `ensure_chain` node by node (each node's chain
-    hangs from its parent's tip); the turn rows, their search rows and the
-    threads' tips are written once the conversation's messages are, a
-    statement each for the whole conversation (sqlite-utils' `insert` a
-    row at a time looked the table up again each time: half the import)."""
+    tip = parent
+    for message in messages:
+        if message.provider_metadata or any(
+            type(part) is not TextPart or part.provider_metadata
+            for part in message.parts
+        ):
+            raise ValueError(f"not a plain text message: {message!r}")
+        digest = message_hash(message, tip)
+        added = conn.execute(
+            "insert or ignore into messages"
+            " (hash, parent_hash, role, provider_metadata) values (?, ?, ?, null)",
+            (digest, tip, message.role),
+        ).rowcount
+        if added:
+            # A part's text is its own column; nothing is left for the
+            # payload (llm writes NULL there then).
+            conn.executemany(
+                "insert into parts (message_hash, position, type, tool_name,"
+                " text, payload) values (?, ?, 'text', null, ?, null)",
+                [(digest, n, part.text) for n, part in enumerate(message.parts)],
+            )
+        tip = digest
+    return tip
+
+
+def write_conversation(store: Any, plan: ConversationPlan) -> None:
+    """Write one planned conversation (inside the caller's transaction):
+    its threads with llm's `LogStore.create_thread`, its messages node by
+    node (each node's chain hangs from its parent's tip, `_ensure_chain`),
+    then the turn rows, their search rows and the threads' tips, a
+    statement each for the whole conversation (sqlite-utils' `insert`, a
+    row at a time, looked the table up again each time: half the import)."""
     import llm
     from llm.logs import TURN_SEARCH_INSERT_SQL
 
+    conn = store.db.conn
     tips: dict[str, str | None] = {}
     turn_rows: list[dict[str, Any]] = []
     thread_tips: list[tuple[str | None, str]] = []
@@ -410,15 +443,14 @@ def write_conversation(store: Any, plan: ConversationPlan) -> None:
         for turn in thread.turns:
             given, answer = _messages(llm, turn, turn.parent is None)
             above = tips[turn.parent] if turn.parent is not None else None
-            parent_hash = store.ensure_chain(given, parent=above)
-            tip = store.ensure_chain(answer, parent=parent_hash)
+            parent_hash = _ensure_chain(conn, given, above)
+            tip = _ensure_chain(conn, answer, parent_hash)
             tips[turn.record["id"]] = tip
             turn_rows.append(_turn_row(turn, thread.thread_id, parent_hash, tip))
         # The thread's tip is its last turn's, as llm moves it turn by turn.
         thread_tips.append((tip, thread.thread_id))
     if not turn_rows:
         return
-    conn = store.db.conn
     columns = list(turn_rows[0])
     conn.executemany(
         f"insert into turns ({', '.join(columns)})"

@@ -228,7 +228,8 @@ class LogDatabase(Source):
             )
             # llm names a conversation by its first prompt; a thread made
             # when llm 0.32+ went on with it is named by the later prompt.
-            name = legacy_name or name
+            # An empty name is a name, as the forest's read keeps it.
+            name = name if legacy_name is None else legacy_name
             if legacy_records:
                 records = legacy_records + records
                 records.sort(key=log_order)

@@ -53,14 +53,24 @@ def conversations(
     """List every conversation tree: tree_id, name, nodes, roots, leaves
     and max_depth (the columns of `convgraph stats` that say what a tree is).
     """
-    from convgraph.analysis.stats import conversation_table
+    from convgraph.cli.stats import is_small, small_records
     from convgraph.cli.tables import print_conversations
+
+    columns = ["tree_id", "name", "nodes", "roots", "leaves", "max_depth"]
+    if not where and is_small(db_path):
+        # A small file without pandas, as `convgraph stats` measures it; an
+        # empty one by the table, whose columns say what they are.
+        records = small_records(db_path)
+        if records:
+            shown = [{key: record[key] for key in columns} for record in records]
+            print_conversations(shown, output_format)
+            return
+    from convgraph.analysis.stats import conversation_table
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
     forest = select_trees(Forest.read(db_path, text=False), where)
     table = conversation_table(forest)
-    columns = ["tree_id", "name", "nodes", "roots", "leaves", "max_depth"]
     print_conversations(table[columns], output_format)
 
 

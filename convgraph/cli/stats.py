@@ -6,13 +6,21 @@ newline-delimited JSON, CSV or TSV for a program.
 With ids, only those conversations are read (any thread id of a message-store
 tree names the whole tree); without, the whole forest is read once, without
 its texts. Work that lasts on a terminal shows its progress on stderr
-(`convgraph.cli.progress.ProgressBar`).
+(`convgraph.cli.progress.ProgressBar`). An llm database or an agent's
+session file under `SMALL_INPUT_BYTES` is measured without pandas: each
+tree read on its own (`convgraph.model.loading.read_tree`) and measured by
+`convgraph.analysis.stats.summary`, the per-tree form of the table's rule,
+printed as the table's rows would be (`small_records`); filters, `--by`
+and `--nodes-in-range` take the table path whatever the size.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -30,6 +38,16 @@ from convgraph.model.filters import TreeFilter
 
 if TYPE_CHECKING:
     from convgraph.model.forest import Forest
+
+#: The size (bytes, with an llm database's write-ahead log) under which a
+#: file is measured tree by tree without pandas (`small_records`): below it,
+#: importing pandas (about 0.3 s) is most of the command's time; above it,
+#: the table's vectorized work soon costs less than a graph per tree.
+SMALL_INPUT_BYTES = 1_000_000
+
+# A time past the microseconds Python's datetime holds: the table keeps the
+# nanoseconds, `summary` does not.
+_NANOSECONDS = re.compile(r"\.\d{7,}")
 
 
 @command(epilog=FILTER_HELP)
@@ -155,6 +173,11 @@ def stats(
             "--dask computes on a Parquet dataset: give --db DIR, a directory"
             " written by convgraph export --format parquet"
         )
+    if plain and not nodes_in_range and is_small(db_path):
+        records = small_records(db_path, conversation_ids)
+        if records is not None:
+            print_conversations(records, output_format, columns)
+            return
     from convgraph.analysis.stats import conversation_table
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
@@ -182,6 +205,92 @@ def stats(
         else:
             table = conversation_table(forest)
     print_conversations(table, output_format, columns)
+
+
+def is_small(db_path: str | None) -> bool:
+    """Whether `db_path` (None: llm's own database) is one file under
+    `SMALL_INPUT_BYTES`, its write-ahead log counted."""
+    from convgraph.sources.files import default_database_path
+
+    path = os.fspath(default_database_path() if db_path is None else db_path)
+    try:
+        if not os.path.isfile(path):
+            return False
+        size = os.path.getsize(path)
+        if os.path.isfile(path + "-wal"):
+            size += os.path.getsize(path + "-wal")
+    except OSError:
+        return False
+    return size < SMALL_INPUT_BYTES
+
+
+def small_records(
+    db_path: str | None, conversation_ids: Iterable[str] = ()
+) -> list[dict[str, Any]] | None:
+    """The rows of `conversation_table` as `print_conversations` prints
+    them, from `summary` of each tree read on its own: every tree of the
+    file in the order of its first node, or the trees `conversation_ids`
+    name, each once, in the order first named (as `Forest.read` reads them).
+
+    None where the table path must answer: a source other than an llm
+    database or an agent's sessions (a chat export reports its empty
+    conversations as rows of the table, and finds a conversation by reading
+    the file from its start), or a tree whose first or last time the table
+    reads otherwise (outside the years a nanosecond time holds, 1678 to
+    2261, or finer than a microsecond), or that the file lists but does not
+    give alone.
+
+    Raises
+    ------
+    UnknownConversation, DatabaseError
+    """
+    from convgraph.analysis.stats import summary
+    from convgraph.errors import UnknownConversation
+    from convgraph.model.loading import read_tree
+    from convgraph.sources import LogDatabase, opened
+    from convgraph.sources.agent_sessions import AgentSessions
+
+    records = []
+    with opened(db_path) as logs:
+        if not isinstance(logs, LogDatabase | AgentSessions):
+            return None
+        named: dict[str, str] = {}  # each tree once, with the id that named it
+        for conversation_id in conversation_ids:
+            tree_id = logs.tree_id_of_conversation(conversation_id)
+            named.setdefault(tree_id, conversation_id)
+        for tree_id in named or logs.tree_ids():
+            try:
+                graph = read_tree(logs, tree_id, log_order_nodes=True)[0]
+            except UnknownConversation:
+                if not named:
+                    # A tree the file lists but cannot read alone (a
+                    # thread's row without its id): the table reads it.
+                    return None
+                raise UnknownConversation(named[tree_id]) from None
+            record = summary(graph)
+            for key in ("first_datetime", "last_datetime"):
+                moment = _table_time(record[key])
+                if moment is False:
+                    return None
+                record[key] = moment
+            records.append(record)
+    return records
+
+
+def _table_time(stored: str | None) -> str | None | bool:
+    """A stored time as the table prints it (ISO 8601 in UTC with its
+    offset); False where the table reads it otherwise."""
+    from datetime import UTC
+
+    from convgraph.times import parse_time
+
+    moment = parse_time(stored)
+    if moment is None:
+        return None
+    moment = moment.astimezone(UTC)
+    if not 1678 <= moment.year <= 2261 or _NANOSECONDS.search(stored or ""):
+        return False
+    return moment.isoformat()
 
 
 def _usage_keys(by: str, plot: str | None, measure: str) -> list[str]:

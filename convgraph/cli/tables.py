@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.cli.options import UserError
 from convgraph.cli.output import TableFit, echo_records, table_width
+from convgraph.contract import CONVERSATION_COLUMNS
 from convgraph.times import shown_time
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def plain_records(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def print_conversations(
-    table: pd.DataFrame,
+    table: pd.DataFrame | list[dict[str, Any]],
     output_format: str | None,
     columns: Sequence[str] | None = None,
 ) -> None:
@@ -91,7 +92,10 @@ def print_conversations(
     Parameters
     ----------
     table:
-        The conversations, as `convgraph.analysis.stats` answers them.
+        The conversations, as `convgraph.analysis.stats` answers them: its
+        table, or (a small file's, `convgraph.cli.stats`) its `summary` of
+        each tree as `plain_records` gives the table's rows (the columns of
+        the first; of `CONVERSATION_COLUMNS` when there is none).
     output_format:
         An output option's name, or None for the aligned table.
     columns:
@@ -100,16 +104,22 @@ def print_conversations(
         terminal (`table_width`; every one on a pipe), the formats for
         programs all of them.
     """
+    if isinstance(table, list):
+        records = table
+        names = list(records[0] if records else CONVERSATION_COLUMNS)
+    else:
+        if columns is not None:
+            table = table[list(columns)]
+        records = plain_records(table)
+        names = list(table.columns)
     fit = None
     if columns is None:
-        columns = list(table.columns)
+        columns = names
         width = table_width()
         if width is not None and output_format in (None, "table"):
             fit = TableFit(width, PRIORITY, "name", NAME_MIN_WIDTH)
-    else:
-        table = table[list(columns)]
     echo_records(
-        plain_records(table),
+        records,
         columns,
         output_format or "table",
         cells=_CELLS,

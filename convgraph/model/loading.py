@@ -18,15 +18,24 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import DifferentConversations, UnknownConversation
 from convgraph.links.integrity import Problem, check_links
-from convgraph.sources import Source, TreeRecords, opened
+from convgraph.sources import Source, TreeRecords, log_order, opened
 from convgraph.sources.notes import read_notes
 
 if TYPE_CHECKING:
     import networkx as nx
 
 
-def read_tree(logs: Source, tree_id: str) -> tuple[nx.DiGraph, list[Problem]]:
-    """One tree's graph and the problems of its links, reading only that tree."""
+def read_tree(
+    logs: Source, tree_id: str, log_order_nodes: bool = False
+) -> tuple[nx.DiGraph, list[Problem]]:
+    """One tree's graph and the problems of its links, reading only that tree.
+
+    The graph's nodes are in the order the source gives its records (an
+    agent's session: the order its files are read), or with
+    `log_order_nodes` in log order, the order of the forest's table: so that
+    what a tree lists in the order first used (models, tools:
+    `convgraph.analysis.stats.summary`) is the table's answer.
+    """
     # Here, not above: `load_path` mostly answers without a graph, and
     # without networkx.
     from convgraph.model.tree import ConversationTree
@@ -34,19 +43,21 @@ def read_tree(logs: Source, tree_id: str) -> tuple[nx.DiGraph, list[Problem]]:
     tree: TreeRecords = logs.read_tree(tree_id)
     if not tree.records:
         raise UnknownConversation(tree_id)
-    ids = {record["id"] for record in tree.records}
+    # Sorting what is sorted already (llm's records) is one pass.
+    records = sorted(tree.records, key=log_order) if log_order_nodes else tree.records
+    ids = {record["id"] for record in records}
     outside = [
         record["parent_id"]
-        for record in tree.records
+        for record in records
         if record["parent_id"] is not None and record["parent_id"] not in ids
     ]
     outsiders = (
         logs.legacy.conversation_of_ids(outside) if outside and logs.legacy else {}
     )
-    parents, problems = check_links(tree.records, outsiders)
+    parents, problems = check_links(records, outsiders)
     notes = read_notes(logs, ids)
     graph = ConversationTree.from_records(
-        tree.records, parents, tree.tree_id, tree.name, notes, tree.calls
+        records, parents, tree.tree_id, tree.name, notes, tree.calls
     )
     return graph, tree.problems + problems
 

@@ -36,7 +36,7 @@ from convgraph.model.tree import ConversationTree
 from convgraph.sources import LogDatabase, Source, opened
 from convgraph.sources.notes import NodeNote, read_notes
 from convgraph.sources.snapshot import ProgressCallback, no_progress
-from convgraph.sources.tables import conform_nodes, object_column
+from convgraph.sources.tables import conform_nodes, give_back_memory, object_column
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -134,7 +134,10 @@ class Forest:
                 calls = logs.calls
             notes = read_notes(logs)
         report("checking parent links", 0, None)
-        return cls(nodes, names, problems, notes, calls)
+        forest = cls(nodes, names, problems, notes, calls)
+        del nodes
+        give_back_memory()
+        return forest
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -360,6 +363,11 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Proble
         else None
     )
     parent_rows, problems = check_link_table(nodes, given)
+    if not problems:
+        # Every stored parent names its row, in its tree, off any cycle:
+        # `parent_id` is right as it is (a root's missing), no need to take
+        # a million ids again.
+        return nodes, parent_rows, problems
     parent_ids = ids_at_rows(nodes["id"], parent_rows)
     nodes["parent_id"] = pd.Series(
         parent_ids,

@@ -69,6 +69,7 @@ def read_forest(
     from convgraph.sources.columnar import legacy, message_store
     from convgraph.sources.columnar.reader import ArrowReader, NotColumnar
     from convgraph.sources.snapshot import read_consistently
+    from convgraph.sources.tables import give_back_memory
 
     try:
         with ArrowReader(logs.path) as reader:
@@ -102,27 +103,7 @@ def read_forest(
         # say what is wrong in the house's words.
         return None
     finally:
-        _give_back_memory()
-
-
-def _give_back_memory() -> None:
-    """Hand the Arrow columns' freed memory back to the system.
-
-    The columns are gone once the table is built, but the allocators keep
-    their pages for reuse: Arrow's memory pool (mimalloc or jemalloc), and
-    C's malloc for the driver's buffers. At a million rows that is a few
-    hundred megabytes the rest of the work never reuses.
-    """
-    import ctypes
-    import ctypes.util
-
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name) if name else None
-    if libc is not None and hasattr(libc, "malloc_trim"):  # glibc only
-        libc.malloc_trim(0)
+        give_back_memory()
 
 
 def _generation(logs: LogDatabase, reader: ArrowReader) -> str | None:

@@ -40,13 +40,23 @@ def excerpt(text: str | None, width: int = EXCERPT_WIDTH) -> str:
     """
     if not text or width <= 0:
         return ""
-    flat = " ".join(text.split())
+    # A prompt may run to pages: flatten only as much of its start as the
+    # line can show. Flattening a prefix gives a prefix of the flattened
+    # whole, so once it is wider than the line, the rest changes nothing.
+    end = 4 * width + 16
+    while True:
+        flat = " ".join(text[:end].split())
+        if end >= len(text):
+            break
+        if flat.isascii():
+            if len(flat) > width:
+                break
+        elif sum(_cell_list(flat)) > width:
+            break
+        end *= 4
     if flat.isascii():  # one cell a character: the common case, no counting
         return flat if len(flat) <= width else flat[: width - 1] + "…"
-    from wcwidth import wcwidth
-
-    # wcwidth gives -1 for a control character: shown as one symbol.
-    cells = [1 if (cell := wcwidth(character)) < 0 else cell for character in flat]
+    cells = _cell_list(flat)
     if sum(cells) <= width:
         return flat
     kept, used = 0, 0
@@ -54,6 +64,14 @@ def excerpt(text: str | None, width: int = EXCERPT_WIDTH) -> str:
         used += cells[kept]
         kept += 1
     return flat[:kept] + "…"
+
+
+def _cell_list(text: str) -> list[int]:
+    """The cells each character of one line takes (wcwidth gives -1 for a
+    control character: shown as one symbol)."""
+    from wcwidth import wcwidth
+
+    return [1 if (cell := wcwidth(character)) < 0 else cell for character in text]
 
 
 #: What stored text must never send to a terminal: C0 controls (a printed line

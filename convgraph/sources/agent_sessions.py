@@ -19,7 +19,6 @@ branch the last session ended on. Reading never writes into the folders.
 
 from __future__ import annotations
 
-from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
 from types import ModuleType
@@ -276,13 +275,16 @@ class _Joiner:
     """The records of session groups read one after another, each joined to
     the tree of an earlier one it continues.
 
-    `seen` holds every message read so far with the node that holds it and
-    that node's group: a message read again (a resumed session's copy) is
-    left out, and a link to it goes to its node.
+    `seen` holds every message read so far with the node that holds it, and
+    `group_of` each node's group: a message read again (a resumed session's
+    copy) is left out, and a link to it goes to its node. A message costs
+    one entry and no object of its own (its node's id is the record's), so
+    that a year of sessions holds what its ids take.
     """
 
     def __init__(self) -> None:
-        self.seen: dict[str, tuple[str, str]] = {}
+        self.seen: dict[str, str] = {}
+        self.group_of: dict[str, str] = {}
         self.parent: dict[str, str] = {}
 
     def find(self, key: str) -> str:
@@ -324,7 +326,7 @@ class _Joiner:
             _utc_times(found)
             anchor = node_of.get(side.anchor) if side.anchor is not None else None
             if anchor is None and side.anchor in self.seen:
-                anchor = self.seen[side.anchor][0]
+                anchor = self.seen[side.anchor]
             own = {record["id"] for record in found}
             for record in found:
                 record["active"] = False
@@ -363,16 +365,17 @@ class _Joiner:
             record["cache_write_tokens"] = cache_write.get(node)
             parent = record["parent_id"]
             if parent is not None and parent not in own and parent in seen:
-                node, earlier = seen[parent]
+                node = seen[parent]
                 record["parent_id"] = node
-                self.join(group.key, earlier)
+                self.join(group.key, self.group_of[node])
         if seen.keys().isdisjoint(node_of):
             # The common case (no message read twice): one update in C.
-            nodes = zip(node_of.values(), repeat(group.key), strict=False)
-            seen.update(zip(node_of, nodes, strict=True))
+            seen.update(node_of)
         else:
             for message, node in node_of.items():
-                seen.setdefault(message, (node, group.key))
+                seen.setdefault(message, node)
+        for node in own:
+            self.group_of.setdefault(node, group.key)
         return records, current
 
     def _new(self, group: SessionGroup, messages: list[Message]) -> list[Message]:
@@ -384,7 +387,7 @@ class _Joiner:
         kept = []
         for message in messages:
             if message.id in self.seen:
-                self.join(group.key, self.seen[message.id][1])
+                self.join(group.key, self.group_of[self.seen[message.id]])
             else:
                 kept.append(message)
         return kept

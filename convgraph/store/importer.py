@@ -8,15 +8,15 @@ turn, its prompt a user message, its response an assistant message, its system
 prompt a system message at the root of the chain; the branch the person was on
 last (the active path) is the conversation's first thread, and every other
 branch a thread forked from the thread it leaves, at the message where it
-leaves it (the plan: `convgraph.store.import_plan`). Threads are made with
-llm's own `LogStore.create_thread`, messages are hashed by llm's own
-`message_hash`, the search rows written with llm's own SQL. The message, part
-and turn rows are written by hand, column for column as `LogStore.log` writes
-them, a prepared statement each: `log` takes a whole history per call and
-hashes it again, which for a 2,000-step conversation is four million hashes
-and lookups, it cannot keep the export's ids, times and model names, and its
-sqlite-utils inserts (as `ensure_chain`'s) cost most of an import's time
-(tests/test_import.py proves the rows equal to `log`'s).
+leaves it (the plan: `convgraph.store.import_plan`). Messages are hashed by
+llm's own `message_hash`, the search rows written with llm's own SQL. The
+message, part, thread and turn rows are written by hand, column for column as
+`LogStore.ensure_chain`, `create_thread` and `log` write them, a prepared
+statement each: `log` takes a whole history per call and hashes it again, which
+for a 2,000-step conversation is four million hashes and lookups, it cannot
+keep the export's ids, times and model names, and its sqlite-utils inserts (as
+`ensure_chain`'s) cost most of an import's time (tests/test_import.py proves
+the rows equal to `log`'s).
 
 An import is recognised by its ids, which are made from the export's: every
 turn and thread id is a ULID whose time is the node's original time (so
@@ -50,6 +50,7 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -239,26 +240,24 @@ def _ensure_chain(conn: Any, messages: list, parent: str | None) -> str | None:
 
 def write_conversation(store: Any, plan: ConversationPlan) -> None:
     """Write one planned conversation (inside the caller's transaction):
-    its threads with llm's `LogStore.create_thread`, its messages node by
-    node (each node's chain hangs from its parent's tip, `_ensure_chain`),
-    then the turn rows, their search rows and the threads' tips, a
-    statement each for the whole conversation (sqlite-utils' `insert`, a
-    row at a time, looked the table up again each time: half the import)."""
+    its messages node by node (each node's chain hangs from its parent's
+    tip, `_ensure_chain`), then its threads (at their tips: each fork's
+    first turn hangs from the message it leaves), its turns and their
+    search rows, a statement each for the whole conversation (the rows
+    `LogStore.create_thread` and `log` write: sqlite-utils' `insert`, a row
+    at a time, looked the table up again each time, half the import)."""
     import llm
     from llm.logs import TURN_SEARCH_INSERT_SQL
 
     conn = store.db.conn
     tips: dict[str, str | None] = {}
     turn_rows: list[dict[str, Any]] = []
-    thread_tips: list[tuple[str | None, str]] = []
+    thread_rows: list[tuple[str, str | None, str | None, str | None, str]] = []
+    # One moment for the conversation's threads (llm's create_thread takes
+    # the time of each call, its form the same).
+    now = str(datetime.now(UTC))
     for thread in plan.threads:
-        store.create_thread(
-            name=plan.name,
-            tip=tips[thread.fork_node] if thread.fork_node is not None else None,
-            forked_from=thread.forked_from,
-            id=thread.thread_id,
-        )
-        tip: str | None = None
+        tip = tips[thread.fork_node] if thread.fork_node is not None else None
         for turn in thread.turns:
             given, answer = _messages(llm, turn, turn.parent is None)
             above = tips[turn.parent] if turn.parent is not None else None
@@ -267,9 +266,14 @@ def write_conversation(store: Any, plan: ConversationPlan) -> None:
             tips[turn.record["id"]] = tip
             turn_rows.append(_turn_row(turn, thread.thread_id, parent_hash, tip))
         # The thread's tip is its last turn's, as llm moves it turn by turn.
-        thread_tips.append((tip, thread.thread_id))
+        thread_rows.append((thread.thread_id, plan.name, tip, thread.forked_from, now))
     if not turn_rows:
         return
+    conn.executemany(
+        "insert into threads (id, name, tip_message_hash, forked_from,"
+        " datetime_utc) values (?, ?, ?, ?, ?)",
+        thread_rows,
+    )
     columns = list(turn_rows[0])
     conn.executemany(
         f"insert into turns ({', '.join(columns)})"
@@ -278,9 +282,6 @@ def write_conversation(store: Any, plan: ConversationPlan) -> None:
     )
     conn.executemany(
         TURN_SEARCH_INSERT_SQL, [{"turn_id": row["id"]} for row in turn_rows]
-    )
-    conn.executemany(
-        "update threads set tip_message_hash = ? where id = ?", thread_tips
     )
 
 

@@ -216,7 +216,7 @@ BATCH_SECONDS = 0.5
 
 #: The most weight (an import's: turns) one batch writes, so that a batch of
 #: many small units stays a bounded journal however fast they are written.
-BATCH_WEIGHT = 5_000
+BATCH_WEIGHT = 2_000
 
 #: How long `batched_writes` keeps to one unit a transaction after it last
 #: saw another connection use the file.

@@ -250,6 +250,8 @@ TARGETS = [
         Target("logging", f"longest commit wait, convgraph {read}", "seconds", 0.5)
         for read in ("stats", "tree", "export --format json")
     ),
+    # import at least 3x faster than conversation-tk's (benchmarks.importing).
+    Target("import", "convgraph import (ChatGPT export)", "ratio", 1 / 3),
 ]
 #: Growth, 10x the responses: at most this factor in time and in peak
 #: memory (time judged from 20 ms on: below it, start-up costs and noise

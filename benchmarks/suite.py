@@ -81,6 +81,7 @@ GROUPS = {
     "fanout": Group("benchmarks.writes:fanout_rows", "answers", (1, 2, 4, 8), (1, 4)),
     "logging": Group("benchmarks.writes:logging_rows", "turns", (100_000,), (10_000,)),
     "chat-exports": Group("benchmarks.sources:chat_export_rows", "MB", (500,), (20,)),
+    "import": Group("benchmarks.importing:import_rows", "MB", (20, 75), (20,)),
     "agents": Group("benchmarks.agents:agent_rows", "MB", (500,), (50,)),
     "dask": Group(
         "benchmarks.sources:dask_rows", "nodes", (100_000, 1_000_000), (10_000, 100_000)

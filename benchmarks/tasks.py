@@ -56,7 +56,14 @@ def task(name: str, timer: bool = False) -> Callable:
 
 def load() -> dict[str, Callable[..., Callable[..., Any]]]:
     """Every task, the other groups' too (their modules register them)."""
-    from benchmarks import agents, outputs, searching, sources, writes  # noqa: F401
+    from benchmarks import (  # noqa: F401
+        agents,
+        importing,
+        outputs,
+        searching,
+        sources,
+        writes,
+    )
 
     return TASKS
 

@@ -223,6 +223,9 @@ class Target:
     size: int | None = None
 
 
+#: The agents group's whole command (`benchmarks.agents`).
+AGENTS_STATS = "convgraph stats --json (a year)"
+
 TARGETS = [
     Target("forest", "statistics", "ratio", 1.0, 1_000_000),
     Target("forest", "statistics", "peak_mb", 400, 1_000_000),
@@ -231,6 +234,12 @@ TARGETS = [
     Target("core", "load forest (with texts)", "ratio", 1.5, 1_000_000),
     Target("cli", "convgraph path NODE", "over_baseline", 0.2, 1_000_000),
     Target("cli", "convgraph --help", "over_baseline", 0.1),
+    # Issue 27's scale: a year of agents' sessions read in at most 1.5 times
+    # json.loads of every line (benchmarks.agents), whole and in process.
+    *(
+        Target("agents", operation, "ratio", 1.5)
+        for operation in (AGENTS_STATS, "Forest.read + conversation table")
+    ),
     # The engine group (issue 28): whole commands beside a bare fetch.
     Target("legacy", "convgraph stats --json", "ratio", 2.0, 1_000_000),
     Target("legacy", "convgraph stats --json", "peak_mb", 400, 1_000_000),
@@ -241,6 +250,8 @@ TARGETS = [
         for kind in ("legacy", "store")
         for command in ("tree", "export --format json")
     ),
+    # Any read command on a small file: at most 0.3 s over what it must import.
+    Target("startup", "read command over its imports", "over_baseline", 0.3),
     Target("per-node", "path", "ratio", 0.1, 100_000),
     Target("per-node", "descendants of the root", "ratio", 0.1, 100_000),
     Target("per-node", "leaves", "ratio", 0.1, 100_000),

@@ -82,7 +82,7 @@ GROUPS = {
     "logging": Group("benchmarks.writes:logging_rows", "turns", (100_000,), (10_000,)),
     "chat-exports": Group("benchmarks.sources:chat_export_rows", "MB", (500,), (20,)),
     "import": Group("benchmarks.importing:import_rows", "MB", (20, 75), (20,)),
-    "agents": Group("benchmarks.agents:agent_rows", "MB", (500,), (50,)),
+    "agents": Group("benchmarks.agents:agent_rows", "MB", (200, 1000), (50,)),
     "dask": Group(
         "benchmarks.sources:dask_rows", "nodes", (100_000, 1_000_000), (10_000, 100_000)
     ),
@@ -92,6 +92,7 @@ GROUPS = {
     "engine": Group(
         "benchmarks.engine:engine_rows", "responses", (100_000, 1_000_000), (100_000,)
     ),
+    "startup": Group("benchmarks.startup:startup_rows", "bytes", (0,), (0,)),
 }
 
 

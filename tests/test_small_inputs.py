@@ -203,3 +203,42 @@ def test_any_value_in_any_column_prints_the_tables_answer(
         assert small == table, (kind, writes, words)
     small, table = both_ways("--json", "--db", path, command="conversations")
     assert small == table, (kind, writes)
+
+
+@pytest.mark.slow
+def test_the_startup_group_plans_every_read_command_on_every_small_file(
+    tmp_path: Path,
+) -> None:
+    from benchmarks import startup, suite
+
+    options = suite.Options(groups=["startup"], data_dir=tmp_path)
+    rows = suite.plan(options)
+    assert [row.operation for row in rows[:2]] == ["python -c pass", startup.OPERATION]
+    assert len(rows) == 1 + len(startup.FILES) * 12
+    logs = [row for row in rows if row.shape.startswith("llm logs.db: ")]
+    assert [row.shape.partition(": ")[2] for row in logs] == [
+        "conversations",
+        "tree",
+        "stats",
+        "path",
+        "transcript",
+        *(f"export --format {name}" for name in ("json", "dot", "mermaid", "markdown")),
+        "pairs",
+        "search",
+        "diff",
+    ]
+    stats = logs[2]
+    assert stats.convgraph.params[1:] == (
+        "-m",
+        "convgraph",
+        "stats",
+        "--json",
+        "--db",
+        str(tmp_path / "startup" / "logs.db"),
+    )
+    assert stats.baseline is not None
+    assert stats.baseline.params[1:] == ("-c", "import click, networkx")
+    # Every command runs on the copies, and answers.
+    for row in rows[1:]:
+        done = subprocess.run(row.convgraph.params, capture_output=True, text=True)
+        assert done.returncode == 0, (row.shape, done.stderr[-300:])

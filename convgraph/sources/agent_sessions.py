@@ -127,9 +127,15 @@ class AgentSessions(Source):
             return self._read_groups(groups, text)
 
     def _read_groups(
-        self, groups: list[tuple[str, list[Path]]], text: bool
+        self,
+        groups: list[tuple[str, list[Path]]],
+        text: bool,
+        table: dict[str, list[Any]] | None = None,
     ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any], list[Problem]]:
-        """`_read`, the collector paused."""
+        """`_read`, the collector paused. Where `table` is given (a list for
+        each column to fill), each group's records go into it as they are
+        read, and none is returned: a year of sessions is held as the
+        table's lists, not a dict a node."""
         joined = _Joiner()
         records: list[dict[str, Any]] = []
         names: dict[str, Any] = {}
@@ -150,7 +156,11 @@ class AgentSessions(Source):
                     )
                     if first is not None:
                         prompts[group.key] = first["prompt"].splitlines()[0][:80]
-                if not text:
+                if table is not None:
+                    for name, column in table.items():
+                        column.extend([record[name] for record in found])
+                    found = []
+                elif not text:
                     for record in found:
                         for name in CONTENT_ATTRIBUTES:
                             record[name] = None
@@ -161,12 +171,23 @@ class AgentSessions(Source):
         tree_of = joined.trees()
         for record in records:
             record["tree_id"] = record["conversation_id"] = tree_of[record["tree_id"]]
+        if table is not None:
+            table["tree_id"] = [tree_of[key] for key in table["tree_id"]]
+            table["conversation_id"] = table["tree_id"]
         # The active path of a tree is the branch its last session ended on.
         last: dict[str, str | None] = {}
         for key, current in currents.items():
             last[tree_of[key]] = current
         if len(set(tree_of.values())) < len(tree_of):
-            _mark_active(records, last)
+            if table is None:
+                on_path = _active_path(
+                    [r["id"] for r in records], [r["parent_id"] for r in records], last
+                )
+                for record in records:
+                    record["active"] = record["id"] in on_path
+            else:
+                on_path = _active_path(table["id"], table["parent_id"], last)
+                table["active"] = [node in on_path for node in table["id"]]
         tree_names: dict[str, Any] = {}
         for key, name in names.items():
             tree = tree_of[key]
@@ -247,16 +268,24 @@ class AgentSessions(Source):
         types of `ChatExport.read_forest`, with `project` and `git_branch`."""
         from convgraph.sources.chat_exports import FOREST_COLUMNS, _forest_frame
 
-        # The collector stays paused until the records are columns and
-        # dropped: collecting over them while the table is made cost as much
-        # as making it.
+        # Each session's records become the table's columns as they are
+        # read (`_read_groups`), the texts left out where not asked for; the
+        # collector stays paused until the table is made: collecting over
+        # the lists while it is made cost as much as making it.
+        wanted = (*FOREST_COLUMNS, *AGENT_ATTRIBUTES)
+        left_out = () if text else CONTENT_ATTRIBUTES
+        columns: dict[str, list[Any]] = {
+            name: [] for name in wanted if name not in left_out
+        }
         with no_garbage_collection():
-            records, tree_of, names, problems = self._read_groups(self.groups(), text)
-            columns: dict[str, list[Any]] = {
-                name: [record[name] for record in records]
-                for name in (*FOREST_COLUMNS, *AGENT_ATTRIBUTES)
+            _, tree_of, names, problems = self._read_groups(
+                self.groups(), text, columns
+            )
+            count = len(columns["id"])
+            columns = {
+                name: columns[name] if name in columns else [None] * count
+                for name in wanted
             }
-            del records
             nodes = _forest_frame(columns)
             for name in AGENT_INTEGERS:
                 nodes[name] = nodes[name].astype("Int64")
@@ -432,14 +461,16 @@ def _mark_sidechain(record: dict[str, Any], agent: str) -> None:
     record[SIDECHAIN] = agent
 
 
-def _mark_active(records: list[dict[str, Any]], ends: dict[str, str | None]) -> None:
-    """`active` of joined trees: the path from each tree's last end up."""
-    parent = {record["id"]: record["parent_id"] for record in records}
+def _active_path(
+    ids: list[str], parents: list[str | None], ends: dict[str, str | None]
+) -> set[str]:
+    """The nodes `active` in joined trees: the path from each tree's last
+    end up (`ids` and their `parents`, every tree's)."""
+    parent = dict(zip(ids, parents, strict=True))
     on_path: set[str] = set()
     for end in ends.values():
         node = end
         while node is not None and node not in on_path and node in parent:
             on_path.add(node)
             node = parent[node]
-    for record in records:
-        record["active"] = record["id"] in on_path
+    return on_path

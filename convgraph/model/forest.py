@@ -36,7 +36,12 @@ from convgraph.model.tree import ConversationTree
 from convgraph.sources import LogDatabase, Source, opened
 from convgraph.sources.notes import NodeNote, read_notes
 from convgraph.sources.snapshot import ProgressCallback, no_progress
-from convgraph.sources.tables import conform_nodes, give_back_memory, object_column
+from convgraph.sources.tables import (
+    conform_nodes,
+    give_back_memory,
+    object_column,
+    system_allocator,
+)
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -121,21 +126,24 @@ class Forest:
         """
         report = progress or no_progress
         named = list(conversation_ids or ())
-        with opened(db) as logs:
-            if named:
-                nodes, names, problems, calls = _read_named(logs, named, text, report)
-            elif isinstance(logs, LogDatabase):
-                nodes, names = logs.read_forest(text=text, progress=report)
-            else:
-                report("reading the file", 0, None)
-                nodes, names = logs.read_forest(text=text)
-            if not named:
-                problems = [*logs.record_problems, *logs.fork_problems()]
-                calls = logs.calls
-            notes = read_notes(logs)
-        report("checking parent links", 0, None)
-        forest = cls(nodes, names, problems, notes, calls)
-        del nodes
+        with system_allocator():
+            with opened(db) as logs:
+                if named:
+                    nodes, names, problems, calls = _read_named(
+                        logs, named, text, report
+                    )
+                elif isinstance(logs, LogDatabase):
+                    nodes, names = logs.read_forest(text=text, progress=report)
+                else:
+                    report("reading the file", 0, None)
+                    nodes, names = logs.read_forest(text=text)
+                if not named:
+                    problems = [*logs.record_problems, *logs.fork_problems()]
+                    calls = logs.calls
+                notes = read_notes(logs)
+            report("checking parent links", 0, None)
+            forest = cls(nodes, names, problems, notes, calls)
+            del nodes
         give_back_memory()
         return forest
 

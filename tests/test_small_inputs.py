@@ -169,7 +169,7 @@ def test_a_chat_export_and_a_large_file_take_the_table_path(
 
 
 @pytest.mark.parametrize("command", ["stats", "conversations"])
-def test_stats_of_a_small_file_imports_no_pandas(command: str) -> None:
+def test_stats_of_a_small_file_imports_neither_pandas_nor_numpy(command: str) -> None:
     code = (
         "import sys\n"
         "from convgraph.cli import cli\n"
@@ -177,7 +177,7 @@ def test_stats_of_a_small_file_imports_no_pandas(command: str) -> None:
         f"    cli([{command!r}, '--json', '--db', {str(ROOT / 'examples' / 'logs.db')!r}])\n"
         "except SystemExit as stop:\n"
         "    assert stop.code in (0, None)\n"
-        "print(sorted({'pandas', 'pyarrow'} & set(sys.modules)), file=sys.stderr)\n"
+        "print(sorted({'pandas', 'numpy', 'pyarrow'} & set(sys.modules)), file=sys.stderr)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -16,16 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from convgraph.contract import PARTS
 from convgraph.sources.agent_files import SIDECHAIN
 from convgraph.sources.agent_sessions import FORMATS
 
 if TYPE_CHECKING:
-    # Only the tables' functions take pandas' objects: one tree's
-    # (`abandoned_nodes`, `summary` of a small file) imports no pandas.
+    # Only the tables' functions import numpy and take pandas' objects: one
+    # tree's (`abandoned_nodes`, `summary` of a small file) imports neither.
     import networkx as nx
+    import numpy as np
     import pandas as pd
 
 #: The sources that have subagents: the coding agents'.
@@ -35,7 +34,14 @@ AGENT_SOURCES = tuple(module.SOURCE for module in FORMATS)
 def _marked(parts: Any) -> bool:
     """Parts (a list of part dicts) of a subagent's node: every part
     carries `SIDECHAIN`."""
-    if not isinstance(parts, list | np.ndarray) or len(parts) == 0:
+    if parts is None or isinstance(parts, str | bytes | Mapping):
+        return False
+    if not isinstance(parts, list):
+        import numpy as np  # a Parquet dataset's parts are an array
+
+        if not isinstance(parts, np.ndarray):
+            return False
+    if len(parts) == 0:
         return False
     first = parts[0]
     return isinstance(first, Mapping) and first.get(SIDECHAIN) is not None
@@ -46,6 +52,8 @@ def subagent_rows(nodes: pd.DataFrame) -> np.ndarray:
     `sidechain` column where the table has it (an agent's sessions read by
     convgraph, text or not), else the mark on the parts of an agent's node
     (a table without the agents' columns, whose parts are lists)."""
+    import numpy as np
+
     if SIDECHAIN in nodes.columns:
         return nodes[SIDECHAIN].notna().to_numpy(dtype=bool)
     found = np.zeros(len(nodes), dtype=bool)
@@ -86,6 +94,8 @@ def abandoned_rows(
     >>> abandoned_rows(nodes, parents, active).tolist()
     [True, False, False, False]
     """
+    import numpy as np
+
     own = ~subagent_rows(nodes)
     linked = parent_rows[own & (parent_rows >= 0)]
     own_children = np.bincount(linked, minlength=len(parent_rows))

@@ -30,8 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from convgraph.analysis.abandoned import abandoned_nodes, abandoned_rows
 from convgraph.analysis.tool_stats import table_tool_totals, tree_tool_totals
 from convgraph.contract import (
@@ -52,10 +50,11 @@ from convgraph.model.marks import active_column
 from convgraph.times import parse_times
 
 if TYPE_CHECKING:
-    # pandas, and the pointer jumping that works on its tables, are imported
-    # by the functions of tables: `summary` of one tree (`convgraph stats`
-    # on a small file) needs neither (0.3 s of a command's start).
+    # numpy, pandas and the pointer jumping on their tables are imported by
+    # the functions of tables: `summary` of one tree (`convgraph stats` on a
+    # small file) needs none of them (0.3 s of a command's start).
     import networkx as nx
+    import numpy as np
     import pandas as pd
 
     from convgraph.model.forest import Forest
@@ -81,6 +80,7 @@ def children_counts(forest: Forest) -> np.ndarray:
 
 
 def _children_counts(parent_rows: np.ndarray) -> np.ndarray:
+    import numpy as np
 
     return np.bincount(parent_rows[parent_rows >= 0], minlength=len(parent_rows))
 
@@ -142,6 +142,7 @@ def edge_table(forest: Forest) -> pd.DataFrame:
     0      r     a       t
     1      r     b       t
     """
+    import numpy as np
     import pandas as pd
 
     children = np.flatnonzero(forest.parent_rows >= 0)
@@ -425,6 +426,7 @@ def conversation_table_of(
     0       t   one      2          1
     1       u  None      1          0
     """
+    import numpy as np
     import pandas as pd
 
     from convgraph.links.pointer_jumping import parent_rows_of, root_pointers
@@ -514,6 +516,7 @@ def branch_table_of(
     0       a       r       2
     1       b       r       2
     """
+    import numpy as np
     import pandas as pd
 
     from convgraph.links.pointer_jumping import (
@@ -587,6 +590,7 @@ def _tree_names(
 ) -> pd.Series:
     """Each tree's name (None where it has none), aligned with `tree_ids`:
     from `names`, else from the first row of each tree's `tree_name`."""
+    import numpy as np
     import pandas as pd
 
     if names is not None:
@@ -605,6 +609,7 @@ def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
     An empty model id counts as none, as `summary` counts it.
     """
+    import numpy as np
     import pandas as pd
 
     codes, found = pd.factorize(models, sort=False)
@@ -619,6 +624,8 @@ def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
     """`flat` cut into consecutive lists of `counts[i]` items."""
+    import numpy as np
+
     ends = np.cumsum(counts).tolist()
     starts = [0, *ends][: len(ends)]
     return [flat[start:end] for start, end in zip(starts, ends, strict=True)]
@@ -627,6 +634,7 @@ def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
 def _models_per_tree(models: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
     """Each tree's distinct models in order of first use (rows are in log
     order), as lists aligned with the tree codes."""
+    import numpy as np
     import pandas as pd
 
     codes, names = _model_codes(models)
@@ -652,6 +660,8 @@ def _models_per_branch(
     it; walking a leaf's introducing ancestors upwards takes one vectorized
     step per model of the branch, not one per node.
     """
+    import numpy as np
+
     from convgraph.links.pointer_jumping import nearest_marked, path_totals
 
     codes, names = _model_codes(models)

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from convgraph.contract import TOOL_CALLS, TOOLS
 
 if TYPE_CHECKING:
     import networkx as nx
+    import numpy as np
     import pandas as pd
 
 
@@ -79,7 +78,7 @@ def table_tool_totals(
     ([3, <NA>], [['shout', 'python', 'search'], []])
     """
     # Here, not above: one tree's totals (`summary` of a small file) need
-    # no pandas.
+    # neither pandas nor numpy.
     import pandas as pd
 
     missing = pd.Series(None, index=nodes.index, dtype=object)
@@ -101,6 +100,7 @@ def _tools_per_tree(tools: pd.Series, tree_codes: np.ndarray, trees: int) -> lis
     aligned with the tree codes: each distinct `tools` text is split once,
     then the distinct (tree, tool) pairs found in order of first use (a hash,
     not a sort), as the statistics find each tree's models."""
+    import numpy as np
     import pandas as pd
 
     codes, texts = pd.factorize(tools.astype(object), sort=False)

@@ -183,3 +183,47 @@ def test_llm_logging_in_a_loop_beside_a_batched_import_loses_nothing(tmp_path):
     assert (turns & wanted[0], threads & wanted[1]) == wanted
     # llm's own turns are the warm-up and the 25 prompts.
     assert len(turns - wanted[0]) == 1 + 25
+
+
+def commits_of(path: Path, reader_holds: bool) -> tuple[int, list[int]]:
+    """`batched_writes` of ten one-row units into a fresh file: how many
+    transactions it committed (SQLite's own trace of the statements run),
+    and the rows written. With `reader_holds`, another connection is
+    reading the file when the writes begin and lets go a moment later."""
+    import threading
+
+    from convgraph.store.transaction import batched_writes
+
+    setup = sqlite3.connect(path)
+    setup.execute("create table t (n integer)")
+    setup.commit()
+    reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    letting_go = threading.Timer(0.1, lambda: reader.execute("commit"))
+    if reader_holds:
+        reader.execute("begin")
+        reader.execute("select count(*) from t").fetchone()
+        letting_go.start()
+    conn = sqlite3.connect(path, isolation_level=None)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        for unit, result in batched_writes(
+            conn, range(10), lambda n: conn.execute("insert into t values (?)", [n])
+        ):
+            assert result.rowcount == 1, unit
+    finally:
+        conn.set_trace_callback(None)
+        conn.close()
+    if reader_holds:
+        letting_go.join()
+    written = [n for (n,) in setup.execute("select n from t order by rowid")]
+    setup.close()
+    reader.close()
+    return sum(s.strip().lower() == "commit" for s in statements), written
+
+
+def test_one_transaction_while_idle_one_a_unit_once_another_is_seen(tmp_path):
+    """Nobody else on the file: the ten units are one transaction. Another
+    connection reading it when the writes begin: one transaction a unit."""
+    assert commits_of(tmp_path / "idle.db", False) == (1, list(range(10)))
+    assert commits_of(tmp_path / "busy.db", True) == (10, list(range(10)))

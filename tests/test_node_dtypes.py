@@ -117,3 +117,21 @@ def test_values_that_are_not_text_stay_as_they_are():
     column = tables.string_column(pd.Series(["a", float("nan"), None]))
     assert column.dtype == ARROW_STRINGS
     assert plain(pd.Series(column)) == ["a", None, None]
+
+
+def test_parent_rows_are_found_alike_on_arrows_strings_and_objects():
+    from convgraph.links.pointer_jumping import ids_at_rows, parent_rows_of
+
+    ids = ["r", "a", "b", "c"]
+    parents = [None, "r", "a", "gone"]
+    arrow_ids = pd.Series(ids, dtype=ARROW_STRINGS)
+    expected = [-1, 0, 1, -1]
+    assert parent_rows_of(ids, parents).tolist() == expected
+    assert parent_rows_of(arrow_ids, parents).tolist() == expected
+    assert parent_rows_of(
+        arrow_ids, pd.Series(parents, dtype=ARROW_STRINGS)
+    ).tolist() == (expected)
+    assert parent_rows_of(arrow_ids, [None, "r", 7, "b"]).tolist() == [-1, 0, -1, 2]
+    taken = ids_at_rows(arrow_ids, parent_rows_of(arrow_ids, parents))
+    assert taken.dtype == ARROW_STRINGS
+    assert plain(pd.Series(taken)) == [None, "r", "a", None]

@@ -142,13 +142,23 @@ def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:
     >>> parent_rows_of(["r", "a", "b", "c"], [None, "r", "a", "gone"]).tolist()
     [-1, 0, 1, -1]
     """
-    found = _arrow_strings(ids), _arrow_strings(parent_ids)
-    if found[0] is not None and found[1] is not None:
+    arrow_ids = _arrow_strings(ids)
+    if arrow_ids is not None:
         # Arrow's strings hashed by Arrow: no Python object per id.
+        import pyarrow as pa
         import pyarrow.compute as pc
 
-        rows = pc.index_in(found[1], value_set=found[0].combine_chunks())
-        return np.asarray(pc.fill_null(rows, -1).to_numpy(), dtype=np.int64)
+        wanted = _arrow_strings(parent_ids)
+        if wanted is None:
+            try:
+                wanted = pa.array(
+                    np.asarray(parent_ids, dtype=object), pa.string(), from_pandas=True
+                )
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                wanted = None  # not all text: looked up as Python objects
+        if wanted is not None:
+            rows = pc.index_in(wanted, value_set=arrow_ids.combine_chunks())
+            return np.asarray(pc.fill_null(rows, -1).to_numpy(), dtype=np.int64)
     index = pd.Index(np.asarray(ids, dtype=object))
     parents = np.array(parent_ids, dtype=object)
     has_parent = pd.notna(parents)

@@ -75,9 +75,13 @@ def mark_forest(
     import numpy as np
     import pandas as pd
 
+    from convgraph.links.pointer_jumping import parent_rows_of
+
     nodes["active"] = active_column(nodes, parent_rows)
     if "note" not in nodes.columns:
-        nodes["note"] = pd.Series([None] * len(nodes), dtype=object, index=nodes.index)
+        nodes["note"] = pd.Series(
+            np.full(len(nodes), None, dtype=object), dtype=object, index=nodes.index
+        )
     else:
         note = nodes["note"].astype(object)
         nodes["note"] = note.where(note.notna(), None)
@@ -86,7 +90,8 @@ def mark_forest(
     else:
         nodes["preferred"] = _booleans(nodes["preferred"])
     if notes:
-        rows = pd.Index(nodes["id"]).get_indexer(list(notes))
+        # The noted ids' rows, found by Arrow's hash of Arrow's ids.
+        rows = parent_rows_of(nodes["id"], list(notes))
         found = rows >= 0
         values = list(notes.values())
         note_column = nodes["note"].to_numpy(dtype=object, copy=True)

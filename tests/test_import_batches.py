@@ -4,7 +4,9 @@ change. A second import adds nothing; an llm logging prompts in a loop beside
 the import loses none of them and costs the import none of its
 conversations; an import that stops in the middle of a batch (the export
 breaks off, or the file refuses one conversation's rows) leaves whole
-conversations only, and the next import completes them.
+conversations only, and the next import completes them. And the batching
+itself: one transaction while nobody else uses the file, one a unit once
+another connection is seen.
 """
 
 from __future__ import annotations

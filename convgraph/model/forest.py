@@ -54,8 +54,11 @@ class Forest:
     ----------
     nodes : pandas.DataFrame
         One row per node in log order: `id`, `tree_id`, `parent_id` (checked:
-        None for roots and for nodes whose stored link was broken), and the
-        node attributes (docs/design.md#the-node-contract).
+        missing for roots and for nodes whose stored link was broken), and the
+        node attributes (docs/design.md#the-node-contract). The ids, parents,
+        times and texts are Arrow's strings where pyarrow is installed
+        (`contract.STRING_COLUMNS`: a missing one is pd.NA; the trees built
+        from the table give None).
     parent_rows : numpy.ndarray
         The row of each node's parent in `nodes`, -1 for a root: the links in
         the form vectorized work wants.

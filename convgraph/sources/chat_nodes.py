@@ -168,22 +168,35 @@ def _node_record(
 ) -> dict[str, Any]:
     """One node's attributes, from its run (walked up from its end)."""
     prompt_id = prompt_of[end]
+    # One walk up the run gathers what is not in order: its last model and
+    # time, its usage sums, and each message's node.
     run: list[Message] = []
+    model = time = None
+    inputs = outputs = durations = None
     current: str | None = end
     while current is not None and current != prompt_id:
-        run.append(messages[current])
+        message = messages[current]
+        run.append(message)
+        if model is None and message.model:
+            model = message.model
+        if time is None and message.time:
+            time = message.time
+        if message.input_tokens is not None:
+            inputs = message.input_tokens + (inputs or 0)
+        if message.output_tokens is not None:
+            outputs = message.output_tokens + (outputs or 0)
+        if message.duration_ms is not None:
+            durations = message.duration_ms + (durations or 0)
+        if node_of is not None:
+            node_of.setdefault(current, end)
         current = effective_parent[current]
     run.reverse()
     prompt = messages[prompt_id] if prompt_id is not None else None
+    if prompt is not None and node_of is not None:
+        node_of.setdefault(prompt.id, end)
     answers = [message.text for message in run if message.kind == ANSWER]
-    model = next(
-        (message.model for message in reversed(run) if message.model), None
-    ) or (conversation.model if answers else None)
-    time = next((message.time for message in reversed(run) if message.time), None)
+    model = model or (conversation.model if answers else None)
     steps = [prompt, *run] if prompt is not None else run
-    if node_of is not None:
-        for message in steps:
-            node_of.setdefault(message.id, end)
     parts: list[Part] = [part for message in steps for part in message.parts or ()]
     calls = sum(part.get("type") == TOOL_CALL for part in parts)
     record: dict[str, Any] = {
@@ -203,16 +216,6 @@ def _node_record(
         "tools": ", ".join(tool_names(parts)) or None if calls else None,
         "active": False,
     }
-    # The usage figures summed in one pass over the run (a node's run is
-    # most of its session's messages).
-    inputs = outputs = durations = None
-    for message in run:
-        if message.input_tokens is not None:
-            inputs = message.input_tokens + (inputs or 0)
-        if message.output_tokens is not None:
-            outputs = message.output_tokens + (outputs or 0)
-        if message.duration_ms is not None:
-            durations = message.duration_ms + (durations or 0)
     # Each figure fits the tables' Int64; a hostile sum need not.
     for name, total in zip(USAGE, (inputs, outputs, durations), strict=True):
         record[name] = total if total is None or abs(total) < INT64_LIMIT else None

@@ -29,6 +29,7 @@ import shutil
 import sys
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import Any
 
 import click
@@ -175,6 +176,33 @@ def echo_json(value: Any) -> None:
     click.echo(json_text(value))
 
 
+#: How many records `echo_records` turns into text and writes at a time.
+BATCH = 2_000
+
+
+def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
+    """`items` in lists of `BATCH`."""
+    iterator = iter(items)
+    while batch := list(islice(iterator, BATCH)):
+        yield batch
+
+
+def echo_json_array(items: Iterable[Any]) -> None:
+    """Print `items` as one indented JSON array, the text `echo_json` prints
+    for their list, a batch of them at a time: 100,000 rows of `stats` are
+    never one string (nor their dicts all at once, given an iterator)."""
+    opening = "[\n"
+    for batch in _batches(items):
+        # An item indented on its own, then by two more inside the array:
+        # JSON's own line breaks are the only ones (a string's are \n).
+        text = ",\n".join(
+            "  " + json_text(item).replace("\n", "\n  ") for item in batch
+        )
+        click.echo(opening + text, nl=False)
+        opening = ",\n"
+    click.echo("[]" if opening == "[\n" else "\n]")
+
+
 def echo_records(
     records: Iterable[Mapping[str, Any]],
     columns: Sequence[str],
@@ -202,19 +230,20 @@ def echo_records(
         For the table only: the width to fit and which columns go first
         (`TableFit`); every column, however wide, when None.
     """
-    rows = [{column: record[column] for column in columns} for record in records]
+    rows = ({column: record[column] for column in columns} for record in records)
     if output_format == "json":
-        echo_json(rows)
+        echo_json_array(rows)
     elif output_format == "nl":
-        for row in rows:
-            click.echo(json_text(row, indent=None))
+        for batch in _batches(rows):
+            click.echo("\n".join(json_text(row, indent=None) for row in batch))
     elif output_format in ("csv", "tsv"):
         _echo_delimited(rows, columns, "," if output_format == "csv" else "\t")
     elif output_format == "table":
-        if rows:
+        table = list(rows)
+        if table:
             # One write: a write (and flush) a line is most of the time of
             # a table of 100,000 conversations.
-            click.echo("\n".join(_table_lines(rows, columns, cells or {}, fit)))
+            click.echo("\n".join(_table_lines(table, columns, cells or {}, fit)))
     else:
         raise ValueError(f"unknown output format {output_format!r}")
 
@@ -239,7 +268,7 @@ def echo_ids(ids: Iterable[str], output_format: str | None) -> None:
 
 
 def _echo_delimited(
-    rows: list[dict[str, Any]], columns: Sequence[str], delimiter: str
+    rows: Iterable[dict[str, Any]], columns: Sequence[str], delimiter: str
 ) -> None:
     """CSV or TSV with a header row, a line at a time (the csv module
     quotes what needs it; lists are joined with commas, dicts are JSON)."""
@@ -248,11 +277,15 @@ def _echo_delimited(
     # terminator: with "\r\n" a lone carriage return is quoted too, and reads
     # back as itself rather than as a line end. Rows still end in "\n".
     writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\r\n")
-    for row in [list(columns), *([_flat(row[c]) for c in columns] for row in rows)]:
-        writer.writerow(row)
-        click.echo(buffer.getvalue()[:-2])
-        buffer.seek(0)
-        buffer.truncate()
+    lines = chain([list(columns)], ([_flat(row[c]) for c in columns] for row in rows))
+    for batch in _batches(lines):
+        text = []
+        for line in batch:
+            writer.writerow(line)
+            text.append(buffer.getvalue()[:-2])
+            buffer.seek(0)
+            buffer.truncate()
+        click.echo("\n".join(text))
 
 
 def _flat(value: Any) -> Any:

@@ -10,7 +10,7 @@ first (`PRIORITY`); `--columns` chooses (`chosen_columns`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convgraph.cli.options import UserError
@@ -53,9 +53,20 @@ PRIORITY = (
 )
 
 
-def plain_records(table: pd.DataFrame) -> list[dict[str, Any]]:
+def plain_records(table: pd.DataFrame) -> Iterator[dict[str, Any]]:
     """The table's rows as dicts of plain JSON values: times in ISO 8601,
-    missing values as None, models as lists."""
+    missing values as None, models as lists; made `BATCH_ROWS` rows at a
+    time, so 100,000 conversations are never 100,000 dicts at once."""
+    for start in range(0, len(table), BATCH_ROWS):
+        yield from _plain_rows(table.iloc[start : start + BATCH_ROWS])
+
+
+#: How many rows `plain_records` turns into dicts at a time.
+BATCH_ROWS = 10_000
+
+
+def _plain_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """`plain_records` of a few rows."""
     import pandas as pd
 
     columns: dict[str, list[Any]] = {}
@@ -104,6 +115,7 @@ def print_conversations(
         terminal (`table_width`; every one on a pipe), the formats for
         programs all of them.
     """
+    records: Iterable[dict[str, Any]]
     if isinstance(table, list):
         records = table
         names = list(records[0] if records else CONVERSATION_COLUMNS)

@@ -92,11 +92,14 @@ PARENT_ROWS = "_parent_row"
 #: The columns of few distinct values, pandas categories in tables.
 CATEGORY_COLUMNS = ("tree_id", "conversation_id", "model", "source")
 
-#: The string columns of many distinct values (str or missing): Arrow's
-#: strings in tables where pyarrow is installed (`pd.ArrowDtype(pa.string())`,
+#: The string columns of many distinct values (str or missing): pandas'
+#: `string[pyarrow]` in tables where pyarrow is installed
+#: (`pd.StringDtype("pyarrow")`, Arrow's `large_string` underneath;
 #: `convgraph.sources.tables.string_dtype`), so a million ids, times and texts
-#: cost Arrow's bytes and not a Python object each; object columns (str or
-#: None) where it is not. A missing value is `pd.NA` in an Arrow column: the
+#: cost Arrow's bytes and not a Python object each, and pandas' string
+#: methods give pandas' answers (`.str.split("x").str[0]` works, where on
+#: `pd.ArrowDtype(pa.string())` it did not); object columns (str or None)
+#: where it is not. A missing value is `pd.NA` in an Arrow column: the
 #: trees, records and exports built from the table give None for it. The
 #: rest (`parts`, `tools`, a source's own columns) are object columns.
 STRING_COLUMNS = ("id", "parent_id", "datetime_utc", "prompt", "system", "response")

@@ -1,13 +1,14 @@
 """The nodes table's strings are Arrow's (contract.STRING_COLUMNS).
 
-Ids, parents, times and texts are `pd.ArrowDtype(pa.string())` columns on
+Ids, parents, times and texts are pandas' `string[pyarrow]` columns
+(`pd.StringDtype("pyarrow")`, Arrow's `large_string` underneath) on
 every path that builds a forest where pyarrow is installed: the columnar
 reader (legacy files, message stores without texts), the row readers (a
 message store's texts, a machine without the ADBC driver) and a chat export
 (`conform_nodes`). A missing value is pd.NA in the table and None in every
 tree and record built from it; a table costs its strings' bytes, not a
-Python object a value; without pyarrow the columns are object columns of
-str and None.
+Python object a value; pandas' string methods give pandas' answers; without
+pyarrow the columns are object columns of str and None.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from convgraph.sources import columnar, tables  # noqa: E402
 from tests import chat_exports as build  # noqa: E402
 from tests.helpers import plain  # noqa: E402
 
-ARROW_STRINGS = pd.ArrowDtype(pa.string())
+ARROW_STRINGS = pd.StringDtype("pyarrow")
 
 
 def string_dtypes(forest: Forest) -> dict[str, object]:
@@ -87,16 +88,17 @@ def test_trees_and_records_see_none_where_the_table_has_na(seed_db):
 
 
 def test_the_table_costs_its_strings_bytes(seed_db):
-    """Each string column holds its UTF-8 bytes, four bytes of offset a row
-    and a bit of validity a row (and one offset and byte per chunk), where
-    an object column would hold a Python str of 50 bytes and more each."""
+    """Each string column holds its UTF-8 bytes, eight bytes of offset a row
+    (`large_string`) and a bit of validity a row (and one offset and byte
+    per chunk), where an object column would hold a Python str of 50 bytes
+    and more each."""
     nodes = Forest.read(seed_db, text=True).nodes
     for name in STRING_COLUMNS:
         values = plain(nodes[name])
         text_bytes = sum(len(value.encode()) for value in values if value is not None)
         chunks = pa.chunked_array(nodes[name].array.__arrow_array__()).num_chunks
         most = (
-            text_bytes + 4 * len(values) + chunks * (4 + 1) + math.ceil(len(values) / 8)
+            text_bytes + 8 * len(values) + chunks * (8 + 1) + math.ceil(len(values) / 8)
         )
         used = nodes[name].memory_usage(deep=True, index=False)
         assert text_bytes <= used <= most, name
@@ -135,3 +137,30 @@ def test_parent_rows_are_found_alike_on_arrows_strings_and_objects():
     taken = ids_at_rows(arrow_ids, parent_rows_of(arrow_ids, parents))
     assert taken.dtype == ARROW_STRINGS
     assert plain(pd.Series(taken)) == [None, "r", "a", None]
+
+
+def test_pandas_string_idioms_give_pandas_answers(seed_db):
+    # A notebook's idioms: on an ArrowDtype column the split gave Arrow
+    # lists, which `.str[0]` refused.
+    nodes = Forest.read(seed_db, text=False).nodes
+    firsts = nodes["id"].str.split("-").str[0]
+    assert firsts.tolist()[:5] == ["linear"] * 4 + ["branch"]
+    assert nodes["parent_id"].str.len().tolist()[:2] == [pd.NA, 11]
+    assert nodes["id"].str.startswith("linear").sum() == 4
+
+
+def test_arrows_own_strings_become_pandas_strings():
+    for arrow in (
+        pa.array(["a", None], pa.string()),
+        pa.chunked_array([pa.array(["a", None], pa.large_string())]),
+        pa.nulls(2, pa.string()),
+    ):
+        column = tables.string_column(arrow)
+        assert isinstance(column, pd.arrays.ArrowStringArray)
+        assert column.dtype == ARROW_STRINGS
+    column = tables.string_column(pd.Series(["a", None], dtype=ARROW_STRINGS))
+    assert tables.string_column(column) is column
+    # pandas 3's default "str" (NaN for missing) becomes NA for missing.
+    column = tables.string_column(pd.Series(["a", None], dtype="str"))
+    assert column.dtype == ARROW_STRINGS
+    assert column.isna().tolist() == [False, True]

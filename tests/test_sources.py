@@ -246,21 +246,22 @@ def test_nodes_table_has_the_same_columns_and_dtypes_from_every_source(
     conn.close()
     with LlmLog(tmp_path) as log:
         log.prompt("and now?", continue_conversation="conv")
-    # The strings of many values are Arrow's (contract.STRING_COLUMNS).
+    # The strings of many values are pandas' string[pyarrow], "string" in
+    # print (contract.STRING_COLUMNS).
     expected = {
-        "id": "string[pyarrow]",
+        "id": "string",
         "tree_id": "category",
-        "parent_id": "string[pyarrow]",
+        "parent_id": "string",
         "conversation_id": "category",
-        "prompt": "string[pyarrow]",
-        "system": "string[pyarrow]",
-        "response": "string[pyarrow]",
+        "prompt": "string",
+        "system": "string",
+        "response": "string",
         # The run's content (issue 23): its parts, tool calls and tools.
         "parts": "object",
         "tool_calls": "Int64",
         "tools": "object",
         "model": "category",
-        "datetime_utc": "string[pyarrow]",
+        "datetime_utc": "string",
         "input_tokens": "Int64",
         "output_tokens": "Int64",
         "duration_ms": "Int64",

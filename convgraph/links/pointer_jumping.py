@@ -152,12 +152,17 @@ def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:
         if wanted is None:
             try:
                 wanted = pa.array(
-                    np.asarray(parent_ids, dtype=object), pa.string(), from_pandas=True
+                    np.asarray(parent_ids, dtype=object),
+                    arrow_ids.type,
+                    from_pandas=True,
                 )
             except (pa.ArrowTypeError, pa.ArrowInvalid):
                 wanted = None  # not all text: looked up as Python objects
         if wanted is not None:
-            rows = pc.index_in(wanted, value_set=arrow_ids.combine_chunks())
+            # index_in wants both sides of one type (string or large_string).
+            rows = pc.index_in(
+                wanted.cast(arrow_ids.type), value_set=arrow_ids.combine_chunks()
+            )
             return np.asarray(pc.fill_null(rows, -1).to_numpy(), dtype=np.int64)
     index = pd.Index(np.asarray(ids, dtype=object))
     parents = np.array(parent_ids, dtype=object)
@@ -235,8 +240,9 @@ def reaches_root(parent_rows: np.ndarray) -> np.ndarray:
 def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
     """The id at each of `rows`, missing where a row is -1 (a root): each
     node's parent id from its parent's row, as a column of the ids' own
-    dtype (Arrow's strings taken by Arrow, without a Python object per row;
-    an object array of str and None otherwise).
+    dtype (Arrow's strings taken by Arrow, without a Python object per row:
+    an `ArrowStringArray` for pandas' `string[pyarrow]`; an object array of
+    str and None otherwise).
 
     Examples
     --------
@@ -247,20 +253,29 @@ def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
     if arrow is not None:
         import pyarrow as pa
 
-        return pd.arrays.ArrowExtensionArray(
-            arrow.take(pa.array(rows, pa.int64(), mask=rows < 0))
-        )
+        taken = arrow.take(pa.array(rows, pa.int64(), mask=rows < 0))
+        if isinstance(ids, pd.Series):
+            ids = ids.array
+        if isinstance(ids, pd.arrays.ArrowStringArray):
+            # pandas' `string[pyarrow]` (NA for missing); its other string
+            # dtype ("str", NaN for missing) kept as the ids had it.
+            strings = pd.arrays.ArrowStringArray(taken)
+            return strings if strings.dtype == ids.dtype else strings.astype(ids.dtype)
+        return pd.arrays.ArrowExtensionArray(taken)
     values = np.asarray(ids, dtype=object)
     return np.where(rows >= 0, values[np.maximum(rows, 0)], None)
 
 
 def _arrow_strings(values: Any) -> Any:
-    """A column of Arrow's strings as its Arrow array (chunked), else None."""
+    """A column of Arrow's strings (`string` or `large_string`: pandas'
+    `string[pyarrow]` or an `ArrowDtype` of either) as its Arrow array
+    (chunked), else None."""
     if isinstance(values, pd.Series):
         values = values.array
     if isinstance(values, pd.arrays.ArrowExtensionArray):
         import pyarrow as pa
 
         arrow = pa.chunked_array(values.__arrow_array__())
-        return arrow if pa.types.is_string(arrow.type) else None
+        if pa.types.is_string(arrow.type) or pa.types.is_large_string(arrow.type):
+            return arrow
     return None

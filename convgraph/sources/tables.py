@@ -195,8 +195,8 @@ def categorical(values: Any) -> pd.Categorical:
 def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
     """The nodes table with `SOURCE_COLUMNS` first, in order, in the contract's
     dtypes: categories for `CATEGORY_COLUMNS`, nullable Int64 for the
-    integers (`INTEGER_COLUMNS`), Arrow's strings for `STRING_COLUMNS`
-    (`string_dtype`: object where pyarrow is not installed), object (str, a
+    integers (`INTEGER_COLUMNS`), pandas' `string[pyarrow]` for
+    `STRING_COLUMNS` (`string_dtype`: object where pyarrow is not installed), object (str, a
     list of parts, or None) for the rest. Columns already in their dtype are kept as they are, so a
     conforming table costs nothing; other columns follow, unchanged. A table
     without `parts`, `tool_calls` or `tools` (a reader that cannot tell)
@@ -245,30 +245,32 @@ def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
 
 
 def string_dtype() -> Any:
-    """The dtype of the nodes table's `STRING_COLUMNS`: Arrow's strings,
-    `pd.ArrowDtype(pa.string())`, where pyarrow is installed, else object.
+    """The dtype of the nodes table's `STRING_COLUMNS`: pandas' own
+    `string[pyarrow]`, `pd.StringDtype("pyarrow")` (Arrow's `large_string`
+    underneath, missing as `pd.NA`), where pyarrow is installed, else object.
 
-    Arrow's own `string` type rather than pandas' `string[pyarrow]`: the
-    columnar reader's arrays (ADBC's) are `string` and go into the table as
-    they are, where `string[pyarrow]` would copy each into `large_string`
-    (eight bytes an offset instead of four); a missing value is `pd.NA` in
-    both.
+    pandas' string dtype rather than `pd.ArrowDtype(pa.string())`: its
+    string methods give pandas' answers, so the idioms a notebook types
+    work (`nodes["id"].str.split("x").str[0]`; on an `ArrowDtype` column
+    the split gives Arrow lists that `.str[0]` refuses). The price is
+    eight bytes an offset instead of four, and one cast of the columnar
+    reader's `string` arrays (ADBC's) into `large_string`.
     """
     try:
-        import pyarrow as pa
+        import pyarrow  # noqa: F401
     except ImportError:
         return object
     import pandas as pd
 
-    return pd.ArrowDtype(pa.string())
+    return pd.StringDtype("pyarrow")
 
 
 def string_column(values: Any) -> Any:
     """Strings (str, None, NaN or NA for missing; a Series, array, Arrow
-    array or list) as one column of `string_dtype`: as it is where it is
-    one already, no Python object made from Arrow's strings. Values that
-    are not all text (a table built by hand) stay an object array, None
-    for missing."""
+    array or list) as one column of `string_dtype`, an `ArrowStringArray`:
+    as it is where it is one already, no Python object made from Arrow's
+    strings. Values that are not all text (a table built by hand) stay an
+    object array, None for missing."""
     import numpy as np
     import pandas as pd
 
@@ -281,12 +283,13 @@ def string_column(values: Any) -> Any:
         return _none_where_missing(np.asarray(values, dtype=object))
     import pyarrow as pa
 
-    if isinstance(values, pd.arrays.ArrowExtensionArray) and values.dtype == dtype:
+    if isinstance(values, pd.arrays.ArrowStringArray) and values.dtype == dtype:
         return values
     if isinstance(values, pd.api.extensions.ExtensionArray) and hasattr(
         values, "__arrow_array__"
     ):
-        # pandas' string dtypes and Arrow columns of another string type.
+        # pandas' other string dtypes ("str", NaN for missing) and Arrow
+        # columns of another string type.
         arrow = pa.chunked_array(values.__arrow_array__())
     elif isinstance(values, pa.ChunkedArray):
         arrow = values
@@ -295,14 +298,19 @@ def string_column(values: Any) -> Any:
     else:
         objects = np.asarray(values, dtype=object)
         try:
-            arrow = pa.chunked_array([pa.array(objects, pa.string(), from_pandas=True)])
+            arrow = pa.chunked_array(
+                [pa.array(objects, pa.large_string(), from_pandas=True)]
+            )
         except (pa.ArrowTypeError, pa.ArrowInvalid):
             # A table built by hand with other values than text: kept as
             # they are, for the writer that meets them to refuse.
             return _none_where_missing(objects)
-    if arrow.type != pa.string():
-        arrow = arrow.cast(pa.string())
-    return pd.arrays.ArrowExtensionArray(arrow)
+    if arrow.type != pa.large_string():
+        # Arrow's `string` (ADBC's arrays) copied into 8-byte offsets, the
+        # only type `ArrowStringArray` holds.
+        arrow = arrow.cast(pa.large_string())
+    # Its dtype is pandas' `string[pyarrow]`, missing as NA (`string_dtype`).
+    return pd.arrays.ArrowStringArray(arrow)
 
 
 def _none_where_missing(objects: np.ndarray) -> np.ndarray:

@@ -28,7 +28,8 @@ from benchmarks import (
 from benchmarks.report import Measurement, Row  # noqa: E402
 from convgraph import Forest, load_tree  # noqa: E402
 from convgraph.model import tree as ops  # noqa: E402
-from tests.databases import COMPLEX, LINEAR, MULTIPLE_ROOTS, seed_database
+from tests.databases import COMPLEX, LINEAR, MULTIPLE_ROOTS, seed_database  # noqa: E402
+from tests.helpers import plain  # noqa: E402
 
 #: The benchmarks' own tests build synthetic files and run the harness.
 pytestmark = pytest.mark.slow
@@ -211,7 +212,7 @@ def test_message_store_has_the_legacy_shape(tmp_path, shape):
         position = {node: index for index, node in enumerate(nodes["id"])}
         return [
             None if parent is None else position[parent]
-            for parent in nodes["parent_id"]
+            for parent in plain(nodes["parent_id"])
         ]
 
     assert structure(store) == structure(legacy)

@@ -194,9 +194,28 @@ def test_a_read_of_named_trees_counts_them(seed_db):
 # -- the commands on a terminal ----------------------------------------------------------
 
 
-def test_stats_shows_its_phases_on_a_terminal_and_leaves_no_bar(seed_db):
+@pytest.fixture
+def large_seed_db(seed_db, tmp_path):
+    """The seed database grown past `SMALL_INPUT_BYTES` by a table of its
+    own, so that `stats` reads it whole, with its phases."""
+    import shutil
+    import sqlite3
+
+    from convgraph.cli.stats import SMALL_INPUT_BYTES
+
+    path = tmp_path / "large.db"
+    shutil.copy(seed_db, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("create table padding (data blob)")
+        conn.execute("insert into padding values (zeroblob(?))", [SMALL_INPUT_BYTES])
+    conn.close()
+    return path
+
+
+def test_stats_shows_its_phases_on_a_terminal_and_leaves_no_bar(large_seed_db):
     from tests.helpers import run
 
+    seed_db = large_seed_db
     stdout, shown, screen = on_a_terminal("stats", "--db", str(seed_db))
     assert stdout == run("stats", "--db", str(seed_db)).stdout  # as piped
     for phase in (

@@ -35,7 +35,7 @@ from convgraph.model.tree import children, parent, path, siblings
 from convgraph.sources import open_logs
 from convgraph.store import migrate
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
-from tests.helpers import examples, run
+from tests.helpers import examples, plain, run
 from tests.old_llm import OldLlmUnavailable, old_llm
 
 SHOUT_TREE = [{"name": "shout", "arguments": {"word": "tree"}}]
@@ -483,7 +483,15 @@ def test_llm_036_goes_on_from_llm_031s_tool_chain(old_031, tmp_path) -> None:
     conn.close()
     for text in (True, False):
         forest = Forest.read(tmp_path / "logs.db", text=text)
-        assert forest.nodes[["id", "parent_id", "source"]].values.tolist() == [
+        assert [
+            list(row)
+            for row in zip(
+                plain(forest.nodes["id"]),
+                plain(forest.nodes["parent_id"]),
+                plain(forest.nodes["source"]),
+                strict=True,
+            )
+        ] == [
             [last, None, "responses"],
             [after, last, "turns"],
         ]

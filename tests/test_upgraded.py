@@ -27,7 +27,7 @@ from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.model.tree import children, path, roots
 from tests.databases import LlmLog
-from tests.helpers import file_digest, run
+from tests.helpers import file_digest, plain, run
 from tests.old_llm import OldLlmUnavailable, old_llm
 
 
@@ -210,19 +210,21 @@ def test_the_fork_is_a_child_of_the_response_it_forked_from(upgraded):
 def test_the_forest_reads_the_same_tree(upgraded, text):
     forest = Forest.read(upgraded["db"], text=text)
     nodes = forest.nodes.set_index("id")
+    # A missing string in the table is pd.NA: read as None.
+    parent_of = dict(
+        zip(plain(forest.nodes["id"]), plain(forest.nodes["parent_id"]), strict=True)
+    )
+    system_of = dict(
+        zip(plain(forest.nodes["id"]), plain(forest.nodes["system"]), strict=True)
+    )
     expected = expected_upgraded(upgraded)
     assert {
-        node: (
-            None if parent is None else parent,
-            nodes.loc[node, "conversation_id"],
-        )
-        for node, (parent, *_) in expected.items()
-        for parent in [nodes.loc[node, "parent_id"]]
+        node: (parent_of[node], nodes.loc[node, "conversation_id"]) for node in expected
     } == {node: (parent, cid) for node, (parent, cid, _) in expected.items()}
     assert set(nodes["tree_id"]) == {upgraded["conversation"]}
     assert forest.names == {upgraded["conversation"]: "first question"}
     if text:
-        assert {node: nodes.loc[node, "system"] for node in expected} == {
+        assert {node: system_of[node] for node in expected} == {
             node: system for node, (_, _, system) in expected.items()
         }
 

@@ -27,9 +27,9 @@ the growth from 100,000 to 1,000,000, at most 10x in time and in memory, per
 command and shape. The multi-second commands need no more than one value a
 process: run it as ``python -m benchmarks engine --values 1`` (2 processes x
 1 value after a warm-up call); at 1,000,000 `tree` and `export` take one
-call in one process (`suite.once`), a minute or two each. On this 2-core
-machine under a load of 5 the whole group took 26 minutes (7 at 100,000,
-19 at 1,000,000). ``--quick`` runs 100,000 only.
+call in one process (`suite.once`), up to a minute or two each. On this
+2-core machine the whole group took 11 minutes under a load of 2 to 4 and 26
+under a load of 5 to 6. ``--quick`` runs 100,000 only.
 """
 
 from __future__ import annotations

@@ -252,3 +252,20 @@ def test_an_agents_json_exports_hold_to_the_documented_schemas() -> None:
         assert schema["$defs"]["node"]["properties"]["git_branch"] == {
             "$ref": "#/$defs/text"
         }
+
+
+def test_the_parquet_dataset_carries_the_place(tmp_path: Path) -> None:
+    """Each node's project and git branch, as the forest has them; an llm
+    file's dataset has no such columns."""
+    import pyarrow.parquet as pq
+
+    run("export", "--db", PROJECTS, "--format", "parquet", "-o", tmp_path / "agents")
+    written = pq.read_table(tmp_path / "agents" / "nodes").to_pandas()
+    forest = Forest.read(PROJECTS, text=False)
+    assert sorted(
+        zip(written["id"], written["project"], written["git_branch"], strict=True)
+    ) == places(forest)
+    logs = Path(__file__).parent.parent / "examples" / "logs.db"
+    run("export", "--db", logs, "--format", "parquet", "-o", tmp_path / "llm")
+    columns = pq.read_table(tmp_path / "llm" / "nodes").column_names
+    assert not set(PLACE_ATTRIBUTES) & set(columns)

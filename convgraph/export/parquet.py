@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from convgraph.analysis.stats import edge_table, node_table
-from convgraph.contract import CATEGORY_COLUMNS, PARTS, TREE_NAME
+from convgraph.contract import CATEGORY_COLUMNS, PARTS, PLACE_ATTRIBUTES, TREE_NAME
 from convgraph.errors import ExportError
 from convgraph.sources.parquet import EDGES, NODES
 
@@ -80,10 +80,14 @@ def dataset_nodes(forest: Forest) -> pd.DataFrame:
     """The node table the dataset holds: `convgraph.analysis.stats.node_table` of the
     forest, each node's `parts` as their JSON text (one string column, which
     every reader of Parquet takes, whatever a tool's arguments hold; None for
-    a node that is only its prompt and answer), and `tree_name`, the name of
-    each node's tree (a category)."""
+    a node that is only its prompt and answer), `tree_name`, the name of
+    each node's tree (a category), and an agent's project and git branch
+    where the source gives them (`PLACE_ATTRIBUTES`)."""
     table = node_table(forest)
     table[PARTS] = parts_as_json(table[PARTS])
+    for name in PLACE_ATTRIBUTES:
+        if name in forest.nodes.columns:
+            table[name] = forest.nodes[name]
     names = [forest.names.get(tree_id) for tree_id in table["tree_id"].tolist()]
     table[TREE_NAME] = pd.Categorical(names)
     return table

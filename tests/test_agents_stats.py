@@ -146,6 +146,12 @@ def test_search_says_a_hit_is_in_a_subagent(tmp_path: Path) -> None:
     ]
     assert [hit.id for hit in search(projects, "test", abandoned=True)] == ["a5"]
     assert search(projects, "Grep", abandoned=True) == []
+    records = json.loads(run("search", "--db", projects, "parser", "--json").stdout)
+    assert [(record["id"], record["sidechain"]) for record in records] == [
+        ("a8", False),
+        ("x4", True),
+        ("a4", False),
+    ]
 
 
 def test_cached_input_is_priced_at_the_cache_rates() -> None:

@@ -145,6 +145,7 @@ def test_the_command_prints_records_and_a_persons_form(forest_db):
             "id": "b",
             "depth": 1,
             "active": False,
+            "sidechain": False,
             "model": "gpt-4o",
             "datetime_utc": timestamp(1),
             "source": "responses",
@@ -161,8 +162,8 @@ def test_the_command_prints_records_and_a_persons_form(forest_db):
     ]
     rows = run("search", "--db", forest_db, "museum", "-n", "1", "--csv").stdout
     assert rows.splitlines()[0] == (
-        "rank,score,tree_id,id,depth,active,model,datetime_utc,source,fields,"
-        "snippet,marks"
+        "rank,score,tree_id,id,depth,active,sidechain,model,datetime_utc,source,"
+        "fields,snippet,marks"
     )
     assert rows.splitlines()[1].split(",")[2:6] == ["t", "d", "2", "True"]
     result = run("search", "--db", forest_db, "nothing-here")
@@ -180,8 +181,8 @@ def test_stored_control_characters_show_as_symbols_and_words_are_styled(forest_d
     assert styled == "a \x1b[33m\x1b[1mpelican\x1b[0m␛]0;owned␇ sets the title"
     table = run("search", "--db", forest_db, "pelican", "--table").stdout
     assert table.splitlines()[0].split() == [
-        "rank", "score", "tree_id", "id", "depth", "active", "model",
-        "datetime_utc", "source", "fields", "snippet",
+        "rank", "score", "tree_id", "id", "depth", "active", "sidechain",
+        "model", "datetime_utc", "source", "fields", "snippet",
     ]  # fmt: skip
 
 

@@ -64,8 +64,7 @@ class Hit:
     (on the path to the branch last used; False: an abandoned branch, or a
     subagent's node) as the model gives them; `sidechain` True for a
     subagent's node (`convgraph.analysis.abandoned`), off the active path
-    but no branch the user left. The records (`as_record`) keep the
-    fields before it.
+    but no branch the user left.
     """
 
     rank: int
@@ -74,19 +73,17 @@ class Hit:
     id: str
     depth: int | None
     active: bool | None
+    sidechain: bool
     model: str | None
     datetime_utc: str | None
     source: str | None
     fields: list[str]
     snippet: str
     marks: list[list[int]]
-    sidechain: bool = False
 
     def as_record(self) -> dict[str, Any]:
-        """The hit as a dict of plain JSON values (all but `sidechain`)."""
-        record = asdict(self)
-        del record["sidechain"]
-        return record
+        """The hit as a dict of plain JSON values."""
+        return asdict(self)
 
 
 def fts_query(query: str) -> str:

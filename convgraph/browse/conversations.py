@@ -379,11 +379,12 @@ def hit_line(
     Examples
     --------
     >>> from convgraph.analysis.search import Hit
-    >>> hit = Hit(1, 1.0, "t1", "01jb2hm05f000000000000000", 2, False, None,
-    ...     None, "responses", ["response"], "faster for range queries", [[0, 6]])
+    >>> hit = Hit(1, 1.0, "t1", "01jb2hm05f000000000000000", 2, False, False,
+    ...     None, None, "responses", ["response"], "faster for range queries",
+    ...     [[0, 6]])
     >>> hit_line(hit, "How hash maps work")
     ('How hash maps work   01jb2hm05f0… ○ faster for range queries', [[36, 42]])
-    >>> hit = Hit(1, 1.0, "t1", "n", 0, True, None, None, "responses",
+    >>> hit = Hit(1, 1.0, "t1", "n", 0, True, False, None, None, "responses",
     ...     ["response"], "a b c d e f g h i j k l m n o p q r s t u v w x y z",
     ...     [[48, 49]])
     >>> hit_line(hit, "letters", width=48)

@@ -34,6 +34,7 @@ COLUMNS = (
     "id",
     "depth",
     "active",
+    "sidechain",
     "model",
     "datetime_utc",
     "source",
@@ -104,7 +105,6 @@ def search(
         where=where,
     )
     records = [hit.as_record() for hit in hits]
-    sidechains = [hit.sidechain for hit in hits]
     if output_format is not None:
         columns = list(COLUMNS)
         if output_format == "table":
@@ -116,19 +116,19 @@ def search(
         return
     styled = is_terminal(sys.stdout)
     lines = []
-    for record, sidechain in zip(records, sidechains, strict=True):
-        lines.append(_heading(record, sidechain))
+    for record in records:
+        lines.append(_heading(record))
         lines.append("   " + _snippet(record["snippet"], record["marks"], styled))
     click.echo("\n".join(lines))
 
 
-def _heading(record: dict, sidechain: bool = False) -> str:
+def _heading(record: dict) -> str:
     """The line that says where a hit lies: on the active path, on an
     abandoned branch, or in an agent's subagent (`sidechain`, neither)."""
     branch = "active" if record["active"] else "abandoned"
     if record["active"] is None:
         branch = ""
-    if sidechain:
+    if record["sidechain"]:
         branch = "sidechain"
     words = [
         f"{record['rank']}.",

@@ -183,10 +183,11 @@ def run_on_a_terminal(
     size: tuple[int, int] | None = None,
     env: dict[str, str] | None = None,
 ) -> OnATerminal:
-    """`python -m convgraph WORDS` with `stream` ("stdout" or "stderr") on a
-    new pseudo-terminal, `size` (lines, columns) set as a terminal sets it,
-    and the other stream on a pipe, read once the terminal is closed (enough
-    for the few kilobytes a test's command prints)."""
+    """`python -m convgraph WORDS` with `stream` ("stdout", "stderr" or
+    "both") on a new pseudo-terminal, `size` (lines, columns) set as a
+    terminal sets it, and the other stream (if any) on a pipe, read once the
+    terminal is closed (enough for the few kilobytes a test's command
+    prints)."""
     import fcntl
     import os
     import pty
@@ -196,11 +197,10 @@ def run_on_a_terminal(
     master, slave = pty.openpty()
     if size is not None:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
-    on_terminal = stream == "stdout"
     process = subprocess.Popen(
         [sys.executable, "-m", "convgraph", *map(str, words)],
-        stdout=slave if on_terminal else subprocess.PIPE,
-        stderr=subprocess.PIPE if on_terminal else slave,
+        stdout=slave if stream in ("stdout", "both") else subprocess.PIPE,
+        stderr=slave if stream in ("stderr", "both") else subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         env=env,
     )
@@ -215,7 +215,6 @@ def run_on_a_terminal(
             break
         received.append(data)
     os.close(master)
-    pipe = process.stderr if on_terminal else process.stdout
-    assert pipe is not None
-    piped = pipe.read()
+    pipe = process.stderr if stream == "stdout" else process.stdout
+    piped = b"" if pipe is None else pipe.read()
     return OnATerminal(b"".join(received), piped, process.wait())

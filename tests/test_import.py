@@ -10,6 +10,7 @@ responses.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -39,7 +40,7 @@ from tests.chat_exports import (
     write_zip,
 )
 from tests.databases import LlmLog
-from tests.helpers import file_digest, run
+from tests.helpers import file_digest, run, run_on_a_terminal
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "chatgpt-export.zip"
 
@@ -626,31 +627,18 @@ def test_a_terminal_sees_a_progress_bar(tmp_path):
     """On a terminal (stderr a tty), the bytes of the export read are shown
     on a bar while conversations are written, erased at the end; piped,
     only the summary is printed."""
-    import os
-    import pty
-    import sys
-
     from tests.test_progress import screen_of
 
     source = write_json(tmp_path / "export.json", chatgpt_export())
-    pid, terminal = pty.fork()
-    if pid == 0:  # the child: convgraph on a terminal, its bar shown at once
-        os.execve(
-            sys.executable,
-            [sys.executable, "-m", "convgraph", "import", str(source)]
-            + ["--db", str(tmp_path / "logs.db")],
-            {**os.environ, "CONVGRAPH_PROGRESS_DELAY": "0"},
-        )
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(terminal, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.waitpid(pid, 0)
+    # convgraph on a terminal, its bar shown at once.
+    shown = run_on_a_terminal(
+        "import",
+        source,
+        "--db",
+        tmp_path / "logs.db",
+        stream="both",
+        env={**os.environ, "CONVGRAPH_PROGRESS_DELAY": "0"},
+    ).shown
     screen = shown.decode()
     assert "importing conversations" in screen
     assert "Imported 3 conversations (2,006 nodes as turns, 5 threads)" in screen

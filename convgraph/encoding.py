@@ -27,10 +27,11 @@ _OPTIONS = (
 )
 
 
-def dumps(value: Any, indent: bool = False) -> str:
+def dumps(value: Any, indent: bool = False, strict: bool = False) -> str:
     """`value` as JSON text: compact (no spaces), or indented by two with
     `indent`; strings verbatim (no ASCII escapes); what JSON has no type for
-    (a datetime, a path) as its `str`.
+    (a datetime, a path) as its `str`. `strict`: raise what orjson refuses
+    (`orjson.JSONEncodeError`, a TypeError) instead of writing it with json.
 
     Examples
     --------
@@ -49,6 +50,8 @@ def dumps(value: Any, indent: bool = False) -> str:
     try:
         return orjson.dumps(value, default=str, option=options).decode()
     except (orjson.JSONEncodeError, TypeError):
+        if strict:
+            raise
         if indent:
             return json.dumps(value, indent=2, ensure_ascii=False, default=str)
         return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))

@@ -33,6 +33,7 @@ from itertools import chain, islice
 from typing import Any
 
 import click
+import orjson
 
 from convgraph.encoding import dumps
 from convgraph.text import (
@@ -193,14 +194,29 @@ def echo_json_array(items: Iterable[Any]) -> None:
     never one string (nor their dicts all at once, given an iterator)."""
     opening = "[\n"
     for batch in _batches(items):
-        # An item indented on its own, then by two more inside the array:
-        # JSON's own line breaks are the only ones (a string's are \n).
-        text = ",\n".join(
-            "  " + json_text(item).replace("\n", "\n  ") for item in batch
-        )
-        click.echo(opening + text, nl=False)
+        click.echo(opening + _json_items(batch), nl=False)
         opening = ",\n"
     click.echo("[]" if opening == "[\n" else "\n]")
+
+
+def _json_items(batch: list[Any]) -> str:
+    """The items of `batch` as they stand inside an indented JSON array, one
+    after another (`,` and a line break between): the whole array's text
+    less its brackets."""
+    # One call for the batch: orjson indents a list's items by two, their
+    # insides by four, as `json_text` of the whole list does.
+    try:
+        text = dumps(batch, indent=True, strict=True)
+    except (orjson.JSONEncodeError, TypeError):
+        pass
+    else:
+        if _JSON_UNSAFE.search(text) is not None:
+            text = _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+        return text[2:-2]
+    # What orjson refuses goes item by item, each as `json_text` writes it
+    # (json's encoder for that item alone): an item indented on its own,
+    # then by two more inside the array (a string's line breaks are \n).
+    return ",\n".join("  " + json_text(item).replace("\n", "\n  ") for item in batch)
 
 
 def echo_records(

@@ -5,8 +5,8 @@ and problems that the row readers give (`LogDatabase.read_forest` with the
 columnar path turned off) on every kind of file it takes: hand-made legacy
 databases, message stores written by llm 0.36 itself, synthetic files of
 every shape, hostile links. Files it does not take (both generations,
-hostile values, the message store's texts) it hands back to the row readers
-by answering None.
+hostile values, a message store's parts other than texts) it hands back to
+the row readers by answering None.
 """
 
 from __future__ import annotations
@@ -259,8 +259,14 @@ def test_llm_fork_db(llm_fork_db, monkeypatch):
     assert set(forest.nodes["tree_id"]) == {llm_fork_db["thread"]}
 
 
-def test_texts_of_the_message_store_are_left_to_the_row_reader(llm_fork_db):
-    with open_logs(llm_fork_db["path"]) as logs:
+def test_texts_of_a_message_store_with_other_parts_are_left_to_the_row_reader(
+    llm_fork_db, tmp_path
+):
+    # Its texts made only of text parts are read as columns
+    # (tests/test_store_columns.py); a tool call needs the row reader's parts.
+    path = copy_of(llm_fork_db["path"], tmp_path)
+    execute(path, "update parts set type = 'tool_call' where rowid = 2")
+    with open_logs(path) as logs:
         assert columnar.read_forest(logs, text=True) is None
 
 

@@ -23,8 +23,9 @@ did more than append: `read_consistently`).
 
 This path covers the files it can answer exactly and fast: a legacy file (no
 turns) without tool calls, attachments or fragments, or a message store
-without legacy rows read without its texts (its tool calls counted and its
-tool chains folded on arrays, `calls`); it sets `logs.calls`. Other
+without legacy rows (its tool calls counted and its tool chains folded on
+arrays, `calls`), with its texts where its parts are all texts with their
+words; it sets `logs.calls`. Other
 files (upgraded ones, with both generations), and any sign of values the
 contract's types cannot hold as they are (a BLOB, undecodable UTF-8, a
 number among text, text among integers, a NULL or repeated id, a cycle of
@@ -74,7 +75,7 @@ def read_forest(
     try:
         with ArrowReader(logs.path) as reader:
             kind = _generation(logs, reader)
-            if kind is None or (kind == "store" and text):
+            if kind is None:
                 return None
             if kind == "legacy" and any(
                 reader.one(f'select exists(select 1 from "{table}")')[0]
@@ -94,7 +95,7 @@ def read_forest(
             nodes, names, logs.calls = read_consistently(
                 reader,
                 message_store.TABLES,
-                lambda snapshot: message_store.read_store(reader, snapshot),
+                lambda snapshot: message_store.read_store(reader, snapshot, text),
                 progress,
             )
             return nodes, names

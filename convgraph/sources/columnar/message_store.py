@@ -8,18 +8,28 @@ Each thread's tree is found by pointer jumping up `forked_from`; message
 hashes and thread ids are numbered as integers (`numbering`); each turn's
 parent turn is then found for every turn at once by
 `turn_parents.turn_parent_rows`, the table form of the message store's
-parent rule, whose turn-by-turn form the row reader uses. Only structure
-and usage: the texts, which need the messages' parts and fragments, are
-the row reader's. The answer is `MessageStoreReader.read_all`'s, exactly;
-a cycle of messages or of forks (hostile data, which the row reader
-reports) raises `NotColumnar`.
+parent rule, whose turn-by-turn form the row reader uses.
+
+With `text`, the texts are gathered on arrays too (`turn_texts`): each
+message's text parts joined in position order by Arrow (a list array over
+the parts sorted by message and position, `binary_join`), then each turn's
+prompt and response joined the same way over the messages its walks up
+from its input and tip pass (`calls.walk`), its system prompt the nearest
+system message above its input (pointer jumping). Only a file whose parts
+are all text with their words is read so: tool calls, reasoning,
+attachments and fragments need the row reader's parts (`message_parts`).
+Python builds the parts list of the few turns that are more than a
+prompt and an answer. The answer is `MessageStoreReader.read_all`'s,
+exactly; a cycle of messages or of forks (hostile data, which the row
+reader reports) raises `NotColumnar`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import INTEGER_ATTRIBUTES, TOOL_CALLS
+from convgraph import parts as kinds
+from convgraph.contract import INTEGER_ATTRIBUTES, PARTS, TOOL_CALLS
 from convgraph.sources.columnar.arrays import (
     dictionary_codes,
     ids_at,
@@ -30,9 +40,12 @@ from convgraph.sources.columnar.calls import (
     CALL_COLUMNS,
     OTHER,
     ROLE_CODE,
+    TOOL,
+    USER,
     TooLong,
     turn_calls,
 )
+from convgraph.sources.columnar.calls import _walk as walk
 from convgraph.sources.columnar.numbering import numbered, numbered_by_bytes
 from convgraph.sources.columnar.reader import (
     ID,
@@ -53,15 +66,30 @@ if TYPE_CHECKING:
 #: The tables `read_store` reads.
 TABLES = ("threads", "turns", "messages", "parts")
 
+#: The columns of `parts` read for the texts: each row's message, position
+#: and words, and whether it is a text part with its words (1), the only
+#: kind read on arrays.
+TEXT_COLUMNS = {
+    "text_hash": ("message_hash", TEXT),
+    "text_position": ("position", INTEGER),
+    "words": ("text", TEXT),
+    "plain": ("(type = 'text' and text is not null)", INTEGER),
+}
+
+#: A part's role by its message's `ROLE_CODE` (`message_parts.ROLES`: a
+#: role other than the user's or a tool's is the assistant's).
+ROLE_NAMES = {USER: kinds.USER, TOOL: kinds.TOOL, OTHER: kinds.ASSISTANT}
+
 
 def read_store(
-    reader: ArrowReader, snapshot: Snapshot
+    reader: ArrowReader, snapshot: Snapshot, text: bool = False
 ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
     """The nodes of a message store without legacy rows, structure, usage
-    and tool calls only, up to `snapshot`'s bounds (of `TABLES`), with the
-    message store's parent rule (`turn_parents.turn_parent_rows`) and its
-    tool chains folded (`runs.fold_run_frame`); the trees' names; and the
-    node of each call inside a run."""
+    and tool calls (and with `text` the texts, `turn_texts`), up to
+    `snapshot`'s bounds (of `TABLES`), with the message store's parent rule
+    (`turn_parents.turn_parent_rows`) and its tool chains folded
+    (`runs.fold_run_frame`); the trees' names; and the node of each call
+    inside a run."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa
@@ -99,13 +127,21 @@ def read_store(
             "hash": ("hash", ID),
             "parent_hash": ("parent_hash", TEXT),
             "role": (ROLE_CODE, INTEGER),
+            **(
+                {"system": ("(cast(role as text) = 'system')", INTEGER)} if text else {}
+            ),
         },
         snapshot,
     )
     if not len(turns["id"]):
         raise NotColumnar("no turns")
-    # Only a tool call's row of `parts` holds anything here.
-    parts = reader.table("parts", CALL_COLUMNS, snapshot)
+    # Only a tool call's row of `parts` holds anything here, but for the
+    # texts.
+    parts = reader.table(
+        "parts", CALL_COLUMNS | (TEXT_COLUMNS if text else {}), snapshot
+    )
+    if text and not all_plain(parts.pop("plain")):
+        raise NotColumnar("parts other than text with its words")
     snapshot.report("linking the nodes", 0, None)
 
     # Log order: the row reader's `order by coalesce(datetime_utc, ''), id`.
@@ -147,11 +183,16 @@ def read_store(
         [fork_codes, np.full(thread_count - in_table, -1, np.int64)]
     )
     roles = np.asarray(pc.fill_null(messages.pop("role"), OTHER).to_numpy(), np.int64)
+    system = messages.pop("system", None)
     message_count = len(messages["hash"])
-    parent_rows, start_rows, tip_rows, call_rows = message_numbers(
-        messages, turns, parts.pop("call_hash")
+    part_hashes = [parts.pop("call_hash")]
+    if text:
+        part_hashes.append(parts.pop("text_hash"))
+    parent_rows, start_rows, tip_rows, *part_rows = message_numbers(
+        messages, turns, *part_hashes
     )
-    del messages
+    call_rows = part_rows[0]
+    del messages, part_hashes
     if not reaches_root(parent_rows).all():
         raise NotColumnar("a cycle of messages")
     try:
@@ -174,14 +215,30 @@ def read_store(
         thread_codes,
         fork_up,
     )
+    turn_parts = None
+    if text:
+        texts, turn_parts = turn_texts(
+            parent_rows,
+            roles,
+            system,
+            start_rows,
+            tip_rows,
+            part_rows[1],
+            parts,
+            message_count,
+        )
+        turns |= texts
+    del parent_rows, part_rows, parts
     node_ids = turns.pop("id")
     parent_ids = ids_at(node_ids, parents)
     nodes = nodes_frame(node_ids, tree_ids, parent_ids, parents, turns, SOURCE)
+    if turn_parts is not None:
+        nodes[PARTS] = pd.Series(turn_parts, dtype=object)
     nodes[TOOL_CALLS] = pd.arrays.IntegerArray(calls, np.zeros(len(calls), bool))
     nodes[RUN] = carries
     nodes[TOOL_NAMES] = tool_names
     # A tool chain is one node: the row reader's rule, on this table.
-    nodes, inner = fold_run_frame(nodes, text=False)
+    nodes, inner = fold_run_frame(nodes, text=text)
     is_original = pa.array(root_rows == np.arange(len(root_rows)))
     names = dict(
         zip(
@@ -196,12 +253,12 @@ def read_store(
 def message_numbers(
     messages: dict[str, pa.ChunkedArray],
     turns: dict[str, pa.ChunkedArray],
-    call_hashes: pa.ChunkedArray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    *part_hashes: pa.ChunkedArray,
+) -> list[np.ndarray]:
     """Every message numbered (its row), and the number of each message's
-    parent, of each turn's input and tip, and of each tool call's message
-    (-1 for none). The hash columns are taken out of the tables: once
-    numbered, they are only memory."""
+    parent, of each turn's input and tip, and of each part's message in
+    each of `part_hashes` (-1 for none), in that order. The hash columns
+    are taken out of the tables: once numbered, they are only memory."""
     import numpy as np
 
     hashes = (
@@ -209,13 +266,174 @@ def message_numbers(
         messages.pop("parent_hash"),
         turns.pop("start"),
         turns.pop("tip"),
-        call_hashes,
+        *part_hashes,
     )
-    message_count, (parent_rows, start_rows, tip_rows, call_rows) = numbered_by_bytes(
-        *hashes
-    ) or numbered(*hashes)
+    message_count, found = numbered_by_bytes(*hashes) or numbered(*hashes)
     # Hashes that name no message are rows past the messages, with no parent.
-    parent_rows = np.concatenate(
-        [parent_rows, np.full(message_count - len(hashes[0]), -1, np.int64)]
+    found[0] = np.concatenate(
+        [found[0], np.full(message_count - len(hashes[0]), -1, np.int64)]
     )
-    return parent_rows, start_rows, tip_rows, call_rows
+    return found
+
+
+def all_plain(plain: pa.ChunkedArray) -> bool:
+    """Whether every part row is a text with its words (`TEXT_COLUMNS`'
+    "plain": 1; NULL where its type is)."""
+    import pyarrow.compute as pc
+
+    return not len(plain) or (plain.null_count == 0 and pc.min(plain).as_py() == 1)
+
+
+def turn_texts(
+    parent_rows: np.ndarray,
+    roles: np.ndarray,
+    system: pa.ChunkedArray | None,
+    start_rows: np.ndarray,
+    tip_rows: np.ndarray,
+    text_rows: np.ndarray,
+    parts: dict[str, pa.ChunkedArray],
+    message_count: int,
+) -> tuple[dict[str, pa.Array], np.ndarray]:
+    """Each turn's prompt, response and system prompt (Arrow strings), and
+    its parts (a list where they are more than a prompt and an answer,
+    else None): `message_store._add_texts` and `_system` on arrays, for a
+    file whose parts are all texts with their words (`all_plain`).
+
+    Parameters
+    ----------
+    parent_rows, roles, start_rows, tip_rows, message_count
+        As `calls.turn_calls` takes them.
+    system
+        Whether each message is a system message.
+    text_rows
+        The message of each row of `parts` (-1: none).
+    parts
+        The `TEXT_COLUMNS` of those rows ("words", "text_position"), in
+        rowid order: taken out as they are used.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from convgraph.links.pointer_jumping import nearest_marked
+
+    separator = pa.scalar("", pa.large_string())  # the joins add nothing
+    # Each message's text parts in the row reader's order (a missing
+    # position first, then by position, then by rowid), and their words
+    # joined: one string a message, "" for none.
+    words = parts.pop("words").cast(pa.large_string())
+    position = parts.pop("text_position")
+    has_position = pc.is_valid(position).to_numpy(zero_copy_only=False)
+    position = pc.fill_null(position, 0).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero((text_rows >= 0) & (text_rows < message_count))
+    owners = text_rows[rows]
+    order = np.lexsort((rows, position[rows], has_position[rows], owners))
+    del position, has_position
+    sorted_words = words.take(pa.array(rows[order])).combine_chunks()
+    del words
+    counts = np.bincount(owners, minlength=message_count)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    message_texts = pc.binary_join(
+        pa.LargeListArray.from_arrays(pa.array(offsets), sorted_words), separator
+    )
+
+    # Each turn's messages, oldest first: its input's trailing user and
+    # tool messages, then those it appended.
+    input_role = np.zeros(len(parent_rows), bool)
+    input_role[:message_count] = roles != OTHER
+    in_walk = walk(parent_rows, start_rows, message_count, keep=input_role)
+    out_walk = walk(parent_rows, tip_rows, message_count, stop=start_rows)
+    steps = [*reversed(in_walk), *reversed(out_walk)]
+    turn_count = len(start_rows)
+    taken = [np.flatnonzero(step >= 0) for step in steps]
+    turn_of = np.concatenate([np.zeros(0, np.int64), *taken])
+    message_of = np.concatenate(
+        [
+            np.zeros(0, np.int64),
+            *(step[at] for step, at in zip(steps, taken, strict=True)),
+        ]
+    )
+    is_input = np.concatenate(
+        [np.zeros(0, bool)]
+        + [np.full(len(at), index < len(in_walk)) for index, at in enumerate(taken)]
+    )
+    order = np.argsort(turn_of, kind="stable")
+    turn_of, message_of, is_input = turn_of[order], message_of[order], is_input[order]
+    del steps, taken, order
+
+    def joined(keep: np.ndarray) -> pa.Array:
+        """The texts of the kept messages joined, turn by turn."""
+        per_turn = np.bincount(turn_of[keep], minlength=turn_count)
+        bounds = np.concatenate([[0], np.cumsum(per_turn)]).astype(np.int64)
+        values = message_texts.take(pa.array(message_of[keep]))
+        return pc.binary_join(
+            pa.LargeListArray.from_arrays(pa.array(bounds), values), separator
+        )
+
+    kind = roles[np.minimum(message_of, message_count - 1)]
+    texts = {
+        "prompt": joined(is_input & (kind == USER)),
+        "response": joined(~is_input),
+        "system": pa.nulls(turn_count, pa.large_string()),
+    }
+    if system is not None and len(system) and pc.max(system).as_py() == 1:
+        marked = np.zeros(len(parent_rows), bool)
+        marked[:message_count] = pc.fill_null(system, 0).to_numpy() == 1
+        nearest = nearest_marked(parent_rows, marked)
+        found = np.where(start_rows >= 0, nearest[np.maximum(start_rows, 0)], -1)
+        has_words = found >= 0
+        has_words[has_words] = counts[found[has_words]] > 0
+        texts["system"] = pc.if_else(
+            pa.array(has_words),
+            message_texts.take(pa.array(np.where(has_words, found, 0))),
+            pa.scalar(None, pa.large_string()),
+        )
+
+    # Plain (no parts kept): at most a user's text, then an answer's
+    # (`parts.is_plain`). Each step's message gives `counts` text parts of
+    # its role: the first two parts of a turn tell.
+    sizes = counts[message_of]
+    total = np.bincount(turn_of, weights=sizes, minlength=turn_count)
+    filled = np.flatnonzero(sizes > 0)
+    first, second = _first_two_rows(turn_of[filled], filled, turn_count)
+    first_kind = np.where(first >= 0, kind[np.maximum(first, 0)], -1)
+    second_kind = np.where(second >= 0, kind[np.maximum(second, 0)], -1)
+    single = (first >= 0) & (sizes[np.maximum(first, 0)] == 1)
+    plain = (
+        (total == 0)
+        | ((total == 1) & (first_kind != TOOL))
+        | ((total == 2) & single & (first_kind == USER) & (second_kind == OTHER))
+    )
+    turn_parts = np.full(turn_count, None, dtype=object)
+    odd = np.flatnonzero(~plain)
+    if len(odd):
+        starts = np.searchsorted(turn_of, odd)
+        ends = np.searchsorted(turn_of, odd, side="right")
+        for turn, start, end in zip(odd.tolist(), starts, ends, strict=True):
+            found_parts = []
+            for step in range(start, end):
+                row = int(message_of[step])
+                role = ROLE_NAMES[int(kind[step])]
+                found_parts += [
+                    kinds.text(role, words)
+                    for words in sorted_words[
+                        int(offsets[row]) : int(offsets[row + 1])
+                    ].to_pylist()
+                ]
+            turn_parts[turn] = None if kinds.is_plain(found_parts) else found_parts
+    return texts, turn_parts
+
+
+def _first_two_rows(
+    codes: np.ndarray, positions: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each code 0..size-1, the first and second of its `positions`
+    (`codes` sorted; -1 for none)."""
+    import numpy as np
+
+    counts = np.bincount(codes, minlength=size)
+    starts = np.cumsum(counts) - counts
+    padded = np.append(positions, -1)
+    first = np.where(counts > 0, padded[np.minimum(starts, len(positions))], -1)
+    second = np.where(counts > 1, padded[np.minimum(starts + 1, len(positions))], -1)
+    return first, second

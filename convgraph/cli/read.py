@@ -114,6 +114,7 @@ def tree(
     its id, parent, depth and conversation.
     """
     problems = 0
+    drawings: Iterable[tuple[str, str]] | None = None
     with ExitStack() as stack:
         if conversation_ids:
             from convgraph.model.loading import read_tree
@@ -133,19 +134,33 @@ def tree(
             from convgraph.cli.progress import ProgressBar
             from convgraph.model.filters import select_trees
             from convgraph.model.forest import Forest
+            from convgraph.present.text_tree import Style, forest_drawings
 
             bar = stack.enter_context(ProgressBar())
             read_forest = Forest.read(db_path, progress=bar)
             problems = len(read_forest.problems)
             forest = select_trees(read_forest, where)
-            # Each tree is built as it is drawn: a million nodes' DiGraphs
-            # at once would hold gigabytes. Where the drawing goes to the
-            # screen the bar is on, the bar is gone before its first line.
-            trees = forest.trees(progress=bar)
+            del read_forest
+            # Each tree is drawn (or built, for --json) as it is written: a
+            # million nodes' lines or DiGraphs at once would hold gigabytes.
+            # The drawing comes from the table's rows, a batch of trees at a
+            # time, without a DiGraph. Where the output goes to the screen
+            # the bar is on, the bar is gone before its first line.
+            if as_json:
+                trees = forest.trees(progress=bar)
+            else:
+                style = Style(width, indent_chains, True, active)
+                drawings = forest_drawings(forest, style, bar)
             if is_terminal(sys.stdout):
-                trees = list(trees)
+                if drawings is not None:
+                    drawings = list(drawings)
+                else:
+                    trees = list(trees)
                 stack.close()
-        _draw_trees(trees, as_json, width, indent_chains, active)
+        if drawings is not None:
+            _write_drawings(drawings)
+        else:
+            _draw_trees(trees, as_json, width, indent_chains, active)
     _hint_check(problems)
 
 
@@ -160,7 +175,6 @@ def _draw_trees(
     import networkx as nx
 
     from convgraph.model import tree as operations
-    from convgraph.present.text_tree import generate_tree_lines, tree_heading
 
     if as_json:
         drawn = []
@@ -183,24 +197,34 @@ def _draw_trees(
                     )
         echo_json(drawn)
         return
-    for index, graph in enumerate(trees):
+    from convgraph.present.text_tree import Style, tree_drawing
+
+    style = Style(width, indent_chains, True, active)
+    _write_drawings(tree_drawing(graph, style) for graph in trees)
+
+
+#: About how many characters of drawing `_write_drawings` writes at once.
+WRITE_CHARS = 1 << 20
+
+
+def _write_drawings(drawings: Iterable[tuple[str, str]]) -> None:
+    """Write each tree's drawing, its heading (the conversation's line) in
+    bold and the lines beneath it, a blank line between trees; about
+    `WRITE_CHARS` at a write (click.echo flushes each call)."""
+    pieces: list[str] = []
+    size = 0
+    for index, (heading, rest) in enumerate(drawings):
         if index:
-            click.echo()
-        # The conversation's line, bold: several roots hang from it as the
-        # alternatives of its start.
-        lines = generate_tree_lines(
-            graph,
-            width=width,
-            indent_chains=indent_chains,
-            marks=True,
-            active=active,
-            heading=tree_heading(graph, width),
-        )
-        click.echo(click.style(next(lines), bold=True))
-        # One write a tree: click.echo flushes each call.
-        rest = "\n".join(lines)
+            pieces.append("\n")
+        pieces.append(click.style(heading, bold=True) + "\n")
         if rest:
-            click.echo(rest)
+            pieces.append(rest + "\n")
+            size += len(rest)
+        if size >= WRITE_CHARS:
+            click.echo("".join(pieces), nl=False)
+            pieces, size = [], 0
+    if pieces:
+        click.echo("".join(pieces), nl=False)
 
 
 def _hint_check(problems: int) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,9 @@ from convgraph.sources.tables import (
 
 if TYPE_CHECKING:
     import networkx as nx
+
+#: About how many rows `Forest.tree_rows` gives at a time.
+TREE_BATCH = 20_000
 
 
 class Forest:
@@ -281,10 +284,92 @@ class Forest:
             )
         report("building trees", len(tree_ids), len(tree_ids))
 
+    def tree_rows(
+        self,
+        columns: Iterable[str],
+        progress: ProgressCallback | None = None,
+        batch: int = TREE_BATCH,
+    ) -> Iterator[TreeRows]:
+        """The trees' rows in batches of whole trees, each column of
+        `columns` as plain values: the table-direct form of `trees`, for work
+        that needs a few columns of every tree and no DiGraph (the drawing of
+        the whole forest, `convgraph.present.text_tree.forest_drawings`).
+
+        The trees come in `tree_ids`' order, each tree's rows in log order;
+        a batch holds whole trees and about `batch` rows (one tree larger
+        than that is a batch alone), so that the plain values of a million
+        nodes are never held at once. Values are as `trees` gives them: None
+        for a missing one, int for a count. `progress` is told the trees
+        given, `("building trees", done, total)`, about a hundred times
+        over the forest.
+        """
+        report = progress or no_progress
+        report("building trees", 0, None)
+        columns = list(columns)
+        codes, tree_ids = pd.factorize(self.nodes["tree_id"], sort=False)
+        # Rows grouped by tree, trees in order of their first row, each
+        # tree's rows in log order (a stable sort keeps it).
+        order = np.argsort(codes, kind="stable")
+        ends = np.cumsum(np.bincount(codes, minlength=len(tree_ids)))
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        # Each row's parent as a position in that order, -1 for a root: the
+        # parent is in the same tree, so in the same batch.
+        parents = np.where(
+            self.parent_rows >= 0, position[np.maximum(self.parent_rows, 0)], -1
+        )[order]
+        total, done, start = len(tree_ids), 0, 0
+        every = max(1, total // 100)
+        while done < total:
+            # Whole trees up to about `batch` rows, at least one.
+            last = max(
+                int(np.searchsorted(ends, start + batch, side="right")), done + 1
+            )
+            stop = int(ends[last - 1])
+            rows = order[start:stop]
+            values = {name: _plain_values(self.nodes[name], rows) for name in columns}
+            batch_ids = [str(tree_id) for tree_id in tree_ids[done:last]]
+            if done // every != last // every or done == 0:
+                report("building trees", done, total)
+            yield TreeRows(
+                batch_ids,
+                [self.names.get(tree_id) for tree_id in batch_ids],
+                [int(end) - start for end in ends[done:last]],
+                (parents[start:stop] - start).clip(min=-1).tolist(),
+                values,
+            )
+            # The batch given is the caller's to drop: hold none of it while
+            # the next is made.
+            del values
+            done, start = last, stop
+        report("building trees", total, total)
+
     def _places(self) -> list[str]:
         """The optional place attributes the source gave (an agent's project
         and git branch), which the trees carry too."""
         return [name for name in PLACE_ATTRIBUTES if name in self.nodes.columns]
+
+
+class TreeRows(NamedTuple):
+    """A batch of whole trees' rows (`Forest.tree_rows`), numbered from 0
+    in the batch: the trees' ids and names, where each tree's rows end,
+    each row's parent's number (-1 for a root), and the columns asked for
+    as plain values (by column name, a list each)."""
+
+    tree_ids: list[str]
+    names: list[Any]
+    ends: list[int]
+    parents: list[int]
+    columns: dict[str, list[Any]]
+
+
+def _plain_values(column: pd.Series, rows: np.ndarray) -> list[Any]:
+    """The values of `column` at `rows` as `Forest.trees` gives them: None
+    for a missing one, int for a count."""
+    values = column.take(rows)
+    if values.dtype == bool:
+        return values.tolist()
+    return values.astype(object).where(values.notna(), None).tolist()
 
 
 class TreeStream(Iterator[Any]):

@@ -18,12 +18,17 @@ one line for the conversation's start, as the children of a node hang from
 it. Ids, prompts, arguments and results are shown through `terminal_text`: a
 stored escape sequence prints as symbols, never as a command to the
 terminal.
+
+One walk (`_lines`) draws a DiGraph and a tree's rows alike: a whole forest
+is drawn from its table a batch of trees at a time (`forest_drawings`, as
+`convgraph tree` of every conversation does), without building a DiGraph
+per tree; `tests/test_tree_from_table.py` holds the two to the same text.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from convgraph.parts import (
@@ -38,6 +43,9 @@ from convgraph.text import EXCERPT_WIDTH, cell_width, counted, excerpt, terminal
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from convgraph.model.forest import Forest
+    from convgraph.sources.snapshot import ProgressCallback
 
 #: What a line of the drawing shows: a node, a call of its run, or the start
 #: of a conversation whose roots are alternatives.
@@ -157,7 +165,46 @@ def _walk(
         starts = [start]
     else:
         starts = [node for node, degree in tree.in_degree() if degree == 0]
-    below_start = start is None and len(starts) > 1
+    return _lines(
+        starts,
+        start is None and len(starts) > 1,
+        tree.successors,
+        tree.nodes.__getitem__,
+        _same,
+        Style(width, indent_chains, marks, active),
+        heading,
+    )
+
+
+def _same(node: Any) -> Any:
+    return node
+
+
+class Style(NamedTuple):
+    """How a drawing is drawn: `width` cells of text a line, `indent_chains`
+    (indent an only child too), `marks` (preferred and notes) and `active`
+    (the active path) shown."""
+
+    width: int = EXCERPT_WIDTH
+    indent_chains: bool = False
+    marks: bool = False
+    active: bool = False
+
+
+def _lines(
+    starts: list[Any],
+    below_start: bool,
+    children_of: Callable[[Any], Iterable[Any]],
+    data_of: Callable[[Any], Mapping[str, Any]],
+    id_of: Callable[[Any], Any],
+    style: Style,
+    heading: str | None,
+) -> Iterator[tuple[str, str | None, str]]:
+    """The one walk of the drawing, for a DiGraph and for a tree's rows
+    alike: from the `starts` (drawn under a line for the start where
+    `below_start`), each node's children by `children_of` in log order, its
+    attributes by `data_of` and its id by `id_of`."""
+    width, indent_chains, marks, active = style
     if heading is not None or below_start:
         line = (
             heading
@@ -176,10 +223,10 @@ def _walk(
         ]
     else:
         stack = [(root, "", ROOT) for root in reversed(starts)]
-    nodes = tree.nodes
     while stack:
-        node, prefix, place = stack.pop()
-        data = nodes[node]
+        key, prefix, place = stack.pop()
+        node = id_of(key)
+        data = data_of(key)
         label = _label(node, data, width)
         parts = data.get("parts")
         if parts and any(part.get("type") == REASONING for part in parts):
@@ -196,13 +243,70 @@ def _walk(
         if parts:  # most nodes are only a prompt and a response
             for call in run_lines(data, width):
                 yield below_prefix + "  " + call, node, CALL
-        below = list(tree.successors(node))
+        below = list(children_of(key))
         if len(below) == 1 and not indent_chains:
             stack.append((below[0], below_prefix, ONLY))
             continue
         for index in range(len(below) - 1, -1, -1):
             place = LAST if index == len(below) - 1 else MIDDLE
             stack.append((below[index], below_prefix, place))
+
+
+#: The columns of a forest's table the drawing reads (`forest_drawings`).
+DRAWN_COLUMNS = ("id", "prompt", "response", "parts", "active", "preferred", "note")
+
+
+def forest_drawings(
+    forest: Forest,
+    style: Style | None = None,
+    progress: ProgressCallback | None = None,
+    batch: int | None = None,
+) -> Iterator[tuple[str, str]]:
+    """Every tree of `forest` drawn as `convgraph tree` draws it, each as
+    its heading line (`tree_heading`) and the lines beneath it joined: the
+    text of `drawing(tree, heading=tree_heading(tree, width), ...)` for
+    each tree of `forest.trees()`, in the same order, drawn from the
+    table's rows (`Forest.tree_rows`) without building a DiGraph.
+
+    `progress` is told the trees drawn, as `Forest.trees` tells them;
+    `batch`, about how many rows are drawn at a time (`Forest.tree_rows`).
+    """
+    style = style or Style()
+    keys = DRAWN_COLUMNS[1:]
+    batched = {} if batch is None else {"batch": batch}
+    for rows in forest.tree_rows(DRAWN_COLUMNS, progress, **batched):
+        ids = rows.columns["id"]
+        columns = [rows.columns[key] for key in keys]
+        children: list[list[int]] = [[] for _ in ids]
+        roots: list[int] = []
+        for row, parent in enumerate(rows.parents):
+            (roots if parent < 0 else children[parent]).append(row)
+        data = [
+            dict(zip(keys, values, strict=True))
+            for values in zip(*columns, strict=True)
+        ]
+        root_at = 0
+        for tree_id, name, end in zip(
+            rows.tree_ids, rows.names, rows.ends, strict=True
+        ):
+            # Roots come in row order, so a tree's are the next ones below
+            # its end.
+            first = root_at
+            while root_at < len(roots) and roots[root_at] < end:
+                root_at += 1
+            lines = _lines(
+                roots[first:root_at],
+                root_at - first > 1,
+                children.__getitem__,
+                data.__getitem__,
+                ids.__getitem__,
+                style,
+                heading_line(tree_id, name, style.width),
+            )
+            heading = next(lines)[0]
+            yield heading, "\n".join([line[0] for line in lines])
+        # Hold no batch while the next is made.
+        del rows, ids, columns, data, children, roots
 
 
 ROOT, ONLY, LAST, MIDDLE = "root", "only", "last", "middle"
@@ -223,6 +327,16 @@ def render_tree(
     )
 
 
+def tree_drawing(tree: nx.DiGraph, style: Style | None = None) -> tuple[str, str]:
+    """One tree drawn as `convgraph tree` draws it (`forest_drawings` draws
+    every tree of a forest the same way): its heading line (`tree_heading`)
+    and the lines beneath it, joined."""
+    style = style or Style()
+    lines = _walk(tree, None, *style, tree_heading(tree, style.width))
+    heading = next(lines)[0]
+    return heading, "\n".join([line[0] for line in lines])
+
+
 def tree_heading(tree: nx.DiGraph, width: int = EXCERPT_WIDTH) -> str:
     """The line that names a conversation above its drawing: its tree id and
     an excerpt of its name, safe for a terminal.
@@ -233,9 +347,14 @@ def tree_heading(tree: nx.DiGraph, width: int = EXCERPT_WIDTH) -> str:
     >>> tree_heading(ConversationTree(tree_id="c1", name="Trees\\nand forests"))
     'c1  Trees and forests'
     """
-    title = str(tree.graph.get("tree_id"))
-    if tree.graph.get("name"):
-        title += f"  {excerpt(tree.graph['name'], width)}"
+    return heading_line(tree.graph.get("tree_id"), tree.graph.get("name"), width)
+
+
+def heading_line(tree_id: Any, name: Any, width: int = EXCERPT_WIDTH) -> str:
+    """`tree_heading`'s line from a tree's id and name."""
+    title = str(tree_id)
+    if name:
+        title += f"  {excerpt(name, width)}"
     return terminal_text(title)
 
 

@@ -14,12 +14,14 @@ session that continues another (a resumed session holding the messages of
 the one it continues, or linking to one of them) joins the tree it
 continues: its copies are read once, its links into the earlier session go
 to the node that holds the message they name, and the active path is the
-branch the last session ended on. Reading never writes into the folders.
+branch the last session ended on (`agent_join` reads and joins the
+groups; a large folder's whole table is read by worker processes,
+`agent_workers`). Reading never writes into the folders.
 """
 
 from __future__ import annotations
 
-from operator import attrgetter
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -27,23 +29,16 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import CONTENT_ATTRIBUTES
 from convgraph.errors import UnknownConversation, UnknownNode
 from convgraph.links.integrity import Problem
-from convgraph.parts import TOOL_CALL, TOOL_RESULT
 from convgraph.sources import claude_code, codex, gemini_cli
-from convgraph.sources.agent_files import (
-    AGENT_ATTRIBUTES,
-    AGENT_INTEGERS,
-    SIDECHAIN,
-    SessionGroup,
-)
-from convgraph.sources.chat_messages import Conversation, Message, text_to_iso
-from convgraph.sources.chat_nodes import conversation_records
+from convgraph.sources.agent_files import AGENT_ATTRIBUTES, AGENT_INTEGERS
+from convgraph.sources.agent_join import SessionsRead, read_sessions
+from convgraph.sources.agent_workers import PHASE, read_in_workers
 from convgraph.sources.source import (
     CONVERSATION,
     NODE,
     IdMatch,
     Source,
     TreeRecords,
-    log_order,
 )
 from convgraph.sources.tables import no_garbage_collection
 
@@ -131,44 +126,30 @@ class AgentSessions(Source):
         groups: list[tuple[str, list[Path]]],
         text: bool,
         table: dict[str, list[Any]] | None = None,
+        read: SessionsRead | None = None,
     ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any], list[Problem]]:
         """`_read`, the collector paused. Where `table` is given (a list for
         each column to fill), each group's records go into it as they are
         read, and none is returned: a year of sessions is held as the
-        table's lists, not a dict a node."""
-        joined = _Joiner()
-        records: list[dict[str, Any]] = []
+        table's lists, not a dict a node. Where `read` is given (the groups
+        read already, by worker processes), its trees are named alone."""
+        if read is None:
+            read = read_sessions(self._module, groups, text, table)
+        table = read.table
+        records = read.records
         names: dict[str, Any] = {}
         problems: list[Problem] = []
         currents: dict[str, str | None] = {}
         prompts: dict[str, str] = {}
-        for key, files in groups:
-            for group in self._module.read_group(key, files, text):
-                self._file_keys[group.key] = key
-                found, current = joined.add(group, self.format)
-                if group.name is None:
-                    # Unnamed (no summary, no title): its first prompt, as the
-                    # agents' own session pickers show it.
-                    first = min(
-                        (r for r in found if r["prompt"] and r[SIDECHAIN] is None),
-                        key=log_order,
-                        default=None,
-                    )
-                    if first is not None:
-                        prompts[group.key] = first["prompt"].splitlines()[0][:80]
-                if table is not None:
-                    for name, column in table.items():
-                        column.extend([record[name] for record in found])
-                    found = []
-                elif not text:
-                    for record in found:
-                        for name in CONTENT_ATTRIBUTES:
-                            record[name] = None
-                records.extend(found)
-                names.setdefault(group.key, group.name)
-                problems.extend(group.problems)
-                currents[group.key] = current
-        tree_of = joined.trees()
+        for (key, _), done in zip(groups, read.groups, strict=True):
+            for session, name, prompt, current in done.sessions:
+                self._file_keys[session] = key
+                if prompt is not None:
+                    prompts[session] = prompt
+                names.setdefault(session, name)
+                currents[session] = current
+            problems.extend(done.problems)
+        tree_of = read.tree_of
         for record in records:
             record["tree_id"] = record["conversation_id"] = tree_of[record["tree_id"]]
         if table is not None:
@@ -263,9 +244,16 @@ class AgentSessions(Source):
         self._found = TreeRecords(tree_id, names.get(tree_id), records, problems)
         return self._found
 
-    def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    def read_forest(
+        self,
+        text: bool = True,
+        progress: Callable[[str, int, int | None], None] | None = None,
+    ) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, read session by session: the columns and
-        types of `ChatExport.read_forest`, with `project` and `git_branch`."""
+        types of `ChatExport.read_forest`, with `project` and `git_branch`.
+        A large folder is read by worker processes where that gives the
+        same table (`agent_workers.read_in_workers`); `progress` is told
+        the files read."""
         from convgraph.sources.chat_exports import FOREST_COLUMNS, _forest_frame
 
         # Each session's records become the table's columns as they are
@@ -277,10 +265,15 @@ class AgentSessions(Source):
         columns: dict[str, list[Any]] = {
             name: [] for name in wanted if name not in left_out
         }
+        groups = self.groups()
         with no_garbage_collection():
-            _, tree_of, names, problems = self._read_groups(
-                self.groups(), text, columns
-            )
+            read = read_in_workers(self._module, groups, text, list(columns), progress)
+            if read is None:
+                total = sum(len(files) for _, files in groups)
+                done = _Count(PHASE, total, progress) if progress else None
+                read = read_sessions(self._module, groups, text, columns, done=done)
+            columns = read.table or columns
+            _, tree_of, names, problems = self._read_groups(groups, text, read=read)
             count = len(columns["id"])
             columns = {
                 name: columns[name] if name in columns else [None] * count
@@ -300,165 +293,18 @@ class AgentSessions(Source):
         return nodes, names
 
 
-class _Joiner:
-    """The records of session groups read one after another, each joined to
-    the tree of an earlier one it continues.
+class _Count:
+    """A progress callback told the files read, a group at a time."""
 
-    `seen` holds every message read so far with the node that holds it, and
-    `group_of` each node's group: a message read again (a resumed session's
-    copy) is left out, and a link to it goes to its node. A message costs
-    one entry and no object of its own (its node's id is the record's), so
-    that a year of sessions holds what its ids take.
-    """
+    def __init__(
+        self, phase: str, total: int, progress: Callable[[str, int, int | None], None]
+    ) -> None:
+        self.phase, self.total, self.progress, self.files = phase, total, progress, 0
+        progress(phase, 0, total)
 
-    def __init__(self) -> None:
-        self.seen: dict[str, str] = {}
-        self.group_of: dict[str, str] = {}
-        self.parent: dict[str, str] = {}
-
-    def find(self, key: str) -> str:
-        """The tree of group `key` (its first group's key)."""
-        while self.parent[key] != key:
-            key = self.parent[key]
-        return key
-
-    def join(self, key: str, earlier: str) -> None:
-        """Group `key` continues the tree of group `earlier`."""
-        mine, theirs = self.find(key), self.find(earlier)
-        if mine != theirs:
-            # The tree keeps the id of the session that began first.
-            self.parent[mine] = theirs
-
-    def trees(self) -> dict[str, str]:
-        """Every group's tree."""
-        return {key: self.find(key) for key in self.parent}
-
-    def add(
-        self, group: SessionGroup, source: str
-    ) -> tuple[list[dict[str, Any]], str | None]:
-        """The records of one group, and the node its session ended on."""
-        self.parent.setdefault(group.key, group.key)
-        node_of: dict[str, str] = {}
-        messages = self._new(group, group.messages)
-        conversation = Conversation(group.key, group.name, messages, group.current)
-        records = conversation_records(conversation, source, node_of)
-        _utc_times(records)
-        current = next((r["id"] for r in records if r["active"]), None)
-        if records:
-            current = _deepest_active(records) or current
-        for side in group.sidechains:
-            side_nodes: dict[str, str] = {}
-            side_messages = self._new(group, side.messages)
-            found = conversation_records(
-                Conversation(group.key, None, side_messages), source, side_nodes
-            )
-            _utc_times(found)
-            anchor = node_of.get(side.anchor) if side.anchor is not None else None
-            if anchor is None and side.anchor in self.seen:
-                anchor = self.seen[side.anchor]
-            own = {record["id"] for record in found}
-            for record in found:
-                record["active"] = False
-                if anchor is not None and record["parent_id"] not in own:
-                    record["parent_id"] = anchor
-                _mark_sidechain(record, side.agent)
-            records.extend(found)
-            node_of.update(
-                (message, node)
-                for message, node in side_nodes.items()
-                if message not in node_of
-            )
-        own = {record["id"] for record in records}
-        cache_read = _node_sums(node_of, group.cache_read)
-        cache_write = _node_sums(node_of, group.cache_write)
-        projects, branches, seen = group.project.get, group.git_branch.get, self.seen
-        for record in records:
-            node = record["id"]
-            record["project"] = projects(node)
-            record["git_branch"] = branches(node)
-            record.setdefault(SIDECHAIN, None)
-            # The failed results and the calls per tool, in one pass over
-            # the node's parts (most of a session's parts are tool calls).
-            errors = 0
-            uses: dict[str, int] = {}
-            for part in record["parts"] or ():
-                kind = part["type"]
-                if kind == TOOL_CALL:
-                    name = part["name"] or "?"
-                    uses[name] = uses.get(name, 0) + 1
-                elif kind == TOOL_RESULT and part.get("error") is not None:
-                    errors += 1
-            record["tool_errors"] = errors
-            record["tool_uses"] = uses or None
-            record["cache_read_tokens"] = cache_read.get(node)
-            record["cache_write_tokens"] = cache_write.get(node)
-            parent = record["parent_id"]
-            if parent is not None and parent not in own and parent in seen:
-                node = seen[parent]
-                record["parent_id"] = node
-                self.join(group.key, self.group_of[node])
-        if seen.keys().isdisjoint(node_of):
-            # The common case (no message read twice): one update in C.
-            seen.update(node_of)
-        else:
-            for message, node in node_of.items():
-                seen.setdefault(message, node)
-        for node in own:
-            self.group_of.setdefault(node, group.key)
-        return records, current
-
-    def _new(self, group: SessionGroup, messages: list[Message]) -> list[Message]:
-        """The messages not read before; a group holding one read before
-        continues that message's tree."""
-        if self.seen.keys().isdisjoint(map(_ID, messages)):
-            # Most sessions continue none: one test in C, not one a message.
-            return messages
-        kept = []
-        for message in messages:
-            if message.id in self.seen:
-                self.join(group.key, self.group_of[self.seen[message.id]])
-            else:
-                kept.append(message)
-        return kept
-
-
-_ID = attrgetter("id")
-
-
-def _node_sums(node_of: dict[str, str], counts: dict[str, int]) -> dict[str, int]:
-    """Per-message counts added up per node (`node_of`: each message's)."""
-    sums: dict[str, int] = {}
-    for message, count in counts.items():
-        node = node_of.get(message)
-        if node is not None:
-            sums[node] = sums.get(node, 0) + count
-    return sums
-
-
-def _utc_times(records: list[dict[str, Any]]) -> None:
-    """The nodes' times, as the sessions store them, in UTC (`text_to_iso`):
-    made for the nodes alone, not for every message."""
-    for record in records:
-        record["datetime_utc"] = text_to_iso(record["datetime_utc"])
-
-
-def _deepest_active(records: list[dict[str, Any]]) -> str | None:
-    """The active node no active node hangs under: the session's end."""
-    active = {r["id"] for r in records if r["active"]}
-    parents = {r["parent_id"] for r in records if r["active"]}
-    ends = [node for node in active if node not in parents]
-    return ends[0] if ends else None
-
-
-def _mark_sidechain(record: dict[str, Any], agent: str) -> None:
-    """Mark a subagent's node: every part carries the agent (`SIDECHAIN`)."""
-    from convgraph.parts import node_parts
-
-    parts = node_parts(record)
-    for part in parts:
-        part[SIDECHAIN] = agent
-    record["parts"] = parts
-    record[SIDECHAIN] = agent
+    def __call__(self, files: int) -> None:
+        self.files += files
+        self.progress(self.phase, self.files, self.total)
 
 
 def _active_path(

@@ -1,0 +1,304 @@
+"""Session groups read one after another, each joined to the tree of an
+earlier one it continues: `read_sessions` (the records, or the table's
+columns, with what names the trees) and its `_Joiner`. A session that
+continues another (a resumed session holding the messages of the one it
+continues, or linking to one of them) joins the tree it continues: its
+copies are read once, its links into the earlier session go to the node
+that holds the message they name. `agent_sessions` names the trees and
+finds their active paths; `agent_workers` reads shares of the groups in
+worker processes, read with `track`, and joins them as this joins one read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import attrgetter
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from convgraph.contract import CONTENT_ATTRIBUTES
+from convgraph.links.integrity import Problem
+from convgraph.parts import TOOL_CALL, TOOL_RESULT
+from convgraph.sources.agent_files import SIDECHAIN, SessionGroup
+from convgraph.sources.chat_messages import Conversation, Message, text_to_iso
+from convgraph.sources.chat_nodes import conversation_records
+from convgraph.sources.source import log_order
+
+#: What joining a session did, in order, read with `track`: joined the
+#: tree of an earlier session (its key), or looked for the parent message
+#: of one of its rows (the row, counted from the group's first, and the
+#: message) among the messages read before, not finding it.
+Event = str | tuple[int, str]
+
+
+@dataclass
+class GroupRead:
+    """What one session group's files gave besides its rows: each session's
+    key, name, first prompt (where it has no name) and the node it ended
+    on; the rows it added; its problems; each session's `Event`s (read
+    with `track`)."""
+
+    sessions: list[tuple[str, str | None, str | None, str | None]] = field(
+        default_factory=list
+    )
+    rows: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    events: list[list[Event]] = field(default_factory=list)
+
+
+@dataclass
+class SessionsRead:
+    """Session groups read in order, their trees joined but not yet named:
+    the records (or `table`'s columns), a `GroupRead` per group, and each
+    session's tree. Read with `track`, also every message id read and the
+    node holding it (`messages`, `nodes`) and the subagents' anchors looked
+    for and not found among them (`outside`): what `agent_workers.joined`
+    needs to join reads of different groups as the one read of all."""
+
+    records: list[dict[str, Any]]
+    table: dict[str, list[Any]] | None
+    groups: list[GroupRead]
+    tree_of: dict[str, str]
+    messages: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    outside: set[str] = field(default_factory=set)
+
+
+def read_sessions(
+    module: ModuleType,
+    groups: list[tuple[str, list[Path]]],
+    text: bool,
+    table: dict[str, list[Any]] | None = None,
+    track: bool = False,
+    done: Callable[[int], None] | None = None,
+) -> SessionsRead:
+    """The records of these session groups in order, each group read alone
+    and joined to the tree of an earlier one it continues (`_Joiner`);
+    into `table`'s lists where given. `done` is told each group's file
+    count once it is read."""
+    joined = _Joiner(track)
+    read = SessionsRead([], table, [], {})
+    source = module.SOURCE
+    for key, files in groups:
+        group_read = GroupRead()
+        for group in module.read_group(key, files, text):
+            found, current = joined.add(group, source)
+            if track:
+                start = group_read.rows
+                group_read.events.append(
+                    [
+                        event
+                        if isinstance(event, str)
+                        else (event[0] + start, event[1])
+                        for event in joined.events
+                    ]
+                )
+                joined.events = []
+            prompt = None
+            if group.name is None:
+                # Unnamed (no summary, no title): its first prompt, as the
+                # agents' own session pickers show it.
+                first = min(
+                    (r for r in found if r["prompt"] and r[SIDECHAIN] is None),
+                    key=log_order,
+                    default=None,
+                )
+                if first is not None:
+                    prompt = first["prompt"].splitlines()[0][:80]
+            group_read.rows += len(found)
+            if table is not None:
+                for name, column in table.items():
+                    column.extend([record[name] for record in found])
+                found = []
+            elif not text:
+                for record in found:
+                    for name in CONTENT_ATTRIBUTES:
+                        record[name] = None
+            read.records.extend(found)
+            group_read.sessions.append((group.key, group.name, prompt, current))
+            group_read.problems.extend(group.problems)
+        read.groups.append(group_read)
+        if done is not None:
+            done(len(files))
+    read.tree_of = joined.trees()
+    if track:
+        read.messages = list(joined.seen)
+        read.nodes = list(joined.seen.values())
+        read.outside = joined.outside - joined.seen.keys()
+    return read
+
+
+class _Joiner:
+    """The records of session groups read one after another, each joined to
+    the tree of an earlier one it continues.
+
+    `seen` holds every message read so far with the node that holds it, and
+    `group_of` each node's group: a message read again (a resumed session's
+    copy) is left out, and a link to it goes to its node. A message costs
+    one entry and no object of its own (its node's id is the record's), so
+    that a year of sessions holds what its ids take.
+    """
+
+    def __init__(self, track: bool = False) -> None:
+        self.seen: dict[str, str] = {}
+        self.group_of: dict[str, str] = {}
+        self.parent: dict[str, str] = {}
+        #: With `track`: the subagents' anchors looked for in `seen` and not
+        #: found, and the last group's `Event`s, what an earlier read of
+        #: other groups could have answered (`agent_workers.joined`).
+        self.track = track
+        self.outside: set[str] = set()
+        self.events: list[Event] = []
+
+    def find(self, key: str) -> str:
+        """The tree of group `key` (its first group's key)."""
+        while self.parent[key] != key:
+            key = self.parent[key]
+        return key
+
+    def join(self, key: str, earlier: str) -> None:
+        """Group `key` continues the tree of group `earlier`."""
+        if self.track:
+            self.events.append(earlier)
+        mine, theirs = self.find(key), self.find(earlier)
+        if mine != theirs:
+            # The tree keeps the id of the session that began first.
+            self.parent[mine] = theirs
+
+    def trees(self) -> dict[str, str]:
+        """Every group's tree."""
+        return {key: self.find(key) for key in self.parent}
+
+    def add(
+        self, group: SessionGroup, source: str
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """The records of one group, and the node its session ended on."""
+        self.parent.setdefault(group.key, group.key)
+        node_of: dict[str, str] = {}
+        messages = self._new(group, group.messages)
+        conversation = Conversation(group.key, group.name, messages, group.current)
+        records = conversation_records(conversation, source, node_of)
+        _utc_times(records)
+        current = next((r["id"] for r in records if r["active"]), None)
+        if records:
+            current = _deepest_active(records) or current
+        for side in group.sidechains:
+            side_nodes: dict[str, str] = {}
+            side_messages = self._new(group, side.messages)
+            found = conversation_records(
+                Conversation(group.key, None, side_messages), source, side_nodes
+            )
+            _utc_times(found)
+            anchor = node_of.get(side.anchor) if side.anchor is not None else None
+            if anchor is None and side.anchor in self.seen:
+                anchor = self.seen[side.anchor]
+            elif anchor is None and self.track and side.anchor is not None:
+                self.outside.add(side.anchor)
+            own = {record["id"] for record in found}
+            for record in found:
+                record["active"] = False
+                if anchor is not None and record["parent_id"] not in own:
+                    record["parent_id"] = anchor
+                _mark_sidechain(record, side.agent)
+            records.extend(found)
+            node_of.update(
+                (message, node)
+                for message, node in side_nodes.items()
+                if message not in node_of
+            )
+        own = {record["id"] for record in records}
+        cache_read = _node_sums(node_of, group.cache_read)
+        cache_write = _node_sums(node_of, group.cache_write)
+        projects, branches, seen = group.project.get, group.git_branch.get, self.seen
+        for row, record in enumerate(records):
+            node = record["id"]
+            record["project"] = projects(node)
+            record["git_branch"] = branches(node)
+            record.setdefault(SIDECHAIN, None)
+            # The failed results and the calls per tool, in one pass over
+            # the node's parts (most of a session's parts are tool calls).
+            errors = 0
+            uses: dict[str, int] = {}
+            for part in record["parts"] or ():
+                kind = part["type"]
+                if kind == TOOL_CALL:
+                    name = part["name"] or "?"
+                    uses[name] = uses.get(name, 0) + 1
+                elif kind == TOOL_RESULT and part.get("error") is not None:
+                    errors += 1
+            record["tool_errors"] = errors
+            record["tool_uses"] = uses or None
+            record["cache_read_tokens"] = cache_read.get(node)
+            record["cache_write_tokens"] = cache_write.get(node)
+            parent = record["parent_id"]
+            if parent is not None and parent not in own:
+                if parent in seen:
+                    node = seen[parent]
+                    record["parent_id"] = node
+                    self.join(group.key, self.group_of[node])
+                elif self.track:
+                    self.events.append((row, parent))
+        if seen.keys().isdisjoint(node_of):
+            # The common case (no message read twice): one update in C.
+            seen.update(node_of)
+        else:
+            for message, node in node_of.items():
+                seen.setdefault(message, node)
+        for node in own:
+            self.group_of.setdefault(node, group.key)
+        return records, current
+
+    def _new(self, group: SessionGroup, messages: list[Message]) -> list[Message]:
+        """The messages not read before; a group holding one read before
+        continues that message's tree."""
+        if self.seen.keys().isdisjoint(map(_ID, messages)):
+            # Most sessions continue none: one test in C, not one a message.
+            return messages
+        kept = []
+        for message in messages:
+            if message.id in self.seen:
+                self.join(group.key, self.group_of[self.seen[message.id]])
+            else:
+                kept.append(message)
+        return kept
+
+
+_ID = attrgetter("id")
+
+
+def _node_sums(node_of: dict[str, str], counts: dict[str, int]) -> dict[str, int]:
+    """Per-message counts added up per node (`node_of`: each message's)."""
+    sums: dict[str, int] = {}
+    for message, count in counts.items():
+        node = node_of.get(message)
+        if node is not None:
+            sums[node] = sums.get(node, 0) + count
+    return sums
+
+
+def _utc_times(records: list[dict[str, Any]]) -> None:
+    """The nodes' times, as the sessions store them, in UTC (`text_to_iso`):
+    made for the nodes alone, not for every message."""
+    for record in records:
+        record["datetime_utc"] = text_to_iso(record["datetime_utc"])
+
+
+def _deepest_active(records: list[dict[str, Any]]) -> str | None:
+    """The active node no active node hangs under: the session's end."""
+    active = {r["id"] for r in records if r["active"]}
+    parents = {r["parent_id"] for r in records if r["active"]}
+    ends = [node for node in active if node not in parents]
+    return ends[0] if ends else None
+
+
+def _mark_sidechain(record: dict[str, Any], agent: str) -> None:
+    """Mark a subagent's node: every part carries the agent (`SIDECHAIN`)."""
+    from convgraph.parts import node_parts
+
+    parts = node_parts(record)
+    for part in parts:
+        part[SIDECHAIN] = agent
+    record["parts"] = parts
+    record[SIDECHAIN] = agent

@@ -1,0 +1,356 @@
+"""A folder of agents' sessions read in worker processes, on both cores.
+
+Reading one session group is independent of reading another but for the
+joins (`agent_join._Joiner`: a resumed session holding or naming
+messages of an earlier one). `read_in_workers` gives each of `WORKERS`
+processes a share of the groups, whole folders each (Claude Code keeps a
+project's sessions, its resumed ones with them, in the project's folder;
+Gemini a project's chats likewise), each share read in the order the
+sessions began, and hands back their `SessionsRead`s joined in that order:
+the one read of every group, value for value, where no share holds a
+message of another or looked for one (`joined`); where one does, or a
+worker fails (an unreadable file, a line too long), it hands back None and
+the caller reads in process, which gives the very table, or the very error.
+A worker hands back its rows as the table's lists (a year's nodes are tens
+of thousands of rows, pickled in tens of milliseconds; the messages are
+many more, their ids a list of strings). It is worth it past
+`PARALLEL_BYTES` of session files and with two cores; workers start from a
+fork server (`START_METHOD`), never by forking the caller, which may hold
+threads (a progress bar's, a thread pool's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pickle
+import select
+import subprocess
+import sys
+from collections.abc import Callable
+from io import BufferedReader
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from convgraph.sources.agent_join import SessionsRead, read_sessions
+from convgraph.sources.tables import no_garbage_collection
+
+#: Session files of fewer bytes in all are read in process: two workers'
+#: start (a fork server and its imports, about 0.2 s) and the hand-back
+#: cost more than half the read saves below it.
+PARALLEL_BYTES = 48 * 2**20
+
+#: Worker processes at most (and never more than the machine's cores).
+WORKERS = 2
+
+#: What the progress callback is told as the files are read.
+PHASE = "reading sessions"
+
+Groups = list[tuple[str, list[Path]]]
+HIGHEST = pickle.HIGHEST_PROTOCOL
+Progress = Callable[[str, int, int | None], None]
+
+
+def worker_count(sizes: list[int]) -> int:
+    """The workers to read groups of these byte sizes with: 1 (in process)
+    for one group or a small total, else `WORKERS` or the cores there are."""
+    cores = os.cpu_count() or 1
+    if len(sizes) < 2 or sum(sizes) < PARALLEL_BYTES:
+        return 1
+    return max(1, min(WORKERS, cores, len(sizes)))
+
+
+def group_sizes(groups: Groups) -> list[int]:
+    """Each group's bytes (a file that cannot be measured counts none: the
+    read reports it)."""
+    sizes = []
+    for _, files in groups:
+        size = 0
+        for file in files:
+            with contextlib.suppress(OSError):
+                size += file.stat().st_size
+        sizes.append(size)
+    return sizes
+
+
+def shares(groups: Groups, sizes: list[int], workers: int) -> list[list[int]]:
+    """The groups' indices for each worker, each share in the groups' order:
+    whole folders (of a group's first file) to the least loaded worker,
+    largest first; where there are fewer folders than workers, the groups
+    cut into runs of about equal bytes."""
+    folders: dict[Path, list[int]] = {}
+    for index, (_, files) in enumerate(groups):
+        folders.setdefault(files[0].parent if files else Path(), []).append(index)
+    found: list[list[int]] = [[] for _ in range(workers)]
+    if len(folders) >= workers:
+        loads = [0] * workers
+        weighed = sorted(
+            folders.values(), key=lambda share: -sum(sizes[i] for i in share)
+        )
+        for share in weighed:
+            least = loads.index(min(loads))
+            found[least].extend(share)
+            loads[least] += sum(sizes[i] for i in share)
+        for share in found:
+            share.sort()
+    else:
+        total, running = sum(sizes) or 1, 0
+        for index, size in enumerate(sizes):
+            found[min(workers - 1, running * workers // total)].append(index)
+            running += size
+    return [share for share in found if share]
+
+
+def joined(
+    count: int, parts: list[list[int]], reads: list[SessionsRead]
+) -> SessionsRead | None:
+    """The reads of the shares `parts` of `count` groups as one read in the
+    groups' order, or None where they cannot be: a message or a session in
+    two shares, or a subagent anchored in another share's message.
+
+    A session continuing one of another share (a parent message its worker
+    did not find) is joined here as the one read would have joined it: its
+    row hangs under the node holding that message, where that message's
+    group comes first, and its tree joins that tree, the joins replayed in
+    the groups' order."""
+    messages: set[str] = set()
+    for read in reads:
+        if not messages.isdisjoint(read.messages):
+            return None
+        messages.update(read.messages)
+    if any(not messages.isdisjoint(read.outside) for read in reads):
+        return None
+    del messages
+    sessions: set[str] = set()
+    for read in reads:
+        keys = {key for group in read.groups for key, *_ in group.sessions}
+        if not sessions.isdisjoint(keys):
+            return None
+        sessions |= keys
+    del sessions
+    where: list[tuple[int, int, int]] = [(0, 0, 0)] * count
+    for number, (share, read) in enumerate(zip(parts, reads, strict=True)):
+        start = 0
+        for position, index in enumerate(share):
+            where[index] = (number, position, start)
+            start += read.groups[position].rows
+    first = reads[0].table or {}
+    table: dict[str, list[Any]] = {name: [] for name in first}
+    found = SessionsRead([], table, [], {})
+    starts: list[int] = []
+    for number, position, start in where:
+        read = reads[number]
+        group = read.groups[position]
+        found.groups.append(group)
+        starts.append(len(table["id"]) if "id" in table else 0)
+        if group.rows:
+            columns = read.table or {}
+            end = start + group.rows
+            for name, column in table.items():
+                column.extend(columns[name][start:end])
+    found.tree_of = _replay(found, starts, _holders(reads))
+    return found
+
+
+def _holders(reads: list[SessionsRead]) -> dict[str, tuple[str, str]]:
+    """The node and session holding each message a read looked for and
+    did not find, where another read holds it."""
+    wanted = {
+        event[1]
+        for read in reads
+        for group in read.groups
+        for events in group.events
+        for event in events
+        if not isinstance(event, str)
+    }
+    holders: dict[str, tuple[str, str]] = {}
+    if not wanted:
+        return holders
+    for read in reads:
+        nodes = {
+            node
+            for message, node in zip(read.messages, read.nodes, strict=True)
+            if message in wanted
+        }
+        if not nodes:
+            continue
+        columns = read.table or {}
+        # A node's session: the first row holding it (the joiner's group_of).
+        session_of: dict[str, str] = {}
+        for node, session in zip(columns["id"], columns["tree_id"], strict=True):
+            if node in nodes:
+                session_of.setdefault(node, session)
+        for message, node in zip(read.messages, read.nodes, strict=True):
+            if message in wanted and node in session_of:
+                holders[message] = (node, session_of[node])
+    return holders
+
+
+def _replay(
+    read: SessionsRead, starts: list[int], holders: dict[str, tuple[str, str]]
+) -> dict[str, str]:
+    """Each session's tree, the joins of every share made again in the
+    groups' order with those across shares (`holders`) among them, as the
+    one read's joiner makes them; rows whose parent message another share
+    holds hang under its node."""
+    parent: dict[str, str] = {}
+    order: dict[str, int] = {}
+    table = read.table or {}
+
+    def find(key: str) -> str:
+        while parent[key] != key:
+            key = parent[key]
+        return key
+
+    def join(key: str, earlier: str) -> None:
+        mine, theirs = find(key), find(earlier)
+        if mine != theirs:
+            parent[mine] = theirs
+
+    for index, (group, start) in enumerate(zip(read.groups, starts, strict=True)):
+        for (key, *_), events in zip(group.sessions, group.events, strict=True):
+            parent.setdefault(key, key)
+            order.setdefault(key, index)
+            for event in events:
+                if isinstance(event, str):
+                    join(key, event)
+                    continue
+                row, message = event
+                holder = holders.get(message)
+                if holder is not None and order.get(holder[1], index) < index:
+                    table["parent_id"][start + row] = holder[0]
+                    join(key, holder[1])
+    return {key: find(key) for key in parent}
+
+
+def read_in_workers(
+    module: ModuleType,
+    groups: Groups,
+    text: bool,
+    names: list[str],
+    progress: Progress | None = None,
+) -> SessionsRead | None:
+    """The groups read by worker processes into the table's columns
+    `names`, as `read_sessions` reads them in process; None where that is
+    not worth it (`worker_count`), where the shares touch, or where a worker
+    fails: the caller reads in process then. `progress` is told the files
+    read (`PHASE`) as each group is done."""
+    sizes = group_sizes(groups)
+    workers = worker_count(sizes)
+    if workers < 2:
+        return None
+    parts = shares(groups, sizes, workers)
+    if len(parts) < 2:
+        return None
+    total = sum(len(files) for _, files in groups)
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for share in parts:
+            started.append(_start([groups[i] for i in share], module, text, names))
+        reads: list[SessionsRead | None] = [None] * len(parts)
+        files = 0
+        if progress is not None:
+            progress(PHASE, 0, total)
+        waiting: dict[BufferedReader, int] = {}
+        for number, worker in enumerate(started):
+            assert isinstance(worker.stdout, BufferedReader)
+            waiting[worker.stdout] = number
+        while waiting:
+            for ready in select.select(list(waiting), [], [])[0]:
+                message = _receive(ready)
+                if isinstance(message, int):
+                    files += message
+                    if progress is not None:
+                        progress(PHASE, files, total)
+                elif isinstance(message, SessionsRead):
+                    reads[waiting.pop(ready)] = message
+                else:
+                    # The worker failed (the caller's read in process gives
+                    # the same error) or ended without its part (killed).
+                    return None
+        done = [read for read in reads if read is not None]
+        return joined(len(groups), parts, done)
+    except OSError:
+        return None
+    finally:
+        # A worker still running (the caller interrupted, or another
+        # failed) is ended here, none left behind.
+        for worker in started:
+            if worker.poll() is None:
+                worker.kill()
+            worker.wait()
+            if worker.stdout is not None:
+                worker.stdout.close()
+
+
+def _start(
+    groups: Groups, module: ModuleType, text: bool, names: list[str]
+) -> subprocess.Popen[bytes]:
+    """A worker given its share: a fresh interpreter importing the reader
+    alone (not the caller's main module, as multiprocessing's spawn and
+    fork server do), in a session of its own so that Ctrl-C reaches only
+    the caller, which ends it."""
+    home = str(Path(__file__).resolve().parents[2])
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [home, *filter(None, [environment.get("PYTHONPATH")])]
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", f"from {__name__} import work; work()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=environment,
+        start_new_session=True,
+    )
+    assert worker.stdin is not None
+    with worker.stdin:
+        pickle.dump((module.__name__, groups, text, names), worker.stdin, HIGHEST)
+    return worker
+
+
+def _send(stream: Any, message: object) -> None:
+    """One message to the caller: its pickle's length, then the pickle."""
+    data = pickle.dumps(message, HIGHEST)
+    stream.write(len(data).to_bytes(8, "little"))
+    stream.write(data)
+    stream.flush()
+
+
+def _receive(stream: BufferedReader) -> object:
+    """One message from a worker (None where it ended without one)."""
+    head = stream.read(8)
+    if len(head) < 8:
+        return None
+    size = int.from_bytes(head, "little")
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)
+
+
+def work() -> None:
+    """A worker's main: its share read from standard input, each group's
+    file count sent as it is done, then the `SessionsRead` (False where the
+    read failed), on what was standard output; anything printed meanwhile
+    goes to standard error."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    try:
+        module_name, groups, text, names = pickle.load(sys.stdin.buffer)
+        module = importlib.import_module(module_name)
+        table: dict[str, list[Any]] = {name: [] for name in names}
+        with no_garbage_collection():
+            read = read_sessions(
+                module, groups, text, table, True, lambda files: _send(out, files)
+            )
+        _send(out, read)
+    except Exception:
+        # The caller reads in process, which raises the same error (where
+        # the caller is gone, nobody is told).
+        with contextlib.suppress(OSError):
+            _send(out, False)
+    finally:
+        with contextlib.suppress(OSError):
+            out.close()

@@ -366,7 +366,10 @@ class TreeRows(NamedTuple):
 def _plain_values(column: pd.Series, rows: np.ndarray) -> list[Any]:
     """The values of `column` at `rows` as `Forest.trees` gives them: None
     for a missing one, int for a count."""
-    values = column.take(rows)
+    # Taken from the rows' span alone: Arrow's take from a column read in
+    # many chunks joins every chunk first, each batch the whole column again.
+    low, high = (int(rows.min()), int(rows.max()) + 1) if len(rows) else (0, 0)
+    values = column.iloc[low:high].take(rows - low)
     if values.dtype == bool:
         return values.tolist()
     return values.astype(object).where(values.notna(), None).tolist()

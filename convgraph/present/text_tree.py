@@ -165,11 +165,12 @@ def _walk(
         starts = [start]
     else:
         starts = [node for node, degree in tree.in_degree() if degree == 0]
+    nodes = tree.nodes
     return _lines(
         starts,
         start is None and len(starts) > 1,
         tree.successors,
-        tree.nodes.__getitem__,
+        lambda node: _fields(nodes[node]),
         _same,
         Style(width, indent_chains, marks, active),
         heading,
@@ -178,6 +179,19 @@ def _walk(
 
 def _same(node: Any) -> Any:
     return node
+
+
+def _fields(data: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What the drawing shows of a node, in `DRAWN_COLUMNS`' order after the
+    id: prompt, response, parts, active, preferred, note."""
+    return (
+        data.get("prompt"),
+        data.get("response"),
+        data.get("parts"),
+        data.get("active"),
+        data.get("preferred"),
+        data.get("note"),
+    )
 
 
 class Style(NamedTuple):
@@ -195,15 +209,15 @@ def _lines(
     starts: list[Any],
     below_start: bool,
     children_of: Callable[[Any], Iterable[Any]],
-    data_of: Callable[[Any], Mapping[str, Any]],
+    fields_of: Callable[[Any], tuple[Any, ...]],
     id_of: Callable[[Any], Any],
     style: Style,
     heading: str | None,
 ) -> Iterator[tuple[str, str | None, str]]:
     """The one walk of the drawing, for a DiGraph and for a tree's rows
     alike: from the `starts` (drawn under a line for the start where
-    `below_start`), each node's children by `children_of` in log order, its
-    attributes by `data_of` and its id by `id_of`."""
+    `below_start`), each node's children by `children_of` in log order, what
+    is shown of it by `fields_of` (`_fields`) and its id by `id_of`."""
     width, indent_chains, marks, active = style
     if heading is not None or below_start:
         line = (
@@ -226,13 +240,16 @@ def _lines(
     while stack:
         key, prefix, place = stack.pop()
         node = id_of(key)
-        data = data_of(key)
-        label = _label(node, data, width)
-        parts = data.get("parts")
+        prompt, response, parts, is_active, preferred, note = fields_of(key)
+        label = _label(node, prompt, response, width)
         if parts and any(part.get("type") == REASONING for part in parts):
             label += REASONING_MARK
-        if marks or active:
-            label += _marks(data, width, marks, active)
+        if active and is_active:
+            label += " ●"
+        if marks and preferred:
+            label += " ★"
+        if marks and note:
+            label += " ✎ " + terminal_text(excerpt(note, max(width // 2, 1)))
         if place is ROOT or place is ONLY:
             yield prefix + label, node, NODE
             below_prefix = prefix
@@ -241,7 +258,7 @@ def _lines(
             yield prefix + connector + label, node, NODE
             below_prefix = prefix + ("    " if place is LAST else "│   ")
         if parts:  # most nodes are only a prompt and a response
-            for call in run_lines(data, width):
+            for call in run_lines({"parts": parts}, width):
                 yield below_prefix + "  " + call, node, CALL
         below = list(children_of(key))
         if len(below) == 1 and not indent_chains:
@@ -276,15 +293,8 @@ def forest_drawings(
     batched = {} if batch is None else {"batch": batch}
     for rows in forest.tree_rows(DRAWN_COLUMNS, progress, **batched):
         ids = rows.columns["id"]
-        columns = [rows.columns[key] for key in keys]
-        children: list[list[int]] = [[] for _ in ids]
-        roots: list[int] = []
-        for row, parent in enumerate(rows.parents):
-            (roots if parent < 0 else children[parent]).append(row)
-        data = [
-            dict(zip(keys, values, strict=True))
-            for values in zip(*columns, strict=True)
-        ]
+        fields = list(zip(*(rows.columns[key] for key in keys), strict=True))
+        children_of, roots = _children(rows.parents)
         root_at = 0
         for tree_id, name, end in zip(
             rows.tree_ids, rows.names, rows.ends, strict=True
@@ -297,8 +307,8 @@ def forest_drawings(
             lines = _lines(
                 roots[first:root_at],
                 root_at - first > 1,
-                children.__getitem__,
-                data.__getitem__,
+                children_of,
+                fields.__getitem__,
                 ids.__getitem__,
                 style,
                 heading_line(tree_id, name, style.width),
@@ -306,7 +316,22 @@ def forest_drawings(
             heading = next(lines)[0]
             yield heading, "\n".join([line[0] for line in lines])
         # Hold no batch while the next is made.
-        del rows, ids, columns, data, children, roots
+        del rows, ids, fields, children_of, roots
+
+
+def _children(parents: list[int]) -> tuple[Callable[[int], list[int]], list[int]]:
+    """Each row's children (in row order) from each row's parent (-1 for a
+    root), and the roots in row order: one sort, not a list a row."""
+    import numpy as np
+
+    links = np.asarray(parents, dtype=np.int64)
+    linked = np.flatnonzero(links >= 0)
+    # Children sorted by parent, each parent's in row order (a stable sort).
+    kids = linked[np.argsort(links[linked], kind="stable")].tolist()
+    ends = np.cumsum(np.bincount(links[linked], minlength=len(links))).tolist()
+    starts = [0, *ends[:-1]]
+    roots = np.flatnonzero(links < 0).tolist()
+    return lambda row: kids[starts[row] : ends[row]], roots
 
 
 ROOT, ONLY, LAST, MIDDLE = "root", "only", "last", "middle"
@@ -499,22 +524,10 @@ def _pair(said: str, answer: str | None, width: int) -> str:
     return f"{excerpt(said, said_room)} → {excerpt(answer, answer_room)}"
 
 
-def _marks(data: Mapping[str, Any], width: int, marks: bool, active: bool) -> str:
-    """The markers after a node's label: active path, preferred, note."""
-    text = ""
-    if active and data.get("active"):
-        text += " ●"
-    if marks and data.get("preferred"):
-        text += " ★"
-    if marks and data.get("note"):
-        text += " ✎ " + terminal_text(excerpt(data["note"], max(width // 2, 1)))
-    return text
-
-
-def _label(node: str, data: Mapping[str, Any], width: int) -> str:
-    text = excerpt(data.get("prompt"), width)
-    if not text and data.get("prompt") == "" and data.get("response"):
+def _label(node: str, prompt: Any, response: Any, width: int) -> str:
+    text = excerpt(prompt, width)
+    if not text and prompt == "" and response:
         # llm logs the call that hands a tool's output back to the model with
         # an empty prompt: say so rather than draw a bare id.
-        text = excerpt("(tool result given back) answer: " + data["response"], width)
+        text = excerpt("(tool result given back) answer: " + response, width)
     return terminal_text(f"{node}  {text}" if text else str(node))

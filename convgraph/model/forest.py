@@ -34,6 +34,7 @@ from convgraph.links.pointer_jumping import ids_at_rows, root_pointers
 from convgraph.model.marks import mark_forest
 from convgraph.model.tree import ConversationTree
 from convgraph.sources import LogDatabase, Source, opened
+from convgraph.sources.agent_sessions import AgentSessions
 from convgraph.sources.notes import NodeNote, read_notes
 from convgraph.sources.snapshot import ProgressCallback, no_progress
 from convgraph.sources.tables import (
@@ -138,7 +139,7 @@ class Forest:
                     nodes, names, problems, calls = _read_named(
                         logs, named, text, report
                     )
-                elif isinstance(logs, LogDatabase):
+                elif isinstance(logs, (LogDatabase, AgentSessions)):
                     nodes, names = logs.read_forest(text=text, progress=report)
                 else:
                     report("reading the file", 0, None)

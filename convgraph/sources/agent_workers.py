@@ -1,22 +1,29 @@
 """A folder of agents' sessions read in worker processes, on both cores.
 
 Reading one session group is independent of reading another but for the
-joins (`agent_join._Joiner`: a resumed session holding or naming
-messages of an earlier one). `read_in_workers` gives each of `WORKERS`
-processes a share of the groups, whole folders each (Claude Code keeps a
-project's sessions, its resumed ones with them, in the project's folder;
-Gemini a project's chats likewise), each share read in the order the
-sessions began, and hands back their `SessionsRead`s joined in that order:
-the one read of every group, value for value, where no share holds a
-message of another or looked for one (`joined`); where one does, or a
-worker fails (an unreadable file, a line too long), it hands back None and
-the caller reads in process, which gives the very table, or the very error.
-A worker hands back its rows as the table's lists (a year's nodes are tens
-of thousands of rows, pickled in tens of milliseconds; the messages are
-many more, their ids a list of strings). It is worth it past
-`PARALLEL_BYTES` of session files and with two cores; workers start from a
-fork server (`START_METHOD`), never by forking the caller, which may hold
-threads (a progress bar's, a thread pool's).
+joins (`agent_join._Joiner`: a resumed session holding or naming messages
+of an earlier one). `read_in_workers` gives each of `WORKERS` processes a
+share of the groups (whole folders: Claude Code keeps a project's sessions
+in the project's folder, Gemini a project's chats likewise), each share
+read in the order the sessions began, and hands back their reads joined
+in that order (`joined`): each worker logs the joins it made and the
+parent messages it looked for and did not find, and the parent makes the
+joins again in the order of the one read, a session continuing another
+share's hung under the node holding the message it names. Where the
+shares touch otherwise (a message or a session in two, a subagent
+anchored in another share) or a worker fails (an unreadable file, a line
+too long), it hands back None and the caller reads in process, which
+gives the very table, or the very error.
+
+A worker hands back its rows as the table's lists: a year's nodes are
+tens of thousands of rows, pickled in tens of milliseconds; its messages
+are many more, their ids two lists of strings. It is worth it past
+`PARALLEL_BYTES` of session files and with two cores. A worker is a fresh
+interpreter (`_start`) that imports the reader alone: forking the caller
+is unsafe where it holds threads (the progress bar's timer and rich's
+refresh thread), and multiprocessing's spawn and fork server import the
+caller's main module again in the worker (a script's own code, a
+command's whole CLI).
 """
 
 from __future__ import annotations
@@ -38,8 +45,8 @@ from convgraph.sources.agent_join import SessionsRead, read_sessions
 from convgraph.sources.tables import no_garbage_collection
 
 #: Session files of fewer bytes in all are read in process: two workers'
-#: start (a fork server and its imports, about 0.2 s) and the hand-back
-#: cost more than half the read saves below it.
+#: start (an interpreter and the reader's imports, about 0.15 s) and the
+#: hand-back cost more than half the read saves below it.
 PARALLEL_BYTES = 48 * 2**20
 
 #: Worker processes at most (and never more than the machine's cores).

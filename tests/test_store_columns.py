@@ -192,3 +192,31 @@ def test_other_parts_go_to_the_row_reader(llm_fork_db, tmp_path, edit):
     with open_logs(path) as logs:
         assert columnar.read_forest(logs, text=True) is None
         assert columnar.read_forest(logs, text=False) is not None
+
+
+@pytest.mark.parametrize("call_at", [None, "first", "last"])
+def test_tool_calls_found_a_range_of_rowids_at_a_time(
+    llm_fork_db, tmp_path, monkeypatch, call_at
+):
+    from convgraph.sources.columnar import message_store
+
+    path = copy_of(llm_fork_db["path"], tmp_path)
+    if call_at is not None:
+        pick = "min" if call_at == "first" else "max"
+        execute(
+            path,
+            f"update parts set type = 'tool_call' where rowid ="
+            f" (select {pick}(rowid) from parts)",
+        )
+    monkeypatch.setattr(message_store, "SCAN_ROWS", 1)
+    with open_logs(path) as logs:
+        fast = columnar.read_forest(logs, text=False)
+        fast_calls = logs.calls
+        with monkeypatch.context() as patch:
+            patch.setattr(columnar, "available", lambda: False)
+            rows = logs.read_forest(text=False)
+        assert fast_calls == logs.calls
+    assert fast is not None
+    ours, theirs = Forest(*fast, []), Forest(*rows, [])
+    pd.testing.assert_frame_equal(ours.nodes, theirs.nodes, check_exact=True)
+    assert int(ours.nodes["tool_calls"].sum()) == (call_at is not None)

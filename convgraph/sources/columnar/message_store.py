@@ -53,6 +53,7 @@ from convgraph.sources.columnar.reader import (
     TEXT,
     ArrowReader,
     NotColumnar,
+    _empty,
 )
 from convgraph.sources.runs import RUN, TOOL_NAMES, fold_run_frame
 
@@ -65,6 +66,9 @@ if TYPE_CHECKING:
 
 #: The tables `read_store` reads.
 TABLES = ("threads", "turns", "messages", "parts")
+
+#: How many rowids of `parts` one statement of `has_tool_calls` counts.
+SCAN_ROWS = 200_000
 
 #: The columns of `parts` read for the texts: each row's message, position
 #: and words, and whether it is a text part with its words (1), the only
@@ -136,9 +140,11 @@ def read_store(
     if not len(turns["id"]):
         raise NotColumnar("no turns")
     # Only a tool call's row of `parts` holds anything here, but for the
-    # texts.
-    parts = reader.table(
-        "parts", CALL_COLUMNS | (TEXT_COLUMNS if text else {}), snapshot
+    # texts; a file without calls is only counted.
+    parts = (
+        reader.table("parts", CALL_COLUMNS | (TEXT_COLUMNS if text else {}), snapshot)
+        if text or has_tool_calls(reader, snapshot)
+        else _empty(CALL_COLUMNS)
     )
     if text and not all_plain(parts.pop("plain")):
         raise NotColumnar("parts other than text with its words")
@@ -274,6 +280,30 @@ def message_numbers(
         [found[0], np.full(message_count - len(hashes[0]), -1, np.int64)]
     )
     return found
+
+
+def has_tool_calls(reader: ArrowReader, snapshot: Snapshot) -> bool:
+    """Whether a row of `parts` up to its bound is a tool call. Where none
+    is, the rows are counted for the snapshot (`Snapshot.counted`, as
+    reading them would), `SCAN_ROWS` rowids a statement: the table is
+    stepped through by SQLite without a column brought over to Python."""
+    last_rowid = snapshot.bounds["parts"]
+    first_rowid = reader.one("select min(rowid) from parts")[0]
+    if last_rowid is None or first_rowid is None:
+        snapshot.counted("parts", 0)
+        return False
+    count = 0
+    for start in range(first_rowid - 1, last_rowid, SCAN_ROWS):
+        rows, calls = reader.one(
+            "select count(*), count(case when type = 'tool_call' then 1 end)"
+            f" from parts where rowid > {start}"
+            f" and rowid <= {min(start + SCAN_ROWS, last_rowid)}"
+        )
+        if calls:
+            return True
+        count += rows
+    snapshot.counted("parts", count)
+    return False
 
 
 def all_plain(plain: pa.ChunkedArray) -> bool:

@@ -10,6 +10,7 @@ table or the same error.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -171,6 +172,40 @@ def test_progress_counts_the_files_read(monkeypatch: pytest.MonkeyPatch) -> None
         assert told[-1] == (agent_workers.PHASE, 3, 3)
         done = [count for _, count, _ in told]
         assert done == sorted(done)
+
+
+def children() -> set[int]:
+    """This process's child processes (from /proc), the ended ones
+    waited for already left out."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_an_interrupted_read_leaves_no_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the workers read (here raised by the progress callback
+    they drive): the workers are ended, none left behind."""
+    monkeypatch.setattr(agent_workers, "PARALLEL_BYTES", 0)
+    before = children()
+    seen: list[set[int]] = []
+
+    def interrupt(phase: str, done: int, total: int | None) -> None:
+        seen.append(children() - before)
+        raise KeyboardInterrupt
+
+    with open_logs(PROJECTS) as logs, pytest.raises(KeyboardInterrupt):
+        logs.read_forest(text=False, progress=interrupt)
+    assert len(seen[0]) == 2  # both workers were running
+    assert children() - before == set()
 
 
 def write_year(folder: Path, megabytes: int) -> int:

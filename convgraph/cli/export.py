@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     import networkx as nx
 
 RENDERINGS = ("svg", "png")
+#: The formats whose writer takes a whole `Forest` and writes it from its
+#: table, without a DiGraph a tree (the same text).
+FOREST_FORMATS = frozenset({"json"})
 #: Picture formats someone may give to --format: a picture is Graphviz's
 #: drawing of the DOT export, made with --render.
 PICTURES = ("svg", "png", "pdf", "jpg", "jpeg")
@@ -192,7 +195,12 @@ def export(
     with ProgressBar(enabled=shown) as bar:
         if format_name == "html":
             options["progress"] = bar
-        graphs = filtered_trees(conversation_ids, db_path, where, progress=bar)
+        graphs: Any
+        if format_name in FOREST_FORMATS and not conversation_ids:
+            # The whole forest, written from its table (`forest_blocks`).
+            graphs = _forest(db_path, where, bar)
+        else:
+            graphs = filtered_trees(conversation_ids, db_path, where, progress=bar)
         if render is not None:
             assert output is not None and dot_program is not None
             with _replaced(output) as (_, partial):
@@ -202,6 +210,15 @@ def export(
                 exporter.write(graphs, file, **options)
         else:
             _to_stdout(lambda stream: exporter.write(graphs, stream, **options))
+
+
+def _forest(db_path: str | None, where: TreeFilter, progress: Any) -> Any:
+    """Every tree the filter keeps, as a `Forest` (its read told to
+    `progress`), for a format that writes the whole forest from its table."""
+    from convgraph.model.filters import select_trees
+    from convgraph.model.forest import Forest
+
+    return select_trees(Forest.read(db_path, progress=progress), where)
 
 
 def _write_dataset(

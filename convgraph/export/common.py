@@ -12,11 +12,12 @@ formats, and stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from convgraph.contract import NODE_ATTRIBUTES
@@ -202,22 +203,60 @@ def write_lines(lines: Iterable[str], path_or_file: PathOrFile) -> None:
     >>> out.getvalue()
     b'a\\n\\xc3\\xa9\\n'
     """
+    with _writer(path_or_file) as (write, binary):
+        iterator = iter(lines)
+        while chunk := list(itertools.islice(iterator, LINES_PER_WRITE)):
+            chunk.append("")
+            text = "\n".join(chunk)
+            write(text.encode("utf-8") if binary else text)
+
+
+def write_blocks(
+    blocks: Iterable[bytes | memoryview], path_or_file: PathOrFile
+) -> None:
+    """Write `blocks` of UTF-8 text, each a run of whole lines with their
+    ends: what `write_lines` writes, for a writer that makes its text as
+    bytes a batch of lines at a time (a forest's JSON, thousands of nodes a
+    block).
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_blocks([b"a\\n", "é\\n".encode()], out)
+    >>> out.getvalue()
+    'a\\né\\n'
+    """
+    with _writer(path_or_file) as (write, binary):
+        for block in blocks:
+            write(block if binary else str(block, "utf-8"))
+
+
+@contextlib.contextmanager
+def _writer(path_or_file: PathOrFile) -> Iterator[tuple[Callable[[Any], Any], bool]]:
+    """The write function of a path (opened here, binary) or an open file,
+    and whether it takes bytes (a text file, a terminal's, takes str)."""
     if isinstance(path_or_file, str | os.PathLike):
-        with open(path_or_file, "w", encoding="utf-8", newline="\n") as file:
-            _write_chunks(lines, file.write)
+        with open(path_or_file, "wb") as file:
+            yield file.write, True
         return
-    if isinstance(path_or_file, io.TextIOBase) or hasattr(path_or_file, "encoding"):
-        _write_chunks(lines, path_or_file.write)
-        return
-    write = path_or_file.write
-    _write_chunks(lines, lambda text: write(text.encode("utf-8")))
+    text = isinstance(path_or_file, io.TextIOBase) or hasattr(path_or_file, "encoding")
+    yield path_or_file.write, not text
 
 
-def _write_chunks(lines: Iterable[str], write: Any) -> None:
-    iterator = iter(lines)
-    while chunk := list(itertools.islice(iterator, LINES_PER_WRITE)):
-        chunk.append("")
-        write("\n".join(chunk))
+def block_lines(blocks: Iterable[bytes | memoryview]) -> Iterator[str]:
+    """The lines of `blocks` (UTF-8, together whole lines with their ends),
+    without their ends: a block writer's text as `generate_*` yields it.
+
+    Examples
+    --------
+    >>> list(block_lines([b"a\\nb\\n", b"c", b"\\n"]))
+    ['a', 'b', 'c']
+    """
+    pending = ""
+    for block in blocks:
+        *lines, pending = (pending + str(block, "utf-8")).split("\n")
+        yield from lines
 
 
 def read_text(path_or_file: PathOrFile) -> str:

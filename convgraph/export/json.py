@@ -43,28 +43,35 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
-from convgraph.contract import NODE_ATTRIBUTES
-from convgraph.encoding import dumps
+import orjson
+
+from convgraph.contract import NODE_ATTRIBUTES, PLACE_ATTRIBUTES
+from convgraph.encoding import dumps, dumps_bytes
 from convgraph.export.common import (
     TREE_ID,
     ExportError,
     PathOrFile,
     UniqueIds,
+    block_lines,
     contract_node,
     look_ahead,
     new_graph,
     read_text,
+    write_blocks,
     write_lines,
 )
 
 if TYPE_CHECKING:
     import networkx as nx
 
+    from convgraph.model.forest import Forest
     from convgraph.model.tree import ConversationTree
+    from convgraph.sources.snapshot import ProgressCallback
 
 #: The `format` field, and the newest `version` this code writes and reads.
 FORMAT = "convgraph.node-link"
@@ -72,6 +79,10 @@ VERSION = 1
 
 #: Node keys the document itself uses, which node attributes cannot take.
 RESERVED = frozenset({"id", TREE_ID})
+
+#: About how many nodes a block of a forest's JSON holds (`forest_blocks`):
+#: one call of orjson and one write each.
+NODES_PER_BLOCK = 10_000
 
 
 def json_value(value: Any) -> str:
@@ -154,7 +165,10 @@ def with_commas(lines: Iterable[str]) -> Iterator[str]:
         yield pending
 
 
-def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
+def generate_json(
+    graphs: nx.DiGraph | Iterable[nx.DiGraph] | Forest,
+    progress: ProgressCallback | None = None,
+) -> Iterator[str]:
     """Yield the node-link JSON of one conversation, or of several, line by
     line.
 
@@ -163,7 +177,10 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
     graphs
         A conversation DiGraph, or an iterable of them (consumed once). Every
         node attribute is written, the contract's first; graph attributes
-        too, for one conversation.
+        too, for one conversation. Or a `Forest`: every tree of it, the same
+        text (`forest_blocks`), written from its table.
+    progress
+        For a `Forest`, told the trees written (`Forest.tree_rows`).
 
     Raises
     ------
@@ -179,7 +196,10 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
     >>> lines[-4:]
     ['{"source":"r","target":"a"},', '{"source":"r","target":"b"}', '],', '"graph":{"tree_id":"c1","name":null}}']
     """
-    graphs, several = look_ahead(graphs)
+    if is_forest(graphs):
+        yield from block_lines(forest_blocks(graphs, progress))
+        return
+    graphs, several = look_ahead(cast("nx.DiGraph | Iterable[nx.DiGraph]", graphs))
     edges: list[tuple[Any, Any]] = []
     conversations: list[dict[str, Any]] = []
     single: dict[str, Any] = {}
@@ -220,9 +240,12 @@ def generate_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
 
 
 def write_json(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+    graphs: nx.DiGraph | Iterable[nx.DiGraph] | Forest,
+    path_or_file: PathOrFile,
+    progress: ProgressCallback | None = None,
 ) -> None:
-    """Write `generate_json(graphs)` to a path or an open file.
+    """Write `generate_json(graphs)` to a path or an open file (a `Forest`
+    thousands of nodes a write, `progress` told the trees written).
 
     Examples
     --------
@@ -235,7 +258,131 @@ def write_json(
     >>> list(read_json(io.StringIO(out.getvalue()))[0].edges)
     [('r', 'a'), ('r', 'b')]
     """
+    if is_forest(graphs):
+        write_blocks(forest_blocks(graphs, progress), path_or_file)
+        return
     write_lines(generate_json(graphs), path_or_file)
+
+
+def is_forest(graphs: Any) -> TypeGuard[Forest]:
+    """Whether `graphs` is a `Forest` (its table and parent rows), told
+    apart without importing pandas."""
+    return hasattr(graphs, "parent_rows") and hasattr(graphs, "tree_rows")
+
+
+def json_lines(items: list[Any], first_key: str) -> memoryview:
+    """`items` (objects whose first key is `first_key`) as UTF-8 JSON, one a
+    line, each line but the last ended by a comma, without the last line's
+    end: what `node_object` and `with_commas` write, from one call of orjson
+    for the whole list where it can.
+
+    orjson writes the list as `[{...},{...}]`. The text `},{"<first_key>":`
+    can only be where one object ends and another begins (inside a string
+    every quote is escaped), so where it occurs once between each two
+    items, and no more (an item holding objects of that key itself), a line
+    break after each comma is the text of one object a line. Otherwise, or
+    where orjson refuses a value, each item is written alone (`dumps`).
+
+    Examples
+    --------
+    >>> print(bytes(json_lines([{"id": "a", "n": 1}, {"id": "b},{\\"id\\":"}], "id")).decode())
+    {"id":"a","n":1},
+    {"id":"b},{\\"id\\":"}
+    >>> print(bytes(json_lines([{"id": "a", "p": [{"id": 1}, {"id": 2}]}, {"id": "b"}], "id")).decode())
+    {"id":"a","p":[{"id":1},{"id":2}]},
+    {"id":"b"}
+    """
+    if not items:
+        return memoryview(b"")
+    boundary = b'},{"' + first_key.encode() + b'":'
+    try:
+        text = dumps_bytes(items)
+    except (orjson.JSONEncodeError, TypeError):
+        text = None
+    if text is not None:
+        lines = text.replace(boundary, b'},\n{"' + first_key.encode() + b'":')
+        # Each replacement adds one byte: as many as boundaries between
+        # items, not one more, proves every one of them is such a boundary.
+        if len(lines) - len(text) == len(items) - 1:
+            return memoryview(lines)[1:-1]
+    return memoryview(",\n".join(dumps(item) for item in items).encode("utf-8"))
+
+
+def forest_blocks(
+    forest: Forest, progress: ProgressCallback | None = None
+) -> Iterator[bytes | memoryview]:
+    """The node-link JSON of every tree of `forest` as UTF-8, thousands of
+    lines a block: the text `generate_json(forest.trees())` writes, from the
+    table's rows (`Forest.tree_rows`) without a DiGraph a tree.
+
+    The nodes come a batch of trees at a time, each batch's objects written
+    by one call of orjson (`json_lines`); each batch's edges are written as
+    they come too (a tree's edges in the DiGraph's order: by parent, then
+    child, in log order) and kept as text for after the nodes. A forest of
+    one tree or none, or with an id on two rows (which a DiGraph would
+    merge), is written through its DiGraphs, as those are.
+    """
+    ids = forest.nodes["id"]
+    if forest.nodes["tree_id"].nunique() < 2 or ids.hasnans or not ids.is_unique:
+        lines = generate_json(forest.trees(progress))
+        while chunk := list(itertools.islice(lines, NODES_PER_BLOCK)):
+            chunk.append("")
+            yield "\n".join(chunk).encode("utf-8")
+        return
+    import numpy as np
+
+    places = [name for name in PLACE_ATTRIBUTES if name in forest.nodes.columns]
+    columns = ("id", *NODE_ATTRIBUTES, *places)
+    keys = (*columns, TREE_ID)
+    conversations: list[dict[str, Any]] = []
+    edge_blocks: list[memoryview] = []
+    yield (
+        f'{{"format":"{FORMAT}","version":{VERSION},"directed":true,'
+        '"multigraph":false,\n"nodes":[\n'
+    ).encode()
+    first = True
+    for batch in forest.tree_rows(columns, progress, batch=NODES_PER_BLOCK):
+        conversations.extend(
+            {"tree_id": tree, "name": name}
+            for tree, name in zip(batch.tree_ids, batch.names, strict=True)
+        )
+        # Each row's tree id, the last member of its node's object.
+        trees = itertools.chain.from_iterable(
+            itertools.repeat(tree, end - start)
+            for tree, start, end in zip(
+                batch.tree_ids, [0, *batch.ends[:-1]], batch.ends, strict=True
+            )
+        )
+        values = [batch.columns[name] for name in columns]
+        nodes = [
+            dict(zip(keys, row, strict=True))
+            for row in zip(*values, trees, strict=True)
+        ]
+        if not first:
+            yield b",\n"
+        yield json_lines(nodes, "id")
+        first = False
+        # A DiGraph gives its edges by parent, in node order, each parent's
+        # children in the order they were added (log order).
+        parents = np.asarray(batch.parents, dtype=np.int64)
+        children = np.flatnonzero(parents >= 0)
+        children = children[np.argsort(parents[children], kind="stable")]
+        node_ids = batch.columns["id"]
+        edges = [
+            {"source": node_ids[parent], "target": node_ids[child]}
+            for parent, child in zip(
+                parents[children].tolist(), children.tolist(), strict=True
+            )
+        ]
+        if edges:
+            edge_blocks.append(json_lines(edges, "source"))
+    yield b"],\n" if first else b"\n],\n"
+    yield b'"edges":[\n'
+    for number, block in enumerate(edge_blocks):
+        yield block
+        yield b",\n" if number < len(edge_blocks) - 1 else b"\n"
+    yield b"],\n"
+    yield f'"graph":{dumps({"conversations": conversations})}}}\n'.encode()
 
 
 def check_format(document: Any, expected: str) -> None:

@@ -64,7 +64,8 @@ def worker_count(sizes: list[int]) -> int:
     """The workers to read groups of these byte sizes with: 1 (in process)
     for one group or a small total, else `WORKERS` or the cores there are."""
     cores = os.cpu_count() or 1
-    if len(sizes) < 2 or sum(sizes) < PARALLEL_BYTES:
+    # POSIX alone: the workers' pipes are waited on with select().
+    if os.name != "posix" or len(sizes) < 2 or sum(sizes) < PARALLEL_BYTES:
         return 1
     return max(1, min(WORKERS, cores, len(sizes)))
 
@@ -299,16 +300,14 @@ def _start(
     alone (not the caller's main module, as multiprocessing's spawn and
     fork server do), in a session of its own so that Ctrl-C reaches only
     the caller, which ends it."""
+    # Where the caller found convgraph, last on the worker's path: the
+    # worker finds it where the caller's environment does, else there.
     home = str(Path(__file__).resolve().parents[2])
-    environment = dict(os.environ)
-    environment["PYTHONPATH"] = os.pathsep.join(
-        [home, *filter(None, [environment.get("PYTHONPATH")])]
-    )
+    code = f"import sys; sys.path.append({home!r}); from {__name__} import work; work()"
     worker = subprocess.Popen(
-        [sys.executable, "-c", f"from {__name__} import work; work()"],
+        [sys.executable, "-c", code],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=environment,
         start_new_session=True,
     )
     assert worker.stdin is not None

@@ -237,3 +237,34 @@ def test_the_batches_hold_whole_trees_in_order(noted_seed: Path) -> None:
     notes = dict(zip(whole.columns["id"], whole.columns["note"], strict=True))
     assert notes["branch-b"] == "too short\nsecond line"
     assert notes["branch-c"] is None
+
+
+def test_the_prompts_alone_are_read_where_the_reader_can(
+    noted_seed: Path, hostile_links: Path, base_files: dict
+) -> None:
+    from convgraph.present.text_tree import DRAWN_TEXTS, answers_missing
+    from convgraph.sources import columnar
+
+    whole = Forest.read(noted_seed)
+    prompts = Forest.read(noted_seed, texts=DRAWN_TEXTS)
+    assert prompts.nodes["prompt"].tolist() == whole.nodes["prompt"].tolist()
+    assert whole.nodes["response"].notna().all()
+    if columnar.available():
+        # Read by columns: the answers and systems are left out.
+        assert prompts.nodes["response"].isna().all()
+        assert prompts.nodes["system"].isna().all()
+    assert not answers_missing(prompts)
+    # Its line shows no answer: drawn the same without them.
+    assert list(forest_drawings(prompts)) == per_tree(whole, Style())
+    # A node with an empty prompt is drawn by its answer: the command reads
+    # the answers then (tested above against the whole read's drawing).
+    assert answers_missing(Forest.read(hostile_links, texts=DRAWN_TEXTS)) is (
+        columnar.available()
+    )
+    assert not answers_missing(Forest.read(hostile_links))
+    # Read by rows (a file with tool calls): every text is kept.
+    parts = base_files["legacy-parts"]["path"]
+    assert (
+        Forest.read(parts, texts=DRAWN_TEXTS).nodes["response"].tolist()
+        == Forest.read(parts).nodes["response"].tolist()
+    )

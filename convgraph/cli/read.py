@@ -134,10 +134,20 @@ def tree(
             from convgraph.cli.progress import ProgressBar
             from convgraph.model.filters import select_trees
             from convgraph.model.forest import Forest
-            from convgraph.present.text_tree import Style, forest_drawings
+            from convgraph.present.text_tree import (
+                DRAWN_TEXTS,
+                Style,
+                answers_missing,
+                forest_drawings,
+            )
 
             bar = stack.enter_context(ProgressBar())
-            read_forest = Forest.read(db_path, progress=bar)
+            # The prompts alone: the drawing and --json show no other text
+            # (an llm file read by columns leaves the answers and systems
+            # out), but a node with an empty prompt is drawn by its answer.
+            read_forest = Forest.read(db_path, progress=bar, texts=DRAWN_TEXTS)
+            if not as_json and answers_missing(read_forest):
+                read_forest = Forest.read(db_path, progress=bar)
             problems = len(read_forest.problems)
             forest = select_trees(read_forest, where)
             del read_forest

@@ -13,7 +13,7 @@ reads that tree alone, without pandas.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
@@ -103,6 +103,7 @@ class Forest:
         text: bool = True,
         conversation_ids: Iterable[str] | None = None,
         progress: ProgressCallback | None = None,
+        texts: Collection[str] | None = None,
     ) -> Forest:
         """Read every tree of a database, or only the trees named.
 
@@ -124,6 +125,11 @@ class Forest:
             responses"...: per chunk, never per row), or the trees named one
             by one ("reading conversations"), then "linking the nodes" and
             "checking parent links" (no total): for a progress bar.
+        texts
+            With `text`, the text columns needed (of `prompt`, `system`,
+            `response`); None: all three. Where the reader can leave the
+            others out (an llm file read by columns) they are missing; other
+            readers read every text and keep them.
 
         Raises
         ------
@@ -139,7 +145,10 @@ class Forest:
                     nodes, names, problems, calls = _read_named(
                         logs, named, text, report
                     )
-                elif isinstance(logs, (LogDatabase, AgentSessions)):
+                elif isinstance(logs, LogDatabase):
+                    asked = text if texts is None or not text else tuple(texts)
+                    nodes, names = logs.read_forest(text=asked, progress=report)
+                elif isinstance(logs, AgentSessions):
                     nodes, names = logs.read_forest(text=text, progress=report)
                 else:
                     report("reading the file", 0, None)

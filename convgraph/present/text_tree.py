@@ -271,6 +271,18 @@ def _lines(
 
 #: The columns of a forest's table the drawing reads (`forest_drawings`).
 DRAWN_COLUMNS = ("id", "prompt", "response", "parts", "active", "preferred", "note")
+#: The texts the drawing shows (`Forest.read`'s `texts`): a node's prompt;
+#: its response only where the prompt is empty (`answers_missing`).
+DRAWN_TEXTS = ("prompt",)
+
+
+def answers_missing(forest: Forest) -> bool:
+    """Whether some node of `forest` has an empty prompt and no response:
+    its line shows its answer, so a forest read with `DRAWN_TEXTS` alone
+    must be read again with its responses to be drawn."""
+    nodes = forest.nodes
+    empty = (nodes["prompt"] == "").fillna(False).to_numpy(dtype=bool)
+    return bool((empty & nodes["response"].isna().to_numpy()).any())
 
 
 def forest_drawings(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -265,13 +266,18 @@ class LogDatabase(Source):
         return {row[0]: row[1] for row in rows}
 
     def read_forest(
-        self, text: bool = True, progress: ProgressCallback | None = None
+        self,
+        text: bool | Collection[str] = True,
+        progress: ProgressCallback | None = None,
     ) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, and the name of every tree.
 
         `text=False` leaves out the prompt, system and response columns (as
         None), which is most of the file's bytes, for work that needs only the
-        structure and the usage figures.
+        structure and the usage figures. `text` may instead name the text
+        columns needed (`convgraph tree` draws the prompt alone): the
+        columnar read of a legacy file leaves the others out, the row
+        readers read them all.
 
         The tables are read in short steps, so that llm can log meanwhile,
         as they were when the read began; where a writer did more than append,
@@ -292,7 +298,7 @@ class LogDatabase(Source):
         return read_consistently(
             self.conn,
             self._tables(),
-            lambda snapshot: self._read_forest(text, snapshot),
+            lambda snapshot: self._read_forest(bool(text), snapshot),
             progress,
         )
 

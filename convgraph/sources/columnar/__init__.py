@@ -37,6 +37,7 @@ machine without pyarrow and the ADBC driver (the optional ``fast`` extra).
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -56,12 +57,16 @@ def available() -> bool:
 
 
 def read_forest(
-    logs: LogDatabase, text: bool = True, progress: ProgressCallback | None = None
+    logs: LogDatabase,
+    text: bool | Collection[str] = True,
+    progress: ProgressCallback | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """Every node as one table and every tree's name, as
     `LogDatabase.read_forest` gives them, read column by column; None where
     this path does not apply (see the module's docstring): then read the rows.
-    `progress` is told the rows of each table as they are read.
+    `progress` is told the rows of each table as they are read. `text` may
+    name the text columns to read: a legacy file's others are left missing
+    (a message store's texts are read all or none).
     """
     if not available():
         return None
@@ -95,7 +100,7 @@ def read_forest(
             nodes, names, logs.calls = read_consistently(
                 reader,
                 message_store.TABLES,
-                lambda snapshot: message_store.read_store(reader, snapshot, text),
+                lambda snapshot: message_store.read_store(reader, snapshot, bool(text)),
                 progress,
             )
             return nodes, names

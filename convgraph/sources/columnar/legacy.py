@@ -11,6 +11,7 @@ exactly.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, PARENT_ROWS, TEXT_ATTRIBUTES
@@ -45,11 +46,15 @@ def tables(logs: LogDatabase) -> list[str]:
 
 
 def read_legacy(
-    logs: LogDatabase, reader: ArrowReader, snapshot: Snapshot, text: bool
+    logs: LogDatabase,
+    reader: ArrowReader,
+    snapshot: Snapshot,
+    text: bool | Collection[str],
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The responses of a file without turns, as `LegacyReader.read_all`
     and `LogDatabase.read_forest` give them, up to `snapshot`'s bounds (of
-    `tables(logs)`)."""
+    `tables(logs)`); `text`, every text column, none, or the names of those
+    to read (the others missing)."""
     from convgraph.sources.legacy import SOURCE, link_frame_as_chains
     from convgraph.sources.source import sort_log_order
     from convgraph.sources.tables import conform_nodes
@@ -80,11 +85,11 @@ def read_legacy(
     else:
         columns["parent_id"] = (column("parent_response_id"), TEXT)
     columns |= {name: (column(name), INTEGER) for name in INTEGER_ATTRIBUTES}
-    if text:
-        columns |= {name: (column(name), TEXT) for name in TEXT_ATTRIBUTES}
+    texts = text_columns(text)
+    columns |= {name: (column(name), TEXT) for name in texts}
     # The long strings stay Arrow's, copied out of the driver's batches
     # chunk by chunk (see `ArrowReader.table`); the texts too, when asked.
-    wanted = ("id", "parent_id", "datetime_utc", *(TEXT_ATTRIBUTES if text else ()))
+    wanted = ("id", "parent_id", "datetime_utc", *texts)
     table = reader.table(
         "responses",
         columns,
@@ -135,6 +140,14 @@ def read_legacy(
             zip(named["id"].to_pylist(), named["name"].to_pylist(), strict=True)
         )
     return conform_nodes(nodes), names
+
+
+def text_columns(text: bool | Collection[str]) -> tuple[str, ...]:
+    """The text columns a read takes (`TEXT_ATTRIBUTES`' order): all for
+    True, none for False, else those named."""
+    if isinstance(text, bool):
+        return TEXT_ATTRIBUTES if text else ()
+    return tuple(name for name in TEXT_ATTRIBUTES if name in text)
 
 
 def _place_old_writers(logs: LogDatabase, nodes: pd.DataFrame) -> None:

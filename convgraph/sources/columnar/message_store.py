@@ -101,6 +101,7 @@ def read_store(
 
     from convgraph.links.pointer_jumping import reaches_root, root_pointers
     from convgraph.sources.message_store import SOURCE
+    from convgraph.sources.tables import give_back_memory
     from convgraph.sources.turn_parents import turn_parent_rows
 
     threads = reader.table(
@@ -199,6 +200,10 @@ def read_store(
     )
     call_rows = part_rows[0]
     del messages, part_hashes
+    # The hashes came in the driver's small chunks, which C's heap keeps
+    # after they are freed: handed back now, they are not held under the
+    # arrays made from here on (at 1M, the read's peak 1,037 -> 947 MB).
+    give_back_memory()
     if not reaches_root(parent_rows).all():
         raise NotColumnar("a cycle of messages")
     try:
@@ -347,11 +352,18 @@ def turn_texts(
 
     from convgraph.links.pointer_jumping import nearest_marked
 
-    separator = pa.scalar("", pa.large_string())  # the joins add nothing
     # Each message's text parts in the row reader's order (a missing
-    # position first, then by position, then by rowid), and their words
-    # joined: one string a message, "" for none.
-    words = parts.pop("words").cast(pa.large_string())
+    # position first, then by position, then by rowid): `part_rows` holds
+    # the rows of `words` message after message, those of message m at
+    # `offsets[m]:offsets[m + 1]`. The words are one array (large strings:
+    # the data buffers are kept, the offsets widened), with "" at its end
+    # for a turn without any, so that a column is one `take` of it.
+    chunks = parts.pop("words").cast(pa.large_string()).chunks
+    words = pa.chunked_array(
+        [*chunks, pa.array([""], pa.large_string())], pa.large_string()
+    ).combine_chunks()
+    del chunks
+    nothing = len(words) - 1
     position = parts.pop("text_position")
     has_position = pc.is_valid(position).to_numpy(zero_copy_only=False)
     position = pc.fill_null(position, 0).to_numpy(zero_copy_only=False)
@@ -359,13 +371,10 @@ def turn_texts(
     owners = text_rows[rows]
     order = np.lexsort((rows, position[rows], has_position[rows], owners))
     del position, has_position
-    sorted_words = words.take(pa.array(rows[order])).combine_chunks()
-    del words
+    part_rows = rows[order]
     counts = np.bincount(owners, minlength=message_count)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    message_texts = pc.binary_join(
-        pa.LargeListArray.from_arrays(pa.array(offsets), sorted_words), separator
-    )
+    del rows, owners, order
 
     # Each turn's messages, oldest first: its input's trailing user and
     # tool messages, then those it appended.
@@ -391,21 +400,34 @@ def turn_texts(
     turn_of, message_of, is_input = turn_of[order], message_of[order], is_input[order]
     del steps, taken, order
 
-    def joined(keep: np.ndarray) -> pa.Array:
-        """The texts of the kept messages joined, turn by turn."""
-        per_turn = np.bincount(turn_of[keep], minlength=turn_count)
+    def joined(turns: np.ndarray, messages: np.ndarray) -> pa.Array:
+        """The words of these messages' text parts joined, turn by turn
+        (`turns` ascending): one `take` where no turn has more than one
+        part, as in the files llm writes."""
+        sizes = counts[messages]
+        per_turn = np.bincount(turns, weights=sizes, minlength=turn_count)
+        flat = np.repeat(offsets[messages] - (np.cumsum(sizes) - sizes), sizes)
+        wanted = part_rows[flat + np.arange(len(flat))]
+        if per_turn.max(initial=0) <= 1:
+            chosen = np.full(turn_count, nothing, np.int64)
+            chosen[np.repeat(turns, sizes)] = wanted
+            return words.take(pa.array(chosen))
         bounds = np.concatenate([[0], np.cumsum(per_turn)]).astype(np.int64)
-        values = message_texts.take(pa.array(message_of[keep]))
         return pc.binary_join(
-            pa.LargeListArray.from_arrays(pa.array(bounds), values), separator
+            pa.LargeListArray.from_arrays(
+                pa.array(bounds), words.take(pa.array(wanted))
+            ),
+            pa.scalar("", pa.large_string()),
         )
 
     kind = roles[np.minimum(message_of, message_count - 1)]
+    prompt = is_input & (kind == USER)
     texts = {
-        "prompt": joined(is_input & (kind == USER)),
-        "response": joined(~is_input),
+        "prompt": joined(turn_of[prompt], message_of[prompt]),
+        "response": joined(turn_of[~is_input], message_of[~is_input]),
         "system": pa.nulls(turn_count, pa.large_string()),
     }
+    del prompt
     if system is not None and len(system) and pc.max(system).as_py() == 1:
         marked = np.zeros(len(parent_rows), bool)
         marked[:message_count] = pc.fill_null(system, 0).to_numpy() == 1
@@ -413,9 +435,10 @@ def turn_texts(
         found = np.where(start_rows >= 0, nearest[np.maximum(start_rows, 0)], -1)
         has_words = found >= 0
         has_words[has_words] = counts[found[has_words]] > 0
+        told = np.flatnonzero(has_words)
         texts["system"] = pc.if_else(
             pa.array(has_words),
-            message_texts.take(pa.array(np.where(has_words, found, 0))),
+            joined(told, found[told]),
             pa.scalar(None, pa.large_string()),
         )
 
@@ -445,10 +468,10 @@ def turn_texts(
                 row = int(message_of[step])
                 role = ROLE_NAMES[int(kind[step])]
                 found_parts += [
-                    kinds.text(role, words)
-                    for words in sorted_words[
-                        int(offsets[row]) : int(offsets[row + 1])
-                    ].to_pylist()
+                    kinds.text(role, text)
+                    for text in words.take(
+                        pa.array(part_rows[offsets[row] : offsets[row + 1]])
+                    ).to_pylist()
                 ]
             turn_parts[turn] = None if kinds.is_plain(found_parts) else found_parts
     return texts, turn_parts

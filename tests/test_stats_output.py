@@ -72,3 +72,67 @@ def test_times_are_written_as_isoformat_writes_them() -> None:
     assert records == [{"first_datetime": "2025-01-01T00:00:00.123456789+00:00"}]
     records = list(plain_records(times_table([None, None], "ns")))
     assert records == [{"first_datetime": None}, {"first_datetime": None}]
+
+
+def tree_times(dates: list[str | None]) -> list[tuple[str | None, str | None]]:
+    """Each tree's first and last time by `conversation_table_of`, of two
+    trees whose rows alternate, the times given as Arrow's strings."""
+    from convgraph.analysis.stats import conversation_table_of
+    from convgraph.contract import NODE_ATTRIBUTES
+
+    count = len(dates)
+    nodes = pd.DataFrame(
+        {
+            "id": [f"n{row}" for row in range(count)],
+            "tree_id": ["a", "b"] * (count // 2),
+            "parent_id": [None, None] + [f"n{row}" for row in range(count - 2)],
+            **dict.fromkeys(NODE_ATTRIBUTES),
+        }
+    )
+    nodes["datetime_utc"] = pd.Series(dates, dtype=pd.StringDtype("pyarrow"))
+    table = conversation_table_of(nodes)
+    return [
+        tuple(None if pd.isna(time) else time.isoformat() for time in row)
+        for row in zip(table["first_datetime"], table["last_datetime"], strict=True)
+    ]
+
+
+def test_each_trees_first_and_last_time_whatever_the_order_of_the_texts() -> None:
+    # In log order and written alike: each tree's first and last rows.
+    in_order = [
+        "2025-01-01T00:00:00",
+        "2025-01-01T00:00:00.5",
+        "2025-01-01T00:00:00.5+00:00",
+        "2025-01-01T00:00:01+00:00",
+        "2025-01-01T00:00:02.25",
+        "2025-01-02T00:00:00",
+    ]
+    expected = [
+        ("2025-01-01T00:00:00+00:00", "2025-01-01T00:00:02.250000+00:00"),
+        ("2025-01-01T00:00:00.500000+00:00", "2025-01-02T00:00:00+00:00"),
+    ]
+    assert tree_times(in_order) == expected
+    # Out of order (a tree's rows swapped): every text parsed, the same
+    # answers.
+    swapped = [in_order[2], in_order[1], in_order[0], *in_order[3:]]
+    assert tree_times(swapped) == expected
+    # Other forms of time, a missing one, a text that is no time.
+    mixed = [
+        "2025-01-01T09:00:00+09:00",
+        None,
+        "2025-01-01T00:00:00.5+00:00",
+        "2025-01-01 00:00:01Z",
+        "2025-02-30T00:00:00",
+        "2025-01-02T00:00:00",
+    ]
+    assert tree_times(mixed) == [
+        ("2025-01-01T00:00:00+00:00", "2025-01-01T00:00:00.500000+00:00"),
+        ("2025-01-01T00:00:01+00:00", "2025-01-02T00:00:00+00:00"),
+    ]
+    # Written alike and in order, but a tree's first text is no date: the
+    # tree's first time is its first that is one.
+    no_date = ["2025-02-30T00:00:00", *in_order[1:]]
+    assert tree_times(no_date) == [
+        ("2025-01-01T00:00:00.500000+00:00", "2025-01-01T00:00:02.250000+00:00"),
+        expected[1],
+    ]

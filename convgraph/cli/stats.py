@@ -204,6 +204,9 @@ def stats(
             table = in_range_table(forest, where)
         else:
             table = conversation_table(forest)
+        # Its columns go before the rows are printed: the collector no longer
+        # walks its object columns, and the memory is free for the output.
+        del forest
     print_conversations(table, output_format, columns)
 
 

@@ -1,6 +1,6 @@
-"""Agents' sessions read by worker processes (`agent_workers`): the table
-of a folder read in two processes is value for value the table read in
-one, with and without texts, on the sessions under tests/data/agents and on
+"""Agents' sessions read in shares, by this process and a worker process
+(`agent_workers`): the table of a folder read in two processes is value
+for value the table read in one, with and without texts, on the sessions under tests/data/agents and on
 a built year of a few hundred sessions (resumed sessions continuing one in
 another project, subagents, rewinds); where the shares touch in a way the
 parent cannot join, or a worker fails, the read in process gives the same
@@ -192,8 +192,8 @@ def children() -> set[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_an_interrupted_read_leaves_no_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ctrl-C while the workers read (here raised by the progress callback
-    they drive): the workers are ended, none left behind."""
+    """Ctrl-C while the shares are read (here raised by the progress
+    callback): the worker is ended, none left behind."""
     monkeypatch.setattr(agent_workers, "PARALLEL_BYTES", 0)
     before = children()
     seen: list[set[int]] = []
@@ -204,7 +204,8 @@ def test_an_interrupted_read_leaves_no_worker(monkeypatch: pytest.MonkeyPatch) -
 
     with open_logs(PROJECTS) as logs, pytest.raises(KeyboardInterrupt):
         logs.read_forest(text=False, progress=interrupt)
-    assert len(seen[0]) == 2  # both workers were running
+    # The worker reading the second share was running.
+    assert len(seen[0]) == 1
     assert children() - before == set()
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from convgraph.errors import DatabaseError
 from convgraph.sources.agent_join import SessionsRead, read_sessions
 from convgraph.sources.tables import no_garbage_collection
 
@@ -240,11 +241,12 @@ def read_in_workers(
     names: list[str],
     progress: Progress | None = None,
 ) -> SessionsRead | None:
-    """The groups read by worker processes into the table's columns
-    `names`, as `read_sessions` reads them in process; None where that is
-    not worth it (`worker_count`), where the shares touch, or where a worker
-    fails: the caller reads in process then. `progress` is told the files
-    read (`PHASE`) as each group is done."""
+    """The groups read in shares, the first by this process and each other
+    by a worker process, into the table's columns `names`, as
+    `read_sessions` reads them all in process; None where that is not worth
+    it (`worker_count`), where the shares touch, or where a read fails: the
+    caller reads in process then. `progress` is told the files read
+    (`PHASE`) as each group is done."""
     sizes = group_sizes(groups)
     workers = worker_count(sizes)
     if workers < 2:
@@ -252,35 +254,28 @@ def read_in_workers(
     parts = shares(groups, sizes, workers)
     if len(parts) < 2:
         return None
-    total = sum(len(files) for _, files in groups)
     started: list[subprocess.Popen[bytes]] = []
     try:
-        for share in parts:
-            started.append(_start([groups[i] for i in share], module, text, names))
-        reads: list[SessionsRead | None] = [None] * len(parts)
-        files = 0
-        if progress is not None:
-            progress(PHASE, 0, total)
-        waiting: dict[BufferedReader, int] = {}
-        for number, worker in enumerate(started):
-            assert isinstance(worker.stdout, BufferedReader)
-            waiting[worker.stdout] = number
-        while waiting:
-            for ready in select.select(list(waiting), [], [])[0]:
-                message = _receive(ready)
-                if isinstance(message, int):
-                    files += message
-                    if progress is not None:
-                        progress(PHASE, files, total)
-                elif isinstance(message, SessionsRead):
-                    reads[waiting.pop(ready)] = message
-                else:
-                    # The worker failed (the caller's read in process gives
-                    # the same error) or ended without its part (killed).
-                    return None
-        done = [read for read in reads if read is not None]
-        return joined(len(groups), parts, done)
-    except OSError:
+        # Every worker started before any is handed its share: their
+        # start-ups overlap (a worker reads its share once it has started).
+        for _ in parts[1:]:
+            started.append(_start())
+        for worker, share in zip(started, parts[1:], strict=True):
+            assert worker.stdin is not None
+            with worker.stdin:
+                job = (module.__name__, [groups[i] for i in share], text, names)
+                pickle.dump(job, worker.stdin, HIGHEST)
+        gather = _Gather(started, sum(len(files) for _, files in groups), progress)
+        own: dict[str, list[Any]] = {name: [] for name in names}
+        mine = read_sessions(
+            module, [groups[i] for i in parts[0]], text, own, True, gather.done
+        )
+        while gather.waiting:
+            gather.take(block=True)
+        return joined(len(groups), parts, [mine, *gather.reads])
+    except (OSError, DatabaseError, _Failed):
+        # The caller's read in process gives the same table, or the same
+        # error (a share's error may not be the first in the sessions' order).
         return None
     finally:
         # A worker still running (the caller interrupted, or another
@@ -293,27 +288,75 @@ def read_in_workers(
                 worker.stdout.close()
 
 
-def _start(
-    groups: Groups, module: ModuleType, text: bool, names: list[str]
-) -> subprocess.Popen[bytes]:
-    """A worker given its share: a fresh interpreter importing the reader
-    alone (not the caller's main module, as multiprocessing's spawn and
-    fork server do), in a session of its own so that Ctrl-C reaches only
-    the caller, which ends it."""
+class _Failed(Exception):
+    """A worker failed, or ended without its share's read."""
+
+
+class _Gather:
+    """The workers' messages, taken as they come: files read (told to the
+    progress callback with this process's own), then each share's read."""
+
+    def __init__(
+        self,
+        workers: list[subprocess.Popen[bytes]],
+        total: int,
+        progress: Progress | None,
+    ) -> None:
+        self.waiting: dict[BufferedReader, int] = {}
+        for number, worker in enumerate(workers):
+            assert isinstance(worker.stdout, BufferedReader)
+            self.waiting[worker.stdout] = number
+        self.reads: list[SessionsRead] = []
+        self._found: dict[int, SessionsRead] = {}
+        self.total, self.progress, self.files = total, progress, 0
+        self._tell()
+
+    def _tell(self) -> None:
+        if self.progress is not None:
+            self.progress(PHASE, self.files, self.total)
+
+    def done(self, files: int) -> None:
+        """This process read a group of `files` files: told, with what the
+        workers have sent meanwhile."""
+        self.files += files
+        self._tell()
+        self.take(block=False)
+
+    def take(self, block: bool) -> None:
+        """The messages the workers have sent (waiting for one, `block`)."""
+        while self.waiting:
+            ready = select.select(list(self.waiting), [], [], None if block else 0)[0]
+            if not ready:
+                return
+            for stream in ready:
+                message = _receive(stream)
+                if isinstance(message, int):
+                    self.files += message
+                    self._tell()
+                elif isinstance(message, SessionsRead):
+                    self._found[self.waiting.pop(stream)] = message
+                    self.reads = [self._found[n] for n in sorted(self._found)]
+                else:
+                    raise _Failed
+            if block:
+                return
+
+
+def _start() -> subprocess.Popen[bytes]:
+    """A worker: a fresh interpreter importing the reader alone (not the
+    caller's main module, as multiprocessing's spawn and fork server do),
+    in a session of its own so that Ctrl-C reaches only the caller, which
+    ends it; its share is written to its standard input."""
     # Where the caller found convgraph, last on the worker's path: the
     # worker finds it where the caller's environment does, else there.
     home = str(Path(__file__).resolve().parents[2])
     code = f"import sys; sys.path.append({home!r}); from {__name__} import work; work()"
-    worker = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-c", code],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         start_new_session=True,
     )
-    assert worker.stdin is not None
-    with worker.stdin:
-        pickle.dump((module.__name__, groups, text, names), worker.stdin, HIGHEST)
-    return worker
 
 
 def _send(stream: Any, message: object) -> None:

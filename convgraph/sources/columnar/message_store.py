@@ -10,16 +10,16 @@ parent turn is then found for every turn at once by
 `turn_parents.turn_parent_rows`, the table form of the message store's
 parent rule, whose turn-by-turn form the row reader uses.
 
-With `text`, the texts are gathered on arrays too (`turn_texts`): each
-message's text parts joined in position order by Arrow (a list array over
-the parts sorted by message and position, `binary_join`), then each turn's
-prompt and response joined the same way over the messages its walks up
-from its input and tip pass (`calls.walk`), its system prompt the nearest
-system message above its input (pointer jumping). Only a file whose parts
-are all text with their words is read so: tool calls, reasoning,
-attachments and fragments need the row reader's parts (`message_parts`).
-Python builds the parts list of the few turns that are more than a
-prompt and an answer. The answer is `MessageStoreReader.read_all`'s,
+With `text`, the texts are gathered on arrays too (`turn_texts`): the
+parts sorted by message and position, each turn's messages found by its
+walks up from its input and its tip (`calls._walk`), and each of prompt
+and response one `take` of the words where no turn has more than one part
+(the files llm writes), else a list array joined by `binary_join`; the
+system prompt is the text of the nearest system message above its input
+(pointer jumping). Only a file whose parts are all text with their words
+is read so: tool calls, reasoning, attachments and fragments need the row
+reader's parts (`message_parts`). Python builds the parts list of the few
+turns that are more than a prompt and an answer. The answer is `MessageStoreReader.read_all`'s,
 exactly; a cycle of messages or of forks (hostile data, which the row
 reader reports) raises `NotColumnar`.
 """

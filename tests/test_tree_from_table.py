@@ -268,3 +268,50 @@ def test_the_prompts_alone_are_read_where_the_reader_can(
         Forest.read(parts, texts=DRAWN_TEXTS).nodes["response"].tolist()
         == Forest.read(parts).nodes["response"].tolist()
     )
+
+
+def test_trees_spread_over_the_log(tmp_path: Path) -> None:
+    """Conversations logged turn about, as a random branching file's are:
+    each batch's rows are spread over the table (taken from the column
+    joined once, not from the slice they span)."""
+    from tests.databases import add_response, timestamp
+
+    path = tmp_path / "spread.db"
+    conn = legacy_database(path)
+    for index in range(200):
+        tree = index % 40
+        # Each turn answers the turn before it in its conversation, or
+        # every third one the turn before that: branches.
+        back = 80 if index % 3 == 0 and index >= 80 else 40
+        add_response(
+            conn,
+            f"n{index:03d}",
+            f"c{tree:02d}",
+            f"prompt {index}\nsecond line" if index % 7 else "",
+            parent=f"n{index - back:03d}" if index >= back else None,
+            response=None if index % 5 else f"answer {index}",
+            datetime_utc=timestamp(index),
+            system="be brief" if index % 2 else None,
+        )
+    conn.commit()
+    conn.close()
+    forest = Forest.read(path)
+    drawings = assert_same_drawings(forest)
+    assert len(drawings) == 40
+    assert any("├── " in rest for _, rest in drawings)
+    columns = ["id", "prompt", "response", "system", "input_tokens", "active"]
+    whole = {
+        name: forest.nodes[name].astype(object).where(forest.nodes[name].notna(), None)
+        for name in columns
+    }
+    for batch in (1, 7, 1000):
+        for rows in forest.tree_rows(columns, batch=batch):
+            at = forest.nodes.index[forest.nodes["id"].isin(rows.columns["id"])]
+            order = dict(zip(forest.nodes["id"][at], at, strict=True))
+            positions = [order[node] for node in rows.columns["id"]]
+            for name in columns:
+                assert rows.columns[name] == whole[name][positions].tolist(), name
+    shown = run("tree", "--db", path).stdout
+    assert shown == command_text(per_tree(forest, STYLES[0]))
+    # An empty prompt is drawn by its answer, read again for it.
+    assert "n000  (tool result given back) answer: answer 0" in shown

@@ -328,6 +328,7 @@ class Forest:
         parents = np.where(
             self.parent_rows >= 0, position[np.maximum(self.parent_rows, 0)], -1
         )[order]
+        taking = {name: _Taker(self.nodes[name]) for name in columns}
         total, done, start = len(tree_ids), 0, 0
         every = max(1, total // 100)
         while done < total:
@@ -337,7 +338,7 @@ class Forest:
             )
             stop = int(ends[last - 1])
             rows = order[start:stop]
-            values = {name: _plain_values(self.nodes[name], rows) for name in columns}
+            values = {name: taking[name].values(rows) for name in columns}
             batch_ids = [str(tree_id) for tree_id in tree_ids[done:last]]
             if done // every != last // every or done == 0:
                 report("building trees", done, total)
@@ -373,16 +374,35 @@ class TreeRows(NamedTuple):
     columns: dict[str, list[Any]]
 
 
-def _plain_values(column: pd.Series, rows: np.ndarray) -> list[Any]:
-    """The values of `column` at `rows` as `Forest.trees` gives them: None
-    for a missing one, int for a count."""
-    # Taken from the rows' span alone: Arrow's take from a column read in
-    # many chunks joins every chunk first, each batch the whole column again.
-    low, high = (int(rows.min()), int(rows.max()) + 1) if len(rows) else (0, 0)
-    values = column.iloc[low:high].take(rows - low)
-    if values.dtype == bool:
-        return values.tolist()
-    return values.astype(object).where(values.notna(), None).tolist()
+class _Taker:
+    """The values of one column at the rows of a batch, as `Forest.trees`
+    gives them: None for a missing one, int for a count (`values`).
+
+    Arrow's strings are made Python's by Arrow. Arrow's take from a column
+    read in many chunks joins every chunk first, the whole column again for
+    each batch: a batch whose rows lie close together (trees logged one
+    after another) is taken from the slice they span; one spread over the
+    column (a random branching file's trees) from the column joined once."""
+
+    def __init__(self, column: pd.Series):
+        self.column = column
+        self.strings = getattr(column.dtype, "storage", None) == "pyarrow"
+        self._joined: Any = None
+
+    def values(self, rows: np.ndarray) -> list[Any]:
+        """The column's values at `rows` (positions in the table)."""
+        low, high = (int(rows.min()), int(rows.max()) + 1) if len(rows) else (0, 0)
+        if not self.strings:
+            values = self.column.iloc[low:high].take(rows - low)
+            if values.dtype == bool:
+                return values.tolist()
+            return values.astype(object).where(values.notna(), None).tolist()
+        if self._joined is None and high - low > 4 * len(rows):
+            self._joined = self.column.array.__arrow_array__().combine_chunks()
+        if self._joined is not None:
+            return self._joined.take(rows).to_pylist()
+        span = self.column.array[low:high].__arrow_array__()
+        return span.take(rows - low).to_pylist()
 
 
 class TreeStream(Iterator[Any]):

@@ -32,7 +32,6 @@ from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_link_table
 from convgraph.links.pointer_jumping import ids_at_rows, root_pointers
 from convgraph.model.marks import mark_forest
-from convgraph.model.tree import ConversationTree
 from convgraph.sources import LogDatabase, Source, opened
 from convgraph.sources.agent_sessions import AgentSessions
 from convgraph.sources.notes import NodeNote, read_notes
@@ -216,6 +215,8 @@ class Forest:
         rows = self.nodes.iloc[rows_by_tree[tree_id]]
         records = [_plain(record) for record in rows.to_dict("records")]
         parents = {record["id"]: record["parent_id"] for record in records}
+        from convgraph.model.tree import ConversationTree
+
         return ConversationTree.from_records(
             records,
             parents,
@@ -261,6 +262,10 @@ class Forest:
         self, tree_ids: list[str], report: ProgressCallback
     ) -> Iterator[nx.DiGraph]:
         """The trees of `trees`, built."""
+        # networkx only where DiGraphs are built: the table-direct work
+        # (`tree_rows`, a whole-forest drawing) never imports it.
+        from convgraph.model.tree import ConversationTree
+
         report("building trees", 0, None)
         rows_by_tree = self._rows_of_trees()
         keys = (*NODE_ATTRIBUTES, *self._places())

@@ -1,19 +1,20 @@
-"""A folder of agents' sessions read in worker processes, on both cores.
+"""A folder of agents' sessions read in shares, on both cores.
 
 Reading one session group is independent of reading another but for the
 joins (`agent_join._Joiner`: a resumed session holding or naming messages
-of an earlier one). `read_in_workers` gives each of `WORKERS` processes a
-share of the groups (whole folders: Claude Code keeps a project's sessions
-in the project's folder, Gemini a project's chats likewise), each share
-read in the order the sessions began, and hands back their reads joined
-in that order (`joined`): each worker logs the joins it made and the
-parent messages it looked for and did not find, and the parent makes the
-joins again in the order of the one read, a session continuing another
-share's hung under the node holding the message it names. Where the
-shares touch otherwise (a message or a session in two, a subagent
-anchored in another share) or a worker fails (an unreadable file, a line
-too long), it hands back None and the caller reads in process, which
-gives the very table, or the very error.
+of an earlier one). `read_in_workers` cuts the groups into `WORKERS`
+shares (whole folders: Claude Code keeps a project's sessions in the
+project's folder, Gemini a project's chats likewise), each read in the
+order the sessions began: the first by the calling process, each other by
+a worker process. It hands back their reads joined in that order
+(`joined`): each read logs the joins it made and the parent messages it
+looked for and did not find, and the caller's process makes the joins
+again in the order of the one read, a session continuing another share's
+hung under the node holding the message it names. Where the shares touch
+otherwise (a message or a session in two, a subagent anchored in another
+share) or a read fails (an unreadable file, a line too long), it hands
+back None and the caller reads in process, which gives the very table, or
+the very error.
 
 A worker hands back its rows as the table's lists: a year's nodes are
 tens of thousands of rows, pickled in tens of milliseconds; its messages
@@ -23,7 +24,9 @@ interpreter (`_start`) that imports the reader alone: forking the caller
 is unsafe where it holds threads (the progress bar's timer and rich's
 refresh thread), and multiprocessing's spawn and fork server import the
 caller's main module again in the worker (a script's own code, a
-command's whole CLI).
+command's whole CLI). Measured (a worker importing the reader, under a
+load of 5 on 2 cores): fork 10-24 ms, this 190-210 ms, spawn 0.6-1.5 s and
+a fork server 2 s a worker, both for the caller's main module's imports.
 """
 
 from __future__ import annotations
@@ -45,12 +48,14 @@ from convgraph.errors import DatabaseError
 from convgraph.sources.agent_join import SessionsRead, read_sessions
 from convgraph.sources.tables import no_garbage_collection
 
-#: Session files of fewer bytes in all are read in process: two workers'
-#: start (an interpreter and the reader's imports, about 0.15 s) and the
-#: hand-back cost more than half the read saves below it.
-PARALLEL_BYTES = 48 * 2**20
+#: Session files of fewer bytes in all are read in one process: the
+#: worker's start (an interpreter and the reader's imports, 0.2 s) and the
+#: hand-back and join (0.1 s at 50 MB) cost about what sharing the read
+#: saves below it (half a read of about 0.6 s on a free core).
+PARALLEL_BYTES = 64 * 2**20
 
-#: Worker processes at most (and never more than the machine's cores).
+#: Processes reading at most, this one and its workers (and never more than
+#: the machine's cores).
 WORKERS = 2
 
 #: What the progress callback is told as the files are read.
@@ -62,8 +67,9 @@ Progress = Callable[[str, int, int | None], None]
 
 
 def worker_count(sizes: list[int]) -> int:
-    """The workers to read groups of these byte sizes with: 1 (in process)
-    for one group or a small total, else `WORKERS` or the cores there are."""
+    """The processes to read groups of these byte sizes with (this one and
+    its workers): 1 for one group or a small total, else `WORKERS` or the
+    cores there are."""
     cores = os.cpu_count() or 1
     # POSIX alone: the workers' pipes are waited on with select().
     if os.name != "posix" or len(sizes) < 2 or sum(sizes) < PARALLEL_BYTES:

@@ -83,8 +83,10 @@ RESERVED = frozenset({"id", TREE_ID})
 #: About how many nodes a block of a forest's JSON holds (`forest_blocks`):
 #: one batch of `Forest.tree_rows`, one call of orjson and one write each.
 #: Each batch costs a slice of every column, of thousands of Arrow chunks at
-#: a million rows: 50,000 took 26.6 s of CPU at 1M where 10,000 took 34.3 s.
-NODES_PER_BLOCK = 50_000
+#: a million rows (50,000 took 26.6 s of CPU at 1M where 10,000 took 34.3
+#: s), and holds its nodes as dicts and text (about 4 KB a node: 50,000
+#: peaked at 1.56 GB at 1M where 10,000 did at 1.29 GB).
+NODES_PER_BLOCK = 20_000
 
 
 def json_value(value: Any) -> str:
@@ -305,7 +307,9 @@ def json_lines(items: list[Any], first_key: str) -> memoryview:
         lines = text.replace(boundary, b'},\n{"' + first_key.encode() + b'":')
         # Each replacement adds one byte: as many as boundaries between
         # items, not one more, proves every one of them is such a boundary.
-        if len(lines) - len(text) == len(items) - 1:
+        added = len(lines) - len(text)
+        del text
+        if added == len(items) - 1:
             return memoryview(lines)[1:-1]
     return memoryview(",\n".join(dumps(item) for item in items).encode("utf-8"))
 
@@ -360,10 +364,7 @@ def forest_blocks(
             dict(zip(keys, row, strict=True))
             for row in zip(*values, trees, strict=True)
         ]
-        if not first:
-            yield b",\n"
-        yield json_lines(nodes, "id")
-        first = False
+        text = json_lines(nodes, "id")
         # A DiGraph gives its edges by parent, in node order, each parent's
         # children in the order they were added (log order).
         parents = np.asarray(batch.parents, dtype=np.int64)
@@ -378,6 +379,13 @@ def forest_blocks(
         ]
         if edges:
             edge_blocks.append(json_lines(edges, "source"))
+        # Hold none of this batch's values while the next one is made.
+        del batch, values, nodes, node_ids, edges
+        if not first:
+            yield b",\n"
+        yield text
+        del text
+        first = False
     yield b"],\n" if first else b"\n],\n"
     yield b'"edges":[\n'
     for number, block in enumerate(edge_blocks):

@@ -8,7 +8,8 @@ time of the machine that reads it, so a run under `TZ=Asia/Tokyo` reads the
 same moments (and an import makes the same ids) as one in London.
 `parse_time` reads one value and `parse_times` a whole pandas column by that
 rule, side by side, with one property test for the pair
-(tests/test_times.py); `shown_time` is how a person sees a stored time in a
+(tests/test_times.py), and `time_bounds` the first and last of each group of a
+column; `shown_time` is how a person sees a stored time in a
 table or the browser: in UTC, to the second or the minute. `parse_bound`
 reads what a person types as a bound of a time filter (`--since`,
 `--until`): a date, a time, or a span back from now (`7d`). Nothing here
@@ -22,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 #: The dtype of a column of times: UTC, to the nanosecond.
@@ -138,6 +140,65 @@ def parse_times(column: pd.Series) -> pd.Series:
     earliest = pd.Timestamp.min.tz_localize("UTC")
     latest = pd.Timestamp.max.tz_localize("UTC")
     return times.where((times >= earliest) & (times <= latest)).astype(DATETIME_DTYPE)
+
+
+#: A time as llm writes it, in UTC: ISO 8601 to the second, perhaps a
+#: fraction, perhaps "+00:00". Texts all of this form sort as their times do.
+_UTC_TIME = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00)?$"
+
+
+def time_bounds(
+    dates: pd.Series, codes: np.ndarray, groups: int
+) -> tuple[pd.api.extensions.ExtensionArray, pd.api.extensions.ExtensionArray]:
+    """Each group's first and last time (`parse_times`; NaT where it has
+    none), the groups (a forest's trees) numbered 0 to `groups` - 1 by
+    `codes`, one per row of `dates`.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> dates = pd.Series(["2024-03-01T12:00:00", "2024-03-02T08:00:00+00:00",
+    ...     "2024-03-01T21:00:00+09:00"], dtype="string[pyarrow]")
+    >>> first, last = time_bounds(dates, np.array([0, 0, 1]), 2)
+    >>> [str(moment) for moment in first], [str(moment) for moment in last]
+    (['2024-03-01 12:00:00+00:00', '2024-03-01 12:00:00+00:00'], ['2024-03-02 08:00:00+00:00', '2024-03-01 12:00:00+00:00'])
+    """
+    import numpy as np
+    import pandas as pd
+
+    texts = None
+    if isinstance(dates.array, pd.arrays.ArrowStringArray):
+        # Arrow's strings exist, so pyarrow does (an optional dependency).
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        texts = pa.array(dates.array)  # its Arrow strings, not a copy
+    if (
+        texts is not None
+        and len(texts) > 1
+        and not texts.null_count
+        and pc.all(pc.match_substring_regex(texts, _UTC_TIME)).as_py()
+        and pc.all(
+            pc.greater_equal(texts.slice(1), texts.slice(0, len(texts) - 1))
+        ).as_py()
+    ):
+        # Every text written alike and the rows in their order (log order,
+        # as the readers give them nearly always): a tree's first row holds
+        # its first time and its last row its last, and only those are
+        # parsed, not a million texts as Python strings.
+        rows = np.arange(len(codes))
+        first_rows = np.full(groups, len(codes), dtype=np.int64)
+        np.minimum.at(first_rows, codes, rows)
+        last_rows = np.zeros(groups, dtype=np.int64)
+        np.maximum.at(last_rows, codes, rows)
+        bounds = parse_times(dates.iloc[np.concatenate([first_rows, last_rows])])
+        if not bounds.isna().any():
+            return bounds.array[:groups], bounds.array[groups:]
+    times = parse_times(dates).groupby(codes)
+    return (
+        times.min().reindex(range(groups)).array,
+        times.max().reindex(range(groups)).array,
+    )
 
 
 def utc_iso(value: Any, timespec: str = "auto") -> str | None:

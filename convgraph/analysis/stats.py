@@ -47,7 +47,7 @@ from convgraph.contract import (
 from convgraph.links.integrity import EMPTY_CONVERSATION
 from convgraph.model import tree as operations
 from convgraph.model.marks import active_column
-from convgraph.times import parse_times
+from convgraph.times import parse_times, time_bounds
 
 if TYPE_CHECKING:
     # numpy, pandas and the pointer jumping on their tables are imported by
@@ -468,7 +468,7 @@ def conversation_table_of(
             0.0,
         )
 
-    first_times, last_times = _time_bounds(nodes["datetime_utc"], codes, trees)
+    first_times, last_times = time_bounds(nodes["datetime_utc"], codes, trees)
     usage = {
         column: nodes[column]
         .astype("Int64")
@@ -608,52 +608,6 @@ def _tree_names(
     values = np.asarray(nodes[TREE_NAME].to_numpy()[first_rows], dtype=object)
     values[pd.isna(values)] = None
     return pd.Series(values, dtype="object")
-
-
-#: A time as llm writes it, in UTC: ISO 8601 to the second, perhaps a
-#: fraction, perhaps "+00:00". Texts all of this form sort as their times do.
-_UTC_TIME = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00)?$"
-
-
-def _time_bounds(
-    dates: pd.Series, codes: np.ndarray, trees: int
-) -> tuple[pd.api.extensions.ExtensionArray, pd.api.extensions.ExtensionArray]:
-    """Each tree's first and last time (`parse_times`; NaT where it has
-    none), the trees numbered by `codes`."""
-    import numpy as np
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    texts = None
-    if isinstance(dates.array, pd.arrays.ArrowStringArray):
-        texts = pa.array(dates.array)  # its Arrow strings, not a copy
-    if (
-        texts is not None
-        and len(texts) > 1
-        and not texts.null_count
-        and pc.all(pc.match_substring_regex(texts, _UTC_TIME)).as_py()
-        and pc.all(
-            pc.greater_equal(texts.slice(1), texts.slice(0, len(texts) - 1))
-        ).as_py()
-    ):
-        # Every text written alike and the rows in their order (log order,
-        # as the readers give them nearly always): a tree's first row holds
-        # its first time and its last row its last, and only those are
-        # parsed, not a million texts as Python strings.
-        rows = np.arange(len(codes))
-        first_rows = np.full(trees, len(codes), dtype=np.int64)
-        np.minimum.at(first_rows, codes, rows)
-        last_rows = np.zeros(trees, dtype=np.int64)
-        np.maximum.at(last_rows, codes, rows)
-        bounds = parse_times(dates.iloc[np.concatenate([first_rows, last_rows])])
-        if not bounds.isna().any():
-            return bounds.array[:trees], bounds.array[trees:]
-    times = parse_times(dates).groupby(codes)
-    return (
-        times.min().reindex(range(trees)).array,
-        times.max().reindex(range(trees)).array,
-    )
 
 
 def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:

@@ -65,17 +65,26 @@ def numbered_by_bytes(
         return None
     found = []
     for values in others:
-        rows = []
-        # Chunk by chunk: the strings are read where Arrow holds them.
-        for strings in _fixed_width(values, width):
-            chunk_rows = index.get_indexer(mix(strings))
-            # A value that is no key needs a number of its own; two strings
-            # that mix to one integer need the strings: `numbered` does both.
-            if (chunk_rows < 0).any() or not (key_bytes[chunk_rows] == strings).all():
+        # The strings are read where Arrow holds them, chunk by chunk; their
+        # integers are looked up in one call, as a call per chunk (thousands
+        # of the driver's chunks) costs more than the lookups themselves.
+        chunks = _fixed_width(values, width)
+        rows = index.get_indexer(
+            np.concatenate([mix(strings) for strings in chunks])
+            if chunks
+            else np.zeros(0, np.uint64)
+        )
+        # A value that is no key needs a number of its own; two strings that
+        # mix to one integer need the strings: `numbered` does both.
+        if (rows < 0).any():
+            return None
+        start = 0
+        for strings in chunks:
+            if not (key_bytes[rows[start : start + len(strings)]] == strings).all():
                 return None
-            rows.append(chunk_rows)
+            start += len(strings)
         codes = np.full(len(values), -1, np.int64)
-        codes[_valid(values)] = np.concatenate(rows) if rows else []
+        codes[_valid(values)] = rows
         found.append(codes)
     return len(key_bytes), found
 

@@ -40,6 +40,18 @@ def plain(column: Any) -> list[Any]:
     return values.where(values.notna(), None).tolist()
 
 
+def printed(function: Callable[..., object], *arguments: Any) -> str:
+    """What `function(*arguments)` writes when a click command runs it."""
+
+    @click.command()
+    def run() -> None:
+        function(*arguments)
+
+    result = CliRunner().invoke(run)
+    assert result.exception is None
+    return result.output
+
+
 def examples(count: int) -> int:
     """The number of examples for a property test: `count` under the default
     profile, scaled as the loaded profile scales hypothesis's 100 (so 10 times

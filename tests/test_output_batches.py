@@ -7,26 +7,14 @@ import csv
 import io
 import json
 
-import click
-from click.testing import CliRunner
-
 from convgraph.cli import output
 from convgraph.cli.output import BATCH, echo_json_array, echo_records, json_text
+from tests.helpers import printed
 
 RECORDS = [
     {"id": f"n{index}", "models": ["a", "b"] if index % 3 else [], "text": "é\n\x1b"}
     for index in range(2 * BATCH + 7)
 ]
-
-
-def printed(function, *arguments) -> str:
-    @click.command()
-    def run() -> None:
-        function(*arguments)
-
-    result = CliRunner().invoke(run)
-    assert result.exception is None
-    return result.output
 
 
 def test_a_json_array_in_batches_is_the_document_of_the_whole_list() -> None:

@@ -6,23 +6,12 @@ from __future__ import annotations
 
 import math
 
-import click
 import numpy as np
 import pandas as pd
-from click.testing import CliRunner
 
 from convgraph.cli.output import echo_json_array, json_text
 from convgraph.cli.tables import plain_records
-
-
-def printed(function, *arguments) -> str:
-    @click.command()
-    def run() -> None:
-        function(*arguments)
-
-    result = CliRunner().invoke(run)
-    assert result.exception is None
-    return result.output
+from tests.helpers import printed
 
 
 def test_a_batch_orjson_refuses_is_written_item_by_item() -> None:

@@ -28,6 +28,7 @@ from convgraph import Forest  # noqa: E402
 from convgraph.sources import columnar, open_logs  # noqa: E402
 from tests.databases import LlmLog  # noqa: E402
 from tests.helpers import plain  # noqa: E402
+from tests.test_columnar import execute  # noqa: E402
 
 
 def assert_same_texts(path: Path, monkeypatch: pytest.MonkeyPatch) -> Forest:
@@ -52,14 +53,6 @@ def copy_of(source: Path, directory: Path) -> Path:
     target = directory / "logs.db"
     target.write_bytes(Path(source).read_bytes())
     return target
-
-
-def execute(path: Path, *statements: str) -> None:
-    conn = sqlite3.connect(path)
-    for statement in statements:
-        conn.execute(statement)
-    conn.commit()
-    conn.close()
 
 
 def column(forest: Forest, name: str) -> dict[str, object]:

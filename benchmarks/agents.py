@@ -323,4 +323,6 @@ def _processes(folder: Path) -> str:
     with open_logs(folder) as logs:
         assert isinstance(logs, AgentSessions)
         count = agent_workers.worker_count(agent_workers.group_sizes(logs.groups()))
-    return f"{count} worker processes" if count > 1 else "one process"
+    if count < 2:
+        return "one process"
+    return f"{count} processes (the reading one and {count - 1} worker)"

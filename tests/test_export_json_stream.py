@@ -46,6 +46,7 @@ from tests.chat_exports import write_json as write_export
 from tests.helpers import examples, run
 from tests.test_hostile_data import _apply, _copy, hostile_writes
 from tests.test_hostile_exports import copied
+from tests.test_integrity import hostile_db
 from tests.test_tree_from_table import hostile_links, noted_seed
 
 # Fixtures shared with the modules that define them: pytest finds a fixture
@@ -54,7 +55,7 @@ base_files = test_hostile_data.base_files
 legacy_base = test_hostile_data.legacy_base
 legacy_parts_base = test_hostile_data.legacy_parts_base
 store_parts_base = test_hostile_data.store_parts_base
-__all__ = ["copied", "hostile_links", "noted_seed"]
+__all__ = ["copied", "hostile_db", "hostile_links", "noted_seed"]
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "tests" / "data" / "agents"

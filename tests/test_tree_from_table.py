@@ -16,6 +16,7 @@ against the per-tree drawing too.
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,14 +37,16 @@ from tests.chat_exports import (
     webui_export,
     write_json,
 )
-from tests.databases import add_tree, legacy_database, seed_database
+from tests.databases import legacy_database, seed_database
 from tests.helpers import run
+from tests.test_integrity import hostile_db
 
 # The hostile fixtures, shared with the module that defines them.
 base_files = test_hostile_data.base_files
 legacy_base = test_hostile_data.legacy_base
 legacy_parts_base = test_hostile_data.legacy_parts_base
 store_parts_base = test_hostile_data.store_parts_base
+__all__ = ["hostile_db"]
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "tests" / "data" / "agents"
@@ -98,23 +101,14 @@ def noted_seed(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def hostile_links(tmp_path: Path) -> Path:
-    """Each kind of broken link (as tests/test_integrity.py writes them)."""
-    path = tmp_path / "hostile.db"
-    conn = legacy_database(path)
-    add_tree(
-        conn, "cyc", [("c-root", None), ("c-x", "c-z"), ("c-y", "c-x"), ("c-z", "c-y")]
-    )
-    add_tree(conn, "self", [("s-root", None), ("s-loop", "s-loop")], start=10)
-    add_tree(
-        conn, "dangling", [("d-orphan", "d-gone"), ("d-child", "d-orphan")], start=20
-    )
-    add_tree(conn, "other", [("o-root", None)], start=30)
-    add_tree(conn, "cross", [("x-root", None), ("x-stray", "o-root")], start=40)
+def hostile_links(hostile_db: Path) -> Path:
+    """Each kind of broken link (tests/test_integrity.py's file), one node of
+    the cycle without a prompt."""
+    conn = sqlite3.connect(hostile_db)
     conn.execute("update responses set prompt = '' where id = 'c-y'")
     conn.commit()
     conn.close()
-    return path
+    return hostile_db
 
 
 def test_the_seed_scenarios_with_marks(noted_seed: Path) -> None:

@@ -97,6 +97,8 @@ def test_each_bare_fetch_fetches_the_rows_it_names(tmp_path):
         "fetch 3 columns": [(300, 3)],
         "fetch with texts": [(300, 11)],
         "fetch store structure": [(300, 4), (600, 3), (threads, 2)],
+        "fetch contract columns": [(300, 8)],
+        "fetch store contract columns": [(300, 9), (600, 3), (threads, 2)],
         "fetch store with texts": [(300, 9), (600, 3), (threads, 2), (600, 4)],
     }
 
@@ -135,12 +137,15 @@ def test_the_engine_group_plans_each_command_beside_its_fetch(tmp_path):
             (kind, shape, 300, "convgraph tree", ("tree", *where), False, texts),
             (kind, shape, 300, "convgraph export --format json",
              ("export", "--format", "json", *where), False, texts),
+            ("diagnosis", f"{kind} {shape}", 300, engine.FLOOR,
+             ("-c", engine.FETCH, str(tmp_path / db), *engine.FETCHES[engine.FLOORS[kind]]),
+             False, "fetch 3 columns" if kind == "legacy" else "fetch store structure"),
         ]  # fmt: skip
     assert sides(planned) == expected
     assert all(row.convgraph.command and row.baseline.command for row in planned)
     # At a million, tree and export take one call in one process.
     assert [row.convgraph.once for row in engine.command_rows(
-        "legacy", "linear", 1_000_000, tmp_path / "x.db")] == [False, True, True]  # fmt: skip
+        "legacy", "linear", 1_000_000, tmp_path / "x.db")] == [False, True, True, False]  # fmt: skip
     assert suite.sizes_of("engine", suite.Options(quick=True)) == [100_000]
     assert suite.sizes_of("engine", suite.Options()) == [100_000, 1_000_000]
 
@@ -156,7 +161,7 @@ def test_a_small_engine_run_measures_every_row_and_judges_growth(tmp_path):
         data_dir=tmp_path,
     )
     rows = suite.run(suite.plan(options), options, log=lambda text: None)
-    assert len(rows) == 2 * 3 * 3
+    assert len(rows) == 2 * 3 * 4
     for row in rows:
         assert row.measured.status == "ok", row.measured.note
         assert row.measured_baseline.status == "ok", row.measured_baseline.note

@@ -191,7 +191,10 @@ def time_bounds(
         np.minimum.at(first_rows, codes, rows)
         last_rows = np.zeros(groups, dtype=np.int64)
         np.maximum.at(last_rows, codes, rows)
-        bounds = parse_times(dates.iloc[np.concatenate([first_rows, last_rows])])
+        rows = np.concatenate([first_rows, last_rows])
+        bounds = _utc_times(texts.take(rows))
+        if bounds is None:
+            bounds = parse_times(dates.iloc[rows])
         if not bounds.isna().any():
             return bounds.array[:groups], bounds.array[groups:]
     times = parse_times(dates).groupby(codes)
@@ -199,6 +202,30 @@ def time_bounds(
         times.min().reindex(range(groups)).array,
         times.max().reindex(range(groups)).array,
     )
+
+
+def _utc_times(texts: Any) -> pd.Series | None:
+    """`parse_times` of Arrow strings all of llm's UTC form (`_UTC_TIME`),
+    parsed by Arrow in C; None where Arrow refuses one (a day the month
+    lacks, more than nine digits of fraction, a moment no nanosecond time
+    holds), which `parse_times` reads instead.
+
+    Where Arrow takes a text of that form it gives the nanoseconds
+    `parse_times` gives (tests/test_time_bounds.py); it refuses more than
+    pandas does, never less, so a refusal costs time, never the answer.
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # The form allows "+00:00" at the end only: without it, every text is
+    # one Arrow reads as a time without a zone, the same moment in UTC.
+    naive = pc.replace_substring(texts, "+00:00", "")
+    try:
+        moments = pc.cast(naive, pa.timestamp("ns"))
+    except pa.ArrowInvalid:
+        return None
+    return pd.Series(moments.to_numpy()).dt.tz_localize("UTC")
 
 
 def utc_iso(value: Any, timespec: str = "auto") -> str | None:

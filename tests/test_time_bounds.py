@@ -1,0 +1,116 @@
+"""Times of llm's UTC form parsed by Arrow (`convgraph.times._utc_times`,
+the first and last time of each tree in `time_bounds`): exactly what
+`parse_times` gives, or a refusal that leaves the texts to it."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from convgraph.times import _UTC_TIME, _utc_times, parse_times
+
+
+def both(texts: list[str]) -> tuple[list[int | None] | None, list[int | None]]:
+    """The nanoseconds of each text by Arrow (None where it refuses them)
+    and by `parse_times` (None for NaT)."""
+    by_arrow = _utc_times(pa.array(texts, pa.string()))
+    by_pandas = parse_times(pd.Series(texts, dtype=object))
+    assert str(by_pandas.dtype) == "datetime64[ns, UTC]"
+
+    def values(times: pd.Series) -> list[int | None]:
+        return [None if pd.isna(time) else time.value for time in times]
+
+    if by_arrow is None:
+        return None, values(by_pandas)
+    assert str(by_arrow.dtype) == "datetime64[ns, UTC]"
+    return values(by_arrow), values(by_pandas)
+
+
+def test_every_fraction_with_and_without_its_offset() -> None:
+    texts = []
+    for digits in range(10):
+        fraction = "." + "987654321"[:digits] if digits else ""
+        for offset in ("", "+00:00"):
+            texts += [
+                f"2025-01-01T00:01:24{fraction}{offset}",
+                f"1969-12-31T23:59:59{fraction}{offset}",
+                f"2024-02-29T23:59:59{fraction}{offset}",
+            ]
+    by_arrow, by_pandas = both(texts)
+    assert by_arrow == by_pandas
+    assert by_pandas[:2] == [1735689684000000000, -1000000000]
+    # Nine digits are nanoseconds, none rounded or cut.
+    assert by_pandas[-3:] == [1735689684987654321, -12345679, 1709251199987654321]
+
+
+def test_the_nanosecond_times_ends() -> None:
+    latest, earliest = "2262-04-11T23:47:16.854775807", "1677-09-21T00:12:43.145224193"
+    assert both([latest]) == ([9223372036854775807], [9223372036854775807])
+    # Arrow refuses the earliest nanosecond pandas holds, which pandas reads.
+    assert both([earliest]) == (None, [-9223372036854775807])
+
+
+def test_what_arrow_refuses_parse_times_reads() -> None:
+    refused = [
+        "2025-01-01T00:00:00.1234567891",  # ten digits: pandas cuts them
+        "2025-02-30T00:00:00",  # no such day
+        "2023-02-29T00:00:00",
+        "2025-01-01T24:00:00",
+        "1677-09-21T00:12:43",  # before the first nanosecond time
+        "2262-04-11T23:47:17",  # after the last
+        "0000-01-01T00:00:00",
+    ]
+    for text in refused:
+        assert both([text])[0] is None, text
+    assert both(refused[:1]) == (None, [1735689600123456789])
+    assert both(refused[1:]) == (None, [None] * 6)
+    # One refused text refuses the lot: parse_times reads them all.
+    assert both(["2025-01-01T00:00:00", refused[1]]) == (
+        None,
+        [1735689600000000000, None],
+    )
+
+
+def two_digits(least: int, most: int) -> st.SearchStrategy[str]:
+    """Two digits: mostly a value in range (`least` to `most`), sometimes any."""
+    in_range = st.integers(least, most)
+    return st.one_of(in_range, in_range, in_range, st.integers(0, 99)).map(
+        "{:02d}".format
+    )
+
+
+#: Texts of llm's UTC form (`_UTC_TIME`), mostly in range, sometimes not:
+#: years around the ends of a nanosecond time and anywhere, days a month
+#: lacks, 60 seconds, fractions of any length.
+UTC_FORM_TEXTS = st.builds(
+    "{}-{}-{}T{}:{}:{}{}{}".format,
+    st.one_of(
+        st.integers(1960, 2030),
+        st.integers(1960, 2030),
+        st.integers(1677, 1678),
+        st.integers(2261, 2262),
+        st.integers(0, 9999),
+    ).map("{:04d}".format),
+    two_digits(1, 12),
+    two_digits(1, 31),
+    two_digits(0, 23),
+    two_digits(0, 59),
+    two_digits(0, 59),
+    st.one_of(
+        st.just(""),
+        st.text("0123456789", min_size=1, max_size=9).map(".{}".format),
+        st.text("0123456789", min_size=1, max_size=12).map(".{}".format),
+    ),
+    st.sampled_from(["", "+00:00"]),
+)
+
+
+@given(st.lists(UTC_FORM_TEXTS, min_size=1, max_size=3))
+def test_arrow_gives_what_parse_times_gives_or_refuses(texts: list[str]) -> None:
+    assert all(re.fullmatch(_UTC_TIME, text) for text in texts)
+    by_arrow, by_pandas = both(texts)
+    assert by_arrow is None or by_arrow == by_pandas

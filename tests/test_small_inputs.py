@@ -156,12 +156,64 @@ def test_times_the_table_reads_otherwise_take_the_table_path(
         assert small == table
 
 
-def test_a_chat_export_and_a_large_file_take_the_table_path(
+def chat_exports(directory: Path) -> list[Path]:
+    """Small exports of every app: branches, tools, a long chain, links
+    that go round or nowhere, a conversation without an id, the person's
+    ratings, ids two conversations share, empty conversations (before,
+    between and after the others), split files."""
+    from tests import chat_exports as build
+    from tests.test_sources_chat import EMPTY
+
+    gpt = build.chatgpt_export()
+    claude = build.claude_export()
+    webui = build.webui_export()
+    files = {
+        "chatgpt.zip": {
+            **build.split([EMPTY["chatgpt"](), *gpt, *build.chatgpt_hostile()], 2),
+            "message_feedback.json": build.chatgpt_feedback(),
+        },
+        "chatgpt-agent.json": [build.chatgpt_agent(), gpt[0], gpt[0]],
+        "claude.json": [*claude, EMPTY["claude"](), build.claude_agent()],
+        "webui.json": [webui[0], EMPTY["openwebui"](), *webui[1:], build.webui_files()],
+    }
+    paths = [ROOT / "examples" / "chatgpt-export.zip"]
+    for name, value in files.items():
+        path = directory / name
+        if name.endswith(".zip"):
+            build.write_zip(path, value)
+        else:
+            build.write_json(path, value)
+        paths.append(path)
+    return paths
+
+
+def test_a_chat_export_is_read_once_and_prints_the_tables_answer(
+    tmp_path: Path,
+) -> None:
+    from convgraph.sources.chat_exports import ChatExport
+
+    for path in chat_exports(tmp_path):
+        assert path.stat().st_size < stats_command.SMALL_INPUT_BYTES
+        assert_same_in_every_format(path)
+    # One pass of the file, not one a conversation.
+    read = []
+    items = ChatExport._raw_items
+    ChatExport._raw_items = lambda self: read.append(1) or items(self)
+    try:
+        records = small_records(str(tmp_path / "claude.json"))
+    finally:
+        ChatExport._raw_items = items
+    assert records is not None and len(records) == 4 and len(read) == 2
+    assert [record["nodes"] for record in records][-1] == 0
+
+
+def test_named_conversations_of_an_export_and_a_large_file_take_the_table_path(
     tmp_path: Path,
 ) -> None:
     export = ROOT / "examples" / "chatgpt-export.zip"
-    assert small_records(str(export)) is None
-    small, table = both_ways("--json", "--db", export)
+    tree_id = (small_records(str(export)) or [])[0]["tree_id"]
+    assert small_records(str(export), [tree_id]) is None
+    small, table = both_ways(tree_id, "--json", "--db", export)
     assert small == table
     assert stats_command.is_small(str(ROOT / "examples" / "logs.db"))
     assert not stats_command.is_small(str(AGENTS / "claude-code" / "projects"))

@@ -6,9 +6,10 @@ newline-delimited JSON, CSV or TSV for a program.
 With ids, only those conversations are read (any thread id of a message-store
 tree names the whole tree); without, the whole forest is read once, without
 its texts. Work that lasts on a terminal shows its progress on stderr
-(`convgraph.cli.progress.ProgressBar`). An llm database or an agent's
-session file under `SMALL_INPUT_BYTES` is measured without pandas: each
-tree read on its own (`convgraph.model.loading.read_tree`) and measured by
+(`convgraph.cli.progress.ProgressBar`). A file under `SMALL_INPUT_BYTES`
+(an llm database, an agent's session, a chat export) is measured without
+pandas: each tree read on its own (`convgraph.model.loading.read_tree`; an
+export's trees in one pass of the file) and measured by
 `convgraph.analysis.stats.summary`, the per-tree form of the table's rule,
 printed as the table's rows would be (`small_records`); filters, `--by`
 and `--nodes-in-range` take the table path whatever the size.
@@ -38,6 +39,7 @@ from convgraph.model.filters import TreeFilter
 
 if TYPE_CHECKING:
     from convgraph.model.forest import Forest
+    from convgraph.sources.chat_exports import ChatExport
 
 #: The size (bytes, with an llm database's write-ahead log) under which a
 #: file is measured tree by tree without pandas (`small_records`): below it,
@@ -235,13 +237,15 @@ def small_records(
     file in the order of its first node, or the trees `conversation_ids`
     name, each once, in the order first named (as `Forest.read` reads them).
 
-    None where the table path must answer: a source other than an llm
-    database or an agent's sessions (a chat export reports its empty
-    conversations as rows of the table, and finds a conversation by reading
-    the file from its start), or a tree whose first or last time the table
-    reads otherwise (outside the years a nanosecond time holds, 1678 to
-    2261, or finer than a microsecond), or that the file lists but does not
-    give alone.
+    A chat export is read once, in its order (it finds a conversation by
+    reading the file from its start), its conversations without a node
+    after the others with 0 nodes, as the table has them.
+
+    None where the table path must answer: a chat export's named
+    conversations, a source of another kind, or a tree whose first or last
+    time the table reads otherwise (outside the years a nanosecond time
+    holds, 1678 to 2261, or finer than a microsecond), or that the file
+    lists but does not give alone.
 
     Raises
     ------
@@ -252,9 +256,12 @@ def small_records(
     from convgraph.model.loading import read_tree
     from convgraph.sources import LogDatabase, opened
     from convgraph.sources.agent_sessions import AgentSessions
+    from convgraph.sources.chat_exports import ChatExport
 
     records = []
     with opened(db_path) as logs:
+        if isinstance(logs, ChatExport) and not conversation_ids:
+            return _export_records(logs)
         if not isinstance(logs, LogDatabase | AgentSessions):
             return None
         named: dict[str, str] = {}  # each tree once, with the id that named it
@@ -271,13 +278,55 @@ def small_records(
                     return None
                 raise UnknownConversation(named[tree_id]) from None
             record = summary(graph)
-            for key in ("first_datetime", "last_datetime"):
-                moment = _table_time(record[key])
-                if moment is False:
-                    return None
-                record[key] = moment
+            if not _with_table_times(record):
+                return None
             records.append(record)
     return records
+
+
+def _export_records(export: ChatExport) -> list[dict[str, Any]] | None:
+    """`small_records` of every conversation of a chat export, read once."""
+    from convgraph.analysis.stats import summary
+    from convgraph.contract import (
+        CONVERSATION_COLUMNS,
+        INTEGER_ATTRIBUTES,
+        TOOL_CALLS,
+        TOOLS,
+    )
+    from convgraph.model.loading import tree_graph
+    from convgraph.sources import log_order
+
+    found, empty = [], []
+    for tree in export.trees():
+        if not tree.records:
+            empty.append(tree)
+            continue
+        record = summary(tree_graph(export, tree, log_order_nodes=True)[0])
+        if not _with_table_times(record):
+            return None
+        found.append((min(map(log_order, tree.records)), record))
+    # The table's order: each tree where its first node is in log order.
+    records = [record for _, record in sorted(found, key=lambda pair: pair[0])]
+    # What the table gives a tree of no node: zeros, no times, no models
+    # or tools, no usage figures but 0 tool calls.
+    nothing: dict[str, Any] = dict.fromkeys(CONVERSATION_COLUMNS, 0)
+    nothing |= dict.fromkeys(("first_datetime", "last_datetime"), None)
+    nothing |= dict.fromkeys(INTEGER_ATTRIBUTES, None)
+    nothing |= {"branching_factor_avg": 0.0, "models": [], TOOLS: [], TOOL_CALLS: 0}
+    for tree in empty:
+        records.append(nothing | {"tree_id": tree.tree_id, "name": tree.name})
+    return records
+
+
+def _with_table_times(record: dict[str, Any]) -> bool:
+    """Give `record` its first and last times as the table prints them;
+    False where the table reads one otherwise."""
+    for key in ("first_datetime", "last_datetime"):
+        moment = _table_time(record[key])
+        if moment is False:
+            return False
+        record[key] = moment
+    return True
 
 
 def _table_time(stored: str | None) -> str | None | bool:

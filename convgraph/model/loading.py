@@ -36,13 +36,20 @@ def read_tree(
     what a tree lists in the order first used (models, tools:
     `convgraph.analysis.stats.summary`) is the table's answer.
     """
+    tree: TreeRecords = logs.read_tree(tree_id)
+    if not tree.records:
+        raise UnknownConversation(tree_id)
+    return tree_graph(logs, tree, log_order_nodes)
+
+
+def tree_graph(
+    logs: Source, tree: TreeRecords, log_order_nodes: bool = False
+) -> tuple[nx.DiGraph, list[Problem]]:
+    """`read_tree` of records already read (`tree`, which has some)."""
     # Here, not above: `load_path` mostly answers without a graph, and
     # without networkx.
     from convgraph.model.tree import ConversationTree
 
-    tree: TreeRecords = logs.read_tree(tree_id)
-    if not tree.records:
-        raise UnknownConversation(tree_id)
     # Sorting what is sorted already (llm's records) is one pass.
     records = sorted(tree.records, key=log_order) if log_order_nodes else tree.records
     ids = {record["id"] for record in records}

@@ -416,6 +416,13 @@ class ChatExport(Source):
         """One conversation's records (none for an unknown id)."""
         return self._find(tree_id) or TreeRecords(tree_id, None, [])
 
+    def trees(self) -> Iterator[TreeRecords]:
+        """Every conversation's records in the export's order, empty ones
+        too, in one pass of the file (`read_tree` finds one conversation by
+        reading the file from its start)."""
+        for item in self._items():
+            yield self._records(item)
+
     def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, read conversation by conversation.
 
@@ -428,8 +435,7 @@ class ChatExport(Source):
         columns: dict[str, list[Any]] = {name: [] for name in FOREST_COLUMNS}
         names: dict[str, Any] = {}
         problems: list[Problem] = []
-        for item in self._items():
-            tree = self._records(item)
+        for tree in self.trees():
             names[tree.tree_id] = tree.name
             problems.extend(tree.problems)
             if not tree.records:

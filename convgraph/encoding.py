@@ -57,10 +57,11 @@ def dumps(value: Any, indent: bool = False, strict: bool = False) -> str:
         return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
 
 
-def dumps_bytes(value: Any) -> bytes:
-    """`value` as compact UTF-8 JSON by orjson alone: the bytes of `dumps`
-    where orjson takes the value, for a writer that stays in bytes (the
-    forest's node-link JSON, a batch of nodes a call).
+def dumps_bytes(value: Any, indent: bool = False) -> bytes:
+    """`value` as compact UTF-8 JSON by orjson alone (indented by two with
+    `indent`): the bytes of `dumps` where orjson takes the value, for a
+    writer that stays in bytes (the forest's node-link JSON, a batch of
+    nodes a call; a batch of `stats --json` rows).
 
     Raises
     ------
@@ -72,4 +73,5 @@ def dumps_bytes(value: Any) -> bytes:
     >>> dumps_bytes([{"id": "é"}, None])
     b'[{"id":"\\xc3\\xa9"},null]'
     """
-    return orjson.dumps(value, default=str, option=_OPTIONS)
+    options = _OPTIONS | orjson.OPT_INDENT_2 if indent else _OPTIONS
+    return orjson.dumps(value, default=str, option=options)

@@ -11,6 +11,7 @@ first (`PRIORITY`); `--columns` chooses (`chosen_columns`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from convgraph.cli.options import UserError
@@ -96,9 +97,10 @@ def _plain_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
             # Whole columns: NA, NaN and NaT become None, Int64's ints int.
             values = column.astype(object).where(column.notna(), None).tolist()
         columns[name] = values
-    names = list(columns)
+    # Each row's dict made by map, not a loop of Python: the dicts are most
+    # of the time of making records.
     rows = zip(*columns.values(), strict=True)
-    return [dict(zip(names, row, strict=True)) for row in rows]
+    return list(map(dict, map(zip, repeat(list(columns)), rows)))
 
 
 def _iso_times(column: pd.Series) -> list[str | None]:

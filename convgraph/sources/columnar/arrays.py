@@ -154,6 +154,22 @@ def chunks_in_log_order(
     return True
 
 
+def null_strings(count: int) -> pa.ChunkedArray:
+    """`count` missing strings as one `large_string` array, the node table's
+    type, its offsets and validity numpy's zeros: pages the system maps only
+    when written, so a text column left unread costs no resident memory
+    (`pa.nulls` writes its zeros: 8 MB a million rows, for each column)."""
+    import numpy as np
+    import pyarrow as pa
+
+    offsets = pa.py_buffer(np.zeros(count + 1, np.int64))
+    validity = pa.py_buffer(np.zeros((count + 7) // 8, np.uint8))
+    array = pa.LargeStringArray.from_buffers(
+        count, offsets, pa.py_buffer(b""), validity, null_count=count
+    )
+    return pa.chunked_array([array])
+
+
 def ids_at(ids: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
     """The id at each of `rows` (NULL where a row is -1: no parent), taken
     on Arrow's strings: each node's parent id from its parent's row, without
@@ -177,7 +193,6 @@ def nodes_frame(
     in as the Arrow arrays they are (`tables.string_column`)."""
     import numpy as np
     import pandas as pd
-    import pyarrow as pa
 
     from convgraph.sources.tables import plain_run_columns, string_column
 
@@ -193,7 +208,7 @@ def nodes_frame(
     )
     for name in TEXT_ATTRIBUTES:
         data[name] = string_column(
-            columns.pop(name) if name in columns else pa.nulls(count, pa.string())
+            columns.pop(name) if name in columns else null_strings(count)
         )
     data |= plain_run_columns(count)
     data["model"] = as_category(columns.pop("model"))

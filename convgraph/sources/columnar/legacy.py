@@ -57,7 +57,7 @@ def read_legacy(
     to read (the others missing)."""
     from convgraph.sources.legacy import SOURCE, link_frame_as_chains
     from convgraph.sources.source import sort_log_order
-    from convgraph.sources.tables import conform_nodes
+    from convgraph.sources.tables import conform_nodes, give_back_memory
 
     assert logs.legacy is not None
     present = logs.legacy._columns
@@ -102,15 +102,12 @@ def read_legacy(
         raise NotColumnar("no responses")
     snapshot.report("linking the nodes", 0, None)
     in_order = table.pop("_in_log_order")
+    # The reading threads' freed chunks handed back before the parents are
+    # found: glibc keeps a thread's heap once the thread is done with it.
+    give_back_memory()
     node_ids = table.pop("id")
     if by_rowid:
-        parent_rows, parent_ids = parents_by_rowid(
-            reader,
-            node_ids,
-            table.pop("rowid"),
-            table.pop("parent_rowid"),
-            table.pop("has_parent"),
-        )
+        parent_rows, parent_ids = parents_by_rowid(reader, node_ids, table)
     else:
         parent_rows, parent_ids = None, table.pop("parent_id")
     # Categories in first-seen order of the table as stored, as the row
@@ -169,32 +166,38 @@ def _place_old_writers(logs: LogDatabase, nodes: pd.DataFrame) -> None:
 def parents_by_rowid(
     reader: ArrowReader,
     node_ids: pa.ChunkedArray,
-    rowids: pd.arrays.IntegerArray,
-    parent_rowids: pd.arrays.IntegerArray,
-    has_parent: pd.arrays.IntegerArray,
+    columns: dict[str, Any],
 ) -> tuple[np.ndarray, pa.ChunkedArray]:
     """Each response's parent row (-1 for none) and parent id, from the
-    rowids SQLite found (`PARENT_ROWID`): rows are in rowid order, so a
-    parent's row is a binary search away. A parent id that names no row
+    rowids SQLite found (`PARENT_ROWID`), taken out of `columns` (`rowid`,
+    `parent_rowid`, `has_parent`: pandas' Int64): rows are in rowid order,
+    so a parent's row is a binary search away. A parent id that names no row
     read (no response, or one logged after the read began) is kept as
     stored, read again for those rows only, for `check` to report."""
     import numpy as np
     import pyarrow as pa
 
-    stored = rowids.to_numpy(dtype=np.int64)
+    # Each pandas column taken out and dropped once it is numpy's.
+    linked = columns.pop("has_parent").to_numpy(dtype=bool, na_value=False)
+    parent_rowids = columns.pop("parent_rowid")
+    found = ~parent_rowids.isna()
     wanted = parent_rowids.to_numpy(dtype=np.int64, na_value=0)
+    del parent_rowids
+    stored = columns.pop("rowid").to_numpy(dtype=np.int64)
     if stored[-1] - stored[0] == len(stored) - 1:
         # No row deleted: a rowid's row is its distance from the first.
         at = np.clip(wanted - stored[0], 0, len(stored) - 1)
     else:
         at = np.minimum(np.searchsorted(stored, wanted), len(stored) - 1)
-    found = ~parent_rowids.isna() & (stored[at] == wanted)
+    found &= stored[at] == wanted
+    del wanted
     parent_rows = np.where(found, at, -1)
+    del at
     parent_ids = ids_at(node_ids, parent_rows)
-    lost = np.flatnonzero(has_parent.to_numpy(dtype=bool, na_value=False) & ~found)
+    lost = np.flatnonzero(linked & ~found)
     if len(lost):
         # Few rows (a broken link is rare): as Python strings, then Arrow's.
         kept = np.asarray(parent_ids.to_pylist(), dtype=object)
         kept[lost] = reader.texts_at("responses", "parent_response_id", stored[lost])
-        parent_ids = pa.chunked_array([pa.array(kept, pa.string())])
+        parent_ids = pa.chunked_array([pa.array(kept, pa.large_string())])
     return parent_rows, parent_ids

@@ -165,12 +165,13 @@ class ArrowReader:
     ) -> dict[str, Any]:
         """Every row of table `name` up to its bound in `snapshot`, in rowid order,
         chunk by chunk: one Arrow array per column (in the driver's chunks),
-        but for the columns named in `strings`, which come as Arrow string
-        arrays of their own (each chunk copied out of the driver's batch, so
-        that the batch, with its other columns, goes as soon as the chunk is
-        converted), the columns in `categories`, which come as pandas
-        categoricals, and, where `strings` names any, the integer columns,
-        as pandas' Int64, converted chunk by chunk too. `columns` maps
+        but for the columns named in `strings`, which come as one Arrow
+        `large_string` array each, the node table's type (each chunk copied
+        out of the driver's batch as it comes, so that the batch, with its
+        other columns, goes as soon as the chunk is converted), the columns
+        in `categories`, which come as pandas categoricals, and, where
+        `strings` names any, the integer columns, as pandas' Int64,
+        converted chunk by chunk too. `columns` maps
         each output column to its SQL expression and the SQLite types it may
         hold (`TEXT`, `INTEGER`, `ID`); a row of any other type raises
         NotColumnar. `log_order`: also tell, as "_in_log_order", whether the
@@ -223,9 +224,13 @@ class ArrowReader:
             for out, (_, types) in columns.items():
                 value = typed.pop(out)
                 if out in strings:
+                    # Copied out of the batch, then cast to the table's
+                    # `large_string` here, a chunk at a time (the cast keeps
+                    # the copy's words): cast whole at the end, a column
+                    # would be held twice.
                     value = pa.concat_arrays(
                         value.chunks or [pa.array([], pa.string())]
-                    )
+                    ).cast(pa.large_string())
                 elif out in categories:
                     # Encoded into buffers of its own: a slice of the
                     # driver's batch would keep the whole batch alive.
@@ -277,7 +282,12 @@ class ArrowReader:
         del chunks
         for out, (_, types) in columns.items():
             if out in strings:
-                arrays[out] = pa.chunked_array(parts.pop(out), pa.string())
+                # One array: Arrow's take from a column in chunks joins them
+                # first, a second copy of the column beside it at each take
+                # (the parents' ids, each tree's first and last time).
+                arrays[out] = pa.chunked_array(
+                    [pa.concat_arrays(parts.pop(out))], pa.large_string()
+                )
                 repeated = out in _KEYS and out not in unique
                 repeated = repeated and (
                     pc.count_distinct(arrays[out]).as_py() < len(arrays[out])

@@ -38,6 +38,13 @@ PARENT_ROWID = (
     " where parent.id = responses.parent_response_id)"
 )
 
+#: The string columns whose rows Arrow takes (the parents' ids from the ids,
+#: each tree's first and last time), joined into one array each as read: a
+#: take from an array in chunks joins them first, a second copy of the
+#: column beside it at every take. The texts stay in the driver's chunks,
+#: which a join would hold twice.
+TAKEN = ("id", "parent_id", "datetime_utc")
+
 
 def tables(logs: LogDatabase) -> list[str]:
     """The tables `read_legacy` reads."""
@@ -55,6 +62,8 @@ def read_legacy(
     and `LogDatabase.read_forest` give them, up to `snapshot`'s bounds (of
     `tables(logs)`); `text`, every text column, none, or the names of those
     to read (the others missing)."""
+    import pyarrow as pa
+
     from convgraph.sources.legacy import SOURCE, link_frame_as_chains
     from convgraph.sources.source import sort_log_order
     from convgraph.sources.tables import conform_nodes, give_back_memory
@@ -105,6 +114,9 @@ def read_legacy(
     # The reading threads' freed chunks handed back before the parents are
     # found: glibc keeps a thread's heap once the thread is done with it.
     give_back_memory()
+    for name in TAKEN:
+        if name in table:
+            table[name] = pa.chunked_array([table[name].combine_chunks()])
     node_ids = table.pop("id")
     if by_rowid:
         parent_rows, parent_ids = parents_by_rowid(reader, node_ids, table)

@@ -165,8 +165,8 @@ class ArrowReader:
     ) -> dict[str, Any]:
         """Every row of table `name` up to its bound in `snapshot`, in rowid order,
         chunk by chunk: one Arrow array per column (in the driver's chunks),
-        but for the columns named in `strings`, which come as one Arrow
-        `large_string` array each, the node table's type (each chunk copied
+        but for the columns named in `strings`, which come as Arrow
+        `large_string` arrays, the node table's type (each chunk copied
         out of the driver's batch as it comes, so that the batch, with its
         other columns, goes as soon as the chunk is converted), the columns
         in `categories`, which come as pandas categoricals, and, where
@@ -282,12 +282,7 @@ class ArrowReader:
         del chunks
         for out, (_, types) in columns.items():
             if out in strings:
-                # One array: Arrow's take from a column in chunks joins them
-                # first, a second copy of the column beside it at each take
-                # (the parents' ids, each tree's first and last time).
-                arrays[out] = pa.chunked_array(
-                    [pa.concat_arrays(parts.pop(out))], pa.large_string()
-                )
+                arrays[out] = pa.chunked_array(parts.pop(out), pa.large_string())
                 repeated = out in _KEYS and out not in unique
                 repeated = repeated and (
                     pc.count_distinct(arrays[out]).as_py() < len(arrays[out])

@@ -46,7 +46,12 @@ from convgraph.sources.columnar.calls import (
     turn_calls,
 )
 from convgraph.sources.columnar.calls import _walk as walk
-from convgraph.sources.columnar.numbering import numbered, numbered_by_bytes
+from convgraph.sources.columnar.numbering import (
+    KeyBytes,
+    common_length,
+    numbered,
+    numbered_by_bytes,
+)
 from convgraph.sources.columnar.reader import (
     ID,
     INTEGER,
@@ -196,7 +201,7 @@ def read_store(
     if text:
         part_hashes.append(parts.pop("text_hash"))
     parent_rows, start_rows, tip_rows, *part_rows = message_numbers(
-        messages, turns, *part_hashes
+        messages, turns, *part_hashes, roles=roles
     )
     call_rows = part_rows[0]
     del messages, part_hashes
@@ -265,11 +270,14 @@ def message_numbers(
     messages: dict[str, pa.ChunkedArray],
     turns: dict[str, pa.ChunkedArray],
     *part_hashes: pa.ChunkedArray,
+    roles: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Every message numbered (its row), and the number of each message's
     parent, of each turn's input and tip, and of each part's message in
     each of `part_hashes` (-1 for none), in that order. The hash columns
-    are taken out of the tables: once numbered, they are only memory."""
+    are taken out of the tables: once numbered, they are only memory.
+    `roles` (each message's `ROLE_CODE`) helps guess the tips
+    (`guessed_numbers`)."""
     import numpy as np
 
     hashes = (
@@ -279,11 +287,64 @@ def message_numbers(
         turns.pop("tip"),
         *part_hashes,
     )
-    message_count, found = numbered_by_bytes(*hashes) or numbered(*hashes)
+    found = guessed_numbers(*hashes, roles=roles)
+    if found is not None:
+        return found
+    message_count, found = numbered(*hashes)
     # Hashes that name no message are rows past the messages, with no parent.
     found[0] = np.concatenate(
         [found[0], np.full(message_count - len(hashes[0]), -1, np.int64)]
     )
+    return found
+
+
+def guessed_numbers(
+    keys: pa.ChunkedArray,
+    parents: pa.ChunkedArray,
+    starts: pa.ChunkedArray,
+    tips: pa.ChunkedArray,
+    *part_hashes: pa.ChunkedArray,
+    roles: np.ndarray | None = None,
+) -> list[np.ndarray] | None:
+    """`message_numbers` by the hashes' bytes (`numbering.KeyBytes`), each
+    row first looked for where llm's order puts it, checked byte for byte:
+    a message's parent just before it; a turn's tip the turn's own
+    assistant message where there are as many as turns, its input that
+    tip's parent; a part's message the message of its row where there
+    are as many parts as messages. Only the misses (roots' children of a
+    fork, retries, tool chains) are looked up by hash. None where a hash
+    names no message, or the hashes are not all of one length: then
+    `numbered`."""
+    import numpy as np
+
+    width = common_length(keys, parents, starts, tips, *part_hashes)
+    if width is None or width < 8 or not len(keys):
+        return None
+    by_bytes = KeyBytes(keys, width)
+    count = len(keys)
+    parent_rows = by_bytes.rows(parents, np.arange(-1, count - 1))
+    if parent_rows is None:
+        return None
+    tip_guess = None
+    if roles is not None:
+        answers = np.flatnonzero(roles == OTHER)
+        if len(answers) == len(tips):
+            tip_guess = answers
+    tip_rows = by_bytes.rows(tips, tip_guess)
+    if tip_rows is None:
+        return None
+    start_guess = np.where(tip_rows >= 0, parent_rows[np.maximum(tip_rows, 0)], -1)
+    start_rows = by_bytes.rows(starts, start_guess)
+    if start_rows is None:
+        return None
+    found = [parent_rows, start_rows, tip_rows]
+    for values in part_hashes:
+        rows = by_bytes.rows(
+            values, np.arange(len(values)) if len(values) == count else None
+        )
+        if rows is None:
+            return None
+        found.append(rows)
     return found
 
 

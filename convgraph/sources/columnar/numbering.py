@@ -13,7 +13,7 @@ pandas' hash table, and every match checked byte for byte.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from convgraph.sources.columnar.arrays import chunks_of, dictionary_codes
 
@@ -51,42 +51,128 @@ def numbered_by_bytes(
     llm's message hashes are: "b2:" and 32 hex digits) and every one of
     `others` is a key: each string's bytes mixed into one 64-bit integer, and
     the integers numbered by pandas' hash table, every match then checked
-    byte for byte. None where that does not hold (then `numbered` hashes
-    the strings)."""
-    import numpy as np
-    import pandas as pd
-
-    width = _common_length(keys, *others)
+    byte for byte (`KeyBytes`). None where that does not hold (then
+    `numbered` hashes the strings)."""
+    width = common_length(keys, *others)
     if width is None or width < 8 or not len(keys):
         return None
-    key_bytes = np.concatenate(_fixed_width(keys, width))
-    index = pd.Index(mix(key_bytes))
-    if not index.is_unique:
-        return None
     found = []
+    by_bytes = KeyBytes(keys, width)
     for values in others:
+        codes = by_bytes.rows(values)
+        if codes is None:
+            return None
+        found.append(codes)
+    return len(by_bytes), found
+
+
+class KeyBytes:
+    """Unique keys of one width (8 bytes or more), each reference's row
+    among them found by its bytes: first where a guess says, where the
+    caller can guess (a message's parent is nearly always the message
+    logged just before it), checked byte for byte; the others by their
+    bytes mixed into one integer (`mix`) and looked up in one call, every
+    match checked byte for byte too.
+
+    The keys must be unique as strings (the reader's `table` makes sure of
+    it for `hash` and `id`); two keys that mix to one integer are told
+    apart by the check, or the lookup gives up (None: then `numbered`).
+    """
+
+    #: Past this share of references not guessed, the keys' integers are
+    #: one hash table (built once); below it, the references' integers are
+    #: one and every key is looked up in it (a small table: cheaper than
+    #: hashing every key, and no large one in memory).
+    FEW_MISSED = 0.25
+
+    def __init__(self, keys: pa.ChunkedArray, width: int):
+        import numpy as np
+
+        self.width = width
+        #: Every key's bytes, row by row (one `S{width}` array).
+        self.bytes = np.concatenate(
+            [np.zeros(0, f"S{width}"), *_fixed_width(keys, width)]
+        )
+        self._mixed: np.ndarray | None = None
+        self._index: Any = None
+
+    def __len__(self) -> int:
+        return len(self.bytes)
+
+    def rows(
+        self, values: pa.ChunkedArray, guess: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """The key row of each of `values` (strings of the keys' width or
+        NULL; -1 for NULL), `guess` (a row for each value, -1 for none)
+        tried first; None where a value is no key, or two keys mix alike
+        and the integers cannot tell which."""
+        import numpy as np
+
+        codes = np.full(len(values), -1, np.int64)
+        at = np.flatnonzero(_valid(values))
+        missed_at, missed = [], []
+        start = 0
+        for strings in _fixed_width(values, self.width):
+            where = at[start : start + len(strings)]
+            start += len(strings)
+            if guess is not None:
+                guessed = guess[where]
+                hit = (guessed >= 0) & (guessed < len(self.bytes))
+                hit[hit] = self.bytes[guessed[hit]] == strings[hit]
+                codes[where[hit]] = guessed[hit]
+                if hit.all():
+                    continue
+                where, strings = where[~hit], strings[~hit]
+            missed_at.append(where)
+            missed.append(strings)
+        if missed:
+            found = self._looked_up(missed)
+            if found is None:
+                return None
+            codes[np.concatenate(missed_at)] = found
+        return codes
+
+    def _looked_up(self, chunks: list[np.ndarray]) -> np.ndarray | None:
+        """The key rows of these strings (chunk after chunk) by their
+        integers; None where one is no key or a match is not its key."""
+        import numpy as np
+        import pandas as pd
+
         # The strings are read where Arrow holds them, chunk by chunk; their
         # integers are looked up in one call, as a call per chunk (thousands
         # of the driver's chunks) costs more than the lookups themselves.
-        chunks = _fixed_width(values, width)
-        rows = index.get_indexer(
-            np.concatenate([mix(strings) for strings in chunks])
-            if chunks
-            else np.zeros(0, np.uint64)
-        )
+        mixed = np.concatenate([np.zeros(0, np.uint64), *map(mix, chunks)])
+        if self._index is None and len(mixed) < self.FEW_MISSED * len(self.bytes):
+            # Few: their integers are the table, every key looked up in it.
+            codes, wanted = pd.factorize(mixed)
+            if self._mixed is None:
+                self._mixed = mix(self.bytes)
+            matched = pd.Index(wanted).get_indexer(self._mixed)
+            keys = np.flatnonzero(matched >= 0)
+            row_of = np.full(len(wanted), -1, np.int64)
+            # Two keys that mix alike leave the later one here: the check
+            # below finds it if it is not the one wanted.
+            row_of[matched[keys]] = keys
+            rows = row_of[codes]
+        else:
+            if self._index is None:
+                self._index = pd.Index(
+                    self._mixed if self._mixed is not None else mix(self.bytes)
+                )
+                self._mixed = None
+                if not self._index.is_unique:
+                    return None
+            rows = self._index.get_indexer(mixed)
         # A value that is no key needs a number of its own; two strings that
         # mix to one integer need the strings: `numbered` does both.
         if (rows < 0).any():
             return None
         start = 0
         for strings in chunks:
-            if not (key_bytes[rows[start : start + len(strings)]] == strings).all():
+            if not (self.bytes[rows[start : start + len(strings)]] == strings).all():
                 return None
             start += len(strings)
-        codes = np.full(len(values), -1, np.int64)
-        codes[_valid(values)] = rows
-        found.append(codes)
-    return len(key_bytes), found
+        return rows
 
 
 def _valid(array: pa.ChunkedArray) -> np.ndarray:
@@ -96,7 +182,7 @@ def _valid(array: pa.ChunkedArray) -> np.ndarray:
     return pc.is_valid(array).to_numpy(zero_copy_only=False)
 
 
-def _common_length(*columns: pa.ChunkedArray) -> int | None:
+def common_length(*columns: pa.ChunkedArray) -> int | None:
     """The one length of every non-NULL string of these columns, if they
     have one."""
     import pyarrow as pa
@@ -120,12 +206,18 @@ def _fixed_width(array: pa.ChunkedArray, width: int) -> list[np.ndarray]:
 
     parts = []
     for chunk in chunks_of(array):
-        if chunk.null_count:
-            # A NULL may hold characters of its own: leave it out first.
-            chunk = pc.drop_null(chunk)
         _, offsets, data = chunk.buffers()
         ends = [chunk.offset, chunk.offset + len(chunk)]
         start, end = np.frombuffer(offsets, np.int32)[ends]
+        if chunk.null_count and end - start != width * (len(chunk) - chunk.null_count):
+            # A NULL may hold characters of its own: leave it out first.
+            # (Where the bytes are exactly the strings', every NULL is
+            # empty, as the driver writes them: the strings lie end to
+            # end, and no copy is needed.)
+            chunk = pc.drop_null(chunk)
+            _, offsets, data = chunk.buffers()
+            ends = [chunk.offset, chunk.offset + len(chunk)]
+            start, end = np.frombuffer(offsets, np.int32)[ends]
         if end > start:
             # The strings end to end, `width` characters each.
             characters = np.frombuffer(data, np.uint8)[start:end]

@@ -45,7 +45,6 @@ from convgraph.contract import (
     TREE_NAME,
 )
 from convgraph.links.integrity import EMPTY_CONVERSATION
-from convgraph.model import tree as operations
 from convgraph.model.marks import active_column
 from convgraph.times import parse_times, time_bounds
 
@@ -379,6 +378,10 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
     >>> stats["name"], stats["models"], stats["output_tokens"], stats["input_tokens"]
     ('Trees', ['echo'], 5, None)
     """
+    # Here, not above: the tree operations import networkx (0.1 s), which
+    # the tables never need.
+    from convgraph.model import tree as operations
+
     levels = operations.depths(tree)
     average, most = operations.branching_factor(tree)
     stats = {

@@ -40,7 +40,7 @@ from convgraph.sources.tables import (
     conform_nodes,
     give_back_memory,
     object_column,
-    system_allocator,
+    use_system_allocator,
 )
 
 if TYPE_CHECKING:
@@ -138,27 +138,25 @@ class Forest:
         """
         report = progress or no_progress
         named = list(conversation_ids or ())
-        with system_allocator():
-            with opened(db) as logs:
-                if named:
-                    nodes, names, problems, calls = _read_named(
-                        logs, named, text, report
-                    )
-                elif isinstance(logs, LogDatabase):
-                    asked = text if texts is None or not text else tuple(texts)
-                    nodes, names = logs.read_forest(text=asked, progress=report)
-                elif isinstance(logs, AgentSessions):
-                    nodes, names = logs.read_forest(text=text, progress=report)
-                else:
-                    report("reading the file", 0, None)
-                    nodes, names = logs.read_forest(text=text)
-                if not named:
-                    problems = [*logs.record_problems, *logs.fork_problems()]
-                    calls = logs.calls
-                notes = read_notes(logs)
-            report("checking parent links", 0, None)
-            forest = cls(nodes, names, problems, notes, calls)
-            del nodes
+        use_system_allocator()
+        with opened(db) as logs:
+            if named:
+                nodes, names, problems, calls = _read_named(logs, named, text, report)
+            elif isinstance(logs, LogDatabase):
+                asked = text if texts is None or not text else tuple(texts)
+                nodes, names = logs.read_forest(text=asked, progress=report)
+            elif isinstance(logs, AgentSessions):
+                nodes, names = logs.read_forest(text=text, progress=report)
+            else:
+                report("reading the file", 0, None)
+                nodes, names = logs.read_forest(text=text)
+            if not named:
+                problems = [*logs.record_problems, *logs.fork_problems()]
+                calls = logs.calls
+            notes = read_notes(logs)
+        report("checking parent links", 0, None)
+        forest = cls(nodes, names, problems, notes, calls)
+        del nodes
         give_back_memory()
         return forest
 

@@ -161,6 +161,8 @@ def print_conversations(
         terminal (`table_width`; every one on a pipe), the formats for
         programs all of them.
     """
+    from convgraph.sources.tables import no_garbage_collection
+
     records: Iterable[dict[str, Any]]
     if isinstance(table, list):
         records = table
@@ -170,25 +172,27 @@ def print_conversations(
             table = table[list(columns)]
         records = plain_records(table)
         names = list(table.columns)
-    if output_format == "json":
-        # The table's records hold its columns, in their order, already:
-        # printed as they are, not copied into records of them first.
-        selected = not isinstance(table, list)
-        echo_json_array(records if selected else _only(records, columns or names))
-        return
     fit = None
-    if columns is None:
-        columns = names
+    if output_format != "json" and columns is None:
         width = table_width()
         if width is not None and output_format in (None, "table"):
             fit = TableFit(width, PRIORITY, "name", NAME_MIN_WIDTH)
-    echo_records(
-        records,
-        columns,
-        output_format or "table",
-        cells=_CELLS,
-        fit=fit,
-    )
+    # Records and their text hold no cycles: the collector, woken by each
+    # batch of dicts, walked them (and the table) for nothing.
+    with no_garbage_collection():
+        if output_format == "json":
+            # The table's records hold its columns, in their order, already:
+            # printed as they are, not copied into records of them first.
+            selected = not isinstance(table, list)
+            echo_json_array(records if selected else _only(records, columns or names))
+            return
+        echo_records(
+            records,
+            names if columns is None else columns,
+            output_format or "table",
+            cells=_CELLS,
+            fit=fit,
+        )
 
 
 def _only(

@@ -100,11 +100,14 @@ def test_a_store_logged_in_order_is_numbered_as_strings_are(size, chunk):
     parts = chunked(files["hashes"], chunk)  # one part a message
     calls = chunked([None, *files["hashes"][1:]], chunk)
     roles = np.array(files["roles"])
-    found = guessed_numbers(keys, parents, starts, tips, parts, calls, roles=roles)
-    assert found is not None
+    hashes = [keys, parents, starts, tips, parts, calls]
+    found = guessed_numbers(hashes, roles)
     assert [codes.tolist() for codes in found] == strings_numbers(
         keys, parents, starts, tips, parts, calls
     )
+    # Every column numbered is let go; the keys are strings again.
+    assert hashes[1:] == [None] * 5
+    assert hashes[0].to_pylist() == files["hashes"]
     # The first parent of each thread is none; the fork's is far above.
     assert found[0][0] == -1
     if size == 40:
@@ -120,8 +123,7 @@ def test_turns_without_an_answer_each_are_looked_up():
     columns = [
         chunked(files[name], 3) for name in ("hashes", "parents", "starts", "tips")
     ]
-    found = guessed_numbers(*columns, roles=roles)
-    assert found is not None
+    found = guessed_numbers(list(columns), roles)
     assert [codes.tolist() for codes in found] == strings_numbers(*columns)
 
 
@@ -198,3 +200,23 @@ def test_a_null_holding_characters_is_left_out():
     keys = chunked([a, b], 5)
     rows = numbering.KeyBytes(keys, 35).rows(pa.chunked_array([holding]))
     assert rows.tolist() == [0, -1, 1]
+
+
+def test_columns_left_to_the_strings_get_the_numbers_all_together_would():
+    """Parents found by their bytes, inputs and tips naming messages that
+    are not there (two, first seen in the tips' order otherwise): the
+    strings number what is left as they would number every column."""
+    files = store(6)
+    lost, gone = digest(1000), digest(1001)
+    starts = [*files["starts"][:-2], gone, lost]
+    tips = [*files["tips"][:-2], lost, gone]
+    keys, parents = chunked(files["hashes"], 5), chunked(files["parents"], 5)
+    columns = [keys, parents, chunked(starts, 5), chunked(tips, 5)]
+    messages = {"hash": columns[0], "parent_hash": columns[1]}
+    turns = {"start": columns[2], "tip": columns[3]}
+    found = message_numbers(messages, turns, roles=np.array(files["roles"]))
+    count, expected = numbering.numbered(*columns)
+    assert count == len(files["hashes"]) + 2
+    expected[0] = np.concatenate([expected[0], [-1, -1]])
+    assert [codes.tolist() for codes in found] == [codes.tolist() for codes in expected]
+    assert found[1][-2:].tolist() == [count - 2, count - 1]  # gone, then lost

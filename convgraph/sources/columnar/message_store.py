@@ -168,6 +168,24 @@ def read_store(
         )
         turns = {name: values.take(order) for name, values in turns.items()}
 
+    roles = np.asarray(pc.fill_null(messages.pop("role"), OTHER).to_numpy(), np.int64)
+    system = messages.pop("system", None)
+    message_count = len(messages["hash"])
+    part_hashes = [parts.pop("call_hash")]
+    if text:
+        part_hashes.append(parts.pop("text_hash"))
+    parent_rows, start_rows, tip_rows, *part_rows = message_numbers(
+        messages, turns, *part_hashes, roles=roles
+    )
+    call_rows = part_rows[0]
+    del messages, part_hashes
+    # The hashes came in the driver's small chunks, which C's heap keeps
+    # after they are freed: handed back now, they are not held under the
+    # arrays made from here on (at 1M, the read's peak 1,037 -> 947 MB).
+    # The threads' arrays are made after it too: the messages' batches
+    # are gone by then.
+    give_back_memory()
+
     # Each thread's tree: up forked_from to a thread whose origin is not in
     # the table. A cycle of forks has no such thread: the row reader names
     # the tree by the cycle's smallest id and reports it.
@@ -194,21 +212,6 @@ def read_store(
     fork_up = np.concatenate(
         [fork_codes, np.full(thread_count - in_table, -1, np.int64)]
     )
-    roles = np.asarray(pc.fill_null(messages.pop("role"), OTHER).to_numpy(), np.int64)
-    system = messages.pop("system", None)
-    message_count = len(messages["hash"])
-    part_hashes = [parts.pop("call_hash")]
-    if text:
-        part_hashes.append(parts.pop("text_hash"))
-    parent_rows, start_rows, tip_rows, *part_rows = message_numbers(
-        messages, turns, *part_hashes, roles=roles
-    )
-    call_rows = part_rows[0]
-    del messages, part_hashes
-    # The hashes came in the driver's small chunks, which C's heap keeps
-    # after they are freed: handed back now, they are not held under the
-    # arrays made from here on (at 1M, the read's peak 1,037 -> 947 MB).
-    give_back_memory()
     if not reaches_root(parent_rows).all():
         raise NotColumnar("a cycle of messages")
     try:
@@ -276,75 +279,94 @@ def message_numbers(
     parent, of each turn's input and tip, and of each part's message in
     each of `part_hashes` (-1 for none), in that order. The hash columns
     are taken out of the tables: once numbered, they are only memory.
-    `roles` (each message's `ROLE_CODE`) helps guess the tips
-    (`guessed_numbers`)."""
+    `roles` (each message's `ROLE_CODE`) helps guess the tips.
+
+    Each column is numbered by its bytes where it can be
+    (`guessed_numbers`), and let go as soon as it is; the columns left,
+    if any, are numbered as strings (`numbering.numbered`), which gives a
+    hash that names no message a number past the messages. A column
+    numbered by its bytes holds no such hash, so the strings give the
+    others the numbers they would give them all together."""
     import numpy as np
 
-    hashes = (
+    hashes: list[pa.ChunkedArray | None] = [
         messages.pop("hash"),
         messages.pop("parent_hash"),
         turns.pop("start"),
         turns.pop("tip"),
         *part_hashes,
-    )
-    found = guessed_numbers(*hashes, roles=roles)
-    if found is not None:
-        return found
-    message_count, found = numbered(*hashes)
+    ]
+    found = guessed_numbers(hashes, roles)
+    keys = hashes[0]
+    assert keys is not None
+    left = [at for at, codes in enumerate(found) if codes is None]
+    message_count = len(keys)
+    if left:
+        message_count, numbers = numbered(keys, *(hashes[at + 1] for at in left))
+        for at, codes in zip(left, numbers, strict=True):
+            found[at] = codes
+    done = [codes for codes in found if codes is not None]
     # Hashes that name no message are rows past the messages, with no parent.
-    found[0] = np.concatenate(
-        [found[0], np.full(message_count - len(hashes[0]), -1, np.int64)]
+    done[0] = np.concatenate(
+        [done[0], np.full(message_count - len(keys), -1, np.int64)]
     )
-    return found
+    return done
 
 
 def guessed_numbers(
-    keys: pa.ChunkedArray,
-    parents: pa.ChunkedArray,
-    starts: pa.ChunkedArray,
-    tips: pa.ChunkedArray,
-    *part_hashes: pa.ChunkedArray,
-    roles: np.ndarray | None = None,
-) -> list[np.ndarray] | None:
-    """`message_numbers` by the hashes' bytes (`numbering.KeyBytes`), each
-    row first looked for where llm's order puts it, checked byte for byte:
-    a message's parent just before it; a turn's tip the turn's own
-    assistant message where there are as many as turns, its input that
-    tip's parent; a part's message the message of its row where there
-    are as many parts as messages. Only the misses (roots' children of a
-    fork, retries, tool chains) are looked up by hash. None where a hash
-    names no message, or the hashes are not all of one length: then
-    `numbered`."""
+    hashes: list[pa.ChunkedArray | None], roles: np.ndarray | None = None
+) -> list[np.ndarray | None]:
+    """The rows of `hashes[1:]` (messages' parents, turns' inputs and tips,
+    then any parts' messages) among `hashes[0]` (the messages' hashes) by
+    their bytes (`numbering.KeyBytes`), each row first looked for where
+    llm's order puts it, checked byte for byte: a message's parent just
+    before it; a turn's tip the turn's own assistant message where there
+    are as many as turns, its input that tip's parent; a part's message
+    the message of its row where there are as many parts as messages.
+    Only the misses (a fork's first message, retries, tool chains) are
+    looked up by hash.
+
+    Each column found is taken out of `hashes` (None there), and the keys
+    are put back as Arrow strings over the copy of their bytes: so Arrow's
+    strings go while the rest is numbered. A column with a hash that
+    names no message, or every column where the hashes are not all of one
+    length, is left in `hashes` (None in the rows) for the strings to
+    number."""
     import numpy as np
 
-    width = common_length(keys, parents, starts, tips, *part_hashes)
+    found: list[np.ndarray | None] = [None] * (len(hashes) - 1)
+    keys = hashes[0]
+    assert keys is not None
+    width = common_length(*(values for values in hashes if values is not None))
     if width is None or width < 8 or not len(keys):
-        return None
+        return found
     by_bytes = KeyBytes(keys, width)
-    count = len(keys)
-    parent_rows = by_bytes.rows(parents, np.arange(-1, count - 1))
-    if parent_rows is None:
-        return None
+    hashes[0] = keys = by_bytes.strings()
+    count = len(by_bytes)
+    columns = hashes[1:]
+    lengths = [len(values) if values is not None else 0 for values in columns]
+
+    def number(at: int, guess: np.ndarray | int | None) -> np.ndarray | None:
+        values = columns[at]
+        assert values is not None
+        found[at] = by_bytes.rows(values, guess)
+        if found[at] is not None:
+            columns[at] = hashes[at + 1] = None
+        return found[at]
+
+    parent_rows = number(0, -1)
     tip_guess = None
     if roles is not None:
         answers = np.flatnonzero(roles == OTHER)
-        if len(answers) == len(tips):
+        if len(answers) == lengths[2]:
             tip_guess = answers
-    tip_rows = by_bytes.rows(tips, tip_guess)
-    if tip_rows is None:
-        return None
-    start_guess = np.where(tip_rows >= 0, parent_rows[np.maximum(tip_rows, 0)], -1)
-    start_rows = by_bytes.rows(starts, start_guess)
-    if start_rows is None:
-        return None
-    found = [parent_rows, start_rows, tip_rows]
-    for values in part_hashes:
-        rows = by_bytes.rows(
-            values, np.arange(len(values)) if len(values) == count else None
-        )
-        if rows is None:
-            return None
-        found.append(rows)
+    tip_rows = number(2, tip_guess)
+    start_guess = None
+    if tip_rows is not None and parent_rows is not None:
+        start_guess = np.where(tip_rows >= 0, parent_rows[np.maximum(tip_rows, 0)], -1)
+    number(1, start_guess)
+    for at in range(3, len(columns)):
+        number(at, 0 if lengths[at] == count else None)
     return found
 
 

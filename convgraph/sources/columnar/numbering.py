@@ -66,6 +66,13 @@ def numbered_by_bytes(
     return len(by_bytes), found
 
 
+#: The rows `KeyBytes.rows` checks its guesses for at a time: 2,048
+#: strings of 35 bytes and their rows stay under malloc's 128 KiB.
+BLOCK_ROWS = 2048
+#: The keys mixed and looked up at a time among a few references.
+MIX_ROWS = 1 << 16
+
+
 class KeyBytes:
     """Unique keys of one width (8 bytes or more), each reference's row
     among them found by its bytes: first where a guess says, where the
@@ -93,38 +100,78 @@ class KeyBytes:
         self.bytes = np.concatenate(
             [np.zeros(0, f"S{width}"), *_fixed_width(keys, width)]
         )
-        self._mixed: np.ndarray | None = None
         self._index: Any = None
 
     def __len__(self) -> int:
         return len(self.bytes)
 
+    def strings(self) -> pa.ChunkedArray:
+        """The keys as Arrow strings again, over `bytes` (no copy)."""
+        import numpy as np
+        import pyarrow as pa
+
+        # A chunk's offsets are 32-bit: at most 2**31 bytes a chunk.
+        step = max(1, (2**31 - 1) // self.width)
+        chunks = []
+        for first in range(0, len(self.bytes), step):
+            part = self.bytes[first : first + step]
+            offsets = np.arange(len(part) + 1, dtype=np.int32) * np.int32(self.width)
+            chunks.append(
+                pa.Array.from_buffers(
+                    pa.string(),
+                    len(part),
+                    [None, pa.py_buffer(offsets), pa.py_buffer(part)],
+                )
+            )
+        return pa.chunked_array(chunks, pa.string())
+
     def rows(
-        self, values: pa.ChunkedArray, guess: np.ndarray | None = None
+        self, values: pa.ChunkedArray, guess: np.ndarray | int | None = None
     ) -> np.ndarray | None:
         """The key row of each of `values` (strings of the keys' width or
-        NULL; -1 for NULL), `guess` (a row for each value, -1 for none)
-        tried first; None where a value is no key, or two keys mix alike
-        and the integers cannot tell which."""
+        NULL; -1 for NULL), `guess` tried first: a row for each value (-1
+        for none), or a number added to each value's own row. None where a
+        value is no key, or two keys mix alike and the integers cannot tell
+        which."""
         import numpy as np
 
         codes = np.full(len(values), -1, np.int64)
-        at = np.flatnonzero(_valid(values))
         missed_at, missed = [], []
-        start = 0
-        for strings in _fixed_width(values, self.width):
-            where = at[start : start + len(strings)]
-            start += len(strings)
-            if guess is not None:
-                guessed = guess[where]
+        offset = 0
+        for chunk in chunks_of(values):
+            strings = _chunk_bytes(chunk, self.width)
+            # The rows of the chunk's strings: where it has NULLs, those
+            # left; else every row, made block by block below.
+            where = offset + np.flatnonzero(_valid(chunk)) if chunk.null_count else None
+            first_row, offset = offset, offset + len(chunk)
+            if not len(strings):
+                continue
+            if guess is None:
+                missed_at.append(
+                    where if where is not None else np.arange(first_row, offset)
+                )
+                missed.append(strings)
+                continue
+            # Block by block: each block's arrays stay under malloc's
+            # threshold for mapping fresh pages (the driver's chunks are
+            # tens of thousands of rows; fresh pages cost a fault each).
+            for first in range(0, len(strings), BLOCK_ROWS):
+                block = slice(first, first + BLOCK_ROWS)
+                rows = (
+                    where[block]
+                    if where is not None
+                    else np.arange(
+                        first_row + first,
+                        first_row + min(first + BLOCK_ROWS, len(strings)),
+                    )
+                )
+                guessed = rows + guess if isinstance(guess, int) else guess[rows]
                 hit = (guessed >= 0) & (guessed < len(self.bytes))
-                hit[hit] = self.bytes[guessed[hit]] == strings[hit]
-                codes[where[hit]] = guessed[hit]
-                if hit.all():
-                    continue
-                where, strings = where[~hit], strings[~hit]
-            missed_at.append(where)
-            missed.append(strings)
+                hit[hit] = self.bytes[guessed[hit]] == strings[block][hit]
+                codes[rows[hit]] = guessed[hit]
+                if not hit.all():
+                    missed_at.append(rows[~hit])
+                    missed.append(strings[block][~hit])
         if missed:
             found = self._looked_up(missed)
             if found is None:
@@ -145,21 +192,19 @@ class KeyBytes:
         if self._index is None and len(mixed) < self.FEW_MISSED * len(self.bytes):
             # Few: their integers are the table, every key looked up in it.
             codes, wanted = pd.factorize(mixed)
-            if self._mixed is None:
-                self._mixed = mix(self.bytes)
-            matched = pd.Index(wanted).get_indexer(self._mixed)
-            keys = np.flatnonzero(matched >= 0)
+            table = pd.Index(wanted)
             row_of = np.full(len(wanted), -1, np.int64)
-            # Two keys that mix alike leave the later one here: the check
-            # below finds it if it is not the one wanted.
-            row_of[matched[keys]] = keys
+            # The keys a block at a time: no array the length of all of them.
+            for first in range(0, len(self.bytes), MIX_ROWS):
+                matched = table.get_indexer(mix(self.bytes[first : first + MIX_ROWS]))
+                keys = np.flatnonzero(matched >= 0)
+                # Two keys that mix alike leave the later one here: the
+                # check below finds it if it is not the one wanted.
+                row_of[matched[keys]] = keys + first
             rows = row_of[codes]
         else:
             if self._index is None:
-                self._index = pd.Index(
-                    self._mixed if self._mixed is not None else mix(self.bytes)
-                )
-                self._mixed = None
+                self._index = pd.Index(mix(self.bytes))
                 if not self._index.is_unique:
                     return None
             rows = self._index.get_indexer(mixed)
@@ -199,30 +244,34 @@ def common_length(*columns: pa.ChunkedArray) -> int | None:
 
 def _fixed_width(array: pa.ChunkedArray, width: int) -> list[np.ndarray]:
     """The non-NULL strings of a column whose strings are all `width` bytes
-    long, as numpy bytes, one array per chunk (no copy where it has no
-    NULL)."""
+    long, as numpy bytes, one array per chunk that has any (no copy where
+    its NULLs hold no bytes)."""
+    found = (_chunk_bytes(chunk, width) for chunk in chunks_of(array))
+    return [strings for strings in found if len(strings)]
+
+
+def _chunk_bytes(chunk: pa.Array, width: int) -> np.ndarray:
+    """The non-NULL strings of one chunk whose strings are all `width`
+    bytes long, as numpy bytes (`_fixed_width`)."""
     import numpy as np
     import pyarrow.compute as pc
 
-    parts = []
-    for chunk in chunks_of(array):
+    _, offsets, data = chunk.buffers()
+    ends = [chunk.offset, chunk.offset + len(chunk)]
+    start, end = np.frombuffer(offsets, np.int32)[ends]
+    if chunk.null_count and end - start != width * (len(chunk) - chunk.null_count):
+        # A NULL may hold characters of its own: leave it out first.
+        # (Where the bytes are exactly the strings', every NULL is empty,
+        # as the driver writes them: the strings lie end to end, and no
+        # copy is needed.)
+        chunk = pc.drop_null(chunk)
         _, offsets, data = chunk.buffers()
         ends = [chunk.offset, chunk.offset + len(chunk)]
         start, end = np.frombuffer(offsets, np.int32)[ends]
-        if chunk.null_count and end - start != width * (len(chunk) - chunk.null_count):
-            # A NULL may hold characters of its own: leave it out first.
-            # (Where the bytes are exactly the strings', every NULL is
-            # empty, as the driver writes them: the strings lie end to
-            # end, and no copy is needed.)
-            chunk = pc.drop_null(chunk)
-            _, offsets, data = chunk.buffers()
-            ends = [chunk.offset, chunk.offset + len(chunk)]
-            start, end = np.frombuffer(offsets, np.int32)[ends]
-        if end > start:
-            # The strings end to end, `width` characters each.
-            characters = np.frombuffer(data, np.uint8)[start:end]
-            parts.append(characters.view(f"S{width}"))
-    return parts
+    if end <= start:
+        return np.zeros(0, f"S{width}")
+    # The strings end to end, `width` characters each.
+    return np.frombuffer(data, np.uint8)[start:end].view(f"S{width}")
 
 
 def mix(strings: np.ndarray) -> np.ndarray:

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import (
     INTEGER_ATTRIBUTES,
     PARENT_ROWS,
+    PARTS,
     SOURCE_COLUMNS,
     TEXT_ATTRIBUTES,
+    TOOLS,
 )
 
 if TYPE_CHECKING:
@@ -211,6 +213,10 @@ def nodes_frame(
             columns.pop(name) if name in columns else null_strings(count)
         )
     data |= plain_run_columns(count)
+    # The parts and tools, all None, as one Series: pandas copies a column
+    # before it writes into it (copy on write), so the two share one buffer,
+    # 8 bytes a row, until one of them is written.
+    data[PARTS] = data[TOOLS] = pd.Series(data[PARTS], dtype=object, copy=False)
     data["model"] = as_category(columns.pop("model"))
     data["datetime_utc"] = string_column(columns.pop("datetime_utc"))
     for name in INTEGER_ATTRIBUTES:

@@ -65,3 +65,21 @@ def test_legacy_columns_taken_from_are_one_array_and_texts_stay_in_chunks(
     for name in ("system", "response"):
         assert nodes[name].isna().all(), name
         assert arrow(nodes[name]).type == pa.large_string(), name
+
+
+def test_parts_and_tools_share_a_buffer_until_one_is_written(tmp_path):
+    """A legacy file without tool calls: every node's parts and tools are
+    None, in one buffer for both; writing one column leaves the other."""
+    import numpy as np
+
+    from convgraph import Forest
+
+    path = synthetic.build_legacy(tmp_path / "logs.db", 50, 3, "bushy")
+    nodes = Forest.read(path, text=False).nodes
+    assert nodes["parts"].tolist() == [None] * 50
+    assert nodes["tools"].tolist() == [None] * 50
+    assert np.shares_memory(nodes["parts"].to_numpy(), nodes["tools"].to_numpy())
+    nodes.loc[0, "parts"] = "written"
+    nodes.at[1, "tools"] = ["a tool"]
+    assert nodes["parts"].tolist() == ["written"] + [None] * 49
+    assert nodes["tools"].tolist() == [None, ["a tool"]] + [None] * 48

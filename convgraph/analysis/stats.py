@@ -648,6 +648,9 @@ def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
     """`flat` cut into consecutive lists of `counts[i]` items."""
     import numpy as np
 
+    if len(flat) == len(counts) and (counts == 1).all():
+        # One model a tree, the common case: no slice to make for each.
+        return [[item] for item in flat]
     ends = np.cumsum(counts).tolist()
     starts = [0, *ends][: len(ends)]
     return [flat[start:end] for start, end in zip(starts, ends, strict=True)]

@@ -326,9 +326,8 @@ def guessed_numbers(
     Only the misses (a fork's first message, retries, tool chains) are
     looked up by hash.
 
-    Each column found is taken out of `hashes` (None there), and the keys
-    are put back as Arrow strings over the copy of their bytes: so Arrow's
-    strings go while the rest is numbered. A column with a hash that
+    Each column found is taken out of `hashes` (None there): so Arrow's
+    strings go as soon as nothing needs them. A column with a hash that
     names no message, or every column where the hashes are not all of one
     length, is left in `hashes` (None in the rows) for the strings to
     number."""
@@ -338,10 +337,9 @@ def guessed_numbers(
     keys = hashes[0]
     assert keys is not None
     width = common_length(*(values for values in hashes if values is not None))
-    if width is None or width < 8 or not len(keys):
+    if width is None or width < 8 or not len(keys) or keys.null_count:
         return found
     by_bytes = KeyBytes(keys, width)
-    hashes[0] = keys = by_bytes.strings()
     count = len(by_bytes)
     columns = hashes[1:]
     lengths = [len(values) if values is not None else 0 for values in columns]

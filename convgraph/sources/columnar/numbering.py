@@ -54,7 +54,7 @@ def numbered_by_bytes(
     byte for byte (`KeyBytes`). None where that does not hold (then
     `numbered` hashes the strings)."""
     width = common_length(keys, *others)
-    if width is None or width < 8 or not len(keys):
+    if width is None or width < 8 or not len(keys) or keys.null_count:
         return None
     found = []
     by_bytes = KeyBytes(keys, width)
@@ -96,34 +96,30 @@ class KeyBytes:
         import numpy as np
 
         self.width = width
-        #: Every key's bytes, row by row (one `S{width}` array).
-        self.bytes = np.concatenate(
-            [np.zeros(0, f"S{width}"), *_fixed_width(keys, width)]
-        )
+        #: Every key's bytes where Arrow holds them, chunk by chunk (no
+        #: copy: fresh memory costs more here than finding a row's chunk),
+        #: and the row each chunk starts at. The keys hold no NULL.
+        self.chunks = [_chunk_bytes(chunk, width) for chunk in chunks_of(keys)]
+        sizes = [len(strings) for strings in self.chunks]
+        self.starts = np.cumsum([0, *sizes], dtype=np.int64)
         self._index: Any = None
 
     def __len__(self) -> int:
-        return len(self.bytes)
+        return int(self.starts[-1])
 
-    def strings(self) -> pa.ChunkedArray:
-        """The keys as Arrow strings again, over `bytes` (no copy)."""
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """The keys' bytes at `rows` (each 0 <= row < len(self))."""
         import numpy as np
-        import pyarrow as pa
 
-        # A chunk's offsets are 32-bit: at most 2**31 bytes a chunk.
-        step = max(1, (2**31 - 1) // self.width)
-        chunks = []
-        for first in range(0, len(self.bytes), step):
-            part = self.bytes[first : first + step]
-            offsets = np.arange(len(part) + 1, dtype=np.int32) * np.int32(self.width)
-            chunks.append(
-                pa.Array.from_buffers(
-                    pa.string(),
-                    len(part),
-                    [None, pa.py_buffer(offsets), pa.py_buffer(part)],
-                )
-            )
-        return pa.chunked_array(chunks, pa.string())
+        which = np.searchsorted(self.starts, rows, side="right") - 1
+        if not len(rows) or (which == which[0]).all():
+            chunk = int(which[0]) if len(rows) else 0
+            return self.chunks[chunk][rows - self.starts[chunk]]
+        found = np.empty(len(rows), f"S{self.width}")
+        for chunk in np.unique(which).tolist():
+            chosen = which == chunk
+            found[chosen] = self.chunks[chunk][rows[chosen] - self.starts[chunk]]
+        return found
 
     def rows(
         self, values: pa.ChunkedArray, guess: np.ndarray | int | None = None
@@ -166,8 +162,8 @@ class KeyBytes:
                     )
                 )
                 guessed = rows + guess if isinstance(guess, int) else guess[rows]
-                hit = (guessed >= 0) & (guessed < len(self.bytes))
-                hit[hit] = self.bytes[guessed[hit]] == strings[block][hit]
+                hit = (guessed >= 0) & (guessed < len(self))
+                hit[hit] = self.at(guessed[hit]) == strings[block][hit]
                 codes[rows[hit]] = guessed[hit]
                 if not hit.all():
                     missed_at.append(rows[~hit])
@@ -189,22 +185,29 @@ class KeyBytes:
         # integers are looked up in one call, as a call per chunk (thousands
         # of the driver's chunks) costs more than the lookups themselves.
         mixed = np.concatenate([np.zeros(0, np.uint64), *map(mix, chunks)])
-        if self._index is None and len(mixed) < self.FEW_MISSED * len(self.bytes):
+        if self._index is None and len(mixed) < self.FEW_MISSED * len(self):
             # Few: their integers are the table, every key looked up in it.
             codes, wanted = pd.factorize(mixed)
             table = pd.Index(wanted)
             row_of = np.full(len(wanted), -1, np.int64)
             # The keys a block at a time: no array the length of all of them.
-            for first in range(0, len(self.bytes), MIX_ROWS):
-                matched = table.get_indexer(mix(self.bytes[first : first + MIX_ROWS]))
-                keys = np.flatnonzero(matched >= 0)
-                # Two keys that mix alike leave the later one here: the
-                # check below finds it if it is not the one wanted.
-                row_of[matched[keys]] = keys + first
+            for strings, start in zip(
+                self.chunks, self.starts[:-1].tolist(), strict=True
+            ):
+                for first in range(0, len(strings), MIX_ROWS):
+                    matched = table.get_indexer(mix(strings[first : first + MIX_ROWS]))
+                    keys = np.flatnonzero(matched >= 0)
+                    # Two keys that mix alike leave the later one here: the
+                    # check below finds it if it is not the one wanted.
+                    row_of[matched[keys]] = keys + (start + first)
             rows = row_of[codes]
         else:
             if self._index is None:
-                self._index = pd.Index(mix(self.bytes))
+                self._index = pd.Index(
+                    np.concatenate(
+                        [np.zeros(0, np.uint64), *map(mix, filter(len, self.chunks))]
+                    )
+                )
                 if not self._index.is_unique:
                     return None
             rows = self._index.get_indexer(mixed)
@@ -214,7 +217,7 @@ class KeyBytes:
             return None
         start = 0
         for strings in chunks:
-            if not (self.bytes[rows[start : start + len(strings)]] == strings).all():
+            if not (self.at(rows[start : start + len(strings)]) == strings).all():
                 return None
             start += len(strings)
         return rows

@@ -5,8 +5,10 @@ Each turn's tool calls are counted on arrays too (`calls`), and each tool
 chain folded into one node by the row reader's rule (`runs`).
 
 Each thread's tree is found by pointer jumping up `forked_from`; message
-hashes and thread ids are numbered as integers (`numbering`); each turn's
-parent turn is then found for every turn at once by
+hashes and thread ids are numbered as integers (`numbering`), each message
+hash first looked for where llm's order puts it (`guessed_numbers`), and
+each hash column let go once numbered; each turn's parent turn is then
+found for every turn at once by
 `turn_parents.turn_parent_rows`, the table form of the message store's
 parent rule, whose turn-by-turn form the row reader uses.
 

@@ -4,6 +4,9 @@ text as `json_text` of the whole list, whatever the strings hold."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,6 +29,14 @@ def test_every_character_to_escape_and_its_neighbours() -> None:
         assert printed(echo_json_array, items) == json_text(items) + "\n"
     escaped = printed(echo_json_array, [{"name": "\u202e\x85…\ud800"}])
     assert escaped == '[\n  {\n    "name": "\\u202e\\u0085…\\ud800"\n  }\n]\n'
+
+
+def test_a_stdout_that_takes_only_text_is_given_text() -> None:
+    items = [{"name": "a…b"}, {"n": 1}]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        echo_json_array(items)
+    assert out.getvalue() == json_text(items) + "\n"
 
 
 @given(

@@ -195,9 +195,18 @@ def echo_json_array(items: Iterable[Any]) -> None:
     # Bytes, as orjson writes them: never decoded to be encoded again.
     opening = b"[\n"
     for batch in _batches(items):
-        click.echo(opening + _json_items(batch), nl=False)
+        _echo_bytes(opening + _json_items(batch))
         opening = b",\n"
     click.echo("[]" if opening == b"[\n" else "\n]")
+
+
+def _echo_bytes(data: bytes) -> None:
+    """Print UTF-8 `data` as it is, or as text where stdout takes only text
+    (a StringIO standing for it: click writes bytes to a stream's buffer)."""
+    try:
+        click.echo(data, nl=False)
+    except TypeError:
+        click.echo(data.decode(), nl=False)
 
 
 #: Every ASCII byte but DEL: what is left of UTF-8 text without them holds

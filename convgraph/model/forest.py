@@ -38,6 +38,7 @@ from convgraph.sources.notes import NodeNote, read_notes
 from convgraph.sources.snapshot import ProgressCallback, no_progress
 from convgraph.sources.tables import (
     conform_nodes,
+    fixed_mmap_threshold,
     give_back_memory,
     object_column,
     use_system_allocator,
@@ -112,7 +113,9 @@ class Forest:
             A path to a `logs.db`, an open `Source`, or None for llm's own.
         text
             False leaves the prompt, system and response out (None): most of a
-            file's bytes, and not needed for structure and usage.
+            file's bytes, and not needed for structure and usage. It also
+            fixes malloc's threshold for mapping buffers on their own, for
+            the process (`tables.fixed_mmap_threshold`): statistics' memory.
         conversation_ids
             Read only the trees these ids name (a legacy conversation id, or
             any thread id of a message-store tree), each once, in the order
@@ -139,6 +142,8 @@ class Forest:
         report = progress or no_progress
         named = list(conversation_ids or ())
         use_system_allocator()
+        if not text:
+            fixed_mmap_threshold()
         with opened(db) as logs:
             if named:
                 nodes, names, problems, calls = _read_named(logs, named, text, report)

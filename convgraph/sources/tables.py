@@ -134,8 +134,7 @@ def no_garbage_collection() -> Iterator[None]:
 @cache
 def use_system_allocator() -> None:
     """From now on, Arrow's buffers come from C's malloc (Arrow's system
-    pool) instead of its default pool (mimalloc), and malloc maps each
-    large buffer on its own (`fixed_mmap_threshold`): called by the
+    pool) instead of its default pool (mimalloc): called by the
     whole-forest read, for itself and for the work on the forest after it.
 
     The read copies and encodes its columns chunk by chunk in its reading
@@ -150,7 +149,6 @@ def use_system_allocator() -> None:
     (461 -> 423 MB, the same time). The pool is the process's, as Arrow
     has only one default; nothing is done where pyarrow is missing.
     """
-    fixed_mmap_threshold()
     try:
         import pyarrow as pa
     except ImportError:
@@ -193,10 +191,15 @@ def fixed_mmap_threshold() -> None:
     By default glibc raises that threshold to the size of each mapped
     buffer freed, up to 32 MiB: after a whole-forest read has freed its
     first column-sized arrays (8 MB a million rows), the next ones come
-    from malloc's heaps, which keep their pages once freed. Measured at a
-    million legacy rows, `stats --json` held 30-80 MB more at its peak that
-    way. Setting the threshold at all turns the raising off; elsewhere than
-    glibc nothing is done.
+    from malloc's heaps, which keep their pages once freed (the pointer
+    jumping over a forest's parents, 50 MB at a million rows). Measured at
+    a million legacy rows, `stats --json` peaked 45-65 MB lower, the same
+    time (+0.1-0.2 s system time). Work that makes and drops many large
+    buffers pays a mapping for each: `export --format json` of the same
+    files took 1.2 s more system time (of 9-11 s), so `Forest.read` fixes
+    it for a read without texts only (statistics), not for one that goes
+    on to write them. Setting the threshold at all turns the raising off;
+    elsewhere than glibc nothing is done.
     """
     libc = _libc()
     if libc is not None and hasattr(libc, "mallopt"):

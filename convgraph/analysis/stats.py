@@ -31,7 +31,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from convgraph.analysis.abandoned import abandoned_nodes, abandoned_rows
-from convgraph.analysis.tool_stats import table_tool_totals, tree_tool_totals
+from convgraph.analysis.tool_stats import (
+    sums_per_tree,
+    table_tool_totals,
+    tree_tool_totals,
+)
 from convgraph.contract import (
     CATEGORY_COLUMNS,
     CONVERSATION_COLUMNS,
@@ -473,7 +477,7 @@ def conversation_table_of(
 
     first_times, last_times = time_bounds(nodes["datetime_utc"], codes, trees)
     usage = {
-        column: _sums_per_tree(nodes[column], codes, trees)
+        column: sums_per_tree(nodes[column], codes, trees)
         for column in INTEGER_ATTRIBUTES
     }
     table = pd.DataFrame(
@@ -607,23 +611,6 @@ def _tree_names(
     values = np.asarray(nodes[TREE_NAME].to_numpy()[first_rows], dtype=object)
     values[pd.isna(values)] = None
     return pd.Series(values, dtype="object")
-
-
-def _sums_per_tree(
-    column: pd.Series, codes: np.ndarray, trees: int
-) -> pd.api.extensions.ExtensionArray:
-    """Each tree's sum of `column` (`Int64`, NA where no row of it has a
-    figure; trees numbered by `codes`): pandas' group-by sum with
-    `min_count=1`, by numpy in half its time at a million rows."""
-    import numpy as np
-    import pandas as pd
-
-    figures = column.astype("Int64").array
-    present = ~figures.isna()
-    sums = np.zeros(trees, dtype=np.int64)
-    np.add.at(sums, codes, figures.to_numpy(dtype=np.int64, na_value=0))
-    counted = np.bincount(codes[present], minlength=trees)
-    return pd.arrays.IntegerArray(sums, counted == 0)
 
 
 def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:

@@ -84,15 +84,42 @@ def table_tool_totals(
     missing = pd.Series(None, index=nodes.index, dtype=object)
     calls = nodes[TOOL_CALLS] if TOOL_CALLS in nodes.columns else missing
     tools = nodes[TOOLS] if TOOLS in nodes.columns else missing
+    # A file without tool calls (most llm logs) has a million None here:
+    # nothing to split or number.
+    per_tree = (
+        _tools_per_tree(tools, tree_codes, trees)
+        if tools.notna().any()
+        else [[] for _ in range(trees)]
+    )
     return {
-        TOOL_CALLS: calls.astype("Int64")
-        .reset_index(drop=True)
-        .groupby(tree_codes)
-        .sum(min_count=1)
-        .reindex(range(trees))
-        .array,
-        TOOLS: pd.Series(_tools_per_tree(tools, tree_codes, trees), dtype=object),
+        TOOL_CALLS: sums_per_tree(calls, tree_codes, trees),
+        TOOLS: pd.Series(per_tree, dtype=object),
     }
+
+
+def sums_per_tree(
+    column: pd.Series, codes: np.ndarray, trees: int
+) -> pd.api.extensions.ExtensionArray:
+    """Each tree's sum of `column` (`Int64`, NA where no row of it has a
+    figure; trees numbered by `codes`): pandas' group-by sum with
+    `min_count=1`, by numpy in half its time at a million rows (the
+    conversation table's usage figures and tool calls).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> sums_per_tree(pd.Series([2, None, 1]), np.array([0, 1, 0]), 3).tolist()
+    [3, <NA>, <NA>]
+    """
+    import numpy as np
+    import pandas as pd
+
+    figures = column.astype("Int64").array
+    present = ~figures.isna()
+    sums = np.zeros(trees, dtype=np.int64)
+    np.add.at(sums, codes, figures.to_numpy(dtype=np.int64, na_value=0))
+    counted = np.bincount(codes[present], minlength=trees)
+    return pd.arrays.IntegerArray(sums, counted == 0)
 
 
 def _tools_per_tree(tools: pd.Series, tree_codes: np.ndarray, trees: int) -> list:

@@ -76,11 +76,15 @@ def integer_parts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """An int64 column's values (0 for NULL) and where it is NULL."""
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     # Copied (np.array): a view would keep the driver's whole batch alive.
     values = np.array(pc.fill_null(array, 0).to_numpy(), np.int64)
-    mask = np.asarray(pc.is_null(array).to_numpy(zero_copy_only=False), bool)
+    # Through bytes: Arrow turns its bits into numpy's booleans with its
+    # C++ default pool (mimalloc), whatever pool is set, and mimalloc keeps
+    # the pages of the reading threads (14 MB at the peak of stats at 1M).
+    mask = np.array(pc.cast(pc.is_null(array), pa.uint8()).to_numpy(), bool)
     return values, mask
 
 

@@ -8,8 +8,9 @@ ADBC SQLite driver (Apache Arrow's) hands over whole columns as Arrow arrays
 dictionary encoding (`arrays`), and parents are found on integers: a legacy
 response's parent by SQLite itself, as the rowid its index of the ids gives
 (`legacy`); a turn's by joins and pointer jumping over message numbers
-(every hash mixed into a 64-bit integer and numbered by one hash table,
-`numbering`; the parent rule on arrays, `turn_parents.turn_parent_rows`, in
+(each hash reference first looked for where llm's order puts it and
+checked byte for byte, only the misses mixed into 64-bit integers and
+looked up, `numbering`; the parent rule on arrays, `turn_parents.turn_parent_rows`, in
 `message_store`): no Python loop per row, turn or message. The parents'
 rows go to the `Forest` with the table (`contract.PARENT_ROWS`). The answer
 is the row readers' exactly (same table, dtypes, order, names);

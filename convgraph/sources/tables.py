@@ -145,8 +145,8 @@ def use_system_allocator() -> None:
     freed every buffer). malloc maps large buffers on their own and hands
     them back when they are freed. Measured on a 1M-row legacy file, the
     peak of a read and its conversation table is 50 MB lower for the read
-    (100k rows: 40 MB), and `stats --json`'s 40 MB lower again for the rest
-    (461 -> 423 MB, the same time). The pool is the process's, as Arrow
+    (100k rows: 40 MB), and `stats --json`'s 26 MB lower again for the rest
+    (462 -> 436 MB, the same time). The pool is the process's, as Arrow
     has only one default; nothing is done where pyarrow is missing.
     """
     try:

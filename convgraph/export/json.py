@@ -314,6 +314,11 @@ def json_lines(items: list[Any], first_key: str) -> memoryview:
     return memoryview(",\n".join(dumps(item) for item in items).encode("utf-8"))
 
 
+#: The keys of an edge's object, in the order a DiGraph's node-link data
+#: gives them.
+EDGE_KEYS = ("source", "target")
+
+
 def forest_blocks(
     forest: Forest, progress: ProgressCallback | None = None
 ) -> Iterator[bytes | memoryview]:
@@ -360,27 +365,23 @@ def forest_blocks(
             )
         )
         values = [batch.columns[name] for name in columns]
-        nodes = [
-            dict(zip(keys, row, strict=True))
-            for row in zip(*values, trees, strict=True)
-        ]
+        # Each node's dict made by map, not a loop of Python: the dicts are
+        # a fifth of the export's time.
+        rows = zip(*values, trees, strict=True)
+        nodes = list(map(dict, map(zip, itertools.repeat(keys), rows)))
         text = json_lines(nodes, "id")
         # A DiGraph gives its edges by parent, in node order, each parent's
         # children in the order they were added (log order).
         parents = np.asarray(batch.parents, dtype=np.int64)
         children = np.flatnonzero(parents >= 0)
         children = children[np.argsort(parents[children], kind="stable")]
-        node_ids = batch.columns["id"]
-        edges = [
-            {"source": node_ids[parent], "target": node_ids[child]}
-            for parent, child in zip(
-                parents[children].tolist(), children.tolist(), strict=True
-            )
-        ]
+        node_ids = np.asarray(batch.columns["id"], dtype=object)
+        ends = zip(node_ids[parents[children]], node_ids[children], strict=True)
+        edges = list(map(dict, map(zip, itertools.repeat(EDGE_KEYS), ends)))
         if edges:
             edge_blocks.append(json_lines(edges, "source"))
         # Hold none of this batch's values while the next one is made.
-        del batch, values, nodes, node_ids, edges
+        del batch, values, rows, nodes, node_ids, edges
         if not first:
             yield b",\n"
         yield text

@@ -206,6 +206,34 @@ def fixed_mmap_threshold() -> None:
         libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
 
 
+#: glibc's `mallopt` parameter for how much free memory at the top of its
+#: heap it keeps rather than hand back.
+_M_TRIM_THRESHOLD = -1
+#: What `reuse_freed_memory` keeps: buffers up to glibc's largest mapping
+#: threshold (32 MiB) from the heaps, and up to 512 MiB free at their top.
+REUSED_BUFFER_BYTES = 32 * 1024 * 1024
+KEPT_FREE_BYTES = 512 * 1024 * 1024
+
+
+def reuse_freed_memory() -> None:
+    """Have glibc's malloc keep the memory freed by a command that writes a
+    whole forest with its texts, for its next buffers: each batch's buffers
+    (tens of MB of Python strings and JSON text, made and dropped a batch at
+    a time) come from memory already faulted in, not from fresh pages the
+    kernel must zero and map again.
+
+    For the command line's `export` of every tree, whose process ends with
+    the command: measured on a 1M-row legacy file, `export --format json`
+    took 0.4-1.4 s less (of 8-11 s: 20-30% fewer page faults), at the same
+    peak; `tree`, which drops less, gained nothing. Elsewhere than glibc
+    nothing is done.
+    """
+    libc = _libc()
+    if libc is not None and hasattr(libc, "mallopt"):
+        libc.mallopt(_M_MMAP_THRESHOLD, REUSED_BUFFER_BYTES)
+        libc.mallopt(_M_TRIM_THRESHOLD, KEPT_FREE_BYTES)
+
+
 def _libc() -> Any:
     """C's library as ctypes loads it, or None where it is not found."""
     import ctypes

@@ -274,44 +274,23 @@ def is_forest(graphs: Any) -> TypeGuard[Forest]:
     return hasattr(graphs, "parent_rows") and hasattr(graphs, "tree_rows")
 
 
-def json_lines(items: list[Any], first_key: str) -> memoryview:
-    """`items` (objects whose first key is `first_key`) as UTF-8 JSON, one a
-    line, each line but the last ended by a comma, without the last line's
-    end: what `node_object` and `with_commas` write, from one call of orjson
-    for the whole list where it can.
-
-    orjson writes the list as `[{...},{...}]`. The text `},{"<first_key>":`
-    can only be where one object ends and another begins (inside a string
-    every quote is escaped), so where it occurs once between each two
-    items, and no more (an item holding objects of that key itself), a line
-    break after each comma is the text of one object a line. Otherwise, or
-    where orjson refuses a value, each item is written alone (`dumps`).
+def json_lines(items: list[Any]) -> bytes:
+    """`items` as UTF-8 JSON, one a line, each line but the last ended by a
+    comma, without the last line's end: what `node_object` and
+    `with_commas` write, by orjson an item at a time, joined once (a call
+    for the whole list, with line breaks put in after, took half again as
+    long). Where orjson refuses a value, each item is written by `dumps`.
 
     Examples
     --------
-    >>> print(bytes(json_lines([{"id": "a", "n": 1}, {"id": "b},{\\"id\\":"}], "id")).decode())
+    >>> print(bytes(json_lines([{"id": "a", "n": 1}, {"id": "b},{\\"id\\":"}])).decode())
     {"id":"a","n":1},
     {"id":"b},{\\"id\\":"}
-    >>> print(bytes(json_lines([{"id": "a", "p": [{"id": 1}, {"id": 2}]}, {"id": "b"}], "id")).decode())
-    {"id":"a","p":[{"id":1},{"id":2}]},
-    {"id":"b"}
     """
-    if not items:
-        return memoryview(b"")
-    boundary = b'},{"' + first_key.encode() + b'":'
     try:
-        text = dumps_bytes(items)
+        return b",\n".join(map(dumps_bytes, items))
     except (orjson.JSONEncodeError, TypeError):
-        text = None
-    if text is not None:
-        lines = text.replace(boundary, b'},\n{"' + first_key.encode() + b'":')
-        # Each replacement adds one byte: as many as boundaries between
-        # items, not one more, proves every one of them is such a boundary.
-        added = len(lines) - len(text)
-        del text
-        if added == len(items) - 1:
-            return memoryview(lines)[1:-1]
-    return memoryview(",\n".join(dumps(item) for item in items).encode("utf-8"))
+        return ",\n".join(dumps(item) for item in items).encode("utf-8")
 
 
 #: The keys of an edge's object, in the order a DiGraph's node-link data
@@ -321,13 +300,13 @@ EDGE_KEYS = ("source", "target")
 
 def forest_blocks(
     forest: Forest, progress: ProgressCallback | None = None
-) -> Iterator[bytes | memoryview]:
+) -> Iterator[bytes]:
     """The node-link JSON of every tree of `forest` as UTF-8, thousands of
     lines a block: the text `generate_json(forest.trees())` writes, from the
     table's rows (`Forest.tree_rows`) without a DiGraph a tree.
 
     The nodes come a batch of trees at a time, each batch's objects written
-    by one call of orjson (`json_lines`); each batch's edges are written as
+    by orjson an object a call, joined once (`json_lines`); each batch's edges are written as
     they come too (a tree's edges in the DiGraph's order: by parent, then
     child, in log order) and kept as text for after the nodes. A forest of
     one tree or none, or with an id on two rows (which a DiGraph would
@@ -346,7 +325,7 @@ def forest_blocks(
     columns = ("id", *NODE_ATTRIBUTES, *places)
     keys = (*columns, TREE_ID)
     conversations: list[dict[str, Any]] = []
-    edge_blocks: list[memoryview] = []
+    edge_blocks: list[bytes] = []
     yield (
         f'{{"format":"{FORMAT}","version":{VERSION},"directed":true,'
         '"multigraph":false,\n"nodes":[\n'
@@ -369,7 +348,7 @@ def forest_blocks(
         # a fifth of the export's time.
         rows = zip(*values, trees, strict=True)
         nodes = list(map(dict, map(zip, itertools.repeat(keys), rows)))
-        text = json_lines(nodes, "id")
+        text = json_lines(nodes)
         # A DiGraph gives its edges by parent, in node order, each parent's
         # children in the order they were added (log order).
         parents = np.asarray(batch.parents, dtype=np.int64)
@@ -379,7 +358,7 @@ def forest_blocks(
         ends = zip(node_ids[parents[children]], node_ids[children], strict=True)
         edges = list(map(dict, map(zip, itertools.repeat(EDGE_KEYS), ends)))
         if edges:
-            edge_blocks.append(json_lines(edges, "source"))
+            edge_blocks.append(json_lines(edges))
         # Hold none of this batch's values while the next one is made.
         del batch, values, rows, nodes, node_ids, edges
         if not first:

@@ -234,8 +234,10 @@ def reuse_freed_memory() -> None:
         libc.mallopt(_M_TRIM_THRESHOLD, KEPT_FREE_BYTES)
 
 
+@cache
 def _libc() -> Any:
-    """C's library as ctypes loads it, or None where it is not found."""
+    """C's library as ctypes loads it, or None where it is not found (looked
+    for once: `find_library` searches the system's library paths)."""
     import ctypes
     import ctypes.util
 

@@ -251,36 +251,37 @@ def common_length(*columns: pa.ChunkedArray) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _fixed_width(array: pa.ChunkedArray, width: int) -> list[np.ndarray]:
-    """The non-NULL strings of a column whose strings are all `width` bytes
-    long, as numpy bytes, one array per chunk that has any (no copy where
-    its NULLs hold no bytes)."""
-    found = (_chunk_bytes(chunk, width) for chunk in chunks_of(array))
-    return [strings for strings in found if len(strings)]
-
-
 def _chunk_bytes(chunk: pa.Array, width: int) -> np.ndarray:
     """The non-NULL strings of one chunk whose strings are all `width`
-    bytes long, as numpy bytes (`_fixed_width`)."""
+    bytes long, as numpy bytes (no copy where its NULLs hold no bytes)."""
     import numpy as np
     import pyarrow.compute as pc
 
-    _, offsets, data = chunk.buffers()
-    ends = [chunk.offset, chunk.offset + len(chunk)]
-    start, end = np.frombuffer(offsets, np.int32)[ends]
+    data, start, end = _byte_range(chunk)
     if chunk.null_count and end - start != width * (len(chunk) - chunk.null_count):
         # A NULL may hold characters of its own: leave it out first.
         # (Where the bytes are exactly the strings', every NULL is empty,
         # as the driver writes them: the strings lie end to end, and no
         # copy is needed.)
-        chunk = pc.drop_null(chunk)
-        _, offsets, data = chunk.buffers()
-        ends = [chunk.offset, chunk.offset + len(chunk)]
-        start, end = np.frombuffer(offsets, np.int32)[ends]
+        data, start, end = _byte_range(pc.drop_null(chunk))
     if end <= start:
         return np.zeros(0, f"S{width}")
     # The strings end to end, `width` characters each.
     return np.frombuffer(data, np.uint8)[start:end].view(f"S{width}")
+
+
+def _byte_range(chunk: pa.Array) -> tuple[Any, int, int]:
+    """A chunk of strings' data buffer, and where its strings' bytes begin
+    and end in it (its offsets 32-bit, or 64-bit for `large_string`)."""
+    import numpy as np
+    import pyarrow as pa
+
+    _, offsets, data = chunk.buffers()
+    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    start, end = np.frombuffer(offsets, width)[
+        [chunk.offset, chunk.offset + len(chunk)]
+    ]
+    return data, int(start), int(end)
 
 
 def mix(strings: np.ndarray) -> np.ndarray:

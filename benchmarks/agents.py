@@ -246,7 +246,7 @@ def _agent_stats(folder: str, workers: str = "") -> Callable[[], object]:
 
     from convgraph import Forest
     from convgraph.analysis.stats import conversation_table
-    from convgraph.sources import agent_workers
+    from convgraph.sources.agents import workers as agent_workers
 
     if workers:
         agent_workers.WORKERS = int(workers)
@@ -317,8 +317,9 @@ def agent_rows(sizes: list[int], options: suite.Options) -> list[Row]:
 
 def _processes(folder: Path) -> str:
     """How many processes convgraph reads `folder` with, said."""
-    from convgraph.sources import agent_workers, open_logs
-    from convgraph.sources.agent_sessions import AgentSessions
+    from convgraph.sources import open_logs
+    from convgraph.sources.agents import workers as agent_workers
+    from convgraph.sources.agents.sessions import AgentSessions
 
     with open_logs(folder) as logs:
         assert isinstance(logs, AgentSessions)

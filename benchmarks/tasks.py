@@ -209,7 +209,7 @@ def _convgraph_stats_rows(db: str) -> Callable[[], Any]:
     columnar reader turned off: the cost it replaces, side by side."""
     from convgraph import Forest
     from convgraph.analysis.stats import conversation_table
-    from convgraph.sources import columnar
+    from convgraph.sources.llm import columnar
 
     columnar.available = lambda: False
     return lambda: conversation_table(Forest.read(db, text=False))

@@ -26,7 +26,7 @@ SOURCE_ATTRIBUTES = (
 #: their nodes tables: where a coding agent's turn ran, its working directory
 #: (`project`) and git branch (`git_branch`), each str or None. A source
 #: that has them gives them in a whole-file read and in a tree read by id
-#: alike (`convgraph.sources.agent_files.AGENT_ATTRIBUTES` begins with
+#: alike (`convgraph.sources.agents.files.AGENT_ATTRIBUTES` begins with
 #: them), and the trees built from it carry them after `NODE_ATTRIBUTES`
 #: (so the JSON exports write them: docs/json-schema.md). Other sources'
 #: tables, trees and exports have no such keys (no nulls for every chat and

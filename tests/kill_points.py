@@ -38,7 +38,7 @@ import llm.parts  # noqa: F401
 import sqlite_utils  # noqa: F401
 import ulid  # noqa: F401
 
-import convgraph.sources.chat_exports  # noqa: F401
+import convgraph.sources.chat.exports  # noqa: F401
 from convgraph.store import importer
 
 CONNECT = sqlite3.connect

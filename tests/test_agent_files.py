@@ -12,8 +12,8 @@ import pytest
 
 from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
-from convgraph.sources import agent_files
-from convgraph.sources.agent_files import first_records, iter_lines, json_lines
+from convgraph.sources.agents import files as agent_files
+from convgraph.sources.agents.files import first_records, iter_lines, json_lines
 
 LINES = b'{"a": 1}\n' + b"x" * 100 + b"\n\n" + b'{"b": 2}\n{"c": 3}'
 

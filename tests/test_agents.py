@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from convgraph import Forest
 from convgraph.errors import DatabaseError
 from convgraph.sources import open_logs
-from convgraph.sources.agent_sessions import AgentSessions
+from convgraph.sources.agents.sessions import AgentSessions
 from tests.helpers import examples, file_digest, run
 
 DATA = Path(__file__).parent / "data" / "agents"

@@ -18,10 +18,11 @@ import pandas as pd
 import pytest
 
 from convgraph.errors import DatabaseError
-from convgraph.sources import agent_workers, open_logs
-from convgraph.sources.agent_files import AGENT_ATTRIBUTES
-from convgraph.sources.agent_sessions import AgentSessions
-from convgraph.sources.chat_exports import FOREST_COLUMNS
+from convgraph.sources import open_logs
+from convgraph.sources.agents import workers as agent_workers
+from convgraph.sources.agents.files import AGENT_ATTRIBUTES
+from convgraph.sources.agents.sessions import AgentSessions
+from convgraph.sources.chat.exports import FOREST_COLUMNS
 from tests.helpers import run
 
 DATA = Path(__file__).parent / "data" / "agents"

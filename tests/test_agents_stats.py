@@ -57,7 +57,7 @@ def test_usage_of_one_session_by_project() -> None:
 
 
 def test_agents_columns_begin_with_the_place() -> None:
-    from convgraph.sources.agent_files import AGENT_ATTRIBUTES
+    from convgraph.sources.agents.files import AGENT_ATTRIBUTES
 
     assert AGENT_ATTRIBUTES[: len(PLACE_ATTRIBUTES)] == PLACE_ATTRIBUTES
 

@@ -1,6 +1,6 @@
 """The columnar reader against the row readers: the same forest, exactly.
 
-`convgraph.sources.columnar.read_forest` must give the nodes table, names
+`convgraph.sources.llm.columnar.read_forest` must give the nodes table, names
 and problems that the row readers give (`LogDatabase.read_forest` with the
 columnar path turned off) on every kind of file it takes: hand-made legacy
 databases, message stores written by llm 0.36 itself, synthetic files of
@@ -28,8 +28,12 @@ pytest.importorskip("adbc_driver_sqlite")
 
 from benchmarks import synthetic  # noqa: E402
 from convgraph import Forest  # noqa: E402
-from convgraph.sources import columnar, open_logs, snapshot  # noqa: E402
-from convgraph.sources.columnar import calls, numbering, reader  # noqa: E402
+from convgraph.sources import open_logs  # noqa: E402
+from convgraph.sources.llm import (  # noqa: E402
+    columnar,
+    snapshot,
+)
+from convgraph.sources.llm.columnar import calls, numbering, reader  # noqa: E402
 from tests.databases import (  # noqa: E402
     COMPLEX,
     LlmLog,

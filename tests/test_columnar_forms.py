@@ -16,8 +16,9 @@ pa = pytest.importorskip("pyarrow")
 pytest.importorskip("adbc_driver_sqlite")
 
 from benchmarks import synthetic  # noqa: E402
-from convgraph.sources import columnar, open_logs  # noqa: E402
-from convgraph.sources.columnar import arrays, legacy, reader  # noqa: E402
+from convgraph.sources import open_logs  # noqa: E402
+from convgraph.sources.llm import columnar  # noqa: E402
+from convgraph.sources.llm.columnar import arrays, legacy, reader  # noqa: E402
 from tests.test_columnar import fixed_chunks  # noqa: E402
 
 

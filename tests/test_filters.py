@@ -105,16 +105,9 @@ def test_a_bad_bound_is_one_line_and_exit_status_2(
 
 def test_the_sources_are_the_readers_own():
     from convgraph.cli.filters import SOURCES
-    from convgraph.sources import (
-        chatgpt,
-        claude,
-        claude_code,
-        codex,
-        gemini_cli,
-        legacy,
-        message_store,
-        openwebui,
-    )
+    from convgraph.sources.agents import claude_code, codex, gemini_cli
+    from convgraph.sources.chat import chatgpt, claude, openwebui
+    from convgraph.sources.llm import legacy, message_store
 
     readers = [legacy, message_store, chatgpt, claude, openwebui]
     readers += [claude_code, codex, gemini_cli]

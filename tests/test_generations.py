@@ -1,4 +1,4 @@
-"""Where the generations of one llm file meet (`convgraph.sources.generations`):
+"""Where the generations of one llm file meet (`convgraph.sources.llm.generations`):
 each id once, and turns that go on from legacy history hung below the
 response they continue, in the two forms `LogDatabase` uses, one tree's
 records (`read_tree`) and the whole forest's table (`read_forest`), which
@@ -12,16 +12,16 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convgraph.sources.generations import (
+from convgraph.sources.llm.generations import (
     CONTINUES,
     first_of_each_id,
     first_of_each_id_frame,
     join_generations,
     join_generations_frame,
 )
-from convgraph.sources.legacy import SOURCE as LEGACY
-from convgraph.sources.message_store import SOURCE as TURNS
-from convgraph.sources.message_store import Continuation
+from convgraph.sources.llm.legacy import SOURCE as LEGACY
+from convgraph.sources.llm.message_store import SOURCE as TURNS
+from convgraph.sources.llm.message_store import Continuation
 from convgraph.sources.source import log_order, sort_log_order
 from convgraph.sources.tables import categorical
 from tests.helpers import examples

@@ -5,7 +5,7 @@ in any field of each export format.
 
 Each case is a file a user could be handed; each test asserts the exact
 answer: one line on stderr and exit status 2 past a bound
-(`convgraph.sources.chat_json`), the value missing where it is out of range,
+(`convgraph.sources.chat.json_files`), the value missing where it is out of range,
 every node kept where ids are shared. Nothing here times anything (the
 figures are in the report of the change and the benchmarks); the big inputs
 are `slow`.
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.sources import open_logs
-from convgraph.sources.chat_json import MAX_DEPTH, MAX_VALUE_BYTES, READ_SIZE
+from convgraph.sources.chat.json_files import MAX_DEPTH, MAX_VALUE_BYTES, READ_SIZE
 from tests import chat_exports as build
 from tests.helpers import examples, run
 

@@ -22,7 +22,7 @@ from convgraph.errors import DatabaseError
 from convgraph.model.forest import Forest
 from convgraph.model.loading import read_tree
 from convgraph.sources import open_logs
-from convgraph.sources.chat_exports import conversation_records
+from convgraph.sources.chat.exports import conversation_records
 from convgraph.store.importer import (
     ImportRefused,
     import_export,

@@ -19,7 +19,7 @@ import pytest
 
 from convgraph.errors import DatabaseError
 from convgraph.sources import open_logs
-from convgraph.sources.chat_exports import conversation_records
+from convgraph.sources.chat.exports import conversation_records
 from convgraph.store.importer import import_export, plan_conversation
 from tests.chat_exports import gpt_conversation, gpt_message, gpt_preamble, write_json
 from tests.databases import LlmLog

@@ -23,7 +23,8 @@ pa = pytest.importorskip("pyarrow")
 
 from convgraph import Forest  # noqa: E402
 from convgraph.contract import STRING_COLUMNS  # noqa: E402
-from convgraph.sources import columnar, tables  # noqa: E402
+from convgraph.sources import tables  # noqa: E402
+from convgraph.sources.llm import columnar  # noqa: E402
 from tests import chat_exports as build  # noqa: E402
 from tests.helpers import plain  # noqa: E402
 

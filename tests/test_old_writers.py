@@ -4,7 +4,7 @@ After `convgraph migrate`, an llm older than 0.32 still logs into the file
 with a NULL `parent_response_id`, though it sent the whole conversation as
 history. The file places such a row itself (the placing trigger of
 `convgraph.store.rules`); the reader places the rows written while that rule
-was missing (`convgraph.sources.old_writers`, in two forms held to one
+was missing (`convgraph.sources.llm.old_writers`, in two forms held to one
 answer here); `check` reports the rows it cannot place; convgraph's own
 roots stay roots. Raw sqlite3 inserts without the column stand for the old
 llm in the quick tests; the slow ones run llm 0.31 and 0.19 themselves
@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree
-from convgraph.sources import columnar
-from convgraph.sources.old_writers import (
+from convgraph.sources.llm import columnar
+from convgraph.sources.llm.old_writers import (
     MIGRATION_NAME,
     RECORD_TABLE,
     ROOTS_TABLE,
@@ -718,7 +718,7 @@ def test_a_file_grown_by_every_writer_places_every_node(
     if not rule:
         # Read as convgraph read it before the rule (the stored links
         # alone), the three rows the old llms logged are roots.
-        from convgraph.sources import old_writers
+        from convgraph.sources.llm import old_writers
 
         monkeypatch.setattr(old_writers, "read_placing", lambda *args: None)
         assert right(db, nodes) == len(GROWN) - 3

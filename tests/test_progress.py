@@ -120,7 +120,7 @@ def test_the_delay_is_read_from_the_environment(monkeypatch) -> None:
 def seven_rows_a_statement(monkeypatch) -> None:
     """Every statement of a whole-table read reads 7 rows, so that a small
     file is read in several chunks."""
-    from convgraph.sources import snapshot
+    from convgraph.sources.llm import snapshot
 
     for name in ("FIRST_CHUNK_ROWS", "MIN_CHUNK_ROWS", "MAX_CHUNK_ROWS"):
         monkeypatch.setattr(snapshot, name, 7)
@@ -129,7 +129,7 @@ def seven_rows_a_statement(monkeypatch) -> None:
 @pytest.mark.parametrize("reader", ["columnar", "rows"])
 def test_a_whole_read_reports_each_table_chunk_by_chunk(seed_db, monkeypatch, reader):
     from convgraph.model.forest import Forest
-    from convgraph.sources import columnar
+    from convgraph.sources.llm import columnar
 
     if reader == "rows":
         monkeypatch.setattr(columnar, "available", lambda: False)

@@ -1,17 +1,17 @@
 """The read rules that have two forms, each pair held to one answer.
 
-- The chunked-read rule (`convgraph.sources.snapshot`): the row readers and
+- The chunked-read rule (`convgraph.sources.llm.snapshot`): the row readers and
   the columnar reader pace their statements by the one `paced`, so on the
   same file, statements that take the same time, they ask for the same
   rows, statement by statement.
-- The message store's turn parents (`convgraph.sources.turn_parents`): turn
+- The message store's turn parents (`convgraph.sources.llm.turn_parents`): turn
   by turn (`turn_parents`, the row reader's) and on arrays
   (`turn_parent_rows`, the columnar reader's), on random message trees,
   turns and forks.
-- Legacy chains (`convgraph.sources.legacy`): per tree (`link_as_chains`)
+- Legacy chains (`convgraph.sources.llm.legacy`): per tree (`link_as_chains`)
   and per table (`link_frame_as_chains`), on random logs mixing responses
   and turns.
-- Tool chains folded into one node (`convgraph.sources.runs`): per tree
+- Tool chains folded into one node (`convgraph.sources.llm.runs`): per tree
   (`fold_runs`) and per table (`fold_run_frame`), on random calls with
   random links (forks, cycles, links to other trees, to nothing, to
   themselves) and random runs, with and without texts.
@@ -31,14 +31,15 @@ from hypothesis import strategies as st
 from benchmarks import synthetic
 from convgraph import parts as kinds
 from convgraph.contract import INTEGER_ATTRIBUTES
-from convgraph.sources import columnar, legacy, open_logs, runs, snapshot
-from convgraph.sources.message_store import _thread_roots
-from convgraph.sources.source import log_order
-from convgraph.sources.turn_parents import (
+from convgraph.sources import open_logs
+from convgraph.sources.llm import columnar, legacy, runs, snapshot
+from convgraph.sources.llm.message_store import _thread_roots
+from convgraph.sources.llm.turn_parents import (
     NearestAbove,
     turn_parent_rows,
     turn_parents,
 )
+from convgraph.sources.source import log_order
 from tests.helpers import examples
 
 # -- the chunked-read rule -------------------------------------------------------

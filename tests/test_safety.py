@@ -507,7 +507,7 @@ def test_a_truncated_zip_is_named_even_where_sqlite_is_asked(tmp_path):
     # but its first bytes says it is a zip: they name it, not "not an
     # SQLite database" (issue 24.9), wherever a command opens it.
     from convgraph.errors import DatabaseError
-    from convgraph.sources.files import connect_read_only
+    from convgraph.sources.llm.files import connect_read_only
     from tests.chat_exports import write_zip
 
     whole = write_zip(tmp_path / "export.zip", {"conversations.json": chatgpt_export()})

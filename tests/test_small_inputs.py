@@ -190,7 +190,7 @@ def chat_exports(directory: Path) -> list[Path]:
 def test_a_chat_export_is_read_once_and_prints_the_tables_answer(
     tmp_path: Path,
 ) -> None:
-    from convgraph.sources.chat_exports import ChatExport
+    from convgraph.sources.chat.exports import ChatExport
 
     for path in chat_exports(tmp_path):
         assert path.stat().st_size < stats_command.SMALL_INPUT_BYTES

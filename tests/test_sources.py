@@ -504,9 +504,9 @@ def test_a_live_writer_is_not_taken_for_a_stopped_one(seed_db, monkeypatch):
     # Another process is in the middle of a write and holds the lock past
     # the busy timeout (shortened here): its journal is on disk, but it is
     # alive, so the user is told to retry, not to roll anything back.
-    import convgraph.sources.files
+    import convgraph.sources.llm.files
 
-    monkeypatch.setattr(convgraph.sources.files, "BUSY_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(convgraph.sources.llm.files, "BUSY_TIMEOUT_SECONDS", 0.2)
     with locked(seed_db, "update responses set prompt = 'x' || prompt"):
         assert seed_db.with_name(seed_db.name + "-journal").exists()
         result = run("stats", "--db", seed_db, expect=2)
@@ -543,7 +543,7 @@ def test_a_wal_file_in_a_read_only_directory_is_explained(tmp_path):
 
 def test_a_snapshot_reads_the_rows_up_to_its_start_in_short_steps(tmp_path):
     from convgraph.sources import connect_read_only
-    from convgraph.sources.snapshot import FIRST_CHUNK_ROWS, Snapshot
+    from convgraph.sources.llm.snapshot import FIRST_CHUNK_ROWS, Snapshot
 
     path = tmp_path / "logs.db"
     conn = legacy_database(path)

@@ -19,8 +19,9 @@ import pytest
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree, load_tree_of_node
-from convgraph.sources import chat_exports, open_logs
-from convgraph.sources.chat_exports import ChatExport, open_source
+from convgraph.sources import open_logs
+from convgraph.sources.chat import exports as chat_exports
+from convgraph.sources.chat.exports import ChatExport, open_source
 from tests import chat_exports as build
 from tests.helpers import run
 

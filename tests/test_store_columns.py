@@ -25,7 +25,8 @@ pytest.importorskip("adbc_driver_sqlite")
 
 from benchmarks import synthetic  # noqa: E402
 from convgraph import Forest  # noqa: E402
-from convgraph.sources import columnar, open_logs  # noqa: E402
+from convgraph.sources import open_logs
+from convgraph.sources.llm import columnar  # noqa: E402
 from tests.databases import LlmLog  # noqa: E402
 from tests.helpers import plain  # noqa: E402
 from tests.test_columnar import execute  # noqa: E402
@@ -191,7 +192,7 @@ def test_other_parts_go_to_the_row_reader(llm_fork_db, tmp_path, edit):
 def test_tool_calls_found_a_range_of_rowids_at_a_time(
     llm_fork_db, tmp_path, monkeypatch, call_at
 ):
-    from convgraph.sources.columnar import message_store
+    from convgraph.sources.llm.columnar import message_store
 
     path = copy_of(llm_fork_db["path"], tmp_path)
     if call_at is not None:

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 pa = pytest.importorskip("pyarrow")
 
-from convgraph.sources.columnar import numbering  # noqa: E402
-from convgraph.sources.columnar.calls import OTHER, USER  # noqa: E402
-from convgraph.sources.columnar.message_store import (  # noqa: E402
+from convgraph.sources.llm.columnar import numbering  # noqa: E402
+from convgraph.sources.llm.columnar.calls import OTHER, USER  # noqa: E402
+from convgraph.sources.llm.columnar.message_store import (  # noqa: E402
     guessed_numbers,
     message_numbers,
 )

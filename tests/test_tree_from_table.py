@@ -237,7 +237,7 @@ def test_the_prompts_alone_are_read_where_the_reader_can(
     noted_seed: Path, hostile_links: Path, base_files: dict
 ) -> None:
     from convgraph.present.text_tree import DRAWN_TEXTS, answers_missing
-    from convgraph.sources import columnar
+    from convgraph.sources.llm import columnar
 
     whole = Forest.read(noted_seed)
     prompts = Forest.read(noted_seed, texts=DRAWN_TEXTS)

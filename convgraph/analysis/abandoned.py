@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import PARTS
-from convgraph.sources.agent_files import SIDECHAIN
-from convgraph.sources.agent_sessions import FORMATS
+from convgraph.sources.agents.files import SIDECHAIN
+from convgraph.sources.agents.sessions import FORMATS
 
 if TYPE_CHECKING:
     # Only the tables' functions import numpy and take pandas' objects: one

@@ -1,6 +1,6 @@
 """Statistics of coding agents' work, per session or per project, from the
 columns an agent's sessions add to the nodes table
-(`convgraph.sources.agent_files.AGENT_ATTRIBUTES`).
+(`convgraph.sources.agents.files.AGENT_ATTRIBUTES`).
 
 `agent_table` groups the nodes (pandas groupby, never a walk) by session
 (the tree) or by project (the node's working directory): the sessions, the

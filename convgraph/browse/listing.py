@@ -154,7 +154,7 @@ def _threads(
 ) -> tuple[dict[str, tuple[str | None, str | None]], dict[str, str]]:
     """Every thread's name and origin, and the tree each thread belongs to
     (the message-store reader's own walk of the forks)."""
-    from convgraph.sources.message_store import _thread_roots
+    from convgraph.sources.llm.message_store import _thread_roots
 
     threads = {
         row[0]: (row[1], row[2])
@@ -197,7 +197,7 @@ def _export_rows(logs: Source) -> list[ConversationRow]:
     """A chat export's conversations, each parsed once (no SQL is behind an
     export). A conversation without a prompt or an answer is listed with 0
     nodes, as `convgraph conversations` lists it, not left out."""
-    from convgraph.sources.chat_exports import conversation_records
+    from convgraph.sources.chat.exports import conversation_records
 
     if not hasattr(logs, "conversations"):
         return _table_rows(logs)

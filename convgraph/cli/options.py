@@ -283,7 +283,7 @@ def check_default_database(ctx: click.Context) -> None:
     """
     if ctx.params.get("db_path", "") is not None or ctx.info_name in MAKES_A_DATABASE:
         return
-    from convgraph.sources.files import default_database_path
+    from convgraph.sources.llm.files import default_database_path
 
     path = default_database_path()
     if path.exists():

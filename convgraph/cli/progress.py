@@ -2,7 +2,7 @@
 
 Long work (reading a whole file, linking, importing, writing a page) reports
 through a plain callback, `(phase, done, total)`
-(`convgraph.sources.snapshot.ProgressCallback`), that the library takes
+(`convgraph.sources.llm.snapshot.ProgressCallback`), that the library takes
 without knowing of any display: the readers call it per chunk, never per
 row. `ProgressBar` is the callback
 the commands pass: a determinate bar (rows, conversations or bytes) with

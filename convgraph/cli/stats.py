@@ -39,7 +39,7 @@ from convgraph.model.filters import TreeFilter
 
 if TYPE_CHECKING:
     from convgraph.model.forest import Forest
-    from convgraph.sources.chat_exports import ChatExport
+    from convgraph.sources.chat.exports import ChatExport
 
 #: The size (bytes, with an llm database's write-ahead log) under which a
 #: file is measured tree by tree without pandas (`small_records`): below it,
@@ -219,7 +219,7 @@ def stats(
 def is_small(db_path: str | None) -> bool:
     """Whether `db_path` (None: llm's own database) is one file under
     `SMALL_INPUT_BYTES`, its write-ahead log counted."""
-    from convgraph.sources.files import default_database_path
+    from convgraph.sources.llm.files import default_database_path
 
     path = os.fspath(default_database_path() if db_path is None else db_path)
     try:
@@ -259,8 +259,8 @@ def small_records(
     from convgraph.errors import UnknownConversation
     from convgraph.model.loading import read_tree
     from convgraph.sources import LogDatabase, opened
-    from convgraph.sources.agent_sessions import AgentSessions
-    from convgraph.sources.chat_exports import ChatExport
+    from convgraph.sources.agents.sessions import AgentSessions
+    from convgraph.sources.chat.exports import ChatExport
 
     records = []
     with opened(db_path) as logs:

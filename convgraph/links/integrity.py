@@ -47,11 +47,11 @@ DUPLICATE_ID = "duplicate-id"
 EMPTY_CONVERSATION = "empty-conversation"
 #: A chat export's conversation holding message ids an earlier one holds
 #: too (ChatGPT's "Branch in new chat" copies): read with those ids
-#: qualified by the conversation's (`convgraph.sources.chat_exports`), and
+#: qualified by the conversation's (`convgraph.sources.chat.exports`), and
 #: reported.
 SHARED_IDS = "shared-ids"
 #: A legacy row an older llm logged without a parent into a migrated file,
-#: whose parent the rule cannot tell (`convgraph.sources.old_writers`): it
+#: whose parent the rule cannot tell (`convgraph.sources.llm.old_writers`): it
 #: stays a root.
 UNPLACED = "unplaced"
 

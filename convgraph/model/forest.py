@@ -33,9 +33,9 @@ from convgraph.links.integrity import Problem, check_link_table
 from convgraph.links.pointer_jumping import ids_at_rows, root_pointers
 from convgraph.model.marks import mark_forest
 from convgraph.sources import LogDatabase, Source, opened
-from convgraph.sources.agent_sessions import AgentSessions
+from convgraph.sources.agents.sessions import AgentSessions
+from convgraph.sources.llm.snapshot import ProgressCallback, no_progress
 from convgraph.sources.notes import NodeNote, read_notes
-from convgraph.sources.snapshot import ProgressCallback, no_progress
 from convgraph.sources.tables import (
     conform_nodes,
     fixed_mmap_threshold,

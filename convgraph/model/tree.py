@@ -130,7 +130,7 @@ class ConversationTree(nx.DiGraph):
         each with `id` and the node attributes) and their checked parents
         (`convgraph.links.integrity.check_links`), as every tree convgraph
         reads is built. `calls`: the node of each call inside a run (a tool
-        chain is one node, `convgraph.sources.runs`), kept as the graph's
+        chain is one node, `convgraph.sources.llm.runs`), kept as the graph's
         `calls` where there are some, so that a call's id finds its node.
 
         Nodes go in in log order, so successors come out in log order. The

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import DatabaseError
-from convgraph.sources.files import connect_read_only, default_database_path
-from convgraph.sources.llm_database import LogDatabase
+from convgraph.sources.llm.database import LogDatabase
+from convgraph.sources.llm.files import connect_read_only, default_database_path
 from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
 
 __all__ = [
@@ -65,9 +65,9 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
     path = Path(path) if path is not None else default_database_path()
     # Not SQLite: a coding agent's sessions, or a ChatGPT, Claude.ai or Open
     # WebUI export, told by content.
-    from convgraph.sources.agent_sessions import open_agent_source
-    from convgraph.sources.chat_exports import open_source
-    from convgraph.sources.chat_json import path_kind
+    from convgraph.sources.agents.sessions import open_agent_source
+    from convgraph.sources.chat.exports import open_source
+    from convgraph.sources.chat.json_files import path_kind
 
     try:
         if path_kind(path) in ("folder", "json"):

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from convgraph.errors import DatabaseError
-from convgraph.sources.chat_messages import as_dict, as_list, as_text
-from convgraph.sources.files import connect_read_only
+from convgraph.sources.chat.messages import as_dict, as_list, as_text
+from convgraph.sources.llm.files import connect_read_only
 from convgraph.sources.source import Source
 
 #: convgraph's table of notes, in the llm database or the file beside an export.
@@ -170,7 +170,7 @@ def _said(entry: dict[str, Any]) -> tuple[list[str], str | None]:
 def _json_object(text: str) -> dict[str, Any] | None:
     """`text` as a JSON object, read within the bounds every export value is
     read in; None where it is none."""
-    from convgraph.sources.chat_json import read_errors, stream_values
+    from convgraph.sources.chat.json_files import read_errors, stream_values
 
     if not text.lstrip().startswith("{"):
         return None

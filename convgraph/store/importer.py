@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from convgraph.errors import DatabaseError, ImportRefused
-from convgraph.sources.snapshot import ProgressCallback
+from convgraph.sources.llm.snapshot import ProgressCallback
 from convgraph.store.import_plan import (
     ConversationPlan,
     PlannedTurn,
@@ -368,7 +368,7 @@ def _plans(
 ) -> Iterator[ConversationPlan]:
     """Every conversation of the export with nodes, planned, one at a time
     (the export is streamed once); the others are added to `empty`."""
-    from convgraph.sources.chat_exports import conversation_records
+    from convgraph.sources.chat.exports import conversation_records
 
     for conversation in export.conversations():
         records = conversation_records(conversation, export.format or "")
@@ -421,7 +421,7 @@ def import_export(
         Another writer kept the file busy; conversations written before stay.
     """
     from convgraph.sources import open_logs
-    from convgraph.sources.chat_exports import ChatExport
+    from convgraph.sources.chat.exports import ChatExport
     from convgraph.store.transaction import database_path
 
     source = Path(source)

@@ -24,7 +24,7 @@ on even without the option. The rules go in last, with the record.
 The record's time is when the column was added: from then on an llm older
 than 0.32 still logging into the file writes rows with a NULL parent, which
 the placing rule (`rules.PLACING_TRIGGER`) places as they are written, and
-the reader places where that rule was missing (`convgraph.sources.old_writers`);
+the reader places where that rule was missing (`convgraph.sources.llm.old_writers`);
 a later run that puts lost rules back keeps the first time.
 
 A file that llm has not yet brought to its current schema is refused: llm's
@@ -52,7 +52,7 @@ from convgraph.links.integrity import (
     break_cycles,
     link_problem,
 )
-from convgraph.sources.snapshot import ProgressCallback, no_progress
+from convgraph.sources.llm.snapshot import ProgressCallback, no_progress
 from convgraph.store.responses import utc_now
 from convgraph.store.rules import (
     CONVERSATION_INDEX_NAME,
@@ -387,7 +387,7 @@ def _apply(
     response (`_link_linear`)."""
 
     # When this run added the column: from then on a NULL parent may be an
-    # older llm's, which the reader places (convgraph.sources.old_writers).
+    # older llm's, which the reader places (convgraph.sources.llm.old_writers).
     added_at: list[str] = []
 
     def add_column() -> None:

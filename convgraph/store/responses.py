@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from convgraph.errors import ConvgraphError, DatabaseError, RuleViolation
-from convgraph.sources.old_writers import ROOTS_TABLE
+from convgraph.sources.llm.old_writers import ROOTS_TABLE
 from convgraph.store.rules import (
     PARENT_COLUMN,
     migration_recorded,
@@ -245,7 +245,7 @@ def keep_as_roots(conn: sqlite3.Connection, node_ids: list[str]) -> None:
     prompt asked again, the children of a deleted root) are meant as roots.
     Their parent is set back to NULL, and in a migrated file they are listed
     in `_convgraph_roots`, so that the reader, which places such rows where
-    the rule was missing (`convgraph.sources.old_writers`), leaves them be.
+    the rule was missing (`convgraph.sources.llm.old_writers`), leaves them be.
     """
     ids = json.dumps(list(node_ids))
     conn.execute(

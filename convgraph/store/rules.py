@@ -30,7 +30,7 @@ import sqlite3
 
 from convgraph.errors import NotMigrated
 from convgraph.links.integrity import Problem
-from convgraph.sources.old_writers import MIGRATION_NAME, RECORD_TABLE, has_table
+from convgraph.sources.llm.old_writers import MIGRATION_NAME, RECORD_TABLE, has_table
 
 #: The parent column `migrate` adds, and its index (parents' children are
 #: looked up by it, in the triggers and by every reader).
@@ -80,7 +80,7 @@ _PARENT_CHECKS = (
 #: gets the response its llm continued, the one logged just before it in its
 #: conversation (log order: datetime_utc, then id); the first response of a
 #: conversation stays a root (docs/design.md#three-generations-of-llms-database;
-#: the read side's form is `convgraph.sources.old_writers`). It never fails
+#: the read side's form is `convgraph.sources.llm.old_writers`). It never fails
 #: the writer's insert: it skips a row whose conversation is NULL (a
 #: conversation of its own) and a row that stored links already name as
 #: their parent (only then could a link close a cycle, which the update rule
@@ -254,9 +254,9 @@ def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
     convgraph never migrated, or whose rules are all in place.
     """
     from convgraph.sources import connect_read_only
-    from convgraph.sources.agent_sessions import open_agent_source
-    from convgraph.sources.chat_exports import open_source
-    from convgraph.sources.chat_json import path_kind
+    from convgraph.sources.agents.sessions import open_agent_source
+    from convgraph.sources.chat.exports import open_source
+    from convgraph.sources.chat.json_files import path_kind
     from convgraph.store.transaction import database_path
 
     path = database_path(db)

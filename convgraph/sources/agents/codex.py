@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from convgraph import parts as P
-from convgraph.sources.agent_files import (
+from convgraph.sources.agents.files import (
     SessionGroup,
     first_records,
     json_lines,
     jsonl_files,
 )
-from convgraph.sources.chat_messages import (
+from convgraph.sources.chat.messages import (
     ANSWER,
     PROMPT,
     STEP,

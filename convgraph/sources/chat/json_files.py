@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from convgraph.errors import DatabaseError
-from convgraph.sources.files import SQLITE_HEADER, ZIP_HEADER
+from convgraph.sources.llm.files import SQLITE_HEADER, ZIP_HEADER
 
 #: How deeply a JSON value of an export may nest (the top-level array is one
 #: level, a ChatGPT conversation two). Real exports nest about 15 deep.

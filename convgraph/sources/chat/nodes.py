@@ -18,7 +18,7 @@ from collections import deque
 from typing import Any
 
 from convgraph.parts import TOOL_CALL, Part, is_plain, tool_names
-from convgraph.sources.chat_messages import (
+from convgraph.sources.chat.messages import (
     ANSWER,
     INT64_LIMIT,
     PROMPT,

@@ -18,7 +18,7 @@ import sqlite3
 from pathlib import Path
 
 from convgraph.errors import DatabaseError
-from convgraph.sources.snapshot import BUSY_TIMEOUT_SECONDS
+from convgraph.sources.llm.snapshot import BUSY_TIMEOUT_SECONDS
 from convgraph.sources.tables import replacing_text
 
 #: The first 16 bytes of every SQLite database file.

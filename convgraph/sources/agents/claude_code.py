@@ -30,14 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from convgraph import parts as P
-from convgraph.sources.agent_files import (
+from convgraph.sources.agents.files import (
     SessionGroup,
     Sidechain,
     first_records,
     json_lines,
     jsonl_files,
 )
-from convgraph.sources.chat_messages import (
+from convgraph.sources.chat.claude import block_parts
+from convgraph.sources.chat.messages import (
     ANSWER,
     INT64_LIMIT,
     PROMPT,
@@ -48,7 +49,6 @@ from convgraph.sources.chat_messages import (
     join_texts,
     text_to_iso,
 )
-from convgraph.sources.claude import block_parts
 
 SOURCE = "claude-code"
 

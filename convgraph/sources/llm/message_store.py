@@ -29,18 +29,18 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
 from convgraph.parts import ASSISTANT, TEXT, is_plain
-from convgraph.sources.generations import CONTINUES
-from convgraph.sources.message_parts import (
+from convgraph.sources.llm.generations import CONTINUES
+from convgraph.sources.llm.message_parts import (
     ROLES,
     MessageContent,
     read_content,
     read_tool_names,
 )
-from convgraph.sources.runs import RUN, TOOL_NAMES
-from convgraph.sources.snapshot import Snapshot
+from convgraph.sources.llm.runs import RUN, TOOL_NAMES
+from convgraph.sources.llm.snapshot import Snapshot
+from convgraph.sources.llm.turn_parents import NearestAbove, turn_parents
 from convgraph.sources.source import prefix_range
 from convgraph.sources.tables import as_integer, as_text, no_garbage_collection
-from convgraph.sources.turn_parents import NearestAbove, turn_parents
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -34,7 +34,7 @@ from typing import Any
 
 from convgraph import parts as kinds
 from convgraph.parts import Part
-from convgraph.sources.snapshot import Snapshot
+from convgraph.sources.llm.snapshot import Snapshot
 from convgraph.sources.tables import as_integer, as_text
 
 #: A part row as read: rowid, message hash, position, type, tool name,

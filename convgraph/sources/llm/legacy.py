@@ -26,13 +26,13 @@ from convgraph.contract import (
     TOOLS,
 )
 from convgraph.links.integrity import Problem
-from convgraph.sources import old_writers
-from convgraph.sources.legacy_parts import (
+from convgraph.sources.llm import old_writers
+from convgraph.sources.llm.legacy_parts import (
     LegacyParts,
     add_run_columns,
     add_run_records,
 )
-from convgraph.sources.snapshot import Snapshot
+from convgraph.sources.llm.snapshot import Snapshot
 from convgraph.sources.source import prefix_range
 from convgraph.sources.tables import as_integer, as_text
 

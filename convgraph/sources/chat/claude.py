@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from convgraph import parts as P
-from convgraph.sources.chat_messages import (
+from convgraph.sources.chat.messages import (
     ANSWER,
     PROMPT,
     STEP,

@@ -2,7 +2,7 @@
 
 `ArrowReader` holds read-only connections of the ADBC SQLite driver (Apache
 Arrow's), which hands over each statement's rows as Arrow columns. It reads
-a table by the one chunked-read rule of `convgraph.sources.snapshot`: up to
+a table by the one chunked-read rule of `convgraph.sources.llm.snapshot`: up to
 the bound its `Snapshot` took, rowid range by rowid range, each range its
 own statement in autocommit mode sized by `snapshot.paced` (in
 `snapshot.paced_chunks`), so llm can commit between two of them. A large
@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from convgraph.sources import snapshot as chunked
-from convgraph.sources.columnar.arrays import (
+from convgraph.sources.llm import snapshot as chunked
+from convgraph.sources.llm.columnar.arrays import (
     chunks_in_log_order,
     in_log_order,
     integer_parts,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-    from convgraph.sources.snapshot import Snapshot
+    from convgraph.sources.llm.snapshot import Snapshot
 
 #: How many ranges of rowids a large table is read in side by side, and the
 #: fewest rows a range is worth a thread for.

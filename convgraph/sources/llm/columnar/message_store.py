@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph import parts as kinds
 from convgraph.contract import INTEGER_ATTRIBUTES, PARTS, TOOL_CALLS
-from convgraph.sources.columnar.arrays import (
+from convgraph.sources.llm.columnar.arrays import (
     dictionary_codes,
     ids_at,
     in_log_order,
     nodes_frame,
 )
-from convgraph.sources.columnar.calls import (
+from convgraph.sources.llm.columnar.calls import (
     CALL_COLUMNS,
     OTHER,
     ROLE_CODE,
@@ -47,14 +47,14 @@ from convgraph.sources.columnar.calls import (
     TooLong,
     turn_calls,
 )
-from convgraph.sources.columnar.calls import _walk as walk
-from convgraph.sources.columnar.numbering import (
+from convgraph.sources.llm.columnar.calls import _walk as walk
+from convgraph.sources.llm.columnar.numbering import (
     KeyBytes,
     common_length,
     numbered,
     numbered_by_bytes,
 )
-from convgraph.sources.columnar.reader import (
+from convgraph.sources.llm.columnar.reader import (
     ID,
     INTEGER,
     TEXT,
@@ -62,14 +62,14 @@ from convgraph.sources.columnar.reader import (
     NotColumnar,
     _empty,
 )
-from convgraph.sources.runs import RUN, TOOL_NAMES, fold_run_frame
+from convgraph.sources.llm.runs import RUN, TOOL_NAMES, fold_run_frame
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
     import pyarrow as pa
 
-    from convgraph.sources.snapshot import Snapshot
+    from convgraph.sources.llm.snapshot import Snapshot
 
 #: The tables `read_store` reads.
 TABLES = ("threads", "turns", "messages", "parts")
@@ -107,9 +107,9 @@ def read_store(
     import pyarrow.compute as pc
 
     from convgraph.links.pointer_jumping import reaches_root, root_pointers
-    from convgraph.sources.message_store import SOURCE
+    from convgraph.sources.llm.message_store import SOURCE
+    from convgraph.sources.llm.turn_parents import turn_parent_rows
     from convgraph.sources.tables import give_back_memory
-    from convgraph.sources.turn_parents import turn_parent_rows
 
     threads = reader.table(
         "threads",

@@ -17,7 +17,7 @@ is the row readers' exactly (same table, dtypes, order, names);
 `tests/test_columnar.py` compares them on every kind of file.
 
 Reads never hold SQLite's read lock for long: they follow the one
-chunked-read rule of `convgraph.sources.snapshot`, as the row readers do
+chunked-read rule of `convgraph.sources.llm.snapshot`, as the row readers do
 (bounds taken in one statement, short paced statements, several rowid
 ranges of a large table side by side, the read started again when a writer
 did more than append: `read_consistently`).
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from convgraph.sources import LogDatabase
-    from convgraph.sources.columnar.reader import ArrowReader
-    from convgraph.sources.snapshot import ProgressCallback
+    from convgraph.sources.llm.columnar.reader import ArrowReader
+    from convgraph.sources.llm.snapshot import ProgressCallback
 
 
 def available() -> bool:
@@ -73,9 +73,9 @@ def read_forest(
         return None
     import adbc_driver_manager
 
-    from convgraph.sources.columnar import legacy, message_store
-    from convgraph.sources.columnar.reader import ArrowReader, NotColumnar
-    from convgraph.sources.snapshot import read_consistently
+    from convgraph.sources.llm.columnar import legacy, message_store
+    from convgraph.sources.llm.columnar.reader import ArrowReader, NotColumnar
+    from convgraph.sources.llm.snapshot import read_consistently
     from convgraph.sources.tables import give_back_memory
 
     try:

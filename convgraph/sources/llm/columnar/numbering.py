@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from convgraph.sources.columnar.arrays import chunks_of, dictionary_codes
+from convgraph.sources.llm.columnar.arrays import chunks_of, dictionary_codes
 
 if TYPE_CHECKING:
     import numpy as np

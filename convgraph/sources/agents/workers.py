@@ -45,7 +45,7 @@ from types import ModuleType
 from typing import Any
 
 from convgraph.errors import DatabaseError
-from convgraph.sources.agent_join import SessionsRead, read_sessions
+from convgraph.sources.agents.join import SessionsRead, read_sessions
 from convgraph.sources.tables import no_garbage_collection
 
 #: Session files of fewer bytes in all are read in one process: the
@@ -355,7 +355,7 @@ def _start() -> subprocess.Popen[bytes]:
     ends it; its share is written to its standard input."""
     # Where the caller found convgraph, last on the worker's path: the
     # worker finds it where the caller's environment does, else there.
-    home = str(Path(__file__).resolve().parents[2])
+    home = str(Path(__file__).resolve().parents[3])
     code = f"import sys; sys.path.append({home!r}); from {__name__} import work; work()"
     return subprocess.Popen(
         [sys.executable, "-c", code],

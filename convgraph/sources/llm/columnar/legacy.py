@@ -15,8 +15,8 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, PARENT_ROWS, TEXT_ATTRIBUTES
-from convgraph.sources.columnar.arrays import ids_at, nodes_frame
-from convgraph.sources.columnar.reader import (
+from convgraph.sources.llm.columnar.arrays import ids_at, nodes_frame
+from convgraph.sources.llm.columnar.reader import (
     ID,
     INTEGER,
     TEXT,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from convgraph.sources import LogDatabase
-    from convgraph.sources.snapshot import Snapshot
+    from convgraph.sources.llm.snapshot import Snapshot
 
 #: A legacy response's parent's rowid, found through the index of the ids.
 PARENT_ROWID = (
@@ -64,7 +64,7 @@ def read_legacy(
     to read (the others missing)."""
     import pyarrow as pa
 
-    from convgraph.sources.legacy import SOURCE, link_frame_as_chains
+    from convgraph.sources.llm.legacy import SOURCE, link_frame_as_chains
     from convgraph.sources.source import sort_log_order
     from convgraph.sources.tables import conform_nodes, give_back_memory
 
@@ -164,7 +164,7 @@ def _place_old_writers(logs: LogDatabase, nodes: pd.DataFrame) -> None:
     placed by the row readers' rule (`old_writers.place_frame`), in place;
     a file with rows it cannot place goes to the row readers, which report
     them."""
-    from convgraph.sources.old_writers import place_frame, read_placing
+    from convgraph.sources.llm.old_writers import place_frame, read_placing
 
     placed, parents, unplaced = place_frame(nodes, read_placing(logs.conn))
     if unplaced:

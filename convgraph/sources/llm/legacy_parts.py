@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from convgraph import parts as kinds
 from convgraph.contract import PARTS, TOOL_CALLS
 from convgraph.parts import Part, is_plain
-from convgraph.sources.runs import RUN, TOOL_NAMES
-from convgraph.sources.snapshot import Snapshot
+from convgraph.sources.llm.runs import RUN, TOOL_NAMES
+from convgraph.sources.llm.snapshot import Snapshot
 from convgraph.sources.tables import as_integer, as_text
 
 if TYPE_CHECKING:

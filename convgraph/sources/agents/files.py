@@ -21,8 +21,8 @@ import orjson
 
 from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
-from convgraph.sources.chat_json import MAX_VALUE_BYTES
-from convgraph.sources.chat_messages import Message
+from convgraph.sources.chat.json_files import MAX_VALUE_BYTES
+from convgraph.sources.chat.messages import Message
 
 #: The part key that marks a subagent's node (its parts are always given):
 #: the agent's id, or "sidechain" where the session names none.

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from convgraph.sources.columnar.reader import INTEGER, TEXT
+from convgraph.sources.llm.columnar.reader import INTEGER, TEXT
 
 if TYPE_CHECKING:
     import numpy as np
@@ -80,7 +80,7 @@ def turn_calls(
     """
     import numpy as np
 
-    from convgraph.sources.message_parts import call_name
+    from convgraph.sources.llm.message_parts import call_name
 
     calls = np.bincount(call_rows[call_rows >= 0], minlength=len(parent_rows))
     input_role = np.zeros(len(parent_rows), bool)

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import CONTENT_ATTRIBUTES
 from convgraph.errors import UnknownConversation, UnknownNode
 from convgraph.links.integrity import Problem
-from convgraph.sources import claude_code, codex, gemini_cli
-from convgraph.sources.agent_files import AGENT_ATTRIBUTES, AGENT_INTEGERS
-from convgraph.sources.agent_join import SessionsRead, read_sessions
-from convgraph.sources.agent_workers import PHASE, read_in_workers
+from convgraph.sources.agents import claude_code, codex, gemini_cli
+from convgraph.sources.agents.files import AGENT_ATTRIBUTES, AGENT_INTEGERS
+from convgraph.sources.agents.join import SessionsRead, read_sessions
+from convgraph.sources.agents.workers import PHASE, read_in_workers
 from convgraph.sources.source import (
     CONVERSATION,
     NODE,
@@ -254,7 +254,7 @@ class AgentSessions(Source):
         A large folder is read by worker processes where that gives the
         same table (`agent_workers.read_in_workers`); `progress` is told
         the files read."""
-        from convgraph.sources.chat_exports import FOREST_COLUMNS, _forest_frame
+        from convgraph.sources.chat.exports import FOREST_COLUMNS, _forest_frame
 
         # Each session's records become the table's columns as they are
         # read (`_read_groups`), the texts left out where not asked for; the

@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from convgraph.links.integrity import DUPLICATE_ID, Problem, record_problem
-from convgraph.sources.legacy import SOURCE as LEGACY_SOURCE
+from convgraph.sources.llm.legacy import SOURCE as LEGACY_SOURCE
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from convgraph.sources.message_store import Continuation
+    from convgraph.sources.llm.message_store import Continuation
 
 #: The column (and record key) of a turn's `Continuation`: None for a turn
 #: that needs none, False on the legacy rows of a table.

@@ -38,8 +38,8 @@ from convgraph.contract import (
 )
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.links.integrity import EMPTY_CONVERSATION, SHARED_IDS, Problem
-from convgraph.sources import chatgpt, claude, openwebui
-from convgraph.sources.chat_json import (
+from convgraph.sources.chat import chatgpt, claude, openwebui
+from convgraph.sources.chat.json_files import (
     ExportFile,
     file_on_disk,
     file_values,
@@ -48,8 +48,8 @@ from convgraph.sources.chat_json import (
     side_file,
     zip_files,
 )
-from convgraph.sources.chat_messages import Conversation, Message
-from convgraph.sources.chat_nodes import conversation_records
+from convgraph.sources.chat.messages import Conversation, Message
+from convgraph.sources.chat.nodes import conversation_records
 from convgraph.sources.source import (
     CONVERSATION,
     LISTED,

@@ -22,9 +22,9 @@ from typing import Any
 
 from convgraph import parts as P
 from convgraph.errors import DatabaseError
-from convgraph.sources.agent_files import SessionGroup, jsonl_files
-from convgraph.sources.chat_json import file_on_disk, file_values, path_kind
-from convgraph.sources.chat_messages import (
+from convgraph.sources.agents.files import SessionGroup, jsonl_files
+from convgraph.sources.chat.json_files import file_on_disk, file_values, path_kind
+from convgraph.sources.chat.messages import (
     ANSWER,
     PROMPT,
     STEP,

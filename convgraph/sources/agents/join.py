@@ -21,9 +21,9 @@ from typing import Any
 from convgraph.contract import CONTENT_ATTRIBUTES
 from convgraph.links.integrity import Problem
 from convgraph.parts import TOOL_CALL, TOOL_RESULT
-from convgraph.sources.agent_files import SIDECHAIN, SessionGroup
-from convgraph.sources.chat_messages import Conversation, Message, text_to_iso
-from convgraph.sources.chat_nodes import conversation_records
+from convgraph.sources.agents.files import SIDECHAIN, SessionGroup
+from convgraph.sources.chat.messages import Conversation, Message, text_to_iso
+from convgraph.sources.chat.nodes import conversation_records
 from convgraph.sources.source import log_order
 
 #: What joining a session did, in order, read with `track`: joined the

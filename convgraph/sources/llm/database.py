@@ -28,16 +28,16 @@ from convgraph.links.integrity import (
     Problem,
     record_problem,
 )
-from convgraph.sources import legacy, message_store
-from convgraph.sources.generations import (
+from convgraph.sources.llm import legacy, message_store
+from convgraph.sources.llm.generations import (
     CONTINUES,
     first_of_each_id,
     first_of_each_id_frame,
     join_generations,
     join_generations_frame,
 )
-from convgraph.sources.runs import fold_run_frame, fold_runs
-from convgraph.sources.snapshot import ProgressCallback, Snapshot, read_consistently
+from convgraph.sources.llm.runs import fold_run_frame, fold_runs
+from convgraph.sources.llm.snapshot import ProgressCallback, Snapshot, read_consistently
 from convgraph.sources.source import (
     CONVERSATION,
     NODE,
@@ -288,7 +288,7 @@ class LogDatabase(Source):
         """
         # Whole columns through Arrow where pyarrow and ADBC are installed
         # and the file is one it reads exactly (see `columnar`).
-        from convgraph.sources import columnar
+        from convgraph.sources.llm import columnar
 
         found = columnar.read_forest(self, text=text, progress=progress)
         self._forks_acyclic = found is not None

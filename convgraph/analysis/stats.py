@@ -197,15 +197,9 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     >>> table.at[0, "models"]
     ['m1', 'm2']
     """
-    from convgraph.sources.tables import no_garbage_collection
-
-    # The table's lists (each tree's models and tools, 100,000 of them at a
-    # million nodes) hold no cycles: collecting over the forest while they
-    # are made cost a quarter of the table.
-    with no_garbage_collection():
-        table = conversation_table_of(
-            forest.nodes, forest.names, forest.parent_rows, forest.depths
-        )
+    table = conversation_table_of(
+        forest.nodes, forest.names, forest.parent_rows, forest.depths
+    )
     empty = [p.node_id for p in forest.problems if p.kind == EMPTY_CONVERSATION]
     return _with_empty_trees(table, empty, forest.names) if empty else table
 

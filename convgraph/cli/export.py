@@ -217,9 +217,7 @@ def _forest(db_path: str | None, where: TreeFilter, progress: Any) -> Any:
     `progress`), for a format that writes the whole forest from its table."""
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
-    from convgraph.sources.tables import reuse_freed_memory
 
-    reuse_freed_memory()
     return select_trees(Forest.read(db_path, progress=progress), where)
 
 

@@ -63,14 +63,8 @@ def plain_records(table: pd.DataFrame) -> Iterator[dict[str, Any]]:
     """The table's rows as dicts of plain JSON values: times in ISO 8601,
     missing values as None, models as lists; made `BATCH_ROWS` rows at a
     time, so 100,000 conversations are never 100,000 dicts at once."""
-    from convgraph.sources.tables import no_garbage_collection
-
     for start in range(0, len(table), BATCH_ROWS):
-        # Rows of plain values hold no cycles: collecting over the batch's
-        # dicts while they are made cost half of making them.
-        with no_garbage_collection():
-            rows = _plain_rows(table.iloc[start : start + BATCH_ROWS])
-        yield from rows
+        yield from _plain_rows(table.iloc[start : start + BATCH_ROWS])
 
 
 #: How many rows `plain_records` turns into dicts at a time.
@@ -161,8 +155,6 @@ def print_conversations(
         terminal (`table_width`; every one on a pipe), the formats for
         programs all of them.
     """
-    from convgraph.sources.tables import no_garbage_collection
-
     records: Iterable[dict[str, Any]]
     if isinstance(table, list):
         records = table
@@ -177,22 +169,19 @@ def print_conversations(
         width = table_width()
         if width is not None and output_format in (None, "table"):
             fit = TableFit(width, PRIORITY, "name", NAME_MIN_WIDTH)
-    # Records and their text hold no cycles: the collector, woken by each
-    # batch of dicts, walked them (and the table) for nothing.
-    with no_garbage_collection():
-        if output_format == "json":
-            # The table's records hold its columns, in their order, already:
-            # printed as they are, not copied into records of them first.
-            selected = not isinstance(table, list)
-            echo_json_array(records if selected else _only(records, columns or names))
-            return
-        echo_records(
-            records,
-            names if columns is None else columns,
-            output_format or "table",
-            cells=_CELLS,
-            fit=fit,
-        )
+    if output_format == "json":
+        # The table's records hold its columns, in their order, already:
+        # printed as they are, not copied into records of them first.
+        selected = not isinstance(table, list)
+        echo_json_array(records if selected else _only(records, columns or names))
+        return
+    echo_records(
+        records,
+        names if columns is None else columns,
+        output_format or "table",
+        cells=_CELLS,
+        fit=fit,
+    )
 
 
 def _only(

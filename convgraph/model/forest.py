@@ -36,13 +36,7 @@ from convgraph.sources import LogDatabase, Source, opened
 from convgraph.sources.agents.sessions import AgentSessions
 from convgraph.sources.llm.snapshot import ProgressCallback, no_progress
 from convgraph.sources.notes import NodeNote, read_notes
-from convgraph.sources.tables import (
-    conform_nodes,
-    fixed_mmap_threshold,
-    give_back_memory,
-    object_column,
-    use_system_allocator,
-)
+from convgraph.sources.tables import conform_nodes, object_column
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -113,9 +107,7 @@ class Forest:
             A path to a `logs.db`, an open `Source`, or None for llm's own.
         text
             False leaves the prompt, system and response out (None): most of a
-            file's bytes, and not needed for structure and usage. It also
-            fixes malloc's threshold for mapping buffers on their own, for
-            the process (`tables.fixed_mmap_threshold`): statistics' memory.
+            file's bytes, and not needed for structure and usage.
         conversation_ids
             Read only the trees these ids name (a legacy conversation id, or
             any thread id of a message-store tree), each once, in the order
@@ -141,9 +133,6 @@ class Forest:
         """
         report = progress or no_progress
         named = list(conversation_ids or ())
-        use_system_allocator()
-        if not text:
-            fixed_mmap_threshold()
         with opened(db) as logs:
             if named:
                 nodes, names, problems, calls = _read_named(logs, named, text, report)
@@ -160,10 +149,7 @@ class Forest:
                 calls = logs.calls
             notes = read_notes(logs)
         report("checking parent links", 0, None)
-        forest = cls(nodes, names, problems, notes, calls)
-        del nodes
-        give_back_memory()
-        return forest
+        return cls(nodes, names, problems, notes, calls)
 
     def __len__(self) -> int:
         return len(self.nodes)

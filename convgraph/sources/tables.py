@@ -23,7 +23,6 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
@@ -83,18 +82,17 @@ def frame_of_chunks(
 
     categories, integers = set(categories), set(integers)
     parts: dict[str, list] = {name: [] for name in names}
-    with no_garbage_collection():
-        for rows in chunks:
-            values_of_columns = zip(*rows, strict=True)
-            if rowid:
-                next(values_of_columns)
-            for name, values in zip(names, values_of_columns, strict=True):
-                if name in categories:
-                    parts[name].append(categorical(values))
-                elif name in integers:
-                    parts[name].append(pd.array(values, dtype="Int64"))
-                else:
-                    parts[name].append(np.array(values, dtype=object))
+    for rows in chunks:
+        values_of_columns = zip(*rows, strict=True)
+        if rowid:
+            next(values_of_columns)
+        for name, values in zip(names, values_of_columns, strict=True):
+            if name in categories:
+                parts[name].append(categorical(values))
+            elif name in integers:
+                parts[name].append(pd.array(values, dtype="Int64"))
+            else:
+                parts[name].append(np.array(values, dtype=object))
     columns = {}
     for name, chunks_of_column in parts.items():
         if not chunks_of_column:
@@ -129,120 +127,6 @@ def no_garbage_collection() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-@cache
-def use_system_allocator() -> None:
-    """From now on, Arrow's buffers come from C's malloc (Arrow's system
-    pool) instead of its default pool (mimalloc): called by the
-    whole-forest read, for itself and for the work on the forest after it.
-
-    The read copies and encodes its columns chunk by chunk in its reading
-    threads, and mimalloc keeps each thread's freed pages for that thread,
-    which is gone; after the read, mimalloc keeps the pages of the work's
-    transient arrays too (each tree's first and last time, taken and parsed
-    by Arrow, left 36 MB behind it at a million rows, though Arrow had
-    freed every buffer). malloc maps large buffers on their own and hands
-    them back when they are freed. Measured on a 1M-row legacy file, the
-    peak of a read and its conversation table is 50 MB lower for the read
-    (100k rows: 40 MB), and `stats --json`'s 26 MB lower again for the rest
-    (462 -> 436 MB, the same time). The pool is the process's, as Arrow
-    has only one default; nothing is done where pyarrow is missing.
-    """
-    try:
-        import pyarrow as pa
-    except ImportError:
-        return
-    pa.set_memory_pool(pa.system_memory_pool())
-
-
-def give_back_memory() -> None:
-    """Hand freed memory back to the system after a whole-forest read.
-
-    The Arrow columns and the transient arrays of a read are gone once the
-    table is built, but the allocators keep their pages for reuse: Arrow's
-    memory pool (mimalloc or jemalloc), which numpy and pandas never draw
-    on, and C's malloc for the driver's buffers. At a million rows that is
-    a hundred megabytes and more that the rest of the command would hold on
-    top of its own.
-    """
-    try:
-        import pyarrow as pa
-    except ImportError:
-        pass
-    else:
-        pa.default_memory_pool().release_unused()
-    libc = _libc()
-    if libc is not None and hasattr(libc, "malloc_trim"):  # glibc only
-        libc.malloc_trim(0)
-
-
-#: glibc's `mallopt` parameter for the size from which malloc maps a buffer
-#: on its own, and the size it starts at (128 KiB).
-_M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_BYTES = 128 * 1024
-
-
-@cache
-def fixed_mmap_threshold() -> None:
-    """Keep glibc's malloc mapping every buffer from 128 KiB up on its own,
-    for the rest of the process, so that freeing it hands it back.
-
-    By default glibc raises that threshold to the size of each mapped
-    buffer freed, up to 32 MiB: after a whole-forest read has freed its
-    first column-sized arrays (8 MB a million rows), the next ones come
-    from malloc's heaps, which keep their pages once freed (the pointer
-    jumping over a forest's parents, 50 MB at a million rows). Measured at
-    a million legacy rows, `stats --json` peaked 45-65 MB lower, the same
-    time (+0.1-0.2 s system time). Work that makes and drops many large
-    buffers pays a mapping for each: `export --format json` of the same
-    files took 1.2 s more system time (of 9-11 s), so `Forest.read` fixes
-    it for a read without texts only (statistics), not for one that goes
-    on to write them. Setting the threshold at all turns the raising off;
-    elsewhere than glibc nothing is done.
-    """
-    libc = _libc()
-    if libc is not None and hasattr(libc, "mallopt"):
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-
-
-#: glibc's `mallopt` parameter for how much free memory at the top of its
-#: heap it keeps rather than hand back.
-_M_TRIM_THRESHOLD = -1
-#: What `reuse_freed_memory` keeps: buffers up to glibc's largest mapping
-#: threshold (32 MiB) from the heaps, and up to 512 MiB free at their top.
-REUSED_BUFFER_BYTES = 32 * 1024 * 1024
-KEPT_FREE_BYTES = 512 * 1024 * 1024
-
-
-def reuse_freed_memory() -> None:
-    """Have glibc's malloc keep the memory freed by a command that writes a
-    whole forest with its texts, for its next buffers: each batch's buffers
-    (tens of MB of Python strings and JSON text, made and dropped a batch at
-    a time) come from memory already faulted in, not from fresh pages the
-    kernel must zero and map again.
-
-    For the command line's `export` of every tree, whose process ends with
-    the command: measured on a 1M-row legacy file, `export --format json`
-    took 0.4-1.4 s less (of 8-11 s: 20-30% fewer page faults), at the same
-    peak; `tree`, which drops less, gained nothing. Elsewhere than glibc
-    nothing is done.
-    """
-    libc = _libc()
-    if libc is not None and hasattr(libc, "mallopt"):
-        libc.mallopt(_M_MMAP_THRESHOLD, REUSED_BUFFER_BYTES)
-        libc.mallopt(_M_TRIM_THRESHOLD, KEPT_FREE_BYTES)
-
-
-@cache
-def _libc() -> Any:
-    """C's library as ctypes loads it, or None where it is not found (looked
-    for once: `find_library` searches the system's library paths)."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    return ctypes.CDLL(name) if name else None
 
 
 def categorical(values: Any) -> pd.Categorical:

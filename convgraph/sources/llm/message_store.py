@@ -40,7 +40,7 @@ from convgraph.sources.llm.runs import RUN, TOOL_NAMES
 from convgraph.sources.llm.snapshot import Snapshot
 from convgraph.sources.llm.turn_parents import NearestAbove, turn_parents
 from convgraph.sources.source import prefix_range
-from convgraph.sources.tables import as_integer, as_text, no_garbage_collection
+from convgraph.sources.tables import as_integer, as_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -363,7 +363,6 @@ class MessageStoreReader:
         }
         return nodes, names, thread_roots
 
-    @no_garbage_collection()
     def _read(
         self,
         thread_ids: list[str] | None,

@@ -76,7 +76,6 @@ def read_forest(
     from convgraph.sources.llm.columnar import legacy, message_store
     from convgraph.sources.llm.columnar.reader import ArrowReader, NotColumnar
     from convgraph.sources.llm.snapshot import read_consistently
-    from convgraph.sources.tables import give_back_memory
 
     try:
         with ArrowReader(logs.path) as reader:
@@ -109,8 +108,6 @@ def read_forest(
         # A locked or damaged file, or values to report: the row readers
         # say what is wrong in the house's words.
         return None
-    finally:
-        give_back_memory()
 
 
 def _generation(logs: LogDatabase, reader: ArrowReader) -> str | None:

@@ -66,7 +66,7 @@ def read_legacy(
 
     from convgraph.sources.llm.legacy import SOURCE, link_frame_as_chains
     from convgraph.sources.source import sort_log_order
-    from convgraph.sources.tables import conform_nodes, give_back_memory
+    from convgraph.sources.tables import conform_nodes
 
     assert logs.legacy is not None
     present = logs.legacy._columns
@@ -111,9 +111,6 @@ def read_legacy(
         raise NotColumnar("no responses")
     snapshot.report("linking the nodes", 0, None)
     in_order = table.pop("_in_log_order")
-    # The reading threads' freed chunks handed back before the parents are
-    # found: glibc keeps a thread's heap once the thread is done with it.
-    give_back_memory()
     for name in TAKEN:
         if name in table:
             table[name] = pa.chunked_array([table[name].combine_chunks()])

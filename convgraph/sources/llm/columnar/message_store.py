@@ -109,7 +109,6 @@ def read_store(
     from convgraph.links.pointer_jumping import reaches_root, root_pointers
     from convgraph.sources.llm.message_store import SOURCE
     from convgraph.sources.llm.turn_parents import turn_parent_rows
-    from convgraph.sources.tables import give_back_memory
 
     threads = reader.table(
         "threads",
@@ -181,12 +180,6 @@ def read_store(
     )
     call_rows = part_rows[0]
     del messages, part_hashes
-    # The hashes came in the driver's small chunks, which C's heap keeps
-    # after they are freed: handed back now, they are not held under the
-    # arrays made from here on (at 1M, the read's peak 1,037 -> 947 MB).
-    # The threads' arrays are made after it too: the messages' batches
-    # are gone by then.
-    give_back_memory()
 
     # Each thread's tree: up forked_from to a thread whose origin is not in
     # the table. A cycle of forks has no such thread: the row reader names

@@ -17,7 +17,9 @@ The shapes: the suite's legacy ``linear``, ``bushy`` and ``deep`` files;
 (`synthetic.build_random_legacy`: conversations of 1 to 20 responses, each
 response's parent a random earlier one, the indexes and rules
 `migrate --link-linear` leaves; 1,000,000 responses in some 95,000
-conversations); and ``forks``, the suite's linear message store, where about
+conversations); ``imported``, the random file with its conversations'
+times shuffled, as an imported history is stored (`datetime_utc` not in id
+order: log order is a real sort); and ``forks``, the suite's linear message store, where about
 one turn in eight is a retry logged in a thread forked from its parent.
 
 Issue 28's targets (`report.TARGETS`, sections ``legacy`` and ``store``) are
@@ -125,6 +127,16 @@ def random_legacy(size: int, data_dir: Path) -> Path:
     )
 
 
+def imported_legacy(size: int, data_dir: Path) -> Path:
+    """The cached imported-history file of `size` responses: the random
+    shape with its conversations' times shuffled (`datetime_utc` not in id
+    order, `synthetic.build_imported_legacy`)."""
+    name = f"legacy-imported-{size}-v{suite.BUILD_VERSION}.db"
+    return suite.cached(
+        data_dir / name, lambda partial: synthetic.build_imported_legacy(partial, size)
+    )
+
+
 def fetch(name: str, db: Path) -> suite.Task:
     """A bare fetch in a fresh Python, as a whole command."""
     return suite.command(name, sys.executable, "-c", FETCH, str(db), *FETCHES[name])
@@ -167,6 +179,8 @@ def engine_rows(sizes: list[int], options: suite.Options) -> list[Row]:
             found += command_rows("legacy", shape, size, db)
         db = random_legacy(size, options.data_dir)
         found += command_rows("legacy", "random", size, db)
+        db = imported_legacy(size, options.data_dir)
+        found += command_rows("legacy", "imported", size, db)
         if options.store:
             db = suite.database("store", "linear", size, options.data_dir)
             found += command_rows("store", "forks", size, db)

@@ -678,3 +678,44 @@ def build_random_legacy(
     conn.close()
     migrate(path)
     return path
+
+
+def build_imported_legacy(
+    path: str | os.PathLike[str], responses: int, *, seed: int = 0
+) -> Path:
+    """The random-branching migrated file (`build_random_legacy`) as an
+    imported history leaves it: conversations stored one after another, but
+    their times in a shuffled order, so that `datetime_utc` is not in id (or
+    storage) order and log order is a real sort. Each conversation keeps its
+    own responses' order and spacing: conversation `c` is moved to the
+    place in time of a pseudo-random other one."""
+    path = build_random_legacy(path, responses, seed=seed)
+    sizes = random_sizes(responses, seed)
+    places = list(range(len(sizes)))
+    random.Random(seed + 1).shuffle(places)
+    # The running total of sizes in the shuffled order gives each
+    # conversation's first global step.
+    first, total = [0] * len(sizes), 0
+    for c in sorted(range(len(sizes)), key=places.__getitem__):
+        first[c], total = total, total + sizes[c]
+
+    def retimed() -> Iterator[tuple[str, int]]:
+        g = 0
+        for c, size in enumerate(sizes):
+            for k in range(size):
+                yield _timestamp(START_MS + (first[c] + k) * STEP_MS), g + 1
+                g += 1
+
+    conn = _fast_connection(path)
+    try:
+        triggers = _drop_triggers(conn, "responses")
+        conn.execute("begin")
+        conn.executemany(
+            "update responses set datetime_utc = ? where rowid = ?", retimed()
+        )
+        conn.execute("commit")
+        for sql in triggers:
+            conn.execute(sql)
+    finally:
+        conn.close()
+    return path

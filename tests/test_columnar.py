@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -700,48 +699,12 @@ def digest(text: str, size: int = 16) -> str:
 A, B, C = digest("a"), digest("b"), digest("c")
 
 
-@pytest.mark.parametrize("size", [16, 4])  # 35 and 11 characters
-def test_hashes_of_one_length_are_numbered_as_strings_are(size):
-    a, b, c = digest("a", size), digest("b", size), digest("c", size)
-    keys = pa.chunked_array([[a, b], [c]])
-    parents = pa.chunked_array([[None, a], [b]])
-    tips = pa.chunked_array([[c, None, a]])
-    count, (parent_codes, tip_codes) = numbering.numbered_by_bytes(keys, parents, tips)
-    assert count == 3
+def test_hashes_are_numbered_by_row_and_others_past_them():
+    keys = pa.chunked_array([[A, B], [C]])
+    parents = pa.chunked_array([[None, A], [B]])
+    tips = pa.chunked_array([[C, None, digest("d")]])
+    count, (parent_codes, tip_codes) = numbering.numbered(keys, parents, tips)
+    # A hash naming no message gets a number past the messages.
+    assert count == 4
     assert parent_codes.tolist() == [-1, 0, 1]
-    assert tip_codes.tolist() == [2, -1, 0]
-    strings = numbering.numbered(keys, parents, tips)
-    assert strings[0] == count
-    assert [codes.tolist() for codes in strings[1]] == [[-1, 0, 1], [2, -1, 0]]
-
-
-@pytest.mark.parametrize(
-    "parents",
-    [
-        [A, A[:-1]],  # lengths differ
-        [A, C],  # a hash that names no message
-        ["b2:a", "b2:b"],  # too short to mix
-    ],
-)
-def test_hashes_the_integers_cannot_number_go_to_the_strings(parents):
-    keys = pa.chunked_array([["b2:a", "b2:b"] if len(parents[0]) == 4 else [A, B]])
-    assert numbering.numbered_by_bytes(keys, pa.chunked_array([parents])) is None
-
-
-def test_hashes_that_mix_alike_go_to_the_strings(monkeypatch):
-    """Two hashes, one integer: the numbering cannot tell them apart, and
-    leaves them to the strings."""
-    keys = pa.chunked_array([[A, B]])
-    parents = pa.chunked_array([[B]])
-    assert numbering.numbered_by_bytes(keys, parents) is not None
-    # Every key its own integer, every other value the first key's.
-    monkeypatch.setattr(
-        numbering,
-        "mix",
-        lambda strings: (
-            np.arange(len(strings), dtype=np.uint64)
-            if len(strings) == 2
-            else np.zeros(len(strings), np.uint64)
-        ),
-    )
-    assert numbering.numbered_by_bytes(keys, parents) is None
+    assert tip_codes.tolist() == [2, -1, 3]

@@ -5,10 +5,9 @@ Each turn's tool calls are counted on arrays too (`calls`), and each tool
 chain folded into one node by the row reader's rule (`runs`).
 
 Each thread's tree is found by pointer jumping up `forked_from`; message
-hashes and thread ids are numbered as integers (`numbering`), each message
-hash first looked for where llm's order puts it (`guessed_numbers`), and
-each hash column let go once numbered; each turn's parent turn is then
-found for every turn at once by
+hashes and thread ids are numbered as integers (`numbering`), each hash
+column let go once numbered; each turn's parent turn is then found for
+every turn at once by
 `turn_parents.turn_parent_rows`, the table form of the message store's
 parent rule, whose turn-by-turn form the row reader uses.
 
@@ -48,12 +47,7 @@ from convgraph.sources.llm.columnar.calls import (
     turn_calls,
 )
 from convgraph.sources.llm.columnar.calls import _walk as walk
-from convgraph.sources.llm.columnar.numbering import (
-    KeyBytes,
-    common_length,
-    numbered,
-    numbered_by_bytes,
-)
+from convgraph.sources.llm.columnar.numbering import numbered
 from convgraph.sources.llm.columnar.reader import (
     ID,
     INTEGER,
@@ -176,7 +170,7 @@ def read_store(
     if text:
         part_hashes.append(parts.pop("text_hash"))
     parent_rows, start_rows, tip_rows, *part_rows = message_numbers(
-        messages, turns, *part_hashes, roles=roles
+        messages, turns, *part_hashes
     )
     call_rows = part_rows[0]
     del messages, part_hashes
@@ -187,7 +181,7 @@ def read_store(
     thread_ids = threads["id"]
     in_table = len(thread_ids)
     ids = (thread_ids, threads["forked_from"], turns["conversation_id"])
-    thread_count, (fork_codes, thread_codes) = numbered_by_bytes(*ids) or numbered(*ids)
+    thread_count, (fork_codes, thread_codes) = numbered(*ids)
     fork_rows = np.where(fork_codes < in_table, fork_codes, -1)
     if not reaches_root(fork_rows).all():
         raise NotColumnar("a cycle of forks")
@@ -268,99 +262,23 @@ def message_numbers(
     messages: dict[str, pa.ChunkedArray],
     turns: dict[str, pa.ChunkedArray],
     *part_hashes: pa.ChunkedArray,
-    roles: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Every message numbered (its row), and the number of each message's
     parent, of each turn's input and tip, and of each part's message in
-    each of `part_hashes` (-1 for none), in that order. The hash columns
-    are taken out of the tables: once numbered, they are only memory.
-    `roles` (each message's `ROLE_CODE`) helps guess the tips.
-
-    Each column is numbered by its bytes where it can be
-    (`guessed_numbers`), and let go as soon as it is; the columns left,
-    if any, are numbered as strings (`numbering.numbered`), which gives a
-    hash that names no message a number past the messages. A column
-    numbered by its bytes holds no such hash, so the strings give the
-    others the numbers they would give them all together."""
+    each of `part_hashes` (-1 for none), in that order, by one dictionary
+    encoding of every hash (`numbering.numbered`): a hash that names no
+    message gets a number past the messages, and no parent. The hash
+    columns are taken out of the tables: once numbered, they are only
+    memory."""
     import numpy as np
 
-    hashes: list[pa.ChunkedArray | None] = [
-        messages.pop("hash"),
-        messages.pop("parent_hash"),
-        turns.pop("start"),
-        turns.pop("tip"),
-        *part_hashes,
-    ]
-    found = guessed_numbers(hashes, roles)
-    keys = hashes[0]
-    assert keys is not None
-    left = [at for at, codes in enumerate(found) if codes is None]
-    message_count = len(keys)
-    if left:
-        message_count, numbers = numbered(keys, *(hashes[at + 1] for at in left))
-        for at, codes in zip(left, numbers, strict=True):
-            found[at] = codes
-    done = [codes for codes in found if codes is not None]
-    # Hashes that name no message are rows past the messages, with no parent.
-    done[0] = np.concatenate(
-        [done[0], np.full(message_count - len(keys), -1, np.int64)]
+    keys = messages.pop("hash")
+    others = [messages.pop("parent_hash"), turns.pop("start"), turns.pop("tip")]
+    message_count, numbers = numbered(keys, *others, *part_hashes)
+    numbers[0] = np.concatenate(
+        [numbers[0], np.full(message_count - len(keys), -1, np.int64)]
     )
-    return done
-
-
-def guessed_numbers(
-    hashes: list[pa.ChunkedArray | None], roles: np.ndarray | None = None
-) -> list[np.ndarray | None]:
-    """The rows of `hashes[1:]` (messages' parents, turns' inputs and tips,
-    then any parts' messages) among `hashes[0]` (the messages' hashes) by
-    their bytes (`numbering.KeyBytes`), each row first looked for where
-    llm's order puts it, checked byte for byte: a message's parent just
-    before it; a turn's tip the turn's own assistant message where there
-    are as many as turns, its input that tip's parent; a part's message
-    the message of its row where there are as many parts as messages.
-    Only the misses (a fork's first message, retries, tool chains) are
-    looked up by hash.
-
-    Each column found is taken out of `hashes` (None there): so Arrow's
-    strings go as soon as nothing needs them. A column with a hash that
-    names no message, or every column where the hashes are not all of one
-    length, is left in `hashes` (None in the rows) for the strings to
-    number."""
-    import numpy as np
-
-    found: list[np.ndarray | None] = [None] * (len(hashes) - 1)
-    keys = hashes[0]
-    assert keys is not None
-    width = common_length(*(values for values in hashes if values is not None))
-    if width is None or width < 8 or not len(keys) or keys.null_count:
-        return found
-    by_bytes = KeyBytes(keys, width)
-    count = len(by_bytes)
-    columns = hashes[1:]
-    lengths = [len(values) if values is not None else 0 for values in columns]
-
-    def number(at: int, guess: np.ndarray | int | None) -> np.ndarray | None:
-        values = columns[at]
-        assert values is not None
-        found[at] = by_bytes.rows(values, guess)
-        if found[at] is not None:
-            columns[at] = hashes[at + 1] = None
-        return found[at]
-
-    parent_rows = number(0, -1)
-    tip_guess = None
-    if roles is not None:
-        answers = np.flatnonzero(roles == OTHER)
-        if len(answers) == lengths[2]:
-            tip_guess = answers
-    tip_rows = number(2, tip_guess)
-    start_guess = None
-    if tip_rows is not None and parent_rows is not None:
-        start_guess = np.where(tip_rows >= 0, parent_rows[np.maximum(tip_rows, 0)], -1)
-    number(1, start_guess)
-    for at in range(3, len(columns)):
-        number(at, 0 if lengths[at] == count else None)
-    return found
+    return numbers
 
 
 def has_tool_calls(reader: ArrowReader, snapshot: Snapshot) -> bool:

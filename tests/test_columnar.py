@@ -1,7 +1,7 @@
 """The columnar reader against the row readers: the same forest, exactly.
 
 `convgraph.sources.llm.columnar.read_forest` must give the nodes table, names
-and problems that the row readers give (`LogDatabase.read_forest` with the
+and problems that the row readers give (`LogDatabase.read` with the
 columnar path turned off) on every kind of file it takes: hand-made legacy
 databases, message stores written by llm 0.36 itself, synthetic files of
 every shape, hostile links. Files it does not take (both generations,
@@ -46,23 +46,23 @@ from tests.helpers import plain  # noqa: E402
 
 
 def read_both(path: Path, text: bool, monkeypatch: pytest.MonkeyPatch):
-    """(columnar read, row read) of `path`, each as (nodes, names), and the
-    file's fork problems."""
+    """The columnar read of `path` and the row readers' (`ForestRead`s)."""
     with open_logs(path) as logs:
         fast = columnar.read_forest(logs, text=text)
         with monkeypatch.context() as patch:
             patch.setattr(columnar, "available", lambda: False)
-            rows = logs.read_forest(text=text)
-        problems = logs.fork_problems()
-    return fast, rows, problems
+            rows = logs.read(texts=text)
+    return fast, rows
 
 
 def assert_same_forest(path: Path, monkeypatch: pytest.MonkeyPatch, text: bool):
     """The columnar read of `path` gives the row readers' forest exactly."""
-    fast, rows, problems = read_both(path, text, monkeypatch)
+    fast, rows = read_both(path, text, monkeypatch)
     assert fast is not None, "the columnar reader should take this file"
-    assert fast[1] == rows[1]
-    ours, theirs = Forest(*fast, problems), Forest(*rows, problems)
+    assert fast.names == rows.names
+    assert fast.calls == rows.calls
+    ours = Forest(fast.nodes, fast.names, rows.problems, calls=fast.calls)
+    theirs = Forest(rows.nodes, rows.names, rows.problems, calls=rows.calls)
     pd.testing.assert_frame_equal(ours.nodes, theirs.nodes, check_exact=True)
     for column in ours.nodes.select_dtypes("category"):
         mine, expected = ours.nodes[column].cat, theirs.nodes[column].cat
@@ -533,14 +533,9 @@ def test_tool_chains_are_counted_and_folded_on_arrays(tmp_path, monkeypatch):
     forest = assert_same_forest(log.path, monkeypatch, text=False)
     assert forest.nodes["tool_calls"].tolist() == [2, 0, 1]
     assert forest.nodes["tools"].tolist() == ["shout", None, "shout"]
-    with open_logs(log.path) as logs:
-        columnar.read_forest(logs, text=False)
-        fast = logs.calls
-        with monkeypatch.context() as patch:
-            patch.setattr(columnar, "available", lambda: False)
-            logs.read_forest(text=False)
-        assert fast == logs.calls
-    assert list(fast.items())[0] == (first, last)
+    fast, rows = read_both(log.path, False, monkeypatch)
+    assert fast is not None and fast.calls == rows.calls
+    assert list(fast.calls.items())[0] == (first, last)
 
 
 def test_a_turn_of_very_many_messages_goes_to_the_row_reader(tmp_path):
@@ -602,7 +597,7 @@ def test_a_writer_commits_between_two_chunks(seed_db, monkeypatch):
 
     between_chunks(monkeypatch, write)
     with open_logs(seed_db) as logs:
-        nodes, _ = columnar.read_forest(logs, text=False)
+        nodes = columnar.read_forest(logs, text=False).nodes
     # 20 responses in four chunks (then an empty one), 4 conversations in one
     assert len(written) == 5
     assert len(nodes) == 20
@@ -683,7 +678,7 @@ def test_a_deletion_during_the_read_makes_it_read_again(seed_db, monkeypatch):
 
     between_chunks(monkeypatch, delete)
     with open_logs(seed_db) as logs:
-        nodes, _ = columnar.read_forest(logs, text=False)
+        nodes = columnar.read_forest(logs, text=False).nodes
     assert len(nodes) == 19
     assert "linear-a" not in set(nodes["id"])
 

@@ -53,7 +53,7 @@ def test_legacy_columns_taken_from_are_one_array_and_texts_stay_in_chunks(
     with open_logs(path) as logs:
         found = columnar.read_forest(logs, text=("prompt",))
     assert found is not None
-    nodes = found[0]
+    nodes = found.nodes
     for name in legacy.TAKEN:
         column = arrow(nodes[name])
         assert column.type == pa.large_string(), name

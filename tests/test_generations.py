@@ -1,7 +1,7 @@
 """Where the generations of one llm file meet (`convgraph.sources.llm.generations`):
 each id once, and turns that go on from legacy history hung below the
 response they continue, in the two forms `LogDatabase` uses, one tree's
-records (`read_tree`) and the whole forest's table (`read_forest`), which
+records (`read_tree`) and the whole forest's table (`read`), which
 must give the same nodes and parents for any upgraded file's rows."""
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def test_both_readers_pace_their_statements_alike(tmp_path, monkeypatch, with_pa
     def read_rows() -> None:
         with open_logs(path) as logs, monkeypatch.context() as patch:
             patch.setattr(columnar, "available", lambda: False)
-            logs.read_forest(text=True)
+            logs.read(texts=True)
 
     # Every statement takes twice CHUNK_SECONDS: each next one reads half
     # as many rows, down to MIN_CHUNK_ROWS; the last, short one is not

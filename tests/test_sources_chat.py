@@ -191,8 +191,10 @@ def test_split_files_in_a_folder_read_as_one_export(tmp_path: Path) -> None:
     with open_source(tmp_path) as folder, open_source(single) as whole:
         assert folder.tree_ids() == whole.tree_ids()
         assert rows(folder.read_tree("conv-monad").records) == MONAD
-        nodes, names = folder.read_forest()
-        whole_nodes, whole_names = whole.read_forest()
+        read = folder.read()
+        nodes, names = read.nodes, read.names
+        read = whole.read()
+        whole_nodes, whole_names = read.nodes, read.names
     assert nodes.equals(whole_nodes)
     assert names == whole_names
 
@@ -206,7 +208,8 @@ def test_a_conversation_repeated_across_split_files_is_read_once(
         {"conversations-000.json": [monad], "conversations-001.json": [monad]},
     )
     with open_logs(path) as logs:
-        nodes, names = logs.read_forest()
+        read = logs.read()
+        nodes, names = read.nodes, read.names
     assert list(nodes["id"]) == ["a1", "a1b", "a2", "a2e"]
     assert names == {"conv-monad": "Monads"}
 
@@ -267,10 +270,12 @@ def test_forest_table_has_the_llm_readers_columns_and_types(
     chatgpt_json: Path,
 ) -> None:
     with open_logs(EXAMPLES / "logs.db") as llm_logs:
-        expected, _ = llm_logs.read_forest()
+        read = llm_logs.read()
+        expected, _ = read.nodes, read.names
     with open_logs(chatgpt_json) as logs:
-        nodes, names = logs.read_forest()
-        bare, _ = logs.read_forest(text=False)
+        read = logs.read()
+        nodes, names = read.nodes, read.names
+        bare = logs.read(texts=False).nodes
     assert list(nodes.columns) == [*expected.columns, "active"]
     for column in expected.columns:
         assert (
@@ -412,7 +417,7 @@ def test_truncated_export_fails_where_it_ends(
     with open_logs(path) as logs:  # the first conversation is whole
         assert logs.generations == ["chatgpt"]
         with pytest.raises(DatabaseError, match="cut short or malformed"):
-            logs.read_forest()
+            logs.read()
     result = run("conversations", "--db", path, expect=2)
     assert result.stderr.startswith("Error: cannot read ")
     assert len(result.stderr.strip().splitlines()) == 1
@@ -436,7 +441,8 @@ def test_byte_order_mark_and_empty_export(tmp_path: Path) -> None:
     path.write_text("[]")
     with open_logs(path) as logs:
         assert logs.tree_ids() == []
-        nodes, names = logs.read_forest()
+        read = logs.read()
+        nodes, names = read.nodes, read.names
     assert len(nodes) == 0 and names == {}
 
 

@@ -29,22 +29,17 @@ from convgraph.sources import open_logs
 from convgraph.sources.llm import columnar  # noqa: E402
 from tests.databases import LlmLog  # noqa: E402
 from tests.helpers import plain  # noqa: E402
-from tests.test_columnar import execute  # noqa: E402
+from tests.test_columnar import execute, read_both  # noqa: E402
 
 
 def assert_same_texts(path: Path, monkeypatch: pytest.MonkeyPatch) -> Forest:
     """The columnar read of `path` with its texts is the row reader's."""
-    with open_logs(path) as logs:
-        fast = columnar.read_forest(logs, text=True)
-        fast_calls = logs.calls
-        with monkeypatch.context() as patch:
-            patch.setattr(columnar, "available", lambda: False)
-            rows = logs.read_forest(text=True)
-        assert fast_calls == logs.calls
-        problems = logs.fork_problems()
+    fast, rows = read_both(path, True, monkeypatch)
     assert fast is not None, "the columnar reader should take this file"
-    assert fast[1] == rows[1]
-    ours, theirs = Forest(*fast, problems), Forest(*rows, problems)
+    assert fast.calls == rows.calls
+    assert fast.names == rows.names
+    ours = Forest(fast.nodes, fast.names, rows.problems, calls=fast.calls)
+    theirs = Forest(rows.nodes, rows.names, rows.problems, calls=rows.calls)
     pd.testing.assert_frame_equal(ours.nodes, theirs.nodes, check_exact=True)
     assert list(ours.parent_rows) == list(theirs.parent_rows)
     return ours
@@ -203,14 +198,10 @@ def test_tool_calls_found_a_range_of_rowids_at_a_time(
             f" (select {pick}(rowid) from parts)",
         )
     monkeypatch.setattr(message_store, "SCAN_ROWS", 1)
-    with open_logs(path) as logs:
-        fast = columnar.read_forest(logs, text=False)
-        fast_calls = logs.calls
-        with monkeypatch.context() as patch:
-            patch.setattr(columnar, "available", lambda: False)
-            rows = logs.read_forest(text=False)
-        assert fast_calls == logs.calls
+    fast, rows = read_both(path, False, monkeypatch)
     assert fast is not None
-    ours, theirs = Forest(*fast, []), Forest(*rows, [])
+    assert fast.calls == rows.calls
+    ours = Forest(fast.nodes, fast.names, calls=fast.calls)
+    theirs = Forest(rows.nodes, rows.names, calls=rows.calls)
     pd.testing.assert_frame_equal(ours.nodes, theirs.nodes, check_exact=True)
     assert int(ours.nodes["tool_calls"].sum()) == (call_at is not None)

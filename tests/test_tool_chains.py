@@ -568,8 +568,9 @@ def test_one_tree_and_the_whole_file_fold_legacy_runs_alike(
             calls.update(tree.calls)
         records.sort(key=lambda record: (record["datetime_utc"], record["id"]))
         for text in (True, False):
-            nodes, _ = logs.read_forest(text=text)
-            assert logs.calls == calls
+            read = logs.read(texts=text)
+            nodes = read.nodes
+            assert read.calls == calls
             columns = [
                 column
                 for column in SOURCE_COLUMNS

@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convgraph.sources import LogDatabase
+
 if TYPE_CHECKING:
     from convgraph.model.filters import TreeFilter
     from convgraph.sources import Source
@@ -72,7 +74,7 @@ def list_conversations(logs: Source) -> list[ConversationRow]:
     >>> [row.name for row in rows][:2]
     ['Starting a sourdough starter', 'Good morning, translated']
     """
-    if getattr(logs, "conn", None) is None:
+    if not isinstance(logs, LogDatabase):
         return []
     rows: dict[str, ConversationRow] = {}
     thread_roots: dict[str, str] = {}
@@ -119,7 +121,7 @@ def count_conversations(logs: Source) -> list[ConversationRow]:
     >>> [(row.name, row.nodes, row.models) for row in rows][:1]
     [('Starting a sourdough starter', 7, ['gpt-4o-mini', 'llama3.2'])]
     """
-    if getattr(logs, "conn", None) is None:
+    if not isinstance(logs, LogDatabase):
         return _export_rows(logs)
     rows: dict[str, ConversationRow] = {}
     thread_roots: dict[str, str] = {}
@@ -150,7 +152,7 @@ def count_conversations(logs: Source) -> list[ConversationRow]:
 
 
 def _threads(
-    logs: Source,
+    logs: LogDatabase,
 ) -> tuple[dict[str, tuple[str | None, str | None]], dict[str, str]]:
     """Every thread's name and origin, and the tree each thread belongs to
     (the message-store reader's own walk of the forks)."""
@@ -221,7 +223,8 @@ def _export_rows(logs: Source) -> list[ConversationRow]:
 def _table_rows(logs: Source) -> list[ConversationRow]:
     """The trees of a source that is neither SQL nor an export (a coding
     agent's sessions), from its whole table without texts."""
-    nodes, names = logs.read_forest(text=False)
+    read = logs.read(texts=False)
+    nodes, names = read.nodes, read.names
     rows: dict[str, ConversationRow] = {
         tree_id: ConversationRow(tree_id, name, 0, None, [])
         for tree_id, name in names.items()

@@ -27,7 +27,7 @@ from convgraph.times import parse_bound
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.sources.llm.snapshot import ProgressCallback
+    from convgraph.sources.source import ProgressCallback
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -313,12 +313,12 @@ def _say_how_llm_continues(result: Any) -> None:
     without llm's message store): what `llm -c` will send. llm replays a
     legacy conversation's responses in the order logged, whatever their
     parents, so the branch alone can only be gone on with by convgraph."""
-    from convgraph.sources import open_logs
+    from convgraph.sources import LogDatabase, open_logs
 
     if not result.answers:
         return
     with open_logs(result.path) as logs:
-        if logs.store is not None:
+        if isinstance(logs, LogDatabase) and logs.store is not None:
             return
     for conversation in dict.fromkeys(a.conversation_id for a in result.answers):
         click.echo(

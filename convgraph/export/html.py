@@ -49,7 +49,7 @@ from convgraph.export.common import (
     write_lines,
 )
 from convgraph.export.json import generate_json, read_json
-from convgraph.sources.llm.snapshot import ProgressCallback, no_progress
+from convgraph.sources.source import ProgressCallback, no_progress
 
 if TYPE_CHECKING:
     import networkx as nx

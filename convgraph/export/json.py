@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
     from convgraph.model.forest import Forest
     from convgraph.model.tree import ConversationTree
-    from convgraph.sources.llm.snapshot import ProgressCallback
+    from convgraph.sources.source import ProgressCallback
 
 #: The `format` field, and the newest `version` this code writes and reads.
 FORMAT = "convgraph.node-link"

@@ -20,10 +20,8 @@ import numpy as np
 import pandas as pd
 
 from convgraph.contract import (
-    CONTENT_ATTRIBUTES,
     INTEGER_COLUMNS,
     NODE_ATTRIBUTES,
-    NODE_COLUMNS,
     PARENT_ROWS,
     PARTS,
     PLACE_ATTRIBUTES,
@@ -32,11 +30,10 @@ from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_link_table
 from convgraph.links.pointer_jumping import ids_at_rows, root_pointers
 from convgraph.model.marks import mark_forest
-from convgraph.sources import LogDatabase, Source, opened
-from convgraph.sources.agents.sessions import AgentSessions
-from convgraph.sources.llm.snapshot import ProgressCallback, no_progress
+from convgraph.sources import Source, opened
 from convgraph.sources.notes import NodeNote, read_notes
-from convgraph.sources.tables import conform_nodes, object_column
+from convgraph.sources.source import ProgressCallback, no_progress
+from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -133,23 +130,21 @@ class Forest:
         """
         report = progress or no_progress
         named = list(conversation_ids or ())
+        asked: bool | Collection[str] = text if texts is None or not text else texts
         with opened(db) as logs:
-            if named:
-                nodes, names, problems, calls = _read_named(logs, named, text, report)
-            elif isinstance(logs, LogDatabase):
-                asked = text if texts is None or not text else tuple(texts)
-                nodes, names = logs.read_forest(text=asked, progress=report)
-            elif isinstance(logs, AgentSessions):
-                nodes, names = logs.read_forest(text=text, progress=report)
-            else:
-                report("reading the file", 0, None)
-                nodes, names = logs.read_forest(text=text)
-            if not named:
-                problems = [*logs.record_problems, *logs.fork_problems()]
-                calls = logs.calls
+            # Each tree once, with the id that named it (for the error).
+            trees: dict[str, str] = {}
+            for conversation_id in named:
+                tree_id = logs.tree_id_of_conversation(conversation_id)
+                trees.setdefault(tree_id, conversation_id)
+            try:
+                read = logs.read(asked, list(trees) if named else None, report)
+            except UnknownConversation as error:
+                given = trees.get(error.args[0], error.args[0])
+                raise UnknownConversation(given) from None
             notes = read_notes(logs)
         report("checking parent links", 0, None)
-        return cls(nodes, names, problems, notes, calls)
+        return cls(read.nodes, read.names, read.problems, notes, read.calls)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -414,47 +409,6 @@ class TreeStream(Iterator[Any]):
 
     def __len__(self) -> int:
         return self._left
-
-
-def _read_named(
-    logs: Source,
-    conversation_ids: Iterable[str],
-    text: bool,
-    report: ProgressCallback,
-) -> tuple[pd.DataFrame, dict[str, Any], list[Problem], dict[str, str]]:
-    """The nodes, names and fork problems of the trees these ids name, and
-    the node of each call inside a run; `report` is told each tree read."""
-    named: dict[str, str] = {}  # each tree once, with the id that named it
-    for conversation_id in conversation_ids:
-        named.setdefault(logs.tree_id_of_conversation(conversation_id), conversation_id)
-    records: list[dict[str, Any]] = []
-    names: dict[str, Any] = {}
-    problems: list[Problem] = []
-    calls: dict[str, str] = {}
-    for done, (tree_id, named_as) in enumerate(named.items()):
-        report("reading conversations", done, len(named))
-        tree = logs.read_tree(tree_id)
-        if not tree.records:
-            raise UnknownConversation(named_as)
-        records.extend(tree.records)
-        names[tree_id] = tree.name
-        problems.extend(tree.problems)
-        calls.update(tree.calls)
-    report("reading conversations", len(named), len(named))
-    nodes = pd.DataFrame.from_records(records, columns=NODE_COLUMNS)
-    # A source's columns beyond the contract's (an agent's project, git
-    # branch, subagent...) stay, as its whole-file read keeps them: values
-    # as they are (None, not NaN), each column's reader casts it.
-    extra = [key for key in records[0] if key not in NODE_COLUMNS] if records else []
-    for key in extra:
-        values = object_column([record.get(key) for record in records])
-        nodes[key] = pd.Series(values, index=nodes.index, dtype=object)
-    if not text:
-        # One tree's texts are little to read; dropping them keeps the table
-        # the same as a whole-file read without texts.
-        for name in CONTENT_ATTRIBUTES:
-            nodes[name] = None
-    return nodes, names, problems, calls
 
 
 def _plain(record: dict[Any, Any]) -> dict[Any, Any]:

@@ -58,9 +58,7 @@ def tree_graph(
         for record in records
         if record["parent_id"] is not None and record["parent_id"] not in ids
     ]
-    outsiders = (
-        logs.legacy.conversation_of_ids(outside) if outside and logs.legacy else {}
-    )
+    outsiders = logs.conversations_of(outside) if outside else {}
     parents, problems = check_links(records, outsiders)
     notes = read_notes(logs, ids)
     graph = ConversationTree.from_records(

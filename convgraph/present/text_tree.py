@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from convgraph.model.forest import Forest
-    from convgraph.sources.llm.snapshot import ProgressCallback
+    from convgraph.sources.source import ProgressCallback
 
 #: What a line of the drawing shows: a node, a call of its run, or the start
 #: of a conversation whose roots are alternatives.

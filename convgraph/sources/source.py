@@ -11,6 +11,8 @@ here, apart from the readers, so that no reader imports another.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +29,16 @@ from convgraph.text import excerpt
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+#: Told how far a read has come: `(phase, done, total)`, the total None
+#: where it is not known ("reading responses", rows read, the table's
+#: largest rowid; "linking the nodes", 0, None).
+ProgressCallback = Callable[[str, int, int | None], None]
+
+
+def no_progress(phase: str, done: int, total: int | None) -> None:
+    """The `ProgressCallback` of work nobody watches: it does nothing."""
 
 
 @dataclass
@@ -119,28 +131,47 @@ def prefix_range(column: str, prefix: str) -> tuple[str, list[str]]:
     return f"{column} >= ? and {column} < ?", [prefix, end]
 
 
+@dataclass
+class ForestRead:
+    """What a read of many trees gives (`Source.read`).
+
+    `nodes` is the nodes table in log order: the columns of
+    `contract.SOURCE_COLUMNS` (a chat export's `active` too, a source's own
+    place columns after them, and `contract.PARENT_ROWS` where the reader
+    found each row's parent row on its own arrays), its links as stored,
+    not yet checked. `names` names every tree read (empty ones too);
+    `problems` is what the read left out or found wrong beside the parent
+    links (rows that are no node, cycles of forks, a chat export's empty
+    conversations and shared ids); `calls` names the node of each call
+    inside a run (a tool chain folded into one node), by the call's id.
+    """
+
+    nodes: pd.DataFrame
+    names: dict[str, Any]
+    problems: list[Problem] = field(default_factory=list)
+    calls: dict[str, str] = field(default_factory=dict)
+
+
 class Source:
     """A file of conversations, read-only: the questions every reader answers.
 
     A reader names trees (`tree_ids`, `tree_id_of_conversation`,
-    `tree_id_of_node`), reads one (`read_tree`) or all of them as one table
-    (`read_forest`), and reports what is no node (`record_problems`, filled by
-    the last read; `fork_problems`). What the user types for an id, whole or
-    a unique prefix, becomes the whole id once, here (`resolve`, on the
-    reader's own index of its ids: `id_matches`, `is_id`). `legacy`, `store` and `conn` are llm's
-    SQL readers and connection, None where no SQL is behind the file.
+    `tree_id_of_node`), reads one tree (`read_tree`: its records, no pandas)
+    or many as one table (`read`, a `ForestRead`), and says which
+    conversation nodes outside a tree are in (`conversations_of`). What the
+    user types for an id, whole or a unique prefix, becomes the whole id
+    once, here (`resolve`, on the reader's own index of its ids:
+    `id_matches`, `is_id`).
+
+    A reader implements `read_all` (every tree); `read` of named trees is
+    built here from `read_tree`, each tree read with questions about it
+    alone.
     """
 
     path: Path
-    legacy: Any = None
-    store: Any = None
-    conn: Any = None
-    #: Rows that are no node (no id, no thread, an id seen before), found by
-    #: the last `read_forest` or `read_tree`.
-    record_problems: list[Problem]
-    #: The node of each call inside a run (`TreeRecords.calls`), found by
-    #: the last `read_forest`.
-    calls: dict[str, str] = {}
+    #: The SQLite connection behind the file (llm's database), None where
+    #: there is none.
+    conn: sqlite3.Connection | None = None
 
     def __enter__(self) -> Source:
         return self
@@ -172,6 +203,13 @@ class Source:
         """The id of the node that holds `node_id`: itself, or, for a call
         inside a run (a tool chain is one node, `runs`), the run's node."""
         return self.read_tree(self.tree_id_of_node(node_id)).calls.get(node_id, node_id)
+
+    def conversations_of(self, node_ids: list[str]) -> dict[str, str]:
+        """Which conversation each of these nodes is in, for those the file
+        holds: how a parent outside a tree is told apart as another
+        conversation's (not a missing one). None of them here: a reader
+        whose trees can link outside themselves says."""
+        return {}
 
     # -- ids as the user types them ----------------------------------------
 
@@ -296,13 +334,72 @@ class Source:
         """The rows of one tree, read with questions about that tree only."""
         raise NotImplementedError
 
-    def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """Every node as one table (in log order), and the name of every tree."""
+    def read(
+        self,
+        texts: bool | Collection[str] = True,
+        trees: Iterable[str] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> ForestRead:
+        """Every tree as one table, or only the trees named (each with
+        questions about it alone, in the order first named).
+
+        `texts` False leaves the texts and the parts out (None): most of a
+        file's bytes, and not needed for structure and usage; a collection
+        names the text columns wanted (of `prompt`, `system`, `response`),
+        which a reader may read alone. `trees` are tree ids
+        (`tree_id_of_conversation`'s answers). `progress` is told how far
+        the read has come, `(phase, done, total)`.
+        """
+        report = progress or no_progress
+        if trees is not None:
+            return _read_trees(self, list(dict.fromkeys(trees)), bool(texts), report)
+        return self.read_all(texts, report)
+
+    def read_all(
+        self, texts: bool | Collection[str], progress: ProgressCallback
+    ) -> ForestRead:
+        """Every tree as one table (`read` without `trees`)."""
         raise NotImplementedError
 
-    def fork_problems(self) -> list[Problem]:
-        """Cycles of forks, where the file has forks."""
-        return []
+
+def _read_trees(
+    logs: Source, tree_ids: list[str], text: bool, report: ProgressCallback
+) -> ForestRead:
+    """`Source.read` of named trees: each tree's records (`read_tree`) as
+    one table, with the trees' problems and calls."""
+    import pandas as pd
+
+    from convgraph.contract import CONTENT_ATTRIBUTES, NODE_COLUMNS
+    from convgraph.errors import UnknownConversation
+    from convgraph.sources.tables import object_column
+
+    records: list[dict[str, Any]] = []
+    found = ForestRead(pd.DataFrame(), {})
+    for done, tree_id in enumerate(tree_ids):
+        report("reading conversations", done, len(tree_ids))
+        tree = logs.read_tree(tree_id)
+        if not tree.records:
+            raise UnknownConversation(tree_id)
+        records.extend(tree.records)
+        found.names[tree_id] = tree.name
+        found.problems.extend(tree.problems)
+        found.calls.update(tree.calls)
+    report("reading conversations", len(tree_ids), len(tree_ids))
+    nodes = pd.DataFrame.from_records(records, columns=NODE_COLUMNS)
+    # A source's columns beyond the contract's (an agent's project, git
+    # branch, subagent...) stay, as its whole-file read keeps them: values
+    # as they are (None, not NaN), each column's reader casts it.
+    extra = [key for key in records[0] if key not in NODE_COLUMNS] if records else []
+    for key in extra:
+        values = object_column([record.get(key) for record in records])
+        nodes[key] = pd.Series(values, index=nodes.index, dtype=object)
+    if not text:
+        # One tree's texts are little to read; dropping them keeps the table
+        # the same as a whole-file read without texts.
+        for name in CONTENT_ATTRIBUTES:
+            nodes[name] = None
+    found.nodes = nodes
+    return found
 
 
 def _each_id_once(matches: list[IdMatch]) -> list[IdMatch]:

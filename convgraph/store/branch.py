@@ -536,22 +536,25 @@ def _has_turns(conn: sqlite3.Connection) -> bool:
 
 def _point_below(path: Path, node_id: str) -> BranchPoint:
     """The branch point for new children of `node_id` (history not read yet)."""
-    from convgraph.sources import open_logs
+    from convgraph.sources import LogDatabase, open_logs
 
     with open_logs(path) as logs:
         # A call inside a tool chain names the chain's node: go on from its
         # end; a unique prefix names its id.
         node_id = logs.node_of(logs.resolve_node(node_id))
-        turn = logs.store.turn_end(node_id) if logs.store is not None else None
+        if not isinstance(logs, LogDatabase):
+            raise UnknownNode(node_id)  # only llm's database takes branches
+        store, legacy = logs.store, logs.legacy
+        turn = store.turn_end(node_id) if store is not None else None
         if turn is not None:
             # llm's load_chain would loop forever on a cycle of parent_hash.
-            broken = logs.store.broken_chain(turn["tip_message_hash"])
+            broken = store.broken_chain(turn["tip_message_hash"])
             if broken is not None:
                 raise BranchError(f"cannot branch from {node_id}: {broken}")
             return BranchPoint(path, node_id, node_id, turn["model"], turn=turn)
-        if logs.legacy is None or not logs.legacy.conversation_of(node_id):
+        if legacy is None or not legacy.conversation_of(node_id):
             raise UnknownNode(node_id)
-        if logs.store is None:  # with the message store, a branch is a fork
+        if store is None:  # with the message store, a branch is a fork
             require_rules(logs.conn)
         from convgraph.model.loading import load_tree_of_node
 
@@ -565,7 +568,7 @@ def _point_beside(path: Path, node_id: str) -> tuple[BranchPoint, dict[str, Any]
     """The branch point for siblings of `node_id`, and the node itself."""
     from convgraph.model.loading import load_tree_of_node
     from convgraph.model.tree import parent
-    from convgraph.sources import open_logs
+    from convgraph.sources import LogDatabase, open_logs
 
     with open_logs(path) as logs:
         node_id = logs.resolve_node(node_id)  # a unique prefix names it
@@ -574,7 +577,8 @@ def _point_beside(path: Path, node_id: str) -> tuple[BranchPoint, dict[str, Any]
         node_id = graph.graph.get("calls", {}).get(node_id, node_id)
         node = dict(graph.nodes[node_id])
         above = parent(graph, node_id)
-        turn = logs.store.turn_end(node_id) if logs.store is not None else None
+        store = logs.store if isinstance(logs, LogDatabase) else None
+        turn = store.turn_end(node_id) if store is not None else None
     if above is not None:
         point = _point_below(path, above)
         point.tree_node = node_id

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from convgraph.errors import DatabaseError, ImportRefused
-from convgraph.sources.llm.snapshot import ProgressCallback
+from convgraph.sources.source import ProgressCallback
 from convgraph.store.import_plan import (
     ConversationPlan,
     PlannedTurn,

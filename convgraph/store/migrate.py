@@ -52,7 +52,7 @@ from convgraph.links.integrity import (
     break_cycles,
     link_problem,
 )
-from convgraph.sources.llm.snapshot import ProgressCallback, no_progress
+from convgraph.sources.source import ProgressCallback, no_progress
 from convgraph.store.responses import utc_now
 from convgraph.store.rules import (
     CONVERSATION_INDEX_NAME,

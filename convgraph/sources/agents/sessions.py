@@ -21,7 +21,7 @@ groups; a large folder's whole table is read by worker processes,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,9 @@ from convgraph.sources.agents.workers import PHASE, read_in_workers
 from convgraph.sources.source import (
     CONVERSATION,
     NODE,
+    ForestRead,
     IdMatch,
+    ProgressCallback,
     Source,
     TreeRecords,
 )
@@ -243,6 +245,14 @@ class AgentSessions(Source):
         records, _, names, problems = self._read(groups)
         self._found = TreeRecords(tree_id, names.get(tree_id), records, problems)
         return self._found
+
+    def read_all(
+        self, texts: bool | Collection[str], progress: ProgressCallback
+    ) -> ForestRead:
+        """Every session as one table (`read_forest`), with what the read
+        left out and the calls inside runs."""
+        nodes, names = self.read_forest(text=bool(texts), progress=progress)
+        return ForestRead(nodes, names, list(self.record_problems), dict(self.calls))
 
     def read_forest(
         self,

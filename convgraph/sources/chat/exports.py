@@ -25,7 +25,7 @@ nodes and reported (`empty-conversation`), never dropped silently.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +55,9 @@ from convgraph.sources.source import (
     LISTED,
     MIN_PREFIX,
     NODE,
+    ForestRead,
     IdMatch,
+    ProgressCallback,
     Source,
     TreeRecords,
     sort_log_order,
@@ -171,12 +173,7 @@ class ChatExport(Source):
     """
 
     def __init__(self, path: Path, files: list[ExportFile]):
-        # The llm readers stay unset: no SQL is behind an export.
         self.path = path
-        self.conn = None
-        self.legacy = None
-        self.store = None
-        self.record_problems = []
         self._files = files
         self._tree_ids: list[str] | None = None
         self._found: TreeRecords | None = None
@@ -401,11 +398,6 @@ class ChatExport(Source):
         self._scanned = ((given, limit), conversations + nodes)
         return conversations + nodes, True
 
-    def fork_problems(self) -> list[Any]:
-        """None: exports have no forks between threads (their broken links
-        are the records' own, checked like any other)."""
-        return []
-
     def path_by_links(self, node_id: str) -> list[str] | None:
         """None: an export has no index to walk; the tree answers."""
         return None
@@ -423,15 +415,18 @@ class ChatExport(Source):
         for item in self._items():
             yield self._records(item)
 
-    def read_forest(self, text: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    def read_all(
+        self, texts: bool | Collection[str], progress: ProgressCallback
+    ) -> ForestRead:
         """Every node as one table, read conversation by conversation.
 
-        The same columns and types as `LogDatabase.read_forest`, plus the
-        boolean `active`. `text=False` leaves the texts and parts out (as
-        None). The names hold the empty conversations too, and
-        `record_problems` says which they are, and which conversations'
-        ids were qualified.
+        The same columns and types as `LogDatabase.read_all`'s, plus the
+        boolean `active`. `texts=False` leaves the texts and parts out (as
+        None). The names hold the empty conversations too, and the problems
+        say which they are, and which conversations' ids were qualified.
         """
+        progress("reading the file", 0, None)
+        text = bool(texts)
         columns: dict[str, list[Any]] = {name: [] for name in FOREST_COLUMNS}
         names: dict[str, Any] = {}
         problems: list[Problem] = []
@@ -448,8 +443,7 @@ class ChatExport(Source):
                         if not text and name in CONTENT_ATTRIBUTES
                         else record[name]
                     )
-        self.record_problems = problems
-        return _forest_frame(columns), names
+        return ForestRead(_forest_frame(columns), names, problems)
 
 
 def _shared_problem(item: _Item) -> Problem:

@@ -37,11 +37,13 @@ from convgraph.sources.llm.generations import (
     join_generations_frame,
 )
 from convgraph.sources.llm.runs import fold_run_frame, fold_runs
-from convgraph.sources.llm.snapshot import ProgressCallback, Snapshot, read_consistently
+from convgraph.sources.llm.snapshot import Snapshot, read_consistently
 from convgraph.sources.source import (
     CONVERSATION,
     NODE,
+    ForestRead,
     IdMatch,
+    ProgressCallback,
     Source,
     TreeRecords,
     log_order,
@@ -50,7 +52,7 @@ from convgraph.sources.source import (
 from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 
 class LogDatabase(Source):
@@ -74,15 +76,6 @@ class LogDatabase(Source):
             )
         if self.legacy is not None and self.store is not None:
             self.legacy.skip_ids_in_turns = True
-        #: Rows that are no node (no id, no thread, an id seen before), found
-        #: by the last `read_forest` or `read_tree`.
-        self.record_problems: list[Problem] = []
-        #: The node of each call inside a run, found by the last
-        #: `read_forest` (`runs`).
-        self.calls: dict[str, str] = {}
-        #: Whether the last `read_forest` was the columnar one, which takes
-        #: no file with a cycle of forks: then there are none to look for.
-        self._forks_acyclic = False
 
     def close(self) -> None:
         self.conn.close()
@@ -243,17 +236,16 @@ class LogDatabase(Source):
         records, calls = fold_runs(records)
         # Legacy rows an older llm logged that the reader could not place.
         unplaced = self.legacy.unplaced if self.legacy is not None else []
-        self.record_problems = duplicates + unplaced
         return TreeRecords(
-            tree_id, name, records, problems + self.record_problems, calls
+            tree_id, name, records, problems + duplicates + unplaced, calls
         )
 
-    def fork_problems(self) -> list[Problem]:
-        """The cycles of forks among the message store's threads (a thread
-        forked, through others, from itself): none without a message store."""
-        if self.store is None or self._forks_acyclic:
-            return []
-        return self.store.fork_problems()
+    def conversations_of(self, node_ids: list[str]) -> dict[str, str]:
+        """Which legacy conversation each of these responses is in: a
+        parent outside a tree is another conversation's, or missing."""
+        if self.legacy is None or not node_ids:
+            return {}
+        return self.legacy.conversation_of_ids(node_ids)
 
     def _response_texts(self, node_ids: list[str]) -> dict[str, str | None]:
         """Legacy responses' answers by id (for matching history read
@@ -265,14 +257,12 @@ class LogDatabase(Source):
         )
         return {row[0]: row[1] for row in rows}
 
-    def read_forest(
-        self,
-        text: bool | Collection[str] = True,
-        progress: ProgressCallback | None = None,
-    ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    def read_all(
+        self, texts: bool | Collection[str], progress: ProgressCallback
+    ) -> ForestRead:
         """Every node as one table, and the name of every tree.
 
-        `text=False` leaves out the prompt, system and response columns (as
+        `texts=False` leaves out the prompt, system and response columns (as
         None), which is most of the file's bytes, for work that needs only the
         structure and the usage figures. `text` may instead name the text
         columns needed (`convgraph tree` draws the prompt alone): the
@@ -290,17 +280,20 @@ class LogDatabase(Source):
         # and the file is one it reads exactly (see `columnar`).
         from convgraph.sources.llm import columnar
 
-        found = columnar.read_forest(self, text=text, progress=progress)
-        self._forks_acyclic = found is not None
+        found = columnar.read_forest(self, text=texts, progress=progress)
         if found is not None:
-            self.record_problems = []  # it set `calls` itself
+            # The columnar read takes no file with a cycle of forks: there
+            # are none to look for.
             return found
-        return read_consistently(
+        read = read_consistently(
             self.conn,
             self._tables(),
-            lambda snapshot: self._read_forest(bool(text), snapshot),
+            lambda snapshot: self._read_forest(bool(texts), snapshot),
             progress,
         )
+        if self.store is not None:
+            read.problems += self.store.fork_problems()
+        return read
 
     def _tables(self) -> list[str]:
         tables = []
@@ -326,15 +319,13 @@ class LogDatabase(Source):
                 problems.append(record_problem(NO_THREAD, without_thread, "turns"))
         return problems
 
-    def _read_forest(
-        self, text: bool, snapshot: Snapshot
-    ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    def _read_forest(self, text: bool, snapshot: Snapshot) -> ForestRead:
         import pandas as pd
 
         frames = []
         names: dict[str, Any] = {}
         thread_roots: dict[str, str] = {}
-        self.record_problems = self._rows_without_id()
+        problems = self._rows_without_id()
         if self.store is not None:
             store_frame, store_names, thread_roots = self.store.read_all(
                 text=text, snapshot=snapshot
@@ -370,9 +361,9 @@ class LogDatabase(Source):
             pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         )
         nodes, duplicates = first_of_each_id_frame(nodes)
-        self.record_problems += duplicates
+        problems += duplicates
         if self.legacy is not None:
-            self.record_problems += self.legacy.unplaced
+            problems += self.legacy.unplaced
         if self.legacy is not None and not self.legacy.has_parent:
             legacy.link_frame_as_chains(nodes)
         if self.legacy is not None and self.store is not None:
@@ -381,5 +372,5 @@ class LogDatabase(Source):
                 linked=self.legacy.has_parent,
                 response_texts=None if text else self._response_texts,
             )
-        nodes, self.calls = fold_run_frame(nodes.drop(columns=CONTINUES), text)
-        return conform_nodes(nodes), names
+        nodes, calls = fold_run_frame(nodes.drop(columns=CONTINUES), text)
+        return ForestRead(conform_nodes(nodes), names, problems, calls)

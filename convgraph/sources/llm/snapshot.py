@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
+from convgraph.sources.source import ProgressCallback, no_progress
+
 #: How long a read waits for a writer (llm logging a response) to finish.
 BUSY_TIMEOUT_SECONDS = 5.0
 #: The time one statement of a whole-table read aims to take: a writer waits
@@ -58,13 +60,6 @@ clock: Callable[[], float] = time.perf_counter
 #: its total (rows, conversations or bytes; None where it cannot be known).
 #: Called per chunk of work, never per row; the counts of one phase only
 #: grow, and a phase with a total ends at it.
-ProgressCallback = Callable[[str, int, int | None], None]
-
-
-def no_progress(phase: str, done: int, total: int | None) -> None:
-    """The `ProgressCallback` of work nobody watches: it does nothing."""
-
-
 Chunk = TypeVar("Chunk")
 Found = TypeVar("Found")
 

@@ -8,10 +8,8 @@ ADBC SQLite driver (Apache Arrow's) hands over whole columns as Arrow arrays
 dictionary encoding (`arrays`), and parents are found on integers: a legacy
 response's parent by SQLite itself, as the rowid its index of the ids gives
 (`legacy`); a turn's by joins and pointer jumping over message numbers
-(each hash reference first looked for where llm's order puts it and
-checked byte for byte, only the misses mixed into 64-bit integers and
-looked up, `numbering`; the parent rule on arrays, `turn_parents.turn_parent_rows`, in
-`message_store`): no Python loop per row, turn or message. The parents'
+(numbered by one dictionary encoding, `numbering`; the parent rule on
+arrays, `turn_parents.turn_parent_rows`, in `message_store`): no Python loop per row, turn or message. The parents'
 rows go to the `Forest` with the table (`contract.PARENT_ROWS`). The answer
 is the row readers' exactly (same table, dtypes, order, names);
 `tests/test_columnar.py` compares them on every kind of file.
@@ -26,7 +24,7 @@ This path covers the files it can answer exactly and fast: a legacy file (no
 turns) without tool calls, attachments or fragments, or a message store
 without legacy rows (its tool calls counted and its tool chains folded on
 arrays, `calls`), with its texts where its parts are all texts with their
-words; it sets `logs.calls`. Other
+words. Other
 files (upgraded ones, with both generations), and any sign of values the
 contract's types cannot hold as they are (a BLOB, undecodable UTF-8, a
 number among text, text among integers, a NULL or repeated id, a cycle of
@@ -39,14 +37,12 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from convgraph.sources import LogDatabase
     from convgraph.sources.llm.columnar.reader import ArrowReader
-    from convgraph.sources.llm.snapshot import ProgressCallback
+    from convgraph.sources.llm.database import LogDatabase
+    from convgraph.sources.source import ForestRead, ProgressCallback
 
 
 def available() -> bool:
@@ -61,9 +57,9 @@ def read_forest(
     logs: LogDatabase,
     text: bool | Collection[str] = True,
     progress: ProgressCallback | None = None,
-) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+) -> ForestRead | None:
     """Every node as one table and every tree's name, as
-    `LogDatabase.read_forest` gives them, read column by column; None where
+    `LogDatabase.read_all` gives them, read column by column; None where
     this path does not apply (see the module's docstring): then read the rows.
     `progress` is told the rows of each table as they are read. `text` may
     name the text columns to read: a legacy file's others are left missing
@@ -76,6 +72,7 @@ def read_forest(
     from convgraph.sources.llm.columnar import legacy, message_store
     from convgraph.sources.llm.columnar.reader import ArrowReader, NotColumnar
     from convgraph.sources.llm.snapshot import read_consistently
+    from convgraph.sources.source import ForestRead
 
     try:
         with ArrowReader(logs.path) as reader:
@@ -90,20 +87,20 @@ def read_forest(
                 # tool chains to fold, a response at a time (`legacy_parts`).
                 return None
             if kind == "legacy":
-                logs.calls = {}
-                return read_consistently(
+                nodes, names = read_consistently(
                     reader,
                     legacy.tables(logs),
                     lambda snapshot: legacy.read_legacy(logs, reader, snapshot, text),
                     progress,
                 )
-            nodes, names, logs.calls = read_consistently(
+                return ForestRead(nodes, names)
+            nodes, names, calls = read_consistently(
                 reader,
                 message_store.TABLES,
                 lambda snapshot: message_store.read_store(reader, snapshot, bool(text)),
                 progress,
             )
-            return nodes, names
+            return ForestRead(nodes, names, calls=calls)
     except (NotColumnar, adbc_driver_manager.Error):
         # A locked or damaged file, or values to report: the row readers
         # say what is wrong in the house's words.

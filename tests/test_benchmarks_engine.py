@@ -76,6 +76,33 @@ def test_the_random_legacy_file_is_migrated_with_random_branches(tmp_path):
     assert len(forest.tree_ids) == len(sizes)
 
 
+def test_the_imported_file_keeps_each_conversation_but_shuffles_their_times(
+    tmp_path,
+):
+    random = synthetic.build_random_legacy(tmp_path / "random.db", 600, seed=0)
+    imported = synthetic.build_imported_legacy(tmp_path / "imported.db", 600, seed=0)
+    query = (
+        "select id, conversation_id, parent_response_id, datetime_utc"
+        " from responses order by rowid"
+    )
+    before = sqlite3.connect(random).execute(query).fetchall()
+    after = sqlite3.connect(imported).execute(query).fetchall()
+    # The same rows, links and conversations; only the times moved.
+    assert [row[:3] for row in after] == [row[:3] for row in before]
+    times = [row[3] for row in after]
+    assert sorted(times) == sorted(row[3] for row in before)
+    assert times != sorted(times)  # not in id order any more
+    # Within a conversation, responses keep their order and spacing.
+    by_conversation: dict[str, list[str]] = {}
+    for _, conversation, _, time in after:
+        by_conversation.setdefault(conversation, []).append(time)
+    assert all(t == sorted(t) for t in by_conversation.values())
+    forest = Forest.read(imported, text=False)
+    assert len(forest.nodes) == 600 and forest.problems == []
+    # Log order: the table's rows are in time order.
+    assert list(forest.nodes["datetime_utc"]) == sorted(times)
+
+
 def test_each_bare_fetch_fetches_the_rows_it_names(tmp_path):
     legacy = synthetic.build_legacy(tmp_path / "legacy.db", 300, 30)
     store = synthetic.build_message_store(tmp_path / "store.db", 300, 30)
@@ -127,6 +154,7 @@ def test_the_engine_group_plans_each_command_beside_its_fetch(tmp_path):
         ("legacy", "bushy", "legacy-bushy-300-v1.db"),
         ("legacy", "deep", "legacy-deep-300-v1.db"),
         ("legacy", "random", "legacy-random-300-v1.db"),
+        ("legacy", "imported", "legacy-imported-300-v1.db"),
         ("store", "forks", "store-linear-300-v1.db"),
     ]:
         where = ("--db", str(tmp_path / db))

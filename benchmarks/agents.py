@@ -14,14 +14,16 @@ command beside `json.loads` of every line of every file (the cost of reading
 the bytes at all: issue 27's bound is 1.5 times it, `report.TARGETS` says
 whether it is met), and the same read in process (`Forest.read` without
 texts and the conversation table) beside the same baseline, judged by the
-same bound, and beside it the read in one process (no workers), unjudged:
-what reading a folder in worker processes gains in the same run (the notes
-say how many processes convgraph used). The sizes (200 MB and 1 GB by
-default) are where start-up is not the story; memory independent of the
-number of sessions is read from the peaks at the two sizes (the growth
-table's memory factor per 10x), and the in-process read's own working
-memory is the figure ``MB above setup``. A peak is one process's: the
-workers' own peaks are not added to their parent's.
+same bound. The sizes (200 MB and 1 GB by default) are where start-up is
+not the story; memory independent of the number of sessions is read from
+the peaks at the two sizes (the growth table's memory factor per 10x), and
+the in-process read's own working memory is the figure ``MB above setup``.
+
+Then a table of the real session files under `tests/data/agents/home`
+(other tools' fixtures, `tests/data/agents/README.md`): for each file, what
+convgraph reads (nodes, prompts, tool calls and results, subagent prompts)
+beside what an independent reader written from the formats counts
+(`tests/agent_counts.py`), printed by `real_files_table`.
 """
 
 from __future__ import annotations
@@ -237,19 +239,13 @@ def _json_lines(folder: str) -> Callable[[], int]:
 
 
 @tasks.task("convgraph.agent_stats")
-def _agent_stats(folder: str, workers: str = "") -> Callable[[], object]:
+def _agent_stats(folder: str) -> Callable[[], object]:
     """`Forest.read` without texts and the conversation table, in process;
-    its working memory above the imports a figure. `workers` (a number)
-    caps the worker processes reading the sessions (1: none, the read in
-    one process)."""
+    its working memory above the imports a figure."""
     import pandas  # noqa: F401  (imported here: not the read's memory)
 
     from convgraph import Forest
     from convgraph.analysis.stats import conversation_table
-    from convgraph.sources.agents import workers as agent_workers
-
-    if workers:
-        agent_workers.WORKERS = int(workers)
 
     return tasks.above_setup(
         lambda: conversation_table(Forest.read(folder, text=False))
@@ -298,32 +294,6 @@ def agent_rows(sizes: list[int], options: suite.Options) -> list[Row]:
         )
         found[-1].notes.append(
             f"{held['bytes'] / 1e6:,.0f} MB: {held['sessions']:,} sessions,"
-            f" {held['files']:,} files; read by {_processes(stem)}"
-        )
-        # The same read in one process, beside it in the same run: what the
-        # workers gain, whatever the machine's load.
-        found.append(
-            Row(
-                "agents",
-                "claude-code",
-                size,
-                "Forest.read + conversation table, one process",
-                suite.task("convgraph.agent_stats", folder=stem, workers=1),
-                baseline,
-            )
+            f" {held['files']:,} files"
         )
     return found
-
-
-def _processes(folder: Path) -> str:
-    """How many processes convgraph reads `folder` with, said."""
-    from convgraph.sources import open_logs
-    from convgraph.sources.agents import workers as agent_workers
-    from convgraph.sources.agents.sessions import AgentSessions
-
-    with open_logs(folder) as logs:
-        assert isinstance(logs, AgentSessions)
-        count = agent_workers.worker_count(agent_workers.group_sizes(logs.groups()))
-    if count < 2:
-        return "one process"
-    return f"{count} processes (the reading one and {count - 1} worker)"

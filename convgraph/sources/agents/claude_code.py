@@ -1,26 +1,43 @@
 """Claude Code's sessions (`~/.claude/projects/<project>/<session>.jsonl`) as
 parent-linked messages.
 
-A session file holds one JSON record a line. The records of the
-conversation (`type` `user`, `assistant`, `system`, and the newer kinds that
-carry a `uuid`) link by `uuid` and `parentUuid`, so a rewind or an edited
-prompt is a second child of one message; `sessionId` names the session,
-`cwd` and `gitBranch` where it ran, `timestamp` when. `message` is the API
-message: `content` a string or blocks (`text`, `thinking`, `tool_use`,
-`tool_result`: read by `claude.block_parts`), `model`, and `usage` (the same
-on every record of one API message, which Claude Code writes a block a
-record: counted once, on its last record). A user record that only carries
-tool results, or is `isMeta`, is a step of the run, not a prompt; a
-compaction's summary (`isCompactSummary`) is the prompt of what follows it,
-and its boundary (`system`, `compact_boundary`) links to the message before
-the compaction by `logicalParentUuid`. `summary` records name the session
-whose leaf (`leafUuid`) they point at. A subagent's records are
-`isSidechain`, in the session's file (older versions) or a file of their own
-(`agent-<id>.jsonl` beside the session, or under `<session>/subagents/`);
-each subagent hangs under the message holding the `Task` call that started
-it: the call whose result names its `agentId`, or whose `prompt` is the
-subagent's first prompt. Files written before `parentUuid` (test fixtures of
-other tools) are one chain in file order. Versions 0.2 to 2.x are read.
+A session file holds JSON records, one a line (sometimes two). The records
+of the conversation (`type` `user` and `assistant`) link by `uuid` and
+`parentUuid`; `sessionId` names the session, `cwd` and `gitBranch` where it
+ran, `timestamp` when. `message` is the API message: `content` a string or
+blocks (`text`, `thinking`, `tool_use`, `tool_result`, `image`: read by
+`claude.block_parts`), `model`, and `usage` (the same on every record of one
+API message, which Claude Code writes a block a record: counted once, on its
+last record). A user record that only carries tool results, or is `isMeta`,
+is a step of the run, not a prompt; a compaction's summary
+(`isCompactSummary`) is the prompt of what follows it.
+
+Claude Code links more than the conversation into the chain: `progress`
+records (hook and tool output as it runs), `attachment`s and `system`
+records (hook summaries, local commands, errors). These are passed through:
+a link to one goes on to the message it hangs under. A compaction's
+boundary (`system`, `compact_boundary`) is a step of the run it ends, under
+the message before the compaction (its `logicalParentUuid`), so the
+compaction's summary, the prompt after it, continues the tree. And since
+2.1 the records of one turn form a small tree rather than a chain: a tool
+call's result hangs under its call, a parallel call under the record before
+it, the assistant's next message under the last result. A turn is lived in
+file order, so the run of each prompt is read as the chain of its records in
+the order they were written (`_as_lived`); a prompt keeps the message it
+was written under, so a rewind or an edited prompt is a sibling.
+
+A subagent's records are `isSidechain`, in the session's file (before 2.0)
+or a file of their own (`agent-<id>.jsonl` beside the session, or under
+`<session>/subagents/`); each subagent hangs under the message holding the
+call that started it (the call whose result or progress names its
+`agentId`, or whose `prompt` is the subagent's first prompt), or, where
+nothing names it (a warm-up, a compaction's summariser), under the main
+chain's message it began after. `summary` records name the session whose
+leaf (`leafUuid`) they point at, `custom-title` and `ai-title` name it
+outright. Files written before `parentUuid` (test fixtures of other tools)
+are one chain in file order. Versions 0.2 to 2.1 are read; a record of a
+kind not in `RECORD_TYPES` is counted and reported, never a reason to
+refuse the file.
 """
 
 from __future__ import annotations
@@ -31,11 +48,14 @@ from typing import Any
 
 from convgraph import parts as P
 from convgraph.sources.agents.files import (
+    DUPLICATE_RECORD,
     SessionGroup,
     Sidechain,
-    first_records,
+    count_unknown,
+    file_problem,
     json_lines,
     jsonl_files,
+    written_before,
 )
 from convgraph.sources.chat.claude import block_parts
 from convgraph.sources.chat.messages import (
@@ -52,19 +72,44 @@ from convgraph.sources.chat.messages import (
 
 SOURCE = "claude-code"
 
-#: The record kinds of a session file: the conversation's, and what Claude
-#: Code writes beside it.
-RECORD_TYPES = frozenset(
-    {
-        "user",
-        "assistant",
-        "system",
-        "summary",
-        "file-history-snapshot",
-        "queue-operation",
-        "progress",
-        "custom-title",
-    }
+#: Where Claude Code keeps its sessions, below a home folder.
+STORE = (".claude", "projects")
+
+#: The records of the conversation.
+CONVERSATION_TYPES = frozenset({"user", "assistant"})
+
+#: Records in the chain of links that carry no conversation: a link to one
+#: goes on to what it hangs under.
+PASSED_THROUGH = frozenset({"progress", "attachment", "system"})
+
+#: Every record kind Claude Code writes (to 2.1): the conversation's, the
+#: ones passed through, and what it keeps beside them (titles, snapshots of
+#: the files it edited, the queue of typed prompts, modes and settings).
+RECORD_TYPES = (
+    CONVERSATION_TYPES
+    | PASSED_THROUGH
+    | frozenset(
+        {
+            "summary",
+            "custom-title",
+            "ai-title",
+            "agent-name",
+            "file-history-snapshot",
+            "queue-operation",
+            "permission-mode",
+            "mode",
+            "last-prompt",
+            "worktree-state",
+            "pr-link",
+            "frame-link",
+            "tag",
+            "started",
+            "result",
+            "relocated",
+            "bridge-session",
+            "atis-latch",
+        }
+    )
 )
 
 #: The tools that start a subagent.
@@ -72,7 +117,9 @@ AGENT_TOOLS = frozenset({"Task", "Agent"})
 
 
 def is_record(record: dict[str, Any]) -> bool:
-    """Whether a JSON record is one of a Claude Code session."""
+    """Whether a JSON record is one only Claude Code writes: a kind of its
+    own with a session, message or leaf id (a file whose records never are,
+    a snapshot alone, tells nothing)."""
     # A kind of any JSON type may come: only a string can be one of ours.
     kind = record.get("type")
     return (
@@ -82,30 +129,26 @@ def is_record(record: dict[str, Any]) -> bool:
     )
 
 
-def session_files(path: Path) -> list[Path]:
-    """The session files at `path` (a session file, a project folder, or
-    the whole `projects` folder), or [] where it holds none."""
-    if path.is_file():
-        records = first_records(path)
-        if not records or not all(is_record(record) for record in records[:3]):
-            return []
-        found = [path]
-        folder = path.parent / path.stem / "subagents"
-        if folder.is_dir():
-            found.extend(jsonl_files(folder))
-        session = _session_id(records)
-        for sibling in sorted(path.parent.glob("agent-*.jsonl")):
-            if sibling != path and _session_id(first_records(sibling)) == session:
-                found.append(sibling)
-        return found
-    if not path.is_dir():
-        return []
-    files = jsonl_files(path)
-    for file in files:
-        records = first_records(file, 3)
-        if records:
-            return files if all(is_record(record) for record in records) else []
-    return []
+def store_files(folder: Path) -> list[Path]:
+    """The files under `folder` that may be sessions (every `.jsonl` file of
+    a project folder, or of the whole `projects` folder)."""
+    return jsonl_files(folder)
+
+
+def companions(path: Path) -> list[Path]:
+    """The files read with the session file `path` alone: its subagents'
+    (under `<session>/subagents/`, or `agent-*.jsonl` beside it)."""
+    found: list[Path] = []
+    folder = path.parent / path.stem / "subagents"
+    if folder.is_dir():
+        found.extend(jsonl_files(folder))
+    if not path.name.startswith("agent-"):
+        found.extend(
+            sibling
+            for sibling in sorted(path.parent.glob("agent-*.jsonl"))
+            if sibling.is_file()
+        )
+    return found
 
 
 def _session_id(records: list[dict[str, Any]]) -> str | None:
@@ -113,33 +156,27 @@ def _session_id(records: list[dict[str, Any]]) -> str | None:
         (
             record["sessionId"]
             for record in records
-            if isinstance(record.get("sessionId"), str)
+            if isinstance(record.get("sessionId"), str) and record["sessionId"]
         ),
         None,
     )
 
 
-def _told(records: list[dict[str, Any]]) -> bool:
-    """Whether the first records read of a file tell what `session_groups`
-    asks of it (its session and when it began): most files' first does,
-    and the rest of their first records need not be parsed."""
-    return _session_id(records) is not None and any(
-        record.get("timestamp") for record in records
-    )
-
-
-def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
+def session_groups(
+    files: list[Path], told: dict[Path, list[dict[str, Any]]]
+) -> list[tuple[str, list[Path]]]:
     """Each session's key (its `sessionId`) and files (its own first, then
-    its subagents'), in the order the sessions began."""
+    its subagents'), in the order the sessions began. `told` holds each
+    file's first records (those that told it a Claude Code file)."""
     groups: dict[str, list[Path]] = {}
     began: dict[str, str] = {}
     for file in files:
-        records = first_records(file, enough=_told)
-        if not records or not is_record(records[0]):
-            continue
+        records = told.get(file, [])
         key = _session_id(records) or file.stem
         subagent = file.name.startswith("agent-") or any(
-            record.get("isSidechain") is True for record in records[:1]
+            record.get("isSidechain") is True
+            for record in records
+            if record.get("type") in ("user", "assistant")
         )
         groups.setdefault(key, [])
         if subagent:
@@ -161,40 +198,48 @@ def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
     return sorted(groups.items(), key=lambda item: (began.get(item[0], ""), item[0]))
 
 
+class _Reading:
+    """What one session group's records gave, gathered before the links
+    are followed: the messages in file order, the records passed through,
+    what names the session and its subagents' calls."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.side: dict[str, bool] = {}  # message: written as a sidechain
+        self.agent: dict[str, str] = {}  # message: the agentId it carries
+        self.through: dict[str, str | None] = {}  # passed-through record: parent
+        self.summaries: dict[str, str] = {}
+        self.first_summary: str | None = None
+        self.title: str | None = None
+        self.calls: dict[str, tuple[str, str | None]] = {}  # tool_use: message, name
+        self.agent_calls: dict[str, str] = {}  # agentId: message holding its call
+        self.task_prompts: dict[str, str] = {}  # a Task call's prompt: message
+        self.usage: dict[str, tuple[Message, dict[str, Any]]] = {}
+        self.contents: dict[str, Any] = {}  # message: what it held (duplicates)
+        self.sessions: list[str] = []
+
+
 def read_group(
     key: str, files: list[Path], text: bool = True
 ) -> Iterator[SessionGroup]:
     """The session `key` from its files: its main chain, its subagents;
     without their texts (but the prompts'), `text=False`."""
     group = SessionGroup(key, None, [])
-    summaries: dict[str, str] = {}
-    first_summary: str | None = None
-    calls: dict[str, tuple[str, str | None]] = {}  # tool_use id: message, name
-    agent_calls: dict[str, str] = {}  # agentId: message holding its call
-    task_prompts: dict[str, str] = {}  # a Task call's prompt: its message
-    sidechains: dict[str, Sidechain] = {}
-    side_of: dict[str, str] = {}
-    usage_holder: dict[str, tuple[Message, dict[str, Any]]] = {}
+    reading = _Reading()
     project = branch = None
-    # Bound once: the loop below runs for every record of every session.
     projects, branches = group.project, group.git_branch
-    main = group.messages
     for file in files:
         previous: str | None = None
+        unknown: dict[str, int] = {}
         for record in json_lines(file, group.problems):
             kind = record.get("type")
-            if kind == "summary":
-                summary = as_text(record.get("summary"))
-                leaf = as_text(record.get("leafUuid"))
-                if summary is not None:
-                    first_summary = first_summary or summary
-                    if leaf is not None:
-                        summaries.setdefault(leaf, summary)
+            if type(kind) is not str or kind not in RECORD_TYPES:
+                name = kind if type(kind) is str else "(none)"
+                unknown[name] = unknown.get(name, 0) + 1
                 continue
-            if kind == "custom-title":
-                title = as_text(record.get("customTitle"))
-                if title is not None:
-                    group.name = title
+            boundary = kind == "system" and record.get("subtype") == "compact_boundary"
+            if kind not in CONVERSATION_TYPES and not boundary:
+                previous = _beside(record, kind, reading, previous)
                 continue
             # The fields every record has, read inline: this loop is most of
             # a whole-folder read beside the JSON itself.
@@ -207,32 +252,21 @@ def read_group(
                     parent = None
             else:
                 parent = previous
-            if "logicalParentUuid" in record:
-                parent = as_text(record["logicalParentUuid"]) or parent
+            if boundary:
+                # A compaction's boundary: a step of the run it ends, under
+                # the message before the compaction.
+                parent = as_text(record.get("logicalParentUuid")) or parent
+            message_id = _distinct(record, message_id, reading, group, file)
+            if message_id is None:
+                continue  # the same record again: one copy read
             previous = message_id
+            session = record.get("sessionId")
+            if type(session) is str and session and session not in reading.sessions:
+                reading.sessions.append(session)
             message = _message(
-                record, kind, message_id, parent, calls, usage_holder, text
+                record, kind, message_id, parent, reading.calls, reading.usage, text
             )
-            for part in message.parts or ():
-                kind = part["type"]
-                if kind == P.TOOL_CALL:
-                    if part["id"] is None:
-                        continue
-                    calls[part["id"]] = (message_id, part["name"])
-                    arguments = part["arguments"]
-                    prompt = (
-                        arguments.get("prompt") if type(arguments) is dict else None
-                    )
-                    if part["name"] in AGENT_TOOLS and isinstance(prompt, str):
-                        task_prompts.setdefault(prompt, message_id)
-                elif kind == P.TOOL_RESULT:
-                    result = record.get("toolUseResult")
-                    agent = (
-                        as_text(result.get("agentId")) if type(result) is dict else None
-                    )
-                    call = calls.get(part["id"] or "")
-                    if agent is not None and call is not None:
-                        agent_calls[agent] = call[0]
+            _note_calls(record, message, reading)
             # Where a record does not say, the last one that did.
             value = record.get("cwd")
             if type(value) is str and value:
@@ -242,37 +276,209 @@ def read_group(
                 branch = value
             projects[message_id] = project
             branches[message_id] = branch
+            reading.messages.append(message)
             if record.get("isSidechain") is True:
-                side = side_of.get(parent or "")
-                if side is None:
-                    side = as_text(record.get("agentId")) or message_id
-                    sidechains.setdefault(side, Sidechain(side, []))
-                side_of[message_id] = side
-                sidechains[side].messages.append(message)
-            else:
-                main.append(message)
-                group.current = message_id
-    _count_usage(usage_holder.values(), group)
-    for chain in sidechains.values():
-        chain.anchor = agent_calls.get(chain.agent)
-        if chain.anchor is None and chain.messages:
-            chain.anchor = task_prompts.get(chain.messages[0].text or "")
-    group.sidechains = list(sidechains.values())
+                reading.side[message_id] = True
+                agent = record.get("agentId")
+                if type(agent) is str and agent:
+                    reading.agent[message_id] = agent
+        group.problems.extend(count_unknown(file, unknown))
+    _count_usage(reading.usage.values(), group)
+    _follow_links(reading)
+    _place(reading, group)
+    group.aliases = [session for session in reading.sessions if session != key]
     # Named by its own title, else the summary of its last leaf that has
     # one, else the first summary it holds (of the session it continues).
     group.name = (
-        group.name
+        reading.title
         or next(
             (
-                summaries[message.id]
+                reading.summaries[message.id]
                 for message in reversed(group.messages)
-                if message.id in summaries
+                if message.id in reading.summaries
             ),
             None,
         )
-        or first_summary
+        or reading.first_summary
     )
     yield group
+
+
+def _beside(
+    record: dict[str, Any], kind: str, reading: _Reading, previous: str | None
+) -> str | None:
+    """A record beside the conversation: a title or a summary kept, a record
+    in the chain of links passed through (`reading.through`), a progress
+    record's subagent noted. Returns the message a record without
+    `parentUuid` that follows hangs under."""
+    if kind == "summary":
+        summary = as_text(record.get("summary"))
+        leaf = as_text(record.get("leafUuid"))
+        if summary is not None:
+            reading.first_summary = reading.first_summary or summary
+            if leaf is not None:
+                reading.summaries.setdefault(leaf, summary)
+    elif kind in ("custom-title", "ai-title"):
+        title = as_text(record.get("customTitle")) or as_text(record.get("aiTitle"))
+        title = title or as_text(record.get("title"))
+        # The person's own title wins over the one the model gave.
+        if title is not None and (kind == "custom-title" or reading.title is None):
+            reading.title = title
+    elif kind in PASSED_THROUGH:
+        record_id = record.get("uuid")
+        if type(record_id) is str and record_id:
+            parent = record.get("parentUuid") if "parentUuid" in record else previous
+            logical = as_text(record.get("logicalParentUuid"))
+            reading.through.setdefault(
+                record_id, logical or (parent if type(parent) is str else None)
+            )
+            if kind == "progress":
+                _note_progress(record, reading)
+            return record_id
+    return previous
+
+
+def _note_progress(record: dict[str, Any], reading: _Reading) -> None:
+    """A subagent's progress names its agent and the call that started it."""
+    data = record.get("data")
+    if type(data) is not dict or data.get("type") != "agent_progress":
+        return
+    agent = as_text(data.get("agentId"))
+    call = reading.calls.get(as_text(record.get("parentToolUseID")) or "")
+    if agent is not None and call is not None:
+        reading.agent_calls.setdefault(agent, call[0])
+
+
+def _distinct(
+    record: dict[str, Any],
+    message_id: str,
+    reading: _Reading,
+    group: SessionGroup,
+    file: Path,
+) -> str | None:
+    """The id to read a record under: its own; None where the same record
+    came before (a copy); its id with `+2` (`+3`, ...) where one with other
+    contents did, reported (both are kept)."""
+    held = (record.get("type"), record.get("message"), record.get("parentUuid"))
+    if message_id not in reading.contents:
+        reading.contents[message_id] = held
+        return message_id
+    if reading.contents[message_id] == held:
+        return None
+    number = 2
+    while f"{message_id}+{number}" in reading.contents:
+        number += 1
+    distinct = f"{message_id}+{number}"
+    reading.contents[distinct] = held
+    group.problems.append(
+        file_problem(
+            DUPLICATE_RECORD,
+            distinct,
+            f"{file}: {message_id} names two records with different contents:"
+            f" both read, the later as {distinct}",
+        )
+    )
+    return distinct
+
+
+def _note_calls(record: dict[str, Any], message: Message, reading: _Reading) -> None:
+    """The tool calls a message makes, and the subagents its results name."""
+    for part in message.parts or ():
+        kind = part["type"]
+        if kind == P.TOOL_CALL:
+            if part["id"] is None:
+                continue
+            reading.calls[part["id"]] = (message.id, part["name"])
+            arguments = part["arguments"]
+            prompt = arguments.get("prompt") if type(arguments) is dict else None
+            if part["name"] in AGENT_TOOLS and isinstance(prompt, str):
+                reading.task_prompts.setdefault(prompt, message.id)
+        elif kind == P.TOOL_RESULT:
+            result = record.get("toolUseResult")
+            agent = as_text(result.get("agentId")) if type(result) is dict else None
+            call = reading.calls.get(part["id"] or "")
+            if agent is not None and call is not None:
+                reading.agent_calls[agent] = call[0]
+
+
+def _follow_links(reading: _Reading) -> None:
+    """Each message's parent made a message: a link to a record passed
+    through goes on to what that record hangs under."""
+    through = reading.through
+    if not through:
+        return
+    for message in reading.messages:
+        parent = message.parent
+        steps = 0
+        # Bounded: hostile links may go round a cycle of passed records.
+        while parent in through and steps <= len(through):
+            parent = through[parent]
+            steps += 1
+        message.parent = parent
+
+
+def _as_lived(messages: list[Message]) -> None:
+    """Each run read as the chain of its records in file order (the order
+    they were lived), in place.
+
+    A run is a prompt's records up to the next prompt. A record that is no
+    prompt goes under the run's record written last before it, whatever it
+    names (a parallel call's result names its call, a hook's output the call
+    it ran for); a prompt goes under the last record written so far of the
+    run its parent belongs to, so a rewind or an edited prompt is a sibling
+    of the prompt it replaces and a prompt never splits a run.
+    """
+    run_of: dict[str, str] = {}  # message: its run (its prompt, or first)
+    last: dict[str, str] = {}  # run: its message written last so far
+    for message in messages:
+        parent = message.parent
+        run = run_of.get(parent) if parent is not None else None
+        if message.kind == PROMPT:
+            if run is not None:
+                message.parent = last[run]
+            run = message.id
+        elif run is not None:
+            message.parent = last[run]
+        else:
+            run = message.id
+        run_of[message.id] = run
+        last[run] = message.id
+
+
+def _place(reading: _Reading, group: SessionGroup) -> None:
+    """The main chain and the subagents' chains, each read as lived, each
+    subagent anchored (`_anchor`)."""
+    main = [m for m in reading.messages if m.id not in reading.side]
+    _as_lived(main)
+    group.messages = main
+    group.current = main[-1].id if main else None
+    # A subagent is told by the agent its records carry, else by the first
+    # record of its chain (older files keep several in the session's file).
+    chain_of: dict[str, str] = {}
+    sidechains: dict[str, Sidechain] = {}
+    for message in reading.messages:
+        if message.id not in reading.side:
+            continue
+        agent = reading.agent.get(message.id) or chain_of.get(message.parent or "")
+        agent = agent or message.id
+        chain_of[message.id] = agent
+        sidechains.setdefault(agent, Sidechain(agent, [])).messages.append(message)
+    for side in sidechains.values():
+        _as_lived(side.messages)
+        side.anchor = _anchor(side, reading, main)
+    group.sidechains = list(sidechains.values())
+
+
+def _anchor(chain: Sidechain, reading: _Reading, main: list[Message]) -> str | None:
+    """The main chain's message a subagent hangs under: the one holding the
+    call whose result or progress names it, or whose prompt is its first;
+    else the last one written at or before its first record's time."""
+    anchor = reading.agent_calls.get(chain.agent)
+    if anchor is None and chain.messages:
+        anchor = reading.task_prompts.get(chain.messages[0].text or "")
+    if anchor is not None or not chain.messages:
+        return anchor
+    return written_before(main, chain.messages[0].time)
 
 
 def _message(
@@ -340,8 +546,6 @@ def _message(
                 message,
                 usage,
             )
-    else:
-        message.kind = STEP
     return message
 
 

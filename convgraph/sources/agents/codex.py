@@ -8,13 +8,19 @@ where `session_meta` names the session (`id`, `cwd`, `git.branch`),
 the `assistant` with `input_text`/`output_text` blocks, `reasoning` with its
 `summary`, `function_call` with `name`, `arguments` as JSON text and
 `call_id`, `function_call_output`, `custom_tool_call` and its output,
-`local_shell_call`) and `event_msg` what the CLI showed (`token_count` with
-the turn's `last_token_usage`). Rollouts written before version 0.30 have no
-envelope: a first line with the session's `id` and then the items
-themselves. A rollout is linear: every item follows the one before; the
-context Codex adds as user messages (`<environment_context>`, the
-`AGENTS.md` instructions) is a step, not a prompt. A rollout is a session,
-one tree.
+`local_shell_call`, `web_search_call`, and the newer tool searches and
+image generations), `event_msg` what the CLI showed (`token_count` with the
+turn's `last_token_usage`; `user_message`, the prompt as typed, which is
+the prompt where a rollout keeps no user message item) and `compacted` a
+compaction's summary (the rollout goes on after it, in the same tree).
+Collaborating agents are tool calls of the rollout (`spawn_agent`,
+`wait_agent`, ...). Rollouts written before version 0.30 have no envelope:
+a first line with the session's `id` and then the items themselves. A
+rollout is linear: every item follows the one before; the context Codex
+adds as user messages (`<environment_context>`, the `AGENTS.md`
+instructions) is a step, not a prompt. A rollout is a session, one tree.
+A record or item of a kind not known here is counted and reported, never a
+reason to refuse the rollout.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any
 from convgraph import parts as P
 from convgraph.sources.agents.files import (
     SessionGroup,
-    first_records,
+    count_unknown,
     json_lines,
     jsonl_files,
 )
@@ -46,9 +52,20 @@ from convgraph.sources.chat.messages import (
 
 SOURCE = "codex"
 
+#: Where Codex keeps its rollouts, below a home folder.
+STORE = (".codex", "sessions")
+
 #: The envelopes of a rollout's records.
 RECORD_TYPES = frozenset(
-    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+    {
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "world_state",
+        "inter_agent_communication_metadata",
+    }
 )
 
 #: The items of the conversation.
@@ -62,7 +79,27 @@ ITEM_TYPES = frozenset(
         "custom_tool_call_output",
         "local_shell_call",
         "web_search_call",
+        "tool_search_call",
+        "tool_search_output",
+        "image_generation_call",
     }
+)
+
+#: Items Codex keeps that are no part of the conversation (an undo point).
+QUIET_ITEMS = frozenset({"ghost_snapshot", "agent_message"})
+
+#: The calls among the items, and their outputs.
+CALL_ITEMS = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+        "tool_search_call",
+        "image_generation_call",
+    }
+)
+OUTPUT_ITEMS = frozenset(
+    {"function_call_output", "custom_tool_call_output", "tool_search_output"}
 )
 
 #: How the context Codex sends as user messages begins.
@@ -92,25 +129,19 @@ def is_record(record: dict[str, Any]) -> bool:
     )
 
 
-def session_files(path: Path) -> list[Path]:
-    """The rollouts at `path` (one rollout, or the `sessions` folder), or []
-    where it holds none."""
-    if path.is_file():
-        records = first_records(path, 3)
-        if records and all(is_record(record) for record in records):
-            return [path]
-        return []
-    if not path.is_dir():
-        return []
-    files = jsonl_files(path, "rollout-*.jsonl")
-    for file in files:
-        records = first_records(file, 3)
-        if records:
-            return files if all(is_record(record) for record in records) else []
+def store_files(folder: Path) -> list[Path]:
+    """The rollouts under `folder` (the `sessions` folder, or a day of it)."""
+    return jsonl_files(folder, "rollout-*.jsonl")
+
+
+def companions(path: Path) -> list[Path]:
+    """The files read with the rollout `path` alone: none."""
     return []
 
 
-def session_groups(files: list[Path]) -> list[tuple[str, list[Path]]]:
+def session_groups(
+    files: list[Path], told: dict[Path, list[dict[str, Any]]]
+) -> list[tuple[str, list[Path]]]:
     """Each rollout by its path (the key), in path order (Codex names them
     by date and time)."""
     return [(str(file), [file]) for file in files]
@@ -124,10 +155,13 @@ def read_group(
     group = SessionGroup(file.stem, None, [])
     project = branch = model = None
     names: dict[str, str | None] = {}
-    previous: str | None = None
     time: str | None = None
+    unknown: dict[str, int] = {}
+    typed: list[Message] = []  # the prompts as the CLI showed them
     for number, record in enumerate(json_lines(file, group.problems)):
         kind = record.get("type")
+        if type(kind) is not str:
+            kind = None  # a kind of any JSON type may come: only a string is one
         payload = as_dict(record.get("payload"))
         time = as_text(record.get("timestamp")) or time
         if kind == "session_meta" or (number == 0 and "type" not in record):
@@ -141,21 +175,49 @@ def read_group(
             project = as_text(payload.get("cwd")) or project
             continue
         if kind == "event_msg":
-            if payload.get("type") == "token_count" and group.messages:
+            event = payload.get("type")
+            if event == "token_count" and group.messages:
                 _add_usage(group.messages[-1], as_dict(payload.get("info")), group)
+            elif event == "user_message":
+                words = as_text(payload.get("message"))
+                if words is not None:
+                    prompt = Message(f"{group.key}:{number}", None, PROMPT, words, time)
+                    prompt.parts = [P.text(P.USER, words)]
+                    typed.append(prompt)
+                    group.project[prompt.id] = project
+                    group.git_branch[prompt.id] = branch
             continue
+        if kind in RECORD_TYPES and kind != "response_item":
+            continue  # a compaction's summary, the world's state: no turn
         item = payload if kind == "response_item" else record
-        if type(item.get("type")) is not str or item["type"] not in ITEM_TYPES:
+        item_kind = item.get("type")
+        if type(item_kind) is not str or item_kind not in ITEM_TYPES:
+            if record.get("record_type") == "state" or (
+                type(item_kind) is str and item_kind in QUIET_ITEMS
+            ):
+                continue
+            name = item_kind if type(item_kind) is str else str(kind)
+            unknown[name] = unknown.get(name, 0) + 1
             continue
         message_id = f"{group.key}:{number}"
-        message = _message(item, message_id, previous, names)
+        message = _message(item, message_id, None, names)
         message.time = time
         if message.kind == ANSWER:
             message.model = model
         group.messages.append(message)
         group.project[message_id] = project
         group.git_branch[message_id] = branch
-        previous = message_id
+    group.problems.extend(count_unknown(file, unknown))
+    if typed and not any(message.kind == PROMPT for message in group.messages):
+        # A rollout that keeps no user message item (some `codex exec` runs):
+        # the prompts are the ones the CLI showed, where they came.
+        group.messages = sorted(
+            [*group.messages, *typed], key=lambda m: int(m.id.rpartition(":")[2])
+        )
+    previous: str | None = None
+    for message in group.messages:
+        message.parent = previous
+        previous = message.id
     group.current = previous
     group.name = next(
         (message.text for message in group.messages if message.kind == PROMPT), None
@@ -204,10 +266,8 @@ def _message(
             "\n\n",
         )
         message.parts = [P.reasoning(summary or "", redacted=summary is None)]
-    elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
-        name = as_text(item.get("name")) or (
-            "shell" if kind == "local_shell_call" else None
-        )
+    elif kind in CALL_ITEMS:
+        name = as_text(item.get("name")) or _CALL_NAMES.get(kind)
         call_id = as_text(item.get("call_id")) or as_text(item.get("id"))
         arguments = item.get("arguments", item.get("input", item.get("action")))
         if isinstance(arguments, str):
@@ -215,7 +275,7 @@ def _message(
                 arguments = json.loads(arguments)
         names[call_id or ""] = name
         message.parts = [P.tool_call(name, arguments, call_id)]
-    elif kind in ("function_call_output", "custom_tool_call_output"):
+    elif kind in OUTPUT_ITEMS:
         call_id = as_text(item.get("call_id"))
         output = item.get("output")
         error = None
@@ -236,6 +296,14 @@ def _message(
             P.tool_call("web_search", action or None, as_text(item.get("id")))
         ]
     return message
+
+
+#: The name of a call whose item names none.
+_CALL_NAMES = {
+    "local_shell_call": "shell",
+    "tool_search_call": "tool_search",
+    "image_generation_call": "image_generation",
+}
 
 
 def _add_usage(message: Message, info: dict[str, Any], group: SessionGroup) -> None:

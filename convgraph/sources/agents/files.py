@@ -1,10 +1,12 @@
 """What the readers of coding agents' sessions (Claude Code, Codex CLI,
 Gemini CLI) share: the `SessionGroup` a format module hands over (one
-session's messages, its subagents' `Sidechain`s, where it ran), and JSON
-lines read one line at a time within the chat exports' bounds
-(`json_lines`: a line cut short is reported and left out). The modules
-`claude_code`, `codex` and `gemini_cli` read one format each;
-`agent_sessions` tells them apart and reads them as a `Source`.
+session's messages, its subagents' `Sidechain`s, where it ran), JSON lines
+read one line at a time within the chat exports' bounds (`json_lines`: a
+UTF-8 byte order mark is skipped, a line holding several records gives each,
+a line cut short is reported and left out), the problems a read reports
+(`file_problem`, `count_unknown`) and the walk that finds session files
+(`jsonl_files`). The modules `claude_code`, `codex` and `gemini_cli` read
+one format each; `sessions` tells them apart and reads them as a `Source`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import orjson
 from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
 from convgraph.sources.chat.json_files import MAX_VALUE_BYTES
-from convgraph.sources.chat.messages import Message
+from convgraph.sources.chat.messages import Message, text_to_iso
 
 #: The part key that marks a subagent's node (its parts are always given):
 #: the agent's id, or "sidechain" where the session names none.
@@ -32,6 +34,19 @@ SIDECHAIN = "sidechain"
 #: cut short while the agent was writing, or a damaged file). The line is
 #: left out, the rest of the file read.
 BAD_LINE = "bad-line"
+
+#: A problem kind: records of a kind the agent's reader does not know yet
+#: (a newer version's), counted a kind a file; the file is read all the
+#: same, the records left out.
+UNKNOWN_RECORD = "unknown-record"
+
+#: A problem kind: a second record with the id of an earlier one and other
+#: contents. Both are kept: the second under the id with `+2` added.
+DUPLICATE_RECORD = "duplicate-record"
+
+#: A problem kind: a file where a session file was looked for that is none,
+#: or could not be read; the rest of the folder is read.
+UNREAD_FILE = "unread-file"
 
 #: The columns an agent's sessions add to the contract's in the whole-file
 #: table (`AgentSessions.read_forest`): the working directory and the git
@@ -82,6 +97,45 @@ class SessionGroup:
     cache_read: dict[str, int] = field(default_factory=dict)
     cache_write: dict[str, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    #: The other session ids its files hold (a session resumed into the
+    #: same file): each names the same tree.
+    aliases: list[str] = field(default_factory=list)
+
+
+def written_before(messages: list[Message], time: str | None) -> str | None:
+    """Where a subagent that nothing names hangs: under the last of the main
+    chain's `messages` written at or before `time` (any offset), the first
+    where it began before them all (a warm-up at the session's start), so a
+    session keeps one root. None where there are no messages."""
+    began = text_to_iso(time)
+    before = messages[0].id if messages else None
+    if began is None:
+        return before
+    for message in messages:
+        written = text_to_iso(message.time)
+        if written is not None and written <= began:
+            before = message.id
+    return before
+
+
+def file_problem(kind: str, where: str, message: str) -> Problem:
+    """A problem about a file or a line of one (no node to name): `where`
+    is what `check` names it by, `message` the line it prints."""
+    return Problem(kind, where, None, None, message)
+
+
+def count_unknown(path: Path, kinds: dict[str, int]) -> list[Problem]:
+    """One `UNKNOWN_RECORD` problem for each kind counted in `kinds`, in the
+    order they came."""
+    return [
+        file_problem(
+            UNKNOWN_RECORD,
+            f"{path.name}:{kind}",
+            f"{path}: {count} record{'s' if count != 1 else ''} of a kind not"
+            f" known ({kind!r}): left out",
+        )
+        for kind, count in kinds.items()
+    ]
 
 
 # -- reading JSON lines, within bounds ------------------------------------------
@@ -90,8 +144,10 @@ class SessionGroup:
 def json_lines(
     path: Path, problems: list[Problem] | None = None, chunk: int = 0
 ) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file, one a line, read one line at a
-    time; blank lines skipped, a line that is no JSON object (cut short, or
+    """The JSON objects of a JSON-lines file, read one line at a time; a
+    UTF-8 byte order mark before the first skipped, blank lines skipped, a
+    line holding several objects one after another (as Claude Code writes
+    some) read as each, a line that is no JSON object (cut short, or
     damaged) left out and reported in `problems`.
 
     Raises
@@ -105,17 +161,21 @@ def json_lines(
     # standard library reads (NaN, a lone surrogate escape) goes to the
     # standard library's decoder, so that the same lines are read as ever.
     loads = orjson.loads
-    raw_decode, decode = _DECODER.raw_decode, _DECODER.decode
+    raw_decode = _DECODER.raw_decode
     try:
         with open(path, "rb") as stream:
             for number, line in enumerate(iter_lines(stream, path, chunk), 1):
+                if number == 1 and line.startswith(UTF8_BOM):
+                    line = line[len(UTF8_BOM) :]
                 if not line or line.isspace():
                     continue
                 try:
                     value = loads(line)
                 except (ValueError, RecursionError):
-                    value = _stdlib_value(line, raw_decode, decode)
-                if isinstance(value, dict):
+                    value = _stdlib_value(line, raw_decode)
+                if type(value) is list and value and type(value[0]) is _Several:
+                    yield from value[0].records
+                elif isinstance(value, dict):
                     yield value
                 elif problems is not None:
                     problems.append(
@@ -134,23 +194,44 @@ def json_lines(
 #: The standard library's decoder, made once (not a file).
 _DECODER = json.JSONDecoder()
 
+#: What a file may begin with before its first record.
+UTF8_BOM = b"\xef\xbb\xbf"
 
-def _stdlib_value(line: bytes, raw_decode: Any, decode: Any) -> Any:
-    """A line orjson refused, read by the standard library's decoder (None
-    where it is no JSON either)."""
+
+class _Several:
+    """The records of a line that holds more than one, as `_stdlib_value`
+    hands them back (wrapped, so that no JSON value is taken for them)."""
+
+    __slots__ = ("records",)
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = records
+
+
+def _stdlib_value(line: bytes, raw_decode: Any) -> Any:
+    """A line orjson refused, read by the standard library's decoder: its
+    value, `[_Several]` where it holds several objects one after another,
+    None where it is no JSON (cut short, damaged, or nested past Python's
+    stack)."""
     try:
-        text = line.decode()
-        try:
-            value, end = raw_decode(text)
-            if end < len(text) and not text[end:].isspace():
-                value = None
-        except ValueError:
-            # Space before the record, or no JSON at all.
-            value = decode(text)
+        text = line.decode().strip()
+        value, end = raw_decode(text)
+        if end == len(text):
+            return value
+        found = [value]
+        while end < len(text):
+            start = end
+            while start < len(text) and text[start].isspace():
+                start += 1
+            if start == len(text):
+                break
+            value, end = raw_decode(text, start)
+            found.append(value)
+        if all(isinstance(item, dict) for item in found):
+            return [_Several(found)]
+        return None
     except (ValueError, RecursionError):
-        # Cut short, damaged, or nested past Python's stack.
-        value = None
-    return value
+        return None
 
 
 #: What `iter_lines` reads at a time: lines are cut from it in one call,

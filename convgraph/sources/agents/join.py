@@ -4,9 +4,8 @@ columns, with what names the trees) and its `_Joiner`. A session that
 continues another (a resumed session holding the messages of the one it
 continues, or linking to one of them) joins the tree it continues: its
 copies are read once, its links into the earlier session go to the node
-that holds the message they name. `agent_sessions` names the trees and
-finds their active paths; `agent_workers` reads shares of the groups in
-worker processes, read with `track`, and joins them as this joins one read.
+that holds the message they name. `sessions` names the trees and finds
+their active paths.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from convgraph.contract import CONTENT_ATTRIBUTES
+from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
 from convgraph.parts import TOOL_CALL, TOOL_RESULT
 from convgraph.sources.agents.files import SIDECHAIN, SessionGroup
@@ -26,76 +26,71 @@ from convgraph.sources.chat.messages import Conversation, Message, text_to_iso
 from convgraph.sources.chat.nodes import conversation_records
 from convgraph.sources.source import log_order
 
-#: What joining a session did, in order, read with `track`: joined the
-#: tree of an earlier session (its key), or looked for the parent message
-#: of one of its rows (the row, counted from the group's first, and the
-#: message) among the messages read before, not finding it.
-Event = str | tuple[int, str]
+#: A session group: its key, its files (the session's own first), and the
+#: agent's module that reads them.
+Group = tuple[str, list[Path], ModuleType]
 
 
 @dataclass
 class GroupRead:
     """What one session group's files gave besides its rows: each session's
-    key, name, first prompt (where it has no name) and the node it ended
-    on; the rows it added; its problems; each session's `Event`s (read
-    with `track`)."""
+    key, name, first prompt (where it has no name), the node it ended on
+    and its other ids; the rows it added; its problems."""
 
-    sessions: list[tuple[str, str | None, str | None, str | None]] = field(
+    sessions: list[tuple[str, str | None, str | None, str | None, list[str]]] = field(
         default_factory=list
     )
     rows: int = 0
     problems: list[Problem] = field(default_factory=list)
-    events: list[list[Event]] = field(default_factory=list)
 
 
 @dataclass
 class SessionsRead:
     """Session groups read in order, their trees joined but not yet named:
-    the records (or `table`'s columns), a `GroupRead` per group, and each
-    session's tree. Read with `track`, also every message id read and the
-    node holding it (`messages`, `nodes`) and the subagents' anchors looked
-    for and not found among them (`outside`): what `agent_workers.joined`
-    needs to join reads of different groups as the one read of all."""
+    the records (or `table`'s columns), a `GroupRead` per group, each
+    session's tree, and the groups' files that could not be read (a folder
+    read goes on without them)."""
 
     records: list[dict[str, Any]]
     table: dict[str, list[Any]] | None
     groups: list[GroupRead]
     tree_of: dict[str, str]
-    messages: list[str] = field(default_factory=list)
-    nodes: list[str] = field(default_factory=list)
-    outside: set[str] = field(default_factory=set)
+    unread: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def read_sessions(
-    module: ModuleType,
-    groups: list[tuple[str, list[Path]]],
+    groups: list[Group],
     text: bool,
     table: dict[str, list[Any]] | None = None,
-    track: bool = False,
     done: Callable[[int], None] | None = None,
+    go_on: bool = False,
 ) -> SessionsRead:
     """The records of these session groups in order, each group read alone
     and joined to the tree of an earlier one it continues (`_Joiner`);
     into `table`'s lists where given. `done` is told each group's file
-    count once it is read."""
-    joined = _Joiner(track)
+    count once it is read. A group that cannot be read raises, or with
+    `go_on` (a folder's) is left out and named in `unread`.
+
+    Raises
+    ------
+    DatabaseError
+        A file cannot be read (without `go_on`).
+    """
+    joined = _Joiner()
     read = SessionsRead([], table, [], {})
-    source = module.SOURCE
-    for key, files in groups:
+    for key, files, module in groups:
         group_read = GroupRead()
-        for group in module.read_group(key, files, text):
-            found, current = joined.add(group, source)
-            if track:
-                start = group_read.rows
-                group_read.events.append(
-                    [
-                        event
-                        if isinstance(event, str)
-                        else (event[0] + start, event[1])
-                        for event in joined.events
-                    ]
-                )
-                joined.events = []
+        try:
+            # Read whole before any row is kept: a file that fails half
+            # way leaves nothing of its group behind.
+            sessions = list(module.read_group(key, files, text))
+        except DatabaseError as error:
+            if not go_on:
+                raise
+            read.unread.append((files[0], str(error)))
+            sessions = []
+        for group in sessions:
+            found, current = joined.add(group, module.SOURCE)
             prompt = None
             if group.name is None:
                 # Unnamed (no summary, no title): its first prompt, as the
@@ -117,16 +112,14 @@ def read_sessions(
                     for name in CONTENT_ATTRIBUTES:
                         record[name] = None
             read.records.extend(found)
-            group_read.sessions.append((group.key, group.name, prompt, current))
+            group_read.sessions.append(
+                (group.key, group.name, prompt, current, group.aliases)
+            )
             group_read.problems.extend(group.problems)
         read.groups.append(group_read)
         if done is not None:
             done(len(files))
     read.tree_of = joined.trees()
-    if track:
-        read.messages = list(joined.seen)
-        read.nodes = list(joined.seen.values())
-        read.outside = joined.outside - joined.seen.keys()
     return read
 
 
@@ -141,16 +134,10 @@ class _Joiner:
     that a year of sessions holds what its ids take.
     """
 
-    def __init__(self, track: bool = False) -> None:
+    def __init__(self) -> None:
         self.seen: dict[str, str] = {}
         self.group_of: dict[str, str] = {}
         self.parent: dict[str, str] = {}
-        #: With `track`: the subagents' anchors looked for in `seen` and not
-        #: found, and the last group's `Event`s, what an earlier read of
-        #: other groups could have answered (`agent_workers.joined`).
-        self.track = track
-        self.outside: set[str] = set()
-        self.events: list[Event] = []
 
     def find(self, key: str) -> str:
         """The tree of group `key` (its first group's key)."""
@@ -160,8 +147,6 @@ class _Joiner:
 
     def join(self, key: str, earlier: str) -> None:
         """Group `key` continues the tree of group `earlier`."""
-        if self.track:
-            self.events.append(earlier)
         mine, theirs = self.find(key), self.find(earlier)
         if mine != theirs:
             # The tree keeps the id of the session that began first.
@@ -194,8 +179,6 @@ class _Joiner:
             anchor = node_of.get(side.anchor) if side.anchor is not None else None
             if anchor is None and side.anchor in self.seen:
                 anchor = self.seen[side.anchor]
-            elif anchor is None and self.track and side.anchor is not None:
-                self.outside.add(side.anchor)
             own = {record["id"] for record in found}
             for record in found:
                 record["active"] = False
@@ -212,7 +195,7 @@ class _Joiner:
         cache_read = _node_sums(node_of, group.cache_read)
         cache_write = _node_sums(node_of, group.cache_write)
         projects, branches, seen = group.project.get, group.git_branch.get, self.seen
-        for row, record in enumerate(records):
+        for record in records:
             node = record["id"]
             record["project"] = projects(node)
             record["git_branch"] = branches(node)
@@ -233,13 +216,10 @@ class _Joiner:
             record["cache_read_tokens"] = cache_read.get(node)
             record["cache_write_tokens"] = cache_write.get(node)
             parent = record["parent_id"]
-            if parent is not None and parent not in own:
-                if parent in seen:
-                    node = seen[parent]
-                    record["parent_id"] = node
-                    self.join(group.key, self.group_of[node])
-                elif self.track:
-                    self.events.append((row, parent))
+            if parent is not None and parent not in own and parent in seen:
+                node = seen[parent]
+                record["parent_id"] = node
+                self.join(group.key, self.group_of[node])
         if seen.keys().isdisjoint(node_of):
             # The common case (no message read twice): one update in C.
             seen.update(node_of)

@@ -1,66 +1,215 @@
 """Coding agents' session files read as conversation trees.
 
-An agent keeps its history as files of its own (JSON lines one session a
-file, or JSON), never as one export. `open_agent_source` tells such a file
-or folder by content (the first records of the first session file), and
-`AgentSessions` reads it as a `Source`, like a chat export: the format
-module (`claude_code`, `codex`, `gemini_cli`) finds the session files and
-says which belong together (a session's own file and its subagents'
-files), and turns one such group into `agent_files.SessionGroup`s of
-`Message`s; the nodes come from `chat_nodes.conversation_records`, the chat
-exports' rule (a node is a user turn and the run that answered it). One group is read at a time, so
-memory holds one session's records besides the table being built. A
-session that continues another (a resumed session holding the messages of
-the one it continues, or linking to one of them) joins the tree it
-continues: its copies are read once, its links into the earlier session go
-to the node that holds the message they name, and the active path is the
-branch the last session ended on (`agent_join` reads and joins the
-groups; a large folder's whole table is read by worker processes,
-`agent_workers`). Reading never writes into the folders.
+An agent keeps its history as files of its own (JSON lines, one session a
+file, or JSON), never as one export. `detect` says whether a path holds
+agents' sessions (a session file, a project folder, an agent's store, or a
+home folder holding `.claude/projects`, `.codex/sessions`, `.gemini/tmp`)
+and opens it; each file is told by what it holds (`tell`: its records up to
+the first that only one agent writes), never by its name or its first
+records alone. `AgentSessions` reads them as a `Source`, like a chat
+export: each agent's module (`claude_code`, `codex`, `gemini_cli`) says
+which files belong together (a session's own file and its subagents') and
+turns one such group into `files.SessionGroup`s of `Message`s; `join` makes
+them nodes by the chat exports' rule and joins a session to the tree of an
+earlier one it continues. The active path is the branch the tree's last
+session ended on. A file of a folder that cannot be read, or is no
+session, is left out, named on stderr (the `convgraph.sources.agents`
+logger) and reported as a problem; the rest is read. Reading never writes
+into the folders.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import CONTENT_ATTRIBUTES
-from convgraph.errors import UnknownConversation, UnknownNode
+from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.links.integrity import Problem
 from convgraph.sources.agents import claude_code, codex, gemini_cli
-from convgraph.sources.agents.files import AGENT_ATTRIBUTES, AGENT_INTEGERS
-from convgraph.sources.agents.join import SessionsRead, read_sessions
-from convgraph.sources.agents.workers import PHASE, read_in_workers
-from convgraph.sources.source import (
-    CONVERSATION,
-    NODE,
-    ForestRead,
-    IdMatch,
-    ProgressCallback,
-    Source,
-    TreeRecords,
+from convgraph.sources.agents.files import (
+    AGENT_ATTRIBUTES,
+    AGENT_INTEGERS,
+    FIRST_CHUNK,
+    UNREAD_FILE,
+    file_problem,
+    json_lines,
 )
-from convgraph.sources.tables import no_garbage_collection
+from convgraph.sources.agents.join import Group, SessionsRead, read_sessions
+from convgraph.sources.source import CONVERSATION, NODE, IdMatch, Source, TreeRecords
+from convgraph.text import terminal_text
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The agents, in the order they are tried.
+    from convgraph.sources.source import ForestRead
+
+#: The agents, in the order their trees are listed.
 FORMATS: tuple[ModuleType, ...] = (claude_code, codex, gemini_cli)
 
+#: What the progress callback is told as the files are read.
+PHASE = "reading sessions"
 
-# -- telling the format ----------------------------------------------------------
+#: Where a folder read names the files it left out (stderr, where nobody
+#: has set up logging).
+LOG = logging.getLogger("convgraph.sources.agents")
+
+#: Records read past the one that told a file's agent, for what the agent's
+#: `session_groups` asks of its first records (a session id, a time).
+MORE_RECORDS = 8
 
 
-def open_agent_source(path: Path) -> AgentSessions | None:
-    """An agent's sessions at `path` (a session file, or a folder of them),
-    or None where `path` holds none, so that the caller tries the others."""
+# -- telling the files ---------------------------------------------------------
+
+
+def detect(path: Path) -> AgentSessions | None:
+    """The agents' sessions at `path`, open, or None where it holds none
+    (so that the caller tries the other kinds of file).
+
+    `path` may be a session file, a folder of them (a project's, an agent's
+    whole store, or any folder holding them no deeper than
+    `files.MAX_DEPTH`), or a home folder: one holding `.claude/projects`,
+    `.codex/sessions` or `.gemini/tmp` is read as the stores it holds, all
+    agents as one forest. An SQLite file, or a JSON file that is no chat of
+    an agent, is told at once by its first bytes or value.
+
+    Raises
+    ------
+    DatabaseError
+        A session file given alone cannot be read.
+    """
+    from convgraph.sources.chat.json_files import path_kind
+
+    kind = path_kind(path)
+    if kind == "folder":
+        return _folder(path)
+    if kind != "json":
+        return None
+    told = tell(path)
+    if told is None:
+        return None
+    module, records = told
+    files = [path, *module.companions(path)]
+    known = {path: records}
+    for companion in files[1:]:
+        companion_told = tell(companion)
+        if companion_told is not None and companion_told[0] is module:
+            known[companion] = companion_told[1]
+    kept = [file for file in files if file in known]
+    return AgentSessions(path, {module: kept}, known, [], alone=True)
+
+
+#: The name `sources.open_logs` and `store.rules` call it by.
+open_agent_source = detect
+
+
+def _folder(path: Path) -> AgentSessions | None:
+    """The sessions of a folder: of the agents' stores it holds (a home
+    folder), else of every file under it that is a session."""
+    stores: list[tuple[ModuleType, Path]] = []
     for module in FORMATS:
-        files = module.session_files(path)
-        if files:
-            return AgentSessions(path, module, files)
+        top, below = module.STORE
+        for store in (path / top / below, path / below if path.name == top else None):
+            if store is not None and store.is_dir():
+                stores.append((module, store))
+                break
+    candidates: dict[Path, ModuleType | None] = {}
+    if stores:
+        for module, store in stores:
+            candidates.update((file, module) for file in module.store_files(store))
+    else:
+        for module in FORMATS:
+            candidates.update(
+                (file, None)
+                for file in module.store_files(path)
+                if file not in candidates
+            )
+    files: dict[ModuleType, list[Path]] = {}
+    known: dict[Path, list[dict[str, Any]]] = {}
+    unread: list[tuple[Path, str]] = []
+    for file in sorted(candidates):
+        try:
+            told = tell(file)
+        except DatabaseError as error:
+            unread.append((file, str(error)))
+            continue
+        wanted = candidates[file]
+        if told is None or (wanted is not None and told[0] is not wanted):
+            unread.append((file, "no session of Claude Code, Codex or Gemini CLI"))
+            continue
+        files.setdefault(told[0], []).append(file)
+        known[file] = told[1]
+    if not files:
+        return None
+    return AgentSessions(path, files, known, unread)
+
+
+def tell(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:
+    """The agent whose session `path` is, with the records read to tell it,
+    or None: a JSON file by its value (Gemini CLI's chats), a JSON-lines
+    file by its records, read up to the first that only one agent writes
+    (a file whose records never tell, none).
+
+    Raises
+    ------
+    DatabaseError
+        The file cannot be read.
+    """
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(64).removeprefix(b"\xef\xbb\xbf").lstrip()
+    except OSError as error:
+        raise DatabaseError(f"cannot read {path}: {error.strerror}") from None
+    if head[:1] == b"[" or (path.suffix == ".json" and head[:1] == b"{"):
+        return _tell_json(path)
+    if head[:1] != b"{":
+        return None
+    records: list[dict[str, Any]] = []
+    module: ModuleType | None = None
+    after = 0
+    # Small reads: most files tell their agent in their first records.
+    for record in json_lines(path, chunk=FIRST_CHUNK):
+        records.append(record)
+        if module is None:
+            module = _agent_of(record)
+            if module is None and len(records) > MORE_RECORDS:
+                # Only the records just before the one that tells are kept:
+                # a long file of snapshots holds no more than a few.
+                del records[0]
+        else:
+            after += 1
+            if after >= MORE_RECORDS:
+                break
+    return (module, records) if module is not None else None
+
+
+def _agent_of(record: dict[str, Any]) -> ModuleType | None:
+    """The agent only whose sessions hold `record`, or None."""
+    # Codex first: its envelopes are the most distinctive.
+    for module in (codex, gemini_cli, claude_code):
+        if module.is_record(record):
+            return module
+    return None
+
+
+def _tell_json(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:
+    """A JSON file told by its first value: a Gemini CLI chat, or none."""
+    from convgraph.sources.chat.json_files import file_on_disk, file_values
+
+    try:
+        value = next(iter(file_values(file_on_disk(path))), None)
+    except DatabaseError:
+        # A session being written, cut short: told by what it begins with.
+        with open(path, "rb") as stream:
+            head = stream.read(4096)
+        if b'"sessionId"' in head and b'"messages"' in head:
+            return gemini_cli, [{}]
+        return None
+    if gemini_cli.is_chat_value(value):
+        return gemini_cli, [value if isinstance(value, dict) else {}]
     return None
 
 
@@ -68,24 +217,33 @@ def open_agent_source(path: Path) -> AgentSessions | None:
 
 
 class AgentSessions(Source):
-    """A coding agent's sessions (a file, a project folder, or all of them),
-    read like llm's `logs.db`: a tree per session, with the sessions that
-    continue it."""
+    """Coding agents' sessions (a file, a project folder, an agent's store,
+    or a home folder's), read like llm's `logs.db`: a tree per session,
+    with the sessions that continue it."""
 
-    def __init__(self, path: Path, module: ModuleType, files: list[Path]):
+    def __init__(
+        self,
+        path: Path,
+        files: dict[ModuleType, list[Path]],
+        told: dict[Path, list[dict[str, Any]]],
+        unread: list[tuple[Path, str]],
+        alone: bool = False,
+    ):
         self.path = path
         self.conn = None
         self.legacy = None
         self.store = None
-        self.record_problems = []
-        self.calls = {}
-        self.format: str = module.SOURCE
-        self._module = module
+        self.record_problems: list[Problem] = []
+        self.calls: dict[str, str] = {}
         self._files = files
-        #: The session groups' files, in the order their sessions began.
-        self._groups: list[tuple[str, list[Path]]] | None = None
-        # Each session's key (its id) -> the key of the files it was read from
-        # (Codex keys its files by path, the sessions by the id they hold).
+        self._told = told
+        self._alone = alone
+        #: The files left out, and why (named on stderr once, here).
+        self.unread = unread
+        self._say_unread()
+        #: The session groups, in the order their sessions began.
+        self._groups: list[Group] | None = None
+        # Each session's key (its id, or an alias) -> its group's key.
         self._file_keys: dict[str, str] = {}
         #: Each tree's groups, and each group's tree (after a whole read).
         self._trees: dict[str, list[str]] | None = None
@@ -93,65 +251,93 @@ class AgentSessions(Source):
         self._found: TreeRecords | None = None
 
     def __repr__(self) -> str:
-        return f"<AgentSessions {self.format} {self.path}>"
+        return f"<AgentSessions {', '.join(self.generations)} {self.path}>"
 
     def close(self) -> None:
         self._found = None
 
     @property
-    def generations(self) -> list[str]:
-        """The agent (`claude-code`, `codex`, `gemini-cli`), as a list like
-        `LogDatabase.generations`."""
-        return [self.format]
+    def format(self) -> str:
+        """The agent (`claude-code`, `codex`, `gemini-cli`); the first of
+        them where a home folder holds several."""
+        return self.generations[0] if self.generations else ""
 
-    def groups(self) -> list[tuple[str, list[Path]]]:
-        """Every session's key and files, in the order the sessions began."""
+    @property
+    def generations(self) -> list[str]:
+        """The agents whose sessions are read, as a list like
+        `LogDatabase.generations`."""
+        return [module.SOURCE for module in FORMATS if self._files.get(module)]
+
+    @property
+    def files_read(self) -> int:
+        """How many session files are read (the ones left out: `unread`)."""
+        return sum(len(files) for files in self._files.values())
+
+    def _say_unread(self) -> None:
+        """Name on stderr each file of the folder left out, and why."""
+        if not self.unread:
+            return
+        found = self.files_read + len(self.unread)
+        LOG.warning(
+            "%s: %d of %d session files read; not read:",
+            terminal_text(str(self.path)),
+            self.files_read,
+            found,
+        )
+        for file, why in self.unread:
+            LOG.warning("  %s: %s", terminal_text(str(file)), terminal_text(why))
+
+    def _unread_problems(self) -> list[Problem]:
+        return [
+            file_problem(UNREAD_FILE, str(file), f"{file}: not read: {why}")
+            for file, why in self.unread
+        ]
+
+    def groups(self) -> list[Group]:
+        """Every session's key, files and agent, each agent's in the order
+        its sessions began."""
         if self._groups is None:
-            self._groups = self._module.session_groups(self._files)
+            self._groups = [
+                (key, files, module)
+                for module in FORMATS
+                if self._files.get(module)
+                for key, files in module.session_groups(self._files[module], self._told)
+            ]
         return self._groups
 
     # -- reading ---------------------------------------------------------
 
     def _read(
-        self, groups: list[tuple[str, list[Path]]], text: bool = True
-    ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any], list[Problem]]:
-        """The records of these session groups, each group read alone; the
-        tree of each group (a group that continues another joins its tree),
-        the names, the problems."""
-        # Every record's dicts and messages are made and dropped here, none
-        # in a cycle: the collector walking them cost a fifteenth of a read.
-        with no_garbage_collection():
-            return self._read_groups(groups, text)
-
-    def _read_groups(
         self,
-        groups: list[tuple[str, list[Path]]],
+        groups: list[Group],
         text: bool,
         table: dict[str, list[Any]] | None = None,
-        read: SessionsRead | None = None,
+        done: Callable[[int], None] | None = None,
     ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any], list[Problem]]:
-        """`_read`, the collector paused. Where `table` is given (a list for
-        each column to fill), each group's records go into it as they are
-        read, and none is returned: a year of sessions is held as the
-        table's lists, not a dict a node. Where `read` is given (the groups
-        read already, by worker processes), its trees are named alone."""
-        if read is None:
-            read = read_sessions(self._module, groups, text, table)
+        """The records of these session groups, each group read alone (into
+        `table`'s lists where given, a list for each column to fill); the
+        tree of each group (a group that continues another joins its tree),
+        the names, the problems."""
+        read = read_sessions(groups, text, table, done, not self._alone)
+        self._unread_groups(read)
         table = read.table
         records = read.records
         names: dict[str, Any] = {}
         problems: list[Problem] = []
         currents: dict[str, str | None] = {}
         prompts: dict[str, str] = {}
-        for (key, _), done in zip(groups, read.groups, strict=True):
-            for session, name, prompt, current in done.sessions:
+        tree_of = read.tree_of
+        for (key, _, _), done_group in zip(groups, read.groups, strict=True):
+            for session, name, prompt, current, aliases in done_group.sessions:
                 self._file_keys[session] = key
                 if prompt is not None:
                     prompts[session] = prompt
                 names.setdefault(session, name)
                 currents[session] = current
-            problems.extend(done.problems)
-        tree_of = read.tree_of
+                for alias in aliases:
+                    self._file_keys.setdefault(alias, key)
+                    tree_of.setdefault(alias, tree_of[session])
+            problems.extend(done_group.problems)
         for record in records:
             record["tree_id"] = record["conversation_id"] = tree_of[record["tree_id"]]
         if table is not None:
@@ -182,20 +368,38 @@ class AgentSessions(Source):
                 tree_names[tree] = prompts[key]
         return records, tree_of, tree_names, problems
 
+    def _unread_groups(self, read: SessionsRead) -> None:
+        """Groups a folder read could not read: left out, named, reported."""
+        if not read.unread:
+            return
+        self.unread.extend(read.unread)
+        for file, why in read.unread:
+            LOG.warning(
+                "%s: not read: %s", terminal_text(str(file)), terminal_text(why)
+            )
+
     def _index(self) -> dict[str, list[str]]:
         """Each tree's session groups (one pass over every file, once)."""
         if self._trees is None:
             records, tree_of, _, _ = self._read(self.groups(), text=False)
-            self._trees = {}
-            for key, tree in tree_of.items():
-                self._trees.setdefault(tree, []).append(key)
-            self._tree_of_node = {record["id"]: record["tree_id"] for record in records}
+            self._remember(
+                tree_of, [r["id"] for r in records], [r["tree_id"] for r in records]
+            )
+        assert self._trees is not None
         return self._trees
 
+    def _remember(
+        self, tree_of: dict[str, str], ids: list[str], trees: list[str]
+    ) -> None:
+        self._trees = {}
+        for key, tree in tree_of.items():
+            self._trees.setdefault(tree, []).append(key)
+        self._tree_of_node = dict(zip(ids, trees, strict=True))
+
     def id_matches(self, given: str, limit: int) -> list[IdMatch]:
-        """The sessions (a tree, or a session that joined one) and nodes
-        whose id begins with `given`, up to `limit` of each, from the index
-        of one pass over the files, not a read of every tree."""
+        """The sessions (a tree, or a session that joined one, or another
+        id of one) and nodes whose id begins with `given`, up to `limit` of
+        each, from the index of one pass over the files."""
         trees = self._index()
         conversations = [
             IdMatch(CONVERSATION, key, tree)
@@ -211,12 +415,12 @@ class AgentSessions(Source):
         return conversations + nodes
 
     def tree_ids(self) -> list[str]:
-        """Every session tree's id (its first session's), in the order the
-        sessions began."""
+        """Every session tree's id (its first session's), each agent's in
+        the order its sessions began."""
         return list(self._index())
 
     def tree_id_of_conversation(self, conversation_id: str) -> str:
-        """The tree holding the session `conversation_id`."""
+        """The tree holding the session `conversation_id` (any of its ids)."""
         trees = self._index()
         if conversation_id in trees:
             return conversation_id
@@ -242,15 +446,17 @@ class AgentSessions(Source):
             return TreeRecords(tree_id, None, [])
         file_keys = {self._file_keys.get(key, key) for key in keys}
         groups = [group for group in self.groups() if group[0] in file_keys]
-        records, _, names, problems = self._read(groups)
+        records, _, names, problems = self._read(groups, True)
         self._found = TreeRecords(tree_id, names.get(tree_id), records, problems)
         return self._found
 
     def read_all(
-        self, texts: bool | Collection[str], progress: ProgressCallback
+        self, texts: bool | Collection[str], progress: Callable[..., None]
     ) -> ForestRead:
         """Every session as one table (`read_forest`), with what the read
-        left out and the calls inside runs."""
+        left out (the files not read among it) and the calls inside runs."""
+        from convgraph.sources.source import ForestRead
+
         nodes, names = self.read_forest(text=bool(texts), progress=progress)
         return ForestRead(nodes, names, list(self.record_problems), dict(self.calls))
 
@@ -260,46 +466,35 @@ class AgentSessions(Source):
         progress: Callable[[str, int, int | None], None] | None = None,
     ) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, read session by session: the columns and
-        types of `ChatExport.read_forest`, with `project` and `git_branch`.
-        A large folder is read by worker processes where that gives the
-        same table (`agent_workers.read_in_workers`); `progress` is told
-        the files read."""
+        types of `ChatExport.read_forest`, with the agents' own
+        (`files.AGENT_ATTRIBUTES`); `progress` is told the files read.
+        `record_problems` is then what the read left out: lines, records,
+        files."""
         from convgraph.sources.chat.exports import FOREST_COLUMNS, _forest_frame
 
         # Each session's records become the table's columns as they are
-        # read (`_read_groups`), the texts left out where not asked for; the
-        # collector stays paused until the table is made: collecting over
-        # the lists while it is made cost as much as making it.
+        # read, the texts left out where not asked for: a year of sessions
+        # is held as the table's lists, not a dict a node.
         wanted = (*FOREST_COLUMNS, *AGENT_ATTRIBUTES)
         left_out = () if text else CONTENT_ATTRIBUTES
         columns: dict[str, list[Any]] = {
             name: [] for name in wanted if name not in left_out
         }
         groups = self.groups()
-        with no_garbage_collection():
-            read = read_in_workers(self._module, groups, text, list(columns), progress)
-            if read is None:
-                total = sum(len(files) for _, files in groups)
-                done = _Count(PHASE, total, progress) if progress else None
-                read = read_sessions(self._module, groups, text, columns, done=done)
-            columns = read.table or columns
-            _, tree_of, names, problems = self._read_groups(groups, text, read=read)
-            count = len(columns["id"])
-            columns = {
-                name: columns[name] if name in columns else [None] * count
-                for name in wanted
-            }
-            nodes = _forest_frame(columns)
-            for name in AGENT_INTEGERS:
-                nodes[name] = nodes[name].astype("Int64")
-        self.record_problems = problems
+        total = sum(len(files) for _, files, _ in groups)
+        done = _Count(PHASE, total, progress) if progress else None
+        _, tree_of, names, problems = self._read(groups, text, columns, done)
+        count = len(columns["id"])
+        columns = {
+            name: columns[name] if name in columns else [None] * count
+            for name in wanted
+        }
+        nodes = _forest_frame(columns)
+        for name in AGENT_INTEGERS:
+            nodes[name] = nodes[name].astype("Int64")
+        self.record_problems = [*self._unread_problems(), *problems]
         if self._trees is None:
-            self._trees = {}
-            for key, tree in tree_of.items():
-                self._trees.setdefault(tree, []).append(key)
-            self._tree_of_node = dict(
-                zip(columns["id"], columns["tree_id"], strict=True)
-            )
+            self._remember(tree_of, columns["id"], columns["tree_id"])
         return nodes, names
 
 

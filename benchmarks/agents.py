@@ -262,7 +262,9 @@ def _build(folder: Path, size: int) -> None:
 
 
 def agent_rows(sizes: list[int], options: suite.Options) -> list[Row]:
-    """The `agents` group at each size in MB."""
+    """The `agents` group at each size in MB; first, the table of the real
+    files (`real_files_table`), printed."""
+    print("\n".join(real_files_table()), flush=True)
     found = []
     for size in sizes:
         stem = suite.cached(
@@ -297,3 +299,52 @@ def agent_rows(sizes: list[int], options: suite.Options) -> list[Row]:
             f" {held['files']:,} files"
         )
     return found
+
+
+#: The real files' counts, as the table shows them (convgraph / independent).
+COUNTED = ("prompts", "tool calls", "tool results", "subagent prompts")
+
+
+def real_files_table() -> list[str]:
+    """The real session files of `tests/data/agents/home`, each read alone:
+    convgraph's nodes, and its prompts, tool calls, tool results and
+    subagents' prompts beside the independent reader's counts (written
+    from the formats in `tests/test_agents_real.py`), as lines of a table."""
+    from tests.test_agents_real import (
+        FILES,
+        HOME,
+        convgraph_counts,
+        independent_counts,
+    )
+
+    header = ["file", "read", "nodes", *(f"{name} (ours/theirs)" for name in COUNTED)]
+    rows = []
+    equal = 0
+    for path, files in FILES.items():
+        try:
+            ours, _ = convgraph_counts(path)
+            read = "yes"
+        except Exception as error:  # noqa: BLE001 (the table says what failed)
+            ours, read = {}, f"no: {error}"
+        theirs = independent_counts(files)
+        same = all(ours.get(name, 0) == theirs[name] for name in COUNTED)
+        equal += same and read == "yes"
+        name = str(path.relative_to(HOME))
+        rows.append(
+            [
+                name if len(name) <= 60 else name[:28] + "…" + name[-31:],
+                read,
+                str(ours.get("nodes", 0)),
+                *(f"{ours.get(n, 0)}/{theirs[n]}" for n in COUNTED),
+            ]
+        )
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["", "agents: the real session files, each read alone"]
+    for row in [header, ["-" * width for width in widths], *rows]:
+        lines.append(
+            "  ".join(
+                cell.ljust(width) for cell, width in zip(row, widths, strict=True)
+            )
+        )
+    lines.append(f"{len(rows)} files, {equal} read with every count equal")
+    return lines

@@ -57,8 +57,9 @@ PHASE = "reading sessions"
 #: has set up logging).
 LOG = logging.getLogger("convgraph.sources.agents")
 
-#: Records read past the one that told a file's agent, for what the agent's
-#: `session_groups` asks of its first records (a session id, a time).
+#: Records read past the one that told a file's agent, at most, for what
+#: the agent's `session_groups` asks of its first records (a session id, a
+#: time).
 MORE_RECORDS = 8
 
 
@@ -172,7 +173,9 @@ def tell(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:
     after = 0
     # Small reads: most files tell their agent in their first records.
     for record in json_lines(path, chunk=FIRST_CHUNK):
-        records.append(record)
+        # What the agents' `session_groups` ask of the first records, alone:
+        # a folder's first records are held for every file until it is read.
+        records.append({key: record[key] for key in TOLD if key in record})
         if module is None:
             module = _agent_of(record)
             if module is None and len(records) > MORE_RECORDS:
@@ -181,9 +184,21 @@ def tell(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:
                 del records[0]
         else:
             after += 1
-            if after >= MORE_RECORDS:
-                break
+        if module is not None and (after >= MORE_RECORDS or _enough(records)):
+            break
     return (module, records) if module is not None else None
+
+
+#: The fields of a file's first records that say which session it holds,
+#: when it began, and whether it is a subagent's.
+TOLD = ("type", "sessionId", "timestamp", "isSidechain", "projectHash", "kind")
+
+
+def _enough(records: list[dict[str, Any]]) -> bool:
+    """Whether the records read tell a session and when it began."""
+    return any("sessionId" in record for record in records) and any(
+        "timestamp" in record for record in records
+    )
 
 
 def _agent_of(record: dict[str, Any]) -> ModuleType | None:
@@ -209,7 +224,8 @@ def _tell_json(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:
             return gemini_cli, [{}]
         return None
     if gemini_cli.is_chat_value(value):
-        return gemini_cli, [value if isinstance(value, dict) else {}]
+        told = value if isinstance(value, dict) else {}
+        return gemini_cli, [{key: told[key] for key in TOLD if key in told}]
     return None
 
 

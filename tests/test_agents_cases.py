@@ -404,6 +404,80 @@ def test_codex_prompts_shown_only_as_events(tmp_path: Path) -> None:
     ]
 
 
+def test_a_pasted_image_is_an_attachment(tmp_path: Path) -> None:
+    picture = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+    }
+    session = write(
+        tmp_path / "s1.jsonl",
+        [
+            claude(
+                "user", "u1", None, [{"type": "text", "text": "What is this?"}, picture]
+            ),
+            claude("assistant", "a1", "u1", [{"type": "text", "text": "A logo."}]),
+        ],
+    )
+    [(prompt, parts)] = rows(session, "prompt", "parts")
+    assert prompt == "What is this?"
+    assert [(p["type"], p.get("mime"), p.get("size")) for p in parts] == [
+        ("text", None, None),
+        ("attachment", "image/png", 8),
+        ("text", None, None),
+    ]
+
+
+def test_codex_compaction_continues_the_rollout(tmp_path: Path) -> None:
+    """A `compacted` record between turns, and an item of a kind not known:
+    one chain, the item counted."""
+
+    def item(second: int, payload: dict) -> dict:
+        return {
+            "timestamp": f"2026-01-01T10:00:{second:02d}Z",
+            "type": "response_item",
+            "payload": payload,
+        }
+
+    def said(role: str, text: str) -> dict:
+        kind = "input_text" if role == "user" else "output_text"
+        return {
+            "type": "message",
+            "role": role,
+            "content": [{"type": kind, "text": text}],
+        }
+
+    rollout = write(
+        tmp_path / "rollout-2026-01-01T10-00-00-c.jsonl",
+        [
+            {
+                "timestamp": "2026-01-01T10:00:00Z",
+                "type": "session_meta",
+                "payload": {"id": "c"},
+            },
+            item(1, said("user", "One")),
+            item(2, said("assistant", "1")),
+            {
+                "timestamp": "2026-01-01T10:00:03Z",
+                "type": "compacted",
+                "payload": {"message": "Summary", "replacement_history": []},
+            },
+            item(4, {"type": "future_item"}),
+            item(5, said("user", "Two")),
+            item(6, said("assistant", "2")),
+        ],
+    )
+    assert rows(rollout, "id", "parent_id", "prompt", "response") == [
+        ("c:2", None, "One", "1"),
+        ("c:6", "c:2", "Two", "2"),
+    ]
+    assert problems(rollout) == [
+        (
+            "unknown-record",
+            f"{rollout}: 1 record of a kind not known ('future_item'): left out",
+        )
+    ]
+
+
 def test_progress_counts_the_files_read() -> None:
     told: list[tuple[str, int, int | None]] = []
     with open_logs(SPOTTER) as logs:

@@ -562,7 +562,20 @@ def _parts(
     are, not as parts: the same calls, errors and kinds of message, at half
     the cost."""
     if text:
-        parts = block_parts(role, raw)
+        content = raw.get("content")
+        if type(content) is list and any(
+            type(block) is dict and block.get("type") == "image" for block in content
+        ):
+            # A pasted picture: an attachment part (never its bytes), in its
+            # place among the message's blocks.
+            parts = []
+            for block in content:
+                if type(block) is dict and block.get("type") == "image":
+                    parts.append(_image(role, block))
+                else:
+                    parts.extend(block_parts(role, {"content": [block]}))
+        else:
+            parts = block_parts(role, raw)
         texts: list[str | None] = [
             part["text"] for part in parts if part["type"] == P.TEXT
         ]
@@ -599,6 +612,23 @@ def _parts(
                 )
             )
     return found, texts
+
+
+def _image(role: str, block: dict[str, Any]) -> P.Part:
+    """An image block as an attachment: its type, its size decoded (base64
+    holds 3 bytes in 4 characters) or its URL."""
+    source = block.get("source")
+    source = source if type(source) is dict else {}
+    data = source.get("data")
+    size = None
+    if type(data) is str:
+        size = len(data) * 3 // 4 - len(data) + len(data.rstrip("="))
+    return P.attachment(
+        role,
+        url=as_text(source.get("url")),
+        mime=as_text(source.get("media_type")),
+        size=size,
+    )
 
 
 def _count_usage(

@@ -1,10 +1,13 @@
 """convgraph: llm's logged conversations as trees to explore, measure and share.
 
-Read a `logs.db` of any generation (or a chat export) with `load_tree` (one
-conversation, as a networkx DiGraph) or `Forest.read` (every conversation, as
-pandas tables). The tree operations (`path`, `leaves`, `siblings`, ...) and
-the statistics tables (`conversation_table`, `node_table`, ...) are offered
-here flat, as networkx offers its algorithms:
+Open a `logs.db` of any generation, a chat export or coding agents' sessions
+with `convgraph.open(path)`, then ask it for one tree (`logs.tree(id)`, a
+networkx DiGraph), the whole forest as pandas tables (`logs.forest()`), its
+statistics (`logs.stats()`) or a search of every branch (`logs.search(...)`);
+`load_tree` and `Forest.read` do the same on their own. The tree operations
+(`path`, `leaves`, `siblings`, ...) and the statistics tables
+(`conversation_table`, `node_table`, ...) are offered here flat, as networkx
+offers its algorithms:
 
 >>> import convgraph
 >>> tree = convgraph.ConversationTree.from_edges([("a", "b"), ("a", "c")])
@@ -33,6 +36,8 @@ from convgraph.errors import (
 
 #: Where each name offered flat lives.
 _LAZY = {
+    "open": "convgraph.logs",
+    "Logs": "convgraph.logs",
     "open_logs": "convgraph.sources",
     "Problem": "convgraph.links.integrity",
     "Forest": "convgraph.model.forest",
@@ -105,6 +110,7 @@ if TYPE_CHECKING:
         summary,
     )
     from convgraph.links.integrity import Problem
+    from convgraph.logs import Logs, open
     from convgraph.model.forest import Forest
     from convgraph.model.loading import load_path, load_tree, load_tree_of_node
     from convgraph.model.tree import (

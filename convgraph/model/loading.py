@@ -22,12 +22,12 @@ from convgraph.sources import Source, TreeRecords, log_order, opened
 from convgraph.sources.notes import read_notes
 
 if TYPE_CHECKING:
-    import networkx as nx
+    from convgraph.model.tree import ConversationTree
 
 
 def read_tree(
     logs: Source, tree_id: str, log_order_nodes: bool = False
-) -> tuple[nx.DiGraph, list[Problem]]:
+) -> tuple[ConversationTree, list[Problem]]:
     """One tree's graph and the problems of its links, reading only that tree.
 
     The graph's nodes are in the order the source gives its records (an
@@ -44,7 +44,7 @@ def read_tree(
 
 def tree_graph(
     logs: Source, tree: TreeRecords, log_order_nodes: bool = False
-) -> tuple[nx.DiGraph, list[Problem]]:
+) -> tuple[ConversationTree, list[Problem]]:
     """`read_tree` of records already read (`tree`, which has some)."""
     # Here, not above: `load_path` mostly answers without a graph, and
     # without networkx.
@@ -69,7 +69,7 @@ def tree_graph(
 
 def load_tree(
     conversation_id: str, db: str | os.PathLike[str] | Source | None = None
-) -> nx.DiGraph:
+) -> ConversationTree:
     """The conversation tree that `conversation_id` names, as a DiGraph.
 
     Parameters
@@ -91,7 +91,7 @@ def load_tree(
 
 def load_tree_of_node(
     node_id: str, db: str | os.PathLike[str] | Source | None = None
-) -> nx.DiGraph:
+) -> ConversationTree:
     """The conversation tree that holds `node_id` (a response or turn id, or
     a unique prefix of one: `Source.resolve`)."""
     with opened(db) as logs:
@@ -126,7 +126,7 @@ def load_path(
 def load_trees(
     conversation_ids: Iterable[str] = (),
     db: str | os.PathLike[str] | Source | None = None,
-) -> Iterator[nx.DiGraph]:
+) -> Iterator[ConversationTree]:
     """The trees these ids name, each once, in the order first named; every
     tree of the file (read as one `Forest`, built one at a time) when none.
 
@@ -145,7 +145,7 @@ def load_trees(
         from convgraph.model.forest import Forest
 
         return Forest.read(db).trees()
-    trees: dict[Any, nx.DiGraph] = {}
+    trees: dict[Any, ConversationTree] = {}
     with opened(db) as logs:
         for conversation_id in named:
             tree = load_tree(conversation_id, logs)
@@ -155,7 +155,7 @@ def load_trees(
 
 def load_tree_of_pair(
     node_a: str, node_b: str, db: str | os.PathLike[str] | Source | None = None
-) -> nx.DiGraph:
+) -> ConversationTree:
     """The conversation tree that holds both nodes, reading only that tree
     (for a diff of their branches).
 

@@ -51,8 +51,9 @@ class NodeNote:
 
 
 def is_export(logs: Source) -> bool:
-    """Whether `logs` is a chat export (read-only: notes go beside it)."""
-    return getattr(logs, "conn", None) is None
+    """Whether `logs` is a file with no SQLite behind it (a chat export,
+    agents' sessions: read-only, so notes go beside it)."""
+    return logs.conn is None
 
 
 def notes_file(logs: Source) -> Path:
@@ -76,7 +77,7 @@ def read_notes(
     DatabaseError
         The notes file beside an export is not a database convgraph can read.
     """
-    if is_export(logs):
+    if logs.conn is None:
         path = notes_file(logs)
         own: dict[str, NodeNote] = {}
         if path.is_file():

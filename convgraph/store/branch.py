@@ -546,7 +546,7 @@ def _point_below(path: Path, node_id: str) -> BranchPoint:
             raise UnknownNode(node_id)  # only llm's database takes branches
         store, legacy = logs.store, logs.legacy
         turn = store.turn_end(node_id) if store is not None else None
-        if turn is not None:
+        if store is not None and turn is not None:
             # llm's load_chain would loop forever on a cycle of parent_hash.
             broken = store.broken_chain(turn["tip_message_hash"])
             if broken is not None:

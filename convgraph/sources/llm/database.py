@@ -56,7 +56,11 @@ if TYPE_CHECKING:
 
 
 class LogDatabase(Source):
-    """An llm `logs.db`, whichever generations of llm wrote it."""
+    """An llm `logs.db`, whichever generations of llm wrote it: `legacy`
+    reads its `responses` table, `store` its message store (None where the
+    file has none), both on `conn`."""
+
+    conn: sqlite3.Connection
 
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn

@@ -79,14 +79,16 @@ def read_forest(
             kind = _generation(logs, reader)
             if kind is None:
                 return None
-            if kind == "legacy" and any(
-                reader.one(f'select exists(select 1 from "{table}")')[0]
-                for table in logs.legacy.parts.tables()
-            ):
-                # Tool calls, attachments or fragments: parts to build and
-                # tool chains to fold, a response at a time (`legacy_parts`).
-                return None
             if kind == "legacy":
+                assert logs.legacy is not None  # a file of legacy responses
+                if any(
+                    reader.one(f'select exists(select 1 from "{table}")')[0]
+                    for table in logs.legacy.parts.tables()
+                ):
+                    # Tool calls, attachments or fragments: parts to build
+                    # and tool chains to fold, a response at a time
+                    # (`legacy_parts`).
+                    return None
                 nodes, names = read_consistently(
                     reader,
                     legacy.tables(logs),

@@ -1,0 +1,69 @@
+"""`convgraph.open`: one handle on every kind of file, answering as the
+functions it calls answer on their own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import convgraph
+from convgraph.errors import DatabaseError, UnknownConversation
+from convgraph.model import tree as operations
+from convgraph.model.filters import TreeFilter
+from convgraph.model.forest import Forest
+from convgraph.model.loading import load_tree
+from tests.helpers import ROOT
+
+EXAMPLES = ROOT / "examples"
+AGENT_SESSION = ROOT / "tests/data/agents/claude-code/sample_session.jsonl"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        EXAMPLES / "logs.db",
+        EXAMPLES / "chatgpt-export.zip",
+        AGENT_SESSION,
+    ],
+    ids=["llm", "chatgpt", "claude-code"],
+)
+def test_the_handle_answers_as_the_functions_do(path: Path):
+    forest = Forest.read(path)
+    with convgraph.open(path) as logs:
+        assert logs.tree_ids() == forest.tree_ids
+        first = logs.tree_ids()[0]
+        tree = logs.tree(first)
+        assert sorted(tree.nodes) == sorted(load_tree(first, path).nodes)
+        # A node's id names the tree that holds it.
+        leaf = operations.leaves(tree)[-1]
+        assert logs.tree(leaf).graph["tree_id"] == first
+        assert logs.forest().nodes["id"].tolist() == forest.nodes["id"].tolist()
+        stats = logs.stats()
+        assert stats["tree_id"].tolist()[: len(forest.tree_ids)] == forest.tree_ids
+        assert stats["nodes"].sum() == len(forest.nodes)
+        assert [t.graph["tree_id"] for t in logs.trees([first])] == [first]
+
+
+def test_the_handle_takes_prefixes_filters_and_searches():
+    with convgraph.open(EXAMPLES / "logs.db") as logs:
+        assert repr(logs).startswith("<convgraph.Logs ")
+        assert logs.tree("01jb1haiku").graph["tree_id"] == "01jb1haiku000000000000000"
+        kept = logs.forest(where=TreeFilter(models=("claude*",)))
+        assert kept.tree_ids == [
+            "01jb1haiku000000000000000",
+            "01jb2hashmap0000000000000",
+        ]
+        hits = logs.search("sourdough", limit=3)
+        assert hits and all(
+            hit.tree_id == "01jb0sourdough0000000000000" for hit in hits
+        )
+        with pytest.raises(UnknownConversation):
+            logs.tree("01jzzzzz")
+
+
+def test_a_file_of_no_kind_is_one_error(tmp_path: Path):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello\n")
+    with pytest.raises(DatabaseError):
+        convgraph.open(path)

@@ -21,7 +21,7 @@ from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree, load_tree_of_node
 from convgraph.sources import open_logs
 from convgraph.sources.chat import exports as chat_exports
-from convgraph.sources.chat.exports import ChatExport, open_source
+from convgraph.sources.chat.exports import ChatExport, detect
 from tests import chat_exports as build
 from tests.helpers import run
 
@@ -188,7 +188,7 @@ def test_split_files_in_a_folder_read_as_one_export(tmp_path: Path) -> None:
         build.write_json(tmp_path / name, part)
     build.write_json(tmp_path / "user.json", {"id": "user-1"})
     single = build.write_json(tmp_path.parent / "single.json", conversations)
-    with open_source(tmp_path) as folder, open_source(single) as whole:
+    with detect(tmp_path) as folder, detect(single) as whole:
         assert folder.tree_ids() == whole.tree_ids()
         assert rows(folder.read_tree("conv-monad").records) == MONAD
         read = folder.read()
@@ -231,7 +231,7 @@ def test_claude_without_current_leaf_marks_the_latest_message(tmp_path: Path) ->
     export = build.claude_export()
     del export[0]["current_leaf_message_uuid"]
     path = build.write_json(tmp_path / "conversations.json", export)
-    records = open_source(path).read_tree("claude-primes").records
+    records = detect(path).read_tree("claude-primes").records
     # h2b, the unanswered edit, was written last.
     assert [record["id"] for record in records if record["active"]] == [
         "as1b",
@@ -437,7 +437,7 @@ def test_byte_order_mark_and_empty_export(tmp_path: Path) -> None:
     text = json.dumps(build.claude_export())
     path = tmp_path / "conversations.json"
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
-    assert open_source(path).tree_ids() == ["claude-primes", "claude-old"]
+    assert detect(path).tree_ids() == ["claude-primes", "claude-old"]
     path.write_text("[]")
     with open_logs(path) as logs:
         assert logs.tree_ids() == []
@@ -449,11 +449,11 @@ def test_byte_order_mark_and_empty_export(tmp_path: Path) -> None:
 def test_sqlite_files_and_missing_paths_are_left_to_llms_reader(
     tmp_path: Path,
 ) -> None:
-    assert open_source(EXAMPLES / "logs.db") is None
-    assert open_source(tmp_path / "missing.json") is None
+    assert detect(EXAMPLES / "logs.db") is None
+    assert detect(tmp_path / "missing.json") is None
     empty = tmp_path / "empty.db"
     sqlite3.connect(empty).close()
-    assert open_source(empty) is None
+    assert detect(empty) is None
 
 
 # -- the command line, on every format ------------------------------------------------
@@ -560,9 +560,7 @@ def test_open_webui_one_chat_download_without_its_wrapper(tmp_path: Path) -> Non
         tmp_path / "export.json",
         [build.webui_chat("chat-files", "Files", build.webui_files())],
     )
-    assert rows(open_source(wrapped).read_tree("chat-files").records) == rows(
-        tree.records
-    )
+    assert rows(detect(wrapped).read_tree("chat-files").records) == rows(tree.records)
 
 
 EMPTY = {

@@ -63,9 +63,6 @@ class FormatChoice(click.Choice):  # type: ignore[type-arg]
         return super().convert(value, param, ctx)
 
 
-#: The first 16 bytes of every SQLite database file.
-SQLITE_HEADER = b"SQLite format 3\x00"
-
 NO_GRAPHVIZ = (
     "--render needs Graphviz's `dot` program, which is not installed here"
     " (Debian and Ubuntu: apt-get install graphviz; macOS: brew install graphviz);"
@@ -271,6 +268,8 @@ def refuse_overwrite(output: str, db_path: str | None, force: bool = False) -> N
         and inode: a hard link, a symbolic link, a relative path), or it is
         an SQLite database (by its header) and `force` is false.
     """
+    from convgraph.sources.llm.files import is_sqlite_file
+
     try:
         target = os.stat(output)
     except OSError:
@@ -282,7 +281,7 @@ def refuse_overwrite(output: str, db_path: str | None, force: bool = False) -> N
         )
     # Only a regular file is opened to look: reading /dev/stdout or a FIFO
     # would wait for input.
-    if not force and stat.S_ISREG(target.st_mode) and _has_sqlite_header(output):
+    if not force and stat.S_ISREG(target.st_mode) and is_sqlite_file(output):
         raise UserError(
             f"refusing to write {output}: it is an SQLite database"
             " (--force replaces it)"
@@ -308,14 +307,6 @@ def _same_file(target: os.stat_result, path: str) -> bool:
     except OSError:
         return False
     return (read.st_dev, read.st_ino) == (target.st_dev, target.st_ino)
-
-
-def _has_sqlite_header(path: str) -> bool:
-    try:
-        with open(path, "rb") as file:
-            return file.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager

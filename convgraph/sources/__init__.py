@@ -1,34 +1,31 @@
 """The way in: open any file of conversations read-only, whatever wrote it.
 
-`open_logs` is the one way in. It tells the file by its content: a ChatGPT,
-Claude.ai or Open WebUI export (`chat_exports.ChatExport`), else an SQLite
-file opened read-only (`files.connect_read_only`) and read as llm's
-`logs.db` (`llm_database.LogDatabase`, whichever generations of llm wrote
-it). Both are a `Source`, which answers in the node contract
-(docs/design.md#the-node-contract), so nothing downstream asks which kind of
-file it holds. `opened` does the same for functions that take either a path
-or a `Source` already open.
+`open_logs` is the one way in. It tells the file by its content, asking
+each kind in turn (`DETECTORS`, each a `detect(path)` of its family): llm's
+SQLite `logs.db` of any generation (`llm.database.LogDatabase`), coding
+agents' sessions (`agents.sessions.AgentSessions`), a ChatGPT, Claude.ai
+or Open WebUI export (`chat.exports.ChatExport`). Each is a `Source`, which
+answers in the node contract (docs/design.md#the-node-contract), so nothing
+downstream asks which kind of file it holds. `opened` does the same for
+functions that take either a path or a `Source` already open.
 
-The modules beside this one: `files` (finding and opening a file),
-`llm_database` (llm's generations together), `generations` (the rules that
-join them), one reader per storage format (`legacy`, `message_store`,
-`columnar`; `chat_exports` with `chatgpt`, `claude`, `openwebui`;
-`agent_sessions` with `claude_code`, `codex`, `gemini_cli`), `tables`
-(reading whole tables while llm logs), `notes` (the user's branch notes) and
+Beside this module: `source` (the interface, log order, ids as typed),
+the families `llm/`, `agents/` and `chat/`, `tables` (a nodes table in the
+contract's columns and dtypes), `notes` (the user's branch notes) and
 `parquet` (a Parquet dataset that `convgraph export` wrote).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import DatabaseError
-from convgraph.sources.llm.database import LogDatabase
+from convgraph.sources.llm.database import LogDatabase, open_database
 from convgraph.sources.llm.files import connect_read_only, default_database_path
 from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
 
@@ -46,39 +43,42 @@ __all__ = [
 ]
 
 
+#: The kinds of file convgraph reads, asked in this order whether `path` is
+#: one of theirs: each names a `detect(path)` that opens it as that kind's
+#: `Source`, or gives None where it is not one (cheaply: by its first
+#: bytes, or the names in a folder). A module is imported when first asked,
+#: so a command on llm's database imports no chat or agents' reader.
+DETECTORS = (
+    "convgraph.sources.llm.database",
+    "convgraph.sources.agents.sessions",
+    "convgraph.sources.chat.exports",
+)
+
+
 def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
-    """Open an llm database or a chat export read-only; llm's own `logs.db`
-    when `path` is None.
+    """Open a file of conversations read-only, whatever wrote it (told by
+    `DETECTORS`); llm's own `logs.db` when `path` is None.
 
     Returns
     -------
     Source
-        A `LogDatabase` for an SQLite file, a `ChatExport` for an export,
-        an `AgentSessions` for a coding agent's sessions.
+        A `LogDatabase` for llm's SQLite file, an `AgentSessions` for a
+        coding agent's sessions, a `ChatExport` for an app's export.
 
     Raises
     ------
     DatabaseError
-        The file is missing, is neither SQLite nor an export, or holds no
-        llm tables.
+        The file is missing, is none of these (the message says what it
+        is), or holds no llm tables.
     """
     path = Path(path) if path is not None else default_database_path()
-    # Not SQLite: a coding agent's sessions, or a ChatGPT, Claude.ai or Open
-    # WebUI export, told by content.
-    from convgraph.sources.agents.sessions import open_agent_source
-    from convgraph.sources.chat.exports import open_source
-    from convgraph.sources.chat.json_files import path_kind
-
     try:
-        if path_kind(path) in ("folder", "json"):
-            agent = open_agent_source(path)
-            if agent is not None:
-                return agent
-        export = open_source(path)
+        for name in DETECTORS:
+            found: Source | None = importlib.import_module(name).detect(path)
+            if found is not None:
+                return found
     except PermissionError as error:
         raise DatabaseError(f"cannot read {path}: {error.strerror}") from None
-    if export is not None:
-        return export
     if path.is_dir():
         from convgraph.sources.parquet import is_parquet_dataset
 
@@ -91,14 +91,8 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
         raise DatabaseError(
             f"{path} is a directory, not an llm database or chat export"
         )
-    conn = connect_read_only(path)
-    try:
-        return LogDatabase(conn, path)
-    except (DatabaseError, sqlite3.DatabaseError) as error:
-        conn.close()
-        if isinstance(error, DatabaseError):
-            raise
-        raise DatabaseError(f"cannot read {path}: {error}") from None
+    # Not one of them: SQLite says why it cannot read the file as llm's.
+    return open_database(path)
 
 
 @contextlib.contextmanager

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from convgraph.errors import DatabaseError, ImportRefused
+from convgraph.sources.llm.files import is_sqlite_file
 from convgraph.sources.source import ProgressCallback
 from convgraph.store.import_plan import (
     ConversationPlan,
@@ -79,8 +80,6 @@ __all__ = [
     "plan_conversation",
     "stable_ulid",
 ]
-
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 #: The tables that make a file llm's: its migrations' record, the legacy
 #: responses, or the message store.
@@ -312,9 +311,8 @@ def check_target(source: Path, target: Path) -> str:
         raise ImportRefused(f"{target} is a directory, not an llm database")
     if not target.exists() or target.stat().st_size == 0:
         return "new"
-    with open(target, "rb") as stream:
-        if stream.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            raise ImportRefused(f"{target} is not an llm database (not SQLite)")
+    if not is_sqlite_file(target):
+        raise ImportRefused(f"{target} is not an llm database (not SQLite)")
     conn = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
     try:
         tables = {

@@ -253,24 +253,15 @@ def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
     rebuilds the table. Reads the file read-only. Returns [] for a file that
     convgraph never migrated, or whose rules are all in place.
     """
-    from convgraph.sources import connect_read_only
-    from convgraph.sources.agents.sessions import open_agent_source
-    from convgraph.sources.chat.exports import open_source
-    from convgraph.sources.chat.json_files import path_kind
+    from convgraph.sources import LogDatabase, open_logs
     from convgraph.store.transaction import database_path
 
-    path = database_path(db)
-    if path_kind(path) in ("folder", "json") and open_agent_source(path):
-        return []  # an agent's sessions: convgraph never migrates them
-    if open_source(path) is not None:
-        return []  # an app's export: convgraph never migrates one
-    conn = connect_read_only(path)
-    try:
-        if not migration_recorded(conn):
+    with open_logs(database_path(db)) as logs:
+        if not isinstance(logs, LogDatabase):
+            return []  # an export, agents' sessions: never migrated
+        if not migration_recorded(logs.conn):
             return []
-        missing = missing_rules(conn)
-    finally:
-        conn.close()
+        missing = missing_rules(logs.conn)
     if not missing:
         return []
     if missing == [PLACING_TRIGGER]:

@@ -104,7 +104,6 @@ def detect(path: Path) -> AgentSessions | None:
 
 
 #: The name `sources.open_logs` and `store.rules` call it by.
-open_agent_source = detect
 
 
 def _folder(path: Path) -> AgentSessions | None:

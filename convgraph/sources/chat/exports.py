@@ -73,7 +73,7 @@ __all__ = [
     "Conversation",
     "Message",
     "conversation_records",
-    "open_source",
+    "detect",
     "shared_ids",
 ]
 
@@ -89,7 +89,7 @@ def _formats() -> dict[str, Any]:
     return {module.SOURCE: module for module in (chatgpt, claude, openwebui)}
 
 
-def open_source(path: str | os.PathLike[str]) -> ChatExport | None:
+def detect(path: str | os.PathLike[str]) -> ChatExport | None:
     """A chat export at `path`, or None where `path` is not one (missing, an
     SQLite file, or a file that is neither JSON nor a zip), so that the
     caller can try llm's reader.

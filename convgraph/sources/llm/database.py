@@ -29,6 +29,7 @@ from convgraph.links.integrity import (
     record_problem,
 )
 from convgraph.sources.llm import legacy, message_store
+from convgraph.sources.llm.files import connect_read_only, is_sqlite_file
 from convgraph.sources.llm.generations import (
     CONTINUES,
     first_of_each_id,
@@ -53,6 +54,31 @@ from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
     pass
+
+
+def detect(path: Path) -> LogDatabase | None:
+    """llm's database at `path`, open read-only, or None where `path` is
+    not an SQLite file (told by its first bytes)."""
+    return open_database(path) if is_sqlite_file(path) else None
+
+
+def open_database(path: Path) -> LogDatabase:
+    """The SQLite file at `path` opened read-only as llm's database.
+
+    Raises
+    ------
+    DatabaseError
+        No file, SQLite will not read it (the message says why), or it holds
+        no llm tables.
+    """
+    conn = connect_read_only(path)
+    try:
+        return LogDatabase(conn, path)
+    except (DatabaseError, sqlite3.DatabaseError) as error:
+        conn.close()
+        if isinstance(error, DatabaseError):
+            raise
+        raise DatabaseError(f"cannot read {path}: {error}") from None
 
 
 class LogDatabase(Source):

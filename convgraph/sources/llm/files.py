@@ -104,11 +104,17 @@ def _why_unreadable(path: Path, error: sqlite3.DatabaseError) -> str:
     return f"{path} is not an SQLite database ({error})"
 
 
+def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at `path` begins as an SQLite database does (False
+    for a missing or unreadable file, or a directory)."""
+    return _starts_with(Path(path), SQLITE_HEADER)
+
+
 def _starts_with(path: Path, header: bytes) -> bool:
     try:
         with open(path, "rb") as file:
             return file.read(len(header)) == header
-    except OSError:
+    except (OSError, ValueError):
         return False
 
 

@@ -20,9 +20,7 @@ unreadable.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
@@ -113,20 +111,6 @@ def frame_of_chunks(
         else:
             columns[name] = pd.Series(np.concatenate(chunks_of_column), dtype=object)
     return pd.DataFrame(columns)
-
-
-@contextmanager
-def no_garbage_collection() -> Iterator[None]:
-    """Pause the cyclic garbage collector while millions of row tuples are
-    made: they hold no cycles, and collecting over them costs a third of the
-    read."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def categorical(values: Any) -> pd.Categorical:

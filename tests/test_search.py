@@ -1,8 +1,9 @@
 """`convgraph search` and `analysis.search.search`: exact hits on known
 forests (a word only on an abandoned branch, only in a response, in a tool
-call's arguments, in Japanese and Russian, hostile FTS5 syntax as text), the
+call's arguments, in Japanese and Russian, hostile query syntax as text), the
 index following what llm logs and what `convgraph delete` removes, both
 generations and a chat export, and the database never changed by a search.
+Every test keeps its indexes in a cache directory of its own.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from convgraph.analysis.search import search
-from convgraph.analysis.search_index import INDEX_SUFFIX, index_path
+from convgraph.analysis.search_index import INDEX_SUFFIX, META_FILE, index_path
 from convgraph.store import migrate
 from tests.chat_exports import chatgpt_branches, write_json
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
@@ -33,6 +34,14 @@ FOREST = [
     ("u", "ru", "jp", "Привет, мир! Как дела?", "Хорошо, café"),
     ("u", "esc", "ru", "a pelican\x1b]0;owned\x07 sets the title", "no"),
 ]
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's cache directory, one per test: where the indexes go."""
+    directory = tmp_path / "xdg-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(directory))
+    return directory
 
 
 @pytest.fixture
@@ -127,12 +136,17 @@ def test_a_query_without_a_word_is_one_line_and_status_2(forest_db, query):
     assert result.stderr.count("\n") == 1
 
 
-def test_fts_takes_an_expression(forest_db):
+def test_query_syntax_takes_the_engines_language(forest_db):
+    # tantivy's query language: OR, a field, a phrase, a word left out.
     assert sorted(hit_ids(forest_db, "zebra OR quokka", fts=True)) == ["b", "c"]
-    assert hit_ids(forest_db, "museu*", fts=True) == ["d", "c"]
+    assert hit_ids(forest_db, '"the museum"', query_syntax=True) == ["d", "c"]
+    assert hit_ids(forest_db, "museum -tickets", query_syntax=True) == ["c"]
     assert hit_ids(forest_db, "response : museum", fts=True) == ["d"]
-    result = run("search", "--db", forest_db, "--fts", "NEAR(", expect=2)
-    assert result.stderr.startswith("Error: not an FTS5 query")
+    for option in ("--fts", "--query-syntax"):
+        result = run("search", "--db", forest_db, option, "NEAR(", expect=2)
+        assert result.stderr == (
+            "Error: not a query in the search engine's language: Syntax Error: NEAR(\n"
+        )
 
 
 def test_the_command_prints_records_and_a_persons_form(forest_db):
@@ -186,7 +200,7 @@ def test_stored_control_characters_show_as_symbols_and_words_are_styled(forest_d
     ]  # fmt: skip
 
 
-def test_searching_never_changes_the_database(forest_db):
+def test_searching_never_changes_the_database(forest_db, cache):
     before = file_digest(forest_db)
     run("search", "--db", forest_db, "museum")
     built = index_path(forest_db).stat().st_mtime_ns
@@ -194,8 +208,14 @@ def test_searching_never_changes_the_database(forest_db):
     assert file_digest(forest_db) == before
     # The file untouched: the index is current, and not written again.
     assert index_path(forest_db).stat().st_mtime_ns == built
-    assert index_path(forest_db) == forest_db.with_name("logs.db" + INDEX_SUFFIX)
-    assert index_path(forest_db).exists()
+    assert (index_path(forest_db) / META_FILE).exists()
+    # Nothing beside the user's file: the index is in the cache.
+    assert sorted(path.name for path in forest_db.parent.iterdir()) == [
+        "logs.db",
+        "xdg-cache",
+    ]
+    assert index_path(forest_db).parent == cache / "convgraph" / "search"
+    assert index_path(forest_db).name.endswith(INDEX_SUFFIX)
 
 
 def test_a_note_changes_the_file_but_not_the_hits(forest_db):
@@ -313,8 +333,8 @@ def test_a_read_only_directory_keeps_the_index_in_the_cache(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["id"] == "b"
-    (index,) = (cache / "convgraph" / "search").iterdir()
-    assert index.name.endswith("-logs.db" + INDEX_SUFFIX)
+    (index,) = (cache / "convgraph" / "search").glob(f"*{INDEX_SUFFIX}")
+    assert index.name.startswith("logs.db-")
     assert file_digest(forest_db) == before
 
 

@@ -1,55 +1,75 @@
 """The full-text index that `convgraph search` ranks with: every node's
-prompt, response, system prompt and parts in an SQLite FTS5 table of
-convgraph's own, with the node's depth and branch mark as the model gives
-them (`Forest`: `model.marks`, pointer jumping), kept in a file beside the
-one it indexes and brought up to date before each search.
+prompt, response, system prompt and parts in a tantivy index (a Lucene-class
+engine in Rust, through its maintainers' Python bindings), with the node's
+depth and branch mark as the model gives them (`Forest`: `model.marks`,
+pointer jumping), kept as a cache and brought up to date before each search.
 
-Why an index of our own: llm 0.36's `responses_fts` and `turn_search_fts`
-index only the prompt and the answer of each call (no tool calls or results,
-no reasoning, no system prompt), one row a call rather than a node (a tool
-chain is one node: `sources.runs`), with the default tokenizer, and a file
-upgraded from an older llm holds the two generations in two tables. So the
-index is built from the forest (`Forest.read` with its texts), one row a
-node, never inside llm's file: it lies beside it
-(`logs.db.convgraph-search.db`, as an export's notes lie beside the export),
-or, where that directory cannot be written, in the user's cache directory
-(`$XDG_CACHE_HOME/convgraph/search/`, else `~/.cache/convgraph/search/`).
-It lives in the analysis layer because it holds the model's marks: reading
-them per hit instead (a message-store tree read by name costs a tenth of a
-second) would make a query of twenty hits seconds long.
+Why an index of our own: llm's `responses_fts` and `turn_search_fts` index
+only the prompt and the answer of each call (no tool calls or results, no
+reasoning, no system prompt), one row a call rather than a node (a tool
+chain is one node: `sources.llm.runs`), and a file upgraded from an older
+llm holds the two generations in two tables. So the index is built from the
+forest (`Forest.read` with its texts), one document a node, never inside
+the user's file.
 
-Staying current: for llm's file the index keeps each node table's largest
-rowid and row count (`responses`, `turns`) as they were when it last read.
-llm only appends, so rows above the old bounds are what it logged since:
-their trees alone are read again (`Forest.read` of those trees, queries
-about them only) and replace their rows in the index, depths and marks
-included (logging into a tree is what moves its active path). A count
-below the old bound that moved means rows were deleted or replaced
-(`convgraph delete`):
-then the whole index is built again, as the snapshot reads again
-(`snapshot.Snapshot.changed`). A chat export is indexed on first search and
-again whenever its size or modification time changes. Each check is a few
-short statements on llm's file; the whole-file read follows the
-chunked-read rule (`snapshot`), so llm's lock is never held long.
+Where it lies: a directory in the user's cache
+(`$XDG_CACHE_HOME/convgraph/search/`, else `~/.cache/convgraph/search/`)
+named by the searched file's absolute path and its identity (device and
+inode: a file replaced by another at the same path is another index), or
+under `--index DIR` where the user names one; a place that cannot be
+written falls back to the cache. Nothing is written beside the user's file.
+One process writes an index at a time: a lock file beside the index
+(`fcntl.flock`), held shared while a search reads and exclusive while the
+index is built or updated, so concurrent first searches wait for one build
+and then share it. A build is written to a directory of its own and moved
+into place, so no search sees half an index, and the partial directory is
+removed on any exit the process sees (the command turns SIGTERM into one);
+one a killed process left is removed by the next writer.
 
-Scripts without spaces (Chinese, Japanese, Thai and their neighbours) have
-no word boundaries the `unicode61` tokenizer could find, so every character
-of them is made a token of its own by a zero-width space put after it
-(`spaced`), in the index and in the query alike: a word of them is then a
-phrase of its characters. The tokenizer is `unicode61` with
-`remove_diacritics 2`, so "cafe" finds "café" and Cyrillic folds case.
+Staying current (`docs/design.md#search-has-an-index-of-its-own`): the index
+keeps two stamps of the data it was built from. The quick stamp is what the
+file system and SQLite's header give without a statement: the file's
+identity, size and modification time, SQLite's file change counter and
+schema cookie (bytes 24 and 40 of the header, which a commit in
+rollback-journal mode moves), and in WAL mode the log's size and salts
+(which change whenever the log is written or restarted). While it holds,
+the index is used as it is. When it moved, the content stamp is taken: the
+schema version and, for each table whose rows are nodes or name trees
+(`responses`, `turns`, `threads`), its row count, its largest rowid and a
+fingerprint of its rows' ids (and of the parent links where the file has
+the column), summed in SQL over the tables' own indexes of those columns.
+Rows above the old largest rowid are what was logged since: only their
+trees are read again and their documents replaced (depths and marks
+included: logging into a tree moves its active path). A change below it (a
+deletion, an id replaced at the same rowid, a parent link moved) or in the
+schema (a migration by llm or convgraph) rebuilds the index; an unchanged
+content stamp (a note written) only renews the quick stamp. A chat export or
+an agents' folder is indexed again whenever one of its files changes.
+(`PRAGMA data_version` only tells a connection about others' commits
+while it stays open, so it says nothing to a new process.)
+
+Text is made NFKC (half-width katakana, ligatures and full-width Latin read
+as their plain forms) before it is indexed and searched. Scripts written
+without spaces (Chinese, Japanese with its iteration marks, Korean's
+syllables, Thai and its neighbours) get a zero-width space on each side of
+every character (`spaced`), so the tokenizer (tantivy's `simple`: runs of
+letters and digits, then lower-cased and folded to ASCII, so "cafe" finds
+"café") makes each a token of its own and a word of them is a phrase of its
+characters: 東京 is found in 時々東京タワー.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import itertools
+import fcntl
 import json
 import os
 import re
+import shutil
 import sqlite3
-from collections.abc import Iterable, Iterator
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,41 +87,87 @@ from convgraph.parts import (
 from convgraph.sources.source import Source
 
 if TYPE_CHECKING:
+    import tantivy
+
     from convgraph.model.forest import Forest
+    from convgraph.sources.source import ProgressCallback
 
-#: The index's file name beside the file it indexes: `logs.db` + this.
-INDEX_SUFFIX = ".convgraph-search.db"
-#: Bumped when the index's layout or its text rules change: an index of
-#: another version is built again.
-INDEX_VERSION = "4"
-#: The indexed texts of a node, in the FTS table's column order.
+#: The layout of the index and its text rules: an index of another layout
+#: (or the old FTS5 file's) is built again.
+INDEX_VERSION = 1
+#: The end of an index directory's name.
+INDEX_SUFFIX = ".convgraph-search"
+#: The file in the index directory that says what the index was built from.
+META_FILE = "convgraph-search.json"
+#: The indexed texts of a node.
 FIELDS = ("prompt", "response", "system", PARTS)
-#: The tables of llm's file whose rows are nodes (or calls folded into one).
-NODE_TABLES = ("responses", "turns")
-#: Put after each character of a script without spaces: a separator to
-#: `unicode61` (a format character), invisible where it shows.
+#: The name the index's analyzer is registered under.
+TOKENIZER = "convgraph"
+#: Tokens longer than this (base64, hashes) are not indexed, nor searched.
+LONGEST_TOKEN = 80
+#: The tables of llm's file whose rows are nodes (or calls folded into one)
+#: or name trees (a fork is a thread).
+STAMPED_TABLES = ("responses", "turns", "threads")
+#: A node's place on its tree, as the index keeps it (`branch` field).
+ACTIVE, ABANDONED, SIDECHAIN = 0, 1, 2
+#: Put on each side of a character of a script without spaces: a separator
+#: to the tokenizer, invisible where it shows.
 ZERO_WIDTH_SPACE = "\u200b"
+#: The writer's memory for documents not yet written (tantivy's heap), and
+#: how many nodes are made documents at a time.
+WRITER_HEAP = 200_000_000
+CHUNK = 20_000
 
-#: Characters of scripts written without spaces between words: CJK
-#: ideographs and their extensions, kana, Thai, Lao, Khmer, Myanmar.
+#: Characters of scripts written without spaces between words: Thai, Lao,
+#: Myanmar, Khmer, Hangul syllables, CJK ideographs and their extensions,
+#: kana (with the prolonged sound mark), the iteration marks 々 〆 〇 〻.
 _UNSPACED = re.compile(
-    "([\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff"
-    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f])"
+    "([\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3005-\u3007\u303b\u303c"
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+    "\uf900-\ufaff\U00020000-\U0003134f])"
 )
+#: A lone surrogate: `surrogateescape`'s stand-in for a byte that was not
+#: UTF-8 (U+DC80 to U+DCFF), or any other that no UTF-8 text can hold.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def spaced(text: str) -> str:
-    """`text` with a zero-width space after every character of a script
-    written without spaces, so that each is a token of its own.
+def normalized(text: str) -> str:
+    """`text` as the index holds it: NFKC, a byte that was not UTF-8 (a
+    surrogate escape, as Python reads the command line) read as Latin-1,
+    any other lone surrogate U+FFFD, and every character of a script
+    without spaces between zero-width spaces (`spaced`).
 
     Examples
     --------
-    >>> spaced("東京 in May") == "東\\u200b京\\u200b in May"
+    >>> normalized("ﾀﾜｰ") == spaced("タワー")
+    True
+    >>> normalized("caf\\udce9")
+    'café'
+    """
+    if text.isascii():
+        return text  # most text: nothing to do
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub(_unescaped, text)
+    return spaced(unicodedata.normalize("NFKC", text))
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return chr(code - 0xDC00) if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+
+def spaced(text: str) -> str:
+    """`text` with a zero-width space on each side of every character of a
+    script written without spaces, so that each is a token of its own.
+
+    Examples
+    --------
+    >>> spaced("東京 in May") == "\\u200b東\\u200b\\u200b京\\u200b in May"
     True
     """
     if text.isascii():
-        return text  # most text: no scan for the characters
-    return _UNSPACED.sub("\\1" + ZERO_WIDTH_SPACE, text)
+        return text
+    return _UNSPACED.sub(ZERO_WIDTH_SPACE + "\\1" + ZERO_WIDTH_SPACE, text)
 
 
 def parts_text(parts: Iterable[dict[str, Any]] | None) -> str | None:
@@ -138,61 +204,115 @@ def parts_text(parts: Iterable[dict[str, Any]] | None) -> str | None:
     return "\n".join(lines) or None
 
 
-def index_path(source_path: Path) -> Path:
-    """Where the index of the file at `source_path` lies: beside it where its
-    directory can be written, else in the user's cache directory, named by a
-    hash of the file's absolute path."""
-    source_path = Path(source_path).absolute()
-    beside = source_path.with_name(source_path.name + INDEX_SUFFIX)
-    if beside.exists() or os.access(source_path.parent, os.W_OK):
-        return beside
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    digest = hashlib.sha256(str(source_path).encode()).hexdigest()[:16]
-    return cache / "convgraph" / "search" / f"{digest}-{source_path.name}{INDEX_SUFFIX}"
+# -- where the index lies ---------------------------------------------------
 
 
-_SCHEMA = f"""
-create table meta (key text primary key, value text);
-create table nodes (
-    rowid integer primary key, id text, tree_id text, model text,
-    datetime_utc text, source text, depth integer, active integer,
-    sidechain integer, moment integer
-);
-create table models (name text primary key);
-create virtual table texts using fts5 (
-    {", ".join(FIELDS)},
-    tokenize = 'unicode61 remove_diacritics 2'
-);
-"""
-#: The indexes of `nodes`, made after its rows are in: a b-tree built once
-#: from the sorted rows costs less than one kept up row by row.
-_NODE_INDEXES = """
-create unique index nodes_id on nodes (id);
-create index nodes_tree on nodes (tree_id);
-"""
-#: The columns of the index's `nodes` table that come from the nodes table.
-_NODE_COLUMNS = ("id", "tree_id", "model", "datetime_utc", "source")
+def cache_directory() -> Path:
+    """The directory of the search indexes in the user's cache."""
+    cache = os.environ.get("XDG_CACHE_HOME") or ""
+    base = Path(cache) if os.path.isabs(cache) else Path.home() / ".cache"
+    return base / "convgraph" / "search"
 
 
+def _identity(path: Path) -> tuple[int, int]:
+    """The device and inode of the file (0, 0 where it cannot be seen)."""
+    try:
+        status = path.stat()
+    except OSError:
+        return (0, 0)
+    return (status.st_dev, status.st_ino)
+
+
+def _key(source_path: Path) -> str:
+    """The start of an index directory's name: the file's name and a hash of
+    its absolute path (identity follows, `index_path`)."""
+    import hashlib
+
+    digest = hashlib.sha256(os.fsencode(source_path)).hexdigest()[:16]
+    name = re.sub(r"[^\w.-]", "_", source_path.name)[:60]
+    return f"{name}-{digest}"
+
+
+def index_path(
+    source_path: str | os.PathLike[str], directory: str | os.PathLike[str] | None = None
+) -> Path:
+    """The directory that holds the index of the file at `source_path`: in
+    `directory` where given, else in `cache_directory`, named by the file's
+    absolute path and identity (device, inode)."""
+    source = Path(os.path.abspath(source_path))
+    device, inode = _identity(source)
+    base = Path(directory) if directory is not None else cache_directory()
+    return base / f"{_key(source)}-{device:x}-{inode:x}{INDEX_SUFFIX}"
+
+
+def _writable(directory: Path) -> bool:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK | os.X_OK)
+
+
+# -- the index's layout -------------------------------------------------------
+
+
+def analyzer() -> tantivy.TextAnalyzer:
+    """The analyzer of the texts, in the index and in a query alike: runs of
+    letters and digits, long ones dropped, lower-cased, folded to ASCII."""
+    import tantivy
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(LONGEST_TOKEN))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .build()
+    )
+
+
+def schema() -> tantivy.Schema:
+    """The index's documents: a node's texts (`FIELDS`, stored for the
+    snippets), its id and tree (exact, for updates and filters), model and
+    source (exact, for filters), time (stored) and moment (microseconds
+    since 1970, for time filters), depth, and `branch` (`ACTIVE`,
+    `ABANDONED` or `SIDECHAIN`)."""
+    import tantivy
+
+    builder = tantivy.SchemaBuilder()
+    for name in FIELDS:
+        builder.add_text_field(name, stored=True, tokenizer_name=TOKENIZER)
+    for name in ("id", "tree", "model", "source"):
+        builder.add_text_field(
+            name, stored=True, tokenizer_name="raw", index_option="basic", fast=True
+        )
+    builder.add_bytes_field("time", stored=True)
+    builder.add_integer_field("moment", indexed=True, fast=True)
+    builder.add_unsigned_field("depth", stored=True)
+    builder.add_unsigned_field("branch", stored=True, indexed=True)
+    return builder.build()
+
+
+@dataclass
 class SearchIndex:
-    """The index of one file of conversations, brought up to date when
-    opened (`open_index`); `conn` is its SQLite connection. Its `texts`
-    FTS5 table has a row per node (columns `FIELDS`), its rowid the one of
-    the node's row in `nodes` (`id`, `tree_id`, `model`, `datetime_utc`,
-    `source`, and the model's `depth` and `active`, and `sidechain`: 1 for
-    a subagent's node, `convgraph.analysis.abandoned.subagent_rows`; and
-    `moment`, its time in nanoseconds, `model.filters.moments`). `models`
-    holds every model name `nodes` has held: what a filter's globs are
-    matched against (`model.filters.sql_condition`), so that a filtered
-    query reads no whole table."""
+    """An index brought up to date with its file (`open_index`): `index`
+    the tantivy index, `searcher` a searcher of it, `path` its directory,
+    `models` every model name its nodes have held (what a filter's globs
+    are matched against), `built` what this opening did to it: "" (it was
+    current), "updated" or "built".
+    The index is held (a shared lock) until `close`."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path):
-        self.conn = conn
-        self.path = path
+    index: tantivy.Index
+    searcher: tantivy.Searcher
+    path: Path
+    models: list[str]
+    built: str
+    _lock: Any = None
 
     def close(self) -> None:
-        """Let go of the index file."""
-        self.conn.close()
+        """Let go of the index."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def __enter__(self) -> SearchIndex:
         return self
@@ -201,145 +321,321 @@ class SearchIndex:
         self.close()
 
 
-def open_index(logs: Source, path: Path | None = None) -> SearchIndex:
+def damage_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged index raises when opened or read: tantivy's errors,
+    and pyo3's PanicException (a BaseException) for a Rust panic."""
+    import tantivy
+
+    errors: list[type[BaseException]] = [ValueError, OSError, RuntimeError]
+    panic = getattr(tantivy, "PanicException", None)
+    with contextlib.suppress(Exception):
+        import pyo3_runtime  # type: ignore[import-not-found]
+
+        panic = pyo3_runtime.PanicException
+    if panic is not None:
+        errors.append(panic)
+    return tuple(errors)
+
+
+def open_index(
+    logs: Source,
+    directory: str | os.PathLike[str] | None = None,
+    progress: ProgressCallback | None = None,
+    notice: Callable[[str], None] | None = None,
+    rebuild: bool = False,
+) -> SearchIndex:
     """The index of `logs`, built on first use and brought up to date with
-    the file (see the module's docstring).
+    the file (see the module's docstring), held until closed.
 
     Parameters
     ----------
     logs
-        The open file (llm's database or a chat export).
-    path
-        Where the index lies; `index_path` of the file's path by default.
+        The open file (llm's database, a chat export, an agents' folder).
+    directory
+        Where the index lies (`--index DIR`); the cache directory where not
+        given or where it cannot be written.
+    progress
+        Told how far a build has come, `(phase, done, total)`.
+    notice
+        Told, in one line each, what the user should know: an index found
+        damaged or of another layout and built again, a place that could
+        not be written, where a built index went.
+    rebuild
+        Build the index anew whatever its stamps say (a search found it
+        damaged).
 
     Raises
     ------
     DatabaseError
-        Neither beside the file nor in the cache directory can the index
-        be written.
+        The index can be written neither where asked nor in the cache.
     """
-    path = path or index_path(logs.path)
-    # The file's size and time first: a commit after them changes them.
-    seen = json.dumps(_file_stamp(logs))
-    conn = _connect(path)
+    say = notice or (lambda line: None)
+    path = index_path(logs.path, directory)
+    if (
+        directory is not None
+        and not _writable(path.parent)
+        and not _current_meta(path, _quick_stamp(logs))
+    ):
+        say(f"cannot write in {path.parent}: the search index goes to the cache")
+        path = index_path(logs.path)
+    if not _writable(path.parent):
+        raise DatabaseError(f"cannot write the search index in {path.parent}")
+    for attempt in range(2):
+        again = rebuild or attempt > 0
+        opened = _open_current(logs, path, progress, say, rebuild=again)
+        try:
+            opened.searcher = opened.index.searcher()
+            opened.searcher.num_docs  # noqa: B018 (reads the segments' meta)
+        except damage_errors() as error:
+            opened.close()
+            if attempt:
+                raise DatabaseError(
+                    f"the search index {path} cannot be read: {error}"
+                ) from None
+            say(f"the search index {path} is damaged: building it again")
+            continue
+        if opened.built == "built":
+            say(f"search index written to {path}")
+        return opened
+    raise AssertionError("unreachable")
+
+
+def _lock(path: Path, exclusive: bool) -> Any:
+    """The index's lock file, locked (shared or exclusive); closing it lets
+    go."""
+    handle = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115
     try:
-        meta = _meta(conn)
-        current = meta.get("version") == INDEX_VERSION and "stamp" in meta
-        if current and meta.get("file") == seen:
-            return SearchIndex(conn, path)  # untouched since: no statement on it
-        stamp = _stamp(logs)
-        old = json.loads(meta["stamp"]) if current else None
-        if old == stamp:
-            with conn:  # written, but not in the tables indexed (a note)
-                _write_stamp(conn, stamp, seen)
-        else:
-            trees = None if old is None else _changed_trees(logs, old, stamp)
-            if trees is None or not _refreshed(conn, logs, trees, stamp, seen):
-                conn.close()
-                _build(logs, path, stamp, seen)
-                conn = _connect(path)
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
     except BaseException:
-        conn.close()
+        handle.close()
         raise
-    return SearchIndex(conn, path)
+    return handle
 
 
-def _file_stamp(logs: Source) -> list[list[Any]]:
-    """The size and modification time of llm's file and its write-ahead log
-    (where it has one), or of the export's files: any commit changes them,
-    so while they are the same the index is current without a statement on
-    the file."""
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _current_meta(path: Path, quick: list[Any]) -> dict[str, Any] | None:
+    """The index's meta where the index is of this layout and its quick
+    stamp holds, else None."""
+    meta = _read_meta(path)
+    if meta.get("version") == INDEX_VERSION and meta.get("quick") == quick:
+        return meta
+    return None
+
+
+def _open_current(
+    logs: Source,
+    path: Path,
+    progress: ProgressCallback | None,
+    say: Callable[[str], None],
+    rebuild: bool,
+) -> SearchIndex:
+    """The index at `path`, current, under a shared lock; built or updated
+    first (under the exclusive lock) where it is not."""
+    quick = _quick_stamp(logs)
+    lock = _lock(path, exclusive=False)
+    try:
+        meta = None if rebuild else _current_meta(path, quick)
+        built = ""
+        if meta is None:
+            lock.close()
+            lock = _lock(path, exclusive=True)
+            # Another process may have built it while this one waited.
+            meta = None if rebuild else _current_meta(path, quick)
+            if meta is None:
+                meta, built = _brought_up_to_date(logs, path, progress, say, rebuild)
+            # Shared again before searching; the index is as just written.
+            fcntl.flock(lock, fcntl.LOCK_SH)
+        index = _tantivy_index(path)
+        models = meta.get("models", [])
+        return SearchIndex(index, None, path, models, built, lock)  # type: ignore[arg-type]
+    except BaseException:
+        lock.close()
+        raise
+
+
+def _tantivy_index(path: Path) -> tantivy.Index:
+    import tantivy
+
+    index = tantivy.Index.open(str(path))
+    index.register_tokenizer(TOKENIZER, analyzer())
+    return index
+
+
+def _brought_up_to_date(
+    logs: Source,
+    path: Path,
+    progress: ProgressCallback | None,
+    say: Callable[[str], None],
+    rebuild: bool,
+) -> tuple[dict[str, Any], str]:
+    """Under the exclusive lock: the index updated where only new rows came,
+    else built anew; its new meta, and "updated" or "built"."""
+    # The stamps first: a commit during the read shows in the next ones.
+    quick = _quick_stamp(logs)
+    content = _content_stamp(logs)
+    meta = _read_meta(path)
+    if not rebuild and meta and meta.get("version") != INDEX_VERSION:
+        say(f"the search index {path} is of another version: building it again")
+    elif not rebuild and meta.get("version") == INDEX_VERSION:
+        if meta.get("content") == content:
+            meta["quick"] = quick  # written, but nothing indexed changed
+            _write_meta(path, meta)
+            return meta, "updated"
+        trees = _changed_trees(logs, meta.get("content"), content)
+        if trees is not None:
+            with contextlib.suppress(UnknownConversation):
+                return _updated(logs, path, meta, trees, quick, content), "updated"
+    elif not rebuild and path.exists():
+        say(f"{path} is no search index of convgraph's: building it again")
+    return _build(logs, path, quick, content, progress), "built"
+
+
+def _write_meta(path: Path, meta: dict[str, Any]) -> None:
+    """The meta file replaced at once (a reader sees the old or the new)."""
+    partial = path / f"{META_FILE}.{os.getpid()}.partial"
+    try:
+        partial.write_text(json.dumps(meta), encoding="utf-8")
+        os.replace(partial, path / META_FILE)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+# -- stamps ---------------------------------------------------------------
+
+
+def _quick_stamp(logs: Source) -> list[Any]:
+    """What the file system and SQLite's header say of the file without a
+    statement: identity, size and time of each file, and for an SQLite
+    file its change counter and schema cookie, and its WAL's size, time
+    and header (salts). Any commit changes it."""
     path = Path(logs.path)
     if path.is_dir():
-        files = sorted(path.rglob("*"))
+        files = sorted(file for file in path.rglob("*") if not file.is_dir())
     else:
         files = [path, path.with_name(path.name + "-wal")]
-    found = []
+    found: list[Any] = []
     for file in files:
-        with contextlib.suppress(OSError):
+        try:
             status = file.stat()
-            if not file.is_dir():
-                found.append([str(file), status.st_size, status.st_mtime_ns])
-    if logs.conn is not None and found:
-        # SQLite's file change counter (bytes 24-27 of the header), which a
-        # commit in rollback-journal mode moves even where the file system
-        # keeps times to the second.
-        with contextlib.suppress(OSError), path.open("rb") as header:
-            found[0].append(header.read(28)[24:].hex())
+        except OSError:
+            continue
+        entry: list[Any] = [
+            os.fsdecode(file),
+            status.st_dev,
+            status.st_ino,
+            status.st_size,
+            status.st_mtime_ns,
+        ]
+        if logs.conn is not None:
+            with contextlib.suppress(OSError), file.open("rb") as header:
+                start = header.read(100)
+                # The main file: change counter and schema cookie; the
+                # WAL: its header, whose salts change when it restarts.
+                entry.append((start[24:28] + start[40:44]).hex())
+                entry.append(start[:32].hex() if file != path else "")
+        found.append(entry)
     return found
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+#: A row's fingerprint from its rowid and a text column: the column's last
+#: six characters and length mixed with the rowid, kept below 2**31 so that
+#: a sum over a billion rows stays an integer.
+def _row_hash(column: str) -> str:
+    value = f"coalesce({column}, '')"
+    mixed = " + ".join(
+        f"unicode(substr({value}, -{place}, 1)) * {31**place}" for place in range(1, 7)
+    )
+    return f"(({mixed}) + length({value}) * 8191 + rowid * 131071) % 2147483647"
+
+
+def _content_stamp(logs: Source) -> dict[str, Any]:
+    """What the rows say: for llm's file the schema version and, for each
+    of `STAMPED_TABLES`, [row count, largest rowid, fingerprint of ids,
+    fingerprint of parent links]; for an export, its quick stamp."""
+    conn = logs.conn
+    if conn is None:
+        return {"files": _quick_stamp(logs)}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=30)
-    except (OSError, sqlite3.OperationalError) as error:
-        raise DatabaseError(f"cannot write the search index {path}: {error}") from None
-    return conn
-
-
-def _meta(conn: sqlite3.Connection) -> dict[str, str]:
-    try:
-        return dict(conn.execute("select key, value from meta").fetchall())
-    except sqlite3.DatabaseError:
-        return {}  # a new file, or not an index of this version
-
-
-def _stamp(logs: Source) -> dict[str, Any]:
-    """What tells whether the file changed since the index read it: each
-    node table's largest rowid and row count (llm's file), or the size and
-    modification time of the export's files."""
-    if logs.conn is None:
-        return {"files": _file_stamp(logs)}
-    tables = {
-        row[0]
-        for row in logs.conn.execute(
-            "select name from sqlite_master where type = 'table'"
-        )
-    }
-    stamp: dict[str, Any] = {}
-    for table in NODE_TABLES:
-        if table in tables:
-            largest, count = logs.conn.execute(
-                f'select max(rowid), count(*) from "{table}"'
+        (version,) = conn.execute("pragma schema_version").fetchone()
+        tables = {
+            name
+            for (name,) in conn.execute(
+                "select name from sqlite_master where type = 'table'"
+            )
+        }
+        stamp: dict[str, Any] = {"schema": version}
+        for table in STAMPED_TABLES:
+            if table not in tables:
+                continue
+            columns = {row[1] for row in conn.execute(f'pragma table_info("{table}")')}
+            parent = "parent_response_id" if "parent_response_id" in columns else None
+            count, largest, ids = conn.execute(
+                f'select count(*), max(rowid), sum({_row_hash("id")}) from "{table}"'
             ).fetchone()
-            stamp[table] = [largest, count]
+            links = 0
+            if parent:
+                (links,) = conn.execute(
+                    f'select sum({_row_hash(parent)}) from "{table}"'
+                ).fetchone()
+            stamp[table] = [count, largest, ids or 0, links or 0]
+    except sqlite3.Error as error:
+        raise DatabaseError(f"cannot read {logs.path}: {error}") from None
     return stamp
 
 
 def _changed_trees(
-    logs: Source, old: dict[str, Any], new: dict[str, Any]
+    logs: Source, old: dict[str, Any] | None, new: dict[str, Any]
 ) -> set[str] | None:
     """The trees holding rows logged since `old` was taken, or None where
-    rows were deleted or replaced (or the file is an export that changed):
-    then the index is built again."""
-    if logs.conn is None or set(old) != set(new):
+    anything else changed (rows deleted or replaced, links moved, the
+    schema, an export's files): then the index is built again."""
+    conn = logs.conn
+    if conn is None or not old or old.get("schema") != new.get("schema"):
+        return None
+    if set(old) != set(new):
         return None
     trees: set[str] = set()
-    for table, (largest, count) in old.items():
-        bound = -(2**63) if largest is None else largest
-        # The count now is the new stamp's; those appended a range of rowids.
-        total = new[table][1]
-        (appended,) = logs.conn.execute(
-            f'select count(*) from "{table}" where rowid > ?', [bound]
-        ).fetchone()
-        if total - appended != count:
-            return None
-        if not appended:
+    for table in STAMPED_TABLES:
+        if table not in old:
             continue
+        count, largest, ids, links = old[table]
+        bound = -(2**63) if largest is None else largest
+        columns = {row[1] for row in conn.execute(f'pragma table_info("{table}")')}
+        parent = "parent_response_id" if "parent_response_id" in columns else None
+        kept = conn.execute(
+            f'select count(*), sum({_row_hash("id")}) from "{table}" where rowid <= ?',
+            [bound],
+        ).fetchone()
+        if [kept[0], kept[1] or 0] != [count, ids]:
+            return None
+        if parent:
+            (kept_links,) = conn.execute(
+                f'select sum({_row_hash(parent)}) from "{table}" where rowid <= ?',
+                [bound],
+            ).fetchone()
+            if (kept_links or 0) != links:
+                return None
         if table == "responses":
             query = (
                 "select distinct cast(coalesce(conversation_id, id) as text),"
                 " cast(id as text) from responses where rowid > ?"
             )
-        else:
+        elif table == "turns":
             query = "select distinct thread_id, id from turns where rowid > ?"
-        seen: set[str] = set()
-        for conversation_id, node_id in logs.conn.execute(query, [bound]).fetchall():
-            if conversation_id in seen:
-                continue
-            seen.add(conversation_id)
-            trees.add(_tree_of(logs, conversation_id, node_id))
+        else:
+            query = "select id, id from threads where rowid > ?"
+        named: set[str] = set()
+        for conversation_id, node_id in conn.execute(query, [bound]).fetchall():
+            if conversation_id not in named:
+                named.add(conversation_id)
+                trees.add(_tree_of(logs, str(conversation_id), str(node_id)))
     return trees
 
 
@@ -352,132 +648,197 @@ def _tree_of(logs: Source, conversation_id: str, node_id: str) -> str:
     return conversation_id
 
 
-def _write_stamp(conn: sqlite3.Connection, stamp: dict[str, Any], seen: str) -> None:
-    conn.executemany(
-        "insert or replace into meta (key, value) values (?, ?)",
-        [("version", INDEX_VERSION), ("stamp", json.dumps(stamp)), ("file", seen)],
-    )
+# -- writing --------------------------------------------------------------
 
 
-def _insert(conn: sqlite3.Connection, forest: Forest, first_rowid: int) -> None:
-    """Every node of `forest` into the index, rowids from `first_rowid`:
-    its row in `nodes` (with the model's depth and branch mark) and its
-    texts."""
-    nodes = forest.nodes
-    frame = nodes[list(_NODE_COLUMNS)].astype(object)
-    frame = frame.where(frame.notna(), None)
-    depths = forest.depths.tolist()
-    active = nodes["active"].tolist()
-    # Here, not at the top: the index's names are read without pandas.
+def _documents(
+    forest: Forest, progress: ProgressCallback | None = None
+) -> Iterator[dict[str, Any]]:
+    """Each node of `forest` as the index's document, made `CHUNK` nodes at
+    a time (the columns turned into Python values a slice at a time)."""
     from convgraph.analysis.abandoned import subagent_rows
-    from convgraph.model.filters import moments
 
-    subagent = subagent_rows(nodes).tolist()
-    conn.executemany(
-        "insert into nodes (rowid, id, tree_id, model, datetime_utc, source,"
-        " depth, active, sidechain, moment) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            (rowid, *row, int(depth), bool(on_path), side, moment)
-            for rowid, row, depth, on_path, side, moment in zip(
-                itertools.count(first_rowid),
-                frame.itertuples(index=False),
-                depths,
-                active,
-                subagent,
-                moments(nodes["datetime_utc"]),
-                strict=False,
+    nodes = forest.nodes
+    total = len(nodes)
+    depths = forest.depths
+    active = nodes["active"].to_numpy(dtype=bool)
+    subagent = subagent_rows(nodes)
+    report = progress or (lambda phase, done, total: None)
+    for start in range(0, total, CHUNK):
+        report("indexing nodes", start, total)
+        rows = slice(start, start + CHUNK)
+        part = nodes.iloc[rows]
+        columns = [_plain(part[name]) for name in ("id", "tree_id", "model", "source")]
+        times = _plain(part["datetime_utc"])
+        texts = [_plain(part[name]) for name in ("prompt", "response", "system")]
+        extras = [
+            parts_text(value) if isinstance(value, list) else None
+            for value in part[PARTS].tolist()
+        ]
+        branches = [
+            SIDECHAIN if side else ACTIVE if on_path else ABANDONED
+            for side, on_path in zip(
+                subagent[rows].tolist(), active[rows].tolist(), strict=True
             )
-        ),
-    )
-    # A name no node holds any more (after an update) is harmless: no row
-    # matches it.
-    conn.executemany(
-        "insert or ignore into models (name) values (?)",
-        ((name,) for name in frame["model"].dropna().unique().tolist()),
-    )
-    conn.executemany(
-        f"insert into texts (rowid, {', '.join(FIELDS)}) values (?, ?, ?, ?, ?)",
-        (
-            (rowid, *texts)
-            for rowid, texts in zip(
-                itertools.count(first_rowid), _frame_texts(nodes), strict=False
-            )
-        ),
-    )
+        ]
+        for at, (node_id, tree, model, source) in enumerate(zip(*columns, strict=True)):
+            document: dict[str, Any] = {
+                "id": node_id,
+                "tree": tree,
+                "depth": int(depths[start + at]),
+                "branch": branches[at],
+            }
+            if model is not None:
+                document["model"] = model
+            if source is not None:
+                document["source"] = source
+            time = times[at]
+            if time is not None:
+                document["time"] = time
+                moment = _moment(time)
+                if moment is not None:
+                    document["moment"] = moment
+            for name, values in zip(FIELDS, (*texts, extras), strict=True):
+                value = values[at]
+                if value:
+                    document[name] = normalized(value)
+            yield document
+    report("indexing nodes", total, total)
 
 
-def _frame_texts(nodes: Any) -> Iterator[tuple[str | None, ...]]:
-    """The four texts of each row of a nodes table, ready for the index."""
-    from pandas import NA
-
-    def ready(value: Any) -> str | None:
-        # None, or pandas' missing value (NaN, or NA in Arrow's strings).
-        if value is None or value is NA or value != value:
-            return None
-        return spaced(str(value))
-
-    for prompt, response, system, node_parts in zip(
-        nodes["prompt"].tolist(),
-        nodes["response"].tolist(),
-        nodes["system"].tolist(),
-        nodes[PARTS].tolist(),
-        strict=True,
-    ):
-        extra = parts_text(node_parts) if isinstance(node_parts, list) else None
-        yield ready(prompt), ready(response), ready(system), ready(extra)
+def _plain(column: Any) -> list[Any]:
+    """A column's values as str or None (pandas' missing values None)."""
+    values = column.astype(object)
+    return [
+        None if value is None else str(value)
+        for value in values.where(column.notna(), None).tolist()
+    ]
 
 
-def _build(logs: Source, path: Path, stamp: dict[str, Any], seen: str) -> None:
-    """The whole index, written to a file of its own and moved into place,
-    so that a search never sees half an index."""
-    from convgraph.model.forest import Forest
+def _moment(text: str) -> int | None:
+    """A stored time as microseconds since 1970 UTC, as `parse_time` reads
+    it (every year from 1 to 9999), None where it is no time."""
+    from datetime import UTC, datetime, timedelta
 
-    forest = Forest.read(logs, text=True)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
-    conn = _connect(partial)
-    try:
-        conn.execute("pragma journal_mode = off")
-        conn.execute("pragma synchronous = off")
-        conn.executescript(_SCHEMA)
-        with conn:
-            _insert(conn, forest, 1)
-        conn.executescript(_NODE_INDEXES)
-        with conn:
-            _write_stamp(conn, stamp, seen)
-    finally:
-        conn.close()
-    os.replace(partial, path)
+    from convgraph.times import parse_time
+
+    moment = parse_time(text)
+    if moment is None:
+        return None
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
 
 
-def _refreshed(
-    conn: sqlite3.Connection,
+def _add(writer: Any, documents: Iterable[dict[str, Any]]) -> set[str]:
+    """The documents added; the model names among them."""
+    import tantivy
+
+    layout = schema()
+    models: set[str] = set()
+    for document in documents:
+        time = document.pop("time", None)
+        added = tantivy.Document.from_dict(document, layout)
+        if time is not None:
+            added.add_bytes("time", time.encode("utf-8", "surrogatepass"))
+        writer.add_document(added)
+        if "model" in document:
+            models.add(document["model"])
+    return models
+
+
+def _writer(index: Any) -> Any:
+    """A writer of the index: one indexing thread a core beyond the first
+    (which makes the documents), at least one, at most four."""
+    threads = max(1, min(4, (os.cpu_count() or 2) - 1))
+    return index.writer(WRITER_HEAP, threads)
+
+
+def _build(
     logs: Source,
-    trees: set[str],
-    stamp: dict[str, Any],
-    seen: str,
-) -> bool:
-    """The rows of `trees` read again (texts, depths, branch marks) and put
-    in place of their old ones; False where a tree cannot be read by name
-    (then the whole index is built again)."""
+    path: Path,
+    quick: list[Any],
+    content: dict[str, Any],
+    progress: ProgressCallback | None,
+) -> dict[str, Any]:
+    """The whole index, written to a directory of its own and moved into
+    place (under the exclusive lock), so that a search never sees half an
+    index; its meta."""
+    import tantivy
+
     from convgraph.model.forest import Forest
 
+    for stale in path.parent.glob(f"{path.name}.*.partial"):
+        shutil.rmtree(stale, ignore_errors=True)  # a killed writer's
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    old = path.with_name(f"{path.name}.{os.getpid()}.old")
     try:
+        forest = Forest.read(logs, text=True, progress=progress)
+        partial.mkdir()
+        index = tantivy.Index(schema(), path=str(partial), reuse=False)
+        index.register_tokenizer(TOKENIZER, analyzer())
+        writer = _writer(index)
+        models = _add(writer, _documents(forest, progress))
+        del forest
+        if progress:
+            progress("writing the search index", 0, None)
+        writer.commit()
+        writer.wait_merging_threads()
+        meta = {
+            "version": INDEX_VERSION,
+            "file": os.fsdecode(os.path.abspath(logs.path)),
+            "quick": quick,
+            "content": content,
+            "models": sorted(models),
+        }
+        _write_meta(partial, meta)
+        if path.exists():
+            os.replace(path, old)
+        os.replace(partial, path)
+        # Indexes of files that were at this path before (other identities).
+        for other in path.parent.glob(f"{_key(Path(os.path.abspath(logs.path)))}-*"):
+            if other.name.endswith(INDEX_SUFFIX) and other != path:
+                shutil.rmtree(other, ignore_errors=True)
+                other.with_name(other.name + ".lock").unlink(missing_ok=True)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return meta
+
+
+def _updated(
+    logs: Source,
+    path: Path,
+    meta: dict[str, Any],
+    trees: set[str],
+    quick: list[Any],
+    content: dict[str, Any],
+) -> dict[str, Any]:
+    """The documents of `trees` read again (texts, depths, branch marks) and
+    put in place of their old ones; the new meta.
+
+    Raises
+    ------
+    UnknownConversation
+        A tree cannot be read by name (then the index is built again).
+    """
+    from convgraph.model.forest import Forest
+
+    if trees:
         forest = Forest.read(logs, text=True, conversation_ids=sorted(trees))
-    except UnknownConversation:
-        return False
-    ids = json.dumps(forest.nodes["id"].tolist())
-    named = json.dumps(sorted(trees))
-    with conn:
-        # The trees' old rows, and any row of the same ids (a tree named
+        index = _tantivy_index(path)
+        writer = _writer(index)
+        # The trees' old documents, and any of the same ids (a tree named
         # anew), leave first.
-        old = (
-            "select rowid from nodes where tree_id in (select value from json_each(?))"
-            " or id in (select value from json_each(?))"
-        )
-        conn.execute(f"delete from texts where rowid in ({old})", [named, ids])
-        conn.execute(f"delete from nodes where rowid in ({old})", [named, ids])
-        (last,) = conn.execute("select coalesce(max(rowid), 0) from nodes").fetchone()
-        _insert(conn, forest, last + 1)
-        _write_stamp(conn, stamp, seen)
-    return True
+        for tree in trees:
+            writer.delete_documents_by_term("tree", tree)
+        for node_id in forest.nodes["id"].tolist():
+            writer.delete_documents_by_term("id", str(node_id))
+        models = _add(writer, _documents(forest))
+        # The meta says "not current" until the commit is made: a process
+        # killed between the two builds again rather than trusting it.
+        _write_meta(path, {**meta, "quick": None, "content": None})
+        writer.commit()
+        writer.wait_merging_threads()
+        meta["models"] = sorted(set(meta.get("models", [])) | models)
+    meta.update(quick=quick, content=content)
+    _write_meta(path, meta)
+    return meta

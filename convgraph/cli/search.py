@@ -1,8 +1,11 @@
 """`convgraph search QUERY`: every node of every tree searched, the hits
 ranked, printed for a person or, through the output options, as records.
 
-The work is `convgraph.analysis.search.search` (an FTS5 index of convgraph's
-own beside the file, brought up to date first). For a person each hit is two
+The work is `convgraph.analysis.search.search` (a tantivy index of
+convgraph's own in the user's cache, brought up to date first; a progress
+bar while it is built, and a line on stderr saying where it went). SIGTERM
+ends the command as Ctrl-C does, so a build's partial directory is removed
+either way. For a person each hit is two
 lines: where it lies (rank, tree, node, depth, model, time, and whether on
 the active path, an abandoned branch or in an agent's subagent), then the
 snippet, the words found
@@ -12,19 +15,27 @@ with the words' offsets (`marks`).
 
 from __future__ import annotations
 
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
 from convgraph.cli.options import command, db_option, output_options
 from convgraph.cli.output import echo_records, is_terminal
+from convgraph.cli.progress import ProgressBar
 from convgraph.model.filters import TreeFilter
 from convgraph.text import terminal_text
 from convgraph.times import shown_time
 
-#: The hits shown unless -n says otherwise.
+#: The hits shown unless -n says otherwise, and the most -n takes
+#: (`analysis.search.MAX_LIMIT`, spelt here so that the command line lists
+#: its options without importing the library).
 DEFAULT_HITS = 20
+MOST_HITS = 100_000
 #: The records' columns: the fields of `analysis.search.Hit`, named here so
 #: that the command line lists them without importing the library.
 COLUMNS = (
@@ -51,7 +62,7 @@ COLUMNS = (
     "--limit",
     default=DEFAULT_HITS,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MOST_HITS),
     help="How many hits to show",
 )
 @click.option(
@@ -60,9 +71,18 @@ COLUMNS = (
     help="Only hits off the active path, on abandoned branches",
 )
 @click.option(
+    "--query-syntax",
     "--fts",
+    "query_syntax",
     is_flag=True,
-    help="QUERY is an SQLite FTS5 expression (AND, OR, NOT, NEAR, word*), not text",
+    help="QUERY is in the search engine's query language"
+    ' (AND, OR, -word, "a phrase", response:word), not text',
+)
+@click.option(
+    "--index",
+    "index_directory",
+    type=click.Path(file_okay=False),
+    help="Keep the search index in this directory (default: the user's cache)",
 )
 @output_options
 @db_option
@@ -71,7 +91,8 @@ def search(
     query: tuple[str, ...],
     limit: int,
     abandoned: bool,
-    fts: bool,
+    query_syntax: bool,
+    index_directory: str | None,
     output_format: str | None,
     db_path: str | None,
     where: TreeFilter,
@@ -84,10 +105,10 @@ def search(
     on the active path, on an abandoned branch or in an agent's subagent
     (sidechain). QUERY is text: every word
     must occur, and quotes, *, -, :, ^, AND or NEAR( are words like any
-    other (--fts for an FTS5 expression). The index is a file beside the
-    database (DB.convgraph-search.db), or in ~/.cache/convgraph/search/ where
-    that directory cannot be written; it is built on the first search and
-    brought up to date with what llm logged since on every later one.
+    other (--query-syntax, or --fts, for the engine's query language). The
+    index is kept in ~/.cache/convgraph/search/ ($XDG_CACHE_HOME), or in
+    --index DIR; it is built on the first search and brought up to date
+    with what changed since on every later one.
 
     With --json, --nl, --csv or --tsv each hit is a record: rank, score
     (BM25, higher is better), tree_id, id, depth, active, model,
@@ -96,14 +117,18 @@ def search(
     """
     from convgraph.analysis.search import search as search_nodes
 
-    hits = search_nodes(
-        db_path,
-        " ".join(query),
-        limit=limit,
-        abandoned=abandoned,
-        fts=fts,
-        where=where,
-    )
+    with _terminated_as_interrupted(), ProgressBar() as bar:
+        hits = search_nodes(
+            db_path,
+            " ".join(query),
+            limit=limit,
+            abandoned=abandoned,
+            query_syntax=query_syntax,
+            where=where,
+            index_directory=index_directory,
+            progress=bar,
+            notice=_notice,
+        )
     records = [hit.as_record() for hit in hits]
     if output_format is not None:
         columns = list(COLUMNS)
@@ -154,3 +179,32 @@ def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
         at = end
     pieces.append(terminal_text(snippet[at:]))
     return "".join(pieces)
+
+
+def _notice(line: str) -> None:
+    """A line the index has for the user, on stderr."""
+    click.echo(terminal_text(line), err=True)
+
+
+@contextmanager
+def _terminated_as_interrupted() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt while the search runs (in the main
+    thread only), so that what a build leaves is removed as on Ctrl-C."""
+    if sys.modules.get("threading") and not _in_main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

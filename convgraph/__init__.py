@@ -25,6 +25,7 @@ first use (PEP 562), so `import convgraph` costs nothing until then.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import (
@@ -96,6 +97,16 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+# Inside a notebook's kernel, trees and forests show as pictures: the
+# display registers itself with IPython by the classes' names (the model
+# imports no display code). Outside IPython this costs a dictionary look-up.
+if "IPython" in sys.modules:
+    from convgraph.jupyter import register_with_running_ipython
+
+    register_with_running_ipython()
+    del register_with_running_ipython
 
 
 if TYPE_CHECKING:

@@ -1,16 +1,25 @@
 """Jupyter display: trees draw as SVG through Graphviz or as an escaped text
 tree, forests show their statistics table, and the DiGraph subclass still
-behaves as a DiGraph (pickles, copies, subgraphs)."""
+behaves as a DiGraph (pickles, copies, subgraphs).
+
+The pictures are asked of IPython's own display formatter, as a notebook's
+kernel asks: `convgraph.jupyter.register` puts them in by the classes'
+names, and importing convgraph inside a running IPython does it alone
+(tests/test_notebook.py runs a real kernel)."""
 
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
 import networkx as nx
 import pytest
+from IPython.core.formatters import DisplayFormatter
 
+from convgraph.jupyter import register
 from convgraph.jupyter import tree_view as display
 from convgraph.jupyter.forest_view import forest_html
 from convgraph.model.forest import Forest
@@ -28,6 +37,19 @@ def complex_tree(seed_db: Path) -> ConversationTree:
     return load_tree("complex", seed_db)
 
 
+@pytest.fixture(scope="module")
+def formatter() -> DisplayFormatter:
+    """IPython's display formatter, the pictures registered."""
+    found = DisplayFormatter()
+    register(found)
+    return found
+
+
+def shown(formatter: DisplayFormatter, value: object) -> dict[str, str]:
+    """What a notebook shows of `value`, by MIME type."""
+    return formatter.format(value)[0]
+
+
 def test_trees_from_the_core_are_conversation_trees(seed_db: Path) -> None:
     tree = load_tree("complex", seed_db)
     assert type(tree) is ConversationTree
@@ -41,10 +63,17 @@ def test_trees_from_the_core_are_conversation_trees(seed_db: Path) -> None:
 
 
 @needs_dot
-def test_a_tree_draws_as_svg_with_graphviz(complex_tree: ConversationTree) -> None:
-    assert complex_tree.draws_as_svg()
-    assert complex_tree._repr_html_() is None  # one picture, not two
-    svg = complex_tree._repr_svg_()
+def test_a_tree_draws_as_svg_with_graphviz(
+    complex_tree: ConversationTree, formatter: DisplayFormatter
+) -> None:
+    assert display.draws_as_svg(complex_tree)
+    pictures = shown(formatter, complex_tree)
+    # One picture, not two (front ends prefer HTML where both are offered).
+    assert sorted(pictures) == ["image/svg+xml", "text/plain"]
+    assert pictures["text/plain"] == (
+        "<ConversationTree 'complex' (prompt complex-root): 7 nodes, 1 root, 4 leaves>"
+    )
+    svg = pictures["image/svg+xml"]
     root = ElementTree.fromstring(svg)
     assert root.tag == f"{SVG}svg"
 
@@ -72,12 +101,15 @@ def test_a_tree_draws_as_svg_with_graphviz(complex_tree: ConversationTree) -> No
 
 
 def test_without_graphviz_a_tree_is_an_escaped_text_tree(
-    complex_tree: ConversationTree, monkeypatch: pytest.MonkeyPatch
+    complex_tree: ConversationTree,
+    formatter: DisplayFormatter,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(display.shutil, "which", lambda name: None)
-    assert not complex_tree.draws_as_svg()
-    assert complex_tree._repr_svg_() is None
-    assert complex_tree._repr_html_() == (
+    assert not display.draws_as_svg(complex_tree)
+    pictures = shown(formatter, complex_tree)
+    assert "image/svg+xml" not in pictures
+    assert pictures["text/html"] == (
         '<div class="convgraph-tree"><p><b>complex</b>  prompt complex-root</p><pre>'
         "complex-root  prompt complex-root\n"
         "├── complex-b  prompt complex-b\n"
@@ -95,7 +127,7 @@ def test_text_tree_escapes_markup_and_stops_at_the_limit() -> None:
     for index in range(5):
         tree.add_node(f"n{index}", prompt="x")
         tree.add_edge("r", f"n{index}")
-    text = tree.text_html(line_limit=3)
+    text = display.tree_text_html(tree, line_limit=3)
     assert "<script>" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "<b>&lt;c&gt;</b>  a &amp; b" in text
@@ -103,22 +135,28 @@ def test_text_tree_escapes_markup_and_stops_at_the_limit() -> None:
     assert "<p>… 3 more nodes not shown</p>" in text
 
 
-def test_a_big_tree_shows_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_big_tree_shows_as_text(
+    formatter: DisplayFormatter, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(display, "SVG_NODE_LIMIT", 3)
     tree = ConversationTree(nx.path_graph(4, create_using=nx.DiGraph), tree_id="c")
-    assert not tree.draws_as_svg()
-    assert tree._repr_svg_() is None
-    assert tree._repr_html_().startswith('<div class="convgraph-tree">')
+    assert not display.draws_as_svg(tree)
+    pictures = shown(formatter, tree)
+    assert "image/svg+xml" not in pictures
+    assert pictures["text/html"].startswith('<div class="convgraph-tree">')
 
 
 @needs_dot
 def test_when_dot_fails_no_picture_is_offered(
-    complex_tree: ConversationTree, monkeypatch: pytest.MonkeyPatch
+    complex_tree: ConversationTree,
+    formatter: DisplayFormatter,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(display, "DOT_TIMEOUT_SECONDS", 1e-9)
     with pytest.raises(RuntimeError, match="too long"):
-        complex_tree.to_svg()
-    assert complex_tree._repr_svg_() is None
+        display.tree_svg(complex_tree)
+    # IPython shows the plain repr when no picture is offered.
+    assert sorted(shown(formatter, complex_tree)) == ["text/plain"]
 
 
 def test_the_subclass_pickles_copies_and_makes_subgraphs(
@@ -152,17 +190,19 @@ def test_the_subclass_pickles_copies_and_makes_subgraphs(
     assert sorted(operations.leaves(sub)) == ["complex-f", "complex-g"]
 
 
-def test_a_forest_shows_its_statistics_table(seed_db: Path) -> None:
+def test_a_forest_shows_its_statistics_table(
+    seed_db: Path, formatter: DisplayFormatter
+) -> None:
     import pandas as pd
 
     forest = Forest.read(seed_db, text=False)
-    shown = forest._repr_html_()
-    assert shown == forest_html(forest)
-    assert shown.startswith(
+    page = shown(formatter, forest)["text/html"]
+    assert page == forest_html(forest)
+    assert page.startswith(
         '<div class="convgraph-forest"><p>&lt;Forest: 20 nodes in 4 conversations,'
         " 0 problems&gt;</p>"
     )
-    (table,) = pd.read_html(__import__("io").StringIO(shown))
+    (table,) = pd.read_html(__import__("io").StringIO(page))
     assert table["tree_id"].tolist() == [
         "linear",
         "branch",
@@ -192,3 +232,37 @@ def test_a_long_forest_table_is_cut_in_the_middle(tmp_path: Path) -> None:
     assert ids[:5] == ["c00", "c01", "c02", "c03", "c04"]
     assert ids[-5:] == ["c25", "c26", "c27", "c28", "c29"]
     assert len(ids) == 11  # five, the "..." row, five
+
+
+def test_importing_convgraph_in_a_running_ipython_registers_the_pictures() -> None:
+    """In a fresh interpreter: IPython's shell first (as in a kernel), then
+    convgraph's model alone; its objects show as pictures, and the model
+    never imported the display."""
+    code = (
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()\n"
+        "from convgraph.model.tree import ConversationTree\n"
+        "import sys\n"
+        "print(sorted(m for m in sys.modules if m.startswith('convgraph.jupyter')))\n"
+        "tree = ConversationTree.from_edges([('r', 'a')], tree_id='c1')\n"
+        "shown = shell.display_formatter.format(tree)[0]\n"
+        "print(sorted(set(shown) - {'text/plain'}))\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    picture = "['image/svg+xml']" if display.graphviz_available() else "['text/html']"
+    assert found.stdout.splitlines() == ["['convgraph.jupyter']", picture]
+
+
+def test_outside_ipython_importing_convgraph_loads_no_display() -> None:
+    code = (
+        "import sys, convgraph\n"
+        "from convgraph.model.tree import ConversationTree\n"
+        "print(sorted(m for m in sys.modules"
+        " if m.startswith(('IPython', 'convgraph.jupyter'))))\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert found.stdout == "[]\n"

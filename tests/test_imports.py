@@ -74,19 +74,14 @@ def imported_modules(name: str, path: Path) -> set[str]:
 
 
 #: Upward imports known and allowed (see `LAYERS` below), each with its
-#: reason.
-UPWARD_ALLOWED = {
-    # Jupyter asks an object itself for its picture: the `_repr_*` methods
-    # import the display only when a notebook shows a tree or a forest.
-    ("convgraph.model.tree", "convgraph.jupyter.tree_view"),
-    ("convgraph.model.forest", "convgraph.jupyter.forest_view"),
-}
+#: reason. None: the display registers itself with IPython by the classes'
+#: names (`convgraph.jupyter`), so the model imports no display code, even
+#: inside a function.
+UPWARD_ALLOWED: set[tuple[str, str]] = set()
 
 #: Cycles known and left alone, as the edges that close them: add one only
-#: with the reason it cannot be broken. The display's imports run only when
-#: an object is shown, long after every module is loaded (and the display
-#: draws trees, so it imports the model back).
-KNOWN_CYCLE_EDGES: set[tuple[str, str]] = UPWARD_ALLOWED
+#: with the reason it cannot be broken.
+KNOWN_CYCLE_EDGES: set[tuple[str, str]] = set()
 
 
 def import_graph() -> nx.DiGraph:
@@ -102,7 +97,9 @@ def test_the_import_graph_is_read_as_python_runs_it() -> None:
     # Module level, inside a function, and `from package import submodule`.
     assert graph.has_edge("convgraph.model.forest", "convgraph.links.pointer_jumping")
     assert graph.has_edge("convgraph.model.loading", "convgraph.model.tree")
-    assert graph.has_edge("convgraph.model.tree", "convgraph.jupyter.tree_view")
+    assert graph.has_edge("convgraph.jupyter", "convgraph.jupyter.tree_view")
+    # The package's registration of the display, under `if` at module level.
+    assert graph.has_edge("convgraph", "convgraph.jupyter")
     assert graph.has_edge("convgraph.cli.read", "convgraph.model.tree")
     # Imports for type checkers only are not edges.
     assert not graph.has_edge("convgraph.jupyter.tree_view", "convgraph.model.forest")

@@ -1,7 +1,7 @@
 """How a `Forest` shows itself in Jupyter: its statistics table.
 
-`convgraph.model.forest.Forest._repr_html_` calls `forest_html`, imported only
-when a notebook shows a forest: its size, then the table of
+IPython calls `forest_html` (registered by name in `convgraph.jupyter`, this
+module imported only when a notebook shows a forest): its size, then the table of
 `convgraph.analysis.stats.conversation_table`. Apart from the trees' pictures
 (`convgraph.jupyter.tree_view`), since a tree shows itself without the
 statistics.

@@ -1,15 +1,15 @@
-"""How conversation trees and forests show themselves in Jupyter.
+"""How conversation trees show themselves in Jupyter.
 
-`convgraph.model.tree.ConversationTree`, the DiGraph every tree is built as, shows
-itself through the functions here, which it imports only when a notebook
-asks (so the tree module does not import the exporters and statistics). Where
-Graphviz's `dot` is installed, a tree is drawn as SVG from the DOT that
-`convgraph.export.dot` writes (models coloured, branch points and leaves
-marked); elsewhere, or for a tree too big to lay out quickly, it is the text
-tree of `convgraph.present.text_tree`, escaped into an HTML `<pre>`. Only one of the two
-is offered at a time, because notebook front ends prefer HTML over SVG when a
-result has both. A `Forest` shows its statistics table
-(`convgraph.jupyter.forest_view`).
+IPython asks the functions here for a `convgraph.model.tree.ConversationTree`'s
+picture (`shown_svg`, `shown_html`, registered by name in
+`convgraph.jupyter`), so the tree module imports neither the exporters nor
+this module. Where Graphviz's `dot` is installed, a tree is drawn as SVG
+from the DOT that `convgraph.export.dot` writes (models coloured, branch
+points and leaves marked); elsewhere, or for a tree too big to lay out
+quickly, it is the text tree of `convgraph.present.text_tree`, escaped into an
+HTML `<pre>`. Only one of the two is offered at a time, because notebook
+front ends prefer HTML over SVG when a result has both. A `Forest` shows its
+statistics table (`convgraph.jupyter.forest_view`).
 """
 
 from __future__ import annotations
@@ -89,3 +89,25 @@ def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
         title += f"  {html.escape(str(tree.graph['name']))}"
     body = html.escape("\n".join(lines))
     return f'<div class="convgraph-tree"><p>{title}</p><pre>{body}</pre>{more}</div>'
+
+
+def shown_svg(tree: nx.DiGraph) -> str | None:
+    """The SVG a notebook shows for `tree` (`tree_svg`), or None where it
+    shows the text tree instead: Graphviz missing, the tree empty or too
+    big (`draws_as_svg`), or `dot` failing or too slow (IPython then shows
+    what else is offered)."""
+    if not draws_as_svg(tree):
+        return None
+    try:
+        return tree_svg(tree)
+    except RuntimeError:
+        return None
+
+
+def shown_html(tree: nx.DiGraph) -> str | None:
+    """The text tree a notebook shows for `tree` (`tree_text_html`), or
+    None where it shows the SVG instead (`draws_as_svg`): one picture, not
+    two."""
+    if draws_as_svg(tree):
+        return None
+    return tree_text_html(tree)

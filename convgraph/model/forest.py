@@ -149,12 +149,6 @@ class Forest:
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def _repr_html_(self) -> str:
-        """Jupyter shows a forest as its statistics table."""
-        from convgraph.jupyter.forest_view import forest_html
-
-        return forest_html(self)
-
     def __repr__(self) -> str:
         return (
             f"<Forest: {len(self.nodes)} nodes in {len(self.tree_ids)} conversations,"

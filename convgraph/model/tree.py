@@ -61,9 +61,10 @@ class ConversationTree(nx.DiGraph):
     Everything of `networkx.DiGraph` works as before: it pickles, copies and
     makes subgraphs of its own class. The graph attributes are
     `tree_id` and `name` (a node's `conversation_id` is the conversation or
-    thread that made the call). The display methods are IPython's:
-    `_repr_svg_` (Graphviz) or `_repr_html_` (text tree), never both; they
-    live in `convgraph.jupyter.tree_view`, imported only when a tree is shown.
+    thread that made the call). A notebook shows it as a
+    picture (Graphviz's SVG, or the text tree): `convgraph.jupyter` registers
+    the pictures with IPython by this class's name, so this module imports
+    no display code.
 
     Examples
     --------
@@ -209,43 +210,6 @@ class ConversationTree(nx.DiGraph):
             f" {counted(self.number_of_nodes(), 'node')}, {counted(roots, 'root')},"
             f" {counted(leaves, 'leaf', 'leaves')}>"
         )
-
-    def draws_as_svg(self) -> bool:
-        """Whether the notebook shows this tree as a Graphviz picture (dot is
-        installed and the tree is small enough) rather than as text."""
-        from convgraph.jupyter.tree_view import draws_as_svg
-
-        return draws_as_svg(self)
-
-    def to_svg(self) -> str:
-        """The tree drawn by Graphviz, as SVG text (see
-        `convgraph.jupyter.tree_view.tree_svg`)."""
-        from convgraph.jupyter.tree_view import tree_svg
-
-        return tree_svg(self)
-
-    def text_html(self, line_limit: int | None = None) -> str:
-        """The text tree of `convgraph.present.text_tree`, escaped, in an HTML `<pre>`
-        (see `convgraph.jupyter.tree_view.tree_text_html`)."""
-        from convgraph.jupyter.tree_view import tree_text_html
-
-        if line_limit is None:
-            return tree_text_html(self)
-        return tree_text_html(self, line_limit)
-
-    def _repr_svg_(self) -> str | None:
-        if not self.draws_as_svg():
-            return None
-        try:
-            return self.to_svg()
-        except RuntimeError:
-            # IPython shows the plain repr when no rich form is offered.
-            return None
-
-    def _repr_html_(self) -> str | None:
-        if self.draws_as_svg():
-            return None
-        return self.text_html()
 
 
 def node_of(tree: nx.DiGraph, node: str) -> str:

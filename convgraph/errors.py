@@ -27,6 +27,17 @@ class UnknownNode(ConvgraphError, KeyError):
         return f"no node with id {self.args[0]!r}"
 
 
+class HiddenNode(UnknownNode):
+    """A node in a branch the user hid (`convgraph hide`): left out of what
+    is read unless hidden branches are asked for."""
+
+    def __str__(self) -> str:
+        return (
+            f"node {self.args[0]!r} is in a hidden branch: `convgraph unhide`"
+            " shows it again, `--all` shows it once"
+        )
+
+
 class UnknownConversation(ConvgraphError, KeyError):
     """No conversation (or thread) has this id."""
 

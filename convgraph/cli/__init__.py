@@ -48,6 +48,8 @@ COMMANDS: tuple[click.Command, ...] = (
     transcripts.pairs,
     notes.note,
     notes.prefer,
+    notes.hide,
+    notes.unhide,
     search.search,
 )
 
@@ -79,6 +81,8 @@ SUMMARIES = {
     "pairs": "Preference pairs from alternative answers",
     "note": "Record why a branch was made, on its node",
     "prefer": "Mark a node as the preferred answer",
+    "hide": "Hide a branch from every output",
+    "unhide": "Show a hidden branch again",
     "search": "Find text in any branch",
 }
 

@@ -1,5 +1,6 @@
 """The user's branch notes: `note` writes a node's note, `prefer` marks the
-preferred answer among its alternatives. Both write convgraph's own notes
+preferred answer among its alternatives, `hide` and `unhide` hide a branch
+from every output and show it again. Each writes convgraph's own notes
 table (in the llm database, or in a file beside a chat export), one
 transaction each.
 """
@@ -51,3 +52,33 @@ def prefer(node_id: str, clear: bool, db_path: str | None) -> None:
     click.echo(f"{terminal_text(node_id)} is preferred")
     for other in cleared:
         click.echo(f"(instead of {terminal_text(other)})")
+
+
+@command()
+@click.argument("node_id", type=NODE_ID)
+@db_option
+def hide(node_id: str, db_path: str | None) -> None:
+    """Hide NODE_ID's branch (the node and everything below it) from every
+    output: tree, stats, search, transcripts, the exports and browse leave
+    it out; `--all` shows it. Nothing is deleted: the mark is kept where
+    notes are (beside a chat export, in EXPORT.convgraph.db), and `unhide`
+    takes it back.
+    """
+    from convgraph.store.notes import set_hidden
+
+    whole, written = set_hidden(node_id, True, db_path)
+    click.echo(
+        f"hid the branch of {terminal_text(whole)} (in {terminal_text(str(written))});"
+        f" convgraph unhide {terminal_text(whole)} shows it again"
+    )
+
+
+@command()
+@click.argument("node_id", type=NODE_ID)
+@db_option
+def unhide(node_id: str, db_path: str | None) -> None:
+    """Show NODE_ID's branch again, after `hide`."""
+    from convgraph.store.notes import set_hidden
+
+    whole, written = set_hidden(node_id, False, db_path)
+    click.echo(f"{terminal_text(whole)}'s branch is shown again")

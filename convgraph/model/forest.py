@@ -29,7 +29,7 @@ from convgraph.contract import (
 from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_link_table
 from convgraph.links.pointer_jumping import ids_at_rows, root_pointers
-from convgraph.model.marks import mark_forest
+from convgraph.model.marks import hidden_rows, mark_forest
 from convgraph.sources import Source, opened
 from convgraph.sources.notes import NodeNote, read_notes
 from convgraph.sources.source import ProgressCallback, no_progress
@@ -63,9 +63,15 @@ class Forest:
         The broken links that were dropped: the source's own (cycles of
         forks, given as `problems`) first, then the parent links'.
 
+    hidden : dict
+        How many nodes of each tree lie in branches the user hid (`convgraph
+        hide`), left out of `nodes` (trees with none are not named); with
+        `hidden=True` they stay in the table and are counted all the same.
+
     `notes` (node id -> `NodeNote`, as `Forest.read` reads them) fill the
-    `note` and `preferred` columns; `active` is the source's, or each tree's
-    path to its last node (`convgraph.model.marks.mark_forest`). `calls`
+    `note` and `preferred` columns and say which branches are hidden;
+    `active` is the source's, or each tree's path to its last node
+    (`convgraph.model.marks.mark_forest`), among the nodes kept. `calls`
     names the node of each call inside a run (`Source.calls`), which every
     tree built keeps (`ConversationTree.from_records`).
     """
@@ -77,12 +83,25 @@ class Forest:
         problems: Iterable[Problem] = (),
         notes: Mapping[str, NodeNote] | None = None,
         calls: Mapping[str, str] | None = None,
+        hidden: bool = False,
     ):
         self.nodes, self.parent_rows, link_problems = _checked(nodes)
+        in_hidden = hidden_rows(self.nodes["id"], self.parent_rows, notes)
+        counted = self.nodes["tree_id"][in_hidden].astype(str).value_counts(sort=False)
+        self.hidden: dict[str, int] = {str(k): int(v) for k, v in counted.items()}
+        if in_hidden.any() and not hidden:
+            self.nodes, self.parent_rows = _without_branches(
+                self.nodes, self.parent_rows, in_hidden
+            )
         mark_forest(self.nodes, self.parent_rows, notes)
         self.problems = [*problems, *link_problems]
         self.names = names
-        self.calls = dict(calls or {})
+        kept = None if hidden or not self.hidden else set(self.nodes["id"].tolist())
+        self.calls = {
+            call: node
+            for call, node in (calls or {}).items()
+            if kept is None or node in kept
+        }
         self._calls_by_tree: dict[Any, dict[str, str]] | None = None
         self._rows_by_tree: dict[Any, np.ndarray] | None = None
         self._depths: np.ndarray | None = None
@@ -95,6 +114,7 @@ class Forest:
         conversation_ids: Iterable[str] | None = None,
         progress: ProgressCallback | None = None,
         texts: Collection[str] | None = None,
+        hidden: bool = False,
     ) -> Forest:
         """Read every tree of a database, or only the trees named.
 
@@ -121,6 +141,9 @@ class Forest:
             `response`); None: all three. Where the reader can leave the
             others out (an llm file read by columns) they are missing; other
             readers read every text and keep them.
+        hidden
+            Keep the branches the user hid (`convgraph hide`); by default
+            they are left out (and counted in `hidden`).
 
         Raises
         ------
@@ -144,7 +167,7 @@ class Forest:
                 raise UnknownConversation(given) from None
             notes = read_notes(logs)
         report("checking parent links", 0, None)
-        return cls(read.nodes, read.names, read.problems, notes, read.calls)
+        return cls(read.nodes, read.names, read.problems, notes, read.calls, hidden)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -416,6 +439,21 @@ def _plain(record: dict[Any, Any]) -> dict[Any, Any]:
         elif key in INTEGER_COLUMNS:
             record[key] = int(value)
     return record
+
+
+def _without_branches(
+    nodes: pd.DataFrame, parent_rows: np.ndarray, dropped: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """The table and its parent rows without the `dropped` rows: whole
+    branches (a dropped row's children are dropped too), so every kept
+    row's parent is kept and only needs its new row."""
+    kept = ~dropped
+    new_row = np.cumsum(kept) - 1
+    parents = parent_rows[kept]
+    return (
+        nodes[kept].reset_index(drop=True),
+        np.where(parents >= 0, new_row[np.maximum(parents, 0)], -1),
+    )
 
 
 def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Problem]]:

@@ -16,8 +16,9 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.errors import DifferentConversations, UnknownConversation
+from convgraph.errors import DifferentConversations, HiddenNode, UnknownConversation
 from convgraph.links.integrity import Problem, check_links
+from convgraph.model.marks import hidden_records
 from convgraph.sources import Source, TreeRecords, log_order, opened
 from convgraph.sources.notes import read_notes
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def read_tree(
-    logs: Source, tree_id: str, log_order_nodes: bool = False
+    logs: Source, tree_id: str, log_order_nodes: bool = False, hidden: bool = False
 ) -> tuple[ConversationTree, list[Problem]]:
     """One tree's graph and the problems of its links, reading only that tree.
 
@@ -34,16 +35,18 @@ def read_tree(
     agent's session: the order its files are read), or with
     `log_order_nodes` in log order, the order of the forest's table: so that
     what a tree lists in the order first used (models, tools:
-    `convgraph.analysis.stats.summary`) is the table's answer.
+    `convgraph.analysis.stats.summary`) is the table's answer. The branches
+    the user hid (`convgraph hide`) are left out unless `hidden`; the
+    graph's `hidden` attribute counts the nodes they hold.
     """
     tree: TreeRecords = logs.read_tree(tree_id)
     if not tree.records:
         raise UnknownConversation(tree_id)
-    return tree_graph(logs, tree, log_order_nodes)
+    return tree_graph(logs, tree, log_order_nodes, hidden)
 
 
 def tree_graph(
-    logs: Source, tree: TreeRecords, log_order_nodes: bool = False
+    logs: Source, tree: TreeRecords, log_order_nodes: bool = False, hidden: bool = False
 ) -> tuple[ConversationTree, list[Problem]]:
     """`read_tree` of records already read (`tree`, which has some)."""
     # Here, not above: `load_path` mostly answers without a graph, and
@@ -61,14 +64,23 @@ def tree_graph(
     outsiders = logs.conversations_of(outside) if outside else {}
     parents, problems = check_links(records, outsiders)
     notes = read_notes(logs, ids)
+    calls = tree.calls
+    in_hidden = hidden_records(records, parents, notes)
+    if in_hidden and not hidden:
+        records = [record for record in records if record["id"] not in in_hidden]
+        calls = {call: node for call, node in calls.items() if node not in in_hidden}
     graph = ConversationTree.from_records(
-        records, parents, tree.tree_id, tree.name, notes, tree.calls
+        records, parents, tree.tree_id, tree.name, notes, calls
     )
+    if in_hidden:
+        graph.graph["hidden"] = len(in_hidden)
     return graph, tree.problems + problems
 
 
 def load_tree(
-    conversation_id: str, db: str | os.PathLike[str] | Source | None = None
+    conversation_id: str,
+    db: str | os.PathLike[str] | Source | None = None,
+    hidden: bool = False,
 ) -> ConversationTree:
     """The conversation tree that `conversation_id` names, as a DiGraph.
 
@@ -79,6 +91,9 @@ def load_tree(
         or a unique prefix of one (`Source.resolve`).
     db
         A path to a `logs.db`, an open `Source`, or None for llm's own.
+    hidden
+        Keep the branches the user hid (`convgraph hide`), left out by
+        default.
 
     Raises
     ------
@@ -86,20 +101,36 @@ def load_tree(
     """
     with opened(db) as logs:
         conversation_id = logs.resolve_conversation(conversation_id)
-        return read_tree(logs, logs.tree_id_of_conversation(conversation_id))[0]
+        tree_id = logs.tree_id_of_conversation(conversation_id)
+        return read_tree(logs, tree_id, hidden=hidden)[0]
 
 
 def load_tree_of_node(
-    node_id: str, db: str | os.PathLike[str] | Source | None = None
+    node_id: str,
+    db: str | os.PathLike[str] | Source | None = None,
+    hidden: bool = False,
 ) -> ConversationTree:
     """The conversation tree that holds `node_id` (a response or turn id, or
-    a unique prefix of one: `Source.resolve`)."""
+    a unique prefix of one: `Source.resolve`).
+
+    Raises
+    ------
+    UnknownNode, AmbiguousId, DatabaseError
+    HiddenNode
+        The node is in a branch the user hid, and `hidden` is False.
+    """
     with opened(db) as logs:
-        return read_tree(logs, logs.tree_id_of_node(logs.resolve_node(node_id)))[0]
+        node_id = logs.resolve_node(node_id)
+        tree = read_tree(logs, logs.tree_id_of_node(node_id), hidden=hidden)[0]
+    if node_id not in tree and node_id not in tree.graph.get("calls", {}):
+        raise HiddenNode(node_id)
+    return tree
 
 
 def load_path(
-    node_id: str, db: str | os.PathLike[str] | Source | None = None
+    node_id: str,
+    db: str | os.PathLike[str] | Source | None = None,
+    hidden: bool = False,
 ) -> list[str]:
     """The ids from the root of `node_id`'s tree down to `node_id`.
 
@@ -115,17 +146,21 @@ def load_path(
         node_id = logs.resolve_node(node_id)
         found = logs.path_by_links(node_id)
         if found is not None:
+            notes = read_notes(logs, found)
+            if not hidden and any(note.hidden for note in notes.values()):
+                raise HiddenNode(node_id)
             return found
         # Only here does the tree's answer need networkx: a command that
         # walked the links above has no reason to import it.
         from convgraph.model.tree import path
 
-        return path(read_tree(logs, logs.tree_id_of_node(node_id))[0], node_id)
+        return path(load_tree_of_node(node_id, logs, hidden), node_id)
 
 
 def load_trees(
     conversation_ids: Iterable[str] = (),
     db: str | os.PathLike[str] | Source | None = None,
+    hidden: bool = False,
 ) -> Iterator[ConversationTree]:
     """The trees these ids name, each once, in the order first named; every
     tree of the file (read as one `Forest`, built one at a time) when none.
@@ -144,17 +179,20 @@ def load_trees(
         # so the one-tree loaders stay free of pandas.
         from convgraph.model.forest import Forest
 
-        return Forest.read(db).trees()
+        return Forest.read(db, hidden=hidden).trees()
     trees: dict[Any, ConversationTree] = {}
     with opened(db) as logs:
         for conversation_id in named:
-            tree = load_tree(conversation_id, logs)
+            tree = load_tree(conversation_id, logs, hidden)
             trees.setdefault(tree.graph["tree_id"], tree)
     return iter(trees.values())
 
 
 def load_tree_of_pair(
-    node_a: str, node_b: str, db: str | os.PathLike[str] | Source | None = None
+    node_a: str,
+    node_b: str,
+    db: str | os.PathLike[str] | Source | None = None,
+    hidden: bool = False,
 ) -> ConversationTree:
     """The conversation tree that holds both nodes, reading only that tree
     (for a diff of their branches).
@@ -169,10 +207,12 @@ def load_tree_of_pair(
     """
     with opened(db) as logs:
         node_a, node_b = logs.resolve_node(node_a), logs.resolve_node(node_b)
-        tree = load_tree_of_node(node_a, logs)
-        if node_b not in tree:
+        tree = load_tree_of_node(node_a, logs, hidden)
+        if node_b not in tree and node_b not in tree.graph.get("calls", {}):
             # Only an id lookup: the other tree is not read.
             other = logs.tree_id_of_node(node_b)
+            if other == tree.graph["tree_id"]:
+                raise HiddenNode(node_b)
             raise DifferentConversations(
                 f"{node_a!r} and {node_b!r} are in different conversations"
                 f" ({tree.graph['tree_id']!r} and {other!r})"

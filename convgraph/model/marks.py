@@ -12,12 +12,17 @@ in log order: `datetime_utc`, then id), as `llm -c` goes on from there.
 `mark_tree` does it for one DiGraph, walking up from one node; `mark_forest`
 for a whole nodes table at once, marking every tree's path with pointer
 jumping (a 100,000-deep path in 17 vectorized rounds, not a walk per node).
+
+A branch the user hid (`convgraph hide`, a `NodeNote` with `hidden`) is the
+hidden node and everything below it; the readers leave hidden branches out
+before the marks are set, unless asked to keep them: `hidden_records` finds
+them among one tree's records, `hidden_rows` among a whole table's rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -160,6 +165,70 @@ def last_rows(tree_ids: pd.Series) -> np.ndarray:
     if not len(codes):
         return np.zeros(0, dtype=np.int64)
     return pd.Series(np.arange(len(codes))).groupby(codes).max().to_numpy()
+
+
+def hidden_records(
+    records: Sequence[Mapping[str, Any]],
+    parents: Mapping[str, str | None],
+    notes: Mapping[str, NodeNote] | None,
+) -> set[str]:
+    """The ids of one tree's records that lie in a hidden branch: a node
+    whose note says `hidden`, and every node below it by `parents` (the
+    checked links).
+
+    Examples
+    --------
+    >>> from convgraph.sources.notes import NodeNote
+    >>> records = [{"id": i} for i in "rabc"]
+    >>> parents = {"r": None, "a": "r", "b": "a", "c": "r"}
+    >>> sorted(hidden_records(records, parents, {"a": NodeNote(hidden=True)}))
+    ['a', 'b']
+    """
+    hidden = {node for node, note in (notes or {}).items() if note.hidden}
+    ids = [record["id"] for record in records]
+    if not hidden.intersection(ids):
+        return set()
+    children: dict[str, list[str]] = {}
+    for node in ids:
+        parent = parents.get(node)
+        if parent is not None:
+            children.setdefault(parent, []).append(node)
+    found = set()
+    waiting = [node for node in ids if node in hidden]
+    while waiting:
+        node = waiting.pop()
+        if node not in found:
+            found.add(node)
+            waiting.extend(children.get(node, ()))
+    return found
+
+
+def hidden_rows(
+    ids: pd.Series, parent_rows: np.ndarray, notes: Mapping[str, NodeNote] | None
+) -> np.ndarray:
+    """`hidden_records` of a whole checked table: whether each row lies in
+    a hidden branch (its node, or an ancestor, hidden), as booleans.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from convgraph.sources.notes import NodeNote
+    >>> ids = pd.Series(["r", "a", "b", "c"])
+    >>> hidden_rows(ids, np.array([-1, 0, 1, 0]), {"a": NodeNote(hidden=True)}).tolist()
+    [False, True, True, False]
+    """
+    import numpy as np
+
+    from convgraph.links.pointer_jumping import nearest_marked, parent_rows_of
+
+    hidden = [node for node, note in (notes or {}).items() if note.hidden]
+    marked = np.zeros(len(ids), dtype=bool)
+    if hidden:
+        rows = parent_rows_of(ids, hidden)
+        marked[rows[rows >= 0]] = True
+    if not marked.any():
+        return marked
+    return nearest_marked(parent_rows, marked) >= 0
 
 
 def active_rows(parent_rows: np.ndarray, ends: np.ndarray) -> np.ndarray:

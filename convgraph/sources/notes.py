@@ -44,10 +44,13 @@ SIDE_FILE_SUFFIX = ".convgraph.db"
 
 @dataclass(frozen=True)
 class NodeNote:
-    """What the user recorded about one node."""
+    """What the user recorded about one node: a note, whether it is the
+    answer preferred among its alternatives, and whether its branch is
+    hidden (left out of every output unless asked for)."""
 
     note: str | None = None
     preferred: bool = False
+    hidden: bool = False
 
 
 def is_export(logs: Source) -> bool:
@@ -110,8 +113,9 @@ def combined(
     --------
     >>> app = {"a": NodeNote(None, True), "c": NodeNote("thumbs down in ChatGPT")}
     >>> groups = {"a": "g", "b": "g"}
-    >>> combined({"b": NodeNote(None, True), "c": NodeNote("mine")}, app, groups)
-    {'c': NodeNote(note='mine', preferred=False), 'b': NodeNote(note=None, preferred=True)}
+    >>> found = combined({"b": NodeNote(None, True), "c": NodeNote("mine")}, app, groups)
+    >>> found["c"], found["b"]
+    (NodeNote(note='mine', preferred=False, hidden=False), NodeNote(note=None, preferred=True, hidden=False))
     """
     wanted = None if node_ids is None else set(node_ids)
     chosen = {
@@ -131,6 +135,7 @@ def combined(
         found[node] = NodeNote(
             mark.note if mark.note is not None else from_app.note,
             mark.preferred or from_app.preferred,
+            mark.hidden,
         )
     return found
 
@@ -256,16 +261,19 @@ def _read(
     if found is None:
         return {}
     wanted = None if node_ids is None else set(node_ids)
+    columns = {row[1] for row in conn.execute(f"pragma table_info({TABLE})")}
+    # Tables written before `hidden` was kept have no such column.
+    hidden = "hidden" if "hidden" in columns else "0"
     notes = {}
     # The table holds what a person typed: small enough to read whole.
-    for node_id, note, preferred in conn.execute(
-        f"select node_id, note, preferred from {TABLE}"
+    for node_id, note, preferred, is_hidden in conn.execute(
+        f"select node_id, note, preferred, {hidden} from {TABLE}"
     ):
         if wanted is not None and node_id not in wanted:
             continue
-        if note is None and not preferred:
+        if note is None and not preferred and not is_hidden:
             continue
         notes[str(node_id)] = NodeNote(
-            None if note is None else str(note), bool(preferred)
+            None if note is None else str(note), bool(preferred), bool(is_hidden)
         )
     return notes

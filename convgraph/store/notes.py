@@ -1,5 +1,6 @@
-"""Write the user's branch notes: a note on a node, and the answer preferred
-among its alternatives, in a table of convgraph's own.
+"""Write the user's branch notes: a note on a node, the answer preferred
+among its alternatives, and the branches hidden from view, in a table of
+convgraph's own.
 
 For an llm database the table is `_convgraph_notes` in the same SQLite file:
 created by the first note, written one transaction per change, and never
@@ -13,6 +14,11 @@ A node's alternatives are the nodes that answer the same prompt at the same
 point of the tree (same parent, or both roots, and the same prompt text):
 regenerated answers and other models' answers. At most one of them is
 preferred; marking one clears the others.
+
+Hiding a node hides its branch: the node and everything below it are left
+out of every output (`convgraph.model.marks.hidden_records`) until it is
+unhidden. Nothing of the file itself is deleted or changed, on any source:
+it is only a mark in convgraph's table, as a note is.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ create table if not exists {TABLE} (
     node_id text primary key,
     note text,
     preferred integer not null default 0,
-    updated_utc text not null
+    updated_utc text not null,
+    hidden integer not null default 0
 )
 """
 
@@ -106,6 +113,30 @@ def set_preferred(
     return cleared
 
 
+def set_hidden(
+    node_id: str,
+    hidden: bool = True,
+    db: str | os.PathLike[str] | None = None,
+) -> tuple[str, Path]:
+    """Hide the branch of `node_id` (or show it again), in one transaction:
+    the node and everything below it, left out of every output until it is
+    shown again. Returns the node's whole id and the file written.
+
+    Raises
+    ------
+    UnknownNode, DatabaseError, DatabaseLocked
+    """
+    from convgraph.sources import open_logs
+
+    with open_logs(db) as logs:
+        # A call inside a tool chain names the chain's node; a unique
+        # prefix names its id.
+        node_id = logs.node_of(logs.resolve_node(node_id))
+        path = notes_file(logs)
+    _write(path, [(node_id, "hidden", 1 if hidden else 0)])
+    return node_id, path
+
+
 def _write(path: Path, changes: Sequence[tuple[str, str, object]]) -> None:
     """Set one column of each node's row, creating the table and the row
     where needed, all in one transaction."""
@@ -117,6 +148,11 @@ def _write(path: Path, changes: Sequence[tuple[str, str, object]]) -> None:
     try:
         with write_transaction(conn):
             conn.execute(SCHEMA)
+            columns = {row[1] for row in conn.execute(f"pragma table_info({TABLE})")}
+            if "hidden" not in columns:  # a table written before hiding was kept
+                conn.execute(
+                    f"alter table {TABLE} add column hidden integer not null default 0"
+                )
             for node_id, column, value in changes:
                 conn.execute(
                     f"insert into {TABLE} (node_id, {column}, updated_utc)"
@@ -126,7 +162,10 @@ def _write(path: Path, changes: Sequence[tuple[str, str, object]]) -> None:
                 )
             # A row with neither a note nor a mark says nothing: keep the
             # table to what the user recorded.
-            conn.execute(f"delete from {TABLE} where note is null and preferred = 0")
+            conn.execute(
+                f"delete from {TABLE}"
+                " where note is null and preferred = 0 and hidden = 0"
+            )
     except sqlite3.OperationalError as error:
         if "readonly" in str(error) or "unable to open" in str(error):
             raise DatabaseError(f"cannot write notes to {path}: {error}") from None

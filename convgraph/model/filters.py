@@ -115,7 +115,7 @@ def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     return True
 
 
-def tree_is_in(graph: nx.DiGraph, where: TreeFilter) -> bool:
+def tree_is_in(graph: nx.DiGraph[str], where: TreeFilter) -> bool:
     """Whether one tree is in: any of its nodes matches (`node_matches`)."""
     return any(
         node_matches(attributes, where) for _, attributes in graph.nodes(data=True)

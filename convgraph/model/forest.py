@@ -36,7 +36,7 @@ from convgraph.sources.source import ProgressCallback, no_progress
 from convgraph.sources.tables import conform_nodes
 
 if TYPE_CHECKING:
-    import networkx as nx
+    from convgraph.model.tree import ConversationTree
 
 #: About how many rows `Forest.tree_rows` gives at a time.
 TREE_BATCH = 20_000
@@ -208,7 +208,7 @@ class Forest:
             self._rows_by_tree = cast(dict[Any, np.ndarray], groups.indices)
         return self._rows_by_tree
 
-    def tree(self, tree_id: str) -> nx.DiGraph:
+    def tree(self, tree_id: str) -> ConversationTree:
         """The DiGraph of one conversation tree, built from the table."""
         rows_by_tree = self._rows_of_trees()
         if tree_id not in rows_by_tree:
@@ -261,7 +261,7 @@ class Forest:
 
     def _built(
         self, tree_ids: list[str], report: ProgressCallback
-    ) -> Iterator[nx.DiGraph]:
+    ) -> Iterator[ConversationTree]:
         """The trees of `trees`, built."""
         # networkx only where DiGraphs are built: the table-direct work
         # (`tree_rows`, a whole-forest drawing) never imports it.
@@ -405,21 +405,24 @@ class _Taker:
             return values.astype(object).where(values.notna(), None).tolist()
         if self._joined is None and high - low > 4 * len(rows):
             self._joined = self.column.array.__arrow_array__().combine_chunks()
-        if self._joined is not None:
-            return self._joined.take(rows).to_pylist()
-        span = self.column.array[low:high].__arrow_array__()
-        return span.take(rows - low).to_pylist()
+        taken = (
+            self._joined.take(rows)
+            if self._joined is not None
+            else self.column.array[low:high].__arrow_array__().take(rows - low)
+        )
+        found: list[Any] = taken.to_pylist()
+        return found
 
 
-class TreeStream(Iterator[Any]):
+class TreeStream(Iterator["ConversationTree"]):
     """The trees `Forest.trees` gives, one at a time; `len` says how many
     are still to come."""
 
-    def __init__(self, trees: Iterator[nx.DiGraph], count: int):
+    def __init__(self, trees: Iterator[ConversationTree], count: int):
         self._trees = trees
         self._left = count
 
-    def __next__(self) -> nx.DiGraph:
+    def __next__(self) -> ConversationTree:
         tree = next(self._trees)
         self._left -= 1
         return tree

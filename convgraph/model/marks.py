@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
 
 def mark_tree(
-    graph: nx.DiGraph, notes: Mapping[str, NodeNote] | None = None
-) -> nx.DiGraph:
+    graph: nx.DiGraph[str], notes: Mapping[str, NodeNote] | None = None
+) -> nx.DiGraph[str]:
     """Give every node of `graph` its `active`, `note` and `preferred`.
 
     Where no node says whether it is active (an llm database), the path from
@@ -47,12 +47,12 @@ def mark_tree(
     if all(attributes.get("active") is None for _, attributes in data(data=True)):
         for node in graph:
             data[node]["active"] = False
-        node = list(graph)[-1] if len(graph) else None
+        on_path = list(graph)[-1] if len(graph) else None
         # A tree from the forest's checked links has no cycle, so this walk
         # ends; it is iterative, whatever the depth.
-        while node is not None:
-            data[node]["active"] = True
-            node = next(iter(graph.predecessors(node)), None)
+        while on_path is not None:
+            data[on_path]["active"] = True
+            on_path = next(iter(graph.predecessors(on_path)), None)
     for node, attributes in data(data=True):
         attributes["active"] = bool(attributes.get("active"))
         found = notes.get(node) if notes else None

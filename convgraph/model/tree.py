@@ -55,7 +55,15 @@ TOTAL_KEYS = (
 )
 
 
-class ConversationTree(nx.DiGraph):
+if TYPE_CHECKING:
+    # networkx's stubs make DiGraph generic in its node type; the class
+    # itself takes no subscript at run time.
+    _DiGraphOfIds = nx.DiGraph[str]
+else:
+    _DiGraphOfIds = nx.DiGraph
+
+
+class ConversationTree(_DiGraphOfIds):
     """A conversation tree (edges parent -> child) that draws itself in Jupyter.
 
     Everything of `networkx.DiGraph` works as before: it pickles, copies and
@@ -212,7 +220,7 @@ class ConversationTree(nx.DiGraph):
         )
 
 
-def node_of(tree: nx.DiGraph, node: str) -> str:
+def node_of(tree: nx.DiGraph[str], node: str) -> str:
     """The node `node` names: itself, or for the id of a call inside a run
     (`ConversationTree.from_records`' `calls`) the run's node.
 
@@ -226,10 +234,10 @@ def node_of(tree: nx.DiGraph, node: str) -> str:
     found = tree.graph.get("calls", {}).get(node)
     if found is None or found not in tree:
         raise UnknownNode(node)
-    return found
+    return str(found)
 
 
-def run_calls(tree: nx.DiGraph, node: str) -> list[str]:
+def run_calls(tree: nx.DiGraph[str], node: str) -> list[str]:
     """The ids of the calls inside the node's run, before the node's own (a
     tool chain llm logged as several calls); empty for a run of one call.
 
@@ -247,7 +255,7 @@ def run_calls(tree: nx.DiGraph, node: str) -> list[str]:
     ]
 
 
-def children(tree: nx.DiGraph, node: str) -> list[str]:
+def children(tree: nx.DiGraph[str], node: str) -> list[str]:
     """The node's direct children, in log order.
 
     Raises
@@ -267,7 +275,7 @@ def children(tree: nx.DiGraph, node: str) -> list[str]:
     return list(tree.successors(node))
 
 
-def parent(tree: nx.DiGraph, node: str) -> str | None:
+def parent(tree: nx.DiGraph[str], node: str) -> str | None:
     """The node's parent, or None for a root.
 
     Examples
@@ -280,7 +288,7 @@ def parent(tree: nx.DiGraph, node: str) -> str | None:
     return next(iter(tree.predecessors(node)), None)
 
 
-def siblings(tree: nx.DiGraph, node: str) -> list[str]:
+def siblings(tree: nx.DiGraph[str], node: str) -> list[str]:
     """The node's alternatives, in log order: the other children of its
     parent, or for a root the other roots of the tree.
 
@@ -308,7 +316,7 @@ def siblings(tree: nx.DiGraph, node: str) -> list[str]:
     return [other for other in alternatives(tree, parent(tree, node)) if other != node]
 
 
-def alternatives(tree: nx.DiGraph, point: str | None) -> list[str]:
+def alternatives(tree: nx.DiGraph[str], point: str | None) -> list[str]:
     """The alternatives tried at one point of the conversation, in log order:
     the children of `point`, or the roots of the tree where `point` is None
     (the start, as `branch_points` names it).
@@ -329,7 +337,7 @@ def alternatives(tree: nx.DiGraph, point: str | None) -> list[str]:
     return children(tree, point)
 
 
-def path(tree: nx.DiGraph, node: str) -> list[str]:
+def path(tree: nx.DiGraph[str], node: str) -> list[str]:
     """The ids from the node's root down to the node itself."""
     node = node_of(tree, node)
     ancestors = list(
@@ -339,7 +347,7 @@ def path(tree: nx.DiGraph, node: str) -> list[str]:
     return ancestors
 
 
-def ancestors(tree: nx.DiGraph, node: str) -> list[str]:
+def ancestors(tree: nx.DiGraph[str], node: str) -> list[str]:
     """The node's ancestors, nearest first (the original notes' path to root,
     docs/design.md#the-twelve-helpers, without the node).
 
@@ -352,7 +360,7 @@ def ancestors(tree: nx.DiGraph, node: str) -> list[str]:
     return path(tree, node)[-2::-1]
 
 
-def descendants(tree: nx.DiGraph, node: str) -> list[str]:
+def descendants(tree: nx.DiGraph[str], node: str) -> list[str]:
     """Every node below `node`, breadth first, each level in log order.
 
     Examples
@@ -365,7 +373,7 @@ def descendants(tree: nx.DiGraph, node: str) -> list[str]:
     return [child for _, child in nx.bfs_edges(tree, node)]
 
 
-def subtree(tree: nx.DiGraph, node: str) -> nx.DiGraph:
+def subtree(tree: nx.DiGraph[str], node: str) -> nx.DiGraph[str]:
     """The node and everything below it, as a graph of its own, in log order.
 
     Built node by node rather than with `tree.subgraph`, whose views iterate a
@@ -386,7 +394,7 @@ def subtree(tree: nx.DiGraph, node: str) -> nx.DiGraph:
     return below
 
 
-def depth(tree: nx.DiGraph, node: str) -> int:
+def depth(tree: nx.DiGraph[str], node: str) -> int:
     """How many links lie between the node and its root (a root is 0).
 
     Examples
@@ -398,7 +406,7 @@ def depth(tree: nx.DiGraph, node: str) -> int:
     return len(path(tree, node)) - 1
 
 
-def depths(tree: nx.DiGraph) -> dict[str, int]:
+def depths(tree: nx.DiGraph[str]) -> dict[str, int]:
     """Every node's depth, in log order, from one breadth-first pass down
     from each root.
 
@@ -415,7 +423,7 @@ def depths(tree: nx.DiGraph) -> dict[str, int]:
     return {node: found[node] for node in tree if node in found}
 
 
-def roots(tree: nx.DiGraph) -> list[str]:
+def roots(tree: nx.DiGraph[str]) -> list[str]:
     """The nodes without a parent, in log order.
 
     Examples
@@ -426,7 +434,7 @@ def roots(tree: nx.DiGraph) -> list[str]:
     return [node for node, degree in tree.in_degree() if degree == 0]
 
 
-def leaves(tree: nx.DiGraph) -> list[str]:
+def leaves(tree: nx.DiGraph[str]) -> list[str]:
     """The nodes without children, in log order: the tips of the branches.
 
     Examples
@@ -437,7 +445,7 @@ def leaves(tree: nx.DiGraph) -> list[str]:
     return [node for node, degree in tree.out_degree() if degree == 0]
 
 
-def branch_points(tree: nx.DiGraph) -> list[str | None]:
+def branch_points(tree: nx.DiGraph[str]) -> list[str | None]:
     """Where the conversation forked: the start, as None, where the tree has
     several roots (its first turn had alternatives), then the nodes with more
     than one child, in log order (docs/design.md#depth-roots-and-branching).
@@ -453,7 +461,7 @@ def branch_points(tree: nx.DiGraph) -> list[str | None]:
     return start + [node for node, degree in tree.out_degree() if degree > 1]
 
 
-def tree_size(tree: nx.DiGraph, root: str | None = None) -> int:
+def tree_size(tree: nx.DiGraph[str], root: str | None = None) -> int:
     """How many nodes the tree holds, or the subtree under `root` holds.
 
     Examples
@@ -467,7 +475,7 @@ def tree_size(tree: nx.DiGraph, root: str | None = None) -> int:
     return 1 + len(descendants(tree, root))
 
 
-def branching_factor(tree: nx.DiGraph) -> tuple[float, int]:
+def branching_factor(tree: nx.DiGraph[str]) -> tuple[float, int]:
     """Average and maximum number of children over the nodes that have any,
     and over the start where the tree has several roots (its number of
     roots counts as its children: docs/design.md#depth-roots-and-branching).
@@ -494,7 +502,7 @@ def branching_factor(tree: nx.DiGraph) -> tuple[float, int]:
     return sum(counts) / len(counts), max(counts)
 
 
-def branches(tree: nx.DiGraph) -> list[list[str]]:
+def branches(tree: nx.DiGraph[str]) -> list[list[str]]:
     """Every root-to-leaf path, in the log order of the leaves.
 
     Examples
@@ -505,7 +513,9 @@ def branches(tree: nx.DiGraph) -> list[list[str]]:
     return [path(tree, leaf) for leaf in leaves(tree)]
 
 
-def node_totals(tree: nx.DiGraph, nodes: Iterable[str] | None = None) -> dict[str, Any]:
+def node_totals(
+    tree: nx.DiGraph[str], nodes: Iterable[str] | None = None
+) -> dict[str, Any]:
     """What some nodes of the tree add up to (all of them by default): a
     branch's, a run's or the whole conversation's figures.
 

@@ -443,7 +443,7 @@ def parts_from_json(nodes: pd.DataFrame) -> pd.DataFrame:
     return nodes
 
 
-def _parts(text: object) -> list | None:
+def _parts(text: object) -> list[Any] | None:
     if not isinstance(text, str):
         return None
     try:

@@ -63,7 +63,7 @@ def as_integer(expression: str) -> str:
 
 
 def frame_of_chunks(
-    chunks: Iterable[list[tuple]],
+    chunks: Iterable[list[tuple[Any, ...]]],
     names: list[str],
     categories: Iterable[str] = (),
     integers: Iterable[str] = (),
@@ -79,7 +79,7 @@ def frame_of_chunks(
     from pandas.api.types import union_categoricals
 
     categories, integers = set(categories), set(integers)
-    parts: dict[str, list] = {name: [] for name in names}
+    parts: dict[str, list[Any]] = {name: [] for name in names}
     for rows in chunks:
         values_of_columns = zip(*rows, strict=True)
         if rowid:

@@ -242,7 +242,9 @@ class ChatExport(Source):
         """One item of `_items`, parsed by the format's module (which is
         there whenever `_items` gives an item), its shared ids renamed."""
         assert self._module is not None
-        conversation = self._module.parse_conversation(item.raw, item.position)
+        conversation: Conversation = self._module.parse_conversation(
+            item.raw, item.position
+        )
         renamed = item.renamed
         if renamed:
             for message in conversation.messages:

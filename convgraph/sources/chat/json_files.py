@@ -191,7 +191,7 @@ def skip_to_json(stream: IO[bytes]) -> bytes:
             stream.read(len(peek))
             peek = stream.peek(64)  # type: ignore[attr-defined]
         stripped = peek.lstrip()
-    return stripped[:1]
+    return bytes(stripped[:1])
 
 
 class _Source:

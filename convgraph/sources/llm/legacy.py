@@ -315,9 +315,10 @@ class LegacyReader:
 
     def count_without_id(self) -> int:
         """How many responses have no id (NULL): none is a node."""
-        return self.conn.execute(
+        (count,) = self.conn.execute(
             "select count(*) from responses where id is null"
-        ).fetchone()[0]
+        ).fetchone()
+        return int(count)
 
 
 def _json_list(values: list[str]) -> str:

@@ -261,7 +261,9 @@ def _plain_records(rows: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
-def _set_rows(nodes: pd.DataFrame, column: str, merged: dict[int, dict]) -> None:
+def _set_rows(
+    nodes: pd.DataFrame, column: str, merged: dict[int, dict[str, Any]]
+) -> None:
     """Put the merged nodes' values of `column` into the table, in place."""
     import pandas as pd
 

@@ -196,7 +196,7 @@ class Snapshot:
                     self.bounds[table] = None
                     self.rowids[table] = False
 
-    def _one(self, sql: str, parameters: Sequence[Any] = ()) -> tuple:
+    def _one(self, sql: str, parameters: Sequence[Any] = ()) -> tuple[Any, ...]:
         """The first row of one small statement."""
         if parameters:
             return tuple(self.conn.execute(sql, parameters).fetchone())
@@ -223,7 +223,9 @@ class Snapshot:
             self._read_so_far[table] = done
             self.report(f"reading {table}", min(done, total), total)
 
-    def rows(self, table: str, columns: str, alias: str = "t") -> Iterator[list[tuple]]:
+    def rows(
+        self, table: str, columns: str, alias: str = "t"
+    ) -> Iterator[list[tuple[Any, ...]]]:
         """Every row of `table` up to its bound, chunk by chunk, in rowid
         order; each row's first value is its rowid, then `columns` (SQL over
         `alias`). No filter: `changed` checks the rows read by counting
@@ -257,7 +259,7 @@ class Snapshot:
                 yield chunk
         self.counted(table, count)
 
-    def _fetch(self, query: str, params: tuple) -> list[tuple]:
+    def _fetch(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """One statement's rows, read to the end at once, so that SQLite
         releases the read lock before any Python work on them. Decoding
         with the plain `str` is the fast path; text that is not UTF-8 makes

@@ -36,7 +36,8 @@ def chunks_of(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 def object_array(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Strings as an object array of str and None, as sqlite3 gives them."""
-    return array.to_numpy(zero_copy_only=False)
+    found: np.ndarray = array.to_numpy(zero_copy_only=False)
+    return found
 
 
 def as_category(values: Any) -> pd.Categorical:

@@ -130,9 +130,10 @@ class ArrowReader:
         `fetchone` (what a `Snapshot` asks of its connection)."""
         return self.cursor.execute(sql, parameters)
 
-    def one(self, sql: str) -> tuple:
+    def one(self, sql: str) -> tuple[Any, ...]:
         """The first row of one small statement."""
-        return self.execute(sql).fetchone()
+        row: tuple[Any, ...] = self.execute(sql).fetchone()
+        return row
 
     def texts_at(self, table: str, column: str, rowids: np.ndarray) -> list[str | None]:
         """The text of `column` in the rows of `table` with these rowids, in
@@ -350,11 +351,11 @@ def _read_range(
 
 
 def _rows_of(chunk: pa.Table) -> int:
-    return chunk.num_rows
+    return int(chunk.num_rows)
 
 
 def _last_rowid_of(chunk: pa.Table) -> int:
-    return chunk["_rowid"][-1].as_py()
+    return int(chunk["_rowid"][-1].as_py())
 
 
 def _checked_column(

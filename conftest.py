@@ -33,6 +33,7 @@ OPTIONAL = {
     "distributed": "pip install 'convgraph[dask]'",
     "pyspark": "pip install 'convgraph[spark]'",
     "llm": "pip install llm (the plugin runs inside llm)",
+    "datasette": "pip install 'convgraph[datasette]'",
 }
 
 PACKAGE = Path(__file__).resolve().parent / "convgraph"

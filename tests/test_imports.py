@@ -134,6 +134,7 @@ LAYERS = [
         "convgraph.cli",
         "convgraph.browse",
         "convgraph.jupyter",
+        "convgraph.datasette",
         "convgraph.llm_plugin",
         "convgraph.__main__",
     ],

@@ -22,7 +22,9 @@ and a Content-Security-Policy admits the page's own script and style alone
 
 `generate_html` yields the page line by line, one line per conversation, so a
 forest streams; `write_html` writes it; `read_html` and `parse_html` read the
-trees back out of a page.
+trees back out of a page. A page served by an application (the Datasette
+plugin, `convgraph.datasette`) may link out (`PageLinks`): each node to its
+record there, and the header back to the page the trees came from.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ import html
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Iterable, Iterator, Mapping, Sized
+from dataclasses import dataclass, field
 from functools import cache
 from html.parser import HTMLParser
 from importlib import resources
@@ -201,12 +204,37 @@ def conversation_line(tree: nx.DiGraph) -> str:
     return f'{head[:-1]},"graph":{graph}}}'
 
 
+@dataclass(frozen=True)
+class PageLinks:
+    """Where a page links out, for a page an application serves (the
+    Datasette plugin): `nodes` maps a node id to the address of its record
+    there, shown in the node's details as `node_label`; `home` is the page
+    the trees came from, linked in the header as `home_label`. The page
+    follows only paths on its own site ("/...") and http(s) addresses.
+    """
+
+    nodes: Mapping[str, str] = field(default_factory=dict)
+    node_label: str = "Record"
+    home: str | None = None
+    home_label: str = "Back"
+
+    def as_record(self) -> dict[str, Any]:
+        """The links as the page's data block holds them."""
+        return {
+            "nodes": dict(self.nodes),
+            "nodeLabel": self.node_label,
+            "home": self.home,
+            "homeLabel": self.home_label,
+        }
+
+
 def generate_html(
     graphs: nx.DiGraph | Iterable[nx.DiGraph],
     *,
     title: str = DEFAULT_TITLE,
     rankdir: str = "TB",
     progress: ProgressCallback | None = None,
+    links: PageLinks | None = None,
 ) -> Iterator[str]:
     """Yield the page that shows `graphs`, line by line, one line per
     conversation.
@@ -224,6 +252,9 @@ def generate_html(
         Told the conversations written, `("writing page", done, total)`,
         about every half percent: the total where `graphs` has a length (a
         list), else None.
+    links
+        Where the page links out (`PageLinks`); a page written to a file
+        has none.
 
     Raises
     ------
@@ -246,14 +277,15 @@ def generate_html(
         raise ExportError(f"the html page draws trees TB or LR, not {rankdir!r}")
     before, after = _page_lines(title)
     yield from before
-    header = script_json(
-        {
-            "format": FORMAT,
-            "version": VERSION,
-            "title": title,
-            "orientation": orientation,
-        }
-    )
+    head: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "title": title,
+        "orientation": orientation,
+    }
+    if links is not None:
+        head["links"] = links.as_record()
+    header = script_json(head)
     yield header[:-1] + ',"conversations":['
     unique = UniqueIds()
     report = progress or no_progress

@@ -515,6 +515,30 @@
   var canvas = $("canvas");
   var panel = $("panel");
 
+  // ---- Links out (convgraph.export.html.PageLinks): a page an application
+  // serves links each node to its record there, and its header back to
+  // where the trees came from. Only a path on the same site or an http(s)
+  // address is followed, never a javascript: or data: URL. ----
+
+  var LINKS = DATA.links || {};
+
+  function safeHref(value) {
+    return typeof value === "string" && /^(\/(?![\/\\])|https?:\/\/)/i.test(value) ? value : null;
+  }
+
+  function link(href, text) {
+    var anchor = el("a", null, text);
+    anchor.href = href;
+    return anchor;
+  }
+
+  var home = safeHref(LINKS.home);
+  if (home) {
+    var homeLink = link(home, LINKS.homeLabel || "Back");
+    homeLink.id = "home-link";
+    $("title").parentNode.insertBefore(homeLink, $("title"));
+  }
+
   // ---- The list of conversations ----
 
   function figures(conversation) {
@@ -1228,6 +1252,10 @@
     var facts = el("dl");
     facts.id = "node-facts";
     field(facts, "Id", conversation.ids[node]).className = "mono node-id";
+    var record = LINKS.nodes ? safeHref(LINKS.nodes[conversation.ids[node]]) : null;
+    if (record) {
+      field(facts, LINKS.nodeLabel || "Record", link(record, record)).setAttribute("data-field", "record");
+    }
     field(facts, "Conversation", conversation.title());
     var model = el("span", "chip");
     var swatch = el("span", "swatch");

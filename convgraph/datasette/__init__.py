@@ -1,0 +1,189 @@
+"""convgraph inside Datasette: llm's conversations as trees where its users
+already browse their `logs.db` (`datasette "$(llm logs path)"`).
+
+A Datasette plugin (the `datasette` entry point, `pip install
+'convgraph[datasette]'`), read-only, active on each database Datasette
+serves that convgraph reads as llm's (any generation); it stays out of
+every other database's pages. It adds:
+
+- the pages (`pages`): `/-/convgraph/DATABASE`, every tree's statistics,
+  sortable and paged, with a search of every branch; and
+  `/-/convgraph/DATABASE/ID`, one tree in the HTML explorer of `convgraph
+  export --format html`, each node linking back to its row;
+- links into them from Datasette's own pages: the cells that hold a node
+  or conversation id in llm's tables (`TREE_CELLS`, by `render_cell`), "View
+  as conversation trees" among the actions of those tables and of the
+  database.
+
+Datasette asks these hooks for every page it draws, so they import no
+pandas or networkx: the pages do, when asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from datasette import hookimpl
+from datasette.utils import tilde_encode
+from markupsafe import Markup, escape
+
+from convgraph.datasette import files
+from convgraph.datasette.pages import (
+    PREFIX,
+    VIEW_LABEL,
+    file_of,
+    forest_url,
+    forest_view,
+    llm_file,
+    tree_url,
+    tree_view,
+)
+
+if TYPE_CHECKING:
+    from datasette.app import Datasette
+
+#: The cells of llm's tables that name a node or a conversation, by (table,
+#: column): each links to the tree it is in. A table page draws its primary
+#: key as the link to the row without asking `render_cell`, so `id` gets
+#: the link on the row's page and in query results of the table.
+TREE_CELLS = frozenset(
+    {
+        ("responses", "id"),
+        ("responses", "conversation_id"),
+        ("turns", "id"),
+        ("turns", "thread_id"),
+        ("threads", "id"),
+        ("conversations", "id"),
+    }
+)
+#: Of those, the cells that are the id of a row of another table (llm's
+#: foreign keys): the cell keeps its link to that row, beside the tree's.
+OTHER_ROWS = {
+    ("responses", "conversation_id"): "conversations",
+    ("turns", "thread_id"): "threads",
+}
+#: The tables whose actions offer the forest page.
+TREE_TABLES = frozenset(table for table, _ in TREE_CELLS)
+#: The title of a cell's link to its tree.
+CELL_TITLE = "View in its conversation tree"
+
+
+@hookimpl
+def register_routes(datasette: Datasette) -> list[tuple[str, Callable[..., Any]]]:
+    """The plugin's pages: one tree, and the forest of a database."""
+    return [
+        (rf"^/{PREFIX}/(?P<database>[^/]+)/(?P<tree>[^/]+)$", tree_view),
+        (rf"^/{PREFIX}/(?P<database>[^/]+)$", forest_view),
+    ]
+
+
+def _cell(
+    datasette: Datasette,
+    database: str,
+    table: str,
+    column: str,
+    value: str,
+    label: str | None,
+) -> Markup:
+    """A cell's id, with a link to its tree's page; a foreign key keeps
+    its link to the row it names, with the label Datasette found for it."""
+    route = datasette.databases[database].route
+    other = OTHER_ROWS.get((table, column))
+    if other is None:
+        shown = escape(value)
+    else:
+        row = datasette.urls.row(database, other, tilde_encode(value))
+        if label and label != value:
+            shown = Markup('<a href="{}">{}</a>&nbsp;<em>{}</em>').format(
+                row, label, value
+            )
+        else:
+            shown = Markup('<a href="{}">{}</a>').format(row, value)
+    return Markup('{} <a class="convgraph-tree" href="{}" title="{}">tree</a>').format(
+        shown, tree_url(datasette, route, value), CELL_TITLE
+    )
+
+
+@hookimpl
+def render_cell(
+    row: Any,
+    value: Any,
+    column: str,
+    table: str | None,
+    database: str,
+    datasette: Datasette,
+) -> Markup | Callable[[], Awaitable[Markup | None]] | None:
+    """An id cell of llm's tables (`TREE_CELLS`) with a link to its tree.
+
+    A foreign key Datasette expanded comes as {"value", "label"}. Whether
+    the database is llm's is known without reading once it was asked (the
+    file unchanged); where it is not, the answer is a coroutine that asks
+    off the event loop.
+    """
+    if (table, column) not in TREE_CELLS:
+        return None
+    label = None
+    if isinstance(value, dict):
+        value, label = value.get("value"), value.get("label")
+        label = str(label) if label is not None else None
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        return None
+    text = str(value)
+    found = datasette.databases.get(database)
+    path = file_of(found)
+    if path is None or table is None:
+        return None
+    known = files.known_llm_file(path)
+    if known is not None:
+        return _cell(datasette, database, table, column, text, label) if known else None
+
+    async def later() -> Markup | None:
+        if table is None or await llm_file(found) is None:
+            return None
+        return _cell(datasette, database, table, column, text, label)
+
+    return later
+
+
+async def _view_links(
+    datasette: Datasette, actor: Any, database: str
+) -> list[dict[str, str]]:
+    """The link to the forest page, for an actor who may view the database
+    of llm's; none otherwise."""
+    found = datasette.databases.get(database)
+    if await llm_file(found) is None or found is None:
+        return []
+    visible, _ = await datasette.check_visibility(
+        actor, permissions=[("view-database", database), "view-instance"]
+    )
+    if not visible:
+        return []
+    return [{"href": forest_url(datasette, found.route), "label": VIEW_LABEL}]
+
+
+@hookimpl
+def table_actions(
+    datasette: Datasette, actor: Any, database: str, table: str, request: Any
+) -> Callable[[], Awaitable[list[dict[str, str]]]] | None:
+    """The action "View as conversation trees" on llm's tables that hold
+    nodes or conversations."""
+    if table not in TREE_TABLES:
+        return None
+
+    async def links() -> list[dict[str, str]]:
+        return await _view_links(datasette, actor, database)
+
+    return links
+
+
+@hookimpl
+def database_actions(
+    datasette: Datasette, actor: Any, database: str, request: Any
+) -> Callable[[], Awaitable[list[dict[str, str]]]]:
+    """The action "View as conversation trees" on an llm database's page."""
+
+    async def links() -> list[dict[str, str]]:
+        return await _view_links(datasette, actor, database)
+
+    return links

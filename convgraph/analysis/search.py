@@ -122,12 +122,14 @@ def query_words(query: str) -> list[list[str]]:
     tokenize = analyzer().analyze
     words: list[list[str]] = []
     seen: set[str] = set()
+    found: set[tuple[str, ...]] = set()
     for word in text.split():
         if word in seen or not _WORD.search(word.replace(ZERO_WIDTH_SPACE, "")):
             continue
         seen.add(word)
         tokens = tokenize(word)
-        if tokens not in words:
+        if tuple(tokens) not in found:
+            found.add(tuple(tokens))
             words.append(tokens)
     if not words:
         shown = query if len(query) <= 60 else query[:59] + ELLIPSIS

@@ -382,7 +382,15 @@ def open_index(
         raise DatabaseError(f"cannot write the search index in {path.parent}")
     for attempt in range(2):
         again = rebuild or attempt > 0
-        opened = _open_current(logs, path, progress, say, rebuild=again)
+        try:
+            opened = _open_current(logs, path, progress, say, rebuild=again)
+        except _Damaged as error:
+            if attempt:
+                raise DatabaseError(
+                    f"the search index {path} cannot be read: {error}"
+                ) from None
+            say(f"the search index {path} is damaged: building it again")
+            continue
         try:
             opened.searcher = opened.index.searcher()
             opened.searcher.num_docs  # noqa: B018 (reads the segments' meta)
@@ -398,6 +406,10 @@ def open_index(
             say(f"search index written to {path}")
         return opened
     raise AssertionError("unreachable")
+
+
+class _Damaged(Exception):
+    """The index's files could not be opened."""
 
 
 def _lock(path: Path, exclusive: bool) -> Any:
@@ -452,7 +464,10 @@ def _open_current(
                 meta, built = _brought_up_to_date(logs, path, progress, say, rebuild)
             # Shared again before searching; the index is as just written.
             fcntl.flock(lock, fcntl.LOCK_SH)
-        index = _tantivy_index(path)
+        try:
+            index = _tantivy_index(path)
+        except damage_errors() as error:
+            raise _Damaged(str(error)) from None
         models = meta.get("models", [])
         return SearchIndex(index, None, path, models, built, lock)  # type: ignore[arg-type]
     except BaseException:
@@ -479,8 +494,9 @@ def _brought_up_to_date(
     else built anew; its new meta, and "updated" or "built"."""
     # The stamps first: a commit during the read shows in the next ones.
     quick = _quick_stamp(logs)
-    content = _content_stamp(logs)
     meta = _read_meta(path)
+    counted = _content_stamp(logs, meta.get("content") or None)
+    content = _stored(counted)
     if not rebuild and meta and meta.get("version") != INDEX_VERSION:
         say(f"the search index {path} is of another version: building it again")
     elif not rebuild and meta.get("version") == INDEX_VERSION:
@@ -488,13 +504,23 @@ def _brought_up_to_date(
             meta["quick"] = quick  # written, but nothing indexed changed
             _write_meta(path, meta)
             return meta, "updated"
-        trees = _changed_trees(logs, meta.get("content"), content)
+        trees = _changed_trees(logs, meta.get("content"), counted)
         if trees is not None:
             with contextlib.suppress(UnknownConversation):
-                return _updated(logs, path, meta, trees, quick, content), "updated"
+                updated = _updated(logs, path, meta, trees, quick, content, progress)
+                return updated, "updated"
     elif not rebuild and path.exists():
         say(f"{path} is no search index of convgraph's: building it again")
     return _build(logs, path, quick, content, progress), "built"
+
+
+def _stored(content: dict[str, Any]) -> dict[str, Any]:
+    """A content stamp as the meta keeps it: each table's counts up to the
+    old bound left out (they are for the comparison only)."""
+    return {
+        key: value[:5] if key in STAMPED_TABLES else value
+        for key, value in content.items()
+    }
 
 
 def _write_meta(path: Path, meta: dict[str, Any]) -> None:
@@ -544,21 +570,61 @@ def _quick_stamp(logs: Source) -> list[Any]:
     return found
 
 
-#: A row's fingerprint from its rowid and a text column: the column's last
-#: six characters and length mixed with the rowid, kept below 2**31 so that
-#: a sum over a billion rows stays an integer.
-def _row_hash(column: str) -> str:
-    value = f"coalesce({column}, '')"
-    mixed = " + ".join(
-        f"unicode(substr({value}, -{place}, 1)) * {31**place}" for place in range(1, 7)
-    )
-    return f"(({mixed}) + length({value}) * 8191 + rowid * 131071) % 2147483647"
+def _parent_column(conn: sqlite3.Connection, table: str) -> str | None:
+    """The parent column of `table` where an index of it exists (what
+    `convgraph migrate` makes), so that a fingerprint of it reads the
+    index alone; None otherwise (a file whose parents only the sqlite shell
+    could change, as `migrate` adds the index with the rules)."""
+    if table != "responses":
+        return None
+    for row in conn.execute(f'pragma index_list("{table}")').fetchall():
+        columns = conn.execute(f'pragma index_info("{row[1]}")').fetchall()
+        if columns and columns[0][2] == "parent_response_id":
+            return "parent_response_id"
+    return None
 
 
-def _content_stamp(logs: Source) -> dict[str, Any]:
+def _id_at(conn: sqlite3.Connection, table: str, rowid: int | None) -> str | None:
+    """The id of the row at `rowid`, None where there is none."""
+    row = conn.execute(
+        f'select cast(id as text) from "{table}" where rowid = ?', [rowid]
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def _table_stamp(
+    conn: sqlite3.Connection, table: str, bound: int | None = None
+) -> list[Any]:
+    """[row count, largest rowid, sum of rowids, id of the last row,
+    parent links' fingerprint], and with `bound` the count and sum of the
+    rowids up to it: each a scan of an index of the table (its ids', its
+    parents'), never of its rows."""
+    below = -(2**63) if bound is None else bound
+    count, largest, rowids, kept, kept_sum = conn.execute(
+        f"select count(*), max(rowid), sum(rowid), sum(rowid <= ?),"
+        f' sum(case when rowid <= ? then rowid end) from "{table}"',
+        [below, below],
+    ).fetchone()
+    last = _id_at(conn, table, largest)
+    links: list[Any] = []
+    parent = _parent_column(conn, table)
+    if parent:
+        links = list(
+            conn.execute(
+                f"select count({parent}), sum(unicode(substr({parent}, -1, 1)))"
+                f' from "{table}" where {parent} is not null'
+            ).fetchone()
+        )
+    stamp = [count, largest, rowids or 0, last, links]
+    if bound is not None:
+        stamp += [kept or 0, kept_sum or 0]
+    return stamp
+
+
+def _content_stamp(logs: Source, old: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the rows say: for llm's file the schema version and, for each
-    of `STAMPED_TABLES`, [row count, largest rowid, fingerprint of ids,
-    fingerprint of parent links]; for an export, its quick stamp."""
+    of `STAMPED_TABLES`, its `_table_stamp` (with the rows up to the largest
+    rowid of the `old` stamp counted); for an export, its quick stamp."""
     conn = logs.conn
     if conn is None:
         return {"files": _quick_stamp(logs)}
@@ -572,19 +638,12 @@ def _content_stamp(logs: Source) -> dict[str, Any]:
         }
         stamp: dict[str, Any] = {"schema": version}
         for table in STAMPED_TABLES:
-            if table not in tables:
-                continue
-            columns = {row[1] for row in conn.execute(f'pragma table_info("{table}")')}
-            parent = "parent_response_id" if "parent_response_id" in columns else None
-            count, largest, ids = conn.execute(
-                f'select count(*), max(rowid), sum({_row_hash("id")}) from "{table}"'
-            ).fetchone()
-            links = 0
-            if parent:
-                (links,) = conn.execute(
-                    f'select sum({_row_hash(parent)}) from "{table}"'
-                ).fetchone()
-            stamp[table] = [count, largest, ids or 0, links or 0]
+            if table in tables:
+                before = (old or {}).get(table)
+                bound = None
+                if before:  # an empty table's bound is below every rowid
+                    bound = -(2**63) if before[1] is None else before[1]
+                stamp[table] = _table_stamp(conn, table, bound)
     except sqlite3.Error as error:
         raise DatabaseError(f"cannot read {logs.path}: {error}") from None
     return stamp
@@ -594,8 +653,14 @@ def _changed_trees(
     logs: Source, old: dict[str, Any] | None, new: dict[str, Any]
 ) -> set[str] | None:
     """The trees holding rows logged since `old` was taken, or None where
-    anything else changed (rows deleted or replaced, links moved, the
-    schema, an export's files): then the index is built again."""
+    anything else changed (rows deleted, a row at a rowid used again, links
+    moved, the schema, an export's files): then the index is built again.
+
+    llm only appends, and SQLite gives a new row the rowid after the largest:
+    so the rows up to the old largest rowid must be exactly as many, with
+    the same sum of rowids and the same last id (a newest row deleted and
+    another logged in its place has another id), and the parent links the
+    same; the rows above it are what was logged since."""
     conn = logs.conn
     if conn is None or not old or old.get("schema") != new.get("schema"):
         return None
@@ -605,23 +670,14 @@ def _changed_trees(
     for table in STAMPED_TABLES:
         if table not in old:
             continue
-        count, largest, ids, links = old[table]
-        bound = -(2**63) if largest is None else largest
-        columns = {row[1] for row in conn.execute(f'pragma table_info("{table}")')}
-        parent = "parent_response_id" if "parent_response_id" in columns else None
-        kept = conn.execute(
-            f'select count(*), sum({_row_hash("id")}) from "{table}" where rowid <= ?',
-            [bound],
-        ).fetchone()
-        if [kept[0], kept[1] or 0] != [count, ids]:
+        count, largest, rowids, last, links = old[table]
+        if largest is None:
+            largest = -(2**63)
+        now = new[table]
+        if now[5:] != [count, rowids] or now[4] != links:
             return None
-        if parent:
-            (kept_links,) = conn.execute(
-                f'select sum({_row_hash(parent)}) from "{table}" where rowid <= ?',
-                [bound],
-            ).fetchone()
-            if (kept_links or 0) != links:
-                return None
+        if count and _id_at(conn, table, largest) != last:
+            return None
         if table == "responses":
             query = (
                 "select distinct cast(coalesce(conversation_id, id) as text),"
@@ -632,7 +688,7 @@ def _changed_trees(
         else:
             query = "select id, id from threads where rowid > ?"
         named: set[str] = set()
-        for conversation_id, node_id in conn.execute(query, [bound]).fetchall():
+        for conversation_id, node_id in conn.execute(query, [largest]).fetchall():
             if conversation_id not in named:
                 named.add(conversation_id)
                 trees.add(_tree_of(logs, str(conversation_id), str(node_id)))
@@ -746,9 +802,9 @@ def _add(writer: Any, documents: Iterable[dict[str, Any]]) -> set[str]:
 
 
 def _writer(index: Any) -> Any:
-    """A writer of the index: one indexing thread a core beyond the first
-    (which makes the documents), at least one, at most four."""
-    threads = max(1, min(4, (os.cpu_count() or 2) - 1))
+    """A writer of the index: an indexing thread a core, at most four (the
+    documents are made meanwhile; on two cores two threads beat one)."""
+    threads = max(1, min(4, os.cpu_count() or 1))
     return index.writer(WRITER_HEAP, threads)
 
 
@@ -811,6 +867,7 @@ def _updated(
     trees: set[str],
     quick: list[Any],
     content: dict[str, Any],
+    progress: ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """The documents of `trees` read again (texts, depths, branch marks) and
     put in place of their old ones; the new meta.
@@ -823,7 +880,9 @@ def _updated(
     from convgraph.model.forest import Forest
 
     if trees:
-        forest = Forest.read(logs, text=True, conversation_ids=sorted(trees))
+        forest = Forest.read(
+            logs, text=True, conversation_ids=sorted(trees), progress=progress
+        )
         index = _tantivy_index(path)
         writer = _writer(index)
         # The trees' old documents, and any of the same ids (a tree named

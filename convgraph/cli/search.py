@@ -81,7 +81,7 @@ COLUMNS = (
 @click.option(
     "--index",
     "index_directory",
-    type=click.Path(file_okay=False),
+    metavar="DIR",
     help="Keep the search index in this directory (default: the user's cache)",
 )
 @output_options

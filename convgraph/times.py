@@ -5,15 +5,20 @@ an offset (`datetime.utcnow().isoformat()`), the turns of its message store
 with one (`+00:00`); the chat exports give epoch seconds or text with `Z`.
 The rule for reading them: a time without an offset is UTC, never the local
 time of the machine that reads it, so a run under `TZ=Asia/Tokyo` reads the
-same moments (and an import makes the same ids) as one in London.
-`parse_time` reads one value and `parse_times` a whole pandas column by that
-rule, side by side, with one property test for the pair
-(tests/test_times.py), and `time_bounds` the first and last of each group of a
-column; `shown_time` is how a person sees a stored time in a
-table or the browser: in UTC, to the second or the minute. `parse_bound`
-reads what a person types as a bound of a time filter (`--since`,
-`--until`): a date, a time, or a span back from now (`7d`). Nothing here
-imports pandas until `parse_times` is called.
+same moments (and an import makes the same ids) as one in London. A moment
+is a time of Python's range, from `EARLIEST` to `LATEST` in UTC, to the
+microsecond, in every form: `parse_time` reads one value and `parse_times`
+a whole pandas column (`DATETIME_DTYPE`, microseconds, so that year 1, what
+Go writes for a zero time, and year 9999 are times in a table as they are
+in a tree), side by side, with one property test for the pair
+(tests/test_times.py), and `time_bounds` the first and last of each group of
+a column; `epoch_microseconds` is the integer an index compares a moment
+by. `shown_time` is how a person sees a stored time in a table or the
+browser: in UTC, to the second or the minute. `parse_bound` reads what a
+person types as a bound of a time filter (`--since`, `--until`): a date, a
+time, or a span back from now (`7d`), always a moment of that range, so a
+bound is comparable wherever a time is. Nothing here imports pandas until
+`parse_times` is called.
 """
 
 from __future__ import annotations
@@ -26,8 +31,15 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-#: The dtype of a column of times: UTC, to the nanosecond.
-DATETIME_DTYPE: Final = "datetime64[ns, UTC]"
+#: The dtype of a column of times: UTC, to the microsecond, as Python's
+#: datetime holds them (a nanosecond column ends in 1677 and 2262, and a
+#: time outside it would be no time in a table but one in a tree).
+DATETIME_DTYPE: Final = "datetime64[us, UTC]"
+
+#: The first and last moments a stored time or a bound may be: Python's
+#: datetime's, in UTC.
+EARLIEST: Final = datetime.min.replace(tzinfo=UTC)
+LATEST: Final = datetime.max.replace(tzinfo=UTC)
 
 # What may follow "YYYY-MM-DDTHH:MM:SS" in a time already in UTC: a
 # fraction, and no offset, `Z` or a zero one.
@@ -117,29 +129,85 @@ def parse_bound(
 
 
 def parse_times(column: pd.Series) -> pd.Series:
-    """`parse_time` of a whole column at once: UTC times (`DATETIME_DTYPE`),
-    NaT where a value is missing, is no ISO 8601 text or lies outside the
-    years a nanosecond time can hold (1677 to 2262).
+    """`parse_time` of a whole column at once: UTC times (`DATETIME_DTYPE`,
+    the fraction cut to the microsecond as `parse_time` cuts it), NaT where
+    a value is missing, is no ISO 8601 text or lies outside `EARLIEST` to
+    `LATEST`.
 
     Examples
     --------
     >>> import pandas as pd
     >>> times = parse_times(pd.Series(["2024-03-01T12:00:00",
-    ...     "2024-03-01T21:00:00+09:00", None, "yesterday"]))
+    ...     "2024-03-01T21:00:00+09:00", None, "yesterday", "0001-01-01T00:00:00Z"]))
     >>> times.tolist()[:2] == [pd.Timestamp("2024-03-01 12:00", tz="UTC")] * 2
     True
     >>> times.isna().tolist()
-    [False, False, True, True]
+    [False, False, True, True, False]
+    >>> str(times[4])
+    '0001-01-01 00:00:00+00:00'
     """
+    import pandas as pd
+
+    times = _to_utc(column)
+    # pandas reads a column at the finest unit one of its texts needs: one
+    # time with nanoseconds makes every time outside the nanoseconds' years
+    # (1677 to 2262) NaT. Those few are read again without it, and what
+    # pandas still refuses there by Python itself, as `parse_time` reads it.
+    missed = times.isna() & column.notna()
+    if missed.any():
+        again = _to_utc(column[missed])
+        left = again.isna()
+        if left.any():
+            again[left] = pd.Series(
+                [_utc_or_none(value) for value in column[missed][left]],
+                index=again.index[left],
+                dtype=DATETIME_DTYPE,
+            )
+        times[missed] = again
+    # A year 0 or 10000 (a text pandas reads, or an offset past the range)
+    # is no moment for Python: no moment here either. Compared as integers:
+    # pandas' own comparison of a year 0 with a datetime raises.
+    counts = times.dt.tz_localize(None).to_numpy("datetime64[us]").view("int64")
+    inside = (counts >= _FIRST_COUNT) & (counts <= _LAST_COUNT)
+    return times.where(inside | times.isna().to_numpy())
+
+
+def _to_utc(column: pd.Series) -> pd.Series:
+    """pandas' reading of ISO 8601 texts (or times), in `DATETIME_DTYPE`."""
     import pandas as pd
 
     times = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
     if times.dt.tz is None:  # a column without a single time stays naive
         times = times.dt.tz_localize("UTC")
-    # A year like -1 parses at a coarser unit but has no nanosecond time.
-    earliest = pd.Timestamp.min.tz_localize("UTC")
-    latest = pd.Timestamp.max.tz_localize("UTC")
-    return times.where((times >= earliest) & (times <= latest)).astype(DATETIME_DTYPE)
+    return times.astype(DATETIME_DTYPE)
+
+
+def _utc_or_none(value: Any) -> datetime | None:
+    moment = parse_time(value)
+    return None if moment is None else moment.astimezone(UTC)
+
+
+def epoch_microseconds(moment: datetime) -> int:
+    """An aware time as microseconds since 1970 UTC, exact: the integer a
+    search index stores for a node's time and compares a filter's bounds
+    with (a 64-bit integer holds every moment from `EARLIEST` to `LATEST`,
+    where nanoseconds would not).
+
+    Examples
+    --------
+    >>> epoch_microseconds(EARLIEST), epoch_microseconds(LATEST)
+    (-62135596800000000, 253402300799999999)
+    >>> epoch_microseconds(parse_time("1970-01-01T00:00:01+00:00"))
+    1000000
+    """
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+#: Where `epoch_microseconds` counts from.
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+#: `EARLIEST` and `LATEST` as `epoch_microseconds` counts them.
+_FIRST_COUNT: Final = epoch_microseconds(EARLIEST)
+_LAST_COUNT: Final = epoch_microseconds(LATEST)
 
 
 #: A time as llm writes it, in UTC: ISO 8601 to the second, perhaps a
@@ -207,10 +275,10 @@ def time_bounds(
 def _utc_times(texts: Any) -> pd.Series | None:
     """`parse_times` of Arrow strings all of llm's UTC form (`_UTC_TIME`),
     parsed by Arrow in C; None where Arrow refuses one (a day the month
-    lacks, more than nine digits of fraction, a moment no nanosecond time
-    holds), which `parse_times` reads instead.
+    lacks, more than six digits of fraction) or gives what is no moment
+    (year 0), which `parse_times` reads instead.
 
-    Where Arrow takes a text of that form it gives the nanoseconds
+    Where Arrow takes a text of that form it gives the microseconds
     `parse_times` gives (tests/test_time_bounds.py); it refuses more than
     pandas does, never less, so a refusal costs time, never the answer.
     """
@@ -222,10 +290,13 @@ def _utc_times(texts: Any) -> pd.Series | None:
     # one Arrow reads as a time without a zone, the same moment in UTC.
     naive = pc.replace_substring(texts, "+00:00", "")
     try:
-        moments = pc.cast(naive, pa.timestamp("ns"))
+        moments = pc.cast(naive, pa.timestamp("us"))
     except pa.ArrowInvalid:
         return None
-    return pd.Series(moments.to_numpy()).dt.tz_localize("UTC")
+    counts = moments.to_numpy()
+    if len(counts) and counts.view("int64").min() < _FIRST_COUNT:
+        return None
+    return pd.Series(counts).dt.tz_localize("UTC")
 
 
 def utc_iso(value: Any, timespec: str = "auto") -> str | None:

@@ -275,9 +275,19 @@ def test_open_webui_by_model(tmp_path: Path):
 
 MODELS = st.sampled_from([None, "gpt-4o", "gpt-4o-mini", "claude-3", "echo"])
 SOURCES = st.sampled_from(["responses", "turns", "chatgpt"])
+#: Times at the ends of what each form could hold: Go's zero time (year 1),
+#: around the nanoseconds' years (1677, 2262), 2300 and the last of 9999.
+EDGE_TIMES = (
+    "0001-01-01T00:00:00Z",
+    "1677-01-01T00:00:00",
+    "2262-04-12T00:00:00+00:00",
+    "2300-01-01T00:00:00",
+    "9999-12-31T23:59:59.999999",
+)
 TIMES = st.one_of(
     st.none(),
     st.just("not a time"),
+    st.sampled_from(EDGE_TIMES),
     st.integers(0, 48 * 60).map(
         lambda minutes: (
             datetime(2026, 11, 1, tzinfo=UTC) + pd.Timedelta(minutes=minutes)
@@ -291,6 +301,14 @@ TIMES = st.one_of(
 )
 BOUNDS = st.one_of(
     st.none(),
+    st.sampled_from(
+        [
+            datetime(1, 1, 1, tzinfo=UTC),
+            datetime(1900, 1, 1, tzinfo=UTC),
+            datetime(2300, 1, 1, tzinfo=UTC),
+            datetime.max.replace(tzinfo=UTC),
+        ]
+    ),
     st.integers(0, 48 * 60).map(
         lambda minutes: (
             datetime(2026, 11, 1, tzinfo=UTC) + pd.Timedelta(minutes=minutes)

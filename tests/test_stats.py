@@ -106,8 +106,8 @@ def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
         {
             "tree_id": "str",
             "name": object,
-            "first_datetime": "datetime64[ns, UTC]",
-            "last_datetime": "datetime64[ns, UTC]",
+            "first_datetime": "datetime64[us, UTC]",
+            "last_datetime": "datetime64[us, UTC]",
             "input_tokens": "Int64",
             "output_tokens": "Int64",
             "duration_ms": "Int64",
@@ -142,7 +142,7 @@ def test_node_table_of_the_complex_tree(seed_forest: Forest) -> None:
 def test_node_table_dtypes(seed_forest: Forest) -> None:
     table = node_table(seed_forest)
     dtypes = table.dtypes
-    assert str(dtypes["datetime_utc"]) == "datetime64[ns, UTC]"
+    assert str(dtypes["datetime_utc"]) == "datetime64[us, UTC]"
     for column in ("input_tokens", "output_tokens", "duration_ms"):
         assert dtypes[column] == pd.Int64Dtype()
     for column in ("tree_id", "conversation_id", "model", "source"):
@@ -329,7 +329,7 @@ def test_missing_figures_are_na_not_zero() -> None:
     assert conversations["input_tokens"].tolist() == [5, pd.NA]
     assert conversations["name"].tolist() == ["named", None]
     assert conversations["first_datetime"].isna().all()
-    assert str(conversations["first_datetime"].dtype) == "datetime64[ns, UTC]"
+    assert str(conversations["first_datetime"].dtype) == "datetime64[us, UTC]"
     assert conversations.loc[1, ["nodes", "roots", "leaves", "max_depth"]].tolist() == [
         1,
         1,

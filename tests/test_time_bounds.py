@@ -1,6 +1,7 @@
 """Times of llm's UTC form parsed by Arrow (`convgraph.times._utc_times`,
 the first and last time of each tree in `time_bounds`): exactly what
-`parse_times` gives, or a refusal that leaves the texts to it."""
+`parse_times` gives, to the microsecond, from year 1 to 9999, or a refusal
+that leaves the texts to it."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from convgraph.times import _UTC_TIME, _utc_times, parse_times
+from convgraph.times import _UTC_TIME, _utc_times, epoch_microseconds, parse_times
 
 
 def both(texts: list[str]) -> tuple[list[int | None] | None, list[int | None]]:
-    """The nanoseconds of each text by Arrow (None where it refuses them)
+    """The microseconds of each text by Arrow (None where it refuses them)
     and by `parse_times` (None for NaT)."""
     by_arrow = _utc_times(pa.array(texts, pa.string()))
     # The columnar reader's times are large strings: the same answer.
@@ -23,14 +24,17 @@ def both(texts: list[str]) -> tuple[list[int | None] | None, list[int | None]]:
     assert (large is None) == (by_arrow is None)
     assert large is None or large.equals(by_arrow)
     by_pandas = parse_times(pd.Series(texts, dtype=object))
-    assert str(by_pandas.dtype) == "datetime64[ns, UTC]"
+    assert str(by_pandas.dtype) == "datetime64[us, UTC]"
 
     def values(times: pd.Series) -> list[int | None]:
-        return [None if pd.isna(time) else time.value for time in times]
+        return [
+            None if pd.isna(time) else epoch_microseconds(time.to_pydatetime())
+            for time in times
+        ]
 
     if by_arrow is None:
         return None, values(by_pandas)
-    assert str(by_arrow.dtype) == "datetime64[ns, UTC]"
+    assert str(by_arrow.dtype) == "datetime64[us, UTC]"
     return values(by_arrow), values(by_pandas)
 
 
@@ -44,18 +48,30 @@ def test_every_fraction_with_and_without_its_offset() -> None:
                 f"1969-12-31T23:59:59{fraction}{offset}",
                 f"2024-02-29T23:59:59{fraction}{offset}",
             ]
-    by_arrow, by_pandas = both(texts)
+    by_arrow, by_pandas = both(texts[:42])  # up to six digits
     assert by_arrow == by_pandas
-    assert by_pandas[:2] == [1735689684000000000, -1000000000]
-    # Nine digits are nanoseconds, none rounded or cut.
-    assert by_pandas[-3:] == [1735689684987654321, -12345679, 1709251199987654321]
+    assert by_pandas[:2] == [1735689684000000, -1000000]
+    # Six digits are microseconds; Arrow refuses more, and pandas cuts them
+    # to the microsecond, as Python's datetime reads them.
+    assert by_pandas[-3:] == [1735689684987654, -12346, 1709251199987654]
+    assert both(texts)[0] is None
+    assert both(texts)[1][-3:] == [1735689684987654, -12346, 1709251199987654]
 
 
-def test_the_nanosecond_times_ends() -> None:
-    latest, earliest = "2262-04-11T23:47:16.854775807", "1677-09-21T00:12:43.145224193"
-    assert both([latest]) == ([9223372036854775807], [9223372036854775807])
-    # Arrow refuses the earliest nanosecond pandas holds, which pandas reads.
-    assert both([earliest]) == (None, [-9223372036854775807])
+def test_every_year_python_holds() -> None:
+    first, last = "0001-01-01T00:00:00", "9999-12-31T23:59:59.999999"
+    assert both([first, last]) == (
+        [-62135596800000000, 253402300799999999],
+        [-62135596800000000, 253402300799999999],
+    )
+    # Around the nanoseconds' ends, which no longer end anything.
+    around = ["1677-09-21T00:12:43", "2262-04-11T23:47:17", "2300-01-01T00:00:00"]
+    by_arrow, by_pandas = both(around)
+    assert (
+        by_arrow
+        == by_pandas
+        == [-9223372037000000, 9223372037000000, 10413792000000000]
+    )
 
 
 def test_what_arrow_refuses_parse_times_reads() -> None:
@@ -64,18 +80,16 @@ def test_what_arrow_refuses_parse_times_reads() -> None:
         "2025-02-30T00:00:00",  # no such day
         "2023-02-29T00:00:00",
         "2025-01-01T24:00:00",
-        "1677-09-21T00:12:43",  # before the first nanosecond time
-        "2262-04-11T23:47:17",  # after the last
-        "0000-01-01T00:00:00",
+        "0000-01-01T00:00:00",  # year 0, which Arrow reads: no moment
     ]
     for text in refused:
         assert both([text])[0] is None, text
-    assert both(refused[:1]) == (None, [1735689600123456789])
-    assert both(refused[1:]) == (None, [None] * 6)
+    assert both(refused[:1]) == (None, [1735689600123456])
+    assert both(refused[1:]) == (None, [None] * 4)
     # One refused text refuses the lot: parse_times reads them all.
     assert both(["2025-01-01T00:00:00", refused[1]]) == (
         None,
-        [1735689600000000000, None],
+        [1735689600000000, None],
     )
 
 
@@ -88,8 +102,8 @@ def two_digits(least: int, most: int) -> st.SearchStrategy[str]:
 
 
 #: Texts of llm's UTC form (`_UTC_TIME`), mostly in range, sometimes not:
-#: years around the ends of a nanosecond time and anywhere, days a month
-#: lacks, 60 seconds, fractions of any length.
+#: years around the ends of a nanosecond time, of Python's and anywhere,
+#: days a month lacks, 60 seconds, fractions of any length.
 UTC_FORM_TEXTS = st.builds(
     "{}-{}-{}T{}:{}:{}{}{}".format,
     st.one_of(
@@ -97,6 +111,7 @@ UTC_FORM_TEXTS = st.builds(
         st.integers(1960, 2030),
         st.integers(1677, 1678),
         st.integers(2261, 2262),
+        st.sampled_from([0, 1, 9999]),
         st.integers(0, 9999),
     ).map("{:04d}".format),
     two_digits(1, 12),

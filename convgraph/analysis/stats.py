@@ -6,7 +6,7 @@ and group-bys over integer codes of the node table, depths from
 (`convgraph.links.pointer_jumping`).
 There is no Python loop per node, no recursion, and no networkx graph per
 conversation, so a million-response forest is a few seconds of work. The
-columns have real dtypes: `datetime64[ns, UTC]` times, nullable `Int64` usage
+columns have real dtypes: `datetime64[us, UTC]` times, nullable `Int64` usage
 figures, and categories for the values that repeat.
 
 One rule, two forms: `summary` gives one tree's statistics from its graph
@@ -103,7 +103,7 @@ def node_table(forest: Forest) -> pd.DataFrame:
     `preferred`), then `depth` (a root is 0), `children`, `is_root`,
     `is_leaf`.
 
-    `datetime_utc` is a `datetime64[ns, UTC]` (NaT where missing or not a
+    `datetime_utc` is a `datetime64[us, UTC]` (NaT where missing or not a
     time); usage figures and `tool_calls` are nullable `Int64`; `tree_id`,
     `conversation_id`, `model` and `source` are categories. Texts and parts
     are None when the forest was read with `text=False` (`tool_calls` and
@@ -169,7 +169,7 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     `branching_factor_max` (over the nodes that have children, and the start
     with its roots as its children where there are several; 0 where there is
     neither), `first_datetime`, `last_datetime`
-    (`datetime64[ns, UTC]`), `models` (a list: distinct, in order of first
+    (`datetime64[us, UTC]`), `models` (a list: distinct, in order of first
     use), `input_tokens`, `output_tokens`, `duration_ms` (sums, nullable
     `Int64`: NA where no node of the tree has the figure), `tool_calls` (the
     tool calls its runs made, summed the same way), `tools` (a list: the

@@ -76,11 +76,12 @@ def _day(nodes: pd.DataFrame) -> pd.Series:
 
 
 def _week(nodes: pd.DataFrame) -> pd.Series:
-    # ISO year and week: 2027-01-01 lies in 2026-W53.
+    # ISO year and week: 2027-01-01 lies in 2026-W53. Four digits of year,
+    # as a day's and a month's have, so the labels sort as the weeks do.
     return _per_day(
         nodes,
         lambda days: [
-            f"{day.isocalendar()[0]}-W{day.isocalendar()[1]:02d}" for day in days
+            f"{day.isocalendar()[0]:04d}-W{day.isocalendar()[1]:02d}" for day in days
         ],
     )
 

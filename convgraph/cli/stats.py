@@ -18,7 +18,6 @@ and `--nodes-in-range` take the table path whatever the size.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -46,10 +45,6 @@ if TYPE_CHECKING:
 #: importing pandas (about 0.3 s) is most of the command's time; above it,
 #: the table's vectorized work soon costs less than a graph per tree.
 SMALL_INPUT_BYTES = 1_000_000
-
-# A time past the microseconds Python's datetime holds: the table keeps the
-# nanoseconds, `summary` does not.
-_NANOSECONDS = re.compile(r"\.\d{7,}")
 
 
 @command(epilog=FILTER_HELP)
@@ -246,10 +241,8 @@ def small_records(
     after the others with 0 nodes, as the table has them.
 
     None where the table path must answer: a chat export's named
-    conversations, a source of another kind, or a tree whose first or last
-    time the table reads otherwise (outside the years a nanosecond time
-    holds, 1678 to 2261, or finer than a microsecond), or that the file
-    lists but does not give alone.
+    conversations, a source of another kind, or a tree that the file lists
+    but does not give alone.
 
     Raises
     ------
@@ -282,8 +275,7 @@ def small_records(
                     return None
                 raise UnknownConversation(named[tree_id]) from None
             record = summary(graph)
-            if not _with_table_times(record):
-                return None
+            _with_table_times(record)
             records.append(record)
     return records
 
@@ -306,8 +298,7 @@ def _export_records(export: ChatExport) -> list[dict[str, Any]] | None:
             empty.append(tree)
             continue
         record = summary(tree_graph(export, tree, log_order_nodes=True)[0])
-        if not _with_table_times(record):
-            return None
+        _with_table_times(record)
         found.append((min(map(log_order, tree.records)), record))
     # The table's order: each tree where its first node is in log order.
     records = [record for _, record in sorted(found, key=lambda pair: pair[0])]
@@ -322,31 +313,14 @@ def _export_records(export: ChatExport) -> list[dict[str, Any]] | None:
     return records
 
 
-def _with_table_times(record: dict[str, Any]) -> bool:
-    """Give `record` its first and last times as the table prints them;
-    False where the table reads one otherwise."""
+def _with_table_times(record: dict[str, Any]) -> None:
+    """Give `record` its first and last times as the table prints them:
+    ISO 8601 in UTC with its offset (both forms read every moment
+    `convgraph.times.parse_time` reads, to the microsecond)."""
+    from convgraph.times import utc_iso
+
     for key in ("first_datetime", "last_datetime"):
-        moment = _table_time(record[key])
-        if moment is False:
-            return False
-        record[key] = moment
-    return True
-
-
-def _table_time(stored: str | None) -> str | None | bool:
-    """A stored time as the table prints it (ISO 8601 in UTC with its
-    offset); False where the table reads it otherwise."""
-    from datetime import UTC
-
-    from convgraph.times import parse_time
-
-    moment = parse_time(stored)
-    if moment is None:
-        return None
-    moment = moment.astimezone(UTC)
-    if not 1678 <= moment.year <= 2261 or _NANOSECONDS.search(stored or ""):
-        return False
-    return moment.isoformat()
+        record[key] = utc_iso(record[key])
 
 
 def _usage_keys(by: str, plot: str | None, measure: str) -> list[str]:

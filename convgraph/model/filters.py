@@ -15,6 +15,11 @@ is matched once per model name, not per row), with `select_trees` giving the
 as an SQL condition on a table that keeps each node's time as an integer
 (`moments`), its model and its source, for the search index, which applies
 it without loading its table (the same property test holds it to the others).
+Every form compares a node's time as `convgraph.times` reads it, a moment
+from year 1 to 9999 to the microsecond (`parse_time`, `parse_times`,
+`epoch_microseconds`), so a node dated 0001-01-01 (Go's zero time) or 9999
+is kept or left out alike by every command; a bound given as a naive time
+is UTC, as a stored time without an offset is.
 """
 
 from __future__ import annotations
@@ -22,10 +27,10 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from convgraph.times import parse_time
+from convgraph.times import epoch_microseconds, parse_time
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -54,6 +59,14 @@ class TreeFilter:
     until: datetime | None = None
     models: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A naive bound is UTC, as a stored time without an offset is: the
+        # forms compare aware moments, which a naive one would not be.
+        for name in ("since", "until"):
+            bound = getattr(self, name)
+            if bound is not None and bound.tzinfo is None:
+                object.__setattr__(self, name, bound.replace(tzinfo=UTC))
 
     def __bool__(self) -> bool:
         """Whether the filter leaves anything out at all."""
@@ -175,30 +188,20 @@ def select_trees(forest: Forest, where: TreeFilter) -> Forest:
     return Forest(nodes, names, problems, None, calls)
 
 
-#: Where `moments` count from.
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 def moments(times: pd.Series) -> list[int | None]:
-    """Each `datetime_utc` of a nodes table as nanoseconds since 1970 UTC
-    (None where it is no time, as `parse_times` reads it): what
-    `sql_condition` compares with the filter's bounds."""
+    """Each `datetime_utc` of a nodes table as microseconds since 1970 UTC
+    (`convgraph.times.epoch_microseconds`; None where it is no time, as
+    `parse_times` reads it): what `sql_condition` compares with the
+    filter's bounds."""
     from convgraph.times import parse_times
 
     parsed = parse_times(times)
-    nanoseconds = (
-        parsed.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy("datetime64[ns]")
-    )
-    values = nanoseconds.view("int64").tolist()
+    counts = parsed.dt.tz_localize(None).to_numpy("datetime64[us]").view("int64")
     missing = parsed.isna().tolist()
     return [
-        None if gone else value for value, gone in zip(values, missing, strict=True)
+        None if gone else value
+        for value, gone in zip(counts.tolist(), missing, strict=True)
     ]
-
-
-def _nanoseconds(moment: datetime) -> int:
-    """A time as `moments` counts it (exact: whole microseconds)."""
-    return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
 
 
 def sql_condition(
@@ -231,8 +234,8 @@ def sql_condition(
         parameters.append(json.dumps(passing))
     if where.since is not None:
         terms.append("moment >= ?")
-        parameters.append(_nanoseconds(where.since))
+        parameters.append(epoch_microseconds(where.since))
     if where.until is not None:
         terms.append("moment <= ?")
-        parameters.append(_nanoseconds(where.until))
+        parameters.append(epoch_microseconds(where.until))
     return " and ".join(terms) or "1", parameters

@@ -277,8 +277,13 @@ def search(
         The file cannot be read, or its index cannot be written.
     """
     query_syntax = query_syntax or fts
-    if not query_syntax:
-        query_words(query)  # a query without words fails before any build
+    # A query that is no query fails before any build: a text query without
+    # words, or one the engine's parser refuses (tried on an empty index
+    # in memory, of the same schema and analyzer).
+    if query_syntax:
+        syntax_query(_empty_index(), query)
+    else:
+        query_words(query)
     if limit <= 0:
         return []
     limit = min(limit, MAX_LIMIT)
@@ -299,6 +304,16 @@ def search(
             finally:
                 index.close()
     raise AssertionError("unreachable")
+
+
+def _empty_index() -> tantivy.Index:
+    import tantivy
+
+    from convgraph.analysis.search_index import TOKENIZER, schema
+
+    index = tantivy.Index(schema())
+    index.register_tokenizer(TOKENIZER, analyzer())
+    return index
 
 
 def _restricted(

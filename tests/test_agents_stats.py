@@ -229,13 +229,15 @@ def test_trees_and_json_exports_carry_the_place() -> None:
     document = json.loads(
         run("export", "--db", PROJECTS, "--format", "json", "s1").output
     )
+    # The place follows the contract's attributes; the calls a node folds
+    # (none in an agent's session) come last.
     assert [
-        (node["id"], node["git_branch"], list(node)[-2:]) for node in document["nodes"]
+        (node["id"], node["git_branch"], list(node)[-3:]) for node in document["nodes"]
     ][:4] == [
-        ("a4", "main", ["project", "git_branch"]),
-        ("a5", "main", ["project", "git_branch"]),
-        ("a6", "main", ["project", "git_branch"]),
-        ("x4", "main", ["project", "git_branch"]),
+        ("a4", "main", ["project", "git_branch", "calls"]),
+        ("a5", "main", ["project", "git_branch", "calls"]),
+        ("a6", "main", ["project", "git_branch", "calls"]),
+        ("x4", "main", ["project", "git_branch", "calls"]),
     ]
     logs = Path(__file__).parent.parent / "examples" / "logs.db"
     llm = json.loads(run("export", "--db", logs, "--format", "json").output)

@@ -74,6 +74,8 @@ def test_branch_scenario_exact_lines(seed_db):
         ("active", "boolean"),
         ("note", "string"),
         ("preferred", "boolean"),
+        # The ids of the calls a node's run folds, as a JSON array.
+        ("calls", "string"),
     ]
     assert list(generate_graphml(load_tree("branch", seed_db))) == [
         '<?xml version="1.0" encoding="UTF-8"?>',

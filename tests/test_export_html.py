@@ -756,10 +756,20 @@ def test_a_tool_chain_llm_logged_shows_its_call_and_result(open_page, tmp_path):
             "thinking",
             "1",
         )
-    visit = open_page(export(log.path, tmp_path / "chain.html"))
+    page = export(log.path, tmp_path / "chain.html")
+    # The first call's id is in the page, and reads back as the tree's calls.
+    (back,) = read_html(page)
+    assert back.graph["calls"] == {first: last}
+    visit = open_page(page)
     assert visit.drawn_ids() == {last}
     visit.node(last).click()
     assert visit.panel("dd[data-field=tool_calls]") == "1 (shout)"
+    assert visit.panel("dd[data-field=calls]") == first
+    # The first call's id finds the run's node, as a link to the page would.
+    visit.page.keyboard.press("Escape")
+    assert selected(visit) is None
+    assert visit.page.evaluate(f"() => convgraph.select({first!r}, false)")
+    assert selected(visit) == last
     run = "#panel [data-field=run] [data-part]"
     assert visit.attributes(run, "data-part") == [
         "reasoning",

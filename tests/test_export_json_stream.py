@@ -183,8 +183,14 @@ def test_an_agents_sessions_with_a_subagent(monkeypatch: pytest.MonkeyPatch) -> 
     for path in (AGENTS / "claude-code", AGENTS / "codex", AGENTS / "gemini-cli"):
         forest = Forest.read(path)
         document = json.loads(assert_same_json(forest, monkeypatch))
-        # An agent's nodes carry their place after the contract's attributes.
-        assert list(document["nodes"][0])[-3:] == ["project", "git_branch", "tree_id"]
+        # An agent's nodes carry their place after the contract's attributes,
+        # then the calls they fold.
+        assert list(document["nodes"][0])[-4:] == [
+            "project",
+            "git_branch",
+            "calls",
+            "tree_id",
+        ]
         table, graphs = both_ways("--db", path)
         assert table == graphs and table[0] == 0, path
 

@@ -38,7 +38,7 @@ from convgraph.export import (
     read_tree_json,
     to_pydot,
 )
-from convgraph.export.common import without_controls, without_forbidden
+from convgraph.export.common import tree_calls, without_controls, without_forbidden
 from convgraph.export.dot import svg_references_fixed, unquote_id
 from convgraph.export.labels import branches, node_label, node_tooltip
 from convgraph.export.tree_json import loads_deep
@@ -155,24 +155,32 @@ part_values = st.one_of(
 
 @st.composite
 def conversations(draw: st.DrawFn) -> list[nx.DiGraph]:
-    """One to three conversation DiGraphs with the node contract's attributes."""
+    """One to three conversation DiGraphs with the node contract's attributes,
+    some nodes folding the calls of a run (the graph's `calls`, hostile ids
+    too, in node order as a reader gives them back)."""
     count = draw(st.integers(1, 3))
     sizes = [draw(st.integers(1, 6)) for _ in range(count)]
+    folds = [[draw(st.integers(0, 2)) for _ in range(size)] for size in sizes]
+    total = sum(sizes) + count + sum(map(sum, folds))
     ids = draw(
         st.lists(
-            hostile_id,
-            min_size=sum(sizes) + count,
-            max_size=sum(sizes) + count,
-            unique_by=without_forbidden,
+            hostile_id, min_size=total, max_size=total, unique_by=without_forbidden
         )
     )
     optional_text = st.none() | hostile_text
     count_value = st.none() | st.integers(0, 2**40)
     graphs = []
-    for size in sizes:
+    for size, fold in zip(sizes, folds, strict=True):
         tree_id = ids.pop()
         graph = nx.DiGraph(tree_id=tree_id, name=draw(st.none() | short_text))
         nodes = [ids.pop() for _ in range(size)]
+        calls = {
+            ids.pop(): node
+            for node, n in zip(nodes, fold, strict=True)
+            for _ in range(n)
+        }
+        if calls:
+            graph.graph["calls"] = calls
         for index, node in enumerate(nodes):
             graph.add_node(
                 node,
@@ -229,6 +237,12 @@ def sanitized(graphs: list[nx.DiGraph]) -> list[nx.DiGraph]:
     result = []
     for graph in graphs:
         copy = nx.DiGraph(**{key: clean(value) for key, value in graph.graph.items()})
+        if "calls" in graph.graph:
+            # The calls' ids are JSON in the file, kept exact; their nodes'
+            # ids are XML.
+            copy.graph["calls"] = {
+                call: clean(node) for call, node in graph.graph["calls"].items()
+            }
         for node, data in graph.nodes(data=True):
             copy.add_node(
                 clean(node), **{key: clean(value) for key, value in data.items()}
@@ -264,13 +278,17 @@ def test_graphml_round_trip(graphs):
     # the values that are not None, and the tree each node is in.
     whole = nx.read_graphml(io.BytesIO(data))
     for _, values in whole.nodes(data=True):
-        if "parts" in values:
-            # A string attribute holding the parts' JSON.
-            values["parts"] = json.loads(values["parts"])
+        for key in ("parts", "calls"):
+            if key in values:
+                # A string attribute holding their JSON.
+                values[key] = json.loads(values[key])
     union = nx.DiGraph()
     for graph in expected:
+        folded = tree_calls(graph)
         for node, values in graph.nodes(data=True):
             kept = {key: value for key, value in values.items() if value is not None}
+            if node in folded:
+                kept["calls"] = folded[node]
             if len(graphs) > 1:
                 kept["tree_id"] = graph.graph["tree_id"]
                 if graph.graph["name"] is not None:
@@ -284,7 +302,7 @@ def test_graphml_round_trip(graphs):
         only = expected[0].graph
         # (networkx adds the empty defaults of the file's keys)
         read = {k: v for k, v in whole.graph.items() if not k.endswith("_default")}
-        assert read == {k: v for k, v in only.items() if v is not None}
+        assert read == {k: v for k, v in only.items() if v is not None and k != "calls"}
 
 
 # JSON
@@ -299,10 +317,18 @@ def test_node_link_round_trip(graphs):
     assert document["format"] == "convgraph.node-link"
     assert document["version"] == 1
     assert_same(read_json(io.StringIO(text(lines))), graphs)
-    # Every string verbatim, and networkx reads the document as it is.
+    # Every string verbatim, and networkx reads the document as it is: each
+    # node with the calls it folds as an attribute.
     whole = nx.node_link_graph(document, edges="edges")
     if len(graphs) == 1:
-        assert_same([whole], graphs)
+        [graph] = graphs
+        folded = tree_calls(graph)
+        assert whole.graph == {k: v for k, v in graph.graph.items() if k != "calls"}
+        assert list(whole.nodes(data=True)) == [
+            (node, {**data, "calls": folded.get(node, [])})
+            for node, data in graph.nodes(data=True)
+        ]
+        assert list(whole.edges) == list(graph.edges)
     else:
         assert [entry["tree_id"] for entry in document["graph"]["conversations"]] == [
             graph.graph["tree_id"] for graph in graphs
@@ -427,7 +453,8 @@ def assert_dot_matches(source: str, graphs: list[nx.DiGraph]) -> None:
             marked = branches(graph)
             assert label == expected_drawn(node_label(node, data, marked))
             tooltip = graphviz_tooltip(attributes["tooltip"])
-            assert tooltip == expected_tooltip(node_tooltip(data))
+            calls = tree_calls(graph).get(node, [])
+            assert tooltip == expected_tooltip(node_tooltip(data, calls))
             for key in ("prompt", "response"):
                 if data[key] is not None:
                     assert expected_tooltip(data[key]) in tooltip

@@ -278,6 +278,91 @@ def test_a_run_that_forks_ends_one_node_per_branch(forked_run) -> None:
     assert forest.calls == {first: last}
 
 
+# -- every id llm logged is in every export ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chain_and_chat(tmp_path_factory) -> dict:
+    """`shout tree` as llm runs it (two turns, one node), and a conversation
+    of its own after it: two trees, so the whole forest's JSON is written
+    from its table."""
+    directory = tmp_path_factory.mktemp("chain-and-chat")
+    with LlmLog(directory) as log:
+        first, last = log.tool_chain("shout tree", SHOUT_TREE)
+        other = log.prompt("hello")
+        threads = [log.thread_of(first), log.thread_of(other)]
+    return {"path": log.path, "turns": (first, last, other), "threads": threads}
+
+
+def test_every_id_llm_logged_is_in_every_export(chain_and_chat, tmp_path) -> None:
+    """The first call of the run is no node, but each export names it as
+    one of the calls its node folds (`calls`), and the formats that read
+    back give the tree's calls again."""
+    from convgraph.export import (
+        FORMATS,
+        read_graphml,
+        read_html,
+        read_json,
+        read_tree_json,
+    )
+
+    db = chain_and_chat["path"]
+    first, last, other = chain_and_chat["turns"]
+    with open_logs(db) as logs:
+        assert sorted(logs.tree_ids()) == sorted(chain_and_chat["threads"])
+    written = {}
+    for name in ("json", "tree-json", "graphml", "html", "markdown", "dot"):
+        out = tmp_path / f"forest.{name}"
+        run("export", "--db", db, "--format", name, "-o", out)
+        written[name] = out
+        assert first in out.read_text("utf-8"), name
+
+    # Node-link JSON of the whole forest, from its table: the run's node
+    # lists its first call, the other node none.
+    document = json.loads(written["json"].read_text("utf-8"))
+    assert {node["id"]: node["calls"] for node in document["nodes"]} == {
+        last: [first],
+        other: [],
+    }
+    # The same bytes as the per-tree path writes.
+    forest = Forest.read(db)
+    generate = FORMATS["json"].generate
+    assert "\n".join(generate(forest)) == "\n".join(generate(forest.trees()))
+
+    tree = load_tree(chain_and_chat["threads"][0], db)
+    for read, out in (
+        (read_json, written["json"]),
+        (read_tree_json, written["tree-json"]),
+        (read_graphml, written["graphml"]),
+        (read_html, written["html"]),
+    ):
+        backs = {back.graph["tree_id"]: back for back in read(out)}
+        back = backs[chain_and_chat["threads"][0]]
+        assert back.graph["calls"] == {first: last} == tree.graph["calls"], read
+        assert dict(back.nodes[last]) == dict(tree.nodes[last]), read
+        assert "calls" not in backs[chain_and_chat["threads"][1]].graph, read
+
+    # The Markdown's answer names the call; the drawing's tooltip too.
+    assert f"`{last}` (earlier calls `{first}`)" in written["markdown"].read_text(
+        "utf-8"
+    )
+    assert f"earlier calls of its run: {first}" in written["dot"].read_text("utf-8")
+
+    # The Parquet dataset's node table: a list of ids a node.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run("export", "--db", db, "--format", "parquet", "-o", tmp_path / "dataset")
+    table = pq.read_table(tmp_path / "dataset" / "nodes")
+    kind = table.schema.field("calls").type
+    assert pa.types.is_list(kind) and kind.value_type == pa.string()
+    ids, calls = table["id"].to_pylist(), table["calls"].to_pylist()
+    assert dict(zip(ids, calls, strict=True)) == {
+        last: [first],
+        other: [],
+    }
+
+
 # -- legacy files: llm 0.26-0.31's tool tables --------------------------------
 
 

@@ -17,12 +17,13 @@ import io
 import itertools
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ExportError
 from convgraph.text import control_picture
+from convgraph.writing import written
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -177,6 +178,51 @@ class UniqueIds:
             )
 
 
+#: The node attribute that names the calls a node folds: the ids llm logged
+#: for the calls inside a run (a tool chain is one node, named by its last
+#: call: `convgraph.sources.llm.runs`), before the node's own id, in log
+#: order; empty where the node is one call. The trees keep them as the
+#: graph's `calls` (call id -> node id), the forest as `Forest.calls`: the
+#: exports write them on the nodes, so that every id `llm logs` printed is
+#: in the file, and the formats that read back give the graph's `calls`
+#: again (`add_read_node`). Always a list, never null: every source knows
+#: what a node folds, and a reader iterates it without a test.
+CALLS = "calls"
+
+
+def calls_by_node(calls: Mapping[Any, Any] | None) -> dict[Any, list[Any]]:
+    """Each node's folded calls (`CALLS`) from a tree's or a forest's
+    `calls` (call id -> node id), in the map's order, which is each run's
+    log order; a node that folds nothing is not a key. The one rule every
+    export of the folded calls follows, per tree and for a forest's table.
+
+    Examples
+    --------
+    >>> calls_by_node({"r1": "r3", "x1": "x2", "r2": "r3"})
+    {'r3': ['r1', 'r2'], 'x2': ['x1']}
+    >>> calls_by_node(None)
+    {}
+    """
+    found: dict[Any, list[Any]] = {}
+    for call, node in (calls or {}).items():
+        found.setdefault(node, []).append(call)
+    return found
+
+
+def tree_calls(graph: nx.DiGraph) -> dict[Any, list[Any]]:
+    """`calls_by_node` of one tree: its graph's `calls`.
+
+    Examples
+    --------
+    >>> from convgraph.model.tree import ConversationTree
+    >>> tree = ConversationTree.from_records(
+    ...     [{"id": "r2"}], {"r2": None}, "t", calls={"r1": "r2"})
+    >>> tree_calls(tree)
+    {'r2': ['r1']}
+    """
+    return calls_by_node(graph.graph.get(CALLS))
+
+
 PathOrFile = str | os.PathLike[str] | IO[str] | IO[bytes]
 
 #: Lines are joined into chunks of this many before writing: one write per
@@ -237,7 +283,7 @@ def _writer(path_or_file: PathOrFile) -> Iterator[tuple[Callable[[Any], Any], bo
     """The write function of a path (opened here, binary) or an open file,
     and whether it takes bytes (a text file, a terminal's, takes str)."""
     if isinstance(path_or_file, str | os.PathLike):
-        with open(path_or_file, "wb") as file:
+        with written(path_or_file) as file:  # the one way out: convgraph.writing
             yield file.write, True
         return
     text = isinstance(path_or_file, io.TextIOBase) or hasattr(path_or_file, "encoding")
@@ -288,6 +334,35 @@ def new_graph(tree_id: Any, name: Any) -> ConversationTree:
     from convgraph.model.tree import ConversationTree
 
     return ConversationTree(tree_id=tree_id, name=name)
+
+
+def add_read_node(graph: nx.DiGraph, node: Any, data: dict[str, Any]) -> None:
+    """Add a node read back from a file to `graph`: its attributes as
+    `contract_node` gives them, and the calls it folds (`CALLS`, taken out
+    of its attributes) into the graph's `calls`, so that the tree reads as
+    the one the file was written from (a call's id finds its node).
+
+    Raises
+    ------
+    ExportError
+        `calls` is not a list of strings.
+
+    Examples
+    --------
+    >>> graph = new_graph("c1", None)
+    >>> add_read_node(graph, "r3", {"model": "echo", "calls": ["r1", "r2"]})
+    >>> graph.graph["calls"], "calls" in graph.nodes["r3"]
+    ({'r1': 'r3', 'r2': 'r3'}, False)
+    """
+    calls = data.pop(CALLS, None)
+    if calls is not None and (
+        not isinstance(calls, list) or not all(isinstance(c, str) for c in calls)
+    ):
+        raise ExportError(f"the calls of node {node!r} are not a list of ids")
+    graph.add_node(node, **contract_node(data))
+    for call in calls or ():
+        # A call two runs share (a run forked after it) names the first.
+        graph.graph.setdefault(CALLS, {}).setdefault(call, node)
 
 
 def contract_node(data: dict[str, Any]) -> dict[str, Any]:

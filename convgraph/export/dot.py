@@ -1,7 +1,8 @@
 """Conversation trees as Graphviz DOT: a streamed file, or a pydot object.
 
 Each node is a box labelled with its id, its model and one-line excerpts of
-its prompt and response; its tooltip holds the full texts. Fill colours tell
+its prompt and response; its tooltip holds the full texts and the ids of the
+calls its run folds. Fill colours tell
 the models apart, branch points (where the conversation forked) have a double
 border and leaves (the tips of the branches) a bold one. Several
 conversations become clusters, one box each.
@@ -57,6 +58,7 @@ from convgraph.export.common import (
     adjacency,
     check_rankdir,
     look_ahead,
+    tree_calls,
     without_controls,
     write_lines,
 )
@@ -355,12 +357,14 @@ class _Statements:
         ids = {}
         succ, pred = adjacency(graph)
         marked = branches(graph)
+        folded = tree_calls(graph)
         for node, data in graph.nodes(data=True):
             ids[node] = quoted = quote_id(node)
             active = marked and bool(data.get("active"))
+            tooltip = node_tooltip(data, folded.get(node, ()))
             attributes = {
                 "label": quote_text(node_label(node, data, marked)),
-                "tooltip": quote_tooltip(node_tooltip(data)),
+                "tooltip": quote_tooltip(tooltip),
                 "fillcolor": f'"{self.colour(data.get("model"))}"',
             }
             children = len(succ[node])

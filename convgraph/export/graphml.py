@@ -4,7 +4,10 @@ The file is written as text, one element per line, so a forest streams. Keys
 are typed: the token counts, durations and tool calls are `long`, the branch
 marks `boolean`, everything else is `string`; a node's `parts` (its whole
 content: tool calls, their results, reasoning, code) is one `string`
-holding their JSON, which `read_graphml` parses back. A missing value (None) is left out of the node rather than written
+holding their JSON, which `read_graphml` parses back, and so are the ids of
+the calls a node folds (`calls`, `convgraph.export.common.CALLS`: a JSON
+array, written where there are some), which give the tree's `calls` again.
+A missing value (None) is left out of the node rather than written
 as a word, and is None again when read back. Characters that XML 1.0 forbids
 are replaced by their Unicode control pictures (U+0001 -> "␁", see
 `convgraph.export.common.visible`), so the file is always valid XML; every
@@ -48,14 +51,16 @@ from convgraph.contract import (
     TREE_NAME,
 )
 from convgraph.export.common import (
+    CALLS,
     FORBIDDEN,
     TREE_ID,
     ExportError,
     PathOrFile,
     UniqueIds,
-    contract_node,
+    add_read_node,
     look_ahead,
     new_graph,
+    tree_calls,
     without_forbidden,
     write_lines,
 )
@@ -116,7 +121,7 @@ def _key_lines(several: bool) -> Iterator[str]:
         yield (
             f'<key id="{key}" for="graph" attr.name="{attribute}" attr.type="string"/>'
         )
-    node_keys = list(NODE_ATTRIBUTES) + ([TREE_ID, TREE_NAME] if several else [])
+    node_keys = [*NODE_ATTRIBUTES, CALLS, *([TREE_ID, TREE_NAME] if several else [])]
     for attribute in node_keys:
         kind = "long" if attribute in INTEGER_COLUMNS else "string"
         if attribute in BOOLEAN_ATTRIBUTES:
@@ -128,7 +133,7 @@ def _key_lines(several: bool) -> Iterator[str]:
 
 
 def _data(key: str, value: Any) -> str:
-    if key == PARTS:
+    if key in (PARTS, CALLS):
         # JSON escapes every control character itself, and the characters
         # XML forbids besides (lone surrogates, U+FFFE, U+FFFF) are written
         # as JSON escapes too: the parts read back exact.
@@ -155,7 +160,8 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
     ----------
     graphs
         A conversation DiGraph, or an iterable of them (consumed once). The
-        node contract's attributes are written; others are not.
+        node contract's attributes are written, and the calls a node folds
+        (from the graph's `calls`); others are not.
 
     Raises
     ------
@@ -191,6 +197,7 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
                 if value is not None:
                     yield _data(key, value)
         ids = {}
+        folded = tree_calls(graph)
         for node, data in graph.nodes(data=True):
             ids[node] = node_id = xml_attribute(str(node))
             if node_id in written:
@@ -204,6 +211,9 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
                 for key in NODE_ATTRIBUTES
                 if data.get(key) is not None
             )
+            calls = folded.get(node)
+            if calls:
+                values += _data(CALLS, calls)
             yield f'<node id="{node_id}">{values}{tree_data}</node>'
         for parent, child in graph.edges():
             yield f'<edge source="{ids[parent]}" target="{ids[child]}"/>'
@@ -237,7 +247,8 @@ def read_graphml(path_or_file: PathOrFile) -> list[ConversationTree]:
     `tree_id` on its nodes is one conversation; with `tree_id`, the nodes and
     edges are split into one DiGraph per tree, in the order of their first
     node. Every contract attribute is present on every node again, None
-    where the file has no value.
+    where the file has no value; the nodes' `calls` are the graph's `calls`
+    again, where there are some.
 
     Returns
     -------
@@ -276,7 +287,7 @@ def read_graphml(path_or_file: PathOrFile) -> list[ConversationTree]:
         tree_id = whole.graph.get("tree_id", whole.graph.get("conversation_id"))
         graph = new_graph(tree_id, whole.graph.get("name"))
         for node, data in whole.nodes(data=True):
-            graph.add_node(node, **_node(node, dict(data)))
+            add_read_node(graph, node, _node(node, dict(data)))
         graph.add_edges_from(whole.edges())
         return [graph]
     trees: dict[Any, ConversationTree] = {}
@@ -287,28 +298,28 @@ def read_graphml(path_or_file: PathOrFile) -> list[ConversationTree]:
         if tree_id not in trees:
             trees[tree_id] = new_graph(tree_id, name)
         tree_of[node] = trees[tree_id]
-        tree_of[node].add_node(node, **_node(node, data))
+        add_read_node(tree_of[node], node, _node(node, data))
     for parent, child in whole.edges():
         tree_of[parent].add_edge(parent, child)
     return list(trees.values())
 
 
 def _node(node: str, data: dict[str, Any]) -> dict[str, Any]:
-    """A node's attributes as read: the contract's, its parts parsed from
-    their JSON.
+    """A node's attributes as read, its parts and calls parsed from their
+    JSON (`add_read_node` takes them on).
 
     Raises
     ------
     ExportError
-        The parts are not JSON.
+        The parts or the calls are not JSON.
     """
-    found = contract_node(data)
-    if isinstance(found[PARTS], str):
-        try:
-            found[PARTS] = json.loads(found[PARTS])
-        except json.JSONDecodeError as error:
-            raise ExportError(
-                f"cannot read the GraphML: the parts of node {node!r} are not"
-                f" JSON ({error})"
-            ) from None
-    return found
+    for key in (PARTS, CALLS):
+        if isinstance(data.get(key), str):
+            try:
+                data[key] = json.loads(data[key])
+            except json.JSONDecodeError as error:
+                raise ExportError(
+                    f"cannot read the GraphML: the {key} of node {node!r} are not"
+                    f" JSON ({error})"
+                ) from None
+    return data

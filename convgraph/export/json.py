@@ -53,15 +53,18 @@ import orjson
 from convgraph.contract import NODE_ATTRIBUTES, PLACE_ATTRIBUTES
 from convgraph.encoding import dumps, dumps_bytes
 from convgraph.export.common import (
+    CALLS,
     TREE_ID,
     ExportError,
     PathOrFile,
     UniqueIds,
+    add_read_node,
     block_lines,
-    contract_node,
+    calls_by_node,
     look_ahead,
     new_graph,
     read_text,
+    tree_calls,
     write_blocks,
     write_lines,
 )
@@ -77,8 +80,9 @@ if TYPE_CHECKING:
 FORMAT = "convgraph.node-link"
 VERSION = 1
 
-#: Node keys the document itself uses, which node attributes cannot take.
-RESERVED = frozenset({"id", TREE_ID})
+#: Node keys the document itself uses, which node attributes cannot take
+#: (`calls` is written from the tree's calls: `common.CALLS`).
+RESERVED = frozenset({"id", CALLS, TREE_ID})
 
 #: About how many nodes a block of a forest's JSON holds (`forest_blocks`):
 #: one batch of `Forest.tree_rows`, one call of orjson and one write each.
@@ -138,7 +142,8 @@ def node_object(
 ) -> str:
     """A node as one JSON object: `id`, the contract's attributes in order
     (null where missing), the node's other attributes but those `reserved`
-    names, then `extra`. The hot loop of both JSON exports."""
+    names, then `extra` (the calls it folds, `common.CALLS`, and what the
+    document adds). The hot loop of both JSON exports."""
     if tuple(data) == NODE_ATTRIBUTES:
         members = {"id": node, **data, **extra}
     else:
@@ -180,9 +185,11 @@ def generate_json(
     ----------
     graphs
         A conversation DiGraph, or an iterable of them (consumed once). Every
-        node attribute is written, the contract's first; graph attributes
-        too, for one conversation. Or a `Forest`: every tree of it, the same
-        text (`forest_blocks`), written from its table.
+        node attribute is written, the contract's first, then the calls
+        the node folds (`calls`, from the graph's `calls`: `common.CALLS`);
+        graph attributes too, for one conversation (but `calls`, which the
+        nodes carry). Or a `Forest`: every tree of it, the same text
+        (`forest_blocks`), written from its table and `Forest.calls`.
     progress
         For a `Forest`, told the trees written (`Forest.tree_rows`).
 
@@ -199,6 +206,8 @@ def generate_json(
     >>> lines = list(generate_json(tree))
     >>> lines[-4:]
     ['{"source":"r","target":"a"},', '{"source":"r","target":"b"}', '],', '"graph":{"tree_id":"c1","name":null}}']
+    >>> lines[2][-29:]
+    '"preferred":null,"calls":[]},'
     """
     if is_forest(graphs):
         yield from block_lines(forest_blocks(graphs, progress))
@@ -220,11 +229,20 @@ def generate_json(
                 single.update(
                     (key, value)
                     for key, value in graph.graph.items()
-                    if key != "tree_id"
+                    if key not in ("tree_id", CALLS)
                 )
-            extra = {TREE_ID: tree} if several else {}
+            folded = tree_calls(graph)
+            extra: dict[str, Any] = {CALLS: []}
+            if several:
+                extra[TREE_ID] = tree
             for node, data in graph.nodes(data=True):
-                yield node_object(node, data, RESERVED, extra)
+                calls = folded.get(node)
+                yield node_object(
+                    node,
+                    data,
+                    RESERVED,
+                    extra if calls is None else {**extra, CALLS: calls},
+                )
             edges.extend(graph.edges())
 
     yield (
@@ -305,6 +323,9 @@ def forest_blocks(
     lines a block: the text `generate_json(forest.trees())` writes, from the
     table's rows (`Forest.tree_rows`) without a DiGraph a tree.
 
+    Each node's `calls` come from `Forest.calls` by the rule the per-tree
+    path follows (`common.calls_by_node`).
+
     The nodes come a batch of trees at a time, each batch's objects written
     by orjson an object a call, joined once (`json_lines`); each batch's edges are written as
     they come too (a tree's edges in the DiGraph's order: by parent, then
@@ -323,7 +344,10 @@ def forest_blocks(
 
     places = [name for name in PLACE_ATTRIBUTES if name in forest.nodes.columns]
     columns = ("id", *NODE_ATTRIBUTES, *places)
-    keys = (*columns, TREE_ID)
+    keys = (*columns, CALLS, TREE_ID)
+    folded = calls_by_node(forest.calls)
+    # One empty list for every node that folds nothing (never changed).
+    no_calls: list[str] = []
     conversations: list[dict[str, Any]] = []
     edge_blocks: list[bytes] = []
     yield (
@@ -344,9 +368,10 @@ def forest_blocks(
             )
         )
         values = [batch.columns[name] for name in columns]
+        calls = map(folded.get, batch.columns["id"], itertools.repeat(no_calls))
         # Each node's dict made by map, not a loop of Python: the dicts are
         # a fifth of the export's time.
-        rows = zip(*values, trees, strict=True)
+        rows = zip(*values, calls, trees, strict=True)
         nodes = list(map(dict, map(zip, itertools.repeat(keys), rows)))
         text = json_lines(nodes)
         # A DiGraph gives its edges by parent, in node order, each parent's
@@ -437,7 +462,8 @@ def read_json(path_or_file: PathOrFile) -> list[ConversationTree]:
     -------
     list of ConversationTree
         One per conversation, nodes in the file's order, every contract
-        attribute present (None where the file has null or nothing).
+        attribute present (None where the file has null or nothing); the
+        nodes' `calls` are the graph's `calls` again, where there are some.
 
     Raises
     ------
@@ -466,7 +492,7 @@ def read_json(path_or_file: PathOrFile) -> list[ConversationTree]:
             graph.graph.update(graph_data)
             for node in document["nodes"]:
                 node = dict(node)
-                graph.add_node(node.pop("id"), **contract_node(node))
+                add_read_node(graph, node.pop("id"), node)
             graph.add_edges_from(
                 (edge["source"], edge["target"]) for edge in document["edges"]
             )
@@ -481,7 +507,7 @@ def read_json(path_or_file: PathOrFile) -> list[ConversationTree]:
             node = dict(node)
             node_id, tree = node.pop("id"), node.pop(TREE_ID)
             tree_of[node_id] = trees[tree]
-            trees[tree].add_node(node_id, **contract_node(node))
+            add_read_node(trees[tree], node_id, node)
         for edge in document["edges"]:
             tree_of[edge["source"]].add_edge(edge["source"], edge["target"])
     except (KeyError, TypeError) as error:

@@ -5,12 +5,15 @@ The DOT export (`convgraph.export.dot`) and the Mermaid flowchart
 (`convgraph.export.mermaid`) draw the same boxes: id and model, then one-line
 excerpts of the prompt (») and the response («), the branch marks, and a
 colour per model from one palette in order of first appearance; a tooltip
-holds a node's full texts and how many tools its run called. Each format
+holds a node's full texts, how many tools its run called, and the ids of the
+calls its run folds (`convgraph.export.common.CALLS`), so that every id llm
+logged is in the drawing. Each format
 quotes the text its own way; what the text says is decided here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import TOOL_CALLS, TOOLS
@@ -79,9 +82,11 @@ def branches(graph: nx.DiGraph) -> bool:
     return roots > 1 or any(len(succ[node]) > 1 for node in graph)
 
 
-def node_tooltip(data: dict[str, Any]) -> str:
+def node_tooltip(data: dict[str, Any], folded: Sequence[Any] = ()) -> str:
     """The full texts of a node (before quoting): system, prompt, response,
-    and how many tools its run called, and which.
+    how many tools its run called, and which, and the ids of the calls
+    its run folds (`folded`: `convgraph.export.common.tree_calls`), where
+    there are some.
 
     Examples
     --------
@@ -93,6 +98,8 @@ def node_tooltip(data: dict[str, Any]) -> str:
     'prompt: Hi'
     >>> node_tooltip({"prompt": "Shout", "tool_calls": 2, "tools": "shout"})
     'prompt: Shout\\n\\ntool calls: 2 (shout)'
+    >>> node_tooltip({"prompt": "Shout"}, ["r1", "r2"])
+    'prompt: Shout\\n\\nearlier calls of its run: r1, r2'
     """
     texts = [
         f"{key}: {data[key]}"
@@ -103,6 +110,8 @@ def node_tooltip(data: dict[str, Any]) -> str:
     if isinstance(calls, int) and calls > 0:
         tools = data.get(TOOLS)
         texts.append(f"tool calls: {calls}" + (f" ({tools})" if tools else ""))
+    if folded:
+        texts.append("earlier calls of its run: " + ", ".join(map(str, folded)))
     return "\n\n".join(texts)
 
 

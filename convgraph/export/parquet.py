@@ -3,8 +3,9 @@
 `write_parquet(forest, directory)` writes two tables: `directory/nodes/`,
 the node table of `convgraph.analysis.stats.node_table` (with `tree_id`,
 `parent_id` and each node's depth, children, is_root and is_leaf), each
-node's `parts` as its JSON text, plus `tree_name`, the name of the node's
-tree; and `directory/edges/`, the table
+node's `parts` as its JSON text, `calls`, the ids of the calls its run folds
+(a list of strings, empty where none: `convgraph.export.common.CALLS`), plus
+`tree_name`, the name of the node's tree; and `directory/edges/`, the table
 of `convgraph.analysis.stats.edge_table`; times are kept to the microsecond,
 as llm logs them and as Spark reads them. Each is cut into files
 `part-NNNNN.parquet` by a hash bucket of the tree id, so every tree lies
@@ -40,6 +41,7 @@ import pandas as pd
 from convgraph.analysis.stats import edge_table, node_table
 from convgraph.contract import CATEGORY_COLUMNS, PARTS, PLACE_ATTRIBUTES, TREE_NAME
 from convgraph.errors import ExportError
+from convgraph.export.common import CALLS, calls_by_node
 from convgraph.sources.parquet import EDGES, NODES
 
 if TYPE_CHECKING:
@@ -80,14 +82,22 @@ def dataset_nodes(forest: Forest) -> pd.DataFrame:
     """The node table the dataset holds: `convgraph.analysis.stats.node_table` of the
     forest, each node's `parts` as their JSON text (one string column, which
     every reader of Parquet takes, whatever a tool's arguments hold; None for
-    a node that is only its prompt and answer), `tree_name`, the name of
-    each node's tree (a category), and an agent's project and git branch
-    where the source gives them (`PLACE_ATTRIBUTES`)."""
+    a node that is only its prompt and answer), an agent's project and git
+    branch where the source gives them (`PLACE_ATTRIBUTES`), `calls`, the
+    ids of the calls each node's run folds (`Forest.calls` by
+    `common.calls_by_node`, the rule of every export; an empty list where
+    none), and `tree_name`, the name of each node's tree (a category)."""
     table = node_table(forest)
     table[PARTS] = parts_as_json(table[PARTS])
     for name in PLACE_ATTRIBUTES:
         if name in forest.nodes.columns:
             table[name] = forest.nodes[name]
+    folded = calls_by_node(forest.calls)
+    table[CALLS] = pd.Series(
+        [folded.get(node, []) for node in table["id"].tolist()],
+        index=table.index,
+        dtype=object,
+    )
     names = [forest.names.get(tree_id) for tree_id in table["tree_id"].tolist()]
     table[TREE_NAME] = pd.Categorical(names)
     return table
@@ -210,6 +220,11 @@ def _write_table(
     # One schema for every file: a column that is empty in one bucket (all
     # None) keeps the type it has in the others.
     schema = pa.Schema.from_pandas(table, preserve_index=False)
+    if CALLS in table.columns:
+        # Lists of ids, whether or not any node folds a call (all empty
+        # lists would infer a list of nulls).
+        field = schema.get_field_index(CALLS)
+        schema = schema.set(field, pa.field(CALLS, pa.list_(pa.string())))
     order = np.argsort(buckets, kind="stable")
     bounds = np.searchsorted(buckets[order], np.append(used, used + 1))
     starts, ends = bounds[: len(used)], bounds[len(used) :]

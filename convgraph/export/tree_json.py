@@ -38,13 +38,15 @@ from json.scanner import NUMBER_RE
 from typing import TYPE_CHECKING, Any
 
 from convgraph.export.common import (
+    CALLS,
     ExportError,
     PathOrFile,
     UniqueIds,
+    add_read_node,
     adjacency,
     as_graphs,
-    contract_node,
     new_graph,
+    tree_calls,
     write_lines,
 )
 from convgraph.export.json import json_key, json_value, node_object, read_document
@@ -57,8 +59,9 @@ if TYPE_CHECKING:
 FORMAT = "convgraph.tree-json"
 VERSION = 1
 
-#: Node keys the document itself uses, which node attributes cannot take.
-RESERVED = frozenset({"id", "children"})
+#: Node keys the document itself uses, which node attributes cannot take
+#: (`calls` is written from the tree's calls: `common.CALLS`).
+RESERVED = frozenset({"id", CALLS, "children"})
 
 
 def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
@@ -82,7 +85,8 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
         return
     yield opening
     nodes = graph.nodes
-    leaf_end: dict[str, Any] = {"children": []}
+    folded = tree_calls(graph)
+    no_calls: list[Any] = []
     # Each frame: the children of an open object (the roots, for the
     # conversation), and how many of them are written.
     stack: list[list[Any]] = [[roots, 0]]
@@ -91,12 +95,13 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
         node = frame[0][frame[1]]
         frame[1] += 1
         children = succ[node]
+        calls = folded.get(node, no_calls)
         if children:
-            body = node_object(node, nodes[node], RESERVED, {})
+            body = node_object(node, nodes[node], RESERVED, {CALLS: calls})
             yield body[:-1] + ',"children":['
             stack.append([list(children), 0])
             continue
-        line = node_object(node, nodes[node], RESERVED, leaf_end)
+        line = node_object(node, nodes[node], RESERVED, {CALLS: calls, "children": []})
         while stack and stack[-1][1] == len(stack[-1][0]):
             stack.pop()
             line += "]}"
@@ -176,7 +181,8 @@ def read_tree_json(path_or_file: PathOrFile) -> list[ConversationTree]:
     list of ConversationTree
         One per conversation. Nodes are added depth first (each node's
         children keep the file's order); every contract attribute is present,
-        None where the file has null or nothing.
+        None where the file has null or nothing; the nodes' `calls` are the
+        graph's `calls` again, where there are some.
 
     Raises
     ------
@@ -207,7 +213,7 @@ def read_tree_json(path_or_file: PathOrFile) -> list[ConversationTree]:
                 parent, node = stack.pop()
                 node = dict(node)
                 node_id, children = node.pop("id"), node.pop("children", [])
-                graph.add_node(node_id, **contract_node(node))
+                add_read_node(graph, node_id, node)
                 if parent is not None:
                     graph.add_edge(parent, node_id)
                 stack.extend((node_id, child) for child in reversed(children))

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph import parts as kinds
 from convgraph.errors import UnknownConversation, UnknownNode
+from convgraph.model.tree import run_calls
 from convgraph.present.markdown_text import (
     cut,
     fenced,
@@ -342,20 +343,28 @@ def step_lines(
         yield ""
         yield from asked_lines
         yield ""
-    yield f"{heading} {number}. {answer_label(data, node)}"
+    # The ids of the calls the node's run folds, so that every id llm logged
+    # is in the text (`convgraph.model.tree.run_calls`).
+    calls = run_calls(tree, node) if tree.graph.get("calls") else []
+    yield f"{heading} {number}. {answer_label(data, node, calls)}"
     yield ""
     answer = list(parts_lines(answered, limit))
     yield from answer if answer else ["*(no answer)*"]
 
 
-def answer_label(data: Mapping[str, Any], node: str) -> str:
-    """`Assistant · model · time · `id``, with the marks the node carries."""
+def answer_label(data: Mapping[str, Any], node: str, calls: Iterable[str] = ()) -> str:
+    """`Assistant · model · time · `id``, then the earlier `calls` of the
+    node's run where there are some (`(earlier calls `r1`, `r2`)`), with
+    the marks the node carries."""
     label = ["Assistant"]
     if data.get("model"):
         label.append(inline_text(data["model"]))
     if data.get("datetime_utc"):
         label.append(inline_text(data["datetime_utc"]))
-    label.append(inline_code(node))
+    named = [inline_code(call) for call in calls]
+    label.append(
+        inline_code(node) + (f" (earlier calls {', '.join(named)})" if named else "")
+    )
     if data.get("preferred"):
         label.append("★ preferred")
     text = " · ".join(label)

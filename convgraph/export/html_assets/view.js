@@ -177,6 +177,11 @@
     this.matchCount = 0;
   }
 
+  // The ids of the earlier calls the node's run folds, as strings.
+  function callsOf(node) {
+    return Array.isArray(node.calls) ? node.calls.map(String) : [];
+  }
+
   function sidechainOf(node) {
     var parts = Array.isArray(node.parts) ? node.parts : [];
     for (var p = 0; p < parts.length; p++) {
@@ -339,6 +344,15 @@
   conversations.forEach(function (conversation) {
     conversation.ids.forEach(function (id, index) {
       if (!where.has(id)) where.set(id, [conversation, index]);
+    });
+  });
+  // The id of a call inside a run (convgraph.export.common.CALLS) names the
+  // run's node too: a link to it, or a script's select, finds the node.
+  conversations.forEach(function (conversation) {
+    conversation.nodes.forEach(function (node, index) {
+      callsOf(node).forEach(function (id) {
+        if (!where.has(id)) where.set(id, [conversation, index]);
+      });
     });
   });
 
@@ -1279,6 +1293,12 @@
     if (data.tool_calls) {
       field(facts, "Tool calls", data.tool_calls + (data.tools ? " (" + data.tools + ")" : ""))
         .setAttribute("data-field", "tool_calls");
+    }
+    var earlier = callsOf(data);
+    if (earlier.length) {
+      var listed = field(facts, "Earlier calls", earlier.join(", "));
+      listed.className = "mono";
+      listed.setAttribute("data-field", "calls");
     }
     if (data.source) field(facts, "Source", data.source);
     if (data.active !== undefined && data.active !== null) {

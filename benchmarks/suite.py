@@ -93,6 +93,12 @@ GROUPS = {
         "benchmarks.engine:engine_rows", "responses", (100_000, 1_000_000), (100_000,)
     ),
     "startup": Group("benchmarks.startup:startup_rows", "bytes", (0,), (0,)),
+    "datasette": Group(
+        "benchmarks.datasette_pages:datasette_rows",
+        "responses",
+        (100_000, 1_000_000),
+        (10_000,),
+    ),
 }
 
 

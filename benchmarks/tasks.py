@@ -58,6 +58,7 @@ def load() -> dict[str, Callable[..., Callable[..., Any]]]:
     """Every task, the other groups' too (their modules register them)."""
     from benchmarks import (  # noqa: F401
         agents,
+        datasette_pages,
         importing,
         outputs,
         searching,

@@ -523,3 +523,42 @@ def test_a_page_written_to_a_file_links_nowhere() -> None:
         "home": "/-/convgraph/db",
         "homeLabel": "Back",
     }
+
+
+# -- the benchmark group ---------------------------------------------------------
+
+
+def test_the_benchmark_group_plans_and_runs_the_pages(tmp_path: Path) -> None:
+    from benchmarks import datasette_pages, suite, tasks
+
+    # 200 trees: two pages of 100.
+    options = suite.Options(groups=["datasette"], sizes=[2000], data_dir=tmp_path)
+    rows = suite.plan(options)
+    assert [
+        (
+            row.shape,
+            row.operation,
+            row.convgraph.name,
+            row.baseline and row.baseline.name,
+        )
+        for row in rows
+    ] == [
+        (f"{kind} linear", operation, ours, theirs)
+        for kind in ("legacy", "store")
+        for operation, ours, theirs in [
+            ("forest page, first request", "datasette.forest", "convgraph.stats"),
+            ("forest page, sorted, page 2", "datasette.forest", None),
+            ("tree page", "datasette.tree", "convgraph.load_tree"),
+        ]
+    ]
+    assert {"datasette.forest", "datasette.tree"} <= set(tasks.load())
+    assert "datasette.forest" in tasks.TIMERS
+    # Each task answers its page (a timer gives the seconds it timed).
+    for row in rows[:3]:
+        params = dict(param.split("=", 1) for param in row.convgraph.params)
+        operation = tasks.TASKS[row.convgraph.name](**params)
+        if row.convgraph.name in tasks.TIMERS:
+            assert operation(1) > 0
+        else:
+            assert operation() == 200
+    assert datasette_pages.SHAPE == "linear"

@@ -562,3 +562,59 @@ def test_the_benchmark_group_plans_and_runs_the_pages(tmp_path: Path) -> None:
         else:
             assert operation() == 200
     assert datasette_pages.SHAPE == "linear"
+
+
+# -- addresses -----------------------------------------------------------------
+
+
+def test_links_follow_datasettes_base_url(example: Path) -> None:
+    datasette = served(example, settings={"base_url": "/under/"})
+    page = document(get(datasette, "/-/convgraph/logs"))
+    assert page.xpath(f"//tr[@data-tree='{HAIKU}']//a[@class='tree-link']/@href") == [
+        f"/under/-/convgraph/logs/{HAIKU}"
+    ]
+    moved = get(datasette, "/-/convgraph/logs/01jb1hk01b")
+    assert moved.headers["location"] == (
+        f"/under/-/convgraph/logs/{HAIKU}#01jb1hk01b000000000000000"
+    )
+    data = page_data(get(datasette, f"/-/convgraph/logs/{HAIKU}").text)
+    assert data["links"]["home"] == "/under/-/convgraph/logs"
+    assert data["links"]["nodes"]["01jb1hk00root000000000000"] == (
+        "/under/logs/responses/01jb1hk00root000000000000"
+    )
+
+
+def test_ids_that_are_no_plain_words_travel_tilde_encoded(tmp_path: Path) -> None:
+    from tests.databases import add_response, legacy_database
+
+    path = tmp_path / "odd.db"
+    conn = legacy_database(path)
+    add_response(
+        conn, "n/1", "talk/1.json", "First", datetime_utc="2025-01-01T00:00:00"
+    )
+    add_response(
+        conn,
+        "n 2",
+        "talk/1.json",
+        "Second",
+        parent="n/1",
+        datetime_utc="2025-01-01T00:01:00",
+    )
+    conn.commit()
+    conn.close()
+    datasette = served(path)
+    table = document(get(datasette, "/odd/responses?_sort=id"))
+    tree = "/-/convgraph/odd/talk~2F1~2Ejson"
+    assert tree_links(table, "conversation_id") == [tree, tree]
+    page = document(get(datasette, "/-/convgraph/odd"))
+    assert page.xpath("//a[@class='tree-link']/@href") == [tree]
+    data = page_data(get(datasette, tree).text)
+    assert data["links"]["nodes"] == {
+        "n/1": "/odd/responses/n~2F1",
+        "n 2": "/odd/responses/n+2",
+    }
+    assert get(datasette, "/-/convgraph/odd/n+2").headers["location"] == (
+        f"{tree}#n%202"
+    )
+    row = document(get(datasette, "/odd/responses/n~2F1"))
+    assert tree_links(row, "id") == ["/-/convgraph/odd/n~2F1"]

@@ -152,7 +152,7 @@ async def _view_links(
     """The link to the forest page, for an actor who may view the database
     of llm's; none otherwise."""
     found = datasette.databases.get(database)
-    if await llm_file(found) is None or found is None:
+    if found is None or await llm_file(found) is None:
         return []
     visible, _ = await datasette.check_visibility(
         actor, permissions=[("view-database", database), "view-instance"]

@@ -113,7 +113,7 @@ def statistics(path: Path) -> pd.DataFrame:
     DatabaseError
         The file cannot be read.
     """
-    import convgraph
+    from convgraph.logs import Logs
 
     with _lock:
         table_lock = _table_locks.setdefault(path, threading.Lock())
@@ -124,7 +124,7 @@ def statistics(path: Path) -> pd.DataFrame:
         cached = _tables.get(path)
         if cached is not None and cached[0] == state:
             return cached[1]
-        with convgraph.open(path) as logs:
+        with Logs(path) as logs:
             table = logs.stats()
         with _lock:
             _tables[path] = (state, table)
@@ -154,10 +154,10 @@ def tree_or_move(path: Path, given: str) -> ConversationTree | Moved:
     DatabaseError
         The file cannot be read.
     """
-    import convgraph
+    from convgraph.logs import Logs
     from convgraph.sources.source import NODE
 
-    with convgraph.open(path) as logs:
+    with Logs(path) as logs:
         source = logs.source
         kind, whole = source.resolve(given)
         if kind == NODE:
@@ -199,9 +199,9 @@ def search(path: Path, query: str, limit: int) -> list[Hit]:
     ConvgraphError
         The query holds no word; the file or the index cannot be read.
     """
-    import convgraph
+    from convgraph.logs import Logs
 
-    with convgraph.open(path) as logs:
+    with Logs(path) as logs:
         return logs.search(query, limit=limit)
 
 

@@ -28,6 +28,7 @@ from urllib.parse import quote, urlencode
 from datasette import Response
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import BadRequest, Forbidden, NotFound
+from datasette.views.base import DatasetteError
 
 from convgraph.datasette import files
 from convgraph.errors import (
@@ -144,6 +145,12 @@ async def served(datasette: Datasette, request: Request) -> Served:
     return Served(database.name, database.route, path)
 
 
+def unreadable(error: ConvgraphError) -> DatasetteError:
+    """Datasette's error page (500) for a file convgraph cannot read now
+    (locked, damaged, changed under the read): its one-line reason."""
+    return DatasetteError(str(error), title="convgraph cannot read this database")
+
+
 async def tree_view(datasette: Datasette, request: Request) -> Response:
     """`/-/convgraph/DATABASE/ID`: the tree's explorer, or a redirect to
     the page of the tree the id names (to the node, where it names one)."""
@@ -158,7 +165,7 @@ async def tree_view(datasette: Datasette, request: Request) -> Response:
     except AmbiguousId as error:
         raise BadRequest(str(error)) from None
     except ConvgraphError as error:
-        raise NotFound(str(error)) from None
+        raise unreadable(error) from None
     if isinstance(found, files.Moved):
         url = tree_url(datasette, database.route, found.tree_id)
         if found.node is not None:
@@ -323,7 +330,7 @@ async def forest_view(datasette: Datasette, request: Request) -> Response:
             forest_context, database.path, order, size, query
         )
     except ConvgraphError as error:
-        raise NotFound(str(error)) from None
+        raise unreadable(error) from None
     total = context["total"]
     pages = max(1, -(-total // size))
     if order.page > pages:

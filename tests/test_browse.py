@@ -144,22 +144,24 @@ def test_a_wide_character_prompt_widens_the_tree_to_its_cells(tmp_path):
     drive(db, scenario)
 
 
-def test_list_names_come_from_the_small_tables_and_counts_from_one_scan(seed_db):
+def test_list_names_come_from_the_small_tables_and_calls_from_one_scan(seed_db):
     with open_logs(seed_db) as logs:
-        names = [(row.tree_id, row.nodes) for row in list_conversations(logs)]
-        counted = [(row.tree_id, row.nodes) for row in count_conversations(logs)]
+        names = [(r.tree_id, r.nodes, r.counted) for r in list_conversations(logs)]
+        scanned = [(r.tree_id, r.nodes, r.counted) for r in count_conversations(logs)]
     # Newest conversation first, the figures not read yet.
     assert names == [
-        ("multiple-roots", 0),
-        ("complex", 0),
-        ("branch", 0),
-        ("linear", 0),
+        ("multiple-roots", 0, False),
+        ("complex", 0, False),
+        ("branch", 0, False),
+        ("linear", 0, False),
     ]
-    assert counted == [
-        ("multiple-roots", 6),
-        ("complex", 7),
-        ("branch", 3),
-        ("linear", 4),
+    # The calls logged: not the nodes until the forest's rules count them
+    # (a tool chain's calls are one node), so not `counted`.
+    assert scanned == [
+        ("multiple-roots", 6, False),
+        ("complex", 7, False),
+        ("branch", 3, False),
+        ("linear", 4, False),
     ]
 
 
@@ -169,6 +171,44 @@ def test_list_of_a_message_store_counts_forks_in_their_tree(llm_fork_db):
     assert [(row.tree_id, row.nodes, row.models) for row in rows] == [
         (llm_fork_db["thread"], 5, ["echo"])
     ]
+
+
+def test_the_list_counts_a_tool_chain_as_stats_does(tmp_path):
+    """llm runs a tool chain as several calls, which convgraph reads as one
+    node: the list's node count is the one `convgraph stats` gives, not the
+    calls logged, and it is shown as not known (…) until it is read."""
+    from tests.databases import LlmLog
+    from tests.test_tool_chains import SHOUT_TREE, legacy_chain
+
+    (tmp_path / "llm").mkdir()
+    with LlmLog(tmp_path / "llm") as log:
+        first, last = log.tool_chain("shout tree", SHOUT_TREE)
+        other = log.prompt("hello")
+        chain, alone = log.thread_of(first), log.thread_of(other)
+    # A legacy chain of three calls between two questions: five responses.
+    legacy = legacy_chain(tmp_path / "legacy.db", with_parent=True)
+    for db, calls, nodes in (
+        (log.path, {chain: 2, alone: 1}, {chain: 1, alone: 1}),
+        (legacy, {"c": 5}, {"c": 3}),
+    ):
+        stats = json.loads(run("stats", "--db", db, "--json").stdout)
+        assert {row["tree_id"]: row["nodes"] for row in stats} == nodes
+        with open_logs(db) as logs:
+            scanned = count_conversations(logs)
+        assert {row.tree_id: row.nodes for row in scanned} == calls
+        assert not any(row.counted for row in scanned)
+
+        async def scenario(app, pilot, nodes=nodes):
+            rows = app.conversations.shown
+            assert {row.tree_id: row.nodes for row in rows} == nodes
+            assert all(row.counted for row in rows)
+            table = app.query_one("#conversations")
+            # The nodes column, right-aligned in its six cells.
+            assert [line[25:31] for line in table.lines] == [
+                f"{nodes[row.tree_id]:>6}" for row in rows
+            ]
+
+        drive(db, scenario)
 
 
 # -- moving in a tree -------------------------------------------------------
@@ -1066,7 +1106,8 @@ def test_shape_figures_read_in_a_process_of_their_own(tmp_path):
         text=True,
         check=True,
     )
-    assert json.loads(found.stdout)["01jb2hashmap0000000000000"] == [4, 2]
+    # Nodes, leaves and depth.
+    assert json.loads(found.stdout)["01jb2hashmap0000000000000"] == [7, 4, 2]
     missing = subprocess.run(
         [sys.executable, "-c", SHAPES_COMMAND, tmp_path / "none.db"],
         capture_output=True,

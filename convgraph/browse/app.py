@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,9 @@ from convgraph.browse.listing import (
     APART_ABOVE_NODES,
     SHAPES_COMMAND,
     ConversationRow,
+    TreeFigures,
     count_conversations,
+    figures_from_json,
     list_conversations,
     structure_figures,
     trees_in,
@@ -103,7 +104,7 @@ class BrowseApp(App[None]):
         #: The trees `where` keeps, once read (None: every tree).
         self.kept: set[str] | None = None
         self.refusal: str | None = None
-        self.figures: dict[str, tuple[int, int]] = {}
+        self.figures: dict[str, TreeFigures] = {}
         #: The node under the cursor when each conversation was left.
         self.cursors: dict[str, str] = {}
         self._shapes: Any = None
@@ -152,10 +153,9 @@ class BrowseApp(App[None]):
             return
         self.call_from_thread(self._show_rows, rows, None)
 
-    def _figures_apart(self) -> dict[str, tuple[int, int]]:
+    def _figures_apart(self) -> dict[str, TreeFigures]:
         """`structure_figures` read by a Python process of its own, so that
         the keys keep working meanwhile; nothing if the user quits first."""
-        import json
         import subprocess
         import sys
 
@@ -171,7 +171,7 @@ class BrowseApp(App[None]):
             raise ConvgraphError(errors.strip())
         if self._shapes.returncode != 0:  # ended by on_unmount, or killed
             return {}
-        return {key: (value[0], value[1]) for key, value in json.loads(output).items()}
+        return figures_from_json(output)
 
     def on_unmount(self) -> None:
         """Quitting ends the shape read at once."""
@@ -196,20 +196,14 @@ class BrowseApp(App[None]):
         )
 
     def _with_figures(self, row: ConversationRow) -> ConversationRow:
-        if row.tree_id not in self.figures:
-            return row
-        leaves, depth = self.figures[row.tree_id]
-        return replace(row, leaves=leaves, max_depth=depth)
+        figures = self.figures.get(row.tree_id)
+        return row if figures is None else figures.on(row)
 
     def tree_opened(self, graph: nx.DiGraph) -> None:
-        """A tree read in full gives its list row's shape at once."""
-        from convgraph.analysis.stats import summary as statistics
+        """A tree read in full gives its list row's figures at once."""
+        from convgraph.analysis.stats import summary
 
-        summary = statistics(graph)
-        self.figures[graph.graph["tree_id"]] = (
-            summary["leaves"],
-            summary["max_depth"],
-        )
+        self.figures[graph.graph["tree_id"]] = TreeFigures.of(summary(graph))
 
     def action_list_help(self) -> None:
         self.say(

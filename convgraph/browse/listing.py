@@ -2,17 +2,19 @@
 
 `convgraph browse` must show its list at once, even on a million-response
 `logs.db`, so the list is not read through the forest: one `group by` query
-per storage generation gives each conversation's node count, last time and
-models, and the threads table tells which thread belongs to which tree. The
-shape figures (leaves, depth) need the parent links of every node; they come
-later from `structure_figures`, which reads the structure of the forest
-without its texts, and from each tree the user opens. Nothing here writes.
+per storage generation gives each conversation's last time and models, and
+the threads table tells which thread belongs to which tree. The figures that
+need the forest's rules (the nodes, since a tool chain's calls are one node;
+leaves, depth) come later from `structure_figures`, which reads the
+structure of the forest without its texts and counts as `convgraph stats`
+does (`conversation_table`), and from each tree the user opens. Nothing
+here writes.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from convgraph.sources import LogDatabase
@@ -28,8 +30,11 @@ class ConversationRow:
 
     `tree_id` is the id that names the conversation tree (what `load_tree`
     takes); `leaves` and `max_depth` are None until the structure is read;
-    `counted` is False while `nodes` is not counted yet (the names come
-    first), so that a conversation of 0 nodes can say so.
+    `counted` is False while `nodes` is not the node count yet, which the
+    list shows as not known: 0 while only the names are read, then for an
+    llm database the calls logged (an upper bound, what the background read
+    of the figures is sized by) until `TreeFigures` give the count by the
+    rule of `convgraph stats`. A conversation of 0 nodes counted says so.
     """
 
     tree_id: str
@@ -40,6 +45,41 @@ class ConversationRow:
     leaves: int | None = None
     max_depth: int | None = None
     counted: bool = True
+
+
+@dataclass(frozen=True)
+class TreeFigures:
+    """A tree's figures by the rules of `convgraph stats`
+    (`convgraph.analysis.stats.conversation_table`, or `summary` for a tree
+    read whole): its nodes (a tool chain's calls are one node), leaves and
+    maximum depth."""
+
+    nodes: int
+    leaves: int
+    max_depth: int
+
+    def on(self, row: ConversationRow) -> ConversationRow:
+        """`row` with these figures, its nodes counted.
+
+        Examples
+        --------
+        >>> row = ConversationRow("c1", None, 5, None, counted=False)
+        >>> TreeFigures(3, 1, 2).on(row)  # doctest: +NORMALIZE_WHITESPACE
+        ConversationRow(tree_id='c1', name=None, nodes=3, last_datetime=None,
+            models=[], leaves=1, max_depth=2, counted=True)
+        """
+        return replace(
+            row,
+            nodes=self.nodes,
+            leaves=self.leaves,
+            max_depth=self.max_depth,
+            counted=True,
+        )
+
+    @classmethod
+    def of(cls, summary: dict[str, Any]) -> TreeFigures:
+        """The figures of one tree's `convgraph.analysis.stats.summary`."""
+        return cls(summary["nodes"], summary["leaves"], summary["max_depth"])
 
 
 #: One row per legacy conversation: a response logged outside any
@@ -103,23 +143,26 @@ def list_conversations(logs: Source) -> list[ConversationRow]:
 
 
 def count_conversations(logs: Source) -> list[ConversationRow]:
-    """Every conversation tree with its node count, last time and models,
-    newest first.
+    """Every conversation tree with its last time and models, newest first,
+    and its node count where it can be told without the forest.
 
     An llm database is read with one aggregate query over `responses` and
     one over `turns` (and the small `threads` and `conversations` tables): a
     scan of the file, seconds on a million responses, which the browser runs
-    after showing `list_conversations`. A chat export is parsed
-    conversation by conversation. `leaves` and `max_depth` are left None for
-    `structure_figures` to fill.
+    after showing `list_conversations`. It counts calls, not nodes (the
+    calls of a tool chain are one node): its rows are not `counted`, their
+    `nodes` the calls logged, until `structure_figures` gives the nodes. A
+    chat export is parsed conversation by conversation, an agent's sessions
+    read as a table, each node counted. `leaves` and `max_depth` are left
+    None for `structure_figures` to fill.
 
     Examples
     --------
     >>> from convgraph.sources import open_logs
     >>> with open_logs("examples/logs.db") as logs:
     ...     rows = count_conversations(logs)
-    >>> [(row.name, row.nodes, row.models) for row in rows][:1]
-    [('Starting a sourdough starter', 7, ['gpt-4o-mini', 'llama3.2'])]
+    >>> [(row.name, row.nodes, row.counted, row.models) for row in rows][:1]
+    [('Starting a sourdough starter', 7, False, ['gpt-4o-mini', 'llama3.2'])]
     """
     if not isinstance(logs, LogDatabase):
         return _export_rows(logs)
@@ -148,6 +191,8 @@ def count_conversations(logs: Source) -> list[ConversationRow]:
             _add(rows, tree_id, names.get(cid), nodes, last, models)
             if cid == tree_id and names.get(cid):
                 rows[tree_id].name = names[cid]  # llm's name, as in the list
+    for row in rows.values():
+        row.counted = False  # calls, not nodes: `structure_figures` counts
     return _recent_first(rows.values())
 
 
@@ -240,27 +285,45 @@ def _table_rows(logs: Source) -> list[ConversationRow]:
 
 def structure_figures(
     db: str | os.PathLike[str] | None,
-) -> dict[str, tuple[int, int]]:
-    """Each tree's leaves and maximum depth, read from the forest's
-    structure without its texts (the vectorized statistics of
-    `convgraph.analysis.stats`): the list's slow columns, read after it shows.
+) -> dict[str, TreeFigures]:
+    """Each tree's nodes, leaves and maximum depth, read from the forest's
+    structure without its texts by the rules of `convgraph stats` (its
+    `conversation_table`): the list's slow columns, read after it shows.
 
     Examples
     --------
     >>> figures = structure_figures("examples/logs.db")
     >>> figures["01jb2hashmap0000000000000"]
-    (4, 2)
+    TreeFigures(nodes=7, leaves=4, max_depth=2)
     """
     from convgraph.analysis.stats import conversation_table
     from convgraph.model.forest import Forest
 
     table = conversation_table(Forest.read(db, text=False))
     return {
-        str(tree_id): (int(leaves), int(depth))
-        for tree_id, leaves, depth in zip(
-            table["tree_id"], table["leaves"], table["max_depth"], strict=True
+        str(tree_id): TreeFigures(int(nodes), int(leaves), int(depth))
+        for tree_id, nodes, leaves, depth in zip(
+            table["tree_id"],
+            table["nodes"],
+            table["leaves"],
+            table["max_depth"],
+            strict=True,
         )
     }
+
+
+def figures_from_json(text: str) -> dict[str, TreeFigures]:
+    """The figures `main` prints ({tree id: [nodes, leaves, depth]}), read
+    back by the browser from the process it ran.
+
+    Examples
+    --------
+    >>> figures_from_json('{"c1": [3, 1, 2]}')
+    {'c1': TreeFigures(nodes=3, leaves=1, max_depth=2)}
+    """
+    import json
+
+    return {key: TreeFigures(*value) for key, value in json.loads(text).items()}
 
 
 def trees_in(db: str | os.PathLike[str] | None, where: TreeFilter) -> set[str]:
@@ -290,8 +353,9 @@ APART_ABOVE_NODES = 50_000
 
 def main(arguments: list[str]) -> int:
     """`structure_figures` of `arguments[0]`, run as `SHAPES_COMMAND`, as
-    JSON on stdout ({tree id: [leaves, depth]}), or the one-line error on
-    stderr and exit status 2; the browser runs it in a process of its own."""
+    JSON on stdout ({tree id: [nodes, leaves, depth]}, `figures_from_json`),
+    or the one-line error on stderr and exit status 2; the browser runs it
+    in a process of its own."""
     import json
     import sqlite3
     import sys
@@ -303,7 +367,13 @@ def main(arguments: list[str]) -> int:
     except (ConvgraphError, sqlite3.Error) as error:
         print(str(error), file=sys.stderr)
         return 2
-    json.dump(figures, sys.stdout)
+    json.dump(
+        {
+            tree_id: [found.nodes, found.leaves, found.max_depth]
+            for tree_id, found in figures.items()
+        },
+        sys.stdout,
+    )
     return 0
 
 

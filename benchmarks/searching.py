@@ -1,22 +1,30 @@
 """The `search` group: `convgraph search` on the suite's linear forests of N
-responses (legacy) and N turns (message store), beside `llm logs -q`.
+responses (legacy; N turns of the message store too, unless --no-store),
+beside `llm logs -q` and a bare FTS5 build of the same texts (issue 37).
 
-Rows, for each kind of file and size: the index built (the first search:
-the whole file read with its texts and written to a fresh index), beside
-`convgraph stats` of the same file (the structure read without texts); a
-query for a rare word (one node's "Question N") and for a common one (a
-word of the synthetic texts, in most nodes: every match is ranked), each on an index
-that is current, beside `llm logs -q` with the same word on a copy of the
-same file (llm upgrades an older file when it opens it, so never the
-cached one); and a search after llm logged ten more calls into one
-conversation (appended untimed before each call, as llm appends them), the
-index brought up to date first. Each query's memory above its setup is a
-figure (`tasks.above_setup`); the common word again with `--model`, the
-filter applied on the index.
+Rows, for each kind of file and size:
 
-The index lies beside a link to the cached file in a temporary directory
-(`search_index.index_path` names it by the path given, not the target), so
-`benchmarks/data/` holds no index.
+- the first search: the whole file read with its texts and a fresh index
+  built (`search_index.open_index` on an empty cache), once, with the peak
+  memory of its process, beside a bare SQLite FTS5 build of the same texts
+  (prompt, response and system of every row, one `insert ... select` into
+  an FTS5 table of a fresh file: SQLite alone, nothing of convgraph);
+- a query for a rare word (one node's "Question N") and for a common one (a
+  word of the synthetic texts, in most nodes), each on an index that is
+  current, beside `llm logs -q` with the same words on a copy of the file
+  (llm upgrades an older file when it opens it, so never the cached one);
+  each query's memory above its setup is a figure (`tasks.above_setup`);
+  the common word again with `--model`, the filter applied on the index;
+- a search after llm logged ten more calls into one conversation (appended
+  untimed before each search, as llm appends them), the index brought up to
+  date first.
+
+The library's calls are timed in process, so each time is what the
+command adds beyond its start-up (`python -m benchmarks startup` times
+that). The indexes lie in a cache directory of the benchmark's own
+(`XDG_CACHE_HOME` set in the workers), never in the user's cache: under
+`benchmarks/data/search-cache/` for the queries, which share one index a
+file across workers and runs, in temporary directories for the builds.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ APPENDED = 10
 FILTER_MODEL = "gpt-4*"
 #: llm without its plugins (convgraph's among them): `llm logs -q` alone.
 LLM_ENVIRONMENT = {"LLM_LOAD_PLUGINS": ""}
+#: The cache directory the query rows share, under the data directory.
+SHARED_CACHE = "search-cache"
 
 
 def _workdir() -> Path:
@@ -53,50 +63,91 @@ def _workdir() -> Path:
     return Path(directory)
 
 
-def _linked(db: str) -> Path:
-    """A link to `db` in a fresh directory, where its index will lie."""
-    link = _workdir() / "logs.db"
-    link.symlink_to(Path(db).resolve())
-    return link
+def _cache(directory: Path | str) -> None:
+    """The worker's indexes go to `directory`."""
+    os.environ["XDG_CACHE_HOME"] = str(directory)
 
 
 @tasks.task("search.build", timer=True)
 def _build(db: str) -> Callable[[int], float]:
-    """The whole index, written afresh each call (the first search)."""
-    from convgraph.analysis.search_index import index_path, open_index
+    """The whole index, built afresh each call (the first search); the
+    figure ``MB peak`` is the process's peak resident memory."""
+    from convgraph.analysis.search_index import open_index
     from convgraph.sources import open_logs
-
-    link = _linked(db)
-    index = index_path(link)
 
     def time_it(loops: int) -> float:
         total = 0.0
         for _ in range(loops):
-            index.unlink(missing_ok=True)
+            _cache(_workdir())
             started = time.perf_counter()
-            with open_logs(link) as logs, open_index(logs):
+            with open_logs(db) as logs, open_index(logs):
                 pass
             total += time.perf_counter() - started
+            tasks.figure("MB peak", tasks.peak_mb())
+        return total
+
+    return time_it
+
+
+@tasks.task("fts5.build", timer=True)
+def _fts5_build(db: str) -> Callable[[int], float]:
+    """A bare FTS5 index of the same texts: the file attached read-only and
+    every row's prompt, response and system inserted by one statement into
+    an FTS5 table (unicode61, diacritics folded) of a fresh file."""
+    source = Path(db).resolve().as_uri() + "?mode=ro"
+
+    def time_it(loops: int) -> float:
+        total = 0.0
+        for _ in range(loops):
+            conn = sqlite3.connect(_workdir() / "fts5.db", isolation_level=None)
+            conn.execute("pragma journal_mode = off")
+            conn.execute("pragma synchronous = off")
+            started = time.perf_counter()
+            conn.execute("attach database ? as source", [source])
+            tables = {
+                name
+                for (name,) in conn.execute(
+                    "select name from source.sqlite_master where type = 'table'"
+                )
+            }
+            conn.execute(
+                "create virtual table texts using fts5 (prompt, response, system,"
+                " tokenize = 'unicode61 remove_diacritics 2')"
+            )
+            conn.execute("begin")
+            if "responses" in tables:
+                conn.execute(
+                    "insert into texts select prompt, response, system"
+                    " from source.responses"
+                )
+            if "turn_search" in tables:
+                conn.execute(
+                    "insert into texts (prompt, response)"
+                    " select prompt, response from source.turn_search"
+                )
+            conn.execute("commit")
+            total += time.perf_counter() - started
+            conn.close()
         return total
 
     return time_it
 
 
 @tasks.task("search.query")
-def _query(db: str, query: str, model: str = "") -> Callable[[], Any]:
+def _query(db: str, query: str, model: str = "", cache: str = "") -> Callable[[], Any]:
     """One search on a current index: the check that it is current, the
     ranked hits, their snippets and their branch marks; with `model`, only
     in the trees with a node of a model it matches (`--model`: the filter
-    applied in SQL on the index)."""
+    applied on the index)."""
     from convgraph.analysis.search import search
     from convgraph.model.filters import TreeFilter
 
-    link = _linked(db)
+    _cache(cache or _workdir())
     where = TreeFilter(models=(model,)) if model else None
-    search(link, query)  # the index built, untimed
+    search(db, query)  # the index built where it is not yet, untimed
 
     def run() -> Any:
-        hits = search(link, query, where=where)
+        hits = search(db, query, where=where)
         tasks.figure("hits", len(hits))
         return hits
 
@@ -128,7 +179,9 @@ def _update(db: str, query: str) -> Callable[[int], float]:
     """A search after llm logged `APPENDED` more calls (appended untimed)."""
     from convgraph.analysis.search import search
 
-    copy = _workdir() / "logs.db"
+    work = _workdir()
+    _cache(work / "cache")
+    copy = work / "logs.db"
     shutil.copyfile(db, copy)
     search(copy, query)  # the index built, untimed
 
@@ -137,8 +190,9 @@ def _update(db: str, query: str) -> Callable[[int], float]:
         for _ in range(loops):
             _append(copy, APPENDED)
             started = time.perf_counter()
-            search(copy, query)
+            hits = search(copy, query)
             total += time.perf_counter() - started
+            tasks.figure("hits", len(hits))
         return total
 
     return time_it
@@ -166,24 +220,39 @@ def _llm_copy(db: Path, llm: str) -> Path:
     return copy
 
 
+def _llm_query(llm: str, query: str, copy: Path) -> suite.Task:
+    return suite.command(
+        "llm logs -q",
+        "/usr/bin/env",
+        *(f"{key}={value}" for key, value in LLM_ENVIRONMENT.items()),
+        llm,
+        "logs",
+        "-q",
+        query,
+        "-d",
+        str(copy),
+    )
+
+
 def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
     """The `search` group at each size (see the module's docstring)."""
     llm = str(Path(sys.executable).parent / "llm")
+    cache = str(options.data_dir / SHARED_CACHE)
+    kinds = ("legacy", "store") if options.store else ("legacy",)
     found = []
     for size in sizes:
-        for kind in ("legacy", "store"):
+        for kind in kinds:
             db = suite.database(kind, "linear", size, options.data_dir)
             rare = f"Question {size // 2}"
             copy = _llm_copy(db, llm)
-            build = suite.task("search.build", db=db)
             found.append(
                 Row(
                     "search",
                     kind,
                     size,
-                    "index built",
-                    build,
-                    suite.task("convgraph.stats", db=db),
+                    "first search (read + index built)",
+                    suite.once(suite.task("search.build", db=db)),
+                    suite.once(suite.task("fts5.build", db=db)),
                 )
             )
             for operation, query in (("rare word", rare), ("common word", COMMON_WORD)):
@@ -193,21 +262,8 @@ def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
                         kind,
                         size,
                         f"query, {operation}",
-                        suite.task("search.query", db=db, query=query),
-                        suite.command(
-                            "llm logs -q",
-                            "/usr/bin/env",
-                            *(
-                                f"{key}={value}"
-                                for key, value in LLM_ENVIRONMENT.items()
-                            ),
-                            llm,
-                            "logs",
-                            "-q",
-                            query,
-                            "-d",
-                            str(copy),
-                        ),
+                        suite.task("search.query", db=db, query=query, cache=cache),
+                        _llm_query(llm, query, copy),
                     )
                 )
             found.append(
@@ -217,7 +273,11 @@ def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
                     size,
                     f"query, common word, --model '{FILTER_MODEL}'",
                     suite.task(
-                        "search.query", db=db, query=COMMON_WORD, model=FILTER_MODEL
+                        "search.query",
+                        db=db,
+                        query=COMMON_WORD,
+                        model=FILTER_MODEL,
+                        cache=cache,
                     ),
                 )
             )
@@ -227,7 +287,7 @@ def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
                     kind,
                     size,
                     f"search after {APPENDED} more calls",
-                    suite.task("search.update", db=db, query=rare),
+                    suite.once(suite.task("search.update", db=db, query=rare)),
                 )
             )
     return found

@@ -357,12 +357,14 @@ def test_the_search_group_plans_its_rows_on_known_tasks(tmp_path):
         (kind, operation, ours, theirs)
         for kind in ("legacy", "store")
         for operation, ours, theirs in (
-            ("index built", "search.build", "convgraph.stats"),
+            ("first search (read + index built)", "search.build", "fts5.build"),
             ("query, rare word", "search.query", "llm logs -q"),
             ("query, common word", "search.query", "llm logs -q"),
             ("query, common word, --model 'gpt-4*'", "search.query", None),
             ("search after 10 more calls", "search.update", None),
         )
     ]
-    assert {"search.build", "search.query", "search.update"} <= set(tasks.load())
-    assert {"search.build", "search.update"} <= tasks.TIMERS
+    assert {"search.build", "fts5.build", "search.query", "search.update"} <= set(
+        tasks.load()
+    )
+    assert {"search.build", "fts5.build", "search.update"} <= tasks.TIMERS

@@ -282,8 +282,14 @@ def schema() -> tantivy.Schema:
     for name in FIELDS:
         builder.add_text_field(name, stored=True, tokenizer_name=TOKENIZER)
     for name in ("id", "tree", "model", "source"):
+        # The tree is a fast field too: a filter counts the trees of the
+        # nodes it keeps by tantivy's terms aggregation over it.
         builder.add_text_field(
-            name, stored=True, tokenizer_name="raw", index_option="basic", fast=True
+            name,
+            stored=True,
+            tokenizer_name="raw",
+            index_option="basic",
+            fast=name == "tree",
         )
     builder.add_bytes_field("time", stored=True)
     builder.add_integer_field("moment", indexed=True, fast=True)
@@ -726,11 +732,14 @@ def _documents(
         part = nodes.iloc[rows]
         columns = [_plain(part[name]) for name in ("id", "tree_id", "model", "source")]
         times = _plain(part["datetime_utc"])
+        moments = _moments(part["datetime_utc"], times)
         texts = [_plain(part[name]) for name in ("prompt", "response", "system")]
-        extras = [
-            parts_text(value) if isinstance(value, list) else None
-            for value in part[PARTS].tolist()
-        ]
+        texts.append(
+            [
+                parts_text(value) if isinstance(value, list) else None
+                for value in part[PARTS].tolist()
+            ]
+        )
         branches = [
             SIDECHAIN if side else ACTIVE if on_path else ABANDONED
             for side, on_path in zip(
@@ -748,13 +757,11 @@ def _documents(
                 document["model"] = model
             if source is not None:
                 document["source"] = source
-            time = times[at]
-            if time is not None:
-                document["time"] = time
-                moment = _moment(time)
-                if moment is not None:
-                    document["moment"] = moment
-            for name, values in zip(FIELDS, (*texts, extras), strict=True):
+            if times[at] is not None:
+                document["time"] = times[at]
+            if moments[at] is not None:
+                document["moment"] = moments[at]
+            for name, values in zip(FIELDS, texts, strict=True):
                 value = values[at]
                 if value:
                     document[name] = normalized(value)
@@ -771,6 +778,23 @@ def _plain(column: Any) -> list[Any]:
     ]
 
 
+def _moments(column: Any, texts: list[str | None]) -> list[int | None]:
+    """`_moment` of each time of a column: pandas' parse (`parse_times`,
+    the same rule) where it gives a time, `_moment` of the text where it
+    gives none (a year its clock cannot hold)."""
+    from convgraph.times import parse_times
+
+    parsed = parse_times(column.reset_index(drop=True))
+    naive = parsed.dt.tz_convert("UTC").dt.tz_localize(None)
+    # Microseconds, whatever unit the column holds (a year 1 to 9999 fits).
+    values = naive.to_numpy("datetime64[us]").view("int64").tolist()
+    missing = parsed.isna().tolist()
+    return [
+        (_moment(text) if text is not None else None) if gone else value
+        for value, gone, text in zip(values, missing, texts, strict=True)
+    ]
+
+
 def _moment(text: str) -> int | None:
     """A stored time as microseconds since 1970 UTC, as `parse_time` reads
     it (every year from 1 to 9999), None where it is no time."""
@@ -784,21 +808,41 @@ def _moment(text: str) -> int | None:
     return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
 
 
-def _add(writer: Any, documents: Iterable[dict[str, Any]]) -> set[str]:
-    """The documents added; the model names among them."""
+def _add(writer: Any, documents: Iterable[dict[str, Any]]) -> None:
+    """The documents added, each as JSON (orjson's bytes, which tantivy
+    parses faster than Python builds a Document); a document orjson
+    refuses (a lone surrogate in an id) goes through a Document."""
+    import base64
+
+    import orjson
     import tantivy
 
     layout = schema()
-    models: set[str] = set()
     for document in documents:
-        time = document.pop("time", None)
-        added = tantivy.Document.from_dict(document, layout)
+        time = document.get("time")
         if time is not None:
-            added.add_bytes("time", time.encode("utf-8", "surrogatepass"))
-        writer.add_document(added)
-        if "model" in document:
-            models.add(document["model"])
-    return models
+            # A bytes field: base64 in JSON. Stored, never indexed.
+            stored = time.encode("utf-8", "surrogatepass")
+            document["time"] = base64.b64encode(stored).decode("ascii")
+        try:
+            writer.add_json(orjson.dumps(document).decode("utf-8"))
+        except orjson.JSONEncodeError:
+            writer.add_document(tantivy.Document.from_dict(_safe(document), layout))
+
+
+def _safe(document: dict[str, Any]) -> dict[str, Any]:
+    """A document whose strings hold no lone surrogate (U+FFFD instead)."""
+    return {
+        key: value.encode("utf-8", "replace").decode("utf-8")
+        if isinstance(value, str)
+        else value
+        for key, value in document.items()
+    }
+
+
+def _models(forest: Forest) -> set[str]:
+    """The model names of the forest's nodes."""
+    return {str(name) for name in forest.nodes["model"].dropna().unique().tolist()}
 
 
 def _writer(index: Any) -> Any:
@@ -832,7 +876,8 @@ def _build(
         index = tantivy.Index(schema(), path=str(partial), reuse=False)
         index.register_tokenizer(TOKENIZER, analyzer())
         writer = _writer(index)
-        models = _add(writer, _documents(forest, progress))
+        _add(writer, _documents(forest, progress))
+        models = _models(forest)
         del forest
         if progress:
             progress("writing the search index", 0, None)
@@ -891,7 +936,8 @@ def _updated(
             writer.delete_documents_by_term("tree", tree)
         for node_id in forest.nodes["id"].tolist():
             writer.delete_documents_by_term("id", str(node_id))
-        models = _add(writer, _documents(forest))
+        _add(writer, _documents(forest))
+        models = _models(forest)
         # The meta says "not current" until the commit is made: a process
         # killed between the two builds again rather than trusting it.
         _write_meta(path, {**meta, "quick": None, "content": None})

@@ -368,7 +368,12 @@ def forest_blocks(
             )
         )
         values = [batch.columns[name] for name in columns]
-        calls = map(folded.get, batch.columns["id"], itertools.repeat(no_calls))
+        # Each node's calls: looked up only where the forest has runs.
+        calls = (
+            map(folded.get, batch.columns["id"], itertools.repeat(no_calls))
+            if folded
+            else itertools.repeat(no_calls, len(batch.columns["id"]))
+        )
         # Each node's dict made by map, not a loop of Python: the dicts are
         # a fifth of the export's time.
         rows = zip(*values, calls, trees, strict=True)

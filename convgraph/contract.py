@@ -108,6 +108,19 @@ STRING_COLUMNS = ("id", "parent_id", "datetime_utc", "prompt", "system", "respon
 # Named here, with the node's, so that the command line and the Parquet
 # dataset can name them without importing the statistics (and pandas).
 
+#: What the branches the user left spent (`convgraph.analysis.abandoned.
+#: abandoned_work_rows`: a retry, an edited prompt, a regenerated answer),
+#: beside the totals: their input and output tokens (sums like the usage
+#: figures', 0 where the tree has the figure but no branch left does), and
+#: their share of the tree's tokens, input and output together (a float from
+#: 0 to 1; null where the tree counts no token).
+RETRY_COLUMNS = ("abandoned_input_tokens", "abandoned_output_tokens", "abandoned_share")
+
+#: What `convgraph stats --cost` adds to the conversations table: each tree's
+#: cost and the cost of its branches left, in US dollars
+#: (`convgraph.analysis.usage.tree_costs`, priced as `stats --by` prices).
+COST_COLUMNS = ("cost_usd", "abandoned_cost_usd")
+
 #: The columns of `convgraph.analysis.stats.conversation_table`, in order:
 #: also the keys of `convgraph.analysis.stats.summary`, which computes the
 #: same figures for one tree.
@@ -129,6 +142,7 @@ CONVERSATION_COLUMNS = (
     TOOLS,
     "active_path_length",
     "abandoned_branches",
+    *RETRY_COLUMNS,
 )
 
 #: The columns of `convgraph.analysis.stats.branch_table`, in order.

@@ -100,10 +100,18 @@ def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
             # The active path runs to each tree's last logged node.
             "active_path_length": [4, 2, 3, 3],
             "abandoned_branches": [0, 1, 3, 1],
+            # Every node off the active path spent its tokens on a branch
+            # left: branch-b; complex-b, c, d and f; root1, a and b.
+            "abandoned_input_tokens": [0, 11, 51, 33],
+            "abandoned_output_tokens": [0, 21, 91, 63],
+            "abandoned_share": [0.0, 32 / 96, 142 / 252, 96 / 210],
         }
     )
     expected = expected.astype(
         {
+            "abandoned_share": "Float64",
+            "abandoned_input_tokens": "Int64",
+            "abandoned_output_tokens": "Int64",
             "tree_id": "str",
             "name": object,
             "first_datetime": "datetime64[us, UTC]",
@@ -773,11 +781,11 @@ run_stats = partial(run, "stats")
 
 
 SEED_TABLE = """\
-tree_id         name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms  tool_calls  tools  active_path_length  abandoned_branches
-linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000           0                          4                   0
-branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600           0                          2                   1
-complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800           0                          3                   3
-multiple-roots  prompt multiple-roots-root1      6      2       2          2              1                  1.20                     2  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100           0                          3                   1
+tree_id         name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms  tool_calls  tools  active_path_length  abandoned_branches  abandoned_input_tokens  abandoned_output_tokens  abandoned_share
+linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000           0                          4                   0                       0                        0               0%
+branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600           0                          2                   1                      11                       21              33%
+complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800           0                          3                   3                      51                       91              56%
+multiple-roots  prompt multiple-roots-root1      6      2       2          2              1                  1.20                     2  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100           0                          3                   1                      33                       63              46%
 """
 
 
@@ -819,6 +827,9 @@ def test_stats_json_has_the_column_names(seed_db: Path) -> None:
         "tools": [],
         "active_path_length": 3,
         "abandoned_branches": 3,
+        "abandoned_input_tokens": 51,
+        "abandoned_output_tokens": 91,
+        "abandoned_share": 142 / 252,
     }
 
 
@@ -863,6 +874,9 @@ def test_stats_csv_reads_back(seed_db: Path) -> None:
         "tools": "",
         "active_path_length": "2",
         "abandoned_branches": "1",
+        "abandoned_input_tokens": "11",
+        "abandoned_output_tokens": "21",
+        "abandoned_share": str(32 / 96),
     }
     frame = pd.read_csv(io.StringIO(result.stdout))
     assert frame["nodes"].tolist() == [4, 3, 7, 6]

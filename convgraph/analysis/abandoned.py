@@ -9,6 +9,14 @@ A coding agent's subagent runs in a sidechain (`subagent_rows`,
 never a branch the user left, so its nodes are never counted, and do not
 keep the node that started them from counting. Every source but the agents'
 has no subagents: there a branch left is a leaf off the active path.
+
+What the branches left cost is the work of every node on them, not only
+their tips: `abandoned_work_rows` (the table) and `abandoned_work_nodes` (one
+tree) name the nodes off the active path, a subagent's node counting with
+the node of the main branch that started it (a subagent started from a
+branch left was work for it; one started from the active path was not).
+Their tokens are what a retry, an edited prompt or a regenerated answer
+spent (`convgraph.analysis.stats`' `abandoned_input_tokens`, ...).
 """
 
 from __future__ import annotations
@@ -122,4 +130,75 @@ def abandoned_nodes(tree: nx.DiGraph) -> list[Any]:
         if not data.get("active")
         and not in_subagent(data)
         and not any(not in_subagent(nodes[child]) for child in tree.successors(node))
+    ]
+
+
+def abandoned_work_rows(
+    nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
+) -> np.ndarray:
+    """Booleans over the rows of a nodes table: a node whose work went into
+    a branch the user left. A node of the main branches counts where it is
+    off the active path; a subagent's node where the nearest node of the
+    main branches above it does (none above it: it does not count).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> nodes = pd.DataFrame({"sidechain": [None, None, "ag1", None, "ag2"]})
+    >>> parents = np.array([-1, 0, 1, 0, 3])
+    >>> active = np.array([True, False, False, True, False])
+    >>> abandoned_work_rows(nodes, parents, active).tolist()
+    [False, True, True, False, False]
+    """
+    import numpy as np
+
+    from convgraph.links.pointer_jumping import nearest_marked
+
+    own = ~subagent_rows(nodes)
+    if own.all():
+        return ~np.asarray(active, dtype=bool)
+    starter = nearest_marked(parent_rows, own)
+    left = np.zeros(len(parent_rows), dtype=bool)
+    placed = starter >= 0
+    left[placed] = ~np.asarray(active, dtype=bool)[starter[placed]]
+    return left
+
+
+def abandoned_work_nodes(tree: nx.DiGraph) -> list[Any]:
+    """The nodes of one tree's graph whose work went into a branch the user
+    left, as `abandoned_work_rows` finds them in a table, in the graph's
+    order.
+
+    Examples
+    --------
+    >>> from convgraph.model.tree import ConversationTree
+    >>> tree = ConversationTree.from_records(
+    ...     [{"id": "r", "active": True}, {"id": "a"}, {"id": "b", "active": True}],
+    ...     {"r": None, "a": "r", "b": "r"}, tree_id="t")
+    >>> abandoned_work_nodes(tree)
+    ['a']
+    """
+    nodes = tree.nodes
+    # Each node's starter: itself where it is a main branch's, else the
+    # nearest main node above; each walk stops at a node already known, so
+    # a long subagent chain is walked once, not once per node.
+    starter_of: dict[Any, Any] = {}
+    for node in nodes:
+        walked = []
+        current = node
+        while current is not None and current not in starter_of:
+            if not in_subagent(nodes[current]):
+                starter_of[current] = current
+                break
+            walked.append(current)
+            parents = list(tree.predecessors(current))
+            current = parents[0] if parents else None
+        starter = None if current is None else starter_of[current]
+        for passed in walked:
+            starter_of[passed] = starter
+    return [
+        node
+        for node in nodes
+        if (starter := starter_of[node]) is not None
+        and not nodes[starter].get("active")
     ]

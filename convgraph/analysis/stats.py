@@ -30,8 +30,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from convgraph.analysis.abandoned import abandoned_nodes, abandoned_rows
+from convgraph.analysis.abandoned import (
+    abandoned_nodes,
+    abandoned_rows,
+    abandoned_work_nodes,
+    abandoned_work_rows,
+)
 from convgraph.analysis.tool_stats import (
+    may_pass_64_bits,
     sums_per_tree,
     table_tool_totals,
     tree_tool_totals,
@@ -43,6 +49,7 @@ from convgraph.contract import (
     INTEGER_COLUMNS,
     NODE_COLUMNS,
     PARTS,
+    RETRY_COLUMNS,
     TEXT_ATTRIBUTES,
     TOOL_CALLS,
     TOOLS,
@@ -222,7 +229,12 @@ def _with_empty_trees(
             values = pd.Series([[] for _ in tree_ids], dtype=object)
         elif column == TOOL_CALLS:
             values = pd.Series([0] * len(tree_ids), dtype=dtype)
-        elif isinstance(dtype, pd.DatetimeTZDtype) or str(dtype) == "Int64":
+        elif (
+            isinstance(dtype, pd.DatetimeTZDtype)
+            or str(dtype) == "Int64"
+            or column in INTEGER_COLUMNS
+            or column in RETRY_COLUMNS
+        ):
             values = pd.Series([None] * len(tree_ids), dtype=dtype)
         else:
             values = pd.Series([0] * len(tree_ids), dtype=dtype)
@@ -399,7 +411,32 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
         "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
         "abandoned_branches": len(abandoned_nodes(tree)),
     }
+    stats |= _tree_retries(tree, stats)
     return {key: stats[key] for key in CONVERSATION_COLUMNS}
+
+
+def _tree_retries(tree: nx.DiGraph, totals: Mapping[str, Any]) -> dict[str, Any]:
+    """`RETRY_COLUMNS` of one tree, whose token totals are `totals`."""
+    left = abandoned_work_nodes(tree)
+    figures: dict[str, Any] = {}
+    for key in ("input_tokens", "output_tokens"):
+        values = (tree.nodes[node].get(key) for node in left)
+        spent = sum(value for value in values if value is not None)
+        figures[f"abandoned_{key}"] = None if totals[key] is None else spent
+    figures["abandoned_share"] = _share(
+        [figures["abandoned_input_tokens"], figures["abandoned_output_tokens"]],
+        [totals["input_tokens"], totals["output_tokens"]],
+    )
+    return figures
+
+
+def _share(part: list[int | None], whole: list[int | None]) -> float | None:
+    """The share of `whole`'s sum that `part`'s is (missing counting 0),
+    as floats divide: None where the whole is not above 0."""
+    counted = sum(value or 0 for value in whole)
+    if counted <= 0:
+        return None
+    return float(sum(value or 0 for value in part)) / float(counted)
 
 
 def conversation_table_of(
@@ -499,7 +536,63 @@ def conversation_table_of(
     active = active_column(nodes, parent_rows)
     table["active_path_length"] = per_tree(active)
     table["abandoned_branches"] = per_tree(abandoned_rows(nodes, parent_rows, active))
+    left = abandoned_work_rows(nodes, parent_rows, active)
+    spent = {}
+    for column in ("input_tokens", "output_tokens"):
+        part = sums_per_tree(nodes[column].astype("Int64").where(left), codes, trees)
+        spent[column] = _within(usage[column], part)
+        table[f"abandoned_{column}"] = spent[column]
+    table["abandoned_share"] = _shares(
+        [spent["input_tokens"], spent["output_tokens"]],
+        [usage["input_tokens"], usage["output_tokens"]],
+    )
     return table
+
+
+def _within(total: Any, part: Any) -> Any:
+    """A part's sums (`sums_per_tree`) where its total has one: 0 where the
+    part has none, missing where the total is."""
+    import numpy as np
+    import pandas as pd
+
+    missing = np.asarray(pd.isna(total), dtype=bool)
+    if isinstance(part, pd.arrays.IntegerArray) and isinstance(
+        total, pd.arrays.IntegerArray
+    ):
+        return pd.arrays.IntegerArray(part.fillna(0).to_numpy(np.int64), missing)
+    # Python's integers, where a sum passed 64 bits.
+    values = [0 if pd.isna(value) else int(value) for value in part]
+    return np.array(
+        [None if gone else value for value, gone in zip(values, missing, strict=True)],
+        dtype=object,
+    )
+
+
+def _shares(parts: list[Any], wholes: list[Any]) -> pd.arrays.FloatingArray:
+    """`_share` of every tree at once (nullable `Float64`): NA where the
+    whole is not above 0."""
+    import numpy as np
+    import pandas as pd
+
+    def counted(columns: list[Any]) -> np.ndarray:
+        # Summed as Python's integers would be, then made floats, as
+        # `_share` makes them: the two forms divide the same numbers.
+        if all(isinstance(c, pd.arrays.IntegerArray) for c in columns):
+            sums = sum(c.fillna(0).to_numpy(np.int64) for c in columns)
+            if not may_pass_64_bits(
+                np.concatenate([c.fillna(0).to_numpy(np.int64) for c in columns]),
+                np.array([len(columns)]),
+            ):
+                return np.asarray(sums, dtype=np.float64)
+        rows = zip(
+            *[[0 if pd.isna(v) else int(v) for v in c] for c in columns], strict=True
+        )
+        return np.array([float(sum(row)) for row in rows], dtype=np.float64)
+
+    part, whole = counted(parts), counted(wholes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = np.where(whole > 0, part / whole, 0.0)
+    return pd.arrays.FloatingArray(shares, ~(whole > 0))
 
 
 def branch_table_of(
@@ -542,8 +635,12 @@ def branch_table_of(
     values = np.column_stack(
         [figures.fillna(0).to_numpy(dtype=np.int64) for figures in usage]
     ).reshape(len(nodes), len(usage))
-    totals = path_totals(parent_rows, np.hstack([values, present.astype(np.int64)]))
-    totals = totals[leaves]
+    figures = np.hstack([values, present.astype(np.int64)])
+    exact = may_pass_64_bits(values, depths + 1)
+    if exact:
+        # A branch's sum could pass 64 bits: Python's integers, not a wrap.
+        figures = figures.astype(object)
+    totals = path_totals(parent_rows, figures)[leaves]
     ids = nodes["id"].to_numpy()
     table = pd.DataFrame(
         {
@@ -555,9 +652,13 @@ def branch_table_of(
     )
     width = len(INTEGER_ATTRIBUTES)
     for index, column in enumerate(INTEGER_ATTRIBUTES):
-        table[column] = pd.arrays.IntegerArray(
-            totals[:, index], totals[:, width + index] == 0
-        )
+        missing = totals[:, width + index] == 0
+        if exact:
+            sums = totals[:, index].copy()
+            sums[missing] = None
+            table[column] = sums
+        else:
+            table[column] = pd.arrays.IntegerArray(totals[:, index], missing)
     table["models"] = pd.Series(
         _models_per_branch(nodes["model"], parent_rows, leaves), dtype=object
     )

@@ -286,6 +286,7 @@ def _export_records(export: ChatExport) -> list[dict[str, Any]] | None:
     from convgraph.contract import (
         CONVERSATION_COLUMNS,
         INTEGER_ATTRIBUTES,
+        RETRY_COLUMNS,
         TOOL_CALLS,
         TOOLS,
     )
@@ -307,6 +308,7 @@ def _export_records(export: ChatExport) -> list[dict[str, Any]] | None:
     nothing: dict[str, Any] = dict.fromkeys(CONVERSATION_COLUMNS, 0)
     nothing |= dict.fromkeys(("first_datetime", "last_datetime"), None)
     nothing |= dict.fromkeys(INTEGER_ATTRIBUTES, None)
+    nothing |= dict.fromkeys(RETRY_COLUMNS, None)
     nothing |= {"branching_factor_avg": 0.0, "models": [], TOOLS: [], TOOL_CALLS: 0}
     for tree in empty:
         records.append(nothing | {"tree_id": tree.tree_id, "name": tree.name})

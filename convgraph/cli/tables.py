@@ -53,6 +53,9 @@ PRIORITY = (
     "duration_ms",
     "active_path_length",
     "abandoned_branches",
+    "abandoned_share",
+    "abandoned_input_tokens",
+    "abandoned_output_tokens",
     "branching_factor_avg",
     "branching_factor_max",
     "tools",
@@ -215,8 +218,14 @@ def _name(name: str | None) -> str:
     return excerpt(name, NAME_WIDTH)
 
 
+def _share(share: float | None) -> str:
+    # A share of the whole as a person reads one: a percentage.
+    return "" if share is None else f"{share:.0%}"
+
+
 _CELLS: dict[str, Callable[[Any], str]] = {
     "name": _name,
+    "abandoned_share": _share,
     "first_datetime": shown_time,
     "last_datetime": shown_time,
 }

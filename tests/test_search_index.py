@@ -341,3 +341,23 @@ def test_a_chat_export_is_indexed_again_when_it_changes(tmp_path):
     changed["mapping"]["u2"]["message"]["content"]["parts"] = ["Simpler, ocelot?"]
     write_json(export, [changed])
     assert hit_ids(export, "ocelot") == ["a2"]
+
+
+def test_a_read_only_index_dir_falls_back_to_the_cache(forest_db, tmp_path, cache):
+    from tests.helpers import run_on_read_only_mount
+
+    place = tmp_path / "indexes"
+    run("search", "--db", forest_db, "--index", place, "zebra")
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    before = {path.name: path.stat().st_mtime_ns for path in place.rglob("*")}
+    done = run_on_read_only_mount(
+        place, mounted, "search", "--db", forest_db, "--index", mounted, "zebra"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == "   What about the zebra park?"
+    assert done.stderr.splitlines()[0] == (
+        f"cannot write in {mounted}: the search index goes to the cache"
+    )
+    assert {path.name: path.stat().st_mtime_ns for path in place.rglob("*")} == before
+    assert index_path(forest_db).is_dir()

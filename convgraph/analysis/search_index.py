@@ -377,11 +377,9 @@ def open_index(
     """
     say = notice or (lambda line: None)
     path = index_path(logs.path, directory)
-    if (
-        directory is not None
-        and not _writable(path.parent)
-        and not _current_meta(path, _quick_stamp(logs))
-    ):
+    # tantivy writes beside an index it opens (its lock of the meta file), so
+    # a place that cannot be written serves none: the cache does.
+    if not _writable(path.parent) and directory is not None:
         say(f"cannot write in {path.parent}: the search index goes to the cache")
         path = index_path(logs.path)
     if not _writable(path.parent):
@@ -421,7 +419,12 @@ class _Damaged(Exception):
 def _lock(path: Path, exclusive: bool) -> Any:
     """The index's lock file, locked (shared or exclusive); closing it lets
     go."""
-    handle = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115
+    try:
+        handle = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115
+    except OSError as error:
+        raise DatabaseError(
+            f"cannot write the search index {path}: {error.strerror}"
+        ) from None
     try:
         fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
     except BaseException:

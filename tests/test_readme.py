@@ -1,18 +1,23 @@
 """README.md shows what convgraph does, so its examples run as written: every
 ```python block, and every `$ convgraph ...` of a ```console block with the
-output it shows. The references to the design (`docs/design.md#...`) land on
-a heading of docs/design.md, and nothing points at a document the repository
-does not hold.
+output it shows. The README stays short (at most `README_LINES` lines), its
+Quickstart is the two commands CI runs, and every link in it lands on a file
+of the repository (and a heading there). References to the design
+(`docs/design.md#...`) anywhere land on a heading of docs/design.md, and
+nothing points at a document the repository does not hold.
 
-Each example runs in a temporary directory holding what the README's own
-commands would have made beside a clone: `examples/` (its `logs.db` and
-ChatGPT export), `logs.db` (a copy, standing for the reader's own file) and
-`forest/` (the Parquet dataset of `convgraph export --format parquet -o
-forest/`, where pyarrow is installed). llm's user directory is there too, so
-no example touches the reader's own logs or keys. A ```python block with
-`>>>` prompts is a doctest (its shown output checked); any other block runs
-as a script. A block that needs a package of an optional extra (dask,
-pyspark, llm-echo's offline model) is skipped where it is missing.
+The machinery here runs any Markdown page's examples; tests/test_docs.py runs
+the documentation's pages with it. Each example runs in a temporary
+directory holding what the README's own commands would have made beside a
+clone: `examples/` (its `logs.db` and ChatGPT export), `logs.db` (a copy,
+standing for the reader's own file) and `forest/` (the Parquet dataset of
+`convgraph export --format parquet -o forest/`, where pyarrow is
+installed). llm's user directory and the cache directory (where the search
+index goes) are there too, so no example touches the reader's own logs,
+keys or cache. A ```python block with `>>>` prompts is a doctest (its shown
+output checked); any other block runs as a script. A block that needs a
+package of an optional extra (dask, pyspark, llm-echo's offline model) is
+skipped where it is missing.
 """
 
 from __future__ import annotations
@@ -36,8 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DESIGN = ROOT / "docs" / "design.md"
 
+#: The README is read in two minutes: the rest is in docs/.
+README_LINES = 150
+
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.S | re.M)
 HEADING = re.compile(r"^#+ (.+)$", re.M)
+#: A Markdown link or image: its target, without a title.
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 #: What a block needs beyond the packages it imports: the Parquet dataset is
 #: written with pyarrow, and a fan-out is asked of llm-echo's offline model.
@@ -47,27 +57,29 @@ NEEDED_FOR = {"forest/": "pyarrow", "fan_out(": "llm_echo"}
 #: half a minute): those examples are `slow`.
 HEAVY = {"pyspark"}
 
-#: The outputs a console block shows with a path of the README's own machine,
-#: and what it stands for here.
-README_USER_PATH = "/tmp/readme"
+#: The paths of the reader's own machine that outputs show (llm's user
+#: directory, the cache directory), by the folder of the workspace that
+#: stands for each.
+SHOWN_PATHS = {"readme": "/tmp/readme", "cache": "~/.cache"}
 
-#: Doctest's comparison: a README may wrap a long value over several lines,
-#: and "..." stands for lines it leaves out.
+#: Doctest's comparison: a page may wrap a long value over several lines,
+#: and "..." stands for text it leaves out.
 CHECKS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced code block of the README."""
+    """One fenced code block of a Markdown page."""
 
-    kind: str  # "python" or "console"
+    page: Path
+    kind: str  # "python", "console", "bash", ...
     line: int  # the line of its first code line
     heading: str  # the section it is in
     text: str
 
     @property
     def name(self) -> str:
-        return f"README.md:{self.line} ({self.heading})"
+        return f"{self.page.relative_to(ROOT)}:{self.line} ({self.heading})"
 
     @property
     def is_doctest(self) -> bool:
@@ -95,9 +107,9 @@ class Block:
         return sorted(modules)
 
 
-def readme_blocks(kind: str) -> list[Block]:
-    """The README's blocks of one kind, in order."""
-    text = README.read_text(encoding="utf-8")
+def page_blocks(page: Path, kind: str) -> list[Block]:
+    """A page's blocks of one kind, in order."""
+    text = page.read_text(encoding="utf-8")
     found = []
     for match in FENCE.finditer(text):
         if match.group(1) != kind:
@@ -106,6 +118,7 @@ def readme_blocks(kind: str) -> list[Block]:
         headings = HEADING.findall(FENCE.sub("", before))
         found.append(
             Block(
+                page,
                 kind,
                 before.count("\n") + 2,
                 headings[-1] if headings else "top",
@@ -113,6 +126,11 @@ def readme_blocks(kind: str) -> list[Block]:
             )
         )
     return found
+
+
+def readme_blocks(kind: str) -> list[Block]:
+    """The README's blocks of one kind, in order."""
+    return page_blocks(README, kind)
 
 
 def skip_unless_installed(block: Block) -> None:
@@ -138,36 +156,39 @@ def workspace(
     beside_a_clone: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
     """A fresh copy to run one example in (examples write files), with
-    llm's user directory inside it."""
+    llm's user directory and the cache directory inside it."""
     directory = tmp_path / "work"
     shutil.copytree(beside_a_clone, directory)
     monkeypatch.chdir(directory)
     monkeypatch.setenv("LLM_USER_PATH", str(directory / "readme"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(directory / "cache"))
     return directory
 
 
-# -- the Python examples -------------------------------------------------------
+# -- running a page's examples ---------------------------------------------------
 
 
-def python_examples() -> list:
+def python_params(blocks: list[Block]) -> list:
+    """Test parameters for python blocks, heavy ones marked slow."""
     return [
         pytest.param(
             block,
-            id=f"line{block.line}",
+            id=f"{block.page.stem}:{block.line}",
             marks=[pytest.mark.slow] if HEAVY & set(block.needs()) else [],
         )
-        for block in readme_blocks("python")
+        for block in blocks
     ]
 
 
-@pytest.mark.parametrize("block", python_examples())
-def test_python_example_runs_as_written(block: Block, workspace: Path) -> None:
+def run_python_block(block: Block) -> None:
+    """Run a python block as written: a doctest where it shows output, else
+    a script."""
     skip_unless_installed(block)
     scope: dict = {"__name__": "readme"}
     try:
         if block.is_doctest:
             test = doctest.DocTestParser().get_doctest(
-                block.text, scope, block.name, str(README), block.line - 1
+                block.text, scope, block.name, str(block.page), block.line - 1
             )
             runner = doctest.DocTestRunner(optionflags=CHECKS)
             report = io.StringIO()
@@ -182,15 +203,6 @@ def test_python_example_runs_as_written(block: Block, workspace: Path) -> None:
             session.stop()
 
 
-def test_every_python_example_is_found() -> None:
-    blocks = readme_blocks("python")
-    assert len(blocks) >= 9
-    assert "The Python API" in [block.heading for block in blocks]
-
-
-# -- the command lines and what they print --------------------------------------
-
-
 def console_commands(block: Block) -> list[tuple[str, str]]:
     """Each `$ command` of a console block with the output shown under it
     (trailing blank lines left out)."""
@@ -203,34 +215,93 @@ def console_commands(block: Block) -> list[tuple[str, str]]:
     return [(command, "\n".join(shown).rstrip("\n")) for command, shown in commands]
 
 
-@pytest.mark.parametrize(
-    "block", readme_blocks("console"), ids=lambda block: f"line{block.line}"
-)
-def test_console_example_prints_what_it_shows(block: Block, workspace: Path) -> None:
+def run_console_block(block: Block, workspace: Path) -> None:
+    """Run every `$ convgraph ...` of a console block, in order, and compare
+    what it prints (stdout and stderr, as a terminal shows them) with what
+    the block shows under it."""
     checker = doctest.OutputChecker()
     ran = 0
     for command, shown in console_commands(block):
         words = shlex.split(command)
         if words[0] != "convgraph":
-            # `llm -c` asks a real model: the README shows it, not its answer.
+            # `llm -c` asks a real model: the page shows it, not its answer.
             continue
         result = run(*words[1:])
-        printed = result.output.replace(str(workspace / "readme"), README_USER_PATH)
+        printed = result.output
+        for folder, shown_path in SHOWN_PATHS.items():
+            printed = printed.replace(str(workspace / folder), shown_path)
         assert checker.check_output(shown + "\n", printed, CHECKS), (
-            f"{block.name}: $ {command}\n--- README shows ---\n{shown}\n"
+            f"{block.name}: $ {command}\n--- the page shows ---\n{shown}\n"
             f"--- convgraph printed ---\n{printed}"
         )
         ran += 1
     assert ran, f"{block.name} runs no convgraph command"
 
 
+def broken_links(page: Path) -> list[str]:
+    """The links of a page that point at no file of the repository, or at
+    no heading of the Markdown page they name (web addresses are not
+    followed)."""
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    broken = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, fragment = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists():
+            broken.append(target)
+        elif fragment and linked.suffix == ".md":
+            headings = HEADING.findall(FENCE.sub("", linked.read_text("utf-8")))
+            if fragment not in {anchor(heading) for heading in headings}:
+                broken.append(target)
+    return broken
+
+
+# -- the README --------------------------------------------------------------------
+
+
+def test_the_readme_is_read_in_two_minutes() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= README_LINES
+
+
+@pytest.mark.parametrize("block", python_params(readme_blocks("python")))
+def test_python_example_runs_as_written(block: Block, workspace: Path) -> None:
+    run_python_block(block)
+
+
+@pytest.mark.parametrize(
+    "block", readme_blocks("console"), ids=lambda block: f"line{block.line}"
+)
+def test_console_example_prints_what_it_shows(block: Block, workspace: Path) -> None:
+    run_console_block(block, workspace)
+
+
+def test_the_readme_shows_the_everyday_commands() -> None:
+    """The six commands a newcomer uses first, each with an example."""
+    shown = "\n".join(
+        block.text for kind in ("console", "bash") for block in readme_blocks(kind)
+    )
+    for command in (
+        "convgraph tree",
+        "convgraph browse",
+        "convgraph search",
+        "convgraph stats --by week --plot",
+        "convgraph export --format html",
+        "convgraph import",
+    ):
+        assert command in shown, command
+
+
 def test_the_quickstart_installs_and_draws_every_conversation(
     beside_a_clone: Path,
 ) -> None:
-    """The two commands a newcomer types first: install and draw the
-    examples; install the test extra and run the suite."""
+    """The two commands a newcomer types first: install everything and draw
+    the examples; install the test extra and run the suite (`.ci/run` runs
+    this second command)."""
     draw, test = (block.text for block in readme_blocks("bash")[:2])
-    assert draw == "pip install -e . && convgraph tree --db examples/logs.db\n"
+    assert draw == "pip install -e '.[all]' && convgraph tree --db examples/logs.db\n"
     assert test == "pip install -e '.[test]' && python -m pytest\n"
     db = beside_a_clone / "examples" / "logs.db"
     conversations = json.loads(run("conversations", "--json", "--db", db).stdout)
@@ -243,12 +314,16 @@ def test_the_quickstart_installs_and_draws_every_conversation(
     assert len(conversations) == 4
 
 
+def test_the_readme_links_land() -> None:
+    assert broken_links(README) == []
+
+
 # -- the design the code points at ----------------------------------------------
 
 
 def anchor(heading: str) -> str:
-    """The anchor GitHub gives a heading: lower case, punctuation dropped,
-    spaces as hyphens."""
+    """The anchor GitHub gives a heading (and MyST, as docs/conf.py sets it):
+    lower case, punctuation dropped, spaces as hyphens."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
@@ -264,7 +339,11 @@ def repository_texts() -> list[Path]:
         ("notes", "*.md"),
         ("notebooks", "*.ipynb"),
     ]:
-        found.extend(sorted((ROOT / folder).rglob(pattern)))
+        found.extend(
+            path
+            for path in sorted((ROOT / folder).rglob(pattern))
+            if "_build" not in path.parts
+        )
     return found
 
 

@@ -69,6 +69,15 @@ def test_one_tree_is_a_graph_without_tables(seed_db: Path) -> None:
     assert imported_after(code) == ["networkx"]
 
 
+def test_the_packages_flat_names_are_spelled_out_in_all() -> None:
+    import convgraph
+    from convgraph import errors
+
+    offered = {name for name in dir(errors) if name in convgraph.__all__}
+    assert set(convgraph.__all__) == offered | set(convgraph._LAZY)
+    assert convgraph.open.__module__ == "convgraph.logs"
+
+
 def test_the_flat_names_of_exporters_are_the_formats_functions() -> None:
     import convgraph.export as export
 

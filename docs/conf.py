@@ -28,9 +28,8 @@ extensions = [
 
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-# Not pages: the build's output, the script that draws browse.svg, and the
-# Datasette plugin's screenshots (linked from their page, not built).
-exclude_patterns = ["_build", "**/*.py", "datasette*.png"]
+# Not pages: the build's output, and the script that draws browse.svg.
+exclude_patterns = ["_build", "**/*.py"]
 
 # Headings get the anchors GitHub gives them, so that `design.md#the-node-
 # contract` lands on the same heading on GitHub and in the built site (the

@@ -1015,7 +1015,8 @@ def test_columns_chooses_in_every_format(seed_db: Path) -> None:
         + ", ".join(PRIORITY)
         + "\n"
     )
-    assert set(PRIORITY) == set(CONVERSATION_COLUMNS)
+    # Every column, and the two `--cost` adds.
+    assert set(PRIORITY) == {*CONVERSATION_COLUMNS, "cost_usd", "abandoned_cost_usd"}
 
 
 def test_missing_usage_is_json_null(tmp_path: Path) -> None:

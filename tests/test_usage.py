@@ -116,6 +116,14 @@ def expected(keys: list[str]) -> list[dict[str, Any]]:
         known = [cost for cost in costs if cost is not None]
         tokens_in = [r[5] for r in members if r[5] is not None]
         tokens_out = [r[6] for r in members if r[6] is not None]
+        # What the branches left spent: every node off the active path.
+        left = [r for r in members if r[0] not in active]
+        left_in = sum(r[5] or 0 for r in left)
+        left_out = sum(r[6] or 0 for r in left)
+        left_costs = [
+            cost for r, cost in zip(members, costs, strict=True) if r in left and cost
+        ]
+        whole = sum(tokens_in) + sum(tokens_out)
         rows.append(
             {
                 **dict(zip(keys, group, strict=True)),
@@ -128,6 +136,10 @@ def expected(keys: list[str]) -> list[dict[str, Any]]:
                 "input_tokens": sum(tokens_in) if tokens_in else None,
                 "output_tokens": sum(tokens_out) if tokens_out else None,
                 "cost_usd": float(sum(known)) if known else None,
+                "abandoned_input_tokens": left_in if tokens_in else None,
+                "abandoned_output_tokens": left_out if tokens_out else None,
+                "abandoned_cost_usd": float(sum(left_costs)) if known else None,
+                "abandoned_share": (left_in + left_out) / whole if whole else None,
             }
         )
     return rows
@@ -140,16 +152,20 @@ def test_usage_figures_match_an_independent_count(usage_db: Path, by: str):
     result = run("stats", "--db", usage_db, "--by", by, "--json")
     got = json.loads(result.stdout)
     want = expected(by.split(","))
-    got_costs = [row["cost_usd"] for row in got]
-    want_costs = [row["cost_usd"] for row in want]
-    # A group of unknown models has no cost (None), the others agree to the
-    # last digits (pytest 9.2's approx takes no None beside a tolerance).
-    assert [cost is None for cost in got_costs] == [cost is None for cost in want_costs]
-    assert [cost for cost in got_costs if cost is not None] == pytest.approx(
-        [cost for cost in want_costs if cost is not None], rel=1e-12
-    )
-    for row in [*got, *want]:
-        row.pop("cost_usd")
+    for column in ("cost_usd", "abandoned_cost_usd"):
+        got_costs = [row[column] for row in got]
+        want_costs = [row[column] for row in want]
+        # A group of unknown models has no cost (None), the others agree to
+        # the last digits (pytest 9.2's approx takes no None beside a
+        # tolerance).
+        assert [cost is None for cost in got_costs] == [
+            cost is None for cost in want_costs
+        ]
+        assert [cost for cost in got_costs if cost is not None] == pytest.approx(
+            [cost for cost in want_costs if cost is not None], rel=1e-12, abs=1e-15
+        )
+        for row in [*got, *want]:
+            row.pop(column)
     assert got == want
     assert (
         result.stderr
@@ -242,7 +258,10 @@ def test_stats_nodes_in_range(usage_db: Path):
         ),
         (
             ("--by", "week", "--measure", "bytes"),
-            "--measure bytes: one of conversations, nodes, branch_points, abandoned_branches, input_tokens, output_tokens, cost_usd",
+            "--measure bytes: one of conversations, nodes, branch_points,"
+            " abandoned_branches, input_tokens, output_tokens, cost_usd,"
+            " abandoned_input_tokens, abandoned_output_tokens,"
+            " abandoned_cost_usd, abandoned_share",
         ),
         (
             ("--by", "week", "--plot", "chart.gif"),

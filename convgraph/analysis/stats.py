@@ -540,16 +540,16 @@ def conversation_table_of(
     spent = {}
     for column in ("input_tokens", "output_tokens"):
         part = sums_per_tree(nodes[column].astype("Int64").where(left), codes, trees)
-        spent[column] = _within(usage[column], part)
+        spent[column] = within_totals(usage[column], part)
         table[f"abandoned_{column}"] = spent[column]
-    table["abandoned_share"] = _shares(
+    table["abandoned_share"] = token_shares(
         [spent["input_tokens"], spent["output_tokens"]],
         [usage["input_tokens"], usage["output_tokens"]],
     )
     return table
 
 
-def _within(total: Any, part: Any) -> Any:
+def within_totals(total: Any, part: Any) -> Any:
     """A part's sums (`sums_per_tree`) where its total has one: 0 where the
     part has none, missing where the total is."""
     import numpy as np
@@ -568,7 +568,7 @@ def _within(total: Any, part: Any) -> Any:
     )
 
 
-def _shares(parts: list[Any], wholes: list[Any]) -> pd.arrays.FloatingArray:
+def token_shares(parts: list[Any], wholes: list[Any]) -> pd.arrays.FloatingArray:
     """`_share` of every tree at once (nullable `Float64`): NA where the
     whole is not above 0."""
     import numpy as np

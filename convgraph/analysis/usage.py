@@ -16,9 +16,18 @@ agent's session counts them, at the model's cache rates); a model whose
 prices are linear is priced once per model and day, a tiered one node by
 node. A model the package does not
 know has no cost: its groups' cost is null where nothing else in them is
-priced, and `Costs.unknown` names it, never a guess. `in_range_table`
-is `stats --nodes-in-range`: the conversations table with the node figures
-counted over the nodes a filter matches.
+priced, and `Costs.unknown` names it, never a guess. A token count that
+is negative or more than any request holds (`MOST_TOKENS`) has no cost
+either: `count_problems` reports it (`convgraph check`), and the sums
+count it as it is, exactly (`convgraph.analysis.tool_stats.sums_per_tree`:
+Python's integers where a sum could pass 64 bits). Beside each total, what
+the branches the user left spent (`convgraph.analysis.abandoned.
+abandoned_work_rows`): their tokens, their cost and their share of the
+tokens, per group here and per tree in `tree_costs` (`stats --cost`) and
+`graph_costs` (one tree's graph). `in_range_table` is `stats
+--nodes-in-range`: the conversations table with the node figures counted
+over the nodes a filter matches. The charts draw every label as text
+(never matplotlib's mathtext) and a table of nothing as an empty chart.
 """
 
 from __future__ import annotations
@@ -33,13 +42,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from convgraph.analysis.abandoned import abandoned_rows
-from convgraph.analysis.stats import children_counts, conversation_table
+from convgraph.analysis.abandoned import (
+    abandoned_rows,
+    abandoned_work_nodes,
+    abandoned_work_rows,
+)
+from convgraph.analysis.stats import (
+    children_counts,
+    conversation_table,
+    token_shares,
+    within_totals,
+)
+from convgraph.analysis.tool_stats import sums_per_tree
+from convgraph.contract import COST_COLUMNS, RETRY_COLUMNS
+from convgraph.links.integrity import IMPOSSIBLE_COUNT, Problem
 from convgraph.model.filters import TreeFilter, matching_rows, select_trees
 from convgraph.model.marks import active_column
 from convgraph.times import parse_times
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from convgraph.model.forest import Forest
 
 #: The figures of a usage row, after its keys, in order.
@@ -51,7 +74,84 @@ USAGE_COLUMNS = (
     "input_tokens",
     "output_tokens",
     "cost_usd",
+    "abandoned_input_tokens",
+    "abandoned_output_tokens",
+    "abandoned_cost_usd",
+    "abandoned_share",
 )
+
+#: The most tokens one node may count: far more than any model's context
+#: holds, even over a long tool chain folded into one node, so a count above
+#: it is damage, not use; and a million nodes of it still sum inside 64 bits.
+MOST_TOKENS = 10**12
+
+#: The token counts a node may have: the contract's, and an agent's cache
+#: reads and writes where its table has them.
+TOKEN_COLUMNS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
+
+
+def impossible_rows(nodes: pd.DataFrame) -> np.ndarray:
+    """Booleans over the rows of a nodes table: a node with a token count
+    below 0 or above `MOST_TOKENS`, which no request counts.
+
+    Examples
+    --------
+    >>> nodes = pd.DataFrame({"output_tokens": [1, 2, 3, 4],
+    ...     "input_tokens": pd.array([5, -1, None, 2**63 - 1], dtype="Int64")})
+    >>> impossible_rows(nodes).tolist()
+    [False, True, False, True]
+    """
+    found = np.zeros(len(nodes), dtype=bool)
+    for column in TOKEN_COLUMNS:
+        if column in nodes.columns:
+            values = nodes[column].astype("Int64")
+            found |= (
+                ((values < 0) | (values > MOST_TOKENS))
+                .fillna(False)
+                .to_numpy(dtype=bool)
+            )
+    return found
+
+
+def count_problems(nodes: pd.DataFrame) -> list[Problem]:
+    """A problem (`IMPOSSIBLE_COUNT`) for each node of `impossible_rows`,
+    in the table's order, naming the count: what `convgraph check` says.
+
+    Examples
+    --------
+    >>> nodes = pd.DataFrame({"id": ["a", "b"], "conversation_id": ["c", "c"],
+    ...     "input_tokens": [5, -1], "output_tokens": [1, 2]})
+    >>> [problem.message for problem in count_problems(nodes)]
+    ['b counts input_tokens -1: no request does; it has no cost']
+    """
+    problems = []
+    for row in np.flatnonzero(impossible_rows(nodes)).tolist():
+        record = nodes.iloc[row]
+        counts = [
+            f"{column} {int(record[column])}"
+            for column in TOKEN_COLUMNS
+            if column in nodes.columns
+            and pd.notna(record[column])
+            and not 0 <= int(record[column]) <= MOST_TOKENS
+        ]
+        node_id = str(record["id"])
+        conversation = record.get("conversation_id")
+        problems.append(
+            Problem(
+                IMPOSSIBLE_COUNT,
+                node_id,
+                None,
+                None if pd.isna(conversation) else str(conversation),
+                f"{node_id} counts {', '.join(counts)}: no request does;"
+                " it has no cost",
+            )
+        )
+    return problems
 
 
 def _times(nodes: pd.DataFrame) -> pd.Series:
@@ -141,9 +241,11 @@ def node_costs(nodes: pd.DataFrame) -> Costs:
     costs = np.full(len(nodes), np.nan)
     tokens_in = nodes["input_tokens"].astype("Int64")
     tokens_out = nodes["output_tokens"].astype("Int64")
+    # A count no request has is no price's to answer for (a tiered price
+    # refuses a negative one): no cost, and `count_problems` says why.
     priced = (
         nodes["model"].notna() & (tokens_in.notna() | tokens_out.notna())
-    ).to_numpy(dtype=bool)
+    ).to_numpy(dtype=bool) & ~impossible_rows(nodes)
     rows = np.flatnonzero(priced)
     if not len(rows):
         return Costs(costs)
@@ -292,6 +394,7 @@ def usage_table(
     root_rows = np.flatnonzero(roots)
     first_of_tree[root_rows[np.unique(trees[root_rows], return_index=True)[1]]] = True
     first_root = first_of_tree & (roots_per_tree[trees] > 1)
+    left = abandoned_work_rows(nodes, parent_rows, active)
     frame = pd.DataFrame(
         {
             **{key: GROUPINGS[key](nodes).to_numpy() for key in keys},
@@ -301,32 +404,56 @@ def usage_table(
             "abandoned_branches": abandoned_rows(nodes, parent_rows, active).astype(
                 np.int64
             ),
-            "input_tokens": nodes["input_tokens"].astype("Int64").to_numpy(),
-            "output_tokens": nodes["output_tokens"].astype("Int64").to_numpy(),
+            "input_tokens": nodes["input_tokens"].astype("Int64").array,
+            "output_tokens": nodes["output_tokens"].astype("Int64").array,
             "cost_usd": costs.per_node,
+            "left": left,
         }
     )
     if rows is not None:
         frame = frame[rows]
     groups = frame.groupby(keys, dropna=False, sort=True)
+    # Each row's group as an integer, in the groups' sorted order: the
+    # token sums are exact (`sums_per_tree`), which a group-by's are not.
+    codes = groups.ngroup().to_numpy()
+    count = groups.ngroups
     table = pd.DataFrame(
         {
             "conversations": groups["tree_id"].nunique(),
             "nodes": groups["nodes"].sum(),
             "branch_points": groups["branch_points"].sum(),
             "abandoned_branches": groups["abandoned_branches"].sum(),
-            "input_tokens": groups["input_tokens"].sum(min_count=1),
-            "output_tokens": groups["output_tokens"].sum(min_count=1),
-            "cost_usd": groups["cost_usd"].sum(min_count=1),
         }
     ).reset_index()
+    spent = frame["left"].to_numpy(dtype=bool)
+    totals, parts = [], []
+    for column in ("input_tokens", "output_tokens"):
+        total = sums_per_tree(frame[column], codes, count)
+        part = sums_per_tree(frame[column].where(spent), codes, count)
+        table[column] = total
+        table[f"abandoned_{column}"] = within_totals(total, part)
+        totals.append(total)
+        parts.append(table[f"abandoned_{column}"].array)
+    cost = frame["cost_usd"].to_numpy(dtype=float)
+    table["cost_usd"] = _cost_sums(cost, codes, count)
+    table["abandoned_cost_usd"] = _cost_sums(np.where(spent, cost, 0.0), codes, count)
+    table.loc[table["cost_usd"].isna(), "abandoned_cost_usd"] = np.nan
+    table["abandoned_share"] = token_shares(parts, totals)
     for column in ("conversations", "nodes", "branch_points", "abandoned_branches"):
         table[column] = table[column].astype(np.int64)
-    for column in ("input_tokens", "output_tokens"):
-        table[column] = table[column].astype("Int64")
     for key in keys:
         table[key] = table[key].astype(object).where(table[key].notna(), None)
     return table[[*keys, *USAGE_COLUMNS]]
+
+
+def _cost_sums(costs: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
+    """Each group's sum of costs (NaN: no price), NaN where none of its
+    rows has a price."""
+    priced = ~np.isnan(costs)
+    sums = np.zeros(groups)
+    np.add.at(sums, codes[priced], costs[priced])
+    counted = np.bincount(codes[priced], minlength=groups)
+    return np.where(counted > 0, sums, np.nan)
 
 
 def in_range_table(forest: Forest, where: TreeFilter) -> pd.DataFrame:
@@ -357,11 +484,92 @@ def in_range_table(forest: Forest, where: TreeFilter) -> pd.DataFrame:
         "duration_ms",
         "tool_calls",
         "tools",
+        *RETRY_COLUMNS,
     ]
     order = table["tree_id"]
     for column in figures:
         table[column] = alone[column].reindex(order).array
     return table
+
+
+def tree_costs(forest: Forest, costs: Costs | None = None) -> pd.DataFrame:
+    """Each tree's cost and the cost of its branches left (`COST_COLUMNS`,
+    US dollars; null where no node of the tree has a price, 0 for the
+    branches left where the tree has one and they have none), one row per
+    tree with its `tree_id`, in the conversations table's order. `costs` is
+    `node_costs(forest.nodes)` where the caller has it already.
+
+    Raises
+    ------
+    ImportError
+        `genai-prices` is not installed (the `usage` extra).
+    """
+    nodes = forest.nodes
+    if costs is None:
+        costs = node_costs(nodes)
+    codes, tree_ids = pd.factorize(nodes["tree_id"], sort=False)
+    left = abandoned_work_rows(
+        nodes, forest.parent_rows, active_column(nodes, forest.parent_rows)
+    )
+    whole = _cost_sums(costs.per_node, codes, len(tree_ids))
+    spent = _cost_sums(np.where(left, costs.per_node, 0.0), codes, len(tree_ids))
+    return pd.DataFrame(
+        {
+            "tree_id": pd.Series(tree_ids, dtype="str"),
+            COST_COLUMNS[0]: whole,
+            COST_COLUMNS[1]: np.where(np.isnan(whole), np.nan, spent),
+        }
+    )
+
+
+def with_costs(
+    table: pd.DataFrame, forest: Forest, costs: Costs | None = None
+) -> pd.DataFrame:
+    """A conversations table (`conversation_table` of `forest`, or a part of
+    it) with `tree_costs`' columns after its own: null for a tree without a
+    node (a chat export's empty conversation)."""
+    found = tree_costs(forest, costs).set_index("tree_id")
+    order = table["tree_id"].astype(str)
+    return table.assign(
+        **{column: found[column].reindex(order).to_numpy() for column in COST_COLUMNS}
+    )
+
+
+def graph_costs(tree: nx.DiGraph) -> dict[str, float | None]:
+    """`tree_costs` of one tree's graph (`COST_COLUMNS` as keys, None where
+    the tree has no price): what the HTML page and the browser show beside a
+    tree's `abandoned_share`.
+
+    Raises
+    ------
+    ImportError
+        `genai-prices` is not installed (the `usage` extra).
+    """
+    ids = list(tree.nodes)
+    nodes = pd.DataFrame(
+        {
+            column: pd.Series(
+                [tree.nodes[node].get(column) for node in ids], dtype=dtype
+            )
+            for column, dtype in (
+                ("model", object),
+                ("datetime_utc", object),
+                ("input_tokens", "Int64"),
+                ("output_tokens", "Int64"),
+            )
+        }
+    )
+    per_node = node_costs(nodes).per_node
+    left = set(abandoned_work_nodes(tree))
+    priced = ~np.isnan(per_node)
+    if not priced.any():
+        return dict.fromkeys(COST_COLUMNS, None)
+    spent = sum(
+        float(cost)
+        for node, cost, known in zip(ids, per_node, priced, strict=True)
+        if known and node in left
+    )
+    return {COST_COLUMNS[0]: float(per_node[priced].sum()), COST_COLUMNS[1]: spent}
 
 
 #: The keys a chart may spread along its x axis, in order of preference.
@@ -404,7 +612,8 @@ def terminal_chart(
 ) -> str:
     """A stacked bar chart of `chart_series(table, measure)` drawn with
     plotext, `width` by `height` terminal cells, titled with the measure;
-    without colour codes where `color` is False.
+    without colour codes where `color` is False; one line saying so for a
+    table of nothing.
 
     Raises
     ------
@@ -414,6 +623,10 @@ def terminal_chart(
     import plotext
 
     frame = chart_series(table, measure)
+    if frame.empty:
+        # plotext has no picture of no bars (it fails): a chart of nothing
+        # is one line that says so.
+        return f"{measure}: no usage to draw\n"
     figure = plotext.figure
     figure.clear.all()
     figure.plot_size(width, height)
@@ -434,7 +647,9 @@ def terminal_chart(
 
 def write_chart(table: pd.DataFrame, measure: str, path: str) -> None:
     """The chart of `terminal_chart` as a PNG or SVG file (by the path's
-    suffix), drawn with matplotlib, without touching pyplot's global state.
+    suffix), drawn with matplotlib, without touching pyplot's global state;
+    every label as plain text (no mathtext); a table of nothing gives the
+    chart's title and axes without a bar.
 
     Raises
     ------
@@ -451,11 +666,19 @@ def write_chart(table: pd.DataFrame, measure: str, path: str) -> None:
 
     frame = chart_series(table, measure)
     # An SVG keeps its words as text (searchable, readable by a screen
-    # reader), not as the outlines of glyphs.
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
+    # reader), not as the outlines of glyphs. Every label is data (a model
+    # name, a project's folder) and is drawn as it is written: `$` starts no
+    # mathtext, which a name like `my$\frac{$model` would fail to parse.
+    settings: dict[str, Any] = {
+        "svg.fonttype": "none",
+        "text.parse_math": False,
+        "text.usetex": False,
+    }
+    with matplotlib.rc_context(settings):  # type: ignore[arg-type]
         figure = Figure(figsize=(max(6.0, 0.5 * len(frame)), 4.5), layout="constrained")
         axes = figure.subplots()
-        frame.plot.bar(stacked=True, ax=axes, legend=len(frame.columns) > 1)
+        if not frame.empty:
+            frame.plot.bar(stacked=True, ax=axes, legend=len(frame.columns) > 1)
         axes.set_title(measure)
         axes.set_xlabel(str(frame.index.name))
         figure.savefig(path, format=suffix)

@@ -352,8 +352,12 @@ def check(db_path: str | None, output_format: str | None) -> None:
 
         problems = dataset_problems(db_path)
     else:
+        from convgraph.analysis.usage import count_problems
+
+        forest = Forest.read(db_path, text=False)
         problems = [
-            *Forest.read(db_path, text=False).problems,
+            *forest.problems,
+            *count_problems(forest.nodes),
             *rule_problems(db_path),
         ]
     if output_format is not None:

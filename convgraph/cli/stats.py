@@ -88,6 +88,13 @@ SMALL_INPUT_BYTES = 1_000_000
     help="The columns to print, in this order, in every format [default: all;"
     " the table keeps those that fit the terminal]",
 )
+@click.option(
+    "--cost",
+    "with_cost",
+    is_flag=True,
+    help="Add each tree's cost_usd and abandoned_cost_usd (genai-prices, as"
+    " --by prices)",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar")
 @click.option(
     "--dask",
@@ -110,6 +117,7 @@ def stats(
     by: str | None,
     plot: str | None,
     measure: str,
+    with_cost: bool,
 ) -> None:
     """Statistics of every conversation tree, or of the ones named.
 
@@ -119,14 +127,19 @@ def stats(
     several roots), first_datetime, last_datetime, models, the sums of
     input_tokens, output_tokens and duration_ms, tool_calls (how many tool
     calls the tree's runs made) and tools (the tools called, each once),
-    active_path_length and abandoned_branches. A CONVERSATION_ID may be a
-    legacy conversation id or any thread id of a message-store tree.
+    active_path_length and abandoned_branches, and what the branches left
+    spent (every node off the active path): abandoned_input_tokens,
+    abandoned_output_tokens and abandoned_share, their share of the tree's
+    tokens. --cost adds cost_usd and abandoned_cost_usd (the usage extra). A
+    CONVERSATION_ID may be a legacy conversation id or any thread id of a
+    message-store tree.
 
     On a terminal the table shows the columns that fit, in this order of
     choice: tree_id, name (cut to fit), nodes, leaves, max_depth,
     branch_points, last_datetime, models, roots, first_datetime, tool_calls,
-    the usage sums, active_path_length, abandoned_branches, the branching
-    factors, tools; piped, and in --json, --nl, --csv and --tsv, every one.
+    the usage sums, active_path_length, abandoned_branches, abandoned_share,
+    the abandoned tokens, the branching factors, tools, the costs; piped,
+    and in --json, --nl, --csv and --tsv, every one.
     --columns chooses (`--columns tree_id,nodes,tools`).
 
     --nodes-in-range counts a tree's nodes, times, models and usage over
@@ -136,7 +149,9 @@ def stats(
     time instead, one row per group: conversations, nodes, branch_points,
     abandoned_branches, input_tokens, output_tokens and cost_usd (each
     model's price on the day, from genai-prices; null for a model it does
-    not know, named on stderr). --plot draws it.
+    not know, named on stderr; none for a token count no request has, which
+    `convgraph check` reports), then the abandoned branches' tokens, cost
+    and share of the tokens. --plot draws it.
 
     --db DIR may name a Parquet dataset (convgraph export --format parquet),
     measured with pandas, or on Dask with --dask.
@@ -150,7 +165,13 @@ def stats(
     if by is None and (plot is not None or measure != "nodes"):
         raise UserError("--plot and --measure draw usage over time: give --by")
     keys = None if by is None else _usage_keys(by, plot, measure)
-    plain = not (where or by)
+    if with_cost:
+        if keys is not None:
+            raise UserError("--by has cost_usd already: --cost is for the trees' table")
+        from convgraph.cli.options import needs_extra
+
+        needs_extra("genai_prices", "usage", "convgraph stats --cost")
+    plain = not (where or by or with_cost)
     if plain and db_path is not None and is_parquet_dataset(db_path):
         from convgraph.cli.options import READING_A_DATASET, needs_extra
 
@@ -199,6 +220,14 @@ def stats(
             from convgraph.analysis.usage import in_range_table
 
             table = in_range_table(forest, where)
+            if with_cost:
+                table = _priced(table, forest, where)
+        elif with_cost:
+            from convgraph.analysis.usage import node_costs, with_costs
+
+            costs = node_costs(forest.nodes)
+            _say_unknown(costs.unknown)
+            table = with_costs(conversation_table(forest), forest, costs)
         else:
             # The table needs neither the ids nor the parents' ids (the
             # forest's parent rows hold the links): at a million nodes,
@@ -209,6 +238,35 @@ def stats(
         # walks its object columns, and the memory is free for the output.
         del forest
     print_conversations(table, output_format, columns)
+
+
+def _priced(table: Any, forest: Forest, where: TreeFilter) -> Any:
+    """`--nodes-in-range --cost`: the costs of the nodes the filter matches."""
+    import numpy as np
+
+    from convgraph.analysis.usage import node_costs, with_costs
+    from convgraph.model.filters import matching_rows
+
+    costs = node_costs(forest.nodes)
+    costs.per_node[~matching_rows(forest.nodes, where)] = np.nan
+    _say_unknown(costs.unknown)
+    return with_costs(table, forest, costs)
+
+
+def _say_unknown(models: list[str]) -> None:
+    """The models without a price, on stderr, each name as a terminal shows
+    data (`terminal_text`): a model's name is the file's."""
+    from convgraph.text import terminal_text
+
+    if models:
+        click.echo(
+            terminal_text(
+                "no price known for "
+                + ", ".join(models)
+                + ": their cost_usd is null, not guessed"
+            ),
+            err=True,
+        )
 
 
 def is_small(db_path: str | None) -> bool:
@@ -371,18 +429,12 @@ def _usage(
         usage_table,
         write_chart,
     )
-    from convgraph.cli.output import echo_records, is_terminal
-    from convgraph.cli.tables import plain_records
+    from convgraph.cli.output import TableFit, echo_records, is_terminal, table_width
+    from convgraph.cli.tables import CELLS, plain_records
     from convgraph.model.filters import matching_rows
 
     costs = node_costs(forest.nodes)
-    if costs.unknown:
-        click.echo(
-            "no price known for "
-            + ", ".join(costs.unknown)
-            + ": their cost_usd is null, not guessed",
-            err=True,
-        )
+    _say_unknown(costs.unknown)
     rows = None if in_range is None else matching_rows(forest.nodes, in_range)
     table = usage_table(forest, keys, costs, rows)
     if plot == "":
@@ -397,10 +449,34 @@ def _usage(
             write_chart(table, measure, plot)
         except OSError as error:
             raise UserError(f"--plot {plot}: {error.strerror or error}") from None
+    fit = None
+    width = table_width()
+    if width is not None and output_format in (None, "table"):
+        # What a person asks of usage first: how much, what it cost, and
+        # how much of it went into branches left; the rest where it fits.
+        priority = (*keys, *USAGE_PRIORITY)
+        squeeze = next((key for key in keys if key in ("model", "project")), None)
+        fit = TableFit(width, priority, squeeze, 12)
     echo_records(
         plain_records(table),
         list(table.columns),
         output_format or "table",
-        # A request costs fractions of a cent: dollars to the millionth.
-        cells={"cost_usd": lambda cost: "" if cost is None else f"{cost:.6f}"},
+        cells=CELLS,
+        fit=fit,
     )
+
+
+#: The columns of `stats --by` a terminal keeps first, after the keys.
+USAGE_PRIORITY = (
+    "nodes",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "abandoned_share",
+    "abandoned_cost_usd",
+    "conversations",
+    "branch_points",
+    "abandoned_branches",
+    "abandoned_input_tokens",
+    "abandoned_output_tokens",
+)

@@ -21,7 +21,7 @@ from convgraph.cli.output import (
     echo_records,
     table_width,
 )
-from convgraph.contract import CONVERSATION_COLUMNS
+from convgraph.contract import CONVERSATION_COLUMNS, COST_COLUMNS
 from convgraph.times import shown_time
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ PRIORITY = (
     "branching_factor_avg",
     "branching_factor_max",
     "tools",
+    *COST_COLUMNS,
 )
 
 
@@ -182,7 +183,7 @@ def print_conversations(
         records,
         names if columns is None else columns,
         output_format or "table",
-        cells=_CELLS,
+        cells=CELLS,
         fit=fit,
     )
 
@@ -218,14 +219,23 @@ def _name(name: str | None) -> str:
     return excerpt(name, NAME_WIDTH)
 
 
+def _dollars(cost: float | None) -> str:
+    # A request costs fractions of a cent: dollars to the millionth.
+    return "" if cost is None else f"{cost:.6f}"
+
+
 def _share(share: float | None) -> str:
     # A share of the whole as a person reads one: a percentage.
     return "" if share is None else f"{share:.0%}"
 
 
-_CELLS: dict[str, Callable[[Any], str]] = {
+#: How the tables show a column's values for a person, by column name (the
+#: usage table of `stats --by` shows its shares by the same rule).
+CELLS: dict[str, Callable[[Any], str]] = {
     "name": _name,
     "abandoned_share": _share,
+    "cost_usd": _dollars,
+    "abandoned_cost_usd": _dollars,
     "first_datetime": shown_time,
     "last_datetime": shown_time,
 }

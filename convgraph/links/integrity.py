@@ -50,6 +50,10 @@ EMPTY_CONVERSATION = "empty-conversation"
 #: qualified by the conversation's (`convgraph.sources.chat.exports`), and
 #: reported.
 SHARED_IDS = "shared-ids"
+#: A node whose token count is negative or more than any request holds
+#: (`convgraph.analysis.usage.count_problems`): summed as it is, priced at
+#: nothing, and reported.
+IMPOSSIBLE_COUNT = "impossible-count"
 #: A legacy row an older llm logged without a parent into a migrated file,
 #: whose parent the rule cannot tell (`convgraph.sources.llm.old_writers`): it
 #: stays a root.

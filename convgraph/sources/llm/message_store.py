@@ -353,6 +353,8 @@ class MessageStoreReader:
         # missing text as NaN, which concatenating with the legacy table's
         # object columns would keep.
         nodes = pd.DataFrame.from_records(records, columns=columns)
+        for name in INTEGER_ATTRIBUTES:  # as Int64: a float64 loses 2**53 and up
+            nodes[name] = pd.array([r.get(name) for r in records], dtype="Int64")
         for name in TEXT_ATTRIBUTES:
             values = nodes[name]
             nodes[name] = values.astype(object).where(values.notna(), None)

@@ -118,6 +118,9 @@ ZERO_WIDTH_SPACE = "\u200b"
 WRITER_HEAP = 200_000_000
 CHUNK = 20_000
 
+#: A document's fields that a node may lack, in `_documents`' order.
+_OPTIONAL = ("model", "source", "time", "moment", *FIELDS)
+
 #: Characters of scripts written without spaces between words: Thai, Lao,
 #: Myanmar, Khmer, Hangul syllables, CJK ideographs and their extensions,
 #: kana (with the prolonged sound mark), the iteration marks 々 〆 〇 〻.
@@ -733,41 +736,48 @@ def _documents(
         report("indexing nodes", start, total)
         rows = slice(start, start + CHUNK)
         part = nodes.iloc[rows]
-        columns = [_plain(part[name]) for name in ("id", "tree_id", "model", "source")]
-        times = _plain(part["datetime_utc"])
-        moments = _moments(part["datetime_utc"], times)
-        texts = [_plain(part[name]) for name in ("prompt", "response", "system")]
-        texts.append(
-            [
-                parts_text(value) if isinstance(value, list) else None
-                for value in part[PARTS].tolist()
-            ]
+        ids, trees, models, sources, times = (
+            _plain(part[name])
+            for name in ("id", "tree_id", "model", "source", "datetime_utc")
         )
+        moments = _moments(part["datetime_utc"], times)
+        extras = [
+            parts_text(value) if isinstance(value, list) else None
+            for value in part[PARTS].tolist()
+        ]
+        # Each text made as the index holds it, a column at a time.
+        texts = [
+            [normalized(value) if value else None for value in column]
+            for column in (*(_plain(part[name]) for name in FIELDS[:3]), extras)
+        ]
         branches = [
             SIDECHAIN if side else ACTIVE if on_path else ABANDONED
             for side, on_path in zip(
                 subagent[rows].tolist(), active[rows].tolist(), strict=True
             )
         ]
-        for at, (node_id, tree, model, source) in enumerate(zip(*columns, strict=True)):
+        for row in zip(
+            ids,
+            trees,
+            depths[rows].tolist(),
+            branches,
+            models,
+            sources,
+            times,
+            moments,
+            *texts,
+            strict=True,
+        ):
             document: dict[str, Any] = {
-                "id": node_id,
-                "tree": tree,
-                "depth": int(depths[start + at]),
-                "branch": branches[at],
+                "id": row[0],
+                "tree": row[1],
+                "depth": row[2],
+                "branch": row[3],
             }
-            if model is not None:
-                document["model"] = model
-            if source is not None:
-                document["source"] = source
-            if times[at] is not None:
-                document["time"] = times[at]
-            if moments[at] is not None:
-                document["moment"] = moments[at]
-            for name, values in zip(FIELDS, texts, strict=True):
-                value = values[at]
-                if value:
-                    document[name] = normalized(value)
+            # Only the values there are: tantivy takes no null.
+            for name, value in zip(_OPTIONAL, row[4:], strict=True):
+                if value is not None:
+                    document[name] = value
             yield document
     report("indexing nodes", total, total)
 

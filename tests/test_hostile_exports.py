@@ -271,7 +271,8 @@ def test_commands_show_both_conversations_and_check_says_why(copied: Path) -> No
         ("conv-one", 1),
     ]
     assert run("check", "--db", copied, expect=1).stdout.splitlines() == [
-        "shared-ids: conv-copy holds 9 message ids an earlier conversation"
+        # The placeholder root (root-m) is shared too, and is no message.
+        "shared-ids: conv-copy holds 8 message ids an earlier conversation"
         " holds too (a copy?): read as conv-copy/ID",
         "shared-ids: conv-one holds 1 message id an earlier conversation"
         " holds too (a copy?): read as conv-one/ID",
@@ -292,6 +293,79 @@ def test_commands_show_both_conversations_and_check_says_why(copied: Path) -> No
     ]
     drawn = run("tree", "conv-copy", "--db", copied).stdout
     assert "conv-copy/a2e" in drawn and "a3" in drawn
+
+
+# -- 39, family 7: the app's own scaffolding is no problem ------------------------
+
+#: The id ChatGPT gives the placeholder root of every conversation.
+CLIENT_ROOT = "client-created-root"
+
+
+def with_client_root(conversation: dict[str, Any]) -> dict[str, Any]:
+    """A ChatGPT conversation whose placeholder root (a root without a
+    message) is `client-created-root`, as in every conversation of a
+    current export."""
+    conversation = copy.deepcopy(conversation)
+    mapping = conversation["mapping"]
+    (root,) = [
+        node_id
+        for node_id, node in mapping.items()
+        if node["parent"] is None and node["message"] is None
+    ]
+    renamed = {}
+    for node_id, node in mapping.items():
+        node_id = CLIENT_ROOT if node_id == root else node_id
+        node["id"] = node_id
+        if node["parent"] == root:
+            node["parent"] = CLIENT_ROOT
+        renamed[node_id] = node
+    conversation["mapping"] = renamed
+    return conversation
+
+
+def test_a_normal_export_reports_no_problem(tmp_path: Path) -> None:
+    conversations = [with_client_root(item) for item in build.chatgpt_export()]
+    path = build.write_zip(
+        tmp_path / "export.zip", {"conversations.json": conversations}
+    )
+    result = run("check", "--db", path)
+    assert result.stdout == "no problems found\n"
+    forest = Forest.read(path, text=False)
+    assert forest.problems == []
+    # Every conversation keeps its nodes, none renamed: the root is no node.
+    sizes = forest.nodes.groupby("tree_id", observed=True).size().to_dict()
+    assert sizes == {"conv-monad": 4, "conv-tools": 2, "conv-chain": 2000}
+    assert not forest.nodes["id"].str.contains("/").any()
+
+
+def test_the_example_export_with_client_roots_reports_no_problem(
+    tmp_path: Path,
+) -> None:
+    example = Path(__file__).parent.parent / "examples" / "chatgpt-export.zip"
+    assert run("check", "--db", example).stdout == "no problems found\n"
+    with zipfile.ZipFile(example) as archive:
+        members: dict[str, Any] = {
+            name: archive.read(name) for name in archive.namelist()
+        }
+    original = Forest.read(example, text=False)
+    members["conversations.json"] = [
+        with_client_root(item) for item in json.loads(members["conversations.json"])
+    ]
+    path = build.write_zip(tmp_path / "chatgpt-export.zip", members)
+    assert run("check", "--db", path).stdout == "no problems found\n"
+    forest = Forest.read(path, text=False)
+    assert forest.nodes["id"].tolist() == original.nodes["id"].tolist()
+
+
+def test_a_copy_with_client_roots_still_names_its_messages(tmp_path: Path) -> None:
+    original = with_client_root(build.chatgpt_branches())
+    copied = copy.deepcopy(original)
+    copied["id"] = copied["conversation_id"] = "conv-copy"
+    path = build.write_json(tmp_path / "conversations.json", [original, copied])
+    assert run("check", "--db", path, expect=1).stdout.splitlines() == [
+        "shared-ids: conv-copy holds 8 message ids an earlier conversation"
+        " holds too (a copy?): read as conv-copy/ID",
+    ]
 
 
 # -- 24.9: a zip cut short --------------------------------------------------------

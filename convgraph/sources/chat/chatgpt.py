@@ -299,6 +299,24 @@ def message_ids(item: dict[str, Any], position: int) -> list[str]:
     return [str(node_id) for node_id in as_dict(item.get("mapping"))]
 
 
+def structural_ids(item: dict[str, Any], position: int) -> set[str]:
+    """The ids of the mapping's roots that hold no message: the app's own
+    scaffolding (`client-created-root` in every conversation of a current
+    export), which conversations share by design, not by copying.
+
+    Examples
+    --------
+    >>> structural_ids({"mapping": {"client-created-root": {"message": None},
+    ...     "m1": {"parent": "client-created-root", "message": {"id": "m1"}}}}, 0)
+    {'client-created-root'}
+    """
+    return {
+        str(node_id)
+        for node_id, node in as_dict(item.get("mapping")).items()
+        if as_dict(node).get("message") is None and as_dict(node).get("parent") is None
+    }
+
+
 def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
     """One conversation of the export; `position` names it if it has no id."""
     messages = [

@@ -17,7 +17,10 @@ copy. A node's identity is its conversation and its id: where a
 conversation holds message ids an earlier one holds too (ChatGPT's "Branch
 in new chat" copies a conversation's messages, ids and all), those ids are
 read as `CONVERSATION_ID/MESSAGE_ID` in the later one (`shared_ids`), so
-both conversations keep every node, and `check` says so (`shared-ids`). A
+both conversations keep every node, and `check` says so (`shared-ids`),
+unless the shared ids are the app's scaffolding (a format module's
+`structural_ids`: ChatGPT's `client-created-root`, in every conversation of
+a normal export), renamed alike and no copy. A
 conversation without a prompt or an answer has no node: it is listed with 0
 nodes and reported (`empty-conversation`), never dropped silently.
 """
@@ -155,6 +158,19 @@ class _Item:
     ids: list[str]
     #: The ids an earlier conversation holds too, and what they are read as.
     renamed: dict[str, str] = field(default_factory=dict)
+    #: Its ids that are the app's scaffolding, not messages (ChatGPT's
+    #: `client-created-root`): shared by every conversation, renamed like
+    #: any shared id, and no sign of a copy.
+    structural: set[str] = field(default_factory=set)
+
+    @property
+    def copied(self) -> dict[str, str]:
+        """The shared ids that are messages: what `check` reports."""
+        return {
+            shared: read_as
+            for shared, read_as in self.renamed.items()
+            if shared not in self.structural
+        }
 
     def holds(self, message_id: str) -> bool:
         """Whether a message of this conversation is read with this id."""
@@ -236,7 +252,11 @@ class ChatExport(Source):
             seen.add(conversation_id)
             ids = module.message_ids(raw, position)
             renamed = shared_ids(conversation_id, ids, taken)
-            yield _Item(position, conversation_id, raw, ids, renamed)
+            scaffolding = getattr(module, "structural_ids", None)
+            structural = (
+                scaffolding(raw, position) if renamed and scaffolding else set()
+            )
+            yield _Item(position, conversation_id, raw, ids, renamed, structural)
 
     def _parse(self, item: _Item) -> Conversation:
         """One item of `_items`, parsed by the format's module (which is
@@ -281,7 +301,7 @@ class ChatExport(Source):
             self.app_marks.update(marks)
             self.alternatives.update(alternatives)
         problems = []
-        if item.renamed:
+        if item.copied:
             problems.append(_shared_problem(item))
         return TreeRecords(conversation.id, conversation.name, records, problems)
 
@@ -450,8 +470,9 @@ class ChatExport(Source):
 
 def _shared_problem(item: _Item) -> Problem:
     """The report of a conversation read with qualified ids."""
-    first = next(iter(item.renamed.values()))
-    count = len(item.renamed)
+    copied = item.copied
+    first = next(iter(copied.values()))
+    count = len(copied)
     return Problem(
         SHARED_IDS,
         first,

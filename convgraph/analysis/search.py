@@ -31,12 +31,10 @@ from convgraph.analysis.search_index import (
     ABANDONED,
     FIELDS,
     SIDECHAIN,
-    ZERO_WIDTH_SPACE,
-    analyzer,
     damage_errors,
-    normalized,
     open_index,
 )
+from convgraph.analysis.search_text import ZERO_WIDTH_SPACE, analyzer, normalized
 from convgraph.errors import ConvgraphError, DatabaseError
 from convgraph.model.filters import TreeFilter
 from convgraph.sources import Source, opened

@@ -26,36 +26,16 @@ into place, so no search sees half an index, and the partial directory is
 removed on any exit the process sees (the command turns SIGTERM into one);
 one a killed process left is removed by the next writer.
 
-Staying current (`docs/design.md#search-has-an-index-of-its-own`): the index
-keeps two stamps of the data it was built from. The quick stamp is what the
-file system and SQLite's header give without a statement: the file's
-identity, size and modification time, SQLite's file change counter and
-schema cookie (bytes 24 and 40 of the header, which a commit in
-rollback-journal mode moves), and in WAL mode the log's size and salts
-(which change whenever the log is written or restarted). While it holds,
-the index is used as it is. When it moved, the content stamp is taken: the
-schema version and, for each table whose rows are nodes or name trees
-(`responses`, `turns`, `threads`), its row count, its largest rowid and a
-fingerprint of its rows' ids (and of the parent links where the file has
-the column), summed in SQL over the tables' own indexes of those columns.
-Rows above the old largest rowid are what was logged since: only their
-trees are read again and their documents replaced (depths and marks
-included: logging into a tree moves its active path). A change below it (a
-deletion, an id replaced at the same rowid, a parent link moved) or in the
-schema (a migration by llm or convgraph) rebuilds the index; an unchanged
-content stamp (a note written) only renews the quick stamp. A chat export or
-an agents' folder is indexed again whenever one of its files changes.
-(`PRAGMA data_version` only tells a connection about others' commits
-while it stays open, so it says nothing to a new process.)
-
-Text is made NFKC (half-width katakana, ligatures and full-width Latin read
-as their plain forms) before it is indexed and searched. Scripts written
-without spaces (Chinese, Japanese with its iteration marks, Korean's
-syllables, Thai and its neighbours) get a zero-width space on each side of
-every character (`spaced`), so the tokenizer (tantivy's `simple`: runs of
-letters and digits, then lower-cased and folded to ASCII, so "cafe" finds
-"café") makes each a token of its own and a word of them is a phrase of its
-characters: 東京 is found in 時々東京タワー.
+Staying current (`docs/design.md#search-has-an-index-of-its-own`): the
+index keeps two stamps of the data it was built from
+(`convgraph.analysis.search_stamps`). While the quick one holds (file
+identity, sizes, times, SQLite's header and WAL header) the index is used
+as it is; when it moved, the content stamp says whether only new rows came
+(their trees alone are read again and their documents replaced, depths and
+marks included), nothing indexed changed (a note: the stamps renewed), or
+anything else (a deletion, a migration, an export's files changed): the
+index is built again. The text rules, the same for the texts and the
+queries, are `convgraph.analysis.search_text`'s.
 """
 
 from __future__ import annotations
@@ -66,25 +46,40 @@ import json
 import os
 import re
 import shutil
-import sqlite3
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import PARTS
-from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
-from convgraph.parts import (
-    ATTACHMENT,
-    CODE,
-    CODE_OUTPUT,
-    FRAGMENT,
-    REASONING,
-    TOOL_CALL,
-    TOOL_RESULT,
+from convgraph.analysis.search_stamps import (
+    changed_trees,
+    content_stamp,
+    quick_stamp,
+    stored,
 )
+from convgraph.analysis.search_text import (
+    ZERO_WIDTH_SPACE,
+    analyzer,
+    normalized,
+    parts_text,
+    spaced,
+)
+from convgraph.contract import PARTS
+from convgraph.errors import DatabaseError, UnknownConversation
 from convgraph.sources.source import Source
+
+__all__ = [
+    "ZERO_WIDTH_SPACE",
+    "SearchIndex",
+    "analyzer",
+    "cache_directory",
+    "index_path",
+    "normalized",
+    "open_index",
+    "parts_text",
+    "schema",
+    "spaced",
+]
 
 if TYPE_CHECKING:
     import tantivy
@@ -103,16 +98,8 @@ META_FILE = "convgraph-search.json"
 FIELDS = ("prompt", "response", "system", PARTS)
 #: The name the index's analyzer is registered under.
 TOKENIZER = "convgraph"
-#: Tokens longer than this (base64, hashes) are not indexed, nor searched.
-LONGEST_TOKEN = 80
-#: The tables of llm's file whose rows are nodes (or calls folded into one)
-#: or name trees (a fork is a thread).
-STAMPED_TABLES = ("responses", "turns", "threads")
 #: A node's place on its tree, as the index keeps it (`branch` field).
 ACTIVE, ABANDONED, SIDECHAIN = 0, 1, 2
-#: Put on each side of a character of a script without spaces: a separator
-#: to the tokenizer, invisible where it shows.
-ZERO_WIDTH_SPACE = "\u200b"
 #: The writer's memory for documents not yet written (tantivy's heap), and
 #: how many nodes are made documents at a time.
 WRITER_HEAP = 200_000_000
@@ -120,92 +107,6 @@ CHUNK = 20_000
 
 #: A document's fields that a node may lack, in `_documents`' order.
 _OPTIONAL = ("model", "source", "time", "moment", *FIELDS)
-
-#: Characters of scripts written without spaces between words: Thai, Lao,
-#: Myanmar, Khmer, Hangul syllables, CJK ideographs and their extensions,
-#: kana (with the prolonged sound mark), the iteration marks 々 〆 〇 〻.
-_UNSPACED = re.compile(
-    "([\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3005-\u3007\u303b\u303c"
-    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
-    "\uf900-\ufaff\U00020000-\U0003134f])"
-)
-#: A lone surrogate: `surrogateescape`'s stand-in for a byte that was not
-#: UTF-8 (U+DC80 to U+DCFF), or any other that no UTF-8 text can hold.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def normalized(text: str) -> str:
-    """`text` as the index holds it: NFKC, a byte that was not UTF-8 (a
-    surrogate escape, as Python reads the command line) read as Latin-1,
-    any other lone surrogate U+FFFD, and every character of a script
-    without spaces between zero-width spaces (`spaced`).
-
-    Examples
-    --------
-    >>> normalized("ﾀﾜｰ") == spaced("タワー")
-    True
-    >>> normalized("caf\\udce9")
-    'café'
-    """
-    if text.isascii():
-        return text  # most text: nothing to do
-    if _SURROGATE.search(text):
-        text = _SURROGATE.sub(_unescaped, text)
-    return spaced(unicodedata.normalize("NFKC", text))
-
-
-def _unescaped(match: re.Match[str]) -> str:
-    code = ord(match[0])
-    return chr(code - 0xDC00) if 0xDC80 <= code <= 0xDCFF else "\ufffd"
-
-
-def spaced(text: str) -> str:
-    """`text` with a zero-width space on each side of every character of a
-    script written without spaces, so that each is a token of its own.
-
-    Examples
-    --------
-    >>> spaced("東京 in May") == "\\u200b東\\u200b\\u200b京\\u200b in May"
-    True
-    """
-    if text.isascii():
-        return text
-    return _UNSPACED.sub(ZERO_WIDTH_SPACE + "\\1" + ZERO_WIDTH_SPACE, text)
-
-
-def parts_text(parts: Iterable[dict[str, Any]] | None) -> str | None:
-    """The searchable text of a node's parts beyond its prompt and answer:
-    reasoning, each tool call's name and arguments, each result's output
-    and error, code and what it printed, attachments' and fragments' names,
-    one a line; None where there is none.
-
-    Examples
-    --------
-    >>> from convgraph import parts
-    >>> print(parts_text([parts.tool_call("lookup", {"city": "Oslo"})]))
-    lookup {"city": "Oslo"}
-    """
-    lines: list[str] = []
-    for part in parts or ():
-        kind = part.get("type")
-        if kind in (REASONING, CODE, CODE_OUTPUT):
-            values = [part.get("text")]
-        elif kind == TOOL_CALL:
-            arguments = part.get("arguments")
-            if arguments is not None and not isinstance(arguments, str):
-                arguments = json.dumps(arguments, ensure_ascii=False, default=str)
-            values = [part.get("name"), arguments]
-        elif kind == TOOL_RESULT:
-            values = [part.get("name"), part.get("output"), part.get("error")]
-        elif kind in (ATTACHMENT, FRAGMENT):
-            values = [part.get("name"), part.get("url")]
-        else:
-            continue  # text parts are the prompt and the response already
-        words = " ".join(str(value) for value in values if value)
-        if words:
-            lines.append(words)
-    return "\n".join(lines) or None
-
 
 # -- where the index lies ---------------------------------------------------
 
@@ -257,20 +158,6 @@ def _writable(directory: Path) -> bool:
 
 
 # -- the index's layout -------------------------------------------------------
-
-
-def analyzer() -> tantivy.TextAnalyzer:
-    """The analyzer of the texts, in the index and in a query alike: runs of
-    letters and digits, long ones dropped, lower-cased, folded to ASCII."""
-    import tantivy
-
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(LONGEST_TOKEN))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .build()
-    )
 
 
 def schema() -> tantivy.Schema:
@@ -462,7 +349,7 @@ def _open_current(
 ) -> SearchIndex:
     """The index at `path`, current, under a shared lock; built or updated
     first (under the exclusive lock) where it is not."""
-    quick = _quick_stamp(logs)
+    quick = quick_stamp(logs)
     lock = _lock(path, exclusive=False)
     try:
         meta = None if rebuild else _current_meta(path, quick)
@@ -505,10 +392,10 @@ def _brought_up_to_date(
     """Under the exclusive lock: the index updated where only new rows came,
     else built anew; its new meta, and "updated" or "built"."""
     # The stamps first: a commit during the read shows in the next ones.
-    quick = _quick_stamp(logs)
+    quick = quick_stamp(logs)
     meta = _read_meta(path)
-    counted = _content_stamp(logs, meta.get("content") or None)
-    content = _stored(counted)
+    counted = content_stamp(logs, meta.get("content") or None)
+    content = stored(counted)
     if not rebuild and meta and meta.get("version") != INDEX_VERSION:
         say(f"the search index {path} is of another version: building it again")
     elif not rebuild and meta.get("version") == INDEX_VERSION:
@@ -516,7 +403,7 @@ def _brought_up_to_date(
             meta["quick"] = quick  # written, but nothing indexed changed
             _write_meta(path, meta)
             return meta, "updated"
-        trees = _changed_trees(logs, meta.get("content"), counted)
+        trees = changed_trees(logs, meta.get("content"), counted)
         if trees is not None:
             with contextlib.suppress(UnknownConversation):
                 updated = _updated(logs, path, meta, trees, quick, content, progress)
@@ -524,15 +411,6 @@ def _brought_up_to_date(
     elif not rebuild and path.exists():
         say(f"{path} is no search index of convgraph's: building it again")
     return _build(logs, path, quick, content, progress), "built"
-
-
-def _stored(content: dict[str, Any]) -> dict[str, Any]:
-    """A content stamp as the meta keeps it: each table's counts up to the
-    old bound left out (they are for the comparison only)."""
-    return {
-        key: value[:5] if key in STAMPED_TABLES else value
-        for key, value in content.items()
-    }
 
 
 def _write_meta(path: Path, meta: dict[str, Any]) -> None:
@@ -543,177 +421,6 @@ def _write_meta(path: Path, meta: dict[str, Any]) -> None:
         os.replace(partial, path / META_FILE)
     finally:
         partial.unlink(missing_ok=True)
-
-
-# -- stamps ---------------------------------------------------------------
-
-
-def _quick_stamp(logs: Source) -> list[Any]:
-    """What the file system and SQLite's header say of the file without a
-    statement: identity, size and time of each file, and for an SQLite
-    file its change counter and schema cookie, and its WAL's size, time
-    and header (salts). Any commit changes it."""
-    path = Path(logs.path)
-    if path.is_dir():
-        files = sorted(file for file in path.rglob("*") if not file.is_dir())
-    else:
-        files = [path, path.with_name(path.name + "-wal")]
-    found: list[Any] = []
-    for file in files:
-        try:
-            status = file.stat()
-        except OSError:
-            continue
-        entry: list[Any] = [
-            os.fsdecode(file),
-            status.st_dev,
-            status.st_ino,
-            status.st_size,
-            status.st_mtime_ns,
-        ]
-        if logs.conn is not None:
-            with contextlib.suppress(OSError), file.open("rb") as header:
-                start = header.read(100)
-                # The main file: change counter and schema cookie; the
-                # WAL: its header, whose salts change when it restarts.
-                entry.append((start[24:28] + start[40:44]).hex())
-                entry.append(start[:32].hex() if file != path else "")
-        found.append(entry)
-    return found
-
-
-def _parent_column(conn: sqlite3.Connection, table: str) -> str | None:
-    """The parent column of `table` where an index of it exists (what
-    `convgraph migrate` makes), so that a fingerprint of it reads the
-    index alone; None otherwise (a file whose parents only the sqlite shell
-    could change, as `migrate` adds the index with the rules)."""
-    if table != "responses":
-        return None
-    for row in conn.execute(f'pragma index_list("{table}")').fetchall():
-        columns = conn.execute(f'pragma index_info("{row[1]}")').fetchall()
-        if columns and columns[0][2] == "parent_response_id":
-            return "parent_response_id"
-    return None
-
-
-def _id_at(conn: sqlite3.Connection, table: str, rowid: int | None) -> str | None:
-    """The id of the row at `rowid`, None where there is none."""
-    row = conn.execute(
-        f'select cast(id as text) from "{table}" where rowid = ?', [rowid]
-    ).fetchone()
-    return None if row is None else row[0]
-
-
-def _table_stamp(
-    conn: sqlite3.Connection, table: str, bound: int | None = None
-) -> list[Any]:
-    """[row count, largest rowid, sum of rowids, id of the last row,
-    parent links' fingerprint], and with `bound` the count and sum of the
-    rowids up to it: each a scan of an index of the table (its ids', its
-    parents'), never of its rows."""
-    below = -(2**63) if bound is None else bound
-    count, largest, rowids, kept, kept_sum = conn.execute(
-        f"select count(*), max(rowid), sum(rowid), sum(rowid <= ?),"
-        f' sum(case when rowid <= ? then rowid end) from "{table}"',
-        [below, below],
-    ).fetchone()
-    last = _id_at(conn, table, largest)
-    links: list[Any] = []
-    parent = _parent_column(conn, table)
-    if parent:
-        links = list(
-            conn.execute(
-                f"select count({parent}), sum(unicode(substr({parent}, -1, 1)))"
-                f' from "{table}" where {parent} is not null'
-            ).fetchone()
-        )
-    stamp = [count, largest, rowids or 0, last, links]
-    if bound is not None:
-        stamp += [kept or 0, kept_sum or 0]
-    return stamp
-
-
-def _content_stamp(logs: Source, old: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What the rows say: for llm's file the schema version and, for each
-    of `STAMPED_TABLES`, its `_table_stamp` (with the rows up to the largest
-    rowid of the `old` stamp counted); for an export, its quick stamp."""
-    conn = logs.conn
-    if conn is None:
-        return {"files": _quick_stamp(logs)}
-    try:
-        (version,) = conn.execute("pragma schema_version").fetchone()
-        tables = {
-            name
-            for (name,) in conn.execute(
-                "select name from sqlite_master where type = 'table'"
-            )
-        }
-        stamp: dict[str, Any] = {"schema": version}
-        for table in STAMPED_TABLES:
-            if table in tables:
-                before = (old or {}).get(table)
-                bound = None
-                if before:  # an empty table's bound is below every rowid
-                    bound = -(2**63) if before[1] is None else before[1]
-                stamp[table] = _table_stamp(conn, table, bound)
-    except sqlite3.Error as error:
-        raise DatabaseError(f"cannot read {logs.path}: {error}") from None
-    return stamp
-
-
-def _changed_trees(
-    logs: Source, old: dict[str, Any] | None, new: dict[str, Any]
-) -> set[str] | None:
-    """The trees holding rows logged since `old` was taken, or None where
-    anything else changed (rows deleted, a row at a rowid used again, links
-    moved, the schema, an export's files): then the index is built again.
-
-    llm only appends, and SQLite gives a new row the rowid after the largest:
-    so the rows up to the old largest rowid must be exactly as many, with
-    the same sum of rowids and the same last id (a newest row deleted and
-    another logged in its place has another id), and the parent links the
-    same; the rows above it are what was logged since."""
-    conn = logs.conn
-    if conn is None or not old or old.get("schema") != new.get("schema"):
-        return None
-    if set(old) != set(new):
-        return None
-    trees: set[str] = set()
-    for table in STAMPED_TABLES:
-        if table not in old:
-            continue
-        count, largest, rowids, last, links = old[table]
-        if largest is None:
-            largest = -(2**63)
-        now = new[table]
-        if now[5:] != [count, rowids] or now[4] != links:
-            return None
-        if count and _id_at(conn, table, largest) != last:
-            return None
-        if table == "responses":
-            query = (
-                "select distinct cast(coalesce(conversation_id, id) as text),"
-                " cast(id as text) from responses where rowid > ?"
-            )
-        elif table == "turns":
-            query = "select distinct thread_id, id from turns where rowid > ?"
-        else:
-            query = "select id, id from threads where rowid > ?"
-        named: set[str] = set()
-        for conversation_id, node_id in conn.execute(query, [largest]).fetchall():
-            if conversation_id not in named:
-                named.add(conversation_id)
-                trees.add(_tree_of(logs, str(conversation_id), str(node_id)))
-    return trees
-
-
-def _tree_of(logs: Source, conversation_id: str, node_id: str) -> str:
-    """The tree a newly logged row belongs to."""
-    with contextlib.suppress(UnknownConversation):
-        return logs.tree_id_of_conversation(conversation_id)
-    with contextlib.suppress(UnknownNode):
-        return logs.tree_id_of_node(node_id)
-    return conversation_id
 
 
 # -- writing --------------------------------------------------------------

@@ -133,8 +133,9 @@ def assert_usage_error(result, message: str) -> None:
         ),
         (
             "--render",
-            "pdf",
-            "Error: Invalid value for '--render': 'pdf' is not one of 'svg', 'png'.",
+            "gif",
+            "Error: Invalid value for '--render': 'gif' is not one of 'svg', 'png',"
+            " 'pdf'.",
         ),
     ],
 )

@@ -67,11 +67,12 @@ def test_transcript_json_as_every_command_spells_it() -> None:
 
 
 def test_a_picture_format_points_to_render() -> None:
-    for given, kind in (("svg", "svg"), ("PNG", "png"), ("pdf", "svg")):
+    for given, kind in (("svg", "svg"), ("PNG", "png"), ("pdf", "pdf"), ("jpg", "svg")):
         result = run("export", "--format", given, "-d", EXAMPLE, expect=2)
         assert result.stdout == ""
         assert result.stderr == (
-            f"Error: --format {given}: a picture is drawn with --render (svg|png):"
+            f"Error: --format {given}: a picture is drawn with --render"
+            f" (svg|png|pdf):"
             f" convgraph export --render {kind} -o tree.{kind}\n"
         )
 

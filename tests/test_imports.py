@@ -123,6 +123,7 @@ LAYERS = [
         "convgraph.parts",
         "convgraph.text",
         "convgraph.times",
+        "convgraph.writing",
     ],
     ["convgraph.links"],
     ["convgraph.sources"],

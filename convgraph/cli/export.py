@@ -3,9 +3,12 @@ pictures through Graphviz.
 
 The command parses its options and hands the trees to the writer that
 `convgraph.export.FORMATS` names, so every format the registry holds is a
-`--format` here. Output goes to stdout, or to a file that appears whole or
-not at all (it is written beside its final name and moved there at the end).
-That file is never the one being read (compared by identity, so a link or
+`--format` here. `-o FILE.EXT` chooses the format by its extension
+(`EXTENSIONS`: a picture's is drawn by Graphviz, as --render draws it), and a
+--format or --render that says otherwise is refused in one line. Output
+goes to stdout, or through `convgraph.writing.written`: a regular file
+appears whole or not at all, a pipe or a device is written in place and
+never replaced. That file is never the one being read (compared by identity, so a link or
 another spelling of the path is caught), and an SQLite file is replaced only
 with --force: an export must never cost the user their llm history. Printed
 on a terminal, an export shows stored control characters as symbols (an
@@ -35,17 +38,114 @@ from convgraph.cli.progress import ProgressBar
 from convgraph.export import FORMATS
 from convgraph.export.common import RANKDIRS
 from convgraph.model.filters import TreeFilter
+from convgraph.writing import STDOUT, written
 
 if TYPE_CHECKING:
     import networkx as nx
 
-RENDERINGS = ("svg", "png")
+#: The pictures Graphviz draws of the DOT export (--render, or -o's extension).
+RENDERINGS = ("svg", "png", "pdf")
 #: The formats whose writer takes a whole `Forest` and writes it from its
 #: table, without a DiGraph a tree (the same text).
 FOREST_FORMATS = frozenset({"json"})
 #: Picture formats someone may give to --format: a picture is Graphviz's
 #: drawing of the DOT export, made with --render.
 PICTURES = ("svg", "png", "pdf", "jpg", "jpeg")
+
+#: The format each extension of -o names (lower case, with its dot).
+EXTENSIONS = {
+    ".dot": "dot",
+    ".gv": "dot",
+    ".graphml": "graphml",
+    ".json": "json",
+    ".mmd": "mermaid",
+    ".mermaid": "mermaid",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".jsonl": "chat-jsonl",
+    ".parquet": "parquet",
+}
+#: The formats an extension also takes beside its own: tree-json is JSON.
+ALSO_WRITES = {"json": frozenset({"tree-json"})}
+#: The extension a format's file is given (in the hint of a refusal).
+EXTENSION_OF = {
+    "dot": ".dot",
+    "graphml": ".graphml",
+    "json": ".json",
+    "tree-json": ".json",
+    "mermaid": ".mmd",
+    "html": ".html",
+    "markdown": ".md",
+    "chat-jsonl": ".jsonl",
+    "parquet": "",
+}
+#: The default format where neither --format nor -o's extension names one.
+DEFAULT_FORMAT = "dot"
+
+
+def chosen_format(
+    output: str | None, format_name: str | None, render: str | None
+) -> tuple[str, str | None]:
+    """The format to write and the picture to draw (or None), from
+    --format, --render and the extension of -o: an option given wins where
+    the extension says nothing (or is not one of `EXTENSIONS`), the
+    extension chooses where no option is given, and the two must agree.
+
+    Raises
+    ------
+    UserError
+        --format or --render names another format than -o's extension.
+
+    Examples
+    --------
+    >>> chosen_format("tree.svg", None, None), chosen_format("t.mmd", None, None)
+    (('dot', 'svg'), ('mermaid', None))
+    >>> chosen_format("forest.json", "tree-json", None), chosen_format(None, None, None)
+    (('tree-json', None), ('dot', None))
+    """
+    format_name = format_name.lower() if format_name is not None else None
+    render = render.lower() if render is not None else None
+    extension = ""
+    if output is not None and output != "-":
+        extension = os.path.splitext(output)[1].lower()
+    picture = extension[1:] if extension[1:] in RENDERINGS else None
+    named = EXTENSIONS.get(extension)
+    if picture is not None:
+        if render is not None and render != picture:
+            raise UserError(
+                f"--render {render} draws {render.upper()}, but -o {output}"
+                f" names {picture.upper()}: give -o {_renamed(output, '.' + render)}"
+            )
+        if render is None and format_name is not None:
+            raise UserError(
+                f"-o {output} names a picture ({picture.upper()}), drawn from the"
+                f" DOT export: leave out --format {format_name}, or give -o"
+                f" {_renamed(output, EXTENSION_OF[format_name])}"
+            )
+        return DEFAULT_FORMAT, picture
+    if named is not None:
+        if render is not None:
+            raise UserError(
+                f"--render {render} draws a picture, but -o {output} names"
+                f" {named}: give -o {_renamed(output, '.' + render)}"
+            )
+        if format_name is None:
+            return named, None
+        if format_name != named and format_name not in ALSO_WRITES.get(named, ()):
+            raise UserError(
+                f"--format {format_name} does not write {extension} files (-o"
+                f" {output} names {named}): give -o"
+                f" {_renamed(output, EXTENSION_OF[format_name])}, or leave out"
+                " --format"
+            )
+    return format_name or DEFAULT_FORMAT, render
+
+
+def _renamed(output: str | None, extension: str) -> str:
+    """`output` with `extension` in place of its own."""
+    return os.path.splitext(output or "")[0] + extension
 
 
 class FormatChoice(click.Choice):  # type: ignore[type-arg]
@@ -76,18 +176,24 @@ NO_GRAPHVIZ = (
     "--format",
     "format_name",
     type=FormatChoice(list(FORMATS), case_sensitive=False),
-    default="dot",
-    show_default=True,
-    help="The file format",
+    default=None,
+    help="The file format [default: -o FILE's extension, else dot]",
 )
 @click.option(
-    "-o", "--output", metavar="FILE", default=None, help="Write FILE [default: stdout]"
+    "-o",
+    "--output",
+    metavar="FILE",
+    default=None,
+    help="Write FILE, its extension choosing the format (.dot, .graphml, .json,"
+    " .mmd, .md, .html, .jsonl; .svg, .png and .pdf a picture); - for stdout"
+    " [default: stdout]",
 )
 @click.option(
     "--render",
     type=click.Choice(RENDERINGS, case_sensitive=False),
     default=None,
-    help="Draw the DOT with Graphviz into -o FILE",
+    help="Draw the DOT with Graphviz into -o FILE [default: -o FILE's"
+    " extension, where it is a picture's]",
 )
 @click.option(
     "--rankdir",
@@ -126,7 +232,7 @@ NO_GRAPHVIZ = (
 @filter_options
 def export(
     conversation_ids: tuple[str, ...],
-    format_name: str,
+    format_name: str | None,
     output: str | None,
     render: str | None,
     rankdir: str | None,
@@ -142,11 +248,14 @@ def export(
     \b
     convgraph export --format dot | dot -Tsvg > forest.svg
     convgraph export CONVERSATION_ID --format graphml -o tree.graphml
-    convgraph export CONVERSATION_ID --render svg -o tree.svg
+    convgraph export CONVERSATION_ID -o tree.svg
     convgraph export --format parquet -o forest-dataset
-    convgraph export CONVERSATION_ID --format markdown -o conversation.md
+    convgraph export CONVERSATION_ID -o conversation.md
     convgraph export --format chat-jsonl --paths leaves -o train.jsonl
     """
+    format_name, render = chosen_format(output, format_name, render)
+    if output == "-" and render is None:
+        output = None
     exporter = FORMATS[format_name]
     options: dict[str, Any] = {}
     if rankdir is not None:
@@ -200,10 +309,9 @@ def export(
             graphs = filtered_trees(conversation_ids, db_path, where, progress=bar)
         if render is not None:
             assert output is not None and dot_program is not None
-            with _replaced(output) as (_, partial):
-                _render(graphs, dot_program, render, partial, options)
+            _render(graphs, dot_program, render, output, options)
         elif output is not None:
-            with _replaced(output) as (file, _):
+            with written(output) as file:
                 exporter.write(graphs, file, **options)
         else:
             _to_stdout(lambda stream: exporter.write(graphs, stream, **options))
@@ -309,78 +417,52 @@ def _same_file(target: os.stat_result, path: str) -> bool:
     return (read.st_dev, read.st_ino) == (target.st_dev, target.st_ino)
 
 
-@contextlib.contextmanager
-def _replaced(path: str) -> Iterator[tuple[IO[bytes], str]]:
-    """A binary file beside `path` (and its name) that replaces `path` when
-    the block ends without an error, and is removed when it does not."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        handle, partial = tempfile.mkstemp(
-            dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".partial"
-        )
-    except OSError as error:
-        raise UserError(f"cannot write {path}: {error.strerror}") from None
-    try:
-        with open(handle, "wb") as file:
-            yield file, partial
-        # mkstemp makes the file private; give it the mode a new file gets
-        # under the user's umask.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(partial, 0o666 & ~umask)
-        os.replace(partial, path)
-    except OSError as error:
-        _remove(partial)
-        raise UserError(f"cannot write {path}: {error.strerror}") from None
-    except BaseException:
-        _remove(partial)
-        raise
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
 def _render(
     graphs: Iterator[nx.DiGraph],
     dot_program: str,
     kind: str,
-    path: str,
+    output: str,
     options: dict[str, Any],
 ) -> None:
-    """Stream the DOT into Graphviz's `dot`, which writes the picture."""
+    """Stream the DOT into Graphviz's `dot`, which draws the picture into a
+    private folder; the picture then goes to `output` by the one writer
+    (`written`), so a pipe or a device is written in place and a file
+    appears whole."""
     from convgraph.export import write_dot
 
-    # dot's messages go to a file, not a pipe: a full pipe would stall dot
-    # while it still reads the graph.
-    with tempfile.TemporaryFile() as messages:
-        process = subprocess.Popen(
-            [dot_program, f"-T{kind}", "-o", path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=messages,
-        )
-        assert process.stdin is not None
-        try:
-            with process.stdin:
-                write_dot(graphs, process.stdin, **options)
-        except BrokenPipeError:
-            pass
-        except BaseException:
-            process.kill()
-            process.wait()
-            raise
-        status = process.wait()
-        messages.seek(0)
-        said = messages.read().decode("utf-8", "replace").strip()
-    if status != 0:
-        first = said.splitlines()[0] if said else f"exit status {status}"
-        raise UserError(f"Graphviz's dot could not draw the graph: {first}")
-    if kind == "svg":
-        from convgraph.export.dot import fix_svg_file
+    with tempfile.TemporaryDirectory(prefix="convgraph-render-") as folder:
+        picture = os.path.join(folder, f"picture.{kind}")
+        # dot's messages go to a file, not a pipe: a full pipe would stall
+        # dot while it still reads the graph.
+        with tempfile.TemporaryFile(dir=folder) as messages:
+            process = subprocess.Popen(
+                [dot_program, f"-T{kind}", "-o", picture],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=messages,
+            )
+            assert process.stdin is not None
+            try:
+                with process.stdin:
+                    write_dot(graphs, process.stdin, **options)
+            except BrokenPipeError:
+                pass
+            except BaseException:
+                process.kill()
+                process.wait()
+                raise
+            status = process.wait()
+            messages.seek(0)
+            said = messages.read().decode("utf-8", "replace").strip()
+        if status != 0:
+            first = said.splitlines()[0] if said else f"exit status {status}"
+            raise UserError(f"Graphviz's dot could not draw the graph: {first}")
+        if kind == "svg":
+            from convgraph.export.dot import fix_svg_file
 
-        fix_svg_file(path)
+            fix_svg_file(picture)
+        with open(picture, "rb") as drawn, written(output) as file:
+            shutil.copyfileobj(drawn, file, 1 << 20)
 
 
 class _ForAPerson(io.TextIOBase):
@@ -403,17 +485,9 @@ class _ForAPerson(io.TextIOBase):
 
 
 def _to_stdout(write: Any) -> None:
-    """Write UTF-8 to stdout whatever the terminal's encoding, shown safely
-    where stdout is a terminal; a reader that stops early (`| head`) ends
-    the command quietly."""
-    stream = click.open_file("-", "wb")
-    try:
+    """Write UTF-8 to stdout whatever the terminal's encoding (`written`
+    of `-`), shown safely where stdout is a terminal. A reader that stops
+    early (`| head`) and a full disk are the command's to end
+    (`convgraph.cli.options.ConvgraphCommand`)."""
+    with written(STDOUT) as stream:
         write(_ForAPerson(stream) if is_terminal(sys.stdout) else stream)
-        stream.flush()
-    except BrokenPipeError:
-        # Point stdout at nothing, so that Python's own flush at exit does
-        # not fail again on the closed pipe.
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)

@@ -26,11 +26,14 @@ from typing import Any, TypeVar
 
 import click
 
+from convgraph.cli.way_out import way_out
 from convgraph.errors import (
     AmbiguousId,
     ConversationNotNode,
     ConvgraphError,
     NodeNotConversation,
+    UnknownConversation,
+    UnknownNode,
 )
 from convgraph.text import terminal_text
 
@@ -111,9 +114,18 @@ ANY_ID = IdType(None, "id")
 class ConvgraphCommand(click.Command):
     """A click command that turns convgraph's errors, and the database errors
     that bad input or another program can cause, into one-line messages, and
-    resolves the ids its arguments take (`IdType`) before it runs."""
+    resolves the ids its arguments take (`IdType`) before it runs.
+
+    It is also the one way out of every command (`convgraph.cli.way_out`):
+    Ctrl-C is one line and exit status 130, SIGTERM one line and 143, a
+    reader of stdout that went away ends the command quietly, and stdout
+    that cannot be written (a full disk) is one line naming it."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        with way_out():
+            return self._checked(ctx)
+
+    def _checked(self, ctx: click.Context) -> Any:
         try:
             check_default_database(ctx)
             if ctx.command.name in WRITES_A_DATABASE:
@@ -136,6 +148,8 @@ class ConvgraphCommand(click.Command):
                 f" {_command_line(ctx, 'leaves')} {error.tree_id} lists its"
                 " branch tips"
             ) from None
+        except (UnknownNode, UnknownConversation) as error:
+            raise UserError(_unknown_id(error)) from None
         except ConvgraphError as error:
             raise UserError(str(error)) from None
         except sqlite3.IntegrityError as error:
@@ -148,6 +162,20 @@ class ConvgraphCommand(click.Command):
             if not _says(error, _NOT_A_DATABASE):
                 raise
             raise UserError(f"database error: {error}") from None
+
+
+def _unknown_id(error: UnknownNode | UnknownConversation) -> str:
+    """What an unknown id says: where it is shorter than a prefix may be,
+    how long a prefix must be."""
+    from convgraph.sources.source import MIN_PREFIX
+
+    given = error.args[0] if error.args else None
+    if isinstance(given, str) and 0 < len(given) < MIN_PREFIX:
+        return (
+            f"{error}: an id prefix needs at least {MIN_PREFIX} characters"
+            f" ({given!r} has {len(given)})"
+        )
+    return str(error)
 
 
 def _command_line(ctx: click.Context, name: str) -> str:

@@ -1,0 +1,185 @@
+"""How every command ends when it cannot end as it meant to: a signal, or a
+standard output that cannot be written.
+
+`way_out` wraps each command (`convgraph.cli.options.ConvgraphCommand`
+enters it), so the rule holds for every command, in `convgraph` and in
+`llm convgraph` alike:
+
+- Ctrl-C (`KeyboardInterrupt`): one line, "interrupted", exit status 130;
+- SIGTERM: raised as `Terminated` while the command runs, so that it
+  unwinds like Ctrl-C (a file being written is removed: `convgraph.writing`),
+  one line, "terminated", exit status 143;
+- a reader of stdout that went away (`| head`): quiet, exit status 1;
+- stdout that cannot be written (a full disk, `> /dev/full`): one line
+  naming it, exit status 2. stdout is guarded for the command's length, so
+  its errors are told apart from any other `OSError`, and flushed before the
+  command ends, so that the error is the command's, not the interpreter's
+  at exit.
+
+The exit statuses of signals are the shells' (128 and the signal's number).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from typing import IO, Any
+
+import click
+
+#: The exit status after Ctrl-C (SIGINT), and after SIGTERM.
+INTERRUPTED = 130
+TERMINATED = 143
+
+
+class StdoutFailed(click.ClickException):
+    """Standard output could not be written: one line, exit status 2 (as
+    `convgraph.cli.options.UserError`, which imports this module)."""
+
+    exit_code = 2
+
+    def format_message(self) -> str:
+        from convgraph.text import terminal_text
+
+        return terminal_text(self.message)
+
+
+class Terminated(SystemExit):
+    """SIGTERM, raised where the command is, so that it unwinds (its
+    temporary files removed) and ends with `TERMINATED`."""
+
+
+@contextlib.contextmanager
+def way_out() -> Iterator[None]:
+    """Run a command's body with the way out of this module's rules: its
+    signals and a broken stdout each end it as one line (or quietly, for a
+    closed pipe) with the right exit status, never a traceback."""
+    from convgraph.writing import OutputError
+
+    previous = _catch_sigterm()
+    real = sys.stdout
+    guarded = real if isinstance(real, GuardedStdout) else GuardedStdout(real)
+    sys.stdout = guarded  # type: ignore[assignment]
+    try:
+        yield
+        guarded.flush()
+    except KeyboardInterrupt:
+        _stdout_to_nothing()
+        _say_on_stderr("interrupted")
+        raise click.exceptions.Exit(INTERRUPTED) from None
+    except Terminated:
+        _stdout_to_nothing()
+        _say_on_stderr("terminated")
+        raise click.exceptions.Exit(TERMINATED) from None
+    except BrokenPipeError:
+        _stdout_to_nothing()
+        raise click.exceptions.Exit(1) from None
+    except OutputError as error:
+        # stdout's, met in a print or in the last flush (a file's is
+        # already a UserError, by the command's error handling).
+        _stdout_to_nothing()
+        raise StdoutFailed(str(error)) from None
+    finally:
+        if guarded.failed:
+            # What stdout still buffers would fail again at exit.
+            _stdout_to_nothing()
+        if sys.stdout is guarded:
+            sys.stdout = real
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class GuardedStdout:
+    """Standard output for the length of a command: the stream itself, but
+    an `OSError` of a write or a flush is an `OutputError` naming it
+    (`BrokenPipeError` is left as it is: a reader that went away ends the
+    command quietly). Its `buffer` is guarded the same way, for what is
+    written as bytes."""
+
+    def __init__(self, stream: IO[Any]) -> None:
+        self._stream = stream
+        binary = getattr(stream, "buffer", None)
+        self._buffer = None if binary is None else GuardedStdout(binary)
+        self._failed = False
+
+    @property
+    def failed(self) -> bool:
+        """Whether a write or a flush (of the text or of the bytes) failed."""
+        return self._failed or (self._buffer is not None and self._buffer.failed)
+
+    @property
+    def buffer(self) -> Any:
+        if self._buffer is None:
+            raise AttributeError("buffer")
+        return self._buffer
+
+    def write(self, data: Any) -> int:
+        try:
+            return self._stream.write(data)  # type: ignore[no-any-return]
+        except OSError as error:
+            raise self._failure(error) from None
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            raise self._failure(error) from None
+
+    def _failure(self, error: OSError) -> OSError:
+        """What a failed write or flush raises: a closed pipe as it is, any
+        other error as an `OutputError` naming stdout."""
+        self._failed = True
+        if isinstance(error, BrokenPipeError):
+            return error
+        from convgraph.writing import output_error, stdout_name
+
+        return output_error(stdout_name(), error)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _catch_sigterm() -> Any:
+    """Have SIGTERM raise `Terminated` (returning the handler it had), where
+    this is the main thread and SIGTERM has its default action; None where
+    it is left alone (a thread, a program that handles it itself)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        return None
+
+    def terminate(number: int, frame: Any) -> None:
+        raise Terminated(TERMINATED)
+
+    signal.signal(signal.SIGTERM, terminate)
+    return previous
+
+
+def _stdout_to_nothing() -> None:
+    """Point stdout's descriptor at /dev/null: what it still buffers goes
+    nowhere, and the interpreter's flush at exit says nothing."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        descriptor = sys.__stdout__.fileno() if sys.__stdout__ else 1
+        if sys.stdout is not None and hasattr(sys.stdout, "fileno"):
+            descriptor = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, descriptor)
+        os.close(devnull)
+
+
+def _say_on_stderr(text: str) -> None:
+    """One line on stderr, past anything it buffers (the signal may have
+    cut a write to it)."""
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    with contextlib.suppress(Exception):
+        click.echo(text, err=True)

@@ -452,8 +452,9 @@ def _usage(
     fit = None
     width = table_width()
     if width is not None and output_format in (None, "table"):
-        # What a person asks of usage first: how much, what it cost, and
-        # how much of it went into branches left; the rest where it fits.
+        # What a person asks of usage first: how much, what it cost and how
+        # much of it went into branches left, then the tokens; the rest
+        # where it fits.
         priority = (*keys, *USAGE_PRIORITY)
         squeeze = next((key for key in keys if key in ("model", "project")), None)
         fit = TableFit(width, priority, squeeze, 12)
@@ -469,10 +470,10 @@ def _usage(
 #: The columns of `stats --by` a terminal keeps first, after the keys.
 USAGE_PRIORITY = (
     "nodes",
-    "input_tokens",
-    "output_tokens",
     "cost_usd",
     "abandoned_share",
+    "input_tokens",
+    "output_tokens",
     "abandoned_cost_usd",
     "conversations",
     "branch_points",

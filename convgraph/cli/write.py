@@ -217,7 +217,7 @@ def _fan_out_options(function: Any) -> Any:
             click.option(
                 "-n",
                 "--count",
-                type=click.IntRange(min=1),
+                type=click.IntRange(min=1, max=100),
                 default=1,
                 show_default=True,
                 help="Answers to ask of each model",
@@ -232,14 +232,14 @@ def _fan_out_options(function: Any) -> Any:
             ),
             click.option(
                 "--parallel",
-                type=click.IntRange(min=1),
+                type=click.IntRange(min=1, max=64),
                 default=DEFAULT_PARALLEL,
                 show_default=True,
                 help="At most this many requests at a time",
             ),
             click.option(
                 "--timeout",
-                type=click.FloatRange(min=0, min_open=True),
+                type=click.FloatRange(min=0, min_open=True, max=86_400),
                 default=None,
                 help="Seconds each request may take",
             ),

@@ -23,21 +23,12 @@ from convgraph.cli.options import (
     json_option,
     output_options,
 )
-from convgraph.cli.output import (
-    echo_ids,
-    echo_json,
-    echo_records,
-    is_terminal,
-    say,
-    say_none_kept,
-)
+from convgraph.cli.output import echo_ids, echo_json, echo_records, is_terminal
 from convgraph.model.filters import TreeFilter
 from convgraph.text import counted, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
-
-    from convgraph.model.forest import Forest
 
 
 def _tree_of_node(node_id: str, db_path: str | None) -> nx.DiGraph:
@@ -78,26 +69,9 @@ def conversations(
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
-    read = Forest.read(db_path, text=False)
-    forest = select_trees(read, where)
+    forest = select_trees(Forest.read(db_path, text=False), where)
     table = conversation_table(forest)
     print_conversations(table[columns], output_format)
-    if table.empty:
-        say_none_kept(_tree_count(read), where, _file_name(db_path))
-
-
-def _tree_count(forest: Forest) -> int:
-    """How many trees `forest` holds."""
-    return int(forest.nodes["tree_id"].nunique())
-
-
-def _file_name(db_path: str | None) -> str:
-    """The file a command read, as a message names it."""
-    if db_path is not None:
-        return db_path
-    from convgraph.sources.llm.files import default_database_path
-
-    return str(default_database_path())
 
 
 @command(epilog=FILTER_HELP)
@@ -157,8 +131,6 @@ def tree(
                     read.append(graph)
                     problems += len(found)
             trees: Iterable[nx.DiGraph] = list(kept(read, where))
-            if not trees:
-                say_none_kept(len(read), where)
         else:
             from convgraph.cli.progress import ProgressBar
             from convgraph.model.filters import select_trees
@@ -179,9 +151,6 @@ def tree(
                 read_forest = Forest.read(db_path, progress=bar)
             problems = len(read_forest.problems)
             forest = select_trees(read_forest, where)
-            if forest.nodes.empty:
-                bar.close()
-                say_none_kept(_tree_count(read_forest), where, _file_name(db_path))
             del read_forest
             # Each tree is drawn (or built, for --json) as it is written: a
             # million nodes' lines or DiGraphs at once would hold gigabytes.
@@ -300,10 +269,7 @@ def children(node_id: str, db_path: str | None, output_format: str | None) -> No
     from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)
-    found = operations.children(graph, node_id)
-    echo_ids(found, output_format)
-    if not found:
-        say(f"{node_id} has no children: it is a leaf")
+    echo_ids(operations.children(graph, node_id), output_format)
 
 
 @command()
@@ -316,10 +282,7 @@ def siblings(node_id: str, db_path: str | None, output_format: str | None) -> No
     from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)
-    found = operations.siblings(graph, node_id)
-    echo_ids(found, output_format)
-    if not found:
-        say(f"{node_id} has no siblings: no other answer at its place")
+    echo_ids(operations.siblings(graph, node_id), output_format)
 
 
 @command()
@@ -331,10 +294,7 @@ def descendants(node_id: str, db_path: str | None, output_format: str | None) ->
     from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)
-    found = operations.descendants(graph, node_id)
-    echo_ids(found, output_format)
-    if not found:
-        say(f"no node below {node_id}: it is a leaf")
+    echo_ids(operations.descendants(graph, node_id), output_format)
 
 
 @command()

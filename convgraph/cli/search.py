@@ -190,8 +190,10 @@ def _notice(line: str) -> None:
 def _terminated_as_interrupted() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt while the search runs (in the main
     thread only), so that what a build leaves is removed as on Ctrl-C."""
-    if sys.modules.get("threading") and not _in_main_thread():
-        yield
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (signal handlers belong to the main thread)
         return
 
     def interrupted(signum: int, frame: Any) -> None:
@@ -202,9 +204,3 @@ def _terminated_as_interrupted() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, before)
-
-
-def _in_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()

@@ -5,10 +5,14 @@ logs.db written by llm itself, and a ChatGPT export."""
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import convgraph.export.markdown
 import convgraph.present.transcript
@@ -22,7 +26,7 @@ from convgraph.present.transcript import (
 )
 from tests import chat_exports as build
 from tests.databases import LlmLog
-from tests.helpers import file_digest, run
+from tests.helpers import examples, file_digest, run
 
 
 def at(index: int) -> str:
@@ -67,11 +71,30 @@ answer to prompt complex-g
 """
 
 
-def test_transcript_down_to_a_node_of_the_seed(seed_db: Path) -> None:
+@pytest.fixture
+def in_tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's time zone is Tokyo's for the test (UTC+9, no summer
+    time), and what it was again after."""
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_transcript_down_to_a_node_of_the_seed(seed_db: Path, in_tokyo) -> None:
+    """The document keeps the stored times (ISO 8601, UTC); the command,
+    for a person, shows them in the user's time zone to the minute."""
     before = file_digest(seed_db)
     assert transcript("complex-g", seed_db).markdown() == COMPLEX_G
     result = run("transcript", "complex-g", "--db", seed_db)
-    assert result.stdout == COMPLEX_G
+    local = re.sub(
+        r"2025-09-27T10:00:\d\d\.000000\+00:00", "2025-09-27 19:00 JST", COMPLEX_G
+    )
+    assert local.count("JST") == 3
+    assert result.stdout == local
     assert file_digest(seed_db) == before
 
 
@@ -505,3 +528,36 @@ def test_a_long_output_is_cut_with_its_size_said() -> None:
         "",
         "*… cut: the first 2,000 of 5,000 characters shown*",
     ]
+
+
+# -- headings and labels: escaped only where Markdown needs it (issue 38.8) --
+
+
+@settings(max_examples=examples(300))
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"])))
+def test_a_line_of_text_reads_back_as_written(text: str) -> None:
+    """Whatever a name holds, the heading it makes renders as that text
+    (white space runs as one space), no markup made of it."""
+    from markdown_it import MarkdownIt
+
+    from convgraph.present.markdown_text import inline_text
+
+    parser = MarkdownIt("commonmark").enable("strikethrough")
+    tokens = parser.parse(f"# {inline_text(text)}\n")
+    inline = tokens[1]
+    assert [token.type for token in tokens] == [
+        "heading_open",
+        "inline",
+        "heading_close",
+    ]
+    assert {child.type for child in inline.children or []} <= {"text"}
+    shown = "".join(child.content for child in inline.children or [])
+    assert shown == " ".join(text.split()).replace("\x00", "\ufffd")
+
+
+def test_a_heading_keeps_parentheses_and_words_as_written() -> None:
+    from convgraph.present.markdown_text import inline_text
+
+    assert inline_text("Why is count() slow?") == "Why is count() slow?"
+    assert inline_text("snake_case & C# (v2) | x!") == "snake_case & C# (v2) | x!"
+    assert inline_text("*bold* [link](x) <b>") == "\\*bold\\* \\[link\\](x) \\<b>"

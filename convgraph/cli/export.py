@@ -33,7 +33,13 @@ import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options, filtered_trees
 from convgraph.cli.options import CONVERSATION_ID, UserError, command, db_option
-from convgraph.cli.output import is_terminal, terminal_lines
+from convgraph.cli.output import (
+    Counted,
+    filter_words,
+    is_terminal,
+    say,
+    terminal_lines,
+)
 from convgraph.cli.progress import ProgressBar
 from convgraph.export import FORMATS
 from convgraph.export.common import RANKDIRS
@@ -305,8 +311,11 @@ def export(
         if format_name in FOREST_FORMATS and not conversation_ids:
             # The whole forest, written from its table (`forest_blocks`).
             graphs = _forest(db_path, where, bar)
+            empty = graphs.nodes.empty
         else:
-            graphs = filtered_trees(conversation_ids, db_path, where, progress=bar)
+            graphs = Counted(
+                filtered_trees(conversation_ids, db_path, where, progress=bar)
+            )
         if render is not None:
             assert output is not None and dot_program is not None
             _render(graphs, dot_program, render, output, options)
@@ -315,6 +324,11 @@ def export(
                 exporter.write(graphs, file, **options)
         else:
             _to_stdout(lambda stream: exporter.write(graphs, stream, **options))
+    if isinstance(graphs, Counted):
+        empty = graphs.count == 0
+    if empty:
+        said = f"no conversation matches {filter_words(where)}" if where else None
+        say(f"nothing exported: {said or 'the file holds no conversations'}")
 
 
 def _forest(db_path: str | None, where: TreeFilter, progress: Any) -> Any:

@@ -401,3 +401,80 @@ def _aligned_columns(columns: list[list[str]], left: Container[int]) -> Iterator
             cells = [terminal_text(cell) for cell in cells]
         padded.append(pad_column(cells, right=index not in left))
     return ("  ".join(row).rstrip() for row in zip(*padded, strict=True))
+
+
+def say(text: str) -> None:
+    """One line for a person on stderr (what the answer on stdout is not:
+    a note, an empty answer explained), its stored text shown safely."""
+    click.echo(terminal_text(text), err=True)
+
+
+def filter_words(where: Any) -> str:
+    """A `TreeFilter` as the options that make it, for a message: its
+    bounds in the user's time zone, to the minute (`person_time`).
+
+    Examples
+    --------
+    >>> from convgraph.model.filters import TreeFilter
+    >>> filter_words(TreeFilter(models=("gpt*",), sources=("chatgpt",)))
+    '--model gpt* --source chatgpt'
+    """
+    from convgraph.present.local_time import person_time
+
+    words = []
+    for option, bound in (("--since", where.since), ("--until", where.until)):
+        if bound is not None:
+            words.append(f"{option} {person_time(bound)}")
+    words.extend(f"--model {glob}" for glob in where.models)
+    words.extend(f"--source {source}" for source in where.sources)
+    return " ".join(words)
+
+
+def say_none_kept(total: int, where: Any, path: Any = None) -> None:
+    """Say on stderr why a listing of conversations is empty: the file
+    holds none, or the filter kept none of the `total` it holds."""
+    from convgraph.text import counted
+
+    if total == 0:
+        held = f" in {path}" if path is not None else ""
+        say(f"no conversations{held}")
+    elif where:
+        say(
+            f"no conversation matches {filter_words(where)}"
+            f" ({counted(total, 'conversation', grouping=',')} before the filter)"
+        )
+
+
+class Counted:
+    """The items of an iterable, counted as they are taken (once): how a
+    command that streams trees to a writer learns afterwards that there
+    were none, to say so."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = iter(items)
+        self.count = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self.items:
+            self.count += 1
+            yield item
+
+
+def echo_markdown(text: str) -> None:
+    """Print a Markdown document rendered for the terminal stdout is
+    (rich's Markdown at the terminal's width: headings, emphasis, code
+    blocks wrapped to fit), its stored control characters shown as symbols
+    first (`terminal_lines`), and no link made clickable: the document's
+    addresses come from data."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = Console(
+        file=sys.stdout,
+        width=table_width(),
+        force_terminal=True,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+    console.print(Markdown(terminal_lines(text), hyperlinks=False))

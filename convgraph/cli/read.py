@@ -8,7 +8,7 @@ A command about one node or one conversation reads only that conversation
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
@@ -23,12 +23,23 @@ from convgraph.cli.options import (
     json_option,
     output_options,
 )
-from convgraph.cli.output import echo_ids, echo_json, echo_records, is_terminal
+from convgraph.cli.output import (
+    echo_ids,
+    echo_json,
+    echo_records,
+    is_terminal,
+    say,
+    say_none_kept,
+    table_width,
+)
 from convgraph.model.filters import TreeFilter
 from convgraph.text import counted, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from convgraph.model.forest import Forest
+    from convgraph.present.text_tree import Style
 
 
 def _tree_of_node(node_id: str, db_path: str | None) -> nx.DiGraph:
@@ -69,9 +80,26 @@ def conversations(
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
-    forest = select_trees(Forest.read(db_path, text=False), where)
+    read = Forest.read(db_path, text=False)
+    forest = select_trees(read, where)
     table = conversation_table(forest)
     print_conversations(table[columns], output_format)
+    if table.empty and output_format in (None, "table"):
+        say_none_kept(_tree_count(read), where, _file_name(db_path))
+
+
+def _tree_count(forest: Forest) -> int:
+    """How many trees `forest` holds."""
+    return int(forest.nodes["tree_id"].nunique())
+
+
+def _file_name(db_path: str | None) -> str:
+    """The file a command read, as a message names it."""
+    if db_path is not None:
+        return db_path
+    from convgraph.sources.llm.files import default_database_path
+
+    return str(default_database_path())
 
 
 @command(epilog=FILTER_HELP)
@@ -82,9 +110,11 @@ def conversations(
 @click.option(
     "--width",
     type=click.IntRange(min=1, max=10_000),
-    default=60,
-    show_default=True,
-    help="Terminal cells of prompt per line (a wide character takes two)",
+    default=None,
+    help="Terminal cells of prompt per line (a wide character takes two)"
+    " [default: each line fits the terminal, its ids cut to the prefix that"
+    " tells them apart where they would take much of it; 60 when not a"
+    " terminal]",
 )
 @click.option(
     "--indent-chains",
@@ -100,7 +130,7 @@ def tree(
     conversation_ids: tuple[str, ...],
     db_path: str | None,
     as_json: bool,
-    width: int,
+    width: int | None,
     indent_chains: bool,
     active: bool,
     where: TreeFilter,
@@ -131,13 +161,14 @@ def tree(
                     read.append(graph)
                     problems += len(found)
             trees: Iterable[nx.DiGraph] = list(kept(read, where))
+            if not trees:
+                say_none_kept(len(read), where)
         else:
             from convgraph.cli.progress import ProgressBar
             from convgraph.model.filters import select_trees
             from convgraph.model.forest import Forest
             from convgraph.present.text_tree import (
                 DRAWN_TEXTS,
-                Style,
                 answers_missing,
                 forest_drawings,
             )
@@ -151,6 +182,9 @@ def tree(
                 read_forest = Forest.read(db_path, progress=bar)
             problems = len(read_forest.problems)
             forest = select_trees(read_forest, where)
+            if forest.nodes.empty:
+                bar.close()
+                say_none_kept(_tree_count(read_forest), where, _file_name(db_path))
             del read_forest
             # Each tree is drawn (or built, for --json) as it is written: a
             # million nodes' lines or DiGraphs at once would hold gigabytes.
@@ -160,7 +194,7 @@ def tree(
             if as_json:
                 trees = forest.trees(progress=bar)
             else:
-                style = Style(width, indent_chains, True, active)
+                style = _style(width, indent_chains, active, lambda: forest.nodes["id"])
                 drawings = forest_drawings(forest, style, bar)
             if is_terminal(sys.stdout):
                 if drawings is not None:
@@ -175,10 +209,43 @@ def tree(
     _hint_check(problems)
 
 
+#: An id shown whole takes at most this share of a terminal's width; longer
+#: ids are cut to their unique prefix (`unique_prefix_length`).
+ID_SHARE = 4
+
+
+def _style(
+    width: int | None,
+    indent_chains: bool,
+    active: bool,
+    ids: Callable[[], Iterable[str]],
+) -> Style:
+    """How `tree` draws: `--width` cells of prompt where given; else fitted
+    to the terminal stdout is, the ids (`ids()`, read only then) cut to
+    their unique prefix where the longest would take more than a quarter of
+    it; else `EXCERPT_WIDTH` cells of prompt, ids whole."""
+    from convgraph.present.text_tree import Style, unique_prefix_length
+    from convgraph.text import EXCERPT_WIDTH
+
+    if width is not None:
+        return Style(width, indent_chains, True, active)
+    fit = table_width()
+    if fit is None:
+        return Style(EXCERPT_WIDTH, indent_chains, True, active)
+    shown = [str(one) for one in ids()]
+    longest = max(map(len, shown), default=0)
+    id_length = None
+    if longest * ID_SHARE > fit:
+        id_length = unique_prefix_length(shown)
+        if id_length >= longest:
+            id_length = None
+    return Style(EXCERPT_WIDTH, indent_chains, True, active, fit, id_length)
+
+
 def _draw_trees(
     trees: Iterable[nx.DiGraph],
     as_json: bool,
-    width: int,
+    width: int | None,
     indent_chains: bool,
     active: bool,
 ) -> None:
@@ -208,9 +275,15 @@ def _draw_trees(
                     )
         echo_json(drawn)
         return
-    from convgraph.present.text_tree import Style, tree_drawing
+    from convgraph.present.text_tree import tree_drawing
 
-    style = Style(width, indent_chains, True, active)
+    trees = list(trees)
+    style = _style(
+        width,
+        indent_chains,
+        active,
+        lambda: [node for graph in trees for node in graph.nodes],
+    )
     _write_drawings(tree_drawing(graph, style) for graph in trees)
 
 
@@ -269,7 +342,10 @@ def children(node_id: str, db_path: str | None, output_format: str | None) -> No
     from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)
-    echo_ids(operations.children(graph, node_id), output_format)
+    found = operations.children(graph, node_id)
+    echo_ids(found, output_format)
+    if not found and output_format in (None, "table"):
+        say(f"{node_id} has no children: it is a leaf")
 
 
 @command()
@@ -282,7 +358,10 @@ def siblings(node_id: str, db_path: str | None, output_format: str | None) -> No
     from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)
-    echo_ids(operations.siblings(graph, node_id), output_format)
+    found = operations.siblings(graph, node_id)
+    echo_ids(found, output_format)
+    if not found and output_format in (None, "table"):
+        say(f"{node_id} has no siblings: no other answer at its place")
 
 
 @command()
@@ -294,7 +373,10 @@ def descendants(node_id: str, db_path: str | None, output_format: str | None) ->
     from convgraph.model import tree as operations
 
     graph = _tree_of_node(node_id, db_path)
-    echo_ids(operations.descendants(graph, node_id), output_format)
+    found = operations.descendants(graph, node_id)
+    echo_ids(found, output_format)
+    if not found and output_format in (None, "table"):
+        say(f"no node below {node_id}: it is a leaf")
 
 
 @command()

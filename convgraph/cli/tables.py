@@ -1,11 +1,12 @@
 """Tables of conversations, as `convgraph stats` and `convgraph
 conversations` print them.
 
-`convgraph.analysis.stats` answers with a pandas DataFrame; this turns its rows into
-plain records for the output options, and says how the aligned table shows
-them for a person: names cut short, times to the second in UTC, and on a
-terminal the columns that fit its width, those that say what a tree is
-first (`PRIORITY`); `--columns` chooses (`chosen_columns`).
+`convgraph.analysis.stats` answers with a pandas DataFrame; this turns its
+rows into plain records for the output options, and says how the aligned
+table shows them for a person: names cut short, times to the minute in the
+user's time zone, and on a terminal the columns that fit its width, those
+that say what a tree is first (`PRIORITY`); `--columns` chooses
+(`chosen_columns`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from convgraph.cli.output import (
     table_width,
 )
 from convgraph.contract import CONVERSATION_COLUMNS, COST_COLUMNS
-from convgraph.times import shown_time
+from convgraph.present.local_time import person_time
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -229,6 +230,12 @@ def _share(share: float | None) -> str:
     return "" if share is None else f"{share:.0%}"
 
 
+def _time(value: str | None) -> str:
+    # A time as a person reads it, in their own time zone, to the minute;
+    # the zone is every row's, so no cell names it.
+    return person_time(value, named=False)
+
+
 #: How the tables show a column's values for a person, by column name (the
 #: usage table of `stats --by` shows its shares by the same rule).
 CELLS: dict[str, Callable[[Any], str]] = {
@@ -236,6 +243,6 @@ CELLS: dict[str, Callable[[Any], str]] = {
     "abandoned_share": _share,
     "cost_usd": _dollars,
     "abandoned_cost_usd": _dollars,
-    "first_datetime": shown_time,
-    "last_datetime": shown_time,
+    "first_datetime": _time,
+    "last_datetime": _time,
 }

@@ -4,12 +4,15 @@ alternative answers (TRL's conversational format).
 
 The Markdown is text for a person, printed as every other human output is:
 a stored escape sequence (a window title, the clipboard) shows as symbols,
-never reaches the terminal raw. `convgraph export --format markdown -o FILE`
+never reaches the terminal raw. On a terminal it is rendered (rich's
+Markdown, wrapped at the terminal's width: `echo_markdown`); to a file or a
+pipe it is the Markdown source. `convgraph export --format markdown -o FILE`
 writes the same document with the text exact.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -23,9 +26,19 @@ from convgraph.cli.options import (
     json_option,
     output_options,
 )
-from convgraph.cli.output import echo_json, echo_records, json_text, terminal_lines
+from convgraph.cli.output import (
+    Counted,
+    echo_json,
+    echo_markdown,
+    echo_records,
+    filter_words,
+    is_terminal,
+    json_text,
+    say,
+    terminal_lines,
+)
 from convgraph.model.filters import TreeFilter
-from convgraph.text import excerpt
+from convgraph.text import counted, excerpt
 
 
 @command()
@@ -71,8 +84,11 @@ def transcript(
     found = read_transcript(node_id, db_path)
     if as_json:
         echo_json(found.messages())
+    elif is_terminal(sys.stdout):
+        echo_markdown(found.markdown(full=full, local_times=True))
     else:
-        click.echo(terminal_lines(found.markdown(full=full)), nl=False)
+        text = found.markdown(full=full, local_times=True)
+        click.echo(terminal_lines(text), nl=False)
 
 
 @command(epilog=FILTER_HELP)
@@ -116,8 +132,20 @@ def pairs(
     from convgraph.export.training import PAIR_COLUMNS
     from convgraph.export.training import pairs as find_pairs
 
-    trees = filtered_trees(conversation_ids, db_path, where)
+    trees = Counted(filtered_trees(conversation_ids, db_path, where))
     records = list(find_pairs(trees, prefer.lower(), reasoning))
+    if not records and not trees.count:
+        say(
+            f"no conversation matches {filter_words(where)}"
+            if where
+            else "no conversations"
+        )
+    elif not records:
+        kept = counted(trees.count, "conversation", grouping=",")
+        say(
+            f"no preference pairs: no prompt in the {kept} has two answers with"
+            " one of them chosen (convgraph prefer, or the active path)"
+        )
     columns = list(PAIR_COLUMNS)
     if output_format in ("json", "nl"):
         echo_records(records, columns, output_format)

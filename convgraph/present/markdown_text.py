@@ -27,9 +27,9 @@ structure of the document it writes"):
   run of backticks inside it, so no line of it can close the fence; code,
   tool arguments and outputs are always shown so.
 - **Text inside a line** (`inline_text`: a name, a model, a note; and
-  `inline_code`: an id) is one line, with every character that Markdown
-  could read as markup escaped, or in a code span longer than any run of
-  backticks inside it.
+  `inline_code`: an id) is one line, each character escaped where
+  Markdown could read it as markup and only there, or in a code span
+  longer than any run of backticks inside it.
 
 Lines are cut where Markdown cuts them (`\\r\\n`, `\\r`, `\\n`), so a carriage
 return cannot end a line that the writer thought it was still quoting.
@@ -45,7 +45,7 @@ Examples
 >>> fenced("x = 1", "python")
 ['```python', 'x = 1', '```']
 >>> inline_text("<b>Trees</b> & *forests*")
-'\\\\<b\\\\>Trees\\\\</b\\\\> \\\\& \\\\*forests\\\\*'
+'\\\\<b>Trees\\\\</b> & \\\\*forests\\\\*'
 >>> inline_code("a`b")
 '``a`b``'
 """
@@ -108,9 +108,21 @@ _CHANGED = re.compile(
 #: Characters a renderer drops or ignores inside a link's address.
 _IGNORED = re.compile(r"[\x00-\x20\x7f-\x9f\\]")
 
-#: Characters escaped in a line of text (`inline_text`): every one that can
-#: start or end inline markup, or a heading's closing sequence.
-_INLINE_MARKUP = re.compile(r"([\\`*_\[\]<>&#~|!()$])")
+#: The characters escaped in a line of text (`inline_text`), each only
+#: where CommonMark (and GitHub's additions: strikethrough, math) could read
+#: it as markup: always the code, emphasis, link, HTML, strikethrough and
+#: math characters; a backslash before punctuation or at the end; `_` at
+#: a word's edge (inside a word it makes no emphasis); `&` that begins an
+#: entity; `#` and `>` at the start, and a heading's closing `#`s at the
+#: end. Parentheses, `!`, `|` and the rest read as themselves there.
+_INLINE_MARKUP = re.compile(
+    r"[`*\[\]<~$]"
+    r"|\\(?=[!-/:-@\[-`{-~]|$)"
+    r"|_(?![^\W_])|(?<![^\W_])_"
+    r"|&(?=#?[0-9A-Za-z]+;)"
+    r"|^[#>]"
+    r"|(?<= )#(?=#*$)"
+)
 
 _RUN_OF_BACKTICKS = re.compile(r"`+")
 
@@ -202,14 +214,20 @@ def fenced(text: str, info: str | None = None) -> list[str]:
 
 def inline_text(text: object) -> str:
     """`text` as one line of Markdown that shows it as written: white space
-    runs as one space, every character that could be markup escaped.
+    runs as one space, every character escaped where it could be markup
+    (`_INLINE_MARKUP`), and only there, so that a heading reads `count()`
+    rather than `count\\(\\)`.
 
     Examples
     --------
     >>> inline_text("gpt-4o  [preview]\\n# one")
-    'gpt-4o \\\\[preview\\\\] \\\\# one'
+    'gpt-4o \\\\[preview\\\\] # one'
+    >>> inline_text("Why is count() slow? snake_case, _x_ & C#")
+    'Why is count() slow? snake_case, \\\\_x\\\\_ & C#'
+    >>> inline_text("# Title ##")
+    '\\\\# Title \\\\##'
     """
-    return _INLINE_MARKUP.sub(r"\\\1", " ".join(str(text).split()))
+    return _INLINE_MARKUP.sub(r"\\\g<0>", " ".join(str(text).split()))
 
 
 def inline_code(text: object) -> str:

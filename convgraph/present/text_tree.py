@@ -197,12 +197,53 @@ def _fields(data: Mapping[str, Any]) -> tuple[Any, ...]:
 class Style(NamedTuple):
     """How a drawing is drawn: `width` cells of text a line, `indent_chains`
     (indent an only child too), `marks` (preferred and notes) and `active`
-    (the active path) shown."""
+    (the active path) shown.
+
+    `fit`, where given, is the width of a whole line in cells (a terminal's):
+    each line's text takes the room its indentation and id leave (never
+    less than `MIN_TEXT`), the marks and the start of a note stay visible,
+    and a line still too long (a deep branch) is cut at `fit`. `id_length`,
+    where given, shows each id as its prefix of that many characters
+    (`unique_prefix_length`), which every command takes as the id.
+    """
 
     width: int = EXCERPT_WIDTH
     indent_chains: bool = False
     marks: bool = False
     active: bool = False
+    fit: int | None = None
+    id_length: int | None = None
+
+
+#: The fewest cells of a prompt a fitted line keeps.
+MIN_TEXT = 12
+#: The fewest characters an id is cut to: ULIDs share their first
+#: characters for hours (they begin with the time), so a shorter prefix
+#: would often name several ids of the file.
+MIN_ID_LENGTH = 8
+
+
+def unique_prefix_length(ids: Iterable[Any], floor: int = MIN_ID_LENGTH) -> int:
+    """The fewest characters (at least `floor`) whose prefixes tell the
+    distinct `ids` apart: what a drawing or a table may cut its ids to.
+
+    Examples
+    --------
+    >>> unique_prefix_length(["01jb0aaaa1", "01jb0aaab2", "01jc"], floor=4)
+    9
+    >>> unique_prefix_length(["a", "b"])
+    8
+    """
+    ordered = sorted({str(one) for one in ids})
+    longest = 0
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        shared = 0
+        for a, b in zip(before, after, strict=False):
+            if a != b:
+                break
+            shared += 1
+        longest = max(longest, shared + 1)
+    return max(floor, longest)
 
 
 def _lines(
@@ -218,7 +259,7 @@ def _lines(
     alike: from the `starts` (drawn under a line for the start where
     `below_start`), each node's children by `children_of` in log order, what
     is shown of it by `fields_of` (`_fields`) and its id by `id_of`."""
-    width, indent_chains, marks, active = style
+    width, indent_chains, marks, active, fit, id_length = style
     if heading is not None or below_start:
         line = (
             heading
@@ -241,25 +282,47 @@ def _lines(
         key, prefix, place = stack.pop()
         node = id_of(key)
         prompt, response, parts, is_active, preferred, note = fields_of(key)
-        label = _label(node, prompt, response, width)
-        if parts and any(part.get("type") == REASONING for part in parts):
-            label += REASONING_MARK
-        if active and is_active:
-            label += " ●"
-        if marks and preferred:
-            label += " ★"
-        if marks and note:
-            label += " ✎ " + terminal_text(excerpt(note, max(width // 2, 1)))
         if place is ROOT or place is ONLY:
-            yield prefix + label, node, NODE
+            lead = prefix
             below_prefix = prefix
         else:
-            connector = "└── " if place is LAST else "├── "
-            yield prefix + connector + label, node, NODE
+            lead = prefix + ("└── " if place is LAST else "├── ")
             below_prefix = prefix + ("    " if place is LAST else "│   ")
+        shown_id = node if id_length is None else str(node)[:id_length]
+        tail = ""
+        if parts and any(part.get("type") == REASONING for part in parts):
+            tail += REASONING_MARK
+        if active and is_active:
+            tail += " ●"
+        if marks and preferred:
+            tail += " ★"
+        room = width
+        if fit is not None:
+            # What the line's start, its id and its marks leave, the note
+            # a share of it.
+            room = fit - cell_width(lead) - cell_width(str(shown_id)) - 2
+            room -= cell_width(tail)
+        if marks and note:
+            note_room = max(width // 2, 1) if fit is None else max(room // 3, 8)
+            tail += " ✎ " + terminal_text(excerpt(note, note_room))
+            if fit is not None:
+                room -= note_room + 3
+        if fit is not None:
+            room = max(room, MIN_TEXT)
+        label = _label(shown_id, prompt, response, room) + tail
+        line = lead + label
+        if fit is not None and cell_width(line) > fit:
+            line = excerpt(line, fit)
+        yield line, node, NODE
         if parts:  # most nodes are only a prompt and a response
-            for call in run_lines({"parts": parts}, width):
-                yield below_prefix + "  " + call, node, CALL
+            call_room = width
+            if fit is not None:
+                call_room = max(fit - cell_width(below_prefix) - 2, MIN_TEXT)
+            for call in run_lines({"parts": parts}, call_room):
+                text = below_prefix + "  " + call
+                if fit is not None and cell_width(text) > fit:
+                    text = excerpt(text, fit)
+                yield text, node, CALL
         below = list(children_of(key))
         if len(below) == 1 and not indent_chains:
             stack.append((below[0], below_prefix, ONLY))
@@ -323,7 +386,7 @@ def forest_drawings(
                 fields.__getitem__,
                 ids.__getitem__,
                 style,
-                heading_line(tree_id, name, style.width),
+                heading_line(tree_id, name, _heading_room(style, tree_id)),
             )
             heading = next(lines)[0]
             yield heading, "\n".join([line[0] for line in lines])
@@ -369,9 +432,26 @@ def tree_drawing(tree: nx.DiGraph, style: Style | None = None) -> tuple[str, str
     every tree of a forest the same way): its heading line (`tree_heading`)
     and the lines beneath it, joined."""
     style = style or Style()
-    lines = _walk(tree, None, *style, tree_heading(tree, style.width))
+    nodes = tree.nodes
+    starts = [node for node, degree in tree.in_degree() if degree == 0]
+    lines = _lines(
+        starts,
+        len(starts) > 1,
+        tree.successors,
+        lambda node: _fields(nodes[node]),
+        _same,
+        style,
+        tree_heading(tree, _heading_room(style, tree.graph.get("tree_id"))),
+    )
     heading = next(lines)[0]
     return heading, "\n".join([line[0] for line in lines])
+
+
+def _heading_room(style: Style, tree_id: Any) -> int:
+    """The cells a conversation's name takes on its heading line."""
+    if style.fit is None:
+        return style.width
+    return max(style.fit - cell_width(str(tree_id)) - 2, MIN_TEXT)
 
 
 def tree_heading(tree: nx.DiGraph, width: int = EXCERPT_WIDTH) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph import parts as kinds
 from convgraph.errors import UnknownConversation, UnknownNode
 from convgraph.model.tree import run_calls
+from convgraph.present.local_time import person_time
 from convgraph.present.markdown_text import (
     cut,
     fenced,
@@ -75,12 +76,14 @@ class Transcript:
         """The path as chat messages (see `path_messages`)."""
         return path_messages(self.tree, self.path, reasoning=reasoning)
 
-    def markdown(self, full: bool = False) -> str:
+    def markdown(self, full: bool = False, local_times: bool = False) -> str:
         """The path as a Markdown document (see `transcript_lines`); `full`
         keeps long outputs whole instead of cutting them at
-        `OUTPUT_LIMIT`."""
+        `OUTPUT_LIMIT`; `local_times` shows times as a person reads them
+        (`person_time`) rather than as stored (ISO 8601, UTC)."""
         limit = None if full else OUTPUT_LIMIT
-        return "\n".join(transcript_lines(self.tree, self.path, limit)) + "\n"
+        lines = transcript_lines(self.tree, self.path, limit, local_times)
+        return "\n".join(lines) + "\n"
 
 
 def active_end(tree: nx.DiGraph) -> str:
@@ -294,7 +297,10 @@ def title(tree: nx.DiGraph) -> str:
 
 
 def transcript_lines(
-    tree: nx.DiGraph, path: list[str], limit: int | None = OUTPUT_LIMIT
+    tree: nx.DiGraph,
+    path: list[str],
+    limit: int | None = OUTPUT_LIMIT,
+    local_times: bool = False,
 ) -> Iterator[str]:
     """The path as Markdown, line by line: the tree's name as a title, the
     system prompt once, then each step's prompt and answer, the answer
@@ -312,7 +318,7 @@ def transcript_lines(
         yield from system_lines(system)
     for number, node in enumerate(path, 1):
         yield ""
-        yield from step_lines(tree, node, number, limit=limit)
+        yield from step_lines(tree, node, number, limit=limit, local_times=local_times)
 
 
 def system_lines(system: str) -> Iterator[str]:
@@ -329,10 +335,12 @@ def step_lines(
     number: int,
     heading: str = "##",
     limit: int | None = OUTPUT_LIMIT,
+    local_times: bool = False,
 ) -> Iterator[str]:
     """One step as Markdown: the user's part of it (prompt, attachments,
     fragments) under one heading, the run that answered under another with
-    its label (`answer_label`); outputs cut at `limit` (None: whole)."""
+    its label (`answer_label`, its time as a person reads it where
+    `local_times`); outputs cut at `limit` (None: whole)."""
     data = tree.nodes[node]
     found = kinds.node_parts(data)
     asked = [part for part in found if part.get("role") == kinds.USER]
@@ -346,21 +354,29 @@ def step_lines(
     # The ids of the calls the node's run folds, so that every id llm logged
     # is in the text (`convgraph.model.tree.run_calls`).
     calls = run_calls(tree, node) if tree.graph.get("calls") else []
-    yield f"{heading} {number}. {answer_label(data, node, calls)}"
+    yield f"{heading} {number}. {answer_label(data, node, calls, local_times)}"
     yield ""
     answer = list(parts_lines(answered, limit))
     yield from answer if answer else ["*(no answer)*"]
 
 
-def answer_label(data: Mapping[str, Any], node: str, calls: Iterable[str] = ()) -> str:
+def answer_label(
+    data: Mapping[str, Any],
+    node: str,
+    calls: Iterable[str] = (),
+    local_times: bool = False,
+) -> str:
     """`Assistant · model · time · `id``, then the earlier `calls` of the
     node's run where there are some (`(earlier calls `r1`, `r2`)`), with
-    the marks the node carries."""
+    the marks the node carries. The time is as stored (ISO 8601, UTC: a
+    document's data), or with `local_times` in the reader's time zone to
+    the minute (`person_time`: a person's terminal)."""
     label = ["Assistant"]
     if data.get("model"):
         label.append(inline_text(data["model"]))
     if data.get("datetime_utc"):
-        label.append(inline_text(data["datetime_utc"]))
+        moment = data["datetime_utc"]
+        label.append(inline_text(person_time(moment) if local_times else moment))
     named = [inline_code(call) for call in calls]
     label.append(
         inline_code(node) + (f" (earlier calls {', '.join(named)})" if named else "")

@@ -3,9 +3,9 @@ ranked, printed for a person or, through the output options, as records.
 
 The work is `convgraph.analysis.search.search` (a tantivy index of
 convgraph's own in the user's cache, brought up to date first; a progress
-bar while it is built, and a line on stderr saying where it went). SIGTERM
-ends the command as Ctrl-C does, so a build's partial directory is removed
-either way. For a person each hit is two
+bar while it is built, and a line on stderr saying where it went; SIGTERM
+and Ctrl-C unwind it as every command, `cli.way_out`, so a build's partial
+directory is removed). For a person each hit is two
 lines: where it lies (rank, tree, node, depth, model, time, and whether on
 the active path, an abandoned branch or in an agent's subagent), then the
 snippet, the words found
@@ -15,11 +15,7 @@ with the words' offsets (`marks`).
 
 from __future__ import annotations
 
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import click
 
@@ -117,7 +113,7 @@ def search(
     """
     from convgraph.analysis.search import search as search_nodes
 
-    with _terminated_as_interrupted(), ProgressBar() as bar:
+    with ProgressBar() as bar:
         hits = search_nodes(
             db_path,
             " ".join(query),
@@ -184,23 +180,3 @@ def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
 def _notice(line: str) -> None:
     """A line the index has for the user, on stderr."""
     click.echo(terminal_text(line), err=True)
-
-
-@contextmanager
-def _terminated_as_interrupted() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt while the search runs (in the main
-    thread only), so that what a build leaves is removed as on Ctrl-C."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield  # (signal handlers belong to the main thread)
-        return
-
-    def interrupted(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    before = signal.signal(signal.SIGTERM, interrupted)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)

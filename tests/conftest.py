@@ -5,6 +5,7 @@ tests call (`run`, `file_digest`, `examples`) are in `tests/helpers.py`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,25 @@ from tests.databases import (
 # chose another, which this leaves alone.)
 settings.register_profile("default", deadline=None, derandomize=True)
 settings.register_profile("thorough", deadline=None, max_examples=1000)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A cache directory of the run's own (`XDG_CACHE_HOME`, which every
+    convgraph a test starts inherits): the search indexes tests build never
+    land in the user's cache. The older llm releases' environments stay in
+    the user's (`tests.old_llm.USER_CACHE`, read before this runs)."""
+    import tests.old_llm  # noqa: F401  (reads the user's cache first)
+
+    cache = tmp_path_factory.mktemp("cache")
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    yield cache
+    if before is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
 
 #: The fixtures that make a test slow (`pytest -m "not slow"` leaves it out),
 #: whichever module it is in and however it asks for them: a real browser.

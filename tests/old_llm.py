@@ -37,10 +37,14 @@ class OldLlmUnavailable(RuntimeError):
     """pip could not install the older llm (the reason is the message)."""
 
 
+#: The user's cache, as it was before the suite gave each run a cache of its
+#: own (tests/conftest.py): the environments are kept across runs.
+USER_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+
+
 def cache_directory() -> Path:
     """Where the environments are kept, outside any checkout."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "convgraph-tests" / "venvs"
+    return Path(USER_CACHE) / "convgraph-tests" / "venvs"
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ class BranchTotals:
     models: list[str]
 
     @classmethod
-    def of(cls, tree: nx.DiGraph, ids: Sequence[str]) -> BranchTotals:
+    def of(cls, tree: nx.DiGraph[str], ids: Sequence[str]) -> BranchTotals:
         """The totals of the nodes `ids` of `tree` (see
         `convgraph.model.tree.node_totals`).
 
@@ -224,7 +224,7 @@ class BranchDiff:
 
 
 def diff(
-    tree: nx.DiGraph, a: str, b: str, context: int = DEFAULT_CONTEXT
+    tree: nx.DiGraph[str], a: str, b: str, context: int = DEFAULT_CONTEXT
 ) -> BranchDiff:
     """Compare the branches down to nodes `a` and `b` of one conversation tree.
 
@@ -301,7 +301,7 @@ def diff(
 
 
 def _steps(
-    tree: nx.DiGraph, below_a: list[str], below_b: list[str], context: int
+    tree: nx.DiGraph[str], below_a: list[str], below_b: list[str], context: int
 ) -> Iterator[Step]:
     for index in range(max(len(below_a), len(below_b))):
         id_a = below_a[index] if index < len(below_a) else None
@@ -324,7 +324,7 @@ def _steps(
         )
 
 
-def _side(tree: nx.DiGraph, node: str | None) -> StepSide | None:
+def _side(tree: nx.DiGraph[str], node: str | None) -> StepSide | None:
     if node is None:
         return None
     attributes = tree.nodes[node]

@@ -125,7 +125,7 @@ ALL_PAIRS_UP_TO = 50
 NEIGHBOURS = 1
 
 
-def compare(tree: nx.DiGraph, node: str | None) -> Comparison:
+def compare(tree: nx.DiGraph[str], node: str | None) -> Comparison:
     """The node's children as alternative continuations of one point; with
     `node` None, the roots of the tree as the alternatives at its start
     (`convgraph.model.tree.alternatives`).

@@ -781,11 +781,11 @@ run_stats = partial(run, "stats")
 
 
 SEED_TABLE = """\
-tree_id         name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime       last_datetime        models  input_tokens  output_tokens  duration_ms  tool_calls  tools  active_path_length  abandoned_branches  abandoned_input_tokens  abandoned_output_tokens  abandoned_share
-linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00:00  2025-09-27 10:00:03  echo              46             86         1000           0                          4                   0                       0                        0               0%
-branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00:04  2025-09-27 10:00:06  echo              33             63          600           0                          2                   1                      11                       21              33%
-complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00:07  2025-09-27 10:00:13  echo              91            161         2800           0                          3                   3                      51                       91              56%
-multiple-roots  prompt multiple-roots-root1      6      2       2          2              1                  1.20                     2  2025-09-27 10:00:14  2025-09-27 10:00:19  echo              75            135         2100           0                          3                   1                      33                       63              46%
+tree_id         name                         nodes  roots  leaves  max_depth  branch_points  branching_factor_avg  branching_factor_max  first_datetime    last_datetime     models  input_tokens  output_tokens  duration_ms  tool_calls  tools  active_path_length  abandoned_branches  abandoned_input_tokens  abandoned_output_tokens  abandoned_share
+linear          prompt linear-root               4      1       1          3              0                  1.00                     1  2025-09-27 10:00  2025-09-27 10:00  echo              46             86         1000           0                          4                   0                       0                        0               0%
+branch          prompt branch-root               3      1       2          1              1                  2.00                     2  2025-09-27 10:00  2025-09-27 10:00  echo              33             63          600           0                          2                   1                      11                       21              33%
+complex         prompt complex-root              7      1       4          2              3                  2.00                     2  2025-09-27 10:00  2025-09-27 10:00  echo              91            161         2800           0                          3                   3                      51                       91              56%
+multiple-roots  prompt multiple-roots-root1      6      2       2          2              1                  1.20                     2  2025-09-27 10:00  2025-09-27 10:00  echo              75            135         2100           0                          3                   1                      33                       63              46%
 """
 
 
@@ -954,11 +954,11 @@ tree_id                      name                       nodes  leaves  max_depth
 """
 
 EXAMPLE_AT_200 = """\
-tree_id                      name                         nodes  roots  leaves  max_depth  branch_points  first_datetime       last_datetime        models                                    tool_calls
-01jb0sourdough0000000000000  Starting a sourdough start…      7      1       2          4              1  2025-09-27 09:01:00  2025-11-04 08:21:00  gpt-4o-mini, llama3.2                              0
-01jb1haiku000000000000000    Autumn haiku                     3      1       2          1              1  2025-09-27 09:05:00  2025-09-27 09:07:00  claude-3.5-sonnet, gpt-4o-mini                     0
-01jb2hashmap0000000000000    How hash maps work               7      1       4          2              3  2025-09-27 09:08:00  2025-09-27 09:14:00  gpt-4o-mini, llama3.2, claude-3.5-sonnet           0
-01jb3translate00000000000    Good morning, translated         6      2       2          2              1  2025-09-27 09:15:00  2025-09-27 09:20:00  gpt-4o-mini, llama3.2                              0
+tree_id                      name                          nodes  roots  leaves  max_depth  branch_points  first_datetime    last_datetime     models                                    tool_calls
+01jb0sourdough0000000000000  Starting a sourdough starter      7      1       2          4              1  2025-09-27 09:01  2025-11-04 08:21  gpt-4o-mini, llama3.2                              0
+01jb1haiku000000000000000    Autumn haiku                      3      1       2          1              1  2025-09-27 09:05  2025-09-27 09:07  claude-3.5-sonnet, gpt-4o-mini                     0
+01jb2hashmap0000000000000    How hash maps work                7      1       4          2              3  2025-09-27 09:08  2025-09-27 09:14  gpt-4o-mini, llama3.2, claude-3.5-sonnet           0
+01jb3translate00000000000    Good morning, translated          6      2       2          2              1  2025-09-27 09:15  2025-09-27 09:20  gpt-4o-mini, llama3.2                              0
 """
 
 

@@ -444,8 +444,12 @@ def test_a_column_of_the_wrong_type_reads_as_missing(seed_dataset, tmp_path):
     table = dataset_conversation_table(dataset)
     clean = dataset_conversation_table(seed_dataset)
     assert table["input_tokens"].isna().all() and clean["input_tokens"].notna().all()
+    # What is made of the input tokens goes with them: what retries spent
+    # of them, and their share.
+    assert table["abandoned_input_tokens"].isna().all()
+    made_of_them = ["input_tokens", "abandoned_input_tokens", "abandoned_share"]
     pd.testing.assert_frame_equal(
-        table.drop(columns="input_tokens"), clean.drop(columns="input_tokens")
+        table.drop(columns=made_of_them), clean.drop(columns=made_of_them)
     )
     assert check_of(dataset) == (0, ["no problems found"])
 

@@ -153,8 +153,14 @@ def test_text_report_lists_the_new_nodes_then_the_compare_table(store):
         "",
     ]
     compared = run("compare", first, "--db", log.path).stdout.splitlines()
-    assert lines[3:] == compared
+    assert lines[3:-3] == compared
     assert lines[3] == f"3 alternatives after {first}"
+    # The llm command that goes on from each new branch (issue 38.8).
+    assert lines[-3:] == [
+        "Continue one: llm -c --cid THREAD 'your prompt', its THREAD here:",
+        f"  {threads[0]}  ({a}, echo)",
+        f"  {threads[1]}  ({b}, echo)",
+    ]
     assert result.stderr == ""
 
 
@@ -504,7 +510,11 @@ def test_one_model_keeps_branch_s_answer_and_its_errors(store):
     failure is an error (status 2)."""
     log, conversation, first, second = store
     lines = run("branch", first, "Hm", "--db", log.path).stdout.splitlines()
-    assert [line.split(" ")[0] for line in lines] == ["node", "conversation"]
+    assert [line.split(" ")[0] for line in lines] == [
+        "node",
+        "conversation",
+        "Continue",
+    ]
     with registered(SlowModel("broken", fail_after=0)):
         result = run("branch", first, "Hm", "-m", "broken", "--db", log.path, expect=2)
     assert result.stderr == "Error: model broken failed: connection dropped\n"

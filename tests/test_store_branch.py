@@ -155,9 +155,15 @@ def test_text_output_names_the_new_node_and_conversation(store):
     log, conversation, first, second = store
     result = run("branch", second, "More", "--db", log.path, "-m", "echo")
     lines = result.stdout.splitlines()
-    assert [line.split(" ")[0] for line in lines] == ["node", "conversation"]
-    node, fork = (line.split(" ", 1)[1] for line in lines)
+    assert [line.split(" ")[0] for line in lines] == [
+        "node",
+        "conversation",
+        "Continue",
+    ]
+    node, fork = (line.split(" ", 1)[1] for line in lines[:2])
     assert log.thread_of(node) == fork
+    # The llm command that goes on from the new branch, as import says it.
+    assert lines[2] == f"Continue it: llm -c --cid {fork} 'your prompt'"
 
 
 # -- a legacy database with the parent column -----------------------------------

@@ -103,6 +103,7 @@ def test_dry_run_says_what_would_change_and_changes_nothing(tmp_path):
     result = run("migrate", "--db", db, "--dry-run", "--backup", tmp_path / "b.db")
     assert result.stdout.splitlines() == [
         f"Would back up {db} to {tmp_path / 'b.db'}",
+        f"{db} needs migrating: its legacy responses have no parent links",
         f"Would migrate {db}:",
         *(f"  - {step}" for step in ALL_STEPS),
         ROOTS_NOTE,
@@ -664,3 +665,20 @@ def test_a_database_llm_036_created_migrates_and_llm_goes_on(tmp_path):
     assert list(tree.edges) == [(first, second)]
     assert tree.nodes[first] == before.nodes[first]
     assert "parent_response_id" in columns_of(log.path)
+
+
+def test_dry_run_on_a_database_llm_036_made_says_it_needs_nothing(tmp_path):
+    """llm 0.36 keeps branches in its message store: `migrate --dry-run`
+    says the file needs no migration before listing what one would add to
+    its empty legacy table (issue 38.8), and changes nothing."""
+    with LlmLog(tmp_path) as log:
+        log.prompt("What is a tree?")
+    before = file_digest(log.path)
+    lines = run("migrate", "--db", log.path, "--dry-run").stdout.splitlines()
+    assert lines[:2] == [
+        f"{log.path} needs no migration: llm 0.32 and later keeps branches in"
+        " its message store, and the legacy responses table is empty; migrating"
+        " only prepares that table for an llm older than 0.32",
+        f"Would migrate {log.path}:",
+    ]
+    assert file_digest(log.path) == before

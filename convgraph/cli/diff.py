@@ -23,8 +23,15 @@ from convgraph.cli.options import (
     json_option,
     output_options,
 )
-from convgraph.cli.output import aligned_lines, echo_json, echo_records
-from convgraph.text import counted
+from convgraph.cli.output import (
+    aligned_lines,
+    echo_json,
+    echo_records,
+    fitted,
+    table_width,
+    wrapped,
+)
+from convgraph.text import cell_width, counted
 from convgraph.text import terminal_text as shown
 
 if TYPE_CHECKING:
@@ -68,12 +75,27 @@ def diff_command(
     if as_json:
         echo_json(result.to_dict())
         return
-    for line in generate_diff_lines(result):
+    for line in generate_diff_lines(result, table_width()):
         click.echo(line)
 
 
-def generate_diff_lines(result: BranchDiff) -> Iterator[str]:
-    """The human form of a branch diff, line by line, styled for a terminal."""
+def generate_diff_lines(result: BranchDiff, width: int | None = None) -> Iterator[str]:
+    """The human form of a branch diff, line by line, styled for a terminal;
+    wrapped at `width` cells where given (the changed lines each keep their
+    `+` or `-` on every line they take), its table cut there."""
+    for line in _diff_lines(result, width):
+        yield from _fit(line, width)
+
+
+def _fit(line: str, width: int | None) -> list[str]:
+    """A styled line wrapped at `width`: as it is where it fits, else its
+    text without styles, wrapped."""
+    if width is None or cell_width(click.unstyle(line)) <= width:
+        return [line]
+    return wrapped(click.unstyle(line), width)
+
+
+def _diff_lines(result: BranchDiff, width: int | None) -> Iterator[str]:
     node_a, node_b = shown(result.node_a), shown(result.node_b)
     yield click.style(f"diff {node_a} {node_b}", bold=True) + (
         f"  (conversation {shown(str(result.conversation_id))})"
@@ -103,12 +125,12 @@ def generate_diff_lines(result: BranchDiff) -> Iterator[str]:
             yield f"{name}: nothing after the fork point ({node} is an ancestor of {other})"
     for step in result.steps:
         yield ""
-        yield from _step_lines(step)
+        yield from _step_lines(step, width)
     yield ""
-    yield from _totals_lines(result)
+    yield from fitted(_totals_lines(result), width)
 
 
-def _step_lines(step: Step) -> Iterator[str]:
+def _step_lines(step: Step, width: int | None) -> Iterator[str]:
     sides = []
     for name, side in (("a", step.a), ("b", step.b)):
         if side is None:
@@ -122,28 +144,34 @@ def _step_lines(step: Step) -> Iterator[str]:
         yield "prompt: same"
     else:
         yield "prompt:"
-        yield from _styled_diff(step.prompt_diff)
+        yield from _styled_diff(step.prompt_diff, width)
     if step.same_response:
         yield "response: same"
     else:
         both = step.a is not None and step.b is not None
         similar = f" (similarity {step.response_similarity:.2f})" if both else ""
         yield f"response{similar}:"
-        yield from _styled_diff(step.response_diff)
+        yield from _styled_diff(step.response_diff, width)
 
 
-def _styled_diff(lines: list[str]) -> Iterator[str]:
+def _styled_diff(lines: list[str], width: int | None = None) -> Iterator[str]:
+    """A unified diff's lines styled, each wrapped at `width` with its
+    marker (`+`, `-` or a space) at the start of every line it takes."""
     for line in map(shown, lines):
+        style: dict[str, object] = {}
+        hang = None
         if line.startswith(("---", "+++")):
-            yield click.style(line, bold=True)
+            style = {"bold": True}
         elif line.startswith("@@"):
-            yield click.style(line, fg="cyan")
+            style = {"fg": "cyan"}
         elif line.startswith("-"):
-            yield click.style(line, fg="red")
+            style, hang = {"fg": "red"}, "-"
         elif line.startswith("+"):
-            yield click.style(line, fg="green")
-        else:
-            yield line
+            style, hang = {"fg": "green"}, "+"
+        elif line.startswith(" "):
+            hang = " "
+        for piece in wrapped(line, width, hang):
+            yield click.style(piece, **style) if style else piece  # type: ignore[arg-type]
 
 
 def _totals_lines(result: BranchDiff) -> Iterator[str]:
@@ -203,7 +231,9 @@ def compare_command(
     if not result.alternatives:
         click.echo(f"{shown(node_id)} has no children", err=True)
         return
-    for line in generate_compare_lines(result, tree.graph.get("tree_id")):
+    for line in generate_compare_lines(
+        result, tree.graph.get("tree_id"), table_width()
+    ):
         click.echo(line)
 
 
@@ -227,11 +257,20 @@ def _tree_and_point(id_: str, db_path: str | None) -> tuple[nx.DiGraph, str | No
 
 
 def generate_compare_lines(
-    result: Comparison, tree_id: str | None = None
+    result: Comparison, tree_id: str | None = None, width: int | None = None
 ) -> Iterator[str]:
     """The human form of a comparison: a table of the children (or of the
     roots of tree `tree_id`, at its start), then the similarity of their
-    responses, numbered as in the table."""
+    responses, numbered as in the table. Fitted to `width` cells where
+    given: the ids cut to the prefix that tells them apart where the table
+    is wider, then every line cut or wrapped there."""
+    for line in _compare_lines(result, tree_id, width):
+        yield from _fit(line, width)
+
+
+def _compare_lines(
+    result: Comparison, tree_id: str | None, width: int | None
+) -> Iterator[str]:
     alternatives = result.alternatives
     where = (
         f"after {shown(result.node)}"
@@ -240,11 +279,19 @@ def generate_compare_lines(
     )
     yield click.style(f"{counted(len(alternatives), 'alternative')} {where}", bold=True)
     headers = ["#", "id", "model", "input", "output", "duration", "chars", "subtree"]
+    id_length = None
+    if width is not None:
+        from convgraph.present.text_tree import unique_prefix_length
+
+        longest = max((len(one.id) for one in alternatives), default=0)
+        # Room for the other columns, as wide as they are in most tables.
+        if longest + 56 > width:
+            id_length = unique_prefix_length(one.id for one in alternatives)
     rows = [
         [
             str(number),
             # The user's preferred answer is starred (convgraph prefer).
-            alternative.id + (" ★" if alternative.preferred else ""),
+            alternative.id[:id_length] + (" ★" if alternative.preferred else ""),
             alternative.model or "-",
             _number(alternative.input_tokens),
             _number(alternative.output_tokens),
@@ -254,7 +301,7 @@ def generate_compare_lines(
         ]
         for number, alternative in enumerate(alternatives, start=1)
     ]
-    yield from _table(headers, rows, left={1, 2})
+    yield from fitted(_table(headers, rows, left={1, 2}), width)
     noted = [
         (number, alternative.note)
         for number, alternative in enumerate(alternatives, start=1)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import click
 
 from convgraph.cli.options import command, db_option
+from convgraph.cli.output import echo_line
 from convgraph.cli.progress import ProgressBar
-from convgraph.text import counted, terminal_text
+from convgraph.text import counted
 
 #: How many imported conversations are listed by id (the others: `convgraph
 #: conversations`), so that a large export does not flood the terminal.
@@ -23,7 +24,7 @@ LISTED = 20
 
 
 def _say(text: str) -> None:
-    click.echo(terminal_text(text))
+    echo_line(text)
 
 
 @command("import")

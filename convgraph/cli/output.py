@@ -478,3 +478,83 @@ def echo_markdown(text: str) -> None:
         markup=False,
     )
     console.print(Markdown(terminal_lines(text), hyperlinks=False))
+
+
+def wrapped(text: str, width: int | None, hang: str | None = None) -> list[str]:
+    """`text` (one line, without styles) as lines of at most `width`
+    terminal cells: broken at spaces where it can be, inside a word where a
+    word is longer than a line; every line after the first begins with
+    `hang` (by default the line's own indentation and two spaces more).
+    `width` None (not a terminal) keeps the line whole.
+
+    Examples
+    --------
+    >>> wrapped("fork point: 01jb0sd01a  (shared path: 2 nodes)", 24)
+    ['fork point: 01jb0sd01a', '  (shared path: 2 nodes)']
+    >>> wrapped("-" + "x" * 10, 6, hang="-")
+    ['-xxxxx', '-xxxxx']
+    """
+    if width is None or cell_width(text) <= width:
+        return [text]
+    if hang is None:
+        hang = " " * (len(text) - len(text.lstrip(" ")) + 2)
+    if cell_width(hang) > width // 2:
+        hang = ""  # a narrow line keeps its room for the text
+    room = max(width - cell_width(hang), 1)
+    lines: list[str] = []
+    line = ""
+    for word in re.split(r"(?<= )", text):
+        limit = width if not lines else room
+        if cell_width(line + word.rstrip(" ")) <= limit:
+            line += word
+            continue
+        if cell_width(word.rstrip(" ")) <= room:
+            # A word a line can hold starts the next one.
+            lines.append(line.rstrip(" "))
+            line = word
+            continue
+        # A word no line holds (a path, a URL) goes on where the line is,
+        # cut where each line ends.
+        while cell_width(line + word.rstrip(" ")) > limit:
+            space = limit - cell_width(line)
+            piece = _first_cells(word, space) if space > 0 else ""
+            if cell_width(piece) > space:  # a wide character at the edge
+                piece = ""
+            if not piece and not line:
+                piece = word[0]  # wider than a whole line: shown anyway
+            lines.append((line + piece).rstrip(" "))
+            word = word[len(piece) :]
+            line, limit = "", room
+        line += word
+    if line.strip() or not lines:
+        lines.append(line.rstrip(" "))
+    return [lines[0], *(hang + line for line in lines[1:])]
+
+
+def _first_cells(text: str, cells: int) -> str:
+    """The longest start of `text` that takes at most `cells` cells (one
+    character at least)."""
+    taken = 0
+    for index, character in enumerate(text):
+        taken += cell_width(character)
+        if taken > cells:
+            return text[: max(index, 1)]
+    return text
+
+
+def fitted(lines: Iterable[str], width: int | None) -> Iterator[str]:
+    """`lines` of a table (aligned columns) cut at `width` cells with an
+    ellipsis, as `ps` cuts its lines: a table is read across, not wrapped.
+    None keeps them whole."""
+    from convgraph.present.text_tree import cut_line
+
+    for line in lines:
+        yield line if width is None else cut_line(line, width)
+
+
+def echo_line(text: str) -> None:
+    """Print one line of a report for a person on stdout: its stored text
+    shown safely (`terminal_text`), wrapped at the terminal's width where
+    stdout is one (`wrapped`), whole where it is a file or a pipe."""
+    for line in wrapped(terminal_text(text), table_width()):
+        click.echo(line)

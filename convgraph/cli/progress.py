@@ -125,6 +125,7 @@ def generate_fan_out_lines(result: FanOut) -> Iterator[str]:
     """The report for a person: one line per new node, then the `compare`
     table of it and its siblings."""
     from convgraph.cli.diff import generate_compare_lines
+    from convgraph.cli.output import table_width
 
     if not result.answers:
         return
@@ -136,7 +137,7 @@ def generate_fan_out_lines(result: FanOut) -> Iterator[str]:
             f"  conversation {answer.conversation_id}"
         )
     yield ""
-    yield from generate_compare_lines(result.comparison())
+    yield from generate_compare_lines(result.comparison(), width=table_width())
 
 
 def failure_lines(result: FanOut) -> Sequence[str]:

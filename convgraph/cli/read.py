@@ -26,6 +26,7 @@ from convgraph.cli.options import (
 from convgraph.cli.output import (
     echo_ids,
     echo_json,
+    echo_line,
     echo_records,
     is_terminal,
     say,
@@ -33,7 +34,7 @@ from convgraph.cli.output import (
     table_width,
 )
 from convgraph.model.filters import TreeFilter
-from convgraph.text import counted, terminal_text
+from convgraph.text import counted
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -449,7 +450,7 @@ def check(db_path: str | None, output_format: str | None) -> None:
         echo_records(records, columns, output_format)
     else:
         for problem in problems:
-            click.echo(terminal_text(f"{problem.kind}: {problem.message}"))
+            echo_line(f"{problem.kind}: {problem.message}")
     if not problems and output_format in (None, "table"):
         # The report itself, on stdout: `check > report.txt` keeps it.
         click.echo("no problems found")

@@ -28,6 +28,7 @@ from convgraph.cli.options import (
 )
 from convgraph.cli.output import (
     Counted,
+    TableFit,
     echo_json,
     echo_markdown,
     echo_records,
@@ -35,6 +36,7 @@ from convgraph.cli.output import (
     is_terminal,
     json_text,
     say,
+    table_width,
     terminal_lines,
 )
 from convgraph.model.filters import TreeFilter
@@ -159,16 +161,44 @@ def pairs(
         ]
         echo_records(flat, columns, output_format)
     else:
-        echo_records([_row(record) for record in records], columns, "table")
+        _print_pairs(records, columns)
 
 
-def _row(record: dict[str, Any]) -> dict[str, Any]:
-    """A pair as a person reads it in a table: one line of each part."""
+#: The cells of each text (prompt, chosen, rejected) in the table of pairs
+#: off a terminal; on one, what the ids leave, split three ways.
+TEXT_CELLS = 30
+#: The columns of the table of pairs a terminal keeps first.
+PAIR_PRIORITY = ("prompt", "chosen", "rejected", "chosen_id", "rejected_id")
+
+
+def _print_pairs(records: list[dict[str, Any]], columns: list[str]) -> None:
+    """The pairs as a table for a person: one line of each part; on a
+    terminal, the ids cut to the prefix that tells them apart and the texts
+    sharing what the ids leave, the columns that do not fit left out."""
+    width = table_width()
+    cells, id_length, fit = TEXT_CELLS, None, None
+    if width is not None and records:
+        from convgraph.present.text_tree import unique_prefix_length
+
+        ids = [r[key] for r in records for key in ("chosen_id", "rejected_id")]
+        id_length = unique_prefix_length(ids)
+        cells = max(12, (width - 2 * (id_length + 2) - 4) // 3)
+        fit = TableFit(width, PAIR_PRIORITY)
+    rows = [_row(record, cells, id_length) for record in records]
+    echo_records(rows, columns, "table", fit=fit)
+
+
+def _row(
+    record: dict[str, Any], cells: int = TEXT_CELLS, id_length: int | None = None
+) -> dict[str, Any]:
+    """A pair as a person reads it in a table: one line of each part, each
+    text in `cells` cells, each id its first `id_length` characters."""
     return {
         **record,
-        "prompt": excerpt(record["prompt"][-1]["content"], 30),
-        "chosen": excerpt(_said(record["chosen"]), 30),
-        "rejected": excerpt(_said(record["rejected"]), 30),
+        "prompt": excerpt(record["prompt"][-1]["content"], cells),
+        "chosen": excerpt(_said(record["chosen"]), cells),
+        "rejected": excerpt(_said(record["rejected"]), cells),
+        **{key: record[key][:id_length] for key in ("chosen_id", "rejected_id")},
     }
 
 

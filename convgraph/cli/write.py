@@ -19,8 +19,8 @@ from typing import Any, cast
 import click
 
 from convgraph.cli.options import NODE_ID, UserError, command, db_option, json_option
-from convgraph.cli.output import echo_json
-from convgraph.text import counted, terminal_text
+from convgraph.cli.output import echo_json, echo_line
+from convgraph.text import counted
 
 #: What fan-outs use unless told (kept here so that --help needs no import).
 DEFAULT_PARALLEL = 8
@@ -32,8 +32,9 @@ STOPPED_AT_ONCE = "interrupted: stopped at once; the answers logged before stay 
 
 
 def _say(text: str) -> None:
-    """Print a line for a person, its stored text shown safely."""
-    click.echo(terminal_text(text))
+    """Print a line for a person, its stored text shown safely, wrapped at
+    a terminal's width (`echo_line`)."""
+    echo_line(text)
 
 
 @command()
@@ -79,11 +80,33 @@ def migrate(
     if not plan.needed:
         _say(f"{plan.path} is already migrated: nothing to do")
     else:
+        if plan.store_only:
+            _say(
+                f"{plan.path} needs no migration: llm 0.32 and later keeps"
+                " branches in its message store, and the legacy responses"
+                " table is empty; migrating only prepares that table for an"
+                " llm older than 0.32"
+            )
+        elif dry_run:
+            _say(f"{plan.path} needs migrating: {_why_migrate(plan)}")
         _say(f"{'Would migrate' if dry_run else 'Migrated'} {plan.path}:")
         for step in plan.steps():
             _say(f"  - {step}")
     for note in plan.notes:
         _say(f"Note: {note}")
+
+
+def _why_migrate(plan: Any) -> str:
+    """The first thing a plan makes that the file lacks, in a person's words."""
+    if plan.add_column:
+        return "its legacy responses have no parent links"
+    if plan.link:
+        return "responses are still to be linked (--link-linear)"
+    if plan.triggers:
+        return "the rules that keep its parent links a tree are missing"
+    if plan.add_index or plan.add_conversation_index:
+        return "an index its trees are read by is missing"
+    return "the migration is not recorded"
 
 
 @command()
@@ -306,6 +329,31 @@ def branch(
         else:
             _say(f"node {logged.node_id}")
             _say(f"conversation {logged.conversation_id}")
+            _say_how_to_continue(result)
+
+
+def _in_message_store(path: Any) -> bool:
+    """Whether the file at `path` has llm's message store, where a branch
+    is a thread of its own that `llm -c --cid` continues."""
+    from convgraph.sources import LogDatabase, open_logs
+
+    with open_logs(path) as logs:
+        return isinstance(logs, LogDatabase) and logs.store is not None
+
+
+def _say_how_to_continue(result: Any) -> None:
+    """For a person, the `llm` command that goes on from each new answer
+    (as `import` says it): its thread, in the message store. A legacy file
+    has none (`_say_how_llm_continues` says why on stderr)."""
+    if not result.answers or not _in_message_store(result.path):
+        return
+    if len(result.answers) == 1:
+        (answer,) = result.answers
+        _say(f"Continue it: llm -c --cid {answer.conversation_id} 'your prompt'")
+        return
+    _say("Continue one: llm -c --cid THREAD 'your prompt', its THREAD here:")
+    for answer in result.answers:
+        _say(f"  {answer.conversation_id}  ({answer.node_id}, {answer.model})")
 
 
 def _say_how_llm_continues(result: Any) -> None:
@@ -313,13 +361,8 @@ def _say_how_llm_continues(result: Any) -> None:
     without llm's message store): what `llm -c` will send. llm replays a
     legacy conversation's responses in the order logged, whatever their
     parents, so the branch alone can only be gone on with by convgraph."""
-    from convgraph.sources import LogDatabase, open_logs
-
-    if not result.answers:
+    if not result.answers or _in_message_store(result.path):
         return
-    with open_logs(result.path) as logs:
-        if isinstance(logs, LogDatabase) and logs.store is not None:
-            return
     for conversation in dict.fromkeys(a.conversation_id for a in result.answers):
         click.echo(
             f"llm -c --cid {conversation} replays every response of this"
@@ -397,6 +440,7 @@ def _report_fan_out(result: Any, as_json: bool) -> None:
     else:
         for line in generate_fan_out_lines(result):
             click.echo(line)
+        _say_how_to_continue(result)
     echo_failures(result)
     if result.interrupted:
         click.get_current_context().exit(INTERRUPTED)

@@ -223,6 +223,26 @@ MIN_TEXT = 12
 MIN_ID_LENGTH = 8
 
 
+def cut_line(line: str, width: int) -> str:
+    """A line of a drawing or a table cut at `width` terminal cells, an
+    ellipsis in its last: its spaces kept (an indentation, a column's
+    padding), where `excerpt` would close them up.
+
+    Examples
+    --------
+    >>> cut_line("    └── a long line", 12), cut_line("short", 12)
+    ('    └── a l…', 'short')
+    """
+    if cell_width(line) <= width:
+        return line
+    taken = 0
+    for index, character in enumerate(line):
+        taken += cell_width(character)
+        if taken > width - 1:
+            return line[:index] + "…"
+    return line
+
+
 def unique_prefix_length(ids: Iterable[Any], floor: int = MIN_ID_LENGTH) -> int:
     """The fewest characters (at least `floor`) whose prefixes tell the
     distinct `ids` apart: what a drawing or a table may cut its ids to.
@@ -311,8 +331,8 @@ def _lines(
             room = max(room, MIN_TEXT)
         label = _label(shown_id, prompt, response, room) + tail
         line = lead + label
-        if fit is not None and cell_width(line) > fit:
-            line = excerpt(line, fit)
+        if fit is not None:
+            line = cut_line(line, fit)
         yield line, node, NODE
         if parts:  # most nodes are only a prompt and a response
             call_room = width
@@ -320,9 +340,7 @@ def _lines(
                 call_room = max(fit - cell_width(below_prefix) - 2, MIN_TEXT)
             for call in run_lines({"parts": parts}, call_room):
                 text = below_prefix + "  " + call
-                if fit is not None and cell_width(text) > fit:
-                    text = excerpt(text, fit)
-                yield text, node, CALL
+                yield (text if fit is None else cut_line(text, fit)), node, CALL
         below = list(children_of(key))
         if len(below) == 1 and not indent_chains:
             stack.append((below[0], below_prefix, ONLY))

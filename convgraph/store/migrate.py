@@ -142,6 +142,11 @@ class MigrationPlan:
     add_record: bool = False
     broken: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Whether the file keeps its conversations in llm's message store
+    #: alone (llm 0.32 and later: branches are recorded there) with an
+    #: empty legacy `responses` table: it needs no migration, which would
+    #: only prepare that table for an llm older than 0.32.
+    store_only: bool = False
 
     @property
     def needed(self) -> bool:
@@ -218,6 +223,7 @@ def plan_migration(
     plan.add_conversation_index = not _has_index_on(conn, "conversation_id")
     plan.triggers = missing_rules(conn)
     plan.add_record = plan.add_column or not migration_recorded(conn)
+    plan.store_only = _has_message_store(conn) and not _has_rows(conn)
     if plan.add_column and not link_linear and _has_rows(conn):
         plan.notes.append(
             "existing responses get no parent, so each becomes a root of its"
@@ -270,6 +276,14 @@ def _require_llm_schema(conn: sqlite3.Connection, path: Path) -> None:
             " table, has not run): run llm once (0.23 or later; `llm logs status`"
             " will do) and migrate again; nothing was changed"
         )
+
+
+def _has_message_store(conn: sqlite3.Connection) -> bool:
+    """Whether llm 0.32 or later has made its message store in the file."""
+    found = conn.execute(
+        "select 1 from sqlite_master where type = 'table' and name = 'turns'"
+    ).fetchone()
+    return found is not None
 
 
 def _has_rows(conn: sqlite3.Connection) -> bool:

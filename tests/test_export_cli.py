@@ -263,3 +263,88 @@ def test_render_svg_is_valid_xml_whatever_the_ids_hold(tmp_path):
     assert sorted(titles) == sorted(
         ["c&1;", "R&D;", "&;", "&#X41;", "&#0;", "xé", "&", "é"]
     )
+
+
+# -- -o FILE.EXT chooses the format (issue 38.4) ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "starts"),
+    [
+        ("t.dot", b'digraph "complex" {'),
+        ("t.gv", b'digraph "complex" {'),
+        ("t.graphml", b"<?xml"),
+        ("t.json", b'{"format":"convgraph.node-link"'),
+        ("t.mmd", b"flowchart TB"),
+        ("t.mermaid", b"flowchart TB"),
+        ("t.md", b"# "),
+        ("t.html", b"<!DOCTYPE html>"),
+        ("t.jsonl", b'{"messages":'),
+    ],
+)
+def test_the_extension_of_o_chooses_the_format(seed_db, tmp_path, name, starts):
+    target = tmp_path / name
+    run("export", "complex", "-o", target, "--db", seed_db)
+    assert target.read_bytes().startswith(starts)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+@pytest.mark.parametrize(
+    ("name", "magic"),
+    [("t.png", b"\x89PNG\r\n"), ("t.svg", b"<?xml"), ("t.pdf", b"%PDF-")],
+)
+def test_a_picture_extension_draws_the_picture(seed_db, tmp_path, name, magic):
+    """`export -o guess.png` wrote DOT text with exit status 0: now Graphviz
+    draws the picture, as --render does."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / name
+    run("export", "complex", "-o", target, "--db", seed_db)
+    assert target.read_bytes().startswith(magic)
+    assert sorted(p.name for p in folder.iterdir()) == [name]
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (
+            ["-o", "t.png", "--format", "json"],
+            "Error: -o t.png names a picture (PNG), drawn from the DOT export:"
+            " leave out --format json, or give -o t.json",
+        ),
+        (
+            ["-o", "t.svg", "--render", "png"],
+            "Error: --render png draws PNG, but -o t.svg names SVG: give -o t.png",
+        ),
+        (
+            ["-o", "t.json", "--format", "mermaid"],
+            "Error: --format mermaid does not write .json files (-o t.json names"
+            " json): give -o t.mmd, or leave out --format",
+        ),
+        (
+            ["-o", "t.html", "--render", "svg"],
+            "Error: --render svg draws a picture, but -o t.html names html:"
+            " give -o t.svg",
+        ),
+    ],
+)
+def test_a_format_that_contradicts_the_extension_is_refused(
+    seed_db, tmp_path, monkeypatch, words, message
+):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    result = run("export", "complex", *words, "--db", seed_db, expect=2)
+    assert (result.stdout, result.stderr) == ("", message + "\n")
+    assert list(folder.iterdir()) == []
+
+
+def test_agreeing_options_and_unknown_extensions_keep_working(seed_db, tmp_path):
+    json_tree = tmp_path / "tree.json"
+    run("export", "complex", "--format", "tree-json", "-o", json_tree, "--db", seed_db)
+    assert json.loads(json_tree.read_text())["format"] == "convgraph.tree-json"
+    other = tmp_path / "tree.txt"
+    run("export", "complex", "-o", other, "--db", seed_db)
+    assert other.read_text().startswith('digraph "complex" {')
+    stdout = run("export", "complex", "--format", "mermaid", "-o", "-", "--db", seed_db)
+    assert stdout.stdout.startswith("flowchart TB\n")

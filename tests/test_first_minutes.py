@@ -235,3 +235,40 @@ def test_a_table_fits_by_priority_and_keeps_its_order() -> None:
     assert TableFit(14, ("id", "name", "n"), "name", 4).apply(
         ["id", "n", "name", "extra"], [list(c) for c in shown], {0, 2, 3}
     ) == ([["id", "a1"], ["n", "7"], ["name", "a long…"]], {0, 2})
+
+
+# -- silence is no answer (issue 38.5) ----------------------------------------
+
+
+def test_an_empty_answer_says_why_on_stderr() -> None:
+    """A filter that keeps nothing says what it filtered and how many trees
+    there were before it; the answer on stdout stays empty."""
+    for words in (["conversations"], ["tree"]):
+        result = run(*words, "--model", "gpt*x", "--source", "chatgpt", "-d", EXAMPLE)
+        assert (result.stdout, result.stderr) == (
+            "",
+            "no conversation matches --model gpt*x --source chatgpt"
+            " (4 conversations before the filter)\n",
+        )
+    exported = run("export", "--model", "none", "--format", "mermaid", "-d", EXAMPLE)
+    assert exported.stderr == "nothing exported: no conversation matches --model none\n"
+    pairs = run("pairs", "--model", "none", "-d", EXAMPLE)
+    assert (pairs.stdout, pairs.stderr) == (
+        "",
+        "no conversation matches --model none\n",
+    )
+    leaf = run("children", "01jb5sd06f", "-d", EXAMPLE)
+    assert (leaf.stdout, leaf.stderr) == (
+        "",
+        "01jb5sd06f000000000000000 has no children: it is a leaf\n",
+    )
+    # The forms for programs say it themselves: an empty array.
+    assert run("children", "01jb5sd06f", "--json", "-d", EXAMPLE).stderr == ""
+
+
+def test_a_prefix_too_short_says_how_long_one_must_be() -> None:
+    result = run("path", "01j", "-d", EXAMPLE, expect=2)
+    assert result.stderr == (
+        "Error: no node with id '01j': an id prefix needs at least 4"
+        " characters ('01j' has 3)\n"
+    )

@@ -205,32 +205,60 @@ class TreeView(ScrollView, can_focus=True):
         """The `row`th line shown, as the screen draws it: coloured by model,
         bold on the active path, with the marks (★ preferred, ✎ note, the
         diff mark, a fold's hidden count) and the cursor's highlight."""
+        body, marks = self.line_parts(row)
+        return Text.assemble(body, marks)
+
+    def line_parts(self, row: int) -> tuple[Text, Text]:
+        """The `row`th line shown as its drawing and its marks apart: the
+        screen cuts a drawing too wide for the pane before its marks, never
+        the marks (`render_line`)."""
         node, line = self._shown[row]
         if node is None:
             # The start's line is the conversation's; a call's line is its
             # node's, set back.
-            return Text(line, "bold" if self._shown_kinds[row] == START else "dim")
+            style = "bold" if self._shown_kinds[row] == START else "dim"
+            return Text(line, style), Text()
         if node in self.folded_agents:
-            text = Text(line, "italic")
+            body, marks = Text(line, "italic"), Text()
         else:
-            text = self._styled(node, line)
-        if node is not None and node == self.node:
-            text.stylize(Style(reverse=True, bold=True))
-        return text
+            body, marks = self._styled(node, line), self._marks(node)
+        if node == self.node:
+            for text in (body, marks):
+                text.stylize(Style(reverse=True, bold=True))
+        return body, marks
 
     def render_line(self, y: int) -> Strip:
         row = self.scroll_offset.y + y
+        width = self.size.width
         if row >= len(self._shown):
-            return Strip.blank(self.size.width, self.rich_style)
-        return fitted(
-            self.line_text(row),
-            self.app.console,
-            self.scroll_offset.x,
-            self.size.width,
-            self.rich_style,
+            return Strip.blank(width, self.rich_style)
+        body, marks = self.line_parts(row)
+        left = self.scroll_offset.x
+        shown = body.cell_len - left
+        if (
+            not marks.cell_len
+            or shown + marks.cell_len <= width
+            or (marks.cell_len >= width // 2)
+        ):
+            # The marks fit after the drawing (or would leave it no room).
+            return fitted(
+                Text.assemble(body, marks),
+                self.app.console,
+                left,
+                width,
+                self.rich_style,
+            )
+        # The drawing is cut where the marks begin: a note or the preferred
+        # answer stays in sight however long the prompt.
+        cut = fitted(
+            body, self.app.console, left, width - marks.cell_len, self.rich_style
         )
+        tail = Strip(list(marks.render(self.app.console)), marks.cell_len)
+        return Strip.join([cut, tail.apply_style(self.rich_style)])
 
     def _styled(self, node: str | None, line: str) -> Text:
+        """A node's line of the drawing, coloured by its model and bold on
+        the active path."""
         text = Text(line)
         if node is None or self.graph is None:
             return text
@@ -241,6 +269,15 @@ class TreeView(ScrollView, can_focus=True):
             text.stylize(colour, start)
         if attributes.get("active"):
             text.stylize("bold", max(start, 0))
+        return text
+
+    def _marks(self, node: str) -> Text:
+        """What follows a node's line: ★ preferred, ✎ note, the diff mark, a
+        fold's hidden count, a subagent's name."""
+        text = Text()
+        if self.graph is None:
+            return text
+        attributes = self.graph.nodes[node]
         if attributes.get("preferred"):
             text.append(" ★", "yellow")
         if attributes.get("note"):

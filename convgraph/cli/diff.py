@@ -28,6 +28,7 @@ from convgraph.cli.output import (
     echo_json,
     echo_records,
     fitted,
+    say,
     table_width,
     wrapped,
 )
@@ -229,7 +230,7 @@ def compare_command(
         echo_records(result.to_dicts(), columns, output_format)
         return
     if not result.alternatives:
-        click.echo(f"{shown(node_id)} has no children", err=True)
+        say(f"{node_id} has no children")
         return
     for line in generate_compare_lines(
         result, tree.graph.get("tree_id"), table_width()

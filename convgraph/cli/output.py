@@ -405,8 +405,11 @@ def _aligned_columns(columns: list[list[str]], left: Container[int]) -> Iterator
 
 def say(text: str) -> None:
     """One line for a person on stderr (what the answer on stdout is not:
-    a note, an empty answer explained), its stored text shown safely."""
-    click.echo(terminal_text(text), err=True)
+    a note, an empty answer explained), its stored text shown safely,
+    wrapped at the terminal's width where stderr is one."""
+    width = shutil.get_terminal_size().columns if is_terminal(sys.stderr) else None
+    for line in wrapped(terminal_text(text), width):
+        click.echo(line, err=True)
 
 
 def filter_words(where: Any) -> str:

@@ -316,10 +316,9 @@ def _hint_check(problems: int) -> None:
     """One line on stderr where the file has problems: a broken parent link
     is drawn as a root, which the drawing alone does not tell."""
     if problems:
-        click.echo(
+        say(
             f"Note: {counted(problems, 'problem')} in this file's links (a broken"
-            " link is drawn as a root): convgraph check lists them",
-            err=True,
+            " link is drawn as a root): convgraph check lists them"
         )
 
 

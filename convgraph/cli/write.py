@@ -19,7 +19,7 @@ from typing import Any, cast
 import click
 
 from convgraph.cli.options import NODE_ID, UserError, command, db_option, json_option
-from convgraph.cli.output import echo_json, echo_line
+from convgraph.cli.output import echo_json, echo_line, say
 from convgraph.text import counted
 
 #: What fan-outs use unless told (kept here so that --help needs no import).
@@ -364,11 +364,10 @@ def _say_how_llm_continues(result: Any) -> None:
     if not result.answers or _in_message_store(result.path):
         return
     for conversation in dict.fromkeys(a.conversation_id for a in result.answers):
-        click.echo(
+        say(
             f"llm -c --cid {conversation} replays every response of this"
             " conversation in the order logged, both branches run together;"
-            " to go on from this branch alone, use convgraph branch",
-            err=True,
+            " to go on from this branch alone, use convgraph branch"
         )
 
 

@@ -21,6 +21,7 @@ from convgraph.browse import count_conversations, list_conversations
 from convgraph.browse.listing import SHAPES_COMMAND
 from convgraph.browse.tree_screen import ConversationScreen
 from convgraph.errors import UnknownNode
+from convgraph.present.local_time import person_time
 from convgraph.sources import open_logs
 from tests.databases import add_response, legacy_database
 from tests.helpers import SAFETY_SECONDS, file_digest, run
@@ -246,7 +247,7 @@ def test_open_move_and_switch_siblings(seed_db):
         assert screen.details.title == "complex-b"
         assert screen.details.source == (
             "**model** echo  \n"
-            "**time** 2025-09-27T10:00:08.000000+00:00  \n"
+            f"**time** {person_time('2025-09-27T10:00:08+00:00')}  \n"
             "input tokens 11, output tokens 21, duration ms 200\n\n"
             "### Prompt\n\n> prompt complex-b\n\n"
             "### Response\n\nanswer to prompt complex-b"
@@ -789,7 +790,7 @@ def test_note_is_written_shown_and_cleared(seed_db):
         assert screen.tree.line_text(2).plain == "│   ├── prompt complex-c ✎"
         assert screen.details.source.startswith(
             "**model** echo  \n"
-            "**time** 2025-09-27T10:00:09.000000+00:00  \n"
+            f"**time** {person_time('2025-09-27T10:00:09+00:00')}  \n"
             "input tokens 12, output tokens 22, duration ms 300\n\n"
             "**Note:** keep this one\n\n"
         )

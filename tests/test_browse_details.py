@@ -239,7 +239,7 @@ def test_a_code_interpreter_cell_of_a_chatgpt_export(tmp_path):
         ]
         run_part = screen.details.source.split("### Run\n\n")[1]
         assert run_part.split("\n\n")[:3] == [
-            "*attachment:* expenses.csv \\(text/csv, 2048 bytes\\)",
+            "*attachment:* expenses.csv (text/csv, 2048 bytes)",
             "↳ **code** ran (python)\n```python\nimport pandas as pd\n"
             "df = pd.read_csv('expenses.csv')\ndf['amount'].dtype\n```",
             "← **output**\n```\ndtype('O')\n```",

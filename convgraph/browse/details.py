@@ -43,6 +43,7 @@ from convgraph.parts import (
     USER,
     Part,
 )
+from convgraph.present.local_time import person_time
 from convgraph.present.markdown_text import cut, fenced, inline_text
 from convgraph.text import counted, excerpt, terminal_text
 
@@ -289,7 +290,7 @@ def node_view(
     )
     facts = [
         f"**model** {safe(data.get('model')) or '?'}",
-        f"**time** {safe(data.get('datetime_utc')) or '?'}",
+        f"**time** {safe(person_time(data.get('datetime_utc'))) or '?'}",
     ]
     if usage:
         facts.append(usage)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest

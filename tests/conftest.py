@@ -36,6 +36,25 @@ settings.register_profile("thorough", deadline=None, max_examples=1000)
 
 
 @pytest.fixture(scope="session", autouse=True)
+def utc_zone() -> Iterator[None]:
+    """Every run in UTC (`TZ`, which every convgraph a test starts inherits):
+    the outputs for a person show times in the user's zone, and a test
+    asserts them as a machine in UTC shows them, wherever it runs. A test
+    of another zone sets its own."""
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A cache directory of the run's own (`XDG_CACHE_HOME`, which every
     convgraph a test starts inherits): the search indexes tests build never

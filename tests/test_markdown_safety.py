@@ -180,9 +180,9 @@ def test_the_transcript_command_shows_the_same_turns(tmp_path) -> None:
     document = run("transcript", "conv-monad", "--db", path).stdout
     assert [text for _, text in headings(PARSER.parse(document))][1:] == [
         "1. User",
-        "1. Assistant · gpt-4o · 2024-03-01T12:00:20.000000+00:00 · `a1b`",
+        "1. Assistant · gpt-4o · 2024-03-01 12:00 UTC · `a1b`",
         "2. User",
-        "2. Assistant · gpt-4o · 2024-03-01T12:01:00.000000+00:00 · `a2e`",
+        "2. Assistant · gpt-4o · 2024-03-01 12:01 UTC · `a2e`",
     ]
 
 

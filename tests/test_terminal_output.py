@@ -174,6 +174,8 @@ def human_commands(f: dict[str, Any], tmp_path: Path) -> dict[str, list[list[Any
         ],
         "note": [[ids["a2"], f"why{HOSTILE}", "--db", notes]],
         "prefer": [[ids["a2e"], "--db", notes]],
+        "hide": [[ids["a2"], "--db", notes]],
+        "unhide": [[ids["a2"], "--db", notes]],
         "import": [
             [export, "--db", tmp_path / "new.db"],
             [export, "--dry-run", "--db", writable],

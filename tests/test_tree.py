@@ -299,6 +299,11 @@ def test_summary_statistics(two_roots):
         # from root1 was left behind.
         "active_path_length": 3,
         "abandoned_branches": 1,
+        # What that branch spent: root1, a and b, off the active path
+        # (issue 38: what retries cost), of 75 + 135 tokens in all.
+        "abandoned_input_tokens": 33,
+        "abandoned_output_tokens": 63,
+        "abandoned_share": (33 + 63) / (75 + 135),
     }
 
 

@@ -110,9 +110,10 @@ def _file_name(db_path: str | None) -> str:
 @filter_options
 @click.option(
     "--width",
-    type=click.IntRange(min=1, max=10_000),
+    type=click.IntRange(min=0, max=10_000),
     default=None,
-    help="Terminal cells of prompt per line (a wide character takes two)"
+    help="Terminal cells of prompt per line (a wide character takes two; 0"
+    " draws the ids alone)"
     " [default: each line fits the terminal, its ids cut to the prefix that"
     " tells them apart where they would take much of it; 60 when not a"
     " terminal]",

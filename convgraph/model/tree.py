@@ -83,7 +83,8 @@ class ConversationTree(_DiGraphOfIds):
     >>> tree.add_edges_from([("r", "a"), ("r", "b")])
     >>> tree
     <ConversationTree 'c1' (Trees): 3 nodes, 1 root, 2 leaves>
-    >>> print(tree.text_html())
+    >>> from convgraph.jupyter.tree_view import tree_text_html
+    >>> print(tree_text_html(tree))
     <div class="convgraph-tree"><p><b>c1</b>  Trees</p><pre>r  What is a tree?
     ├── a  And &lt;b&gt;bold&lt;/b&gt;?
     └── b  Or a forest?</pre></div>

@@ -599,10 +599,10 @@ def test_a_hits_snippet_starts_near_the_word_found_at_80_columns(tmp_path):
         assert rows[4:7] == [
             "⌕ “bucket”: 2 nodes (● on the active path, ○ on an abandoned"
             " branch)            ",
-            "How hash maps work   01jb2hm01b0… ○ …key, value): bucket ="
-            " self.buckets[hash(ke…",
-            "How hash maps work   01jb2hm00ro… ● …(a list per bucket) or by"
-            " open addressing …",
+            "How hash maps work   01jb2hm01b0… ○ …value): bucket ="
+            " self.buckets[hash(key) % …",
+            "How hash maps work   01jb2hm00ro… ● …resolved by chaining (a list"
+            " per bucket) o…",
         ]
         table = app.query_one("#conversations")
         assert [

@@ -6,7 +6,6 @@ relative ones counted back from a "now" the test gives."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,10 +21,8 @@ from convgraph.model.filters import (
     TreeFilter,
     kept_tree_rows,
     matching_rows,
-    moments,
     node_matches,
     select_trees,
-    sql_condition,
     tree_is_in,
 )
 from convgraph.model.forest import Forest
@@ -354,24 +351,6 @@ def test_table_and_tree_forms_agree(rows: list, where: TreeFilter):
         graph.graph["tree_id"] for graph in forest.trees() if tree_is_in(graph, where)
     }
     assert set(table["tree_id"][kept].astype(str)) == trees_in
-    # The SQL form, on a table as the search index keeps it.
-    conn = sqlite3.connect(":memory:")
-    conn.execute("create table nodes (tree_id, moment, model, source)")
-    values = [[record[name] for record in records] for name in ("model", "source")]
-    conn.executemany(
-        "insert into nodes values (?, ?, ?, ?)",
-        zip(
-            table["tree_id"].astype(str).tolist(),
-            moments(table["datetime_utc"]),
-            *values,
-            strict=True,
-        ),
-    )
-    condition, parameters = sql_condition(where, set(values[0]))
-    found = conn.execute(
-        f"select distinct tree_id from nodes where {condition}", parameters
-    )
-    assert {tree for (tree,) in found} == trees_in
     assert select_trees(forest, where).tree_ids == [
         tree for tree in forest.tree_ids if tree in trees_in
     ]

@@ -5,6 +5,7 @@ hidden branches shows them again."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -178,3 +179,29 @@ def test_the_two_forms_hide_what_networkx_says_lies_below(
     assert hidden_records(records, links, notes) == expected
     rows = hidden_rows(pd.Series(ids), np.array(parent_rows), notes)
     assert {ids[row] for row in np.flatnonzero(rows)} == expected
+
+
+def test_all_shows_the_hidden_branches_in_every_reading_command(retried: dict) -> None:
+    path, tries, below = retried["path"], retried["tries"], retried["below"]
+    thread = retried["thread"]
+    run("hide", tries[0], "--db", path)
+    drawn = run("tree", thread, "--db", path).stdout
+    assert below not in drawn
+    assert below in run("tree", thread, "--all", "--db", path).stdout
+    assert run("path", below, "--all", "--db", path).stdout.splitlines()[-1] == below
+    assert below in run("transcript", below, "--all", "--db", path).stdout
+    exported = run("export", "--format", "json", "--all", "--db", path).stdout
+    assert below in exported
+    assert below not in run("export", "--format", "json", "--db", path).stdout
+    # stats counts what it left out apart, and --all counts it in.
+    result = run("stats", "--json", "--db", path)
+    [row] = json.loads(result.stdout)
+    assert row["nodes"] == 4
+    assert result.stderr == (
+        "2 nodes of 1 conversation in hidden branches left out (--all counts them in)\n"
+    )
+    result = run("stats", "--json", "--all", "--db", path)
+    assert json.loads(result.stdout)[0]["nodes"] == 6
+    assert result.stderr == ""
+    # A command that writes takes no --all.
+    assert "--all" not in run("note", "--help").stdout

@@ -18,8 +18,10 @@ import click
 from convgraph.cli.options import (
     ANY_ID,
     NODE_ID,
+    all_option,
     command,
     db_option,
+    hidden_wanted,
     json_option,
     output_options,
 )
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 @click.argument("node_a", type=NODE_ID)
 @click.argument("node_b", type=NODE_ID)
 @db_option
+@all_option
 @json_option
 @click.option(
     "--context",
@@ -71,7 +74,7 @@ def diff_command(
     from convgraph.analysis.branch_diff import diff
     from convgraph.model.loading import load_tree_of_pair
 
-    tree = load_tree_of_pair(node_a, node_b, db_path)
+    tree = load_tree_of_pair(node_a, node_b, db_path, hidden_wanted())
     result = diff(tree, node_a, node_b, context=context)
     if as_json:
         echo_json(result.to_dict())
@@ -205,6 +208,7 @@ def _number(value: int | None, unit: str = "") -> str:
 @command("compare")
 @click.argument("node_id", metavar="ID", type=ANY_ID)
 @db_option
+@all_option
 @output_options
 def compare_command(
     node_id: str, db_path: str | None, output_format: str | None
@@ -247,12 +251,13 @@ def _tree_and_point(id_: str, db_path: str | None) -> tuple[nx.DiGraph, str | No
     from convgraph.model.loading import load_tree, load_tree_of_node
     from convgraph.sources import opened
 
+    hidden = hidden_wanted()
     with opened(db_path) as logs:
         try:
-            return load_tree_of_node(id_, logs), id_
+            return load_tree_of_node(id_, logs, hidden), id_
         except UnknownNode as unknown:
             try:
-                return load_tree(id_, logs), None
+                return load_tree(id_, logs, hidden), None
             except UnknownConversation:
                 raise unknown from None
 

@@ -32,7 +32,14 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options, filtered_trees
-from convgraph.cli.options import CONVERSATION_ID, UserError, command, db_option
+from convgraph.cli.options import (
+    CONVERSATION_ID,
+    UserError,
+    all_option,
+    command,
+    db_option,
+    hidden_wanted,
+)
 from convgraph.cli.output import (
     Counted,
     filter_words,
@@ -235,6 +242,7 @@ NO_GRAPHVIZ = (
     " characters, their size said)",
 )
 @db_option
+@all_option
 @filter_options
 def export(
     conversation_ids: tuple[str, ...],
@@ -337,7 +345,8 @@ def _forest(db_path: str | None, where: TreeFilter, progress: Any) -> Any:
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
-    return select_trees(Forest.read(db_path, progress=progress), where)
+    forest = Forest.read(db_path, progress=progress, hidden=hidden_wanted())
+    return select_trees(forest, where)
 
 
 def _write_dataset(
@@ -364,7 +373,8 @@ def _write_dataset(
             )
     from convgraph.model.filters import select_trees
 
-    forest = select_trees(Forest.read(db_path, conversation_ids=ids), where)
+    whole = Forest.read(db_path, conversation_ids=ids, hidden=hidden_wanted())
+    forest = select_trees(whole, where)
     exporter.write(forest, output, force=force)
 
 

@@ -166,14 +166,16 @@ def filtered_trees(
     """The trees the ids name (`load_trees`), or every tree, that are in:
     named trees checked one by one, the whole forest selected on its table
     (its read told to `progress`)."""
+    from convgraph.cli.options import hidden_wanted
     from convgraph.model.loading import load_trees
 
     named = list(conversation_ids)
+    hidden = hidden_wanted()
     if named:
-        return kept(load_trees(named, db_path), where)
+        return kept(load_trees(named, db_path, hidden), where)
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
     # Every tree: what `load_trees` reads too, here with its progress.
-    forest = Forest.read(db_path, progress=progress)
+    forest = Forest.read(db_path, progress=progress, hidden=hidden)
     return (select_trees(forest, where) if where else forest).trees()

@@ -254,6 +254,35 @@ def db_option(function: F) -> F:
     )(function)
 
 
+#: Where `--all` leaves its answer for the command that reads (click's
+#: context meta, shared by the command's contexts).
+SHOW_HIDDEN = "convgraph.show_hidden"
+
+
+def all_option(function: F) -> F:
+    """`--all`: also read the branches hidden with `convgraph hide` (every
+    read leaves them out otherwise); the command asks `hidden_wanted`."""
+
+    def remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        ctx.meta[SHOW_HIDDEN] = value
+        return value
+
+    return click.option(
+        "--all",
+        "show_hidden",
+        is_flag=True,
+        expose_value=False,
+        callback=remember,
+        help="Show the branches hidden with `convgraph hide` too",
+    )(function)
+
+
+def hidden_wanted() -> bool:
+    """Whether the command running was asked for hidden branches (`--all`)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(SHOW_HIDDEN))
+
+
 def json_option(function: F) -> F:
     """`--json`: print JSON instead of text, for the commands whose answer is
     one document rather than records (`tree`, `diff`, `branch`)."""

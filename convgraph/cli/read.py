@@ -18,8 +18,10 @@ from convgraph.cli.filters import FILTER_HELP, filter_options, kept
 from convgraph.cli.options import (
     CONVERSATION_ID,
     NODE_ID,
+    all_option,
     command,
     db_option,
+    hidden_wanted,
     json_option,
     output_options,
 )
@@ -46,17 +48,18 @@ if TYPE_CHECKING:
 def _tree_of_node(node_id: str, db_path: str | None) -> nx.DiGraph:
     from convgraph.model.loading import load_tree_of_node
 
-    return load_tree_of_node(node_id, db_path)
+    return load_tree_of_node(node_id, db_path, hidden_wanted())
 
 
 def _tree(conversation_id: str, db_path: str | None) -> nx.DiGraph:
     from convgraph.model.loading import load_tree
 
-    return load_tree(conversation_id, db_path)
+    return load_tree(conversation_id, db_path, hidden_wanted())
 
 
 @command(epilog=FILTER_HELP)
 @db_option
+@all_option
 @output_options
 @filter_options
 def conversations(
@@ -81,7 +84,7 @@ def conversations(
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
-    read = Forest.read(db_path, text=False)
+    read = Forest.read(db_path, text=False, hidden=hidden_wanted())
     forest = select_trees(read, where)
     table = conversation_table(forest)
     print_conversations(table[columns], output_format)
@@ -106,6 +109,7 @@ def _file_name(db_path: str | None) -> str:
 @command(epilog=FILTER_HELP)
 @click.argument("conversation_ids", nargs=-1, type=CONVERSATION_ID)
 @db_option
+@all_option
 @json_option
 @filter_options
 @click.option(
@@ -158,7 +162,9 @@ def tree(
                 for conversation_id in conversation_ids:
                     resolved = logs.resolve_conversation(conversation_id)
                     graph, found = read_tree(
-                        logs, logs.tree_id_of_conversation(resolved)
+                        logs,
+                        logs.tree_id_of_conversation(resolved),
+                        hidden=hidden_wanted(),
                     )
                     read.append(graph)
                     problems += len(found)
@@ -179,9 +185,11 @@ def tree(
             # The prompts alone: the drawing and --json show no other text
             # (an llm file read by columns leaves the answers and systems
             # out), but a node with an empty prompt is drawn by its answer.
-            read_forest = Forest.read(db_path, progress=bar, texts=DRAWN_TEXTS)
+            read_forest = Forest.read(
+                db_path, progress=bar, texts=DRAWN_TEXTS, hidden=hidden_wanted()
+            )
             if not as_json and answers_missing(read_forest):
-                read_forest = Forest.read(db_path, progress=bar)
+                read_forest = Forest.read(db_path, progress=bar, hidden=hidden_wanted())
             problems = len(read_forest.problems)
             forest = select_trees(read_forest, where)
             if forest.nodes.empty:
@@ -326,17 +334,19 @@ def _hint_check(problems: int) -> None:
 @command()
 @click.argument("node_id", type=NODE_ID)
 @db_option
+@all_option
 @output_options
 def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """The ids from the root of NODE_ID's tree down to NODE_ID."""
     from convgraph.model.loading import load_path
 
-    echo_ids(load_path(node_id, db_path), output_format)
+    echo_ids(load_path(node_id, db_path, hidden_wanted()), output_format)
 
 
 @command()
 @click.argument("node_id", type=NODE_ID)
 @db_option
+@all_option
 @output_options
 def children(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """The direct children of NODE_ID, in log order."""
@@ -352,6 +362,7 @@ def children(node_id: str, db_path: str | None, output_format: str | None) -> No
 @command()
 @click.argument("node_id", type=NODE_ID)
 @db_option
+@all_option
 @output_options
 def siblings(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """NODE_ID's alternatives: the other children of its parent, or for a
@@ -368,6 +379,7 @@ def siblings(node_id: str, db_path: str | None, output_format: str | None) -> No
 @command()
 @click.argument("node_id", type=NODE_ID)
 @db_option
+@all_option
 @output_options
 def descendants(node_id: str, db_path: str | None, output_format: str | None) -> None:
     """Every node below NODE_ID, breadth first."""
@@ -383,6 +395,7 @@ def descendants(node_id: str, db_path: str | None, output_format: str | None) ->
 @command()
 @click.argument("conversation_id", type=CONVERSATION_ID)
 @db_option
+@all_option
 @output_options
 def roots(conversation_id: str, db_path: str | None, output_format: str | None) -> None:
     """The roots of a conversation, in log order."""
@@ -394,6 +407,7 @@ def roots(conversation_id: str, db_path: str | None, output_format: str | None) 
 @command()
 @click.argument("conversation_id", type=CONVERSATION_ID)
 @db_option
+@all_option
 @output_options
 def leaves(
     conversation_id: str, db_path: str | None, output_format: str | None

@@ -28,13 +28,17 @@ from convgraph.cli.filters import FILTER_HELP, filter_options
 from convgraph.cli.options import (
     CONVERSATION_ID,
     UserError,
+    all_option,
     command,
     db_option,
+    hidden_wanted,
     output_options,
 )
+from convgraph.cli.output import say
 from convgraph.cli.progress import ProgressBar
 from convgraph.cli.tables import print_conversations
 from convgraph.model.filters import TreeFilter
+from convgraph.text import counted
 
 if TYPE_CHECKING:
     from convgraph.model.forest import Forest
@@ -105,6 +109,7 @@ SMALL_INPUT_BYTES = 1_000_000
     " on this machine, or a scheduler's address (tcp://HOST:8786)",
 )
 @db_option
+@all_option
 def stats(
     conversation_ids: tuple[str, ...],
     output_format: str | None,
@@ -202,10 +207,15 @@ def stats(
 
     with ProgressBar(enabled=False if quiet else None) as bar:
         forest = Forest.read(
-            db_path, text=False, conversation_ids=conversation_ids, progress=bar
+            db_path,
+            text=False,
+            conversation_ids=conversation_ids,
+            progress=bar,
+            hidden=hidden_wanted(),
         )
         bar("computing statistics", 0, None)
         forest = select_trees(forest, where)
+        hidden = forest.hidden
         if keys is not None:
             _usage(
                 forest,
@@ -238,6 +248,12 @@ def stats(
         # walks its object columns, and the memory is free for the output.
         del forest
     print_conversations(table, output_format, columns)
+    if hidden and not hidden_wanted():
+        nodes = sum(hidden.values())
+        say(
+            f"{counted(nodes, 'node')} of {counted(len(hidden), 'conversation')}"
+            " in hidden branches left out (--all counts them in)"
+        )
 
 
 def _priced(table: Any, forest: Forest, where: TreeFilter) -> Any:
@@ -312,9 +328,12 @@ def small_records(
     from convgraph.sources import LogDatabase, opened
     from convgraph.sources.agents.sessions import AgentSessions
     from convgraph.sources.chat.exports import ChatExport
+    from convgraph.sources.notes import read_notes
 
     records = []
     with opened(db_path) as logs:
+        if any(note.hidden for note in read_notes(logs).values()):
+            return None  # the table counts what hidden branches leave out
         if isinstance(logs, ChatExport) and not conversation_ids:
             return _export_records(logs)
         if not isinstance(logs, LogDatabase | AgentSessions):

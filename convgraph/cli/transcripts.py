@@ -21,8 +21,10 @@ from convgraph.cli.filters import FILTER_HELP, filter_options, filtered_trees
 from convgraph.cli.options import (
     ANY_ID,
     CONVERSATION_ID,
+    all_option,
     command,
     db_option,
+    hidden_wanted,
     json_option,
     output_options,
 )
@@ -60,6 +62,7 @@ from convgraph.text import counted, excerpt
     " their size said)",
 )
 @db_option
+@all_option
 def transcript(
     node_id: str,
     as_json: bool,
@@ -83,7 +86,7 @@ def transcript(
     if format_name is not None and format_name.lower() == "json":
         click.echo("Note: --format json is spelt --json now, as elsewhere", err=True)
         as_json = True
-    found = read_transcript(node_id, db_path)
+    found = read_transcript(node_id, db_path, hidden_wanted())
     if as_json:
         echo_json(found.messages())
     elif is_terminal(sys.stdout):
@@ -109,6 +112,7 @@ def transcript(
     help="Keep the model's reasoning in the answers (reasoning_content)",
 )
 @db_option
+@all_option
 @output_options
 @filter_options
 def pairs(

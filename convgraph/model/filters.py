@@ -11,11 +11,7 @@ property test for the pair (tests/test_filters.py): `node_matches` on one
 node's attributes and `tree_is_in` on one DiGraph (for the commands that read
 one tree), and `matching_rows` on a whole nodes table, vectorized (the glob
 is matched once per model name, not per row), with `select_trees` giving the
-`Forest` of the trees that are in. A third form, `sql_condition`, is the rule
-as an SQL condition on a table that keeps each node's time as an integer
-(`moments`), its model and its source, for the search index, which applies
-it without loading its table (the same property test holds it to the others).
-Every form compares a node's time as `convgraph.times` reads it, a moment
+`Forest` of the trees that are in. Every form compares a node's time as `convgraph.times` reads it, a moment
 from year 1 to 9999 to the microsecond (`parse_time`, `parse_times`,
 `epoch_microseconds`), so a node dated 0001-01-01 (Go's zero time) or 9999
 is kept or left out alike by every command; a bound given as a naive time
@@ -25,12 +21,12 @@ is UTC, as a stored time without an offset is.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from convgraph.times import epoch_microseconds, parse_time
+from convgraph.times import parse_time
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -185,57 +181,6 @@ def select_trees(forest: Forest, where: TreeFilter) -> Forest:
     names = {key: name for key, name in forest.names.items() if key in tree_ids}
     problems = [problem for problem in forest.problems if problem.node_id in kept_ids]
     calls = {call: node for call, node in forest.calls.items() if node in kept_ids}
-    return Forest(nodes, names, problems, None, calls)
-
-
-def moments(times: pd.Series) -> list[int | None]:
-    """Each `datetime_utc` of a nodes table as microseconds since 1970 UTC
-    (`convgraph.times.epoch_microseconds`; None where it is no time, as
-    `parse_times` reads it): what `sql_condition` compares with the
-    filter's bounds."""
-    from convgraph.times import parse_times
-
-    parsed = parse_times(times)
-    counts = parsed.dt.tz_localize(None).to_numpy("datetime64[us]").view("int64")
-    missing = parsed.isna().tolist()
-    return [
-        None if gone else value
-        for value, gone in zip(counts.tolist(), missing, strict=True)
-    ]
-
-
-def sql_condition(
-    where: TreeFilter, models: Iterable[str | None]
-) -> tuple[str, list[Any]]:
-    """`node_matches` as an SQL condition on a table with the columns
-    `moment` (`moments` of its times), `model` and `source`, and its
-    parameters; `models` the model names the table holds, each matched
-    against the globs here once (`fnmatch`, as the other forms match).
-
-    Examples
-    --------
-    >>> sql_condition(TreeFilter(sources=("turns",)), [])
-    ('source in (select value from json_each(?))', ['["turns"]'])
-    >>> sql_condition(TreeFilter(), [])
-    ('1', [])
-    """
-    import json
-
-    terms: list[str] = []
-    parameters: list[Any] = []
-    if where.sources:
-        terms.append("source in (select value from json_each(?))")
-        parameters.append(json.dumps(list(where.sources)))
-    if where.models:
-        passing = [
-            name for name in models if name is not None and where.model_matches(name)
-        ]
-        terms.append("model in (select value from json_each(?))")
-        parameters.append(json.dumps(passing))
-    if where.since is not None:
-        terms.append("moment >= ?")
-        parameters.append(epoch_microseconds(where.since))
-    if where.until is not None:
-        terms.append("moment <= ?")
-        parameters.append(epoch_microseconds(where.until))
-    return " and ".join(terms) or "1", parameters
+    selected = Forest(nodes, names, problems, None, calls)
+    selected.hidden = {tree: n for tree, n in forest.hidden.items() if tree in tree_ids}
+    return selected

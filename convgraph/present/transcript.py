@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from convgraph import parts as kinds
-from convgraph.errors import UnknownConversation, UnknownNode
+from convgraph.errors import HiddenNode, UnknownConversation, UnknownNode
 from convgraph.model.tree import run_calls
 from convgraph.present.local_time import person_time
 from convgraph.present.markdown_text import (
@@ -520,6 +520,7 @@ def _reasoning_lines(part: Mapping[str, Any]) -> list[str]:
 def transcript(
     node_or_conversation_id: str,
     db: str | os.PathLike[str] | Source | None = None,
+    hidden: bool = False,
 ) -> Transcript:
     """The transcript down to a node, or along a conversation's active path.
 
@@ -531,11 +532,16 @@ def transcript(
     db
         A path to a `logs.db` or chat export, an open `Source`, or None
         for llm's own.
+    hidden
+        Keep the branches the user hid (`convgraph hide`), left out by
+        default.
 
     Raises
     ------
     UnknownNode
         The id names neither a node nor a conversation.
+    HiddenNode
+        The node is in a hidden branch, and `hidden` is False.
     DatabaseError
     """
     from convgraph.model.loading import read_tree
@@ -552,6 +558,10 @@ def transcript(
             except UnknownConversation:
                 raise UnknownNode(node_or_conversation_id) from None
             node = None
-        tree = read_tree(logs, tree_id)[0]
+        tree = read_tree(logs, tree_id, hidden=hidden)[0]
+    if node is not None and node not in tree:
+        node = tree.graph.get("calls", {}).get(node)
+        if node is None:
+            raise HiddenNode(node_or_conversation_id)
     end = node if node is not None else active_end(tree)
     return Transcript(tree, path(tree, end))

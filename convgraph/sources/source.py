@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from convgraph.errors import (
     AmbiguousId,
@@ -150,6 +150,16 @@ class ForestRead:
     names: dict[str, Any]
     problems: list[Problem] = field(default_factory=list)
     calls: dict[str, str] = field(default_factory=dict)
+
+
+class NodeTexts(NamedTuple):
+    """A batch of nodes' texts read apart from the forest
+    (`Source.text_batches`): the nodes' ids, and each text column
+    (`contract.TEXT_ATTRIBUTES`: prompt, system, response) as a list of
+    str or None aligned with them."""
+
+    ids: list[str]
+    texts: dict[str, list[str | None]]
 
 
 class Source:
@@ -360,6 +370,22 @@ class Source:
     ) -> ForestRead:
         """Every tree as one table (`read` without `trees`)."""
         raise NotImplementedError
+
+    def text_batches(
+        self, progress: ProgressCallback | None = None
+    ) -> Iterator[NodeTexts] | None:
+        """Every node's texts apart from the rest of the forest, in batches
+        of a few thousand nodes, for work that reads the structure without
+        texts (`read(texts=False)`) and cannot hold every text at once (the
+        search index's first build). A node's texts are the ones `read`
+        gives it, its prompt, system and response being all of them (no
+        parts); the batches may hold nodes that the forest read before
+        did not (rows logged since, hidden branches), in any order.
+
+        None (this default) where the reader gives its texts only with the
+        forest: then read it with its texts.
+        """
+        return None
 
 
 def _read_trees(

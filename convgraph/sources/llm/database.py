@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from convgraph.sources.source import (
     NODE,
     ForestRead,
     IdMatch,
+    NodeTexts,
     ProgressCallback,
     Source,
     TreeRecords,
@@ -324,6 +325,27 @@ class LogDatabase(Source):
         if self.store is not None:
             read.problems += self.store.fork_problems()
         return read
+
+    def text_batches(
+        self, progress: ProgressCallback | None = None
+    ) -> Iterator[NodeTexts] | None:
+        """The texts of a file whose nodes are all legacy responses that are
+        their prompt, system and response alone (no tool calls, attachments
+        or fragments: those are parts, and tool chains fold several
+        responses into one node), read in chunks of the `responses` table
+        (`LegacyReader.text_batches`); None for any other file (turns, or
+        parts to build), whose texts come with the forest (`read`)."""
+        if self.legacy is None:
+            return None
+        tables = self.legacy.parts.tables()
+        if self.store is not None:
+            tables += ["turns"]
+        if any(
+            self.conn.execute(f'select exists(select 1 from "{table}")').fetchone()[0]
+            for table in tables
+        ):
+            return None
+        return self.legacy.text_batches(progress)
 
     def _tables(self) -> list[str]:
         tables = []

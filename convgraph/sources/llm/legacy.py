@@ -15,6 +15,7 @@ forest); `tests/test_read_rules.py` checks that they agree.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
@@ -33,7 +34,7 @@ from convgraph.sources.llm.legacy_parts import (
     add_run_records,
 )
 from convgraph.sources.llm.snapshot import Snapshot
-from convgraph.sources.source import prefix_range
+from convgraph.sources.source import NodeTexts, ProgressCallback, prefix_range
 from convgraph.sources.tables import as_integer, as_text
 
 if TYPE_CHECKING:
@@ -305,6 +306,22 @@ class LegacyReader:
                 self.conn, nodes, self.skip_ids_in_turns
             )
         return nodes, self._names(snapshot=snapshot)
+
+    def text_batches(
+        self, progress: ProgressCallback | None = None
+    ) -> Iterator[NodeTexts]:
+        """Every response's prompt, system and response, as `read_all` reads
+        them (the same SQL, the same decoding), a chunk of the chunked-read
+        rule at a time (`Snapshot.rows`: short statements in rowid order),
+        so that no more than a chunk of texts is held. Responses without an
+        id are left out, as `read_all` leaves them."""
+        columns = ", ".join([ID, *(self._column(name) for name in TEXT_ATTRIBUTES)])
+        snapshot = Snapshot(self.conn, ["responses"], progress)
+        for chunk in snapshot.rows("responses", columns, alias="r"):
+            rows = [row for row in chunk if row[1] is not None]
+            if rows:
+                _, ids, *texts = (list(column) for column in zip(*rows, strict=True))
+                yield NodeTexts(ids, dict(zip(TEXT_ATTRIBUTES, texts, strict=True)))
 
     def tables(self) -> list[str]:
         """The tables `read_all` reads."""

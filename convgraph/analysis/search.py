@@ -341,7 +341,7 @@ def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
     tantivy's terms aggregation."""
     import tantivy
 
-    from convgraph.analysis.search_index import _moment
+    from convgraph.analysis.search_documents import moment
 
     layout = index.index.schema
     conditions = []
@@ -355,9 +355,9 @@ def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
     if where.timed:
         lower = upper = None
         if where.since is not None:
-            lower = _moment(where.since.isoformat())
+            lower = moment(where.since.isoformat())
         if where.until is not None:
-            upper = _moment(where.until.isoformat())
+            upper = moment(where.until.isoformat())
         if lower is None and upper is None:
             conditions.append(tantivy.Query.exists_query("moment"))
         else:

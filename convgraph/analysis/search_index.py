@@ -9,8 +9,11 @@ only the prompt and the answer of each call (no tool calls or results, no
 reasoning, no system prompt), one row a call rather than a node (a tool
 chain is one node: `sources.llm.runs`), and a file upgraded from an older
 llm holds the two generations in two tables. So the index is built from the
-forest (`Forest.read` with its texts), one document a node, never inside
-the user's file.
+forest, one document a node (`convgraph.analysis.search_documents`), never
+inside the user's file: from the forest read without its texts and the
+texts taken a batch at a time where the reader gives them so
+(`Source.text_batches`: llm's legacy files), so that a large file's texts
+are never all held at once, else from the forest read with its texts.
 
 Where it lies: a directory in the user's cache
 (`$XDG_CACHE_HOME/convgraph/search/`, else `~/.cache/convgraph/search/`)
@@ -46,11 +49,22 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convgraph.analysis.search_documents import (
+    ABANDONED,
+    ACTIVE,
+    FIELDS,
+    SIDECHAIN,
+    NodeColumns,
+    RepeatedIds,
+    add_documents,
+    batched_documents,
+    forest_documents,
+)
 from convgraph.analysis.search_stamps import (
     changed_trees,
     content_stamp,
@@ -64,11 +78,14 @@ from convgraph.analysis.search_text import (
     parts_text,
     spaced,
 )
-from convgraph.contract import PARTS
 from convgraph.errors import DatabaseError, UnknownConversation
 from convgraph.sources.source import Source
 
 __all__ = [
+    "ABANDONED",
+    "ACTIVE",
+    "FIELDS",
+    "SIDECHAIN",
     "ZERO_WIDTH_SPACE",
     "SearchIndex",
     "analyzer",
@@ -84,7 +101,6 @@ __all__ = [
 if TYPE_CHECKING:
     import tantivy
 
-    from convgraph.model.forest import Forest
     from convgraph.sources.source import ProgressCallback
 
 #: The layout of the index and its text rules: an index of another layout
@@ -94,19 +110,10 @@ INDEX_VERSION = 1
 INDEX_SUFFIX = ".convgraph-search"
 #: The file in the index directory that says what the index was built from.
 META_FILE = "convgraph-search.json"
-#: The indexed texts of a node.
-FIELDS = ("prompt", "response", "system", PARTS)
 #: The name the index's analyzer is registered under.
 TOKENIZER = "convgraph"
-#: A node's place on its tree, as the index keeps it (`branch` field).
-ACTIVE, ABANDONED, SIDECHAIN = 0, 1, 2
-#: The writer's memory for documents not yet written (tantivy's heap), and
-#: how many nodes are made documents at a time.
+#: The writer's memory for documents not yet written (tantivy's heap).
 WRITER_HEAP = 200_000_000
-CHUNK = 20_000
-
-#: A document's fields that a node may lack, in `_documents`' order.
-_OPTIONAL = ("model", "source", "time", "moment", *FIELDS)
 
 # -- where the index lies ---------------------------------------------------
 
@@ -426,143 +433,37 @@ def _write_meta(path: Path, meta: dict[str, Any]) -> None:
 # -- writing --------------------------------------------------------------
 
 
-def _documents(
-    forest: Forest, progress: ProgressCallback | None = None
-) -> Iterator[dict[str, Any]]:
-    """Each node of `forest` as the index's document, made `CHUNK` nodes at
-    a time (the columns turned into Python values a slice at a time)."""
-    from convgraph.analysis.abandoned import subagent_rows
+def _add_every_node(
+    logs: Source, writer: Any, progress: ProgressCallback | None
+) -> set[str]:
+    """Every node of `logs` added to `writer` as its document; the model
+    names the nodes hold.
 
-    nodes = forest.nodes
-    total = len(nodes)
-    depths = forest.depths
-    active = nodes["active"].to_numpy(dtype=bool)
-    subagent = subagent_rows(nodes)
-    report = progress or (lambda phase, done, total: None)
-    for start in range(0, total, CHUNK):
-        report("indexing nodes", start, total)
-        rows = slice(start, start + CHUNK)
-        part = nodes.iloc[rows]
-        ids, trees, models, sources, times = (
-            _plain(part[name])
-            for name in ("id", "tree_id", "model", "source", "datetime_utc")
-        )
-        moments = _moments(part["datetime_utc"], times)
-        extras = [
-            parts_text(value) if isinstance(value, list) else None
-            for value in part[PARTS].tolist()
-        ]
-        # Each text made as the index holds it, a column at a time.
-        texts = [
-            [normalized(value) if value else None for value in column]
-            for column in (*(_plain(part[name]) for name in FIELDS[:3]), extras)
-        ]
-        branches = [
-            SIDECHAIN if side else ACTIVE if on_path else ABANDONED
-            for side, on_path in zip(
-                subagent[rows].tolist(), active[rows].tolist(), strict=True
-            )
-        ]
-        for row in zip(
-            ids,
-            trees,
-            depths[rows].tolist(),
-            branches,
-            models,
-            sources,
-            times,
-            moments,
-            *texts,
-            strict=True,
-        ):
-            document: dict[str, Any] = {
-                "id": row[0],
-                "tree": row[1],
-                "depth": row[2],
-                "branch": row[3],
-            }
-            # Only the values there are: tantivy takes no null.
-            for name, value in zip(_OPTIONAL, row[4:], strict=True):
-                if value is not None:
-                    document[name] = value
-            yield document
-    report("indexing nodes", total, total)
-
-
-def _plain(column: Any) -> list[Any]:
-    """A column's values as str or None (pandas' missing values None)."""
-    values = column.astype(object)
-    return [
-        None if value is None else str(value)
-        for value in values.where(column.notna(), None).tolist()
-    ]
-
-
-def _moments(column: Any, texts: list[str | None]) -> list[int | None]:
-    """`_moment` of each time of a column: pandas' parse (`parse_times`,
-    the same rule) where it gives a time, `_moment` of the text where it
-    gives none (a year its clock cannot hold)."""
-    from convgraph.times import parse_times
-
-    parsed = parse_times(column.reset_index(drop=True))
-    naive = parsed.dt.tz_convert("UTC").dt.tz_localize(None)
-    # Microseconds, whatever unit the column holds (a year 1 to 9999 fits).
-    values = naive.to_numpy("datetime64[us]").view("int64").tolist()
-    missing = parsed.isna().tolist()
-    return [
-        (_moment(text) if text is not None else None) if gone else value
-        for value, gone, text in zip(values, missing, texts, strict=True)
-    ]
-
-
-def _moment(text: str) -> int | None:
-    """A stored time as microseconds since 1970 UTC, as `parse_time` reads
-    it (every year from 1 to 9999), None where it is no time."""
-    from datetime import UTC, datetime, timedelta
-
-    from convgraph.times import parse_time
-
-    moment = parse_time(text)
-    if moment is None:
-        return None
-    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
-
-
-def _add(writer: Any, documents: Iterable[dict[str, Any]]) -> None:
-    """The documents added, each as JSON (orjson's bytes, which tantivy
-    parses faster than Python builds a Document); a document orjson
-    refuses (a lone surrogate in an id) goes through a Document."""
-    import base64
-
-    import orjson
-    import tantivy
+    Where the reader gives the texts apart from the forest
+    (`Source.text_batches`: llm's legacy files), the forest is read without
+    them and each batch of texts made documents as it comes, so that the
+    texts are never all held at once (a forest read with its texts holds
+    most of the file); tantivy indexes a batch while the next is read.
+    Elsewhere the forest is read with its texts."""
+    from convgraph.model.forest import Forest
 
     layout = schema()
-    for document in documents:
-        time = document.get("time")
-        if time is not None:
-            # A bytes field: base64 in JSON. Stored, never indexed.
-            stored = time.encode("utf-8", "surrogatepass")
-            document["time"] = base64.b64encode(stored).decode("ascii")
+    batches = logs.text_batches()
+    if batches is not None:
+        forest = Forest.read(logs, text=False, progress=progress)
+        columns = NodeColumns(forest)
+        del forest  # the structure is in `columns`, a fraction of it
         try:
-            writer.add_json(orjson.dumps(document).decode("utf-8"))
-        except orjson.JSONEncodeError:
-            writer.add_document(tantivy.Document.from_dict(_safe(document), layout))
-
-
-def _safe(document: dict[str, Any]) -> dict[str, Any]:
-    """A document whose strings hold no lone surrogate (U+FFFD instead)."""
-    return {
-        key: value.encode("utf-8", "replace").decode("utf-8")
-        if isinstance(value, str)
-        else value
-        for key, value in document.items()
-    }
-
-
-def _models(forest: Forest) -> set[str]:
-    """The model names of the forest's nodes."""
-    return {str(name) for name in forest.nodes["model"].dropna().unique().tolist()}
+            add_documents(writer, batched_documents(columns, batches, progress), layout)
+            return columns.models
+        except RepeatedIds:
+            # Ids that are no key: the forest read with its texts decides
+            # which row is the node. Nothing was committed: start afresh.
+            writer.rollback()
+    forest = Forest.read(logs, text=True, progress=progress)
+    columns = NodeColumns(forest)
+    add_documents(writer, forest_documents(forest, columns, progress), layout)
+    return columns.models
 
 
 def _writer(index: Any) -> Any:
@@ -584,21 +485,16 @@ def _build(
     index; its meta."""
     import tantivy
 
-    from convgraph.model.forest import Forest
-
     for stale in path.parent.glob(f"{path.name}.*.partial"):
         shutil.rmtree(stale, ignore_errors=True)  # a killed writer's
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     old = path.with_name(f"{path.name}.{os.getpid()}.old")
     try:
-        forest = Forest.read(logs, text=True, progress=progress)
         partial.mkdir()
         index = tantivy.Index(schema(), path=str(partial), reuse=False)
         index.register_tokenizer(TOKENIZER, analyzer())
         writer = _writer(index)
-        _add(writer, _documents(forest, progress))
-        models = _models(forest)
-        del forest
+        models = _add_every_node(logs, writer, progress)
         if progress:
             progress("writing the search index", 0, None)
         writer.commit()
@@ -656,8 +552,9 @@ def _updated(
             writer.delete_documents_by_term("tree", tree)
         for node_id in forest.nodes["id"].tolist():
             writer.delete_documents_by_term("id", str(node_id))
-        _add(writer, _documents(forest))
-        models = _models(forest)
+        columns = NodeColumns(forest)
+        add_documents(writer, forest_documents(forest, columns), schema())
+        models = columns.models
         # The meta says "not current" until the commit is made: a process
         # killed between the two builds again rather than trusting it.
         _write_meta(path, {**meta, "quick": None, "content": None})

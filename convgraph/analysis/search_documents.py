@@ -50,9 +50,6 @@ FIELDS = ("prompt", "response", "system", PARTS)
 #: time (its columns turned into Python values a slice at a time).
 CHUNK = 20_000
 
-#: A document's fields that a node may lack, in `NodeColumns.documents`'
-#: order.
-_OPTIONAL = ("model", "source", "time", "moment", *FIELDS)
 #: The texts the file's readers give as columns (the rest are the parts).
 _COLUMNS = FIELDS[:3]
 
@@ -113,8 +110,26 @@ class NodeColumns:
 
         times = self.times.at(rows)
         moments = moments_of(pd.Series(times, dtype=object), times)
-        columns = [texts.get(name) or [None] * len(rows) for name in FIELDS]
-        for row in zip(
+        nothing = [None] * len(rows)
+        prompts, responses, systems, parts = (
+            texts.get(name) or nothing for name in FIELDS
+        )
+        # Each value tested by name, not in a loop over the fields: this
+        # runs once a node, a million times on a large file.
+        for (
+            node_id,
+            tree,
+            depth,
+            branch,
+            model,
+            source,
+            time,
+            microseconds,
+            prompt,
+            response,
+            system,
+            part,
+        ) in zip(
             self.ids.at(rows),
             self.trees.at(rows),
             self.depths[rows].tolist(),
@@ -123,18 +138,34 @@ class NodeColumns:
             self.sources.at(rows),
             times,
             moments,
-            *columns,
+            prompts,
+            responses,
+            systems,
+            parts,
             strict=True,
         ):
             document: dict[str, Any] = {
-                "id": row[0],
-                "tree": row[1],
-                "depth": row[2],
-                "branch": row[3],
+                "id": node_id,
+                "tree": tree,
+                "depth": depth,
+                "branch": branch,
             }
-            for name, value in zip(_OPTIONAL, row[4:], strict=True):
-                if value is not None:
-                    document[name] = value
+            if model is not None:
+                document["model"] = model
+            if source is not None:
+                document["source"] = source
+            if time is not None:
+                document["time"] = time
+            if microseconds is not None:
+                document["moment"] = microseconds
+            if prompt is not None:
+                document["prompt"] = prompt
+            if response is not None:
+                document["response"] = response
+            if system is not None:
+                document["system"] = system
+            if part is not None:
+                document[PARTS] = part
             yield document
 
     def rows_of(self, ids: list[str], start: int) -> np.ndarray:
@@ -347,19 +378,20 @@ def add_documents(
     `layout`, each as JSON (orjson's bytes, which tantivy parses faster
     than Python builds a Document); a document orjson refuses (a lone
     surrogate in an id) goes through a Document."""
-    import base64
+    from binascii import b2a_base64
 
     import orjson
     import tantivy
 
+    dumps, add = orjson.dumps, writer.add_json
     for document in documents:
         time = document.get("time")
         if time is not None:
             # A bytes field: base64 in JSON. Stored, never indexed.
             stored = time.encode("utf-8", "surrogatepass")
-            document["time"] = base64.b64encode(stored).decode("ascii")
+            document["time"] = b2a_base64(stored, newline=False).decode("ascii")
         try:
-            writer.add_json(orjson.dumps(document).decode("utf-8"))
+            add(dumps(document).decode("utf-8"))
         except orjson.JSONEncodeError:
             writer.add_document(tantivy.Document.from_dict(_safe(document), layout))
 

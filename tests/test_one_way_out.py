@@ -435,3 +435,32 @@ def test_reading_never_changes_the_file(tmp_path):
         finished(convgraph("tree", "-d", database, stdout=full, stderr=subprocess.PIPE))
     assert file_digest(database) == before
     sqlite3.connect(database).close()
+
+
+def test_a_chart_goes_through_the_one_writer(tmp_path: Path) -> None:
+    """`stats --by --plot FILE` writes the picture whole into a named pipe
+    (a reader waiting), in place, and replaces a regular file without a
+    partial file left beside it."""
+    pytest.importorskip("matplotlib")
+    from convgraph.analysis.usage import usage_table, write_chart
+    from convgraph.model.forest import Forest
+
+    forest = Forest.read(ROOT / "examples" / "logs.db", text=False)
+    table = usage_table(forest, ["model"])
+    pipe = tmp_path / "chart.svg"
+    os.mkfifo(pipe)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()))
+    reader.start()
+    write_chart(table, "output_tokens", str(pipe))
+    reader.join(timeout=60)
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+    assert received and received[0].lstrip().startswith(b"<?xml")
+    picture = tmp_path / "chart.png"
+    picture.write_bytes(b"old")
+    write_chart(table, "output_tokens", str(picture))
+    assert picture.read_bytes().startswith(b"\x89PNG")
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "chart.png",
+        "chart.svg",
+    ]

@@ -59,6 +59,7 @@ from convgraph.links.integrity import IMPOSSIBLE_COUNT, Problem
 from convgraph.model.filters import TreeFilter, matching_rows, select_trees
 from convgraph.model.marks import active_column
 from convgraph.times import parse_times
+from convgraph.writing import written
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -681,4 +682,7 @@ def write_chart(table: pd.DataFrame, measure: str, path: str) -> None:
             frame.plot.bar(stacked=True, ax=axes, legend=len(frame.columns) > 1)
         axes.set_title(measure)
         axes.set_xlabel(str(frame.index.name))
-        figure.savefig(path, format=suffix)
+        # Through the one writer: a regular file replaced whole, a pipe or a
+        # device written in place, nothing partial left on an interrupt.
+        with written(path) as stream:
+            figure.savefig(stream, format=suffix)

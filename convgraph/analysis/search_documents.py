@@ -5,8 +5,7 @@ A document holds a node's texts (prompt, response, system prompt, the
 searchable text of its parts: `search_text.parts_text`), each made as the
 index holds it (`search_text.normalized`), and what a hit shows or a
 filter asks beside them: the node's id and tree, its depth and branch mark
-(`search_index.ACTIVE`, `ABANDONED` or `SIDECHAIN`, as the model gives
-them), its model, source and stored time, and that time as microseconds
+(`ACTIVE`, `ABANDONED` or `SIDECHAIN`, as the model gives them), its model, source and stored time, and that time as microseconds
 (`moment`, for time filters).
 
 The documents come two ways, by one rule (`NodeColumns.documents`):
@@ -19,9 +18,9 @@ The documents come two ways, by one rule (`NodeColumns.documents`):
   columns (`NodeColumns`), and the texts taken from the file a batch at a
   time (`Source.text_batches`: llm's legacy files, the largest). What it
   buys: a forest read with its texts holds every text at once, most of
-  the file (a million responses: about 1.4 GB at the read's peak), where
-  this holds the structure and one batch; and the texts are read while
-  tantivy indexes the batches before them.
+  the file, where this holds the structure and one batch (`python -m
+  benchmarks search` prints the build's peak memory); and each batch is
+  read while tantivy's threads index the ones before it.
 
 `tests/test_search_documents.py` checks that both give the same documents.
 """
@@ -249,7 +248,8 @@ def forest_documents(
     already."""
     import numpy as np
 
-    columns = columns or NodeColumns(forest)
+    if columns is None:
+        columns = NodeColumns(forest)
     nodes = forest.nodes
     total = len(nodes)
     report = progress or (lambda phase, done, total: None)

@@ -205,3 +205,31 @@ def test_all_shows_the_hidden_branches_in_every_reading_command(retried: dict) -
     assert result.stderr == ""
     # A command that writes takes no --all.
     assert "--all" not in run("note", "--help").stdout
+
+
+def test_search_leaves_a_hidden_branch_out_and_finds_it_shown_again(
+    retried: dict, tmp_path: Path
+) -> None:
+    """The index is a cache of what every output shows: a hide (a note in
+    convgraph's table) has the hidden node's tree read again, on llm's file
+    and beside a chat export."""
+    from convgraph.analysis.search import search
+
+    path, below = retried["path"], retried["below"]
+    index = tmp_path / "index"
+
+    def found(db: Path, words: str) -> set[str]:
+        return {hit.id for hit in search(db, words, index_directory=index)}
+
+    assert below in found(path, "Go on")
+    run("hide", retried["tries"][0], "--db", path)
+    assert below not in found(path, "Go on")
+    run("unhide", retried["tries"][0], "--db", path)
+    assert below in found(path, "Go on")
+    export = build.write_zip(
+        tmp_path / "chatgpt-export.zip", build.split(build.chatgpt_export(), 2)
+    )
+    before = found(export, "monad")
+    assert "a1b" in before
+    run("hide", "a1b", "--db", export)
+    assert found(export, "monad") == before - {"a1b"}

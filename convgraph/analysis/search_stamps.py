@@ -16,7 +16,10 @@ up to the old largest rowid must be as they were (as many, the same sum,
 the same last id: a newest row deleted and another logged in its place has
 another id) and the rows above it are what was logged since, whose trees
 alone are read again. Anything else (a deletion, links moved, a migration,
-an export's or an agents' folder's files) builds the index again.
+an export's or an agents' folder's files) builds the index again. The
+branches the user hid (`convgraph hide`) are in the stamp too: a node hidden
+or shown again has its tree read again, so a search never finds what every
+other output leaves out.
 (`PRAGMA data_version` only tells a connection about others' commits while
 it stays open, so it says nothing to a new process.) What no stamp sees
 short of reading every row: a text edited in place by another program that
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
+from convgraph.sources.notes import notes_file, read_notes
 from convgraph.sources.source import Source
 
 #: The tables of llm's file whose rows are nodes (or calls folded into one)
@@ -49,6 +53,10 @@ def quick_stamp(logs: Source) -> list[Any]:
         files = sorted(file for file in path.rglob("*") if not file.is_dir())
     else:
         files = [path, path.with_name(path.name + "-wal")]
+    if logs.conn is None:
+        # The notes (and hidden branches) of a file convgraph only reads
+        # lie beside it.
+        files.append(notes_file(logs))
     found: list[Any] = []
     for file in files:
         try:
@@ -130,7 +138,7 @@ def content_stamp(logs: Source, old: dict[str, Any] | None = None) -> dict[str, 
     rowid of the `old` stamp counted); for an export, its quick stamp."""
     conn = logs.conn
     if conn is None:
-        return {"files": quick_stamp(logs)}
+        return {"files": quick_stamp(logs), "hidden": hidden_nodes(logs)}
     try:
         (version,) = conn.execute("pragma schema_version").fetchone()
         tables = {
@@ -149,7 +157,14 @@ def content_stamp(logs: Source, old: dict[str, Any] | None = None) -> dict[str, 
                 stamp[table] = _table_stamp(conn, table, bound)
     except sqlite3.Error as error:
         raise DatabaseError(f"cannot read {logs.path}: {error}") from None
+    stamp["hidden"] = hidden_nodes(logs)
     return stamp
+
+
+def hidden_nodes(logs: Source) -> list[str]:
+    """The nodes the user hid (`convgraph hide`), in order: convgraph's
+    notes table, small enough to read whole."""
+    return sorted(node for node, note in read_notes(logs).items() if note.hidden)
 
 
 def changed_trees(
@@ -195,6 +210,10 @@ def changed_trees(
             if conversation_id not in named:
                 named.add(conversation_id)
                 trees.add(_tree_of(logs, str(conversation_id), str(node_id)))
+    # A branch hidden or shown again: its tree is read again.
+    for node in set(old.get("hidden", ())) ^ set(new.get("hidden", ())):
+        with contextlib.suppress(UnknownNode):
+            trees.add(logs.tree_id_of_node(node))
     return trees
 
 

@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from convgraph.analysis.stats import conversation_table
 from convgraph.browse import count_conversations, list_conversations
 from convgraph.browse.listing import SHAPES_COMMAND
 from convgraph.browse.tree_screen import ConversationScreen
 from convgraph.errors import UnknownNode
+from convgraph.model.forest import Forest
 from convgraph.present.local_time import person_time
 from convgraph.sources import open_logs
 from tests.databases import add_response, legacy_database
@@ -63,11 +65,13 @@ def test_list_shows_every_conversation_with_its_figures():
         ]
         table = app.query_one("#conversations")
         assert str(app.query_one("#heading").render()) == (
-            "name                      nodes leaves depth last             models"
+            "name                      nodes leaves depth retry last             models"
         )
+        # The share of its tokens that abandoned branches spent, as stats
+        # counts it (`abandoned_share`: 52%).
         assert table.lines[2] == (
-            "How hash maps work            7      4     2"
-            " 2025-09-27 09:14 claude-3.5-sonn…"
+            "How hash maps work            7      4     2   52%"
+            " 2025-09-27 09:14 claude-3.5-…"
         )
         await pilot.press("down", "down", "enter")  # the table has the keys
         await settle(app, pilot)
@@ -109,9 +113,9 @@ def test_a_wide_character_name_keeps_the_columns_in_line(tmp_path):
     async def scenario(app, pilot):
         table = app.query_one("#conversations")
         assert table.lines == [
-            "日本語の長い会話の名前…       1      1     0 2025-01-03 10:00 echo",
-            "trees                         1      1     0 2025-01-02 10:00 echo",
-            "木の会話                      1      1     0 2025-01-01 10:00 echo",
+            "日本語の長い会話の名前…       1      1     0       2025-01-03 10:00 echo",
+            "trees                         1      1     0       2025-01-02 10:00 echo",
+            "木の会話                      1      1     0       2025-01-01 10:00 echo",
         ]
         # Where each line's node count stands, in cells: the same everywhere,
         # on the screen too (the heading's "nodes" column ends there).
@@ -120,7 +124,8 @@ def test_a_wide_character_name_keeps_the_columns_in_line(tmp_path):
             for row in range(3)
         ]
         assert {cell_len(line[: line.index(" 1 ") + 1]) for line in drawn} == {30}
-        assert table.virtual_size.width == 66
+        # The longest line: 67 cells to the time's end, " echo" after it.
+        assert table.virtual_size.width == 72
 
     drive(db, scenario)
 
@@ -1107,8 +1112,12 @@ def test_shape_figures_read_in_a_process_of_their_own(tmp_path):
         text=True,
         check=True,
     )
-    # Nodes, leaves and depth.
-    assert json.loads(found.stdout)["01jb2hashmap0000000000000"] == [7, 4, 2]
+    # Nodes, leaves, depth and the share of tokens on abandoned branches,
+    # as the statistics table counts them.
+    row = conversation_table(Forest.read(EXAMPLES / "logs.db", text=False))
+    row = row.set_index("tree_id").loc["01jb2hashmap0000000000000"]
+    expected = [7, 4, 2, float(row["abandoned_share"])]
+    assert json.loads(found.stdout)["01jb2hashmap0000000000000"] == expected
     missing = subprocess.run(
         [sys.executable, "-c", SHAPES_COMMAND, tmp_path / "none.db"],
         capture_output=True,

@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convgraph.analysis.branch_diff import diff
+from convgraph.analysis.stats import summary
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ConvgraphError
 from convgraph.export import FORMATS, ExportError, read_json
@@ -308,6 +309,11 @@ def test_lists_every_conversation_with_its_statistics(example_page):
     assert item.locator(".conversation-figures").first.text_content() == (
         "7 nodes · 1 root · 4 leaves · depth 2 · 3 branch points"
     )
+    # What its abandoned branches spent, as `stats` counts it (issue 38).
+    share = summary(hash_maps)["abandoned_share"]
+    assert 0 < share < 1
+    spent = f"{round(share * 100)}% of tokens on abandoned branches"
+    assert item.locator(".conversation-figures").last.text_content() == spent
     # The first conversation is drawn, whole (it is small).
     first = forest.tree(forest.tree_ids[0])
     assert example_page.drawn_ids() == set(first)
@@ -315,6 +321,8 @@ def test_lists_every_conversation_with_its_statistics(example_page):
     assert example_page.drawn_ids() == set(hash_maps)
     title = example_page.page.text_content("#conversation-title")
     assert title == hash_maps.graph["name"]
+    header = example_page.page.text_content("#conversation-stats")
+    assert header.endswith(" · " + spent)
     example_page.assert_clean()
 
 

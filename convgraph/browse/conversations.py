@@ -43,9 +43,14 @@ COLUMNS = (
     ("nodes", 6),
     ("leaves", 6),
     ("depth", 5),
+    # The share of the tree's tokens its abandoned branches spent.
+    ("retry", 5),
     ("last", 16),
-    ("models", 16),
+    ("models", 12),
 )
+
+#: The columns of figures, right-aligned.
+FIGURES = {"nodes", "leaves", "depth", "retry"}
 
 #: A hit's columns before its snippet: the conversation and the node.
 HIT_COLUMNS = (("conversation", 20), ("node", 12))
@@ -360,8 +365,9 @@ def _cells(row: ConversationRow) -> tuple[str, ...]:
         figure(row.nodes if row.counted else None),
         figure(row.leaves),
         figure(row.max_depth),
+        "" if row.abandoned_share is None else f"{row.abandoned_share:.0%}",
         terminal_text(
-            excerpt(shown_time(row.last_datetime, seconds=False), COLUMNS[4][1])
+            excerpt(shown_time(row.last_datetime, seconds=False), COLUMNS[5][1])
         ),
         terminal_text(excerpt(", ".join(row.models), COLUMNS[-1][1])),
     )
@@ -416,6 +422,6 @@ def _line(cells: list[str] | tuple[str, ...]) -> str:
     """The cells padded to the columns' widths in terminal cells (a name in
     Japanese takes two a character): text left, figures right."""
     return " ".join(
-        pad(cell, width, right=0 < index < 4)
-        for index, (cell, (_, width)) in enumerate(zip(cells, COLUMNS, strict=True))
+        pad(cell, width, right=heading in FIGURES)
+        for cell, (heading, width) in zip(cells, COLUMNS, strict=True)
     ).rstrip()

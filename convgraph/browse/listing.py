@@ -44,6 +44,10 @@ class ConversationRow:
     models: list[str] = field(default_factory=list)
     leaves: int | None = None
     max_depth: int | None = None
+    #: The share of the tree's tokens spent on abandoned branches (what its
+    #: retries cost, `convgraph stats`' `abandoned_share`), None until read
+    #: or where no node has tokens.
+    abandoned_share: float | None = None
     counted: bool = True
 
 
@@ -52,11 +56,13 @@ class TreeFigures:
     """A tree's figures by the rules of `convgraph stats`
     (`convgraph.analysis.stats.conversation_table`, or `summary` for a tree
     read whole): its nodes (a tool chain's calls are one node), leaves and
-    maximum depth."""
+    maximum depth, and the share of its tokens spent on abandoned branches
+    (None where no node has tokens)."""
 
     nodes: int
     leaves: int
     max_depth: int
+    abandoned_share: float | None = None
 
     def on(self, row: ConversationRow) -> ConversationRow:
         """`row` with these figures, its nodes counted.
@@ -64,22 +70,28 @@ class TreeFigures:
         Examples
         --------
         >>> row = ConversationRow("c1", None, 5, None, counted=False)
-        >>> TreeFigures(3, 1, 2).on(row)  # doctest: +NORMALIZE_WHITESPACE
+        >>> TreeFigures(3, 1, 2, 0.5).on(row)  # doctest: +NORMALIZE_WHITESPACE
         ConversationRow(tree_id='c1', name=None, nodes=3, last_datetime=None,
-            models=[], leaves=1, max_depth=2, counted=True)
+            models=[], leaves=1, max_depth=2, abandoned_share=0.5, counted=True)
         """
         return replace(
             row,
             nodes=self.nodes,
             leaves=self.leaves,
             max_depth=self.max_depth,
+            abandoned_share=self.abandoned_share,
             counted=True,
         )
 
     @classmethod
     def of(cls, summary: dict[str, Any]) -> TreeFigures:
         """The figures of one tree's `convgraph.analysis.stats.summary`."""
-        return cls(summary["nodes"], summary["leaves"], summary["max_depth"])
+        return cls(
+            summary["nodes"],
+            summary["leaves"],
+            summary["max_depth"],
+            summary["abandoned_share"],
+        )
 
 
 #: One row per legacy conversation: a response logged outside any
@@ -286,40 +298,47 @@ def _table_rows(logs: Source) -> list[ConversationRow]:
 def structure_figures(
     db: str | os.PathLike[str] | None,
 ) -> dict[str, TreeFigures]:
-    """Each tree's nodes, leaves and maximum depth, read from the forest's
+    """Each tree's nodes, leaves, maximum depth and share of tokens spent on
+    abandoned branches, read from the forest's
     structure without its texts by the rules of `convgraph stats` (its
     `conversation_table`): the list's slow columns, read after it shows.
 
     Examples
     --------
     >>> figures = structure_figures("examples/logs.db")
-    >>> figures["01jb2hashmap0000000000000"]
-    TreeFigures(nodes=7, leaves=4, max_depth=2)
+    >>> figures["01jb2hashmap0000000000000"]  # doctest: +ELLIPSIS
+    TreeFigures(nodes=7, leaves=4, max_depth=2, abandoned_share=0.52...)
     """
     from convgraph.analysis.stats import conversation_table
     from convgraph.model.forest import Forest
 
     table = conversation_table(Forest.read(db, text=False))
+    shares = (
+        table["abandoned_share"]
+        .astype(object)
+        .where(table["abandoned_share"].notna(), None)
+    )
     return {
-        str(tree_id): TreeFigures(int(nodes), int(leaves), int(depth))
-        for tree_id, nodes, leaves, depth in zip(
+        str(tree_id): TreeFigures(int(nodes), int(leaves), int(depth), share)
+        for tree_id, nodes, leaves, depth, share in zip(
             table["tree_id"],
             table["nodes"],
             table["leaves"],
             table["max_depth"],
+            shares,
             strict=True,
         )
     }
 
 
 def figures_from_json(text: str) -> dict[str, TreeFigures]:
-    """The figures `main` prints ({tree id: [nodes, leaves, depth]}), read
-    back by the browser from the process it ran.
+    """The figures `main` prints ({tree id: [nodes, leaves, depth,
+    abandoned share]}), read back by the browser from the process it ran.
 
     Examples
     --------
-    >>> figures_from_json('{"c1": [3, 1, 2]}')
-    {'c1': TreeFigures(nodes=3, leaves=1, max_depth=2)}
+    >>> figures_from_json('{"c1": [3, 1, 2, null]}')
+    {'c1': TreeFigures(nodes=3, leaves=1, max_depth=2, abandoned_share=None)}
     """
     import json
 
@@ -353,7 +372,8 @@ APART_ABOVE_NODES = 50_000
 
 def main(arguments: list[str]) -> int:
     """`structure_figures` of `arguments[0]`, run as `SHAPES_COMMAND`, as
-    JSON on stdout ({tree id: [nodes, leaves, depth]}, `figures_from_json`),
+    JSON on stdout ({tree id: [nodes, leaves, depth, abandoned share]},
+    `figures_from_json`),
     or the one-line error on stderr and exit status 2; the browser runs it
     in a process of its own."""
     import json
@@ -369,7 +389,7 @@ def main(arguments: list[str]) -> int:
         return 2
     json.dump(
         {
-            tree_id: [found.nodes, found.leaves, found.max_depth]
+            tree_id: [found.nodes, found.leaves, found.max_depth, found.abandoned_share]
             for tree_id, found in figures.items()
         },
         sys.stdout,

@@ -555,6 +555,13 @@
 
   // ---- The list of conversations ----
 
+  // What the branches left cost: the share of the tree's tokens spent off
+  // its active path (`abandoned_share` of the statistics), where any was.
+  function abandonedWords(stats) {
+    var share = stats.abandoned_share;
+    return share ? Math.round(share * 100) + "% of tokens on abandoned branches" : "";
+  }
+
   function figures(conversation) {
     var stats = conversation.stats;
     var parts = [
@@ -599,6 +606,8 @@
       if (tokens) {
         button.appendChild(el("span", "conversation-figures", formatNumber(tokens) + " tokens"));
       }
+      var left = abandonedWords(conversation.stats);
+      if (left) button.appendChild(el("span", "conversation-figures", left));
       button.appendChild(modelChips(conversation.stats.models));
       button.addEventListener("click", function () { show(conversation); });
       conversation.button = button;
@@ -692,6 +701,8 @@
       var last = shortTime(stats.last_datetime);
       line.push(first === last ? first : first + " \u2013 " + last);
     }
+    var left = abandonedWords(stats);
+    if (left) line.push(left);
     $("conversation-stats").textContent = line.join(" \u00b7 ");
     // The list marks the conversation shown and scrolls to it, wherever it
     // was opened from (a search hit, Enter, a link to a node).

@@ -342,10 +342,12 @@ def export(
 def _forest(db_path: str | None, where: TreeFilter, progress: Any) -> Any:
     """Every tree the filter keeps, as a `Forest` (its read told to
     `progress`), for a format that writes the whole forest from its table."""
+    from convgraph.cli.memory import give_back_memory
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
     forest = Forest.read(db_path, progress=progress, hidden=hidden_wanted())
+    give_back_memory()
     return select_trees(forest, where)
 
 

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import click
 
+from convgraph.cli.memory import use_system_allocator
 from convgraph.cli.way_out import way_out
 from convgraph.errors import (
     AmbiguousId,
@@ -122,6 +123,9 @@ class ConvgraphCommand(click.Command):
     that cannot be written (a full disk) is one line naming it."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        # The command's process is its own: Arrow's pool is chosen before
+        # any read imports pyarrow (`convgraph.cli.memory`).
+        use_system_allocator()
         with way_out():
             return self._checked(ctx)
 

@@ -81,9 +81,11 @@ def conversations(
             print_conversations(shown, output_format)
             return
     from convgraph.analysis.stats import conversation_table
+    from convgraph.cli.memory import fixed_mmap_threshold
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
+    fixed_mmap_threshold()  # a read without texts, measured: less memory
     read = Forest.read(db_path, text=False, hidden=hidden_wanted())
     forest = select_trees(read, where)
     table = conversation_table(forest)
@@ -172,6 +174,7 @@ def tree(
             if not trees:
                 say_none_kept(len(read), where)
         else:
+            from convgraph.cli.memory import give_back_memory
             from convgraph.cli.progress import ProgressBar
             from convgraph.model.filters import select_trees
             from convgraph.model.forest import Forest
@@ -190,6 +193,7 @@ def tree(
             )
             if not as_json and answers_missing(read_forest):
                 read_forest = Forest.read(db_path, progress=bar, hidden=hidden_wanted())
+            give_back_memory()
             problems = len(read_forest.problems)
             forest = select_trees(read_forest, where)
             if forest.nodes.empty:

@@ -202,9 +202,11 @@ def stats(
             print_conversations(records, output_format, columns)
             return
     from convgraph.analysis.stats import conversation_table
+    from convgraph.cli.memory import fixed_mmap_threshold, give_back_memory
     from convgraph.model.filters import select_trees
     from convgraph.model.forest import Forest
 
+    fixed_mmap_threshold()  # a read without texts, measured: less memory
     with ProgressBar(enabled=False if quiet else None) as bar:
         forest = Forest.read(
             db_path,
@@ -213,6 +215,7 @@ def stats(
             progress=bar,
             hidden=hidden_wanted(),
         )
+        give_back_memory()
         bar("computing statistics", 0, None)
         forest = select_trees(forest, where)
         hidden = forest.hidden

@@ -66,6 +66,43 @@ def excerpt(text: str | None, width: int = EXCERPT_WIDTH) -> str:
     return flat[:kept] + "…"
 
 
+def window(
+    line: str, marks: list[list[int]], width: int
+) -> tuple[str, list[list[int]]]:
+    """One line cut to `width` terminal cells around the words it marks
+    (`marks`, ``[start, end)`` character offsets): where the first mark would
+    lie past the width, the line starts nearer to it (a third of the room
+    before it, from a word's start) after "…"; a line still too wide ends in
+    "…" at the width. Returns the line and its marks moved with it, those cut
+    off left out, the one cut across shortened.
+
+    Examples
+    --------
+    >>> window("a b c d e f g h i j k l m n o p", [[30, 31]], 12)
+    ('…o p', [[3, 4]])
+    >>> window("find the word here", [[9, 13]], 12)
+    ('…word here', [[1, 5]])
+    >>> window("word then a very long tail", [[0, 4], [22, 26]], 12)
+    ('word then a…', [[0, 4]])
+    """
+    if cell_width(line) <= width or width < 2:
+        return line, marks
+    if marks and cell_width(line[: marks[0][1]]) > width - 1:
+        shift = max(0, marks[0][0] - width // 3)
+        space = line.find(" ", shift, marks[0][0])
+        shift = space + 1 if space >= 0 else shift
+        line = "…" + line[shift:]
+        marks = [[a - shift + 1, b - shift + 1] for a, b in marks if a >= shift]
+    if cell_width(line) > width:
+        cells, kept, used = _cell_list(line), 0, 0
+        while kept < len(line) and used + cells[kept] <= width - 1:
+            used += cells[kept]
+            kept += 1
+        line = line[:kept] + "…"
+        marks = [[a, min(b, kept)] for a, b in marks if a < kept]
+    return line, marks
+
+
 def _cell_list(text: str) -> list[int]:
     """The cells each character of one line takes (wcwidth gives -1 for a
     control character: shown as one symbol)."""

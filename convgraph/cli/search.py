@@ -21,10 +21,10 @@ import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
 from convgraph.cli.options import command, db_option, output_options
-from convgraph.cli.output import echo_records, is_terminal
+from convgraph.cli.output import echo_records, is_terminal, say, table_width
 from convgraph.cli.progress import ProgressBar
 from convgraph.model.filters import TreeFilter
-from convgraph.text import terminal_text
+from convgraph.text import cell_width, terminal_text, window
 from convgraph.times import shown_time
 
 #: The hits shown unless -n says otherwise, and the most -n takes
@@ -136,10 +136,27 @@ def search(
         click.echo("no node matches", err=True)
         return
     styled = is_terminal(sys.stdout)
+    width = table_width()
+    if width is not None:
+        from convgraph.present.text_tree import cut_line, unique_prefix_length
+
+        # Ids cut to the prefix that tells the hits' apart, as `tree` cuts
+        # them, where a heading would not fit the terminal.
+        room = unique_prefix_length(
+            [record[key] for record in records for key in ("tree_id", "id")]
+        )
+        if any(cell_width(_heading(record)) > width for record in records):
+            for record in records:
+                record["tree_id"] = record["tree_id"][:room]
+                record["id"] = record["id"][:room]
     lines = []
     for record in records:
-        lines.append(_heading(record))
-        lines.append("   " + _snippet(record["snippet"], record["marks"], styled))
+        heading, snippet, marks = _heading(record), record["snippet"], record["marks"]
+        if width is not None:
+            heading = cut_line(heading, width)
+            snippet, marks = window(terminal_text(snippet), marks, width - 3)
+        lines.append(heading)
+        lines.append("   " + _snippet(snippet, marks, styled))
     click.echo("\n".join(lines))
 
 
@@ -178,5 +195,6 @@ def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
 
 
 def _notice(line: str) -> None:
-    """A line the index has for the user, on stderr."""
-    click.echo(terminal_text(line), err=True)
+    """A line the index has for the user, on stderr (wrapped at a
+    terminal's width)."""
+    say(line)

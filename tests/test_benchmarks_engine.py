@@ -189,13 +189,20 @@ def test_a_small_engine_run_measures_every_row_and_judges_growth(tmp_path):
         data_dir=tmp_path,
     )
     rows = suite.run(suite.plan(options), options, log=lambda text: None)
-    assert len(rows) == 2 * 3 * 4
+    # Two sizes, four files (the linear shape asked for, the random and the
+    # imported legacy files, the store), four rows a file.
+    assert len(rows) == 2 * 4 * 4
     for row in rows:
         assert row.measured.status == "ok", row.measured.note
         assert row.measured_baseline.status == "ok", row.measured_baseline.note
         assert row.measured.peak_mb > 0 and row.ratio > 0
     judged = [entry["target"] for entry in report.targets(rows)]
-    for kind, shape in (("legacy", "linear"), ("legacy", "random"), ("store", "forks")):
+    for kind, shape in (
+        ("legacy", "linear"),
+        ("legacy", "random"),
+        ("legacy", "imported"),
+        ("store", "forks"),
+    ):
         for operation in engine.ARGUMENTS:
             assert (
                 f"growth of {kind} {operation}, {shape}: at most 10x per 10x" in judged

@@ -149,22 +149,20 @@ class NodeColumns:
                 "depth": depth,
                 "branch": branch,
             }
-            if model is not None:
-                document["model"] = model
-            if source is not None:
-                document["source"] = source
-            if time is not None:
-                document["time"] = time
-            if microseconds is not None:
-                document["moment"] = microseconds
-            if prompt is not None:
-                document["prompt"] = prompt
-            if response is not None:
-                document["response"] = response
-            if system is not None:
-                document["system"] = system
-            if part is not None:
-                document[PARTS] = part
+            # A field the node lacks is left out, not stored empty.
+            optional = {
+                "model": model,
+                "source": source,
+                "time": time,
+                "moment": microseconds,
+                "prompt": prompt,
+                "response": response,
+                "system": system,
+                PARTS: part,
+            }
+            document.update(
+                (key, value) for key, value in optional.items() if value is not None
+            )
             yield document
 
     def rows_of(self, ids: list[str], start: int) -> np.ndarray:

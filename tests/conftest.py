@@ -22,6 +22,7 @@ from tests.databases import (
     legacy_database,
     seed_database,
 )
+from tests.helpers import TERMINAL_VARIABLES
 
 # Hypothesis profiles. No deadline: the machine may be busy, and speed is
 # measured by the benchmarks, never by a test. The default draws the same
@@ -52,6 +53,19 @@ def utc_zone() -> Iterator[None]:
     else:
         os.environ["TZ"] = before
     time.tzset()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_terminal_size() -> Iterator[None]:
+    """No `COLUMNS` or `LINES` from the caller (pytest-xdist's workers
+    export `COLUMNS=80`; a shell may export anything): the outputs fitted to
+    a terminal are asserted for the terminal a test sets itself, and every
+    other output for no terminal at all."""
+    before = {
+        name: os.environ.pop(name) for name in TERMINAL_VARIABLES if name in os.environ
+    }
+    yield
+    os.environ.update(before)
 
 
 @pytest.fixture(scope="session", autouse=True)

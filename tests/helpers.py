@@ -15,9 +15,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -179,6 +181,30 @@ def _exception_text(result: Result) -> str:
     return "".join(traceback.format_exception(*result.exc_info))
 
 
+#: The variables that tell a program its terminal's size, ahead of the
+#: terminal itself: pytest-xdist's workers export `COLUMNS=80`, a user's
+#: shell may export anything.
+TERMINAL_VARIABLES = ("COLUMNS", "LINES")
+
+
+def terminal_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (else this process's environment) without `TERMINAL_VARIABLES`:
+    a child started on a terminal of a known size measures that terminal."""
+    chosen = dict(os.environ if env is None else env)
+    for name in TERMINAL_VARIABLES:
+        chosen.pop(name, None)
+    return chosen
+
+
+def default_signals() -> None:
+    """In a child before it runs (`preexec_fn`): SIGINT and SIGTERM back to
+    their defaults. A suite started from a background job (`... &` in a
+    script, `nohup`, a CI runner) runs with SIGINT ignored, and a child
+    inherits that: a test that sends a signal means the default."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 class OnATerminal:
     """What `run_on_a_terminal` saw: the bytes the pseudo-terminal received, the
     other stream's bytes (a pipe), and the exit status."""
@@ -192,29 +218,29 @@ class OnATerminal:
 def run_on_a_terminal(
     *words: object,
     stream: str = "stdout",
-    size: tuple[int, int] | None = None,
+    size: tuple[int, int] = (24, 80),
     env: dict[str, str] | None = None,
 ) -> OnATerminal:
     """`python -m convgraph WORDS` with `stream` ("stdout", "stderr" or
-    "both") on a new pseudo-terminal, `size` (lines, columns) set as a
+    "both") on a new pseudo-terminal of `size` (lines, columns), set as a
     terminal sets it, and the other stream (if any) on a pipe, read once the
     terminal is closed (enough for the few kilobytes a test's command
-    prints)."""
+    prints). The terminal is the one size says: `COLUMNS` and `LINES` of
+    the caller's environment (or of `env`) are not passed on."""
     import fcntl
-    import os
     import pty
     import struct
     import termios
 
     master, slave = pty.openpty()
-    if size is not None:
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
     process = subprocess.Popen(
         [sys.executable, "-m", "convgraph", *map(str, words)],
         stdout=slave if stream in ("stdout", "both") else subprocess.PIPE,
         stderr=slave if stream in ("stderr", "both") else subprocess.PIPE,
         stdin=subprocess.DEVNULL,
-        env=env,
+        env=terminal_environment(env),
+        preexec_fn=default_signals,
     )
     os.close(slave)
     received = []

@@ -630,20 +630,25 @@ def test_a_terminal_sees_a_progress_bar(tmp_path):
     from tests.test_progress import screen_of
 
     source = write_json(tmp_path / "export.json", chatgpt_export())
-    # convgraph on a terminal, its bar shown at once.
+    database = tmp_path / "logs.db"
+    # convgraph on a terminal wide enough for the line that names the
+    # temporary path, its bar shown at once.
+    width = max(80, len(f"Created {database} with llm's tables") + 10)
     shown = run_on_a_terminal(
         "import",
         source,
         "--db",
-        tmp_path / "logs.db",
+        database,
         stream="both",
+        size=(24, width),
         env={**os.environ, "CONVGRAPH_PROGRESS_DELAY": "0"},
     ).shown
     screen = shown.decode()
     assert "importing conversations" in screen
     assert "Imported 3 conversations (2,006 nodes as turns, 5 threads)" in screen
-    left = screen_of(shown)
-    assert left[0].startswith("Created ")  # the summary, and no bar, is left
+    left = screen_of(shown, columns=width)
+    # The summary, and no bar, is left.
+    assert left[0] == f"Created {database} with llm's tables"
     assert not any("importing conversations" in line for line in left)
 
 

@@ -22,9 +22,10 @@ from tests.helpers import run_on_a_terminal
 COLUMNS, LINES = 80, 24
 
 
-def screen_of(shown: bytes) -> list[str]:
-    """The non-blank lines of an 80x24 terminal after these bytes."""
-    screen = pyte.Screen(COLUMNS, LINES)
+def screen_of(shown: bytes, columns: int = COLUMNS) -> list[str]:
+    """The non-blank lines of a terminal `columns` wide (80) after these
+    bytes."""
+    screen = pyte.Screen(columns, LINES)
     pyte.ByteStream(screen).feed(shown)
     return [line.rstrip() for line in screen.display if line.strip()]
 

@@ -31,7 +31,7 @@ from convgraph.model.forest import Forest
 from convgraph.sources import open_logs
 from convgraph.store import migrate
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
-from tests.helpers import file_digest, run
+from tests.helpers import default_signals, file_digest, run
 from tests.test_search import FOREST, hit_ids
 
 
@@ -239,6 +239,7 @@ def test_an_interrupted_build_leaves_no_partial_directory(tmp_path, cache, signu
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        preexec_fn=default_signals,
     )
     search_dir = cache / "convgraph" / "search"
     for _ in range(6000):  # until the build has its partial directory

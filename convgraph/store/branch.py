@@ -14,7 +14,7 @@ the new prompt; every answer is logged as a new child of the node.
   `log_response` under the database's rules.
 
 How an answer is written is decided in one place, `log_answer`. The models
-are called before any write begins (`convgraph.fanout` runs them
+are called before any write begins (`convgraph.store.fanout` runs them
 concurrently), so a slow model never holds the write lock; each answer is
 logged by the thread that called, in a short transaction of its own, once it
 is complete. llm is imported here only: convgraph reads databases without it.
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import BranchError, UnknownNode
-from convgraph.fanout import (
+from convgraph.store.fanout import (
     DONE,
     Job,
     Request,
@@ -253,7 +253,7 @@ def fan_out(
     `node_id` with `prompt`; log every answer as a new child of the node.
 
     Every model gets the same history (root to `node_id`, then `prompt`).
-    The requests run concurrently (see `convgraph.fanout`); each answer
+    The requests run concurrently (see `convgraph.store.fanout`); each answer
     is logged once complete, in its own short transaction. A failing request
     (unknown model, missing key, an error mid-stream, `request_timeout`)
     loses no other answer.

@@ -56,7 +56,8 @@ class ExportFormat:
 
     def _function(self, verb: str) -> Callable[..., Any]:
         exporter = importlib.import_module(f"{__name__}.{self.module}")
-        return getattr(exporter, f"{verb}_{self.module}")
+        function: Callable[..., Any] = getattr(exporter, f"{verb}_{self.module}")
+        return function
 
     @property
     def generate(self) -> Callable[..., Any] | None:
@@ -69,7 +70,7 @@ class ExportFormat:
         return self._function("write")
 
     @property
-    def read(self) -> Callable[..., list] | None:
+    def read(self) -> Callable[..., list[Any]] | None:
         """`read(path_or_file) -> list of DiGraph`, or None where the format
         does not round-trip."""
         return self._function("read") if self.reads else None

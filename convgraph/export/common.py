@@ -36,17 +36,7 @@ RANKDIRS = ("TB", "LR", "BT", "RL")
 
 
 def check_rankdir(rankdir: str) -> None:
-    """Raise ExportError unless `rankdir` is one of `RANKDIRS`.
-
-    Examples
-    --------
-    >>> check_rankdir("LR")
-    >>> try:
-    ...     check_rankdir("up")
-    ... except ExportError as error:
-    ...     print(error)
-    rankdir must be one of TB, LR, BT, RL, not 'up'
-    """
+    """Raise ExportError unless `rankdir` is one of `RANKDIRS`."""
     if rankdir not in RANKDIRS:
         raise ExportError(
             f"rankdir must be one of {', '.join(RANKDIRS)}, not {rankdir!r}"
@@ -78,81 +68,44 @@ def _visible_match(match: re.Match[str]) -> str:
 
 
 def without_forbidden(text: str) -> str:
-    """`text` with the characters XML 1.0 forbids replaced by `visible`.
-
-    Examples
-    --------
-    >>> without_forbidden("a\\x00b\\tc")
-    'a␀b\\tc'
-    """
+    """`text` with the characters XML 1.0 forbids replaced by `visible`."""
     if FORBIDDEN.search(text) is None:
         return text
     return FORBIDDEN.sub(_visible_match, text)
 
 
 def without_controls(text: str) -> str:
-    """`text` with every control character replaced by `visible`.
-
-    Examples
-    --------
-    >>> without_controls("a\\x00b\\rc")
-    'a␀b␍c'
-    """
+    """`text` with every control character replaced by `visible`."""
     if CONTROLS.search(text) is None:
         return text
     return CONTROLS.sub(_visible_match, text)
 
 
-def as_graphs(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[nx.DiGraph]:
-    """One graph or an iterable of graphs, as an iterator of graphs.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> [graph.graph["tree_id"] for graph in as_graphs(tree)]
-    ['c1']
-    """
+def as_graphs(
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+) -> Iterator[nx.DiGraph[Any]]:
+    """One graph or an iterable of graphs, as an iterator of graphs."""
     # A networkx graph is itself iterable (over its nodes): tell it apart by
     # the adjacency it has and an iterable of graphs does not.
     if hasattr(graphs, "adj") and hasattr(graphs, "graph"):
-        return iter([cast("nx.DiGraph", graphs)])
-    return iter(cast("Iterable[nx.DiGraph]", graphs))
+        return iter([cast("nx.DiGraph[Any]", graphs)])
+    return iter(cast("Iterable[nx.DiGraph[Any]]", graphs))
 
 
-def adjacency(graph: nx.DiGraph) -> tuple[dict[Any, Any], dict[Any, Any]]:
+def adjacency(graph: nx.DiGraph[Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """A graph's successors and predecessors: networkx's own dicts, which an
     exporter reads for every node without building a view each time.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> succ, pred = adjacency(ConversationTree.from_edges([("r", "a")]))
-    >>> list(succ["r"]), list(pred["r"])
-    (['a'], [])
     """
     return graph._succ, graph._pred  # type: ignore[attr-defined]
 
 
 def look_ahead(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
-) -> tuple[Iterator[nx.DiGraph], bool]:
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+) -> tuple[Iterator[nx.DiGraph[Any]], bool]:
     """The graphs again, and whether there is more than one of them.
 
     Reads at most two graphs ahead of the caller, so a generator of
     conversations is still consumed one at a time.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> graphs, several = look_ahead(iter([tree, tree]))
-    >>> several, len(list(graphs))
-    (True, 2)
     """
     iterator = as_graphs(graphs)
     ahead = list(itertools.islice(iterator, 2))
@@ -166,7 +119,7 @@ class UniqueIds:
     def __init__(self) -> None:
         self.seen: set[Any] = set()
 
-    def check(self, graph: nx.DiGraph) -> None:
+    def check(self, graph: nx.DiGraph[Any]) -> None:
         """Raise ExportError if `graph` has a node already written."""
         before = len(self.seen)
         self.seen.update(graph)
@@ -195,13 +148,6 @@ def calls_by_node(calls: Mapping[Any, Any] | None) -> dict[Any, list[Any]]:
     `calls` (call id -> node id), in the map's order, which is each run's
     log order; a node that folds nothing is not a key. The one rule every
     export of the folded calls follows, per tree and for a forest's table.
-
-    Examples
-    --------
-    >>> calls_by_node({"r1": "r3", "x1": "x2", "r2": "r3"})
-    {'r3': ['r1', 'r2'], 'x2': ['x1']}
-    >>> calls_by_node(None)
-    {}
     """
     found: dict[Any, list[Any]] = {}
     for call, node in (calls or {}).items():
@@ -209,17 +155,8 @@ def calls_by_node(calls: Mapping[Any, Any] | None) -> dict[Any, list[Any]]:
     return found
 
 
-def tree_calls(graph: nx.DiGraph) -> dict[Any, list[Any]]:
-    """`calls_by_node` of one tree: its graph's `calls`.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_records(
-    ...     [{"id": "r2"}], {"r2": None}, "t", calls={"r1": "r2"})
-    >>> tree_calls(tree)
-    {'r2': ['r1']}
-    """
+def tree_calls(graph: nx.DiGraph[Any]) -> dict[Any, list[Any]]:
+    """`calls_by_node` of one tree: its graph's `calls`."""
     return calls_by_node(graph.graph.get(CALLS))
 
 
@@ -240,14 +177,6 @@ def write_lines(lines: Iterable[str], path_or_file: PathOrFile) -> None:
     path_or_file
         A path (the file is created or replaced), a binary file (UTF-8 bytes
         are written), or a text file (written as it is).
-
-    Examples
-    --------
-    >>> import io
-    >>> out = io.BytesIO()
-    >>> write_lines(["a", "é"], out)
-    >>> out.getvalue()
-    b'a\\n\\xc3\\xa9\\n'
     """
     with _writer(path_or_file) as (write, binary):
         iterator = iter(lines)
@@ -264,14 +193,6 @@ def write_blocks(
     ends: what `write_lines` writes, for a writer that makes its text as
     bytes a batch of lines at a time (a forest's JSON, thousands of nodes a
     block).
-
-    Examples
-    --------
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_blocks([b"a\\n", "é\\n".encode()], out)
-    >>> out.getvalue()
-    'a\\né\\n'
     """
     with _writer(path_or_file) as (write, binary):
         for block in blocks:
@@ -293,11 +214,6 @@ def _writer(path_or_file: PathOrFile) -> Iterator[tuple[Callable[[Any], Any], bo
 def block_lines(blocks: Iterable[bytes | memoryview]) -> Iterator[str]:
     """The lines of `blocks` (UTF-8, together whole lines with their ends),
     without their ends: a block writer's text as `generate_*` yields it.
-
-    Examples
-    --------
-    >>> list(block_lines([b"a\\nb\\n", b"c", b"\\n"]))
-    ['a', 'b', 'c']
     """
     pending = ""
     for block in blocks:
@@ -306,14 +222,7 @@ def block_lines(blocks: Iterable[bytes | memoryview]) -> Iterator[str]:
 
 
 def read_text(path_or_file: PathOrFile) -> str:
-    """The whole of a path or open file (text or UTF-8 bytes) as a string.
-
-    Examples
-    --------
-    >>> import io
-    >>> read_text(io.BytesIO("é".encode("utf-8")))
-    'é'
-    """
+    """The whole of a path or open file (text or UTF-8 bytes) as a string."""
     if isinstance(path_or_file, str | os.PathLike):
         with open(path_or_file, encoding="utf-8") as file:
             return file.read()
@@ -325,18 +234,13 @@ def new_graph(tree_id: Any, name: Any) -> ConversationTree:
     """An empty conversation tree with the contract's graph attributes: what
     the `read_*` functions fill, the same class the readers of llm's files
     give.
-
-    Examples
-    --------
-    >>> new_graph("c1", None)
-    <ConversationTree 'c1': 0 nodes, 0 roots, 0 leaves>
     """
     from convgraph.model.tree import ConversationTree
 
     return ConversationTree(tree_id=tree_id, name=name)
 
 
-def add_read_node(graph: nx.DiGraph, node: Any, data: dict[str, Any]) -> None:
+def add_read_node(graph: nx.DiGraph[Any], node: Any, data: dict[str, Any]) -> None:
     """Add a node read back from a file to `graph`: its attributes as
     `contract_node` gives them, and the calls it folds (`CALLS`, taken out
     of its attributes) into the graph's `calls`, so that the tree reads as
@@ -346,13 +250,6 @@ def add_read_node(graph: nx.DiGraph, node: Any, data: dict[str, Any]) -> None:
     ------
     ExportError
         `calls` is not a list of strings.
-
-    Examples
-    --------
-    >>> graph = new_graph("c1", None)
-    >>> add_read_node(graph, "r3", {"model": "echo", "calls": ["r1", "r2"]})
-    >>> graph.graph["calls"], "calls" in graph.nodes["r3"]
-    ({'r1': 'r3', 'r2': 'r3'}, False)
     """
     calls = data.pop(CALLS, None)
     if calls is not None and (
@@ -368,12 +265,6 @@ def add_read_node(graph: nx.DiGraph, node: Any, data: dict[str, Any]) -> None:
 def contract_node(data: dict[str, Any]) -> dict[str, Any]:
     """A node's attributes as read back: every contract key present (None
     where the file had none), then any other attributes the file carried.
-
-    Examples
-    --------
-    >>> node = contract_node({"model": "echo", "colour": "red"})
-    >>> node["model"], node["prompt"], list(node)[-1]
-    ('echo', None, 'colour')
     """
     node = {key: data.pop(key, None) for key in NODE_ATTRIBUTES}
     node.update(data)

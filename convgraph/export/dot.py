@@ -18,28 +18,6 @@ drawn as their Unicode control pictures. Graphviz writes a name into its SVG
 (a node's `<title>`) with any `&...;` in it as it stands, an entity XML does
 not know included: `svg_references_fixed` makes such an SVG valid XML, and
 convgraph's drawings (`export --render svg`, the notebook) go through it.
-
-Examples
---------
->>> import networkx as nx
->>> tree = nx.DiGraph(tree_id="c1", name="Trees")
->>> tree.add_node("r", prompt="What is a tree?", response="A graph.", model="echo")
->>> tree.add_node("a", prompt='Say "hi"', response="hi", model="echo")
->>> tree.add_edge("r", "a")
->>> print("\\n".join(generate_dot(tree)))  # doctest: +NORMALIZE_WHITESPACE
-digraph "c1" {
-  rankdir="TB";
-  fontname="Helvetica";
-  fontsize="11";
-  ordering="out";
-  label="Trees  (c1)";
-  labelloc="t";
-  node [shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10", fillcolor="white"];
-  edge [arrowsize="0.7"];
-  "r" [label="r  ·  echo\\n» What is a tree?\\n« A graph.", tooltip="prompt: What is a tree?\\n\\nresponse: A graph.", fillcolor="#8dd3c7", class="root"];
-  "a" [label="a  ·  echo\\n» Say \\"hi\\"\\n« hi", tooltip="prompt: Say \\"hi\\"\\n\\nresponse: hi", fillcolor="#8dd3c7", style="rounded,filled,bold", class="leaf"];
-  "r" -> "a";
-}
 """
 
 from __future__ import annotations
@@ -51,8 +29,8 @@ from html.entities import html5
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape as xml_escape
 
+from convgraph.errors import ExportError
 from convgraph.export.common import (
-    ExportError,
     PathOrFile,
     UniqueIds,
     adjacency,
@@ -111,13 +89,6 @@ def quote_id(node_id: Any) -> str:
     `\\n`, `\\t`, `\\x01`-style escapes, and a leading `%` (which Graphviz
     keeps for its own anonymous names) is escaped too. Graphviz reads the
     result as one ID, and two different ids never give the same one.
-
-    Examples
-    --------
-    >>> print(quote_id('say "hi"\\n'))
-    "say \\"hi\\"\\n"
-    >>> print(quote_id("graph"))
-    "graph"
     """
     text = str(node_id).replace("\\", "\\\\").replace('"', '\\"')
     if _ID_CONTROLS.search(text) is not None:
@@ -133,11 +104,6 @@ def quoted_pieces(escaped: str) -> str:
     """Escaped text in DOT quotes: one quoted string, or for long text quoted
     pieces joined by `+` (which DOT reads as one string), never cut inside
     an escape sequence.
-
-    Examples
-    --------
-    >>> quoted_pieces("abc")
-    '"abc"'
     """
     if len(escaped) <= PIECE:
         return f'"{escaped}"'
@@ -158,13 +124,7 @@ def quoted_pieces(escaped: str) -> str:
 
 
 def unquote_id(quoted: str) -> str:
-    """The id that `quote_id` wrote (the inverse, for reading a file back).
-
-    Examples
-    --------
-    >>> unquote_id('"a\\\\"b"')
-    'a"b'
-    """
+    """The id that `quote_id` wrote (the inverse, for reading a file back)."""
     if len(quoted) < 2 or quoted[0] != '"' or quoted[-1] != '"':
         raise ExportError(f"not a quoted DOT id: {quoted!r}")
     return re.sub(
@@ -186,11 +146,6 @@ def svg_references_fixed(svg: str) -> str:
     entity and a reference to a character XML allows stay, an HTML entity
     becomes its character (what Graphviz draws for it in a label), and any
     other `&` is escaped, so the name shows as it is.
-
-    Examples
-    --------
-    >>> svg_references_fixed("<title>R&D; &eacute; &amp; &#233; &; &#0; &#X41;</title>")
-    '<title>R&amp;D; é &amp; &#233; &amp;; &amp;#0; &amp;#X41;</title>'
     """
     if "&" not in svg:
         return svg
@@ -254,11 +209,6 @@ def _unescape_id(match: re.Match[str]) -> str:
 def quote_text(text: str) -> str:
     """Text as a DOT quoted Graphviz escape string (labels, tooltips) that
     Graphviz draws as the text itself.
-
-    Examples
-    --------
-    >>> print(quote_text('a "b" {c} & \\\\d\\nnext'))
-    "a \\"b\\" \\{c\\} &amp; \\\\d\\nnext"
     """
     text = (
         without_controls(text.replace("\r\n", "\n").replace("\r", "\n"))
@@ -287,11 +237,6 @@ def quote_tooltip(text: str) -> str:
     as character references, which read back exactly). `&` is written as
     `&amp;`, since Graphviz reads entities in it; the controls that XML
     forbids are shown as symbols (`without_controls`).
-
-    Examples
-    --------
-    >>> print(quote_tooltip('a\\\\b "c"\\nd'))
-    "a\\\\\\\\b \\"c\\"\\nd"
     """
     # without_controls shows a carriage return as a symbol: keep it apart.
     text = "\r".join(without_controls(piece) for piece in text.split("\r"))
@@ -325,7 +270,7 @@ class _Statements:
         self.colour = ModelColours()
 
     def __call__(
-        self, graphs: nx.DiGraph | Iterable[nx.DiGraph]
+        self, graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]]
     ) -> Iterator[tuple[Any, ...]]:
         graphs, several = look_ahead(graphs)
         graph_attributes = {"rankdir": self.rankdir, **GRAPH_DEFAULTS}
@@ -353,7 +298,7 @@ class _Statements:
             yield ("end",)
         yield ("end",)
 
-    def conversation(self, graph: nx.DiGraph) -> Iterator[tuple[Any, ...]]:
+    def conversation(self, graph: nx.DiGraph[Any]) -> Iterator[tuple[Any, ...]]:
         ids = {}
         succ, pred = adjacency(graph)
         marked = branches(graph)
@@ -400,7 +345,7 @@ def _assignments(attributes: dict[str, str], indent: str) -> Iterator[str]:
 
 
 def generate_dot(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], rankdir: str = "TB"
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> Iterator[str]:
     """Yield the DOT text of one conversation, or of several as clusters,
     line by line.
@@ -416,15 +361,6 @@ def generate_dot(
     ------
     ExportError
         An unknown `rankdir`, or one node id in two of the conversations.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> lines = list(generate_dot(tree))
-    >>> lines[0], lines[-3:]
-    ('digraph "c1" {', ['  "r" -> "a";', '  "r" -> "b";', '}'])
     """
     depth = 0
     for statement in _Statements(rankdir)(graphs):
@@ -450,42 +386,21 @@ def generate_dot(
 
 
 def write_dot(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     path_or_file: PathOrFile,
     rankdir: str = "TB",
 ) -> None:
-    """Write `generate_dot(graphs, rankdir)` to a path or an open file.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_dot(tree, out, rankdir="LR")
-    >>> out.getvalue().splitlines()[1]
-    '  rankdir="LR";'
-    """
+    """Write `generate_dot(graphs, rankdir)` to a path or an open file."""
     write_lines(generate_dot(graphs, rankdir), path_or_file)
 
 
 def to_pydot(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], rankdir: str = "TB"
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> pydot.Dot:
     """The same drawing as `generate_dot`, as a pydot object.
 
     The names and attribute values are the quoted strings that
     `generate_dot` writes, so pydot writes them as they are.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> drawing = to_pydot(tree)
-    >>> [(edge.get_source(), edge.get_destination()) for edge in drawing.get_edges()]
-    [('"r"', '"a"'), ('"r"', '"b"')]
     """
     import pydot
 

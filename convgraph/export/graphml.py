@@ -18,22 +18,6 @@ One conversation is one `<graph>` with its `tree_id` and `name` as
 graph data. Several are one `<graph>` too, since Gephi and networkx read the
 first graph of a file only: each node then carries `tree_id` and `tree_name`,
 the conversation it belongs to, and `read_graphml` splits them again.
-
-Examples
---------
->>> import io, networkx as nx
->>> tree = nx.DiGraph(tree_id="c1", name=None)
->>> tree.add_node("r", prompt="x < y", input_tokens=3)
->>> tree.add_node("a", prompt="", input_tokens=None)
->>> tree.add_edge("r", "a")
->>> file = io.BytesIO()
->>> write_graphml(tree, file)
->>> _ = file.seek(0)
->>> [back] = read_graphml(file)
->>> back.nodes["r"]["prompt"], back.nodes["r"]["input_tokens"], back.nodes["a"]["input_tokens"]
-('x < y', 3, None)
->>> list(back.edges), back.graph
-([('r', 'a')], {'tree_id': 'c1', 'name': None})
 """
 
 from __future__ import annotations
@@ -50,11 +34,11 @@ from convgraph.contract import (
     PARTS,
     TREE_NAME,
 )
+from convgraph.errors import ExportError
 from convgraph.export.common import (
     CALLS,
     FORBIDDEN,
     TREE_ID,
-    ExportError,
     PathOrFile,
     UniqueIds,
     add_read_node,
@@ -88,11 +72,6 @@ def xml_text(text: str) -> str:
     """Text as XML character data on one line: markup escaped, forbidden
     characters replaced, line ends as character references (so that XML's
     end-of-line handling cannot turn a carriage return into a newline).
-
-    Examples
-    --------
-    >>> xml_text("a<b\\r\\n")
-    'a&lt;b&#13;&#10;'
     """
     return (
         without_forbidden(text)
@@ -107,11 +86,6 @@ def xml_text(text: str) -> str:
 def xml_attribute(text: str) -> str:
     """Text as a double-quoted XML attribute value; tabs as references too,
     since XML normalizes whitespace in attribute values.
-
-    Examples
-    --------
-    >>> xml_attribute('say "hi"\\t')
-    'say &quot;hi&quot;&#9;'
     """
     return xml_text(text).replace('"', "&quot;").replace("\t", "&#9;")
 
@@ -152,7 +126,9 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
-def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
+def generate_graphml(
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+) -> Iterator[str]:
     """Yield the GraphML of one conversation, or of several in one graph,
     line by line.
 
@@ -167,14 +143,6 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
     ------
     ExportError
         One node id in two conversations, or a count that is not an integer.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> [line for line in generate_graphml(tree) if line.startswith("<node")]
-    ['<node id="r"><data key="prompt">Hi</data><data key="model">echo</data></node>', '<node id="a"></node>', '<node id="b"></node>']
     """
     graphs, several = look_ahead(graphs)
     yield from HEADER
@@ -222,21 +190,9 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
 
 
 def write_graphml(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], path_or_file: PathOrFile
 ) -> None:
-    """Write `generate_graphml(graphs)` to a path or an open file.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.BytesIO()
-    >>> write_graphml(tree, out)
-    >>> list(read_graphml(io.BytesIO(out.getvalue()))[0].edges)
-    [('r', 'a'), ('r', 'b')]
-    """
+    """Write `generate_graphml(graphs)` to a path or an open file."""
     write_lines(generate_graphml(graphs), path_or_file)
 
 
@@ -258,18 +214,6 @@ def read_graphml(path_or_file: PathOrFile) -> list[ConversationTree]:
     ------
     ExportError
         The file is not GraphML that networkx can read.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.BytesIO()
-    >>> write_graphml(tree, out)
-    >>> (back,) = read_graphml(io.BytesIO(out.getvalue()))
-    >>> back.graph["tree_id"], back.nodes["r"]["prompt"], back.nodes["a"]["prompt"]
-    ('c1', 'Hi', None)
     """
     import networkx as nx
 

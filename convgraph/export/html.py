@@ -42,8 +42,8 @@ from html.parser import HTMLParser
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from convgraph.errors import ExportError
 from convgraph.export.common import (
-    ExportError,
     PathOrFile,
     UniqueIds,
     as_graphs,
@@ -84,11 +84,6 @@ def _escaped(match: re.Match[str]) -> str:
 def script_safe(json_text: str) -> str:
     """JSON text made safe inside an HTML `<script>` element: ``<``, ``>``,
     ``&``, U+2028, U+2029 and lone surrogates as ``\\uXXXX`` escapes.
-
-    Examples
-    --------
-    >>> script_safe('"</script>"')
-    '"\\\\u003c/script\\\\u003e"'
     """
     return _UNSAFE_IN_SCRIPT.sub(_escaped, json_text)
 
@@ -175,21 +170,10 @@ def _page_lines(title: str) -> tuple[list[str], list[str]]:
     return fill(before), fill(after.removesuffix("\n"))
 
 
-def conversation_line(tree: nx.DiGraph) -> str:
+def conversation_line(tree: nx.DiGraph[Any]) -> str:
     """One conversation as the page embeds it, on one line: its id, name and
     statistics (`convgraph.analysis.stats.summary`), and under `graph` its node-link
     JSON (`generate_json`).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> import json
-    >>> line = json.loads(conversation_line(tree))
-    >>> line["id"], line["stats"]["nodes"], [edge["target"] for edge in line["graph"]["edges"]]
-    ('c1', 2, ['a'])
     """
     from convgraph.analysis.stats import summary
 
@@ -229,7 +213,7 @@ class PageLinks:
 
 
 def generate_html(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     *,
     title: str = DEFAULT_TITLE,
     rankdir: str = "TB",
@@ -260,17 +244,6 @@ def generate_html(
     ------
     ExportError
         An unknown `rankdir`, or one node id in two of the conversations.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> lines = list(generate_html(tree, title="Hello"))
-    >>> lines[0]
-    '<!DOCTYPE html>'
-    >>> [line for line in lines if line.startswith("<title>")]
-    ['<title>Hello</title>']
     """
     orientation = ORIENTATIONS.get(rankdir.upper())
     if orientation is None:
@@ -304,7 +277,7 @@ def generate_html(
 
 
 def write_html(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     path_or_file: PathOrFile,
     *,
     title: str = DEFAULT_TITLE,
@@ -313,17 +286,6 @@ def write_html(
 ) -> None:
     """Write `generate_html(graphs)` to a path or an open file, as UTF-8;
     `progress` is told the conversations written (see `generate_html`).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_html(tree, out)
-    >>> [list(back.edges) for back in parse_html(out.getvalue())]
-    [[('r', 'a'), ('r', 'b')]]
     """
     lines = generate_html(graphs, title=title, rankdir=rankdir, progress=progress)
     write_lines(lines, path_or_file)
@@ -370,15 +332,6 @@ def page_data(text: str) -> dict[str, Any]:
     ------
     ExportError
         The text holds no convgraph data block, or the block is not its JSON.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> data = page_data("\\n".join(generate_html(tree, rankdir="LR")))
-    >>> data["title"], data["orientation"], data["conversations"][0]["stats"]["leaves"]
-    ('Conversation forest', 'left-right', 2)
     """
     finder = _DataFinder()
     finder.feed(text)
@@ -404,15 +357,6 @@ def page_data(text: str) -> dict[str, Any]:
 def parse_html(text: str) -> list[ConversationTree]:
     """The conversation trees of a page's text, as DiGraphs (read by
     `read_json` from each conversation's node-link JSON).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> (back,) = parse_html("\\n".join(generate_html(tree)))
-    >>> back.graph["tree_id"], list(back.edges)
-    ('c1', [('r', 'a'), ('r', 'b')])
     """
     trees = []
     for record in page_data(text)["conversations"]:
@@ -422,18 +366,5 @@ def parse_html(text: str) -> list[ConversationTree]:
 
 
 def read_html(path_or_file: PathOrFile) -> list[ConversationTree]:
-    """The conversation trees of a page that `write_html` wrote.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_html(tree, out)
-    >>> (back,) = read_html(io.StringIO(out.getvalue()))
-    >>> back.nodes["r"]["prompt"]
-    'Hi'
-    """
+    """The conversation trees of a page that `write_html` wrote."""
     return parse_html(read_text(path_or_file))

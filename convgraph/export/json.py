@@ -14,31 +14,6 @@ One conversation: `graph` holds its `tree_id` and `name`, and
 
 The text streams: one node or edge per line, nodes first (the edges of a
 forest are held until every node is written, as the two lists require).
-
-Examples
---------
->>> import io, networkx as nx
->>> tree = nx.DiGraph(tree_id="c1", name="Trees")
->>> tree.add_node("r", prompt="What is a tree?", model="echo")
->>> tree.add_node("a", prompt='Say "hi"', model=None)
->>> tree.add_edge("r", "a")
->>> for line in generate_json(tree):
-...     print(line[:72])
-{"format":"convgraph.node-link","version":1,"directed":true,"multigraph"
-"nodes":[
-{"id":"r","conversation_id":null,"prompt":"What is a tree?","system":nul
-{"id":"a","conversation_id":null,"prompt":"Say \\"hi\\"","system":null,"re
-],
-"edges":[
-{"source":"r","target":"a"}
-],
-"graph":{"tree_id":"c1","name":"Trees"}}
->>> file = io.StringIO()
->>> write_json(tree, file)
->>> _ = file.seek(0)
->>> [back] = read_json(file)
->>> back.nodes["a"]["prompt"], list(back.edges), back.graph["name"]
-('Say "hi"', [('r', 'a')], 'Trees')
 """
 
 from __future__ import annotations
@@ -52,10 +27,10 @@ import orjson
 
 from convgraph.contract import NODE_ATTRIBUTES, PLACE_ATTRIBUTES
 from convgraph.encoding import dumps, dumps_bytes
+from convgraph.errors import ExportError
 from convgraph.export.common import (
     CALLS,
     TREE_ID,
-    ExportError,
     PathOrFile,
     UniqueIds,
     add_read_node,
@@ -96,11 +71,6 @@ NODES_PER_BLOCK = 20_000
 def json_value(value: Any) -> str:
     """One value as compact JSON text (`convgraph.encoding.dumps`): strings
     verbatim (no ASCII escapes), None as null.
-
-    Examples
-    --------
-    >>> json_value("é"), json_value(None), json_value({"n": [3]})
-    ('"é"', 'null', '{"n":[3]}')
     """
     return dumps(value)
 
@@ -109,13 +79,7 @@ _KEYS: dict[str, str] = {}
 
 
 def json_key(key: str) -> str:
-    """`"key":` for an object member, cached: the same few keys repeat.
-
-    Examples
-    --------
-    >>> json_key("id")
-    '"id":'
-    """
+    """`"key":` for an object member, cached: the same few keys repeat."""
     text = _KEYS.get(key)
     if text is None:
         text = _KEYS[key] = f"{dumps(str(key))}:"
@@ -123,13 +87,7 @@ def json_key(key: str) -> str:
 
 
 def json_object(members: Iterable[tuple[str, Any]]) -> str:
-    """An object of `(key, value)` members, on one line.
-
-    Examples
-    --------
-    >>> json_object([("id", "r"), ("model", None)])
-    '{"id":"r","model":null}'
-    """
+    """An object of `(key, value)` members, on one line."""
     return (
         "{"
         + ",".join(json_key(key) + json_value(value) for key, value in members)
@@ -158,13 +116,7 @@ def node_object(
 
 
 def with_commas(lines: Iterable[str]) -> Iterator[str]:
-    """The lines of a JSON array's items, each but the last ended by a comma.
-
-    Examples
-    --------
-    >>> list(with_commas(["1", "2", "3"]))
-    ['1,', '2,', '3']
-    """
+    """The lines of a JSON array's items, each but the last ended by a comma."""
     pending = None
     for line in lines:
         if pending is not None:
@@ -175,7 +127,7 @@ def with_commas(lines: Iterable[str]) -> Iterator[str]:
 
 
 def generate_json(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph] | Forest,
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]] | Forest,
     progress: ProgressCallback | None = None,
 ) -> Iterator[str]:
     """Yield the node-link JSON of one conversation, or of several, line by
@@ -197,22 +149,13 @@ def generate_json(
     ------
     ExportError
         One node id in two of the conversations.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> lines = list(generate_json(tree))
-    >>> lines[-4:]
-    ['{"source":"r","target":"a"},', '{"source":"r","target":"b"}', '],', '"graph":{"tree_id":"c1","name":null}}']
-    >>> lines[2][-29:]
-    '"preferred":null,"calls":[]},'
     """
     if is_forest(graphs):
         yield from block_lines(forest_blocks(graphs, progress))
         return
-    graphs, several = look_ahead(cast("nx.DiGraph | Iterable[nx.DiGraph]", graphs))
+    graphs, several = look_ahead(
+        cast("nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]]", graphs)
+    )
     edges: list[tuple[Any, Any]] = []
     conversations: list[dict[str, Any]] = []
     single: dict[str, Any] = {}
@@ -262,23 +205,12 @@ def generate_json(
 
 
 def write_json(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph] | Forest,
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]] | Forest,
     path_or_file: PathOrFile,
     progress: ProgressCallback | None = None,
 ) -> None:
     """Write `generate_json(graphs)` to a path or an open file (a `Forest`
     thousands of nodes a write, `progress` told the trees written).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_json(tree, out)
-    >>> list(read_json(io.StringIO(out.getvalue()))[0].edges)
-    [('r', 'a'), ('r', 'b')]
     """
     if is_forest(graphs):
         write_blocks(forest_blocks(graphs, progress), path_or_file)
@@ -298,12 +230,6 @@ def json_lines(items: list[Any]) -> bytes:
     `with_commas` write, by orjson an item at a time, joined once (a call
     for the whole list, with line breaks put in after, took half again as
     long). Where orjson refuses a value, each item is written by `dumps`.
-
-    Examples
-    --------
-    >>> print(bytes(json_lines([{"id": "a", "n": 1}, {"id": "b},{\\"id\\":"}])).decode())
-    {"id":"a","n":1},
-    {"id":"b},{\\"id\\":"}
     """
     try:
         return b",\n".join(map(dumps_bytes, items))
@@ -408,15 +334,6 @@ def forest_blocks(
 def check_format(document: Any, expected: str) -> None:
     """Raise ExportError unless `document` is a convgraph JSON export of the
     `expected` format in a version this code reads.
-
-    Examples
-    --------
-    >>> check_format({"format": "convgraph.node-link", "version": 1}, "convgraph.node-link")
-    >>> try:
-    ...     check_format({"format": "other"}, "convgraph.node-link")
-    ... except ExportError as error:
-    ...     print(error)
-    not a convgraph.node-link document (its format is 'other')
     """
     if not isinstance(document, dict) or document.get("format") != expected:
         found = document.get("format") if isinstance(document, dict) else None
@@ -445,19 +362,13 @@ def read_document(
     ExportError
         The file is not UTF-8 JSON, or not that format in a version this
         code reads.
-
-    Examples
-    --------
-    >>> import io
-    >>> read_document(io.StringIO('{"format": "x", "version": 1}'), "x")
-    {'format': 'x', 'version': 1}
     """
     try:
         document = loads(read_text(path_or_file))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ExportError(f"not JSON: {error}") from None
     check_format(document, expected)
-    return document
+    return cast("dict[str, Any]", document)
 
 
 def read_json(path_or_file: PathOrFile) -> list[ConversationTree]:
@@ -474,18 +385,6 @@ def read_json(path_or_file: PathOrFile) -> list[ConversationTree]:
     ------
     ExportError
         The file is not JSON, or not convgraph's node-link format.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_json(tree, out)
-    >>> (back,) = read_json(io.StringIO(out.getvalue()))
-    >>> back.graph, back.nodes["r"]["model"], list(back)
-    ({'tree_id': 'c1', 'name': None}, 'echo', ['r', 'a', 'b'])
     """
     document = read_document(path_or_file, FORMAT)
     try:

@@ -51,15 +51,6 @@ def node_label(node_id: Any, data: dict[str, Any], active: bool = False) -> str:
     follow the first line: ● on the active path (where `active`: in a
     conversation that branches), ★ the preferred answer; a note is a last
     line after ✎.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> node_label("r", tree.nodes["r"])
-    'r  ·  echo\\n» Hi'
     """
     model = data.get("model")
     lines = [f"{node_id}  ·  {model}" if model else str(node_id)]
@@ -74,7 +65,7 @@ def node_label(node_id: Any, data: dict[str, Any], active: bool = False) -> str:
     return "\n".join(lines)
 
 
-def branches(graph: nx.DiGraph) -> bool:
+def branches(graph: nx.DiGraph[Any]) -> bool:
     """Whether a conversation has more than one branch (a node with several
     children, or several roots): where its active path is worth marking."""
     succ, pred = adjacency(graph)
@@ -87,19 +78,6 @@ def node_tooltip(data: dict[str, Any], folded: Sequence[Any] = ()) -> str:
     how many tools its run called, and which, and the ids of the calls
     its run folds (`folded`: `convgraph.export.common.tree_calls`), where
     there are some.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> node_tooltip(tree.nodes["r"])
-    'prompt: Hi'
-    >>> node_tooltip({"prompt": "Shout", "tool_calls": 2, "tools": "shout"})
-    'prompt: Shout\\n\\ntool calls: 2 (shout)'
-    >>> node_tooltip({"prompt": "Shout"}, ["r1", "r2"])
-    'prompt: Shout\\n\\nearlier calls of its run: r1, r2'
     """
     texts = [
         f"{key}: {data[key]}"
@@ -115,18 +93,8 @@ def node_tooltip(data: dict[str, Any], folded: Sequence[Any] = ()) -> str:
     return "\n\n".join(texts)
 
 
-def conversation_title(graph: nx.DiGraph) -> str:
-    """A conversation's name and id, as its cluster or graph label says it.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> conversation_title(tree)
-    'Greetings  (c1)'
-    """
+def conversation_title(graph: nx.DiGraph[Any]) -> str:
+    """A conversation's name and id, as its cluster or graph label says it."""
     tree_id = graph.graph.get("tree_id")
     name = graph.graph.get("name")
     if name and tree_id is not None:
@@ -138,12 +106,6 @@ class ModelColours:
     """The fill colour of each model, from `PALETTE` in order of first
     appearance (more models than colours reuse them); `NO_MODEL_COLOUR` for
     a node without a model.
-
-    Examples
-    --------
-    >>> colour = ModelColours()
-    >>> colour("echo"), colour("gpt-4o"), colour("echo"), colour(None)
-    ('#8dd3c7', '#ffffb3', '#8dd3c7', 'white')
     """
 
     def __init__(self) -> None:

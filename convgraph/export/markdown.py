@@ -13,51 +13,12 @@ the document's structure (`convgraph.present.markdown_text`).
 
 The walk keeps its own stack: a 100,000-step chain is 100,000 steps of
 output, never Python recursion.
-
-Examples
---------
->>> from convgraph.model.tree import ConversationTree
->>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")], {
-...     "r": {"prompt": "Hi", "response": "Hello", "active": True},
-...     "a": {"prompt": "Joke?", "response": "No.", "model": "m1"},
-...     "b": {"prompt": "Joke?", "response": "Knock knock.", "model": "m2",
-...           "active": True}}, tree_id="c1", name="Jokes")
->>> print("\\n".join(generate_markdown(tree)))
-# Jokes
-<BLANKLINE>
-Conversation `c1`: 3 steps, 2 branches.
-<BLANKLINE>
-## 1. User
-<BLANKLINE>
-Hi
-<BLANKLINE>
-## 1. Assistant · `r`
-<BLANKLINE>
-Hello
-<BLANKLINE>
-## 2. User
-<BLANKLINE>
-Joke?
-<BLANKLINE>
-## 2. Assistant · m2 · `b`
-<BLANKLINE>
-Knock knock.
-<BLANKLINE>
-> **Alternative to step 2** · m1 · `a`
->
-> ### 2. User
->
-> Joke?
->
-> ### 2. Assistant · m1 · `a`
->
-> No.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from convgraph.export.common import PathOrFile, as_graphs, write_lines
 from convgraph.present.markdown_text import inline_code, inline_text
@@ -75,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def generate_markdown(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], full: bool = False
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], full: bool = False
 ) -> Iterator[str]:
     """Yield the Markdown of one conversation or several, line by line
     (several are separated by a horizontal rule); `full` keeps long tool
@@ -90,7 +51,7 @@ def generate_markdown(
 
 
 def write_markdown(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     path_or_file: PathOrFile,
     full: bool = False,
 ) -> None:
@@ -99,7 +60,7 @@ def write_markdown(
 
 
 def conversation_lines(
-    tree: nx.DiGraph, limit: int | None = OUTPUT_LIMIT
+    tree: nx.DiGraph[Any], limit: int | None = OUTPUT_LIMIT
 ) -> Iterator[str]:
     """One conversation: its title, the system prompt, then the active path
     with the other branches quoted where they split; outputs cut at `limit`
@@ -143,7 +104,7 @@ def conversation_lines(
 
 
 def _push_choice(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     nodes: list[str],
     depth: int,
     number: int,
@@ -161,12 +122,12 @@ def _push_choice(
     stack.append(("step", main, depth, number, False))
 
 
-def _main(tree: nx.DiGraph, nodes: list[str]) -> str:
+def _main(tree: nx.DiGraph[Any], nodes: list[str]) -> str:
     """The branch the text follows: the active one, else the last logged."""
     return next((node for node in nodes if tree.nodes[node].get("active")), nodes[-1])
 
 
-def _alternative_label(tree: nx.DiGraph, node: str, number: int) -> str:
+def _alternative_label(tree: nx.DiGraph[Any], node: str, number: int) -> str:
     model = tree.nodes[node].get("model")
     label = [f"**Alternative to step {number}**"]
     if model:

@@ -62,15 +62,7 @@ PART_NAME = "part-{:05d}.parquet"
 
 
 def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
-    """The partition (0 to `partitions` - 1) of each tree id: a stable hash.
-
-    Examples
-    --------
-    >>> tree_buckets(["a", "b", "a"], 4).tolist()
-    [1, 2, 1]
-    >>> tree_buckets(["a", "b", "a"], 1).tolist()
-    [0, 0, 0]
-    """
+    """The partition (0 to `partitions` - 1) of each tree id: a stable hash."""
     codes, unique = pd.factorize(pd.Series(list(tree_ids), dtype=object))
     # Hash each distinct id once: a forest has far fewer trees than nodes.
     texts = np.asarray([str(tree_id) for tree_id in unique], dtype=object)
@@ -104,14 +96,7 @@ def dataset_nodes(forest: Forest) -> pd.DataFrame:
 
 
 def parts_as_json(parts: pd.Series) -> pd.Series:
-    """A column of parts lists as their JSON texts (None stays None).
-
-    Examples
-    --------
-    >>> parts_as_json(pd.Series([None, [{"role": "user", "type": "text",
-    ...     "text": "é"}]])).tolist()
-    [None, '[{"role": "user", "type": "text", "text": "é"}]']
-    """
+    """A column of parts lists as their JSON texts (None stays None)."""
     texts = [
         json.dumps(value, ensure_ascii=False, default=str)
         if isinstance(value, list)

@@ -75,7 +75,7 @@ EXAMPLE_COLUMNS = ("messages", "conversation_id", "leaf_id")
 
 
 def chat_examples(
-    graphs: Iterable[nx.DiGraph], paths: str = "leaves", reasoning: bool = False
+    graphs: Iterable[nx.DiGraph[Any]], paths: str = "leaves", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
     """One chat example per root-to-leaf path (leaves in log order), or per
     tree along its active path (`paths="active"`), with the model's
@@ -114,7 +114,7 @@ def chat_examples(
             }
 
 
-def alternative_groups(tree: nx.DiGraph) -> Iterator[tuple[str | None, list[str]]]:
+def alternative_groups(tree: nx.DiGraph[Any]) -> Iterator[tuple[str | None, list[str]]]:
     """Each group of two or more answered alternatives: (their parent, or
     None for roots; their ids in log order). Answers to an empty prompt (a
     tool's output given back) are no alternatives: there is no prompt."""
@@ -134,7 +134,7 @@ def alternative_groups(tree: nx.DiGraph) -> Iterator[tuple[str | None, list[str]
 
 
 def tree_pairs(
-    tree: nx.DiGraph, prefer: str = "notes", reasoning: bool = False
+    tree: nx.DiGraph[Any], prefer: str = "notes", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
     """The preference pairs of one tree, group by group in log order (with
     the model's reasoning in the answers where `reasoning`).
@@ -174,7 +174,7 @@ def tree_pairs(
             }
 
 
-def _history(tree: nx.DiGraph, nodes: list[str], reasoning: bool) -> ChatMessages:
+def _history(tree: nx.DiGraph[Any], nodes: list[str], reasoning: bool) -> ChatMessages:
     """The messages of a path up to its last node's prompt: the system
     prompt, every step before, and the last step's user parts."""
     history = ChatMessages(reasoning)
@@ -200,7 +200,7 @@ def _run(history: ChatMessages, data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def pairs(
-    graphs: Iterable[nx.DiGraph], prefer: str = "notes", reasoning: bool = False
+    graphs: Iterable[nx.DiGraph[Any]], prefer: str = "notes", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
     """The preference pairs of every tree, tree by tree (see `tree_pairs`)."""
     for tree in graphs:

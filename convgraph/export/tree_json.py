@@ -11,21 +11,6 @@ A 100,000-turn chain nests 100,000 deep. Writing keeps its own stack, one
 node per line, and reading falls back from the standard `json` module (which
 recurses, and gives up a few hundred levels down) to an iterative parser that
 leaves the strings and numbers to the `json` module's own scanners.
-
-Examples
---------
->>> import networkx as nx
->>> tree = nx.DiGraph(tree_id="c1", name="Trees")
->>> tree.add_node("r", prompt="What is it?")
->>> tree.add_node("a", prompt="And a forest?")
->>> tree.add_edge("r", "a")
->>> for line in generate_tree_json(tree):
-...     print(line[:58])
-{"format":"convgraph.tree-json","version":1,"children":[
-{"tree_id":"c1","name":"Trees","children":[
-{"id":"r","conversation_id":null,"prompt":"What is it?","s
-{"id":"a","conversation_id":null,"prompt":"And a forest?",
-]}
 """
 
 from __future__ import annotations
@@ -37,9 +22,9 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.scanner import NUMBER_RE
 from typing import TYPE_CHECKING, Any
 
+from convgraph.errors import ExportError
 from convgraph.export.common import (
     CALLS,
-    ExportError,
     PathOrFile,
     UniqueIds,
     add_read_node,
@@ -64,7 +49,7 @@ VERSION = 1
 RESERVED = frozenset({"id", CALLS, "children"})
 
 
-def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
+def _tree_lines(graph: nx.DiGraph[Any]) -> Iterator[str]:
     """One conversation's lines, depth first without recursion: the
     conversation object's opening, then one line per node. A leaf's line
     also closes every object that the leaf ends, and carries the comma when
@@ -110,7 +95,9 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
         yield line
 
 
-def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
+def generate_tree_json(
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+) -> Iterator[str]:
     """Yield the nested tree JSON of one or several conversations, line by
     line (one node a line).
 
@@ -123,17 +110,6 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
     ------
     ExportError
         One node id in two of the conversations.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> lines = list(generate_tree_json(tree))
-    >>> lines[1]
-    '{"tree_id":"c1","name":null,"children":['
-    >>> len(lines)
-    6
     """
     yield f'{{"format":"{FORMAT}","version":{VERSION},"children":['
     unique = UniqueIds()
@@ -155,21 +131,9 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
 
 
 def write_tree_json(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], path_or_file: PathOrFile
 ) -> None:
-    """Write `generate_tree_json(graphs)` to a path or an open file.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_tree_json(tree, out)
-    >>> list(read_tree_json(io.StringIO(out.getvalue()))[0].edges)
-    [('r', 'a'), ('r', 'b')]
-    """
+    """Write `generate_tree_json(graphs)` to a path or an open file."""
     write_lines(generate_tree_json(graphs), path_or_file)
 
 
@@ -188,18 +152,6 @@ def read_tree_json(path_or_file: PathOrFile) -> list[ConversationTree]:
     ------
     ExportError
         The file is not JSON, or not convgraph's tree-json format.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_tree_json(tree, out)
-    >>> (back,) = read_tree_json(io.StringIO(out.getvalue()))
-    >>> back.graph["tree_id"], back.nodes["r"]["prompt"], list(back)
-    ('c1', 'Hi', ['r', 'a', 'b'])
     """
     document = read_document(path_or_file, FORMAT, _loads)
     graphs = []
@@ -263,11 +215,6 @@ def loads_deep(text: str) -> Any:
     Raises
     ------
     json.JSONDecodeError
-
-    Examples
-    --------
-    >>> loads_deep('[[[1, "a", null]]]')
-    [[[1, 'a', None]]]
     """
     skip = _after_whitespace
     # Open containers, and for each open object the key of the value being

@@ -35,19 +35,6 @@ Lines are cut where Markdown cuts them (`\\r\\n`, `\\r`, `\\n`), so a carriage
 return cannot end a line that the writer thought it was still quoting.
 Callers put a blank line before and after every block. Everything here is a
 few passes over the text: linear in its length.
-
-Examples
---------
->>> markdown_block("## 2. User\\nforged")
-['\\\\## 2. User', 'forged']
->>> markdown_block("```\\nnever closed")
-['````', '```', 'never closed', '````']
->>> fenced("x = 1", "python")
-['```python', 'x = 1', '```']
->>> inline_text("<b>Trees</b> & *forests*")
-'\\\\<b>Trees\\\\</b> & \\\\*forests\\\\*'
->>> inline_code("a`b")
-'``a`b``'
 """
 
 from __future__ import annotations
@@ -130,11 +117,6 @@ _RUN_OF_BACKTICKS = re.compile(r"`+")
 def markdown_lines(text: str) -> list[str]:
     """`text` cut into lines where Markdown cuts them, without the line ends
     that close it.
-
-    Examples
-    --------
-    >>> markdown_lines("a\\r\\nb\\rc\\n")
-    ['a', 'b', 'c']
     """
     return LINE_END.split(text.rstrip("\r\n"))
 
@@ -144,15 +126,6 @@ def markdown_block(text: str) -> list[str]:
     the document around them: the text's own Markdown where it is tame (its
     possible headings escaped), else the text verbatim in a fence (see the
     module's rule). Put a blank line before and after it.
-
-    Examples
-    --------
-    >>> markdown_block("A **tree**:\\n\\n- root\\n- leaves")
-    ['A **tree**:', '', '- root', '- leaves']
-    >>> markdown_block("Run <script>alert(1)</script>")
-    ['```', 'Run <script>alert(1)</script>', '```']
-    >>> markdown_block("class Tree:\\n    def __init__(self):\\n        pass")
-    ['```', 'class Tree:', '    def __init__(self):', '        pass', '```']
     """
     lines = markdown_lines(text)
     tame = _tame(lines) if is_markdown("\n".join(lines)) else None
@@ -166,13 +139,6 @@ def is_markdown(text: str) -> bool:
     without Markdown of its own that Markdown would change (join its lines,
     as code or verse without a fence; read `__init__` as bold; drop a
     backslash; decode an entity) is not: it is shown verbatim.
-
-    Examples
-    --------
-    >>> is_markdown("A tree is a graph."), is_markdown("- root\\n- leaf")
-    (True, True)
-    >>> is_markdown('{\\n  "prompt": "hi"\\n}'), is_markdown("def __init__")
-    (False, False)
     """
     return _MARKDOWN.search(text) is not None or _CHANGED.search(text) is None
 
@@ -203,11 +169,6 @@ def fenced(text: str, info: str | None = None) -> list[str]:
     """`text` verbatim in a code fence of backticks longer than any run of
     backticks inside it, with `info` (a language: kept only if it is one
     word of letters, digits and `+#.-_`) after the opening fence.
-
-    Examples
-    --------
-    >>> fenced("print('```')")
-    ['````', "print('```')", '````']
     """
     return _fence(markdown_lines(text), _info(info))
 
@@ -217,15 +178,6 @@ def inline_text(text: object) -> str:
     runs as one space, every character escaped where it could be markup
     (`_INLINE_MARKUP`), and only there, so that a heading reads `count()`
     rather than `count\\(\\)`.
-
-    Examples
-    --------
-    >>> inline_text("gpt-4o  [preview]\\n# one")
-    'gpt-4o \\\\[preview\\\\] # one'
-    >>> inline_text("Why is count() slow? snake_case, _x_ & C#")
-    'Why is count() slow? snake_case, \\\\_x\\\\_ & C#'
-    >>> inline_text("# Title ##")
-    '\\\\# Title \\\\##'
     """
     return _INLINE_MARKUP.sub(r"\\\g<0>", " ".join(str(text).split()))
 
@@ -233,11 +185,6 @@ def inline_text(text: object) -> str:
 def inline_code(text: object) -> str:
     """`text` as a code span on one line: backticks around it longer than
     any run inside it, line ends shown as the symbols ␍ and ␊.
-
-    Examples
-    --------
-    >>> inline_code("complex-g"), inline_code("`x`")
-    ('`complex-g`', '`` `x` ``')
     """
     value = str(text).replace("\r", "\u240d").replace("\n", "\u240a")
     fence = "`" * (_longest_run(value) + 1)
@@ -249,13 +196,6 @@ def inline_code(text: object) -> str:
 def cut(text: str, limit: int) -> tuple[str, str | None]:
     """The first `limit` characters of `text`, and a line saying how much was
     left out (None where nothing was).
-
-    Examples
-    --------
-    >>> cut("abcdef", 4)
-    ('abcd', '*… cut: the first 4 of 6 characters shown*')
-    >>> cut("abc", 4)
-    ('abc', None)
     """
     if len(text) <= limit:
         return text, None

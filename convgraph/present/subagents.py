@@ -6,22 +6,12 @@ agent's id, set by the agents' readers); its subtree hangs under the node of
 the Task call that started it. The root of such a subtree is a sidechain node
 whose parent is not of the same sidechain. The walk keeps its own stack: no
 recursion, however deep the tree.
-
-Examples
---------
->>> import networkx as nx
->>> tree = nx.DiGraph([("a", "x"), ("x", "y"), ("a", "b")])
->>> nx.set_node_attributes(tree, {"a": [{"type": "text"}], "b": [],
-...     "x": [{"type": "text", "sidechain": "ag1"}],
-...     "y": [{"type": "text", "sidechain": "ag1"}]}, "parts")
->>> subagent_roots(tree)
-{'x': Subagent(agent='ag1', nodes=2)}
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -46,7 +36,7 @@ def sidechain(parts: object) -> str | None:
     return None
 
 
-def subagent_roots(tree: nx.DiGraph) -> dict[str, Subagent]:
+def subagent_roots(tree: nx.DiGraph[Any]) -> dict[str, Subagent]:
     """Each node that starts a subagent's subtree, in the tree's node
     order, with the subagent's id and the count of the subtree's nodes
     (all of them counted in one pass from the leaves up)."""

@@ -66,7 +66,7 @@ class DrawnLine(NamedTuple):
 
 
 def generate_tree_lines(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
@@ -82,36 +82,13 @@ def generate_tree_lines(
     first words; with `active`, the nodes of the active path (the branch last
     used) end in ` ●`. Both are off by default for callers that mark nodes
     their own way (the browser).
-
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> tree = nx.DiGraph([("r", "a"), ("a", "b"), ("b", "c"), ("b", "d")])
-    >>> print("\\n".join(generate_tree_lines(tree)))
-    r
-    a
-    b
-    ├── c
-    └── d
-    >>> print("\\n".join(generate_tree_lines(tree, indent_chains=True)))
-    r
-    └── a
-        └── b
-            ├── c
-            └── d
-    >>> print("\\n".join(generate_tree_lines(nx.DiGraph([("r", "a"), ("s", "b")]))))
-    start: 2 alternatives
-    ├── r
-    │   a
-    └── s
-        b
     """
     for text, _, _ in _walk(tree, start, width, indent_chains, marks, active, heading):
         yield text
 
 
 def drawing(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
@@ -131,27 +108,13 @@ def drawing(
     Under a node's line, its run's tool calls and code, each a line
     `↳ name(arguments) → result` (`run_lines`), indented under the node's
     text; none where `width` is 0.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> from convgraph.parts import text, tool_call, tool_result
-    >>> parts = [text("user", "Shout tree"), tool_call("shout", {"word": "tree"}, "c1"),
-    ...     tool_result("shout", "TREE", "c1"), text("assistant", "TREE!")]
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Shout tree", "parts": parts}, "a": {"prompt": "Again"}})
-    >>> for line in drawing(tree):
-    ...     print(line.kind, line.node, line.text)
-    node r r  Shout tree
-    call r   ↳ shout(word="tree") → TREE
-    node a a  Again
     """
     for line in _walk(tree, start, width, indent_chains, marks, active, heading):
         yield DrawnLine._make(line)
 
 
 def _walk(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     start: str | None,
     width: int,
     indent_chains: bool,
@@ -227,11 +190,6 @@ def cut_line(line: str, width: int) -> str:
     """A line of a drawing or a table cut at `width` terminal cells, an
     ellipsis in its last: its spaces kept (an indentation, a column's
     padding), where `excerpt` would close them up.
-
-    Examples
-    --------
-    >>> cut_line("    └── a long line", 12), cut_line("short", 12)
-    ('    └── a l…', 'short')
     """
     if cell_width(line) <= width:
         return line
@@ -246,13 +204,6 @@ def cut_line(line: str, width: int) -> str:
 def unique_prefix_length(ids: Iterable[Any], floor: int = MIN_ID_LENGTH) -> int:
     """The fewest characters (at least `floor`) whose prefixes tell the
     distinct `ids` apart: what a drawing or a table may cut its ids to.
-
-    Examples
-    --------
-    >>> unique_prefix_length(["01jb0aaaa1", "01jb0aaab2", "01jc"], floor=4)
-    9
-    >>> unique_prefix_length(["a", "b"])
-    8
     """
     ordered = sorted({str(one) for one in ids})
     longest = 0
@@ -431,7 +382,7 @@ ROOT, ONLY, LAST, MIDDLE = "root", "only", "last", "middle"
 
 
 def render_tree(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
@@ -445,7 +396,7 @@ def render_tree(
     )
 
 
-def tree_drawing(tree: nx.DiGraph, style: Style | None = None) -> tuple[str, str]:
+def tree_drawing(tree: nx.DiGraph[Any], style: Style | None = None) -> tuple[str, str]:
     """One tree drawn as `convgraph tree` draws it (`forest_drawings` draws
     every tree of a forest the same way): its heading line (`tree_heading`)
     and the lines beneath it, joined."""
@@ -472,15 +423,9 @@ def _heading_room(style: Style, tree_id: Any) -> int:
     return max(style.fit - cell_width(str(tree_id)) - 2, MIN_TEXT)
 
 
-def tree_heading(tree: nx.DiGraph, width: int = EXCERPT_WIDTH) -> str:
+def tree_heading(tree: nx.DiGraph[Any], width: int = EXCERPT_WIDTH) -> str:
     """The line that names a conversation above its drawing: its tree id and
     an excerpt of its name, safe for a terminal.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree_heading(ConversationTree(tree_id="c1", name="Trees\\nand forests"))
-    'c1  Trees and forests'
     """
     return heading_line(tree.graph.get("tree_id"), tree.graph.get("name"), width)
 
@@ -500,17 +445,6 @@ def run_lines(data: Mapping[str, Any], width: int = EXCERPT_WIDTH) -> list[str]:
     parts). A result is matched to its call by the call's id, else by its
     tool's name, else to the first call still waiting for one; an output to
     the code before it.
-
-    Examples
-    --------
-    >>> from convgraph.parts import code, code_output, tool_call, tool_result
-    >>> parts = [tool_call("shout", {"word": "tree"}, "c1"),
-    ...     tool_result("shout", "TREE", "c1"),
-    ...     code("print(6 * 7)", "python"), code_output("42")]
-    >>> run_lines({"parts": parts})
-    ['↳ shout(word="tree") → TREE', '↳ python: print(6 * 7) → 42']
-    >>> run_lines({"parts": parts}, width=20)
-    ['↳ shout(word="… → TREE', '↳ python: print(… → 42']
     """
     parts = data.get("parts")
     if not parts or width <= 0:
@@ -581,13 +515,6 @@ def arguments_text(arguments: Any) -> str:
     """A tool call's arguments as a call is written: `name=value` for each
     member of an object (values as JSON), any other value as its JSON; an
     object given as JSON text reads as the object.
-
-    Examples
-    --------
-    >>> arguments_text({"word": "tree", "times": 2})
-    'word="tree", times=2'
-    >>> arguments_text('{"word": "tree"}'), arguments_text(None), arguments_text([1])
-    ('word="tree"', '', '[1]')
     """
     if isinstance(arguments, str):
         try:

@@ -64,7 +64,7 @@ REASONING_KEY = "reasoning_content"
 class Transcript:
     """One path of one tree: the tree, and the node ids from root to end."""
 
-    tree: nx.DiGraph
+    tree: nx.DiGraph[Any]
     path: list[str]
 
     @property
@@ -86,7 +86,7 @@ class Transcript:
         return "\n".join(lines) + "\n"
 
 
-def active_end(tree: nx.DiGraph) -> str:
+def active_end(tree: nx.DiGraph[str]) -> str:
     """The end of the tree's active path: its active node without an active
     child, or the last node in log order where none is marked.
 
@@ -106,12 +106,12 @@ def active_end(tree: nx.DiGraph) -> str:
     return list(tree)[-1]
 
 
-def path_system(tree: nx.DiGraph, path: list[str]) -> str | None:
+def path_system(tree: nx.DiGraph[Any], path: list[str]) -> str | None:
     """The path's system prompt: the first one given on it (None for none)."""
     for node in path:
         system = tree.nodes[node].get("system")
         if system:
-            return system
+            return str(system)
     return None
 
 
@@ -119,7 +119,7 @@ def path_system(tree: nx.DiGraph, path: list[str]) -> str | None:
 
 
 def path_messages(
-    tree: nx.DiGraph, path: list[str], system: bool = True, reasoning: bool = False
+    tree: nx.DiGraph[Any], path: list[str], system: bool = True, reasoning: bool = False
 ) -> list[dict[str, Any]]:
     """The path as chat messages: the system prompt first where there is one,
     then each step's user message and the messages of its run (assistant
@@ -141,20 +141,6 @@ def path_messages(
     reasoning
         Whether to keep the model's reasoning, as the assistant message's
         `reasoning_content`.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")], {
-    ...     "r": {"prompt": "Hi", "response": "Hello", "system": "Be brief"},
-    ...     "a": {"prompt": "Bye", "response": "Bye"}})
-    >>> for message in path_messages(tree, ["r", "a"]):
-    ...     print(message["role"], message["content"])
-    system Be brief
-    user Hi
-    assistant Hello
-    user Bye
-    assistant Bye
     """
     messages = ChatMessages(reasoning)
     found = path_system(tree, path) if system else None
@@ -290,14 +276,14 @@ def _arguments(arguments: Any) -> str:
 # -- Markdown --------------------------------------------------------------------
 
 
-def title(tree: nx.DiGraph) -> str:
+def title(tree: nx.DiGraph[Any]) -> str:
     """A tree's title, as one line of Markdown: its name, else its id."""
     name = tree.graph.get("name")
     return inline_text(name if name else f"Conversation {tree.graph.get('tree_id')}")
 
 
 def transcript_lines(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     path: list[str],
     limit: int | None = OUTPUT_LIMIT,
     local_times: bool = False,
@@ -330,7 +316,7 @@ def system_lines(system: str) -> Iterator[str]:
 
 
 def step_lines(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     node: str,
     number: int,
     heading: str = "##",
@@ -411,24 +397,6 @@ def part_lines(part: Mapping[str, Any], limit: int | None = OUTPUT_LIMIT) -> lis
     a fence, a result, code and its output in fences, an attachment or a
     fragment as one line. Outputs longer than `limit` characters are cut,
     with their size said (None: kept whole).
-
-    Examples
-    --------
-    >>> from convgraph.parts import tool_call, tool_result
-    >>> print("\\n".join(part_lines(tool_call("shout", {"word": "tree"}))))
-    **Tool call** · `shout`
-    <BLANKLINE>
-    ```json
-    {
-      "word": "tree"
-    }
-    ```
-    >>> print("\\n".join(part_lines(tool_result("shout", "TREE"))))
-    **Tool result** · `shout`
-    <BLANKLINE>
-    ```
-    TREE
-    ```
     """
     kind = part.get("type")
     if kind == kinds.TEXT:

@@ -15,9 +15,15 @@ conversation from any node with llm's Python API, `fan_out` with several
 answers at once, and `regenerate` asks a node's prompt again.
 """
 
-from convgraph.errors import NotMigrated, RuleViolation
-from convgraph.store.branch import BranchError, FanOut, branch, fan_out, regenerate
-from convgraph.store.delete import Deletion, DeletionRefused, delete_node
+from convgraph.errors import (
+    BranchError,
+    DatabaseLocked,
+    DeletionRefused,
+    NotMigrated,
+    RuleViolation,
+)
+from convgraph.store.branch import FanOut, branch, fan_out, regenerate
+from convgraph.store.delete import Deletion, delete_node
 from convgraph.store.migrate import (
     MigrationPlan,
     MigrationRefused,
@@ -28,7 +34,6 @@ from convgraph.store.migrate import (
 )
 from convgraph.store.responses import LoggedNode, log_response
 from convgraph.store.rules import rule_problems
-from convgraph.store.transaction import DatabaseLocked
 
 __all__ = [
     "BranchError",

@@ -82,7 +82,7 @@ class BranchPoint:
     thread_id: str | None = None
     conversation_id: str | None = None
     #: The legacy tree, whose path down to `parent_id` is the history.
-    graph: nx.DiGraph | None = None
+    graph: nx.DiGraph[Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -470,7 +470,7 @@ def log_answer(
 
         # llm's pending migrations in one transaction (store.upgrade).
         upgrade_llm_tables(conn)
-        store = LogStore(sqlite_utils.Database(conn))
+        store = LogStore(sqlite_utils.Database(conn))  # type: ignore[no-untyped-call]
         conversation = point.graph.nodes[point.parent_id]["conversation_id"]
         with write_transaction(conn):
             # The fork names the conversation's thread as the one it came
@@ -601,7 +601,7 @@ def _open_history(llm: Any, conn: sqlite3.Connection, point: BranchPoint) -> Non
         # llm's own pending migrations first, as llm would apply them, but
         # in one transaction (store.upgrade), so LogStore finds none left.
         upgrade_llm_tables(conn)
-        point.store = LogStore(sqlite_utils.Database(conn))
+        point.store = LogStore(sqlite_utils.Database(conn))  # type: ignore[no-untyped-call]
         if point.turn is not None:
             point.history = point.store.load_chain(point.turn["tip_message_hash"])
             point.current_system = _system_of(point.history)
@@ -613,7 +613,7 @@ def _open_history(llm: Any, conn: sqlite3.Connection, point: BranchPoint) -> Non
 
 
 def _legacy_history(
-    llm: Any, graph: nx.DiGraph, node_id: str
+    llm: Any, graph: nx.DiGraph[Any], node_id: str
 ) -> tuple[list[Any], str | None]:
     """The prompts and responses from the root down to `node_id` as llm
     messages, and the system prompt in force after them."""
@@ -633,7 +633,9 @@ def _legacy_history(
     return history, current_system
 
 
-def _with_system(llm: Any, history: list, current: str | None, system: str | None):
+def _with_system(
+    llm: Any, history: list[Any], current: str | None, system: str | None
+) -> list[Any]:
     """The history, with `system` after it when it changes the system prompt:
     models read the system from the messages, not from `system=`."""
     if system and system != current:
@@ -641,7 +643,7 @@ def _with_system(llm: Any, history: list, current: str | None, system: str | Non
     return history
 
 
-def _system_of(messages: list) -> str | None:
+def _system_of(messages: list[Any]) -> str | None:
     """The text of the last system message in a chain."""
     for message in reversed(messages):
         if message.role == "system":

@@ -28,7 +28,7 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from convgraph.errors import DeletionRefused
 from convgraph.store.responses import keep_as_roots
@@ -203,7 +203,7 @@ def _in_log_order(conn: sqlite3.Connection, ids: list[str]) -> list[str]:
     ]
 
 
-def _turns(graph: nx.DiGraph, nodes: list[str]) -> list[str]:
+def _turns(graph: nx.DiGraph[Any], nodes: list[str]) -> list[str]:
     """Which of `nodes` are turns of llm's message store, in their order:
     convgraph deletes and moves legacy responses only."""
     data = graph.nodes
@@ -212,7 +212,7 @@ def _turns(graph: nx.DiGraph, nodes: list[str]) -> list[str]:
 
 def _reparent(
     conn: sqlite3.Connection,
-    graph: nx.DiGraph,
+    graph: nx.DiGraph[Any],
     node_id: str,
     children: list[str],
     new_parent: str | None,
@@ -335,7 +335,7 @@ def _dependent_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
 def _primary_key(conn: sqlite3.Connection, table: str) -> str:
     for row in conn.execute(f'pragma table_info("{table}")'):
         if row[5] == 1:
-            return row[1]
+            return str(row[1])
     return "rowid"
 
 

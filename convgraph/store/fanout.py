@@ -33,7 +33,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 #: The states of a request, in the order they happen.
 WAITING, STREAMING, DONE, FAILED, STOPPED = (
@@ -210,7 +212,7 @@ def _first_ctrl_c_stops(runner: _Runner) -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
 
 
-def outside_event_loop(function: Callable[[], Any]) -> Any:
+def outside_event_loop(function: Callable[[], _T]) -> _T:
     """Call `function` here, or, where an event loop already runs in this
     thread (Jupyter), in a thread of its own, so that it can run its own loop.
     Its result, or its exception, comes back either way."""
@@ -231,7 +233,8 @@ def outside_event_loop(function: Callable[[], Any]) -> Any:
     thread.join()
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["value"]
+    value: _T = outcome["value"]
+    return value
 
 
 class _Runner:
@@ -379,7 +382,8 @@ class _Runner:
         come together, and the branch `llm -c` goes on from."""
         loop = asyncio.get_running_loop()
         started: asyncio.Future[Any] = loop.create_future()
-        finished: asyncio.Future[Any] = loop.create_future()
+        finished: asyncio.Future[tuple[Any, BaseException | None]]
+        finished = loop.create_future()
         async with self.starting:
             threading.Thread(
                 target=self.stream_in_thread,

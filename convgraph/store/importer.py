@@ -154,7 +154,9 @@ class ImportSummary:
         return [c for c in self.conversations if c.status == "changed"]
 
 
-def _messages(llm: Any, turn: PlannedTurn, is_root: bool) -> tuple[list, list]:
+def _messages(
+    llm: Any, turn: PlannedTurn, is_root: bool
+) -> tuple[list[Any], list[Any]]:
     """The turn's new input messages and its output messages, as llm's."""
     from llm.parts import Message
 
@@ -203,7 +205,7 @@ def _turn_row(
     }
 
 
-def _ensure_chain(conn: Any, messages: list, parent: str | None) -> str | None:
+def _ensure_chain(conn: Any, messages: list[Any], parent: str | None) -> str | None:
     """`LogStore.ensure_chain` for the plain messages an import makes (text
     parts only, no metadata, no fragments or attachments): the same rows,
     hashed by llm's own `message_hash`, written by two prepared statements
@@ -340,7 +342,7 @@ def _has_store(conn: Any) -> bool:
         "select count(*) from sqlite_master where type = 'table'"
         " and name in ('threads', 'turns', 'messages')"
     ).fetchone()[0]
-    return found == 3
+    return bool(found == 3)
 
 
 def _status(conn: Any, plan: ConversationPlan) -> str:
@@ -484,7 +486,7 @@ def import_export(
             # kill meanwhile leaves it as it was (convgraph.store.upgrade).
             # LogStore then finds nothing left to migrate.
             upgrade_llm_tables(conn)
-            store = LogStore(database)
+            store = LogStore(database)  # type: ignore[no-untyped-call]
             summary.upgraded = kind == "llm" and not {"threads", "turns"} <= before
 
             def write(plan: ConversationPlan) -> str:

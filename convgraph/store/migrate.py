@@ -52,6 +52,7 @@ from convgraph.links.integrity import (
     break_cycles,
     link_problem,
 )
+from convgraph.sources.llm.old_writers import MIGRATION_NAME, RECORD_TABLE
 from convgraph.sources.source import ProgressCallback, no_progress
 from convgraph.store.responses import utc_now
 from convgraph.store.rules import (
@@ -59,9 +60,7 @@ from convgraph.store.rules import (
     CONVERSATION_INDEX_SQL,
     INDEX_NAME,
     INDEX_SQL,
-    MIGRATION_NAME,
     PARENT_COLUMN,
-    RECORD_TABLE,
     install_rules,
     migration_recorded,
     missing_rules,
@@ -299,10 +298,12 @@ def _links_to_make(
 ) -> int:
     """How many parents `--link-linear` would set (see `plan_migration`)."""
     if adding_column:
-        return conn.execute(
-            "select count(conversation_id) - count(distinct conversation_id)"
-            " from responses"
-        ).fetchone()[0]
+        return int(
+            conn.execute(
+                "select count(conversation_id) - count(distinct conversation_id)"
+                " from responses"
+            ).fetchone()[0]
+        )
     linked, different, to_link = conn.execute(
         f"""
         select count(r.{PARENT_COLUMN}),
@@ -316,7 +317,7 @@ def _links_to_make(
         return 0  # already linked as chains: a second run has nothing to do
     if linked == 0 or resuming:
         # Resuming our own interrupted run: what it linked is linear already.
-        return to_link
+        return int(to_link)
     raise MigrationRefused(
         f"{linked} responses already have a parent: --link-linear would"
         " overwrite the tree; nothing was changed"
@@ -502,10 +503,12 @@ def _responses_between(conn: sqlite3.Connection, start: str | None, end: str) ->
     """How many responses a batch from `start` (None: the first) up to `end`
     linked."""
     lower = "" if start is None else " and conversation_id >= ?"
-    return conn.execute(
-        f"select count(*) from responses where conversation_id < ?{lower}",
-        [end, *([] if start is None else [start])],
-    ).fetchone()[0]
+    return int(
+        conn.execute(
+            f"select count(*) from responses where conversation_id < ?{lower}",
+            [end, *([] if start is None else [start])],
+        ).fetchone()[0]
+    )
 
 
 def _link_batch(conn: sqlite3.Connection, start: str | None, size: int) -> str | None:

@@ -87,7 +87,7 @@ def _locked(path: Path | str, timeout: float) -> DatabaseLocked:
 
 def busy_timeout(conn: sqlite3.Connection) -> float:
     """The connection's busy timeout, in seconds."""
-    return conn.execute("pragma busy_timeout").fetchone()[0] / 1000
+    return float(conn.execute("pragma busy_timeout").fetchone()[0]) / 1000
 
 
 @contextmanager

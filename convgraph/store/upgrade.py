@@ -85,7 +85,7 @@ def upgrade_llm_tables(conn: sqlite3.Connection) -> list[str]:
             return []
         conn.set_authorizer(_refuse_transaction_control)
         try:
-            migrate(database)
+            migrate(database)  # type: ignore[no-untyped-call]
         except Exception as error:
             # Whatever failed (SQLite's "not authorized" for a commit, a
             # refusal of sqlite-utils', a migration's own error), the

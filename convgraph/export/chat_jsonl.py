@@ -1,16 +1,5 @@
-"""Conversation paths as chat JSONL: one fine-tuning example a line.
-
-Each line is one JSON object, `{"messages": [{"role", "content"}, ...],
-"conversation_id", "leaf_id"}` (see `convgraph.export.training.chat_examples`):
-by default one per root-to-leaf path, so every branch is an example; with
-`paths="active"` one per conversation, along its active path. The format
-that fine-tuning APIs and `datasets.load_dataset("json", ...)` read: tool
-calls as an assistant message's `tool_calls` (`{"id", "type": "function",
-"function": {"name", "arguments"}}`, the arguments a JSON string), each
-result a `{"role": "tool", "tool_call_id", "content"}` message; the model's
-reasoning left out unless asked for (`reasoning=True`, the assistant
-message's `reasoning_content`). docs/training-schema.md holds the schema.
-"""
+"""Conversation paths as chat JSONL: one fine-tuning example a line, the
+records of `training.chat_examples` (schema: docs/training-schema.md)."""
 
 from __future__ import annotations
 
@@ -42,8 +31,7 @@ def write_chat_jsonl(
     paths: str = "leaves",
     reasoning: bool = False,
 ) -> None:
-    """Write `generate_chat_jsonl(graphs, paths, reasoning)` to a path or an
-    open file."""
+    """Write `generate_chat_jsonl(...)` to a path or an open file."""
     write_lines(generate_chat_jsonl(graphs, paths, reasoning), path_or_file)
 
 

@@ -1,19 +1,10 @@
 """Whole conversations, every branch, as one Markdown document.
 
-Each conversation reads as a transcript of its active path (the branch last
-used), with the other branches shown where they split from it: after the
-step whose alternatives they are, each alternative answer (a regeneration,
-another model's answer, an edited prompt) is a quoted block labelled with
-its model and id, holding that branch down to its end; branches off a branch
-nest one quote deeper. A branch that is not the active path goes on along
-its most recently logged child. Every node appears once, with its tool
-calls, their results, code and reasoning as the transcript shows them
-(`convgraph.present.transcript.step_lines`), and no stored text can change
-the document's structure (`convgraph.present.markdown_text`).
-
-The walk keeps its own stack: a 100,000-step chain is 100,000 steps of
-output, never Python recursion.
-"""
+Each conversation is a transcript of its active path; after the step they
+branch from, the other answers are quoted blocks holding their branch to its
+end (going on along the latest child), nested one quote deeper per branch.
+Steps are written as the transcript writes them, no stored text changes the
+document's structure, and the walk keeps its own stack (no recursion)."""
 
 from __future__ import annotations
 
@@ -62,9 +53,8 @@ def write_markdown(
 def conversation_lines(
     tree: nx.DiGraph[Any], limit: int | None = OUTPUT_LIMIT
 ) -> Iterator[str]:
-    """One conversation: its title, the system prompt, then the active path
-    with the other branches quoted where they split; outputs cut at `limit`
-    characters (None: kept whole)."""
+    """One conversation: title, system prompt, then the active path with the
+    other branches quoted where they split; outputs cut at `limit` (None: whole)."""
     leaves = sum(1 for node in tree if tree.out_degree(node) == 0)
     yield f"# {title(tree)}"
     yield ""
@@ -90,8 +80,7 @@ def conversation_lines(
         if kind == "below":
             _push_choice(tree, list(tree.successors(node)), depth, number + 1, stack)
             continue
-        # A blank line before the step, inside the quote that holds it (an
-        # alternative's opens its own quote, so its blank is outside).
+        # The blank before an alternative stays outside the quote it opens.
         yield ("> " * (depth - 1 if alternative else depth)).rstrip()
         if alternative:
             yield prefix + _alternative_label(tree, node, number)
@@ -110,8 +99,8 @@ def _push_choice(
     number: int,
     stack: list[tuple[str, str, int, int, bool]],
 ) -> None:
-    """Push the alternatives `nodes` of one point: the main one's step, then
-    each other one as a quoted branch, then what goes on under the main one."""
+    """Push one point's alternatives: the main step, each other as a quoted
+    branch, then what goes on under the main one."""
     if not nodes:
         return
     main = _main(tree, nodes)

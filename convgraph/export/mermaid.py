@@ -1,19 +1,10 @@
 """Conversation trees as a Mermaid flowchart, which GitHub draws in Markdown.
 
-Each conversation is a subgraph titled with its name; each node a box with its
-id, its model and one-line excerpts of prompt and response. Branch points are
-hexagons and leaves stadiums; a class per model colours them.
-
-No text reaches the diagram as syntax. Node ids in the diagram are generated
-(`n0`, `n1`, ...; subgraphs `c0`, ...), so no id can be a keyword such as
-`end`. Every label is a quoted string in which the characters that could end
-it or be read as something else are Mermaid entity codes: the quote
-(`#quot;`), `#` (which starts an entity), `&`, `<` and `>` (HTML, since
-Mermaid draws labels as HTML), `%` (directives and comments), the backtick
-(Markdown strings), `:` (Mermaid's own style rewriting) and the two
-characters Mermaid uses internally to carry entities. Control characters are
-shown as their Unicode control pictures.
-"""
+Each conversation is a subgraph, each node a box (branch points hexagons,
+leaves stadiums, a class per model). No text reaches the diagram as syntax:
+ids are generated (`n0`, `c0`, ...), so none is a keyword such as `end`, and
+every label is a quoted string whose risky characters are entity codes
+(`quote_label`)."""
 
 from __future__ import annotations
 
@@ -63,9 +54,9 @@ SHAPES = {"node": ("(", ")"), "branch-point": ("{{", "}}"), "leaf": ("([", "])")
 
 
 def quote_label(text: str) -> str:
-    """Text as a quoted Mermaid label: every risky character an entity code,
-    line breaks as `<br>`.
-    """
+    """Text as a quoted Mermaid label: the quote, `#`, `&`, `<`, `>`, `%`, the
+    backtick, `:` and Mermaid's own entity carriers as entity codes, controls as
+    symbols, line breaks as `<br>`."""
     lines = without_controls(
         text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
     )
@@ -77,21 +68,13 @@ def quote_label(text: str) -> str:
 def generate_mermaid(
     graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> Iterator[str]:
-    """Yield a Mermaid flowchart of one or several conversations, line by
-    line.
-
-    Parameters
-    ----------
-    graphs
-        A conversation DiGraph, or an iterable of them (consumed once).
-    rankdir
-        The flowchart's direction: "TB", "LR", "BT" or "RL".
+    """Yield a Mermaid flowchart of one or several conversations, line by line;
+    `rankdir` is "TB", "LR", "BT" or "RL".
 
     Raises
     ------
     ExportError
-        An unknown `rankdir`, or one node id in two of the conversations.
-    """
+        An unknown `rankdir`, or one node id in two of the conversations."""
     check_rankdir(rankdir)
     yield f"flowchart {rankdir}"
     classes: dict[Any, str] = {}

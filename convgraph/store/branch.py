@@ -159,9 +159,13 @@ def branch(
 
     Raises
     ------
-    UnknownNode, NotMigrated (a legacy file without the parent column or rules),
-    BranchError (llm missing, unknown model, the model failed), DatabaseError,
-    DatabaseLocked, RuleViolation"""
+    UnknownNode
+        No node has this id.
+    NotMigrated
+        A legacy file without the parent column or rules.
+    BranchError
+        llm is missing, the model is unknown, or the model failed.
+    DatabaseError, DatabaseLocked, RuleViolation"""
     result = fan_out(
         node_id,
         prompt,

@@ -66,7 +66,7 @@ nitpick_ignore_regex = [
         r"|TreeRows|PageLinks|NodeNote|Costs)|Source|Problem|Hit|TreeFilter",
     ),
     # Request records of the fan-out's live display, which no reader calls.
-    ("py:class", r"convgraph\.fanout\.\w+"),
+    ("py:class", r"convgraph\.store\.fanout\.\w+"),
     # store.branch and store.fan_out say why BranchError is raised in the
     # middle of their Raises line ("BranchError (llm missing)").
     ("py:exc", r"llm missing"),

@@ -25,11 +25,11 @@ import pytest
 
 from convgraph.cli import write
 from convgraph.cli.progress import LiveProgress, progress_line
-from convgraph.fanout import Job, Request
 from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.model.tree import children, roots
 from convgraph.model.tree import path as path_to
 from convgraph.store.branch import DEFAULT_PARALLEL, fan_out, regenerate
+from convgraph.store.fanout import Job, Request
 from tests.helpers import SAFETY_SECONDS, file_digest, run, wait_until
 from tests.plugins.llm_slow_model import SlowModel, registered
 

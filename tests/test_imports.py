@@ -130,7 +130,7 @@ LAYERS = [
     ["convgraph.model"],
     ["convgraph.analysis", "convgraph.present"],
     ["convgraph.export"],
-    ["convgraph.fanout", "convgraph.store", "convgraph.logs"],
+    ["convgraph.store", "convgraph.logs"],
     [
         "convgraph.cli",
         "convgraph.browse",

@@ -35,8 +35,8 @@ import click
 from convgraph.text import cell_width, counted, pad, terminal_text
 
 if TYPE_CHECKING:
-    from convgraph.fanout import Job
     from convgraph.store.branch import FanOut
+    from convgraph.store.fanout import Job
 
 #: At most this often, in seconds, is the display redrawn for a new chunk
 #: (a state change redraws at once).
@@ -49,7 +49,7 @@ def progress_line(job: Job, label_width: int) -> str:
 
     Examples
     --------
-    >>> from convgraph.fanout import Job, Request
+    >>> from convgraph.store.fanout import Job, Request
     >>> job = Job(Request("echo", 1, "hi", []), "echo", state="done",
     ...           output_tokens=12, started=1.0, ended=1.25)
     >>> progress_line(job, 6)

@@ -1,20 +1,11 @@
-"""Exporters: conversation trees as DOT, GraphML, JSON, Mermaid and HTML, and
-the forest's tables as a Parquet dataset (`parquet`, for Dask and Spark).
+"""Exporters: conversation trees as DOT, GraphML, JSON, Mermaid, HTML and
+more, and the forest's tables as a Parquet dataset.
 
-One module per format, each with networkx's readwrite verbs:
-`generate_<format>(graphs, ...)` yields the text line by line,
-`write_<format>(graphs, path_or_file, ...)` writes it, and `read_<format>`
-reads it back where the format round-trips (GraphML, both JSON shapes, HTML).
-`graphs` is one conversation DiGraph from `convgraph.model.loading` or an
-iterable of them (a forest).
-
-`FORMATS` maps each format's name, as `convgraph export --format` takes it,
-to its functions; a new format is one more entry. The entries name their
-module, which is imported when a function is first asked for, and so are the
-functions offered flat here (`from convgraph.export import write_dot`, PEP
-562): the command line lists the formats without importing an exporter, so an
-exporter may import networkx, pydot or pandas at its top.
-"""
+Each module has networkx's readwrite verbs: `generate_<format>(graphs, ...)`
+yields lines, `write_<format>(graphs, path_or_file, ...)` writes them,
+`read_<format>` reads back where the format round-trips. `FORMATS` maps each
+`convgraph export --format` name to its module, imported on first use (PEP
+562), so the command line lists formats without importing an exporter."""
 
 from __future__ import annotations
 
@@ -28,25 +19,9 @@ from convgraph.errors import ExportError
 
 @dataclass(frozen=True)
 class ExportFormat:
-    """One format of `FORMATS`: the module `convgraph.export.<module>` and
-    what it offers, its functions imported on first use.
-
-    Attributes
-    ----------
-    module
-        The exporter's module name; its functions are `generate_<module>`,
-        `write_<module>` and `read_<module>`.
-    generates, reads
-        Whether it has `generate_<module>` (every format of graphs) and
-        `read_<module>` (the formats that round-trip).
-    options
-        The keyword options that `generate` and `write` take (`rankdir`,
-        `paths`, `reasoning`, `full`).
-    tables
-        True for a format of the forest's tables rather than its graphs:
-        `write(forest, directory, force=...)` writes a folder (Parquet), and
-        `generate` is None.
-    """
+    """One format of `FORMATS`: `convgraph.export.<module>`, whether it has
+    `generate_<module>` and `read_<module>`, the keyword `options` it takes, and
+    whether it writes the forest's `tables` (a folder; `generate` is None)."""
 
     module: str
     generates: bool = True
@@ -56,7 +31,8 @@ class ExportFormat:
 
     def _function(self, verb: str) -> Callable[..., Any]:
         exporter = importlib.import_module(f"{__name__}.{self.module}")
-        return getattr(exporter, f"{verb}_{self.module}")
+        function: Callable[..., Any] = getattr(exporter, f"{verb}_{self.module}")
+        return function
 
     @property
     def generate(self) -> Callable[..., Any] | None:
@@ -69,9 +45,8 @@ class ExportFormat:
         return self._function("write")
 
     @property
-    def read(self) -> Callable[..., list] | None:
-        """`read(path_or_file) -> list of DiGraph`, or None where the format
-        does not round-trip."""
+    def read(self) -> Callable[..., list[Any]] | None:
+        """`read(path_or_file)`, the list of trees; None where it does not round-trip."""
         return self._function("read") if self.reads else None
 
 

@@ -1,34 +1,11 @@
-"""Conversation paths as chat JSONL: one fine-tuning example a line.
-
-Each line is one JSON object, `{"messages": [{"role", "content"}, ...],
-"conversation_id", "leaf_id"}` (see `convgraph.export.training.chat_examples`):
-by default one per root-to-leaf path, so every branch is an example; with
-`paths="active"` one per conversation, along its active path. The format
-that fine-tuning APIs and `datasets.load_dataset("json", ...)` read: tool
-calls as an assistant message's `tool_calls` (`{"id", "type": "function",
-"function": {"name", "arguments"}}`, the arguments a JSON string), each
-result a `{"role": "tool", "tool_call_id", "content"}` message; the model's
-reasoning left out unless asked for (`reasoning=True`, the assistant
-message's `reasoning_content`). docs/training-schema.md holds the schema.
-
-Examples
---------
->>> from convgraph.model.tree import ConversationTree
->>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")], {
-...     "r": {"prompt": "Hi", "response": "Hello"},
-...     "a": {"prompt": "Joke?", "response": "No."},
-...     "b": {"prompt": "Joke?", "response": "Knock knock.", "active": True}},
-...     tree_id="c1")
->>> for line in generate_chat_jsonl(tree, paths="active"):
-...     print(line)
-{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Joke?"}, {"role": "assistant", "content": "Knock knock."}], "conversation_id": "c1", "leaf_id": "b"}
-"""
+"""Conversation paths as chat JSONL: one fine-tuning example a line, the
+records of `training.chat_examples` (schema: docs/training-schema.md)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from convgraph.export.common import PathOrFile, as_graphs, read_text, write_lines
 from convgraph.export.training import chat_examples
@@ -38,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def generate_chat_jsonl(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     paths: str = "leaves",
     reasoning: bool = False,
 ) -> Iterator[str]:
@@ -49,16 +26,15 @@ def generate_chat_jsonl(
 
 
 def write_chat_jsonl(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     path_or_file: PathOrFile,
     paths: str = "leaves",
     reasoning: bool = False,
 ) -> None:
-    """Write `generate_chat_jsonl(graphs, paths, reasoning)` to a path or an
-    open file."""
+    """Write `generate_chat_jsonl(...)` to a path or an open file."""
     write_lines(generate_chat_jsonl(graphs, paths, reasoning), path_or_file)
 
 
-def read_chat_jsonl(path_or_file: PathOrFile) -> list[dict]:
+def read_chat_jsonl(path_or_file: PathOrFile) -> list[dict[str, Any]]:
     """The examples of a chat JSONL file, one dict per line."""
     return [json.loads(line) for line in read_text(path_or_file).splitlines() if line]

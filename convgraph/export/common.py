@@ -1,14 +1,7 @@
-"""What every exporter shares: taking one conversation or many, writing lines
-to a path or an open file, and the characters no output format may carry.
-
-The exporters take what `convgraph.model.forest` produces: one conversation DiGraph,
-or any iterable of them (a forest, possibly a generator such as
-`Forest.trees()`, consumed once). A format that writes one conversation
-differently from several (DOT clusters, GraphML tree ids) looks ahead at most
-one graph to know which case it is in, so a forest still streams. Nothing
-here imports networkx: the command line imports this package to list the
-formats, and stays fast.
-"""
+"""What every exporter shares: one conversation or an iterable of them
+(consumed once, looked ahead at most one graph), writing lines to a path or an
+open file, and the characters no format may carry. No networkx import here:
+the command line lists the formats and stays fast."""
 
 from __future__ import annotations
 
@@ -36,40 +29,23 @@ RANKDIRS = ("TB", "LR", "BT", "RL")
 
 
 def check_rankdir(rankdir: str) -> None:
-    """Raise ExportError unless `rankdir` is one of `RANKDIRS`.
-
-    Examples
-    --------
-    >>> check_rankdir("LR")
-    >>> try:
-    ...     check_rankdir("up")
-    ... except ExportError as error:
-    ...     print(error)
-    rankdir must be one of TB, LR, BT, RL, not 'up'
-    """
+    """Raise ExportError unless `rankdir` is one of `RANKDIRS`."""
     if rankdir not in RANKDIRS:
         raise ExportError(
             f"rankdir must be one of {', '.join(RANKDIRS)}, not {rankdir!r}"
         )
 
 
-#: Where a file of several conversations records which one a node belongs to
-#: (and its tree's name: `contract.TREE_NAME`, as a Parquet dataset's column).
+#: Where a file of several conversations records a node's conversation.
 TREE_ID = "tree_id"
 
-#: Characters that XML 1.0 forbids (C0 controls but tab, newline and carriage
-#: return; lone surrogates; U+FFFE and U+FFFF). No format writes them: an SVG
-#: that Graphviz makes, a GraphML file, a web page showing Mermaid are XML or
-#: HTML, and one such character makes the whole document unreadable.
+#: Characters XML 1.0 forbids: one makes a whole SVG, GraphML or page unreadable.
 FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
-#: Controls to show as a symbol in drawn text (labels): the forbidden ones,
-#: plus tab, carriage return and DEL, which a one-line label cannot show.
+#: The forbidden ones plus tab, CR and DEL, which a one-line label cannot show.
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 
 
-#: The symbol that stands in for an unwritable character: the one the
-#: terminal output uses too (a control picture for C0 and DEL, else U+FFFD).
 visible = control_picture
 
 
@@ -78,95 +54,50 @@ def _visible_match(match: re.Match[str]) -> str:
 
 
 def without_forbidden(text: str) -> str:
-    """`text` with the characters XML 1.0 forbids replaced by `visible`.
-
-    Examples
-    --------
-    >>> without_forbidden("a\\x00b\\tc")
-    'a␀b\\tc'
-    """
+    """`text` with the characters XML 1.0 forbids replaced by `visible`."""
     if FORBIDDEN.search(text) is None:
         return text
     return FORBIDDEN.sub(_visible_match, text)
 
 
 def without_controls(text: str) -> str:
-    """`text` with every control character replaced by `visible`.
-
-    Examples
-    --------
-    >>> without_controls("a\\x00b\\rc")
-    'a␀b␍c'
-    """
+    """`text` with every control character replaced by `visible`."""
     if CONTROLS.search(text) is None:
         return text
     return CONTROLS.sub(_visible_match, text)
 
 
-def as_graphs(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[nx.DiGraph]:
-    """One graph or an iterable of graphs, as an iterator of graphs.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> [graph.graph["tree_id"] for graph in as_graphs(tree)]
-    ['c1']
-    """
-    # A networkx graph is itself iterable (over its nodes): tell it apart by
-    # the adjacency it has and an iterable of graphs does not.
+def as_graphs(
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+) -> Iterator[nx.DiGraph[Any]]:
+    """One graph or an iterable of graphs, as an iterator of graphs."""
+    # A graph is itself iterable (over its nodes): its adjacency tells it apart.
     if hasattr(graphs, "adj") and hasattr(graphs, "graph"):
-        return iter([cast("nx.DiGraph", graphs)])
-    return iter(cast("Iterable[nx.DiGraph]", graphs))
+        return iter([cast("nx.DiGraph[Any]", graphs)])
+    return iter(cast("Iterable[nx.DiGraph[Any]]", graphs))
 
 
-def adjacency(graph: nx.DiGraph) -> tuple[dict[Any, Any], dict[Any, Any]]:
-    """A graph's successors and predecessors: networkx's own dicts, which an
-    exporter reads for every node without building a view each time.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> succ, pred = adjacency(ConversationTree.from_edges([("r", "a")]))
-    >>> list(succ["r"]), list(pred["r"])
-    (['a'], [])
-    """
+def adjacency(graph: nx.DiGraph[Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """A graph's successor and predecessor dicts, read without building views."""
     return graph._succ, graph._pred  # type: ignore[attr-defined]
 
 
 def look_ahead(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
-) -> tuple[Iterator[nx.DiGraph], bool]:
-    """The graphs again, and whether there is more than one of them.
-
-    Reads at most two graphs ahead of the caller, so a generator of
-    conversations is still consumed one at a time.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> graphs, several = look_ahead(iter([tree, tree]))
-    >>> several, len(list(graphs))
-    (True, 2)
-    """
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+) -> tuple[Iterator[nx.DiGraph[Any]], bool]:
+    """The graphs again (two read ahead at most), and whether there are several."""
     iterator = as_graphs(graphs)
     ahead = list(itertools.islice(iterator, 2))
     return itertools.chain(ahead, iterator), len(ahead) > 1
 
 
 class UniqueIds:
-    """Remembers the node ids written so far, to refuse a forest in which two
-    conversations share a node (a file with one id twice is invalid)."""
+    """Refuses a forest in which two conversations share a node id."""
 
     def __init__(self) -> None:
         self.seen: set[Any] = set()
 
-    def check(self, graph: nx.DiGraph) -> None:
+    def check(self, graph: nx.DiGraph[Any]) -> None:
         """Raise ExportError if `graph` has a node already written."""
         before = len(self.seen)
         self.seen.update(graph)
@@ -178,77 +109,34 @@ class UniqueIds:
             )
 
 
-#: The node attribute that names the calls a node folds: the ids llm logged
-#: for the calls inside a run (a tool chain is one node, named by its last
-#: call: `convgraph.sources.llm.runs`), before the node's own id, in log
-#: order; empty where the node is one call. The trees keep them as the
-#: graph's `calls` (call id -> node id), the forest as `Forest.calls`: the
-#: exports write them on the nodes, so that every id `llm logs` printed is
-#: in the file, and the formats that read back give the graph's `calls`
-#: again (`add_read_node`). Always a list, never null: every source knows
-#: what a node folds, and a reader iterates it without a test.
+#: The node attribute listing the ids of the calls a run's node folds, in log
+#: order, so every id `llm logs` printed is in the file. Always a list, never null.
 CALLS = "calls"
 
 
 def calls_by_node(calls: Mapping[Any, Any] | None) -> dict[Any, list[Any]]:
-    """Each node's folded calls (`CALLS`) from a tree's or a forest's
-    `calls` (call id -> node id), in the map's order, which is each run's
-    log order; a node that folds nothing is not a key. The one rule every
-    export of the folded calls follows, per tree and for a forest's table.
-
-    Examples
-    --------
-    >>> calls_by_node({"r1": "r3", "x1": "x2", "r2": "r3"})
-    {'r3': ['r1', 'r2'], 'x2': ['x1']}
-    >>> calls_by_node(None)
-    {}
-    """
+    """Each node's folded calls from a `calls` map (call id -> node id), in
+    the map's (log) order; a node that folds nothing is not a key."""
     found: dict[Any, list[Any]] = {}
     for call, node in (calls or {}).items():
         found.setdefault(node, []).append(call)
     return found
 
 
-def tree_calls(graph: nx.DiGraph) -> dict[Any, list[Any]]:
-    """`calls_by_node` of one tree: its graph's `calls`.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_records(
-    ...     [{"id": "r2"}], {"r2": None}, "t", calls={"r1": "r2"})
-    >>> tree_calls(tree)
-    {'r2': ['r1']}
-    """
+def tree_calls(graph: nx.DiGraph[Any]) -> dict[Any, list[Any]]:
+    """`calls_by_node` of one tree: its graph's `calls`."""
     return calls_by_node(graph.graph.get(CALLS))
 
 
 PathOrFile = str | os.PathLike[str] | IO[str] | IO[bytes]
 
-#: Lines are joined into chunks of this many before writing: one write per
-#: line costs more than the text itself for short lines.
+#: Lines joined per write: one write per short line costs more than its text.
 LINES_PER_WRITE = 512
 
 
 def write_lines(lines: Iterable[str], path_or_file: PathOrFile) -> None:
-    """Write `lines`, each ended by a newline, as UTF-8.
-
-    Parameters
-    ----------
-    lines
-        The text, one line per item, without line ends.
-    path_or_file
-        A path (the file is created or replaced), a binary file (UTF-8 bytes
-        are written), or a text file (written as it is).
-
-    Examples
-    --------
-    >>> import io
-    >>> out = io.BytesIO()
-    >>> write_lines(["a", "é"], out)
-    >>> out.getvalue()
-    b'a\\n\\xc3\\xa9\\n'
-    """
+    """Write `lines` (without their ends), each ended by a newline, as UTF-8 to
+    a path (created or replaced), a binary file or a text file."""
     with _writer(path_or_file) as (write, binary):
         iterator = iter(lines)
         while chunk := list(itertools.islice(iterator, LINES_PER_WRITE)):
@@ -260,19 +148,7 @@ def write_lines(lines: Iterable[str], path_or_file: PathOrFile) -> None:
 def write_blocks(
     blocks: Iterable[bytes | memoryview], path_or_file: PathOrFile
 ) -> None:
-    """Write `blocks` of UTF-8 text, each a run of whole lines with their
-    ends: what `write_lines` writes, for a writer that makes its text as
-    bytes a batch of lines at a time (a forest's JSON, thousands of nodes a
-    block).
-
-    Examples
-    --------
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_blocks([b"a\\n", "é\\n".encode()], out)
-    >>> out.getvalue()
-    'a\\né\\n'
-    """
+    """Write `blocks` of UTF-8 text, each whole lines with their ends."""
     with _writer(path_or_file) as (write, binary):
         for block in blocks:
             write(block if binary else str(block, "utf-8"))
@@ -280,8 +156,7 @@ def write_blocks(
 
 @contextlib.contextmanager
 def _writer(path_or_file: PathOrFile) -> Iterator[tuple[Callable[[Any], Any], bool]]:
-    """The write function of a path (opened here, binary) or an open file,
-    and whether it takes bytes (a text file, a terminal's, takes str)."""
+    """The write function of a path or an open file, and whether it takes bytes."""
     if isinstance(path_or_file, str | os.PathLike):
         with written(path_or_file) as file:  # the one way out: convgraph.writing
             yield file.write, True
@@ -291,14 +166,7 @@ def _writer(path_or_file: PathOrFile) -> Iterator[tuple[Callable[[Any], Any], bo
 
 
 def block_lines(blocks: Iterable[bytes | memoryview]) -> Iterator[str]:
-    """The lines of `blocks` (UTF-8, together whole lines with their ends),
-    without their ends: a block writer's text as `generate_*` yields it.
-
-    Examples
-    --------
-    >>> list(block_lines([b"a\\nb\\n", b"c", b"\\n"]))
-    ['a', 'b', 'c']
-    """
+    """The lines of `blocks` without their ends, as `generate_*` yields them."""
     pending = ""
     for block in blocks:
         *lines, pending = (pending + str(block, "utf-8")).split("\n")
@@ -306,14 +174,7 @@ def block_lines(blocks: Iterable[bytes | memoryview]) -> Iterator[str]:
 
 
 def read_text(path_or_file: PathOrFile) -> str:
-    """The whole of a path or open file (text or UTF-8 bytes) as a string.
-
-    Examples
-    --------
-    >>> import io
-    >>> read_text(io.BytesIO("é".encode("utf-8")))
-    'é'
-    """
+    """The whole of a path or open file (text or UTF-8 bytes) as a string."""
     if isinstance(path_or_file, str | os.PathLike):
         with open(path_or_file, encoding="utf-8") as file:
             return file.read()
@@ -322,38 +183,15 @@ def read_text(path_or_file: PathOrFile) -> str:
 
 
 def new_graph(tree_id: Any, name: Any) -> ConversationTree:
-    """An empty conversation tree with the contract's graph attributes: what
-    the `read_*` functions fill, the same class the readers of llm's files
-    give.
-
-    Examples
-    --------
-    >>> new_graph("c1", None)
-    <ConversationTree 'c1': 0 nodes, 0 roots, 0 leaves>
-    """
+    """An empty conversation tree, for the `read_*` functions to fill."""
     from convgraph.model.tree import ConversationTree
 
     return ConversationTree(tree_id=tree_id, name=name)
 
 
-def add_read_node(graph: nx.DiGraph, node: Any, data: dict[str, Any]) -> None:
-    """Add a node read back from a file to `graph`: its attributes as
-    `contract_node` gives them, and the calls it folds (`CALLS`, taken out
-    of its attributes) into the graph's `calls`, so that the tree reads as
-    the one the file was written from (a call's id finds its node).
-
-    Raises
-    ------
-    ExportError
-        `calls` is not a list of strings.
-
-    Examples
-    --------
-    >>> graph = new_graph("c1", None)
-    >>> add_read_node(graph, "r3", {"model": "echo", "calls": ["r1", "r2"]})
-    >>> graph.graph["calls"], "calls" in graph.nodes["r3"]
-    ({'r1': 'r3', 'r2': 'r3'}, False)
-    """
+def add_read_node(graph: nx.DiGraph[Any], node: Any, data: dict[str, Any]) -> None:
+    """Add a node read back from a file, its `CALLS` moved into the graph's
+    `calls`; raises ExportError where they are not a list of strings."""
     calls = data.pop(CALLS, None)
     if calls is not None and (
         not isinstance(calls, list) or not all(isinstance(c, str) for c in calls)
@@ -366,15 +204,8 @@ def add_read_node(graph: nx.DiGraph, node: Any, data: dict[str, Any]) -> None:
 
 
 def contract_node(data: dict[str, Any]) -> dict[str, Any]:
-    """A node's attributes as read back: every contract key present (None
-    where the file had none), then any other attributes the file carried.
-
-    Examples
-    --------
-    >>> node = contract_node({"model": "echo", "colour": "red"})
-    >>> node["model"], node["prompt"], list(node)[-1]
-    ('echo', None, 'colour')
-    """
+    """A node's attributes as read back: every contract key (None where
+    missing), then any others the file carried."""
     node = {key: data.pop(key, None) for key in NODE_ATTRIBUTES}
     node.update(data)
     return node

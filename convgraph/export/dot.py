@@ -1,46 +1,11 @@
 """Conversation trees as Graphviz DOT: a streamed file, or a pydot object.
 
-Each node is a box labelled with its id, its model and one-line excerpts of
-its prompt and response; its tooltip holds the full texts and the ids of the
-calls its run folds. Fill colours tell
-the models apart, branch points (where the conversation forked) have a double
-border and leaves (the tips of the branches) a bold one. Several
-conversations become clusters, one box each.
-
-Every id and attribute value is written as a DOT quoted string, so keywords
-(`node`, `graph`, `strict`...), ids that start with a digit, Unicode and
-punctuation are all plain text to Graphviz. Inside the quotes, ids escape
-backslashes, quotes and control characters in a form that two different ids
-never share; labels and tooltips are Graphviz escape strings, where a
-backslash, the record-label characters `{}|<>` and HTML entities (`&`) are
-escaped so that what Graphviz draws is the text itself. Control characters are
-drawn as their Unicode control pictures. Graphviz writes a name into its SVG
-(a node's `<title>`) with any `&...;` in it as it stands, an entity XML does
-not know included: `svg_references_fixed` makes such an SVG valid XML, and
-convgraph's drawings (`export --render svg`, the notebook) go through it.
-
-Examples
---------
->>> import networkx as nx
->>> tree = nx.DiGraph(tree_id="c1", name="Trees")
->>> tree.add_node("r", prompt="What is a tree?", response="A graph.", model="echo")
->>> tree.add_node("a", prompt='Say "hi"', response="hi", model="echo")
->>> tree.add_edge("r", "a")
->>> print("\\n".join(generate_dot(tree)))  # doctest: +NORMALIZE_WHITESPACE
-digraph "c1" {
-  rankdir="TB";
-  fontname="Helvetica";
-  fontsize="11";
-  ordering="out";
-  label="Trees  (c1)";
-  labelloc="t";
-  node [shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10", fillcolor="white"];
-  edge [arrowsize="0.7"];
-  "r" [label="r  ·  echo\\n» What is a tree?\\n« A graph.", tooltip="prompt: What is a tree?\\n\\nresponse: A graph.", fillcolor="#8dd3c7", class="root"];
-  "a" [label="a  ·  echo\\n» Say \\"hi\\"\\n« hi", tooltip="prompt: Say \\"hi\\"\\n\\nresponse: hi", fillcolor="#8dd3c7", style="rounded,filled,bold", class="leaf"];
-  "r" -> "a";
-}
-"""
+Each node is a box (id, model, prompt and response excerpts; a tooltip with
+the full texts), coloured by model; branch points have a double border,
+leaves a bold one; several conversations become clusters. Every id and value
+is a DOT quoted string, so keywords, Unicode and punctuation are plain text,
+and two different ids never quote alike. Graphviz copies `&...;` from names
+into its SVG as it stands: `svg_references_fixed` makes such an SVG valid XML."""
 
 from __future__ import annotations
 
@@ -51,8 +16,8 @@ from html.entities import html5
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape as xml_escape
 
+from convgraph.errors import ExportError
 from convgraph.export.common import (
-    ExportError,
     PathOrFile,
     UniqueIds,
     adjacency,
@@ -87,9 +52,8 @@ NODE_DEFAULTS = {
 EDGE_DEFAULTS = {"arrowsize": "0.7"}
 LEAF_STYLE = "rounded,filled,bold"
 
-#: Graphviz's lexer refuses a quoted string over 16,384 bytes; longer text is
-#: written as quoted pieces joined by DOT's `+`, each at most this many
-#: characters (4 bytes each at most in UTF-8).
+#: Graphviz's lexer refuses long quoted strings: longer text is pieces of at
+#: most this many characters joined by DOT's `+`.
 PIECE = 2048
 
 _ID_CONTROLS = re.compile("[\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
@@ -105,20 +69,8 @@ def _escape_id_control(match: re.Match[str]) -> str:
 
 
 def quote_id(node_id: Any) -> str:
-    """A node or graph id as a DOT quoted string.
-
-    Backslashes are doubled and quotes escaped; control characters become
-    `\\n`, `\\t`, `\\x01`-style escapes, and a leading `%` (which Graphviz
-    keeps for its own anonymous names) is escaped too. Graphviz reads the
-    result as one ID, and two different ids never give the same one.
-
-    Examples
-    --------
-    >>> print(quote_id('say "hi"\\n'))
-    "say \\"hi\\"\\n"
-    >>> print(quote_id("graph"))
-    "graph"
-    """
+    """A node or graph id as a DOT quoted string: backslashes doubled, quotes,
+    controls and a leading `%` escaped, so two ids never give the same one."""
     text = str(node_id).replace("\\", "\\\\").replace('"', '\\"')
     if _ID_CONTROLS.search(text) is not None:
         text = _ID_CONTROLS.sub(_escape_id_control, text)
@@ -130,15 +82,8 @@ def quote_id(node_id: Any) -> str:
 
 
 def quoted_pieces(escaped: str) -> str:
-    """Escaped text in DOT quotes: one quoted string, or for long text quoted
-    pieces joined by `+` (which DOT reads as one string), never cut inside
-    an escape sequence.
-
-    Examples
-    --------
-    >>> quoted_pieces("abc")
-    '"abc"'
-    """
+    """Escaped text in DOT quotes, long text as pieces joined by `+`, never cut
+    inside an escape."""
     if len(escaped) <= PIECE:
         return f'"{escaped}"'
     pieces = []
@@ -158,13 +103,7 @@ def quoted_pieces(escaped: str) -> str:
 
 
 def unquote_id(quoted: str) -> str:
-    """The id that `quote_id` wrote (the inverse, for reading a file back).
-
-    Examples
-    --------
-    >>> unquote_id('"a\\\\"b"')
-    'a"b'
-    """
+    """The id that `quote_id` wrote (the inverse, for reading a file back)."""
     if len(quoted) < 2 or quoted[0] != '"' or quoted[-1] != '"':
         raise ExportError(f"not a quoted DOT id: {quoted!r}")
     return re.sub(
@@ -182,16 +121,9 @@ _XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
 
 
 def svg_references_fixed(svg: str) -> str:
-    """Graphviz's SVG text with every `&...;` in it valid XML: an XML
-    entity and a reference to a character XML allows stay, an HTML entity
-    becomes its character (what Graphviz draws for it in a label), and any
-    other `&` is escaped, so the name shows as it is.
-
-    Examples
-    --------
-    >>> svg_references_fixed("<title>R&D; &eacute; &amp; &#233; &; &#0; &#X41;</title>")
-    '<title>R&amp;D; é &amp; &#233; &amp;; &amp;#0; &amp;#X41;</title>'
-    """
+    """Graphviz's SVG text with every `&...;` valid XML: XML entities and allowed
+    character references stay, HTML entities become their character, any other
+    `&` is escaped."""
     if "&" not in svg:
         return svg
     return _REFERENCE.sub(_fixed_reference, svg)
@@ -226,9 +158,8 @@ def _xml_character(code: int) -> bool:
 
 
 def fix_svg_file(path: str) -> None:
-    """Rewrite the SVG file Graphviz wrote at `path` through
-    `svg_references_fixed`, a line at a time (a reference never spans one),
-    replacing it at once when done."""
+    """Rewrite the SVG file at `path` through `svg_references_fixed`, a line at
+    a time, replacing it when done."""
     fixed = path + ".fixed"
     try:
         with (
@@ -252,14 +183,7 @@ def _unescape_id(match: re.Match[str]) -> str:
 
 
 def quote_text(text: str) -> str:
-    """Text as a DOT quoted Graphviz escape string (labels, tooltips) that
-    Graphviz draws as the text itself.
-
-    Examples
-    --------
-    >>> print(quote_text('a "b" {c} & \\\\d\\nnext'))
-    "a \\"b\\" \\{c\\} &amp; \\\\d\\nnext"
-    """
+    """Text as a DOT quoted escape string that Graphviz draws as it is."""
     text = (
         without_controls(text.replace("\r\n", "\n").replace("\r", "\n"))
         .replace("\\", "\\\\")
@@ -276,23 +200,10 @@ def quote_text(text: str) -> str:
 
 
 def quote_tooltip(text: str) -> str:
-    """Text as a DOT quoted tooltip that Graphviz shows as the text itself.
-
-    Graphviz reads a tooltip twice: first as an escape string (`\\n` and
-    `\\r` end lines, `\\"` is a quote, `\\\\` one backslash, any other
-    backslash is dropped), then again expanding `\\N`, `\\G`, `\\L`, `\\E`,
-    `\\T` and `\\H` into the node's name, the graph's, the label and so on,
-    and halving `\\\\` once more. So a stored backslash is written as four;
-    a line end and a carriage return as their escapes (the SVG carries them
-    as character references, which read back exactly). `&` is written as
-    `&amp;`, since Graphviz reads entities in it; the controls that XML
-    forbids are shown as symbols (`without_controls`).
-
-    Examples
-    --------
-    >>> print(quote_tooltip('a\\\\b "c"\\nd'))
-    "a\\\\\\\\b \\"c\\"\\nd"
-    """
+    """Text as a DOT quoted tooltip Graphviz shows as it is: Graphviz reads a
+    tooltip as an escape string and then expands `\\N`-style names, halving
+    backslashes twice, so a stored backslash is written as four; `&` as `&amp;`;
+    controls as symbols."""
     # without_controls shows a carriage return as a symbol: keep it apart.
     text = "\r".join(without_controls(piece) for piece in text.split("\r"))
     text = (
@@ -310,14 +221,10 @@ def _quoted(attributes: dict[str, str]) -> dict[str, str]:
 
 
 class _Statements:
-    """The DOT of an export as statements with every string already quoted:
-    one list of them feeds both the streamed text and the pydot object, so
-    the two cannot disagree.
-
-    Statements are tuples: ("graph", name, attributes), ("node", id,
-    attributes), ("edge", source, target), ("cluster", name, attributes),
-    ("end",). Attribute values are quoted DOT strings.
-    """
+    """An export's DOT as statements with every string quoted, feeding both the
+    text and the pydot object so they cannot disagree: ("graph", name, attrs),
+    ("node", id, attrs), ("edge", source, target), ("cluster", name, attrs),
+    ("end",)."""
 
     def __init__(self, rankdir: str) -> None:
         check_rankdir(rankdir)
@@ -325,7 +232,7 @@ class _Statements:
         self.colour = ModelColours()
 
     def __call__(
-        self, graphs: nx.DiGraph | Iterable[nx.DiGraph]
+        self, graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]]
     ) -> Iterator[tuple[Any, ...]]:
         graphs, several = look_ahead(graphs)
         graph_attributes = {"rankdir": self.rankdir, **GRAPH_DEFAULTS}
@@ -353,7 +260,7 @@ class _Statements:
             yield ("end",)
         yield ("end",)
 
-    def conversation(self, graph: nx.DiGraph) -> Iterator[tuple[Any, ...]]:
+    def conversation(self, graph: nx.DiGraph[Any]) -> Iterator[tuple[Any, ...]]:
         ids = {}
         succ, pred = adjacency(graph)
         marked = branches(graph)
@@ -400,32 +307,15 @@ def _assignments(attributes: dict[str, str], indent: str) -> Iterator[str]:
 
 
 def generate_dot(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], rankdir: str = "TB"
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> Iterator[str]:
-    """Yield the DOT text of one conversation, or of several as clusters,
-    line by line.
-
-    Parameters
-    ----------
-    graphs
-        A conversation DiGraph, or an iterable of them (consumed once).
-    rankdir
-        Graphviz's direction: "TB" (roots on top), "LR", "BT" or "RL".
+    """Yield the DOT text of one conversation, or of several as clusters, line
+    by line; `rankdir` is "TB", "LR", "BT" or "RL".
 
     Raises
     ------
     ExportError
-        An unknown `rankdir`, or one node id in two of the conversations.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> lines = list(generate_dot(tree))
-    >>> lines[0], lines[-3:]
-    ('digraph "c1" {', ['  "r" -> "a";', '  "r" -> "b";', '}'])
-    """
+        An unknown `rankdir`, or one node id in two of the conversations."""
     depth = 0
     for statement in _Statements(rankdir)(graphs):
         kind = statement[0]
@@ -450,43 +340,18 @@ def generate_dot(
 
 
 def write_dot(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     path_or_file: PathOrFile,
     rankdir: str = "TB",
 ) -> None:
-    """Write `generate_dot(graphs, rankdir)` to a path or an open file.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_dot(tree, out, rankdir="LR")
-    >>> out.getvalue().splitlines()[1]
-    '  rankdir="LR";'
-    """
+    """Write `generate_dot(graphs, rankdir)` to a path or an open file."""
     write_lines(generate_dot(graphs, rankdir), path_or_file)
 
 
 def to_pydot(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], rankdir: str = "TB"
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> pydot.Dot:
-    """The same drawing as `generate_dot`, as a pydot object.
-
-    The names and attribute values are the quoted strings that
-    `generate_dot` writes, so pydot writes them as they are.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> drawing = to_pydot(tree)
-    >>> [(edge.get_source(), edge.get_destination()) for edge in drawing.get_edges()]
-    [('"r"', '"a"'), ('"r"', '"b"')]
-    """
+    """The same drawing as `generate_dot`, as a pydot object."""
     import pydot
 
     stack: list[Any] = []

@@ -1,40 +1,12 @@
 """Conversation trees as GraphML, for Gephi, yEd and Cytoscape, and back.
 
-The file is written as text, one element per line, so a forest streams. Keys
-are typed: the token counts, durations and tool calls are `long`, the branch
-marks `boolean`, everything else is `string`; a node's `parts` (its whole
-content: tool calls, their results, reasoning, code) is one `string`
-holding their JSON, which `read_graphml` parses back, and so are the ids of
-the calls a node folds (`calls`, `convgraph.export.common.CALLS`: a JSON
-array, written where there are some), which give the tree's `calls` again.
-A missing value (None) is left out of the node rather than written
-as a word, and is None again when read back. Characters that XML 1.0 forbids
-are replaced by their Unicode control pictures (U+0001 -> "␁", see
-`convgraph.export.common.visible`), so the file is always valid XML; every
-other character is kept, carriage returns and newlines as character
-references so that each node stays on one line.
-
-One conversation is one `<graph>` with its `tree_id` and `name` as
-graph data. Several are one `<graph>` too, since Gephi and networkx read the
-first graph of a file only: each node then carries `tree_id` and `tree_name`,
-the conversation it belongs to, and `read_graphml` splits them again.
-
-Examples
---------
->>> import io, networkx as nx
->>> tree = nx.DiGraph(tree_id="c1", name=None)
->>> tree.add_node("r", prompt="x < y", input_tokens=3)
->>> tree.add_node("a", prompt="", input_tokens=None)
->>> tree.add_edge("r", "a")
->>> file = io.BytesIO()
->>> write_graphml(tree, file)
->>> _ = file.seek(0)
->>> [back] = read_graphml(file)
->>> back.nodes["r"]["prompt"], back.nodes["r"]["input_tokens"], back.nodes["a"]["input_tokens"]
-('x < y', 3, None)
->>> list(back.edges), back.graph
-([('r', 'a')], {'tree_id': 'c1', 'name': None})
-"""
+Written as text, one element a line, so a forest streams. Keys are typed
+(counts `long`, marks `boolean`, the rest `string`; `parts` and `calls` as
+JSON strings). None is left out and read back as None. Characters XML 1.0
+forbids become visible symbols; line ends are character references, so a
+node stays on one line. Several conversations are one `<graph>` too (Gephi
+and networkx read the first only), each node carrying `tree_id` and
+`tree_name`, which `read_graphml` splits by."""
 
 from __future__ import annotations
 
@@ -50,11 +22,11 @@ from convgraph.contract import (
     PARTS,
     TREE_NAME,
 )
+from convgraph.errors import ExportError
 from convgraph.export.common import (
     CALLS,
     FORBIDDEN,
     TREE_ID,
-    ExportError,
     PathOrFile,
     UniqueIds,
     add_read_node,
@@ -79,21 +51,12 @@ HEADER = (
 )
 
 #: Graph-level keys, named apart from the node keys of the same attribute.
-#: The tree's id is `tree_id` in every output (a node's `conversation_id` is
-#: the conversation or thread that made the call).
 GRAPH_KEYS = {"tree_id": "g_tree_id", "name": "g_name"}
 
 
 def xml_text(text: str) -> str:
     """Text as XML character data on one line: markup escaped, forbidden
-    characters replaced, line ends as character references (so that XML's
-    end-of-line handling cannot turn a carriage return into a newline).
-
-    Examples
-    --------
-    >>> xml_text("a<b\\r\\n")
-    'a&lt;b&#13;&#10;'
-    """
+    characters replaced, line ends as references (XML would turn CR into LF)."""
     return (
         without_forbidden(text)
         .replace("&", "&amp;")
@@ -105,14 +68,7 @@ def xml_text(text: str) -> str:
 
 
 def xml_attribute(text: str) -> str:
-    """Text as a double-quoted XML attribute value; tabs as references too,
-    since XML normalizes whitespace in attribute values.
-
-    Examples
-    --------
-    >>> xml_attribute('say "hi"\\t')
-    'say &quot;hi&quot;&#9;'
-    """
+    """Text as a double-quoted XML attribute value, tabs as references too."""
     return xml_text(text).replace('"', "&quot;").replace("\t", "&#9;")
 
 
@@ -134,9 +90,7 @@ def _key_lines(several: bool) -> Iterator[str]:
 
 def _data(key: str, value: Any) -> str:
     if key in (PARTS, CALLS):
-        # JSON escapes every control character itself, and the characters
-        # XML forbids besides (lone surrogates, U+FFFE, U+FFFF) are written
-        # as JSON escapes too: the parts read back exact.
+        # JSON escapes controls, and the rest XML forbids too: parts read back exact.
         text = json.dumps(value, ensure_ascii=False, default=str)
         return f'<data key="{key}">{xml_text(FORBIDDEN.sub(_json_escape, text))}</data>'
     if key in INTEGER_COLUMNS:
@@ -152,30 +106,16 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
-def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
-    """Yield the GraphML of one conversation, or of several in one graph,
-    line by line.
-
-    Parameters
-    ----------
-    graphs
-        A conversation DiGraph, or an iterable of them (consumed once). The
-        node contract's attributes are written, and the calls a node folds
-        (from the graph's `calls`); others are not.
+def generate_graphml(
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+) -> Iterator[str]:
+    """Yield the GraphML of one conversation or several in one graph, line by
+    line: the contract's attributes and each node's `calls`.
 
     Raises
     ------
     ExportError
-        One node id in two conversations, or a count that is not an integer.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> [line for line in generate_graphml(tree) if line.startswith("<node")]
-    ['<node id="r"><data key="prompt">Hi</data><data key="model">echo</data></node>', '<node id="a"></node>', '<node id="b"></node>']
-    """
+        One node id in two conversations, or a count that is not an integer."""
     graphs, several = look_ahead(graphs)
     yield from HEADER
     yield from _key_lines(several)
@@ -222,55 +162,16 @@ def generate_graphml(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]
 
 
 def write_graphml(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], path_or_file: PathOrFile
 ) -> None:
-    """Write `generate_graphml(graphs)` to a path or an open file.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.BytesIO()
-    >>> write_graphml(tree, out)
-    >>> list(read_graphml(io.BytesIO(out.getvalue()))[0].edges)
-    [('r', 'a'), ('r', 'b')]
-    """
+    """Write `generate_graphml(graphs)` to a path or an open file."""
     write_lines(generate_graphml(graphs), path_or_file)
 
 
 def read_graphml(path_or_file: PathOrFile) -> list[ConversationTree]:
-    """The conversations of a GraphML file that `write_graphml` wrote.
-
-    Read with networkx's GraphML reader. A file of one graph without
-    `tree_id` on its nodes is one conversation; with `tree_id`, the nodes and
-    edges are split into one DiGraph per tree, in the order of their first
-    node. Every contract attribute is present on every node again, None
-    where the file has no value; the nodes' `calls` are the graph's `calls`
-    again, where there are some.
-
-    Returns
-    -------
-    list of ConversationTree
-
-    Raises
-    ------
-    ExportError
-        The file is not GraphML that networkx can read.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.BytesIO()
-    >>> write_graphml(tree, out)
-    >>> (back,) = read_graphml(io.BytesIO(out.getvalue()))
-    >>> back.graph["tree_id"], back.nodes["r"]["prompt"], back.nodes["a"]["prompt"]
-    ('c1', 'Hi', None)
-    """
+    """The conversations of a GraphML file `write_graphml` wrote, split by
+    `tree_id` in the order of their first node, every contract attribute present
+    (None where missing); raises ExportError where networkx cannot read it."""
     import networkx as nx
 
     try:
@@ -305,14 +206,8 @@ def read_graphml(path_or_file: PathOrFile) -> list[ConversationTree]:
 
 
 def _node(node: str, data: dict[str, Any]) -> dict[str, Any]:
-    """A node's attributes as read, its parts and calls parsed from their
-    JSON (`add_read_node` takes them on).
-
-    Raises
-    ------
-    ExportError
-        The parts or the calls are not JSON.
-    """
+    """A node's attributes as read, `parts` and `calls` parsed from JSON;
+    raises ExportError where they are not JSON."""
     for key in (PARTS, CALLS):
         if isinstance(data.get(key), str):
             try:

@@ -1,31 +1,13 @@
 """Conversation trees as one self-contained, interactive HTML page.
 
-The page is a template (`html_assets/page.html`) with its stylesheet and
-script inlined, and the trees embedded in a `<script type="application/json">`
-block: one file that opens offline in any browser and can be attached to a
-bug report. Each conversation is the node-link JSON of `convgraph.export.json`
-with the conversation's statistics beside it; the script draws the trees
-(several roots hang from one start, the alternatives of the first turn),
-shows each node's run from its parts (tool calls and results, code and its
-output, reasoning folded), moves between alternatives (`[` and `]`),
-computes branch diffs from the parent links, and searches every
-conversation (prompts, responses, and the runs' tool calls, results, code and
-reasoning), listing the hits by conversation, all in the page. A tree opens
-as wide as the canvas holds at a readable zoom, its wider levels folded, and
-a coding agent's subagent folded into one box under its Task call's node.
-
-Three defences keep the text of the database from running as script: the
-JSON is escaped so that nothing in it can end its block (`script_json`), the
-script puts text into the page only as text (`textContent`, never markup),
-and a Content-Security-Policy admits the page's own script and style alone
-(by hash), with no network connection of any kind.
-
-`generate_html` yields the page line by line, one line per conversation, so a
-forest streams; `write_html` writes it; `read_html` and `parse_html` read the
-trees back out of a page. A page served by an application (the Datasette
-plugin, `convgraph.datasette`) may link out (`PageLinks`): each node to its
-record there, and the header back to the page the trees came from.
-"""
+The template (`html_assets/page.html`) gets its stylesheet and script inlined
+and the trees embedded in a `<script type="application/json">` block: each
+conversation's node-link JSON (`convgraph.export.json`) and statistics. The
+script draws, folds, diffs and searches in the page, offline. Three defences
+keep stored text from running as script: `script_json` escapes what could end
+the block, the script inserts text only as text, and a Content-Security-Policy
+admits the page's own script and style alone (by hash). A page an application
+serves may link out (`PageLinks`)."""
 
 from __future__ import annotations
 
@@ -42,8 +24,8 @@ from html.parser import HTMLParser
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from convgraph.errors import ExportError
 from convgraph.export.common import (
-    ExportError,
     PathOrFile,
     UniqueIds,
     as_graphs,
@@ -70,9 +52,8 @@ DEFAULT_TITLE = "Conversation forest"
 #: How the page first draws the trees, by the rankdir names of dot and mermaid.
 ORIENTATIONS = {"TB": "top-down", "LR": "left-right"}
 
-# What would let text end the script block or confuse an HTML or JavaScript
-# parser, and lone surrogates (which UTF-8 cannot encode). JSON has none of
-# them outside strings, so escaping them as \uXXXX keeps it valid JSON.
+# What could end the script block or confuse a parser, and lone surrogates;
+# escaped as \uXXXX, the text stays valid JSON.
 _UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
@@ -82,26 +63,14 @@ def _escaped(match: re.Match[str]) -> str:
 
 
 def script_safe(json_text: str) -> str:
-    """JSON text made safe inside an HTML `<script>` element: ``<``, ``>``,
-    ``&``, U+2028, U+2029 and lone surrogates as ``\\uXXXX`` escapes.
-
-    Examples
-    --------
-    >>> script_safe('"</script>"')
-    '"\\\\u003c/script\\\\u003e"'
-    """
+    """JSON text made safe inside `<script>`: ``<``, ``>``, ``&``, U+2028,
+    U+2029 and lone surrogates as ``\\uXXXX`` escapes."""
     return _UNSAFE_IN_SCRIPT.sub(_escaped, json_text)
 
 
 def script_json(value: Any) -> str:
-    """`value` as compact JSON that is safe inside an HTML `<script>` element.
-
-    No string can close the element or open a comment, and the result is
-    both valid JSON and valid UTF-8.
-
-    >>> script_json({"prompt": "</script><b>"})
-    '{"prompt":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e"}'
-    """
+    """`value` as compact JSON, valid UTF-8, that no string can close a
+    `<script>` element in."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     return script_safe(text)
 
@@ -148,22 +117,14 @@ def _generator() -> str:
 
 
 def page_title(title: str) -> str:
-    r"""The title as the page shows it: on one line, runs of white space as
-    one space, and the control characters HTML text cannot hold (NUL would
-    become U+FFFD) as visible symbols (see `convgraph.export.common.visible`).
-
-    >>> page_title("Trees\r\n\tand\x00forests ")
-    'Trees and␀forests'
-    """
+    """The title on one line, white space folded, controls HTML cannot hold
+    shown as visible symbols."""
     return without_controls(" ".join(title.split()))
 
 
 def _page_lines(title: str) -> tuple[list[str], list[str]]:
-    """The page's lines before and after the data, everything else filled in.
-
-    One pass over the template: what is filled in is never scanned again, so
-    a title that holds "{{...}}" stays as it is.
-    """
+    """The page's lines before and after the data, filled in one pass, so a
+    title holding "{{...}}" stays as it is."""
     values = {**_page_values(), "title": html.escape(page_title(title), quote=True)}
     before, marker, after = _asset("page.html").partition("\n{{data}}\n")
     if not marker:
@@ -175,22 +136,8 @@ def _page_lines(title: str) -> tuple[list[str], list[str]]:
     return fill(before), fill(after.removesuffix("\n"))
 
 
-def conversation_line(tree: nx.DiGraph) -> str:
-    """One conversation as the page embeds it, on one line: its id, name and
-    statistics (`convgraph.analysis.stats.summary`), and under `graph` its node-link
-    JSON (`generate_json`).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> import json
-    >>> line = json.loads(conversation_line(tree))
-    >>> line["id"], line["stats"]["nodes"], [edge["target"] for edge in line["graph"]["edges"]]
-    ('c1', 2, ['a'])
-    """
+def conversation_line(tree: nx.DiGraph[Any]) -> str:
+    """One conversation on one line: id, name, statistics and node-link JSON."""
     from convgraph.analysis.stats import summary
 
     head = script_json(
@@ -206,12 +153,9 @@ def conversation_line(tree: nx.DiGraph) -> str:
 
 @dataclass(frozen=True)
 class PageLinks:
-    """Where a page links out, for a page an application serves (the
-    Datasette plugin): `nodes` maps a node id to the address of its record
-    there, shown in the node's details as `node_label`; `home` is the page
-    the trees came from, linked in the header as `home_label`. The page
-    follows only paths on its own site ("/...") and http(s) addresses.
-    """
+    """Where a served page links out: `nodes` maps a node id to its record's
+    address (`node_label`), `home` is linked in the header (`home_label`). Only
+    site paths ("/...") and http(s) addresses are followed."""
 
     nodes: Mapping[str, str] = field(default_factory=dict)
     node_label: str = "Record"
@@ -229,49 +173,23 @@ class PageLinks:
 
 
 def generate_html(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     *,
     title: str = DEFAULT_TITLE,
     rankdir: str = "TB",
     progress: ProgressCallback | None = None,
     links: PageLinks | None = None,
 ) -> Iterator[str]:
-    """Yield the page that shows `graphs`, line by line, one line per
-    conversation.
+    """Yield the page that shows `graphs`, one line per conversation.
 
-    Parameters
-    ----------
-    graphs
-        A conversation DiGraph, or an iterable of them (consumed once).
-    title
-        The page's title.
-    rankdir
-        How the page first draws the trees: "TB" top-down, "LR" left to right
-        (the page switches between them).
-    progress
-        Told the conversations written, `("writing page", done, total)`,
-        about every half percent: the total where `graphs` has a length (a
-        list), else None.
-    links
-        Where the page links out (`PageLinks`); a page written to a file
-        has none.
+    `rankdir` is the first drawing ("TB" or "LR"); `progress` is told
+    `("writing page", done, total)` about every half percent (total None where
+    `graphs` has no length); `links` where the page links out.
 
     Raises
     ------
     ExportError
-        An unknown `rankdir`, or one node id in two of the conversations.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> lines = list(generate_html(tree, title="Hello"))
-    >>> lines[0]
-    '<!DOCTYPE html>'
-    >>> [line for line in lines if line.startswith("<title>")]
-    ['<title>Hello</title>']
-    """
+        An unknown `rankdir`, or one node id in two of the conversations."""
     orientation = ORIENTATIONS.get(rankdir.upper())
     if orientation is None:
         raise ExportError(f"the html page draws trees TB or LR, not {rankdir!r}")
@@ -304,27 +222,14 @@ def generate_html(
 
 
 def write_html(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     path_or_file: PathOrFile,
     *,
     title: str = DEFAULT_TITLE,
     rankdir: str = "TB",
     progress: ProgressCallback | None = None,
 ) -> None:
-    """Write `generate_html(graphs)` to a path or an open file, as UTF-8;
-    `progress` is told the conversations written (see `generate_html`).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_html(tree, out)
-    >>> [list(back.edges) for back in parse_html(out.getvalue())]
-    [[('r', 'a'), ('r', 'b')]]
-    """
+    """Write `generate_html(graphs)` to a path or an open file, as UTF-8."""
     lines = generate_html(graphs, title=title, rankdir=rankdir, progress=progress)
     write_lines(lines, path_or_file)
 
@@ -339,8 +244,7 @@ def _is_graph(value: object) -> bool:
 
 
 class _DataFinder(HTMLParser):
-    """Collects the text of the `<script id="convgraph-data">` element, as a
-    browser's parser would find it."""
+    """Collects the text of the `convgraph-data` script element."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=False)
@@ -362,24 +266,9 @@ class _DataFinder(HTMLParser):
 
 
 def page_data(text: str) -> dict[str, Any]:
-    """The data a convgraph page embeds: `format`, `version`, `title`,
-    `orientation` and `conversations` (each with `id`, `name`, `stats` and
-    its node-link `graph`).
-
-    Raises
-    ------
-    ExportError
-        The text holds no convgraph data block, or the block is not its JSON.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> data = page_data("\\n".join(generate_html(tree, rankdir="LR")))
-    >>> data["title"], data["orientation"], data["conversations"][0]["stats"]["leaves"]
-    ('Conversation forest', 'left-right', 2)
-    """
+    """The data a convgraph page embeds (`format`, `version`, `title`,
+    `orientation`, `conversations`); raises ExportError where there is none or it
+    is not JSON."""
     finder = _DataFinder()
     finder.feed(text)
     finder.close()
@@ -402,18 +291,7 @@ def page_data(text: str) -> dict[str, Any]:
 
 
 def parse_html(text: str) -> list[ConversationTree]:
-    """The conversation trees of a page's text, as DiGraphs (read by
-    `read_json` from each conversation's node-link JSON).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> (back,) = parse_html("\\n".join(generate_html(tree)))
-    >>> back.graph["tree_id"], list(back.edges)
-    ('c1', [('r', 'a'), ('r', 'b')])
-    """
+    """The conversation trees of a page's text, as DiGraphs."""
     trees = []
     for record in page_data(text)["conversations"]:
         (tree,) = read_json(io.StringIO(json.dumps(record["graph"])))
@@ -422,18 +300,5 @@ def parse_html(text: str) -> list[ConversationTree]:
 
 
 def read_html(path_or_file: PathOrFile) -> list[ConversationTree]:
-    """The conversation trees of a page that `write_html` wrote.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_html(tree, out)
-    >>> (back,) = read_html(io.StringIO(out.getvalue()))
-    >>> back.nodes["r"]["prompt"]
-    'Hi'
-    """
+    """The conversation trees of a page that `write_html` wrote."""
     return parse_html(read_text(path_or_file))

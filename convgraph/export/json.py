@@ -1,45 +1,10 @@
 """Conversation trees as node-link JSON, networkx's convention, and back.
 
-The document is networkx's node-link data (`directed`, `multigraph`,
-`graph`, `nodes` with an `id` each, `edges` with `source` and `target`) with
-a `format` and a `version` field in front, so that `networkx.node_link_graph`
-reads it as it is and a reader can tell which convgraph wrote it. Every string
-is kept verbatim (JSON can carry any text); missing values are `null`. The
-schema is documented in docs/json-schema.md.
-
-One conversation: `graph` holds its `tree_id` and `name`, and
-`node_link_graph` gives back the very DiGraph. Several: `graph` holds
-`conversations`, a list of `{tree_id, name}`, and every node a
-`tree_id` naming its conversation, which `read_json` uses to split them again.
-
-The text streams: one node or edge per line, nodes first (the edges of a
-forest are held until every node is written, as the two lists require).
-
-Examples
---------
->>> import io, networkx as nx
->>> tree = nx.DiGraph(tree_id="c1", name="Trees")
->>> tree.add_node("r", prompt="What is a tree?", model="echo")
->>> tree.add_node("a", prompt='Say "hi"', model=None)
->>> tree.add_edge("r", "a")
->>> for line in generate_json(tree):
-...     print(line[:72])
-{"format":"convgraph.node-link","version":1,"directed":true,"multigraph"
-"nodes":[
-{"id":"r","conversation_id":null,"prompt":"What is a tree?","system":nul
-{"id":"a","conversation_id":null,"prompt":"Say \\"hi\\"","system":null,"re
-],
-"edges":[
-{"source":"r","target":"a"}
-],
-"graph":{"tree_id":"c1","name":"Trees"}}
->>> file = io.StringIO()
->>> write_json(tree, file)
->>> _ = file.seek(0)
->>> [back] = read_json(file)
->>> back.nodes["a"]["prompt"], list(back.edges), back.graph["name"]
-('Say "hi"', [('r', 'a')], 'Trees')
-"""
+networkx's node-link data with a `format` and a `version` in front, so that
+`networkx.node_link_graph` reads it as it is (schema: docs/json-schema.md).
+One conversation: `graph` holds its `tree_id` and `name`. Several: `graph`
+holds `conversations` and every node a `tree_id`, which `read_json` splits by.
+One node or edge a line, nodes first, so the text streams."""
 
 from __future__ import annotations
 
@@ -52,10 +17,10 @@ import orjson
 
 from convgraph.contract import NODE_ATTRIBUTES, PLACE_ATTRIBUTES
 from convgraph.encoding import dumps, dumps_bytes
+from convgraph.errors import ExportError
 from convgraph.export.common import (
     CALLS,
     TREE_ID,
-    ExportError,
     PathOrFile,
     UniqueIds,
     add_read_node,
@@ -80,28 +45,16 @@ if TYPE_CHECKING:
 FORMAT = "convgraph.node-link"
 VERSION = 1
 
-#: Node keys the document itself uses, which node attributes cannot take
-#: (`calls` is written from the tree's calls: `common.CALLS`).
+#: Node keys the document itself uses, which node attributes cannot take.
 RESERVED = frozenset({"id", CALLS, TREE_ID})
 
-#: About how many nodes a block of a forest's JSON holds (`forest_blocks`):
-#: one batch of `Forest.tree_rows`, one call of orjson and one write each.
-#: Each batch costs a slice of every column, of thousands of Arrow chunks at
-#: a million rows (50,000 took 26.6 s of CPU at 1M where 10,000 took 34.3
-#: s), and holds its nodes as dicts and text (about 4 KB a node: 50,000
-#: peaked at 1.56 GB at 1M where 10,000 did at 1.29 GB).
+#: Nodes a block of a forest's JSON holds: a batch of `Forest.tree_rows` slices
+#: every column, so larger is faster but holds more memory.
 NODES_PER_BLOCK = 20_000
 
 
 def json_value(value: Any) -> str:
-    """One value as compact JSON text (`convgraph.encoding.dumps`): strings
-    verbatim (no ASCII escapes), None as null.
-
-    Examples
-    --------
-    >>> json_value("é"), json_value(None), json_value({"n": [3]})
-    ('"é"', 'null', '{"n":[3]}')
-    """
+    """One value as compact JSON text, strings verbatim, None as null."""
     return dumps(value)
 
 
@@ -109,13 +62,7 @@ _KEYS: dict[str, str] = {}
 
 
 def json_key(key: str) -> str:
-    """`"key":` for an object member, cached: the same few keys repeat.
-
-    Examples
-    --------
-    >>> json_key("id")
-    '"id":'
-    """
+    """`"key":` for an object member, cached: the same few keys repeat."""
     text = _KEYS.get(key)
     if text is None:
         text = _KEYS[key] = f"{dumps(str(key))}:"
@@ -123,13 +70,7 @@ def json_key(key: str) -> str:
 
 
 def json_object(members: Iterable[tuple[str, Any]]) -> str:
-    """An object of `(key, value)` members, on one line.
-
-    Examples
-    --------
-    >>> json_object([("id", "r"), ("model", None)])
-    '{"id":"r","model":null}'
-    """
+    """An object of `(key, value)` members, on one line."""
     return (
         "{"
         + ",".join(json_key(key) + json_value(value) for key, value in members)
@@ -140,10 +81,9 @@ def json_object(members: Iterable[tuple[str, Any]]) -> str:
 def node_object(
     node: Any, data: dict[str, Any], reserved: frozenset[str], extra: dict[str, Any]
 ) -> str:
-    """A node as one JSON object: `id`, the contract's attributes in order
-    (null where missing), the node's other attributes but those `reserved`
-    names, then `extra` (the calls it folds, `common.CALLS`, and what the
-    document adds). The hot loop of both JSON exports."""
+    """A node as one JSON object: `id`, the contract's attributes in order,
+    its other attributes but `reserved`, then `extra`. The hot loop of both JSON
+    exports."""
     if tuple(data) == NODE_ATTRIBUTES:
         members = {"id": node, **data, **extra}
     else:
@@ -158,13 +98,7 @@ def node_object(
 
 
 def with_commas(lines: Iterable[str]) -> Iterator[str]:
-    """The lines of a JSON array's items, each but the last ended by a comma.
-
-    Examples
-    --------
-    >>> list(with_commas(["1", "2", "3"]))
-    ['1,', '2,', '3']
-    """
+    """The lines of a JSON array's items, each but the last ended by a comma."""
     pending = None
     for line in lines:
         if pending is not None:
@@ -175,44 +109,25 @@ def with_commas(lines: Iterable[str]) -> Iterator[str]:
 
 
 def generate_json(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph] | Forest,
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]] | Forest,
     progress: ProgressCallback | None = None,
 ) -> Iterator[str]:
-    """Yield the node-link JSON of one conversation, or of several, line by
-    line.
+    """Yield the node-link JSON of one conversation or several, line by line.
 
-    Parameters
-    ----------
-    graphs
-        A conversation DiGraph, or an iterable of them (consumed once). Every
-        node attribute is written, the contract's first, then the calls
-        the node folds (`calls`, from the graph's `calls`: `common.CALLS`);
-        graph attributes too, for one conversation (but `calls`, which the
-        nodes carry). Or a `Forest`: every tree of it, the same text
-        (`forest_blocks`), written from its table and `Forest.calls`.
-    progress
-        For a `Forest`, told the trees written (`Forest.tree_rows`).
+    Every node attribute is written, the contract's first, then the node's
+    `calls`. A `Forest` is written from its table (`forest_blocks`), the same
+    text; `progress` is told its trees written.
 
     Raises
     ------
     ExportError
-        One node id in two of the conversations.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> lines = list(generate_json(tree))
-    >>> lines[-4:]
-    ['{"source":"r","target":"a"},', '{"source":"r","target":"b"}', '],', '"graph":{"tree_id":"c1","name":null}}']
-    >>> lines[2][-29:]
-    '"preferred":null,"calls":[]},'
-    """
+        One node id in two of the conversations."""
     if is_forest(graphs):
         yield from block_lines(forest_blocks(graphs, progress))
         return
-    graphs, several = look_ahead(cast("nx.DiGraph | Iterable[nx.DiGraph]", graphs))
+    graphs, several = look_ahead(
+        cast("nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]]", graphs)
+    )
     edges: list[tuple[Any, Any]] = []
     conversations: list[dict[str, Any]] = []
     single: dict[str, Any] = {}
@@ -262,24 +177,11 @@ def generate_json(
 
 
 def write_json(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph] | Forest,
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]] | Forest,
     path_or_file: PathOrFile,
     progress: ProgressCallback | None = None,
 ) -> None:
-    """Write `generate_json(graphs)` to a path or an open file (a `Forest`
-    thousands of nodes a write, `progress` told the trees written).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_json(tree, out)
-    >>> list(read_json(io.StringIO(out.getvalue()))[0].edges)
-    [('r', 'a'), ('r', 'b')]
-    """
+    """Write `generate_json(graphs)` to a path or an open file."""
     if is_forest(graphs):
         write_blocks(forest_blocks(graphs, progress), path_or_file)
         return
@@ -287,52 +189,32 @@ def write_json(
 
 
 def is_forest(graphs: Any) -> TypeGuard[Forest]:
-    """Whether `graphs` is a `Forest` (its table and parent rows), told
-    apart without importing pandas."""
+    """Whether `graphs` is a `Forest`, told apart without importing pandas."""
     return hasattr(graphs, "parent_rows") and hasattr(graphs, "tree_rows")
 
 
 def json_lines(items: list[Any]) -> bytes:
     """`items` as UTF-8 JSON, one a line, each line but the last ended by a
-    comma, without the last line's end: what `node_object` and
-    `with_commas` write, by orjson an item at a time, joined once (a call
-    for the whole list, with line breaks put in after, took half again as
-    long). Where orjson refuses a value, each item is written by `dumps`.
-
-    Examples
-    --------
-    >>> print(bytes(json_lines([{"id": "a", "n": 1}, {"id": "b},{\\"id\\":"}])).decode())
-    {"id":"a","n":1},
-    {"id":"b},{\\"id\\":"}
-    """
+    comma, without the last line's end; orjson an item a call, joined once
+    (`dumps` item by item where orjson refuses a value)."""
     try:
         return b",\n".join(map(dumps_bytes, items))
     except (orjson.JSONEncodeError, TypeError):
         return ",\n".join(dumps(item) for item in items).encode("utf-8")
 
 
-#: The keys of an edge's object, in the order a DiGraph's node-link data
-#: gives them.
+#: The keys of an edge's object, in the DiGraph's node-link order.
 EDGE_KEYS = ("source", "target")
 
 
 def forest_blocks(
     forest: Forest, progress: ProgressCallback | None = None
 ) -> Iterator[bytes]:
-    """The node-link JSON of every tree of `forest` as UTF-8, thousands of
-    lines a block: the text `generate_json(forest.trees())` writes, from the
-    table's rows (`Forest.tree_rows`) without a DiGraph a tree.
-
-    Each node's `calls` come from `Forest.calls` by the rule the per-tree
-    path follows (`common.calls_by_node`).
-
-    The nodes come a batch of trees at a time, each batch's objects written
-    by orjson an object a call, joined once (`json_lines`); each batch's edges are written as
-    they come too (a tree's edges in the DiGraph's order: by parent, then
-    child, in log order) and kept as text for after the nodes. A forest of
-    one tree or none, or with an id on two rows (which a DiGraph would
-    merge), is written through its DiGraphs, as those are.
-    """
+    """The node-link JSON of every tree of `forest` as UTF-8 blocks: the text
+    `generate_json(forest.trees())` writes, from the table's rows without a
+    DiGraph a tree. Nodes come a batch of trees at a time; edges are kept as text
+    for after the nodes. A forest of one tree or none, or with an id on two rows,
+    is written through its DiGraphs."""
     ids = forest.nodes["id"]
     if forest.nodes["tree_id"].nunique() < 2 or ids.hasnans or not ids.is_unique:
         lines = generate_json(forest.trees(progress))
@@ -374,8 +256,7 @@ def forest_blocks(
             if folded
             else itertools.repeat(no_calls, len(batch.columns["id"]))
         )
-        # Each node's dict made by map, not a loop of Python: the dicts are
-        # a fifth of the export's time.
+        # map, not a Python loop: the dicts are a large share of the time.
         rows = zip(*values, calls, trees, strict=True)
         nodes = list(map(dict, map(zip, itertools.repeat(keys), rows)))
         text = json_lines(nodes)
@@ -406,18 +287,8 @@ def forest_blocks(
 
 
 def check_format(document: Any, expected: str) -> None:
-    """Raise ExportError unless `document` is a convgraph JSON export of the
-    `expected` format in a version this code reads.
-
-    Examples
-    --------
-    >>> check_format({"format": "convgraph.node-link", "version": 1}, "convgraph.node-link")
-    >>> try:
-    ...     check_format({"format": "other"}, "convgraph.node-link")
-    ... except ExportError as error:
-    ...     print(error)
-    not a convgraph.node-link document (its format is 'other')
-    """
+    """Raise ExportError unless `document` is a convgraph export of the
+    `expected` format in a version this code reads."""
     if not isinstance(document, dict) or document.get("format") != expected:
         found = document.get("format") if isinstance(document, dict) else None
         raise ExportError(
@@ -436,57 +307,20 @@ def check_format(document: Any, expected: str) -> None:
 def read_document(
     path_or_file: PathOrFile, expected: str, loads: Callable[[str], Any] = json.loads
 ) -> dict[str, Any]:
-    """The JSON document of a path or open file, checked to be a convgraph
-    export of the `expected` format (`check_format`); `loads` parses the
-    text (the tree JSON's falls back to a parser without recursion).
-
-    Raises
-    ------
-    ExportError
-        The file is not UTF-8 JSON, or not that format in a version this
-        code reads.
-
-    Examples
-    --------
-    >>> import io
-    >>> read_document(io.StringIO('{"format": "x", "version": 1}'), "x")
-    {'format': 'x', 'version': 1}
-    """
+    """The JSON document of a path or open file, checked by `check_format`;
+    raises ExportError where it is not UTF-8 JSON."""
     try:
         document = loads(read_text(path_or_file))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ExportError(f"not JSON: {error}") from None
     check_format(document, expected)
-    return document
+    return cast("dict[str, Any]", document)
 
 
 def read_json(path_or_file: PathOrFile) -> list[ConversationTree]:
-    """The conversations of a node-link JSON file that `write_json` wrote.
-
-    Returns
-    -------
-    list of ConversationTree
-        One per conversation, nodes in the file's order, every contract
-        attribute present (None where the file has null or nothing); the
-        nodes' `calls` are the graph's `calls` again, where there are some.
-
-    Raises
-    ------
-    ExportError
-        The file is not JSON, or not convgraph's node-link format.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_json(tree, out)
-    >>> (back,) = read_json(io.StringIO(out.getvalue()))
-    >>> back.graph, back.nodes["r"]["model"], list(back)
-    ({'tree_id': 'c1', 'name': None}, 'echo', ['r', 'a', 'b'])
-    """
+    """The conversations of a node-link JSON file, one ConversationTree each
+    (contract attributes None where missing, `calls` back in the graph); raises
+    ExportError where it is not JSON or not this format."""
     document = read_document(path_or_file, FORMAT)
     try:
         graph_data = dict(document["graph"])

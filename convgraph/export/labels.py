@@ -1,15 +1,6 @@
-"""What every drawing of a tree shows the same way: a node's label and
-tooltip, a conversation's title, and the fill colour of each model.
-
-The DOT export (`convgraph.export.dot`) and the Mermaid flowchart
-(`convgraph.export.mermaid`) draw the same boxes: id and model, then one-line
-excerpts of the prompt (») and the response («), the branch marks, and a
-colour per model from one palette in order of first appearance; a tooltip
-holds a node's full texts, how many tools its run called, and the ids of the
-calls its run folds (`convgraph.export.common.CALLS`), so that every id llm
-logged is in the drawing. Each format
-quotes the text its own way; what the text says is decided here.
-"""
+"""What every drawing of a tree shows the same way (DOT, Mermaid): a node's
+label and tooltip, a conversation's title, and each model's fill colour. Each
+format quotes the text its own way; what the text says is decided here."""
 
 from __future__ import annotations
 
@@ -26,8 +17,7 @@ if TYPE_CHECKING:
 #: Characters of prompt and response that a node's label shows.
 LABEL_EXCERPT = 40
 
-#: Fill colours, one per model in order of first appearance (ColorBrewer's
-#: Set3: light enough for black text); more models than colours reuse them.
+#: ColorBrewer's Set3, light enough for black text; reused past its end.
 PALETTE = (
     "#8dd3c7",
     "#ffffb3",
@@ -46,21 +36,9 @@ NO_MODEL_COLOUR = "white"
 
 
 def node_label(node_id: Any, data: dict[str, Any], active: bool = False) -> str:
-    """The text a node's box shows (before quoting): id and model, then
-    one-line excerpts of the prompt (») and the response («). The marks
-    follow the first line: ● on the active path (where `active`: in a
-    conversation that branches), ★ the preferred answer; a note is a last
-    line after ✎.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> node_label("r", tree.nodes["r"])
-    'r  ·  echo\\n» Hi'
-    """
+    """A node box's text (unquoted): id and model, then one-line excerpts of
+    prompt (») and response («); ● marks the active path where `active`, ★ the
+    preferred answer; a note is a last line after ✎."""
     model = data.get("model")
     lines = [f"{node_id}  ·  {model}" if model else str(node_id)]
     if active and data.get("active"):
@@ -74,33 +52,17 @@ def node_label(node_id: Any, data: dict[str, Any], active: bool = False) -> str:
     return "\n".join(lines)
 
 
-def branches(graph: nx.DiGraph) -> bool:
-    """Whether a conversation has more than one branch (a node with several
-    children, or several roots): where its active path is worth marking."""
+def branches(graph: nx.DiGraph[Any]) -> bool:
+    """Whether a conversation has several branches (where marking its active
+    path is worth it)."""
     succ, pred = adjacency(graph)
     roots = sum(1 for node in graph if not pred[node])
     return roots > 1 or any(len(succ[node]) > 1 for node in graph)
 
 
 def node_tooltip(data: dict[str, Any], folded: Sequence[Any] = ()) -> str:
-    """The full texts of a node (before quoting): system, prompt, response,
-    how many tools its run called, and which, and the ids of the calls
-    its run folds (`folded`: `convgraph.export.common.tree_calls`), where
-    there are some.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> node_tooltip(tree.nodes["r"])
-    'prompt: Hi'
-    >>> node_tooltip({"prompt": "Shout", "tool_calls": 2, "tools": "shout"})
-    'prompt: Shout\\n\\ntool calls: 2 (shout)'
-    >>> node_tooltip({"prompt": "Shout"}, ["r1", "r2"])
-    'prompt: Shout\\n\\nearlier calls of its run: r1, r2'
-    """
+    """A node's full texts (unquoted): system, prompt, response, the tools its
+    run called and the calls it folds (`folded`)."""
     texts = [
         f"{key}: {data[key]}"
         for key in ("system", "prompt", "response")
@@ -115,18 +77,8 @@ def node_tooltip(data: dict[str, Any], folded: Sequence[Any] = ()) -> str:
     return "\n\n".join(texts)
 
 
-def conversation_title(graph: nx.DiGraph) -> str:
-    """A conversation's name and id, as its cluster or graph label says it.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1",
-    ...     name="Greetings")
-    >>> conversation_title(tree)
-    'Greetings  (c1)'
-    """
+def conversation_title(graph: nx.DiGraph[Any]) -> str:
+    """A conversation's name and id, as its cluster or graph label says it."""
     tree_id = graph.graph.get("tree_id")
     name = graph.graph.get("name")
     if name and tree_id is not None:
@@ -135,16 +87,8 @@ def conversation_title(graph: nx.DiGraph) -> str:
 
 
 class ModelColours:
-    """The fill colour of each model, from `PALETTE` in order of first
-    appearance (more models than colours reuse them); `NO_MODEL_COLOUR` for
-    a node without a model.
-
-    Examples
-    --------
-    >>> colour = ModelColours()
-    >>> colour("echo"), colour("gpt-4o"), colour("echo"), colour(None)
-    ('#8dd3c7', '#ffffb3', '#8dd3c7', 'white')
-    """
+    """Each model's fill colour from `PALETTE` in order of first appearance;
+    `NO_MODEL_COLOUR` without a model."""
 
     def __init__(self) -> None:
         self.colours: dict[Any, str] = {}

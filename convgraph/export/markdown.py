@@ -1,63 +1,15 @@
 """Whole conversations, every branch, as one Markdown document.
 
-Each conversation reads as a transcript of its active path (the branch last
-used), with the other branches shown where they split from it: after the
-step whose alternatives they are, each alternative answer (a regeneration,
-another model's answer, an edited prompt) is a quoted block labelled with
-its model and id, holding that branch down to its end; branches off a branch
-nest one quote deeper. A branch that is not the active path goes on along
-its most recently logged child. Every node appears once, with its tool
-calls, their results, code and reasoning as the transcript shows them
-(`convgraph.present.transcript.step_lines`), and no stored text can change
-the document's structure (`convgraph.present.markdown_text`).
-
-The walk keeps its own stack: a 100,000-step chain is 100,000 steps of
-output, never Python recursion.
-
-Examples
---------
->>> from convgraph.model.tree import ConversationTree
->>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")], {
-...     "r": {"prompt": "Hi", "response": "Hello", "active": True},
-...     "a": {"prompt": "Joke?", "response": "No.", "model": "m1"},
-...     "b": {"prompt": "Joke?", "response": "Knock knock.", "model": "m2",
-...           "active": True}}, tree_id="c1", name="Jokes")
->>> print("\\n".join(generate_markdown(tree)))
-# Jokes
-<BLANKLINE>
-Conversation `c1`: 3 steps, 2 branches.
-<BLANKLINE>
-## 1. User
-<BLANKLINE>
-Hi
-<BLANKLINE>
-## 1. Assistant · `r`
-<BLANKLINE>
-Hello
-<BLANKLINE>
-## 2. User
-<BLANKLINE>
-Joke?
-<BLANKLINE>
-## 2. Assistant · m2 · `b`
-<BLANKLINE>
-Knock knock.
-<BLANKLINE>
-> **Alternative to step 2** · m1 · `a`
->
-> ### 2. User
->
-> Joke?
->
-> ### 2. Assistant · m1 · `a`
->
-> No.
-"""
+Each conversation is a transcript of its active path; after the step they
+branch from, the other answers are quoted blocks holding their branch to its
+end (going on along the latest child), nested one quote deeper per branch.
+Steps are written as the transcript writes them, no stored text changes the
+document's structure, and the walk keeps its own stack (no recursion)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from convgraph.export.common import PathOrFile, as_graphs, write_lines
 from convgraph.present.markdown_text import inline_code, inline_text
@@ -75,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def generate_markdown(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], full: bool = False
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], full: bool = False
 ) -> Iterator[str]:
     """Yield the Markdown of one conversation or several, line by line
     (several are separated by a horizontal rule); `full` keeps long tool
@@ -90,7 +42,7 @@ def generate_markdown(
 
 
 def write_markdown(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     path_or_file: PathOrFile,
     full: bool = False,
 ) -> None:
@@ -99,11 +51,10 @@ def write_markdown(
 
 
 def conversation_lines(
-    tree: nx.DiGraph, limit: int | None = OUTPUT_LIMIT
+    tree: nx.DiGraph[Any], limit: int | None = OUTPUT_LIMIT
 ) -> Iterator[str]:
-    """One conversation: its title, the system prompt, then the active path
-    with the other branches quoted where they split; outputs cut at `limit`
-    characters (None: kept whole)."""
+    """One conversation: title, system prompt, then the active path with the
+    other branches quoted where they split; outputs cut at `limit` (None: whole)."""
     leaves = sum(1 for node in tree if tree.out_degree(node) == 0)
     yield f"# {title(tree)}"
     yield ""
@@ -129,8 +80,7 @@ def conversation_lines(
         if kind == "below":
             _push_choice(tree, list(tree.successors(node)), depth, number + 1, stack)
             continue
-        # A blank line before the step, inside the quote that holds it (an
-        # alternative's opens its own quote, so its blank is outside).
+        # The blank before an alternative stays outside the quote it opens.
         yield ("> " * (depth - 1 if alternative else depth)).rstrip()
         if alternative:
             yield prefix + _alternative_label(tree, node, number)
@@ -143,14 +93,14 @@ def conversation_lines(
 
 
 def _push_choice(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     nodes: list[str],
     depth: int,
     number: int,
     stack: list[tuple[str, str, int, int, bool]],
 ) -> None:
-    """Push the alternatives `nodes` of one point: the main one's step, then
-    each other one as a quoted branch, then what goes on under the main one."""
+    """Push one point's alternatives: the main step, each other as a quoted
+    branch, then what goes on under the main one."""
     if not nodes:
         return
     main = _main(tree, nodes)
@@ -161,12 +111,12 @@ def _push_choice(
     stack.append(("step", main, depth, number, False))
 
 
-def _main(tree: nx.DiGraph, nodes: list[str]) -> str:
+def _main(tree: nx.DiGraph[Any], nodes: list[str]) -> str:
     """The branch the text follows: the active one, else the last logged."""
     return next((node for node in nodes if tree.nodes[node].get("active")), nodes[-1])
 
 
-def _alternative_label(tree: nx.DiGraph, node: str, number: int) -> str:
+def _alternative_label(tree: nx.DiGraph[Any], node: str, number: int) -> str:
     model = tree.nodes[node].get("model")
     label = [f"**Alternative to step {number}**"]
     if model:

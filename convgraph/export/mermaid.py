@@ -1,35 +1,10 @@
 """Conversation trees as a Mermaid flowchart, which GitHub draws in Markdown.
 
-Each conversation is a subgraph titled with its name; each node a box with its
-id, its model and one-line excerpts of prompt and response. Branch points are
-hexagons and leaves stadiums; a class per model colours them.
-
-No text reaches the diagram as syntax. Node ids in the diagram are generated
-(`n0`, `n1`, ...; subgraphs `c0`, ...), so no id can be a keyword such as
-`end`. Every label is a quoted string in which the characters that could end
-it or be read as something else are Mermaid entity codes: the quote
-(`#quot;`), `#` (which starts an entity), `&`, `<` and `>` (HTML, since
-Mermaid draws labels as HTML), `%` (directives and comments), the backtick
-(Markdown strings), `:` (Mermaid's own style rewriting) and the two
-characters Mermaid uses internally to carry entities. Control characters are
-shown as their Unicode control pictures.
-
-Examples
---------
->>> import networkx as nx
->>> tree = nx.DiGraph(tree_id="c1", name="Trees")
->>> tree.add_node("r", prompt='Say "end"', model="echo")
->>> tree.add_node("a", prompt="<b>hi</b>", model="echo")
->>> tree.add_edge("r", "a")
->>> print("\\n".join(generate_mermaid(tree)))
-flowchart TB
-  subgraph c0["Trees  (c1)"]
-    n0("r  ·  echo<br>» Say #quot;end#quot;"):::model0
-    n1(["a  ·  echo<br>» #60;b#62;hi#60;/b#62;"]):::model0
-    n0 --> n1
-  end
-  classDef model0 fill:#8dd3c7,stroke:#555,color:#000
-"""
+Each conversation is a subgraph, each node a box (branch points hexagons,
+leaves stadiums, a class per model). No text reaches the diagram as syntax:
+ids are generated (`n0`, `c0`, ...), so none is a keyword such as `end`, and
+every label is a quoted string whose risky characters are entity codes
+(`quote_label`)."""
 
 from __future__ import annotations
 
@@ -79,14 +54,9 @@ SHAPES = {"node": ("(", ")"), "branch-point": ("{{", "}}"), "leaf": ("([", "])")
 
 
 def quote_label(text: str) -> str:
-    """Text as a quoted Mermaid label: every risky character an entity code,
-    line breaks as `<br>`.
-
-    Examples
-    --------
-    >>> print(quote_label('50% of "x" #1'))
-    "50#37; of #quot;x#quot; #35;1"
-    """
+    """Text as a quoted Mermaid label: the quote, `#`, `&`, `<`, `>`, `%`, the
+    backtick, `:` and Mermaid's own entity carriers as entity codes, controls as
+    symbols, line breaks as `<br>`."""
     lines = without_controls(
         text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
     )
@@ -96,39 +66,15 @@ def quote_label(text: str) -> str:
 
 
 def generate_mermaid(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], rankdir: str = "TB"
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> Iterator[str]:
-    """Yield a Mermaid flowchart of one or several conversations, line by
-    line.
-
-    Parameters
-    ----------
-    graphs
-        A conversation DiGraph, or an iterable of them (consumed once).
-    rankdir
-        The flowchart's direction: "TB", "LR", "BT" or "RL".
+    """Yield a Mermaid flowchart of one or several conversations, line by line;
+    `rankdir` is "TB", "LR", "BT" or "RL".
 
     Raises
     ------
     ExportError
-        An unknown `rankdir`, or one node id in two of the conversations.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> print("\\n".join(generate_mermaid(tree, rankdir="LR")))
-    flowchart LR
-      subgraph c0["c1"]
-        n0{{"r  ·  echo<br>» Hi"}}:::model0
-        n1(["a"])
-        n2(["b"])
-        n0 --> n1
-        n0 --> n2
-      end
-      classDef model0 fill:#8dd3c7,stroke:#555,color:#000
-    """
+        An unknown `rankdir`, or one node id in two of the conversations."""
     check_rankdir(rankdir)
     yield f"flowchart {rankdir}"
     classes: dict[Any, str] = {}
@@ -165,21 +111,9 @@ def generate_mermaid(
 
 
 def write_mermaid(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph],
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
     path_or_file: PathOrFile,
     rankdir: str = "TB",
 ) -> None:
-    """Write `generate_mermaid(graphs, rankdir)` to a path or an open file.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_mermaid(tree, out)
-    >>> out.getvalue().splitlines()[0]
-    'flowchart TB'
-    """
+    """Write `generate_mermaid(graphs, rankdir)` to a path or an open file."""
     write_lines(generate_mermaid(graphs, rankdir), path_or_file)

@@ -1,27 +1,12 @@
 """A forest as a Parquet dataset that Dask, Spark and pyarrow read.
 
-`write_parquet(forest, directory)` writes two tables: `directory/nodes/`,
-the node table of `convgraph.analysis.stats.node_table` (with `tree_id`,
-`parent_id` and each node's depth, children, is_root and is_leaf), each
-node's `parts` as its JSON text, `calls`, the ids of the calls its run folds
-(a list of strings, empty where none: `convgraph.export.common.CALLS`), plus
-`tree_name`, the name of the node's tree; and `directory/edges/`, the table
-of `convgraph.analysis.stats.edge_table`; times are kept to the microsecond,
-as llm logs them and as Spark reads them. Each is cut into files
-`part-NNNNN.parquet` by a hash bucket of the tree id, so every tree lies
-whole in one file, and the edges of a tree in the file of the same number;
-`convgraph.analysis.datasets` reads one file as one partition and measures it
-with the statistics' own per-partition functions. The bucket is a keyed
-SipHash (`pandas.util.hash_array` with a fixed key), the same in every
-process and on every machine, unlike Python's salted `hash`. The dataset
-appears whole or not at all: it is written into a directory beside its final
-name and renamed there at the end. Reading a dataset back is a source's job:
-`convgraph.sources.parquet`.
-
-pandas and numpy are imported at the top, as by every module whose job is
-tables; pyarrow (the `parquet` extra) only inside the functions that write,
-so the module imports without it.
-"""
+`directory/nodes/` holds `analysis.stats.node_table` with each node's `parts`
+as JSON text, its `calls` and `tree_name`; `directory/edges/` the edge table.
+Each table is cut into `part-NNNNN.parquet` files by a keyed SipHash bucket of
+the tree id (the same on every machine, unlike Python's salted `hash`), so a
+tree lies whole in one file of each. The dataset is written beside its name
+and renamed at the end. Reading it back is `convgraph.sources.parquet`'s job;
+pyarrow is imported only where a dataset is written."""
 
 from __future__ import annotations
 
@@ -49,28 +34,18 @@ if TYPE_CHECKING:
 
     from convgraph.model.forest import Forest
 
-#: How many nodes a partition holds on average when the writer is not told
-#: how many partitions to make: small enough for a worker of 1 GB to measure
-#: one with room to spare, large enough that a million nodes is few files.
+#: Nodes a partition holds on average by default: small enough for a modest
+#: worker, large enough that a big forest is few files.
 NODES_PER_PARTITION = 250_000
 
-#: The key of the tree ids' hash (16 bytes): fixed, so a tree's bucket is the
-#: same wherever and whenever the dataset is written.
+#: The tree ids' hash key, fixed so a tree's bucket is the same everywhere.
 HASH_KEY = "convgraph-trees1"
 
 PART_NAME = "part-{:05d}.parquet"
 
 
 def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
-    """The partition (0 to `partitions` - 1) of each tree id: a stable hash.
-
-    Examples
-    --------
-    >>> tree_buckets(["a", "b", "a"], 4).tolist()
-    [1, 2, 1]
-    >>> tree_buckets(["a", "b", "a"], 1).tolist()
-    [0, 0, 0]
-    """
+    """The partition (0 to `partitions` - 1) of each tree id: a stable hash."""
     codes, unique = pd.factorize(pd.Series(list(tree_ids), dtype=object))
     # Hash each distinct id once: a forest has far fewer trees than nodes.
     texts = np.asarray([str(tree_id) for tree_id in unique], dtype=object)
@@ -79,14 +54,10 @@ def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
 
 
 def dataset_nodes(forest: Forest) -> pd.DataFrame:
-    """The node table the dataset holds: `convgraph.analysis.stats.node_table` of the
-    forest, each node's `parts` as their JSON text (one string column, which
-    every reader of Parquet takes, whatever a tool's arguments hold; None for
-    a node that is only its prompt and answer), an agent's project and git
-    branch where the source gives them (`PLACE_ATTRIBUTES`), `calls`, the
-    ids of the calls each node's run folds (`Forest.calls` by
-    `common.calls_by_node`, the rule of every export; an empty list where
-    none), and `tree_name`, the name of each node's tree (a category)."""
+    """The node table the dataset holds: `node_table` of the forest, `parts` as
+    JSON text (None for a node that is only prompt and answer), an agent's
+    `PLACE_ATTRIBUTES` where given, `calls` (an empty list where none) and
+    `tree_name` (a category)."""
     table = node_table(forest)
     table[PARTS] = parts_as_json(table[PARTS])
     for name in PLACE_ATTRIBUTES:
@@ -104,14 +75,7 @@ def dataset_nodes(forest: Forest) -> pd.DataFrame:
 
 
 def parts_as_json(parts: pd.Series) -> pd.Series:
-    """A column of parts lists as their JSON texts (None stays None).
-
-    Examples
-    --------
-    >>> parts_as_json(pd.Series([None, [{"role": "user", "type": "text",
-    ...     "text": "é"}]])).tolist()
-    [None, '[{"role": "user", "type": "text", "text": "é"}]']
-    """
+    """A column of parts lists as their JSON texts (None stays None)."""
     texts = [
         json.dumps(value, ensure_ascii=False, default=str)
         if isinstance(value, list)
@@ -128,34 +92,18 @@ def write_parquet(
     partitions: int | None = None,
     force: bool = False,
 ) -> Path:
-    """Write the forest as a Parquet dataset, `directory/nodes/` and
-    `directory/edges/`, every tree whole in one partition of each.
+    """Write the forest as `directory/nodes/` and `directory/edges/`, every tree
+    whole in one partition of each, and return `directory`.
 
-    Parameters
-    ----------
-    forest
-        The trees to write (`Forest.read`, with or without texts).
-    directory
-        Where the dataset goes: a folder that does not exist yet or is
-        empty (or, with `force`, one whose contents are replaced).
-    partitions
-        How many hash buckets of tree ids to cut the tables into; by
-        default one per `NODES_PER_PARTITION` nodes. A bucket no tree falls
-        into has no file.
-    force
-        Replace a directory that is not empty.
-
-    Returns
-    -------
-    Path
-        `directory`.
+    `directory` must not exist or be empty (with `force`, its contents are
+    replaced); `partitions` is how many hash buckets to cut the tables into, by
+    default one per `NODES_PER_PARTITION` nodes.
 
     Raises
     ------
     ExportError
-        `directory` is a file, or a directory that is not empty and `force`
-        is false, or it cannot be written.
-    """
+        `directory` is a file, is not empty without `force`, or cannot be
+        written."""
     target = Path(directory)
     _check_target(target, force)
     if partitions is None:
@@ -167,8 +115,7 @@ def write_parquet(
     edges = edge_table(forest)
     node_buckets = tree_buckets(nodes["tree_id"].to_numpy(), partitions)
     edge_buckets = tree_buckets(edges["tree_id"].to_numpy(), partitions)
-    # Buckets that hold nodes; an empty forest still gets one (empty) file
-    # of each table, so that the dataset has its schema.
+    # An empty forest still gets one empty file of each table, for the schema.
     used = np.unique(node_buckets) if len(nodes) else np.array([0])
 
     parent = target.absolute().parent
@@ -181,8 +128,7 @@ def write_parquet(
     try:
         _write_table(nodes, node_buckets, used, partial / NODES)
         _write_table(edges, edge_buckets, used, partial / EDGES)
-        # mkdtemp makes the folder private; give it the mode a new folder
-        # gets under the user's umask.
+        # mkdtemp's folder is private: give it the mode the umask gives.
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(partial, 0o777 & ~umask)
@@ -217,12 +163,10 @@ def _write_table(
     import pyarrow.parquet as pq
 
     folder.mkdir()
-    # One schema for every file: a column that is empty in one bucket (all
-    # None) keeps the type it has in the others.
+    # One schema for every file: a column all None in a bucket keeps its type.
     schema = pa.Schema.from_pandas(table, preserve_index=False)
     if CALLS in table.columns:
-        # Lists of ids, whether or not any node folds a call (all empty
-        # lists would infer a list of nulls).
+        # All empty lists would infer a list of nulls.
         field = schema.get_field_index(CALLS)
         schema = schema.set(field, pa.field(CALLS, pa.list_(pa.string())))
     order = np.argsort(buckets, kind="stable")
@@ -234,8 +178,7 @@ def _write_table(
             if column in part.columns:
                 # Each file's dictionary holds its own trees, not all of them.
                 part[column] = part[column].cat.remove_unused_categories()
-        # One row group per file: no reader can cut a file, and a tree with
-        # it, into two partitions.
+        # One row group a file: no reader cuts a tree into two partitions.
         pq.write_table(
             _arrow_table(part, schema),
             folder / PART_NAME.format(bucket),
@@ -253,8 +196,8 @@ def _arrow_table(part: pd.DataFrame, schema: pa.Schema) -> pa.Table:
 
 
 def _move_into_place(partial: Path, target: Path) -> None:
-    """Rename the finished dataset to its name; what was there (an empty
-    folder, or with --force any folder) goes only once the new one is in."""
+    """Rename the finished dataset to its name; what was there goes only once
+    the new one is in."""
     if not target.exists():
         os.rename(partial, target)
         return

@@ -1,32 +1,13 @@
 """Training data from conversation trees: chat examples and preference pairs.
 
-Every root-to-leaf path of a tree is a conversation someone had, so a
-branching history is a set of fine-tuning examples: `chat_examples` gives one
-record per path, `{"messages": [...], "conversation_id", "leaf_id"}`, in the
-chat format that fine-tuning APIs and Hugging Face datasets take (or, with
-`paths="active"`, one per conversation, along its active path).
-
-The branches also say which answers a person preferred. Alternatives are the
-nodes that answer the same prompt at the same point of a tree (same parent,
-or both roots, and the same prompt text): regenerations, and other models'
-answers. In each group the chosen answer is the one marked preferred
-(`convgraph prefer`), else the one on the active path; every other answer of
-the group is rejected against it, one record each, in the conversational
-preference format that TRL's DPO trainer reads:
-`{"prompt": [messages up to and including the prompt], "chosen":
-[assistant message], "rejected": [assistant message], "conversation_id",
-"chosen_id", "rejected_id"}`. A group with neither a mark nor the active
-path gives no pair. `preference_pairs` returns them as a pandas DataFrame.
-
-A step's run may hold tool calls: the messages are the chat format's
-(`convgraph.present.transcript.path_messages`: an assistant message's
-`tool_calls`, each result a `tool` message), so a chosen or rejected answer
-is the whole run, one message or several. The model's reasoning is left out
-unless asked for (`reasoning=True`: the assistant message's
-`reasoning_content`).
-
-docs/training-schema.md holds the JSON schemas of both records.
-"""
+`chat_examples` gives one record per root-to-leaf path (or, with
+`paths="active"`, one per tree along its active path), in the chat format
+fine-tuning APIs take. Alternatives are answers to the same prompt at the same
+point (same parent, or both roots): in each group the chosen answer is the one
+marked preferred, else the active one, and every other answer is rejected
+against it, one record each, in the preference format TRL's DPO trainer reads.
+A step's run with tool calls is its chat messages (`path_messages`); reasoning
+only with `reasoning=True`. The schemas are in docs/training-schema.md."""
 
 from __future__ import annotations
 
@@ -75,21 +56,17 @@ EXAMPLE_COLUMNS = ("messages", "conversation_id", "leaf_id")
 
 
 def chat_examples(
-    graphs: Iterable[nx.DiGraph], paths: str = "leaves", reasoning: bool = False
+    graphs: Iterable[nx.DiGraph[Any]], paths: str = "leaves", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
     """One chat example per root-to-leaf path (leaves in log order), or per
-    tree along its active path (`paths="active"`), with the model's
-    reasoning where `reasoning`.
-
-    A path that ends on a prompt never answered (or on a tool's result
-    the model never answered) ends with the last assistant message before
-    it; a path with no answer at all gives no example.
+    tree along its active path (`paths="active"`), with reasoning where
+    `reasoning`. A path ending on an unanswered prompt or tool result ends at the
+    last assistant message before it; a path with no answer gives none.
 
     Raises
     ------
     ValueError
-        `paths` is not one of `PATHS`.
-    """
+        `paths` is not one of `PATHS`."""
     from convgraph.model.tree import path
 
     if paths not in PATHS:
@@ -114,10 +91,9 @@ def chat_examples(
             }
 
 
-def alternative_groups(tree: nx.DiGraph) -> Iterator[tuple[str | None, list[str]]]:
-    """Each group of two or more answered alternatives: (their parent, or
-    None for roots; their ids in log order). Answers to an empty prompt (a
-    tool's output given back) are no alternatives: there is no prompt."""
+def alternative_groups(tree: nx.DiGraph[Any]) -> Iterator[tuple[str | None, list[str]]]:
+    """Each group of two or more answered alternatives: (their parent, or None
+    for roots; their ids in log order). Answers to an empty prompt are none."""
     points: dict[str | None, list[str]] = {}
     for node in tree:
         parent = next(iter(tree.predecessors(node)), None)
@@ -134,16 +110,10 @@ def alternative_groups(tree: nx.DiGraph) -> Iterator[tuple[str | None, list[str]
 
 
 def tree_pairs(
-    tree: nx.DiGraph, prefer: str = "notes", reasoning: bool = False
+    tree: nx.DiGraph[Any], prefer: str = "notes", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
-    """The preference pairs of one tree, group by group in log order (with
-    the model's reasoning in the answers where `reasoning`).
-
-    Raises
-    ------
-    ValueError
-        `prefer` is not one of `PREFER`.
-    """
+    """The preference pairs of one tree, group by group in log order; raises
+    ValueError where `prefer` is not one of `PREFER`."""
     from convgraph.model.tree import path
 
     if prefer not in PREFER:
@@ -157,8 +127,7 @@ def tree_pairs(
             chosen = next((node for node in group if data[node].get("active")), None)
         if chosen is None:
             continue
-        # The chosen answer's own path, less its run: the history, the
-        # system prompt first, ending with the prompt the group answers.
+        # The chosen answer's path less its run: ends with the group's prompt.
         history = _history(tree, path(tree, chosen), reasoning)
         answer = _run(history, data[chosen])
         for rejected in group:
@@ -174,9 +143,8 @@ def tree_pairs(
             }
 
 
-def _history(tree: nx.DiGraph, nodes: list[str], reasoning: bool) -> ChatMessages:
-    """The messages of a path up to its last node's prompt: the system
-    prompt, every step before, and the last step's user parts."""
+def _history(tree: nx.DiGraph[Any], nodes: list[str], reasoning: bool) -> ChatMessages:
+    """A path's messages up to its last node's prompt, system prompt first."""
     history = ChatMessages(reasoning)
     system = path_system(tree, nodes)
     if system:
@@ -189,8 +157,7 @@ def _history(tree: nx.DiGraph, nodes: list[str], reasoning: bool) -> ChatMessage
 
 
 def _run(history: ChatMessages, data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The messages of a node's run (all of it but the user's parts), as
-    they go on from `history` (which is left as it is)."""
+    """The messages of a node's run after its user parts."""
     going_on = copy.deepcopy(history)
     start = len(going_on.messages)
     going_on.add(
@@ -200,7 +167,7 @@ def _run(history: ChatMessages, data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def pairs(
-    graphs: Iterable[nx.DiGraph], prefer: str = "notes", reasoning: bool = False
+    graphs: Iterable[nx.DiGraph[Any]], prefer: str = "notes", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
     """The preference pairs of every tree, tree by tree (see `tree_pairs`)."""
     for tree in graphs:
@@ -214,14 +181,11 @@ def preference_pairs(
     reasoning: bool = False,
 ) -> pd.DataFrame:
     """The preference pairs of a database's trees (or those named) as a
-    DataFrame with the columns `PAIR_COLUMNS`: `prompt`, `chosen` and
-    `rejected` hold lists of chat messages, as TRL's DPO trainer takes them
-    (`datasets.Dataset.from_pandas(frame)`).
+    DataFrame of `PAIR_COLUMNS`, as TRL's DPO trainer takes them.
 
     Raises
     ------
-    UnknownConversation, DatabaseError, ValueError
-    """
+    UnknownConversation, DatabaseError, ValueError"""
     import pandas as pd
 
     from convgraph.model.loading import load_trees

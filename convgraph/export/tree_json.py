@@ -1,32 +1,10 @@
 """Conversation trees as nested JSON, the shape D3's hierarchy takes, and back.
 
-The document is one object with a `format`, a `version` and `children`: one
-object per conversation (`tree_id`, `name`, `children`), whose
-children are the conversation's roots; every node is an object with its `id`,
-its attributes and its own `children`, in log order. `d3.hierarchy(document)`
-lays it out as it is (the document is the hierarchy's root, conversations its
-first level). The schema is documented in docs/json-schema.md.
-
-A 100,000-turn chain nests 100,000 deep. Writing keeps its own stack, one
-node per line, and reading falls back from the standard `json` module (which
-recurses, and gives up a few hundred levels down) to an iterative parser that
-leaves the strings and numbers to the `json` module's own scanners.
-
-Examples
---------
->>> import networkx as nx
->>> tree = nx.DiGraph(tree_id="c1", name="Trees")
->>> tree.add_node("r", prompt="What is it?")
->>> tree.add_node("a", prompt="And a forest?")
->>> tree.add_edge("r", "a")
->>> for line in generate_tree_json(tree):
-...     print(line[:58])
-{"format":"convgraph.tree-json","version":1,"children":[
-{"tree_id":"c1","name":"Trees","children":[
-{"id":"r","conversation_id":null,"prompt":"What is it?","s
-{"id":"a","conversation_id":null,"prompt":"And a forest?",
-]}
-"""
+One object with `format`, `version` and `children`: a conversation each
+(`tree_id`, `name`, its roots as `children`), every node with its `id`,
+attributes and own `children` in log order (schema: docs/json-schema.md). A
+long chain nests as deep: writing keeps its own stack, and reading falls back
+from `json` (which recurses) to an iterative parser."""
 
 from __future__ import annotations
 
@@ -37,9 +15,9 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.scanner import NUMBER_RE
 from typing import TYPE_CHECKING, Any
 
+from convgraph.errors import ExportError
 from convgraph.export.common import (
     CALLS,
-    ExportError,
     PathOrFile,
     UniqueIds,
     add_read_node,
@@ -59,16 +37,13 @@ if TYPE_CHECKING:
 FORMAT = "convgraph.tree-json"
 VERSION = 1
 
-#: Node keys the document itself uses, which node attributes cannot take
-#: (`calls` is written from the tree's calls: `common.CALLS`).
+#: Node keys the document itself uses, which node attributes cannot take.
 RESERVED = frozenset({"id", CALLS, "children"})
 
 
-def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
-    """One conversation's lines, depth first without recursion: the
-    conversation object's opening, then one line per node. A leaf's line
-    also closes every object that the leaf ends, and carries the comma when
-    a sibling follows, so a long chain is not a second long run of lines."""
+def _tree_lines(graph: nx.DiGraph[Any]) -> Iterator[str]:
+    """One conversation's lines, depth first without recursion, one a node; a
+    leaf's line also closes every object it ends."""
     opening = (
         "{"
         + json_key("tree_id")
@@ -87,8 +62,7 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
     nodes = graph.nodes
     folded = tree_calls(graph)
     no_calls: list[Any] = []
-    # Each frame: the children of an open object (the roots, for the
-    # conversation), and how many of them are written.
+    # Each frame: an open object's children and how many are written.
     stack: list[list[Any]] = [[roots, 0]]
     while stack:
         frame = stack[-1]
@@ -110,31 +84,11 @@ def _tree_lines(graph: nx.DiGraph) -> Iterator[str]:
         yield line
 
 
-def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[str]:
-    """Yield the nested tree JSON of one or several conversations, line by
-    line (one node a line).
-
-    Parameters
-    ----------
-    graphs
-        A conversation DiGraph, or an iterable of them (consumed once).
-
-    Raises
-    ------
-    ExportError
-        One node id in two of the conversations.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> lines = list(generate_tree_json(tree))
-    >>> lines[1]
-    '{"tree_id":"c1","name":null,"children":['
-    >>> len(lines)
-    6
-    """
+def generate_tree_json(
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+) -> Iterator[str]:
+    """Yield the nested tree JSON of one or several conversations, one node a
+    line; raises ExportError where one node id is in two conversations."""
     yield f'{{"format":"{FORMAT}","version":{VERSION},"children":['
     unique = UniqueIds()
     # The last line of a conversation waits for the next one, which puts a
@@ -155,52 +109,16 @@ def generate_tree_json(graphs: nx.DiGraph | Iterable[nx.DiGraph]) -> Iterator[st
 
 
 def write_tree_json(
-    graphs: nx.DiGraph | Iterable[nx.DiGraph], path_or_file: PathOrFile
+    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], path_or_file: PathOrFile
 ) -> None:
-    """Write `generate_tree_json(graphs)` to a path or an open file.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_tree_json(tree, out)
-    >>> list(read_tree_json(io.StringIO(out.getvalue()))[0].edges)
-    [('r', 'a'), ('r', 'b')]
-    """
+    """Write `generate_tree_json(graphs)` to a path or an open file."""
     write_lines(generate_tree_json(graphs), path_or_file)
 
 
 def read_tree_json(path_or_file: PathOrFile) -> list[ConversationTree]:
-    """The conversations of a tree JSON file.
-
-    Returns
-    -------
-    list of ConversationTree
-        One per conversation. Nodes are added depth first (each node's
-        children keep the file's order); every contract attribute is present,
-        None where the file has null or nothing; the nodes' `calls` are the
-        graph's `calls` again, where there are some.
-
-    Raises
-    ------
-    ExportError
-        The file is not JSON, or not convgraph's tree-json format.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")],
-    ...     {"r": {"prompt": "Hi", "model": "echo"}}, tree_id="c1")
-    >>> import io
-    >>> out = io.StringIO()
-    >>> write_tree_json(tree, out)
-    >>> (back,) = read_tree_json(io.StringIO(out.getvalue()))
-    >>> back.graph["tree_id"], back.nodes["r"]["prompt"], list(back)
-    ('c1', 'Hi', ['r', 'a', 'b'])
-    """
+    """The conversations of a tree JSON file, nodes depth first in the file's
+    order, every contract attribute present (None where missing), `calls` back in
+    the graph; raises ExportError where it is not JSON or not this format."""
     document = read_document(path_or_file, FORMAT, _loads)
     graphs = []
     try:
@@ -224,8 +142,7 @@ def read_tree_json(path_or_file: PathOrFile) -> list[ConversationTree]:
 
 
 def _loads(text: str) -> Any:
-    """`json.loads`, or where the document nests deeper than it recurses,
-    `loads_deep`."""
+    """`json.loads`, or `loads_deep` where the document nests too deep."""
     try:
         return json.loads(text)
     except RecursionError:
@@ -254,24 +171,11 @@ _LITERALS = {
 
 
 def loads_deep(text: str) -> Any:
-    """Parse JSON however deep it nests, with a stack instead of recursion.
-
-    The containers are handled here; strings go to the `json` module's
-    `scanstring` and numbers to its number pattern, so values decode exactly
-    as `json.loads` decodes them.
-
-    Raises
-    ------
-    json.JSONDecodeError
-
-    Examples
-    --------
-    >>> loads_deep('[[[1, "a", null]]]')
-    [[[1, 'a', None]]]
-    """
+    """Parse JSON however deep it nests, with a stack: strings and numbers go
+    to the `json` module's own scanners, so values decode as `json.loads` does.
+    Raises json.JSONDecodeError."""
     skip = _after_whitespace
-    # Open containers, and for each open object the key of the value being
-    # read.
+    # Open containers, and for each open object the key being read.
     stack: list[Any] = []
     keys: list[Any] = []
     position = skip(text, 0)

@@ -1,11 +1,4 @@
-"""Times as a person reads them: in their own time zone, to the minute.
-
-Every output for a person (the tables of conversations, a transcript's
-headings, the browser's details, the messages that name a filter's bounds)
-shows a stored time through `person_time`; the outputs for programs (--json,
---csv, --tsv and every export) keep the ISO 8601 text in UTC that llm
-stores. The zone is the system's, which $TZ overrides, as `date` has it.
-"""
+"""Times as a person reads them: in their own zone, to the minute."""
 
 from __future__ import annotations
 
@@ -16,23 +9,9 @@ from convgraph.times import parse_time
 
 
 def person_time(value: Any, zone: tzinfo | None = None, named: bool = True) -> str:
-    """A moment (an aware `datetime`, or stored text) as a person reads it:
-    in the user's own time zone (`zone`, else the system's or $TZ's), to
-    the minute, with the zone's name; "" for none, and text that is no time
-    as it is. Data outputs (--json, --csv, the exports) keep ISO 8601 in
-    UTC instead. `named` False leaves the zone's name out (a table's
-    column of times, where one zone is every row's).
-
-    Examples
-    --------
-    >>> from zoneinfo import ZoneInfo
-    >>> person_time("2025-01-02T03:04:05.678+00:00", ZoneInfo("Asia/Tokyo"))
-    '2025-01-02 12:04 JST'
-    >>> person_time("0001-01-01T00:00:00", ZoneInfo("UTC"))
-    '0001-01-01 00:00 UTC'
-    >>> person_time(None), person_time("soon")
-    ('', 'soon')
-    """
+    """A moment (aware `datetime` or stored text) in `zone` (else $TZ's or the
+    system's), to the minute, named unless not `named`; "" for none, non-times
+    as they are."""
     if value is None or value == "":
         return ""
     moment = value if isinstance(value, datetime) else parse_time(value)
@@ -41,8 +20,7 @@ def person_time(value: Any, zone: tzinfo | None = None, named: bool = True) -> s
     try:
         local = moment.astimezone(zone)
     except (OverflowError, ValueError, OSError):
-        # A moment the zone cannot place (the first or last days a
-        # datetime holds): shown in UTC.
+        # The first or last days a datetime holds: shown in UTC.
         local = moment.astimezone(UTC)
     # Formatted by hand: strftime writes the year 1 as "1" on glibc.
     text = (

@@ -1,27 +1,11 @@
 """Where a coding agent's subagents start in a tree, for the outputs that
-fold them (the HTML explorer, the browser's tree).
-
-A subagent's nodes are those whose parts carry the key `sidechain` (the
-agent's id, set by the agents' readers); its subtree hangs under the node of
-the Task call that started it. The root of such a subtree is a sidechain node
-whose parent is not of the same sidechain. The walk keeps its own stack: no
-recursion, however deep the tree.
-
-Examples
---------
->>> import networkx as nx
->>> tree = nx.DiGraph([("a", "x"), ("x", "y"), ("a", "b")])
->>> nx.set_node_attributes(tree, {"a": [{"type": "text"}], "b": [],
-...     "x": [{"type": "text", "sidechain": "ag1"}],
-...     "y": [{"type": "text", "sidechain": "ag1"}]}, "parts")
->>> subagent_roots(tree)
-{'x': Subagent(agent='ag1', nodes=2)}
-"""
+fold them: nodes whose parts carry `sidechain` (the agent's id), the root of
+each such subtree being one whose parent is not of the same sidechain."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -35,8 +19,7 @@ class Subagent(NamedTuple):
 
 
 def sidechain(parts: object) -> str | None:
-    """The subagent a node's parts (a list of part mappings) belong to
-    (their `sidechain`), or None for a node of the main session."""
+    """The subagent a node's parts belong to, or None for the main session."""
     if not isinstance(parts, list | tuple):
         return None
     for part in parts:
@@ -46,12 +29,10 @@ def sidechain(parts: object) -> str | None:
     return None
 
 
-def subagent_roots(tree: nx.DiGraph) -> dict[str, Subagent]:
-    """Each node that starts a subagent's subtree, in the tree's node
-    order, with the subagent's id and the count of the subtree's nodes
-    (all of them counted in one pass from the leaves up)."""
-    # The graph's own adjacency mappings: a view's call a node costs more
-    # than the walk.
+def subagent_roots(tree: nx.DiGraph[Any]) -> dict[str, Subagent]:
+    """Each node that starts a subagent's subtree, in node order, with the
+    subagent's id and its subtree's node count (one pass from the leaves up)."""
+    # The graph's own adjacency: a view a node costs more than the walk.
     above, below = tree.pred, tree.succ
     agents = {node: sidechain(parts) for node, parts in tree.nodes(data="parts")}
     starts = [

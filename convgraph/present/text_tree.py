@@ -1,29 +1,13 @@
 """A conversation tree as text, drawn with box-drawing characters.
 
-The `print_tree` of docs/design.md#the-twelve-helpers: one line per node, its
-id and an excerpt of its prompt, children under their parent in log order.
-Indentation marks branching, not turns: a node that is its parent's only child
-is drawn in its parent's column, so a linear run reads as a list and a
-100,000-turn chain draws in 100,000 short lines (indenting every turn would
-make the drawing quadratic in the depth). `indent_chains=True` indents every
-child, as the original notes' `print_tree` did. The walk keeps its own stack,
-so depth never touches the recursion limit.
-
-A node is one step of the user's (docs/design.md#the-node-contract): the
-tool calls and the code its run made are drawn beneath its line, one
-`↳ name(arguments) → result` line each, cut to the width; reasoning is a
-mark (`∴`) on the node's line. The roots of one tree are alternatives to each
-other (docs/design.md#depth-roots-and-branching), so several roots hang from
-one line for the conversation's start, as the children of a node hang from
-it. Ids, prompts, arguments and results are shown through `terminal_text`: a
-stored escape sequence prints as symbols, never as a command to the
-terminal.
-
-One walk (`_lines`) draws a DiGraph and a tree's rows alike: a whole forest
-is drawn from its table a batch of trees at a time (`forest_drawings`, as
-`convgraph tree` of every conversation does), without building a DiGraph
-per tree; `tests/test_tree_from_table.py` holds the two to the same text.
-"""
+One line a node (id, prompt excerpt), children under their parent in log
+order. Indentation marks branching, not turns: an only child is drawn in its
+parent's column, so a long chain stays short lines (`indent_chains=True`
+indents every child). Several roots hang from one start line, as alternatives.
+A node's tool calls and code are drawn beneath it (`↳ name(args) → result`),
+reasoning as a `∴` mark; all text goes through `terminal_text`. One stack
+walk (`_lines`) draws a DiGraph and a forest's table rows alike
+(`forest_drawings`), without a DiGraph a tree."""
 
 from __future__ import annotations
 
@@ -47,8 +31,6 @@ if TYPE_CHECKING:
     from convgraph.model.forest import Forest
     from convgraph.sources.source import ProgressCallback
 
-#: What a line of the drawing shows: a node, a call of its run, or the start
-#: of a conversation whose roots are alternatives.
 NODE, CALL, START = "node", "call", "start"
 
 #: The mark after a node whose run holds the model's reasoning.
@@ -56,9 +38,8 @@ REASONING_MARK = " ∴"
 
 
 class DrawnLine(NamedTuple):
-    """One line of the drawing: its text, the node it draws (for a call line,
-    the node whose run made the call; None for the start) and its kind
-    (`NODE`, `CALL` or `START`)."""
+    """One line of the drawing: its text, the node it draws (a call line's
+    node; None for the start) and its kind (`NODE`, `CALL` or `START`)."""
 
     text: str
     node: str | None
@@ -66,7 +47,7 @@ class DrawnLine(NamedTuple):
 
 
 def generate_tree_lines(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
@@ -74,44 +55,15 @@ def generate_tree_lines(
     active: bool = False,
     heading: str | None = None,
 ) -> Iterator[str]:
-    """Yield the drawing line by line: every root's tree, or `start`'s subtree
-    (see `drawing` for the lines and their nodes).
-
-    With `marks` (as `convgraph tree` draws), a node the user marked
-    preferred ends in ` ★`, and a node with a note in ` ✎` and the note's
-    first words; with `active`, the nodes of the active path (the branch last
-    used) end in ` ●`. Both are off by default for callers that mark nodes
-    their own way (the browser).
-
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> tree = nx.DiGraph([("r", "a"), ("a", "b"), ("b", "c"), ("b", "d")])
-    >>> print("\\n".join(generate_tree_lines(tree)))
-    r
-    a
-    b
-    ├── c
-    └── d
-    >>> print("\\n".join(generate_tree_lines(tree, indent_chains=True)))
-    r
-    └── a
-        └── b
-            ├── c
-            └── d
-    >>> print("\\n".join(generate_tree_lines(nx.DiGraph([("r", "a"), ("s", "b")]))))
-    start: 2 alternatives
-    ├── r
-    │   a
-    └── s
-        b
-    """
+    """Yield the drawing line by line: every root's tree, or `start`'s subtree.
+    `marks` ends a preferred node in ` ★` and a noted one in ` ✎` and the note's
+    first words; `active` ends the active path's nodes in ` ●`."""
     for text, _, _ in _walk(tree, start, width, indent_chains, marks, active, heading):
         yield text
 
 
 def drawing(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
@@ -119,39 +71,17 @@ def drawing(
     active: bool = False,
     heading: str | None = None,
 ) -> Iterator[DrawnLine]:
-    """The drawing as `DrawnLine`s, in depth-first order, children in log
-    order; the lines of a node's subtree follow its line without a gap.
+    """The drawing as `DrawnLine`s, depth first, children in log order.
 
-    `heading` is the conversation's own line (`convgraph tree` gives its id
-    and name): drawn first, with the roots beneath it. Without one, a tree
-    with several roots starts with a line for the start, `start: N
-    alternatives`, and its roots hang from it as a node's alternatives hang
-    from the node; a tree with one root starts with its root.
-
-    Under a node's line, its run's tool calls and code, each a line
-    `↳ name(arguments) → result` (`run_lines`), indented under the node's
-    text; none where `width` is 0.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> from convgraph.parts import text, tool_call, tool_result
-    >>> parts = [text("user", "Shout tree"), tool_call("shout", {"word": "tree"}, "c1"),
-    ...     tool_result("shout", "TREE", "c1"), text("assistant", "TREE!")]
-    >>> tree = ConversationTree.from_edges([("r", "a")],
-    ...     {"r": {"prompt": "Shout tree", "parts": parts}, "a": {"prompt": "Again"}})
-    >>> for line in drawing(tree):
-    ...     print(line.kind, line.node, line.text)
-    node r r  Shout tree
-    call r   ↳ shout(word="tree") → TREE
-    node a a  Again
-    """
+    `heading` is drawn first, the roots beneath it; without one, several roots
+    hang from a `start: N alternatives` line. Under a node, its run's calls and
+    code (`run_lines`), none where `width` is 0."""
     for line in _walk(tree, start, width, indent_chains, marks, active, heading):
         yield DrawnLine._make(line)
 
 
 def _walk(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     start: str | None,
     width: int,
     indent_chains: bool,
@@ -159,8 +89,7 @@ def _walk(
     active: bool,
     heading: str | None,
 ) -> Iterator[tuple[str, str | None, str]]:
-    """`drawing`'s lines as plain tuples (text, node, kind): the text tree of
-    a 100,000-node conversation is 100,000 of them."""
+    """`drawing`'s lines as plain (text, node, kind) tuples."""
     if start is not None:
         starts = [start]
     else:
@@ -182,8 +111,7 @@ def _same(node: Any) -> Any:
 
 
 def _fields(data: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What the drawing shows of a node, in `DRAWN_COLUMNS`' order after the
-    id: prompt, response, parts, active, preferred, note."""
+    """What the drawing shows of a node, in `DRAWN_COLUMNS`' order after the id."""
     return (
         data.get("prompt"),
         data.get("response"),
@@ -195,17 +123,10 @@ def _fields(data: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 class Style(NamedTuple):
-    """How a drawing is drawn: `width` cells of text a line, `indent_chains`
-    (indent an only child too), `marks` (preferred and notes) and `active`
-    (the active path) shown.
-
-    `fit`, where given, is the width of a whole line in cells (a terminal's):
-    each line's text takes the room its indentation and id leave (never
-    less than `MIN_TEXT`), the marks and the start of a note stay visible,
-    and a line still too long (a deep branch) is cut at `fit`. `id_length`,
-    where given, shows each id as its prefix of that many characters
-    (`unique_prefix_length`), which every command takes as the id.
-    """
+    """How a drawing is drawn: `width` cells of text, `indent_chains`, `marks`
+    and `active`. `fit`, a whole line's width in cells, gives each text the room
+    its indentation and id leave (at least `MIN_TEXT`) and cuts what is still too
+    long; `id_length` shows ids as prefixes of that many characters."""
 
     width: int = EXCERPT_WIDTH
     indent_chains: bool = False
@@ -217,22 +138,12 @@ class Style(NamedTuple):
 
 #: The fewest cells of a prompt a fitted line keeps.
 MIN_TEXT = 12
-#: The fewest characters an id is cut to: ULIDs share their first
-#: characters for hours (they begin with the time), so a shorter prefix
-#: would often name several ids of the file.
+#: ULIDs begin with the time: a shorter prefix would often name several ids.
 MIN_ID_LENGTH = 8
 
 
 def cut_line(line: str, width: int) -> str:
-    """A line of a drawing or a table cut at `width` terminal cells, an
-    ellipsis in its last: its spaces kept (an indentation, a column's
-    padding), where `excerpt` would close them up.
-
-    Examples
-    --------
-    >>> cut_line("    └── a long line", 12), cut_line("short", 12)
-    ('    └── a l…', 'short')
-    """
+    """A line cut at `width` terminal cells, an ellipsis last, its spaces kept."""
     if cell_width(line) <= width:
         return line
     taken = 0
@@ -244,16 +155,8 @@ def cut_line(line: str, width: int) -> str:
 
 
 def unique_prefix_length(ids: Iterable[Any], floor: int = MIN_ID_LENGTH) -> int:
-    """The fewest characters (at least `floor`) whose prefixes tell the
-    distinct `ids` apart: what a drawing or a table may cut its ids to.
-
-    Examples
-    --------
-    >>> unique_prefix_length(["01jb0aaaa1", "01jb0aaab2", "01jc"], floor=4)
-    9
-    >>> unique_prefix_length(["a", "b"])
-    8
-    """
+    """The fewest characters (at least `floor`) whose prefixes tell the distinct
+    `ids` apart."""
     ordered = sorted({str(one) for one in ids})
     longest = 0
     for before, after in zip(ordered, ordered[1:], strict=False):
@@ -275,10 +178,9 @@ def _lines(
     style: Style,
     heading: str | None,
 ) -> Iterator[tuple[str, str | None, str]]:
-    """The one walk of the drawing, for a DiGraph and for a tree's rows
-    alike: from the `starts` (drawn under a line for the start where
-    `below_start`), each node's children by `children_of` in log order, what
-    is shown of it by `fields_of` (`_fields`) and its id by `id_of`."""
+    """The one walk of the drawing, for a DiGraph and a tree's rows alike: from
+    `starts` (under a start line where `below_start`), children by
+    `children_of`, fields by `fields_of`, ids by `id_of`."""
     width, indent_chains, marks, active, fit, id_length = style
     if heading is not None or below_start:
         line = (
@@ -287,10 +189,8 @@ def _lines(
             else f"start: {counted(len(starts), 'alternative')}"
         )
         yield line, None, START
-    # Each entry: the node, the text before its connector, and how it hangs
-    # from the line above: ROOT, LAST or MIDDLE child, or ONLY child (drawn
-    # in its parent's column unless chains are indented). Several roots are
-    # the start's children.
+    # Each entry: node, text before its connector, and how it hangs (ROOT, LAST,
+    # MIDDLE or ONLY child, the last in its parent's column).
     if below_start:
         stack = [
             (root, "", LAST if index == len(starts) - 1 else MIDDLE)
@@ -352,15 +252,13 @@ def _lines(
 
 #: The columns of a forest's table the drawing reads (`forest_drawings`).
 DRAWN_COLUMNS = ("id", "prompt", "response", "parts", "active", "preferred", "note")
-#: The texts the drawing shows (`Forest.read`'s `texts`): a node's prompt;
-#: its response only where the prompt is empty (`answers_missing`).
+#: The texts the drawing reads: prompts; responses only where `answers_missing`.
 DRAWN_TEXTS = ("prompt",)
 
 
 def answers_missing(forest: Forest) -> bool:
-    """Whether some node of `forest` has an empty prompt and no response:
-    its line shows its answer, so a forest read with `DRAWN_TEXTS` alone
-    must be read again with its responses to be drawn."""
+    """Whether some node has an empty prompt and no response: its line shows its
+    answer, so a forest read with `DRAWN_TEXTS` alone must be read again."""
     nodes = forest.nodes
     empty = (nodes["prompt"] == "").fillna(False).to_numpy(dtype=bool)
     return bool((empty & nodes["response"].isna().to_numpy()).any())
@@ -372,15 +270,9 @@ def forest_drawings(
     progress: ProgressCallback | None = None,
     batch: int | None = None,
 ) -> Iterator[tuple[str, str]]:
-    """Every tree of `forest` drawn as `convgraph tree` draws it, each as
-    its heading line (`tree_heading`) and the lines beneath it joined: the
-    text of `drawing(tree, heading=tree_heading(tree, width), ...)` for
-    each tree of `forest.trees()`, in the same order, drawn from the
-    table's rows (`Forest.tree_rows`) without building a DiGraph.
-
-    `progress` is told the trees drawn, as `Forest.trees` tells them;
-    `batch`, about how many rows are drawn at a time (`Forest.tree_rows`).
-    """
+    """Every tree of `forest` drawn as `tree_drawing` draws it, in
+    `forest.trees()` order, from the table's rows without a DiGraph; `progress`
+    is told the trees drawn, `batch` is about how many rows a batch holds."""
     style = style or Style()
     keys = DRAWN_COLUMNS[1:]
     batched = {} if batch is None else {"batch": batch}
@@ -392,8 +284,7 @@ def forest_drawings(
         for tree_id, name, end in zip(
             rows.tree_ids, rows.names, rows.ends, strict=True
         ):
-            # Roots come in row order, so a tree's are the next ones below
-            # its end.
+            # Roots come in row order: a tree's are the next below its end.
             first = root_at
             while root_at < len(roots) and roots[root_at] < end:
                 root_at += 1
@@ -413,8 +304,8 @@ def forest_drawings(
 
 
 def _children(parents: list[int]) -> tuple[Callable[[int], list[int]], list[int]]:
-    """Each row's children (in row order) from each row's parent (-1 for a
-    root), and the roots in row order: one sort, not a list a row."""
+    """Each row's children (in row order) from the parents (-1 for a root), and
+    the roots: one sort, not a list a row."""
     import numpy as np
 
     links = np.asarray(parents, dtype=np.int64)
@@ -431,7 +322,7 @@ ROOT, ONLY, LAST, MIDDLE = "root", "only", "last", "middle"
 
 
 def render_tree(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     start: str | None = None,
     width: int = EXCERPT_WIDTH,
     indent_chains: bool = False,
@@ -445,10 +336,9 @@ def render_tree(
     )
 
 
-def tree_drawing(tree: nx.DiGraph, style: Style | None = None) -> tuple[str, str]:
-    """One tree drawn as `convgraph tree` draws it (`forest_drawings` draws
-    every tree of a forest the same way): its heading line (`tree_heading`)
-    and the lines beneath it, joined."""
+def tree_drawing(tree: nx.DiGraph[Any], style: Style | None = None) -> tuple[str, str]:
+    """One tree as `convgraph tree` draws it: its heading line and the lines
+    beneath, joined."""
     style = style or Style()
     nodes = tree.nodes
     starts = [node for node, degree in tree.in_degree() if degree == 0]
@@ -472,16 +362,8 @@ def _heading_room(style: Style, tree_id: Any) -> int:
     return max(style.fit - cell_width(str(tree_id)) - 2, MIN_TEXT)
 
 
-def tree_heading(tree: nx.DiGraph, width: int = EXCERPT_WIDTH) -> str:
-    """The line that names a conversation above its drawing: its tree id and
-    an excerpt of its name, safe for a terminal.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree_heading(ConversationTree(tree_id="c1", name="Trees\\nand forests"))
-    'c1  Trees and forests'
-    """
+def tree_heading(tree: nx.DiGraph[Any], width: int = EXCERPT_WIDTH) -> str:
+    """The line naming a conversation above its drawing: id and name excerpt."""
     return heading_line(tree.graph.get("tree_id"), tree.graph.get("name"), width)
 
 
@@ -494,24 +376,8 @@ def heading_line(tree_id: Any, name: Any, width: int = EXCERPT_WIDTH) -> str:
 
 
 def run_lines(data: Mapping[str, Any], width: int = EXCERPT_WIDTH) -> list[str]:
-    """The lines that show a node's tool calls and code under its line, each
-    `↳ ` and the call or the code, then ` → ` and what came back, together
-    cut to `width` terminal cells (none for a width of 0, or a node without
-    parts). A result is matched to its call by the call's id, else by its
-    tool's name, else to the first call still waiting for one; an output to
-    the code before it.
-
-    Examples
-    --------
-    >>> from convgraph.parts import code, code_output, tool_call, tool_result
-    >>> parts = [tool_call("shout", {"word": "tree"}, "c1"),
-    ...     tool_result("shout", "TREE", "c1"),
-    ...     code("print(6 * 7)", "python"), code_output("42")]
-    >>> run_lines({"parts": parts})
-    ['↳ shout(word="tree") → TREE', '↳ python: print(6 * 7) → 42']
-    >>> run_lines({"parts": parts}, width=20)
-    ['↳ shout(word="… → TREE', '↳ python: print(… → 42']
-    """
+    """The lines showing a node's tool calls and code under it, each `↳ call →
+    result` cut to `width` cells (none for 0 or no parts)."""
     parts = data.get("parts")
     if not parts or width <= 0:
         return []
@@ -522,15 +388,9 @@ def run_lines(data: Mapping[str, Any], width: int = EXCERPT_WIDTH) -> list[str]:
 
 
 def _calls_and_answers(parts: list[Part]) -> list[tuple[str, str | None]]:
-    """Each call or piece of code with what came back (None while nothing
-    did), in the order the run made them; a result no call asked for is an
-    entry of its own.
-
-    A result answers a call as the transcript's chat messages pair them
-    (`convgraph.present.transcript`): the call with its id, else the first
-    waiting call of its tool's name, else the first waiting call the source
-    gave no id, else the first waiting call; an output answers the code
-    before it."""
+    """Each call or piece of code with what came back (None while nothing did),
+    in run order; a result no call asked for stands alone. Results pair with calls
+    as the transcript pairs them; an output answers the code before it."""
     entries: list[list[Any]] = []  # [said, answer, part type, call id, name]
     for part in parts:
         kind = part.get("type")
@@ -578,17 +438,8 @@ def _answered(waiting: list[list[Any]], call_id: Any, name: Any) -> list[Any] | 
 
 
 def arguments_text(arguments: Any) -> str:
-    """A tool call's arguments as a call is written: `name=value` for each
-    member of an object (values as JSON), any other value as its JSON; an
-    object given as JSON text reads as the object.
-
-    Examples
-    --------
-    >>> arguments_text({"word": "tree", "times": 2})
-    'word="tree", times=2'
-    >>> arguments_text('{"word": "tree"}'), arguments_text(None), arguments_text([1])
-    ('word="tree"', '', '[1]')
-    """
+    """A tool call's arguments as a call is written: `name=value` for an object's
+    members (values as JSON), else the JSON; JSON text of an object reads as it."""
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
@@ -616,8 +467,8 @@ def _result_text(part: Part) -> str:
 
 
 def _pair(said: str, answer: str | None, width: int) -> str:
-    """`said → answer` on one line in `width` cells, each cut where both do
-    not fit: the shorter kept whole when it takes at most half the room."""
+    """`said → answer` in `width` cells, the shorter kept whole when it takes at
+    most half."""
     if answer is None:
         return excerpt(said, width)
     room = max(width - 3, 2)  # " → " takes three cells

@@ -1,27 +1,13 @@
 """A branch taken out of its tree: one path as a linear transcript.
 
-A path from a root down to a node is a plain conversation again: the system
-prompt once, then each step's prompt and the run that answered it.
-`path_messages` gives it as chat messages, the shape chat APIs and
-fine-tuning sets take (`{"role", "content"}`; an assistant message's tool
-calls as `tool_calls: [{"id", "type": "function", "function": {"name",
-"arguments"}}]`, each result a `{"role": "tool", "tool_call_id", "content"}`
-message; reasoning as the assistant message's `reasoning_content`, only when
-asked). `transcript_lines` gives it as Markdown that reads well on GitHub,
-each answer labelled with its model, time and node id, its tool calls with
-their arguments and results, code and its output in fences, reasoning
-folded in a `<details>` block. No stored text can change the document's
-structure: every text passes `convgraph.present.markdown_text`. `transcript`
-reads one tree from a database and picks the path: down to a node, or,
-given a conversation id, along the conversation's active path (the branch
-last used).
-
-Steps are the node contract's: a node is the user's step, and its parts
-(`convgraph.parts.node_parts`) say what the run held. llm's older files may
-log the call that hands a tool's output back to the model as a node with an
-empty prompt: it has no user message, and its answer joins the answer
-before it.
-"""
+`path_messages` gives a root-to-node path as chat messages (tool calls and
+results in the chat format; reasoning as `reasoning_content` when asked);
+`transcript_lines` as Markdown, each answer labelled with model, time and id,
+calls, code and outputs fenced, reasoning folded, every text through
+`markdown_text`. `transcript` reads one tree and picks the path: to a node, or
+along a conversation's active path. A node with an empty prompt (an older llm
+handing a tool's output back) has no user message; its answer joins the one
+before."""
 
 from __future__ import annotations
 
@@ -51,12 +37,10 @@ if TYPE_CHECKING:
 #: The roles of chat messages.
 SYSTEM, USER, ASSISTANT, TOOL = "system", "user", "assistant", "tool"
 
-#: How many characters of a tool's output, a call's arguments or code's
-#: output a Markdown transcript shows; the rest is cut, its size said.
+#: Characters of an output or arguments a transcript shows; the rest is cut.
 OUTPUT_LIMIT = 2000
 
-#: The key of an assistant message's reasoning, where it is asked for (the
-#: key that Qwen's, DeepSeek's and other chat templates read).
+#: The key Qwen's, DeepSeek's and other chat templates read reasoning from.
 REASONING_KEY = "reasoning_content"
 
 
@@ -64,7 +48,7 @@ REASONING_KEY = "reasoning_content"
 class Transcript:
     """One path of one tree: the tree, and the node ids from root to end."""
 
-    tree: nx.DiGraph
+    tree: nx.DiGraph[Any]
     path: list[str]
 
     @property
@@ -77,24 +61,16 @@ class Transcript:
         return path_messages(self.tree, self.path, reasoning=reasoning)
 
     def markdown(self, full: bool = False, local_times: bool = False) -> str:
-        """The path as a Markdown document (see `transcript_lines`); `full`
-        keeps long outputs whole instead of cutting them at
-        `OUTPUT_LIMIT`; `local_times` shows times as a person reads them
-        (`person_time`) rather than as stored (ISO 8601, UTC)."""
+        """The path as Markdown (`transcript_lines`); `full` keeps outputs whole,
+        `local_times` shows times as a person reads them."""
         limit = None if full else OUTPUT_LIMIT
         lines = transcript_lines(self.tree, self.path, limit, local_times)
         return "\n".join(lines) + "\n"
 
 
-def active_end(tree: nx.DiGraph) -> str:
-    """The end of the tree's active path: its active node without an active
-    child, or the last node in log order where none is marked.
-
-    Raises
-    ------
-    UnknownConversation
-        The tree has no nodes.
-    """
+def active_end(tree: nx.DiGraph[str]) -> str:
+    """The active path's end: the active node without an active child, else the
+    last node; raises UnknownConversation for an empty tree."""
     if not len(tree):
         raise UnknownConversation(str(tree.graph.get("tree_id")))
     data = tree.nodes
@@ -106,12 +82,12 @@ def active_end(tree: nx.DiGraph) -> str:
     return list(tree)[-1]
 
 
-def path_system(tree: nx.DiGraph, path: list[str]) -> str | None:
+def path_system(tree: nx.DiGraph[Any], path: list[str]) -> str | None:
     """The path's system prompt: the first one given on it (None for none)."""
     for node in path:
         system = tree.nodes[node].get("system")
         if system:
-            return system
+            return str(system)
     return None
 
 
@@ -119,43 +95,15 @@ def path_system(tree: nx.DiGraph, path: list[str]) -> str | None:
 
 
 def path_messages(
-    tree: nx.DiGraph, path: list[str], system: bool = True, reasoning: bool = False
+    tree: nx.DiGraph[Any], path: list[str], system: bool = True, reasoning: bool = False
 ) -> list[dict[str, Any]]:
-    """The path as chat messages: the system prompt first where there is one,
-    then each step's user message and the messages of its run (assistant
-    messages, with their tool calls, and the tools' results).
+    """The path (node ids from a root down) as chat messages: the system prompt
+    first where `system`, then each step's user message and its run's messages.
 
-    Consecutive texts of one role join into one message, so that user and
-    assistant messages alternate where there are no tool calls. Code that
-    the model ran (a code interpreter) is a call of a tool named after its
-    language (`{"code": ...}` its arguments) and its output that tool's
-    result. Attachments and fragments are left out: a chat message holds
-    text.
-
-    Parameters
-    ----------
-    tree, path
-        The tree and the node ids from a root down.
-    system
-        Whether to put the path's system prompt first.
-    reasoning
-        Whether to keep the model's reasoning, as the assistant message's
-        `reasoning_content`.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")], {
-    ...     "r": {"prompt": "Hi", "response": "Hello", "system": "Be brief"},
-    ...     "a": {"prompt": "Bye", "response": "Bye"}})
-    >>> for message in path_messages(tree, ["r", "a"]):
-    ...     print(message["role"], message["content"])
-    system Be brief
-    user Hi
-    assistant Hello
-    user Bye
-    assistant Bye
-    """
+    Consecutive texts of one role join, so user and assistant alternate where no
+    tools are called. Code run is a call of a tool named after its language, its
+    output that tool's result. Attachments and fragments are left out. Reasoning
+    is kept as `reasoning_content` where `reasoning`."""
     messages = ChatMessages(reasoning)
     found = path_system(tree, path) if system else None
     if found:
@@ -167,16 +115,13 @@ def path_messages(
 
 class ChatMessages:
     """Chat messages built part by part: texts of one role joined, tool calls
-    gathered in the assistant message before their results, each result
-    answering its call (by id, else by name, else the first call still
-    unanswered). A call without an id gets one (`call_1`, `call_2`, ...) so
-    that its result can name it."""
+    gathered in the assistant message before their results. A call without an id
+    gets one (`call_1`, ...) for its result to name."""
 
     def __init__(self, reasoning: bool = False) -> None:
         self.messages: list[dict[str, Any]] = []
         self.reasoning = reasoning
-        # The calls not answered yet, in order: (id, name, whether the id
-        # is one made here).
+        # Unanswered calls in order: (id, name, whether the id is made here).
         self._waiting: list[tuple[str, str, bool]] = []
         self._made = 0
 
@@ -205,9 +150,8 @@ class ChatMessages:
                 self.result(None, None, _string(part.get("text")))
 
     def text(self, role: str, content: Any) -> None:
-        """A text of `role`, joined to the message before when it is a
-        message of the same role (an assistant's, even with tool calls,
-        until a tool's result comes)."""
+        """A text of `role`, joined to the message before where it is of the same
+        role (an assistant's, even with calls, until a result comes)."""
         if not isinstance(content, str) or not content:
             return
         last = self.messages[-1] if self.messages else None
@@ -234,11 +178,9 @@ class ChatMessages:
         self._waiting.append((call_id, name, made))
 
     def result(self, call_id: Any, name: Any, content: str) -> None:
-        """A tool's result: a `tool` message answering its call: the call
-        with its id, else the first unanswered call of its tool's name, else
-        the first unanswered call the source gave no id (a result without an
-        id answers no call that has one while another waits), else the
-        first unanswered call."""
+        """A tool's result answering its call: by id, else the first unanswered
+        call of its name, else the first without a source id (a result without an id
+        answers no call with one while another waits), else the first unanswered."""
         waiting = self._waiting
         rules = (
             lambda call: (
@@ -262,8 +204,7 @@ class ChatMessages:
         )
 
     def _assistant(self) -> dict[str, Any]:
-        """The assistant message being written: the last message where it is
-        the assistant's, else a new one."""
+        """The assistant message being written: the last, or a new one."""
         if not self.messages or self.messages[-1]["role"] != ASSISTANT:
             self.messages.append({"role": ASSISTANT, "content": ""})
         return self.messages[-1]
@@ -280,8 +221,7 @@ def _string(value: Any) -> str:
 
 
 def _arguments(arguments: Any) -> str:
-    """A call's arguments as the JSON string chat messages carry (a string
-    the source kept is kept as it is)."""
+    """A call's arguments as the JSON string chat messages carry."""
     if isinstance(arguments, str):
         return arguments
     return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
@@ -290,22 +230,20 @@ def _arguments(arguments: Any) -> str:
 # -- Markdown --------------------------------------------------------------------
 
 
-def title(tree: nx.DiGraph) -> str:
+def title(tree: nx.DiGraph[Any]) -> str:
     """A tree's title, as one line of Markdown: its name, else its id."""
     name = tree.graph.get("name")
     return inline_text(name if name else f"Conversation {tree.graph.get('tree_id')}")
 
 
 def transcript_lines(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     path: list[str],
     limit: int | None = OUTPUT_LIMIT,
     local_times: bool = False,
 ) -> Iterator[str]:
-    """The path as Markdown, line by line: the tree's name as a title, the
-    system prompt once, then each step's prompt and answer, the answer
-    labelled with its model, time and node id; outputs cut at `limit`
-    characters (None: kept whole)."""
+    """The path as Markdown, line by line: title, system prompt once, then each
+    step's prompt and labelled answer; outputs cut at `limit` (None: whole)."""
     yield f"# {title(tree)}"
     yield ""
     yield (
@@ -330,17 +268,15 @@ def system_lines(system: str) -> Iterator[str]:
 
 
 def step_lines(
-    tree: nx.DiGraph,
+    tree: nx.DiGraph[Any],
     node: str,
     number: int,
     heading: str = "##",
     limit: int | None = OUTPUT_LIMIT,
     local_times: bool = False,
 ) -> Iterator[str]:
-    """One step as Markdown: the user's part of it (prompt, attachments,
-    fragments) under one heading, the run that answered under another with
-    its label (`answer_label`, its time as a person reads it where
-    `local_times`); outputs cut at `limit` (None: whole)."""
+    """One step as Markdown: the user's part under one heading, the run under
+    another with its label (`answer_label`); outputs cut at `limit`."""
     data = tree.nodes[node]
     found = kinds.node_parts(data)
     asked = [part for part in found if part.get("role") == kinds.USER]
@@ -351,8 +287,7 @@ def step_lines(
         yield ""
         yield from asked_lines
         yield ""
-    # The ids of the calls the node's run folds, so that every id llm logged
-    # is in the text (`convgraph.model.tree.run_calls`).
+    # The calls the run folds, so every id llm logged is in the text.
     calls = run_calls(tree, node) if tree.graph.get("calls") else []
     yield f"{heading} {number}. {answer_label(data, node, calls, local_times)}"
     yield ""
@@ -366,11 +301,9 @@ def answer_label(
     calls: Iterable[str] = (),
     local_times: bool = False,
 ) -> str:
-    """`Assistant · model · time · `id``, then the earlier `calls` of the
-    node's run where there are some (`(earlier calls `r1`, `r2`)`), with
-    the marks the node carries. The time is as stored (ISO 8601, UTC: a
-    document's data), or with `local_times` in the reader's time zone to
-    the minute (`person_time`: a person's terminal)."""
+    """`Assistant · model · time · `id``, the run's earlier `calls` where there
+    are some, and the node's marks. The time is as stored, or with `local_times`
+    in the reader's zone (`person_time`)."""
     label = ["Assistant"]
     if data.get("model"):
         label.append(inline_text(data["model"]))
@@ -405,31 +338,10 @@ def parts_lines(
 
 
 def part_lines(part: Mapping[str, Any], limit: int | None = OUTPUT_LIMIT) -> list[str]:
-    """One part as Markdown lines (none for an empty text): a text as its
-    own Markdown (`markdown_text.markdown_block`), reasoning folded in a
-    `<details>` block, a tool call as its name and its arguments (JSON) in
-    a fence, a result, code and its output in fences, an attachment or a
-    fragment as one line. Outputs longer than `limit` characters are cut,
-    with their size said (None: kept whole).
-
-    Examples
-    --------
-    >>> from convgraph.parts import tool_call, tool_result
-    >>> print("\\n".join(part_lines(tool_call("shout", {"word": "tree"}))))
-    **Tool call** · `shout`
-    <BLANKLINE>
-    ```json
-    {
-      "word": "tree"
-    }
-    ```
-    >>> print("\\n".join(part_lines(tool_result("shout", "TREE"))))
-    **Tool result** · `shout`
-    <BLANKLINE>
-    ```
-    TREE
-    ```
-    """
+    """One part as Markdown lines (none for an empty text): text as its own
+    Markdown (`markdown_block`), reasoning folded in `<details>`, calls, results,
+    code and outputs fenced, attachments and fragments one line; outputs longer
+    than `limit` are cut with their size said."""
     kind = part.get("type")
     if kind == kinds.TEXT:
         text = part.get("text")
@@ -476,8 +388,7 @@ def part_lines(part: Mapping[str, Any], limit: int | None = OUTPUT_LIMIT) -> lis
             said.append(f"{size:,} bytes")
         label = "**Attachment**" if kind == kinds.ATTACHMENT else "**Fragment**"
         return [" · ".join([label, *said])]
-    # A part of a type this convgraph does not know (a file written by a
-    # newer one): its JSON, as it is.
+    # A part type from a newer convgraph: its JSON, as it is.
     text = json.dumps(dict(part), indent=2, ensure_ascii=False, default=str)
     return [f"**{inline_text(kind)}**", "", *_output_lines(text, "json", limit)]
 
@@ -501,8 +412,7 @@ def _reasoning_lines(part: Mapping[str, Any]) -> list[str]:
         return (
             ["*(reasoning redacted by the provider)*"] if part.get("redacted") else []
         )
-    # The block is HTML of convgraph's own; the text inside it is Markdown
-    # again after a blank line, as GitHub reads it.
+    # After a blank line GitHub reads the inside of the HTML block as Markdown.
     summary = "Reasoning (redacted in part)" if part.get("redacted") else "Reasoning"
     return [
         "<details>",
@@ -522,19 +432,9 @@ def transcript(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> Transcript:
-    """The transcript down to a node, or along a conversation's active path.
-
-    Parameters
-    ----------
-    node_or_conversation_id
-        A node id (the path from its root down to it), or a conversation id
-        (the path to the end of its active branch).
-    db
-        A path to a `logs.db` or chat export, an open `Source`, or None
-        for llm's own.
-    hidden
-        Keep the branches the user hid (`convgraph hide`), left out by
-        default.
+    """The transcript down to a node (`node_or_conversation_id` a node id), or
+    along a conversation's active path (a conversation id), from `db` (a path,
+    a `Source`, or None for llm's own); `hidden` keeps hidden branches.
 
     Raises
     ------
@@ -542,8 +442,7 @@ def transcript(
         The id names neither a node nor a conversation.
     HiddenNode
         The node is in a hidden branch, and `hidden` is False.
-    DatabaseError
-    """
+    DatabaseError"""
     from convgraph.model.loading import read_tree
     from convgraph.model.tree import path
     from convgraph.sources import opened

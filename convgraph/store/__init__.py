@@ -1,23 +1,17 @@
-"""The write side: migration, the rules the database enforces, deletion and
-branching.
+"""The write side: migration, the rules the database enforces, deletion,
+notes and branching. Everything here opens the file read-write and changes it
+in short exclusive transactions taken while no other connection holds a lock
+(`store.transaction`), so llm logging meanwhile never loses a prompt."""
 
-Reading opens a database read-only; everything here opens it read-write with a
-busy timeout and makes each change in a short exclusive transaction, taken only
-at a moment when no other connection holds a lock, so that llm logging at the
-same time never loses a prompt (`convgraph.store.transaction`). `migrate` adds
-the parent column (`parent_response_id`), its index and the triggers of
-`convgraph.store.rules` to a legacy database, a few short transactions at a
-time; `rule_problems` says when a migrated file has lost those triggers;
-`log_response` (`convgraph.store.responses`) writes a legacy row under the
-rules, with an id in llm's form; `delete_node` applies the
-deletion policy (docs/design.md#deleting-a-node); `branch` continues a
-conversation from any node with llm's Python API, `fan_out` with several
-answers at once, and `regenerate` asks a node's prompt again.
-"""
-
-from convgraph.errors import NotMigrated, RuleViolation
-from convgraph.store.branch import BranchError, FanOut, branch, fan_out, regenerate
-from convgraph.store.delete import Deletion, DeletionRefused, delete_node
+from convgraph.errors import (
+    BranchError,
+    DatabaseLocked,
+    DeletionRefused,
+    NotMigrated,
+    RuleViolation,
+)
+from convgraph.store.branch import FanOut, branch, fan_out, regenerate
+from convgraph.store.delete import Deletion, delete_node
 from convgraph.store.migrate import (
     MigrationPlan,
     MigrationRefused,
@@ -28,7 +22,6 @@ from convgraph.store.migrate import (
 )
 from convgraph.store.responses import LoggedNode, log_response
 from convgraph.store.rules import rule_problems
-from convgraph.store.transaction import DatabaseLocked
 
 __all__ = [
     "BranchError",

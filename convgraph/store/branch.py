@@ -1,24 +1,10 @@
-"""Continue a conversation from any node, with llm's own Python API: one
-answer (`branch`), several at once (`fan_out`), or a node's prompt asked
-again (`regenerate`).
-
-Every model is given the same history, from the root down to the node, then
-the new prompt; every answer is logged as a new child of the node.
-
-- In llm's message store the node is a turn: a new thread is forked at the
-  turn's output (`LogStore.fork`) and the new turn is logged into it, so the
-  fork has a turn of its own and `llm -c --cid FORK` continues it.
-- In a legacy database with the parent column the history is rebuilt from
-  the path's prompts and responses, and the answer becomes a response whose
-  `parent_response_id` is the node, in the node's conversation, written by
-  `log_response` under the database's rules.
-
-How an answer is written is decided in one place, `log_answer`. The models
-are called before any write begins (`convgraph.fanout` runs them
-concurrently), so a slow model never holds the write lock; each answer is
-logged by the thread that called, in a short transaction of its own, once it
-is complete. llm is imported here only: convgraph reads databases without it.
-"""
+"""Continue a conversation from any node with llm's Python API: one answer
+(`branch`), several at once (`fan_out`), or a node's prompt asked again
+(`regenerate`). Every model gets the history from the root down, then the
+prompt; every answer becomes a new child of the node. The models are called
+before any write (`store.fanout`), so a slow model never holds the lock; each
+answer is logged by `log_answer`, the one place that decides how, in a short
+transaction of its own. llm is imported here only."""
 
 from __future__ import annotations
 
@@ -26,12 +12,20 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from convgraph.errors import BranchError, UnknownNode
-from convgraph.fanout import (
+from convgraph.errors import BranchError
+from convgraph.sources.llm.old_writers import has_table
+from convgraph.store.branch_point import (
+    BranchPoint,
+    open_history,
+    point_below,
+    point_beside,
+    with_system,
+)
+from convgraph.store.fanout import (
     DONE,
     Job,
     Request,
@@ -39,7 +33,6 @@ from convgraph.fanout import (
     run_requests,
 )
 from convgraph.store.responses import LoggedNode, log_response, require_llm
-from convgraph.store.rules import require_rules
 from convgraph.store.transaction import (
     connect_read_write,
     database_path,
@@ -49,8 +42,6 @@ from convgraph.store.transaction import (
 from convgraph.store.upgrade import upgrade_llm_tables
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from convgraph.analysis.compare import Comparison
 
 #: How many requests run at a time unless told otherwise.
@@ -60,36 +51,10 @@ DEFAULT_PARALLEL = 8
 NEEDS_LLM = "branching calls a model through llm"
 
 
-@dataclass
-class BranchPoint:
-    """Where new answers hang, and the history each model is given first.
-
-    `parent_id` is the node the answers become children of; None when they
-    are new roots (a root's prompt asked again), which then go in `thread_id`'s
-    tree (message store) or `conversation_id` (legacy).
-    """
-
-    path: Path
-    parent_id: str | None
-    tree_node: str
-    default_model: str | None
-    history: list[Any] = field(default_factory=list)
-    current_system: str | None = None
-    #: The message store's LogStore, when the answers are turns.
-    store: Any = None
-    #: The parent turn's `thread_id` and `tip_message_hash`.
-    turn: dict[str, Any] | None = None
-    thread_id: str | None = None
-    conversation_id: str | None = None
-    #: The legacy tree, whose path down to `parent_id` is the history.
-    graph: nx.DiGraph | None = None
-
-
 @dataclass(frozen=True)
 class Answer:
-    """An answer that was logged: the new node, its conversation (for the
-    message store the new thread, which `llm -c --cid` continues), and the
-    model and try that gave it."""
+    """A logged answer: the new node, its conversation (the new thread, which
+    `llm -c --cid` continues), and the model and try that gave it."""
 
     node_id: str
     conversation_id: str
@@ -120,8 +85,8 @@ class Failure:
 
 @dataclass(frozen=True)
 class FanOut:
-    """What a fan-out did: the answers logged and the requests that failed,
-    each in the order asked, and whether Ctrl-C stopped it."""
+    """What a fan-out did: answers logged and requests failed, in the order
+    asked, and whether Ctrl-C stopped it."""
 
     parent_id: str | None
     tree_node: str
@@ -136,17 +101,15 @@ class FanOut:
         return not self.failures and not self.interrupted
 
     def comparison(self) -> Comparison:
-        """The `compare` table of the new answers and their siblings: the
-        children of the parent, or for new roots the node asked again and
-        its regenerations (separate roots are otherwise no alternatives)."""
+        """The `compare` table of the new answers and their siblings (for new
+        roots, the node asked again and its regenerations)."""
         from convgraph.analysis.compare import compare
         from convgraph.model.loading import load_tree_of_node
 
         tree = load_tree_of_node(self.tree_node, self.path)
         if self.parent_id is not None:
             return compare(tree, self.parent_id)
-        # Roots have no parent to compare under: give the asked root and its
-        # new roots one that is not a node id.
+        # Roots have no parent: give them one that is not a node id.
         tree = tree.copy()
         above = "(new roots)"
         while above in tree:
@@ -164,6 +127,18 @@ class FanOut:
 ProgressCallback = Callable[[list[Job]], None]
 
 
+class _Asked(NamedTuple):
+    """What `fan_out` and `regenerate` ask, beside where and what."""
+
+    models: Sequence[str]
+    tries: int
+    options: Mapping[str, Any] | None
+    parallel: int
+    request_timeout: float | None
+    lock_timeout: float | None
+    on_change: ProgressCallback | None
+
+
 def branch(
     node_id: str,
     prompt: str,
@@ -174,44 +149,23 @@ def branch(
     timeout: float | None = None,
     request_timeout: float | None = None,
 ) -> LoggedNode:
-    """Prompt a model with the history up to `node_id`, and log the answer
-    as a new child of that node.
+    """Prompt a model with the history up to `node_id`, and log the answer as a
+    new child of that node.
 
-    Parameters
-    ----------
-    node_id
-        The node to continue from: a turn or a legacy response.
-    prompt
-        The new prompt.
-    db
-        The database; llm's own logs.db when None.
-    model
-        An llm model id or alias; by default the node's own model.
-    system
-        A system prompt for the new call (given to the model before the
-        prompt, after the history).
-    timeout
-        Seconds to wait for the database's write lock.
-    request_timeout
-        Seconds the model may take; None for no limit.
-
-    Returns
-    -------
-    LoggedNode
-        The new node's id, and its conversation id (for the message store,
-        the new thread: `llm -c --cid` it to go on).
+    `model` defaults to the node's own; `system` is given after the history;
+    `timeout` is for the write lock, `request_timeout` for the model (None: no
+    limit). Returns the new node and its conversation (the new thread, for
+    `llm -c --cid`).
 
     Raises
     ------
     UnknownNode
         No node has this id.
     NotMigrated
-        The node is a legacy response and the database has no parent column
-        (or no rules) yet.
+        A legacy file without the parent column or rules.
     BranchError
         llm is missing, the model is unknown, or the model failed.
-    DatabaseError, DatabaseLocked, RuleViolation
-    """
+    DatabaseError, DatabaseLocked, RuleViolation"""
     result = fan_out(
         node_id,
         prompt,
@@ -225,8 +179,7 @@ def branch(
 
 
 def single_answer(result: FanOut) -> LoggedNode:
-    """The one answer of a fan-out of one request, or its failure as a
-    `BranchError`."""
+    """The one answer of a one-request fan-out, or its failure as BranchError."""
     if result.failures:
         raise BranchError(result.failures[0].message)
     if not result.answers:
@@ -249,47 +202,23 @@ def fan_out(
     lock_timeout: float | None = None,
     on_change: ProgressCallback | None = None,
 ) -> FanOut:
-    """Ask several models, or one model several times, to continue from
-    `node_id` with `prompt`; log every answer as a new child of the node.
+    """Ask several models (or one several times, `tries`) to continue from
+    `node_id` with `prompt`, logging every answer as a new child of the node.
 
-    Every model gets the same history (root to `node_id`, then `prompt`).
-    The requests run concurrently (see `convgraph.fanout`); each answer
-    is logged once complete, in its own short transaction. A failing request
-    (unknown model, missing key, an error mid-stream, `request_timeout`)
-    loses no other answer.
-
-    Parameters
-    ----------
-    models
-        llm model ids or aliases; none means the node's own model.
-    tries
-        How many answers to ask of each model.
-    options
-        Model options (`-o KEY VALUE`), given to every model.
-    parallel
-        At most this many requests at a time.
-    on_change
-        Called with the jobs whenever one changes (a live display).
-
-    Returns
-    -------
-    FanOut
-        The answers and failures, in the order asked.
+    Requests run concurrently, at most `parallel` at a time; each answer is
+    logged once complete, and a failing request loses no other answer. `models`
+    defaults to the node's own; `options` go to every model; `on_change` is
+    called with the jobs whenever one changes.
 
     Raises
     ------
-    UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError
-    """
+    UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError"""
     return _fan_out_at(
         db,
-        lambda path: (_point_below(path, node_id), prompt, system),
-        models,
-        tries,
-        options,
-        parallel,
-        request_timeout,
-        lock_timeout,
-        on_change,
+        lambda path: (point_below(path, node_id), prompt, system),
+        _Asked(
+            models, tries, options, parallel, request_timeout, lock_timeout, on_change
+        ),
     )
 
 
@@ -305,90 +234,51 @@ def regenerate(
     lock_timeout: float | None = None,
     on_change: ProgressCallback | None = None,
 ) -> FanOut:
-    """Ask `node_id`'s own prompt (and system prompt) again, from the history
-    down to its parent, so that every answer is a sibling of `node_id`.
-
-    The default model is the node's own. A root is asked with no history;
-    its answers are new roots of its conversation tree. The other parameters
-    are `fan_out`'s.
+    """Ask `node_id`'s own prompt and system prompt again from its parent's
+    history, so every answer is a sibling (a root's answers are new roots).
+    The parameters are `fan_out`'s.
 
     Raises
     ------
-    UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError
-    """
+    UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError"""
 
     def beside(path: Path) -> tuple[BranchPoint, str, str | None]:
-        point, node = _point_beside(path, node_id)
+        point, node = point_beside(path, node_id)
         return point, node["prompt"] or "", node["system"]
 
     return _fan_out_at(
         db,
         beside,
-        models,
-        tries,
-        options,
-        parallel,
-        request_timeout,
-        lock_timeout,
-        on_change,
+        _Asked(
+            models, tries, options, parallel, request_timeout, lock_timeout, on_change
+        ),
     )
 
 
 def _fan_out_at(
     db: str | os.PathLike[str] | None,
     where: Callable[[Path], tuple[BranchPoint, str, str | None]],
-    models: Sequence[str],
-    tries: int,
-    options: Mapping[str, Any] | None,
-    parallel: int,
-    request_timeout: float | None,
-    lock_timeout: float | None,
-    on_change: ProgressCallback | None,
+    asked: _Asked,
 ) -> FanOut:
-    """What `fan_out` and `regenerate` both do: import llm first (so that a
-    missing llm is said before the file is read), then, outside any running
-    event loop, find the branch point, the prompt and the system prompt in
-    the file (`where`), ask the models and log each answer."""
+    """Import llm first (so its absence is said before the file is read), then,
+    outside any running event loop, find the point (`where`) and run."""
     llm = require_llm(NEEDS_LLM, BranchError)
-
-    def run() -> FanOut:
-        point, prompt, system = where(database_path(db))
-        return _run(
-            llm,
-            point,
-            prompt,
-            system,
-            models,
-            tries,
-            options,
-            parallel,
-            request_timeout,
-            lock_timeout,
-            on_change,
-        )
-
-    return outside_event_loop(run)
+    return outside_event_loop(lambda: _run(llm, where(database_path(db)), asked))
 
 
 def _run(
     llm: Any,
-    point: BranchPoint,
-    prompt: str,
-    system: str | None,
-    models: Sequence[str],
-    tries: int,
-    options: Mapping[str, Any] | None,
-    parallel: int,
-    request_timeout: float | None,
-    lock_timeout: float | None,
-    on_change: ProgressCallback | None,
+    where: tuple[BranchPoint, str, str | None],
+    asked: _Asked,
 ) -> FanOut:
+    point, prompt, system = where
+    models, tries, options, parallel, request_timeout, lock_timeout, on_change = asked
     model_ids = list(models) or [point.default_model or llm.get_default_model()]
     conn = connect_read_write(point.path, lock_timeout)
     try:
         with reporting_locks(conn):
-            _open_history(llm, conn, point)
-            messages = _with_system(llm, point.history, point.current_system, system)
+            open_history(llm, conn, point)
+            messages = with_system(llm, point.history, point.current_system, system)
             requests = [
                 Request(
                     model_id, attempt, prompt, messages, system, dict(options or {})
@@ -438,18 +328,11 @@ def log_answer(
     conn: sqlite3.Connection, point: BranchPoint, response: Any, system: str | None
 ) -> LoggedNode:
     """Log one completed answer below the branch point, in one short
-    transaction: the one place that decides how a branch is written.
-
-    In the message store: a new thread, forked at the parent turn's output
-    (or, for a new root, started empty beside the asked root's thread), and
-    the turn in it; the thread is named as llm names a new conversation. A
-    legacy node of a file that has the message store is branched the same
-    way, with a fork at its history rebuilt as messages (as llm 0.32+
-    rebuilds legacy history), so `llm -c --cid NEW_THREAD` goes on with that
-    branch alone: llm would replay every response of a legacy conversation.
-    In a legacy database: a response whose parent is the branch point's node,
-    under the rules.
-    """
+    transaction. In the message store: a new thread forked at the parent turn's
+    output (a new root: an empty thread beside the asked root's), the turn in
+    it. A legacy node of a file with the message store is forked the same way at
+    its history rebuilt as messages, so `llm -c --cid` goes on with that branch
+    alone. In a legacy database: a response under the rules."""
     name = thread_name(response)
     if point.store is not None:
         store = point.store
@@ -464,20 +347,22 @@ def log_answer(
                 thread = store.create_thread(name=name, forked_from=point.thread_id)
             turn_id = store.log(response, thread_id=thread)
         return LoggedNode(turn_id, thread)
-    if point.graph is not None and point.parent_id is not None and _has_turns(conn):
+    if (
+        point.graph is not None
+        and point.parent_id is not None
+        and has_table(conn, "turns")
+    ):
         import sqlite_utils
         from llm.logs import LogStore
 
         # llm's pending migrations in one transaction (store.upgrade).
         upgrade_llm_tables(conn)
-        store = LogStore(sqlite_utils.Database(conn))
+        store = LogStore(sqlite_utils.Database(conn))  # type: ignore[no-untyped-call]
         conversation = point.graph.nodes[point.parent_id]["conversation_id"]
         with write_transaction(conn):
-            # The fork names the conversation's thread as the one it came
-            # from, which makes it a branch of the conversation's tree. llm
-            # makes that thread when it first goes on with the conversation;
-            # made here, it points at no message, so `llm -c --cid` of the
-            # conversation still replays its responses as before.
+            # Forked from the conversation's thread, so it is a branch of its
+            # tree; made here, that thread points at no message and `llm -c`
+            # of the conversation still replays its responses.
             if not conn.execute(
                 "select 1 from threads where id = ?", [conversation]
             ).fetchone():
@@ -515,138 +400,13 @@ def log_answer(
 
 
 def thread_name(response: Any) -> str:
-    """A new thread's name, as llm names a new conversation: its prompt (or
-    else its system prompt) on one line, cut to llm's length with an
-    ellipsis."""
+    """A new thread's name as llm names one: the prompt (else system prompt) on
+    one line, cut to llm's length with an ellipsis."""
     from llm import models
 
     limit = getattr(models, "CONVERSATION_NAME_LENGTH", 32)
     text = " ".join((response.prompt.prompt or response.prompt.system or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def _has_turns(conn: sqlite3.Connection) -> bool:
-    """Whether the file has llm 0.32+'s message store."""
-    return bool(
-        conn.execute(
-            "select 1 from sqlite_master where type = 'table' and name = 'turns'"
-        ).fetchone()
-    )
-
-
-def _point_below(path: Path, node_id: str) -> BranchPoint:
-    """The branch point for new children of `node_id` (history not read yet)."""
-    from convgraph.sources import LogDatabase, open_logs
-
-    with open_logs(path) as logs:
-        # A call inside a tool chain names the chain's node: go on from its
-        # end; a unique prefix names its id.
-        node_id = logs.node_of(logs.resolve_node(node_id))
-        if not isinstance(logs, LogDatabase):
-            raise UnknownNode(node_id)  # only llm's database takes branches
-        store, legacy = logs.store, logs.legacy
-        turn = store.turn_end(node_id) if store is not None else None
-        if store is not None and turn is not None:
-            # llm's load_chain would loop forever on a cycle of parent_hash.
-            broken = store.broken_chain(turn["tip_message_hash"])
-            if broken is not None:
-                raise BranchError(f"cannot branch from {node_id}: {broken}")
-            return BranchPoint(path, node_id, node_id, turn["model"], turn=turn)
-        if legacy is None or not legacy.conversation_of(node_id):
-            raise UnknownNode(node_id)
-        if store is None:  # with the message store, a branch is a fork
-            require_rules(logs.conn)
-        from convgraph.model.loading import load_tree_of_node
-
-        graph = load_tree_of_node(node_id, logs)
-    return BranchPoint(
-        path, node_id, node_id, graph.nodes[node_id]["model"], graph=graph
-    )
-
-
-def _point_beside(path: Path, node_id: str) -> tuple[BranchPoint, dict[str, Any]]:
-    """The branch point for siblings of `node_id`, and the node itself."""
-    from convgraph.model.loading import load_tree_of_node
-    from convgraph.model.tree import parent
-    from convgraph.sources import LogDatabase, open_logs
-
-    with open_logs(path) as logs:
-        node_id = logs.resolve_node(node_id)  # a unique prefix names it
-        graph = load_tree_of_node(node_id, logs)
-        # A call inside a tool chain names the chain's node.
-        node_id = graph.graph.get("calls", {}).get(node_id, node_id)
-        node = dict(graph.nodes[node_id])
-        above = parent(graph, node_id)
-        store = logs.store if isinstance(logs, LogDatabase) else None
-        turn = store.turn_end(node_id) if store is not None else None
-    if above is not None:
-        point = _point_below(path, above)
-        point.tree_node = node_id
-    elif turn is not None:
-        point = BranchPoint(path, None, node_id, None, thread_id=turn["thread_id"])
-    else:
-        point = BranchPoint(
-            path, None, node_id, None, conversation_id=node["conversation_id"]
-        )
-    point.default_model = node["model"]
-    return point, node
-
-
-def _open_history(llm: Any, conn: sqlite3.Connection, point: BranchPoint) -> None:
-    """Read the history the models are given, as llm messages."""
-    if point.turn is not None or point.thread_id is not None:
-        import sqlite_utils
-        from llm.logs import LogStore
-
-        # llm's own pending migrations first, as llm would apply them, but
-        # in one transaction (store.upgrade), so LogStore finds none left.
-        upgrade_llm_tables(conn)
-        point.store = LogStore(sqlite_utils.Database(conn))
-        if point.turn is not None:
-            point.history = point.store.load_chain(point.turn["tip_message_hash"])
-            point.current_system = _system_of(point.history)
-        return
-    if point.graph is not None and point.parent_id is not None:
-        point.history, point.current_system = _legacy_history(
-            llm, point.graph, point.parent_id
-        )
-
-
-def _legacy_history(
-    llm: Any, graph: nx.DiGraph, node_id: str
-) -> tuple[list[Any], str | None]:
-    """The prompts and responses from the root down to `node_id` as llm
-    messages, and the system prompt in force after them."""
-    from convgraph.model.tree import path as path_to
-
-    history: list[Any] = []
-    current_system = None
-    for ancestor in path_to(graph, node_id):
-        node = graph.nodes[ancestor]
-        if node["system"] and node["system"] != current_system:
-            history.append(llm.system(node["system"]))
-            current_system = node["system"]
-        if node["prompt"]:
-            history.append(llm.user(node["prompt"]))
-        if node["response"]:
-            history.append(llm.assistant(node["response"]))
-    return history, current_system
-
-
-def _with_system(llm: Any, history: list, current: str | None, system: str | None):
-    """The history, with `system` after it when it changes the system prompt:
-    models read the system from the messages, not from `system=`."""
-    if system and system != current:
-        return [*history, llm.system(system)]
-    return history
-
-
-def _system_of(messages: list) -> str | None:
-    """The text of the last system message in a chain."""
-    for message in reversed(messages):
-        if message.role == "system":
-            return "".join(getattr(part, "text", None) or "" for part in message.parts)
-    return None
 
 
 def _json_or_none(value: Any) -> str | None:

@@ -1,26 +1,10 @@
-"""Delete a node of a legacy database, under the deletion policy
-(docs/design.md#deleting-a-node).
-
-A node with children is refused unless the caller says what becomes of them:
-`reparent` moves them to the node's own parent (they become roots if it had
-none), `cascade` deletes the node's whole subtree. Everything happens in one
-transaction, which also removes the rows of llm's other tables that belong to
-the deleted responses (attachments links, fragments links, tool calls and
-results, and what hangs off those), so nothing is left pointing at a response
-that is gone; llm's own triggers keep `responses_fts` in step. A conversation
-left without responses goes too.
-
-The tree is the one convgraph shows (`load_tree_of_node`): in a database
-without the parent column a conversation is a chain, so a response's child
-is the one logged after it and reparenting is deleting it from the chain.
-
-A dry run takes the same steps and makes the same checks, and writes
-nothing: it answers what the deletion would do, and the file stays
-byte-identical.
-
-The message store is left alone: its messages are content-addressed and
-shared between threads, and llm itself never deletes them.
-"""
+"""Delete a node of a legacy database under the deletion policy
+(docs/design.md#deleting-a-node): a node with children is refused unless
+`reparent` (they move to its parent) or `cascade` (its subtree goes). One
+transaction also removes the rows of llm's other tables that belong to the
+deleted responses, and conversations left empty. A dry run makes the same
+checks and writes nothing. The message store (shared, content-addressed
+messages) is left alone, as llm leaves it."""
 
 from __future__ import annotations
 
@@ -28,7 +12,7 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from convgraph.errors import DeletionRefused
 from convgraph.store.responses import keep_as_roots
@@ -48,13 +32,9 @@ Mode = Literal["refuse", "reparent", "cascade"]
 
 @dataclass
 class Deletion:
-    """What `delete_node` did.
-
-    `deleted` lists the responses removed, the node first and its descendants
-    after it (breadth first); `moved` the children given a new parent, and
-    `new_parent` that parent (None: they became roots). `dry_run`: nothing
-    was written, and the lists say what would have been.
-    """
+    """What `delete_node` did: `deleted` (the node, then its descendants breadth
+    first), `moved` children and their `new_parent` (None: roots); with
+    `dry_run`, what it would have done."""
 
     node_id: str
     deleted: list[str] = field(default_factory=list)
@@ -73,31 +53,17 @@ def delete_node(
 ) -> Deletion:
     """Delete one legacy response, and decide what becomes of its children.
 
-    Parameters
-    ----------
-    node_id
-        The response to delete.
-    db
-        The database; llm's own logs.db when None.
-    mode
-        `"refuse"` (the default) refuses a node with children; `"reparent"`
-        moves them to the node's parent; `"cascade"` deletes the subtree.
-    dry_run
-        Check and answer as a deletion would, and write nothing.
-
-    Returns
-    -------
-    Deletion
+    `mode` "refuse" (default) refuses a node with children, "reparent" moves them
+    to its parent, "cascade" deletes the subtree; `dry_run` answers and writes
+    nothing. In a file without the parent column a conversation is a chain.
 
     Raises
     ------
     UnknownNode
         No node has this id.
     DeletionRefused
-        The node has children and no mode says what to do with them; it is a
-        turn of the message store; or its children or subtree hold turns.
-    DatabaseError, DatabaseLocked
-    """
+        Children and no mode; a turn of the message store; or turns below.
+    DatabaseError, DatabaseLocked"""
     if mode not in ("refuse", "reparent", "cascade"):
         raise ValueError(f"unknown deletion mode {mode!r}")
     from convgraph.model import tree as tree_ops
@@ -108,10 +74,7 @@ def delete_node(
     conn = connect_read_write(path, timeout)
     try:
         with write_transaction(conn):
-            # Read under the write lock, through the writing connection (the
-            # lock is exclusive: no other connection could read): no other
-            # writer can change the tree between what we look at and what we
-            # delete. Not closed here: the connection is the transaction's.
+            # Read under the exclusive lock: the tree cannot change meanwhile.
             logs = LogDatabase(conn, path)
             node_id = logs.resolve_node(node_id)  # a unique prefix names it
             graph = load_tree_of_node(node_id, logs)
@@ -126,11 +89,8 @@ def delete_node(
                 )
             children = tree_ops.children(graph, node_id)
             result = Deletion(node_id, dry_run=dry_run)
-            # The advice names only what would work. A turn's parent is where
-            # its stored history ends, which convgraph can neither move nor
-            # delete: with the parent column, a node a turn continues stays
-            # (without it, taking a response out of the chain is all there is
-            # to reparenting, and the turn is read under the one before).
+            # A turn's stored history ends at its parent, which convgraph can
+            # neither move nor delete: the advice names only what works.
             turns_below = _turns(graph, tree_ops.descendants(graph, node_id))
             below_turns = frozenset(turns_below)
             turn_children = [n for n in children if n in below_turns]
@@ -167,8 +127,7 @@ def delete_node(
                     _reparent(
                         conn, graph, node_id, children, result.new_parent, dry_run
                     )
-            # A node is a run of calls (a tool chain): each call goes, the
-            # earlier ones listed before it, so children go before parents.
+            # Each call of the node's run goes, earlier ones listed first.
             doomed = [
                 call
                 for node in doomed
@@ -203,16 +162,15 @@ def _in_log_order(conn: sqlite3.Connection, ids: list[str]) -> list[str]:
     ]
 
 
-def _turns(graph: nx.DiGraph, nodes: list[str]) -> list[str]:
-    """Which of `nodes` are turns of llm's message store, in their order:
-    convgraph deletes and moves legacy responses only."""
+def _turns(graph: nx.DiGraph[Any], nodes: list[str]) -> list[str]:
+    """Which of `nodes` are message-store turns (convgraph deletes none)."""
     data = graph.nodes
     return [node for node in nodes if data[node]["source"] != "responses"]
 
 
 def _reparent(
     conn: sqlite3.Connection,
-    graph: nx.DiGraph,
+    graph: nx.DiGraph[Any],
     node_id: str,
     children: list[str],
     new_parent: str | None,
@@ -245,8 +203,7 @@ def _reparent(
 def _refuse_outside_children(
     conn: sqlite3.Connection, doomed: list[str], moved: list[str]
 ) -> None:
-    """Stored links that convgraph's tree left out (a child in another
-    conversation, say) must not be left dangling either."""
+    """Stored links the tree left out must not dangle either."""
     outside = [
         row[0]
         for row in conn.execute(
@@ -266,8 +223,7 @@ def _refuse_outside_children(
 
 
 def _delete_responses(conn: sqlite3.Connection, ids: list[str]) -> None:
-    """Delete these responses, children before parents (`ids` is in breadth
-    first order), with the rows of other tables that belong to them."""
+    """Delete these responses, children first, with the rows that belong to them."""
     ids_json = json.dumps(ids)
     conversations = [
         row[0]
@@ -293,13 +249,9 @@ def _delete_responses(conn: sqlite3.Connection, ids: list[str]) -> None:
 
 
 def _dependent_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    """The rows that belong to the responses being deleted, table by table.
-
-    Found from the schema's foreign keys rather than a fixed list, so tables
-    that later llm versions add are covered too: each entry is a table and a
-    WHERE clause (its one parameter: the JSON list of response ids), in the
-    order parents before dependents, ready to be deleted in reverse.
-    """
+    """The rows belonging to the responses deleted, table by table, found from
+    the schema's foreign keys (so later llm tables are covered): a table and a
+    WHERE clause each, parents before dependents."""
     references: dict[str, list[tuple[str, str, str | None]]] = {}
     tables = [
         row[0]
@@ -318,8 +270,7 @@ def _dependent_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     while queue:
         table, where = queue.pop(0)
         for child, column, target in references.get(table, []):
-            # Self-references (the parent column) are the policy's business;
-            # each (table, column) is followed once, so a loop of keys ends.
+            # Self-references are the policy's; each key is followed once.
             if child == table or (child, column) in seen:
                 continue
             seen.add((child, column))
@@ -335,15 +286,15 @@ def _dependent_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
 def _primary_key(conn: sqlite3.Connection, table: str) -> str:
     for row in conn.execute(f'pragma table_info("{table}")'):
         if row[5] == 1:
-            return row[1]
+            return str(row[1])
     return "rowid"
 
 
 def _drop_empty_conversations(
     conn: sqlite3.Connection, conversation_ids: list[str]
 ) -> None:
-    """Remove conversations whose last response was deleted, unless llm
-    continued them as a thread of the same id."""
+    """Remove conversations left without responses, unless llm continued them
+    as a thread of the same id."""
     if not conversation_ids:
         return
     tables = {

@@ -1,11 +1,6 @@
-"""What one conversation of a chat export becomes in llm's message store,
-before anything is written (`convgraph.store.importer` writes it): its
-threads (the active branch first, every other branch forked where it leaves
-the branches before it) and its turns, with ids made from the export's
-(`stable_ulid`: a ULID whose time is the node's and whose random part is a
-hash of the app, the conversation and the node), so a second import finds
-them. Every walk is iterative.
-"""
+"""What one conversation of a chat export becomes in llm's message store
+before anything is written: its threads and turns, with ids made from the
+export's (`stable_ulid`), so a second import finds them."""
 
 from __future__ import annotations
 
@@ -33,20 +28,12 @@ __all__ = [
 
 
 def stable_ulid(moment: str | None, *key: str) -> str:
-    """A ULID as llm makes them (lower case), its 48-bit time the moment given
-    (0 where unknown) and its 80 random bits a hash of `key`: the same
-    conversation imported twice gets the same ids.
-
-    >>> first = stable_ulid("2024-03-01T12:00:00+00:00", "chatgpt", "conv", "node")
-    >>> first[:10]  # the time, as llm's own ids of that moment begin
-    '01hqwy5cg0'
-    >>> first == stable_ulid("2024-03-01T12:00:00+00:00", "chatgpt", "conv", "node")
-    True
-    """
+    """A ULID as llm makes them (lower case): its time the moment given (0 where
+    unknown), its random bits a hash of `key`, so a second import gets the same
+    ids."""
     from ulid import ULID
 
-    # A time without an offset is UTC (convgraph.times), not this machine's
-    # local time: the ids must not depend on where the import runs.
+    # Without an offset, UTC: ids must not depend on where the import runs.
     parsed = parse_time(moment)
     milliseconds = 0
     if parsed is not None:
@@ -60,13 +47,7 @@ def stable_ulid(moment: str | None, *key: str) -> str:
 
 
 def llm_datetime(moment: str | None) -> str | None:
-    """An ISO 8601 time as llm writes `turns.datetime_utc`
-    (`datetime.isoformat()` of an aware UTC time); text that is no time as
-    it is.
-
-    >>> llm_datetime("2024-03-01T12:00:10.000000+00:00")
-    '2024-03-01T12:00:10+00:00'
-    """
+    """An ISO 8601 time as llm writes `turns.datetime_utc`; non-times as they are."""
     if not moment:
         return None
     return utc_iso(moment) or moment
@@ -99,8 +80,7 @@ class PlannedThread:
 
     thread_id: str
     forked_from: str | None
-    #: The node whose output the fork starts from (None: the first thread,
-    #: or a branch from another root of the conversation).
+    #: The node the fork starts from (None: first thread, or another root's).
     fork_node: str | None
     turns: list[PlannedTurn] = field(default_factory=list)
 
@@ -134,15 +114,10 @@ def plan_conversation(
     records: list[dict[str, Any]],
     source: str,
 ) -> ConversationPlan:
-    """Which threads and turns one conversation's nodes become.
-
-    `records` are the conversation's nodes as a `ChatExport` reads them. Broken
-    links (a parent that is missing, the node itself, or a cycle) are dropped
-    as every convgraph reader drops them, so the node becomes a root. The
-    active branch is the first thread; every other leaf's branch is a thread
-    forked where it leaves the branches before it (leaves in log order).
-    Every walk is iterative.
-    """
+    """Which threads and turns one conversation's `records` (as a `ChatExport`
+    reads them) become. Broken links are dropped as every reader drops them. The
+    active branch is the first thread; every other leaf's branch (in log order) a
+    thread forked where it leaves those before. Iterative."""
     records = sorted(records, key=log_order)
     parents, _ = check_links(records, {})
     by_id = {record["id"]: record for record in records}

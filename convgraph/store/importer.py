@@ -1,47 +1,18 @@
 """Import the conversations of a ChatGPT, Claude.ai or Open WebUI export into
-llm's database, as llm's message store, so that `llm logs` lists them and
-`llm -c --cid` goes on from any branch.
+llm's message store, so `llm logs` lists them and `llm -c --cid` goes on from
+any branch.
 
-Each conversation of the export becomes one conversation tree of llm's message
-store (docs/design.md#three-generations-of-llms-database): a node becomes a
-turn, its prompt a user message, its response an assistant message, its system
-prompt a system message at the root of the chain; the branch the person was on
-last (the active path) is the conversation's first thread, and every other
-branch a thread forked from the thread it leaves, at the message where it
-leaves it (the plan: `convgraph.store.import_plan`). Messages are hashed by
-llm's own `message_hash`, the search rows written with llm's own SQL. The
-message, part, thread and turn rows are written by hand, column for column as
-`LogStore.ensure_chain`, `create_thread` and `log` write them, a prepared
-statement each: `log` takes a whole history per call and hashes it again, which
-for a 2,000-step conversation is four million hashes and lookups, it cannot
-keep the export's ids, times and model names, and its sqlite-utils inserts (as
-`ensure_chain`'s) cost most of an import's time (tests/test_import.py proves
-the rows equal to `log`'s).
-
-An import is recognised by its ids, which are made from the export's: every
-turn and thread id is a ULID whose time is the node's original time (so
-`llm logs` and `llm -c` order them among llm's own by when they happened)
-and whose random part is a hash of the app, the conversation id and the node
-id. A conversation whose first thread is already in the file is skipped, so a
-second import of the same export writes nothing. Conversations are written
-in exclusive transactions, taken only when no other connection holds a lock:
-many conversations a transaction (up to half a second of writing) while
-nobody else uses the file, one each once another writer is seen, and the
-file is left free for a moment after each half second of them, so an llm
-logging beside the import loses nothing; each conversation is a savepoint,
-whole or absent (`convgraph.store.transaction.batched_writes`; a 2,000-node
-conversation holds the lock for about 1.2 s).
-
-Where the store says less than an export: a prompt never answered ends at an
-assistant message without parts (ending at the prompt, the turn's tip would
-be its own input); an answer above the first prompt adds no user message; the
-system prompt is a system message at the root of the chain, as llm keeps it,
-so one that changes inside a conversation reads back as its root's. A file
-that does not exist is made by llm's own migrations, and an older llm's file
-is brought up to date by them first, as llm's next command would, but in one
-transaction (`convgraph.store.upgrade`): killed meanwhile, the file is as it
-was.
-"""
+A node becomes a turn (prompt a user message, response an assistant one,
+system prompt at the chain's root); the active path is the first thread and
+every other branch a thread forked where it leaves (`import_plan`). Rows are
+written column for column as llm's `LogStore` writes them, by prepared
+statements: `log` rehashes a whole history a call and cannot keep the
+export's ids and times (tests/test_import.py proves the rows equal). Ids are
+ULIDs of the node's time and a hash of app, conversation and node, so a second
+import is skipped. Conversations go in `batched_writes` (each a savepoint,
+many a transaction while the file is idle). A prompt never answered ends at
+an empty assistant message. A missing or older llm file is brought up to date
+by llm's migrations in one transaction (`store.upgrade`)."""
 
 from __future__ import annotations
 
@@ -81,8 +52,7 @@ __all__ = [
     "stable_ulid",
 ]
 
-#: The tables that make a file llm's: its migrations' record, the legacy
-#: responses, or the message store.
+#: The tables that make a file llm's.
 LLM_TABLES = {"_llm_migrations", "responses", "threads"}
 
 
@@ -95,9 +65,7 @@ class ConversationResult:
 
     conversation_id: str
     name: str | None
-    #: The thread of the conversation's current branch (the one the export
-    #: marks, else the leaf logged last): the id `llm -c --cid` takes to
-    #: continue where the conversation was left, and its tree's id.
+    #: The current branch's thread: what `llm -c --cid` continues.
     thread_id: str
     nodes: int
     threads: int
@@ -115,12 +83,10 @@ class ImportSummary:
     dry_run: bool
     #: The target did not exist (or was empty) and llm's tables were made.
     created: bool = False
-    #: The target was an older llm's file that llm's migrations brought up
-    #: to date first.
+    #: An older llm's file that llm's migrations brought up to date first.
     upgraded: bool = False
     conversations: list[ConversationResult] = field(default_factory=list)
-    #: The export's conversations without a prompt or an answer (id, name):
-    #: nothing to write, and left out.
+    #: Conversations without a prompt or answer (id, name), left out.
     empty: list[tuple[str, str | None]] = field(default_factory=list)
 
     def _written(self) -> list[ConversationResult]:
@@ -154,7 +120,9 @@ class ImportSummary:
         return [c for c in self.conversations if c.status == "changed"]
 
 
-def _messages(llm: Any, turn: PlannedTurn, is_root: bool) -> tuple[list, list]:
+def _messages(
+    llm: Any, turn: PlannedTurn, is_root: bool
+) -> tuple[list[Any], list[Any]]:
     """The turn's new input messages and its output messages, as llm's."""
     from llm.parts import Message
 
@@ -167,11 +135,8 @@ def _messages(llm: Any, turn: PlannedTurn, is_root: bool) -> tuple[list, list]:
     if record["response"] is not None:
         answer = [llm.assistant(record["response"])]
     elif record["prompt"] is not None:
-        # A prompt never answered ends at an assistant message without parts.
-        # Ending at the prompt itself (as llm does for a call that returned
-        # nothing) would make the turn's tip its own input, and readers that
-        # look for the nearest tip above a turn's input (convgraph's among
-        # them) would take the turn for its own parent and lose its place.
+        # Ending at the prompt would make the turn's tip its own input, and
+        # readers would take the turn for its own parent.
         answer = [Message(role="assistant", parts=[])]
     else:
         answer = []
@@ -181,8 +146,7 @@ def _messages(llm: Any, turn: PlannedTurn, is_root: bool) -> tuple[list, list]:
 def _turn_row(
     turn: PlannedTurn, thread_id: str, parent_hash: str | None, tip: str | None
 ) -> dict[str, Any]:
-    """The `turns` row, with the columns and values `LogStore.log` gives a
-    response without options, schema, tools or provider payload."""
+    """The `turns` row `LogStore.log` gives a plain response."""
     record = turn.record
     return {
         "id": turn.turn_id,
@@ -203,12 +167,9 @@ def _turn_row(
     }
 
 
-def _ensure_chain(conn: Any, messages: list, parent: str | None) -> str | None:
-    """`LogStore.ensure_chain` for the plain messages an import makes (text
-    parts only, no metadata, no fragments or attachments): the same rows,
-    hashed by llm's own `message_hash`, written by two prepared statements
-    where llm's goes through sqlite-utils a row at a time (most of the
-    import's time). tests/test_import.py proves the rows equal to llm's."""
+def _ensure_chain(conn: Any, messages: list[Any], parent: str | None) -> str | None:
+    """`LogStore.ensure_chain` for an import's plain text messages: the same
+    rows, hashed by llm's `message_hash`, by two prepared statements."""
     from llm.logs import message_hash
     from llm.parts import TextPart
 
@@ -226,8 +187,7 @@ def _ensure_chain(conn: Any, messages: list, parent: str | None) -> str | None:
             (digest, tip, message.role),
         ).rowcount
         if added:
-            # A part's text is its own column; nothing is left for the
-            # payload (llm writes NULL there then).
+            # The text is its own column: the payload is NULL, as llm's.
             conn.executemany(
                 "insert into parts (message_hash, position, type, tool_name,"
                 " text, payload) values (?, ?, 'text', null, ?, null)",
@@ -238,13 +198,9 @@ def _ensure_chain(conn: Any, messages: list, parent: str | None) -> str | None:
 
 
 def write_conversation(store: Any, plan: ConversationPlan) -> None:
-    """Write one planned conversation (inside the caller's transaction):
-    its messages node by node (each node's chain hangs from its parent's
-    tip, `_ensure_chain`), then its threads (at their tips: each fork's
-    first turn hangs from the message it leaves), its turns and their
-    search rows, a statement each for the whole conversation (the rows
-    `LogStore.create_thread` and `log` write: sqlite-utils' `insert`, a row
-    at a time, looked the table up again each time, half the import)."""
+    """Write one planned conversation inside the caller's transaction: its
+    messages node by node (each chain from its parent's tip), then its threads,
+    turns and search rows, a statement each for the whole conversation."""
     import llm
     from llm.logs import TURN_SEARCH_INSERT_SQL
 
@@ -252,8 +208,7 @@ def write_conversation(store: Any, plan: ConversationPlan) -> None:
     tips: dict[str, str | None] = {}
     turn_rows: list[dict[str, Any]] = []
     thread_rows: list[tuple[str, str | None, str | None, str | None, str]] = []
-    # One moment for the conversation's threads (llm's create_thread takes
-    # the time of each call, its form the same).
+    # One moment for the conversation's threads, in llm's form.
     now = str(datetime.now(UTC))
     for thread in plan.threads:
         tip = tips[thread.fork_node] if thread.fork_node is not None else None
@@ -295,14 +250,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def check_target(source: Path, target: Path) -> str:
-    """What the target is: "new" (missing or empty: llm's tables will be
-    made), "llm" (an llm database).
-
-    Raises
-    ------
-    ImportRefused
-        The target is the export itself, or not an llm database.
-    """
+    """What the target is: "new" (missing or empty) or "llm"; raises
+    ImportRefused where it is the export itself or not an llm database."""
     if _same_file(source, target):
         raise ImportRefused(
             f"{target} is the export being imported, not llm's database"
@@ -340,12 +289,12 @@ def _has_store(conn: Any) -> bool:
         "select count(*) from sqlite_master where type = 'table'"
         " and name in ('threads', 'turns', 'messages')"
     ).fetchone()[0]
-    return found == 3
+    return bool(found == 3)
 
 
 def _status(conn: Any, plan: ConversationPlan) -> str:
-    """ "new", "skipped" or "changed": whether the conversation's first thread
-    is in the file, and whether all its turns are."""
+    """ "new", "skipped" or "changed": whether the conversation's first thread is
+    in the file, and whether all its turns are."""
     execute = conn.execute
     if not _has_store(conn):
         return "new"
@@ -364,8 +313,8 @@ def _status(conn: Any, plan: ConversationPlan) -> str:
 def _plans(
     export: Any, empty: list[tuple[str, str | None]]
 ) -> Iterator[ConversationPlan]:
-    """Every conversation of the export with nodes, planned, one at a time
-    (the export is streamed once); the others are added to `empty`."""
+    """Every conversation with nodes, planned one at a time as the export
+    streams; the others go into `empty`."""
     from convgraph.sources.chat.exports import conversation_records
 
     for conversation in export.conversations():
@@ -386,27 +335,12 @@ def import_export(
     timeout: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> ImportSummary:
-    """Write the conversations of a chat export into llm's database.
+    """Write the conversations of a chat export (`source`: a zip, its JSON or a
+    folder) into llm's database (`db`, llm's own when None; made where missing).
 
-    Parameters
-    ----------
-    source
-        A ChatGPT, Claude.ai or Open WebUI export (a zip, its JSON, a folder).
-    db
-        The llm database; llm's own logs.db when None. Made, with llm's
-        migrations, when it does not exist.
-    dry_run
-        Only say what would be written; the file is not opened for writing.
-    timeout
-        How long each transaction waits for a moment free of other writers.
-    progress
-        Told how much of the export's JSON has been read, in bytes
-        (`("importing conversations", done, total)`, about every half
-        percent): the conversations are written as they are read.
-
-    Returns
-    -------
-    ImportSummary
+    `dry_run` only says what would be written; `timeout` is each transaction's
+    wait for the file; `progress` is told the bytes of JSON read
+    (`("importing conversations", done, total)`).
 
     Raises
     ------
@@ -414,10 +348,9 @@ def import_export(
         The source is not a chat export, or cannot be read.
     ImportRefused
         The target is the export itself or not an llm database, or llm is
-        not installed.
+        missing.
     DatabaseLocked
-        Another writer kept the file busy; conversations written before stay.
-    """
+        Another writer kept the file busy; conversations written before stay."""
     from convgraph.sources import open_logs
     from convgraph.sources.chat.exports import ChatExport
     from convgraph.store.transaction import database_path
@@ -479,12 +412,9 @@ def import_export(
         with reporting_locks(conn):
             database = sqlite_utils.Database(conn)
             before = set(database.table_names())
-            # llm's own migrations, all in one transaction: a new file gets
-            # llm's tables, an older llm's file is brought up to date, and a
-            # kill meanwhile leaves it as it was (convgraph.store.upgrade).
-            # LogStore then finds nothing left to migrate.
+            # llm's migrations in one transaction: a kill leaves the file as it was.
             upgrade_llm_tables(conn)
-            store = LogStore(database)
+            store = LogStore(database)  # type: ignore[no-untyped-call]
             summary.upgraded = kind == "llm" and not {"threads", "turns"} <= before
 
             def write(plan: ConversationPlan) -> str:
@@ -493,8 +423,6 @@ def import_export(
                     write_conversation(store, plan)
                 return status
 
-            # Many conversations a transaction while the file is idle, one
-            # while another writer uses it (convgraph.store.transaction).
             for plan, status in batched_writes(
                 conn,
                 _plans(export, summary.empty),
@@ -513,13 +441,9 @@ IMPORTING = "importing conversations"
 
 
 def _count_bytes(export: Any, report: ProgressCallback) -> None:
-    """Make the export's streams tell `report` how many bytes of its JSON
-    have been read, against their sum (a zip's members uncompressed): each
-    file is opened through a counting stream, so the import is measured by
-    the one thing known before it begins, the size of what it reads.
-
-    The export keeps its files in `_files` (`chat_json.ExportFile`, whose
-    `open` is replaced here); the stream is read once, in order."""
+    """Make the export's streams (its `_files`, whose `open` is replaced) tell
+    `report` the bytes of JSON read against their sum: the one size known before
+    the import begins."""
     import dataclasses
     import io
     import itertools

@@ -1,25 +1,7 @@
-"""Write the user's branch notes: a note on a node, the answer preferred
-among its alternatives, and the branches hidden from view, in a table of
-convgraph's own.
-
-For an llm database the table is `_convgraph_notes` in the same SQLite file:
-created by the first note, written one transaction per change, and never
-touching llm's tables, so llm goes on reading and writing the file as before
-(it ignores tables it does not know). A chat export is the app's file, which
-convgraph only reads: its notes go to a small SQLite file beside it,
-`<export>.convgraph.db`. Where the notes lie and how they are read is the
-read side's, `convgraph.sources.notes`; this module only writes.
-
-A node's alternatives are the nodes that answer the same prompt at the same
-point of the tree (same parent, or both roots, and the same prompt text):
-regenerated answers and other models' answers. At most one of them is
-preferred; marking one clears the others.
-
-Hiding a node hides its branch: the node and everything below it are left
-out of every output (`convgraph.model.marks.hidden_records`) until it is
-unhidden. Nothing of the file itself is deleted or changed, on any source:
-it is only a mark in convgraph's table, as a note is.
-"""
+"""Write the user's branch notes: a note, the preferred answer among its
+alternatives (marking one clears the others), hidden branches. An llm
+database keeps them in `_convgraph_notes`, which llm ignores; a chat export
+in `<export>.convgraph.db` beside it. Reading is `convgraph.sources.notes`'."""
 
 from __future__ import annotations
 
@@ -48,23 +30,16 @@ def set_note(
     text: str | None,
     db: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Record `text` as the note of `node_id` (None clears it), in one
-    transaction. Returns the file written.
+    """Record `text` as the note of `node_id` (None clears it) in one
+    transaction; return the file written.
 
     Raises
     ------
-    UnknownNode
-        No node has that id.
-    DatabaseError
-        The file cannot be written (read-only file or folder).
-    DatabaseLocked
-        Another program kept the database busy.
-    """
+    UnknownNode, DatabaseError (the file cannot be written), DatabaseLocked"""
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:
-        # Raises UnknownNode; a call inside a tool chain names the chain's
-        # node; a unique prefix names its id.
+        # A chain's call names the chain's node; a unique prefix its id.
         node_id = logs.node_of(logs.resolve_node(node_id))
         path = notes_file(logs)
     _write(path, [(node_id, "note", text)])
@@ -76,19 +51,16 @@ def set_preferred(
     preferred: bool = True,
     db: str | os.PathLike[str] | None = None,
 ) -> list[str]:
-    """Mark `node_id` as the preferred answer among its alternatives (or
-    clear the mark), in one transaction; marking clears the alternatives'
-    marks. Returns the ids whose mark was cleared by the marking.
+    """Mark `node_id` preferred among its alternatives (or clear it) in one
+    transaction; return the ids whose mark the marking cleared.
 
     Raises
     ------
-    UnknownNode, DatabaseError, DatabaseLocked
-    """
+    UnknownNode, DatabaseError, DatabaseLocked"""
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:
-        # The tree's rows as the source stores them: enough to find the
-        # alternatives (same stored parent, same prompt) without building it.
+        # The stored rows find the alternatives without building the tree.
         node_id = logs.resolve_node(node_id)  # a unique prefix names it
         tree = logs.read_tree(logs.tree_id_of_node(node_id))
         records = tree.records
@@ -118,19 +90,16 @@ def set_hidden(
     hidden: bool = True,
     db: str | os.PathLike[str] | None = None,
 ) -> tuple[str, Path]:
-    """Hide the branch of `node_id` (or show it again), in one transaction:
-    the node and everything below it, left out of every output until it is
-    shown again. Returns the node's whole id and the file written.
+    """Hide the branch of `node_id` (or show it again) in one transaction;
+    return the node's whole id and the file written.
 
     Raises
     ------
-    UnknownNode, DatabaseError, DatabaseLocked
-    """
+    UnknownNode, DatabaseError, DatabaseLocked"""
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:
-        # A call inside a tool chain names the chain's node; a unique
-        # prefix names its id.
+        # A chain's call names the chain's node; a unique prefix its id.
         node_id = logs.node_of(logs.resolve_node(node_id))
         path = notes_file(logs)
     _write(path, [(node_id, "hidden", 1 if hidden else 0)])
@@ -138,8 +107,8 @@ def set_hidden(
 
 
 def _write(path: Path, changes: Sequence[tuple[str, str, object]]) -> None:
-    """Set one column of each node's row, creating the table and the row
-    where needed, all in one transaction."""
+    """Set one column of each node's row, making table and rows where needed,
+    in one transaction."""
     from convgraph.store.transaction import write_transaction
 
     _check_writable(path)
@@ -160,8 +129,7 @@ def _write(path: Path, changes: Sequence[tuple[str, str, object]]) -> None:
                     f" {column} = excluded.{column}, updated_utc = excluded.updated_utc",
                     [node_id, value, now],
                 )
-            # A row with neither a note nor a mark says nothing: keep the
-            # table to what the user recorded.
+            # A row with neither note nor mark says nothing.
             conn.execute(
                 f"delete from {TABLE}"
                 " where note is null and preferred = 0 and hidden = 0"

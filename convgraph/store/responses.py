@@ -1,13 +1,6 @@
 """Writing responses: convgraph's own legacy rows, their ids, and llm.
-
-`log_response` is convgraph's one way to write a row of llm's legacy
-`responses` table: it leaves the enforcing to the triggers of
-`convgraph.store.rules` and turns their refusal into a `RuleViolation`. New
-rows get ids in llm's form (`new_response_id`, ULIDs that sort in the order
-they were made) and the time as llm stores it (`utc_now`). Where llm's own
-code must do the writing (a branch calls a model; an import writes the
-message store), `require_llm` imports it or says in one line why it cannot.
-"""
+`log_response` writes a legacy row, leaving enforcement to the triggers of
+`store.rules`; `require_llm` imports llm or says in one line why not."""
 
 from __future__ import annotations
 
@@ -48,14 +41,9 @@ _id_lock = threading.Lock()
 
 
 def new_response_id() -> str:
-    """A new id in llm's form: a ULID in lower case, 26 Crockford base-32
-    characters (python-ulid makes and writes it).
-
-    The first ten encode the time in milliseconds, so ids sort in the order
-    they were made (llm continues a legacy conversation in id order). Each id
-    is more than the last this process made, also within one millisecond or
-    when the clock steps back: then it is the last one plus one.
-    """
+    """A new id in llm's form: a lower-case ULID, sorting in the order made (llm
+    continues a legacy conversation in id order); within one millisecond, or when
+    the clock steps back, the last one plus one."""
     from ulid import ULID
 
     global _last_id
@@ -113,37 +101,18 @@ def log_response(
 ) -> LoggedNode:
     """Write one legacy response, held to the tree's rules.
 
-    Parameters
-    ----------
-    db
-        A path, an open sqlite3 connection (its transaction, if one is open,
-        is used through a savepoint), or None for llm's own logs.db.
-    parent_response_id
-        The parent, or None for a root. A parent needs `convgraph migrate`.
-    conversation_id
-        The conversation; by default the parent's, or a new one for a root.
-        A conversation that is not in `conversations` yet is added to it.
-    response_id, datetime_utc
-        By default a new id in llm's format and the time now.
-    columns
-        Further `responses` columns to set (`options_json`, `prompt_json`,
-        `response_json`, `token_details`, `resolved_model`, ...). Columns the
-        table lacks are left out (older llm tables have fewer).
-
-    Returns
-    -------
-    LoggedNode
-        The new response's id and its conversation's id.
+    `db` is a path, an open connection (an open transaction is used through a
+    savepoint) or None for llm's own. A `parent_response_id` needs `convgraph
+    migrate`. `conversation_id` defaults to the parent's, or a new one for a root.
+    `columns` sets further `responses` columns the table has.
 
     Raises
     ------
     RuleViolation
-        The triggers refused the parent (missing, itself, in another
-        conversation, or closing a cycle), or the id is taken.
+        The triggers refused the parent, or the id is taken.
     NotMigrated
-        A parent was given but the database has no parent column or rules.
-    DatabaseError, DatabaseLocked
-    """
+        A parent was given but the file has no parent column or rules.
+    DatabaseError, DatabaseLocked"""
     conn = db if isinstance(db, sqlite3.Connection) else connect_read_write(db, timeout)
     try:
         with _atomic(conn):
@@ -237,16 +206,10 @@ def _log(
 
 
 def keep_as_roots(conn: sqlite3.Connection, node_ids: list[str]) -> None:
-    """Make these responses roots on purpose, in the caller's transaction.
-
-    The placing rule (`rules.PLACING_TRIGGER`) gives a response logged
-    without a parent the one logged before it, as an llm older than 0.32
-    meant; convgraph's own roots (a new start of a conversation, a root's
-    prompt asked again, the children of a deleted root) are meant as roots.
-    Their parent is set back to NULL, and in a migrated file they are listed
-    in `_convgraph_roots`, so that the reader, which places such rows where
-    the rule was missing (`convgraph.sources.llm.old_writers`), leaves them be.
-    """
+    """Make these responses roots on purpose, in the caller's transaction: the
+    placing rule would give them the response before, as an older llm meant.
+    Their parent is set back to NULL and, in a migrated file, they are listed in
+    `_convgraph_roots`, which the reader honours."""
     ids = json.dumps(list(node_ids))
     conn.execute(
         f"update responses set {PARENT_COLUMN} = null"
@@ -268,13 +231,7 @@ def _conversation_name(values: Mapping[str, Any]) -> str:
 
 
 def require_llm(why: str, error: type[ConvgraphError]) -> ModuleType:
-    """The `llm` package, for writing with llm's own code.
-
-    Raises
-    ------
-    error
-        llm is not installed: "`why`, which is not installed: pip install llm".
-    """
+    """The `llm` package, or `error` saying "`why`, which is not installed"."""
     try:
         import llm
     except ImportError:

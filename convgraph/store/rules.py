@@ -1,27 +1,14 @@
 """The tree's rules, enforced by the database itself.
 
-After `convgraph migrate`, triggers on llm's legacy `responses` table refuse
-every write that would break the tree, whoever makes it: llm, the sqlite3
-shell, Datasette or convgraph. A parent must exist, must not be the response
-itself, must be in the same conversation (the same-conversation rule,
-docs/design.md#the-same-conversation-rule), and must not close a cycle; NULL
-parents (roots) stay allowed. A response that children name keeps its id and
-its conversation, cannot be deleted while they name it, and cannot be replaced
-(SQLite's REPLACE would delete it without firing the delete rule). A refused
-write fails with `sqlite3.IntegrityError` and a message starting with
-"convgraph:" (`rule_message` reads it). One more rule refuses nothing: a
-response logged without a parent by a writer that knows no parent column
-(llm before 0.32, which sent the whole conversation as history) gets the
-response logged before it in its conversation (`PLACING_TRIGGER`), and
-convgraph's own new roots are kept roots (`responses.keep_as_roots`). Here
-are the triggers, their installing (`install_rules`), and the checks that
-they are in place (`rule_problems` for a reader, `require_rules` before a
-write); convgraph's own writes go through
-`convgraph.store.responses.log_response`.
-
-A conversation here is `coalesce(conversation_id, id)`, as the readers see
-it: a response logged outside any conversation is a conversation of its own.
-"""
+After `convgraph migrate`, triggers on llm's legacy `responses` refuse every
+write that breaks the tree, whoever makes it: a parent must exist, not be the
+response itself, be in the same conversation (`coalesce(conversation_id,
+id)`, docs/design.md#the-same-conversation-rule) and not close a cycle; a
+response children name keeps its id and conversation and cannot be deleted
+or replaced. A refusal is an `sqlite3.IntegrityError` whose message starts
+with "convgraph:" (`rule_message`). `PLACING_TRIGGER` refuses nothing: it
+places a row an older llm logs without a parent. `install_rules` installs
+them; `rule_problems` and `require_rules` check they are in place."""
 
 from __future__ import annotations
 
@@ -32,8 +19,7 @@ from convgraph.errors import NotMigrated
 from convgraph.links.integrity import Problem
 from convgraph.sources.llm.old_writers import MIGRATION_NAME, RECORD_TABLE, has_table
 
-#: The parent column `migrate` adds, and its index (parents' children are
-#: looked up by it, in the triggers and by every reader).
+#: The parent column `migrate` adds, and its index.
 PARENT_COLUMN = "parent_response_id"
 INDEX_NAME = "idx_responses_parent_response_id"
 INDEX_SQL = f"CREATE INDEX {INDEX_NAME} ON responses ({PARENT_COLUMN})"
@@ -43,13 +29,11 @@ CONVERSATION_INDEX_SQL = (
 )
 
 
-#: Every message a trigger raises starts with this, so that a caller can tell
-#: a rule from any other constraint.
+#: Tells a rule's refusal from any other constraint's.
 RULE_PREFIX = "convgraph: "
 
-# The ancestors of NEW's parent, walked up through stored parents. UNION (not
-# UNION ALL) keeps each id once, so the walk ends after at most one step per
-# response even if older rows already hold a cycle: the bound is the table.
+# The ancestors of NEW's parent. UNION keeps each id once, so the walk ends
+# even where older rows already hold a cycle.
 _CYCLE_CHECK = """
   SELECT RAISE(ABORT, 'convgraph: the parent link would close a cycle')
   WHERE EXISTS (
@@ -75,25 +59,14 @@ _PARENT_CHECKS = (
     + _CYCLE_CHECK
 )
 
-#: The rule for the writers that know no parent column (llm before 0.32,
-#: still logging after the migration): a response logged without a parent
-#: gets the response its llm continued, the one logged just before it in its
-#: conversation (log order: datetime_utc, then id); the first response of a
-#: conversation stays a root (docs/design.md#three-generations-of-llms-database;
-#: the read side's form is `convgraph.sources.llm.old_writers`). It never fails
-#: the writer's insert: it skips a row whose conversation is NULL (a
-#: conversation of its own) and a row that stored links already name as
-#: their parent (only then could a link close a cycle, which the update rule
-#: would refuse; looking for one is an index lookup, not a walk). convgraph's
-#: own roots are set back to NULL in the same transaction
-#: (`convgraph.store.responses.keep_as_roots`). An AFTER trigger sees the
-#: row stored; its UPDATE fires llm's AFTER UPDATE trigger of the search
-#: index, so it must run after llm's AFTER INSERT one has indexed the row:
-#: SQLite runs a table's triggers newest first, and `install_rules` makes
-#: every other trigger on responses newer than this one.
+#: For writers without a parent column (llm before 0.32): a row logged
+#: without a parent gets the one logged before it in its conversation (read
+#: side: `sources.llm.old_writers`). It never fails the insert: rows without a
+#: conversation, or already named as a parent (only then could a cycle close),
+#: are skipped. Its UPDATE fires llm's search-index trigger, so it must run
+#: after llm's AFTER INSERT: `install_rules` keeps every other trigger newer.
 PLACING_TRIGGER = "convgraph_place_on_insert"
-# The responses of NEW's conversation logged before it (a conversation is
-# coalesce(conversation_id, id), as everywhere).
+# The responses of NEW's conversation logged before it.
 _BEFORE = """FROM responses p
     WHERE (p.conversation_id = NEW.conversation_id
            OR (p.conversation_id IS NULL AND p.id = NEW.conversation_id))
@@ -103,8 +76,7 @@ _BEFORE = """FROM responses p
 _PREVIOUS = f"""SELECT p.id {_BEFORE}
     ORDER BY coalesce(p.datetime_utc, '') DESC, p.id DESC LIMIT 1"""
 
-#: The triggers, by name. Their text is compared with sqlite_master's, so a
-#: later convgraph that changes a rule replaces the old trigger on migrate.
+#: The triggers by name, compared with sqlite_master's text on migrate.
 TRIGGERS: dict[str, str] = {
     "convgraph_parent_on_insert": f"""CREATE TRIGGER convgraph_parent_on_insert
 BEFORE INSERT ON responses
@@ -120,8 +92,7 @@ BEGIN
   SELECT RAISE(ABORT, 'convgraph: a response cannot be its own parent')
   WHERE NEW.parent_response_id IN (NEW.id, OLD.id);{_PARENT_CHECKS}
 END""",
-    # An INSERT OR REPLACE of a row that children already name must keep
-    # them in its conversation.
+    # A REPLACE of a row children name must keep them in its conversation.
     "convgraph_children_on_insert": """CREATE TRIGGER convgraph_children_on_insert
 BEFORE INSERT ON responses
 WHEN EXISTS (
@@ -143,14 +114,9 @@ BEGIN
   SELECT RAISE(ABORT, 'convgraph: a response with children stays in its conversation')
   WHERE coalesce(NEW.conversation_id, NEW.id) IS NOT coalesce(OLD.conversation_id, OLD.id);
 END""",
-    # SQLite's REPLACE deletes the row it collides with without firing delete
-    # triggers (unless a connection turns recursive_triggers on), so an
-    # INSERT OR REPLACE, or an UPDATE OR REPLACE that renames another row
-    # onto a parent's id, would delete a parent behind the delete rule's back
-    # and hand its children to whatever row takes the id. A trigger cannot
-    # tell REPLACE from ABORT or IGNORE, so every insert or rename onto the
-    # id of a response with children is refused (a plain one failed on the
-    # UNIQUE id anyway); changing such a row is an UPDATE of its columns.
+    # REPLACE deletes the row it collides with without firing delete
+    # triggers, and a trigger cannot tell REPLACE from ABORT: so every insert
+    # or rename onto a parent's id is refused (a plain one fails anyway).
     "convgraph_replace_on_insert": """CREATE TRIGGER convgraph_replace_on_insert
 BEFORE INSERT ON responses
 WHEN EXISTS (SELECT 1 FROM responses WHERE id = NEW.id)
@@ -208,9 +174,8 @@ def stored_triggers(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def missing_rules(conn: sqlite3.Connection) -> list[str]:
-    """The names of the triggers that are absent or differ from `TRIGGERS`,
-    and the placing trigger where another trigger on responses would run
-    after it (see `PLACING_TRIGGER`)."""
+    """The triggers absent or differing from `TRIGGERS`, and the placing one
+    where another trigger on responses would run after it."""
     stored = stored_triggers(conn)
     missing = [name for name, sql in TRIGGERS.items() if stored.get(name) != sql]
     if PLACING_TRIGGER not in missing and _others_older(conn):
@@ -219,8 +184,7 @@ def missing_rules(conn: sqlite3.Connection) -> list[str]:
 
 
 def _other_triggers(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
-    """The triggers on responses that are not convgraph's (llm's search
-    index, a user's): (schema row, name, SQL), oldest first."""
+    """The triggers on responses that are not convgraph's, oldest first."""
     rows = conn.execute(
         "select rowid, name, sql from sqlite_master where type = 'trigger'"
         " and tbl_name = 'responses' and name not like 'convgraph\\_%' escape '\\'"
@@ -230,8 +194,8 @@ def _other_triggers(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
 
 
 def _others_older(conn: sqlite3.Connection) -> bool:
-    """Whether some other trigger on responses is older than the placing
-    trigger, so that SQLite (newest first) would run it after."""
+    """Whether another trigger on responses is older than the placing one, so
+    SQLite (newest first) would run it after."""
     row = conn.execute(
         "select rowid from sqlite_master where type = 'trigger' and name = ?",
         [PLACING_TRIGGER],
@@ -246,13 +210,9 @@ MISSING_RULES = "missing-rules"
 
 
 def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
-    """A problem when a file convgraph migrated has lost its tree rules.
-
-    llm's own migrations can rebuild `responses` (sqlite-utils' transform()),
-    which drops every trigger on it without a word; so can any tool that
-    rebuilds the table. Reads the file read-only. Returns [] for a file that
-    convgraph never migrated, or whose rules are all in place.
-    """
+    """A problem where a file convgraph migrated has lost its tree rules (a
+    table rebuild, llm's own or another tool's, drops every trigger silently);
+    [] for a file never migrated or whose rules are in place. Read-only."""
     from convgraph.sources import LogDatabase, open_logs
     from convgraph.store.transaction import database_path
 
@@ -280,8 +240,7 @@ def rule_problems(db: str | os.PathLike[str] | None = None) -> list[Problem]:
 
 
 def migration_recorded(conn: sqlite3.Connection, name: str = MIGRATION_NAME) -> bool:
-    """Whether convgraph's migration (or another step `name`) is recorded in
-    the file."""
+    """Whether convgraph's migration (or step `name`) is recorded in the file."""
     if not has_table(conn, RECORD_TABLE):
         return False
     found = conn.execute(
@@ -291,8 +250,8 @@ def migration_recorded(conn: sqlite3.Connection, name: str = MIGRATION_NAME) -> 
 
 
 def install_rules(conn: sqlite3.Connection) -> list[str]:
-    """Create the missing triggers (replacing outdated ones); the caller holds
-    the transaction. Returns the names it created."""
+    """Create the missing triggers (replacing outdated ones) in the caller's
+    transaction; return the names created."""
     created = []
     stored = stored_triggers(conn)
     for name in missing_rules(conn):
@@ -301,10 +260,7 @@ def install_rules(conn: sqlite3.Connection) -> list[str]:
         conn.execute(TRIGGERS[name])
         created.append(name)
     if PLACING_TRIGGER in created:
-        # Made anew, word for word and in their order, the other triggers on
-        # responses are newer than the placing one, so SQLite runs them
-        # first: llm's search index has the row before the placing UPDATE
-        # asks its AFTER UPDATE trigger to take it out and put it back.
+        # Made anew in their order, the others run before the placing one.
         for _, name, sql in _other_triggers(conn):
             quoted = name.replace('"', '""')
             conn.execute(f'DROP TRIGGER "{quoted}"')
@@ -313,8 +269,7 @@ def install_rules(conn: sqlite3.Connection) -> list[str]:
 
 
 def rule_message(error: sqlite3.IntegrityError) -> str | None:
-    """The rule a trigger's refusal names, without the prefix (None if the
-    error came from something else)."""
+    """The rule a trigger's refusal names, without the prefix (None otherwise)."""
     message = str(error)
     if message.startswith(RULE_PREFIX):
         return message[len(RULE_PREFIX) :]
@@ -324,16 +279,15 @@ def rule_message(error: sqlite3.IntegrityError) -> str | None:
 def require_rules(
     conn: sqlite3.Connection, table_columns: list[str] | None = None
 ) -> None:
-    """Raise `NotMigrated` unless the parent column and every rule that
-    refuses a write are there."""
+    """Raise `NotMigrated` unless the parent column and every refusing rule
+    are there."""
     if table_columns is None:
         table_columns = response_columns(conn)
     if PARENT_COLUMN not in table_columns:
         raise NotMigrated(
             "the database has no parent_response_id column yet: run `convgraph migrate`"
         )
-    # convgraph's own writes name their parents: the placing rule is for
-    # the writers that cannot, so a file that lacks only it takes them.
+    # convgraph's writes name their parents: the placing rule is not needed.
     missing = [name for name in missing_rules(conn) if name != PLACING_TRIGGER]
     if missing:
         raise NotMigrated(

@@ -1,16 +1,11 @@
 """How the write side opens a database and holds its write transactions.
 
-The reading side opens files read-only; every write here goes through
-`connect_read_write` and `write_transaction` (or, for long work cut into
-pieces, `exclusive_transaction` and `pause_for_writers`, or
-`batched_writes` for many small atomic units). A transaction takes
-an exclusive lock before it reads what it is about to change, so no other
-writer can slip in between the check and the change; and it takes it only at
-a moment when no other connection holds a lock, so it never fails the write
-of an llm that is logging at the same time. A database that others keep busy
-past the busy timeout ends as one `DatabaseLocked` line, with the
-transaction rolled back and nothing lost.
-"""
+Every write goes through `connect_read_write` and `write_transaction` (or
+`exclusive_transaction` and `pause_for_writers` for long work in pieces, or
+`batched_writes` for many small units). A transaction takes an exclusive lock
+before it reads what it changes, and only while no other connection holds a
+lock, so it never fails the write of an llm logging meanwhile; a file kept
+busy past the timeout ends as one `DatabaseLocked` line, nothing lost."""
 
 from __future__ import annotations
 
@@ -45,17 +40,8 @@ def connect_read_write(
     path: str | os.PathLike[str] | None,
     timeout: float | None = None,
 ) -> sqlite3.Connection:
-    """Open an existing database for writing, in autocommit mode.
-
-    Autocommit (`isolation_level=None`) leaves every `BEGIN` to
-    `write_transaction`, so Python's sqlite3 module never opens or commits a
-    transaction behind the caller's back.
-
-    Raises
-    ------
-    DatabaseError
-        There is no file at `path`, or it is not an SQLite database.
-    """
+    """Open an existing database for writing in autocommit mode, so every BEGIN
+    is `write_transaction`'s; raises DatabaseError where there is no SQLite file."""
     path = database_path(path)
     if not path.is_file():
         raise DatabaseError(f"no database file at {path}")
@@ -87,14 +73,13 @@ def _locked(path: Path | str, timeout: float) -> DatabaseLocked:
 
 def busy_timeout(conn: sqlite3.Connection) -> float:
     """The connection's busy timeout, in seconds."""
-    return conn.execute("pragma busy_timeout").fetchone()[0] / 1000
+    return float(conn.execute("pragma busy_timeout").fetchone()[0]) / 1000
 
 
 @contextmanager
 def reporting_locks(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """Turn "database is locked", from a read or a write made outside
-    `write_transaction` (a writer that is committing blocks readers too),
-    into `DatabaseLocked`."""
+    """Turn "database is locked" from a read or a write outside
+    `write_transaction` into `DatabaseLocked`."""
     try:
         yield conn
     except sqlite3.OperationalError as error:
@@ -105,18 +90,8 @@ def reporting_locks(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 @contextmanager
 def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One short write transaction, rolled back on any error.
-
-    It is an `exclusive_transaction`: taken only when nobody else holds a
-    lock, so that it never fails the write of an llm that is in the middle
-    of logging a prompt (see there).
-
-    Raises
-    ------
-    DatabaseLocked
-        No moment free of other connections came within the busy timeout;
-        the transaction is rolled back.
-    """
+    """One short `exclusive_transaction`, rolled back on any error; raises
+    DatabaseLocked where no free moment came within the busy timeout."""
     timeout = busy_timeout(conn)
     path = _file_of(conn)
     try:
@@ -128,13 +103,11 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
-#: How often `exclusive_transaction` looks again for a moment when nobody
-#: holds a lock on the file.
+#: How often `exclusive_transaction` looks again for a free moment.
 PROBE_INTERVAL_SECONDS = 0.01
 
-#: How long `pause_for_writers` leaves the file free after a transaction.
-#: SQLite's busy handler sleeps at most 100 ms between its retries, so a
-#: writer that waited for us finds the lock free in this gap.
+#: Longer than SQLite's busy handler sleeps between retries, so a waiting
+#: writer finds the lock free.
 WRITER_GAP_SECONDS = 0.15
 
 
@@ -142,30 +115,21 @@ WRITER_GAP_SECONDS = 0.15
 def exclusive_transaction(
     conn: sqlite3.Connection, timeout: float | None = None
 ) -> Iterator[sqlite3.Connection]:
-    """One `BEGIN EXCLUSIVE` ... `COMMIT`, begun only when nobody reads or
-    writes the file, for long writes beside a live llm.
+    """One `BEGIN EXCLUSIVE` ... `COMMIT`, begun only when nobody reads or writes
+    the file, for writes beside a live llm.
 
-    llm logs a prompt in a deferred transaction that reads before it writes.
-    In a rollback-journal file, such a transaction cannot wait for a writer
-    that holds the write lock: its write fails at once with "database is
-    locked", whatever its busy timeout. A `BEGIN IMMEDIATE` taken while llm
-    is between its read and its write costs llm that prompt. An exclusive
-    lock can only be had when no other connection holds even a read lock, so
-    it is never taken in the middle of llm's transaction; and while it is
-    held, llm's next statement waits in its busy handler (up to 5 s) instead
-    of failing. The lock is asked for with a busy timeout of zero, again and
-    again, so that a failed attempt holds nothing: waiting inside SQLite
-    would keep a pending lock that fails llm's write the same way.
-
-    Keep the work inside short (well under a second), and call
-    `pause_for_writers` between two of them.
+    llm logs in a deferred transaction that reads before it writes; in a
+    rollback-journal file its write fails at once if another holds the write
+    lock. An exclusive lock can only be had while nobody holds even a read lock,
+    so it never cuts into llm's transaction, and while held llm waits in its busy
+    handler. The lock is asked for with a zero busy timeout, again and again, as
+    waiting inside SQLite would keep a pending lock that fails llm's write too.
+    Keep the work short, and call `pause_for_writers` between two.
 
     Raises
     ------
     DatabaseLocked
-        No free moment came within `timeout` seconds (by default the
-        connection's busy timeout); nothing was changed.
-    """
+        No free moment came within `timeout` (default: the busy timeout)."""
     _begin_exclusive(conn, timeout)
     try:
         yield conn
@@ -177,9 +141,7 @@ def exclusive_transaction(
 
 
 def _begin_exclusive(conn: sqlite3.Connection, timeout: float | None) -> bool:
-    """`BEGIN EXCLUSIVE` at the first moment nobody holds a lock (see
-    `exclusive_transaction`); whether it had to wait for one, that is,
-    whether another connection was using the file."""
+    """`BEGIN EXCLUSIVE` at the first free moment; whether it had to wait."""
     if timeout is None:
         timeout = busy_timeout(conn)
     path = _file_of(conn)
@@ -208,18 +170,14 @@ def pause_for_writers() -> None:
     time.sleep(WRITER_GAP_SECONDS)
 
 
-#: How long one transaction of `batched_writes` may hold the lock before it
-#: commits, and how long its transactions may hold it back to back before
-#: the file is left free for `WRITER_GAP_SECONDS`: llm's busy handler waits
-#: up to 5 s, so an llm that starts logging meanwhile waits well under one.
+#: How long `batched_writes` holds the lock before the file is left free:
+#: well under llm's busy timeout.
 BATCH_SECONDS = 0.5
 
-#: The most weight (an import's: turns) one batch writes, so that a batch of
-#: many small units stays a bounded journal however fast they are written.
+#: The most weight (an import's turns) one batch writes: a bounded journal.
 BATCH_WEIGHT = 2_000
 
-#: How long `batched_writes` keeps to one unit a transaction after it last
-#: saw another connection use the file.
+#: How long one unit a transaction lasts after another connection was seen.
 QUIET_SECONDS = 2.0
 
 
@@ -231,33 +189,21 @@ def batched_writes(
     weight: Callable[[T], int] = lambda unit: 1,
     timeout: float | None = None,
 ) -> Iterator[tuple[T, R]]:
-    """Write many small units (an import's conversations), each atomic, in
-    as few exclusive transactions as the file's other users allow; yield
-    each unit with what `write` returned once its transaction is committed.
+    """Write many small units, each atomic (a savepoint), in as few exclusive
+    transactions as the file's other users allow; yield each unit with what
+    `write` returned once committed.
 
-    While nobody else uses the file, one transaction writes many units: up
-    to `BATCH_SECONDS` of writing or `BATCH_WEIGHT` of their weight, then
-    commits (one journal sync for them all, where a transaction each paid
-    one each). Once another connection is seen (the lock was not free at the
-    first attempt, or another connection committed since the last
-    transaction: `pragma data_version`), each unit is a transaction of its
-    own again, until `QUIET_SECONDS` pass without one. After every
-    `BATCH_SECONDS` of holding the lock the file is left free for
-    `WRITER_GAP_SECONDS`, so a writer that waited gets in; the next units
-    are taken from `units` in that gap (an import parses and plans its next
-    conversations there), so it costs only what that work does not fill.
-
-    Each unit is a savepoint: readers see whole units only. A unit whose
-    `write` fails is rolled back alone, the units before it are committed
-    and yielded, and then the error is raised; an error from `units` itself
-    comes once the units taken before it are written.
+    While nobody else uses the file, a transaction writes up to `BATCH_SECONDS`
+    or `BATCH_WEIGHT` of units; once another connection is seen (a busy lock, or
+    `pragma data_version` moved) each unit is its own transaction until
+    `QUIET_SECONDS` pass. After every `BATCH_SECONDS` the file is left free for
+    `WRITER_GAP_SECONDS`, and the next units are made in that gap. A failing
+    unit is rolled back alone and its error raised after the units before it.
 
     Raises
     ------
     DatabaseLocked
-        No moment free of other connections came within `timeout` (by
-        default the busy timeout); units committed before stay.
-    """
+        No free moment came within `timeout`; units committed before stay."""
     source = iter(units)
     queue: deque[T] = deque()
     queued = 0
@@ -269,9 +215,7 @@ def batched_writes(
     target = 0
     free_since = time.monotonic()
     while True:
-        # The file is free: make the next units now (their making is the
-        # gap other writers need), at least as many as the last transaction
-        # wrote.
+        # Make the next units in the gap other writers need.
         while not exhausted and queued < BATCH_WEIGHT:
             if (
                 queue
@@ -329,8 +273,7 @@ def batched_writes(
                 written.append((unit, result))
             conn.execute("commit")
         except BaseException as error:
-            # The units before the failed one are whole: keep them, unless
-            # the error took the whole transaction with it.
+            # Keep the whole units before, unless the transaction went too.
             try:
                 if not conn.in_transaction:
                     written = []

@@ -1,28 +1,14 @@
-"""Ask several models (or one model several times) at once, and hand each
-answer back as soon as it is complete.
+"""Ask several models (or one several times) at once, and hand each answer
+back as soon as it is complete. No database here: `run_requests` calls
+`on_answer` on the caller's thread, one answer at a time, so the caller's
+SQLite writes stay on one thread and short.
 
-This is the concurrent part of a fan-out and knows nothing of databases:
-`run_requests` takes the requests and a callback, `on_answer`, which it calls
-on its own thread (the thread that called it, where the event loop runs) for
-each answer the moment the model finished it, one at a time. The caller logs
-there, so SQLite is only ever touched from one thread, in short writes, and an
-answer is never logged before it is complete.
-
-Every request streams in a daemon thread of its own: a synchronous model
-directly, a model llm has in an async form (`llm.get_async_model`) on an event
-loop of its own in that thread. So a model that blocks (an async plugin that
-sleeps or reads a socket without awaiting) stalls only itself: the other
-requests go on and `timeout` still ends it; and an abandoned request (a
-timeout, Ctrl-C) never keeps the process alive. A semaphore caps how many
-run at a time (`parallel`). A failure (an unknown model, a missing key, an
-error mid-stream, a timeout, even a model that raises `SystemExit`) ends
-only its own request. The first Ctrl-C stops the requests still running and
-keeps what completed; a second one goes to whoever handled Ctrl-C before
-the run (the command line exits at once; elsewhere it is Python's
-`KeyboardInterrupt`).
-
-llm is imported only when requests run: convgraph reads without it.
-"""
+Every request streams in a daemon thread of its own (an async model on its
+own loop there), so a model that blocks stalls only itself and an abandoned
+request never keeps the process alive. A failure (unknown model, missing key,
+error mid-stream, timeout, even `SystemExit`) ends only its own request. The
+first Ctrl-C stops what runs and keeps what completed; a second goes to the
+handler from before. llm is imported only when requests run."""
 
 from __future__ import annotations
 
@@ -33,7 +19,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 #: The states of a request, in the order they happen.
 WAITING, STREAMING, DONE, FAILED, STOPPED = (
@@ -53,8 +41,7 @@ UNKNOWN_MODEL_HINT = "(`llm models` lists the models llm knows)"
 
 @dataclass(frozen=True)
 class Request:
-    """One model call: the model, which try of it this is, and what it is
-    given (the history as llm messages, then the prompt)."""
+    """One model call: the model, which try, and the history and prompt given."""
 
     model_id: str
     attempt: int
@@ -81,8 +68,7 @@ class Job:
     unknown_model: bool = False
     #: What `on_answer` returned for the answer (the logged node).
     result: Any = None
-    #: The answer's chunks as they came: `text` joins them. A list, since
-    #: adding to a string per chunk copies the whole answer every time.
+    #: The answer's chunks: adding to a string would copy it every chunk.
     pieces: list[str] = field(default_factory=list, repr=False)
 
     @property
@@ -116,8 +102,7 @@ class Outcome:
 
 
 def job_labels(requests: Sequence[Request]) -> list[str]:
-    """What each request is called in messages: its model id, followed by
-    `#N` when the same model is asked more than once."""
+    """Each request's name in messages: its model id, `#N` where asked again."""
     counts: dict[str, int] = {}
     for request in requests:
         counts[request.model_id] = counts.get(request.model_id, 0) + 1
@@ -137,32 +122,14 @@ def run_requests(
     timeout: float | None = None,
     on_change: Callable[[list[Job]], None] | None = None,
 ) -> Outcome:
-    """Run the requests concurrently; call `on_answer(job, response)` for each
-    completed answer, on this thread, as it completes.
+    """Run the requests concurrently; call `on_answer(job, response)` on this
+    thread for each completed answer (its return is `job.result`; its exception
+    fails the job).
 
-    Parameters
-    ----------
-    requests
-        What to ask, in the order the results are reported.
-    on_answer
-        Called with the job and llm's finished (synchronous) `Response`; what
-        it returns is kept as `job.result`. An exception from it fails the job
-        (the answer is then lost, and the reason says so).
-    parallel
-        At most this many requests run at a time.
-    timeout
-        Seconds each request may take once started; None for no limit.
-    on_change
-        Called with every job, on this thread, whenever one changes (each
-        chunk received, so `job.text` is the answer so far) and every
-        `TICK_SECONDS` while any runs: for a live display.
-
-    Returns
-    -------
-    Outcome
-        The jobs, each done (with `result`), failed or stopped (with
-        `reason`), and whether Ctrl-C interrupted the run.
-    """
+    At most `parallel` run at a time, each for `timeout` seconds once started
+    (None: no limit); `on_change` is called with every job whenever one changes
+    and every `TICK_SECONDS`. Returns the jobs, done, failed or stopped, and
+    whether Ctrl-C interrupted the run."""
     jobs = [
         Job(request, label)
         for request, label in zip(requests, job_labels(requests), strict=True)
@@ -175,17 +142,9 @@ def run_requests(
 
 @contextlib.contextmanager
 def _first_ctrl_c_stops(runner: _Runner) -> Iterator[None]:
-    """While the run lasts, the first Ctrl-C stops it (the requests still
-    running stop, the answers logged stay) and any later one goes to the
-    handler that was there before: the command line's, which exits at once,
-    or Python's, which raises `KeyboardInterrupt`.
-
-    asyncio's own handler would raise the second `KeyboardInterrupt` inside
-    the event loop, wherever it happens to be, and asyncio then reports it
-    as a task's unhandled exception. Signals are the main thread's: a run in
-    another thread (Jupyter's, the browser's) leaves them alone, as does a
-    process that ignores Ctrl-C.
-    """
+    """While the run lasts, the first Ctrl-C stops it and a later one goes to
+    the handler from before. asyncio's own would raise inside the loop, reported
+    as a task's error. Only the main thread touches signals."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -210,10 +169,9 @@ def _first_ctrl_c_stops(runner: _Runner) -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
 
 
-def outside_event_loop(function: Callable[[], Any]) -> Any:
-    """Call `function` here, or, where an event loop already runs in this
-    thread (Jupyter), in a thread of its own, so that it can run its own loop.
-    Its result, or its exception, comes back either way."""
+def outside_event_loop(function: Callable[[], _T]) -> _T:
+    """Call `function` here, or in a thread of its own where a loop already runs
+    in this one (Jupyter); its result or exception comes back either way."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -231,7 +189,8 @@ def outside_event_loop(function: Callable[[], Any]) -> Any:
     thread.join()
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["value"]
+    value: _T = outcome["value"]
+    return value
 
 
 class _Runner:
@@ -256,8 +215,7 @@ class _Runner:
         self.stopped = False
 
     def stop(self) -> bool:
-        """Ctrl-C (from the signal handler): stop the run; False when it was
-        stopped already."""
+        """Ctrl-C: stop the run; False when stopped already."""
         if self.stopped:
             return False
         self.stopped = True
@@ -288,8 +246,7 @@ class _Runner:
         try:
             await asyncio.gather(*tasks)
         except asyncio.CancelledError:
-            # Ctrl-C: asyncio.run cancels this task, gather cancels the jobs,
-            # each marks itself stopped; what was logged stays logged.
+            # Ctrl-C: the jobs are cancelled; what was logged stays.
             interrupted = True
             await asyncio.gather(*tasks, return_exceptions=True)
         finally:
@@ -331,16 +288,14 @@ class _Runner:
             self.fail(job, _reason(error))
             return
         if error is not None:
-            # Whatever the model raised in its thread, a SystemExit too, is
-            # this request's failure alone.
+            # Whatever the model raised, a SystemExit too, fails this one alone.
             self.fail(job, _reason(error))
             return
         job.input_tokens = response.input_tokens
         job.output_tokens = response.output_tokens
         job.ended = time.monotonic()
         try:
-            # On this thread, with no await inside: the first Ctrl-C, which
-            # only asks the loop to stop, cannot cut a write.
+            # No await inside: the first Ctrl-C cannot cut a write.
             job.result = self.on_answer(job, response)
         except Exception as error:
             self.fail(job, f"answered, but the answer was not logged: {error}")
@@ -353,8 +308,7 @@ class _Runner:
         self.changed()
 
     def model(self, job: Job) -> tuple[Any, bool] | None:
-        """The job's model and whether it is async, or None (the job failed)
-        when llm knows no such model."""
+        """The job's model and whether it is async, or None where llm has none."""
         model_id = job.request.model_id
         if model_id not in self.models:
             self.models[model_id] = _resolve(model_id)
@@ -368,18 +322,13 @@ class _Runner:
     async def answer(
         self, job: Job, model: Any, is_async: bool, cancel: _Cancel
     ) -> tuple[Any, BaseException | None]:
-        """The request's finished answer, streamed in a thread of its own,
-        or what the model raised instead: `(response, None)` or
-        `(None, error)`.
-
-        The threads start one at a time, each once the one before has begun
-        its answer (llm takes a response's time then, before the model is
-        called), so that the answers' times follow the order asked, as on
-        one event loop: the last asked is the last logged of answers that
-        come together, and the branch `llm -c` goes on from."""
+        """The finished answer, streamed in a thread of its own: `(response, None)`
+        or `(None, error)`. Threads start one at a time, each once the one before has
+        begun (llm takes the time then), so answers' times follow the order asked."""
         loop = asyncio.get_running_loop()
         started: asyncio.Future[Any] = loop.create_future()
-        finished: asyncio.Future[Any] = loop.create_future()
+        finished: asyncio.Future[tuple[Any, BaseException | None]]
+        finished = loop.create_future()
         async with self.starting:
             threading.Thread(
                 target=self.stream_in_thread,
@@ -405,8 +354,8 @@ class _Runner:
         finished: asyncio.Future[Any],
         cancel: _Cancel,
     ) -> None:
-        """Stream the answer; runs in the request's own thread. What the
-        model raises goes back as the request's value (`_settle`)."""
+        """Stream the answer in the request's thread; what the model raises is the
+        request's value (`_settle`)."""
         try:
             if is_async:
                 response = asyncio.run(self.stream_async(job, model, started, cancel))
@@ -430,15 +379,13 @@ class _Runner:
         started: asyncio.Future[Any],
         cancel: _Cancel,
     ) -> Any:
-        """An async model's answer, on an event loop of this thread's own, so
-        that a model blocking its loop blocks no other request."""
+        """An async model's answer, on this thread's own event loop."""
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
         assert task is not None
         cancel.on_set(lambda: loop.call_soon_threadsafe(task.cancel))
         response = _prompt(model, job.request)
-        # aiter() once: llm takes the response's time there, and a second
-        # `async for` would take it again.
+        # aiter() once: llm takes the response's time there.
         chunks = aiter(response)
         self.from_thread(_settle, started, None, None)
         while True:
@@ -458,9 +405,8 @@ class _Runner:
 
 
 class _Cancel:
-    """A request abandoned (a timeout, Ctrl-C, its own failure): a flag its
-    thread reads between chunks, and what to do at once when it is set (an
-    async model's task cancelled on its own loop)."""
+    """A request abandoned: a flag its thread reads between chunks, and what to
+    do at once when set (an async task cancelled on its loop)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -488,10 +434,8 @@ class _Cancel:
 
 
 def _not_an_interrupt(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """asyncio's report of a task's unhandled error, but for Ctrl-C: a
-    second Ctrl-C raised inside the loop (Python's `KeyboardInterrupt`, the
-    command line's `SystemExit`) is the caller's, not an error of the task
-    it happened to cut."""
+    """asyncio's report of a task's error, but for a second Ctrl-C raised inside
+    the loop, which is the caller's."""
     if isinstance(context.get("exception"), KeyboardInterrupt | SystemExit):
         return
     loop.default_exception_handler(context)
@@ -500,9 +444,8 @@ def _not_an_interrupt(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) 
 def _settle(
     future: asyncio.Future[Any], value: Any, error: BaseException | None
 ) -> None:
-    """Hand a thread's answer, or what the model raised, to the loop: as a
-    value, so that no exception of a model's (a SystemExit) is ever raised
-    in the loop, where asyncio would end the whole run with it."""
+    """Hand a thread's answer or exception to the loop as a value, so no model's
+    SystemExit is raised in the loop."""
     if not future.done():
         future.set_result((value, error))
 
@@ -517,8 +460,7 @@ def _prompt(model: Any, request: Request) -> Any:
 
 
 def _resolve(model_id: str) -> tuple[Any, bool] | str:
-    """llm's model for an id or alias, async where the plugin has one, or the
-    reason there is none."""
+    """llm's model for an id or alias, async where possible, or why there is none."""
     import llm
 
     try:
@@ -532,12 +474,8 @@ def _resolve(model_id: str) -> tuple[Any, bool] | str:
 
 
 def _reason(error: BaseException) -> str:
-    """An exception as one line: its message, else its type's name; the
-    type's name first for what is no `Exception` (a model's `SystemExit`).
-
-    >>> _reason(ValueError("no key  found")), _reason(SystemExit(3))
-    ('no key found', 'SystemExit: 3')
-    """
+    """An exception as one line: its message, else its type's name; the type
+    first for what is no `Exception`."""
     text = " ".join(str(error).split())
     if not isinstance(error, Exception):
         return f"{type(error).__name__}: {text}" if text else type(error).__name__

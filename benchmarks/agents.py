@@ -19,11 +19,11 @@ not the story; memory independent of the number of sessions is read from
 the peaks at the two sizes (the growth table's memory factor per 10x), and
 the in-process read's own working memory is the figure ``MB above setup``.
 
-Then a table of the real session files under `tests/data/agents/home`
-(other tools' fixtures, `tests/data/agents/README.md`): for each file, what
-convgraph reads (nodes, prompts, tool calls and results, subagent prompts)
-beside what an independent reader written from the formats counts
-(`tests/agent_counts.py`), printed by `real_files_table`.
+Then a table of the real session files under `tests/data/agents`
+(`tests/data/agents/README.md`): for each file, what convgraph reads
+(prompts, tool calls and results) beside what an independent reader written
+from the formats counts (`tests/agents_reference.py`), printed by
+`real_files_table`.
 """
 
 from __future__ import annotations
@@ -302,40 +302,33 @@ def agent_rows(sizes: list[int], options: suite.Options) -> list[Row]:
 
 
 #: The real files' counts, as the table shows them (convgraph / independent).
-COUNTED = ("prompts", "tool calls", "tool results", "subagent prompts")
+COUNTED = ("prompts", "tool calls", "tool results")
 
 
 def real_files_table() -> list[str]:
-    """The real session files of `tests/data/agents/home`, each read alone:
-    convgraph's nodes, and its prompts, tool calls, tool results and
-    subagents' prompts beside the independent reader's counts (written
-    from the formats in `tests/test_agents_real.py`), as lines of a table."""
-    from tests.test_agents_real import (
-        FILES,
-        HOME,
-        convgraph_counts,
-        independent_counts,
-    )
+    """The real session files of `tests/data/agents`, each read alone:
+    convgraph's prompts, tool calls and tool results beside the counts of
+    `tests/agents_reference.py` (written from the formats), as lines of a
+    table."""
+    from tests.agents_reference import count
+    from tests.test_agents_real import DATA, FILES, convgraph_counts
 
-    header = ["file", "read", "nodes", *(f"{name} (ours/theirs)" for name in COUNTED)]
+    header = ["file", "read", *(f"{name} (ours/theirs)" for name in COUNTED)]
     rows = []
     equal = 0
-    for path, files in FILES.items():
+    for path in FILES:
         try:
-            ours, _ = convgraph_counts(path)
-            read = "yes"
+            ours, read = convgraph_counts(path), "yes"
         except Exception as error:  # noqa: BLE001 (the table says what failed)
-            ours, read = {}, f"no: {error}"
-        theirs = independent_counts(files)
-        same = all(ours.get(name, 0) == theirs[name] for name in COUNTED)
-        equal += same and read == "yes"
-        name = str(path.relative_to(HOME))
+            ours, read = (0, 0, 0), f"no: {error}"
+        theirs = count(path).triple()
+        equal += ours == theirs and read == "yes"
+        name = str(path.relative_to(DATA))
         rows.append(
             [
                 name if len(name) <= 60 else name[:28] + "…" + name[-31:],
-                read,
-                str(ours.get("nodes", 0)),
-                *(f"{ours.get(n, 0)}/{theirs[n]}" for n in COUNTED),
+                read[:60],
+                *(f"{a}/{b}" for a, b in zip(ours, theirs, strict=True)),
             ]
         )
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import convgraph
 from convgraph.analysis.stats import conversation_table
 from convgraph.browse import count_conversations, list_conversations
 from convgraph.browse.listing import SHAPES_COMMAND
@@ -151,7 +152,7 @@ def test_a_wide_character_prompt_widens_the_tree_to_its_cells(tmp_path):
 
 
 def test_list_names_come_from_the_small_tables_and_calls_from_one_scan(seed_db):
-    with open_logs(seed_db) as logs:
+    with convgraph.open(seed_db) as logs:
         names = [(r.tree_id, r.nodes, r.counted) for r in list_conversations(logs)]
         scanned = [(r.tree_id, r.nodes, r.counted) for r in count_conversations(logs)]
     # Newest conversation first, the figures not read yet.
@@ -172,7 +173,7 @@ def test_list_names_come_from_the_small_tables_and_calls_from_one_scan(seed_db):
 
 
 def test_list_of_a_message_store_counts_forks_in_their_tree(llm_fork_db):
-    with open_logs(llm_fork_db["path"]) as logs:
+    with convgraph.open(llm_fork_db["path"]) as logs:
         rows = count_conversations(logs)
     assert [(row.tree_id, row.nodes, row.models) for row in rows] == [
         (llm_fork_db["thread"], 5, ["echo"])
@@ -199,7 +200,7 @@ def test_the_list_counts_a_tool_chain_as_stats_does(tmp_path):
     ):
         stats = json.loads(run("stats", "--db", db, "--json").stdout)
         assert {row["tree_id"]: row["nodes"] for row in stats} == nodes
-        with open_logs(db) as logs:
+        with convgraph.open(db) as logs:
             scanned = count_conversations(logs)
         assert {row.tree_id: row.nodes for row in scanned} == calls
         assert not any(row.counted for row in scanned)

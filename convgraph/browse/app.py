@@ -195,7 +195,7 @@ class BrowseApp(App[None]):
         figures = self.figures.get(row.tree_id)
         return row if figures is None else figures.on(row)
 
-    def tree_opened(self, graph: nx.DiGraph) -> None:
+    def tree_opened(self, graph: nx.DiGraph[str]) -> None:
         """A tree read in full gives its list row's figures at once."""
         from convgraph.analysis.stats import summary
 

@@ -257,7 +257,7 @@ class ConversationList(Vertical):
         self.entries = entries
         ids = [row.tree_id for row in self.shown]
         if cursor in entries:
-            row = entries.index(cursor)  # type: ignore[arg-type]
+            row = entries.index(cursor)
         else:
             row = ids.index(current) if current in ids else 0
         self.query_one(ConversationTable).set_lines(lines, row, marks)

@@ -102,7 +102,7 @@ class DetailsPane(VerticalScroll):
         self.query_one("#details-body", Static).update(rendered(blocks))
         self.scroll_home(animate=False)
 
-    def show_node(self, graph: nx.DiGraph, node: str) -> None:
+    def show_node(self, graph: nx.DiGraph[str], node: str) -> None:
         """The node's header and texts."""
         self.show(*node_view(graph, node, self.reasoning_open))
 
@@ -278,7 +278,7 @@ def transcript_view(markdown: str) -> str:
 
 
 def node_view(
-    graph: nx.DiGraph, node: str, reasoning_open: bool = False
+    graph: nx.DiGraph[str], node: str, reasoning_open: bool = False
 ) -> tuple[str, list[Block]]:
     """The title and the body's blocks that show one node: its facts, note,
     system prompt, prompt, run (`run_blocks`) and response."""
@@ -427,9 +427,10 @@ def _literal(value: object) -> str:
 def _json(value: Any) -> str:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            parsed = json.loads(value)
         except ValueError:
             return value
+        value = parsed
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 

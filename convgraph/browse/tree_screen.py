@@ -163,7 +163,7 @@ class ConversationScreen(Screen[None]):
         self.tree_id = tree_id
         #: The node to open at (a search's hit), else where the user left it.
         self.start_node = node
-        self.graph: nx.DiGraph | None = None
+        self.graph: nx.DiGraph[str] | None = None
         self.hits: list[str] = []
         self.query_text = ""
         self._details_timer: Any = None
@@ -189,7 +189,7 @@ class ConversationScreen(Screen[None]):
     def browser(self) -> BrowseApp:
         return cast("BrowseApp", self.app)
 
-    def read_tree(self) -> nx.DiGraph:
+    def read_tree(self) -> nx.DiGraph[str]:
         """This tree read alone, through a handle of this thread's own."""
         with self.browser.logs.reopen() as logs:
             return logs.tree(self.tree_id)
@@ -224,7 +224,7 @@ class ConversationScreen(Screen[None]):
         """One line in the status bar."""
         self.query_one("#status", Static).update(terminal_text(message))
 
-    def show_tree(self, graph: nx.DiGraph, node: str | None = None) -> None:
+    def show_tree(self, graph: nx.DiGraph[str], node: str | None = None) -> None:
         """Draw a freshly read tree, the cursor on `node` (or the first root)."""
         if not self.is_attached:  # the user left before the read ended
             return

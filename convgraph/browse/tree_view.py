@@ -85,7 +85,7 @@ class TreeView(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.graph: nx.DiGraph | None = None
+        self.graph: nx.DiGraph[str] | None = None
         self.node: str | None = None
         self.mark: str | None = None
         self.collapsed: set[str] = set()
@@ -113,7 +113,7 @@ class TreeView(ScrollView, can_focus=True):
 
     # -- the drawing ------------------------------------------------------
 
-    def show(self, graph: nx.DiGraph, node: str | None = None) -> None:
+    def show(self, graph: nx.DiGraph[str], node: str | None = None) -> None:
         """Draw `graph` and put the cursor on `node` (the first root when
         None)."""
         self.graph = graph
@@ -433,7 +433,7 @@ def _without_id(node: str | None, line: str) -> str:
 
 
 def _subtree_extents(
-    graph: nx.DiGraph, order: list[str], lines: list[DrawnLine]
+    graph: nx.DiGraph[str], order: list[str], lines: list[DrawnLine]
 ) -> tuple[dict[str, int], dict[str, int]]:
     """How many lines each node's subtree takes (itself and its calls
     included), and how many nodes it holds, from the leaves up in one pass

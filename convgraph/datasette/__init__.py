@@ -22,9 +22,9 @@ pandas or networkx: the pages do, when asked.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from datasette import hookimpl
+from datasette import hookimpl as datasette_hook
 from datasette.utils import tilde_encode
 from markupsafe import Markup, escape
 
@@ -42,6 +42,14 @@ from convgraph.datasette.pages import (
 
 if TYPE_CHECKING:
     from datasette.app import Datasette
+
+Hook = TypeVar("Hook", bound=Callable[..., Any])
+
+
+def hookimpl(function: Hook) -> Hook:
+    """Datasette's `hookimpl`, which marks `function` and returns it, typed."""
+    return cast(Hook, datasette_hook(function))
+
 
 #: The cells of llm's tables that name a node or a conversation, by (table,
 #: column): each links to the tree it is in. A table page draws its primary

@@ -88,16 +88,14 @@ def is_llm_file(path: Path) -> bool:
     """Whether convgraph reads `path` as llm's `logs.db` (any generation):
     an SQLite file holding llm's `responses` table or its message store.
     Blocking: opens the file read-only."""
-    from convgraph.sources import LogDatabase, open_logs
+    from convgraph.logs import Logs
 
     state = signature(path)
     try:
-        source = open_logs(path)
+        with Logs(path) as logs:
+            answer = logs.source.conn is not None
     except ConvgraphError:
         answer = False
-    else:
-        with source:
-            answer = isinstance(source, LogDatabase)
     with _lock:
         _llm_files[path] = (state, answer)
     return answer

@@ -34,7 +34,7 @@ FOREST_CLASS = ("convgraph.model.forest", "Forest")
 SVG, HTML = "image/svg+xml", "text/html"
 
 
-def tree_svg_shown(tree: nx.DiGraph) -> str | None:
+def tree_svg_shown(tree: nx.DiGraph[str]) -> str | None:
     """The SVG a notebook shows for `tree`, or None where it shows the text
     tree instead (`convgraph.jupyter.tree_view.shown_svg`)."""
     from convgraph.jupyter.tree_view import shown_svg
@@ -42,7 +42,7 @@ def tree_svg_shown(tree: nx.DiGraph) -> str | None:
     return shown_svg(tree)
 
 
-def tree_html_shown(tree: nx.DiGraph) -> str | None:
+def tree_html_shown(tree: nx.DiGraph[str]) -> str | None:
     """The HTML a notebook shows for `tree`, or None where it shows the SVG
     instead (`convgraph.jupyter.tree_view.shown_html`)."""
     from convgraph.jupyter.tree_view import shown_html

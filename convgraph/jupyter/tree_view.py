@@ -36,13 +36,13 @@ def graphviz_available() -> bool:
     return shutil.which("dot") is not None
 
 
-def draws_as_svg(tree: nx.DiGraph) -> bool:
+def draws_as_svg(tree: nx.DiGraph[str]) -> bool:
     """Whether the notebook shows `tree` as a Graphviz picture (dot is
     installed and the tree is small enough) rather than as text."""
     return 0 < tree.number_of_nodes() <= SVG_NODE_LIMIT and graphviz_available()
 
 
-def tree_svg(tree: nx.DiGraph) -> str:
+def tree_svg(tree: nx.DiGraph[str]) -> str:
     """The tree drawn by Graphviz from its DOT export, as SVG text.
 
     Raises
@@ -71,7 +71,7 @@ def tree_svg(tree: nx.DiGraph) -> str:
     return svg_references_fixed(done.stdout.decode("utf-8"))
 
 
-def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
+def tree_text_html(tree: nx.DiGraph[str], line_limit: int = HTML_LINE_LIMIT) -> str:
     """The text tree of `convgraph.present.text_tree`, escaped, in an HTML `<pre>`,
     under the conversation's id and name; a tree longer than `line_limit`
     lines says how many nodes are left out."""
@@ -91,7 +91,7 @@ def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
     return f'<div class="convgraph-tree"><p>{title}</p><pre>{body}</pre>{more}</div>'
 
 
-def shown_svg(tree: nx.DiGraph) -> str | None:
+def shown_svg(tree: nx.DiGraph[str]) -> str | None:
     """The SVG a notebook shows for `tree` (`tree_svg`), or None where it
     shows the text tree instead: Graphviz missing, the tree empty or too
     big (`draws_as_svg`), or `dot` failing or too slow (IPython then shows
@@ -104,7 +104,7 @@ def shown_svg(tree: nx.DiGraph) -> str | None:
         return None
 
 
-def shown_html(tree: nx.DiGraph) -> str | None:
+def shown_html(tree: nx.DiGraph[str]) -> str | None:
     """The text tree a notebook shows for `tree` (`tree_text_html`), or
     None where it shows the SVG instead (`draws_as_svg`): one picture, not
     two."""

@@ -1,13 +1,6 @@
-"""The browser's conversation list, read cheaply first and precisely later.
-
-`convgraph browse` must show its list at once, even on a million-response
-`logs.db`: the names come from the file's small tables (`Logs.tree_names`),
-then the calls, times and models from one aggregate query a generation
-(`Logs.tree_counts`). The figures that need the forest's rules (nodes, since
-a tool chain's calls are one node; leaves, depth) come later from
-`structure_figures`, by the rules of `convgraph stats`, and from each tree
-the user opens. Nothing here writes.
-"""
+"""The browser's conversation list: at once from the file's small tables
+(`Logs.tree_names`, then `Logs.tree_counts`), however big the file; the
+figures that need the forest's rules later (`structure_figures`)."""
 
 from __future__ import annotations
 
@@ -23,13 +16,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class ConversationRow:
-    """One line of the conversation list.
-
-    `leaves` and `max_depth` are None until the structure is read. `counted`
-    is False while `nodes` is not the node count yet: 0 while only the names
-    are read, then for an llm database the calls logged (an upper bound)
-    until `TreeFigures` give the count.
-    """
+    """One line of the conversation list. `counted` is False while `nodes`
+    is not the node count yet (0, or the calls logged, an upper bound)."""
 
     tree_id: str
     name: str | None
@@ -38,8 +26,7 @@ class ConversationRow:
     models: list[str] = field(default_factory=list)
     leaves: int | None = None
     max_depth: int | None = None
-    #: The share of the tree's tokens spent on abandoned branches
-    #: (`abandoned_share`), None until read or where no node has tokens.
+    #: `abandoned_share`, None until read or where no node has tokens.
     abandoned_share: float | None = None
     counted: bool = True
 
@@ -77,8 +64,8 @@ class TreeFigures:
 
 
 def list_conversations(logs: Logs) -> list[ConversationRow]:
-    """Every named tree, newest first, from the file's small tables alone;
-    no rows where it has none (a chat export, agents' sessions)."""
+    """Every named tree, newest first, from the file's small tables; none
+    where it has none."""
     return [
         ConversationRow(tree_id, name, 0, None, counted=False)
         for tree_id, name in logs.tree_names() or []
@@ -86,12 +73,9 @@ def list_conversations(logs: Logs) -> list[ConversationRow]:
 
 
 def count_conversations(logs: Logs) -> list[ConversationRow]:
-    """Every tree with its last time and models, newest first.
-
-    An llm database answers with the calls logged (not `counted`: a tool
-    chain's calls are one node) without reading any tree; any other file
-    is read as a table without texts, each node counted.
-    """
+    """Every tree with its last time and models, newest first: the calls
+    logged where the file tells them without reading a tree (not
+    `counted`), else the nodes of its table."""
     counts = logs.tree_counts()
     if counts is None:
         return _table_rows(logs.forest(text=False))
@@ -109,8 +93,7 @@ def _recent_first(rows: Iterable[ConversationRow]) -> list[ConversationRow]:
 
 
 def _table_rows(forest: Forest) -> list[ConversationRow]:
-    """Each tree's nodes, last time and models from the forest's table; a
-    conversation of 0 nodes (an export's, where nothing was said) too."""
+    """Each tree's nodes, last time and models; a tree of 0 nodes too."""
     rows = {
         tree_id: ConversationRow(tree_id, name, 0, None, [])
         for tree_id, name in forest.names.items()
@@ -178,9 +161,8 @@ APART_ABOVE_NODES = 50_000
 
 
 def main(arguments: list[str]) -> int:
-    """`structure_figures` of the file `arguments[0]` as JSON on stdout
-    (`figures_from_json`), or the one-line error on stderr and exit status
-    2: `SHAPES_COMMAND`, which the browser runs in a process of its own."""
+    """`SHAPES_COMMAND`: the `structure_figures` of the file `arguments[0]`
+    as JSON on stdout, or a one-line error on stderr and exit status 2."""
     import json
     import sys
 
@@ -202,6 +184,5 @@ def main(arguments: list[str]) -> int:
     return 0
 
 
-#: The Python code that runs `main` in a process of its own (the database's
-#: path follows it as an argument).
+#: `main` in a process of its own (the file's path follows as an argument).
 SHAPES_COMMAND = "import sys; from convgraph.browse.listing import main; sys.exit(main(sys.argv[1:]))"

@@ -1176,3 +1176,33 @@ def test_stored_escapes_and_markup_show_as_text(tmp_path):
         )
 
     drive(db, scenario)
+
+
+def test_the_browser_reads_through_the_handle_it_is_given():
+    """`BrowseApp(logs)` reads the open `convgraph.open` handle (each thread
+    through its own `Logs.reopen`) and leaves it open for its caller."""
+    import asyncio
+
+    from convgraph.browse import BrowseApp
+    from tests.tui import settle
+
+    db = EXAMPLES / "logs.db"
+
+    async def main(logs: convgraph.Logs) -> list[str | None]:
+        app = BrowseApp(logs)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(app, pilot)
+            await pilot.press("enter")
+            await settle(app, pilot)
+            assert app.screen.tree.node == "01jb0sd00root0000000000000"
+            return [row.name for row in app.conversations.shown]
+
+    with convgraph.open(db) as logs:
+        names = asyncio.run(main(logs))
+        assert len(logs.tree_ids()) == 4  # still open
+    assert names == [
+        "Starting a sourdough starter",
+        "Good morning, translated",
+        "How hash maps work",
+        "Autumn haiku",
+    ]

@@ -127,6 +127,24 @@ class Logs:
 
         return search(self.source, query, **options)
 
+    def reopen(self) -> Logs:
+        """The same file opened again as a handle of its own, for another
+        thread (SQLite's connection serves only the thread that made it)."""
+        return Logs(self.source.path)
+
+    def tree_names(self) -> list[tuple[str, str | None]] | None:
+        """Every named tree's id and name, newest first, from the file's
+        small tables (`Source.tree_names`); None where it has none."""
+        return self.source.tree_names()
+
+    def tree_counts(
+        self,
+    ) -> list[tuple[str, str | None, int, str | None, list[str]]] | None:
+        """Every tree's id, name, calls logged, last time and models,
+        without reading any tree (`Source.tree_counts`); None where only
+        the forest tells."""
+        return self.source.tree_counts()
+
 
 def open(path: str | os.PathLike[str] | None = None) -> Logs:
     """Open a file of conversations read-only: llm's `logs.db` (its own

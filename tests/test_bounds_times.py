@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import convgraph
 from convgraph.browse.listing import trees_in
 from convgraph.cli.filters import make_filter
 from tests.databases import LlmLog
@@ -95,7 +96,9 @@ def test_every_command_keeps_the_same_trees(
     hits = json.loads(run("search", "edge", "--db", db, "--json", *options).stdout)
     assert names_of({hit["tree_id"] for hit in hits}, trees) == expected
     where = make_filter(*_bounds(options))
-    assert names_of(trees_in(db, where), trees) == expected
+    with convgraph.open(db) as logs:
+        kept = trees_in(logs.forest(text=False), where)
+    assert names_of(kept, trees) == expected
 
 
 def _bounds(options: tuple[str, ...]) -> tuple[str | None, str | None]:

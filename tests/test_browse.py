@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import convgraph
 from convgraph.analysis.stats import conversation_table
 from convgraph.browse import count_conversations, list_conversations
 from convgraph.browse.listing import SHAPES_COMMAND
@@ -151,7 +152,7 @@ def test_a_wide_character_prompt_widens_the_tree_to_its_cells(tmp_path):
 
 
 def test_list_names_come_from_the_small_tables_and_calls_from_one_scan(seed_db):
-    with open_logs(seed_db) as logs:
+    with convgraph.open(seed_db) as logs:
         names = [(r.tree_id, r.nodes, r.counted) for r in list_conversations(logs)]
         scanned = [(r.tree_id, r.nodes, r.counted) for r in count_conversations(logs)]
     # Newest conversation first, the figures not read yet.
@@ -172,7 +173,7 @@ def test_list_names_come_from_the_small_tables_and_calls_from_one_scan(seed_db):
 
 
 def test_list_of_a_message_store_counts_forks_in_their_tree(llm_fork_db):
-    with open_logs(llm_fork_db["path"]) as logs:
+    with convgraph.open(llm_fork_db["path"]) as logs:
         rows = count_conversations(logs)
     assert [(row.tree_id, row.nodes, row.models) for row in rows] == [
         (llm_fork_db["thread"], 5, ["echo"])
@@ -199,7 +200,7 @@ def test_the_list_counts_a_tool_chain_as_stats_does(tmp_path):
     ):
         stats = json.loads(run("stats", "--db", db, "--json").stdout)
         assert {row["tree_id"]: row["nodes"] for row in stats} == nodes
-        with open_logs(db) as logs:
+        with convgraph.open(db) as logs:
             scanned = count_conversations(logs)
         assert {row.tree_id: row.nodes for row in scanned} == calls
         assert not any(row.counted for row in scanned)
@@ -1175,3 +1176,33 @@ def test_stored_escapes_and_markup_show_as_text(tmp_path):
         )
 
     drive(db, scenario)
+
+
+def test_the_browser_reads_through_the_handle_it_is_given():
+    """`BrowseApp(logs)` reads the open `convgraph.open` handle (each thread
+    through its own `Logs.reopen`) and leaves it open for its caller."""
+    import asyncio
+
+    from convgraph.browse import BrowseApp
+    from tests.tui import settle
+
+    db = EXAMPLES / "logs.db"
+
+    async def main(logs: convgraph.Logs) -> list[str | None]:
+        app = BrowseApp(logs)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(app, pilot)
+            await pilot.press("enter")
+            await settle(app, pilot)
+            assert app.screen.tree.node == "01jb0sd00root0000000000000"
+            return [row.name for row in app.conversations.shown]
+
+    with convgraph.open(db) as logs:
+        names = asyncio.run(main(logs))
+        assert len(logs.tree_ids()) == 4  # still open
+    assert names == [
+        "Starting a sourdough starter",
+        "Good morning, translated",
+        "How hash maps work",
+        "Autumn haiku",
+    ]

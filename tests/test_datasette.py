@@ -618,3 +618,15 @@ def test_ids_that_are_no_plain_words_travel_tilde_encoded(tmp_path: Path) -> Non
     )
     row = document(get(datasette, "/odd/responses/n~2F1"))
     assert tree_links(row, "id") == ["/-/convgraph/odd/n~2F1"]
+
+
+def test_a_statistic_shows_as_the_page_writes_it() -> None:
+    from convgraph.datasette.pages import shown
+
+    assert [shown(v) for v in (12345, 1.25, ["echo", "gpt-4o"], None)] == [
+        "12,345",
+        "1.25",
+        "echo, gpt-4o",
+        "",
+    ]
+    assert shown("2025-09-27T09:01:00+00:00") == "2025-09-27 09:01:00"

@@ -2,23 +2,18 @@
 
 Two screens. The list (`ConversationList`) shows at once from the small
 tables of names, then fills in each tree's figures from background reads
-(`convgraph.browse.listing`); `/` there filters it and, when asked, searches
-every conversation's content (`convgraph.analysis.search`, off the
-interface's thread). Opening a conversation, or a hit, shows its screen
-(`convgraph.browse.tree_screen`), which reads that tree alone. The file is
-opened read-only for every read; only the write keys write, through the
-store. Branching says why it cannot where the source is an export or a file
-the user may not write (`write_refusal`); notes follow the library, which
-keeps a chat export's notes in a file beside it. A time, model or source
-filter (`where`) keeps the conversations of which any node matches
-(`listing.trees_in`), in the list and in its content search alike.
+(`convgraph.browse.listing`); `/` there filters it and searches every
+conversation's content. Opening a conversation, or a hit, shows its screen
+(`convgraph.browse.tree_screen`), which reads that tree alone. Every read
+asks the app's `Logs` (read-only), each thread through a handle of its own
+(`Logs.reopen`: SQLite's connection serves one thread); only the write keys
+write, through the store. A time, model or source filter (`where`) keeps
+the conversations of which any node matches, in the list and its search.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -40,28 +35,25 @@ from convgraph.browse.listing import (
 )
 from convgraph.browse.tree_screen import ConversationScreen
 from convgraph.errors import ConvgraphError
+from convgraph.logs import Logs
 from convgraph.text import counted, terminal_text
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from convgraph.model.filters import TreeFilter
-    from convgraph.sources import Source
 
 #: The most hits a search of every conversation's content lists.
 SEARCH_HITS = 50
 
 
-def write_refusal(logs: Source) -> str | None:
-    """Why the write keys cannot write to this source, or None if they can.
-
-    A chat export is read-only (convgraph cannot write an app's export); an
-    llm database needs the file and its folder writable (SQLite writes its
-    journal beside the file).
-    """
-    path = Path(logs.path)
-    if getattr(logs, "conn", None) is None:
-        kind = ", ".join(logs.generations) or "chat"
+def write_refusal(logs: Logs) -> str | None:
+    """Why the write keys cannot write to this file, or None if they can:
+    an export is read-only; an llm database needs the file and its folder
+    writable (SQLite writes its journal beside the file)."""
+    path = logs.source.path
+    if logs.source.conn is None:
+        kind = ", ".join(logs.source.generations) or "chat"
         return (
             f"{path.name} is a {kind} export: convgraph reads it, it cannot write"
             f" it; convgraph import {path.name} copies it into llm's database,"
@@ -88,26 +80,34 @@ class BrowseApp(App[None]):
 
     def __init__(
         self,
-        db_path: str | os.PathLike[str] | None,
+        logs: Logs | str | os.PathLike[str] | None,
         conversation_id: str | None = None,
         model: str | None = None,
         where: TreeFilter | None = None,
     ) -> None:
+        """`logs` is the file, open (it stays the caller's to close) or
+        opened here (`convgraph.open`; llm's own for None)."""
         super().__init__()
-        from convgraph.sources import default_database_path
-
-        self.db_path = Path(db_path) if db_path is not None else default_database_path()
+        self._own = not isinstance(logs, Logs)
+        self.logs = logs if isinstance(logs, Logs) else Logs(logs)
         self.start_id = conversation_id
         self.model = model
         #: The filter the list shows the trees of (None or empty: every tree).
         self.where = where or None
         #: The trees `where` keeps, once read (None: every tree).
         self.kept: set[str] | None = None
-        self.refusal: str | None = None
+        self.refusal = write_refusal(self.logs)
         self.figures: dict[str, TreeFigures] = {}
         #: The node under the cursor when each conversation was left.
         self.cursors: dict[str, str] = {}
         self._shapes: Any = None
+
+    def on_unmount(self) -> None:
+        """Quitting ends the shape read at once, and lets go of the file."""
+        if self._shapes is not None and self._shapes.poll() is None:
+            self._shapes.terminate()
+        if self._own:
+            self.logs.close()
 
     def compose(self) -> ComposeResult:
         yield ConversationList(id="list")
@@ -130,25 +130,26 @@ class BrowseApp(App[None]):
     @work(thread=True, exclusive=True, group="list")
     def read_list(self) -> None:
         """The names at once, then each tree's figures, then its shape: each
-        step a read of its own, shown as soon as it is done."""
-        from convgraph.sources import open_logs
-
+        step shown as soon as it is read."""
         try:
-            if self.where is not None:
-                # Read first, so that no tree the filter leaves out shows.
-                self.kept = trees_in(self.db_path, self.where)
-            with open_logs(self.db_path) as logs:
-                self.refusal = write_refusal(logs)
+            with self.logs.reopen() as logs:
+                forest = None
+                if self.where is not None:
+                    # Read first, so that no tree the filter leaves out shows.
+                    forest = logs.forest(text=False)
+                    self.kept = trees_in(forest, self.where)
                 rows = list_conversations(logs)
                 if rows:
                     self.call_from_thread(self._show_rows, rows, "Counting nodes…")
                 rows = count_conversations(logs)
-            self.call_from_thread(self._show_rows, rows, "Reading tree shapes…")
-            if sum(row.nodes for row in rows) > APART_ABOVE_NODES:
-                self.figures.update(self._figures_apart())
-            else:
-                self.figures.update(structure_figures(self.db_path))
-        except (ConvgraphError, sqlite3.Error) as error:
+                self.call_from_thread(self._show_rows, rows, "Reading tree shapes…")
+                if sum(row.nodes for row in rows) > APART_ABOVE_NODES:
+                    self.figures.update(self._figures_apart())
+                else:
+                    if forest is None:
+                        forest = logs.forest(text=False)
+                    self.figures.update(structure_figures(forest))
+        except Exception as error:  # SQLite's own errors too: one line, not an exit
             self.call_from_thread(self.say, f"error: {error}")
             return
         self.call_from_thread(self._show_rows, rows, None)
@@ -160,7 +161,7 @@ class BrowseApp(App[None]):
         import sys
 
         self._shapes = subprocess.Popen(
-            [sys.executable, "-c", SHAPES_COMMAND, str(self.db_path)],
+            [sys.executable, "-c", SHAPES_COMMAND, str(self.logs.source.path)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -172,11 +173,6 @@ class BrowseApp(App[None]):
         if self._shapes.returncode != 0:  # ended by on_unmount, or killed
             return {}
         return figures_from_json(output)
-
-    def on_unmount(self) -> None:
-        """Quitting ends the shape read at once."""
-        if self._shapes is not None and self._shapes.poll() is None:
-            self._shapes.terminate()
 
     def _show_rows(self, rows: list[ConversationRow], status: str | None) -> None:
         kept = self.kept
@@ -199,7 +195,7 @@ class BrowseApp(App[None]):
         figures = self.figures.get(row.tree_id)
         return row if figures is None else figures.on(row)
 
-    def tree_opened(self, graph: nx.DiGraph) -> None:
+    def tree_opened(self, graph: nx.DiGraph[str]) -> None:
         """A tree read in full gives its list row's figures at once."""
         from convgraph.analysis.stats import summary
 
@@ -221,21 +217,19 @@ class BrowseApp(App[None]):
     ) -> None:
         from convgraph.analysis.search_index import index_path
 
-        indexing = not index_path(self.db_path).exists()
+        indexing = not index_path(self.logs.source.path).exists()
         self.conversations.searching(event.query, indexing)
         self.search_content(event.query)
 
     @work(thread=True, exclusive=True, group="search")
     def search_content(self, query: str) -> None:
         """Every conversation's nodes that hold `query`, best first
-        (`convgraph.analysis.search`, off the interface's thread: the first
-        search of a file builds its index)."""
-        from convgraph.analysis.search import search
-
+        (`Logs.search`, off the interface's thread: the first search of a
+        file builds its index)."""
         try:
-            hits = search(self.db_path, query, limit=SEARCH_HITS, where=self.where)
-        except (ConvgraphError, sqlite3.Error, OSError) as error:
-            # (OSError: an index or cache directory that cannot be made.)
+            with self.logs.reopen() as logs:
+                hits = logs.search(query, limit=SEARCH_HITS, where=self.where)
+        except Exception as error:  # SQLite's, or a cache that cannot be made
             found = f"⚠ {error}"
             self.call_from_thread(self.conversations.show_hits, query, [], found)
             return
@@ -264,14 +258,14 @@ class BrowseApp(App[None]):
 
 
 def run(
-    db_path: str | os.PathLike[str] | None,
+    logs: Logs | str | os.PathLike[str] | None,
     conversation_id: str | None = None,
     model: str | None = None,
     where: TreeFilter | None = None,
 ) -> None:
-    """Start the browser in the terminal (returns when the user quits);
-    `where` keeps the conversations a filter lets in."""
-    BrowseApp(db_path, conversation_id, model, where).run()
+    """Start the browser in the terminal on `logs` (`BrowseApp`); returns
+    when the user quits."""
+    BrowseApp(logs, conversation_id, model, where).run()
 
 
 __all__ = ["BrowseApp", "run", "write_refusal"]

@@ -1,17 +1,10 @@
 """The browser's conversation list: a filter box over a table of trees,
 and the nodes of every conversation whose content holds what was typed.
 
-The rows are `listing.ConversationRow`s. A million-response file may hold
-tens of thousands of conversations, so the table is a scrolling widget that
-formats only the rows on screen (Textual's line API), and filtering or
-filling in figures replaces a Python list, not thousands of widgets or
-cells. Typing filters by name, id or model. Below the conversations the box
-lets through, a row offers to search every conversation's content for the
-words typed (enter on it, or enter in the box when no name matches): the
-app runs `convgraph.analysis.search` and the hits follow that row, one a
-line (conversation, node, snippet, on the active path or an abandoned
-branch); enter on a hit opens its tree at its node. The search runs only
-when asked, since its first run builds the file's index.
+A file may hold tens of thousands of conversations, so the table formats
+only the rows on screen (Textual's line API). Typing filters by name, id or
+model; below, a row offers to search every conversation's content (only
+when asked: the first search builds the file's index), the hits one a line.
 """
 
 from __future__ import annotations
@@ -257,7 +250,7 @@ class ConversationList(Vertical):
         self.entries = entries
         ids = [row.tree_id for row in self.shown]
         if cursor in entries:
-            row = entries.index(cursor)  # type: ignore[arg-type]
+            row = entries.index(cursor)
         else:
             row = ids.index(current) if current in ids else 0
         self.query_one(ConversationTable).set_lines(lines, row, marks)
@@ -381,20 +374,6 @@ def hit_line(
     branch (○), and the snippet; and the spans of the words found, as
     character offsets in the line. Where the first word found would lie
     past `width` cells, the snippet starts nearer to it, after "…".
-
-    Examples
-    --------
-    >>> from convgraph.analysis.search import Hit
-    >>> hit = Hit(1, 1.0, "t1", "01jb2hm05f000000000000000", 2, False, False,
-    ...     None, None, "responses", ["response"], "faster for range queries",
-    ...     [[0, 6]])
-    >>> hit_line(hit, "How hash maps work")
-    ('How hash maps work   01jb2hm05f0… ○ faster for range queries', [[36, 42]])
-    >>> hit = Hit(1, 1.0, "t1", "n", 0, True, False, None, None, "responses",
-    ...     ["response"], "a b c d e f g h i j k l m n o p q r s t u v w x y z",
-    ...     [[48, 49]])
-    >>> hit_line(hit, "letters", width=48)
-    ('letters              n            ● …x y z', [[39, 40]])
     """
     mark = ON_PATH if hit.active else ABANDONED if hit.active is False else " "
     head = " ".join(

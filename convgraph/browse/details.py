@@ -102,7 +102,7 @@ class DetailsPane(VerticalScroll):
         self.query_one("#details-body", Static).update(rendered(blocks))
         self.scroll_home(animate=False)
 
-    def show_node(self, graph: nx.DiGraph, node: str) -> None:
+    def show_node(self, graph: nx.DiGraph[str], node: str) -> None:
         """The node's header and texts."""
         self.show(*node_view(graph, node, self.reasoning_open))
 
@@ -187,15 +187,6 @@ def markdown_kind(text: str) -> str:
     its lines (code or a poem without a fence), read `__init__` as bold, drop
     a backslash or an indented block's spaces; text that reads the same
     either way (one paragraph, or paragraphs apart) stays Markdown.
-
-    Examples
-    --------
-    >>> markdown_kind("class HashMap:\\n    def __init__(self):\\n        pass")
-    'plain'
-    >>> markdown_kind("Use `dict`:\\n\\n```python\\nd = {}\\n```")
-    'markdown'
-    >>> markdown_kind("answer to prompt complex-b")
-    'markdown'
     """
     kind = MARKDOWN
     for token in _parser().parse(text):
@@ -235,15 +226,6 @@ def transcript_view(markdown: str) -> str:
     becomes a line that names it (∴, the text tree's mark for reasoning)
     and its text quoted beneath. Only the transcript's own blocks change:
     lines inside a code fence are text, whatever they hold.
-
-    Examples
-    --------
-    >>> print(transcript_view(
-    ...     "<details>\\n<summary>Reasoning</summary>\\n\\nA *hunch*.\\n\\n</details>"
-    ... ))
-    ∴ *reasoning*
-    <BLANKLINE>
-    > A *hunch*.
     """
     shown: list[str] = []
     fence = ""  # the open fence's backticks or tildes, "" outside one
@@ -278,7 +260,7 @@ def transcript_view(markdown: str) -> str:
 
 
 def node_view(
-    graph: nx.DiGraph, node: str, reasoning_open: bool = False
+    graph: nx.DiGraph[str], node: str, reasoning_open: bool = False
 ) -> tuple[str, list[Block]]:
     """The title and the body's blocks that show one node: its facts, note,
     system prompt, prompt, run (`run_blocks`) and response."""
@@ -338,23 +320,6 @@ def run_blocks(parts: list[Part] | None, reasoning_open: bool = False) -> list[B
     folded to one line unless `reasoning_open`. Nothing for a node that is
     only its prompt and its response (the user's words are the prompt, the
     answer's are the response).
-
-    Examples
-    --------
-    >>> from convgraph.parts import tool_call, tool_result
-    >>> for kind, text in run_blocks([tool_call("shout", {"word": "tree"}, "c1"),
-    ...         tool_result("shout", "TREE", "c1")]):
-    ...     print(text)
-    ↳ **shout** called with
-    ```json
-    {
-      "word": "tree"
-    }
-    ```
-    ← **shout** gave back
-    ```
-    TREE
-    ```
     """
     if not parts or all(part.get("type") == TEXT for part in parts):
         return []
@@ -427,9 +392,10 @@ def _literal(value: object) -> str:
 def _json(value: Any) -> str:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            parsed = json.loads(value)
         except ValueError:
             return value
+        value = parsed
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 

@@ -1,7 +1,7 @@
 """`convgraph browse`'s screen of one conversation: the tree on the left,
 the details pane on the right, the keys that call the library.
 
-The screen reads its tree alone (`load_tree`, off the interface's thread)
+The screen reads its tree alone (`Logs.tree`, off the interface's thread)
 and puts the cursor on the node it was asked for (a search's hit) or where
 the user left it. The keys call the library: the tree operations to move,
 `convgraph.analysis.branch_diff` for the diff and the comparison,
@@ -16,10 +16,9 @@ data or a model ends as a message in the pane, never as a traceback.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -164,7 +163,7 @@ class ConversationScreen(Screen[None]):
         self.tree_id = tree_id
         #: The node to open at (a search's hit), else where the user left it.
         self.start_node = node
-        self.graph: nx.DiGraph | None = None
+        self.graph: nx.DiGraph[str] | None = None
         self.hits: list[str] = []
         self.query_text = ""
         self._details_timer: Any = None
@@ -184,18 +183,24 @@ class ConversationScreen(Screen[None]):
 
     def on_mount(self) -> None:
         # Reopened, the tree puts the cursor back where the user left it.
-        cursors = self.app.cursors  # type: ignore[attr-defined]
-        self.load(self.start_node or cursors.get(self.tree_id))
+        self.load(self.start_node or self.browser.cursors.get(self.tree_id))
+
+    @property
+    def browser(self) -> BrowseApp:
+        return cast("BrowseApp", self.app)
+
+    def read_tree(self) -> nx.DiGraph[str]:
+        """This tree read alone, through a handle of this thread's own."""
+        with self.browser.logs.reopen() as logs:
+            return logs.tree(self.tree_id)
 
     @work(thread=True, exclusive=True, group="tree")
     def load(self, node: str | None = None) -> None:
         """Read this tree alone (off the interface's thread) and show it,
         the cursor on `node`."""
-        from convgraph.model.loading import load_tree
-
         try:
-            graph = load_tree(self.tree_id, self.app.db_path)  # type: ignore[attr-defined]
-        except (ConvgraphError, sqlite3.Error) as error:
+            graph = self.read_tree()
+        except Exception as error:  # SQLite's own errors too: one line, not an exit
             self.app.call_from_thread(self._failed, str(error))
             return
         self.app.call_from_thread(self.show_tree, graph, node)
@@ -219,7 +224,7 @@ class ConversationScreen(Screen[None]):
         """One line in the status bar."""
         self.query_one("#status", Static).update(terminal_text(message))
 
-    def show_tree(self, graph: nx.DiGraph, node: str | None = None) -> None:
+    def show_tree(self, graph: nx.DiGraph[str], node: str | None = None) -> None:
         """Draw a freshly read tree, the cursor on `node` (or the first root)."""
         if not self.is_attached:  # the user left before the read ended
             return
@@ -230,13 +235,13 @@ class ConversationScreen(Screen[None]):
         self.tree.show(graph, node)
         self.tree.focus()
         self.say(KEY_HINTS)
-        self.app.tree_opened(graph)  # type: ignore[attr-defined]
+        self.browser.tree_opened(graph)
 
     def on_tree_view_moved(self, event: TreeView.Moved) -> None:
         """Show the node at once after a pause, else when the keys rest:
         laying out a long Markdown answer takes longer than a held key's
         repeat, and the tree must keep up with the key."""
-        self.app.cursors[self.tree_id] = event.node  # type: ignore[attr-defined]
+        self.browser.cursors[self.tree_id] = event.node
         if self._details_timer is not None:
             self._details_timer.stop()
             self._details_timer = None
@@ -390,7 +395,7 @@ class ConversationScreen(Screen[None]):
     # -- writing keys --------------------------------------------------------
 
     def _refusal(self) -> str | None:
-        return self.app.refusal  # type: ignore[attr-defined,no-any-return]
+        return self.browser.refusal
 
     def action_note(self) -> None:
         """Write the cursor's note in a box that holds the note it has; an
@@ -433,25 +438,25 @@ class ConversationScreen(Screen[None]):
             self._write_notes(node, note, preferred)
 
     def _write_notes(self, node: str, note: str | None, preferred: bool | None) -> None:
-        from convgraph.model.loading import load_tree
         from convgraph.store.notes import set_note, set_preferred
 
-        app: BrowseApp = self.app  # type: ignore[assignment]
+        app = self.browser
+        path = app.logs.source.path
         try:
             if preferred is None:
-                written = set_note(node, note, app.db_path)
+                written = set_note(node, note, path)
                 done = (
                     f"note on {node} written to {written.name}"
                     if note
                     else f"note on {node} cleared"
                 )
             else:
-                cleared = set_preferred(node, preferred, app.db_path)
+                cleared = set_preferred(node, preferred, path)
                 done = f"{node} {'preferred' if preferred else 'no longer preferred'}"
                 if cleared:
                     done += f"; unmarked {', '.join(cleared)}"
-            graph = load_tree(self.tree_id, app.db_path)
-        except (ConvgraphError, sqlite3.Error) as error:
+            graph = self.read_tree()
+        except Exception as error:  # SQLite's own errors too: one line, not an exit
             app.call_from_thread(self.show_problem, str(error))
             return
         app.call_from_thread(self.show_tree, graph, node)
@@ -491,11 +496,11 @@ class ConversationScreen(Screen[None]):
         `node`'s own prompt (`regenerate`). The pane follows the answer as it
         streams in; then the tree is read again with the new node under the
         cursor."""
-        from convgraph.model.loading import load_tree
         from convgraph.store import fan_out, regenerate
         from convgraph.store.branch import single_answer
 
-        app: BrowseApp = self.app  # type: ignore[assignment]
+        app = self.browser
+        path = app.logs.source.path
         models = [app.model] if app.model else []
         title = f"regenerating {node}…" if prompt is None else f"branching from {node}…"
         shown = [0.0]
@@ -511,15 +516,11 @@ class ConversationScreen(Screen[None]):
 
         try:
             if prompt is None:
-                result = regenerate(
-                    node, app.db_path, models=models, on_change=progress
-                )
+                result = regenerate(node, path, models=models, on_change=progress)
             else:
-                result = fan_out(
-                    node, prompt, app.db_path, models=models, on_change=progress
-                )
+                result = fan_out(node, prompt, path, models=models, on_change=progress)
             logged = single_answer(result)
-            graph = load_tree(self.tree_id, app.db_path)
+            graph = self.read_tree()
         except ConvgraphError as error:
             app.call_from_thread(self.show_problem, str(error))
             return

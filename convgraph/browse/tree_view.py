@@ -1,22 +1,12 @@
-"""The browser's conversation tree: `convgraph tree`'s drawing, one line per
-node, as a scrolling widget that renders only the lines on screen.
+"""The browser's conversation tree: `convgraph tree`'s drawing
+(`present.text_tree.drawing`, unchanged), one line a node, as a scrolling
+widget that renders only the lines on screen (Textual's line API).
 
-The lines are `convgraph.present.text_tree.drawing`, unchanged: an only
-child stands in its parent's column, so a 10,000-turn chain is 10,000 short
-lines, and the widget draws the screenful it shows (Textual's line API), not
-a widget per node. A node's tool calls are the lines under it, and several
-roots hang from the line of the conversation's start, as alternatives; the
-cursor goes from node to node over those lines. A node of the drawing is
-collapsed by hiding the lines of its subtree, which follow it in the
-drawing's depth-first order, so the guides of the lines that stay are the
-drawing's own. A coding agent's subagent (its sidechain) starts folded
-into one line under its Task call's node, "⤷ subagent AGENT: N nodes",
-opened by enter or →; its root's line is marked once open. Models are
-coloured, the active path is bold, notes and
-preferred answers are marked. The prompts are drawn as wide as the pane
-and cut at the pane's edge with an ellipsis, so a prompt takes all the room
-its line has; the pane has no horizontal scrollbar, whose thumb would sit
-in its last row.
+Collapsing a node hides the lines of its subtree, which follow it in the
+drawing's depth-first order, so the guides that stay are the drawing's own.
+A coding agent's subagent starts folded into one line under its Task call's
+node. Prompts are cut at the pane's edge with an ellipsis: no horizontal
+scrollbar, whose thumb would sit in its last row.
 """
 
 from __future__ import annotations
@@ -85,7 +75,7 @@ class TreeView(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.graph: nx.DiGraph | None = None
+        self.graph: nx.DiGraph[str] | None = None
         self.node: str | None = None
         self.mark: str | None = None
         self.collapsed: set[str] = set()
@@ -113,7 +103,7 @@ class TreeView(ScrollView, can_focus=True):
 
     # -- the drawing ------------------------------------------------------
 
-    def show(self, graph: nx.DiGraph, node: str | None = None) -> None:
+    def show(self, graph: nx.DiGraph[str], node: str | None = None) -> None:
         """Draw `graph` and put the cursor on `node` (the first root when
         None)."""
         self.graph = graph
@@ -391,12 +381,6 @@ def short_ids(ids: list[str], fewest: int = SHORT_ID) -> dict[str, str]:
     """Each id's shortest prefix that no other of `ids` starts with, of
     `fewest` characters at least (an id no longer than that, whole), as git
     abbreviates hashes: a unique prefix does for the id on the command line.
-
-    Examples
-    --------
-    >>> short = short_ids(["01jb2hm00root0", "01jb2hm00rook1", "r1"], fewest=8)
-    >>> [short[node] for node in ("01jb2hm00root0", "01jb2hm00rook1", "r1")]
-    ['01jb2hm00root', '01jb2hm00rook', 'r1']
     """
     ordered = sorted(set(ids))
     shared = [0] * len(ordered)  # characters shared with a neighbour
@@ -433,7 +417,7 @@ def _without_id(node: str | None, line: str) -> str:
 
 
 def _subtree_extents(
-    graph: nx.DiGraph, order: list[str], lines: list[DrawnLine]
+    graph: nx.DiGraph[str], order: list[str], lines: list[DrawnLine]
 ) -> tuple[dict[str, int], dict[str, int]]:
     """How many lines each node's subtree takes (itself and its calls
     included), and how many nodes it holds, from the leaves up in one pass

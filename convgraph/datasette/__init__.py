@@ -1,30 +1,19 @@
-"""convgraph inside Datasette: llm's conversations as trees where its users
-already browse their `logs.db` (`datasette "$(llm logs path)"`).
+"""convgraph inside Datasette (`pip install 'convgraph[datasette]'`):
+llm's conversations as trees where its users browse their `logs.db`.
 
-A Datasette plugin (the `datasette` entry point, `pip install
-'convgraph[datasette]'`), read-only, active on each database Datasette
-serves that convgraph reads as llm's (any generation); it stays out of
-every other database's pages. It adds:
-
-- the pages (`pages`): `/-/convgraph/DATABASE`, every tree's statistics,
-  sortable and paged, with a search of every branch; and
-  `/-/convgraph/DATABASE/ID`, one tree in the HTML explorer of `convgraph
-  export --format html`, each node linking back to its row;
-- links into them from Datasette's own pages: the cells that hold a node
-  or conversation id in llm's tables (`TREE_CELLS`, by `render_cell`), "View
-  as conversation trees" among the actions of those tables and of the
-  database.
-
-Datasette asks these hooks for every page it draws, so they import no
-pandas or networkx: the pages do, when asked.
+Read-only, and only on a database convgraph reads as llm's: the pages
+(`pages`: every tree's statistics, sortable, paged and searched; one tree
+in the HTML explorer), and links into them from Datasette's own pages (id
+cells, table and database actions). Datasette asks these hooks for every
+page, so they import no pandas or networkx.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from datasette import hookimpl
+from datasette import hookimpl as datasette_hook
 from datasette.utils import tilde_encode
 from markupsafe import Markup, escape
 
@@ -43,10 +32,17 @@ from convgraph.datasette.pages import (
 if TYPE_CHECKING:
     from datasette.app import Datasette
 
-#: The cells of llm's tables that name a node or a conversation, by (table,
-#: column): each links to the tree it is in. A table page draws its primary
-#: key as the link to the row without asking `render_cell`, so `id` gets
-#: the link on the row's page and in query results of the table.
+Hook = TypeVar("Hook", bound=Callable[..., Any])
+
+
+def hookimpl(function: Hook) -> Hook:
+    """Datasette's `hookimpl`, which marks `function` and returns it, typed."""
+    return cast(Hook, datasette_hook(function))
+
+
+#: The (table, column) cells that name a node or conversation; a table page
+#: draws its primary key without asking `render_cell`, so `id` links only on
+#: the row's page and in query results.
 TREE_CELLS = frozenset(
     {
         ("responses", "id"),
@@ -114,13 +110,9 @@ def render_cell(
     database: str,
     datasette: Datasette,
 ) -> Markup | Callable[[], Awaitable[Markup | None]] | None:
-    """An id cell of llm's tables (`TREE_CELLS`) with a link to its tree.
-
-    A foreign key Datasette expanded comes as {"value", "label"}. Whether
-    the database is llm's is known without reading once it was asked (the
-    file unchanged); where it is not, the answer is a coroutine that asks
-    off the event loop.
-    """
+    """An id cell of llm's tables (`TREE_CELLS`) with a link to its tree; a
+    coroutine that asks off the event loop where it is not known yet whether
+    the file is llm's. An expanded foreign key comes as {"value", "label"}."""
     if (table, column) not in TREE_CELLS:
         return None
     label = None

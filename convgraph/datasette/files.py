@@ -1,20 +1,9 @@
-"""What the plugin reads of the files Datasette serves: which of them
-convgraph reads as llm's database, their statistics tables, one tree.
+"""What the plugin reads of the files Datasette serves, each read through
+a `convgraph.open` handle of its own (read-only, never Datasette's
+connection), made and closed in the thread the read runs in.
 
-Every read here is blocking and goes through convgraph's own read-only
-connection (`convgraph.open`), never through Datasette's connections (so
-nothing the plugin does can write to the file); the pages call these
-functions off Datasette's event loop (`asyncio.to_thread`), and each opens
-and closes its own handle in the thread it runs in, as `sqlite3` wants.
-
-Two answers are kept between requests, each for as long as the file is
-unchanged (its size, modification time and SQLite's change counter, and
-its write-ahead log's size and time):
-whether a file is llm's (asked for every cell `render_cell` draws), and
-its statistics table (the forest page's rows: reading them is a read of the
-whole file without texts, once per change of the file instead of once per
-page, sort or search). llm only appends, so a new response changes the
-signature and the next request reads the table again.
+Whether a file is llm's, and its statistics table, are kept while the file
+is unchanged (`signature`): llm only appends, so a new response changes it.
 """
 
 from __future__ import annotations
@@ -34,10 +23,8 @@ if TYPE_CHECKING:
     from convgraph.analysis.search import Hit
     from convgraph.model.tree import ConversationTree
 
-#: A file's state as the caches compare it: (size, modification time in
-#: ns) of the file and of its write-ahead log (None where it has none), and
-#: the file's change counter (SQLite's header: one more at every commit
-#: outside WAL mode, however quick).
+#: (size, modification time) of the file and of its write-ahead log, and
+#: SQLite's change counter (one more at every commit outside WAL mode).
 Signature = tuple[tuple[int, int] | None, tuple[int, int] | None, bytes]
 #: Where SQLite's header keeps the change counter.
 _COUNTER = slice(24, 28)
@@ -69,15 +56,13 @@ _lock = threading.Lock()
 _llm_files: dict[Path, tuple[Signature, bool]] = {}
 #: path -> (signature, its statistics table); one table a file.
 _tables: dict[Path, tuple[Signature, pd.DataFrame]] = {}
-#: path -> the lock a read of its table holds, so that requests arriving
-#: together read the table once.
+#: path -> the lock of a read of its table: requests together read it once.
 _table_locks: dict[Path, threading.Lock] = {}
 
 
 def known_llm_file(path: Path) -> bool | None:
-    """Whether `path` is llm's database, from what an earlier `is_llm_file`
-    found while the file was as it is now; None where nothing is known.
-    Cheap (two `stat` calls): for the hooks Datasette calls once a cell."""
+    """Whether `path` is llm's database as `is_llm_file` found it while the
+    file was as it is now; None where unknown. Cheap: for every cell."""
     known = _llm_files.get(path)
     if known is None or known[0] != signature(path):
         return None
@@ -85,34 +70,23 @@ def known_llm_file(path: Path) -> bool | None:
 
 
 def is_llm_file(path: Path) -> bool:
-    """Whether convgraph reads `path` as llm's `logs.db` (any generation):
-    an SQLite file holding llm's `responses` table or its message store.
-    Blocking: opens the file read-only."""
-    from convgraph.sources import LogDatabase, open_logs
+    """Whether convgraph reads `path` as llm's `logs.db` (any generation)."""
+    from convgraph.logs import Logs
 
     state = signature(path)
     try:
-        source = open_logs(path)
+        with Logs(path) as logs:
+            answer = logs.source.conn is not None
     except ConvgraphError:
         answer = False
-    else:
-        with source:
-            answer = isinstance(source, LogDatabase)
     with _lock:
         _llm_files[path] = (state, answer)
     return answer
 
 
 def statistics(path: Path) -> pd.DataFrame:
-    """The statistics of every tree of `path`, one row each
-    (`convgraph.Logs.stats`, read without texts), from the last read while
-    the file is unchanged. Treat the table as read-only: it is shared.
-
-    Raises
-    ------
-    DatabaseError
-        The file cannot be read.
-    """
+    """`Logs.stats` of `path`, kept while the file is unchanged (shared:
+    treat it as read-only). Raises `DatabaseError` where it cannot be read."""
     from convgraph.logs import Logs
 
     with _lock:
@@ -133,27 +107,16 @@ def statistics(path: Path) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Moved:
-    """The tree page of `tree_id` is where an id asked for leads: the id
-    was a node (`node`, the node that holds it: a call inside a tool chain
-    leads to its run's node), a fork's thread, or a prefix."""
+    """Where an id that is not a tree's own leads: the page of `tree_id`, at
+    `node` (the node that holds it, a run's for a call inside a chain)."""
 
     tree_id: str
     node: str | None
 
 
 def tree_or_move(path: Path, given: str) -> ConversationTree | Moved:
-    """The tree `given` names when it is the tree's own id, read alone;
-    else where the tree of the node or conversation `given` names is.
-
-    Raises
-    ------
-    UnknownNode
-        `given` names no node and no conversation.
-    AmbiguousId
-        `given` begins several ids.
-    DatabaseError
-        The file cannot be read.
-    """
+    """The tree `given` names when it is the tree's own id, else where it
+    leads. Raises `UnknownNode`, `AmbiguousId` or `DatabaseError`."""
     from convgraph.logs import Logs
     from convgraph.sources.source import NODE
 
@@ -175,9 +138,8 @@ def tree_page(
     home: str,
     home_label: str,
 ) -> str:
-    """The HTML explorer's page (`convgraph.export.html.generate_html`) of
-    one tree, each node linking to its row (`row_url(table, id)`, the table
-    its `source` names) and the header to `home`."""
+    """The HTML explorer's page of one tree, each node linking to its row
+    (`row_url(table, id)`) and the header to `home`."""
     from convgraph.export.html import PageLinks, generate_html
 
     rows = {
@@ -191,14 +153,8 @@ def tree_page(
 
 
 def search(path: Path, query: str, limit: int) -> list[Hit]:
-    """The best `limit` nodes of every branch that match `query`
-    (`convgraph.Logs.search`; its index lies in the user's cache).
-
-    Raises
-    ------
-    ConvgraphError
-        The query holds no word; the file or the index cannot be read.
-    """
+    """`Logs.search` of `path`. Raises `ConvgraphError` for a query of no
+    word, or a file or index that cannot be read."""
     from convgraph.logs import Logs
 
     with Logs(path) as logs:
@@ -216,9 +172,8 @@ def forget(path: Path | None = None) -> None:
 
 
 def plain_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """A few rows of a statistics table as plain values (times in ISO
-    8601, missing values None, models as lists), as `convgraph stats
-    --json` gives them (`convgraph.cli.tables.plain_records`)."""
+    """Rows of a statistics table as plain values, as `convgraph stats
+    --json` gives them."""
     from convgraph.cli.tables import plain_records
 
     return list(plain_records(table))

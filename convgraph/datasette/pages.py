@@ -120,14 +120,7 @@ def tree_url(datasette: Datasette, route: str, tree_id: str) -> str:
 
 async def served(datasette: Datasette, request: Request) -> Served:
     """The database the request's URL names, once the actor may view it.
-
-    Raises
-    ------
-    NotFound
-        No such database, or not one convgraph reads as llm's.
-    Forbidden
-        The actor may not view the database.
-    """
+    Raises `NotFound` (no such database, or not llm's) or `Forbidden`."""
     route = tilde_decode(request.url_vars["database"])
     try:
         database = datasette.get_database(route=route)
@@ -196,12 +189,7 @@ class Order:
     @classmethod
     def of(cls, request: Request) -> Order:
         """The order a request's `_sort`, `_sort_desc` and `_page` ask for.
-
-        Raises
-        ------
-        BadRequest
-            A column that does not sort, or a page that is no number.
-        """
+        Raises `BadRequest` for a column that does not sort or a bad page."""
         ascending, descending = (
             request.args.get("_sort"),
             request.args.get("_sort_desc"),
@@ -245,13 +233,6 @@ def forest_rows(
 def shown(value: Any) -> str:
     """A statistic as the page shows it: figures with thousands separated,
     times in UTC to the second, lists joined, nothing for a missing value.
-
-    Examples
-    --------
-    >>> shown(12345), shown(1.25), shown(["echo", "gpt-4o"]), shown(None)
-    ('12,345', '1.25', 'echo, gpt-4o', '')
-    >>> shown("2025-09-27T09:01:00+00:00")
-    '2025-09-27 09:01:00'
     """
     if value is None:
         return ""

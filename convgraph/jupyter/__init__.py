@@ -1,20 +1,6 @@
-"""How trees and forests show themselves in Jupyter: a tree as a picture
-(its DOT drawing as SVG where Graphviz is installed, else the text tree)
-(`tree_view`), a forest as its conversations table (`forest_view`).
-
-This is a user interface beside the command line and the terminal browser,
-so it stands at their layer and may use the exporters. The model knows
-nothing of it: the pictures are registered with IPython's display
-formatters by the names of the classes they draw
-(`for_type_by_name("convgraph.model.tree", "ConversationTree", ...)`), which
-IPython looks up when it shows an object. `convgraph/__init__.py` registers
-them when convgraph is imported inside a running IPython (a notebook's
-kernel), so a notebook shows trees and forests with nothing more than its
-imports; `%load_ext convgraph.jupyter` does the same in an IPython started
-after convgraph was imported. Registering imports neither the model nor the
-display modules: each printer imports its module when an object is first
-shown.
-"""
+"""How trees (`tree_view`) and forests (`forest_view`) show themselves in
+Jupyter, registered with IPython's display formatters by class name: the
+model imports none of this, and registering imports nothing."""
 
 from __future__ import annotations
 
@@ -25,55 +11,37 @@ if TYPE_CHECKING:
 
     from convgraph.model.forest import Forest
 
-#: Where the classes drawn live, by name (IPython matches an object's class
-#: and its bases by module and name, without importing them here).
+#: The classes drawn, by module and name: IPython matches them unimported.
 TREE_CLASS = ("convgraph.model.tree", "ConversationTree")
 FOREST_CLASS = ("convgraph.model.forest", "Forest")
 
-#: The MIME types the pictures are offered as.
 SVG, HTML = "image/svg+xml", "text/html"
 
 
-def tree_svg_shown(tree: nx.DiGraph) -> str | None:
-    """The SVG a notebook shows for `tree`, or None where it shows the text
-    tree instead (`convgraph.jupyter.tree_view.shown_svg`)."""
+def tree_svg_shown(tree: nx.DiGraph[str]) -> str | None:
+    """`tree_view.shown_svg`."""
     from convgraph.jupyter.tree_view import shown_svg
 
     return shown_svg(tree)
 
 
-def tree_html_shown(tree: nx.DiGraph) -> str | None:
-    """The HTML a notebook shows for `tree`, or None where it shows the SVG
-    instead (`convgraph.jupyter.tree_view.shown_html`)."""
+def tree_html_shown(tree: nx.DiGraph[str]) -> str | None:
+    """`tree_view.shown_html`."""
     from convgraph.jupyter.tree_view import shown_html
 
     return shown_html(tree)
 
 
 def forest_html_shown(forest: Forest) -> str:
-    """The HTML a notebook shows for `forest`: its statistics table
-    (`convgraph.jupyter.forest_view.forest_html`)."""
+    """`forest_view.forest_html`."""
     from convgraph.jupyter.forest_view import forest_html
 
     return forest_html(forest)
 
 
 def register(display_formatter: Any) -> None:
-    """Register the pictures with an IPython `DisplayFormatter` (a shell's
-    `display_formatter`): a tree's SVG and HTML (one of them None at a
-    time, since front ends prefer HTML where both are offered), a forest's
-    HTML. Registering again replaces them.
-
-    Examples
-    --------
-    >>> from IPython.core.formatters import DisplayFormatter
-    >>> formatter = DisplayFormatter()
-    >>> register(formatter)
-    >>> from convgraph.model.tree import ConversationTree
-    >>> shown, _ = formatter.format(ConversationTree(tree_id="c1"))
-    >>> sorted(shown)
-    ['text/html', 'text/plain']
-    """
+    """Register the pictures with an IPython `DisplayFormatter` (again:
+    replace them)."""
     formatters = display_formatter.formatters
     formatters[SVG].for_type_by_name(*TREE_CLASS, tree_svg_shown)
     formatters[HTML].for_type_by_name(*TREE_CLASS, tree_html_shown)
@@ -81,17 +49,13 @@ def register(display_formatter: Any) -> None:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """`%load_ext convgraph.jupyter`: register the pictures with this shell
-    (`register`)."""
+    """`%load_ext convgraph.jupyter`: `register` with this shell."""
     register(ipython.display_formatter)
 
 
 def register_with_running_ipython() -> bool:
-    """Register the pictures with the IPython this process runs, if it runs
-    one (a notebook's kernel); True if it did. IPython is not imported
-    where it is not loaded already, so a script that imports convgraph
-    pays nothing.
-    """
+    """`register` with the IPython this process runs, if any (True then);
+    IPython is never imported here."""
     import sys
 
     ipython = sys.modules.get("IPython")

@@ -1,11 +1,4 @@
-"""How a `Forest` shows itself in Jupyter: its statistics table.
-
-IPython calls `forest_html` (registered by name in `convgraph.jupyter`, this
-module imported only when a notebook shows a forest): its size, then the table of
-`convgraph.analysis.stats.conversation_table`. Apart from the trees' pictures
-(`convgraph.jupyter.tree_view`), since a tree shows itself without the
-statistics.
-"""
+"""How a `Forest` shows itself in Jupyter: its statistics table."""
 
 from __future__ import annotations
 
@@ -24,9 +17,8 @@ FOREST_ROW_LIMIT = 60
 
 
 def forest_html(forest: Forest, row_limit: int = FOREST_ROW_LIMIT) -> str:
-    """A forest as HTML: its size, then the statistics table of
-    `convgraph.analysis.stats.conversation_table` (models joined by commas; a long
-    table shows its first and last rows)."""
+    """A forest as HTML: its size, then its `conversation_table` (a long
+    table cut in the middle)."""
     table = conversation_table(forest)
     table["models"] = [", ".join(models) for models in table["models"]]
     heading = html.escape(repr(forest))

@@ -1,15 +1,7 @@
-"""How conversation trees show themselves in Jupyter.
-
-IPython asks the functions here for a `convgraph.model.tree.ConversationTree`'s
-picture (`shown_svg`, `shown_html`, registered by name in
-`convgraph.jupyter`), so the tree module imports neither the exporters nor
-this module. Where Graphviz's `dot` is installed, a tree is drawn as SVG
-from the DOT that `convgraph.export.dot` writes (models coloured, branch
-points and leaves marked); elsewhere, or for a tree too big to lay out
-quickly, it is the text tree of `convgraph.present.text_tree`, escaped into an
-HTML `<pre>`. Only one of the two is offered at a time, because notebook
-front ends prefer HTML over SVG when a result has both. A `Forest` shows its
-statistics table (`convgraph.jupyter.forest_view`).
+"""How conversation trees show themselves in Jupyter: as SVG from their
+DOT export where Graphviz is installed and the tree is small, else as the
+text tree in an HTML `<pre>`. One of the two at a time: notebook front ends
+prefer HTML where a result offers both.
 """
 
 from __future__ import annotations
@@ -22,8 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import networkx as nx
 
-#: Trees with more nodes than this show as text: Graphviz lays out a few
-#: hundred boxes in well under a second, thousands take minutes.
+#: Trees with more nodes than this show as text: Graphviz's layout grows
+#: much faster than the tree.
 SVG_NODE_LIMIT = 400
 #: How long `dot` may take before the text tree is shown instead.
 DOT_TIMEOUT_SECONDS = 20
@@ -36,20 +28,14 @@ def graphviz_available() -> bool:
     return shutil.which("dot") is not None
 
 
-def draws_as_svg(tree: nx.DiGraph) -> bool:
-    """Whether the notebook shows `tree` as a Graphviz picture (dot is
-    installed and the tree is small enough) rather than as text."""
+def draws_as_svg(tree: nx.DiGraph[str]) -> bool:
+    """Whether the notebook shows `tree` as a Graphviz picture."""
     return 0 < tree.number_of_nodes() <= SVG_NODE_LIMIT and graphviz_available()
 
 
-def tree_svg(tree: nx.DiGraph) -> str:
-    """The tree drawn by Graphviz from its DOT export, as SVG text.
-
-    Raises
-    ------
-    RuntimeError
-        `dot` is missing, failed, or took longer than DOT_TIMEOUT_SECONDS.
-    """
+def tree_svg(tree: nx.DiGraph[str]) -> str:
+    """The tree drawn by Graphviz from its DOT export, as SVG text. Raises
+    `RuntimeError` where `dot` is missing, fails or times out."""
     from convgraph.export.dot import generate_dot, svg_references_fixed
 
     if not graphviz_available():
@@ -71,10 +57,9 @@ def tree_svg(tree: nx.DiGraph) -> str:
     return svg_references_fixed(done.stdout.decode("utf-8"))
 
 
-def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
-    """The text tree of `convgraph.present.text_tree`, escaped, in an HTML `<pre>`,
-    under the conversation's id and name; a tree longer than `line_limit`
-    lines says how many nodes are left out."""
+def tree_text_html(tree: nx.DiGraph[str], line_limit: int = HTML_LINE_LIMIT) -> str:
+    """The text tree, escaped, in an HTML `<pre>` under the tree's id and
+    name; past `line_limit` lines, how many nodes are left out."""
     from itertools import islice
 
     from convgraph.present.text_tree import generate_tree_lines
@@ -91,11 +76,9 @@ def tree_text_html(tree: nx.DiGraph, line_limit: int = HTML_LINE_LIMIT) -> str:
     return f'<div class="convgraph-tree"><p>{title}</p><pre>{body}</pre>{more}</div>'
 
 
-def shown_svg(tree: nx.DiGraph) -> str | None:
-    """The SVG a notebook shows for `tree` (`tree_svg`), or None where it
-    shows the text tree instead: Graphviz missing, the tree empty or too
-    big (`draws_as_svg`), or `dot` failing or too slow (IPython then shows
-    what else is offered)."""
+def shown_svg(tree: nx.DiGraph[str]) -> str | None:
+    """The SVG a notebook shows for `tree`, or None where it shows the text
+    tree instead (IPython then shows what else is offered)."""
     if not draws_as_svg(tree):
         return None
     try:
@@ -104,10 +87,9 @@ def shown_svg(tree: nx.DiGraph) -> str | None:
         return None
 
 
-def shown_html(tree: nx.DiGraph) -> str | None:
-    """The text tree a notebook shows for `tree` (`tree_text_html`), or
-    None where it shows the SVG instead (`draws_as_svg`): one picture, not
-    two."""
+def shown_html(tree: nx.DiGraph[str]) -> str | None:
+    """The text tree a notebook shows for `tree`, or None where it shows
+    the SVG instead."""
     if draws_as_svg(tree):
         return None
     return tree_text_html(tree)

@@ -387,6 +387,19 @@ class Source:
         """
         return None
 
+    def tree_names(self) -> list[tuple[str, str | None]] | None:
+        """Every named tree's id and name, newest first, from the file's
+        small tables; None (this default) where it has none."""
+        return None
+
+    def tree_counts(
+        self,
+    ) -> list[tuple[str, str | None, int, str | None, list[str]]] | None:
+        """Every tree's id, name, calls logged (a tool chain's calls are one
+        node, so not its nodes), last time and sorted models, without
+        reading any tree; None (this default) where only the forest tells."""
+        return None
+
 
 def _read_trees(
     logs: Source, tree_ids: list[str], text: bool, report: ProgressCallback

@@ -28,7 +28,7 @@ from convgraph.links.integrity import (
     Problem,
     record_problem,
 )
-from convgraph.sources.llm import legacy, message_store
+from convgraph.sources.llm import legacy, listing, message_store
 from convgraph.sources.llm.files import connect_read_only, is_sqlite_file
 from convgraph.sources.llm.generations import (
     CONTINUES,
@@ -426,3 +426,9 @@ class LogDatabase(Source):
             )
         nodes, calls = fold_run_frame(nodes.drop(columns=CONTINUES), text)
         return ForestRead(conform_nodes(nodes), names, problems, calls)
+
+    def tree_names(self) -> list[tuple[str, str | None]]:
+        return listing.tree_names(self)
+
+    def tree_counts(self) -> list[listing.TreeCount]:
+        return listing.tree_counts(self)

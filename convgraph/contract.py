@@ -106,3 +106,7 @@ NODE_FIGURES = ("depth", "children", "is_root", "is_leaf")
 
 #: A dataset partition's tree name column; also GraphML's key of the name.
 TREE_NAME = "tree_name"
+
+#: A subagent's mark (a part key, an agent table's column); the agents' sources.
+SIDECHAIN = "sidechain"
+AGENT_SOURCES = ("claude-code", "codex", "gemini-cli")

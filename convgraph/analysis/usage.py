@@ -86,22 +86,11 @@ def usage_table(
     costs: Costs | None = None,
     rows: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """The forest's usage grouped by the keys `by` names (of `GROUPINGS`),
-    one row per group that has nodes, sorted by its keys (a group without a
-    key, a node without a time or model, last).
-
-    Columns: the keys, then `USAGE_COLUMNS`; `cost_usd` is null where no node
-    of the group has a price. `costs` is `node_costs(forest.nodes)` where the
-    caller has it already (to say which models are unknown). `rows` (booleans
-    over the nodes, as `matching_rows` gives them) counts only those nodes:
-    each is still a branch point or an abandoned branch as its whole tree
-    makes it.
-
-    Raises
-    ------
-    KeyError
-        A key is not one of `GROUPINGS`.
-    """
+    """The forest's usage grouped by the keys `by` names (of `GROUPINGS`), a row
+    per group with nodes, sorted by its keys (no key last): the keys, then
+    `USAGE_COLUMNS`. `costs` where the caller has them; `rows` (booleans over
+    the nodes) counts only those, each still marked as its whole tree makes it.
+    Raises KeyError for a key not in `GROUPINGS`."""
     nodes = forest.nodes
     keys = list(by)
     for key in keys:
@@ -175,11 +164,8 @@ def usage_table(
 
 
 def in_range_table(forest: Forest, where: TreeFilter) -> pd.DataFrame:
-    """The conversations table of the trees a filter keeps, with the figures
-    of their nodes (`nodes`, the times, `models`, the usage sums, tool calls
-    and tools) counted over the nodes it matches alone; the shape (roots,
-    leaves, depth, branch points, active path) stays the whole tree's.
-    """
+    """The conversations table of the trees `where` keeps, their node figures
+    counted over the matching nodes alone; the shape stays the whole tree's."""
     kept = select_trees(forest, where)
     table = conversation_table(kept)
     matched = kept.nodes[matching_rows(kept.nodes, where)].reset_index(drop=True)

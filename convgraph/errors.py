@@ -1,12 +1,5 @@
-"""The errors a user can cause, every one of them.
-
-Every error that bad input can provoke is a `ConvgraphError`: the command line
-prints its message as one line and exits with status 2, and Python callers can
-catch the one base class, or one of the subclasses here. They live together
-so that a newcomer finds them in one place; the modules that raise them also
-export them under their old names (`convgraph.analysis.branch_diff.UnrelatedNodes`,
-`convgraph.store.DeletionRefused`, ...).
-"""
+"""Every error bad input can cause: a `ConvgraphError`, which the command line
+prints as one line with exit status 2."""
 
 
 class ConvgraphError(Exception):
@@ -28,8 +21,7 @@ class UnknownNode(ConvgraphError, KeyError):
 
 
 class HiddenNode(UnknownNode):
-    """A node in a branch the user hid (`convgraph hide`): left out of what
-    is read unless hidden branches are asked for."""
+    """A node in a branch the user hid, left out unless hidden branches are asked for."""
 
     def __str__(self) -> str:
         return (
@@ -46,11 +38,7 @@ class UnknownConversation(ConvgraphError, KeyError):
 
 
 class AmbiguousId(ConvgraphError, LookupError):
-    """A prefix that begins several ids (`convgraph.sources.Source.resolve`).
-
-    `candidates` are one line each (the id, what it is, its words), the
-    first of them; `more` says whether others were left out.
-    """
+    """A prefix that begins several ids: the first `candidates`, a line each, and `more`."""
 
     def __init__(
         self,
@@ -79,8 +67,7 @@ class AmbiguousId(ConvgraphError, LookupError):
 
 
 class ConversationNotNode(UnknownNode):
-    """An id given for a node names a conversation (`id`, of the tree
-    `tree_id`)."""
+    """An id given for a node names a conversation (`id`, of the tree `tree_id`)."""
 
     def __init__(self, given: str, id: str, tree_id: str):
         super().__init__(given)
@@ -93,8 +80,7 @@ class ConversationNotNode(UnknownNode):
 
 
 class NodeNotConversation(UnknownConversation):
-    """An id given for a conversation names a node (`id`, of the
-    conversation tree `tree_id`)."""
+    """An id given for a conversation names a node (`id`, of the tree `tree_id`)."""
 
     def __init__(self, given: str, id: str, tree_id: str):
         super().__init__(given)
@@ -110,10 +96,7 @@ class NodeNotConversation(UnknownConversation):
 
 
 class UnrelatedNodes(ConvgraphError):
-    """Two nodes that have no common ancestor. No longer raised by
-    `convgraph.analysis.branch_diff.diff`: nodes under different roots of
-    one conversation part at its start (docs/design.md#depth-roots-and-branching);
-    kept so that code catching it still imports it."""
+    """No longer raised (branches part at the start); kept for code that catches it."""
 
 
 class DifferentConversations(ConvgraphError):
@@ -124,8 +107,7 @@ class DifferentConversations(ConvgraphError):
 
 
 class ExportError(ConvgraphError, ValueError):
-    """A file is not what the reader expects, or a forest cannot be written
-    (the same node id in two conversations)."""
+    """A file is not what the reader expects, or a forest cannot be written."""
 
 
 # -- writing (convgraph.store) -----------------------------------------------
@@ -152,8 +134,7 @@ class DeletionRefused(ConvgraphError):
 
 
 class ImportRefused(ConvgraphError):
-    """A chat export cannot be imported there (into itself, into a file that
-    is not llm's database); nothing was written."""
+    """A chat export cannot be imported there; nothing was written."""
 
 
 class BranchError(ConvgraphError):

@@ -1,11 +1,4 @@
-"""A node's content as ordered parts: text, reasoning, tool calls and their
-results, code and its output, attachments and fragments.
-
-A node is what the user asked and the run that answered it, and a run may be
-more than one text: the model reasons, calls tools, gets their results back
-(llm sends them in a model call of their own), runs code, and answers. Every
-reader gives a node's content as a list of parts, in the order the source
-holds them, each a plain dict (JSON as it is) with a `role` and a `type`:
+"""A node's content as ordered parts, each a plain dict with `role` and `type`:
 
 ========== ============== =================================================
 type       role           keys besides role and type
@@ -20,31 +13,16 @@ attachment user/assistant ``name``, ``url``, ``mime``, ``size``
 fragment   user           ``name`` (where it came from), ``size``
 ========== ============== =================================================
 
-Keys a source does not have are None. `prompt` and `response` stay the plain
-text they always were (the user's text parts, and the assistant's text parts
-joined by a blank line), so whatever reads only them is unchanged. Where a
-node's content is nothing but its prompt and its response, its `parts` is
-None, so plain conversations cost nothing more; `node_parts` gives the list
-either way.
-
-Examples
---------
->>> node_parts({"prompt": "hi", "response": "hello", "parts": None})
-[{'role': 'user', 'type': 'text', 'text': 'hi'}, {'role': 'assistant', 'type': 'text', 'text': 'hello'}]
->>> call = tool_call("shout", {"word": "tree"}, "c1")
->>> call["name"], call["arguments"], call["id"]
-('shout', {'word': 'tree'}, 'c1')
-"""
+Missing keys are None. `parts` is None where a node is only its prompt and
+response (the plain texts); `node_parts` gives the list either way."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-#: The roles a part may have.
 USER, ASSISTANT, TOOL = "user", "assistant", "tool"
 
-#: The types of parts.
 TEXT = "text"
 REASONING = "reasoning"
 TOOL_CALL = "tool_call"
@@ -124,8 +102,7 @@ def attachment(
     mime: str | None = None,
     size: int | None = None,
 ) -> Part:
-    """A file or picture that came with a message (its name or URL, not its
-    bytes)."""
+    """A file or picture that came with a message (its name or URL, not its bytes)."""
     return {
         "role": role,
         "type": ATTACHMENT,
@@ -142,8 +119,7 @@ def fragment(name: str | None, size: int | None = None) -> Part:
 
 
 def node_parts(data: Mapping[str, Any]) -> list[Part]:
-    """A node's parts: its own where it has them, else its prompt and
-    response as two text parts (leaving out a missing one)."""
+    """A node's parts, else its prompt and response as text parts."""
     parts = data.get("parts")
     if parts is not None:
         return list(parts)
@@ -156,8 +132,7 @@ def node_parts(data: Mapping[str, Any]) -> list[Part]:
 
 
 def is_plain(parts: Iterable[Part]) -> bool:
-    """Whether the parts are no more than a user's text and an answer's
-    text, at most one of each in that order (then a node keeps no parts)."""
+    """Whether the parts are at most a user's text then an answer's (no parts kept)."""
     kinds = [(part.get("role"), part.get("type")) for part in parts]
     return kinds in (
         [],

@@ -1,24 +1,10 @@
 """The one way out: every file convgraph writes goes through `written`.
 
-A path that names a regular file, or nothing yet, is written atomically: the
-text goes to a hidden temporary file beside it (`.NAME.XXXXXXXX.partial`),
-which replaces the file in one rename once it is complete, and which is
-removed on any other way out (an error, Ctrl-C's `KeyboardInterrupt`, a
-`SystemExit`). A reader sees the old file or the new one, never half of
-either. Anything else is written in place and never replaced: a named pipe
-(a reader is waiting on it), a character device (`/dev/null`, which even
-root must not turn into a regular file), a terminal, a link to an open
-descriptor (`/dev/stdout`, `/proc/self/fd/N`: the file the shell opened
-keeps receiving), and `-`, standard output itself.
-
-An `OSError` of the writing (a full disk, a folder that does not exist or
-may not be written) is an `OutputError`, one line naming the path; a reader
-that went away (`BrokenPipeError`) is left as it is, for the caller to end
-quietly, as a pipe into `head` should. The library installs no signal
-handler (it leaves the process alone): the command line turns SIGTERM into
-an exception for the length of a command, so that the temporary file goes
-on SIGTERM too (`convgraph.cli.options.ConvgraphCommand`).
-"""
+A regular file (or a new one) is written to a hidden temporary file beside
+it that replaces it once complete and is removed on any other way out; a
+pipe, a device, a link to an open descriptor and `-` are written in place.
+A write's `OSError` is an `OutputError`, one line; a `BrokenPipeError` is
+left for the caller to end quietly. No signal handler is installed here."""
 
 from __future__ import annotations
 
@@ -35,16 +21,13 @@ from convgraph.errors import ConvgraphError
 #: The path that names standard output.
 STDOUT = "-"
 
-#: Where the links that name an open descriptor live: a path through them is
-#: the descriptor's own file, written in place.
+#: A path through these names an open descriptor's file, written in place.
 _DESCRIPTOR_DIRECTORIES = ("/proc/", "/dev/fd/")
-#: How many symbolic links a path may go through, as the kernel allows.
 _MAX_LINKS = 40
 
 
 class OutputError(ConvgraphError, OSError):
-    """A file (or standard output) could not be written: `path` and the
-    system's reason, one line."""
+    """A file (or standard output) could not be written: `path` and the reason."""
 
     def __init__(self, path: str, reason: str):
         super().__init__(path, reason)
@@ -62,8 +45,7 @@ def output_error(path: str, error: OSError) -> OutputError:
 
 
 def stdout_name() -> str:
-    """How standard output is named in a message: the file it is, where it
-    is one (`/dev/full`, `out.txt`), else "standard output"."""
+    """Standard output's name in a message: its file where it is one."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         target = os.readlink(f"/proc/self/fd/{sys.stdout.fileno()}")
         if target.startswith("/"):
@@ -72,18 +54,8 @@ def stdout_name() -> str:
 
 
 def written_in_place(path: str | os.PathLike[str]) -> bool:
-    """Whether `written(path)` writes into the file that is there rather
-    than replacing it: standard output, anything that is not a regular file
-    (a named pipe, a device, a socket), and any path through a link to an
-    open descriptor (`/dev/stdout` -> `/proc/self/fd/1`).
-
-    Examples
-    --------
-    >>> written_in_place("-"), written_in_place("/dev/null")
-    (True, True)
-    >>> written_in_place("/a/file/that/is/not/there.json")
-    False
-    """
+    """Whether `written(path)` writes into what is there rather than replacing
+    it: `-`, anything not a regular file, a path through a descriptor's link."""
     name = os.fspath(path)
     if name == STDOUT:
         return True
@@ -101,9 +73,7 @@ def written_in_place(path: str | os.PathLike[str]) -> bool:
 
 
 def _link_chain(path: str) -> Iterator[str]:
-    """`path` made absolute, then each path its symbolic links lead to, in
-    turn (the link of the last component only: a folder's link leads to
-    the same folder's entry)."""
+    """`path` made absolute, then each path its last component's links lead to."""
     current = os.path.abspath(path)
     for _ in range(_MAX_LINKS):
         yield current
@@ -116,38 +86,12 @@ def _link_chain(path: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def written(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
-    """A binary file whose bytes end up at `path` when the block ends
-    without an error.
+    """A binary file whose bytes end up at `path` when the block ends without error.
 
-    Parameters
-    ----------
-    path
-        `-` for standard output (flushed, never closed); a named pipe, a
-        device or a link to a descriptor is opened and written in place
-        (`written_in_place`); a regular file, or a path where nothing is
-        yet, is written atomically: a temporary file beside it (beside the
-        link's target, for a symbolic link, which stays a link) takes the
-        bytes and replaces it at the end, with the replaced file's
-        permissions, or those a new file gets under the umask.
-
-    Raises
-    ------
-    OutputError
-        The path cannot be opened or written (no such folder, a folder, no
-        room, no permission); nothing was replaced, and no temporary file
-        is left.
-    BrokenPipeError
-        The reader of a pipe went away: the caller ends quietly.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> with written(folder / "a.txt") as file:
-    ...     _ = file.write(b"whole")
-    >>> (folder / "a.txt").read_text(), sorted(p.name for p in folder.iterdir())
-    ('whole', ['a.txt'])
-    """
+    Written atomically where `path` is a regular file or nothing (a link stays a
+    link, the replaced file's permissions kept), else in place (`-` flushed,
+    never closed). Raises `OutputError` where it cannot be written, nothing
+    replaced and no temporary file left; `BrokenPipeError` where a reader left."""
     name = os.fspath(path)
     if name == STDOUT:
         with _stdout() as stream:
@@ -162,25 +106,20 @@ def written(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
 
 @contextlib.contextmanager
 def _stdout() -> Iterator[IO[bytes]]:
-    """Standard output's bytes (its text stream flushed first, so that the
-    two keep their order), flushed at the end."""
+    """Standard output's bytes, its text stream flushed first to keep the order."""
     sys.stdout.flush()
     stream = cast(IO[bytes], getattr(sys.stdout, "buffer", sys.stdout))
     try:
         yield stream
         stream.flush()
-    except BrokenPipeError:
-        raise
-    except OutputError:
-        raise
     except OSError as error:
+        if isinstance(error, (BrokenPipeError, OutputError)):
+            raise
         raise output_error(stdout_name(), error) from None
 
 
 @contextlib.contextmanager
 def _in_place(path: str) -> Iterator[IO[bytes]]:
-    """The file at `path` opened for writing as it is (a pipe, a device):
-    never replaced, never removed."""
     try:
         file = open(path, "wb")  # noqa: SIM115 - closed below, errors told apart
     except OSError as error:
@@ -188,11 +127,9 @@ def _in_place(path: str) -> Iterator[IO[bytes]]:
     try:
         with file:
             yield file
-    except BrokenPipeError:
-        raise
-    except OutputError:
-        raise
     except OSError as error:
+        if isinstance(error, (BrokenPipeError, OutputError)):
+            raise
         if error.filename is not None:
             raise  # another file's error, raised inside the block
         raise output_error(path, error) from None
@@ -200,8 +137,6 @@ def _in_place(path: str) -> Iterator[IO[bytes]]:
 
 @contextlib.contextmanager
 def _atomic(path: str) -> Iterator[IO[bytes]]:
-    """A temporary file beside `path`'s final target that replaces it at
-    the end, and is removed on any other way out."""
     target = os.path.realpath(path)
     directory, base = os.path.split(target)
     try:
@@ -228,10 +163,8 @@ def _atomic(path: str) -> Iterator[IO[bytes]]:
 
 
 def _temporary(path: str, directory: str, base: str) -> tuple[str, int]:
-    """A new, hidden file beside `base` in `directory`, and its descriptor:
-    made by this process alone (O_EXCL), with the mode a new file gets under
-    the umask (the kernel applies it: the umask is never read, which would
-    change it for every thread for a moment)."""
+    """A new hidden file beside `base`, made by this process alone (O_EXCL),
+    with the umask applied by the kernel: reading it would change it for a moment."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     while True:
         partial = os.path.join(directory, f".{base}.{secrets.token_hex(4)}.partial")
@@ -244,17 +177,14 @@ def _temporary(path: str, directory: str, base: str) -> tuple[str, int]:
 
 
 def _keep_owner_and_mode(descriptor: int, replaced: os.stat_result) -> None:
-    """Give the new file the permissions of the one it replaces (and, where
-    this process may, its owner): replacing must not widen or narrow who
-    reads it."""
+    """Replacing a file must not widen or narrow who reads it."""
     with contextlib.suppress(OSError):
         os.fchown(descriptor, replaced.st_uid, replaced.st_gid)
     os.fchmod(descriptor, stat.S_IMODE(replaced.st_mode))
 
 
 def _is_ours(error: OSError, partial: str) -> bool:
-    """Whether `error` comes from writing the temporary file or moving it,
-    not from another file the block opened (whose error says its name)."""
+    """Whether `error` comes from the temporary file, not another file the block opened."""
     if isinstance(error, BrokenPipeError):
         return False
     return error.filename in (None, partial)

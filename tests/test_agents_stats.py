@@ -163,7 +163,7 @@ def test_cached_input_is_priced_at_the_cache_rates() -> None:
     import pytest
     from genai_prices import Usage, calc_price
 
-    from convgraph.analysis.usage import node_costs
+    from convgraph.analysis.prices import node_costs
 
     model = "claude-sonnet-4-20250514"
     day = datetime(2025, 6, 1, tzinfo=UTC)
@@ -196,7 +196,7 @@ def test_more_cached_tokens_than_input_is_no_traceback() -> None:
     as all of the input read from it, never refused."""
     import pandas as pd
 
-    from convgraph.analysis.usage import node_costs
+    from convgraph.analysis.prices import node_costs
 
     nodes = pd.DataFrame(
         {

@@ -442,7 +442,8 @@ def test_a_chart_goes_through_the_one_writer(tmp_path: Path) -> None:
     (a reader waiting), in place, and replaces a regular file without a
     partial file left beside it."""
     pytest.importorskip("matplotlib")
-    from convgraph.analysis.usage import usage_table, write_chart
+    from convgraph.analysis.charts import write_chart
+    from convgraph.analysis.usage import usage_table
     from convgraph.model.forest import Forest
 
     forest = Forest.read(ROOT / "examples" / "logs.db", text=False)

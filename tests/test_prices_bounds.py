@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from genai_prices import Usage, calc_price
 
-from convgraph.analysis.usage import MOST_TOKENS
+from convgraph.analysis.prices import MOST_TOKENS
 from convgraph.text import cell_width, terminal_text
 from tests.databases import LlmLog
 from tests.helpers import run, run_on_a_terminal

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convgraph.analysis.abandoned import abandoned_work_nodes, abandoned_work_rows
-from convgraph.analysis.usage import graph_costs, tree_costs
+from convgraph.analysis.prices import graph_costs, tree_costs
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
 from convgraph.model.tree import ConversationTree

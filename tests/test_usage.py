@@ -17,7 +17,8 @@ import pytest
 from genai_prices import Usage, calc_price
 from lxml import etree
 
-from convgraph.analysis.usage import terminal_chart, usage_table
+from convgraph.analysis.charts import terminal_chart
+from convgraph.analysis.usage import usage_table
 from convgraph.model.forest import Forest
 from tests.databases import add_response, legacy_database
 from tests.helpers import run

@@ -1,17 +1,6 @@
-"""Statistics of coding agents' work, per session or per project, from the
-columns an agent's sessions add to the nodes table
-(`convgraph.sources.agents.files.AGENT_ATTRIBUTES`).
-
-`agent_table` groups the nodes (pandas groupby, never a walk) by session
-(the tree) or by project (the node's working directory): the sessions, the
-turns (the user's prompts on the main chain), the subagents run, the
-rewinds (a branch left off the active path, as `stats` counts abandoned
-branches, `convgraph.analysis.abandoned`: a prompt edited or the
-conversation rewound), the tool calls and those
-that failed, the calls of each tool, and the tokens in (the cache's reads
-and writes included, and each apart) and out. A forest from any other
-source has none of these columns: its table is empty.
-"""
+"""Coding agents' work per session or per project, grouped (pandas groupby,
+never a walk) from the columns an agent's sessions add to the nodes table;
+a forest of any other source gives an empty table."""
 
 from __future__ import annotations
 
@@ -57,19 +46,11 @@ _SUMS = (
 
 
 def agent_table(forest: Forest, by: str = "session") -> pd.DataFrame:
-    """One row per session (`by="session"`, keyed `tree_id`) or per project
-    (`by="project"`, keyed `project`), with `AGENT_COLUMNS`, in the order
-    the groups first come in the table.
-
-    `tools` lists each tool with its calls, most called first
-    ("Bash 12, Read 3"); the sums are nullable integers, missing where no
-    node of the group can tell.
-
-    Raises
-    ------
-    ValueError
-        `by` is neither "session" nor "project".
-    """
+    """One row per session (`by="session"`, keyed `tree_id`) or project
+    (`by="project"`), with `AGENT_COLUMNS`, in first-come order; rewinds are the
+    branches left off the active path; `tools` each tool with its calls, most
+    called first; sums missing where no node tells. Raises ValueError for
+    another `by`."""
     if by not in GROUP_KEYS:
         raise ValueError(f"agent_table groups by session or project, not {by!r}")
     key = GROUP_KEYS[by]
@@ -115,7 +96,9 @@ def agent_table(forest: Forest, by: str = "session") -> pd.DataFrame:
     return result.loc[:, [key, *AGENT_COLUMNS]]
 
 
-def _tool_lists(nodes: pd.DataFrame, keys: pd.Series, order: pd.Index) -> list:
+def _tool_lists(
+    nodes: pd.DataFrame, keys: pd.Series, order: pd.Index
+) -> list[str | None]:
     """Each group's tools with their calls ("Bash 12, Read 3"), or None."""
     uses = nodes["tool_uses"].to_numpy()
     labels = keys.to_numpy()

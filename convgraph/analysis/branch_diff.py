@@ -1,14 +1,6 @@
-"""Branch diffs: where two branches of a conversation split, and what changed.
-
-`diff(tree, a, b)` finds the fork point of two nodes (their lowest common
-ancestor, or the start of the conversation where they grow from different
-roots, which are alternatives to each other:
-docs/design.md#depth-roots-and-branching), the path they share and the two
-paths below it, pairs those paths step by step and diffs the prompts and
-responses of each step (`convgraph.analysis.similarity`). The result is a dataclass with a
-plain-dict form (the command line's `--json`) and a pandas form; pandas is
-imported only when a frame is asked for.
-"""
+"""Branch diffs: where two branches of a conversation part (their lowest common
+ancestor, or the start where they grow from different roots), and what each
+step below changed (`convgraph.analysis.similarity`). pandas only for frames."""
 
 from __future__ import annotations
 
@@ -43,11 +35,8 @@ class StepSide:
 
 @dataclass(frozen=True)
 class Step:
-    """The n-th node after the fork point on each branch, and their diffs.
-
-    `a` or `b` is None where that branch is shorter; its texts then count as
-    empty, so the diff shows the other node's texts as added or removed.
-    """
+    """The n-th node below the fork point on each branch, and their diffs; a side
+    is None where its branch is shorter (its texts then count as empty)."""
 
     step: int
     a: StepSide | None
@@ -59,25 +48,12 @@ class Step:
     response_diff: list[str]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "a": self.a.to_dict() if self.a else None,
-            "b": self.b.to_dict() if self.b else None,
-            "same_prompt": self.same_prompt,
-            "same_response": self.same_response,
-            "response_similarity": self.response_similarity,
-            "prompt_diff": self.prompt_diff,
-            "response_diff": self.response_diff,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
 class BranchTotals:
-    """What a run of nodes adds up to.
-
-    A usage total is the sum over the nodes that report it; None when the run
-    has nodes and none of them reports it (0 for a run without nodes).
-    """
+    """What a run of nodes adds up to (`convgraph.model.tree.node_totals`)."""
 
     nodes: int
     input_tokens: int | None
@@ -87,18 +63,6 @@ class BranchTotals:
 
     @classmethod
     def of(cls, tree: nx.DiGraph[str], ids: Sequence[str]) -> BranchTotals:
-        """The totals of the nodes `ids` of `tree` (see
-        `convgraph.model.tree.node_totals`).
-
-        Examples
-        --------
-        >>> from convgraph.model.tree import ConversationTree
-        >>> tree = ConversationTree.from_edges([("r", "a")], {
-        ...     "r": {"model": "m", "input_tokens": 2},
-        ...     "a": {"model": "m", "input_tokens": 3}})
-        >>> BranchTotals.of(tree, ["r", "a"])
-        BranchTotals(nodes=2, input_tokens=5, output_tokens=None, duration_ms=None, models=['m'])
-        """
         totals = node_totals(tree, ids)
         return cls(
             totals["nodes"],
@@ -112,32 +76,12 @@ class BranchTotals:
 
 @dataclass(frozen=True)
 class BranchDiff:
-    """How the branches down to two nodes differ.
+    """How the branches down to `node_a` and `node_b` differ.
 
-    Attributes
-    ----------
-    node_a, node_b
-        The two nodes compared.
-    conversation_id
-        The conversation tree that holds both.
-    fork_point
-        Their lowest common ancestor: the last node both branches share. It
-        is `node_a` itself when `node_a` is an ancestor of `node_b`, and None
-        when they grow from different roots: they part at the start of the
-        conversation and differ from its first turn.
-    shared
-        The ids from the root down to the fork point (inclusive); empty when
-        the fork point is the start.
-    a, b
-        The ids after the fork point down to `node_a` and to `node_b`; one is
-        empty when one node is an ancestor of the other.
-    steps
-        The two paths paired step by step, the shorter padded with None.
-    totals
-        `BranchTotals` of "shared", "a" and "b".
-    context
-        Lines of context in the unified diffs.
-    """
+    `fork_point` is None where they part at the start, `node_a` where it is
+    `node_b`'s ancestor; `shared` the ids from the root down to it; `a` and `b`
+    the ids below it; `steps` the two paths paired, the shorter padded with None;
+    `totals` the `BranchTotals` of "shared", "a" and "b"."""
 
     node_a: str
     node_b: str
@@ -151,8 +95,7 @@ class BranchDiff:
     context: int = DEFAULT_CONTEXT
 
     def to_dict(self) -> dict[str, Any]:
-        """The diff as plain JSON-ready data: what `convgraph diff --json`
-        prints."""
+        """The diff as JSON-ready data: what `convgraph diff --json` prints."""
         return {
             "node_a": self.node_a,
             "node_b": self.node_b,
@@ -168,10 +111,8 @@ class BranchDiff:
         }
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per step, indexed by step number (1 is just below the fork
-        point, or the first turn where the fork point is the start): each side's id, model and usage, whether prompts and
-        responses are the same, the responses' similarity, and the two diffs
-        as text."""
+        """One row per step, indexed by step number: each side's id, model and usage,
+        the sameness, the similarity and the two diffs as text."""
         import pandas as pd
 
         rows = []
@@ -226,60 +167,15 @@ class BranchDiff:
 def diff(
     tree: nx.DiGraph[str], a: str, b: str, context: int = DEFAULT_CONTEXT
 ) -> BranchDiff:
-    """Compare the branches down to nodes `a` and `b` of one conversation tree.
-
-    Parameters
-    ----------
-    tree
-        A conversation tree (from `load_tree`, `load_tree_of_node` or
-        `Forest.tree`).
-    a, b
-        Node ids in `tree`; the same id, an ancestor and its descendant, or
-        nodes under two different roots (alternatives at the start) are
-        allowed.
-    context
-        Lines of context around each change in the unified diffs.
-
-    Returns
-    -------
-    BranchDiff
-
-    Raises
-    ------
-    UnknownNode
-        `a` or `b` is not in the tree (nodes of two different trees are
-        refused before, by `convgraph.model.loading.load_tree_of_pair`).
-
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> tree = nx.DiGraph([("root", "x"), ("x", "a"), ("root", "b")])
-    >>> for node in tree:
-    ...     tree.nodes[node].update(prompt=node, response=node, model="m",
-    ...         input_tokens=1, output_tokens=2, duration_ms=3)
-    >>> result = diff(tree, "a", "b")
-    >>> result.fork_point, result.shared, result.a, result.b
-    ('root', ['root'], ['x', 'a'], ['b'])
-    >>> [(step.a.id, step.b.id if step.b else None) for step in result.steps]
-    [('x', 'b'), ('a', None)]
-    >>> tree.add_edge("again", "y")
-    >>> for node in ("again", "y"):
-    ...     tree.nodes[node].update(prompt=node, response=node, model="m",
-    ...         input_tokens=1, output_tokens=2, duration_ms=3)
-    >>> across = diff(tree, "a", "y")  # two roots: alternatives at the start
-    >>> across.fork_point, across.shared, across.a, across.b
-    (None, [], ['root', 'x', 'a'], ['again', 'y'])
-    """
+    """The branches down to `a` and `b` of one tree compared (the same node, an
+    ancestor and its descendant, or nodes under two roots), with `context`
+    lines around each change. Raises UnknownNode, ValueError for a negative
+    `context`."""
     if context < 0:
         raise ValueError(f"context must be 0 or more lines, not {context}")
     path_a, path_b = path(tree, a), path(tree, b)
-    # The fork point is the last node of the paths' common prefix: the two
-    # paths from the root agree down to it and part below it. commonprefix
-    # compares any sequences item by item, lists of ids as well as strings.
+    # commonprefix compares any sequences item by item, lists of ids too.
     shared = list(os.path.commonprefix([path_a, path_b]))
-    # Under two roots nothing is shared: the branches part at the start of
-    # the conversation (None, as `branch_points` names it) and each path,
-    # from its root, is what differs.
     fork_point = shared[-1] if shared else None
     below_a, below_b = path_a[len(shared) :], path_b[len(shared) :]
     return BranchDiff(
@@ -333,8 +229,7 @@ def _side(tree: nx.DiGraph[str], node: str | None) -> StepSide | None:
     )
 
 
-#: `UnrelatedNodes` stays importable from here for code that caught it;
-#: `diff` no longer raises it (nodes under different roots part at the start).
+#: `UnrelatedNodes` stays importable here for code that caught it.
 __all__ = [
     "BranchDiff",
     "BranchTotals",

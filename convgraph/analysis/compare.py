@@ -1,15 +1,6 @@
-"""The alternatives at one point of a conversation, side by side.
-
-`compare(tree, node)` takes the node's children as alternative answers to
-one point of the conversation (regenerations, other models' answers), or
-with `node` None the roots of the tree, the alternatives at its start (a
-first prompt regenerated or edited: docs/design.md#depth-roots-and-branching),
-and measures each: model, usage, response length, subtree size, the branch marks,
-and the similarity of its response to each sibling's
-(`convgraph.analysis.similarity`). The result is a dataclass with a
-plain-dict form (`convgraph compare --json`) and pandas forms; pandas is
-imported only when a frame is asked for.
-"""
+"""The alternatives at one point of a conversation, side by side: a node's
+children, or the roots at the start, each measured and compared with its
+siblings (`convgraph.analysis.similarity`). pandas only for the frames."""
 
 from __future__ import annotations
 
@@ -27,8 +18,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Alternative:
-    """One child of the compared node (or one root, at the start), and how
-    similar its response is to each of its siblings' (by id, in log order)."""
+    """One alternative, and its response's similarity to each sibling's (by id)."""
 
     id: str
     model: str | None
@@ -38,8 +28,6 @@ class Alternative:
     response_length: int | None
     subtree_size: int
     similarity: dict[str, float]
-    #: The branch attributes: on the active path (the branch last used),
-    #: marked preferred, the user's note.
     active: bool = False
     preferred: bool = False
     note: str | None = None
@@ -48,7 +36,6 @@ class Alternative:
         return asdict(self)
 
 
-#: The columns of `Comparison.to_frame`, after the `id` index.
 COMPARE_COLUMNS = [
     "model",
     *INTEGER_ATTRIBUTES,
@@ -62,14 +49,11 @@ COMPARE_COLUMNS = [
 
 @dataclass(frozen=True)
 class Comparison:
-    """The children of `node`, side by side, in log order; the roots of the
-    tree where `node` is None (the start)."""
+    """The alternatives at `node` (None: the start), in log order."""
 
     node: str | None
     alternatives: list[Alternative]
-    #: None when every pair of children was compared; else how many
-    #: neighbours on each side, in log order, each child was compared with
-    #: (more than `ALL_PAIRS_UP_TO` children: see `compare`).
+    #: None where every pair was compared, else the neighbours on each side.
     neighbours: int | None = None
 
     @property
@@ -81,9 +65,7 @@ class Comparison:
         return [alternative.to_dict() for alternative in self.alternatives]
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per child, indexed by id, with the columns of
-        `COMPARE_COLUMNS` (response length in characters, None where the
-        response is missing)."""
+        """One row per alternative, indexed by id, with `COMPARE_COLUMNS`."""
         import pandas as pd
 
         frame = pd.DataFrame(
@@ -96,9 +78,7 @@ class Comparison:
         return frame
 
     def similarity_frame(self) -> pd.DataFrame:
-        """The similarity of every child's response to every other's, as a
-        square frame indexed both ways by child id (1.0 on the diagonal; NaN
-        for pairs not compared, when `neighbours` bounds the comparison)."""
+        """Every pair's similarity as a square frame by id (NaN for pairs not compared)."""
         import pandas as pd
 
         ids = self.ids
@@ -118,46 +98,16 @@ class Comparison:
 
 #: Up to this many children, every pair of them is compared.
 ALL_PAIRS_UP_TO = 50
-#: With more children, each is compared with this many neighbours on each
-#: side in log order: pairwise similarity is quadratic (a thousand siblings
-#: took 20 s), and the siblings logged next to each other are the retries a
-#: user compares.
+#: Beyond, each with this many neighbours a side: all pairs are quadratic,
+#: and siblings logged next to each other are the retries a user compares.
 NEIGHBOURS = 1
 
 
 def compare(tree: nx.DiGraph[str], node: str | None) -> Comparison:
-    """The node's children as alternative continuations of one point; with
-    `node` None, the roots of the tree as the alternatives at its start
-    (`convgraph.model.tree.alternatives`).
-
-    For each child: its model, tokens, duration, response length, the size of
-    its subtree (itself included), and the similarity of its response to
-    each sibling's (see `similarity`; each pair is computed once, so the
-    values are symmetric). A node without children gives no alternatives.
-    With more than `ALL_PAIRS_UP_TO` children, each child's similarity is
-    given only to its `NEIGHBOURS` nearest siblings on each side in log
-    order, and `Comparison.neighbours` says so: linear, not quadratic, in
-    the number of children.
-
-    Raises
-    ------
-    UnknownNode
-        `node` is not in the tree.
-
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> tree = nx.DiGraph([("q", "x"), ("q", "y")])
-    >>> for child, text in [("q", ""), ("x", "a b c d"), ("y", "a b c e")]:
-    ...     tree.nodes[child].update(response=text, model="m",
-    ...         input_tokens=None, output_tokens=None, duration_ms=None)
-    >>> compare(tree, "q").to_dicts()[0]["similarity"]
-    {'y': 0.75}
-    >>> tree.add_node("again", response="a b c", model="m", input_tokens=None,
-    ...     output_tokens=None, duration_ms=None)
-    >>> compare(tree, None).ids  # the start: the roots
-    ['q', 'again']
-    """
+    """The alternatives at `node` (its children; the roots where None), each with
+    its figures, subtree size and similarity to each sibling (symmetric). Over
+    `ALL_PAIRS_UP_TO` alternatives, only `NEIGHBOURS` on each side are compared
+    (`Comparison.neighbours`). Raises UnknownNode."""
     ids = alternatives(tree, node)
     texts = [PreparedText.of(tree.nodes[child]["response"]) for child in ids]
     responses = [tree.nodes[child]["response"] for child in ids]

@@ -454,7 +454,7 @@ def check(db_path: str | None, output_format: str | None) -> None:
 
         problems = dataset_problems(db_path)
     else:
-        from convgraph.analysis.usage import count_problems
+        from convgraph.analysis.prices import count_problems
 
         forest = Forest.read(db_path, text=False)
         problems = [

@@ -236,7 +236,7 @@ def stats(
             if with_cost:
                 table = _priced(table, forest, where)
         elif with_cost:
-            from convgraph.analysis.usage import node_costs, with_costs
+            from convgraph.analysis.prices import node_costs, with_costs
 
             costs = node_costs(forest.nodes)
             _say_unknown(costs.unknown)
@@ -263,7 +263,7 @@ def _priced(table: Any, forest: Forest, where: TreeFilter) -> Any:
     """`--nodes-in-range --cost`: the costs of the nodes the filter matches."""
     import numpy as np
 
-    from convgraph.analysis.usage import node_costs, with_costs
+    from convgraph.analysis.prices import node_costs, with_costs
     from convgraph.model.filters import matching_rows
 
     costs = node_costs(forest.nodes)
@@ -419,7 +419,8 @@ def _usage_keys(by: str, plot: str | None, measure: str) -> list[str]:
     if plot is not None:
         drawer = "plotext" if plot == "" else "matplotlib"
         needs_extra(drawer, "usage", "convgraph stats --plot")
-    from convgraph.analysis.usage import CHART_FORMATS, GROUPINGS, USAGE_COLUMNS
+    from convgraph.analysis.charts import CHART_FORMATS
+    from convgraph.analysis.usage import GROUPINGS, USAGE_COLUMNS
 
     keys = [key.strip() for key in by.split(",") if key.strip()]
     unknown = [key for key in keys if key not in GROUPINGS]
@@ -445,12 +446,9 @@ def _usage(
     """`stats --by`: the usage table printed, or drawn (`--plot`)."""
     import shutil
 
-    from convgraph.analysis.usage import (
-        node_costs,
-        terminal_chart,
-        usage_table,
-        write_chart,
-    )
+    from convgraph.analysis.charts import terminal_chart, write_chart
+    from convgraph.analysis.prices import node_costs
+    from convgraph.analysis.usage import usage_table
     from convgraph.cli.output import TableFit, echo_records, is_terminal, table_width
     from convgraph.cli.tables import CELLS, plain_records
     from convgraph.model.filters import matching_rows

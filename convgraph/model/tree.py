@@ -1,30 +1,7 @@
-"""The tree operations, on one conversation's DiGraph (the helpers of
-docs/design.md#the-twelve-helpers, and a few more).
+"""The tree operations on one conversation's DiGraph (docs/design.md#the-twelve-helpers).
 
-A conversation tree is a `ConversationTree`: a `networkx.DiGraph` whose
-edges run parent -> child, whose nodes and successors are in log order, and
-whose every node has at most one parent (`convgraph.model.loading` builds
-them so). The operations are plain functions of a graph, `f(tree, node) ->
-value`, as networkx's own algorithms are; each one is iterative and linear in
-the size of the tree at most, so a 100,000-deep chain is as easy as a short
-one. `node_totals` is the one place where what some nodes add up to (a
-branch, a run, a whole tree) is computed; a whole tree's statistics,
-`convgraph.analysis.stats.summary`, sit beside the table that computes the
-same figures for a whole forest at once.
-
-Examples
---------
->>> tree = ConversationTree.from_edges([("root", "a"), ("root", "b"), ("a", "c")])
->>> path(tree, "c")
-['root', 'a', 'c']
->>> depth(tree, "c")
-2
->>> siblings(tree, "a")
-['b']
->>> leaves(tree)
-['b', 'c']
->>> branching_factor(tree)
-(1.5, 2)
+Plain functions `f(tree, node) -> value`, as networkx's algorithms are;
+each is iterative and at most linear in the tree's size.
 """
 
 from __future__ import annotations
@@ -64,30 +41,10 @@ else:
 
 
 class ConversationTree(_DiGraphOfIds):
-    """A conversation tree (edges parent -> child) that draws itself in Jupyter.
+    """A conversation tree (edges parent -> child; graph attributes `tree_id`, `name`).
 
-    Everything of `networkx.DiGraph` works as before: it pickles, copies and
-    makes subgraphs of its own class. The graph attributes are
-    `tree_id` and `name` (a node's `conversation_id` is the conversation or
-    thread that made the call). A notebook shows it as a
-    picture (Graphviz's SVG, or the text tree): `convgraph.jupyter` registers
-    the pictures with IPython by this class's name, so this module imports
-    no display code.
-
-    Examples
-    --------
-    >>> tree = ConversationTree(tree_id="c1", name="Trees")
-    >>> tree.add_node("r", prompt="What is a tree?")
-    >>> tree.add_node("a", prompt="And <b>bold</b>?")
-    >>> tree.add_node("b", prompt="Or a forest?")
-    >>> tree.add_edges_from([("r", "a"), ("r", "b")])
-    >>> tree
-    <ConversationTree 'c1' (Trees): 3 nodes, 1 root, 2 leaves>
-    >>> from convgraph.jupyter.tree_view import tree_text_html
-    >>> print(tree_text_html(tree))
-    <div class="convgraph-tree"><p><b>c1</b>  Trees</p><pre>r  What is a tree?
-    ├── a  And &lt;b&gt;bold&lt;/b&gt;?
-    └── b  Or a forest?</pre></div>
+    `convgraph.jupyter` registers its pictures with IPython by this class's
+    name, so this module imports no display code.
     """
 
     @classmethod
@@ -100,19 +57,8 @@ class ConversationTree(_DiGraphOfIds):
     ) -> ConversationTree:
         """A small tree from parent -> child links, for examples and tests.
 
-        Nodes go in in the order they first appear in `edges` (then any node
-        only `attributes` names), so that order is the log order. Every node
-        carries every attribute of the node contract: None, unless
-        `attributes[node]` gives it.
-
-        Examples
-        --------
-        >>> tree = ConversationTree.from_edges(
-        ...     [("r", "a")], {"a": {"model": "echo"}}, tree_id="c1")
-        >>> tree.nodes["a"]["model"], tree.nodes["r"]["model"]
-        ('echo', None)
-        >>> tree
-        <ConversationTree 'c1': 2 nodes, 1 root, 1 leaf>
+        Nodes go in in order of first appearance (the log order), each with
+        every contract attribute: None unless `attributes[node]` gives it.
         """
         tree = cls(tree_id=tree_id, name=name)
         edges = list(edges)
@@ -136,29 +82,13 @@ class ConversationTree(_DiGraphOfIds):
         notes: Mapping[str, NodeNote] | None = None,
         calls: Mapping[str, str] | None = None,
     ) -> ConversationTree:
-        """One conversation's tree from a source's records (in log order,
-        each with `id` and the node attributes) and their checked parents
-        (`convgraph.links.integrity.check_links`), as every tree convgraph
-        reads is built. `calls`: the node of each call inside a run (a tool
-        chain is one node, `convgraph.sources.llm.runs`), kept as the graph's
-        `calls` where there are some, so that a call's id finds its node.
+        """One tree from a source's records (log order) and their checked parents.
 
-        Nodes go in in log order, so successors come out in log order. The
-        branch attributes a source does not give (`active`, `note`,
-        `preferred`) are attached by `convgraph.model.marks.mark_tree`, with
-        `notes`.
-
-        Examples
-        --------
-        >>> tree = ConversationTree.from_records(
-        ...     [{"id": "r"}, {"id": "a", "model": "echo"}], {"r": None, "a": "r"},
-        ...     tree_id="c1")
-        >>> list(tree.edges), tree.nodes["a"]["active"]
-        ([('r', 'a')], True)
+        `calls` maps each call inside a run to its node (the graph's `calls`);
+        the branch attributes come from `mark_tree` with `notes`.
         """
         records = list(records)
-        # An agent's project and git branch, where its source gives them:
-        # after the contract's, as the exports write other attributes.
+        # After the contract's, as the exports write other attributes.
         keys = (
             *NODE_ATTRIBUTES,
             *(key for key in PLACE_ATTRIBUTES if records and key in records[0]),
@@ -184,20 +114,8 @@ class ConversationTree(_DiGraphOfIds):
         name: str | None = None,
         calls: Mapping[str, str] | None = None,
     ) -> ConversationTree:
-        """One conversation's tree from its nodes' ids, checked parent ids
-        (None for a root) and attribute dicts (each the contract's, in
-        order, with whatever follows), in log order. What `from_records` builds, without the marks:
-        for a forest's table, whose `active`, `note` and `preferred` are
-        set (`convgraph.model.marks.mark_forest`), a million nodes at
-        networkx's own cost.
-
-        Examples
-        --------
-        >>> tree = ConversationTree.from_columns(
-        ...     ["r", "a"], [None, "r"], [{"model": None}, {"model": "echo"}], "c1")
-        >>> list(tree.edges), tree.nodes["a"]["model"]
-        ([('r', 'a')], 'echo')
-        """
+        """`from_records` without the marks, from columns in log order (a
+        forest's table, whose marks are set already)."""
         graph = cls(tree_id=tree_id, name=name)
         graph.add_nodes_from(zip(ids, attributes, strict=True))
         graph.add_edges_from(
@@ -222,14 +140,7 @@ class ConversationTree(_DiGraphOfIds):
 
 
 def node_of(tree: nx.DiGraph[str], node: str) -> str:
-    """The node `node` names: itself, or for the id of a call inside a run
-    (`ConversationTree.from_records`' `calls`) the run's node.
-
-    Raises
-    ------
-    UnknownNode
-        `node` names no node and no call of the tree.
-    """
+    """`node` itself, or the run's node for a call inside a run; UnknownNode if neither."""
     if node in tree:
         return node
     found = tree.graph.get("calls", {}).get(node)
@@ -239,17 +150,7 @@ def node_of(tree: nx.DiGraph[str], node: str) -> str:
 
 
 def run_calls(tree: nx.DiGraph[str], node: str) -> list[str]:
-    """The ids of the calls inside the node's run, before the node's own (a
-    tool chain llm logged as several calls); empty for a run of one call.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_records(
-    ...     [{"id": "r2"}], {"r2": None}, "t", calls={"r1": "r2"}
-    ... )
-    >>> run_calls(tree, "r2"), node_of(tree, "r1")
-    (['r1'], 'r2')
-    """
+    """The ids of the calls inside the node's run before its own (empty for one call)."""
     node = node_of(tree, node)
     return [
         call for call, owner in tree.graph.get("calls", {}).items() if owner == node
@@ -257,82 +158,25 @@ def run_calls(tree: nx.DiGraph[str], node: str) -> list[str]:
 
 
 def children(tree: nx.DiGraph[str], node: str) -> list[str]:
-    """The node's direct children, in log order.
-
-    Raises
-    ------
-    UnknownNode
-        `node` is not in the tree.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b"), ("a", "c")])
-    >>> children(tree, "r")
-    ['a', 'b']
-    >>> children(tree, "c")
-    []
-    """
+    """The node's children, in log order; UnknownNode if it is not in the tree."""
     node = node_of(tree, node)
     return list(tree.successors(node))
 
 
 def parent(tree: nx.DiGraph[str], node: str) -> str | None:
-    """The node's parent, or None for a root.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a")])
-    >>> parent(tree, "a"), parent(tree, "r")
-    ('r', None)
-    """
+    """The node's parent, or None for a root."""
     node = node_of(tree, node)
     return next(iter(tree.predecessors(node)), None)
 
 
 def siblings(tree: nx.DiGraph[str], node: str) -> list[str]:
-    """The node's alternatives, in log order: the other children of its
-    parent, or for a root the other roots of the tree.
-
-    The roots of one tree are alternatives to each other, as the children of
-    one node are: a first prompt regenerated or edited in an app, or asked
-    again with another model (docs/design.md#depth-roots-and-branching).
-
-    Raises
-    ------
-    UnknownNode
-        `node` is not in the tree.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b"), ("r", "c")])
-    >>> siblings(tree, "b")
-    ['a', 'c']
-    >>> siblings(tree, "r")
-    []
-    >>> two_starts = ConversationTree.from_edges([("r", "a"), ("s", "b")])
-    >>> siblings(two_starts, "s")
-    ['r']
-    """
+    """The other children of the node's parent, or for a root the other roots."""
     node = node_of(tree, node)
     return [other for other in alternatives(tree, parent(tree, node)) if other != node]
 
 
 def alternatives(tree: nx.DiGraph[str], point: str | None) -> list[str]:
-    """The alternatives tried at one point of the conversation, in log order:
-    the children of `point`, or the roots of the tree where `point` is None
-    (the start, as `branch_points` names it).
-
-    Raises
-    ------
-    UnknownNode
-        `point` is not in the tree.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b"), ("s", "t")])
-    >>> alternatives(tree, "r"), alternatives(tree, None)
-    (['a', 'b'], ['r', 's'])
-    """
+    """The children of `point`, or the roots where `point` is None (the start)."""
     if point is None:
         return roots(tree)
     return children(tree, point)
@@ -349,43 +193,19 @@ def path(tree: nx.DiGraph[str], node: str) -> list[str]:
 
 
 def ancestors(tree: nx.DiGraph[str], node: str) -> list[str]:
-    """The node's ancestors, nearest first (the original notes' path to root,
-    docs/design.md#the-twelve-helpers, without the node).
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "b")])
-    >>> ancestors(tree, "b")
-    ['a', 'r']
-    """
+    """The node's ancestors, nearest first."""
     return path(tree, node)[-2::-1]
 
 
 def descendants(tree: nx.DiGraph[str], node: str) -> list[str]:
-    """Every node below `node`, breadth first, each level in log order.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "c"), ("r", "b")])
-    >>> descendants(tree, "r")
-    ['a', 'b', 'c']
-    """
+    """Every node below `node`, breadth first, each level in log order."""
     node = node_of(tree, node)
     return [child for _, child in nx.bfs_edges(tree, node)]
 
 
 def subtree(tree: nx.DiGraph[str], node: str) -> nx.DiGraph[str]:
-    """The node and everything below it, as a graph of its own, in log order.
-
-    Built node by node rather than with `tree.subgraph`, whose views iterate a
-    small selection in set order and would lose the log order.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "c"), ("r", "b")])
-    >>> list(subtree(tree, "a").edges)
-    [('a', 'c')]
-    """
+    """The node and everything below it, as a graph of its own, in log order."""
+    # Not `tree.subgraph`: its views iterate in set order, losing the log order.
     node = node_of(tree, node)
     keep = {node, *descendants(tree, node)}
     below = tree.__class__()
@@ -396,27 +216,12 @@ def subtree(tree: nx.DiGraph[str], node: str) -> nx.DiGraph[str]:
 
 
 def depth(tree: nx.DiGraph[str], node: str) -> int:
-    """How many links lie between the node and its root (a root is 0).
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "b")])
-    >>> depth(tree, "r"), depth(tree, "b")
-    (0, 2)
-    """
+    """How many links lie between the node and its root (a root is 0)."""
     return len(path(tree, node)) - 1
 
 
 def depths(tree: nx.DiGraph[str]) -> dict[str, int]:
-    """Every node's depth, in log order, from one breadth-first pass down
-    from each root.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "b"), ("s", "t")])
-    >>> depths(tree)
-    {'r': 0, 'a': 1, 'b': 2, 's': 0, 't': 1}
-    """
+    """Every node's depth, in log order."""
     found = dict.fromkeys(roots(tree), 0)
     for root in list(found):
         for above, below in nx.bfs_edges(tree, root):
@@ -425,75 +230,31 @@ def depths(tree: nx.DiGraph[str]) -> dict[str, int]:
 
 
 def roots(tree: nx.DiGraph[str]) -> list[str]:
-    """The nodes without a parent, in log order.
-
-    Examples
-    --------
-    >>> roots(ConversationTree.from_edges([("r", "a"), ("s", "t")]))
-    ['r', 's']
-    """
+    """The nodes without a parent, in log order."""
     return [node for node, degree in tree.in_degree() if degree == 0]
 
 
 def leaves(tree: nx.DiGraph[str]) -> list[str]:
-    """The nodes without children, in log order: the tips of the branches.
-
-    Examples
-    --------
-    >>> leaves(ConversationTree.from_edges([("r", "a"), ("r", "b")]))
-    ['a', 'b']
-    """
+    """The nodes without children, in log order: the tips of the branches."""
     return [node for node, degree in tree.out_degree() if degree == 0]
 
 
 def branch_points(tree: nx.DiGraph[str]) -> list[str | None]:
-    """Where the conversation forked: the start, as None, where the tree has
-    several roots (its first turn had alternatives), then the nodes with more
-    than one child, in log order (docs/design.md#depth-roots-and-branching).
-
-    Examples
-    --------
-    >>> branch_points(ConversationTree.from_edges([("r", "a"), ("r", "b"), ("a", "c")]))
-    ['r']
-    >>> branch_points(ConversationTree.from_edges([("r", "a"), ("r", "b"), ("s", "t")]))
-    [None, 'r']
-    """
+    """The start (None) where there are several roots, then nodes with several children."""
     start: list[str | None] = [None] if len(roots(tree)) > 1 else []
     return start + [node for node, degree in tree.out_degree() if degree > 1]
 
 
 def tree_size(tree: nx.DiGraph[str], root: str | None = None) -> int:
-    """How many nodes the tree holds, or the subtree under `root` holds.
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("a", "c"), ("r", "b")])
-    >>> tree_size(tree), tree_size(tree, "a")
-    (4, 2)
-    """
+    """How many nodes the tree holds, or the subtree under `root` holds."""
     if root is None:
         return tree.number_of_nodes()
     return 1 + len(descendants(tree, root))
 
 
 def branching_factor(tree: nx.DiGraph[str]) -> tuple[float, int]:
-    """Average and maximum number of children over the nodes that have any,
-    and over the start where the tree has several roots (its number of
-    roots counts as its children: docs/design.md#depth-roots-and-branching).
-
-    A linear chain has (1.0, 1); a tree without links and with one root has
-    neither children nor alternatives at its start: (0.0, 0).
-
-    Examples
-    --------
-    >>> branching_factor(ConversationTree.from_edges([("r", "a"), ("r", "b"), ("a", "c")]))
-    (1.5, 2)
-    >>> two_chains = [("r", "a"), ("a", "b"), ("s", "x"), ("x", "y")]
-    >>> branching_factor(ConversationTree.from_edges(two_chains))
-    (1.2, 2)
-    >>> branching_factor(ConversationTree.from_edges([], {"r": {}}))
-    (0.0, 0)
-    """
+    """Mean and maximum children over the nodes that have any, the start
+    counting its roots where there are several; (0.0, 0) where none has any."""
     counts = [degree for _, degree in tree.out_degree() if degree > 0]
     starts = len(roots(tree))
     if starts > 1:
@@ -504,45 +265,18 @@ def branching_factor(tree: nx.DiGraph[str]) -> tuple[float, int]:
 
 
 def branches(tree: nx.DiGraph[str]) -> list[list[str]]:
-    """Every root-to-leaf path, in the log order of the leaves.
-
-    Examples
-    --------
-    >>> branches(ConversationTree.from_edges([("r", "a"), ("r", "b")]))
-    [['r', 'a'], ['r', 'b']]
-    """
+    """Every root-to-leaf path, in the log order of the leaves."""
     return [path(tree, leaf) for leaf in leaves(tree)]
 
 
 def node_totals(
     tree: nx.DiGraph[str], nodes: Iterable[str] | None = None
 ) -> dict[str, Any]:
-    """What some nodes of the tree add up to (all of them by default): a
-    branch's, a run's or the whole conversation's figures.
+    """What some nodes (all by default) add up to, keyed by `TOTAL_KEYS`.
 
-    Returns
-    -------
-    dict
-        The keys of `TOTAL_KEYS`: `nodes` (how many), `first_datetime` and
-        `last_datetime` (the earliest and latest time as llm stored it; times
-        that do not read as ISO 8601 are left out; a time without an offset
-        is UTC), `models` (distinct, in the order of the nodes; an empty
-        model id counts as none), and the sums of `input_tokens`,
-        `output_tokens` and `duration_ms` over the nodes that report them
-        (None when there are nodes and none of them reports it; 0 when there
-        are no nodes).
-
-    Examples
-    --------
-    >>> tree = ConversationTree.from_edges([("r", "a"), ("r", "b")], {
-    ...     "r": {"model": "m1", "input_tokens": 3},
-    ...     "a": {"model": "m2", "input_tokens": 4,
-    ...           "datetime_utc": "2024-05-01T10:00:00+00:00"},
-    ...     "b": {"model": "m1", "datetime_utc": "2024-05-01T09:00:00"}})
-    >>> node_totals(tree)
-    {'nodes': 3, 'first_datetime': '2024-05-01T09:00:00', 'last_datetime': '2024-05-01T10:00:00+00:00', 'models': ['m1', 'm2'], 'input_tokens': 7, 'output_tokens': None, 'duration_ms': None}
-    >>> node_totals(tree, ["a"])["models"], node_totals(tree, [])["input_tokens"]
-    (['m2'], 0)
+    Times are the earliest and latest as stored (unreadable ones left out);
+    models distinct in node order; each sum is None where no node reports it
+    (0 for no nodes).
     """
     attributes = [tree.nodes[node] for node in (tree.nodes if nodes is None else nodes)]
     times = [

@@ -131,31 +131,24 @@ def content_parts(
                 file_id = _pointer_file(part.get("asset_pointer"))
                 upload = named.get(file_id, {}) if file_id else {}
                 used.add(file_id)
-                found.append(
-                    P.attachment(
-                        role,
-                        as_text(upload.get("name")),
-                        as_text(part.get("asset_pointer")),
-                        as_text(upload.get("mime_type")),
-                        as_int(part.get("size_bytes")) or as_int(upload.get("size")),
-                    )
-                )
+                pointer = as_text(part.get("asset_pointer"))
+                size = as_int(part.get("size_bytes"))
+                found.append(_attachment(role, upload, pointer, size))
     text = as_text(content.get("text"))
     if text is not None:
         found.append(P.text(role, text))
     for upload in uploads:
         if as_text(upload.get("id")) in used and upload.get("id") is not None:
             continue
-        found.append(
-            P.attachment(
-                role,
-                as_text(upload.get("name")),
-                None,
-                as_text(upload.get("mime_type")),
-                as_int(upload.get("size")),
-            )
-        )
+        found.append(_attachment(role, upload))
     return found
+
+
+def _attachment(
+    role: str, upload: dict[str, Any], url: str | None = None, size: int | None = None
+) -> P.Part:
+    name, mime = as_text(upload.get("name")), as_text(upload.get("mime_type"))
+    return P.attachment(role, name, url, mime, size or as_int(upload.get("size")))
 
 
 def tool_output(content: dict[str, Any]) -> str:
@@ -303,12 +296,6 @@ def structural_ids(item: dict[str, Any], position: int) -> set[str]:
     """The ids of the mapping's roots that hold no message: the app's own
     scaffolding (`client-created-root` in every conversation of a current
     export), which conversations share by design, not by copying.
-
-    Examples
-    --------
-    >>> structural_ids({"mapping": {"client-created-root": {"message": None},
-    ...     "m1": {"parent": "client-created-root", "message": {"id": "m1"}}}}, 0)
-    {'client-created-root'}
     """
     return {
         str(node_id)

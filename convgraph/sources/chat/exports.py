@@ -1,29 +1,12 @@
-"""Read the data exports of ChatGPT, Claude.ai and Open WebUI as conversation trees.
+"""Read the data exports of ChatGPT, Claude.ai and Open WebUI as conversation
+trees (docs/design.md#chat-exports): `ChatExport` answers as `LogDatabase`
+does, streaming the export one conversation at a time.
 
-Each app keeps a conversation as parent-linked messages. `chat_json` finds
-the export's JSON (a downloaded `.zip`, its `conversations.json`, the split
-`conversations-000.json`, ... files in a folder or zip, Open WebUI's export
-or one chat's download) and streams it one conversation at a time, within
-bounds; this module tells the format by content, and the per-format modules
-(`chatgpt`, `claude`, `openwebui`) turn one conversation's JSON into
-`Message`s, which `chat_nodes` turns into the node contract's records
-(docs/design.md#chat-exports). `ChatExport` answers the same questions as
-`LogDatabase`, so every command reads an export as it reads llm's `logs.db`.
-
-Two rules hold for the whole export, in the per-tree read and the
-whole-table read alike (`_items` gives both the conversations with them).
-A conversation repeated across split files is read once, from its first
-copy. A node's identity is its conversation and its id: where a
-conversation holds message ids an earlier one holds too (ChatGPT's "Branch
-in new chat" copies a conversation's messages, ids and all), those ids are
-read as `CONVERSATION_ID/MESSAGE_ID` in the later one (`shared_ids`), so
-both conversations keep every node, and `check` says so (`shared-ids`),
-unless the shared ids are the app's scaffolding (a format module's
-`structural_ids`: ChatGPT's `client-created-root`, in every conversation of
-a normal export), renamed alike and no copy. A
-conversation without a prompt or an answer has no node: it is listed with 0
-nodes and reported (`empty-conversation`), never dropped silently.
-"""
+In both the per-tree and the whole-table read, a conversation repeated across
+split files is read once, from its first copy; message ids an earlier
+conversation holds too (ChatGPT's "Branch in new chat") are read as
+`CONVERSATION_ID/MESSAGE_ID` (`shared_ids`) and reported, unless they are the
+app's scaffolding; a conversation without a node is listed and reported."""
 
 from __future__ import annotations
 
@@ -93,17 +76,9 @@ def _formats() -> dict[str, Any]:
 
 
 def detect(path: str | os.PathLike[str]) -> ChatExport | None:
-    """A chat export at `path`, or None where `path` is not one (missing, an
-    SQLite file, or a file that is neither JSON nor a zip), so that the
-    caller can try llm's reader.
-
-    Raises
-    ------
-    DatabaseError
-        A zip that is truncated or damaged, a zip or folder without a
-        conversations file, JSON that is no supported export, or JSON that
-        ends early.
-    """
+    """A chat export at `path`, or None where it is none (for llm's reader to try).
+    Raises DatabaseError for a damaged zip, one without conversations, or JSON
+    that is no supported export or ends early."""
     path = Path(path)
     kind = path_kind(path)
     if kind == "folder":
@@ -120,17 +95,9 @@ def detect(path: str | os.PathLike[str]) -> ChatExport | None:
 
 
 def shared_ids(conversation_id: str, ids: list[str], taken: set[str]) -> dict[str, str]:
-    """The ids of one conversation that earlier conversations hold (`taken`),
-    each with the id it is read by here: `CONVERSATION_ID/MESSAGE_ID` (with
-    `+2`, `+3`, ... where even that is taken). `taken` gains this
-    conversation's ids.
-
-    Examples
-    --------
-    >>> taken = set()
-    >>> shared_ids("c1", ["a", "b"], taken), shared_ids("c2", ["a", "z"], taken)
-    ({}, {'a': 'c2/a'})
-    """
+    """The ids of a conversation that earlier ones hold (`taken`), each with the
+    id it is read by, `CONVERSATION_ID/MESSAGE_ID` (numbered where taken);
+    `taken` gains this conversation's ids."""
     own = set(ids)
     renamed: dict[str, str] = {}
     for message_id in ids:
@@ -158,9 +125,7 @@ class _Item:
     ids: list[str]
     #: The ids an earlier conversation holds too, and what they are read as.
     renamed: dict[str, str] = field(default_factory=dict)
-    #: Its ids that are the app's scaffolding, not messages (ChatGPT's
-    #: `client-created-root`): shared by every conversation, renamed like
-    #: any shared id, and no sign of a copy.
+    #: The app's scaffolding ids (ChatGPT's `client-created-root`): no copy.
     structural: set[str] = field(default_factory=set)
 
     @property
@@ -180,13 +145,9 @@ class _Item:
 
 
 class ChatExport(Source):
-    """A ChatGPT, Claude.ai or Open WebUI export, read like llm's `logs.db`.
-
-    Nothing is read at once but the first conversation (to tell the format);
-    every question streams the export's JSON again, keeping one conversation
-    at a time, and the last conversation found is kept for the read that
-    follows it. Reading never writes.
-    """
+    """A ChatGPT, Claude.ai or Open WebUI export, read like llm's `logs.db`: each
+    question streams the export again, the last conversation found kept for
+    the read that follows. Reading never writes."""
 
     def __init__(self, path: Path, files: list[ExportFile]):
         self.path = path
@@ -214,8 +175,6 @@ class ChatExport(Source):
         """The export's format (`chatgpt`, `claude`, `openwebui`), as a list
         like `LogDatabase.generations`."""
         return [self.format] if self.format else []
-
-    # -- streaming ------------------------------------------------------
 
     def _raw_items(self) -> Iterator[Any]:
         """Every conversation's JSON, one at a time, across the split files."""
@@ -321,8 +280,6 @@ class ChatExport(Source):
                 self._feedback = feedback_by_conversation(file_values(found))
         return self._feedback
 
-    # -- naming trees ---------------------------------------------------
-
     def tree_ids(self) -> list[str]:
         """Every conversation's id, in the export's order (those with nodes:
         an empty conversation names no tree)."""
@@ -371,9 +328,7 @@ class ChatExport(Source):
         return self._scan(given, limit)[0]
 
     def is_id(self, given: str, kind: str) -> bool:
-        """Whether `given` is a whole id of this kind, found by the same pass
-        as `id_matches` (kept for it), so that a prefix costs one pass over
-        the export, not two; it stops at the conversation holding the id."""
+        """Whether `given` is a whole id of `kind`, by the same pass as `id_matches`."""
         if len(given) < MIN_PREFIX:
             return super().is_id(given, kind)
         found, whole = self._scan(given, LISTED + 1, stop_at=kind)
@@ -384,11 +339,8 @@ class ChatExport(Source):
     def _scan(
         self, given: str, limit: int, stop_at: str | None = None
     ) -> tuple[list[IdMatch], bool]:
-        """The matches of `id_matches`, and whether every conversation was
-        looked at (not when `stop_at`, a kind, found `given` whole, or the
-        limits were reached). Only the conversations that hold an id `given`
-        begins are parsed (the message ids `_items` lists are the export's
-        index); the last one parsed is kept for the read that follows."""
+        """The matches of `id_matches`, and whether every conversation was looked at;
+        only conversations holding an id `given` begins are parsed."""
         if self._scanned is not None and self._scanned[0] == (given, limit):
             return self._scanned[1], True
         conversations: list[IdMatch] = []
@@ -424,8 +376,6 @@ class ChatExport(Source):
         """None: an export has no index to walk; the tree answers."""
         return None
 
-    # -- reading --------------------------------------------------------
-
     def read_tree(self, tree_id: str) -> TreeRecords:
         """One conversation's records (none for an unknown id)."""
         return self._find(tree_id) or TreeRecords(tree_id, None, [])
@@ -440,13 +390,8 @@ class ChatExport(Source):
     def read_all(
         self, texts: bool | Collection[str], progress: ProgressCallback
     ) -> ForestRead:
-        """Every node as one table, read conversation by conversation.
-
-        The same columns and types as `LogDatabase.read_all`'s, plus the
-        boolean `active`. `texts=False` leaves the texts and parts out (as
-        None). The names hold the empty conversations too, and the problems
-        say which they are, and which conversations' ids were qualified.
-        """
+        """Every node as one table, read conversation by conversation: `LogDatabase`'s
+        columns and `active`; the names hold the empty conversations too."""
         progress("reading the file", 0, None)
         text = bool(texts)
         columns: dict[str, list[Any]] = {name: [] for name in FOREST_COLUMNS}
@@ -496,9 +441,7 @@ def _empty_problem(tree: TreeRecords) -> Problem:
 
 
 def _forest_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
-    """The forest table with the llm readers' types, in log order. Ids are
-    distinct (`shared_ids`); a repeat that still comes (hostile ids a
-    qualified one collides with) is dropped where it repeats."""
+    """The forest table with the llm readers' types; a repeated id is dropped."""
     import numpy as np
     import pandas as pd
 

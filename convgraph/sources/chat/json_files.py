@@ -1,22 +1,11 @@
-"""Find a chat export's JSON files and stream their values, within bounds.
+"""Find a chat export's JSON files (a zip, a folder, one file) and stream their
+top-level values one at a time, so memory holds one conversation.
 
-An export comes as a downloaded `.zip`, its `conversations.json` (or the
-split `conversations-000.json`, ... files) in a folder or the zip, or one
-JSON file (Open WebUI's). `conversation_files` finds them, in order, and
-`side_file` a file the app puts beside them (ChatGPT's
-`message_feedback.json`). `stream_values` reads one file's top-level values
-(the elements of an array, or a single object) one at a time, so that memory
-holds one conversation, never the export.
-
-A file is untrusted, and a small one must not cost much (docs/design.md#
-hostile-data-is-reported): ijson's prefixed events build a path string per
-event, quadratic in the nesting depth (40,000 nested arrays in 81 KB took
-3.9 GB), and yajl re-reads a token that a read cut from its start, quadratic
-in the token's length. So the values are built here from ijson's unprefixed
-events, no deeper than `MAX_DEPTH`, and no single value (a string, a number,
-or a run of whitespace) may exceed `MAX_VALUE_BYTES`, checked as the bytes
-are read: past either bound the read stops with one line, at once.
-"""
+A file is untrusted (docs/design.md#hostile-data-is-reported): ijson's
+prefixed events cost quadratic time in the nesting depth, and yajl re-lexes
+a token a read cut, quadratic in its length. So values are built here from
+unprefixed events, no deeper than `MAX_DEPTH` and none longer than
+`MAX_VALUE_BYTES`; past either the read stops with one line."""
 
 from __future__ import annotations
 
@@ -34,27 +23,19 @@ from typing import IO, Any
 from convgraph.errors import DatabaseError
 from convgraph.sources.llm.files import SQLITE_HEADER, ZIP_HEADER
 
-#: How deeply a JSON value of an export may nest (the top-level array is one
-#: level, a ChatGPT conversation two). Real exports nest about 15 deep.
+#: How deeply a value may nest (the top-level array is one level).
 MAX_DEPTH = 100
 
-#: The longest one JSON value (a string or a number) may be, in bytes of
-#: the file: a pasted document, or an image Open WebUI keeps inline as a
-#: data URL, fits many times over. It is checked as ijson reads, a
-#: `READ_SIZE` at a time: a value is refused once this many bytes of the
-#: file have passed without it ending (so one up to `READ_SIZE` shorter
-#: always reads, and none over `READ_SIZE` longer does).
+#: The longest one value may be in the file's bytes (an inline image fits),
+#: checked a `READ_SIZE` at a time, so exact to within one read.
 MAX_VALUE_BYTES = 64 * 2**20
 
-#: What ijson reads at a time. yajl lexes a token cut by a read again from
-#: its start, so a value of n bytes costs about n * n / (2 * READ_SIZE)
-#: bytes of lexing: at this size a value of `MAX_VALUE_BYTES` costs half a
-#: second, where ijson's default (64 KiB) would take fifteen.
+#: What ijson reads at a time: yajl re-lexes a token a read cut, so a long
+#: value costs its length squared over this.
 READ_SIZE = 2 * 2**20
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
-#: `conversations.json`, or one of the split `conversations-000.json` files.
 CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
 
 
@@ -72,12 +53,8 @@ class ExportFile:
     in_zip: bool = False
 
 
-# -- finding the files -----------------------------------------------------------
-
-
 def conversation_names(names: list[str]) -> list[str]:
-    """The conversation files among `names`: the split files where there are
-    some (in their numbered order), else `conversations.json`."""
+    """The split conversation files among `names` in order, else `conversations.json`."""
     found = [name for name in names if CONVERSATION_FILE.fullmatch(Path(name).name)]
     split = sorted(name for name in found if "-" in Path(name).name)
     return split or sorted(found)
@@ -121,13 +98,7 @@ def _zip_names(path: Path) -> list[str]:
 
 
 def zip_files(path: Path) -> list[ExportFile]:
-    """The conversation files of a zip export.
-
-    Raises
-    ------
-    DatabaseError
-        The zip cannot be read, or holds no conversations file.
-    """
+    """The conversation files of a zip export; DatabaseError where there are none."""
     wanted = conversation_names(_zip_names(path))
     if not wanted:
         raise DatabaseError(
@@ -151,9 +122,7 @@ def folder_files(path: Path) -> list[ExportFile]:
 
 
 def side_file(path: Path, name: str) -> ExportFile | None:
-    """The file `name` that the app puts beside the conversations (in the
-    zip, or the folder, or beside the JSON file), or None where there is
-    none."""
+    """The file `name` the app puts beside the conversations, or None."""
     if path.is_dir():
         candidate = path / name
         return file_on_disk(candidate) if candidate.is_file() else None
@@ -169,17 +138,12 @@ def side_file(path: Path, name: str) -> ExportFile | None:
 
 
 def looks_like_zip(head: bytes) -> bool:
-    """Whether a file starting with `head` was meant to be a zip (a damaged
-    or truncated one included: `zipfile.is_zipfile` needs its end)."""
+    """Whether a file starting with `head` was meant to be a zip (damaged too)."""
     return head.startswith(ZIP_HEADER)
 
 
-# -- streaming the values ----------------------------------------------------------
-
-
 def skip_to_json(stream: IO[bytes]) -> bytes:
-    """Drop a byte-order mark and leading whitespace; return the first byte
-    of the JSON text (b"" when there is none), leaving it unread."""
+    """Skip a byte-order mark and whitespace; the first byte of JSON, left unread."""
     peek = stream.peek(64)  # type: ignore[attr-defined]
     if peek.startswith(UTF8_BOM):
         stream.read(len(UTF8_BOM))
@@ -204,17 +168,9 @@ class _Source:
 
 
 def stream_values(stream: IO[bytes]) -> Iterator[Any]:
-    """The top-level values of one JSON file, built one at a time: each
-    element of a top-level array (handed over when it ends, and not kept),
-    or a top-level object as one value.
-
-    Raises
-    ------
-    DatabaseError
-        The file is not a JSON array or object, or a value nests deeper than
-        `MAX_DEPTH` or is longer than `MAX_VALUE_BYTES` (`ValueTooLarge`);
-        ijson's own errors for JSON that is malformed or ends early.
-    """
+    """The top-level values of one JSON file, built one at a time (each element of
+    a top-level array, or the top-level object). Raises DatabaseError for other
+    JSON or past the bounds (`ValueTooLarge`); ijson's errors for broken JSON."""
     import ijson
 
     first = skip_to_json(stream)
@@ -311,8 +267,7 @@ def read_errors() -> tuple[type[BaseException], ...]:
 
 
 def file_values(file: ExportFile) -> Iterator[Any]:
-    """`stream_values` of one file of the export, every failure one
-    `DatabaseError` naming the file."""
+    """`stream_values` of one file, every failure one `DatabaseError` naming it."""
     errors = read_errors()
     try:
         with file.open() as stream:
@@ -331,9 +286,7 @@ def file_values(file: ExportFile) -> Iterator[Any]:
 
 
 def path_kind(path: str | os.PathLike[str]) -> str | None:
-    """What `path` holds, told by its first bytes: "folder", "zip" (a
-    damaged one too), "json" (an array or object), "sqlite", or None
-    (missing, or something else)."""
+    """What `path` holds by its first bytes: "folder", "zip", "json", "sqlite" or None."""
     path = Path(path)
     if path.is_dir():
         return "folder"

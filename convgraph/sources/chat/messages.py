@@ -1,11 +1,6 @@
-"""The messages of a chat export, as the per-format readers hand them over.
-
-`chatgpt`, `claude` and `openwebui` each turn one conversation's JSON into a
-`Conversation` of `Message`s, with the small helpers here for the untrusted
-JSON values real exports hold; `chat_exports` builds the nodes from them. The
-helpers live apart from `chat_exports` so that the format modules and the
-module that dispatches to them do not import each other.
-"""
+"""The messages of a chat export as the per-app readers hand them over, and
+the helpers they share for untrusted JSON values (apart, so that the app
+modules and the module that dispatches to them do not import each other)."""
 
 from __future__ import annotations
 
@@ -22,21 +17,15 @@ from convgraph.times import utc_iso
 PROMPT = "prompt"
 #: Text the assistant addressed to the user: the node's response.
 ANSWER = "answer"
-#: Anything else: tool calls and their output, hidden and system messages,
-#: reasoning, ChatGPT's empty placeholder root. Part of a run, not its text.
+#: Anything else (tool calls, hidden messages, reasoning): part of a run.
 STEP = "step"
 
-#: The tables' usage columns are nullable Int64: a count is within +-2**63.
 INT64_LIMIT = 2**63
 
 
 @dataclass(slots=True)
 class Message:
-    """One message of an export, in the terms the node builder needs.
-
-    `parent` is the link as stored (None for a root), even when it names no
-    message or the message itself: the checks downstream report such links.
-    """
+    """One message of an export; `parent` is the link as stored, for the checks."""
 
     id: str
     parent: str | None
@@ -44,36 +33,25 @@ class Message:
     text: str | None = None
     time: str | None = None
     model: str | None = None
-    #: A system prompt this message sets for everything below it.
+    #: A system prompt for everything below.
     system: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     duration_ms: int | None = None
-    #: The message's content as parts (`convgraph.parts`), in order; None
-    #: where it holds none (a placeholder, an empty system message).
     parts: list[Part] | None = None
 
 
 @dataclass
 class Conversation:
-    """One conversation of an export, as the format modules hand it over.
-
-    `current` is the message the person was on last (the active branch's
-    end); None where the export marks none that exists.
-    """
+    """One conversation of an export; `current` is the active branch's end, if any."""
 
     id: str
     name: str | None
     messages: list[Message]
     current: str | None = None
-    #: The model to name where the answering messages do not.
     model: str | None = None
-    #: A system prompt for the whole conversation.
     system: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-# -- small helpers the format modules share ---------------------------------
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -92,9 +70,7 @@ def as_text(value: Any) -> str | None:
 
 
 def as_int(value: Any) -> int | None:
-    """An integer count (JSON numbers may come as floats), else None; a
-    value past the range of the tables' 64-bit integers (`1e300`, infinity)
-    is missing, as it is in llm's files."""
+    """An integer count (a JSON float too), else None; past 64 bits it is missing."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if isinstance(value, float) and not math.isfinite(value):
@@ -111,10 +87,7 @@ def join_texts(texts: list[str | None], separator: str = "\n") -> str | None:
 
 
 def epoch_to_iso(value: Any) -> str | None:
-    """Epoch seconds (or milliseconds, or nanoseconds) as ISO 8601 in UTC.
-
-    Every reader gives the same shape, so that log order is string order.
-    """
+    """Epoch seconds (or milli-, nanoseconds) as ISO 8601 in UTC, one shape for all."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     seconds = float(value)
@@ -130,8 +103,7 @@ def epoch_to_iso(value: Any) -> str | None:
 
 
 def text_to_iso(value: Any) -> str | None:
-    """An ISO 8601 timestamp (any offset, or `Z`; none is UTC) as ISO 8601
-    in UTC, in the same shape as `epoch_to_iso`'s."""
+    """An ISO 8601 time (no offset is UTC) in `epoch_to_iso`'s shape."""
     return utc_iso(value, timespec="microseconds")
 
 
@@ -146,8 +118,7 @@ def attachment_note(images: int, files: int) -> str | None:
 
 
 def latest_message(messages: list[Message]) -> str | None:
-    """The message logged last (the later in the list on a tie), for exports
-    that do not say which branch was in use."""
+    """The message logged last (the later on a tie), where no branch is marked."""
     best = None
     for message in messages:
         if best is None or (message.time or "") >= (best.time or ""):
@@ -156,20 +127,9 @@ def latest_message(messages: list[Message]) -> str | None:
 
 
 class DistinctIds:
-    """Message ids made distinct within one conversation: the stored id, or
-    a fallback where it is missing, with `+2`, `+3`, ... added where it is
-    taken (hostile or hand-edited exports give one uuid to many messages).
-
-    Each base id keeps the number it got to, so that n messages sharing one
-    id cost n look-ups, not n squared.
-
-    Examples
-    --------
-    >>> ids = DistinctIds()
-    >>> [ids.take("a", "x-0"), ids.take("a", "x-1"), ids.take(None, "x-2"),
-    ...  ids.take("a", "x-3")]
-    ['a', 'a+2', 'x-2', 'a+3']
-    """
+    """Message ids made distinct within a conversation: the stored id, else a
+    fallback, with `+2`, `+3`, ... where it is taken (each base remembers its
+    number, so n messages sharing one id cost n look-ups)."""
 
     __slots__ = ("_next", "seen")
 
@@ -178,8 +138,7 @@ class DistinctIds:
         self._next: dict[str, int] = {}
 
     def take(self, wanted: Any, fallback: str) -> str:
-        """The id of the next message: `wanted` if it is a free non-empty
-        string, else `fallback` (or the first free numbered form of it)."""
+        """`wanted` if a free non-empty string, else `fallback`, numbered where taken."""
         base = wanted if isinstance(wanted, str) and wanted else fallback
         candidate = base
         if candidate in self.seen:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
-from convgraph.cli.options import CONVERSATION_ID, command, db_option
+from convgraph.cli.options import CONVERSATION_ID, command, db_option, opened_logs
 
 if TYPE_CHECKING:
     from convgraph.model.filters import TreeFilter
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 @filter_options
 def browse(
     conversation_id: str | None,
-    db_path: str | None,
     branch_model: str | None,
     where: TreeFilter,
 ) -> None:
@@ -49,12 +48,10 @@ def browse(
     transcript to the cursor, b to branch, r to regenerate, N for a note,
     p to mark the preferred answer, ? for every key, q to quit.
     """
-    from convgraph.sources import open_logs
-
-    with open_logs(db_path) as logs:
-        if conversation_id is not None:
-            logs.tree_id_of_conversation(conversation_id)
-        path = logs.path
+    # The id was resolved on the command's `Logs` (an unknown one failed).
+    logs = opened_logs()
+    path = logs.source.path
+    logs.close()  # the browser opens the file itself, to write it too
     from convgraph.cli.options import needs_extra
 
     needs_extra("textual", "browse", "convgraph browse")

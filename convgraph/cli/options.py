@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import functools
 import os
-import sqlite3
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -38,6 +37,9 @@ from convgraph.errors import (
 )
 from convgraph.text import terminal_text
 
+if TYPE_CHECKING:
+    from convgraph.logs import Logs
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The exit status of an error the user caused (click uses 2 for usage errors).
@@ -51,19 +53,6 @@ OUTPUT_FORMATS = {
     "csv": "CSV with a header row",
     "tsv": "Tab-separated values with a header row",
 }
-
-#: What SQLite says when the file is not a database it can read: the user's
-#: file, not a bug. Any other `sqlite3.DatabaseError` is one, and shows.
-_NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")
-#: What SQLite says when another program holds the file, or the user may not
-#: write it.
-_UNAVAILABLE = (
-    "database is locked",
-    "database is busy",
-    "database table is locked",
-    "attempt to write a readonly database",
-    "unable to open database file",
-)
 
 
 class UserError(click.ClickException):
@@ -133,7 +122,7 @@ class ConvgraphCommand(click.Command):
         try:
             check_default_database(ctx)
             if ctx.command.name in WRITES_A_DATABASE:
-                check_writable(ctx.params.get("db_path"))
+                check_writable(ctx.meta.get(DB_PATH))
             resolve_ids(ctx)
             return super().invoke(ctx)
         except AmbiguousId as error:
@@ -156,16 +145,16 @@ class ConvgraphCommand(click.Command):
             raise UserError(_unknown_id(error)) from None
         except ConvgraphError as error:
             raise UserError(str(error)) from None
-        except sqlite3.IntegrityError as error:
-            raise UserError(f"the database refused the change: {error}") from None
-        except sqlite3.OperationalError as error:
-            if not _says(error, _UNAVAILABLE):
+        except click.ClickException:
+            raise
+        except Exception as error:
+            # Only a database's own errors get here with a message to say.
+            from convgraph.logs import database_failure
+
+            message = database_failure(error)
+            if message is None:
                 raise
-            raise UserError(f"database error: {error}") from None
-        except sqlite3.DatabaseError as error:
-            if not _says(error, _NOT_A_DATABASE):
-                raise
-            raise UserError(f"database error: {error}") from None
+            raise UserError(message) from None
 
 
 def _unknown_id(error: UnknownNode | UnknownConversation) -> str:
@@ -200,10 +189,10 @@ def _command_line(ctx: click.Context, name: str) -> str:
 
 def resolve_ids(ctx: click.Context) -> None:
     """Put the whole id in place of each id or prefix the command was given
-    (the arguments of an `IdType`), reading the file named by `--db` once.
+    (the arguments of an `IdType`), asking the command's `Logs`.
 
-    A Parquet dataset names its trees itself (`sources.parquet.tree_ids_of`,
-    prefixes too), so its ids are left as they are.
+    A Parquet dataset names its trees itself, prefixes too, so its ids are
+    left as they are.
     """
     given = [
         param
@@ -212,39 +201,74 @@ def resolve_ids(ctx: click.Context) -> None:
         and param.name is not None
         and ctx.params.get(param.name) not in (None, ())
     ]
-    if not given:
+    if not given or dataset_path() is not None:
         return
-    db_path = ctx.params.get("db_path")
-    from convgraph.sources import open_logs
+    logs = opened_logs()
+    for param in given:
+        assert isinstance(param.type, IdType) and param.name is not None
+        kind = param.type.kind
+        value = ctx.params[param.name]
+        if isinstance(value, tuple):
+            ctx.params[param.name] = tuple(logs.resolve(one, kind) for one in value)
+        else:
+            ctx.params[param.name] = logs.resolve(value, kind)
+
+
+#: Where `--db` leaves the path given (None: llm's own), and where the
+#: command's `Logs` is kept once open (click's context meta).
+DB_PATH = "convgraph.db_path"
+LOGS = "convgraph.logs"
+
+
+def opened_logs() -> Logs:
+    """The file `--db` names, opened once for the command that runs (and
+    closed when it ends), branches hidden with `convgraph hide` kept where
+    `--all` asked for them."""
+    ctx = click.get_current_context()
+    logs: Logs | None = ctx.meta.get(LOGS)
+    if logs is None:
+        from convgraph.logs import Logs
+
+        logs = Logs(ctx.meta.get(DB_PATH), hidden=bool(ctx.meta.get(SHOW_HIDDEN)))
+        ctx.meta[LOGS] = logs
+        ctx.find_root().call_on_close(logs.close)
+    return logs
+
+
+def dataset_path() -> str | None:
+    """The Parquet dataset `--db DIR` names (`convgraph export --format
+    parquet` wrote it), which stats and check read; None for any other file."""
+    ctx = click.get_current_context()
+    path = ctx.meta.get(DB_PATH)
+    if path is None:
+        return None
     from convgraph.sources.parquet import is_parquet_dataset
 
-    if db_path is not None and is_parquet_dataset(db_path):
-        return
-    with open_logs(db_path) as logs:
-        for param in given:
-            assert isinstance(param.type, IdType) and param.name is not None
-            kind = param.type.kind
-            value = ctx.params[param.name]
-            if isinstance(value, tuple):
-                ctx.params[param.name] = tuple(
-                    logs.resolve(one, kind)[1] for one in value
-                )
-            else:
-                ctx.params[param.name] = logs.resolve(value, kind)[1]
-
-
-def _says(error: sqlite3.Error, messages: tuple[str, ...]) -> bool:
-    text = str(error).lower()
-    return any(message in text for message in messages)
+    return path if is_parquet_dataset(path) else None
 
 
 def db_option(function: F) -> F:
-    """`-d/--db/--database PATH`: the database to read; llm's own logs.db by
-    default. `--database` is how llm's own commands spell it.
+    """`-d/--db/--database PATH`: the file to read, which the command opens
+    with `opened_logs`; llm's own logs.db by default. `--database` is how
+    llm's own commands spell it.
 
     Click checks nothing about the path (a folder may hold a chat export): the
     reader says in one line what is wrong with it.
     """
+    return _db_option(function, expose=False)
+
+
+def db_path_option(function: F) -> F:
+    """`db_option` for a command that writes: it receives the path as
+    `db_path`."""
+    return _db_option(function, expose=True)
+
+
+def _db_option(function: F, expose: bool) -> F:
+    def remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        ctx.meta[DB_PATH] = value
+        return value
+
     return click.option(
         "-d",
         "--db",
@@ -252,6 +276,8 @@ def db_option(function: F) -> F:
         "db_path",
         type=click.Path(readable=False, path_type=str),
         default=None,
+        expose_value=expose,
+        callback=remember,
         help="The llm database or chat export to read (stats and check also read"
         " a Parquet dataset DIR) [default: llm's logs.db, as `llm logs path`"
         " prints]",
@@ -342,9 +368,9 @@ def check_default_database(ctx: click.Context) -> None:
     UserError
         No --db was given and llm's logs.db does not exist.
     """
-    if ctx.params.get("db_path", "") is not None or ctx.info_name in MAKES_A_DATABASE:
+    if ctx.meta.get(DB_PATH, "") is not None or ctx.info_name in MAKES_A_DATABASE:
         return
-    from convgraph.sources.llm.files import default_database_path
+    from convgraph.sources import default_database_path
 
     path = default_database_path()
     if path.exists():
@@ -376,11 +402,11 @@ def check_writable(db_path: str | None) -> None:
         except OSError:
             return  # the write says what is wrong
     from convgraph.errors import DatabaseError
-    from convgraph.sources import LogDatabase, open_logs
+    from convgraph.logs import Logs
 
     try:
-        with open_logs(db_path) as source:
-            if isinstance(source, LogDatabase):
+        with Logs(db_path) as logs:
+            if logs.writable:
                 return
     except (DatabaseError, OSError):
         return  # not an export either: the write says what it is

@@ -20,7 +20,7 @@ import sys
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
-from convgraph.cli.options import command, db_option, output_options
+from convgraph.cli.options import command, db_option, opened_logs, output_options
 from convgraph.cli.output import echo_records, is_terminal, say, table_width
 from convgraph.cli.progress import ProgressBar
 from convgraph.model.filters import TreeFilter
@@ -90,7 +90,6 @@ def search(
     query_syntax: bool,
     index_directory: str | None,
     output_format: str | None,
-    db_path: str | None,
     where: TreeFilter,
 ) -> None:
     """Search the prompts, responses, system prompts and parts (tool calls
@@ -111,11 +110,9 @@ def search(
     datetime_utc, source, fields (the texts that match), snippet (plain text) and
     marks (the words found in it, as [start, end) character offsets).
     """
-    from convgraph.analysis.search import search as search_nodes
-
+    logs = opened_logs()
     with ProgressBar() as bar:
-        hits = search_nodes(
-            db_path,
+        hits = logs.search(
             " ".join(query),
             limit=limit,
             abandoned=abandoned,

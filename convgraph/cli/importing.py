@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from convgraph.cli.options import command, db_option
+from convgraph.cli.options import command, db_path_option
 from convgraph.cli.output import echo_line
 from convgraph.cli.progress import ProgressBar
 from convgraph.text import counted
@@ -29,7 +29,7 @@ def _say(text: str) -> None:
 
 @command("import")
 @click.argument("source", type=click.Path(exists=True, path_type=str))
-@db_option
+@db_path_option
 @click.option(
     "--dry-run", is_flag=True, help="Say what would be written; write nothing"
 )

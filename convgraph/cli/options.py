@@ -124,6 +124,12 @@ class ConvgraphCommand(click.Command):
             if ctx.command.name in WRITES_A_DATABASE:
                 check_writable(ctx.meta.get(DB_PATH))
             resolve_ids(ctx)
+            if "db_path" in ctx.params:
+                # A command that writes the file opens it itself: the ids
+                # are resolved, and nothing of it is held open meanwhile.
+                logs = ctx.meta.pop(LOGS, None)
+                if logs is not None:
+                    logs.close()
             return super().invoke(ctx)
         except AmbiguousId as error:
             raise UserLines(

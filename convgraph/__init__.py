@@ -39,7 +39,6 @@ from convgraph.errors import (
 _LAZY = {
     "open": "convgraph.logs",
     "Logs": "convgraph.logs",
-    "open_logs": "convgraph.sources",
     "Problem": "convgraph.links.integrity",
     "Forest": "convgraph.model.forest",
     "load_tree": "convgraph.model.loading",
@@ -107,7 +106,6 @@ __all__ = [
     "node_table",
     "node_totals",
     "open",
-    "open_logs",
     "parent",
     "path",
     "render_tree",
@@ -178,4 +176,3 @@ if TYPE_CHECKING:
         tree_size,
     )
     from convgraph.present.text_tree import render_tree
-    from convgraph.sources import open_logs

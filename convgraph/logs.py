@@ -343,6 +343,7 @@ def database_failure(error: BaseException) -> str | None:
     program caused; None for any other error (a bug, which shows)."""
     if isinstance(error, sqlite3.IntegrityError):
         return f"the database refused the change: {error}"
+    known: tuple[str, ...]
     if isinstance(error, sqlite3.OperationalError):
         known = _UNAVAILABLE
     elif isinstance(error, sqlite3.DatabaseError):

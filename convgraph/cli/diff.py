@@ -237,7 +237,7 @@ def compare_command(node_id: str, output_format: str | None) -> None:
         click.echo(line)
 
 
-def _tree_and_point(id_: str) -> tuple[nx.DiGraph, str | None]:
+def _tree_and_point(id_: str) -> tuple[nx.DiGraph[str], str | None]:
     """The tree that `id_` names and the point to compare at: the node, or
     the start (None) where `id_` names no node but a conversation tree. A
     node id wins where an id names both (a legacy response without a

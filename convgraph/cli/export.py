@@ -369,7 +369,7 @@ def _write_dataset(
 
 
 def _render(
-    graphs: Iterator[nx.DiGraph],
+    graphs: Iterator[nx.DiGraph[str]],
     dot_program: str,
     kind: str,
     output: str,

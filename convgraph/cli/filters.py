@@ -107,7 +107,7 @@ def filter_options(function: F) -> F:
     ]
     for option in reversed(options):
         decorated = option(decorated)
-    return decorated
+    return decorated  # type: ignore[no-any-return]
 
 
 def make_filter(
@@ -150,7 +150,9 @@ def _bound(
     return moment
 
 
-def kept(trees: Iterable[nx.DiGraph], where: TreeFilter) -> Iterator[nx.DiGraph]:
+def kept(
+    trees: Iterable[nx.DiGraph[str]], where: TreeFilter
+) -> Iterator[nx.DiGraph[str]]:
     """The trees that are in, one at a time (all of them for an empty filter)."""
     for graph in trees:
         if not where or tree_is_in(graph, where):
@@ -161,7 +163,7 @@ def filtered_trees(
     conversation_ids: Iterable[str],
     where: TreeFilter,
     progress: ProgressCallback | None = None,
-) -> Iterator[nx.DiGraph]:
+) -> Iterator[nx.DiGraph[str]]:
     """The trees the ids name (`load_trees`), or every tree, that are in:
     named trees checked one by one, the whole forest selected on its table
     (its read told to `progress`)."""

@@ -77,7 +77,7 @@ class UserLines(UserError):
         return "\n".join(terminal_text(line) for line in self.lines)
 
 
-class IdType(click.ParamType):
+class IdType(click.ParamType[str]):
     """An id as the user types it, whole or a unique prefix (as git takes
     one): `ConvgraphCommand` resolves it to the whole id once, before the
     command reads anything (`convgraph.sources.Source.resolve`). `kind` is
@@ -346,7 +346,7 @@ def output_options(function: F) -> F:
         decorated = click.option(
             f"--{name}", f"output_{name}", is_flag=True, help=text
         )(decorated)
-    return decorated
+    return decorated  # type: ignore[no-any-return]
 
 
 def command(name: str | None = None, **attrs: Any) -> Callable[[F], click.Command]:

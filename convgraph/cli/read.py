@@ -123,7 +123,7 @@ def tree(
                 graph, found = logs.checked_tree(conversation_id)
                 read.append(graph)
                 problems += len(found)
-            trees: Iterable[nx.DiGraph] = list(kept(read, where))
+            trees: Iterable[nx.DiGraph[str]] = list(kept(read, where))
             if not trees:
                 say_none_kept(len(read), where)
         else:
@@ -200,7 +200,7 @@ def _style(
 
 
 def _draw_trees(
-    trees: Iterable[nx.DiGraph],
+    trees: Iterable[nx.DiGraph[str]],
     as_json: bool,
     width: int | None,
     indent_chains: bool,

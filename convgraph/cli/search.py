@@ -16,6 +16,7 @@ with the words' offsets (`marks`).
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -157,7 +158,7 @@ def search(
     click.echo("\n".join(lines))
 
 
-def _heading(record: dict) -> str:
+def _heading(record: dict[str, Any]) -> str:
     """The line that says where a hit lies: on the active path, on an
     abandoned branch, or in an agent's subagent (`sidechain`, neither)."""
     branch = "active" if record["active"] else "abandoned"

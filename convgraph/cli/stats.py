@@ -170,7 +170,7 @@ def stats(
             needs_extra("distributed", "dask", "convgraph stats --dask")
         from convgraph.analysis.datasets import dataset_conversation_table
 
-        table = dataset_conversation_table(dataset, conversation_ids, scheduler)
+        table: Any = dataset_conversation_table(dataset, conversation_ids, scheduler)
         print_conversations(table, output_format, columns)
         return
     if scheduler is not None:
@@ -194,7 +194,8 @@ def stats(
 
         if plain and not nodes_in_range:
             found = logs.summaries(conversation_ids, progress=progress)
-            table, hidden = found.rows, found.hidden
+            table = found.rows
+            hidden = found.hidden
         else:
             forest = logs.forest(False, conversation_ids or None, progress=progress)
             progress(COMPUTING, 0, None)

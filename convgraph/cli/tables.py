@@ -117,7 +117,7 @@ def _iso_times(column: pd.Series) -> list[str | None]:
         # in UTC (the microseconds left out where they are zero); it
         # refuses earlier ones, which go the slow way below.
         try:
-            texts = orjson.loads(
+            texts: list[str | None] = orjson.loads(
                 orjson.dumps(
                     present.to_numpy(dtype="datetime64[us]"),
                     option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NAIVE_UTC,

@@ -63,7 +63,7 @@ def way_out() -> Iterator[None]:
     previous = _catch_sigterm()
     real = sys.stdout
     guarded = real if isinstance(real, GuardedStdout) else GuardedStdout(real)
-    sys.stdout = guarded  # type: ignore[assignment]
+    sys.stdout = guarded
     try:
         yield
         guarded.flush()
@@ -119,7 +119,7 @@ class GuardedStdout:
 
     def write(self, data: Any) -> int:
         try:
-            return self._stream.write(data)  # type: ignore[no-any-return]
+            return self._stream.write(data)
         except OSError as error:
             raise self._failure(error) from None
 

@@ -201,11 +201,14 @@ def stats(
             progress(COMPUTING, 0, None)
             forest = select_trees(forest, where)
             hidden = forest.hidden
+            in_range = where if nodes_in_range else None
             if keys is not None:
-                in_range = where if nodes_in_range else None
                 _usage(forest, keys, in_range, plot, measure, output_format)
                 return
-            table = _table(forest, where if nodes_in_range else None, with_cost)
+            from convgraph.analysis.reports import trees_table
+
+            table, unpriced = trees_table(forest, in_range, with_cost)
+            _say_unknown(unpriced)
             del forest
     print_conversations(table, output_format, columns)
     if hidden and not logs.hidden:
@@ -214,35 +217,6 @@ def stats(
             f"{counted(nodes, 'node')} of {counted(len(hidden), 'conversation')}"
             " in hidden branches left out (--all counts them in)"
         )
-
-
-def _table(forest: Forest, in_range: TreeFilter | None, with_cost: bool) -> Any:
-    """The trees' table of a filtered read: over the nodes `in_range`
-    matches (`--nodes-in-range`), with costs (`--cost`)."""
-    from convgraph.analysis.stats import conversation_table
-    from convgraph.analysis.usage import in_range_table, node_costs, with_costs
-
-    if in_range is not None:
-        table = in_range_table(forest, in_range)
-        return _priced(table, forest, in_range) if with_cost else table
-    if not with_cost:
-        return conversation_table(forest)
-    costs = node_costs(forest.nodes)
-    _say_unknown(costs.unknown)
-    return with_costs(conversation_table(forest), forest, costs)
-
-
-def _priced(table: Any, forest: Forest, where: TreeFilter) -> Any:
-    """`--nodes-in-range --cost`: the costs of the nodes the filter matches."""
-    import numpy as np
-
-    from convgraph.analysis.usage import node_costs, with_costs
-    from convgraph.model.filters import matching_rows
-
-    costs = node_costs(forest.nodes)
-    costs.per_node[~matching_rows(forest.nodes, where)] = np.nan
-    _say_unknown(costs.unknown)
-    return with_costs(table, forest, costs)
 
 
 def _say_unknown(models: list[str]) -> None:
@@ -301,20 +275,13 @@ def _usage(
     """`stats --by`: the usage table printed, or drawn (`--plot`)."""
     import shutil
 
-    from convgraph.analysis.usage import (
-        node_costs,
-        terminal_chart,
-        usage_table,
-        write_chart,
-    )
+    from convgraph.analysis.reports import usage_report
+    from convgraph.analysis.usage import terminal_chart, write_chart
     from convgraph.cli.output import TableFit, echo_records, is_terminal, table_width
     from convgraph.cli.tables import CELLS, plain_records
-    from convgraph.model.filters import matching_rows
 
-    costs = node_costs(forest.nodes)
-    _say_unknown(costs.unknown)
-    rows = None if in_range is None else matching_rows(forest.nodes, in_range)
-    table = usage_table(forest, keys, costs, rows)
+    table, unpriced = usage_report(forest, keys, in_range)
+    _say_unknown(unpriced)
     if plot == "":
         size = shutil.get_terminal_size()
         color = is_terminal(sys.stdout)

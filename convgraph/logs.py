@@ -1,12 +1,7 @@
-"""`convgraph.open(path)`: one handle on a file of conversations.
-
-As sqlite-utils' `Database(path)`: the file is opened once, read-only,
-whatever wrote it (llm's `logs.db` of any generation, a chat export,
-coding agents' sessions), and everything convgraph answers about it hangs
-off the handle: one tree, read alone; the forest as tables; the statistics,
-in the form the size of the file calls for; a search of every branch. Every
-command of the command line asks a `Logs`.
-"""
+"""`convgraph.open(path)`: one handle on a file of conversations, as
+sqlite-utils' `Database(path)`: opened once, read-only, whatever wrote it,
+and asked for one tree, the forest, the statistics or a search. Every
+command of the command line asks one."""
 
 from __future__ import annotations
 
@@ -31,20 +26,15 @@ if TYPE_CHECKING:
     from convgraph.model.tree import ConversationTree
     from convgraph.present.transcript import Transcript
 
-#: The phase a progress callback is told before the statistics are
-#: computed from a forest read (a command may free the read's memory then).
+#: The phase told to progress before statistics are computed from a read.
 COMPUTING = "computing statistics"
 
 
 @dataclass
 class Summaries:
-    """The statistics of a file's trees (`Logs.summaries`).
-
-    `rows` is one row per tree: `conversation_table`'s DataFrame, or the
-    same rows as dicts where the file was measured tree by tree; `read`,
-    how many trees were read before a filter; `hidden`, the nodes left out
-    in hidden branches, by tree.
-    """
+    """`Logs.summaries`: one row per tree (the table, or its rows as dicts
+    where measured tree by tree), the trees read before a filter, and the
+    nodes left out in hidden branches by tree."""
 
     rows: list[dict[str, Any]] | pd.DataFrame
     read: int
@@ -52,11 +42,8 @@ class Summaries:
 
 
 class Logs:
-    """A file of conversations, open read-only (`convgraph.open`).
-
-    `hidden` keeps the branches the user hid (`convgraph hide`) in every
-    answer; they are left out by default. `name` is the file as named.
-    """
+    """A file of conversations, open read-only (`convgraph.open`); `hidden`
+    keeps the branches hidden with `convgraph hide` in every answer."""
 
     def __init__(
         self, path: str | os.PathLike[str] | None = None, hidden: bool = False
@@ -80,8 +67,7 @@ class Logs:
 
     @property
     def writable(self) -> bool:
-        """Whether the file is llm's database, which convgraph writes; an
-        export or agents' sessions are read only."""
+        """Whether the file is llm's database (exports are read only)."""
         return self.source.conn is not None
 
     @property
@@ -101,9 +87,8 @@ class Logs:
         return found
 
     def overwrite_refusal(self, output: str, force: bool = False) -> str | None:
-        """Why writing `output` would destroy what the user keeps: it is a
-        file being read (`files`, whatever the path says), or without
-        `force` an SQLite database; None where it may be written."""
+        """Why writing `output` would destroy a file being read (whatever
+        the path) or, without `force`, an SQLite database; else None."""
         from convgraph.sources.llm.files import is_sqlite_file
 
         try:
@@ -129,13 +114,9 @@ class Logs:
         return None
 
     def resolve(self, given: str, kind: str | None = None) -> str:
-        """The whole id that `given` (an id or a unique prefix) names, of
-        `kind` (`node`, `conversation`, or either when None).
-
-        Raises
-        ------
-        UnknownNode, UnknownConversation, AmbiguousId
-        """
+        """The whole id that `given` (or a unique prefix) names, of `kind`
+        (`node`, `conversation`, either when None). Raises UnknownNode,
+        UnknownConversation, AmbiguousId."""
         return self.source.resolve(given, kind)[1]
 
     def tree_ids(self) -> list[str]:
@@ -143,13 +124,8 @@ class Logs:
         return self.source.tree_ids()
 
     def tree(self, id: str) -> ConversationTree:
-        """The tree a conversation id or a node id names (whole, or a unique
-        prefix), reading only that tree.
-
-        Raises
-        ------
-        UnknownConversation, AmbiguousId
-        """
+        """The tree a conversation or node id (or a unique prefix) names,
+        read alone. Raises UnknownConversation, AmbiguousId."""
         try:
             kind, whole = self.source.resolve(id)
         except UnknownNode:  # neither a node nor a conversation
@@ -207,9 +183,8 @@ class Logs:
         progress: ProgressCallback | None = None,
         texts: Collection[str] | None = None,
     ) -> Forest:
-        """Every tree as tables (`convgraph.Forest.read`: `text`, `texts`
-        and `progress` as there), or only the trees named; with `where`,
-        only the trees a time, model or source filter keeps."""
+        """Every tree as tables (`Forest.read`), or the trees named; with
+        `where`, the trees a time, model or source filter keeps."""
         from convgraph.model.filters import select_trees
         from convgraph.model.forest import Forest
 
@@ -234,9 +209,7 @@ class Logs:
         return forest
 
     def stats(self, where: TreeFilter | None = None) -> pd.DataFrame:
-        """The statistics of every tree, one row each
-        (`convgraph.analysis.stats.conversation_table`), read without the
-        texts."""
+        """The statistics of every tree, one row each (`conversation_table`)."""
         from convgraph.analysis.stats import conversation_table
 
         return conversation_table(self.forest(text=False, where=where))
@@ -247,9 +220,9 @@ class Logs:
         where: TreeFilter | None = None,
         progress: ProgressCallback | None = None,
     ) -> Summaries:
-        """The rows of `stats` for every tree, or the trees the ids name:
-        for a small file without a filter, each tree measured on its own
-        without pandas (`convgraph.analysis.summaries`); else the table."""
+        """The rows of `stats`, for every tree or the trees named: a small
+        file unfiltered is measured tree by tree without pandas
+        (`convgraph.analysis.summaries`), any other by the table."""
         from convgraph.analysis.summaries import is_small, summary_records
 
         named = list(conversation_ids)
@@ -268,8 +241,7 @@ class Logs:
             hidden = selected.hidden
             table = conversation_table(selected)
         else:
-            # The table needs neither (the parent rows hold the links):
-            # letting them go first lowers a large read's peak.
+            # Not needed by the table: freed first, a lower peak.
             del read.nodes["id"], read.nodes["parent_id"]
             table = conversation_table(read)
             trees = len(table)
@@ -294,8 +266,7 @@ class Logs:
 
     def search(self, query: str, **options: Any) -> list[Hit]:
         """The nodes of every branch that match `query`, best first
-        (`convgraph.analysis.search.search`: `limit`, `abandoned`, `where`
-        and the rest as there)."""
+        (`convgraph.analysis.search.search`'s options)."""
         from convgraph.analysis.search import search
 
         return search(self.source, query, **options)
@@ -315,20 +286,28 @@ def open(path: str | os.PathLike[str] | None = None, hidden: bool = False) -> Lo
     """Open a file of conversations read-only: llm's `logs.db` (its own
     when `path` is None), a ChatGPT, Claude.ai or Open WebUI export, or
     coding agents' sessions; `hidden` keeps the branches the user hid.
-
-    Raises
-    ------
-    DatabaseError
-        The file is missing, or is none of these.
-    """
+    Raises DatabaseError where the file is missing or none of these."""
     return Logs(path, hidden)
 
 
-#: What SQLite says when the file is not a database it can read: the user's
-#: file, not a bug.
+def is_export(path: str) -> bool:
+    """Whether `path` is a file convgraph reads but never writes (an
+    export, agents' sessions); False also where the write will say why."""
+    from convgraph.errors import DatabaseError
+    from convgraph.sources.llm.files import is_sqlite_file
+
+    if not os.path.exists(path) or is_sqlite_file(path):
+        return False
+    try:
+        with Logs(path) as logs:
+            return not logs.writable
+    except (DatabaseError, OSError):
+        return False
+
+
+#: What SQLite says of a file that is not a database it reads.
 _NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")
-#: What SQLite says when another program holds the file, or the user may not
-#: write it.
+#: What SQLite says when another program holds the file, or it is read-only.
 _UNAVAILABLE = (
     "database is locked",
     "database is busy",

@@ -1,10 +1,6 @@
-"""The tables `convgraph stats` gives beside the plain one: the trees'
-table over the nodes a filter matches (`--nodes-in-range`), with costs
-(`--cost`), and usage over time (`--by`).
-
-Each answer comes with the models that have no known price, whose cost is
-null rather than guessed, for the caller to name.
-"""
+"""The tables `convgraph stats` gives beside the plain one (over the nodes
+a filter matches, with costs, usage over time), each with the models that
+have no known price (their cost null, not guessed)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The statistics of a small file, tree by tree, without pandas.
-
-Under `SMALL_INPUT_BYTES` importing pandas is most of a command's time, so
-each tree is read on its own (`convgraph.model.loading.read_tree`; a chat
-export's trees in one pass) and measured by `convgraph.analysis.stats.summary`,
-the per-tree form of `conversation_table`'s rule, each row as the table
-gives it. `convgraph.logs.Logs.summaries` chooses between the two forms.
-"""
+"""The statistics of a small file, tree by tree, without pandas: each
+tree read alone and measured by `summary`, the per-tree form of
+`conversation_table`, each row as the table gives it (`Logs.summaries`
+chooses the form)."""
 
 from __future__ import annotations
 
@@ -17,10 +13,8 @@ from convgraph.errors import UnknownConversation
 from convgraph.sources import Source, TreeRecords, log_order
 from convgraph.sources.notes import read_notes
 
-#: The size (bytes, an llm database's write-ahead log counted) under which a
-#: file is measured tree by tree: below it importing pandas costs most of
-#: the time; above it the table's vectorized work soon costs less than a
-#: graph per tree.
+#: The size (bytes, write-ahead log counted) under which importing pandas
+#: would cost more than a graph per tree.
 SMALL_INPUT_BYTES = 1_000_000
 
 
@@ -41,17 +35,10 @@ def is_small(source: Source) -> bool:
 def summary_records(
     source: Source, conversation_ids: Iterable[str] = ()
 ) -> list[dict[str, Any]] | None:
-    """The rows of `conversation_table`, from `summary` of each tree read on
-    its own: every tree in the order of its first node, or the trees the
-    ids name, each once, in the order first named.
-
-    None where the table must answer: hidden branches (the table counts
-    what they leave out), a chat export's named conversations, or a tree
-    the file lists but does not give alone.
-
-    Raises
-    ------
-    UnknownConversation, DatabaseError
+    """The rows of `conversation_table` from `summary` of each tree: every
+    tree, or the trees the ids name (each once, in the order named). None
+    where the table must answer: hidden branches, a chat export's named
+    trees, a tree the file does not give alone. Raises UnknownConversation.
     """
     from convgraph.analysis.stats import summary
     from convgraph.model.loading import read_tree
@@ -81,8 +68,7 @@ def summary_records(
 def _one_pass_records(
     source: Source, trees: Iterator[TreeRecords]
 ) -> list[dict[str, Any]]:
-    """`summary_records` of every tree of a file read once (a chat export):
-    the trees without a node after the others, as the table has them."""
+    """`summary_records` of a file read once, empty trees last."""
     from convgraph.analysis.stats import summary
     from convgraph.contract import (
         CONVERSATION_COLUMNS,
@@ -113,8 +99,7 @@ def _one_pass_records(
 
 
 def _with_table_times(record: dict[str, Any]) -> dict[str, Any]:
-    """`record` with its first and last times as the table prints them
-    (ISO 8601 in UTC with its offset)."""
+    """`record` with its times as the table prints them (ISO 8601, UTC)."""
     from convgraph.times import utc_iso
 
     for key in ("first_datetime", "last_datetime"):

@@ -398,24 +398,10 @@ def check_writable(db_path: str | None) -> None:
     UserError
         `db_path` is a file or folder convgraph reads as an export.
     """
-    if db_path is None or not os.path.exists(db_path):
-        return
-    if os.path.isfile(db_path):
-        try:
-            with open(db_path, "rb") as file:
-                if file.read(16) == b"SQLite format 3\x00":
-                    return
-        except OSError:
-            return  # the write says what is wrong
-    from convgraph.errors import DatabaseError
-    from convgraph.logs import Logs
+    from convgraph.logs import is_export
 
-    try:
-        with Logs(db_path) as logs:
-            if logs.writable:
-                return
-    except (DatabaseError, OSError):
-        return  # not an export either: the write says what it is
+    if db_path is None or not is_export(db_path):
+        return
     raise UserError(
         f"{db_path} is an export, which convgraph reads but never writes:"
         f" bring it into llm's database with convgraph import {db_path}"

@@ -108,13 +108,6 @@ def chosen_format(
     ------
     UserError
         --format or --render names another format than -o's extension.
-
-    Examples
-    --------
-    >>> chosen_format("tree.svg", None, None), chosen_format("t.mmd", None, None)
-    (('dot', 'svg'), ('mermaid', None))
-    >>> chosen_format("forest.json", "tree-json", None), chosen_format(None, None, None)
-    (('tree-json', None), ('dot', None))
     """
     format_name = format_name.lower() if format_name is not None else None
     render = render.lower() if render is not None else None

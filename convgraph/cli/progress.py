@@ -46,14 +46,6 @@ REDRAW_SECONDS = 0.1
 def progress_line(job: Job, label_width: int) -> str:
     """One request's line: its label, state, then what it has produced and
     how long it took (or why it failed).
-
-    Examples
-    --------
-    >>> from convgraph.fanout import Job, Request
-    >>> job = Job(Request("echo", 1, "hi", []), "echo", state="done",
-    ...           output_tokens=12, started=1.0, ended=1.25)
-    >>> progress_line(job, 6)
-    'echo    done       12 tokens  0.2 s'
     """
     state = job.state
     if state == "failed" or state == "stopped":

@@ -1,13 +1,5 @@
-"""`convgraph browse`: the terminal browser of conversation trees.
-
-The command checks what a user can get wrong before the screen takes over
-(a missing file, an unknown conversation, a bad filter), so that those end
-as one line and exit status 2 like every other command; then it runs the
-Textual app of `convgraph.browse`. Textual is imported only here, inside the
-command. `--since`, `--until`, `--model` and `--source` are the filters of
-every reading command (`cli.filters`): the list shows the trees they keep;
-the model that `b` and `r` ask is `-m/--branch-model`.
-"""
+"""`convgraph browse`: a user's mistakes checked first, one line each, then
+the Textual app of `convgraph.browse`."""
 
 from __future__ import annotations
 

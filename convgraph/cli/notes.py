@@ -1,9 +1,6 @@
-"""The user's branch notes: `note` writes a node's note, `prefer` marks the
-preferred answer among its alternatives, `hide` and `unhide` hide a branch
-from every output and show it again. Each writes convgraph's own notes
-table (in the llm database, or in a file beside a chat export), one
-transaction each.
-"""
+"""The user's branch notes: `note`, `prefer`, `hide` and `unhide`, each one
+transaction on convgraph's notes table (in llm's database, or beside an
+export)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""`convgraph search QUERY`: every node of every tree searched, the hits
-ranked, printed for a person or, through the output options, as records.
-
-The work is `convgraph.analysis.search.search` (a tantivy index of
-convgraph's own in the user's cache, brought up to date first; a progress
-bar while it is built, and a line on stderr saying where it went; SIGTERM
-and Ctrl-C unwind it as every command, `cli.way_out`, so a build's partial
-directory is removed). For a person each hit is two
-lines: where it lies (rank, tree, node, depth, model, time, and whether on
-the active path, an abandoned branch or in an agent's subagent), then the
-snippet, the words found
-bold and coloured on a terminal only. The records carry the snippet plain
-with the words' offsets (`marks`).
+"""`convgraph search QUERY`: every node of every tree searched (`Logs.search`,
+its index brought up to date first, with a progress bar), each hit for a
+person as where it lies and its snippet, or as a record with the words'
+offsets (`marks`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Commands that take branches out of their tree: `transcript` prints one
-path as Markdown or chat messages, `pairs` the preference pairs of the
-alternative answers (TRL's conversational format).
-
-The Markdown is text for a person, printed as every other human output is:
-a stored escape sequence (a window title, the clipboard) shows as symbols,
-never reaches the terminal raw. On a terminal it is rendered (rich's
-Markdown, wrapped at the terminal's width: `echo_markdown`); to a file or a
-pipe it is the Markdown source. `convgraph export --format markdown -o FILE`
-writes the same document with the text exact.
+"""`transcript` (one path as Markdown or chat messages) and `pairs` (the
+preference pairs of alternative answers). The Markdown is rendered on a
+terminal, stored escapes shown as symbols, and is its source in a pipe.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ threshold fixed, a whole read's freed memory handed back."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -47,3 +48,25 @@ def _libc() -> Any:
 
     name = ctypes.util.find_library("c")
     return ctypes.CDLL(name) if name else None
+
+
+def measuring(progress: Callable[[str, int, int | None], None] | None = None) -> Any:
+    """A progress callback for a read that is measured (`Logs.summaries`):
+    glibc's threshold fixed when a read begins (a small file measured tree
+    by tree reads none), the read's memory given back before the statistics
+    are computed; each report then passed on to `progress`."""
+    from convgraph.logs import COMPUTING
+
+    began = False
+
+    def report(phase: str, done: int, total: int | None) -> None:
+        nonlocal began
+        if not began:
+            began = True
+            fixed_mmap_threshold()
+        if phase == COMPUTING:
+            give_back_memory()
+        if progress is not None:
+            progress(phase, done, total)
+
+    return report

@@ -53,13 +53,12 @@ def conversations(output_format: str | None, where: TreeFilter) -> None:
     """List every conversation tree: tree_id, name, nodes, roots, leaves
     and max_depth (the columns of `convgraph stats` that say what a tree is).
     """
-    from convgraph.cli.memory import fixed_mmap_threshold
+    from convgraph.cli.memory import measuring
     from convgraph.cli.tables import print_conversations
 
     columns = ["tree_id", "name", "nodes", "roots", "leaves", "max_depth"]
     logs = opened_logs()
-    fixed_mmap_threshold()  # a read without texts, measured: less memory
-    found = logs.summaries(where=where)
+    found = logs.summaries(where=where, progress=measuring())
     rows = found.rows
     if isinstance(rows, list):
         shown = [{key: row[key] for key in columns} for row in rows]

@@ -180,18 +180,12 @@ def stats(
             "--dask computes on a Parquet dataset: give --db DIR, a directory"
             " written by convgraph export --format parquet"
         )
-    from convgraph.cli.memory import fixed_mmap_threshold, give_back_memory
+    from convgraph.cli.memory import measuring
     from convgraph.logs import COMPUTING
 
     logs = opened_logs()
-    fixed_mmap_threshold()  # a read without texts, measured: less memory
     with ProgressBar(enabled=False if quiet else None) as bar:
-
-        def progress(phase: str, done: int, total: int | None) -> None:
-            if phase == COMPUTING:
-                give_back_memory()  # what the read no longer holds
-            bar(phase, done, total)
-
+        progress = measuring(bar)
         if plain and not nodes_in_range:
             found = logs.summaries(conversation_ids, progress=progress)
             table = found.rows

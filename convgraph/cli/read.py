@@ -140,7 +140,9 @@ def tree(
             forest = select_trees(read_forest, where)
             if forest.nodes.empty:
                 bar.close()
-                say_none_kept(read_forest.nodes["tree_id"].nunique(), where, logs.name)
+                say_none_kept(
+                    int(read_forest.nodes["tree_id"].nunique()), where, logs.name
+                )
             del read_forest
             # Each tree is drawn (or built, for --json) as it is written: a
             # million nodes' lines or DiGraphs at once would hold gigabytes.

@@ -1,6 +1,4 @@
-"""convgraph inside llm: `llm tree`, `llm leaves`, `llm path`, `llm branch`
-and every command as `llm convgraph COMMAND`, convgraph's own command
-objects added by llm's `register_commands` hook."""
+"""convgraph's commands inside llm, added by llm's `register_commands` hook."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`convgraph browse`: a user's mistakes checked first, one line each, then
-the Textual app of `convgraph.browse`."""
+"""`convgraph browse`: the Textual app of `convgraph.browse`."""
 
 from __future__ import annotations
 
@@ -40,7 +39,6 @@ def browse(
     transcript to the cursor, b to branch, r to regenerate, N for a note,
     p to mark the preferred answer, ? for every key, q to quit.
     """
-    # The id was resolved on the command's `Logs` (an unknown one failed).
     logs = opened_logs()
     path = logs.source.path
     logs.close()  # the browser opens the file itself, to write it too

@@ -1,6 +1,4 @@
-"""`convgraph import`: a chat export brought into llm's database by
-`convgraph.store.importer`, its progress on a terminal, then what was
-written and skipped (titles and ids shown safely)."""
+"""`convgraph import`: a chat export brought into llm's database."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The user's branch notes: `note`, `prefer`, `hide` and `unhide`, each one
-transaction on convgraph's notes table (in llm's database, or beside an
-export)."""
+"""The user's branch notes: `note`, `prefer`, `hide`, `unhide`."""
 
 from __future__ import annotations
 

@@ -1,25 +1,11 @@
 """convgraph: llm's logged conversations as trees to explore, measure and share.
 
-Open a `logs.db` of any generation, a chat export or coding agents' sessions
-with `convgraph.open(path)`, then ask it for one tree (`logs.tree(id)`, a
-networkx DiGraph), the whole forest as pandas tables (`logs.forest()`), its
-statistics (`logs.stats()`) or a search of every branch (`logs.search(...)`);
-`load_tree` and `Forest.read` do the same on their own. The tree operations
-(`path`, `leaves`, `siblings`, ...) and the statistics tables
-(`conversation_table`, `node_table`, ...) are offered here flat, as networkx
-offers its algorithms:
-
->>> import convgraph
->>> tree = convgraph.ConversationTree.from_edges([("a", "b"), ("a", "c")])
->>> convgraph.leaves(tree)
-['b', 'c']
-
-The package is laid out in the order data flows through it: `sources` (read
-a file), `links` (parent links: checked and walked), `model` (trees and the
-forest), `analysis` (statistics, diffs), `present` (text for people),
-`export` (files for other tools), `store` (the write side), `cli` and
-`browse` (the command line and the terminal browser). Names are imported on
-first use (PEP 562), so `import convgraph` costs nothing until then.
+`convgraph.open(path)` opens a `logs.db` of any generation, a chat export or
+coding agents' sessions, and answers for one tree (`logs.tree(id)`, a
+networkx DiGraph), the forest as pandas tables (`logs.forest()`), the
+statistics (`logs.stats()`) or a search (`logs.search(...)`). The tree
+operations and statistics tables are offered flat, imported on first use
+(PEP 562), as networkx offers its algorithms.
 """
 
 from __future__ import annotations
@@ -39,7 +25,6 @@ from convgraph.errors import (
 _LAZY = {
     "open": "convgraph.logs",
     "Logs": "convgraph.logs",
-    "open_logs": "convgraph.sources",
     "Problem": "convgraph.links.integrity",
     "Forest": "convgraph.model.forest",
     "load_tree": "convgraph.model.loading",
@@ -107,7 +92,6 @@ __all__ = [
     "node_table",
     "node_totals",
     "open",
-    "open_logs",
     "parent",
     "path",
     "render_tree",
@@ -178,4 +162,3 @@ if TYPE_CHECKING:
         tree_size,
     )
     from convgraph.present.text_tree import render_tree
-    from convgraph.sources import open_logs

@@ -1,30 +1,15 @@
-"""`convgraph.open(path)`: one handle on a file of conversations.
-
-In the spirit of sqlite-utils' `Database(path)`: the file is opened once
-(read-only, whatever wrote it: llm's `logs.db` of any generation, a chat
-export, coding agents' sessions), and what convgraph answers about it hangs
-off the handle: one tree (`tree`, reading only that tree), the whole forest
-as tables (`forest`), the statistics (`stats`) and a search of every branch
-(`search`). The functions the handle calls (`convgraph.load_tree`,
-`convgraph.Forest.read`, `convgraph.analysis.search.search`) keep working
-on their own; the handle only saves opening the file again for each.
-
-Examples
---------
->>> import convgraph
->>> with convgraph.open("examples/logs.db") as logs:
-...     tree = logs.tree("01jb1haiku")
-...     table = logs.stats()
->>> tree
-<ConversationTree '01jb1haiku000000000000000' (Autumn haiku): 3 nodes, 1 root, 2 leaves>
->>> table.loc[table["tree_id"] == "01jb1haiku000000000000000", "leaves"].item()
-2
-"""
+"""`convgraph.open(path)`: one handle on a file of conversations, as
+sqlite-utils' `Database(path)`: opened once, read-only, whatever wrote it,
+and asked for one tree, the forest, the statistics or a search. Every
+command of the command line asks one."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
+import stat
 from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import UnknownConversation, UnknownNode
@@ -35,22 +20,37 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from convgraph.analysis.search import Hit
+    from convgraph.links.integrity import Problem
     from convgraph.model.filters import TreeFilter
     from convgraph.model.forest import Forest
     from convgraph.model.tree import ConversationTree
+    from convgraph.present.transcript import Transcript
+
+#: The phase told to progress before statistics are computed from a read.
+COMPUTING = "computing statistics"
+
+
+@dataclass
+class Summaries:
+    """`Logs.summaries`: one row per tree (the table, or its rows as dicts
+    where measured tree by tree), the trees read before a filter, and the
+    nodes left out in hidden branches by tree."""
+
+    rows: list[dict[str, Any]] | pd.DataFrame
+    read: int
+    hidden: dict[str, int] = field(default_factory=dict)
 
 
 class Logs:
-    """A file of conversations, open read-only (`convgraph.open`).
+    """A file of conversations, open read-only (`convgraph.open`); `hidden`
+    keeps the branches hidden with `convgraph hide` in every answer."""
 
-    Attributes
-    ----------
-    source : Source
-        The reader of the file (`convgraph.sources.open_logs`).
-    """
-
-    def __init__(self, path: str | os.PathLike[str] | None = None):
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, hidden: bool = False
+    ):
         self.source: Source = open_logs(path)
+        self.hidden = hidden
+        self.name = os.fspath(path) if path is not None else str(self.source.path)
 
     def __enter__(self) -> Logs:
         return self
@@ -65,34 +65,115 @@ class Logs:
     def __repr__(self) -> str:
         return f"<convgraph.Logs {self.source.path}>"
 
+    @property
+    def writable(self) -> bool:
+        """Whether the file is llm's database (exports are read only)."""
+        return self.source.conn is not None
+
+    @property
+    def generations(self) -> list[str]:
+        """Which storage formats the file holds, oldest first."""
+        return self.source.generations
+
+    def files(self) -> list[str]:
+        """The paths read: the file, or a folder and the files directly in it."""
+        found = [self.name]
+        if os.path.isdir(self.name):
+            try:
+                with os.scandir(self.name) as entries:
+                    found += [entry.path for entry in entries]
+            except OSError:
+                pass
+        return found
+
+    def overwrite_refusal(self, output: str, force: bool = False) -> str | None:
+        """Why writing `output` would destroy a file being read (whatever
+        the path) or, without `force`, an SQLite database; else None."""
+        from convgraph.sources.llm.files import is_sqlite_file
+
+        try:
+            target = os.stat(output)
+        except OSError:
+            return None  # nothing there to lose; the write says what fails
+        for read in self.files():
+            try:
+                found = os.stat(read)
+            except OSError:
+                continue
+            if (found.st_dev, found.st_ino) == (target.st_dev, target.st_ino):
+                return (
+                    f"refusing to write {output}: it is the file being read;"
+                    " write the export to another file"
+                )
+        # Only a regular file is opened to look: a FIFO would wait for input.
+        if not force and stat.S_ISREG(target.st_mode) and is_sqlite_file(output):
+            return (
+                f"refusing to write {output}: it is an SQLite database"
+                " (--force replaces it)"
+            )
+        return None
+
+    def resolve(self, given: str, kind: str | None = None) -> str:
+        """The whole id that `given` (or a unique prefix) names, of `kind`
+        (`node`, `conversation`, either when None). Raises UnknownNode,
+        UnknownConversation, AmbiguousId."""
+        return self.source.resolve(given, kind)[1]
+
     def tree_ids(self) -> list[str]:
         """Every conversation tree's id, in the order of its first node."""
         return self.source.tree_ids()
 
     def tree(self, id: str) -> ConversationTree:
-        """The tree a conversation id or a node id names (whole, or a unique
-        prefix of 4 characters or more), reading only that tree.
-
-        Raises
-        ------
-        UnknownConversation, AmbiguousId
-        """
-        from convgraph.model.loading import load_tree, load_tree_of_node
-
+        """The tree a conversation or node id (or a unique prefix) names,
+        read alone. Raises UnknownConversation, AmbiguousId."""
         try:
             kind, whole = self.source.resolve(id)
         except UnknownNode:  # neither a node nor a conversation
             raise UnknownConversation(id) from None
         if kind == NODE:
-            return load_tree_of_node(whole, self.source)
-        return load_tree(whole, self.source)
+            return self.tree_of_node(whole)
+        return self.tree_of_conversation(whole)
+
+    def tree_of_conversation(self, conversation_id: str) -> ConversationTree:
+        """The tree of a conversation id, read alone (`load_tree`)."""
+        from convgraph.model.loading import load_tree
+
+        return load_tree(conversation_id, self.source, self.hidden)
+
+    def tree_of_node(self, node_id: str) -> ConversationTree:
+        """The tree that holds a node, read alone (`load_tree_of_node`)."""
+        from convgraph.model.loading import load_tree_of_node
+
+        return load_tree_of_node(node_id, self.source, self.hidden)
+
+    def tree_of_pair(self, node_a: str, node_b: str) -> ConversationTree:
+        """The one tree that holds both nodes (`load_tree_of_pair`)."""
+        from convgraph.model.loading import load_tree_of_pair
+
+        return load_tree_of_pair(node_a, node_b, self.source, self.hidden)
+
+    def checked_tree(
+        self, conversation_id: str
+    ) -> tuple[ConversationTree, list[Problem]]:
+        """A conversation's tree and the problems of its links."""
+        from convgraph.model.loading import read_tree
+
+        whole = self.source.resolve_conversation(conversation_id)
+        tree_id = self.source.tree_id_of_conversation(whole)
+        return read_tree(self.source, tree_id, hidden=self.hidden)
+
+    def path(self, node_id: str) -> list[str]:
+        """The ids from the root of a node's tree down to it (`load_path`)."""
+        from convgraph.model.loading import load_path
+
+        return load_path(node_id, self.source, self.hidden)
 
     def trees(self, ids: Iterable[str] = ()) -> Iterator[ConversationTree]:
         """The trees these conversation ids name, each once; every tree when
         none (`convgraph.model.loading.load_trees`)."""
         from convgraph.model.loading import load_trees
 
-        return load_trees(ids, self.source)
+        return load_trees(ids, self.source, self.hidden)
 
     def forest(
         self,
@@ -102,27 +183,90 @@ class Logs:
         progress: ProgressCallback | None = None,
         texts: Collection[str] | None = None,
     ) -> Forest:
-        """Every tree as tables (`convgraph.Forest.read`: `text`, `texts`
-        and `progress` as there), or only the trees named; with `where`,
-        only the trees a time, model or source filter keeps."""
+        """Every tree as tables (`Forest.read`), or the trees named; with
+        `where`, the trees a time, model or source filter keeps."""
         from convgraph.model.filters import select_trees
         from convgraph.model.forest import Forest
 
-        forest = Forest.read(self.source, text, trees, progress, texts)
-        return select_trees(forest, where) if where is not None else forest
+        forest = Forest.read(self.source, text, trees, progress, texts, self.hidden)
+        return select_trees(forest, where) if where else forest
+
+    def drawn_forest(self, progress: ProgressCallback | None = None) -> Forest:
+        """The forest with the texts a drawing shows (`DRAWN_TEXTS`), and the
+        answers of the nodes without a prompt, which are drawn by them."""
+        from convgraph.present.text_tree import DRAWN_TEXTS
+
+        forest = self.forest(progress=progress, texts=DRAWN_TEXTS)
+        nodes = forest.nodes
+        empty = (nodes["prompt"] == "").fillna(False).to_numpy(dtype=bool)
+        missing = empty & nodes["response"].isna().to_numpy()
+        if missing.any():
+            # Only the trees of those nodes are read again, for their answers.
+            trees = nodes["tree_id"][missing].astype(str).unique().tolist()
+            answers = self.forest(trees=trees, text=True).nodes
+            found = dict(zip(answers["id"], answers["response"], strict=True))
+            nodes.loc[missing, "response"] = nodes["id"][missing].map(found)
+        return forest
 
     def stats(self, where: TreeFilter | None = None) -> pd.DataFrame:
-        """The statistics of every tree, one row each
-        (`convgraph.analysis.stats.conversation_table`), read without the
-        texts."""
+        """The statistics of every tree, one row each (`conversation_table`)."""
         from convgraph.analysis.stats import conversation_table
 
         return conversation_table(self.forest(text=False, where=where))
 
+    def summaries(
+        self,
+        conversation_ids: Iterable[str] = (),
+        where: TreeFilter | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Summaries:
+        """The rows of `stats`, for every tree or the trees named: a small
+        file unfiltered is measured tree by tree without pandas
+        (`convgraph.analysis.summaries`), any other by the table."""
+        from convgraph.analysis.summaries import is_small, summary_records
+
+        named = list(conversation_ids)
+        if not where and is_small(self.source):
+            records = summary_records(self.source, named)
+            if records:  # an empty file's table says what its columns are
+                return Summaries(records, len(records))
+        from convgraph.analysis.stats import conversation_table
+
+        read = self.forest(text=False, trees=named or None, progress=progress)
+        (progress or _no_progress)(COMPUTING, 0, None)
+        hidden = read.hidden
+        if where:
+            trees = int(read.nodes["tree_id"].nunique())
+            selected = _selected(read, where)
+            hidden = selected.hidden
+            table = conversation_table(selected)
+        else:
+            # Not needed by the table: freed first, a lower peak.
+            del read.nodes["id"], read.nodes["parent_id"]
+            table = conversation_table(read)
+            trees = len(table)
+        return Summaries(table, trees, hidden)
+
+    def problems(self) -> list[Problem]:
+        """What `convgraph check` reports: broken links and rows that are
+        no node, impossible counts, and a migrated file's lost rules."""
+        from convgraph.analysis.prices import count_problems
+        from convgraph.store.rules import rule_problems
+
+        forest = self.forest(text=False)
+        rules = rule_problems(self.source.path) if self.writable else []
+        return [*forest.problems, *count_problems(forest.nodes), *rules]
+
+    def transcript(self, id: str) -> Transcript:
+        """The conversation from its root down to a node, or along a
+        conversation's active path (`convgraph.present.transcript`)."""
+        from convgraph.present.transcript import transcript
+
+        return transcript(id, self.source, self.hidden)
+
     def search(self, query: str, **options: Any) -> list[Hit]:
         """The nodes of every branch that match `query`, best first
-        (`convgraph.analysis.search.search`: `limit`, `abandoned`, `where`
-        and the rest as there)."""
+        (`convgraph.analysis.search.search`'s options)."""
         from convgraph.analysis.search import search
 
         return search(self.source, query, **options)
@@ -146,14 +290,62 @@ class Logs:
         return self.source.tree_counts()
 
 
-def open(path: str | os.PathLike[str] | None = None) -> Logs:
+def _no_progress(phase: str, done: int, total: int | None) -> None:
+    pass
+
+
+def _selected(forest: Forest, where: TreeFilter) -> Forest:
+    from convgraph.model.filters import select_trees
+
+    return select_trees(forest, where)
+
+
+def open(path: str | os.PathLike[str] | None = None, hidden: bool = False) -> Logs:
     """Open a file of conversations read-only: llm's `logs.db` (its own
     when `path` is None), a ChatGPT, Claude.ai or Open WebUI export, or
-    coding agents' sessions.
+    coding agents' sessions; `hidden` keeps the branches the user hid.
+    Raises DatabaseError where the file is missing or none of these."""
+    return Logs(path, hidden)
 
-    Raises
-    ------
-    DatabaseError
-        The file is missing, or is none of these.
-    """
-    return Logs(path)
+
+def is_export(path: str) -> bool:
+    """Whether `path` is a file convgraph reads but never writes (an
+    export, agents' sessions); False also where the write will say why."""
+    from convgraph.errors import DatabaseError
+    from convgraph.sources.llm.files import is_sqlite_file
+
+    if not os.path.exists(path) or is_sqlite_file(path):
+        return False
+    try:
+        with Logs(path) as logs:
+            return not logs.writable
+    except (DatabaseError, OSError):
+        return False
+
+
+#: What SQLite says of a file that is not a database it reads.
+_NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")
+#: What SQLite says when another program holds the file, or it is read-only.
+_UNAVAILABLE = (
+    "database is locked",
+    "database is busy",
+    "database table is locked",
+    "attempt to write a readonly database",
+    "unable to open database file",
+)
+
+
+def database_failure(error: BaseException) -> str | None:
+    """The one line to say for a database error the user's file or another
+    program caused; None for any other error (a bug, which shows)."""
+    if isinstance(error, sqlite3.IntegrityError):
+        return f"the database refused the change: {error}"
+    known: tuple[str, ...]
+    if isinstance(error, sqlite3.OperationalError):
+        known = _UNAVAILABLE
+    elif isinstance(error, sqlite3.DatabaseError):
+        known = _NOT_A_DATABASE
+    else:
+        return None
+    text = str(error).lower()
+    return f"database error: {error}" if any(m in text for m in known) else None

@@ -67,3 +67,39 @@ def test_a_file_of_no_kind_is_one_error(tmp_path: Path):
     path.write_text("hello\n")
     with pytest.raises(DatabaseError):
         convgraph.open(path)
+
+
+def test_the_handle_chooses_the_form_of_the_statistics():
+    # A small file is measured tree by tree, its rows those of the table.
+    with convgraph.open(EXAMPLES / "logs.db") as logs:
+        small = logs.summaries()
+        table = logs.stats()
+        named = logs.summaries(["01jb1haiku000000000000000"])
+    assert isinstance(small.rows, list) and small.read == len(table)
+    assert [row["tree_id"] for row in small.rows] == table["tree_id"].tolist()
+    assert [row["nodes"] for row in small.rows] == table["nodes"].tolist()
+    assert [row["tree_id"] for row in named.rows] == ["01jb1haiku000000000000000"]
+    # A filter takes the table, counting the trees read before it.
+    with convgraph.open(EXAMPLES / "logs.db") as logs:
+        kept = logs.summaries(where=TreeFilter(models=("claude*",)))
+    assert kept.rows["tree_id"].tolist() == [
+        "01jb1haiku000000000000000",
+        "01jb2hashmap0000000000000",
+    ]
+    assert kept.read == len(table)
+
+
+def test_the_handle_refuses_to_overwrite_what_it_reads(tmp_path: Path):
+    import shutil
+
+    from convgraph.logs import is_export
+
+    copy = tmp_path / "logs.db"
+    shutil.copy(EXAMPLES / "logs.db", copy)
+    with convgraph.open(copy) as logs:
+        assert logs.writable
+        refusal = logs.overwrite_refusal(str(copy))
+        assert refusal is not None and "it is the file being read" in refusal
+        assert logs.overwrite_refusal(str(tmp_path / "new.json")) is None
+    assert not is_export(str(copy))
+    assert is_export(str(EXAMPLES / "chatgpt-export.zip"))

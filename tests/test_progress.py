@@ -202,7 +202,7 @@ def large_seed_db(seed_db, tmp_path):
     import shutil
     import sqlite3
 
-    from convgraph.cli.stats import SMALL_INPUT_BYTES
+    from convgraph.analysis.summaries import SMALL_INPUT_BYTES
 
     path = tmp_path / "large.db"
     shutil.copy(seed_db, path)

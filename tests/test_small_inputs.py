@@ -2,7 +2,7 @@
 printed exactly as the table path prints it.
 
 Under `SMALL_INPUT_BYTES` an llm database or an agent's session file is
-measured by `summary` of each tree (`convgraph.cli.stats.small_records`);
+measured by `summary` of each tree (`convgraph.analysis.summaries`);
 above it, by `conversation_table` of the whole forest. Each test runs the
 command both ways on the same file, the table path forced by a threshold of
 0, and asserts the same output in every format: on the examples, the test
@@ -22,8 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import convgraph.cli.stats as stats_command
-from convgraph.cli.stats import small_records
+import convgraph
+import convgraph.analysis.summaries as stats_command
+from convgraph.analysis.summaries import summary_records
 from tests import test_hostile_data
 from tests.databases import add_tree, legacy_database
 from tests.helpers import examples, run
@@ -56,6 +57,21 @@ FILES = [
     *sorted((AGENTS / "codex").rglob("*.jsonl")),
     *sorted((AGENTS / "gemini-cli").rglob("*.json*")),
 ]
+
+
+def small_records(path: str, ids: object = ()) -> list[dict] | None:
+    """`summary_records` of the file at `path`."""
+    with convgraph.open(path) as logs:
+        return summary_records(logs.source, ids)  # type: ignore[arg-type]
+
+
+def is_small(path: Path) -> bool:
+    """Whether the file at `path` opens and is measured tree by tree."""
+    try:
+        with convgraph.open(path) as logs:
+            return stats_command.is_small(logs.source)
+    except convgraph.DatabaseError:
+        return False
 
 
 def both_ways(*args: object, command: str = "stats") -> tuple[object, object]:
@@ -216,9 +232,9 @@ def test_named_conversations_of_an_export_and_a_large_file_take_the_table_path(
     assert small_records(str(export), [tree_id]) is None
     small, table = both_ways(tree_id, "--json", "--db", export)
     assert small == table
-    assert stats_command.is_small(str(ROOT / "examples" / "logs.db"))
-    assert not stats_command.is_small(str(AGENTS / "claude-code" / "projects"))
-    assert not stats_command.is_small(str(tmp_path / "missing.db"))
+    assert is_small(ROOT / "examples" / "logs.db")
+    assert not is_small(AGENTS / "claude-code" / "projects")
+    assert not is_small(tmp_path / "missing.db")
 
 
 @pytest.mark.parametrize("command", ["stats", "conversations"])

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from convgraph import DatabaseError, Forest, UnknownConversation, load_tree, open_logs
+from convgraph import DatabaseError, Forest, UnknownConversation, load_tree
 from convgraph.links.integrity import Problem
 from convgraph.model import tree as ops
 from convgraph.model.loading import load_tree_of_node, read_tree
+from convgraph.sources import open_logs
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
 from tests.helpers import (
     SAFETY_SECONDS,

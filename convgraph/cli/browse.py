@@ -1,13 +1,4 @@
-"""`convgraph browse`: the terminal browser of conversation trees.
-
-The command checks what a user can get wrong before the screen takes over
-(a missing file, an unknown conversation, a bad filter), so that those end
-as one line and exit status 2 like every other command; then it runs the
-Textual app of `convgraph.browse`. Textual is imported only here, inside the
-command. `--since`, `--until`, `--model` and `--source` are the filters of
-every reading command (`cli.filters`): the list shows the trees they keep;
-the model that `b` and `r` ask is `-m/--branch-model`.
-"""
+"""`convgraph browse`: the Textual app of `convgraph.browse`."""
 
 from __future__ import annotations
 
@@ -16,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
-from convgraph.cli.options import CONVERSATION_ID, command, db_option
+from convgraph.cli.options import CONVERSATION_ID, command, db_option, opened_logs
 
 if TYPE_CHECKING:
     from convgraph.model.filters import TreeFilter
@@ -36,7 +27,6 @@ if TYPE_CHECKING:
 @filter_options
 def browse(
     conversation_id: str | None,
-    db_path: str | None,
     branch_model: str | None,
     where: TreeFilter,
 ) -> None:
@@ -49,12 +39,9 @@ def browse(
     transcript to the cursor, b to branch, r to regenerate, N for a note,
     p to mark the preferred answer, ? for every key, q to quit.
     """
-    from convgraph.sources import open_logs
-
-    with open_logs(db_path) as logs:
-        if conversation_id is not None:
-            logs.tree_id_of_conversation(conversation_id)
-        path = logs.path
+    logs = opened_logs()
+    path = logs.source.path
+    logs.close()  # the browser opens the file itself, to write it too
     from convgraph.cli.options import needs_extra
 
     needs_extra("textual", "browse", "convgraph browse")

@@ -21,8 +21,8 @@ from convgraph.cli.options import (
     all_option,
     command,
     db_option,
-    hidden_wanted,
     json_option,
+    opened_logs,
     output_options,
 )
 from convgraph.cli.output import (
@@ -58,9 +58,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="Lines of context around each change",
 )
-def diff_command(
-    node_a: str, node_b: str, db_path: str | None, as_json: bool, context: int
-) -> None:
+def diff_command(node_a: str, node_b: str, as_json: bool, context: int) -> None:
     """Show where the branches down to NODE_A and NODE_B split, and what
     differs.
 
@@ -72,9 +70,8 @@ def diff_command(
     totals.
     """
     from convgraph.analysis.branch_diff import diff
-    from convgraph.model.loading import load_tree_of_pair
 
-    tree = load_tree_of_pair(node_a, node_b, db_path, hidden_wanted())
+    tree = opened_logs().tree_of_pair(node_a, node_b)
     result = diff(tree, node_a, node_b, context=context)
     if as_json:
         echo_json(result.to_dict())
@@ -210,9 +207,7 @@ def _number(value: int | None, unit: str = "") -> str:
 @db_option
 @all_option
 @output_options
-def compare_command(
-    node_id: str, db_path: str | None, output_format: str | None
-) -> None:
+def compare_command(node_id: str, output_format: str | None) -> None:
     """Compare the children of ID, a node: the alternatives tried from it.
     An ID that names a conversation tree instead (a conversation id, or any
     thread id of the tree) compares its roots: the alternatives at its start.
@@ -227,7 +222,7 @@ def compare_command(
 
     from convgraph.analysis.compare import Alternative, compare
 
-    tree, point = _tree_and_point(node_id, db_path)
+    tree, point = _tree_and_point(node_id)
     result = compare(tree, point)
     if output_format is not None:
         columns = [field.name for field in fields(Alternative)]
@@ -242,24 +237,21 @@ def compare_command(
         click.echo(line)
 
 
-def _tree_and_point(id_: str, db_path: str | None) -> tuple[nx.DiGraph, str | None]:
+def _tree_and_point(id_: str) -> tuple[nx.DiGraph[str], str | None]:
     """The tree that `id_` names and the point to compare at: the node, or
     the start (None) where `id_` names no node but a conversation tree. A
     node id wins where an id names both (a legacy response without a
     conversation is a conversation of its own id)."""
     from convgraph.errors import UnknownConversation, UnknownNode
-    from convgraph.model.loading import load_tree, load_tree_of_node
-    from convgraph.sources import opened
 
-    hidden = hidden_wanted()
-    with opened(db_path) as logs:
+    logs = opened_logs()
+    try:
+        return logs.tree_of_node(id_), id_
+    except UnknownNode as unknown:
         try:
-            return load_tree_of_node(id_, logs, hidden), id_
-        except UnknownNode as unknown:
-            try:
-                return load_tree(id_, logs, hidden), None
-            except UnknownConversation:
-                raise unknown from None
+            return logs.tree_of_conversation(id_), None
+        except UnknownConversation:
+            raise unknown from None
 
 
 def generate_compare_lines(

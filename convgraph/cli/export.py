@@ -18,11 +18,9 @@ clipboard); to a file or a pipe it is exact.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -38,7 +36,7 @@ from convgraph.cli.options import (
     all_option,
     command,
     db_option,
-    hidden_wanted,
+    opened_logs,
 )
 from convgraph.cli.output import (
     Counted,
@@ -110,13 +108,6 @@ def chosen_format(
     ------
     UserError
         --format or --render names another format than -o's extension.
-
-    Examples
-    --------
-    >>> chosen_format("tree.svg", None, None), chosen_format("t.mmd", None, None)
-    (('dot', 'svg'), ('mermaid', None))
-    >>> chosen_format("forest.json", "tree-json", None), chosen_format(None, None, None)
-    (('tree-json', None), ('dot', None))
     """
     format_name = format_name.lower() if format_name is not None else None
     render = render.lower() if render is not None else None
@@ -254,7 +245,6 @@ def export(
     paths: str | None,
     reasoning: bool,
     full: bool,
-    db_path: str | None,
     where: TreeFilter,
 ) -> None:
     """Export conversations; every conversation when no id is given.
@@ -297,14 +287,14 @@ def export(
         from convgraph.cli.options import needs_extra
 
         needs_extra("pyarrow", "parquet", f"convgraph export --format {format_name}")
-        _write_dataset(
-            exporter, format_name, conversation_ids, output, db_path, force, where
-        )
+        _write_dataset(exporter, format_name, conversation_ids, output, force, where)
         return
     if output is not None and os.path.isdir(output):
         raise UserError(f"cannot write {output}: it is a directory")
     if output is not None:
-        refuse_overwrite(output, db_path, force=force)
+        refusal = opened_logs().overwrite_refusal(output, force)
+        if refusal is not None:
+            raise UserError(refusal)
     dot_program = shutil.which("dot") if render is not None else None
     if render is not None and dot_program is None:
         raise UserError(NO_GRAPHVIZ)
@@ -318,12 +308,10 @@ def export(
         graphs: Any
         if format_name in FOREST_FORMATS and not conversation_ids:
             # The whole forest, written from its table (`forest_blocks`).
-            graphs = _forest(db_path, where, bar)
+            graphs = _forest(where, bar)
             empty = graphs.nodes.empty
         else:
-            graphs = Counted(
-                filtered_trees(conversation_ids, db_path, where, progress=bar)
-            )
+            graphs = Counted(filtered_trees(conversation_ids, where, progress=bar))
         if render is not None:
             assert output is not None and dot_program is not None
             _render(graphs, dot_program, render, output, options)
@@ -339,14 +327,13 @@ def export(
         say(f"nothing exported: {said or 'the file holds no conversations'}")
 
 
-def _forest(db_path: str | None, where: TreeFilter, progress: Any) -> Any:
+def _forest(where: TreeFilter, progress: Any) -> Any:
     """Every tree the filter keeps, as a `Forest` (its read told to
     `progress`), for a format that writes the whole forest from its table."""
     from convgraph.cli.memory import give_back_memory
     from convgraph.model.filters import select_trees
-    from convgraph.model.forest import Forest
 
-    forest = Forest.read(db_path, progress=progress, hidden=hidden_wanted())
+    forest = opened_logs().forest(progress=progress)
     give_back_memory()
     return select_trees(forest, where)
 
@@ -356,95 +343,26 @@ def _write_dataset(
     format_name: str,
     ids: tuple[str, ...],
     output: str | None,
-    db_path: str | None,
     force: bool,
     where: TreeFilter,
 ) -> None:
     """Write the forest's tables (every tree, or those `ids` name) into the
     folder `output`, which must not hold the database being read."""
-    from convgraph.model.forest import Forest
-
     if output is None:
         raise UserError(f"--format {format_name} writes a directory: give -o DIR")
     target = os.path.realpath(output)
-    for read in _files_read(db_path):
+    logs = opened_logs()
+    for read in logs.files():
         if os.path.commonpath([target, os.path.realpath(read)]) == target:
             raise UserError(
                 f"refusing to write {output}: it holds the database being read;"
                 " write the export to another directory"
             )
-    from convgraph.model.filters import select_trees
-
-    whole = Forest.read(db_path, conversation_ids=ids, hidden=hidden_wanted())
-    forest = select_trees(whole, where)
-    exporter.write(forest, output, force=force)
-
-
-def refuse_overwrite(output: str, db_path: str | None, force: bool = False) -> None:
-    """Refuse to write `output` where that would destroy what the user keeps.
-
-    Parameters
-    ----------
-    output:
-        The file the command is about to write (replace).
-    db_path:
-        What the command reads: an llm database, a chat export file or a
-        folder of one (the files directly in it count); llm's own logs.db
-        when None.
-    force:
-        Whether the user allowed replacing an SQLite file that is not being
-        read.
-
-    Raises
-    ------
-    UserError
-        `output` is the file being read, whatever the path says (same device
-        and inode: a hard link, a symbolic link, a relative path), or it is
-        an SQLite database (by its header) and `force` is false.
-    """
-    from convgraph.sources.llm.files import is_sqlite_file
-
-    try:
-        target = os.stat(output)
-    except OSError:
-        return  # nothing there to lose; the write itself says what fails
-    if any(_same_file(target, read) for read in _files_read(db_path)):
-        raise UserError(
-            f"refusing to write {output}: it is the file being read;"
-            " write the export to another file"
-        )
-    # Only a regular file is opened to look: reading /dev/stdout or a FIFO
-    # would wait for input.
-    if not force and stat.S_ISREG(target.st_mode) and is_sqlite_file(output):
-        raise UserError(
-            f"refusing to write {output}: it is an SQLite database"
-            " (--force replaces it)"
-        )
-
-
-def _files_read(db_path: str | None) -> Iterator[str]:
-    """The paths a command reading `db_path` reads from."""
-    if db_path is None:
-        from convgraph.sources import default_database_path
-
-        yield str(default_database_path())
-        return
-    yield db_path
-    if os.path.isdir(db_path):
-        with contextlib.suppress(OSError), os.scandir(db_path) as entries:
-            yield from (entry.path for entry in entries)
-
-
-def _same_file(target: os.stat_result, path: str) -> bool:
-    try:
-        read = os.stat(path)
-    except OSError:
-        return False
-    return (read.st_dev, read.st_ino) == (target.st_dev, target.st_ino)
+    exporter.write(logs.forest(trees=ids or None, where=where), output, force=force)
 
 
 def _render(
-    graphs: Iterator[nx.DiGraph],
+    graphs: Iterator[nx.DiGraph[str]],
     dot_program: str,
     kind: str,
     output: str,

@@ -107,7 +107,7 @@ def filter_options(function: F) -> F:
     ]
     for option in reversed(options):
         decorated = option(decorated)
-    return decorated
+    return decorated  # type: ignore[no-any-return]
 
 
 def make_filter(
@@ -150,7 +150,9 @@ def _bound(
     return moment
 
 
-def kept(trees: Iterable[nx.DiGraph], where: TreeFilter) -> Iterator[nx.DiGraph]:
+def kept(
+    trees: Iterable[nx.DiGraph[str]], where: TreeFilter
+) -> Iterator[nx.DiGraph[str]]:
     """The trees that are in, one at a time (all of them for an empty filter)."""
     for graph in trees:
         if not where or tree_is_in(graph, where):
@@ -159,23 +161,17 @@ def kept(trees: Iterable[nx.DiGraph], where: TreeFilter) -> Iterator[nx.DiGraph]
 
 def filtered_trees(
     conversation_ids: Iterable[str],
-    db_path: str | None,
     where: TreeFilter,
     progress: ProgressCallback | None = None,
-) -> Iterator[nx.DiGraph]:
+) -> Iterator[nx.DiGraph[str]]:
     """The trees the ids name (`load_trees`), or every tree, that are in:
     named trees checked one by one, the whole forest selected on its table
     (its read told to `progress`)."""
-    from convgraph.cli.options import hidden_wanted
-    from convgraph.model.loading import load_trees
+    from convgraph.cli.options import opened_logs
 
     named = list(conversation_ids)
-    hidden = hidden_wanted()
+    logs = opened_logs()
     if named:
-        return kept(load_trees(named, db_path, hidden), where)
-    from convgraph.model.filters import select_trees
-    from convgraph.model.forest import Forest
-
-    # Every tree: what `load_trees` reads too, here with its progress.
-    forest = Forest.read(db_path, progress=progress, hidden=hidden)
-    return (select_trees(forest, where) if where else forest).trees()
+        return kept(logs.trees(named), where)
+    # Every tree: what `Logs.trees` reads too, here with its progress.
+    return logs.forest(progress=progress, where=where).trees()

@@ -1,25 +1,15 @@
-"""`convgraph import`: bring a ChatGPT, Claude.ai or Open WebUI export into
-llm's database.
-
-The command parses its options and calls `convgraph.store.importer`, where the
-plan, the transactions and llm's writers live. Where the import lasts, a
-terminal shows its progress on stderr, in bytes of the export read
-(`convgraph.cli.progress.ProgressBar`); at the end it prints what was
-written and what was skipped. Titles and ids come from the
-export: they are printed through `terminal_text`.
-"""
+"""`convgraph import`: a chat export brought into llm's database."""
 
 from __future__ import annotations
 
 import click
 
-from convgraph.cli.options import command, db_option
+from convgraph.cli.options import command, db_path_option
 from convgraph.cli.output import echo_line
 from convgraph.cli.progress import ProgressBar
 from convgraph.text import counted
 
-#: How many imported conversations are listed by id (the others: `convgraph
-#: conversations`), so that a large export does not flood the terminal.
+#: How many imported conversations are listed by id.
 LISTED = 20
 
 
@@ -29,7 +19,7 @@ def _say(text: str) -> None:
 
 @command("import")
 @click.argument("source", type=click.Path(exists=True, path_type=str))
-@db_option
+@db_path_option
 @click.option(
     "--dry-run", is_flag=True, help="Say what would be written; write nothing"
 )

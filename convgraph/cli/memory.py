@@ -1,51 +1,28 @@
-"""How a convgraph command sets up its process's memory.
-
-The library never touches the process (a notebook that reads a forest keeps
-its allocators as they were: tests/test_process_state.py); a command's
-process is the command's own, so the command line sets, when a command
-starts, what `python -m benchmarks engine` shows earns its keep on the
-whole forest:
-
-- Arrow's buffers come from C's malloc (Arrow's system pool) instead of
-  mimalloc, which keeps the pages of the reading threads and of the
-  transient arrays Arrow has freed: less time and memory for every command
-  that reads a forest by columns. It is chosen by Arrow's environment
-  variable, read when pyarrow loads: set before any command imports it.
-- For the commands that read a forest without its texts to measure it
-  (`stats`, `conversations`), glibc maps every buffer from 128 KiB up on its
-  own, so freeing one hands it back, rather than raising that threshold as
-  buffers are freed and keeping later column-sized arrays in its heaps:
-  less memory. Not for the commands that write texts, which make and drop
-  many large buffers and would pay a mapping for each.
-- After a whole forest is read, the memory its transient buffers took is
-  handed back (glibc's `malloc_trim`, Arrow's pool's unused memory), so
-  the work on the forest does not hold it on top of its own.
-
-Elsewhere than glibc the second does nothing.
-"""
+"""How a command sets up its own process's memory (the library never
+touches the process): Arrow's buffers from C's malloc, glibc's mapping
+threshold fixed, a whole read's freed memory handed back."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-#: glibc's `mallopt` parameter for the size from which malloc maps a buffer
-#: on its own, and the size it starts at (128 KiB).
+#: glibc's `mallopt` parameter for the mapping threshold, and its start.
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD_BYTES = 128 * 1024
 
 
 def use_system_allocator() -> None:
-    """Have Arrow take its buffers from C's malloc, from the next time
-    pyarrow is imported (a process that imported it already keeps its
-    pool). The user's own setting of the variable wins."""
+    """Have Arrow take its buffers from C's malloc once pyarrow is imported
+    (the user's own setting wins)."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 
 def fixed_mmap_threshold() -> None:
-    """Keep glibc's malloc mapping every buffer from 128 KiB up on its own,
-    for the rest of the process (setting it turns glibc's raising off)."""
+    """Keep glibc mapping every buffer from 128 KiB up on its own, so that
+    freeing one hands it back."""
     libc = _libc()
     if libc is not None and hasattr(libc, "mallopt"):
         libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
@@ -65,10 +42,31 @@ def give_back_memory() -> None:
 
 @cache
 def _libc() -> Any:
-    """C's library as ctypes loads it, or None where it is not found
-    (ctypes imported here: most commands never need it)."""
+    """C's library (ctypes), or None where it is not found."""
     import ctypes
     import ctypes.util
 
     name = ctypes.util.find_library("c")
     return ctypes.CDLL(name) if name else None
+
+
+def measuring(progress: Callable[[str, int, int | None], None] | None = None) -> Any:
+    """A progress callback for a read that is measured (`Logs.summaries`):
+    glibc's threshold fixed when a read begins (a small file measured tree
+    by tree reads none), the read's memory given back before the statistics
+    are computed; each report then passed on to `progress`."""
+    from convgraph.logs import COMPUTING
+
+    began = False
+
+    def report(phase: str, done: int, total: int | None) -> None:
+        nonlocal began
+        if not began:
+            began = True
+            fixed_mmap_threshold()
+        if phase == COMPUTING:
+            give_back_memory()
+        if progress is not None:
+            progress(phase, done, total)
+
+    return report

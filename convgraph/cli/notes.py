@@ -1,15 +1,10 @@
-"""The user's branch notes: `note` writes a node's note, `prefer` marks the
-preferred answer among its alternatives, `hide` and `unhide` hide a branch
-from every output and show it again. Each writes convgraph's own notes
-table (in the llm database, or in a file beside a chat export), one
-transaction each.
-"""
+"""The user's branch notes: `note`, `prefer`, `hide`, `unhide`."""
 
 from __future__ import annotations
 
 import click
 
-from convgraph.cli.options import NODE_ID, UserError, command, db_option
+from convgraph.cli.options import NODE_ID, UserError, command, db_path_option
 from convgraph.text import terminal_text
 
 
@@ -17,7 +12,7 @@ from convgraph.text import terminal_text
 @click.argument("node_id", type=NODE_ID)
 @click.argument("text", required=False)
 @click.option("--clear", is_flag=True, help="Remove the node's note")
-@db_option
+@db_path_option
 def note(node_id: str, text: str | None, clear: bool, db_path: str | None) -> None:
     """Record TEXT as NODE_ID's note: why the branch was made, what it
     taught. Kept in convgraph's own table (beside a chat export, in
@@ -37,7 +32,7 @@ def note(node_id: str, text: str | None, clear: bool, db_path: str | None) -> No
 @command()
 @click.argument("node_id", type=NODE_ID)
 @click.option("--clear", is_flag=True, help="Remove the node's preferred mark")
-@db_option
+@db_path_option
 def prefer(node_id: str, clear: bool, db_path: str | None) -> None:
     """Mark NODE_ID as the preferred answer among its alternatives (the
     answers to the same prompt at the same point); the mark of another
@@ -56,7 +51,7 @@ def prefer(node_id: str, clear: bool, db_path: str | None) -> None:
 
 @command()
 @click.argument("node_id", type=NODE_ID)
-@db_option
+@db_path_option
 def hide(node_id: str, db_path: str | None) -> None:
     """Hide NODE_ID's branch (the node and everything below it) from every
     output: tree, stats, search, transcripts, the exports and browse leave
@@ -75,7 +70,7 @@ def hide(node_id: str, db_path: str | None) -> None:
 
 @command()
 @click.argument("node_id", type=NODE_ID)
-@db_option
+@db_path_option
 def unhide(node_id: str, db_path: str | None) -> None:
     """Show NODE_ID's branch again, after `hide`."""
     from convgraph.store.notes import set_hidden

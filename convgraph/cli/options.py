@@ -1,28 +1,16 @@
-"""What every convgraph command shares: `--db`, the output options, and the
-handling of errors.
-
-The output options are one decorator, `output_options`, as sqlite-utils has
-it: every command that prints records or ids takes `--table`, `--json`,
-`--nl`, `--csv` and `--tsv`, so they are learnt once. Without one of them a
-command prints its form for a person, terminal or not, so that what a script
-reads does not change with where it runs: records as an aligned table, ids
-one a line. `convgraph.cli.output` does the printing.
-
-Errors a user can cause (a missing file, an unknown id, a locked database)
-end as one line on stderr and exit status 2, never a traceback. The handling
-lives on the command class, so the same commands behave the same way when the
-llm plugin adds them to `llm`. A message may quote an id or a path from the
-database: it is shown through `terminal_text`, and a line break in it shows
-as a symbol, so it stays one line.
+"""What every convgraph command shares: `--db` opened once as a `Logs`,
+the output options (`--table`, `--json`, `--nl`, `--csv`, `--tsv`, learnt
+once, as sqlite-utils has them) and errors a user can cause, each one line
+on stderr with exit status 2, never a traceback. The handling lives on the
+command class, so the commands llm's plugin adds behave the same way.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import sqlite3
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -38,6 +26,9 @@ from convgraph.errors import (
 )
 from convgraph.text import terminal_text
 
+if TYPE_CHECKING:
+    from convgraph.logs import Logs
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The exit status of an error the user caused (click uses 2 for usage errors).
@@ -52,23 +43,10 @@ OUTPUT_FORMATS = {
     "tsv": "Tab-separated values with a header row",
 }
 
-#: What SQLite says when the file is not a database it can read: the user's
-#: file, not a bug. Any other `sqlite3.DatabaseError` is one, and shows.
-_NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")
-#: What SQLite says when another program holds the file, or the user may not
-#: write it.
-_UNAVAILABLE = (
-    "database is locked",
-    "database is busy",
-    "database table is locked",
-    "attempt to write a readonly database",
-    "unable to open database file",
-)
-
 
 class UserError(click.ClickException):
-    """A `ClickException` that exits with status 2, its message on one line
-    with every control character shown as a symbol."""
+    """A `ClickException` with exit status 2, its message one line, control
+    characters shown as symbols."""
 
     exit_code = USER_ERROR
 
@@ -77,8 +55,7 @@ class UserError(click.ClickException):
 
 
 class UserLines(UserError):
-    """A `UserError` of several lines (a first line, then one a candidate),
-    each line shown as `UserError` shows its one."""
+    """A `UserError` of several lines, each shown as `UserError` shows one."""
 
     def __init__(self, lines: list[str]):
         super().__init__("\n".join(lines))
@@ -88,11 +65,10 @@ class UserLines(UserError):
         return "\n".join(terminal_text(line) for line in self.lines)
 
 
-class IdType(click.ParamType):
-    """An id as the user types it, whole or a unique prefix (as git takes
-    one): `ConvgraphCommand` resolves it to the whole id once, before the
-    command reads anything (`convgraph.sources.Source.resolve`). `kind` is
-    what the command wants: a node, a conversation, or either (None)."""
+class IdType(click.ParamType[str]):
+    """An id as typed, whole or a unique prefix, which `ConvgraphCommand`
+    resolves before the command runs; `kind`: node, conversation or either
+    (None)."""
 
     def __init__(self, kind: str | None, name: str):
         self.kind = kind
@@ -104,8 +80,7 @@ class IdType(click.ParamType):
         return str(value)
 
 
-#: The kinds `Source.resolve` tells apart (`convgraph.sources.source.NODE`
-#: and `CONVERSATION`: spelt here so the command line imports no reader).
+#: The kinds `Source.resolve` tells apart, spelt here to import no reader.
 NODE_ID = IdType("node", "node_id")
 CONVERSATION_ID = IdType("conversation", "conversation_id")
 #: A node, or where it names none, a conversation (compare, transcript).
@@ -113,18 +88,12 @@ ANY_ID = IdType(None, "id")
 
 
 class ConvgraphCommand(click.Command):
-    """A click command that turns convgraph's errors, and the database errors
-    that bad input or another program can cause, into one-line messages, and
-    resolves the ids its arguments take (`IdType`) before it runs.
-
-    It is also the one way out of every command (`convgraph.cli.way_out`):
-    Ctrl-C is one line and exit status 130, SIGTERM one line and 143, a
-    reader of stdout that went away ends the command quietly, and stdout
-    that cannot be written (a full disk) is one line naming it."""
+    """A click command whose errors (convgraph's, and the database's that
+    bad input or another program causes) are one-line messages, its ids
+    resolved before it runs, and its way out `convgraph.cli.way_out`'s."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        # The command's process is its own: Arrow's pool is chosen before
-        # any read imports pyarrow (`convgraph.cli.memory`).
+        # Before any read imports pyarrow: the process is the command's.
         use_system_allocator()
         with way_out():
             return self._checked(ctx)
@@ -133,8 +102,14 @@ class ConvgraphCommand(click.Command):
         try:
             check_default_database(ctx)
             if ctx.command.name in WRITES_A_DATABASE:
-                check_writable(ctx.params.get("db_path"))
+                check_writable(ctx.meta.get(DB_PATH))
             resolve_ids(ctx)
+            if "db_path" in ctx.params:
+                # A command that writes the file opens it itself: the ids
+                # are resolved, and nothing of it is held open meanwhile.
+                logs = ctx.meta.pop(LOGS, None)
+                if logs is not None:
+                    logs.close()
             return super().invoke(ctx)
         except AmbiguousId as error:
             raise UserLines(
@@ -156,16 +131,16 @@ class ConvgraphCommand(click.Command):
             raise UserError(_unknown_id(error)) from None
         except ConvgraphError as error:
             raise UserError(str(error)) from None
-        except sqlite3.IntegrityError as error:
-            raise UserError(f"the database refused the change: {error}") from None
-        except sqlite3.OperationalError as error:
-            if not _says(error, _UNAVAILABLE):
+        except click.ClickException:
+            raise
+        except Exception as error:
+            # Only a database's own errors get here with a message to say.
+            from convgraph.logs import database_failure
+
+            message = database_failure(error)
+            if message is None:
                 raise
-            raise UserError(f"database error: {error}") from None
-        except sqlite3.DatabaseError as error:
-            if not _says(error, _NOT_A_DATABASE):
-                raise
-            raise UserError(f"database error: {error}") from None
+            raise UserError(message) from None
 
 
 def _unknown_id(error: UnknownNode | UnknownConversation) -> str:
@@ -183,9 +158,8 @@ def _unknown_id(error: UnknownNode | UnknownConversation) -> str:
 
 
 def _command_line(ctx: click.Context, name: str) -> str:
-    """How the user types the command `name` from where this one runs:
-    beside it (`convgraph leaves`), or in the `convgraph` group of llm's
-    (`llm convgraph leaves`, where `llm path` ran)."""
+    """How the user types the command `name` from where this one runs
+    (`convgraph leaves`, or inside llm `llm convgraph leaves`)."""
     parent = ctx.parent
     group = parent.command if parent is not None else None
     if parent is None or not isinstance(group, click.Group):
@@ -199,12 +173,8 @@ def _command_line(ctx: click.Context, name: str) -> str:
 
 
 def resolve_ids(ctx: click.Context) -> None:
-    """Put the whole id in place of each id or prefix the command was given
-    (the arguments of an `IdType`), reading the file named by `--db` once.
-
-    A Parquet dataset names its trees itself (`sources.parquet.tree_ids_of`,
-    prefixes too), so its ids are left as they are.
-    """
+    """Put the whole id in place of each id or prefix of an `IdType`
+    argument, asking the command's `Logs` (a Parquet dataset's are left)."""
     given = [
         param
         for param in ctx.command.params
@@ -212,39 +182,66 @@ def resolve_ids(ctx: click.Context) -> None:
         and param.name is not None
         and ctx.params.get(param.name) not in (None, ())
     ]
-    if not given:
+    if not given or dataset_path() is not None:
         return
-    db_path = ctx.params.get("db_path")
-    from convgraph.sources import open_logs
+    logs = opened_logs()
+    for param in given:
+        assert isinstance(param.type, IdType) and param.name is not None
+        kind = param.type.kind
+        value = ctx.params[param.name]
+        if isinstance(value, tuple):
+            ctx.params[param.name] = tuple(logs.resolve(one, kind) for one in value)
+        else:
+            ctx.params[param.name] = logs.resolve(value, kind)
+
+
+#: Where click's context meta keeps `--db`'s path and the open `Logs`.
+DB_PATH = "convgraph.db_path"
+LOGS = "convgraph.logs"
+
+
+def opened_logs() -> Logs:
+    """The file `--db` names, opened once for the running command (closed
+    when it ends), hidden branches kept where `--all` asks."""
+    ctx = click.get_current_context()
+    logs: Logs | None = ctx.meta.get(LOGS)
+    if logs is None:
+        from convgraph.logs import Logs
+
+        logs = Logs(ctx.meta.get(DB_PATH), hidden=bool(ctx.meta.get(SHOW_HIDDEN)))
+        ctx.meta[LOGS] = logs
+        ctx.find_root().call_on_close(logs.close)
+    return logs
+
+
+def dataset_path() -> str | None:
+    """The Parquet dataset `--db DIR` names (stats and check read one), or None."""
+    ctx = click.get_current_context()
+    path = ctx.meta.get(DB_PATH)
+    if path is None:
+        return None
     from convgraph.sources.parquet import is_parquet_dataset
 
-    if db_path is not None and is_parquet_dataset(db_path):
-        return
-    with open_logs(db_path) as logs:
-        for param in given:
-            assert isinstance(param.type, IdType) and param.name is not None
-            kind = param.type.kind
-            value = ctx.params[param.name]
-            if isinstance(value, tuple):
-                ctx.params[param.name] = tuple(
-                    logs.resolve(one, kind)[1] for one in value
-                )
-            else:
-                ctx.params[param.name] = logs.resolve(value, kind)[1]
-
-
-def _says(error: sqlite3.Error, messages: tuple[str, ...]) -> bool:
-    text = str(error).lower()
-    return any(message in text for message in messages)
+    return path if is_parquet_dataset(path) else None
 
 
 def db_option(function: F) -> F:
-    """`-d/--db/--database PATH`: the database to read; llm's own logs.db by
-    default. `--database` is how llm's own commands spell it.
+    """`-d/--db/--database PATH` (llm's spelling too): the file the command
+    opens with `opened_logs`, llm's own logs.db by default; the reader, not
+    click, says what is wrong with a path."""
+    return _db_option(function, expose=False)
 
-    Click checks nothing about the path (a folder may hold a chat export): the
-    reader says in one line what is wrong with it.
-    """
+
+def db_path_option(function: F) -> F:
+    """`db_option` for a command that writes, given the path as `db_path`."""
+    return _db_option(function, expose=True)
+
+
+def _db_option(function: F, expose: bool) -> F:
+    def remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        ctx.meta[DB_PATH] = value
+        return value
+
     return click.option(
         "-d",
         "--db",
@@ -252,20 +249,20 @@ def db_option(function: F) -> F:
         "db_path",
         type=click.Path(readable=False, path_type=str),
         default=None,
+        expose_value=expose,
+        callback=remember,
         help="The llm database or chat export to read (stats and check also read"
         " a Parquet dataset DIR) [default: llm's logs.db, as `llm logs path`"
         " prints]",
     )(function)
 
 
-#: Where `--all` leaves its answer for the command that reads (click's
-#: context meta, shared by the command's contexts).
+#: Where click's context meta keeps `--all`'s answer.
 SHOW_HIDDEN = "convgraph.show_hidden"
 
 
 def all_option(function: F) -> F:
-    """`--all`: also read the branches hidden with `convgraph hide` (every
-    read leaves them out otherwise); the command asks `hidden_wanted`."""
+    """`--all`: also read the branches hidden with `convgraph hide`."""
 
     def remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
         ctx.meta[SHOW_HIDDEN] = value
@@ -288,18 +285,14 @@ def hidden_wanted() -> bool:
 
 
 def json_option(function: F) -> F:
-    """`--json`: print JSON instead of text, for the commands whose answer is
-    one document rather than records (`tree`, `diff`, `branch`)."""
+    """`--json`, for commands whose answer is one document, not records."""
     return click.option("--json", "as_json", is_flag=True, help="Print JSON")(function)
 
 
 def output_options(function: F) -> F:
-    """`--table`, `--json`, `--nl`, `--csv`, `--tsv`: how to print records.
-
-    The command receives one keyword, `output_format`: the name of the flag
-    given, or None for none (the command's form for a person). Two of them
-    together are an error.
-    """
+    """`--table`, `--json`, `--nl`, `--csv`, `--tsv`: how to print records,
+    given to the command as `output_format` (None: its form for a person);
+    two together are an error."""
 
     @functools.wraps(function)
     def with_output_format(*args: Any, **kwargs: Any) -> Any:
@@ -314,37 +307,28 @@ def output_options(function: F) -> F:
         decorated = click.option(
             f"--{name}", f"output_{name}", is_flag=True, help=text
         )(decorated)
-    return decorated
+    return decorated  # type: ignore[no-any-return]
 
 
 def command(name: str | None = None, **attrs: Any) -> Callable[[F], click.Command]:
-    """`click.command` with convgraph's command class: its errors end as one
-    line. Commands are made plain and `convgraph.cli` adds them to the group
-    (and the llm plugin to llm's)."""
+    """`click.command` with `ConvgraphCommand`; `convgraph.cli` (and llm's
+    plugin) adds it to a group."""
     return click.command(name, cls=ConvgraphCommand, **attrs)
 
 
 #: The commands that make llm's database where there is none.
 MAKES_A_DATABASE = frozenset({"import"})
-#: The commands that write the file --db names (notes on an export go to a
-#: file beside it, so note and prefer take one).
+#: The commands that write the file --db names (notes on an export go
+#: beside it, so note and prefer take one).
 WRITES_A_DATABASE = frozenset({"migrate", "delete", "branch", "regenerate"})
 
 
 def check_default_database(ctx: click.Context) -> None:
-    """Without --db a command reads llm's own logs.db: where there is none
-    (llm has logged nothing here, or $LLM_USER_PATH points elsewhere), say
-    where it looked and how to name a file, rather than only that a file is
-    missing.
-
-    Raises
-    ------
-    UserError
-        No --db was given and llm's logs.db does not exist.
-    """
-    if ctx.params.get("db_path", "") is not None or ctx.info_name in MAKES_A_DATABASE:
+    """Without --db and without llm's own logs.db, raise a `UserError`
+    saying where it looked and how to name a file."""
+    if ctx.meta.get(DB_PATH, "") is not None or ctx.info_name in MAKES_A_DATABASE:
         return
-    from convgraph.sources.llm.files import default_database_path
+    from convgraph.sources import default_database_path
 
     path = default_database_path()
     if path.exists():
@@ -357,33 +341,12 @@ def check_default_database(ctx: click.Context) -> None:
 
 
 def check_writable(db_path: str | None) -> None:
-    """Refuse, in words a newcomer has, to write a file convgraph only
-    reads: a chat export (or an agent's sessions) is read-only, and its
-    conversations reach llm's database through `convgraph import`.
+    """Raise a `UserError` where `db_path` is an export, which convgraph
+    reads but never writes (`convgraph import` brings it in)."""
+    from convgraph.logs import is_export
 
-    Raises
-    ------
-    UserError
-        `db_path` is a file or folder convgraph reads as an export.
-    """
-    if db_path is None or not os.path.exists(db_path):
+    if db_path is None or not is_export(db_path):
         return
-    if os.path.isfile(db_path):
-        try:
-            with open(db_path, "rb") as file:
-                if file.read(16) == b"SQLite format 3\x00":
-                    return
-        except OSError:
-            return  # the write says what is wrong
-    from convgraph.errors import DatabaseError
-    from convgraph.sources import LogDatabase, open_logs
-
-    try:
-        with open_logs(db_path) as source:
-            if isinstance(source, LogDatabase):
-                return
-    except (DatabaseError, OSError):
-        return  # not an export either: the write says what it is
     raise UserError(
         f"{db_path} is an export, which convgraph reads but never writes:"
         f" bring it into llm's database with convgraph import {db_path}"
@@ -404,17 +367,9 @@ READING_A_DATASET = "reading a Parquet dataset (--db DIR)"
 
 
 def needs_extra(module: str, extra: str, what: str) -> None:
-    """Make sure `module`, which the optional `extra` brings, can be
-    imported before `what` (a command, an option) uses it.
-
-    Imported, not only looked for: a library whose own dependencies are
-    missing fails here too, rather than as a traceback later.
-
-    Raises
-    ------
-    UserError
-        One line, as `convgraph browse` has always said it: "WHAT needs
-        LIBRARY: pip install 'convgraph[EXTRA]'".
+    """Import `module`, which the optional `extra` brings, before `what`
+    uses it (a library missing its own dependencies fails here too); else
+    raise a `UserError`: "WHAT needs LIBRARY: pip install 'convgraph[EXTRA]'".
     """
     import importlib
 

@@ -1,22 +1,10 @@
-"""Printing what commands answer: records, ids, JSON documents and aligned
-tables, each in one place.
+"""Printing what commands answer: records (dicts of plain JSON values) in
+the format the output options chose, ids, JSON documents, and the one
+aligned table layout, measured in terminal cells and fitted to a terminal.
 
-Records are dicts of plain JSON values (str, int, float, bool, None, lists
-and dicts of them). `echo_records` prints them in the format the output
-options chose; `echo_ids` prints a list of node ids, which without an option
-is one id a line and otherwise a record `{"id": ...}` each. `aligned_lines`
-is the one table layout: the records table, and the tables inside the
-reports of `diff` and `compare`. Widths are terminal cells
-(`convgraph.text.pad_column`), so names in Chinese or with emoji line up.
-On a terminal a records table can fit its width (`TableFit`, `table_width`):
-the columns that matter most are kept and a name column is cut to fit;
-piped, it keeps every column.
-
-Stored text is hostile until shown otherwise: a prompt, a name or an id may
-hold an escape sequence that sets the user's clipboard or window title. The
-forms for a person show such characters as symbols (`convgraph.text.
-terminal_text`: every table cell and listed id passes it); JSON escapes them
-and reads back exact; CSV and TSV carry them exact, quoted where needed.
+Stored text is hostile until shown otherwise: the forms for a person show
+control characters as symbols (`terminal_text`), JSON escapes them, CSV
+and TSV carry them exact.
 """
 
 from __future__ import annotations
@@ -47,10 +35,8 @@ from convgraph.text import (
 #: The header of a list of ids printed as records.
 ID_COLUMN = "id"
 
-#: Characters that JSON may carry raw but a terminal would act on (json
-#: escapes the C0 controls itself): DEL, C1 controls, bidi controls, line
-#: separators, and lone surrogates, which UTF-8 cannot encode. They can only
-#: occur inside JSON strings, where a \u escape reads back as the same text.
+#: What JSON may carry raw but a terminal acts on (DEL, C1 and bidi
+#: controls, line separators, lone surrogates): escaped, read back the same.
 _JSON_UNSAFE = re.compile(
     "[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
 )
@@ -61,8 +47,7 @@ def json_text(value: Any, indent: int | None = 2) -> str:
     characters that drive a terminal, which are written as escapes; values
     JSON has no type for (a datetime, a path) as their `str`."""
     if indent == 2:
-        # orjson: Python's encoder indents in pure Python, a second for
-        # every 100,000 rows of `stats`.
+        # orjson: Python's encoder indents in pure Python, slowly.
         text = dumps(value, indent=True)
     else:
         text = json.dumps(value, indent=indent, ensure_ascii=False, default=str)
@@ -72,8 +57,7 @@ def json_text(value: Any, indent: int | None = 2) -> str:
 
 
 def is_terminal(stream: Any) -> bool:
-    """Whether `stream` is a terminal (False for a file, a pipe, a closed or
-    a test's stream)."""
+    """Whether `stream` is a terminal (a closed or test stream is not)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -81,33 +65,16 @@ def is_terminal(stream: Any) -> bool:
 
 
 def terminal_lines(text: str) -> str:
-    """Lines of a document for a person's terminal (a transcript, an export
-    printed there): each line's control characters shown as symbols
-    (`terminal_text`), its tabs as the spaces a terminal would show, so
-    code keeps its indentation; the line ends kept.
-
-    Examples
-    --------
-    >>> terminal_lines("a\\x1b]0;t\\x07\\n\\tb\\n")
-    'a␛]0;t␇\\n        b\\n'
-    """
+    """A document's lines for a terminal: control characters as symbols,
+    tabs as spaces (code keeps its indentation)."""
     return "\n".join(terminal_text(line.expandtabs(8)) for line in text.split("\n"))
 
 
 @dataclass(frozen=True)
 class TableFit:
-    """How an aligned table fits a terminal `width` cells wide, as `ls` and
-    `ps` do: the columns of `priority` (then any others) are kept in that
-    order while they fit (the first always), `squeeze` (a column of names) at `squeeze_min` cells
-    at first; then `squeeze` takes what is left, up to its own width, its
-    cells cut with an ellipsis. The kept columns stay in the table's order.
-
-    Examples
-    --------
-    >>> fit = TableFit(10, ("id", "name", "n"), "name", 3)
-    >>> fit.apply(["id", "n", "name"], [["id", "a"], ["n", "7"], ["name", "long"]], {0, 2})
-    ([['id', 'a'], ['n', '7'], ['name', 'lo…']], {0, 2})
-    """
+    """How a table fits `width` cells, as `ls` does: the columns of
+    `priority`, then others, kept while they fit, `squeeze` counted at
+    `squeeze_min` cells and then given what is left, cut with an ellipsis."""
 
     width: int
     priority: Sequence[str]
@@ -130,8 +97,7 @@ class TableFit:
 
         kept: list[int] = []
         used = 0
-        # A column the priority does not name (one a later table adds) comes
-        # after those it names, rather than never.
+        # A column the priority does not name comes last, not never.
         for name in [*self.priority, *columns]:
             index = where.get(name)
             if index is None or index in kept:
@@ -189,9 +155,8 @@ def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
 
 
 def echo_json_array(items: Iterable[Any]) -> None:
-    """Print `items` as one indented JSON array, the text `echo_json` prints
-    for their list, a batch of them at a time: 100,000 rows of `stats` are
-    never one string (nor their dicts all at once, given an iterator)."""
+    """Print `items` as `echo_json` prints their list, a batch at a time:
+    a large answer is never one string."""
     # Bytes, as orjson writes them: never decoded to be encoded again.
     opening = b"[\n"
     for batch in _batches(items):
@@ -201,42 +166,34 @@ def echo_json_array(items: Iterable[Any]) -> None:
 
 
 def _echo_bytes(data: bytes) -> None:
-    """Print UTF-8 `data` as it is, or as text where stdout takes only text
-    (a StringIO standing for it: click writes bytes to a stream's buffer)."""
+    """Print UTF-8 `data`, as text where stdout takes only text."""
     try:
         click.echo(data, nl=False)
     except TypeError:
         click.echo(data.decode(), nl=False)
 
 
-#: Every ASCII byte but DEL: what is left of UTF-8 text without them holds
-#: every character `_JSON_UNSAFE` can find in it, each whole.
+#: Every ASCII byte but DEL, none of which `_JSON_UNSAFE` finds.
 _SAFE_ASCII = bytes(range(0x7F))
 
 
 def _json_items(batch: list[Any]) -> bytes:
-    """The items of `batch` as they stand inside an indented JSON array, one
-    after another (`,` and a line break between), in UTF-8: the whole array's
-    text less its brackets."""
-    # One call for the batch: orjson indents a list's items by two, their
-    # insides by four, as `json_text` of the whole list does.
+    """`batch` as UTF-8 inside an indented JSON array, less its brackets."""
+    # orjson indents a list's items as `json_text` of the whole list does.
     try:
         data = dumps_bytes(batch, indent=True)
     except (orjson.JSONEncodeError, TypeError):
         pass
     else:
-        # The characters to escape are rare and never ASCII but DEL: looked
-        # for among the other bytes alone (a batch of `stats` rows is 600 KB,
-        # and a regex over its text cost a third of printing it).
+        # Rare and never ASCII but DEL: looked for among the other bytes
+        # alone, not by a regex over the whole text.
         if _JSON_UNSAFE.search(data.translate(None, _SAFE_ASCII).decode()) is None:
             return data[2:-2]
         text = _JSON_UNSAFE.sub(
             lambda match: f"\\u{ord(match.group()):04x}", data.decode()
         )
         return text[2:-2].encode()
-    # What orjson refuses goes item by item, each as `json_text` writes it
-    # (json's encoder for that item alone): an item indented on its own,
-    # then by two more inside the array (a string's line breaks are \n).
+    # What orjson refuses goes item by item through `json_text`.
     return ",\n".join(
         "  " + json_text(item).replace("\n", "\n  ") for item in batch
     ).encode()
@@ -249,25 +206,9 @@ def echo_records(
     cells: Mapping[str, Callable[[Any], str]] | None = None,
     fit: TableFit | None = None,
 ) -> None:
-    """Print records in one of the output formats.
-
-    Parameters
-    ----------
-    records:
-        Dicts with (at least) the keys `columns`, of plain JSON values.
-    columns:
-        The fields to print, in order: the header of CSV, TSV and the table,
-        printed even when there are no records (except by the table, which
-        prints nothing then).
-    output_format:
-        "table", "json" (one array), "nl" (one object a line), "csv" or "tsv".
-    cells:
-        For the table only: how to show a column's values, by column name
-        (the default shows lists joined with commas and floats to two
-        decimals).
-    fit:
-        For the table only: the width to fit and which columns go first
-        (`TableFit`); every column, however wide, when None.
+    """Print `records`' `columns` as "table", "json", "nl", "csv" or "tsv"
+    (CSV and TSV print their header even without records). For the table,
+    `cells` shows a column's values by name and `fit` fits it (`TableFit`).
     """
     rows = ({column: record[column] for column in columns} for record in records)
     if output_format == "json":
@@ -280,8 +221,7 @@ def echo_records(
     elif output_format == "table":
         table = list(rows)
         if table:
-            # One write: a write (and flush) a line is most of the time of
-            # a table of 100,000 conversations.
+            # One write: a write (and flush) a line would cost most of the time.
             click.echo("\n".join(_table_lines(table, columns, cells or {}, fit)))
     else:
         raise ValueError(f"unknown output format {output_format!r}")
@@ -379,14 +319,8 @@ def _cell(value: Any) -> str:
 
 
 def aligned_lines(rows: Sequence[Sequence[str]], left: Container[int]) -> Iterator[str]:
-    """Rows of cells as aligned lines, two spaces between columns.
-
-    The columns whose index is in `left` are flush left, the others flush
-    right; a column is as wide as its widest cell in terminal cells; lines
-    carry no trailing spaces. Cells pass `terminal_text`, so a control
-    character shows as a symbol. The first row is usually the header: style
-    it as the caller likes.
-    """
+    """Rows of cells as aligned lines, two spaces between columns, the
+    columns in `left` flush left and the others right, cells made safe."""
     if not rows:
         return iter(())
     return _aligned_columns([list(column) for column in zip(*rows, strict=True)], left)
@@ -404,9 +338,7 @@ def _aligned_columns(columns: list[list[str]], left: Container[int]) -> Iterator
 
 
 def say(text: str) -> None:
-    """One line for a person on stderr (what the answer on stdout is not:
-    a note, an empty answer explained), its stored text shown safely,
-    wrapped at the terminal's width where stderr is one."""
+    """One line for a person on stderr, shown safely, wrapped to fit."""
     width = shutil.get_terminal_size().columns if is_terminal(sys.stderr) else None
     for line in wrapped(terminal_text(text), width):
         click.echo(line, err=True)
@@ -415,12 +347,6 @@ def say(text: str) -> None:
 def filter_words(where: Any) -> str:
     """A `TreeFilter` as the options that make it, for a message: its
     bounds in the user's time zone, to the minute (`person_time`).
-
-    Examples
-    --------
-    >>> from convgraph.model.filters import TreeFilter
-    >>> filter_words(TreeFilter(models=("gpt*",), sources=("chatgpt",)))
-    '--model gpt* --source chatgpt'
     """
     from convgraph.present.local_time import person_time
 
@@ -464,11 +390,8 @@ class Counted:
 
 
 def echo_markdown(text: str) -> None:
-    """Print a Markdown document rendered for the terminal stdout is
-    (rich's Markdown at the terminal's width: headings, emphasis, code
-    blocks wrapped to fit), its stored control characters shown as symbols
-    first (`terminal_lines`), and no link made clickable: the document's
-    addresses come from data."""
+    """Print Markdown rendered for the terminal (rich), control characters
+    as symbols and no link clickable: its addresses come from data."""
     from rich.console import Console
     from rich.markdown import Markdown
 
@@ -484,19 +407,9 @@ def echo_markdown(text: str) -> None:
 
 
 def wrapped(text: str, width: int | None, hang: str | None = None) -> list[str]:
-    """`text` (one line, without styles) as lines of at most `width`
-    terminal cells: broken at spaces where it can be, inside a word where a
-    word is longer than a line; every line after the first begins with
-    `hang` (by default the line's own indentation and two spaces more).
-    `width` None (not a terminal) keeps the line whole.
-
-    Examples
-    --------
-    >>> wrapped("fork point: 01jb0sd01a  (shared path: 2 nodes)", 24)
-    ['fork point: 01jb0sd01a', '  (shared path: 2 nodes)']
-    >>> wrapped("-" + "x" * 10, 6, hang="-")
-    ['-xxxxx', '-xxxxx']
-    """
+    """`text` (one line) as lines of at most `width` cells, broken at
+    spaces where it can be; later lines begin with `hang` (the line's
+    indentation and two more by default). None keeps it whole."""
     if width is None or cell_width(text) <= width:
         return [text]
     if hang is None:

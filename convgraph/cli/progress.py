@@ -1,23 +1,8 @@
-"""Progress on a terminal: the bar of long work, and what a fan-out shows.
-
-Long work (reading a whole file, linking, importing, writing a page) reports
-through a plain callback, `(phase, done, total)`
-(`convgraph.sources.llm.snapshot.ProgressCallback`), that the library takes
-without knowing of any display: the readers call it per chunk, never per
-row. `ProgressBar` is the callback
-the commands pass: a determinate bar (rows, conversations or bytes) with
-its rate and the time left, or, for a phase that cannot count, its name and
-the time it has taken; drawn on stderr by rich's `Progress`, only when
-stderr is a terminal, only once the work has gone on for `DELAY_SECONDS`
-(short work shows nothing), and erased when the work ends, so nothing of it
-stays on the screen or reaches a pipe.
-
-The fan-out's live display is one line per request (waiting, streaming,
-done, failed, with tokens and time), redrawn in place with two plain ANSI
-sequences on stderr, and only when stderr is a terminal: piped or captured
-output gets no display, so what a script reads never holds cursor
-movements. The final report goes to stdout; each failure is one line on
-stderr.
+"""Progress on a terminal: `ProgressBar`, the `(phase, done, total)`
+callback the commands give the library (drawn on stderr by rich, only on a
+terminal, only after `DELAY_SECONDS`, erased at the end), and the
+fan-out's live lines, redrawn in place on a terminal's stderr alone, so
+what a script reads never holds cursor movements.
 """
 
 from __future__ import annotations
@@ -46,14 +31,6 @@ REDRAW_SECONDS = 0.1
 def progress_line(job: Job, label_width: int) -> str:
     """One request's line: its label, state, then what it has produced and
     how long it took (or why it failed).
-
-    Examples
-    --------
-    >>> from convgraph.store.fanout import Job, Request
-    >>> job = Job(Request("echo", 1, "hi", []), "echo", state="done",
-    ...           output_tokens=12, started=1.0, ended=1.25)
-    >>> progress_line(job, 6)
-    'echo    done       12 tokens  0.2 s'
     """
     state = job.state
     if state == "failed" or state == "stopped":

@@ -21,8 +21,8 @@ from convgraph.cli.options import (
     all_option,
     command,
     db_option,
-    hidden_wanted,
     json_option,
+    opened_logs,
     output_options,
 )
 from convgraph.cli.output import (
@@ -41,20 +41,7 @@ from convgraph.text import counted
 if TYPE_CHECKING:
     import networkx as nx
 
-    from convgraph.model.forest import Forest
     from convgraph.present.text_tree import Style
-
-
-def _tree_of_node(node_id: str, db_path: str | None) -> nx.DiGraph:
-    from convgraph.model.loading import load_tree_of_node
-
-    return load_tree_of_node(node_id, db_path, hidden_wanted())
-
-
-def _tree(conversation_id: str, db_path: str | None) -> nx.DiGraph:
-    from convgraph.model.loading import load_tree
-
-    return load_tree(conversation_id, db_path, hidden_wanted())
 
 
 @command(epilog=FILTER_HELP)
@@ -62,50 +49,24 @@ def _tree(conversation_id: str, db_path: str | None) -> nx.DiGraph:
 @all_option
 @output_options
 @filter_options
-def conversations(
-    db_path: str | None, output_format: str | None, where: TreeFilter
-) -> None:
+def conversations(output_format: str | None, where: TreeFilter) -> None:
     """List every conversation tree: tree_id, name, nodes, roots, leaves
     and max_depth (the columns of `convgraph stats` that say what a tree is).
     """
-    from convgraph.cli.stats import is_small, small_records
+    from convgraph.cli.memory import measuring
     from convgraph.cli.tables import print_conversations
 
     columns = ["tree_id", "name", "nodes", "roots", "leaves", "max_depth"]
-    if not where and is_small(db_path):
-        # A small file without pandas, as `convgraph stats` measures it; an
-        # empty one by the table, whose columns say what they are.
-        records = small_records(db_path)
-        if records:
-            shown = [{key: record[key] for key in columns} for record in records]
-            print_conversations(shown, output_format)
-            return
-    from convgraph.analysis.stats import conversation_table
-    from convgraph.cli.memory import fixed_mmap_threshold
-    from convgraph.model.filters import select_trees
-    from convgraph.model.forest import Forest
-
-    fixed_mmap_threshold()  # a read without texts, measured: less memory
-    read = Forest.read(db_path, text=False, hidden=hidden_wanted())
-    forest = select_trees(read, where)
-    table = conversation_table(forest)
-    print_conversations(table[columns], output_format)
-    if table.empty and output_format in (None, "table"):
-        say_none_kept(_tree_count(read), where, _file_name(db_path))
-
-
-def _tree_count(forest: Forest) -> int:
-    """How many trees `forest` holds."""
-    return int(forest.nodes["tree_id"].nunique())
-
-
-def _file_name(db_path: str | None) -> str:
-    """The file a command read, as a message names it."""
-    if db_path is not None:
-        return db_path
-    from convgraph.sources.llm.files import default_database_path
-
-    return str(default_database_path())
+    logs = opened_logs()
+    found = logs.summaries(where=where, progress=measuring())
+    rows = found.rows
+    if isinstance(rows, list):
+        shown = [{key: row[key] for key in columns} for row in rows]
+        print_conversations(shown, output_format)
+    else:
+        print_conversations(rows[columns], output_format)
+    if not len(rows) and output_format in (None, "table"):
+        say_none_kept(found.read, where, logs.name)
 
 
 @command(epilog=FILTER_HELP)
@@ -136,7 +97,6 @@ def _file_name(db_path: str | None) -> str:
 )
 def tree(
     conversation_ids: tuple[str, ...],
-    db_path: str | None,
     as_json: bool,
     width: int | None,
     indent_chains: bool,
@@ -154,51 +114,35 @@ def tree(
     """
     problems = 0
     drawings: Iterable[tuple[str, str]] | None = None
+    logs = opened_logs()
     with ExitStack() as stack:
         if conversation_ids:
-            from convgraph.model.loading import read_tree
-            from convgraph.sources import opened
-
             read = []
-            with opened(db_path) as logs:
-                for conversation_id in conversation_ids:
-                    resolved = logs.resolve_conversation(conversation_id)
-                    graph, found = read_tree(
-                        logs,
-                        logs.tree_id_of_conversation(resolved),
-                        hidden=hidden_wanted(),
-                    )
-                    read.append(graph)
-                    problems += len(found)
-            trees: Iterable[nx.DiGraph] = list(kept(read, where))
+            for conversation_id in conversation_ids:
+                graph, found = logs.checked_tree(conversation_id)
+                read.append(graph)
+                problems += len(found)
+            trees: Iterable[nx.DiGraph[str]] = list(kept(read, where))
             if not trees:
                 say_none_kept(len(read), where)
         else:
             from convgraph.cli.memory import give_back_memory
             from convgraph.cli.progress import ProgressBar
             from convgraph.model.filters import select_trees
-            from convgraph.model.forest import Forest
-            from convgraph.present.text_tree import (
-                DRAWN_TEXTS,
-                answers_missing,
-                forest_drawings,
-            )
+            from convgraph.present.text_tree import forest_drawings
 
             bar = stack.enter_context(ProgressBar())
-            # The prompts alone: the drawing and --json show no other text
-            # (an llm file read by columns leaves the answers and systems
-            # out), but a node with an empty prompt is drawn by its answer.
-            read_forest = Forest.read(
-                db_path, progress=bar, texts=DRAWN_TEXTS, hidden=hidden_wanted()
-            )
-            if not as_json and answers_missing(read_forest):
-                read_forest = Forest.read(db_path, progress=bar, hidden=hidden_wanted())
+            # The prompts alone (and the answers of nodes without one): the
+            # drawing and --json show no other text.
+            read_forest = logs.drawn_forest(progress=bar)
             give_back_memory()
             problems = len(read_forest.problems)
             forest = select_trees(read_forest, where)
             if forest.nodes.empty:
                 bar.close()
-                say_none_kept(_tree_count(read_forest), where, _file_name(db_path))
+                say_none_kept(
+                    int(read_forest.nodes["tree_id"].nunique()), where, logs.name
+                )
             del read_forest
             # Each tree is drawn (or built, for --json) as it is written: a
             # million nodes' lines or DiGraphs at once would hold gigabytes.
@@ -257,7 +201,7 @@ def _style(
 
 
 def _draw_trees(
-    trees: Iterable[nx.DiGraph],
+    trees: Iterable[nx.DiGraph[str]],
     as_json: bool,
     width: int | None,
     indent_chains: bool,
@@ -340,11 +284,9 @@ def _hint_check(problems: int) -> None:
 @db_option
 @all_option
 @output_options
-def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
+def path(node_id: str, output_format: str | None) -> None:
     """The ids from the root of NODE_ID's tree down to NODE_ID."""
-    from convgraph.model.loading import load_path
-
-    echo_ids(load_path(node_id, db_path, hidden_wanted()), output_format)
+    echo_ids(opened_logs().path(node_id), output_format)
 
 
 @command()
@@ -352,11 +294,11 @@ def path(node_id: str, db_path: str | None, output_format: str | None) -> None:
 @db_option
 @all_option
 @output_options
-def children(node_id: str, db_path: str | None, output_format: str | None) -> None:
+def children(node_id: str, output_format: str | None) -> None:
     """The direct children of NODE_ID, in log order."""
     from convgraph.model import tree as operations
 
-    graph = _tree_of_node(node_id, db_path)
+    graph = opened_logs().tree_of_node(node_id)
     found = operations.children(graph, node_id)
     echo_ids(found, output_format)
     if not found and output_format in (None, "table"):
@@ -368,12 +310,12 @@ def children(node_id: str, db_path: str | None, output_format: str | None) -> No
 @db_option
 @all_option
 @output_options
-def siblings(node_id: str, db_path: str | None, output_format: str | None) -> None:
+def siblings(node_id: str, output_format: str | None) -> None:
     """NODE_ID's alternatives: the other children of its parent, or for a
     root the other roots of its conversation (alternatives at its start)."""
     from convgraph.model import tree as operations
 
-    graph = _tree_of_node(node_id, db_path)
+    graph = opened_logs().tree_of_node(node_id)
     found = operations.siblings(graph, node_id)
     echo_ids(found, output_format)
     if not found and output_format in (None, "table"):
@@ -385,11 +327,11 @@ def siblings(node_id: str, db_path: str | None, output_format: str | None) -> No
 @db_option
 @all_option
 @output_options
-def descendants(node_id: str, db_path: str | None, output_format: str | None) -> None:
+def descendants(node_id: str, output_format: str | None) -> None:
     """Every node below NODE_ID, breadth first."""
     from convgraph.model import tree as operations
 
-    graph = _tree_of_node(node_id, db_path)
+    graph = opened_logs().tree_of_node(node_id)
     found = operations.descendants(graph, node_id)
     echo_ids(found, output_format)
     if not found and output_format in (None, "table"):
@@ -401,11 +343,14 @@ def descendants(node_id: str, db_path: str | None, output_format: str | None) ->
 @db_option
 @all_option
 @output_options
-def roots(conversation_id: str, db_path: str | None, output_format: str | None) -> None:
+def roots(conversation_id: str, output_format: str | None) -> None:
     """The roots of a conversation, in log order."""
     from convgraph.model import tree as operations
 
-    echo_ids(operations.roots(_tree(conversation_id, db_path)), output_format)
+    echo_ids(
+        operations.roots(opened_logs().tree_of_conversation(conversation_id)),
+        output_format,
+    )
 
 
 @command()
@@ -413,19 +358,20 @@ def roots(conversation_id: str, db_path: str | None, output_format: str | None) 
 @db_option
 @all_option
 @output_options
-def leaves(
-    conversation_id: str, db_path: str | None, output_format: str | None
-) -> None:
+def leaves(conversation_id: str, output_format: str | None) -> None:
     """The leaves (branch tips) of a conversation, in log order."""
     from convgraph.model import tree as operations
 
-    echo_ids(operations.leaves(_tree(conversation_id, db_path)), output_format)
+    echo_ids(
+        operations.leaves(opened_logs().tree_of_conversation(conversation_id)),
+        output_format,
+    )
 
 
 @command()
 @db_option
 @output_options
-def check(db_path: str | None, output_format: str | None) -> None:
+def check(output_format: str | None) -> None:
     """Report broken parent links; exit status 1 when there are any.
 
     Cycles, self-parents, parents that do not exist and parents in another
@@ -440,28 +386,19 @@ def check(db_path: str | None, output_format: str | None) -> None:
     """
     from dataclasses import fields
 
+    from convgraph.cli.options import dataset_path
     from convgraph.links.integrity import Problem
-    from convgraph.model.forest import Forest
-    from convgraph.sources.parquet import is_parquet_dataset
-    from convgraph.store.rules import rule_problems
 
-    if db_path is not None and is_parquet_dataset(db_path):
+    dataset = dataset_path()
+    if dataset is not None:
         # A dataset convgraph export wrote: what its readers leave out.
         from convgraph.analysis.datasets import dataset_problems
         from convgraph.cli.options import READING_A_DATASET, needs_extra
 
         needs_extra("pyarrow", "parquet", READING_A_DATASET)
-
-        problems = dataset_problems(db_path)
+        problems = dataset_problems(dataset)
     else:
-        from convgraph.analysis.prices import count_problems
-
-        forest = Forest.read(db_path, text=False)
-        problems = [
-            *forest.problems,
-            *count_problems(forest.nodes),
-            *rule_problems(db_path),
-        ]
+        problems = opened_logs().problems()
     if output_format is not None:
         columns = [field.name for field in fields(Problem)]
         records = [problem.to_dict() for problem in problems]

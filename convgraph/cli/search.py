@@ -1,26 +1,18 @@
-"""`convgraph search QUERY`: every node of every tree searched, the hits
-ranked, printed for a person or, through the output options, as records.
-
-The work is `convgraph.analysis.search.search` (a tantivy index of
-convgraph's own in the user's cache, brought up to date first; a progress
-bar while it is built, and a line on stderr saying where it went; SIGTERM
-and Ctrl-C unwind it as every command, `cli.way_out`, so a build's partial
-directory is removed). For a person each hit is two
-lines: where it lies (rank, tree, node, depth, model, time, and whether on
-the active path, an abandoned branch or in an agent's subagent), then the
-snippet, the words found
-bold and coloured on a terminal only. The records carry the snippet plain
-with the words' offsets (`marks`).
+"""`convgraph search QUERY`: every node of every tree searched (`Logs.search`,
+its index brought up to date first, with a progress bar), each hit for a
+person as where it lies and its snippet, or as a record with the words'
+offsets (`marks`).
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
-from convgraph.cli.options import command, db_option, output_options
+from convgraph.cli.options import command, db_option, opened_logs, output_options
 from convgraph.cli.output import echo_records, is_terminal, say, table_width
 from convgraph.cli.progress import ProgressBar
 from convgraph.model.filters import TreeFilter
@@ -90,7 +82,6 @@ def search(
     query_syntax: bool,
     index_directory: str | None,
     output_format: str | None,
-    db_path: str | None,
     where: TreeFilter,
 ) -> None:
     """Search the prompts, responses, system prompts and parts (tool calls
@@ -111,11 +102,9 @@ def search(
     datetime_utc, source, fields (the texts that match), snippet (plain text) and
     marks (the words found in it, as [start, end) character offsets).
     """
-    from convgraph.analysis.search import search as search_nodes
-
+    logs = opened_logs()
     with ProgressBar() as bar:
-        hits = search_nodes(
-            db_path,
+        hits = logs.search(
             " ".join(query),
             limit=limit,
             abandoned=abandoned,
@@ -160,7 +149,7 @@ def search(
     click.echo("\n".join(lines))
 
 
-def _heading(record: dict) -> str:
+def _heading(record: dict[str, Any]) -> str:
     """The line that says where a hit lies: on the active path, on an
     abandoned branch, or in an agent's subagent (`sidechain`, neither)."""
     branch = "active" if record["active"] else "abandoned"

@@ -1,25 +1,16 @@
-"""`convgraph stats`: the conversations table of `convgraph.analysis.stats`, printed.
+"""`convgraph stats`: the statistics of every conversation tree, printed.
 
 One row per conversation tree with its size, shape, times, models and usage,
 as an aligned table for a person or, through the output options, as JSON,
-newline-delimited JSON, CSV or TSV for a program.
-With ids, only those conversations are read (any thread id of a message-store
-tree names the whole tree); without, the whole forest is read once, without
-its texts. Work that lasts on a terminal shows its progress on stderr
-(`convgraph.cli.progress.ProgressBar`). A file under `SMALL_INPUT_BYTES`
-(an llm database, an agent's session, a chat export) is measured without
-pandas: each tree read on its own (`convgraph.model.loading.read_tree`; an
-export's trees in one pass of the file) and measured by
-`convgraph.analysis.stats.summary`, the per-tree form of the table's rule,
-printed as the table's rows would be (`small_records`); filters, `--by`
-and `--nodes-in-range` take the table path whatever the size.
+newline-delimited JSON, CSV or TSV for a program; `--by` gives usage over
+time instead. The rows come from the command's `Logs` (`Logs.summaries`,
+which chooses how to measure the file); work that lasts on a terminal shows
+its progress on stderr (`convgraph.cli.progress.ProgressBar`).
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -31,24 +22,17 @@ from convgraph.cli.options import (
     all_option,
     command,
     db_option,
-    hidden_wanted,
+    opened_logs,
     output_options,
 )
 from convgraph.cli.output import say
 from convgraph.cli.progress import ProgressBar
 from convgraph.cli.tables import print_conversations
-from convgraph.model.filters import TreeFilter
+from convgraph.model.filters import TreeFilter, select_trees
 from convgraph.text import counted
 
 if TYPE_CHECKING:
     from convgraph.model.forest import Forest
-    from convgraph.sources.chat.exports import ChatExport
-
-#: The size (bytes, with an llm database's write-ahead log) under which a
-#: file is measured tree by tree without pandas (`small_records`): below it,
-#: importing pandas (about 0.3 s) is most of the command's time; above it,
-#: the table's vectorized work soon costs less than a graph per tree.
-SMALL_INPUT_BYTES = 1_000_000
 
 
 @command(epilog=FILTER_HELP)
@@ -116,7 +100,6 @@ def stats(
     column_names: str | None,
     quiet: bool,
     scheduler: str | None,
-    db_path: str | None,
     where: TreeFilter,
     nodes_in_range: bool,
     by: str | None,
@@ -161,8 +144,8 @@ def stats(
     --db DIR may name a Parquet dataset (convgraph export --format parquet),
     measured with pandas, or on Dask with --dask.
     """
+    from convgraph.cli.options import dataset_path
     from convgraph.cli.tables import PRIORITY, chosen_columns
-    from convgraph.sources.parquet import is_parquet_dataset
 
     columns = chosen_columns(column_names, PRIORITY)
     if nodes_in_range and not where:
@@ -177,7 +160,8 @@ def stats(
 
         needs_extra("genai_prices", "usage", "convgraph stats --cost")
     plain = not (where or by or with_cost)
-    if plain and db_path is not None and is_parquet_dataset(db_path):
+    dataset = dataset_path()
+    if plain and dataset is not None:
         from convgraph.cli.options import READING_A_DATASET, needs_extra
 
         needs_extra("pyarrow", "parquet", READING_A_DATASET)
@@ -186,7 +170,7 @@ def stats(
             needs_extra("distributed", "dask", "convgraph stats --dask")
         from convgraph.analysis.datasets import dataset_conversation_table
 
-        table = dataset_conversation_table(db_path, conversation_ids, scheduler)
+        table: Any = dataset_conversation_table(dataset, conversation_ids, scheduler)
         print_conversations(table, output_format, columns)
         return
     if scheduler is not None:
@@ -196,80 +180,37 @@ def stats(
             "--dask computes on a Parquet dataset: give --db DIR, a directory"
             " written by convgraph export --format parquet"
         )
-    if plain and not nodes_in_range and is_small(db_path):
-        records = small_records(db_path, conversation_ids)
-        if records is not None:
-            print_conversations(records, output_format, columns)
-            return
-    from convgraph.analysis.stats import conversation_table
-    from convgraph.cli.memory import fixed_mmap_threshold, give_back_memory
-    from convgraph.model.filters import select_trees
-    from convgraph.model.forest import Forest
+    from convgraph.cli.memory import measuring
+    from convgraph.logs import COMPUTING
 
-    fixed_mmap_threshold()  # a read without texts, measured: less memory
+    logs = opened_logs()
     with ProgressBar(enabled=False if quiet else None) as bar:
-        forest = Forest.read(
-            db_path,
-            text=False,
-            conversation_ids=conversation_ids,
-            progress=bar,
-            hidden=hidden_wanted(),
-        )
-        give_back_memory()
-        bar("computing statistics", 0, None)
-        forest = select_trees(forest, where)
-        hidden = forest.hidden
-        if keys is not None:
-            _usage(
-                forest,
-                keys,
-                where if nodes_in_range else None,
-                plot,
-                measure,
-                output_format,
-            )
-            return
-        if nodes_in_range:
-            from convgraph.analysis.usage import in_range_table
-
-            table = in_range_table(forest, where)
-            if with_cost:
-                table = _priced(table, forest, where)
-        elif with_cost:
-            from convgraph.analysis.prices import node_costs, with_costs
-
-            costs = node_costs(forest.nodes)
-            _say_unknown(costs.unknown)
-            table = with_costs(conversation_table(forest), forest, costs)
+        progress = measuring(bar)
+        if plain and not nodes_in_range:
+            found = logs.summaries(conversation_ids, progress=progress)
+            table = found.rows
+            hidden = found.hidden
         else:
-            # The table needs neither the ids nor the parents' ids (the
-            # forest's parent rows hold the links): at a million nodes,
-            # letting them go first lowers the command's peak by 60 MB.
-            del forest.nodes["id"], forest.nodes["parent_id"]
-            table = conversation_table(forest)
-        # Its columns go before the rows are printed: the collector no longer
-        # walks its object columns, and the memory is free for the output.
-        del forest
+            forest = logs.forest(False, conversation_ids or None, progress=progress)
+            progress(COMPUTING, 0, None)
+            forest = select_trees(forest, where)
+            hidden = forest.hidden
+            in_range = where if nodes_in_range else None
+            if keys is not None:
+                _usage(forest, keys, in_range, plot, measure, output_format)
+                return
+            from convgraph.analysis.reports import trees_table
+
+            table, unpriced = trees_table(forest, in_range, with_cost)
+            _say_unknown(unpriced)
+            del forest
     print_conversations(table, output_format, columns)
-    if hidden and not hidden_wanted():
+    if hidden and not logs.hidden:
         nodes = sum(hidden.values())
         say(
             f"{counted(nodes, 'node')} of {counted(len(hidden), 'conversation')}"
             " in hidden branches left out (--all counts them in)"
         )
-
-
-def _priced(table: Any, forest: Forest, where: TreeFilter) -> Any:
-    """`--nodes-in-range --cost`: the costs of the nodes the filter matches."""
-    import numpy as np
-
-    from convgraph.analysis.prices import node_costs, with_costs
-    from convgraph.model.filters import matching_rows
-
-    costs = node_costs(forest.nodes)
-    costs.per_node[~matching_rows(forest.nodes, where)] = np.nan
-    _say_unknown(costs.unknown)
-    return with_costs(table, forest, costs)
 
 
 def _say_unknown(models: list[str]) -> None:
@@ -286,123 +227,6 @@ def _say_unknown(models: list[str]) -> None:
             ),
             err=True,
         )
-
-
-def is_small(db_path: str | None) -> bool:
-    """Whether `db_path` (None: llm's own database) is one file under
-    `SMALL_INPUT_BYTES`, its write-ahead log counted."""
-    from convgraph.sources.llm.files import default_database_path
-
-    path = os.fspath(default_database_path() if db_path is None else db_path)
-    try:
-        if not os.path.isfile(path):
-            return False
-        size = os.path.getsize(path)
-        if os.path.isfile(path + "-wal"):
-            size += os.path.getsize(path + "-wal")
-    except OSError:
-        return False
-    return size < SMALL_INPUT_BYTES
-
-
-def small_records(
-    db_path: str | None, conversation_ids: Iterable[str] = ()
-) -> list[dict[str, Any]] | None:
-    """The rows of `conversation_table` as `print_conversations` prints
-    them, from `summary` of each tree read on its own: every tree of the
-    file in the order of its first node, or the trees `conversation_ids`
-    name, each once, in the order first named (as `Forest.read` reads them).
-
-    A chat export is read once, in its order (it finds a conversation by
-    reading the file from its start), its conversations without a node
-    after the others with 0 nodes, as the table has them.
-
-    None where the table path must answer: a chat export's named
-    conversations, a source of another kind, or a tree that the file lists
-    but does not give alone.
-
-    Raises
-    ------
-    UnknownConversation, DatabaseError
-    """
-    from convgraph.analysis.stats import summary
-    from convgraph.errors import UnknownConversation
-    from convgraph.model.loading import read_tree
-    from convgraph.sources import LogDatabase, opened
-    from convgraph.sources.agents.sessions import AgentSessions
-    from convgraph.sources.chat.exports import ChatExport
-    from convgraph.sources.notes import read_notes
-
-    records = []
-    with opened(db_path) as logs:
-        if any(note.hidden for note in read_notes(logs).values()):
-            return None  # the table counts what hidden branches leave out
-        if isinstance(logs, ChatExport) and not conversation_ids:
-            return _export_records(logs)
-        if not isinstance(logs, LogDatabase | AgentSessions):
-            return None
-        named: dict[str, str] = {}  # each tree once, with the id that named it
-        for conversation_id in conversation_ids:
-            tree_id = logs.tree_id_of_conversation(conversation_id)
-            named.setdefault(tree_id, conversation_id)
-        for tree_id in named or logs.tree_ids():
-            try:
-                graph = read_tree(logs, tree_id, log_order_nodes=True)[0]
-            except UnknownConversation:
-                if not named:
-                    # A tree the file lists but cannot read alone (a
-                    # thread's row without its id): the table reads it.
-                    return None
-                raise UnknownConversation(named[tree_id]) from None
-            record = summary(graph)
-            _with_table_times(record)
-            records.append(record)
-    return records
-
-
-def _export_records(export: ChatExport) -> list[dict[str, Any]] | None:
-    """`small_records` of every conversation of a chat export, read once."""
-    from convgraph.analysis.stats import summary
-    from convgraph.contract import (
-        CONVERSATION_COLUMNS,
-        INTEGER_ATTRIBUTES,
-        RETRY_COLUMNS,
-        TOOL_CALLS,
-        TOOLS,
-    )
-    from convgraph.model.loading import tree_graph
-    from convgraph.sources import log_order
-
-    found, empty = [], []
-    for tree in export.trees():
-        if not tree.records:
-            empty.append(tree)
-            continue
-        record = summary(tree_graph(export, tree, log_order_nodes=True)[0])
-        _with_table_times(record)
-        found.append((min(map(log_order, tree.records)), record))
-    # The table's order: each tree where its first node is in log order.
-    records = [record for _, record in sorted(found, key=lambda pair: pair[0])]
-    # What the table gives a tree of no node: zeros, no times, no models
-    # or tools, no usage figures but 0 tool calls.
-    nothing: dict[str, Any] = dict.fromkeys(CONVERSATION_COLUMNS, 0)
-    nothing |= dict.fromkeys(("first_datetime", "last_datetime"), None)
-    nothing |= dict.fromkeys(INTEGER_ATTRIBUTES, None)
-    nothing |= dict.fromkeys(RETRY_COLUMNS, None)
-    nothing |= {"branching_factor_avg": 0.0, "models": [], TOOLS: [], TOOL_CALLS: 0}
-    for tree in empty:
-        records.append(nothing | {"tree_id": tree.tree_id, "name": tree.name})
-    return records
-
-
-def _with_table_times(record: dict[str, Any]) -> None:
-    """Give `record` its first and last times as the table prints them:
-    ISO 8601 in UTC with its offset (both forms read every moment
-    `convgraph.times.parse_time` reads, to the microsecond)."""
-    from convgraph.times import utc_iso
-
-    for key in ("first_datetime", "last_datetime"):
-        record[key] = utc_iso(record[key])
 
 
 def _usage_keys(by: str, plot: str | None, measure: str) -> list[str]:
@@ -447,16 +271,12 @@ def _usage(
     import shutil
 
     from convgraph.analysis.charts import terminal_chart, write_chart
-    from convgraph.analysis.prices import node_costs
-    from convgraph.analysis.usage import usage_table
+    from convgraph.analysis.reports import usage_report
     from convgraph.cli.output import TableFit, echo_records, is_terminal, table_width
     from convgraph.cli.tables import CELLS, plain_records
-    from convgraph.model.filters import matching_rows
 
-    costs = node_costs(forest.nodes)
-    _say_unknown(costs.unknown)
-    rows = None if in_range is None else matching_rows(forest.nodes, in_range)
-    table = usage_table(forest, keys, costs, rows)
+    table, unpriced = usage_report(forest, keys, in_range)
+    _say_unknown(unpriced)
     if plot == "":
         size = shutil.get_terminal_size()
         color = is_terminal(sys.stdout)

@@ -1,12 +1,6 @@
-"""Tables of conversations, as `convgraph stats` and `convgraph
-conversations` print them.
-
-`convgraph.analysis.stats` answers with a pandas DataFrame; this turns its
-rows into plain records for the output options, and says how the aligned
-table shows them for a person: names cut short, times to the minute in the
-user's time zone, and on a terminal the columns that fit its width, those
-that say what a tree is first (`PRIORITY`); `--columns` chooses
-(`chosen_columns`).
+"""Tables of conversations as `stats` and `conversations` print them: the
+rows as plain records, and for a person names cut, times to the minute in
+the user's zone, the columns that fit the terminal first (`PRIORITY`).
 """
 
 from __future__ import annotations
@@ -117,7 +111,7 @@ def _iso_times(column: pd.Series) -> list[str | None]:
         # in UTC (the microseconds left out where they are zero); it
         # refuses earlier ones, which go the slow way below.
         try:
-            texts = orjson.loads(
+            texts: list[str | None] = orjson.loads(
                 orjson.dumps(
                     present.to_numpy(dtype="datetime64[us]"),
                     option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NAIVE_UTC,
@@ -142,24 +136,9 @@ def print_conversations(
     output_format: str | None,
     columns: Sequence[str] | None = None,
 ) -> None:
-    """Print a table of conversations; the aligned table without an output
-    option.
-
-    Parameters
-    ----------
-    table:
-        The conversations, as `convgraph.analysis.stats` answers them: its
-        table, or (a small file's, `convgraph.cli.stats`) its `summary` of
-        each tree as `plain_records` gives the table's rows (the columns of
-        the first; of `CONVERSATION_COLUMNS` when there is none).
-    output_format:
-        An output option's name, or None for the aligned table.
-    columns:
-        The columns to print, in this order, in every format. Without, every
-        column: the aligned table keeps those of `PRIORITY` that fit the
-        terminal (`table_width`; every one on a pipe), the formats for
-        programs all of them.
-    """
+    """Print conversations (`Logs.summaries`' rows: the table, or its rows
+    as dicts) in `output_format` (None: the aligned table); `columns`, in
+    this order, in every format; without, the terminal keeps what fits."""
     records: Iterable[dict[str, Any]]
     if isinstance(table, list):
         records = table
@@ -197,13 +176,8 @@ def _only(
 
 
 def chosen_columns(text: str | None, available: Sequence[str]) -> list[str] | None:
-    """The columns `--columns a,b,c` names, in its order; None without it.
-
-    Raises
-    ------
-    UserError
-        A name that is not one of `available` (the message lists them).
-    """
+    """The columns `--columns a,b,c` names, in its order (None without);
+    a `UserError` for a name not in `available`."""
     if text is None:
         return None
     names = [name.strip() for name in text.split(",") if name.strip()]

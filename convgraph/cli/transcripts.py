@@ -1,13 +1,6 @@
-"""Commands that take branches out of their tree: `transcript` prints one
-path as Markdown or chat messages, `pairs` the preference pairs of the
-alternative answers (TRL's conversational format).
-
-The Markdown is text for a person, printed as every other human output is:
-a stored escape sequence (a window title, the clipboard) shows as symbols,
-never reaches the terminal raw. On a terminal it is rendered (rich's
-Markdown, wrapped at the terminal's width: `echo_markdown`); to a file or a
-pipe it is the Markdown source. `convgraph export --format markdown -o FILE`
-writes the same document with the text exact.
+"""`transcript` (one path as Markdown or chat messages) and `pairs` (the
+preference pairs of alternative answers). The Markdown is rendered on a
+terminal, stored escapes shown as symbols, and is its source in a pipe.
 """
 
 from __future__ import annotations
@@ -24,8 +17,8 @@ from convgraph.cli.options import (
     all_option,
     command,
     db_option,
-    hidden_wanted,
     json_option,
+    opened_logs,
     output_options,
 )
 from convgraph.cli.output import (
@@ -68,7 +61,6 @@ def transcript(
     as_json: bool,
     format_name: str | None,
     full: bool,
-    db_path: str | None,
 ) -> None:
     """The conversation from its root down to NODE_ID, as one transcript.
 
@@ -81,12 +73,10 @@ def transcript(
     convgraph transcript CONVERSATION_ID --json
     convgraph transcript SESSION_ID --full --db ~/.claude/projects
     """
-    from convgraph.present.transcript import transcript as read_transcript
-
     if format_name is not None and format_name.lower() == "json":
         click.echo("Note: --format json is spelt --json now, as elsewhere", err=True)
         as_json = True
-    found = read_transcript(node_id, db_path, hidden_wanted())
+    found = opened_logs().transcript(node_id)
     if as_json:
         echo_json(found.messages())
     elif is_terminal(sys.stdout):
@@ -119,7 +109,6 @@ def pairs(
     conversation_ids: tuple[str, ...],
     prefer: str,
     reasoning: bool,
-    db_path: str | None,
     output_format: str | None,
     where: TreeFilter,
 ) -> None:
@@ -138,7 +127,7 @@ def pairs(
     from convgraph.export.training import PAIR_COLUMNS
     from convgraph.export.training import pairs as find_pairs
 
-    trees = Counted(filtered_trees(conversation_ids, db_path, where))
+    trees = Counted(filtered_trees(conversation_ids, where))
     records = list(find_pairs(trees, prefer.lower(), reasoning))
     if not records and not trees.count:
         say(

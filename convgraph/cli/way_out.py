@@ -1,22 +1,9 @@
-"""How every command ends when it cannot end as it meant to: a signal, or a
-standard output that cannot be written.
-
-`way_out` wraps each command (`convgraph.cli.options.ConvgraphCommand`
-enters it), so the rule holds for every command, in `convgraph` and in
-`llm convgraph` alike:
-
-- Ctrl-C (`KeyboardInterrupt`): one line, "interrupted", exit status 130;
-- SIGTERM: raised as `Terminated` while the command runs, so that it
-  unwinds like Ctrl-C (a file being written is removed: `convgraph.writing`),
-  one line, "terminated", exit status 143;
-- a reader of stdout that went away (`| head`): quiet, exit status 1;
-- stdout that cannot be written (a full disk, `> /dev/full`): one line
-  naming it, exit status 2. stdout is guarded for the command's length, so
-  its errors are told apart from any other `OSError`, and flushed before the
-  command ends, so that the error is the command's, not the interpreter's
-  at exit.
-
-The exit statuses of signals are the shells' (128 and the signal's number).
+"""How every command ends when it cannot end as meant (`way_out`, entered
+by `ConvgraphCommand`): Ctrl-C one line and status 130; SIGTERM unwinds
+the same way, status 143 (the shells' 128 + signal); a reader of stdout
+gone (`| head`) quiet, status 1; stdout that cannot be written (a full
+disk) one line naming it, status 2, stdout guarded and flushed before the
+command ends so the error is the command's.
 """
 
 from __future__ import annotations
@@ -63,7 +50,7 @@ def way_out() -> Iterator[None]:
     previous = _catch_sigterm()
     real = sys.stdout
     guarded = real if isinstance(real, GuardedStdout) else GuardedStdout(real)
-    sys.stdout = guarded  # type: ignore[assignment]
+    sys.stdout = guarded
     try:
         yield
         guarded.flush()
@@ -119,7 +106,7 @@ class GuardedStdout:
 
     def write(self, data: Any) -> int:
         try:
-            return self._stream.write(data)  # type: ignore[no-any-return]
+            return self._stream.write(data)
         except OSError as error:
             raise self._failure(error) from None
 

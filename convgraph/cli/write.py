@@ -18,7 +18,13 @@ from typing import Any, cast
 
 import click
 
-from convgraph.cli.options import NODE_ID, UserError, command, db_option, json_option
+from convgraph.cli.options import (
+    NODE_ID,
+    UserError,
+    command,
+    db_path_option,
+    json_option,
+)
 from convgraph.cli.output import echo_json, echo_line, say
 from convgraph.text import counted
 
@@ -38,7 +44,7 @@ def _say(text: str) -> None:
 
 
 @command()
-@db_option
+@db_path_option
 @click.option(
     "--backup",
     type=click.Path(dir_okay=False, path_type=str),
@@ -124,7 +130,7 @@ def _why_migrate(plan: Any) -> str:
 # The two flags before --children, kept so that scripts do not break.
 @click.option("--reparent", is_flag=True, hidden=True)
 @click.option("--cascade", is_flag=True, hidden=True)
-@db_option
+@db_path_option
 def delete(
     node_id: str,
     children_choice: str | None,
@@ -278,7 +284,7 @@ def _fan_out_options(function: Any) -> Any:
 @_fan_out_options
 @click.option("-s", "--system", help="System prompt for the new call")
 @json_option
-@db_option
+@db_path_option
 def branch(
     node_id: str,
     prompt: str,
@@ -335,10 +341,10 @@ def branch(
 def _in_message_store(path: Any) -> bool:
     """Whether the file at `path` has llm's message store, where a branch
     is a thread of its own that `llm -c --cid` continues."""
-    from convgraph.sources import LogDatabase, open_logs
+    from convgraph.logs import Logs
 
-    with open_logs(path) as logs:
-        return isinstance(logs, LogDatabase) and logs.store is not None
+    with Logs(path) as logs:
+        return "message-store" in logs.generations
 
 
 def _say_how_to_continue(result: Any) -> None:
@@ -375,7 +381,7 @@ def _say_how_llm_continues(result: Any) -> None:
 @click.argument("node_id", type=NODE_ID)
 @_fan_out_options
 @json_option
-@db_option
+@db_path_option
 def regenerate(
     node_id: str,
     model_ids: tuple[str, ...],

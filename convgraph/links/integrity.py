@@ -51,7 +51,7 @@ EMPTY_CONVERSATION = "empty-conversation"
 #: reported.
 SHARED_IDS = "shared-ids"
 #: A node whose token count is negative or more than any request holds
-#: (`convgraph.analysis.usage.count_problems`): summed as it is, priced at
+#: (`convgraph.analysis.prices.count_problems`): summed as it is, priced at
 #: nothing, and reported.
 IMPOSSIBLE_COUNT = "impossible-count"
 #: A legacy row an older llm logged without a parent into a migrated file,

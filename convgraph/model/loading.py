@@ -1,14 +1,6 @@
-"""One conversation tree from a source: the loaders of the one-tree path.
-
-A command about one conversation or one node reads only that tree's rows
-(`Source.read_tree`), checks their links in plain Python
-(`convgraph.links.integrity.check_links`) and builds one networkx DiGraph
-with its branch marks (`ConversationTree.from_records`). Nothing here
-imports pandas or numpy, and networkx only when a graph is built, so `convgraph path`, `tree` and `diff` start fast:
-`load_path` answers from the stored links alone where a file has them. The
-whole file as tables is `convgraph.model.forest.Forest`; it builds each tree
-with the same `ConversationTree.from_records`.
-"""
+"""One conversation tree from a source, reading only that tree: its rows
+checked in plain Python and built into one DiGraph, without pandas, so the
+one-tree commands start fast (the whole file is `Forest`)."""
 
 from __future__ import annotations
 
@@ -29,16 +21,9 @@ if TYPE_CHECKING:
 def read_tree(
     logs: Source, tree_id: str, log_order_nodes: bool = False, hidden: bool = False
 ) -> tuple[ConversationTree, list[Problem]]:
-    """One tree's graph and the problems of its links, reading only that tree.
-
-    The graph's nodes are in the order the source gives its records (an
-    agent's session: the order its files are read), or with
-    `log_order_nodes` in log order, the order of the forest's table: so that
-    what a tree lists in the order first used (models, tools:
-    `convgraph.analysis.stats.summary`) is the table's answer. The branches
-    the user hid (`convgraph hide`) are left out unless `hidden`; the
-    graph's `hidden` attribute counts the nodes they hold.
-    """
+    """One tree's graph and its links' problems; nodes in the source's
+    order, or the forest table's with `log_order_nodes`. Hidden branches
+    are left out unless `hidden` (the graph's `hidden` counts their nodes)."""
     tree: TreeRecords = logs.read_tree(tree_id)
     if not tree.records:
         raise UnknownConversation(tree_id)
@@ -49,8 +34,7 @@ def tree_graph(
     logs: Source, tree: TreeRecords, log_order_nodes: bool = False, hidden: bool = False
 ) -> tuple[ConversationTree, list[Problem]]:
     """`read_tree` of records already read (`tree`, which has some)."""
-    # Here, not above: `load_path` mostly answers without a graph, and
-    # without networkx.
+    # Here: `load_path` mostly answers without networkx.
     from convgraph.model.tree import ConversationTree
 
     # Sorting what is sorted already (llm's records) is one pass.
@@ -82,22 +66,10 @@ def load_tree(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> ConversationTree:
-    """The conversation tree that `conversation_id` names, as a DiGraph.
+    """The tree a conversation id (or a unique prefix) names in `db` (a
+    path, a `Source`, None for llm's own); `hidden` keeps hidden branches.
 
-    Parameters
-    ----------
-    conversation_id
-        A legacy conversation id, or any thread id of a message-store tree,
-        or a unique prefix of one (`Source.resolve`).
-    db
-        A path to a `logs.db`, an open `Source`, or None for llm's own.
-    hidden
-        Keep the branches the user hid (`convgraph hide`), left out by
-        default.
-
-    Raises
-    ------
-    UnknownConversation, AmbiguousId, DatabaseError
+    Raises: UnknownConversation, AmbiguousId, DatabaseError.
     """
     with opened(db) as logs:
         conversation_id = logs.resolve_conversation(conversation_id)
@@ -110,14 +82,9 @@ def load_tree_of_node(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> ConversationTree:
-    """The conversation tree that holds `node_id` (a response or turn id, or
-    a unique prefix of one: `Source.resolve`).
+    """The tree that holds `node_id` (or a unique prefix of one).
 
-    Raises
-    ------
-    UnknownNode, AmbiguousId, DatabaseError
-    HiddenNode
-        The node is in a branch the user hid, and `hidden` is False.
+    Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode.
     """
     with opened(db) as logs:
         node_id = logs.resolve_node(node_id)
@@ -132,15 +99,10 @@ def load_path(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> list[str]:
-    """The ids from the root of `node_id`'s tree down to `node_id`.
+    """The ids from the root of `node_id`'s tree down to it: the stored
+    parent links walked up where the file has them, else the tree's `path`.
 
-    The same answer as `convgraph.model.tree.path` on `load_tree_of_node`, but where
-    the file stores parent links (legacy with `parent_response_id`) it walks
-    them up the primary key and reads nothing else of the conversation.
-
-    Raises
-    ------
-    UnknownNode, AmbiguousId, DatabaseError
+    Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode.
     """
     with opened(db) as logs:
         node_id = logs.resolve_node(node_id)
@@ -150,8 +112,6 @@ def load_path(
             if not hidden and any(note.hidden for note in notes.values()):
                 raise HiddenNode(node_id)
             return found
-        # Only here does the tree's answer need networkx: a command that
-        # walked the links above has no reason to import it.
         from convgraph.model.tree import path
 
         return path(load_tree_of_node(node_id, logs, hidden), node_id)
@@ -163,20 +123,14 @@ def load_trees(
     hidden: bool = False,
 ) -> Iterator[ConversationTree]:
     """The trees these ids name, each once, in the order first named; every
-    tree of the file (read as one `Forest`, built one at a time) when none.
+    tree (one `Forest`, built one at a time) when none. Named trees are all
+    read before the first is given: an unknown id fails before any output.
 
-    With ids, every tree is read (one conversation each) before the first is
-    given, so an unknown id fails before a caller writes anything. Two thread
-    ids of one message-store tree name the same tree.
-
-    Raises
-    ------
-    UnknownConversation, DatabaseError
+    Raises: UnknownConversation, DatabaseError.
     """
     named = list(conversation_ids)
     if not named:
-        # Every tree needs the whole table: the forest's own import, here,
-        # so the one-tree loaders stay free of pandas.
+        # Here, so the one-tree loaders stay free of pandas.
         from convgraph.model.forest import Forest
 
         return Forest.read(db, hidden=hidden).trees()
@@ -194,22 +148,14 @@ def load_tree_of_pair(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> ConversationTree:
-    """The conversation tree that holds both nodes, reading only that tree
-    (for a diff of their branches).
+    """The one tree that holds both nodes, reading only that tree.
 
-    Raises
-    ------
-    UnknownNode
-        Either id names no node.
-    DifferentConversations
-        The nodes are in different conversation trees.
-    DatabaseError
+    Raises: UnknownNode, DifferentConversations, HiddenNode, DatabaseError.
     """
     with opened(db) as logs:
         node_a, node_b = logs.resolve_node(node_a), logs.resolve_node(node_b)
         tree = load_tree_of_node(node_a, logs, hidden)
         if node_b not in tree and node_b not in tree.graph.get("calls", {}):
-            # Only an id lookup: the other tree is not read.
             other = logs.tree_id_of_node(node_b)
             if other == tree.graph["tree_id"]:
                 raise HiddenNode(node_b)

@@ -400,6 +400,12 @@ class Source:
         reading any tree; None (this default) where only the forest tells."""
         return None
 
+    def trees(self) -> Iterator[TreeRecords] | None:
+        """Every tree's records in one pass of the file, empty trees too,
+        where `read_tree` finds a tree by reading the file from its start
+        (a chat export); None (this default) where it reads a tree alone."""
+        return None
+
 
 def _read_trees(
     logs: Source, tree_ids: list[str], text: bool, report: ProgressCallback

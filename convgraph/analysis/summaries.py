@@ -1,0 +1,107 @@
+"""The statistics of a small file, tree by tree, without pandas: each
+tree read alone and measured by `summary`, the per-tree form of
+`conversation_table`, each row as the table gives it (`Logs.summaries`
+chooses the form)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from convgraph.errors import UnknownConversation
+from convgraph.sources import Source, TreeRecords, log_order
+from convgraph.sources.notes import read_notes
+
+#: The size (bytes, write-ahead log counted) under which importing pandas
+#: would cost more than a graph per tree.
+SMALL_INPUT_BYTES = 1_000_000
+
+
+def is_small(source: Source) -> bool:
+    """Whether `source` is one file under `SMALL_INPUT_BYTES`."""
+    path = os.fspath(source.path)
+    try:
+        if not os.path.isfile(path):
+            return False
+        size = os.path.getsize(path)
+        if os.path.isfile(path + "-wal"):
+            size += os.path.getsize(path + "-wal")
+    except OSError:
+        return False
+    return size < SMALL_INPUT_BYTES
+
+
+def summary_records(
+    source: Source, conversation_ids: Iterable[str] = ()
+) -> list[dict[str, Any]] | None:
+    """The rows of `conversation_table` from `summary` of each tree: every
+    tree, or the trees the ids name (each once, in the order named). None
+    where the table must answer: hidden branches, a chat export's named
+    trees, a tree the file does not give alone. Raises UnknownConversation.
+    """
+    from convgraph.analysis.stats import summary
+    from convgraph.model.loading import read_tree
+
+    if any(note.hidden for note in read_notes(source).values()):
+        return None
+    one_pass = source.trees()
+    if one_pass is not None:
+        return None if conversation_ids else _one_pass_records(source, one_pass)
+    named: dict[str, str] = {}  # each tree once, with the id that named it
+    for conversation_id in conversation_ids:
+        named.setdefault(
+            source.tree_id_of_conversation(conversation_id), conversation_id
+        )
+    records = []
+    for tree_id in named or source.tree_ids():
+        try:
+            graph = read_tree(source, tree_id, log_order_nodes=True)[0]
+        except UnknownConversation:
+            if not named:
+                return None  # a thread's row without its id: the table reads it
+            raise UnknownConversation(named[tree_id]) from None
+        records.append(_with_table_times(summary(graph)))
+    return records
+
+
+def _one_pass_records(
+    source: Source, trees: Iterator[TreeRecords]
+) -> list[dict[str, Any]]:
+    """`summary_records` of a file read once, empty trees last."""
+    from convgraph.analysis.stats import summary
+    from convgraph.contract import (
+        CONVERSATION_COLUMNS,
+        INTEGER_ATTRIBUTES,
+        RETRY_COLUMNS,
+        TOOL_CALLS,
+        TOOLS,
+    )
+    from convgraph.model.loading import tree_graph
+
+    found, empty = [], []
+    for tree in trees:
+        if not tree.records:
+            empty.append(tree)
+            continue
+        record = summary(tree_graph(source, tree, log_order_nodes=True)[0])
+        found.append((min(map(log_order, tree.records)), _with_table_times(record)))
+    # The table's order: each tree where its first node is in log order.
+    records = [record for _, record in sorted(found, key=lambda pair: pair[0])]
+    nothing: dict[str, Any] = dict.fromkeys(CONVERSATION_COLUMNS, 0)
+    nothing |= dict.fromkeys(("first_datetime", "last_datetime"), None)
+    nothing |= dict.fromkeys(INTEGER_ATTRIBUTES, None)
+    nothing |= dict.fromkeys(RETRY_COLUMNS, None)
+    nothing |= {"branching_factor_avg": 0.0, "models": [], TOOLS: [], TOOL_CALLS: 0}
+    for tree in empty:
+        records.append(nothing | {"tree_id": tree.tree_id, "name": tree.name})
+    return records
+
+
+def _with_table_times(record: dict[str, Any]) -> dict[str, Any]:
+    """`record` with its times as the table prints them (ISO 8601, UTC)."""
+    from convgraph.times import utc_iso
+
+    for key in ("first_datetime", "last_datetime"):
+        record[key] = utc_iso(record[key])
+    return record

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from convgraph.sources import open_logs
-from tests.test_agents_cases import claude, rows, write
+from tests.test_agents_cases import claude, rows, tool_result, tool_use, write
 
 
 def said(text: str) -> list[dict[str, Any]]:
@@ -72,3 +72,77 @@ def test_a_pasted_image_alone_is_the_prompt(tmp_path: Path) -> None:
     with open_logs(session) as logs:
         [tree] = logs.tree_ids()
         assert logs.read_tree(tree).records[0]["prompt"] == "[1 image]"
+
+
+def gemini_session(session: str, prompt: str, call: str) -> list[dict[str, Any]]:
+    """A Gemini CLI 0.40 session as JSON lines, its message ids `m1`, `m2`,
+    `m3` (ids are only a session's own)."""
+    return [
+        {"sessionId": session, "projectHash": "h", "startTime": "2026-01-01T10:00:00Z"},
+        {
+            "id": "m1",
+            "timestamp": "2026-01-01T10:00:00Z",
+            "type": "user",
+            "content": [{"text": prompt}],
+        },
+        {
+            "id": "m2",
+            "timestamp": "2026-01-01T10:00:01Z",
+            "type": "gemini",
+            "content": "",
+            "toolCalls": [
+                {
+                    "id": call,
+                    "name": "ls",
+                    "args": {},
+                    "result": "a",
+                    "status": "success",
+                }
+            ],
+        },
+        {
+            "id": "m3",
+            "timestamp": "2026-01-01T10:00:02Z",
+            "type": "gemini",
+            "content": "Done.",
+        },
+    ]
+
+
+def test_two_sessions_reusing_message_ids_stay_apart(tmp_path: Path) -> None:
+    """Two sessions that both use `m1`, `m2`: neither is taken for a copy
+    of the other; the second's ids are made its own."""
+    chats = tmp_path / "chats"
+    first = write(
+        chats / "session-2026-01-01T10-00-g1.jsonl", gemini_session("g1", "One", "c1")
+    )
+    write(
+        chats / "session-2026-01-01T11-00-g2.jsonl", gemini_session("g2", "Two", "c2")
+    )
+    columns = ("id", "tree_id", "parent_id", "prompt", "tool_calls")
+    assert sorted(rows(tmp_path, *columns), key=str) == [
+        ("g2:m3", "g2", None, "Two", 1),
+        ("m3", "g1", None, "One", 1),
+    ]
+    assert rows(first, *columns) == [("m3", "g1", None, "One", 1)]
+
+
+def test_a_tool_call_sits_in_one_node(tmp_path: Path) -> None:
+    """A call's result written after the next prompt, linked to the call:
+    the run goes on below the prompt's message, and the prompt hangs under
+    the run's end, so the call is counted once."""
+    session = write(
+        tmp_path / "s1.jsonl",
+        [
+            claude("user", "u1", None, "Look"),
+            claude("assistant", "a1", "u1", tool_use("t1")),
+            claude("user", "u2", "a1", "And then?"),
+            claude("user", "r1", "a1", tool_result("t1")),
+            claude("assistant", "a2", "r1", said("Seen.")),
+            claude("assistant", "a3", "u2", said("Then this.")),
+        ],
+    )
+    assert rows(session, "id", "parent_id", "prompt", "tool_calls", "response") == [
+        ("a2", None, "Look", 1, "Seen."),
+        ("a3", "a2", "And then?", 0, "Then this."),
+    ]

@@ -59,7 +59,7 @@ from convgraph.sources.agents.files import (
     jsonl_files,
     written_before,
 )
-from convgraph.sources.chat.messages import PROMPT, Message, as_text, text_to_iso
+from convgraph.sources.chat.messages import Message, as_text, text_to_iso
 
 SOURCE = "claude-code"
 
@@ -416,39 +416,10 @@ def _follow_links(reading: _Reading) -> None:
         message.parent = parent
 
 
-def _as_lived(messages: list[Message]) -> None:
-    """Each run read as the chain of its records in file order (the order
-    they were lived), in place.
-
-    A run is a prompt's records up to the next prompt. A record that is no
-    prompt goes under the run's record written last before it, whatever it
-    names (a parallel call's result names its call, a hook's output the call
-    it ran for); a prompt goes under the last record written so far of the
-    run its parent belongs to, so a rewind or an edited prompt is a sibling
-    of the prompt it replaces and a prompt never splits a run.
-    """
-    run_of: dict[str, str] = {}  # message: its run (its prompt, or first)
-    last: dict[str, str] = {}  # run: its message written last so far
-    for message in messages:
-        parent = message.parent
-        run = run_of.get(parent) if parent is not None else None
-        if message.kind == PROMPT:
-            if run is not None:
-                message.parent = last[run]
-            run = message.id
-        elif run is not None:
-            message.parent = last[run]
-        else:
-            run = message.id
-        run_of[message.id] = run
-        last[run] = message.id
-
-
 def _place(reading: _Reading, group: SessionGroup) -> None:
-    """The main chain and the subagents' chains, each read as lived, each
-    subagent anchored (`_anchor`)."""
+    """The main chain and the subagents' chains (`join` reads each as
+    lived), each subagent anchored (`_anchor`)."""
     main = [m for m in reading.messages if m.id not in reading.side]
-    _as_lived(main)
     group.messages = main
     group.current = main[-1].id if main else None
     # A subagent is told by the agent its records carry, else by the first
@@ -463,7 +434,6 @@ def _place(reading: _Reading, group: SessionGroup) -> None:
         chain_of[message.id] = agent
         sidechains.setdefault(agent, Sidechain(agent, [])).messages.append(message)
     for side in sidechains.values():
-        _as_lived(side.messages)
         side.anchor = _anchor(side, reading, main)
     group.sidechains = list(sidechains.values())
 

@@ -300,12 +300,12 @@ def test_a_folder_names_each_file_it_cannot_read(
     unread = project / "notes.jsonl"
     assert caplog.messages == [
         f"{tmp_path / 'projects'}: 1 of 2 session files read; not read:",
-        f"  {unread}: no session of Claude Code, Codex or Gemini CLI",
+        f"  {unread}: no session of Claude Code, Codex, Gemini CLI or Copilot CLI",
     ]
     assert found == [
         (
             "unread-file",
-            f"{unread}: not read: no session of Claude Code, Codex or Gemini CLI",
+            f"{unread}: not read: no session of Claude Code, Codex, Gemini CLI or Copilot CLI",
         )
     ]
     result = run("tree", "--db", tmp_path / "projects")

@@ -63,6 +63,10 @@ from convgraph.sources.chat.messages import Message, as_text, text_to_iso
 
 SOURCE = "claude-code"
 
+#: Message ids are unique across sessions: a resumed session's copy of an
+#: earlier session's message is one wherever it is (`join`).
+GLOBAL_IDS = True
+
 #: Where Claude Code keeps its sessions, below a home folder.
 STORE = (".claude", "projects")
 

@@ -77,6 +77,9 @@ class Sidechain:
     agent: str
     messages: list[Message]
     anchor: str | None = None
+    #: What the agent says of the subagent (`agent_type`, its
+    #: `agent_description`, its `worktree`): put on each of its parts.
+    about: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

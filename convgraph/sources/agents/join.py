@@ -194,7 +194,7 @@ class _Joiner:
                 record["active"] = False
                 if anchor is not None and record["parent_id"] not in own:
                     record["parent_id"] = anchor
-                _mark_sidechain(record, side.agent)
+                _mark_sidechain(record, side.agent, side.about)
             records.extend(found)
             node_of.update(
                 (message, node)
@@ -347,12 +347,14 @@ def _deepest_active(records: list[dict[str, Any]]) -> str | None:
     return ends[0] if ends else None
 
 
-def _mark_sidechain(record: dict[str, Any], agent: str) -> None:
-    """Mark a subagent's node: every part carries the agent (`SIDECHAIN`)."""
+def _mark_sidechain(record: dict[str, Any], agent: str, about: dict[str, str]) -> None:
+    """Mark a subagent's node: every part carries the agent (`SIDECHAIN`)
+    and what the agent says of it."""
     from convgraph.parts import node_parts
 
     parts = node_parts(record)
     for part in parts:
         part[SIDECHAIN] = agent
+        part.update(about)
     record["parts"] = parts
     record[SIDECHAIN] = agent

@@ -53,6 +53,8 @@ def one_node_each(messages: list[Message]) -> None:
         stack = [message]
         while stack:
             current = stack.pop()
+            if current.id in run_of:
+                continue  # waited on a message of its own cycle
             place(current)
             stack.extend(reversed(waiting.pop(current.id, ())))
 

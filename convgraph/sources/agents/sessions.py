@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import CONTENT_ATTRIBUTES
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.links.integrity import Problem
-from convgraph.sources.agents import claude_code, codex, gemini_cli
+from convgraph.sources.agents import claude_code, codex, copilot, gemini_cli
 from convgraph.sources.agents.files import (
     AGENT_ATTRIBUTES,
     AGENT_INTEGERS,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from convgraph.sources.source import ForestRead
 
 #: The agents, in the order their trees are listed.
-FORMATS: tuple[ModuleType, ...] = (claude_code, codex, gemini_cli)
+FORMATS: tuple[ModuleType, ...] = (claude_code, codex, gemini_cli, copilot)
 
 #: What the progress callback is told as the files are read.
 PHASE = "reading sessions"
@@ -56,6 +56,9 @@ PHASE = "reading sessions"
 #: Where a folder read names the files it left out (stderr, where nobody
 #: has set up logging).
 LOG = logging.getLogger("convgraph.sources.agents")
+
+#: Why a file of a folder is left out that holds no agent's session.
+NO_SESSION = "no session of Claude Code, Codex, Gemini CLI or Copilot CLI"
 
 #: Records read past the one that told a file's agent, at most, for what
 #: the agent's `session_groups` asks of its first records (a session id, a
@@ -138,7 +141,7 @@ def _folder(path: Path) -> AgentSessions | None:
             continue
         wanted = candidates[file]
         if told is None or (wanted is not None and told[0] is not wanted):
-            unread.append((file, "no session of Claude Code, Codex or Gemini CLI"))
+            unread.append((file, NO_SESSION))
             continue
         files.setdefault(told[0], []).append(file)
         known[file] = told[1]
@@ -203,7 +206,7 @@ def _enough(records: list[dict[str, Any]]) -> bool:
 def _agent_of(record: dict[str, Any]) -> ModuleType | None:
     """The agent only whose sessions hold `record`, or None."""
     # Codex first: its envelopes are the most distinctive.
-    for module in (codex, gemini_cli, claude_code):
+    for module in (codex, copilot, gemini_cli, claude_code):
         if module.is_record(record):
             return module
     return None

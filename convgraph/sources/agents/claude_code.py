@@ -42,6 +42,7 @@ refuse the file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -220,6 +221,7 @@ class _Reading:
         self.usage: dict[str, tuple[Message, dict[str, Any]]] = {}
         self.contents: dict[str, Any] = {}  # message: what it held (duplicates)
         self.sessions: list[str] = []
+        self.about: dict[str, dict[str, str]] = {}  # agentId: its .meta.json
 
 
 def read_group(
@@ -234,6 +236,8 @@ def read_group(
     for file in files:
         previous: str | None = None
         unknown: dict[str, int] = {}
+        if file.name.startswith("agent-"):
+            _read_meta(file, reading)
         for record in json_lines(file, group.problems):
             kind = record.get("type")
             if type(kind) is not str or kind not in RECORD_TYPES:
@@ -259,6 +263,9 @@ def read_group(
                 # A compaction's boundary: a step of the run it ends, under
                 # the message before the compaction.
                 parent = as_text(record.get("logicalParentUuid")) or parent
+            forked = record.get("forkedFrom")
+            if type(forked) is dict:
+                message_id = _forked(forked, message_id, reading, group)
             message_id = _distinct(record, message_id, reading, group, file)
             if message_id is None:
                 continue  # the same record again: one copy read
@@ -439,7 +446,55 @@ def _place(reading: _Reading, group: SessionGroup) -> None:
         sidechains.setdefault(agent, Sidechain(agent, [])).messages.append(message)
     for side in sidechains.values():
         side.anchor = _anchor(side, reading, main)
+        side.about = reading.about.get(side.agent, {})
     group.sidechains = list(sidechains.values())
+
+
+def _read_meta(file: Path, reading: _Reading) -> None:
+    """What `agent-<id>.meta.json` beside a subagent's file says of it (its
+    type, purpose, worktree); a compaction's own agent (`agent-acompact-*`)
+    is of type `compaction` where nothing says otherwise."""
+    agent = file.stem.removeprefix("agent-")
+    about: dict[str, str] = {}
+    if agent.startswith("acompact"):
+        about["agent_type"] = "compaction"
+    meta = file.with_name(f"{file.stem}.meta.json")
+    try:
+        value = json.loads(meta.read_bytes()) if meta.is_file() else {}
+    except (OSError, ValueError, RecursionError):
+        value = {}
+    for key, name in _META.items():
+        found = as_text(value.get(key)) if type(value) is dict else None
+        if found is not None:
+            about[name] = found
+    if about:
+        reading.about[agent] = about
+
+
+#: The fields of a subagent's `.meta.json` kept, and the part keys they go to.
+_META = {
+    "agentType": "agent_type",
+    "description": "agent_description",
+    "worktreePath": "worktree",
+}
+
+
+def _forked(
+    forked: dict[str, Any], message_id: str, reading: _Reading, group: SessionGroup
+) -> str:
+    """A record of a session forked from another (`forkedFrom`): a copy of
+    the message it names, read under that message's id, and the session a
+    branch of the one it came from."""
+    session = as_text(forked.get("sessionId"))
+    if session is not None and session not in group.continues:
+        group.continues.append(session)
+    original = as_text(forked.get("messageUuid"))
+    if original is None:
+        return message_id
+    group.copies.add(original)
+    if original != message_id:
+        reading.through.setdefault(message_id, original)
+    return original
 
 
 def _anchor(chain: Sidechain, reading: _Reading, main: list[Message]) -> str | None:

@@ -103,6 +103,10 @@ class SessionGroup:
     #: The other session ids its files hold (a session resumed into the
     #: same file): each names the same tree.
     aliases: list[str] = field(default_factory=list)
+    #: The sessions it was forked from (a branch of their tree), and the
+    #: messages it holds as copies of theirs, whatever they hold now.
+    continues: list[str] = field(default_factory=list)
+    copies: set[str] = field(default_factory=set)
 
 
 def written_before(messages: list[Message], time: str | None) -> str | None:

@@ -169,6 +169,9 @@ class _Joiner:
         message read before is a copy wherever it came from; else only in a
         session of the same id."""
         self.parent.setdefault(group.key, group.key)
+        for session in group.continues:
+            if session in self.parent:
+                self.join(group.key, session)
         node_of: dict[str, str] = {}
         self._sort_copies(group, None if global_ids else group.key)
         messages = group.messages
@@ -262,8 +265,9 @@ class _Joiner:
                 here: set[str] = set()
                 for message in chain:
                     node = self.seen.get(message.id)
-                    if node is not None and marks.get(message.id) == mark(
-                        message, lineage
+                    if node is not None and (
+                        message.id in group.copies
+                        or marks.get(message.id) == mark(message, lineage)
                     ):
                         self.join(group.key, self.group_of[node])
                         continue

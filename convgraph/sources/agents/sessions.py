@@ -33,6 +33,7 @@ from convgraph.sources.agents import claude_code, codex, copilot, gemini_cli
 from convgraph.sources.agents.files import (
     AGENT_ATTRIBUTES,
     AGENT_INTEGERS,
+    BAD_LINE,
     FIRST_CHUNK,
     UNREAD_FILE,
     file_problem,
@@ -267,6 +268,7 @@ class AgentSessions(Source):
         self._trees: dict[str, list[str]] | None = None
         self._tree_of_node: dict[str, str] = {}
         self._found: TreeRecords | None = None
+        self._said: set[str] = set()
 
     def __repr__(self) -> str:
         return f"<AgentSessions {', '.join(self.generations)} {self.path}>"
@@ -356,6 +358,7 @@ class AgentSessions(Source):
                     self._file_keys.setdefault(alias, key)
                     tree_of.setdefault(alias, tree_of[session])
             problems.extend(done_group.problems)
+        self._say_left_out(problems)
         for record in records:
             record["tree_id"] = record["conversation_id"] = tree_of[record["tree_id"]]
         if table is not None:
@@ -385,6 +388,13 @@ class AgentSessions(Source):
             if tree_names[tree] is None and key in prompts:
                 tree_names[tree] = prompts[key]
         return records, tree_of, tree_names, problems
+
+    def _say_left_out(self, problems: list[Problem]) -> None:
+        """Name on stderr, once, each line or file cut short: left out."""
+        for problem in problems:
+            if problem.kind == BAD_LINE and problem.message not in self._said:
+                self._said.add(problem.message)
+                LOG.warning("%s", terminal_text(problem.message))
 
     def _unread_groups(self, read: SessionsRead) -> None:
         """Groups a folder read could not read: left out, named, reported."""

@@ -196,3 +196,58 @@ def gemini_sessions(draw: st.DrawFn) -> tuple[dict[str, list[dict]], Counter[str
 def test_gemini_cli_parts_land_once(case: tuple[dict, Counter[str]]) -> None:
     files, expected = case
     assert _read(files) == expected
+
+
+# -- GitHub Copilot CLI -----------------------------------------------------
+
+
+@st.composite
+def copilot_sessions(draw: st.DrawFn) -> tuple[dict[str, list[dict]], Counter[str]]:
+    """A session's events whose ids may repeat (a trimmed placeholder) and
+    whose parents point anywhere; some a subagent's (`parentToolCallId`)."""
+    size = draw(st.integers(1, 14))
+    events: list[dict[str, Any]] = [
+        {"type": "session.start", "data": {"sessionId": "c1"}, "id": "e0", "parentId": None, "timestamp": "2026-01-01T10:00:00Z"}
+    ]  # fmt: skip
+    expected: Counter[str] = Counter()
+    ids = ["e0"]
+    for i in range(1, size + 1):
+        ids.append(draw(st.sampled_from(["t", f"e{i}", f"e{i}"])))
+    for i in range(1, size + 1):
+        kind = draw(st.sampled_from((*KINDS, "other")))
+        key = f"k{i}"
+        data: dict[str, Any]
+        if kind == "prompt":
+            kind, data = "user.message", {"content": key}
+            expected[key] += 1
+        elif kind == "answer":
+            kind, data = "assistant.message", {"content": key, "toolRequests": []}
+            expected[key] += 1
+        elif kind == "call":
+            request = {"toolCallId": key, "name": "bash", "arguments": {}}
+            kind, data = "assistant.message", {"content": "", "toolRequests": [request]}
+            expected[f"tool_call:{key}"] += 1
+        elif kind == "result":
+            kind, data = "tool.execution_complete", {"toolCallId": key, "success": True}
+            expected[f"tool_result:{key}"] += 1
+        else:
+            kind, data = "assistant.turn_start", {}
+        if kind != "user.message" and draw(st.integers(0, 4)) == 0:
+            data["parentToolCallId"] = f"k{draw(st.integers(1, size))}"
+        events.append(
+            {
+                "type": kind,
+                "data": data,
+                "id": ids[i],
+                "parentId": draw(st.sampled_from([*ids, None, "gone"])),
+                "timestamp": f"2026-01-01T10:00:{i:02d}Z",
+            }
+        )
+    return {"c1/events.jsonl": events}, expected
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(copilot_sessions())
+def test_copilot_cli_parts_land_once(case: tuple[dict, Counter[str]]) -> None:
+    files, expected = case
+    assert _read(files) == expected

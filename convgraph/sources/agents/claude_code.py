@@ -1,43 +1,23 @@
 """Claude Code's sessions (`~/.claude/projects/<project>/<session>.jsonl`) as
 parent-linked messages.
 
-A session file holds JSON records, one a line (sometimes two). The records
-of the conversation (`type` `user` and `assistant`) link by `uuid` and
-`parentUuid`; `sessionId` names the session, `cwd` and `gitBranch` where it
-ran, `timestamp` when. `message` is the API message: `content` a string or
-blocks (`text`, `thinking`, `tool_use`, `tool_result`, `image`: read by
-`claude.block_parts`), `model`, and `usage` (the same on every record of one
-API message, which Claude Code writes a block a record: counted once, on its
-last record). A user record that only carries tool results, or is `isMeta`,
-is a step of the run, not a prompt; a compaction's summary
-(`isCompactSummary`) is the prompt of what follows it.
-
-Claude Code links more than the conversation into the chain: `progress`
-records (hook and tool output as it runs), `attachment`s and `system`
-records (hook summaries, local commands, errors). These are passed through:
-a link to one goes on to the message it hangs under. A compaction's
-boundary (`system`, `compact_boundary`) is a step of the run it ends, under
-the message before the compaction (its `logicalParentUuid`), so the
-compaction's summary, the prompt after it, continues the tree. And since
-2.1 the records of one turn form a small tree rather than a chain: a tool
-call's result hangs under its call, a parallel call under the record before
-it, the assistant's next message under the last result. A turn is lived in
-file order, so the run of each prompt is read as the chain of its records in
-the order they were written (`_as_lived`); a prompt keeps the message it
-was written under, so a rewind or an edited prompt is a sibling.
+The records of the conversation (`user`, `assistant`) link by `uuid` and
+`parentUuid`; `sessionId`, `cwd`, `gitBranch` and `timestamp` say which
+session, where and when; `message` is the API message (`claude_messages`).
+A user record holding only tool results, or `isMeta`, is a step of the run;
+a compaction's summary (`isCompactSummary`) the prompt of what follows.
+`progress`, `attachment` and `system` records are passed through: a link to
+one goes on to what it hangs under; a compaction's boundary is a step under
+the message before it (`logicalParentUuid`). `join` reads each run as lived.
 
 A subagent's records are `isSidechain`, in the session's file (before 2.0)
-or a file of their own (`agent-<id>.jsonl` beside the session, or under
-`<session>/subagents/`); each subagent hangs under the message holding the
-call that started it (the call whose result or progress names its
-`agentId`, or whose `prompt` is the subagent's first prompt), or, where
-nothing names it (a warm-up, a compaction's summariser), under the main
-chain's message it began after. `summary` records name the session whose
-leaf (`leafUuid`) they point at, `custom-title` and `ai-title` name it
-outright. Files written before `parentUuid` (test fixtures of other tools)
-are one chain in file order. Versions 0.2 to 2.1 are read; a record of a
-kind not in `RECORD_TYPES` is counted and reported, never a reason to
-refuse the file.
+or their own (`agent-<id>.jsonl` beside it or under `<session>/subagents/`,
+with an `agent-<id>.meta.json` naming its type and purpose; `agent-acompact-*`
+a compaction's own agent); it hangs under the message holding the call that
+started it, else under the message it began after. A session forked from
+another (`forkedFrom`) holds copies of its messages and is a branch of its
+tree. `summary`, `custom-title` and `ai-title` records name a session. A
+record of a kind not in `RECORD_TYPES` is counted and reported.
 """
 
 from __future__ import annotations

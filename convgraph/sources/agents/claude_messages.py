@@ -45,7 +45,7 @@ def record_message(
         raw = _NO_MESSAGE
     time = record.get("timestamp")
     # The time as stored: `AgentSessions` makes the nodes' times UTC.
-    # Positional: the keywords of a slotted dataclass cost a tenth more.
+    # Positional: a slotted dataclass's keywords cost more.
     message = Message(
         message_id, parent, STEP, None, time if type(time) is str and time else None
     )

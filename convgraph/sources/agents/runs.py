@@ -1,18 +1,9 @@
 """Each message of an agent's chain in exactly one node, whatever its links
-say: `one_node_each` reads the runs as lived and leaves each a chain.
-
-`chat.nodes` makes a node of a prompt and the run below it, up to each end;
-where a run forks, or goes on below a message a later prompt hangs under,
-the messages above the fork are in the node of every end below them (a
-regenerated answer shares its prompt on purpose). An agent's turn is lived
-in the order its records were written, so a run is read as that chain: a
-message that is no prompt goes under the run's message written last before
-it, whatever it names (a parallel call's result names its call, a hook's
-output the call it ran for), and a prompt under the run's last message (a
-rewind or an edited prompt is a sibling of the prompt it replaces). A run
-that no prompt starts and no answer ends, yet holds tool calls or results
-(a resumed session going on from a copied call), is made a node of its own
-with no prompt, so that its parts are kept.
+say (`one_node_each`): `chat.nodes` puts the messages above a fork in a run
+into the node of every end below them, so each run is read as the chain it
+was lived in (a step under the run's message written last before it, a
+prompt under the run's end: a rewind is a sibling), and a run of tool calls
+with no prompt or answer is kept as a node without a prompt.
 """
 
 from __future__ import annotations
@@ -26,13 +17,12 @@ _ID = attrgetter("id")
 
 
 def one_node_each(messages: list[Message]) -> None:
-    """Relink `messages` (ids distinct, in the order written) in place so
-    that every run is one chain with its prompts below its last message; a
-    link that goes round a cycle is cut where the cycle was entered."""
+    """Relink `messages` (ids distinct, in the order written) in place: each
+    run one chain, its prompts below its end, a cycle cut where entered."""
     present = set(map(_ID, messages))
     run_of: dict[str, str] = {}  # message: its run (its prompt, or first)
-    last: dict[str, str] = {}  # run: its message written last
-    below: dict[str, list[Message]] = {}  # run: the prompts hung under it
+    last: dict[str, str] = {}
+    below: dict[str, list[Message]] = {}  # run: the prompts under it
     waiting: dict[str, list[Message]] = {}  # message: children read before it
 
     def place(message: Message) -> None:
@@ -82,8 +72,8 @@ def one_node_each(messages: list[Message]) -> None:
 
 
 def _keep_loose_runs(messages: list[Message], run_of: dict[str, str]) -> None:
-    """A run no prompt starts and no answer ends, holding tool calls or
-    results: its first message made the node's start, without a prompt."""
+    """A run without prompt or answer that holds tool calls or results: its
+    first message starts a node without a prompt."""
     loose: dict[str, bool] = {}  # run: holds a call or result
     for message in messages:
         run = run_of[message.id]

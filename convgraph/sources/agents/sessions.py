@@ -1,21 +1,15 @@
 """Coding agents' session files read as conversation trees.
 
-An agent keeps its history as files of its own (JSON lines, one session a
-file, or JSON), never as one export. `detect` says whether a path holds
-agents' sessions (a session file, a project folder, an agent's store, or a
-home folder holding `.claude/projects`, `.codex/sessions`, `.gemini/tmp`)
-and opens it; each file is told by what it holds (`tell`: its records up to
-the first that only one agent writes), never by its name or its first
-records alone. `AgentSessions` reads them as a `Source`, like a chat
-export: each agent's module (`claude_code`, `codex`, `gemini_cli`) says
-which files belong together (a session's own file and its subagents') and
-turns one such group into `files.SessionGroup`s of `Message`s; `join` makes
-them nodes by the chat exports' rule and joins a session to the tree of an
-earlier one it continues. The active path is the branch the tree's last
-session ended on. A file of a folder that cannot be read, or is no
-session, is left out, named on stderr (the `convgraph.sources.agents`
-logger) and reported as a problem; the rest is read. Reading never writes
-into the folders.
+`detect` says whether a path holds agents' sessions (a session file, a
+folder, an agent's store, or a home folder holding `.claude/projects`,
+`.codex/sessions`, `.gemini/tmp`, `.copilot/session-state`) and opens it;
+each file is told by what it holds (`tell`), never by its name.
+`AgentSessions` reads them as a `Source`: each agent's module says which
+files belong together and turns them into `files.SessionGroup`s, `join`
+makes the nodes and joins a session to the tree it continues. The active
+path is the branch the tree's last session ended on. A file left out, a
+line or file cut short, is named on stderr (the `convgraph.sources.agents`
+logger) and reported as a problem. Reading never writes into the folders.
 """
 
 from __future__ import annotations

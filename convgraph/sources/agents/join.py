@@ -295,7 +295,15 @@ class _Joiner:
                         side = group.sidechains[number - 1]
                         side.anchor = names.get(side.anchor or "", side.anchor)
         for chain in chains:
-            marks.update((message.id, mark(message, lineage)) for message in chain)
+            # `_mark`, written out: run for every message read.
+            marks.update(
+                {
+                    m.id: hash(
+                        (lineage, m.kind, m.time, m.text if m.kind == PROMPT else None)
+                    )
+                    for m in chain
+                }
+            )
 
     def _free(self, wanted: str, taken: set[str]) -> str:
         """`wanted`, or it with `+2` (`+3`, ...) where that is held."""

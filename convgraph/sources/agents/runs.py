@@ -48,14 +48,28 @@ def one_node_each(messages: list[Message]) -> None:
             place(current)
             stack.extend(reversed(waiting.pop(current.id, ())))
 
+    def settle_below(message: Message) -> None:
+        for child in waiting.pop(message.id, ()):
+            settle(child)
+
     for message in messages:
         parent = message.parent
-        if (
-            parent is not None
-            and parent not in run_of
-            and parent in present
-            and parent != message.id
-        ):
+        if parent is None or parent in run_of:
+            # `place`, written out: this loop runs for every message read.
+            run = run_of.get(parent) if parent is not None else None
+            if message.kind == PROMPT:
+                if run is not None:
+                    below.setdefault(run, []).append(message)
+                run = message.id
+            elif run is not None:
+                message.parent = last[run]
+            else:
+                run = message.id
+            run_of[message.id] = run
+            last[run] = message.id
+            if waiting and message.id in waiting:
+                settle_below(message)
+        elif parent in present and parent != message.id:
             # Linked to a message written later: placed once that one is.
             waiting.setdefault(parent, []).append(message)
         else:

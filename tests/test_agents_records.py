@@ -208,3 +208,34 @@ def test_a_cut_gemini_file_alone_is_said_on_stderr(
     assert caplog.messages == [
         f"{path}: cut short after 1 message: read as far as it goes"
     ]
+
+
+def test_a_gemini_subagent_session_using_the_same_ids(tmp_path: Path) -> None:
+    """A subagent's session (`kind: subagent`, in `chats/<session id>/`)
+    using the main session's ids: read with its session, alone or in its
+    folder, its ids made its own."""
+    chats = tmp_path / "chats"
+    main = write(
+        chats / "session-2026-01-01T10-00-g1.jsonl",
+        [
+            {"sessionId": "g1", "projectHash": "h", "startTime": "2026-01-01T10:00:00Z", "kind": "main"},
+            GEMINI_USER,
+            GEMINI_ANSWER,
+        ],
+    )  # fmt: skip
+    later = {"timestamp": "2026-01-01T10:00:05Z"}
+    write(
+        chats / "g1" / "sub-1.jsonl",
+        [
+            {"sessionId": "sub-1", "projectHash": "h", "startTime": "2026-01-01T10:00:04Z", "kind": "subagent"},
+            {**GEMINI_USER, **later, "content": [{"text": "Look"}]},
+            {**GEMINI_ANSWER, **later, "content": "Seen"},
+        ],
+    )  # fmt: skip
+    columns = ("id", "parent_id", "prompt", "response", "sidechain")
+    expected = [
+        ("m2", None, "Hello", "Hi", None),
+        ("g1:m2", "m2", "Look", "Seen", "sub-1"),
+    ]
+    assert rows(main, *columns) == expected
+    assert rows(tmp_path, *columns) == expected

@@ -291,9 +291,9 @@ class _Joiner:
                             message.parent = names[message.parent]
                     if number == 0 and group.current in names:
                         group.current = names[group.current]
-                    elif number > 0:
-                        side = group.sidechains[number - 1]
-                        side.anchor = names.get(side.anchor or "", side.anchor)
+            # An anchor names a message of the main chain.
+            for side in group.sidechains:
+                side.anchor = renamed[0].get(side.anchor or "", side.anchor)
         for chain in chains:
             # `_mark`, written out: run for every message read.
             marks.update(

@@ -438,9 +438,8 @@ def _read_meta(file: Path, reading: _Reading) -> None:
     about: dict[str, str] = {}
     if agent.startswith("acompact"):
         about["agent_type"] = "compaction"
-    meta = file.with_name(f"{file.stem}.meta.json")
     try:
-        value = json.loads(meta.read_bytes()) if meta.is_file() else {}
+        value = json.loads(file.with_name(f"{file.stem}.meta.json").read_bytes())
     except (OSError, ValueError, RecursionError):
         value = {}
     for key, name in _META.items():

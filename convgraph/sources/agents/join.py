@@ -141,8 +141,9 @@ class _Joiner:
         self.seen: dict[str, str] = {}
         self.group_of: dict[str, str] = {}
         self.parent: dict[str, str] = {}
-        #: Each message's `_mark`: what a copy of it must share.
-        self.marks: dict[str, int] = {}
+        #: Each message's time, and each prompt's text: what a copy shares.
+        self.times: dict[str, str | None] = {}
+        self.prompts: dict[str, str | None] = {}
 
     def find(self, key: str) -> str:
         """The tree of group `key` (its first group's key)."""
@@ -245,13 +246,10 @@ class _Joiner:
 
     def _sort_copies(self, group: SessionGroup, lineage: str | None) -> None:
         """Leave out the messages of `group` read before (a resumed session's
-        copies: the same id, the same content, and of the same `lineage`
-        where ids are only a session's), joining their tree; give a message
+        copies: `_copied`), joining their tree; give a message
         whose id another message holds (another session's, or another chain
         of this one's) an id of its own: `SESSION:ID` (`+2`, ... on)."""
         chains = [group.messages, *(side.messages for side in group.sidechains)]
-        marks = self.marks
-        mark = _mark
         ids = [list(map(_ID, chain)) for chain in chains]
         clash = any(not self.seen.keys().isdisjoint(found) for found in ids) or (
             sum(map(len, ids)) != len(set().union(*ids))
@@ -267,7 +265,7 @@ class _Joiner:
                     node = self.seen.get(message.id)
                     if node is not None and (
                         message.id in group.copies
-                        or marks.get(message.id) == mark(message, lineage)
+                        or self._copied(message, node, lineage)
                     ):
                         self.join(group.key, self.group_of[node])
                         continue
@@ -295,15 +293,20 @@ class _Joiner:
             for side in group.sidechains:
                 side.anchor = renamed[0].get(side.anchor or "", side.anchor)
         for chain in chains:
-            # `_mark`, written out: run for every message read.
-            marks.update(
-                {
-                    m.id: hash(
-                        (lineage, m.kind, m.time, m.text if m.kind == PROMPT else None)
-                    )
-                    for m in chain
-                }
-            )
+            self.times.update({m.id: m.time for m in chain})
+            self.prompts.update({m.id: m.text for m in chain if m.kind == PROMPT})
+
+    def _copied(self, message: Message, node: str, lineage: str | None) -> bool:
+        """Whether `message` copies the one read before under its id: the
+        same time and prompt (in a read with or without the texts), and the
+        same session where ids are only a session's."""
+        if lineage is not None and self.group_of.get(node) != lineage:
+            return False
+        prompt = message.text if message.kind == PROMPT else None
+        return (
+            self.times.get(message.id) == message.time
+            and self.prompts.get(message.id) == prompt
+        )
 
     def _free(self, wanted: str, taken: set[str]) -> str:
         """`wanted`, or it with `+2` (`+3`, ...) where that is held."""
@@ -312,13 +315,6 @@ class _Joiner:
             number += 1
             found = f"{wanted}+{number}"
         return found
-
-
-def _mark(message: Message, lineage: str | None) -> int:
-    """What a copy of `message` shares with it, in a read with or without
-    the texts: its kind, time, prompt and session where ids are a session's."""
-    prompt = message.text if message.kind == PROMPT else None
-    return hash((lineage, message.kind, message.time, prompt))
 
 
 def _move(group: SessionGroup, old: str, new: str) -> None:

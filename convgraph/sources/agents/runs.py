@@ -19,13 +19,15 @@ _ID = attrgetter("id")
 def one_node_each(messages: list[Message]) -> None:
     """Relink `messages` (ids distinct, in the order written) in place: each
     run one chain, its prompts below its end, a cycle cut where entered."""
-    present = set(map(_ID, messages))
+    present: set[str] | None = None  # every id, made where first asked
+    rootless = False  # a run no prompt starts
     run_of: dict[str, str] = {}  # message: its run (its prompt, or first)
     last: dict[str, str] = {}
     below: dict[str, list[Message]] = {}  # run: the prompts under it
     waiting: dict[str, list[Message]] = {}  # message: children read before it
 
     def place(message: Message) -> None:
+        nonlocal rootless
         parent = message.parent
         run = run_of.get(parent) if parent is not None else None
         if message.kind == PROMPT:
@@ -36,6 +38,7 @@ def one_node_each(messages: list[Message]) -> None:
             message.parent = last[run]
         else:
             run = message.id
+            rootless = True
         run_of[message.id] = run
         last[run] = message.id
 
@@ -65,11 +68,15 @@ def one_node_each(messages: list[Message]) -> None:
                 message.parent = last[run]
             else:
                 run = message.id
+                rootless = True
             run_of[message.id] = run
             last[run] = message.id
             if waiting and message.id in waiting:
                 settle_below(message)
-        elif parent in present and parent != message.id:
+            continue
+        if present is None:
+            present = set(map(_ID, messages))
+        if parent in present and parent != message.id:
             # Linked to a message written later: placed once that one is.
             waiting.setdefault(parent, []).append(message)
         else:
@@ -82,7 +89,8 @@ def one_node_each(messages: list[Message]) -> None:
     for run, prompts in below.items():
         for prompt in prompts:
             prompt.parent = last[run]
-    _keep_loose_runs(messages, run_of)
+    if rootless:
+        _keep_loose_runs(messages, run_of)
 
 
 def _keep_loose_runs(messages: list[Message], run_of: dict[str, str]) -> None:

@@ -5,6 +5,7 @@ merged, and a tool call could sit in two nodes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -145,4 +146,21 @@ def test_a_tool_call_sits_in_one_node(tmp_path: Path) -> None:
     assert rows(session, "id", "parent_id", "prompt", "tool_calls", "response") == [
         ("a2", None, "Look", 1, "Seen."),
         ("a3", "a2", "And then?", 0, "Then this."),
+    ]
+
+
+def test_one_id_twice_in_a_gemini_json_session(tmp_path: Path) -> None:
+    """A recorded session (JSON) writing an id twice: the later message is
+    read as `ID+N`, each turn its own node."""
+    again = [
+        {"id": "m1", "timestamp": "2026-01-01T10:00:02Z", "type": "user", "content": "Again"},
+        {"id": "m2", "timestamp": "2026-01-01T10:00:03Z", "type": "gemini", "content": "Hi again"},
+    ]  # fmt: skip
+    first = gemini_session("g1", "One", "c1")[1:]
+    path = tmp_path / "chats" / "session-2026-01-01T10-00-g1.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"sessionId": "g1", "messages": [*first, *again]}))
+    assert rows(path, "id", "parent_id", "prompt", "response", "tool_calls") == [
+        ("m3", None, "One", "Done.", 1),
+        ("m2+4", "m3", "Again", "Hi again", 0),
     ]

@@ -363,11 +363,16 @@ def _session(session: dict[str, Any], file: Path) -> SessionGroup:
     key = as_text(session.get("sessionId")) or file.stem
     group = SessionGroup(key, None, [])
     previous = None
+    used: set[str] = set()
     for number, raw in enumerate(as_list(session.get("messages"))):
         raw = as_dict(raw)
         if raw.get("type") not in ("user", "gemini"):
             continue
         message_id = as_text(raw.get("id")) or f"{key}:{number}"
+        if message_id in used:
+            # An id written twice in one file: the later as `ID+N`.
+            message_id = f"{message_id}+{number}"
+        used.add(message_id)
         group.messages.append(_message(raw, message_id, previous, group))
         previous = message_id
     group.current = previous

@@ -251,3 +251,71 @@ def copilot_sessions(draw: st.DrawFn) -> tuple[dict[str, list[dict]], Counter[st
 def test_copilot_cli_parts_land_once(case: tuple[dict, Counter[str]]) -> None:
     files, expected = case
     assert _read(files) == expected
+
+
+# -- Codex CLI --------------------------------------------------------------
+
+
+@st.composite
+def codex_rollouts(draw: st.DrawFn) -> tuple[dict[str, list[dict]], Counter[str]]:
+    """A rollout of items in any order (a call's output before its call,
+    answers before any prompt), compactions and items of kinds not known
+    between them."""
+    lines: list[dict[str, Any]] = [
+        {"timestamp": "2026-01-01T10:00:00Z", "type": "session_meta", "payload": {"id": "x"}}
+    ]  # fmt: skip
+    expected: Counter[str] = Counter()
+    for i in range(draw(st.integers(1, 14))):
+        kind = draw(st.sampled_from((*KINDS, "compacted", "future")))
+        key = f"k{i}"
+        if kind == "prompt":
+            item = {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": key}],
+            }
+            expected[key] += 1
+        elif kind == "answer":
+            item = {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": key}],
+            }
+            expected[key] += 1
+        elif kind == "call":
+            item = {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": "{}",
+                "call_id": key,
+            }
+            expected[f"tool_call:{key}"] += 1
+        elif kind == "result":
+            item = {"type": "function_call_output", "call_id": key, "output": "ok"}
+            expected[f"tool_result:{key}"] += 1
+        elif kind == "compacted":
+            lines.append(
+                {
+                    "timestamp": "2026-01-01T10:00:01Z",
+                    "type": "compacted",
+                    "payload": {"message": "s"},
+                }
+            )
+            continue
+        else:
+            item = {"type": "future_item"}
+        lines.append(
+            {
+                "timestamp": f"2026-01-01T10:00:{i:02d}Z",
+                "type": "response_item",
+                "payload": item,
+            }
+        )
+    return {"rollout-2026-01-01T10-00-00-x.jsonl": lines}, expected  # fmt: skip
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(codex_rollouts())
+def test_codex_parts_land_once(case: tuple[dict, Counter[str]]) -> None:
+    files, expected = case
+    assert _read(files) == expected

@@ -141,9 +141,9 @@ class _Joiner:
         self.seen: dict[str, str] = {}
         self.group_of: dict[str, str] = {}
         self.parent: dict[str, str] = {}
-        #: Each message's time, and each prompt's text: what a copy shares.
-        self.times: dict[str, str | None] = {}
-        self.prompts: dict[str, str | None] = {}
+        #: Each message's time and prompt, hashed: what a copy shares (an
+        #: int, not the strings: a year of sessions holds one a message).
+        self.marks: dict[str, int] = {}
 
     def find(self, key: str) -> str:
         """The tree of group `key` (its first group's key)."""
@@ -293,8 +293,12 @@ class _Joiner:
             for side in group.sidechains:
                 side.anchor = renamed[0].get(side.anchor or "", side.anchor)
         for chain in chains:
-            self.times.update({m.id: m.time for m in chain})
-            self.prompts.update({m.id: m.text for m in chain if m.kind == PROMPT})
+            self.marks.update(
+                {
+                    m.id: hash((m.time, m.text if m.kind == PROMPT else None))
+                    for m in chain
+                }
+            )
 
     def _copied(self, message: Message, node: str, lineage: str | None) -> bool:
         """Whether `message` copies the one read before under its id: the
@@ -303,10 +307,7 @@ class _Joiner:
         if lineage is not None and self.group_of.get(node) != lineage:
             return False
         prompt = message.text if message.kind == PROMPT else None
-        return (
-            self.times.get(message.id) == message.time
-            and self.prompts.get(message.id) == prompt
-        )
+        return self.marks.get(message.id) == hash((message.time, prompt))
 
     def _free(self, wanted: str, taken: set[str]) -> str:
         """`wanted`, or it with `+2` (`+3`, ...) where that is held."""

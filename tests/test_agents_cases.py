@@ -273,7 +273,7 @@ def test_a_session_cut_short_is_read_as_far_as_it_goes(tmp_path: Path) -> None:
     (chats / "session-2026-01-01T10-00-g1.json").write_text(text[: text.index("Hi")])
     found = problems(tmp_path / "gemini")
     assert [kind for kind, _ in found] == ["bad-line"]
-    assert "cut short after 1 messages" in found[0][1]
+    assert "cut short after 1 message:" in found[0][1]
     assert rows(tmp_path / "gemini", "prompt") == [("Hello",)]
 
 
@@ -300,12 +300,12 @@ def test_a_folder_names_each_file_it_cannot_read(
     unread = project / "notes.jsonl"
     assert caplog.messages == [
         f"{tmp_path / 'projects'}: 1 of 2 session files read; not read:",
-        f"  {unread}: no session of Claude Code, Codex or Gemini CLI",
+        f"  {unread}: no session of Claude Code, Codex, Gemini CLI or Copilot CLI",
     ]
     assert found == [
         (
             "unread-file",
-            f"{unread}: not read: no session of Claude Code, Codex or Gemini CLI",
+            f"{unread}: not read: no session of Claude Code, Codex, Gemini CLI or Copilot CLI",
         )
     ]
     result = run("tree", "--db", tmp_path / "projects")

@@ -114,9 +114,7 @@ def case(path: Path) -> Any:
     """A file as a test case, marked where convgraph is known to differ."""
     name = str(path.relative_to(DATA))
     marks = []
-    if name.startswith("copilot/"):
-        marks.append(pytest.mark.xfail(strict=False, reason=COPILOT))
-    elif name in DISAGREE:
+    if name in DISAGREE:
         marks.append(pytest.mark.xfail(strict=False, reason=DISAGREE[name]))
     return pytest.param(path, id=name, marks=marks)
 

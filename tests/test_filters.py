@@ -102,12 +102,12 @@ def test_a_bad_bound_is_one_line_and_exit_status_2(
 
 def test_the_sources_are_the_readers_own():
     from convgraph.cli.filters import SOURCES
-    from convgraph.sources.agents import claude_code, codex, gemini_cli
+    from convgraph.sources.agents import claude_code, codex, copilot, gemini_cli
     from convgraph.sources.chat import chatgpt, claude, openwebui
     from convgraph.sources.llm import legacy, message_store
 
     readers = [legacy, message_store, chatgpt, claude, openwebui]
-    readers += [claude_code, codex, gemini_cli]
+    readers += [claude_code, codex, gemini_cli, copilot]
     assert tuple(reader.SOURCE for reader in readers) == SOURCES
 
 
@@ -115,7 +115,7 @@ def test_a_misspelt_source_is_one_line_and_exit_status_2(seed_db: Path):
     result = run("conversations", "--db", seed_db, "--source", "chatgtp", expect=2)
     assert result.stderr == (
         "Error: --source chatgtp: no such source; one of responses, turns,"
-        " chatgpt, claude, openwebui, claude-code, codex, gemini-cli\n"
+        " chatgpt, claude, openwebui, claude-code, codex, gemini-cli, copilot-cli\n"
     )
     # Named in any case, a source is the reader's own.
     assert make_filter(None, None, sources=["ChatGPT"]).sources == ("chatgpt",)

@@ -50,6 +50,7 @@ SOURCES = (
     "claude-code",
     "codex",
     "gemini-cli",
+    "copilot-cli",
 )
 
 #: What a bound may be, for the help and the error.

@@ -1,76 +1,52 @@
 """Claude Code's sessions (`~/.claude/projects/<project>/<session>.jsonl`) as
 parent-linked messages.
 
-A session file holds JSON records, one a line (sometimes two). The records
-of the conversation (`type` `user` and `assistant`) link by `uuid` and
-`parentUuid`; `sessionId` names the session, `cwd` and `gitBranch` where it
-ran, `timestamp` when. `message` is the API message: `content` a string or
-blocks (`text`, `thinking`, `tool_use`, `tool_result`, `image`: read by
-`claude.block_parts`), `model`, and `usage` (the same on every record of one
-API message, which Claude Code writes a block a record: counted once, on its
-last record). A user record that only carries tool results, or is `isMeta`,
-is a step of the run, not a prompt; a compaction's summary
-(`isCompactSummary`) is the prompt of what follows it.
-
-Claude Code links more than the conversation into the chain: `progress`
-records (hook and tool output as it runs), `attachment`s and `system`
-records (hook summaries, local commands, errors). These are passed through:
-a link to one goes on to the message it hangs under. A compaction's
-boundary (`system`, `compact_boundary`) is a step of the run it ends, under
-the message before the compaction (its `logicalParentUuid`), so the
-compaction's summary, the prompt after it, continues the tree. And since
-2.1 the records of one turn form a small tree rather than a chain: a tool
-call's result hangs under its call, a parallel call under the record before
-it, the assistant's next message under the last result. A turn is lived in
-file order, so the run of each prompt is read as the chain of its records in
-the order they were written (`_as_lived`); a prompt keeps the message it
-was written under, so a rewind or an edited prompt is a sibling.
+The records of the conversation (`user`, `assistant`) link by `uuid` and
+`parentUuid`; `sessionId`, `cwd`, `gitBranch` and `timestamp` say which
+session, where and when; `message` is the API message (`claude_messages`).
+A user record holding only tool results, or `isMeta`, is a step of the run;
+a compaction's summary (`isCompactSummary`) the prompt of what follows.
+`progress`, `attachment` and `system` records are passed through: a link to
+one goes on to what it hangs under; a compaction's boundary is a step under
+the message before it (`logicalParentUuid`). `join` reads each run as lived.
 
 A subagent's records are `isSidechain`, in the session's file (before 2.0)
-or a file of their own (`agent-<id>.jsonl` beside the session, or under
-`<session>/subagents/`); each subagent hangs under the message holding the
-call that started it (the call whose result or progress names its
-`agentId`, or whose `prompt` is the subagent's first prompt), or, where
-nothing names it (a warm-up, a compaction's summariser), under the main
-chain's message it began after. `summary` records name the session whose
-leaf (`leafUuid`) they point at, `custom-title` and `ai-title` name it
-outright. Files written before `parentUuid` (test fixtures of other tools)
-are one chain in file order. Versions 0.2 to 2.1 are read; a record of a
-kind not in `RECORD_TYPES` is counted and reported, never a reason to
-refuse the file.
+or their own (`agent-<id>.jsonl` beside it or under `<session>/subagents/`,
+with an `agent-<id>.meta.json` naming its type and purpose; `agent-acompact-*`
+a compaction's own agent); it hangs under the message holding the call that
+started it, else under the message it began after. A session forked from
+another (`forkedFrom`) holds copies of its messages and is a branch of its
+tree. `summary`, `custom-title` and `ai-title` records name a session. A
+record of a kind not in `RECORD_TYPES` is counted and reported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from convgraph import parts as P
+from convgraph.sources.agents.claude_messages import count_usage, record_message
 from convgraph.sources.agents.files import (
     DUPLICATE_RECORD,
     SessionGroup,
     Sidechain,
     count_unknown,
     file_problem,
+    first_records,
     json_lines,
     jsonl_files,
     written_before,
 )
-from convgraph.sources.chat.claude import block_parts
-from convgraph.sources.chat.messages import (
-    ANSWER,
-    INT64_LIMIT,
-    PROMPT,
-    STEP,
-    Message,
-    as_int,
-    as_text,
-    join_texts,
-    text_to_iso,
-)
+from convgraph.sources.chat.messages import Message, as_text, text_to_iso
 
 SOURCE = "claude-code"
+
+#: Message ids are unique across sessions: a resumed session's copy of an
+#: earlier session's message is one wherever it is (`join`).
+GLOBAL_IDS = True
 
 #: Where Claude Code keeps its sessions, below a home folder.
 STORE = (".claude", "projects")
@@ -137,18 +113,26 @@ def store_files(folder: Path) -> list[Path]:
 
 def companions(path: Path) -> list[Path]:
     """The files read with the session file `path` alone: its subagents'
-    (under `<session>/subagents/`, or `agent-*.jsonl` beside it)."""
+    (under `<session>/subagents/`, or an `agent-*.jsonl` beside it whose
+    `sessionId` is the session's: a project folder holds other sessions'
+    too)."""
     found: list[Path] = []
     folder = path.parent / path.stem / "subagents"
     if folder.is_dir():
         found.extend(jsonl_files(folder))
-    if not path.name.startswith("agent-"):
-        found.extend(
-            sibling
-            for sibling in sorted(path.parent.glob("agent-*.jsonl"))
-            if sibling.is_file()
-        )
+    if path.name.startswith("agent-"):
+        return found
+    own = {path.stem, _session_id(first_records(path, 64, _told_session))}
+    for sibling in sorted(path.parent.glob("agent-*.jsonl")):
+        if sibling.is_file() and sibling not in found:
+            session = _session_id(first_records(sibling, 64, _told_session))
+            if session in own:
+                found.append(sibling)
     return found
+
+
+def _told_session(records: list[dict[str, Any]]) -> bool:
+    return _session_id(records) is not None
 
 
 def _session_id(records: list[dict[str, Any]]) -> str | None:
@@ -217,6 +201,7 @@ class _Reading:
         self.usage: dict[str, tuple[Message, dict[str, Any]]] = {}
         self.contents: dict[str, Any] = {}  # message: what it held (duplicates)
         self.sessions: list[str] = []
+        self.about: dict[str, dict[str, str]] = {}  # agentId: its .meta.json
 
 
 def read_group(
@@ -231,6 +216,8 @@ def read_group(
     for file in files:
         previous: str | None = None
         unknown: dict[str, int] = {}
+        if file.name.startswith("agent-"):
+            _read_meta(file, reading)
         for record in json_lines(file, group.problems):
             kind = record.get("type")
             if type(kind) is not str or kind not in RECORD_TYPES:
@@ -256,6 +243,9 @@ def read_group(
                 # A compaction's boundary: a step of the run it ends, under
                 # the message before the compaction.
                 parent = as_text(record.get("logicalParentUuid")) or parent
+            forked = record.get("forkedFrom")
+            if type(forked) is dict:
+                message_id = _forked(forked, message_id, reading, group)
             message_id = _distinct(record, message_id, reading, group, file)
             if message_id is None:
                 continue  # the same record again: one copy read
@@ -263,7 +253,7 @@ def read_group(
             session = record.get("sessionId")
             if type(session) is str and session and session not in reading.sessions:
                 reading.sessions.append(session)
-            message = _message(
+            message = record_message(
                 record, kind, message_id, parent, reading.calls, reading.usage, text
             )
             _note_calls(record, message, reading)
@@ -283,7 +273,7 @@ def read_group(
                 if type(agent) is str and agent:
                     reading.agent[message_id] = agent
         group.problems.extend(count_unknown(file, unknown))
-    _count_usage(reading.usage.values(), group)
+    count_usage(reading.usage.values(), group)
     _follow_links(reading)
     _place(reading, group)
     group.aliases = [session for session in reading.sessions if session != key]
@@ -417,39 +407,10 @@ def _follow_links(reading: _Reading) -> None:
         message.parent = parent
 
 
-def _as_lived(messages: list[Message]) -> None:
-    """Each run read as the chain of its records in file order (the order
-    they were lived), in place.
-
-    A run is a prompt's records up to the next prompt. A record that is no
-    prompt goes under the run's record written last before it, whatever it
-    names (a parallel call's result names its call, a hook's output the call
-    it ran for); a prompt goes under the last record written so far of the
-    run its parent belongs to, so a rewind or an edited prompt is a sibling
-    of the prompt it replaces and a prompt never splits a run.
-    """
-    run_of: dict[str, str] = {}  # message: its run (its prompt, or first)
-    last: dict[str, str] = {}  # run: its message written last so far
-    for message in messages:
-        parent = message.parent
-        run = run_of.get(parent) if parent is not None else None
-        if message.kind == PROMPT:
-            if run is not None:
-                message.parent = last[run]
-            run = message.id
-        elif run is not None:
-            message.parent = last[run]
-        else:
-            run = message.id
-        run_of[message.id] = run
-        last[run] = message.id
-
-
 def _place(reading: _Reading, group: SessionGroup) -> None:
-    """The main chain and the subagents' chains, each read as lived, each
-    subagent anchored (`_anchor`)."""
+    """The main chain and the subagents' chains (`join` reads each as
+    lived), each subagent anchored (`_anchor`)."""
     main = [m for m in reading.messages if m.id not in reading.side]
-    _as_lived(main)
     group.messages = main
     group.current = main[-1].id if main else None
     # A subagent is told by the agent its records carry, else by the first
@@ -464,9 +425,55 @@ def _place(reading: _Reading, group: SessionGroup) -> None:
         chain_of[message.id] = agent
         sidechains.setdefault(agent, Sidechain(agent, [])).messages.append(message)
     for side in sidechains.values():
-        _as_lived(side.messages)
         side.anchor = _anchor(side, reading, main)
+        side.about = reading.about.get(side.agent, {})
     group.sidechains = list(sidechains.values())
+
+
+def _read_meta(file: Path, reading: _Reading) -> None:
+    """What `agent-<id>.meta.json` beside a subagent's file says of it (its
+    type, purpose, worktree); a compaction's own agent (`agent-acompact-*`)
+    is of type `compaction` where nothing says otherwise."""
+    agent = file.stem.removeprefix("agent-")
+    about: dict[str, str] = {}
+    if agent.startswith("acompact"):
+        about["agent_type"] = "compaction"
+    try:
+        value = json.loads(file.with_name(f"{file.stem}.meta.json").read_bytes())
+    except (OSError, ValueError, RecursionError):
+        value = {}
+    for key, name in _META.items():
+        found = as_text(value.get(key)) if type(value) is dict else None
+        if found is not None:
+            about[name] = found
+    if about:
+        reading.about[agent] = about
+
+
+#: The fields of a subagent's `.meta.json` kept, and the part keys they go to.
+_META = {
+    "agentType": "agent_type",
+    "description": "agent_description",
+    "worktreePath": "worktree",
+}
+
+
+def _forked(
+    forked: dict[str, Any], message_id: str, reading: _Reading, group: SessionGroup
+) -> str:
+    """A record of a session forked from another (`forkedFrom`): a copy of
+    the message it names, read under that message's id, and the session a
+    branch of the one it came from."""
+    session = as_text(forked.get("sessionId"))
+    if session is not None and session not in group.continues:
+        group.continues.append(session)
+    original = as_text(forked.get("messageUuid"))
+    if original is None:
+        return message_id
+    group.copies.add(original)
+    if original != message_id:
+        reading.through.setdefault(message_id, original)
+    return original
 
 
 def _anchor(chain: Sidechain, reading: _Reading, main: list[Message]) -> str | None:
@@ -479,180 +486,3 @@ def _anchor(chain: Sidechain, reading: _Reading, main: list[Message]) -> str | N
     if anchor is not None or not chain.messages:
         return anchor
     return written_before(main, chain.messages[0].time)
-
-
-def _message(
-    record: dict[str, Any],
-    kind: Any,
-    message_id: str,
-    parent: str | None,
-    calls: dict[str, tuple[str, str | None]],
-    usage_holder: dict[str, tuple[Message, dict[str, Any]]],
-    text: bool = True,
-) -> Message:
-    """One record of the conversation (of type `kind`) as a `Message`
-    (without its texts and their parts but a prompt's, `text=False`:
-    `_parts`)."""
-    # Run for every record of every session: the checks of the untrusted
-    # values are written out (`type(x) is`) rather than called.
-    raw = record.get("message")
-    if type(raw) is not dict:
-        raw = _NO_MESSAGE
-    time = record.get("timestamp")
-    # The time as stored: `AgentSessions` makes the nodes' times UTC.
-    # Positional: the keywords of a slotted dataclass cost a tenth more.
-    message = Message(
-        message_id, parent, STEP, None, time if type(time) is str and time else None
-    )
-    if kind == "user":
-        content = raw.get("content")
-        if type(content) is str:
-            if text:
-                parts, texts = _parts(
-                    P.USER, {"content": [{"type": "text", "text": content}]}, text
-                )
-            else:
-                # A typed prompt, the common user record: its text as it is.
-                parts, texts = [], [content]
-        else:
-            parts, texts = _parts(P.USER, raw, text)
-        results = False
-        for part in parts:
-            if part["type"] == P.TOOL_RESULT:
-                results = True
-                if part["name"] is None:
-                    part["name"] = calls.get(part["id"] or "", (None, None))[1]
-        if record.get("isCompactSummary") is True or not (
-            results or record.get("isMeta") is True
-        ):
-            message.kind = PROMPT
-            message.text = join_texts(texts, "\n\n")
-        message.parts = parts or None
-    elif kind == "assistant":
-        parts, texts = _parts(P.ASSISTANT, raw, text)
-        if texts:
-            message.kind = ANSWER
-            message.text = join_texts(texts, "\n\n") if text else None
-        message.parts = parts or None
-        model = raw.get("model")
-        if type(model) is str and model and model != "<synthetic>":
-            message.model = model
-        usage = raw.get("usage")
-        if type(usage) is dict:
-            # One API message is written a block a record, each with its
-            # usage: counted on its last record only (`_count_usage`).
-            api_id = raw.get("id")
-            usage_holder[api_id if type(api_id) is str and api_id else message_id] = (
-                message,
-                usage,
-            )
-    return message
-
-
-#: What a record without an API message reads as.
-_NO_MESSAGE: dict[str, Any] = {}
-
-
-def _parts(
-    role: str, raw: dict[str, Any], text: bool
-) -> tuple[list[P.Part], list[str | None]]:
-    """A message's parts (`claude.block_parts`) and its texts. Without
-    `text`, only what the figures count is made: the tool calls and results
-    (a result's output left empty, its error said), and the texts as they
-    are, not as parts: the same calls, errors and kinds of message, at half
-    the cost."""
-    if text:
-        content = raw.get("content")
-        if type(content) is list and any(
-            type(block) is dict and block.get("type") == "image" for block in content
-        ):
-            # A pasted picture: an attachment part (never its bytes), in its
-            # place among the message's blocks.
-            parts = []
-            for block in content:
-                if type(block) is dict and block.get("type") == "image":
-                    parts.append(_image(role, block))
-                else:
-                    parts.extend(block_parts(role, {"content": [block]}))
-        else:
-            parts = block_parts(role, raw)
-        texts: list[str | None] = [
-            part["text"] for part in parts if part["type"] == P.TEXT
-        ]
-        return parts, texts
-    found: list[P.Part] = []
-    texts = []
-    content = raw.get("content")
-    if type(content) is not list:
-        return found, texts
-    for block in content:
-        if type(block) is not dict:
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            value = block.get("text")
-            if type(value) is str and value:
-                texts.append(value)
-        elif kind == "tool_use":
-            found.append(
-                P.tool_call(
-                    as_text(block.get("name")),
-                    block.get("input"),
-                    as_text(block.get("id")),
-                )
-            )
-        elif kind == "tool_result":
-            error = "error" if block.get("is_error") is True else None
-            found.append(
-                P.tool_result(
-                    as_text(block.get("name")),
-                    "",
-                    as_text(block.get("tool_use_id")),
-                    error,
-                )
-            )
-    return found, texts
-
-
-def _image(role: str, block: dict[str, Any]) -> P.Part:
-    """An image block as an attachment: its type, its size decoded (base64
-    holds 3 bytes in 4 characters) or its URL."""
-    source = block.get("source")
-    source = source if type(source) is dict else {}
-    data = source.get("data")
-    size = None
-    if type(data) is str:
-        size = len(data) * 3 // 4 - len(data) + len(data.rstrip("="))
-    return P.attachment(
-        role,
-        url=as_text(source.get("url")),
-        mime=as_text(source.get("media_type")),
-        size=size,
-    )
-
-
-def _count_usage(
-    held: Iterable[tuple[Message, dict[str, Any]]], group: SessionGroup
-) -> None:
-    """The usage of each API message on the last record that holds it: the
-    input counts the prompt's tokens read from the cache and written to it
-    too (all the model read), which the group keeps apart as well."""
-    for message, usage in held:
-        read = _count(usage.get("cache_read_input_tokens"))
-        written = _count(usage.get("cache_creation_input_tokens"))
-        given = _count(usage.get("input_tokens"))
-        counted = [value for value in (given, read, written) if value is not None]
-        message.input_tokens = sum(counted) if counted else None
-        message.output_tokens = _count(usage.get("output_tokens"))
-        if read is not None:
-            group.cache_read[message.id] = read
-        if written is not None:
-            group.cache_write[message.id] = written
-
-
-def _count(value: Any) -> int | None:
-    """`as_int`, the common case (an int within the tables' range) first:
-    it is asked four times of every API message."""
-    if type(value) is int and -INT64_LIMIT <= value < INT64_LIMIT:
-        return value
-    return as_int(value)

@@ -82,6 +82,7 @@ ITEM_TYPES = frozenset(
         "tool_search_call",
         "tool_search_output",
         "image_generation_call",
+        "collab_tool_call",
     }
 )
 
@@ -96,6 +97,7 @@ CALL_ITEMS = frozenset(
         "local_shell_call",
         "tool_search_call",
         "image_generation_call",
+        "collab_tool_call",
     }
 )
 OUTPUT_ITEMS = frozenset(
@@ -171,8 +173,9 @@ def read_group(
             branch = as_text(as_dict(meta.get("git")).get("branch")) or branch
             continue
         if kind == "turn_context":
-            model = as_text(payload.get("model")) or model
-            project = as_text(payload.get("cwd")) or project
+            turn = _turn(payload)
+            model = _model(turn) or model
+            project = as_text(turn.get("cwd")) or project
             continue
         if kind == "event_msg":
             event = payload.get("type")
@@ -267,9 +270,16 @@ def _message(
         )
         message.parts = [P.reasoning(summary or "", redacted=summary is None)]
     elif kind in CALL_ITEMS:
-        name = as_text(item.get("name")) or _CALL_NAMES.get(kind)
+        name = as_text(item.get("name") or item.get("tool")) or _CALL_NAMES.get(kind)
         call_id = as_text(item.get("call_id")) or as_text(item.get("id"))
         arguments = item.get("arguments", item.get("input", item.get("action")))
+        if kind == "collab_tool_call":
+            # Another agent started, asked or waited for: whom, and what.
+            arguments = {
+                key: item[key]
+                for key in ("prompt", "receiver_thread_ids", "receiver_agents")
+                if item.get(key)
+            }
         if isinstance(arguments, str):
             with contextlib.suppress(ValueError, RecursionError):
                 arguments = json.loads(arguments)
@@ -296,6 +306,25 @@ def _message(
             P.tool_call("web_search", action or None, as_text(item.get("id")))
         ]
     return message
+
+
+def _turn(payload: dict[str, Any]) -> dict[str, Any]:
+    """A turn's context: the payload, or (as later versions write it, with
+    no schema marker) the object inside it that holds the turn's fields."""
+    if "model" in payload or "cwd" in payload:
+        return payload
+    for key in ("turn_context", "turn", "context"):
+        inner = as_dict(payload.get(key))
+        if "model" in inner or "cwd" in inner:
+            return inner
+    return payload
+
+
+def _model(turn: dict[str, Any]) -> str | None:
+    """The model of a turn: named outright, or in its collaboration mode's
+    settings."""
+    settings = as_dict(as_dict(turn.get("collaboration_mode")).get("settings"))
+    return as_text(turn.get("model")) or as_text(settings.get("model"))
 
 
 #: The name of a call whose item names none.

@@ -55,6 +55,7 @@ from convgraph.sources.chat.messages import (
     as_text,
     join_texts,
 )
+from convgraph.text import counted
 
 SOURCE = "gemini-cli"
 
@@ -89,6 +90,8 @@ def is_record(record: dict[str, Any]) -> bool:
     """Whether a JSON-lines record is one of a recorded session: its first
     line, a `$set` or `$rewindTo` line, or a message."""
     if "$rewindTo" in record or isinstance(record.get("$set"), dict):
+        return True
+    if isinstance(record.get("$patch"), dict):
         return True
     if isinstance(record.get("sessionId"), str) and "projectHash" in record:
         return True
@@ -239,7 +242,7 @@ def _json_value(file: Path, problems: list[Problem]) -> Any:
         file_problem(
             BAD_LINE,
             file.name,
-            f"{file}: cut short after {len(found['messages'])} messages:"
+            f"{file}: cut short after {counted(len(found['messages']), 'message')}:"
             " read as far as it goes",
         )
     )
@@ -261,6 +264,7 @@ def _jsonl_session(file: Path, problems: list[Problem]) -> SessionGroup:
     what follows a sibling of the message rewound to."""
     group = SessionGroup(file.stem, None, [])
     messages: dict[str, Message] = {}
+    raws: dict[str, dict[str, Any]] = {}
     tip: str | None = None
     unknown: dict[str, int] = {}
     for number, record in enumerate(json_lines(file, problems)):
@@ -269,8 +273,12 @@ def _jsonl_session(file: Path, problems: list[Problem]) -> SessionGroup:
             # Back to before that message: the next hangs where it hung.
             tip = rewound.parent if rewound is not None else None
             continue
-        if "$set" in record:
-            fields = as_dict(record.get("$set"))
+        patch = record.get("$patch")
+        if isinstance(patch, dict) and as_text(patch.get("id")) in raws:
+            # Some fields of a message written before, changed.
+            record = {**raws[patch["id"]], **patch}
+        elif "$set" in record or "$patch" in record:
+            fields = as_dict(record.get("$set", patch))
             summary = as_text(fields.get("summary"))
             group.name = summary or group.name
             continue
@@ -284,6 +292,7 @@ def _jsonl_session(file: Path, problems: list[Problem]) -> SessionGroup:
                 unknown[name] = unknown.get(name, 0) + 1
             continue
         message_id = as_text(record.get("id")) or f"{group.key}:{number}"
+        raws[message_id] = record
         earlier = messages.get(message_id)
         message = _message(record, message_id, tip, group)
         if earlier is not None:
@@ -354,11 +363,16 @@ def _session(session: dict[str, Any], file: Path) -> SessionGroup:
     key = as_text(session.get("sessionId")) or file.stem
     group = SessionGroup(key, None, [])
     previous = None
+    used: set[str] = set()
     for number, raw in enumerate(as_list(session.get("messages"))):
         raw = as_dict(raw)
         if raw.get("type") not in ("user", "gemini"):
             continue
         message_id = as_text(raw.get("id")) or f"{key}:{number}"
+        if message_id in used:
+            # An id written twice in one file: the later as `ID+N`.
+            message_id = f"{message_id}+{number}"
+        used.add(message_id)
         group.messages.append(_message(raw, message_id, previous, group))
         previous = message_id
     group.current = previous

@@ -22,7 +22,8 @@ from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
 from convgraph.parts import TOOL_CALL, TOOL_RESULT
 from convgraph.sources.agents.files import SIDECHAIN, SessionGroup
-from convgraph.sources.chat.messages import Conversation, Message, text_to_iso
+from convgraph.sources.agents.runs import one_node_each
+from convgraph.sources.chat.messages import PROMPT, Conversation, Message, text_to_iso
 from convgraph.sources.chat.nodes import conversation_records
 from convgraph.sources.source import log_order
 
@@ -90,7 +91,9 @@ def read_sessions(
             read.unread.append((files[0], str(error)))
             sessions = []
         for group in sessions:
-            found, current = joined.add(group, module.SOURCE)
+            found, current = joined.add(
+                group, module.SOURCE, getattr(module, "GLOBAL_IDS", False)
+            )
             prompt = None
             if group.name is None:
                 # Unnamed (no summary, no title): its first prompt, as the
@@ -138,6 +141,9 @@ class _Joiner:
         self.seen: dict[str, str] = {}
         self.group_of: dict[str, str] = {}
         self.parent: dict[str, str] = {}
+        #: Each message's time and prompt, hashed: what a copy shares (an
+        #: int, not the strings: a year of sessions holds one a message).
+        self.marks: dict[str, int] = {}
 
     def find(self, key: str) -> str:
         """The tree of group `key` (its first group's key)."""
@@ -157,12 +163,20 @@ class _Joiner:
         return {key: self.find(key) for key in self.parent}
 
     def add(
-        self, group: SessionGroup, source: str
+        self, group: SessionGroup, source: str, global_ids: bool = False
     ) -> tuple[list[dict[str, Any]], str | None]:
-        """The records of one group, and the node its session ended on."""
+        """The records of one group, and the node its session ended on.
+        With `global_ids` (the agent's ids are unique across sessions) a
+        message read before is a copy wherever it came from; else only in a
+        session of the same id."""
         self.parent.setdefault(group.key, group.key)
+        for session in group.continues:
+            if session in self.parent:
+                self.join(group.key, session)
         node_of: dict[str, str] = {}
-        messages = self._new(group, group.messages)
+        self._sort_copies(group, None if global_ids else group.key)
+        messages = group.messages
+        one_node_each(messages)
         conversation = Conversation(group.key, group.name, messages, group.current)
         records = conversation_records(conversation, source, node_of)
         _utc_times(records)
@@ -171,9 +185,9 @@ class _Joiner:
             current = _deepest_active(records) or current
         for side in group.sidechains:
             side_nodes: dict[str, str] = {}
-            side_messages = self._new(group, side.messages)
+            one_node_each(side.messages)
             found = conversation_records(
-                Conversation(group.key, None, side_messages), source, side_nodes
+                Conversation(group.key, None, side.messages), source, side_nodes
             )
             _utc_times(found)
             anchor = node_of.get(side.anchor) if side.anchor is not None else None
@@ -184,7 +198,7 @@ class _Joiner:
                 record["active"] = False
                 if anchor is not None and record["parent_id"] not in own:
                     record["parent_id"] = anchor
-                _mark_sidechain(record, side.agent)
+                _mark_sidechain(record, side.agent, side.about)
             records.extend(found)
             node_of.update(
                 (message, node)
@@ -230,19 +244,88 @@ class _Joiner:
             self.group_of.setdefault(node, group.key)
         return records, current
 
-    def _new(self, group: SessionGroup, messages: list[Message]) -> list[Message]:
-        """The messages not read before; a group holding one read before
-        continues that message's tree."""
-        if self.seen.keys().isdisjoint(map(_ID, messages)):
-            # Most sessions continue none: one test in C, not one a message.
-            return messages
-        kept = []
-        for message in messages:
-            if message.id in self.seen:
-                self.join(group.key, self.group_of[self.seen[message.id]])
-            else:
-                kept.append(message)
-        return kept
+    def _sort_copies(self, group: SessionGroup, lineage: str | None) -> None:
+        """Leave out the messages of `group` read before (a resumed session's
+        copies: `_copied`), joining their tree; give a message
+        whose id another message holds (another session's, or another chain
+        of this one's) an id of its own: `SESSION:ID` (`+2`, ... on)."""
+        chains = [group.messages, *(side.messages for side in group.sidechains)]
+        ids = [list(map(_ID, chain)) for chain in chains]
+        clash = any(not self.seen.keys().isdisjoint(found) for found in ids) or (
+            sum(map(len, ids)) != len(set().union(*ids))
+        )
+        if clash:
+            renamed: dict[int, dict[str, str]] = {}
+            taken: set[str] = set()
+            for number, chain in enumerate(chains):
+                kept = []
+                names = renamed.setdefault(number, {})
+                here: set[str] = set()
+                for message in chain:
+                    node = self.seen.get(message.id)
+                    if node is not None and (
+                        message.id in group.copies
+                        or self._copied(message, node, lineage)
+                    ):
+                        self.join(group.key, self.group_of[node])
+                        continue
+                    if node is not None or message.id in taken:
+                        new = self._free(f"{group.key}:{message.id}", taken)
+                        if message.id not in here:
+                            # Links in its chain name it, not the other.
+                            names.setdefault(message.id, new)
+                            _move(group, message.id, new)
+                        here.add(message.id)
+                        message.id = new
+                    here.add(message.id)
+                    taken.add(message.id)
+                    kept.append(message)
+                chain[:] = kept
+            for number, chain in enumerate(chains):
+                names = renamed[number]
+                if names:
+                    for message in chain:
+                        if message.parent in names:
+                            message.parent = names[message.parent]
+                    if number == 0 and group.current in names:
+                        group.current = names[group.current]
+            # An anchor names a message of the main chain.
+            for side in group.sidechains:
+                side.anchor = renamed[0].get(side.anchor or "", side.anchor)
+        for chain in chains:
+            self.marks.update(
+                {
+                    m.id: hash((m.time, m.text if m.kind == PROMPT else None))
+                    for m in chain
+                }
+            )
+
+    def _copied(self, message: Message, node: str, lineage: str | None) -> bool:
+        """Whether `message` copies the one read before under its id: the
+        same time and prompt (in a read with or without the texts), and the
+        same session where ids are only a session's."""
+        if lineage is not None and self.group_of.get(node) != lineage:
+            return False
+        prompt = message.text if message.kind == PROMPT else None
+        return self.marks.get(message.id) == hash((message.time, prompt))
+
+    def _free(self, wanted: str, taken: set[str]) -> str:
+        """`wanted`, or it with `+2` (`+3`, ...) where that is held."""
+        found, number = wanted, 1
+        while found in self.seen or found in taken:
+            number += 1
+            found = f"{wanted}+{number}"
+        return found
+
+
+def _move(group: SessionGroup, old: str, new: str) -> None:
+    """A message's figures kept by id, under its new id."""
+    for places in (group.project, group.git_branch):
+        if old in places:
+            places[new] = places.pop(old)
+    for counts in (group.cache_read, group.cache_write):
+        if old in counts:
+            counts[new] = counts.pop(old)
 
 
 _ID = attrgetter("id")
@@ -273,12 +356,14 @@ def _deepest_active(records: list[dict[str, Any]]) -> str | None:
     return ends[0] if ends else None
 
 
-def _mark_sidechain(record: dict[str, Any], agent: str) -> None:
-    """Mark a subagent's node: every part carries the agent (`SIDECHAIN`)."""
+def _mark_sidechain(record: dict[str, Any], agent: str, about: dict[str, str]) -> None:
+    """Mark a subagent's node: every part carries the agent (`SIDECHAIN`)
+    and what the agent says of it."""
     from convgraph.parts import node_parts
 
     parts = node_parts(record)
     for part in parts:
         part[SIDECHAIN] = agent
+        part.update(about)
     record["parts"] = parts
     record[SIDECHAIN] = agent

@@ -1,21 +1,15 @@
 """Coding agents' session files read as conversation trees.
 
-An agent keeps its history as files of its own (JSON lines, one session a
-file, or JSON), never as one export. `detect` says whether a path holds
-agents' sessions (a session file, a project folder, an agent's store, or a
-home folder holding `.claude/projects`, `.codex/sessions`, `.gemini/tmp`)
-and opens it; each file is told by what it holds (`tell`: its records up to
-the first that only one agent writes), never by its name or its first
-records alone. `AgentSessions` reads them as a `Source`, like a chat
-export: each agent's module (`claude_code`, `codex`, `gemini_cli`) says
-which files belong together (a session's own file and its subagents') and
-turns one such group into `files.SessionGroup`s of `Message`s; `join` makes
-them nodes by the chat exports' rule and joins a session to the tree of an
-earlier one it continues. The active path is the branch the tree's last
-session ended on. A file of a folder that cannot be read, or is no
-session, is left out, named on stderr (the `convgraph.sources.agents`
-logger) and reported as a problem; the rest is read. Reading never writes
-into the folders.
+`detect` says whether a path holds agents' sessions (a session file, a
+folder, an agent's store, or a home folder holding `.claude/projects`,
+`.codex/sessions`, `.gemini/tmp`, `.copilot/session-state`) and opens it;
+each file is told by what it holds (`tell`), never by its name.
+`AgentSessions` reads them as a `Source`: each agent's module says which
+files belong together and turns them into `files.SessionGroup`s, `join`
+makes the nodes and joins a session to the tree it continues. The active
+path is the branch the tree's last session ended on. A file left out, a
+line or file cut short, is named on stderr (the `convgraph.sources.agents`
+logger) and reported as a problem. Reading never writes into the folders.
 """
 
 from __future__ import annotations
@@ -29,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import CONTENT_ATTRIBUTES
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.links.integrity import Problem
-from convgraph.sources.agents import claude_code, codex, gemini_cli
+from convgraph.sources.agents import claude_code, codex, copilot, gemini_cli
 from convgraph.sources.agents.files import (
     AGENT_ATTRIBUTES,
     AGENT_INTEGERS,
+    BAD_LINE,
     FIRST_CHUNK,
     UNREAD_FILE,
     file_problem,
@@ -48,7 +43,7 @@ if TYPE_CHECKING:
     from convgraph.sources.source import ForestRead
 
 #: The agents, in the order their trees are listed.
-FORMATS: tuple[ModuleType, ...] = (claude_code, codex, gemini_cli)
+FORMATS: tuple[ModuleType, ...] = (claude_code, codex, gemini_cli, copilot)
 
 #: What the progress callback is told as the files are read.
 PHASE = "reading sessions"
@@ -56,6 +51,9 @@ PHASE = "reading sessions"
 #: Where a folder read names the files it left out (stderr, where nobody
 #: has set up logging).
 LOG = logging.getLogger("convgraph.sources.agents")
+
+#: Why a file of a folder is left out that holds no agent's session.
+NO_SESSION = "no session of Claude Code, Codex, Gemini CLI or Copilot CLI"
 
 #: Records read past the one that told a file's agent, at most, for what
 #: the agent's `session_groups` asks of its first records (a session id, a
@@ -138,7 +136,7 @@ def _folder(path: Path) -> AgentSessions | None:
             continue
         wanted = candidates[file]
         if told is None or (wanted is not None and told[0] is not wanted):
-            unread.append((file, "no session of Claude Code, Codex or Gemini CLI"))
+            unread.append((file, NO_SESSION))
             continue
         files.setdefault(told[0], []).append(file)
         known[file] = told[1]
@@ -203,7 +201,7 @@ def _enough(records: list[dict[str, Any]]) -> bool:
 def _agent_of(record: dict[str, Any]) -> ModuleType | None:
     """The agent only whose sessions hold `record`, or None."""
     # Codex first: its envelopes are the most distinctive.
-    for module in (codex, gemini_cli, claude_code):
+    for module in (codex, copilot, gemini_cli, claude_code):
         if module.is_record(record):
             return module
     return None
@@ -264,6 +262,7 @@ class AgentSessions(Source):
         self._trees: dict[str, list[str]] | None = None
         self._tree_of_node: dict[str, str] = {}
         self._found: TreeRecords | None = None
+        self._said: set[str] = set()
 
     def __repr__(self) -> str:
         return f"<AgentSessions {', '.join(self.generations)} {self.path}>"
@@ -353,6 +352,7 @@ class AgentSessions(Source):
                     self._file_keys.setdefault(alias, key)
                     tree_of.setdefault(alias, tree_of[session])
             problems.extend(done_group.problems)
+        self._say_left_out(problems)
         for record in records:
             record["tree_id"] = record["conversation_id"] = tree_of[record["tree_id"]]
         if table is not None:
@@ -382,6 +382,13 @@ class AgentSessions(Source):
             if tree_names[tree] is None and key in prompts:
                 tree_names[tree] = prompts[key]
         return records, tree_of, tree_names, problems
+
+    def _say_left_out(self, problems: list[Problem]) -> None:
+        """Name on stderr, once, each line or file cut short: left out."""
+        for problem in problems:
+            if problem.kind == BAD_LINE and problem.message not in self._said:
+                self._said.add(problem.message)
+                LOG.warning("%s", terminal_text(problem.message))
 
     def _unread_groups(self, read: SessionsRead) -> None:
         """Groups a folder read could not read: left out, named, reported."""

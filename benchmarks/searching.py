@@ -5,7 +5,7 @@ beside `llm logs -q` and a bare FTS5 build of the same texts (issue 37).
 Rows, for each kind of file and size:
 
 - the first search: the whole file read and a fresh index built
-  (`search_index.open_index` on an empty cache), once, with the peak
+  (`search.index.open_index` on an empty cache), once, with the peak
   memory of its process, beside a bare SQLite FTS5 build of the same texts
   (prompt, response and system of every row, one `insert ... select` into
   an FTS5 table of a fresh file: SQLite alone, nothing of convgraph); each
@@ -75,7 +75,7 @@ def _cache(directory: Path | str) -> None:
 def _build(db: str) -> Callable[[int], float]:
     """The whole index, built afresh each call (the first search); the
     figure ``MB peak`` is the process's peak resident memory."""
-    from convgraph.analysis.search_index import open_index
+    from convgraph.search.index import open_index
     from convgraph.sources import open_logs
 
     def time_it(loops: int) -> float:
@@ -144,8 +144,8 @@ def _query(db: str, query: str, model: str = "", cache: str = "") -> Callable[[]
     ranked hits, their snippets and their branch marks; with `model`, only
     in the trees with a node of a model it matches (`--model`: the filter
     applied on the index)."""
-    from convgraph.analysis.search import search
     from convgraph.model.filters import TreeFilter
+    from convgraph.search import search
 
     _cache(cache or _workdir())
     where = TreeFilter(models=(model,)) if model else None
@@ -182,7 +182,7 @@ def _append(path: Path, count: int) -> None:
 @tasks.task("search.update", timer=True)
 def _update(db: str, query: str) -> Callable[[int], float]:
     """A search after llm logged `APPENDED` more calls (appended untimed)."""
-    from convgraph.analysis.search import search
+    from convgraph.search import search
 
     work = _workdir()
     _cache(work / "cache")

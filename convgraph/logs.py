@@ -34,10 +34,10 @@ from convgraph.sources.source import NODE, ProgressCallback
 if TYPE_CHECKING:
     import pandas as pd
 
-    from convgraph.analysis.search import Hit
     from convgraph.model.filters import TreeFilter
     from convgraph.model.forest import Forest
     from convgraph.model.tree import ConversationTree
+    from convgraph.search import Hit
 
 
 class Logs:
@@ -123,7 +123,7 @@ class Logs:
         """The nodes of every branch that match `query`, best first
         (`convgraph.analysis.search.search`: `limit`, `abandoned`, `where`
         and the rest as there)."""
-        from convgraph.analysis.search import search
+        from convgraph.search import search
 
         return search(self.source, query, **options)
 

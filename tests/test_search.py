@@ -1,4 +1,4 @@
-"""`convgraph search` and `analysis.search.search`: exact hits on known
+"""`convgraph search` and `convgraph.search.search`: exact hits on known
 forests (a word only on an abandoned branch, only in a response, in a tool
 call's arguments, in Japanese and Russian, hostile query syntax as text), the
 index following what llm logs and what `convgraph delete` removes, both
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from convgraph.analysis.search import search
-from convgraph.analysis.search_index import INDEX_SUFFIX, META_FILE, index_path
+from convgraph.search import search
+from convgraph.search.index import INDEX_SUFFIX, META_FILE, index_path
 from convgraph.store import migrate
 from tests.chat_exports import chatgpt_branches, write_json
 from tests.databases import LlmLog, add_response, legacy_database, timestamp

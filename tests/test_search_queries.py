@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from convgraph.analysis.search import query_words, search
 from convgraph.errors import ConvgraphError
 from convgraph.model.filters import TreeFilter, tree_is_in
 from convgraph.model.forest import Forest
+from convgraph.search.query import query_words, search
 from convgraph.times import parse_bound
 from tests.databases import add_response, legacy_database
 from tests.helpers import run

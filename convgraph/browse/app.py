@@ -219,7 +219,7 @@ class BrowseApp(App[None]):
     def on_conversation_list_search_asked(
         self, event: ConversationList.SearchAsked
     ) -> None:
-        from convgraph.analysis.search_index import index_path
+        from convgraph.search.index import index_path
 
         indexing = not index_path(self.db_path).exists()
         self.conversations.searching(event.query, indexing)
@@ -230,7 +230,7 @@ class BrowseApp(App[None]):
         """Every conversation's nodes that hold `query`, best first
         (`convgraph.analysis.search`, off the interface's thread: the first
         search of a file builds its index)."""
-        from convgraph.analysis.search import search
+        from convgraph.search import search
 
         try:
             hits = search(self.db_path, query, limit=SEARCH_HITS, where=self.where)

@@ -35,7 +35,7 @@ from convgraph.text import cell_width, excerpt, pad, terminal_text
 from convgraph.times import shown_time
 
 if TYPE_CHECKING:
-    from convgraph.analysis.search import Hit
+    from convgraph.search import Hit
 
 #: The table's columns: heading and width (the last takes what is left).
 COLUMNS = (
@@ -384,7 +384,7 @@ def hit_line(
 
     Examples
     --------
-    >>> from convgraph.analysis.search import Hit
+    >>> from convgraph.search import Hit
     >>> hit = Hit(1, 1.0, "t1", "01jb2hm05f000000000000000", 2, False, False,
     ...     None, None, "responses", ["response"], "faster for range queries",
     ...     [[0, 6]])

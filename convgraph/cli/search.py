@@ -111,7 +111,7 @@ def search(
     datetime_utc, source, fields (the texts that match), snippet (plain text) and
     marks (the words found in it, as [start, end) character offsets).
     """
-    from convgraph.analysis.search import search as search_nodes
+    from convgraph.search import search as search_nodes
 
     with ProgressBar() as bar:
         hits = search_nodes(

@@ -31,8 +31,8 @@ from convgraph.errors import ConvgraphError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from convgraph.analysis.search import Hit
     from convgraph.model.tree import ConversationTree
+    from convgraph.search import Hit
 
 #: A file's state as the caches compare it: (size, modification time in
 #: ns) of the file and of its write-ahead log (None where it has none), and

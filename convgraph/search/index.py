@@ -9,7 +9,7 @@ only the prompt and the answer of each call (no tool calls or results, no
 reasoning, no system prompt), one row a call rather than a node (a tool
 chain is one node: `sources.llm.runs`), and a file upgraded from an older
 llm holds the two generations in two tables. So the index is built from the
-forest, one document a node (`convgraph.analysis.search_documents`), never
+forest, one document a node (`convgraph.search.documents`), never
 inside the user's file: from the forest read without its texts and the
 texts taken a batch at a time where the reader gives them so
 (`Source.text_batches`: llm's legacy files), so that a large file's texts
@@ -31,14 +31,14 @@ one a killed process left is removed by the next writer.
 
 Staying current (`docs/design.md#search-has-an-index-of-its-own`): the
 index keeps two stamps of the data it was built from
-(`convgraph.analysis.search_stamps`). While the quick one holds (file
+(`convgraph.search.stamps`). While the quick one holds (file
 identity, sizes, times, SQLite's header and WAL header) the index is used
 as it is; when it moved, the content stamp says whether only new rows came
 (their trees alone are read again and their documents replaced, depths and
 marks included), nothing indexed changed (a note: the stamps renewed), or
 anything else (a deletion, a migration, an export's files changed): the
 index is built again. The text rules, the same for the texts and the
-queries, are `convgraph.analysis.search_text`'s.
+queries, are `convgraph.search.text`'s.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convgraph.analysis.search_documents import (
+from convgraph.errors import DatabaseError, UnknownConversation
+from convgraph.search.documents import (
     ABANDONED,
     ACTIVE,
     FIELDS,
@@ -65,20 +66,19 @@ from convgraph.analysis.search_documents import (
     batched_documents,
     forest_documents,
 )
-from convgraph.analysis.search_stamps import (
+from convgraph.search.stamps import (
     changed_trees,
     content_stamp,
     quick_stamp,
     stored,
 )
-from convgraph.analysis.search_text import (
+from convgraph.search.text import (
     ZERO_WIDTH_SPACE,
     analyzer,
     normalized,
     parts_text,
     spaced,
 )
-from convgraph.errors import DatabaseError, UnknownConversation
 from convgraph.sources.source import Source
 
 __all__ = [

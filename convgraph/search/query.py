@@ -5,7 +5,7 @@ on the active path, on an abandoned branch, or in a coding agent's subagent
 
 The ranking and the snippets are tantivy's (BM25 over the four texts,
 weighted alike; its snippet generator) over the index of
-`convgraph.analysis.search_index`, which is brought up to date before each
+`convgraph.search.index`, which is brought up to date before each
 search; the depths and branch marks are the model's (`model.marks`, pointer
 jumping), kept in the index beside each node's texts. A query reads the
 index alone: its cost grows with its matches, not with the file.
@@ -27,16 +27,16 @@ import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from convgraph.analysis.search_index import (
+from convgraph.errors import ConvgraphError, DatabaseError
+from convgraph.model.filters import TreeFilter
+from convgraph.search.index import (
     ABANDONED,
     FIELDS,
     SIDECHAIN,
     damage_errors,
     open_index,
 )
-from convgraph.analysis.search_text import ZERO_WIDTH_SPACE, analyzer, normalized
-from convgraph.errors import ConvgraphError, DatabaseError
-from convgraph.model.filters import TreeFilter
+from convgraph.search.text import ZERO_WIDTH_SPACE, analyzer, normalized
 from convgraph.sources import Source, opened
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ def search(
     db
         llm's database, a chat export or an agents' folder (a path or an
         open `Source`), or None for llm's own `logs.db`. Its index is built
-        or brought up to date first (`convgraph.analysis.search_index`).
+        or brought up to date first (`convgraph.search.index`).
     query
         Text: every word must occur (see the module's docstring); with
         `query_syntax`, tantivy's query language.
@@ -307,7 +307,7 @@ def search(
 def _empty_index() -> tantivy.Index:
     import tantivy
 
-    from convgraph.analysis.search_index import TOKENIZER, schema
+    from convgraph.search.index import TOKENIZER, schema
 
     index = tantivy.Index(schema())
     index.register_tokenizer(TOKENIZER, analyzer())
@@ -341,7 +341,7 @@ def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
     tantivy's terms aggregation."""
     import tantivy
 
-    from convgraph.analysis.search_documents import moment
+    from convgraph.search.documents import moment
 
     layout = index.index.schema
     conditions = []

@@ -1,5 +1,5 @@
 """The stamps that tell whether a search index is still of its file's data
-(`convgraph.analysis.search_index`; docs/design.md#search-has-an-index-of-its-own).
+(`convgraph.search.index`; docs/design.md#search-has-an-index-of-its-own).
 
 `quick_stamp` is what the file system and SQLite's header say without a
 statement: the identity, size and modification time of each file, SQLite's

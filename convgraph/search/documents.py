@@ -1,5 +1,5 @@
 """The search index's documents, one a node, and their adding to tantivy's
-writer (`convgraph.analysis.search_index` builds and updates the index).
+writer (`convgraph.search.index` builds and updates the index).
 
 A document holds a node's texts (prompt, response, system prompt, the
 searchable text of its parts: `search_text.parts_text`), each made as the
@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from convgraph.analysis.search_text import normalized, parts_text
 from convgraph.contract import PARTS
+from convgraph.search.text import normalized, parts_text
 
 if TYPE_CHECKING:
     import numpy as np

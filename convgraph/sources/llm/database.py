@@ -426,3 +426,9 @@ class LogDatabase(Source):
             )
         nodes, calls = fold_run_frame(nodes.drop(columns=CONTINUES), text)
         return ForestRead(conform_nodes(nodes), names, problems, calls)
+
+    def table_stamps(self, since: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The stamp of llm's tables (`convgraph.sources.llm.stamps`)."""
+        from convgraph.sources.llm.stamps import table_stamps
+
+        return table_stamps(self, since)

@@ -1,0 +1,174 @@
+"""The table stamps of llm's file (`Source.table_stamps`): what its rows say of
+themselves, read from SQLite's own indexes, never the rows, for a cache of
+the file's data (the search index) to tell an append from any other change.
+
+A stamp holds the schema version and, for each table whose rows are nodes or
+name trees (`STAMPED_TABLES`), its row count, largest rowid, sum of rowids,
+the id of its last row, and its parent links' fingerprint where
+`convgraph migrate`'s index of them exists. llm only appends, and SQLite
+gives a new row the rowid after the largest: given an earlier stamp, the
+rows up to its largest rowid must be exactly as they were (as many, the same
+sum, the same last id, the same links), and the rows above it are what was
+logged since, whose links are theirs alone: a response logged with a parent
+leaves the older rows' fingerprint as it was. Anything else (a deletion,
+links moved, a migration) is no append.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from typing import Any
+
+from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
+from convgraph.sources.source import Source
+
+#: The tables of llm's file whose rows are nodes (or calls folded into one)
+#: or name trees (a fork is a thread).
+STAMPED_TABLES = ("responses", "turns", "threads")
+#: The key of a stamp taken since another: the trees of the rows logged
+#: since, or None where the older rows changed.
+LOGGED_SINCE = "logged_since"
+#: The parent column `convgraph migrate` indexes.
+PARENT = "parent_response_id"
+#: Below every rowid SQLite gives.
+BEFORE_FIRST_ROWID = -(2**63)
+#: Each table's new rows, as (conversation, node) ids.
+_NEW_ROWS = {
+    "responses": "select distinct cast(coalesce(conversation_id, id) as text),"
+    " cast(id as text) from responses where rowid > ?",
+    "turns": "select distinct cast(thread_id as text), cast(id as text)"
+    " from turns where rowid > ?",
+    "threads": "select cast(id as text), cast(id as text) from threads where rowid > ?",
+}
+
+
+def table_stamps(logs: Source, since: dict[str, Any] | None) -> dict[str, Any]:
+    """The stamp of the file `logs` reads (its `conn`): "schema" and, for
+    each of `STAMPED_TABLES` present, [count, largest rowid, sum of rowids,
+    last id, links]; with `since`, `LOGGED_SINCE` too.
+
+    Raises
+    ------
+    DatabaseError
+        SQLite cannot read the file.
+    """
+    conn = logs.conn
+    assert conn is not None
+    try:
+        (version,) = conn.execute("pragma schema_version").fetchone()
+        tables = {
+            name
+            for (name,) in conn.execute(
+                "select name from sqlite_master where type = 'table'"
+            )
+        }
+        stamp: dict[str, Any] = {"schema": version}
+        kept: dict[str, list[Any]] = {}
+        for table in STAMPED_TABLES:
+            if table in tables:
+                before = (since or {}).get(table)
+                bound = _bound(before) if before else None
+                stamp[table], kept[table] = _table_stamp(conn, table, bound)
+        if since is not None:
+            stamp[LOGGED_SINCE] = _logged_since(logs, since, stamp, kept)
+    except sqlite3.Error as error:
+        raise DatabaseError(f"cannot read {logs.path}: {error}") from None
+    return stamp
+
+
+def _bound(stamp: list[Any]) -> int:
+    """The largest rowid an older stamp saw (an empty table's is below all)."""
+    largest = stamp[1]
+    return BEFORE_FIRST_ROWID if largest is None else int(largest)
+
+
+def _has_parent_index(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether `table` has an index led by the parent column (what `convgraph
+    migrate` makes), so that a fingerprint of the links reads it alone; a
+    file without it has parents only the sqlite shell could change."""
+    if table != "responses":
+        return False
+    for row in conn.execute(f'pragma index_list("{table}")').fetchall():
+        columns = conn.execute(f'pragma index_info("{row[1]}")').fetchall()
+        if columns and columns[0][2] == PARENT:
+            return True
+    return False
+
+
+def _id_at(conn: sqlite3.Connection, table: str, rowid: int | None) -> str | None:
+    row = conn.execute(
+        f'select cast(id as text) from "{table}" where rowid = ?', [rowid]
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _table_stamp(
+    conn: sqlite3.Connection, table: str, bound: int | None
+) -> tuple[list[Any], list[Any]]:
+    """The table's stamp, and with `bound` the same of its rows up to it
+    ([count, sum of rowids, links, id at the bound]; [] without): each a scan
+    of an index (the ids', the parents'), never of the rows."""
+    below = BEFORE_FIRST_ROWID if bound is None else bound
+    count, largest, rowids, kept, kept_sum = conn.execute(
+        f"select count(*), max(rowid), sum(rowid), sum(rowid <= ?),"
+        f' sum(case when rowid <= ? then rowid end) from "{table}"',
+        [below, below],
+    ).fetchone()
+    links: list[Any] = []
+    kept_links: list[Any] = []
+    if _has_parent_index(conn, table):
+        # The last character of each parent id, summed: a link moved to
+        # another parent shows, in one pass over the index.
+        last = f"unicode(substr({PARENT}, -1, 1))"
+        row = conn.execute(
+            f"select count({PARENT}), sum({last}),"
+            f" count(case when rowid <= ? then {PARENT} end),"
+            f" sum(case when rowid <= ? then {last} end)"
+            f' from "{table}" where {PARENT} is not null',
+            [below, below],
+        ).fetchone()
+        links, kept_links = [row[0], row[1]], [row[2], row[3]]
+    stamp = [count, largest, rowids or 0, _id_at(conn, table, largest), links]
+    if bound is None:
+        return stamp, []
+    return stamp, [kept or 0, kept_sum or 0, kept_links, _id_at(conn, table, bound)]
+
+
+def _logged_since(
+    logs: Source,
+    since: dict[str, Any],
+    stamp: dict[str, Any],
+    kept: dict[str, list[Any]],
+) -> list[str] | None:
+    """The trees holding the rows logged since `since` was taken, in order,
+    or None where anything else changed."""
+    if since.get("schema") != stamp["schema"]:
+        return None
+    if {t for t in STAMPED_TABLES if t in since} != set(kept):
+        return None
+    conn = logs.conn
+    assert conn is not None
+    trees: dict[str, None] = {}
+    for table, rows in kept.items():
+        count, _, rowids, last, links = since[table]
+        if rows != [count, rowids, links or [], last]:
+            return None
+        named: set[str] = set()
+        for conversation, node in conn.execute(
+            _NEW_ROWS[table], [_bound(since[table])]
+        ).fetchall():
+            if conversation not in named:
+                named.add(conversation)
+                trees[_tree_of(logs, conversation, node)] = None
+    return list(trees)
+
+
+def _tree_of(logs: Source, conversation_id: str | None, node_id: str) -> str:
+    """The tree a newly logged row belongs to."""
+    if conversation_id is not None:
+        with contextlib.suppress(UnknownConversation):
+            return logs.tree_id_of_conversation(conversation_id)
+    with contextlib.suppress(UnknownNode):
+        return logs.tree_id_of_node(node_id)
+    return conversation_id or node_id

@@ -149,6 +149,40 @@ def test_query_syntax_takes_the_engines_language(forest_db):
         )
 
 
+def test_a_word_with_a_star_is_a_prefix_in_the_engines_language(forest_db):
+    # Issue 45: tantivy's parser reads `museu*` as `museu`.
+    assert sorted(hit_ids(forest_db, "museu*", query_syntax=True)) == ["c", "d"]
+    (hit,) = search(forest_db, "tick*", query_syntax=True)
+    assert (hit.id, hit.fields, hit.snippet) == (
+        "d",
+        ["prompt"],
+        "Tickets for the museum?",
+    )
+    assert [hit.snippet[start:end] for start, end in hit.marks] == ["Tickets"]
+    (hit,) = search(forest_db, "quokka exhib*", query_syntax=True)
+    assert [hit.snippet[start:end] for start, end in hit.marks] == ["quokka", "exhibit"]
+    assert hit_ids(forest_db, "museu* -ticket*", query_syntax=True) == ["c"]
+    assert hit_ids(forest_db, "response:museu*", query_syntax=True) == ["d"]
+    assert sorted(hit_ids(forest_db, "zeb* OR quok*", query_syntax=True)) == ["b", "c"]
+    assert hit_ids(forest_db, "CAF*", query_syntax=True) == ["ru"]  # café, folded
+    # A phrase's prefix and nearness stay the engine's; in text, * is a sign.
+    assert hit_ids(forest_db, '"the muse"*', query_syntax=True) == ["d", "c"]
+    assert hit_ids(forest_db, '"tickets museum"~2', query_syntax=True) == ["d"]
+    assert hit_ids(forest_db, "museu*") == []
+    result = run("search", "--db", forest_db, "--query-syntax", "museu*")
+    assert "Tickets for the museum?" in result.stdout
+
+
+def test_no_regular_expression_of_ones_own(forest_db):
+    result = run(
+        "search", "--db", forest_db, "--query-syntax", "prompt:/mus.*/", expect=2
+    )
+    assert result.stderr == (
+        "Error: not a query in the search engine's language:"
+        " Unsupported query: Regex queries are not allowed.\n"
+    )
+
+
 def test_the_command_prints_records_and_a_persons_form(forest_db):
     records = json.loads(run("search", "--db", forest_db, "zebra", "--json").stdout)
     assert records == [

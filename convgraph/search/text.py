@@ -54,15 +54,7 @@ def normalized(text: str) -> str:
     """`text` as the index holds it: NFKC, a byte that was not UTF-8 (a
     surrogate escape, as Python reads the command line) read as Latin-1,
     any other lone surrogate U+FFFD, and every character of a script
-    without spaces between zero-width spaces (`spaced`).
-
-    Examples
-    --------
-    >>> normalized("ﾀﾜｰ") == spaced("タワー")
-    True
-    >>> normalized("caf\\udce9")
-    'café'
-    """
+    without spaces between zero-width spaces (`spaced`)."""
     if text.isascii():
         return text  # most text: nothing to do
     if _SURROGATE.search(text):
@@ -77,13 +69,7 @@ def _unescaped(match: re.Match[str]) -> str:
 
 def spaced(text: str) -> str:
     """`text` with a zero-width space on each side of every character of a
-    script written without spaces, so that each is a token of its own.
-
-    Examples
-    --------
-    >>> spaced("東京 in May") == "\\u200b東\\u200b\\u200b京\\u200b in May"
-    True
-    """
+    script written without spaces, so that each is a token of its own."""
     if text.isascii():
         return text
     return _UNSPACED.sub(ZERO_WIDTH_SPACE + "\\1" + ZERO_WIDTH_SPACE, text)
@@ -93,14 +79,7 @@ def parts_text(parts: Iterable[dict[str, Any]] | None) -> str | None:
     """The searchable text of a node's parts beyond its prompt and answer:
     reasoning, each tool call's name and arguments, each result's output
     and error, code and what it printed, attachments' and fragments' names,
-    one a line; None where there is none.
-
-    Examples
-    --------
-    >>> from convgraph import parts
-    >>> print(parts_text([parts.tool_call("lookup", {"city": "Oslo"})]))
-    lookup {"city": "Oslo"}
-    """
+    one a line; None where there is none."""
     lines: list[str] = []
     for part in parts or ():
         kind = part.get("type")

@@ -182,14 +182,22 @@ def test_llm_continuing_a_legacy_conversation_reads_its_tree(tmp_path):
 
 
 #: A child process continuing one thread `count` times with llm's own
-#: command line.
+#: command line; a prompt llm gives up on ("database is locked": two llm
+#: processes logging at once) is asked again, as its user would.
 CONTINUE = """
-import sys
+import sqlite3, sys, time
 from llm.cli import cli
 thread, count = sys.argv[1], int(sys.argv[2])
 for index in range(count):
-    cli.main(["prompt", "-m", "echo", "--cid", thread, f"walrus {index}"],
-             standalone_mode=False)
+    for attempt in range(50):
+        try:
+            cli.main(["prompt", "-m", "echo", "--cid", thread, f"walrus {index}"],
+                     standalone_mode=False)
+            break
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error):
+                raise
+            time.sleep(0.05)
 """
 
 
@@ -204,10 +212,13 @@ def test_several_processes_logging_at_once_read_their_trees(tmp_path):
                 [sys.executable, "-c", CONTINUE, thread, "3"],
                 env=env,
                 stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             for thread in threads[:2]
         ]
-        assert [child.wait(timeout=300) for child in children] == [0, 0]
+        ended = [child.communicate(timeout=300) for child in children]
+        assert [child.returncode for child in children] == [0, 0], ended
         assert len(log.turn_ids()) == before + 6
         assert trees_read(log.path) == ("updated", 2)
         walruses = found(log.path, "walrus")

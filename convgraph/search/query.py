@@ -19,13 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import ConvgraphError, DatabaseError
 from convgraph.model.filters import TreeFilter
-from convgraph.search.index import (
-    ABANDONED,
-    FIELDS,
-    SIDECHAIN,
-    damage_errors,
-    open_index,
-)
+from convgraph.search.documents import ABANDONED, FIELDS, SIDECHAIN
+from convgraph.search.index import damage_errors, open_index
 from convgraph.search.syntax import prefix_spans, syntax_query
 from convgraph.search.text import ZERO_WIDTH_SPACE, analyzer, normalized
 from convgraph.sources import Source, opened
@@ -45,9 +40,8 @@ MAX_LIMIT = 100_000
 SNIPPET_CHARACTERS = 120
 #: Where a snippet is cut: an ellipsis.
 ELLIPSIS = "…"
-#: The characters put around each word found while a snippet is made,
-#: taken out again (`Hit.marks` says where they were): private-use code
-#: points.
+#: Put around each word found while a snippet is made, then taken out
+#: (`Hit.marks` says where they were): private-use code points.
 _OPEN, _CLOSE = "\ue000", "\ue001"
 #: A word holds a letter or a digit; anything else is no word to search for.
 _WORD = re.compile(r"\w")
@@ -56,21 +50,13 @@ _SPACES = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class Hit:
-    """One node that matched, as `search` gives it.
-
-    `snippet` is one line of the node's best-matching text around the
-    words found (white space runs made one space, `ELLIPSIS` where cut;
-    the text as the index holds it, NFKC); `marks` the words found in it,
-    as ``[start, end)`` offsets in characters (code points) of `snippet`;
-    `fields` the node's texts that match (`prompt`, `response`, `system`,
-    `parts`: tool calls and their results, reasoning, code); `score` the
-    BM25 relevance (higher is better); `rank` the place, from 1; `depth`
-    (0 for a root) and `active` (on the path to the branch last used;
-    False: an abandoned branch, or a subagent's node) as the model gives
-    them; `sidechain` True for a subagent's node
-    (`convgraph.analysis.abandoned`), off the active path but no branch the
-    user left.
-    """
+    """One node that matched (`search`): its `rank` (from 1) and BM25
+    `score`; its place (`depth`, 0 for a root; `active`: on the path to the
+    branch last used; `sidechain`: a subagent's node, off that path but no
+    branch the user left); `fields`, its texts that match (`prompt`,
+    `response`, `system`, `parts`); `snippet`, one line of its best text
+    around the words found (NFKC, `ELLIPSIS` where cut), and `marks`, those
+    words as `[start, end)` character offsets in it."""
 
     rank: int
     score: float
@@ -95,13 +81,8 @@ def query_words(query: str) -> list[list[str]]:
     """The words of a text query as the index's tokens, each word once: a
     word is a phrase of its tokens (one token for most words; a character a
     token in scripts without spaces). A word whose tokens are all too long
-    to be indexed is an empty list (it matches nothing).
-
-    Raises
-    ------
-    ConvgraphError
-        The query holds no letter or digit.
-    """
+    to be indexed is an empty list (it matches nothing). Raises
+    `ConvgraphError` where the query holds no letter or digit."""
     text = normalized(query)
     tokenize = analyzer().analyze
     words: list[list[str]] = []
@@ -125,13 +106,8 @@ def query_words(query: str) -> list[list[str]]:
 
 def text_query(index: tantivy.Index, query: str) -> tantivy.Query:
     """The tantivy query that finds `query` as text: every word required,
-    in any of the node's texts, as the phrase of its tokens.
-
-    Raises
-    ------
-    ConvgraphError
-        The query holds no letter or digit.
-    """
+    in any of the node's texts, as the phrase of its tokens (raises as
+    `query_words`)."""
     import tantivy
 
     layout = index.schema
@@ -285,9 +261,8 @@ def _restricted(
 
 
 def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
-    """The trees any of whose nodes match `where`: the nodes found by a
-    query on the index (model, source, moment), their trees counted by
-    tantivy's terms aggregation."""
+    """The trees any of whose nodes match `where`, by a query on the index
+    and tantivy's terms aggregation of the trees."""
     import tantivy
 
     from convgraph.search.documents import moment

@@ -1,11 +1,8 @@
-"""The query language of `--query-syntax` (docs/guide/search.md#the-query-language):
-tantivy's, over the four texts, every term required unless `OR` says
-otherwise, with one word more: `word*` finds the words that begin with
-`word`. tantivy's parser keeps a prefix only at the end of a phrase
-(`"a b"*`) and reads `word*` as `word`, so each `word*` outside quotes is
-written as a regular expression on each text's terms before it parses;
-no other regular expression is let through.
-"""
+"""The query language of `--query-syntax` (docs/guide/search.md): tantivy's,
+every term required, and `word*` a prefix. tantivy's parser reads `word*`
+as `word` (a prefix only ends a phrase), so each `word*` outside quotes is
+written as a regular expression on the terms before it parses; no other
+regular expression is let through."""
 
 from __future__ import annotations
 
@@ -21,14 +18,13 @@ if TYPE_CHECKING:
 
 #: A quoted phrase: kept as it is (its own `"..."*` is tantivy's).
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
-#: A word ending in `*` outside quotes, as a term of the language: after the
-#: start, a space, `(`, `+` or `-`, with a field before it or not, before
-#: the end, a space, `)` or a boost.
+#: A term ending in `*`: after the start, a space, `(`, `+` or `-`, a field
+#: before it or not, before the end, a space, `)` or a boost.
 _PREFIX = re.compile(
     r"(?<![^\s(+-])(?:(?P<field>\w+):)?"
     r"(?P<word>[^\s\"()\[\]{}:^~*+\-/\\][^\s\"()\[\]{}:^~*/\\]*)\*(?=$|[\s)^])"
 )
-#: A word of a text, as the index's tokenizer cuts it: letters and digits.
+#: A word as the index's tokenizer cuts it.
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -36,13 +32,8 @@ def syntax_query(
     index: tantivy.Index, query: str, fields: Sequence[str]
 ) -> tuple[tantivy.Query, list[str]]:
     """`query` in the language over `fields`, and the prefixes its `word*`
-    asked for (as the index's terms).
-
-    Raises
-    ------
-    ConvgraphError
-        The query is not in the language: one line naming the problem.
-    """
+    asked for (as the index's terms). Raises `ConvgraphError`, one line,
+    where the query is not in the language."""
     text = normalized(query).replace("\x00", " ")
     if not text.strip():
         raise ConvgraphError("nothing to search for: the query is empty")

@@ -1,17 +1,11 @@
-"""The table stamps of llm's file (`Source.table_stamps`): what its rows say of
-themselves, read from SQLite's own indexes, never the rows, for a cache of
-the file's data (the search index) to tell an append from any other change.
-
-A stamp holds the schema version and, for each table whose rows are nodes or
-name trees (`STAMPED_TABLES`), its row count, largest rowid, sum of rowids,
-the id of its last row, and its parent links' fingerprint where
-`convgraph migrate`'s index of them exists. llm only appends, and SQLite
-gives a new row the rowid after the largest: given an earlier stamp, the
-rows up to its largest rowid must be exactly as they were (as many, the same
-sum, the same last id, the same links), and the rows above it are what was
-logged since, whose links are theirs alone: a response logged with a parent
-leaves the older rows' fingerprint as it was. Anything else (a deletion,
-links moved, a migration) is no append.
+"""The table stamps of llm's file (`Source.table_stamps`), read from SQLite's
+own indexes, never the rows: the schema version and, for each table whose
+rows are nodes or name trees, its row count, largest rowid, sum of rowids,
+last id, and its parent links' fingerprint where `convgraph migrate`'s
+index of them exists. llm only appends, and SQLite gives a new row the
+rowid after the largest: since an older stamp, the rows up to its largest
+rowid must be as they were, links included, and the rows above it, with
+their links, are what was logged since. Anything else is no append.
 """
 
 from __future__ import annotations
@@ -21,18 +15,15 @@ import sqlite3
 from typing import Any
 
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
+from convgraph.sources.llm.snapshot import BEFORE_FIRST_ROWID
 from convgraph.sources.source import Source
 
-#: The tables of llm's file whose rows are nodes (or calls folded into one)
-#: or name trees (a fork is a thread).
+#: The tables whose rows are nodes (or calls folded into one) or name trees.
 STAMPED_TABLES = ("responses", "turns", "threads")
-#: The key of a stamp taken since another: the trees of the rows logged
-#: since, or None where the older rows changed.
+#: The trees logged since the stamp given, or None: no append.
 LOGGED_SINCE = "logged_since"
 #: The parent column `convgraph migrate` indexes.
 PARENT = "parent_response_id"
-#: Below every rowid SQLite gives.
-BEFORE_FIRST_ROWID = -(2**63)
 #: Each table's new rows, as (conversation, node) ids.
 _NEW_ROWS = {
     "responses": "select distinct cast(coalesce(conversation_id, id) as text),"
@@ -44,15 +35,9 @@ _NEW_ROWS = {
 
 
 def table_stamps(logs: Source, since: dict[str, Any] | None) -> dict[str, Any]:
-    """The stamp of the file `logs` reads (its `conn`): "schema" and, for
-    each of `STAMPED_TABLES` present, [count, largest rowid, sum of rowids,
-    last id, links]; with `since`, `LOGGED_SINCE` too.
-
-    Raises
-    ------
-    DatabaseError
-        SQLite cannot read the file.
-    """
+    """The stamp of `logs.conn`: "schema", each of `STAMPED_TABLES` present
+    as [count, largest rowid, sum of rowids, last id, links], and with
+    `since`, `LOGGED_SINCE`. Raises `DatabaseError` where SQLite cannot."""
     conn = logs.conn
     assert conn is not None
     try:

@@ -387,18 +387,19 @@ def test_the_search_group_plans_its_rows_on_known_tasks(tmp_path):
         )
         for row in rows
     ]
-    assert sides == [
-        (kind, operation, ours, theirs)
-        for kind in ("legacy", "store")
-        for operation, ours, theirs in (
-            ("first search (read + index built)", "search.build", "fts5.build"),
-            ("query, rare word", "search.query", "llm logs -q"),
-            ("query, common word", "search.query", "llm logs -q"),
-            ("query, common word, --model 'gpt-4*'", "search.query", None),
-            ("search after 10 more calls", "search.update", None),
-        )
-    ]
-    assert {"search.build", "fts5.build", "search.query", "search.update"} <= set(
-        tasks.load()
+    each = (
+        ("first search (read + index built)", "search.build", "fts5.build"),
+        ("query, rare word", "search.query", "llm logs -q"),
+        ("query, common word", "search.query", "llm logs -q"),
+        ("query, common word, --model 'gpt-4*'", "search.query", None),
+        ("search after 10 more calls", "search.update", None),
     )
-    assert {"search.build", "fts5.build", "search.update"} <= tasks.TIMERS
+    migrated = ("search after one response with a parent, migrated",)
+    assert sides == [
+        *[("legacy", *row) for row in each],
+        ("legacy", *migrated, "search.update_migrated", None),
+        *[("store", *row) for row in each],
+    ]
+    timed = {"search.build", "fts5.build", "search.update", "search.update_migrated"}
+    assert timed | {"search.query"} <= set(tasks.load())
+    assert timed <= tasks.TIMERS

@@ -117,6 +117,16 @@ def test_a_link_moved_in_the_older_rows_builds_again(migrated):
     assert found(migrated, "tickets") == {"d": ("t", 2, True)}
 
 
+def test_an_older_row_deleted_with_an_append_builds_again(migrated):
+    conn = sqlite3.connect(migrated)
+    conn.execute("delete from responses where id = 'b'")
+    add_response(conn, "e", "t", "guide", parent="d", datetime_utc=timestamp(30))
+    conn.commit()
+    conn.close()
+    assert trees_read(migrated)[0] == "built"
+    assert found(migrated, "zebra") == {}
+
+
 @pytest.fixture
 def store(tmp_path: Path):
     """A message store llm wrote: two conversations, the index built."""

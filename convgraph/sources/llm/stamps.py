@@ -1,11 +1,13 @@
 """The table stamps of llm's file (`Source.table_stamps`), read from SQLite's
-own indexes, never the rows: the schema version and, for each table whose
-rows are nodes or name trees, its row count, largest rowid, sum of rowids,
+b-tree counts and indexes, never the rows: the schema version and, for each
+table whose rows are nodes or name trees, its row count, largest rowid,
 last id, and its parent links' fingerprint where `convgraph migrate`'s
 index of them exists. llm only appends, and SQLite gives a new row the
 rowid after the largest: since an older stamp, the rows up to its largest
-rowid must be as they were, links included, and the rows above it, with
-their links, are what was logged since. Anything else is no append.
+rowid must be as they were (as many, the same last id, the same links), and
+the rows above it, with their links, are what was logged since. Anything
+else is no append; a row put back by hand at a rowid of its own choosing,
+no stamp sees.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ _NEW_ROWS = {
 
 def table_stamps(logs: Source, since: dict[str, Any] | None) -> dict[str, Any]:
     """The stamp of `logs.conn`: "schema", each of `STAMPED_TABLES` present
-    as [count, largest rowid, sum of rowids, last id, links], and with
+    as [count, largest rowid, last id, links], and with
     `since`, `LOGGED_SINCE`. Raises `DatabaseError` where SQLite cannot."""
     conn = logs.conn
     assert conn is not None
@@ -92,13 +94,12 @@ def _table_stamp(
     conn: sqlite3.Connection, table: str, bound: int | None
 ) -> tuple[list[Any], list[Any]]:
     """The table's stamp, and with `bound` the same of its rows up to it
-    ([count, sum of rowids, links, id at the bound]; [] without). The whole
-    table is a scan of an index (the ids', the parents'), never of the rows;
-    the rows above the bound, few, are found by rowid and taken away."""
-    count, largest, rowids = conn.execute(
-        f'select count(*), max(rowid), sum(rowid) from "{table}"'
-    ).fetchone()
-    rowids = rowids or 0
+    ([count, links, id at the bound]; [] without). The whole table is
+    counted by SQLite's b-tree count and a scan of the parents' index, never
+    of the rows; the rows above the bound, few, are found by rowid and
+    taken away."""
+    (count,) = conn.execute(f'select count(*) from "{table}"').fetchone()
+    (largest,) = conn.execute(f'select max(rowid) from "{table}"').fetchone()
     parents = _has_parent_index(conn, table)
     # The last character of each parent id, summed: a link moved to another
     # parent shows, in one pass over the index.
@@ -111,10 +112,10 @@ def _table_stamp(
                 f' from "{table}" where {PARENT} is not null'
             ).fetchone()
         )
-    stamp = [count, largest, rowids, _id_at(conn, table, largest), links]
+    stamp = [count, largest, _id_at(conn, table, largest), links]
     if bound is None:
         return stamp, []
-    counted = "count(*), sum(rowid)"
+    counted = "count(*)"
     if parents:
         counted += f", count({PARENT}), sum({last})"
     above = conn.execute(
@@ -122,9 +123,8 @@ def _table_stamp(
     ).fetchone()
     kept_links: list[Any] = []
     if parents:
-        kept_links = [links[0] - above[2], (links[1] or 0) - (above[3] or 0)]
-    kept = [count - above[0], rowids - (above[1] or 0), kept_links]
-    return stamp, [*kept, _id_at(conn, table, bound)]
+        kept_links = [links[0] - above[1], (links[1] or 0) - (above[2] or 0)]
+    return stamp, [count - above[0], kept_links, _id_at(conn, table, bound)]
 
 
 def _same_links(old: list[Any], kept: list[Any]) -> bool:
@@ -151,10 +151,10 @@ def _logged_since(
     assert conn is not None
     trees: dict[str, None] = {}
     for table, rows in kept.items():
-        count, _, rowids, last, links = since[table]
-        if rows[:2] != [count, rowids] or rows[3] != last:
-            return None
-        if not _same_links(links or [], rows[2]):
+        if len(since[table]) != len(stamp[table]):
+            return None  # a stamp of another layout
+        count, _, last, links = since[table]
+        if [rows[0], rows[2]] != [count, last] or not _same_links(links, rows[1]):
             return None
         named: set[str] = set()
         for conversation, node in conn.execute(

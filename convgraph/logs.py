@@ -19,12 +19,12 @@ from convgraph.sources.source import NODE, ProgressCallback
 if TYPE_CHECKING:
     import pandas as pd
 
-        from convgraph.links.integrity import Problem
+    from convgraph.links.integrity import Problem
     from convgraph.model.filters import TreeFilter
     from convgraph.model.forest import Forest
     from convgraph.model.tree import ConversationTree
-    from convgraph.search import Hit
     from convgraph.present.transcript import Transcript
+    from convgraph.search import Hit
 
 #: The phase told to progress before statistics are computed from a read.
 COMPUTING = "computing statistics"

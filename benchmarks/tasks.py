@@ -253,7 +253,7 @@ def _convgraph_forest(db: str) -> Callable[[], Any]:
 @task("convgraph.load_tree")
 def _convgraph_load_tree(db: str, conversation: str) -> Callable[[], Any]:
     """One conversation as a DiGraph."""
-    from convgraph import load_tree
+    from convgraph.model.loading import load_tree
 
     return lambda: load_tree(conversation, db)
 
@@ -269,8 +269,8 @@ def _convgraph_path(db: str, node: str) -> Callable[[], list]:
 @task("convgraph.descendants")
 def _convgraph_descendants(db: str, node: str) -> Callable[[], list]:
     """Every node below a node."""
-    from convgraph import load_tree_of_node
     from convgraph.model import tree
+    from convgraph.model.loading import load_tree_of_node
 
     return lambda: tree.descendants(load_tree_of_node(node, db), node)
 
@@ -278,8 +278,8 @@ def _convgraph_descendants(db: str, node: str) -> Callable[[], list]:
 @task("convgraph.leaves")
 def _convgraph_leaves(db: str, conversation: str) -> Callable[[], list]:
     """The leaves of one conversation."""
-    from convgraph import load_tree
     from convgraph.model import tree
+    from convgraph.model.loading import load_tree
 
     return lambda: tree.leaves(load_tree(conversation, db))
 

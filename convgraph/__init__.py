@@ -27,9 +27,6 @@ _LAZY = {
     "Logs": "convgraph.logs",
     "Problem": "convgraph.links.integrity",
     "Forest": "convgraph.model.forest",
-    "load_tree": "convgraph.model.loading",
-    "load_tree_of_node": "convgraph.model.loading",
-    "load_path": "convgraph.model.loading",
     "render_tree": "convgraph.present.text_tree",
     **dict.fromkeys(
         (
@@ -86,9 +83,6 @@ __all__ = [
     "diff",
     "edge_table",
     "leaves",
-    "load_path",
-    "load_tree",
-    "load_tree_of_node",
     "node_table",
     "node_totals",
     "open",
@@ -141,7 +135,6 @@ if TYPE_CHECKING:
     from convgraph.links.integrity import Problem
     from convgraph.logs import Logs, open
     from convgraph.model.forest import Forest
-    from convgraph.model.loading import load_path, load_tree, load_tree_of_node
     from convgraph.model.tree import (
         ConversationTree,
         ancestors,

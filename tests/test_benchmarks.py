@@ -26,8 +26,9 @@ from benchmarks import (
     writes,
 )
 from benchmarks.report import Measurement, Row  # noqa: E402
-from convgraph import Forest, load_tree  # noqa: E402
+from convgraph import Forest  # noqa: E402
 from convgraph.model import tree as ops  # noqa: E402
+from convgraph.model.loading import load_tree  # noqa: E402
 from tests.databases import COMPLEX, LINEAR, MULTIPLE_ROOTS, seed_database  # noqa: E402
 from tests.helpers import plain  # noqa: E402
 
@@ -808,7 +809,8 @@ def test_the_diff_texts_are_what_they_say():
 
 
 def test_a_synthetic_chat_export_reads_as_what_it_holds(tmp_path):
-    from convgraph import Forest, load_path
+    from convgraph import Forest
+    from convgraph.model.loading import load_path
 
     path = tmp_path / "conversations.json"
     held = sources.write_export(path, 0.3)

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convgraph import Forest, load_tree, render_tree
+from convgraph import Forest, render_tree
 from convgraph.analysis.stats import summary
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, break_cycles, check_links
 from convgraph.model import tree as ops
-from convgraph.model.loading import load_path, read_tree
+from convgraph.model.loading import load_path, load_tree, read_tree
 from convgraph.sources import open_logs
 from tests.databases import add_response, add_tree, legacy_database, timestamp
 from tests.helpers import examples

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from convgraph import DatabaseError, Forest, UnknownConversation, load_tree
+from convgraph import DatabaseError, Forest, UnknownConversation
 from convgraph.links.integrity import Problem
 from convgraph.model import tree as ops
-from convgraph.model.loading import load_tree_of_node, read_tree
+from convgraph.model.loading import load_tree, load_tree_of_node, read_tree
 from convgraph.sources import open_logs
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
 from tests.helpers import (

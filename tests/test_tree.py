@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from convgraph import UnknownNode, load_tree, load_tree_of_node, render_tree
+from convgraph import UnknownNode, render_tree
 from convgraph.analysis.stats import summary
 from convgraph.model import tree as ops
+from convgraph.model.loading import load_tree, load_tree_of_node
 from tests.databases import LlmLog
 
 

@@ -5,7 +5,7 @@ beside `llm logs -q` and a bare FTS5 build of the same texts (issue 37).
 Rows, for each kind of file and size:
 
 - the first search: the whole file read and a fresh index built
-  (`search_index.open_index` on an empty cache), once, with the peak
+  (`search.index.open_index` on an empty cache), once, with the peak
   memory of its process, beside a bare SQLite FTS5 build of the same texts
   (prompt, response and system of every row, one `insert ... select` into
   an FTS5 table of a fresh file: SQLite alone, nothing of convgraph); each
@@ -20,7 +20,8 @@ Rows, for each kind of file and size:
   the common word again with `--model`, the filter applied on the index;
 - a search after llm logged ten more calls into one conversation (appended
   untimed before each search, as llm appends them), the index brought up to
-  date first.
+  date first; and on a legacy file `convgraph migrate` indexed, a search
+  after one response logged with a parent (issue 45: its tree alone read).
 
 The library's calls are timed in process, so each time is what the
 command adds beyond its start-up (`python -m benchmarks startup` times
@@ -75,7 +76,7 @@ def _cache(directory: Path | str) -> None:
 def _build(db: str) -> Callable[[int], float]:
     """The whole index, built afresh each call (the first search); the
     figure ``MB peak`` is the process's peak resident memory."""
-    from convgraph.analysis.search_index import open_index
+    from convgraph.search.index import open_index
     from convgraph.sources import open_logs
 
     def time_it(loops: int) -> float:
@@ -144,8 +145,8 @@ def _query(db: str, query: str, model: str = "", cache: str = "") -> Callable[[]
     ranked hits, their snippets and their branch marks; with `model`, only
     in the trees with a node of a model it matches (`--model`: the filter
     applied on the index)."""
-    from convgraph.analysis.search import search
     from convgraph.model.filters import TreeFilter
+    from convgraph.search import search
 
     _cache(cache or _workdir())
     where = TreeFilter(models=(model,)) if model else None
@@ -182,7 +183,7 @@ def _append(path: Path, count: int) -> None:
 @tasks.task("search.update", timer=True)
 def _update(db: str, query: str) -> Callable[[int], float]:
     """A search after llm logged `APPENDED` more calls (appended untimed)."""
-    from convgraph.analysis.search import search
+    from convgraph.search import search
 
     work = _workdir()
     _cache(work / "cache")
@@ -194,6 +195,54 @@ def _update(db: str, query: str) -> Callable[[int], float]:
         total = 0.0
         for _ in range(loops):
             _append(copy, APPENDED)
+            started = time.perf_counter()
+            hits = search(copy, query)
+            total += time.perf_counter() - started
+            tasks.figure("hits", len(hits))
+        return total
+
+    return time_it
+
+
+def _append_child(path: Path) -> None:
+    """One response logged with a parent, as convgraph's `branch` or an
+    older llm under `migrate`'s trigger logs it: a child of the newest
+    response, in its conversation."""
+    conn = sqlite3.connect(path)
+    columns = [row[1] for row in conn.execute('pragma table_info("responses")')]
+    others = ", ".join(
+        f'"{column}"'
+        for column in columns
+        if column not in ("id", "parent_response_id")
+    )
+    conn.execute(
+        f"insert into responses (id, parent_response_id, {others})"
+        f" select ?, id, {others} from responses"
+        " where rowid = (select max(rowid) from responses)",
+        [f"child-{time.time_ns()}"],
+    )
+    conn.commit()
+    conn.close()
+
+
+@tasks.task("search.update_migrated", timer=True)
+def _update_migrated(db: str, query: str) -> Callable[[int], float]:
+    """A search after one response logged with a parent (appended untimed)
+    into a copy of the legacy file that `convgraph migrate` indexed."""
+    from convgraph.search import search
+    from convgraph.store import migrate
+
+    work = _workdir()
+    _cache(work / "cache")
+    copy = work / "logs.db"
+    shutil.copyfile(db, copy)
+    migrate(copy)
+    search(copy, query)  # the index built, untimed
+
+    def time_it(loops: int) -> float:
+        total = 0.0
+        for _ in range(loops):
+            _append_child(copy)
             started = time.perf_counter()
             hits = search(copy, query)
             total += time.perf_counter() - started
@@ -295,4 +344,16 @@ def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
                     suite.once(suite.task("search.update", db=db, query=rare)),
                 )
             )
+            if kind == "legacy":
+                found.append(
+                    Row(
+                        "search",
+                        kind,
+                        size,
+                        "search after one response with a parent, migrated",
+                        suite.once(
+                            suite.task("search.update_migrated", db=db, query=rare)
+                        ),
+                    )
+                )
     return found

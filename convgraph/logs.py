@@ -19,12 +19,12 @@ from convgraph.sources.source import NODE, ProgressCallback
 if TYPE_CHECKING:
     import pandas as pd
 
-    from convgraph.analysis.search import Hit
     from convgraph.links.integrity import Problem
     from convgraph.model.filters import TreeFilter
     from convgraph.model.forest import Forest
     from convgraph.model.tree import ConversationTree
     from convgraph.present.transcript import Transcript
+    from convgraph.search import Hit
 
 #: The phase told to progress before statistics are computed from a read.
 COMPUTING = "computing statistics"
@@ -266,8 +266,8 @@ class Logs:
 
     def search(self, query: str, **options: Any) -> list[Hit]:
         """The nodes of every branch that match `query`, best first
-        (`convgraph.analysis.search.search`'s options)."""
-        from convgraph.analysis.search import search
+        (`convgraph.search.search`'s options)."""
+        from convgraph.search import search
 
         return search(self.source, query, **options)
 

@@ -127,7 +127,7 @@ def test_a_branch_left_that_started_a_subagent_is_counted() -> None:
 def test_search_says_a_hit_is_in_a_subagent(tmp_path: Path) -> None:
     """x4, the subagent's node, is neither on the active path nor an
     abandoned branch: search says sidechain, and --abandoned leaves it out."""
-    from convgraph.analysis.search import search
+    from convgraph.search import search
 
     projects = tmp_path / "projects"
     shutil.copytree(PROJECTS, projects)

@@ -11,7 +11,6 @@ from rich.console import Console  # noqa: E402
 from rich.style import Style  # noqa: E402
 from rich.text import Text  # noqa: E402
 
-from convgraph.analysis.search import Hit  # noqa: E402
 from convgraph.browse.conversations import hit_line  # noqa: E402
 from convgraph.browse.details import (  # noqa: E402
     markdown_kind,
@@ -26,6 +25,7 @@ from convgraph.browse.listing import (  # noqa: E402
 from convgraph.browse.strips import fitted  # noqa: E402
 from convgraph.browse.tree_view import short_ids  # noqa: E402
 from convgraph.parts import tool_call, tool_result  # noqa: E402
+from convgraph.search import Hit  # noqa: E402
 
 
 def test_a_line_is_cut_with_an_ellipsis_or_padded() -> None:

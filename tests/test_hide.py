@@ -213,7 +213,7 @@ def test_search_leaves_a_hidden_branch_out_and_finds_it_shown_again(
     """The index is a cache of what every output shows: a hide (a note in
     convgraph's table) has the hidden node's tree read again, on llm's file
     and beside a chat export."""
-    from convgraph.analysis.search import search
+    from convgraph.search import search
 
     path, below = retried["path"], retried["below"]
     index = tmp_path / "index"

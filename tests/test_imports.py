@@ -129,7 +129,7 @@ LAYERS = [
     ["convgraph.sources"],
     ["convgraph.model"],
     ["convgraph.analysis", "convgraph.present"],
-    ["convgraph.export"],
+    ["convgraph.export", "convgraph.search"],
     ["convgraph.store", "convgraph.logs"],
     [
         "convgraph.cli",

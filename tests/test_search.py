@@ -1,4 +1,4 @@
-"""`convgraph search` and `analysis.search.search`: exact hits on known
+"""`convgraph search` and `convgraph.search.search`: exact hits on known
 forests (a word only on an abandoned branch, only in a response, in a tool
 call's arguments, in Japanese and Russian, hostile query syntax as text), the
 index following what llm logs and what `convgraph delete` removes, both
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from convgraph.analysis.search import search
-from convgraph.analysis.search_index import INDEX_SUFFIX, META_FILE, index_path
+from convgraph.search import search
+from convgraph.search.index import INDEX_SUFFIX, META_FILE, index_path
 from convgraph.store import migrate
 from tests.chat_exports import chatgpt_branches, write_json
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
@@ -147,6 +147,40 @@ def test_query_syntax_takes_the_engines_language(forest_db):
         assert result.stderr == (
             "Error: not a query in the search engine's language: Syntax Error: NEAR(\n"
         )
+
+
+def test_a_word_with_a_star_is_a_prefix_in_the_engines_language(forest_db):
+    # Issue 45: tantivy's parser reads `museu*` as `museu`.
+    assert sorted(hit_ids(forest_db, "museu*", query_syntax=True)) == ["c", "d"]
+    (hit,) = search(forest_db, "tick*", query_syntax=True)
+    assert (hit.id, hit.fields, hit.snippet) == (
+        "d",
+        ["prompt"],
+        "Tickets for the museum?",
+    )
+    assert [hit.snippet[start:end] for start, end in hit.marks] == ["Tickets"]
+    (hit,) = search(forest_db, "quokka exhib*", query_syntax=True)
+    assert [hit.snippet[start:end] for start, end in hit.marks] == ["quokka", "exhibit"]
+    assert hit_ids(forest_db, "museu* -ticket*", query_syntax=True) == ["c"]
+    assert hit_ids(forest_db, "response:museu*", query_syntax=True) == ["d"]
+    assert sorted(hit_ids(forest_db, "zeb* OR quok*", query_syntax=True)) == ["b", "c"]
+    assert hit_ids(forest_db, "CAF*", query_syntax=True) == ["ru"]  # café, folded
+    # A phrase's prefix and nearness stay the engine's; in text, * is a sign.
+    assert hit_ids(forest_db, '"the muse"*', query_syntax=True) == ["d", "c"]
+    assert hit_ids(forest_db, '"tickets museum"~2', query_syntax=True) == ["d"]
+    assert hit_ids(forest_db, "museu*") == []
+    result = run("search", "--db", forest_db, "--query-syntax", "museu*")
+    assert "Tickets for the museum?" in result.stdout
+
+
+def test_no_regular_expression_of_ones_own(forest_db):
+    result = run(
+        "search", "--db", forest_db, "--query-syntax", "prompt:/mus.*/", expect=2
+    )
+    assert result.stderr == (
+        "Error: not a query in the search engine's language:"
+        " Unsupported query: Regex queries are not allowed.\n"
+    )
 
 
 def test_the_command_prints_records_and_a_persons_form(forest_db):
@@ -353,18 +387,19 @@ def test_the_search_group_plans_its_rows_on_known_tasks(tmp_path):
         )
         for row in rows
     ]
-    assert sides == [
-        (kind, operation, ours, theirs)
-        for kind in ("legacy", "store")
-        for operation, ours, theirs in (
-            ("first search (read + index built)", "search.build", "fts5.build"),
-            ("query, rare word", "search.query", "llm logs -q"),
-            ("query, common word", "search.query", "llm logs -q"),
-            ("query, common word, --model 'gpt-4*'", "search.query", None),
-            ("search after 10 more calls", "search.update", None),
-        )
-    ]
-    assert {"search.build", "fts5.build", "search.query", "search.update"} <= set(
-        tasks.load()
+    each = (
+        ("first search (read + index built)", "search.build", "fts5.build"),
+        ("query, rare word", "search.query", "llm logs -q"),
+        ("query, common word", "search.query", "llm logs -q"),
+        ("query, common word, --model 'gpt-4*'", "search.query", None),
+        ("search after 10 more calls", "search.update", None),
     )
-    assert {"search.build", "fts5.build", "search.update"} <= tasks.TIMERS
+    migrated = ("search after one response with a parent, migrated",)
+    assert sides == [
+        *[("legacy", *row) for row in each],
+        ("legacy", *migrated, "search.update_migrated", None),
+        *[("store", *row) for row in each],
+    ]
+    timed = {"search.build", "fts5.build", "search.update", "search.update_migrated"}
+    assert timed | {"search.query"} <= set(tasks.load())
+    assert timed <= tasks.TIMERS

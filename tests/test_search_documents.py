@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from convgraph.analysis.search import search
-from convgraph.analysis.search_documents import (
+from convgraph.model.forest import Forest
+from convgraph.search import search
+from convgraph.search.documents import (
     ABANDONED,
     ACTIVE,
     NodeColumns,
@@ -24,8 +25,7 @@ from convgraph.analysis.search_documents import (
     batched_documents,
     forest_documents,
 )
-from convgraph.analysis.search_text import spaced
-from convgraph.model.forest import Forest
+from convgraph.search.text import spaced
 from convgraph.sources import open_logs
 from convgraph.sources.source import NodeTexts
 from tests.chat_exports import claude_export, write_json

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from convgraph.analysis.search import search
-from convgraph.analysis.search_index import (
+from convgraph.model.forest import Forest
+from convgraph.search import search
+from convgraph.search.index import (
     INDEX_SUFFIX,
     META_FILE,
     index_path,
     open_index,
 )
-from convgraph.model.forest import Forest
 from convgraph.sources import open_logs
 from convgraph.store import migrate
 from tests.databases import LlmLog, add_response, legacy_database, timestamp

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from convgraph.analysis.search import query_words, search
+from convgraph import parts
 from convgraph.errors import ConvgraphError
 from convgraph.model.filters import TreeFilter, tree_is_in
 from convgraph.model.forest import Forest
+from convgraph.search.query import marked, query_words, search
+from convgraph.search.text import normalized, parts_text, spaced
 from convgraph.times import parse_bound
 from tests.databases import add_response, legacy_database
 from tests.helpers import run
@@ -175,6 +177,7 @@ def test_query_syntax_errors_are_one_line(scripts_db, query, error):
 def test_query_syntax_takes_anything_else(scripts_db):
     assert len(search(scripts_db, "*", query_syntax=True)) == len(NODES)
     assert ids(scripts_db, "時々 OR 서울", query_syntax=True) == ["jp", "ko"]
+    assert ids(scripts_db, "東京* OR ｆｕ*", query_syntax=True) == ["jp", "wide"]
     assert search(scripts_db, "zero\x00", query_syntax=True)[0].id == "year1"
     with pytest.raises(ConvgraphError, match="nothing to search for"):
         search(scripts_db, "\x00 ", query_syntax=True)
@@ -237,3 +240,19 @@ def test_time_bounds_compare_as_every_command_does(scripts_db, since, until):
     )
     assert result.stderr == ""
     assert len(result.stdout.splitlines()) == len(expected)
+
+
+def test_the_text_rules_of_queries_and_snippets():
+    assert query_words('say "Hi*" NEAR( -- 東京') == [
+        ["say"],
+        ["hi"],
+        ["near"],
+        ["東", "京"],
+    ]
+    assert normalized("ﾀﾜｰ") == spaced("タワー")
+    assert spaced("東京 in May") == "\u200b東\u200b\u200b京\u200b in May"
+    assert marked("a \ue000big\ue001\n cat") == ("a big cat", [[2, 5]])
+    # Words that touch (a script without spaces) are one mark.
+    assert marked("\ue000東\ue001\u200b\u200b\ue000京\ue001") == ("東京", [[0, 2]])
+    tool_call = parts.tool_call("lookup", {"city": "Oslo"})
+    assert parts_text([tool_call]) == 'lookup {"city": "Oslo"}'

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from convgraph.analysis.search import search
+from convgraph.search import search
 from tests.chat_exports import chatgpt_tools, claude_export, webui_export, write_json
 from tests.helpers import file_digest, run
 

@@ -215,7 +215,7 @@ class BrowseApp(App[None]):
     def on_conversation_list_search_asked(
         self, event: ConversationList.SearchAsked
     ) -> None:
-        from convgraph.analysis.search_index import index_path
+        from convgraph.search.index import index_path
 
         indexing = not index_path(self.logs.source.path).exists()
         self.conversations.searching(event.query, indexing)

@@ -28,7 +28,7 @@ from convgraph.text import cell_width, excerpt, pad, terminal_text
 from convgraph.times import shown_time
 
 if TYPE_CHECKING:
-    from convgraph.analysis.search import Hit
+    from convgraph.search import Hit
 
 #: The table's columns: heading and width (the last takes what is left).
 COLUMNS = (

@@ -20,11 +20,11 @@ from convgraph.text import cell_width, terminal_text, window
 from convgraph.times import shown_time
 
 #: The hits shown unless -n says otherwise, and the most -n takes
-#: (`analysis.search.MAX_LIMIT`, spelt here so that the command line lists
+#: (`convgraph.search.query.MAX_LIMIT`, spelt here so that the command line lists
 #: its options without importing the library).
 DEFAULT_HITS = 20
 MOST_HITS = 100_000
-#: The records' columns: the fields of `analysis.search.Hit`, named here so
+#: The records' columns: the fields of `convgraph.search.Hit`, named here so
 #: that the command line lists them without importing the library.
 COLUMNS = (
     "rank",

@@ -20,8 +20,8 @@ from convgraph.errors import ConvgraphError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from convgraph.analysis.search import Hit
     from convgraph.model.tree import ConversationTree
+    from convgraph.search import Hit
 
 #: (size, modification time) of the file and of its write-ahead log, and
 #: SQLite's change counter (one more at every commit outside WAL mode).

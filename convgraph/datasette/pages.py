@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from datasette.database import Database
     from datasette.utils.asgi import Request
 
-    from convgraph.analysis.search import Hit
+    from convgraph.search import Hit
 
 #: Where the plugin's pages are, under Datasette's base URL.
 PREFIX = "-/convgraph"

@@ -406,6 +406,17 @@ class Source:
         (a chat export); None (this default) where it reads a tree alone."""
         return None
 
+    def table_stamps(
+        self, since: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """What the file's rows say of themselves, from its own indexes, as
+        plain JSON values: any commit that adds, deletes or moves rows changes
+        it. With `since` (an earlier stamp), its "logged_since" names the
+        trees of the rows logged after that one, or is None where anything
+        else changed. None (this default) where the file has no such tables:
+        compare the files themselves."""
+        return None
+
 
 def _read_trees(
     logs: Source, tree_ids: list[str], text: bool, report: ProgressCallback

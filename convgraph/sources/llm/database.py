@@ -432,3 +432,9 @@ class LogDatabase(Source):
 
     def tree_counts(self) -> list[listing.TreeCount]:
         return listing.tree_counts(self)
+
+    def table_stamps(self, since: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The stamp of llm's tables (`convgraph.sources.llm.stamps`)."""
+        from convgraph.sources.llm.stamps import table_stamps
+
+        return table_stamps(self, since)

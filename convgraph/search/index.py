@@ -1,44 +1,23 @@
-"""The full-text index that `convgraph search` ranks with: every node's
-prompt, response, system prompt and parts in a tantivy index (a Lucene-class
-engine in Rust, through its maintainers' Python bindings), with the node's
-depth and branch mark as the model gives them (`Forest`: `model.marks`,
-pointer jumping), kept as a cache and brought up to date before each search.
+"""The tantivy index `convgraph search` ranks with: one document a node
+(`convgraph.search.documents`: its texts, depth and branch mark), kept as a
+cache and brought up to date before each search. Why not llm's own FTS
+tables: docs/design.md#search-has-an-index-of-its-own.
 
-Why an index of our own: llm's `responses_fts` and `turn_search_fts` index
-only the prompt and the answer of each call (no tool calls or results, no
-reasoning, no system prompt), one row a call rather than a node (a tool
-chain is one node: `sources.llm.runs`), and a file upgraded from an older
-llm holds the two generations in two tables. So the index is built from the
-forest, one document a node (`convgraph.analysis.search_documents`), never
-inside the user's file: from the forest read without its texts and the
-texts taken a batch at a time where the reader gives them so
-(`Source.text_batches`: llm's legacy files), so that a large file's texts
-are never all held at once, else from the forest read with its texts.
+Where it lies: in the user's cache (`cache_directory`), named by the file's
+absolute path and identity (a file replaced at the same path is another
+index), or under `--index DIR`; a place that cannot be written falls back
+to the cache, and nothing is written beside the user's file. A lock file
+beside the index is held shared while a search reads and exclusive while
+the index is built or updated, so concurrent first searches share one
+build. A build goes to a directory of its own, moved into place when done
+and removed on any exit the process sees (one a killed process left, by
+the next writer).
 
-Where it lies: a directory in the user's cache
-(`$XDG_CACHE_HOME/convgraph/search/`, else `~/.cache/convgraph/search/`)
-named by the searched file's absolute path and its identity (device and
-inode: a file replaced by another at the same path is another index), or
-under `--index DIR` where the user names one; a place that cannot be
-written falls back to the cache. Nothing is written beside the user's file.
-One process writes an index at a time: a lock file beside the index
-(`fcntl.flock`), held shared while a search reads and exclusive while the
-index is built or updated, so concurrent first searches wait for one build
-and then share it. A build is written to a directory of its own and moved
-into place, so no search sees half an index, and the partial directory is
-removed on any exit the process sees (the command turns SIGTERM into one);
-one a killed process left is removed by the next writer.
-
-Staying current (`docs/design.md#search-has-an-index-of-its-own`): the
-index keeps two stamps of the data it was built from
-(`convgraph.analysis.search_stamps`). While the quick one holds (file
-identity, sizes, times, SQLite's header and WAL header) the index is used
-as it is; when it moved, the content stamp says whether only new rows came
-(their trees alone are read again and their documents replaced, depths and
-marks included), nothing indexed changed (a note: the stamps renewed), or
-anything else (a deletion, a migration, an export's files changed): the
-index is built again. The text rules, the same for the texts and the
-queries, are `convgraph.analysis.search_text`'s.
+Staying current: while the quick stamp holds (`convgraph.search.stamps`)
+the index is used as it is; when it moved, the content stamp says whether
+rows were appended (their trees read again and their documents replaced),
+nothing indexed changed (the stamps renewed), or anything else (the index
+built again).
 """
 
 from __future__ import annotations
@@ -54,68 +33,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convgraph.analysis.search_documents import (
-    ABANDONED,
-    ACTIVE,
+from convgraph.errors import DatabaseError, UnknownConversation
+from convgraph.search.documents import (
     FIELDS,
-    SIDECHAIN,
     NodeColumns,
     RepeatedIds,
     add_documents,
     batched_documents,
     forest_documents,
 )
-from convgraph.analysis.search_stamps import (
-    changed_trees,
-    content_stamp,
-    quick_stamp,
-    stored,
-)
-from convgraph.analysis.search_text import (
-    ZERO_WIDTH_SPACE,
-    analyzer,
-    normalized,
-    parts_text,
-    spaced,
-)
-from convgraph.errors import DatabaseError, UnknownConversation
+from convgraph.search.stamps import changed_trees, content_stamp, quick_stamp, stored
+from convgraph.search.text import analyzer
 from convgraph.sources.source import Source
-
-__all__ = [
-    "ABANDONED",
-    "ACTIVE",
-    "FIELDS",
-    "SIDECHAIN",
-    "ZERO_WIDTH_SPACE",
-    "SearchIndex",
-    "analyzer",
-    "cache_directory",
-    "index_path",
-    "normalized",
-    "open_index",
-    "parts_text",
-    "schema",
-    "spaced",
-]
 
 if TYPE_CHECKING:
     import tantivy
 
     from convgraph.sources.source import ProgressCallback
 
-#: The layout of the index and its text rules: an index of another layout
-#: (or the old FTS5 file's) is built again.
+#: The layout of the index and its text rules: another is built again.
 INDEX_VERSION = 1
 #: The end of an index directory's name.
 INDEX_SUFFIX = ".convgraph-search"
-#: The file in the index directory that says what the index was built from.
+#: The file that says what the index was built from.
 META_FILE = "convgraph-search.json"
 #: The name the index's analyzer is registered under.
 TOKENIZER = "convgraph"
 #: The writer's memory for documents not yet written (tantivy's heap).
 WRITER_HEAP = 200_000_000
-
-# -- where the index lies ---------------------------------------------------
 
 
 def cache_directory() -> Path:
@@ -135,8 +80,8 @@ def _identity(path: Path) -> tuple[int, int]:
 
 
 def _key(source_path: Path) -> str:
-    """The start of an index directory's name: the file's name and a hash of
-    its absolute path (identity follows, `index_path`)."""
+    """An index directory's name but its identity: the file's name, a hash
+    of its path."""
     import hashlib
 
     digest = hashlib.sha256(os.fsencode(source_path)).hexdigest()[:16]
@@ -147,9 +92,8 @@ def _key(source_path: Path) -> str:
 def index_path(
     source_path: str | os.PathLike[str], directory: str | os.PathLike[str] | None = None
 ) -> Path:
-    """The directory that holds the index of the file at `source_path`: in
-    `directory` where given, else in `cache_directory`, named by the file's
-    absolute path and identity (device, inode)."""
+    """The index directory of the file at `source_path`, in `directory`
+    (else the cache), named by the file's absolute path and identity."""
     source = Path(os.path.abspath(source_path))
     device, inode = _identity(source)
     base = Path(directory) if directory is not None else cache_directory()
@@ -164,15 +108,9 @@ def _writable(directory: Path) -> bool:
     return os.access(directory, os.W_OK | os.X_OK)
 
 
-# -- the index's layout -------------------------------------------------------
-
-
 def schema() -> tantivy.Schema:
-    """The index's documents: a node's texts (`FIELDS`, stored for the
-    snippets), its id and tree (exact, for updates and filters), model and
-    source (exact, for filters), time (stored) and moment (microseconds
-    since 1970, for time filters), depth, and `branch` (`ACTIVE`,
-    `ABANDONED` or `SIDECHAIN`)."""
+    """The documents: a node's texts (`FIELDS`), its id, tree, model and
+    source (exact terms), time, moment (for time filters), depth, branch."""
     import tantivy
 
     builder = tantivy.SchemaBuilder()
@@ -197,12 +135,10 @@ def schema() -> tantivy.Schema:
 
 @dataclass
 class SearchIndex:
-    """An index brought up to date with its file (`open_index`): `index`
-    the tantivy index, `searcher` a searcher of it, `path` its directory,
-    `models` every model name its nodes have held (what a filter's globs
-    are matched against), `built` what this opening did to it: "" (it was
-    current), "updated" or "built".
-    The index is held (a shared lock) until `close`."""
+    """An index brought up to date with its file (`open_index`), held (a
+    shared lock) until `close`: `models` every model name its nodes have
+    held (for a filter's globs), `built` what the opening did: "" (it was
+    current), "updated" or "built"."""
 
     index: tantivy.Index
     searcher: tantivy.Searcher
@@ -247,25 +183,11 @@ def open_index(
     notice: Callable[[str], None] | None = None,
     rebuild: bool = False,
 ) -> SearchIndex:
-    """The index of `logs`, built on first use and brought up to date with
-    the file (see the module's docstring), held until closed.
-
-    Parameters
-    ----------
-    logs
-        The open file (llm's database, a chat export, an agents' folder).
-    directory
-        Where the index lies (`--index DIR`); the cache directory where not
-        given or where it cannot be written.
-    progress
-        Told how far a build has come, `(phase, done, total)`.
-    notice
-        Told, in one line each, what the user should know: an index found
-        damaged or of another layout and built again, a place that could
-        not be written, where a built index went.
-    rebuild
-        Build the index anew whatever its stamps say (a search found it
-        damaged).
+    """The index of `logs` in `directory` (else the cache), built on first
+    use and brought up to date with the file, held until closed; `rebuild`
+    builds it anew whatever its stamps say. `progress` is told how far a
+    build has come; `notice`, in one line each, what the user should know
+    (an index built again, a place not writable, where a build went).
 
     Raises
     ------
@@ -368,7 +290,6 @@ def _open_current(
             meta = None if rebuild else _current_meta(path, quick)
             if meta is None:
                 meta, built = _brought_up_to_date(logs, path, progress, say, rebuild)
-            # Shared again before searching; the index is as just written.
             fcntl.flock(lock, fcntl.LOCK_SH)
         try:
             index = _tantivy_index(path)
@@ -430,21 +351,13 @@ def _write_meta(path: Path, meta: dict[str, Any]) -> None:
         partial.unlink(missing_ok=True)
 
 
-# -- writing --------------------------------------------------------------
-
-
 def _add_every_node(
     logs: Source, writer: Any, progress: ProgressCallback | None
 ) -> set[str]:
     """Every node of `logs` added to `writer` as its document; the model
-    names the nodes hold.
-
-    Where the reader gives the texts apart from the forest
-    (`Source.text_batches`: llm's legacy files), the forest is read without
-    them and each batch of texts made documents as it comes, so that the
-    texts are never all held at once (a forest read with its texts holds
-    most of the file); tantivy indexes a batch while the next is read.
-    Elsewhere the forest is read with its texts."""
+    names the nodes hold. Where the reader gives the texts apart
+    (`Source.text_batches`), the forest is read without them and the texts
+    come a batch at a time, never all held at once."""
     from convgraph.model.forest import Forest
 
     layout = schema()
@@ -480,9 +393,7 @@ def _build(
     content: dict[str, Any],
     progress: ProgressCallback | None,
 ) -> dict[str, Any]:
-    """The whole index, written to a directory of its own and moved into
-    place (under the exclusive lock), so that a search never sees half an
-    index; its meta."""
+    """The whole index, written apart and moved into place; its meta."""
     import tantivy
 
     for stale in path.parent.glob(f"{path.name}.*.partial"):
@@ -530,14 +441,9 @@ def _updated(
     content: dict[str, Any],
     progress: ProgressCallback | None = None,
 ) -> dict[str, Any]:
-    """The documents of `trees` read again (texts, depths, branch marks) and
-    put in place of their old ones; the new meta.
-
-    Raises
-    ------
-    UnknownConversation
-        A tree cannot be read by name (then the index is built again).
-    """
+    """The documents of `trees` read again and put in place of their old
+    ones; the new meta. Raises `UnknownConversation` where a tree cannot be
+    read by name (then the index is built again)."""
     from convgraph.model.forest import Forest
 
     if trees:
@@ -546,8 +452,7 @@ def _updated(
         )
         index = _tantivy_index(path)
         writer = _writer(index)
-        # The trees' old documents, and any of the same ids (a tree named
-        # anew), leave first.
+        # The ids too: a tree named anew leaves documents under the old name.
         for tree in trees:
             writer.delete_documents_by_term("tree", tree)
         for node_id in forest.nodes["id"].tolist():

@@ -1,28 +1,14 @@
 """The search index's documents, one a node, and their adding to tantivy's
-writer (`convgraph.analysis.search_index` builds and updates the index).
+writer. A document holds a node's texts (`FIELDS`, as the index holds them:
+`convgraph.search.text`) and what a hit shows or a filter asks: its id and
+tree, depth and branch mark, model, source, time and `moment`.
 
-A document holds a node's texts (prompt, response, system prompt, the
-searchable text of its parts: `search_text.parts_text`), each made as the
-index holds it (`search_text.normalized`), and what a hit shows or a
-filter asks beside them: the node's id and tree, its depth and branch mark
-(`ACTIVE`, `ABANDONED` or `SIDECHAIN`, as the model gives them), its model, source and stored time, and that time as microseconds
-(`moment`, for time filters).
-
-The documents come two ways, by one rule (`NodeColumns.documents`):
-
-- `forest_documents`: a forest read with its texts (the trees of an
-  update; every file whose reader gives its texts only with the forest:
-  chat exports, agents' sessions, llm's message store and files with
-  parts);
-- `batched_documents`: the forest read without texts, kept as compact
-  columns (`NodeColumns`), and the texts taken from the file a batch at a
-  time (`Source.text_batches`: llm's legacy files, the largest). What it
-  buys: a forest read with its texts holds every text at once, most of
-  the file, where this holds the structure and one batch (`python -m
-  benchmarks search` prints the build's peak memory); and each batch is
-  read while tantivy's threads index the ones before it.
-
-`tests/test_search_documents.py` checks that both give the same documents.
+They come two ways, by one rule (`NodeColumns.documents`): from a forest
+read with its texts (`forest_documents`: an update's trees, and every file
+whose reader gives its texts only so), or from the forest read without
+texts, kept as compact columns, and the texts a batch at a time
+(`batched_documents`, `Source.text_batches`: llm's legacy files), so that
+a large file's texts are never all held at once.
 """
 
 from __future__ import annotations
@@ -30,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from convgraph.analysis.search_text import normalized, parts_text
 from convgraph.contract import PARTS
+from convgraph.search.text import normalized, parts_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,7 +32,7 @@ ACTIVE, ABANDONED, SIDECHAIN = 0, 1, 2
 #: The indexed texts of a node.
 FIELDS = ("prompt", "response", "system", PARTS)
 #: How many nodes of a forest read with its texts are made documents at a
-#: time (its columns turned into Python values a slice at a time).
+#: time.
 CHUNK = 20_000
 
 #: The texts the file's readers give as columns (the rest are the parts).
@@ -60,14 +46,8 @@ class RepeatedIds(Exception):
 
 class NodeColumns:
     """What the documents take of each node of a forest but its texts, in
-    compact columns that outlive the forest (codes for the trees, models
-    and sources; numbers for the depths and branch marks; Arrow's strings
-    for the ids and times where the table holds them so), rows as in
-    `forest.nodes`.
-
-    `models` names every model the nodes hold (what the index's meta keeps
-    for the filters' globs).
-    """
+    compact columns that outlive the forest, rows as in `forest.nodes`;
+    `models` names every model the nodes hold."""
 
     def __init__(self, forest: Forest):
         import numpy as np
@@ -281,12 +261,7 @@ def batched_documents(
     logged since it was read, hidden branches) are passed over. A node no
     batch names (its row deleted since the forest was read: the stamps show
     it, and the next search builds again) has a document without texts.
-
-    Raises
-    ------
-    RepeatedIds
-        A node named twice (a file whose ids are no key): then the forest
-        read with its texts says which row is the node.
+    Raises `RepeatedIds` where a node is named twice (ids that are no key).
     """
     import numpy as np
 

@@ -1,23 +1,13 @@
-"""Search every node of every tree: hits ranked by BM25, each with a snippet
-around the words found, where it lies (tree, node, depth) and whether it is
-on the active path, on an abandoned branch, or in a coding agent's subagent
-(a sidechain: neither).
+"""Search every node of every tree: hits ranked by BM25 (tantivy's, over the
+four texts alike) on the index of `convgraph.search.index`, each with a
+snippet around the words found, its place (tree, node, depth) and whether it
+is on the active path, on an abandoned branch or in a subagent (the model's
+marks, kept in the index). A query reads the index alone: its cost grows
+with its matches, not with the file.
 
-The ranking and the snippets are tantivy's (BM25 over the four texts,
-weighted alike; its snippet generator) over the index of
-`convgraph.analysis.search_index`, which is brought up to date before each
-search; the depths and branch marks are the model's (`model.marks`, pointer
-jumping), kept in the index beside each node's texts. A query reads the
-index alone: its cost grows with its matches, not with the file.
-
-A query is text (`text_query`): any string, made NFKC as the texts were,
-split at white space; every word must occur in the node, in any of its
-texts, as the phrase of its tokens (so `"`, `*`, `NEAR(`, `AND`, `-`, `:`
-and `^` are words to find, or nothing where they hold no letter or digit,
-never operators). Building it takes time linear in the query's length.
-`query_syntax=True` hands the query to tantivy's query language instead
-(`AND`, `OR`, `NOT`, `-word`, `"phrases"`, `field:word`), whose errors are
-one line.
+A query is text (`text_query`): split at white space, every word must occur
+in the node as the phrase of its tokens, and no sign is an operator. With
+`query_syntax` it is the engine's language (`convgraph.search.syntax`).
 """
 
 from __future__ import annotations
@@ -27,16 +17,12 @@ import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from convgraph.analysis.search_index import (
-    ABANDONED,
-    FIELDS,
-    SIDECHAIN,
-    damage_errors,
-    open_index,
-)
-from convgraph.analysis.search_text import ZERO_WIDTH_SPACE, analyzer, normalized
 from convgraph.errors import ConvgraphError, DatabaseError
 from convgraph.model.filters import TreeFilter
+from convgraph.search.documents import ABANDONED, FIELDS, SIDECHAIN
+from convgraph.search.index import damage_errors, open_index
+from convgraph.search.syntax import prefix_spans, syntax_query
+from convgraph.search.text import ZERO_WIDTH_SPACE, analyzer, normalized
 from convgraph.sources import Source, opened
 
 if TYPE_CHECKING:
@@ -54,9 +40,8 @@ MAX_LIMIT = 100_000
 SNIPPET_CHARACTERS = 120
 #: Where a snippet is cut: an ellipsis.
 ELLIPSIS = "…"
-#: The characters put around each word found while a snippet is made,
-#: taken out again (`Hit.marks` says where they were): private-use code
-#: points.
+#: Put around each word found while a snippet is made, then taken out
+#: (`Hit.marks` says where they were): private-use code points.
 _OPEN, _CLOSE = "\ue000", "\ue001"
 #: A word holds a letter or a digit; anything else is no word to search for.
 _WORD = re.compile(r"\w")
@@ -65,21 +50,13 @@ _SPACES = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class Hit:
-    """One node that matched, as `search` gives it.
-
-    `snippet` is one line of the node's best-matching text around the
-    words found (white space runs made one space, `ELLIPSIS` where cut;
-    the text as the index holds it, NFKC); `marks` the words found in it,
-    as ``[start, end)`` offsets in characters (code points) of `snippet`;
-    `fields` the node's texts that match (`prompt`, `response`, `system`,
-    `parts`: tool calls and their results, reasoning, code); `score` the
-    BM25 relevance (higher is better); `rank` the place, from 1; `depth`
-    (0 for a root) and `active` (on the path to the branch last used;
-    False: an abandoned branch, or a subagent's node) as the model gives
-    them; `sidechain` True for a subagent's node
-    (`convgraph.analysis.abandoned`), off the active path but no branch the
-    user left.
-    """
+    """One node that matched (`search`): its `rank` (from 1) and BM25
+    `score`; its place (`depth`, 0 for a root; `active`: on the path to the
+    branch last used; `sidechain`: a subagent's node, off that path but no
+    branch the user left); `fields`, its texts that match (`prompt`,
+    `response`, `system`, `parts`); `snippet`, one line of its best text
+    around the words found (NFKC, `ELLIPSIS` where cut), and `marks`, those
+    words as `[start, end)` character offsets in it."""
 
     rank: int
     score: float
@@ -104,18 +81,8 @@ def query_words(query: str) -> list[list[str]]:
     """The words of a text query as the index's tokens, each word once: a
     word is a phrase of its tokens (one token for most words; a character a
     token in scripts without spaces). A word whose tokens are all too long
-    to be indexed is an empty list (it matches nothing).
-
-    Raises
-    ------
-    ConvgraphError
-        The query holds no letter or digit.
-
-    Examples
-    --------
-    >>> query_words('say "Hi*" NEAR( -- 東京')
-    [['say'], ['hi'], ['near'], ['東', '京']]
-    """
+    to be indexed is an empty list (it matches nothing). Raises
+    `ConvgraphError` where the query holds no letter or digit."""
     text = normalized(query)
     tokenize = analyzer().analyze
     words: list[list[str]] = []
@@ -139,13 +106,8 @@ def query_words(query: str) -> list[list[str]]:
 
 def text_query(index: tantivy.Index, query: str) -> tantivy.Query:
     """The tantivy query that finds `query` as text: every word required,
-    in any of the node's texts, as the phrase of its tokens.
-
-    Raises
-    ------
-    ConvgraphError
-        The query holds no letter or digit.
-    """
+    in any of the node's texts, as the phrase of its tokens (raises as
+    `query_words`)."""
     import tantivy
 
     layout = index.schema
@@ -168,40 +130,11 @@ def text_query(index: tantivy.Index, query: str) -> tantivy.Query:
     return tantivy.Query.boolean_query(clauses)
 
 
-def syntax_query(index: tantivy.Index, query: str) -> tantivy.Query:
-    """`query` in tantivy's query language over the four texts (every term
-    required unless `OR` says otherwise).
-
-    Raises
-    ------
-    ConvgraphError
-        The query is not in the language: one line naming the problem.
-    """
-    text = normalized(query).replace("\x00", " ")
-    if not text.strip():
-        raise ConvgraphError("nothing to search for: the query is empty")
-    try:
-        return index.parse_query(text, list(FIELDS), conjunction_by_default=True)
-    except ValueError as error:
-        reason = " ".join(str(error).split())
-        raise ConvgraphError(
-            f"not a query in the search engine's language: {reason[:200]}"
-        ) from None
-
-
 def marked(snippet: str) -> tuple[str, list[list[int]]]:
     """A snippet with its words found between `_OPEN` and `_CLOSE` as plain
     one-line text (zero-width spaces out, white space runs one space) and
     the offsets of the words found; words that touch are one mark (a word
-    of a script without spaces).
-
-    Examples
-    --------
-    >>> marked("a \\ue000big\\ue001\\n cat")
-    ('a big cat', [[2, 5]])
-    >>> marked("\\ue000東\\ue001\\u200b\\u200b\\ue000京\\ue001")
-    ('東京', [[0, 2]])
-    """
+    of a script without spaces)."""
     text = _SPACES.sub(" ", snippet.replace(ZERO_WIDTH_SPACE, ""))
     plain: list[str] = []
     marks: list[list[int]] = []
@@ -234,38 +167,26 @@ def search(
     notice: Callable[[str], None] | None = None,
     fts: bool = False,
 ) -> list[Hit]:
-    """The nodes that match `query`, best first.
+    """The nodes that match `query`, best first (BM25 over the node's
+    texts), at most `limit` (at most `MAX_LIMIT`).
 
     Parameters
     ----------
     db
         llm's database, a chat export or an agents' folder (a path or an
-        open `Source`), or None for llm's own `logs.db`. Its index is built
-        or brought up to date first (`convgraph.analysis.search_index`).
+        open `Source`), or None for llm's own `logs.db`; its index is built
+        or brought up to date first (`convgraph.search.index`).
     query
-        Text: every word must occur (see the module's docstring); with
-        `query_syntax`, tantivy's query language.
-    limit
-        At most this many hits (at most `MAX_LIMIT`; 0 or less: none).
+        Text, every word required; with `query_syntax` (`fts`, its old
+        name), the engine's language (`convgraph.search.syntax`).
     abandoned
-        Only hits that lie off the active path, on abandoned branches (not
-        in a subagent).
-    query_syntax, fts
-        Take `query` in the engine's query language (`fts`: the old name).
+        Only nodes on abandoned branches (not in a subagent).
     where
-        Only hits in the trees this filter keeps (a tree is in when any of
-        its nodes matches: `convgraph.model.filters`).
+        Only the trees this filter keeps (`convgraph.model.filters`).
     index_directory
         Where the index lies (`--index DIR`); the cache directory if None.
     progress, notice
-        Told how far a build has come, and what the user should know
-        (`search_index.open_index`).
-
-    Returns
-    -------
-    list[Hit]
-        Ranked by BM25 over the node's prompt, response, system prompt and
-        parts.
+        Told how far a build has come, and what the user should know.
 
     Raises
     ------
@@ -279,7 +200,7 @@ def search(
     # words, or one the engine's parser refuses (tried on an empty index
     # in memory, of the same schema and analyzer).
     if query_syntax:
-        syntax_query(_empty_index(), query)
+        syntax_query(_empty_index(), query, FIELDS)
     else:
         query_words(query)
     if limit <= 0:
@@ -290,9 +211,13 @@ def search(
         for attempt in range(2):
             index = open_index(logs, index_directory, progress, say, attempt > 0)
             try:
-                found = syntax_query if query_syntax else text_query
-                wanted = _restricted(index, found(index.index, query), abandoned, where)
-                return _hits(index, wanted, limit)
+                prefixes: list[str] = []
+                if query_syntax:
+                    asked, prefixes = syntax_query(index.index, query, FIELDS)
+                else:
+                    asked = text_query(index.index, query)
+                wanted = _restricted(index, asked, abandoned, where)
+                return _hits(index, wanted, limit, prefixes)
             except damage_errors() as error:
                 if attempt:
                     raise DatabaseError(
@@ -307,7 +232,7 @@ def search(
 def _empty_index() -> tantivy.Index:
     import tantivy
 
-    from convgraph.analysis.search_index import TOKENIZER, schema
+    from convgraph.search.index import TOKENIZER, schema
 
     index = tantivy.Index(schema())
     index.register_tokenizer(TOKENIZER, analyzer())
@@ -336,12 +261,11 @@ def _restricted(
 
 
 def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
-    """The trees any of whose nodes match `where`: the nodes found by a
-    query on the index (model, source, moment), their trees counted by
-    tantivy's terms aggregation."""
+    """The trees any of whose nodes match `where`, by a query on the index
+    and tantivy's terms aggregation of the trees."""
     import tantivy
 
-    from convgraph.analysis.search_documents import moment
+    from convgraph.search.documents import moment
 
     layout = index.index.schema
     conditions = []
@@ -379,7 +303,9 @@ def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
     return [str(bucket["key"]) for bucket in found["trees"]["buckets"]]
 
 
-def _hits(index: Any, query: tantivy.Query, limit: int) -> list[Hit]:
+def _hits(
+    index: Any, query: tantivy.Query, limit: int, prefixes: list[str]
+) -> list[Hit]:
     import tantivy
 
     searcher = index.searcher
@@ -396,11 +322,19 @@ def _hits(index: Any, query: tantivy.Query, limit: int) -> list[Hit]:
     hits = []
     for rank, (score, address) in enumerate(found, 1):
         document = searcher.doc(address)
-        hits.append(_hit(rank, score, document, snippets))
+        hits.append(_hit(rank, score, document, snippets, prefixes))
     return hits
 
 
-def _hit(rank: int, score: float, document: Any, snippets: dict[str, Any]) -> Hit:
+def _hit(
+    rank: int,
+    score: float,
+    document: Any,
+    snippets: dict[str, Any],
+    prefixes: list[str],
+) -> Hit:
+    """The hit of `document`; the words `prefixes` find are marked too, as
+    tantivy's snippets mark only whole terms."""
     fields = []
     best: tuple[int, str, list[list[int]]] | None = None
     for name in FIELDS:
@@ -408,15 +342,22 @@ def _hit(rank: int, score: float, document: Any, snippets: dict[str, Any]) -> Hi
         if not text:
             continue
         snippet = snippets[name].snippet_from_doc(document)
-        highlighted = snippet.highlighted()
-        if not highlighted:
+        if snippet.highlighted():
+            shown, marks = _snippet(text, snippet)
+            marks = _joined(marks, list(prefix_spans(shown, prefixes)))
+        elif prefixes:
+            shown, marks = _window(text, prefixes)
+            if not marks:
+                continue
+        else:
             continue
         fields.append(name)
-        shown, marks = _snippet(text, snippet)
         if best is None or len(marks) > best[0]:
             best = (len(marks), shown, marks)
     if best is None:
-        shown, marks = _opening(document)
+        # A query that only excludes: the start of the node's first text.
+        first = next(filter(None, map(document.get_first, FIELDS)), "")
+        shown, marks = _window(first, [])
     else:
         shown, marks = best[1], best[2]
     time = document.get_first("time")
@@ -436,6 +377,19 @@ def _hit(rank: int, score: float, document: Any, snippets: dict[str, Any]) -> Hi
         snippet=shown,
         marks=marks,
     )
+
+
+def _joined(marks: list[list[int]], more: list[list[int]]) -> list[list[int]]:
+    """Two lists of marks as one, in order, those that meet made one."""
+    if not more:
+        return marks
+    joined: list[list[int]] = []
+    for start, end in sorted(marks + more):
+        if joined and start <= joined[-1][1]:
+            joined[-1][1] = max(joined[-1][1], end)
+        else:
+            joined.append([start, end])
+    return joined
 
 
 def _snippet(text: str, snippet: Any) -> tuple[str, list[list[int]]]:
@@ -465,14 +419,18 @@ def _snippet(text: str, snippet: Any) -> tuple[str, list[list[int]]]:
     return stripped.rstrip(), marks
 
 
-def _opening(document: Any) -> tuple[str, list[list[int]]]:
-    """Where no text holds a word of the query (a query of the engine's
-    language that only excludes), the start of the node's first text."""
-    for name in FIELDS:
-        text = document.get_first(name)
-        if text:
-            plain, _ = marked(text[: SNIPPET_CHARACTERS * 2])
-            if len(plain) > SNIPPET_CHARACTERS:
-                plain = plain[:SNIPPET_CHARACTERS].rstrip() + ELLIPSIS
-            return plain.strip(), []
-    return "", []
+def _window(text: str, prefixes: list[str]) -> tuple[str, list[list[int]]]:
+    """`text` on one line, cut to `SNIPPET_CHARACTERS` from the word a
+    little before the first word a prefix finds (from the start where
+    none), an ellipsis where cut, and the words the prefixes find marked."""
+    plain, _ = marked(text if prefixes else text[: SNIPPET_CHARACTERS * 2])
+    plain = plain.strip()
+    first = next(prefix_spans(plain, prefixes), None)
+    start = 0
+    if first is not None and first[0] > SNIPPET_CHARACTERS // 4:
+        start = plain.rfind(" ", 0, first[0] - SNIPPET_CHARACTERS // 4) + 1
+    end = start + SNIPPET_CHARACTERS
+    head = ELLIPSIS if start else ""
+    tail = ELLIPSIS if end < len(plain) else ""
+    shown = head + plain[start:end].strip() + tail
+    return shown, list(prefix_spans(shown, prefixes))

@@ -1,13 +1,8 @@
-"""The text rules of the search index, the same for what is indexed and
-what is searched: text made NFKC (half-width katakana, ligatures and
-full-width Latin read as their plain forms; a byte that was not UTF-8, as
-Python escapes it from the command line, read as Latin-1), every character
-of a script written without spaces (Chinese, Japanese with its iteration
-marks, Korean's syllables, Thai and its neighbours) put between zero-width
-spaces so that it is a token of its own and a word of them is a phrase of
-its characters, and tantivy's `simple` tokenizer (runs of letters and
-digits), lower-cased and folded to ASCII ("cafe" finds "café"); and the
-searchable text of a node's parts (`parts_text`).
+"""The text rules of the search index, the same for the texts and the
+queries: NFKC (a byte that was not UTF-8 read as Latin-1), each character
+of a script without spaces between zero-width spaces so that a word of them
+is a phrase of its characters, and tantivy's simple tokenizer lower-cased
+and folded to ASCII; and the searchable text of a node's parts.
 """
 
 from __future__ import annotations
@@ -31,40 +26,28 @@ from convgraph.parts import (
 if TYPE_CHECKING:
     import tantivy
 
-#: Put on each side of a character of a script without spaces: a separator
-#: to the tokenizer, invisible where it shows.
+#: Put on each side of a character of a script without spaces.
 ZERO_WIDTH_SPACE = "\u200b"
 #: Tokens longer than this (base64, hashes) are not indexed, nor searched.
 LONGEST_TOKEN = 80
 
-#: Characters of scripts written without spaces between words: Thai, Lao,
-#: Myanmar, Khmer, Hangul syllables, CJK ideographs and their extensions,
-#: kana (with the prolonged sound mark), the iteration marks 々 〆 〇 〻.
+#: Scripts written without spaces: Thai, Lao, Myanmar, Khmer, Hangul, CJK
+#: ideographs, kana (with the prolonged sound mark), the marks 々 〆 〇 〻.
 _UNSPACED = re.compile(
     "([\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3005-\u3007\u303b\u303c"
     "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
     "\uf900-\ufaff\U00020000-\U0003134f])"
 )
 #: A lone surrogate: `surrogateescape`'s stand-in for a byte that was not
-#: UTF-8 (U+DC80 to U+DCFF), or any other that no UTF-8 text can hold.
+#: UTF-8 (U+DC80 to U+DCFF), or any other.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def normalized(text: str) -> str:
-    """`text` as the index holds it: NFKC, a byte that was not UTF-8 (a
-    surrogate escape, as Python reads the command line) read as Latin-1,
-    any other lone surrogate U+FFFD, and every character of a script
-    without spaces between zero-width spaces (`spaced`).
-
-    Examples
-    --------
-    >>> normalized("ﾀﾜｰ") == spaced("タワー")
-    True
-    >>> normalized("caf\\udce9")
-    'café'
-    """
+    """`text` as the index holds it: NFKC, a surrogate escape read as
+    Latin-1, any other lone surrogate U+FFFD, `spaced`."""
     if text.isascii():
-        return text  # most text: nothing to do
+        return text
     if _SURROGATE.search(text):
         text = _SURROGATE.sub(_unescaped, text)
     return spaced(unicodedata.normalize("NFKC", text))
@@ -77,30 +60,16 @@ def _unescaped(match: re.Match[str]) -> str:
 
 def spaced(text: str) -> str:
     """`text` with a zero-width space on each side of every character of a
-    script written without spaces, so that each is a token of its own.
-
-    Examples
-    --------
-    >>> spaced("東京 in May") == "\\u200b東\\u200b\\u200b京\\u200b in May"
-    True
-    """
+    script written without spaces."""
     if text.isascii():
         return text
     return _UNSPACED.sub(ZERO_WIDTH_SPACE + "\\1" + ZERO_WIDTH_SPACE, text)
 
 
 def parts_text(parts: Iterable[dict[str, Any]] | None) -> str | None:
-    """The searchable text of a node's parts beyond its prompt and answer:
-    reasoning, each tool call's name and arguments, each result's output
-    and error, code and what it printed, attachments' and fragments' names,
-    one a line; None where there is none.
-
-    Examples
-    --------
-    >>> from convgraph import parts
-    >>> print(parts_text([parts.tool_call("lookup", {"city": "Oslo"})]))
-    lookup {"city": "Oslo"}
-    """
+    """The searchable text of a node's parts beyond its prompt and answer
+    (reasoning, tool calls and results, code and its output, attachments'
+    and fragments' names), one a line; None where there is none."""
     lines: list[str] = []
     for part in parts or ():
         kind = part.get("type")
@@ -124,8 +93,7 @@ def parts_text(parts: Iterable[dict[str, Any]] | None) -> str | None:
 
 
 def analyzer() -> tantivy.TextAnalyzer:
-    """The analyzer of the texts, in the index and in a query alike: runs of
-    letters and digits, long ones dropped, lower-cased, folded to ASCII."""
+    """The analyzer of texts and queries alike."""
     import tantivy
 
     return (

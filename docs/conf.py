@@ -63,7 +63,8 @@ nitpick_ignore_regex = [
     (
         "py:class",
         r"(convgraph\.[\w.]+\.)?(PathOrFile|ProgressCallback|TreeStream"
-        r"|TreeRows|PageLinks|NodeNote|Costs)|Source|Problem|Hit|TreeFilter",
+        r"|TreeRows|PageLinks|NodeNote|Costs)|Source|Problem|Hit|TreeFilter"
+        r"|Summaries|Transcript",
     ),
     # Request records of the fan-out's live display, which no reader calls.
     ("py:class", r"convgraph\.store\.fanout\.\w+"),

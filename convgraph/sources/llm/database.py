@@ -227,13 +227,22 @@ class LogDatabase(Source):
 
     def tree_ids(self) -> list[str]:
         """Every conversation tree's id, in the order of its first node."""
-        seen: dict[str, None] = {}
+        # Both generations by one key, so that a legacy conversation logged
+        # after a thread comes after it, as in the table `read_all` gives.
+        first: dict[str, tuple[str, str]] = {}
+        found: list[tuple[str, str, str]] = []
         if self.legacy is not None:
-            for conversation_id in self.legacy.conversation_ids():
-                seen[self._tree_id_of_legacy_conversation(conversation_id)] = None
+            found += [
+                (self._tree_id_of_legacy_conversation(cid), time, node)
+                for cid, time, node in self.legacy.first_responses()
+            ]
         if self.store is not None:
-            seen.update(dict.fromkeys(self.store.tree_ids()))
-        return list(seen)
+            found += self.store.first_turns()
+        for tree_id, time, node in found:
+            key = (time, node)
+            if tree_id not in first or key < first[tree_id]:
+                first[tree_id] = key
+        return sorted(first, key=first.__getitem__)
 
     def read_tree(self, tree_id: str) -> TreeRecords:
         """The rows of one tree, read with queries about that tree only."""

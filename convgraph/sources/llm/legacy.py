@@ -163,12 +163,18 @@ class LegacyReader:
 
     def conversation_ids(self) -> list[str]:
         """Conversation ids in the order of their first response."""
+        return [row[0] for row in self.first_responses()]
+
+    def first_responses(self) -> list[tuple[str, str, str]]:
+        """Each conversation, its first time ('' for none) and its least
+        id, in that order."""
         rows = self.conn.execute(
-            f"select {CONVERSATION} as cid from responses r where r.id is not null"
-            f" group by cid order by min(coalesce({as_text('r.datetime_utc')}, '')),"
-            f" min({ID})"
+            f"select {CONVERSATION} as cid,"
+            f" min(coalesce({as_text('r.datetime_utc')}, '')) as first, min({ID})"
+            " from responses r where r.id is not null"
+            " group by cid order by first, 3"
         )
-        return [row[0] for row in rows]
+        return [(row[0], row[1], row[2]) for row in rows]
 
     def _names(
         self,

@@ -284,17 +284,19 @@ class MessageStoreReader:
 
     def tree_ids(self) -> list[str]:
         """Every original thread with at least one turn in its tree."""
+        return list(dict.fromkeys(tree for tree, _, _ in self.first_turns()))
+
+    def first_turns(self) -> list[tuple[str, str, str]]:
+        """Each thread's tree, its first time ('' for none) and its least
+        turn id, in that order."""
         roots = _thread_roots(self._all_forks())[0]
         rows = self.conn.execute(
-            f"select cast(thread_id as text) from turns where {TURN_IS_NODE}"
-            " group by thread_id"
-            " order by min(coalesce(cast(datetime_utc as text), '')),"
-            " min(cast(id as text))"
+            "select cast(thread_id as text),"
+            " min(coalesce(cast(datetime_utc as text), '')) as first,"
+            f" min(cast(id as text)) from turns where {TURN_IS_NODE}"
+            " group by thread_id order by first, 3"
         )
-        ordered: dict[str, None] = {}
-        for row in rows:
-            ordered[roots.get(row[0], row[0])] = None
-        return list(ordered)
+        return [(roots.get(row[0], row[0]), row[1], row[2]) for row in rows]
 
     # -- reading ----------------------------------------------------------
 

@@ -109,7 +109,7 @@ STRING_COLUMNS = ("id", "parent_id", "datetime_utc", "prompt", "system", "respon
 # dataset can name them without importing the statistics (and pandas).
 
 #: What the branches the user left spent (`convgraph.analysis.abandoned.
-#: abandoned_work_rows`: a retry, an edited prompt, a regenerated answer),
+#: abandoned_work_nodes_table`: a retry, an edited prompt, a regenerated answer),
 #: beside the totals: their input and output tokens (sums like the usage
 #: figures', 0 where the tree has the figure but no branch left does), and
 #: their share of the tree's tokens, input and output together (a float from

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from convgraph.sources.llm.generations import (
     CONTINUES,
     first_of_each_id,
-    first_of_each_id_frame,
+    first_of_each_id_table,
     join_generations,
-    join_generations_frame,
+    join_generations_table,
 )
 from convgraph.sources.llm.legacy import SOURCE as LEGACY
 from convgraph.sources.llm.message_store import SOURCE as TURNS
@@ -163,7 +163,7 @@ def test_one_tree_and_the_whole_table_give_the_same_nodes_and_parents(
 
     every = [record for records in trees for record in records]
     nodes = sort_log_order(as_table(every))
-    nodes, problems = first_of_each_id_frame(nodes)
+    nodes, problems = first_of_each_id_table(nodes)
     response_texts = None
     if not text:
         # Read without its texts: the legacy answers come by id, as
@@ -172,7 +172,7 @@ def test_one_tree_and_the_whole_table_give_the_same_nodes_and_parents(
         answers = dict(zip(legacy["id"], legacy["response"], strict=True))
         nodes["response"] = None
         response_texts = lambda ids: {i: answers[i] for i in ids}  # noqa: E731
-    join_generations_frame(nodes, linked=linked, response_texts=response_texts)
+    join_generations_table(nodes, linked=linked, response_texts=response_texts)
 
     found = {
         str(tree_id): list(zip(rows["id"], rows["parent_id"], strict=True))
@@ -192,7 +192,7 @@ def test_each_id_once_in_both_forms_names_the_repeats_alike() -> None:
         {"id": "a", "n": 6},
     ]
     kept, problems = first_of_each_id(records)
-    table, table_problems = first_of_each_id_frame(pd.DataFrame(records))
+    table, table_problems = first_of_each_id_table(pd.DataFrame(records))
     assert [record["n"] for record in kept] == table["n"].tolist() == [1, 2, 4]
     messages = [
         "a is the id of 3 rows: the first logged is read, the others left out",
@@ -235,5 +235,5 @@ def test_a_turn_hangs_below_the_response_its_history_ends_at_in_both_forms() -> 
     parents += [("u1", "r2"), ("u2", "r1"), ("u3", "u1")]
     assert per_tree(records, linked=True) == (parents, [])
     nodes = sort_log_order(as_table(records))
-    join_generations_frame(nodes, linked=True)
+    join_generations_table(nodes, linked=True)
     assert list(zip(nodes["id"], nodes["parent_id"], strict=True)) == parents

@@ -6,13 +6,13 @@
   rows, statement by statement.
 - The message store's turn parents (`convgraph.sources.llm.turn_parents`): turn
   by turn (`turn_parents`, the row reader's) and on arrays
-  (`turn_parent_rows`, the columnar reader's), on random message trees,
+  (`turn_parents_table`, the columnar reader's), on random message trees,
   turns and forks.
 - Legacy chains (`convgraph.sources.llm.legacy`): per tree (`link_as_chains`)
-  and per table (`link_frame_as_chains`), on random logs mixing responses
+  and per table (`link_as_chains_table`), on random logs mixing responses
   and turns.
 - Tool chains folded into one node (`convgraph.sources.llm.runs`): per tree
-  (`fold_runs`) and per table (`fold_run_frame`), on random calls with
+  (`fold_runs`) and per table (`fold_runs_table`), on random calls with
   random links (forks, cycles, links to other trees, to nothing, to
   themselves) and random runs, with and without texts.
 """
@@ -36,7 +36,7 @@ from convgraph.sources.llm import columnar, legacy, runs, snapshot
 from convgraph.sources.llm.message_store import _thread_roots
 from convgraph.sources.llm.turn_parents import (
     NearestAbove,
-    turn_parent_rows,
+    turn_parents_table,
     turn_parents,
 )
 from convgraph.sources.source import log_order
@@ -207,7 +207,7 @@ def parents_on_arrays(store: dict) -> list[str | None]:
     roots = _thread_roots(forked_from)[0]
     trees = [roots.get(turn["thread_id"], turn["thread_id"]) for turn in turns]
     tree_codes = pd.factorize(pd.Series(trees, dtype=object))[0].astype(np.int64)
-    rows = turn_parent_rows(
+    rows = turn_parents_table(
         tree_codes, parent_rows, start_rows, tip_rows, thread_codes, fork_up
     )
     return [None if row < 0 else turns[row]["id"] for row in rows]
@@ -287,7 +287,7 @@ def test_legacy_chains_per_tree_and_per_table_agree(
     nodes["source"] = nodes["source"].astype("category")
     if as_categories:
         nodes["conversation_id"] = nodes["conversation_id"].astype("category")
-    parent_rows = legacy.link_frame_as_chains(nodes)
+    parent_rows = legacy.link_as_chains_table(nodes)
 
     expected = [chained.get(row["id"], row["parent_id"]) for row in rows]
     assert nodes["parent_id"].tolist() == expected
@@ -405,7 +405,7 @@ def test_tool_chains_fold_alike_per_tree_and_per_table(
         frame[column] = frame[column].astype("category")
     for column in (*INTEGER_ATTRIBUTES, "tool_calls"):
         frame[column] = frame[column].astype("Int64")
-    nodes, found_calls = runs.fold_run_frame(frame, text)
+    nodes, found_calls = runs.fold_runs_table(frame, text)
 
     assert found_calls == expected_calls
     assert runs._plain_records(nodes) == [

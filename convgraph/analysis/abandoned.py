@@ -1,5 +1,5 @@
 """Which nodes are branches the user left, in both forms: over a nodes table
-(`abandoned_rows`, vectorized) and over one tree's graph
+(`abandoned_nodes_table`, vectorized) and over one tree's graph
 (`abandoned_nodes`, for `convgraph.analysis.stats.summary`).
 
 A branch left is a node off the active path with no child that is a branch
@@ -11,7 +11,7 @@ keep the node that started them from counting. Every source but the agents'
 has no subagents: there a branch left is a leaf off the active path.
 
 What the branches left cost is the work of every node on them, not only
-their tips: `abandoned_work_rows` (the table) and `abandoned_work_nodes` (one
+their tips: `abandoned_work_nodes_table` (the table) and `abandoned_work_nodes` (one
 tree) name the nodes off the active path, a subagent's node counting with
 the node of the main branch that started it (a subagent started from a
 branch left was work for it; one started from the active path was not).
@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import PARTS
+from convgraph.links.rules import TREE, rule, table_form
 from convgraph.sources.agents.files import SIDECHAIN
 from convgraph.sources.agents.sessions import FORMATS
 
@@ -86,33 +87,10 @@ def in_subagent(data: Mapping[str, Any]) -> bool:
     return data.get(SIDECHAIN) is not None or _marked(data.get(PARTS))
 
 
-def abandoned_rows(
-    nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
-) -> np.ndarray:
-    """Booleans over the rows of a nodes table: a branch the user left (off
-    the active path, outside a subagent, no child outside one). `parent_rows`
-    and `active` as the forest has them.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"sidechain": [None, "ag1", None, None]})
-    >>> parents = np.array([-1, 0, -1, 2])
-    >>> active = np.array([False, False, True, True])
-    >>> abandoned_rows(nodes, parents, active).tolist()
-    [True, False, False, False]
-    """
-    import numpy as np
-
-    own = ~subagent_rows(nodes)
-    linked = parent_rows[own & (parent_rows >= 0)]
-    own_children = np.bincount(linked, minlength=len(parent_rows))
-    return own & ~active & (own_children == 0)
-
-
+@rule(TREE)
 def abandoned_nodes(tree: nx.DiGraph) -> list[Any]:
     """The nodes of one tree's graph that are branches the user left, as
-    `abandoned_rows` finds them in a table.
+    `abandoned_nodes_table` finds them in a table.
 
     Examples
     --------
@@ -133,40 +111,35 @@ def abandoned_nodes(tree: nx.DiGraph) -> list[Any]:
     ]
 
 
-def abandoned_work_rows(
+@table_form(abandoned_nodes)
+def abandoned_nodes_table(
     nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
 ) -> np.ndarray:
-    """Booleans over the rows of a nodes table: a node whose work went into
-    a branch the user left. A node of the main branches counts where it is
-    off the active path; a subagent's node where the nearest node of the
-    main branches above it does (none above it: it does not count).
+    """Booleans over the rows of a nodes table: a branch the user left (off
+    the active path, outside a subagent, no child outside one). `parent_rows`
+    and `active` as the forest has them.
 
     Examples
     --------
     >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"sidechain": [None, None, "ag1", None, "ag2"]})
-    >>> parents = np.array([-1, 0, 1, 0, 3])
-    >>> active = np.array([True, False, False, True, False])
-    >>> abandoned_work_rows(nodes, parents, active).tolist()
-    [False, True, True, False, False]
+    >>> nodes = pd.DataFrame({"sidechain": [None, "ag1", None, None]})
+    >>> parents = np.array([-1, 0, -1, 2])
+    >>> active = np.array([False, False, True, True])
+    >>> abandoned_nodes_table(nodes, parents, active).tolist()
+    [True, False, False, False]
     """
     import numpy as np
 
-    from convgraph.links.pointer_jumping import nearest_marked
-
     own = ~subagent_rows(nodes)
-    if own.all():
-        return ~np.asarray(active, dtype=bool)
-    starter = nearest_marked(parent_rows, own)
-    left = np.zeros(len(parent_rows), dtype=bool)
-    placed = starter >= 0
-    left[placed] = ~np.asarray(active, dtype=bool)[starter[placed]]
-    return left
+    linked = parent_rows[own & (parent_rows >= 0)]
+    own_children = np.bincount(linked, minlength=len(parent_rows))
+    return own & ~active & (own_children == 0)
 
 
+@rule(TREE)
 def abandoned_work_nodes(tree: nx.DiGraph) -> list[Any]:
     """The nodes of one tree's graph whose work went into a branch the user
-    left, as `abandoned_work_rows` finds them in a table, in the graph's
+    left, as `abandoned_work_nodes_table` finds them in a table, in the graph's
     order.
 
     Examples
@@ -202,3 +175,35 @@ def abandoned_work_nodes(tree: nx.DiGraph) -> list[Any]:
         if (starter := starter_of[node]) is not None
         and not nodes[starter].get("active")
     ]
+
+
+@table_form(abandoned_work_nodes)
+def abandoned_work_nodes_table(
+    nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
+) -> np.ndarray:
+    """Booleans over the rows of a nodes table: a node whose work went into
+    a branch the user left. A node of the main branches counts where it is
+    off the active path; a subagent's node where the nearest node of the
+    main branches above it does (none above it: it does not count).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> nodes = pd.DataFrame({"sidechain": [None, None, "ag1", None, "ag2"]})
+    >>> parents = np.array([-1, 0, 1, 0, 3])
+    >>> active = np.array([True, False, False, True, False])
+    >>> abandoned_work_nodes_table(nodes, parents, active).tolist()
+    [False, True, True, False, False]
+    """
+    import numpy as np
+
+    from convgraph.links.pointer_jumping import nearest_marked
+
+    own = ~subagent_rows(nodes)
+    if own.all():
+        return ~np.asarray(active, dtype=bool)
+    starter = nearest_marked(parent_rows, own)
+    left = np.zeros(len(parent_rows), dtype=bool)
+    placed = starter >= 0
+    left[placed] = ~np.asarray(active, dtype=bool)[starter[placed]]
+    return left

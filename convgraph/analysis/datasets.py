@@ -7,7 +7,7 @@ read from its `nodes/` folder (`read_nodes`, or
 `dask.dataframe.read_parquet(DIR / "nodes")`) holds every
 tree whole in one partition. `node_table`, `conversation_table` and
 `branch_table` then call the pure functions of `convgraph.analysis.stats`
-(`node_table_of`, `conversation_table_of`, `branch_table_of`) on each
+(`node_table_of`, `summary_table`, `branch_table_of`) on each
 partition with `map_partitions`: the same code as the pandas path, so the
 computed tables equal the pandas ones row for row (in partition order rather
 than log order). A Dask DataFrame from elsewhere must hold its trees whole
@@ -101,7 +101,7 @@ def node_table(nodes: dd.DataFrame) -> dd.DataFrame:
 
 def conversation_table(nodes: dd.DataFrame) -> dd.DataFrame:
     """`convgraph.analysis.stats.conversation_table` of a dataset's nodes, partition by
-    partition (`convgraph.analysis.stats.conversation_table_of`): one row per tree,
+    partition (`convgraph.analysis.stats.summary_table`): one row per tree,
     named from the dataset's `tree_name` column.
 
     Examples
@@ -116,9 +116,9 @@ def conversation_table(nodes: dd.DataFrame) -> dd.DataFrame:
     0       t      2       1
     1       u      1       1
     """
-    from convgraph.analysis.stats import conversation_table_of
+    from convgraph.analysis.stats import summary_table
 
-    return _per_partition(nodes, conversation_table_of)
+    return _per_partition(nodes, summary_table)
 
 
 def branch_table(nodes: dd.DataFrame) -> dd.DataFrame:
@@ -159,14 +159,14 @@ def dataset_conversation_table(
     """
     import pandas as pd
 
-    from convgraph.analysis.stats import CONVERSATION_INPUTS, conversation_table_of
+    from convgraph.analysis.stats import CONVERSATION_INPUTS, summary_table
 
     named = list(conversation_ids)
     tree_ids = parquet.tree_ids_of(directory, named) if named else None
     columns = list(CONVERSATION_INPUTS)
     if scheduler is None:
         nodes = parquet.read_dataset(directory, tree_ids, columns)[0]
-        table = _of_checked(conversation_table_of, nodes)
+        table = _of_checked(summary_table, nodes)
     else:
         with connect(scheduler):
             lazy = read_nodes(directory, columns, tree_ids)
@@ -174,7 +174,7 @@ def dataset_conversation_table(
             # a file, as `lazy` has.
             ids = read_nodes(directory, ["id", "tree_id"], tree_ids)
             held = ids.map_partitions(_trees_held, meta=HELD_META)
-            table = _computed(_per_partition(lazy, conversation_table_of, held))
+            table = _computed(_per_partition(lazy, summary_table, held))
     tree_column = CONVERSATION_COLUMNS[0]  # each row's tree
     if tree_ids is not None:
         position = pd.Index(table[tree_column]).get_indexer(tree_ids)

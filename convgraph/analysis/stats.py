@@ -10,14 +10,14 @@ columns have real dtypes: `datetime64[us, UTC]` times, nullable `Int64` usage
 figures, and categories for the values that repeat.
 
 One rule, two forms: `summary` gives one tree's statistics from its graph
-(plain Python, for one conversation), `conversation_table_of` the same
+(plain Python, for one conversation), `summary_table` the same
 figures for every tree of a table, one row each. They stand side by side
 below, and one property test holds them to the same answers. Only the
 tables' functions import pandas, so `summary` answers for a small file
 (`convgraph stats` under `SMALL_INPUT_BYTES`) without it.
 
 Each table is computed by a pure function of a node table (`node_table_of`,
-`conversation_table_of`, `branch_table_of`): a pandas DataFrame with `id`,
+`summary_table`, `branch_table_of`): a pandas DataFrame with `id`,
 `tree_id`, `parent_id` and the node attributes, holding every tree it touches
 whole. The functions of a `Forest` call them on the whole forest's table;
 `convgraph.analysis.datasets` calls the very same functions on each partition of a Parquet
@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.analysis.abandoned import (
     abandoned_nodes,
-    abandoned_rows,
+    abandoned_nodes_table,
     abandoned_work_nodes,
-    abandoned_work_rows,
+    abandoned_work_nodes_table,
 )
 from convgraph.analysis.tool_stats import (
     may_pass_64_bits,
     sums_per_tree,
-    table_tool_totals,
     tree_tool_totals,
+    tree_tool_totals_table,
 )
 from convgraph.contract import (
     CATEGORY_COLUMNS,
@@ -56,6 +56,7 @@ from convgraph.contract import (
     TREE_NAME,
 )
 from convgraph.links.integrity import EMPTY_CONVERSATION
+from convgraph.links.rules import TREE, rule, table_form
 from convgraph.model.marks import active_column
 from convgraph.times import parse_times, time_bounds
 
@@ -168,7 +169,7 @@ def edge_table(forest: Forest) -> pd.DataFrame:
 
 def conversation_table(forest: Forest) -> pd.DataFrame:
     """One row per conversation tree, in the order of its first node
-    (`conversation_table_of` the forest's nodes, with its names).
+    (`summary_table` the forest's nodes, with its names).
 
     Columns: `tree_id`, `name`, `nodes`, `roots`, `leaves`,
     `max_depth`, `branch_points` (nodes with more than one child, and the
@@ -204,9 +205,7 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
     >>> table.at[0, "models"]
     ['m1', 'm2']
     """
-    table = conversation_table_of(
-        forest.nodes, forest.names, forest.parent_rows, forest.depths
-    )
+    table = summary_table(forest.nodes, forest.names, forest.parent_rows, forest.depths)
     empty = [p.node_id for p in forest.problems if p.kind == EMPTY_CONVERSATION]
     return _with_empty_trees(table, empty, forest.names) if empty else table
 
@@ -360,8 +359,9 @@ def node_table_of(
 # -- a conversation's statistics: one tree's graph, or every tree of a table
 
 
+@rule(TREE)
 def summary(tree: nx.DiGraph) -> dict[str, Any]:
-    """One conversation's statistics in one dict: `conversation_table_of`'s
+    """One conversation's statistics in one dict: `summary_table`'s
     row for one tree, computed on its graph (the summary helper of
     docs/design.md#the-twelve-helpers).
 
@@ -439,7 +439,8 @@ def _share(part: list[int | None], whole: list[int | None]) -> float | None:
     return float(sum(value or 0 for value in part)) / float(counted)
 
 
-def conversation_table_of(
+@table_form(summary)
+def summary_table(
     nodes: pd.DataFrame,
     names: Mapping[Any, Any] | None = None,
     parent_rows: np.ndarray | None = None,
@@ -465,7 +466,7 @@ def conversation_table_of(
     >>> nodes = pd.DataFrame({"id": ["r", "a", "s"], "tree_id": ["t", "t", "u"],
     ...     "parent_id": [None, "r", None], "tree_name": ["one", "one", None],
     ...     **dict.fromkeys(NODE_ATTRIBUTES)})
-    >>> conversation_table_of(nodes)[["tree_id", "name", "nodes", "max_depth"]]
+    >>> summary_table(nodes)[["tree_id", "name", "nodes", "max_depth"]]
       tree_id  name  nodes  max_depth
     0       t   one      2          1
     1       u  None      1          0
@@ -531,12 +532,14 @@ def conversation_table_of(
     )
     for column in INTEGER_ATTRIBUTES:
         table[column] = usage[column]
-    for column, values in table_tool_totals(nodes, codes, trees).items():
+    for column, values in tree_tool_totals_table(nodes, codes, trees).items():
         table[column] = values
     active = active_column(nodes, parent_rows)
     table["active_path_length"] = per_tree(active)
-    table["abandoned_branches"] = per_tree(abandoned_rows(nodes, parent_rows, active))
-    left = abandoned_work_rows(nodes, parent_rows, active)
+    table["abandoned_branches"] = per_tree(
+        abandoned_nodes_table(nodes, parent_rows, active)
+    )
+    left = abandoned_work_nodes_table(nodes, parent_rows, active)
     spent = {}
     for column in ("input_tokens", "output_tokens"):
         part = sums_per_tree(nodes[column].astype("Int64").where(left), codes, trees)
@@ -667,7 +670,7 @@ def branch_table_of(
 
 # -- a Parquet dataset ----------------------------------------------------
 
-#: The columns of a dataset's node table that `conversation_table_of` reads:
+#: The columns of a dataset's node table that `summary_table` reads:
 #: no texts, which are most of the bytes (`convgraph.analysis.datasets` reads these).
 CONVERSATION_INPUTS = (
     "id",

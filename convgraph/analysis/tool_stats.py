@@ -1,8 +1,8 @@
 """What a conversation's runs did with tools: how many tool calls they made
 and which tools they called, in the rule's two forms side by side: one
 tree's graph (`tree_tool_totals`, for `convgraph.analysis.stats.summary`)
-and every tree of a node table at once (`table_tool_totals`, for
-`conversation_table_of`, on pandas or a Dask partition). One property test
+and every tree of a node table at once (`tree_tool_totals_table`, for
+`summary_table`, on pandas or a Dask partition). One property test
 holds them to the same answers (tests/test_stats.py, with the rest of the
 pair).
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import TOOL_CALLS, TOOLS
+from convgraph.links.rules import TREE, rule, table_form
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -38,6 +39,7 @@ def tool_list(tools: Any) -> list[str]:
     return [name for name in tools.split(", ") if name]
 
 
+@rule(TREE)
 def tree_tool_totals(tree: nx.DiGraph) -> dict[str, Any]:
     """One tree's tool calls (their sum: None where no node can tell) and
     the tools it called (each once, in the order first called).
@@ -59,7 +61,8 @@ def tree_tool_totals(tree: nx.DiGraph) -> dict[str, Any]:
     }
 
 
-def table_tool_totals(
+@table_form(tree_tool_totals)
+def tree_tool_totals_table(
     nodes: pd.DataFrame, tree_codes: np.ndarray, trees: int
 ) -> dict[str, Any]:
     """Every tree's `tree_tool_totals` at once, aligned with the tree codes
@@ -73,7 +76,7 @@ def table_tool_totals(
     >>> import numpy as np, pandas as pd
     >>> nodes = pd.DataFrame({"tool_calls": [2, None, 1],
     ...     "tools": ["shout, python", None, "search, shout"]})
-    >>> totals = table_tool_totals(nodes, np.array([0, 1, 0]), 2)
+    >>> totals = tree_tool_totals_table(nodes, np.array([0, 1, 0]), 2)
     >>> totals["tool_calls"].tolist(), totals["tools"].tolist()
     ([3, <NA>], [['shout', 'python', 'search'], []])
     """

@@ -22,7 +22,7 @@ either: `count_problems` reports it (`convgraph check`), and the sums
 count it as it is, exactly (`convgraph.analysis.tool_stats.sums_per_tree`:
 Python's integers where a sum could pass 64 bits). Beside each total, what
 the branches the user left spent (`convgraph.analysis.abandoned.
-abandoned_work_rows`): their tokens, their cost and their share of the
+abandoned_work_nodes_table`): their tokens, their cost and their share of the
 tokens, per group here and per tree in `tree_costs` (`stats --cost`) and
 `graph_costs` (one tree's graph). `in_range_table` is `stats
 --nodes-in-range`: the conversations table with the node figures counted
@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 
 from convgraph.analysis.abandoned import (
-    abandoned_rows,
+    abandoned_nodes_table,
     abandoned_work_nodes,
-    abandoned_work_rows,
+    abandoned_work_nodes_table,
 )
 from convgraph.analysis.stats import (
     children_counts,
@@ -56,7 +56,7 @@ from convgraph.analysis.stats import (
 from convgraph.analysis.tool_stats import sums_per_tree
 from convgraph.contract import COST_COLUMNS, RETRY_COLUMNS
 from convgraph.links.integrity import IMPOSSIBLE_COUNT, Problem
-from convgraph.model.filters import TreeFilter, matching_rows, select_trees
+from convgraph.model.filters import TreeFilter, node_matches_table, select_trees
 from convgraph.model.marks import active_column
 from convgraph.times import parse_times
 from convgraph.writing import written
@@ -366,7 +366,7 @@ def usage_table(
     Columns: the keys, then `USAGE_COLUMNS`; `cost_usd` is null where no node
     of the group has a price. `costs` is `node_costs(forest.nodes)` where the
     caller has it already (to say which models are unknown). `rows` (booleans
-    over the nodes, as `matching_rows` gives them) counts only those nodes:
+    over the nodes, as `node_matches_table` gives them) counts only those nodes:
     each is still a branch point or an abandoned branch as its whole tree
     makes it.
 
@@ -395,16 +395,16 @@ def usage_table(
     root_rows = np.flatnonzero(roots)
     first_of_tree[root_rows[np.unique(trees[root_rows], return_index=True)[1]]] = True
     first_root = first_of_tree & (roots_per_tree[trees] > 1)
-    left = abandoned_work_rows(nodes, parent_rows, active)
+    left = abandoned_work_nodes_table(nodes, parent_rows, active)
     frame = pd.DataFrame(
         {
             **{key: GROUPINGS[key](nodes).to_numpy() for key in keys},
             "tree_id": trees,
             "nodes": 1,
             "branch_points": (counts > 1).astype(np.int64) + first_root,
-            "abandoned_branches": abandoned_rows(nodes, parent_rows, active).astype(
-                np.int64
-            ),
+            "abandoned_branches": abandoned_nodes_table(
+                nodes, parent_rows, active
+            ).astype(np.int64),
             "input_tokens": nodes["input_tokens"].astype("Int64").array,
             "output_tokens": nodes["output_tokens"].astype("Int64").array,
             "cost_usd": costs.per_node,
@@ -465,11 +465,11 @@ def in_range_table(forest: Forest, where: TreeFilter) -> pd.DataFrame:
     """
     kept = select_trees(forest, where)
     table = conversation_table(kept)
-    matched = kept.nodes[matching_rows(kept.nodes, where)].reset_index(drop=True)
-    from convgraph.analysis.stats import conversation_table_of
+    matched = kept.nodes[node_matches_table(kept.nodes, where)].reset_index(drop=True)
+    from convgraph.analysis.stats import summary_table
 
     # Each matched node alone, as a root: only its own figures count.
-    alone = conversation_table_of(
+    alone = summary_table(
         matched,
         kept.names,
         np.full(len(matched), -1, dtype=np.int64),
@@ -509,7 +509,7 @@ def tree_costs(forest: Forest, costs: Costs | None = None) -> pd.DataFrame:
     if costs is None:
         costs = node_costs(nodes)
     codes, tree_ids = pd.factorize(nodes["tree_id"], sort=False)
-    left = abandoned_work_rows(
+    left = abandoned_work_nodes_table(
         nodes, forest.parent_rows, active_column(nodes, forest.parent_rows)
     )
     whole = _cost_sums(costs.per_node, codes, len(tree_ids))

@@ -347,7 +347,7 @@ def figures_from_json(text: str) -> dict[str, TreeFigures]:
 
 def trees_in(db: str | os.PathLike[str] | None, where: TreeFilter) -> set[str]:
     """The trees a time, model or source filter keeps (any of their nodes
-    matches: `convgraph.model.filters.matching_rows`), read from the
+    matches: `convgraph.model.filters.node_matches_table`), read from the
     forest's table without its texts: the conversations the list shows
     under `convgraph browse --since/--until/--model/--source`.
 
@@ -357,11 +357,11 @@ def trees_in(db: str | os.PathLike[str] | None, where: TreeFilter) -> set[str]:
     >>> sorted(trees_in("examples/logs.db", TreeFilter(models=("claude*",))))
     ['01jb1haiku000000000000000', '01jb2hashmap0000000000000']
     """
-    from convgraph.model.filters import matching_rows
+    from convgraph.model.filters import node_matches_table
     from convgraph.model.forest import Forest
 
     nodes = Forest.read(db, text=False).nodes
-    return set(nodes["tree_id"][matching_rows(nodes, where)].astype(str).tolist())
+    return set(nodes["tree_id"][node_matches_table(nodes, where)].astype(str).tolist())
 
 
 #: Above this many nodes the shape figures are read in a process of their

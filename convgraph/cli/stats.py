@@ -264,10 +264,10 @@ def _priced(table: Any, forest: Forest, where: TreeFilter) -> Any:
     import numpy as np
 
     from convgraph.analysis.usage import node_costs, with_costs
-    from convgraph.model.filters import matching_rows
+    from convgraph.model.filters import node_matches_table
 
     costs = node_costs(forest.nodes)
-    costs.per_node[~matching_rows(forest.nodes, where)] = np.nan
+    costs.per_node[~node_matches_table(forest.nodes, where)] = np.nan
     _say_unknown(costs.unknown)
     return with_costs(table, forest, costs)
 
@@ -453,11 +453,11 @@ def _usage(
     )
     from convgraph.cli.output import TableFit, echo_records, is_terminal, table_width
     from convgraph.cli.tables import CELLS, plain_records
-    from convgraph.model.filters import matching_rows
+    from convgraph.model.filters import node_matches_table
 
     costs = node_costs(forest.nodes)
     _say_unknown(costs.unknown)
-    rows = None if in_range is None else matching_rows(forest.nodes, in_range)
+    rows = None if in_range is None else node_matches_table(forest.nodes, in_range)
     table = usage_table(forest, keys, costs, rows)
     if plot == "":
         size = shutil.get_terminal_size()

@@ -9,7 +9,7 @@ is kept whole. A node without a time is in no range, one without a model
 matches no glob. The rule has two forms side by side, one differential
 property test for the pair (tests/test_filters.py): `node_matches` on one
 node's attributes and `tree_is_in` on one DiGraph (for the commands that read
-one tree), and `matching_rows` on a whole nodes table, vectorized (the glob
+one tree), and `node_matches_table` on a whole nodes table, vectorized (the glob
 is matched once per model name, not per row), with `select_trees` giving the
 `Forest` of the trees that are in. Every form compares a node's time as `convgraph.times` reads it, a moment
 from year 1 to 9999 to the microsecond (`parse_time`, `parse_times`,
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from convgraph.links.rules import NODE, TREE, rule, table_form
 from convgraph.times import parse_time
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ class TreeFilter:
         return any(fnmatch.fnmatchcase(model, glob) for glob in self.models)
 
 
+@rule(NODE)
 def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     """Whether one node (its attributes: `datetime_utc`, `model`, `source`)
     matches the filter.
@@ -124,6 +126,7 @@ def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     return True
 
 
+@rule(TREE)
 def tree_is_in(graph: nx.DiGraph[str], where: TreeFilter) -> bool:
     """Whether one tree is in: any of its nodes matches (`node_matches`)."""
     return any(
@@ -131,7 +134,8 @@ def tree_is_in(graph: nx.DiGraph[str], where: TreeFilter) -> bool:
     )
 
 
-def matching_rows(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
+@table_form(node_matches)
+def node_matches_table(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
     """`node_matches` of every row of a nodes table at once, as booleans."""
     import numpy as np
 
@@ -156,10 +160,11 @@ def matching_rows(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
     return keep
 
 
-def kept_tree_rows(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
+@table_form(tree_is_in)
+def tree_is_in_table(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
     """The rows of the trees that are in (any of their rows matches), as
     booleans: whole trees, in the table's order."""
-    matched = nodes["tree_id"][matching_rows(nodes, where)].unique()
+    matched = nodes["tree_id"][node_matches_table(nodes, where)].unique()
     return nodes["tree_id"].isin(matched).to_numpy(dtype=bool)
 
 
@@ -174,7 +179,7 @@ def select_trees(forest: Forest, where: TreeFilter) -> Forest:
 
     if not where:
         return forest
-    keep = kept_tree_rows(forest.nodes, where)
+    keep = tree_is_in_table(forest.nodes, where)
     nodes = forest.nodes[keep].reset_index(drop=True)
     kept_ids = set(nodes["id"].tolist())
     tree_ids = set(nodes["tree_id"].tolist())

@@ -9,20 +9,22 @@ in log order: `datetime_utc`, then id), as `llm -c` goes on from there.
 `note` and `preferred` come from convgraph's own table
 (read by `convgraph.sources.notes`).
 
-`mark_tree` does it for one DiGraph, walking up from one node; `mark_forest`
+`mark_tree` does it for one DiGraph, walking up from one node; `mark_tree_table`
 for a whole nodes table at once, marking every tree's path with pointer
 jumping (a 100,000-deep path in 17 vectorized rounds, not a walk per node).
 
 A branch the user hid (`convgraph hide`, a `NodeNote` with `hidden`) is the
 hidden node and everything below it; the readers leave hidden branches out
 before the marks are set, unless asked to keep them: `hidden_records` finds
-them among one tree's records, `hidden_rows` among a whole table's rows.
+them among one tree's records, `hidden_records_table` among a whole table's rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from convgraph.links.rules import RECORDS, TREE, rule, table_form
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from convgraph.sources.notes import NodeNote
 
 
+@rule(TREE)
 def mark_tree(
     graph: nx.DiGraph[str], notes: Mapping[str, NodeNote] | None = None
 ) -> nx.DiGraph[str]:
@@ -65,7 +68,8 @@ def mark_tree(
     return graph
 
 
-def mark_forest(
+@table_form(mark_tree)
+def mark_tree_table(
     nodes: pd.DataFrame,
     parent_rows: np.ndarray,
     notes: Mapping[str, NodeNote] | None = None,
@@ -167,6 +171,7 @@ def last_rows(tree_ids: pd.Series) -> np.ndarray:
     return pd.Series(np.arange(len(codes))).groupby(codes).max().to_numpy()
 
 
+@rule(RECORDS)
 def hidden_records(
     records: Sequence[Mapping[str, Any]],
     parents: Mapping[str, str | None],
@@ -203,7 +208,8 @@ def hidden_records(
     return found
 
 
-def hidden_rows(
+@table_form(hidden_records)
+def hidden_records_table(
     ids: pd.Series, parent_rows: np.ndarray, notes: Mapping[str, NodeNote] | None
 ) -> np.ndarray:
     """`hidden_records` of a whole checked table: whether each row lies in
@@ -214,7 +220,7 @@ def hidden_rows(
     >>> import numpy as np, pandas as pd
     >>> from convgraph.sources.notes import NodeNote
     >>> ids = pd.Series(["r", "a", "b", "c"])
-    >>> hidden_rows(ids, np.array([-1, 0, 1, 0]), {"a": NodeNote(hidden=True)}).tolist()
+    >>> hidden_records_table(ids, np.array([-1, 0, 1, 0]), {"a": NodeNote(hidden=True)}).tolist()
     [False, True, True, False]
     """
     import numpy as np

@@ -188,7 +188,7 @@ class ConversationTree(_DiGraphOfIds):
         (None for a root) and attribute dicts (each the contract's, in
         order, with whatever follows), in log order. What `from_records` builds, without the marks:
         for a forest's table, whose `active`, `note` and `preferred` are
-        set (`convgraph.model.marks.mark_forest`), a million nodes at
+        set (`convgraph.model.marks.mark_tree_table`), a million nodes at
         networkx's own cost.
 
         Examples

@@ -16,7 +16,7 @@ node table without ids, is one `DatabaseError`; what can be read is read,
 and what is broken is left out and reported (`checked_nodes`, one file at a
 time, which is what a Dask partition is too): a value of the wrong type
 reads as missing, a row without an id or with an id an earlier row has is
-left out, a broken parent link is dropped (`check_link_table`: the node
+left out, a broken parent link is dropped (`check_links_table`: the node
 becomes a root), and the rows of a tree that an earlier file holds are left
 out, since a dataset holds each tree whole in one file. pyarrow is imported
 only inside the functions, so that the command line starts without it.
@@ -44,7 +44,7 @@ from convgraph.links.integrity import (
     DUPLICATE_ID,
     NO_ID,
     Problem,
-    check_link_table,
+    check_links_table,
 )
 from convgraph.sources.source import CONVERSATION, LISTED, MIN_PREFIX, IdMatch
 from convgraph.text import counted
@@ -317,7 +317,7 @@ def checked_nodes(
             )
     nodes = nodes[~(nameless | repeated | split)]
 
-    parent_rows, link_problems = check_link_table(nodes)
+    parent_rows, link_problems = check_links_table(nodes)
     problems.extend(link_problems)
     ids = nodes["id"].to_numpy(dtype=object)
     parents = np.where(parent_rows >= 0, ids[np.maximum(parent_rows, 0)], None)

@@ -33,11 +33,11 @@ from convgraph.sources.llm.files import connect_read_only, is_sqlite_file
 from convgraph.sources.llm.generations import (
     CONTINUES,
     first_of_each_id,
-    first_of_each_id_frame,
+    first_of_each_id_table,
     join_generations,
-    join_generations_frame,
+    join_generations_table,
 )
-from convgraph.sources.llm.runs import fold_run_frame, fold_runs
+from convgraph.sources.llm.runs import fold_runs, fold_runs_table
 from convgraph.sources.llm.snapshot import Snapshot, read_consistently
 from convgraph.sources.source import (
     CONVERSATION,
@@ -421,17 +421,17 @@ class LogDatabase(Source):
         nodes = sort_log_order(
             pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         )
-        nodes, duplicates = first_of_each_id_frame(nodes)
+        nodes, duplicates = first_of_each_id_table(nodes)
         problems += duplicates
         if self.legacy is not None:
             problems += self.legacy.unplaced
         if self.legacy is not None and not self.legacy.has_parent:
-            legacy.link_frame_as_chains(nodes)
+            legacy.link_as_chains_table(nodes)
         if self.legacy is not None and self.store is not None:
-            join_generations_frame(
+            join_generations_table(
                 nodes,
                 linked=self.legacy.has_parent,
                 response_texts=None if text else self._response_texts,
             )
-        nodes, calls = fold_run_frame(nodes.drop(columns=CONTINUES), text)
+        nodes, calls = fold_runs_table(nodes.drop(columns=CONTINUES), text)
         return ForestRead(conform_nodes(nodes), names, problems, calls)

@@ -9,11 +9,11 @@ form, for `LogDatabase.read_forest`), which must agree (a property test of
 the suite compares them):
 
 - each id is one node, the first logged (`first_of_each_id`,
-  `first_of_each_id_frame`): a table without a primary key may repeat one;
+  `first_of_each_id_table`): a table without a primary key may repeat one;
 - a turn with no parent turn that llm logged below rebuilt legacy history
   (`llm -c` on a legacy conversation, or a `LogStore.fork` at one of its
   messages) takes as parent the legacy response its history ends at
-  (`join_generations`, `join_generations_frame`, both by `legacy_parent`).
+  (`join_generations`, `join_generations_table`, both by `legacy_parent`).
 
 Both forms take rows in log order, the legacy ones told by their `source`,
 and the turns carrying `_continues` (a `message_store.Continuation`, or None).
@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from convgraph.links.integrity import DUPLICATE_ID, Problem, record_problem
+from convgraph.links.rules import RECORDS, rule, table_form
 from convgraph.sources.llm.legacy import SOURCE as LEGACY_SOURCE
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ LegacyResponse = tuple[str, Any, Any]
 # -- each id once ---------------------------------------------------------------
 
 
+@rule(RECORDS)
 def first_of_each_id(
     records: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
@@ -76,7 +78,8 @@ def first_of_each_id(
     return kept, problems
 
 
-def first_of_each_id_frame(
+@table_form(first_of_each_id)
+def first_of_each_id_table(
     nodes: pd.DataFrame,
 ) -> tuple[pd.DataFrame, list[Problem]]:
     """The table form of `first_of_each_id`: the rows (in log order) with one
@@ -96,6 +99,7 @@ def first_of_each_id_frame(
 # -- turns that go on from legacy history ------------------------------------------
 
 
+@rule(RECORDS)
 def join_generations(records: list[dict[str, Any]], linked: bool = False) -> None:
     """Give each turn that goes on from legacy history its legacy parent, in
     place, and take `_continues` off every record.
@@ -121,7 +125,8 @@ def join_generations(records: list[dict[str, Any]], linked: bool = False) -> Non
         record["parent_id"] = legacy_parent(continuation, conversations, linked)
 
 
-def join_generations_frame(
+@table_form(join_generations)
+def join_generations_table(
     nodes: pd.DataFrame,
     linked: bool = False,
     response_texts: Callable[[list[str]], dict[str, str | None]] | None = None,

@@ -7,7 +7,7 @@ parent, or none for a root. A response logged outside any conversation
 (`conversation_id` NULL) is a conversation of its own.
 
 The chain rule has two forms, side by side at the end of this module:
-`link_as_chains` for one tree's records, `link_frame_as_chains` for the
+`link_as_chains` for one tree's records, `link_as_chains_table` for the
 whole nodes table at once (the row readers' and the columnar reader's
 forest); `tests/test_read_rules.py` checks that they agree.
 """
@@ -27,6 +27,7 @@ from convgraph.contract import (
     TOOLS,
 )
 from convgraph.links.integrity import Problem
+from convgraph.links.rules import RECORDS, rule, table_form
 from convgraph.sources.llm import old_writers
 from convgraph.sources.llm.legacy_parts import (
     LegacyParts,
@@ -353,6 +354,7 @@ def _json_list(values: list[str]) -> str:
 # -- the chain rule, per tree and per table ------------------------------------
 
 
+@rule(RECORDS)
 def link_as_chains(records: list[dict[str, Any]]) -> None:
     """Each response's parent is the one logged before it in its
     conversation: `records` in log order, their `parent_id` set in place."""
@@ -362,7 +364,8 @@ def link_as_chains(records: list[dict[str, Any]]) -> None:
         previous[record["conversation_id"]] = record["id"]
 
 
-def link_frame_as_chains(nodes: pd.DataFrame) -> np.ndarray:
+@table_form(link_as_chains)
+def link_as_chains_table(nodes: pd.DataFrame) -> np.ndarray:
     """`link_as_chains` for a whole table in log order (index 0..n-1), in
     place: the rows of other sources (turns) keep their parents. Returns
     each row's parent row so set (-1: none, or not legacy)."""

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import PARTS
 from convgraph.links.rules import TREE, rule, table_form
-from convgraph.sources.agents.files import SIDECHAIN
-from convgraph.sources.agents.sessions import FORMATS
+from convgraph.sources.source import AGENT_SOURCES, SIDECHAIN
 
 if TYPE_CHECKING:
     # Only the tables' functions import numpy and take pandas' objects: one
@@ -35,9 +34,6 @@ if TYPE_CHECKING:
     import networkx as nx
     import numpy as np
     import pandas as pd
-
-#: The sources that have subagents: the coding agents'.
-AGENT_SOURCES = tuple(module.SOURCE for module in FORMATS)
 
 
 def _marked(parts: Any) -> bool:
@@ -84,7 +80,9 @@ def in_subagent(data: Mapping[str, Any]) -> bool:
     by its parts' mark (a tree's nodes carry the contract's attributes
     alone), so a tree built without its content (`text=False`) cannot tell;
     the tables can, by their `sidechain` column."""
-    return data.get(SIDECHAIN) is not None or _marked(data.get(PARTS))
+    if data.get(SIDECHAIN) is not None:
+        return True
+    return data.get("source") in AGENT_SOURCES and _marked(data.get(PARTS))
 
 
 @rule(TREE)

@@ -374,7 +374,7 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
     stored them, where the table reads them as times), its `tool_calls` and
     `tools`, and the active path's
     `active_path_length` and `abandoned_branches`. One property test holds
-    the two forms to the same figures (tests/test_stats.py).
+    the two forms to the same figures (tests/test_rule_agreement.py).
 
     Examples
     --------

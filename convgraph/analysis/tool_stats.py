@@ -2,9 +2,8 @@
 and which tools they called, in the rule's two forms side by side: one
 tree's graph (`tree_tool_totals`, for `convgraph.analysis.stats.summary`)
 and every tree of a node table at once (`tree_tool_totals_table`, for
-`summary_table`, on pandas or a Dask partition). One property test
-holds them to the same answers (tests/test_stats.py, with the rest of the
-pair).
+`summary_table`, on pandas or a Dask partition), held to the same
+answers by tests/test_rule_agreement.py.
 
 A node's `tool_calls` is an integer (None where the source cannot tell) and
 its `tools` the names it called, each once in first-call order, joined by

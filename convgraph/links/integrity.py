@@ -9,7 +9,7 @@ a real forest. The message store's threads have links of their own
 (`forked_from`), and a cycle of forks is reported the same way.
 
 The rule has two forms, side by side at the end of this module, with one
-property test for the pair (tests/test_link_checks.py): `check_links` for one
+property test for the pair (tests/test_rule_agreement.py): `check_links` for one
 tree's records (plain Python: the one-tree path reads no pandas) and
 `check_links_table` for a whole nodes table (vectorized: a hash of the parent
 ids and pointer jumping, not a walk per node). Both report the same problems

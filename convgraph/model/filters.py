@@ -7,7 +7,7 @@ range, was answered by a model a glob matches and comes from a named source
 (each part only where given); a tree is in when any of its nodes matches, and
 is kept whole. A node without a time is in no range, one without a model
 matches no glob. The rule has two forms side by side, one differential
-property test for the pair (tests/test_filters.py): `node_matches` on one
+property test for the pair (tests/test_rule_agreement.py): `node_matches` on one
 node's attributes and `tree_is_in` on one DiGraph (for the commands that read
 one tree), and `node_matches_table` on a whole nodes table, vectorized (the glob
 is matched once per model name, not per row), with `select_trees` giving the

@@ -59,6 +59,12 @@ class TreeRecords:
     calls: dict[str, str] = field(default_factory=dict)
 
 
+#: The sources that have subagents (the coding agents'), and the key that
+#: marks a subagent's node or part: what the layers above need of the
+#: agents without importing them.
+AGENT_SOURCES = ("claude-code", "codex", "gemini-cli")
+SIDECHAIN = "sidechain"
+
 #: The kinds of id `Source.resolve` tells apart.
 NODE = "node"
 CONVERSATION = "conversation"

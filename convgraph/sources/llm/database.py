@@ -30,14 +30,7 @@ from convgraph.links.integrity import (
 )
 from convgraph.sources.llm import legacy, message_store
 from convgraph.sources.llm.files import connect_read_only, is_sqlite_file
-from convgraph.sources.llm.generations import (
-    CONTINUES,
-    first_of_each_id,
-    first_of_each_id_table,
-    join_generations,
-    join_generations_table,
-)
-from convgraph.sources.llm.runs import fold_runs, fold_runs_table
+from convgraph.sources.llm.pipeline import Read, run_on_table, run_on_tree
 from convgraph.sources.llm.snapshot import Snapshot, read_consistently
 from convgraph.sources.source import (
     CONVERSATION,
@@ -267,17 +260,21 @@ class LogDatabase(Source):
             if legacy_records:
                 records = legacy_records + records
                 records.sort(key=log_order)
-        # As `_read_forest` does on the table: each id once, then the join.
-        records, duplicates = first_of_each_id(records)
-        if self.legacy is not None:
-            join_generations(records, linked=self.legacy.has_parent)
-        # A tool chain is one node: folded after the join, whose matching
-        # reads each call's own answer.
-        records, calls = fold_runs(records)
+        read = self._pipeline_read()
+        records = run_on_tree(records, read)
         # Legacy rows an older llm logged that the reader could not place.
         unplaced = self.legacy.unplaced if self.legacy is not None else []
         return TreeRecords(
-            tree_id, name, records, problems + duplicates + unplaced, calls
+            tree_id, name, records, problems + read.problems + unplaced, read.calls
+        )
+
+    def _pipeline_read(self, text: bool = True) -> Read:
+        return Read(
+            legacy=self.legacy is not None,
+            store=self.store is not None,
+            linked=self.legacy is not None and self.legacy.has_parent,
+            text=text,
+            response_texts=self._response_texts,
         )
 
     def conversations_of(self, node_ids: list[str]) -> dict[str, str]:
@@ -421,17 +418,9 @@ class LogDatabase(Source):
         nodes = sort_log_order(
             pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         )
-        nodes, duplicates = first_of_each_id_table(nodes)
-        problems += duplicates
+        read = self._pipeline_read(text)
+        nodes = run_on_table(nodes, read)
+        problems += read.problems
         if self.legacy is not None:
             problems += self.legacy.unplaced
-        if self.legacy is not None and not self.legacy.has_parent:
-            legacy.link_as_chains_table(nodes)
-        if self.legacy is not None and self.store is not None:
-            join_generations_table(
-                nodes,
-                linked=self.legacy.has_parent,
-                response_texts=None if text else self._response_texts,
-            )
-        nodes, calls = fold_runs_table(nodes.drop(columns=CONTINUES), text)
-        return ForestRead(conform_nodes(nodes), names, problems, calls)
+        return ForestRead(conform_nodes(nodes), names, problems, read.calls)

@@ -4,9 +4,9 @@ on from legacy history hung below the response they continue.
 A database upgraded from legacy llm to the message store holds both: the
 legacy `responses` and the message store's `turns`. Two rules make one set of
 nodes of them, each in two forms side by side, one tree's records (the list
-form, for `LogDatabase.read_tree`) and the whole forest's table (the frame
-form, for `LogDatabase.read_forest`), which must agree (a property test of
-the suite compares them):
+form, for `LogDatabase.read_tree`) and the whole forest's table (the table
+form, for `LogDatabase.read_forest`), which must agree
+(tests/test_rule_agreement.py):
 
 - each id is one node, the first logged (`first_of_each_id`,
   `first_of_each_id_table`): a table without a primary key may repeat one;
@@ -88,10 +88,13 @@ def first_of_each_id_table(
     repeated = nodes["id"].duplicated().to_numpy()
     if not repeated.any():
         return nodes, []
-    counts = nodes["id"][repeated].value_counts(sort=False)
+    ids = nodes["id"]
+    counts = ids[repeated].value_counts(sort=False)
+    # Each id's problem where its first row is, as the per-tree form has it.
+    firsts = ids[~repeated & ids.isin(counts.index).to_numpy()]
     problems = [
-        record_problem(DUPLICATE_ID, int(count), "the log", str(node_id))
-        for node_id, count in counts.items()
+        record_problem(DUPLICATE_ID, int(counts[node_id]), "the log", str(node_id))
+        for node_id in firsts
     ]
     return nodes[~repeated].reset_index(drop=True), problems
 

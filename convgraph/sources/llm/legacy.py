@@ -9,7 +9,7 @@ parent, or none for a root. A response logged outside any conversation
 The chain rule has two forms, side by side at the end of this module:
 `link_as_chains` for one tree's records, `link_as_chains_table` for the
 whole nodes table at once (the row readers' and the columnar reader's
-forest); `tests/test_read_rules.py` checks that they agree.
+forest); `tests/test_rule_agreement.py` checks that they agree.
 """
 
 from __future__ import annotations
@@ -223,9 +223,9 @@ class LegacyReader:
         for record in records:
             record["tree_id"] = tree_id
         add_run_records(self.parts, records)
-        if not self.has_parent:
-            link_as_chains(records)
-        else:
+        # Without parents, the chains are linked by the pipeline
+        # (`pipeline.PIPELINE`), after each id is taken once.
+        if self.has_parent:
             self.unplaced = old_writers.place_tree(self.conn, records)
         names = self._names(conversation_ids)
         name = names.get(tree_id) or next(iter(names.values()), None)

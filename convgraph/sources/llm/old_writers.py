@@ -24,7 +24,7 @@ response, llm 0.31 as it starts it); times and ids disagree when two
 migration keep what they have: a conversation may start several times.
 
 The rule has two forms side by side, with one property test for the pair
-(tests/test_old_writers.py): `place_records` for one tree's records (plain
+(tests/test_rule_agreement.py): `place_records` for one tree's records (plain
 Python, for `LegacyReader.read_conversations`) and `place_records_table` for a whole
 table (vectorized, for `LegacyReader.read_all` and the columnar reader).
 `read_placing` reads what both need from the file.

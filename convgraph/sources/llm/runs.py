@@ -28,7 +28,7 @@ The rule folds each such call into the node of the user's prompt
 `fold_runs_table` the form for the whole nodes table (`read_forest`); both
 also name the node each inner call belongs to (the first ending node, in log
 order, whose run holds it), so that a call's id finds its node.
-`tests/test_read_rules.py` checks that the two forms agree. Both take rows
+`tests/test_rule_agreement.py` checks that the two forms agree. Both take rows
 in log order, after each id is kept once and the generations are joined
 (`generations`), and give every row `tools` from its calls' `TOOL_NAMES`.
 """

@@ -15,7 +15,7 @@ names no message is a message without parent.
 a memo (`NearestAbove`): the row reader's form (`message_store`), for one
 tree or the whole file. `turn_parents_table` applies it to whole arrays at
 once, with pointer jumping and no Python loop per turn: the columnar
-reader's form (`columnar.message_store`). `tests/test_read_rules.py` checks
+reader's form (`columnar.message_store`). `tests/test_rule_agreement.py` checks
 that the two give the same parents on random message trees, turns and
 forks.
 """

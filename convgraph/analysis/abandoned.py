@@ -89,15 +89,6 @@ def in_subagent(data: Mapping[str, Any]) -> bool:
 def abandoned_nodes(tree: nx.DiGraph) -> list[Any]:
     """The nodes of one tree's graph that are branches the user left, as
     `abandoned_nodes_table` finds them in a table.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_records(
-    ...     [{"id": "r"}, {"id": "a"}, {"id": "b"}], {"r": None, "a": "r", "b": "r"},
-    ...     tree_id="t")
-    >>> abandoned_nodes(tree)
-    ['a']
     """
     nodes = tree.nodes
     return [
@@ -116,15 +107,6 @@ def abandoned_nodes_table(
     """Booleans over the rows of a nodes table: a branch the user left (off
     the active path, outside a subagent, no child outside one). `parent_rows`
     and `active` as the forest has them.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"sidechain": [None, "ag1", None, None]})
-    >>> parents = np.array([-1, 0, -1, 2])
-    >>> active = np.array([False, False, True, True])
-    >>> abandoned_nodes_table(nodes, parents, active).tolist()
-    [True, False, False, False]
     """
     import numpy as np
 
@@ -139,15 +121,6 @@ def abandoned_work_nodes(tree: nx.DiGraph) -> list[Any]:
     """The nodes of one tree's graph whose work went into a branch the user
     left, as `abandoned_work_nodes_table` finds them in a table, in the graph's
     order.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_records(
-    ...     [{"id": "r", "active": True}, {"id": "a"}, {"id": "b", "active": True}],
-    ...     {"r": None, "a": "r", "b": "r"}, tree_id="t")
-    >>> abandoned_work_nodes(tree)
-    ['a']
     """
     nodes = tree.nodes
     # Each node's starter: itself where it is a main branch's, else the
@@ -183,15 +156,6 @@ def abandoned_work_nodes_table(
     a branch the user left. A node of the main branches counts where it is
     off the active path; a subagent's node where the nearest node of the
     main branches above it does (none above it: it does not count).
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"sidechain": [None, None, "ag1", None, "ag2"]})
-    >>> parents = np.array([-1, 0, 1, 0, 3])
-    >>> active = np.array([True, False, False, True, False])
-    >>> abandoned_work_nodes_table(nodes, parents, active).tolist()
-    [False, True, True, False, False]
     """
     import numpy as np
 

@@ -26,13 +26,7 @@ if TYPE_CHECKING:
 
 
 def tool_list(tools: Any) -> list[str]:
-    """A node's `tools` (the names joined by ", ") as a list of names.
-
-    Examples
-    --------
-    >>> tool_list("shout, python"), tool_list(None)
-    (['shout', 'python'], [])
-    """
+    """A node's `tools` (the names joined by ", ") as a list of names."""
     if not isinstance(tools, str):
         return []
     return [name for name in tools.split(", ") if name]
@@ -42,15 +36,6 @@ def tool_list(tools: Any) -> list[str]:
 def tree_tool_totals(tree: nx.DiGraph) -> dict[str, Any]:
     """One tree's tool calls (their sum: None where no node can tell) and
     the tools it called (each once, in the order first called).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")], {
-    ...     "r": {"tool_calls": 2, "tools": "shout, python"},
-    ...     "a": {"tool_calls": 1, "tools": "search, shout"}})
-    >>> tree_tool_totals(tree)
-    {'tool_calls': 3, 'tools': ['shout', 'python', 'search']}
     """
     calls = [count for _, count in tree.nodes(data=TOOL_CALLS) if count is not None]
     names = (name for _, text in tree.nodes(data=TOOLS) for name in tool_list(text))
@@ -69,15 +54,6 @@ def tree_tool_totals_table(
     `tool_calls` a nullable Int64 array, `tools` a Series of lists. A table
     without the columns (a dataset written before them) has no calls to
     tell and no tools.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"tool_calls": [2, None, 1],
-    ...     "tools": ["shout, python", None, "search, shout"]})
-    >>> totals = tree_tool_totals_table(nodes, np.array([0, 1, 0]), 2)
-    >>> totals["tool_calls"].tolist(), totals["tools"].tolist()
-    ([3, <NA>], [['shout', 'python', 'search'], []])
     """
     # Here, not above: one tree's totals (`summary` of a small file) need
     # neither pandas nor numpy.
@@ -108,14 +84,6 @@ def sums_per_tree(
     million rows (the conversation table's usage figures and tool calls);
     Python's integers (an object array, None where no figure) where a sum
     could pass 64 bits, never a sum wrapped round to a negative.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> sums_per_tree(pd.Series([2, None, 1]), np.array([0, 1, 0]), 3).tolist()
-    [3, <NA>, <NA>]
-    >>> sums_per_tree(pd.Series([2**63 - 1, 1]), np.array([0, 0]), 1).tolist()
-    [9223372036854775808]
     """
     import numpy as np
     import pandas as pd

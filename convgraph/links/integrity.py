@@ -70,15 +70,6 @@ class ParentWalk:
     second time: then `repeat` is that id (the links go round a cycle, which
     begins there), else `repeat` is None. Parents are asked for lazily, one
     step at a time, so a caller that stops early asks no further.
-
-    Examples
-    --------
-    >>> walk = ParentWalk("c", {"c": "b", "b": "a", "a": None})
-    >>> list(walk), walk.repeat
-    (['c', 'b', 'a'], None)
-    >>> walk = ParentWalk("x", {"x": "y", "y": "z", "z": "y"})
-    >>> list(walk), walk.repeat
-    (['x', 'y', 'z'], 'y')
     """
 
     __slots__ = ("parent_of", "repeat", "start")
@@ -280,15 +271,6 @@ def check_links_table(
     tuple
         The checked parent rows, and the problems: the self, missing and
         cross-conversation parents in row order, then one per cycle.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> nodes = pd.DataFrame({"id": ["r", "a", "b", "c"], "tree_id": "t",
-    ...     "conversation_id": "t", "parent_id": [None, "r", "c", "b"]})
-    >>> rows, problems = check_links_table(nodes)
-    >>> rows.tolist(), [problem.message for problem in problems]
-    ([-1, 0, -1, 2], ['b is on a cycle of 2 parent links: b -> c -> b'])
     """
     # Imported here, not above: the one-tree path imports this module for
     # `check_links` and `ParentWalk`, and stays free of numpy and pandas.

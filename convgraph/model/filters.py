@@ -80,15 +80,7 @@ class TreeFilter:
         return self.since is not None or self.until is not None
 
     def model_matches(self, model: str | None) -> bool:
-        """Whether a model name passes the model globs.
-
-        Examples
-        --------
-        >>> TreeFilter(models=("gpt-4*",)).model_matches("gpt-4o-mini")
-        True
-        >>> TreeFilter(models=("gpt-4*",)).model_matches(None)
-        False
-        """
+        """Whether a model name passes the model globs."""
         if not self.models:
             return True
         if model is None:
@@ -100,16 +92,6 @@ class TreeFilter:
 def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     """Whether one node (its attributes: `datetime_utc`, `model`, `source`)
     matches the filter.
-
-    Examples
-    --------
-    >>> from datetime import UTC
-    >>> node = {"datetime_utc": "2026-11-01T10:00:00", "model": "gpt-4o",
-    ...         "source": "responses"}
-    >>> node_matches(node, TreeFilter(since=datetime(2026, 11, 1, tzinfo=UTC)))
-    True
-    >>> node_matches(node, TreeFilter(sources=("turns",)))
-    False
     """
     if where.sources and node.get("source") not in where.sources:
         return False

@@ -123,17 +123,6 @@ def active_column(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
     export's current branch, or a `Forest`'s marks), the tree's rows keep
     theirs (a missing one is False); a tree without any has the path from its
     root to its last row (log order).
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"tree_id": ["t", "t", "t", "u", "u"]})
-    >>> parent_rows = np.array([-1, 0, 0, -1, 3])
-    >>> active_column(nodes, parent_rows).tolist()
-    [True, False, True, True, True]
-    >>> nodes["active"] = [True, True, None, None, None]
-    >>> active_column(nodes, parent_rows).tolist()
-    [True, True, False, True, True]
     """
     import numpy as np
     import pandas as pd
@@ -180,14 +169,6 @@ def hidden_records(
     """The ids of one tree's records that lie in a hidden branch: a node
     whose note says `hidden`, and every node below it by `parents` (the
     checked links).
-
-    Examples
-    --------
-    >>> from convgraph.sources.notes import NodeNote
-    >>> records = [{"id": i} for i in "rabc"]
-    >>> parents = {"r": None, "a": "r", "b": "a", "c": "r"}
-    >>> sorted(hidden_records(records, parents, {"a": NodeNote(hidden=True)}))
-    ['a', 'b']
     """
     hidden = {node for node, note in (notes or {}).items() if note.hidden}
     ids = [record["id"] for record in records]
@@ -214,14 +195,6 @@ def hidden_records_table(
 ) -> np.ndarray:
     """`hidden_records` of a whole checked table: whether each row lies in
     a hidden branch (its node, or an ancestor, hidden), as booleans.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> from convgraph.sources.notes import NodeNote
-    >>> ids = pd.Series(["r", "a", "b", "c"])
-    >>> hidden_records_table(ids, np.array([-1, 0, 1, 0]), {"a": NodeNote(hidden=True)}).tolist()
-    [False, True, True, False]
     """
     import numpy as np
 
@@ -244,13 +217,6 @@ def active_rows(parent_rows: np.ndarray, ends: np.ndarray) -> np.ndarray:
     Pointer jumping over the marked set: after round k every path is marked
     2**k rows up from its end, and each round doubles every pointer's reach;
     a round that marks nothing new has reached every root.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> # 0 <- 1 <- 2 and 0 <- 3; a second tree 4 <- 5
-    >>> active_rows(np.array([-1, 0, 1, 0, -1, 4]), np.array([2, 4])).tolist()
-    [True, True, True, False, True, False]
     """
     import numpy as np
 

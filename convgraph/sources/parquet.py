@@ -229,21 +229,6 @@ def checked_nodes(
     ------
     DatabaseError
         The table lacks one of the columns `id`, `tree_id`, `parent_id`.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> nodes = pd.DataFrame({"id": ["r", "a", "a", "b"], "tree_id": "t",
-    ...     "parent_id": [None, "b", "r", "a"], "input_tokens": [3, "x", 1, 2]})
-    >>> checked, problems = checked_nodes(nodes, "part-00000.parquet")
-    >>> checked[["id", "parent_id", "input_tokens"]]
-      id parent_id  input_tokens
-    0  r      None             3
-    1  a      None          <NA>
-    3  b         a             2
-    >>> [problem.message for problem in problems]  # doctest: +NORMALIZE_WHITESPACE
-    ['a is the id of 2 rows of part-00000.parquet: the first is read, the
-      others left out', 'a is on a cycle of 2 parent links: a -> b -> a']
     """
     import numpy as np
     import pandas as pd
@@ -428,13 +413,6 @@ def parts_from_json(nodes: pd.DataFrame) -> pd.DataFrame:
     """The node table with each node's `parts` read back from the JSON text
     the dataset holds (`convgraph.export.parquet.parts_as_json`) as the list
     it was; a text that is not a JSON list reads as None.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> parts_from_json(pd.DataFrame({"parts": [None, '[{"type": "text"}]']}))[
-    ...     "parts"].tolist()
-    [None, [{'type': 'text'}]]
     """
     if PARTS not in nodes.columns:
         return nodes

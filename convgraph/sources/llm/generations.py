@@ -50,15 +50,6 @@ def first_of_each_id(
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
     """The records (in log order) with one per id, the first logged, and a
     problem for each id that had more (a table without a primary key).
-
-    Examples
-    --------
-    >>> kept, problems = first_of_each_id(
-    ...     [{"id": "a", "n": 1}, {"id": "b", "n": 2}, {"id": "a", "n": 3}])
-    >>> kept
-    [{'id': 'a', 'n': 1}, {'id': 'b', 'n': 2}]
-    >>> [problem.message for problem in problems]
-    ['a is the id of 2 rows: the first logged is read, the others left out']
     """
     seen: dict[str, int] = {}
     for record in records:
@@ -175,11 +166,6 @@ def conversations_in_id_order(
 ) -> dict[str, list[LegacyResponse]]:
     """Legacy responses (id, conversation, parent, answer) by conversation,
     each in id order: the order llm replays a legacy conversation in.
-
-    Examples
-    --------
-    >>> conversations_in_id_order([("r2", "c", "r1", "B"), ("r1", "c", None, "A")])
-    {'c': [('r1', None, 'A'), ('r2', 'r1', 'B')]}
     """
     conversations: dict[str, list[LegacyResponse]] = {}
     for node_id, conversation_id, parent_id, answer in rows:

@@ -130,17 +130,6 @@ def place_records(
 
     `records` are the tree's legacy rows in log order, with `id`,
     `conversation_id`, `parent_id` (as stored) and `datetime_utc`.
-
-    Examples
-    --------
-    >>> rows = [{"id": "a", "conversation_id": "c", "parent_id": None,
-    ...          "datetime_utc": "2025-01-01T10:00:00"},
-    ...         {"id": "b", "conversation_id": "c", "parent_id": None,
-    ...          "datetime_utc": "2025-01-02T10:00:00"}]
-    >>> place_records(rows, Placing("2025-01-01T12:00:00+00:00", frozenset()))
-    []
-    >>> [row["parent_id"] for row in rows]
-    [None, 'a']
     """
     if placing is None:
         return []
@@ -175,15 +164,6 @@ def place_records_table(
     `parent_id` is set in place. Only the conversations of rows it may
     place are sorted; `leave_out`, given their ids, marks those that are no
     node (read from the turns instead), which are never anyone's previous.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> nodes = pd.DataFrame({"id": ["b", "a"], "conversation_id": "c",
-    ...     "parent_id": None, "datetime_utc": ["2025-01-02", "2025-01-01"]})
-    >>> rows, parents, problems = place_records_table(nodes, Placing("2025", frozenset()))
-    >>> rows.tolist(), parents.tolist(), nodes["parent_id"].tolist()
-    ([0], [1], ['a', None])
     """
     import numpy as np
     import pandas as pd

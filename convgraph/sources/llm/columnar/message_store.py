@@ -325,7 +325,7 @@ def turn_texts(
 ) -> tuple[dict[str, pa.Array], np.ndarray]:
     """Each turn's prompt, response and system prompt (Arrow strings), and
     its parts (a list where they are more than a prompt and an answer,
-    else None): `message_store._add_texts` and `_system` on arrays, for a
+    else None): `message_chains.add_texts` and `system_of` on arrays, for a
     file whose parts are all texts with their words (`all_plain`).
 
     Parameters

@@ -166,7 +166,7 @@ def hostile_forests(draw: st.DrawFn) -> Forest:
     for tree in trees:
         threads = [tree, f"{tree}f"]
         for node in ids[tree]:
-            source = draw(st.sampled_from([LEGACY, TURNS]))
+            source = draw(st.sampled_from([LEGACY, TURNS, "claude-code"]))
             parent = draw(
                 st.none()
                 | st.sampled_from(ids[tree])

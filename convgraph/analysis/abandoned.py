@@ -68,7 +68,9 @@ def subagent_rows(nodes: pd.DataFrame) -> np.ndarray:
     # are not.
     held = nodes[PARTS].notna().to_numpy(dtype=bool)
     if "source" in nodes.columns:
-        held = held & nodes["source"].isin(AGENT_SOURCES).to_numpy(dtype=bool)
+        source = nodes["source"]
+        agents = source.isin(AGENT_SOURCES) | source.isna()
+        held = held & agents.to_numpy(dtype=bool)
     rows = np.flatnonzero(held)
     parts = nodes[PARTS].to_numpy(dtype=object)
     found[rows] = [_marked(parts[row]) for row in rows.tolist()]
@@ -82,11 +84,12 @@ def in_subagent(data: Mapping[str, Any]) -> bool:
     the tables can, by their `sidechain` column."""
     if data.get(SIDECHAIN) is not None:
         return True
-    return data.get("source") in AGENT_SOURCES and _marked(data.get(PARTS))
+    source = data.get("source")
+    return (source is None or source in AGENT_SOURCES) and _marked(data.get(PARTS))
 
 
 @rule(TREE)
-def abandoned_nodes(tree: nx.DiGraph) -> list[Any]:
+def abandoned_nodes(tree: nx.DiGraph[str]) -> list[Any]:
     """The nodes of one tree's graph that are branches the user left, as
     `abandoned_nodes_table` finds them in a table.
     """
@@ -113,11 +116,12 @@ def abandoned_nodes_table(
     own = ~subagent_rows(nodes)
     linked = parent_rows[own & (parent_rows >= 0)]
     own_children = np.bincount(linked, minlength=len(parent_rows))
-    return own & ~active & (own_children == 0)
+    left: np.ndarray = own & ~active & (own_children == 0)
+    return left
 
 
 @rule(TREE)
-def abandoned_work_nodes(tree: nx.DiGraph) -> list[Any]:
+def abandoned_work_nodes(tree: nx.DiGraph[str]) -> list[Any]:
     """The nodes of one tree's graph whose work went into a branch the user
     left, as `abandoned_work_nodes_table` finds them in a table, in the graph's
     order.
@@ -129,7 +133,7 @@ def abandoned_work_nodes(tree: nx.DiGraph) -> list[Any]:
     starter_of: dict[Any, Any] = {}
     for node in nodes:
         walked = []
-        current = node
+        current: str | None = node
         while current is not None and current not in starter_of:
             if not in_subagent(nodes[current]):
                 starter_of[current] = current

@@ -51,7 +51,7 @@ def _children_counts(parent_rows: np.ndarray) -> np.ndarray:
 
 
 @rule(TREE)
-def summary(tree: nx.DiGraph) -> dict[str, Any]:
+def summary(tree: nx.DiGraph[str]) -> dict[str, Any]:
     """One conversation's statistics in one dict: `summary_table`'s
     row for one tree, computed on its graph (the summary helper of
     docs/design.md#the-twelve-helpers).
@@ -94,7 +94,7 @@ def summary(tree: nx.DiGraph) -> dict[str, Any]:
     return {key: stats[key] for key in CONVERSATION_COLUMNS}
 
 
-def _tree_retries(tree: nx.DiGraph, totals: Mapping[str, Any]) -> dict[str, Any]:
+def _tree_retries(tree: nx.DiGraph[str], totals: Mapping[str, Any]) -> dict[str, Any]:
     """`RETRY_COLUMNS` of one tree, whose token totals are `totals`."""
     left = abandoned_work_nodes(tree)
     figures: dict[str, Any] = {}
@@ -305,7 +305,7 @@ def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return codes, names
 
 
-def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
+def _split_lists(flat: list[Any], counts: np.ndarray) -> list[list[Any]]:
     """`flat` cut into consecutive lists of `counts[i]` items."""
     import numpy as np
 
@@ -317,7 +317,9 @@ def _split_lists(flat: list, counts: np.ndarray) -> list[list]:
     return [flat[start:end] for start, end in zip(starts, ends, strict=True)]
 
 
-def _models_per_tree(models: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
+def _models_per_tree(
+    models: pd.Series, tree_codes: np.ndarray, trees: int
+) -> list[list[Any]]:
     """Each tree's distinct models in order of first use (rows are in log
     order), as lists aligned with the tree codes."""
     import numpy as np

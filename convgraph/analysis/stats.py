@@ -341,7 +341,7 @@ CONVERSATION_INPUTS = (
 
 def _models_per_branch(
     models: pd.Series, parent_rows: np.ndarray, leaves: np.ndarray
-) -> list:
+) -> list[list[Any]]:
     """The distinct models on each leaf's branch, in the order the branch
     first used them (root first), as lists aligned with `leaves`.
 

@@ -33,7 +33,7 @@ def tool_list(tools: Any) -> list[str]:
 
 
 @rule(TREE)
-def tree_tool_totals(tree: nx.DiGraph) -> dict[str, Any]:
+def tree_tool_totals(tree: nx.DiGraph[str]) -> dict[str, Any]:
     """One tree's tool calls (their sum: None where no node can tell) and
     the tools it called (each once, in the order first called).
     """
@@ -97,7 +97,7 @@ def sums_per_tree(
         for tree, value in zip(
             codes[present].tolist(), values[present].tolist(), strict=True
         ):
-            sums[tree] += value  # type: ignore[operator]
+            sums[tree] += value
         for tree in np.flatnonzero(counted == 0).tolist():
             sums[tree] = None
         return np.array(sums, dtype=object)
@@ -116,7 +116,9 @@ def may_pass_64_bits(values: np.ndarray, counted: np.ndarray) -> bool:
     return largest * int(counted.max(initial=0)) > 2**63 - 1
 
 
-def _tools_per_tree(tools: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
+def _tools_per_tree(
+    tools: pd.Series, tree_codes: np.ndarray, trees: int
+) -> list[list[str]]:
     """Each tree's tools, each once, in the order first called, as lists
     aligned with the tree codes: each distinct `tools` text is split once,
     then the distinct (tree, tool) pairs found in order of first use (a hash,

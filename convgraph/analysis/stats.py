@@ -49,6 +49,7 @@ from convgraph.contract import (
     TOOLS,
     TREE_NAME,
 )
+from convgraph.contract import CONVERSATION_COLUMNS as CONVERSATION_COLUMNS
 from convgraph.links.integrity import EMPTY_CONVERSATION
 from convgraph.model.marks import active_column
 from convgraph.times import parse_times

@@ -1,11 +1,7 @@
-"""The registry of rules that have two forms: a reference form for one tree
-(plain Python, no numpy or pandas) and at most one table form beside it for
-the whole forest, named after it with `TABLE` added.
-
-`@rule(kind)` registers the per-tree form; `@table_form(reference)` the
-table form. `kind` says which input both forms take (`KINDS`).
-tests/test_rule_agreement.py holds every registered pair to one answer and
-fails on a pair of the naming scheme left unregistered.
+"""The registry of rules with two forms: `@rule(kind)` on the reference
+form for one tree (plain Python), `@table_form(reference)` on its one table
+form, named the reference's name + `TABLE`. tests/test_rule_agreement.py
+holds every pair to one answer and fails on an unregistered pair.
 """
 
 from __future__ import annotations
@@ -17,10 +13,8 @@ from typing import Any, TypeVar
 #: The name a table form has: its reference form's, with this added.
 TABLE = "_table"
 
-#: The input of each kind: one tree's records (dicts of the node contract,
-#: in log order) or the nodes table; one tree's graph or the checked table
-#: with its parent rows; one node or the table's rows; a message store's
-#: turns turn by turn or on arrays.
+#: What both forms take: one tree's records or the nodes table; one tree's
+#: graph or the checked table; one node or the rows; a store's turns.
 RECORDS = "records"
 TREE = "tree"
 NODE = "node"
@@ -32,8 +26,7 @@ Function = TypeVar("Function", bound=Callable[..., Any])
 
 @dataclass
 class Rule:
-    """One rule: its reference form and its table form (None until
-    registered)."""
+    """A rule's two forms (`table` None until registered)."""
 
     name: str
     kind: str

@@ -109,4 +109,4 @@ TREE_NAME = "tree_name"
 
 #: A subagent's mark (a part key, an agent table's column); the agents' sources.
 SIDECHAIN = "sidechain"
-AGENT_SOURCES = ("claude-code", "codex", "gemini-cli")
+AGENT_SOURCES = ("claude-code", "codex", "gemini-cli", "copilot-cli")

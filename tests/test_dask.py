@@ -223,7 +223,7 @@ def test_the_same_function_under_spark(forests: dict, tmp_path: Path) -> None:
             nodes.groupBy("tree_id")
             .applyInPandas(
                 # Spark counts the arguments: one, the group's rows.
-                lambda part: stats.conversation_table_of(part),
+                lambda part: stats.summary_table(part),
                 SPARK_SCHEMA,
             )
             .toPandas()

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from convgraph import parts
-from convgraph.analysis.stats import conversation_table_of
+from convgraph.analysis.stats import summary_table
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.export import (
     ExportError,
@@ -188,7 +188,7 @@ def test_parquet_holds_the_parts_as_json_and_gives_them_back(tmp_path: Path) -> 
     assert nodes["tool_calls"].tolist() == [1, 0, 1]
     assert nodes["tools"].fillna("-").tolist() == ["shout", "-", "search"]
     # The statistics of the dataset count them as the forest's do.
-    (row,) = conversation_table_of(nodes).to_dict("records")
+    (row,) = summary_table(nodes).to_dict("records")
     assert (row["tool_calls"], row["tools"]) == (2, ["shout", "search"])
     result = run("stats", "--db", tmp_path / "dataset", "--json")
     (shown,) = json.loads(result.stdout)

@@ -19,11 +19,11 @@ from convgraph.cli.options import UserError
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.model.filters import (
     TreeFilter,
-    kept_tree_rows,
-    matching_rows,
     node_matches,
+    node_matches_table,
     select_trees,
     tree_is_in,
+    tree_is_in_table,
 )
 from convgraph.model.forest import Forest
 from convgraph.times import parse_bound
@@ -342,11 +342,11 @@ def test_table_and_tree_forms_agree(rows: list, where: TreeFilter):
     )
     forest = Forest(nodes, {})
     table = forest.nodes
-    matched = matching_rows(table, where).tolist()
+    matched = node_matches_table(table, where).tolist()
     columns = table[["datetime_utc", "model", "source"]].astype(object)
     records = columns.where(columns.notna(), None).to_dict("records")
     assert matched == [node_matches(dict(record), where) for record in records]
-    kept = kept_tree_rows(table, where)
+    kept = tree_is_in_table(table, where)
     trees_in = {
         graph.graph["tree_id"] for graph in forest.trees() if tree_is_in(graph, where)
     }

@@ -9,22 +9,20 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from convgraph.sources.llm.generations import (
     CONTINUES,
     first_of_each_id,
-    first_of_each_id_frame,
+    first_of_each_id_table,
     join_generations,
-    join_generations_frame,
+    join_generations_table,
 )
 from convgraph.sources.llm.legacy import SOURCE as LEGACY
 from convgraph.sources.llm.message_store import SOURCE as TURNS
 from convgraph.sources.llm.message_store import Continuation
 from convgraph.sources.source import log_order, sort_log_order
 from convgraph.sources.tables import categorical
-from tests.helpers import examples
 
 #: Few answers and few times, so that answers repeat (the ambiguous matches
 #: `legacy_parent` decides) and rows tie in time (log order falls to ids).
@@ -64,54 +62,6 @@ def turn_record(
     }
 
 
-@st.composite
-def upgraded_tree(draw: st.DrawFn, tree: int) -> list[dict[str, Any]]:
-    """One tree of an upgraded file: legacy responses in a few conversations
-    (ids may repeat, parents may name anything), and turns in threads of the
-    same names (and one with no legacy rows), some continuing legacy history
-    (their threads in any order, their answers any)."""
-    threads = [f"t{tree}c{n}" for n in range(draw(st.integers(1, 3)))]
-    names = [*threads, f"t{tree}x"]
-    legacy_ids = [f"t{tree}r{n}" for n in range(draw(st.integers(0, 7)))]
-    turn_ids = [f"t{tree}u{n}" for n in range(draw(st.integers(0, 5)))]
-    every_id = [*legacy_ids, *turn_ids, f"t{tree}gone"]
-    records = []
-    for node_id in legacy_ids:
-        # A table without a primary key may hold an id twice.
-        for _ in range(draw(st.sampled_from([1, 1, 1, 2]))):
-            records.append(
-                legacy_record(
-                    node_id,
-                    draw(st.sampled_from(threads)),
-                    draw(st.none() | st.sampled_from(every_id)),
-                    draw(ANSWERS),
-                    draw(TIMES),
-                )
-            )
-    for node_id in turn_ids:
-        continuation = None
-        if draw(st.booleans()):
-            continuation = Continuation(
-                threads=tuple(
-                    draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
-                ),
-                answers=tuple(draw(st.lists(st.sampled_from("ABC"), max_size=4))),
-            )
-        records.append(
-            turn_record(
-                node_id,
-                draw(st.sampled_from(threads)),
-                draw(st.none() | st.sampled_from(turn_ids)),
-                draw(ANSWERS),
-                draw(TIMES),
-                continuation,
-            )
-        )
-    for record in records:
-        record["tree_id"] = f"t{tree}"
-    return records
-
-
 def per_tree(
     records: list[dict[str, Any]], linked: bool
 ) -> tuple[list[tuple[str, Any]], list[str]]:
@@ -139,49 +89,6 @@ def as_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     return table
 
 
-@settings(
-    max_examples=examples(200),
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(
-    trees=st.integers(1, 3).flatmap(
-        lambda count: st.tuples(*(upgraded_tree(tree) for tree in range(count)))
-    ),
-    linked=st.booleans(),
-    text=st.booleans(),
-)
-def test_one_tree_and_the_whole_table_give_the_same_nodes_and_parents(
-    trees: tuple[list[dict[str, Any]], ...], linked: bool, text: bool
-) -> None:
-    expected: dict[str, list[tuple[str, Any]]] = {}
-    expected_problems: list[str] = []
-    for records in trees:
-        nodes, problems = per_tree(records, linked)
-        if records:
-            expected[records[0]["tree_id"]] = nodes
-        expected_problems += problems
-
-    every = [record for records in trees for record in records]
-    nodes = sort_log_order(as_table(every))
-    nodes, problems = first_of_each_id_frame(nodes)
-    response_texts = None
-    if not text:
-        # Read without its texts: the legacy answers come by id, as
-        # `LogDatabase._response_texts` reads them.
-        legacy = nodes[nodes["source"] == LEGACY]
-        answers = dict(zip(legacy["id"], legacy["response"], strict=True))
-        nodes["response"] = None
-        response_texts = lambda ids: {i: answers[i] for i in ids}  # noqa: E731
-    join_generations_frame(nodes, linked=linked, response_texts=response_texts)
-
-    found = {
-        str(tree_id): list(zip(rows["id"], rows["parent_id"], strict=True))
-        for tree_id, rows in nodes.groupby("tree_id", observed=True, sort=False)
-    }
-    assert found == expected
-    assert sorted(p.message for p in problems) == sorted(expected_problems)
-
-
 def test_each_id_once_in_both_forms_names_the_repeats_alike() -> None:
     records = [
         {"id": "a", "n": 1},
@@ -192,7 +99,7 @@ def test_each_id_once_in_both_forms_names_the_repeats_alike() -> None:
         {"id": "a", "n": 6},
     ]
     kept, problems = first_of_each_id(records)
-    table, table_problems = first_of_each_id_frame(pd.DataFrame(records))
+    table, table_problems = first_of_each_id_table(pd.DataFrame(records))
     assert [record["n"] for record in kept] == table["n"].tolist() == [1, 2, 4]
     messages = [
         "a is the id of 3 rows: the first logged is read, the others left out",
@@ -235,5 +142,5 @@ def test_a_turn_hangs_below_the_response_its_history_ends_at_in_both_forms() -> 
     parents += [("u1", "r2"), ("u2", "r1"), ("u3", "u1")]
     assert per_tree(records, linked=True) == (parents, [])
     nodes = sort_log_order(as_table(records))
-    join_generations_frame(nodes, linked=True)
+    join_generations_table(nodes, linked=True)
     assert list(zip(nodes["id"], nodes["parent_id"], strict=True)) == parents

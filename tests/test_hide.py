@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from convgraph.errors import HiddenNode
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree, load_tree_of_node
-from convgraph.model.marks import hidden_records, hidden_rows
+from convgraph.model.marks import hidden_records, hidden_records_table
 from convgraph.sources.notes import TABLE, NodeNote
 from tests import chat_exports as build
 from tests.databases import LlmLog
@@ -177,7 +177,7 @@ def test_the_two_forms_hide_what_networkx_says_lies_below(
         for row, parent in enumerate(parent_rows)
     }
     assert hidden_records(records, links, notes) == expected
-    rows = hidden_rows(pd.Series(ids), np.array(parent_rows), notes)
+    rows = hidden_records_table(pd.Series(ids), np.array(parent_rows), notes)
     assert {ids[row] for row in np.flatnonzero(rows)} == expected
 
 

@@ -1,7 +1,7 @@
 """The link check's two forms give one answer.
 
 `check_links` checks one tree's records in plain Python (the one-tree path);
-`check_link_table` checks a whole nodes table with vectorized operations (the
+`check_links_table` checks a whole nodes table with vectorized operations (the
 `Forest`). On random forests with hostile links (self-parents, missing
 parents, parents in another tree, cycles, nodes hanging off cycles) both keep
 the same parents and report the same problems, in the same order within a
@@ -16,7 +16,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convgraph.links.integrity import Problem, check_link_table, check_links
+from convgraph.links.integrity import Problem, check_links, check_links_table
 from tests.helpers import examples
 
 
@@ -81,7 +81,7 @@ def test_one_tree_and_the_whole_table_give_the_same_links(rows: list[dict]) -> N
 
     # The whole table at once, as `Forest` checks it.
     table = pd.DataFrame(rows)
-    parent_rows, table_problems = check_link_table(table)
+    parent_rows, table_problems = check_links_table(table)
     ids = [row["id"] for row in rows]
     assert {
         node: ids[row] if row >= 0 else None
@@ -125,7 +125,7 @@ def test_every_kind_of_broken_link_in_both_forms() -> None:
         ("cycle", "a", "b", "t", "a is on a cycle of 2 parent links: a -> b -> a"),
     ]
     parents, problems = check_links(rows[:-1], {"o": "u"})
-    rows_found, table_problems = check_link_table(pd.DataFrame(rows))
+    rows_found, table_problems = check_links_table(pd.DataFrame(rows))
     for found in (problems, table_problems):
         assert [
             (p.kind, p.node_id, p.parent_id, p.conversation_id, p.message)

@@ -1,6 +1,6 @@
 """The branch marks' two forms give one answer.
 
-`mark_tree` marks one graph (the one-tree path), `mark_forest` a whole nodes
+`mark_tree` marks one graph (the one-tree path), `mark_tree_table` a whole nodes
 table (the `Forest`). On random forests, with the source's own `active` for
 some trees and not others, and random notes, every node gets the same
 `active`, `note` and `preferred` from both.
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.links.pointer_jumping import parent_rows_of
-from convgraph.model.marks import mark_forest
+from convgraph.model.marks import mark_tree_table
 from convgraph.model.tree import ConversationTree
 from convgraph.sources.notes import NodeNote
 from tests.helpers import examples
@@ -60,7 +60,7 @@ def test_one_graph_and_the_whole_table_mark_alike(
     rows, notes = forest
     table = pd.DataFrame(rows, columns=["id", "tree_id", "parent_id", *NODE_ATTRIBUTES])
     parent_rows = parent_rows_of(table["id"], table["parent_id"])
-    marked = mark_forest(table, parent_rows, notes)
+    marked = mark_tree_table(table, parent_rows, notes)
     from_table = {
         node: (active, note, preferred)
         for node, active, note, preferred in zip(
@@ -101,5 +101,5 @@ def test_a_tree_without_its_own_marks_is_active_to_its_last_node() -> None:
             for i, t, p, active in rows
         ]
     )
-    marked = mark_forest(table, parent_rows_of(table["id"], table["parent_id"]))
+    marked = mark_tree_table(table, parent_rows_of(table["id"], table["parent_id"]))
     assert marked["active"].tolist() == [True, False, True, True, False, True]

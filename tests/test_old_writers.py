@@ -32,8 +32,8 @@ from convgraph.sources.llm.old_writers import (
     RECORD_TABLE,
     ROOTS_TABLE,
     Placing,
-    place_frame,
     place_records,
+    place_records_table,
 )
 from convgraph.store import log_response, migrate
 from convgraph.store.delete import delete_node
@@ -496,7 +496,7 @@ def test_the_rule_per_tree_and_per_table_agree(table, random):
     frame = pd.DataFrame(
         shuffled, columns=["id", "conversation_id", "parent_id", "datetime_utc"]
     ).astype({"conversation_id": "category"})
-    rows, parents, frame_problems = place_frame(frame, placing)
+    rows, parents, frame_problems = place_records_table(frame, placing)
     per_tree = [dict(record) for record in records]
     tree_problems = place_records(per_tree, placing)
     placed = dict(zip(frame["id"], frame["parent_id"], strict=True))

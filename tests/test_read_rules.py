@@ -4,17 +4,8 @@
   the columnar reader pace their statements by the one `paced`, so on the
   same file, statements that take the same time, they ask for the same
   rows, statement by statement.
-- The message store's turn parents (`convgraph.sources.llm.turn_parents`): turn
-  by turn (`turn_parents`, the row reader's) and on arrays
-  (`turn_parent_rows`, the columnar reader's), on random message trees,
-  turns and forks.
-- Legacy chains (`convgraph.sources.llm.legacy`): per tree (`link_as_chains`)
-  and per table (`link_frame_as_chains`), on random logs mixing responses
-  and turns.
-- Tool chains folded into one node (`convgraph.sources.llm.runs`): per tree
-  (`fold_runs`) and per table (`fold_run_frame`), on random calls with
-  random links (forks, cycles, links to other trees, to nothing, to
-  themselves) and random runs, with and without texts.
+- The message store's turn parents and a run merged into one node, on
+  known cases (the pairs' agreement: tests/test_rule_agreement.py).
 """
 
 from __future__ import annotations
@@ -25,22 +16,17 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from benchmarks import synthetic
 from convgraph import parts as kinds
-from convgraph.contract import INTEGER_ATTRIBUTES
 from convgraph.sources import open_logs
-from convgraph.sources.llm import columnar, legacy, runs, snapshot
+from convgraph.sources.llm import columnar, runs, snapshot
 from convgraph.sources.llm.message_store import _thread_roots
 from convgraph.sources.llm.turn_parents import (
     NearestAbove,
-    turn_parent_rows,
     turn_parents,
+    turn_parents_table,
 )
-from convgraph.sources.source import log_order
-from tests.helpers import examples
 
 # -- the chunked-read rule -------------------------------------------------------
 
@@ -104,56 +90,6 @@ def test_a_slow_statement_is_followed_by_one_sized_for_the_rule_at_once():
 # -- turn parents ------------------------------------------------------------------
 
 
-@st.composite
-def message_stores(draw: st.DrawFn) -> dict:
-    """A random message store, links acyclic (the table form's condition;
-    the columnar reader leaves cycles to the row reader): messages `m0..`
-    each below an earlier one, none, or a hash that names no message;
-    threads `t0..` each an original or forked from an earlier thread or
-    from one not in the file; turns in log order, each of a thread (now and
-    then one not in the file), with an input and a tip among the messages,
-    hashes that name none, or none at all. Shared content is common: few
-    messages, many turns."""
-    missing = ["gone-a", "gone-b"]
-    count = draw(st.integers(0, 10))
-    messages = {}
-    for index in range(count):
-        parent = draw(
-            st.one_of(
-                st.none(),
-                st.sampled_from(missing),
-                *([st.integers(0, index - 1).map("m{}".format)] if index else []),
-            )
-        )
-        messages[f"m{index}"] = parent
-    hashes = st.one_of(
-        st.none(),
-        st.sampled_from(missing),
-        *([st.sampled_from(list(messages))] if messages else []),
-    )
-    threads = [f"t{index}" for index in range(draw(st.integers(1, 4)))]
-    forked_from = {
-        thread: draw(
-            st.one_of(
-                st.none(),
-                st.just("stray"),
-                *([st.sampled_from(threads[:index])] if index else []),
-            )
-        )
-        for index, thread in enumerate(threads)
-    }
-    turns = [
-        {
-            "id": f"u{index}",
-            "thread_id": draw(st.sampled_from([*threads, "stray"])),
-            "parent_message_hash": draw(hashes),
-            "tip_message_hash": draw(hashes),
-        }
-        for index in range(draw(st.integers(1, 14)))
-    ]
-    return {"messages": messages, "forked_from": forked_from, "turns": turns}
-
-
 def parents_turn_by_turn(store: dict) -> list[str | None]:
     """The row reader's form: each turn's parent id."""
     roots = _thread_roots(store["forked_from"])[0]
@@ -207,16 +143,10 @@ def parents_on_arrays(store: dict) -> list[str | None]:
     roots = _thread_roots(forked_from)[0]
     trees = [roots.get(turn["thread_id"], turn["thread_id"]) for turn in turns]
     tree_codes = pd.factorize(pd.Series(trees, dtype=object))[0].astype(np.int64)
-    rows = turn_parent_rows(
+    rows = turn_parents_table(
         tree_codes, parent_rows, start_rows, tip_rows, thread_codes, fork_up
     )
     return [None if row < 0 else turns[row]["id"] for row in rows]
-
-
-@settings(max_examples=examples(300), deadline=None)
-@given(message_stores())
-def test_turn_parents_turn_by_turn_and_on_arrays_agree(store: dict) -> None:
-    assert parents_on_arrays(store) == parents_turn_by_turn(store)
 
 
 def test_turn_parents_of_a_retry_and_a_fork_that_end_at_one_message():
@@ -251,170 +181,7 @@ def test_turn_parents_of_a_retry_and_a_fork_that_end_at_one_message():
 # -- legacy chains -----------------------------------------------------------------
 
 
-@st.composite
-def mixed_logs(draw: st.DrawFn) -> list[dict]:
-    """Rows of a nodes table in log order: legacy responses of a few
-    conversations among turns (whose parents are their own and stay)."""
-    rows = []
-    for index in range(draw(st.integers(0, 20))):
-        is_turn = draw(st.booleans())
-        rows.append(
-            {
-                "id": f"n{index}",
-                "conversation_id": f"c{draw(st.integers(0, 3))}",
-                "source": "turns" if is_turn else legacy.SOURCE,
-                "parent_id": draw(st.sampled_from([None, "n0", "elsewhere"]))
-                if is_turn
-                else "stored",
-            }
-        )
-    return rows
-
-
-@settings(max_examples=examples(200), deadline=None)
-@given(mixed_logs(), st.booleans())
-def test_legacy_chains_per_tree_and_per_table_agree(
-    rows: list[dict], as_categories: bool
-) -> None:
-    records = [dict(row) for row in rows if row["source"] == legacy.SOURCE]
-    legacy.link_as_chains(records)
-    chained = {record["id"]: record["parent_id"] for record in records}
-
-    # Object columns of str and None, as the readers make them.
-    nodes = pd.DataFrame(
-        rows, columns=["id", "conversation_id", "source", "parent_id"], dtype=object
-    )
-    nodes["source"] = nodes["source"].astype("category")
-    if as_categories:
-        nodes["conversation_id"] = nodes["conversation_id"].astype("category")
-    parent_rows = legacy.link_frame_as_chains(nodes)
-
-    expected = [chained.get(row["id"], row["parent_id"]) for row in rows]
-    assert nodes["parent_id"].tolist() == expected
-    ids = [row["id"] for row in rows]
-    assert [ids[row] if row >= 0 else None for row in parent_rows] == [
-        chained.get(row["id"]) for row in rows
-    ]
-
-
 # -- tool chains folded into one node -------------------------------------------
-
-
-@st.composite
-def calls_of_runs(draw: st.DrawFn) -> list[dict]:
-    """Calls (node records before the fold) of a few trees, in log order,
-    with the reader's `RUN` and `TOOL_NAMES`."""
-    count = draw(st.integers(0, 14))
-    ids = [f"n{index}" for index in range(count)]
-    calls = []
-    for index, node in enumerate(ids):
-        tree = f"t{draw(st.integers(0, 2))}"
-        names = draw(
-            st.one_of(
-                st.none(), st.lists(st.sampled_from(["a", "b", None]), max_size=3)
-            )
-        )
-        calls.append(
-            {
-                "id": node,
-                "tree_id": tree,
-                "parent_id": draw(
-                    st.one_of(st.none(), st.sampled_from([*ids, "gone"]))
-                ),
-                "conversation_id": tree,
-                "prompt": draw(st.sampled_from([None, "", f"p{index}"])),
-                "system": draw(st.sampled_from([None, "s"])),
-                "response": draw(st.sampled_from([None, "", f"r{index}"])),
-                "parts": draw(
-                    st.sampled_from(
-                        [
-                            None,
-                            [kinds.reasoning(f"why {index}")],
-                            [kinds.tool_call("a", {})],
-                        ]
-                    )
-                ),
-                "tool_calls": len(names or ()),
-                "tools": None,
-                "model": draw(st.sampled_from(["m1", "m2", None])),
-                "datetime_utc": draw(
-                    st.sampled_from([None, f"2025-01-0{index % 9 + 1}"])
-                ),
-                **{
-                    key: draw(st.one_of(st.none(), st.integers(0, 50)))
-                    for key in INTEGER_ATTRIBUTES
-                },
-                "source": "turns",
-                runs.RUN: draw(st.booleans()),
-                runs.TOOL_NAMES: names or None,
-            }
-        )
-    calls.sort(key=log_order)
-    return calls
-
-
-def folded_per_tree(calls: list[dict], text: bool) -> tuple[list[dict], dict]:
-    """`fold_runs` tree by tree, the nodes of all in log order."""
-    trees: dict[str, list[dict]] = {}
-    for call in calls:
-        trees.setdefault(call["tree_id"], []).append(dict(call))
-    nodes, inner = [], {}
-    for records in trees.values():
-        folded, found = runs.fold_runs(records, text)
-        nodes += folded
-        inner.update(found)
-    nodes.sort(key=log_order)
-    return nodes, inner
-
-
-@settings(max_examples=examples(300), deadline=None)
-@given(calls_of_runs(), st.booleans())
-def test_tool_chains_fold_alike_per_tree_and_per_table(
-    calls: list[dict], text: bool
-) -> None:
-    if not text:
-        for call in calls:
-            call.update(prompt=None, response=None, parts=None, system=None)
-    expected, expected_calls = folded_per_tree(calls, text)
-
-    # The reader's dtypes: categories, nullable integers, object columns.
-    frame = pd.DataFrame(
-        calls,
-        columns=list(calls[0])
-        if calls
-        else [
-            "id",
-            "tree_id",
-            "parent_id",
-            "conversation_id",
-            "prompt",
-            "system",
-            "response",
-            "parts",
-            "tool_calls",
-            "tools",
-            "model",
-            "datetime_utc",
-            *INTEGER_ATTRIBUTES,
-            "source",
-            runs.RUN,
-            runs.TOOL_NAMES,
-        ],
-    )
-    for column in ("tree_id", "conversation_id", "model", "source"):
-        frame[column] = frame[column].astype("category")
-    for column in (*INTEGER_ATTRIBUTES, "tool_calls"):
-        frame[column] = frame[column].astype("Int64")
-    nodes, found_calls = runs.fold_run_frame(frame, text)
-
-    assert found_calls == expected_calls
-    assert runs._plain_records(nodes) == [
-        {key: value for key, value in node.items() if key in nodes.columns}
-        for node in expected
-    ]
-    assert list(nodes.columns) == [
-        column for column in frame.columns if column not in (runs.RUN, runs.TOOL_NAMES)
-    ]
 
 
 def test_a_run_is_merged_as_the_node_contract_says() -> None:

@@ -2,7 +2,7 @@
 branches the user left, beside the totals, per tree and per group of
 `stats --by`, and their share of the whole.
 
-The rule (`convgraph.analysis.abandoned.abandoned_work_rows` and
+The rule (`convgraph.analysis.abandoned.abandoned_work_nodes_table` and
 `abandoned_work_nodes`) is held to one answer in its two forms by a
 property test; the figures are checked on a file llm itself wrote, a
 prompt continued and then forked at its first answer (the continuation is
@@ -22,12 +22,15 @@ from genai_prices import Usage, calc_price
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convgraph.analysis.abandoned import abandoned_work_nodes, abandoned_work_rows
+from convgraph.analysis.abandoned import (
+    abandoned_work_nodes,
+    abandoned_work_nodes_table,
+)
 from convgraph.analysis.prices import graph_costs, tree_costs
+from convgraph.contract import SIDECHAIN
 from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
 from convgraph.model.tree import ConversationTree
-from convgraph.sources.agents.files import SIDECHAIN
 from tests.databases import LlmLog
 from tests.helpers import examples, run
 
@@ -62,7 +65,7 @@ def test_the_table_and_the_tree_name_the_same_nodes(
     parents, active, agents = forest
     ids = [f"n{row}" for row in range(len(parents))]
     table = pd.DataFrame({SIDECHAIN: pd.Series(agents, dtype=object)})
-    rows = abandoned_work_rows(table, np.array(parents), np.array(active))
+    rows = abandoned_work_nodes_table(table, np.array(parents), np.array(active))
     tree = ConversationTree.from_records(
         [
             # A tree's node tells a subagent's by its parts' mark, as an
@@ -86,7 +89,7 @@ def test_a_subagent_counts_with_the_node_that_started_it() -> None:
     # r -> a (left) -> subagent s1 -> s2; r -> b (active) -> subagent s3.
     parents = np.array([-1, 0, 1, 2, 0, 4])
     active = np.array([True, False, False, False, True, False])
-    assert abandoned_work_rows(table, parents, active).tolist() == [
+    assert abandoned_work_nodes_table(table, parents, active).tolist() == [
         False,
         True,
         True,

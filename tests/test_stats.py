@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from convgraph.analysis.stats import (
     branch_table,
     conversation_table,
-    conversation_table_of,
     edge_table,
     node_table,
     summary,
+    summary_table,
 )
 from convgraph.cli.tables import PRIORITY
 from convgraph.contract import BRANCH_COLUMNS, CONVERSATION_COLUMNS, NODE_ATTRIBUTES
@@ -515,12 +515,12 @@ def plain(value):
 
 def assert_summary_agrees_with_table(forest: Forest) -> None:
     """A conversation's statistics in their two forms agree: `summary` of each
-    tree's graph, and its row of `conversation_table_of` the whole table (with
+    tree's graph, and its row of `summary_table` the whole table (with
     the links the forest checked, or found again from the ids), each figure
     also checked against the nodes themselves."""
     conversations = conversation_table(forest)
     pd.testing.assert_frame_equal(
-        conversation_table_of(forest.nodes, forest.names), conversations
+        summary_table(forest.nodes, forest.names), conversations
     )
     conversations = conversations.set_index("tree_id")
     assert list(conversations.index) == forest.tree_ids

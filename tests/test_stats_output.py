@@ -64,9 +64,9 @@ def test_times_are_written_as_isoformat_writes_them() -> None:
 
 
 def tree_times(dates: list[str | None]) -> list[tuple[str | None, str | None]]:
-    """Each tree's first and last time by `conversation_table_of`, of two
+    """Each tree's first and last time by `summary_table`, of two
     trees whose rows alternate, the times given as Arrow's strings."""
-    from convgraph.analysis.stats import conversation_table_of
+    from convgraph.analysis.stats import summary_table
     from convgraph.contract import NODE_ATTRIBUTES
 
     count = len(dates)
@@ -79,7 +79,7 @@ def tree_times(dates: list[str | None]) -> list[tuple[str | None, str | None]]:
         }
     )
     nodes["datetime_utc"] = pd.Series(dates, dtype=pd.StringDtype("pyarrow"))
-    table = conversation_table_of(nodes)
+    table = summary_table(nodes)
     return [
         tuple(None if pd.isna(time) else time.isoformat() for time in row)
         for row in zip(table["first_datetime"], table["last_datetime"], strict=True)

@@ -3,7 +3,7 @@
 `columnar.read_forest(text=True)` on a message store gathers each turn's
 prompt, response, system prompt and parts on arrays
 (`columnar.message_store.turn_texts`); the row reader walks each turn's
-messages in Python (`message_store._add_texts`, `_system`). Both must give
+messages in Python (`message_chains.add_texts`, `system_of`). Both must give
 the same forest, exactly, on files llm wrote and on files edited into the
 cases the rule has to get right: several text parts in one message and
 their order, a message without parts, a part of no message, a tool's

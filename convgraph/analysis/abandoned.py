@@ -1,5 +1,5 @@
 """Which nodes are branches the user left, in both forms: over a nodes table
-(`abandoned_rows`, vectorized) and over one tree's graph
+(`abandoned_nodes_table`, vectorized) and over one tree's graph
 (`abandoned_nodes`, for `convgraph.analysis.stats.summary`).
 
 A branch left is a node off the active path with no child that is a branch
@@ -11,7 +11,7 @@ keep the node that started them from counting. Every source but the agents'
 has no subagents: there a branch left is a leaf off the active path.
 
 What the branches left cost is the work of every node on them, not only
-their tips: `abandoned_work_rows` (the table) and `abandoned_work_nodes` (one
+their tips: `abandoned_work_nodes_table` (the table) and `abandoned_work_nodes` (one
 tree) name the nodes off the active path, a subagent's node counting with
 the node of the main branch that started it (a subagent started from a
 branch left was work for it; one started from the active path was not).
@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import PARTS
-from convgraph.sources.agents.files import SIDECHAIN
-from convgraph.sources.agents.sessions import FORMATS
+from convgraph.contract import AGENT_SOURCES, PARTS, SIDECHAIN
+from convgraph.links.rules import TREE, rule, table_form
 
 if TYPE_CHECKING:
     # Only the tables' functions import numpy and take pandas' objects: one
@@ -34,9 +33,6 @@ if TYPE_CHECKING:
     import networkx as nx
     import numpy as np
     import pandas as pd
-
-#: The sources that have subagents: the coding agents'.
-AGENT_SOURCES = tuple(module.SOURCE for module in FORMATS)
 
 
 def _marked(parts: Any) -> bool:
@@ -71,7 +67,9 @@ def subagent_rows(nodes: pd.DataFrame) -> np.ndarray:
     # are not.
     held = nodes[PARTS].notna().to_numpy(dtype=bool)
     if "source" in nodes.columns:
-        held = held & nodes["source"].isin(AGENT_SOURCES).to_numpy(dtype=bool)
+        source = nodes["source"]
+        agents = source.isin(AGENT_SOURCES) | source.isna()
+        held = held & agents.to_numpy(dtype=bool)
     rows = np.flatnonzero(held)
     parts = nodes[PARTS].to_numpy(dtype=object)
     found[rows] = [_marked(parts[row]) for row in rows.tolist()]
@@ -83,45 +81,16 @@ def in_subagent(data: Mapping[str, Any]) -> bool:
     by its parts' mark (a tree's nodes carry the contract's attributes
     alone), so a tree built without its content (`text=False`) cannot tell;
     the tables can, by their `sidechain` column."""
-    return data.get(SIDECHAIN) is not None or _marked(data.get(PARTS))
+    if data.get(SIDECHAIN) is not None:
+        return True
+    source = data.get("source")
+    return (source is None or source in AGENT_SOURCES) and _marked(data.get(PARTS))
 
 
-def abandoned_rows(
-    nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
-) -> np.ndarray:
-    """Booleans over the rows of a nodes table: a branch the user left (off
-    the active path, outside a subagent, no child outside one). `parent_rows`
-    and `active` as the forest has them.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"sidechain": [None, "ag1", None, None]})
-    >>> parents = np.array([-1, 0, -1, 2])
-    >>> active = np.array([False, False, True, True])
-    >>> abandoned_rows(nodes, parents, active).tolist()
-    [True, False, False, False]
-    """
-    import numpy as np
-
-    own = ~subagent_rows(nodes)
-    linked = parent_rows[own & (parent_rows >= 0)]
-    own_children = np.bincount(linked, minlength=len(parent_rows))
-    return own & ~active & (own_children == 0)
-
-
-def abandoned_nodes(tree: nx.DiGraph) -> list[Any]:
+@rule(TREE)
+def abandoned_nodes(tree: nx.DiGraph[str]) -> list[Any]:
     """The nodes of one tree's graph that are branches the user left, as
-    `abandoned_rows` finds them in a table.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_records(
-    ...     [{"id": "r"}, {"id": "a"}, {"id": "b"}], {"r": None, "a": "r", "b": "r"},
-    ...     tree_id="t")
-    >>> abandoned_nodes(tree)
-    ['a']
+    `abandoned_nodes_table` finds them in a table.
     """
     nodes = tree.nodes
     return [
@@ -133,50 +102,28 @@ def abandoned_nodes(tree: nx.DiGraph) -> list[Any]:
     ]
 
 
-def abandoned_work_rows(
+@table_form(abandoned_nodes)
+def abandoned_nodes_table(
     nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
 ) -> np.ndarray:
-    """Booleans over the rows of a nodes table: a node whose work went into
-    a branch the user left. A node of the main branches counts where it is
-    off the active path; a subagent's node where the nearest node of the
-    main branches above it does (none above it: it does not count).
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"sidechain": [None, None, "ag1", None, "ag2"]})
-    >>> parents = np.array([-1, 0, 1, 0, 3])
-    >>> active = np.array([True, False, False, True, False])
-    >>> abandoned_work_rows(nodes, parents, active).tolist()
-    [False, True, True, False, False]
+    """Booleans over the rows of a nodes table: a branch the user left (off
+    the active path, outside a subagent, no child outside one). `parent_rows`
+    and `active` as the forest has them.
     """
     import numpy as np
 
-    from convgraph.links.pointer_jumping import nearest_marked
-
     own = ~subagent_rows(nodes)
-    if own.all():
-        return ~np.asarray(active, dtype=bool)
-    starter = nearest_marked(parent_rows, own)
-    left = np.zeros(len(parent_rows), dtype=bool)
-    placed = starter >= 0
-    left[placed] = ~np.asarray(active, dtype=bool)[starter[placed]]
+    linked = parent_rows[own & (parent_rows >= 0)]
+    own_children = np.bincount(linked, minlength=len(parent_rows))
+    left: np.ndarray = own & ~active & (own_children == 0)
     return left
 
 
-def abandoned_work_nodes(tree: nx.DiGraph) -> list[Any]:
+@rule(TREE)
+def abandoned_work_nodes(tree: nx.DiGraph[str]) -> list[Any]:
     """The nodes of one tree's graph whose work went into a branch the user
-    left, as `abandoned_work_rows` finds them in a table, in the graph's
+    left, as `abandoned_work_nodes_table` finds them in a table, in the graph's
     order.
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_records(
-    ...     [{"id": "r", "active": True}, {"id": "a"}, {"id": "b", "active": True}],
-    ...     {"r": None, "a": "r", "b": "r"}, tree_id="t")
-    >>> abandoned_work_nodes(tree)
-    ['a']
     """
     nodes = tree.nodes
     # Each node's starter: itself where it is a main branch's, else the
@@ -185,7 +132,7 @@ def abandoned_work_nodes(tree: nx.DiGraph) -> list[Any]:
     starter_of: dict[Any, Any] = {}
     for node in nodes:
         walked = []
-        current = node
+        current: str | None = node
         while current is not None and current not in starter_of:
             if not in_subagent(nodes[current]):
                 starter_of[current] = current
@@ -202,3 +149,26 @@ def abandoned_work_nodes(tree: nx.DiGraph) -> list[Any]:
         if (starter := starter_of[node]) is not None
         and not nodes[starter].get("active")
     ]
+
+
+@table_form(abandoned_work_nodes)
+def abandoned_work_nodes_table(
+    nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
+) -> np.ndarray:
+    """Booleans over the rows of a nodes table: a node whose work went into
+    a branch the user left. A node of the main branches counts where it is
+    off the active path; a subagent's node where the nearest node of the
+    main branches above it does (none above it: it does not count).
+    """
+    import numpy as np
+
+    from convgraph.links.pointer_jumping import nearest_marked
+
+    own = ~subagent_rows(nodes)
+    if own.all():
+        return ~np.asarray(active, dtype=bool)
+    starter = nearest_marked(parent_rows, own)
+    left = np.zeros(len(parent_rows), dtype=bool)
+    placed = starter >= 0
+    left[placed] = ~np.asarray(active, dtype=bool)[starter[placed]]
+    return left

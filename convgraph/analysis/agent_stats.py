@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from convgraph.analysis.abandoned import abandoned_rows, subagent_rows
+from convgraph.analysis.abandoned import abandoned_nodes_table, subagent_rows
 
 if TYPE_CHECKING:
     from convgraph.model.forest import Forest
@@ -64,7 +64,7 @@ def agent_table(forest: Forest, by: str = "session") -> pd.DataFrame:
             key: nodes[key].astype(object).to_numpy(),
             "tree_id": nodes["tree_id"].astype(object).to_numpy(),
             "turn": main,
-            "rewind": abandoned_rows(nodes, forest.parent_rows, active),
+            "rewind": abandoned_nodes_table(nodes, forest.parent_rows, active),
             "sidechain": nodes["sidechain"].to_numpy(),
             "datetime_utc": nodes["datetime_utc"].to_numpy(),
             # Int64: a tree read by id has the agents' figures as objects.

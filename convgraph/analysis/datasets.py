@@ -56,9 +56,9 @@ def node_table(nodes: dd.DataFrame) -> dd.DataFrame:
 
 def conversation_table(nodes: dd.DataFrame) -> dd.DataFrame:
     """`stats.conversation_table` of a dataset's nodes, partition by partition."""
-    from convgraph.analysis.stats import conversation_table_of
+    from convgraph.analysis.stats import summary_table
 
-    return _per_partition(nodes, conversation_table_of)
+    return _per_partition(nodes, summary_table)
 
 
 def branch_table(nodes: dd.DataFrame) -> dd.DataFrame:
@@ -81,21 +81,21 @@ def dataset_conversation_table(
     UnknownConversation for an unknown id, ExportError for no such dataset."""
     import pandas as pd
 
-    from convgraph.analysis.stats import CONVERSATION_INPUTS, conversation_table_of
+    from convgraph.analysis.stats import CONVERSATION_INPUTS, summary_table
 
     named = list(conversation_ids)
     tree_ids = parquet.tree_ids_of(directory, named) if named else None
     columns = list(CONVERSATION_INPUTS)
     if scheduler is None:
         nodes = parquet.read_dataset(directory, tree_ids, columns)[0]
-        table = _of_checked(conversation_table_of, nodes)
+        table = _of_checked(summary_table, nodes)
     else:
         with connect(scheduler):
             lazy = read_nodes(directory, columns, tree_ids)
             # Which file holds each tree, from the ids alone.
             ids = read_nodes(directory, ["id", "tree_id"], tree_ids)
             held = ids.map_partitions(_trees_held, meta=HELD_META)  # type: ignore[no-untyped-call]
-            table = _computed(_per_partition(lazy, conversation_table_of, held))
+            table = _computed(_per_partition(lazy, summary_table, held))
     tree_column = CONVERSATION_COLUMNS[0]
     if tree_ids is not None:
         position = pd.Index(table[tree_column]).get_indexer(tree_ids)

@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from convgraph.analysis.abandoned import abandoned_work_nodes, abandoned_work_rows
+from convgraph.analysis.abandoned import (
+    abandoned_work_nodes,
+    abandoned_work_nodes_table,
+)
 from convgraph.contract import COST_COLUMNS
 from convgraph.links.integrity import IMPOSSIBLE_COUNT, Problem
 from convgraph.model.marks import active_column
@@ -245,7 +248,7 @@ def tree_costs(forest: Forest, costs: Costs | None = None) -> pd.DataFrame:
     if costs is None:
         costs = node_costs(nodes)
     codes, tree_ids = pd.factorize(nodes["tree_id"], sort=False)
-    left = abandoned_work_rows(
+    left = abandoned_work_nodes_table(
         nodes, forest.parent_rows, active_column(nodes, forest.parent_rows)
     )
     whole = cost_sums(costs.per_node, codes, len(tree_ids))

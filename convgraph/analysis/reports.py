@@ -23,7 +23,7 @@ def trees_table(
     from convgraph.analysis.prices import node_costs, with_costs
     from convgraph.analysis.stats import conversation_table
     from convgraph.analysis.usage import in_range_table
-    from convgraph.model.filters import matching_rows
+    from convgraph.model.filters import node_matches_table
 
     if in_range is not None:
         table = in_range_table(forest, in_range)
@@ -35,7 +35,7 @@ def trees_table(
     if in_range is not None:
         import numpy as np
 
-        costs.per_node[~matching_rows(forest.nodes, in_range)] = np.nan
+        costs.per_node[~node_matches_table(forest.nodes, in_range)] = np.nan
     return with_costs(table, forest, costs), costs.unknown
 
 
@@ -47,8 +47,8 @@ def usage_report(
     a price."""
     from convgraph.analysis.prices import node_costs
     from convgraph.analysis.usage import usage_table
-    from convgraph.model.filters import matching_rows
+    from convgraph.model.filters import node_matches_table
 
     costs = node_costs(forest.nodes)
-    rows = None if in_range is None else matching_rows(forest.nodes, in_range)
+    rows = None if in_range is None else node_matches_table(forest.nodes, in_range)
     return usage_table(forest, list(keys), costs, rows), costs.unknown

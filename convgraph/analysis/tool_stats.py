@@ -1,10 +1,9 @@
 """What a conversation's runs did with tools: how many tool calls they made
 and which tools they called, in the rule's two forms side by side: one
 tree's graph (`tree_tool_totals`, for `convgraph.analysis.stats.summary`)
-and every tree of a node table at once (`table_tool_totals`, for
-`conversation_table_of`, on pandas or a Dask partition). One property test
-holds them to the same answers (tests/test_stats.py, with the rest of the
-pair).
+and every tree of a node table at once (`tree_tool_totals_table`, for
+`summary_table`, on pandas or a Dask partition), held to the same
+answers by tests/test_rule_agreement.py.
 
 A node's `tool_calls` is an integer (None where the source cannot tell) and
 its `tools` the names it called, each once in first-call order, joined by
@@ -18,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import TOOL_CALLS, TOOLS
+from convgraph.links.rules import TREE, rule, table_form
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -26,30 +26,16 @@ if TYPE_CHECKING:
 
 
 def tool_list(tools: Any) -> list[str]:
-    """A node's `tools` (the names joined by ", ") as a list of names.
-
-    Examples
-    --------
-    >>> tool_list("shout, python"), tool_list(None)
-    (['shout', 'python'], [])
-    """
+    """A node's `tools` (the names joined by ", ") as a list of names."""
     if not isinstance(tools, str):
         return []
     return [name for name in tools.split(", ") if name]
 
 
-def tree_tool_totals(tree: nx.DiGraph) -> dict[str, Any]:
+@rule(TREE)
+def tree_tool_totals(tree: nx.DiGraph[str]) -> dict[str, Any]:
     """One tree's tool calls (their sum: None where no node can tell) and
     the tools it called (each once, in the order first called).
-
-    Examples
-    --------
-    >>> from convgraph.model.tree import ConversationTree
-    >>> tree = ConversationTree.from_edges([("r", "a")], {
-    ...     "r": {"tool_calls": 2, "tools": "shout, python"},
-    ...     "a": {"tool_calls": 1, "tools": "search, shout"}})
-    >>> tree_tool_totals(tree)
-    {'tool_calls': 3, 'tools': ['shout', 'python', 'search']}
     """
     calls = [count for _, count in tree.nodes(data=TOOL_CALLS) if count is not None]
     names = (name for _, text in tree.nodes(data=TOOLS) for name in tool_list(text))
@@ -59,7 +45,8 @@ def tree_tool_totals(tree: nx.DiGraph) -> dict[str, Any]:
     }
 
 
-def table_tool_totals(
+@table_form(tree_tool_totals)
+def tree_tool_totals_table(
     nodes: pd.DataFrame, tree_codes: np.ndarray, trees: int
 ) -> dict[str, Any]:
     """Every tree's `tree_tool_totals` at once, aligned with the tree codes
@@ -67,15 +54,6 @@ def table_tool_totals(
     `tool_calls` a nullable Int64 array, `tools` a Series of lists. A table
     without the columns (a dataset written before them) has no calls to
     tell and no tools.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"tool_calls": [2, None, 1],
-    ...     "tools": ["shout, python", None, "search, shout"]})
-    >>> totals = table_tool_totals(nodes, np.array([0, 1, 0]), 2)
-    >>> totals["tool_calls"].tolist(), totals["tools"].tolist()
-    ([3, <NA>], [['shout', 'python', 'search'], []])
     """
     # Here, not above: one tree's totals (`summary` of a small file) need
     # neither pandas nor numpy.
@@ -106,14 +84,6 @@ def sums_per_tree(
     million rows (the conversation table's usage figures and tool calls);
     Python's integers (an object array, None where no figure) where a sum
     could pass 64 bits, never a sum wrapped round to a negative.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> sums_per_tree(pd.Series([2, None, 1]), np.array([0, 1, 0]), 3).tolist()
-    [3, <NA>, <NA>]
-    >>> sums_per_tree(pd.Series([2**63 - 1, 1]), np.array([0, 0]), 1).tolist()
-    [9223372036854775808]
     """
     import numpy as np
     import pandas as pd
@@ -127,7 +97,7 @@ def sums_per_tree(
         for tree, value in zip(
             codes[present].tolist(), values[present].tolist(), strict=True
         ):
-            sums[tree] += value  # type: ignore[operator]
+            sums[tree] += value
         for tree in np.flatnonzero(counted == 0).tolist():
             sums[tree] = None
         return np.array(sums, dtype=object)
@@ -146,7 +116,9 @@ def may_pass_64_bits(values: np.ndarray, counted: np.ndarray) -> bool:
     return largest * int(counted.max(initial=0)) > 2**63 - 1
 
 
-def _tools_per_tree(tools: pd.Series, tree_codes: np.ndarray, trees: int) -> list:
+def _tools_per_tree(
+    tools: pd.Series, tree_codes: np.ndarray, trees: int
+) -> list[list[str]]:
     """Each tree's tools, each once, in the order first called, as lists
     aligned with the tree codes: each distinct `tools` text is split once,
     then the distinct (tree, tool) pairs found in order of first use (a hash,

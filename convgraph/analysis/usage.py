@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from convgraph.analysis.abandoned import abandoned_rows, abandoned_work_rows
+from convgraph.analysis.abandoned import (
+    abandoned_nodes_table,
+    abandoned_work_nodes_table,
+)
 from convgraph.analysis.prices import Costs, cost_sums, day_labels, node_costs, per_day
 from convgraph.analysis.stats import (
     children_counts,
@@ -21,7 +24,7 @@ from convgraph.analysis.stats import (
 )
 from convgraph.analysis.tool_stats import sums_per_tree
 from convgraph.contract import RETRY_COLUMNS
-from convgraph.model.filters import TreeFilter, matching_rows, select_trees
+from convgraph.model.filters import TreeFilter, node_matches_table, select_trees
 from convgraph.model.marks import active_column
 
 if TYPE_CHECKING:
@@ -111,16 +114,16 @@ def usage_table(
     root_rows = np.flatnonzero(roots)
     first_of_tree[root_rows[np.unique(trees[root_rows], return_index=True)[1]]] = True
     first_root = first_of_tree & (roots_per_tree[trees] > 1)
-    left = abandoned_work_rows(nodes, parent_rows, active)
+    left = abandoned_work_nodes_table(nodes, parent_rows, active)
     frame = pd.DataFrame(
         {
             **{key: GROUPINGS[key](nodes).to_numpy() for key in keys},
             "tree_id": trees,
             "nodes": 1,
             "branch_points": (counts > 1).astype(np.int64) + first_root,
-            "abandoned_branches": abandoned_rows(nodes, parent_rows, active).astype(
-                np.int64
-            ),
+            "abandoned_branches": abandoned_nodes_table(
+                nodes, parent_rows, active
+            ).astype(np.int64),
             "input_tokens": nodes["input_tokens"].astype("Int64").array,
             "output_tokens": nodes["output_tokens"].astype("Int64").array,
             "cost_usd": costs.per_node,
@@ -168,11 +171,11 @@ def in_range_table(forest: Forest, where: TreeFilter) -> pd.DataFrame:
     counted over the matching nodes alone; the shape stays the whole tree's."""
     kept = select_trees(forest, where)
     table = conversation_table(kept)
-    matched = kept.nodes[matching_rows(kept.nodes, where)].reset_index(drop=True)
-    from convgraph.analysis.stats import conversation_table_of
+    matched = kept.nodes[node_matches_table(kept.nodes, where)].reset_index(drop=True)
+    from convgraph.analysis.stats import summary_table
 
     # Each matched node alone, as a root: only its own figures count.
-    alone = conversation_table_of(
+    alone = summary_table(
         matched,
         kept.names,
         np.full(len(matched), -1, dtype=np.int64),

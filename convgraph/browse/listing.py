@@ -147,11 +147,11 @@ def figures_from_json(text: str) -> dict[str, TreeFigures]:
 
 def trees_in(forest: Forest, where: TreeFilter) -> set[str]:
     """The trees of `forest` (read without texts) that a time, model or
-    source filter keeps: any of their nodes matches (`matching_rows`)."""
-    from convgraph.model.filters import matching_rows
+    source filter keeps: any of their nodes matches (`node_matches_table`)."""
+    from convgraph.model.filters import node_matches_table
 
     nodes = forest.nodes
-    return set(nodes["tree_id"][matching_rows(nodes, where)].astype(str).tolist())
+    return set(nodes["tree_id"][node_matches_table(nodes, where)].astype(str).tolist())
 
 
 #: Above this many nodes the shape figures are read in a process of their

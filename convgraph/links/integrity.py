@@ -9,9 +9,9 @@ a real forest. The message store's threads have links of their own
 (`forked_from`), and a cycle of forks is reported the same way.
 
 The rule has two forms, side by side at the end of this module, with one
-property test for the pair (tests/test_link_checks.py): `check_links` for one
+property test for the pair (tests/test_rule_agreement.py): `check_links` for one
 tree's records (plain Python: the one-tree path reads no pandas) and
-`check_link_table` for a whole nodes table (vectorized: a hash of the parent
+`check_links_table` for a whole nodes table (vectorized: a hash of the parent
 ids and pointer jumping, not a walk per node). Both report the same problems
 and keep the same parents.
 
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convgraph.links.rules import RECORDS, rule, table_form
 from convgraph.text import counted
 
 if TYPE_CHECKING:
@@ -69,15 +70,6 @@ class ParentWalk:
     second time: then `repeat` is that id (the links go round a cycle, which
     begins there), else `repeat` is None. Parents are asked for lazily, one
     step at a time, so a caller that stops early asks no further.
-
-    Examples
-    --------
-    >>> walk = ParentWalk("c", {"c": "b", "b": "a", "a": None})
-    >>> list(walk), walk.repeat
-    (['c', 'b', 'a'], None)
-    >>> walk = ParentWalk("x", {"x": "y", "y": "z", "z": "y"})
-    >>> list(walk), walk.repeat
-    (['x', 'y', 'z'], 'y')
     """
 
     __slots__ = ("parent_of", "repeat", "start")
@@ -221,6 +213,7 @@ def break_cycles(
     return problems
 
 
+@rule(RECORDS)
 def check_links(
     records: list[dict[str, Any]],
     conversation_of_outsiders: Mapping[str, str],
@@ -254,7 +247,8 @@ def check_links(
     return parents, problems
 
 
-def check_link_table(
+@table_form(check_links)
+def check_links_table(
     nodes: pd.DataFrame, parent_rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, list[Problem]]:
     """`check_links` of a whole nodes table: the row of each node's valid
@@ -277,15 +271,6 @@ def check_link_table(
     tuple
         The checked parent rows, and the problems: the self, missing and
         cross-conversation parents in row order, then one per cycle.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> nodes = pd.DataFrame({"id": ["r", "a", "b", "c"], "tree_id": "t",
-    ...     "conversation_id": "t", "parent_id": [None, "r", "c", "b"]})
-    >>> rows, problems = check_link_table(nodes)
-    >>> rows.tolist(), [problem.message for problem in problems]
-    ([-1, 0, -1, 2], ['b is on a cycle of 2 parent links: b -> c -> b'])
     """
     # Imported here, not above: the one-tree path imports this module for
     # `check_links` and `ParentWalk`, and stays free of numpy and pandas.

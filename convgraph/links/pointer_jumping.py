@@ -81,17 +81,6 @@ def climb(
     stop after log2(n) + 1, by when its pointer has passed every ancestor
     it has, so `nearest` finds no root above it (see `reaches_root`); its
     totals mean nothing.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> parents = np.array([-1, 0, 1, 0])
-    >>> climb(parents, np.array([1, 10, 100, 1000])).totals.tolist()
-    [1, 11, 111, 1001]
-    >>> found = climb(parents, np.array([1, 10, 100, 1000]),
-    ...     marked=np.array([False, True, False, False]))
-    >>> found.totals.tolist(), found.nearest.tolist()
-    ([1, 0, 100, 1001], [-1, 1, 1, -1])
     """
     count = len(parent_rows)
     pointer = np.where(parent_rows >= 0, parent_rows, count)
@@ -136,11 +125,6 @@ def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:
         Every node's id, one per row, unique (a column, array or list).
     parent_ids
         Each row's parent id, or None (NA and NaN count as None).
-
-    Examples
-    --------
-    >>> parent_rows_of(["r", "a", "b", "c"], [None, "r", "a", "gone"]).tolist()
-    [-1, 0, 1, -1]
     """
     arrow_ids = _arrow_strings(ids)
     if arrow_ids is not None:
@@ -179,12 +163,6 @@ def path_totals(
 ) -> np.ndarray:
     """Each node's value combined with the values of all its ancestors
     (`climb`'s totals): for a leaf, the total of its branch.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> path_totals(np.array([-1, 0, 1, 0]), np.array([1, 10, 100, 1000]))
-    array([   1,   11,  111, 1001])
     """
     totals = climb(parent_rows, values, combine).totals
     assert totals is not None
@@ -194,12 +172,6 @@ def path_totals(
 def nearest_marked(parent_rows: np.ndarray, marked: np.ndarray) -> np.ndarray:
     """For each node, the nearest marked row among itself and its ancestors,
     or -1 where there is none (`climb`'s nearest).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> nearest_marked(np.array([-1, 0, 1, -1]), np.array([False, True, False, True]))
-    array([-1,  1,  1,  3])
     """
     nearest = climb(parent_rows, marked=marked).nearest
     assert nearest is not None
@@ -207,15 +179,7 @@ def nearest_marked(parent_rows: np.ndarray, marked: np.ndarray) -> np.ndarray:
 
 
 def root_pointers(parent_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each node's root row and depth (a root is 0), for acyclic links.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> roots, depths = root_pointers(np.array([-1, 0, 1, -1, 3]))
-    >>> roots.tolist(), depths.tolist()
-    ([0, 0, 0, 3, 3], [0, 1, 2, 0, 1])
-    """
+    """Each node's root row and depth (a root is 0), for acyclic links."""
     # Roots are marked, so the climb stops at each node's root and its total
     # counts the links on the way: one per node passed below the root.
     linked = parent_rows >= 0
@@ -225,14 +189,7 @@ def root_pointers(parent_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def reaches_root(parent_rows: np.ndarray) -> np.ndarray:
-    """Which nodes have a root above them (the others hang off a cycle).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> reaches_root(np.array([-1, 0, 3, 2])).tolist()
-    [True, True, False, False]
-    """
+    """Which nodes have a root above them (the others hang off a cycle)."""
     nearest = nearest_marked(parent_rows, parent_rows < 0)
     return nearest >= 0
 
@@ -243,11 +200,6 @@ def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
     dtype (Arrow's strings taken by Arrow, without a Python object per row:
     an `ArrowStringArray` for pandas' `string[pyarrow]`; an object array of
     str and None otherwise).
-
-    Examples
-    --------
-    >>> ids_at_rows(np.array(["r", "a"], dtype=object), np.array([-1, 0])).tolist()
-    [None, 'r']
     """
     arrow = _arrow_strings(ids)
     if arrow is not None:

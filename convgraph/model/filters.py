@@ -7,9 +7,9 @@ range, was answered by a model a glob matches and comes from a named source
 (each part only where given); a tree is in when any of its nodes matches, and
 is kept whole. A node without a time is in no range, one without a model
 matches no glob. The rule has two forms side by side, one differential
-property test for the pair (tests/test_filters.py): `node_matches` on one
+property test for the pair (tests/test_rule_agreement.py): `node_matches` on one
 node's attributes and `tree_is_in` on one DiGraph (for the commands that read
-one tree), and `matching_rows` on a whole nodes table, vectorized (the glob
+one tree), and `node_matches_table` on a whole nodes table, vectorized (the glob
 is matched once per model name, not per row), with `select_trees` giving the
 `Forest` of the trees that are in. Every form compares a node's time as `convgraph.times` reads it, a moment
 from year 1 to 9999 to the microsecond (`parse_time`, `parse_times`,
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from convgraph.links.rules import NODE, TREE, rule, table_form
 from convgraph.times import parse_time
 
 if TYPE_CHECKING:
@@ -79,15 +80,7 @@ class TreeFilter:
         return self.since is not None or self.until is not None
 
     def model_matches(self, model: str | None) -> bool:
-        """Whether a model name passes the model globs.
-
-        Examples
-        --------
-        >>> TreeFilter(models=("gpt-4*",)).model_matches("gpt-4o-mini")
-        True
-        >>> TreeFilter(models=("gpt-4*",)).model_matches(None)
-        False
-        """
+        """Whether a model name passes the model globs."""
         if not self.models:
             return True
         if model is None:
@@ -95,19 +88,10 @@ class TreeFilter:
         return any(fnmatch.fnmatchcase(model, glob) for glob in self.models)
 
 
+@rule(NODE)
 def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     """Whether one node (its attributes: `datetime_utc`, `model`, `source`)
     matches the filter.
-
-    Examples
-    --------
-    >>> from datetime import UTC
-    >>> node = {"datetime_utc": "2026-11-01T10:00:00", "model": "gpt-4o",
-    ...         "source": "responses"}
-    >>> node_matches(node, TreeFilter(since=datetime(2026, 11, 1, tzinfo=UTC)))
-    True
-    >>> node_matches(node, TreeFilter(sources=("turns",)))
-    False
     """
     if where.sources and node.get("source") not in where.sources:
         return False
@@ -124,6 +108,7 @@ def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     return True
 
 
+@rule(TREE)
 def tree_is_in(graph: nx.DiGraph[str], where: TreeFilter) -> bool:
     """Whether one tree is in: any of its nodes matches (`node_matches`)."""
     return any(
@@ -131,7 +116,8 @@ def tree_is_in(graph: nx.DiGraph[str], where: TreeFilter) -> bool:
     )
 
 
-def matching_rows(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
+@table_form(node_matches)
+def node_matches_table(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
     """`node_matches` of every row of a nodes table at once, as booleans."""
     import numpy as np
 
@@ -156,10 +142,11 @@ def matching_rows(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
     return keep
 
 
-def kept_tree_rows(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
+@table_form(tree_is_in)
+def tree_is_in_table(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
     """The rows of the trees that are in (any of their rows matches), as
     booleans: whole trees, in the table's order."""
-    matched = nodes["tree_id"][matching_rows(nodes, where)].unique()
+    matched = nodes["tree_id"][node_matches_table(nodes, where)].unique()
     return nodes["tree_id"].isin(matched).to_numpy(dtype=bool)
 
 
@@ -174,7 +161,7 @@ def select_trees(forest: Forest, where: TreeFilter) -> Forest:
 
     if not where:
         return forest
-    keep = kept_tree_rows(forest.nodes, where)
+    keep = tree_is_in_table(forest.nodes, where)
     nodes = forest.nodes[keep].reset_index(drop=True)
     kept_ids = set(nodes["id"].tolist())
     tree_ids = set(nodes["tree_id"].tolist())

@@ -1,9 +1,9 @@
 """Every conversation tree of a source as tables: the `Forest`.
 
 Work on the whole file reads every node into one pandas table, checks its
-links with vectorized operations (`convgraph.links.integrity.check_link_table`:
+links with vectorized operations (`convgraph.links.integrity.check_links_table`:
 a hash of the parent ids and numpy pointer jumping, not a walk per node), marks
-the branches (`convgraph.model.marks.mark_forest`) and builds a DiGraph per
+the branches (`convgraph.model.marks.mark_tree_table`) and builds a DiGraph per
 conversation only when asked for (`ConversationTree.from_records`, as the
 one-tree path builds it). A
 command about one conversation never comes here: `convgraph.model.loading`
@@ -27,9 +27,9 @@ from convgraph.contract import (
     PLACE_ATTRIBUTES,
 )
 from convgraph.errors import UnknownConversation
-from convgraph.links.integrity import Problem, check_link_table
+from convgraph.links.integrity import Problem, check_links_table
 from convgraph.links.pointer_jumping import ids_at_rows, root_pointers
-from convgraph.model.marks import hidden_rows, mark_forest
+from convgraph.model.marks import hidden_records_table, mark_tree_table
 from convgraph.sources import Source, opened
 from convgraph.sources.notes import NodeNote, read_notes
 from convgraph.sources.source import ProgressCallback, no_progress
@@ -71,7 +71,7 @@ class Forest:
     `notes` (node id -> `NodeNote`, as `Forest.read` reads them) fill the
     `note` and `preferred` columns and say which branches are hidden;
     `active` is the source's, or each tree's path to its last node
-    (`convgraph.model.marks.mark_forest`), among the nodes kept. `calls`
+    (`convgraph.model.marks.mark_tree_table`), among the nodes kept. `calls`
     names the node of each call inside a run (`Source.calls`), which every
     tree built keeps (`ConversationTree.from_records`).
     """
@@ -86,14 +86,14 @@ class Forest:
         hidden: bool = False,
     ):
         self.nodes, self.parent_rows, link_problems = _checked(nodes)
-        in_hidden = hidden_rows(self.nodes["id"], self.parent_rows, notes)
+        in_hidden = hidden_records_table(self.nodes["id"], self.parent_rows, notes)
         counted = self.nodes["tree_id"][in_hidden].astype(str).value_counts(sort=False)
         self.hidden: dict[str, int] = {str(k): int(v) for k, v in counted.items()}
         if in_hidden.any() and not hidden:
             self.nodes, self.parent_rows = _without_branches(
                 self.nodes, self.parent_rows, in_hidden
             )
-        mark_forest(self.nodes, self.parent_rows, notes)
+        mark_tree_table(self.nodes, self.parent_rows, notes)
         self.problems = [*problems, *link_problems]
         self.names = names
         kept = None if hidden or not self.hidden else set(self.nodes["id"].tolist())
@@ -474,7 +474,7 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Proble
         if PARENT_ROWS in nodes.columns
         else None
     )
-    parent_rows, problems = check_link_table(nodes, given)
+    parent_rows, problems = check_links_table(nodes, given)
     if not problems:
         # Every stored parent names its row, in its tree, off any cycle:
         # `parent_id` is right as it is (a root's missing), no need to take

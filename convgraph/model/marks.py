@@ -9,20 +9,22 @@ in log order: `datetime_utc`, then id), as `llm -c` goes on from there.
 `note` and `preferred` come from convgraph's own table
 (read by `convgraph.sources.notes`).
 
-`mark_tree` does it for one DiGraph, walking up from one node; `mark_forest`
+`mark_tree` does it for one DiGraph, walking up from one node; `mark_tree_table`
 for a whole nodes table at once, marking every tree's path with pointer
 jumping (a 100,000-deep path in 17 vectorized rounds, not a walk per node).
 
 A branch the user hid (`convgraph hide`, a `NodeNote` with `hidden`) is the
 hidden node and everything below it; the readers leave hidden branches out
 before the marks are set, unless asked to keep them: `hidden_records` finds
-them among one tree's records, `hidden_rows` among a whole table's rows.
+them among one tree's records, `hidden_records_table` among a whole table's rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from convgraph.links.rules import RECORDS, TREE, rule, table_form
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from convgraph.sources.notes import NodeNote
 
 
+@rule(TREE)
 def mark_tree(
     graph: nx.DiGraph[str], notes: Mapping[str, NodeNote] | None = None
 ) -> nx.DiGraph[str]:
@@ -65,7 +68,8 @@ def mark_tree(
     return graph
 
 
-def mark_forest(
+@table_form(mark_tree)
+def mark_tree_table(
     nodes: pd.DataFrame,
     parent_rows: np.ndarray,
     notes: Mapping[str, NodeNote] | None = None,
@@ -119,17 +123,6 @@ def active_column(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
     export's current branch, or a `Forest`'s marks), the tree's rows keep
     theirs (a missing one is False); a tree without any has the path from its
     root to its last row (log order).
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> nodes = pd.DataFrame({"tree_id": ["t", "t", "t", "u", "u"]})
-    >>> parent_rows = np.array([-1, 0, 0, -1, 3])
-    >>> active_column(nodes, parent_rows).tolist()
-    [True, False, True, True, True]
-    >>> nodes["active"] = [True, True, None, None, None]
-    >>> active_column(nodes, parent_rows).tolist()
-    [True, True, False, True, True]
     """
     import numpy as np
     import pandas as pd
@@ -167,6 +160,7 @@ def last_rows(tree_ids: pd.Series) -> np.ndarray:
     return pd.Series(np.arange(len(codes))).groupby(codes).max().to_numpy()
 
 
+@rule(RECORDS)
 def hidden_records(
     records: Sequence[Mapping[str, Any]],
     parents: Mapping[str, str | None],
@@ -175,14 +169,6 @@ def hidden_records(
     """The ids of one tree's records that lie in a hidden branch: a node
     whose note says `hidden`, and every node below it by `parents` (the
     checked links).
-
-    Examples
-    --------
-    >>> from convgraph.sources.notes import NodeNote
-    >>> records = [{"id": i} for i in "rabc"]
-    >>> parents = {"r": None, "a": "r", "b": "a", "c": "r"}
-    >>> sorted(hidden_records(records, parents, {"a": NodeNote(hidden=True)}))
-    ['a', 'b']
     """
     hidden = {node for node, note in (notes or {}).items() if note.hidden}
     ids = [record["id"] for record in records]
@@ -203,19 +189,12 @@ def hidden_records(
     return found
 
 
-def hidden_rows(
+@table_form(hidden_records)
+def hidden_records_table(
     ids: pd.Series, parent_rows: np.ndarray, notes: Mapping[str, NodeNote] | None
 ) -> np.ndarray:
     """`hidden_records` of a whole checked table: whether each row lies in
     a hidden branch (its node, or an ancestor, hidden), as booleans.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> from convgraph.sources.notes import NodeNote
-    >>> ids = pd.Series(["r", "a", "b", "c"])
-    >>> hidden_rows(ids, np.array([-1, 0, 1, 0]), {"a": NodeNote(hidden=True)}).tolist()
-    [False, True, True, False]
     """
     import numpy as np
 
@@ -238,13 +217,6 @@ def active_rows(parent_rows: np.ndarray, ends: np.ndarray) -> np.ndarray:
     Pointer jumping over the marked set: after round k every path is marked
     2**k rows up from its end, and each round doubles every pointer's reach;
     a round that marks nothing new has reached every root.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> # 0 <- 1 <- 2 and 0 <- 3; a second tree 4 <- 5
-    >>> active_rows(np.array([-1, 0, 1, 0, -1, 4]), np.array([2, 4])).tolist()
-    [True, True, True, False, True, False]
     """
     import numpy as np
 

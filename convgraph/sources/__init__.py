@@ -100,12 +100,6 @@ def opened(db: str | os.PathLike[str] | Source | None) -> Iterator[Source]:
     """`with opened(db) as logs`: an open `Source` as it is, or a path (None
     for llm's own `logs.db`) opened by `open_logs` and closed after the block,
     for the functions that take either.
-
-    Examples
-    --------
-    >>> with opened("examples/logs.db") as logs:
-    ...     type(logs).__name__
-    'LogDatabase'
     """
     if isinstance(db, Source):
         yield db

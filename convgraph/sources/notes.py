@@ -108,14 +108,6 @@ def combined(
     note replaces the app's note of a node, and a node the user prefers
     takes the app's preferred mark from its alternatives (`alternatives`
     gives each node of a group the app marked its group's key).
-
-    Examples
-    --------
-    >>> app = {"a": NodeNote(None, True), "c": NodeNote("thumbs down in ChatGPT")}
-    >>> groups = {"a": "g", "b": "g"}
-    >>> found = combined({"b": NodeNote(None, True), "c": NodeNote("mine")}, app, groups)
-    >>> found["c"], found["b"]
-    (NodeNote(note='mine', preferred=False, hidden=False), NodeNote(note=None, preferred=True, hidden=False))
     """
     wanted = None if node_ids is None else set(node_ids)
     chosen = {

@@ -16,7 +16,7 @@ node table without ids, is one `DatabaseError`; what can be read is read,
 and what is broken is left out and reported (`checked_nodes`, one file at a
 time, which is what a Dask partition is too): a value of the wrong type
 reads as missing, a row without an id or with an id an earlier row has is
-left out, a broken parent link is dropped (`check_link_table`: the node
+left out, a broken parent link is dropped (`check_links_table`: the node
 becomes a root), and the rows of a tree that an earlier file holds are left
 out, since a dataset holds each tree whole in one file. pyarrow is imported
 only inside the functions, so that the command line starts without it.
@@ -44,7 +44,7 @@ from convgraph.links.integrity import (
     DUPLICATE_ID,
     NO_ID,
     Problem,
-    check_link_table,
+    check_links_table,
 )
 from convgraph.sources.source import CONVERSATION, LISTED, MIN_PREFIX, IdMatch
 from convgraph.text import counted
@@ -229,21 +229,6 @@ def checked_nodes(
     ------
     DatabaseError
         The table lacks one of the columns `id`, `tree_id`, `parent_id`.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> nodes = pd.DataFrame({"id": ["r", "a", "a", "b"], "tree_id": "t",
-    ...     "parent_id": [None, "b", "r", "a"], "input_tokens": [3, "x", 1, 2]})
-    >>> checked, problems = checked_nodes(nodes, "part-00000.parquet")
-    >>> checked[["id", "parent_id", "input_tokens"]]
-      id parent_id  input_tokens
-    0  r      None             3
-    1  a      None          <NA>
-    3  b         a             2
-    >>> [problem.message for problem in problems]  # doctest: +NORMALIZE_WHITESPACE
-    ['a is the id of 2 rows of part-00000.parquet: the first is read, the
-      others left out', 'a is on a cycle of 2 parent links: a -> b -> a']
     """
     import numpy as np
     import pandas as pd
@@ -317,7 +302,7 @@ def checked_nodes(
             )
     nodes = nodes[~(nameless | repeated | split)]
 
-    parent_rows, link_problems = check_link_table(nodes)
+    parent_rows, link_problems = check_links_table(nodes)
     problems.extend(link_problems)
     ids = nodes["id"].to_numpy(dtype=object)
     parents = np.where(parent_rows >= 0, ids[np.maximum(parent_rows, 0)], None)
@@ -428,13 +413,6 @@ def parts_from_json(nodes: pd.DataFrame) -> pd.DataFrame:
     """The node table with each node's `parts` read back from the JSON text
     the dataset holds (`convgraph.export.parquet.parts_as_json`) as the list
     it was; a text that is not a JSON list reads as None.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> parts_from_json(pd.DataFrame({"parts": [None, '[{"type": "text"}]']}))[
-    ...     "parts"].tolist()
-    [None, [{'type': 'text'}]]
     """
     if PARTS not in nodes.columns:
         return nodes

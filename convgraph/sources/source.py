@@ -102,11 +102,6 @@ def prefix_end(prefix: str) -> str | None:
     SQLite's and Python's order of code points (None where there is none),
     so that `id >= prefix and id < prefix_end(prefix)` is a range an index
     answers.
-
-    Examples
-    --------
-    >>> prefix_end("01jb"), prefix_end("a\U0010ffff")
-    ('01jc', 'b')
     """
     while prefix and prefix[-1] == chr(0x10FFFF):
         prefix = prefix[:-1]
@@ -119,11 +114,6 @@ def prefix_range(column: str, prefix: str) -> tuple[str, list[str]]:
     """The SQL condition, and its parameters, that `column` begins with
     `prefix`: a range, which the column's index answers without a scan
     (where `like` or `substr` would read every row).
-
-    Examples
-    --------
-    >>> prefix_range("id", "01jb")
-    ('id >= ? and id < ?', ['01jb', '01jc'])
     """
     end = prefix_end(prefix)
     if end is None:

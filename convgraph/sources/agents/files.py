@@ -15,14 +15,11 @@ from typing import Any
 
 import orjson
 
+from convgraph.contract import SIDECHAIN
 from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
 from convgraph.sources.chat.json_files import MAX_VALUE_BYTES
 from convgraph.sources.chat.messages import Message, text_to_iso
-
-#: The part key that marks a subagent's node (its parts are always given):
-#: the agent's id, or "sidechain" where the session names none.
-SIDECHAIN = "sidechain"
 
 #: A problem kind: a line that is no JSON object (cut short, or damaged):
 #: left out, the rest of the file read.

@@ -17,11 +17,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from convgraph.contract import CONTENT_ATTRIBUTES
+from convgraph.contract import CONTENT_ATTRIBUTES, SIDECHAIN
 from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
 from convgraph.parts import TOOL_CALL, TOOL_RESULT
-from convgraph.sources.agents.files import SIDECHAIN, SessionGroup
+from convgraph.sources.agents.files import SessionGroup
 from convgraph.sources.agents.runs import one_node_each
 from convgraph.sources.chat.messages import PROMPT, Conversation, Message, text_to_iso
 from convgraph.sources.chat.nodes import conversation_records

@@ -30,14 +30,7 @@ from convgraph.links.integrity import (
 )
 from convgraph.sources.llm import legacy, listing, message_store
 from convgraph.sources.llm.files import connect_read_only, is_sqlite_file
-from convgraph.sources.llm.generations import (
-    CONTINUES,
-    first_of_each_id,
-    first_of_each_id_frame,
-    join_generations,
-    join_generations_frame,
-)
-from convgraph.sources.llm.runs import fold_run_frame, fold_runs
+from convgraph.sources.llm.pipeline import Read, run_on_table, run_on_tree
 from convgraph.sources.llm.snapshot import Snapshot, read_consistently
 from convgraph.sources.source import (
     CONVERSATION,
@@ -227,13 +220,22 @@ class LogDatabase(Source):
 
     def tree_ids(self) -> list[str]:
         """Every conversation tree's id, in the order of its first node."""
-        seen: dict[str, None] = {}
+        # Both generations by one key, so that a legacy conversation logged
+        # after a thread comes after it, as in the table `read_all` gives.
+        first: dict[str, tuple[str, str]] = {}
+        found: list[tuple[str, str, str]] = []
         if self.legacy is not None:
-            for conversation_id in self.legacy.conversation_ids():
-                seen[self._tree_id_of_legacy_conversation(conversation_id)] = None
+            found += [
+                (self._tree_id_of_legacy_conversation(cid), time, node)
+                for cid, time, node in self.legacy.first_responses()
+            ]
         if self.store is not None:
-            seen.update(dict.fromkeys(self.store.tree_ids()))
-        return list(seen)
+            found += self.store.first_turns()
+        for tree_id, time, node in found:
+            key = (time, node)
+            if tree_id not in first or key < first[tree_id]:
+                first[tree_id] = key
+        return sorted(first, key=first.__getitem__)
 
     def read_tree(self, tree_id: str) -> TreeRecords:
         """The rows of one tree, read with queries about that tree only."""
@@ -258,17 +260,21 @@ class LogDatabase(Source):
             if legacy_records:
                 records = legacy_records + records
                 records.sort(key=log_order)
-        # As `_read_forest` does on the table: each id once, then the join.
-        records, duplicates = first_of_each_id(records)
-        if self.legacy is not None:
-            join_generations(records, linked=self.legacy.has_parent)
-        # A tool chain is one node: folded after the join, whose matching
-        # reads each call's own answer.
-        records, calls = fold_runs(records)
+        read = self._pipeline_read()
+        records = run_on_tree(records, read)
         # Legacy rows an older llm logged that the reader could not place.
         unplaced = self.legacy.unplaced if self.legacy is not None else []
         return TreeRecords(
-            tree_id, name, records, problems + duplicates + unplaced, calls
+            tree_id, name, records, problems + read.problems + unplaced, read.calls
+        )
+
+    def _pipeline_read(self, text: bool = True) -> Read:
+        return Read(
+            legacy=self.legacy is not None,
+            store=self.store is not None,
+            linked=self.legacy is not None and self.legacy.has_parent,
+            text=text,
+            response_texts=self._response_texts,
         )
 
     def conversations_of(self, node_ids: list[str]) -> dict[str, str]:
@@ -412,20 +418,12 @@ class LogDatabase(Source):
         nodes = sort_log_order(
             pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         )
-        nodes, duplicates = first_of_each_id_frame(nodes)
-        problems += duplicates
+        read = self._pipeline_read(text)
+        nodes = run_on_table(nodes, read)
+        problems += read.problems
         if self.legacy is not None:
             problems += self.legacy.unplaced
-        if self.legacy is not None and not self.legacy.has_parent:
-            legacy.link_frame_as_chains(nodes)
-        if self.legacy is not None and self.store is not None:
-            join_generations_frame(
-                nodes,
-                linked=self.legacy.has_parent,
-                response_texts=None if text else self._response_texts,
-            )
-        nodes, calls = fold_run_frame(nodes.drop(columns=CONTINUES), text)
-        return ForestRead(conform_nodes(nodes), names, problems, calls)
+        return ForestRead(conform_nodes(nodes), names, problems, read.calls)
 
     def tree_names(self) -> list[tuple[str, str | None]]:
         return listing.tree_names(self)

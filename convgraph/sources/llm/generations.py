@@ -4,16 +4,16 @@ on from legacy history hung below the response they continue.
 A database upgraded from legacy llm to the message store holds both: the
 legacy `responses` and the message store's `turns`. Two rules make one set of
 nodes of them, each in two forms side by side, one tree's records (the list
-form, for `LogDatabase.read_tree`) and the whole forest's table (the frame
-form, for `LogDatabase.read_forest`), which must agree (a property test of
-the suite compares them):
+form, for `LogDatabase.read_tree`) and the whole forest's table (the table
+form, for `LogDatabase.read_forest`), which must agree
+(tests/test_rule_agreement.py):
 
 - each id is one node, the first logged (`first_of_each_id`,
-  `first_of_each_id_frame`): a table without a primary key may repeat one;
+  `first_of_each_id_table`): a table without a primary key may repeat one;
 - a turn with no parent turn that llm logged below rebuilt legacy history
   (`llm -c` on a legacy conversation, or a `LogStore.fork` at one of its
   messages) takes as parent the legacy response its history ends at
-  (`join_generations`, `join_generations_frame`, both by `legacy_parent`).
+  (`join_generations`, `join_generations_table`, both by `legacy_parent`).
 
 Both forms take rows in log order, the legacy ones told by their `source`,
 and the turns carrying `_continues` (a `message_store.Continuation`, or None).
@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from convgraph.links.integrity import DUPLICATE_ID, Problem, record_problem
+from convgraph.links.rules import RECORDS, rule, table_form
 from convgraph.sources.llm.legacy import SOURCE as LEGACY_SOURCE
 
 if TYPE_CHECKING:
@@ -43,20 +44,12 @@ LegacyResponse = tuple[str, Any, Any]
 # -- each id once ---------------------------------------------------------------
 
 
+@rule(RECORDS)
 def first_of_each_id(
     records: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
     """The records (in log order) with one per id, the first logged, and a
     problem for each id that had more (a table without a primary key).
-
-    Examples
-    --------
-    >>> kept, problems = first_of_each_id(
-    ...     [{"id": "a", "n": 1}, {"id": "b", "n": 2}, {"id": "a", "n": 3}])
-    >>> kept
-    [{'id': 'a', 'n': 1}, {'id': 'b', 'n': 2}]
-    >>> [problem.message for problem in problems]
-    ['a is the id of 2 rows: the first logged is read, the others left out']
     """
     seen: dict[str, int] = {}
     for record in records:
@@ -76,7 +69,8 @@ def first_of_each_id(
     return kept, problems
 
 
-def first_of_each_id_frame(
+@table_form(first_of_each_id)
+def first_of_each_id_table(
     nodes: pd.DataFrame,
 ) -> tuple[pd.DataFrame, list[Problem]]:
     """The table form of `first_of_each_id`: the rows (in log order) with one
@@ -85,10 +79,13 @@ def first_of_each_id_frame(
     repeated = nodes["id"].duplicated().to_numpy()
     if not repeated.any():
         return nodes, []
-    counts = nodes["id"][repeated].value_counts(sort=False)
+    ids = nodes["id"]
+    counts = ids[repeated].value_counts(sort=False)
+    # Each id's problem where its first row is, as the per-tree form has it.
+    firsts = ids[~repeated & ids.isin(counts.index).to_numpy()]
     problems = [
-        record_problem(DUPLICATE_ID, int(count), "the log", str(node_id))
-        for node_id, count in counts.items()
+        record_problem(DUPLICATE_ID, int(counts[node_id]), "the log", str(node_id))
+        for node_id in firsts
     ]
     return nodes[~repeated].reset_index(drop=True), problems
 
@@ -96,6 +93,7 @@ def first_of_each_id_frame(
 # -- turns that go on from legacy history ------------------------------------------
 
 
+@rule(RECORDS)
 def join_generations(records: list[dict[str, Any]], linked: bool = False) -> None:
     """Give each turn that goes on from legacy history its legacy parent, in
     place, and take `_continues` off every record.
@@ -121,7 +119,8 @@ def join_generations(records: list[dict[str, Any]], linked: bool = False) -> Non
         record["parent_id"] = legacy_parent(continuation, conversations, linked)
 
 
-def join_generations_frame(
+@table_form(join_generations)
+def join_generations_table(
     nodes: pd.DataFrame,
     linked: bool = False,
     response_texts: Callable[[list[str]], dict[str, str | None]] | None = None,
@@ -167,11 +166,6 @@ def conversations_in_id_order(
 ) -> dict[str, list[LegacyResponse]]:
     """Legacy responses (id, conversation, parent, answer) by conversation,
     each in id order: the order llm replays a legacy conversation in.
-
-    Examples
-    --------
-    >>> conversations_in_id_order([("r2", "c", "r1", "B"), ("r1", "c", None, "A")])
-    {'c': [('r1', None, 'A'), ('r2', 'r1', 'B')]}
     """
     conversations: dict[str, list[LegacyResponse]] = {}
     for node_id, conversation_id, parent_id, answer in rows:

@@ -7,9 +7,9 @@ parent, or none for a root. A response logged outside any conversation
 (`conversation_id` NULL) is a conversation of its own.
 
 The chain rule has two forms, side by side at the end of this module:
-`link_as_chains` for one tree's records, `link_frame_as_chains` for the
+`link_as_chains` for one tree's records, `link_as_chains_table` for the
 whole nodes table at once (the row readers' and the columnar reader's
-forest); `tests/test_read_rules.py` checks that they agree.
+forest); `tests/test_rule_agreement.py` checks that they agree.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from convgraph.contract import (
     TOOLS,
 )
 from convgraph.links.integrity import Problem
+from convgraph.links.rules import RECORDS, rule, table_form
 from convgraph.sources.llm import old_writers
 from convgraph.sources.llm.legacy_parts import (
     LegacyParts,
@@ -163,12 +164,18 @@ class LegacyReader:
 
     def conversation_ids(self) -> list[str]:
         """Conversation ids in the order of their first response."""
+        return [row[0] for row in self.first_responses()]
+
+    def first_responses(self) -> list[tuple[str, str, str]]:
+        """Each conversation, its first time ('' for none) and its least
+        id, in that order."""
         rows = self.conn.execute(
-            f"select {CONVERSATION} as cid from responses r where r.id is not null"
-            f" group by cid order by min(coalesce({as_text('r.datetime_utc')}, '')),"
-            f" min({ID})"
+            f"select {CONVERSATION} as cid,"
+            f" min(coalesce({as_text('r.datetime_utc')}, '')) as first, min({ID})"
+            " from responses r where r.id is not null"
+            " group by cid order by first, 3"
         )
-        return [row[0] for row in rows]
+        return [(row[0], row[1], row[2]) for row in rows]
 
     def _names(
         self,
@@ -216,9 +223,9 @@ class LegacyReader:
         for record in records:
             record["tree_id"] = tree_id
         add_run_records(self.parts, records)
-        if not self.has_parent:
-            link_as_chains(records)
-        else:
+        # Without parents, the chains are linked by the pipeline
+        # (`pipeline.PIPELINE`), after each id is taken once.
+        if self.has_parent:
             self.unplaced = old_writers.place_tree(self.conn, records)
         names = self._names(conversation_ids)
         name = names.get(tree_id) or next(iter(names.values()), None)
@@ -347,6 +354,7 @@ def _json_list(values: list[str]) -> str:
 # -- the chain rule, per tree and per table ------------------------------------
 
 
+@rule(RECORDS)
 def link_as_chains(records: list[dict[str, Any]]) -> None:
     """Each response's parent is the one logged before it in its
     conversation: `records` in log order, their `parent_id` set in place."""
@@ -356,7 +364,8 @@ def link_as_chains(records: list[dict[str, Any]]) -> None:
         previous[record["conversation_id"]] = record["id"]
 
 
-def link_frame_as_chains(nodes: pd.DataFrame) -> np.ndarray:
+@table_form(link_as_chains)
+def link_as_chains_table(nodes: pd.DataFrame) -> np.ndarray:
     """`link_as_chains` for a whole table in log order (index 0..n-1), in
     place: the rows of other sources (turns) keep their parents. Returns
     each row's parent row so set (-1: none, or not legacy)."""

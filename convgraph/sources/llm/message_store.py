@@ -20,7 +20,6 @@ cycle is reported as a `fork-cycle` problem.
 
 from __future__ import annotations
 
-import itertools
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -28,17 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
-from convgraph.parts import ASSISTANT, TEXT, is_plain
 from convgraph.sources.llm.generations import CONTINUES
+from convgraph.sources.llm.message_chains import Chains, add_texts, system_of
 from convgraph.sources.llm.message_parts import (
-    ROLES,
-    MessageContent,
     read_content,
     read_tool_names,
 )
 from convgraph.sources.llm.runs import RUN, TOOL_NAMES
 from convgraph.sources.llm.snapshot import Snapshot
-from convgraph.sources.llm.turn_parents import NearestAbove, turn_parents
+from convgraph.sources.llm.turn_parents import turn_parents
 from convgraph.sources.source import prefix_range
 from convgraph.sources.tables import as_integer, as_text
 
@@ -284,17 +281,19 @@ class MessageStoreReader:
 
     def tree_ids(self) -> list[str]:
         """Every original thread with at least one turn in its tree."""
+        return list(dict.fromkeys(tree for tree, _, _ in self.first_turns()))
+
+    def first_turns(self) -> list[tuple[str, str, str]]:
+        """Each thread's tree, its first time ('' for none) and its least
+        turn id, in that order."""
         roots = _thread_roots(self._all_forks())[0]
         rows = self.conn.execute(
-            f"select cast(thread_id as text) from turns where {TURN_IS_NODE}"
-            " group by thread_id"
-            " order by min(coalesce(cast(datetime_utc as text), '')),"
-            " min(cast(id as text))"
+            "select cast(thread_id as text),"
+            " min(coalesce(cast(datetime_utc as text), '')) as first,"
+            f" min(cast(id as text)) from turns where {TURN_IS_NODE}"
+            " group by thread_id order by first, 3"
         )
-        ordered: dict[str, None] = {}
-        for row in rows:
-            ordered[roots.get(row[0], row[0])] = None
-        return list(ordered)
+        return [(roots.get(row[0], row[0]), row[1], row[2]) for row in rows]
 
     # -- reading ----------------------------------------------------------
 
@@ -415,7 +414,7 @@ class MessageStoreReader:
                 for row in self.conn.execute(CHAIN_SQL, {"threads": threads_json})
                 if row[0] is not None
             }
-        chains = _Chains(messages)
+        chains = Chains(messages)
         hashes = None if thread_ids is None else list(messages)
         content = (
             read_content(self.conn, hashes, snapshot, self.has_attachments)
@@ -474,8 +473,8 @@ class MessageStoreReader:
                 TOOL_NAMES: names or None,
             }
             if content is not None:
-                _add_texts(record, content, messages, input_hashes, output_hashes)
-                record["system"] = _system(content, chains, start, system_hashes)
+                add_texts(record, content, messages, input_hashes, output_hashes)
+                record["system"] = system_of(content, chains, start, system_hashes)
             records.append(record)
             if answers_above:
                 continuing.append((record, answers_above))
@@ -492,123 +491,6 @@ class MessageStoreReader:
 
 def _turn_order(turn: dict[str, Any]) -> tuple[str, str]:
     return (turn["datetime_utc"] or "", turn["id"])
-
-
-class _Chains:
-    """Walks up the message tree, each message visited once however many
-    turns share it: `nearest` remembers the nearest tip (or system message)
-    above each message walked."""
-
-    def __init__(self, messages: dict[str, tuple[str | None, str]]):
-        self.messages = messages
-        self.nearest = NearestAbove(self.parent)
-
-    def parent(self, message_hash: str | None) -> str | None:
-        if message_hash is None or message_hash not in self.messages:
-            return None
-        return self.messages[message_hash][0]
-
-    def own_input(self, parent_message_hash: str | None) -> list[str]:
-        """The trailing run of user and tool messages: this turn's new input
-        (the rule `llm logs` uses), oldest first."""
-        hashes = []
-        for current in ParentWalk(parent_message_hash, self.parent):
-            if current not in self.messages:
-                break
-            if self.messages[current][1] not in ("user", "tool"):
-                break
-            hashes.append(current)
-        hashes.reverse()
-        return hashes
-
-    def own_output(self, tip: str | None, parent_message_hash: str | None) -> list[str]:
-        """The messages this turn appended: below its input, down to its tip."""
-        hashes = []
-        for current in ParentWalk(tip, self.parent):
-            if current not in self.messages or current == parent_message_hash:
-                break
-            hashes.append(current)
-        hashes.reverse()
-        return hashes
-
-    def answers_above(self, message_hash: str | None) -> list[str]:
-        """The assistant messages at or above `message_hash`, oldest first
-        (a walk to the top: asked only for turns with no parent turn)."""
-        found = []
-        for current in ParentWalk(message_hash, self.parent):
-            if current not in self.messages:
-                break
-            if self.messages[current][1] == "assistant":
-                found.append(current)
-        found.reverse()
-        return found
-
-
-#: The roles of a run's text parts, in order, where those are all its parts
-#: and `parts.is_plain` holds of them (then the node keeps no parts).
-PLAIN_ROLES = {
-    roles
-    for count in range(3)
-    for roles in itertools.product(ROLES, repeat=count)
-    if is_plain([{"role": role, "type": TEXT} for role in roles])
-}
-
-
-def _add_texts(
-    record: dict[str, Any],
-    content: MessageContent,
-    messages: dict[str, tuple[str | None, str]],
-    input_hashes: list[str],
-    output_hashes: list[str],
-) -> None:
-    """A turn's prompt (the text of its input's user messages), response
-    (the text of the messages it appended) and parts (every part of both, in
-    order; None where that is only a prompt and an answer)."""
-    items = content.items
-    prompt: list[str] = []
-    response: list[str] = []
-    kinds: list[str] = []
-    plain = True  # every part a text: then the roles alone tell plain
-    for hashes, into in ((input_hashes, prompt), (output_hashes, response)):
-        for message_hash in hashes:
-            found = items.get(message_hash)
-            if not found:
-                continue
-            role = messages[message_hash][1]
-            for item in found:
-                if not isinstance(item, str):
-                    plain = False
-                    continue
-                if into is response or role == "user":
-                    into.append(item)
-                kinds.append(role if role in ROLES else ASSISTANT)
-    record["prompt"] = "".join(prompt)
-    record["response"] = "".join(response)
-    if plain and tuple(kinds) in PLAIN_ROLES:
-        record["parts"] = None
-        return
-    parts = [
-        part
-        for message_hash in (*input_hashes, *output_hashes)
-        for part in content.parts_of(message_hash, messages[message_hash][1])
-    ]
-    record["parts"] = None if is_plain(parts) else parts
-
-
-def _system(
-    content: MessageContent,
-    chains: _Chains,
-    parent_message_hash: str | None,
-    system_hashes: set[str],
-) -> str | None:
-    """The system prompt in force for a turn: the last system message in the
-    history it was sent. A turn sent several (`convgraph branch -s`, or
-    `llm -s` continuing legacy history, put a new one after the history) was
-    told the latest; llm's own `logs` shows only the first."""
-    if not system_hashes:
-        return None
-    nearest = chains.nearest(parent_message_hash, system_hashes, "\0system")
-    return None if nearest is None else content.text_of(nearest)
 
 
 def _thread_roots(

@@ -24,8 +24,8 @@ response, llm 0.31 as it starts it); times and ids disagree when two
 migration keep what they have: a conversation may start several times.
 
 The rule has two forms side by side, with one property test for the pair
-(tests/test_old_writers.py): `place_records` for one tree's records (plain
-Python, for `LegacyReader.read_conversations`) and `place_frame` for a whole
+(tests/test_rule_agreement.py): `place_records` for one tree's records (plain
+Python, for `LegacyReader.read_conversations`) and `place_records_table` for a whole
 table (vectorized, for `LegacyReader.read_all` and the columnar reader).
 `read_placing` reads what both need from the file.
 """
@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from convgraph.links.integrity import UNPLACED, Problem
+from convgraph.links.rules import RECORDS, rule, table_form
 
 if TYPE_CHECKING:
     import numpy as np
@@ -120,6 +121,7 @@ def unplaced_problem(node_id: str, previous: str, conversation_id: str) -> Probl
 # -- the rule, per tree and per table --------------------------------------------
 
 
+@rule(RECORDS)
 def place_records(
     records: list[dict[str, Any]], placing: Placing | None
 ) -> list[Problem]:
@@ -128,17 +130,6 @@ def place_records(
 
     `records` are the tree's legacy rows in log order, with `id`,
     `conversation_id`, `parent_id` (as stored) and `datetime_utc`.
-
-    Examples
-    --------
-    >>> rows = [{"id": "a", "conversation_id": "c", "parent_id": None,
-    ...          "datetime_utc": "2025-01-01T10:00:00"},
-    ...         {"id": "b", "conversation_id": "c", "parent_id": None,
-    ...          "datetime_utc": "2025-01-02T10:00:00"}]
-    >>> place_records(rows, Placing("2025-01-01T12:00:00+00:00", frozenset()))
-    []
-    >>> [row["parent_id"] for row in rows]
-    [None, 'a']
     """
     if placing is None:
         return []
@@ -162,7 +153,8 @@ def place_records(
     return problems
 
 
-def place_frame(
+@table_form(place_records)
+def place_records_table(
     nodes: pd.DataFrame,
     placing: Placing | None,
     leave_out: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -172,15 +164,6 @@ def place_frame(
     `parent_id` is set in place. Only the conversations of rows it may
     place are sorted; `leave_out`, given their ids, marks those that are no
     node (read from the turns instead), which are never anyone's previous.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> nodes = pd.DataFrame({"id": ["b", "a"], "conversation_id": "c",
-    ...     "parent_id": None, "datetime_utc": ["2025-01-02", "2025-01-01"]})
-    >>> rows, parents, problems = place_frame(nodes, Placing("2025", frozenset()))
-    >>> rows.tolist(), parents.tolist(), nodes["parent_id"].tolist()
-    ([0], [1], ['a', None])
     """
     import numpy as np
     import pandas as pd
@@ -258,7 +241,7 @@ def place_tree(
 def place_table(
     conn: sqlite3.Connection, nodes: pd.DataFrame, skip_ids_in_turns: bool = False
 ) -> list[Problem]:
-    """`place_frame` on the whole legacy table read from `conn` (ids also in
+    """`place_records_table` on the whole legacy table read from `conn` (ids also in
     the turns are left out when `skip_ids_in_turns`, as the reader does)."""
     import numpy as np
 
@@ -273,7 +256,7 @@ def place_table(
         return np.fromiter((node in found for node in ids), dtype=bool, count=len(ids))
 
     leave_out = in_turns if skip_ids_in_turns else None
-    return place_frame(nodes, read_placing(conn), leave_out)[2]
+    return place_records_table(nodes, read_placing(conn), leave_out)[2]
 
 
 # -- walking up stored links --------------------------------------------------------

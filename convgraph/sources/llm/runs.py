@@ -25,10 +25,10 @@ The rule folds each such call into the node of the user's prompt
   (the latest time logged, as `chat_nodes` takes an export's).
 
 `fold_runs` is the form for one tree's records (`LogDatabase.read_tree`),
-`fold_run_frame` the form for the whole nodes table (`read_forest`); both
+`fold_runs_table` the form for the whole nodes table (`read_forest`); both
 also name the node each inner call belongs to (the first ending node, in log
 order, whose run holds it), so that a call's id finds its node.
-`tests/test_read_rules.py` checks that the two forms agree. Both take rows
+`tests/test_rule_agreement.py` checks that the two forms agree. Both take rows
 in log order, after each id is kept once and the generations are joined
 (`generations`), and give every row `tools` from its calls' `TOOL_NAMES`.
 """
@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, PARENT_ROWS, PARTS, TOOL_CALLS, TOOLS
+from convgraph.links.rules import RECORDS, rule, table_form
 from convgraph.parts import ASSISTANT, USER, Part, is_plain
 from convgraph.parts import text as text_part
 from convgraph.sources.source import log_order, sort_log_order
@@ -115,6 +116,7 @@ def merge_run(calls: Sequence[dict[str, Any]], text: bool = True) -> dict[str, A
 # -- the rule on one tree's records ---------------------------------------------
 
 
+@rule(RECORDS)
 def fold_runs(
     records: list[dict[str, Any]], text: bool = True
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
@@ -174,7 +176,8 @@ def _reaching_heads(up: list[int]) -> list[int]:
 # -- the rule on the whole table --------------------------------------------------
 
 
-def fold_run_frame(
+@table_form(fold_runs)
+def fold_runs_table(
     nodes: pd.DataFrame, text: bool = True
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """`fold_runs` for the whole nodes table (in log order, index 0..n-1,

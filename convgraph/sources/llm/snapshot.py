@@ -83,11 +83,6 @@ def paced(rows: int, seconds: float) -> int:
     by several that each still keep a writer waiting too long. The writer's
     wait is what the rule bounds; a statement shrunk too far costs only a
     few more statements while the size doubles back.
-
-    Examples
-    --------
-    >>> paced(2_000, 0.06), paced(2_000, 0.3), paced(2_000, 0.001)
-    (1000, 200, 4000)
     """
     scale = min(CHUNK_SECONDS / max(seconds, 1e-4), 2.0)
     return min(max(int(rows * scale), MIN_CHUNK_ROWS), MAX_CHUNK_ROWS)

@@ -13,9 +13,9 @@ names no message is a message without parent.
 
 `turn_parents` applies the rule turn by turn, walking up the messages with
 a memo (`NearestAbove`): the row reader's form (`message_store`), for one
-tree or the whole file. `turn_parent_rows` applies it to whole arrays at
+tree or the whole file. `turn_parents_table` applies it to whole arrays at
 once, with pointer jumping and no Python loop per turn: the columnar
-reader's form (`columnar.message_store`). `tests/test_read_rules.py` checks
+reader's form (`columnar.message_store`). `tests/test_rule_agreement.py` checks
 that the two give the same parents on random message trees, turns and
 forks.
 """
@@ -27,6 +27,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convgraph.links.integrity import ParentWalk
+from convgraph.links.rules import TURNS, rule, table_form
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,6 +74,7 @@ class NearestAbove:
         return found
 
 
+@rule(TURNS)
 def turn_parents(
     turns: Sequence[TurnRecord],
     nearest: NearestAbove,
@@ -129,7 +131,8 @@ def choose_parent(
     return candidates[0]
 
 
-def turn_parent_rows(
+@table_form(turn_parents)
+def turn_parents_table(
     tree_codes: np.ndarray,
     parent_rows: np.ndarray,
     start_rows: np.ndarray,

@@ -9,7 +9,7 @@ dictionary encoding (`arrays`), and parents are found on integers: a legacy
 response's parent by SQLite itself, as the rowid its index of the ids gives
 (`legacy`); a turn's by joins and pointer jumping over message numbers
 (numbered by one dictionary encoding, `numbering`; the parent rule on
-arrays, `turn_parents.turn_parent_rows`, in `message_store`): no Python loop per row, turn or message. The parents'
+arrays, `turn_parents.turn_parents_table`, in `message_store`): no Python loop per row, turn or message. The parents'
 rows go to the `Forest` with the table (`contract.PARENT_ROWS`). The answer
 is the row readers' exactly (same table, dtypes, order, names);
 `tests/test_columnar.py` compares them on every kind of file.

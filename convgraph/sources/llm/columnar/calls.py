@@ -11,7 +11,7 @@ walk (one or two messages in a file llm wrote; a walk longer than
 `MAX_ROUNDS` leaves the file to the row reader). Only the few turns that
 made calls have their tools' names listed, in Python, in the row reader's
 order. A turn whose input is a `tool` message carries on the run of the turn
-above it (`runs.RUN`); the run rule itself (`runs.fold_run_frame`) is the
+above it (`runs.RUN`); the run rule itself (`runs.fold_runs_table`) is the
 row reader's, on the same table.
 """
 

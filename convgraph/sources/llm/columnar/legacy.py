@@ -5,7 +5,7 @@ the rowid its index of the ids gives (`PARENT_ROWID`), read in the reading
 threads, then the parent's row by the rowid (`parents_by_rowid`); a
 hash of a million strings here would take longer. A file without
 `parent_response_id` is linked as chains by the row readers' rule
-(`legacy.link_frame_as_chains`). The answer is `LegacyReader.read_all`'s,
+(`legacy.link_as_chains_table`). The answer is `LegacyReader.read_all`'s,
 exactly.
 """
 
@@ -64,7 +64,7 @@ def read_legacy(
     to read (the others missing)."""
     import pyarrow as pa
 
-    from convgraph.sources.llm.legacy import SOURCE, link_frame_as_chains
+    from convgraph.sources.llm.legacy import SOURCE, link_as_chains_table
     from convgraph.sources.source import sort_log_order
     from convgraph.sources.tables import conform_nodes
 
@@ -134,7 +134,7 @@ def read_legacy(
         # the parents up by id instead.
         nodes = sort_log_order(nodes.drop(columns=PARENT_ROWS, errors="ignore"))
     if not logs.legacy.has_parent:
-        nodes[PARENT_ROWS] = link_frame_as_chains(nodes)
+        nodes[PARENT_ROWS] = link_as_chains_table(nodes)
     else:
         _place_old_writers(logs, nodes)
     names = {}
@@ -158,12 +158,12 @@ def text_columns(text: bool | Collection[str]) -> tuple[str, ...]:
 
 def _place_old_writers(logs: LogDatabase, nodes: pd.DataFrame) -> None:
     """Rows an older llm logged into the migrated file without a parent,
-    placed by the row readers' rule (`old_writers.place_frame`), in place;
+    placed by the row readers' rule (`old_writers.place_records_table`), in place;
     a file with rows it cannot place goes to the row readers, which report
     them."""
-    from convgraph.sources.llm.old_writers import place_frame, read_placing
+    from convgraph.sources.llm.old_writers import place_records_table, read_placing
 
-    placed, parents, unplaced = place_frame(nodes, read_placing(logs.conn))
+    placed, parents, unplaced = place_records_table(nodes, read_placing(logs.conn))
     if unplaced:
         raise NotColumnar("rows an older llm logged that cannot be placed")
     if len(placed) and PARENT_ROWS in nodes:

@@ -8,7 +8,7 @@ Each thread's tree is found by pointer jumping up `forked_from`; message
 hashes and thread ids are numbered as integers (`numbering`), each hash
 column let go once numbered; each turn's parent turn is then found for
 every turn at once by
-`turn_parents.turn_parent_rows`, the table form of the message store's
+`turn_parents.turn_parents_table`, the table form of the message store's
 parent rule, whose turn-by-turn form the row reader uses.
 
 With `text`, the texts are gathered on arrays too (`turn_texts`): the
@@ -56,7 +56,7 @@ from convgraph.sources.llm.columnar.reader import (
     NotColumnar,
     _empty,
 )
-from convgraph.sources.llm.runs import RUN, TOOL_NAMES, fold_run_frame
+from convgraph.sources.llm.runs import RUN, TOOL_NAMES, fold_runs_table
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,8 +92,8 @@ def read_store(
     """The nodes of a message store without legacy rows, structure, usage
     and tool calls (and with `text` the texts, `turn_texts`), up to
     `snapshot`'s bounds (of `TABLES`), with the message store's parent rule
-    (`turn_parents.turn_parent_rows`) and its tool chains folded
-    (`runs.fold_run_frame`); the trees' names; and the node of each call
+    (`turn_parents.turn_parents_table`) and its tool chains folded
+    (`runs.fold_runs_table`); the trees' names; and the node of each call
     inside a run."""
     import numpy as np
     import pandas as pd
@@ -102,7 +102,7 @@ def read_store(
 
     from convgraph.links.pointer_jumping import reaches_root, root_pointers
     from convgraph.sources.llm.message_store import SOURCE
-    from convgraph.sources.llm.turn_parents import turn_parent_rows
+    from convgraph.sources.llm.turn_parents import turn_parents_table
 
     threads = reader.table(
         "threads",
@@ -215,7 +215,7 @@ def read_store(
         )
     except TooLong:
         raise NotColumnar("a turn of very many messages") from None
-    parents = turn_parent_rows(
+    parents = turn_parents_table(
         dictionary_codes(tree_ids)[0],
         parent_rows,
         start_rows,
@@ -246,7 +246,7 @@ def read_store(
     nodes[RUN] = carries
     nodes[TOOL_NAMES] = tool_names
     # A tool chain is one node: the row reader's rule, on this table.
-    nodes, inner = fold_run_frame(nodes, text=text)
+    nodes, inner = fold_runs_table(nodes, text=text)
     is_original = pa.array(root_rows == np.arange(len(root_rows)))
     names = dict(
         zip(
@@ -325,7 +325,7 @@ def turn_texts(
 ) -> tuple[dict[str, pa.Array], np.ndarray]:
     """Each turn's prompt, response and system prompt (Arrow strings), and
     its parts (a list where they are more than a prompt and an answer,
-    else None): `message_store._add_texts` and `_system` on arrays, for a
+    else None): `message_chains.add_texts` and `system_of` on arrays, for a
     file whose parts are all texts with their words (`all_plain`).
 
     Parameters

@@ -6,7 +6,6 @@ command of the command line asks one."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -89,7 +88,7 @@ class Logs:
     def overwrite_refusal(self, output: str, force: bool = False) -> str | None:
         """Why writing `output` would destroy a file being read (whatever
         the path) or, without `force`, an SQLite database; else None."""
-        from convgraph.sources.llm.files import is_sqlite_file
+        from convgraph.sources import is_sqlite_file
 
         try:
             target = os.stat(output)
@@ -312,7 +311,7 @@ def is_export(path: str) -> bool:
     """Whether `path` is a file convgraph reads but never writes (an
     export, agents' sessions); False also where the write will say why."""
     from convgraph.errors import DatabaseError
-    from convgraph.sources.llm.files import is_sqlite_file
+    from convgraph.sources import is_sqlite_file
 
     if not os.path.exists(path) or is_sqlite_file(path):
         return False
@@ -321,31 +320,3 @@ def is_export(path: str) -> bool:
             return not logs.writable
     except (DatabaseError, OSError):
         return False
-
-
-#: What SQLite says of a file that is not a database it reads.
-_NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")
-#: What SQLite says when another program holds the file, or it is read-only.
-_UNAVAILABLE = (
-    "database is locked",
-    "database is busy",
-    "database table is locked",
-    "attempt to write a readonly database",
-    "unable to open database file",
-)
-
-
-def database_failure(error: BaseException) -> str | None:
-    """The one line to say for a database error the user's file or another
-    program caused; None for any other error (a bug, which shows)."""
-    if isinstance(error, sqlite3.IntegrityError):
-        return f"the database refused the change: {error}"
-    known: tuple[str, ...]
-    if isinstance(error, sqlite3.OperationalError):
-        known = _UNAVAILABLE
-    elif isinstance(error, sqlite3.DatabaseError):
-        known = _NOT_A_DATABASE
-    else:
-        return None
-    text = str(error).lower()
-    return f"database error: {error}" if any(m in text for m in known) else None

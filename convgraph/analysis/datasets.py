@@ -56,7 +56,7 @@ def node_table(nodes: dd.DataFrame) -> dd.DataFrame:
 
 def conversation_table(nodes: dd.DataFrame) -> dd.DataFrame:
     """`stats.conversation_table` of a dataset's nodes, partition by partition."""
-    from convgraph.analysis.stats import summary_table
+    from convgraph.analysis.conversation_stats import summary_table
 
     return _per_partition(nodes, summary_table)
 
@@ -81,7 +81,8 @@ def dataset_conversation_table(
     UnknownConversation for an unknown id, ExportError for no such dataset."""
     import pandas as pd
 
-    from convgraph.analysis.stats import CONVERSATION_INPUTS, summary_table
+    from convgraph.analysis.conversation_stats import summary_table
+    from convgraph.analysis.stats import CONVERSATION_INPUTS
 
     named = list(conversation_ids)
     tree_ids = parquet.tree_ids_of(directory, named) if named else None

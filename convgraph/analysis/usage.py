@@ -172,7 +172,7 @@ def in_range_table(forest: Forest, where: TreeFilter) -> pd.DataFrame:
     kept = select_trees(forest, where)
     table = conversation_table(kept)
     matched = kept.nodes[node_matches_table(kept.nodes, where)].reset_index(drop=True)
-    from convgraph.analysis.stats import summary_table
+    from convgraph.analysis.conversation_stats import summary_table
 
     # Each matched node alone, as a root: only its own figures count.
     alone = summary_table(

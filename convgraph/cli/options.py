@@ -135,7 +135,7 @@ class ConvgraphCommand(click.Command):
             raise
         except Exception as error:
             # Only a database's own errors get here with a message to say.
-            from convgraph.logs import database_failure
+            from convgraph.sources import database_failure
 
             message = database_failure(error)
             if message is None:

@@ -26,7 +26,12 @@ from pathlib import Path
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import DatabaseError
 from convgraph.sources.llm.database import LogDatabase, open_database
-from convgraph.sources.llm.files import connect_read_only, default_database_path
+from convgraph.sources.llm.files import (
+    connect_read_only,
+    database_failure,
+    default_database_path,
+    is_sqlite_file,
+)
 from convgraph.sources.source import Source, TreeRecords, log_order, sort_log_order
 
 __all__ = [
@@ -35,7 +40,9 @@ __all__ = [
     "Source",
     "TreeRecords",
     "connect_read_only",
+    "database_failure",
     "default_database_path",
+    "is_sqlite_file",
     "log_order",
     "open_logs",
     "opened",

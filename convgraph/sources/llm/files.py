@@ -127,3 +127,31 @@ def _is_wal(path: Path) -> bool:
     except OSError:
         return False
     return header[:16] == SQLITE_HEADER and header[18:20] == b"\x02\x02"
+
+
+#: What SQLite says of a file that is not a database it reads.
+_NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")
+#: What SQLite says when another program holds the file, or it is read-only.
+_UNAVAILABLE = (
+    "database is locked",
+    "database is busy",
+    "database table is locked",
+    "attempt to write a readonly database",
+    "unable to open database file",
+)
+
+
+def database_failure(error: BaseException) -> str | None:
+    """The one line to say for a database error the user's file or another
+    program caused; None for any other error (a bug, which shows)."""
+    if isinstance(error, sqlite3.IntegrityError):
+        return f"the database refused the change: {error}"
+    known: tuple[str, ...]
+    if isinstance(error, sqlite3.OperationalError):
+        known = _UNAVAILABLE
+    elif isinstance(error, sqlite3.DatabaseError):
+        known = _NOT_A_DATABASE
+    else:
+        return None
+    text = str(error).lower()
+    return f"database error: {error}" if any(m in text for m in known) else None

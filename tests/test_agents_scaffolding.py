@@ -203,3 +203,22 @@ def test_copilot_calls_seen_only_as_they_started(tmp_path: Path) -> None:
         ("tool_result", "k1"),
         ("tool_call", "k2"),
     ]
+
+
+def test_copilot_a_call_started_before_its_request_is_one_call(
+    tmp_path: Path,
+) -> None:
+    start = {"toolCallId": "k1", "toolName": "bash", "arguments": {}}
+    request = {"toolCallId": "k1", "name": "bash", "arguments": "{}"}
+    path = write(
+        tmp_path / "s" / "events.jsonl",
+        [
+            event("user.message", 1, {"content": "Go"}),
+            event("tool.execution_start", 2, start),
+            event("assistant.message", 3, {"content": "Ran.", "toolRequests": [request]}),
+            event("tool.execution_complete", 4, {"toolCallId": "k1", "success": True}),
+        ],
+    )  # fmt: skip
+    assert rows(path, "id", "prompt", "response", "tool_calls") == [
+        ("e4", "Go", "Ran.", 1)
+    ]

@@ -161,6 +161,7 @@ class _Reading:
         self.sides: dict[str, Sidechain] = {}  # calling tool call: subagent
         self.outputs: dict[str, int] = {}  # message: its own outputTokens
         self.usage = False
+        self.started: set[str] = set()  # calls read from their start
         self.last_answer: dict[str | None, Message] = {}  # chain: last reply
 
 
@@ -314,6 +315,8 @@ def _message(
                 as_text(request.get("toolCallId")),
                 as_text(request.get("name")),
             )
+            if call is not None and call in reading.started:
+                continue  # its start came first: the call is read once
             arguments = request.get("arguments")
             if isinstance(arguments, str):
                 with contextlib.suppress(ValueError, RecursionError):
@@ -338,6 +341,7 @@ def _message(
         message.parts = [P.tool_call(name, data.get("arguments"), call)]
         if call is not None:
             reading.calls[call] = (event, name)
+            reading.started.add(call)
     elif kind == "assistant.reasoning":
         thinking = as_text(data.get("content"))
         if not thinking:

@@ -75,21 +75,8 @@ def test_claude_code_project_is_one_tree() -> None:
         ("a4", "s1", None, "Fix the failing parser test", 2, "Bash, Task", 165, 15, True, "main", "claude-code"),
         ("a5", "s1", "a4", "Now add a test", 0, None, 40, 2, False, "main", "claude-code"),
         ("a6", "s1", "a4", "Now add two tests", 0, None, 41, 3, True, "main", "claude-code"),
-        ("c1", "s1", "a6", "Run the tests", 0, None, 50, 3, True, "fix-parser", "claude-code"),
-        (
-            "a8",
-            "s1",
-            "c1",
-            "This session is being continued from a previous conversation."
-            " Summary: the parser is fixed.",
-            0,
-            None,
-            60,
-            2,
-            True,
-            "fix-parser",
-            "claude-code",
-        ),
+        # The compaction's summary is no prompt: the turn it continues goes on.
+        ("a8", "s1", "a6", "Run the tests", 0, None, 110, 5, True, "fix-parser", "claude-code"),
         ("a9", "s1", "a8", "Commit it", 0, None, 70, 2, True, "fix-parser", "claude-code"),
     ]  # fmt: skip
     assert {row[0]: row for row in columns(PROJECTS, "id", "project")}["a9"] == (
@@ -233,7 +220,7 @@ def test_a_cut_line_is_reported_not_fatal(tmp_path: Path) -> None:
 def test_forest_reads_sessions() -> None:
     forest = Forest.read(PROJECTS)
     assert forest.tree_ids == ["s1"]
-    assert sorted(forest.nodes["id"]) == ["a4", "a5", "a6", "a8", "a9", "c1", "x4"]
+    assert sorted(forest.nodes["id"]) == ["a4", "a5", "a6", "a8", "a9", "x4"]
 
 
 def test_agent_statistics_per_session_and_project() -> None:
@@ -242,7 +229,7 @@ def test_agent_statistics_per_session_and_project() -> None:
     forest = Forest.read(PROJECTS, text=False)
     figures = (
         1,  # sessions: s2 continues s1, one tree
-        6,  # turns on the main chain
+        5,  # turns on the main chain
         1,  # sidechains
         1,  # rewinds: "Now add a test", left for "Now add two tests"
         3,  # tool calls: Bash, Task, and the subagent's Grep
@@ -365,7 +352,7 @@ def test_usage_by_project() -> None:
             "week": "2025-W22",
             "project": "/home/ada/tree",
             "conversations": 1,
-            "nodes": 7,
+            "nodes": 6,
         }
     ]
     assert (found[0]["input_tokens"], found[0]["output_tokens"]) == (443, 37)

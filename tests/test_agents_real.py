@@ -30,70 +30,35 @@ CLAUDE = HOME / ".claude" / "projects"
 CODEX = HOME / ".codex" / "sessions"
 GEMINI = HOME / ".gemini" / "tmp"
 
-COPILOT = "Copilot CLI reader lands with branch agents"
-CMD = "command records (<command-name>, <command-message>, <local-command-stdout>)"
-INT = "'[Request interrupted by user...]' records"
-SUM = "a compaction's summary ('This session is being continued...')"
+ANSWERED = (
+    "a command the model answered, a prompt (issue 46 rule 3), which the"
+    " reference reader counts as no prompt yet"
+)
 ENT = "-entire-cli/"
 
-#: Where convgraph's counts differ from the reference reader's: the
-#: records convgraph makes prompts of, which no person typed.
+#: Where convgraph's counts differ from the reference reader's, and why.
 DISAGREE: dict[str, str] = {
-    "claude-code/projects/-home-ada-tree/s2.jsonl": (
-        f"prompts 3, not 2: {SUM}; tool calls and results 1, not 0: read alone,"
-        " s2 takes in agent-ag1.jsonl, a subagent of session s1 (issue 46 fault 1)"
-    ),
     f"home/.claude/projects/{ENT}062a8bdd-4322-4ffa-bc38-3e8b8bfb5a56.jsonl": (
-        f"prompts 21, not 17: 4 {CMD}"
-    ),
-    f"home/.claude/projects/{ENT}0cf3db51-1c73-43bb-8d05-dc02739514a5.jsonl": (
-        f"prompts 1, not 0: {SUM}"
+        f"prompts 19, not 17: 2 of {ANSWERED} (/superpowers:brainstorm,"
+        " /superpowers:execute-plan)"
     ),
     f"home/.claude/projects/{ENT}0d3f9b14-1f89-4bc8-b69c-2396e3aa6d50.jsonl": (
-        f"prompts 3, not 2: 1 {CMD}"
-    ),
-    f"home/.claude/projects/{ENT}163396cf-348b-4175-90f5-5ca0986ac0f1.jsonl": (
-        f"prompts 5, not 1: 4 {CMD}"
-    ),
-    f"home/.claude/projects/{ENT}198393f2-22db-477b-ac77-1825bea883ae.jsonl": (
-        f"prompts 5, not 2: 2 {CMD}, {SUM}"
-    ),
-    f"home/.claude/projects/{ENT}61cb3ba8-484b-4a21-bf99-34f7dc361170.jsonl": (
-        f"prompts 4, not 2: 2 {CMD}"
-    ),
-    f"home/.claude/projects/{ENT}79e9becd-0b83-42f1-8cb1-33375d080476.jsonl": (
-        f"prompts 8, not 4: 4 {CMD}"
-    ),
-    f"home/.claude/projects/{ENT}9d440bfc-a64f-43be-aa10-10a3764a59ea.jsonl": (
-        f"prompts 3, not 1: 2 {CMD}"
-    ),
-    f"home/.claude/projects/{ENT}d1423492-e4f5-4a86-a997-1f1c8d09a940.jsonl": (
-        f"prompts 2, not 1: {SUM}"
-    ),
-    "home/.claude/projects/-home-marco-projects-spotter/short.jsonl": (
-        f"prompts 2, not 1: 1 of {INT}"
+        f"prompts 3, not 2: 1 of {ANSWERED} (/review 167)"
     ),
     "home/.claude/projects/-home-marco-projects-spotter/subagent.jsonl": (
-        f"prompts 3, not 1: 1 of {CMD}, 1 of {INT}"
-    ),
-    "home/.claude/projects/-home-marco-projects-spotter/tool_heavy.jsonl": (
-        f"prompts 6, not 2: 2 {CMD}, 2 {INT}"
-    ),
-    "home/.claude/projects/-home-user-codemie/session-624a4a58.jsonl": (
-        f"prompts 20, not 14: 2 {CMD}, 3 {INT}, {SUM}"
-    ),
-    "home/.claude/projects/-home-user-codemie/session-9eda1058.jsonl": (
-        f"prompts 4, not 3: 1 of {INT}"
+        f"prompts 2, not 1: 1 of {ANSWERED} (/handgemacht:create-beads)"
     ),
     "home/.claude/projects/-path-to-Demo/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl": (
-        f"prompts 1, not 0: 1 of {CMD} (/init)"
+        f"prompts 1, not 0: 1 of {ANSWERED} (/init)"
     ),
     "home/.claude/projects/-path-to-Demo/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl": (
-        f"prompts 1, not 0: 1 of {CMD} (/orchestrator)"
+        f"prompts 1, not 0: 1 of {ANSWERED} (/orchestrator)"
     ),
-    "home/.gemini/tmp/7e8989f71805c3147f6be9b7a71de2a156f8face69f9380beeeb8a777414f21c"
-    "/chats/session-2026-01-10T20-00-fa4593e0.json": (
-        "prompts 2, not 1: Gemini CLI's own 'System: Please continue.'"
+    "copilot/hippo-memory-copilot-sess-1/events.jsonl": (
+        "prompts 1, not 2: the reference counts the user.message of source"
+        " 'skill-pdf', which Copilot's event schema names a skill-injected"
+        " message hidden from the user (github/copilot-sdk"
+        " nodejs/src/generated/session-events.ts, `source`): not typed"
     ),
 }
 
@@ -144,7 +109,7 @@ def test_every_real_file_is_found() -> None:
     ]
     agents = Counter(agent_of(path) for path in ours)
     assert agents == {"claude-code": 35, "codex": 9, "gemini-cli": 10, "copilot": 5}
-    assert len(ours) == 59 and len(DISAGREE) == 18
+    assert len(ours) == 59 and len(DISAGREE) == 6
 
 
 @pytest.mark.parametrize("path", [case(path) for path in FILES])
@@ -258,18 +223,17 @@ def test_every_real_session_is_one_branch_with_none_abandoned() -> None:
 
 def test_a_linear_session_of_parallel_calls_and_hooks_reads_as_lived() -> None:
     """The 2.1 session whose hooks' progress records and parallel results
-    hang off its calls: two prompts, two nodes, one chain."""
+    hang off its calls, stopped by the user: one prompt, one node ending
+    with the interruption."""
     path = CLAUDE / "-home-marco-projects-spotter" / "short.jsonl"
     with open_logs(path) as logs:
         nodes, _ = logs.read_forest()
-    assert table_rows(nodes, ["id", "parent_id", "tool_calls", "tools"]) == sorted(
-        [
-            ("2618ef5d-c1c6-4938-b81c-8a3230ccad76", None, 2, "Bash, Glob"),
-            (
-                "c06a9fe4-ba05-44f2-b619-a057c18101e5",
-                "2618ef5d-c1c6-4938-b81c-8a3230ccad76",
-                0,
-                None,
-            ),
-        ]
-    )
+    assert table_rows(nodes, ["id", "parent_id", "tool_calls", "tools"]) == [
+        ("c06a9fe4-ba05-44f2-b619-a057c18101e5", None, 2, "Bash, Glob")
+    ]
+    last = node_parts(nodes.astype(object).to_dict("records")[0])[-1]
+    assert last == {
+        "role": "user",
+        "type": "text",
+        "text": "[Request interrupted by user for tool use]",
+    }

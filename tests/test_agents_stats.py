@@ -26,14 +26,13 @@ def places(forest: Forest) -> list[tuple]:
 
 
 def test_a_tree_read_by_id_has_its_project_and_branch() -> None:
-    """The session switched branch after the compaction (c1)."""
+    """The session switched branch on its resumed turn (a8)."""
     expected = [
         ("a4", "/home/ada/tree", "main"),
         ("a5", "/home/ada/tree", "main"),
         ("a6", "/home/ada/tree", "main"),
         ("a8", "/home/ada/tree", "fix-parser"),
         ("a9", "/home/ada/tree", "fix-parser"),
-        ("c1", "/home/ada/tree", "fix-parser"),
         ("x4", "/home/ada/tree", "main"),
     ]
     by_id = Forest.read(PROJECTS, conversation_ids=["s1"], text=False)
@@ -53,7 +52,7 @@ def test_usage_of_one_session_by_project() -> None:
     found = json.loads(
         run("stats", "--db", PROJECTS, "--by", "project", "--json", "s1").output
     )
-    assert [(row["project"], row["nodes"]) for row in found] == [("/home/ada/tree", 7)]
+    assert [(row["project"], row["nodes"]) for row in found] == [("/home/ada/tree", 6)]
 
 
 def test_agents_columns_begin_with_the_place() -> None:
@@ -132,18 +131,16 @@ def test_search_says_a_hit_is_in_a_subagent(tmp_path: Path) -> None:
     projects = tmp_path / "projects"
     shutil.copytree(PROJECTS, projects)
     lines = run("search", "--db", projects, "parser").stdout.splitlines()
-    # Ranked by tantivy's BM25: the short prompts above the long summary.
+    # Ranked by tantivy's BM25 (a compaction's summary is no prompt).
     assert lines[0::2] == [
         "1.  s1  a4  depth 0  active  claude-sonnet-4-20250514  2025-06-01 10:07",
         "2.  s1  x4  depth 1  sidechain  claude-sonnet-4-20250514  2025-06-01 10:05",
-        "3.  s1  a8  depth 3  active  claude-sonnet-4-20250514  2025-06-01 10:23",
     ]
     assert [
         (hit.id, hit.active, hit.sidechain) for hit in search(projects, "parser")
     ] == [
         ("a4", True, False),
         ("x4", False, True),
-        ("a8", True, False),
     ]
     assert [hit.id for hit in search(projects, "test", abandoned=True)] == ["a5"]
     assert search(projects, "Grep", abandoned=True) == []
@@ -151,7 +148,6 @@ def test_search_says_a_hit_is_in_a_subagent(tmp_path: Path) -> None:
     assert [(record["id"], record["sidechain"]) for record in records] == [
         ("a4", False),
         ("x4", True),
-        ("a8", False),
     ]
 
 
@@ -222,8 +218,8 @@ def test_trees_and_json_exports_carry_the_place() -> None:
         Forest.read(PROJECTS, conversation_ids=["s1"], text=False),
     ):
         tree = forest.tree("s1")
-        assert list(tree.nodes["c1"]) == [*NODE_ATTRIBUTES, *PLACE_ATTRIBUTES]
-        assert (tree.nodes["c1"]["project"], tree.nodes["c1"]["git_branch"]) == (
+        assert list(tree.nodes["a8"]) == [*NODE_ATTRIBUTES, *PLACE_ATTRIBUTES]
+        assert (tree.nodes["a8"]["project"], tree.nodes["a8"]["git_branch"]) == (
             "/home/ada/tree",
             "fix-parser",
         )

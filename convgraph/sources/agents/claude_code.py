@@ -5,7 +5,8 @@ The records of the conversation (`user`, `assistant`) link by `uuid` and
 `parentUuid`; `sessionId`, `cwd`, `gitBranch` and `timestamp` say which
 session, where and when; `message` is the API message (`claude_messages`).
 A user record holding only tool results, or `isMeta`, is a step of the run;
-a compaction's summary (`isCompactSummary`) the prompt of what follows.
+so are what no one typed (`claude_messages`): an interruption, a
+compaction's summary, a command the model does not answer.
 `progress`, `attachment` and `system` records are passed through: a link to
 one goes on to what it hangs under; a compaction's boundary is a step under
 the message before it (`logicalParentUuid`). `join` reads each run as lived.
@@ -28,7 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from convgraph import parts as P
-from convgraph.sources.agents.claude_messages import count_usage, record_message
+from convgraph.sources.agents.claude_messages import (
+    answered,
+    count_usage,
+    record_message,
+)
 from convgraph.sources.agents.files import (
     DUPLICATE_RECORD,
     SessionGroup,
@@ -40,7 +45,7 @@ from convgraph.sources.agents.files import (
     jsonl_files,
     written_before,
 )
-from convgraph.sources.chat.messages import Message, as_text, text_to_iso
+from convgraph.sources.chat.messages import PROMPT, STEP, Message, as_text, text_to_iso
 
 SOURCE = "claude-code"
 
@@ -216,6 +221,7 @@ def read_group(
     for file in files:
         previous: str | None = None
         unknown: dict[str, int] = {}
+        commands: list[Message] = []  # typed, not yet answered
         if file.name.startswith("agent-"):
             _read_meta(file, reading)
         for record in json_lines(file, group.problems):
@@ -267,7 +273,19 @@ def read_group(
             projects[message_id] = project
             branches[message_id] = branch
             reading.messages.append(message)
-            if record.get("isSidechain") is True:
+            if record.get("isSidechain") is not True:
+                # A command is a prompt where the model answers it before
+                # the next prompt; a local one (`/clear`, `/model`) a step.
+                if kind == "assistant":
+                    if not _synthetic(record):
+                        for typed in commands:
+                            answered(typed, text)
+                    commands.clear()
+                elif message.kind == PROMPT or _local_output(record):
+                    commands.clear()
+                elif message.kind == STEP and message.text is not None:
+                    commands.append(message)
+            else:
                 reading.side[message_id] = True
                 agent = record.get("agentId")
                 if type(agent) is str and agent:
@@ -292,6 +310,22 @@ def read_group(
         or reading.first_summary
     )
     yield group
+
+
+def _synthetic(record: dict[str, Any]) -> bool:
+    """Whether an assistant record is Claude Code's own ("No response
+    requested."), not the model's."""
+    raw = record.get("message")
+    return type(raw) is dict and raw.get("model") == "<synthetic>"
+
+
+def _local_output(record: dict[str, Any]) -> bool:
+    """Whether a user record is what a local command printed."""
+    raw = record.get("message")
+    content = raw.get("content") if type(raw) is dict else None
+    if type(content) is list and content and type(content[0]) is dict:
+        content = content[0].get("text")
+    return type(content) is str and content.startswith("<local-command-stdout>")
 
 
 def _beside(

@@ -2,7 +2,10 @@
 `assistant` record's API message (`content` a string or blocks, read by
 `claude.block_parts`; a pasted image an attachment part, and the prompt
 "[1 image]" where it is all the prompt holds), its model, and its usage,
-counted once per API message on the last record that holds it.
+counted once per API message on the last record that holds it. An
+interruption, a compaction's summary (its text the model's) and a
+command's records are steps; a command the model answers a prompt
+(`answered`).
 """
 
 from __future__ import annotations
@@ -67,23 +70,31 @@ def record_message(
                 results = True
                 if part["name"] is None:
                     part["name"] = calls.get(part["id"] or "", (None, None))[1]
-        if record.get("isCompactSummary") is True or not (
-            results or record.get("isMeta") is True
-        ):
-            message.kind = PROMPT
-            message.text = join_texts(texts, "\n\n")
-            if message.text is None and type(content) is list:
-                # A pasted picture alone: the prompt as the chat exports
-                # write it, so the turn stays the user's.
-                message.text = attachment_note(_images(content), 0)
+        if record.get("isCompactSummary") is True:
+            # Written by the compaction's model, not typed: a step of the
+            # turn it continues, its text the model's.
+            for part in parts:
+                part["role"] = P.ASSISTANT
+        elif not (results or record.get("isMeta") is True):
+            said = join_texts(texts, "\n\n")
+            if said is not None and said.startswith(NOT_TYPED):
+                # A step; a command keeps its words for `answered`.
+                message.text = command(said)
+            else:
+                message.kind = PROMPT
+                message.text = said
+                if said is None and type(content) is list:
+                    # A pasted picture alone: the prompt as the chat exports
+                    # write it, so the turn stays the user's.
+                    message.text = attachment_note(_images(content), 0)
         message.parts = parts or None
     elif kind == "assistant":
         parts, texts = _parts(P.ASSISTANT, raw, text)
-        if texts:
+        model = raw.get("model")
+        if texts and not (model == "<synthetic>" and texts == [NO_RESPONSE]):
             message.kind = ANSWER
             message.text = join_texts(texts, "\n\n") if text else None
         message.parts = parts or None
-        model = raw.get("model")
         if type(model) is str and model and model != "<synthetic>":
             message.model = model
         usage = raw.get("usage")
@@ -96,6 +107,43 @@ def record_message(
                 usage,
             )
     return message
+
+
+#: How the user records no one typed begin: a stop of the turn before
+#: (kept on it as a step) and a command's records (`commands`).
+INTERRUPTED = "[Request interrupted by user"
+NOT_TYPED = (INTERRUPTED, "<command-", "<local-command-", "<bash-")
+
+#: What Claude Code itself writes after a local command: no answer.
+NO_RESPONSE = "No response requested."
+
+
+def answered(message: Message, text: bool) -> None:
+    """A command the model answered made the prompt it is: the command as
+    typed, its record's tags left out."""
+    message.kind = PROMPT
+    if text and message.text is not None:
+        message.parts = [P.text(P.USER, message.text)]
+
+
+def command(text: str | None) -> str | None:
+    """A command record's command as typed (`/name args`), else None."""
+    if text is None or not text.startswith(("<command-name>", "<command-message>")):
+        return None
+    name = _tag(text, "command-name")
+    if name is None:
+        return None
+    args = _tag(text, "command-args")
+    return f"{name} {args}" if args else name
+
+
+def _tag(text: str, tag: str) -> str | None:
+    start = text.find(f"<{tag}>")
+    if start < 0:
+        return None
+    end = text.find(f"</{tag}>", start)
+    end = len(text) if end < 0 else end  # a cut record: as far as it goes
+    return text[start + len(tag) + 2 : end].strip() or None
 
 
 #: What a record without an API message reads as.

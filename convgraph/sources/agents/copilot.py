@@ -7,8 +7,9 @@ directory and branch in `context`, the model chosen), `session.resume` and
 `session.model_change` change them; `user.message` is a prompt (`content`,
 its `attachments` counted where it holds no text); `assistant.message` the
 agent's text and its `toolRequests` (tool calls: `toolCallId`, `name`,
-`arguments`), `assistant.reasoning` its thinking, `tool.execution_complete`
-a call's result (`success`, `result.content`, `error.message`), and
+`arguments`; a `tool.execution_start` no reply requested is a call too),
+`assistant.reasoning` its thinking, `tool.execution_complete` a call's
+result (`success`, `result.content`, `error.message`), and
 `assistant.usage` the tokens of one model call (`inputTokens`, counting the
 cache's, `outputTokens`, `cacheReadTokens`, `cacheWriteTokens`). Where a
 file has no usage events, each message's own `outputTokens` count. The
@@ -59,6 +60,7 @@ MESSAGE_EVENTS = frozenset(
         "user.message",
         "assistant.message",
         "assistant.reasoning",
+        "tool.execution_start",
         "tool.execution_complete",
     }
 )
@@ -94,7 +96,6 @@ EVENT_TYPES = MESSAGE_EVENTS | frozenset(
         "assistant.reasoning_delta",
         "assistant.usage",
         "tool.user_requested",
-        "tool.execution_start",
         "tool.execution_partial_result",
         "tool.execution_progress",
         "skill.invoked",
@@ -160,6 +161,7 @@ class _Reading:
         self.sides: dict[str, Sidechain] = {}  # calling tool call: subagent
         self.outputs: dict[str, int] = {}  # message: its own outputTokens
         self.usage = False
+        self.started: set[str] = set()  # calls read from their start
         self.last_answer: dict[str | None, Message] = {}  # chain: last reply
 
 
@@ -313,6 +315,8 @@ def _message(
                 as_text(request.get("toolCallId")),
                 as_text(request.get("name")),
             )
+            if call is not None and call in reading.started:
+                continue  # its start came first: the call is read once
             arguments = request.get("arguments")
             if isinstance(arguments, str):
                 with contextlib.suppress(ValueError, RecursionError):
@@ -328,6 +332,16 @@ def _message(
             return None
         message.parts = found
         reading.last_answer[_caller(data, record)] = message
+    elif kind == "tool.execution_start":
+        # A call no reply requested (a file may hold no replies at all) is
+        # a call all the same, with or without its result.
+        call, name = as_text(data.get("toolCallId")), as_text(data.get("toolName"))
+        if call is not None and call in reading.calls:
+            return None
+        message.parts = [P.tool_call(name, data.get("arguments"), call)]
+        if call is not None:
+            reading.calls[call] = (event, name)
+            reading.started.add(call)
     elif kind == "assistant.reasoning":
         thinking = as_text(data.get("content"))
         if not thinking:

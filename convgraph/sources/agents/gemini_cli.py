@@ -10,7 +10,8 @@ A saved chat is the API's history: a JSON array of contents, each with a
 the run, not a prompt. A recorded session is an object with `sessionId` and
 `messages`, each with `id`, `timestamp`, `type` (`user`, `gemini`, `info`,
 `error`, `warning`), `content` (text, or a list of parts), the model's
-`thoughts`, `toolCalls` (with their `result`), `tokens` and `model`.
+`thoughts`, `toolCalls` (with their `result`), `tokens` and `model`; the
+CLI's own "System: Please continue." is a step of the turn before it.
 
 A JSON-lines session is the same written as it goes: a first line with the
 session (`sessionId`, `projectHash`, `startTime`, `kind`), then each message
@@ -379,6 +380,10 @@ def _session(session: dict[str, Any], file: Path) -> SessionGroup:
     return group
 
 
+#: What Gemini CLI writes as the user's when a turn stopped short.
+GO_ON = "System: Please continue."
+
+
 def _message(
     raw: dict[str, Any], message_id: str, parent: str | None, group: SessionGroup
 ) -> Message:
@@ -391,7 +396,9 @@ def _message(
         text = as_text(content)
     found: list[P.Part] = []
     if raw.get("type") == "user":
-        message.kind = PROMPT if text is not None else STEP
+        # The CLI's own nudge after a turn that stopped: a step of it.
+        typed = text is not None and text.strip() != GO_ON
+        message.kind = PROMPT if typed else STEP
         if text is not None:
             found.append(P.text(P.USER, text))
     else:

@@ -10,6 +10,10 @@ Claude Code (`projects/P/<session>.jsonl`, 0.2 to 2.1.x):
            `<command-message>`, `<local-command-*>`, `<bash-*>`), nor
            `<task-notification>`, "[Request interrupted by user...]", a
            compaction summary ("This session is being continued...").
+           A slash command (`<command-name>`, `<command-message>`) is a
+           prompt where the model answers it: an `assistant` record not
+           of model `<synthetic>` comes before the next prompt or
+           `<local-command-stdout>`; a local one (/clear, /model) is not.
   call     `tool_use`/`server_tool_use` block; result `*tool_result` block.
   no message  `summary`, `system`, `progress` (hooks; a subagent's
            messages copied), `file-history-snapshot`, `queue-operation`,
@@ -36,7 +40,9 @@ Gemini CLI (`tmp/<hash>/chats/session-*.json` or `.jsonl`):
   `/chat save` lists of `{role, parts}`: a `user` text part, a
   `functionCall`, a `functionResponse`.
 Copilot CLI (`session-state/<id>/events.jsonl`):
-  prompt   `user.message`, not an autopilot continuation; call a
+  prompt   `user.message`, not an autopilot continuation nor a message a
+           skill injects (a `source` such as "skill-pdf": the session
+           event schema's "hidden from the user"); call a
            `toolRequests` entry, or a `tool.execution_start` not
            requested; result `tool.execution_complete`.
   no message  `session.*`, `assistant.turn_*`, `hook.*`, `system.*`,
@@ -185,19 +191,59 @@ def is_prompt(record: Record) -> bool:
     return not first.startswith(NOT_PROMPTS)
 
 
+COMMANDS = ("<command-name>", "<command-message>")
+
+
+def first_text(record: Record) -> str:
+    """The first text of a record's message, stripped at its start."""
+    content = (record.get("message") or {}).get("content")
+    if isinstance(content, list):
+        content = next(
+            (b.get("text") for b in content if isinstance(b, dict) and "text" in b),
+            "",
+        )
+    return str(content or "").lstrip()
+
+
+def answered(records: list[Record], at: int) -> bool:
+    """Whether the model answers the slash command at `records[at]`."""
+    for record in records[at + 1 :]:
+        if record.get("type") == "assistant":
+            model = (record.get("message") or {}).get("model")
+            if model != "<synthetic>":
+                return True
+        elif record.get("type") == "user" and not record.get("isMeta"):
+            text = first_text(record)
+            if is_prompt(record) or text.startswith("<local-command-stdout>"):
+                return False
+    return False
+
+
 def count_claude(path: Path) -> Counts:
     """Claude Code: the session file with its subagents' files."""
     counts = Counts()
     for file in claude_files(path):
+        records: list[Record] = []
         for number, (_, record) in enumerate(json_lines(file)):
-            kind = record.get("type")
-            if kind not in ("user", "assistant"):
+            if record.get("type") not in ("user", "assistant"):
                 continue
             message = json.dumps(record.get("message"), sort_keys=True)
             key = f"{record.get('uuid') or f'{file.name}:{number}'}:{message}"
-            if not counts.once("record", key):
-                continue
-            if kind == "user" and is_prompt(record):
+            if counts.once("record", key):
+                records.append(record)
+        for at, record in enumerate(records):
+            kind = record.get("type")
+            if (
+                kind == "user"
+                and is_prompt(record)
+                or (
+                    kind == "user"
+                    and not record.get("isMeta")
+                    and not record.get("isSidechain")
+                    and first_text(record).startswith(COMMANDS)
+                    and answered(records, at)
+                )
+            ):
                 counts.prompts += 1
             content = (record.get("message") or {}).get("content")
             if not isinstance(content, list):
@@ -353,7 +399,12 @@ def count_copilot(path: Path) -> Counts:
     for event in events:
         kind = event.get("type")
         data = event.get("data") or {}
-        if kind == "user.message" and not data.get("isAutopilotContinuation"):
+        injected = str(data.get("source") or "user") != "user"
+        if (
+            kind == "user.message"
+            and not data.get("isAutopilotContinuation")
+            and not injected
+        ):
             counts.prompts += 1
         elif kind == "assistant.message":
             counts.tool_calls += len(data.get("toolRequests") or [])

@@ -222,10 +222,10 @@ class Source:
         if len(chosen) == 1:
             return chosen[0].kind, chosen[0].id
         if len(chosen) > 1:
-            raise _ambiguous(given, chosen)
+            raise ambiguous_id(given, chosen)
         others = _each_id_once(matches)
         if len(others) > 1:
-            raise _ambiguous(given, others, none_of=wanted)
+            raise ambiguous_id(given, others, none_of=wanted)
         if others:
             raise _other_kind(given, others[0])
         if wanted == CONVERSATION:
@@ -348,9 +348,10 @@ def _other_kind(given: str, other: IdMatch) -> UnknownNode | UnknownConversation
     return ConversationNotNode(given, other.id, other.tree_id)
 
 
-def _ambiguous(
+def ambiguous_id(
     given: str, matches: list[IdMatch], none_of: str | None = None
 ) -> AmbiguousId:
+    """The error for a prefix that begins several `matches`."""
     return AmbiguousId(
         given,
         [match.describe() for match in matches[:LISTED]],

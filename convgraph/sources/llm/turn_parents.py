@@ -142,10 +142,10 @@ def turn_parents_table(
     # The first two of every group and (group, thread): enough to skip itself.
     thread_count = len(fork_up)
     members = np.flatnonzero(group_of >= 0)
-    first, second, sizes = _first_two(group_of[members], members, len(group_keys))
+    first, second, sizes = first_two(group_of[members], members, len(group_keys))
     pair_keys = group_of[members] * thread_count + thread_codes[members]
     pair_codes, pair_values = pd.factorize(pair_keys)
-    pair_first, pair_second, _ = _first_two(pair_codes, members, len(pair_values))
+    pair_first, pair_second, _ = first_two(pair_codes, members, len(pair_values))
     pair_index = pd.Index(pair_values)
 
     parents = np.full(count, -1)
@@ -170,7 +170,7 @@ def turn_parents_table(
     return parents
 
 
-def _first_two(
+def first_two(
     codes: np.ndarray, positions: np.ndarray, size: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per code 0..size-1: its first and second position (-1) and count."""

@@ -1,2 +1,1 @@
-"""llm's `logs.db` of every generation: one reader per generation, the rules
-that join them, chunked reads, and a columnar read (`fast` extra)."""
+"""llm's `logs.db` of every generation, its rules and its columnar read."""

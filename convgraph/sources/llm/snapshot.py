@@ -1,13 +1,10 @@
-"""Whole tables read as of one instant, in short statements, so that llm can
-log while convgraph reads.
+"""Whole tables read as of one instant, in short statements, so llm can log.
 
 llm's rollback journal lets no writer commit while a reader holds the lock,
-and llm drops a response after waiting five seconds. So a `Snapshot` takes
-every table's largest rowid at once, then reads rowid ranges, each its own
-autocommit statement paced to about `CHUNK_SECONDS`. llm only appends rows
-and moves thread tips, so rows up to those bounds are the file at that
-instant; `Snapshot.changed` detects anything else and `read_consistently`
-reads again.
+and llm drops a response after five seconds' wait. So a `Snapshot` takes
+each table's largest rowid at once, then reads rowid ranges, each its own
+autocommit statement of about `CHUNK_SECONDS`. llm only appends rows and
+moves thread tips; `Snapshot.changed` detects anything else.
 """
 
 from __future__ import annotations
@@ -28,7 +25,6 @@ MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 200, 100_000
 READ_ATTEMPTS = 3
 BEFORE_FIRST_ROWID = -(2**63)
 
-#: A test may set its own clock.
 clock: Callable[[], float] = time.perf_counter
 
 Chunk = TypeVar("Chunk")
@@ -76,9 +72,8 @@ def paced_chunks(
 
 
 class Snapshot:
-    """Whole `tables` as of one instant (see the module). `conn` runs in
-    autocommit: a sqlite3 connection (which also reads `rows`), or the
-    columnar reader's ADBC cursor, which reads its own and reports `counted`."""
+    """Whole `tables` as of one instant; `conn` (autocommit) is sqlite3's,
+    which reads `rows`, or an ADBC cursor, whose reader reports `counted`."""
 
     def __init__(
         self,
@@ -175,9 +170,8 @@ class Snapshot:
         self.counted(table, count)
 
     def _fetch(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        """One statement's rows, read to the end at once to free the lock;
-        plain `str` is fast, non-UTF-8 text reads again with the connection's
-        own text factory."""
+        """One statement's rows, read at once to free the lock; `str` first
+        (fast), the connection's text factory again for non-UTF-8 text."""
         conn = self.conn
         assert isinstance(conn, sqlite3.Connection), "rows are read by sqlite3"
         factory = conn.text_factory
@@ -199,7 +193,7 @@ class Snapshot:
             return False
         for table, count in self._reads:
             if count < 0:
-                return True  # no rowids: no way to tell an append
+                return True
             last = self.bounds[table]
             total, appended = self._one(
                 f'select (select count(*) from "{table}"),'

@@ -1,12 +1,7 @@
-"""Read the whole forest as Arrow columns through the ADBC SQLite driver, with
-parents found on integer arrays, not per row in Python.
-
-The answer is the row readers' exactly (`tests/test_columnar.py`), and reads
-follow the chunked-read rule (`snapshot`). It covers a legacy file without
-tool calls, attachments or fragments, or a message store without legacy
-rows whose parts are texts; anything else (upgraded files, values the
-contract's types cannot hold, repeated ids, cycles, no `fast` extra) makes
-`read_forest` return None and the row readers, which report such data, read.
+"""The whole forest as Arrow columns (ADBC driver), links found on integer
+arrays: the row readers' answer exactly. Only a legacy file without parts,
+or a message store of plain texts without legacy rows; anything else (or no
+`fast` extra) returns None, and the row readers, which report odd data, read.
 """
 
 from __future__ import annotations
@@ -51,7 +46,7 @@ def read_forest(
             if kind is None:
                 return None
             if kind == "legacy":
-                assert logs.legacy is not None  # a file of legacy responses
+                assert logs.legacy is not None
                 if any(
                     reader.one(f'select exists(select 1 from "{table}")')[0]
                     for table in logs.legacy.parts.tables()

@@ -1,18 +1,7 @@
-"""The way in: open any file of conversations read-only, whatever wrote it.
+"""Open any file of conversations read-only, told by its content.
 
-`open_logs` is the one way in. It tells the file by its content, asking
-each kind in turn (`DETECTORS`, each a `detect(path)` of its family): llm's
-SQLite `logs.db` of any generation (`llm.database.LogDatabase`), coding
-agents' sessions (`agents.sessions.AgentSessions`), a ChatGPT, Claude.ai
-or Open WebUI export (`chat.exports.ChatExport`). Each is a `Source`, which
-answers in the node contract (docs/design.md#the-node-contract), so nothing
-downstream asks which kind of file it holds. `opened` does the same for
-functions that take either a path or a `Source` already open.
-
-Beside this module: `source` (the interface, log order, ids as typed),
-the families `llm/`, `agents/` and `chat/`, `tables` (a nodes table in the
-contract's columns and dtypes), `notes` (the user's branch notes) and
-`parquet` (a Parquet dataset that `convgraph export` wrote).
+Each kind (`DETECTORS`) is a `Source` answering in the node contract, so
+nothing downstream asks which kind of file it holds.
 """
 
 from __future__ import annotations
@@ -50,11 +39,8 @@ __all__ = [
 ]
 
 
-#: The kinds of file convgraph reads, asked in this order whether `path` is
-#: one of theirs: each names a `detect(path)` that opens it as that kind's
-#: `Source`, or gives None where it is not one (cheaply: by its first
-#: bytes, or the names in a folder). A module is imported when first asked,
-#: so a command on llm's database imports no chat or agents' reader.
+#: Modules with a cheap `detect(path) -> Source | None`, asked in order and
+#: imported when first asked (llm's database imports no other reader).
 DETECTORS = (
     "convgraph.sources.llm.database",
     "convgraph.sources.agents.sessions",
@@ -63,21 +49,8 @@ DETECTORS = (
 
 
 def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
-    """Open a file of conversations read-only, whatever wrote it (told by
-    `DETECTORS`); llm's own `logs.db` when `path` is None.
-
-    Returns
-    -------
-    Source
-        A `LogDatabase` for llm's SQLite file, an `AgentSessions` for a
-        coding agent's sessions, a `ChatExport` for an app's export.
-
-    Raises
-    ------
-    DatabaseError
-        The file is missing, is none of these (the message says what it
-        is), or holds no llm tables.
-    """
+    """Open a file of conversations read-only (llm's `logs.db` for None).
+    `DatabaseError` if it is missing or of no kind convgraph reads."""
     path = Path(path) if path is not None else default_database_path()
     try:
         for name in DETECTORS:
@@ -104,10 +77,8 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
 
 @contextlib.contextmanager
 def opened(db: str | os.PathLike[str] | Source | None) -> Iterator[Source]:
-    """`with opened(db) as logs`: an open `Source` as it is, or a path (None
-    for llm's own `logs.db`) opened by `open_logs` and closed after the block,
-    for the functions that take either.
-    """
+    """An open `Source` as it is, or a path opened (`open_logs`) and closed
+    after the block."""
     if isinstance(db, Source):
         yield db
         return

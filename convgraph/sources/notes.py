@@ -1,23 +1,8 @@
-"""Read the user's branch notes: a note on a node, and the answer preferred
-among its alternatives, kept in a table of convgraph's own.
-
-For an llm database the table is `_convgraph_notes` in the same SQLite file;
-a chat export is the app's file, which convgraph never writes, so its notes
-lie in a small SQLite file beside it, `<export>.convgraph.db`. This is the
-read side, which every reader of trees and forests uses; writing them
-(`set_note`, `set_preferred`) is `convgraph.store.notes`, which builds on
-these names. Reading notes never writes: a file without the table, or an
-export without its notes file, reads as no notes.
-
-An export may also hold what the person said in the app: ChatGPT's
-`message_feedback.json` rates messages thumbs up or down, with tags and
-words. They become the same marks (`feedback_marks`): a thumbs-up on an
-answer that has alternatives marks it preferred (the latest such rating in
-a group of alternatives wins), and a thumbs-down, or a rating with tags or
-words, becomes its note ("thumbs down in ChatGPT (not-helpful): ..."). The
-user's own notes win over the app's: their note replaces the app's note of
-that node, and their preferred mark replaces the app's in that group of
-alternatives.
+"""Read the user's branch notes (a note, a preferred answer, a hidden branch)
+from convgraph's own table: in the llm database, or in `<export>.convgraph.db`
+beside a file convgraph never writes. Reading never writes: no table reads
+as no notes. ChatGPT's ratings (`message_feedback.json`) become the same
+marks (`feedback_marks`); the user's own notes win over the app's.
 """
 
 from __future__ import annotations
@@ -33,20 +18,18 @@ from typing import Any
 from convgraph.errors import DatabaseError
 from convgraph.sources.chat.messages import as_dict, as_list, as_text
 from convgraph.sources.llm.files import connect_read_only
+from convgraph.sources.llm.old_writers import has_table
 from convgraph.sources.source import Source
 
-#: convgraph's table of notes, in the llm database or the file beside an export.
 TABLE = "_convgraph_notes"
 
-#: What a chat export's notes file adds to the export's name.
 SIDE_FILE_SUFFIX = ".convgraph.db"
 
 
 @dataclass(frozen=True)
 class NodeNote:
-    """What the user recorded about one node: a note, whether it is the
-    answer preferred among its alternatives, and whether its branch is
-    hidden (left out of every output unless asked for)."""
+    """A node's note, whether it is preferred among its alternatives, and
+    whether its branch is hidden."""
 
     note: str | None = None
     preferred: bool = False
@@ -54,14 +37,12 @@ class NodeNote:
 
 
 def is_export(logs: Source) -> bool:
-    """Whether `logs` is a file with no SQLite behind it (a chat export,
-    agents' sessions: read-only, so notes go beside it)."""
+    """Whether `logs` has no SQLite behind it, so its notes lie beside it."""
     return logs.conn is None
 
 
 def notes_file(logs: Source) -> Path:
-    """The SQLite file that holds `logs`' notes: the llm database itself, or
-    `<export>.convgraph.db` beside a chat export."""
+    """The SQLite file that holds `logs`' notes."""
     path = Path(logs.path)
     if is_export(logs):
         return path.with_name(path.name + SIDE_FILE_SUFFIX)
@@ -71,15 +52,8 @@ def notes_file(logs: Source) -> Path:
 def read_notes(
     logs: Source, node_ids: Iterable[str] | None = None
 ) -> dict[str, NodeNote]:
-    """The notes of `node_ids` (every note when None), by node id; nodes
-    without a note or mark are left out. Reads only: a file without the
-    table, or an export without its notes file, has none.
-
-    Raises
-    ------
-    DatabaseError
-        The notes file beside an export is not a database convgraph can read.
-    """
+    """The notes of `node_ids` (all if None) by node id, the app's marks
+    combined. `DatabaseError` if an export's notes file is unreadable."""
     if logs.conn is None:
         path = notes_file(logs)
         own: dict[str, NodeNote] = {}
@@ -104,11 +78,9 @@ def combined(
     alternatives: Mapping[str, Any],
     node_ids: Iterable[str] | None = None,
 ) -> dict[str, NodeNote]:
-    """The user's own notes over the app's (`feedback_marks`): the user's
-    note replaces the app's note of a node, and a node the user prefers
-    takes the app's preferred mark from its alternatives (`alternatives`
-    gives each node of a group the app marked its group's key).
-    """
+    """The user's own notes over the app's: a note replaces the app's, a
+    preferred node takes the mark from its group (`alternatives`: node ->
+    group key)."""
     wanted = None if node_ids is None else set(node_ids)
     chosen = {
         alternatives[node]
@@ -132,17 +104,12 @@ def combined(
     return found
 
 
-# -- what the person said in the app ------------------------------------------
-
 #: ChatGPT's ratings, by `rating` in lower case without punctuation.
 THUMBS = {"thumbsup": "thumbs up", "thumbsdown": "thumbs down"}
 
 
 def feedback_by_conversation(entries: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
-    """The entries of ChatGPT's `message_feedback.json` (a list of objects
-    with `conversation_id`, `message_id`, `rating` and `content`, a JSON
-    text of `tags` and `text`), by conversation; entries that name no
-    conversation or message are left out."""
+    """`message_feedback.json`'s entries that name a message, by conversation."""
     found: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for entry in entries:
         entry = as_dict(entry)
@@ -153,8 +120,7 @@ def feedback_by_conversation(entries: Iterable[Any]) -> dict[str, list[dict[str,
 
 
 def _said(entry: dict[str, Any]) -> tuple[list[str], str | None]:
-    """A rating's tags and words: its `content` is JSON text (or an object)
-    with `tags` and `text`, or the words themselves."""
+    """A rating's tags and words, from `content` (JSON, an object or words)."""
     content = entry.get("content")
     if isinstance(content, str):
         parsed = _json_object(content)
@@ -166,8 +132,7 @@ def _said(entry: dict[str, Any]) -> tuple[list[str], str | None]:
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    """`text` as a JSON object, read within the bounds every export value is
-    read in; None where it is none."""
+    """`text` as a JSON object, read within the exports' bounds, or None."""
     from convgraph.sources.chat.json_files import read_errors, stream_values
 
     if not text.lstrip().startswith("{"):
@@ -195,15 +160,9 @@ def feedback_marks(
     node_of: Mapping[str, str],
     renamed: Mapping[str, str],
 ) -> tuple[dict[str, NodeNote], dict[str, Any]]:
-    """The marks one conversation's ratings give its nodes, and the
-    alternatives of each node the app prefers (a key per group).
-
-    `records` are the conversation's nodes, `node_of` the node of each
-    message, `renamed` the message ids the conversation is read with where
-    they differ from the export's (`chat_exports.shared_ids`). A rating of a
-    message that ends no node is its node's. The latest rating of a node
-    counts (by `create_time`, then the file's order).
-    """
+    """One conversation's marks from its ratings (the latest per node
+    counts), and the alternatives of each preferred node (`combined`).
+    `renamed` maps export message ids to the ids read, where they differ."""
     by_id = {record["id"]: record for record in records}
     groups: dict[Any, list[str]] = defaultdict(list)
     for record in records:
@@ -247,17 +206,13 @@ def feedback_marks(
 def _read(
     conn: sqlite3.Connection, node_ids: Iterable[str] | None
 ) -> dict[str, NodeNote]:
-    found = conn.execute(
-        "select 1 from sqlite_master where type = 'table' and name = ?", [TABLE]
-    ).fetchone()
-    if found is None:
+    if not has_table(conn, TABLE):
         return {}
     wanted = None if node_ids is None else set(node_ids)
     columns = {row[1] for row in conn.execute(f"pragma table_info({TABLE})")}
     # Tables written before `hidden` was kept have no such column.
     hidden = "hidden" if "hidden" in columns else "0"
     notes = {}
-    # The table holds what a person typed: small enough to read whole.
     for node_id, note, preferred, is_hidden in conn.execute(
         f"select node_id, note, preferred, {hidden} from {TABLE}"
     ):

@@ -1,25 +1,11 @@
 """Read a Parquet dataset that `convgraph export --format parquet` wrote.
 
-A dataset is a folder with two tables, each a folder of Parquet files:
-`nodes/` (the node table of `convgraph.analysis.stats.node_table`, with
-`tree_name`) and `edges/`, cut by a hash bucket of the tree id so that every
-tree lies whole in one file (`convgraph.export.parquet` writes it). This is
-the read side: telling such a folder (`is_parquet_dataset`), naming its trees
-(`tree_ids_of`) and reading its node table with pyarrow (`read_nodes`,
-`read_dataset`), which `convgraph stats --db DIR`, `convgraph check --db
-DIR` and `convgraph.analysis.datasets` use; each node's `parts` come back
-from their JSON text as the lists they were (`parts_from_json`).
-
-A dataset is a source like any other, read by the same rules
-(docs/design.md#hostile-data-is-reported): a file that is no Parquet, or a
-node table without ids, is one `DatabaseError`; what can be read is read,
-and what is broken is left out and reported (`checked_nodes`, one file at a
-time, which is what a Dask partition is too): a value of the wrong type
-reads as missing, a row without an id or with an id an earlier row has is
-left out, a broken parent link is dropped (`check_links_table`: the node
-becomes a root), and the rows of a tree that an earlier file holds are left
-out, since a dataset holds each tree whole in one file. pyarrow is imported
-only inside the functions, so that the command line starts without it.
+A dataset holds `nodes/` and `edges/` folders of Parquet files, every tree
+whole in one file. It is read like any source: an unreadable file or a node
+table without ids is one `DatabaseError`; bad values read as missing, rows
+without an id or with a repeated one, broken parent links and the rows of a
+tree an earlier file holds are left out and reported. pyarrow is imported
+inside the functions, so that the command line starts without it.
 """
 
 from __future__ import annotations
@@ -39,14 +25,19 @@ from convgraph.contract import (
     TOOLS,
     TREE_NAME,
 )
-from convgraph.errors import AmbiguousId, DatabaseError, UnknownConversation
+from convgraph.errors import DatabaseError, UnknownConversation
 from convgraph.links.integrity import (
     DUPLICATE_ID,
     NO_ID,
     Problem,
     check_links_table,
 )
-from convgraph.sources.source import CONVERSATION, LISTED, MIN_PREFIX, IdMatch
+from convgraph.sources.source import (
+    CONVERSATION,
+    MIN_PREFIX,
+    IdMatch,
+    ambiguous_id,
+)
 from convgraph.text import counted
 
 if TYPE_CHECKING:
@@ -56,34 +47,23 @@ if TYPE_CHECKING:
 NODES = "nodes"
 EDGES = "edges"
 
-#: The rows of a tree that an earlier file of the dataset holds too: left
-#: out (a dataset holds every tree whole in one file), and reported.
+#: Rows of a tree that an earlier file holds: left out and reported.
 SPLIT_TREE = "split-tree"
 
-#: The columns a file's node table must have to be read at all.
 REQUIRED = ("id", "tree_id", "parent_id")
-#: Ids: text, a number written as its text (a file written by hand).
 ID_COLUMNS = ("id", "parent_id", "tree_id", "conversation_id")
-#: Texts: anything else reads as missing.
 TEXT_COLUMNS = (*TEXT_ATTRIBUTES, "model", "source", TOOLS, "note", TREE_NAME)
 
 
 def is_parquet_dataset(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` is a folder holding a `nodes/` folder of Parquet files
-    (as `convgraph.export.parquet.write_parquet` writes it)."""
+    """Whether `path` holds a `nodes/` folder of Parquet files."""
     nodes = Path(path) / NODES
     return nodes.is_dir() and any(nodes.glob("*.parquet"))
 
 
 def dataset_files(directory: str | os.PathLike[str]) -> list[Path]:
-    """The files of a dataset's node table, in the order of their names (the
-    order of Dask's partitions).
-
-    Raises
-    ------
-    DatabaseError
-        There are none.
-    """
+    """The node table's files sorted by name (Dask's partition order);
+    `DatabaseError` if there are none."""
     files = sorted((Path(directory) / NODES).glob("*.parquet"))
     if not files:
         raise DatabaseError(
@@ -97,16 +77,7 @@ def read_nodes(
     tree_ids: Iterable[str] | None = None,
     columns: list[str] | None = None,
 ) -> pd.DataFrame:
-    """A dataset's node table as one pandas DataFrame, read by pyarrow file by
-    file and checked (`read_dataset`): every tree, or only those `tree_ids`
-    names (the other files' rows are skipped by the Parquet statistics where
-    they can be).
-
-    Raises
-    ------
-    DatabaseError
-        A file cannot be read as Parquet, or its node table has no ids.
-    """
+    """The checked node table of every tree, or of `tree_ids` (`read_dataset`)."""
     return read_dataset(directory, tree_ids, columns)[0].drop(columns=PARENT_ROWS)
 
 
@@ -115,15 +86,9 @@ def read_dataset(
     tree_ids: Iterable[str] | None = None,
     columns: list[str] | None = None,
 ) -> tuple[pd.DataFrame, list[Problem]]:
-    """A dataset's checked node table (`checked_nodes` of each file, the rows
-    of a tree an earlier file holds left out; `contract.PARENT_ROWS` rows of
-    the whole table) and the problems found, in the order of the files.
-
-    Raises
-    ------
-    DatabaseError
-        A file cannot be read as Parquet, or its node table has no ids.
-    """
+    """The checked node table (`checked_nodes` per file, `PARENT_ROWS` of the
+    whole table) and its problems. Raises `DatabaseError` as `read_file` and
+    `checked_nodes` do."""
     import numpy as np
     import pandas as pd
 
@@ -138,7 +103,6 @@ def read_dataset(
         nodes, found = checked_nodes(raw, path.name, earlier)
         for tree in held:
             first_file.setdefault(tree, path.name)
-        # Each file's parent rows, as rows of the whole table.
         parent_rows = nodes[PARENT_ROWS].to_numpy()
         nodes[PARENT_ROWS] = np.where(parent_rows >= 0, parent_rows + rows, -1)
         rows += len(nodes)
@@ -148,9 +112,7 @@ def read_dataset(
 
 
 def trees_held(nodes: pd.DataFrame) -> list[str]:
-    """The trees a file's raw node table holds rows of (rows with an id and
-    a tree id), each once: where a later file holds rows of one of them
-    too, `checked_nodes` leaves those out."""
+    """The trees a raw node table holds rows of (with an id), each once."""
     if not {"id", "tree_id"} <= set(nodes.columns):
         return []
     tree_ids = _ids(nodes["tree_id"])
@@ -165,23 +127,16 @@ def read_file(
     *,
     empty: bool = False,
 ) -> pd.DataFrame:
-    """One file of a dataset's node table, as it is (`checked_nodes` checks
-    it): the `columns` it has of those asked, the rows of `tree_ids` only
-    where given; no rows, from its schema alone, with `empty`.
-
-    Raises
-    ------
-    DatabaseError
-        The file is no Parquet pyarrow can read.
-    """
+    """One unchecked node table file: the `columns` it has of those asked,
+    only `tree_ids`' rows if given, no rows with `empty`. `DatabaseError` if
+    pyarrow cannot read it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         held = pq.read_schema(path).names
         if columns is not None:
-            # A dataset written before a column was added lacks it: the
-            # statistics take it as missing (`node_table_of`).
+            # Older datasets lack newer columns: read as missing.
             columns = [column for column in columns if column in held]
         if empty:
             schema = pq.read_schema(path)
@@ -212,24 +167,11 @@ def checked_nodes(
     table: str = NODES,
     earlier: Mapping[str, str] | None = None,
 ) -> tuple[pd.DataFrame, list[Problem]]:
-    """One file's (or one partition's) node table as the statistics take it,
-    and what was wrong with it.
-
-    Every id is text, every text a str or None, every usage figure an
-    integer or missing, `active` and `preferred` a bool or missing: a value
-    of another type reads as missing (an id written as a number reads as its
-    text). Rows without an id or a tree id, and rows whose id an earlier row
-    has, are left out; so are the rows of the trees `earlier` names (tree
-    id -> the file that holds it); a broken parent link (to itself, to no
-    row, to another tree, round a cycle) is dropped, so `parent_id` is the
-    checked parent, as in a `Forest`'s table, and `contract.PARENT_ROWS`
-    holds its row (-1 for a root). `table` names the file in the problems.
-
-    Raises
-    ------
-    DatabaseError
-        The table lacks one of the columns `id`, `tree_id`, `parent_id`.
-    """
+    """One file's (or partition's) node table, typed and checked, and its
+    problems: values of the wrong type read as missing; nameless and
+    repeated rows and trees `earlier` names (tree -> file) are left out;
+    broken parent links dropped, `PARENT_ROWS` set. `DatabaseError` if
+    `REQUIRED` columns are missing."""
     import numpy as np
     import pandas as pd
 
@@ -307,13 +249,12 @@ def checked_nodes(
     ids = nodes["id"].to_numpy(dtype=object)
     parents = np.where(parent_rows >= 0, ids[np.maximum(parent_rows, 0)], None)
     nodes["parent_id"] = pd.Series(parents, index=nodes.index, dtype=object)
-    # The rows just found, so that the statistics need not hash the ids again.
     nodes[PARENT_ROWS] = parent_rows
     return nodes, problems
 
 
 def _ids(values: pd.Series) -> pd.Series:
-    """A column of ids as str or None; a number, as its text."""
+    """Ids as str or None; a number as its text (hand-made files)."""
     if _all_texts(values):
         return values
     import pandas as pd
@@ -333,7 +274,6 @@ def _ids(values: pd.Series) -> pd.Series:
 
 
 def _texts(values: pd.Series) -> pd.Series:
-    """A column of texts as str or None: anything else is missing."""
     if _all_texts(values):
         return values
     objects = values.astype(object)
@@ -341,7 +281,6 @@ def _texts(values: pd.Series) -> pd.Series:
 
 
 def _all_texts(values: pd.Series) -> bool:
-    """Whether every value present is a str (cheap on a string dtype)."""
     import numpy as np
     import pandas as pd
 
@@ -359,8 +298,7 @@ def _all_texts(values: pd.Series) -> bool:
 
 
 def _integers(values: pd.Series) -> pd.Series:
-    """A column of counts as nullable Int64: what is no whole number within
-    Int64 (a text, a fraction, a value past the range) reads as missing."""
+    """Counts as Int64; anything not a whole number within range is missing."""
     import numpy as np
     import pandas as pd
 
@@ -387,8 +325,7 @@ def _integers(values: pd.Series) -> pd.Series:
 
 
 def _booleans(values: pd.Series) -> pd.Series:
-    """A column of flags as bool where every value is one, else as objects
-    with None for what is no bool."""
+    """Flags as bool, or objects with None for what is no bool."""
     import pandas as pd
 
     if pd.api.types.is_bool_dtype(values.dtype):
@@ -398,8 +335,7 @@ def _booleans(values: pd.Series) -> pd.Series:
 
 
 def _times(values: pd.Series) -> pd.Series:
-    """Times as stored (a timestamp column), or texts for `parse_times`: a
-    value of another type (a number) reads as missing."""
+    """A timestamp column as it is, else texts (others missing)."""
     import pandas as pd
 
     if isinstance(values.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(
@@ -410,10 +346,7 @@ def _times(values: pd.Series) -> pd.Series:
 
 
 def parts_from_json(nodes: pd.DataFrame) -> pd.DataFrame:
-    """The node table with each node's `parts` read back from the JSON text
-    the dataset holds (`convgraph.export.parquet.parts_as_json`) as the list
-    it was; a text that is not a JSON list reads as None.
-    """
+    """`parts` read back from JSON text as lists (None if not a list)."""
     if PARTS not in nodes.columns:
         return nodes
     parsed: Any = [_parts(text) for text in nodes[PARTS].astype(object).tolist()]
@@ -434,28 +367,16 @@ def _parts(text: object) -> list[Any] | None:
 def tree_ids_of(
     directory: str | os.PathLike[str], conversation_ids: Iterable[str]
 ) -> list[str]:
-    """The tree each id names, in the order named, each tree once: an id is a
-    tree id, or a conversation (thread) id of one of the dataset's nodes, or
-    a unique prefix of one (`MIN_PREFIX` characters or more, as
-    `Source.resolve` takes them), found in the same pass over the files.
-
-    Raises
-    ------
-    UnknownConversation
-        An id names no tree and no node's conversation.
-    AmbiguousId
-        A prefix begins the ids of several trees.
-    DatabaseError
-        A file cannot be read as Parquet, or its node table has no ids.
-    """
+    """The tree each id names (a tree or conversation id, or a unique prefix
+    of one), in order, each once; one pass over the files. Raises
+    `UnknownConversation`, `AmbiguousId`, `DatabaseError`."""
     import pandas as pd
 
     named = list(dict.fromkeys(conversation_ids))
     wanted = set(named)
     trees: set[str] = set()
     tree_of_conversation: dict[str, str] = {}
-    # The trees each id begins the tree or conversation ids of (by the
-    # conversation id it begins, for the list of an ambiguous one).
+    # Per prefix given: each id it begins -> that id's tree.
     begun: dict[str, dict[str, str]] = {
         given: {} for given in named if len(given) >= MIN_PREFIX
     }
@@ -499,11 +420,7 @@ def tree_ids_of(
                 IdMatch(CONVERSATION, name, tree)
                 for name, tree in sorted(begun[conversation_id].items())
             ]
-            raise AmbiguousId(
-                conversation_id,
-                [match.describe() for match in matches[:LISTED]],
-                more=len(matches) > LISTED,
-            )
+            raise ambiguous_id(conversation_id, matches)
         else:
             raise UnknownConversation(conversation_id)
     return list(found)

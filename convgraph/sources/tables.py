@@ -1,21 +1,11 @@
-"""Query results as pandas columns, built chunk by chunk.
+"""Query results as pandas columns, built chunk by chunk, and the nodes
+table's dtypes.
 
-The whole-forest reads return a million rows. Building a DataFrame from one
-`fetchall()` holds every row as a tuple of Python objects at once, and repeated
-strings (conversation ids, model names) as a million separate objects. Here
-rows arrive in chunks, each chunk's columns are converted at once (repeated
-strings to categories, integers to nullable Int64), and only the converted
-columns are kept. `conform_nodes` gives every reader's nodes table the same
-columns, order and dtypes.
-
-Whole tables arrive in the chunks of `snapshot.Snapshot`, which reads them
-in short statements so that llm can log meanwhile.
-
-The SQL expressions `as_text` and `as_integer` read any value SQLite holds
-(llm's schema types nothing strictly) in the contract's types: text, or an
-integer, or NULL. Text that is not UTF-8 is decoded with U+FFFD in place of
-the bad bytes (`replacing_text`), so one bad row never makes a file
-unreadable.
+Each chunk's columns are converted at once (repeated strings to categories,
+integers to Int64) so that a million rows never live as Python tuples.
+`as_text` and `as_integer` read any value SQLite holds (llm's schema types
+nothing strictly) in the contract's types; non-UTF-8 text reads with U+FFFD
+(`replacing_text`), so one bad row never makes a file unreadable.
 """
 
 from __future__ import annotations
@@ -39,21 +29,18 @@ if TYPE_CHECKING:
 
 
 def replacing_text(data: bytes) -> str:
-    """SQLite text as str, bytes that are not UTF-8 shown as U+FFFD: the
-    text factory of convgraph's connections."""
+    """The text factory of convgraph's connections."""
     return data.decode("utf-8", "replace")
 
 
 def as_text(expression: str) -> str:
-    """SQL for a column's value as text or NULL, whatever SQLite type it was
-    stored as (a BLOB becomes its bytes as text, a number its digits)."""
+    """SQL for a value as text or NULL, whatever its storage class."""
     return f"cast({expression} as text)"
 
 
 def as_integer(expression: str) -> str:
-    """SQL for a column's value as an integer or NULL: a real that is a whole
-    number in range becomes it; text ('12 tokens'), a fraction, a BLOB or a
-    number out of range become NULL."""
+    """SQL for a value as an integer or NULL (a whole real in range counts;
+    text such as '12 tokens', fractions and BLOBs do not)."""
     e = expression
     return (
         f"(case typeof({e}) when 'integer' then {e}"
@@ -69,11 +56,8 @@ def frame_of_chunks(
     integers: Iterable[str] = (),
     rowid: bool = True,
 ) -> pd.DataFrame:
-    """Rows that come in chunks (a `Snapshot`'s) as a DataFrame with the
-    columns `names`; `rowid`: the first value of each row is its rowid,
-    left out. `categories` name the columns of repeated strings (pandas
-    categoricals), `integers` the integer columns (nullable Int64); the rest
-    stay object columns."""
+    """Chunks of rows as a DataFrame of `names` (a leading rowid dropped if
+    `rowid`); `categories` and `integers` name columns to convert."""
     import numpy as np
     import pandas as pd
     from pandas.api.types import union_categoricals
@@ -114,9 +98,8 @@ def frame_of_chunks(
 
 
 def categorical(values: Any) -> pd.Categorical:
-    """Strings (None for missing) as a categorical, categories in first-seen
-    order: `pd.Categorical(values)` would sort them, which costs more and
-    differs chunk by chunk."""
+    """Strings as a categorical in first-seen order (`pd.Categorical` sorts,
+    which costs more and differs chunk by chunk)."""
     import numpy as np
     import pandas as pd
 
@@ -125,14 +108,9 @@ def categorical(values: Any) -> pd.Categorical:
 
 
 def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
-    """The nodes table with `SOURCE_COLUMNS` first, in order, in the contract's
-    dtypes: categories for `CATEGORY_COLUMNS`, nullable Int64 for the
-    integers (`INTEGER_COLUMNS`), pandas' `string[pyarrow]` for
-    `STRING_COLUMNS` (`string_dtype`: object where pyarrow is not installed), object (str, a
-    list of parts, or None) for the rest. Columns already in their dtype are kept as they are, so a
-    conforming table costs nothing; other columns follow, unchanged. A table
-    without `parts`, `tool_calls` or `tools` (a reader that cannot tell)
-    gets them as missing."""
+    """The nodes table with `SOURCE_COLUMNS` first in the contract's dtypes
+    (columns already so are kept), other columns after; missing `parts`,
+    `tool_calls` or `tools` are added as missing."""
     import numpy as np
     import pandas as pd
 
@@ -158,8 +136,7 @@ def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
                 )
         elif name in STRING_COLUMNS:
             strings = string_column(values)
-            # dtype=object said outright for an object array: pandas 3 would
-            # infer its own string dtype, which shows missing as NaN.
+            # pandas 3 would infer its string dtype, missing as NaN.
             values = pd.Series(
                 strings,
                 index=nodes.index,
@@ -177,17 +154,10 @@ def conform_nodes(nodes: pd.DataFrame) -> pd.DataFrame:
 
 
 def string_dtype() -> Any:
-    """The dtype of the nodes table's `STRING_COLUMNS`: pandas' own
-    `string[pyarrow]`, `pd.StringDtype("pyarrow")` (Arrow's `large_string`
-    underneath, missing as `pd.NA`), where pyarrow is installed, else object.
-
-    pandas' string dtype rather than `pd.ArrowDtype(pa.string())`: its
-    string methods give pandas' answers, so the idioms a notebook types
-    work (`nodes["id"].str.split("x").str[0]`; on an `ArrowDtype` column
-    the split gives Arrow lists that `.str[0]` refuses). The price is
-    eight bytes an offset instead of four, and one cast of the columnar
-    reader's `string` arrays (ADBC's) into `large_string`.
-    """
+    """`string[pyarrow]` for `STRING_COLUMNS` where pyarrow is installed,
+    else object."""
+    # Not `pd.ArrowDtype(pa.string())`: its `.str.split(..).str[0]` gives
+    # Arrow lists, where notebooks expect pandas' answers.
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -198,11 +168,8 @@ def string_dtype() -> Any:
 
 
 def string_column(values: Any) -> Any:
-    """Strings (str, None, NaN or NA for missing; a Series, array, Arrow
-    array or list) as one column of `string_dtype`, an `ArrowStringArray`:
-    as it is where it is one already, no Python object made from Arrow's
-    strings. Values that are not all text (a table built by hand) stay an
-    object array, None for missing."""
+    """Strings (any missing marker, any container) as a `string_dtype`
+    column without copying Arrow's strings; non-text stays objects."""
     import numpy as np
     import pandas as pd
 
@@ -220,8 +187,6 @@ def string_column(values: Any) -> Any:
     if isinstance(values, pd.api.extensions.ExtensionArray) and hasattr(
         values, "__arrow_array__"
     ):
-        # pandas' other string dtypes ("str", NaN for missing) and Arrow
-        # columns of another string type.
         arrow = pa.chunked_array(values.__arrow_array__())
     elif isinstance(values, pa.ChunkedArray):
         arrow = values
@@ -234,19 +199,15 @@ def string_column(values: Any) -> Any:
                 [pa.array(objects, pa.large_string(), from_pandas=True)]
             )
         except (pa.ArrowTypeError, pa.ArrowInvalid):
-            # A table built by hand with other values than text: kept as
-            # they are, for the writer that meets them to refuse.
+            # Kept for the writer that meets them to refuse.
             return _none_where_missing(objects)
     if arrow.type != pa.large_string():
-        # Arrow's `string` (ADBC's arrays) copied into 8-byte offsets, the
-        # only type `ArrowStringArray` holds.
+        # `ArrowStringArray` holds only `large_string`.
         arrow = arrow.cast(pa.large_string())
-    # Its dtype is pandas' `string[pyarrow]`, missing as NA (`string_dtype`).
     return pd.arrays.ArrowStringArray(arrow)
 
 
 def _none_where_missing(objects: np.ndarray) -> np.ndarray:
-    """An object array with None for each missing value (NaN, NA)."""
     import pandas as pd
 
     objects = objects.copy()
@@ -255,8 +216,7 @@ def _none_where_missing(objects: np.ndarray) -> np.ndarray:
 
 
 def object_column(values: Iterable[Any]) -> np.ndarray:
-    """Values (str, lists of parts, None) as a one-dimensional object array:
-    `np.array` of equally long lists would make a matrix of them."""
+    """Values as a 1-D object array (`np.array` makes equal lists a matrix)."""
     import numpy as np
 
     values = list(values)
@@ -264,8 +224,7 @@ def object_column(values: Iterable[Any]) -> np.ndarray:
 
 
 def plain_run_columns(count: int) -> dict[str, Any]:
-    """The `parts`, `tool_calls` and `tools` columns of `count` nodes that
-    are only their prompt and their answer: no parts, no tool calls."""
+    """`parts`, `tool_calls`, `tools` of `count` nodes without parts or calls."""
     import numpy as np
     import pandas as pd
 

@@ -1,15 +1,7 @@
-"""`LogDatabase`: an llm `logs.db` read in the node contract, whichever
-generations of llm wrote it.
-
-It looks at which of llm's tables the file holds and reads each generation
-with its reader (`legacy.LegacyReader` for the `responses` table,
-`message_store.MessageStoreReader` for messages, threads and turns). What it
-adds is what holds across generations: which tree a node or conversation
-belongs to (llm continues a legacy conversation in a thread of the same id,
-so the legacy rows belong to that thread's tree), a record present in both
-generations read once (from the turns), and the generation join of
-`generations` (each id once; turns that go on from legacy history hung
-below the response they continue), on one tree or on the whole forest.
+"""`LogDatabase`: an llm `logs.db` of any generations, read in the node
+contract. Each generation has its reader; here is what holds across them:
+llm continues a legacy conversation in a thread of the same id (so its rows
+belong to that thread's tree), and a record in both is read from the turns.
 """
 
 from __future__ import annotations
@@ -18,7 +10,7 @@ import json
 import sqlite3
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.links.integrity import (
@@ -46,25 +38,15 @@ from convgraph.sources.source import (
 )
 from convgraph.sources.tables import conform_nodes
 
-if TYPE_CHECKING:
-    pass
-
 
 def detect(path: Path) -> LogDatabase | None:
-    """llm's database at `path`, open read-only, or None where `path` is
-    not an SQLite file (told by its first bytes)."""
+    """llm's database at `path`, or None where it is no SQLite file."""
     return open_database(path) if is_sqlite_file(path) else None
 
 
 def open_database(path: Path) -> LogDatabase:
-    """The SQLite file at `path` opened read-only as llm's database.
-
-    Raises
-    ------
-    DatabaseError
-        No file, SQLite will not read it (the message says why), or it holds
-        no llm tables.
-    """
+    """`path` opened read-only as llm's database; `DatabaseError` if SQLite
+    will not read it or it holds no llm tables."""
     conn = connect_read_only(path)
     try:
         return LogDatabase(conn, path)
@@ -76,9 +58,8 @@ def open_database(path: Path) -> LogDatabase:
 
 
 class LogDatabase(Source):
-    """An llm `logs.db`, whichever generations of llm wrote it: `legacy`
-    reads its `responses` table, `store` its message store (None where the
-    file has none), both on `conn`."""
+    """An llm `logs.db`: `legacy` reads `responses`, `store` the message
+    store (each None where the file has none)."""
 
     conn: sqlite3.Connection
 
@@ -106,7 +87,6 @@ class LogDatabase(Source):
 
     @property
     def generations(self) -> list[str]:
-        """Which storage formats the file holds, oldest first."""
         found = []
         if self.legacy is not None:
             found.append("responses+parent" if self.legacy.has_parent else "responses")
@@ -114,10 +94,7 @@ class LogDatabase(Source):
             found.append("message-store")
         return found
 
-    # -- naming trees ---------------------------------------------------
-
     def tree_id_of_node(self, node_id: str) -> str:
-        """The id of the conversation tree that holds `node_id`."""
         if self.store is not None:
             thread_id = self.store.thread_of_turn(node_id)
             if thread_id is not None:
@@ -129,7 +106,6 @@ class LogDatabase(Source):
         raise UnknownNode(node_id)
 
     def tree_id_of_conversation(self, conversation_id: str) -> str:
-        """The tree that `conversation_id` (a conversation or thread id) names."""
         if self.store is not None and self.store.has_thread(conversation_id):
             return self.store.root_thread(conversation_id)
         if self.legacy is not None and self.legacy.has_conversation(conversation_id):
@@ -137,9 +113,7 @@ class LogDatabase(Source):
         raise UnknownConversation(conversation_id)
 
     def id_matches(self, given: str, limit: int) -> list[IdMatch]:
-        """The turns, threads, responses and legacy conversations whose id
-        begins with `given`, up to `limit` of each, each a range on its
-        table's primary key (`prefix_range`): no table is scanned."""
+        """Each kind's ids from a range on its primary key: no scan."""
         found = []
         if self.store is not None:
             for turn_id, thread_id, text in self.store.turns_from(given, limit):
@@ -161,23 +135,19 @@ class LogDatabase(Source):
                 tree_id = self._tree_id_of_legacy_conversation(conversation_id)
                 found.append(IdMatch(CONVERSATION, conversation_id, tree_id, name))
         if not found:
-            # A conversation that only its responses name (no row of
-            # `conversations`): no index holds those ids, so only the whole
-            # id is looked up, and only when nothing else matched.
+            # No index holds conversation ids only responses name: whole ids
+            # only, and only when nothing else matched.
             found = self.exact_matches(given)
         return found
 
     def is_id(self, given: str, kind: str) -> bool:
-        """Whether `given` is a whole id of this kind, on the primary keys
-        alone: a conversation that only its responses name (no index holds
-        those ids) is found by `id_matches` when nothing else matches."""
+        """On primary keys alone (see `id_matches` for the rest)."""
         if kind == NODE:
             return super().is_id(given, kind)
         if self.store is not None and self.store.has_thread(given):
             return True
         if self.legacy is None:
             return False
-        # The whole id, where the table holds it, comes first of its range.
         first = self.legacy.conversations_from(given, 1)
         return bool(first) and first[0][0] == given
 
@@ -189,18 +159,14 @@ class LogDatabase(Source):
         return conversation_id
 
     def path_by_links(self, node_id: str) -> list[str] | None:
-        """The ids from the root down to `node_id`, read by walking the stored
-        parent links up the primary key: no other row of the conversation is
-        read. None where that walk cannot give the tree's answer: no parent
-        column, turns in the file, tool results (a tool chain folds calls
-        into one node, `runs`), or a broken link on the way up (the tree
-        decides how broken links are dropped)."""
+        """Walks stored parent links up the primary key; None where only the
+        tree answers (no parent column, turns, tool chains, broken links)."""
         if self.legacy is None or not self.legacy.has_parent:
             return None
         if self.store is not None and self.store.has_turns():
             return None
         if self.legacy.parts.sent_results():
-            return None  # tool chains fold calls into nodes: the tree's work
+            return None
         links = self.legacy.links_above(node_id)
         if node_id not in links:
             raise UnknownNode(node_id)
@@ -216,12 +182,8 @@ class LogDatabase(Source):
         path.reverse()
         return path
 
-    # -- reading --------------------------------------------------------
-
     def tree_ids(self) -> list[str]:
-        """Every conversation tree's id, in the order of its first node."""
-        # Both generations by one key, so that a legacy conversation logged
-        # after a thread comes after it, as in the table `read_all` gives.
+        # Both generations by one key, as in the table `read_all` gives.
         first: dict[str, tuple[str, str]] = {}
         found: list[tuple[str, str, str]] = []
         if self.legacy is not None:
@@ -238,7 +200,6 @@ class LogDatabase(Source):
         return sorted(first, key=first.__getitem__)
 
     def read_tree(self, tree_id: str) -> TreeRecords:
-        """The rows of one tree, read with queries about that tree only."""
         records: list[dict[str, Any]] = []
         problems: list[Problem] = []
         name = None
@@ -253,16 +214,14 @@ class LogDatabase(Source):
             legacy_records, legacy_name = self.legacy.read_conversations(
                 conversation_ids, tree_id
             )
-            # llm names a conversation by its first prompt; a thread made
-            # when llm 0.32+ went on with it is named by the later prompt.
-            # An empty name is a name, as the forest's read keeps it.
+            # llm names a conversation by its first prompt, the thread that
+            # 0.32+ went on in by the later one. An empty name is a name.
             name = name if legacy_name is None else legacy_name
             if legacy_records:
                 records = legacy_records + records
                 records.sort(key=log_order)
         read = self._pipeline_read()
         records = run_on_tree(records, read)
-        # Legacy rows an older llm logged that the reader could not place.
         unplaced = self.legacy.unplaced if self.legacy is not None else []
         return TreeRecords(
             tree_id, name, records, problems + read.problems + unplaced, read.calls
@@ -278,15 +237,13 @@ class LogDatabase(Source):
         )
 
     def conversations_of(self, node_ids: list[str]) -> dict[str, str]:
-        """Which legacy conversation each of these responses is in: a
-        parent outside a tree is another conversation's, or missing."""
+        """Which legacy conversation each of these responses is in."""
         if self.legacy is None or not node_ids:
             return {}
         return self.legacy.conversation_of_ids(node_ids)
 
     def _response_texts(self, node_ids: list[str]) -> dict[str, str | None]:
-        """Legacy responses' answers by id (for matching history read
-        without its texts)."""
+        """Legacy answers by id, for a table read without texts."""
         rows = self.conn.execute(
             "select cast(id as text), cast(response as text) from responses"
             " where id in (select value from json_each(?))",
@@ -297,30 +254,13 @@ class LogDatabase(Source):
     def read_all(
         self, texts: bool | Collection[str], progress: ProgressCallback
     ) -> ForestRead:
-        """Every node as one table, and the name of every tree.
-
-        `texts=False` leaves out the prompt, system and response columns (as
-        None), which is most of the file's bytes, for work that needs only the
-        structure and the usage figures. `text` may instead name the text
-        columns needed (`convgraph tree` draws the prompt alone): the
-        columnar read of a legacy file leaves the others out, the row
-        readers read them all.
-
-        The tables are read in short steps, so that llm can log meanwhile,
-        as they were when the read began; where a writer did more than append,
-        the read starts again (`snapshot.read_consistently`, the rule the
-        columnar reader follows too). Rows that are no node are left out and
-        listed in `record_problems`. `progress` is told the rows of each
-        table as they are read, then the work on them.
-        """
-        # Whole columns through Arrow where pyarrow and ADBC are installed
-        # and the file is one it reads exactly (see `columnar`).
+        """Columnar where it applies, else by rows (`snapshot` rules both);
+        row readers read every text column."""
         from convgraph.sources.llm import columnar
 
         found = columnar.read_forest(self, text=texts, progress=progress)
         if found is not None:
-            # The columnar read takes no file with a cycle of forks: there
-            # are none to look for.
+            # The columnar read takes no file with a cycle of forks.
             return found
         read = read_consistently(
             self.conn,
@@ -335,12 +275,7 @@ class LogDatabase(Source):
     def text_batches(
         self, progress: ProgressCallback | None = None
     ) -> Iterator[NodeTexts] | None:
-        """The texts of a file whose nodes are all legacy responses that are
-        their prompt, system and response alone (no tool calls, attachments
-        or fragments: those are parts, and tool chains fold several
-        responses into one node), read in chunks of the `responses` table
-        (`LegacyReader.text_batches`); None for any other file (turns, or
-        parts to build), whose texts come with the forest (`read`)."""
+        """Only for a file of legacy responses without parts or turns."""
         if self.legacy is None:
             return None
         tables = self.legacy.parts.tables()
@@ -362,8 +297,7 @@ class LogDatabase(Source):
         return tables
 
     def _rows_without_id(self) -> list[Problem]:
-        """Responses and turns without an id, and turns outside any thread:
-        no node of any tree (each count one short statement on an index)."""
+        """Rows that are no node: without an id, or turns outside any thread."""
         problems = []
         if self.legacy is not None:
             count = self.legacy.count_without_id()
@@ -404,7 +338,6 @@ class LogDatabase(Source):
                     lambda cid: thread_roots.get(cid, cid)
                 )
             for tree_id, name in legacy_names.items():
-                # llm's own conversation name, as in read_tree.
                 root = thread_roots.get(tree_id, tree_id)
                 if name is not None and (root == tree_id or names.get(root) is None):
                     names[root] = name
@@ -412,8 +345,8 @@ class LogDatabase(Source):
                     names.setdefault(root, name)
             frames.insert(0, legacy_frame)
         snapshot.report("linking the nodes", 0, None)
-        # llm 0.32 and later make the legacy tables and leave them empty:
-        # concatenating an empty frame would only lose the categories.
+        # llm 0.32+ leaves the legacy tables empty: concatenating an empty
+        # frame would lose the categories.
         frames = [frame for frame in frames if len(frame)] or frames[:1]
         nodes = sort_log_order(
             pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -432,7 +365,6 @@ class LogDatabase(Source):
         return listing.tree_counts(self)
 
     def table_stamps(self, since: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The stamp of llm's tables (`convgraph.sources.llm.stamps`)."""
         from convgraph.sources.llm.stamps import table_stamps
 
         return table_stamps(self, since)

@@ -1,15 +1,5 @@
-"""Find llm's database file and open an SQLite file so that nothing can change it.
-
-`default_database_path` is the `logs.db` llm itself logs to;
-`connect_read_only` opens a file read-only (SQLite refuses every write) and,
-where SQLite will not let a reader in, says why in one sentence the user can
-act on: a live writer holding its lock, a writer that stopped mid-transaction
-(a hot journal a reader must not roll back), a WAL file in a folder where
-its `-shm` file cannot be made, a zip file (a chat export that is truncated
-or damaged: `zipfile` needs its end to know it), or a file that is no SQLite
-at all. Which of llm's tables the file holds is `LogDatabase`'s question,
-asked once it is open.
-"""
+"""Find llm's database file, and open an SQLite file read-only, saying in one
+sentence why SQLite will not let a reader in."""
 
 from __future__ import annotations
 
@@ -24,17 +14,12 @@ from convgraph.sources.tables import replacing_text
 #: The first 16 bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
 
-#: The first bytes of a zip file (its first member's local header), there
-#: even where the end of the archive is missing.
+#: A zip's first local header: there even where its end is missing.
 ZIP_HEADER = b"PK\x03\x04"
 
 
 def default_database_path() -> Path:
-    """The `logs.db` that llm itself uses: `$LLM_USER_PATH`, else llm's app dir.
-
-    Mirrors `llm logs path` without importing llm, which convgraph does not need
-    for reading.
-    """
+    """The `logs.db` llm logs to, as `llm logs path` says, without llm."""
     user_path = os.environ.get("LLM_USER_PATH")
     if user_path:
         return Path(user_path) / "logs.db"
@@ -44,16 +29,8 @@ def default_database_path() -> Path:
 
 
 def connect_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
-    """Open `path` so that nothing convgraph does can change the file.
-
-    `mode=ro` makes SQLite refuse every write, and the busy timeout lets a
-    read wait for a concurrent writer instead of failing at once.
-
-    Raises
-    ------
-    DatabaseError
-        No file at `path`, or SQLite will not read it (the message says why).
-    """
+    """Open `path` read-only (`mode=ro`), waiting for a writer's lock.
+    `DatabaseError` if there is no file or SQLite will not read it."""
     path = Path(path)
     if not path.is_file():
         raise DatabaseError(f"no database file at {path}")
@@ -70,11 +47,9 @@ def connect_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
 
 
 def _why_unreadable(path: Path, error: sqlite3.DatabaseError) -> str:
-    """One sentence on why SQLite would not let a read-only reader in."""
     code = getattr(error, "sqlite_errorname", "")
     if code.startswith("SQLITE_BUSY") or "locked" in str(error):
-        # A live writer (llm logging, a migration) holds the lock: its
-        # journal is there too, but it is not a stopped writer's.
+        # A live writer: its journal is there too, but not a stopped one's.
         return (
             f"{path} is being written by another process, which held its"
             f" lock for more than {BUSY_TIMEOUT_SECONDS:g} seconds; try again"
@@ -84,8 +59,7 @@ def _why_unreadable(path: Path, error: sqlite3.DatabaseError) -> str:
         code.startswith("SQLITE_READONLY")
         and path.with_name(path.name + "-journal").exists()
     ):
-        # A writer stopped mid-transaction; SQLite must roll its journal
-        # back before anyone reads, and a read-only reader cannot.
+        # A hot journal must be rolled back, which a read-only reader cannot.
         return (
             f"{path} holds an unfinished transaction of a writer that"
             " stopped; open it once with llm or sqlite3 to roll it back"
@@ -105,8 +79,7 @@ def _why_unreadable(path: Path, error: sqlite3.DatabaseError) -> str:
 
 
 def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
-    """Whether the file at `path` begins as an SQLite database does (False
-    for a missing or unreadable file, or a directory)."""
+    """Whether `path` is a readable file with SQLite's header."""
     return _starts_with(Path(path), SQLITE_HEADER)
 
 
@@ -119,8 +92,7 @@ def _starts_with(path: Path, header: bytes) -> bool:
 
 
 def _is_wal(path: Path) -> bool:
-    """Whether the file's header says WAL mode (format versions 2 at bytes
-    18 and 19 of the SQLite header)."""
+    """Whether the header says WAL (format versions 2 at bytes 18 and 19)."""
     try:
         with open(path, "rb") as file:
             header = file.read(20)
@@ -129,9 +101,7 @@ def _is_wal(path: Path) -> bool:
     return header[:16] == SQLITE_HEADER and header[18:20] == b"\x02\x02"
 
 
-#: What SQLite says of a file that is not a database it reads.
 _NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")
-#: What SQLite says when another program holds the file, or it is read-only.
 _UNAVAILABLE = (
     "database is locked",
     "database is busy",
@@ -142,8 +112,8 @@ _UNAVAILABLE = (
 
 
 def database_failure(error: BaseException) -> str | None:
-    """The one line to say for a database error the user's file or another
-    program caused; None for any other error (a bug, which shows)."""
+    """One line for an error the user's file or another program caused; None
+    for any other (a bug, which shows)."""
     if isinstance(error, sqlite3.IntegrityError):
         return f"the database refused the change: {error}"
     known: tuple[str, ...]

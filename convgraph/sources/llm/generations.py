@@ -1,22 +1,7 @@
-"""Where the generations of one llm file meet: each id once, and turns that go
-on from legacy history hung below the response they continue.
-
-A database upgraded from legacy llm to the message store holds both: the
-legacy `responses` and the message store's `turns`. Two rules make one set of
-nodes of them, each in two forms side by side, one tree's records (the list
-form, for `LogDatabase.read_tree`) and the whole forest's table (the table
-form, for `LogDatabase.read_forest`), which must agree
-(tests/test_rule_agreement.py):
-
-- each id is one node, the first logged (`first_of_each_id`,
-  `first_of_each_id_table`): a table without a primary key may repeat one;
-- a turn with no parent turn that llm logged below rebuilt legacy history
-  (`llm -c` on a legacy conversation, or a `LogStore.fork` at one of its
-  messages) takes as parent the legacy response its history ends at
-  (`join_generations`, `join_generations_table`, both by `legacy_parent`).
-
-Both forms take rows in log order, the legacy ones told by their `source`,
-and the turns carrying `_continues` (a `message_store.Continuation`, or None).
+"""Where the generations of an upgraded llm file meet, in list and table form:
+each id once (a table without a primary key may repeat one), and a turn that
+goes on from legacy history (`llm -c` on a legacy conversation, a fork at
+one of its messages) hung below the legacy response it continues.
 """
 
 from __future__ import annotations
@@ -33,24 +18,18 @@ if TYPE_CHECKING:
 
     from convgraph.sources.llm.message_store import Continuation
 
-#: The column (and record key) of a turn's `Continuation`: None for a turn
-#: that needs none, False on the legacy rows of a table.
+#: A turn's `Continuation` (None for none; False on a table's legacy rows).
 CONTINUES = "_continues"
 
-#: A legacy response as `legacy_parent` matches it: id, parent id, answer.
+#: id, parent id, answer.
 LegacyResponse = tuple[str, Any, Any]
-
-
-# -- each id once ---------------------------------------------------------------
 
 
 @rule(RECORDS)
 def first_of_each_id(
     records: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
-    """The records (in log order) with one per id, the first logged, and a
-    problem for each id that had more (a table without a primary key).
-    """
+    """The first record of each id, and a problem for each repeated id."""
     seen: dict[str, int] = {}
     for record in records:
         seen[record["id"]] = seen.get(record["id"], 0) + 1
@@ -73,15 +52,12 @@ def first_of_each_id(
 def first_of_each_id_table(
     nodes: pd.DataFrame,
 ) -> tuple[pd.DataFrame, list[Problem]]:
-    """The table form of `first_of_each_id`: the rows (in log order) with one
-    per id, the first, and the same problems, each id's in the order of its
-    first row."""
+    """The table form of `first_of_each_id`."""
     repeated = nodes["id"].duplicated().to_numpy()
     if not repeated.any():
         return nodes, []
     ids = nodes["id"]
     counts = ids[repeated].value_counts(sort=False)
-    # Each id's problem where its first row is, as the per-tree form has it.
     firsts = ids[~repeated & ids.isin(counts.index).to_numpy()]
     problems = [
         record_problem(DUPLICATE_ID, int(counts[node_id]), "the log", str(node_id))
@@ -90,21 +66,11 @@ def first_of_each_id_table(
     return nodes[~repeated].reset_index(drop=True), problems
 
 
-# -- turns that go on from legacy history ------------------------------------------
-
-
 @rule(RECORDS)
 def join_generations(records: list[dict[str, Any]], linked: bool = False) -> None:
-    """Give each turn that goes on from legacy history its legacy parent, in
-    place, and take `_continues` off every record.
-
-    `records` are one tree's legacy rows and turns, in log order. When llm
-    0.32+ continues a legacy conversation (`llm -c`), or a `LogStore.fork`
-    starts at one of its rebuilt messages, the turn carries the old history
-    in its messages but no turn to point at: its parent is the legacy
-    response its history ends at (`legacy_parent`), whatever was logged
-    later. `linked`: the responses carry `parent_response_id`.
-    """
+    """In place: each turn that continues legacy history gets its
+    `legacy_parent`, and `_continues` is taken off every record. `linked`:
+    the responses carry `parent_response_id`."""
     conversations = None
     for record in records:
         continuation = record.pop(CONTINUES, None)
@@ -125,11 +91,8 @@ def join_generations_table(
     linked: bool = False,
     response_texts: Callable[[list[str]], dict[str, str | None]] | None = None,
 ) -> None:
-    """The table form of `join_generations`, for the whole forest (in place;
-    `nodes` is in log order and keeps its `_continues` column). Only the few
-    turns that go on from legacy history are looked at one by one.
-    `response_texts` reads legacy answers by id when the table was read
-    without its texts."""
+    """The table form of `join_generations` (keeps `_continues`);
+    `response_texts` reads legacy answers when the table has no texts."""
     flags = nodes[CONTINUES]
     continues = flags.notna() & flags.astype(bool) & nodes["parent_id"].isna()
     if not continues.any():
@@ -164,9 +127,7 @@ def join_generations_table(
 def conversations_in_id_order(
     rows: Iterable[tuple[str, str, Any, Any]],
 ) -> dict[str, list[LegacyResponse]]:
-    """Legacy responses (id, conversation, parent, answer) by conversation,
-    each in id order: the order llm replays a legacy conversation in.
-    """
+    """Legacy responses by conversation, each in id order (llm's replay order)."""
     conversations: dict[str, list[LegacyResponse]] = {}
     for node_id, conversation_id, parent_id, answer in rows:
         conversations.setdefault(conversation_id, []).append(
@@ -184,19 +145,10 @@ def legacy_parent(
 ) -> str | None:
     """The legacy response whose answer a turn's rebuilt history ends at.
 
-    The conversation is the first of the turn's threads (its own, then the
-    ones it was forked from) that has legacy responses. The parent is the
-    response whose answer is the history's last answer; where several
-    responses gave that answer, the one whose earlier history (down the
-    stored parent links where there are some, as a `convgraph branch` sends
-    a path of the tree; else the responses before it in id order, as llm
-    replays a legacy conversation) matches the history's earlier answers
-    longest, the first in id order on a tie. Matching from the end keeps a
-    turn in place when a response above it was deleted, or when another
-    was logged later; where the last answers match no response (deleted),
-    the last one that does stands for them. Where no answer matches at all
-    (the responses changed), the n-th answer is the n-th response in id
-    order.
+    Among responses giving the last answer still found, the one whose
+    earlier history (by parent links if `linked`, else id order) matches
+    longest, first on a tie; matching from the end survives deletions and
+    later responses. With no answer found, the n-th answer's n-th response.
     """
     answers = continuation.answers
     responses = next(
@@ -205,8 +157,6 @@ def legacy_parent(
     )
     if not answers or not responses:
         return None
-    # The last answer a response still gives (a deleted response's is
-    # gone: the turn then hangs where the history's rest leads).
     by_answer: dict[Any, list[int]] = {}
     for i, response in enumerate(responses):
         by_answer.setdefault(response[2], []).append(i)

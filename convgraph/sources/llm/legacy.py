@@ -1,15 +1,9 @@
 """Read llm's legacy `responses` table, with or without `parent_response_id`.
 
-Without the column (llm before 0.32) a conversation is a chain: each response
-follows the one logged before it. With the column
-(docs/design.md#three-generations-of-llms-database) each response names its
-parent, or none for a root. A response logged outside any conversation
-(`conversation_id` NULL) is a conversation of its own.
-
-The chain rule has two forms, side by side at the end of this module:
-`link_as_chains` for one tree's records, `link_as_chains_table` for the
-whole nodes table at once (the row readers' and the columnar reader's
-forest); `tests/test_rule_agreement.py` checks that they agree.
+Without the column (before llm 0.32) a conversation is a chain, each
+response following the one logged before it (`link_as_chains`); with it,
+each response names its parent. A response outside any conversation is a
+conversation of its own.
 """
 
 from __future__ import annotations
@@ -44,12 +38,9 @@ if TYPE_CHECKING:
 
 SOURCE = "responses"
 
-#: The attributes of a node's run that no column of `responses` holds: the
-#: other tables do (`legacy_parts`).
+#: Held by the tables beside `responses` (`legacy_parts`).
 RUN_ATTRIBUTES = (PARTS, TOOL_CALLS, TOOLS)
 
-#: A response's id and its conversation's, as text whatever SQLite holds: a
-#: response outside any conversation is a conversation of its own.
 ID = as_text("r.id")
 CONVERSATION = f"coalesce({as_text('r.conversation_id')}, {ID})"
 
@@ -59,25 +50,16 @@ class LegacyReader:
         self.conn = conn
         columns = {row[1] for row in conn.execute("pragma table_info(responses)")}
         self.has_parent = "parent_response_id" in columns
-        self.has_conversations = bool(
-            conn.execute(
-                "select 1 from sqlite_master where type = 'table'"
-                " and name = 'conversations'"
-            ).fetchone()
-        )
+        self.has_conversations = old_writers.has_table(conn, "conversations")
         # In an upgraded database a record in both tables is read from turns.
         self.skip_ids_in_turns = False
         self._columns = columns
-        #: The tables beside `responses`: tool calls, attachments, fragments.
         self.parts = LegacyParts(conn)
-        #: The rows an older llm logged into a migrated file that the last
-        #: read could not place (`old_writers`).
+        #: The rows the last read could not place (`old_writers`).
         self.unplaced: list[Problem] = []
 
     def _column(self, name: str) -> str:
-        """A column of `responses` in the contract's type (see
-        `tables.as_text`), or NULL where this version of the table lacks it
-        (early ones have no usage figures, no system)."""
+        """A column in the contract's type, NULL where early llm lacks it."""
         if name not in self._columns:
             return f"null as {name}"
         if name in INTEGER_ATTRIBUTES:
@@ -88,10 +70,7 @@ class LegacyReader:
         return as_text("r.parent_response_id") if self.has_parent else "null"
 
     def _select(self) -> str:
-        """The query of every response as a node record, texts included;
-        `read_conversations` appends its condition. A response without an id
-        is no node (`LogDatabase.record_problems` counts them)."""
-
+        """Every response with an id as a node record; callers append to it."""
         wanted = [
             name
             for name in SOURCE_ATTRIBUTES
@@ -107,8 +86,6 @@ class LegacyReader:
             f" as conversation_id, {fields}, '{SOURCE}' as source"
             f" from responses r where r.id is not null{skip}"
         )
-
-    # -- naming -----------------------------------------------------------
 
     def conversation_of(self, node_id: str) -> str | None:
         row = self.conn.execute(
@@ -134,8 +111,7 @@ class LegacyReader:
         )
 
     def responses_from(self, prefix: str, limit: int) -> list[tuple[str, str, Any]]:
-        """The first `limit` responses whose id begins with `prefix`, on the
-        primary key's index: id, conversation, the prompt's start."""
+        """Up to `limit` responses by id prefix: id, conversation, prompt."""
         condition, parameters = prefix_range("r.id", prefix)
         prompt = (
             f"substr({as_text('r.prompt')}, 1, 200)"
@@ -150,8 +126,7 @@ class LegacyReader:
         return [tuple(row) for row in rows]
 
     def conversations_from(self, prefix: str, limit: int) -> list[tuple[str, Any]]:
-        """The first `limit` rows of `conversations` whose id begins with
-        `prefix`, on the primary key's index: id, name."""
+        """Up to `limit` conversations by id prefix: id, name."""
         if not self.has_conversations:
             return []
         condition, parameters = prefix_range("id", prefix)
@@ -162,13 +137,8 @@ class LegacyReader:
         )
         return [tuple(row) for row in rows]
 
-    def conversation_ids(self) -> list[str]:
-        """Conversation ids in the order of their first response."""
-        return [row[0] for row in self.first_responses()]
-
     def first_responses(self) -> list[tuple[str, str, str]]:
-        """Each conversation, its first time ('' for none) and its least
-        id, in that order."""
+        """Each conversation, first time ('' for none) and least id."""
         rows = self.conn.execute(
             f"select {CONVERSATION} as cid,"
             f" min(coalesce({as_text('r.datetime_utc')}, '')) as first, min({ID})"
@@ -182,8 +152,7 @@ class LegacyReader:
         conversation_ids: list[str] | None = None,
         snapshot: Snapshot | None = None,
     ) -> dict[str, Any]:
-        """Each conversation's name (every one's when `conversation_ids` is
-        None, read in short steps)."""
+        """Each conversation's name (all, by `snapshot`, for None)."""
         if not self.has_conversations:
             return {}
         columns = f"{as_text('c.id')}, {as_text('c.name')}"
@@ -201,15 +170,12 @@ class LegacyReader:
         )
         return {row[0]: row[1] for row in rows}
 
-    # -- reading ----------------------------------------------------------
-
     def read_conversations(
         self, conversation_ids: list[str], tree_id: str
     ) -> tuple[list[dict[str, Any]], str | None]:
         """The responses of these conversations, as records of tree `tree_id`."""
-        # Spelled out rather than coalesce(...) in (...), so that SQLite can
-        # use an index on conversation_id where there is one (convgraph
-        # migrate makes it; llm does not) and the primary key for the rest.
+        # Not coalesce(...) in (...): so SQLite can use an index on
+        # conversation_id (convgraph migrate makes one) and the primary key.
         query = (
             self._select() + " and (r.conversation_id in (select value from"
             " json_each(:ids)) or (r.conversation_id is null and r.id in"
@@ -223,8 +189,6 @@ class LegacyReader:
         for record in records:
             record["tree_id"] = tree_id
         add_run_records(self.parts, records)
-        # Without parents, the chains are linked by the pipeline
-        # (`pipeline.PIPELINE`), after each id is taken once.
         if self.has_parent:
             self.unplaced = old_writers.place_tree(self.conn, records)
         names = self._names(conversation_ids)
@@ -232,12 +196,8 @@ class LegacyReader:
         return records, name
 
     def links_above(self, node_id: str) -> dict[str, tuple[str | None, str]]:
-        """The response and every response above it through the stored
-        parent links: id -> (parent id, conversation), by primary key.
-
-        UNION (not UNION ALL) drops rows seen before, so a cycle of links
-        ends the query instead of looping.
-        """
+        """id -> (parent, conversation) of the response and those above it.
+        UNION (not UNION ALL) ends a cycle of links instead of looping."""
         rows = self.conn.execute(
             """
             with recursive up(id, parent, conversation) as (
@@ -256,7 +216,6 @@ class LegacyReader:
         return old_writers.hide_placeable_roots(self.conn, links)
 
     def conversation_of_ids(self, node_ids: list[str]) -> dict[str, str]:
-        """Which conversation each of these responses is in (for integrity)."""
         rows = self.conn.execute(
             f"select {ID}, {CONVERSATION} from responses r"
             " where r.id in (select value from json_each(?))",
@@ -267,15 +226,8 @@ class LegacyReader:
     def read_all(
         self, text: bool = True, snapshot: Snapshot | None = None
     ) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """Every response as one table, with each conversation's name.
-
-        Read in short steps (a `Snapshot`; one is made when none is given),
-        so that llm can log meanwhile. Only the columns that hold something
-        are selected (`text=False` leaves the texts out altogether); the
-        tree id, the source and the texts left out are filled in as columns
-        afterwards, not per row. Responses without an id are left out; the
-        caller drops those that are turns too (`skip_ids_in_turns`).
-        """
+        """Every response with an id as one table, and the conversations'
+        names; constant columns are filled in whole, not per row."""
         import pandas as pd
 
         from convgraph.sources.tables import frame_of_chunks
@@ -317,11 +269,7 @@ class LegacyReader:
     def text_batches(
         self, progress: ProgressCallback | None = None
     ) -> Iterator[NodeTexts]:
-        """Every response's prompt, system and response, as `read_all` reads
-        them (the same SQL, the same decoding), a chunk of the chunked-read
-        rule at a time (`Snapshot.rows`: short statements in rowid order),
-        so that no more than a chunk of texts is held. Responses without an
-        id are left out, as `read_all` leaves them."""
+        """The texts `read_all` reads, a `Snapshot` chunk at a time."""
         columns = ", ".join([ID, *(self._column(name) for name in TEXT_ATTRIBUTES)])
         snapshot = Snapshot(self.conn, ["responses"], progress)
         for chunk in snapshot.rows("responses", columns, alias="r"):
@@ -331,14 +279,12 @@ class LegacyReader:
                 yield NodeTexts(ids, dict(zip(TEXT_ATTRIBUTES, texts, strict=True)))
 
     def tables(self) -> list[str]:
-        """The tables `read_all` reads."""
         found = (
             ["responses", "conversations"] if self.has_conversations else ["responses"]
         )
         return found + self.parts.tables()
 
     def count_without_id(self) -> int:
-        """How many responses have no id (NULL): none is a node."""
         (count,) = self.conn.execute(
             "select count(*) from responses where id is null"
         ).fetchone()
@@ -351,13 +297,9 @@ def _json_list(values: list[str]) -> str:
     return json.dumps(list(values))
 
 
-# -- the chain rule, per tree and per table ------------------------------------
-
-
 @rule(RECORDS)
 def link_as_chains(records: list[dict[str, Any]]) -> None:
-    """Each response's parent is the one logged before it in its
-    conversation: `records` in log order, their `parent_id` set in place."""
+    """Set each record's parent to the one before it in its conversation."""
     previous: dict[str, str] = {}
     for record in records:
         record["parent_id"] = previous.get(record["conversation_id"])
@@ -366,9 +308,8 @@ def link_as_chains(records: list[dict[str, Any]]) -> None:
 
 @table_form(link_as_chains)
 def link_as_chains_table(nodes: pd.DataFrame) -> np.ndarray:
-    """`link_as_chains` for a whole table in log order (index 0..n-1), in
-    place: the rows of other sources (turns) keep their parents. Returns
-    each row's parent row so set (-1: none, or not legacy)."""
+    """`link_as_chains` on legacy rows of a table (index 0..n-1); each row's
+    parent row so set (-1: none, or not legacy)."""
     import numpy as np
 
     is_legacy = (nodes["source"] == SOURCE).to_numpy()

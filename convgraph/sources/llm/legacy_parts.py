@@ -1,22 +1,10 @@
-"""The content of llm's legacy responses beyond their prompt and answer: tool
-calls and their results, attachments, fragments, reasoning.
+"""The content of llm's legacy responses beyond prompt and answer, from tables
+each added by a later llm and read only where present: tool calls and
+results (0.26+), attachments, fragments (0.19+), `reasoning`.
 
-llm before 0.32 kept these in tables of their own, each added by a later
-release, so each is read only where the file has it: `tool_calls` and
-`tool_results` (llm 0.26 and later; each row names its `response_id`: the
-calls a response made, the results its prompt sent), `tool_results_attachments`,
-`prompt_attachments` with `attachments`, `prompt_fragments` and
-`system_fragments` with `fragments` (llm 0.19 and later), and a `reasoning`
-column of `responses`. A response's parts are, in order: the tool results it
-was sent, the fragments of its system prompt and of its prompt, its prompt,
-its attachments, its reasoning, its answer, and its tool calls
-(`response_parts`). Rows are taken in their table's order (a call's or
-result's id, an attachment's or fragment's `order`); a value of any other
-type, a missing row, a payload that is not JSON give what can be read.
-
-`LegacyParts.read` reads them for some responses (one tree's) or for every
-response (in a `Snapshot`'s short steps). A response carries on a tool chain
-(`RUN`, see `runs`) where its prompt is empty and it was sent tool results.
+A response's parts, in order: tool results sent, system and prompt
+fragments, prompt, attachments, reasoning, answer, tool calls. A response
+with an empty prompt that was sent tool results carries on a run (`RUN`).
 """
 
 from __future__ import annotations
@@ -38,7 +26,6 @@ from convgraph.sources.tables import as_integer, as_text
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Ids asked for in one statement.
 BATCH = 20_000
 
 SOME_RESPONSES = "response_id in (select value from json_each(?))"
@@ -46,8 +33,7 @@ SOME_RESPONSES = "response_id in (select value from json_each(?))"
 
 @dataclass
 class ResponseContent:
-    """What the other tables hold for one response (see the module's
-    docstring for the order its parts take)."""
+    """What the other tables hold for one response."""
 
     #: The tool results it was sent, then its fragments: before its prompt.
     before: list[Part] = field(default_factory=list)

@@ -1,8 +1,5 @@
-"""The trees of llm's database as its small tables and one aggregate query a
-generation tell them, without reading any tree: what a list of conversations
-shows before the forest is read (`LogDatabase.tree_names`,
-`LogDatabase.tree_counts`).
-"""
+"""The trees of llm's database from its small tables and one aggregate query
+per generation, without reading any tree."""
 
 from __future__ import annotations
 
@@ -18,8 +15,6 @@ if TYPE_CHECKING:
 #: A tree's id, name, calls logged, last time and models (sorted).
 TreeCount = tuple[str, str | None, int, str | None, list[str]]
 
-#: One row per legacy conversation: a response logged outside any
-#: conversation is a conversation of its own, as the legacy reader has it.
 _LEGACY_SQL = """
 select coalesce(conversation_id, id) as cid, count(*) as nodes,
        max(datetime_utc) as last, group_concat(distinct model) as models
@@ -27,7 +22,6 @@ from responses{skip}
 group by cid
 """
 
-#: One row per message-store thread that made a call.
 _TURNS_SQL = """
 select thread_id, count(*) as nodes, max(datetime_utc) as last,
        group_concat(distinct model) as models

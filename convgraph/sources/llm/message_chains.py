@@ -1,7 +1,5 @@
 """The message tree of llm's message store walked up once per message
-(`Chains`), and a turn's texts from it (`add_texts`, `system_of`): what
-`MessageStoreReader` reads a turn's own input, output and system with.
-"""
+(`Chains`), and a turn's texts and system prompt from it."""
 
 from __future__ import annotations
 

@@ -1,26 +1,9 @@
-"""The content of llm's message store as parts: what each message holds, in
-position order.
+"""The content of llm's message store as `convgraph.parts`, in position order.
 
-llm 0.32 and later keep a message's content as rows of `parts`
-(`message_hash`, `position`, `type`, `tool_name`, `text`, `payload`): text
-and reasoning with their words in `text` (or, where they borrow fragments,
-a `text_ref` in the payload: literals and fragment ids, resolved from
-`fragments`), tool calls and tool results with their name, arguments or
-output and call id in the payload, attachments named by `part_attachments`
-(each an `attachments` row: its path, URL, type and bytes). Here each row
-becomes `convgraph.parts` parts: a text part, a reasoning part, a
-`tool_call` or `tool_result` (a result's attachments after it), an
-`attachment` (its name, URL, type and size: never its bytes); the fragments
-a user's text borrows come before it as `fragment` parts (where they came
-from, and their size). A part type convgraph does not know is left out; a
-payload that is not JSON, a NULL, a missing attachment or fragment give what
-can be read (a call without arguments, an attachment without a name).
-
-`read_content` reads the parts of some messages (one tree's) or of every
-message (in a `Snapshot`'s short steps); `read_tool_names` reads only the
-tool calls, for reads without texts, with the same rule for a call's name.
-A message's text (`MessageContent.text_of`: its text parts joined) is what
-`prompt` and `response` are made of.
+Each `parts` row becomes a text, reasoning, tool call or result, or
+attachment part (never its bytes); fragments a user's text borrows through
+a `text_ref` come before it. Unknown part types are left out; bad payloads
+and missing rows give what can be read.
 """
 
 from __future__ import annotations
@@ -37,8 +20,6 @@ from convgraph.parts import Part
 from convgraph.sources.llm.snapshot import Snapshot
 from convgraph.sources.tables import as_integer, as_text
 
-#: A part row as read: rowid, message hash, position, type, tool name,
-#: text, payload, part id.
 PART_COLUMNS = ", ".join(
     [
         as_text("message_hash"),
@@ -50,7 +31,7 @@ PART_COLUMNS = ", ".join(
         as_integer("id"),
     ]
 )
-#: Only a tool call's row: the others come as NULLs (cheap to skip).
+#: The same columns, NULL but for a tool call (cheap to skip).
 TOOL_CALL_COLUMNS = ", ".join(
     f"case when type = 'tool_call' then {column} end"
     for column in (
@@ -65,45 +46,33 @@ TOOL_CALL_COLUMNS = ", ".join(
 )
 SOME_MESSAGES = " where message_hash in (select value from json_each(?))"
 
-#: Ids asked for in one statement.
 BATCH = 20_000
 
-#: The roles a part keeps from its message; a message of another role (a
-#: hand-made file's) gives its text as the assistant's.
+#: Roles kept from the message; any other is the assistant's.
 ROLES = (kinds.USER, kinds.ASSISTANT, kinds.TOOL)
 
-#: An attachment's role until its message's is known (`parts_of`).
 FROM_MESSAGE: Any = None
 
-#: A message's content in position order: each text part's words as a str,
-#: every other part as its dict (an attachment's role left None, for its
-#: message's role).
+#: A text part's words, or any other part (an attachment's role None).
 Item = str | Part
 
 
 @dataclass
 class MessageContent:
-    """What the parts of some messages hold.
-
-    `items`: each message's content, in position order (see `Item`);
-    `tool_names`: each message's tool calls' names, in position order (a
-    name None where the part has none).
-    """
+    """Each message's items and tool calls' names, in position order."""
 
     items: dict[str, list[Item]] = field(default_factory=dict)
     tool_names: dict[str, list[str | None]] = field(default_factory=dict)
 
     def text_of(self, message_hash: str) -> str | None:
-        """The message's text parts joined, None where it has none."""
         words = [
             item for item in self.items.get(message_hash, ()) if isinstance(item, str)
         ]
         return "".join(words) if words else None
 
     def parts_of(self, message_hash: str, role: str | None) -> list[Part]:
-        """The message's parts, each a new dict, text and attachments in the
-        message's role; the fragments of a user's text only (an answer that
-        repeats a fragment's words is stored with a reference to it too)."""
+        """The message's parts as new dicts in its role; fragments only for a
+        user (an answer repeating a fragment's words references it too)."""
         role = role if role in ROLES else kinds.ASSISTANT
         found: list[Part] = []
         for item in self.items.get(message_hash, ()):
@@ -125,16 +94,13 @@ def read_content(
     snapshot: Snapshot | None = None,
     attachments: bool = True,
 ) -> MessageContent:
-    """The content of these messages (None: of every message, read in
-    `snapshot`'s short steps). `attachments`: the file has
-    `part_attachments` and `attachments` to name them by."""
+    """The content of these messages (all for None); `attachments`: the file
+    has the tables to name them by."""
     rows_by_message = _grouped(_part_rows(conn, hashes, snapshot, PART_COLUMNS))
     content = MessageContent()
     fragment_ids: set[Any] = set()
     attachment_parts: set[int] = set()
-    # Most parts are text with its words: taken as they are. The others wait
-    # (a row decoded, at its place among its message's items) until the
-    # fragments and attachments they name are read.
+    # Parts naming fragments or attachments wait until those are read.
     waiting: dict[str, list[Any]] = {}
     for message_hash, rows in rows_by_message.items():
         items: list[Any] = []
@@ -187,9 +153,7 @@ def read_tool_names(
     hashes: list[str] | None,
     snapshot: Snapshot | None = None,
 ) -> dict[str, list[str | None]]:
-    """The tool calls' names of these messages (None: of every message),
-    each message's in position order (a name None where the part has
-    none): `read_content`'s `tool_names`, without reading any text."""
+    """`read_content`'s `tool_names`, without reading any text."""
     rows_by_message = _grouped(_part_rows(conn, hashes, snapshot, TOOL_CALL_COLUMNS))
     return {
         message_hash: [_call_name(row[4], _payload(row[6])) for row in rows]
@@ -203,7 +167,6 @@ def _part_rows(
     snapshot: Snapshot | None,
     columns: str,
 ) -> Iterator[tuple[Any, ...]]:
-    """Part rows (rowid first) of these messages, or of every message."""
     if hashes is None:
         snapshot = snapshot or Snapshot(conn, ["parts", "fragments"])
         for chunk in snapshot.rows("parts", columns):
@@ -217,10 +180,7 @@ def _part_rows(
 
 
 def _grouped(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows (rowid first, then message hash and position) of each
-    message, in position order: a missing position first (as SQLite sorts
-    NULL), rows of one position in rowid order. Rows without a message
-    hash belong to no message."""
+    """Rows by message, NULL position first (as SQLite), then rowid."""
     grouped: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for row in rows:
         if row[1] is not None:
@@ -237,8 +197,7 @@ def _position_order(row: tuple[Any, ...]) -> tuple[bool, int, int]:
 
 
 def _payload(payload: str | None) -> dict[str, Any]:
-    """A part's payload as a dict: {} where it is NULL, not JSON or not an
-    object."""
+    """A payload as a dict, {} where it is none."""
     if not payload:
         return {}
     try:
@@ -257,7 +216,6 @@ def _items(
     files: dict[int, list[Part]],
     part_id: int | None,
 ) -> list[Item]:
-    """One part row as content items (see `Item`)."""
     if part_type in (kinds.TEXT, kinds.REASONING):
         refs = _text_refs(payload) if words is None else []
         borrowed: list[Item] = []
@@ -301,19 +259,16 @@ def _items(
 
 
 def call_name(tool_name: str | None, payload: str | None) -> str | None:
-    """A tool call's name from its row's `tool_name` and `payload` (the
-    rule `read_content` and `read_tool_names` follow)."""
+    """A tool call's name: the payload's, else the `tool_name` column's."""
     return _call_name(tool_name, _payload(payload))
 
 
 def _call_name(tool_name: str | None, payload: dict[str, Any]) -> str | None:
-    """A tool call's name: the payload's, else the `tool_name` column's."""
     name = payload.get("name")
     return name if isinstance(name, str) else tool_name
 
 
 def _output(output: Any) -> str:
-    """A tool result's output as text: JSON for a value that is no string."""
     if output is None:
         return ""
     if isinstance(output, str):
@@ -322,9 +277,7 @@ def _output(output: Any) -> str:
 
 
 def _text_refs(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """The `text_ref` pieces of a payload: only llm's shapes, {"literal":
-    text} or {"fragment": id}; anything else in a hand-made payload adds
-    nothing."""
+    """The `text_ref` pieces of llm's shapes: literal text or fragment id."""
     refs = payload.get("text_ref")
     if not isinstance(refs, list):
         return []
@@ -342,7 +295,6 @@ def _text_refs(payload: dict[str, Any]) -> list[dict[str, Any]]:
 def _piece_text(
     piece: dict[str, Any], fragments: dict[Any, tuple[str, str | None, int | None]]
 ) -> str:
-    """One `text_ref` piece's text: its literal, or its fragment's content."""
     literal = piece.get("literal")
     if isinstance(literal, str) and literal:
         return literal
@@ -353,8 +305,7 @@ def _piece_text(
 def _fragments(
     conn: sqlite3.Connection, fragment_ids: list[Any]
 ) -> dict[Any, tuple[str, str | None, int | None]]:
-    """These fragments by id: content, where it came from (its source), and
-    its size in bytes; a batch of ids per statement."""
+    """Fragments by id: content, source and size in bytes."""
     found: dict[Any, tuple[str, str | None, int | None]] = {}
     for start in range(0, len(fragment_ids), BATCH):
         batch = fragment_ids[start : start + BATCH]
@@ -371,9 +322,7 @@ def _fragments(
 def _attachments(
     conn: sqlite3.Connection, part_ids: list[int]
 ) -> dict[int, list[Part]]:
-    """The attachments of these parts, by part id, in their order: each an
-    attachment part (role None: its message's), named by its path (or None
-    where the `attachments` row is missing)."""
+    """Attachment parts by part id, in order, named by their path."""
     found: dict[int, list[Part]] = defaultdict(list)
     for start in range(0, len(part_ids), BATCH):
         batch = part_ids[start : start + BATCH]

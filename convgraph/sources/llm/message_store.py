@@ -1,21 +1,10 @@
 """Read llm's content-addressed message store (llm 0.32 and later).
 
-`messages` form a parent-linked tree of content; `turns` are the model calls,
-each delimited by the message it was given (`parent_message_hash`) and the
-message it ended at (`tip_message_hash`); `threads` are named pointers, and a
-thread made with `LogStore.fork` names the thread it came from.
-
-Each turn is read as a call: its parent is the turn whose output its input
-continues, the nearest message above its input that is some turn's tip (the
-rule and its two forms, turn by turn here and on arrays in the columnar
-reader, are in `turn_parents`); its prompt, response and parts come from
-its messages' parts (`message_parts`); a turn whose input is a `tool`
-message carries on the run of the turn above (`runs.RUN`), and
-`LogDatabase` folds each run into one node (`runs`). A conversation tree is
-an original thread with every thread forked from it, transitively, and is named
-by the original thread's id. Forks that go round a cycle (hostile data) have
-no original thread: the cycle's smallest thread id stands for it, and the
-cycle is reported as a `fork-cycle` problem.
+`messages` form a parent-linked tree of content; a `turn` (a model call)
+runs from its input message to its tip; `threads` are named pointers, a
+fork naming its origin. A tree is an original thread with every thread
+forked from it, named by its id; a cycle of forks (hostile) is named by its
+smallest thread id and reported as `fork-cycle`.
 """
 
 from __future__ import annotations
@@ -36,7 +25,7 @@ from convgraph.sources.llm.message_parts import (
 from convgraph.sources.llm.runs import RUN, TOOL_NAMES
 from convgraph.sources.llm.snapshot import Snapshot
 from convgraph.sources.llm.turn_parents import turn_parents
-from convgraph.sources.source import prefix_range
+from convgraph.sources.source import log_order, prefix_range
 from convgraph.sources.tables import as_integer, as_text
 
 if TYPE_CHECKING:
@@ -47,26 +36,15 @@ SOURCE = "turns"
 
 @dataclass(frozen=True)
 class Continuation:
-    """How a turn with no parent turn goes on from legacy history.
-
-    When llm 0.32+ continues a legacy conversation it rebuilds the
-    conversation's responses as messages (each one's input, then its answer,
-    in id order) and logs its turn below them; a `LogStore.fork` at one of
-    those rebuilt messages starts a thread below the same messages. Neither
-    has a turn to point at: the parent is the legacy response whose answer
-    the history ends at, which `sources._join_generations` finds from this.
-
-    `threads` are the turn's thread and the threads it was forked from, in
-    that order (one of them is the legacy conversation); `answers` the texts
-    of the assistant messages above the turn's input, oldest first.
+    """A parentless turn below legacy history that llm 0.32+ rebuilt as
+    messages (`generations.legacy_parent` finds its parent): its thread and
+    those it was forked from, and the answers above its input, oldest first.
     """
 
     threads: tuple[str, ...]
     answers: tuple[str, ...]
 
 
-#: A turn's columns, each in the contract's type whatever SQLite holds (see
-#: `tables.as_text`).
 TURN_NAMES = (
     "id",
     "thread_id",
@@ -82,8 +60,6 @@ TURN_COLUMNS = ", ".join(
     f"{as_integer(name) if name in INTEGER_ATTRIBUTES else as_text(name)} as {name}"
     for name in TURN_NAMES
 )
-#: A turn without an id, or outside any thread, is no node of any tree:
-#: `LogDatabase.record_problems` reports them.
 TURN_IS_NODE = "id is not null and thread_id is not null"
 
 # The messages above a set of tips, each once: UNION (not UNION ALL) makes a
@@ -117,10 +93,7 @@ class MessageStoreReader:
                 "select name from sqlite_master where type = 'table'"
             )
         }
-        #: Whether attachments can be named (`message_parts.read_content`).
         self.has_attachments = {"part_attachments", "attachments"} <= tables
-
-    # -- threads ----------------------------------------------------------
 
     def has_thread(self, thread_id: str) -> bool:
         return bool(
@@ -141,9 +114,7 @@ class MessageStoreReader:
         return row[0] if row else None
 
     def turns_from(self, prefix: str, limit: int) -> list[tuple[str, str, Any]]:
-        """The first `limit` turns in a thread whose id begins with `prefix`,
-        on the primary key's index: id, thread, the text of the message it
-        was given (for saying which turn it is)."""
+        """Up to `limit` turns whose id begins with `prefix`: id, thread, input."""
         condition, parameters = prefix_range("t.id", prefix)
         given = (
             "(select group_concat(cast(p.text as text), ' ') from parts p"
@@ -158,8 +129,7 @@ class MessageStoreReader:
         return [tuple(row) for row in rows]
 
     def threads_from(self, prefix: str, limit: int) -> list[tuple[str, Any]]:
-        """The first `limit` threads whose id begins with `prefix`, on the
-        primary key's index: id, name."""
+        """Up to `limit` threads whose id begins with `prefix`: id, name."""
         condition, parameters = prefix_range("id", prefix)
         rows = self.conn.execute(
             "select cast(id as text), cast(name as text) from threads"
@@ -169,8 +139,7 @@ class MessageStoreReader:
         return [tuple(row) for row in rows]
 
     def turn_end(self, turn_id: str) -> dict[str, Any] | None:
-        """Where a turn ended: its `thread_id`, `tip_message_hash` and
-        `model` (what a branch from it goes on from), or None for no turn."""
+        """A turn's `thread_id`, `tip_message_hash` and `model`, or None."""
         row = self.conn.execute(
             "select cast(thread_id as text) as thread_id,"
             " cast(tip_message_hash as text) as tip_message_hash,"
@@ -181,11 +150,8 @@ class MessageStoreReader:
         return dict(row) if row else None
 
     def broken_chain(self, tip: str | None) -> str | None:
-        """Why the messages from `tip` up cannot be read as a history (one
-        sentence), or None when they can: each must be in the file and the
-        `parent_hash` links must end at a root, not go round a cycle. llm's
-        `LogStore.load_chain` checks neither: it raises KeyError on a missing
-        message and loops forever on a cycle."""
+        """Why the messages from `tip` up are no history (missing, a cycle),
+        or None. llm's `load_chain` raises KeyError or loops forever there."""
         missing: list[Any] = []
 
         def parent_of(message_hash: Any) -> Any:
@@ -210,19 +176,13 @@ class MessageStoreReader:
         return None
 
     def root_thread(self, thread_id: str) -> str:
-        """Follow `forked_from` up to the original thread.
-
-        A missing parent thread ends the walk. A cycle of forks (hostile data)
-        has no original thread: the cycle's smallest id stands for it, the
-        same thread whichever thread of the tree the walk starts from.
-        """
+        """The original thread up `forked_from` (a cycle's smallest id)."""
         walk = ParentWalk(thread_id, self._forked_from)
         walked = list(walk)
         cycle = walk.cycle(walked)
         return min(cycle) if cycle else walked[-1]
 
     def _forked_from(self, thread_id: str) -> str | None:
-        """The thread `thread_id` was forked from, if that thread exists."""
         row = self.conn.execute(
             "select cast(t.forked_from as text) from threads t join threads f"
             " on f.id = t.forked_from where t.id = ?",
@@ -248,8 +208,7 @@ class MessageStoreReader:
         return {row["id"]: dict(row) for row in rows}
 
     def _all_forks(self, snapshot: Snapshot | None = None) -> dict[str, str | None]:
-        """Every thread's `forked_from` (None for an original thread), read
-        in short steps."""
+        """Every thread's `forked_from`, None for an original."""
         snapshot = snapshot or Snapshot(self.conn, ["threads"])
         return {
             row[1]: row[2]
@@ -263,8 +222,7 @@ class MessageStoreReader:
     def fork_problems(
         self, threads: dict[str, dict[str, Any]] | None = None
     ) -> list[Problem]:
-        """The cycles of forks (`forked_from` pointing back) among `threads`
-        (one tree's, as `member_threads` gives them) or among every thread."""
+        """The cycles of forks among `threads` (`member_threads`) or all."""
         if threads is None:
             # Only forks can be on a cycle of forks.
             forks = {
@@ -279,13 +237,8 @@ class MessageStoreReader:
             forks = {tid: row["forked_from"] for tid, row in threads.items()}
         return _thread_roots(forks)[1]
 
-    def tree_ids(self) -> list[str]:
-        """Every original thread with at least one turn in its tree."""
-        return list(dict.fromkeys(tree for tree, _, _ in self.first_turns()))
-
     def first_turns(self) -> list[tuple[str, str, str]]:
-        """Each thread's tree, its first time ('' for none) and its least
-        turn id, in that order."""
+        """Each thread's tree, first time ('' for none) and least turn id."""
         roots = _thread_roots(self._all_forks())[0]
         rows = self.conn.execute(
             "select cast(thread_id as text),"
@@ -295,18 +248,14 @@ class MessageStoreReader:
         )
         return [(roots.get(row[0], row[0]), row[1], row[2]) for row in rows]
 
-    # -- reading ----------------------------------------------------------
-
     def read_turns(
         self, threads: dict[str, dict[str, Any]], tree_id: str
     ) -> list[dict[str, Any]]:
-        """The turns of one tree's threads, as node records."""
         thread_roots = dict.fromkeys(threads, tree_id)
         forked_from = {tid: row["forked_from"] for tid, row in threads.items()}
         return self._read(list(threads), thread_roots, forked_from, text=True)
 
     def count_unplaced(self) -> tuple[int, int]:
-        """How many turns have no id, and how many with an id no thread."""
         row = self.conn.execute(
             "select (select count(*) from turns where id is null),"
             " (select count(*) from turns where thread_id is null"
@@ -315,14 +264,12 @@ class MessageStoreReader:
         return row[0], row[1]
 
     def tables(self) -> list[str]:
-        """The tables `read_all` reads."""
         return ["threads", "turns", "messages", "parts", "fragments"]
 
     def read_all(
         self, text: bool = True, snapshot: Snapshot | None = None
     ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
-        """Every turn as one table, the trees' names, and each thread's tree,
-        read in short steps (a `Snapshot`; one is made when none is given)."""
+        """Every turn as one table, the trees' names, each thread's tree."""
         import pandas as pd
 
         if snapshot is None:
@@ -348,9 +295,8 @@ class MessageStoreReader:
             RUN,
             TOOL_NAMES,
         ]
-        # Object columns (str or None): pandas' inferred string dtype holds a
-        # missing text as NaN, which concatenating with the legacy table's
-        # object columns would keep.
+        # Texts as objects: pandas' string dtype shows missing as NaN, which
+        # concatenating with the legacy table would keep.
         nodes = pd.DataFrame.from_records(records, columns=columns)
         for name in INTEGER_ATTRIBUTES:  # as Int64: a float64 loses 2**53 and up
             nodes[name] = pd.array([r.get(name) for r in records], dtype="Int64")
@@ -372,9 +318,8 @@ class MessageStoreReader:
         text: bool,
         snapshot: Snapshot | None = None,
     ) -> list[dict[str, Any]]:
-        """Node records of the turns of `thread_ids` (None: of every thread,
-        reading whole tables, in `snapshot`'s short steps, instead of
-        walking chains)."""
+        """Node records of the turns of `thread_ids`; None reads every thread
+        from whole tables instead of walking chains."""
         threads_json = json.dumps(thread_ids)
         if thread_ids is None:
             snapshot = snapshot or Snapshot(self.conn, self.tables())
@@ -384,9 +329,8 @@ class MessageStoreReader:
                 for row in chunk
                 if row[1] is not None and row[2] is not None
             ]
-            # Rowid order is log order but where a clock went back: sorting
-            # an almost sorted list is one pass.
-            turns.sort(key=_turn_order)
+            # Rowid order is log order unless a clock went back: one pass.
+            turns.sort(key=log_order)
         else:
             turns = [
                 dict(row)
@@ -401,7 +345,7 @@ class MessageStoreReader:
         if not turns:
             return []
         if thread_ids is None:
-            assert snapshot is not None  # made with the turns' above
+            assert snapshot is not None
             messages = {
                 row[1]: (row[2], row[3])
                 for chunk in snapshot.rows("messages", MESSAGE_COLUMNS)
@@ -427,8 +371,7 @@ class MessageStoreReader:
             else read_tool_names(self.conn, hashes, snapshot)
         )
         system_hashes = {h for h, (_, role) in messages.items() if role == "system"}
-        # Turns that go on from rebuilt legacy history, and the assistant
-        # messages above each: their texts are read below even without text.
+        # Answers above continuing turns are read even without texts.
         continuing: list[tuple[dict[str, Any], list[str]]] = []
 
         for turn in turns:
@@ -463,12 +406,8 @@ class MessageStoreReader:
                 "output_tokens": turn["output_tokens"],
                 "duration_ms": turn["duration_ms"],
                 "source": SOURCE,
-                # No parent turn, yet answers above the input: llm went on
-                # from a legacy conversation (see sources._join_generations);
-                # a Continuation is filled in below.
                 CONTINUES: None,
-                # Sent tool results and no words of the user's: the call
-                # carries on the run of the turn above (`runs`).
+                # Sent tool results: the call carries on the run above.
                 RUN: messages.get(start, (None, None))[1] == "tool",
                 TOOL_NAMES: names or None,
             }
@@ -489,20 +428,11 @@ class MessageStoreReader:
         return records
 
 
-def _turn_order(turn: dict[str, Any]) -> tuple[str, str]:
-    return (turn["datetime_utc"] or "", turn["id"])
-
-
 def _thread_roots(
     forked_from: dict[str, str | None],
 ) -> tuple[dict[str, str], list[Problem]]:
-    """Each thread's original thread, for a whole table of threads at once,
-    and the cycles of forks found on the way.
-
-    A link to a thread not in `forked_from` ends the walk. A cycle of forks
-    has no original thread; its smallest id stands for it, as in
-    `MessageStoreReader.root_thread`.
-    """
+    """Each thread's original thread, as `root_thread` says, and the cycles
+    of forks found."""
 
     def parent_of(thread_id: str) -> str | None:
         parent = forked_from[thread_id]
@@ -511,8 +441,7 @@ def _thread_roots(
     roots: dict[str, str] = {}
     problems: list[Problem] = []
     for thread_id, parent in forked_from.items():
-        # Most threads need no walk: an original thread, or a fork of a
-        # thread already placed (llm writes a fork after its origin).
+        # llm writes a fork after its origin: most threads need no walk.
         if parent is None or parent not in forked_from:
             roots[thread_id] = thread_id
             continue

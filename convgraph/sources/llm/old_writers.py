@@ -1,33 +1,12 @@
-"""Legacy rows an llm older than 0.32 logged into a migrated file, placed
-where their history ends (docs/design.md#three-generations-of-llms-database).
+"""Legacy rows that an llm older than 0.32 logged into a migrated file with a
+NULL parent, placed on the read side for files whose trigger was missing
+(docs/design.md#three-generations-of-llms-database).
 
-After `convgraph migrate` adds `responses.parent_response_id`, an llm that
-predates the column (another virtual environment, a pinned install) still
-logs into the file, with `llm -c`: it sends the whole conversation as
-history, every response of it in the order logged, and writes its response
-with a NULL parent. The migration's rule (`convgraph.store.rules`, an AFTER
-INSERT trigger) gives such a row its parent as it is written; this module is
-the same rule on the read side, for the rows written while the rule was
-missing (a file migrated by an older convgraph, or the trigger dropped).
-
-The rule: a legacy row with no stored parent, logged at or after the
-migration (its `datetime_utc` sorts at or after the time the migration
-recorded, in log order's terms), that convgraph did not write as a
-deliberate root (`ROOTS_TABLE` lists those) and that is not the first
-response of its conversation in log order, hangs under the response logged
-just before it in its conversation. A row is left a root and reported
-(`UNPLACED`) where the order of the two cannot be told: the response before
-it by time has an id that sorts after its own. llm's ids are ULIDs, which
-sort in the order llm made them (llm 0.19 makes one as it writes the
-response, llm 0.31 as it starts it); times and ids disagree when two
-`llm -c` ran at once, or a clock went back. Rows logged before the
-migration keep what they have: a conversation may start several times.
-
-The rule has two forms side by side, with one property test for the pair
-(tests/test_rule_agreement.py): `place_records` for one tree's records (plain
-Python, for `LegacyReader.read_conversations`) and `place_records_table` for a whole
-table (vectorized, for `LegacyReader.read_all` and the columnar reader).
-`read_placing` reads what both need from the file.
+The rule: such a row logged at or after the migration, not a deliberate root
+(`ROOTS_TABLE`) and not its conversation's first, hangs under the response
+logged just before it. Where that response's id sorts after its own (two
+`llm -c` at once, a clock gone back), the order cannot be told: the row
+stays a root and is reported (`UNPLACED`).
 """
 
 from __future__ import annotations
@@ -45,29 +24,24 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-#: convgraph's own migration log, shaped like llm's but apart from it, and
-#: the name its migration is recorded under; `applied_at` is when the parent
-#: column was added, the moment from which a NULL parent may be an old llm's.
+#: convgraph's migration log; from its `applied_at` a NULL parent may be an
+#: old llm's.
 RECORD_TABLE = "_convgraph_migrations"
 MIGRATION_NAME = "parent_response_id"
 
-#: The responses convgraph wrote or made roots on purpose after the
-#: migration (`convgraph.store.responses.keep_as_roots`): a new start of a
-#: conversation, a root's prompt asked again, the children of a deleted root.
+#: Responses convgraph made roots on purpose after the migration.
 ROOTS_TABLE = "_convgraph_roots"
 
 
 @dataclass(frozen=True)
 class Placing:
-    """What the rule needs from a migrated file: when the migration added
-    the parent column (as stored, ISO 8601 text) and the deliberate roots."""
+    """The migration's time (ISO 8601 text) and the deliberate roots."""
 
     migrated_at: str
     roots: frozenset[str]
 
 
 def has_table(conn: sqlite3.Connection, name: str) -> bool:
-    """Whether the file holds a table of that name."""
     return (
         conn.execute(
             "select 1 from sqlite_master where type = 'table' and name = ?", [name]
@@ -79,10 +53,8 @@ def has_table(conn: sqlite3.Connection, name: str) -> bool:
 def read_placing(
     conn: sqlite3.Connection, node_ids: Collection[str] | None = None
 ) -> Placing | None:
-    """The file's migration time and deliberate roots (only those among
-    `node_ids` when given: a one-tree read asks about its rows alone); None
-    where convgraph's migration is not recorded, or its time is no text:
-    then no row is placed."""
+    """The file's `Placing` (roots among `node_ids` only, if given), or None
+    where no migration time is recorded: then no row is placed."""
     if not has_table(conn, RECORD_TABLE):
         return None
     row = conn.execute(
@@ -105,7 +77,6 @@ def read_placing(
 
 
 def unplaced_problem(node_id: str, previous: str, conversation_id: str) -> Problem:
-    """The `Problem` of a row the rule cannot place (see the module)."""
     return Problem(
         UNPLACED,
         node_id,
@@ -118,19 +89,11 @@ def unplaced_problem(node_id: str, previous: str, conversation_id: str) -> Probl
     )
 
 
-# -- the rule, per tree and per table --------------------------------------------
-
-
 @rule(RECORDS)
 def place_records(
     records: list[dict[str, Any]], placing: Placing | None
 ) -> list[Problem]:
-    """Give one tree's legacy rows logged by an older llm after the migration
-    their parent (in place), and report those it cannot place.
-
-    `records` are the tree's legacy rows in log order, with `id`,
-    `conversation_id`, `parent_id` (as stored) and `datetime_utc`.
-    """
+    """Place one tree's legacy rows (log order) in place; the problems."""
     if placing is None:
         return []
     problems = []
@@ -159,20 +122,17 @@ def place_records_table(
     placing: Placing | None,
     leave_out: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[Problem]]:
-    """`place_records` for a whole table of legacy rows, in any order: the
-    rows it places, their parents' rows, and the problems (in log order).
-    `parent_id` is set in place. Only the conversations of rows it may
-    place are sorted; `leave_out`, given their ids, marks those that are no
-    node (read from the turns instead), which are never anyone's previous.
-    """
+    """`place_records` on a table in any order, `parent_id` set in place:
+    rows placed, their parents' rows, problems. `leave_out(ids)` marks rows
+    that are no node (read from the turns), never anyone's previous."""
     import numpy as np
     import pandas as pd
 
     none = np.empty(0, dtype=np.int64)
     if placing is None or not len(nodes):
         return none, none, []
-    # Whole columns are only compared here (a million rows in milliseconds);
-    # values are taken out for the conversations that hold a candidate.
+    # Whole columns are only compared; values are taken out only for the
+    # conversations that hold a candidate.
     candidates = nodes["parent_id"].isna().to_numpy(dtype=bool).copy()
     if not candidates.any():
         return none, none, []
@@ -227,13 +187,9 @@ def place_records_table(
     return rows[at], rows[before], problems
 
 
-# -- the rule on an open file -------------------------------------------------------
-
-
 def place_tree(
     conn: sqlite3.Connection, records: list[dict[str, Any]]
 ) -> list[Problem]:
-    """`place_records` on one tree's legacy records read from `conn`."""
     roots = [record["id"] for record in records if record["parent_id"] is None]
     return place_records(records, read_placing(conn, roots) if roots else None)
 
@@ -241,8 +197,7 @@ def place_tree(
 def place_table(
     conn: sqlite3.Connection, nodes: pd.DataFrame, skip_ids_in_turns: bool = False
 ) -> list[Problem]:
-    """`place_records_table` on the whole legacy table read from `conn` (ids also in
-    the turns are left out when `skip_ids_in_turns`, as the reader does)."""
+    """`place_records_table` on the legacy table read from `conn`."""
     import numpy as np
 
     def in_turns(ids: np.ndarray) -> np.ndarray:
@@ -259,21 +214,15 @@ def place_table(
     return place_records_table(nodes, read_placing(conn), leave_out)[2]
 
 
-# -- walking up stored links --------------------------------------------------------
-
-
-#: The parent `hide_placeable_roots` gives a root the rule may place: an id
-#: no response has, so a walk up the stored links stops short of a root.
+#: An id no response has: a walk up stored links stops short of a root.
 MAY_BE_PLACED = "\x00may be placed"
 
 
 def hide_placeable_roots(
     conn: sqlite3.Connection, links: dict[str, tuple[str | None, str]]
 ) -> dict[str, tuple[str | None, str]]:
-    """Stored links (id -> (parent, conversation)) with `MAY_BE_PLACED` as
-    the parent of each root the rule may place, so that a walk up the
-    stored links alone (`LogDatabase.path_by_links`) leaves the answer to
-    the whole tree's read. Only the roots' times are read."""
+    """Links (id -> (parent, conversation)) with `MAY_BE_PLACED` as the
+    parent of each root the rule may place, so `path_by_links` defers."""
     roots = [node for node, (parent, _) in links.items() if parent is None]
     if not roots:
         return links

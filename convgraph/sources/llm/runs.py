@@ -1,36 +1,13 @@
 """A tool chain is one step of the user's: the calls of a run folded into one
-node, in two forms side by side.
+node (docs/design.md#the-node-contract), in list and table form.
 
-llm runs a tool chain as several model calls: the first answers the prompt
-with tool calls, the next is sent their results (and no words of the user's)
-and answers them, and so on. Each call is a row of its own (a turn of the
-message store, a legacy response), and the readers flag the calls that carry
-on the run of the call above them (`RUN`): a turn whose input message has the
-role `tool`, a legacy response with an empty prompt and `tool_results` rows.
-The rule folds each such call into the node of the user's prompt
-(docs/design.md#the-node-contract), as `chat_nodes` folds an export's run:
-
-- a flagged call whose parent is another call of its tree carries on that
-  call's run, where the chain of such links above it ends at a call that
-  carries on nothing (the run's head); a chain that goes round a cycle
-  (hostile data) folds nothing;
-- a call ends a node where no call carries on its run, or where some other
-  call goes on from it (a prompt the user sent after it): a run that forks
-  (a retried tool call) ends one node per branch, each with the run's
-  prompt; the calls inside a run are no nodes;
-- a node's id is its run's last call, so that `llm -c` and `convgraph
-  branch` go on from the run's end; `merge_run` gives the rest: the head's
-  parent, prompt and system, the answers joined by a blank line, the parts
-  of every call in order, the usage summed, the last call's model and time
-  (the latest time logged, as `chat_nodes` takes an export's).
-
-`fold_runs` is the form for one tree's records (`LogDatabase.read_tree`),
-`fold_runs_table` the form for the whole nodes table (`read_forest`); both
-also name the node each inner call belongs to (the first ending node, in log
-order, whose run holds it), so that a call's id finds its node.
-`tests/test_rule_agreement.py` checks that the two forms agree. Both take rows
-in log order, after each id is kept once and the generations are joined
-(`generations`), and give every row `tools` from its calls' `TOOL_NAMES`.
+llm logs each call of a tool chain as a row; the readers flag (`RUN`) a call
+sent only tool results. A flagged call whose parent is a call of its tree
+carries on that call's run, unless the chain of such links goes round a
+cycle. A call ends a node where no call carries on its run or another call
+goes on from it, so a forked run ends one node per branch. The node's id is
+its last call's (so `llm -c` goes on from the run's end); `merge_run` gives
+the rest. Inner calls are mapped to the first ending node holding them.
 """
 
 from __future__ import annotations
@@ -47,23 +24,14 @@ from convgraph.sources.source import log_order, sort_log_order
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The column (and record key) that flags a call carrying on the run of the
-#: call above it.
 RUN = "_run"
-#: The column (and record key) of a call's tool names, in call order (None
-#: or a list; a name None where the source has none).
 TOOL_NAMES = "_tool_names"
 
-#: The attributes a node takes from its run's head, not its last call.
 FROM_HEAD = ("parent_id", "prompt", "system")
 
 
-# -- one run's attributes -------------------------------------------------------
-
-
 def call_parts(call: dict[str, Any]) -> list[Part]:
-    """One call's parts: its own, or where it is only its prompt and answer
-    (its `parts` None), those two as text parts, leaving out an empty one."""
+    """One call's parts, or its prompt and answer as text parts."""
     if call.get(PARTS) is not None:
         return list(call[PARTS])
     found = []
@@ -82,8 +50,9 @@ def tools_of(names: Iterable[Any]) -> str | None:
 
 
 def merge_run(calls: Sequence[dict[str, Any]], text: bool = True) -> dict[str, Any]:
-    """One node's attributes from its run's calls (head first): see the
-    module's docstring. `text`: the calls carry their texts and parts."""
+    """One node from its run's calls, head first: the head's parent, prompt
+    and system; answers joined by a blank line; every call's parts; usage
+    summed; the last call's model and the latest time."""
     head, last = calls[0], calls[-1]
     node = {key: value for key, value in last.items() if key not in (RUN, TOOL_NAMES)}
     for key in FROM_HEAD:
@@ -113,15 +82,11 @@ def merge_run(calls: Sequence[dict[str, Any]], text: bool = True) -> dict[str, A
     return node
 
 
-# -- the rule on one tree's records ---------------------------------------------
-
-
 @rule(RECORDS)
 def fold_runs(
     records: list[dict[str, Any]], text: bool = True
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """One tree's nodes from its calls (in log order, each id once), and the
-    node of each call inside a run: see the module's docstring."""
+    """One tree's nodes from its calls, and each inner call's node."""
     index = {record["id"]: row for row, record in enumerate(records)}
     parents = [index.get(record["parent_id"], -1) for record in records]
     parents = [-1 if parent == row else parent for row, parent in enumerate(parents)]
@@ -154,8 +119,7 @@ def fold_runs(
 
 
 def _reaching_heads(up: list[int]) -> list[int]:
-    """`up` (each row's link to the call whose run it carries on, -1 for
-    none) with the links dropped whose chain goes round a cycle."""
+    """`up` (-1 for none) without the links whose chain goes round a cycle."""
     reaches: list[bool | None] = [None] * len(up)
     for start in range(len(up)):
         walked = []
@@ -173,17 +137,12 @@ def _reaching_heads(up: list[int]) -> list[int]:
     return [link if reaches[row] else -1 for row, link in enumerate(up)]
 
 
-# -- the rule on the whole table --------------------------------------------------
-
-
 @table_form(fold_runs)
 def fold_runs_table(
     nodes: pd.DataFrame, text: bool = True
 ) -> tuple[pd.DataFrame, dict[str, str]]:
-    """`fold_runs` for the whole nodes table (in log order, index 0..n-1,
-    each id once), with `RUN` and `TOOL_NAMES` columns: the table of nodes
-    (without those two columns) and the node of each call inside a run.
-    Only the calls of runs longer than one are merged one by one."""
+    """`fold_runs` on the whole table (index 0..n-1); only runs longer than
+    one are merged one by one."""
     import numpy as np
 
     from convgraph.links.pointer_jumping import parent_rows_of, reaches_root
@@ -227,14 +186,12 @@ def fold_runs_table(
         _set_rows(nodes, column, merged)
     for column in INTEGER_ATTRIBUTES:
         _set_rows(nodes, column, merged)
-    # The reader's parents' rows (`contract.PARENT_ROWS`) name other rows
-    # once rows are gone: the forest finds the parents from the ids.
+    # `PARENT_ROWS` are stale once rows are gone: the forest uses the ids.
     nodes = nodes[~inside].drop(columns=[RUN, TOOL_NAMES, PARENT_ROWS], errors="ignore")
     return sort_log_order(nodes), calls
 
 
 def _with_tools(nodes: pd.DataFrame) -> pd.DataFrame:
-    """The table with `tools` from each row's `TOOL_NAMES`."""
     import numpy as np
     import pandas as pd
 
@@ -246,9 +203,7 @@ def _with_tools(nodes: pd.DataFrame) -> pd.DataFrame:
 
 
 def _plain_records(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as records in the contract's Python types: NA as None, numpy
-    integers as int, a list of parts as it is."""
-
+    """Rows as records with plain Python values (NA as None)."""
     records: list[dict[str, Any]] = [
         {str(key): value for key, value in record.items()}
         for record in rows.astype(object).to_dict("records")
@@ -267,7 +222,6 @@ def _plain_records(rows: pd.DataFrame) -> list[dict[str, Any]]:
 def _set_rows(
     nodes: pd.DataFrame, column: str, merged: dict[int, dict[str, Any]]
 ) -> None:
-    """Put the merged nodes' values of `column` into the table, in place."""
     import pandas as pd
 
     values = nodes[column].to_numpy(dtype=object, copy=True)
@@ -280,7 +234,6 @@ def _set_rows(
 
 
 def _missing(value: Any) -> bool:
-    """NA or NaN (a missing value of a pandas column), not a list."""
     import pandas as pd
 
     return value is None or (not isinstance(value, list) and bool(pd.isna(value)))

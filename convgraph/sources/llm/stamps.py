@@ -1,13 +1,8 @@
-"""The table stamps of llm's file (`Source.table_stamps`), read from SQLite's
-b-tree counts and indexes, never the rows: the schema version and, for each
-table whose rows are nodes or name trees, its row count, largest rowid,
-last id, and its parent links' fingerprint where `convgraph migrate`'s
-index of them exists. llm only appends, and SQLite gives a new row the
-rowid after the largest: since an older stamp, the rows up to its largest
-rowid must be as they were (as many, the same last id, the same links), and
-the rows above it, with their links, are what was logged since. Anything
-else is no append; a row put back by hand at a rowid of its own choosing,
-no stamp sees.
+"""The table stamps of llm's file (`Source.table_stamps`), from SQLite's
+b-tree counts and indexes, never the rows. llm only appends, each new row
+at the rowid after the largest: since an older stamp, the rows up to its
+largest rowid must be as they were, and those above are what was logged
+since. A row put back by hand at a rowid of its choosing, no stamp sees.
 """
 
 from __future__ import annotations
@@ -20,13 +15,9 @@ from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
 from convgraph.sources.llm.snapshot import BEFORE_FIRST_ROWID
 from convgraph.sources.source import Source
 
-#: The tables whose rows are nodes (or calls folded into one) or name trees.
 STAMPED_TABLES = ("responses", "turns", "threads")
-#: The trees logged since the stamp given, or None: no append.
 LOGGED_SINCE = "logged_since"
-#: The parent column `convgraph migrate` indexes.
 PARENT = "parent_response_id"
-#: Each table's new rows, as (conversation, node) ids.
 _NEW_ROWS = {
     "responses": "select distinct cast(coalesce(conversation_id, id) as text),"
     " cast(id as text) from responses where rowid > ?",
@@ -37,9 +28,8 @@ _NEW_ROWS = {
 
 
 def table_stamps(logs: Source, since: dict[str, Any] | None) -> dict[str, Any]:
-    """The stamp of `logs.conn`: "schema", each of `STAMPED_TABLES` present
-    as [count, largest rowid, last id, links], and with
-    `since`, `LOGGED_SINCE`. Raises `DatabaseError` where SQLite cannot."""
+    """ "schema", each of `STAMPED_TABLES` as [count, largest rowid, last id,
+    links], and with `since`, `LOGGED_SINCE`; `DatabaseError` on failure."""
     conn = logs.conn
     assert conn is not None
     try:
@@ -65,15 +55,13 @@ def table_stamps(logs: Source, since: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _bound(stamp: list[Any]) -> int:
-    """The largest rowid an older stamp saw (an empty table's is below all)."""
     largest = stamp[1]
     return BEFORE_FIRST_ROWID if largest is None else int(largest)
 
 
 def _has_parent_index(conn: sqlite3.Connection, table: str) -> bool:
-    """Whether `table` has an index led by the parent column (what `convgraph
-    migrate` makes), so that a fingerprint of the links reads it alone; a
-    file without it has parents only the sqlite shell could change."""
+    """Whether `convgraph migrate`'s parent index exists to fingerprint the
+    links; without it only the sqlite shell could change parents."""
     if table != "responses":
         return False
     for row in conn.execute(f'pragma index_list("{table}")').fetchall():
@@ -93,16 +81,12 @@ def _id_at(conn: sqlite3.Connection, table: str, rowid: int | None) -> str | Non
 def _table_stamp(
     conn: sqlite3.Connection, table: str, bound: int | None
 ) -> tuple[list[Any], list[Any]]:
-    """The table's stamp, and with `bound` the same of its rows up to it
-    ([count, links, id at the bound]; [] without). The whole table is
-    counted by SQLite's b-tree count and a scan of the parents' index, never
-    of the rows; the rows above the bound, few, are found by rowid and
-    taken away."""
+    """The table's stamp, and with `bound` [count, links, id at the bound]
+    of its rows up to it (the few above it counted and taken away)."""
     (count,) = conn.execute(f'select count(*) from "{table}"').fetchone()
     (largest,) = conn.execute(f'select max(rowid) from "{table}"').fetchone()
     parents = _has_parent_index(conn, table)
-    # The last character of each parent id, summed: a link moved to another
-    # parent shows, in one pass over the index.
+    # Parent ids' last characters summed: a moved link shows, in one pass.
     last = f"unicode(substr({PARENT}, -1, 1))"
     links: list[Any] = []
     if parents:
@@ -128,8 +112,7 @@ def _table_stamp(
 
 
 def _same_links(old: list[Any], kept: list[Any]) -> bool:
-    """Whether the older rows' links are as `old` counted them (a sum over
-    no parent is SQLite's NULL)."""
+    """Whether the older rows' links are as `old` (a NULL sum is 0)."""
     if not old or not kept:
         return old == kept
     return [old[0], old[1] or 0] == kept
@@ -141,8 +124,7 @@ def _logged_since(
     stamp: dict[str, Any],
     kept: dict[str, list[Any]],
 ) -> list[str] | None:
-    """The trees holding the rows logged since `since` was taken, in order,
-    or None where anything else changed."""
+    """The trees of the rows logged since `since`, or None if not appends."""
     if since.get("schema") != stamp["schema"]:
         return None
     if {t for t in STAMPED_TABLES if t in since} != set(kept):
@@ -152,7 +134,7 @@ def _logged_since(
     trees: dict[str, None] = {}
     for table, rows in kept.items():
         if len(since[table]) != len(stamp[table]):
-            return None  # a stamp of another layout
+            return None
         count, _, last, links = since[table]
         if [rows[0], rows[2]] != [count, last] or not _same_links(links, rows[1]):
             return None
@@ -167,7 +149,6 @@ def _logged_since(
 
 
 def _tree_of(logs: Source, conversation_id: str | None, node_id: str) -> str:
-    """The tree a newly logged row belongs to."""
     if conversation_id is not None:
         with contextlib.suppress(UnknownConversation):
             return logs.tree_id_of_conversation(conversation_id)

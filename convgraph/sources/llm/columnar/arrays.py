@@ -1,14 +1,5 @@
-"""Arrow arrays as the nodes table's numpy and pandas columns.
-
-The ADBC driver gives each column as Arrow arrays, in chunks. The nodes
-table holds Arrow's strings (`contract.STRING_COLUMNS`, the driver's arrays
-as they are), pandas categoricals in first-seen order (as
-`tables.categorical` makes them) and nullable Int64: the conversions here
-make exactly those, chunk by chunk where the chunks are large, and
-`nodes_frame` puts them together in the contract's columns. `in_log_order` tells, without sorting, whether rows
-already are in log order (llm appends as it logs, so they nearly always
-are).
-"""
+"""Arrow arrays as the nodes table's columns, exactly as the row readers make
+them: Arrow strings, categoricals in first-seen order, nullable Int64."""
 
 from __future__ import annotations
 
@@ -30,26 +21,22 @@ if TYPE_CHECKING:
 
 
 def chunks_of(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
-    """An array's chunks (an Array is one)."""
     return list(array.chunks) if hasattr(array, "chunks") else [array]
 
 
 def object_array(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Strings as an object array of str and None, as sqlite3 gives them."""
     found: np.ndarray = array.to_numpy(zero_copy_only=False)
     return found
 
 
 def as_category(values: Any) -> pd.Categorical:
-    """A categorical as it is; Arrow strings as one (`category`)."""
     import pandas as pd
 
     return values if isinstance(values, pd.Categorical) else category(values)
 
 
 def dictionary_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """Each value's number (first-seen order; -1 for NULL) and the values so
-    numbered: one dictionary encoding over every chunk."""
+    """Codes in first-seen order (-1 for NULL) and the values they number."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -64,8 +51,7 @@ def dictionary_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.
 
 
 def category(array: pa.Array | pa.ChunkedArray) -> pd.Categorical:
-    """Strings as a categorical, categories in first-seen order and missing
-    values as NaN: `tables.categorical`'s answer, from Arrow's dictionary."""
+    """`tables.categorical`'s answer, from Arrow's dictionary."""
     import pandas as pd
 
     codes, values = dictionary_codes(array)
@@ -75,31 +61,26 @@ def category(array: pa.Array | pa.ChunkedArray) -> pd.Categorical:
 def integer_parts(
     array: pa.Array | pa.ChunkedArray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """An int64 column's values (0 for NULL) and where it is NULL."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     # Copied (np.array): a view would keep the driver's whole batch alive.
     values = np.array(pc.fill_null(array, 0).to_numpy(), np.int64)
-    # Through bytes: Arrow turns its bits into numpy's booleans with its
-    # C++ default pool (mimalloc), whatever pool is set, and mimalloc keeps
-    # the pages of the reading threads (14 MB at the peak of stats at 1M).
+    # Through bytes: Arrow's bits-to-bool uses its default pool (mimalloc),
+    # which keeps the reading threads' pages.
     mask = np.array(pc.cast(pc.is_null(array), pa.uint8()).to_numpy(), bool)
     return values, mask
 
 
 def integers(array: pa.Array | pa.ChunkedArray) -> pd.arrays.IntegerArray:
-    """An int64 column with NULLs as pandas' nullable Int64."""
     import pandas as pd
 
     return pd.arrays.IntegerArray(*integer_parts(array))
 
 
 def joined_categories(parts: list[pa.ChunkedArray]) -> pd.Categorical:
-    """One categorical of chunks dictionary-encoded one by one: Arrow unifies
-    their dictionaries, which keeps the values in first-seen order over all
-    chunks, as if encoded at once."""
+    """One categorical of chunks encoded one by one, as if encoded at once."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa
@@ -123,9 +104,8 @@ def joined_categories(parts: list[pa.ChunkedArray]) -> pd.Categorical:
 def in_log_order(
     dates: pa.ChunkedArray, ids: pa.ChunkedArray
 ) -> tuple[bool, tuple[str, str] | None, tuple[str, str] | None]:
-    """Whether these rows are in log order (`sources.sort_log_order`'s test,
-    on Arrow's strings: byte order is code point order in UTF-8), and the
-    first and last row's key, (date or "", id), None when there are none."""
+    """Whether the rows are in log order (UTF-8 byte order is code point
+    order), and the first and last keys (None when empty)."""
     import pyarrow.compute as pc
 
     key = pc.fill_null(dates, "")
@@ -146,9 +126,7 @@ def in_log_order(
 def chunks_in_log_order(
     chunks: list[tuple[bool, tuple[str, str] | None, tuple[str, str] | None]],
 ) -> bool:
-    """Whether consecutive chunks (`in_log_order` of each) are in log order
-    together: each one in itself, and each one's first key at or after the
-    last key before it (Python compares str by code point)."""
+    """Whether chunks, by their `in_log_order`, are in log order together."""
     last = None
     for ordered, first_key, last_key in chunks:
         if not ordered:
@@ -162,10 +140,8 @@ def chunks_in_log_order(
 
 
 def null_strings(count: int) -> pa.ChunkedArray:
-    """`count` missing strings as one `large_string` array, the node table's
-    type, its offsets and validity numpy's zeros: pages the system maps only
-    when written, so a text column left unread costs no resident memory
-    (`pa.nulls` writes its zeros: 8 MB a million rows, for each column)."""
+    """`count` missing `large_string`s on numpy's zeros, which the system
+    maps only when written (`pa.nulls` writes its zeros)."""
     import numpy as np
     import pyarrow as pa
 
@@ -178,9 +154,7 @@ def null_strings(count: int) -> pa.ChunkedArray:
 
 
 def ids_at(ids: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
-    """The id at each of `rows` (NULL where a row is -1: no parent), taken
-    on Arrow's strings: each node's parent id from its parent's row, without
-    a Python object per row."""
+    """The id at each of `rows` (NULL for -1), without Python objects."""
     import pyarrow as pa
 
     return ids.take(pa.array(rows, pa.int64(), mask=rows < 0))
@@ -194,16 +168,13 @@ def nodes_frame(
     columns: dict[str, pa.Array],
     source: str,
 ) -> pd.DataFrame:
-    """The nodes table in the contract's columns and dtypes (`tree_ids`
-    None: each node's tree is its conversation), and the parents' rows as
-    `PARENT_ROWS` where they are known. The strings (`STRING_COLUMNS`) go
-    in as the Arrow arrays they are (`tables.string_column`)."""
+    """The nodes table in the contract's columns and dtypes, `PARENT_ROWS`
+    where known; `tree_ids` None: each tree is its conversation."""
     import numpy as np
     import pandas as pd
 
     from convgraph.sources.tables import plain_run_columns, string_column
 
-    # Each Arrow column is taken out of `columns` as it is converted.
     count = len(ids)
     data: dict[str, Any] = {
         "id": string_column(ids),
@@ -218,9 +189,7 @@ def nodes_frame(
             columns.pop(name) if name in columns else null_strings(count)
         )
     data |= plain_run_columns(count)
-    # The parts and tools, all None, as one Series: pandas copies a column
-    # before it writes into it (copy on write), so the two share one buffer,
-    # 8 bytes a row, until one of them is written.
+    # One buffer for both: copy on write splits them when one is written.
     data[PARTS] = data[TOOLS] = pd.Series(data[PARTS], dtype=object, copy=False)
     data["model"] = as_category(columns.pop("model"))
     data["datetime_utc"] = string_column(columns.pop("datetime_utc"))
@@ -234,8 +203,7 @@ def nodes_frame(
     data["source"] = pd.Categorical.from_codes(
         np.zeros(count, np.int8), pd.Index([source])
     )
-    # dtype=object said outright for the parts and tools: pandas 3 would
-    # infer its own string dtype for an object array of str.
+    # pandas 3 would infer its string dtype for an object array of str.
     return pd.DataFrame(
         {
             name: pd.Series(

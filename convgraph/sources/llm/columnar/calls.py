@@ -1,18 +1,10 @@
-"""Tool calls and tool chains of a message store, on arrays: the row reader's
-counts (`message_store.MessageStoreReader`) for every turn at once.
+"""A message store's tool calls and tool chains on arrays: the row reader's
+counts for every turn at once.
 
-A turn's tool calls are the `tool_call` parts of the messages of its run
-step: the trailing user and tool messages of its input and the messages it
-appended, up to its tip. Here each message's calls are counted from the
-`parts` rows read as columns (only a call's row holds anything: the others
-are NULLs, cheap to read), and every turn walks up from its tip and from its
-input at once, one message a round for all turns, as far as the longest
-walk (one or two messages in a file llm wrote; a walk longer than
-`MAX_ROUNDS` leaves the file to the row reader). Only the few turns that
-made calls have their tools' names listed, in Python, in the row reader's
-order. A turn whose input is a `tool` message carries on the run of the turn
-above it (`runs.RUN`); the run rule itself (`runs.fold_runs_table`) is the
-row reader's, on the same table.
+A turn's calls are the `tool_call` parts of its run step's messages (the
+trailing user and tool messages of its input and those it appended). Every
+turn walks up at once, a message a round; a walk past `MAX_ROUNDS` (only
+hand-made files) leaves the file to the row reader.
 """
 
 from __future__ import annotations
@@ -25,14 +17,12 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-#: A message's role as a number: user, tool, or anything else.
 USER, TOOL, OTHER = 1, 2, 0
 ROLE_CODE = (
     f"(case role when 'user' then {USER} when 'tool' then {TOOL} else {OTHER} end)"
 )
 
-#: The columns of `parts` read: a tool call's message, position, name
-#: columns; NULL for every other part.
+#: NULL for every part but a call: cheap to read.
 CALL_COLUMNS = {
     out: (f"case when type = 'tool_call' then {column} end", types)
     for out, column, types in (
@@ -43,8 +33,6 @@ CALL_COLUMNS = {
     )
 }
 
-#: The longest walk up from a turn's tip or input taken on arrays; a file
-#: with longer ones (hand-made) is the row reader's.
 MAX_ROUNDS = 64
 
 
@@ -61,23 +49,9 @@ def turn_calls(
     parts: dict[str, pa.ChunkedArray],
     message_count: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each turn's number of tool calls, whether it carries on a run, and
-    its tools' names (a list, or None where it made no call).
-
-    Parameters
-    ----------
-    parent_rows
-        Each message's parent (-1: none); rows at or past `message_count`
-        are hashes that name no message.
-    roles
-        Each message's `ROLE_CODE`.
-    start_rows, tip_rows
-        Each turn's input and tip message (-1: none).
-    call_rows
-        The message of each row of `parts` (-1: no tool call).
-    parts
-        The `CALL_COLUMNS` of those rows, in rowid order.
-    """
+    """Each turn's call count, whether it carries on a run, and its tools'
+    names (None without calls). Rows of `parent_rows` past `message_count`
+    are unknown hashes; `call_rows` gives each `parts` row's message."""
     import numpy as np
 
     from convgraph.sources.llm.message_parts import call_name
@@ -85,8 +59,6 @@ def turn_calls(
     calls = np.bincount(call_rows[call_rows >= 0], minlength=len(parent_rows))
     input_role = np.zeros(len(parent_rows), bool)
     input_role[:message_count] = roles != OTHER
-    # A message of the turn's run: below its input, up from its tip; and
-    # the trailing user and tool messages of its input.
     out_walk = _walk(parent_rows, tip_rows, message_count, stop=start_rows)
     in_walk = _walk(parent_rows, start_rows, message_count, keep=input_role)
     counts = np.zeros(len(start_rows), np.int64)
@@ -102,8 +74,7 @@ def turn_calls(
     if len(made):
         by_message = _names_by_message(call_rows, parts, call_name)
         for turn in made.tolist():
-            # The row reader's order: the input's messages oldest first, then
-            # the appended ones.
+            # The row reader's order: input oldest first, then appended.
             walked = [int(rows[turn]) for rows in reversed(in_walk)]
             walked += [int(rows[turn]) for rows in reversed(out_walk)]
             names[turn] = [
@@ -119,10 +90,8 @@ def _walk(
     stop: np.ndarray | None = None,
     keep: np.ndarray | None = None,
 ) -> list[np.ndarray]:
-    """The messages up from each start, a round at a time: each round's
-    message of every turn (-1 where its walk has ended). A walk ends at a
-    hash that names no message, at the turn's `stop`, or at a message not
-    in `keep`."""
+    """Per round, each turn's message up from its start (-1: ended at an
+    unknown hash, at `stop`, or at a message not in `keep`)."""
     import numpy as np
 
     current = starts.copy()
@@ -145,8 +114,7 @@ def _walk(
 def _names_by_message(
     call_rows: np.ndarray, parts: dict[str, pa.ChunkedArray], call_name: Any
 ) -> dict[int, list[str | None]]:
-    """Each message's tool calls' names, in position order (a missing
-    position first, as SQLite sorts NULL; one position in rowid order)."""
+    """Each message's tool names in position order, NULL first as in SQLite."""
     import numpy as np
 
     rows = np.flatnonzero(call_rows >= 0)

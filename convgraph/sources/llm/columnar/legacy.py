@@ -1,13 +1,6 @@
-"""The columnar read of a legacy file: llm's `responses` table as columns.
-
-Each response's parent is found by SQLite itself where the ids are a key:
-the rowid its index of the ids gives (`PARENT_ROWID`), read in the reading
-threads, then the parent's row by the rowid (`parents_by_rowid`); a
-hash of a million strings here would take longer. A file without
-`parent_response_id` is linked as chains by the row readers' rule
-(`legacy.link_as_chains_table`). The answer is `LegacyReader.read_all`'s,
-exactly.
-"""
+"""The columnar read of a legacy file: llm's `responses` table as columns,
+each parent's rowid found by SQLite through its index of the ids (faster
+than hashing the ids here). The answer is `LegacyReader.read_all`'s."""
 
 from __future__ import annotations
 
@@ -32,22 +25,17 @@ if TYPE_CHECKING:
     from convgraph.sources import LogDatabase
     from convgraph.sources.llm.snapshot import Snapshot
 
-#: A legacy response's parent's rowid, found through the index of the ids.
 PARENT_ROWID = (
     "(select rowid from responses as parent"
     " where parent.id = responses.parent_response_id)"
 )
 
-#: The string columns whose rows Arrow takes (the parents' ids from the ids,
-#: each tree's first and last time), joined into one array each as read: a
-#: take from an array in chunks joins them first, a second copy of the
-#: column beside it at every take. The texts stay in the driver's chunks,
-#: which a join would hold twice.
+#: Strings joined into one array as read: a take from chunks joins them
+#: again at every take. Texts stay chunked (a join would hold them twice).
 TAKEN = ("id", "parent_id", "datetime_utc")
 
 
 def tables(logs: LogDatabase) -> list[str]:
-    """The tables `read_legacy` reads."""
     assert logs.legacy is not None
     return logs.legacy.tables()
 
@@ -58,10 +46,8 @@ def read_legacy(
     snapshot: Snapshot,
     text: bool | Collection[str],
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The responses of a file without turns, as `LegacyReader.read_all`
-    and `LogDatabase.read_forest` give them, up to `snapshot`'s bounds (of
-    `tables(logs)`); `text`, every text column, none, or the names of those
-    to read (the others missing)."""
+    """`LegacyReader.read_all`'s answer for a file without turns; `text`
+    may name the text columns to read (the others missing)."""
     import pyarrow as pa
 
     from convgraph.sources.llm.legacy import SOURCE, link_as_chains_table
@@ -74,9 +60,7 @@ def read_legacy(
     def column(name: str) -> str:
         return name if name in present else "null"
 
-    # Where the ids are a key, SQLite finds each parent's rowid through its
-    # index, in the reading threads: a hash of a million strings here would
-    # take longer. Without that index the forest looks the parents up.
+    # Without an index of the ids the forest looks the parents up.
     by_rowid = logs.legacy.has_parent and "id" in reader.unique_columns("responses")
     columns = {
         "id": ("id", ID),
@@ -96,8 +80,6 @@ def read_legacy(
     columns |= {name: (column(name), INTEGER) for name in INTEGER_ATTRIBUTES}
     texts = text_columns(text)
     columns |= {name: (column(name), TEXT) for name in texts}
-    # The long strings stay Arrow's, copied out of the driver's batches
-    # chunk by chunk (see `ArrowReader.table`); the texts too, when asked.
     wanted = ("id", "parent_id", "datetime_utc", *texts)
     table = reader.table(
         "responses",
@@ -119,8 +101,7 @@ def read_legacy(
         parent_rows, parent_ids = parents_by_rowid(reader, node_ids, table)
     else:
         parent_rows, parent_ids = None, table.pop("parent_id")
-    # Categories in first-seen order of the table as stored, as the row
-    # reader makes them, before any sort.
+    # Categories in stored first-seen order, as the row reader: before sorting.
     nodes = nodes_frame(
         node_ids,
         None,  # the tree is the conversation
@@ -130,8 +111,7 @@ def read_legacy(
         SOURCE,
     )
     if not in_order:
-        # Sorting moves the rows that the parent rows name: the forest looks
-        # the parents up by id instead.
+        # Sorting makes parent rows stale: the forest uses the ids.
         nodes = sort_log_order(nodes.drop(columns=PARENT_ROWS, errors="ignore"))
     if not logs.legacy.has_parent:
         nodes[PARENT_ROWS] = link_as_chains_table(nodes)
@@ -149,18 +129,15 @@ def read_legacy(
 
 
 def text_columns(text: bool | Collection[str]) -> tuple[str, ...]:
-    """The text columns a read takes (`TEXT_ATTRIBUTES`' order): all for
-    True, none for False, else those named."""
+    """The text columns `text` asks for, in `TEXT_ATTRIBUTES`' order."""
     if isinstance(text, bool):
         return TEXT_ATTRIBUTES if text else ()
     return tuple(name for name in TEXT_ATTRIBUTES if name in text)
 
 
 def _place_old_writers(logs: LogDatabase, nodes: pd.DataFrame) -> None:
-    """Rows an older llm logged into the migrated file without a parent,
-    placed by the row readers' rule (`old_writers.place_records_table`), in place;
-    a file with rows it cannot place goes to the row readers, which report
-    them."""
+    """`place_records_table` in place; rows it cannot place are the row
+    readers' to report."""
     from convgraph.sources.llm.old_writers import place_records_table, read_placing
 
     placed, parents, unplaced = place_records_table(nodes, read_placing(logs.conn))
@@ -177,16 +154,11 @@ def parents_by_rowid(
     node_ids: pa.ChunkedArray,
     columns: dict[str, Any],
 ) -> tuple[np.ndarray, pa.ChunkedArray]:
-    """Each response's parent row (-1 for none) and parent id, from the
-    rowids SQLite found (`PARENT_ROWID`), taken out of `columns` (`rowid`,
-    `parent_rowid`, `has_parent`: pandas' Int64): rows are in rowid order,
-    so a parent's row is a binary search away. A parent id that names no row
-    read (no response, or one logged after the read began) is kept as
-    stored, read again for those rows only, for `check` to report."""
+    """Each response's parent row (-1) and id from `PARENT_ROWID` (popping
+    `columns`); a parent id naming no row read is re-read as stored."""
     import numpy as np
     import pyarrow as pa
 
-    # Each pandas column taken out and dropped once it is numpy's.
     linked = columns.pop("has_parent").to_numpy(dtype=bool, na_value=False)
     parent_rowids = columns.pop("parent_rowid")
     found = ~parent_rowids.isna()
@@ -205,7 +177,6 @@ def parents_by_rowid(
     parent_ids = ids_at(node_ids, parent_rows)
     lost = np.flatnonzero(linked & ~found)
     if len(lost):
-        # Few rows (a broken link is rare): as Python strings, then Arrow's.
         kept = np.asarray(parent_ids.to_pylist(), dtype=object)
         kept[lost] = reader.texts_at("responses", "parent_response_id", stored[lost])
         parent_ids = pa.chunked_array([pa.array(kept, pa.large_string())])

@@ -1,28 +1,10 @@
 """The columnar read of a message store: turns, threads and messages as
-columns, each turn's parent found on integers.
+columns; trees by pointer jumping up `forked_from`, hashes numbered as
+integers, parents by `turn_parents_table`, tool chains by `fold_runs_table`.
 
-Each turn's tool calls are counted on arrays too (`calls`), and each tool
-chain folded into one node by the row reader's rule (`runs`).
-
-Each thread's tree is found by pointer jumping up `forked_from`; message
-hashes and thread ids are numbered as integers (`numbering`), each hash
-column let go once numbered; each turn's parent turn is then found for
-every turn at once by
-`turn_parents.turn_parents_table`, the table form of the message store's
-parent rule, whose turn-by-turn form the row reader uses.
-
-With `text`, the texts are gathered on arrays too (`turn_texts`): the
-parts sorted by message and position, each turn's messages found by its
-walks up from its input and its tip (`calls._walk`), and each of prompt
-and response one `take` of the words where no turn has more than one part
-(the files llm writes), else a list array joined by `binary_join`; the
-system prompt is the text of the nearest system message above its input
-(pointer jumping). Only a file whose parts are all text with their words
-is read so: tool calls, reasoning, attachments and fragments need the row
-reader's parts (`message_parts`). Python builds the parts list of the few
-turns that are more than a prompt and an answer. The answer is `MessageStoreReader.read_all`'s,
-exactly; a cycle of messages or of forks (hostile data, which the row
-reader reports) raises `NotColumnar`.
+With `text`, texts are gathered on arrays too, only where every part is a
+text with its words (others need `message_parts`). The answer is the row
+reader's exactly; a cycle of messages or forks raises `NotColumnar`.
 """
 
 from __future__ import annotations
@@ -57,6 +39,7 @@ from convgraph.sources.llm.columnar.reader import (
     _empty,
 )
 from convgraph.sources.llm.runs import RUN, TOOL_NAMES, fold_runs_table
+from convgraph.sources.llm.turn_parents import first_two
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,15 +48,11 @@ if TYPE_CHECKING:
 
     from convgraph.sources.llm.snapshot import Snapshot
 
-#: The tables `read_store` reads.
 TABLES = ("threads", "turns", "messages", "parts")
 
-#: How many rowids of `parts` one statement of `has_tool_calls` counts.
 SCAN_ROWS = 200_000
 
-#: The columns of `parts` read for the texts: each row's message, position
-#: and words, and whether it is a text part with its words (1), the only
-#: kind read on arrays.
+#: "plain" is 1 for a text part with its words, the only kind read here.
 TEXT_COLUMNS = {
     "text_hash": ("message_hash", TEXT),
     "text_position": ("position", INTEGER),
@@ -81,20 +60,14 @@ TEXT_COLUMNS = {
     "plain": ("(type = 'text' and text is not null)", INTEGER),
 }
 
-#: A part's role by its message's `ROLE_CODE` (`message_parts.ROLES`: a
-#: role other than the user's or a tool's is the assistant's).
 ROLE_NAMES = {USER: kinds.USER, TOOL: kinds.TOOL, OTHER: kinds.ASSISTANT}
 
 
 def read_store(
     reader: ArrowReader, snapshot: Snapshot, text: bool = False
 ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
-    """The nodes of a message store without legacy rows, structure, usage
-    and tool calls (and with `text` the texts, `turn_texts`), up to
-    `snapshot`'s bounds (of `TABLES`), with the message store's parent rule
-    (`turn_parents.turn_parents_table`) and its tool chains folded
-    (`runs.fold_runs_table`); the trees' names; and the node of each call
-    inside a run."""
+    """The nodes of a message store without legacy rows, the trees' names,
+    and the node of each call inside a run."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa
@@ -140,8 +113,7 @@ def read_store(
     )
     if not len(turns["id"]):
         raise NotColumnar("no turns")
-    # Only a tool call's row of `parts` holds anything here, but for the
-    # texts; a file without calls is only counted.
+    # Without texts or calls, `parts` is only counted.
     parts = (
         reader.table("parts", CALL_COLUMNS | (TEXT_COLUMNS if text else {}), snapshot)
         if text or has_tool_calls(reader, snapshot)
@@ -151,9 +123,7 @@ def read_store(
         raise NotColumnar("parts other than text with its words")
     snapshot.report("linking the nodes", 0, None)
 
-    # Log order: the row reader's `order by coalesce(datetime_utc, ''), id`.
-    # llm appends as it logs, so the rows nearly always are in it already:
-    # checking costs a comparison, moving every column a second or so.
+    # Rows are nearly always in log order already (llm appends): check first.
     if not in_log_order(turns["datetime_utc"], turns["id"])[0]:
         order = pc.sort_indices(
             pa.table(
@@ -175,9 +145,7 @@ def read_store(
     call_rows = part_rows[0]
     del messages, part_hashes
 
-    # Each thread's tree: up forked_from to a thread whose origin is not in
-    # the table. A cycle of forks has no such thread: the row reader names
-    # the tree by the cycle's smallest id and reports it.
+    # A cycle of forks is the row reader's to name and report.
     thread_ids = threads["id"]
     in_table = len(thread_ids)
     ids = (thread_ids, threads["forked_from"], turns["conversation_id"])
@@ -196,8 +164,6 @@ def read_store(
             tree_ids,
         )
 
-    # Up the forks from any thread id (one not in the table ends the walk,
-    # as `ParentWalk` over `forked_from` does).
     fork_up = np.concatenate(
         [fork_codes, np.full(thread_count - in_table, -1, np.int64)]
     )
@@ -245,7 +211,6 @@ def read_store(
     nodes[TOOL_CALLS] = pd.arrays.IntegerArray(calls, np.zeros(len(calls), bool))
     nodes[RUN] = carries
     nodes[TOOL_NAMES] = tool_names
-    # A tool chain is one node: the row reader's rule, on this table.
     nodes, inner = fold_runs_table(nodes, text=text)
     is_original = pa.array(root_rows == np.arange(len(root_rows)))
     names = dict(
@@ -263,13 +228,9 @@ def message_numbers(
     turns: dict[str, pa.ChunkedArray],
     *part_hashes: pa.ChunkedArray,
 ) -> list[np.ndarray]:
-    """Every message numbered (its row), and the number of each message's
-    parent, of each turn's input and tip, and of each part's message in
-    each of `part_hashes` (-1 for none), in that order, by one dictionary
-    encoding of every hash (`numbering.numbered`): a hash that names no
-    message gets a number past the messages, and no parent. The hash
-    columns are taken out of the tables: once numbered, they are only
-    memory."""
+    """Row numbers of each message's parent, each turn's input and tip, and
+    each part's message (unknown hashes past the messages); the hash
+    columns are popped, being only memory once numbered."""
     import numpy as np
 
     keys = messages.pop("hash")
@@ -282,10 +243,8 @@ def message_numbers(
 
 
 def has_tool_calls(reader: ArrowReader, snapshot: Snapshot) -> bool:
-    """Whether a row of `parts` up to its bound is a tool call. Where none
-    is, the rows are counted for the snapshot (`Snapshot.counted`, as
-    reading them would), `SCAN_ROWS` rowids a statement: the table is
-    stepped through by SQLite without a column brought over to Python."""
+    """Whether `parts` holds a tool call, counted in SQLite per `SCAN_ROWS`;
+    where none, the rows are `counted` as a read would."""
     last_rowid = snapshot.bounds["parts"]
     first_rowid = reader.one("select min(rowid) from parts")[0]
     if last_rowid is None or first_rowid is None:
@@ -306,8 +265,7 @@ def has_tool_calls(reader: ArrowReader, snapshot: Snapshot) -> bool:
 
 
 def all_plain(plain: pa.ChunkedArray) -> bool:
-    """Whether every part row is a text with its words (`TEXT_COLUMNS`'
-    "plain": 1; NULL where its type is)."""
+    """Whether every part row is a text with its words."""
     import pyarrow.compute as pc
 
     return not len(plain) or (plain.null_count == 0 and pc.min(plain).as_py() == 1)
@@ -323,35 +281,17 @@ def turn_texts(
     parts: dict[str, pa.ChunkedArray],
     message_count: int,
 ) -> tuple[dict[str, pa.Array], np.ndarray]:
-    """Each turn's prompt, response and system prompt (Arrow strings), and
-    its parts (a list where they are more than a prompt and an answer,
-    else None): `message_chains.add_texts` and `system_of` on arrays, for a
-    file whose parts are all texts with their words (`all_plain`).
-
-    Parameters
-    ----------
-    parent_rows, roles, start_rows, tip_rows, message_count
-        As `calls.turn_calls` takes them.
-    system
-        Whether each message is a system message.
-    text_rows
-        The message of each row of `parts` (-1: none).
-    parts
-        The `TEXT_COLUMNS` of those rows ("words", "text_position"), in
-        rowid order: taken out as they are used.
-    """
+    """Each turn's prompt, response and system texts, and its parts (None
+    when plain): `message_chains.add_texts` and `system_of` on arrays.
+    Arguments as `turn_calls`; `parts` columns are popped as used."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from convgraph.links.pointer_jumping import nearest_marked
 
-    # Each message's text parts in the row reader's order (a missing
-    # position first, then by position, then by rowid): `part_rows` holds
-    # the rows of `words` message after message, those of message m at
-    # `offsets[m]:offsets[m + 1]`. The words are one array (large strings:
-    # the data buffers are kept, the offsets widened), with "" at its end
-    # for a turn without any, so that a column is one `take` of it.
+    # Message m's text parts, in the row reader's order, are `words` rows
+    # `part_rows[offsets[m]:offsets[m + 1]]`; "" at the end for none.
     chunks = parts.pop("words").cast(pa.large_string()).chunks
     words = pa.chunked_array(
         [*chunks, pa.array([""], pa.large_string())], pa.large_string()
@@ -370,8 +310,6 @@ def turn_texts(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     del rows, owners, order
 
-    # Each turn's messages, oldest first: its input's trailing user and
-    # tool messages, then those it appended.
     input_role = np.zeros(len(parent_rows), bool)
     input_role[:message_count] = roles != OTHER
     in_walk = walk(parent_rows, start_rows, message_count, keep=input_role)
@@ -395,9 +333,7 @@ def turn_texts(
     del steps, taken, order
 
     def joined(turns: np.ndarray, messages: np.ndarray) -> pa.Array:
-        """The words of these messages' text parts joined, turn by turn
-        (`turns` ascending): one `take` where no turn has more than one
-        part, as in the files llm writes."""
+        """These messages' words joined per turn (`turns` ascending)."""
         sizes = counts[messages]
         per_turn = np.bincount(turns, weights=sizes, minlength=turn_count)
         flat = np.repeat(offsets[messages] - (np.cumsum(sizes) - sizes), sizes)
@@ -436,13 +372,11 @@ def turn_texts(
             pa.scalar(None, pa.large_string()),
         )
 
-    # Plain (no parts kept): at most a user's text, then an answer's
-    # (`parts.is_plain`). Each step's message gives `counts` text parts of
-    # its role: the first two parts of a turn tell.
+    # Plain (`parts.is_plain`): the first two parts of a turn tell.
     sizes = counts[message_of]
     total = np.bincount(turn_of, weights=sizes, minlength=turn_count)
     filled = np.flatnonzero(sizes > 0)
-    first, second = _first_two_rows(turn_of[filled], filled, turn_count)
+    first, second, _ = first_two(turn_of[filled], filled, turn_count)
     first_kind = np.where(first >= 0, kind[np.maximum(first, 0)], -1)
     second_kind = np.where(second >= 0, kind[np.maximum(second, 0)], -1)
     single = (first >= 0) & (sizes[np.maximum(first, 0)] == 1)
@@ -469,18 +403,3 @@ def turn_texts(
                 ]
             turn_parts[turn] = None if kinds.is_plain(found_parts) else found_parts
     return texts, turn_parts
-
-
-def _first_two_rows(
-    codes: np.ndarray, positions: np.ndarray, size: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each code 0..size-1, the first and second of its `positions`
-    (`codes` sorted; -1 for none)."""
-    import numpy as np
-
-    counts = np.bincount(codes, minlength=size)
-    starts = np.cumsum(counts) - counts
-    padded = np.append(positions, -1)
-    first = np.where(counts > 0, padded[np.minimum(starts, len(positions))], -1)
-    second = np.where(counts > 1, padded[np.minimum(starts + 1, len(positions))], -1)
-    return first, second

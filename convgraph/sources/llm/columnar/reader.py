@@ -1,17 +1,7 @@
-"""The ADBC reader: whole tables as Arrow columns, in short statements.
-
-`ArrowReader` holds read-only connections of the ADBC SQLite driver (Apache
-Arrow's), which hands over each statement's rows as Arrow columns. It reads
-a table by the one chunked-read rule of `convgraph.sources.llm.snapshot`: up to
-the bound its `Snapshot` took, rowid range by rowid range, each range its
-own statement in autocommit mode sized by `snapshot.paced` (in
-`snapshot.paced_chunks`), so llm can commit between two of them. A large
-table is read in `READ_THREADS` such sequences side by side, each on its own
-connection (SQLite steps through rows without Python's lock). Each chunk is
-checked as it comes: a value of a type the contract's column cannot hold as
-it is (a BLOB, text that is not UTF-8, a number among text, a NULL id)
-raises `NotColumnar`, and the row readers, which decide how such data is
-reported, read the file instead.
+"""The ADBC reader: whole tables as Arrow columns, by the chunked-read rule of
+`snapshot`, a large table in `READ_THREADS` rowid ranges side by side (SQLite
+steps through rows without Python's lock). A value the contract's column
+cannot hold as it is raises `NotColumnar`: the row readers report it.
 """
 
 from __future__ import annotations
@@ -35,32 +25,23 @@ if TYPE_CHECKING:
 
     from convgraph.sources.llm.snapshot import Snapshot
 
-#: How many ranges of rowids a large table is read in side by side, and the
-#: fewest rows a range is worth a thread for.
 READ_THREADS = min(4, os.cpu_count() or 1)
 ROWS_PER_RANGE = 50_000
 
-#: The SQLite types a column may hold (`typeof`), as `ArrowReader.table`
-#: checks them: text or NULL, an integer or NULL, and an id: text, never
-#: NULL (a NULL id is for the row readers to report).
+#: The `typeof` values a column may hold; an id is never NULL.
 TEXT = "('text', 'null')"
 INTEGER = "('integer', 'null')"
 ID = "('text')"
-#: The columns that name one row each.
 _KEYS = ("id", "hash")
 
 
 class NotColumnar(Exception):
-    """The file holds what only the row readers decode as the contract says;
-    raised inside the columnar reader and turned into None by
-    `columnar.read_forest`."""
+    """Values only the row readers decode as the contract says."""
 
 
 class ArrowReader:
-    """Read-only ADBC connections that read tables in short chunks: one for
-    the small statements (`execute`, `one`; a `Snapshot` runs its own on
-    it), and one per range of rowids that a large table is read in, side by
-    side (`table`)."""
+    """Read-only ADBC connections: one for small statements (a `Snapshot`'s
+    too), one more per rowid range read side by side."""
 
     def __init__(self, path: Any):
         from pathlib import Path
@@ -71,20 +52,17 @@ class ArrowReader:
         self.range_cursors = [self.cursor]
 
     def _cursor(self) -> Any:
-        """A cursor on a new connection."""
         import adbc_driver_sqlite.dbapi
 
-        # autocommit: outside an explicit transaction each statement takes
-        # the read lock only while it runs; the DB-API default would hold
-        # one transaction, and the lock, from the first statement on.
+        # The DB-API default would hold one transaction, and the read lock,
+        # from the first statement on.
         conn = adbc_driver_sqlite.dbapi.connect(self.uri, autocommit=True)
         self.connections.append(conn)
         cursor = conn.cursor()
         busy_ms = int(chunked.BUSY_TIMEOUT_SECONDS * 1000)
         cursor.execute(f"pragma busy_timeout = {busy_ms}")
         cursor.fetchall()
-        # One Arrow batch per chunk: the driver infers a column's type per
-        # batch, and a chunk then has one type per column.
+        # One batch per chunk: the driver infers a column's type per batch.
         cursor.adbc_statement.set_options(
             **{"adbc.sqlite.query.batch_rows": str(chunked.MAX_CHUNK_ROWS)}
         )
@@ -100,8 +78,7 @@ class ArrowReader:
             conn.close()
 
     def text_columns(self, table: str) -> set[str]:
-        """The columns of `table` with TEXT affinity (SQLite's rule: a
-        declared type naming CHAR, CLOB or TEXT, and not INT)."""
+        """The columns of `table` with SQLite's TEXT affinity."""
         self.cursor.execute(f"pragma table_info({table})")
         found = set()
         for row in self.cursor.fetchall():
@@ -113,8 +90,7 @@ class ArrowReader:
         return found
 
     def unique_columns(self, table: str) -> set[str]:
-        """The columns of `table` that a unique index (a primary key's
-        included) keeps unique by itself."""
+        """The columns a one-column unique index keeps unique."""
         self.cursor.execute(f"pragma index_list({table})")
         indexes = [row[1] for row in self.cursor.fetchall() if row[2]]
         found = set()
@@ -126,20 +102,16 @@ class ArrowReader:
         return found
 
     def execute(self, sql: str, parameters: Any = None, /) -> Any:
-        """Run one small statement on the main cursor: the cursor, for
-        `fetchone` (what a `Snapshot` asks of its connection)."""
+        """Run a small statement; the cursor, as a `Snapshot` wants."""
         return self.cursor.execute(sql, parameters)
 
     def one(self, sql: str) -> tuple[Any, ...]:
-        """The first row of one small statement."""
         row: tuple[Any, ...] = self.execute(sql).fetchone()
         return row
 
     def texts_at(self, table: str, column: str, rowids: np.ndarray) -> list[str | None]:
-        """The text of `column` in the rows of `table` with these rowids, in
-        their order, a few hundred rows a statement; NotColumnar for a value
-        that is no text, or text that is not UTF-8 (the row readers decide
-        how to show it)."""
+        """`column` of the rows with these `rowids`, in order; `NotColumnar`
+        for a value that is no UTF-8 text."""
         found: dict[int, str] = {}
         for start in range(0, len(rowids), 500):
             wanted = ", ".join(str(int(rowid)) for rowid in rowids[start : start + 500])
@@ -151,8 +123,7 @@ class ArrowReader:
             found.update(
                 zip(rows.column(0).to_pylist(), texts.to_pylist(), strict=True)
             )
-        # A row deleted meanwhile is None here, and the read starts again
-        # (`Snapshot.changed`).
+        # A row deleted meanwhile is None; `Snapshot.changed` reads again.
         return [found.get(int(rowid)) for rowid in rowids]
 
     def table(
@@ -164,24 +135,11 @@ class ArrowReader:
         log_order: bool = False,
         categories: tuple[str, ...] = (),
     ) -> dict[str, Any]:
-        """Every row of table `name` up to its bound in `snapshot`, in rowid order,
-        chunk by chunk: one Arrow array per column (in the driver's chunks),
-        but for the columns named in `strings`, which come as Arrow
-        `large_string` arrays, the node table's type (each chunk copied
-        out of the driver's batch as it comes, so that the batch, with its
-        other columns, goes as soon as the chunk is converted), the columns
-        in `categories`, which come as pandas categoricals, and, where
-        `strings` names any, the integer columns, as pandas' Int64,
-        converted chunk by chunk too. `columns` maps
-        each output column to its SQL expression and the SQLite types it may
-        hold (`TEXT`, `INTEGER`, `ID`); a row of any other type raises
-        NotColumnar. `log_order`: also tell, as "_in_log_order", whether the
-        rows are in log order by their `datetime_utc` and `id` columns.
-
-        A large table is read in `READ_THREADS` ranges of rowids side by
-        side, each on its own connection in its own thread: SQLite steps
-        through rows without Python's lock, so the ranges share the cores,
-        and one range's chunks are converted while another's are read.
+        """Table `name` up to its `snapshot` bound, in rowid order: per output
+        column of `columns` (SQL, allowed `typeof`s) an Arrow array, but
+        `strings` as `large_string`, `categories` as categoricals and, where
+        `strings` names any, integers as Int64, converted chunk by chunk.
+        `log_order` adds "_in_log_order". `NotColumnar` for other types.
         """
         import numpy as np
         import pandas as pd
@@ -193,11 +151,9 @@ class ArrowReader:
             snapshot.counted(name, 0)
             return _empty(columns, log_order)
         fields = ", ".join(f"{sql} as {out}" for out, (sql, _) in columns.items())
-        # A value of another type comes as another Arrow type (`_typed`
-        # refuses it): a BLOB as binary, text among integers as text. Only
-        # a number among text does not: it comes as its digits. A column of
-        # TEXT affinity (llm's are) holds no numbers, as SQLite stores them
-        # as text; any other needs SQLite's word for its types, row by row.
+        # Other types come as other Arrow types (`_typed` refuses them), but
+        # a number among text comes as digits: unless the column has TEXT
+        # affinity (llm's do), ask SQLite's `typeof` row by row.
         text_affinity = self.text_columns(name) | {"coalesce", "null"}
         unique = self.unique_columns(name)
         checks = [
@@ -212,9 +168,6 @@ class ArrowReader:
         )
 
         def convert(chunk: pa.Table) -> dict[str, Any]:
-            """One chunk's columns as the caller wants them, and, for the
-            log order, whether its rows are in it and its first and last
-            keys."""
             typed = {
                 out: _checked_column(chunk[out], types, name, out)
                 for out, (_, types) in columns.items()
@@ -225,16 +178,13 @@ class ArrowReader:
             for out, (_, types) in columns.items():
                 value = typed.pop(out)
                 if out in strings:
-                    # Copied out of the batch, then cast to the table's
-                    # `large_string` here, a chunk at a time (the cast keeps
-                    # the copy's words): cast whole at the end, a column
-                    # would be held twice.
+                    # Copied out of the batch and cast per chunk: a cast
+                    # at the end would hold the column twice.
                     value = pa.concat_arrays(
                         value.chunks or [pa.array([], pa.string())]
                     ).cast(pa.large_string())
                 elif out in categories:
-                    # Encoded into buffers of its own: a slice of the
-                    # driver's batch would keep the whole batch alive.
+                    # A slice of the batch would keep the whole batch alive.
                     value = pc.dictionary_encode(value)
                 elif types == INTEGER and strings:
                     value = integer_parts(value)
@@ -242,7 +192,7 @@ class ArrowReader:
             return part
 
         first_rowid = self.one(f"select min(rowid) from {name}")[0]
-        if first_rowid is None:  # emptied since the bounds were taken
+        if first_rowid is None:
             snapshot.counted(name, 0)
             return _empty(columns, log_order)
         ranges = _rowid_ranges(first_rowid - 1, last_rowid)
@@ -282,40 +232,31 @@ class ArrowReader:
         parts = {out: [chunk.pop(out) for chunk in chunks] for out in columns}
         del chunks
         for out, (_, types) in columns.items():
+            keyed = out in _KEYS and out not in unique
             if out in strings:
                 arrays[out] = pa.chunked_array(parts.pop(out), pa.large_string())
-                repeated = out in _KEYS and out not in unique
-                repeated = repeated and (
-                    pc.count_distinct(arrays[out]).as_py() < len(arrays[out])
-                )
             elif out in categories:
                 arrays[out] = joined_categories(parts.pop(out))
-                repeated = False
+                keyed = False
             elif types == INTEGER and strings:
                 pieces = parts.pop(out)
                 arrays[out] = pd.arrays.IntegerArray(
                     np.concatenate([values for values, _ in pieces]),
                     np.concatenate([mask for _, mask in pieces]),
                 )
-                repeated = False
+                keyed = False
             else:
                 pieces = [piece for part in parts.pop(out) for piece in part.chunks]
                 arrays[out] = pa.chunked_array(pieces, _arrow_type(types))
-                repeated = out in _KEYS and out not in unique
-                repeated = repeated and (
-                    pc.count_distinct(arrays[out]).as_py() < len(arrays[out])
-                )
-            if repeated:
-                # A table without a primary key: the row readers keep the
-                # first of each id and report the others.
+            if keyed and pc.count_distinct(arrays[out]).as_py() < len(arrays[out]):
+                # No primary key: the row readers keep the first and report.
                 raise NotColumnar(f"an id repeated in {name}")
         return arrays
 
 
 def _rowid_ranges(after: int, last: int) -> list[tuple[int, int]]:
-    """The rowids after `after` up to `last`, cut into `READ_THREADS` ranges
-    (`(after, last)` pairs) of equal width; one where there are fewer than
-    `ROWS_PER_RANGE` rowids per range."""
+    """`(after, last]` cut into up to `READ_THREADS` equal ranges of at least
+    `ROWS_PER_RANGE` rowids."""
     count = max(1, min(READ_THREADS, (last - after) // ROWS_PER_RANGE))
     bounds = [after + (last - after) * part // count for part in range(count + 1)]
     return list(zip(bounds[:-1], bounds[1:], strict=True))
@@ -329,10 +270,8 @@ def _read_range(
     convert: Callable[[pa.Table], dict[str, Any]],
     advanced: Callable[[int], None],
 ) -> tuple[list[dict[str, Any]], int]:
-    """The rows of `query` with rowids after `after` up to `last`, each chunk
-    a statement of its own paced by the chunked-read rule
-    (`snapshot.paced_chunks`), given to `convert`: the converted chunks, in
-    rowid order, and how many rows. `advanced` is told each chunk's rows."""
+    """`query`'s rows in `(after, last]` by `paced_chunks`, each chunk
+    converted; the chunks and the row count."""
     import pyarrow.compute as pc
 
     def fetch(after: int, wanted: int) -> pa.Table:
@@ -361,9 +300,8 @@ def _last_rowid_of(chunk: pa.Table) -> int:
 def _checked_column(
     column: pa.ChunkedArray, types: str, table: str, name: str
 ) -> pa.ChunkedArray:
-    """One chunk's column in the contract's type, or NotColumnar: another
-    type, text that is not UTF-8 (the row readers decide how to show it), a
-    NULL id."""
+    """A column in the contract's type; `NotColumnar` for another type,
+    non-UTF-8 text or a NULL id."""
     import pyarrow as pa
 
     column = _typed(column, _arrow_type(types))
@@ -377,8 +315,7 @@ def _checked_column(
 
 
 def _typed(column: pa.ChunkedArray, wanted: pa.DataType) -> pa.ChunkedArray:
-    """A chunk's column in the type the contract wants: the driver types a
-    column of NULLs only as int64."""
+    """`column` as `wanted` (the driver types a column of NULLs as int64)."""
     import pyarrow as pa
 
     if column.type == wanted:

@@ -22,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import convgraph
-import convgraph.cli.stats as stats_command
 from convgraph.analysis.abandoned import (
     abandoned_nodes,
     abandoned_nodes_table,
@@ -30,6 +29,7 @@ from convgraph.analysis.abandoned import (
     abandoned_work_nodes_table,
 )
 from convgraph.analysis.stats import summary, summary_table
+from convgraph.analysis.summaries import SMALL_INPUT_BYTES
 from convgraph.analysis.tool_stats import tree_tool_totals, tree_tool_totals_table
 from convgraph.contract import (
     INTEGER_ATTRIBUTES,
@@ -117,14 +117,14 @@ def test_a_file_lists_its_trees_in_one_order_under_and_over_the_threshold(
     tmp_path: Path,
 ) -> None:
     db = upgraded_file(tmp_path)
-    assert db.stat().st_size < stats_command.SMALL_INPUT_BYTES
+    assert db.stat().st_size < SMALL_INPUT_BYTES
     small = outputs(db)
     conn = sqlite3.connect(db)
-    padding = os.urandom(stats_command.SMALL_INPUT_BYTES + 1)
+    padding = os.urandom(SMALL_INPUT_BYTES + 1)
     conn.execute("insert into padding values (?)", [padding])
     conn.commit()
     conn.close()
-    assert db.stat().st_size > stats_command.SMALL_INPUT_BYTES
+    assert db.stat().st_size > SMALL_INPUT_BYTES
     assert outputs(db) == small
     trees = [row["tree_id"] for row in json.loads(small[0])]
     # Each tree where its first node is: the thread llm 0.36 began sits

@@ -1,7 +1,5 @@
-"""The statistics of a small file, tree by tree, without pandas: each
-tree read alone and measured by `summary`, the per-tree form of
-`conversation_table`, each row as the table gives it (`Logs.summaries`
-chooses the form)."""
+"""The statistics of a small file, tree by tree by `summary`, without pandas,
+each row as `conversation_table` gives it."""
 
 from __future__ import annotations
 
@@ -35,10 +33,9 @@ def is_small(source: Source) -> bool:
 def summary_records(
     source: Source, conversation_ids: Iterable[str] = ()
 ) -> list[dict[str, Any]] | None:
-    """The rows of `conversation_table` from `summary` of each tree: every
-    tree, or the trees the ids name (each once, in the order named). None
-    where the table must answer: hidden branches, a chat export's named
-    trees, a tree the file does not give alone. Raises UnknownConversation.
+    """The rows of `conversation_table` for every tree, or those the ids name
+    (each once, in order named); None where the table must answer (hidden
+    branches, a tree the file does not give alone). Raises UnknownConversation.
     """
     from convgraph.analysis.stats import summary
     from convgraph.model.loading import read_tree

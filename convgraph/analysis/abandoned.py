@@ -1,11 +1,9 @@
 """Which nodes are branches the user left, and which work went into them.
 
-A branch left is a node off the active path with no child of the user's own
-branches. A coding agent's subagent (a sidechain) is work the main branch
-asked for: its nodes never count as left, nor keep their starter from
-counting. The work of a branch left is every node off the active path, a
-subagent's node counting with the main node that started it; its tokens are
-what retries and edits spent (`abandoned_input_tokens`, ...).
+A branch left is a node off the active path with no child of the user's own.
+A subagent's nodes (a sidechain) are work its starter asked for: they never
+count as left, nor keep their starter from counting; their work counts with
+their starter's. That work's tokens are what retries and edits spent.
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ from convgraph.analysis.tool_stats import (
 from convgraph.contract import (
     CONVERSATION_COLUMNS,
     INTEGER_ATTRIBUTES,
+    RETRY_COLUMNS,
+    TOOL_CALLS,
+    TOOLS,
     TREE_NAME,
 )
 from convgraph.links.rules import TREE, rule, table_form
@@ -84,6 +87,15 @@ def summary(tree: nx.DiGraph[str]) -> dict[str, Any]:
     }
     stats |= _tree_retries(tree, stats)
     return {key: stats[key] for key in CONVERSATION_COLUMNS}
+
+
+def empty_summary(tree_id: Any, name: Any) -> dict[str, Any]:
+    """`summary` of a tree without a node (a chat export's empty conversation)."""
+    row: dict[str, Any] = dict.fromkeys(CONVERSATION_COLUMNS, 0)
+    row |= dict.fromkeys(("first_datetime", "last_datetime"), None)
+    row |= dict.fromkeys((*INTEGER_ATTRIBUTES, *RETRY_COLUMNS), None)
+    extra = {"branching_factor_avg": 0.0, "models": [], TOOLS: [], TOOL_CALLS: 0}
+    return row | extra | {"tree_id": tree_id, "name": name}
 
 
 def _tree_retries(tree: nx.DiGraph[str], totals: Mapping[str, Any]) -> dict[str, Any]:

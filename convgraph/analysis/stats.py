@@ -16,6 +16,7 @@ from convgraph.analysis.conversation_stats import (
     _children_counts,
     _links,
     _model_codes,
+    empty_summary,
     summary_table,
 )
 from convgraph.analysis.conversation_stats import summary as summary
@@ -28,7 +29,6 @@ from convgraph.contract import (
     INTEGER_COLUMNS,
     NODE_COLUMNS,
     PARTS,
-    RETRY_COLUMNS,
     TEXT_ATTRIBUTES,
     TOOL_CALLS,
     TOOLS,
@@ -36,7 +36,7 @@ from convgraph.contract import (
 )
 from convgraph.contract import CONVERSATION_COLUMNS as CONVERSATION_COLUMNS
 from convgraph.links.integrity import EMPTY_CONVERSATION
-from convgraph.model.marks import active_column
+from convgraph.model.marks import active_column, booleans
 from convgraph.times import parse_times
 
 if TYPE_CHECKING:
@@ -90,31 +90,12 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
 def _with_empty_trees(
     table: pd.DataFrame, tree_ids: list[str], names: Mapping[Any, Any]
 ) -> pd.DataFrame:
-    """`table` with a row for each tree without a node: usage NA, counts 0."""
+    """`table` with `empty_summary`'s row for each tree without a node."""
     import pandas as pd
 
-    rows = {}
-    for column in table.columns:
-        dtype = table[column].dtype
-        if column == "tree_id":
-            values: Any = pd.Series(tree_ids, dtype=dtype)
-        elif column == "name":
-            values = pd.Series([names.get(tree) for tree in tree_ids], dtype=object)
-        elif column in ("models", TOOLS):
-            values = pd.Series([[] for _ in tree_ids], dtype=object)
-        elif column == TOOL_CALLS:
-            values = pd.Series([0] * len(tree_ids), dtype=dtype)
-        elif (
-            isinstance(dtype, pd.DatetimeTZDtype)
-            or str(dtype) == "Int64"
-            or column in INTEGER_COLUMNS
-            or column in RETRY_COLUMNS
-        ):
-            values = pd.Series([None] * len(tree_ids), dtype=dtype)
-        else:
-            values = pd.Series([0] * len(tree_ids), dtype=dtype)
-        rows[column] = values
-    return pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
+    rows = [empty_summary(tree, names.get(tree)) for tree in tree_ids]
+    empty = pd.DataFrame(rows, columns=table.columns, dtype=object)
+    return pd.concat([table, empty.astype(table.dtypes.to_dict())], ignore_index=True)
 
 
 def branch_table(forest: Forest) -> pd.DataFrame:
@@ -143,12 +124,8 @@ def node_table_of(
     table["active"] = active_column(nodes, parent_rows)
     if "note" not in table.columns:
         table["note"] = None
-    table["preferred"] = (
-        nodes["preferred"].astype(object).where(nodes["preferred"].notna(), False)
-        if "preferred" in nodes.columns
-        else False
-    )
-    table["preferred"] = table["preferred"].astype(bool)
+    has = "preferred" in nodes.columns
+    table["preferred"] = booleans(nodes["preferred"]) if has else False
     # A dataset written before the run's content was in the contract.
     for column in (PARTS, TOOLS, TOOL_CALLS):
         if column not in table.columns:

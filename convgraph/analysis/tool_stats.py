@@ -40,9 +40,7 @@ def tree_tool_totals(tree: nx.DiGraph[str]) -> dict[str, Any]:
 def tree_tool_totals_table(
     nodes: pd.DataFrame, tree_codes: np.ndarray, trees: int
 ) -> dict[str, Any]:
-    """Every tree's `tree_tool_totals`, aligned with the tree codes of the
-    rows (log order). A dataset written before the columns has no calls.
-    """
+    """Every tree's `tree_tool_totals`, by the tree codes of the rows."""
     import pandas as pd
 
     missing = pd.Series(None, index=nodes.index, dtype=object)

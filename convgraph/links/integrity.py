@@ -1,11 +1,8 @@
 """Find the parent links that break the tree's rules, and drop them.
 
-A link is broken when a node is its own parent, the parent does not exist, is
-in another conversation (docs/design.md#the-same-conversation-rule), or the
-links go round a cycle (of nodes, or of the message store's `forked_from`
-threads). Each is a `Problem`; the node becomes a root, so every tree is a real
-forest. Two forms of the rule, checked by tests/test_rule_agreement.py:
-`check_links` (one tree, no pandas) and `check_links_table` (a nodes table).
+A node that is its own parent, names no parent, one in another conversation
+(docs/design.md#the-same-conversation-rule), or is on a cycle (of nodes, or of
+`forked_from` threads) is a `Problem` and becomes a root: every tree is a tree.
 """
 
 from __future__ import annotations
@@ -144,7 +141,6 @@ def break_cycles(
     finished: set[str] = set()
 
     def unfinished_parent(node: str) -> str | None:
-        # A walk ends where an earlier walk went: that part is done.
         parent = parents.get(node)
         return None if parent in finished else parent
 
@@ -212,10 +208,8 @@ def check_links(
 def check_links_table(
     nodes: pd.DataFrame, parent_rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, list[Problem]]:
-    """`check_links` of a nodes table (log order; `id`, `parent_id`,
-    `tree_id`, `conversation_id`): each valid parent row (-1 for a root) and
-    the problems, link problems in row order then cycles. `parent_rows` is
-    the reader's `PARENT_ROWS` where it has them; else found from the ids.
+    """`check_links` of a nodes table: each valid parent row (-1 for a root)
+    and the problems (cycles last). `parent_rows`: the reader's, if found.
     """
     # Here, not above: the one-tree path imports this module without numpy.
     import numpy as np

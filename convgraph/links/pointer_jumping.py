@@ -1,8 +1,6 @@
-"""Every node's ancestors at once, by pointer jumping (Wyllie's list ranking).
-
-The links are `parent_rows` (each node's parent row, -1 for a root); a path
-of length L takes log2(L) vectorized rounds. Imports numpy and pandas: one
-tree walks with `convgraph.links.integrity.ParentWalk` instead.
+"""Every node's ancestors at once over `parent_rows` (each node's parent row,
+-1 for a root), by pointer jumping: log2(depth) vectorized rounds. One tree
+walks with `convgraph.links.integrity.ParentWalk` instead, without numpy.
 """
 
 from __future__ import annotations
@@ -29,9 +27,7 @@ def climb(
     marked: np.ndarray | None = None,
 ) -> Climb:
     """Climb from every node towards its root, stopping at the nearest
-    marked node (the node itself included).
-
-    `totals`: `values` (``(n,)`` or ``(n, k)``) combined by `combine`, an
+    marked node (the node itself included). `totals`: `values` (``(n,)`` or ``(n, k)``) combined by `combine`, an
     associative ufunc with identity 0 (default `numpy.add`), up to but not
     including that node (to the root where none is marked); `nearest`: its
     row, or -1. A node above a cycle reaches no root; its totals mean nothing.
@@ -84,7 +80,7 @@ def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:
                     from_pandas=True,
                 )
             except (pa.ArrowTypeError, pa.ArrowInvalid):
-                wanted = None  # not all text: looked up as Python objects
+                wanted = None
         if wanted is not None:
             # index_in wants both sides of one type (string or large_string).
             rows = pc.index_in(
@@ -111,7 +107,7 @@ def path_totals(
 
 
 def nearest_marked(parent_rows: np.ndarray, marked: np.ndarray) -> np.ndarray:
-    """`climb`'s nearest: the nearest marked row at or above each node, or -1."""
+    """The nearest marked row at or above each node, or -1."""
     nearest = climb(parent_rows, marked=marked).nearest
     assert nearest is not None
     return nearest
@@ -119,7 +115,6 @@ def nearest_marked(parent_rows: np.ndarray, marked: np.ndarray) -> np.ndarray:
 
 def root_pointers(parent_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each node's root row and depth (a root is 0), for acyclic links."""
-    # Roots are marked: the climb stops there, its total counting the links.
     linked = parent_rows >= 0
     found = climb(parent_rows, np.ones(len(parent_rows), np.int64), marked=~linked)
     assert found.nearest is not None and found.totals is not None
@@ -133,8 +128,7 @@ def reaches_root(parent_rows: np.ndarray) -> np.ndarray:
 
 
 def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
-    """The id at each of `rows`, missing where a row is -1, in the ids' own
-    dtype (Arrow's strings stay Arrow; otherwise objects, None for missing)."""
+    """The id at each of `rows`, missing where a row is -1, in the ids' dtype."""
     arrow = _arrow_strings(ids)
     if arrow is not None:
         import pyarrow as pa

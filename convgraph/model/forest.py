@@ -96,12 +96,8 @@ class Forest:
         cannot leave some out keep them). `conversation_ids`: only these
         trees (any id of a tree, each once, in order first named). `progress`
         is told `(phase, done, total)`. `hidden` keeps the hidden branches.
-
-        Raises
-        ------
-        UnknownConversation
-            An id names no conversation, or one without nodes.
-        DatabaseError
+        Raises UnknownConversation (an id names no tree with nodes) and
+        DatabaseError.
         """
         report = progress or no_progress
         named = list(conversation_ids or ())
@@ -177,7 +173,6 @@ class Forest:
         )
 
     def _calls_of(self, tree_id: Any) -> dict[str, str]:
-        """The calls inside one tree's runs, by call id."""
         if not self.calls:
             return {}
         if self._calls_by_tree is None:
@@ -304,10 +299,9 @@ class TreeRows(NamedTuple):
 
 
 class _Taker:
-    """One column's plain values at a batch's rows.
-
-    Arrow's take joins every chunk first, for each batch: close rows are
-    taken from the slice they span, spread ones from the column joined once."""
+    """One column's plain values at a batch's rows. Arrow's take joins every
+    chunk first: close rows are taken from the slice they span, spread ones
+    from the column joined once."""
 
     def __init__(self, column: pd.Series):
         self.column = column

@@ -76,7 +76,7 @@ def mark_tree_table(
     if "preferred" not in nodes.columns:
         nodes["preferred"] = np.zeros(len(nodes), dtype=bool)
     else:
-        nodes["preferred"] = _booleans(nodes["preferred"])
+        nodes["preferred"] = booleans(nodes["preferred"])
     if notes:
         rows = parent_rows_of(nodes["id"], list(notes))
         found = rows >= 0
@@ -105,17 +105,17 @@ def active_column(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
         else np.zeros(len(nodes), dtype=bool)
     )
     if given.all() and len(nodes):
-        return _booleans(nodes["active"]).to_numpy(dtype=bool)
+        return booleans(nodes["active"]).to_numpy(dtype=bool)
     computed = active_rows(parent_rows, last_rows(nodes["tree_id"]))
     if not given.any():
         return computed
     codes = pd.factorize(nodes["tree_id"])[0]
     said = np.bincount(codes[given], minlength=codes.max() + 1) > 0
-    values = _booleans(nodes["active"]).to_numpy(dtype=bool)
+    values = booleans(nodes["active"]).to_numpy(dtype=bool)
     return np.where(said[codes], values, computed)
 
 
-def _booleans(values: pd.Series) -> pd.Series:
+def booleans(values: pd.Series) -> pd.Series:
     """A column as bool, a missing value False."""
     return values.astype(object).where(values.notna(), False).astype(bool)
 

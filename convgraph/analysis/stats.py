@@ -1,10 +1,8 @@
 """Tree statistics as pandas DataFrames, vectorized over the forest's tables.
 
-Counts by `numpy.bincount`, sums along paths by pointer jumping: no loop per
-node, no recursion, no graph per tree. Each table is a pure function of a node
-table holding its trees whole (`node_table_of`, `summary_table`,
-`branch_table_of`), so `convgraph.analysis.datasets` runs the same code on
-each partition of a Parquet dataset.
+No loop per node, no recursion, no graph per tree. Each table is a function
+of a node table holding its trees whole (`node_table_of`, `summary_table`,
+`branch_table_of`), which `convgraph.analysis.datasets` runs per partition.
 """
 
 from __future__ import annotations
@@ -117,7 +115,6 @@ def node_table_of(
     parent_rows, depths = _links(nodes, parent_rows, depths)
     counts = _children_counts(parent_rows)
     # A shallow copy: copy-on-write keeps the caller's own table as it is.
-    # A dataset written before the branch attributes gets them from the links.
     table = nodes.loc[:, [c for c in NODE_COLUMNS if c in nodes.columns]].copy(
         deep=False
     )
@@ -225,11 +222,9 @@ CONVERSATION_INPUTS = (
 def _models_per_branch(
     models: pd.Series, parent_rows: np.ndarray, leaves: np.ndarray
 ) -> list[list[Any]]:
-    """The distinct models on each leaf's branch, root first.
-
-    A bit set OR-ed along the path tells where a node introduces its model;
-    walking a leaf's introducers up takes one step per model, not per node.
-    """
+    """The distinct models on each leaf's branch, root first. A bit set OR-ed
+    along the path tells where a node introduces its model; walking a leaf's
+    introducers up takes one step per model, not per node."""
     import numpy as np
 
     from convgraph.links.pointer_jumping import nearest_marked, path_totals

@@ -1,22 +1,9 @@
-"""Which nodes are branches the user left, in both forms: over a nodes table
-(`abandoned_nodes_table`, vectorized) and over one tree's graph
-(`abandoned_nodes`, for `convgraph.analysis.stats.summary`).
+"""Which nodes are branches the user left, and which work went into them.
 
-A branch left is a node off the active path with no child that is a branch
-of the user's own: a leaf, or a node whose only children are a subagent's.
-A coding agent's subagent runs in a sidechain (`subagent_rows`,
-`in_subagent`): work the main branch asked for, never on the active path,
-never a branch the user left, so its nodes are never counted, and do not
-keep the node that started them from counting. Every source but the agents'
-has no subagents: there a branch left is a leaf off the active path.
-
-What the branches left cost is the work of every node on them, not only
-their tips: `abandoned_work_nodes_table` (the table) and `abandoned_work_nodes` (one
-tree) name the nodes off the active path, a subagent's node counting with
-the node of the main branch that started it (a subagent started from a
-branch left was work for it; one started from the active path was not).
-Their tokens are what a retry, an edited prompt or a regenerated answer
-spent (`convgraph.analysis.stats`' `abandoned_input_tokens`, ...).
+A branch left is a node off the active path with no child of the user's own.
+A subagent's nodes (a sidechain) are work its starter asked for: they never
+count as left, nor keep their starter from counting; their work counts with
+their starter's. That work's tokens are what retries and edits spent.
 """
 
 from __future__ import annotations
@@ -28,16 +15,14 @@ from convgraph.contract import AGENT_SOURCES, PARTS, SIDECHAIN
 from convgraph.links.rules import TREE, rule, table_form
 
 if TYPE_CHECKING:
-    # Only the tables' functions import numpy and take pandas' objects: one
-    # tree's (`abandoned_nodes`, `summary` of a small file) imports neither.
+    # Only the table forms import numpy and pandas.
     import networkx as nx
     import numpy as np
     import pandas as pd
 
 
 def _marked(parts: Any) -> bool:
-    """Parts (a list of part dicts) of a subagent's node: every part
-    carries `SIDECHAIN`."""
+    """Whether parts (a list of part dicts) are a subagent's node's."""
     if parts is None or isinstance(parts, str | bytes | Mapping):
         return False
     if not isinstance(parts, list):
@@ -52,10 +37,8 @@ def _marked(parts: Any) -> bool:
 
 
 def subagent_rows(nodes: pd.DataFrame) -> np.ndarray:
-    """Booleans over the rows of a nodes table: a subagent's node. The
-    `sidechain` column where the table has it (an agent's sessions read by
-    convgraph, text or not), else the mark on the parts of an agent's node
-    (a table without the agents' columns, whose parts are lists)."""
+    """Which rows are a subagent's: by the `sidechain` column where the table
+    has it, else by the mark on an agent's node's parts."""
     import numpy as np
 
     if SIDECHAIN in nodes.columns:
@@ -63,8 +46,7 @@ def subagent_rows(nodes: pd.DataFrame) -> np.ndarray:
     found = np.zeros(len(nodes), dtype=bool)
     if PARTS not in nodes.columns:
         return found
-    # Only an agent's nodes are looked at one by one: a million of llm's
-    # are not.
+    # Only an agent's nodes are looked at one by one.
     held = nodes[PARTS].notna().to_numpy(dtype=bool)
     if "source" in nodes.columns:
         source = nodes["source"]
@@ -77,10 +59,8 @@ def subagent_rows(nodes: pd.DataFrame) -> np.ndarray:
 
 
 def in_subagent(data: Mapping[str, Any]) -> bool:
-    """One node's attributes (a tree's node data): a subagent's node, told
-    by its parts' mark (a tree's nodes carry the contract's attributes
-    alone), so a tree built without its content (`text=False`) cannot tell;
-    the tables can, by their `sidechain` column."""
+    """Whether one node's attributes are a subagent's; told by the parts, so
+    a tree read with `text=False` cannot tell (the tables can)."""
     if data.get(SIDECHAIN) is not None:
         return True
     source = data.get("source")
@@ -89,9 +69,7 @@ def in_subagent(data: Mapping[str, Any]) -> bool:
 
 @rule(TREE)
 def abandoned_nodes(tree: nx.DiGraph[str]) -> list[Any]:
-    """The nodes of one tree's graph that are branches the user left, as
-    `abandoned_nodes_table` finds them in a table.
-    """
+    """The nodes of one tree that are branches the user left."""
     nodes = tree.nodes
     return [
         node
@@ -106,10 +84,7 @@ def abandoned_nodes(tree: nx.DiGraph[str]) -> list[Any]:
 def abandoned_nodes_table(
     nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
 ) -> np.ndarray:
-    """Booleans over the rows of a nodes table: a branch the user left (off
-    the active path, outside a subagent, no child outside one). `parent_rows`
-    and `active` as the forest has them.
-    """
+    """`abandoned_nodes` of a nodes table, as a bool per row."""
     import numpy as np
 
     own = ~subagent_rows(nodes)
@@ -121,14 +96,10 @@ def abandoned_nodes_table(
 
 @rule(TREE)
 def abandoned_work_nodes(tree: nx.DiGraph[str]) -> list[Any]:
-    """The nodes of one tree's graph whose work went into a branch the user
-    left, as `abandoned_work_nodes_table` finds them in a table, in the graph's
-    order.
-    """
+    """The nodes of one tree whose work went into a branch the user left."""
     nodes = tree.nodes
-    # Each node's starter: itself where it is a main branch's, else the
-    # nearest main node above; each walk stops at a node already known, so
-    # a long subagent chain is walked once, not once per node.
+    # Each node's starter: itself, or the nearest main node above; a walk
+    # stops at a node already known, so a chain is walked once.
     starter_of: dict[Any, Any] = {}
     for node in nodes:
         walked = []
@@ -155,11 +126,7 @@ def abandoned_work_nodes(tree: nx.DiGraph[str]) -> list[Any]:
 def abandoned_work_nodes_table(
     nodes: pd.DataFrame, parent_rows: np.ndarray, active: np.ndarray
 ) -> np.ndarray:
-    """Booleans over the rows of a nodes table: a node whose work went into
-    a branch the user left. A node of the main branches counts where it is
-    off the active path; a subagent's node where the nearest node of the
-    main branches above it does (none above it: it does not count).
-    """
+    """`abandoned_work_nodes` of a nodes table, as a bool per row."""
     import numpy as np
 
     from convgraph.links.pointer_jumping import nearest_marked

@@ -1,9 +1,6 @@
-"""A conversation's statistics in the rule's two forms side by side:
-`summary`, one tree's figures from its graph (plain Python, for one
-conversation), and `summary_table`, the same figures for every tree of a
-node table, one row each (numpy and pandas imported inside it). The columns
-are `contract.CONVERSATION_COLUMNS`; `convgraph.analysis.stats` builds its
-tables of a forest on them.
+"""A conversation's statistics (`contract.CONVERSATION_COLUMNS`) in the rule's
+two forms: `summary` of one tree's graph (plain Python) and `summary_table`,
+one row per tree of a node table.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from convgraph.analysis.abandoned import (
 )
 from convgraph.analysis.tool_stats import (
     may_pass_64_bits,
+    split_lists,
     sums_per_tree,
     tree_tool_totals,
     tree_tool_totals_table,
@@ -26,6 +24,9 @@ from convgraph.analysis.tool_stats import (
 from convgraph.contract import (
     CONVERSATION_COLUMNS,
     INTEGER_ATTRIBUTES,
+    RETRY_COLUMNS,
+    TOOL_CALLS,
+    TOOLS,
     TREE_NAME,
 )
 from convgraph.links.rules import TREE, rule, table_form
@@ -33,9 +34,7 @@ from convgraph.model.marks import active_column
 from convgraph.times import time_bounds
 
 if TYPE_CHECKING:
-    # numpy, pandas and the pointer jumping on their tables are imported by
-    # the functions of tables: `summary` of one tree (`convgraph stats` on a
-    # small file) needs none of them (0.3 s of a command's start).
+    # Imported by the table functions: `summary` of one tree needs none.
     import networkx as nx
     import numpy as np
     import pandas as pd
@@ -47,28 +46,26 @@ def _children_counts(parent_rows: np.ndarray) -> np.ndarray:
     return np.bincount(parent_rows[parent_rows >= 0], minlength=len(parent_rows))
 
 
-# -- a conversation's statistics: one tree's graph, or every tree of a table
+def _links(
+    nodes: pd.DataFrame, parent_rows: np.ndarray | None, depths: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`parent_rows` and `depths`, found from the ids where not given."""
+    from convgraph.links.pointer_jumping import parent_rows_of, root_pointers
+
+    if parent_rows is None:
+        parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
+    if depths is None:
+        depths = root_pointers(parent_rows)[1]
+    return parent_rows, depths
 
 
 @rule(TREE)
 def summary(tree: nx.DiGraph[str]) -> dict[str, Any]:
-    """One conversation's statistics in one dict: `summary_table`'s
-    row for one tree, computed on its graph (the summary helper of
-    docs/design.md#the-twelve-helpers).
-
-    The keys are `CONVERSATION_COLUMNS`: `tree_id` and `name` (the graph's
-    attributes), the tree's shape (`nodes`, `roots`, `leaves`, `max_depth`,
-    `branch_points`, `branching_factor_avg`, `branching_factor_max`, which
-    count the start where the tree has several roots:
-    `convgraph.model.tree.branch_points` and `branching_factor`),
-    `convgraph.model.tree.node_totals` over all its nodes (times as llm
-    stored them, where the table reads them as times), its `tool_calls` and
-    `tools`, and the active path's
-    `active_path_length` and `abandoned_branches`. One property test holds
-    the two forms to the same figures (tests/test_rule_agreement.py).
+    """One conversation's statistics (`CONVERSATION_COLUMNS`): `summary_table`'s
+    row for one tree (docs/design.md#the-twelve-helpers). Times are as llm
+    stored them, where the table reads them as times.
     """
-    # Here, not above: the tree operations import networkx (0.1 s), which
-    # the tables never need.
+    # Here, not above: the tree operations import networkx.
     from convgraph.model import tree as operations
 
     levels = operations.depths(tree)
@@ -85,13 +82,20 @@ def summary(tree: nx.DiGraph[str]) -> dict[str, Any]:
         "branching_factor_max": most,
         **operations.node_totals(tree),
         **tree_tool_totals(tree),
-        # The active path (the branch last used) and the branches left off
-        # it (a subagent's leaves are none: `convgraph.analysis.abandoned`).
         "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
         "abandoned_branches": len(abandoned_nodes(tree)),
     }
     stats |= _tree_retries(tree, stats)
     return {key: stats[key] for key in CONVERSATION_COLUMNS}
+
+
+def empty_summary(tree_id: Any, name: Any) -> dict[str, Any]:
+    """`summary` of a tree without a node (a chat export's empty conversation)."""
+    row: dict[str, Any] = dict.fromkeys(CONVERSATION_COLUMNS, 0)
+    row |= dict.fromkeys(("first_datetime", "last_datetime"), None)
+    row |= dict.fromkeys((*INTEGER_ATTRIBUTES, *RETRY_COLUMNS), None)
+    extra = {"branching_factor_avg": 0.0, "models": [], TOOLS: [], TOOL_CALLS: 0}
+    return row | extra | {"tree_id": tree_id, "name": name}
 
 
 def _tree_retries(tree: nx.DiGraph[str], totals: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,8 +114,7 @@ def _tree_retries(tree: nx.DiGraph[str], totals: Mapping[str, Any]) -> dict[str,
 
 
 def _share(part: list[int | None], whole: list[int | None]) -> float | None:
-    """The share of `whole`'s sum that `part`'s is (missing counting 0),
-    as floats divide: None where the whole is not above 0."""
+    """`part`'s sum over `whole`'s (missing counts 0), None unless whole > 0."""
     counted = sum(value or 0 for value in whole)
     if counted <= 0:
         return None
@@ -125,28 +128,14 @@ def summary_table(
     parent_rows: np.ndarray | None = None,
     depths: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """`conversation_table` of a node table holding its trees whole, one row
-    per tree in the order of its first row.
-
-    Parameters
-    ----------
-    nodes
-        As `node_table_of` takes it.
-    names
-        Each tree's name; when None, the `tree_name` column of `nodes` where
-        it has one (a Parquet dataset's), else no names.
-    parent_rows, depths
-        As `node_table_of` takes them.
+    """`conversation_table` of a node table holding its trees whole (as
+    `node_table_of` takes it), one row per tree in the order of its first
+    row. Without `names`, a `tree_name` column gives them where there is one.
     """
     import numpy as np
     import pandas as pd
 
-    from convgraph.links.pointer_jumping import parent_rows_of, root_pointers
-
-    if parent_rows is None:
-        parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
-    if depths is None:
-        depths = root_pointers(parent_rows)[1]
+    parent_rows, depths = _links(nodes, parent_rows, depths)
     codes, tree_ids = pd.factorize(nodes["tree_id"], sort=False)
     trees = len(tree_ids)
     counts = _children_counts(parent_rows)
@@ -165,8 +154,7 @@ def summary_table(
     # children are the roots (docs/design.md#depth-roots-and-branching).
     start = roots > 1
     start_children = np.where(start, roots, 0)
-    # Every non-root node is one child of one parent, so the children of a
-    # tree's parents add up to its nodes less its roots.
+    # The children of a tree's parents add up to its nodes less its roots.
     with np.errstate(divide="ignore", invalid="ignore"):
         average = np.where(
             parents + start > 0,
@@ -220,8 +208,7 @@ def summary_table(
 
 
 def within_totals(total: Any, part: Any) -> Any:
-    """A part's sums (`sums_per_tree`) where its total has one: 0 where the
-    part has none, missing where the total is."""
+    """A part's sums, 0 where it has none, missing where the total is."""
     import numpy as np
     import pandas as pd
 
@@ -239,14 +226,13 @@ def within_totals(total: Any, part: Any) -> Any:
 
 
 def token_shares(parts: list[Any], wholes: list[Any]) -> pd.arrays.FloatingArray:
-    """`_share` of every tree at once (nullable `Float64`): NA where the
-    whole is not above 0."""
+    """`_share` of every tree at once, as nullable `Float64`."""
     import numpy as np
     import pandas as pd
 
     def counted(columns: list[Any]) -> np.ndarray:
-        # Summed as Python's integers would be, then made floats, as
-        # `_share` makes them: the two forms divide the same numbers.
+        # Summed as integers, then made floats, as `_share` does: the two
+        # forms divide the same numbers.
         if all(isinstance(c, pd.arrays.IntegerArray) for c in columns):
             sums = sum(c.fillna(0).to_numpy(np.int64) for c in columns)
             if not may_pass_64_bits(
@@ -271,8 +257,7 @@ def _tree_names(
     codes: np.ndarray,
     tree_ids: Any,
 ) -> pd.Series:
-    """Each tree's name (None where it has none), aligned with `tree_ids`:
-    from `names`, else from the first row of each tree's `tree_name`."""
+    """Each tree's name from `names`, else its first row's `tree_name`."""
     import numpy as np
     import pandas as pd
 
@@ -288,10 +273,8 @@ def _tree_names(
 
 
 def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Each node's model as an integer code (-1 for none), and the models.
-
-    An empty model id counts as none, as `summary` counts it.
-    """
+    """Each node's model as a code (-1 for none, as is "", as `summary`
+    counts it), and the models."""
     import numpy as np
     import pandas as pd
 
@@ -299,39 +282,24 @@ def _model_codes(models: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     names = found.to_numpy(dtype=object)
     empty = np.flatnonzero(names == "")
     if len(empty):
-        # Drop the empty id from the models and renumber the codes after it.
         codes = np.where(codes == empty[0], -1, codes - (codes > empty[0]))
         names = np.delete(names, empty[0])
     return codes, names
 
 
-def _split_lists(flat: list[Any], counts: np.ndarray) -> list[list[Any]]:
-    """`flat` cut into consecutive lists of `counts[i]` items."""
-    import numpy as np
-
-    if len(flat) == len(counts) and (counts == 1).all():
-        # One model a tree, the common case: no slice to make for each.
-        return [[item] for item in flat]
-    ends = np.cumsum(counts).tolist()
-    starts = [0, *ends][: len(ends)]
-    return [flat[start:end] for start, end in zip(starts, ends, strict=True)]
-
-
 def _models_per_tree(
     models: pd.Series, tree_codes: np.ndarray, trees: int
 ) -> list[list[Any]]:
-    """Each tree's distinct models in order of first use (rows are in log
-    order), as lists aligned with the tree codes."""
+    """Each tree's distinct models in order of first use."""
     import numpy as np
     import pandas as pd
 
     codes, names = _model_codes(models)
     used = codes >= 0
     pairs = tree_codes[used].astype(np.int64) * max(len(names), 1) + codes[used]
-    # Distinct (tree, model) pairs in order of first use: a hash, not a sort.
+    # Distinct (tree, model) pairs in order of first use.
     first_uses = pd.unique(pairs)
     trees_of, models_of = np.divmod(first_uses, max(len(names), 1))
-    # Grouped by tree; within a tree, still in order of first use.
     order = np.argsort(trees_of, kind="stable")
     flat = names[models_of[order]].tolist()
-    return _split_lists(flat, np.bincount(trees_of, minlength=trees))
+    return split_lists(flat, np.bincount(trees_of, minlength=trees))

@@ -1,6 +1,5 @@
-"""The tables `convgraph stats` gives beside the plain one (over the nodes
-a filter matches, with costs, usage over time), each with the models that
-have no known price (their cost null, not guessed)."""
+"""The tables `convgraph stats` gives beside the plain one, each with the
+models that have no known price (their cost null, not guessed)."""
 
 from __future__ import annotations
 
@@ -42,9 +41,8 @@ def trees_table(
 def usage_report(
     forest: Forest, keys: Sequence[str], in_range: TreeFilter | None
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Usage grouped by `keys` (`convgraph.analysis.usage.usage_table`),
-    over the nodes `in_range` matches where given; and the models without
-    a price."""
+    """Usage grouped by `keys`, over the nodes `in_range` matches where
+    given; and the models without a price."""
     from convgraph.analysis.prices import node_costs
     from convgraph.analysis.usage import usage_table
     from convgraph.model.filters import node_matches_table

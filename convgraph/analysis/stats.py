@@ -1,25 +1,8 @@
-"""Tree statistics as pandas DataFrames, computed on the forest's tables.
+"""Tree statistics as pandas DataFrames, vectorized over the forest's tables.
 
-Everything here is vectorized over the whole forest: counts by `numpy.bincount`
-and group-bys over integer codes of the node table, depths from
-`Forest.depths`, and sums along root-to-leaf paths by pointer jumping
-(`convgraph.links.pointer_jumping`).
-There is no Python loop per node, no recursion, and no networkx graph per
-conversation, so a million-response forest is a few seconds of work. The
-columns have real dtypes: `datetime64[us, UTC]` times, nullable `Int64` usage
-figures, and categories for the values that repeat.
-
-One rule, two forms: `summary` (one tree's graph) and `summary_table`
-(every tree of a table), side by side in `conversation_stats`, importable
-from here too.
-
-Each table is computed by a pure function of a node table (`node_table_of`,
-`summary_table`, `branch_table_of`): a pandas DataFrame with `id`,
-`tree_id`, `parent_id` and the node attributes, holding every tree it touches
-whole. The functions of a `Forest` call them on the whole forest's table;
-`convgraph.analysis.datasets` calls the very same functions on each partition of a Parquet
-dataset (`convgraph.export.parquet`), which holds every tree in one partition,
-so a forest beyond one machine is measured by the same code.
+No loop per node, no recursion, no graph per tree. Each table is a function
+of a node table holding its trees whole (`node_table_of`, `summary_table`,
+`branch_table_of`), which `convgraph.analysis.datasets` runs per partition.
 """
 
 from __future__ import annotations
@@ -29,21 +12,21 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.analysis.conversation_stats import (
     _children_counts,
+    _links,
     _model_codes,
-    _split_lists,
+    empty_summary,
     summary_table,
 )
 from convgraph.analysis.conversation_stats import summary as summary
 from convgraph.analysis.conversation_stats import token_shares as token_shares
 from convgraph.analysis.conversation_stats import within_totals as within_totals
-from convgraph.analysis.tool_stats import may_pass_64_bits
+from convgraph.analysis.tool_stats import may_pass_64_bits, split_lists
 from convgraph.contract import (
     CATEGORY_COLUMNS,
     INTEGER_ATTRIBUTES,
     INTEGER_COLUMNS,
     NODE_COLUMNS,
     PARTS,
-    RETRY_COLUMNS,
     TEXT_ATTRIBUTES,
     TOOL_CALLS,
     TOOLS,
@@ -51,19 +34,15 @@ from convgraph.contract import (
 )
 from convgraph.contract import CONVERSATION_COLUMNS as CONVERSATION_COLUMNS
 from convgraph.links.integrity import EMPTY_CONVERSATION
-from convgraph.model.marks import active_column
+from convgraph.model.marks import active_column, booleans
 from convgraph.times import parse_times
 
 if TYPE_CHECKING:
-    # numpy, pandas and the pointer jumping on their tables are imported by
-    # the functions of tables: `summary` of one tree (`convgraph stats` on a
-    # small file) needs none of them (0.3 s of a command's start).
+    # Imported by the table functions: `summary` of one tree needs none.
     import numpy as np
     import pandas as pd
 
     from convgraph.model.forest import Forest
-
-# -- links ----------------------------------------------------------------
 
 
 def children_counts(forest: Forest) -> np.ndarray:
@@ -71,36 +50,17 @@ def children_counts(forest: Forest) -> np.ndarray:
     return _children_counts(forest.parent_rows)
 
 
-# -- the tables of a forest -----------------------------------------------
-
-
 def node_table(forest: Forest) -> pd.DataFrame:
-    """One row per node, aligned with `forest.nodes`: its attributes, and its
-    place in its tree (`node_table_of` the forest's nodes).
-
-    Columns: `id`, `tree_id` (the conversation tree, as in
-    `conversation_table`), `parent_id`, the node attributes of the contract
-    (`conversation_id`, `prompt`, `system`, `response`, `parts`,
-    `tool_calls`, `tools`, `model`, `datetime_utc`, `input_tokens`,
-    `output_tokens`, `duration_ms`, `source`, `active`, `note`,
-    `preferred`), then `depth` (a root is 0), `children`, `is_root`,
-    `is_leaf`.
-
-    `datetime_utc` is a `datetime64[us, UTC]` (NaT where missing or not a
-    time); usage figures and `tool_calls` are nullable `Int64`; `tree_id`,
-    `conversation_id`, `model` and `source` are categories. Texts and parts
-    are None when the forest was read with `text=False` (`tool_calls` and
-    `tools` are read all the same).
+    """One row per node, aligned with `forest.nodes`: the contract's columns
+    (`NODE_COLUMNS`), then `depth` (a root is 0), `children`, `is_root`,
+    `is_leaf`. Times are `datetime64[us, UTC]`, usage and `tool_calls`
+    nullable `Int64`; texts and parts None when read with `text=False`.
     """
     return node_table_of(forest.nodes, forest.parent_rows, forest.depths)
 
 
 def edge_table(forest: Forest) -> pd.DataFrame:
-    """One row per parent -> child link, in the child's log order.
-
-    Columns: `parent`, `child` (node ids) and `tree_id` (the tree, a
-    category): the columns of `Forest.edges`.
-    """
+    """One row per link, in the child's log order: `parent`, `child`, `tree_id`."""
     import numpy as np
     import pandas as pd
 
@@ -116,25 +76,9 @@ def edge_table(forest: Forest) -> pd.DataFrame:
 
 
 def conversation_table(forest: Forest) -> pd.DataFrame:
-    """One row per conversation tree, in the order of its first node
-    (`summary_table` the forest's nodes, with its names).
-
-    Columns: `tree_id`, `name`, `nodes`, `roots`, `leaves`,
-    `max_depth`, `branch_points` (nodes with more than one child, and the
-    start where the tree has several roots), `branching_factor_avg` and
-    `branching_factor_max` (over the nodes that have children, and the start
-    with its roots as its children where there are several; 0 where there is
-    neither), `first_datetime`, `last_datetime`
-    (`datetime64[us, UTC]`), `models` (a list: distinct, in order of first
-    use), `input_tokens`, `output_tokens`, `duration_ms` (sums, nullable
-    `Int64`: NA where no node of the tree has the figure), `tool_calls` (the
-    tool calls its runs made, summed the same way), `tools` (a list: the
-    tools called, each once, in the order first called),
-    `active_path_length` (the nodes on the active path, the branch last
-    used) and `abandoned_branches` (the branches left off it: its leaves
-    but a subagent's, `convgraph.analysis.abandoned`).
-    A chat export's conversation without a node (`empty-conversation` among
-    the forest's problems) is a row of its own after them, with 0 nodes.
+    """One row per conversation tree, in the order of its first node (the
+    columns: docs/guide/measure.md); a chat export's conversation without a
+    node is a row after them, with 0 nodes.
     """
     table = summary_table(forest.nodes, forest.names, forest.parent_rows, forest.depths)
     empty = [p.node_id for p in forest.problems if p.kind == EMPTY_CONVERSATION]
@@ -144,49 +88,20 @@ def conversation_table(forest: Forest) -> pd.DataFrame:
 def _with_empty_trees(
     table: pd.DataFrame, tree_ids: list[str], names: Mapping[Any, Any]
 ) -> pd.DataFrame:
-    """`table` with a row for each tree that has no node: 0 nodes, no times,
-    no models or tools, usage NA (0 tool calls)."""
+    """`table` with `empty_summary`'s row for each tree without a node."""
     import pandas as pd
 
-    rows = {}
-    for column in table.columns:
-        dtype = table[column].dtype
-        if column == "tree_id":
-            values: Any = pd.Series(tree_ids, dtype=dtype)
-        elif column == "name":
-            values = pd.Series([names.get(tree) for tree in tree_ids], dtype=object)
-        elif column in ("models", TOOLS):
-            values = pd.Series([[] for _ in tree_ids], dtype=object)
-        elif column == TOOL_CALLS:
-            values = pd.Series([0] * len(tree_ids), dtype=dtype)
-        elif (
-            isinstance(dtype, pd.DatetimeTZDtype)
-            or str(dtype) == "Int64"
-            or column in INTEGER_COLUMNS
-            or column in RETRY_COLUMNS
-        ):
-            values = pd.Series([None] * len(tree_ids), dtype=dtype)
-        else:
-            values = pd.Series([0] * len(tree_ids), dtype=dtype)
-        rows[column] = values
-    return pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
+    rows = [empty_summary(tree, names.get(tree)) for tree in tree_ids]
+    empty = pd.DataFrame(rows, columns=table.columns, dtype=object)
+    return pd.concat([table, empty.astype(table.dtypes.to_dict())], ignore_index=True)
 
 
 def branch_table(forest: Forest) -> pd.DataFrame:
-    """One row per root-to-leaf path (a branch), in the log order of leaves
-    (`branch_table_of` the forest's nodes).
-
-    Columns: `tree_id` (the tree, a category), `leaf_id`, `root_id`,
-    `length` (how many nodes the branch holds: the leaf's depth + 1),
-    `input_tokens`, `output_tokens`, `duration_ms` (sums along the branch,
-    nullable `Int64`: NA where no node of the branch has the figure) and
-    `models` (a list: the distinct models of the branch, in the order the
-    branch first used them, from the root down).
+    """One row per root-to-leaf path, in the log order of leaves: `tree_id`,
+    `leaf_id`, `root_id`, `length` (nodes), usage summed along it (nullable
+    `Int64`, NA where no node has the figure), `models` (distinct, root first).
     """
     return branch_table_of(forest.nodes, forest.parent_rows)
-
-
-# -- the tables of a node table (one partition, or the whole forest) ------
 
 
 def node_table_of(
@@ -194,48 +109,21 @@ def node_table_of(
     parent_rows: np.ndarray | None = None,
     depths: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """`node_table` of a node table holding its trees whole: the columns of
-    `NODE_COLUMNS` in the table's dtypes, then `NODE_FIGURES` computed.
-
-    Parameters
-    ----------
-    nodes
-        `id`, `tree_id`, `parent_id` and the node attributes, one row per
-        node in log order (a `Forest`'s nodes, or a partition of a Parquet
-        dataset, whose other columns are left out).
-    parent_rows, depths
-        The links as `Forest.parent_rows` and `Forest.depths` hold them;
-        found from `id` and `parent_id` when not given.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Aligned with `nodes` (the same index).
+    """`node_table` of a node table (log order) holding its trees whole,
+    aligned with it; `parent_rows` and `depths` are found when not given.
     """
-    from convgraph.links.pointer_jumping import parent_rows_of, root_pointers
-
-    if parent_rows is None:
-        parent_rows = parent_rows_of(nodes["id"], nodes["parent_id"])
-    if depths is None:
-        depths = root_pointers(parent_rows)[1]
+    parent_rows, depths = _links(nodes, parent_rows, depths)
     counts = _children_counts(parent_rows)
     # A shallow copy: copy-on-write keeps the caller's own table as it is.
-    # A table without the branch attributes (a dataset written before them)
-    # gets them: the active path found from the links, no notes.
     table = nodes.loc[:, [c for c in NODE_COLUMNS if c in nodes.columns]].copy(
         deep=False
     )
     table["active"] = active_column(nodes, parent_rows)
     if "note" not in table.columns:
         table["note"] = None
-    table["preferred"] = (
-        nodes["preferred"].astype(object).where(nodes["preferred"].notna(), False)
-        if "preferred" in nodes.columns
-        else False
-    )
-    table["preferred"] = table["preferred"].astype(bool)
-    # A dataset written before the run's content was in the contract: no
-    # parts, and no telling how many tools were called.
+    has = "preferred" in nodes.columns
+    table["preferred"] = booleans(nodes["preferred"]) if has else False
+    # A dataset written before the run's content was in the contract.
     for column in (PARTS, TOOLS, TOOL_CALLS):
         if column not in table.columns:
             table[column] = None
@@ -247,8 +135,7 @@ def node_table_of(
     for column in (*TEXT_ATTRIBUTES, TOOLS):
         texts = table[column]
         if texts.dtype != object:
-            # A reader's string dtype (Dask's, from Parquet) as the
-            # contract's texts: str or None.
+            # A reader's string dtype (Dask's) as the contract's str or None.
             table[column] = texts.astype(object).where(texts.notna(), None)
     table["datetime_utc"] = parse_times(nodes["datetime_utc"])
     for column in INTEGER_COLUMNS:
@@ -263,9 +150,7 @@ def node_table_of(
 def branch_table_of(
     nodes: pd.DataFrame, parent_rows: np.ndarray | None = None
 ) -> pd.DataFrame:
-    """`branch_table` of a node table holding its trees whole, one row per
-    leaf in the order of the table's rows.
-    """
+    """`branch_table` of a node table holding its trees whole."""
     import numpy as np
     import pandas as pd
 
@@ -280,8 +165,8 @@ def branch_table_of(
     root_rows, depths = root_pointers(parent_rows)
     leaves = np.flatnonzero(_children_counts(parent_rows) == 0)
 
-    # One accumulation for all usage figures: their values (NA as 0) and how
-    # many nodes of the path have each, to tell a sum of 0 from no figure.
+    # One climb for all figures, with how many nodes have each: a sum of 0
+    # is told from no figure.
     usage = [nodes[column].astype("Int64").array for column in INTEGER_ATTRIBUTES]
     present = np.column_stack(
         [~np.asarray(figures.isna(), dtype=bool) for figures in usage]
@@ -319,10 +204,7 @@ def branch_table_of(
     return table
 
 
-# -- a Parquet dataset ----------------------------------------------------
-
-#: The columns of a dataset's node table that `summary_table` reads:
-#: no texts, which are most of the bytes (`convgraph.analysis.datasets` reads these).
+#: The columns of a dataset that `summary_table` reads: no texts.
 CONVERSATION_INPUTS = (
     "id",
     "tree_id",
@@ -337,20 +219,12 @@ CONVERSATION_INPUTS = (
 )
 
 
-# -- helpers --------------------------------------------------------------
-
-
 def _models_per_branch(
     models: pd.Series, parent_rows: np.ndarray, leaves: np.ndarray
 ) -> list[list[Any]]:
-    """The distinct models on each leaf's branch, in the order the branch
-    first used them (root first), as lists aligned with `leaves`.
-
-    Which models a branch holds is a bit set OR-ed along the path by pointer
-    jumping. A node introduces its model when the bit is not yet set above
-    it; walking a leaf's introducing ancestors upwards takes one vectorized
-    step per model of the branch, not one per node.
-    """
+    """The distinct models on each leaf's branch, root first. A bit set OR-ed
+    along the path tells where a node introduces its model; walking a leaf's
+    introducers up takes one step per model, not per node."""
     import numpy as np
 
     from convgraph.links.pointer_jumping import nearest_marked, path_totals
@@ -386,9 +260,8 @@ def _models_per_branch(
         current = nearest[parent_of[current]]
     if not steps:
         return [[] for _ in leaves]
-    # Rows: leaves; columns: root first. Finished walks padded with -1 at the
-    # start after the flip, so the valid codes of a row are its tail.
+    # Finished walks are padded with -1: a row's valid codes are its tail.
     found = np.column_stack(steps)[:, ::-1]
     valid = found >= 0
     flat = names[found[valid]].tolist()
-    return _split_lists(flat, valid.sum(axis=1))
+    return split_lists(flat, valid.sum(axis=1))

@@ -1,7 +1,5 @@
-"""The statistics of a small file, tree by tree, without pandas: each
-tree read alone and measured by `summary`, the per-tree form of
-`conversation_table`, each row as the table gives it (`Logs.summaries`
-chooses the form)."""
+"""The statistics of a small file, tree by tree by `summary`, without pandas,
+each row as `conversation_table` gives it."""
 
 from __future__ import annotations
 
@@ -35,10 +33,9 @@ def is_small(source: Source) -> bool:
 def summary_records(
     source: Source, conversation_ids: Iterable[str] = ()
 ) -> list[dict[str, Any]] | None:
-    """The rows of `conversation_table` from `summary` of each tree: every
-    tree, or the trees the ids name (each once, in the order named). None
-    where the table must answer: hidden branches, a chat export's named
-    trees, a tree the file does not give alone. Raises UnknownConversation.
+    """The rows of `conversation_table` for every tree, or those the ids name
+    (each once, in order named); None where the table must answer (hidden
+    branches, a tree the file does not give alone). Raises UnknownConversation.
     """
     from convgraph.analysis.stats import summary
     from convgraph.model.loading import read_tree
@@ -69,14 +66,8 @@ def _one_pass_records(
     source: Source, trees: Iterator[TreeRecords]
 ) -> list[dict[str, Any]]:
     """`summary_records` of a file read once, empty trees last."""
+    from convgraph.analysis.conversation_stats import empty_summary
     from convgraph.analysis.stats import summary
-    from convgraph.contract import (
-        CONVERSATION_COLUMNS,
-        INTEGER_ATTRIBUTES,
-        RETRY_COLUMNS,
-        TOOL_CALLS,
-        TOOLS,
-    )
     from convgraph.model.loading import tree_graph
 
     found, empty = [], []
@@ -88,14 +79,7 @@ def _one_pass_records(
         found.append((min(map(log_order, tree.records)), _with_table_times(record)))
     # The table's order: each tree where its first node is in log order.
     records = [record for _, record in sorted(found, key=lambda pair: pair[0])]
-    nothing: dict[str, Any] = dict.fromkeys(CONVERSATION_COLUMNS, 0)
-    nothing |= dict.fromkeys(("first_datetime", "last_datetime"), None)
-    nothing |= dict.fromkeys(INTEGER_ATTRIBUTES, None)
-    nothing |= dict.fromkeys(RETRY_COLUMNS, None)
-    nothing |= {"branching_factor_avg": 0.0, "models": [], TOOLS: [], TOOL_CALLS: 0}
-    for tree in empty:
-        records.append(nothing | {"tree_id": tree.tree_id, "name": tree.name})
-    return records
+    return records + [empty_summary(tree.tree_id, tree.name) for tree in empty]
 
 
 def _with_table_times(record: dict[str, Any]) -> dict[str, Any]:

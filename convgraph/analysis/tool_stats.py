@@ -1,15 +1,8 @@
-"""What a conversation's runs did with tools: how many tool calls they made
-and which tools they called, in the rule's two forms side by side: one
-tree's graph (`tree_tool_totals`, for `convgraph.analysis.stats.summary`)
-and every tree of a node table at once (`tree_tool_totals_table`, for
-`summary_table`, on pandas or a Dask partition), held to the same
-answers by tests/test_rule_agreement.py.
+"""What a conversation's runs did with tools, in the rule's two forms.
 
-A node's `tool_calls` is an integer (None where the source cannot tell) and
-its `tools` the names it called, each once in first-call order, joined by
-", " (docs/design.md#the-node-contract); a tree sums the first (None, NA in
-the table, where no node can tell) and lists the second, each name once, in
-the order the tree first called it.
+A node's `tool_calls` is an integer (None where the source cannot tell), its
+`tools` the names it called joined by ", "; a tree sums the first (None where
+no node can tell) and lists the second, each name once, in first-call order.
 """
 
 from __future__ import annotations
@@ -34,9 +27,7 @@ def tool_list(tools: Any) -> list[str]:
 
 @rule(TREE)
 def tree_tool_totals(tree: nx.DiGraph[str]) -> dict[str, Any]:
-    """One tree's tool calls (their sum: None where no node can tell) and
-    the tools it called (each once, in the order first called).
-    """
+    """One tree's `tool_calls` and `tools`."""
     calls = [count for _, count in tree.nodes(data=TOOL_CALLS) if count is not None]
     names = (name for _, text in tree.nodes(data=TOOLS) for name in tool_list(text))
     return {
@@ -49,21 +40,13 @@ def tree_tool_totals(tree: nx.DiGraph[str]) -> dict[str, Any]:
 def tree_tool_totals_table(
     nodes: pd.DataFrame, tree_codes: np.ndarray, trees: int
 ) -> dict[str, Any]:
-    """Every tree's `tree_tool_totals` at once, aligned with the tree codes
-    (`tree_codes[row]` the tree of each row, rows in log order):
-    `tool_calls` a nullable Int64 array, `tools` a Series of lists. A table
-    without the columns (a dataset written before them) has no calls to
-    tell and no tools.
-    """
-    # Here, not above: one tree's totals (`summary` of a small file) need
-    # neither pandas nor numpy.
+    """Every tree's `tree_tool_totals`, by the tree codes of the rows."""
     import pandas as pd
 
     missing = pd.Series(None, index=nodes.index, dtype=object)
     calls = nodes[TOOL_CALLS] if TOOL_CALLS in nodes.columns else missing
     tools = nodes[TOOLS] if TOOLS in nodes.columns else missing
-    # A file without tool calls (most llm logs) has a million None here:
-    # nothing to split or number.
+    # Most llm logs have no tool calls: nothing to split or number.
     per_tree = (
         _tools_per_tree(tools, tree_codes, trees)
         if tools.notna().any()
@@ -78,12 +61,9 @@ def tree_tool_totals_table(
 def sums_per_tree(
     column: pd.Series, codes: np.ndarray, trees: int
 ) -> pd.api.extensions.ExtensionArray | np.ndarray:
-    """Each tree's sum of `column` (NA where no row of it has a figure;
-    trees numbered by `codes`), exact: nullable `Int64`, as pandas'
-    group-by sum with `min_count=1` gives it, by numpy in half its time at a
-    million rows (the conversation table's usage figures and tool calls);
-    Python's integers (an object array, None where no figure) where a sum
-    could pass 64 bits, never a sum wrapped round to a negative.
+    """Each tree's sum of `column` (trees numbered by `codes`), NA where no
+    row has a figure: nullable `Int64`, or Python's integers (None for NA)
+    where a sum could pass 64 bits, never a sum wrapped round.
     """
     import numpy as np
     import pandas as pd
@@ -108,8 +88,7 @@ def sums_per_tree(
 
 def may_pass_64_bits(values: np.ndarray, counted: np.ndarray) -> bool:
     """Whether a sum of `counted` (the most in a group) of `values` could
-    leave int64: bounded by the largest magnitude times the largest group,
-    in Python's integers (numpy's would wrap in the test itself)."""
+    leave int64, reckoned in Python's integers (numpy's would wrap)."""
     if not len(values):
         return False
     largest = max(int(values.max()), -int(values.min()))
@@ -119,10 +98,8 @@ def may_pass_64_bits(values: np.ndarray, counted: np.ndarray) -> bool:
 def _tools_per_tree(
     tools: pd.Series, tree_codes: np.ndarray, trees: int
 ) -> list[list[str]]:
-    """Each tree's tools, each once, in the order first called, as lists
-    aligned with the tree codes: each distinct `tools` text is split once,
-    then the distinct (tree, tool) pairs found in order of first use (a hash,
-    not a sort), as the statistics find each tree's models."""
+    """Each tree's tools, each once, in the order first called: each distinct
+    text split once, then the distinct (tree, tool) pairs in order of use."""
     import numpy as np
     import pandas as pd
 
@@ -137,9 +114,7 @@ def _tools_per_tree(
     counts = np.asarray([len(found) for found in split], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     used = codes >= 0
-    # The distinct (tree, text) pairs in order of first use, then each
-    # text's names in order: a name first appears with the first text
-    # that holds it.
+    # A name first appears with the first text that holds it.
     pairs = pd.unique(tree_codes[used].astype(np.int64) * len(texts) + codes[used])
     pair_trees, pair_texts = np.divmod(pairs, len(texts))
     repeat = counts[pair_texts]
@@ -150,5 +125,15 @@ def _tools_per_tree(
     trees_of, names_of = np.divmod(first_uses, len(names))
     order = np.argsort(trees_of, kind="stable")
     found = names[names_of[order]].tolist()
-    ends = np.cumsum(np.bincount(trees_of, minlength=trees)).tolist()
-    return [found[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+    return split_lists(found, np.bincount(trees_of, minlength=trees))
+
+
+def split_lists(flat: list[Any], counts: np.ndarray) -> list[list[Any]]:
+    """`flat` cut into consecutive lists of `counts[i]` items."""
+    import numpy as np
+
+    if len(flat) == len(counts) and (counts == 1).all():
+        return [[item] for item in flat]
+    ends = np.cumsum(counts).tolist()
+    starts = [0, *ends][: len(ends)]
+    return [flat[start:end] for start, end in zip(starts, ends, strict=True)]

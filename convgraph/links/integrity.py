@@ -1,23 +1,8 @@
 """Find the parent links that break the tree's rules, and drop them.
 
-A stored parent link can be wrong in four ways: a node is its own parent, the
-parent does not exist, the parent is in another conversation (the
-same-conversation rule forbids it: docs/design.md#the-same-conversation-rule),
-or following parents goes round a cycle. Each is reported as a `Problem`; the
-link is dropped, so the node becomes a root and every tree convgraph builds is
-a real forest. The message store's threads have links of their own
-(`forked_from`), and a cycle of forks is reported the same way.
-
-The rule has two forms, side by side at the end of this module, with one
-property test for the pair (tests/test_rule_agreement.py): `check_links` for one
-tree's records (plain Python: the one-tree path reads no pandas) and
-`check_links_table` for a whole nodes table (vectorized: a hash of the parent
-ids and pointer jumping, not a walk per node). Both report the same problems
-and keep the same parents.
-
-Every walk up a chain of links in convgraph, of nodes, messages or threads, is
-a `ParentWalk`: iterative, each id visited once, so nothing here recurses or
-can loop forever.
+A node that is its own parent, names no parent, one in another conversation
+(docs/design.md#the-same-conversation-rule), or is on a cycle (of nodes, or of
+`forked_from` threads) is a `Problem` and becomes a root: every tree is a tree.
 """
 
 from __future__ import annotations
@@ -38,38 +23,25 @@ MISSING_PARENT = "missing-parent"
 CROSS_CONVERSATION = "cross-conversation"
 CYCLE = "cycle"
 FORK_CYCLE = "fork-cycle"
-#: Rows that cannot be nodes, or not all of them (data llm never writes):
-#: reported, and left out of every tree.
+#: Rows that cannot be nodes (data llm never writes): left out of every tree.
 NO_ID = "no-id"
 NO_THREAD = "no-thread"
 DUPLICATE_ID = "duplicate-id"
-#: A chat export's conversation without a prompt or an answer: listed with
-#: 0 nodes (`convgraph.analysis.stats.conversation_table`), and reported.
+#: A chat export's conversation without a prompt or an answer (0 nodes).
 EMPTY_CONVERSATION = "empty-conversation"
-#: A chat export's conversation holding message ids an earlier one holds
-#: too (ChatGPT's "Branch in new chat" copies): read with those ids
-#: qualified by the conversation's (`convgraph.sources.chat.exports`), and
-#: reported.
+#: Message ids an earlier conversation holds too (ChatGPT's "Branch in new
+#: chat"): read qualified by the conversation's id.
 SHARED_IDS = "shared-ids"
-#: A node whose token count is negative or more than any request holds
-#: (`convgraph.analysis.prices.count_problems`): summed as it is, priced at
-#: nothing, and reported.
+#: A token count negative or beyond any request: summed, priced at nothing.
 IMPOSSIBLE_COUNT = "impossible-count"
-#: A legacy row an older llm logged without a parent into a migrated file,
-#: whose parent the rule cannot tell (`convgraph.sources.llm.old_writers`): it
-#: stays a root.
+#: A legacy row logged without a parent into a migrated file: stays a root.
 UNPLACED = "unplaced"
 
 
 class ParentWalk:
-    """The ids from `start` up a chain of parent links: `start`, its parent,
-    its grandparent, and so on.
-
-    `parent_of` is a mapping or a callable giving an id's parent, None for a
-    root. Iteration ends after a root, or just before an id would come a
-    second time: then `repeat` is that id (the links go round a cycle, which
-    begins there), else `repeat` is None. Parents are asked for lazily, one
-    step at a time, so a caller that stops early asks no further.
+    """The ids from `start` up its parent links (`parent_of`: a mapping or
+    callable, None for a root), asked lazily. Ends after a root, or before an
+    id would come again: then `repeat` is that id (a cycle begins there).
     """
 
     __slots__ = ("parent_of", "repeat", "start")
@@ -80,9 +52,8 @@ class ParentWalk:
         parent_of: Mapping[str, str | None] | Callable[[str], str | None],
     ):
         self.start = start
-        # callable() rather than isinstance(Mapping): a walk is made per
-        # message of a million-turn read, and the ABC check costs more than
-        # most walks.
+        # callable(), not isinstance(Mapping): the ABC check costs more than
+        # most walks, and a walk is made per message.
         self.parent_of = parent_of if callable(parent_of) else parent_of.get
         self.repeat: str | None = None
 
@@ -100,8 +71,7 @@ class ParentWalk:
             node = parent_of(node)
 
     def cycle(self, walked: list[str]) -> list[str]:
-        """The ids of `walked` (this walk's ids, in order) that are on the
-        cycle it ended on, in parent order; [] when it ended at a root."""
+        """The ids of `walked` (this walk's, in order) on the cycle it ended on."""
         if self.repeat is None:
             return []
         return walked[walked.index(self.repeat) :]
@@ -109,14 +79,9 @@ class ParentWalk:
 
 @dataclass(frozen=True)
 class Problem:
-    """One broken parent link.
-
-    `node_id` is the node whose link was dropped (it is treated as a root);
-    `parent_id` the parent it named; for a cycle, `cycle` lists the nodes on
-    it in parent order, starting at `node_id`. A fork cycle is a cycle of
-    message-store threads (`forked_from`): there `node_id`, `parent_id`,
-    `conversation_id` and `cycle` are thread ids, and `node_id` is the thread
-    read as the original thread of the tree.
+    """One broken parent link: `node_id` became a root, `parent_id` is the
+    parent it named, `cycle` the nodes of a cycle in parent order from
+    `node_id`. In a fork cycle all of these are thread ids.
     """
 
     kind: str
@@ -150,9 +115,8 @@ def link_problem(
 
 
 def record_problem(kind: str, count: int, table: str, node_id: str = "") -> Problem:
-    """A `Problem` for rows that are no node: `count` rows of `table` without
-    an id (`NO_ID`) or without a thread (`NO_THREAD`), or `count` rows more
-    with the id `node_id` (`DUPLICATE_ID`)."""
+    """A `Problem` for `count` rows of `table` that are no node (for
+    `DUPLICATE_ID`: rows beyond the first with the id `node_id`)."""
     rows = f"{counted(count, 'row')} of {table}"
     messages = {
         NO_ID: f"{rows} {'have' if count != 1 else 'has'} no id: left out",
@@ -169,19 +133,14 @@ def break_cycles(
     conversation_of: Mapping[str, str | None],
     kind: str = CYCLE,
 ) -> list[Problem]:
-    """Drop one link of every cycle in `parents`, in place, and report it.
-
-    `parents` maps each node to its parent (every parent is a key or None).
-    The link dropped is that of the cycle's node that comes first in `order`
-    (log order), so the earliest message of a cycle becomes its root. Each
-    node is walked once: linear in the number of nodes. `kind` is the
-    problems' kind: `CYCLE` for nodes, `FORK_CYCLE` for threads.
+    """Drop one link of every cycle in `parents` (every parent a key or
+    None), in place, and report it. The cycle's node first in `order` (log
+    order) becomes the root. Each node is walked once.
     """
     position = {node: index for index, node in enumerate(order)}
     finished: set[str] = set()
 
     def unfinished_parent(node: str) -> str | None:
-        # A walk ends where an earlier walk went: that part is done.
         parent = parents.get(node)
         return None if parent in finished else parent
 
@@ -218,11 +177,9 @@ def check_links(
     records: list[dict[str, Any]],
     conversation_of_outsiders: Mapping[str, str],
 ) -> tuple[dict[str, str | None], list[Problem]]:
-    """The valid parent of each record of one tree, and the problems found.
-
-    `records` are one tree's rows in log order, with `id`, `parent_id` and
-    `conversation_id`; `conversation_of_outsiders` says which conversation a
-    parent outside the tree is in (a parent in neither is missing).
+    """The valid parent of each of one tree's records (log order), and the
+    problems. `conversation_of_outsiders` holds the parents outside the tree
+    (a parent in neither is missing).
     """
     ids = {record["id"] for record in records}
     parents: dict[str, str | None] = {}
@@ -251,36 +208,16 @@ def check_links(
 def check_links_table(
     nodes: pd.DataFrame, parent_rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, list[Problem]]:
-    """`check_links` of a whole nodes table: the row of each node's valid
-    parent (-1 for a root), and the problems found.
-
-    Parameters
-    ----------
-    nodes
-        One row per node, many trees, in log order: `id` (unique),
-        `parent_id` (as stored), `tree_id` and `conversation_id`. A parent
-        in another tree is a cross-conversation link (its tree is named in
-        the message), one in no row is missing.
-    parent_rows
-        The row of each stored parent where the reader found it already
-        (`convgraph.contract.PARENT_ROWS`: -1 for none, or a parent id that
-        names no row); else found from the ids.
-
-    Returns
-    -------
-    tuple
-        The checked parent rows, and the problems: the self, missing and
-        cross-conversation parents in row order, then one per cycle.
+    """`check_links` of a nodes table: each valid parent row (-1 for a root)
+    and the problems (cycles last). `parent_rows`: the reader's, if found.
     """
-    # Imported here, not above: the one-tree path imports this module for
-    # `check_links` and `ParentWalk`, and stays free of numpy and pandas.
+    # Here, not above: the one-tree path imports this module without numpy.
     import numpy as np
     import pandas as pd
 
     from convgraph.links.pointer_jumping import parent_rows_of, reaches_root
 
-    # The columns stay as they are (Arrow's strings, no Python object per
-    # row): only the rows of a problem are turned into Python values.
+    # Only the rows of a problem become Python values.
     ids, stored = nodes["id"], nodes["parent_id"]
     has_parent = stored.notna().to_numpy(dtype=bool)
     if parent_rows is None:
@@ -320,8 +257,7 @@ def check_links_table(
             )
     checked = np.where(broken | ~has_parent, -1, found)
 
-    # Only the nodes that reach no root are on a cycle or hang off one: they
-    # are walked, in log order, as `check_links` walks every node.
+    # Only nodes reaching no root are on or below a cycle: walk those.
     on_cycles = np.flatnonzero(~reaches_root(checked))
     if len(on_cycles):
         cycle_ids = _values_at(ids, on_cycles)
@@ -342,8 +278,6 @@ def check_links_table(
 
 
 def _values_at(column: pd.Series, rows: np.ndarray) -> list[Any]:
-    """A column's values at `rows` as Python values, None where missing
-    (NA in Arrow's strings, NaN in a categorical)."""
-
+    """A column's values at `rows` as Python values, None where missing."""
     picked = column.iloc[rows]
     return picked.astype(object).where(picked.notna(), None).tolist()

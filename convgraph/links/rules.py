@@ -1,7 +1,6 @@
-"""The registry of rules with two forms: `@rule(kind)` on the reference
-form for one tree (plain Python), `@table_form(reference)` on its one table
-form, named the reference's name + `TABLE`. tests/test_rule_agreement.py
-holds every pair to one answer and fails on an unregistered pair.
+"""Rules with two forms: `@rule(kind)` on the per-tree reference (plain
+Python), `@table_form(reference)` on its table form; tests/test_rule_agreement.py
+holds every registered pair to one answer.
 """
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-#: The name a table form has: its reference form's, with this added.
 TABLE = "_table"
 
 #: What both forms take: one tree's records or the nodes table; one tree's
@@ -34,7 +32,6 @@ class Rule:
     table: Callable[..., Any] | None = None
 
 
-#: Every rule registered so far, by its reference form's name.
 RULES: dict[str, Rule] = {}
 
 
@@ -55,8 +52,8 @@ def rule(kind: str) -> Callable[[Function], Function]:
 
 
 def table_form(of: Callable[..., Any]) -> Callable[[Function], Function]:
-    """Register the decorated function as the table form of the rule whose
-    reference form is `of`, named `of`'s name with `TABLE` added."""
+    """Register the decorated function, named `of`'s name + `TABLE`, as the
+    table form of the rule `of`."""
 
     def register(function: Function) -> Function:
         rule = RULES.get(of.__name__)

@@ -1,21 +1,9 @@
 """Which trees a time, model or source filter keeps, in both forms.
 
-A filter (`TreeFilter`) names a time range (`since`, `until`, both
-inclusive), model globs (`fnmatch`, case as written) and sources
-(`responses`, `turns`, `chatgpt`, ...). A node matches when it lies in the
-range, was answered by a model a glob matches and comes from a named source
-(each part only where given); a tree is in when any of its nodes matches, and
-is kept whole. A node without a time is in no range, one without a model
-matches no glob. The rule has two forms side by side, one differential
-property test for the pair (tests/test_rule_agreement.py): `node_matches` on one
-node's attributes and `tree_is_in` on one DiGraph (for the commands that read
-one tree), and `node_matches_table` on a whole nodes table, vectorized (the glob
-is matched once per model name, not per row), with `select_trees` giving the
-`Forest` of the trees that are in. Every form compares a node's time as `convgraph.times` reads it, a moment
-from year 1 to 9999 to the microsecond (`parse_time`, `parse_times`,
-`epoch_microseconds`), so a node dated 0001-01-01 (Go's zero time) or 9999
-is kept or left out alike by every command; a bound given as a naive time
-is UTC, as a stored time without an offset is.
+A tree is kept whole when any of its nodes matches. A node without a time is
+in no range, one without a model matches no glob. Every form compares times as
+`convgraph.times` reads them (years 1 to 9999), so a node dated 0001-01-01
+(Go's zero time) is kept or left out alike by every command.
 """
 
 from __future__ import annotations
@@ -39,17 +27,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TreeFilter:
-    """What a node must be for its tree to be kept: each part only where
-    given (None or empty: anything).
-
-    Attributes
-    ----------
-    since, until
-        The first and last moment kept (aware times; inclusive).
-    models
-        `fnmatch` globs, one of which the node's model must match.
-    sources
-        The sources the node may come from (`contract`'s `source` values).
+    """What a node must be for its tree to be kept (None or empty: anything):
+    within `since`..`until` (inclusive), a model one of the `fnmatch` globs
+    `models` matches, from one of `sources`.
     """
 
     since: datetime | None = None
@@ -58,15 +38,13 @@ class TreeFilter:
     sources: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        # A naive bound is UTC, as a stored time without an offset is: the
-        # forms compare aware moments, which a naive one would not be.
+        # A naive bound is UTC, as a stored time without an offset is.
         for name in ("since", "until"):
             bound = getattr(self, name)
             if bound is not None and bound.tzinfo is None:
                 object.__setattr__(self, name, bound.replace(tzinfo=UTC))
 
     def __bool__(self) -> bool:
-        """Whether the filter leaves anything out at all."""
         return bool(
             self.since is not None
             or self.until is not None
@@ -76,11 +54,9 @@ class TreeFilter:
 
     @property
     def timed(self) -> bool:
-        """Whether the filter names a time range."""
         return self.since is not None or self.until is not None
 
     def model_matches(self, model: str | None) -> bool:
-        """Whether a model name passes the model globs."""
         if not self.models:
             return True
         if model is None:
@@ -90,9 +66,7 @@ class TreeFilter:
 
 @rule(NODE)
 def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
-    """Whether one node (its attributes: `datetime_utc`, `model`, `source`)
-    matches the filter.
-    """
+    """Whether one node's attributes match the filter."""
     if where.sources and node.get("source") not in where.sources:
         return False
     if not where.model_matches(node.get("model")):
@@ -110,7 +84,7 @@ def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
 
 @rule(TREE)
 def tree_is_in(graph: nx.DiGraph[str], where: TreeFilter) -> bool:
-    """Whether one tree is in: any of its nodes matches (`node_matches`)."""
+    """Whether any node of one tree matches."""
     return any(
         node_matches(attributes, where) for _, attributes in graph.nodes(data=True)
     )
@@ -118,7 +92,7 @@ def tree_is_in(graph: nx.DiGraph[str], where: TreeFilter) -> bool:
 
 @table_form(node_matches)
 def node_matches_table(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
-    """`node_matches` of every row of a nodes table at once, as booleans."""
+    """`node_matches` of every row, as booleans."""
     import numpy as np
 
     from convgraph.times import parse_times
@@ -127,7 +101,7 @@ def node_matches_table(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
     if where.sources:
         keep &= nodes["source"].isin(where.sources).to_numpy(dtype=bool)
     if where.models:
-        # The names are few and the rows many: each name is matched once.
+        # Each name is matched once, not per row.
         names = nodes["model"].dropna().unique()
         passing = [name for name in names if where.model_matches(str(name))]
         keep &= nodes["model"].isin(passing).to_numpy(dtype=bool)
@@ -144,19 +118,14 @@ def node_matches_table(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
 
 @table_form(tree_is_in)
 def tree_is_in_table(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
-    """The rows of the trees that are in (any of their rows matches), as
-    booleans: whole trees, in the table's order."""
+    """The rows of the trees that are in, as booleans."""
     matched = nodes["tree_id"][node_matches_table(nodes, where)].unique()
     return nodes["tree_id"].isin(matched).to_numpy(dtype=bool)
 
 
 def select_trees(forest: Forest, where: TreeFilter) -> Forest:
-    """The `Forest` of the trees that are in, each whole; `forest` itself
-    where the filter leaves nothing out.
-
-    The trees' marks (active path, notes, preferred answers) are kept as the
-    whole file's reading set them; problems stay with the trees they name.
-    """
+    """The `Forest` of the trees that are in; their marks as the whole
+    file's reading set them."""
     from convgraph.model.forest import Forest
 
     if not where:

@@ -1,13 +1,8 @@
 """Every conversation tree of a source as tables: the `Forest`.
 
-Work on the whole file reads every node into one pandas table, checks its
-links with vectorized operations (`convgraph.links.integrity.check_links_table`:
-a hash of the parent ids and numpy pointer jumping, not a walk per node), marks
-the branches (`convgraph.model.marks.mark_tree_table`) and builds a DiGraph per
-conversation only when asked for (`ConversationTree.from_records`, as the
-one-tree path builds it). A
-command about one conversation never comes here: `convgraph.model.loading`
-reads that tree alone, without pandas.
+The whole file in one pandas table, its links checked and its branches marked
+by the rules' table forms; a DiGraph per tree only when asked for. A command
+about one conversation reads it with `convgraph.model.loading`, without pandas.
 """
 
 from __future__ import annotations
@@ -38,42 +33,20 @@ from convgraph.sources.tables import conform_nodes
 if TYPE_CHECKING:
     from convgraph.model.tree import ConversationTree
 
-#: About how many rows `Forest.tree_rows` gives at a time.
 TREE_BATCH = 20_000
 
 
 class Forest:
     """Every conversation tree of a database, as tables.
 
-    Attributes
-    ----------
-    nodes : pandas.DataFrame
-        One row per node in log order: `id`, `tree_id`, `parent_id` (checked:
-        missing for roots and for nodes whose stored link was broken), and the
-        node attributes (docs/design.md#the-node-contract). The ids, parents,
-        times and texts are Arrow's strings where pyarrow is installed
-        (`contract.STRING_COLUMNS`: a missing one is pd.NA; the trees built
-        from the table give None).
-    parent_rows : numpy.ndarray
-        The row of each node's parent in `nodes`, -1 for a root: the links in
-        the form vectorized work wants.
-    names : dict
-        Each tree's name (None where it has none).
-    problems : list of Problem
-        The broken links that were dropped: the source's own (cycles of
-        forks, given as `problems`) first, then the parent links'.
-
-    hidden : dict
-        How many nodes of each tree lie in branches the user hid (`convgraph
-        hide`), left out of `nodes` (trees with none are not named); with
-        `hidden=True` they stay in the table and are counted all the same.
-
-    `notes` (node id -> `NodeNote`, as `Forest.read` reads them) fill the
-    `note` and `preferred` columns and say which branches are hidden;
-    `active` is the source's, or each tree's path to its last node
-    (`convgraph.model.marks.mark_tree_table`), among the nodes kept. `calls`
-    names the node of each call inside a run (`Source.calls`), which every
-    tree built keeps (`ConversationTree.from_records`).
+    `nodes`: one row per node in log order, `id`, `tree_id`, the checked
+    `parent_id` (missing for roots and broken links) and the node attributes
+    (docs/design.md#the-node-contract), strings as Arrow's where pyarrow is
+    installed. `parent_rows`: each node's parent row, -1 for a root.
+    `problems`: the source's (fork cycles) then the links'. `hidden`: how many
+    nodes of each tree lie in hidden branches, left out of `nodes` unless
+    `hidden=True`. `notes` fill `note` and `preferred`; `calls` names the node
+    of each call inside a run.
     """
 
     def __init__(
@@ -118,44 +91,19 @@ class Forest:
     ) -> Forest:
         """Read every tree of a database, or only the trees named.
 
-        Parameters
-        ----------
-        db
-            A path to a `logs.db`, an open `Source`, or None for llm's own.
-        text
-            False leaves the prompt, system and response out (None): most of a
-            file's bytes, and not needed for structure and usage.
-        conversation_ids
-            Read only the trees these ids name (a legacy conversation id, or
-            any thread id of a message-store tree), each once, in the order
-            first named, with queries about those trees only. None or empty:
-            every tree, read at once.
-        progress
-            Told how far the read has come, `(phase, done, total)`: an llm
-            file's tables row by row as they are read ("reading
-            responses"...: per chunk, never per row), or the trees named one
-            by one ("reading conversations"), then "linking the nodes" and
-            "checking parent links" (no total): for a progress bar.
-        texts
-            With `text`, the text columns needed (of `prompt`, `system`,
-            `response`); None: all three. Where the reader can leave the
-            others out (an llm file read by columns) they are missing; other
-            readers read every text and keep them.
-        hidden
-            Keep the branches the user hid (`convgraph hide`); by default
-            they are left out (and counted in `hidden`).
-
-        Raises
-        ------
-        UnknownConversation
-            An id names no conversation, or one without nodes.
-        DatabaseError
+        `db`: a path, an open `Source`, or None for llm's own. `text=False`
+        leaves the texts out; `texts` names the ones needed (readers that
+        cannot leave some out keep them). `conversation_ids`: only these
+        trees (any id of a tree, each once, in order first named). `progress`
+        is told `(phase, done, total)`. `hidden` keeps the hidden branches.
+        Raises UnknownConversation (an id names no tree with nodes) and
+        DatabaseError.
         """
         report = progress or no_progress
         named = list(conversation_ids or ())
         asked: bool | Collection[str] = text if texts is None or not text else texts
         with opened(db) as logs:
-            # Each tree once, with the id that named it (for the error).
+            # Each tree once, with the id that named it for the error.
             trees: dict[str, str] = {}
             for conversation_id in named:
                 tree_id = logs.tree_id_of_conversation(conversation_id)
@@ -201,10 +149,8 @@ class Forest:
         )
 
     def _rows_of_trees(self) -> dict[Any, np.ndarray]:
-        """Each tree's rows, grouped once."""
         if self._rows_by_tree is None:
             groups = self.nodes.groupby("tree_id", sort=False, observed=True)
-            # pandas gives each group's positions as an integer array.
             self._rows_by_tree = cast(dict[Any, np.ndarray], groups.indices)
         return self._rows_by_tree
 
@@ -227,7 +173,6 @@ class Forest:
         )
 
     def _calls_of(self, tree_id: Any) -> dict[str, str]:
-        """The calls inside the runs of one tree, by call id: grouped once."""
         if not self.calls:
             return {}
         if self._calls_by_tree is None:
@@ -245,16 +190,9 @@ class Forest:
         return self._calls_by_tree.get(tree_id, {})
 
     def trees(self, progress: ProgressCallback | None = None) -> TreeStream:
-        """Every tree's DiGraph, one at a time (an iterator whose `len` is
-        how many it has still to give, so that a writer can show a total).
-
-        Built from one pass over the table: each column turned into plain
-        values (None for a missing one, int for a count) once, and the rows
-        grouped by tree once, so drawing or exporting the whole forest costs
-        time linear in its nodes, not a pandas look-up per tree.
-
-        `progress` is told the trees built, `("building trees", done,
-        total)`, about a hundred times over the forest.
+        """Every tree's DiGraph, one at a time, from one pass over the table
+        (`len`: how many are still to come). `progress` is told
+        `("building trees", done, total)`.
         """
         tree_ids = self.tree_ids
         return TreeStream(self._built(tree_ids, progress or no_progress), len(tree_ids))
@@ -262,17 +200,13 @@ class Forest:
     def _built(
         self, tree_ids: list[str], report: ProgressCallback
     ) -> Iterator[ConversationTree]:
-        """The trees of `trees`, built."""
-        # networkx only where DiGraphs are built: the table-direct work
-        # (`tree_rows`, a whole-forest drawing) never imports it.
+        # networkx only here: the table-direct work never imports it.
         from convgraph.model.tree import ConversationTree
 
         report("building trees", 0, None)
         rows_by_tree = self._rows_of_trees()
         keys = (*NODE_ATTRIBUTES, *self._places())
-        # Each column once as plain values (None for a missing one, int for
-        # a count); each tree's dicts only when it is built, so that a
-        # million nodes are never a million dicts at once.
+        # Each tree's dicts only when it is built: never a dict per node at once.
         ids, parent_ids, *columns = (
             self.nodes[name]
             .astype(object)
@@ -306,31 +240,20 @@ class Forest:
         progress: ProgressCallback | None = None,
         batch: int = TREE_BATCH,
     ) -> Iterator[TreeRows]:
-        """The trees' rows in batches of whole trees, each column of
-        `columns` as plain values: the table-direct form of `trees`, for work
-        that needs a few columns of every tree and no DiGraph (the drawing of
-        the whole forest, `convgraph.present.text_tree.forest_drawings`).
-
-        The trees come in `tree_ids`' order, each tree's rows in log order;
-        a batch holds whole trees and about `batch` rows (one tree larger
-        than that is a batch alone), so that the plain values of a million
-        nodes are never held at once. Values are as `trees` gives them: None
-        for a missing one, int for a count. `progress` is told the trees
-        given, `("building trees", done, total)`, about a hundred times
-        over the forest.
+        """The trees' rows, `columns` as plain values, in batches of whole
+        trees of about `batch` rows (a larger tree alone): `trees` without
+        DiGraphs, in `tree_ids`' order, each tree in log order.
         """
         report = progress or no_progress
         report("building trees", 0, None)
         columns = list(columns)
         codes, tree_ids = pd.factorize(self.nodes["tree_id"], sort=False)
-        # Rows grouped by tree, trees in order of their first row, each
-        # tree's rows in log order (a stable sort keeps it).
+        # A stable sort keeps each tree's rows in log order.
         order = np.argsort(codes, kind="stable")
         ends = np.cumsum(np.bincount(codes, minlength=len(tree_ids)))
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
-        # Each row's parent as a position in that order, -1 for a root: the
-        # parent is in the same tree, so in the same batch.
+        # A parent is in the same tree, so in the same batch.
         parents = np.where(
             self.parent_rows >= 0, position[np.maximum(self.parent_rows, 0)], -1
         )[order]
@@ -338,7 +261,6 @@ class Forest:
         total, done, start = len(tree_ids), 0, 0
         every = max(1, total // 100)
         while done < total:
-            # Whole trees up to about `batch` rows, at least one.
             last = max(
                 int(np.searchsorted(ends, start + batch, side="right")), done + 1
             )
@@ -355,23 +277,19 @@ class Forest:
                 (parents[start:stop] - start).clip(min=-1).tolist(),
                 values,
             )
-            # The batch given is the caller's to drop: hold none of it while
-            # the next is made.
+            # Hold none of the batch given while the next is made.
             del values
             done, start = last, stop
         report("building trees", total, total)
 
     def _places(self) -> list[str]:
-        """The optional place attributes the source gave (an agent's project
-        and git branch), which the trees carry too."""
+        """The place attributes the source gave (an agent's project, branch)."""
         return [name for name in PLACE_ATTRIBUTES if name in self.nodes.columns]
 
 
 class TreeRows(NamedTuple):
-    """A batch of whole trees' rows (`Forest.tree_rows`), numbered from 0
-    in the batch: the trees' ids and names, where each tree's rows end,
-    each row's parent's number (-1 for a root), and the columns asked for
-    as plain values (by column name, a list each)."""
+    """A batch of `Forest.tree_rows`, rows numbered from 0: where each
+    tree's rows end, each row's parent (-1 for a root), and the columns."""
 
     tree_ids: list[str]
     names: list[Any]
@@ -381,14 +299,9 @@ class TreeRows(NamedTuple):
 
 
 class _Taker:
-    """The values of one column at the rows of a batch, as `Forest.trees`
-    gives them: None for a missing one, int for a count (`values`).
-
-    Arrow's strings are made Python's by Arrow. Arrow's take from a column
-    read in many chunks joins every chunk first, the whole column again for
-    each batch: a batch whose rows lie close together (trees logged one
-    after another) is taken from the slice they span; one spread over the
-    column (a random branching file's trees) from the column joined once."""
+    """One column's plain values at a batch's rows. Arrow's take joins every
+    chunk first: close rows are taken from the slice they span, spread ones
+    from the column joined once."""
 
     def __init__(self, column: pd.Series):
         self.column = column
@@ -396,7 +309,6 @@ class _Taker:
         self._joined: Any = None
 
     def values(self, rows: np.ndarray) -> list[Any]:
-        """The column's values at `rows` (positions in the table)."""
         low, high = (int(rows.min()), int(rows.max()) + 1) if len(rows) else (0, 0)
         if not self.strings:
             values = self.column.iloc[low:high].take(rows - low)
@@ -415,8 +327,7 @@ class _Taker:
 
 
 class TreeStream(Iterator["ConversationTree"]):
-    """The trees `Forest.trees` gives, one at a time; `len` says how many
-    are still to come."""
+    """The trees `Forest.trees` gives; `len` says how many are still to come."""
 
     def __init__(self, trees: Iterator[ConversationTree], count: int):
         self._trees = trees
@@ -432,8 +343,7 @@ class TreeStream(Iterator["ConversationTree"]):
 
 
 def _plain(record: dict[Any, Any]) -> dict[Any, Any]:
-    """NaN and NA as None, numpy integers as int: the node contract's types
-    (a node's parts, a list, as they are)."""
+    """NaN and NA as None, numpy integers as int (parts, a list, as they are)."""
     for key, value in record.items():
         if value is None or key == PARTS:
             continue
@@ -447,9 +357,8 @@ def _plain(record: dict[Any, Any]) -> dict[Any, Any]:
 def _without_branches(
     nodes: pd.DataFrame, parent_rows: np.ndarray, dropped: np.ndarray
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    """The table and its parent rows without the `dropped` rows: whole
-    branches (a dropped row's children are dropped too), so every kept
-    row's parent is kept and only needs its new row."""
+    """The table and parent rows without `dropped`: whole branches, so every
+    kept row's parent is kept."""
     kept = ~dropped
     new_row = np.cumsum(kept) - 1
     parents = parent_rows[kept]
@@ -460,15 +369,11 @@ def _without_branches(
 
 
 def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Problem]]:
-    """The table in the contract's shape, its parent links checked (broken
-    ones dropped: `parent_id` None), each row's parent row, and the problems."""
-    # The readers hand over tables already in shape; converting them again
-    # would copy a million rows for nothing. A new frame all the same: the
-    # caller's table stays as it was.
+    """The table in the contract's shape with its links checked, each row's
+    parent row, and the problems."""
     if not nodes.index.equals(pd.RangeIndex(len(nodes))):
         nodes = nodes.reset_index(drop=True)
     nodes = conform_nodes(nodes)
-    # The reader may have found the parents' rows already (`PARENT_ROWS`).
     given = (
         nodes.pop(PARENT_ROWS).to_numpy(dtype=np.int64)
         if PARENT_ROWS in nodes.columns
@@ -476,9 +381,7 @@ def _checked(nodes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[Proble
     )
     parent_rows, problems = check_links_table(nodes, given)
     if not problems:
-        # Every stored parent names its row, in its tree, off any cycle:
-        # `parent_id` is right as it is (a root's missing), no need to take
-        # a million ids again.
+        # Every stored parent_id is right: no need to take the ids again.
         return nodes, parent_rows, problems
     parent_ids = ids_at_rows(nodes["id"], parent_rows)
     nodes["parent_id"] = pd.Series(

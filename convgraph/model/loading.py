@@ -1,6 +1,5 @@
-"""One conversation tree from a source, reading only that tree: its rows
-checked in plain Python and built into one DiGraph, without pandas, so the
-one-tree commands start fast (the whole file is `Forest`)."""
+"""One conversation tree from a source, reading only that tree, without
+pandas, so the one-tree commands start fast (the whole file is `Forest`)."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ def read_tree(
     logs: Source, tree_id: str, log_order_nodes: bool = False, hidden: bool = False
 ) -> tuple[ConversationTree, list[Problem]]:
     """One tree's graph and its links' problems; nodes in the source's
-    order, or the forest table's with `log_order_nodes`. Hidden branches
-    are left out unless `hidden` (the graph's `hidden` counts their nodes)."""
+    order, or log order. Hidden branches are left out unless `hidden`."""
     tree: TreeRecords = logs.read_tree(tree_id)
     if not tree.records:
         raise UnknownConversation(tree_id)
@@ -37,7 +35,6 @@ def tree_graph(
     # Here: `load_path` mostly answers without networkx.
     from convgraph.model.tree import ConversationTree
 
-    # Sorting what is sorted already (llm's records) is one pass.
     records = sorted(tree.records, key=log_order) if log_order_nodes else tree.records
     ids = {record["id"] for record in records}
     outside = [
@@ -67,10 +64,8 @@ def load_tree(
     hidden: bool = False,
 ) -> ConversationTree:
     """The tree a conversation id (or a unique prefix) names in `db` (a
-    path, a `Source`, None for llm's own); `hidden` keeps hidden branches.
-
-    Raises: UnknownConversation, AmbiguousId, DatabaseError.
-    """
+    path, a `Source`, None for llm's own).
+    Raises: UnknownConversation, AmbiguousId, DatabaseError."""
     with opened(db) as logs:
         conversation_id = logs.resolve_conversation(conversation_id)
         tree_id = logs.tree_id_of_conversation(conversation_id)
@@ -83,13 +78,11 @@ def load_tree_of_node(
     hidden: bool = False,
 ) -> ConversationTree:
     """The tree that holds `node_id` (or a unique prefix of one).
-
-    Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode.
-    """
+    Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode."""
     with opened(db) as logs:
         node_id = logs.resolve_node(node_id)
         tree = read_tree(logs, logs.tree_id_of_node(node_id), hidden=hidden)[0]
-    if node_id not in tree and node_id not in tree.graph.get("calls", {}):
+    if not _holds(tree, node_id):
         raise HiddenNode(node_id)
     return tree
 
@@ -99,11 +92,9 @@ def load_path(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> list[str]:
-    """The ids from the root of `node_id`'s tree down to it: the stored
-    parent links walked up where the file has them, else the tree's `path`.
-
-    Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode.
-    """
+    """The ids from the root of `node_id`'s tree down to it (by the stored
+    links where the file has them).
+    Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode."""
     with opened(db) as logs:
         node_id = logs.resolve_node(node_id)
         found = logs.path_by_links(node_id)
@@ -123,11 +114,8 @@ def load_trees(
     hidden: bool = False,
 ) -> Iterator[ConversationTree]:
     """The trees these ids name, each once, in the order first named; every
-    tree (one `Forest`, built one at a time) when none. Named trees are all
-    read before the first is given: an unknown id fails before any output.
-
-    Raises: UnknownConversation, DatabaseError.
-    """
+    tree when none. An unknown id fails before the first tree is given.
+    Raises: UnknownConversation, DatabaseError."""
     named = list(conversation_ids)
     if not named:
         # Here, so the one-tree loaders stay free of pandas.
@@ -148,14 +136,12 @@ def load_tree_of_pair(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> ConversationTree:
-    """The one tree that holds both nodes, reading only that tree.
-
-    Raises: UnknownNode, DifferentConversations, HiddenNode, DatabaseError.
-    """
+    """The one tree that holds both nodes.
+    Raises: UnknownNode, DifferentConversations, HiddenNode, DatabaseError."""
     with opened(db) as logs:
         node_a, node_b = logs.resolve_node(node_a), logs.resolve_node(node_b)
         tree = load_tree_of_node(node_a, logs, hidden)
-        if node_b not in tree and node_b not in tree.graph.get("calls", {}):
+        if not _holds(tree, node_b):
             other = logs.tree_id_of_node(node_b)
             if other == tree.graph["tree_id"]:
                 raise HiddenNode(node_b)
@@ -164,3 +150,8 @@ def load_tree_of_pair(
                 f" ({tree.graph['tree_id']!r} and {other!r})"
             )
         return tree
+
+
+def _holds(tree: ConversationTree, node_id: str) -> bool:
+    """Whether `node_id` is a node of `tree` or a call inside one of its runs."""
+    return node_id in tree or node_id in tree.graph.get("calls", {})

@@ -1,22 +1,10 @@
-"""The branch attributes of every node: the active path, and the user's notes.
+"""The branch attributes, set the same way for every source.
 
-A source reads prompts and answers; where a person was last in a tree, and
-what they wrote about its branches, is attached afterwards, here, in the
-same way for every source. `active` is True on the path from a root to the
-branch last used: the chat exports mark it themselves (their current node),
-and an llm database by the most recently logged node of each tree (the last
-in log order: `datetime_utc`, then id), as `llm -c` goes on from there.
-`note` and `preferred` come from convgraph's own table
-(read by `convgraph.sources.notes`).
-
-`mark_tree` does it for one DiGraph, walking up from one node; `mark_tree_table`
-for a whole nodes table at once, marking every tree's path with pointer
-jumping (a 100,000-deep path in 17 vectorized rounds, not a walk per node).
-
-A branch the user hid (`convgraph hide`, a `NodeNote` with `hidden`) is the
-hidden node and everything below it; the readers leave hidden branches out
-before the marks are set, unless asked to keep them: `hidden_records` finds
-them among one tree's records, `hidden_records_table` among a whole table's rows.
+`active` is True on the path from a root to the branch last used: the chat
+exports mark it themselves; in an llm database it ends at each tree's last
+logged node, where `llm -c` goes on. `note` and `preferred` come from
+convgraph's notes. A hidden branch (`convgraph hide`) is the hidden node and
+all below it; the readers leave it out before the marks are set.
 """
 
 from __future__ import annotations
@@ -40,19 +28,16 @@ def mark_tree(
 ) -> nx.DiGraph[str]:
     """Give every node of `graph` its `active`, `note` and `preferred`.
 
-    Where no node says whether it is active (an llm database), the path from
-    the root to the last node in the graph's order (log order) is active;
-    where some do (a chat export's current branch), the others are not.
-    `notes` set the note and preferred mark of the nodes they name; nodes
-    they do not name keep theirs (None and False if none).
+    Where no node says whether it is active, the path to the last node (log
+    order) is; where some do, the others are not. Nodes `notes` do not name
+    keep their note and mark (None and False if none).
     """
     data = graph.nodes
     if all(attributes.get("active") is None for _, attributes in data(data=True)):
         for node in graph:
             data[node]["active"] = False
         on_path = list(graph)[-1] if len(graph) else None
-        # A tree from the forest's checked links has no cycle, so this walk
-        # ends; it is iterative, whatever the depth.
+        # Checked links have no cycle, so this walk ends.
         while on_path is not None:
             data[on_path]["active"] = True
             on_path = next(iter(graph.predecessors(on_path)), None)
@@ -74,13 +59,7 @@ def mark_tree_table(
     parent_rows: np.ndarray,
     notes: Mapping[str, NodeNote] | None = None,
 ) -> pd.DataFrame:
-    """Set the `active`, `note` and `preferred` columns of a checked nodes
-    table (in log order), in place, and return it.
-
-    An `active` column that the source filled (a chat export's) is kept;
-    otherwise each tree's last row and its ancestors are active
-    (`active_column`, per tree).
-    """
+    """`mark_tree` of a checked nodes table (log order), in place."""
     import numpy as np
     import pandas as pd
 
@@ -97,9 +76,8 @@ def mark_tree_table(
     if "preferred" not in nodes.columns:
         nodes["preferred"] = np.zeros(len(nodes), dtype=bool)
     else:
-        nodes["preferred"] = _booleans(nodes["preferred"])
+        nodes["preferred"] = booleans(nodes["preferred"])
     if notes:
-        # The noted ids' rows, found by Arrow's hash of Arrow's ids.
         rows = parent_rows_of(nodes["id"], list(notes))
         found = rows >= 0
         values = list(notes.values())
@@ -110,20 +88,14 @@ def mark_tree_table(
         ):
             note_column[row] = note.note
             preferred_column[row] = note.preferred
-        # An object Series: pandas would read strings and None as its string
-        # dtype, a missing note NaN where the contract has None.
+        # Object dtype: pandas' string dtype would make a missing note NaN.
         nodes["note"] = pd.Series(note_column, dtype=object, index=nodes.index)
         nodes["preferred"] = preferred_column
     return nodes
 
 
 def active_column(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
-    """Each row's `active`, as booleans, decided per tree as `mark_tree`
-    decides it: where some row of a tree has the table's own `active` (a chat
-    export's current branch, or a `Forest`'s marks), the tree's rows keep
-    theirs (a missing one is False); a tree without any has the path from its
-    root to its last row (log order).
-    """
+    """Each row's `active`, decided per tree as `mark_tree` decides it."""
     import numpy as np
     import pandas as pd
 
@@ -133,24 +105,23 @@ def active_column(nodes: pd.DataFrame, parent_rows: np.ndarray) -> np.ndarray:
         else np.zeros(len(nodes), dtype=bool)
     )
     if given.all() and len(nodes):
-        return _booleans(nodes["active"]).to_numpy(dtype=bool)
+        return booleans(nodes["active"]).to_numpy(dtype=bool)
     computed = active_rows(parent_rows, last_rows(nodes["tree_id"]))
     if not given.any():
         return computed
     codes = pd.factorize(nodes["tree_id"])[0]
     said = np.bincount(codes[given], minlength=codes.max() + 1) > 0
-    values = _booleans(nodes["active"]).to_numpy(dtype=bool)
+    values = booleans(nodes["active"]).to_numpy(dtype=bool)
     return np.where(said[codes], values, computed)
 
 
-def _booleans(values: pd.Series) -> pd.Series:
+def booleans(values: pd.Series) -> pd.Series:
     """A column as bool, a missing value False."""
     return values.astype(object).where(values.notna(), False).astype(bool)
 
 
 def last_rows(tree_ids: pd.Series) -> np.ndarray:
-    """The last row of each tree (in the table's order, log order): where
-    each tree was last used."""
+    """The last row of each tree (in log order): where it was last used."""
     import numpy as np
     import pandas as pd
 
@@ -166,10 +137,8 @@ def hidden_records(
     parents: Mapping[str, str | None],
     notes: Mapping[str, NodeNote] | None,
 ) -> set[str]:
-    """The ids of one tree's records that lie in a hidden branch: a node
-    whose note says `hidden`, and every node below it by `parents` (the
-    checked links).
-    """
+    """The ids of one tree's records in a hidden branch (by the checked
+    `parents`)."""
     hidden = {node for node, note in (notes or {}).items() if note.hidden}
     ids = [record["id"] for record in records]
     if not hidden.intersection(ids):
@@ -193,9 +162,7 @@ def hidden_records(
 def hidden_records_table(
     ids: pd.Series, parent_rows: np.ndarray, notes: Mapping[str, NodeNote] | None
 ) -> np.ndarray:
-    """`hidden_records` of a whole checked table: whether each row lies in
-    a hidden branch (its node, or an ancestor, hidden), as booleans.
-    """
+    """`hidden_records` of a checked table, as a bool per row."""
     import numpy as np
 
     from convgraph.links.pointer_jumping import nearest_marked, parent_rows_of
@@ -211,12 +178,10 @@ def hidden_records_table(
 
 
 def active_rows(parent_rows: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Which rows lie on the path from a root to one of the rows `ends`
-    (themselves included), for acyclic links (`Forest.parent_rows`).
+    """Which rows lie on a path from a root to one of `ends` (acyclic links).
 
-    Pointer jumping over the marked set: after round k every path is marked
-    2**k rows up from its end, and each round doubles every pointer's reach;
-    a round that marks nothing new has reached every root.
+    Pointer jumping over the marked set: a round that marks nothing new has
+    reached every root.
     """
     import numpy as np
 

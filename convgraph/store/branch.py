@@ -1,10 +1,8 @@
-"""Continue a conversation from any node with llm's Python API: one answer
-(`branch`), several at once (`fan_out`), or a node's prompt asked again
-(`regenerate`). Every model gets the history from the root down, then the
-prompt; every answer becomes a new child of the node. The models are called
-before any write (`store.fanout`), so a slow model never holds the lock; each
-answer is logged by `log_answer`, the one place that decides how, in a short
-transaction of its own. llm is imported here only."""
+"""Continue a conversation from any node with llm's Python API: one answer (`branch`),
+several at once (`fan_out`), or a node's prompt asked again (`regenerate`). The models
+are called before any write (`store.fanout`), so a slow model never holds the lock; each
+answer is logged by `log_answer`, the one place that decides how, in a short transaction
+of its own. llm is imported here only."""
 
 from __future__ import annotations
 
@@ -149,13 +147,11 @@ def branch(
     timeout: float | None = None,
     request_timeout: float | None = None,
 ) -> LoggedNode:
-    """Prompt a model with the history up to `node_id`, and log the answer as a
-    new child of that node.
-
-    `model` defaults to the node's own; `system` is given after the history;
-    `timeout` is for the write lock, `request_timeout` for the model (None: no
-    limit). Returns the new node and its conversation (the new thread, for
-    `llm -c --cid`).
+    """Prompt a model with the history up to `node_id`, and log the answer as a new
+    child of that node. `model` defaults to the node's own; `system` is given after the
+    history; `timeout` is for the write lock, `request_timeout` for the model (None: no
+    limit). Returns the new node and its conversation (the new thread, for `llm -c
+    --cid`).
 
     Raises
     ------
@@ -204,11 +200,6 @@ def fan_out(
 ) -> FanOut:
     """Ask several models (or one several times, `tries`) to continue from
     `node_id` with `prompt`, logging every answer as a new child of the node.
-
-    Requests run concurrently, at most `parallel` at a time; each answer is
-    logged once complete, and a failing request loses no other answer. `models`
-    defaults to the node's own; `options` go to every model; `on_change` is
-    called with the jobs whenever one changes.
 
     Raises
     ------
@@ -327,12 +318,9 @@ def _run(
 def log_answer(
     conn: sqlite3.Connection, point: BranchPoint, response: Any, system: str | None
 ) -> LoggedNode:
-    """Log one completed answer below the branch point, in one short
-    transaction. In the message store: a new thread forked at the parent turn's
-    output (a new root: an empty thread beside the asked root's), the turn in
-    it. A legacy node of a file with the message store is forked the same way at
-    its history rebuilt as messages, so `llm -c --cid` goes on with that branch
-    alone. In a legacy database: a response under the rules."""
+    """Log one completed answer below the branch point, in one short transaction. In the
+    message store: a new thread forked at the parent turn's output (a new root: an empty
+    thread beside the asked root's), the turn in it."""
     name = thread_name(response)
     if point.store is not None:
         store = point.store

@@ -1,10 +1,6 @@
 """Delete a node of a legacy database under the deletion policy
-(docs/design.md#deleting-a-node): a node with children is refused unless
-`reparent` (they move to its parent) or `cascade` (its subtree goes). One
-transaction also removes the rows of llm's other tables that belong to the
-deleted responses, and conversations left empty. A dry run makes the same
-checks and writes nothing. The message store (shared, content-addressed
-messages) is left alone, as llm leaves it."""
+(docs/design.md#deleting-a-node): a node with children is refused unless `reparent`
+(they move to its parent) or `cascade` (its subtree goes)."""
 
 from __future__ import annotations
 
@@ -52,10 +48,6 @@ def delete_node(
     dry_run: bool = False,
 ) -> Deletion:
     """Delete one legacy response, and decide what becomes of its children.
-
-    `mode` "refuse" (default) refuses a node with children, "reparent" moves them
-    to its parent, "cascade" deletes the subtree; `dry_run` answers and writes
-    nothing. In a file without the parent column a conversation is a chain.
 
     Raises
     ------

@@ -48,13 +48,7 @@ from responses
 
 @dataclass
 class MigrationPlan:
-    """What migrating one database would change.
-
-    `link` is how many responses `--link-linear` would give a parent (0 when
-    it was not asked for or there is nothing to link); `triggers` the rules
-    to create; `broken` the stored links that already break the rules (they
-    stay as they are); `notes` what the user should know that changes
-    nothing."""
+    """What migrating one database would change."""
 
     path: Path
     add_column: bool = False
@@ -117,9 +111,7 @@ def plan_migration(
     DatabaseError
         There is no legacy `responses` table.
     MigrationRefused
-        llm has not brought the file to its schema yet, or `--link-linear`
-        was asked for but responses already have parents that are not the
-        linear ones (linking would overwrite the tree)."""
+        llm has not brought the file to its schema yet, or `--link-linear`"""
     columns = response_columns(conn)
     if not columns:
         raise DatabaseError(
@@ -168,12 +160,7 @@ def plan_migration(
 
 
 def _require_llm_schema(conn: sqlite3.Connection, path: Path) -> None:
-    """Refuse a file whose `responses` llm will still rebuild.
-
-    A file without `_llm_migrations` was not made by llm (the original
-    notes' experiment, a hand-made file): there is nothing to wait for. A file
-    whose log names migrations this convgraph does not know was opened by a
-    newer llm, which has run the rebuilds too."""
+    """Refuse a file whose `responses` llm will still rebuild."""
     if not has_table(conn, "_llm_migrations"):
         return
     applied = {row[0] for row in conn.execute("select name from _llm_migrations")}

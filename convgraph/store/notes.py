@@ -1,7 +1,6 @@
-"""Write the user's branch notes: a note, the preferred answer among its
-alternatives (marking one clears the others), hidden branches. An llm
-database keeps them in `_convgraph_notes`, which llm ignores; a chat export
-in `<export>.convgraph.db` beside it. Reading is `convgraph.sources.notes`'."""
+"""Write the user's branch notes: a note, the preferred answer among its alternatives
+(marking one clears the others), hidden branches. Reading is
+`convgraph.sources.notes`'."""
 
 from __future__ import annotations
 

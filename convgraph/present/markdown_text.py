@@ -1,10 +1,9 @@
-"""Stored text placed into Markdown without changing its structure: the one
-rule every Markdown writer of convgraph follows, against forged turns,
-unclosed fences and HTML. `markdown_block` keeps a text's own Markdown only
-where it is tame (fences paired, no HTML, no script links, no reference
-definitions; possible headings escaped), else fences it verbatim; `fenced`,
-`inline_text` and `inline_code` never let a backtick run or markup escape.
-Lines are cut where Markdown cuts them; every check is linear in the text."""
+"""Stored text placed into Markdown without changing its structure: the one rule every
+Markdown writer of convgraph follows, against forged turns, unclosed fences and HTML.
+`markdown_block` keeps a text's own Markdown only where it is tame (fences paired, no
+HTML, no script links, no reference definitions; possible headings escaped), else fences
+it verbatim; `fenced`, `inline_text` and `inline_code` never let a backtick run or
+markup escape."""
 
 from __future__ import annotations
 
@@ -136,9 +135,6 @@ def cut(text: str, limit: int) -> tuple[str, str | None]:
     return text[
         :limit
     ], f"*… cut: the first {limit:,} of {len(text):,} characters shown*"
-
-
-# -- the rule ------------------------------------------------------------------
 
 
 def _tame_with_fences(lines: list[str]) -> list[str] | None:

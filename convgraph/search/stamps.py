@@ -1,8 +1,7 @@
-"""Whether a search index still holds its file's data: `quick_stamp` (the
-files and SQLite's header, moved by any commit), `content_stamp` (the rows,
-`Source.table_stamps`, and the hidden branches), `changed_trees` (the trees
-to read again, or None: build again). A text edited in place, the ids,
-counts and links left alone, no stamp sees."""
+"""Whether a search index still holds its file's data: `quick_stamp` (the files and
+SQLite's header, moved by any commit), `content_stamp` (the rows, `Source.table_stamps`,
+and the hidden branches), `changed_trees` (the trees to read again, or None: build
+again)."""
 
 from __future__ import annotations
 

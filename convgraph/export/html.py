@@ -253,9 +253,8 @@ class _DataFinder(HTMLParser):
 
 
 def page_data(text: str) -> dict[str, Any]:
-    """The data a convgraph page embeds (`format`, `version`, `title`,
-    `orientation`, `conversations`); raises ExportError where there is none or it
-    is not JSON."""
+    """The data a convgraph page embeds (`format`, `version`, `title`, `orientation`,
+    `conversations`); raises ExportError where there is none or it is not JSON."""
     finder = _DataFinder()
     finder.feed(text)
     finder.close()

@@ -75,9 +75,8 @@ def json_object(members: Iterable[tuple[str, Any]]) -> str:
 def node_object(
     node: Any, data: dict[str, Any], reserved: frozenset[str], extra: dict[str, Any]
 ) -> str:
-    """A node as one JSON object: `id`, the contract's attributes in order,
-    its other attributes but `reserved`, then `extra`. The hot loop of both JSON
-    exports."""
+    """A node as one JSON object: `id`, the contract's attributes in order, its other
+    attributes but `reserved`, then `extra`. The hot loop of both JSON exports."""
     if tuple(data) == NODE_ATTRIBUTES:
         members = {"id": node, **data, **extra}
     else:

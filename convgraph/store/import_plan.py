@@ -26,8 +26,7 @@ __all__ = [
 
 def stable_ulid(moment: str | None, *key: str) -> str:
     """A ULID as llm makes them (lower case): its time the moment given (0 where
-    unknown), its random bits a hash of `key`, so a second import gets the same
-    ids."""
+    unknown), its random bits a hash of `key`, so a second import gets the same ids."""
     from ulid import ULID
 
     # Without an offset, UTC: ids must not depend on where the import runs.

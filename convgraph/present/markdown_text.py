@@ -181,9 +181,8 @@ def _tame_with_fences(lines: list[str]) -> list[str] | None:
 def _closing(
     lines: list[str], start: int, opener: re.Match[str], marked: list[int]
 ) -> int | None:
-    """The index of the line that closes the fence opened at `start` (among the
-    `marked` ones), indented as the opener with nothing less indented between;
-    None otherwise."""
+    """The index of the line that closes the fence opened at `start` (among the `marked`
+    ones), indented as the opener with nothing less indented between; None otherwise."""
     run = opener.group(1) or opener.group(3)
     depth = _indent(lines[start])
     for index in marked:

@@ -63,8 +63,7 @@ class NodeColumns:
 
     @property
     def looked_up(self) -> bool:
-        """Whether `rows_of` looks the ids up (they were not in the
-        forest's order)."""
+        """Whether `rows_of` looks the ids up (they were not in the forest's order)."""
         return self._row_of_id is not None
 
     def documents(
@@ -208,9 +207,8 @@ def forest_documents(
     columns: NodeColumns | None = None,
     progress: ProgressCallback | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Each node of `forest`, read with its texts, as the index's document,
-    made `CHUNK` nodes at a time; `columns` are the forest's where made
-    already."""
+    """Each node of `forest`, read with its texts, as the index's document, made `CHUNK`
+    nodes at a time; `columns` are the forest's where made already."""
     import numpy as np
 
     if columns is None:

@@ -214,8 +214,7 @@ class _Damaged(Exception):
 
 
 def _lock(path: Path, exclusive: bool) -> Any:
-    """The index's lock file, locked (shared or exclusive); closing it lets
-    go."""
+    """The index's lock file, locked (shared or exclusive); closing it lets go."""
     try:
         handle = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115
     except OSError as error:

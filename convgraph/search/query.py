@@ -96,9 +96,8 @@ def query_words(query: str) -> list[list[str]]:
 
 
 def text_query(index: tantivy.Index, query: str) -> tantivy.Query:
-    """The tantivy query that finds `query` as text: every word required,
-    in any of the node's texts, as the phrase of its tokens (raises as
-    `query_words`)."""
+    """The tantivy query that finds `query` as text: every word required, in any of the
+    node's texts, as the phrase of its tokens (raises as `query_words`)."""
     import tantivy
 
     layout = index.schema

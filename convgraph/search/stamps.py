@@ -70,9 +70,8 @@ def hidden_nodes(logs: Source) -> list[str]:
 def changed_trees(
     logs: Source, old: dict[str, Any] | None, new: dict[str, Any]
 ) -> set[str] | None:
-    """The trees to read again since `old` (`new` is `content_stamp(logs,
-    old)`): rows logged since, branches hidden or shown; None where anything
-    else changed."""
+    """The trees to read again since `old` (`new` is `content_stamp(logs, old)`): rows
+    logged since, branches hidden or shown; None where anything else changed."""
     logged = new.get(LOGGED_SINCE)
     if not old or logged is None:
         return None

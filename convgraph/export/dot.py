@@ -302,13 +302,9 @@ def _assignments(attributes: dict[str, str], indent: str) -> Iterator[str]:
 def generate_dot(
     graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> Iterator[str]:
-    """Yield the DOT text of one conversation, or of several as clusters, line
-    by line; `rankdir` is "TB", "LR", "BT" or "RL".
-
-    Raises
-    ------
-    ExportError
-        An unknown `rankdir`, or one node id in two of the conversations."""
+    """Yield the DOT text of one conversation, or of several as clusters, line by line;
+    `rankdir` is "TB", "LR", "BT" or "RL". Raises `ExportError` (an unknown `rankdir`,
+    or one node id in two of the conversations)."""
     depth = 0
     for statement in _Statements(rankdir)(graphs):
         kind = statement[0]

@@ -101,13 +101,9 @@ def _json_escape(match: re.Match[str]) -> str:
 def generate_graphml(
     graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
 ) -> Iterator[str]:
-    """Yield the GraphML of one conversation or several in one graph, line by
-    line: the contract's attributes and each node's `calls`.
-
-    Raises
-    ------
-    ExportError
-        One node id in two conversations, or a count that is not an integer."""
+    """Yield the GraphML of one conversation or several in one graph, line by line: the
+    contract's attributes and each node's `calls`. Raises `ExportError` (one node id in
+    two conversations, or a count that is not an integer)."""
     graphs, several = look_ahead(graphs)
     yield from HEADER
     yield from _key_lines(several)

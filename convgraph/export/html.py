@@ -171,12 +171,8 @@ def generate_html(
     progress: ProgressCallback | None = None,
     links: PageLinks | None = None,
 ) -> Iterator[str]:
-    """Yield the page that shows `graphs`, one line per conversation.
-
-    Raises
-    ------
-    ExportError
-        An unknown `rankdir`, or one node id in two of the conversations."""
+    """Yield the page that shows `graphs`, one line per conversation. Raises
+    `ExportError` (an unknown `rankdir`, or one node id in two of the conversations)."""
     orientation = ORIENTATIONS.get(rankdir.upper())
     if orientation is None:
         raise ExportError(f"the html page draws trees TB or LR, not {rankdir!r}")

@@ -105,12 +105,8 @@ def generate_json(
     graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]] | Forest,
     progress: ProgressCallback | None = None,
 ) -> Iterator[str]:
-    """Yield the node-link JSON of one conversation or several, line by line.
-
-    Raises
-    ------
-    ExportError
-        One node id in two of the conversations."""
+    """Yield the node-link JSON of one conversation or several, line by line. Raises
+    `ExportError` (one node id in two of the conversations)."""
     if is_forest(graphs):
         yield from block_lines(forest_blocks(graphs, progress))
         return

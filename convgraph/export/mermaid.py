@@ -63,12 +63,8 @@ def generate_mermaid(
     graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> Iterator[str]:
     """Yield a Mermaid flowchart of one or several conversations, line by line;
-    `rankdir` is "TB", "LR", "BT" or "RL".
-
-    Raises
-    ------
-    ExportError
-        An unknown `rankdir`, or one node id in two of the conversations."""
+    `rankdir` is "TB", "LR", "BT" or "RL". Raises `ExportError` (an unknown `rankdir`,
+    or one node id in two of the conversations)."""
     check_rankdir(rankdir)
     yield f"flowchart {rankdir}"
     classes: dict[Any, str] = {}

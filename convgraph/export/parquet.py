@@ -91,7 +91,8 @@ def write_parquet(
     Raises
     ------
     ExportError
-        `directory` is a file, is not empty without `force`, or cannot be"""
+        `directory` is a file, is not empty without `force`, or cannot be
+        written."""
     target = Path(directory)
     _check_target(target, force)
     if partitions is None:

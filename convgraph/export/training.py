@@ -50,12 +50,8 @@ def chat_examples(
     graphs: Iterable[nx.DiGraph[Any]], paths: str = "leaves", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
     """One chat example per root-to-leaf path (leaves in log order), or per tree along
-    its active path (`paths="active"`), with reasoning where `reasoning`.
-
-    Raises
-    ------
-    ValueError
-        `paths` is not one of `PATHS`."""
+    its active path (`paths="active"`), with reasoning where `reasoning`. Raises
+    `ValueError` (`paths` is not one of `PATHS`)."""
     from convgraph.model.tree import path
 
     if paths not in PATHS:
@@ -169,12 +165,9 @@ def preference_pairs(
     prefer: str = "notes",
     reasoning: bool = False,
 ) -> pd.DataFrame:
-    """The preference pairs of a database's trees (or those named) as a
-    DataFrame of `PAIR_COLUMNS`, as TRL's DPO trainer takes them.
-
-    Raises
-    ------
-    UnknownConversation, DatabaseError, ValueError"""
+    """The preference pairs of a database's trees (or those named) as a DataFrame of
+    `PAIR_COLUMNS`, as TRL's DPO trainer takes them. Raises `UnknownConversation`,
+    `DatabaseError`, `ValueError`."""
     import pandas as pd
 
     from convgraph.model.loading import load_trees

@@ -198,12 +198,9 @@ def fan_out(
     lock_timeout: float | None = None,
     on_change: ProgressCallback | None = None,
 ) -> FanOut:
-    """Ask several models (or one several times, `tries`) to continue from
-    `node_id` with `prompt`, logging every answer as a new child of the node.
-
-    Raises
-    ------
-    UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError"""
+    """Ask several models (or one several times, `tries`) to continue from `node_id`
+    with `prompt`, logging every answer as a new child of the node. Raises
+    `UnknownNode`, `NotMigrated`, `BranchError (llm missing)`, `DatabaseError`."""
     return _fan_out_at(
         db,
         lambda path: (point_below(path, node_id), prompt, system),
@@ -225,13 +222,10 @@ def regenerate(
     lock_timeout: float | None = None,
     on_change: ProgressCallback | None = None,
 ) -> FanOut:
-    """Ask `node_id`'s own prompt and system prompt again from its parent's
-    history, so every answer is a sibling (a root's answers are new roots).
-    The parameters are `fan_out`'s.
-
-    Raises
-    ------
-    UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError"""
+    """Ask `node_id`'s own prompt and system prompt again from its parent's history, so
+    every answer is a sibling (a root's answers are new roots). The parameters are
+    `fan_out`'s. Raises `UnknownNode`, `NotMigrated`, `BranchError (llm missing)`,
+    `DatabaseError`."""
 
     def beside(path: Path) -> tuple[BranchPoint, str, str | None]:
         point, node = point_beside(path, node_id)

@@ -47,15 +47,9 @@ def delete_node(
     timeout: float | None = None,
     dry_run: bool = False,
 ) -> Deletion:
-    """Delete one legacy response, and decide what becomes of its children.
-
-    Raises
-    ------
-    UnknownNode
-        No node has this id.
-    DeletionRefused
-        Children and no mode; a turn of the message store; or turns below.
-    DatabaseError, DatabaseLocked"""
+    """Delete one legacy response, and decide what becomes of its children. Raises
+    `UnknownNode` (no node has this id); `DeletionRefused` (children and no mode; a turn
+    of the message store; or turns below); `DatabaseError`, `DatabaseLocked`."""
     if mode not in ("refuse", "reparent", "cascade"):
         raise ValueError(f"unknown deletion mode {mode!r}")
     from convgraph.model import tree as tree_ops

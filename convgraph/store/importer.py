@@ -323,6 +323,7 @@ def import_export(
         The source is not a chat export, or cannot be read.
     ImportRefused
         The target is the export itself or not an llm database, or llm is
+        missing.
     DatabaseLocked
         Another writer kept the file busy; conversations written before stay."""
     from convgraph.sources import open_logs

@@ -275,11 +275,8 @@ def migrate(
     timeout: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> MigrationResult:
-    """Migrate a legacy database: the parent column, its index and the rules.
-
-    Raises
-    ------
-    DatabaseError, DatabaseLocked, MigrationRefused"""
+    """Migrate a legacy database: the parent column, its index and the rules. Raises
+    `DatabaseError`, `DatabaseLocked`, `MigrationRefused`."""
     path = database_path(db)
     report = progress or no_progress
     report("planning", 0, None)

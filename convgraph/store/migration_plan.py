@@ -111,7 +111,9 @@ def plan_migration(
     DatabaseError
         There is no legacy `responses` table.
     MigrationRefused
-        llm has not brought the file to its schema yet, or `--link-linear`"""
+        llm has not brought the file to its schema yet, or `--link-linear`
+        was asked for but responses already have parents that are not the
+        linear ones (linking would overwrite the tree)."""
     columns = response_columns(conn)
     if not columns:
         raise DatabaseError(

@@ -94,15 +94,9 @@ def log_response(
     columns: Mapping[str, Any] | None = None,
     timeout: float | None = None,
 ) -> LoggedNode:
-    """Write one legacy response, held to the tree's rules.
-
-    Raises
-    ------
-    RuleViolation
-        The triggers refused the parent, or the id is taken.
-    NotMigrated
-        A parent was given but the file has no parent column or rules.
-    DatabaseError, DatabaseLocked"""
+    """Write one legacy response, held to the tree's rules. Raises `RuleViolation` (the
+    triggers refused the parent, or the id is taken); `NotMigrated` (A parent was given
+    but the file has no parent column or rules); `DatabaseError`, `DatabaseLocked`."""
     conn = db if isinstance(db, sqlite3.Connection) else connect_read_write(db, timeout)
     try:
         with _atomic(conn):

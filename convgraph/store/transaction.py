@@ -114,12 +114,9 @@ def exclusive_transaction(
     holds the write lock. An exclusive lock can only be had while nobody holds even a
     read lock, so it never cuts into llm's transaction, and while held llm waits in its
     busy handler. The lock is asked for with a zero busy timeout, again and again, as
-    waiting inside SQLite would keep a pending lock that fails llm's write too.
-
-    Raises
-    ------
-    DatabaseLocked
-        No free moment came within `timeout` (default: the busy timeout)."""
+    waiting inside SQLite would keep a pending lock that fails llm's write too. Raises
+    `DatabaseLocked` (no free moment came within `timeout` (default: the busy
+    timeout))."""
     _begin_exclusive(conn, timeout)
     try:
         yield conn
@@ -182,12 +179,8 @@ def batched_writes(
     """Write many small units, each atomic (a savepoint), in as few exclusive
     transactions as the file's other users allow; yield each unit with what `write`
     returned once committed. A failing unit is rolled back alone and its error raised
-    after the units before it.
-
-    Raises
-    ------
-    DatabaseLocked
-        No free moment came within `timeout`; units committed before stay."""
+    after the units before it. Raises `DatabaseLocked` (no free moment came within
+    `timeout`; units committed before stay)."""
     source = iter(units)
     queue: deque[T] = deque()
     queued = 0

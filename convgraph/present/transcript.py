@@ -409,17 +409,11 @@ def transcript(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> Transcript:
-    """The transcript down to a node (`node_or_conversation_id` a node id), or
-    along a conversation's active path (a conversation id), from `db` (a path,
-    a `Source`, or None for llm's own); `hidden` keeps hidden branches.
-
-    Raises
-    ------
-    UnknownNode
-        The id names neither a node nor a conversation.
-    HiddenNode
-        The node is in a hidden branch, and `hidden` is False.
-    DatabaseError"""
+    """The transcript down to a node (`node_or_conversation_id` a node id), or along a
+    conversation's active path (a conversation id), from `db` (a path, a `Source`, or
+    None for llm's own); `hidden` keeps hidden branches. Raises `UnknownNode` (the id
+    names neither a node nor a conversation); `HiddenNode` (the node is in a hidden
+    branch, and `hidden` is False); `DatabaseError`."""
     from convgraph.model.loading import read_tree
     from convgraph.model.tree import path
     from convgraph.sources import opened

@@ -166,12 +166,8 @@ def open_index(
 ) -> SearchIndex:
     """The index of `logs` in `directory` (else the cache), built on first use and
     brought up to date with the file, held until closed; `rebuild` builds it anew
-    whatever its stamps say.
-
-    Raises
-    ------
-    DatabaseError
-        The index can be written neither where asked nor in the cache."""
+    whatever its stamps say. Raises `DatabaseError` (the index can be written neither
+    where asked nor in the cache)."""
     say = notice or (lambda line: None)
     path = index_path(logs.path, directory)
     # tantivy writes beside an index it opens (its lock of the meta file), so

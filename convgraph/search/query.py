@@ -156,15 +156,13 @@ def search(
     notice: Callable[[str], None] | None = None,
     fts: bool = False,
 ) -> list[Hit]:
-    """The nodes that match `query`, best first (BM25 over the node's
-    texts), at most `limit` (at most `MAX_LIMIT`).
-
-    Raises
-    ------
-    ConvgraphError
-        The query holds no word, or is not in the engine's language.
-    DatabaseError
-        The file cannot be read, or its index cannot be written."""
+    """The nodes that match `query`, best first (BM25 over the node's texts), at most
+    `limit` (at most `MAX_LIMIT`). `db` is llm's database, a chat export or an agents'
+    folder (None: llm's own `logs.db`); `query` is text, every word required, or with
+    `query_syntax` the engine's language; `abandoned` keeps only nodes on abandoned
+    branches, `where` only the trees it keeps. Raises `ConvgraphError` (the query holds
+    no word, or is not in the engine's language); `DatabaseError` (the file cannot be
+    read, or its index cannot be written)."""
     query_syntax = query_syntax or fts
     # A query that is no query fails before any build: a text query without
     # words, or one the engine's parser refuses (tried on an empty index

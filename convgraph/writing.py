@@ -82,8 +82,8 @@ def _link_chain(path: str) -> Iterator[str]:
 def written(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """A binary file whose bytes end up at `path` when the block ends without error:
     atomically where `path` is a regular file or nothing, else in place (`-` flushed,
-    never closed). Raises `OutputError` where it cannot be written, nothing replaced and no temporary
-    file left; `BrokenPipeError` where a reader left."""
+    never closed). Raises `OutputError` where it cannot be written, nothing replaced
+    and no temporary file left; `BrokenPipeError` where a reader left."""
     name = os.fspath(path)
     if name == STDOUT:
         with _stdout() as stream:

@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 ACTIVE, ABANDONED, SIDECHAIN = 0, 1, 2
 #: The indexed texts of a node.
 FIELDS = ("prompt", "response", "system", PARTS)
-#: How many nodes of a forest read with its texts are made documents at a
-#: time.
+#: How many nodes of a forest read with its texts are made documents at a time.
 CHUNK = 20_000
 
 #: The texts the file's readers give as columns (the rest are the parts).
@@ -133,10 +132,9 @@ class NodeColumns:
             yield document
 
     def rows_of(self, ids: list[str], start: int) -> np.ndarray:
-        """The rows of the nodes named by `ids` (-1 for an id no node has): `start` on
-        where they are the forest's rows from `start` on, in order (a file read in the
-        order it was logged), else looked up by id (a dict of the ids, made once, on
-        first need)."""
+        """The rows of the nodes named by `ids` (-1 for none): the forest's rows from
+        `start` on where the ids are those in order (a file read in log order), else
+        looked up by id."""
         import numpy as np
 
         if self._row_of_id is None:
@@ -258,8 +256,7 @@ def batched_documents(
         kept = rows >= 0
         if not kept.all():
             rows = rows[kept]
-        # Rows in the forest's order are distinct; rows looked up by id may
-        # not be.
+        # Rows in the forest's order are distinct; rows looked up by id may not be.
         looked_up = columns.looked_up and len(np.unique(rows)) < len(rows)
         if looked_up or covered[rows].any():
             raise RepeatedIds()

@@ -1,7 +1,5 @@
-"""Search every node of every tree: hits ranked by BM25 (tantivy's, over the four texts
-alike) on the index of `convgraph.search.index`, each with a snippet around the words
-found, its place (tree, node, depth) and whether it is on the active path, on an
-abandoned branch or in a subagent (the model's marks, kept in the index)."""
+"""Search every node of every tree: hits ranked by tantivy's BM25 on the index of
+`convgraph.search.index`, each with a snippet, its place and its branch marks."""
 
 from __future__ import annotations
 
@@ -33,8 +31,7 @@ MAX_LIMIT = 100_000
 SNIPPET_CHARACTERS = 120
 #: Where a snippet is cut: an ellipsis.
 ELLIPSIS = "…"
-#: Put around each word found while a snippet is made, then taken out
-#: (`Hit.marks` says where they were): private-use code points.
+#: Private-use code points around each word found while a snippet is made.
 _OPEN, _CLOSE = "\ue000", "\ue001"
 #: A word holds a letter or a digit; anything else is no word to search for.
 _WORD = re.compile(r"\w")
@@ -164,9 +161,8 @@ def search(
     no word, or is not in the engine's language); `DatabaseError` (the file cannot be
     read, or its index cannot be written)."""
     query_syntax = query_syntax or fts
-    # A query that is no query fails before any build: a text query without
-    # words, or one the engine's parser refuses (tried on an empty index
-    # in memory, of the same schema and analyzer).
+    # A query that is no query fails before any build (the engine's parser is
+    # tried on an empty in-memory index of the same schema and analyzer).
     if query_syntax:
         syntax_query(_empty_index(), query, FIELDS)
     else:

@@ -6,9 +6,6 @@ class ConvgraphError(Exception):
     """Base class: a problem with the user's input, not a bug in convgraph."""
 
 
-# -- reading ----------------------------------------------------------------
-
-
 class DatabaseError(ConvgraphError):
     """The file is missing, is not SQLite, or holds no llm tables."""
 
@@ -92,9 +89,6 @@ class NodeNotConversation(UnknownConversation):
         return f"{self.id} is a node of conversation {self.tree_id}, not a conversation"
 
 
-# -- comparing branches (convgraph.analysis.branch_diff) ------------------------------
-
-
 class UnrelatedNodes(ConvgraphError):
     """No longer raised (branches part at the start); kept for code that catches it."""
 
@@ -103,14 +97,8 @@ class DifferentConversations(ConvgraphError):
     """Two nodes that belong to different conversation trees."""
 
 
-# -- exporting (convgraph.export) --------------------------------------------
-
-
 class ExportError(ConvgraphError, ValueError):
     """A file is not what the reader expects, or a forest cannot be written."""
-
-
-# -- writing (convgraph.store) -----------------------------------------------
 
 
 class DatabaseLocked(ConvgraphError):

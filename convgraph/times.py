@@ -1,7 +1,7 @@
-"""Times as llm stores them, read by one rule: a time without an offset is
-UTC, never the reading machine's local time; a moment lies in Python's range
-(`EARLIEST` to `LATEST`) to the microsecond, in a tree (`parse_time`) as in a
-table (`parse_times`). pandas is imported only by the column functions."""
+"""Times as llm stores them, read by one rule: a time without an offset is UTC, never
+the reading machine's local time; a moment lies in Python's range (`EARLIEST` to
+`LATEST`) to the microsecond, in a tree (`parse_time`) as in a table (`parse_times`).
+pandas is imported only by the column functions."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The one way out: every file convgraph writes goes through `written`.
-
-A regular file (or a new one) is written to a hidden temporary file beside
-it that replaces it once complete and is removed on any other way out; a
-pipe, a device, a link to an open descriptor and `-` are written in place.
-A write's `OSError` is an `OutputError`, one line; a `BrokenPipeError` is
-left for the caller to end quietly. No signal handler is installed here."""
+"""The one way out: every file convgraph writes goes through `written`."""
 
 from __future__ import annotations
 
@@ -86,12 +80,10 @@ def _link_chain(path: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def written(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
-    """A binary file whose bytes end up at `path` when the block ends without error.
-
-    Written atomically where `path` is a regular file or nothing (a link stays a
-    link, the replaced file's permissions kept), else in place (`-` flushed,
-    never closed). Raises `OutputError` where it cannot be written, nothing
-    replaced and no temporary file left; `BrokenPipeError` where a reader left."""
+    """A binary file whose bytes end up at `path` when the block ends without error:
+    atomically where `path` is a regular file or nothing, else in place (`-` flushed,
+    never closed). Raises `OutputError` where it cannot be written, nothing replaced
+    and no temporary file left; `BrokenPipeError` where a reader left."""
     name = os.fspath(path)
     if name == STDOUT:
         with _stdout() as stream:

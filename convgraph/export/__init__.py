@@ -1,11 +1,5 @@
 """Exporters: conversation trees as DOT, GraphML, JSON, Mermaid, HTML and
-more, and the forest's tables as a Parquet dataset.
-
-Each module has networkx's readwrite verbs: `generate_<format>(graphs, ...)`
-yields lines, `write_<format>(graphs, path_or_file, ...)` writes them,
-`read_<format>` reads back where the format round-trips. `FORMATS` maps each
-`convgraph export --format` name to its module, imported on first use (PEP
-562), so the command line lists formats without importing an exporter."""
+more, and the forest's tables as a Parquet dataset."""
 
 from __future__ import annotations
 

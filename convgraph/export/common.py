@@ -1,7 +1,7 @@
-"""What every exporter shares: one conversation or an iterable of them
-(consumed once, looked ahead at most one graph), writing lines to a path or an
-open file, and the characters no format may carry. No networkx import here:
-the command line lists the formats and stays fast."""
+"""What every exporter shares: one conversation or an iterable of them (consumed once,
+looked ahead at most one graph), writing lines to a path or an open file, and the
+characters no format may carry. No networkx import here: the command line lists the
+formats and stays fast."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Conversation trees as Graphviz DOT: a streamed file, or a pydot object.
-
-Each node is a box (id, model, prompt and response excerpts; a tooltip with
-the full texts), coloured by model; branch points have a double border,
-leaves a bold one; several conversations become clusters. Every id and value
-is a DOT quoted string, so keywords, Unicode and punctuation are plain text,
-and two different ids never quote alike. Graphviz copies `&...;` from names
-into its SVG as it stands: `svg_references_fixed` makes such an SVG valid XML."""
+"""Conversation trees as Graphviz DOT: a streamed file, or a pydot object. Every id and
+value is a DOT quoted string, so keywords, Unicode and punctuation are plain text, and
+two different ids never quote alike."""
 
 from __future__ import annotations
 
@@ -200,10 +195,9 @@ def quote_text(text: str) -> str:
 
 
 def quote_tooltip(text: str) -> str:
-    """Text as a DOT quoted tooltip Graphviz shows as it is: Graphviz reads a
-    tooltip as an escape string and then expands `\\N`-style names, halving
-    backslashes twice, so a stored backslash is written as four; `&` as `&amp;`;
-    controls as symbols."""
+    """Text as a DOT quoted tooltip Graphviz shows as it is: Graphviz reads a tooltip as
+    an escape string and then expands `\\N`-style names, halving backslashes twice, so a
+    stored backslash is written as four; `&` as `&amp;`; controls as symbols."""
     # without_controls shows a carriage return as a symbol: keep it apart.
     text = "\r".join(without_controls(piece) for piece in text.split("\r"))
     text = (
@@ -221,10 +215,9 @@ def _quoted(attributes: dict[str, str]) -> dict[str, str]:
 
 
 class _Statements:
-    """An export's DOT as statements with every string quoted, feeding both the
-    text and the pydot object so they cannot disagree: ("graph", name, attrs),
-    ("node", id, attrs), ("edge", source, target), ("cluster", name, attrs),
-    ("end",)."""
+    """An export's DOT as statements with every string quoted, feeding both the text and
+    the pydot object so they cannot disagree: ("graph", name, attrs), ("node", id,
+    attrs), ("edge", source, target), ("cluster", name, attrs), ("end",)."""
 
     def __init__(self, rankdir: str) -> None:
         check_rankdir(rankdir)
@@ -309,13 +302,9 @@ def _assignments(attributes: dict[str, str], indent: str) -> Iterator[str]:
 def generate_dot(
     graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> Iterator[str]:
-    """Yield the DOT text of one conversation, or of several as clusters, line
-    by line; `rankdir` is "TB", "LR", "BT" or "RL".
-
-    Raises
-    ------
-    ExportError
-        An unknown `rankdir`, or one node id in two of the conversations."""
+    """Yield the DOT text of one conversation, or of several as clusters, line by line;
+    `rankdir` is "TB", "LR", "BT" or "RL". Raises `ExportError` (an unknown `rankdir`,
+    or one node id in two of the conversations)."""
     depth = 0
     for statement in _Statements(rankdir)(graphs):
         kind = statement[0]

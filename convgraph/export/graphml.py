@@ -1,12 +1,4 @@
-"""Conversation trees as GraphML, for Gephi, yEd and Cytoscape, and back.
-
-Written as text, one element a line, so a forest streams. Keys are typed
-(counts `long`, marks `boolean`, the rest `string`; `parts` and `calls` as
-JSON strings). None is left out and read back as None. Characters XML 1.0
-forbids become visible symbols; line ends are character references, so a
-node stays on one line. Several conversations are one `<graph>` too (Gephi
-and networkx read the first only), each node carrying `tree_id` and
-`tree_name`, which `read_graphml` splits by."""
+"""Conversation trees as GraphML, for Gephi, yEd and Cytoscape, and back."""
 
 from __future__ import annotations
 
@@ -109,13 +101,9 @@ def _json_escape(match: re.Match[str]) -> str:
 def generate_graphml(
     graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
 ) -> Iterator[str]:
-    """Yield the GraphML of one conversation or several in one graph, line by
-    line: the contract's attributes and each node's `calls`.
-
-    Raises
-    ------
-    ExportError
-        One node id in two conversations, or a count that is not an integer."""
+    """Yield the GraphML of one conversation or several in one graph, line by line: the
+    contract's attributes and each node's `calls`. Raises `ExportError` (one node id in
+    two conversations, or a count that is not an integer)."""
     graphs, several = look_ahead(graphs)
     yield from HEADER
     yield from _key_lines(several)

@@ -1,13 +1,4 @@
-"""Conversation trees as one self-contained, interactive HTML page.
-
-The template (`html_assets/page.html`) gets its stylesheet and script inlined
-and the trees embedded in a `<script type="application/json">` block: each
-conversation's node-link JSON (`convgraph.export.json`) and statistics. The
-script draws, folds, diffs and searches in the page, offline. Three defences
-keep stored text from running as script: `script_json` escapes what could end
-the block, the script inserts text only as text, and a Content-Security-Policy
-admits the page's own script and style alone (by hash). A page an application
-serves may link out (`PageLinks`)."""
+"""Conversation trees as one self-contained, interactive HTML page."""
 
 from __future__ import annotations
 
@@ -180,16 +171,8 @@ def generate_html(
     progress: ProgressCallback | None = None,
     links: PageLinks | None = None,
 ) -> Iterator[str]:
-    """Yield the page that shows `graphs`, one line per conversation.
-
-    `rankdir` is the first drawing ("TB" or "LR"); `progress` is told
-    `("writing page", done, total)` about every half percent (total None where
-    `graphs` has no length); `links` where the page links out.
-
-    Raises
-    ------
-    ExportError
-        An unknown `rankdir`, or one node id in two of the conversations."""
+    """Yield the page that shows `graphs`, one line per conversation. Raises
+    `ExportError` (an unknown `rankdir`, or one node id in two of the conversations)."""
     orientation = ORIENTATIONS.get(rankdir.upper())
     if orientation is None:
         raise ExportError(f"the html page draws trees TB or LR, not {rankdir!r}")
@@ -266,9 +249,8 @@ class _DataFinder(HTMLParser):
 
 
 def page_data(text: str) -> dict[str, Any]:
-    """The data a convgraph page embeds (`format`, `version`, `title`,
-    `orientation`, `conversations`); raises ExportError where there is none or it
-    is not JSON."""
+    """The data a convgraph page embeds (`format`, `version`, `title`, `orientation`,
+    `conversations`); raises ExportError where there is none or it is not JSON."""
     finder = _DataFinder()
     finder.feed(text)
     finder.close()

@@ -1,10 +1,4 @@
-"""Conversation trees as node-link JSON, networkx's convention, and back.
-
-networkx's node-link data with a `format` and a `version` in front, so that
-`networkx.node_link_graph` reads it as it is (schema: docs/json-schema.md).
-One conversation: `graph` holds its `tree_id` and `name`. Several: `graph`
-holds `conversations` and every node a `tree_id`, which `read_json` splits by.
-One node or edge a line, nodes first, so the text streams."""
+"""Conversation trees as node-link JSON, networkx's convention, and back."""
 
 from __future__ import annotations
 
@@ -81,9 +75,8 @@ def json_object(members: Iterable[tuple[str, Any]]) -> str:
 def node_object(
     node: Any, data: dict[str, Any], reserved: frozenset[str], extra: dict[str, Any]
 ) -> str:
-    """A node as one JSON object: `id`, the contract's attributes in order,
-    its other attributes but `reserved`, then `extra`. The hot loop of both JSON
-    exports."""
+    """A node as one JSON object: `id`, the contract's attributes in order, its other
+    attributes but `reserved`, then `extra`. The hot loop of both JSON exports."""
     if tuple(data) == NODE_ATTRIBUTES:
         members = {"id": node, **data, **extra}
     else:
@@ -112,16 +105,8 @@ def generate_json(
     graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]] | Forest,
     progress: ProgressCallback | None = None,
 ) -> Iterator[str]:
-    """Yield the node-link JSON of one conversation or several, line by line.
-
-    Every node attribute is written, the contract's first, then the node's
-    `calls`. A `Forest` is written from its table (`forest_blocks`), the same
-    text; `progress` is told its trees written.
-
-    Raises
-    ------
-    ExportError
-        One node id in two of the conversations."""
+    """Yield the node-link JSON of one conversation or several, line by line. Raises
+    `ExportError` (one node id in two of the conversations)."""
     if is_forest(graphs):
         yield from block_lines(forest_blocks(graphs, progress))
         return
@@ -211,10 +196,8 @@ def forest_blocks(
     forest: Forest, progress: ProgressCallback | None = None
 ) -> Iterator[bytes]:
     """The node-link JSON of every tree of `forest` as UTF-8 blocks: the text
-    `generate_json(forest.trees())` writes, from the table's rows without a
-    DiGraph a tree. Nodes come a batch of trees at a time; edges are kept as text
-    for after the nodes. A forest of one tree or none, or with an id on two rows,
-    is written through its DiGraphs."""
+    `generate_json(forest.trees())` writes, from the table's rows without a DiGraph a
+    tree."""
     ids = forest.nodes["id"]
     if forest.nodes["tree_id"].nunique() < 2 or ids.hasnans or not ids.is_unique:
         lines = generate_json(forest.trees(progress))

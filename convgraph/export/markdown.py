@@ -1,10 +1,4 @@
-"""Whole conversations, every branch, as one Markdown document.
-
-Each conversation is a transcript of its active path; after the step they
-branch from, the other answers are quoted blocks holding their branch to its
-end (going on along the latest child), nested one quote deeper per branch.
-Steps are written as the transcript writes them, no stored text changes the
-document's structure, and the walk keeps its own stack (no recursion)."""
+"""Whole conversations, every branch, as one Markdown document."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Conversation trees as a Mermaid flowchart, which GitHub draws in Markdown.
-
-Each conversation is a subgraph, each node a box (branch points hexagons,
-leaves stadiums, a class per model). No text reaches the diagram as syntax:
-ids are generated (`n0`, `c0`, ...), so none is a keyword such as `end`, and
-every label is a quoted string whose risky characters are entity codes
-(`quote_label`)."""
+"""Conversation trees as a Mermaid flowchart, which GitHub draws in Markdown."""
 
 from __future__ import annotations
 
@@ -69,12 +63,8 @@ def generate_mermaid(
     graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
 ) -> Iterator[str]:
     """Yield a Mermaid flowchart of one or several conversations, line by line;
-    `rankdir` is "TB", "LR", "BT" or "RL".
-
-    Raises
-    ------
-    ExportError
-        An unknown `rankdir`, or one node id in two of the conversations."""
+    `rankdir` is "TB", "LR", "BT" or "RL". Raises `ExportError` (an unknown `rankdir`,
+    or one node id in two of the conversations)."""
     check_rankdir(rankdir)
     yield f"flowchart {rankdir}"
     classes: dict[Any, str] = {}

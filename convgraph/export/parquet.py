@@ -1,12 +1,6 @@
-"""A forest as a Parquet dataset that Dask, Spark and pyarrow read.
-
-`directory/nodes/` holds `analysis.stats.node_table` with each node's `parts`
-as JSON text, its `calls` and `tree_name`; `directory/edges/` the edge table.
-Each table is cut into `part-NNNNN.parquet` files by a keyed SipHash bucket of
-the tree id (the same on every machine, unlike Python's salted `hash`), so a
-tree lies whole in one file of each. The dataset is written beside its name
-and renamed at the end. Reading it back is `convgraph.sources.parquet`'s job;
-pyarrow is imported only where a dataset is written."""
+"""A forest as a Parquet dataset that Dask, Spark and pyarrow read. Reading it back is
+`convgraph.sources.parquet`'s job; pyarrow is imported only where a dataset is
+written."""
 
 from __future__ import annotations
 
@@ -54,10 +48,9 @@ def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
 
 
 def dataset_nodes(forest: Forest) -> pd.DataFrame:
-    """The node table the dataset holds: `node_table` of the forest, `parts` as
-    JSON text (None for a node that is only prompt and answer), an agent's
-    `PLACE_ATTRIBUTES` where given, `calls` (an empty list where none) and
-    `tree_name` (a category)."""
+    """The node table the dataset holds: `node_table` of the forest, `parts` as JSON
+    text (None for a node that is only prompt and answer), an agent's `PLACE_ATTRIBUTES`
+    where given, `calls` (an empty list where none) and `tree_name` (a category)."""
     table = node_table(forest)
     table[PARTS] = parts_as_json(table[PARTS])
     for name in PLACE_ATTRIBUTES:
@@ -94,10 +87,6 @@ def write_parquet(
 ) -> Path:
     """Write the forest as `directory/nodes/` and `directory/edges/`, every tree
     whole in one partition of each, and return `directory`.
-
-    `directory` must not exist or be empty (with `force`, its contents are
-    replaced); `partitions` is how many hash buckets to cut the tables into, by
-    default one per `NODES_PER_PARTITION` nodes.
 
     Raises
     ------
@@ -140,9 +129,6 @@ def write_parquet(
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return target
-
-
-# -- the steps of writing ------------------------------------------------------
 
 
 def _check_target(target: Path, force: bool) -> None:

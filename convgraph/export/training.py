@@ -1,13 +1,4 @@
-"""Training data from conversation trees: chat examples and preference pairs.
-
-`chat_examples` gives one record per root-to-leaf path (or, with
-`paths="active"`, one per tree along its active path), in the chat format
-fine-tuning APIs take. Alternatives are answers to the same prompt at the same
-point (same parent, or both roots): in each group the chosen answer is the one
-marked preferred, else the active one, and every other answer is rejected
-against it, one record each, in the preference format TRL's DPO trainer reads.
-A step's run with tool calls is its chat messages (`path_messages`); reasoning
-only with `reasoning=True`. The schemas are in docs/training-schema.md."""
+"""Training data from conversation trees: chat examples and preference pairs."""
 
 from __future__ import annotations
 
@@ -58,15 +49,9 @@ EXAMPLE_COLUMNS = ("messages", "conversation_id", "leaf_id")
 def chat_examples(
     graphs: Iterable[nx.DiGraph[Any]], paths: str = "leaves", reasoning: bool = False
 ) -> Iterator[dict[str, Any]]:
-    """One chat example per root-to-leaf path (leaves in log order), or per
-    tree along its active path (`paths="active"`), with reasoning where
-    `reasoning`. A path ending on an unanswered prompt or tool result ends at the
-    last assistant message before it; a path with no answer gives none.
-
-    Raises
-    ------
-    ValueError
-        `paths` is not one of `PATHS`."""
+    """One chat example per root-to-leaf path (leaves in log order), or per tree along
+    its active path (`paths="active"`), with reasoning where `reasoning`. Raises
+    `ValueError` (`paths` is not one of `PATHS`)."""
     from convgraph.model.tree import path
 
     if paths not in PATHS:
@@ -180,12 +165,9 @@ def preference_pairs(
     prefer: str = "notes",
     reasoning: bool = False,
 ) -> pd.DataFrame:
-    """The preference pairs of a database's trees (or those named) as a
-    DataFrame of `PAIR_COLUMNS`, as TRL's DPO trainer takes them.
-
-    Raises
-    ------
-    UnknownConversation, DatabaseError, ValueError"""
+    """The preference pairs of a database's trees (or those named) as a DataFrame of
+    `PAIR_COLUMNS`, as TRL's DPO trainer takes them. Raises `UnknownConversation`,
+    `DatabaseError`, `ValueError`."""
     import pandas as pd
 
     from convgraph.model.loading import load_trees

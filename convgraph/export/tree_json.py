@@ -1,10 +1,4 @@
-"""Conversation trees as nested JSON, the shape D3's hierarchy takes, and back.
-
-One object with `format`, `version` and `children`: a conversation each
-(`tree_id`, `name`, its roots as `children`), every node with its `id`,
-attributes and own `children` in log order (schema: docs/json-schema.md). A
-long chain nests as deep: writing keeps its own stack, and reading falls back
-from `json` (which recurses) to an iterative parser."""
+"""Conversation trees as nested JSON, the shape D3's hierarchy takes, and back."""
 
 from __future__ import annotations
 

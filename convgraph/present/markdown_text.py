@@ -1,10 +1,9 @@
-"""Stored text placed into Markdown without changing its structure: the one
-rule every Markdown writer of convgraph follows, against forged turns,
-unclosed fences and HTML. `markdown_block` keeps a text's own Markdown only
-where it is tame (fences paired, no HTML, no script links, no reference
-definitions; possible headings escaped), else fences it verbatim; `fenced`,
-`inline_text` and `inline_code` never let a backtick run or markup escape.
-Lines are cut where Markdown cuts them; every check is linear in the text."""
+"""Stored text placed into Markdown without changing its structure: the one rule every
+Markdown writer of convgraph follows, against forged turns, unclosed fences and HTML.
+`markdown_block` keeps a text's own Markdown only where it is tame (fences paired, no
+HTML, no script links, no reference definitions; possible headings escaped), else fences
+it verbatim; `fenced`, `inline_text` and `inline_code` never let a backtick run or
+markup escape."""
 
 from __future__ import annotations
 
@@ -138,9 +137,6 @@ def cut(text: str, limit: int) -> tuple[str, str | None]:
     ], f"*… cut: the first {limit:,} of {len(text):,} characters shown*"
 
 
-# -- the rule ------------------------------------------------------------------
-
-
 def _tame_with_fences(lines: list[str]) -> list[str] | None:
     """`_tame` of a text with fence markers: only the marked lines are paired
     one by one, the rest go through the whole-text patterns."""
@@ -185,9 +181,8 @@ def _tame_with_fences(lines: list[str]) -> list[str] | None:
 def _closing(
     lines: list[str], start: int, opener: re.Match[str], marked: list[int]
 ) -> int | None:
-    """The index of the line that closes the fence opened at `start` (among the
-    `marked` ones), indented as the opener with nothing less indented between;
-    None otherwise."""
+    """The index of the line that closes the fence opened at `start` (among the `marked`
+    ones), indented as the opener with nothing less indented between; None otherwise."""
     run = opener.group(1) or opener.group(3)
     depth = _indent(lines[start])
     for index in marked:

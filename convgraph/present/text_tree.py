@@ -1,13 +1,4 @@
-"""A conversation tree as text, drawn with box-drawing characters.
-
-One line a node (id, prompt excerpt), children under their parent in log
-order. Indentation marks branching, not turns: an only child is drawn in its
-parent's column, so a long chain stays short lines (`indent_chains=True`
-indents every child). Several roots hang from one start line, as alternatives.
-A node's tool calls and code are drawn beneath it (`↳ name(args) → result`),
-reasoning as a `∴` mark; all text goes through `terminal_text`. One stack
-walk (`_lines`) draws a DiGraph and a forest's table rows alike
-(`forest_drawings`), without a DiGraph a tree."""
+"""A conversation tree as text, drawn with box-drawing characters."""
 
 from __future__ import annotations
 
@@ -71,11 +62,7 @@ def drawing(
     active: bool = False,
     heading: str | None = None,
 ) -> Iterator[DrawnLine]:
-    """The drawing as `DrawnLine`s, depth first, children in log order.
-
-    `heading` is drawn first, the roots beneath it; without one, several roots
-    hang from a `start: N alternatives` line. Under a node, its run's calls and
-    code (`run_lines`), none where `width` is 0."""
+    """The drawing as `DrawnLine`s, depth first, children in log order."""
     for line in _walk(tree, start, width, indent_chains, marks, active, heading):
         yield DrawnLine._make(line)
 
@@ -123,10 +110,8 @@ def _fields(data: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 class Style(NamedTuple):
-    """How a drawing is drawn: `width` cells of text, `indent_chains`, `marks`
-    and `active`. `fit`, a whole line's width in cells, gives each text the room
-    its indentation and id leave (at least `MIN_TEXT`) and cuts what is still too
-    long; `id_length` shows ids as prefixes of that many characters."""
+    """How a drawing is drawn: `width` cells of text, `indent_chains`, `marks` and
+    `active`."""
 
     width: int = EXCERPT_WIDTH
     indent_chains: bool = False

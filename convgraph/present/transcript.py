@@ -1,13 +1,4 @@
-"""A branch taken out of its tree: one path as a linear transcript.
-
-`path_messages` gives a root-to-node path as chat messages (tool calls and
-results in the chat format; reasoning as `reasoning_content` when asked);
-`transcript_lines` as Markdown, each answer labelled with model, time and id,
-calls, code and outputs fenced, reasoning folded, every text through
-`markdown_text`. `transcript` reads one tree and picks the path: to a node, or
-along a conversation's active path. A node with an empty prompt (an older llm
-handing a tool's output back) has no user message; its answer joins the one
-before."""
+"""A branch taken out of its tree: one path as a linear transcript."""
 
 from __future__ import annotations
 
@@ -91,19 +82,11 @@ def path_system(tree: nx.DiGraph[Any], path: list[str]) -> str | None:
     return None
 
 
-# -- chat messages ---------------------------------------------------------------
-
-
 def path_messages(
     tree: nx.DiGraph[Any], path: list[str], system: bool = True, reasoning: bool = False
 ) -> list[dict[str, Any]]:
     """The path (node ids from a root down) as chat messages: the system prompt
-    first where `system`, then each step's user message and its run's messages.
-
-    Consecutive texts of one role join, so user and assistant alternate where no
-    tools are called. Code run is a call of a tool named after its language, its
-    output that tool's result. Attachments and fragments are left out. Reasoning
-    is kept as `reasoning_content` where `reasoning`."""
+    first where `system`, then each step's user message and its run's messages."""
     messages = ChatMessages(reasoning)
     found = path_system(tree, path) if system else None
     if found:
@@ -227,9 +210,6 @@ def _arguments(arguments: Any) -> str:
     return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
 
 
-# -- Markdown --------------------------------------------------------------------
-
-
 def title(tree: nx.DiGraph[Any]) -> str:
     """A tree's title, as one line of Markdown: its name, else its id."""
     name = tree.graph.get("name")
@@ -338,10 +318,10 @@ def parts_lines(
 
 
 def part_lines(part: Mapping[str, Any], limit: int | None = OUTPUT_LIMIT) -> list[str]:
-    """One part as Markdown lines (none for an empty text): text as its own
-    Markdown (`markdown_block`), reasoning folded in `<details>`, calls, results,
-    code and outputs fenced, attachments and fragments one line; outputs longer
-    than `limit` are cut with their size said."""
+    """One part as Markdown lines (none for an empty text): text as its own Markdown
+    (`markdown_block`), reasoning folded in `<details>`, calls, results, code and
+    outputs fenced, attachments and fragments one line; outputs longer than `limit` are
+    cut with their size said."""
     kind = part.get("type")
     if kind == kinds.TEXT:
         text = part.get("text")
@@ -424,25 +404,16 @@ def _reasoning_lines(part: Mapping[str, Any]) -> list[str]:
     ]
 
 
-# -- reading ----------------------------------------------------------------------
-
-
 def transcript(
     node_or_conversation_id: str,
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> Transcript:
-    """The transcript down to a node (`node_or_conversation_id` a node id), or
-    along a conversation's active path (a conversation id), from `db` (a path,
-    a `Source`, or None for llm's own); `hidden` keeps hidden branches.
-
-    Raises
-    ------
-    UnknownNode
-        The id names neither a node nor a conversation.
-    HiddenNode
-        The node is in a hidden branch, and `hidden` is False.
-    DatabaseError"""
+    """The transcript down to a node (`node_or_conversation_id` a node id), or along a
+    conversation's active path (a conversation id), from `db` (a path, a `Source`, or
+    None for llm's own); `hidden` keeps hidden branches. Raises `UnknownNode` (the id
+    names neither a node nor a conversation); `HiddenNode` (the node is in a hidden
+    branch, and `hidden` is False); `DatabaseError`."""
     from convgraph.model.loading import read_tree
     from convgraph.model.tree import path
     from convgraph.sources import opened

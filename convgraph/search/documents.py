@@ -1,15 +1,4 @@
-"""The search index's documents, one a node, and their adding to tantivy's
-writer. A document holds a node's texts (`FIELDS`, as the index holds them:
-`convgraph.search.text`) and what a hit shows or a filter asks: its id and
-tree, depth and branch mark, model, source, time and `moment`.
-
-They come two ways, by one rule (`NodeColumns.documents`): from a forest
-read with its texts (`forest_documents`: an update's trees, and every file
-whose reader gives its texts only so), or from the forest read without
-texts, kept as compact columns, and the texts a batch at a time
-(`batched_documents`, `Source.text_batches`: llm's legacy files), so that
-a large file's texts are never all held at once.
-"""
+"""The search index's documents, one a node, and their adding to tantivy's writer."""
 
 from __future__ import annotations
 
@@ -31,8 +20,7 @@ if TYPE_CHECKING:
 ACTIVE, ABANDONED, SIDECHAIN = 0, 1, 2
 #: The indexed texts of a node.
 FIELDS = ("prompt", "response", "system", PARTS)
-#: How many nodes of a forest read with its texts are made documents at a
-#: time.
+#: How many nodes of a forest read with its texts are made documents at a time.
 CHUNK = 20_000
 
 #: The texts the file's readers give as columns (the rest are the parts).
@@ -74,17 +62,15 @@ class NodeColumns:
 
     @property
     def looked_up(self) -> bool:
-        """Whether `rows_of` looks the ids up (they were not in the
-        forest's order)."""
+        """Whether `rows_of` looks the ids up (they were not in the forest's order)."""
         return self._row_of_id is not None
 
     def documents(
         self, rows: np.ndarray, texts: dict[str, list[str | None]]
     ) -> Iterator[dict[str, Any]]:
-        """The documents of the nodes at `rows`, with their `texts` (by
-        field, aligned with `rows`, as the index holds them: a field
-        missing or None is no text); only the values there are (tantivy
-        takes no null)."""
+        """The documents of the nodes at `rows`, with their `texts` (by field, aligned
+        with `rows`, as the index holds them: a field missing or None is no text); only
+        the values there are (tantivy takes no null)."""
         import pandas as pd
 
         times = self.times.at(rows)
@@ -146,10 +132,9 @@ class NodeColumns:
             yield document
 
     def rows_of(self, ids: list[str], start: int) -> np.ndarray:
-        """The rows of the nodes named by `ids` (-1 for an id no node has):
-        `start` on where they are the forest's rows from `start` on, in
-        order (a file read in the order it was logged), else looked up by
-        id (a dict of the ids, made once, on first need)."""
+        """The rows of the nodes named by `ids` (-1 for none): the forest's rows from
+        `start` on where the ids are those in order (a file read in log order), else
+        looked up by id."""
         import numpy as np
 
         if self._row_of_id is None:
@@ -166,10 +151,9 @@ class NodeColumns:
 
 
 class _Strings:
-    """A column of strings, its values at some rows as str or None: Arrow's
-    array, joined into one chunk once (a take from many chunks joins them
-    at every take), where the table holds Arrow's strings; else plain
-    values."""
+    """A column of strings, its values at some rows as str or None: Arrow's array,
+    joined into one chunk once (a take from many chunks joins them at every take), where
+    the table holds Arrow's strings; else plain values."""
 
     def __init__(self, column: pd.Series):
         import numpy as np
@@ -221,9 +205,8 @@ def forest_documents(
     columns: NodeColumns | None = None,
     progress: ProgressCallback | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Each node of `forest`, read with its texts, as the index's document,
-    made `CHUNK` nodes at a time; `columns` are the forest's where made
-    already."""
+    """Each node of `forest`, read with its texts, as the index's document, made `CHUNK`
+    nodes at a time; `columns` are the forest's where made already."""
     import numpy as np
 
     if columns is None:
@@ -255,14 +238,11 @@ def batched_documents(
     batches: Iterable[NodeTexts],
     progress: ProgressCallback | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Each node of the forest `columns` were made from (read without its
-    texts) as the index's document, with its texts from `batches`
-    (`Source.text_batches`); texts of nodes the forest does not hold (rows
-    logged since it was read, hidden branches) are passed over. A node no
-    batch names (its row deleted since the forest was read: the stamps show
-    it, and the next search builds again) has a document without texts.
-    Raises `RepeatedIds` where a node is named twice (ids that are no key).
-    """
+    """Each node of the forest `columns` were made from (read without its texts) as the
+    index's document, with its texts from `batches` (`Source.text_batches`); texts of
+    nodes the forest does not hold (rows logged since it was read, hidden branches) are
+    passed over. Raises `RepeatedIds` where a node is named twice (ids that are no
+    key)."""
     import numpy as np
 
     report = progress or (lambda phase, done, total: None)
@@ -276,8 +256,7 @@ def batched_documents(
         kept = rows >= 0
         if not kept.all():
             rows = rows[kept]
-        # Rows in the forest's order are distinct; rows looked up by id may
-        # not be.
+        # Rows in the forest's order are distinct; rows looked up by id may not be.
         looked_up = columns.looked_up and len(np.unique(rows)) < len(rows)
         if looked_up or covered[rows].any():
             raise RepeatedIds()
@@ -347,10 +326,9 @@ def moment(text: str) -> int | None:
 def add_documents(
     writer: Any, documents: Iterable[dict[str, Any]], layout: tantivy.Schema
 ) -> None:
-    """The documents added to tantivy's `writer` of an index of schema
-    `layout`, each as JSON (orjson's bytes, which tantivy parses faster
-    than Python builds a Document); a document orjson refuses (a lone
-    surrogate in an id) goes through a Document."""
+    """The documents added to tantivy's `writer` of an index of schema `layout`, each as
+    JSON (orjson's bytes, which tantivy parses faster than Python builds a Document); a
+    document orjson refuses (a lone surrogate in an id) goes through a Document."""
     from binascii import b2a_base64
 
     import orjson

@@ -1,24 +1,6 @@
 """The tantivy index `convgraph search` ranks with: one document a node
-(`convgraph.search.documents`: its texts, depth and branch mark), kept as a
-cache and brought up to date before each search. Why not llm's own FTS
-tables: docs/design.md#search-has-an-index-of-its-own.
-
-Where it lies: in the user's cache (`cache_directory`), named by the file's
-absolute path and identity (a file replaced at the same path is another
-index), or under `--index DIR`; a place that cannot be written falls back
-to the cache, and nothing is written beside the user's file. A lock file
-beside the index is held shared while a search reads and exclusive while
-the index is built or updated, so concurrent first searches share one
-build. A build goes to a directory of its own, moved into place when done
-and removed on any exit the process sees (one a killed process left, by
-the next writer).
-
-Staying current: while the quick stamp holds (`convgraph.search.stamps`)
-the index is used as it is; when it moved, the content stamp says whether
-rows were appended (their trees read again and their documents replaced),
-nothing indexed changed (the stamps renewed), or anything else (the index
-built again).
-"""
+(`convgraph.search.documents`: its texts, depth and branch mark), kept as a cache and
+brought up to date before each search."""
 
 from __future__ import annotations
 
@@ -135,10 +117,9 @@ def schema() -> tantivy.Schema:
 
 @dataclass
 class SearchIndex:
-    """An index brought up to date with its file (`open_index`), held (a
-    shared lock) until `close`: `models` every model name its nodes have
-    held (for a filter's globs), `built` what the opening did: "" (it was
-    current), "updated" or "built"."""
+    """An index brought up to date with its file (`open_index`), held (a shared lock)
+    until `close`: `models` every model name its nodes have held (for a filter's globs),
+    `built` what the opening did: "" (it was current), "updated" or "built"."""
 
     index: tantivy.Index
     searcher: tantivy.Searcher
@@ -183,17 +164,10 @@ def open_index(
     notice: Callable[[str], None] | None = None,
     rebuild: bool = False,
 ) -> SearchIndex:
-    """The index of `logs` in `directory` (else the cache), built on first
-    use and brought up to date with the file, held until closed; `rebuild`
-    builds it anew whatever its stamps say. `progress` is told how far a
-    build has come; `notice`, in one line each, what the user should know
-    (an index built again, a place not writable, where a build went).
-
-    Raises
-    ------
-    DatabaseError
-        The index can be written neither where asked nor in the cache.
-    """
+    """The index of `logs` in `directory` (else the cache), built on first use and
+    brought up to date with the file, held until closed; `rebuild` builds it anew
+    whatever its stamps say. Raises `DatabaseError` (the index can be written neither
+    where asked nor in the cache)."""
     say = notice or (lambda line: None)
     path = index_path(logs.path, directory)
     # tantivy writes beside an index it opens (its lock of the meta file), so
@@ -236,8 +210,7 @@ class _Damaged(Exception):
 
 
 def _lock(path: Path, exclusive: bool) -> Any:
-    """The index's lock file, locked (shared or exclusive); closing it lets
-    go."""
+    """The index's lock file, locked (shared or exclusive); closing it lets go."""
     try:
         handle = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115
     except OSError as error:
@@ -354,10 +327,9 @@ def _write_meta(path: Path, meta: dict[str, Any]) -> None:
 def _add_every_node(
     logs: Source, writer: Any, progress: ProgressCallback | None
 ) -> set[str]:
-    """Every node of `logs` added to `writer` as its document; the model
-    names the nodes hold. Where the reader gives the texts apart
-    (`Source.text_batches`), the forest is read without them and the texts
-    come a batch at a time, never all held at once."""
+    """Every node of `logs` added to `writer` as its document; the model names the nodes
+    hold. Where the reader gives the texts apart (`Source.text_batches`), the forest is
+    read without them and the texts come a batch at a time, never all held at once."""
     from convgraph.model.forest import Forest
 
     layout = schema()

@@ -1,14 +1,5 @@
-"""Search every node of every tree: hits ranked by BM25 (tantivy's, over the
-four texts alike) on the index of `convgraph.search.index`, each with a
-snippet around the words found, its place (tree, node, depth) and whether it
-is on the active path, on an abandoned branch or in a subagent (the model's
-marks, kept in the index). A query reads the index alone: its cost grows
-with its matches, not with the file.
-
-A query is text (`text_query`): split at white space, every word must occur
-in the node as the phrase of its tokens, and no sign is an operator. With
-`query_syntax` it is the engine's language (`convgraph.search.syntax`).
-"""
+"""Search every node of every tree: hits ranked by tantivy's BM25 on the index of
+`convgraph.search.index`, each with a snippet, its place and its branch marks."""
 
 from __future__ import annotations
 
@@ -40,8 +31,7 @@ MAX_LIMIT = 100_000
 SNIPPET_CHARACTERS = 120
 #: Where a snippet is cut: an ellipsis.
 ELLIPSIS = "…"
-#: Put around each word found while a snippet is made, then taken out
-#: (`Hit.marks` says where they were): private-use code points.
+#: Private-use code points around each word found while a snippet is made.
 _OPEN, _CLOSE = "\ue000", "\ue001"
 #: A word holds a letter or a digit; anything else is no word to search for.
 _WORD = re.compile(r"\w")
@@ -50,12 +40,11 @@ _SPACES = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class Hit:
-    """One node that matched (`search`): its `rank` (from 1) and BM25
-    `score`; its place (`depth`, 0 for a root; `active`: on the path to the
-    branch last used; `sidechain`: a subagent's node, off that path but no
-    branch the user left); `fields`, its texts that match (`prompt`,
-    `response`, `system`, `parts`); `snippet`, one line of its best text
-    around the words found (NFKC, `ELLIPSIS` where cut), and `marks`, those
+    """One node that matched (`search`): its `rank` (from 1) and BM25 `score`; its place
+    (`depth`, 0 for a root; `active`: on the path to the branch last used; `sidechain`:
+    a subagent's node, off that path but no branch the user left); `fields`, its texts
+    that match (`prompt`, `response`, `system`, `parts`); `snippet`, one line of its
+    best text around the words found (NFKC, `ELLIPSIS` where cut), and `marks`, those
     words as `[start, end)` character offsets in it."""
 
     rank: int
@@ -78,11 +67,10 @@ class Hit:
 
 
 def query_words(query: str) -> list[list[str]]:
-    """The words of a text query as the index's tokens, each word once: a
-    word is a phrase of its tokens (one token for most words; a character a
-    token in scripts without spaces). A word whose tokens are all too long
-    to be indexed is an empty list (it matches nothing). Raises
-    `ConvgraphError` where the query holds no letter or digit."""
+    """The words of a text query as the index's tokens, each word once: a word is a
+    phrase of its tokens (one token for most words; a character a token in scripts
+    without spaces). Raises `ConvgraphError` where the query holds no letter or
+    digit."""
     text = normalized(query)
     tokenize = analyzer().analyze
     words: list[list[str]] = []
@@ -105,9 +93,8 @@ def query_words(query: str) -> list[list[str]]:
 
 
 def text_query(index: tantivy.Index, query: str) -> tantivy.Query:
-    """The tantivy query that finds `query` as text: every word required,
-    in any of the node's texts, as the phrase of its tokens (raises as
-    `query_words`)."""
+    """The tantivy query that finds `query` as text: every word required, in any of the
+    node's texts, as the phrase of its tokens (raises as `query_words`)."""
     import tantivy
 
     layout = index.schema
@@ -131,10 +118,9 @@ def text_query(index: tantivy.Index, query: str) -> tantivy.Query:
 
 
 def marked(snippet: str) -> tuple[str, list[list[int]]]:
-    """A snippet with its words found between `_OPEN` and `_CLOSE` as plain
-    one-line text (zero-width spaces out, white space runs one space) and
-    the offsets of the words found; words that touch are one mark (a word
-    of a script without spaces)."""
+    """A snippet with its words found between `_OPEN` and `_CLOSE` as plain one-line
+    text (zero-width spaces out, white space runs one space) and the offsets of the
+    words found; words that touch are one mark (a word of a script without spaces)."""
     text = _SPACES.sub(" ", snippet.replace(ZERO_WIDTH_SPACE, ""))
     plain: list[str] = []
     marks: list[list[int]] = []
@@ -167,38 +153,16 @@ def search(
     notice: Callable[[str], None] | None = None,
     fts: bool = False,
 ) -> list[Hit]:
-    """The nodes that match `query`, best first (BM25 over the node's
-    texts), at most `limit` (at most `MAX_LIMIT`).
-
-    Parameters
-    ----------
-    db
-        llm's database, a chat export or an agents' folder (a path or an
-        open `Source`), or None for llm's own `logs.db`; its index is built
-        or brought up to date first (`convgraph.search.index`).
-    query
-        Text, every word required; with `query_syntax` (`fts`, its old
-        name), the engine's language (`convgraph.search.syntax`).
-    abandoned
-        Only nodes on abandoned branches (not in a subagent).
-    where
-        Only the trees this filter keeps (`convgraph.model.filters`).
-    index_directory
-        Where the index lies (`--index DIR`); the cache directory if None.
-    progress, notice
-        Told how far a build has come, and what the user should know.
-
-    Raises
-    ------
-    ConvgraphError
-        The query holds no word, or is not in the engine's language.
-    DatabaseError
-        The file cannot be read, or its index cannot be written.
-    """
+    """The nodes that match `query`, best first (BM25 over the node's texts), at most
+    `limit` (at most `MAX_LIMIT`). `db` is llm's database, a chat export or an agents'
+    folder (None: llm's own `logs.db`); `query` is text, every word required, or with
+    `query_syntax` the engine's language; `abandoned` keeps only nodes on abandoned
+    branches, `where` only the trees it keeps. Raises `ConvgraphError` (the query holds
+    no word, or is not in the engine's language); `DatabaseError` (the file cannot be
+    read, or its index cannot be written)."""
     query_syntax = query_syntax or fts
-    # A query that is no query fails before any build: a text query without
-    # words, or one the engine's parser refuses (tried on an empty index
-    # in memory, of the same schema and analyzer).
+    # A query that is no query fails before any build (the engine's parser is
+    # tried on an empty in-memory index of the same schema and analyzer).
     if query_syntax:
         syntax_query(_empty_index(), query, FIELDS)
     else:

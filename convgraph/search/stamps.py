@@ -1,8 +1,7 @@
-"""Whether a search index still holds its file's data: `quick_stamp` (the
-files and SQLite's header, moved by any commit), `content_stamp` (the rows,
-`Source.table_stamps`, and the hidden branches), `changed_trees` (the trees
-to read again, or None: build again). A text edited in place, the ids,
-counts and links left alone, no stamp sees."""
+"""Whether a search index still holds its file's data: `quick_stamp` (the files and
+SQLite's header, moved by any commit), `content_stamp` (the rows, `Source.table_stamps`,
+and the hidden branches), `changed_trees` (the trees to read again, or None: build
+again)."""
 
 from __future__ import annotations
 
@@ -71,9 +70,8 @@ def hidden_nodes(logs: Source) -> list[str]:
 def changed_trees(
     logs: Source, old: dict[str, Any] | None, new: dict[str, Any]
 ) -> set[str] | None:
-    """The trees to read again since `old` (`new` is `content_stamp(logs,
-    old)`): rows logged since, branches hidden or shown; None where anything
-    else changed."""
+    """The trees to read again since `old` (`new` is `content_stamp(logs, old)`): rows
+    logged since, branches hidden or shown; None where anything else changed."""
     logged = new.get(LOGGED_SINCE)
     if not old or logged is None:
         return None

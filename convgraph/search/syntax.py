@@ -1,8 +1,7 @@
-"""The query language of `--query-syntax` (docs/guide/search.md): tantivy's,
-every term required, and `word*` a prefix. tantivy's parser reads `word*`
-as `word` (a prefix only ends a phrase), so each `word*` outside quotes is
-written as a regular expression on the terms before it parses; no other
-regular expression is let through."""
+"""The query language of `--query-syntax` (docs/guide/search.md): tantivy's, every term
+required, and `word*` a prefix. tantivy's parser reads `word*` as `word` (a prefix only
+ends a phrase), so each `word*` outside quotes is written as a regular expression on the
+terms before it parses; no other regular expression is let through."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The text rules of the search index, the same for the texts and the
-queries: NFKC (a byte that was not UTF-8 read as Latin-1), each character
-of a script without spaces between zero-width spaces so that a word of them
-is a phrase of its characters, and tantivy's simple tokenizer lower-cased
-and folded to ASCII; and the searchable text of a node's parts.
-"""
+"""The search index's text rules, the same for texts and queries: NFKC, a script
+without spaces cut into characters (a word of them is a phrase), tantivy's simple
+tokenizer lower-cased and folded to ASCII; and the searchable text of a node's parts."""
 
 from __future__ import annotations
 

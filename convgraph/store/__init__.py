@@ -1,7 +1,7 @@
-"""The write side: migration, the rules the database enforces, deletion,
-notes and branching. Everything here opens the file read-write and changes it
-in short exclusive transactions taken while no other connection holds a lock
-(`store.transaction`), so llm logging meanwhile never loses a prompt."""
+"""The write side: migration, the rules the database enforces, deletion, notes and
+branching. Everything here opens the file read-write and changes it in short exclusive
+transactions taken while no other connection holds a lock (`store.transaction`), so llm
+logging meanwhile never loses a prompt."""
 
 from convgraph.errors import (
     BranchError,

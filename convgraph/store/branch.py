@@ -1,10 +1,8 @@
-"""Continue a conversation from any node with llm's Python API: one answer
-(`branch`), several at once (`fan_out`), or a node's prompt asked again
-(`regenerate`). Every model gets the history from the root down, then the
-prompt; every answer becomes a new child of the node. The models are called
-before any write (`store.fanout`), so a slow model never holds the lock; each
-answer is logged by `log_answer`, the one place that decides how, in a short
-transaction of its own. llm is imported here only."""
+"""Continue a conversation from any node with llm's Python API: one answer (`branch`),
+several at once (`fan_out`), or a node's prompt asked again (`regenerate`). The models
+are called before any write (`store.fanout`), so a slow model never holds the lock; each
+answer is logged by `log_answer`, the one place that decides how, in a short transaction
+of its own. llm is imported here only."""
 
 from __future__ import annotations
 
@@ -149,13 +147,11 @@ def branch(
     timeout: float | None = None,
     request_timeout: float | None = None,
 ) -> LoggedNode:
-    """Prompt a model with the history up to `node_id`, and log the answer as a
-    new child of that node.
-
-    `model` defaults to the node's own; `system` is given after the history;
-    `timeout` is for the write lock, `request_timeout` for the model (None: no
-    limit). Returns the new node and its conversation (the new thread, for
-    `llm -c --cid`).
+    """Prompt a model with the history up to `node_id`, and log the answer as a new
+    child of that node. `model` defaults to the node's own; `system` is given after the
+    history; `timeout` is for the write lock, `request_timeout` for the model (None: no
+    limit). Returns the new node and its conversation (the new thread, for `llm -c
+    --cid`).
 
     Raises
     ------
@@ -202,17 +198,9 @@ def fan_out(
     lock_timeout: float | None = None,
     on_change: ProgressCallback | None = None,
 ) -> FanOut:
-    """Ask several models (or one several times, `tries`) to continue from
-    `node_id` with `prompt`, logging every answer as a new child of the node.
-
-    Requests run concurrently, at most `parallel` at a time; each answer is
-    logged once complete, and a failing request loses no other answer. `models`
-    defaults to the node's own; `options` go to every model; `on_change` is
-    called with the jobs whenever one changes.
-
-    Raises
-    ------
-    UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError"""
+    """Ask several models (or one several times, `tries`) to continue from `node_id`
+    with `prompt`, logging every answer as a new child of the node. Raises
+    `UnknownNode`, `NotMigrated`, `BranchError (llm missing)`, `DatabaseError`."""
     return _fan_out_at(
         db,
         lambda path: (point_below(path, node_id), prompt, system),
@@ -234,13 +222,10 @@ def regenerate(
     lock_timeout: float | None = None,
     on_change: ProgressCallback | None = None,
 ) -> FanOut:
-    """Ask `node_id`'s own prompt and system prompt again from its parent's
-    history, so every answer is a sibling (a root's answers are new roots).
-    The parameters are `fan_out`'s.
-
-    Raises
-    ------
-    UnknownNode, NotMigrated, BranchError (llm missing), DatabaseError"""
+    """Ask `node_id`'s own prompt and system prompt again from its parent's history, so
+    every answer is a sibling (a root's answers are new roots). The parameters are
+    `fan_out`'s. Raises `UnknownNode`, `NotMigrated`, `BranchError (llm missing)`,
+    `DatabaseError`."""
 
     def beside(path: Path) -> tuple[BranchPoint, str, str | None]:
         point, node = point_beside(path, node_id)
@@ -327,12 +312,9 @@ def _run(
 def log_answer(
     conn: sqlite3.Connection, point: BranchPoint, response: Any, system: str | None
 ) -> LoggedNode:
-    """Log one completed answer below the branch point, in one short
-    transaction. In the message store: a new thread forked at the parent turn's
-    output (a new root: an empty thread beside the asked root's), the turn in
-    it. A legacy node of a file with the message store is forked the same way at
-    its history rebuilt as messages, so `llm -c --cid` goes on with that branch
-    alone. In a legacy database: a response under the rules."""
+    """Log one completed answer below the branch point, in one short transaction. In the
+    message store: a new thread forked at the parent turn's output (a new root: an empty
+    thread beside the asked root's), the turn in it."""
     name = thread_name(response)
     if point.store is not None:
         store = point.store

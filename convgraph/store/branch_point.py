@@ -19,11 +19,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class BranchPoint:
-    """Where new answers hang, and the history each model is given first.
-
-    `parent_id` is the node the answers become children of; None when they
-    are new roots (a root's prompt asked again), which then go in `thread_id`'s
-    tree (message store) or `conversation_id` (legacy)."""
+    """Where new answers hang, and the history each model is given first."""
 
     path: Path
     parent_id: str | None

@@ -1,10 +1,6 @@
 """Delete a node of a legacy database under the deletion policy
-(docs/design.md#deleting-a-node): a node with children is refused unless
-`reparent` (they move to its parent) or `cascade` (its subtree goes). One
-transaction also removes the rows of llm's other tables that belong to the
-deleted responses, and conversations left empty. A dry run makes the same
-checks and writes nothing. The message store (shared, content-addressed
-messages) is left alone, as llm leaves it."""
+(docs/design.md#deleting-a-node): a node with children is refused unless `reparent`
+(they move to its parent) or `cascade` (its subtree goes)."""
 
 from __future__ import annotations
 
@@ -51,19 +47,9 @@ def delete_node(
     timeout: float | None = None,
     dry_run: bool = False,
 ) -> Deletion:
-    """Delete one legacy response, and decide what becomes of its children.
-
-    `mode` "refuse" (default) refuses a node with children, "reparent" moves them
-    to its parent, "cascade" deletes the subtree; `dry_run` answers and writes
-    nothing. In a file without the parent column a conversation is a chain.
-
-    Raises
-    ------
-    UnknownNode
-        No node has this id.
-    DeletionRefused
-        Children and no mode; a turn of the message store; or turns below.
-    DatabaseError, DatabaseLocked"""
+    """Delete one legacy response, and decide what becomes of its children. Raises
+    `UnknownNode` (no node has this id); `DeletionRefused` (children and no mode; a turn
+    of the message store; or turns below); `DatabaseError`, `DatabaseLocked`."""
     if mode not in ("refuse", "reparent", "cascade"):
         raise ValueError(f"unknown deletion mode {mode!r}")
     from convgraph.model import tree as tree_ops

@@ -1,14 +1,6 @@
-"""Ask several models (or one several times) at once, and hand each answer
-back as soon as it is complete. No database here: `run_requests` calls
-`on_answer` on the caller's thread, one answer at a time, so the caller's
-SQLite writes stay on one thread and short.
-
-Every request streams in a daemon thread of its own (an async model on its
-own loop there), so a model that blocks stalls only itself and an abandoned
-request never keeps the process alive. A failure (unknown model, missing key,
-error mid-stream, timeout, even `SystemExit`) ends only its own request. The
-first Ctrl-C stops what runs and keeps what completed; a second goes to the
-handler from before. llm is imported only when requests run."""
+"""Ask several models (or one several times) at once, and hand each answer back as soon
+as it is complete. The first Ctrl-C stops what runs and keeps what completed; a second
+goes to the handler from before. llm is imported only when requests run."""
 
 from __future__ import annotations
 
@@ -122,14 +114,10 @@ def run_requests(
     timeout: float | None = None,
     on_change: Callable[[list[Job]], None] | None = None,
 ) -> Outcome:
-    """Run the requests concurrently; call `on_answer(job, response)` on this
-    thread for each completed answer (its return is `job.result`; its exception
-    fails the job).
-
-    At most `parallel` run at a time, each for `timeout` seconds once started
-    (None: no limit); `on_change` is called with every job whenever one changes
-    and every `TICK_SECONDS`. Returns the jobs, done, failed or stopped, and
-    whether Ctrl-C interrupted the run."""
+    """Run the requests concurrently; call `on_answer(job, response)` on this thread for
+    each completed answer (its return is `job.result`; its exception fails the job).
+    Returns the jobs, done, failed or stopped, and whether Ctrl-C interrupted the
+    run."""
     jobs = [
         Job(request, label)
         for request, label in zip(requests, job_labels(requests), strict=True)

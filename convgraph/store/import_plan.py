@@ -24,13 +24,9 @@ __all__ = [
 ]
 
 
-# -- ids ------------------------------------------------------------------------
-
-
 def stable_ulid(moment: str | None, *key: str) -> str:
     """A ULID as llm makes them (lower case): its time the moment given (0 where
-    unknown), its random bits a hash of `key`, so a second import gets the same
-    ids."""
+    unknown), its random bits a hash of `key`, so a second import gets the same ids."""
     from ulid import ULID
 
     # Without an offset, UTC: ids must not depend on where the import runs.
@@ -51,9 +47,6 @@ def llm_datetime(moment: str | None) -> str | None:
     if not moment:
         return None
     return utc_iso(moment) or moment
-
-
-# -- the plan of one conversation ------------------------------------------------
 
 
 def breadth_first(roots: list[str], children: dict[str, list[str]]) -> Iterator[str]:
@@ -114,10 +107,8 @@ def plan_conversation(
     records: list[dict[str, Any]],
     source: str,
 ) -> ConversationPlan:
-    """Which threads and turns one conversation's `records` (as a `ChatExport`
-    reads them) become. Broken links are dropped as every reader drops them. The
-    active branch is the first thread; every other leaf's branch (in log order) a
-    thread forked where it leaves those before. Iterative."""
+    """Which threads and turns one conversation's `records` (as a `ChatExport` reads
+    them) become. Broken links are dropped as every reader drops them. Iterative."""
     records = sorted(records, key=log_order)
     parents, _ = check_links(records, {})
     by_id = {record["id"]: record for record in records}

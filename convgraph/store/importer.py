@@ -1,18 +1,6 @@
-"""Import the conversations of a ChatGPT, Claude.ai or Open WebUI export into
-llm's message store, so `llm logs` lists them and `llm -c --cid` goes on from
-any branch.
-
-A node becomes a turn (prompt a user message, response an assistant one,
-system prompt at the chain's root); the active path is the first thread and
-every other branch a thread forked where it leaves (`import_plan`). Rows are
-written column for column as llm's `LogStore` writes them, by prepared
-statements: `log` rehashes a whole history a call and cannot keep the
-export's ids and times (tests/test_import.py proves the rows equal). Ids are
-ULIDs of the node's time and a hash of app, conversation and node, so a second
-import is skipped. Conversations go in `batched_writes` (each a savepoint,
-many a transaction while the file is idle). A prompt never answered ends at
-an empty assistant message. A missing or older llm file is brought up to date
-by llm's migrations in one transaction (`store.upgrade`)."""
+"""Import the conversations of a ChatGPT, Claude.ai or Open WebUI export into llm's
+message store, so `llm logs` lists them and `llm -c --cid` goes on from any branch. A
+prompt never answered ends at an empty assistant message."""
 
 from __future__ import annotations
 
@@ -54,9 +42,6 @@ __all__ = [
 
 #: The tables that make a file llm's.
 LLM_TABLES = {"_llm_migrations", "responses", "threads"}
-
-
-# -- writing ---------------------------------------------------------------------
 
 
 @dataclass
@@ -239,9 +224,6 @@ def write_conversation(store: Any, plan: ConversationPlan) -> None:
     )
 
 
-# -- the target -------------------------------------------------------------------
-
-
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.exists() and b.exists() and os.path.samefile(a, b)
@@ -307,9 +289,6 @@ def _status(conn: Any, plan: ConversationPlan) -> str:
     return "skipped" if found == len(plan.turn_ids) else "changed"
 
 
-# -- the whole import ---------------------------------------------------------------
-
-
 def _plans(
     export: Any, empty: list[tuple[str, str | None]]
 ) -> Iterator[ConversationPlan]:
@@ -337,10 +316,6 @@ def import_export(
 ) -> ImportSummary:
     """Write the conversations of a chat export (`source`: a zip, its JSON or a
     folder) into llm's database (`db`, llm's own when None; made where missing).
-
-    `dry_run` only says what would be written; `timeout` is each transaction's
-    wait for the file; `progress` is told the bytes of JSON read
-    (`("importing conversations", done, total)`).
 
     Raises
     ------

@@ -1,14 +1,5 @@
 """Add the `parent_response_id` column to a legacy database, safely
-(docs/design.md#three-generations-of-llms-database).
-
-Only what `plan_migration` finds missing is done, so an up-to-date file is not
-written at all. llm may be logging meanwhile, so the work is short exclusive
-transactions with pauses; every state between two is one llm and convgraph
-read (the column without rules, or some conversations linked). A killed run
-leaves such a state, and running again finishes it (an unfinished
-`--link-linear` is marked and resumed). The rules go in last, with the
-record, whose time is when the column was added: an older llm's NULL parents
-after it are placed (`rules.PLACING_TRIGGER`, `sources.llm.old_writers`)."""
+(docs/design.md#three-generations-of-llms-database)."""
 
 from __future__ import annotations
 
@@ -80,9 +71,6 @@ class MigrationResult:
     plan: MigrationPlan
     applied: bool
     backup: Path | None = None
-
-
-# -- applying the plan, in short transactions -----------------------------------
 
 
 def _in_transaction(conn: sqlite3.Connection, name: str, work: Callable[[], _T]) -> _T:
@@ -287,17 +275,8 @@ def migrate(
     timeout: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> MigrationResult:
-    """Migrate a legacy database: the parent column, its index and the rules.
-
-    `db` defaults to llm's logs.db; `backup` is copied first (never overwritten);
-    `dry_run` only plans, read-only; `link_linear` sets each existing response's
-    parent to the one before it in its conversation; `timeout` is for the lock;
-    `progress` is told each step as it begins, `(phase, done, total)`. The result's
-    `applied` is False when nothing needed doing.
-
-    Raises
-    ------
-    DatabaseError, DatabaseLocked, MigrationRefused"""
+    """Migrate a legacy database: the parent column, its index and the rules. Raises
+    `DatabaseError`, `DatabaseLocked`, `MigrationRefused`."""
     path = database_path(db)
     report = progress or no_progress
     report("planning", 0, None)

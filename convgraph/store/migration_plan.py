@@ -48,13 +48,7 @@ from responses
 
 @dataclass
 class MigrationPlan:
-    """What migrating one database would change.
-
-    `link` is how many responses `--link-linear` would give a parent (0 when
-    it was not asked for or there is nothing to link); `triggers` the rules
-    to create; `broken` the stored links that already break the rules (they
-    stay as they are); `notes` what the user should know that changes
-    nothing."""
+    """What migrating one database would change."""
 
     path: Path
     add_column: bool = False
@@ -168,12 +162,7 @@ def plan_migration(
 
 
 def _require_llm_schema(conn: sqlite3.Connection, path: Path) -> None:
-    """Refuse a file whose `responses` llm will still rebuild.
-
-    A file without `_llm_migrations` was not made by llm (the original
-    notes' experiment, a hand-made file): there is nothing to wait for. A file
-    whose log names migrations this convgraph does not know was opened by a
-    newer llm, which has run the rebuilds too."""
+    """Refuse a file whose `responses` llm will still rebuild."""
     if not has_table(conn, "_llm_migrations"):
         return
     applied = {row[0] for row in conn.execute("select name from _llm_migrations")}

@@ -1,7 +1,6 @@
-"""Write the user's branch notes: a note, the preferred answer among its
-alternatives (marking one clears the others), hidden branches. An llm
-database keeps them in `_convgraph_notes`, which llm ignores; a chat export
-in `<export>.convgraph.db` beside it. Reading is `convgraph.sources.notes`'."""
+"""Write the user's branch notes: a note, the preferred answer among its alternatives
+(marking one clears the others), hidden branches. Reading is
+`convgraph.sources.notes`'."""
 
 from __future__ import annotations
 
@@ -30,12 +29,9 @@ def set_note(
     text: str | None,
     db: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Record `text` as the note of `node_id` (None clears it) in one
-    transaction; return the file written.
-
-    Raises
-    ------
-    UnknownNode, DatabaseError (the file cannot be written), DatabaseLocked"""
+    """Record `text` as the note of `node_id` (None clears it) in one transaction;
+    return the file written. Raises `UnknownNode`, `DatabaseError (the file cannot be
+    written)`, `DatabaseLocked`."""
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:
@@ -51,12 +47,9 @@ def set_preferred(
     preferred: bool = True,
     db: str | os.PathLike[str] | None = None,
 ) -> list[str]:
-    """Mark `node_id` preferred among its alternatives (or clear it) in one
-    transaction; return the ids whose mark the marking cleared.
-
-    Raises
-    ------
-    UnknownNode, DatabaseError, DatabaseLocked"""
+    """Mark `node_id` preferred among its alternatives (or clear it) in one transaction;
+    return the ids whose mark the marking cleared. Raises `UnknownNode`,
+    `DatabaseError`, `DatabaseLocked`."""
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:
@@ -90,12 +83,9 @@ def set_hidden(
     hidden: bool = True,
     db: str | os.PathLike[str] | None = None,
 ) -> tuple[str, Path]:
-    """Hide the branch of `node_id` (or show it again) in one transaction;
-    return the node's whole id and the file written.
-
-    Raises
-    ------
-    UnknownNode, DatabaseError, DatabaseLocked"""
+    """Hide the branch of `node_id` (or show it again) in one transaction; return the
+    node's whole id and the file written. Raises `UnknownNode`, `DatabaseError`,
+    `DatabaseLocked`."""
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:

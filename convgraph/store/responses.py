@@ -34,8 +34,6 @@ class LoggedNode(NamedTuple):
     conversation_id: str
 
 
-# -- ids and times ---------------------------------------------------------
-
 _last_id = 0
 _id_lock = threading.Lock()
 
@@ -58,9 +56,6 @@ def new_response_id() -> str:
 def utc_now() -> str:
     """The time as llm stores `datetime_utc`: ISO 8601 with the UTC offset."""
     return datetime.datetime.now(datetime.UTC).isoformat()
-
-
-# -- writing ----------------------------------------------------------------
 
 
 @contextmanager
@@ -99,20 +94,9 @@ def log_response(
     columns: Mapping[str, Any] | None = None,
     timeout: float | None = None,
 ) -> LoggedNode:
-    """Write one legacy response, held to the tree's rules.
-
-    `db` is a path, an open connection (an open transaction is used through a
-    savepoint) or None for llm's own. A `parent_response_id` needs `convgraph
-    migrate`. `conversation_id` defaults to the parent's, or a new one for a root.
-    `columns` sets further `responses` columns the table has.
-
-    Raises
-    ------
-    RuleViolation
-        The triggers refused the parent, or the id is taken.
-    NotMigrated
-        A parent was given but the file has no parent column or rules.
-    DatabaseError, DatabaseLocked"""
+    """Write one legacy response, held to the tree's rules. Raises `RuleViolation` (the
+    triggers refused the parent, or the id is taken); `NotMigrated` (A parent was given
+    but the file has no parent column or rules); `DatabaseError`, `DatabaseLocked`."""
     conn = db if isinstance(db, sqlite3.Connection) else connect_read_write(db, timeout)
     try:
         with _atomic(conn):
@@ -206,10 +190,8 @@ def _log(
 
 
 def keep_as_roots(conn: sqlite3.Connection, node_ids: list[str]) -> None:
-    """Make these responses roots on purpose, in the caller's transaction: the
-    placing rule would give them the response before, as an older llm meant.
-    Their parent is set back to NULL and, in a migrated file, they are listed in
-    `_convgraph_roots`, which the reader honours."""
+    """Make these responses roots on purpose, in the caller's transaction: the placing
+    rule would give them the response before, as an older llm meant."""
     ids = json.dumps(list(node_ids))
     conn.execute(
         f"update responses set {PARENT_COLUMN} = null"

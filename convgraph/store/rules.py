@@ -1,14 +1,4 @@
-"""The tree's rules, enforced by the database itself.
-
-After `convgraph migrate`, triggers on llm's legacy `responses` refuse every
-write that breaks the tree, whoever makes it: a parent must exist, not be the
-response itself, be in the same conversation (`coalesce(conversation_id,
-id)`, docs/design.md#the-same-conversation-rule) and not close a cycle; a
-response children name keeps its id and conversation and cannot be deleted
-or replaced. A refusal is an `sqlite3.IntegrityError` whose message starts
-with "convgraph:" (`rule_message`). `PLACING_TRIGGER` refuses nothing: it
-places a row an older llm logs without a parent. `install_rules` installs
-them; `rule_problems` and `require_rules` check they are in place."""
+"""The tree's rules, enforced by the database itself."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""How the write side opens a database and holds its write transactions.
-
-Every write goes through `connect_read_write` and `write_transaction` (or
-`exclusive_transaction` and `pause_for_writers` for long work in pieces, or
-`batched_writes` for many small units). A transaction takes an exclusive lock
-before it reads what it changes, and only while no other connection holds a
-lock, so it never fails the write of an llm logging meanwhile; a file kept
-busy past the timeout ends as one `DatabaseLocked` line, nothing lost."""
+"""How the write side opens a database and holds its write transactions."""
 
 from __future__ import annotations
 
@@ -115,21 +108,15 @@ WRITER_GAP_SECONDS = 0.15
 def exclusive_transaction(
     conn: sqlite3.Connection, timeout: float | None = None
 ) -> Iterator[sqlite3.Connection]:
-    """One `BEGIN EXCLUSIVE` ... `COMMIT`, begun only when nobody reads or writes
-    the file, for writes beside a live llm.
-
-    llm logs in a deferred transaction that reads before it writes; in a
-    rollback-journal file its write fails at once if another holds the write
-    lock. An exclusive lock can only be had while nobody holds even a read lock,
-    so it never cuts into llm's transaction, and while held llm waits in its busy
-    handler. The lock is asked for with a zero busy timeout, again and again, as
-    waiting inside SQLite would keep a pending lock that fails llm's write too.
-    Keep the work short, and call `pause_for_writers` between two.
-
-    Raises
-    ------
-    DatabaseLocked
-        No free moment came within `timeout` (default: the busy timeout)."""
+    """One `BEGIN EXCLUSIVE` ... `COMMIT`, begun only when nobody reads or writes the
+    file, for writes beside a live llm. llm logs in a deferred transaction that reads
+    before it writes; in a rollback-journal file its write fails at once if another
+    holds the write lock. An exclusive lock can only be had while nobody holds even a
+    read lock, so it never cuts into llm's transaction, and while held llm waits in its
+    busy handler. The lock is asked for with a zero busy timeout, again and again, as
+    waiting inside SQLite would keep a pending lock that fails llm's write too. Raises
+    `DatabaseLocked` (no free moment came within `timeout` (default: the busy
+    timeout))."""
     _begin_exclusive(conn, timeout)
     try:
         yield conn
@@ -190,20 +177,10 @@ def batched_writes(
     timeout: float | None = None,
 ) -> Iterator[tuple[T, R]]:
     """Write many small units, each atomic (a savepoint), in as few exclusive
-    transactions as the file's other users allow; yield each unit with what
-    `write` returned once committed.
-
-    While nobody else uses the file, a transaction writes up to `BATCH_SECONDS`
-    or `BATCH_WEIGHT` of units; once another connection is seen (a busy lock, or
-    `pragma data_version` moved) each unit is its own transaction until
-    `QUIET_SECONDS` pass. After every `BATCH_SECONDS` the file is left free for
-    `WRITER_GAP_SECONDS`, and the next units are made in that gap. A failing
-    unit is rolled back alone and its error raised after the units before it.
-
-    Raises
-    ------
-    DatabaseLocked
-        No free moment came within `timeout`; units committed before stay."""
+    transactions as the file's other users allow; yield each unit with what `write`
+    returned once committed. A failing unit is rolled back alone and its error raised
+    after the units before it. Raises `DatabaseLocked` (no free moment came within
+    `timeout`; units committed before stay)."""
     source = iter(units)
     queue: deque[T] = deque()
     queued = 0

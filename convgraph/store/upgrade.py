@@ -1,7 +1,6 @@
-"""llm's own migrations run in one exclusive transaction, an SQLite
-authorizer refusing any statement that would begin, commit or roll one back:
-a kill leaves the file as it was or upgraded, never half-way (which llm
-itself cannot open)."""
+"""llm's own migrations run in one exclusive transaction, an SQLite authorizer refusing
+any statement that would begin, commit or roll one back: a kill leaves the file as it
+was or upgraded, never half-way (which llm itself cannot open)."""
 
 from __future__ import annotations
 

@@ -1,35 +1,4 @@
-"""One conversation of a ChatGPT data export, as parent-linked messages.
-
-ChatGPT keeps a conversation as `mapping`: message nodes by id, each with its
-`parent` and `children`, an empty placeholder at the root (`message` null),
-and `current_node` naming the message the person was on last. A message has
-`author.role` (system, user, assistant, tool) and `author.name` (the tool's,
-for a tool's message), `content` typed by `content_type` (`text` and
-`multimodal_text` carry `parts`, strings or asset pointers; `code`,
-`execution_output` and others carry `text`), `create_time` in epoch
-seconds, `recipient` (`all` for what the user reads; a tool's name for a
-call) and `metadata` (`model_slug`, `is_visually_hidden_from_conversation`,
-uploaded `attachments`). Custom instructions come as a hidden user message
-of type `user_editable_context`: they are the system prompt here, not a
-prompt.
-
-Each message's parts (`convgraph.parts`), as real exports hold them (the
-shapes were learnt from conversations.json files published on GitHub and
-the notes of parsers such as mitkury/chatgpt-export-parser): a code-interpreter cell
-is an assistant message to `python` of type `code` (a `code` part, its
-`language`), answered by a `tool` message of type `execution_output` (a
-`code_output`); any other message to a recipient but `all` (`browser`,
-`web.run`, `dalle.text2im`, `file_search.msearch`, ...) is a `tool_call`
-named by the recipient, its text the arguments, answered by a `tool`
-message named by `author.name` (a `tool_result`: its text, a
-`tether_browsing_display`'s `result`, a `tether_quote`'s title, URL and
-text; `system_error` an error). Reasoning models add `thoughts` (a list of
-`summary` and `content`: a `reasoning` part) and a `reasoning_recap` ("Thought
-for 8s", a label of the time taken: left out). Pictures are
-`image_asset_pointer` parts and uploads `metadata.attachments` (`name`,
-`mime_type`, `size`): `attachment` parts, one per file (a picture's pointer
-and its upload are one file).
-"""
+"""One conversation of a ChatGPT data export, as parent-linked messages."""
 
 from __future__ import annotations
 
@@ -295,8 +264,7 @@ def message_ids(item: dict[str, Any], position: int) -> list[str]:
 def structural_ids(item: dict[str, Any], position: int) -> set[str]:
     """The ids of the mapping's roots that hold no message: the app's own
     scaffolding (`client-created-root` in every conversation of a current
-    export), which conversations share by design, not by copying.
-    """
+    export), which conversations share by design, not by copying."""
     return {
         str(node_id)
         for node_id, node in as_dict(item.get("mapping")).items()

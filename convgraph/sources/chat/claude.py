@@ -1,24 +1,4 @@
-"""One conversation of a Claude.ai data export, as parent-linked messages.
-
-A Claude.ai conversation has `uuid`, `name` and `chat_messages`; a message
-has `uuid`, `sender` (`human` or `assistant`), `created_at` (ISO 8601), its
-text both as `text` and as typed `content` blocks (`text`, `thinking`,
-`tool_use`, `tool_result`), and uploads as `attachments` and `files`.
-Exports that keep branches give each message `parent_message_uuid`, the
-root's being the all-zero sentinel, and may name the branch in use last with
-`current_leaf_message_uuid`; older exports have no links: their messages are
-one chain in list order.
-
-A message's parts (`convgraph.parts`) are its blocks in order, as Claude.ai
-writes them (the shapes learnt from exports published on GitHub and the
-notes of parsers such as Sinity/polylogue): `text`; `thinking` (its `thinking`: a
-`reasoning` part; `redacted_thinking` one without text); `tool_use` (`name`,
-`input`, `id`: a `tool_call`); `tool_result` (`name`, `tool_use_id`,
-`content` as text blocks or search results, `is_error`: a `tool_result`);
-then the uploads, `attachments` (`file_name`, `file_size`, `file_type`)
-and `files` (`file_name`), as `attachment` parts (never their extracted
-text).
-"""
+"""One conversation of a Claude.ai data export, as parent-linked messages."""
 
 from __future__ import annotations
 

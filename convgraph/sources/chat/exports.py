@@ -1,12 +1,6 @@
 """Read the data exports of ChatGPT, Claude.ai and Open WebUI as conversation
 trees (docs/design.md#chat-exports): `ChatExport` answers as `LogDatabase`
-does, streaming the export one conversation at a time.
-
-In both the per-tree and the whole-table read, a conversation repeated across
-split files is read once, from its first copy; message ids an earlier
-conversation holds too (ChatGPT's "Branch in new chat") are read as
-`CONVERSATION_ID/MESSAGE_ID` (`shared_ids`) and reported, unless they are the
-app's scaffolding; a conversation without a node is listed and reported."""
+does, streaming the export one conversation at a time."""
 
 from __future__ import annotations
 
@@ -193,10 +187,9 @@ class ChatExport(Source):
         return None
 
     def _items(self) -> Iterator[_Item]:
-        """Every conversation, once per id (a conversation repeated across
-        split files is read from its first copy), with the ids it shares
-        with the conversations before it; items that are not conversations
-        of the format are skipped."""
+        """Every conversation, once per id (a conversation repeated across split files
+        is read from its first copy), with the ids it shares with the conversations
+        before it; items that are not conversations of the format are skipped."""
         module = self._module
         if module is None:
             return

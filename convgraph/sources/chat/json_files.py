@@ -1,11 +1,5 @@
 """Find a chat export's JSON files (a zip, a folder, one file) and stream their
-top-level values one at a time, so memory holds one conversation.
-
-A file is untrusted (docs/design.md#hostile-data-is-reported): ijson's
-prefixed events cost quadratic time in the nesting depth, and yajl re-lexes
-a token a read cut, quadratic in its length. So values are built here from
-unprefixed events, no deeper than `MAX_DEPTH` and none longer than
-`MAX_VALUE_BYTES`; past either the read stops with one line."""
+top-level values one at a time, so memory holds one conversation."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
 """Nodes from a chat export's messages: the node contract's rule for apps
-that keep a conversation as parent-linked messages.
-
-A node is one user message together with the run of messages that answers
-it (docs/design.md#chat-exports): its id is the run's last message, its
-parent the node above the run; where a run forks (a regenerated answer)
-each branch ends a node of its own, with the same prompt. The app's current
-message marks the active path. `conversation_records` turns one
-`Conversation` (as the format modules `chatgpt`, `claude`, `openwebui` hand
-it over) into the records of one tree; `chat_exports.ChatExport` reads an
-export with it, `convgraph.store.importer` imports one into llm's message
-store, and the browser lists conversations with it. Every walk is iterative.
-"""
+that keep a conversation as parent-linked messages."""
 
 from __future__ import annotations
 
@@ -37,20 +26,8 @@ def conversation_records(
     source: str,
     node_of: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The nodes of one conversation, in log order, as `TreeRecords` records.
-
-    A node is a user message (`PROMPT`) with the run of other messages below
-    it, up to the next user message; its id is the run's last message. Where
-    a run forks (a regenerated answer) each branch ends a node of its own,
-    with the same prompt. A prompt never answered is a node by itself. Runs
-    above the first prompt (system messages, placeholders) are not nodes,
-    unless they hold an answer. Its `parts` are those of its prompt and its
-    run in order (None where that is only a prompt and an answer), its
-    `tool_calls` and `tools` counted from them. Every walk is iterative.
-
-    `node_of`, where given, is filled with the node of each message of a
-    run (its prompt included): the first node built that holds it.
-    """
+    """The nodes of one conversation, in log order, as `TreeRecords` records. A prompt
+    never answered is a node by itself."""
     messages: dict[str, Message] = {}
     for message in conversation.messages:
         messages.setdefault(message.id, message)
@@ -230,11 +207,7 @@ def _active_nodes(
     above: dict[str, str | None],
     records: dict[str, dict[str, Any]],
 ) -> list[str]:
-    """The nodes from the root down to the one holding `current`.
-
-    Where `current` is inside a run (a prompt, a tool call), the run is
-    followed down its latest branch to the node that ends it.
-    """
+    """The nodes from the root down to the one holding `current`."""
     if current is None or current not in is_end:
         return []
     steps = 0

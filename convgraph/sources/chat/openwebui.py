@@ -1,19 +1,6 @@
-"""One chat of an Open WebUI export, as parent-linked messages.
-
-Open WebUI exports a JSON array of chats: each has `id`, `title` and
-`chat`, whose `history.messages` maps ids to messages with `parentId`,
-`childrenIds`, `role`, `content`, `model`, `timestamp` (epoch seconds) and
-usage figures, and whose `history.currentId` is the message the person was
-on last. Several models answering one prompt are sibling answers. Older
-chats have only the list `chat.messages`: one chain in list order. The
-download of one chat is that chat alone: the array's element, or the `chat`
-object itself (with `id`, `title`, `history`), not in an array.
-
-A message's `files` (uploads and pictures: `type`, `name`, `url`, `size`,
-and the stored `file.meta`'s `content_type`) are `attachment` parts beside
-its text. A picture Open WebUI keeps inline, as a `data:` URL, is named by
-its type and size: its bytes never become a part.
-"""
+"""One chat of an Open WebUI export, as parent-linked messages. A picture Open WebUI
+keeps inline, as a `data:` URL, is named by its type and size: its bytes never become a
+part."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""`convgraph stats`: the statistics of every conversation tree, printed.
-
-One row per conversation tree with its size, shape, times, models and usage,
-as an aligned table for a person or, through the output options, as JSON,
-newline-delimited JSON, CSV or TSV for a program; `--by` gives usage over
-time instead. The rows come from the command's `Logs` (`Logs.summaries`,
-which chooses how to measure the file); work that lasts on a terminal shows
-its progress on stderr (`convgraph.cli.progress.ProgressBar`).
-"""
+"""`convgraph stats`: the statistics of every conversation tree, printed, or
+usage over time with `--by`; the rows come from `Logs.summaries`."""
 
 from __future__ import annotations
 
@@ -214,8 +207,7 @@ def stats(
 
 
 def _say_unknown(models: list[str]) -> None:
-    """The models without a price, on stderr, each name as a terminal shows
-    data (`terminal_text`): a model's name is the file's."""
+    """Name the models without a price on stderr, shown safely."""
     from convgraph.text import terminal_text
 
     if models:
@@ -230,13 +222,8 @@ def _say_unknown(models: list[str]) -> None:
 
 
 def _usage_keys(by: str, plot: str | None, measure: str) -> list[str]:
-    """The keys of `--by`, checked with `--plot` and `--measure` before
-    anything is read; the extra they need, there.
-
-    Raises
-    ------
-    UserError
-    """
+    """The keys of `--by`, checked with `--plot` and `--measure` before any
+    read. Raises UserError."""
     from convgraph.cli.options import needs_extra
 
     needs_extra("genai_prices", "usage", "convgraph stats --by")
@@ -292,9 +279,7 @@ def _usage(
     fit = None
     width = table_width()
     if width is not None and output_format in (None, "table"):
-        # What a person asks of usage first: how much, what it cost and how
-        # much of it went into branches left, then the tokens; the rest
-        # where it fits.
+        # Usage and cost first, then the branches left, then the tokens.
         priority = (*keys, *USAGE_PRIORITY)
         squeeze = next((key for key in keys if key in ("model", "project")), None)
         fit = TableFit(width, priority, squeeze, 12)
@@ -307,7 +292,6 @@ def _usage(
     )
 
 
-#: The columns of `stats --by` a terminal keeps first, after the keys.
 USAGE_PRIORITY = (
     "nodes",
     "cost_usd",

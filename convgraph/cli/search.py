@@ -1,8 +1,5 @@
-"""`convgraph search QUERY`: every node of every tree searched (`Logs.search`,
-its index brought up to date first, with a progress bar), each hit for a
-person as where it lies and its snippet, or as a record with the words'
-offsets (`marks`).
-"""
+"""`convgraph search QUERY`: every node searched (`Logs.search`), each hit
+shown for a person or as a record."""
 
 from __future__ import annotations
 
@@ -19,13 +16,11 @@ from convgraph.model.filters import TreeFilter
 from convgraph.text import cell_width, terminal_text, window
 from convgraph.times import shown_time
 
-#: The hits shown unless -n says otherwise, and the most -n takes
-#: (`convgraph.search.query.MAX_LIMIT`, spelt here so that the command line lists
-#: its options without importing the library).
+#: The default and the most -n takes (`convgraph.search.query.MAX_LIMIT`,
+#: spelt here so --help imports no library).
 DEFAULT_HITS = 20
 MOST_HITS = 100_000
-#: The records' columns: the fields of `convgraph.search.Hit`, named here so
-#: that the command line lists them without importing the library.
+#: The fields of `convgraph.search.Hit`, named here for the same reason.
 COLUMNS = (
     "rank",
     "score",
@@ -129,8 +124,7 @@ def search(
     if width is not None:
         from convgraph.present.text_tree import cut_line, unique_prefix_length
 
-        # Ids cut to the prefix that tells the hits' apart, as `tree` cuts
-        # them, where a heading would not fit the terminal.
+        # Ids cut to a unique prefix where a heading would not fit.
         room = unique_prefix_length(
             [record[key] for record in records for key in ("tree_id", "id")]
         )
@@ -150,8 +144,7 @@ def search(
 
 
 def _heading(record: dict[str, Any]) -> str:
-    """The line that says where a hit lies: on the active path, on an
-    abandoned branch, or in an agent's subagent (`sidechain`, neither)."""
+    """Where a hit lies: active path, abandoned branch or `sidechain`."""
     branch = "active" if record["active"] else "abandoned"
     if record["active"] is None:
         branch = ""
@@ -170,8 +163,7 @@ def _heading(record: dict[str, Any]) -> str:
 
 
 def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
-    """The snippet, made safe for a terminal, the words found bold and
-    coloured where `styled`."""
+    """The snippet, shown safely, the words found bold where `styled`."""
     pieces = []
     at = 0
     for start, end in marks:
@@ -184,6 +176,5 @@ def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
 
 
 def _notice(line: str) -> None:
-    """A line the index has for the user, on stderr (wrapped at a
-    terminal's width)."""
+    """Say a line of the index on stderr, wrapped."""
     say(line)

@@ -1,5 +1,4 @@
-"""A line of the browser's scrolling widgets cut at the widget's edge with
-an ellipsis, rather than scrolled sideways."""
+"""Lines of the browser's widgets cut at the edge with an ellipsis."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ async def _view_links(
 def table_actions(
     datasette: Datasette, actor: Any, database: str, table: str, request: Any
 ) -> Callable[[], Awaitable[list[dict[str, str]]]] | None:
-    """ "View as conversation trees" on llm's node or conversation tables."""
+    """The action "View as conversation trees" on llm's node tables."""
     if table not in TREE_TABLES:
         return None
 
@@ -159,7 +159,7 @@ def table_actions(
 def database_actions(
     datasette: Datasette, actor: Any, database: str, request: Any
 ) -> Callable[[], Awaitable[list[dict[str, str]]]]:
-    """ "View as conversation trees" on an llm database's page."""
+    """The action "View as conversation trees" on an llm database's page."""
 
     async def links() -> list[dict[str, str]]:
         return await _view_links(datasette, actor, database)

@@ -145,7 +145,7 @@ async def _view_links(
 def table_actions(
     datasette: Datasette, actor: Any, database: str, table: str, request: Any
 ) -> Callable[[], Awaitable[list[dict[str, str]]]] | None:
-    """The action "View as conversation trees" on llm's node tables."""
+    """The action "View as conversation trees" on llm's node and conversation tables."""
     if table not in TREE_TABLES:
         return None
 

@@ -82,20 +82,18 @@ def search(
     """Search the prompts, responses, system prompts and parts (tool calls
     and results, reasoning, code) of every node of every tree.
 
-    Hits are ranked by BM25, best first, each with a snippet around the
-    words found, its tree, node, depth, model and time, and whether it lies
-    on the active path, on an abandoned branch or in an agent's subagent
-    (sidechain). QUERY is text: every word
-    must occur, and quotes, *, -, :, ^, AND or NEAR( are words like any
-    other (--query-syntax, or --fts, for the engine's query language). The
-    index is kept in ~/.cache/convgraph/search/ ($XDG_CACHE_HOME), or in
-    --index DIR; it is built on the first search and brought up to date
-    with what changed since on every later one.
+    Hits are ranked by BM25, best first, each with a snippet, its tree, node,
+    depth, model and time, and whether it lies on the active path, an
+    abandoned branch or a subagent (sidechain). Every word of QUERY must
+    occur; quotes, *, -, :, ^, AND or NEAR( are words like any other
+    (--query-syntax, or --fts, for the engine's language). The index, in
+    ~/.cache/convgraph/search/ ($XDG_CACHE_HOME) or --index DIR, is built
+    on the first search and updated on every later one.
 
     With --json, --nl, --csv or --tsv each hit is a record: rank, score
     (BM25, higher is better), tree_id, id, depth, active, model,
-    datetime_utc, source, fields (the texts that match), snippet (plain text) and
-    marks (the words found in it, as [start, end) character offsets).
+    datetime_utc, source, fields (the texts that match), snippet and marks
+    (the words found, as [start, end) character offsets).
     """
     logs = opened_logs()
     with ProgressBar() as bar:

@@ -103,39 +103,34 @@ def stats(
     """Statistics of every conversation tree, or of the ones named.
 
     One row per tree: nodes, roots, leaves, max_depth, branch_points,
-    branching_factor_avg and _max (over the nodes that have children; the
-    start counts too, with its roots as its children, where a tree has
-    several roots), first_datetime, last_datetime, models, the sums of
-    input_tokens, output_tokens and duration_ms, tool_calls (how many tool
-    calls the tree's runs made) and tools (the tools called, each once),
-    active_path_length and abandoned_branches, and what the branches left
-    spent (every node off the active path): abandoned_input_tokens,
-    abandoned_output_tokens and abandoned_share, their share of the tree's
-    tokens. --cost adds cost_usd and abandoned_cost_usd (the usage extra). A
-    CONVERSATION_ID may be a legacy conversation id or any thread id of a
-    message-store tree.
+    branching_factor_avg and _max (over nodes with children; several roots
+    count as the start's children), first_datetime, last_datetime, models,
+    input_tokens, output_tokens, duration_ms, tool_calls, tools (each once),
+    active_path_length, abandoned_branches, and what the branches off the
+    active path spent: abandoned_input_tokens, abandoned_output_tokens and
+    abandoned_share of the tree's tokens. --cost adds cost_usd and
+    abandoned_cost_usd (the usage extra). A CONVERSATION_ID may be a legacy
+    conversation id or any thread id of a message-store tree.
 
-    On a terminal the table shows the columns that fit, in this order of
-    choice: tree_id, name (cut to fit), nodes, leaves, max_depth,
+    On a terminal the table shows the columns that fit, chosen in this
+    order: tree_id, name (cut to fit), nodes, leaves, max_depth,
     branch_points, last_datetime, models, roots, first_datetime, tool_calls,
     the usage sums, active_path_length, abandoned_branches, abandoned_share,
-    the abandoned tokens, the branching factors, tools, the costs; piped,
-    and in --json, --nl, --csv and --tsv, every one.
-    --columns chooses (`--columns tree_id,nodes,tools`).
+    the abandoned tokens, the branching factors, tools, the costs; piped or
+    in another format, every one. --columns chooses (`--columns
+    tree_id,nodes,tools`).
 
-    --nodes-in-range counts a tree's nodes, times, models and usage over
-    the nodes the filters match; its shape stays the whole tree's.
+    --nodes-in-range measures nodes, times, models and usage over the nodes
+    the filters match; the shape stays the tree's.
 
-    --by day|week|month|model|project (or several: --by week,model): usage over
-    time instead, one row per group: conversations, nodes, branch_points,
-    abandoned_branches, input_tokens, output_tokens and cost_usd (each
-    model's price on the day, from genai-prices; null for a model it does
-    not know, named on stderr; none for a token count no request has, which
-    `convgraph check` reports), then the abandoned branches' tokens, cost
-    and share of the tokens. --plot draws it.
-
-    --db DIR may name a Parquet dataset (convgraph export --format parquet),
-    measured with pandas, or on Dask with --dask.
+    --by day|week|month|model|project (or several: --by week,model): usage
+    over time, one row per group: conversations, nodes, branch_points,
+    abandoned_branches, input_tokens, output_tokens, cost_usd (each model's
+    price on the day, from genai-prices; null for a model it does not know,
+    named on stderr; none for a token count no request has, which `convgraph
+    check` reports), then the abandoned branches' tokens, cost and share. --plot draws it. --db DIR may name a Parquet
+    dataset (convgraph export --format parquet), measured with pandas, or
+    on Dask with --dask.
     """
     from convgraph.cli.options import dataset_path
     from convgraph.cli.tables import PRIORITY, chosen_columns

@@ -31,10 +31,9 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     branches kept as forks: `llm logs` lists them, and `llm -c --cid ID`
     continues any branch (the thread ids are printed, or see `llm logs`).
 
-    A conversation imported before is skipped, so importing the same export
-    again writes nothing; a conversation without a prompt or an answer is
-    left out, and named. A --db that does not exist is made with llm's
-    tables.
+    A conversation imported before is skipped, so importing again writes
+    nothing; one without a prompt or an answer is left out, and named. A
+    --db that does not exist is made with llm's tables.
     """
     from convgraph.store.importer import import_export
 

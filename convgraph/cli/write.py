@@ -285,11 +285,10 @@ def branch(
     `llm -c --cid` continues).
 
     With several -m, or -n N, every model is asked at once from the same
-    history, each answer becomes a child of NODE_ID, and the answers are
-    compared with their siblings as `compare` does (--json: the new nodes,
-    the failures and that table). A model that fails loses no other answer:
-    each failure is one line on stderr, and the exit status is 1. Ctrl-C
-    keeps the answers that completed.
+    history, each answer a child of NODE_ID, compared with its siblings as
+    `compare` does (--json: the new nodes, the failures and that table). A
+    failure costs no other answer: it is one line on stderr, and the exit
+    status is 1. Ctrl-C keeps the answers that completed.
     """
     from convgraph.store.branch import fan_out, single_answer
 

@@ -11,8 +11,7 @@ GROUP = "convgraph"
 
 @llm.hookimpl
 def register_commands(cli: click.Group) -> None:
-    """Add convgraph's commands and its group as `llm convgraph` to llm,
-    leaving names already taken."""
+    """Add convgraph's commands and group (`llm convgraph`) where names are free."""
     from convgraph.cli.read import leaves, path, tree
     from convgraph.cli.write import branch
 

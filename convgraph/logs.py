@@ -114,8 +114,7 @@ class Logs:
         return self.source.tree_ids()
 
     def tree(self, id: str) -> ConversationTree:
-        """The tree a conversation or node id (or prefix) names. Raises
-        UnknownConversation, AmbiguousId."""
+        """The tree an id or prefix names. Raises UnknownConversation, AmbiguousId."""
         try:
             kind, whole = self.source.resolve(id)
         except UnknownNode:  # neither a node nor a conversation
@@ -203,8 +202,7 @@ class Logs:
         where: TreeFilter | None = None,
         progress: ProgressCallback | None = None,
     ) -> Summaries:
-        """The rows of `stats` for every tree or those named; a small file
-        unfiltered is measured tree by tree without pandas."""
+        """`stats` rows; a small unfiltered file is measured without pandas."""
         from convgraph.analysis.summaries import is_small, summary_records
 
         named = list(conversation_ids)
@@ -251,8 +249,7 @@ class Logs:
         return search(self.source, query, **options)
 
     def reopen(self) -> Logs:
-        """The same file reopened, for another thread (an SQLite connection
-        serves only the thread that made it)."""
+        """The file reopened for another thread (SQLite's rule)."""
         return Logs(self.source.path)
 
     def tree_names(self) -> list[tuple[str, str | None]] | None:
@@ -284,8 +281,7 @@ def open(path: str | os.PathLike[str] | None = None, hidden: bool = False) -> Lo
 
 
 def is_export(path: str) -> bool:
-    """Whether `path` is read but never written (an export); False also
-    where the write will say why."""
+    """Whether `path` is read but never written (an export)."""
     from convgraph.errors import DatabaseError
     from convgraph.sources import is_sqlite_file
 

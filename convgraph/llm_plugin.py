@@ -5,16 +5,13 @@ from __future__ import annotations
 import click
 import llm
 
-#: The convgraph commands that llm gets, under the same names.
 LLM_COMMANDS = ("tree", "leaves", "path", "branch")
-#: The name of convgraph's whole group inside llm.
 GROUP = "convgraph"
 
 
 @llm.hookimpl
 def register_commands(cli: click.Group) -> None:
-    """Add convgraph's commands to llm's group, and its whole group as
-    `llm convgraph`; a name already taken is left alone."""
+    """Add convgraph's commands and group (`llm convgraph`) where names are free."""
     from convgraph.cli.read import leaves, path, tree
     from convgraph.cli.write import branch
 

@@ -1,7 +1,4 @@
-"""`convgraph.open(path)`: one handle on a file of conversations, as
-sqlite-utils' `Database(path)`: opened once, read-only, whatever wrote it,
-and asked for one tree, the forest, the statistics or a search. Every
-command of the command line asks one."""
+"""`convgraph.open(path)`: one read-only handle on a file of conversations."""
 
 from __future__ import annotations
 
@@ -25,15 +22,12 @@ if TYPE_CHECKING:
     from convgraph.present.transcript import Transcript
     from convgraph.search import Hit
 
-#: The phase told to progress before statistics are computed from a read.
 COMPUTING = "computing statistics"
 
 
 @dataclass
 class Summaries:
-    """`Logs.summaries`: one row per tree (the table, or its rows as dicts
-    where measured tree by tree), the trees read before a filter, and the
-    nodes left out in hidden branches by tree."""
+    """`Logs.summaries`: rows per tree, trees read, hidden nodes by tree."""
 
     rows: list[dict[str, Any]] | pd.DataFrame
     read: int
@@ -41,8 +35,7 @@ class Summaries:
 
 
 class Logs:
-    """A file of conversations, open read-only (`convgraph.open`); `hidden`
-    keeps the branches hidden with `convgraph hide` in every answer."""
+    """A file of conversations, open read-only; `hidden` keeps hidden branches."""
 
     def __init__(
         self, path: str | os.PathLike[str] | None = None, hidden: bool = False
@@ -58,7 +51,6 @@ class Logs:
         self.close()
 
     def close(self) -> None:
-        """Let go of the file."""
         self.source.close()
 
     def __repr__(self) -> str:
@@ -86,8 +78,8 @@ class Logs:
         return found
 
     def overwrite_refusal(self, output: str, force: bool = False) -> str | None:
-        """Why writing `output` would destroy a file being read (whatever
-        the path) or, without `force`, an SQLite database; else None."""
+        """Why writing `output` would destroy a file being read or, without
+        `force`, an SQLite database; else None."""
         from convgraph.sources import is_sqlite_file
 
         try:
@@ -113,9 +105,8 @@ class Logs:
         return None
 
     def resolve(self, given: str, kind: str | None = None) -> str:
-        """The whole id that `given` (or a unique prefix) names, of `kind`
-        (`node`, `conversation`, either when None). Raises UnknownNode,
-        UnknownConversation, AmbiguousId."""
+        """The whole id `given` (or a unique prefix) names, of `kind` (any when
+        None). Raises UnknownNode, UnknownConversation, AmbiguousId."""
         return self.source.resolve(given, kind)[1]
 
     def tree_ids(self) -> list[str]:
@@ -123,8 +114,7 @@ class Logs:
         return self.source.tree_ids()
 
     def tree(self, id: str) -> ConversationTree:
-        """The tree a conversation or node id (or a unique prefix) names,
-        read alone. Raises UnknownConversation, AmbiguousId."""
+        """The tree an id or prefix names. Raises UnknownConversation, AmbiguousId."""
         try:
             kind, whole = self.source.resolve(id)
         except UnknownNode:  # neither a node nor a conversation
@@ -134,19 +124,16 @@ class Logs:
         return self.tree_of_conversation(whole)
 
     def tree_of_conversation(self, conversation_id: str) -> ConversationTree:
-        """The tree of a conversation id, read alone (`load_tree`)."""
         from convgraph.model.loading import load_tree
 
         return load_tree(conversation_id, self.source, self.hidden)
 
     def tree_of_node(self, node_id: str) -> ConversationTree:
-        """The tree that holds a node, read alone (`load_tree_of_node`)."""
         from convgraph.model.loading import load_tree_of_node
 
         return load_tree_of_node(node_id, self.source, self.hidden)
 
     def tree_of_pair(self, node_a: str, node_b: str) -> ConversationTree:
-        """The one tree that holds both nodes (`load_tree_of_pair`)."""
         from convgraph.model.loading import load_tree_of_pair
 
         return load_tree_of_pair(node_a, node_b, self.source, self.hidden)
@@ -168,8 +155,7 @@ class Logs:
         return load_path(node_id, self.source, self.hidden)
 
     def trees(self, ids: Iterable[str] = ()) -> Iterator[ConversationTree]:
-        """The trees these conversation ids name, each once; every tree when
-        none (`convgraph.model.loading.load_trees`)."""
+        """The trees these conversation ids name, each once; all when none."""
         from convgraph.model.loading import load_trees
 
         return load_trees(ids, self.source, self.hidden)
@@ -182,8 +168,7 @@ class Logs:
         progress: ProgressCallback | None = None,
         texts: Collection[str] | None = None,
     ) -> Forest:
-        """Every tree as tables (`Forest.read`), or the trees named; with
-        `where`, the trees a time, model or source filter keeps."""
+        """Every tree, or those named, as tables; `where` filters them."""
         from convgraph.model.filters import select_trees
         from convgraph.model.forest import Forest
 
@@ -191,8 +176,7 @@ class Logs:
         return select_trees(forest, where) if where else forest
 
     def drawn_forest(self, progress: ProgressCallback | None = None) -> Forest:
-        """The forest with the texts a drawing shows (`DRAWN_TEXTS`), and the
-        answers of the nodes without a prompt, which are drawn by them."""
+        """The forest with `DRAWN_TEXTS` and prompt-less nodes' answers."""
         from convgraph.present.text_tree import DRAWN_TEXTS
 
         forest = self.forest(progress=progress, texts=DRAWN_TEXTS)
@@ -200,7 +184,6 @@ class Logs:
         empty = (nodes["prompt"] == "").fillna(False).to_numpy(dtype=bool)
         missing = empty & nodes["response"].isna().to_numpy()
         if missing.any():
-            # Only the trees of those nodes are read again, for their answers.
             trees = nodes["tree_id"][missing].astype(str).unique().tolist()
             answers = self.forest(trees=trees, text=True).nodes
             found = dict(zip(answers["id"], answers["response"], strict=True))
@@ -219,9 +202,7 @@ class Logs:
         where: TreeFilter | None = None,
         progress: ProgressCallback | None = None,
     ) -> Summaries:
-        """The rows of `stats`, for every tree or the trees named: a small
-        file unfiltered is measured tree by tree without pandas
-        (`convgraph.analysis.summaries`), any other by the table."""
+        """`stats` rows; a small unfiltered file is measured without pandas."""
         from convgraph.analysis.summaries import is_small, summary_records
 
         named = list(conversation_ids)
@@ -247,8 +228,7 @@ class Logs:
         return Summaries(table, trees, hidden)
 
     def problems(self) -> list[Problem]:
-        """What `convgraph check` reports: broken links and rows that are
-        no node, impossible counts, and a migrated file's lost rules."""
+        """Broken links, impossible counts and a migration's lost rules."""
         from convgraph.analysis.prices import count_problems
         from convgraph.store.rules import rule_problems
 
@@ -257,35 +237,29 @@ class Logs:
         return [*forest.problems, *count_problems(forest.nodes), *rules]
 
     def transcript(self, id: str) -> Transcript:
-        """The conversation from its root down to a node, or along a
-        conversation's active path (`convgraph.present.transcript`)."""
+        """The conversation from its root to a node, or its active path."""
         from convgraph.present.transcript import transcript
 
         return transcript(id, self.source, self.hidden)
 
     def search(self, query: str, **options: Any) -> list[Hit]:
-        """The nodes of every branch that match `query`, best first
-        (`convgraph.search.search`'s options)."""
+        """The nodes matching `query`, best first (`convgraph.search.search`)."""
         from convgraph.search import search
 
         return search(self.source, query, **options)
 
     def reopen(self) -> Logs:
-        """The same file opened again as a handle of its own, for another
-        thread (SQLite's connection serves only the thread that made it)."""
+        """The file reopened for another thread (SQLite's rule)."""
         return Logs(self.source.path)
 
     def tree_names(self) -> list[tuple[str, str | None]] | None:
-        """Every named tree's id and name, newest first, from the file's
-        small tables (`Source.tree_names`); None where it has none."""
+        """Every named tree's (id, name), newest first; None where unknown."""
         return self.source.tree_names()
 
     def tree_counts(
         self,
     ) -> list[tuple[str, str | None, int, str | None, list[str]]] | None:
-        """Every tree's id, name, calls logged, last time and models,
-        without reading any tree (`Source.tree_counts`); None where only
-        the forest tells."""
+        """Every tree's id, name, calls, last time, models; None if unknown."""
         return self.source.tree_counts()
 
 
@@ -300,16 +274,14 @@ def _selected(forest: Forest, where: TreeFilter) -> Forest:
 
 
 def open(path: str | os.PathLike[str] | None = None, hidden: bool = False) -> Logs:
-    """Open a file of conversations read-only: llm's `logs.db` (its own
-    when `path` is None), a ChatGPT, Claude.ai or Open WebUI export, or
-    coding agents' sessions; `hidden` keeps the branches the user hid.
-    Raises DatabaseError where the file is missing or none of these."""
+    """Open llm's `logs.db` (its own when `path` is None), a chat export or
+    agents' sessions read-only; `hidden` keeps hidden branches. Raises
+    DatabaseError where the file is missing or none of these."""
     return Logs(path, hidden)
 
 
 def is_export(path: str) -> bool:
-    """Whether `path` is a file convgraph reads but never writes (an
-    export, agents' sessions); False also where the write will say why."""
+    """Whether `path` is read but never written (an export)."""
     from convgraph.errors import DatabaseError
     from convgraph.sources import is_sqlite_file
 

@@ -1,6 +1,4 @@
-"""`convgraph browse`: walk conversation trees in the terminal (Textual,
-imported with this package, so the command line imports it only inside
-`convgraph browse`)."""
+"""`convgraph browse`: walk conversation trees in the terminal (imports Textual)."""
 
 from convgraph.browse.app import BrowseApp, run, write_refusal
 from convgraph.browse.listing import (

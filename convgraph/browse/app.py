@@ -1,15 +1,6 @@
-"""`convgraph browse`: the Textual app that walks conversation trees.
-
-Two screens. The list (`ConversationList`) shows at once from the small
-tables of names, then fills in each tree's figures from background reads
-(`convgraph.browse.listing`); `/` there filters it and searches every
-conversation's content. Opening a conversation, or a hit, shows its screen
-(`convgraph.browse.tree_screen`), which reads that tree alone. Every read
-asks the app's `Logs` (read-only), each thread through a handle of its own
-(`Logs.reopen`: SQLite's connection serves one thread); only the write keys
-write, through the store. A time, model or source filter (`where`) keeps
-the conversations of which any node matches, in the list and its search.
-"""
+"""`convgraph browse`: the Textual app that walks conversation trees. The list
+shows names at once and figures as reads finish; a conversation's screen
+reads its tree alone; each thread asks its own `Logs.reopen` handle."""
 
 from __future__ import annotations
 
@@ -43,14 +34,12 @@ if TYPE_CHECKING:
 
     from convgraph.model.filters import TreeFilter
 
-#: The most hits a search of every conversation's content lists.
 SEARCH_HITS = 50
 
 
 def write_refusal(logs: Logs) -> str | None:
-    """Why the write keys cannot write to this file, or None if they can:
-    an export is read-only; an llm database needs the file and its folder
-    writable (SQLite writes its journal beside the file)."""
+    """Why the write keys cannot write to this file, or None: an export is
+    read-only; SQLite also needs the folder writable for its journal."""
     path = logs.source.path
     if logs.source.conn is None:
         kind = ", ".join(logs.source.generations) or "chat"
@@ -85,20 +74,16 @@ class BrowseApp(App[None]):
         model: str | None = None,
         where: TreeFilter | None = None,
     ) -> None:
-        """`logs` is the file, open (it stays the caller's to close) or
-        opened here (`convgraph.open`; llm's own for None)."""
+        """`logs` is the open file (the caller's to close), or opened here."""
         super().__init__()
         self._own = not isinstance(logs, Logs)
         self.logs = logs if isinstance(logs, Logs) else Logs(logs)
         self.start_id = conversation_id
         self.model = model
-        #: The filter the list shows the trees of (None or empty: every tree).
         self.where = where or None
-        #: The trees `where` keeps, once read (None: every tree).
         self.kept: set[str] | None = None
         self.refusal = write_refusal(self.logs)
         self.figures: dict[str, TreeFigures] = {}
-        #: The node under the cursor when each conversation was left.
         self.cursors: dict[str, str] = {}
         self._shapes: Any = None
 
@@ -125,12 +110,9 @@ class BrowseApp(App[None]):
     def conversations(self) -> ConversationList:
         return self.query_one(ConversationList)
 
-    # -- the list ----------------------------------------------------------
-
     @work(thread=True, exclusive=True, group="list")
     def read_list(self) -> None:
-        """The names at once, then each tree's figures, then its shape: each
-        step shown as soon as it is read."""
+        """The names at once, then each tree's figures, then its shape."""
         try:
             with self.logs.reopen() as logs:
                 forest = None
@@ -155,8 +137,7 @@ class BrowseApp(App[None]):
         self.call_from_thread(self._show_rows, rows, None)
 
     def _figures_apart(self) -> dict[str, TreeFigures]:
-        """`structure_figures` read by a Python process of its own, so that
-        the keys keep working meanwhile; nothing if the user quits first."""
+        """`structure_figures` read by a process of its own, so keys still work."""
         import subprocess
         import sys
 
@@ -196,7 +177,6 @@ class BrowseApp(App[None]):
         return row if figures is None else figures.on(row)
 
     def tree_opened(self, graph: nx.DiGraph[str]) -> None:
-        """A tree read in full gives its list row's figures at once."""
         from convgraph.analysis.stats import summary
 
         self.figures[graph.graph["tree_id"]] = TreeFigures.of(summary(graph))
@@ -206,8 +186,6 @@ class BrowseApp(App[None]):
             "/ filter by name, enter on ⌕ to search the content · ↑↓ choose"
             " · enter open · esc leave the box · q quit"
         )
-
-    # -- a tree ------------------------------------------------------------
 
     def on_conversation_list_chosen(self, event: ConversationList.Chosen) -> None:
         self.open_tree(event.tree_id, event.node)
@@ -223,9 +201,8 @@ class BrowseApp(App[None]):
 
     @work(thread=True, exclusive=True, group="search")
     def search_content(self, query: str) -> None:
-        """Every conversation's nodes that hold `query`, best first
-        (`Logs.search`, off the interface's thread: the first search of a
-        file builds its index)."""
+        """Every conversation's nodes that hold `query`, best first, read off
+        the interface's thread (a first search builds the index)."""
         try:
             with self.logs.reopen() as logs:
                 hits = logs.search(query, limit=SEARCH_HITS, where=self.where)
@@ -244,9 +221,8 @@ class BrowseApp(App[None]):
         self.call_from_thread(self.conversations.show_hits, query, hits, found)
 
     def open_tree(self, conversation_id: str, node: str | None = None) -> None:
-        """Show a conversation's screen; it reads its tree in the background.
-        A conversation of 0 nodes (an export's, where nothing was said) has
-        no tree to show: the status line says so."""
+        """Show a conversation's screen, or say in the status line that it has
+        no nodes."""
         row = next(
             (r for r in self.conversations.rows if r.tree_id == conversation_id), None
         )
@@ -263,8 +239,7 @@ def run(
     model: str | None = None,
     where: TreeFilter | None = None,
 ) -> None:
-    """Start the browser in the terminal on `logs` (`BrowseApp`); returns
-    when the user quits."""
+    """Run the browser on `logs` until the user quits."""
     BrowseApp(logs, conversation_id, model, where).run()
 
 

@@ -1,11 +1,6 @@
-"""The browser's conversation list: a filter box over a table of trees,
-and the nodes of every conversation whose content holds what was typed.
-
-A file may hold tens of thousands of conversations, so the table formats
-only the rows on screen (Textual's line API). Typing filters by name, id or
-model; below, a row offers to search every conversation's content (only
-when asked: the first search builds the file's index), the hits one a line.
-"""
+"""The browser's conversation list: a filter box over a table of trees that
+formats only the rows on screen, and a row to search every conversation's
+content (the first search builds the index)."""
 
 from __future__ import annotations
 
@@ -30,32 +25,25 @@ from convgraph.times import shown_time
 if TYPE_CHECKING:
     from convgraph.search import Hit
 
-#: The table's columns: heading and width (the last takes what is left).
 COLUMNS = (
     ("name", 24),
     ("nodes", 6),
     ("leaves", 6),
     ("depth", 5),
-    # The share of the tree's tokens its abandoned branches spent.
     ("retry", 5),
     ("last", 16),
     ("models", 12),
 )
 
-#: The columns of figures, right-aligned.
 FIGURES = {"nodes", "leaves", "depth", "retry"}
 
-#: A hit's columns before its snippet: the conversation and the node.
 HIT_COLUMNS = (("conversation", 20), ("node", 12))
-#: Before a hit's snippet: on the active path, or on an abandoned branch.
 ON_PATH, ABANDONED = "●", "○"
 
 
 @dataclass(frozen=True)
 class Entry:
-    """What a line of the table stands for: a conversation (`index` into
-    `ConversationList.shown`), the search row, or a hit (`index` into
-    `ConversationList.hits`)."""
+    """What a table line stands for: a conversation, the search row, or a hit."""
 
     kind: str
     index: int = 0
@@ -82,9 +70,7 @@ class ConversationTable(ScrollView, can_focus=True):
             super().__init__()
             self.row = row
 
-    # No horizontal scrollbar: a line wider than the table ends in an
-    # ellipsis at its edge (`strips.fitted`), and a hit's snippet is cut
-    # so that the words found show.
+    # No horizontal scrollbar: a wide line ends in an ellipsis (`strips.fitted`).
     DEFAULT_CSS = """
     ConversationTable { scrollbar-size-horizontal: 0; }
     """
@@ -93,7 +79,6 @@ class ConversationTable(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.lines: list[str] = []
         self.cursor = 0
-        #: Spans of a line shown bold (the words a search found), by row.
         self.marks: dict[int, list[list[int]]] = {}
 
     def set_lines(
@@ -153,12 +138,8 @@ class ConversationTable(ScrollView, can_focus=True):
 
 
 class ConversationList(Vertical):
-    """The filter box and the table; `rows` every conversation, `shown` the
-    ones the filter lets through, in the table's order.
-
-    The table has the keys (so `q` quits); `/` goes to the filter box, and
-    escape or enter there back to the table.
-    """
+    """The filter box and the table; `rows` every conversation, `shown` those
+    the filter lets through. `/` goes to the box, escape or enter back."""
 
     BINDINGS = [Binding("slash", "filter", "Filter", show=False)]
 
@@ -189,14 +170,11 @@ class ConversationList(Vertical):
         self.shown: list[ConversationRow] = []
         self._lines: list[str] = []
         self._haystacks: list[str] = []
-        #: The hits of the last content search, for `hits_query`; `found`
-        #: what the search row says of it (None while it runs).
+        #: The last content search's hits; `found` its row's text (None: running).
         self.hits: list[Hit] = []
         self.hits_query: str | None = None
         self.found: str | None = None
-        #: Whether the search that runs builds the file's index first.
         self.indexing = False
-        #: What each line of the table stands for.
         self.entries: list[Entry] = []
 
     def compose(self):  # type: ignore[no-untyped-def]
@@ -205,11 +183,9 @@ class ConversationList(Vertical):
         yield ConversationTable(id="conversations")
 
     def set_rows(self, rows: list[ConversationRow]) -> None:
-        """Show these conversations (through the filter), keeping the cursor
-        on the conversation it was on."""
+        """Show these conversations through the filter, keeping the cursor."""
         self.rows = rows
-        # Formatted once per set of rows: filtering as the user types is
-        # then one pass of substring tests over ready strings.
+        # Formatted once, so filtering as the user types is substring tests.
         self._lines = [_line(_cells(row)) for row in rows]
         self._haystacks = [
             " ".join([row.tree_id, row.name or "", *row.models]).lower() for row in rows
@@ -217,13 +193,11 @@ class ConversationList(Vertical):
         self._refill()
 
     def typed(self) -> str:
-        """The text in the filter box, stripped."""
         return self.query_one("#filter", Input).value.strip()
 
     def _refill(self, cursor: Entry | None = None) -> None:
-        """Fill the table: the conversations the box lets through, then the
-        search row and the hits of its text; the cursor on `cursor`, else
-        on the conversation it was on, else on the first line."""
+        """Fill the table: the conversations let through, the search row and
+        its hits; the cursor on `cursor`, else where it was, else first."""
         current = self.current()
         typed = self.typed()
         wanted = typed.lower()
@@ -269,7 +243,7 @@ class ConversationList(Vertical):
         return f"⌕ “{words}”: {self.found}"
 
     def current(self) -> str | None:
-        """The tree id under the table's cursor (None off a conversation)."""
+        """The tree id under the cursor (None off a conversation)."""
         entry = self.entry()
         if entry is None or entry.kind != CONVERSATION:
             return None
@@ -282,15 +256,13 @@ class ConversationList(Vertical):
         return self.entries[row] if 0 <= row < len(self.entries) else None
 
     def searching(self, query: str, indexing: bool = False) -> None:
-        """The search for `query` has begun (`indexing`: it builds the
-        file's index first): the row says so."""
+        """The search for `query` has begun; `indexing`: building the index."""
         self.hits_query, self.hits, self.found = query, [], None
         self.indexing = indexing
         self._refill(Entry(SEARCH))
 
     def show_hits(self, query: str, hits: list[Hit], found: str) -> None:
-        """The hits of the search for `query`, the cursor on the first (on
-        the search row where there is none); `found` what the row says."""
+        """The hits of `query`, the cursor on the first; `found` the row's text."""
         if query != self.hits_query:
             return  # a search the user has typed past
         self.hits, self.found = hits, found
@@ -307,9 +279,8 @@ class ConversationList(Vertical):
         self.query_one("#filter", Input).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        """Enter in the filter opens what is under the cursor: the first
-        conversation the filter lets through, unless the arrows moved; the
-        search row where no name matches."""
+        """Enter in the filter opens the first conversation let through (or
+        the cursor's), or the search row where no name matches."""
         event.stop()
         self.query_one(ConversationTable).focus()
         self._open(self.query_one(ConversationTable).cursor)
@@ -333,8 +304,7 @@ class ConversationList(Vertical):
             self.post_message(self.SearchAsked(self.typed()))
 
     def on_key(self, event: Any) -> None:
-        """Up and down in the filter box move in the table; escape leaves
-        the box."""
+        """Up and down in the filter box move in the table; escape leaves it."""
         if not isinstance(self.app.focused, Input):
             return
         if event.key == "escape":
@@ -369,20 +339,15 @@ def _cells(row: ConversationRow) -> tuple[str, ...]:
 def hit_line(
     hit: Hit, name: str | None, width: int = 80
 ) -> tuple[str, list[list[int]]]:
-    """A hit as a line of the table: its conversation's name (or id), its
-    node's id, whether it lies on the active path (●) or on an abandoned
-    branch (○), and the snippet; and the spans of the words found, as
-    character offsets in the line. Where the first word found would lie
-    past `width` cells, the snippet starts nearer to it, after "…".
-    """
+    """A hit as a table line (name, node id, ● active or ○ abandoned, snippet)
+    and the found words' spans; the snippet shifts so the first shows."""
     mark = ON_PATH if hit.active else ABANDONED if hit.active is False else " "
     head = " ".join(
         pad(terminal_text(excerpt(text or hit.tree_id, cells)), cells)
         for text, (_, cells) in zip((name, hit.id), HIT_COLUMNS, strict=True)
     )
     head = f"{head} {mark} "
-    # The snippet is one line already; its marks are offsets into it, so it
-    # is shown as it is, control characters made visible one for one.
+    # The snippet is one line; its marks are offsets, so shown one for one.
     snippet = terminal_text(hit.snippet)
     marks = hit.marks
     room = width - cell_width(head)
@@ -398,8 +363,7 @@ def hit_line(
 
 
 def _line(cells: list[str] | tuple[str, ...]) -> str:
-    """The cells padded to the columns' widths in terminal cells (a name in
-    Japanese takes two a character): text left, figures right."""
+    """The cells padded to the columns' widths: text left, figures right."""
     return " ".join(
         pad(cell, width, right=heading in FIGURES)
         for cell, (heading, width) in zip(cells, COLUMNS, strict=True)

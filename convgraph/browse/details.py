@@ -1,17 +1,6 @@
-"""The browser's details pane: the node under the cursor, or a view of it.
-
-By default the pane shows the node: a header (id, model, tokens, time, note),
-its prompt and system prompt, its run (the tool calls with their arguments
-and results, code and its output, attachments, and the model's reasoning,
-folded until `e` opens it: `convgraph.parts`) and its response. A response
-or prompt written in Markdown is rendered as Markdown; text that is not
-(code pasted or answered without a fence, a poem) is shown as it is, since
-Markdown would join its lines and turn `__init__` bold (`markdown_kind`).
-The other views (the branch diff, the siblings' comparison, the key help, an
-error or a model's answer) replace it until the cursor moves. Stored text
-passes `terminal_text` line by line first: an escape sequence in a prompt
-shows as symbols instead of driving the terminal.
-"""
+"""The browser's details pane: the node under the cursor (header, prompts, run
+and response), or a view (diff, comparison, keys, an error, an answer) until
+the cursor moves. Stored text passes `terminal_text` line by line first."""
 
 from __future__ import annotations
 
@@ -53,26 +42,18 @@ if TYPE_CHECKING:
     from convgraph.analysis.branch_diff import BranchDiff
     from convgraph.analysis.compare import Comparison
 
-#: How a block of the pane is rendered: as Markdown, or as the text it is.
 MARKDOWN, PLAIN = "markdown", "plain"
 
-#: A block of the pane's body: its kind and its text (Markdown source, or
-#: the plain text shown as it is).
+#: A block of the pane's body: its kind and its text.
 Block = tuple[str, str]
 
-#: The characters of one part's text the pane shows (a tool's output may run
-#: to megabytes); the rest is said in a line.
+#: The characters of one part's text shown (a tool's output may be huge).
 PART_TEXT_LIMIT = 20_000
 
 
 class DetailsPane(VerticalScroll):
-    """The header line and the body of what is shown: blocks of Markdown
-    and of plain text.
-
-    `title` holds the header's plain text, `source` the body's blocks joined
-    by blank lines (Markdown source where a block is Markdown), and
-    `reasoning_open` whether a node's reasoning is unfolded.
-    """
+    """The header line and the body of what is shown: `title`, `source` (the
+    blocks joined) and `reasoning_open`."""
 
     DEFAULT_CSS = """
     DetailsPane { padding: 0 1; }
@@ -87,14 +68,11 @@ class DetailsPane(VerticalScroll):
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="details-title", markup=False)
-        # Rich's Markdown in one widget: Textual's Markdown widget makes a
-        # widget per block, and laying those out for every node the cursor
-        # passes made the tree lag.
+        # Rich's Markdown in one widget: Textual's widget per block lagged.
         yield Static(id="details-body")
 
     def show(self, title: str, body: str | Sequence[Block]) -> None:
-        """Show a title line and a body (Markdown source, or blocks), from
-        the top."""
+        """Show a title line and a body, from the top."""
         blocks = [(MARKDOWN, body)] if isinstance(body, str) else list(body)
         self.title = title
         self.source = "\n\n".join(text for _, text in blocks)
@@ -103,13 +81,11 @@ class DetailsPane(VerticalScroll):
         self.scroll_home(animate=False)
 
     def show_node(self, graph: nx.DiGraph[str], node: str) -> None:
-        """The node's header and texts."""
         self.show(*node_view(graph, node, self.reasoning_open))
 
 
 def rendered(blocks: Sequence[Block]) -> RenderableType:
-    """The blocks as Rich renders them, a blank line between two: Markdown
-    through Rich's Markdown (code blocks as code), plain text as it is."""
+    """The blocks as Rich renders them, a blank line between two."""
     shown: list[RenderableType] = []
     for kind, text in blocks:
         if shown:
@@ -122,10 +98,8 @@ def rendered(blocks: Sequence[Block]) -> RenderableType:
 
 
 class Lines:
-    """Text shown line by line as it is, as a Rich renderable: a line wider
-    than the pane goes on in the lines below it, each of those marked
-    `CONTINUED`, so that no piece of a long line reads as a line of its own
-    (code keeps its lines and their indentation)."""
+    """Plain text as a Rich renderable: a line wider than the pane goes on in
+    lines marked `CONTINUED`, so no piece reads as a line of its own."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -151,7 +125,6 @@ class Lines:
         return Measurement(min(widest, len(CONTINUED) + 1), widest)
 
 
-#: What starts the rest of a line too wide for the pane.
 CONTINUED = "↪ "
 
 
@@ -159,12 +132,10 @@ CONTINUED = "↪ "
 def _parser() -> Any:
     from markdown_it import MarkdownIt
 
-    # The parser Rich's Markdown uses, with the same extensions.
     return MarkdownIt().enable("strikethrough").enable("table")
 
 
-#: Block tokens and inline tokens only Markdown has: a text that holds one
-#: was written as Markdown.
+#: Tokens only Markdown has: a text that holds one was written as Markdown.
 _MARKDOWN_BLOCKS = frozenset(
     {
         "heading_open",
@@ -179,15 +150,9 @@ _MARKDOWN_INLINE = frozenset({"code_inline", "link_open", "s_open"})
 
 
 def markdown_kind(text: str) -> str:
-    """Whether `text` shows as Markdown (`MARKDOWN`) or as it is (`PLAIN`).
-
-    Text that holds Markdown of its own (a fenced or inline code span, a
-    heading, a list, a quote, a table, a link, `*emphasis*`) is Markdown.
-    Text without any is shown as it is where Markdown would change it: join
-    its lines (code or a poem without a fence), read `__init__` as bold, drop
-    a backslash or an indented block's spaces; text that reads the same
-    either way (one paragraph, or paragraphs apart) stays Markdown.
-    """
+    """Whether `text` shows as Markdown (`MARKDOWN`) or as it is (`PLAIN`):
+    text with Markdown of its own is Markdown; text without that Markdown
+    would change (joined lines, `__init__` bold) is shown as it is."""
     kind = MARKDOWN
     for token in _parser().parse(text):
         if token.type in _MARKDOWN_BLOCKS:
@@ -211,22 +176,16 @@ def markdown_kind(text: str) -> str:
 
 
 def safe(text: str | None) -> str:
-    """Stored text for the pane: control characters shown as symbols, line
-    by line, so the line breaks of a Markdown answer stay."""
+    """Stored text for the pane, line by line, so Markdown line breaks stay."""
     if not text:
         return ""
     return "\n".join(terminal_text(line) for line in text.expandtabs(4).split("\n"))
 
 
 def transcript_view(markdown: str) -> str:
-    """A Markdown transcript (`Transcript.markdown`) as the pane shows it.
-
-    Rich's Markdown drops HTML, so the `<details>` blocks a transcript folds
-    the reasoning in would leave the reasoning looking like the answer: each
-    becomes a line that names it (∴, the text tree's mark for reasoning)
-    and its text quoted beneath. Only the transcript's own blocks change:
-    lines inside a code fence are text, whatever they hold.
-    """
+    """A Markdown transcript as the pane shows it: Rich drops HTML, so each
+    `<details>` reasoning block becomes a ∴ line with its text quoted
+    beneath (outside code fences only)."""
     shown: list[str] = []
     fence = ""  # the open fence's backticks or tildes, "" outside one
     quoting = False
@@ -262,8 +221,7 @@ def transcript_view(markdown: str) -> str:
 def node_view(
     graph: nx.DiGraph[str], node: str, reasoning_open: bool = False
 ) -> tuple[str, list[Block]]:
-    """The title and the body's blocks that show one node: its facts, note,
-    system prompt, prompt, run (`run_blocks`) and response."""
+    """The title and the body's blocks that show one node."""
     data = graph.nodes[node]
     usage = ", ".join(
         f"{key.replace('_', ' ')} {data[key]}"
@@ -301,9 +259,7 @@ _NONE: Block = (MARKDOWN, "*(none)*")
 
 
 def _quoted(text: str | None) -> Block:
-    """A prompt as a block quote: it reads as the person's words, and its
-    own Markdown does not take over the pane; a prompt Markdown would
-    change (pasted code) is shown as it is."""
+    """A prompt as a block quote, or as it is where Markdown would change it."""
     if not text:
         return _NONE
     shown = safe(text)
@@ -313,14 +269,9 @@ def _quoted(text: str | None) -> Block:
 
 
 def run_blocks(parts: list[Part] | None, reasoning_open: bool = False) -> list[Block]:
-    """The run of a node as the pane shows it, part by part in order: a tool
-    call's name and its arguments as JSON, a result or an error, code and
-    its output (each fenced as code), attachments and fragments in a line,
-    what the model said between two calls in a line, and its reasoning
-    folded to one line unless `reasoning_open`. Nothing for a node that is
-    only its prompt and its response (the user's words are the prompt, the
-    answer's are the response).
-    """
+    """The run of a node part by part: tool calls and results, code and
+    output, attachments, words between calls, reasoning folded unless
+    `reasoning_open`. Nothing for a node that is only prompt and response."""
     if not parts or all(part.get("type") == TEXT for part in parts):
         return []
     blocks: list[Block] = []
@@ -383,9 +334,7 @@ def _attached(part: Part) -> str:
 
 
 def _literal(value: object) -> str:
-    """Stored text for a line of Markdown: safe, on one line, read as the
-    characters it holds (a tool named `**x**` or `[a](b)` is shown, not
-    rendered: `markdown_text.inline_text`)."""
+    """Stored text for a line of Markdown: safe, one line, not rendered."""
     return inline_text(safe(str(value)))
 
 
@@ -400,22 +349,20 @@ def _json(value: Any) -> str:
 
 
 def _cut(text: str) -> str:
-    """Stored text made safe, cut to `PART_TEXT_LIMIT` characters, with a
-    line saying how much was left out."""
+    """Stored text made safe, cut to `PART_TEXT_LIMIT` characters with a line."""
     kept, rest = cut(text, PART_TEXT_LIMIT)
     return safe(kept) if rest is None else safe(kept) + "\n\n" + rest
 
 
 def _fenced(text: str | None, language: object = None) -> str:
-    """Text as a Markdown code block that nothing in it can end
-    (`markdown_text.fenced`), cut to `PART_TEXT_LIMIT` characters."""
+    """Text as a code block nothing in it can end, cut to `PART_TEXT_LIMIT`."""
     kept, rest = cut(text or "", PART_TEXT_LIMIT)
     block = "\n".join(fenced(safe(kept), str(language or "")))
     return block if rest is None else block + "\n\n" + rest
 
 
 def diff_view(result: BranchDiff) -> tuple[str, str]:
-    """The title and body that show a branch diff (`convgraph.analysis.branch_diff.diff`)."""
+    """The title and body of a branch diff."""
     title = f"diff {result.node_a} → {result.node_b}"
     fork = result.fork_point or "the start (they differ from the first turn)"
     body = [
@@ -439,8 +386,7 @@ def diff_view(result: BranchDiff) -> tuple[str, str]:
 
 
 def compare_view(result: Comparison) -> tuple[str, str]:
-    """The title and body that show the alternatives below one node
-    (`convgraph.analysis.compare.compare`)."""
+    """The title and body of the alternatives below one node."""
     title = (
         "compare the alternatives at the start"
         if result.node is None

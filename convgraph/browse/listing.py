@@ -1,6 +1,5 @@
-"""The browser's conversation list: at once from the file's small tables
-(`Logs.tree_names`, then `Logs.tree_counts`), however big the file; the
-figures that need the forest's rules later (`structure_figures`)."""
+"""The browser's conversation list: at once from the file's small tables,
+the figures needing the forest's rules later (`structure_figures`)."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class ConversationRow:
-    """One line of the conversation list. `counted` is False while `nodes`
-    is not the node count yet (0, or the calls logged, an upper bound)."""
+    """One line of the list; `counted` False while `nodes` is an upper bound."""
 
     tree_id: str
     name: str | None
@@ -26,15 +24,14 @@ class ConversationRow:
     models: list[str] = field(default_factory=list)
     leaves: int | None = None
     max_depth: int | None = None
-    #: `abandoned_share`, None until read or where no node has tokens.
     abandoned_share: float | None = None
     counted: bool = True
 
 
 @dataclass(frozen=True)
 class TreeFigures:
-    """A tree's figures by the rules of `convgraph stats`: nodes, leaves,
-    maximum depth and the share of its tokens spent on abandoned branches."""
+    """A tree's figures by `convgraph stats`' rules: nodes, leaves, depth,
+    abandoned share."""
 
     nodes: int
     leaves: int
@@ -42,7 +39,6 @@ class TreeFigures:
     abandoned_share: float | None = None
 
     def on(self, row: ConversationRow) -> ConversationRow:
-        """`row` with these figures, its nodes counted."""
         return replace(
             row,
             nodes=self.nodes,
@@ -54,7 +50,6 @@ class TreeFigures:
 
     @classmethod
     def of(cls, summary: dict[str, Any]) -> TreeFigures:
-        """The figures of one tree's `convgraph.analysis.stats.summary`."""
         return cls(
             summary["nodes"],
             summary["leaves"],
@@ -64,8 +59,7 @@ class TreeFigures:
 
 
 def list_conversations(logs: Logs) -> list[ConversationRow]:
-    """Every named tree, newest first, from the file's small tables; none
-    where it has none."""
+    """Every named tree, newest first, from the file's small tables."""
     return [
         ConversationRow(tree_id, name, 0, None, counted=False)
         for tree_id, name in logs.tree_names() or []
@@ -73,9 +67,8 @@ def list_conversations(logs: Logs) -> list[ConversationRow]:
 
 
 def count_conversations(logs: Logs) -> list[ConversationRow]:
-    """Every tree with its last time and models, newest first: the calls
-    logged where the file tells them without reading a tree (not
-    `counted`), else the nodes of its table."""
+    """Every tree with its last time and models, newest first; calls logged
+    (not `counted`) where the file tells them without a read."""
     counts = logs.tree_counts()
     if counts is None:
         return _table_rows(logs.forest(text=False))
@@ -114,8 +107,7 @@ def _table_rows(forest: Forest) -> list[ConversationRow]:
 
 
 def structure_figures(forest: Forest) -> dict[str, TreeFigures]:
-    """Each tree's `TreeFigures` from a forest read without its texts, by
-    the rules of `convgraph stats` (`conversation_table`)."""
+    """Each tree's `TreeFigures` from a forest read without its texts."""
     from convgraph.analysis.stats import conversation_table
 
     table = conversation_table(forest)
@@ -138,31 +130,29 @@ def structure_figures(forest: Forest) -> dict[str, TreeFigures]:
 
 
 def figures_from_json(text: str) -> dict[str, TreeFigures]:
-    """The figures `main` prints ({tree id: [nodes, leaves, depth,
-    abandoned share]}), read back by the browser."""
+    """`main`'s printed figures, read back: {tree id: [nodes, leaves, depth,
+    share]}."""
     import json
 
     return {key: TreeFigures(*value) for key, value in json.loads(text).items()}
 
 
 def trees_in(forest: Forest, where: TreeFilter) -> set[str]:
-    """The trees of `forest` (read without texts) that a time, model or
-    source filter keeps: any of their nodes matches (`node_matches_table`)."""
+    """The trees of `forest` that `where` keeps (any node matches)."""
     from convgraph.model.filters import node_matches_table
 
     nodes = forest.nodes
     return set(nodes["tree_id"][node_matches_table(nodes, where)].astype(str).tolist())
 
 
-#: Above this many nodes the shape figures are read in a process of their
-#: own: building the forest's tables holds Python's interpreter lock for
-#: seconds, and in a thread the interface would stop answering keys.
+#: Above this many nodes the shapes are read in a process of their own: the
+#: forest's build holds the GIL for seconds, which would freeze the keys.
 APART_ABOVE_NODES = 50_000
 
 
 def main(arguments: list[str]) -> int:
-    """`SHAPES_COMMAND`: the `structure_figures` of the file `arguments[0]`
-    as JSON on stdout, or a one-line error on stderr and exit status 2."""
+    """`SHAPES_COMMAND`: the `structure_figures` of file `arguments[0]` as JSON,
+    or a one-line error and status 2."""
     import json
     import sys
 
@@ -184,5 +174,4 @@ def main(arguments: list[str]) -> int:
     return 0
 
 
-#: `main` in a process of its own (the file's path follows as an argument).
 SHAPES_COMMAND = "import sys; from convgraph.browse.listing import main; sys.exit(main(sys.argv[1:]))"

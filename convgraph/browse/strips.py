@@ -1,5 +1,4 @@
-"""A line of the browser's scrolling widgets cut at the widget's edge with
-an ellipsis, rather than scrolled sideways."""
+"""Lines of the browser's widgets cut at the edge with an ellipsis."""
 
 from __future__ import annotations
 
@@ -11,8 +10,7 @@ from textual.strip import Strip
 
 
 def fitted(text: Text, console: Console, left: int, width: int, style: Style) -> Strip:
-    """The cells `left` to `left + width` of `text` over `style`, the last
-    an ellipsis (in the style of the cell it replaces) where it goes on."""
+    """Cells `left` to `left + width` of `text`, the last an ellipsis if cut."""
     strip = Strip(list(text.render(console)), text.cell_len)
     right = left + width
     if text.cell_len > right and width > 1:

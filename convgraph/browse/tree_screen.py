@@ -1,18 +1,6 @@
-"""`convgraph browse`'s screen of one conversation: the tree on the left,
-the details pane on the right, the keys that call the library.
-
-The screen reads its tree alone (`Logs.tree`, off the interface's thread)
-and puts the cursor on the node it was asked for (a search's hit) or where
-the user left it. The keys call the library: the tree operations to move,
-`convgraph.analysis.branch_diff` for the diff and the comparison,
-`convgraph.present.transcript` for the transcript to the cursor,
-`convgraph.store`'s `fan_out` and `regenerate` to branch and regenerate, and
-`convgraph.store.notes` to write a note and mark the preferred answer. A
-view (a transcript, a diff, the keys) replaces the node in the pane until
-the cursor moves or escape closes it. After a write the tree is read again,
-so it shows what the file now holds. Everything that can fail on the user's
-data or a model ends as a message in the pane, never as a traceback.
-"""
+"""`convgraph browse`'s screen of one conversation: the tree on the left, the
+details pane on the right, keys that call the library. The tree is read
+again after a write; failures end as a message in the pane, never a traceback."""
 
 from __future__ import annotations
 
@@ -44,7 +32,6 @@ if TYPE_CHECKING:
 
     from convgraph.browse.app import BrowseApp
 
-#: What the `?` key shows.
 HELP = """\
 | key | does |
 |---|---|
@@ -67,21 +54,18 @@ HELP = """\
 | `q` | quit |
 """
 
-#: Seconds the cursor rests before the details pane follows it, when it
-#: moves faster than that.
+#: Seconds the cursor rests before the details pane follows a fast cursor.
 DETAILS_DELAY = 0.15
 
-#: At most this often, in seconds, the pane redraws an answer streaming in.
+#: Seconds between redraws of an answer streaming in.
 STREAM_REDRAW_SECONDS = 0.1
 
-#: The status line of a conversation.
 KEY_HINTS = "? keys  / search  m mark  d diff  c compare  b branch  esc list  q quit"
 
 
 def streaming_view(jobs: list[Any], prompt: str | None = None) -> str:
     """The pane's body while answers stream in: the prompt, then per request
-    a line of how it goes and the text received so far, shown as stored
-    answers are (`safe`: control characters as symbols)."""
+    its state and the text so far, shown safely."""
     parts = [] if prompt is None else [f"> {safe(prompt)}"]
     for job in jobs:
         parts.append(f"*{job.label}: {job.state}, {job.characters} characters*")
@@ -91,8 +75,7 @@ def streaming_view(jobs: list[Any], prompt: str | None = None) -> str:
 
 
 class PromptScreen(ModalScreen[str | None]):
-    """A one-line box for a prompt or a note: enter gives the text typed
-    (stripped, "" when empty), escape cancels (None)."""
+    """A one-line box: enter gives the text stripped, escape None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
@@ -142,9 +125,8 @@ class ConversationScreen(Screen[None]):
         Binding("p", "prefer", "Prefer"),
     ]
 
-    # The tree takes three fifths of the width, for its prompts; the details
-    # keep at least 37 cells, where a 32-cell line of code fits in Rich's
-    # padded code block beside a one-cell scrollbar.
+    # The details keep at least 37 cells: a 32-cell code line in Rich's padded
+    # block beside a scrollbar.
     DEFAULT_CSS = """
     ConversationScreen #title { height: 1; background: $primary; color: $text; }
     ConversationScreen #panes { height: 1fr; }
@@ -168,8 +150,7 @@ class ConversationScreen(Screen[None]):
         self.query_text = ""
         self._details_timer: Any = None
         self._details_shown = 0.0
-        #: Whether the pane shows a view (a transcript, a diff, ...) instead
-        #: of the node under the cursor: escape closes it first.
+        #: Whether the pane shows a view: escape closes it first.
         self.view_open = False
         self._notes_lock = threading.Lock()
 
@@ -190,14 +171,13 @@ class ConversationScreen(Screen[None]):
         return cast("BrowseApp", self.app)
 
     def read_tree(self) -> nx.DiGraph[str]:
-        """This tree read alone, through a handle of this thread's own."""
+        """This tree read alone, through this thread's own handle."""
         with self.browser.logs.reopen() as logs:
             return logs.tree(self.tree_id)
 
     @work(thread=True, exclusive=True, group="tree")
     def load(self, node: str | None = None) -> None:
-        """Read this tree alone (off the interface's thread) and show it,
-        the cursor on `node`."""
+        """Read this tree off the interface's thread; show it at `node`."""
         try:
             graph = self.read_tree()
         except Exception as error:  # SQLite's own errors too: one line, not an exit
@@ -210,8 +190,7 @@ class ConversationScreen(Screen[None]):
             self.show_problem(message)
             self.say("escape: back to the list")
 
-    # Textual's DOMNode.tree is a drawing of the widgets for debugging; on
-    # this screen the name is the conversation's tree view.
+    # Textual's DOMNode.tree is a debugging drawing; here, the tree view.
     @property
     def tree(self) -> TreeView:  # type: ignore[override]
         return self.query_one(TreeView)
@@ -221,7 +200,6 @@ class ConversationScreen(Screen[None]):
         return self.query_one(DetailsPane)
 
     def say(self, message: str) -> None:
-        """One line in the status bar."""
         self.query_one("#status", Static).update(terminal_text(message))
 
     def show_tree(self, graph: nx.DiGraph[str], node: str | None = None) -> None:
@@ -238,9 +216,8 @@ class ConversationScreen(Screen[None]):
         self.browser.tree_opened(graph)
 
     def on_tree_view_moved(self, event: TreeView.Moved) -> None:
-        """Show the node at once after a pause, else when the keys rest:
-        laying out a long Markdown answer takes longer than a held key's
-        repeat, and the tree must keep up with the key."""
+        """Show the node after a pause, else when the keys rest: a long Markdown
+        answer takes longer to lay out than a held key's repeat."""
         self.browser.cursors[self.tree_id] = event.node
         if self._details_timer is not None:
             self._details_timer.stop()
@@ -251,8 +228,7 @@ class ConversationScreen(Screen[None]):
             self._details_timer = self.set_timer(DETAILS_DELAY, self._show_details)
 
     def show_view(self, title: str, source: str) -> None:
-        """Show a view (a diff, a comparison, the keys) in the pane; a node
-        still waiting to be shown there gives way to it."""
+        """Show a view in the pane, replacing a node waiting to be shown."""
         if self._details_timer is not None:
             self._details_timer.stop()
             self._details_timer = None
@@ -265,7 +241,7 @@ class ConversationScreen(Screen[None]):
         self.details.scroll_end(animate=False)
 
     def show_problem(self, message: str) -> None:
-        """A problem in the pane, in one line (see `show_view`)."""
+        """A problem in the pane, in one line."""
         self.show_view("⚠ " + terminal_text(message), "")
 
     def _show_details(self) -> None:
@@ -275,12 +251,8 @@ class ConversationScreen(Screen[None]):
         if self.graph is not None and self.tree.node is not None:
             self.details.show_node(self.graph, self.tree.node)
 
-    # -- reading keys --------------------------------------------------------
-
     def action_back(self) -> None:
-        """Escape steps back one level: out of the search box, from a view
-        (a transcript, a diff) to the node under the cursor, from the tree
-        to the list."""
+        """Escape steps back one level: search box, view, tree, list."""
         if self.query_one("#search", Input).has_class("open"):
             self._close_search()
             return
@@ -306,8 +278,7 @@ class ConversationScreen(Screen[None]):
         self.find(event.value)
 
     def find(self, wanted: str) -> None:
-        """Every node whose prompt or response holds `wanted` (any case),
-        in the drawing's order; the cursor goes to the first at or after it."""
+        """Every node whose texts hold `wanted` (any case), in drawing order."""
         if self.graph is None or not wanted:
             return
         self.query_text = wanted
@@ -379,8 +350,7 @@ class ConversationScreen(Screen[None]):
         self.show_view("Keys", HELP)
 
     def action_transcript(self) -> None:
-        """The path from the cursor's root down to it, as one conversation
-        (`convgraph.present.transcript`'s Markdown), from the tree already read."""
+        """The path from the cursor's root down to it, as Markdown."""
         from convgraph.model.tree import path
         from convgraph.present.transcript import Transcript
 
@@ -392,15 +362,12 @@ class ConversationScreen(Screen[None]):
             f"transcript to {terminal_text(node)}", transcript_view(safe(text))
         )
 
-    # -- writing keys --------------------------------------------------------
-
     def _refusal(self) -> str | None:
         return self.browser.refusal
 
     def action_note(self) -> None:
-        """Write the cursor's note in a box that holds the note it has; an
-        empty note clears it. No refusal up front: `set_note` writes a chat
-        export's notes beside it, and says why where it cannot."""
+        """Edit the cursor's note in a box; an empty note clears it (`set_note`
+        says why where it cannot write)."""
         if self.graph is None or self.tree.node is None:
             return
         node = self.tree.node
@@ -416,8 +383,7 @@ class ConversationScreen(Screen[None]):
         self.app.push_screen(box, written)
 
     def action_prefer(self) -> None:
-        """Mark the cursor's answer preferred among its alternatives, or
-        unmark it if it is."""
+        """Toggle the cursor's answer as preferred among its alternatives."""
         if self.graph is None or self.tree.node is None:
             return
         node = self.tree.node
@@ -427,13 +393,8 @@ class ConversationScreen(Screen[None]):
     def run_notes(
         self, node: str, note: str | None = None, preferred: bool | None = None
     ) -> None:
-        """Record a note (`preferred` None) or a preferred mark through
-        `convgraph.store.notes`, then read the tree again to show it.
-
-        Not exclusive: a note and a mark typed in quick succession must both
-        be written (an exclusive worker cancels the one still waiting). The
-        lock keeps them in the order typed, each tree shown before the next
-        write, so the last tree shown holds them all."""
+        """Write a note (`preferred` None) or a preferred mark, then reread the
+        tree. Not exclusive, so quick writes all land; a lock keeps their order."""
         with self._notes_lock:
             self._write_notes(node, note, preferred)
 
@@ -490,12 +451,9 @@ class ConversationScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="write")
     def run_branch(self, node: str, prompt: str | None) -> None:
-        """Ask the model (off the interface's thread: a model may take a
-        while) and log its answer: a child of `node` for a new prompt
-        (`fan_out`, as `convgraph branch` does), or for None a sibling with
-        `node`'s own prompt (`regenerate`). The pane follows the answer as it
-        streams in; then the tree is read again with the new node under the
-        cursor."""
+        """Ask the model off the interface's thread and log its answer: a child
+        of `node` for a new prompt (`fan_out`), else `node`'s sibling
+        (`regenerate`); the pane follows it streaming, then the tree rereads."""
         from convgraph.store import fan_out, regenerate
         from convgraph.store.branch import single_answer
 
@@ -506,8 +464,7 @@ class ConversationScreen(Screen[None]):
         shown = [0.0]
 
         def progress(jobs: list[Any]) -> None:
-            # Every chunk calls this; the pane need not redraw faster than
-            # the eye reads (nor render a long answer's Markdown per chunk).
+            # The pane need not redraw per chunk faster than the eye reads.
             if time.monotonic() - shown[0] < STREAM_REDRAW_SECONDS:
                 return
             shown[0] = time.monotonic()

@@ -1,13 +1,6 @@
-"""The browser's conversation tree: `convgraph tree`'s drawing
-(`present.text_tree.drawing`, unchanged), one line a node, as a scrolling
-widget that renders only the lines on screen (Textual's line API).
-
-Collapsing a node hides the lines of its subtree, which follow it in the
-drawing's depth-first order, so the guides that stay are the drawing's own.
-A coding agent's subagent starts folded into one line under its Task call's
-node. Prompts are cut at the pane's edge with an ellipsis: no horizontal
-scrollbar, whose thumb would sit in its last row.
-"""
+"""The browser's conversation tree: `convgraph tree`'s drawing as a scrolling
+widget that renders only the lines on screen; collapsing hides a subtree's
+lines, subagents start folded, prompts are cut at the pane's edge."""
 
 from __future__ import annotations
 
@@ -31,21 +24,15 @@ from convgraph.text import EXCERPT_WIDTH, cell_width, counted, terminal_text
 if TYPE_CHECKING:
     import networkx as nx
 
-#: The fewest characters of a node's id the tree shows (`i`): an llm id's
-#: 26 would leave a prompt at depth 2 five cells of an 80-column screen.
+#: The fewest characters of a node's id shown (`i`); an llm id's 26 is too wide.
 SHORT_ID = 12
 
-#: Colours given to models in the order a tree first uses them.
 MODEL_COLOURS = ("cyan", "magenta", "green", "yellow", "bright_blue", "red")
 
 
 class TreeView(ScrollView, can_focus=True):
-    """One conversation tree, drawn as `convgraph tree` draws it.
-
-    `node` is the node under the cursor; `lines()` the lines shown, each a
-    node id (None for a line that draws no node: the start of a tree with
-    several roots, a tool call under its node) and its text.
-    """
+    """One conversation tree, drawn as `convgraph tree` draws it; `node` is
+    the node under the cursor, `lines()` the (node id or None, text) shown."""
 
     BINDINGS = [
         Binding("up,k", "cursor_up", "Up", show=False),
@@ -79,18 +66,14 @@ class TreeView(ScrollView, can_focus=True):
         self.node: str | None = None
         self.mark: str | None = None
         self.collapsed: set[str] = set()
-        #: The nodes that start a subagent's subtree (an agent's sidechain),
-        #: and those of them drawn folded into one line: all, at first.
+        #: Subagent roots, and those drawn folded into one line (all, at first).
         self.subagents: dict[str, Subagent] = {}
         self.folded_agents: set[str] = set()
-        #: Whether the lines show node ids: off by default, since an llm id
-        #: takes 26 of a narrow pane's columns (the pane above says it).
+        #: Whether the lines show node ids (off: an llm id takes 26 columns).
         self.show_ids = False
         self._drawn: list[tuple[str | None, str]] = []
         self._without_ids: list[tuple[str | None, str]] = []
-        #: Each line's kind (`text_tree.NODE`, `CALL`, `START`), as drawn.
         self._kinds: list[str] = []
-        #: How many lines a node's subtree takes, and how many nodes it holds.
         self._span: dict[str, int] = {}
         self._subtree_nodes: dict[str, int] = {}
         self._roots: list[str] = []
@@ -98,14 +81,10 @@ class TreeView(ScrollView, can_focus=True):
         self._shown_kinds: list[str] = []
         self._row: dict[str, int] = {}
         self._colours: dict[str | None, str] = {}
-        #: The width in cells the prompts were cut to when drawn.
         self._drawn_width = 0
 
-    # -- the drawing ------------------------------------------------------
-
     def show(self, graph: nx.DiGraph[str], node: str | None = None) -> None:
-        """Draw `graph` and put the cursor on `node` (the first root when
-        None)."""
+        """Draw `graph`, the cursor on `node` (the first root when None)."""
         self.graph = graph
         self.collapsed = set()
         self.subagents = subagent_roots(graph)
@@ -118,13 +97,10 @@ class TreeView(ScrollView, can_focus=True):
         self.move_to(node if node in graph else (order[0] if order else None))
 
     def _wanted_width(self) -> int:
-        """The cells a prompt may take: as many as the pane has (what the
-        guides leave no room for, the pane cuts with an ellipsis), and at
-        least what `convgraph tree` gives it."""
+        """The cells a prompt may take: the pane's, at least `convgraph tree`'s."""
         return max(EXCERPT_WIDTH, self.size.width or self.app.size.width)
 
     def _draw(self) -> None:
-        """The drawing of `graph`, its prompts cut to the pane's width."""
         graph = self.graph
         if graph is None:
             return
@@ -155,7 +131,7 @@ class TreeView(ScrollView, can_focus=True):
             self._layout()
 
     def lines(self) -> list[tuple[str | None, str]]:
-        """The lines shown now (collapsed subtrees left out), as drawn."""
+        """The lines shown now (collapsed subtrees left out)."""
         return list(self._shown)
 
     def _layout(self) -> None:
@@ -185,27 +161,23 @@ class TreeView(ScrollView, can_focus=True):
         self.refresh()
 
     def _subagent_line(self, node: str, line: str) -> str:
-        """The line a folded subagent's subtree takes: its root's guides,
-        then "⤷ subagent AGENT: N nodes"."""
+        """A folded subagent's line: its root's guides, "⤷ subagent AGENT: N nodes"."""
         guides = line[: len(line) - len(line.lstrip("│├└─ "))]
         agent, nodes = self.subagents[node]
         return f"{guides}⤷ subagent {terminal_text(agent)}: {counted(nodes, 'node')}"
 
     def line_text(self, row: int) -> Text:
-        """The `row`th line shown, as the screen draws it: coloured by model,
-        bold on the active path, with the marks (★ preferred, ✎ note, the
-        diff mark, a fold's hidden count) and the cursor's highlight."""
+        """The `row`th line shown, coloured by model, bold on the active path,
+        with its marks and the cursor's highlight."""
         body, marks = self.line_parts(row)
         return Text.assemble(body, marks)
 
     def line_parts(self, row: int) -> tuple[Text, Text]:
-        """The `row`th line shown as its drawing and its marks apart: the
-        screen cuts a drawing too wide for the pane before its marks, never
-        the marks (`render_line`)."""
+        """The `row`th line's drawing and marks apart: a drawing too wide is cut
+        before its marks, never the marks."""
         node, line = self._shown[row]
         if node is None:
-            # The start's line is the conversation's; a call's line is its
-            # node's, set back.
+            # The start's line is the conversation's; a call's, its node's.
             style = "bold" if self._shown_kinds[row] == START else "dim"
             return Text(line, style), Text()
         if node in self.folded_agents:
@@ -230,7 +202,6 @@ class TreeView(ScrollView, can_focus=True):
             or shown + marks.cell_len <= width
             or (marks.cell_len >= width // 2)
         ):
-            # The marks fit after the drawing (or would leave it no room).
             return fitted(
                 Text.assemble(body, marks),
                 self.app.console,
@@ -238,8 +209,7 @@ class TreeView(ScrollView, can_focus=True):
                 width,
                 self.rich_style,
             )
-        # The drawing is cut where the marks begin: a note or the preferred
-        # answer stays in sight however long the prompt.
+        # Cut where the marks begin: a note stays in sight.
         cut = fitted(
             body, self.app.console, left, width - marks.cell_len, self.rich_style
         )
@@ -247,8 +217,7 @@ class TreeView(ScrollView, can_focus=True):
         return Strip.join([cut, tail.apply_style(self.rich_style)])
 
     def _styled(self, node: str | None, line: str) -> Text:
-        """A node's line of the drawing, coloured by its model and bold on
-        the active path."""
+        """A node's line coloured by its model, bold on the active path."""
         text = Text(line)
         if node is None or self.graph is None:
             return text
@@ -262,8 +231,7 @@ class TreeView(ScrollView, can_focus=True):
         return text
 
     def _marks(self, node: str) -> Text:
-        """What follows a node's line: ★ preferred, ✎ note, the diff mark, a
-        fold's hidden count, a subagent's name."""
+        """A node's marks: ★ preferred, ✎ note, diff, fold count, subagent."""
         text = Text()
         if self.graph is None:
             return text
@@ -282,13 +250,10 @@ class TreeView(ScrollView, can_focus=True):
             )
         return text
 
-    # -- the cursor ---------------------------------------------------------
-
     def move_to(self, node: str | None) -> None:
         """Put the cursor on `node`, unfolding what hides it."""
         if node is None or self.graph is None or node not in self.graph:
             return
-        # Only a fold can hide a node: without one, no walk up the tree.
         folds = self.collapsed | self.folded_agents
         hidden = folds and [
             n for n in operations.ancestors(self.graph, node) if n in folds
@@ -310,8 +275,7 @@ class TreeView(ScrollView, can_focus=True):
             return
         row = self._row[self.node] + rows
         row = max(0, min(row, len(self._shown) - 1))
-        # A line that draws no node (the start, a tool call) is stepped
-        # over: on the way the key goes, else back towards the cursor.
+        # A line that draws no node is stepped over, the way the key goes.
         ahead = 1 if rows > 0 else -1
         for way in (ahead, -ahead):
             at = row
@@ -348,8 +312,7 @@ class TreeView(ScrollView, can_focus=True):
             self.move_to(below[0] if below else None)
 
     def action_sibling(self, offset: int) -> None:
-        """The previous or next alternative (wrapping round): the children
-        of the cursor's parent, or the roots for a root."""
+        """The previous or next alternative, wrapping round."""
         if self.graph is None or self.node is None:
             return
         above = operations.parent(self.graph, self.node)
@@ -357,14 +320,12 @@ class TreeView(ScrollView, can_focus=True):
         self.move_to(group[(group.index(self.node) + offset) % len(group)])
 
     def action_ids(self) -> None:
-        """Show or hide the node ids in the lines."""
         self.show_ids = not self.show_ids
         self._layout()
         self.move_to(self.node)
 
     def action_fold(self) -> None:
-        """Fold or unfold the subtree below the cursor; open a folded
-        subagent's subtree."""
+        """Fold or unfold the cursor's subtree, or a folded subagent's."""
         if self.node in self.folded_agents:
             self.folded_agents.discard(self.node)
             self._layout()
@@ -378,10 +339,8 @@ class TreeView(ScrollView, can_focus=True):
 
 
 def short_ids(ids: list[str], fewest: int = SHORT_ID) -> dict[str, str]:
-    """Each id's shortest prefix that no other of `ids` starts with, of
-    `fewest` characters at least (an id no longer than that, whole), as git
-    abbreviates hashes: a unique prefix does for the id on the command line.
-    """
+    """Each id's shortest unique prefix, at least `fewest` characters, as git
+    abbreviates hashes."""
     ordered = sorted(set(ids))
     shared = [0] * len(ordered)  # characters shared with a neighbour
     for index in range(1, len(ordered)):
@@ -396,7 +355,6 @@ def short_ids(ids: list[str], fewest: int = SHORT_ID) -> dict[str, str]:
 
 
 def _with_short_id(node: str | None, line: str, short: dict[str, str]) -> str:
-    """A line of the drawing with its node's id cut to its short form."""
     if node is None or short[node] == node:
         return line
     label = terminal_text(node)
@@ -405,8 +363,7 @@ def _with_short_id(node: str | None, line: str, short: dict[str, str]) -> str:
 
 
 def _without_id(node: str | None, line: str) -> str:
-    """A line of the drawing without its node's id: the guides, then the
-    prompt's excerpt (the id where there is no prompt)."""
+    """A drawing's line without its node's id: guides, then the excerpt."""
     if node is None:
         return line
     label = terminal_text(node) + "  "
@@ -419,9 +376,8 @@ def _without_id(node: str | None, line: str) -> str:
 def _subtree_extents(
     graph: nx.DiGraph[str], order: list[str], lines: list[DrawnLine]
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """How many lines each node's subtree takes (itself and its calls
-    included), and how many nodes it holds, from the leaves up in one pass
-    over the reversed drawing order."""
+    """Each node's subtree's line count (calls included) and node count, in
+    one pass over the reversed drawing order."""
     own = dict.fromkeys(order, 0)
     for line in lines:
         if line.node is not None:

@@ -1,11 +1,5 @@
-"""The `convgraph` command line: a thin click layer over the library.
-
-Each module holds the commands of one area as plain click commands; this
-module adds them all to the `cli` group, so that `convgraph --help` lists
-every command and no command module imports the group (the llm plugin adds
-the same command objects to `llm`). The heavy libraries (pandas, networkx)
-are imported inside the commands that use them, so start-up stays fast.
-"""
+"""The `convgraph` command line: a thin click layer over the library; heavy
+libraries are imported inside the commands that use them."""
 
 import click
 
@@ -23,7 +17,6 @@ from convgraph.cli import (
 )
 from convgraph.cli.options import ConvgraphCommand
 
-#: Every command, as `convgraph.cli` adds it to the group.
 COMMANDS: tuple[click.Command, ...] = (
     read.conversations,
     read.tree,
@@ -54,9 +47,7 @@ COMMANDS: tuple[click.Command, ...] = (
 )
 
 
-#: What `convgraph --help` says of each command, on one line: click would cut
-#: the first sentence of a docstring with "..." to fit the terminal, and in
-#: `llm --help` the room is narrower still. Each fits 45 cells.
+#: Each command's one-line summary: click would cut a longer first sentence.
 SUMMARIES = {
     "conversations": "List every conversation tree",
     "tree": "Draw conversation trees",
@@ -92,8 +83,7 @@ for _command in COMMANDS:
 
 
 class ConvgraphGroup(click.Group):
-    """convgraph's group: a command made with `@cli.command()` gets the
-    error handling of `ConvgraphCommand` too."""
+    """convgraph's group: `@cli.command()` gets `ConvgraphCommand` too."""
 
     command_class = ConvgraphCommand
 

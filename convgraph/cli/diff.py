@@ -1,12 +1,6 @@
 """Commands that compare branches: diff (two nodes) and compare (one node's
-children).
-
-Both read only the conversation that holds the nodes. Their text is
-styled for a terminal (click drops the styles when the output is not one);
-the stored text in it (ids, models, the lines of prompts and responses)
-passes `terminal_text` before it is styled, so only convgraph's own styles
-reach the terminal. Neither imports pandas.
-"""
+children). Both read one conversation; stored text passes `terminal_text`
+before it is styled."""
 
 from __future__ import annotations
 
@@ -81,16 +75,14 @@ def diff_command(node_a: str, node_b: str, as_json: bool, context: int) -> None:
 
 
 def generate_diff_lines(result: BranchDiff, width: int | None = None) -> Iterator[str]:
-    """The human form of a branch diff, line by line, styled for a terminal;
-    wrapped at `width` cells where given (the changed lines each keep their
-    `+` or `-` on every line they take), its table cut there."""
+    """The human form of a branch diff, styled, wrapped at `width` cells (each
+    changed line keeps its marker), its table cut there."""
     for line in _diff_lines(result, width):
         yield from _fit(line, width)
 
 
 def _fit(line: str, width: int | None) -> list[str]:
-    """A styled line wrapped at `width`: as it is where it fits, else its
-    text without styles, wrapped."""
+    """A styled line wrapped at `width`: as is where it fits, else unstyled."""
     if width is None or cell_width(click.unstyle(line)) <= width:
         return [line]
     return wrapped(click.unstyle(line), width)
@@ -156,8 +148,7 @@ def _step_lines(step: Step, width: int | None) -> Iterator[str]:
 
 
 def _styled_diff(lines: list[str], width: int | None = None) -> Iterator[str]:
-    """A unified diff's lines styled, each wrapped at `width` with its
-    marker (`+`, `-` or a space) at the start of every line it takes."""
+    """A unified diff's lines styled, wrapped at `width`, each piece marked."""
     for line in map(shown, lines):
         style: dict[str, object] = {}
         hang = None
@@ -192,7 +183,6 @@ def _totals_lines(result: BranchDiff) -> Iterator[str]:
 
 
 def _table(headers: list[str], rows: list[list[str]], left: set[int]) -> Iterator[str]:
-    """The shared table layout, with a bold header line."""
     lines = aligned_lines([headers, *rows], left=left)
     yield click.style(next(lines), bold=True)
     yield from lines
@@ -238,10 +228,8 @@ def compare_command(node_id: str, output_format: str | None) -> None:
 
 
 def _tree_and_point(id_: str) -> tuple[nx.DiGraph[str], str | None]:
-    """The tree that `id_` names and the point to compare at: the node, or
-    the start (None) where `id_` names no node but a conversation tree. A
-    node id wins where an id names both (a legacy response without a
-    conversation is a conversation of its own id)."""
+    """The tree `id_` names and the node to compare at, or None (the start)
+    where it names a conversation; a node id wins where it names both."""
     from convgraph.errors import UnknownConversation, UnknownNode
 
     logs = opened_logs()
@@ -257,11 +245,8 @@ def _tree_and_point(id_: str) -> tuple[nx.DiGraph[str], str | None]:
 def generate_compare_lines(
     result: Comparison, tree_id: str | None = None, width: int | None = None
 ) -> Iterator[str]:
-    """The human form of a comparison: a table of the children (or of the
-    roots of tree `tree_id`, at its start), then the similarity of their
-    responses, numbered as in the table. Fitted to `width` cells where
-    given: the ids cut to the prefix that tells them apart where the table
-    is wider, then every line cut or wrapped there."""
+    """A comparison for a person: the children's table (or tree `tree_id`'s
+    roots), then their similarities, fitted to `width` cells where given."""
     for line in _compare_lines(result, tree_id, width):
         yield from _fit(line, width)
 
@@ -282,7 +267,6 @@ def _compare_lines(
         from convgraph.present.text_tree import unique_prefix_length
 
         longest = max((len(one.id) for one in alternatives), default=0)
-        # Room for the other columns, as wide as they are in most tables.
         if longest + 56 > width:
             id_length = unique_prefix_length(one.id for one in alternatives)
     rows = [
@@ -334,8 +318,7 @@ def _compare_lines(
 
 
 def _neighbour_lines(result: Comparison) -> Iterator[str]:
-    """The similarities of a bounded comparison: each child with the
-    siblings it was compared with, by their offset in log order."""
+    """The similarities of a bounded comparison, siblings by log offset."""
     reach = result.neighbours or 0
     yield (
         f"{len(result.ids)} children, too many to compare every pair: each"

@@ -1,20 +1,7 @@
-"""`convgraph export`: conversations as DOT, GraphML, JSON or Mermaid, and
-pictures through Graphviz.
-
-The command parses its options and hands the trees to the writer that
-`convgraph.export.FORMATS` names, so every format the registry holds is a
-`--format` here. `-o FILE.EXT` chooses the format by its extension
-(`EXTENSIONS`: a picture's is drawn by Graphviz, as --render draws it), and a
---format or --render that says otherwise is refused in one line. Output
-goes to stdout, or through `convgraph.writing.written`: a regular file
-appears whole or not at all, a pipe or a device is written in place and
-never replaced. That file is never the one being read (compared by identity, so a link or
-another spelling of the path is caught), and an SQLite file is replaced only
-with --force: an export must never cost the user their llm history. Printed
-on a terminal, an export shows stored control characters as symbols (an
-escape sequence in a prompt must not set the window's title or the
-clipboard); to a file or a pipe it is exact.
-"""
+"""`convgraph export`: conversations in every format `convgraph.export.FORMATS`
+names, and pictures through Graphviz. Output goes whole through `written`,
+never onto the file being read nor, without --force, onto an SQLite file;
+on a terminal, control characters show as symbols."""
 
 from __future__ import annotations
 
@@ -54,16 +41,12 @@ from convgraph.writing import STDOUT, written
 if TYPE_CHECKING:
     import networkx as nx
 
-#: The pictures Graphviz draws of the DOT export (--render, or -o's extension).
 RENDERINGS = ("svg", "png", "pdf")
-#: The formats whose writer takes a whole `Forest` and writes it from its
-#: table, without a DiGraph a tree (the same text).
+#: Written from the whole `Forest`'s table, without a DiGraph a tree.
 FOREST_FORMATS = frozenset({"json"})
-#: Picture formats someone may give to --format: a picture is Graphviz's
-#: drawing of the DOT export, made with --render.
+#: Graphviz's drawings of the DOT export, made with --render.
 PICTURES = ("svg", "png", "pdf", "jpg", "jpeg")
 
-#: The format each extension of -o names (lower case, with its dot).
 EXTENSIONS = {
     ".dot": "dot",
     ".gv": "dot",
@@ -78,9 +61,7 @@ EXTENSIONS = {
     ".jsonl": "chat-jsonl",
     ".parquet": "parquet",
 }
-#: The formats an extension also takes beside its own: tree-json is JSON.
 ALSO_WRITES = {"json": frozenset({"tree-json"})}
-#: The extension a format's file is given (in the hint of a refusal).
 EXTENSION_OF = {
     "dot": ".dot",
     "graphml": ".graphml",
@@ -92,23 +73,14 @@ EXTENSION_OF = {
     "chat-jsonl": ".jsonl",
     "parquet": "",
 }
-#: The default format where neither --format nor -o's extension names one.
 DEFAULT_FORMAT = "dot"
 
 
 def chosen_format(
     output: str | None, format_name: str | None, render: str | None
 ) -> tuple[str, str | None]:
-    """The format to write and the picture to draw (or None), from
-    --format, --render and the extension of -o: an option given wins where
-    the extension says nothing (or is not one of `EXTENSIONS`), the
-    extension chooses where no option is given, and the two must agree.
-
-    Raises
-    ------
-    UserError
-        --format or --render names another format than -o's extension.
-    """
+    """The format and the picture (or None) from --format, --render and -o's
+    extension, which must agree. Raises UserError where they do not."""
     format_name = format_name.lower() if format_name is not None else None
     render = render.lower() if render is not None else None
     extension = ""
@@ -153,8 +125,7 @@ def _renamed(output: str | None, extension: str) -> str:
 
 
 class FormatChoice(click.Choice):  # type: ignore[type-arg]
-    """`--format`'s choice, which points a picture format to `--render` in
-    one line instead of listing the file formats."""
+    """`--format`'s choice, pointing a picture format to `--render`."""
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         if isinstance(value, str) and value.lower() in PICTURES:
@@ -299,8 +270,7 @@ def export(
     if render is not None and dot_program is None:
         raise UserError(NO_GRAPHVIZ)
 
-    # The read shows its progress, and the page its conversations written;
-    # not while the export itself goes to the terminal.
+    # Progress on stderr, but not while the export itself goes to a terminal.
     shown = None if output is not None or not is_terminal(sys.stdout) else False
     with ProgressBar(enabled=shown) as bar:
         if format_name == "html":
@@ -328,8 +298,7 @@ def export(
 
 
 def _forest(where: TreeFilter, progress: Any) -> Any:
-    """Every tree the filter keeps, as a `Forest` (its read told to
-    `progress`), for a format that writes the whole forest from its table."""
+    """Every tree the filter keeps, as a `Forest`."""
     from convgraph.cli.memory import give_back_memory
     from convgraph.model.filters import select_trees
 
@@ -346,8 +315,7 @@ def _write_dataset(
     force: bool,
     where: TreeFilter,
 ) -> None:
-    """Write the forest's tables (every tree, or those `ids` name) into the
-    folder `output`, which must not hold the database being read."""
+    """Write the forest's tables (all, or `ids`) into the folder `output`."""
     if output is None:
         raise UserError(f"--format {format_name} writes a directory: give -o DIR")
     target = os.path.realpath(output)
@@ -368,10 +336,8 @@ def _render(
     output: str,
     options: dict[str, Any],
 ) -> None:
-    """Stream the DOT into Graphviz's `dot`, which draws the picture into a
-    private folder; the picture then goes to `output` by the one writer
-    (`written`), so a pipe or a device is written in place and a file
-    appears whole."""
+    """Stream the DOT into Graphviz's `dot` in a private folder, then the
+    picture to `output` through `written`."""
     from convgraph.export import write_dot
 
     with tempfile.TemporaryDirectory(prefix="convgraph-render-") as folder:
@@ -410,9 +376,7 @@ def _render(
 
 
 class _ForAPerson(io.TextIOBase):
-    """A text stream onto a terminal: what an export writes there shows its
-    control characters as symbols (`terminal_lines`), as every other human
-    output does; written to a file or a pipe, the text stays exact."""
+    """A text stream onto a terminal, control characters shown as symbols."""
 
     encoding = "utf-8"
 
@@ -420,7 +384,6 @@ class _ForAPerson(io.TextIOBase):
         self.binary = binary
 
     def write(self, text: str) -> int:
-        # `write_lines` writes whole lines at a time.
         self.binary.write(terminal_lines(text).encode("utf-8"))
         return len(text)
 
@@ -429,9 +392,7 @@ class _ForAPerson(io.TextIOBase):
 
 
 def _to_stdout(write: Any) -> None:
-    """Write UTF-8 to stdout whatever the terminal's encoding (`written`
-    of `-`), shown safely where stdout is a terminal. A reader that stops
-    early (`| head`) and a full disk are the command's to end
-    (`convgraph.cli.options.ConvgraphCommand`)."""
+    """Write UTF-8 to stdout whatever the terminal's encoding, shown safely
+    on a terminal; a closed pipe is the command class's to end."""
     with written(STDOUT) as stream:
         write(_ForAPerson(stream) if is_terminal(sys.stdout) else stream)

@@ -1,15 +1,6 @@
 """The filters every reading command shares: `--since`, `--until`, `--model`
-and `--source`, one decorator (`filter_options`) as `output_options` is one.
-
-The command receives one keyword, `where`: a `TreeFilter`, empty (false)
-when no option was given. A tree is in when any of its nodes matches, and
-is shown whole. The library does the selecting (`convgraph.model.filters`):
-`select_trees` for a command that reads the forest, `tree_is_in` for one
-that reads trees one at a time; `kept` below is the second for a list of
-trees. A bound that is no date, time or span is one line and exit status 2.
-Nothing here imports pandas: `convgraph.model.filters` imports it only
-inside the functions that work on tables.
-"""
+and `--source` (`filter_options`), given as one `where`, a `TreeFilter`; the
+library selects (`convgraph.model.filters`). No pandas import here."""
 
 from __future__ import annotations
 
@@ -31,16 +22,13 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The help every filtered command shows once, after its options' own.
 FILTER_HELP = (
     "A tree is in when any of its nodes matches --since, --until, --model and"
     " --source, and is shown whole."
 )
 
-#: Every source a node may come from: each reader's `SOURCE` (llm's two
-#: generations, the chat exports, the agents' sessions), named here rather
-#: than imported, since the readers import pandas (tests/test_filters.py
-#: checks the two agree).
+#: Every reader's `SOURCE`, named rather than imported (readers import pandas;
+#: tests/test_filters.py checks the two agree).
 SOURCES = (
     "responses",
     "turns",
@@ -53,13 +41,11 @@ SOURCES = (
     "copilot-cli",
 )
 
-#: What a bound may be, for the help and the error.
 BOUND_FORMS = "a date (2026-11-01), a time (2026-11-01T14:00, UTC) or a span back from now (12h, 7d, 2w)"
 
 
 def filter_options(function: F) -> F:
-    """`--since`, `--until`, `--model` (repeatable glob), `--source`
-    (repeatable): the command receives `where`, a `TreeFilter`."""
+    """`--since`, `--until`, `--model` (glob), `--source`: given as `where`."""
 
     @functools.wraps(function)
     def with_filter(*args: Any, **kwargs: Any) -> Any:
@@ -118,15 +104,8 @@ def make_filter(
     sources: Iterable[str] = (),
     now: datetime | None = None,
 ) -> TreeFilter:
-    """The `TreeFilter` of the options as typed; `now` (UTC) is the moment
-    a span counts back from (the present when None).
-
-    Raises
-    ------
-    UserError
-        A bound is no date, time or span, `--since` is after `--until`, or
-        a source is none of `SOURCES`.
-    """
+    """The `TreeFilter` of the options; a span counts back from `now` (UTC).
+    Raises UserError for a bad bound or order, or an unknown source."""
     named = tuple(source.lower() for source in sources)
     for source in named:
         if source not in SOURCES:
@@ -154,7 +133,7 @@ def _bound(
 def kept(
     trees: Iterable[nx.DiGraph[str]], where: TreeFilter
 ) -> Iterator[nx.DiGraph[str]]:
-    """The trees that are in, one at a time (all of them for an empty filter)."""
+    """The trees that are in (all of them for an empty filter)."""
     for graph in trees:
         if not where or tree_is_in(graph, where):
             yield graph
@@ -165,14 +144,11 @@ def filtered_trees(
     where: TreeFilter,
     progress: ProgressCallback | None = None,
 ) -> Iterator[nx.DiGraph[str]]:
-    """The trees the ids name (`load_trees`), or every tree, that are in:
-    named trees checked one by one, the whole forest selected on its table
-    (its read told to `progress`)."""
+    """The trees the ids name, or every tree, that are in."""
     from convgraph.cli.options import opened_logs
 
     named = list(conversation_ids)
     logs = opened_logs()
     if named:
         return kept(logs.trees(named), where)
-    # Every tree: what `Logs.trees` reads too, here with its progress.
     return logs.forest(progress=progress, where=where).trees()

@@ -9,7 +9,6 @@ from convgraph.cli.output import echo_line
 from convgraph.cli.progress import ProgressBar
 from convgraph.text import counted
 
-#: How many imported conversations are listed by id.
 LISTED = 20
 
 
@@ -32,15 +31,13 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     branches kept as forks: `llm logs` lists them, and `llm -c --cid ID`
     continues any branch (the thread ids are printed, or see `llm logs`).
 
-    A conversation imported before is skipped, so importing the same export
-    again writes nothing; a conversation without a prompt or an answer is
-    left out, and named. A --db that does not exist is made with llm's
-    tables.
+    A conversation imported before is skipped, so importing again writes
+    nothing; one without a prompt or an answer is left out, and named. A
+    --db that does not exist is made with llm's tables.
     """
     from convgraph.store.importer import import_export
 
-    # The number of conversations is known only once the export has been
-    # streamed to its end, its size in bytes before: the bar counts bytes.
+    # The conversations are counted only at the end: the bar counts bytes.
     with ProgressBar(in_bytes=True) as bar:
         summary = import_export(source, db_path, dry_run=dry_run, progress=bar)
 
@@ -72,8 +69,7 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     written = [
         c for c in summary.conversations if c.status in ("imported", "would import")
     ]
-    # Each conversation by the id `llm -c --cid` takes: the thread of its
-    # current branch, which is also the tree's id in convgraph.
+    # By the id `llm -c --cid` takes: its current branch's thread.
     for result in written[:LISTED]:
         _say(
             f"  {result.thread_id}  {result.name or result.conversation_id}"
@@ -83,8 +79,7 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
         more = len(written) - LISTED
         _say(f"  and {more:,} more: convgraph conversations lists every id")
     if summary.empty:
-        # Nothing said in them: no turn to write, and llm lists no thread
-        # without one. Named, so that none is dropped silently.
+        # No turn to write, and llm lists no thread without one: named.
         empty = counted(len(summary.empty), "empty conversation", grouping=",")
         _say(f"Left out {empty} (no prompt and no answer):")
         for conversation_id, name in summary.empty[:20]:

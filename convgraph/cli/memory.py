@@ -1,6 +1,4 @@
-"""How a command sets up its own process's memory (the library never
-touches the process): Arrow's buffers from C's malloc, glibc's mapping
-threshold fixed, a whole read's freed memory handed back."""
+"""How a command sets up its own process's memory (the library never does)."""
 
 from __future__ import annotations
 
@@ -9,20 +7,17 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-#: glibc's `mallopt` parameter for the mapping threshold, and its start.
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD_BYTES = 128 * 1024
 
 
 def use_system_allocator() -> None:
-    """Have Arrow take its buffers from C's malloc once pyarrow is imported
-    (the user's own setting wins)."""
+    """Have Arrow allocate with C's malloc (the user's own setting wins)."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 
 def fixed_mmap_threshold() -> None:
-    """Keep glibc mapping every buffer from 128 KiB up on its own, so that
-    freeing one hands it back."""
+    """Have glibc map buffers from 128 KiB up, so freeing one returns it."""
     libc = _libc()
     if libc is not None and hasattr(libc, "mallopt"):
         libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
@@ -42,7 +37,6 @@ def give_back_memory() -> None:
 
 @cache
 def _libc() -> Any:
-    """C's library (ctypes), or None where it is not found."""
     import ctypes
     import ctypes.util
 
@@ -51,10 +45,8 @@ def _libc() -> Any:
 
 
 def measuring(progress: Callable[[str, int, int | None], None] | None = None) -> Any:
-    """A progress callback for a read that is measured (`Logs.summaries`):
-    glibc's threshold fixed when a read begins (a small file measured tree
-    by tree reads none), the read's memory given back before the statistics
-    are computed; each report then passed on to `progress`."""
+    """A progress callback that fixes glibc's threshold when a read begins and
+    gives its memory back before the statistics, then calls `progress`."""
     from convgraph.logs import COMPUTING
 
     began = False

@@ -1,9 +1,6 @@
-"""What every convgraph command shares: `--db` opened once as a `Logs`,
-the output options (`--table`, `--json`, `--nl`, `--csv`, `--tsv`, learnt
-once, as sqlite-utils has them) and errors a user can cause, each one line
-on stderr with exit status 2, never a traceback. The handling lives on the
-command class, so the commands llm's plugin adds behave the same way.
-"""
+"""What every command shares: `--db` opened once as a `Logs`, the output
+options, and user errors as one line on stderr with status 2, never a
+traceback (on the command class, so llm's plugin commands behave the same)."""
 
 from __future__ import annotations
 
@@ -31,10 +28,8 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The exit status of an error the user caused (click uses 2 for usage errors).
 USER_ERROR = 2
 
-#: The output options, each with its help; the flag is `--` and the name.
 OUTPUT_FORMATS = {
     "table": "Aligned columns for reading (records print so by default)",
     "json": "A JSON array",
@@ -45,8 +40,7 @@ OUTPUT_FORMATS = {
 
 
 class UserError(click.ClickException):
-    """A `ClickException` with exit status 2, its message one line, control
-    characters shown as symbols."""
+    """A `ClickException` with status 2, one line, control characters shown."""
 
     exit_code = USER_ERROR
 
@@ -66,9 +60,8 @@ class UserLines(UserError):
 
 
 class IdType(click.ParamType[str]):
-    """An id as typed, whole or a unique prefix, which `ConvgraphCommand`
-    resolves before the command runs; `kind`: node, conversation or either
-    (None)."""
+    """An id as typed, whole or a unique prefix, resolved by `ConvgraphCommand`
+    before the command runs; `kind`: node, conversation or either (None)."""
 
     def __init__(self, kind: str | None, name: str):
         self.kind = kind
@@ -80,17 +73,14 @@ class IdType(click.ParamType[str]):
         return str(value)
 
 
-#: The kinds `Source.resolve` tells apart, spelt here to import no reader.
 NODE_ID = IdType("node", "node_id")
 CONVERSATION_ID = IdType("conversation", "conversation_id")
-#: A node, or where it names none, a conversation (compare, transcript).
 ANY_ID = IdType(None, "id")
 
 
 class ConvgraphCommand(click.Command):
-    """A click command whose errors (convgraph's, and the database's that
-    bad input or another program causes) are one-line messages, its ids
-    resolved before it runs, and its way out `convgraph.cli.way_out`'s."""
+    """A click command whose errors are one-line messages, its ids resolved
+    before it runs, and its way out `convgraph.cli.way_out`'s."""
 
     def invoke(self, ctx: click.Context) -> Any:
         # Before any read imports pyarrow: the process is the command's.
@@ -105,8 +95,7 @@ class ConvgraphCommand(click.Command):
                 check_writable(ctx.meta.get(DB_PATH))
             resolve_ids(ctx)
             if "db_path" in ctx.params:
-                # A command that writes the file opens it itself: the ids
-                # are resolved, and nothing of it is held open meanwhile.
+                # A writing command opens the file itself: nothing held open.
                 logs = ctx.meta.pop(LOGS, None)
                 if logs is not None:
                     logs.close()
@@ -116,7 +105,6 @@ class ConvgraphCommand(click.Command):
                 [f"{error.heading()}:", *(f"  {line}" for line in error.candidates)]
             ) from None
         except NodeNotConversation as error:
-            # The command's own words, with the id it takes.
             raise UserError(
                 f"{error.id} is a node of conversation {error.tree_id}:"
                 f" {ctx.command_path} {error.tree_id}"
@@ -144,8 +132,7 @@ class ConvgraphCommand(click.Command):
 
 
 def _unknown_id(error: UnknownNode | UnknownConversation) -> str:
-    """What an unknown id says: where it is shorter than a prefix may be,
-    how long a prefix must be."""
+    """What an unknown id says, with the prefix length needed if short."""
     from convgraph.sources.source import MIN_PREFIX
 
     given = error.args[0] if error.args else None
@@ -158,8 +145,7 @@ def _unknown_id(error: UnknownNode | UnknownConversation) -> str:
 
 
 def _command_line(ctx: click.Context, name: str) -> str:
-    """How the user types the command `name` from where this one runs
-    (`convgraph leaves`, or inside llm `llm convgraph leaves`)."""
+    """How the user types command `name` here (`llm convgraph leaves` in llm)."""
     parent = ctx.parent
     group = parent.command if parent is not None else None
     if parent is None or not isinstance(group, click.Group):
@@ -173,8 +159,7 @@ def _command_line(ctx: click.Context, name: str) -> str:
 
 
 def resolve_ids(ctx: click.Context) -> None:
-    """Put the whole id in place of each id or prefix of an `IdType`
-    argument, asking the command's `Logs` (a Parquet dataset's are left)."""
+    """Put the whole id in place of each `IdType` argument's id or prefix."""
     given = [
         param
         for param in ctx.command.params
@@ -195,14 +180,12 @@ def resolve_ids(ctx: click.Context) -> None:
             ctx.params[param.name] = logs.resolve(value, kind)
 
 
-#: Where click's context meta keeps `--db`'s path and the open `Logs`.
 DB_PATH = "convgraph.db_path"
 LOGS = "convgraph.logs"
 
 
 def opened_logs() -> Logs:
-    """The file `--db` names, opened once for the running command (closed
-    when it ends), hidden branches kept where `--all` asks."""
+    """The file `--db` names, opened once for the running command."""
     ctx = click.get_current_context()
     logs: Logs | None = ctx.meta.get(LOGS)
     if logs is None:
@@ -226,8 +209,7 @@ def dataset_path() -> str | None:
 
 
 def db_option(function: F) -> F:
-    """`-d/--db/--database PATH` (llm's spelling too): the file the command
-    opens with `opened_logs`, llm's own logs.db by default; the reader, not
+    """`-d/--db/--database PATH`, llm's logs.db by default; the reader, not
     click, says what is wrong with a path."""
     return _db_option(function, expose=False)
 
@@ -257,12 +239,10 @@ def _db_option(function: F, expose: bool) -> F:
     )(function)
 
 
-#: Where click's context meta keeps `--all`'s answer.
 SHOW_HIDDEN = "convgraph.show_hidden"
 
 
 def all_option(function: F) -> F:
-    """`--all`: also read the branches hidden with `convgraph hide`."""
 
     def remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
         ctx.meta[SHOW_HIDDEN] = value
@@ -279,7 +259,7 @@ def all_option(function: F) -> F:
 
 
 def hidden_wanted() -> bool:
-    """Whether the command running was asked for hidden branches (`--all`)."""
+    """Whether the running command was asked for hidden branches (`--all`)."""
     ctx = click.get_current_context(silent=True)
     return bool(ctx is not None and ctx.meta.get(SHOW_HIDDEN))
 
@@ -290,9 +270,8 @@ def json_option(function: F) -> F:
 
 
 def output_options(function: F) -> F:
-    """`--table`, `--json`, `--nl`, `--csv`, `--tsv`: how to print records,
-    given to the command as `output_format` (None: its form for a person);
-    two together are an error."""
+    """`--table`, `--json`, `--nl`, `--csv`, `--tsv`, given as `output_format`
+    (None: the form for a person); two together are an error."""
 
     @functools.wraps(function)
     def with_output_format(*args: Any, **kwargs: Any) -> Any:
@@ -311,21 +290,17 @@ def output_options(function: F) -> F:
 
 
 def command(name: str | None = None, **attrs: Any) -> Callable[[F], click.Command]:
-    """`click.command` with `ConvgraphCommand`; `convgraph.cli` (and llm's
-    plugin) adds it to a group."""
+    """`click.command` with `ConvgraphCommand`."""
     return click.command(name, cls=ConvgraphCommand, **attrs)
 
 
-#: The commands that make llm's database where there is none.
 MAKES_A_DATABASE = frozenset({"import"})
-#: The commands that write the file --db names (notes on an export go
-#: beside it, so note and prefer take one).
+#: Notes on an export go beside it, so note and prefer take one too.
 WRITES_A_DATABASE = frozenset({"migrate", "delete", "branch", "regenerate"})
 
 
 def check_default_database(ctx: click.Context) -> None:
-    """Without --db and without llm's own logs.db, raise a `UserError`
-    saying where it looked and how to name a file."""
+    """Without --db and without llm's logs.db, raise a `UserError`."""
     if ctx.meta.get(DB_PATH, "") is not None or ctx.info_name in MAKES_A_DATABASE:
         return
     from convgraph.sources import default_database_path
@@ -341,8 +316,7 @@ def check_default_database(ctx: click.Context) -> None:
 
 
 def check_writable(db_path: str | None) -> None:
-    """Raise a `UserError` where `db_path` is an export, which convgraph
-    reads but never writes (`convgraph import` brings it in)."""
+    """Raise a `UserError` where `db_path` is an export (read, never written)."""
     from convgraph.logs import is_export
 
     if db_path is None or not is_export(db_path):
@@ -353,7 +327,6 @@ def check_writable(db_path: str | None) -> None:
     )
 
 
-#: How a library an extra brings is named to a person.
 LIBRARIES = {
     "pyarrow": "pyarrow",
     "dask": "Dask",
@@ -362,15 +335,12 @@ LIBRARIES = {
     # The import's name is not the package's: the line names what pip takes.
     "genai_prices": "genai-prices",
 }
-#: What reading a Parquet dataset is called where it needs pyarrow.
 READING_A_DATASET = "reading a Parquet dataset (--db DIR)"
 
 
 def needs_extra(module: str, extra: str, what: str) -> None:
-    """Import `module`, which the optional `extra` brings, before `what`
-    uses it (a library missing its own dependencies fails here too); else
-    raise a `UserError`: "WHAT needs LIBRARY: pip install 'convgraph[EXTRA]'".
-    """
+    """Import `module`, which the optional `extra` brings, before `what` uses
+    it; else raise "WHAT needs LIBRARY: pip install 'convgraph[EXTRA]'"."""
     import importlib
 
     try:

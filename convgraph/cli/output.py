@@ -1,11 +1,6 @@
-"""Printing what commands answer: records (dicts of plain JSON values) in
-the format the output options chose, ids, JSON documents, and the one
-aligned table layout, measured in terminal cells and fitted to a terminal.
-
-Stored text is hostile until shown otherwise: the forms for a person show
-control characters as symbols (`terminal_text`), JSON escapes them, CSV
-and TSV carry them exact.
-"""
+"""Printing what commands answer: records in the chosen format, ids, JSON and
+aligned tables. Text for a person shows control characters as symbols, JSON
+escapes them, CSV and TSV carry them exact."""
 
 from __future__ import annotations
 
@@ -32,20 +27,17 @@ from convgraph.text import (
     terminal_text,
 )
 
-#: The header of a list of ids printed as records.
 ID_COLUMN = "id"
 
-#: What JSON may carry raw but a terminal acts on (DEL, C1 and bidi
-#: controls, line separators, lone surrogates): escaped, read back the same.
+#: What a terminal acts on but JSON may carry raw: escaped, read back the same.
 _JSON_UNSAFE = re.compile(
     "[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
 )
 
 
 def json_text(value: Any, indent: int | None = 2) -> str:
-    """`value` as JSON, text kept verbatim (no ASCII escapes) but for the
-    characters that drive a terminal, which are written as escapes; values
-    JSON has no type for (a datetime, a path) as their `str`."""
+    """`value` as JSON, text verbatim but for terminal-driving characters
+    (escaped); values JSON has no type for as their `str`."""
     if indent == 2:
         # orjson: Python's encoder indents in pure Python, slowly.
         text = dumps(value, indent=True)
@@ -65,16 +57,14 @@ def is_terminal(stream: Any) -> bool:
 
 
 def terminal_lines(text: str) -> str:
-    """A document's lines for a terminal: control characters as symbols,
-    tabs as spaces (code keeps its indentation)."""
+    """A document's lines for a terminal: control characters as symbols."""
     return "\n".join(terminal_text(line.expandtabs(8)) for line in text.split("\n"))
 
 
 @dataclass(frozen=True)
 class TableFit:
-    """How a table fits `width` cells, as `ls` does: the columns of
-    `priority`, then others, kept while they fit, `squeeze` counted at
-    `squeeze_min` cells and then given what is left, cut with an ellipsis."""
+    """How a table fits `width` cells, as `ls` does: `priority` columns
+    first, `squeeze` given what is left, cells cut with an ellipsis."""
 
     width: int
     priority: Sequence[str]
@@ -84,8 +74,7 @@ class TableFit:
     def apply(
         self, columns: list[str], shown: list[list[str]], left: set[int]
     ) -> tuple[list[list[str]], set[int]]:
-        """The columns `shown` (header and cells, by column) that fit, and
-        the indexes among them that are flush left."""
+        """The columns `shown` that fit, and the indexes flush left."""
         sizes = [_column_width(cells) for cells in shown]
         where = {name: index for index, name in enumerate(columns)}
         squeezed = where.get(self.squeeze) if self.squeeze is not None else None
@@ -121,42 +110,34 @@ class TableFit:
 
 
 def _column_width(cells: Sequence[str]) -> int:
-    """The widest cell of a column, in terminal cells."""
     if "".join(cells).isascii():
         return max(map(len, cells), default=0)
     return max(map(cell_width, cells), default=0)
 
 
 def table_width() -> int | None:
-    """The width a table for a person fits: the terminal's, when stdout is
-    one (`shutil.get_terminal_size`, so $COLUMNS first, as everywhere); None
-    (every column) when stdout is a file or a pipe, so that what a script
-    reads depends neither on a window's size nor on a $COLUMNS that a parent
-    program left in the environment."""
+    """The terminal's width when stdout is one; None (every column) for a
+    file or pipe, so a script's input never depends on a window or $COLUMNS."""
     if not is_terminal(sys.stdout):
         return None
     return shutil.get_terminal_size().columns
 
 
 def echo_json(value: Any) -> None:
-    """Print `value` as indented JSON."""
     click.echo(json_text(value))
 
 
-#: How many records `echo_records` turns into text and writes at a time.
 BATCH = 2_000
 
 
 def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
-    """`items` in lists of `BATCH`."""
     iterator = iter(items)
     while batch := list(islice(iterator, BATCH)):
         yield batch
 
 
 def echo_json_array(items: Iterable[Any]) -> None:
-    """Print `items` as `echo_json` prints their list, a batch at a time:
-    a large answer is never one string."""
+    """Print `items` as one JSON list, a batch at a time."""
     # Bytes, as orjson writes them: never decoded to be encoded again.
     opening = b"[\n"
     for batch in _batches(items):
@@ -173,20 +154,17 @@ def _echo_bytes(data: bytes) -> None:
         click.echo(data.decode(), nl=False)
 
 
-#: Every ASCII byte but DEL, none of which `_JSON_UNSAFE` finds.
 _SAFE_ASCII = bytes(range(0x7F))
 
 
 def _json_items(batch: list[Any]) -> bytes:
     """`batch` as UTF-8 inside an indented JSON array, less its brackets."""
-    # orjson indents a list's items as `json_text` of the whole list does.
     try:
         data = dumps_bytes(batch, indent=True)
     except (orjson.JSONEncodeError, TypeError):
         pass
     else:
-        # Rare and never ASCII but DEL: looked for among the other bytes
-        # alone, not by a regex over the whole text.
+        # Rare and never ASCII but DEL: searched among the other bytes alone.
         if _JSON_UNSAFE.search(data.translate(None, _SAFE_ASCII).decode()) is None:
             return data[2:-2]
         text = _JSON_UNSAFE.sub(
@@ -206,10 +184,8 @@ def echo_records(
     cells: Mapping[str, Callable[[Any], str]] | None = None,
     fit: TableFit | None = None,
 ) -> None:
-    """Print `records`' `columns` as "table", "json", "nl", "csv" or "tsv"
-    (CSV and TSV print their header even without records). For the table,
-    `cells` shows a column's values by name and `fit` fits it (`TableFit`).
-    """
+    """Print `records`' `columns` as "table", "json", "nl", "csv" or "tsv";
+    `cells` shows a table column's values by name, `fit` fits it."""
     rows = ({column: record[column] for column in columns} for record in records)
     if output_format == "json":
         echo_json_array(rows)
@@ -228,9 +204,8 @@ def echo_records(
 
 
 def echo_ids(ids: Iterable[str], output_format: str | None) -> None:
-    """Print node ids: one a line without an output option, a JSON array of
-    strings with --json, one JSON string a line with --nl, and otherwise as
-    records with one column, `id`."""
+    """Print node ids: one a line, a JSON array with --json, a JSON string a
+    line with --nl, else as records of one column, `id`."""
     if output_format is None:
         for node_id in ids:
             click.echo(terminal_text(node_id))
@@ -249,8 +224,7 @@ def echo_ids(ids: Iterable[str], output_format: str | None) -> None:
 def _echo_delimited(
     rows: Iterable[dict[str, Any]], columns: Sequence[str], delimiter: str
 ) -> None:
-    """CSV or TSV with a header row, a line at a time (the csv module
-    quotes what needs it; lists are joined with commas, dicts are JSON)."""
+    """CSV or TSV with a header row, a line at a time."""
     buffer = io.StringIO()
     # The csv module quotes a field holding a character of the line
     # terminator: with "\r\n" a lone carriage return is quoted too, and reads
@@ -268,7 +242,6 @@ def _echo_delimited(
 
 
 def _flat(value: Any) -> Any:
-    """A value as one CSV field."""
     if isinstance(value, list):
         return ",".join(str(item) for item in value)
     if isinstance(value, dict):
@@ -282,8 +255,7 @@ def _table_lines(
     cells: Mapping[str, Callable[[Any], str]],
     fit: TableFit | None = None,
 ) -> Iterator[str]:
-    """The records as an aligned table with a header: numbers flush right,
-    everything else flush left; fitted to `fit` when given."""
+    """The records as an aligned table, numbers flush right; fitted to `fit`."""
     shown = []
     left = set()
     for index, column in enumerate(columns):
@@ -291,8 +263,7 @@ def _table_lines(
         kinds = set(map(type, values)) - {type(None)}
         show = cells.get(column)
         if show is None and kinds in ({int}, {str}):
-            # A column of plain ints or of text, the common case: shown as
-            # `_cell` shows each, without a call per cell.
+            # Plain ints or text, the common case: no call per cell.
             texts = ["" if value is None else str(value) for value in values]
         else:
             texts = list(map(show or _cell, values))
@@ -306,7 +277,6 @@ def _table_lines(
 
 
 def _cell(value: Any) -> str:
-    """How the table shows a value by default."""
     if value is None:
         return ""
     if isinstance(value, float):
@@ -319,16 +289,14 @@ def _cell(value: Any) -> str:
 
 
 def aligned_lines(rows: Sequence[Sequence[str]], left: Container[int]) -> Iterator[str]:
-    """Rows of cells as aligned lines, two spaces between columns, the
-    columns in `left` flush left and the others right, cells made safe."""
+    """Rows of cells as aligned lines, the columns in `left` flush left."""
     if not rows:
         return iter(())
     return _aligned_columns([list(column) for column in zip(*rows, strict=True)], left)
 
 
 def _aligned_columns(columns: list[list[str]], left: Container[int]) -> Iterator[str]:
-    """`aligned_lines` of the cells given column by column: a column is
-    made safe and padded at once (`convgraph.text.pad_column`)."""
+    """`aligned_lines` of cells given column by column."""
     padded = []
     for index, cells in enumerate(columns):
         if TERMINAL_CONTROLS.search("".join(cells)) is not None:
@@ -345,9 +313,7 @@ def say(text: str) -> None:
 
 
 def filter_words(where: Any) -> str:
-    """A `TreeFilter` as the options that make it, for a message: its
-    bounds in the user's time zone, to the minute (`person_time`).
-    """
+    """A `TreeFilter` as the options that make it, in the user's time zone."""
     from convgraph.present.local_time import person_time
 
     words = []
@@ -360,8 +326,7 @@ def filter_words(where: Any) -> str:
 
 
 def say_none_kept(total: int, where: Any, path: Any = None) -> None:
-    """Say on stderr why a listing of conversations is empty: the file
-    holds none, or the filter kept none of the `total` it holds."""
+    """Say on stderr why a listing of conversations is empty."""
     from convgraph.text import counted
 
     if total == 0:
@@ -375,9 +340,8 @@ def say_none_kept(total: int, where: Any, path: Any = None) -> None:
 
 
 class Counted:
-    """The items of an iterable, counted as they are taken (once): how a
-    command that streams trees to a writer learns afterwards that there
-    were none, to say so."""
+    """An iterable's items, counted as taken: how a streaming command learns
+    afterwards that there were none."""
 
     def __init__(self, items: Iterable[Any]) -> None:
         self.items = iter(items)
@@ -390,8 +354,7 @@ class Counted:
 
 
 def echo_markdown(text: str) -> None:
-    """Print Markdown rendered for the terminal (rich), control characters
-    as symbols and no link clickable: its addresses come from data."""
+    """Print Markdown for the terminal, no link clickable (data's addresses)."""
     from rich.console import Console
     from rich.markdown import Markdown
 
@@ -407,9 +370,8 @@ def echo_markdown(text: str) -> None:
 
 
 def wrapped(text: str, width: int | None, hang: str | None = None) -> list[str]:
-    """`text` (one line) as lines of at most `width` cells, broken at
-    spaces where it can be; later lines begin with `hang` (the line's
-    indentation and two more by default). None keeps it whole."""
+    """`text` as lines of at most `width` cells, broken at spaces; later lines
+    begin with `hang`. None keeps it whole."""
     if width is None or cell_width(text) <= width:
         return [text]
     if hang is None:
@@ -429,8 +391,7 @@ def wrapped(text: str, width: int | None, hang: str | None = None) -> list[str]:
             lines.append(line.rstrip(" "))
             line = word
             continue
-        # A word no line holds (a path, a URL) goes on where the line is,
-        # cut where each line ends.
+        # A word no line holds (a path, a URL) is cut where each line ends.
         while cell_width(line + word.rstrip(" ")) > limit:
             space = limit - cell_width(line)
             piece = _first_cells(word, space) if space > 0 else ""
@@ -448,8 +409,7 @@ def wrapped(text: str, width: int | None, hang: str | None = None) -> list[str]:
 
 
 def _first_cells(text: str, cells: int) -> str:
-    """The longest start of `text` that takes at most `cells` cells (one
-    character at least)."""
+    """The longest start of `text` within `cells` cells (one character at least)."""
     taken = 0
     for index, character in enumerate(text):
         taken += cell_width(character)
@@ -459,8 +419,7 @@ def _first_cells(text: str, cells: int) -> str:
 
 
 def fitted(lines: Iterable[str], width: int | None) -> Iterator[str]:
-    """`lines` of a table (aligned columns) cut at `width` cells with an
-    ellipsis, as `ps` cuts its lines: a table is read across, not wrapped.
+    """`lines` of a table cut at `width` cells with an ellipsis, as `ps` does.
     None keeps them whole."""
     from convgraph.present.text_tree import cut_line
 
@@ -469,8 +428,7 @@ def fitted(lines: Iterable[str], width: int | None) -> Iterator[str]:
 
 
 def echo_line(text: str) -> None:
-    """Print one line of a report for a person on stdout: its stored text
-    shown safely (`terminal_text`), wrapped at the terminal's width where
-    stdout is one (`wrapped`), whole where it is a file or a pipe."""
+    """Print a report line on stdout, shown safely, wrapped at the terminal's
+    width where stdout is one."""
     for line in wrapped(terminal_text(text), table_width()):
         click.echo(line)

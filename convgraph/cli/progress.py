@@ -1,9 +1,5 @@
-"""Progress on a terminal: `ProgressBar`, the `(phase, done, total)`
-callback the commands give the library (drawn on stderr by rich, only on a
-terminal, only after `DELAY_SECONDS`, erased at the end), and the
-fan-out's live lines, redrawn in place on a terminal's stderr alone, so
-what a script reads never holds cursor movements.
-"""
+"""Progress on a terminal's stderr: `ProgressBar` for the library's
+`(phase, done, total)` callbacks, and the fan-out's live lines."""
 
 from __future__ import annotations
 
@@ -23,15 +19,12 @@ if TYPE_CHECKING:
     from convgraph.store.branch import FanOut
     from convgraph.store.fanout import Job
 
-#: At most this often, in seconds, is the display redrawn for a new chunk
-#: (a state change redraws at once).
+#: Seconds between redraws for a new chunk (a state change redraws at once).
 REDRAW_SECONDS = 0.1
 
 
 def progress_line(job: Job, label_width: int) -> str:
-    """One request's line: its label, state, then what it has produced and
-    how long it took (or why it failed).
-    """
+    """One request's line: label, state, output so far, time or failure."""
     state = job.state
     if state == "failed" or state == "stopped":
         detail = job.reason or ""
@@ -48,8 +41,7 @@ def progress_line(job: Job, label_width: int) -> str:
 
 
 class LiveProgress:
-    """The live display: give it as `on_change`; it redraws its lines in
-    place on a terminal and does nothing elsewhere."""
+    """The live display (`on_change`): redraws in place on a terminal only."""
 
     def __init__(self, stream: IO[str] | None = None):
         self.stream = stream if stream is not None else sys.stderr
@@ -68,8 +60,7 @@ class LiveProgress:
         self.last, self.last_time = states, now
         width = max(cell_width(terminal_text(job.label)) for job in jobs)
         columns = max(20, shutil.get_terminal_size().columns - 1)
-        # Lines no wider than the terminal, so that moving the cursor up by
-        # the number of lines lands back on the first.
+        # No wider than the terminal, so moving up by the line count lands.
         lines = [progress_line(job, width)[:columns] for job in jobs]
         up = f"\x1b[{self.drawn}F" if self.drawn else ""
         self.stream.write(up + "".join(f"\x1b[2K{line}\n" for line in lines))
@@ -85,9 +76,7 @@ def _is_terminal(stream: IO[str]) -> bool:
 
 
 def fan_out_record(result: FanOut) -> dict[str, object]:
-    """The JSON document of a fan-out: the parent, the new answers and the
-    failures in the order asked, and the compare records of the answers and
-    their siblings (empty when nothing was logged)."""
+    """A fan-out's JSON: parent, answers, failures, and the compare records."""
     comparison = result.comparison() if result.answers else None
     return {
         "parent_id": result.parent_id,
@@ -99,8 +88,7 @@ def fan_out_record(result: FanOut) -> dict[str, object]:
 
 
 def generate_fan_out_lines(result: FanOut) -> Iterator[str]:
-    """The report for a person: one line per new node, then the `compare`
-    table of it and its siblings."""
+    """The report for a person: a line per new node, then `compare`'s table."""
     from convgraph.cli.diff import generate_compare_lines
     from convgraph.cli.output import table_width
 
@@ -118,8 +106,7 @@ def generate_fan_out_lines(result: FanOut) -> Iterator[str]:
 
 
 def failure_lines(result: FanOut) -> Sequence[str]:
-    """One line per request that gave no answer, and a last one when Ctrl-C
-    stopped the run."""
+    """A line per request without an answer, and one if Ctrl-C stopped it."""
     lines = [terminal_text(failure.message) for failure in result.failures]
     if result.interrupted:
         kept = len(result.answers)
@@ -128,41 +115,20 @@ def failure_lines(result: FanOut) -> Sequence[str]:
 
 
 def echo_failures(result: FanOut) -> None:
-    """Print `failure_lines` on stderr."""
     for line in failure_lines(result):
         click.echo(line, err=True)
 
 
-#: How long work goes on, in seconds, before its bar is shown: work shorter
-#: than this shows nothing.
+#: Seconds before a bar shows: shorter work shows nothing.
 DELAY_SECONDS = 1.0
-#: The environment variable that sets that delay (tests set 0).
 DELAY_VARIABLE = "CONVGRAPH_PROGRESS_DELAY"
 
 
 class ProgressBar:
-    """The `(phase, done, total)` callback the commands give long work: a bar
-    on stderr, shown only on a terminal and only after `delay` seconds,
-    erased when the `with` block ends.
-
-    Each new phase replaces the bar's line: its name (which says what is
-    counted: "reading responses", "building trees"), then, where it has a
-    total, the bar, the share done, the count, the rate and the time left;
-    without a total, a moving bar, the count so far and the time the phase
-    has taken.
-
-    Parameters
-    ----------
-    in_bytes
-        The counts are bytes: shown as kB, MB and GB.
-    stream
-        Where the bar is drawn (stderr).
-    delay
-        Seconds before the bar shows; None reads `DELAY_VARIABLE`, else
-        `DELAY_SECONDS`.
-    enabled
-        Whether to draw at all; None: when `stream` is a terminal.
-    """
+    """The `(phase, done, total)` callback for long work: a bar on stderr,
+    only on a terminal (or `enabled`), only after `delay` seconds (None:
+    `DELAY_VARIABLE` or `DELAY_SECONDS`), erased when the `with` block ends;
+    `in_bytes` shows counts as kB, MB, GB."""
 
     def __init__(
         self,
@@ -187,8 +153,7 @@ class ProgressBar:
     def __enter__(self) -> ProgressBar:
         self._started = time.monotonic()
         if self.enabled and self.delay > 0:
-            # A phase that reports once and then works for long (linking a
-            # million rows) still gets its bar when the delay is up.
+            # A phase reporting once then working long still gets its bar.
             self._timer = threading.Timer(self.delay, self._show_latest)
             self._timer.daemon = True
             self._timer.start()
@@ -198,7 +163,7 @@ class ProgressBar:
         self.close()
 
     def close(self) -> None:
-        """Stop and erase the bar (nothing is left on the screen)."""
+        """Stop and erase the bar."""
         with self._lock:
             self._closed = True
             if self._timer is not None:
@@ -221,7 +186,6 @@ class ProgressBar:
             self._draw(phase, done, total)
 
     def _show_latest(self) -> None:
-        """The timer's end: show the phase under way, if any."""
         with self._lock:
             if self._closed or self._display is not None or self._latest is None:
                 return
@@ -235,7 +199,6 @@ class ProgressBar:
     def _draw(self, phase: str, done: int, total: int | None) -> None:
         display = self._display
         if phase != self._phase or self._task is None:
-            # A task per phase: its rate and time left are its own.
             if self._task is not None:
                 display.remove_task(self._task)
             self._task = display.add_task(phase, total=total, completed=done)
@@ -246,7 +209,6 @@ class ProgressBar:
 
 
 def _delay() -> float:
-    """The delay `DELAY_VARIABLE` sets, or `DELAY_SECONDS`."""
     value = os.environ.get(DELAY_VARIABLE)
     try:
         return float(value) if value else DELAY_SECONDS
@@ -255,8 +217,7 @@ def _delay() -> float:
 
 
 def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
-    """rich's `Progress` on `stream`, erased when stopped, with the columns
-    of `ProgressBar`. rich is imported here, only when a bar is shown."""
+    """rich's `Progress` on `stream`, erased when stopped (rich imported here)."""
     from rich.console import Console
     from rich.filesize import decimal
     from rich.progress import (
@@ -273,7 +234,6 @@ def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
     def amount(value: float) -> str:
         if in_bytes:
             return decimal(int(value))
-        # Short figures, so that the line fits 80 columns.
         if value < 10_000:
             return str(int(value))
         size, suffix = next(
@@ -284,8 +244,6 @@ def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
         return f"{value / size:.1f}{suffix}"
 
     class Counts(ProgressColumn):
-        """done/total and the rate, or the time taken without a total."""
-
         def render(self, task: Task) -> Text:
             if task.total is None:
                 took = f"{task.elapsed or 0:.0f} s"
@@ -298,8 +256,6 @@ def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
             return Text(counts + rate, style="progress.download")
 
     class TimeLeft(ProgressColumn):
-        """The time left, where a total and a rate tell it."""
-
         def render(self, task: Task) -> Text:
             left = task.time_remaining
             if task.total is None or left is None:
@@ -315,7 +271,6 @@ def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
         Counts(table_column=Column(no_wrap=True)),
         TimeLeft(table_column=Column(no_wrap=True)),
         console=console,
-        # Five redraws a second: smooth enough, and under 1% of a core.
         refresh_per_second=5,
         transient=True,
         redirect_stdout=False,

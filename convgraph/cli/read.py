@@ -1,9 +1,5 @@
-"""Commands that read and show trees: conversations, tree, path, children,
-siblings, descendants, roots, leaves, check.
-
-A command about one node or one conversation reads only that conversation
-(`load_tree*`); a command about every conversation reads the forest once.
-"""
+"""Commands that read and show trees; one about a node or a conversation
+reads only that conversation, one about all reads the forest once."""
 
 from __future__ import annotations
 
@@ -132,8 +128,7 @@ def tree(
             from convgraph.present.text_tree import forest_drawings
 
             bar = stack.enter_context(ProgressBar())
-            # The prompts alone (and the answers of nodes without one): the
-            # drawing and --json show no other text.
+            # The drawing and --json show no other text.
             read_forest = logs.drawn_forest(progress=bar)
             give_back_memory()
             problems = len(read_forest.problems)
@@ -144,11 +139,8 @@ def tree(
                     int(read_forest.nodes["tree_id"].nunique()), where, logs.name
                 )
             del read_forest
-            # Each tree is drawn (or built, for --json) as it is written: a
-            # million nodes' lines or DiGraphs at once would hold gigabytes.
-            # The drawing comes from the table's rows, a batch of trees at a
-            # time, without a DiGraph. Where the output goes to the screen
-            # the bar is on, the bar is gone before its first line.
+            # Each tree is drawn as it is written, a batch of trees at a time
+            # from the table's rows: a million nodes at once hold gigabytes.
             if as_json:
                 trees = forest.trees(progress=bar)
             else:
@@ -167,8 +159,7 @@ def tree(
     _hint_check(problems)
 
 
-#: An id shown whole takes at most this share of a terminal's width; longer
-#: ids are cut to their unique prefix (`unique_prefix_length`).
+#: The share of a terminal's width an id shown whole may take.
 ID_SHARE = 4
 
 
@@ -178,10 +169,8 @@ def _style(
     active: bool,
     ids: Callable[[], Iterable[str]],
 ) -> Style:
-    """How `tree` draws: `--width` cells of prompt where given; else fitted
-    to the terminal stdout is, the ids (`ids()`, read only then) cut to
-    their unique prefix where the longest would take more than a quarter of
-    it; else `EXCERPT_WIDTH` cells of prompt, ids whole."""
+    """How `tree` draws: `--width` cells of prompt, else fitted to the
+    terminal (ids cut to a unique prefix if long), else `EXCERPT_WIDTH`."""
     from convgraph.present.text_tree import Style, unique_prefix_length
     from convgraph.text import EXCERPT_WIDTH
 
@@ -224,8 +213,7 @@ def _draw_trees(
                             "id": node,
                             "parent_id": operations.parent(graph, node),
                             "depth": levels[node],
-                            # The tree, and the conversation (or thread)
-                            # that made the call: two ideas, two keys.
+                            # The tree and the calling conversation: two keys.
                             "tree_id": graph.graph["tree_id"],
                             "conversation_id": graph.nodes[node]["conversation_id"],
                             "prompt": graph.nodes[node]["prompt"],
@@ -245,14 +233,11 @@ def _draw_trees(
     _write_drawings(tree_drawing(graph, style) for graph in trees)
 
 
-#: About how many characters of drawing `_write_drawings` writes at once.
 WRITE_CHARS = 1 << 20
 
 
 def _write_drawings(drawings: Iterable[tuple[str, str]]) -> None:
-    """Write each tree's drawing, its heading (the conversation's line) in
-    bold and the lines beneath it, a blank line between trees; about
-    `WRITE_CHARS` at a write (click.echo flushes each call)."""
+    """Write each tree's drawing, heading in bold, about `WRITE_CHARS` a write."""
     pieces: list[str] = []
     size = 0
     for index, (heading, rest) in enumerate(drawings):
@@ -270,8 +255,7 @@ def _write_drawings(drawings: Iterable[tuple[str, str]]) -> None:
 
 
 def _hint_check(problems: int) -> None:
-    """One line on stderr where the file has problems: a broken parent link
-    is drawn as a root, which the drawing alone does not tell."""
+    """Say on stderr that the file has problems: a broken link draws as a root."""
     if problems:
         say(
             f"Note: {counted(problems, 'problem')} in this file's links (a broken"

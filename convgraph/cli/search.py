@@ -1,8 +1,5 @@
-"""`convgraph search QUERY`: every node of every tree searched (`Logs.search`,
-its index brought up to date first, with a progress bar), each hit for a
-person as where it lies and its snippet, or as a record with the words'
-offsets (`marks`).
-"""
+"""`convgraph search QUERY`: every node searched (`Logs.search`), each hit
+shown for a person or as a record."""
 
 from __future__ import annotations
 
@@ -19,13 +16,11 @@ from convgraph.model.filters import TreeFilter
 from convgraph.text import cell_width, terminal_text, window
 from convgraph.times import shown_time
 
-#: The hits shown unless -n says otherwise, and the most -n takes
-#: (`convgraph.search.query.MAX_LIMIT`, spelt here so that the command line lists
-#: its options without importing the library).
+#: The default and the most -n takes (`convgraph.search.query.MAX_LIMIT`,
+#: spelt here so --help imports no library).
 DEFAULT_HITS = 20
 MOST_HITS = 100_000
-#: The records' columns: the fields of `convgraph.search.Hit`, named here so
-#: that the command line lists them without importing the library.
+#: The fields of `convgraph.search.Hit`, named here for the same reason.
 COLUMNS = (
     "rank",
     "score",
@@ -87,20 +82,18 @@ def search(
     """Search the prompts, responses, system prompts and parts (tool calls
     and results, reasoning, code) of every node of every tree.
 
-    Hits are ranked by BM25, best first, each with a snippet around the
-    words found, its tree, node, depth, model and time, and whether it lies
-    on the active path, on an abandoned branch or in an agent's subagent
-    (sidechain). QUERY is text: every word
-    must occur, and quotes, *, -, :, ^, AND or NEAR( are words like any
-    other (--query-syntax, or --fts, for the engine's query language). The
-    index is kept in ~/.cache/convgraph/search/ ($XDG_CACHE_HOME), or in
-    --index DIR; it is built on the first search and brought up to date
-    with what changed since on every later one.
+    Hits are ranked by BM25, best first, each with a snippet, its tree, node,
+    depth, model and time, and whether it lies on the active path, an
+    abandoned branch or a subagent (sidechain). Every word of QUERY must
+    occur; quotes, *, -, :, ^, AND or NEAR( are words like any other
+    (--query-syntax, or --fts, for the engine's language). The index, in
+    ~/.cache/convgraph/search/ ($XDG_CACHE_HOME) or --index DIR, is built
+    on the first search and updated on every later one.
 
     With --json, --nl, --csv or --tsv each hit is a record: rank, score
     (BM25, higher is better), tree_id, id, depth, active, model,
-    datetime_utc, source, fields (the texts that match), snippet (plain text) and
-    marks (the words found in it, as [start, end) character offsets).
+    datetime_utc, source, fields (the texts that match), snippet and marks
+    (the words found, as [start, end) character offsets).
     """
     logs = opened_logs()
     with ProgressBar() as bar:
@@ -129,8 +122,7 @@ def search(
     if width is not None:
         from convgraph.present.text_tree import cut_line, unique_prefix_length
 
-        # Ids cut to the prefix that tells the hits' apart, as `tree` cuts
-        # them, where a heading would not fit the terminal.
+        # Ids cut to a unique prefix where a heading would not fit.
         room = unique_prefix_length(
             [record[key] for record in records for key in ("tree_id", "id")]
         )
@@ -150,8 +142,7 @@ def search(
 
 
 def _heading(record: dict[str, Any]) -> str:
-    """The line that says where a hit lies: on the active path, on an
-    abandoned branch, or in an agent's subagent (`sidechain`, neither)."""
+    """Where a hit lies: active path, abandoned branch or `sidechain`."""
     branch = "active" if record["active"] else "abandoned"
     if record["active"] is None:
         branch = ""
@@ -170,8 +161,7 @@ def _heading(record: dict[str, Any]) -> str:
 
 
 def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
-    """The snippet, made safe for a terminal, the words found bold and
-    coloured where `styled`."""
+    """The snippet, shown safely, the words found bold where `styled`."""
     pieces = []
     at = 0
     for start, end in marks:
@@ -184,6 +174,5 @@ def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
 
 
 def _notice(line: str) -> None:
-    """A line the index has for the user, on stderr (wrapped at a
-    terminal's width)."""
+    """Say a line of the index on stderr, wrapped."""
     say(line)

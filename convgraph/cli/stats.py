@@ -1,12 +1,5 @@
-"""`convgraph stats`: the statistics of every conversation tree, printed.
-
-One row per conversation tree with its size, shape, times, models and usage,
-as an aligned table for a person or, through the output options, as JSON,
-newline-delimited JSON, CSV or TSV for a program; `--by` gives usage over
-time instead. The rows come from the command's `Logs` (`Logs.summaries`,
-which chooses how to measure the file); work that lasts on a terminal shows
-its progress on stderr (`convgraph.cli.progress.ProgressBar`).
-"""
+"""`convgraph stats`: the statistics of every conversation tree, printed, or
+usage over time with `--by`; the rows come from `Logs.summaries`."""
 
 from __future__ import annotations
 
@@ -110,39 +103,34 @@ def stats(
     """Statistics of every conversation tree, or of the ones named.
 
     One row per tree: nodes, roots, leaves, max_depth, branch_points,
-    branching_factor_avg and _max (over the nodes that have children; the
-    start counts too, with its roots as its children, where a tree has
-    several roots), first_datetime, last_datetime, models, the sums of
-    input_tokens, output_tokens and duration_ms, tool_calls (how many tool
-    calls the tree's runs made) and tools (the tools called, each once),
-    active_path_length and abandoned_branches, and what the branches left
-    spent (every node off the active path): abandoned_input_tokens,
-    abandoned_output_tokens and abandoned_share, their share of the tree's
-    tokens. --cost adds cost_usd and abandoned_cost_usd (the usage extra). A
-    CONVERSATION_ID may be a legacy conversation id or any thread id of a
-    message-store tree.
+    branching_factor_avg and _max (over nodes with children; several roots
+    count as the start's children), first_datetime, last_datetime, models,
+    input_tokens, output_tokens, duration_ms, tool_calls, tools (each once),
+    active_path_length, abandoned_branches, and what the branches off the
+    active path spent: abandoned_input_tokens, abandoned_output_tokens and
+    abandoned_share of the tree's tokens. --cost adds cost_usd and
+    abandoned_cost_usd (the usage extra). A CONVERSATION_ID may be a legacy
+    conversation id or any thread id of a message-store tree.
 
-    On a terminal the table shows the columns that fit, in this order of
-    choice: tree_id, name (cut to fit), nodes, leaves, max_depth,
+    On a terminal the table shows the columns that fit, chosen in this
+    order: tree_id, name (cut to fit), nodes, leaves, max_depth,
     branch_points, last_datetime, models, roots, first_datetime, tool_calls,
     the usage sums, active_path_length, abandoned_branches, abandoned_share,
-    the abandoned tokens, the branching factors, tools, the costs; piped,
-    and in --json, --nl, --csv and --tsv, every one.
-    --columns chooses (`--columns tree_id,nodes,tools`).
+    the abandoned tokens, the branching factors, tools, the costs; piped or
+    in another format, every one. --columns chooses (`--columns
+    tree_id,nodes,tools`).
 
-    --nodes-in-range counts a tree's nodes, times, models and usage over
-    the nodes the filters match; its shape stays the whole tree's.
+    --nodes-in-range measures nodes, times, models and usage over the nodes
+    the filters match; the shape stays the tree's.
 
-    --by day|week|month|model|project (or several: --by week,model): usage over
-    time instead, one row per group: conversations, nodes, branch_points,
-    abandoned_branches, input_tokens, output_tokens and cost_usd (each
-    model's price on the day, from genai-prices; null for a model it does
-    not know, named on stderr; none for a token count no request has, which
-    `convgraph check` reports), then the abandoned branches' tokens, cost
-    and share of the tokens. --plot draws it.
-
-    --db DIR may name a Parquet dataset (convgraph export --format parquet),
-    measured with pandas, or on Dask with --dask.
+    --by day|week|month|model|project (or several: --by week,model): usage
+    over time, one row per group: conversations, nodes, branch_points,
+    abandoned_branches, input_tokens, output_tokens, cost_usd (each model's
+    price on the day, from genai-prices; null for a model it does not know,
+    named on stderr; none for a token count no request has, which `convgraph
+    check` reports), then the abandoned branches' tokens, cost and share. --plot draws it. --db DIR may name a Parquet
+    dataset (convgraph export --format parquet), measured with pandas, or
+    on Dask with --dask.
     """
     from convgraph.cli.options import dataset_path
     from convgraph.cli.tables import PRIORITY, chosen_columns
@@ -214,8 +202,7 @@ def stats(
 
 
 def _say_unknown(models: list[str]) -> None:
-    """The models without a price, on stderr, each name as a terminal shows
-    data (`terminal_text`): a model's name is the file's."""
+    """Name the models without a price on stderr, shown safely."""
     from convgraph.text import terminal_text
 
     if models:
@@ -230,13 +217,8 @@ def _say_unknown(models: list[str]) -> None:
 
 
 def _usage_keys(by: str, plot: str | None, measure: str) -> list[str]:
-    """The keys of `--by`, checked with `--plot` and `--measure` before
-    anything is read; the extra they need, there.
-
-    Raises
-    ------
-    UserError
-    """
+    """The keys of `--by`, checked with `--plot` and `--measure` before any
+    read. Raises UserError."""
     from convgraph.cli.options import needs_extra
 
     needs_extra("genai_prices", "usage", "convgraph stats --by")
@@ -292,9 +274,7 @@ def _usage(
     fit = None
     width = table_width()
     if width is not None and output_format in (None, "table"):
-        # What a person asks of usage first: how much, what it cost and how
-        # much of it went into branches left, then the tokens; the rest
-        # where it fits.
+        # Usage and cost first, then the branches left, then the tokens.
         priority = (*keys, *USAGE_PRIORITY)
         squeeze = next((key for key in keys if key in ("model", "project")), None)
         fit = TableFit(width, priority, squeeze, 12)
@@ -307,7 +287,6 @@ def _usage(
     )
 
 
-#: The columns of `stats --by` a terminal keeps first, after the keys.
 USAGE_PRIORITY = (
     "nodes",
     "cost_usd",

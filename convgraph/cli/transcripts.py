@@ -1,7 +1,5 @@
 """`transcript` (one path as Markdown or chat messages) and `pairs` (the
-preference pairs of alternative answers). The Markdown is rendered on a
-terminal, stored escapes shown as symbols, and is its source in a pipe.
-"""
+preference pairs of alternative answers)."""
 
 from __future__ import annotations
 
@@ -157,17 +155,13 @@ def pairs(
         _print_pairs(records, columns)
 
 
-#: The cells of each text (prompt, chosen, rejected) in the table of pairs
-#: off a terminal; on one, what the ids leave, split three ways.
+#: The cells of each text in the table of pairs off a terminal.
 TEXT_CELLS = 30
-#: The columns of the table of pairs a terminal keeps first.
 PAIR_PRIORITY = ("prompt", "chosen", "rejected", "chosen_id", "rejected_id")
 
 
 def _print_pairs(records: list[dict[str, Any]], columns: list[str]) -> None:
-    """The pairs as a table for a person: one line of each part; on a
-    terminal, the ids cut to the prefix that tells them apart and the texts
-    sharing what the ids leave, the columns that do not fit left out."""
+    """The pairs as a table for a person, fitted to a terminal."""
     width = table_width()
     cells, id_length, fit = TEXT_CELLS, None, None
     if width is not None and records:
@@ -184,8 +178,7 @@ def _print_pairs(records: list[dict[str, Any]], columns: list[str]) -> None:
 def _row(
     record: dict[str, Any], cells: int = TEXT_CELLS, id_length: int | None = None
 ) -> dict[str, Any]:
-    """A pair as a person reads it in a table: one line of each part, each
-    text in `cells` cells, each id its first `id_length` characters."""
+    """A pair as a table row: each text `cells` wide, ids `id_length` long."""
     return {
         **record,
         "prompt": excerpt(record["prompt"][-1]["content"], cells),
@@ -196,8 +189,7 @@ def _row(
 
 
 def _said(messages: list[dict[str, Any]]) -> str:
-    """What an answer's run said last, or the tools it called where it said
-    nothing."""
+    """What an answer's run said last, or the tools it called."""
     for message in reversed(messages):
         if message["role"] == "assistant" and message.get("content"):
             return str(message["content"])

@@ -1,10 +1,6 @@
-"""How every command ends when it cannot end as meant (`way_out`, entered
-by `ConvgraphCommand`): Ctrl-C one line and status 130; SIGTERM unwinds
-the same way, status 143 (the shells' 128 + signal); a reader of stdout
-gone (`| head`) quiet, status 1; stdout that cannot be written (a full
-disk) one line naming it, status 2, stdout guarded and flushed before the
-command ends so the error is the command's.
-"""
+"""How every command ends when it cannot end as meant (`way_out`): Ctrl-C
+status 130, SIGTERM 143, a closed stdout quietly with 1, an unwritable
+stdout one line with 2."""
 
 from __future__ import annotations
 
@@ -18,14 +14,12 @@ from typing import IO, Any
 
 import click
 
-#: The exit status after Ctrl-C (SIGINT), and after SIGTERM.
 INTERRUPTED = 130
 TERMINATED = 143
 
 
 class StdoutFailed(click.ClickException):
-    """Standard output could not be written: one line, exit status 2 (as
-    `convgraph.cli.options.UserError`, which imports this module)."""
+    """Standard output could not be written: one line, exit status 2."""
 
     exit_code = 2
 
@@ -36,15 +30,13 @@ class StdoutFailed(click.ClickException):
 
 
 class Terminated(SystemExit):
-    """SIGTERM, raised where the command is, so that it unwinds (its
-    temporary files removed) and ends with `TERMINATED`."""
+    """SIGTERM, raised where the command is, so that it unwinds."""
 
 
 @contextlib.contextmanager
 def way_out() -> Iterator[None]:
-    """Run a command's body with the way out of this module's rules: its
-    signals and a broken stdout each end it as one line (or quietly, for a
-    closed pipe) with the right exit status, never a traceback."""
+    """Run a command's body so signals and a broken stdout end it as one line
+    (or quietly, for a closed pipe) with the right status, no traceback."""
     from convgraph.writing import OutputError
 
     previous = _catch_sigterm()
@@ -66,8 +58,7 @@ def way_out() -> Iterator[None]:
         _stdout_to_nothing()
         raise click.exceptions.Exit(1) from None
     except OutputError as error:
-        # stdout's, met in a print or in the last flush (a file's is
-        # already a UserError, by the command's error handling).
+        # stdout's, met in a print or in the last flush.
         _stdout_to_nothing()
         raise StdoutFailed(str(error)) from None
     finally:
@@ -81,11 +72,8 @@ def way_out() -> Iterator[None]:
 
 
 class GuardedStdout:
-    """Standard output for the length of a command: the stream itself, but
-    an `OSError` of a write or a flush is an `OutputError` naming it
-    (`BrokenPipeError` is left as it is: a reader that went away ends the
-    command quietly). Its `buffer` is guarded the same way, for what is
-    written as bytes."""
+    """Standard output for a command, a write's or flush's `OSError` (but a
+    `BrokenPipeError`) raised as an `OutputError`; its `buffer` guarded too."""
 
     def __init__(self, stream: IO[Any]) -> None:
         self._stream = stream
@@ -95,7 +83,7 @@ class GuardedStdout:
 
     @property
     def failed(self) -> bool:
-        """Whether a write or a flush (of the text or of the bytes) failed."""
+        """Whether a write or a flush failed."""
         return self._failed or (self._buffer is not None and self._buffer.failed)
 
     @property
@@ -121,8 +109,7 @@ class GuardedStdout:
             raise self._failure(error) from None
 
     def _failure(self, error: OSError) -> OSError:
-        """What a failed write or flush raises: a closed pipe as it is, any
-        other error as an `OutputError` naming stdout."""
+        """A closed pipe as it is, any other error as an `OutputError`."""
         self._failed = True
         if isinstance(error, BrokenPipeError):
             return error
@@ -135,9 +122,8 @@ class GuardedStdout:
 
 
 def _catch_sigterm() -> Any:
-    """Have SIGTERM raise `Terminated` (returning the handler it had), where
-    this is the main thread and SIGTERM has its default action; None where
-    it is left alone (a thread, a program that handles it itself)."""
+    """Have SIGTERM raise `Terminated`, returning the old handler; None where
+    left alone (not the main thread, or SIGTERM handled already)."""
     if threading.current_thread() is not threading.main_thread():
         return None
     previous = signal.getsignal(signal.SIGTERM)
@@ -152,8 +138,7 @@ def _catch_sigterm() -> Any:
 
 
 def _stdout_to_nothing() -> None:
-    """Point stdout's descriptor at /dev/null: what it still buffers goes
-    nowhere, and the interpreter's flush at exit says nothing."""
+    """Point stdout's descriptor at /dev/null, so the exit's flush is silent."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         descriptor = sys.__stdout__.fileno() if sys.__stdout__ else 1
         if sys.stdout is not None and hasattr(sys.stdout, "fileno"):
@@ -164,8 +149,7 @@ def _stdout_to_nothing() -> None:
 
 
 def _say_on_stderr(text: str) -> None:
-    """One line on stderr, past anything it buffers (the signal may have
-    cut a write to it)."""
+    """One line on stderr, past its buffer (a signal may have cut a write)."""
     with contextlib.suppress(Exception):
         sys.stderr.flush()
     with contextlib.suppress(Exception):

@@ -1,10 +1,5 @@
-"""Commands that change a database: migrate, delete, branch, regenerate.
-
-Each parses its options and calls one function of `convgraph.store`, where
-the transactions and the rules live; errors come back as one line on stderr
-and exit status 2, through the shared command class. What they print passes
-`terminal_text`: ids and notes come from the database.
-"""
+"""Commands that change a database: migrate, delete, branch, regenerate. Each
+calls one function of `convgraph.store`; what they print passes `terminal_text`."""
 
 from __future__ import annotations
 
@@ -28,18 +23,14 @@ from convgraph.cli.options import (
 from convgraph.cli.output import echo_json, echo_line, say
 from convgraph.text import counted
 
-#: What fan-outs use unless told (kept here so that --help needs no import).
 DEFAULT_PARALLEL = 8
-#: The exit status after Ctrl-C, as shells report a SIGINT.
 INTERRUPTED = 130
-#: What a Ctrl-C the fan-out does not take (a second one, or one before or
-#: after the requests) says as the process ends at once.
+#: Said as the process ends at once on a Ctrl-C the fan-out does not take.
 STOPPED_AT_ONCE = "interrupted: stopped at once; the answers logged before stay logged"
 
 
 def _say(text: str) -> None:
-    """Print a line for a person, its stored text shown safely, wrapped at
-    a terminal's width (`echo_line`)."""
+    """Print a line for a person, shown safely, wrapped (`echo_line`)."""
     echo_line(text)
 
 
@@ -127,7 +118,7 @@ def _why_migrate(plan: Any) -> str:
     " (cascade) [default: refuse]",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would go; change nothing")
-# The two flags before --children, kept so that scripts do not break.
+# Kept so that scripts do not break.
 @click.option("--reparent", is_flag=True, hidden=True)
 @click.option("--cascade", is_flag=True, hidden=True)
 @db_path_option
@@ -190,17 +181,9 @@ def delete(
 
 @contextlib.contextmanager
 def _ctrl_c_exits_at_once() -> Iterator[None]:
-    """While a fan-out command runs, Ctrl-C ends it at once with one line and
-    status 130, except the first Ctrl-C during the requests, which the
-    fan-out takes (it stops the requests still running and keeps the
-    answers: `convgraph.fanout`). Python's own `KeyboardInterrupt` would
-    surface wherever the program happened to be, inside asyncio or a
-    write, as a traceback.
-
-    The exit unwinds, so a write cut short is rolled back and the file
-    stays as it was before that answer; another Ctrl-C while it unwinds
-    ends the process on the spot (SQLite then rolls the write back the next
-    time the file is opened for writing)."""
+    """Ctrl-C ends a fan-out command at once (status 130), except the first
+    during the requests, which the fan-out takes; a write cut short rolls
+    back. Python's `KeyboardInterrupt` would surface as a traceback anywhere."""
     if (
         threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
@@ -214,8 +197,7 @@ def _ctrl_c_exits_at_once() -> Iterator[None]:
         if stopping:
             os._exit(INTERRUPTED)
         stopping = True
-        # The program may have been cut inside a write to stderr: the line
-        # goes past its buffer.
+        # Cut maybe inside a write to stderr: the line goes past its buffer.
         with contextlib.suppress(Exception):
             sys.stderr.flush()
         os.write(2, f"{STOPPED_AT_ONCE}\n".encode())
@@ -225,15 +207,13 @@ def _ctrl_c_exits_at_once() -> Iterator[None]:
     try:
         yield
     finally:
-        # Once stopping, a Ctrl-C while the process ends still ends it on
-        # the spot, never as a KeyboardInterrupt of the interpreter's exit.
+        # A Ctrl-C while ending still ends on the spot, not in the exit.
         if not stopping:
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _fan_out_options(function: Any) -> Any:
-    """The options `branch` and `regenerate` share: which models, how many
-    answers of each, how many at a time, how long each may take."""
+    """The options `branch` and `regenerate` share."""
     for decorator in reversed(
         [
             click.option(
@@ -305,11 +285,10 @@ def branch(
     `llm -c --cid` continues).
 
     With several -m, or -n N, every model is asked at once from the same
-    history, each answer becomes a child of NODE_ID, and the answers are
-    compared with their siblings as `compare` does (--json: the new nodes,
-    the failures and that table). A model that fails loses no other answer:
-    each failure is one line on stderr, and the exit status is 1. Ctrl-C
-    keeps the answers that completed.
+    history, each answer a child of NODE_ID, compared with its siblings as
+    `compare` does (--json: the new nodes, the failures and that table). A
+    failure costs no other answer: it is one line on stderr, and the exit
+    status is 1. Ctrl-C keeps the answers that completed.
     """
     from convgraph.store.branch import fan_out, single_answer
 
@@ -339,8 +318,7 @@ def branch(
 
 
 def _in_message_store(path: Any) -> bool:
-    """Whether the file at `path` has llm's message store, where a branch
-    is a thread of its own that `llm -c --cid` continues."""
+    """Whether `path` has llm's message store (a branch is its own thread)."""
     from convgraph.logs import Logs
 
     with Logs(path) as logs:
@@ -348,9 +326,7 @@ def _in_message_store(path: Any) -> bool:
 
 
 def _say_how_to_continue(result: Any) -> None:
-    """For a person, the `llm` command that goes on from each new answer
-    (as `import` says it): its thread, in the message store. A legacy file
-    has none (`_say_how_llm_continues` says why on stderr)."""
+    """Say the `llm` command that goes on from each new answer (message store)."""
     if not result.answers or not _in_message_store(result.path):
         return
     if len(result.answers) == 1:
@@ -363,10 +339,8 @@ def _say_how_to_continue(result: Any) -> None:
 
 
 def _say_how_llm_continues(result: Any) -> None:
-    """On stderr, where a branch was logged as a legacy response (a file
-    without llm's message store): what `llm -c` will send. llm replays a
-    legacy conversation's responses in the order logged, whatever their
-    parents, so the branch alone can only be gone on with by convgraph."""
+    """On stderr, what `llm -c` will send after a legacy branch: llm replays
+    responses in logged order, so only convgraph can go on from it."""
     if not result.answers or _in_message_store(result.path):
         return
     for conversation in dict.fromkeys(a.conversation_id for a in result.answers):
@@ -417,8 +391,7 @@ def _asking(
     parallel: int,
     timeout: float | None,
 ) -> dict[str, Any]:
-    """The options of `_fan_out_options` as `fan_out` and `regenerate` take
-    them, with the live progress display."""
+    """`_fan_out_options` as `fan_out` and `regenerate` take them."""
     from convgraph.cli.progress import LiveProgress
 
     return {
@@ -432,8 +405,8 @@ def _asking(
 
 
 def _report_fan_out(result: Any, as_json: bool) -> None:
-    """Print a fan-out's answers (and compare table) on stdout and its
-    failures on stderr; end with status 1 when any failed, 130 on Ctrl-C."""
+    """Print a fan-out's answers and failures; status 1 if any failed, 130 on
+    Ctrl-C."""
     from convgraph.cli.progress import (
         echo_failures,
         fan_out_record,

@@ -1,12 +1,6 @@
-"""convgraph inside Datasette (`pip install 'convgraph[datasette]'`):
-llm's conversations as trees where its users browse their `logs.db`.
-
-Read-only, and only on a database convgraph reads as llm's: the pages
-(`pages`: every tree's statistics, sortable, paged and searched; one tree
-in the HTML explorer), and links into them from Datasette's own pages (id
-cells, table and database actions). Datasette asks these hooks for every
-page, so they import no pandas or networkx.
-"""
+"""convgraph inside Datasette, read-only, on llm's databases: the tree and
+forest pages (`pages`) and links to them from Datasette's own pages. The
+hooks run for every page, so they import no pandas or networkx."""
 
 from __future__ import annotations
 
@@ -36,13 +30,12 @@ Hook = TypeVar("Hook", bound=Callable[..., Any])
 
 
 def hookimpl(function: Hook) -> Hook:
-    """Datasette's `hookimpl`, which marks `function` and returns it, typed."""
+    """Datasette's `hookimpl`, typed."""
     return cast(Hook, datasette_hook(function))
 
 
-#: The (table, column) cells that name a node or conversation; a table page
-#: draws its primary key without asking `render_cell`, so `id` links only on
-#: the row's page and in query results.
+#: The (table, column) cells that name a node or conversation (a table page
+#: draws its primary key without `render_cell`).
 TREE_CELLS = frozenset(
     {
         ("responses", "id"),
@@ -53,15 +46,12 @@ TREE_CELLS = frozenset(
         ("conversations", "id"),
     }
 )
-#: Of those, the cells that are the id of a row of another table (llm's
-#: foreign keys): the cell keeps its link to that row, beside the tree's.
+#: Foreign-key cells among them: the row's link stays beside the tree's.
 OTHER_ROWS = {
     ("responses", "conversation_id"): "conversations",
     ("turns", "thread_id"): "threads",
 }
-#: The tables whose actions offer the forest page.
 TREE_TABLES = frozenset(table for table, _ in TREE_CELLS)
-#: The title of a cell's link to its tree.
 CELL_TITLE = "View in its conversation tree"
 
 
@@ -82,8 +72,7 @@ def _cell(
     value: str,
     label: str | None,
 ) -> Markup:
-    """A cell's id, with a link to its tree's page; a foreign key keeps
-    its link to the row it names, with the label Datasette found for it."""
+    """A cell's id linked to its tree; a foreign key keeps its row link."""
     route = datasette.databases[database].route
     other = OTHER_ROWS.get((table, column))
     if other is None:
@@ -110,9 +99,8 @@ def render_cell(
     database: str,
     datasette: Datasette,
 ) -> Markup | Callable[[], Awaitable[Markup | None]] | None:
-    """An id cell of llm's tables (`TREE_CELLS`) with a link to its tree; a
-    coroutine that asks off the event loop where it is not known yet whether
-    the file is llm's. An expanded foreign key comes as {"value", "label"}."""
+    """An id cell of `TREE_CELLS` with a link to its tree (a coroutine where it
+    is not yet known whether the file is llm's)."""
     if (table, column) not in TREE_CELLS:
         return None
     label = None
@@ -141,8 +129,7 @@ def render_cell(
 async def _view_links(
     datasette: Datasette, actor: Any, database: str
 ) -> list[dict[str, str]]:
-    """The link to the forest page, for an actor who may view the database
-    of llm's; none otherwise."""
+    """The link to the forest page, for an actor who may view llm's database."""
     found = datasette.databases.get(database)
     if found is None or await llm_file(found) is None:
         return []
@@ -158,8 +145,7 @@ async def _view_links(
 def table_actions(
     datasette: Datasette, actor: Any, database: str, table: str, request: Any
 ) -> Callable[[], Awaitable[list[dict[str, str]]]] | None:
-    """The action "View as conversation trees" on llm's tables that hold
-    nodes or conversations."""
+    """The action "View as conversation trees" on llm's node and conversation tables."""
     if table not in TREE_TABLES:
         return None
 

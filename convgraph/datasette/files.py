@@ -1,10 +1,6 @@
-"""What the plugin reads of the files Datasette serves, each read through
-a `convgraph.open` handle of its own (read-only, never Datasette's
-connection), made and closed in the thread the read runs in.
-
-Whether a file is llm's, and its statistics table, are kept while the file
-is unchanged (`signature`): llm only appends, so a new response changes it.
-"""
+"""What the plugin reads of Datasette's files, each through a `convgraph.open`
+handle of its own thread; answers are cached while the file's `signature`
+holds (llm only appends)."""
 
 from __future__ import annotations
 
@@ -23,10 +19,8 @@ if TYPE_CHECKING:
     from convgraph.model.tree import ConversationTree
     from convgraph.search import Hit
 
-#: (size, modification time) of the file and of its write-ahead log, and
-#: SQLite's change counter (one more at every commit outside WAL mode).
+#: File and WAL (size, mtime) and SQLite's change counter.
 Signature = tuple[tuple[int, int] | None, tuple[int, int] | None, bytes]
-#: Where SQLite's header keeps the change counter.
 _COUNTER = slice(24, 28)
 
 
@@ -52,17 +46,15 @@ def signature(path: Path) -> Signature:
 
 
 _lock = threading.Lock()
-#: path -> (signature, whether convgraph reads it as llm's database).
 _llm_files: dict[Path, tuple[Signature, bool]] = {}
-#: path -> (signature, its statistics table); one table a file.
 _tables: dict[Path, tuple[Signature, pd.DataFrame]] = {}
 #: path -> the lock of a read of its table: requests together read it once.
 _table_locks: dict[Path, threading.Lock] = {}
 
 
 def known_llm_file(path: Path) -> bool | None:
-    """Whether `path` is llm's database as `is_llm_file` found it while the
-    file was as it is now; None where unknown. Cheap: for every cell."""
+    """Whether `path` is llm's as cached for its current signature; None where
+    unknown. Cheap: asked for every cell."""
     known = _llm_files.get(path)
     if known is None or known[0] != signature(path):
         return None
@@ -85,15 +77,13 @@ def is_llm_file(path: Path) -> bool:
 
 
 def statistics(path: Path) -> pd.DataFrame:
-    """`Logs.stats` of `path`, kept while the file is unchanged (shared:
-    treat it as read-only). Raises `DatabaseError` where it cannot be read."""
+    """`Logs.stats` of `path`, cached (read-only: shared). Raises DatabaseError."""
     from convgraph.logs import Logs
 
     with _lock:
         table_lock = _table_locks.setdefault(path, threading.Lock())
     with table_lock:
-        # The signature before the read: a file changed during it is read
-        # again by the next request.
+        # Signed before the read: a file changed during it is read again.
         state = signature(path)
         cached = _tables.get(path)
         if cached is not None and cached[0] == state:
@@ -107,8 +97,7 @@ def statistics(path: Path) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Moved:
-    """Where an id that is not a tree's own leads: the page of `tree_id`, at
-    `node` (the node that holds it, a run's for a call inside a chain)."""
+    """Where a non-tree id leads: `tree_id`'s page at `node`."""
 
     tree_id: str
     node: str | None
@@ -138,8 +127,7 @@ def tree_page(
     home: str,
     home_label: str,
 ) -> str:
-    """The HTML explorer's page of one tree, each node linking to its row
-    (`row_url(table, id)`) and the header to `home`."""
+    """The HTML explorer's page of one tree, nodes linking to `row_url`."""
     from convgraph.export.html import PageLinks, generate_html
 
     rows = {
@@ -153,8 +141,7 @@ def tree_page(
 
 
 def search(path: Path, query: str, limit: int) -> list[Hit]:
-    """`Logs.search` of `path`. Raises `ConvgraphError` for a query of no
-    word, or a file or index that cannot be read."""
+    """`Logs.search` of `path`. Raises ConvgraphError."""
     from convgraph.logs import Logs
 
     with Logs(path) as logs:
@@ -172,8 +159,7 @@ def forget(path: Path | None = None) -> None:
 
 
 def plain_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows of a statistics table as plain values, as `convgraph stats
-    --json` gives them."""
+    """Rows of a statistics table as `convgraph stats --json` gives them."""
     from convgraph.cli.tables import plain_records
 
     return list(plain_records(table))

@@ -1,21 +1,7 @@
-"""The plugin's two pages, as Datasette routes.
-
-`/-/convgraph/DATABASE` is the forest: the statistics table of every
-conversation tree (`convgraph stats`), sorted as asked (`_sort`,
-`_sort_desc`, as Datasette's tables are) and paged (`_page`, Datasette's
-`default_page_size` rows a page), each tree linking to its page, and a
-search of every branch (`q`, through convgraph's search index).
-`/-/convgraph/DATABASE/ID` is one tree in the HTML explorer that `convgraph
-export --format html` writes, its nodes linking to their rows; any id of
-the tree (a node, a fork's thread, a unique prefix) leads there, to the
-node it names.
-
-Both answer only to an actor Datasette lets view the database
-(`view-database`, then `view-instance`, as Datasette's own database page
-asks), and only for a file convgraph reads as llm's; every other answer is
-Datasette's own error page (404, 403, 400). The reads run off the event
-loop (`files`).
-"""
+"""The plugin's two pages, as Datasette routes: `/-/convgraph/DATABASE`, every
+tree's statistics sorted, paged and searched, and `/-/convgraph/DATABASE/ID`,
+one tree in the HTML explorer. Both only for an actor who may view the
+database, on a file convgraph reads as llm's; reads run off the event loop."""
 
 from __future__ import annotations
 
@@ -47,12 +33,9 @@ if TYPE_CHECKING:
 
     from convgraph.search import Hit
 
-#: Where the plugin's pages are, under Datasette's base URL.
 PREFIX = "-/convgraph"
-#: The forest page's template (`templates/convgraph/forest.html`).
 FOREST_TEMPLATE = "convgraph/forest.html"
-#: The columns the forest page shows, with their headings: what a tree is
-#: first, then what it cost. Each one sorts the table.
+#: The forest page's columns and headings; each sorts the table.
 COLUMNS = (
     ("name", "Conversation"),
     ("nodes", "Nodes"),
@@ -69,13 +52,9 @@ COLUMNS = (
     ("first_datetime", "First"),
     ("last_datetime", "Last"),
 )
-#: Columns of lists, which do not sort.
 UNSORTED = frozenset({"models"})
-#: The forest first shows the trees last used first.
 DEFAULT_SORT = "last_datetime"
-#: The hits a search shows.
 SEARCH_LIMIT = 50
-#: The words of the links into the plugin's pages.
 VIEW_LABEL = "View as conversation trees"
 
 
@@ -89,7 +68,6 @@ class Served:
 
 
 def file_of(database: Database | None) -> Path | None:
-    """The file behind a Datasette database; None for one in memory."""
     if database is None or database.is_memory or not database.path:
         return None
     return Path(database.path)
@@ -97,8 +75,7 @@ def file_of(database: Database | None) -> Path | None:
 
 async def llm_file(database: Database | None) -> Path | None:
     """The file behind `database` where convgraph reads it as llm's, else
-    None: known from earlier while the file is unchanged, else asked off
-    the event loop."""
+    None (cached, else asked off the event loop)."""
     path = file_of(database)
     if path is None:
         return None
@@ -109,12 +86,10 @@ async def llm_file(database: Database | None) -> Path | None:
 
 
 def forest_url(datasette: Datasette, route: str) -> str:
-    """The forest page of the database served at `route`."""
     return str(datasette.urls.path(f"{PREFIX}/{tilde_encode(route)}"))
 
 
 def tree_url(datasette: Datasette, route: str, tree_id: str) -> str:
-    """The page of one tree (or of the tree an id names)."""
     return f"{forest_url(datasette, route)}/{tilde_encode(tree_id)}"
 
 
@@ -130,7 +105,6 @@ async def served(datasette: Datasette, request: Request) -> Served:
         request.actor, permissions=[("view-database", database.name), "view-instance"]
     )
     if not visible:
-        # Datasette's database page says the same.
         raise Forbidden("You do not have permission to view this database")
     path = await llm_file(database)
     if path is None:
@@ -139,14 +113,12 @@ async def served(datasette: Datasette, request: Request) -> Served:
 
 
 def unreadable(error: ConvgraphError) -> DatasetteError:
-    """Datasette's error page (500) for a file convgraph cannot read now
-    (locked, damaged, changed under the read): its one-line reason."""
+    """Datasette's 500 page for a file that cannot be read now, in one line."""
     return DatasetteError(str(error), title="convgraph cannot read this database")
 
 
 async def tree_view(datasette: Datasette, request: Request) -> Response:
-    """`/-/convgraph/DATABASE/ID`: the tree's explorer, or a redirect to
-    the page of the tree the id names (to the node, where it names one)."""
+    """`/-/convgraph/DATABASE/ID`: the tree's explorer, or a redirect to it."""
     database = await served(datasette, request)
     given = tilde_decode(request.url_vars["tree"])
     try:
@@ -180,8 +152,6 @@ async def tree_view(datasette: Datasette, request: Request) -> Response:
 
 @dataclass(frozen=True)
 class Order:
-    """How the forest page is asked to sort and page the trees."""
-
     column: str
     descending: bool
     page: int
@@ -205,8 +175,7 @@ class Order:
         return cls(column, bool(descending) or not ascending, int(text))
 
     def query(self, **changes: Any) -> str:
-        """The query string of this order, with `changes` (a column's
-        sort, another page)."""
+        """The query string of this order with `changes`."""
         column = changes.get("column", self.column)
         descending = changes.get("descending", self.descending)
         page = changes.get("page", self.page)
@@ -231,9 +200,7 @@ def forest_rows(
 
 
 def shown(value: Any) -> str:
-    """A statistic as the page shows it: figures with thousands separated,
-    times in UTC to the second, lists joined, nothing for a missing value.
-    """
+    """A statistic as the page shows it (None as nothing)."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -248,7 +215,6 @@ def shown(value: Any) -> str:
 
 
 def names_of(table: pd.DataFrame, tree_ids: set[str]) -> dict[str, str | None]:
-    """The names of these trees, from the statistics table."""
     found = table.loc[table["tree_id"].isin(tree_ids), ["tree_id", "name"]]
     return {
         str(tree_id): (name if isinstance(name, str) else None)
@@ -257,8 +223,7 @@ def names_of(table: pd.DataFrame, tree_ids: set[str]) -> dict[str, str | None]:
 
 
 def snippet_pieces(hit: Hit) -> list[tuple[str, bool]]:
-    """The hit's snippet as pieces of text, each with whether it is a word
-    found (the template marks those, as text, never as markup)."""
+    """The hit's snippet as (text, is a found word) pieces."""
     pieces, at = [], 0
     for start, end in hit.marks:
         if start > at:
@@ -271,8 +236,7 @@ def snippet_pieces(hit: Hit) -> list[tuple[str, bool]]:
 
 
 def forest_context(path: Path, order: Order, size: int, query: str) -> dict[str, Any]:
-    """What the forest page shows, read off the event loop: the page's
-    rows and, where a query is given, its hits or why there are none."""
+    """The forest page's rows and hits, read off the event loop."""
     table = files.statistics(path)
     total, rows = forest_rows(table, order, size)
     context: dict[str, Any] = {
@@ -300,8 +264,7 @@ def forest_context(path: Path, order: Order, size: int, query: str) -> dict[str,
 
 
 async def forest_view(datasette: Datasette, request: Request) -> Response:
-    """`/-/convgraph/DATABASE`: every tree's statistics, sorted and paged,
-    and the hits of a search."""
+    """`/-/convgraph/DATABASE`: every tree's statistics, and a search's hits."""
     database = await served(datasette, request)
     order = Order.of(request)
     size = int(datasette.setting("default_page_size"))
@@ -331,8 +294,7 @@ async def forest_view(datasette: Datasette, request: Request) -> Response:
         sorted_here = column == order.column
         heading = {"column": column, "label": label, "url": None, "sorted": None}
         if column not in UNSORTED:
-            # A click sorts by the column, the way it is not sorted yet
-            # (figures and times largest first).
+            # A click sorts the way it is not sorted (figures largest first).
             descending = not order.descending if sorted_here else column != "name"
             heading["url"] = home + order.query(
                 column=column, descending=descending, page=1

@@ -1,6 +1,5 @@
-"""How trees (`tree_view`) and forests (`forest_view`) show themselves in
-Jupyter, registered with IPython's display formatters by class name: the
-model imports none of this, and registering imports nothing."""
+"""How trees and forests show themselves in Jupyter, registered by class name
+so the model imports none of this."""
 
 from __future__ import annotations
 
@@ -19,29 +18,25 @@ SVG, HTML = "image/svg+xml", "text/html"
 
 
 def tree_svg_shown(tree: nx.DiGraph[str]) -> str | None:
-    """`tree_view.shown_svg`."""
     from convgraph.jupyter.tree_view import shown_svg
 
     return shown_svg(tree)
 
 
 def tree_html_shown(tree: nx.DiGraph[str]) -> str | None:
-    """`tree_view.shown_html`."""
     from convgraph.jupyter.tree_view import shown_html
 
     return shown_html(tree)
 
 
 def forest_html_shown(forest: Forest) -> str:
-    """`forest_view.forest_html`."""
     from convgraph.jupyter.forest_view import forest_html
 
     return forest_html(forest)
 
 
 def register(display_formatter: Any) -> None:
-    """Register the pictures with an IPython `DisplayFormatter` (again:
-    replace them)."""
+    """Register the pictures with an IPython `DisplayFormatter`."""
     formatters = display_formatter.formatters
     formatters[SVG].for_type_by_name(*TREE_CLASS, tree_svg_shown)
     formatters[HTML].for_type_by_name(*TREE_CLASS, tree_html_shown)
@@ -54,8 +49,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def register_with_running_ipython() -> bool:
-    """`register` with the IPython this process runs, if any (True then);
-    IPython is never imported here."""
+    """`register` with this process's IPython, if any (True then)."""
     import sys
 
     ipython = sys.modules.get("IPython")

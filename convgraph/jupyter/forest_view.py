@@ -12,13 +12,11 @@ from convgraph.analysis.stats import conversation_table
 if TYPE_CHECKING:
     from convgraph.model.forest import Forest
 
-#: Conversations that a forest's table shows (the first and last halves).
 FOREST_ROW_LIMIT = 60
 
 
 def forest_html(forest: Forest, row_limit: int = FOREST_ROW_LIMIT) -> str:
-    """A forest as HTML: its size, then its `conversation_table` (a long
-    table cut in the middle)."""
+    """A forest as HTML: its size, then its `conversation_table` (cut)."""
     table = conversation_table(forest)
     table["models"] = [", ".join(models) for models in table["models"]]
     heading = html.escape(repr(forest))

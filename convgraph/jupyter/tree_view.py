@@ -1,8 +1,5 @@
-"""How conversation trees show themselves in Jupyter: as SVG from their
-DOT export where Graphviz is installed and the tree is small, else as the
-text tree in an HTML `<pre>`. One of the two at a time: notebook front ends
-prefer HTML where a result offers both.
-"""
+"""How trees show in Jupyter: SVG through Graphviz when installed and the tree
+is small, else the text tree in HTML (front ends prefer HTML if both)."""
 
 from __future__ import annotations
 
@@ -14,28 +11,22 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import networkx as nx
 
-#: Trees with more nodes than this show as text: Graphviz's layout grows
-#: much faster than the tree.
+#: More nodes than this show as text: Graphviz's layout grows too fast.
 SVG_NODE_LIMIT = 400
-#: How long `dot` may take before the text tree is shown instead.
 DOT_TIMEOUT_SECONDS = 20
-#: Lines of text tree that the HTML shows before it says how many are left.
 HTML_LINE_LIMIT = 500
 
 
 def graphviz_available() -> bool:
-    """Whether Graphviz's `dot` program is on the PATH."""
     return shutil.which("dot") is not None
 
 
 def draws_as_svg(tree: nx.DiGraph[str]) -> bool:
-    """Whether the notebook shows `tree` as a Graphviz picture."""
     return 0 < tree.number_of_nodes() <= SVG_NODE_LIMIT and graphviz_available()
 
 
 def tree_svg(tree: nx.DiGraph[str]) -> str:
-    """The tree drawn by Graphviz from its DOT export, as SVG text. Raises
-    `RuntimeError` where `dot` is missing, fails or times out."""
+    """The tree as SVG from `dot`. Raises RuntimeError where `dot` fails."""
     from convgraph.export.dot import generate_dot, svg_references_fixed
 
     if not graphviz_available():
@@ -58,8 +49,7 @@ def tree_svg(tree: nx.DiGraph[str]) -> str:
 
 
 def tree_text_html(tree: nx.DiGraph[str], line_limit: int = HTML_LINE_LIMIT) -> str:
-    """The text tree, escaped, in an HTML `<pre>` under the tree's id and
-    name; past `line_limit` lines, how many nodes are left out."""
+    """The text tree, escaped, in an HTML `<pre>`, cut at `line_limit` lines."""
     from itertools import islice
 
     from convgraph.present.text_tree import generate_tree_lines
@@ -77,8 +67,7 @@ def tree_text_html(tree: nx.DiGraph[str], line_limit: int = HTML_LINE_LIMIT) -> 
 
 
 def shown_svg(tree: nx.DiGraph[str]) -> str | None:
-    """The SVG a notebook shows for `tree`, or None where it shows the text
-    tree instead (IPython then shows what else is offered)."""
+    """The SVG a notebook shows for `tree`, or None for the text tree."""
     if not draws_as_svg(tree):
         return None
     try:
@@ -88,8 +77,7 @@ def shown_svg(tree: nx.DiGraph[str]) -> str | None:
 
 
 def shown_html(tree: nx.DiGraph[str]) -> str | None:
-    """The text tree a notebook shows for `tree`, or None where it shows
-    the SVG instead."""
+    """The text tree a notebook shows for `tree`, or None for the SVG."""
     if draws_as_svg(tree):
         return None
     return tree_text_html(tree)

@@ -115,13 +115,11 @@ def numbers(keys: list, *others: list) -> tuple[int, list[np.ndarray]]:
     return len(number), found
 
 
-def parents_on_arrays(store: dict) -> list[str | None]:
-    """The columnar reader's form: each turn's parent id."""
-    messages, forked_from, turns = (
-        store["messages"],
-        store["forked_from"],
-        store["turns"],
-    )
+def turn_parent_rows(
+    messages: dict, forked_from: dict, turns: list[dict], trees: list[str]
+) -> np.ndarray:
+    """`turn_parents_table` as the columnar reader calls it: each turn's
+    parent row (-1 for none), the hashes, threads and trees numbered."""
     message_count, (parent_rows, start_rows, tip_rows) = numbers(
         list(messages),
         list(messages.values()),
@@ -140,12 +138,18 @@ def parents_on_arrays(store: dict) -> list[str | None]:
     fork_up = np.concatenate(
         [fork_rows, np.full(thread_count - len(forked_from), -1, np.int64)]
     )
-    roots = _thread_roots(forked_from)[0]
-    trees = [roots.get(turn["thread_id"], turn["thread_id"]) for turn in turns]
     tree_codes = pd.factorize(pd.Series(trees, dtype=object))[0].astype(np.int64)
-    rows = turn_parents_table(
+    return turn_parents_table(
         tree_codes, parent_rows, start_rows, tip_rows, thread_codes, fork_up
     )
+
+
+def parents_on_arrays(store: dict) -> list[str | None]:
+    """The columnar reader's form: each turn's parent id."""
+    forked_from, turns = store["forked_from"], store["turns"]
+    roots = _thread_roots(forked_from)[0]
+    trees = [roots.get(turn["thread_id"], turn["thread_id"]) for turn in turns]
+    rows = turn_parent_rows(store["messages"], forked_from, turns, trees)
     return [None if row < 0 else turns[row]["id"] for row in rows]
 
 

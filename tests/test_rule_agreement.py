@@ -72,7 +72,6 @@ from convgraph.sources.llm.old_writers import (
 from convgraph.sources.llm.turn_parents import (
     NearestAbove,
     turn_parents,
-    turn_parents_table,
 )
 from convgraph.sources.notes import NodeNote
 from convgraph.sources.source import log_order
@@ -80,6 +79,7 @@ from convgraph.sources.tables import conform_nodes
 from convgraph.times import utc_iso
 from tests.databases import LINEAR, LlmLog, add_response, add_tree, legacy_database
 from tests.helpers import examples, run
+from tests.test_read_rules import turn_parent_rows
 
 # -- one order of trees under and over the size threshold -------------------------
 
@@ -496,30 +496,8 @@ def numbers(keys: list[Any], *others: list[Any]) -> tuple[int, list[np.ndarray]]
 def turn_parents_on_arrays(
     store: dict[str, Any], turns: list[dict[str, Any]]
 ) -> np.ndarray:
-    messages, forked_from = store["messages"], store["forked_from"]
-    message_count, (parent_rows, start_rows, tip_rows) = numbers(
-        list(messages),
-        list(messages.values()),
-        [turn["parent_message_hash"] for turn in turns],
-        [turn["tip_message_hash"] for turn in turns],
-    )
-    # A hash that names no message: a message of its own, with no parent.
-    parent_rows = np.concatenate(
-        [parent_rows, np.full(message_count - len(messages), -1, np.int64)]
-    )
-    thread_count, (fork_rows, thread_codes) = numbers(
-        list(forked_from),
-        list(forked_from.values()),
-        [turn["thread_id"] for turn in turns],
-    )
-    fork_up = np.concatenate(
-        [fork_rows, np.full(thread_count - len(forked_from), -1, np.int64)]
-    )
     trees = [turn["tree_id"] for turn in turns]
-    tree_codes = pd.factorize(pd.Series(trees, dtype=object))[0].astype(np.int64)
-    return turn_parents_table(
-        tree_codes, parent_rows, start_rows, tip_rows, thread_codes, fork_up
-    )
+    return turn_parent_rows(store["messages"], store["forked_from"], turns, trees)
 
 
 def graphs(forest: Forest, marked: bool = True) -> list[ConversationTree]:

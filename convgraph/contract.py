@@ -22,6 +22,11 @@ SOURCE_ATTRIBUTES = (
 #: have them, after `NODE_ATTRIBUTES` in their tables, trees and exports.
 PLACE_ATTRIBUTES = ("project", "git_branch")
 
+#: The source of the list a node was read from where several are read as one
+#: (`convgraph.sources.several`); after `PLACE_ATTRIBUTES` where present.
+ORIGIN = "origin"
+OPTIONAL_ATTRIBUTES = (*PLACE_ATTRIBUTES, ORIGIN)
+
 #: A node's place among its branches, attached by the forest after reading.
 BRANCH_ATTRIBUTES = ("active", "note", "preferred")
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from convgraph.analysis.stats import edge_table, node_table
-from convgraph.contract import CATEGORY_COLUMNS, PARTS, PLACE_ATTRIBUTES, TREE_NAME
+from convgraph.contract import CATEGORY_COLUMNS, PARTS, OPTIONAL_ATTRIBUTES, TREE_NAME
 from convgraph.errors import ExportError
 from convgraph.export.common import CALLS, calls_by_node
 from convgraph.sources.parquet import EDGES, NODES
@@ -53,7 +53,7 @@ def dataset_nodes(forest: Forest) -> pd.DataFrame:
     where given, `calls` (an empty list where none) and `tree_name` (a category)."""
     table = node_table(forest)
     table[PARTS] = parts_as_json(table[PARTS])
-    for name in PLACE_ATTRIBUTES:
+    for name in OPTIONAL_ATTRIBUTES:
         if name in forest.nodes.columns:
             table[name] = forest.nodes[name]
     folded = calls_by_node(forest.calls)

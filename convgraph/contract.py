@@ -18,9 +18,11 @@ SOURCE_ATTRIBUTES = (
     "source",
 )
 
-#: A coding agent's working directory and git branch: only in sources that
-#: have them, after `NODE_ATTRIBUTES` in their tables, trees and exports.
-PLACE_ATTRIBUTES = ("project", "git_branch")
+#: A coding agent's working directory and git branch, and a merged node gone
+#: from the newest copy of its tree (`sources.merging`): only where a source
+#: has them, after `NODE_ATTRIBUTES` in their tables, trees and exports.
+GONE = "gone"
+PLACE_ATTRIBUTES = ("project", "git_branch", GONE)
 
 #: A node's place among its branches, attached by the forest after reading.
 BRANCH_ATTRIBUTES = ("active", "note", "preferred")

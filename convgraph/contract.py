@@ -18,9 +18,11 @@ SOURCE_ATTRIBUTES = (
     "source",
 )
 
-#: A coding agent's working directory and git branch: only in sources that
-#: have them, after `NODE_ATTRIBUTES` in their tables, trees and exports.
-PLACE_ATTRIBUTES = ("project", "git_branch")
+#: A coding agent's working directory and git branch, and a merged node gone
+#: from the newest copy of its tree (`sources.merging`): only where a source
+#: has them, after `NODE_ATTRIBUTES` in their tables, trees and exports.
+GONE = "gone"
+PLACE_ATTRIBUTES = ("project", "git_branch", GONE)
 
 #: The source of the list a node was read from where several are read as one
 #: (`convgraph.sources.several`); after `PLACE_ATTRIBUTES` where present.

@@ -1,0 +1,253 @@
+"""Several reads as one forest (docs/design.md#several-sources): repeated
+exports of one account merged, ids that clash across sources kept apart.
+
+A tree is named by its app (`source`, llm's two generations as one) and its
+id: the copies of a tree in several reads are one tree holding every node of
+any copy, each node once. The newest copy is the one of the read whose
+latest node is latest, then the copy whose latest node is latest (so the
+order the reads come in never changes the answer): its content wins where
+copies of a node differ (a `changed-node` problem), and the nodes it lacks
+are kept marked `gone`. An id that names different things in different
+reads is read qualified and reported (`id-clash`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from convgraph.contract import (
+    CATEGORY_COLUMNS,
+    GONE,
+    PARENT_ROWS,
+    SOURCE_ATTRIBUTES,
+    SOURCE_COLUMNS,
+)
+from convgraph.links.integrity import CHANGED_NODE, ID_CLASH, Problem
+from convgraph.sources.source import ForestRead, sort_log_order
+from convgraph.text import counted
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+#: llm's two generations share ids: one app.
+APPS = {"responses": "llm", "turns": "llm"}
+
+#: What a node's copies are compared on.
+COMPARED = ("parent_id", *SOURCE_ATTRIBUTES)
+
+#: Hashed to order copies equal in time, so that no read's place decides.
+HASHED = ("id", "parent_id", "prompt", "system", "response", "model", "datetime_utc")
+
+
+def merge_reads(reads: Sequence[ForestRead]) -> ForestRead:
+    """The union of `reads`: their nodes (copies of one tree merged), names,
+    problems (with the clashes and differences found) and calls."""
+    import pandas as pd
+
+    from convgraph.sources.tables import conform_nodes
+
+    if len(reads) == 1:
+        return reads[0]
+    frames = []
+    for number, read in enumerate(reads):
+        nodes = read.nodes.drop(columns=[PARENT_ROWS], errors="ignore")
+        kinds = {name: object for name in CATEGORY_COLUMNS if name in nodes.columns}
+        frames.append(nodes.astype(kinds).assign(_read=number))
+    if not frames or all(frame.empty for frame in frames):
+        table = pd.DataFrame({name: [] for name in SOURCE_COLUMNS}, dtype=object)
+        return ForestRead(conform_nodes(table), _names(reads), _problems(reads, []))
+    table = pd.concat([frame for frame in frames if len(frame)], ignore_index=True)
+    table["_app"] = [APPS.get(app, app) for app in table["source"].tolist()]
+    table["_tree"] = table["tree_id"]
+    problems: list[Problem] = []
+    renamed = _clashes(table, problems)
+    table = _merge_copies(table, problems)
+    calls: dict[str, str] = {}
+    for number, read in enumerate(reads):
+        own = renamed.get(number, {})
+        calls.update((call, own.get(node, node)) for call, node in read.calls.items())
+    names = _names(reads)
+    for tree, bare, number in (
+        table[["tree_id", "_tree", "_newest"]].drop_duplicates().to_numpy()
+    ):
+        names[str(tree)] = reads[int(number)].names.get(bare)
+    table = table.drop(columns=["_read", "_app", "_key", "_tree", "_newest"])
+    if GONE in table.columns and not table[GONE].any():
+        table = table.drop(columns=[GONE])
+    nodes = conform_nodes(sort_log_order(table))
+    order = dict.fromkeys(nodes["tree_id"].astype(object).tolist())
+    names = {tree: names.get(tree) for tree in order} | {
+        tree: names[tree] for tree in sorted(names) if tree not in order
+    }
+    return ForestRead(nodes, names, _problems(reads, problems), calls)
+
+
+def _clashes(table: pd.DataFrame, problems: list[Problem]) -> dict[int, dict[str, str]]:
+    """Qualify the trees and nodes whose ids another app's tree holds too
+    (`APP:TREE`, `TREE/NODE`), the first app in sorted order keeping the
+    bare id; sets `_key`; the ids renamed, by read."""
+    import numpy as np
+
+    trees = table[["tree_id", "_app"]].drop_duplicates()
+    shared = trees["tree_id"][trees["tree_id"].duplicated(keep=False)]
+    if len(shared):
+        first = trees[trees["tree_id"].isin(shared)].groupby("tree_id")["_app"].min()
+        owner = table["tree_id"].map(first)
+        moved = (owner.notna() & (owner != table["_app"])).to_numpy()
+        for tree, app in (
+            table.loc[moved, ["tree_id", "_app"]].drop_duplicates().to_numpy()
+        ):
+            problems.append(
+                Problem(
+                    ID_CLASH,
+                    f"{app}:{tree}",
+                    None,
+                    f"{app}:{tree}",
+                    f"{tree} names a conversation of {first[tree]} and one of"
+                    f" {app}: the second read as {app}:{tree}",
+                )
+            )
+        table.loc[moved, "tree_id"] = (
+            table["_app"][moved] + ":" + table["tree_id"][moved]
+        )
+    table["_key"] = table["_app"] + "\x1f" + table["tree_id"].astype(str)
+    held = table[["id", "_key"]].drop_duplicates()
+    shared = held["id"][held["id"].duplicated(keep=False)]
+    renamed: dict[int, dict[str, str]] = {}
+    if not len(shared):
+        return renamed
+    first = held[held["id"].isin(shared)].groupby("id")["_key"].min()
+    owner = table["id"].map(first)
+    moved = (owner.notna() & (owner != table["_key"])).to_numpy()
+    new_ids = table["tree_id"][moved] + "/" + table["id"][moved]
+    for number, old, new in zip(
+        table["_read"][moved].tolist(),
+        table["id"][moved].tolist(),
+        new_ids.tolist(),
+        strict=True,
+    ):
+        renamed.setdefault(number, {})[old] = new
+    # A parent is in its child's tree: renamed where that tree's copy is.
+    old = zip(table["_key"][moved].tolist(), table["id"][moved].tolist(), strict=True)
+    parents = dict(zip(old, new_ids.tolist(), strict=True))
+    keys = zip(table["_key"].tolist(), table["parent_id"].tolist(), strict=True)
+    table["parent_id"] = np.array(
+        [parents.get(key, key[1]) for key in keys], dtype=object
+    )
+    table.loc[moved, "id"] = new_ids
+    for tree, count in table.loc[moved, "tree_id"].value_counts(sort=False).items():
+        problems.append(
+            Problem(
+                ID_CLASH,
+                str(tree),
+                None,
+                str(tree),
+                f"{counted(int(count), 'node id')} of {tree} name other nodes in"
+                f" another source too: read as {tree}/ID",
+            )
+        )
+    return renamed
+
+
+def _merge_copies(table: pd.DataFrame, problems: list[Problem]) -> pd.DataFrame:
+    """Each tree's node once, from the newest copy holding it; the nodes the
+    newest copy lacks marked `GONE`; differing copies reported."""
+    import pandas as pd
+
+    times = (
+        table["datetime_utc"].astype(object).where(table["datetime_utc"].notna(), "")
+    )
+    read_time = times.groupby(table["_read"]).transform("max")
+    copy = [table["_key"], table["_read"]]
+    tree_time = times.groupby(copy).transform("max")
+    hashes = (
+        pd.util.hash_pandas_object(table[list(HASHED)].astype(object), index=False)
+        .groupby(copy)
+        .transform("sum")
+    )
+    table = table.assign(_rt=read_time, _tt=tree_time, _h=hashes)
+    table = table.sort_values(
+        ["_key", "_rt", "_tt", "_h", "_read"],
+        ascending=[True, False, False, False, True],
+        kind="stable",
+    )
+    # Copies numbered from 1, the newest, within each tree.
+    first = ~table.duplicated(["_key", "_read"])
+    table["_rank"] = first.astype(int).groupby(table["_key"]).cumsum()
+    table = table.sort_values(["_key", "id", "_rank"], kind="stable")
+    copies = table.groupby("_key")["_read"].transform("nunique") > 1
+    again = table.duplicated(["_key", "id"])
+    if again.any():
+        _report_changes(table, again.to_numpy(), problems)
+    kept = table[~again.to_numpy()]
+    newest = table["_read"].where(table["_rank"] == 1).groupby(table["_key"])
+    kept = kept.assign(_newest=newest.transform("max")[~again.to_numpy()].astype(int))
+    gone = (copies[~again.to_numpy()] & (kept["_rank"] != 1)).to_numpy()
+    if gone.any():
+        kept = kept.assign(**{GONE: gone})
+        if "active" in kept.columns:
+            kept["active"] = kept["active"].to_numpy() & ~gone
+    return kept.drop(columns=["_rt", "_tt", "_h", "_rank"])
+
+
+def _report_changes(
+    table: pd.DataFrame, again: np.ndarray, problems: list[Problem]
+) -> None:
+    """A `CHANGED_NODE` problem for each node whose older copies differ from
+    the kept one (rows sorted newest first within each node)."""
+    import numpy as np
+    import pandas as pd
+
+    rows = np.flatnonzero(again)
+    starts = np.flatnonzero(~again)
+    lead = starts[np.searchsorted(starts, rows, side="right") - 1]
+    differs: dict[int, list[str]] = {}
+    for name in COMPARED:
+        if name not in table.columns:
+            continue
+        values = table[name].astype(object).to_numpy()
+        old, new = values[rows], values[lead]
+        gaps = pd.isna(old), pd.isna(new)
+        same = gaps[0] & gaps[1]
+        both = np.flatnonzero(~(gaps[0] | gaps[1]))
+        same[both] = [old[at] == new[at] for at in both]
+        for row in set(lead[~same].tolist()):
+            differs.setdefault(row, []).append(name)
+    for row, names in sorted(differs.items()):
+        node, tree = str(table["id"].iat[row]), table["tree_id"].iat[row]
+        problems.append(
+            Problem(
+                CHANGED_NODE,
+                node,
+                None,
+                str(tree),
+                f"{node} of {tree} differs between copies ({', '.join(names)}):"
+                " the newest kept",
+            )
+        )
+
+
+def _names(reads: Sequence[ForestRead]) -> dict[str, Any]:
+    """Every read's names (empty conversations too), a name before none."""
+    names: dict[str, Any] = {}
+    for read in reads:
+        for tree, name in read.names.items():
+            if names.get(tree) is None:
+                names[tree] = name
+    return names
+
+
+def _problems(reads: Sequence[ForestRead], found: list[Problem]) -> list[Problem]:
+    """Every read's problems once, then those the merge found, sorted."""
+    every = dict.fromkeys(problem for read in reads for problem in read.problems)
+    return sorted(
+        [*every, *found],
+        key=lambda problem: (
+            problem.kind,
+            problem.conversation_id or "",
+            problem.node_id,
+            problem.message,
+        ),
+    )

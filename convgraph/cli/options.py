@@ -199,6 +199,12 @@ def read_target(ctx: click.Context) -> str | dict[str, str] | None:
     return paths[0] if len(paths) == 1 else several.named_paths(paths)
 
 
+def read_names() -> list[str]:
+    """The names of the sources the running command reads, where several."""
+    target = read_target(click.get_current_context())
+    return list(target) if isinstance(target, dict) else []
+
+
 def opened_logs() -> Logs:
     """The sources `--db` names, opened once for the running command."""
     ctx = click.get_current_context()

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from convgraph.analysis.stats import edge_table, node_table
-from convgraph.contract import CATEGORY_COLUMNS, PARTS, OPTIONAL_ATTRIBUTES, TREE_NAME
+from convgraph.contract import CATEGORY_COLUMNS, OPTIONAL_ATTRIBUTES, PARTS, TREE_NAME
 from convgraph.errors import ExportError
 from convgraph.export.common import CALLS, calls_by_node
 from convgraph.sources.parquet import EDGES, NODES

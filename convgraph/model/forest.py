@@ -17,9 +17,9 @@ import pandas as pd
 from convgraph.contract import (
     INTEGER_COLUMNS,
     NODE_ATTRIBUTES,
+    OPTIONAL_ATTRIBUTES,
     PARENT_ROWS,
     PARTS,
-    OPTIONAL_ATTRIBUTES,
 )
 from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_links_table

@@ -41,6 +41,8 @@ LIST_FILE = "sources.json"
 #: The list's first entry unless removed: llm's own logs.db, found as llm finds it.
 LLM = "llm"
 NAME_FORM = re.compile(r"[\w][\w.-]*")
+#: `Source.table_stamps`' key of the trees logged since the stamp given.
+LOGGED_SINCE = "logged_since"
 #: llm's two generations share one app's ids.
 APPS = {"responses": "llm", "turns": "llm"}
 
@@ -292,3 +294,31 @@ class SeveralSources(Source):
         if any(batch is None for batch in batches):
             return None
         return itertools.chain.from_iterable(b for b in batches if b is not None)
+
+    def table_stamps(
+        self, since: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """Each source's stamp by name (its files' where it has no tables); with
+        `since`, the trees logged since in any, where nothing else changed."""
+        stamps: dict[str, Any] = {}
+        logged: set[str] | None = set()
+        for name, source in self.sources.items():
+            old = (since or {}).get(name)
+            stamp = source.table_stamps(old) or {"files": _files_stamp(source.path)}
+            news = stamp.pop(LOGGED_SINCE, None)
+            if stamp != old:
+                logged = None if news is None or logged is None else logged | set(news)
+            stamps[name] = stamp
+        if since is not None and logged is not None:
+            stamps[LOGGED_SINCE] = sorted(logged)
+        return stamps
+
+
+def _files_stamp(path: Path) -> list[list[Any]]:
+    """Each file's name, size and time: what tells an export changed."""
+    found = []
+    for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+        with contextlib.suppress(OSError):
+            status = file.stat()
+            found.append([os.fsdecode(file), status.st_size, status.st_mtime_ns])
+    return found

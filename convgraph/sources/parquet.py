@@ -139,6 +139,10 @@ def read_file(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    # A partition folder's name is its rows' source (`export.parquet`).
+    origin = path.parent.name.partition(f"{ORIGIN}=")[2] or None
+    if columns is not None and ORIGIN not in columns:
+        origin = None
     try:
         held = pq.read_schema(path).names
         if columns is not None:
@@ -148,7 +152,8 @@ def read_file(
             schema = pq.read_schema(path)
             names = held if columns is None else columns
             table = pa.schema([schema.field(name) for name in names]).empty_table()
-            return parts_from_json(table.to_pandas())
+            empty_nodes = parts_from_json(table.to_pandas())
+            return empty_nodes.assign(**{ORIGIN: []}) if origin else empty_nodes
         filters = None
         if tree_ids is not None and "tree_id" in held:
             filters = [("tree_id", "in", tree_ids)]
@@ -163,8 +168,8 @@ def read_file(
             f"cannot read the Parquet dataset file {path}: {error}"
         ) from None
     nodes = parts_from_json(table.to_pandas())
-    if path.parent.name.startswith(f"{ORIGIN}=") and (not columns or ORIGIN in columns):
-        nodes[ORIGIN] = path.parent.name.partition("=")[2]
+    if origin:
+        nodes[ORIGIN] = origin
     if tree_ids is not None and "tree_id" in nodes.columns:
         nodes = nodes[_ids(nodes["tree_id"]).isin(tree_ids).to_numpy()]
     return nodes

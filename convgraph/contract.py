@@ -24,8 +24,7 @@ SOURCE_ATTRIBUTES = (
 GONE = "gone"
 PLACE_ATTRIBUTES = ("project", "git_branch", GONE)
 
-#: The source of the list a node was read from where several are read as one
-#: (`convgraph.sources.several`); after `PLACE_ATTRIBUTES` where present.
+#: The name of the node's source where several are read as one (`sources.several`).
 ORIGIN = "origin"
 OPTIONAL_ATTRIBUTES = (*PLACE_ATTRIBUTES, ORIGIN)
 

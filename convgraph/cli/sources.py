@@ -11,12 +11,9 @@ from convgraph.cli.output import say
 
 @click.group("sources")
 def sources() -> None:
-    """The sources read when no --db is given, as one forest.
-
-    The list starts with llm's logs.db (named llm); it is kept in
-    convgraph's configuration folder ($CONVGRAPH_CONFIG_DIR, else
-    $XDG_CONFIG_HOME/convgraph or ~/.config/convgraph).
-    """
+    """The sources read as one forest when no --db is given: llm's logs.db
+    (named llm) unless removed, and those added. Kept in $CONVGRAPH_CONFIG_DIR,
+    else $XDG_CONFIG_HOME/convgraph or ~/.config/convgraph."""
 
 
 @sources.command("add", cls=ConvgraphCommand)

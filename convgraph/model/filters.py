@@ -69,7 +69,11 @@ class TreeFilter:
 def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     """Whether one node's attributes match the filter."""
     sources = where.sources
-    if sources and node.get("source") not in sources and node.get(ORIGIN) not in sources:
+    if (
+        sources
+        and node.get("source") not in sources
+        and node.get(ORIGIN) not in sources
+    ):
         return False
     if not where.model_matches(node.get("model")):
         return False

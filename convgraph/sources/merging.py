@@ -23,8 +23,13 @@ from convgraph.contract import (
     SOURCE_ATTRIBUTES,
     SOURCE_COLUMNS,
 )
-from convgraph.links.integrity import CHANGED_NODE, ID_CLASH, Problem
-from convgraph.sources.source import ForestRead, sort_log_order
+from convgraph.links.integrity import (
+    CHANGED_NODE,
+    DUPLICATE_CONVERSATION,
+    ID_CLASH,
+    Problem,
+)
+from convgraph.sources.source import ForestRead, TreeRecords, sort_log_order
 from convgraph.text import counted
 
 if TYPE_CHECKING:
@@ -250,4 +255,78 @@ def _problems(reads: Sequence[ForestRead], found: list[Problem]) -> list[Problem
             problem.node_id,
             problem.message,
         ),
+    )
+
+
+def merge_trees(copies: Sequence[TreeRecords]) -> TreeRecords:
+    """The copies of one conversation an export lists several times as one
+    tree, as `merge_reads` merges them, with a `duplicate-conversation`
+    problem naming it."""
+    merged = merge_reads([_copy_read(copy) for copy in copies if copy.records])
+    nodes = merged.nodes.astype(object)
+    records = nodes.where(nodes.notna(), None).to_dict("records")
+    first = copies[0]
+    problems = [*merged.problems, _duplicate(first.tree_id, first.name, len(copies))]
+    return TreeRecords(
+        first.tree_id, merged.names.get(first.tree_id), records, problems, merged.calls
+    )
+
+
+def merge_read_copies(read: ForestRead, copies: Sequence[TreeRecords]) -> ForestRead:
+    """`read` (an export's, each conversation's first copy) with the later
+    copies of its repeated conversations merged in, each tree alone (a
+    tree's own times tell its newest copy)."""
+    import pandas as pd
+
+    from convgraph.sources.tables import conform_nodes
+
+    by_tree: dict[str, list[ForestRead]] = {}
+    for copy in filter(lambda copy: copy.records, copies):
+        by_tree.setdefault(copy.tree_id, []).append(_copy_read(copy))
+    tree_ids = read.nodes["tree_id"].astype(object)
+    parts = [read.nodes[~tree_ids.isin(list(by_tree)).to_numpy()]]
+    problems = list(read.problems)
+    names = dict(read.names)
+    for tree, reads in by_tree.items():
+        first = read.nodes[(tree_ids == tree).to_numpy()]
+        merged = merge_reads([ForestRead(first, {tree: read.names.get(tree)}), *reads])
+        parts.append(merged.nodes)
+        problems += [
+            *merged.problems,
+            _duplicate(tree, names.get(tree), len(reads) + 1),
+        ]
+        names[tree] = merged.names.get(tree, names.get(tree))
+    kinds = {name: object for name in CATEGORY_COLUMNS}
+    nodes = pd.concat([part.astype(kinds) for part in parts], ignore_index=True)
+    nodes = nodes.drop(columns=[PARENT_ROWS], errors="ignore")
+    if GONE in nodes.columns:
+        nodes[GONE] = nodes[GONE].fillna(False).astype(bool)
+    unique = list(dict.fromkeys(problems))
+    return ForestRead(conform_nodes(sort_log_order(nodes)), names, unique, read.calls)
+
+
+def _copy_read(copy: TreeRecords) -> ForestRead:
+    """One copy's records as a read of its own."""
+    import pandas as pd
+
+    from convgraph.sources.tables import conform_nodes
+
+    frame = pd.DataFrame.from_records(copy.records, columns=list(copy.records[0]))
+    return ForestRead(
+        conform_nodes(frame),
+        {copy.tree_id: copy.name},
+        list(copy.problems),
+        dict(copy.calls),
+    )
+
+
+def _duplicate(tree: str, name: str | None, count: int) -> Problem:
+    named = f" ({name})" if name else ""
+    return Problem(
+        DUPLICATE_CONVERSATION,
+        tree,
+        None,
+        tree,
+        f"{tree}{named} is listed {count} times in the export: its copies"
+        " read as one, every node once",
     )

@@ -13,6 +13,7 @@ reads is read qualified and reported (`id-clash`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from convgraph.links.integrity import (
 )
 from convgraph.sources.source import ForestRead, TreeRecords, sort_log_order
 from convgraph.text import counted
+from convgraph.times import parse_time
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
 
 #: llm's two generations share ids: one app.
 APPS = {"responses": "llm", "turns": "llm"}
+
+#: The chat apps whose exports `convgraph import` writes into llm's file.
+CHAT_APPS = ("chatgpt", "claude", "openwebui")
 
 #: What a node's copies are compared on.
 COMPARED = ("parent_id", *SOURCE_ATTRIBUTES)
@@ -66,6 +71,7 @@ def merge_reads(reads: Sequence[ForestRead]) -> ForestRead:
     table = pd.concat([frame for frame in frames if len(frame)], ignore_index=True)
     table["_app"] = [APPS.get(app, app) for app in table["source"].tolist()]
     table["_tree"] = table["tree_id"]
+    _as_imported(table)
     problems: list[Problem] = []
     renamed = _clashes(table, problems)
     table = _merge_copies(table, problems)
@@ -78,7 +84,9 @@ def merge_reads(reads: Sequence[ForestRead]) -> ForestRead:
         table[["tree_id", "_tree", "_newest"]].drop_duplicates().to_numpy()
     ):
         names[str(tree)] = reads[int(number)].names.get(bare)
-    table = table.drop(columns=["_read", "_app", "_key", "_tree", "_newest"])
+    table = table.drop(
+        columns=["_read", "_app", "_key", "_tree", "_newest", "_imported"]
+    )
     if GONE in table.columns and not table[GONE].any():
         table = table.drop(columns=[GONE])
     nodes = conform_nodes(sort_log_order(table))
@@ -87,6 +95,82 @@ def merge_reads(reads: Sequence[ForestRead]) -> ForestRead:
         tree: names[tree] for tree in sorted(names) if tree not in order
     }
     return ForestRead(nodes, names, _problems(reads, problems), calls)
+
+
+def stable_ulid(moment: str | None, *key: str) -> str:
+    """A ULID as llm makes them (lower case): its time the moment given (0 where
+    unknown), its random bits a hash of `key`: the ids `convgraph import`
+    gives, the same on each import, which tell its turns when read again."""
+    from ulid import ULID
+
+    # Without an offset, UTC: ids must not depend on where the import runs.
+    parsed = parse_time(moment)
+    milliseconds = 0
+    if parsed is not None:
+        try:
+            milliseconds = max(0, int(parsed.timestamp() * 1000))
+        except (OverflowError, OSError, ValueError):
+            milliseconds = 0
+    milliseconds = min(milliseconds, (1 << 48) - 1)
+    digest = hashlib.blake2b("\0".join(key).encode("utf-8"), digest_size=10).digest()
+    return str(ULID(milliseconds.to_bytes(6, "big") + digest)).lower()
+
+
+def _as_imported(table: pd.DataFrame) -> None:
+    """Read the turns `convgraph import` wrote from a conversation another
+    read holds as that conversation's nodes (`_imported`), and the turns
+    logged below them into its tree: found by the import's ids."""
+    table["_imported"] = False
+    chat = table["_app"].isin(CHAT_APPS).to_numpy()
+    llm = (table["_app"] == "llm").to_numpy()
+    if not chat.any() or not llm.any():
+        return
+    copies = table[chat]
+    times = (
+        copies["datetime_utc"]
+        .astype(object)
+        .where(copies["datetime_utc"].notna(), None)
+    )
+    roots = copies.assign(_time=times.fillna(""))[copies["parent_id"].isna().to_numpy()]
+    roots = roots.sort_values(["_time", "id"]).drop_duplicates(["_app", "tree_id"])
+    mains = {
+        stable_ulid(time or None, app, tree): (app, tree)
+        for app, tree, time in roots[["_app", "tree_id", "_time"]].to_numpy()
+    }
+    held = set(table.loc[llm, "tree_id"].astype(object))
+    found = {main: at for main, at in mains.items() if main in held}
+    if not found:
+        return
+    turn_of: dict[str, str] = {}
+    for app, tree in found.values():
+        mine = ((copies["_app"] == app) & (copies["tree_id"] == tree)).to_numpy()
+        nodes = dict(
+            zip(
+                copies["id"][mine],
+                zip(times[mine], copies["parent_id"].astype(object)[mine], strict=True),
+                strict=True,
+            )
+        )
+        for node in nodes:
+            # A node without a time takes its parent's, as the import did.
+            time, above = nodes[node]
+            while time is None and above in nodes:
+                time, above = nodes[above]
+            turn_of[stable_ulid(time, app, tree, node, "turn")] = node
+    rows = llm & table["tree_id"].isin(list(found)).to_numpy()
+    ids = table["id"][rows].astype(object)
+    imported = ids.isin(list(turn_of)).to_numpy()
+    at = [found[tree] for tree in table["tree_id"][rows].astype(object)]
+    table.loc[rows, "_app"] = [app for app, _ in at]
+    table.loc[rows, "tree_id"] = [tree for _, tree in at]
+    table.loc[rows, "id"] = ids.map(lambda node: turn_of.get(node, node)).to_numpy()
+    parents = table["parent_id"][rows].astype(object)
+    table.loc[rows, "parent_id"] = parents.map(
+        lambda node: turn_of.get(node, node)
+    ).to_numpy()
+    index = table.index[rows][imported]
+    table.loc[index, "_imported"] = True
+    table.loc[index, "source"] = table.loc[index, "_app"]
 
 
 def _clashes(table: pd.DataFrame, problems: list[Problem]) -> dict[int, dict[str, str]]:
@@ -164,6 +248,8 @@ def _merge_copies(table: pd.DataFrame, problems: list[Problem]) -> pd.DataFrame:
     times = (
         table["datetime_utc"].astype(object).where(table["datetime_utc"].notna(), "")
     )
+    # An import's copy is never newer than the export it came from.
+    times = times.where(~table["_imported"], "")
     read_time = times.groupby(table["_read"]).transform("max")
     copy = [table["_key"], table["_read"]]
     tree_time = times.groupby(copy).transform("max")
@@ -185,15 +271,17 @@ def _merge_copies(table: pd.DataFrame, problems: list[Problem]) -> pd.DataFrame:
     copies = table.groupby("_key")["_read"].transform("nunique") > 1
     again = table.duplicated(["_key", "id"])
     if again.any():
-        _report_changes(table, again.to_numpy(), problems)
+        _report_changes(table, (again & ~table["_imported"]).to_numpy(), problems)
     kept = table[~again.to_numpy()]
     newest = table["_read"].where(table["_rank"] == 1).groupby(table["_key"])
     kept = kept.assign(_newest=newest.transform("max")[~again.to_numpy()].astype(int))
-    gone = (copies[~again.to_numpy()] & (kept["_rank"] != 1)).to_numpy()
+    # A turn logged below an imported conversation is no export's to lose.
+    own = ~kept["source"].astype(object).isin(list(APPS))
+    gone = (copies[~again.to_numpy()] & (kept["_rank"] != 1) & own).to_numpy()
     if gone.any():
         kept = kept.assign(**{GONE: gone})
         if "active" in kept.columns:
-            kept["active"] = kept["active"].to_numpy() & ~gone
+            kept["active"] = kept["active"].where(~gone, False)
     return kept.drop(columns=["_rt", "_tt", "_h", "_rank"])
 
 
@@ -264,7 +352,7 @@ def merge_trees(copies: Sequence[TreeRecords]) -> TreeRecords:
     problem naming it."""
     merged = merge_reads([_copy_read(copy) for copy in copies if copy.records])
     nodes = merged.nodes.astype(object)
-    records = nodes.where(nodes.notna(), None).to_dict("records")
+    records: list[dict[str, Any]] = nodes.where(nodes.notna(), None).to_dict("records")  # type: ignore[assignment]
     first = copies[0]
     problems = [*merged.problems, _duplicate(first.tree_id, first.name, len(copies))]
     return TreeRecords(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
     CATEGORY_COLUMNS,
+    CONTENT_ATTRIBUTES,
     GONE,
     PARENT_ROWS,
     SOURCE_ATTRIBUTES,
@@ -118,8 +119,8 @@ def stable_ulid(moment: str | None, *key: str) -> str:
 
 def _as_imported(table: pd.DataFrame) -> None:
     """Read the turns `convgraph import` wrote from a conversation another
-    read holds as that conversation's nodes (`_imported`), and the turns
-    logged below them into its tree: found by the import's ids."""
+    read holds as that conversation's nodes, and the turns logged below them
+    into its tree (all `_imported`): found by the import's ids."""
     table["_imported"] = False
     chat = table["_app"].isin(CHAT_APPS).to_numpy()
     llm = (table["_app"] == "llm").to_numpy()
@@ -168,8 +169,9 @@ def _as_imported(table: pd.DataFrame) -> None:
     table.loc[rows, "parent_id"] = parents.map(
         lambda node: turn_of.get(node, node)
     ).to_numpy()
+    # The whole copy in llm's file ranks below the exports (`_imported`).
+    table.loc[rows, "_imported"] = True
     index = table.index[rows][imported]
-    table.loc[index, "_imported"] = True
     table.loc[index, "source"] = table.loc[index, "_app"]
 
 
@@ -360,16 +362,22 @@ def merge_trees(copies: Sequence[TreeRecords]) -> TreeRecords:
     )
 
 
-def merge_read_copies(read: ForestRead, copies: Sequence[TreeRecords]) -> ForestRead:
+def merge_read_copies(
+    read: ForestRead, copies: Sequence[TreeRecords], texts: bool = True
+) -> ForestRead:
     """`read` (an export's, each conversation's first copy) with the later
     copies of its repeated conversations merged in, each tree alone (a
-    tree's own times tell its newest copy)."""
+    tree's own times tell its newest copy); `texts` False as `read` was."""
     import pandas as pd
 
     from convgraph.sources.tables import conform_nodes
 
     by_tree: dict[str, list[ForestRead]] = {}
     for copy in filter(lambda copy: copy.records, copies):
+        if not texts:
+            copy.records = [
+                dict(r, **dict.fromkeys(CONTENT_ATTRIBUTES)) for r in copy.records
+            ]
         by_tree.setdefault(copy.tree_id, []).append(_copy_read(copy))
     tree_ids = read.nodes["tree_id"].astype(object)
     parts = [read.nodes[~tree_ids.isin(list(by_tree)).to_numpy()]]

@@ -61,6 +61,7 @@ class ConversationResult:
     thread_id: str
     #: The nodes written (or that would be): all, or a grown one's new ones.
     nodes: int
+    #: The threads made (a dry run counts only a new conversation's).
     threads: int
     #: "imported", "would import", "skipped" (already imported), or "grown",
     #: "would grow" (imported before: the export's new nodes added).
@@ -195,12 +196,13 @@ def write_conversation(
     plan: ConversationPlan,
     held: dict[str, tuple[str, str | None, bool]] | None = None,
     export: str | None = None,
-) -> None:
+) -> int:
     """Write one planned conversation inside the caller's transaction: its
     messages node by node (each chain from its parent's tip), then its threads,
     turns, search rows and origins, a statement each. `held`: the nodes the
     file has (thread, tip, whether at its thread's tip), not written again: a
-    new branch goes on in the thread whose tip it continues, else forks."""
+    new branch goes on in the thread whose tip it continues, else forks.
+    The threads made are counted."""
     import llm
     from llm.logs import TURN_SEARCH_INSERT_SQL
 
@@ -247,7 +249,7 @@ def write_conversation(
         else:
             thread_rows[thread_id] = [thread_id, plan.name, tip, forked_from, now]
     if not turn_rows:
-        return
+        return 0
     conn.executemany(
         "insert into threads (id, name, tip_message_hash, forked_from,"
         " datetime_utc) values (?, ?, ?, ?, ?)",
@@ -281,6 +283,7 @@ def write_conversation(
             for row in turn_rows
         ],
     )
+    return len(thread_rows)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -428,13 +431,20 @@ def import_export(
     if progress is not None:
         _count_bytes(export, progress)
 
-    def record(plan: ConversationPlan, status: str, nodes: int) -> None:
-        threads = len(plan.threads) if "import" in status else 0
-        summary.conversations.append(
-            ConversationResult(
-                plan.conversation_id, plan.name, plan.thread_id, nodes, threads, status
-            )
+    written: dict[str, ConversationResult] = {}
+
+    def record(plan: ConversationPlan, status: str, nodes: int, threads: int) -> None:
+        if plan.conversation_id in written:
+            # A later copy of a conversation this run wrote: one result.
+            written[plan.conversation_id].nodes += nodes
+            written[plan.conversation_id].threads += threads
+            return
+        result = ConversationResult(
+            plan.conversation_id, plan.name, plan.thread_id, nodes, threads, status
         )
+        if "import" in status:
+            written[plan.conversation_id] = result
+        summary.conversations.append(result)
 
     if dry_run:
         # One read-only connection for the whole run: nothing is written.
@@ -456,7 +466,8 @@ def import_export(
                     held = (held or set()) | (nodes & planned[plan.conversation_id])
                 planned.setdefault(plan.conversation_id, set()).update(nodes)
                 status, count = _status(held, plan)
-                record(plan, DRY.get(status, status), count)
+                made = len(plan.threads) if status == "new" else 0
+                record(plan, DRY.get(status, status), count, made)
         finally:
             if conn is not None:
                 conn.close()
@@ -484,21 +495,20 @@ def import_export(
             conn.execute(ORIGINS_SQL)
             origin = str(source.resolve())
 
-            def write(plan: ConversationPlan) -> tuple[str, int]:
+            def write(plan: ConversationPlan) -> tuple[str, int, int]:
                 held = _held(conn, plan)
                 status, count = _status(held, plan)
-                if count:
-                    write_conversation(store, plan, held, origin)
-                return status, count
+                threads = write_conversation(store, plan, held, origin) if count else 0
+                return status, count, threads
 
-            for plan, (status, count) in batched_writes(
+            for plan, (status, count, threads) in batched_writes(
                 conn,
                 _plans(export, summary.empty),
                 write,
                 weight=lambda plan: plan.node_count,
                 timeout=timeout,
             ):
-                record(plan, "imported" if status == "new" else status, count)
+                record(plan, "imported" if status == "new" else status, count, threads)
     finally:
         conn.close()
     return summary

@@ -420,9 +420,8 @@ class ChatExport(Source):
         if self.repeated:
             from convgraph.sources.merging import merge_read_copies
 
-            found = merge_read_copies(
-                found, [self._records(item) for item in self.repeated]
-            )
+            copies = [self._records(item) for item in self.repeated]
+            found = merge_read_copies(found, copies, text)
         return found
 
 

@@ -237,3 +237,23 @@ def test_an_id_two_apps_use_is_kept_twice_and_reported(tmp_path):
     merged = merge_reads([llm_read, read(chat)])
     assert sorted(rows(merged)) == [(tree, turn), (f"llm:{tree}", f"llm:{tree}/{turn}")]
     assert [p.kind for p in merged.problems] == ["id-clash", "id-clash"]
+
+
+def test_the_import_ids_are_python_ulid_s():
+    """`stable_ulid` encodes as python-ulid does, by the standard library."""
+    import hashlib
+
+    from ulid import ULID
+
+    from convgraph.sources.merging import stable_ulid
+
+    moments = {
+        None: 0,
+        "2024-03-01T12:00:00+00:00": 1_709_294_400_000,
+        "9999-12-31T23:59:59": 253_402_300_799_000,
+    }
+    for moment, milliseconds in moments.items():
+        for key in (("a",), ("chatgpt", "conv", "node", "turn")):
+            digest = hashlib.blake2b("\0".join(key).encode(), digest_size=10).digest()
+            made = ULID(milliseconds.to_bytes(6, "big") + digest)
+            assert stable_ulid(moment, *key) == str(made).lower()

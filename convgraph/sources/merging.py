@@ -13,6 +13,7 @@ reads is read qualified and reported (`id-clash`).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,10 @@ APPS = {"responses": "llm", "turns": "llm"}
 
 #: The chat apps whose exports `convgraph import` writes into llm's file.
 CHAT_APPS = ("chatgpt", "claude", "openwebui")
+
+BASE32 = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789abcdefghjkmnpqrstvwxyz"
+)
 
 #: What a node's copies are compared on.
 COMPARED = ("parent_id", *SOURCE_ATTRIBUTES)
@@ -102,8 +107,6 @@ def stable_ulid(moment: str | None, *key: str) -> str:
     """A ULID as llm makes them (lower case): its time the moment given (0 where
     unknown), its random bits a hash of `key`: the ids `convgraph import`
     gives, the same on each import, which tell its turns when read again."""
-    from ulid import ULID
-
     # Without an offset, UTC: ids must not depend on where the import runs.
     parsed = parse_time(moment)
     milliseconds = 0
@@ -114,7 +117,10 @@ def stable_ulid(moment: str | None, *key: str) -> str:
             milliseconds = 0
     milliseconds = min(milliseconds, (1 << 48) - 1)
     digest = hashlib.blake2b("\0".join(key).encode("utf-8"), digest_size=10).digest()
-    return str(ULID(milliseconds.to_bytes(6, "big") + digest)).lower()
+    # Crockford's base32 of the 128 bits, as python-ulid writes them (lower
+    # case), by the standard library's encoder: python-ulid's is slow.
+    value = milliseconds << 80 | int.from_bytes(digest, "big")
+    return base64.b32encode(value.to_bytes(20, "big"))[6:].translate(BASE32).decode()
 
 
 def _as_imported(table: pd.DataFrame) -> None:
@@ -126,49 +132,43 @@ def _as_imported(table: pd.DataFrame) -> None:
     llm = (table["_app"] == "llm").to_numpy()
     if not chat.any() or not llm.any():
         return
-    copies = table[chat]
-    times = (
-        copies["datetime_utc"]
-        .astype(object)
-        .where(copies["datetime_utc"].notna(), None)
+    columns = ["_app", "tree_id", "id", "parent_id", "datetime_utc"]
+    copies = table.loc[chat, columns].astype(object)
+    copies = copies.where(copies.notna(), None)
+    roots = copies[copies["parent_id"].isna().to_numpy()].fillna({"datetime_utc": ""})
+    roots = roots.sort_values(["datetime_utc", "id"]).drop_duplicates(
+        ["_app", "tree_id"]
     )
-    roots = copies.assign(_time=times.fillna(""))[copies["parent_id"].isna().to_numpy()]
-    roots = roots.sort_values(["_time", "id"]).drop_duplicates(["_app", "tree_id"])
     mains = {
         stable_ulid(time or None, app, tree): (app, tree)
-        for app, tree, time in roots[["_app", "tree_id", "_time"]].to_numpy()
+        for app, tree, time in roots[["_app", "tree_id", "datetime_utc"]].to_numpy()
     }
-    held = set(table.loc[llm, "tree_id"].astype(object))
+    held = set(table.loc[llm, "tree_id"].tolist())
     found = {main: at for main, at in mains.items() if main in held}
     if not found:
         return
+    wanted = set(found.values())
+    nodes: dict[tuple[str, str], dict[str, tuple[str | None, str | None]]] = {}
+    for app, tree, node, parent, time in copies.itertuples(index=False):
+        if (app, tree) in wanted:
+            nodes.setdefault((app, tree), {})[node] = (time, parent)
     turn_of: dict[str, str] = {}
-    for app, tree in found.values():
-        mine = ((copies["_app"] == app) & (copies["tree_id"] == tree)).to_numpy()
-        nodes = dict(
-            zip(
-                copies["id"][mine],
-                zip(times[mine], copies["parent_id"].astype(object)[mine], strict=True),
-                strict=True,
-            )
-        )
-        for node in nodes:
+    for (app, tree), mine in nodes.items():
+        for node in mine:
             # A node without a time takes its parent's, as the import did.
-            time, above = nodes[node]
-            while time is None and above in nodes:
-                time, above = nodes[above]
+            time, above = mine[node]
+            while time is None and above in mine:
+                time, above = mine[above]
             turn_of[stable_ulid(time, app, tree, node, "turn")] = node
     rows = llm & table["tree_id"].isin(list(found)).to_numpy()
     ids = table["id"][rows].astype(object)
     imported = ids.isin(list(turn_of)).to_numpy()
-    at = [found[tree] for tree in table["tree_id"][rows].astype(object)]
+    at = [found[tree] for tree in table["tree_id"][rows].tolist()]
     table.loc[rows, "_app"] = [app for app, _ in at]
     table.loc[rows, "tree_id"] = [tree for _, tree in at]
-    table.loc[rows, "id"] = ids.map(lambda node: turn_of.get(node, node)).to_numpy()
-    parents = table["parent_id"][rows].astype(object)
-    table.loc[rows, "parent_id"] = parents.map(
-        lambda node: turn_of.get(node, node)
-    ).to_numpy()
+    table.loc[rows, "id"] = [turn_of.get(node, node) for node in ids.tolist()]
+    parents = table["parent_id"][rows].astype(object).tolist()
+    table.loc[rows, "parent_id"] = [turn_of.get(node, node) for node in parents]
     # The whole copy in llm's file ranks below the exports (`_imported`).
     table.loc[rows, "_imported"] = True
     index = table.index[rows][imported]
@@ -245,69 +245,84 @@ def _clashes(table: pd.DataFrame, problems: list[Problem]) -> dict[int, dict[str
 def _merge_copies(table: pd.DataFrame, problems: list[Problem]) -> pd.DataFrame:
     """Each tree's node once, from the newest copy holding it; the nodes the
     newest copy lacks marked `GONE`; differing copies reported."""
-    import pandas as pd
-
-    times = (
-        table["datetime_utc"].astype(object).where(table["datetime_utc"].notna(), "")
-    )
-    # An import's copy is never newer than the export it came from.
-    times = times.where(~table["_imported"], "")
-    read_time = times.groupby(table["_read"]).transform("max")
-    copy = [table["_key"], table["_read"]]
-    tree_time = times.groupby(copy).transform("max")
-    hashes = (
-        pd.util.hash_pandas_object(table[list(HASHED)].astype(object), index=False)
-        .groupby(copy)
-        .transform("sum")
-    )
-    table = table.assign(_rt=read_time, _tt=tree_time, _h=hashes)
-    table = table.sort_values(
-        ["_key", "_rt", "_tt", "_h", "_read"],
-        ascending=[True, False, False, False, True],
-        kind="stable",
-    )
-    # Copies numbered from 1, the newest, within each tree.
-    first = ~table.duplicated(["_key", "_read"])
-    table["_rank"] = first.astype(int).groupby(table["_key"]).cumsum()
-    table = table.sort_values(["_key", "id", "_rank"], kind="stable")
-    copies = table.groupby("_key")["_read"].transform("nunique") > 1
-    again = table.duplicated(["_key", "id"])
-    if again.any():
-        _report_changes(table, (again & ~table["_imported"]).to_numpy(), problems)
-    kept = table[~again.to_numpy()]
-    newest = table["_read"].where(table["_rank"] == 1).groupby(table["_key"])
-    kept = kept.assign(_newest=newest.transform("max")[~again.to_numpy()].astype(int))
-    # A turn logged below an imported conversation is no export's to lose.
-    own = ~kept["source"].astype(object).isin(list(APPS))
-    gone = (copies[~again.to_numpy()] & (kept["_rank"] != 1) & own).to_numpy()
-    if gone.any():
-        kept = kept.assign(**{GONE: gone})
-        if "active" in kept.columns:
-            kept["active"] = kept["active"].where(~gone, False)
-    return kept.drop(columns=["_rt", "_tt", "_h", "_rank"])
-
-
-def _report_changes(
-    table: pd.DataFrame, again: np.ndarray, problems: list[Problem]
-) -> None:
-    """A `CHANGED_NODE` problem for each node whose older copies differ from
-    the kept one (rows sorted newest first within each node)."""
     import numpy as np
     import pandas as pd
 
-    rows = np.flatnonzero(again)
+    # An import's copy is never newer than the export it came from.
+    times = table["datetime_utc"].fillna("").where(~table["_imported"], "")
+    narrow = pd.DataFrame(
+        {"_key": table["_key"], "_read": table["_read"], "id": table["id"], "_t": times}
+    )
+    latest = narrow.groupby(["_key", "_read"], sort=False)["_t"].max()
+    copies = latest.rename("_tt").reset_index()
+    copies["_rt"] = copies["_read"].map(narrow.groupby("_read")["_t"].max())
+    copies["_h"] = np.uint64(0)
+    tied = copies.duplicated(["_key", "_rt", "_tt"], keep=False)
+    if tied.any():
+        # Copies equal in time: their content orders them, not the reads' order.
+        pairs = pd.MultiIndex.from_frame(copies.loc[tied, ["_key", "_read"]])
+        rows = pd.MultiIndex.from_frame(narrow[["_key", "_read"]]).isin(pairs)
+        hashed = pd.util.hash_pandas_object(
+            table.loc[rows, list(HASHED)].astype(object), index=False
+        )
+        sums = hashed.groupby([narrow["_key"][rows], narrow["_read"][rows]]).sum()
+        copies.loc[tied, "_h"] = [sums[key] for key in pairs]
+    copies = copies.sort_values(
+        ["_key", "_rt", "_tt", "_h", "_read"],
+        ascending=[True, False, False, False, True],
+    )
+    # Copies numbered from 1, the newest, within each tree.
+    copies["_rank"] = copies.groupby("_key", sort=False).cumcount() + 1
+    copies["_n"] = copies.groupby("_key", sort=False)["_read"].transform("size")
+    copies["_newest"] = copies["_read"].where(copies["_rank"] == 1).ffill().astype(int)
+    narrow = narrow.merge(copies, on=["_key", "_read"], how="left")
+    narrow["_row"] = np.arange(len(narrow))
+    order = narrow.sort_values(["_key", "id", "_rank"], kind="stable")
+    again = order.duplicated(["_key", "id"]).to_numpy()
+    if again.any():
+        compared = again & ~table["_imported"].to_numpy()[order["_row"].to_numpy()]
+        _report_changes(table, order["_row"].to_numpy(), again, compared, problems)
+    kept = order[~again]
+    # A turn logged below an imported conversation is no export's to lose.
+    source = table["source"].to_numpy(dtype=object)[kept["_row"].to_numpy()]
+    own = ~pd.Series(source).isin(list(APPS)).to_numpy()
+    gone = (kept["_n"].to_numpy() > 1) & (kept["_rank"].to_numpy() != 1) & own
+    result = table.iloc[kept["_row"].to_numpy()].assign(
+        _newest=kept["_newest"].to_numpy()
+    )
+    if gone.any():
+        result[GONE] = gone
+        if "active" in result.columns:
+            result["active"] = result["active"].where(~gone, False)
+    return result
+
+
+def _report_changes(
+    table: pd.DataFrame,
+    rows: np.ndarray,
+    again: np.ndarray,
+    compared: np.ndarray,
+    problems: list[Problem],
+) -> None:
+    """A `CHANGED_NODE` problem for each node whose older copies differ from
+    the kept one: `rows` the table's rows sorted newest first within each
+    node, `again` the copies after the first, `compared` those compared."""
+    import numpy as np
+
     starts = np.flatnonzero(~again)
-    lead = starts[np.searchsorted(starts, rows, side="right") - 1]
+    older = np.flatnonzero(compared)
+    lead = rows[starts[np.searchsorted(starts, older, side="right") - 1]]
+    older = rows[older]
     differs: dict[int, list[str]] = {}
     for name in COMPARED:
         if name not in table.columns:
             continue
-        values = table[name].astype(object).to_numpy()
-        old, new = values[rows], values[lead]
-        gaps = pd.isna(old), pd.isna(new)
-        same = gaps[0] & gaps[1]
-        both = np.flatnonzero(~(gaps[0] | gaps[1]))
-        same[both] = [old[at] == new[at] for at in both]
+        column = table[name]
+        old = column.take(older).reset_index(drop=True)
+        new = column.take(lead).reset_index(drop=True)
+        same = (old == new).fillna(False).to_numpy(dtype=bool) | (
+            old.isna() & new.isna()
+        ).to_numpy()
         for row in set(lead[~same].tolist()):
             differs.setdefault(row, []).append(name)
     for row, names in sorted(differs.items()):

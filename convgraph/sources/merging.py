@@ -13,19 +13,28 @@ reads is read qualified and reported (`id-clash`).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
     CATEGORY_COLUMNS,
+    CONTENT_ATTRIBUTES,
     GONE,
     PARENT_ROWS,
     SOURCE_ATTRIBUTES,
     SOURCE_COLUMNS,
 )
-from convgraph.links.integrity import CHANGED_NODE, ID_CLASH, Problem
-from convgraph.sources.source import ForestRead, sort_log_order
+from convgraph.links.integrity import (
+    CHANGED_NODE,
+    DUPLICATE_CONVERSATION,
+    ID_CLASH,
+    Problem,
+)
+from convgraph.sources.source import ForestRead, TreeRecords, sort_log_order
 from convgraph.text import counted
+from convgraph.times import parse_time
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,6 +42,13 @@ if TYPE_CHECKING:
 
 #: llm's two generations share ids: one app.
 APPS = {"responses": "llm", "turns": "llm"}
+
+#: The chat apps whose exports `convgraph import` writes into llm's file.
+CHAT_APPS = ("chatgpt", "claude", "openwebui")
+
+BASE32 = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789abcdefghjkmnpqrstvwxyz"
+)
 
 #: What a node's copies are compared on.
 COMPARED = ("parent_id", *SOURCE_ATTRIBUTES)
@@ -61,6 +77,7 @@ def merge_reads(reads: Sequence[ForestRead]) -> ForestRead:
     table = pd.concat([frame for frame in frames if len(frame)], ignore_index=True)
     table["_app"] = [APPS.get(app, app) for app in table["source"].tolist()]
     table["_tree"] = table["tree_id"]
+    _as_imported(table)
     problems: list[Problem] = []
     renamed = _clashes(table, problems)
     table = _merge_copies(table, problems)
@@ -73,7 +90,9 @@ def merge_reads(reads: Sequence[ForestRead]) -> ForestRead:
         table[["tree_id", "_tree", "_newest"]].drop_duplicates().to_numpy()
     ):
         names[str(tree)] = reads[int(number)].names.get(bare)
-    table = table.drop(columns=["_read", "_app", "_key", "_tree", "_newest"])
+    table = table.drop(
+        columns=["_read", "_app", "_key", "_tree", "_newest", "_imported"]
+    )
     if GONE in table.columns and not table[GONE].any():
         table = table.drop(columns=[GONE])
     nodes = conform_nodes(sort_log_order(table))
@@ -82,6 +101,78 @@ def merge_reads(reads: Sequence[ForestRead]) -> ForestRead:
         tree: names[tree] for tree in sorted(names) if tree not in order
     }
     return ForestRead(nodes, names, _problems(reads, problems), calls)
+
+
+def stable_ulid(moment: str | None, *key: str) -> str:
+    """A ULID as llm makes them (lower case): its time the moment given (0 where
+    unknown), its random bits a hash of `key`: the ids `convgraph import`
+    gives, the same on each import, which tell its turns when read again."""
+    # Without an offset, UTC: ids must not depend on where the import runs.
+    parsed = parse_time(moment)
+    milliseconds = 0
+    if parsed is not None:
+        try:
+            milliseconds = max(0, int(parsed.timestamp() * 1000))
+        except (OverflowError, OSError, ValueError):
+            milliseconds = 0
+    milliseconds = min(milliseconds, (1 << 48) - 1)
+    digest = hashlib.blake2b("\0".join(key).encode("utf-8"), digest_size=10).digest()
+    # Crockford's base32 of the 128 bits, as python-ulid writes them (lower
+    # case), by the standard library's encoder: python-ulid's is slow.
+    value = milliseconds << 80 | int.from_bytes(digest, "big")
+    return base64.b32encode(value.to_bytes(20, "big"))[6:].translate(BASE32).decode()
+
+
+def _as_imported(table: pd.DataFrame) -> None:
+    """Read the turns `convgraph import` wrote from a conversation another
+    read holds as that conversation's nodes, and the turns logged below them
+    into its tree (all `_imported`): found by the import's ids."""
+    table["_imported"] = False
+    chat = table["_app"].isin(CHAT_APPS).to_numpy()
+    llm = (table["_app"] == "llm").to_numpy()
+    if not chat.any() or not llm.any():
+        return
+    columns = ["_app", "tree_id", "id", "parent_id", "datetime_utc"]
+    copies = table.loc[chat, columns].astype(object)
+    copies = copies.where(copies.notna(), None)
+    roots = copies[copies["parent_id"].isna().to_numpy()].fillna({"datetime_utc": ""})
+    roots = roots.sort_values(["datetime_utc", "id"]).drop_duplicates(
+        ["_app", "tree_id"]
+    )
+    mains = {
+        stable_ulid(time or None, app, tree): (app, tree)
+        for app, tree, time in roots[["_app", "tree_id", "datetime_utc"]].to_numpy()
+    }
+    held = set(table.loc[llm, "tree_id"].tolist())
+    found = {main: at for main, at in mains.items() if main in held}
+    if not found:
+        return
+    wanted = set(found.values())
+    nodes: dict[tuple[str, str], dict[str, tuple[str | None, str | None]]] = {}
+    for app, tree, node, parent, time in copies.itertuples(index=False):
+        if (app, tree) in wanted:
+            nodes.setdefault((app, tree), {})[node] = (time, parent)
+    turn_of: dict[str, str] = {}
+    for (app, tree), mine in nodes.items():
+        for node in mine:
+            # A node without a time takes its parent's, as the import did.
+            time, above = mine[node]
+            while time is None and above in mine:
+                time, above = mine[above]
+            turn_of[stable_ulid(time, app, tree, node, "turn")] = node
+    rows = llm & table["tree_id"].isin(list(found)).to_numpy()
+    ids = table["id"][rows].astype(object)
+    imported = ids.isin(list(turn_of)).to_numpy()
+    at = [found[tree] for tree in table["tree_id"][rows].tolist()]
+    table.loc[rows, "_app"] = [app for app, _ in at]
+    table.loc[rows, "tree_id"] = [tree for _, tree in at]
+    table.loc[rows, "id"] = [turn_of.get(node, node) for node in ids.tolist()]
+    parents = table["parent_id"][rows].astype(object).tolist()
+    table.loc[rows, "parent_id"] = [turn_of.get(node, node) for node in parents]
+    # The whole copy in llm's file ranks below the exports (`_imported`).
+    table.loc[rows, "_imported"] = True
+    index = table.index[rows][imported]
+    table.loc[index, "source"] = table.loc[index, "_app"]
 
 
 def _clashes(table: pd.DataFrame, problems: list[Problem]) -> dict[int, dict[str, str]]:
@@ -154,65 +245,84 @@ def _clashes(table: pd.DataFrame, problems: list[Problem]) -> dict[int, dict[str
 def _merge_copies(table: pd.DataFrame, problems: list[Problem]) -> pd.DataFrame:
     """Each tree's node once, from the newest copy holding it; the nodes the
     newest copy lacks marked `GONE`; differing copies reported."""
-    import pandas as pd
-
-    times = (
-        table["datetime_utc"].astype(object).where(table["datetime_utc"].notna(), "")
-    )
-    read_time = times.groupby(table["_read"]).transform("max")
-    copy = [table["_key"], table["_read"]]
-    tree_time = times.groupby(copy).transform("max")
-    hashes = (
-        pd.util.hash_pandas_object(table[list(HASHED)].astype(object), index=False)
-        .groupby(copy)
-        .transform("sum")
-    )
-    table = table.assign(_rt=read_time, _tt=tree_time, _h=hashes)
-    table = table.sort_values(
-        ["_key", "_rt", "_tt", "_h", "_read"],
-        ascending=[True, False, False, False, True],
-        kind="stable",
-    )
-    # Copies numbered from 1, the newest, within each tree.
-    first = ~table.duplicated(["_key", "_read"])
-    table["_rank"] = first.astype(int).groupby(table["_key"]).cumsum()
-    table = table.sort_values(["_key", "id", "_rank"], kind="stable")
-    copies = table.groupby("_key")["_read"].transform("nunique") > 1
-    again = table.duplicated(["_key", "id"])
-    if again.any():
-        _report_changes(table, again.to_numpy(), problems)
-    kept = table[~again.to_numpy()]
-    newest = table["_read"].where(table["_rank"] == 1).groupby(table["_key"])
-    kept = kept.assign(_newest=newest.transform("max")[~again.to_numpy()].astype(int))
-    gone = (copies[~again.to_numpy()] & (kept["_rank"] != 1)).to_numpy()
-    if gone.any():
-        kept = kept.assign(**{GONE: gone})
-        if "active" in kept.columns:
-            kept["active"] = kept["active"].to_numpy() & ~gone
-    return kept.drop(columns=["_rt", "_tt", "_h", "_rank"])
-
-
-def _report_changes(
-    table: pd.DataFrame, again: np.ndarray, problems: list[Problem]
-) -> None:
-    """A `CHANGED_NODE` problem for each node whose older copies differ from
-    the kept one (rows sorted newest first within each node)."""
     import numpy as np
     import pandas as pd
 
-    rows = np.flatnonzero(again)
+    # An import's copy is never newer than the export it came from.
+    times = table["datetime_utc"].fillna("").where(~table["_imported"], "")
+    narrow = pd.DataFrame(
+        {"_key": table["_key"], "_read": table["_read"], "id": table["id"], "_t": times}
+    )
+    latest = narrow.groupby(["_key", "_read"], sort=False)["_t"].max()
+    copies = latest.rename("_tt").reset_index()
+    copies["_rt"] = copies["_read"].map(narrow.groupby("_read")["_t"].max())
+    copies["_h"] = np.uint64(0)
+    tied = copies.duplicated(["_key", "_rt", "_tt"], keep=False)
+    if tied.any():
+        # Copies equal in time: their content orders them, not the reads' order.
+        pairs = pd.MultiIndex.from_frame(copies.loc[tied, ["_key", "_read"]])
+        rows = pd.MultiIndex.from_frame(narrow[["_key", "_read"]]).isin(pairs)
+        hashed = pd.util.hash_pandas_object(
+            table.loc[rows, list(HASHED)].astype(object), index=False
+        )
+        sums = hashed.groupby([narrow["_key"][rows], narrow["_read"][rows]]).sum()
+        copies.loc[tied, "_h"] = [sums[key] for key in pairs]
+    copies = copies.sort_values(
+        ["_key", "_rt", "_tt", "_h", "_read"],
+        ascending=[True, False, False, False, True],
+    )
+    # Copies numbered from 1, the newest, within each tree.
+    copies["_rank"] = copies.groupby("_key", sort=False).cumcount() + 1
+    copies["_n"] = copies.groupby("_key", sort=False)["_read"].transform("size")
+    copies["_newest"] = copies["_read"].where(copies["_rank"] == 1).ffill().astype(int)
+    narrow = narrow.merge(copies, on=["_key", "_read"], how="left")
+    narrow["_row"] = np.arange(len(narrow))
+    order = narrow.sort_values(["_key", "id", "_rank"], kind="stable")
+    again = order.duplicated(["_key", "id"]).to_numpy()
+    if again.any():
+        compared = again & ~table["_imported"].to_numpy()[order["_row"].to_numpy()]
+        _report_changes(table, order["_row"].to_numpy(), again, compared, problems)
+    kept = order[~again]
+    # A turn logged below an imported conversation is no export's to lose.
+    source = table["source"].to_numpy(dtype=object)[kept["_row"].to_numpy()]
+    own = ~pd.Series(source).isin(list(APPS)).to_numpy()
+    gone = (kept["_n"].to_numpy() > 1) & (kept["_rank"].to_numpy() != 1) & own
+    result = table.iloc[kept["_row"].to_numpy()].assign(
+        _newest=kept["_newest"].to_numpy()
+    )
+    if gone.any():
+        result[GONE] = gone
+        if "active" in result.columns:
+            result["active"] = result["active"].where(~gone, False)
+    return result
+
+
+def _report_changes(
+    table: pd.DataFrame,
+    rows: np.ndarray,
+    again: np.ndarray,
+    compared: np.ndarray,
+    problems: list[Problem],
+) -> None:
+    """A `CHANGED_NODE` problem for each node whose older copies differ from
+    the kept one: `rows` the table's rows sorted newest first within each
+    node, `again` the copies after the first, `compared` those compared."""
+    import numpy as np
+
     starts = np.flatnonzero(~again)
-    lead = starts[np.searchsorted(starts, rows, side="right") - 1]
+    older = np.flatnonzero(compared)
+    lead = rows[starts[np.searchsorted(starts, older, side="right") - 1]]
+    older = rows[older]
     differs: dict[int, list[str]] = {}
     for name in COMPARED:
         if name not in table.columns:
             continue
-        values = table[name].astype(object).to_numpy()
-        old, new = values[rows], values[lead]
-        gaps = pd.isna(old), pd.isna(new)
-        same = gaps[0] & gaps[1]
-        both = np.flatnonzero(~(gaps[0] | gaps[1]))
-        same[both] = [old[at] == new[at] for at in both]
+        column = table[name]
+        old = column.take(older).reset_index(drop=True)
+        new = column.take(lead).reset_index(drop=True)
+        same = (old == new).fillna(False).to_numpy(dtype=bool) | (
+            old.isna() & new.isna()
+        ).to_numpy()
         for row in set(lead[~same].tolist()):
             differs.setdefault(row, []).append(name)
     for row, names in sorted(differs.items()):
@@ -250,4 +360,84 @@ def _problems(reads: Sequence[ForestRead], found: list[Problem]) -> list[Problem
             problem.node_id,
             problem.message,
         ),
+    )
+
+
+def merge_trees(copies: Sequence[TreeRecords]) -> TreeRecords:
+    """The copies of one conversation an export lists several times as one
+    tree, as `merge_reads` merges them, with a `duplicate-conversation`
+    problem naming it."""
+    merged = merge_reads([_copy_read(copy) for copy in copies if copy.records])
+    nodes = merged.nodes.astype(object)
+    records: list[dict[str, Any]] = nodes.where(nodes.notna(), None).to_dict("records")  # type: ignore[assignment]
+    first = copies[0]
+    problems = [*merged.problems, _duplicate(first.tree_id, first.name, len(copies))]
+    return TreeRecords(
+        first.tree_id, merged.names.get(first.tree_id), records, problems, merged.calls
+    )
+
+
+def merge_read_copies(
+    read: ForestRead, copies: Sequence[TreeRecords], texts: bool = True
+) -> ForestRead:
+    """`read` (an export's, each conversation's first copy) with the later
+    copies of its repeated conversations merged in, each tree alone (a
+    tree's own times tell its newest copy); `texts` False as `read` was."""
+    import pandas as pd
+
+    from convgraph.sources.tables import conform_nodes
+
+    by_tree: dict[str, list[ForestRead]] = {}
+    for copy in filter(lambda copy: copy.records, copies):
+        if not texts:
+            copy.records = [
+                dict(r, **dict.fromkeys(CONTENT_ATTRIBUTES)) for r in copy.records
+            ]
+        by_tree.setdefault(copy.tree_id, []).append(_copy_read(copy))
+    tree_ids = read.nodes["tree_id"].astype(object)
+    parts = [read.nodes[~tree_ids.isin(list(by_tree)).to_numpy()]]
+    problems = list(read.problems)
+    names = dict(read.names)
+    for tree, reads in by_tree.items():
+        first = read.nodes[(tree_ids == tree).to_numpy()]
+        merged = merge_reads([ForestRead(first, {tree: read.names.get(tree)}), *reads])
+        parts.append(merged.nodes)
+        problems += [
+            *merged.problems,
+            _duplicate(tree, names.get(tree), len(reads) + 1),
+        ]
+        names[tree] = merged.names.get(tree, names.get(tree))
+    kinds = {name: object for name in CATEGORY_COLUMNS}
+    nodes = pd.concat([part.astype(kinds) for part in parts], ignore_index=True)
+    nodes = nodes.drop(columns=[PARENT_ROWS], errors="ignore")
+    if GONE in nodes.columns:
+        nodes[GONE] = nodes[GONE].fillna(False).astype(bool)
+    unique = list(dict.fromkeys(problems))
+    return ForestRead(conform_nodes(sort_log_order(nodes)), names, unique, read.calls)
+
+
+def _copy_read(copy: TreeRecords) -> ForestRead:
+    """One copy's records as a read of its own."""
+    import pandas as pd
+
+    from convgraph.sources.tables import conform_nodes
+
+    frame = pd.DataFrame.from_records(copy.records, columns=list(copy.records[0]))
+    return ForestRead(
+        conform_nodes(frame),
+        {copy.tree_id: copy.name},
+        list(copy.problems),
+        dict(copy.calls),
+    )
+
+
+def _duplicate(tree: str, name: str | None, count: int) -> Problem:
+    named = f" ({name})" if name else ""
+    return Problem(
+        DUPLICATE_CONVERSATION,
+        tree,
+        None,
+        tree,
+        f"{tree}{named} is listed {count} times in the export: its copies"
+        " read as one, every node once",
     )

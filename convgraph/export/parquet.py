@@ -55,7 +55,7 @@ def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
 
 def dataset_nodes(forest: Forest) -> pd.DataFrame:
     """The node table the dataset holds: `node_table` of the forest, `parts` as JSON
-    text (None for a node that is only prompt and answer), an agent's `PLACE_ATTRIBUTES`
+    text (None for a node that is only prompt and answer), the `OPTIONAL_ATTRIBUTES`
     where given, `calls` (an empty list where none) and `tree_name` (a category)."""
     table = node_table(forest)
     table[PARTS] = parts_as_json(table[PARTS])

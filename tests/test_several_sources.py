@@ -268,3 +268,19 @@ def test_parquet_of_several_sources_is_partitioned_by_source(files, tmp_path):
     assert sorted(zip(lazy["origin"], lazy["id"], strict=True)) == sorted(
         zip(nodes["origin"].astype(str), nodes["id"], strict=True)
     )
+
+
+@pytest.mark.slow
+def test_stats_on_dask_reads_the_dataset_partitioned_by_source(files, tmp_path):
+    pytest.importorskip("distributed")
+    target = tmp_path / "dataset"
+    run("export", "--format", "parquet", "-o", target, *both(files))
+    on_dask = json.loads(
+        run("stats", "--json", "--dask", "local", "--db", target).stdout
+    )
+    alone = json.loads(run("stats", "--json", "--db", target).stdout)
+    trees = sorted(row["tree_id"] for row in on_dask)
+    assert trees == sorted(["conv-monad", files["thread"]])
+    assert sorted(on_dask, key=lambda row: row["tree_id"]) == sorted(
+        alone, key=lambda row: row["tree_id"]
+    )

@@ -7,6 +7,8 @@ partitioned by source."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -284,3 +286,26 @@ def test_stats_on_dask_reads_the_dataset_partitioned_by_source(files, tmp_path):
     assert sorted(on_dask, key=lambda row: row["tree_id"]) == sorted(
         alone, key=lambda row: row["tree_id"]
     )
+
+
+def test_one_search_index_refreshed_per_source(files, tmp_path):
+    from convgraph.search.index import open_index
+
+    directory = tmp_path / "copies"
+    shutil.copytree(Path(files["llm"]).parent, directory / "llm")
+    export = shutil.copy(files["chatgpt"], directory / "chatgpt.json")
+    paths = [str(directory / "llm" / "logs.db"), str(export)]
+
+    def opened() -> tuple[str, list[str]]:
+        with convgraph.open(paths) as logs, open_index(logs.source) as index:
+            hits = logs.search("oaks") + logs.search("monad")
+            return index.built, sorted(hit.id for hit in hits)
+
+    assert opened() == ("built", ["a1", "a1b"])
+    assert opened() == ("", ["a1", "a1b"])
+    with LlmLog(directory / "llm") as log:
+        oaks = log.prompt("A forest of oaks?")
+    # Rows logged in the llm file: only its trees read again.
+    assert opened() == ("updated", [oaks, "a1", "a1b"])
+    os.utime(export, ns=(1, 1))
+    assert opened() == ("built", [oaks, "a1", "a1b"])

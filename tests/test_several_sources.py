@@ -309,3 +309,25 @@ def test_one_search_index_refreshed_per_source(files, tmp_path):
     assert opened() == ("updated", [oaks, "a1", "a1b"])
     os.utime(export, ns=(1, 1))
     assert opened() == ("built", [oaks, "a1", "a1b"])
+
+
+def test_browse_lists_both_sources_with_their_figures(files):
+    pytest.importorskip("textual")
+    import asyncio
+
+    from convgraph.browse import BrowseApp
+    from tests.tui import settle
+
+    async def main() -> list[tuple[str, int, str | None]]:
+        app = BrowseApp({"logs": files["llm"], "chatgpt": files["chatgpt"]})
+        async with app.run_test(size=(100, 24)) as pilot:
+            await settle(app, pilot)
+            assert app.refusal is not None and app.refusal.startswith("several")
+            return [
+                (row.tree_id, row.nodes, row.name) for row in app.conversations.shown
+            ]
+
+    assert asyncio.run(main()) == [
+        (files["thread"], 2, "What is a tree?"),
+        ("conv-monad", 4, "Monads"),
+    ]

@@ -215,6 +215,17 @@ def test_llm_default_left_out_where_missing(files, tmp_path, monkeypatch):
     assert message.startswith(f"Error: no llm database at {tmp_path / 'nowhere'}")
 
 
+def test_a_source_that_cannot_be_read_is_named(files, tmp_path, monkeypatch):
+    monkeypatch.setenv("LLM_USER_PATH", str(Path(files["llm"]).parent))
+    run("sources", "add", files["chatgpt"])
+    gone = write_json(tmp_path / "old.json", [chatgpt_branches()])
+    run("sources", "add", gone, "--name", "old")
+    gone.unlink()
+    message = run("conversations", "--db", files["llm"], "--db", gone, expect=2)
+    assert message.stderr == f"Error: source old: no database file at {gone}\n"
+    assert run("tree", expect=2).stderr == message.stderr
+
+
 def test_same_conversation_in_two_exports_is_one_tree(files, tmp_path):
     copy = write_json(tmp_path / "again.json", [chatgpt_branches()])
     two = ["--db", str(files["chatgpt"]), "--db", str(copy)]

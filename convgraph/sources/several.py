@@ -22,6 +22,7 @@ from typing import Any, cast
 from convgraph.contract import ORIGIN
 from convgraph.errors import (
     ConvgraphError,
+    DatabaseError,
     HeldBySeveral,
     UnknownConversation,
     UnknownNode,
@@ -167,6 +168,9 @@ class SeveralSources(Source):
         try:
             for name, given in paths.items():
                 self.sources[name] = open_logs(given)
+        except DatabaseError as error:
+            self.close()
+            raise DatabaseError(f"source {name}: {error}") from None
         except BaseException:
             self.close()
             raise

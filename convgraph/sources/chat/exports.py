@@ -155,6 +155,8 @@ class ChatExport(Source):
         #: alternatives of each node it prefers (`convgraph.sources.notes`).
         self.app_marks: dict[str, NodeNote] = {}
         self.alternatives: dict[str, tuple[Any, ...]] = {}
+        #: The later copies of conversations listed twice, by the last whole pass.
+        self.repeated: list[_Item] = []
         self.format = self._detect()
         self._module = _formats()[self.format] if self.format else None
 
@@ -195,11 +197,13 @@ class ChatExport(Source):
             return
         seen: set[str] = set()
         taken: set[str] = set()
+        repeated: list[_Item] = []
         for position, raw in enumerate(self._raw_items()):
             if not module.is_conversation(raw):
                 continue
             conversation_id = module.conversation_id(raw, position)
             if conversation_id in seen:
+                repeated.append(_Item(position, conversation_id, raw, []))
                 continue
             seen.add(conversation_id)
             ids = module.message_ids(raw, position)
@@ -209,6 +213,7 @@ class ChatExport(Source):
                 scaffolding(raw, position) if renamed and scaffolding else set()
             )
             yield _Item(position, conversation_id, raw, ids, renamed, structural)
+        self.repeated = repeated
 
     def _parse(self, item: _Item) -> Conversation:
         """One item of `_items`, parsed by the format's module (which is
@@ -288,11 +293,19 @@ class ChatExport(Source):
         """The records of one conversation, only that one parsed."""
         if self._found is not None and self._found.tree_id == conversation_id:
             return self._found
-        for item in self._items():
-            if item.id == conversation_id:
-                self._found = self._records(item)
-                return self._found
-        return None
+        from convgraph.sources.merging import merge_trees
+
+        # Read to the end: a later copy of the conversation is merged in.
+        copies = [
+            self._records(item) for item in self._items() if item.id == conversation_id
+        ]
+        copies += [
+            self._records(item) for item in self.repeated if item.id == conversation_id
+        ]
+        self._found = (
+            merge_trees(copies) if len(copies) > 1 else next(iter(copies), None)
+        )
+        return self._found
 
     def tree_id_of_conversation(self, conversation_id: str) -> str:
         """A conversation id names its own tree (the export's id)."""
@@ -403,7 +416,13 @@ class ChatExport(Source):
                         if not text and name in CONTENT_ATTRIBUTES
                         else record[name]
                     )
-        return ForestRead(_forest_frame(columns), names, problems)
+        found = ForestRead(_forest_frame(columns), names, problems)
+        if self.repeated:
+            from convgraph.sources.merging import merge_read_copies
+
+            copies = [self._records(item) for item in self.repeated]
+            found = merge_read_copies(found, copies, text)
+        return found
 
 
 def _shared_problem(item: _Item) -> Problem:

@@ -40,10 +40,10 @@ CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
 #: JSON's whitespace.
 SEPARATOR = re.compile(r"[ \t\n\r]*([,\[]?)[ \t\n\r]*")
 
-#: A UTF-16 surrogate escaped alone, which ijson reads as `?` or refuses.
-LONE_SURROGATE = re.compile(
-    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
-    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+#: A UTF-16 surrogate escaped, as a pair (12 characters) or alone (6),
+#: which ijson reads as `?` or refuses.
+SURROGATES = re.compile(
+    r"\\u[dD](?:[89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F]|[89a-fA-F])[0-9a-fA-F]{2}"
 )
 
 
@@ -316,9 +316,7 @@ def array_values(stream: IO[bytes]) -> Iterator[Any]:
             continue
         if separator != ("[" if first else ",") or not _within(value, MAX_DEPTH - 1):
             raise _Unusual
-        if text.find("\\u", start, stop) >= 0 and LONE_SURROGATE.search(
-            text, start, stop
-        ):
+        if any(len(m[0]) < 12 for m in SURROGATES.finditer(text, start, stop)):
             raise _Unusual
         yield value
         at, first = stop, False

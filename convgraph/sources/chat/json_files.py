@@ -32,12 +32,15 @@ MAX_VALUE_BYTES = 64 * 2**20
 #: value costs its length squared over this.
 READ_SIZE = 2 * 2**20
 
+#: What `array_values` reads at a time (more for a longer element): small, as
+#: one character past U+FFFF makes the decoded text 4 bytes a character.
+WINDOW = 2**18
+
 UTF8_BOM = b"\xef\xbb\xbf"
 
 CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
 
-#: What comes before an element of an array: its start or a comma, in
-#: JSON's whitespace.
+#: What comes before an array's element: its start or a comma, in whitespace.
 SEPARATOR = re.compile(r"[ \t\n\r]*([,\[]?)[ \t\n\r]*")
 
 #: A UTF-16 surrogate escaped, as a pair (12 characters) or alone (6),
@@ -311,7 +314,7 @@ def array_values(stream: IO[bytes]) -> Iterator[Any]:
         if stop == -1 or stop == len(text):  # cut by the window, or broken
             if ended or len(text) - at > MAX_VALUE_BYTES:
                 raise _Unusual
-            chunk = stream.read(max(READ_SIZE, len(text) - at))
+            chunk = stream.read(max(WINDOW, len(text) - at))
             text, at, ended = text[at:] + decode(chunk, not chunk), 0, not chunk
             continue
         if separator != ("[" if first else ",") or not _within(value, MAX_DEPTH - 1):

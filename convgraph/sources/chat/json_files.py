@@ -317,7 +317,10 @@ def array_values(stream: IO[bytes]) -> Iterator[Any]:
             chunk = stream.read(max(WINDOW, len(text) - at))
             text, at, ended = text[at:] + decode(chunk, not chunk), 0, not chunk
             continue
-        if separator != ("[" if first else ",") or not _within(value, MAX_DEPTH - 1):
+        # An element past the bound may hold a value past it: ijson tells.
+        if stop - start > MAX_VALUE_BYTES or separator != ("[" if first else ","):
+            raise _Unusual
+        if not _within(value, MAX_DEPTH - 1):
             raise _Unusual
         if any(len(m[0]) < 12 for m in SURROGATES.finditer(text, start, stop)):
             raise _Unusual

@@ -168,11 +168,13 @@ def nodes_frame(
     columns: dict[str, pa.Array],
     source: str,
 ) -> pd.DataFrame:
-    """The nodes table in the contract's columns and dtypes, `PARENT_ROWS`
-    where known; `tree_ids` None: each tree is its conversation."""
+    """The pipeline's input: the contract's columns and dtypes, no runs
+    (`RUN`, `TOOL_NAMES`), `PARENT_ROWS` where known; `tree_ids` None: each
+    tree is its conversation."""
     import numpy as np
     import pandas as pd
 
+    from convgraph.sources.llm.runs import RUN, TOOL_NAMES
     from convgraph.sources.tables import plain_run_columns, string_column
 
     count = len(ids)
@@ -189,8 +191,11 @@ def nodes_frame(
             columns.pop(name) if name in columns else null_strings(count)
         )
     data |= plain_run_columns(count)
-    # One buffer for both: copy on write splits them when one is written.
-    data[PARTS] = data[TOOLS] = pd.Series(data[PARTS], dtype=object, copy=False)
+    # One buffer for all: copy on write splits them when one is written.
+    data[PARTS] = data[TOOLS] = data[TOOL_NAMES] = pd.Series(
+        data[PARTS], dtype=object, copy=False
+    )
+    data[RUN] = np.zeros(count, bool)
     data["model"] = as_category(columns.pop("model"))
     data["datetime_utc"] = string_column(columns.pop("datetime_utc"))
     for name in INTEGER_ATTRIBUTES:
@@ -211,7 +216,7 @@ def nodes_frame(
                 copy=False,
                 dtype=object if isinstance(data[name], np.ndarray) else None,
             )
-            for name in SOURCE_COLUMNS
+            for name in (*SOURCE_COLUMNS, RUN, TOOL_NAMES)
         }
         | ({} if parent_rows is None else {PARENT_ROWS: parent_rows}),
         copy=False,

@@ -1,6 +1,6 @@
 """The columnar read of a message store: turns, threads and messages as
 columns; trees by pointer jumping up `forked_from`, hashes numbered as
-integers, parents by `turn_parents_table`, tool chains by `fold_runs_table`.
+integers, parents by `turn_parents_table`; the pipeline folds tool chains.
 
 With `text`, texts are gathered on arrays too, only where every part is a
 text with its words (others need `message_parts`). The answer is the row
@@ -38,7 +38,7 @@ from convgraph.sources.llm.columnar.reader import (
     NotColumnar,
     _empty,
 )
-from convgraph.sources.llm.runs import RUN, TOOL_NAMES, fold_runs_table
+from convgraph.sources.llm.runs import RUN, TOOL_NAMES
 from convgraph.sources.llm.turn_parents import first_two
 
 if TYPE_CHECKING:
@@ -65,9 +65,9 @@ ROLE_NAMES = {USER: kinds.USER, TOOL: kinds.TOOL, OTHER: kinds.ASSISTANT}
 
 def read_store(
     reader: ArrowReader, snapshot: Snapshot, text: bool = False
-) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
-    """The nodes of a message store without legacy rows, the trees' names,
-    and the node of each call inside a run."""
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The pipeline's input of a message store without legacy rows (every
+    turn, tool chains unfolded) and the trees' names."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa
@@ -85,6 +85,7 @@ def read_store(
             "forked_from": ("forked_from", TEXT),
         },
         snapshot,
+        key="id",
     )
     turns = reader.table(
         "turns",
@@ -98,6 +99,7 @@ def read_store(
             **{name: (name, INTEGER) for name in INTEGER_ATTRIBUTES},
         },
         snapshot,
+        key="id",
     )
     messages = reader.table(
         "messages",
@@ -110,6 +112,7 @@ def read_store(
             ),
         },
         snapshot,
+        key="hash",
     )
     if not len(turns["id"]):
         raise NotColumnar("no turns")
@@ -211,7 +214,6 @@ def read_store(
     nodes[TOOL_CALLS] = pd.arrays.IntegerArray(calls, np.zeros(len(calls), bool))
     nodes[RUN] = carries
     nodes[TOOL_NAMES] = tool_names
-    nodes, inner = fold_runs_table(nodes, text=text)
     is_original = pa.array(root_rows == np.arange(len(root_rows)))
     names = dict(
         zip(
@@ -220,7 +222,7 @@ def read_store(
             strict=True,
         )
     )
-    return nodes, names, inner
+    return nodes, names
 
 
 def message_numbers(

@@ -452,7 +452,7 @@ def hidden_records_sides(forest: Forest) -> Sides:
         hidden = hidden_records(rows, parents, forest.notes)
         reference.append([row["id"] in hidden for row in rows])
     nodes, parent_rows = checked_table(forest)
-    found = hidden_records_table(nodes["id"], parent_rows, forest.notes)
+    found = hidden_records_table(nodes, parent_rows, forest.notes)
     return reference, split(found.tolist(), nodes["tree_id"].tolist())
 
 
@@ -584,8 +584,7 @@ def abandoned_sides(
 def tree_tool_totals_sides(forest: Forest) -> Sides:
     reference = [tree_tool_totals(graph) for graph in graphs(forest)]
     nodes, _ = checked_table(forest)
-    codes, trees = pd.factorize(nodes["tree_id"].astype(object))
-    totals = tree_tool_totals_table(nodes, codes, len(trees))
+    totals = tree_tool_totals_table(nodes)
     found = [
         {TOOL_CALLS: plain(calls), TOOLS: tools}
         for calls, tools in zip(totals[TOOL_CALLS], totals[TOOLS], strict=True)

@@ -45,9 +45,14 @@ def dictionary_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.
     if not encoded.num_chunks:
         return np.zeros(0, np.int64), pa.array([], array.type)
     # Every chunk of the encoding shares the last chunk's dictionary.
-    indices = pa.chunked_array([chunk.indices for chunk in encoded.chunks])
-    codes = pc.fill_null(indices, -1).to_numpy().astype(np.int64)
-    return codes, encoded.chunk(encoded.num_chunks - 1).dictionary
+    values = encoded.chunk(encoded.num_chunks - 1).dictionary
+    # Widened chunk by chunk: the whole column at once would be held thrice.
+    codes = np.empty(len(encoded), np.int64)
+    start = 0
+    for chunk in encoded.iterchunks():
+        codes[start : start + len(chunk)] = pc.fill_null(chunk.indices, -1)
+        start += len(chunk)
+    return codes, values
 
 
 def category(array: pa.Array | pa.ChunkedArray) -> pd.Categorical:
@@ -162,7 +167,7 @@ def ids_at(ids: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
 
 def nodes_frame(
     ids: pa.ChunkedArray,
-    tree_ids: pa.Array | None,
+    tree_ids: pa.Array | pd.Categorical | None,
     parent_ids: pa.ChunkedArray | np.ndarray,
     parent_rows: np.ndarray | None,
     columns: dict[str, pa.Array],
@@ -184,7 +189,7 @@ def nodes_frame(
         "conversation_id": as_category(columns.pop("conversation_id")),
     }
     data["tree_id"] = (
-        data["conversation_id"] if tree_ids is None else category(tree_ids)
+        data["conversation_id"] if tree_ids is None else as_category(tree_ids)
     )
     for name in TEXT_ATTRIBUTES:
         data[name] = string_column(

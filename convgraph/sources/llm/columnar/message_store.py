@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from convgraph import parts as kinds
 from convgraph.contract import INTEGER_ATTRIBUTES, PARTS, TOOL_CALLS
 from convgraph.sources.llm.columnar.arrays import (
-    dictionary_codes,
     ids_at,
     in_log_order,
     nodes_frame,
+    object_array,
 )
 from convgraph.sources.llm.columnar.calls import (
     CALL_COLUMNS,
@@ -147,6 +147,8 @@ def read_store(
     )
     call_rows = part_rows[0]
     del messages, part_hashes
+    # The hashes are gone: their pages go back now, not at the pool's leisure.
+    pa.default_memory_pool().release_unused()
 
     # A cycle of forks is the row reader's to name and report.
     thread_ids = threads["id"]
@@ -157,15 +159,14 @@ def read_store(
     if not reaches_root(fork_rows).all():
         raise NotColumnar("a cycle of forks")
     root_rows = root_pointers(fork_rows)[0]
-    turn_thread_rows = np.where(thread_codes < in_table, thread_codes, -1)
-    tree_ids = turns["conversation_id"]
-    if len(thread_ids):
-        root_ids = thread_ids.take(pa.array(root_rows))
-        tree_ids = pc.if_else(
-            pa.array(turn_thread_rows >= 0),
-            root_ids.take(pa.array(np.maximum(turn_thread_rows, 0))),
-            tree_ids,
-        )
+    # A tree is its original thread's row, or a thread not in the table.
+    known = thread_codes < in_table
+    tree_numbers = thread_codes.copy()
+    tree_numbers[known] = root_rows[thread_codes[known]]
+    thread_names = turns.pop("conversation_id")
+    conversations = first_seen(thread_codes, thread_names)
+    tree_ids = first_seen(tree_numbers, thread_names, thread_ids)
+    del thread_names, tree_numbers
 
     fork_up = np.concatenate(
         [fork_codes, np.full(thread_count - in_table, -1, np.int64)]
@@ -185,7 +186,7 @@ def read_store(
     except TooLong:
         raise NotColumnar("a turn of very many messages") from None
     parents = turn_parents_table(
-        dictionary_codes(tree_ids)[0],
+        tree_ids.codes.astype(np.int64),
         parent_rows,
         start_rows,
         tip_rows,
@@ -206,8 +207,10 @@ def read_store(
         )
         turns |= texts
     del parent_rows, part_rows, parts
+    del start_rows, tip_rows, thread_codes, roles
     node_ids = turns.pop("id")
     parent_ids = ids_at(node_ids, parents)
+    turns["conversation_id"] = conversations
     nodes = nodes_frame(node_ids, tree_ids, parent_ids, parents, turns, SOURCE)
     if turn_parts is not None:
         nodes[PARTS] = pd.Series(turn_parts, dtype=object)
@@ -223,6 +226,33 @@ def read_store(
         )
     )
     return nodes, names
+
+
+def first_seen(
+    numbers: np.ndarray,
+    names: pa.ChunkedArray,
+    thread_ids: pa.ChunkedArray | None = None,
+) -> pd.Categorical:
+    """Rows numbered by `numbers` as a categorical in first-seen order, as
+    `arrays.category` makes it: a number below `len(thread_ids)` names that
+    thread, any other the name of its first row."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes, uniques = pd.factorize(numbers)
+    first = np.zeros(len(uniques), np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    values = names.take(pa.array(first))
+    if thread_ids is not None and len(thread_ids):
+        in_table = uniques < len(thread_ids)
+        values = pc.if_else(
+            pa.array(in_table),
+            thread_ids.take(pa.array(np.where(in_table, uniques, 0))),
+            values,
+        )
+    return pd.Categorical.from_codes(codes, pd.Index(object_array(values)))
 
 
 def message_numbers(

@@ -189,6 +189,13 @@ class ArrowReader:
                     value = pc.dictionary_encode(value)
                 elif types == INTEGER and strings:
                     value = integer_parts(value)
+                else:
+                    # Copied to its size: the driver's buffers grow by
+                    # doubling and would hold their spare room.
+                    value = pa.chunked_array(
+                        [pa.concat_arrays(value.chunks)] if value.chunks else [],
+                        value.type,
+                    )
                 part[out] = value
             return part
 

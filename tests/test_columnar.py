@@ -30,9 +30,10 @@ from convgraph import Forest  # noqa: E402
 from convgraph.sources import open_logs  # noqa: E402
 from convgraph.sources.llm import (  # noqa: E402
     columnar,
+    message_chains,
     snapshot,
 )
-from convgraph.sources.llm.columnar import calls, numbering, reader  # noqa: E402
+from convgraph.sources.llm.columnar import numbering, reader  # noqa: E402
 from tests.databases import (  # noqa: E402
     COMPLEX,
     LlmLog,
@@ -546,7 +547,7 @@ def test_a_turn_of_very_many_messages_goes_to_the_row_reader(tmp_path):
     # top, through more messages than the arrays walk.
     (tip,) = conn.execute("select tip_message_hash from turns").fetchone()
     above = tip
-    for index in range(calls.MAX_ROUNDS + 1):
+    for index in range(message_chains.MAX_ROUNDS + 1):
         conn.execute(
             "insert into messages (hash, parent_hash, role) values (?, null, 'user')",
             [f"m{index}"],

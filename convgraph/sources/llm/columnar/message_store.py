@@ -19,16 +19,7 @@ from convgraph.sources.llm.columnar.arrays import (
     nodes_frame,
     object_array,
 )
-from convgraph.sources.llm.columnar.calls import (
-    CALL_COLUMNS,
-    OTHER,
-    ROLE_CODE,
-    TOOL,
-    USER,
-    TooLong,
-    turn_calls,
-)
-from convgraph.sources.llm.columnar.calls import _walk as walk
+from convgraph.sources.llm.columnar.calls import CALL_COLUMNS, turn_calls
 from convgraph.sources.llm.columnar.numbering import numbered
 from convgraph.sources.llm.columnar.reader import (
     ID,
@@ -37,6 +28,14 @@ from convgraph.sources.llm.columnar.reader import (
     ArrowReader,
     NotColumnar,
     _empty,
+)
+from convgraph.sources.llm.message_chains import (
+    OTHER,
+    ROLE_CODE,
+    TOOL,
+    USER,
+    TooLong,
+    own_messages_table,
 )
 from convgraph.sources.llm.runs import RUN, TOOL_NAMES
 from convgraph.sources.llm.turn_parents import first_two
@@ -342,10 +341,9 @@ def turn_texts(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     del rows, owners, order
 
-    input_role = np.zeros(len(parent_rows), bool)
-    input_role[:message_count] = roles != OTHER
-    in_walk = walk(parent_rows, start_rows, message_count, keep=input_role)
-    out_walk = walk(parent_rows, tip_rows, message_count, stop=start_rows)
+    in_walk, out_walk = own_messages_table(
+        parent_rows, roles, start_rows, tip_rows, message_count
+    )
     steps = [*reversed(in_walk), *reversed(out_walk)]
     turn_count = len(start_rows)
     taken = [np.flatnonzero(step >= 0) for step in steps]

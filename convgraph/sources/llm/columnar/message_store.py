@@ -146,8 +146,6 @@ def read_store(
     )
     call_rows = part_rows[0]
     del messages, part_hashes
-    # The hashes are gone: their pages go back now, not at the pool's leisure.
-    pa.default_memory_pool().release_unused()
 
     # A cycle of forks is the row reader's to name and report.
     thread_ids = threads["id"]

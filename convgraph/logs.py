@@ -198,11 +198,11 @@ class Logs:
         nodes = forest.nodes
         empty = (nodes["prompt"] == "").fillna(False).to_numpy(dtype=bool)
         missing = empty & nodes["response"].isna().to_numpy()
-        if missing.any():
-            trees = nodes["tree_id"][missing].astype(str).unique().tolist()
-            answers = self.forest(trees=trees, text=True).nodes
-            found = dict(zip(answers["id"], answers["response"], strict=True))
-            nodes.loc[missing, "response"] = nodes["id"][missing].map(found)
+        if missing.any():  # asked of these nodes alone: no tree read again
+            ids = nodes["id"][missing].tolist()
+            found = self.source.answers(ids)
+            if found:
+                nodes.loc[missing, "response"] = [found.get(node) for node in ids]
         return forest
 
     def stats(self, where: TreeFilter | None = None) -> pd.DataFrame:

@@ -30,9 +30,10 @@ from convgraph import Forest  # noqa: E402
 from convgraph.sources import open_logs  # noqa: E402
 from convgraph.sources.llm import (  # noqa: E402
     columnar,
+    message_chains,
     snapshot,
 )
-from convgraph.sources.llm.columnar import calls, numbering, reader  # noqa: E402
+from convgraph.sources.llm.columnar import numbering, reader  # noqa: E402
 from tests.databases import (  # noqa: E402
     COMPLEX,
     LlmLog,
@@ -546,7 +547,7 @@ def test_a_turn_of_very_many_messages_goes_to_the_row_reader(tmp_path):
     # top, through more messages than the arrays walk.
     (tip,) = conn.execute("select tip_message_hash from turns").fetchone()
     above = tip
-    for index in range(calls.MAX_ROUNDS + 1):
+    for index in range(message_chains.MAX_ROUNDS + 1):
         conn.execute(
             "insert into messages (hash, parent_hash, role) values (?, null, 'user')",
             [f"m{index}"],
@@ -637,9 +638,10 @@ def test_a_number_in_an_untyped_text_column_goes_to_the_row_reader(tmp_path, col
         assert columnar.read_forest(logs, text=False) is None
 
 
-def test_repeated_ids_go_to_the_row_reader(tmp_path):
-    """A hand-made table without a primary key: the row readers keep the
-    first of each id and report the rest."""
+def test_repeated_ids_are_read_as_the_row_reader_reads_them(tmp_path, monkeypatch):
+    """A hand-made table without a primary key: both reads run the
+    pipeline's `first_of_each_id`, keep the first of each id and report the
+    rest."""
     path = tmp_path / "logs.db"
     conn = sqlite3.connect(path)
     conn.execute(
@@ -653,8 +655,11 @@ def test_repeated_ids_go_to_the_row_reader(tmp_path):
     )
     conn.commit()
     conn.close()
-    with open_logs(path) as logs:
-        assert columnar.read_forest(logs, text=False) is None
+    forest = assert_same_forest(path, monkeypatch, text=False)
+    assert forest.nodes["id"].tolist() == ["a", "b"]
+    fast, rows = read_both(path, False, monkeypatch)
+    assert fast is not None and fast.problems == rows.problems
+    assert [problem.node_id for problem in fast.problems] == ["a"]
 
 
 DELETER = """

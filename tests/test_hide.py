@@ -177,7 +177,7 @@ def test_the_two_forms_hide_what_networkx_says_lies_below(
         for row, parent in enumerate(parent_rows)
     }
     assert hidden_records(records, links, notes) == expected
-    rows = hidden_records_table(pd.Series(ids), np.array(parent_rows), notes)
+    rows = hidden_records_table(pd.DataFrame({"id": ids}), np.array(parent_rows), notes)
     assert {ids[row] for row in np.flatnonzero(rows)} == expected
 
 

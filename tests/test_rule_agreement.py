@@ -63,6 +63,14 @@ from convgraph.sources.llm.generations import (
     join_generations_table,
 )
 from convgraph.sources.llm.legacy import link_as_chains, link_as_chains_table
+from convgraph.sources.llm.message_chains import (
+    OTHER,
+    TOOL,
+    USER,
+    Chains,
+    own_messages,
+    own_messages_table,
+)
 from convgraph.sources.llm.message_store import Continuation
 from convgraph.sources.llm.old_writers import (
     Placing,
@@ -239,12 +247,15 @@ def hostile_forests(draw: st.DrawFn) -> Forest:
         sources=tuple(draw(st.lists(st.sampled_from([LEGACY, TURNS]), max_size=1))),
     )
     messages: dict[str, str | None] = {}
+    roles: dict[str, str] = {}
     for index in range(draw(st.integers(0, 6))):
         above = [f"m{n}" for n in range(index)]
         messages[f"m{index}"] = draw(st.none() | st.sampled_from([*above, "lost"]))
+        roles[f"m{index}"] = draw(st.sampled_from(["user", "tool", "assistant", "?"]))
     hashes = st.none() | st.sampled_from([*messages, "lost"])
     store = {
         "messages": messages,
+        "roles": roles,
         "forked_from": {
             thread: (tree if thread != tree else None)
             for tree in trees
@@ -452,13 +463,14 @@ def hidden_records_sides(forest: Forest) -> Sides:
         hidden = hidden_records(rows, parents, forest.notes)
         reference.append([row["id"] in hidden for row in rows])
     nodes, parent_rows = checked_table(forest)
-    found = hidden_records_table(nodes["id"], parent_rows, forest.notes)
+    found = hidden_records_table(nodes, parent_rows, forest.notes)
     return reference, split(found.tolist(), nodes["tree_id"].tolist())
 
 
-def turn_parents_sides(forest: Forest) -> Sides:
+def store_turns(forest: Forest) -> list[dict[str, Any]]:
+    """The forest's turns as the message store's rules take them."""
     store = forest.store
-    turns = [
+    return [
         {
             "id": record["id"],
             "tree_id": record["tree_id"],
@@ -469,6 +481,42 @@ def turn_parents_sides(forest: Forest) -> Sides:
         for record in unique(forest)
         if record["source"] == TURNS
     ]
+
+
+def own_messages_sides(forest: Forest) -> Sides:
+    store, turns = forest.store, store_turns(forest)
+    messages = {
+        message: (parent, store["roles"][message])
+        for message, parent in store["messages"].items()
+    }
+    reference = [
+        own_messages(rows, Chains(messages)) for rows in by_tree(turns).values()
+    ]
+    count, (parent_rows, start_rows, tip_rows) = numbers(
+        list(messages),
+        list(store["messages"].values()),
+        [turn["parent_message_hash"] for turn in turns],
+        [turn["tip_message_hash"] for turn in turns],
+    )
+    parent_rows = np.concatenate(
+        [parent_rows, np.full(count - len(messages), -1, np.int64)]
+    )
+    codes = {"user": USER, "tool": TOOL}
+    roles = np.array([codes.get(role, OTHER) for _, role in messages.values()])
+    walks = own_messages_table(parent_rows, roles, start_rows, tip_rows, len(messages))
+    hashes = list(messages)
+    found = [
+        tuple(
+            [hashes[rows[turn]] for rows in reversed(walk) if rows[turn] >= 0]
+            for walk in walks
+        )
+        for turn in range(len(turns))
+    ]
+    return reference, split(found, [turn["tree_id"] for turn in turns])
+
+
+def turn_parents_sides(forest: Forest) -> Sides:
+    store, turns = forest.store, store_turns(forest)
     nearest = NearestAbove(store["messages"].get)
     reference = []
     for rows in by_tree(turns).values():
@@ -584,8 +632,7 @@ def abandoned_sides(
 def tree_tool_totals_sides(forest: Forest) -> Sides:
     reference = [tree_tool_totals(graph) for graph in graphs(forest)]
     nodes, _ = checked_table(forest)
-    codes, trees = pd.factorize(nodes["tree_id"].astype(object))
-    totals = tree_tool_totals_table(nodes, codes, len(trees))
+    totals = tree_tool_totals_table(nodes)
     found = [
         {TOOL_CALLS: plain(calls), TOOLS: tools}
         for calls, tools in zip(totals[TOOL_CALLS], totals[TOOLS], strict=True)
@@ -621,6 +668,7 @@ SIDES: dict[str, Callable[[Forest], Sides]] = {
     "check_links": check_links_sides,
     "hidden_records": hidden_records_sides,
     "turn_parents": turn_parents_sides,
+    "own_messages": own_messages_sides,
     "mark_tree": mark_tree_sides,
     "summary": summary_sides,
     "abandoned_nodes": abandoned_sides(abandoned_nodes, abandoned_nodes_table),

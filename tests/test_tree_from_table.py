@@ -256,6 +256,24 @@ def test_the_prompts_alone_are_read_where_the_reader_can(
         columnar.available()
     )
     assert not answers_missing(Forest.read(hostile_links))
+    # The drawn read asks those answers alone of the file: no tree is read
+    # again.
+    import convgraph
+
+    whole_links = Forest.read(hostile_links).nodes
+    with convgraph.open(hostile_links) as logs:
+        source = logs.source
+        reads = []
+        read = source.read
+        source.read = lambda *a, **k: reads.append(k) or read(*a, **k)
+        drawn = logs.drawn_forest().nodes
+    assert len(reads) == 1
+    answers = dict(zip(whole_links["id"], whole_links["response"], strict=True))
+    empty = drawn["prompt"] == ""
+    assert drawn["response"][empty].tolist() == [
+        answers[node] for node in drawn["id"][empty]
+    ]
+    assert drawn["response"][empty].notna().all()
     # Read by rows (a file with tool calls): every text is kept.
     parts = base_files["legacy-parts"]["path"]
     assert (

@@ -187,7 +187,7 @@ def summary_table(
     )
     for column in INTEGER_ATTRIBUTES:
         table[column] = usage[column]
-    for column, values in tree_tool_totals_table(nodes, codes, trees).items():
+    for column, values in tree_tool_totals_table(nodes).items():
         table[column] = values
     active = active_column(nodes, parent_rows)
     table["active_path_length"] = per_tree(active)

@@ -37,12 +37,12 @@ def tree_tool_totals(tree: nx.DiGraph[str]) -> dict[str, Any]:
 
 
 @table_form(tree_tool_totals)
-def tree_tool_totals_table(
-    nodes: pd.DataFrame, tree_codes: np.ndarray, trees: int
-) -> dict[str, Any]:
-    """Every tree's `tree_tool_totals`, by the tree codes of the rows."""
+def tree_tool_totals_table(nodes: pd.DataFrame) -> dict[str, Any]:
+    """Every tree's `tree_tool_totals`, trees in the order of their first row."""
     import pandas as pd
 
+    tree_codes, tree_ids = pd.factorize(nodes["tree_id"], sort=False)
+    trees = len(tree_ids)
     missing = pd.Series(None, index=nodes.index, dtype=object)
     calls = nodes[TOOL_CALLS] if TOOL_CALLS in nodes.columns else missing
     tools = nodes[TOOLS] if TOOLS in nodes.columns else missing

@@ -59,7 +59,7 @@ class Forest:
         hidden: bool = False,
     ):
         self.nodes, self.parent_rows, link_problems = _checked(nodes)
-        in_hidden = hidden_records_table(self.nodes["id"], self.parent_rows, notes)
+        in_hidden = hidden_records_table(self.nodes, self.parent_rows, notes)
         counted = self.nodes["tree_id"][in_hidden].astype(str).value_counts(sort=False)
         self.hidden: dict[str, int] = {str(k): int(v) for k, v in counted.items()}
         if in_hidden.any() and not hidden:

@@ -160,17 +160,20 @@ def hidden_records(
 
 @table_form(hidden_records)
 def hidden_records_table(
-    ids: pd.Series, parent_rows: np.ndarray, notes: Mapping[str, NodeNote] | None
+    nodes: pd.DataFrame,
+    parent_rows: np.ndarray,
+    notes: Mapping[str, NodeNote] | None,
 ) -> np.ndarray:
-    """`hidden_records` of a checked table, as a bool per row."""
+    """`hidden_records` of a checked table (its rows' checked `parent_rows`),
+    as a bool per row."""
     import numpy as np
 
     from convgraph.links.pointer_jumping import nearest_marked, parent_rows_of
 
     hidden = [node for node, note in (notes or {}).items() if note.hidden]
-    marked = np.zeros(len(ids), dtype=bool)
+    marked = np.zeros(len(nodes), dtype=bool)
     if hidden:
-        rows = parent_rows_of(ids, hidden)
+        rows = parent_rows_of(nodes["id"], hidden)
         marked[rows[rows >= 0]] = True
     if not marked.any():
         return marked

@@ -271,6 +271,11 @@ class Source:
         missed); None where texts come only with the forest."""
         return None
 
+    def answers(self, node_ids: list[str]) -> dict[str, str | None]:
+        """These nodes' answers where a read of fewer texts left them out;
+        empty where every read holds them."""
+        return {}
+
     def tree_names(self) -> list[tuple[str, str | None]] | None:
         """Every named tree's id and name, newest first; None if unknown."""
         return None

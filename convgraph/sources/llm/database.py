@@ -233,7 +233,7 @@ class LogDatabase(Source):
             store=self.store is not None,
             linked=self.legacy is not None and self.legacy.has_parent,
             text=text,
-            response_texts=self._response_texts,
+            response_texts=self.answers,
         )
 
     def conversations_of(self, node_ids: list[str]) -> dict[str, str]:
@@ -242,8 +242,8 @@ class LogDatabase(Source):
             return {}
         return self.legacy.conversation_of_ids(node_ids)
 
-    def _response_texts(self, node_ids: list[str]) -> dict[str, str | None]:
-        """Legacy answers by id, for a table read without texts."""
+    def answers(self, node_ids: list[str]) -> dict[str, str | None]:
+        """Legacy answers by id (a turn's are read with its prompt)."""
         rows = self.conn.execute(
             "select cast(id as text), cast(response as text) from responses"
             " where id in (select value from json_each(?))",

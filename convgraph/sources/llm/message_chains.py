@@ -1,21 +1,39 @@
 """The message tree of llm's message store walked up once per message
-(`Chains`), and a turn's texts and system prompt from it."""
+(`Chains`), and a turn's texts and system prompt from it. A turn's own
+messages, the rule both store readers share, in its two forms:
+`own_messages` (by `Chains`) and `own_messages_table` (every turn at once
+on arrays, a message a round).
+"""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from convgraph.links.integrity import ParentWalk
+from convgraph.links.rules import TURNS, rule, table_form
 from convgraph.parts import ASSISTANT, TEXT, is_plain
 from convgraph.sources.llm.message_parts import (
     ROLES,
     MessageContent,
 )
-from convgraph.sources.llm.turn_parents import NearestAbove
+from convgraph.sources.llm.turn_parents import NearestAbove, TurnRecord
 
 if TYPE_CHECKING:
-    pass
+    import numpy as np
+
+#: Role codes on arrays: a turn's input is its trailing user and tool messages.
+USER, TOOL, OTHER = 1, 2, 0
+ROLE_CODE = (
+    f"(case role when 'user' then {USER} when 'tool' then {TOOL} else {OTHER} end)"
+)
+#: Rounds a walk on arrays may take; only hand-made files need more.
+MAX_ROUNDS = 64
+
+
+class TooLong(Exception):
+    """A turn's walk is longer than `MAX_ROUNDS` messages."""
 
 
 class Chains:
@@ -133,3 +151,66 @@ def system_of(
         return None
     nearest = chains.nearest(parent_message_hash, system_hashes, "\0system")
     return None if nearest is None else content.text_of(nearest)
+
+
+@rule(TURNS)
+def own_messages(
+    turns: Sequence[TurnRecord], chains: Chains
+) -> list[tuple[list[str], list[str]]]:
+    """Each turn's own input and the messages it appended, oldest first."""
+    return [
+        (
+            chains.own_input(turn["parent_message_hash"]),
+            chains.own_output(turn["tip_message_hash"], turn["parent_message_hash"]),
+        )
+        for turn in turns
+    ]
+
+
+@table_form(own_messages)
+def own_messages_table(
+    parent_rows: np.ndarray,
+    roles: np.ndarray,
+    start_rows: np.ndarray,
+    tip_rows: np.ndarray,
+    message_count: int,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """`own_messages` as rows: per round, each turn's message (-1 for none),
+    newest first, up its input and up from its tip. Rows of `parent_rows`
+    past `message_count` are unknown hashes; `roles` are coded; `TooLong`."""
+    import numpy as np
+
+    input_role = np.zeros(len(parent_rows), bool)
+    input_role[:message_count] = roles != OTHER
+    return (
+        _walk(parent_rows, start_rows, message_count, keep=input_role),
+        _walk(parent_rows, tip_rows, message_count, stop=start_rows),
+    )
+
+
+def _walk(
+    parent_rows: np.ndarray,
+    starts: np.ndarray,
+    message_count: int,
+    stop: np.ndarray | None = None,
+    keep: np.ndarray | None = None,
+) -> list[np.ndarray]:
+    """Per round, each turn's message up from its start (-1: ended at an
+    unknown hash, at `stop`, or at a message not in `keep`)."""
+    import numpy as np
+
+    current = starts.copy()
+    rounds: list[np.ndarray] = []
+    while True:
+        going = (current >= 0) & (current < message_count)
+        if stop is not None:
+            going &= current != stop
+        if keep is not None:
+            going[going] = keep[current[going]]
+        if not going.any():
+            return rounds
+        if len(rounds) == MAX_ROUNDS:
+            raise TooLong
+        rounds.append(np.where(going, current, -1))
+        current = np.full(len(current), -1)
+        current[going] = parent_rows[rounds[-1][going]]

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
 from convgraph.sources.llm.generations import CONTINUES
-from convgraph.sources.llm.message_chains import Chains, add_texts, system_of
+from convgraph.sources.llm.message_chains import (
+    Chains,
+    add_texts,
+    own_messages,
+    system_of,
+)
 from convgraph.sources.llm.message_parts import (
     read_content,
     read_tool_names,
@@ -225,14 +230,7 @@ class MessageStoreReader:
         """The cycles of forks among `threads` (`member_threads`) or all."""
         if threads is None:
             # Only forks can be on a cycle of forks.
-            forks = {
-                row[1]: row[2]
-                for chunk in Snapshot(self.conn, ["threads"]).rows(
-                    "threads", "cast(id as text), cast(forked_from as text)"
-                )
-                for row in chunk
-                if row[1] is not None and row[2] is not None
-            }
+            forks = {t: f for t, f in self._all_forks().items() if f is not None}
         else:
             forks = {tid: row["forked_from"] for tid, row in threads.items()}
         return _thread_roots(forks)[1]
@@ -379,10 +377,10 @@ class MessageStoreReader:
         parents = turn_parents(turns, chains.nearest, forked_from)
 
         records = []
-        for turn, parent in zip(turns, parents, strict=True):
+        for turn, parent, (input_hashes, output_hashes) in zip(
+            turns, parents, own_messages(turns, chains), strict=True
+        ):
             start = turn["parent_message_hash"]
-            input_hashes = chains.own_input(start)
-            output_hashes = chains.own_output(turn["tip_message_hash"], start)
             answers_above = chains.answers_above(start) if parent is None else []
             names = [
                 name

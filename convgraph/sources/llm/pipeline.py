@@ -1,7 +1,8 @@
 """The llm read pipeline, declared once: the registered rules (`links.rules`)
 that make one set of nodes of a file's generations, in order. The one-tree
 read (`LogDatabase.read_tree`) runs each step's reference form on the
-tree's records, the row reader's whole-file read each step's table form.
+tree's records; both whole-file reads (by rows, `LogDatabase.read_all`,
+and by columns, `columnar.read_forest`) each step's table form.
 
 Before these steps each generation's reader links its own rows: old
 writers' rows placed (`old_writers.place_records`), a turn's parent turn
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import PARENT_ROWS
 from convgraph.links.integrity import Problem
 from convgraph.sources.llm.generations import (
     CONTINUES,
@@ -34,12 +36,14 @@ Records = list[dict[str, Any]]
 @dataclass
 class Read:
     """What the steps of one read share: which generations the file holds,
-    whether its responses carry parents, whether texts were read (and how
-    legacy answers are read without them); what the steps find."""
+    whether its responses carry parents, whether the file's index keeps the
+    ids unique, whether texts were read (and how legacy answers are read
+    without them); what the steps find."""
 
     legacy: bool
     store: bool
     linked: bool
+    unique: bool = False
     text: bool = True
     response_texts: Callable[[list[str]], dict[str, str | None]] | None = None
     problems: list[Problem] = field(default_factory=list)
@@ -75,7 +79,9 @@ def _chains_on_tree(records: Records, read: Read) -> Records:
 
 
 def _chains_on_table(nodes: pd.DataFrame, read: Read) -> pd.DataFrame:
-    link_as_chains_table(nodes)
+    rows = link_as_chains_table(nodes)
+    if not read.store:  # every row a legacy one: the forest need not hash ids
+        nodes[PARENT_ROWS] = rows
     return nodes
 
 
@@ -89,7 +95,7 @@ def _join_on_table(nodes: pd.DataFrame, read: Read) -> pd.DataFrame:
     if read.legacy and read.store:
         response_texts = None if read.text else read.response_texts
         join_generations_table(nodes, read.linked, response_texts)
-    return nodes.drop(columns=CONTINUES)
+    return nodes.drop(columns=CONTINUES, errors="ignore")
 
 
 def _runs_on_tree(records: Records, read: Read) -> Records:
@@ -107,7 +113,12 @@ def _runs_on_table(nodes: pd.DataFrame, read: Read) -> pd.DataFrame:
 #: The steps, in order. The join reads each call's own answer, so a tool
 #: chain is folded after it.
 PIPELINE = (
-    Step("first_of_each_id", lambda read: True, _each_id_on_tree, _each_id_on_table),
+    Step(
+        "first_of_each_id",
+        lambda read: not read.unique,
+        _each_id_on_tree,
+        _each_id_on_table,
+    ),
     Step(
         "link_as_chains",
         lambda read: read.legacy and not read.linked,

@@ -195,9 +195,12 @@ def _with_tools(nodes: pd.DataFrame) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
+    named = np.flatnonzero(nodes[TOOL_NAMES].notna().to_numpy())
+    if not len(named):  # the readers' `TOOLS` stay as they are, maybe shared
+        return nodes
     names = nodes[TOOL_NAMES].to_numpy(dtype=object)
     tools = np.full(len(nodes), None, dtype=object)
-    for row in np.flatnonzero(nodes[TOOL_NAMES].notna().to_numpy()).tolist():
+    for row in named.tolist():
         tools[row] = tools_of(names[row])
     return nodes.assign(**{TOOLS: pd.Series(tools, index=nodes.index, dtype=object)})
 

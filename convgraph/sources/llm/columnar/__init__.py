@@ -1,7 +1,8 @@
 """The whole forest as Arrow columns (ADBC driver), links found on integer
-arrays: the row readers' answer exactly. Only a legacy file without parts,
-or a message store of plain texts without legacy rows; anything else (or no
-`fast` extra) returns None, and the row readers, which report odd data, read.
+arrays, then the declared `pipeline` on the table: the row readers' answer
+exactly. Only a legacy file without parts, or a message store of plain
+texts without legacy rows; anything else (or no `fast` extra) returns None,
+and the row readers, which report odd data, read.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ def read_forest(
 
     from convgraph.sources.llm.columnar import legacy, message_store
     from convgraph.sources.llm.columnar.reader import ArrowReader, NotColumnar
+    from convgraph.sources.llm.pipeline import Read, run_on_table
     from convgraph.sources.llm.snapshot import read_consistently
     from convgraph.sources.source import ForestRead
+    from convgraph.sources.tables import conform_nodes
 
     try:
         with ArrowReader(logs.path) as reader:
@@ -53,23 +56,35 @@ def read_forest(
                 ):
                     # Parts to build and chains to fold: `legacy_parts`.
                     return None
+                unique = "id" in reader.unique_columns("responses")
                 nodes, names = read_consistently(
                     reader,
                     legacy.tables(logs),
                     lambda snapshot: legacy.read_legacy(logs, reader, snapshot, text),
                     progress,
                 )
-                return ForestRead(nodes, names)
-            nodes, names, calls = read_consistently(
-                reader,
-                message_store.TABLES,
-                lambda snapshot: message_store.read_store(reader, snapshot, bool(text)),
-                progress,
-            )
-            return ForestRead(nodes, names, calls=calls)
+            else:
+                unique = True  # `read_store` takes no file whose ids repeat
+                nodes, names = read_consistently(
+                    reader,
+                    message_store.TABLES,
+                    lambda snapshot: message_store.read_store(
+                        reader, snapshot, bool(text)
+                    ),
+                    progress,
+                )
     except (NotColumnar, adbc_driver_manager.Error):
         # The row readers report locked, damaged or odd files.
         return None
+    read = Read(
+        legacy=kind == "legacy",
+        store=kind == "store",
+        linked=logs.legacy is not None and logs.legacy.has_parent,
+        unique=unique,
+        text=bool(text),
+    )
+    nodes = run_on_table(nodes, read)
+    return ForestRead(conform_nodes(nodes), names, read.problems, read.calls)
 
 
 def _generation(logs: LogDatabase, reader: ArrowReader) -> str | None:

@@ -45,9 +45,14 @@ def dictionary_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.
     if not encoded.num_chunks:
         return np.zeros(0, np.int64), pa.array([], array.type)
     # Every chunk of the encoding shares the last chunk's dictionary.
-    indices = pa.chunked_array([chunk.indices for chunk in encoded.chunks])
-    codes = pc.fill_null(indices, -1).to_numpy().astype(np.int64)
-    return codes, encoded.chunk(encoded.num_chunks - 1).dictionary
+    values = encoded.chunk(encoded.num_chunks - 1).dictionary
+    # Widened chunk by chunk: the whole column at once would be held thrice.
+    codes = np.empty(len(encoded), np.int64)
+    start = 0
+    for chunk in encoded.iterchunks():
+        codes[start : start + len(chunk)] = pc.fill_null(chunk.indices, -1)
+        start += len(chunk)
+    return codes, values
 
 
 def category(array: pa.Array | pa.ChunkedArray) -> pd.Categorical:
@@ -162,17 +167,19 @@ def ids_at(ids: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
 
 def nodes_frame(
     ids: pa.ChunkedArray,
-    tree_ids: pa.Array | None,
+    tree_ids: pa.Array | pd.Categorical | None,
     parent_ids: pa.ChunkedArray | np.ndarray,
     parent_rows: np.ndarray | None,
     columns: dict[str, pa.Array],
     source: str,
 ) -> pd.DataFrame:
-    """The nodes table in the contract's columns and dtypes, `PARENT_ROWS`
-    where known; `tree_ids` None: each tree is its conversation."""
+    """The pipeline's input: the contract's columns and dtypes, no runs
+    (`RUN`, `TOOL_NAMES`), `PARENT_ROWS` where known; `tree_ids` None: each
+    tree is its conversation."""
     import numpy as np
     import pandas as pd
 
+    from convgraph.sources.llm.runs import RUN, TOOL_NAMES
     from convgraph.sources.tables import plain_run_columns, string_column
 
     count = len(ids)
@@ -182,15 +189,18 @@ def nodes_frame(
         "conversation_id": as_category(columns.pop("conversation_id")),
     }
     data["tree_id"] = (
-        data["conversation_id"] if tree_ids is None else category(tree_ids)
+        data["conversation_id"] if tree_ids is None else as_category(tree_ids)
     )
     for name in TEXT_ATTRIBUTES:
         data[name] = string_column(
             columns.pop(name) if name in columns else null_strings(count)
         )
     data |= plain_run_columns(count)
-    # One buffer for both: copy on write splits them when one is written.
-    data[PARTS] = data[TOOLS] = pd.Series(data[PARTS], dtype=object, copy=False)
+    # One buffer for all: copy on write splits them when one is written.
+    data[PARTS] = data[TOOLS] = data[TOOL_NAMES] = pd.Series(
+        data[PARTS], dtype=object, copy=False
+    )
+    data[RUN] = np.zeros(count, bool)
     data["model"] = as_category(columns.pop("model"))
     data["datetime_utc"] = string_column(columns.pop("datetime_utc"))
     for name in INTEGER_ATTRIBUTES:
@@ -211,7 +221,7 @@ def nodes_frame(
                 copy=False,
                 dtype=object if isinstance(data[name], np.ndarray) else None,
             )
-            for name in SOURCE_COLUMNS
+            for name in (*SOURCE_COLUMNS, RUN, TOOL_NAMES)
         }
         | ({} if parent_rows is None else {PARENT_ROWS: parent_rows}),
         copy=False,

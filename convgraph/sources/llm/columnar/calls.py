@@ -1,10 +1,7 @@
-"""A message store's tool calls and tool chains on arrays: the row reader's
-counts for every turn at once.
-
-A turn's calls are the `tool_call` parts of its run step's messages (the
-trailing user and tool messages of its input and those it appended). Every
-turn walks up at once, a message a round; a walk past `MAX_ROUNDS` (only
-hand-made files) leaves the file to the row reader.
+"""A message store's tool calls on arrays, the row reader's counts for every
+turn at once: a turn's calls are the `tool_call` parts of its own messages
+(`message_chains.own_messages_table`); it carries on a run where its input
+ends at a tool message.
 """
 
 from __future__ import annotations
@@ -12,15 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from convgraph.sources.llm.columnar.reader import INTEGER, TEXT
+from convgraph.sources.llm.message_chains import TOOL, own_messages_table
 
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-USER, TOOL, OTHER = 1, 2, 0
-ROLE_CODE = (
-    f"(case role when 'user' then {USER} when 'tool' then {TOOL} else {OTHER} end)"
-)
 
 #: NULL for every part but a call: cheap to read.
 CALL_COLUMNS = {
@@ -32,12 +26,6 @@ CALL_COLUMNS = {
         ("payload", "payload", TEXT),
     )
 }
-
-MAX_ROUNDS = 64
-
-
-class TooLong(Exception):
-    """A turn's walk is longer than `MAX_ROUNDS` messages."""
 
 
 def turn_calls(
@@ -57,10 +45,9 @@ def turn_calls(
     from convgraph.sources.llm.message_parts import call_name
 
     calls = np.bincount(call_rows[call_rows >= 0], minlength=len(parent_rows))
-    input_role = np.zeros(len(parent_rows), bool)
-    input_role[:message_count] = roles != OTHER
-    out_walk = _walk(parent_rows, tip_rows, message_count, stop=start_rows)
-    in_walk = _walk(parent_rows, start_rows, message_count, keep=input_role)
+    in_walk, out_walk = own_messages_table(
+        parent_rows, roles, start_rows, tip_rows, message_count
+    )
     counts = np.zeros(len(start_rows), np.int64)
     for rows in (*out_walk, *in_walk):
         taken = rows >= 0
@@ -81,34 +68,6 @@ def turn_calls(
                 name for row in walked if row >= 0 for name in by_message.get(row, ())
             ]
     return counts, carries, names
-
-
-def _walk(
-    parent_rows: np.ndarray,
-    starts: np.ndarray,
-    message_count: int,
-    stop: np.ndarray | None = None,
-    keep: np.ndarray | None = None,
-) -> list[np.ndarray]:
-    """Per round, each turn's message up from its start (-1: ended at an
-    unknown hash, at `stop`, or at a message not in `keep`)."""
-    import numpy as np
-
-    current = starts.copy()
-    rounds: list[np.ndarray] = []
-    while True:
-        going = (current >= 0) & (current < message_count)
-        if stop is not None:
-            going &= current != stop
-        if keep is not None:
-            going[going] = keep[current[going]]
-        if not going.any():
-            return rounds
-        if len(rounds) == MAX_ROUNDS:
-            raise TooLong
-        rounds.append(np.where(going, current, -1))
-        current = np.full(len(current), -1)
-        current[going] = parent_rows[rounds[-1][going]]
 
 
 def _names_by_message(

@@ -1,6 +1,6 @@
 """The columnar read of a legacy file: llm's `responses` table as columns,
 each parent's rowid found by SQLite through its index of the ids (faster
-than hashing the ids here). The answer is `LegacyReader.read_all`'s."""
+than hashing the ids here)."""
 
 from __future__ import annotations
 
@@ -46,13 +46,13 @@ def read_legacy(
     snapshot: Snapshot,
     text: bool | Collection[str],
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """`LegacyReader.read_all`'s answer for a file without turns; `text`
-    may name the text columns to read (the others missing)."""
+    """The pipeline's input `LegacyReader.read_all` gives, for a file
+    without turns; `text` may name the text columns to read (the others
+    missing)."""
     import pyarrow as pa
 
-    from convgraph.sources.llm.legacy import SOURCE, link_as_chains_table
+    from convgraph.sources.llm.legacy import SOURCE
     from convgraph.sources.source import sort_log_order
-    from convgraph.sources.tables import conform_nodes
 
     assert logs.legacy is not None
     present = logs.legacy._columns
@@ -113,19 +113,20 @@ def read_legacy(
     if not in_order:
         # Sorting makes parent rows stale: the forest uses the ids.
         nodes = sort_log_order(nodes.drop(columns=PARENT_ROWS, errors="ignore"))
-    if not logs.legacy.has_parent:
-        nodes[PARENT_ROWS] = link_as_chains_table(nodes)
-    else:
+    if logs.legacy.has_parent:
         _place_old_writers(logs, nodes)
     names = {}
     if logs.legacy.has_conversations:
         named = reader.table(
-            "conversations", {"id": ("id", ID), "name": ("name", TEXT)}, snapshot
+            "conversations",
+            {"id": ("id", ID), "name": ("name", TEXT)},
+            snapshot,
+            key="id",
         )
         names = dict(
             zip(named["id"].to_pylist(), named["name"].to_pylist(), strict=True)
         )
-    return conform_nodes(nodes), names
+    return nodes, names
 
 
 def text_columns(text: bool | Collection[str]) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """The columnar read of a message store: turns, threads and messages as
 columns; trees by pointer jumping up `forked_from`, hashes numbered as
-integers, parents by `turn_parents_table`, tool chains by `fold_runs_table`.
+integers, parents by `turn_parents_table`; the pipeline folds tool chains.
 
 With `text`, texts are gathered on arrays too, only where every part is a
 text with its words (others need `message_parts`). The answer is the row
@@ -14,21 +14,12 @@ from typing import TYPE_CHECKING, Any
 from convgraph import parts as kinds
 from convgraph.contract import INTEGER_ATTRIBUTES, PARTS, TOOL_CALLS
 from convgraph.sources.llm.columnar.arrays import (
-    dictionary_codes,
     ids_at,
     in_log_order,
     nodes_frame,
+    object_array,
 )
-from convgraph.sources.llm.columnar.calls import (
-    CALL_COLUMNS,
-    OTHER,
-    ROLE_CODE,
-    TOOL,
-    USER,
-    TooLong,
-    turn_calls,
-)
-from convgraph.sources.llm.columnar.calls import _walk as walk
+from convgraph.sources.llm.columnar.calls import CALL_COLUMNS, turn_calls
 from convgraph.sources.llm.columnar.numbering import numbered
 from convgraph.sources.llm.columnar.reader import (
     ID,
@@ -38,7 +29,15 @@ from convgraph.sources.llm.columnar.reader import (
     NotColumnar,
     _empty,
 )
-from convgraph.sources.llm.runs import RUN, TOOL_NAMES, fold_runs_table
+from convgraph.sources.llm.message_chains import (
+    OTHER,
+    ROLE_CODE,
+    TOOL,
+    USER,
+    TooLong,
+    own_messages_table,
+)
+from convgraph.sources.llm.runs import RUN, TOOL_NAMES
 from convgraph.sources.llm.turn_parents import first_two
 
 if TYPE_CHECKING:
@@ -65,9 +64,9 @@ ROLE_NAMES = {USER: kinds.USER, TOOL: kinds.TOOL, OTHER: kinds.ASSISTANT}
 
 def read_store(
     reader: ArrowReader, snapshot: Snapshot, text: bool = False
-) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
-    """The nodes of a message store without legacy rows, the trees' names,
-    and the node of each call inside a run."""
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The pipeline's input of a message store without legacy rows (every
+    turn, tool chains unfolded) and the trees' names."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa
@@ -85,6 +84,7 @@ def read_store(
             "forked_from": ("forked_from", TEXT),
         },
         snapshot,
+        key="id",
     )
     turns = reader.table(
         "turns",
@@ -98,6 +98,7 @@ def read_store(
             **{name: (name, INTEGER) for name in INTEGER_ATTRIBUTES},
         },
         snapshot,
+        key="id",
     )
     messages = reader.table(
         "messages",
@@ -110,6 +111,7 @@ def read_store(
             ),
         },
         snapshot,
+        key="hash",
     )
     if not len(turns["id"]):
         raise NotColumnar("no turns")
@@ -154,15 +156,14 @@ def read_store(
     if not reaches_root(fork_rows).all():
         raise NotColumnar("a cycle of forks")
     root_rows = root_pointers(fork_rows)[0]
-    turn_thread_rows = np.where(thread_codes < in_table, thread_codes, -1)
-    tree_ids = turns["conversation_id"]
-    if len(thread_ids):
-        root_ids = thread_ids.take(pa.array(root_rows))
-        tree_ids = pc.if_else(
-            pa.array(turn_thread_rows >= 0),
-            root_ids.take(pa.array(np.maximum(turn_thread_rows, 0))),
-            tree_ids,
-        )
+    # A tree is its original thread's row, or a thread not in the table.
+    known = thread_codes < in_table
+    tree_numbers = thread_codes.copy()
+    tree_numbers[known] = root_rows[thread_codes[known]]
+    thread_names = turns.pop("conversation_id")
+    conversations = first_seen(thread_codes, thread_names)
+    tree_ids = first_seen(tree_numbers, thread_names, thread_ids)
+    del thread_names, tree_numbers
 
     fork_up = np.concatenate(
         [fork_codes, np.full(thread_count - in_table, -1, np.int64)]
@@ -182,7 +183,7 @@ def read_store(
     except TooLong:
         raise NotColumnar("a turn of very many messages") from None
     parents = turn_parents_table(
-        dictionary_codes(tree_ids)[0],
+        tree_ids.codes.astype(np.int64),
         parent_rows,
         start_rows,
         tip_rows,
@@ -203,15 +204,16 @@ def read_store(
         )
         turns |= texts
     del parent_rows, part_rows, parts
+    del start_rows, tip_rows, thread_codes, roles
     node_ids = turns.pop("id")
     parent_ids = ids_at(node_ids, parents)
+    turns["conversation_id"] = conversations
     nodes = nodes_frame(node_ids, tree_ids, parent_ids, parents, turns, SOURCE)
     if turn_parts is not None:
         nodes[PARTS] = pd.Series(turn_parts, dtype=object)
     nodes[TOOL_CALLS] = pd.arrays.IntegerArray(calls, np.zeros(len(calls), bool))
     nodes[RUN] = carries
     nodes[TOOL_NAMES] = tool_names
-    nodes, inner = fold_runs_table(nodes, text=text)
     is_original = pa.array(root_rows == np.arange(len(root_rows)))
     names = dict(
         zip(
@@ -220,7 +222,34 @@ def read_store(
             strict=True,
         )
     )
-    return nodes, names, inner
+    return nodes, names
+
+
+def first_seen(
+    numbers: np.ndarray,
+    names: pa.ChunkedArray,
+    thread_ids: pa.ChunkedArray | None = None,
+) -> pd.Categorical:
+    """Rows numbered by `numbers` as a categorical in first-seen order, as
+    `arrays.category` makes it: a number below `len(thread_ids)` names that
+    thread, any other the name of its first row."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes, uniques = pd.factorize(numbers)
+    first = np.zeros(len(uniques), np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    values = names.take(pa.array(first))
+    if thread_ids is not None and len(thread_ids):
+        in_table = uniques < len(thread_ids)
+        values = pc.if_else(
+            pa.array(in_table),
+            thread_ids.take(pa.array(np.where(in_table, uniques, 0))),
+            values,
+        )
+    return pd.Categorical.from_codes(codes, pd.Index(object_array(values)))
 
 
 def message_numbers(
@@ -310,10 +339,9 @@ def turn_texts(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     del rows, owners, order
 
-    input_role = np.zeros(len(parent_rows), bool)
-    input_role[:message_count] = roles != OTHER
-    in_walk = walk(parent_rows, start_rows, message_count, keep=input_role)
-    out_walk = walk(parent_rows, tip_rows, message_count, stop=start_rows)
+    in_walk, out_walk = own_messages_table(
+        parent_rows, roles, start_rows, tip_rows, message_count
+    )
     steps = [*reversed(in_walk), *reversed(out_walk)]
     turn_count = len(start_rows)
     taken = [np.flatnonzero(step >= 0) for step in steps]

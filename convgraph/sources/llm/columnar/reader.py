@@ -32,7 +32,6 @@ ROWS_PER_RANGE = 50_000
 TEXT = "('text', 'null')"
 INTEGER = "('integer', 'null')"
 ID = "('text')"
-_KEYS = ("id", "hash")
 
 
 class NotColumnar(Exception):
@@ -134,12 +133,14 @@ class ArrowReader:
         strings: tuple[str, ...] = (),
         log_order: bool = False,
         categories: tuple[str, ...] = (),
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Table `name` up to its `snapshot` bound, in rowid order: per output
         column of `columns` (SQL, allowed `typeof`s) an Arrow array, but
         `strings` as `large_string`, `categories` as categoricals and, where
         `strings` names any, integers as Int64, converted chunk by chunk.
-        `log_order` adds "_in_log_order". `NotColumnar` for other types.
+        `log_order` adds "_in_log_order". `NotColumnar` for other types, or
+        where column `key` repeats a value.
         """
         import numpy as np
         import pandas as pd
@@ -188,6 +189,13 @@ class ArrowReader:
                     value = pc.dictionary_encode(value)
                 elif types == INTEGER and strings:
                     value = integer_parts(value)
+                else:
+                    # Copied to its size: the driver's buffers grow by
+                    # doubling and would hold their spare room.
+                    value = pa.chunked_array(
+                        [pa.concat_arrays(value.chunks)] if value.chunks else [],
+                        value.type,
+                    )
                 part[out] = value
             return part
 
@@ -232,7 +240,7 @@ class ArrowReader:
         parts = {out: [chunk.pop(out) for chunk in chunks] for out in columns}
         del chunks
         for out, (_, types) in columns.items():
-            keyed = out in _KEYS and out not in unique
+            keyed = out == key and out not in unique
             if out in strings:
                 arrays[out] = pa.chunked_array(parts.pop(out), pa.large_string())
             elif out in categories:

@@ -299,6 +299,12 @@ class SeveralSources(Source):
             return None
         return itertools.chain.from_iterable(b for b in batches if b is not None)
 
+    def answers(self, node_ids: list[str]) -> dict[str, str | None]:
+        found: dict[str, str | None] = {}
+        for source in self.sources.values():
+            found |= source.answers(node_ids)
+        return found
+
     def table_stamps(
         self, since: dict[str, Any] | None = None
     ) -> dict[str, Any] | None:

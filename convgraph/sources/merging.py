@@ -75,7 +75,7 @@ def merge_reads(reads: Sequence[ForestRead]) -> ForestRead:
         table = pd.DataFrame({name: [] for name in SOURCE_COLUMNS}, dtype=object)
         return ForestRead(conform_nodes(table), _names(reads), _problems(reads, []))
     table = pd.concat([frame for frame in frames if len(frame)], ignore_index=True)
-    table["_app"] = [APPS.get(app, app) for app in table["source"].tolist()]
+    table["_app"] = [APPS.get(app, app) or "" for app in table["source"].tolist()]
     table["_tree"] = table["tree_id"]
     _as_imported(table)
     problems: list[Problem] = []

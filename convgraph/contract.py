@@ -18,11 +18,13 @@ SOURCE_ATTRIBUTES = (
     "source",
 )
 
-#: A coding agent's working directory and git branch, and a merged node gone
-#: from the newest copy of its tree (`sources.merging`): only where a source
-#: has them, after `NODE_ATTRIBUTES` in their tables, trees and exports.
+#: After `NODE_ATTRIBUTES`, only where a source has them: an agent's working
+#: directory and git branch, a merged node gone from its tree's newest copy
+#: (`sources.merging`), the node's source where several are read as one.
+PLACE_ATTRIBUTES = ("project", "git_branch")
 GONE = "gone"
-PLACE_ATTRIBUTES = ("project", "git_branch", GONE)
+ORIGIN = "origin"
+OPTIONAL_ATTRIBUTES = (*PLACE_ATTRIBUTES, GONE, ORIGIN)
 
 #: A node's place among its branches, attached by the forest after reading.
 BRANCH_ATTRIBUTES = ("active", "note", "preferred")

@@ -215,12 +215,15 @@ class ChatExport(Source):
             yield _Item(position, conversation_id, raw, ids, renamed, structural)
         self.repeated = repeated
 
-    def _parse(self, item: _Item) -> Conversation:
+    def _parse(self, item: _Item, texts: bool = True) -> Conversation:
         """One item of `_items`, parsed by the format's module (which is
-        there whenever `_items` gives an item), its shared ids renamed."""
+        there whenever `_items` gives an item), its shared ids renamed;
+        ChatGPT's texts and parts only with `texts`."""
         assert self._module is not None
-        conversation: Conversation = self._module.parse_conversation(
-            item.raw, item.position
+        conversation: Conversation = (
+            self._module.parse_conversation(item.raw, item.position)
+            if texts or self._module is not chatgpt
+            else chatgpt.parse_conversation(item.raw, item.position, texts=False)
         )
         renamed = item.renamed
         if renamed:
@@ -239,11 +242,12 @@ class ChatExport(Source):
         for item in self._items():
             yield self._parse(item)
 
-    def _records(self, item: _Item) -> TreeRecords:
-        """One conversation's records, and the marks the app's feedback
-        gives its nodes (kept in `app_marks`)."""
-        conversation = self._parse(item)
+    def _records(self, item: _Item, texts: bool = True) -> TreeRecords:
+        """One conversation's records (see `_parse` for `texts`), and the
+        marks the app's feedback gives its nodes (kept in `app_marks`)."""
         feedback = self.feedback().get(item.id)
+        # The feedback groups alternatives by their prompts' texts.
+        conversation = self._parse(item, texts or bool(feedback))
         node_of: dict[str, str] = {}
         if feedback:
             records = conversation_records(conversation, self.format or "", node_of)
@@ -386,12 +390,13 @@ class ChatExport(Source):
         """One conversation's records (none for an unknown id)."""
         return self._find(tree_id) or TreeRecords(tree_id, None, [])
 
-    def trees(self) -> Iterator[TreeRecords]:
+    def trees(self, texts: bool = False) -> Iterator[TreeRecords]:
         """Every conversation's records in the export's order, empty ones
         too, in one pass of the file (`read_tree` finds one conversation by
-        reading the file from its start)."""
+        reading the file from its start); texts and parts may be left out
+        unless `texts`, as the statistics need none."""
         for item in self._items():
-            yield self._records(item)
+            yield self._records(item, texts)
 
     def read_all(
         self, texts: bool | Collection[str], progress: ProgressCallback
@@ -403,7 +408,7 @@ class ChatExport(Source):
         columns: dict[str, list[Any]] = {name: [] for name in FOREST_COLUMNS}
         names: dict[str, Any] = {}
         problems: list[Problem] = []
-        for tree in self.trees():
+        for tree in self.trees(text):
             names[tree.tree_id] = tree.name
             problems.extend(tree.problems)
             if not tree.records:

@@ -84,11 +84,13 @@ def older_file(path: Path) -> Path:
 
 def schema(path: Path) -> list[tuple]:
     """Every table, index, trigger and view, as SQLite holds them (opened
-    for writing: a killed transaction's journal is rolled back first)."""
+    for writing: a killed transaction's journal is rolled back first), but
+    the import's record of origins, made with the first conversation."""
     conn = sqlite3.connect(path)
     try:
         return conn.execute(
-            "select type, name, tbl_name, sql from sqlite_master order by type, name"
+            "select type, name, tbl_name, sql from sqlite_master"
+            " where tbl_name != '_convgraph_imports' order by type, name"
         ).fetchall()
     finally:
         conn.close()

@@ -75,7 +75,7 @@ def merge_reads(reads: Sequence[ForestRead]) -> ForestRead:
         table = pd.DataFrame({name: [] for name in SOURCE_COLUMNS}, dtype=object)
         return ForestRead(conform_nodes(table), _names(reads), _problems(reads, []))
     table = pd.concat([frame for frame in frames if len(frame)], ignore_index=True)
-    table["_app"] = [APPS.get(app, app) for app in table["source"].tolist()]
+    table["_app"] = [APPS.get(app, app) or "" for app in table["source"].tolist()]
     table["_tree"] = table["tree_id"]
     _as_imported(table)
     problems: list[Problem] = []
@@ -190,15 +190,10 @@ def _clashes(table: pd.DataFrame, problems: list[Problem]) -> dict[int, dict[str
         for tree, app in (
             table.loc[moved, ["tree_id", "_app"]].drop_duplicates().to_numpy()
         ):
+            said = f"{tree} names a conversation of {first[tree]} and one of {app}"
+            problem = f"{said}: the second read as {app}:{tree}"
             problems.append(
-                Problem(
-                    ID_CLASH,
-                    f"{app}:{tree}",
-                    None,
-                    f"{app}:{tree}",
-                    f"{tree} names a conversation of {first[tree]} and one of"
-                    f" {app}: the second read as {app}:{tree}",
-                )
+                _problem(ID_CLASH, f"{app}:{tree}", f"{app}:{tree}", problem)
             )
         table.loc[moved, "tree_id"] = (
             table["_app"][moved] + ":" + table["tree_id"][moved]
@@ -229,16 +224,9 @@ def _clashes(table: pd.DataFrame, problems: list[Problem]) -> dict[int, dict[str
     )
     table.loc[moved, "id"] = new_ids
     for tree, count in table.loc[moved, "tree_id"].value_counts(sort=False).items():
-        problems.append(
-            Problem(
-                ID_CLASH,
-                str(tree),
-                None,
-                str(tree),
-                f"{counted(int(count), 'node id')} of {tree} name other nodes in"
-                f" another source too: read as {tree}/ID",
-            )
-        )
+        said = f"{counted(int(count), 'node id')} of {tree} name other nodes"
+        problem = f"{said} in another source too: read as {tree}/ID"
+        problems.append(_problem(ID_CLASH, str(tree), str(tree), problem))
     return renamed
 
 
@@ -327,15 +315,9 @@ def _report_changes(
             differs.setdefault(row, []).append(name)
     for row, names in sorted(differs.items()):
         node, tree = str(table["id"].iat[row]), table["tree_id"].iat[row]
+        said = f"{node} of {tree} differs between copies ({', '.join(names)})"
         problems.append(
-            Problem(
-                CHANGED_NODE,
-                node,
-                None,
-                str(tree),
-                f"{node} of {tree} differs between copies ({', '.join(names)}):"
-                " the newest kept",
-            )
+            _problem(CHANGED_NODE, node, str(tree), f"{said}: the newest kept")
         )
 
 
@@ -354,12 +336,7 @@ def _problems(reads: Sequence[ForestRead], found: list[Problem]) -> list[Problem
     every = dict.fromkeys(problem for read in reads for problem in read.problems)
     return sorted(
         [*every, *found],
-        key=lambda problem: (
-            problem.kind,
-            problem.conversation_id or "",
-            problem.node_id,
-            problem.message,
-        ),
+        key=lambda p: (p.kind, p.conversation_id or "", p.node_id, p.message),
     )
 
 
@@ -402,10 +379,8 @@ def merge_read_copies(
         first = read.nodes[(tree_ids == tree).to_numpy()]
         merged = merge_reads([ForestRead(first, {tree: read.names.get(tree)}), *reads])
         parts.append(merged.nodes)
-        problems += [
-            *merged.problems,
-            _duplicate(tree, names.get(tree), len(reads) + 1),
-        ]
+        problems += merged.problems
+        problems.append(_duplicate(tree, names.get(tree), len(reads) + 1))
         names[tree] = merged.names.get(tree, names.get(tree))
     kinds = {name: object for name in CATEGORY_COLUMNS}
     nodes = pd.concat([part.astype(kinds) for part in parts], ignore_index=True)
@@ -423,21 +398,15 @@ def _copy_read(copy: TreeRecords) -> ForestRead:
     from convgraph.sources.tables import conform_nodes
 
     frame = pd.DataFrame.from_records(copy.records, columns=list(copy.records[0]))
-    return ForestRead(
-        conform_nodes(frame),
-        {copy.tree_id: copy.name},
-        list(copy.problems),
-        dict(copy.calls),
-    )
+    names = {copy.tree_id: copy.name}
+    return ForestRead(conform_nodes(frame), names, list(copy.problems), copy.calls)
 
 
 def _duplicate(tree: str, name: str | None, count: int) -> Problem:
-    named = f" ({name})" if name else ""
-    return Problem(
-        DUPLICATE_CONVERSATION,
-        tree,
-        None,
-        tree,
-        f"{tree}{named} is listed {count} times in the export: its copies"
-        " read as one, every node once",
-    )
+    said = f"{tree} ({name})" if name else tree
+    problem = f"{said} is listed {count} times in the export: its copies read as one"
+    return _problem(DUPLICATE_CONVERSATION, tree, tree, f"{problem}, every node once")
+
+
+def _problem(kind: str, node: str, tree: str, message: str) -> Problem:
+    return Problem(kind, node, None, tree, message)

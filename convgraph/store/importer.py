@@ -269,6 +269,7 @@ def write_conversation(
         TURN_SEARCH_INSERT_SQL, [{"turn_id": row["id"]} for row in turn_rows]
     )
     nodes = {turn.turn_id: turn.record["id"] for t in plan.threads for turn in t.turns}
+    conn.execute(ORIGINS_SQL)
     conn.executemany(
         f"insert or replace into {ORIGINS} values (?, ?, ?, ?, ?, ?)",
         [
@@ -492,7 +493,6 @@ def import_export(
             upgrade_llm_tables(conn)
             store = LogStore(database)  # type: ignore[no-untyped-call]
             summary.upgraded = kind == "llm" and not {"threads", "turns"} <= before
-            conn.execute(ORIGINS_SQL)
             origin = str(source.resolve())
 
             def write(plan: ConversationPlan) -> tuple[str, int, int]:

@@ -182,6 +182,7 @@ def resolve_ids(ctx: click.Context) -> None:
 
 DB_PATH = "convgraph.db_path"
 LOGS = "convgraph.logs"
+REDACT = "convgraph.redact"  # --redact (`convgraph.cli.redacting`)
 
 
 def opened_logs() -> Logs:
@@ -191,7 +192,11 @@ def opened_logs() -> Logs:
     if logs is None:
         from convgraph.logs import Logs
 
-        logs = Logs(ctx.meta.get(DB_PATH), hidden=bool(ctx.meta.get(SHOW_HIDDEN)))
+        logs = Logs(
+            ctx.meta.get(DB_PATH),
+            hidden=bool(ctx.meta.get(SHOW_HIDDEN)),
+            redact=bool(ctx.meta.get(REDACT)),
+        )
         ctx.meta[LOGS] = logs
         ctx.find_root().call_on_close(logs.close)
     return logs

@@ -1,0 +1,361 @@
+"""Secrets replaced by a marker naming their kind (`[REDACTED aws-access-key]`)
+before any output renders a text: detect-secrets' plugins, offline, and
+e-mail addresses. `Logs(redact=True)` applies `redact` to what it hands out
+(trees, forests, transcripts), ids and titles included, so that no format
+shows what another hides; `secret_places` says where secrets are, without
+them. Raises ConvgraphError where the `redact` extra is not installed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from convgraph.contract import PARTS
+from convgraph.errors import ConvgraphError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from convgraph.model.forest import Forest
+
+NEEDS = (
+    "finding secrets needs detect-secrets and pyarrow: pip install 'convgraph[redact]'"
+)
+EMAIL = "email-address"
+PRIVATE_KEY = "private-key"
+#: Left out: entropy fires on every hash and id, a public IP is no secret.
+LEFT_OUT = {"Base64 High Entropy String", "Hex High Entropy String", "Public IP (ipv4)"}
+_EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+# The plugin finds a key's first line; the whole block goes, to its END line.
+_KEY_BLOCK = re.compile(
+    r"(?:-----)?(?:BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?|PuTTY-User-Key-File-2)"
+    r".*?(?:END [A-Z0-9 ]*-----|Private-MAC: *\S+|\Z)",
+    re.S,
+)
+# A plugin may give a token's prefix alone (its regex's group): the marker
+# takes the whole token around what it gave.
+_LINES = re.compile(r"(\r?\n|(?:\\+r)?\\+n)")
+_AFTER = re.compile(r"[\w\-+/=.]*")
+#: What `scan` gives: the text redacted, and the kinds found in it.
+Scan = tuple[str, tuple[str, ...]]
+
+
+def marker(kind: str) -> str:
+    return f"[REDACTED {kind}]"
+
+
+def _kind(secret_type: str) -> str:
+    return "-".join(re.findall(r"[a-z0-9]+", secret_type.lower()))
+
+
+def _re2(pattern: re.Pattern[str]) -> str:
+    """A pattern for RE2 matching at least what Python's matches: without
+    lookarounds, repetitions bounded within RE2's 1,000."""
+    text = re.sub(r"\(\?<?[=!][^()]*\)", "", pattern.pattern)
+    text = re.sub(r"\{(\d+),\d{4,}\}", r"{\1,}", text)
+    return f"(?i:{text})" if pattern.flags & re.I else f"(?:{text})"
+
+
+class Redactor:
+    """Finds and replaces secrets in texts; texts are first sifted together
+    by one RE2 pattern of every plugin's (pyarrow), since secrets are rare."""
+
+    def __init__(self) -> None:
+        try:
+            import pyarrow.compute
+            from detect_secrets.core.plugins.util import (
+                get_mapping_from_secret_type_to_class,
+            )
+            from detect_secrets.filters import heuristic
+            from detect_secrets.plugins import keyword
+        except ImportError:
+            raise ConvgraphError(NEEDS) from None
+        self._compute, self._heuristic = pyarrow.compute, heuristic
+        self.plugins: list[tuple[str, Any]] = []
+        patterns = [_EMAIL, f"(?i:{keyword.DENYLIST_REGEX})"]
+        plugins: dict[str, Any] = get_mapping_from_secret_type_to_class()
+        for secret_type, plugin in plugins.items():
+            if secret_type not in LEFT_OUT:
+                self.plugins.append((_kind(secret_type), plugin()))
+                patterns += [_re2(p) for p in getattr(plugin, "denylist", ())]
+        self.sieve = "|".join(patterns)
+        self._email = re.compile(_EMAIL)
+        self._known: dict[str, Scan] = {}
+
+    def candidates(self, texts: Any) -> list[bool]:
+        """Which of the texts (strings or None, a list or an Arrow array) the
+        sieve keeps: those that may hold a secret."""
+        import pyarrow as pa
+
+        array = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else None
+        if array is None:
+            array = pa.array(texts, type=pa.large_string())
+        found = self._compute.match_substring_regex(array, self.sieve)
+        return [bool(kept) for kept in found.fill_null(False).to_pylist()]
+
+    def scan_many(self, texts: Iterable[str]) -> dict[str, Scan]:
+        """Each distinct text holding a secret: redacted, and its kinds."""
+        distinct = [t for t in dict.fromkeys(texts) if isinstance(t, str)]
+        kept = [
+            t
+            for t, keep in zip(distinct, self.candidates(distinct), strict=True)
+            if keep
+        ]
+        found = {text: self.scan(text) for text in kept}
+        return {text: scan for text, scan in found.items() if scan[1]}
+
+    def scan(self, text: str) -> Scan:
+        """The text redacted, and the kinds of the secrets found, in order."""
+        known = self._known.get(text)
+        if known is None:
+            known = self._known[text] = self._redacted(text)
+        return known
+
+    def __call__(self, text: str) -> str:
+        return self.scan_many([text]).get(text, (text,))[0]
+
+    def _redacted(self, text: str) -> Scan:
+        kinds: list[str] = []
+        if _KEY_BLOCK.search(text):
+            text = _KEY_BLOCK.sub(marker(PRIVATE_KEY), text)
+            kinds.append(PRIVATE_KEY)
+        # Lines, also where the text is JSON (a tool's arguments, a logged
+        # request): detect-secrets' patterns read one line at a time.
+        pieces = _LINES.split(text)
+        for number, keep in enumerate(self.candidates(pieces[::2])):
+            if keep:
+                pieces[2 * number] = self._line(pieces[2 * number], kinds)
+        return "".join(pieces), tuple(dict.fromkeys(kinds))
+
+    def _line(self, line: str, kinds: list[str]) -> str:
+        view = re.sub(r'\\+"', '"', line)  # a JSON string's quotes, as written
+        for kind, plugin in self.plugins:
+            for value in list(plugin.analyze_string(view)):
+                value = value.strip().strip("'\"=:")
+                if value and value in line and self._secret(kind, value, line):
+                    line = _replaced(line, value, marker(kind))
+                    kinds.append(kind)
+        if self._email.search(line):
+            line = self._email.sub(marker(EMAIL), line)
+            kinds.append(EMAIL)
+        return line
+
+    def _secret(self, kind: str, value: str, line: str) -> bool:
+        """Whether a keyword's value is a secret, by detect-secrets' own rules
+        (not `${VAR}`, `<password>`, `os.environ[...]`, nor punctuation)."""
+        rules = self._heuristic
+        return kind != "secret-keyword" or not (
+            rules.is_templated_secret(value)
+            or rules.is_prefixed_with_dollar_sign(value)
+            or rules.is_not_alphanumeric_string(value)
+            or rules.is_indirect_reference(line)
+        )
+
+
+def _replaced(line: str, value: str, mark: str) -> str:
+    """`line` with each token holding `value` replaced by `mark`."""
+    pieces, at = [], 0
+    while (start := line.find(value, at)) >= 0:
+        begin = start
+        while begin > at and (line[begin - 1].isalnum() or line[begin - 1] in "_-+/=."):
+            begin -= 1
+        end = _AFTER.match(line, start + len(value))
+        stop = end.end() if end else start + len(value)
+        while stop > start + len(value) and line[stop - 1] == ".":
+            stop -= 1  # a sentence's full stop stays
+        pieces += [line[at:begin], mark]
+        at = stop
+    return "".join(pieces) + line[at:]
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, keys too."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+
+
+def _value(value: Any, changed: dict[str, Scan]) -> Any:
+    """A JSON value with every string in `changed` replaced, keys too; its
+    containers copied."""
+    if isinstance(value, str):
+        return changed.get(value, (value,))[0]
+    if not isinstance(value, (list, dict)):
+        return value
+
+    def copy(item: list[Any] | dict[Any, Any]) -> Any:
+        if isinstance(item, list):
+            return list(item)
+        return {
+            _value(k, changed) if isinstance(k, str) else k: v for k, v in item.items()
+        }
+
+    stack = [top := copy(value)]
+    while stack:
+        container = stack.pop()
+        keys = (
+            container.keys() if isinstance(container, dict) else range(len(container))
+        )
+        for key in list(keys):
+            item = container[key]
+            if isinstance(item, str):
+                container[key] = changed.get(item, (item,))[0]
+            elif isinstance(item, (list, dict)):
+                container[key] = copy(item)
+                stack.append(container[key])
+    return top
+
+
+def redact(found: Any, redactor: Redactor | None = None) -> Any:
+    """`found` with its secrets replaced: a tree (a copy where an id holds
+    one), a `Forest` (in place), a `Transcript`, a `(tree, problems)` pair,
+    a statistics table's `tree_id` and `name`, or a list of search hits
+    (a changed snippet loses its marks)."""
+    import networkx as nx
+
+    from convgraph.model.forest import Forest
+
+    redactor = redactor or Redactor()
+    if isinstance(found, nx.DiGraph):
+        return _tree(found, redactor)
+    if isinstance(found, Forest):
+        _forest(found, redactor)
+        return found
+    if isinstance(found, tuple):
+        return (redact(found[0], redactor), *found[1:])
+    if isinstance(found, list):
+        return [_hit(hit, redactor) for hit in found]
+    if hasattr(found, "path") and hasattr(found, "tree"):
+        tree = _tree(found.tree, redactor)
+        return replace(found, tree=tree, path=[redactor(n) for n in found.path])
+    for column in ("tree_id", "name"):
+        if column in found:
+            _column(found, column, redactor)
+    return found
+
+
+def _tree(tree: Any, redactor: Redactor) -> Any:
+    everything = [*tree, *strings([*tree.graph.values()])]
+    for _, data in tree.nodes(data=True):
+        everything += strings([*data.values()])
+    changed = redactor.scan_many(everything)
+    if not changed:
+        return tree
+    for _, data in tree.nodes(data=True):
+        data.update({key: _value(value, changed) for key, value in data.items()})
+    tree.graph.update({k: _value(v, changed) for k, v in tree.graph.items()})
+    renamed = {node: changed[node][0] for node in tree if node in changed}
+    if not renamed:
+        return tree
+    import networkx as nx
+
+    return nx.relabel_nodes(tree, renamed, copy=True)
+
+
+def _texts(column: pd.Series) -> Any:
+    """A column's values as the sieve takes them: Arrow's strings as they are."""
+    array = getattr(column.array, "_pa_array", None)
+    if array is not None:
+        return array
+    return [value if isinstance(value, str) else None for value in column]
+
+
+def _changes(column: pd.Series, redactor: Redactor) -> dict[str, Scan]:
+    if column.dtype == "category":
+        return redactor.scan_many(column.cat.categories.astype(str))
+    if column.dtype.kind not in "OU" and str(column.dtype) != "string":
+        return {}
+    kept = column[redactor.candidates(_texts(column))]
+    return redactor.scan_many(kept.tolist())
+
+
+def _column(nodes: pd.DataFrame, name: str, redactor: Redactor) -> None:
+    """A string column redacted in place, per distinct text that may hold one."""
+    changed = _changes(nodes[name], redactor)
+    if changed:
+        column = nodes[name].astype(object)
+        nodes[name] = column.map(lambda v: changed.get(v, (v,))[0]).astype(
+            nodes[name].dtype
+        )
+
+
+def _forest(forest: Forest, redactor: Redactor) -> None:
+    nodes = forest.nodes
+    for name in nodes.columns:
+        if name != PARTS:
+            _column(nodes, name, redactor)
+            continue
+        changed = redactor.scan_many(strings(nodes[name].tolist()))
+        if changed:
+            nodes[name] = [_value(parts, changed) for parts in nodes[name]]
+    forest.names = {
+        redactor(k): _value(v, redactor.scan_many(strings(v)))
+        for k, v in forest.names.items()
+    }
+    forest.calls = {redactor(k): redactor(v) for k, v in forest.calls.items()}
+    forest.hidden = {redactor(k): v for k, v in forest.hidden.items()}
+
+
+def _hit(hit: Any, redactor: Redactor) -> Any:
+    snippet = redactor(hit.snippet)
+    marks = hit.marks if snippet == hit.snippet else []
+    tree_id, node = redactor(hit.tree_id), redactor(hit.id)
+    return replace(hit, tree_id=tree_id, id=node, snippet=snippet, marks=marks)
+
+
+#: `secret_places`' columns.
+PLACE_COLUMNS = ("tree_id", "node_id", "field", "kind")
+
+
+def secret_places(
+    forest: Forest, redactor: Redactor | None = None
+) -> list[dict[str, Any]]:
+    """Where the forest's secrets are: one record per tree, node, field and
+    kind, in log order, the ids redacted; a tree's title is field `name`
+    (node_id None), a part's field `parts[i].key`."""
+    redactor = redactor or Redactor()
+    nodes = forest.nodes
+    ids, trees = nodes["id"].tolist(), nodes["tree_id"].astype(object).tolist()
+    places: list[tuple[int, int, str, str | None, str, Iterable[str]]] = []
+    first = {tree: row for row, tree in reversed(list(enumerate(trees)))}
+    titles = redactor.scan_many(strings(list(forest.names.values())))
+    for tree, title in forest.names.items():
+        if title in titles and tree in first:
+            places.append((first[tree], -1, tree, None, "name", titles[title][1]))
+    for order, name in enumerate(nodes.columns):
+        column = nodes[name]
+        if name != PARTS:
+            changed = _changes(column, redactor)
+            found = column.astype(object).isin(list(changed)).to_numpy().nonzero()[0]
+            for row in found.tolist():
+                kinds = changed[column.iloc[row]][1]
+                places.append((row, order, trees[row], ids[row], name, kinds))
+            continue
+        changed = redactor.scan_many(strings(column.tolist()))
+        for row, parts in enumerate(column if changed else ()):
+            for index, part in enumerate(parts or ()):
+                for key, value in part.items():
+                    kinds = [
+                        k for t in strings(value) if t in changed for k in changed[t][1]
+                    ]
+                    field = f"parts[{index}].{key}"
+                    places.append((row, order, trees[row], ids[row], field, kinds))
+    places.sort(key=lambda place: place[:2])
+    return [
+        {
+            "tree_id": redactor(tree),
+            "node_id": node and redactor(node),
+            "field": field,
+            "kind": kind,
+        }
+        for _, _, tree, node, field, kinds in places
+        for kind in dict.fromkeys(kinds)
+    ]

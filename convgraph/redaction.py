@@ -1,9 +1,9 @@
 """Secrets replaced by a marker naming their kind (`[REDACTED aws-access-key]`)
 before any output renders a text: detect-secrets' plugins, offline, and
 e-mail addresses. `Logs(redact=True)` applies `redact` to what it hands out
-(trees, forests, transcripts), ids and titles included, so that no format
-shows what another hides; `secret_places` says where secrets are, without
-them. Raises ConvgraphError where the `redact` extra is not installed."""
+(trees, forests, transcripts, hits), ids and titles included, so that no
+format shows what another hides; `secret_places` says where secrets are,
+without them. Raises ConvgraphError where the `redact` extra is missing."""
 
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 NEEDS = (
     "finding secrets needs detect-secrets and pyarrow: pip install 'convgraph[redact]'"
 )
-EMAIL = "email-address"
-PRIVATE_KEY = "private-key"
+EMAIL, PRIVATE_KEY, KEYWORD = "email-address", "private-key", "secret-keyword"
 #: Left out: entropy fires on every hash and id, a public IP is no secret.
 LEFT_OUT = {"Base64 High Entropy String", "Hex High Entropy String", "Public IP (ipv4)"}
 _EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
@@ -34,20 +33,16 @@ _KEY_BLOCK = re.compile(
     r".*?(?:END [A-Z0-9 ]*-----|Private-MAC: *\S+|\Z)",
     re.S,
 )
-# A plugin may give a token's prefix alone (its regex's group): the marker
-# takes the whole token around what it gave.
+# Lines, also inside JSON text (a tool's arguments, a logged request, once or
+# twice encoded): detect-secrets' patterns read one line at a time.
 _LINES = re.compile(r"(\r?\n|(?:\\+r)?\\+n)")
-_AFTER = re.compile(r"[\w\-+/=.]*")
-#: What `scan` gives: the text redacted, and the kinds found in it.
+_TOKEN = re.compile(r"[\w\-+/=.]*")
+#: What a scan gives: the text redacted, and the kinds found in it.
 Scan = tuple[str, tuple[str, ...]]
 
 
 def marker(kind: str) -> str:
     return f"[REDACTED {kind}]"
-
-
-def _kind(secret_type: str) -> str:
-    return "-".join(re.findall(r"[a-z0-9]+", secret_type.lower()))
 
 
 def _re2(pattern: re.Pattern[str]) -> str:
@@ -59,75 +54,64 @@ def _re2(pattern: re.Pattern[str]) -> str:
 
 
 class Redactor:
-    """Finds and replaces secrets in texts; texts are first sifted together
-    by one RE2 pattern of every plugin's (pyarrow), since secrets are rare."""
+    """Finds and replaces secrets in texts, many at a time: they are sifted
+    together by one RE2 pattern of every plugin's (pyarrow, one compilation a
+    call) before any plugin runs, since secrets are rare."""
 
     def __init__(self) -> None:
         try:
+            import pyarrow
             import pyarrow.compute
             from detect_secrets.core.plugins.util import (
-                get_mapping_from_secret_type_to_class,
+                get_mapping_from_secret_type_to_class as plugin_classes,
             )
             from detect_secrets.filters import heuristic
             from detect_secrets.plugins import keyword
         except ImportError:
             raise ConvgraphError(NEEDS) from None
-        self._compute, self._heuristic = pyarrow.compute, heuristic
+        self._arrow, self._heuristic = pyarrow, heuristic
         self.plugins: list[tuple[str, Any]] = []
         patterns = [_EMAIL, f"(?i:{keyword.DENYLIST_REGEX})"]
-        plugins: dict[str, Any] = get_mapping_from_secret_type_to_class()
-        for secret_type, plugin in plugins.items():
+        for secret_type, plugin in dict[str, Any](plugin_classes()).items():
             if secret_type not in LEFT_OUT:
-                self.plugins.append((_kind(secret_type), plugin()))
+                kind = "-".join(re.findall(r"[a-z0-9]+", secret_type.lower()))
+                self.plugins.append((kind, plugin()))
                 patterns += [_re2(p) for p in getattr(plugin, "denylist", ())]
         self.sieve = "|".join(patterns)
         self._email = re.compile(_EMAIL)
         self._known: dict[str, Scan] = {}
 
     def candidates(self, texts: Any) -> list[bool]:
-        """Which of the texts (strings or None, a list or an Arrow array) the
-        sieve keeps: those that may hold a secret."""
-        import pyarrow as pa
+        """Which texts (strings or None, a list or an Arrow array) may hold
+        a secret: those the sieve keeps."""
+        arrow = self._arrow
+        if not isinstance(texts, (arrow.Array, arrow.ChunkedArray)):
+            texts = arrow.array(texts, type=arrow.large_string())
+        kept = arrow.compute.match_substring_regex(texts, self.sieve)
+        return [bool(keep) for keep in kept.fill_null(False).to_pylist()]
 
-        array = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else None
-        if array is None:
-            array = pa.array(texts, type=pa.large_string())
-        found = self._compute.match_substring_regex(array, self.sieve)
-        return [bool(kept) for kept in found.fill_null(False).to_pylist()]
-
-    def scan_many(self, texts: Iterable[str]) -> dict[str, Scan]:
-        """Each distinct text holding a secret: redacted, and its kinds."""
+    def scan(self, texts: Iterable[Any], sifted: bool = False) -> dict[str, Scan]:
+        """Each distinct text holding a secret: redacted, and its kinds in
+        order; `sifted`: the texts are candidates already."""
         distinct = [t for t in dict.fromkeys(texts) if isinstance(t, str)]
-        kept = [
-            t
-            for t, keep in zip(distinct, self.candidates(distinct), strict=True)
-            if keep
-        ]
-        found = {text: self.scan(text) for text in kept}
-        return {text: scan for text, scan in found.items() if scan[1]}
-
-    def scan(self, text: str) -> Scan:
-        """The text redacted, and the kinds of the secrets found, in order."""
-        known = self._known.get(text)
-        if known is None:
-            known = self._known[text] = self._redacted(text)
-        return known
-
-    def __call__(self, text: str) -> str:
-        return self.scan_many([text]).get(text, (text,))[0]
-
-    def _redacted(self, text: str) -> Scan:
-        kinds: list[str] = []
-        if _KEY_BLOCK.search(text):
-            text = _KEY_BLOCK.sub(marker(PRIVATE_KEY), text)
-            kinds.append(PRIVATE_KEY)
-        # Lines, also where the text is JSON (a tool's arguments, a logged
-        # request): detect-secrets' patterns read one line at a time.
-        pieces = _LINES.split(text)
-        for number, keep in enumerate(self.candidates(pieces[::2])):
-            if keep:
-                pieces[2 * number] = self._line(pieces[2 * number], kinds)
-        return "".join(pieces), tuple(dict.fromkeys(kinds))
+        if not sifted:
+            keep = self.candidates(distinct)
+            distinct = [t for t, kept in zip(distinct, keep, strict=True) if kept]
+        pieces = {}
+        for text in (t for t in distinct if t not in self._known):
+            kinds = [PRIVATE_KEY] if _KEY_BLOCK.search(text) else []
+            pieces[text] = (
+                _LINES.split(_KEY_BLOCK.sub(marker(PRIVATE_KEY), text)),
+                kinds,
+            )
+        lines = [line for split, _ in pieces.values() for line in split[::2]]
+        sifted_lines = iter(self.candidates(lines) if lines else ())
+        for text, (split, kinds) in pieces.items():
+            for number in range(0, len(split), 2):
+                if next(sifted_lines):
+                    split[number] = self._line(split[number], kinds)
+            self._known[text] = ("".join(split), tuple(dict.fromkeys(kinds)))
+        return {t: self._known[t] for t in distinct if self._known[t][1]}
 
     def _line(self, line: str, kinds: list[str]) -> str:
         view = re.sub(r'\\+"', '"', line)  # a JSON string's quotes, as written
@@ -146,7 +130,7 @@ class Redactor:
         """Whether a keyword's value is a secret, by detect-secrets' own rules
         (not `${VAR}`, `<password>`, `os.environ[...]`, nor punctuation)."""
         rules = self._heuristic
-        return kind != "secret-keyword" or not (
+        return kind != KEYWORD or not (
             rules.is_templated_secret(value)
             or rules.is_prefixed_with_dollar_sign(value)
             or rules.is_not_alphanumeric_string(value)
@@ -155,13 +139,14 @@ class Redactor:
 
 
 def _replaced(line: str, value: str, mark: str) -> str:
-    """`line` with each token holding `value` replaced by `mark`."""
+    """`line` with each token holding `value` replaced by `mark` (a plugin
+    may give a token's prefix alone: its regex's group)."""
     pieces, at = [], 0
     while (start := line.find(value, at)) >= 0:
         begin = start
         while begin > at and (line[begin - 1].isalnum() or line[begin - 1] in "_-+/=."):
             begin -= 1
-        end = _AFTER.match(line, start + len(value))
+        end = _TOKEN.match(line, start + len(value))
         stop = end.end() if end else start + len(value)
         while stop > start + len(value) and line[stop - 1] == ".":
             stop -= 1  # a sentence's full stop stays
@@ -194,9 +179,7 @@ def _value(value: Any, changed: dict[str, Scan]) -> Any:
     def copy(item: list[Any] | dict[Any, Any]) -> Any:
         if isinstance(item, list):
             return list(item)
-        return {
-            _value(k, changed) if isinstance(k, str) else k: v for k, v in item.items()
-        }
+        return {_value(key, changed): inner for key, inner in item.items()}
 
     stack = [top := copy(value)]
     while stack:
@@ -217,74 +200,70 @@ def _value(value: Any, changed: dict[str, Scan]) -> Any:
 def redact(found: Any, redactor: Redactor | None = None) -> Any:
     """`found` with its secrets replaced: a tree (a copy where an id holds
     one), a `Forest` (in place), a `Transcript`, a `(tree, problems)` pair,
-    a statistics table's `tree_id` and `name`, or a list of search hits
-    (a changed snippet loses its marks)."""
+    search hits (a changed snippet loses its marks), or a statistics
+    table's `tree_id` and `name` (a copy)."""
     import networkx as nx
 
     from convgraph.model.forest import Forest
 
     redactor = redactor or Redactor()
     if isinstance(found, nx.DiGraph):
-        return _tree(found, redactor)
+        return _tree(found, redactor)[0]
     if isinstance(found, Forest):
         _forest(found, redactor)
         return found
     if isinstance(found, tuple):
         return (redact(found[0], redactor), *found[1:])
     if isinstance(found, list):
-        return [_hit(hit, redactor) for hit in found]
+        texts = [(hit.snippet, hit.tree_id, hit.id) for hit in found]
+        changed = redactor.scan(text for three in texts for text in three)
+        return [_hit(hit, changed) for hit in found]
     if hasattr(found, "path") and hasattr(found, "tree"):
-        tree = _tree(found.tree, redactor)
-        return replace(found, tree=tree, path=[redactor(n) for n in found.path])
+        tree, changed = _tree(found.tree, redactor)
+        return replace(found, tree=tree, path=_value(found.path, changed))
+    found = found.copy()
     for column in ("tree_id", "name"):
-        if column in found:
-            _column(found, column, redactor)
+        _column(found, column, redactor)
     return found
 
 
-def _tree(tree: Any, redactor: Redactor) -> Any:
+def _tree(tree: Any, redactor: Redactor) -> tuple[Any, dict[str, Scan]]:
     everything = [*tree, *strings([*tree.graph.values()])]
     for _, data in tree.nodes(data=True):
         everything += strings([*data.values()])
-    changed = redactor.scan_many(everything)
+    changed = redactor.scan(everything)
     if not changed:
-        return tree
+        return tree, changed
     for _, data in tree.nodes(data=True):
         data.update({key: _value(value, changed) for key, value in data.items()})
     tree.graph.update({k: _value(v, changed) for k, v in tree.graph.items()})
     renamed = {node: changed[node][0] for node in tree if node in changed}
     if not renamed:
-        return tree
+        return tree, changed
     import networkx as nx
 
-    return nx.relabel_nodes(tree, renamed, copy=True)
-
-
-def _texts(column: pd.Series) -> Any:
-    """A column's values as the sieve takes them: Arrow's strings as they are."""
-    array = getattr(column.array, "_pa_array", None)
-    if array is not None:
-        return array
-    return [value if isinstance(value, str) else None for value in column]
+    return nx.relabel_nodes(tree, renamed, copy=True), changed
 
 
 def _changes(column: pd.Series, redactor: Redactor) -> dict[str, Scan]:
+    """The column's texts holding a secret, Arrow's strings sifted as they are."""
     if column.dtype == "category":
-        return redactor.scan_many(column.cat.categories.astype(str))
+        return redactor.scan(column.cat.categories.astype(str))
     if column.dtype.kind not in "OU" and str(column.dtype) != "string":
         return {}
-    kept = column[redactor.candidates(_texts(column))]
-    return redactor.scan_many(kept.tolist())
+    texts = getattr(column.array, "_pa_array", None)
+    if texts is None:
+        texts = [value if isinstance(value, str) else None for value in column]
+    return redactor.scan(column[redactor.candidates(texts)].tolist(), sifted=True)
 
 
 def _column(nodes: pd.DataFrame, name: str, redactor: Redactor) -> None:
-    """A string column redacted in place, per distinct text that may hold one."""
+    """A text column redacted in place, per distinct text that may hold one."""
     changed = _changes(nodes[name], redactor)
     if changed:
-        column = nodes[name].astype(object)
-        nodes[name] = column.map(lambda v: changed.get(v, (v,))[0]).astype(
-            nodes[name].dtype
-        )
+        kept = nodes[name].dtype
+        new = nodes[name].astype(object).map(lambda v: changed.get(v, (v,))[0])
+        nodes[name] = new.astype(kept)
 
 
 def _forest(forest: Forest, redactor: Redactor) -> None:
@@ -293,21 +272,19 @@ def _forest(forest: Forest, redactor: Redactor) -> None:
         if name != PARTS:
             _column(nodes, name, redactor)
             continue
-        changed = redactor.scan_many(strings(nodes[name].tolist()))
+        changed = redactor.scan(strings(nodes[name].tolist()))
         if changed:
             nodes[name] = [_value(parts, changed) for parts in nodes[name]]
-    forest.names = {
-        redactor(k): _value(v, redactor.scan_many(strings(v)))
-        for k, v in forest.names.items()
-    }
-    forest.calls = {redactor(k): redactor(v) for k, v in forest.calls.items()}
-    forest.hidden = {redactor(k): v for k, v in forest.hidden.items()}
+    kept = [forest.names, forest.calls, forest.hidden]
+    changed = redactor.scan(strings([[*d.keys(), *d.values()] for d in kept]))
+    forest.names = _value(forest.names, changed)
+    forest.calls = _value(forest.calls, changed)
+    forest.hidden = _value(forest.hidden, changed)
 
 
-def _hit(hit: Any, redactor: Redactor) -> Any:
-    snippet = redactor(hit.snippet)
+def _hit(hit: Any, changed: dict[str, Scan]) -> Any:
+    snippet, tree_id, node = _value([hit.snippet, hit.tree_id, hit.id], changed)
     marks = hit.marks if snippet == hit.snippet else []
-    tree_id, node = redactor(hit.tree_id), redactor(hit.id)
     return replace(hit, tree_id=tree_id, id=node, snippet=snippet, marks=marks)
 
 
@@ -326,7 +303,7 @@ def secret_places(
     ids, trees = nodes["id"].tolist(), nodes["tree_id"].astype(object).tolist()
     places: list[tuple[int, int, str, str | None, str, Iterable[str]]] = []
     first = {tree: row for row, tree in reversed(list(enumerate(trees)))}
-    titles = redactor.scan_many(strings(list(forest.names.values())))
+    titles = redactor.scan(strings(list(forest.names.values())))
     for tree, title in forest.names.items():
         if title in titles and tree in first:
             places.append((first[tree], -1, tree, None, "name", titles[title][1]))
@@ -339,23 +316,20 @@ def secret_places(
                 kinds = changed[column.iloc[row]][1]
                 places.append((row, order, trees[row], ids[row], name, kinds))
             continue
-        changed = redactor.scan_many(strings(column.tolist()))
+        changed = redactor.scan(strings(column.tolist()))
         for row, parts in enumerate(column if changed else ()):
             for index, part in enumerate(parts or ()):
                 for key, value in part.items():
-                    kinds = [
+                    kinds = tuple(
                         k for t in strings(value) if t in changed for k in changed[t][1]
-                    ]
+                    )
                     field = f"parts[{index}].{key}"
                     places.append((row, order, trees[row], ids[row], field, kinds))
     places.sort(key=lambda place: place[:2])
+    shown = redactor.scan(text for place in places for text in place[2:4])
     return [
-        {
-            "tree_id": redactor(tree),
-            "node_id": node and redactor(node),
-            "field": field,
-            "kind": kind,
-        }
+        {"tree_id": tree, "node_id": node, "field": field, "kind": kind}
         for _, _, tree, node, field, kinds in places
         for kind in dict.fromkeys(kinds)
+        for tree, node in [_value([tree, node], shown)]
     ]

@@ -67,15 +67,15 @@ def marker(kind: str) -> str:
 def test_each_kind_is_replaced_by_its_marker() -> None:
     redactor = Redactor()
     for kind, (secret, _) in SECRETS.items():
-        assert redactor.scan(f"see {secret} here") == (
+        assert redactor.scan([f"see {secret} here"])[f"see {secret} here"] == (
             f"see {marker(kind)} here"
             if kind not in ("secret-keyword", "basic-auth-credentials")
             else f"see {secret.replace(SECRETS[kind][1], marker(kind))} here",
             (kind,),
         ), kind
-    assert sorted(redactor.scan(PAYLOAD)[1]) == sorted(KINDS)
+    assert sorted(redactor.scan([PAYLOAD])[PAYLOAD][1]) == sorted(KINDS)
     plain = "A plain answer with https://example.com and version 1.2.3."
-    assert redactor.scan(plain) == (plain, ())
+    assert redactor.scan([plain]) == {}
 
 
 def llm_file(directory: Path) -> Path:

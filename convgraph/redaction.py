@@ -37,6 +37,8 @@ _KEY_BLOCK = re.compile(
 # twice encoded): detect-secrets' patterns read one line at a time.
 _LINES = re.compile(r"(\r?\n|(?:\\+r)?\\+n)")
 _TOKEN = re.compile(r"[\w\-+/=.]*")
+CUTS = ("\u2026", "...")
+_CUT = re.compile(r"([\w\-+/=.]+)(\u2026|\.\.\.)\Z")
 #: What a scan gives: the text redacted, and the kinds found in it.
 Scan = tuple[str, tuple[str, ...]]
 
@@ -96,7 +98,8 @@ class Redactor:
         distinct = [t for t in dict.fromkeys(texts) if isinstance(t, str)]
         if not sifted:
             keep = self.candidates(distinct)
-            distinct = [t for t, kept in zip(distinct, keep, strict=True) if kept]
+            pairs = zip(distinct, keep, strict=True)
+            distinct = [t for t, kept in pairs if kept or t.endswith(CUTS)]
         pieces = {}
         for text in (t for t in distinct if t not in self._known):
             kinds = [PRIVATE_KEY] if _KEY_BLOCK.search(text) else []
@@ -110,7 +113,8 @@ class Redactor:
             for number in range(0, len(split), 2):
                 if next(sifted_lines):
                     split[number] = self._line(split[number], kinds)
-            self._known[text] = ("".join(split), tuple(dict.fromkeys(kinds)))
+            redacted = self._cut("".join(split), kinds)
+            self._known[text] = (redacted, tuple(dict.fromkeys(kinds)))
         return {t: self._known[t] for t in distinct if self._known[t][1]}
 
     def _line(self, line: str, kinds: list[str]) -> str:
@@ -125,6 +129,18 @@ class Redactor:
             line = self._email.sub(marker(EMAIL), line)
             kinds.append(EMAIL)
         return line
+
+    def _cut(self, text: str, kinds: list[str]) -> str:
+        """A cut text (a title cut from a prompt) without its last token where
+        that token, completed, would be a secret: no plugin finds half a key."""
+        found = _CUT.search(text)
+        completed: list[str] = []
+        if found:
+            self._line(found.group(1) + "0" * 100, completed)
+        if not completed or not found:
+            return text
+        kinds.append(completed[0])
+        return text[: found.start(1)] + marker(completed[0]) + found.group(2)
 
     def _secret(self, kind: str, value: str, line: str) -> bool:
         """Whether a keyword's value is a secret, by detect-secrets' own rules
@@ -254,7 +270,9 @@ def _changes(column: pd.Series, redactor: Redactor) -> dict[str, Scan]:
     texts = getattr(column.array, "_pa_array", None)
     if texts is None:
         texts = [value if isinstance(value, str) else None for value in column]
-    return redactor.scan(column[redactor.candidates(texts)].tolist(), sifted=True)
+    cut = column.astype(object).str.endswith(CUTS).tolist()
+    sifted = zip(redactor.candidates(texts), cut, strict=True)
+    return redactor.scan(column[[a or b is True for a, b in sifted]].tolist(), True)
 
 
 def _column(nodes: pd.DataFrame, name: str, redactor: Redactor) -> None:

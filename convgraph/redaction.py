@@ -7,6 +7,7 @@ without them. Raises ConvgraphError where the `redact` extra is missing."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 NEEDS = (
     "finding secrets needs detect-secrets and pyarrow: pip install 'convgraph[redact]'"
 )
-EMAIL, PRIVATE_KEY, KEYWORD = "email-address", "private-key", "secret-keyword"
+EMAIL, PRIVATE_KEY = "email-address", "private-key"
 #: Left out: entropy fires on every hash and id, a public IP is no secret.
 LEFT_OUT = {"Base64 High Entropy String", "Hex High Entropy String", "Public IP (ipv4)"}
 _EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
@@ -37,8 +38,8 @@ _KEY_BLOCK = re.compile(
 # twice encoded): detect-secrets' patterns read one line at a time.
 _LINES = re.compile(r"(\r?\n|(?:\\+r)?\\+n)")
 _TOKEN = re.compile(r"[\w\-+/=.]*")
-CUTS = ("\u2026", "...")
-_CUT = re.compile(r"([\w\-+/=.]+)(\u2026|\.\.\.)\Z")
+# A text cut short (a title cut from a prompt) may end in half a key.
+_CUT = re.compile(r"([\w\-+/=.]+)(" "\u2026" r"|\.\.\.)\Z")  # RE2 reads no \u
 #: What a scan gives: the text redacted, and the kinds found in it.
 Scan = tuple[str, tuple[str, ...]]
 
@@ -57,7 +58,7 @@ def _re2(pattern: re.Pattern[str]) -> str:
 
 class Redactor:
     """Finds and replaces secrets in texts, many at a time: they are sifted
-    together by one RE2 pattern of every plugin's (pyarrow, one compilation a
+    together by one RE2 pattern of every plugin's (pyarrow, compiled at each
     call) before any plugin runs, since secrets are rare."""
 
     def __init__(self) -> None:
@@ -67,19 +68,18 @@ class Redactor:
             from detect_secrets.core.plugins.util import (
                 get_mapping_from_secret_type_to_class as plugin_classes,
             )
-            from detect_secrets.filters import heuristic
             from detect_secrets.plugins import keyword
         except ImportError:
             raise ConvgraphError(NEEDS) from None
-        self._arrow, self._heuristic = pyarrow, heuristic
+        self._arrow = pyarrow
         self.plugins: list[tuple[str, Any]] = []
-        patterns = [_EMAIL, f"(?i:{keyword.DENYLIST_REGEX})"]
+        patterns = [_EMAIL, f"(?i:{keyword.DENYLIST_REGEX})", _CUT.pattern]
         for secret_type, plugin in dict[str, Any](plugin_classes()).items():
             if secret_type not in LEFT_OUT:
                 kind = "-".join(re.findall(r"[a-z0-9]+", secret_type.lower()))
                 self.plugins.append((kind, plugin()))
                 patterns += [_re2(p) for p in getattr(plugin, "denylist", ())]
-        self.sieve = "|".join(patterns)
+        self.sieve = "|".join(patterns).replace(r"\Z", "$")
         self._email = re.compile(_EMAIL)
         self._known: dict[str, Scan] = {}
 
@@ -97,23 +97,26 @@ class Redactor:
         order; `sifted`: the texts are candidates already."""
         distinct = [t for t in dict.fromkeys(texts) if isinstance(t, str)]
         if not sifted:
-            keep = self.candidates(distinct)
-            pairs = zip(distinct, keep, strict=True)
-            distinct = [t for t, kept in pairs if kept or t.endswith(CUTS)]
+            keep = zip(distinct, self.candidates(distinct), strict=True)
+            distinct = [text for text, kept in keep if kept]
         pieces = {}
         for text in (t for t in distinct if t not in self._known):
             kinds = [PRIVATE_KEY] if _KEY_BLOCK.search(text) else []
-            pieces[text] = (
-                _LINES.split(_KEY_BLOCK.sub(marker(PRIVATE_KEY), text)),
-                kinds,
-            )
+            split = _LINES.split(_KEY_BLOCK.sub(marker(PRIVATE_KEY), text))
+            pieces[text] = (split, kinds)
         lines = [line for split, _ in pieces.values() for line in split[::2]]
         sifted_lines = iter(self.candidates(lines) if lines else ())
         for text, (split, kinds) in pieces.items():
             for number in range(0, len(split), 2):
                 if next(sifted_lines):
                     split[number] = self._line(split[number], kinds)
-            redacted = self._cut("".join(split), kinds)
+            redacted = "".join(split)
+            if cut := _CUT.search(redacted):  # completed, is it a secret?
+                completed: list[str] = []
+                self._line(cut[1] + "0" * 100, completed)
+                if completed:
+                    kinds.append(completed[0])
+                    redacted = redacted[: cut.start()] + marker(completed[0]) + cut[2]
             self._known[text] = (redacted, tuple(dict.fromkeys(kinds)))
         return {t: self._known[t] for t in distinct if self._known[t][1]}
 
@@ -122,36 +125,13 @@ class Redactor:
         for kind, plugin in self.plugins:
             for value in list(plugin.analyze_string(view)):
                 value = value.strip().strip("'\"=:")
-                if value and value in line and self._secret(kind, value, line):
+                if value and value in line:
                     line = _replaced(line, value, marker(kind))
                     kinds.append(kind)
         if self._email.search(line):
             line = self._email.sub(marker(EMAIL), line)
             kinds.append(EMAIL)
         return line
-
-    def _cut(self, text: str, kinds: list[str]) -> str:
-        """A cut text (a title cut from a prompt) without its last token where
-        that token, completed, would be a secret: no plugin finds half a key."""
-        found = _CUT.search(text)
-        completed: list[str] = []
-        if found:
-            self._line(found.group(1) + "0" * 100, completed)
-        if not completed or not found:
-            return text
-        kinds.append(completed[0])
-        return text[: found.start(1)] + marker(completed[0]) + found.group(2)
-
-    def _secret(self, kind: str, value: str, line: str) -> bool:
-        """Whether a keyword's value is a secret, by detect-secrets' own rules
-        (not `${VAR}`, `<password>`, `os.environ[...]`, nor punctuation)."""
-        rules = self._heuristic
-        return kind != KEYWORD or not (
-            rules.is_templated_secret(value)
-            or rules.is_prefixed_with_dollar_sign(value)
-            or rules.is_not_alphanumeric_string(value)
-            or rules.is_indirect_reference(line)
-        )
 
 
 def _replaced(line: str, value: str, mark: str) -> str:
@@ -162,8 +142,7 @@ def _replaced(line: str, value: str, mark: str) -> str:
         begin = start
         while begin > at and (line[begin - 1].isalnum() or line[begin - 1] in "_-+/=."):
             begin -= 1
-        end = _TOKEN.match(line, start + len(value))
-        stop = end.end() if end else start + len(value)
+        stop = _TOKEN.match(line, start + len(value)).end()  # type: ignore[union-attr]
         while stop > start + len(value) and line[stop - 1] == ".":
             stop -= 1  # a sentence's full stop stays
         pieces += [line[at:begin], mark]
@@ -185,32 +164,20 @@ def strings(value: Any) -> Iterator[str]:
 
 
 def _value(value: Any, changed: dict[str, Scan]) -> Any:
-    """A JSON value with every string in `changed` replaced, keys too; its
-    containers copied."""
-    if isinstance(value, str):
-        return changed.get(value, (value,))[0]
-    if not isinstance(value, (list, dict)):
+    """A JSON value with each string in `changed` replaced, keys too (a copy).
+    A quoted JSON string is matched whole, never across two strings."""
+    if isinstance(value, str) or not isinstance(value, (list, dict)):
+        return changed.get(value, (value,))[0] if isinstance(value, str) else value
+    found = sorted({text for text in strings(value) if text in changed}, key=len)
+    if not found:
         return value
-
-    def copy(item: list[Any] | dict[Any, Any]) -> Any:
-        if isinstance(item, list):
-            return list(item)
-        return {_value(key, changed): inner for key, inner in item.items()}
-
-    stack = [top := copy(value)]
-    while stack:
-        container = stack.pop()
-        keys = (
-            container.keys() if isinstance(container, dict) else range(len(container))
+    text = json.dumps(value, ensure_ascii=False)
+    for old in reversed(found):
+        text = text.replace(
+            json.dumps(old, ensure_ascii=False),
+            json.dumps(changed[old][0], ensure_ascii=False),
         )
-        for key in list(keys):
-            item = container[key]
-            if isinstance(item, str):
-                container[key] = changed.get(item, (item,))[0]
-            elif isinstance(item, (list, dict)):
-                container[key] = copy(item)
-                stack.append(container[key])
-    return top
+    return json.loads(text)
 
 
 def redact(found: Any, redactor: Redactor | None = None) -> Any:
@@ -226,13 +193,16 @@ def redact(found: Any, redactor: Redactor | None = None) -> Any:
     if isinstance(found, nx.DiGraph):
         return _tree(found, redactor)[0]
     if isinstance(found, Forest):
-        _forest(found, redactor)
+        for name in found.nodes.columns:
+            _column(found.nodes, name, redactor)
+        kept = [found.names, found.calls, found.hidden]
+        changed = redactor.scan(strings([[*d.keys(), *d.values()] for d in kept]))
+        found.names, found.calls, found.hidden = _value(kept, changed)
         return found
     if isinstance(found, tuple):
         return (redact(found[0], redactor), *found[1:])
     if isinstance(found, list):
-        texts = [(hit.snippet, hit.tree_id, hit.id) for hit in found]
-        changed = redactor.scan(text for three in texts for text in three)
+        changed = redactor.scan(t for h in found for t in (h.snippet, h.tree_id, h.id))
         return [_hit(hit, changed) for hit in found]
     if hasattr(found, "path") and hasattr(found, "tree"):
         tree, changed = _tree(found.tree, redactor)
@@ -261,8 +231,16 @@ def _tree(tree: Any, redactor: Redactor) -> tuple[Any, dict[str, Scan]]:
     return nx.relabel_nodes(tree, renamed, copy=True), changed
 
 
+def _hit(hit: Any, changed: dict[str, Scan]) -> Any:
+    snippet, tree_id, node = _value([hit.snippet, hit.tree_id, hit.id], changed)
+    marks = hit.marks if snippet == hit.snippet else []
+    return replace(hit, tree_id=tree_id, id=node, snippet=snippet, marks=marks)
+
+
 def _changes(column: pd.Series, redactor: Redactor) -> dict[str, Scan]:
     """The column's texts holding a secret, Arrow's strings sifted as they are."""
+    if column.name == PARTS:
+        return redactor.scan(strings(column.tolist()))
     if column.dtype == "category":
         return redactor.scan(column.cat.categories.astype(str))
     if column.dtype.kind not in "OU" and str(column.dtype) != "string":
@@ -270,40 +248,17 @@ def _changes(column: pd.Series, redactor: Redactor) -> dict[str, Scan]:
     texts = getattr(column.array, "_pa_array", None)
     if texts is None:
         texts = [value if isinstance(value, str) else None for value in column]
-    cut = column.astype(object).str.endswith(CUTS).tolist()
-    sifted = zip(redactor.candidates(texts), cut, strict=True)
-    return redactor.scan(column[[a or b is True for a, b in sifted]].tolist(), True)
+    return redactor.scan(column[redactor.candidates(texts)].tolist(), sifted=True)
 
 
 def _column(nodes: pd.DataFrame, name: str, redactor: Redactor) -> None:
-    """A text column redacted in place, per distinct text that may hold one."""
+    """A column redacted in place, per distinct text that may hold a secret."""
     changed = _changes(nodes[name], redactor)
-    if changed:
-        kept = nodes[name].dtype
+    if changed and name == PARTS:
+        nodes[name] = [_value(parts, changed) for parts in nodes[name]]
+    elif changed:
         new = nodes[name].astype(object).map(lambda v: changed.get(v, (v,))[0])
-        nodes[name] = new.astype(kept)
-
-
-def _forest(forest: Forest, redactor: Redactor) -> None:
-    nodes = forest.nodes
-    for name in nodes.columns:
-        if name != PARTS:
-            _column(nodes, name, redactor)
-            continue
-        changed = redactor.scan(strings(nodes[name].tolist()))
-        if changed:
-            nodes[name] = [_value(parts, changed) for parts in nodes[name]]
-    kept = [forest.names, forest.calls, forest.hidden]
-    changed = redactor.scan(strings([[*d.keys(), *d.values()] for d in kept]))
-    forest.names = _value(forest.names, changed)
-    forest.calls = _value(forest.calls, changed)
-    forest.hidden = _value(forest.hidden, changed)
-
-
-def _hit(hit: Any, changed: dict[str, Scan]) -> Any:
-    snippet, tree_id, node = _value([hit.snippet, hit.tree_id, hit.id], changed)
-    marks = hit.marks if snippet == hit.snippet else []
-    return replace(hit, tree_id=tree_id, id=node, snippet=snippet, marks=marks)
+        nodes[name] = new.astype(nodes[name].dtype)
 
 
 #: `secret_places`' columns.
@@ -317,37 +272,30 @@ def secret_places(
     kind, in log order, the ids redacted; a tree's title is field `name`
     (node_id None), a part's field `parts[i].key`."""
     redactor = redactor or Redactor()
-    nodes = forest.nodes
-    ids, trees = nodes["id"].tolist(), nodes["tree_id"].astype(object).tolist()
-    places: list[tuple[int, int, str, str | None, str, Iterable[str]]] = []
-    first = {tree: row for row, tree in reversed(list(enumerate(trees)))}
-    titles = redactor.scan(strings(list(forest.names.values())))
-    for tree, title in forest.names.items():
-        if title in titles and tree in first:
-            places.append((first[tree], -1, tree, None, "name", titles[title][1]))
-    for order, name in enumerate(nodes.columns):
-        column = nodes[name]
-        if name != PARTS:
-            changed = _changes(column, redactor)
-            found = column.astype(object).isin(list(changed)).to_numpy().nonzero()[0]
-            for row in found.tolist():
-                kinds = changed[column.iloc[row]][1]
-                places.append((row, order, trees[row], ids[row], name, kinds))
-            continue
-        changed = redactor.scan(strings(column.tolist()))
-        for row, parts in enumerate(column if changed else ()):
-            for index, part in enumerate(parts or ()):
-                for key, value in part.items():
-                    kinds = tuple(
-                        k for t in strings(value) if t in changed for k in changed[t][1]
-                    )
-                    field = f"parts[{index}].{key}"
-                    places.append((row, order, trees[row], ids[row], field, kinds))
-    places.sort(key=lambda place: place[:2])
-    shown = redactor.scan(text for place in places for text in place[2:4])
-    return [
-        {"tree_id": tree, "node_id": node, "field": field, "kind": kind}
-        for _, _, tree, node, field, kinds in places
-        for kind in dict.fromkeys(kinds)
-        for tree, node in [_value([tree, node], shown)]
+    nodes, names = forest.nodes, forest.names
+    changed = redactor.scan(strings(list(names.values())))
+    for name in nodes.columns:
+        changed.update(_changes(nodes[name], redactor))
+    found: list[tuple[Any, Any, str, str]] = []
+
+    def look(tree: Any, node: Any, field: str, value: Any) -> None:
+        kinds = (k for t in strings(value) if t in changed for k in changed[t][1])
+        found.extend((tree, node, field, kind) for kind in dict.fromkeys(kinds))
+
+    seen: set[Any] = set()
+    columns = [nodes[name].tolist() for name in ("tree_id", "id", *nodes.columns)]
+    for tree, node, *values in zip(*columns, strict=True) if changed else ():
+        if tree not in seen:
+            seen.add(tree)
+            look(tree, None, "name", names.get(tree))
+        for name, value in zip(nodes.columns, values, strict=True):
+            for i, part in enumerate(value or () if name == PARTS else ()):
+                for key, inner in part.items():
+                    look(tree, node, f"parts[{i}].{key}", inner)
+            if name != PARTS:
+                look(tree, node, name, value)
+    shown = redactor.scan(text for place in found for text in place[:2])
+    places = [
+        (*_value([tree, node], shown), field, kind) for tree, node, field, kind in found
     ]
+    return [dict(zip(PLACE_COLUMNS, place, strict=True)) for place in places]

@@ -50,10 +50,11 @@ def marker(kind: str) -> str:
 
 def _re2(pattern: re.Pattern[str]) -> str:
     """A pattern for RE2 matching at least what Python's matches: without
-    lookarounds, repetitions bounded within RE2's 1,000."""
+    lookarounds, repetitions unbounded and at most 8 required (a smaller
+    automaton: faster)."""
     text = re.sub(r"\(\?<?[=!][^()]*\)", "", pattern.pattern)
-    text = re.sub(r"\{(\d+),\d{4,}\}", r"{\1,}", text)
-    return f"(?i:{text})" if pattern.flags & re.I else f"(?:{text})"
+    at_least = re.sub(r"\{(\d+)(,\d*)?\}", lambda m: f"{{{min(int(m[1]), 8)},}}", text)
+    return f"(?i:{at_least})" if pattern.flags & re.I else f"(?:{at_least})"
 
 
 class Redactor:

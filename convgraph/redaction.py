@@ -259,7 +259,8 @@ def _column(nodes: pd.DataFrame, name: str, redactor: Redactor) -> None:
         nodes[name] = [_value(parts, changed) for parts in nodes[name]]
     elif changed:
         new = nodes[name].astype(object).map(lambda v: changed.get(v, (v,))[0])
-        nodes[name] = new.astype(nodes[name].dtype)
+        kept = nodes[name].dtype  # a category's own categories would lose the new
+        nodes[name] = new.astype("category" if kept == "category" else kept)
 
 
 #: `secret_places`' columns.

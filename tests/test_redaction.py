@@ -58,6 +58,7 @@ PAYLOAD = "\n".join(f"{kind}: {secret}" for kind, (secret, _) in SECRETS.items()
 #: One line, for titles and names: the kinds that fit on one line.
 LINE = "deploy AKIAZ7Q4XKJ3M2N8P5LW for ada.lovelace@example.org"
 NODE_ID = "u-ghp_R8mK2pX9vL4qT7nW1cY6bH3jD5fG0sA2eU8i"
+CONVERSATION = "conv ada.lovelace@example.org"  # a tree's id, a category
 ECHO = "def echo(text: str) -> str:\n    return text\n"
 
 
@@ -129,7 +130,7 @@ def chatgpt_file(directory: Path) -> Path:
             gpt_message("a2", "assistant", "Another answer.", at=6, model="gpt-4o"),
         ),
     ]
-    conversation = gpt_conversation("conv-1", LINE, nodes, current_node="a1")
+    conversation = gpt_conversation(CONVERSATION, LINE, nodes, current_node="a1")
     return write_json(directory / "conversations.json", [conversation])
 
 
@@ -304,17 +305,22 @@ def test_check_secrets_says_where_without_saying_what(tmp_path: Path) -> None:
     )
     assert [leak for leak in LEAKS if leak in said + json.dumps(found)] == []
     assert said.splitlines()[:3] == [
-        "aws-access-key: tree conv-1, name",
-        "email-address: tree conv-1, name",
-        "private-key: tree conv-1 node a1, prompt",
+        "aws-access-key: tree conv [REDACTED email-address], name",
+        "email-address: tree conv [REDACTED email-address], name",
+        "email-address: tree conv [REDACTED email-address] node a1, tree_id",
     ]
     fields: dict[tuple[Any, str], list[str]] = {}
     for place in found:
-        assert place["tree_id"] == "conv-1"
+        assert place["tree_id"] == "conv [REDACTED email-address]"
         fields.setdefault((place["node_id"], place["field"]), []).append(place["kind"])
     every = sorted(KINDS)
     assert {key: sorted(kinds) for key, kinds in fields.items()} == {
         (None, "name"): ["aws-access-key", "email-address"],
+        **{
+            (node, field): ["email-address"]
+            for node in ("a1", "a2")
+            for field in ("tree_id", "conversation_id")
+        },
         **{("a1", field): every for field in ("prompt", "system", "response")},
         ("a1", "parts[0].text"): every,  # the user's words
         ("a1", "parts[1].name"): ["aws-access-key", "email-address"],  # attachment

@@ -34,10 +34,9 @@ def report_secrets(output_format: str | None) -> None:
     """Print where the file's secrets are (tree, node, field, kind), one
     line each or as records; exit status 1 when there are any."""
     from convgraph.cli.output import echo_line, echo_records
-    from convgraph.redaction import PLACE_COLUMNS, Redactor, secret_places
+    from convgraph.redaction import PLACE_COLUMNS, secret_places
 
-    redactor = Redactor()
-    places = secret_places(opened_logs().forest(), redactor)
+    places = secret_places(opened_logs().forest())
     if output_format is not None:
         echo_records(places, PLACE_COLUMNS, output_format)
     for place in places if output_format is None else ():

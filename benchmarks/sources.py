@@ -5,8 +5,12 @@ ChatGPT export) and `dask` (a Parquet dataset's statistics on Dask).
 (written conversation by conversation, never whole in memory: regenerated
 answers, edited prompts, hidden system messages and realistic metadata, so
 its bytes per node are those of a real export), and the same in a zip; the
-whole `convgraph stats`, `tree` (the last conversation) and `path` (its last
-node) commands on each, timed by ``pyperf command`` with their peak memory.
+whole `convgraph stats --json`, `tree` (the last conversation) and `path`
+(its last node) commands on each, timed by ``pyperf command`` with their
+peak memory. Beside `stats` on the JSON file, echomine's `stats --json` on
+the same file: echomine needs Python 3.12, so it lives in a venv of its own,
+its command named in `CONVGRAPH_BENCH_ECHOMINE` (or on PATH); without it the
+baseline is skipped with a word.
 
 `dask`: a synthetic forest (conversations of `TREE_SIZE` nodes on average,
 the shapes of `benchmarks.synthetic` in turn) written as a Parquet dataset
@@ -29,6 +33,7 @@ import json
 import os
 import random
 import shutil
+import sys
 import time
 import zipfile
 from collections.abc import Callable
@@ -36,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import suite, synthetic, tasks
-from benchmarks.report import Row
+from benchmarks.report import Measurement, Row
 
 # -- chat-exports ------------------------------------------------------------------
 
@@ -49,6 +54,15 @@ ANSWER_METADATA = {
     "is_complete": True,
     "timestamp_": "absolute",
 }
+
+
+#: Where to find echomine's command when it is not on PATH.
+ECHOMINE_ENV = "CONVGRAPH_BENCH_ECHOMINE"
+
+
+def echomine_command() -> str:
+    """echomine's command: named in CONVGRAPH_BENCH_ECHOMINE, or on PATH; "" if none."""
+    return os.environ.get(ECHOMINE_ENV) or shutil.which("echomine") or ""
 
 
 #: One conversation in this many (where it can) ends with the person gone
@@ -180,11 +194,13 @@ def chat_export_rows(sizes: list[int], options: suite.Options) -> list[Row]:
             info.write_text(json.dumps(held))
 
         held = json.loads(suite.cached(stem.with_suffix(".info"), build).read_text())
-        convgraph = suite.convgraph_command()
+        # `python -m convgraph` from the checkout (pyperf runs commands in
+        # it): the console script would import the installed copy.
+        convgraph, echomine = [sys.executable, "-m", "convgraph"], echomine_command()
         for path in (source, source.with_suffix(".zip")):
             shape, where = path.suffix[1:], ["-d", str(path)]
             commands = {
-                "stats (every conversation)": ["stats", "-q", *where],
+                "stats (every conversation)": ["stats", "--json", "-q", *where],
                 "tree (the last conversation)": [
                     "tree",
                     *where,
@@ -194,8 +210,24 @@ def chat_export_rows(sizes: list[int], options: suite.Options) -> list[Row]:
             }
             for operation, argv in commands.items():
                 name = f"convgraph {argv[0]}"
-                spec = suite.command(name, convgraph, *argv)
+                spec = suite.command(name, *convgraph, *argv)
                 found.append(Row("chat export", shape, size, operation, spec))
+            stats = found[-len(commands)]
+            if shape == "json":  # echomine reads no zip
+                stats.baseline = suite.command(
+                    "echomine stats",
+                    echomine or "echomine",
+                    "stats",
+                    "--json",
+                    str(path),
+                )
+                stats.notes.append("baseline: echomine's `stats --json`")
+            if shape == "json" and not echomine:
+                stats.measured_baseline = Measurement(
+                    "echomine stats",
+                    "skipped",
+                    note=f"no echomine: name it in {ECHOMINE_ENV}",
+                )
             megabytes = path.stat().st_size / 1e6
             found[-1].notes.append(
                 f"{megabytes:,.0f} MB: {held['conversations']:,} conversations,"

@@ -82,6 +82,7 @@ GROUPS = {
     "logging": Group("benchmarks.writes:logging_rows", "turns", (100_000,), (10_000,)),
     "chat-exports": Group("benchmarks.sources:chat_export_rows", "MB", (500,), (20,)),
     "import": Group("benchmarks.importing:import_rows", "MB", (20, 75), (20,)),
+    "merge": Group("benchmarks.merging:merge_rows", "conversations", (3_000,), (300,)),
     "agents": Group("benchmarks.agents:agent_rows", "MB", (200, 1000), (50,)),
     "dask": Group(
         "benchmarks.sources:dask_rows", "nodes", (100_000, 1_000_000), (10_000, 100_000)

@@ -18,9 +18,13 @@ SOURCE_ATTRIBUTES = (
     "source",
 )
 
-#: A coding agent's working directory and git branch: only in sources that
-#: have them, after `NODE_ATTRIBUTES` in their tables, trees and exports.
+#: After `NODE_ATTRIBUTES`, only where a source has them: an agent's working
+#: directory and git branch, a merged node gone from its tree's newest copy
+#: (`sources.merging`), the node's source where several are read as one.
 PLACE_ATTRIBUTES = ("project", "git_branch")
+GONE = "gone"
+ORIGIN = "origin"
+OPTIONAL_ATTRIBUTES = (*PLACE_ATTRIBUTES, GONE, ORIGIN)
 
 #: A node's place among its branches, attached by the forest after reading.
 BRANCH_ATTRIBUTES = ("active", "note", "preferred")

@@ -63,6 +63,20 @@ class AmbiguousId(ConvgraphError, LookupError):
         return "\n".join([self.heading(), *(f"  {line}" for line in self.candidates)])
 
 
+class HeldBySeveral(ConvgraphError, LookupError):
+    """An id that several sources read together hold for different things."""
+
+    def __init__(self, id: str, sources: list[str]):
+        super().__init__(id, sources)
+        self.id, self.sources = id, sources
+
+    def __str__(self) -> str:
+        return (
+            f"{self.id} is in several sources ({', '.join(self.sources)}):"
+            " read one of them with --db PATH"
+        )
+
+
 class ConversationNotNode(UnknownNode):
     """An id given for a node names a conversation (`id`, of the tree `tree_id`)."""
 

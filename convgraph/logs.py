@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -25,6 +26,12 @@ if TYPE_CHECKING:
 COMPUTING = "computing statistics"
 T = TypeVar("T")
 
+#: One file or folder, several (a list, or paths by name: read as one
+#: forest), or None for llm's logs.db.
+Given = (
+    str | os.PathLike[str] | Sequence[str] | Mapping[str, str | os.PathLike[str]] | None
+)
+
 
 @dataclass
 class Summaries:
@@ -39,18 +46,24 @@ class Logs:
     """A file of conversations, open read-only; `hidden` keeps hidden branches,
     `redact` replaces secrets in what it hands out (`convgraph.redaction`)."""
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        hidden: bool = False,
-        redact: bool = False,
-    ):
+    def __init__(self, path: Given = None, hidden: bool = False, redact: bool = False):
         from convgraph.redaction import Redactor
 
         self.redactor = Redactor() if redact else None  # before: says what is missing
-        self.source: Source = open_logs(path)
+        self.given = path
         self.hidden = hidden
-        self.name = os.fspath(path) if path is not None else str(self.source.path)
+        if isinstance(path, str | os.PathLike) or path is None:
+            self.source: Source = open_logs(path)
+            self.paths = [
+                os.fspath(path) if path is not None else str(self.source.path)
+            ]
+        else:
+            from convgraph.sources.several import SeveralSources, named_paths
+
+            named = named_paths(path) if isinstance(path, Sequence) else path
+            self.source = SeveralSources(named)
+            self.paths = [os.fspath(one) for one in named.values()]
+        self.name = ", ".join(self.paths)
 
     def __enter__(self) -> Logs:
         return self
@@ -75,14 +88,13 @@ class Logs:
         return self.source.generations
 
     def files(self) -> list[str]:
-        """The paths read: the file, or a folder and the files directly in it."""
-        found = [self.name]
-        if os.path.isdir(self.name):
-            try:
-                with os.scandir(self.name) as entries:
+        """The paths read: each file, or a folder and the files directly in it."""
+        found = []
+        for path in self.paths:
+            found.append(path)
+            if os.path.isdir(path):
+                with contextlib.suppress(OSError), os.scandir(path) as entries:
                     found += [entry.path for entry in entries]
-            except OSError:
-                pass
         return found
 
     def overwrite_refusal(self, output: str, force: bool = False) -> str | None:
@@ -259,7 +271,7 @@ class Logs:
 
     def reopen(self) -> Logs:
         """The file reopened for another thread (SQLite's rule)."""
-        return Logs(self.source.path, redact=self.redactor is not None)
+        return Logs(self.given, redact=self.redactor is not None)
 
     def _out(self, found: T) -> T:
         """`found` with its secrets replaced where the handle redacts."""
@@ -288,15 +300,12 @@ def _selected(forest: Forest, where: TreeFilter) -> Forest:
     return select_trees(forest, where)
 
 
-def open(
-    path: str | os.PathLike[str] | None = None,
-    hidden: bool = False,
-    redact: bool = False,
-) -> Logs:
+def open(path: Given = None, hidden: bool = False, redact: bool = False) -> Logs:
     """Open llm's `logs.db` (its own when `path` is None), a chat export or
-    agents' sessions read-only; `hidden` keeps hidden branches, `redact`
-    replaces secrets. Raises DatabaseError where the file is missing or none
-    of these, ConvgraphError where `redact` lacks its extra."""
+    agents' sessions read-only, or several as one forest (a list of paths, or
+    paths by name); `hidden` keeps hidden branches, `redact` replaces secrets.
+    Raises DatabaseError where a file is missing or none of these,
+    ConvgraphError where `redact` lacks its extra."""
     return Logs(path, hidden, redact)
 
 

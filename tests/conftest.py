@@ -86,6 +86,15 @@ def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ["XDG_CACHE_HOME"] = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No saved list of sources (`convgraph sources`): a command given no
+    --db reads llm's logs.db, whatever the user's configuration says."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONVGRAPH_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+        yield
+
+
 #: The fixtures that make a test slow (`pytest -m "not slow"` leaves it out),
 #: whichever module it is in and however it asks for them: a real browser.
 #: Other heavy tests carry `@pytest.mark.slow` themselves.

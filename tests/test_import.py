@@ -533,16 +533,16 @@ def test_a_large_import_lists_twenty(tmp_path):
     assert "  and 3 more: convgraph conversations lists every id" in lines
 
 
-def test_the_same_conversation_from_a_grown_export_is_named_changed(tmp_path):
-    """An export downloaded again after the conversation went on: the
-    conversation is not written twice, and the summary says it changed."""
+def test_the_same_conversation_from_a_grown_export_gets_its_new_nodes(tmp_path):
+    """An export downloaded again after the conversation went on: the turns
+    imported before are not written twice, the new one is added."""
     target = tmp_path / "logs.db"
     import_export(write_json(tmp_path / "old.json", [chatgpt_chain(3)]), target)
     summary = import_export(
         write_json(tmp_path / "new.json", [chatgpt_chain(4)]), target
     )
-    assert (summary.imported, summary.skipped) == (0, 1)
-    assert [c.conversation_id for c in summary.changed] == ["conv-chain"]
+    assert (summary.imported, summary.skipped) == (0, 0)
+    assert [(c.conversation_id, c.nodes) for c in summary.grown] == [("conv-chain", 1)]
 
 
 def test_dry_run_writes_nothing(exports, tmp_path):

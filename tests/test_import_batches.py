@@ -96,7 +96,7 @@ def test_a_second_import_after_a_batched_one_adds_nothing(tmp_path):
     assert rows(target) == expected(planned, list(planned))
     digest = file_digest(target)
     second = import_export(source, target)
-    assert (second.imported, second.skipped, second.changed) == (0, 120, [])
+    assert (second.imported, second.skipped, second.grown) == (0, 120, [])
     assert file_digest(target) == digest
 
 

@@ -17,7 +17,10 @@ SMALL_INPUT_BYTES = 1_000_000
 
 
 def is_small(source: Source) -> bool:
-    """Whether `source` is one file under `SMALL_INPUT_BYTES`."""
+    """Whether `source` is one file under `SMALL_INPUT_BYTES`, or is read a
+    tree at a time in one pass (a chat export), where pandas costs more."""
+    if source.trees() is not None:
+        return True
     path = os.fspath(source.path)
     try:
         if not os.path.isfile(path):

@@ -23,7 +23,7 @@ from convgraph.analysis.stats import (
     within_totals,
 )
 from convgraph.analysis.tool_stats import sums_per_tree
-from convgraph.contract import RETRY_COLUMNS
+from convgraph.contract import ORIGIN, RETRY_COLUMNS
 from convgraph.model.filters import TreeFilter, node_matches_table, select_trees
 from convgraph.model.marks import active_column
 
@@ -72,6 +72,11 @@ def _project(nodes: pd.DataFrame) -> pd.Series:
     return nodes["project"].astype(object)
 
 
+def _source(nodes: pd.DataFrame) -> pd.Series:
+    # Where several sources are read, the one of them; else the app's.
+    return nodes[ORIGIN if ORIGIN in nodes.columns else "source"].astype(object)
+
+
 #: The keys usage can be grouped by: each a label per row of a nodes table
 #: (None where a node has none: no time, no model, no project).
 GROUPINGS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
@@ -80,6 +85,7 @@ GROUPINGS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "month": _month,
     "model": _model,
     "project": _project,
+    "source": _source,
 }
 
 

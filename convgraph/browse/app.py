@@ -26,7 +26,7 @@ from convgraph.browse.listing import (
 )
 from convgraph.browse.tree_screen import ConversationScreen
 from convgraph.errors import ConvgraphError
-from convgraph.logs import Logs
+from convgraph.logs import Given, Logs
 from convgraph.text import counted, terminal_text
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ def write_refusal(logs: Logs) -> str | None:
     """Why the write keys cannot write to this file, or None: an export is
     read-only; SQLite also needs the folder writable for its journal."""
     path = logs.source.path
+    if len(logs.paths) > 1:
+        return "several sources are read as one: b and r write in one, opened alone"
     if logs.source.conn is None:
         kind = ", ".join(logs.source.generations) or "chat"
         return (
@@ -69,7 +71,7 @@ class BrowseApp(App[None]):
 
     def __init__(
         self,
-        logs: Logs | str | os.PathLike[str] | None,
+        logs: Logs | Given,
         conversation_id: str | None = None,
         model: str | None = None,
         where: TreeFilter | None = None,
@@ -142,7 +144,7 @@ class BrowseApp(App[None]):
         import sys
 
         self._shapes = subprocess.Popen(
-            [sys.executable, "-c", SHAPES_COMMAND, str(self.logs.source.path)],
+            [sys.executable, "-c", SHAPES_COMMAND, *self.logs.paths],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -234,7 +236,7 @@ class BrowseApp(App[None]):
 
 
 def run(
-    logs: Logs | str | os.PathLike[str] | None,
+    logs: Logs | Given,
     conversation_id: str | None = None,
     model: str | None = None,
     where: TreeFilter | None = None,

@@ -151,7 +151,7 @@ APART_ABOVE_NODES = 50_000
 
 
 def main(arguments: list[str]) -> int:
-    """`SHAPES_COMMAND`: the `structure_figures` of file `arguments[0]` as JSON,
+    """`SHAPES_COMMAND`: the `structure_figures` of the files `arguments` as JSON,
     or a one-line error and status 2."""
     import json
     import sys
@@ -159,7 +159,7 @@ def main(arguments: list[str]) -> int:
     from convgraph.logs import Logs
 
     try:
-        with Logs(arguments[0]) as logs:
+        with Logs(arguments[0] if len(arguments) == 1 else arguments) as logs:
             figures = structure_figures(logs.forest(text=False))
     except Exception as error:  # SQLite's own errors too: the browser shows the line
         print(str(error), file=sys.stderr)

@@ -11,6 +11,7 @@ from convgraph.cli import (
     notes,
     read,
     search,
+    sources,
     stats,
     transcripts,
     write,
@@ -44,6 +45,7 @@ COMMANDS: tuple[click.Command, ...] = (
     notes.hide,
     notes.unhide,
     search.search,
+    sources.sources,
 )
 
 
@@ -75,6 +77,7 @@ SUMMARIES = {
     "hide": "Hide a branch from every output",
     "unhide": "Show a hidden branch again",
     "search": "Find text in any branch",
+    "sources": "The sources read when no --db is given",
 }
 
 for _command in COMMANDS:

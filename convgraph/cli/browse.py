@@ -40,7 +40,7 @@ def browse(
     p to mark the preferred answer, ? for every key, q to quit.
     """
     logs = opened_logs()
-    path = logs.source.path
+    path = logs.given if len(logs.paths) > 1 else logs.source.path
     logs.close()  # the browser opens the file itself, to write it too
     from convgraph.cli.options import needs_extra
 

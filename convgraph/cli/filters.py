@@ -5,13 +5,13 @@ library selects (`convgraph.model.filters`). No pandas import here."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from convgraph.cli.options import UserError
+from convgraph.cli.options import UserError, read_names
 from convgraph.model.filters import TreeFilter, tree_is_in
 from convgraph.times import parse_bound
 
@@ -54,6 +54,7 @@ def filter_options(function: F) -> F:
             kwargs.pop("filter_until"),
             kwargs.pop("filter_models"),
             kwargs.pop("filter_sources"),
+            names=read_names(),
         )
         return function(*args, where=where, **kwargs)
 
@@ -88,8 +89,9 @@ def filter_options(function: F) -> F:
             "filter_sources",
             metavar="SOURCE",
             multiple=True,
-            help=f"Trees with a node from SOURCE ({', '.join(SOURCES)};"
-            " repeatable), where a file mixes them",
+            help=f"Trees with a node from SOURCE ({', '.join(SOURCES)}), or"
+            " read from the source of that name where several are read"
+            " (repeatable)",
         ),
     ]
     for option in reversed(options):
@@ -103,15 +105,18 @@ def make_filter(
     models: Iterable[str] = (),
     sources: Iterable[str] = (),
     now: datetime | None = None,
+    names: Collection[str] = (),
 ) -> TreeFilter:
-    """The `TreeFilter` of the options; a span counts back from `now` (UTC).
-    Raises UserError for a bad bound or order, or an unknown source."""
-    named = tuple(source.lower() for source in sources)
+    """The `TreeFilter` of the options; a span counts back from `now` (UTC);
+    `names`: the sources read, by name. Raises UserError for a bad bound or
+    order, or an unknown source."""
+    named = tuple(
+        source.lower() if source.lower() in SOURCES else source for source in sources
+    )
     for source in named:
-        if source not in SOURCES:
-            raise UserError(
-                f"--source {source}: no such source; one of {', '.join(SOURCES)}"
-            )
+        if source not in SOURCES and source not in names:
+            known = ", ".join([*SOURCES, *names])
+            raise UserError(f"--source {source}: no such source; one of {known}")
     first = _bound("--since", since, now, end=False)
     last = _bound("--until", until, now, end=True)
     if first is not None and last is not None and first > last:

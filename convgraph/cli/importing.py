@@ -32,8 +32,11 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     continues any branch (the thread ids are printed, or see `llm logs`).
 
     A conversation imported before is skipped, so importing again writes
-    nothing; one without a prompt or an answer is left out, and named. A
-    --db that does not exist is made with llm's tables.
+    nothing; one that grew since (a later export) gets its new nodes only,
+    as does one listed twice. Each turn's origin (the export, conversation
+    and node) is kept in the table _convgraph_imports. One without a prompt
+    or an answer is left out, and named. A --db that does not exist is made
+    with llm's tables.
     """
     from convgraph.store.importer import import_export
 
@@ -61,10 +64,11 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
         _say(
             f"Skipped {counted(summary.skipped, 'conversation', grouping=',')} imported before"
         )
-    for result in summary.changed:
+    if summary.grown:
+        added = counted(sum(c.nodes for c in summary.grown), "new node", grouping=",")
+        grown = counted(len(summary.grown), "conversation", grouping=",")
         _say(
-            f"  {result.conversation_id} ({result.name or 'no title'}) has"
-            " nodes that its import lacks: the export changed since"
+            f"{'Would add' if dry_run else 'Added'} {added} to {grown} imported before"
         )
     written = [
         c for c in summary.conversations if c.status in ("imported", "would import")

@@ -181,19 +181,40 @@ def resolve_ids(ctx: click.Context) -> None:
 
 
 DB_PATH = "convgraph.db_path"
+#: Every `--db` of a reading command (which takes several).
+DB_PATHS = "convgraph.db_paths"
 LOGS = "convgraph.logs"
 REDACT = "convgraph.redact"  # --redact (`convgraph.cli.redacting`)
 
 
+def read_target(ctx: click.Context) -> str | dict[str, str] | None:
+    """What the command reads: one path, several by name, or None for llm's
+    logs.db; without `--db`, the saved list (`convgraph sources`)."""
+    paths = ctx.meta.get(DB_PATHS)
+    if paths is None:
+        return ctx.meta.get(DB_PATH)
+    from convgraph.sources import several
+
+    if not paths:
+        return several.listed_target()
+    return paths[0] if len(paths) == 1 else several.named_paths(paths)
+
+
+def read_names() -> list[str]:
+    """The names of the sources the running command reads, where several."""
+    target = read_target(click.get_current_context())
+    return list(target) if isinstance(target, dict) else []
+
+
 def opened_logs() -> Logs:
-    """The file `--db` names, opened once for the running command."""
+    """The sources `--db` names, opened once for the running command."""
     ctx = click.get_current_context()
     logs: Logs | None = ctx.meta.get(LOGS)
     if logs is None:
         from convgraph.logs import Logs
 
         logs = Logs(
-            ctx.meta.get(DB_PATH),
+            read_target(ctx),
             hidden=bool(ctx.meta.get(SHOW_HIDDEN)),
             redact=bool(ctx.meta.get(REDACT)),
         )
@@ -226,9 +247,18 @@ def db_path_option(function: F) -> F:
 
 def _db_option(function: F, expose: bool) -> F:
     def remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-        ctx.meta[DB_PATH] = value
+        if expose:
+            ctx.meta[DB_PATH] = value
+        else:
+            ctx.meta[DB_PATHS] = value
+            ctx.meta[DB_PATH] = value[0] if len(value) == 1 else None
         return value
 
+    several = (
+        "The llm database, chat export or agents' folder to read; repeated, all"
+        " as one forest (stats and check also read a Parquet dataset DIR)"
+        " [default: the saved list, `convgraph sources list`]"
+    )
     return click.option(
         "-d",
         "--db",
@@ -236,11 +266,14 @@ def _db_option(function: F, expose: bool) -> F:
         "db_path",
         type=click.Path(readable=False, path_type=str),
         default=None,
+        multiple=not expose,
         expose_value=expose,
         callback=remember,
-        help="The llm database or chat export to read (stats and check also read"
-        " a Parquet dataset DIR) [default: llm's logs.db, as `llm logs path`"
-        " prints]",
+        help=several
+        if not expose
+        else "The llm database or chat export to read (stats and check also"
+        " read a Parquet dataset DIR) [default: llm's logs.db, as `llm logs"
+        " path` prints]",
     )(function)
 
 
@@ -306,7 +339,9 @@ WRITES_A_DATABASE = frozenset({"migrate", "delete", "branch", "regenerate"})
 
 def check_default_database(ctx: click.Context) -> None:
     """Without --db and without llm's logs.db, raise a `UserError`."""
-    if ctx.meta.get(DB_PATH, "") is not None or ctx.info_name in MAKES_A_DATABASE:
+    if DB_PATH not in ctx.meta or ctx.info_name in MAKES_A_DATABASE:
+        return
+    if read_target(ctx) is not None:
         return
     from convgraph.sources import default_database_path
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     metavar="KEYS",
     default=None,
     help="Usage over time instead: group by day, week (ISO, UTC), month,"
-    " model or project (an agent's working directory), or several"
+    " model, project (an agent's working directory) or source, or several"
     " (week,model)",
 )
 @click.option(
@@ -123,8 +123,8 @@ def stats(
     --nodes-in-range measures nodes, times, models and usage over the nodes
     the filters match; the shape stays the tree's.
 
-    --by day|week|month|model|project (or several: --by week,model): usage
-    over time, one row per group: conversations, nodes, branch_points,
+    --by day|week|month|model|project|source (or several: --by week,model):
+    usage over time, one row per group: conversations, nodes, branch_points,
     abandoned_branches, input_tokens, output_tokens, cost_usd (each model's
     price on the day, from genai-prices; null for a model it does not know,
     named on stderr; none for a token count no request has, which `convgraph

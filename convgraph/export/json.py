@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import orjson
 
-from convgraph.contract import NODE_ATTRIBUTES, PLACE_ATTRIBUTES
+from convgraph.contract import NODE_ATTRIBUTES, OPTIONAL_ATTRIBUTES
 from convgraph.encoding import dumps, dumps_bytes
 from convgraph.errors import ExportError
 from convgraph.export.common import (
@@ -207,7 +207,7 @@ def forest_blocks(
         return
     import numpy as np
 
-    places = [name for name in PLACE_ATTRIBUTES if name in forest.nodes.columns]
+    places = [name for name in OPTIONAL_ATTRIBUTES if name in forest.nodes.columns]
     columns = ("id", *NODE_ATTRIBUTES, *places)
     keys = (*columns, CALLS, TREE_ID)
     folded = calls_by_node(forest.calls)

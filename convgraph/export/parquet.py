@@ -18,7 +18,13 @@ import numpy as np
 import pandas as pd
 
 from convgraph.analysis.stats import edge_table, node_table
-from convgraph.contract import CATEGORY_COLUMNS, PARTS, PLACE_ATTRIBUTES, TREE_NAME
+from convgraph.contract import (
+    CATEGORY_COLUMNS,
+    OPTIONAL_ATTRIBUTES,
+    ORIGIN,
+    PARTS,
+    TREE_NAME,
+)
 from convgraph.errors import ExportError
 from convgraph.export.common import CALLS, calls_by_node
 from convgraph.sources.parquet import EDGES, NODES
@@ -49,11 +55,11 @@ def tree_buckets(tree_ids: Iterable[Any], partitions: int) -> np.ndarray:
 
 def dataset_nodes(forest: Forest) -> pd.DataFrame:
     """The node table the dataset holds: `node_table` of the forest, `parts` as JSON
-    text (None for a node that is only prompt and answer), an agent's `PLACE_ATTRIBUTES`
+    text (None for a node that is only prompt and answer), the `OPTIONAL_ATTRIBUTES`
     where given, `calls` (an empty list where none) and `tree_name` (a category)."""
     table = node_table(forest)
     table[PARTS] = parts_as_json(table[PARTS])
-    for name in PLACE_ATTRIBUTES:
+    for name in OPTIONAL_ATTRIBUTES:
         if name in forest.nodes.columns:
             table[name] = forest.nodes[name]
     folded = calls_by_node(forest.calls)
@@ -86,7 +92,9 @@ def write_parquet(
     force: bool = False,
 ) -> Path:
     """Write the forest as `directory/nodes/` and `directory/edges/`, every tree
-    whole in one partition of each, and return `directory`.
+    whole in one partition of each, and return `directory`; several sources
+    read as one are partitioned by source (`nodes/origin=NAME/`, a tree in
+    its first node's), `partitions` each.
 
     Raises
     ------
@@ -95,18 +103,10 @@ def write_parquet(
         written."""
     target = Path(directory)
     _check_target(target, force)
-    if partitions is None:
-        partitions = max(1, math.ceil(len(forest.nodes) / NODES_PER_PARTITION))
-    if partitions < 1:
+    if partitions is not None and partitions < 1:
         raise ExportError(f"partitions must be 1 or more, not {partitions}")
-
     nodes = dataset_nodes(forest)
     edges = edge_table(forest)
-    node_buckets = tree_buckets(nodes["tree_id"].to_numpy(), partitions)
-    edge_buckets = tree_buckets(edges["tree_id"].to_numpy(), partitions)
-    # An empty forest still gets one empty file of each table, for the schema.
-    used = np.unique(node_buckets) if len(nodes) else np.array([0])
-
     parent = target.absolute().parent
     try:
         partial = Path(
@@ -115,8 +115,17 @@ def write_parquet(
     except OSError as error:
         raise ExportError(f"cannot write {target}: {error.strerror}") from None
     try:
-        _write_table(nodes, node_buckets, used, partial / NODES)
-        _write_table(edges, edge_buckets, used, partial / EDGES)
+        if ORIGIN not in nodes.columns:
+            _write_tables(nodes, edges, partitions, partial, "")
+        else:
+            trees = nodes.groupby("tree_id", observed=True, sort=False)[ORIGIN].first()
+            for name, held in trees.groupby(trees, observed=True):
+                rows = nodes["tree_id"].isin(held.index).to_numpy()
+                links = edges["tree_id"].isin(held.index).to_numpy()
+                subset = nodes[rows].drop(columns=ORIGIN)
+                _write_tables(
+                    subset, edges[links], partitions, partial, f"{ORIGIN}={name}"
+                )
         # mkdtemp's folder is private: give it the mode the umask gives.
         umask = os.umask(0)
         os.umask(umask)
@@ -141,6 +150,24 @@ def _check_target(target: Path, force: bool) -> None:
         )
 
 
+def _write_tables(
+    nodes: pd.DataFrame,
+    edges: pd.DataFrame,
+    partitions: int | None,
+    folder: Path,
+    partition: str,
+) -> None:
+    """The nodes and edges in `folder`, each in its table's `partition` folder."""
+    if partitions is None:
+        partitions = max(1, math.ceil(len(nodes) / NODES_PER_PARTITION))
+    node_buckets = tree_buckets(nodes["tree_id"].to_numpy(), partitions)
+    edge_buckets = tree_buckets(edges["tree_id"].to_numpy(), partitions)
+    # An empty forest still gets one empty file of each table, for the schema.
+    used = np.unique(node_buckets) if len(nodes) else np.array([0])
+    _write_table(nodes, node_buckets, used, folder / NODES / partition)
+    _write_table(edges, edge_buckets, used, folder / EDGES / partition)
+
+
 def _write_table(
     table: pd.DataFrame, buckets: np.ndarray, used: np.ndarray, folder: Path
 ) -> None:
@@ -148,7 +175,7 @@ def _write_table(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    folder.mkdir()
+    folder.mkdir(parents=True)
     # One schema for every file: a column all None in a bucket keeps its type.
     schema = pa.Schema.from_pandas(table, preserve_index=False)
     if CALLS in table.columns:

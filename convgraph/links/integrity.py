@@ -32,6 +32,11 @@ EMPTY_CONVERSATION = "empty-conversation"
 #: Message ids an earlier conversation holds too (ChatGPT's "Branch in new
 #: chat"): read qualified by the conversation's id.
 SHARED_IDS = "shared-ids"
+#: Merged reads (`sources.merging`): one id naming different things in two
+#: sources; copies of a node that differ; a conversation listed twice.
+ID_CLASH = "id-clash"
+CHANGED_NODE = "changed-node"
+DUPLICATE_CONVERSATION = "duplicate-conversation"
 #: A token count negative or beyond any request: summed, priced at nothing.
 IMPOSSIBLE_COUNT = "impossible-count"
 #: A legacy row logged without a parent into a migrated file: stays a root.

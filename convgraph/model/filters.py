@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import ORIGIN
 from convgraph.links.rules import NODE, TREE, rule, table_form
 from convgraph.times import parse_time
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 class TreeFilter:
     """What a node must be for its tree to be kept (None or empty: anything):
     within `since`..`until` (inclusive), a model one of the `fnmatch` globs
-    `models` matches, from one of `sources`.
+    `models` matches, from one of `sources` (an app's, or by `ORIGIN`).
     """
 
     since: datetime | None = None
@@ -67,7 +68,12 @@ class TreeFilter:
 @rule(NODE)
 def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     """Whether one node's attributes match the filter."""
-    if where.sources and node.get("source") not in where.sources:
+    sources = where.sources
+    if (
+        sources
+        and node.get("source") not in sources
+        and node.get(ORIGIN) not in sources
+    ):
         return False
     if not where.model_matches(node.get("model")):
         return False
@@ -99,7 +105,10 @@ def node_matches_table(nodes: pd.DataFrame, where: TreeFilter) -> np.ndarray:
 
     keep = np.ones(len(nodes), dtype=bool)
     if where.sources:
-        keep &= nodes["source"].isin(where.sources).to_numpy(dtype=bool)
+        apps = nodes["source"].isin(where.sources)
+        if ORIGIN in nodes.columns:
+            apps |= nodes[ORIGIN].isin(where.sources)
+        keep &= apps.to_numpy(dtype=bool)
     if where.models:
         # Each name is matched once, not per row.
         names = nodes["model"].dropna().unique()

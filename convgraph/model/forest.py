@@ -17,9 +17,9 @@ import pandas as pd
 from convgraph.contract import (
     INTEGER_COLUMNS,
     NODE_ATTRIBUTES,
+    OPTIONAL_ATTRIBUTES,
     PARENT_ROWS,
     PARTS,
-    PLACE_ATTRIBUTES,
 )
 from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_links_table
@@ -284,7 +284,7 @@ class Forest:
 
     def _places(self) -> list[str]:
         """The place attributes the source gave (an agent's project, branch)."""
-        return [name for name in PLACE_ATTRIBUTES if name in self.nodes.columns]
+        return [name for name in OPTIONAL_ATTRIBUTES if name in self.nodes.columns]
 
 
 class TreeRows(NamedTuple):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, PLACE_ATTRIBUTES
+from convgraph.contract import INTEGER_ATTRIBUTES, NODE_ATTRIBUTES, OPTIONAL_ATTRIBUTES
 from convgraph.errors import UnknownNode
 from convgraph.links.integrity import ParentWalk
 from convgraph.model.marks import mark_tree
@@ -91,7 +91,7 @@ class ConversationTree(_DiGraphOfIds):
         # After the contract's, as the exports write other attributes.
         keys = (
             *NODE_ATTRIBUTES,
-            *(key for key in PLACE_ATTRIBUTES if records and key in records[0]),
+            *(key for key in OPTIONAL_ATTRIBUTES if records and key in records[0]),
         )
         graph = cls.from_columns(
             [record["id"] for record in records],

@@ -21,6 +21,9 @@ LOGGED_SINCE = "logged_since"
 def quick_stamp(logs: Source) -> list[Any]:
     """Each file's identity, size and time, and for SQLite its header's
     change counter and schema cookie and its WAL's header (salts)."""
+    several: dict[str, Source] = getattr(logs, "sources", {})
+    if several:  # sources read as one: each one's
+        return [quick_stamp(one) for one in several.values()]
     path = Path(logs.path)
     if path.is_dir():
         files = sorted(file for file in path.rglob("*") if not file.is_dir())

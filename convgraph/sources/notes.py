@@ -8,6 +8,7 @@ marks (`feedback_marks`); the user's own notes win over the app's.
 from __future__ import annotations
 
 import io
+import itertools
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -54,6 +55,11 @@ def read_notes(
 ) -> dict[str, NodeNote]:
     """The notes of `node_ids` (all if None) by node id, the app's marks
     combined. `DatabaseError` if an export's notes file is unreadable."""
+    several: dict[str, Source] = getattr(logs, "sources", {})
+    if several:
+        asked = None if node_ids is None else list(node_ids)
+        found = (read_notes(one, asked).items() for one in several.values())
+        return dict(itertools.chain.from_iterable(found))
     if logs.conn is None:
         path = notes_file(logs)
         own: dict[str, NodeNote] = {}

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph.contract import (
     BOOLEAN_ATTRIBUTES,
     INTEGER_COLUMNS,
+    ORIGIN,
     PARENT_ROWS,
     PARTS,
     TEXT_ATTRIBUTES,
@@ -58,13 +59,18 @@ TEXT_COLUMNS = (*TEXT_ATTRIBUTES, "model", "source", TOOLS, "note", TREE_NAME)
 def is_parquet_dataset(path: str | os.PathLike[str]) -> bool:
     """Whether `path` holds a `nodes/` folder of Parquet files."""
     nodes = Path(path) / NODES
-    return nodes.is_dir() and any(nodes.glob("*.parquet"))
+    return nodes.is_dir() and bool(_node_files(nodes))
+
+
+def _node_files(nodes: Path) -> list[Path]:
+    # Several sources exported as one are a folder each (`origin=NAME`).
+    return sorted([*nodes.glob("*.parquet"), *nodes.glob(f"{ORIGIN}=*/*.parquet")])
 
 
 def dataset_files(directory: str | os.PathLike[str]) -> list[Path]:
     """The node table's files sorted by name (Dask's partition order);
     `DatabaseError` if there are none."""
-    files = sorted((Path(directory) / NODES).glob("*.parquet"))
+    files = _node_files(Path(directory) / NODES)
     if not files:
         raise DatabaseError(
             f"{directory} is not a Parquet dataset: no {NODES}/*.parquet files"
@@ -133,6 +139,10 @@ def read_file(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    # A partition folder's name is its rows' source (`export.parquet`).
+    origin = path.parent.name.partition(f"{ORIGIN}=")[2] or None
+    if columns is not None and ORIGIN not in columns:
+        origin = None
     try:
         held = pq.read_schema(path).names
         if columns is not None:
@@ -142,7 +152,8 @@ def read_file(
             schema = pq.read_schema(path)
             names = held if columns is None else columns
             table = pa.schema([schema.field(name) for name in names]).empty_table()
-            return parts_from_json(table.to_pandas())
+            empty_nodes = parts_from_json(table.to_pandas())
+            return empty_nodes.assign(**{ORIGIN: []}) if origin else empty_nodes
         filters = None
         if tree_ids is not None and "tree_id" in held:
             filters = [("tree_id", "in", tree_ids)]
@@ -157,6 +168,8 @@ def read_file(
             f"cannot read the Parquet dataset file {path}: {error}"
         ) from None
     nodes = parts_from_json(table.to_pandas())
+    if origin:
+        nodes[ORIGIN] = origin
     if tree_ids is not None and "tree_id" in nodes.columns:
         nodes = nodes[_ids(nodes["tree_id"]).isin(tree_ids).to_numpy()]
     return nodes

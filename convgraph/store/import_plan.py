@@ -4,7 +4,6 @@ export's (`stable_ulid`), so a second import finds them."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -12,7 +11,8 @@ from typing import Any
 
 from convgraph.links.integrity import check_links
 from convgraph.sources import log_order
-from convgraph.times import parse_time, utc_iso
+from convgraph.sources.merging import stable_ulid
+from convgraph.times import utc_iso
 
 __all__ = [
     "ConversationPlan",
@@ -22,24 +22,6 @@ __all__ = [
     "plan_conversation",
     "stable_ulid",
 ]
-
-
-def stable_ulid(moment: str | None, *key: str) -> str:
-    """A ULID as llm makes them (lower case): its time the moment given (0 where
-    unknown), its random bits a hash of `key`, so a second import gets the same ids."""
-    from ulid import ULID
-
-    # Without an offset, UTC: ids must not depend on where the import runs.
-    parsed = parse_time(moment)
-    milliseconds = 0
-    if parsed is not None:
-        try:
-            milliseconds = max(0, int(parsed.timestamp() * 1000))
-        except (OverflowError, OSError, ValueError):
-            milliseconds = 0
-    milliseconds = min(milliseconds, (1 << 48) - 1)
-    digest = hashlib.blake2b("\0".join(key).encode("utf-8"), digest_size=10).digest()
-    return str(ULID(milliseconds.to_bytes(6, "big") + digest)).lower()
 
 
 def llm_datetime(moment: str | None) -> str | None:
@@ -65,6 +47,8 @@ class PlannedTurn:
     record: dict[str, Any]
     turn_id: str
     parent: str | None
+    #: The time its ids are made from (its own, else its parent's).
+    moment: str | None = None
 
 
 @dataclass
@@ -174,6 +158,7 @@ def plan_conversation(
                         times[node_id], source, conversation_id, node_id, "turn"
                     ),
                     parents[node_id],
+                    times[node_id],
                 )
             )
         threads.append(thread)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +43,13 @@ __all__ = [
 #: The tables that make a file llm's.
 LLM_TABLES = {"_llm_migrations", "responses", "threads"}
 
+#: Where each imported turn came from: the export, its conversation and node.
+ORIGINS = "_convgraph_imports"
+ORIGINS_SQL = (
+    f"create table if not exists {ORIGINS} (turn_id text primary key, app text,"
+    " export text, conversation_id text, node_id text, imported_utc text)"
+)
+
 
 @dataclass
 class ConversationResult:
@@ -52,10 +59,12 @@ class ConversationResult:
     name: str | None
     #: The current branch's thread: what `llm -c --cid` continues.
     thread_id: str
+    #: The nodes written (or that would be): all, or a grown one's new ones.
     nodes: int
+    #: The threads made (a dry run counts only a new conversation's).
     threads: int
-    #: "imported", "would import", "skipped" (already imported) or
-    #: "changed" (imported before; the export has nodes the file lacks).
+    #: "imported", "would import", "skipped" (already imported), or "grown",
+    #: "would grow" (imported before: the export's new nodes added).
     status: str
 
 
@@ -97,12 +106,12 @@ class ImportSummary:
     @property
     def skipped(self) -> int:
         """Conversations already in the file, left as they are."""
-        return len(self.conversations) - self.imported
+        return sum(c.status == "skipped" for c in self.conversations)
 
     @property
-    def changed(self) -> list[ConversationResult]:
-        """Skipped conversations whose export holds nodes the file lacks."""
-        return [c for c in self.conversations if c.status == "changed"]
+    def grown(self) -> list[ConversationResult]:
+        """Conversations imported before whose new nodes were added."""
+        return [c for c in self.conversations if c.status in ("grown", "would grow")]
 
 
 def _messages(
@@ -182,36 +191,73 @@ def _ensure_chain(conn: Any, messages: list[Any], parent: str | None) -> str | N
     return tip
 
 
-def write_conversation(store: Any, plan: ConversationPlan) -> None:
+def write_conversation(
+    store: Any,
+    plan: ConversationPlan,
+    held: dict[str, tuple[str, str | None, bool]] | None = None,
+    export: str | None = None,
+) -> int:
     """Write one planned conversation inside the caller's transaction: its
     messages node by node (each chain from its parent's tip), then its threads,
-    turns and search rows, a statement each for the whole conversation."""
+    turns, search rows and origins, a statement each. `held`: the nodes the
+    file has (thread, tip, whether at its thread's tip), not written again: a
+    new branch goes on in the thread whose tip it continues, else forks.
+    The threads made are counted."""
     import llm
     from llm.logs import TURN_SEARCH_INSERT_SQL
 
     conn = store.db.conn
-    tips: dict[str, str | None] = {}
+    held = held or {}
+    tips = {node: tip for node, (_, tip, _) in held.items()}
+    thread_of = {node: thread for node, (thread, _, _) in held.items()}
+    ends = {thread: node for node, (thread, _, end) in held.items() if end}
+    existing = {thread for thread, _, _ in held.values()}
     turn_rows: list[dict[str, Any]] = []
-    thread_rows: list[tuple[str, str | None, str | None, str | None, str]] = []
+    thread_rows: dict[str, list[str | None]] = {}
+    moved: dict[str, str | None] = {}
     # One moment for the conversation's threads, in llm's form.
     now = str(datetime.now(UTC))
     for thread in plan.threads:
-        tip = tips[thread.fork_node] if thread.fork_node is not None else None
-        for turn in thread.turns:
+        turns = [turn for turn in thread.turns if turn.record["id"] not in held]
+        if not turns:
+            continue
+        above = turns[0].parent
+        thread_id, forked_from = thread.thread_id, thread.forked_from
+        if held and above is not None and ends.get(thread_of[above]) == above:
+            thread_id, forked_from = thread_of[above], None
+        elif held:
+            first = turns[0]
+            thread_id = stable_ulid(
+                first.moment, plan.source, plan.conversation_id, first.record["id"]
+            )
+            forked_from = thread_of[above] if above is not None else plan.thread_id
+        tip = tips[above] if above is not None else None
+        for turn in turns:
             given, answer = _messages(llm, turn, turn.parent is None)
             above = tips[turn.parent] if turn.parent is not None else None
             parent_hash = _ensure_chain(conn, given, above)
             tip = _ensure_chain(conn, answer, parent_hash)
             tips[turn.record["id"]] = tip
-            turn_rows.append(_turn_row(turn, thread.thread_id, parent_hash, tip))
+            thread_of[turn.record["id"]] = thread_id
+            turn_rows.append(_turn_row(turn, thread_id, parent_hash, tip))
+        ends[thread_id] = turns[-1].record["id"]
         # The thread's tip is its last turn's, as llm moves it turn by turn.
-        thread_rows.append((thread.thread_id, plan.name, tip, thread.forked_from, now))
+        if thread_id in existing:
+            moved[thread_id] = tip
+        elif thread_id in thread_rows:
+            thread_rows[thread_id][2] = tip
+        else:
+            thread_rows[thread_id] = [thread_id, plan.name, tip, forked_from, now]
     if not turn_rows:
-        return
+        return 0
     conn.executemany(
         "insert into threads (id, name, tip_message_hash, forked_from,"
         " datetime_utc) values (?, ?, ?, ?, ?)",
-        thread_rows,
+        list(thread_rows.values()),
+    )
+    conn.executemany(
+        "update threads set tip_message_hash = ? where id = ?",
+        [(tip, thread) for thread, tip in moved.items()],
     )
     columns = list(turn_rows[0])
     conn.executemany(
@@ -222,6 +268,22 @@ def write_conversation(store: Any, plan: ConversationPlan) -> None:
     conn.executemany(
         TURN_SEARCH_INSERT_SQL, [{"turn_id": row["id"]} for row in turn_rows]
     )
+    nodes = {turn.turn_id: turn.record["id"] for t in plan.threads for turn in t.turns}
+    conn.executemany(
+        f"insert or replace into {ORIGINS} values (?, ?, ?, ?, ?, ?)",
+        [
+            (
+                row["id"],
+                plan.source,
+                export,
+                plan.conversation_id,
+                nodes[row["id"]],
+                now,
+            )
+            for row in turn_rows
+        ],
+    )
+    return len(thread_rows)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -274,26 +336,44 @@ def _has_store(conn: Any) -> bool:
     return bool(found == 3)
 
 
-def _status(conn: Any, plan: ConversationPlan) -> str:
-    """ "new", "skipped" or "changed": whether the conversation's first thread is
-    in the file, and whether all its turns are."""
-    execute = conn.execute
+def _held(
+    conn: Any, plan: ConversationPlan
+) -> dict[str, tuple[str, str | None, bool]] | None:
+    """The nodes of the conversation the file holds (by the import's ids: their
+    thread, tip and whether at their thread's tip); None where its first
+    thread is not in the file."""
     if not _has_store(conn):
-        return "new"
+        return None
+    execute = conn.execute
     if not execute("select 1 from threads where id = ?", [plan.thread_id]).fetchone():
-        return "new"
-    found = execute(
-        "select count(*) from turns where id in (select value from json_each(?))",
-        [json.dumps(plan.turn_ids)],
-    ).fetchone()[0]
-    return "skipped" if found == len(plan.turn_ids) else "changed"
+        return None
+    node_of = {
+        turn.turn_id: turn.record["id"] for t in plan.threads for turn in t.turns
+    }
+    rows = execute(
+        "select turns.id, turns.thread_id, turns.tip_message_hash,"
+        " threads.tip_message_hash is turns.tip_message_hash from turns"
+        " join threads on threads.id = turns.thread_id"
+        " where turns.id in (select value from json_each(?))",
+        [json.dumps(list(node_of))],
+    )
+    return {node_of[row[0]]: (row[1], row[2], bool(row[3])) for row in rows}
+
+
+def _status(held: Collection[str] | None, plan: ConversationPlan) -> tuple[str, int]:
+    """ "new", "skipped" or "grown", and the nodes to write."""
+    if held is None:
+        return "new", plan.node_count
+    new = plan.node_count - len(held)
+    return ("grown" if new else "skipped"), new
 
 
 def _plans(
     export: Any, empty: list[tuple[str, str | None]]
 ) -> Iterator[ConversationPlan]:
     """Every conversation with nodes, planned one at a time as the export
-    streams; the others go into `empty`."""
+    streams, then the later copies of those it lists twice; the others go
+    into `empty`."""
     from convgraph.sources.chat.exports import conversation_records
 
     for conversation in export.conversations():
@@ -304,6 +384,14 @@ def _plans(
             )
         else:
             empty.append((conversation.id, conversation.name))
+    # Written as a grown export is: the nodes the first copy lacks.
+    for item in export.repeated:
+        conversation = export._parse(item)
+        records = conversation_records(conversation, export.format or "")
+        if records:
+            yield plan_conversation(
+                conversation.id, conversation.name, records, export.format or ""
+            )
 
 
 def import_export(
@@ -343,15 +431,19 @@ def import_export(
     if progress is not None:
         _count_bytes(export, progress)
 
-    def record(plan: ConversationPlan, status: str) -> None:
+    written: dict[str, ConversationResult] = {}
+
+    def record(plan: ConversationPlan, status: str, nodes: int, threads: int) -> None:
+        if plan.conversation_id in written:
+            # A later copy of a conversation this run wrote: one result.
+            written[plan.conversation_id].nodes += nodes
+            written[plan.conversation_id].threads += threads
+            return
         result = ConversationResult(
-            plan.conversation_id,
-            plan.name,
-            plan.thread_id,
-            plan.node_count,
-            len(plan.threads),
-            status,
+            plan.conversation_id, plan.name, plan.thread_id, nodes, threads, status
         )
+        if "import" in status:
+            written[plan.conversation_id] = result
         summary.conversations.append(result)
 
     if dry_run:
@@ -364,9 +456,18 @@ def import_export(
         try:
             if conn is not None:
                 summary.upgraded = not _has_store(conn)
+            # What this run would have written: a conversation listed twice.
+            planned: dict[str, set[str]] = {}
             for plan in _plans(export, summary.empty):
-                status = "new" if conn is None else _status(conn, plan)
-                record(plan, "would import" if status == "new" else status)
+                found = None if conn is None else _held(conn, plan)
+                held = None if found is None else set(found)
+                nodes = {turn.record["id"] for t in plan.threads for turn in t.turns}
+                if plan.conversation_id in planned:
+                    held = (held or set()) | (nodes & planned[plan.conversation_id])
+                planned.setdefault(plan.conversation_id, set()).update(nodes)
+                status, count = _status(held, plan)
+                made = len(plan.threads) if status == "new" else 0
+                record(plan, DRY.get(status, status), count, made)
         finally:
             if conn is not None:
                 conn.close()
@@ -391,25 +492,30 @@ def import_export(
             upgrade_llm_tables(conn)
             store = LogStore(database)  # type: ignore[no-untyped-call]
             summary.upgraded = kind == "llm" and not {"threads", "turns"} <= before
+            conn.execute(ORIGINS_SQL)
+            origin = str(source.resolve())
 
-            def write(plan: ConversationPlan) -> str:
-                status = _status(conn, plan)
-                if status == "new":
-                    write_conversation(store, plan)
-                return status
+            def write(plan: ConversationPlan) -> tuple[str, int, int]:
+                held = _held(conn, plan)
+                status, count = _status(held, plan)
+                threads = write_conversation(store, plan, held, origin) if count else 0
+                return status, count, threads
 
-            for plan, status in batched_writes(
+            for plan, (status, count, threads) in batched_writes(
                 conn,
                 _plans(export, summary.empty),
                 write,
                 weight=lambda plan: plan.node_count,
                 timeout=timeout,
             ):
-                record(plan, "imported" if status == "new" else status)
+                record(plan, "imported" if status == "new" else status, count, threads)
     finally:
         conn.close()
     return summary
 
+
+#: A status as a dry run says it.
+DRY = {"new": "would import", "grown": "would grow"}
 
 #: The phase an import reports, in bytes of the export's JSON read.
 IMPORTING = "importing conversations"

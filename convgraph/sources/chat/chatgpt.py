@@ -186,8 +186,9 @@ def _step_parts(
     return []
 
 
-def parse_message(node_id: str, node: dict[str, Any]) -> Message:
-    """One mapping entry as a `Message` (the placeholder root as a step)."""
+def parse_message(node_id: str, node: dict[str, Any], texts: bool = True) -> Message:
+    """One mapping entry as a `Message` (the placeholder root as a step); a
+    prompt's or answer's text and parts, and system prompts, only with `texts`."""
     parent = node.get("parent")
     message = Message(node_id, parent if isinstance(parent, str) else None)
     raw = node.get("message")
@@ -200,16 +201,18 @@ def parse_message(node_id: str, node: dict[str, Any]) -> Message:
     metadata = as_dict(raw.get("metadata"))
     hidden = bool(metadata.get("is_visually_hidden_from_conversation"))
     recipient = raw.get("recipient")
-    text, images, others = content_text(content)
+    text, images, others = content_text(content) if texts else (None, 0, 0)
     message.time = epoch_to_iso(raw.get("create_time"))
     message.model = as_text(metadata.get("model_slug"))
 
     if content_type == CONTEXT_TYPE:
-        message.system = custom_instructions(content)
+        message.system = custom_instructions(content) if texts else None
     elif role == "system":
         message.system = text
     elif role == "user" and not hidden:
         message.kind = PROMPT
+        if not texts:
+            return message
         uploads = [as_dict(item) for item in as_list(metadata.get("attachments"))]
         files = sum(
             not str(item.get("mime_type") or "").startswith("image/")
@@ -226,10 +229,10 @@ def parse_message(node_id: str, node: dict[str, Any]) -> Message:
     ):
         message.kind = ANSWER
         message.text = text
-        if content_type == "code":
+        if content_type == "code" and texts:
             language = as_text(content.get("language"))
             message.parts = [P.code(text or "", language)]
-        else:
+        elif texts:
             message.parts = content_parts(P.ASSISTANT, content, [])
     else:
         message.kind = STEP
@@ -272,10 +275,12 @@ def structural_ids(item: dict[str, Any], position: int) -> set[str]:
     }
 
 
-def parse_conversation(item: dict[str, Any], position: int) -> Conversation:
+def parse_conversation(
+    item: dict[str, Any], position: int, texts: bool = True
+) -> Conversation:
     """One conversation of the export; `position` names it if it has no id."""
     messages = [
-        parse_message(str(node_id), as_dict(node))
+        parse_message(str(node_id), as_dict(node), texts)
         for node_id, node in as_dict(item.get("mapping")).items()
     ]
     current: str | None

@@ -155,6 +155,8 @@ class ChatExport(Source):
         #: alternatives of each node it prefers (`convgraph.sources.notes`).
         self.app_marks: dict[str, NodeNote] = {}
         self.alternatives: dict[str, tuple[Any, ...]] = {}
+        #: The later copies of conversations listed twice, by the last whole pass.
+        self.repeated: list[_Item] = []
         self.format = self._detect()
         self._module = _formats()[self.format] if self.format else None
 
@@ -195,11 +197,13 @@ class ChatExport(Source):
             return
         seen: set[str] = set()
         taken: set[str] = set()
+        repeated: list[_Item] = []
         for position, raw in enumerate(self._raw_items()):
             if not module.is_conversation(raw):
                 continue
             conversation_id = module.conversation_id(raw, position)
             if conversation_id in seen:
+                repeated.append(_Item(position, conversation_id, raw, []))
                 continue
             seen.add(conversation_id)
             ids = module.message_ids(raw, position)
@@ -209,13 +213,17 @@ class ChatExport(Source):
                 scaffolding(raw, position) if renamed and scaffolding else set()
             )
             yield _Item(position, conversation_id, raw, ids, renamed, structural)
+        self.repeated = repeated
 
-    def _parse(self, item: _Item) -> Conversation:
+    def _parse(self, item: _Item, texts: bool = True) -> Conversation:
         """One item of `_items`, parsed by the format's module (which is
-        there whenever `_items` gives an item), its shared ids renamed."""
+        there whenever `_items` gives an item), its shared ids renamed;
+        ChatGPT's texts and parts only with `texts`."""
         assert self._module is not None
-        conversation: Conversation = self._module.parse_conversation(
-            item.raw, item.position
+        conversation: Conversation = (
+            self._module.parse_conversation(item.raw, item.position)
+            if texts or self._module is not chatgpt
+            else chatgpt.parse_conversation(item.raw, item.position, texts=False)
         )
         renamed = item.renamed
         if renamed:
@@ -234,11 +242,12 @@ class ChatExport(Source):
         for item in self._items():
             yield self._parse(item)
 
-    def _records(self, item: _Item) -> TreeRecords:
-        """One conversation's records, and the marks the app's feedback
-        gives its nodes (kept in `app_marks`)."""
-        conversation = self._parse(item)
+    def _records(self, item: _Item, texts: bool = True) -> TreeRecords:
+        """One conversation's records (see `_parse` for `texts`), and the
+        marks the app's feedback gives its nodes (kept in `app_marks`)."""
         feedback = self.feedback().get(item.id)
+        # The feedback groups alternatives by their prompts' texts.
+        conversation = self._parse(item, texts or bool(feedback))
         node_of: dict[str, str] = {}
         if feedback:
             records = conversation_records(conversation, self.format or "", node_of)
@@ -288,11 +297,19 @@ class ChatExport(Source):
         """The records of one conversation, only that one parsed."""
         if self._found is not None and self._found.tree_id == conversation_id:
             return self._found
-        for item in self._items():
-            if item.id == conversation_id:
-                self._found = self._records(item)
-                return self._found
-        return None
+        from convgraph.sources.merging import merge_trees
+
+        # Read to the end: a later copy of the conversation is merged in.
+        copies = [
+            self._records(item) for item in self._items() if item.id == conversation_id
+        ]
+        copies += [
+            self._records(item) for item in self.repeated if item.id == conversation_id
+        ]
+        self._found = (
+            merge_trees(copies) if len(copies) > 1 else next(iter(copies), None)
+        )
+        return self._found
 
     def tree_id_of_conversation(self, conversation_id: str) -> str:
         """A conversation id names its own tree (the export's id)."""
@@ -373,12 +390,13 @@ class ChatExport(Source):
         """One conversation's records (none for an unknown id)."""
         return self._find(tree_id) or TreeRecords(tree_id, None, [])
 
-    def trees(self) -> Iterator[TreeRecords]:
+    def trees(self, texts: bool = False) -> Iterator[TreeRecords]:
         """Every conversation's records in the export's order, empty ones
         too, in one pass of the file (`read_tree` finds one conversation by
-        reading the file from its start)."""
+        reading the file from its start); texts and parts may be left out
+        unless `texts`, as the statistics need none."""
         for item in self._items():
-            yield self._records(item)
+            yield self._records(item, texts)
 
     def read_all(
         self, texts: bool | Collection[str], progress: ProgressCallback
@@ -390,7 +408,7 @@ class ChatExport(Source):
         columns: dict[str, list[Any]] = {name: [] for name in FOREST_COLUMNS}
         names: dict[str, Any] = {}
         problems: list[Problem] = []
-        for tree in self.trees():
+        for tree in self.trees(text):
             names[tree.tree_id] = tree.name
             problems.extend(tree.problems)
             if not tree.records:
@@ -403,7 +421,13 @@ class ChatExport(Source):
                         if not text and name in CONTENT_ATTRIBUTES
                         else record[name]
                     )
-        return ForestRead(_forest_frame(columns), names, problems)
+        found = ForestRead(_forest_frame(columns), names, problems)
+        if self.repeated:
+            from convgraph.sources.merging import merge_read_copies
+
+            copies = [self._records(item) for item in self.repeated]
+            found = merge_read_copies(found, copies, text)
+        return found
 
 
 def _shared_problem(item: _Item) -> Problem:

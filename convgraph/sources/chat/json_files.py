@@ -3,7 +3,10 @@ top-level values one at a time, so memory holds one conversation."""
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import io
+import json
 import os
 import re
 import zipfile
@@ -11,6 +14,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,9 +32,22 @@ MAX_VALUE_BYTES = 64 * 2**20
 #: value costs its length squared over this.
 READ_SIZE = 2 * 2**20
 
+#: What `array_values` reads at a time (more for a longer element): small, as
+#: one character past U+FFFF makes the decoded text 4 bytes a character.
+WINDOW = 2**18
+
 UTF8_BOM = b"\xef\xbb\xbf"
 
 CONVERSATION_FILE = re.compile(r"conversations(-\d+)?\.json", re.IGNORECASE)
+
+#: What comes before an array's element: its start or a comma, in whitespace.
+SEPARATOR = re.compile(r"[ \t\n\r]*([,\[]?)[ \t\n\r]*")
+
+#: A UTF-16 surrogate escaped, as a pair (12 characters) or alone (6),
+#: which ijson reads as `?` or refuses.
+SURROGATES = re.compile(
+    r"\\u[dD](?:[89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F]|[89a-fA-F])[0-9a-fA-F]{2}"
+)
 
 
 class ValueTooLarge(DatabaseError):
@@ -245,6 +262,72 @@ def stream_values(stream: IO[bytes]) -> Iterator[Any]:
             yield value
 
 
+class _Unusual(Exception):
+    """What `array_values` leaves to `stream_values` to read or refuse."""
+
+
+def _refuse(constant: str) -> Any:
+    raise _Unusual
+
+
+def _within(value: Any, depth: int) -> bool:
+    """Whether `value` nests at most `depth` levels (itself one)."""
+    level = [value] if value.__class__ is dict or value.__class__ is list else []
+    while level:
+        if depth == 0:
+            return False
+        depth -= 1
+        level = [
+            inner
+            for outer in level
+            for inner in (outer.values() if outer.__class__ is dict else outer)
+            if inner.__class__ is dict or inner.__class__ is list
+        ]
+    return True
+
+
+def array_values(stream: IO[bytes]) -> Iterator[Any]:
+    """`stream_values` of a top-level array, each element parsed whole by
+    json's C scanner from a window of the decoded file (ijson builds a value
+    an event at a time); raises `_Unusual` for anything else, which
+    `stream_values` reads alike or refuses with its word."""
+    if skip_to_json(stream) != b"[":
+        raise _Unusual
+    decode = codecs.getincrementaldecoder("utf-8")().decode
+    scan = json.JSONDecoder(parse_constant=_refuse).raw_decode
+    text, at, first, ended = "", 0, True, False
+    while True:
+        gap = SEPARATOR.match(text, at)
+        assert gap is not None  # it matches the empty string
+        start, separator, value, stop = gap.end(), gap.group(1), None, -1
+        if start < len(text):
+            if text[start] == "]" and separator == ("[" if first else ""):
+                chunks = iter(lambda: stream.read(READ_SIZE), b"")
+                if text[start + 1 :].strip(" \t\n\r") or any(
+                    chunk.strip(b" \t\n\r") for chunk in chunks
+                ):
+                    raise _Unusual  # what follows the array: stream_values says
+                decode(b"", True)
+                return
+            with contextlib.suppress(ValueError, RecursionError):
+                value, stop = scan(text, start)
+        if stop == -1 or stop == len(text):  # cut by the window, or broken
+            if ended or len(text) - at > MAX_VALUE_BYTES:
+                raise _Unusual
+            chunk = stream.read(max(WINDOW, len(text) - at))
+            text, at, ended = text[at:] + decode(chunk, not chunk), 0, not chunk
+            continue
+        # An element past the bound may hold a value past it: ijson tells.
+        if stop - start > MAX_VALUE_BYTES or separator != ("[" if first else ","):
+            raise _Unusual
+        if not _within(value, MAX_DEPTH - 1):
+            raise _Unusual
+        if any(len(m[0]) < 12 for m in SURROGATES.finditer(text, start, stop)):
+            raise _Unusual
+        yield value
+        at, first = stop, False
+
+
 def read_errors() -> tuple[type[BaseException], ...]:
     """What reading an export's JSON may raise for a damaged file."""
     import ijson
@@ -263,9 +346,16 @@ def read_errors() -> tuple[type[BaseException], ...]:
 def file_values(file: ExportFile) -> Iterator[Any]:
     """`stream_values` of one file, every failure one `DatabaseError` naming it."""
     errors = read_errors()
+    handed = 0
     try:
-        with file.open() as stream:
-            yield from stream_values(stream)
+        try:
+            with file.open() as stream:
+                for value in array_values(stream):
+                    yield value
+                    handed += 1
+        except (_Unusual, UnicodeDecodeError):
+            with file.open() as stream:
+                yield from islice(stream_values(stream), handed, None)
     except DatabaseError as error:
         raise DatabaseError(f"cannot read {file.name}: {error}") from None
     except errors as error:

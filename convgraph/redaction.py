@@ -37,7 +37,6 @@ _KEY_BLOCK = re.compile(
 # Lines, also inside JSON text (a tool's arguments, a logged request, once or
 # twice encoded): detect-secrets' patterns read one line at a time.
 _LINES = re.compile(r"(\r?\n|(?:\\+r)?\\+n)")
-_TOKEN = re.compile(r"[\w\-+/=.]*")
 # A text cut short (a title cut from a prompt) may end in half a key.
 _CUT = re.compile(r"([\w\-+/=.]+)(" "\u2026" r"|\.\.\.)\Z")  # RE2 reads no \u
 #: What a scan gives: the text redacted, and the kinds found in it.
@@ -137,18 +136,9 @@ class Redactor:
 
 def _replaced(line: str, value: str, mark: str) -> str:
     """`line` with each token holding `value` replaced by `mark` (a plugin
-    may give a token's prefix alone: its regex's group)."""
-    pieces, at = [], 0
-    while (start := line.find(value, at)) >= 0:
-        begin = start
-        while begin > at and (line[begin - 1].isalnum() or line[begin - 1] in "_-+/=."):
-            begin -= 1
-        stop = _TOKEN.match(line, start + len(value)).end()  # type: ignore[union-attr]
-        while stop > start + len(value) and line[stop - 1] == ".":
-            stop -= 1  # a sentence's full stop stays
-        pieces += [line[at:begin], mark]
-        at = stop
-    return "".join(pieces) + line[at:]
+    may give a token's prefix alone: its regex's group); a full stop stays."""
+    token = rf"[\w\-+/=.]{{0,200}}{re.escape(value)}[\w\-+/=]*(?:\.[\w\-+/=]+)*"
+    return re.sub(token, lambda _: mark, line)
 
 
 def strings(value: Any) -> Iterator[str]:

@@ -37,6 +37,9 @@ _KEY_BLOCK = re.compile(
 # Lines, also inside JSON text (a tool's arguments, a logged request, once or
 # twice encoded): detect-secrets' patterns read one line at a time.
 _LINES = re.compile(r"(\r?\n|(?:\\+r)?\\+n)")
+# The token around a plugin's value (which may be its regex's group alone),
+# reaching back a bounded way; a sentence's full stop stays.
+_AROUND = r"[\w\-+/=.]{0,200}%s[\w\-+/=]*(?:\.[\w\-+/=]+)*"
 # A text cut short (a title cut from a prompt) may end in half a key.
 _CUT = re.compile(r"([\w\-+/=.]+)(" "\u2026" r"|\.\.\.)\Z")  # RE2 reads no \u
 #: What a scan gives: the text redacted, and the kinds found in it.
@@ -126,19 +129,12 @@ class Redactor:
             for value in list(plugin.analyze_string(view)):
                 value = value.strip().strip("'\"=:")
                 if value and value in line:
-                    line = _replaced(line, value, marker(kind))
+                    line = re.sub(_AROUND % re.escape(value), marker(kind), line)
                     kinds.append(kind)
         if self._email.search(line):
             line = self._email.sub(marker(EMAIL), line)
             kinds.append(EMAIL)
         return line
-
-
-def _replaced(line: str, value: str, mark: str) -> str:
-    """`line` with each token holding `value` replaced by `mark` (a plugin
-    may give a token's prefix alone: its regex's group); a full stop stays."""
-    token = rf"[\w\-+/=.]{{0,200}}{re.escape(value)}[\w\-+/=]*(?:\.[\w\-+/=]+)*"
-    return re.sub(token, lambda _: mark, line)
 
 
 def strings(value: Any) -> Iterator[str]:

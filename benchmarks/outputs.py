@@ -114,6 +114,23 @@ for _writer in itertools.chain(*EXPORT_BASELINES.values()):
     tasks.task(f"networkx.{_writer}")(functools.partial(_networkx, _writer))
 
 
+@tasks.task("export.redact")
+def _export_redacted(db: str, redact: str) -> Callable[[], None]:
+    """The whole forest read through `Logs` and written as `export --format
+    json` writes it; `redact=1` replaces secrets on the way (issue 48)."""
+    from convgraph import Logs
+    from convgraph.export import FORMATS
+
+    if redact == "1":
+        Logs(db, redact=True).close()  # detect-secrets imported untimed
+
+    def write(path: str) -> None:
+        with Logs(db, redact=redact == "1") as logs:
+            FORMATS["json"].write(logs.forest(), path)
+
+    return _to_file(write)
+
+
 def export_rows(sizes: list[int], options: suite.Options) -> list[Row]:
     """The `export` group: each format, at each number of nodes."""
     found = []
@@ -130,6 +147,11 @@ def export_rows(sizes: list[int], options: suite.Options) -> list[Row]:
                 found.append(Row("export", name, size, f"write {name}", ours, theirs))
             if not writers:
                 found.append(Row("export", name, size, f"write {name}", ours))
+        plain, redacted = (
+            suite.task("export.redact", db=db, redact=flag) for flag in "01"
+        )
+        operation = "read and write json --redact (without: the baseline)"
+        found.append(Row("export", "json", size, operation, redacted, plain))
     found[0].notes.append(
         "MB: the peak of the calls, the trees in memory included; 'MB above"
         " setup': the writing's own"

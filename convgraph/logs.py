@@ -7,7 +7,7 @@ import os
 import stat
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from convgraph.errors import UnknownConversation, UnknownNode
 from convgraph.sources import Source, open_logs
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from convgraph.search import Hit
 
 COMPUTING = "computing statistics"
+T = TypeVar("T")
 
 #: One file or folder, several (a list, or paths by name: read as one
 #: forest), or None for llm's logs.db.
@@ -42,9 +43,13 @@ class Summaries:
 
 
 class Logs:
-    """A file of conversations, open read-only; `hidden` keeps hidden branches."""
+    """A file of conversations, open read-only; `hidden` keeps hidden branches,
+    `redact` replaces secrets in what it hands out (`convgraph.redaction`)."""
 
-    def __init__(self, path: Given = None, hidden: bool = False):
+    def __init__(self, path: Given = None, hidden: bool = False, redact: bool = False):
+        from convgraph.redaction import Redactor
+
+        self.redactor = Redactor() if redact else None  # before: says what is missing
         self.given = path
         self.hidden = hidden
         if isinstance(path, str | os.PathLike) or path is None:
@@ -141,17 +146,17 @@ class Logs:
     def tree_of_conversation(self, conversation_id: str) -> ConversationTree:
         from convgraph.model.loading import load_tree
 
-        return load_tree(conversation_id, self.source, self.hidden)
+        return self._out(load_tree(conversation_id, self.source, self.hidden))
 
     def tree_of_node(self, node_id: str) -> ConversationTree:
         from convgraph.model.loading import load_tree_of_node
 
-        return load_tree_of_node(node_id, self.source, self.hidden)
+        return self._out(load_tree_of_node(node_id, self.source, self.hidden))
 
     def tree_of_pair(self, node_a: str, node_b: str) -> ConversationTree:
         from convgraph.model.loading import load_tree_of_pair
 
-        return load_tree_of_pair(node_a, node_b, self.source, self.hidden)
+        return self._out(load_tree_of_pair(node_a, node_b, self.source, self.hidden))
 
     def checked_tree(
         self, conversation_id: str
@@ -161,7 +166,7 @@ class Logs:
 
         whole = self.source.resolve_conversation(conversation_id)
         tree_id = self.source.tree_id_of_conversation(whole)
-        return read_tree(self.source, tree_id, hidden=self.hidden)
+        return self._out(read_tree(self.source, tree_id, hidden=self.hidden))
 
     def path(self, node_id: str) -> list[str]:
         """The ids from the root of a node's tree down to it (`load_path`)."""
@@ -173,7 +178,8 @@ class Logs:
         """The trees these conversation ids name, each once; all when none."""
         from convgraph.model.loading import load_trees
 
-        return load_trees(ids, self.source, self.hidden)
+        trees = load_trees(ids, self.source, self.hidden)
+        return map(self._out, trees) if self.redactor else trees
 
     def forest(
         self,
@@ -188,7 +194,7 @@ class Logs:
         from convgraph.model.forest import Forest
 
         forest = Forest.read(self.source, text, trees, progress, texts, self.hidden)
-        return select_trees(forest, where) if where else forest
+        return self._out(select_trees(forest, where) if where else forest)
 
     def drawn_forest(self, progress: ProgressCallback | None = None) -> Forest:
         """The forest with `DRAWN_TEXTS` and prompt-less nodes' answers."""
@@ -255,17 +261,23 @@ class Logs:
         """The conversation from its root to a node, or its active path."""
         from convgraph.present.transcript import transcript
 
-        return transcript(id, self.source, self.hidden)
+        return self._out(transcript(id, self.source, self.hidden))
 
     def search(self, query: str, **options: Any) -> list[Hit]:
         """The nodes matching `query`, best first (`convgraph.search.search`)."""
         from convgraph.search import search
 
-        return search(self.source, query, **options)
+        return self._out(search(self.source, query, **options))
 
     def reopen(self) -> Logs:
         """The file reopened for another thread (SQLite's rule)."""
-        return Logs(self.given)
+        return Logs(self.given, redact=self.redactor is not None)
+
+    def _out(self, found: T) -> T:
+        """`found` with its secrets replaced where the handle redacts."""
+        from convgraph.redaction import redact
+
+        return cast(T, redact(found, self.redactor)) if self.redactor else found
 
     def tree_names(self) -> list[tuple[str, str | None]] | None:
         """Every named tree's (id, name), newest first; None where unknown."""
@@ -288,12 +300,13 @@ def _selected(forest: Forest, where: TreeFilter) -> Forest:
     return select_trees(forest, where)
 
 
-def open(path: Given = None, hidden: bool = False) -> Logs:
+def open(path: Given = None, hidden: bool = False, redact: bool = False) -> Logs:
     """Open llm's `logs.db` (its own when `path` is None), a chat export or
     agents' sessions read-only, or several as one forest (a list of paths, or
-    paths by name); `hidden` keeps hidden branches. Raises DatabaseError where
-    a file is missing or none of these."""
-    return Logs(path, hidden)
+    paths by name); `hidden` keeps hidden branches, `redact` replaces secrets.
+    Raises DatabaseError where a file is missing or none of these,
+    ConvgraphError where `redact` lacks its extra."""
+    return Logs(path, hidden, redact)
 
 
 def is_export(path: str) -> bool:

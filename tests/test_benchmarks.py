@@ -688,6 +688,8 @@ def test_the_groups_plan_their_rows_on_known_tasks(tmp_path):
         ("export", "json", 200, "write json", "export.convgraph", "networkx.node_link_data"),
         ("export", "tree-json", 200, "write tree-json", "export.convgraph", "networkx.tree_data"),
         ("export", "mermaid", 200, "write mermaid", "export.convgraph", None),
+        ("export", "json", 200, "read and write json --redact (without: the baseline)",
+         "export.redact", "export.redact"),
     ]  # fmt: skip
     # pydot's baseline takes minutes at the default size: one call.
     assert [row.baseline.once for row in export[:2]] == [True, False]

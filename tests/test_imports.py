@@ -130,7 +130,7 @@ LAYERS = [
     ["convgraph.model"],
     ["convgraph.analysis", "convgraph.present"],
     ["convgraph.export", "convgraph.search"],
-    ["convgraph.store", "convgraph.logs"],
+    ["convgraph.store", "convgraph.logs", "convgraph.redaction"],
     [
         "convgraph.cli",
         "convgraph.browse",

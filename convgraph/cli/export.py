@@ -33,6 +33,7 @@ from convgraph.cli.output import (
     terminal_lines,
 )
 from convgraph.cli.progress import ProgressBar
+from convgraph.cli.redacting import redact_option
 from convgraph.export import FORMATS
 from convgraph.export.common import RANKDIRS
 from convgraph.model.filters import TreeFilter
@@ -203,6 +204,7 @@ NO_GRAPHVIZ = (
     help="markdown: keep long tool outputs whole (they are cut at 2,000"
     " characters, their size said)",
 )
+@redact_option
 @db_option
 @all_option
 @filter_options

@@ -184,6 +184,7 @@ DB_PATH = "convgraph.db_path"
 #: Every `--db` of a reading command (which takes several).
 DB_PATHS = "convgraph.db_paths"
 LOGS = "convgraph.logs"
+REDACT = "convgraph.redact"  # --redact (`convgraph.cli.redacting`)
 
 
 def read_target(ctx: click.Context) -> str | dict[str, str] | None:
@@ -212,7 +213,11 @@ def opened_logs() -> Logs:
     if logs is None:
         from convgraph.logs import Logs
 
-        logs = Logs(read_target(ctx), hidden=bool(ctx.meta.get(SHOW_HIDDEN)))
+        logs = Logs(
+            read_target(ctx),
+            hidden=bool(ctx.meta.get(SHOW_HIDDEN)),
+            redact=bool(ctx.meta.get(REDACT)),
+        )
         ctx.meta[LOGS] = logs
         ctx.find_root().call_on_close(logs.close)
     return logs

@@ -354,8 +354,9 @@ def leaves(conversation_id: str, output_format: str | None) -> None:
 
 @command()
 @db_option
+@click.option("--secrets", is_flag=True, help="List where secrets are, not them")
 @output_options
-def check(output_format: str | None) -> None:
+def check(output_format: str | None, secrets: bool) -> None:
     """Report broken parent links; exit status 1 when there are any.
 
     Cycles, self-parents, parents that do not exist and parents in another
@@ -373,6 +374,10 @@ def check(output_format: str | None) -> None:
     from convgraph.cli.options import dataset_path
     from convgraph.links.integrity import Problem
 
+    if secrets:
+        from convgraph.cli.redacting import report_secrets
+
+        return report_secrets(output_format)
     dataset = dataset_path()
     if dataset is not None:
         # A dataset convgraph export wrote: what its readers leave out.

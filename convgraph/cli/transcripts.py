@@ -32,6 +32,7 @@ from convgraph.cli.output import (
     table_width,
     terminal_lines,
 )
+from convgraph.cli.redacting import redact_option
 from convgraph.model.filters import TreeFilter
 from convgraph.text import counted, excerpt
 
@@ -52,6 +53,7 @@ from convgraph.text import counted, excerpt
     help="Keep long tool outputs whole (they are cut at 2,000 characters,"
     " their size said)",
 )
+@redact_option
 @db_option
 @all_option
 def transcript(
@@ -99,6 +101,7 @@ def transcript(
     is_flag=True,
     help="Keep the model's reasoning in the answers (reasoning_content)",
 )
+@redact_option
 @db_option
 @all_option
 @output_options

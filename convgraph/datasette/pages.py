@@ -23,6 +23,7 @@ from convgraph.errors import (
     UnknownConversation,
     UnknownNode,
 )
+from convgraph.redaction import redact
 from convgraph.times import shown_time
 
 if TYPE_CHECKING:
@@ -137,12 +138,17 @@ async def tree_view(datasette: Datasette, request: Request) -> Response:
             url += "#" + quote(found.node, safe="")
         return Response.redirect(url)
 
+    try:
+        tree = await asyncio.to_thread(redact, found) if redacting(datasette) else found
+    except ConvgraphError as error:
+        raise unreadable(error) from None
+
     def row_url(table: str, node: str) -> str:
         return str(datasette.urls.row(database.name, table, tilde_encode(node)))
 
     page = await asyncio.to_thread(
         files.tree_page,
-        found,
+        tree,
         row_url,
         forest_url(datasette, database.route),
         f"\u2190 {database.name}: every tree",
@@ -235,9 +241,17 @@ def snippet_pieces(hit: Hit) -> list[tuple[str, bool]]:
     return pieces
 
 
-def forest_context(path: Path, order: Order, size: int, query: str) -> dict[str, Any]:
-    """The forest page's rows and hits, read off the event loop."""
-    table = files.statistics(path)
+def redacting(datasette: Datasette) -> bool:
+    """Whether the pages replace secrets: the plugin's setting `redact`."""
+    return bool((datasette.plugin_config("convgraph") or {}).get("redact"))
+
+
+def forest_context(
+    path: Path, order: Order, size: int, query: str, secret: bool = False
+) -> dict[str, Any]:
+    """The forest page's rows and hits, read off the event loop; `secret`
+    replaces secrets (`convgraph.redaction`)."""
+    table = redact(files.statistics(path)) if secret else files.statistics(path)
     total, rows = forest_rows(table, order, size)
     context: dict[str, Any] = {
         "total": total,
@@ -248,6 +262,7 @@ def forest_context(path: Path, order: Order, size: int, query: str) -> dict[str,
     if query:
         try:
             hits = files.search(path, query, SEARCH_LIMIT)
+            hits = redact(hits) if secret else hits
         except ConvgraphError as error:
             context["search_error"] = str(error)
         else:
@@ -271,7 +286,7 @@ async def forest_view(datasette: Datasette, request: Request) -> Response:
     query = (request.args.get("q") or "").strip()
     try:
         context = await asyncio.to_thread(
-            forest_context, database.path, order, size, query
+            forest_context, database.path, order, size, query, redacting(datasette)
         )
     except ConvgraphError as error:
         raise unreadable(error) from None

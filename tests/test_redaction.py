@@ -1,0 +1,381 @@
+"""`--redact` and `check --secrets` (issue 48, section 2): real-shaped keys of
+every kind planted in every field of an llm file written by llm, a ChatGPT
+export and a Claude Code session; every output format read back by its own
+parser holds none of them, and a marker naming each kind."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("detect_secrets")
+pytest.importorskip("pyarrow")
+
+import convgraph  # noqa: E402
+from convgraph.redaction import Redactor  # noqa: E402
+from tests.chat_exports import gpt_conversation, gpt_message, write_json  # noqa: E402
+from tests.databases import LlmLog  # noqa: E402
+from tests.helpers import run  # noqa: E402
+
+
+def _jwt() -> str:
+    def part(value: dict[str, str]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part({'sub': 'ada'})}.c2lnbmF0dXJlT2ZBZGE"
+
+
+#: Each kind's planted secret, and the piece of it no output may hold.
+SECRETS = {
+    "aws-access-key": ("AKIAZ7Q4XKJ3M2N8P5LW", "Z7Q4XKJ3M2N8"),
+    "github-token": ("ghp_R8mK2pX9vL4qT7nW1cY6bH3jD5fG0sA2eU8i", "R8mK2pX9vL4q"),
+    "slack-token": ("xoxb-2841907654-7391045821-ab3de5fg7hj9kl1mn3", "7391045821-ab3"),
+    "stripe-access-key": ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWD"),
+    "sendgrid-api-key": ("SG.K9fLmQ2vR7tY3wZ8pN4aB1." + "c" * 43, "K9fLmQ2vR7tY"),
+    "private-key": (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx3Vq9\n"
+        "Zm4Tn8Lw2Pk5Rj7Hc1Yd\n-----END RSA PRIVATE KEY-----",
+        "Zm4Tn8Lw2Pk5",
+    ),
+    "json-web-token": (_jwt(), "c2lnbmF0dXJlT2ZBZGE"),
+    "basic-auth-credentials": (
+        "https://deploy:Tr0ub4dor3xQ@git.example.com/r.git",
+        "Tr0ub4dor3xQ",
+    ),
+    "secret-keyword": ('password = "Zq8wLm3xVtRp"', "Zq8wLm3xVtRp"),
+    "email-address": ("ada.lovelace@example.org", "ada.lovelace@"),
+}
+KINDS = list(SECRETS)
+# Eight characters: a title cut from a prompt may hold a key's start alone.
+LEAKS = [leak[:8] for _, leak in SECRETS.values()]
+PAYLOAD = "\n".join(f"{kind}: {secret}" for kind, (secret, _) in SECRETS.items())
+#: One line, for titles and names: the kinds that fit on one line.
+LINE = "deploy AKIAZ7Q4XKJ3M2N8P5LW for ada.lovelace@example.org"
+NODE_ID = "u-ghp_R8mK2pX9vL4qT7nW1cY6bH3jD5fG0sA2eU8i"
+CONVERSATION = "conv ada.lovelace@example.org"  # a tree's id, a category
+ECHO = "def echo(text: str) -> str:\n    return text\n"
+
+
+def marker(kind: str) -> str:
+    return f"[REDACTED {kind}]"
+
+
+def test_each_kind_is_replaced_by_its_marker() -> None:
+    redactor = Redactor()
+    texts = [f"see {secret} here." for secret, _ in SECRETS.values()]
+    found = redactor.scan(texts)
+    # A password in a URL or an assignment goes, what names it stays.
+    kept = {"basic-auth-credentials", "secret-keyword"}
+    assert [found[text] for text in texts] == [
+        (text.replace(leak if kind in kept else secret, marker(kind)), (kind,))
+        for text, (kind, (secret, leak)) in zip(texts, SECRETS.items(), strict=True)
+    ]
+    assert sorted(redactor.scan([PAYLOAD])[PAYLOAD][1]) == sorted(KINDS)
+    plain = "A plain answer with https://example.com and version 1.2.3..."
+    # A text cut short: its last word goes where, completed, it is a key.
+    cut = ["Lunch at noon…", "AKIA12…", "key ghp_R8mK2pX9…"]
+    assert redactor.scan([plain, *cut]) == {
+        "AKIA12…": (f"{marker('aws-access-key')}…", ("aws-access-key",)),
+        "key ghp_R8mK2pX9…": (f"key {marker('github-token')}…", ("github-token",)),
+    }
+
+
+def llm_file(directory: Path) -> Path:
+    with LlmLog(directory) as log:
+        log.cli("-m", "echo", "-s", PAYLOAD, PAYLOAD)
+        log.tool_chain(
+            PAYLOAD, [{"name": "echo", "arguments": {"text": PAYLOAD}}], functions=ECHO
+        )
+        return log.path
+
+
+def chatgpt_file(directory: Path) -> Path:
+    nodes = [
+        ("root", None, None),
+        ("sys", "root", gpt_message("sys", "system", PAYLOAD, at=1)),
+        (
+            NODE_ID,
+            "sys",
+            gpt_message(
+                NODE_ID, "user", PAYLOAD, at=2, attachments=[{"id": "f1", "name": LINE}]
+            ),
+        ),
+        (
+            "code",
+            NODE_ID,
+            gpt_message(
+                "code",
+                "assistant",
+                at=3,
+                model="gpt-4o",
+                recipient="python",
+                content={"content_type": "code", "language": "python", "text": PAYLOAD},
+            ),
+        ),
+        (
+            "out",
+            "code",
+            gpt_message(
+                "out",
+                "tool",
+                at=4,
+                name="python",
+                content={"content_type": "execution_output", "text": PAYLOAD},
+            ),
+        ),
+        ("a1", "out", gpt_message("a1", "assistant", PAYLOAD, at=5, model="gpt-4o")),
+        (
+            "a2",
+            "out",
+            gpt_message("a2", "assistant", "Another answer.", at=6, model="gpt-4o"),
+        ),
+    ]
+    conversation = gpt_conversation(CONVERSATION, LINE, nodes, current_node="a1")
+    return write_json(directory / "conversations.json", [conversation])
+
+
+def claude_code_folder(directory: Path) -> Path:
+    project = directory / "projects" / "-home-ada-deploy"
+    project.mkdir(parents=True)
+    common = {
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/ada/deploy",
+        "sessionId": "s1",
+        "version": "1.0.83",
+        "gitBranch": "main",
+    }
+    usage = {"input_tokens": 10, "output_tokens": 3}
+
+    def assistant(
+        uuid: str, parent: str, content: list[dict[str, Any]], at: int
+    ) -> dict[str, Any]:
+        message = {
+            "role": "assistant",
+            "content": content,
+            "id": f"msg_{uuid}",
+            "type": "message",
+            "model": "claude-sonnet-4-20250514",
+            "usage": usage,
+        }
+        return {
+            **common,
+            "parentUuid": parent,
+            "type": "assistant",
+            "message": message,
+            "uuid": uuid,
+            "timestamp": f"2025-06-01T10:0{at}:00.000Z",
+        }
+
+    def user(uuid: str, parent: str | None, content: Any, at: int) -> dict[str, Any]:
+        return {
+            **common,
+            "parentUuid": parent,
+            "type": "user",
+            "message": {"role": "user", "content": content},
+            "uuid": uuid,
+            "timestamp": f"2025-06-01T10:0{at}:00.000Z",
+        }
+
+    lines = [
+        {"type": "summary", "summary": LINE, "leafUuid": "a2"},
+        user(NODE_ID, None, PAYLOAD, 0),
+        assistant(
+            "a1",
+            NODE_ID,
+            [
+                {"type": "thinking", "thinking": PAYLOAD, "signature": "x"},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "Bash",
+                    "input": {"command": PAYLOAD},
+                },
+            ],
+            1,
+        ),
+        user(
+            "r1",
+            "a1",
+            [{"type": "tool_result", "tool_use_id": "toolu_1", "content": PAYLOAD}],
+            2,
+        ),
+        assistant("a2", "r1", [{"type": "text", "text": PAYLOAD}], 3),
+    ]
+    (project / "s1.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines)
+    )
+    return directory / "projects"
+
+
+@pytest.fixture(scope="module", params=["llm", "chatgpt", "claude-code"])
+def source(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    directory = tmp_path_factory.mktemp(request.param)
+    build = {
+        "llm": llm_file,
+        "chatgpt": chatgpt_file,
+        "claude-code": claude_code_folder,
+    }
+    return build[request.param](directory)
+
+
+def clean(text: str, kinds: list[str] = KINDS) -> None:
+    """Assert `text` holds no planted secret and a marker of each kind."""
+    assert [leak for leak in LEAKS if leak in text] == []
+    assert [kind for kind in kinds if marker(kind) not in text] == []
+
+
+def read_back(format_name: str, path: Path) -> str:
+    """The file `path` as its format's own parser reads it, as text."""
+    if format_name == "graphml":
+        import networkx as nx
+
+        graph = nx.read_graphml(path)
+        return json.dumps([list(graph.nodes(data=True)), graph.graph], default=str)
+    if format_name == "dot":
+        import pydot
+
+        return "\n".join(
+            graph.to_string() for graph in pydot.graph_from_dot_file(str(path))
+        )
+    if format_name == "parquet":
+        import pyarrow.dataset as ds
+
+        tables = [
+            ds.dataset(path / name, format="parquet").to_table()
+            for name in ("nodes", "edges")
+        ]
+        return json.dumps([table.to_pylist() for table in tables], default=str)
+    if format_name in ("json", "tree-json"):
+        return json.dumps(json.loads(path.read_text("utf-8")), ensure_ascii=False)
+    if format_name == "chat-jsonl":
+        lines = path.read_text("utf-8").splitlines()
+        return json.dumps([json.loads(line) for line in lines], ensure_ascii=False)
+    return path.read_text("utf-8")  # html, markdown, mermaid: text as written
+
+
+#: The drawings cut their labels: they show some markers only.
+FULL = ("json", "tree-json", "graphml", "parquet", "markdown", "html")
+
+
+@pytest.mark.parametrize("format_name", [*FULL, "dot", "mermaid", "chat-jsonl"])
+def test_every_format_leaves_out_every_secret(
+    source: Path, format_name: str, tmp_path: Path
+) -> None:
+    output = tmp_path / "out"
+    run("export", "--db", source, "--format", format_name, "-o", output, "--redact")
+    text = read_back(format_name, output)
+    clean(text, KINDS if format_name in FULL or format_name == "chat-jsonl" else [])
+    assert "[REDACTED" in text
+
+
+def test_the_planted_secrets_are_there_without_redact(source: Path) -> None:
+    text = run("export", "--db", source, "--format", "json").stdout
+    assert [leak for leak in LEAKS if leak not in text] == []
+
+
+def test_transcripts_and_pairs_leave_out_every_secret(source: Path) -> None:
+    with convgraph.open(source) as logs:
+        tree_id = logs.tree_ids()[0]
+    clean(run("transcript", tree_id, "--db", source, "--redact", "--full").stdout)
+    clean(run("transcript", tree_id, "--db", source, "--redact", "--json").stdout)
+    pairs = run("pairs", "--db", source, "--redact", "--nl").stdout
+    assert [leak for leak in LEAKS if leak in pairs] == []
+
+
+def test_the_handle_redacts_titles_ids_and_parts(source: Path) -> None:
+    with convgraph.open(source, redact=True) as logs:
+        tree = next(iter(logs.trees()))
+        forest = logs.forest()
+    shown = json.dumps([list(tree.nodes(data=True)), tree.graph], default=str)
+    clean(shown)
+    table = json.dumps(forest.nodes.astype(object).to_dict("records"), default=str)
+    clean(table + json.dumps(forest.names))
+
+
+def test_check_secrets_says_where_without_saying_what(tmp_path: Path) -> None:
+    path = chatgpt_file(tmp_path)
+    said = run("check", "--secrets", "--db", path, expect=1).stdout
+    found = json.loads(
+        run("check", "--secrets", "--db", path, "--json", expect=1).stdout
+    )
+    assert [leak for leak in LEAKS if leak in said + json.dumps(found)] == []
+    assert said.splitlines()[:3] == [
+        "aws-access-key: tree conv [REDACTED email-address], name",
+        "email-address: tree conv [REDACTED email-address], name",
+        "email-address: tree conv [REDACTED email-address] node a1, tree_id",
+    ]
+    fields: dict[tuple[Any, str], list[str]] = {}
+    for place in found:
+        assert place["tree_id"] == "conv [REDACTED email-address]"
+        fields.setdefault((place["node_id"], place["field"]), []).append(place["kind"])
+    every = sorted(KINDS)
+    assert {key: sorted(kinds) for key, kinds in fields.items()} == {
+        (None, "name"): ["aws-access-key", "email-address"],
+        **{
+            (node, field): ["email-address"]
+            for node in ("a1", "a2")
+            for field in ("tree_id", "conversation_id")
+        },
+        **{("a1", field): every for field in ("prompt", "system", "response")},
+        ("a1", "parts[0].text"): every,  # the user's words
+        ("a1", "parts[1].name"): ["aws-access-key", "email-address"],  # attachment
+        **{
+            ("a1", f"parts[{i}].text"): every for i in (2, 3, 4)
+        },  # code, output, answer
+        **{("a2", field): every for field in ("prompt", "system")},
+        ("a2", "parts[0].text"): every,
+        ("a2", "parts[1].name"): ["aws-access-key", "email-address"],
+        **{("a2", f"parts[{i}].text"): every for i in (2, 3)},
+    }
+
+
+def test_check_secrets_on_a_clean_file() -> None:
+    examples = Path(__file__).parent.parent / "examples" / "logs.db"
+    assert run("check", "--secrets", "--db", examples).stdout == "no secrets found\n"
+
+
+def test_redact_without_its_extra_is_one_line(tmp_path: Path) -> None:
+    path = chatgpt_file(tmp_path)
+    # detect-secrets made unimportable, as where it is not installed.
+    code = "import sys; sys.modules['detect_secrets'] = None; from convgraph.cli import cli; cli()"
+    for words in (["export", "--redact"], ["check", "--secrets"]):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *words, "--db", str(path)],
+            capture_output=True,
+            text=True,
+        )
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == (
+            "Error: finding secrets needs detect-secrets and pyarrow:"
+            " pip install 'convgraph[redact]'\n"
+        )
+
+
+def test_datasette_pages_redact_with_the_plugin_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("datasette")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the index
+    from tests.test_datasette import get, served
+
+    path = llm_file(tmp_path)
+    with convgraph.open(path) as logs:
+        tree_id = logs.tree_ids()[0]
+    redacting = {"plugins": {"convgraph": {"redact": True}}}
+    pages = (f"/-/convgraph/logs/{tree_id}", "/-/convgraph/logs?q=aws")
+    for page in pages:
+        shown = get(served(path, metadata=redacting), page)
+        assert shown.status_code == 200
+        assert [leak for leak in LEAKS if leak in shown.text] == []
+        assert "[REDACTED aws-access-key]" in shown.text
+        plain = get(served(path), page).text
+        assert "Z7Q4XKJ3" in plain

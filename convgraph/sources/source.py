@@ -392,8 +392,6 @@ def _log_order_rows(dates: pd.Series, ids: pd.Series) -> np.ndarray | None:
     import numpy as np
     import pandas as pd
 
-    if len(ids) < 2:
-        return None
     if isinstance(dates.array, pd.arrays.ArrowStringArray) and isinstance(
         ids.array, pd.arrays.ArrowStringArray
     ):

@@ -163,7 +163,6 @@ def time_bounds(
 def _utc_times(texts: Any) -> pd.Series | None:
     """`parse_times` by Arrow in C of texts all of the `_UTC_TIME` form; None
     where Arrow refuses one or gives year 0, for `parse_times` to read."""
-    import numpy as np
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -176,7 +175,7 @@ def _utc_times(texts: Any) -> pd.Series | None:
         return None
     counts = moments.to_numpy(zero_copy_only=False)
     # Year 0, which Arrow reads, is no moment (a missing time is NaT).
-    if ((counts.view("int64") < _FIRST_COUNT) & ~np.isnat(counts)).any():
+    if ((counts.view("int64") < _FIRST_COUNT) & pd.notna(counts)).any():
         return None
     return pd.Series(counts).dt.tz_localize("UTC")
 

@@ -136,10 +136,9 @@ def time_bounds(
 
     times = None
     if isinstance(dates.array, pd.arrays.ArrowStringArray):
-        import pyarrow as pa
         import pyarrow.compute as pc
 
-        texts = pa.array(dates.array)  # its Arrow strings, not a copy
+        texts = dates.array.__arrow_array__()  # its Arrow strings, not a copy
         # llm's own form, as nearly every time is: parsed by Arrow in C.
         if pc.all(pc.match_substring_regex(texts, _UTC_TIME)).as_py() is not False:
             times = _utc_times(texts)
@@ -151,13 +150,10 @@ def time_bounds(
     np.minimum.at(first, codes[known], counts[known])
     last = np.full(groups, np.iinfo(np.int64).min)
     np.maximum.at(last, codes[known], counts[known])
-
-    def moments(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
-        # A group without a time is left with first > last.
-        column = pd.Series(values.view("datetime64[us]")).where(first <= last)
-        return column.dt.tz_localize("UTC").astype(DATETIME_DTYPE).array
-
-    return moments(first), moments(last)
+    # A group without a time is left with first > last: NaT.
+    bounds = pd.Series(np.concatenate([first, last]).view("datetime64[us]"))
+    bounds = bounds.where(np.tile(first <= last, 2)).dt.tz_localize("UTC")
+    return bounds.array[:groups], bounds.array[groups:]
 
 
 def _utc_times(texts: Any) -> pd.Series | None:

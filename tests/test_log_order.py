@@ -35,6 +35,7 @@ def test_rows_sorted_by_time_then_id_parent_rows_following(strings):
             "id": pd.Series(IDS, dtype=dtype),
             "datetime_utc": pd.Series(TIMES, dtype=dtype),
             "model": pd.Categorical(["m1", "m2", "m1", "m3", "m2"]),
+            "note": pd.Series(["x", None, None, None, None], dtype=object),
             PARENT_ROWS: np.array(PARENTS),
         }
     ).set_axis([5, 6, 7, 8, 9])
@@ -44,6 +45,9 @@ def test_rows_sorted_by_time_then_id_parent_rows_following(strings):
     assert list(nodes.index) == [0, 1, 2, 3, 4]
     assert list(nodes["model"].cat.categories) == ["m1", "m2", "m3"]
     assert nodes["model"].tolist() == ["m2", "m3", "m2", "m1", "m1"]
+    # Objects stay objects, a missing one None (pandas 3 would infer str).
+    assert nodes["note"].dtype == object
+    assert nodes["note"].tolist() == [None, None, None, None, "x"]
     ids = nodes["id"].tolist()
     parents = {
         ids[row]: ids[p] if p >= 0 else None for row, p in enumerate(nodes[PARENT_ROWS])

@@ -377,8 +377,10 @@ def sort_log_order(nodes: pd.DataFrame) -> pd.DataFrame:
     order = _log_order_rows(nodes["datetime_utc"], nodes["id"])
     if order is None:
         return nodes
-    for name in nodes.columns:
-        nodes[name] = nodes[name].array.take(order)
+    for name, column in nodes.items():
+        taken = column.array.take(order)
+        # As a Series of its dtype: pandas 3 would infer str for objects.
+        nodes[name] = pd.Series(taken, dtype=column.dtype, copy=False)
     if PARENT_ROWS in nodes.columns:
         rows = nodes[PARENT_ROWS].to_numpy()
         at = np.empty_like(order)

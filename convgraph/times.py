@@ -121,7 +121,7 @@ _FIRST_COUNT: Final = epoch_microseconds(EARLIEST)
 _LAST_COUNT: Final = epoch_microseconds(LATEST)
 
 
-#: llm's UTC form; texts all of this form sort as their times do.
+#: llm's UTC form, which Arrow parses in C as `parse_times` does.
 _UTC_TIME = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00)?$"
 
 
@@ -129,43 +129,31 @@ def time_bounds(
     dates: pd.Series, codes: np.ndarray, groups: int
 ) -> tuple[pd.api.extensions.ExtensionArray, pd.api.extensions.ExtensionArray]:
     """Each group's first and last time (`parse_times`, NaT where none), the
-    groups numbered 0 to `groups` - 1 by `codes`, one per row of `dates`."""
+    groups numbered 0 to `groups` - 1 by `codes`, one per row of `dates`, in
+    any order of the rows: a grouped min and max."""
     import numpy as np
     import pandas as pd
 
-    texts = None
+    times = None
     if isinstance(dates.array, pd.arrays.ArrowStringArray):
-        import pyarrow as pa
         import pyarrow.compute as pc
 
-        texts = pa.array(dates.array)  # its Arrow strings, not a copy
-    if (
-        texts is not None
-        and len(texts) > 1
-        and not texts.null_count
-        and pc.all(pc.match_substring_regex(texts, _UTC_TIME)).as_py()
-        and pc.all(
-            pc.greater_equal(texts.slice(1), texts.slice(0, len(texts) - 1))
-        ).as_py()
-    ):
-        # Every text alike and in order (as readers nearly always give them):
-        # only each tree's first and last rows are parsed.
-        rows = np.arange(len(codes))
-        first_rows = np.full(groups, len(codes), dtype=np.int64)
-        np.minimum.at(first_rows, codes, rows)
-        last_rows = np.zeros(groups, dtype=np.int64)
-        np.maximum.at(last_rows, codes, rows)
-        rows = np.concatenate([first_rows, last_rows])
-        bounds = _utc_times(texts.take(rows))
-        if bounds is None:
-            bounds = parse_times(dates.iloc[rows])
-        if not bounds.isna().any():
-            return bounds.array[:groups], bounds.array[groups:]
-    times = parse_times(dates).groupby(codes)
-    return (
-        times.min().reindex(range(groups)).array,
-        times.max().reindex(range(groups)).array,
-    )
+        texts = dates.array.__arrow_array__()  # its Arrow strings, not a copy
+        # llm's own form, as nearly every time is: parsed by Arrow in C.
+        if pc.all(pc.match_substring_regex(texts, _UTC_TIME)).as_py() is not False:
+            times = _utc_times(texts)
+    if times is None:
+        times = parse_times(dates)
+    counts = times.dt.tz_localize(None).to_numpy("datetime64[us]").view("int64")
+    known = times.notna().to_numpy()
+    first = np.full(groups, np.iinfo(np.int64).max)
+    np.minimum.at(first, codes[known], counts[known])
+    last = np.full(groups, np.iinfo(np.int64).min)
+    np.maximum.at(last, codes[known], counts[known])
+    # A group without a time is left with first > last: NaT.
+    bounds = pd.Series(np.concatenate([first, last]).view("datetime64[us]"))
+    bounds = bounds.where(np.tile(first <= last, 2)).dt.tz_localize("UTC")
+    return bounds.array[:groups], bounds.array[groups:]
 
 
 def _utc_times(texts: Any) -> pd.Series | None:
@@ -181,8 +169,9 @@ def _utc_times(texts: Any) -> pd.Series | None:
         moments = pc.cast(naive, pa.timestamp("us"))
     except pa.ArrowInvalid:
         return None
-    counts = moments.to_numpy()
-    if len(counts) and counts.view("int64").min() < _FIRST_COUNT:
+    counts = moments.to_numpy(zero_copy_only=False)
+    # Year 0, which Arrow reads, is no moment (a missing time is NaT).
+    if ((counts.view("int64") < _FIRST_COUNT) & pd.notna(counts)).any():
         return None
     return pd.Series(counts).dt.tz_localize("UTC")
 

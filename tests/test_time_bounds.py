@@ -7,12 +7,19 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from convgraph.times import _UTC_TIME, _utc_times, epoch_microseconds, parse_times
+from convgraph.times import (
+    _UTC_TIME,
+    _utc_times,
+    epoch_microseconds,
+    parse_times,
+    time_bounds,
+)
 
 
 def both(texts: list[str]) -> tuple[list[int | None] | None, list[int | None]]:
@@ -133,3 +140,33 @@ def test_arrow_gives_what_parse_times_gives_or_refuses(texts: list[str]) -> None
     assert all(re.fullmatch(_UTC_TIME, text) for text in texts)
     by_arrow, by_pandas = both(texts)
     assert by_arrow is None or by_arrow == by_pandas
+
+
+def test_each_groups_bounds_in_any_order_of_the_rows() -> None:
+    """A grouped min and max by time: rows out of order, a missing time, a
+    group without one, and a time of another offset (all read by parse_times)."""
+    texts = [
+        "2024-03-01T00:00:00",
+        "2024-01-01T00:00:00.5+00:00",
+        None,
+        "2024-02-01T00:00:00",
+        None,
+        "2023-12-31T23:00:00",
+    ]
+    codes = np.array([0, 0, 0, 1, 2, 1])
+
+    def bounds(values: list[str | None]) -> list[list[str]]:
+        answers = []
+        for dtype in (object, pd.StringDtype("pyarrow")):
+            found = time_bounds(pd.Series(values, dtype=dtype), codes, 3)
+            assert all(str(side.dtype) == "datetime64[us, UTC]" for side in found)
+            answers.append([[str(time) for time in side] for side in found])
+        assert answers[0] == answers[1]  # parse_times' answer, and Arrow's
+        return answers[0]
+
+    assert bounds(texts) == [
+        ["2024-01-01 00:00:00.500000+00:00", "2023-12-31 23:00:00+00:00", "NaT"],
+        ["2024-03-01 00:00:00+00:00", "2024-02-01 00:00:00+00:00", "NaT"],
+    ]
+    refused = [*texts[:5], "2023-12-31T23:00:00+01:00"]
+    assert bounds(refused)[0][1] == "2023-12-31 22:00:00+00:00"

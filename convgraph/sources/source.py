@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from convgraph.contract import PARENT_ROWS
 from convgraph.errors import (
     AmbiguousId,
     ConversationNotNode,
@@ -21,6 +22,7 @@ from convgraph.links.integrity import Problem
 from convgraph.text import excerpt
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -370,20 +372,57 @@ def log_order(record: dict[str, Any]) -> tuple[str, str]:
 
 
 def sort_log_order(nodes: pd.DataFrame) -> pd.DataFrame:
-    """The table in log order, with a fresh 0..n-1 index."""
-    # llm appends, so storage order is nearly always log order: check first.
-    key = nodes["datetime_utc"].fillna("").to_numpy()
-    ids = nodes["id"].to_numpy()
-    if (
-        len(nodes) < 2
-        or (
-            (key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (ids[1:] >= ids[:-1]))
-        ).all()
+    """The table in log order, with a fresh 0..n-1 index, its `PARENT_ROWS`
+    (where present) following their rows. The columns are replaced in
+    place, one at a time, so that the table is never held twice."""
+    import numpy as np
+    import pandas as pd
+
+    nodes.index = pd.RangeIndex(len(nodes))
+    order = _log_order_rows(nodes["datetime_utc"], nodes["id"])
+    if order is None:
+        return nodes
+    for name, column in nodes.items():
+        taken = column.array.take(order)
+        # As a Series of its dtype: pandas 3 would infer str for objects.
+        nodes[name] = pd.Series(taken, dtype=column.dtype, copy=False)
+    if PARENT_ROWS in nodes.columns:
+        rows = nodes[PARENT_ROWS].to_numpy()
+        at = np.empty_like(order)
+        at[order] = np.arange(len(order))
+        nodes[PARENT_ROWS] = np.where(rows >= 0, at[np.maximum(rows, 0)], -1)
+    return nodes
+
+
+def _log_order_rows(dates: pd.Series, ids: pd.Series) -> np.ndarray | None:
+    """The rows in log order (a stable sort), None where they are in it."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(dates.array, pd.arrays.ArrowStringArray) and isinstance(
+        ids.array, pd.arrays.ArrowStringArray
     ):
-        return nodes.reset_index(drop=True)
-    order = (
-        nodes.assign(_key=key)
-        .sort_values(["_key", "id"], kind="stable")
-        .drop(columns="_key")
-    )
-    return order.reset_index(drop=True)
+        # Arrow compares and sorts the strings in C (pandas would factorize).
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        key = pc.fill_null(pa.chunked_array(dates.array.__arrow_array__()), "")
+        names = pa.chunked_array(ids.array.__arrow_array__())
+        later, earlier, count = key.slice(1), key.slice(0, len(key) - 1), len(key)
+        ordered = pc.or_(
+            pc.greater(later, earlier),
+            pc.and_(
+                pc.equal(later, earlier),
+                pc.greater_equal(names.slice(1), names.slice(0, count - 1)),
+            ),
+        )
+        if pc.all(ordered).as_py():
+            return None
+        keys = pa.table({"key": key, "id": names})
+        rows = pc.sort_indices(keys, [("key", "ascending"), ("id", "ascending")])
+        return np.asarray(rows.to_numpy(), dtype=np.int64)
+    # llm appends, so storage order is nearly always log order: check first.
+    key = dates.fillna("").to_numpy(dtype=object)
+    names = ids.to_numpy(dtype=object)
+    later = (key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (names[1:] >= names[:-1]))
+    return None if later.all() else np.lexsort((names, key))

@@ -111,8 +111,8 @@ def read_legacy(
         SOURCE,
     )
     if not in_order:
-        # Sorting makes parent rows stale: the forest uses the ids.
-        nodes = sort_log_order(nodes.drop(columns=PARENT_ROWS, errors="ignore"))
+        del node_ids, parent_ids  # the frame's columns alone, sorted in place
+        nodes = sort_log_order(nodes)
     if logs.legacy.has_parent:
         _place_old_writers(logs, nodes)
     names = {}

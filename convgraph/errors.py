@@ -25,18 +25,19 @@ class BadNumber(ConvgraphError, ValueError):
     """A number the user typed that is no whole number in its range."""
 
 
-def number(text: str, name: str, least: int = 0, most: int = 10**9) -> int:
+def number(text: str, least: int = 0, most: int = 10**9, name: str = "") -> int:
     """`text` as a whole number from `least` to `most`: ASCII digits only
     (`int` takes other scripts' digits, and spends time on thousands).
-    Raises `BadNumber` naming `name`."""
+    Raises `BadNumber`, naming `name` where given."""
     digits = text.strip()
     if digits.isascii() and digits.isdigit() and len(digits) <= len(str(most)):
         value = int(digits)
         if least <= value <= most:
             return value
-    raise BadNumber(
-        f"{name} is a whole number from {least} to {most}, not {echoed(text)}"
-    )
+    wanted = f"a whole number from {least} to {most}"
+    if name:
+        raise BadNumber(f"{name} is {wanted}, not {echoed(text)}")
+    raise BadNumber(f"{echoed(text)} is not {wanted}")
 
 
 class DatabaseError(ConvgraphError):

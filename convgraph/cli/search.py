@@ -12,6 +12,7 @@ from convgraph.cli.filters import FILTER_HELP, filter_options
 from convgraph.cli.options import command, db_option, opened_logs, output_options
 from convgraph.cli.output import echo_records, is_terminal, say, table_width
 from convgraph.cli.progress import ProgressBar
+from convgraph.cli.user_input import Number
 from convgraph.model.filters import TreeFilter
 from convgraph.text import cell_width, terminal_text, window
 from convgraph.times import shown_time
@@ -45,7 +46,7 @@ COLUMNS = (
     "--limit",
     default=DEFAULT_HITS,
     show_default=True,
-    type=click.IntRange(min=1, max=MOST_HITS),
+    type=Number(1, MOST_HITS),
     help="How many hits to show",
 )
 @click.option(

@@ -4,6 +4,7 @@ terminal."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from typing import Any
@@ -49,3 +50,15 @@ def error_lines(lines: list[str]) -> str:
     for line in shown[1:]:
         out += wrapped(line, width)
     return "\n".join(out)
+
+
+def say_written(path: str) -> None:
+    """Say on stderr the file (or folder) an output went to, as `search` says
+    where its index is; nothing for a device or a pipe."""
+    from convgraph.cli.output import say
+    from convgraph.writing import written_in_place
+
+    if os.path.isdir(path):
+        say(f"wrote {path}")
+    elif not written_in_place(path):
+        say(f"wrote {path} ({os.path.getsize(path):,} bytes)")

@@ -123,11 +123,11 @@ def search(
     if width is not None:
         from convgraph.present.text_tree import cut_line, unique_prefix_length
 
-        # Ids cut to a unique prefix where a heading would not fit.
-        room = unique_prefix_length(
-            [record[key] for record in records for key in ("tree_id", "id")]
-        )
+        # Ids cut where a heading would not fit, to a prefix that names each
+        # alone in the whole file (it is typed back as an id).
         if any(cell_width(_heading(record)) > width for record in records):
+            ids = [record[key] for record in records for key in ("tree_id", "id")]
+            room = logs.source.unique_length(ids, unique_prefix_length(ids))
             for record in records:
                 record["tree_id"] = record["tree_id"][:room]
                 record["id"] = record["id"][:room]

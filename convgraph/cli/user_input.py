@@ -44,7 +44,11 @@ def error_lines(lines: list[str]) -> str:
     shown = [terminal_text(line) for line in lines]
     if not is_terminal(sys.stderr):
         return "\n".join(shown)
-    width = shutil.get_terminal_size().columns
+    try:
+        # stderr's own terminal: stdout (which shutil asks) may be a pipe.
+        width = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        width = shutil.get_terminal_size().columns
     out = wrapped(ERROR + shown[0], width)
     out[0] = out[0].removeprefix(ERROR)
     for line in shown[1:]:

@@ -50,6 +50,10 @@ TOOLS = "tools"
 
 INTEGER_COLUMNS = (*INTEGER_ATTRIBUTES, TOOL_CALLS)
 
+#: Tokens read from the prompt cache and written to it (within `input_tokens`):
+#: the statistics tables end with them where the nodes carry them (agents').
+CACHE_ATTRIBUTES = ("cache_read_tokens", "cache_write_tokens")
+
 SOURCE_COLUMNS = ("id", "tree_id", "parent_id", *SOURCE_ATTRIBUTES)
 
 NODE_COLUMNS = (*SOURCE_COLUMNS, *BRANCH_ATTRIBUTES)

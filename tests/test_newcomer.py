@@ -3,6 +3,8 @@ a fresh clone, each with the exact answer convgraph gives."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import shlex
 import shutil
@@ -177,3 +179,35 @@ def test_the_readmes_commands_name_the_files_of_a_clone() -> None:
         ), words
     shown = {words[1] for words in commands if words[0] == "convgraph"}
     assert {"transcript", "diff", "export", "import", "tree", "search"} <= shown
+
+
+def test_stats_show_cache_reads_and_writes_of_agents_sessions() -> None:
+    sessions = ROOT / "tests" / "data" / "agents" / "claude-code"
+    rows = list(
+        csv.DictReader(io.StringIO(run("stats", "--db", sessions, "--csv").stdout))
+    )
+    assert [
+        (
+            row["tree_id"],
+            row["input_tokens"],
+            row["cache_read_tokens"],
+            row["cache_write_tokens"],
+        )
+        for row in rows
+    ] == [
+        ("s1", "443", "100", "5"),
+        ("test-session-id", "", "", ""),
+    ]
+    pytest.importorskip("genai_prices")
+    by = run("stats", "--db", sessions, "--by", "month", "--csv").stdout
+    months = list(csv.DictReader(io.StringIO(by)))
+    assert [
+        (row["month"], row["cache_read_tokens"], row["cache_write_tokens"])
+        for row in months
+    ] == [
+        ("2025-06", "100", "5"),
+        ("2025-12", "", ""),
+    ]
+    # llm's files have no cache figures: their tables keep their columns.
+    plain = run("stats", "--db", EXAMPLE, "--csv").stdout.splitlines()[0]
+    assert "cache" not in plain

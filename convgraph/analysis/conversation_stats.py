@@ -22,6 +22,7 @@ from convgraph.analysis.tool_stats import (
     tree_tool_totals_table,
 )
 from convgraph.contract import (
+    CACHE_ATTRIBUTES,
     CONVERSATION_COLUMNS,
     INTEGER_ATTRIBUTES,
     RETRY_COLUMNS,
@@ -85,8 +86,16 @@ def summary(tree: nx.DiGraph[str]) -> dict[str, Any]:
         "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
         "abandoned_branches": len(abandoned_nodes(tree)),
     }
+    cached = [
+        key
+        for key in CACHE_ATTRIBUTES
+        if any(key in data for _, data in tree.nodes(data=True))
+    ]
+    for key in cached:
+        known = [value for _, value in tree.nodes(data=key) if value is not None]
+        stats[key] = sum(known) if known else None
     stats |= _tree_retries(tree, stats)
-    return {key: stats[key] for key in CONVERSATION_COLUMNS}
+    return {key: stats[key] for key in (*CONVERSATION_COLUMNS, *cached)}
 
 
 def empty_summary(tree_id: Any, name: Any) -> dict[str, Any]:
@@ -204,6 +213,9 @@ def summary_table(
         [spent["input_tokens"], spent["output_tokens"]],
         [usage["input_tokens"], usage["output_tokens"]],
     )
+    for column in CACHE_ATTRIBUTES:
+        if column in nodes.columns:
+            table[column] = sums_per_tree(nodes[column], codes, trees)
     return table
 
 

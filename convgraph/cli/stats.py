@@ -301,4 +301,6 @@ USAGE_PRIORITY = (
     "abandoned_branches",
     "abandoned_input_tokens",
     "abandoned_output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
 )

@@ -50,8 +50,7 @@ TOOLS = "tools"
 
 INTEGER_COLUMNS = (*INTEGER_ATTRIBUTES, TOOL_CALLS)
 
-#: Tokens read from the prompt cache and written to it (within `input_tokens`):
-#: the statistics tables end with them where the nodes carry them (agents').
+#: Cache reads and writes (within input_tokens), last where nodes carry them.
 CACHE_ATTRIBUTES = ("cache_read_tokens", "cache_write_tokens")
 
 SOURCE_COLUMNS = ("id", "tree_id", "parent_id", *SOURCE_ATTRIBUTES)

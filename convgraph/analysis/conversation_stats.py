@@ -86,16 +86,8 @@ def summary(tree: nx.DiGraph[str]) -> dict[str, Any]:
         "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
         "abandoned_branches": len(abandoned_nodes(tree)),
     }
-    cached = [
-        key
-        for key in CACHE_ATTRIBUTES
-        if any(key in data for _, data in tree.nodes(data=True))
-    ]
-    for key in cached:
-        known = [value for _, value in tree.nodes(data=key) if value is not None]
-        stats[key] = sum(known) if known else None
     stats |= _tree_retries(tree, stats)
-    return {key: stats[key] for key in (*CONVERSATION_COLUMNS, *cached)}
+    return {key: stats[key] for key in CONVERSATION_COLUMNS}
 
 
 def empty_summary(tree_id: Any, name: Any) -> dict[str, Any]:

@@ -96,8 +96,8 @@ def _json_fault(path: Path) -> str | None:
             f"{path} is JSON with an error at line {error.lineno} column"
             f" {error.colno} ({error.msg}): {READS}"
         )
-    except (OSError, ValueError):
-        return None
+    except (OSError, ValueError, RecursionError):
+        return None  # deep nesting: the reader's own message says it
     return None
 
 

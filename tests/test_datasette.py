@@ -309,7 +309,9 @@ def test_unknown_and_ambiguous_ids_are_datasettes_error_pages(example: Path) -> 
     datasette = served(example)
     unknown = get(datasette, "/-/convgraph/logs/01jbnothing")
     assert unknown.status_code == 404
-    assert error_message(unknown) == "No conversation tree or node '01jbnothing' in logs"
+    assert (
+        error_message(unknown) == "No conversation tree or node '01jbnothing' in logs"
+    )
     ambiguous = get(datasette, "/-/convgraph/logs/01jb2")
     assert ambiguous.status_code == 400
     assert error_message(ambiguous).startswith("01jb2 is ambiguous: it begins 8 ids")

@@ -264,3 +264,10 @@ def test_a_name_as_long_as_the_file_system_takes_is_written(tmp_path: Path) -> N
     assert (tmp_path / name).read_text().startswith(f'digraph "{HAIKU}" {{')
     size = (tmp_path / name).stat().st_size
     assert result.stderr == f"wrote {tmp_path / name} ({size:,} bytes)\n"
+
+
+def test_a_long_id_on_the_command_line_is_refused_with_its_echo_cut() -> None:
+    given = "01jb" + "z" * 99_996
+    result = run("tree", given, "--db", EXAMPLE, expect=2)
+    cut = "'" + given[: ECHOED - 3] + "…'"
+    assert result.stderr == f"Error: no conversation with id {cut}\n"

@@ -88,7 +88,7 @@ def written(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     never closed). Raises `OutputError` where it cannot be written, nothing replaced
     and no temporary file left; `BrokenPipeError` where a reader left."""
     name = os.fspath(path)
-    if name.endswith(_SEPARATORS) and name != STDOUT:
+    if name.endswith(_SEPARATORS):
         # Without the slash a new file would take the folder's name.
         raise OutputError(
             name, "a path ending in a separator names a folder, not the file written"

@@ -317,7 +317,7 @@ def test_unknown_and_ambiguous_ids_are_datasettes_error_pages(example: Path) -> 
     assert error_message(ambiguous).startswith("01jb2 is ambiguous: it begins 8 ids")
     missing = get(datasette, f"/-/convgraph/nothing/{HAIKU}")
     assert missing.status_code == 404
-    assert error_message(missing) == "Database not found: nothing"
+    assert error_message(missing) == "Database not found: 'nothing'"
 
 
 def test_a_tree_llm_itself_wrote(llm_fork_db: dict, tmp_path: Path) -> None:

@@ -54,6 +54,9 @@ TOOLS = "tools"
 
 INTEGER_COLUMNS = (*INTEGER_ATTRIBUTES, TOOL_CALLS)
 
+#: Cache reads and writes (within input_tokens), last where nodes carry them.
+CACHE_ATTRIBUTES = ("cache_read_tokens", "cache_write_tokens")
+
 SOURCE_COLUMNS = ("id", "tree_id", "parent_id", *SOURCE_ATTRIBUTES)
 
 NODE_COLUMNS = (*SOURCE_COLUMNS, *BRANCH_ATTRIBUTES)

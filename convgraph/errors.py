@@ -1,9 +1,43 @@
 """Every error bad input can cause: a `ConvgraphError`, which the command line
 prints as one line with exit status 2."""
 
+#: How much of a user's input a message repeats: a page or a terminal lays
+#: out what it is given, and an id may be a megabyte.
+ECHOED = 80
+#: Longer than any id a source holds: refused before any read.
+LONGEST_ID = 1024
+
+
+def echoed(text: object) -> str:
+    """`text` as a message repeats it: quoted, cut to `ECHOED` characters."""
+    whole = str(text)
+    shown = repr(whole[:ECHOED])
+    if len(whole) <= ECHOED and len(shown) <= ECHOED:
+        return shown
+    return shown[: ECHOED - 2] + "…" + shown[-1]
+
 
 class ConvgraphError(Exception):
     """Base class: a problem with the user's input, not a bug in convgraph."""
+
+
+class BadNumber(ConvgraphError, ValueError):
+    """A number the user typed that is no whole number in its range."""
+
+
+def number(text: str, least: int = 0, most: int = 10**9, name: str = "") -> int:
+    """`text` as a whole number from `least` to `most`: ASCII digits only
+    (`int` takes other scripts' digits, and spends time on thousands).
+    Raises `BadNumber`, naming `name` where given."""
+    digits = text.strip()
+    if digits.isascii() and digits.isdigit() and len(digits) <= len(str(most)):
+        value = int(digits)
+        if least <= value <= most:
+            return value
+    wanted = f"a whole number from {least} to {most}"
+    if name:
+        raise BadNumber(f"{name} is {wanted}, not {echoed(text)}")
+    raise BadNumber(f"{echoed(text)} is not {wanted}")
 
 
 class DatabaseError(ConvgraphError):
@@ -14,7 +48,7 @@ class UnknownNode(ConvgraphError, KeyError):
     """No node (response or turn) has this id."""
 
     def __str__(self) -> str:
-        return f"no node with id {self.args[0]!r}"
+        return f"no node with id {echoed(self.args[0])}"
 
 
 class HiddenNode(UnknownNode):
@@ -22,7 +56,7 @@ class HiddenNode(UnknownNode):
 
     def __str__(self) -> str:
         return (
-            f"node {self.args[0]!r} is in a hidden branch: `convgraph unhide`"
+            f"node {echoed(self.args[0])} is in a hidden branch: `convgraph unhide`"
             " shows it again, `--all` shows it once"
         )
 
@@ -31,7 +65,7 @@ class UnknownConversation(ConvgraphError, KeyError):
     """No conversation (or thread) has this id."""
 
     def __str__(self) -> str:
-        return f"no conversation with id {self.args[0]!r}"
+        return f"no conversation with id {echoed(self.args[0])}"
 
 
 class AmbiguousId(ConvgraphError, LookupError):
@@ -60,7 +94,8 @@ class AmbiguousId(ConvgraphError, LookupError):
         return f"{self.prefix} is ambiguous: it begins {begins}"
 
     def __str__(self) -> str:
-        return "\n".join([self.heading(), *(f"  {line}" for line in self.candidates)])
+        lines = [f"{self.heading()}:", *(f"  {line}" for line in self.candidates)]
+        return "\n".join(lines)
 
 
 class HeldBySeveral(ConvgraphError, LookupError):

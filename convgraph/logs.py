@@ -9,9 +9,9 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from convgraph.errors import UnknownConversation, UnknownNode
+from convgraph.errors import NodeNotConversation
 from convgraph.sources import Source, open_logs
-from convgraph.sources.source import NODE, ProgressCallback
+from convgraph.sources.source import ProgressCallback
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,12 +136,10 @@ class Logs:
     def tree(self, id: str) -> ConversationTree:
         """The tree an id or prefix names. Raises UnknownConversation, AmbiguousId."""
         try:
-            kind, whole = self.source.resolve(id)
-        except UnknownNode:  # neither a node nor a conversation
-            raise UnknownConversation(id) from None
-        if kind == NODE:
-            return self.tree_of_node(whole)
-        return self.tree_of_conversation(whole)
+            # As `convgraph tree` resolves it: one prefix, one message.
+            return self.tree_of_conversation(self.source.resolve_conversation(id))
+        except NodeNotConversation as error:
+            return self.tree_of_node(error.id)
 
     def tree_of_conversation(self, conversation_id: str) -> ConversationTree:
         from convgraph.model.loading import load_tree

@@ -18,6 +18,9 @@ STDOUT = "-"
 #: A path through these names an open descriptor's file, written in place.
 _DESCRIPTOR_DIRECTORIES = ("/proc/", "/dev/fd/")
 _MAX_LINKS = 40
+_SEPARATORS = tuple(filter(None, (os.sep, os.altsep)))
+#: What the hidden temporary name adds to the user's: `.`, `.`, 8 hex, `.partial`.
+_ADDED = len(".." + "0" * 8 + ".partial")
 
 
 class OutputError(ConvgraphError, OSError):
@@ -85,6 +88,11 @@ def written(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     never closed). Raises `OutputError` where it cannot be written, nothing replaced
     and no temporary file left; `BrokenPipeError` where a reader left."""
     name = os.fspath(path)
+    if name.endswith(_SEPARATORS):
+        # Without the slash a new file would take the folder's name.
+        raise OutputError(
+            name, "a path ending in a separator names a folder, not the file written"
+        )
     if name == STDOUT:
         with _stdout() as stream:
             yield stream
@@ -158,6 +166,12 @@ def _temporary(path: str, directory: str, base: str) -> tuple[str, int]:
     """A new hidden file beside `base`, made by this process alone (O_EXCL),
     with the umask applied by the kernel: reading it would change it for a moment."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        longest = os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        longest = 255
+    # A name as long as the file system takes leaves no room for the suffix.
+    base = os.fsencode(base)[: max(longest - _ADDED, 0)].decode("utf-8", "ignore")
     while True:
         partial = os.path.join(directory, f".{base}.{secrets.token_hex(4)}.partial")
         try:

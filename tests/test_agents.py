@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from convgraph import Forest
 from convgraph.errors import DatabaseError
-from convgraph.sources import open_logs
+from convgraph.sources import READS, open_logs
 from convgraph.sources.agents.sessions import AgentSessions
 from tests.helpers import examples, file_digest, run
 
@@ -371,10 +371,7 @@ def test_sessions_deeper_than_agents_keep_them_are_not_looked_for(
     deep.mkdir(parents=True)
     shutil.copy(PROJECT / "s1.jsonl", deep)
     found = run("tree", "--db", tmp_path, expect=2).output
-    assert (
-        found
-        == f"Error: {tmp_path} is a directory, not an llm database or chat export\n"
-    )
+    assert found == f"Error: no sessions were found under {tmp_path}: {READS}\n"
     found = run("tree", "--db", tmp_path / "a" / "b").output
     assert found.startswith("s1  Fix the failing parser test\na4  ")
 

@@ -325,7 +325,8 @@ def test_bad_files_are_one_line_errors(tmp_path):
         ),
         (
             empty_sqlite,
-            f"Error: {empty_sqlite} has no llm tables (neither responses nor turns)",
+            f"Error: {empty_sqlite} has no llm tables (no responses or turns with"
+            " the columns llm writes)",
         ),
     ]
     for path, message in cases:

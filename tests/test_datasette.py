@@ -176,14 +176,14 @@ def test_the_forest_is_paged_by_datasettes_page_size(example: Path) -> None:
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ("_sort=models", "Cannot sort the conversation trees by models"),
-        ("_sort=prompt", "Cannot sort the conversation trees by prompt"),
+        ("_sort=models", "Cannot sort the conversation trees by 'models'"),
+        ("_sort=prompt", "Cannot sort the conversation trees by 'prompt'"),
         (
             "_sort=nodes&_sort_desc=nodes",
             "Cannot use _sort and _sort_desc at the same time",
         ),
-        ("_page=0", "_page is a page number from 1, not '0'"),
-        ("_page=two", "_page is a page number from 1, not 'two'"),
+        ("_page=0", f"_page is a whole number from 1 to {10**9}, not '0'"),
+        ("_page=two", f"_page is a whole number from 1 to {10**9}, not 'two'"),
     ],
 )
 def test_a_bad_order_is_datasettes_400_page(
@@ -309,13 +309,15 @@ def test_unknown_and_ambiguous_ids_are_datasettes_error_pages(example: Path) -> 
     datasette = served(example)
     unknown = get(datasette, "/-/convgraph/logs/01jbnothing")
     assert unknown.status_code == 404
-    assert error_message(unknown) == "No conversation tree or node 01jbnothing in logs"
+    assert (
+        error_message(unknown) == "No conversation tree or node '01jbnothing' in logs"
+    )
     ambiguous = get(datasette, "/-/convgraph/logs/01jb2")
     assert ambiguous.status_code == 400
     assert error_message(ambiguous).startswith("01jb2 is ambiguous: it begins 8 ids")
     missing = get(datasette, f"/-/convgraph/nothing/{HAIKU}")
     assert missing.status_code == 404
-    assert error_message(missing) == "Database not found: nothing"
+    assert error_message(missing) == "Database not found: 'nothing'"
 
 
 def test_a_tree_llm_itself_wrote(llm_fork_db: dict, tmp_path: Path) -> None:

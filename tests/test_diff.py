@@ -942,7 +942,7 @@ def test_cli_diff_refuses_negative_context(seed_db: Path) -> None:
     args = ["diff", "complex-c", "complex-g", "--context", "-1", "--db", seed_db]
     result = run(*args, expect=2)
     assert result.exit_code == 2
-    assert "-1 is not in the range x>=0" in result.stderr
+    assert "'-1' is not a whole number from 0 to 1000000" in result.stderr
 
 
 def test_cli_compare_json(seed_db: Path, complex_tree) -> None:

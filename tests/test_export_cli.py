@@ -344,7 +344,7 @@ def test_agreeing_options_and_unknown_extensions_keep_working(seed_db, tmp_path)
     run("export", "complex", "--format", "tree-json", "-o", json_tree, "--db", seed_db)
     assert json.loads(json_tree.read_text())["format"] == "convgraph.tree-json"
     other = tmp_path / "tree.txt"
-    run("export", "complex", "-o", other, "--db", seed_db)
+    run("export", "complex", "--format", "dot", "-o", other, "--db", seed_db)
     assert other.read_text().startswith('digraph "complex" {')
     stdout = run("export", "complex", "--format", "mermaid", "-o", "-", "--db", seed_db)
     assert stdout.stdout.startswith("flowchart TB\n")

@@ -24,6 +24,7 @@ from convgraph.errors import (
 )
 from convgraph.sources import open_logs
 from convgraph.sources.source import CONVERSATION, MIN_PREFIX, NODE, prefix_end
+from convgraph.text import excerpt
 from tests.chat_exports import gpt_conversation, gpt_message, gpt_preamble, write_json
 from tests.databases import add_response, legacy_database, timestamp
 from tests.helpers import examples, file_digest, run
@@ -43,7 +44,9 @@ HASHMAP_NODES = [
 
 
 def candidate(node: str, tree: str, words: str) -> str:
-    return f"{node}  node of conversation {tree}: {words}"
+    """A node's line of an ambiguous prefix's listing: words fill 78 columns."""
+    head = f"{node}  node of {tree}"
+    return f"{head}: {excerpt(words, 78 - len(head) - 2)}"
 
 
 # -- the rule, on examples/logs.db -----------------------------------------
@@ -76,19 +79,19 @@ def test_an_ambiguous_prefix_lists_its_candidates():
     with open_logs(LOGS) as logs, pytest.raises(AmbiguousId) as raised:
         logs.resolve_node("01jb2h")
     assert str(raised.value).splitlines() == [
-        "01jb2h is ambiguous: it begins 7 ids",
+        "01jb2h is ambiguous: it begins 7 ids:",
         *(f"  {candidate(node, HASHMAP, words)}" for node, words in HASHMAP_NODES),
     ]
     with open_logs(LOGS) as logs, pytest.raises(AmbiguousId) as raised:
         logs.resolve_conversation("01jb")
     assert str(raised.value).splitlines() == [
-        "01jb is ambiguous: it begins 5 ids",
+        "01jb is ambiguous: it begins 5 ids:",
         "  01jb0sourdough0000000000000  conversation: My kitchen is only 18 °C in win…",
         "  01jb1haiku000000000000000  conversation: Autumn haiku",
         "  01jb2hashmap0000000000000  conversation: How hash maps work",
         "  01jb3translate00000000000  conversation: Good morning, translated",
-        "  01jb5sdfork0thread00000000  conversation (of tree"
-        " 01jb0sourdough0000000000000): Can I keep it in the fridge bet…",
+        "  01jb5sdfork0thread00000000  conversation in tree"
+        " 01jb0sourdough0000000000000",
     ]
 
 
@@ -96,7 +99,7 @@ def test_a_prefix_of_many_lists_a_few_and_says_there_are_more():
     with open_logs(LOGS) as logs, pytest.raises(AmbiguousId) as raised:
         logs.resolve_node("01jb")
     lines = str(raised.value).splitlines()
-    assert lines[0] == "01jb is ambiguous: it begins more than 8 ids"
+    assert lines[0] == "01jb is ambiguous: it begins more than 8 ids:"
     assert len(lines) == 9
 
 
@@ -207,10 +210,10 @@ def test_legacy_collisions(colliding):
         with pytest.raises(AmbiguousId) as raised:
             logs.resolve("abcd1")
         assert str(raised.value).splitlines() == [
-            "abcd1 is ambiguous: it begins 3 ids",
+            "abcd1 is ambiguous: it begins 3 ids:",
             "  abcd1conv  conversation: first question",
-            "  abcd1xa  node of conversation abcd1conv: first question",
-            "  abcd1xb  node of conversation abcd1conv: second question",
+            "  abcd1xa  node of abcd1conv: first question",
+            "  abcd1xb  node of abcd1conv: second question",
         ]
         with pytest.raises(AmbiguousId) as raised:
             logs.resolve_conversation("abcd")
@@ -272,8 +275,8 @@ def test_both_generations_in_one_file(llm_fork_db, tmp_path):
         with pytest.raises(AmbiguousId) as raised:
             logs.resolve_node(first[:-1])
         assert raised.value.candidates == [
-            f"{first[:-1]}!  node of conversation legacyconv: legacy question",
-            f"{first}  node of conversation {thread}: What is a tree?",
+            f"{first[:-1]}!  node of legacyconv: legacy question",
+            candidate(first, thread, "What is a tree?"),
         ]
 
 
@@ -338,8 +341,8 @@ def test_chat_export_collisions(colliding_export):
         with pytest.raises(AmbiguousId) as raised:
             logs.resolve_node("beef1")
         assert raised.value.candidates == [
-            "beef1a  node of conversation cafe1: apples",
-            "beef1b  node of conversation cafe2: pears",
+            "beef1a  node of cafe1: apples",
+            "beef1b  node of cafe2: pears",
         ]
         with pytest.raises(ConversationNotNode) as raised_node:
             logs.resolve_node("cafe1")
@@ -571,8 +574,8 @@ def test_the_write_commands_take_prefixes(colliding):
     result = run("delete", "abcd1x", "--db", colliding, expect=2)
     assert result.stderr.splitlines() == [
         "Error: abcd1x is ambiguous: it begins 2 ids:",
-        "  abcd1xa  node of conversation abcd1conv: first question",
-        "  abcd1xb  node of conversation abcd1conv: second question",
+        "  abcd1xa  node of abcd1conv: first question",
+        "  abcd1xb  node of abcd1conv: second question",
     ]
     assert file_digest(colliding) == before
 
@@ -605,8 +608,8 @@ def test_a_parquet_dataset_takes_prefixes(tmp_path):
         "  01jb1haiku000000000000000  conversation",
         "  01jb2hashmap0000000000000  conversation",
         "  01jb3translate00000000000  conversation",
-        "  01jb5sdfork0thread00000000  conversation (of tree"
-        " 01jb0sourdough0000000000000)",
+        "  01jb5sdfork0thread00000000  conversation in tree"
+        " 01jb0sourdough0000000000000",
     ]
 
 

@@ -290,6 +290,9 @@ def test_the_readme_shows_the_everyday_commands() -> None:
         "convgraph stats --by week --plot",
         "convgraph export --format html",
         "convgraph import",
+        "convgraph transcript",
+        "convgraph diff",
+        "--format dot",
     ):
         assert command in shown, command
 

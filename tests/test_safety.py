@@ -24,6 +24,7 @@ import lxml.etree
 import pytest
 
 from convgraph.export import generate_dot
+from convgraph.sources import READS
 from tests.chat_exports import chatgpt_export, split, write_json
 from tests.databases import LlmLog, add_response, legacy_database
 from tests.helpers import file_digest, run
@@ -465,7 +466,7 @@ def test_a_directory_as_db_is_one_line(tmp_path):
     for words in (["stats"], ["conversations"], ["export"], ["tree"], ["check"]):
         assert_one_line_error(
             run(*words, "--db", folder, expect=2),
-            f"{folder} is a directory, not an llm database or chat export",
+            f"no sessions were found under {folder}: {READS}",
         )
 
 

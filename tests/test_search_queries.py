@@ -187,8 +187,8 @@ def test_query_syntax_takes_anything_else(scripts_db):
 def test_the_number_of_hits_is_bounded_in_one_line(scripts_db, limit):
     result = run("search", "--db", scripts_db, "-n", limit, "time", expect=2)
     assert result.stderr.splitlines()[-1] == (
-        f"Error: Invalid value for '-n' / '--limit': {limit} is not in the range"
-        " 1<=x<=100000."
+        f"Error: Invalid value for '-n' / '--limit': {limit!r} is not a whole"
+        " number from 1 to 100000"
     )
     assert len(search(scripts_db, "time", limit=2**64)) == 6
 

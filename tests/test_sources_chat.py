@@ -395,7 +395,7 @@ def test_cycle_through_several_nodes_is_reported(tmp_path: Path) -> None:
         (b"hello, world", "not an SQLite database"),
         (b'{"tables": []}', "is JSON but not a ChatGPT, Claude.ai or Open WebUI"),
         (b"[1, 2, 3]", "is JSON but not a ChatGPT, Claude.ai or Open WebUI"),
-        (b'[{"mapping": {}, "id": "x"', "the JSON is cut short or malformed"),
+        (b'[{"mapping": {}, "id": "x"', "is JSON with an error at line 1 column 27"),
     ],
 )
 def test_files_that_are_no_export(tmp_path: Path, content: bytes, message: str) -> None:

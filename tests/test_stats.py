@@ -26,7 +26,12 @@ from convgraph.analysis.stats import (
     summary_table,
 )
 from convgraph.cli.tables import PRIORITY
-from convgraph.contract import BRANCH_COLUMNS, CONVERSATION_COLUMNS, NODE_ATTRIBUTES
+from convgraph.contract import (
+    BRANCH_COLUMNS,
+    CACHE_ATTRIBUTES,
+    CONVERSATION_COLUMNS,
+    NODE_ATTRIBUTES,
+)
 from convgraph.links.pointer_jumping import (
     climb,
     nearest_marked,
@@ -1016,7 +1021,12 @@ def test_columns_chooses_in_every_format(seed_db: Path) -> None:
         + "\n"
     )
     # Every column, and the two `--cost` adds.
-    assert set(PRIORITY) == {*CONVERSATION_COLUMNS, "cost_usd", "abandoned_cost_usd"}
+    assert set(PRIORITY) == {
+        *CONVERSATION_COLUMNS,
+        *CACHE_ATTRIBUTES,
+        "cost_usd",
+        "abandoned_cost_usd",
+    }
 
 
 def test_missing_usage_is_json_null(tmp_path: Path) -> None:

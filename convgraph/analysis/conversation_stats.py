@@ -22,6 +22,7 @@ from convgraph.analysis.tool_stats import (
     tree_tool_totals_table,
 )
 from convgraph.contract import (
+    CACHE_ATTRIBUTES,
     CONVERSATION_COLUMNS,
     INTEGER_ATTRIBUTES,
     RETRY_COLUMNS,
@@ -204,6 +205,9 @@ def summary_table(
         [spent["input_tokens"], spent["output_tokens"]],
         [usage["input_tokens"], usage["output_tokens"]],
     )
+    for column in CACHE_ATTRIBUTES:
+        if column in nodes.columns:
+            table[column] = sums_per_tree(nodes[column], codes, trees)
     return table
 
 

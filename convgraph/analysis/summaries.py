@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from convgraph.contract import CACHE_ATTRIBUTES
 from convgraph.errors import UnknownConversation
 from convgraph.sources import Source, TreeRecords, log_order
 from convgraph.sources.notes import read_notes
@@ -41,7 +42,7 @@ def summary_records(
     branches, a tree the file does not give alone). Raises UnknownConversation.
     """
     from convgraph.analysis.stats import summary
-    from convgraph.model.loading import read_tree
+    from convgraph.model.loading import tree_graph
 
     if any(note.hidden for note in read_notes(source).values()):
         return None
@@ -56,12 +57,15 @@ def summary_records(
     records = []
     for tree_id in named or source.tree_ids():
         try:
-            graph = read_tree(source, tree_id, log_order_nodes=True)[0]
+            tree = source.read_tree(tree_id)
+            if not tree.records:
+                raise UnknownConversation(tree_id)
         except UnknownConversation:
             if not named:
                 return None  # a thread's row without its id: the table reads it
             raise UnknownConversation(named[tree_id]) from None
-        records.append(_with_table_times(summary(graph)))
+        graph = tree_graph(source, tree, log_order_nodes=True)[0]
+        records.append(_with_table_times(summary(graph)) | _cache_sums(tree))
     return records
 
 
@@ -79,10 +83,23 @@ def _one_pass_records(
             empty.append(tree)
             continue
         record = summary(tree_graph(source, tree, log_order_nodes=True)[0])
+        record |= _cache_sums(tree)
         found.append((min(map(log_order, tree.records)), _with_table_times(record)))
     # The table's order: each tree where its first node is in log order.
     records = [record for _, record in sorted(found, key=lambda pair: pair[0])]
     return records + [empty_summary(tree.tree_id, tree.name) for tree in empty]
+
+
+def _cache_sums(tree: TreeRecords) -> dict[str, Any]:
+    """The cache figures the table ends with, where the records carry them."""
+    sums = {}
+    for key in CACHE_ATTRIBUTES:
+        if any(key in record for record in tree.records):
+            known = [
+                record[key] for record in tree.records if record.get(key) is not None
+            ]
+            sums[key] = sum(known) if known else None
+    return sums
 
 
 def _with_table_times(record: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from convgraph.analysis.stats import (
     within_totals,
 )
 from convgraph.analysis.tool_stats import sums_per_tree
-from convgraph.contract import ORIGIN, RETRY_COLUMNS
+from convgraph.contract import CACHE_ATTRIBUTES, ORIGIN, RETRY_COLUMNS
 from convgraph.model.filters import TreeFilter, node_matches_table, select_trees
 from convgraph.model.marks import active_column
 
@@ -132,6 +132,11 @@ def usage_table(
             ).astype(np.int64),
             "input_tokens": nodes["input_tokens"].astype("Int64").array,
             "output_tokens": nodes["output_tokens"].astype("Int64").array,
+            **{
+                column: nodes[column].astype("Int64").array
+                for column in CACHE_ATTRIBUTES
+                if column in nodes.columns
+            },
             "cost_usd": costs.per_node,
             "left": left,
         }
@@ -160,6 +165,9 @@ def usage_table(
         table[f"abandoned_{column}"] = within_totals(total, part)
         totals.append(total)
         parts.append(table[f"abandoned_{column}"].array)
+    cached = [column for column in CACHE_ATTRIBUTES if column in frame.columns]
+    for column in cached:
+        table[column] = sums_per_tree(frame[column], codes, count)
     cost = frame["cost_usd"].to_numpy(dtype=float)
     table["cost_usd"] = cost_sums(cost, codes, count)
     table["abandoned_cost_usd"] = cost_sums(np.where(spent, cost, 0.0), codes, count)
@@ -169,7 +177,7 @@ def usage_table(
         table[column] = table[column].astype(np.int64)
     for key in keys:
         table[key] = table[key].astype(object).where(table[key].notna(), None)
-    return table[[*keys, *USAGE_COLUMNS]]
+    return table[[*keys, *USAGE_COLUMNS, *cached]]
 
 
 def in_range_table(forest: Forest, where: TreeFilter) -> pd.DataFrame:
@@ -195,6 +203,7 @@ def in_range_table(forest: Forest, where: TreeFilter) -> pd.DataFrame:
         "input_tokens",
         "output_tokens",
         "duration_ms",
+        *(column for column in CACHE_ATTRIBUTES if column in table.columns),
         "tool_calls",
         "tools",
         *RETRY_COLUMNS,

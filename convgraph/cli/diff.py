@@ -28,6 +28,7 @@ from convgraph.cli.output import (
     table_width,
     wrapped,
 )
+from convgraph.cli.user_input import Number
 from convgraph.text import cell_width, counted
 from convgraph.text import terminal_text as shown
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 @click.option(
     "--context",
     "-U",
-    type=click.IntRange(min=0),
+    type=Number(0, 1_000_000),
     default=3,
     show_default=True,
     help="Lines of context around each change",

@@ -34,6 +34,7 @@ from convgraph.cli.output import (
 )
 from convgraph.cli.progress import ProgressBar
 from convgraph.cli.redacting import redact_option
+from convgraph.cli.user_input import say_written
 from convgraph.export import FORMATS
 from convgraph.export.common import RANKDIRS
 from convgraph.model.filters import TreeFilter
@@ -89,6 +90,12 @@ def chosen_format(
         extension = os.path.splitext(output)[1].lower()
     picture = extension[1:] if extension[1:] in RENDERINGS else None
     named = EXTENSIONS.get(extension)
+    if extension and named is None and picture is None and format_name is None:
+        known = " ".join([*EXTENSIONS, *(f".{kind}" for kind in RENDERINGS)])
+        raise UserError(
+            f"-o {output}: {extension} is no extension convgraph writes ({known}):"
+            " rename the file, or choose the format with --format"
+        )
     if picture is not None:
         if render is not None and render != picture:
             raise UserError(
@@ -261,6 +268,7 @@ def export(
 
         needs_extra("pyarrow", "parquet", f"convgraph export --format {format_name}")
         _write_dataset(exporter, format_name, conversation_ids, output, force, where)
+        say_written(str(output))
         return
     if output is not None and os.path.isdir(output):
         raise UserError(f"cannot write {output}: it is a directory")
@@ -292,6 +300,8 @@ def export(
                 exporter.write(graphs, file, **options)
         else:
             _to_stdout(lambda stream: exporter.write(graphs, stream, **options))
+    if output is not None:
+        say_written(output)
     if isinstance(graphs, Counted):
         empty = graphs.count == 0
     if empty:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from convgraph.cli.memory import use_system_allocator
+from convgraph.cli.user_input import error_lines
 from convgraph.cli.way_out import way_out
 from convgraph.errors import (
     AmbiguousId,
@@ -21,7 +22,6 @@ from convgraph.errors import (
     UnknownConversation,
     UnknownNode,
 )
-from convgraph.text import terminal_text
 
 if TYPE_CHECKING:
     from convgraph.logs import Logs
@@ -45,7 +45,7 @@ class UserError(click.ClickException):
     exit_code = USER_ERROR
 
     def format_message(self) -> str:
-        return terminal_text(self.message)
+        return error_lines([self.message])
 
 
 class UserLines(UserError):
@@ -56,7 +56,7 @@ class UserLines(UserError):
         self.lines = lines
 
     def format_message(self) -> str:
-        return "\n".join(terminal_text(line) for line in self.lines)
+        return error_lines(self.lines)
 
 
 class IdType(click.ParamType[str]):
@@ -141,6 +141,8 @@ def _unknown_id(error: UnknownNode | UnknownConversation) -> str:
             f"{error}: an id prefix needs at least {MIN_PREFIX} characters"
             f" ({given!r} has {len(given)})"
         )
+    if isinstance(given, str) and os.path.exists(given):
+        return f"{error}: {given} is a path; to read it, give it with --db {given}"
     return str(error)
 
 

@@ -31,6 +31,7 @@ from convgraph.cli.output import (
     say_none_kept,
     table_width,
 )
+from convgraph.cli.user_input import Number
 from convgraph.model.filters import TreeFilter
 from convgraph.text import counted
 
@@ -73,7 +74,7 @@ def conversations(output_format: str | None, where: TreeFilter) -> None:
 @filter_options
 @click.option(
     "--width",
-    type=click.IntRange(min=0, max=10_000),
+    type=Number(0, 10_000),
     default=None,
     help="Terminal cells of prompt per line (a wide character takes two; 0"
     " draws the ids alone)"

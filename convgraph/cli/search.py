@@ -12,6 +12,7 @@ from convgraph.cli.filters import FILTER_HELP, filter_options
 from convgraph.cli.options import command, db_option, opened_logs, output_options
 from convgraph.cli.output import echo_records, is_terminal, say, table_width
 from convgraph.cli.progress import ProgressBar
+from convgraph.cli.user_input import Number
 from convgraph.model.filters import TreeFilter
 from convgraph.text import cell_width, terminal_text, window
 from convgraph.times import shown_time
@@ -45,7 +46,7 @@ COLUMNS = (
     "--limit",
     default=DEFAULT_HITS,
     show_default=True,
-    type=click.IntRange(min=1, max=MOST_HITS),
+    type=Number(1, MOST_HITS),
     help="How many hits to show",
 )
 @click.option(
@@ -122,11 +123,11 @@ def search(
     if width is not None:
         from convgraph.present.text_tree import cut_line, unique_prefix_length
 
-        # Ids cut to a unique prefix where a heading would not fit.
-        room = unique_prefix_length(
-            [record[key] for record in records for key in ("tree_id", "id")]
-        )
+        # Ids cut where a heading would not fit, to a prefix that names each
+        # alone in the whole file (it is typed back as an id).
         if any(cell_width(_heading(record)) > width for record in records):
+            ids = [record[key] for record in records for key in ("tree_id", "id")]
+            room = logs.source.unique_length(ids, unique_prefix_length(ids))
             for record in records:
                 record["tree_id"] = record["tree_id"][:room]
                 record["id"] = record["id"][:room]

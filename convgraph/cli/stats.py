@@ -256,6 +256,7 @@ def _usage(
     from convgraph.analysis.reports import usage_report
     from convgraph.cli.output import TableFit, echo_records, is_terminal, table_width
     from convgraph.cli.tables import CELLS, plain_records
+    from convgraph.cli.user_input import say_written
 
     table, unpriced = usage_report(forest, keys, in_range)
     _say_unknown(unpriced)
@@ -271,6 +272,7 @@ def _usage(
             write_chart(table, measure, plot)
         except OSError as error:
             raise UserError(f"--plot {plot}: {error.strerror or error}") from None
+        say_written(plot)
     fit = None
     width = table_width()
     if width is not None and output_format in (None, "table"):
@@ -299,4 +301,6 @@ USAGE_PRIORITY = (
     "abandoned_branches",
     "abandoned_input_tokens",
     "abandoned_output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
 )

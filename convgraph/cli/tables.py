@@ -38,6 +38,8 @@ PRIORITY = (
     "input_tokens",
     "output_tokens",
     "duration_ms",
+    "cache_read_tokens",
+    "cache_write_tokens",
     "active_path_length",
     "abandoned_branches",
     "abandoned_share",

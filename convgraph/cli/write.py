@@ -21,6 +21,7 @@ from convgraph.cli.options import (
     json_option,
 )
 from convgraph.cli.output import echo_json, echo_line, say
+from convgraph.cli.user_input import Number
 from convgraph.text import counted
 
 DEFAULT_PARALLEL = 8
@@ -226,7 +227,7 @@ def _fan_out_options(function: Any) -> Any:
             click.option(
                 "-n",
                 "--count",
-                type=click.IntRange(min=1, max=100),
+                type=Number(1, 100),
                 default=1,
                 show_default=True,
                 help="Answers to ask of each model",
@@ -241,7 +242,7 @@ def _fan_out_options(function: Any) -> Any:
             ),
             click.option(
                 "--parallel",
-                type=click.IntRange(min=1, max=64),
+                type=Number(1, 64),
                 default=DEFAULT_PARALLEL,
                 show_default=True,
                 help="At most this many requests at a time",

@@ -19,6 +19,7 @@ from convgraph.datasette.pages import (
     forest_url,
     forest_view,
     llm_file,
+    may_read,
     tree_url,
     tree_view,
 )
@@ -136,7 +137,7 @@ async def _view_links(
     visible, _ = await datasette.check_visibility(
         actor, permissions=[("view-database", database), "view-instance"]
     )
-    if not visible:
+    if not visible or not await may_read(datasette, actor, found):
         return []
     return [{"href": forest_url(datasette, found.route), "label": VIEW_LABEL}]
 

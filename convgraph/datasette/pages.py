@@ -18,10 +18,14 @@ from datasette.views.base import DatasetteError
 
 from convgraph.datasette import files
 from convgraph.errors import (
+    LONGEST_ID,
     AmbiguousId,
+    BadNumber,
     ConvgraphError,
     UnknownConversation,
     UnknownNode,
+    echoed,
+    number,
 )
 from convgraph.redaction import redact
 from convgraph.times import shown_time
@@ -56,6 +60,8 @@ COLUMNS = (
 UNSORTED = frozenset({"models"})
 DEFAULT_SORT = "last_datetime"
 SEARCH_LIMIT = 50
+#: Past any forest's pages: a page number is bounded before any read.
+LAST_PAGE = 10**9
 VIEW_LABEL = "View as conversation trees"
 
 
@@ -101,16 +107,38 @@ async def served(datasette: Datasette, request: Request) -> Served:
     try:
         database = datasette.get_database(route=route)
     except KeyError:
-        raise NotFound(f"Database not found: {route}") from None
+        raise NotFound(f"Database not found: {echoed(route)}") from None
     visible, _ = await datasette.check_visibility(
         request.actor, permissions=[("view-database", database.name), "view-instance"]
     )
     if not visible:
         raise Forbidden("You do not have permission to view this database")
+    if not await may_read(datasette, request.actor, database):
+        raise Forbidden(
+            "You do not have permission to view the tables these conversations"
+            " come from"
+        )
     path = await llm_file(database)
     if path is None:
         raise NotFound(f"{database.name} is not an llm database: no conversation trees")
     return Served(database.name, database.route, path)
+
+
+async def may_read(datasette: Datasette, actor: Any, database: Database) -> bool:
+    """Whether `actor` may see the texts of `database`, as Datasette's own
+    pages decide: SQL allowed (`execute-sql`), or `view-table` on every
+    table, since a tree or a hit may come from any of them."""
+    name = database.name
+    if await datasette.permission_allowed(actor, "execute-sql", name, default=True):
+        return True
+    try:
+        for table in await database.table_names():
+            await datasette.ensure_permissions(
+                actor, [("view-table", (name, table)), ("view-database", name)]
+            )
+    except Forbidden:
+        return False
+    return True
 
 
 def unreadable(error: ConvgraphError) -> DatasetteError:
@@ -122,11 +150,13 @@ async def tree_view(datasette: Datasette, request: Request) -> Response:
     """`/-/convgraph/DATABASE/ID`: the tree's explorer, or a redirect to it."""
     database = await served(datasette, request)
     given = tilde_decode(request.url_vars["tree"])
+    if len(given) > LONGEST_ID:
+        raise NotFound(f"No conversation tree or node {echoed(given)}")
     try:
         found = await asyncio.to_thread(files.tree_or_move, database.path, given)
     except (UnknownNode, UnknownConversation):
         raise NotFound(
-            f"No conversation tree or node {given} in {database.name}"
+            f"No conversation tree or node {echoed(given)} in {database.name}"
         ) from None
     except AmbiguousId as error:
         raise BadRequest(str(error)) from None
@@ -174,11 +204,12 @@ class Order:
             raise BadRequest("Cannot use _sort and _sort_desc at the same time")
         column = ascending or descending or DEFAULT_SORT
         if column not in dict(COLUMNS) or column in UNSORTED:
-            raise BadRequest(f"Cannot sort the conversation trees by {column}")
-        text = request.args.get("_page") or "1"
-        if not text.isdigit() or int(text) < 1:
-            raise BadRequest(f"_page is a page number from 1, not {text!r}")
-        return cls(column, bool(descending) or not ascending, int(text))
+            raise BadRequest(f"Cannot sort the conversation trees by {echoed(column)}")
+        try:
+            page = number(request.args.get("_page") or "1", 1, LAST_PAGE, "_page")
+        except BadNumber as error:
+            raise BadRequest(str(error)) from None
+        return cls(column, bool(descending) or not ascending, page)
 
     def query(self, **changes: Any) -> str:
         """The query string of this order with `changes`."""

@@ -48,6 +48,12 @@ DETECTORS = (
 )
 
 
+#: What `--db` takes, said where a file is none of it.
+READS = "convgraph reads llm's logs.db, a chat export or coding agents' sessions"
+#: Past this size a broken JSON file is not parsed again for its position.
+JSON_LOOKED_AT = 64 << 20
+
+
 def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
     """Open a file of conversations read-only (llm's `logs.db` for None).
     `DatabaseError` if it is missing or of no kind convgraph reads."""
@@ -59,6 +65,8 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
                 return found
     except PermissionError as error:
         raise DatabaseError(f"cannot read {path}: {error.strerror}") from None
+    except DatabaseError as error:
+        raise DatabaseError(_json_fault(path) or str(error)) from None
     if path.is_dir():
         from convgraph.sources.parquet import is_parquet_dataset
 
@@ -68,11 +76,29 @@ def open_logs(path: str | os.PathLike[str] | None = None) -> Source:
                 " check read one; the other commands read the database it was"
                 " exported from"
             )
-        raise DatabaseError(
-            f"{path} is a directory, not an llm database or chat export"
-        )
+        raise DatabaseError(f"no sessions were found under {path}: {READS}")
+    if path.is_file() and path.stat().st_size == 0:
+        raise DatabaseError(f"{path} is empty: {READS}")
     # Not one of them: SQLite says why it cannot read the file as llm's.
     return open_database(path)
+
+
+def _json_fault(path: Path) -> str | None:
+    """Where a JSON file (not too large to parse again) breaks, else None."""
+    import json
+
+    try:
+        if not path.is_file() or path.stat().st_size > JSON_LOOKED_AT:
+            return None
+        json.loads(path.read_bytes().decode("utf-8-sig"))
+    except json.JSONDecodeError as error:
+        return (
+            f"{path} is JSON with an error at line {error.lineno} column"
+            f" {error.colno} ({error.msg}): {READS}"
+        )
+    except (OSError, ValueError, RecursionError):
+        return None  # deep nesting: the reader's own message says it
+    return None
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ log order; kept apart from the readers so that no reader imports another."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from convgraph.contract import PARENT_ROWS
 from convgraph.errors import (
+    LONGEST_ID,
     AmbiguousId,
     ConversationNotNode,
     NodeNotConversation,
@@ -19,7 +21,7 @@ from convgraph.errors import (
     UnknownNode,
 )
 from convgraph.links.integrity import Problem
-from convgraph.text import excerpt
+from convgraph.text import cell_width, excerpt
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,6 +56,8 @@ CONVERSATION = "conversation"
 MIN_PREFIX = 4
 
 LISTED = 8
+#: An ambiguous prefix's candidate lines, indented by two, fit 80 columns.
+DESCRIBED = 78
 
 
 @dataclass(frozen=True)
@@ -67,14 +71,18 @@ class IdMatch:
     text: str | None = None
 
     def describe(self) -> str:
+        """One line of an ambiguous prefix's listing: its words fill 80
+        columns, indented, after the id, which is never cut."""
         if self.kind == NODE:
-            what = f"node of conversation {self.tree_id}"
+            what = f"node of {self.tree_id}"
         elif self.tree_id != self.id:
-            what = f"conversation (of tree {self.tree_id})"
+            what = f"conversation in tree {self.tree_id}"
         else:
             what = "conversation"
-        words = excerpt(self.text, 40) if self.text else ""
-        return f"{self.id}  {what}: {words}" if words else f"{self.id}  {what}"
+        head = f"{self.id}  {what}"
+        room = DESCRIBED - cell_width(head) - 2
+        words = excerpt(self.text, room) if self.text and room > 4 else ""
+        return f"{head}: {words}" if words else head
 
 
 def prefix_end(prefix: str) -> str | None:
@@ -204,6 +212,12 @@ class Source:
         `wanted` is `NODE`, `CONVERSATION` or None for either (node first).
         Raises `AmbiguousId`, `*NotConversation`/`*NotNode`, `Unknown*`."""
         kinds = (wanted,) if wanted is not None else (NODE, CONVERSATION)
+        if len(given) > LONGEST_ID:
+            raise (
+                UnknownConversation(given)
+                if wanted == CONVERSATION
+                else UnknownNode(given)
+            )
         # The whole id first: one index probe in llm's database.
         for kind in kinds:
             if self.is_id(given, kind):
@@ -233,6 +247,21 @@ class Source:
         if wanted == CONVERSATION:
             raise UnknownConversation(given)
         raise UnknownNode(given)
+
+    def unique_length(self, ids: Collection[str], length: int) -> int:
+        """The fewest characters, at least `length`, whose prefixes of `ids`
+        each begin no other id of the whole file."""
+        for one in sorted(set(ids)):
+            while length < len(one):
+                others = {match.id for match in self.id_matches(one[:length], LISTED)}
+                others.discard(one)
+                if not others:
+                    break
+                shared = max(
+                    len(os.path.commonprefix([one, other])) for other in others
+                )
+                length = max(length, shared + 1)
+        return length
 
     def resolve_node(self, given: str) -> str:
         return self.resolve(given, NODE)[1]

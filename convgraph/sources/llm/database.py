@@ -21,7 +21,11 @@ from convgraph.links.integrity import (
     record_problem,
 )
 from convgraph.sources.llm import legacy, listing, message_store
-from convgraph.sources.llm.files import connect_read_only, is_sqlite_file
+from convgraph.sources.llm.files import (
+    connect_read_only,
+    is_sqlite_file,
+    llm_tables,
+)
 from convgraph.sources.llm.pipeline import Read, run_on_table, run_on_tree
 from convgraph.sources.llm.snapshot import Snapshot, read_consistently
 from convgraph.sources.source import (
@@ -66,18 +70,14 @@ class LogDatabase(Source):
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
         self.path = path
-        tables = {
-            row[0]
-            for row in conn.execute(
-                "select name from sqlite_master where type = 'table'"
-            )
-        }
+        tables = llm_tables(conn)
         self.legacy = legacy.LegacyReader(conn) if "responses" in tables else None
         has_store = {"messages", "threads", "turns"} <= tables
         self.store = message_store.MessageStoreReader(conn) if has_store else None
         if self.legacy is None and self.store is None:
             raise DatabaseError(
-                f"{path} has no llm tables (neither responses nor turns)"
+                f"{path} has no llm tables (no responses or turns with the"
+                " columns llm writes)"
             )
         if self.legacy is not None and self.store is not None:
             self.legacy.skip_ids_in_turns = True

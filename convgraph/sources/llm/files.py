@@ -78,6 +78,37 @@ def _why_unreadable(path: Path, error: sqlite3.DatabaseError) -> str:
     return f"{path} is not an SQLite database ({error})"
 
 
+#: The columns convgraph reads of each table llm names so: a file without
+#: `_llm_migrations` is llm's only where its tables carry them.
+READ_COLUMNS = {
+    "responses": {"id", "model", "prompt", "response", "conversation_id"},
+    "turns": {"id", "thread_id", "parent_message_hash", "tip_message_hash"},
+    "threads": {"id", "name", "tip_message_hash", "forked_from"},
+    "messages": {"hash", "parent_hash", "role"},
+    "parts": {"message_hash", "position", "type", "text", "payload"},
+}
+
+
+def llm_tables(conn: sqlite3.Connection) -> set[str]:
+    """The file's tables that are llm's by its schema: all of them where
+    llm's migrations table is there, else those with `READ_COLUMNS`."""
+    tables = {
+        row[0]
+        for row in conn.execute("select name from sqlite_master where type = 'table'")
+    }
+    if "_llm_migrations" in tables:
+        return tables
+    return {
+        table
+        for table in tables
+        if READ_COLUMNS.get(table, set())
+        <= {
+            row[1]
+            for row in conn.execute("select * from pragma_table_info(?)", [table])
+        }
+    }
+
+
 def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is a readable file with SQLite's header."""
     return _starts_with(Path(path), SQLITE_HEADER)

@@ -1,0 +1,162 @@
+"""The texts of llm's message store a batch of turns at a time (`Source.text_batches`),
+for the search index: messages and parts numbered on arrays, the words of a batch's
+parts read by rowid. Only for a store whose parts are all texts with their words,
+whose roles are user and assistant, and where each turn is one user message answered
+by one message: then a turn's prompt and response are those messages' words, as
+`message_chains.add_texts` joins them. Elsewhere None: the forest gives the texts."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from convgraph.sources.source import NodeTexts
+from convgraph.sources.tables import as_integer, as_text
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+#: Turns whose texts are read at once.
+BATCH = 50_000
+
+PLAIN = """select not exists (select 1 from parts
+    where cast(type as text) is not 'text' or text is null)
+and not exists (select 1 from messages
+    where coalesce(cast(role as text), '') not in ('user', 'assistant'))"""
+
+
+def text_batches(conn: sqlite3.Connection, path: Path) -> Iterator[NodeTexts] | None:
+    """Every turn's prompt and response, `BATCH` turns at a time in rowid order;
+    None where the store holds more than plain texts or a turn of another shape,
+    or Arrow's SQLite driver is not installed."""
+    from convgraph.sources.llm.columnar import available
+
+    if not available() or not conn.execute(PLAIN).fetchone()[0]:
+        return None
+    from convgraph.sources.llm.columnar.reader import ArrowReader
+
+    with ArrowReader(path) as reader:
+        return _numbered(conn, reader)
+
+
+def _numbered(conn: sqlite3.Connection, reader: Any) -> Iterator[NodeTexts] | None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from convgraph.sources.llm.columnar.numbering import numbered
+
+    text, number = pa.string(), pa.int64()
+    hashes, parents, roles = _columns(
+        reader,
+        f"select {as_text('hash')}, {as_text('parent_hash')}, {as_text('role')}"
+        " from messages",
+        text,
+        text,
+        text,
+    )
+    ids, starts, tips = _columns(
+        reader,
+        f"select {as_text('id')}, {as_text('parent_message_hash')},"
+        f" {as_text('tip_message_hash')} from turns"
+        " where id is not null and thread_id is not null order by rowid",
+        text,
+        text,
+        text,
+    )
+    owners, positions, rowids = _columns(
+        reader,
+        f"select {as_text('message_hash')}, {as_integer('position')}, rowid from parts",
+        text,
+        number,
+        number,
+    )
+    count = len(hashes)
+    # Numbered in one pass (not by SQLite's index: random hashes, random pages).
+    inputs, outputs, above, owner = (
+        np.where(codes < count, codes, -1)
+        for codes in numbered(hashes, starts, tips, parents, owners)[1]
+    )
+    del hashes, parents, starts, tips, owners
+    user = _rows(pc.equal(roles, "user"))
+    if not ((inputs >= 0).all() and (outputs >= 0).all() and user[inputs].all()):
+        return None
+    # llm's rule of a turn's own input: the user messages above it up to another
+    # role; here one, whose parent is no user message, and its tip its answer.
+    up = above[inputs]
+    if (
+        (user[np.maximum(up, 0)] & (up >= 0)).any()
+        or (above[outputs] != inputs).any()
+        or (inputs == outputs).any()
+    ):
+        return None
+    # A message's parts in SQLite's order of positions (NULL first), then rowid.
+    place = _rows(pc.fill_null(positions, 0))
+    order = np.lexsort((_rows(rowids), place, _rows(pc.is_valid(positions)), owner))
+    order = order[owner[order] >= 0]
+    counts = np.bincount(owner[order], minlength=count)
+    first = np.concatenate([[0], np.cumsum(counts)])
+    return _batches(conn, ids, inputs, outputs, counts, first, _rows(rowids)[order])
+
+
+def _batches(
+    conn: sqlite3.Connection,
+    ids: pa.Array,
+    inputs: np.ndarray,
+    outputs: np.ndarray,
+    counts: np.ndarray,
+    first: np.ndarray,
+    part_rowids: np.ndarray,
+) -> Iterator[NodeTexts]:
+    """The turns' texts: message m's parts are `part_rowids[first[m]:][:counts[m]]`."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for start in range(0, len(ids), BATCH):
+        stop = start + BATCH
+        wanted = np.unique(np.concatenate([inputs[start:stop], outputs[start:stop]]))
+        sizes = counts[wanted]
+        at = np.repeat(first[wanted] - np.cumsum(sizes) + sizes, sizes)
+        rowids = part_rowids[at + np.arange(len(at))].tolist()
+        found = dict(
+            conn.execute(
+                "select rowid, cast(text as text) from parts"
+                " where rowid in (select value from json_each(?))",
+                [json.dumps(sorted(rowids))],
+            )
+        )
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        words = pc.binary_join(
+            pa.ListArray.from_arrays(
+                pa.array(bounds, pa.int32()),
+                pa.array([found.get(rowid) or "" for rowid in rowids], pa.string()),
+            ),
+            "",
+        )
+        yield NodeTexts(
+            ids[start:stop].to_pylist(),
+            {
+                name: words.take(np.searchsorted(wanted, rows[start:stop])).to_pylist()
+                for name, rows in (("prompt", inputs), ("response", outputs))
+            },
+        )
+
+
+def _columns(reader: Any, sql: str, *types: pa.DataType) -> list[pa.Array]:
+    """The query's columns as Arrow arrays of `types` (ADBC's own read)."""
+    table = reader.execute(sql).fetch_arrow_table()
+    return [table.column(n).cast(kind).combine_chunks() for n, kind in enumerate(types)]
+
+
+def _rows(values: Any) -> np.ndarray:
+    """Arrow's integers (-1 for null) or booleans (False) as numpy."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    missing = False if pa.types.is_boolean(values.type) else -1
+    return pc.fill_null(values, missing).to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]

@@ -245,9 +245,16 @@ def test_a_message_store_llm_wrote_gives_its_texts_in_batches(tmp_path):
         log.prompt("And their tusks?", continue_conversation=log.thread_of(first))
         log.prompt("Tell me about badgers")
         log.fork(first, "Narwhal songs")
-        with open_logs(log.path) as logs:
-            assert logs.text_batches() is not None
-        whole, batched = both_ways(log.path)
+    # A part whose text is not UTF-8 (a hand's edit): read as the row readers do.
+    execute(
+        log.path,
+        "insert into parts (message_hash, position, type, text)"
+        " select hash, 1, 'text', cast(x'20ff21' as text) from messages"
+        " where rowid = 2",
+    )
+    with open_logs(log.path) as logs:
+        assert logs.text_batches() is not None
+    whole, batched = both_ways(log.path)
     assert batched == whole
     assert sorted(document["prompt"] for document in batched) == [
         "And their tusks?",
@@ -256,6 +263,7 @@ def test_a_message_store_llm_wrote_gives_its_texts_in_batches(tmp_path):
         "Tell me about narwhals, café",
     ]
     assert all(document["response"] for document in batched)
+    assert sum("\ufffd!" in document["response"] for document in batched) == 1
 
 
 @pytest.mark.parametrize(

@@ -40,10 +40,13 @@ def text_batches(conn: sqlite3.Connection, path: Path) -> Iterator[NodeTexts] | 
     from convgraph.sources.llm.columnar.reader import ArrowReader
 
     with ArrowReader(path) as reader:
-        return _numbered(conn, reader)
+        found = _numbered(reader)
+    return None if found is None else _batches(path, *found)
 
 
-def _numbered(conn: sqlite3.Connection, reader: Any) -> Iterator[NodeTexts] | None:
+def _numbered(reader: Any) -> tuple[Any, ...] | None:
+    """The turns' ids, input and tip messages, and each message's parts (`_batches`),
+    or None for a store of another shape."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -100,11 +103,11 @@ def _numbered(conn: sqlite3.Connection, reader: Any) -> Iterator[NodeTexts] | No
     order = order[owner[order] >= 0]
     counts = np.bincount(owner[order], minlength=count)
     first = np.concatenate([[0], np.cumsum(counts)])
-    return _batches(conn, ids, inputs, outputs, counts, first, _rows(rowids)[order])
+    return ids, inputs, outputs, counts, first, _rows(rowids)[order]
 
 
 def _batches(
-    conn: sqlite3.Connection,
+    path: Path,
     ids: pa.Array,
     inputs: np.ndarray,
     outputs: np.ndarray,
@@ -112,39 +115,57 @@ def _batches(
     first: np.ndarray,
     part_rowids: np.ndarray,
 ) -> Iterator[NodeTexts]:
-    """The turns' texts: message m's parts are `part_rowids[first[m]:][:counts[m]]`."""
+    """The turns' texts: message m's parts are `part_rowids[first[m]:][:counts[m]]`,
+    their words joined; text that is not UTF-8 decoded as the row readers do."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    for start in range(0, len(ids), BATCH):
-        stop = start + BATCH
-        wanted = np.unique(np.concatenate([inputs[start:stop], outputs[start:stop]]))
-        sizes = counts[wanted]
-        at = np.repeat(first[wanted] - np.cumsum(sizes) + sizes, sizes)
-        rowids = part_rowids[at + np.arange(len(at))].tolist()
-        found = dict(
-            conn.execute(
+    from convgraph.sources.llm.columnar.reader import ArrowReader
+
+    with ArrowReader(path) as reader:
+        for start in range(0, len(ids), BATCH):
+            stop = start + BATCH
+            wanted = np.unique(
+                np.concatenate([inputs[start:stop], outputs[start:stop]])
+            )
+            sizes = counts[wanted]
+            at = np.repeat(first[wanted] - np.cumsum(sizes) + sizes, sizes)
+            rowids = part_rowids[at + np.arange(len(at))]
+            found = reader.execute(
                 "select rowid, cast(text as text) from parts"
                 " where rowid in (select value from json_each(?))",
-                [json.dumps(sorted(rowids))],
+                (json.dumps(np.sort(rowids).tolist()),),
+            ).fetch_arrow_table()
+            texts = found.column(1).cast(pa.string()).combine_chunks()
+            try:
+                texts.validate(full=True)
+            except pa.ArrowInvalid:
+                texts = pa.array(
+                    [
+                        text and text.decode(errors="replace")
+                        for text in texts.cast(pa.binary()).to_pylist()
+                    ],
+                    pa.string(),
+                )
+            words = pc.binary_join(
+                pa.ListArray.from_arrays(
+                    pa.array(np.concatenate([[0], np.cumsum(sizes)]), pa.int32()),
+                    texts.take(
+                        pc.index_in(rowids, found.column(0).combine_chunks())
+                    ).fill_null(""),
+                ),
+                "",
             )
-        )
-        bounds = np.concatenate([[0], np.cumsum(sizes)])
-        words = pc.binary_join(
-            pa.ListArray.from_arrays(
-                pa.array(bounds, pa.int32()),
-                pa.array([found.get(rowid) or "" for rowid in rowids], pa.string()),
-            ),
-            "",
-        )
-        yield NodeTexts(
-            ids[start:stop].to_pylist(),
-            {
-                name: words.take(np.searchsorted(wanted, rows[start:stop])).to_pylist()
-                for name, rows in (("prompt", inputs), ("response", outputs))
-            },
-        )
+            yield NodeTexts(
+                ids[start:stop].to_pylist(),
+                {
+                    name: words.take(
+                        np.searchsorted(wanted, rows[start:stop])
+                    ).to_pylist()
+                    for name, rows in (("prompt", inputs), ("response", outputs))
+                },
+            )
 
 
 def _columns(reader: Any, sql: str, *types: pa.DataType) -> list[pa.Array]:

@@ -237,16 +237,14 @@ def _lock(path: Path, exclusive: bool, say: Callable[[str], None]) -> Any:
                 fcntl.flock(handle, mode | fcntl.LOCK_NB)
                 return handle
             holders = _holders(os.fstat(handle.fileno()).st_ino)
-            named = (
-                f"process {', '.join(map(str, holders))}" if holders else "a process"
-            )
-            stopped = [pid for pid in holders if _stopped(pid)]
+            pids = " ".join(map(str, holders))
+            named = f"process {pids}" if holders else "a process"
             waited = time.monotonic() - started
-            if holders and stopped == holders:
+            if holders and all(holders.values()):
                 raise DatabaseError(
                     f"the search index {path} is held by {named}, which is stopped:"
-                    f" continue it (fg, or kill -CONT {' '.join(map(str, holders))})"
-                    " and search again, or search with --index DIR"
+                    f" continue it (fg, or kill -CONT {pids}) and search again, or"
+                    " search with --index DIR"
                 )
             if waited > bound:
                 raise DatabaseError(
@@ -262,31 +260,17 @@ def _lock(path: Path, exclusive: bool, say: Callable[[str], None]) -> Any:
         raise
 
 
-def _holders(inode: int) -> list[int]:
-    """The other processes holding a lock of the file of `inode` (Linux's
-    /proc/locks; none known elsewhere)."""
-    try:
-        lines = Path("/proc/locks").read_text(encoding="ascii").splitlines()
-    except (OSError, ValueError):
-        return []
-    fields = [line.split() for line in lines]
-    return sorted(
-        {
-            int(f[4])
-            for f in fields
-            if f[1:2] == ["FLOCK"] and f[5].endswith(f":{inode}")
-        }
-        - {os.getpid()}
-    )
-
-
-def _stopped(pid: int) -> bool:
-    """Whether the process is stopped (Ctrl-Z, SIGSTOP) or traced."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[:1] in (["T"], ["t"])
+def _holders(inode: int) -> dict[int, bool]:
+    """The other processes holding a lock of the file of `inode`, each with whether
+    it is stopped (Ctrl-Z, SIGSTOP): Linux's /proc, none known elsewhere."""
+    found: dict[int, bool] = {}
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for fields in map(str.split, Path("/proc/locks").read_text().splitlines()):
+            if fields[1:2] == ["FLOCK"] and fields[5].endswith(f":{inode}"):
+                stat = Path(f"/proc/{fields[4]}/stat").read_text(errors="replace")
+                found[int(fields[4])] = stat.rpartition(")")[2].split()[0] in "Tt"
+    found.pop(os.getpid(), None)
+    return found
 
 
 def _read_meta(path: Path) -> dict[str, Any]:

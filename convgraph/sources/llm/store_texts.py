@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convgraph.sources.source import NodeTexts
-from convgraph.sources.tables import as_integer, as_text
+from convgraph.sources.tables import as_integer
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,6 +27,7 @@ PLAIN = """select not exists (select 1 from parts
     where cast(type as text) is not 'text' or text is null)
 and not exists (select 1 from messages
     where coalesce(cast(role as text), '') not in ('user', 'assistant'))"""
+POSITION = as_integer("position")
 
 
 def text_batches(conn: sqlite3.Connection, path: Path) -> Iterator[NodeTexts] | None:
@@ -48,35 +49,26 @@ def _numbered(reader: Any) -> tuple[Any, ...] | None:
     """The turns' ids, input and tip messages, and each message's parts (`_batches`),
     or None for a store of another shape."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     from convgraph.sources.llm.columnar.numbering import numbered
 
-    text, number = pa.string(), pa.int64()
-    hashes, parents, roles = _columns(
+    hashes, parents, user = _columns(
         reader,
-        f"select {as_text('hash')}, {as_text('parent_hash')}, {as_text('role')}"
-        " from messages",
-        text,
-        text,
-        text,
+        "select cast(hash as text), cast(parent_hash as text),"
+        " coalesce(cast(role as text) = 'user', 0) from messages",
+        1,
     )
     ids, starts, tips = _columns(
         reader,
-        f"select {as_text('id')}, {as_text('parent_message_hash')},"
-        f" {as_text('tip_message_hash')} from turns"
+        "select cast(id as text), cast(parent_message_hash as text),"
+        " cast(tip_message_hash as text) from turns"
         " where id is not null and thread_id is not null order by rowid",
-        text,
-        text,
-        text,
     )
-    owners, positions, rowids = _columns(
+    owners, placed, position, rowid = _columns(
         reader,
-        f"select {as_text('message_hash')}, {as_integer('position')}, rowid from parts",
-        text,
-        number,
-        number,
+        f"select cast(message_hash as text), {POSITION} is not null,"
+        f" coalesce({POSITION}, 0), rowid from parts",
+        3,
     )
     count = len(hashes)
     # Numbered in one pass (not by SQLite's index: random hashes, random pages).
@@ -85,7 +77,7 @@ def _numbered(reader: Any) -> tuple[Any, ...] | None:
         for codes in numbered(hashes, starts, tips, parents, owners)[1]
     )
     del hashes, parents, starts, tips, owners
-    user = _rows(pc.equal(roles, "user"))
+    user = user.astype(bool)
     if not ((inputs >= 0).all() and (outputs >= 0).all() and user[inputs].all()):
         return None
     # llm's rule of a turn's own input: the user messages above it up to another
@@ -98,12 +90,10 @@ def _numbered(reader: Any) -> tuple[Any, ...] | None:
     ):
         return None
     # A message's parts in SQLite's order of positions (NULL first), then rowid.
-    place = _rows(pc.fill_null(positions, 0))
-    order = np.lexsort((_rows(rowids), place, _rows(pc.is_valid(positions)), owner))
+    order = np.lexsort((rowid, position, placed, owner))
     order = order[owner[order] >= 0]
     counts = np.bincount(owner[order], minlength=count)
-    first = np.concatenate([[0], np.cumsum(counts)])
-    return ids, inputs, outputs, counts, first, _rows(rowids)[order]
+    return ids, inputs, outputs, counts, np.cumsum(counts) - counts, rowid[order]
 
 
 def _batches(
@@ -126,34 +116,27 @@ def _batches(
     with ArrowReader(path) as reader:
         for start in range(0, len(ids), BATCH):
             stop = start + BATCH
-            wanted = np.unique(
-                np.concatenate([inputs[start:stop], outputs[start:stop]])
-            )
+            wanted = np.unique(np.hstack((inputs[start:stop], outputs[start:stop])))
             sizes = counts[wanted]
             at = np.repeat(first[wanted] - np.cumsum(sizes) + sizes, sizes)
             rowids = part_rowids[at + np.arange(len(at))]
-            found = reader.execute(
+            rowid, text = reader.execute(
                 "select rowid, cast(text as text) from parts"
                 " where rowid in (select value from json_each(?))",
                 (json.dumps(np.sort(rowids).tolist()),),
             ).fetch_arrow_table()
-            texts = found.column(1).cast(pa.string()).combine_chunks()
+            texts = text.cast(pa.string()).combine_chunks()
             try:
                 texts.validate(full=True)
             except pa.ArrowInvalid:
-                texts = pa.array(
-                    [
-                        text and text.decode(errors="replace")
-                        for text in texts.cast(pa.binary()).to_pylist()
-                    ],
-                    pa.string(),
-                )
+                binary = texts.cast(pa.binary()).to_pylist()
+                texts = pa.array([b and b.decode(errors="replace") for b in binary])
             words = pc.binary_join(
                 pa.ListArray.from_arrays(
                     pa.array(np.concatenate([[0], np.cumsum(sizes)]), pa.int32()),
-                    texts.take(
-                        pc.index_in(rowids, found.column(0).combine_chunks())
-                    ).fill_null(""),
+                    texts.take(pc.index_in(rowids, rowid.combine_chunks())).fill_null(
+                        ""
+                    ),
                 ),
                 "",
             )
@@ -168,16 +151,16 @@ def _batches(
             )
 
 
-def _columns(reader: Any, sql: str, *types: pa.DataType) -> list[pa.Array]:
-    """The query's columns as Arrow arrays of `types` (ADBC's own read)."""
-    table = reader.execute(sql).fetch_arrow_table()
-    return [table.column(n).cast(kind).combine_chunks() for n, kind in enumerate(types)]
-
-
-def _rows(values: Any) -> np.ndarray:
-    """Arrow's integers (-1 for null) or booleans (False) as numpy."""
+def _columns(reader: Any, sql: str, numbers: int = 0) -> list[Any]:
+    """The query's columns (ADBC's read): Arrow strings, and the last `numbers`
+    columns numpy integers (-1 for NULL)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    missing = False if pa.types.is_boolean(values.type) else -1
-    return pc.fill_null(values, missing).to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+    table = reader.execute(sql).fetch_arrow_table()
+    width = table.num_columns - numbers
+    return [
+        column.cast(pa.string()).combine_chunks()
+        if n < width
+        else column.cast(pa.int64()).fill_null(-1).to_numpy()
+        for n, column in enumerate(table.columns)
+    ]

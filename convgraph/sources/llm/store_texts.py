@@ -152,14 +152,14 @@ def _batches(
 
 
 def _columns(reader: Any, sql: str, numbers: int = 0) -> list[Any]:
-    """The query's columns (ADBC's read): Arrow strings, and the last `numbers`
-    columns numpy integers (-1 for NULL)."""
+    """The query's columns (ADBC's read): Arrow strings (chunked: joining them would
+    copy them), and the last `numbers` columns numpy integers (-1 for NULL)."""
     import pyarrow as pa
 
     table = reader.execute(sql).fetch_arrow_table()
     width = table.num_columns - numbers
     return [
-        column.cast(pa.string()).combine_chunks()
+        column.cast(pa.string())
         if n < width
         else column.cast(pa.int64()).fill_null(-1).to_numpy()
         for n, column in enumerate(table.columns)

@@ -49,6 +49,7 @@ def _numbered(reader: Any) -> tuple[Any, ...] | None:
     """The turns' ids, input and tip messages, and each message's parts (`_batches`),
     or None for a store of another shape."""
     import numpy as np
+    import pyarrow as pa
 
     from convgraph.sources.llm.columnar.numbering import numbered
 
@@ -93,7 +94,11 @@ def _numbered(reader: Any) -> tuple[Any, ...] | None:
     order = np.lexsort((rowid, position, placed, owner))
     order = order[owner[order] >= 0]
     counts = np.bincount(owner[order], minlength=count)
-    return ids, inputs, outputs, counts, np.cumsum(counts) - counts, rowid[order]
+    found = ids, inputs, outputs, counts, np.cumsum(counts) - counts, rowid[order]
+    del above, user, owner, placed, position, rowid, order
+    # The structure's strings are gone: their memory back before the forest's read.
+    pa.default_memory_pool().release_unused()
+    return found
 
 
 def _batches(

@@ -21,7 +21,9 @@ Rows, for each kind of file and size:
 - a search after llm logged ten more calls into one conversation (appended
   untimed before each search, as llm appends them), the index brought up to
   date first; and on a legacy file `convgraph migrate` indexed, a search
-  after one response logged with a parent (issue 45: its tree alone read).
+  after one response logged with a parent (issue 45: its tree alone read);
+  on a message store, a search after one `llm -c` and after a fork, each
+  logged untimed by llm's own `LogStore` with the echo model.
 
 The library's calls are timed in process, so each time is what the
 command adds beyond its start-up (`python -m benchmarks startup` times
@@ -252,6 +254,58 @@ def _update_migrated(db: str, query: str) -> Callable[[int], float]:
     return time_it
 
 
+def _log_turn(path: Path, fork: bool) -> None:
+    """One turn logged by llm's `LogStore` with the echo model, as `llm -c`
+    logs it in the newest thread, or (`fork`) in a thread forked at the
+    answer of the turn before the newest."""
+    import llm
+    import sqlite_utils
+    from llm.logs import LogStore
+
+    db = sqlite_utils.Database(path)
+    try:
+        store = LogStore(db)
+        thread, tip = db.execute(
+            "select thread_id, tip_message_hash from turns"
+            " order by rowid desc limit 1 offset ?",
+            [1 if fork else 0],
+        ).fetchone()
+        if fork:
+            thread = store.fork(tip, forked_from=thread)
+        history = store.load_chain(store.thread_tip(thread))
+        said = "a fork" if fork else "one more"
+        response = llm.get_model("echo").prompt(messages=[*history, llm.user(said)])
+        response.text()
+        store.log(response, thread_id=thread)
+    finally:
+        db.close()
+
+
+@tasks.task("search.update_store", timer=True)
+def _update_store(db: str, query: str, how: str) -> Callable[[int], float]:
+    """A search after one turn logged by llm (`_log_turn`, untimed; `how`
+    "continue" or "fork") into a copy of the message store, its index built."""
+    from convgraph.search import search
+
+    work = _workdir()
+    _cache(work / "cache")
+    copy = work / "logs.db"
+    shutil.copyfile(db, copy)
+    search(copy, query)  # the index built, untimed
+
+    def time_it(loops: int) -> float:
+        total = 0.0
+        for _ in range(loops):
+            _log_turn(copy, how == "fork")
+            started = time.perf_counter()
+            hits = search(copy, query)
+            total += time.perf_counter() - started
+            tasks.figure("hits", len(hits))
+        return total
+
+    return time_it
+
+
 def _llm_copy(db: Path, llm: str) -> Path:
     """A copy of `db` as `llm logs -q` searches it: opened by llm once (its
     migrations run), and llm's full-text tables filled, which the suite's
@@ -344,6 +398,21 @@ def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
                     suite.once(suite.task("search.update", db=db, query=rare)),
                 )
             )
+            for operation, how in (("one `llm -c`", "continue"), ("a fork", "fork")):
+                if kind == "store":
+                    found.append(
+                        Row(
+                            "search",
+                            kind,
+                            size,
+                            f"search after {operation}",
+                            suite.once(
+                                suite.task(
+                                    "search.update_store", db=db, query=rare, how=how
+                                )
+                            ),
+                        )
+                    )
             if kind == "legacy":
                 found.append(
                     Row(

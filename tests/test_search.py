@@ -399,7 +399,15 @@ def test_the_search_group_plans_its_rows_on_known_tasks(tmp_path):
         *[("legacy", *row) for row in each],
         ("legacy", *migrated, "search.update_migrated", None),
         *[("store", *row) for row in each],
+        ("store", "search after one `llm -c`", "search.update_store", None),
+        ("store", "search after a fork", "search.update_store", None),
     ]
-    timed = {"search.build", "fts5.build", "search.update", "search.update_migrated"}
+    timed = {
+        "search.build",
+        "fts5.build",
+        "search.update",
+        "search.update_migrated",
+        "search.update_store",
+    }
     assert timed | {"search.query"} <= set(tasks.load())
     assert timed <= tasks.TIMERS

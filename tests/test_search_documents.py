@@ -220,7 +220,7 @@ def test_other_files_give_their_texts_with_the_forest(tmp_path):
         assert logs.text_batches() is None
     (tmp_path / "store").mkdir()
     with LlmLog(tmp_path / "store") as log:
-        log.prompt("hello there")
+        log.tool_chain("shout badger", [{"name": "shout", "arguments": {"word": "b"}}])
         with open_logs(log.path) as logs:
             assert logs.text_batches() is None
     # A legacy file with a tool call: its parts come with the forest.
@@ -235,6 +235,58 @@ def test_other_files_give_their_texts_with_the_forest(tmp_path):
     conn.close()
     with open_logs(path) as logs:
         assert logs.text_batches() is None
+
+
+def test_a_message_store_llm_wrote_gives_its_texts_in_batches(tmp_path):
+    # Issue 45: a store of plain texts is indexed from its structure and its
+    # texts in batches; the turns continued, retried and forked by llm itself.
+    with LlmLog(tmp_path) as log:
+        first = log.prompt("Tell me about narwhals, café")
+        log.prompt("And their tusks?", continue_conversation=log.thread_of(first))
+        log.prompt("Tell me about badgers")
+        log.fork(first, "Narwhal songs")
+    # A part whose text is not UTF-8 (a hand's edit): read as the row readers do.
+    execute(
+        log.path,
+        "insert into parts (message_hash, position, type, text)"
+        " select hash, 1, 'text', cast(x'20ff21' as text) from messages"
+        " where rowid = 2",
+    )
+    with open_logs(log.path) as logs:
+        assert logs.text_batches() is not None
+    whole, batched = both_ways(log.path)
+    assert batched == whole
+    assert sorted(document["prompt"] for document in batched) == [
+        "And their tusks?",
+        "Narwhal songs",
+        "Tell me about badgers",
+        "Tell me about narwhals, café",
+    ]
+    assert all(document["response"] for document in batched)
+    assert sum("\ufffd!" in document["response"] for document in batched) == 1
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        # A system prompt, a turn of two user messages, a part without words.
+        "update messages set role = 'system' where rowid = 1",
+        "update turns set parent_message_hash = (select hash from messages"
+        " where rowid = 3) where rowid = 1",
+        "update parts set text = null where rowid = 2",
+    ],
+)
+def test_a_store_of_other_shapes_gives_its_texts_with_the_forest(tmp_path, statement):
+    with LlmLog(tmp_path) as log:
+        first = log.prompt("Tell me about narwhals")
+        log.prompt("And their tusks?", continue_conversation=log.thread_of(first))
+    execute(log.path, statement)
+    with open_logs(log.path) as logs:
+        assert logs.text_batches() is None
+        nodes = Forest.read(logs, text=True).nodes
+    said = nodes[["prompt", "system", "response"]].fillna("").sum(axis=1)
+    tusks = set(nodes["id"][said.str.contains("tusks")])
+    assert tusks and {hit.id for hit in search(log.path, "tusks")} == tusks
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 ACTIVE, ABANDONED, SIDECHAIN = 0, 1, 2
 #: The indexed texts of a node.
 FIELDS = ("prompt", "response", "system", PARTS)
+#: A document's fields, in the order `NodeColumns.documents` gives their values.
+KEYS = ("id", "tree", "depth", "branch", "model", "source", "time", "moment", *FIELDS)
 #: How many nodes of a forest read with its texts are made documents at a time.
 CHUNK = 20_000
 
@@ -79,22 +81,9 @@ class NodeColumns:
         prompts, responses, systems, parts = (
             texts.get(name) or nothing for name in FIELDS
         )
-        # Each value tested by name, not in a loop over the fields: this
-        # runs once a node, a million times on a large file.
-        for (
-            node_id,
-            tree,
-            depth,
-            branch,
-            model,
-            source,
-            time,
-            microseconds,
-            prompt,
-            response,
-            system,
-            part,
-        ) in zip(
+        # One comprehension a node (a million on a large file); a field the
+        # node lacks is left out, not stored empty (tantivy takes no null).
+        for values in zip(
             self.ids.at(rows),
             self.trees.at(rows),
             self.depths[rows].tolist(),
@@ -109,27 +98,7 @@ class NodeColumns:
             parts,
             strict=True,
         ):
-            document: dict[str, Any] = {
-                "id": node_id,
-                "tree": tree,
-                "depth": depth,
-                "branch": branch,
-            }
-            # A field the node lacks is left out, not stored empty.
-            optional = {
-                "model": model,
-                "source": source,
-                "time": time,
-                "moment": microseconds,
-                "prompt": prompt,
-                "response": response,
-                "system": system,
-                PARTS: part,
-            }
-            document.update(
-                (key, value) for key, value in optional.items() if value is not None
-            )
-            yield document
+            yield {k: v for k, v in zip(KEYS, values, strict=True) if v is not None}
 
     def rows_of(self, ids: list[str], start: int) -> np.ndarray:
         """The rows of the nodes named by `ids` (-1 for none): the forest's rows from

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,11 @@ META_FILE = "convgraph-search.json"
 TOKENIZER = "convgraph"
 #: The writer's memory for documents not yet written (tantivy's heap).
 WRITER_HEAP = 200_000_000
+#: How long one waits for another process to let go of the index (seconds;
+#: `WAIT_VARIABLE` sets another bound), and after how long the wait is said.
+LOCK_WAIT = 300.0
+WAIT_VARIABLE = "CONVGRAPH_INDEX_WAIT"
+SAY_AFTER = 0.5
 
 
 def cache_directory() -> Path:
@@ -209,20 +215,62 @@ class _Damaged(Exception):
     """The index's files could not be opened."""
 
 
-def _lock(path: Path, exclusive: bool) -> Any:
-    """The index's lock file, locked (shared or exclusive); closing it lets go."""
+def _lock(path: Path, exclusive: bool, say: Callable[[str], None]) -> Any:
+    """The index's lock file, locked (shared or exclusive); closing it lets go. A wait
+    is said after `SAY_AFTER` seconds; `DatabaseError` after `LOCK_WAIT`, or at once
+    where every process holding the lock is stopped (it would wait for a user)."""
     try:
         handle = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115
     except OSError as error:
         raise DatabaseError(
             f"cannot write the search index {path}: {error.strerror}"
         ) from None
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    bound = LOCK_WAIT
+    with contextlib.suppress(ValueError):
+        bound = min(LOCK_WAIT, float(os.environ.get(WAIT_VARIABLE) or LOCK_WAIT))
+    started = time.monotonic()
+    said = False
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        while True:
+            with contextlib.suppress(BlockingIOError):
+                fcntl.flock(handle, mode | fcntl.LOCK_NB)
+                return handle
+            holders = _holders(os.fstat(handle.fileno()).st_ino)
+            pids = " ".join(map(str, holders))
+            named = f"process {pids}" if holders else "a process"
+            waited = time.monotonic() - started
+            if holders and all(holders.values()):
+                raise DatabaseError(
+                    f"the search index {path} is held by {named}, which is stopped:"
+                    f" continue it (fg, or kill -CONT {pids}) and search again, or"
+                    " search with --index DIR"
+                )
+            if waited > bound:
+                raise DatabaseError(
+                    f"the search index {path} is still held by {named} after"
+                    f" {bound:g} s: search again when it is done, or with --index DIR"
+                )
+            if waited >= SAY_AFTER and not said:
+                say(f"waiting for {named} to let go of the search index {path}")
+                said = True
+            time.sleep(0.05)
     except BaseException:
         handle.close()
         raise
-    return handle
+
+
+def _holders(inode: int) -> dict[int, bool]:
+    """The other processes holding a lock of the file of `inode`, each with whether
+    it is stopped (Ctrl-Z, SIGSTOP): Linux's /proc, none known elsewhere."""
+    found: dict[int, bool] = {}
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for fields in map(str.split, Path("/proc/locks").read_text().splitlines()):
+            if fields[1:2] == ["FLOCK"] and fields[5].endswith(f":{inode}"):
+                stat = Path(f"/proc/{fields[4]}/stat").read_text(errors="replace")
+                found[int(fields[4])] = stat.rpartition(")")[2].split()[0] in "Tt"
+    found.pop(os.getpid(), None)
+    return found
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
@@ -252,13 +300,13 @@ def _open_current(
     """The index at `path`, current, under a shared lock; built or updated
     first (under the exclusive lock) where it is not."""
     quick = quick_stamp(logs)
-    lock = _lock(path, exclusive=False)
+    lock = _lock(path, False, say)
     try:
         meta = None if rebuild else _current_meta(path, quick)
         built = ""
         if meta is None:
             lock.close()
-            lock = _lock(path, exclusive=True)
+            lock = _lock(path, True, say)
             # Another process may have built it while this one waited.
             meta = None if rebuild else _current_meta(path, quick)
             if meta is None:

@@ -275,7 +275,17 @@ class LogDatabase(Source):
     def text_batches(
         self, progress: ProgressCallback | None = None
     ) -> Iterator[NodeTexts] | None:
-        """Only for a file of legacy responses without parts or turns."""
+        """A file of legacy responses without parts or turns, or a message store
+        without legacy responses (`store_texts`)."""
+        if self.store is not None and (
+            self.legacy is None
+            or not self.conn.execute(
+                "select exists(select 1 from responses)"
+            ).fetchone()[0]
+        ):
+            from convgraph.sources.llm.store_texts import text_batches
+
+            return text_batches(self.conn, self.path)
         if self.legacy is None:
             return None
         tables = self.legacy.parts.tables()

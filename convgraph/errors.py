@@ -1,10 +1,10 @@
 """Every error bad input can cause: a `ConvgraphError`, which the command line
 prints as one line with exit status 2."""
 
-#: How much of a user's input a message repeats: a page or a terminal lays
-#: out what it is given, and an id may be a megabyte.
+#: How much of a user's input a message repeats, since a page or a terminal
+#: lays out what it is given and an id may be a megabyte.
 ECHOED = 80
-#: Longer than any id a source holds: refused before any read.
+#: An id longer than any a source holds, refused before any read.
 LONGEST_ID = 1024
 
 

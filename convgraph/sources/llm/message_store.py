@@ -228,6 +228,7 @@ class MessageStoreReader:
         self, threads: dict[str, dict[str, Any]] | None = None
     ) -> list[Problem]:
         """The cycles of forks among `threads` (`member_threads`) or all."""
+        forks: dict[str, str | None]
         if threads is None:
             # Only forks can be on a cycle of forks.
             forks = {t: f for t, f in self._all_forks().items() if f is not None}

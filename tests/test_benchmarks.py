@@ -723,7 +723,8 @@ def test_the_groups_plan_their_rows_on_known_tasks(tmp_path):
     ]
     assert dask[0].notes == ["10 trees in 1 files"]
     chat = planned("chat-exports", [1])
-    assert [(row.shape, row.convgraph.params[1]) for row in chat] == [
+    # Each row runs the checkout's convgraph: `python -m convgraph COMMAND`.
+    assert [(row.shape, row.convgraph.params[3]) for row in chat] == [
         (shape, command)
         for shape in ("json", "zip")
         for command in ("stats", "tree", "path")

@@ -138,6 +138,8 @@ def human_commands(f: dict[str, Any], tmp_path: Path) -> dict[str, list[list[Any
     writable = copy(imported, tmp_path)
     notes = copy(export, tmp_path)
     legacy_copy = copy(legacy, tmp_path)
+    hostile_path = tmp_path / f"export{HOSTILE}.json"
+    hostile_path.write_bytes(Path(export).read_bytes())
     return {
         "conversations": [["--db", db] for db in (export, imported, legacy)],
         "tree": [
@@ -185,6 +187,12 @@ def human_commands(f: dict[str, Any], tmp_path: Path) -> dict[str, list[list[Any
         ],
         "regenerate": [[f["imported_leaf"], "-m", "echo", "--db", writable]],
         "migrate": [["--dry-run", "--db", legacy_copy], ["--db", legacy_copy]],
+        # The saved list shows the names and paths a user typed.
+        "sources": [
+            ["add", export, "--name", f"mine{HOSTILE}", REFUSED],
+            ["add", hostile_path, "--name", "hostile"],
+            ["list"],
+        ],
         "delete": [
             [f"leaf{HOSTILE}", "--db", legacy_copy],
             # A turn of the message store is never deleted: one line.
@@ -218,8 +226,9 @@ NOT_HERE = {"browse", "export"}
 
 @pytest.mark.parametrize("color", [False, True])
 def test_no_command_lets_a_control_character_reach_the_terminal(
-    files: dict[str, Any], tmp_path: Path, color: bool
+    files: dict[str, Any], tmp_path: Path, color: bool, monkeypatch: Any
 ) -> None:
+    monkeypatch.setenv("CONVGRAPH_CONFIG_DIR", str(tmp_path / "config"))
     commands = human_commands(files, tmp_path)
     assert set(commands) - {"errors"} == set(cli.commands) - NOT_HERE
     shown = []

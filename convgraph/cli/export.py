@@ -237,6 +237,11 @@ def export(
     convgraph export CONVERSATION_ID -o conversation.md
     convgraph export --format chat-jsonl --paths leaves -o train.jsonl
     """
+    if output not in (None, "-") and not os.path.isdir(output):
+        # The file being read is named before any question of its format.
+        refusal = opened_logs().overwrite_refusal(output, force)
+        if refusal is not None:
+            raise UserError(refusal)
     format_name, render = chosen_format(output, format_name, render)
     if output == "-" and render is None:
         output = None
@@ -272,10 +277,6 @@ def export(
         return
     if output is not None and os.path.isdir(output):
         raise UserError(f"cannot write {output}: it is a directory")
-    if output is not None:
-        refusal = opened_logs().overwrite_refusal(output, force)
-        if refusal is not None:
-            raise UserError(refusal)
     dot_program = shutil.which("dot") if render is not None else None
     if render is not None and dot_program is None:
         raise UserError(NO_GRAPHVIZ)

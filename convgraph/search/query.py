@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph.errors import ConvgraphError, DatabaseError
 from convgraph.model.filters import TreeFilter
 from convgraph.search.documents import ABANDONED, FIELDS, SIDECHAIN
-from convgraph.search.index import damage_errors, open_index
+from convgraph.search.index import damage_errors, open_index, trees_of
 from convgraph.search.syntax import prefix_spans, syntax_query
 from convgraph.search.text import ZERO_WIDTH_SPACE, analyzer, normalized
 from convgraph.sources import Source, opened
@@ -259,12 +259,7 @@ def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
         if len(conditions) == 1
         else tantivy.Query.boolean_query([(tantivy.Occur.Must, c) for c in conditions])
     )
-    searcher = index.searcher
-    size = max(1, searcher.num_docs)
-    found = searcher.aggregate(
-        nodes, {"trees": {"terms": {"field": "tree", "size": size}}}
-    )
-    return [str(bucket["key"]) for bucket in found["trees"]["buckets"]]
+    return trees_of(index.searcher, nodes)
 
 
 def _hits(

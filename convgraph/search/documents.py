@@ -195,10 +195,13 @@ def forest_documents(
             if name in part.columns
         }
         if PARTS in part.columns:
+            said = zip(
+                *(plain_values(part[name]) for name in _COLUMNS[:2]), strict=True
+            )
             texts[PARTS] = _normalized(
                 [
-                    parts_text(value) if isinstance(value, list) else None
-                    for value in part[PARTS].tolist()
+                    parts_text(value, both) if isinstance(value, list) else None
+                    for value, both in zip(part[PARTS].tolist(), said, strict=True)
                 ]
             )
         yield from columns.documents(np.arange(start, start + len(part)), texts)

@@ -195,9 +195,7 @@ def forest_documents(
             if name in part.columns
         }
         if PARTS in part.columns:
-            said = zip(
-                *(plain_values(part[name]) for name in _COLUMNS[:2]), strict=True
-            )
+            said = zip(*(plain_values(part[n]) for n in _COLUMNS[:2]), strict=True)
             texts[PARTS] = _normalized(
                 [
                     parts_text(value, both) if isinstance(value, list) else None

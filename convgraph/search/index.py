@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -356,11 +356,8 @@ def _brought_up_to_date(
             return meta, "updated"
         trees = changed_trees(logs, meta.get("content"), counted)
         if trees is not None:
-            renewed = counted.get(RENEWED, [])
             with contextlib.suppress(UnknownConversation):
-                updated = _updated(
-                    logs, path, meta, trees, quick, content, progress, renewed
-                )
+                updated = _updated(logs, path, meta, trees, quick, counted, progress)
                 return updated, "updated"
     elif not rebuild and path.exists():
         say(f"{path} is no search index of convgraph's: building it again")
@@ -463,23 +460,22 @@ def _updated(
     meta: dict[str, Any],
     trees: set[str],
     quick: list[Any],
-    content: dict[str, Any],
+    counted: dict[str, Any],
     progress: ProgressCallback | None = None,
-    renewed: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The documents of `trees`, and of every tree the sources `renewed` held or
-    hold, read again and put in place of their old ones; the new meta. Raises
-    `UnknownConversation` where a tree cannot be read by name (then the index is
-    built again)."""
+    """The documents of `trees` and of the trees the sources `counted` names `RENEWED`
+    held or hold, read again in place of their old ones; the new meta. Raises
+    `UnknownConversation` where a tree cannot be read by name (then it is built)."""
     import tantivy
 
     from convgraph.model.forest import Forest
     from convgraph.sources.notes import read_notes
 
+    renewed = counted.get(RENEWED, [])
     if trees or renewed:
         index = _tantivy_index(path)
         if renewed and isinstance(logs, SeveralSources):
-            held = tantivy.Query.term_set_query(index.schema, ORIGIN, list(renewed))
+            held = tantivy.Query.term_set_query(index.schema, ORIGIN, renewed)
             trees |= set(trees_of(index.searcher(), held))
             read = logs.read_renewed(renewed, trees, progress)
             notes = read_notes(logs)
@@ -504,7 +500,7 @@ def _updated(
         writer.commit()
         writer.wait_merging_threads()
         meta["models"] = sorted(set(meta.get("models", [])) | models)
-    meta.update(quick=quick, content=content)
+    meta.update(quick=quick, content=stored(counted))
     _write_meta(path, meta)
     return meta
 

@@ -85,9 +85,7 @@ def parts_text(
             values = [part.get("name"), part.get("output"), part.get("error")]
         elif kind in (ATTACHMENT, FRAGMENT):
             values = [part.get("name"), part.get("url")]
-        elif kind == TEXT and not any(
-            (part.get("text") or "") in (text or "") for text in said
-        ):
+        elif kind == TEXT and all(str(part.get("text")) not in (s or "") for s in said):
             values = [part.get("text")]
         else:
             continue

@@ -320,9 +320,8 @@ class SeveralSources(Source):
             old = (since or {}).get(name)
             stamp = source.table_stamps(old) or {"files": _files_stamp(source.path)}
             news = stamp.pop(LOGGED_SINCE, None)
-            if stamp != old:
-                renewed += [name] if news is None else []
-                logged.update(news or ())
+            renewed += [name] if stamp != old and news is None else []
+            logged.update(news or ())
             stamps[name] = stamp
         if since is not None:
             stamps[LOGGED_SINCE], stamps[RENEWED] = sorted(logged), renewed
@@ -346,10 +345,9 @@ class SeveralSources(Source):
             # Each tree, and the tree `convgraph import` made of it in llm's file.
             for app, tree, time in roots[["source", "tree_id", "datetime_utc"]].values:
                 wanted.add(stable_ulid(time or None, APPS.get(app, app), tree))
-        for name, source in self.sources.items():
-            held = (
-                [] if name in reads else sorted(wanted.intersection(source.tree_ids()))
-            )
+        others = {name: one for name, one in self.sources.items() if name not in reads}
+        for name, source in others.items():
+            held = sorted(wanted.intersection(source.tree_ids()))
             if len(held) > 1 and source.conn is None:
                 # A file without tables finds one tree by reading from its start.
                 read = source.read(progress=progress)

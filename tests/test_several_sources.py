@@ -146,6 +146,12 @@ def test_source_filters_by_app_or_by_name_and_stats_groups_by_it(files):
         "conv-monad",
         files["thread"],
     ]
+    # Search filters alike, by the app or by the source's name.
+    for source, hits in (("logs", 0), ("turns", 0), ("chatgpt", 2)):
+        found = run("search", "monad", "--source", source, "--json", *two).stdout
+        assert len(json.loads(found)) == hits
+    found = run("search", "tree", "--source", "logs", "--json", *two).stdout
+    assert [hit["id"] for hit in json.loads(found)] == [files["first"]]
     wrong = run("conversations", "--source", "nope", *two, expect=2).stderr
     assert wrong.startswith("Error: --source nope: no such source; one of responses,")
     assert wrong.rstrip().endswith("copilot-cli, logs, chatgpt")

@@ -477,9 +477,8 @@ def _updated(
         if renewed and isinstance(logs, SeveralSources):
             held = tantivy.Query.term_set_query(index.schema, ORIGIN, renewed)
             trees |= set(trees_of(index.searcher(), held))
-            read = logs.read_renewed(renewed, trees, progress)
-            notes = read_notes(logs)
-            forest = Forest(read.nodes, read.names, read.problems, notes, read.calls)
+            r = logs.read_renewed(renewed, trees, progress)
+            forest = Forest(r.nodes, r.names, r.problems, read_notes(logs), r.calls)
             trees |= set(forest.tree_ids)
         else:
             forest = Forest.read(

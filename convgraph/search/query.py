@@ -8,6 +8,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import ORIGIN
 from convgraph.errors import ConvgraphError, DatabaseError
 from convgraph.model.filters import TreeFilter
 from convgraph.search.documents import ABANDONED, FIELDS, SIDECHAIN
@@ -234,8 +235,12 @@ def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
     layout = index.index.schema
     conditions = []
     if where.sources:
+        either = [
+            tantivy.Query.term_set_query(layout, key, list(where.sources))
+            for key in ("source", ORIGIN)
+        ]
         conditions.append(
-            tantivy.Query.term_set_query(layout, "source", list(where.sources))
+            tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in either])
         )
     if where.models:
         passing = [name for name in index.models if where.model_matches(name)]

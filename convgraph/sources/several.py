@@ -311,8 +311,7 @@ class SeveralSources(Source):
         self, since: dict[str, Any] | None = None
     ) -> dict[str, Any] | None:
         """Each source's stamp by name (its files' where it has no tables); with
-        `since`, the trees logged since in any, and `RENEWED` the sources
-        otherwise changed."""
+        `since`, the trees logged since in any, `RENEWED` the sources otherwise changed."""
         stamps: dict[str, Any] = {}
         logged: set[str] = set()
         renewed: list[str] = []
@@ -348,13 +347,12 @@ class SeveralSources(Source):
         others = {name: one for name, one in self.sources.items() if name not in reads}
         for name, source in others.items():
             held = sorted(wanted.intersection(source.tree_ids()))
-            if len(held) > 1 and source.conn is None:
+            if held:
                 # A file without tables finds one tree by reading from its start.
-                read = source.read(progress=progress)
+                whole = len(held) > 1 and source.conn is None
+                read = source.read(trees=None if whole else held, progress=progress)
                 read.nodes = read.nodes[read.nodes["tree_id"].isin(held)]
                 reads[name] = read
-            elif held:
-                reads[name] = source.read(trees=held, progress=progress)
         return self._merge(reads)
 
 

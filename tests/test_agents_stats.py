@@ -131,16 +131,18 @@ def test_search_says_a_hit_is_in_a_subagent(tmp_path: Path) -> None:
     projects = tmp_path / "projects"
     shutil.copytree(PROJECTS, projects)
     lines = run("search", "--db", projects, "parser").stdout.splitlines()
-    # Ranked by tantivy's BM25 (a compaction's summary is no prompt).
+    # Ranked by tantivy's BM25 (a compaction's summary is a part of a8).
     assert lines[0::2] == [
         "1.  s1  a4  depth 0  active  claude-sonnet-4-20250514  2025-06-01 10:07",
         "2.  s1  x4  depth 1  sidechain  claude-sonnet-4-20250514  2025-06-01 10:05",
+        "3.  s1  a8  depth 2  active  claude-sonnet-4-20250514  2025-06-01 10:23",
     ]
     assert [
         (hit.id, hit.active, hit.sidechain) for hit in search(projects, "parser")
     ] == [
         ("a4", True, False),
         ("x4", False, True),
+        ("a8", True, False),
     ]
     assert [hit.id for hit in search(projects, "test", abandoned=True)] == ["a5"]
     assert search(projects, "Grep", abandoned=True) == []
@@ -148,6 +150,7 @@ def test_search_says_a_hit_is_in_a_subagent(tmp_path: Path) -> None:
     assert [(record["id"], record["sidechain"]) for record in records] == [
         ("a4", False),
         ("x4", True),
+        ("a8", False),
     ]
 
 

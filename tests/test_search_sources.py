@@ -91,6 +91,16 @@ def test_claude_code_tool_calls_results_reasoning_and_a_subagent():
     assert lines[0].split("  ")[:5] == ["1.", "s1", "x4", "depth 1", "sidechain"]
 
 
+def test_a_compaction_summary_beside_the_answer_is_found():
+    # Claude Code's summary of the compacted conversation: a text part of the
+    # node it continues, in neither its prompt nor its answer.
+    assert found(PROJECT, "continued summary") == [
+        ("a8", "s1", 2, True, False, ["parts"])
+    ]
+    # The answer's own text parts are not indexed twice.
+    assert found(PROJECT, "continuing") == [("a8", "s1", 2, True, False, ["response"])]
+
+
 def test_codex_and_gemini_sessions():
     codex = AGENTS / "codex" / "sessions"
     assert found(codex, "listing") == [

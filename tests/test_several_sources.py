@@ -7,14 +7,18 @@ partitioned by source."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 import convgraph
-from tests.chat_exports import chatgpt_branches, claude_export, write_json
+from tests.chat_exports import (
+    chatgpt_branches,
+    chatgpt_tools,
+    claude_export,
+    write_json,
+)
 from tests.databases import LlmLog
 from tests.helpers import run
 
@@ -142,6 +146,12 @@ def test_source_filters_by_app_or_by_name_and_stats_groups_by_it(files):
         "conv-monad",
         files["thread"],
     ]
+    # Search filters alike, by the app or by the source's name.
+    for source, hits in (("logs", 0), ("turns", 0), ("chatgpt", 2)):
+        found = run("search", "monad", "--source", source, "--json", *two).stdout
+        assert len(json.loads(found)) == hits
+    found = run("search", "tree", "--source", "logs", "--json", *two).stdout
+    assert [hit["id"] for hit in json.loads(found)] == [files["first"]]
     wrong = run("conversations", "--source", "nope", *two, expect=2).stderr
     assert wrong.startswith("Error: --source nope: no such source; one of responses,")
     assert wrong.rstrip().endswith("copilot-cli, logs, chatgpt")
@@ -306,20 +316,80 @@ def test_one_search_index_refreshed_per_source(files, tmp_path):
     shutil.copytree(Path(files["llm"]).parent, directory / "llm")
     export = shutil.copy(files["chatgpt"], directory / "chatgpt.json")
     paths = [str(directory / "llm" / "logs.db"), str(export)]
+    reads: list[tuple[str, str, object]] = []
 
-    def opened() -> tuple[str, list[str]]:
-        with convgraph.open(paths) as logs, open_index(logs.source) as index:
-            hits = logs.search("oaks") + logs.search("monad")
-            return index.built, sorted(hit.id for hit in hits)
+    def opened(*words: str) -> tuple[str, list[str]]:
+        """What the index's update did and the nodes `words` find; each read
+        of a source's trees is put in `reads`."""
+        with convgraph.open(paths) as logs:
+            for name, source in logs.source.sources.items():
+                for method in ("read", "read_tree"):
+                    real = getattr(source, method)
 
-    assert opened() == ("built", ["a1", "a1b"])
-    assert opened() == ("", ["a1", "a1b"])
+                    def counted(*args, real=real, method=method, name=name, **kw):
+                        reads.append((name, method, kw.get("trees", args[:1])))
+                        return real(*args, **kw)
+
+                    setattr(source, method, counted)
+            with open_index(logs.source) as index:
+                hits = [hit.id for word in words for hit in logs.search(word)]
+                return index.built, sorted(hits)
+
+    assert opened("oaks", "monad") == ("built", ["a1", "a1b"])
+    assert opened("oaks", "monad") == ("", ["a1", "a1b"])
     with LlmLog(directory / "llm") as log:
         oaks = log.prompt("A forest of oaks?")
-    # Rows logged in the llm file: only its trees read again.
-    assert opened() == ("updated", [oaks, "a1", "a1b"])
-    os.utime(export, ns=(1, 1))
-    assert opened() == ("built", [oaks, "a1", "a1b"])
+    # Rows logged in the llm file: only its tree read again (each source is
+    # asked for it: the export finds none).
+    reads.clear()
+    assert opened("oaks", "monad") == ("updated", [oaks, "a1", "a1b"])
+    thread = (log.thread_of(oaks),)
+    assert reads == [("logs", "read_tree", thread), ("chatgpt", "read_tree", thread)]
+    # A new export with one more conversation: only the export read again.
+    reads.clear()
+    write_json(export, [chatgpt_branches(), chatgpt_tools()])
+    assert opened("oaks", "monad", "picture") == ("updated", [oaks, "a1", "a1b", "a3"])
+    assert reads == [("chatgpt", "read", ())]
+    assert documents(paths) == documents(paths, rebuild=True)
+    # One without the first: its nodes leave the index.
+    write_json(export, [chatgpt_tools()])
+    assert opened("oaks", "monad", "picture") == ("updated", [oaks, "a3"])
+    assert documents(paths) == documents(paths, rebuild=True)
+
+
+def documents(paths: list[str], rebuild: bool = False) -> list[list[tuple]]:
+    """Every document of the sources' index, brought up to date or built anew."""
+    import tantivy
+
+    from convgraph.search.index import open_index
+
+    with convgraph.open(paths) as logs, open_index(logs.source, rebuild=rebuild) as it:
+        hits = it.searcher.search(tantivy.Query.all_query(), 1000).hits
+        found = [it.searcher.doc(address).to_dict() for _, address in hits]
+        return sorted(sorted((k, tuple(v)) for k, v in doc.items()) for doc in found)
+
+
+def test_an_export_imported_into_llm_and_changed_is_indexed_as_rebuilt(tmp_path):
+    # The export's conversation is one tree with its copy in llm's file: the
+    # export changed, its copy is read again from llm's file with it.
+    export = write_json(tmp_path / "chatgpt.json", [chatgpt_branches()])
+    target = tmp_path / "logs.db"
+    run("import", export, "--db", target)
+    with convgraph.open(target) as logs:
+        (imported,) = logs.source.tree_ids()
+    with LlmLog(tmp_path) as log:
+        later = log.prompt("And oaks?", continue_conversation=imported)
+    paths = [str(target), str(export)]
+
+    def oaks() -> list[tuple[str, str, int | None]]:
+        with convgraph.open(paths) as logs:
+            return [(hit.id, hit.tree_id, hit.depth) for hit in logs.search("oaks")]
+
+    assert oaks() == [(later, "conv-monad", 2)]
+    assert documents(paths) == documents(paths, rebuild=True)
+    write_json(export, [chatgpt_branches(), chatgpt_tools()])
+    assert oaks() == [(later, "conv-monad", 2)]
+    assert documents(paths) == documents(paths, rebuild=True)
 
 
 def test_browse_lists_both_sources_with_their_figures(files):

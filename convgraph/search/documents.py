@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import PARTS
+from convgraph.contract import ORIGIN, PARTS
 from convgraph.search.text import normalized, parts_text
 
 if TYPE_CHECKING:
@@ -21,7 +21,8 @@ ACTIVE, ABANDONED, SIDECHAIN = 0, 1, 2
 #: The indexed texts of a node.
 FIELDS = ("prompt", "response", "system", PARTS)
 #: A document's fields, in the order `NodeColumns.documents` gives their values.
-KEYS = ("id", "tree", "depth", "branch", "model", "source", "time", "moment", *FIELDS)
+KEYS: tuple[str, ...] = ("id", "tree", "depth", "branch", "model", "source", ORIGIN)
+KEYS += ("time", "moment", *FIELDS)
 #: How many nodes of a forest read with its texts are made documents at a time.
 CHUNK = 20_000
 
@@ -51,6 +52,7 @@ class NodeColumns:
         self.trees = _Codes(nodes["tree_id"])
         self._models = _Codes(nodes["model"])
         self.sources = _Codes(nodes["source"])
+        self.origins = _Codes(nodes[ORIGIN]) if ORIGIN in nodes.columns else None
         self.models = set(self._models.names)
         self.depths = forest.depths
         active = nodes["active"].to_numpy(dtype=bool)
@@ -90,6 +92,7 @@ class NodeColumns:
             self.branches[rows].tolist(),
             self._models.at(rows),
             self.sources.at(rows),
+            self.origins.at(rows) if self.origins else nothing,
             times,
             moments,
             prompts,
@@ -192,10 +195,11 @@ def forest_documents(
             if name in part.columns
         }
         if PARTS in part.columns:
+            said = zip(*(plain_values(part[n]) for n in _COLUMNS[:2]), strict=True)
             texts[PARTS] = _normalized(
                 [
-                    parts_text(value) if isinstance(value, list) else None
-                    for value in part[PARTS].tolist()
+                    parts_text(value, both) if isinstance(value, list) else None
+                    for value, both in zip(part[PARTS].tolist(), said, strict=True)
                 ]
             )
         yield from columns.documents(np.arange(start, start + len(part)), texts)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import ORIGIN
 from convgraph.errors import DatabaseError, UnknownConversation
 from convgraph.search.documents import (
     FIELDS,
@@ -27,6 +28,7 @@ from convgraph.search.documents import (
 )
 from convgraph.search.stamps import changed_trees, content_stamp, quick_stamp, stored
 from convgraph.search.text import analyzer
+from convgraph.sources.several import RENEWED, SeveralSources
 from convgraph.sources.source import Source
 
 if TYPE_CHECKING:
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from convgraph.sources.source import ProgressCallback
 
 #: The layout of the index and its text rules: another is built again.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 #: The end of an index directory's name.
 INDEX_SUFFIX = ".convgraph-search"
 #: The file that says what the index was built from.
@@ -97,14 +99,14 @@ def _writable(directory: Path) -> bool:
 
 
 def schema() -> tantivy.Schema:
-    """The documents: a node's texts (`FIELDS`), its id, tree, model and
-    source (exact terms), time, moment (for time filters), depth, branch."""
+    """The documents: a node's texts (`FIELDS`), its id, tree, model, source
+    and origin (exact terms), time, moment (for time filters), depth, branch."""
     import tantivy
 
     builder = tantivy.SchemaBuilder()
     for name in FIELDS:
         builder.add_text_field(name, stored=True, tokenizer_name=TOKENIZER)
-    for name in ("id", "tree", "model", "source"):
+    for name in ("id", "tree", "model", "source", ORIGIN):
         # The tree is a fast field too: a filter counts the trees of the
         # nodes it keeps by tantivy's terms aggregation over it.
         builder.add_text_field(
@@ -355,7 +357,7 @@ def _brought_up_to_date(
         trees = changed_trees(logs, meta.get("content"), counted)
         if trees is not None:
             with contextlib.suppress(UnknownConversation):
-                updated = _updated(logs, path, meta, trees, quick, content, progress)
+                updated = _updated(logs, path, meta, trees, quick, counted, progress)
                 return updated, "updated"
     elif not rebuild and path.exists():
         say(f"{path} is no search index of convgraph's: building it again")
@@ -458,19 +460,30 @@ def _updated(
     meta: dict[str, Any],
     trees: set[str],
     quick: list[Any],
-    content: dict[str, Any],
+    counted: dict[str, Any],
     progress: ProgressCallback | None = None,
 ) -> dict[str, Any]:
-    """The documents of `trees` read again and put in place of their old
-    ones; the new meta. Raises `UnknownConversation` where a tree cannot be
-    read by name (then the index is built again)."""
-    from convgraph.model.forest import Forest
+    """The documents of `trees` and of the trees the sources `counted` names `RENEWED`
+    held or hold, read again in place of their old ones; the new meta. Raises
+    `UnknownConversation` where a tree cannot be read by name (then it is built)."""
+    import tantivy
 
-    if trees:
-        forest = Forest.read(
-            logs, text=True, conversation_ids=sorted(trees), progress=progress
-        )
+    from convgraph.model.forest import Forest
+    from convgraph.sources.notes import read_notes
+
+    renewed = counted.get(RENEWED, [])
+    if trees or renewed:
         index = _tantivy_index(path)
+        if renewed and isinstance(logs, SeveralSources):
+            held = tantivy.Query.term_set_query(index.schema, ORIGIN, renewed)
+            trees |= set(trees_of(index.searcher(), held))
+            r = logs.read_renewed(renewed, trees, progress)
+            forest = Forest(r.nodes, r.names, r.problems, read_notes(logs), r.calls)
+            trees |= set(forest.tree_ids)
+        else:
+            forest = Forest.read(
+                logs, text=True, conversation_ids=sorted(trees), progress=progress
+            )
         writer = _writer(index)
         # The ids too: a tree named anew leaves documents under the old name.
         for tree in trees:
@@ -486,6 +499,15 @@ def _updated(
         writer.commit()
         writer.wait_merging_threads()
         meta["models"] = sorted(set(meta.get("models", [])) | models)
-    meta.update(quick=quick, content=content)
+    meta.update(quick=quick, content=stored(counted))
     _write_meta(path, meta)
     return meta
+
+
+def trees_of(searcher: tantivy.Searcher, query: tantivy.Query) -> list[str]:
+    """The trees of the documents `query` finds (tantivy's terms aggregation)."""
+    size = max(1, searcher.num_docs)
+    found = searcher.aggregate(
+        query, {"trees": {"terms": {"field": "tree", "size": size}}}
+    )
+    return [str(bucket["key"]) for bucket in found["trees"]["buckets"]]

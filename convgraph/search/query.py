@@ -8,10 +8,11 @@ import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from convgraph.contract import ORIGIN
 from convgraph.errors import ConvgraphError, DatabaseError
 from convgraph.model.filters import TreeFilter
 from convgraph.search.documents import ABANDONED, FIELDS, SIDECHAIN
-from convgraph.search.index import damage_errors, open_index
+from convgraph.search.index import damage_errors, open_index, trees_of
 from convgraph.search.syntax import prefix_spans, syntax_query
 from convgraph.search.text import ZERO_WIDTH_SPACE, analyzer, normalized
 from convgraph.sources import Source, opened
@@ -234,8 +235,12 @@ def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
     layout = index.index.schema
     conditions = []
     if where.sources:
+        either = [
+            tantivy.Query.term_set_query(layout, key, list(where.sources))
+            for key in ("source", ORIGIN)
+        ]
         conditions.append(
-            tantivy.Query.term_set_query(layout, "source", list(where.sources))
+            tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in either])
         )
     if where.models:
         passing = [name for name in index.models if where.model_matches(name)]
@@ -259,12 +264,7 @@ def _kept_trees(index: Any, where: TreeFilter) -> list[str]:
         if len(conditions) == 1
         else tantivy.Query.boolean_query([(tantivy.Occur.Must, c) for c in conditions])
     )
-    searcher = index.searcher
-    size = max(1, searcher.num_docs)
-    found = searcher.aggregate(
-        nodes, {"trees": {"terms": {"field": "tree", "size": size}}}
-    )
-    return [str(bucket["key"]) for bucket in found["trees"]["buckets"]]
+    return trees_of(index.searcher, nodes)
 
 
 def _hits(

@@ -12,10 +12,8 @@ from typing import Any
 
 from convgraph.errors import UnknownNode
 from convgraph.sources.notes import notes_file, read_notes
+from convgraph.sources.several import LOGGED_SINCE, RENEWED
 from convgraph.sources.source import Source
-
-#: `Source.table_stamps`' key of the trees logged since the stamp given.
-LOGGED_SINCE = "logged_since"
 
 
 def quick_stamp(logs: Source) -> list[Any]:
@@ -87,4 +85,4 @@ def changed_trees(
 
 def stored(content: dict[str, Any]) -> dict[str, Any]:
     """A content stamp as the meta keeps it."""
-    return {key: value for key, value in content.items() if key != LOGGED_SINCE}
+    return {k: v for k, v in content.items() if k not in (LOGGED_SINCE, RENEWED)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convgraph.parts import (
@@ -16,6 +16,7 @@ from convgraph.parts import (
     CODE_OUTPUT,
     FRAGMENT,
     REASONING,
+    TEXT,
     TOOL_CALL,
     TOOL_RESULT,
 )
@@ -63,10 +64,13 @@ def spaced(text: str) -> str:
     return _UNSPACED.sub(ZERO_WIDTH_SPACE + "\\1" + ZERO_WIDTH_SPACE, text)
 
 
-def parts_text(parts: Iterable[dict[str, Any]] | None) -> str | None:
+def parts_text(
+    parts: Iterable[dict[str, Any]] | None, said: Sequence[str | None] = ()
+) -> str | None:
     """The searchable text of a node's parts beyond its prompt and answer
     (reasoning, tool calls and results, code and its output, attachments'
-    and fragments' names), one a line; None where there is none."""
+    and fragments' names, a text none of `said` holds, as a compaction's
+    summary), one a line; None where there is none."""
     lines: list[str] = []
     for part in parts or ():
         kind = part.get("type")
@@ -81,8 +85,10 @@ def parts_text(parts: Iterable[dict[str, Any]] | None) -> str | None:
             values = [part.get("name"), part.get("output"), part.get("error")]
         elif kind in (ATTACHMENT, FRAGMENT):
             values = [part.get("name"), part.get("url")]
+        elif kind == TEXT and all(str(part.get("text")) not in (s or "") for s in said):
+            values = [part.get("text")]
         else:
-            continue  # text parts are the prompt and the response already
+            continue
         words = " ".join(str(value) for value in values if value)
         if words:
             lines.append(words)

@@ -44,6 +44,8 @@ LLM = "llm"
 NAME_FORM = re.compile(r"[\w][\w.-]*")
 #: `Source.table_stamps`' key of the trees logged since the stamp given.
 LOGGED_SINCE = "logged_since"
+#: The key of the sources changed otherwise than by rows logged.
+RENEWED = "renewed"
 #: llm's two generations share one app's ids.
 APPS = {"responses": "llm", "turns": "llm"}
 
@@ -309,19 +311,49 @@ class SeveralSources(Source):
         self, since: dict[str, Any] | None = None
     ) -> dict[str, Any] | None:
         """Each source's stamp by name (its files' where it has no tables); with
-        `since`, the trees logged since in any, where nothing else changed."""
+        `since`, the trees logged since in any, `RENEWED` the sources otherwise changed."""
         stamps: dict[str, Any] = {}
-        logged: set[str] | None = set()
+        logged: set[str] = set()
+        renewed: list[str] = []
         for name, source in self.sources.items():
             old = (since or {}).get(name)
             stamp = source.table_stamps(old) or {"files": _files_stamp(source.path)}
             news = stamp.pop(LOGGED_SINCE, None)
-            if stamp != old:
-                logged = None if news is None or logged is None else logged | set(news)
+            renewed += [name] if stamp != old and news is None else []
+            logged.update(news or ())
             stamps[name] = stamp
-        if since is not None and logged is not None:
-            stamps[LOGGED_SINCE] = sorted(logged)
+        if since is not None:
+            stamps[LOGGED_SINCE], stamps[RENEWED] = sorted(logged), renewed
         return stamps
+
+    def read_renewed(
+        self,
+        names: Collection[str],
+        trees: Collection[str],
+        progress: ProgressCallback | None = None,
+    ) -> ForestRead:
+        """The sources `names` read whole, merged with the others' copies of their
+        trees and of `trees`: what changed where only those sources did."""
+        from convgraph.sources.merging import stable_ulid
+
+        reads = {name: self.sources[name].read(progress=progress) for name in names}
+        wanted = set(trees).union(*(read.nodes["tree_id"] for read in reads.values()))
+        for read in reads.values():
+            roots = read.nodes[read.nodes["parent_id"].isna()]
+            roots = roots.fillna({"datetime_utc": ""})
+            # Each tree, and the tree `convgraph import` made of it in llm's file.
+            for app, tree, time in roots[["source", "tree_id", "datetime_utc"]].values:
+                wanted.add(stable_ulid(time or None, APPS.get(app, app), tree))
+        others = {name: one for name, one in self.sources.items() if name not in reads}
+        for name, source in others.items():
+            held = sorted(wanted.intersection(source.tree_ids()))
+            if held:
+                # A file without tables finds one tree by reading from its start.
+                whole = len(held) > 1 and source.conn is None
+                read = source.read(trees=None if whole else held, progress=progress)
+                read.nodes = read.nodes[read.nodes["tree_id"].isin(held)]
+                reads[name] = read
+        return self._merge(reads)
 
 
 def _files_stamp(path: Path) -> list[list[Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,15 @@ pytest.importorskip("pyarrow")
 
 import convgraph  # noqa: E402
 from convgraph.redaction import Redactor  # noqa: E402
-from tests.chat_exports import gpt_conversation, gpt_message, write_json  # noqa: E402
-from tests.databases import LlmLog  # noqa: E402
+from tests.chat_exports import (  # noqa: E402
+    claude_message,
+    gpt_conversation,
+    gpt_message,
+    webui_chat,
+    webui_message,
+    write_json,
+)
+from tests.databases import LlmLog, add_response, legacy_database  # noqa: E402
 from tests.helpers import run  # noqa: E402
 
 
@@ -214,17 +222,235 @@ def claude_code_folder(directory: Path) -> Path:
     return directory / "projects"
 
 
-@pytest.fixture(scope="module", params=["llm", "chatgpt", "claude-code"])
+def claude_ai_file(directory: Path) -> Path:
+    blocks = [
+        {"type": "thinking", "thinking": PAYLOAD},
+        {"type": "tool_use", "id": "t1", "name": "fetch", "input": {"url": PAYLOAD}},
+        {
+            "type": "tool_result",
+            "tool_use_id": "t1",
+            "name": "fetch",
+            "content": [{"type": "text", "text": PAYLOAD}],
+        },
+        {"type": "text", "text": PAYLOAD},
+    ]
+    upload = {"file_name": LINE, "file_type": "txt", "extracted_content": PAYLOAD}
+    messages = [
+        claude_message(
+            NODE_ID, "human", PAYLOAD, 0, attachments=[upload], files=[upload]
+        ),
+        claude_message("a1", "assistant", "", 10, NODE_ID, blocks=blocks),
+    ]
+    conversation = {
+        "uuid": CONVERSATION,
+        "name": LINE,
+        "summary": PAYLOAD,
+        "created_at": "2025-06-01T10:00:00Z",
+        "updated_at": "2025-06-01T10:01:00Z",
+        "chat_messages": messages,
+    }
+    return write_json(directory / "conversations.json", [conversation])
+
+
+def webui_file(directory: Path) -> Path:
+    files = [{"type": "file", "name": LINE, "url": f"/api/v1/files/{LINE}"}]
+    messages = {
+        NODE_ID: webui_message(NODE_ID, "user", PAYLOAD, 0, None, ["a1"], files=files),
+        "a1": webui_message(
+            "a1", "assistant", PAYLOAD, 5, NODE_ID, [], model="llama3", files=files
+        ),
+    }
+    chat = {
+        "title": LINE,
+        "params": {"system": PAYLOAD},
+        "history": {"messages": messages, "currentId": "a1"},
+        "messages": list(messages.values()),
+    }
+    return write_json(directory / "export.json", [webui_chat(CONVERSATION, LINE, chat)])
+
+
+def codex_home(directory: Path) -> Path:
+    folder = directory / ".codex" / "sessions" / "2025" / "09" / "01"
+    folder.mkdir(parents=True)
+
+    def item(kind: str, **payload: Any) -> dict[str, Any]:
+        stamp = "2025-09-01T08:00:00.000Z"
+        return {"timestamp": stamp, "type": kind, "payload": payload}
+
+    def said(role: str, kind: str) -> dict[str, Any]:
+        content = [{"type": kind, "text": PAYLOAD}]
+        return item("response_item", type="message", role=role, content=content)
+
+    call = json.dumps({"command": ["sh", "-c", PAYLOAD]})
+    lines = [
+        item("session_meta", id=CONVERSATION, cwd="/home/ada", instructions=PAYLOAD),
+        said("user", "input_text"),
+        item("turn_context", cwd="/home/ada", model="gpt-5-codex"),
+        item(
+            "response_item",
+            type="reasoning",
+            summary=[{"type": "summary_text", "text": PAYLOAD}],
+        ),
+        item(
+            "response_item",
+            type="function_call",
+            name="shell",
+            arguments=call,
+            call_id="call_1",
+        ),
+        item(
+            "response_item",
+            type="function_call_output",
+            call_id="call_1",
+            output=json.dumps({"output": PAYLOAD, "metadata": {"exit_code": 0}}),
+        ),
+        said("assistant", "output_text"),
+    ]
+    name = "rollout-2025-09-01T08-00-00-s1.jsonl"
+    (folder / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return directory
+
+
+def gemini_home(directory: Path) -> Path:
+    folder = directory / ".gemini" / "tmp" / "0a1b2c" / "chats"
+    folder.mkdir(parents=True)
+    stamp = "2025-10-01T12:00:00.000Z"
+    result = {"functionResponse": {"id": "t1", "name": "run_shell_command"}}
+    result["functionResponse"]["response"] = {"output": PAYLOAD}
+    call = {
+        "id": "t1",
+        "name": "run_shell_command",
+        "args": {"command": PAYLOAD},
+        "result": [result],
+        "status": "success",
+        "timestamp": stamp,
+    }
+    answer = {
+        "id": "m2",
+        "timestamp": stamp,
+        "type": "gemini",
+        "content": PAYLOAD,
+        "thoughts": [{"subject": LINE, "description": PAYLOAD, "timestamp": stamp}],
+        "toolCalls": [call],
+        "model": "gemini-2.5-pro",
+    }
+    session = {
+        "sessionId": CONVERSATION,
+        "projectHash": "0a1b2c",
+        "startTime": stamp,
+        "lastUpdated": stamp,
+        "messages": [
+            {"id": NODE_ID, "timestamp": stamp, "type": "user", "content": PAYLOAD},
+            answer,
+        ],
+    }
+    write_json(folder / "session-2025-10-01T12-00-g1.json", session)
+    return directory
+
+
+def copilot_home(directory: Path) -> Path:
+    folder = directory / ".copilot" / "session-state" / "s1"
+    folder.mkdir(parents=True)
+    events: list[dict[str, Any]] = []
+
+    def event(kind: str, **data: Any) -> None:
+        at = f"2026-03-26T17:50:{len(events):02d}.000Z"
+        parent = events[-1]["id"] if events else None
+        number = NODE_ID if kind == "user.message" else f"e{len(events)}"
+        events.append(
+            {"type": kind, "data": data, "id": number, "timestamp": at}
+            | {"parentId": parent}
+        )
+
+    request = {"toolCallId": "c1", "name": "bash", "arguments": {"command": PAYLOAD}}
+    event("session.start", sessionId=CONVERSATION, context={"cwd": "/home/ada"})
+    attachment = {"type": "file", "path": f"/home/ada/{LINE}", "displayName": LINE}
+    event("user.message", content=PAYLOAD, attachments=[attachment])
+    event("assistant.reasoning", content=PAYLOAD)
+    event("assistant.message", content="", toolRequests=[request], model="gpt-5")
+    event("tool.execution_complete", toolCallId="c1", result={"content": PAYLOAD})
+    event("assistant.message", content=PAYLOAD, reasoningText=PAYLOAD)
+    lines = "".join(json.dumps(line) + "\n" for line in events)
+    (folder / "events.jsonl").write_text(lines)
+    return directory
+
+
+def legacy_file(directory: Path) -> Path:
+    conn = legacy_database(directory / "logs.db")
+    add_response(
+        conn, "r1", CONVERSATION, PAYLOAD, system=PAYLOAD, response="", name=LINE
+    )
+    add_response(conn, NODE_ID, CONVERSATION, "", parent="r1", response=PAYLOAD)
+    conn.execute(
+        "insert into tool_calls (response_id, name, arguments, tool_call_id)"
+        " values ('r1', 'echo', ?, 'c1')",
+        [json.dumps({"text": PAYLOAD})],
+    )
+    conn.execute(
+        "insert into tool_results (id, response_id, name, output, tool_call_id)"
+        " values (1, ?, 'echo', ?, 'c1')",
+        [NODE_ID, PAYLOAD],
+    )
+    conn.execute(
+        "insert into attachments (id, type, path) values ('a', 'text/plain', ?)",
+        [f"/home/ada/{LINE}"],
+    )
+    conn.execute("insert into prompt_attachments values ('r1', 'a', 0)")
+    conn.execute(
+        "insert into fragments (id, hash, content, source) values (1, 'h', ?, ?)",
+        [PAYLOAD, LINE],
+    )
+    conn.execute("insert into prompt_fragments values ('r1', 1, 0)")
+    conn.commit()
+    conn.close()
+    return directory / "logs.db"
+
+
+def store_file(directory: Path) -> Path:
+    """A message store with reasoning (echo's own, made the payload) and a
+    file attached and one given as a fragment, each named by a secret."""
+    from tests.test_parts_llm import png
+
+    (directory / f"{LINE}.png").write_bytes(png())
+    (directory / f"{LINE}.txt").write_text(PAYLOAD)
+    prompt = json.dumps({"prompt": PAYLOAD, "raw": PAYLOAD})
+    with LlmLog(directory) as log:
+        picture, text = (str(directory / f"{LINE}.{end}") for end in ("png", "txt"))
+        log.cli("-m", "echo", "-o", "thinking", "1", "-a", picture, prompt)
+        log.cli("-m", "echo", "-f", text, "-s", PAYLOAD, PAYLOAD)
+    conn = sqlite3.connect(log.path)
+    conn.execute("update parts set text = ? where type = 'reasoning'", [PAYLOAD])
+    conn.commit()
+    conn.close()
+    return log.path
+
+
+def parquet_dataset(directory: Path) -> Path:
+    """The richest export's dataset, written unredacted: redacted when read."""
+    output = directory / "dataset"
+    run("export", "--db", chatgpt_file(directory), "--format", "parquet", "-o", output)
+    return output
+
+
+BUILD = {
+    "llm": llm_file,
+    "chatgpt": chatgpt_file,
+    "claude-code": claude_code_folder,
+    "claude-ai": claude_ai_file,
+    "openwebui": webui_file,
+    "codex": codex_home,
+    "gemini": gemini_home,
+    "copilot": copilot_home,
+    "legacy": legacy_file,
+    "store": store_file,
+}
+
+
+@pytest.fixture(scope="module", params=list(BUILD))
 def source(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    directory = tmp_path_factory.mktemp(request.param)
-    build = {
-        "llm": llm_file,
-        "chatgpt": chatgpt_file,
-        "claude-code": claude_code_folder,
-    }
-    return build[request.param](directory)
+    return BUILD[request.param](tmp_path_factory.mktemp(request.param))
 
 
 def clean(text: str, kinds: list[str] = KINDS) -> None:

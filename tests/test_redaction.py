@@ -528,40 +528,100 @@ def test_the_handle_redacts_titles_ids_and_parts(source: Path) -> None:
 
 
 def test_check_secrets_says_where_without_saying_what(tmp_path: Path) -> None:
-    path = chatgpt_file(tmp_path)
-    said = run("check", "--secrets", "--db", path, expect=1).stdout
-    found = json.loads(
-        run("check", "--secrets", "--db", path, "--json", expect=1).stdout
-    )
-    assert [leak for leak in LEAKS if leak in said + json.dumps(found)] == []
+    said = run("check", "--secrets", "--db", chatgpt_file(tmp_path), expect=1).stdout
+    assert [leak for leak in LEAKS if leak in said] == []
+    # One line a record, as --json gives them (each source's, below).
+    assert len(said.splitlines()) == len(places(PLACES["chatgpt"]))
     assert said.splitlines()[:3] == [
         "aws-access-key: tree conv [REDACTED email-address], name",
         "email-address: tree conv [REDACTED email-address], name",
         "email-address: tree conv [REDACTED email-address] node a1, tree_id",
     ]
-    fields: dict[tuple[Any, str], list[str]] = {}
-    for place in found:
-        assert place["tree_id"] == "conv [REDACTED email-address]"
-        fields.setdefault((place["node_id"], place["field"]), []).append(place["kind"])
-    every = sorted(KINDS)
-    assert {key: sorted(kinds) for key, kinds in fields.items()} == {
-        (None, "name"): ["aws-access-key", "email-address"],
-        **{
-            (node, field): ["email-address"]
-            for node in ("a1", "a2")
-            for field in ("tree_id", "conversation_id")
-        },
-        **{("a1", field): every for field in ("prompt", "system", "response")},
-        ("a1", "parts[0].text"): every,  # the user's words
-        ("a1", "parts[1].name"): ["aws-access-key", "email-address"],  # attachment
-        **{
-            ("a1", f"parts[{i}].text"): every for i in (2, 3, 4)
-        },  # code, output, answer
-        **{("a2", field): every for field in ("prompt", "system")},
-        ("a2", "parts[0].text"): every,
-        ("a2", "parts[1].name"): ["aws-access-key", "email-address"],
-        **{("a2", f"parts[{i}].text"): every for i in (2, 3)},
-    }
+
+
+#: Each source's `check --secrets` records, as clauses "tree node fields kinds":
+#: C the planted conversation's id (redacted), G the planted node id
+#: (redacted), #i the i-th generated id, - no node; kinds E every one, A aws,
+#: M e-mail, AM both, G github.
+PLACES = {
+    "chatgpt": "C - name AM; C a1 tree_id conversation_id M; C a1 prompt system"
+    " response parts[0].text E; C a1 parts[1].name AM; C a1 parts[2].text"
+    " parts[3].text parts[4].text E; C a2 tree_id conversation_id M; C a2"
+    " prompt system parts[0].text E; C a2 parts[1].name AM; C a2 parts[2].text"
+    " parts[3].text E",
+    "llm": "#0 - name A; #0 #1 prompt system response E; #2 #3 prompt response"
+    " parts[0].text parts[1].text parts[2].arguments parts[3].output"
+    " parts[4].text E",
+    "claude-code": "s1 - name AM; s1 a2 prompt response parts[0].text"
+    " parts[1].text parts[2].arguments parts[3].output parts[4].text E",
+    # an upload's name twice: as an attachment and as a file
+    "claude-ai": "C - name AM; C a1 tree_id conversation_id M; C a1 prompt"
+    " response parts[0].text E; C a1 parts[1].name parts[2].name AM; C a1"
+    " parts[3].text parts[4].arguments parts[5].output parts[6].text E",
+    "openwebui": "C - name AM; C a1 tree_id conversation_id M; C a1 prompt"
+    " system response parts[0].text E; C a1 parts[1].name parts[1].url AM;"
+    " C a1 parts[2].text E; C a1 parts[3].name parts[3].url AM",
+    "codex": "C - name A; C C:6 id tree_id conversation_id M; C C:6 prompt"
+    " response parts[0].text parts[1].text parts[2].arguments parts[3].output"
+    " parts[4].text E",
+    "gemini": "C - name A; C m2 tree_id conversation_id M; C m2 prompt response"
+    " parts[0].text parts[1].text parts[2].text parts[3].arguments"
+    " parts[4].output E",
+    "copilot": "C - name A; C e5 tree_id conversation_id M; C e5 prompt response"
+    " parts[0].text E; C e5 parts[1].name AM; C e5 parts[2].text"
+    " parts[3].arguments parts[4].output parts[5].text parts[6].text E",
+    # the fragment's name, then the attachment's
+    "legacy": "C - name AM; C G id G; C G tree_id conversation_id M; C G prompt"
+    " system response E; C G parts[0].name AM; C G parts[1].text E; C G"
+    " parts[2].name AM; C G parts[3].arguments parts[4].output parts[5].text E",
+    # a title cut before the key ("AKI…") holds none
+    "store": "#0 #1 prompt response parts[0].text E; #0 #1 parts[1].name AM;"
+    " #0 #1 parts[2].text parts[3].text E; #2 - name A; #2 #3 prompt system"
+    " response E; #2 #3 parts[0].name parts[1].name AM; #2 #3 parts[2].text"
+    " parts[3].text E",
+}
+CODES = {
+    "E": KINDS,
+    "A": ["aws-access-key"],
+    "M": ["email-address"],
+    "AM": ["aws-access-key", "email-address"],
+    "G": ["github-token"],
+}
+
+
+def places(spec: str) -> list[tuple[Any, ...]]:
+    ids = {"C": "conv [REDACTED email-address]", "G": "[REDACTED github-token]"}
+    ids |= {"C:6": f"{ids['C']}:6", "-": None}
+    found = []
+    for clause in spec.split("; "):
+        tree, node, *fields, code = clause.split()
+        found += [
+            (ids.get(tree, tree), ids.get(node, node), field, kind)
+            for field in fields
+            for kind in CODES[code]
+        ]
+    return sorted(found, key=str)
+
+
+def test_check_secrets_lists_every_place_of_every_source(
+    source: Path, request: pytest.FixtureRequest
+) -> None:
+    said = run("check", "--secrets", "--db", source, "--json", expect=1).stdout
+    assert [leak for leak in LEAKS if leak in said] == []
+    generated: dict[str, str] = {}  # llm's ids, named in order
+
+    def shown(value: str | None) -> str | None:
+        if value is None or len(value) < 26 or "[REDACTED" in value:
+            return value
+        return generated.setdefault(value, f"#{len(generated)}")
+
+    found = [
+        (shown(p["tree_id"]), shown(p["node_id"]), p["field"], p["kind"])
+        for p in json.loads(said)
+    ]
+    assert sorted(found, key=str) == places(
+        PLACES[request.node.callspec.params["source"]]
+    )
 
 
 def test_check_secrets_on_a_clean_file() -> None:

@@ -624,6 +624,26 @@ def test_check_secrets_lists_every_place_of_every_source(
     )
 
 
+def test_a_parquet_dataset_is_redacted_when_read_back(tmp_path: Path) -> None:
+    """A dataset written unredacted: `check --secrets` reads it as it reads
+    its source, and its tables read back and redacted hold no secret."""
+    from convgraph.analysis.datasets import dataset_conversation_table
+    from convgraph.model.forest import Forest
+    from convgraph.redaction import redact
+    from convgraph.sources.parquet import read_nodes
+
+    dataset = parquet_dataset(tmp_path)
+    said = run("check", "--secrets", "--db", dataset, "--json", expect=1).stdout
+    found = [tuple(place.values()) for place in json.loads(said)]
+    assert sorted(found, key=str) == places(PLACES["chatgpt"])
+    nodes = read_nodes(dataset)
+    names = dict(zip(nodes["tree_id"], nodes.pop("tree_name"), strict=True))
+    forest = redact(Forest(nodes, names))
+    stats = redact(dataset_conversation_table(dataset))
+    shown = [forest.nodes.astype(object).to_dict("records"), forest.names]
+    clean(json.dumps([*shown, stats.astype(object).to_dict("records")], default=str))
+
+
 def test_check_secrets_on_a_clean_file() -> None:
     examples = Path(__file__).parent.parent / "examples" / "logs.db"
     assert run("check", "--secrets", "--db", examples).stdout == "no secrets found\n"

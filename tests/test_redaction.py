@@ -492,12 +492,33 @@ def read_back(format_name: str, path: Path) -> str:
 FULL = ("json", "tree-json", "graphml", "parquet", "markdown", "html")
 
 
-@pytest.mark.parametrize("format_name", [*FULL, "dot", "mermaid", "chat-jsonl"])
+@pytest.mark.parametrize(
+    "words",
+    [
+        *FULL,
+        "dot",
+        "mermaid",
+        "chat-jsonl",
+        "markdown --full",
+        "chat-jsonl --reasoning",
+    ],
+)
 def test_every_format_leaves_out_every_secret(
-    source: Path, format_name: str, tmp_path: Path
+    source: Path, words: str, tmp_path: Path
 ) -> None:
     output = tmp_path / "out"
-    run("export", "--db", source, "--format", format_name, "-o", output, "--redact")
+    format_name, *options = words.split()
+    run(
+        "export",
+        "--db",
+        source,
+        "--format",
+        format_name,
+        "-o",
+        output,
+        *options,
+        "--redact",
+    )
     text = read_back(format_name, output)
     clean(text, KINDS if format_name in FULL or format_name == "chat-jsonl" else [])
     assert "[REDACTED" in text

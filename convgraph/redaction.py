@@ -84,7 +84,8 @@ class Redactor:
                 self.plugins.append((kind, plugin()))
                 patterns += [_re2(p) for p in getattr(plugin, "denylist", ())]
         self.sieve = "|".join(patterns).replace(r"\Z", "$")
-        self._email = re.compile(_EMAIL)
+        # Or its name alone, where a key's token took its domain (`a@b.org-KEY`).
+        self._email = re.compile(_EMAIL + r"|[A-Za-z0-9._%+-]+@(?=\[REDACTED )")
         self._known: dict[str, Scan] = {}
 
     def candidates(self, texts: Any) -> list[bool]:

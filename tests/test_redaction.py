@@ -67,6 +67,7 @@ PAYLOAD = "\n".join(f"{kind}: {secret}" for kind, (secret, _) in SECRETS.items()
 LINE = "deploy AKIAZ7Q4XKJ3M2N8P5LW for ada.lovelace@example.org"
 NODE_ID = "u-ghp_R8mK2pX9vL4qT7nW1cY6bH3jD5fG0sA2eU8i"
 CONVERSATION = "conv ada.lovelace@example.org"  # a tree's id, a category
+FOLDER, BRANCH = f"/home/{LINE}", "ada.lovelace@example.org-AKIAZ7Q4XKJ3M2N8P5LW"
 ECHO = "def echo(text: str) -> str:\n    return text\n"
 
 
@@ -86,6 +87,10 @@ def test_each_kind_is_replaced_by_its_marker() -> None:
     ]
     assert sorted(redactor.scan([PAYLOAD])[PAYLOAD][1]) == sorted(KINDS)
     plain = "A plain answer with https://example.com and version 1.2.3..."
+    # A key's token may take in an address's domain: the name goes too.
+    assert redactor.scan([BRANCH])[BRANCH][0] == "".join(
+        marker(kind) for kind in ("email-address", "aws-access-key")
+    )
     # A text cut short: its last word goes where, completed, it is a key.
     cut = ["Lunch at noon…", "AKIA12…", "key ghp_R8mK2pX9…"]
     assert redactor.scan([plain, *cut]) == {
@@ -154,10 +159,10 @@ def claude_code_folder(directory: Path) -> Path:
     common = {
         "isSidechain": False,
         "userType": "external",
-        "cwd": "/home/ada/deploy",
+        "cwd": FOLDER,
         "sessionId": "s1",
         "version": "1.0.83",
-        "gitBranch": "main",
+        "gitBranch": BRANCH,
     }
     usage = {"input_tokens": 10, "output_tokens": 3}
 
@@ -283,9 +288,15 @@ def codex_home(directory: Path) -> Path:
 
     call = json.dumps({"command": ["sh", "-c", PAYLOAD]})
     lines = [
-        item("session_meta", id=CONVERSATION, cwd="/home/ada", instructions=PAYLOAD),
+        item(
+            "session_meta",
+            id=CONVERSATION,
+            cwd=FOLDER,
+            instructions=PAYLOAD,
+            git={"branch": BRANCH},
+        ),
         said("user", "input_text"),
-        item("turn_context", cwd="/home/ada", model="gpt-5-codex"),
+        item("turn_context", cwd=FOLDER, model="gpt-5-codex"),
         item(
             "response_item",
             type="reasoning",
@@ -363,7 +374,8 @@ def copilot_home(directory: Path) -> Path:
         )
 
     request = {"toolCallId": "c1", "name": "bash", "arguments": {"command": PAYLOAD}}
-    event("session.start", sessionId=CONVERSATION, context={"cwd": "/home/ada"})
+    context = {"cwd": FOLDER, "branch": BRANCH}
+    event("session.start", sessionId=CONVERSATION, context=context)
     attachment = {"type": "file", "path": f"/home/ada/{LINE}", "displayName": LINE}
     event("user.message", content=PAYLOAD, attachments=[attachment])
     event("assistant.reasoning", content=PAYLOAD)
@@ -574,7 +586,8 @@ PLACES = {
     " parts[0].text parts[1].text parts[2].arguments parts[3].output"
     " parts[4].text E",
     "claude-code": "s1 - name AM; s1 a2 prompt response parts[0].text"
-    " parts[1].text parts[2].arguments parts[3].output parts[4].text E",
+    " parts[1].text parts[2].arguments parts[3].output parts[4].text E;"
+    " s1 a2 project git_branch AM",
     # an upload's name twice: as an attachment and as a file
     "claude-ai": "C - name AM; C a1 tree_id conversation_id M; C a1 prompt"
     " response parts[0].text E; C a1 parts[1].name parts[2].name AM; C a1"
@@ -584,13 +597,14 @@ PLACES = {
     " C a1 parts[2].text E; C a1 parts[3].name parts[3].url AM",
     "codex": "C - name A; C C:6 id tree_id conversation_id M; C C:6 prompt"
     " response parts[0].text parts[1].text parts[2].arguments parts[3].output"
-    " parts[4].text E",
+    " parts[4].text E; C C:6 project git_branch AM",
     "gemini": "C - name A; C m2 tree_id conversation_id M; C m2 prompt response"
     " parts[0].text parts[1].text parts[2].text parts[3].arguments"
     " parts[4].output E",
     "copilot": "C - name A; C e5 tree_id conversation_id M; C e5 prompt response"
     " parts[0].text E; C e5 parts[1].name AM; C e5 parts[2].text"
-    " parts[3].arguments parts[4].output parts[5].text parts[6].text E",
+    " parts[3].arguments parts[4].output parts[5].text parts[6].text E;"
+    " C e5 project git_branch AM",
     # the fragment's name, then the attachment's
     "legacy": "C - name AM; C G id G; C G tree_id conversation_id M; C G prompt"
     " system response E; C G parts[0].name AM; C G parts[1].text E; C G"

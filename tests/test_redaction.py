@@ -150,7 +150,9 @@ def chatgpt_file(directory: Path) -> Path:
         ),
     ]
     conversation = gpt_conversation(CONVERSATION, LINE, nodes, current_node="a1")
-    return write_json(directory / "conversations.json", [conversation])
+    path = write_json(directory / "conversations.json", [conversation])
+    run("note", "a1", PAYLOAD, "--db", path)  # convgraph's own file, beside
+    return path
 
 
 def claude_code_folder(directory: Path) -> Path:
@@ -581,7 +583,7 @@ PLACES = {
     " response parts[0].text E; C a1 parts[1].name AM; C a1 parts[2].text"
     " parts[3].text parts[4].text E; C a2 tree_id conversation_id M; C a2"
     " prompt system parts[0].text E; C a2 parts[1].name AM; C a2 parts[2].text"
-    " parts[3].text E",
+    " parts[3].text E; C a1 note E",
     "llm": "#0 - name A; #0 #1 prompt system response E; #2 #3 prompt response"
     " parts[0].text parts[1].text parts[2].arguments parts[3].output"
     " parts[4].text E",

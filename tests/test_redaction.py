@@ -538,6 +538,30 @@ def test_every_format_leaves_out_every_secret(
     assert "[REDACTED" in text
 
 
+@pytest.mark.parametrize("format_name", ["html", "graphml"])
+def test_one_conversation_leaves_out_every_secret(
+    source: Path, format_name: str, tmp_path: Path
+) -> None:
+    """A page or graph of one tree, named by its id as stored."""
+    with convgraph.open(source) as logs:
+        tree_id = logs.tree_ids()[-1]
+    output = tmp_path / "out"
+    run(
+        "export",
+        tree_id,
+        "--db",
+        source,
+        "--format",
+        format_name,
+        "-o",
+        output,
+        "--redact",
+    )
+    text = read_back(format_name, output)
+    assert [leak for leak in LEAKS if leak in text] == []
+    assert "[REDACTED" in text
+
+
 def test_the_planted_secrets_are_there_without_redact(source: Path) -> None:
     text = run("export", "--db", source, "--format", "json").stdout
     assert [leak for leak in LEAKS if leak not in text] == []

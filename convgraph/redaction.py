@@ -267,7 +267,8 @@ def secret_places(
         from convgraph.sources.parquet import read_nodes
 
         nodes = read_nodes(forest)
-        names = dict(zip(nodes["tree_id"], nodes.pop(TREE_NAME), strict=True))
+        titles = nodes.pop(TREE_NAME) if TREE_NAME in nodes.columns else ()
+        names = dict(zip(nodes["tree_id"], titles, strict=False))
     else:
         nodes, names = forest.nodes, forest.names
     changed = redactor.scan(strings(list(names.values())))

@@ -59,10 +59,80 @@ SECRETS = {
     "secret-keyword": ('password = "Zq8wLm3xVtRp"', "Zq8wLm3xVtRp"),
     "email-address": ("ada.lovelace@example.org", "ada.lovelace@"),
 }
-KINDS = list(SECRETS)
+#: The other plugins' kinds: each secret, its piece, and what "see SECRET
+#: here." becomes ({} the marker).
+MORE = {
+    "artifactory-credentials": ("AKCp8jQ7Xn2Vb5Kd9Lm3", "p8jQ7Xn2Vb5K", ""),
+    "azure-storage-account-access-key": (
+        "AccountKey=Kx7Qm2Vw9Rt4Ly8Pn3Bd6Hs1Gf5Jc0Ze" + "a1B2c3D4e5" * 5 + "Xy9/Wv8+",
+        "Kx7Qm2Vw9Rt4",
+        "",
+    ),
+    "cloudant-credentials": (
+        'cloudant_password: "qwrtzpsdfghjklyxcvbnmqwe"',
+        "qwrtzpsdfghj",
+        'see cloudant_password: "{}" here.',
+    ),
+    "discord-bot-token": (
+        "NzkxMjM0NTY3ODkwMTIzNDU2.Gh7Kx2.Qm9Rt4Ly8Pn3Bd6Hs1Gf5Jc0ZeAb7",
+        "Qm9Rt4Ly8Pn3",
+        "",
+    ),
+    "gitlab-token": ("glpat-Xq7Lm2Rv9Tb4Wn8Kc3Hd", "Xq7Lm2Rv9Tb4", ""),
+    "ibm-cloud-iam-key": (
+        'ibm_cloud_iam_key: "Vb3Nm8Qw2Er7Ty6Ui1Op5As4Df9Gh0Jk3Lz8Xc2Cv7Bn"',
+        "Vb3Nm8Qw2Er7",
+        'see ibm_cloud_iam_key: "{}" here.',
+    ),
+    "ibm-cos-hmac-credentials": (
+        f'cos_hmac_secret_access_key: "{"4d7e1f9a2b6c8d3e" * 3}"',
+        "4d7e1f9a2b6c",
+        'see cos_hmac_secret_access_key: "{}" here.',
+    ),
+    "mailchimp-access-key": (
+        "7c4e9a2f5b8d1e6a3c0f7b4d9e2a5c8f-us12",
+        "7c4e9a2f5b8d",
+        "",
+    ),
+    # npm's pattern takes the rest of the line
+    "npm-tokens": (
+        "//registry.npmjs.org/:_authToken=npm_Hq8Wm3Zx7Rc2Vn5Lk9Pt4Gy6Bs1Df0Ja2Ue",
+        "Hq8Wm3Zx7Rc2",
+        "see //registry.npmjs.org/:{}",
+    ),
+    "openai-token": (
+        "sk-proj-Rt5Yu8Io2Pa6Sd9Fg3HjT3BlbkFJKl7Zx4Cv1Bn8Mq5Wr2Ex",
+        "Rt5Yu8Io2Pa6",
+        "",
+    ),
+    "pypi-token": (
+        "pypi-AgEIcHlwaS5vcmc" + "Nq4Wx8Ez2Rc6Tv0Yb3Un7Im1Ok5Pl9" * 3,
+        "Nq4Wx8Ez2Rc6",
+        "",
+    ),
+    "softlayer-credentials": (
+        "https://api.softlayer.com/soap/v3/" + "k3m8p2r7t1w6y4z9" * 4,
+        "k3m8p2r7t1w6",
+        "see https:{} here.",
+    ),
+    "square-oauth-secret": (
+        "sq0csp-Jd8Kf3Lg7Mh2Nj6Pk1Ql5Rm9Sn4Tp0Uq8Vr3Ws7Xtzq",
+        "Jd8Kf3Lg7Mh2",
+        "",
+    ),
+    "telegram-bot-token": (
+        "5829104736:AAHk7Jm2Np9Qr4St8Uv3Wx6Yz1Ab5Cd0EfGh",
+        "AAHk7Jm2Np9Q",
+        "",
+    ),
+    "twilio-api-key": ("ACe4f8a2c6b0d9e3f7a1c5b8d2e6f0a4c7", "e4f8a2c6b0d9", ""),
+}
+KINDS = [*SECRETS, *MORE]
 # Eight characters: a title cut from a prompt may hold a key's start alone.
-LEAKS = [leak[:8] for _, leak in SECRETS.values()]
-PAYLOAD = "\n".join(f"{kind}: {secret}" for kind, (secret, _) in SECRETS.items())
+LEAKS = [leak[:8] for _, leak, *_ in [*SECRETS.values(), *MORE.values()]]
+PAYLOAD = "\n".join(
+    f"{kind}: {secret}" for kind, (secret, *_) in [*SECRETS.items(), *MORE.items()]
+)
 #: One line, for titles and names: the kinds that fit on one line.
 LINE = "deploy AKIAZ7Q4XKJ3M2N8P5LW for ada.lovelace@example.org"
 NODE_ID = "u-ghp_R8mK2pX9vL4qT7nW1cY6bH3jD5fG0sA2eU8i"
@@ -85,6 +155,12 @@ def test_each_kind_is_replaced_by_its_marker() -> None:
         (text.replace(leak if kind in kept else secret, marker(kind)), (kind,))
         for text, (kind, (secret, leak)) in zip(texts, SECRETS.items(), strict=True)
     ]
+    more = {kind: f"see {secret} here." for kind, (secret, _, _) in MORE.items()}
+    found = redactor.scan(more.values())
+    assert {kind: found[text] for kind, text in more.items()} == {
+        kind: ((shown or "see {} here.").format(marker(kind)), (kind,))
+        for kind, (_, _, shown) in MORE.items()
+    }
     assert sorted(redactor.scan([PAYLOAD])[PAYLOAD][1]) == sorted(KINDS)
     plain = "A plain answer with https://example.com and version 1.2.3..."
     # A key's token may take in an address's domain: the name goes too.

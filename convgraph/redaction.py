@@ -8,12 +8,13 @@ without them. Raises ConvgraphError where the `redact` extra is missing."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from convgraph.contract import PARTS
+from convgraph.contract import PARTS, TREE_NAME
 from convgraph.errors import ConvgraphError
 
 if TYPE_CHECKING:
@@ -83,7 +84,8 @@ class Redactor:
                 self.plugins.append((kind, plugin()))
                 patterns += [_re2(p) for p in getattr(plugin, "denylist", ())]
         self.sieve = "|".join(patterns).replace(r"\Z", "$")
-        self._email = re.compile(_EMAIL)
+        # Or its name alone, where a key's token took its domain (`a@b.org-KEY`).
+        self._email = re.compile(_EMAIL + r"|[A-Za-z0-9._%+-]+@(?=\[REDACTED )")
         self._known: dict[str, Scan] = {}
 
     def candidates(self, texts: Any) -> list[bool]:
@@ -254,13 +256,21 @@ PLACE_COLUMNS = ("tree_id", "node_id", "field", "kind")
 
 
 def secret_places(
-    forest: Forest, redactor: Redactor | None = None
+    forest: Forest | str | os.PathLike[str], redactor: Redactor | None = None
 ) -> list[dict[str, Any]]:
-    """Where the forest's secrets are: one record per tree, node, field and
-    kind, in log order, the ids redacted; a tree's title is field `name`
-    (node_id None), a part's field `parts[i].key`."""
+    """Where the forest's (or a Parquet dataset's, given its directory)
+    secrets are: one record per tree, node, field and kind, in log order, the
+    ids redacted; a tree's title is field `name` (node_id None), a part's
+    field `parts[i].key`."""
     redactor = redactor or Redactor()
-    nodes, names = forest.nodes, forest.names
+    if isinstance(forest, (str, os.PathLike)):
+        from convgraph.sources.parquet import read_nodes
+
+        nodes = read_nodes(forest)
+        titles = nodes.pop(TREE_NAME) if TREE_NAME in nodes.columns else ()
+        names = dict(zip(nodes["tree_id"], titles, strict=False))
+    else:
+        nodes, names = forest.nodes, forest.names
     changed = redactor.scan(strings(list(names.values())))
     for name in nodes.columns:
         changed.update(_changes(nodes[name], redactor))

@@ -33,10 +33,11 @@ def redact_option(function: F) -> F:
 def report_secrets(output_format: str | None) -> None:
     """Print where the file's secrets are (tree, node, field, kind), one
     line each or as records; exit status 1 when there are any."""
+    from convgraph.cli.options import dataset_path
     from convgraph.cli.output import echo_line, echo_records
     from convgraph.redaction import PLACE_COLUMNS, secret_places
 
-    places = secret_places(opened_logs().forest())
+    places = secret_places(dataset_path() or opened_logs().forest())
     if output_format is not None:
         echo_records(places, PLACE_COLUMNS, output_format)
     for place in places if output_format is None else ():

@@ -330,6 +330,9 @@ def _tantivy_index(path: Path) -> tantivy.Index:
 
     index = tantivy.Index.open(str(path))
     index.register_tokenizer(TOKENIZER, analyzer())
+    # Opened after every update, so nothing to follow; the default policy's
+    # thread would watch meta.json and take its lock in a removed index.
+    index.config_reader("Manual")
     return index
 
 

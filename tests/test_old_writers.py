@@ -555,16 +555,27 @@ def conversation_of(db: Path, node: str) -> str:
         conn.close()
 
 
+@pytest.fixture(scope="module")
+def migrated_after_llm_031(old31, tmp_path_factory) -> Path:
+    """Two questions of one conversation logged by llm 0.31, then `convgraph
+    migrate --link-linear`: made once, copied by each test."""
+    directory = tmp_path_factory.mktemp("llm-031")
+    old31.run(directory, "-m", "echo", "first question")
+    old31.run(directory, "-m", "echo", "-c", "second question")
+    run("migrate", "--db", directory / "logs.db", "--link-linear")
+    return directory
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("rule", ["in the file", "missing"])
-def test_llm_031_goes_on_in_a_migrated_file(old31, tmp_path, monkeypatch, rule):
+def test_llm_031_goes_on_in_a_migrated_file(
+    old31, migrated_after_llm_031, tmp_path, monkeypatch, rule
+):
     """llm 0.31 continues a conversation (`-c`) after `convgraph migrate`:
     the file places each response itself, or, where the placing rule is
     missing (a file an older convgraph migrated), the reader does."""
-    old31.run(tmp_path, "-m", "echo", "first question")
-    old31.run(tmp_path, "-m", "echo", "-c", "second question")
+    shutil.copytree(migrated_after_llm_031, tmp_path, dirs_exist_ok=True)
     db = tmp_path / "logs.db"
-    run("migrate", "--db", db, "--link-linear")
     if rule == "missing":
         drop_placing_rule(db)
     old31.run(tmp_path, "-m", "echo", "-c", "third question")

@@ -91,8 +91,9 @@ from convgraph.sources.source import log_order
 from convgraph.sources.tables import conform_nodes
 from convgraph.times import utc_iso
 from tests.databases import LINEAR, LlmLog, add_response, add_tree, legacy_database
-from tests.helpers import examples, run
+from tests.helpers import ROOT, examples, run
 from tests.test_read_rules import turn_parent_rows
+from tests.test_startup import imported_after
 
 # -- one order of trees under and over the size threshold -------------------------
 
@@ -834,3 +835,11 @@ def printed(print_table: Callable[[], None]) -> bytes:
 def test_stats_json_by_columns_is_the_rows_json(table: pd.DataFrame) -> None:
     expected = printed(lambda: print_conversations(table, "json"))
     assert printed(lambda: stats_command._echo_json(table)) == expected
+
+
+@pytest.mark.parametrize("name", ["logs.db", "chatgpt-export.zip"])
+def test_the_reference_form_of_stats_imports_no_heavy_library(name: str) -> None:
+    # `summary` of each tree's records: no graph, no table.
+    path = str(ROOT / "examples" / name)
+    code = f"from convgraph.cli import cli\ncli(['stats', '--json', '--db', {path!r}])"
+    assert imported_after(code) == []

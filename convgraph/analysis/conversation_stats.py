@@ -93,14 +93,13 @@ def summary(tree: Tree, tree_id: Any = None, name: Any = None) -> dict[str, Any]
         "abandoned_branches": len(abandoned_nodes(records)),
     }
     left = set(abandoned_work_nodes(records))
+    part = whole = 0  # missing counts 0
     for key in ("input_tokens", "output_tokens"):
         values = (r.get(key) for r in records if r["id"] in left)
         spent = sum(value for value in values if value is not None)
         stats[f"abandoned_{key}"] = None if stats[key] is None else spent
-    stats["abandoned_share"] = _share(
-        [stats["abandoned_input_tokens"], stats["abandoned_output_tokens"]],
-        [stats["input_tokens"], stats["output_tokens"]],
-    )
+        part, whole = part + (stats[f"abandoned_{key}"] or 0), whole + (stats[key] or 0)
+    stats["abandoned_share"] = float(part) / float(whole) if whole > 0 else None
     return {key: stats[key] for key in CONVERSATION_COLUMNS}
 
 
@@ -145,14 +144,6 @@ def empty_summary(tree_id: Any, name: Any) -> dict[str, Any]:
     row |= dict.fromkeys((*INTEGER_ATTRIBUTES, *RETRY_COLUMNS), None)
     extra = {"branching_factor_avg": 0.0, "models": [], TOOLS: [], TOOL_CALLS: 0}
     return row | extra | {"tree_id": tree_id, "name": name}
-
-
-def _share(part: list[int | None], whole: list[int | None]) -> float | None:
-    """`part`'s sum over `whole`'s (missing counts 0), None unless whole > 0."""
-    counted = sum(value or 0 for value in whole)
-    if counted <= 0:
-        return None
-    return float(sum(value or 0 for value in part)) / float(counted)
 
 
 @table_form(summary)
@@ -263,12 +254,12 @@ def within_totals(total: Any, part: Any) -> Any:
 
 
 def token_shares(parts: list[Any], wholes: list[Any]) -> pd.arrays.FloatingArray:
-    """`_share` of every tree at once, as nullable `Float64`."""
+    """The abandoned share of every tree at once, as nullable `Float64`."""
     import numpy as np
     import pandas as pd
 
     def counted(columns: list[Any]) -> np.ndarray:
-        # Summed as integers, then made floats, as `_share` does: the two
+        # Summed as integers, then made floats, as `summary` does: the two
         # forms divide the same numbers.
         if all(isinstance(c, pd.arrays.IntegerArray) for c in columns):
             sums = sum(c.fillna(0).to_numpy(np.int64) for c in columns)

@@ -112,6 +112,8 @@ def abandoned_nodes_table(
 def abandoned_work_nodes(tree: Tree) -> list[Any]:
     """The ids of one tree's nodes whose work went into a branch the user left."""
     records = tree_records(tree)
+    if not any(map(in_subagent, records)):
+        return [r["id"] for r in records if not r.get("active")]
     by_id = {r["id"]: r for r in records}
     # Each node's starter: itself, or the nearest main node above; a walk
     # stops at a node already known, so a chain is walked once.

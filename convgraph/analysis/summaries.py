@@ -13,6 +13,7 @@ from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import check_links
 from convgraph.sources import Source, TreeRecords, log_order
 from convgraph.sources.notes import read_notes
+from convgraph.times import utc_iso
 
 #: The size (bytes, write-ahead log counted) under which importing pandas
 #: would cost more than measuring each tree alone.
@@ -102,7 +103,9 @@ def _tree_summary(source: Source, tree: TreeRecords) -> dict[str, Any]:
             by_id[on_path]["active"] = True
             on_path = by_id[on_path]["parent_id"]
     found = summary(marked, tree.tree_id, tree.name)
-    return _with_table_times(found) | _cache_sums(tree)
+    for key in ("first_datetime", "last_datetime"):  # as the table prints them
+        found[key] = utc_iso(found[key])
+    return found | _cache_sums(tree)
 
 
 def _cache_sums(tree: TreeRecords) -> dict[str, Any]:
@@ -110,17 +113,6 @@ def _cache_sums(tree: TreeRecords) -> dict[str, Any]:
     sums = {}
     for key in CACHE_ATTRIBUTES:
         if any(key in record for record in tree.records):
-            known = [
-                record[key] for record in tree.records if record.get(key) is not None
-            ]
+            known = [r[key] for r in tree.records if r.get(key) is not None]
             sums[key] = sum(known) if known else None
     return sums
-
-
-def _with_table_times(record: dict[str, Any]) -> dict[str, Any]:
-    """`record` with its times as the table prints them (ISO 8601, UTC)."""
-    from convgraph.times import utc_iso
-
-    for key in ("first_datetime", "last_datetime"):
-        record[key] = utc_iso(record[key])
-    return record

@@ -298,12 +298,6 @@ def all_option(function: F) -> F:
     )(function)
 
 
-def hidden_wanted() -> bool:
-    """Whether the running command was asked for hidden branches (`--all`)."""
-    ctx = click.get_current_context(silent=True)
-    return bool(ctx is not None and ctx.meta.get(SHOW_HIDDEN))
-
-
 def json_option(function: F) -> F:
     """`--json`, for commands whose answer is one document, not records."""
     return click.option("--json", "as_json", is_flag=True, help="Print JSON")(function)

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.export.common import PathOrFile, as_graphs, read_text, write_lines
+from convgraph.export.common import PathOrFile, as_graphs, write_lines
 from convgraph.export.training import chat_examples
 
 if TYPE_CHECKING:
@@ -33,8 +33,3 @@ def write_chat_jsonl(
 ) -> None:
     """Write `generate_chat_jsonl(...)` to a path or an open file."""
     write_lines(generate_chat_jsonl(graphs, paths, reasoning), path_or_file)
-
-
-def read_chat_jsonl(path_or_file: PathOrFile) -> list[dict[str, Any]]:
-    """The examples of a chat JSONL file, one dict per line."""
-    return [json.loads(line) for line in read_text(path_or_file).splitlines() if line]

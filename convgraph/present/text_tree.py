@@ -49,8 +49,8 @@ def generate_tree_lines(
     """Yield the drawing line by line: every root's tree, or `start`'s subtree.
     `marks` ends a preferred node in ` ★` and a noted one in ` ✎` and the note's
     first words; `active` ends the active path's nodes in ` ●`."""
-    for text, _, _ in _walk(tree, start, width, indent_chains, marks, active, heading):
-        yield text
+    for line in drawing(tree, start, width, indent_chains, marks, active, heading):
+        yield line.text
 
 
 def drawing(
@@ -63,26 +63,9 @@ def drawing(
     heading: str | None = None,
 ) -> Iterator[DrawnLine]:
     """The drawing as `DrawnLine`s, depth first, children in log order."""
-    for line in _walk(tree, start, width, indent_chains, marks, active, heading):
-        yield DrawnLine._make(line)
-
-
-def _walk(
-    tree: nx.DiGraph[Any],
-    start: str | None,
-    width: int,
-    indent_chains: bool,
-    marks: bool,
-    active: bool,
-    heading: str | None,
-) -> Iterator[tuple[str, str | None, str]]:
-    """`drawing`'s lines as plain (text, node, kind) tuples."""
-    if start is not None:
-        starts = [start]
-    else:
-        starts = [node for node, degree in tree.in_degree() if degree == 0]
+    starts = [start] if start is not None else _starts(tree)
     nodes = tree.nodes
-    return _lines(
+    lines = _lines(
         starts,
         start is None and len(starts) > 1,
         tree.successors,
@@ -91,6 +74,11 @@ def _walk(
         Style(width, indent_chains, marks, active),
         heading,
     )
+    return map(DrawnLine._make, lines)
+
+
+def _starts(tree: nx.DiGraph[Any]) -> list[Any]:
+    return [node for node, degree in tree.in_degree() if degree == 0]
 
 
 def _same(node: Any) -> Any:
@@ -326,7 +314,7 @@ def tree_drawing(tree: nx.DiGraph[Any], style: Style | None = None) -> tuple[str
     beneath, joined."""
     style = style or Style()
     nodes = tree.nodes
-    starts = [node for node, degree in tree.in_degree() if degree == 0]
+    starts = _starts(tree)
     lines = _lines(
         starts,
         len(starts) > 1,

@@ -249,7 +249,13 @@ def _beside(kind: str, data: dict[str, Any], reading: _Reading) -> None:
         reading.usage = True
         answer = reading.last_answer.get(_caller(data, {}))
         if answer is not None:
-            _add_usage(answer, data, reading.group)
+            reading.group.add_usage(
+                answer,
+                data.get("inputTokens"),
+                data.get("outputTokens"),
+                data.get("cacheReadTokens"),
+                data.get("cacheWriteTokens"),
+            )
     elif kind == "subagent.started":
         call = as_text(data.get("toolCallId"))
         if call is not None:
@@ -418,19 +424,3 @@ def _climb(parent: str | None, through: dict[str, str | None]) -> str | None:
         parent = through[parent]
         steps += 1
     return parent
-
-
-def _add_usage(message: Message, data: dict[str, Any], group: SessionGroup) -> None:
-    """One model call's usage added to the reply it gave."""
-    tokens_in = as_int(data.get("inputTokens"))
-    tokens_out = as_int(data.get("outputTokens"))
-    if tokens_in is not None:
-        message.input_tokens = (message.input_tokens or 0) + tokens_in
-    if tokens_out is not None:
-        message.output_tokens = (message.output_tokens or 0) + tokens_out
-    read = as_int(data.get("cacheReadTokens"))
-    written = as_int(data.get("cacheWriteTokens"))
-    if read is not None:
-        group.cache_read[message.id] = group.cache_read.get(message.id, 0) + read
-    if written is not None:
-        group.cache_write[message.id] = group.cache_write.get(message.id, 0) + written

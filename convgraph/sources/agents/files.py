@@ -19,7 +19,7 @@ from convgraph.contract import SIDECHAIN
 from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
 from convgraph.sources.chat.json_files import MAX_VALUE_BYTES
-from convgraph.sources.chat.messages import Message, text_to_iso
+from convgraph.sources.chat.messages import Message, as_int, text_to_iso
 
 #: A problem kind: a line that is no JSON object (cut short, or damaged):
 #: left out, the rest of the file read.
@@ -88,6 +88,24 @@ class SessionGroup:
     #: The sessions it was forked from, and its copies of their messages.
     continues: list[str] = field(default_factory=list)
     copies: set[str] = field(default_factory=set)
+
+    def add_usage(
+        self,
+        message: Message,
+        given: Any,
+        said: Any,
+        read: Any = None,
+        written: Any = None,
+    ) -> None:
+        """Add one model call's tokens (JSON values, counted where whole
+        numbers) to `message`: `given` and `said` to its own, the cache's
+        `read` and `written` to this group's."""
+        for name, value in (("input_tokens", given), ("output_tokens", said)):
+            if (count := as_int(value)) is not None:
+                setattr(message, name, (getattr(message, name) or 0) + count)
+        for counts, value in ((self.cache_read, read), (self.cache_write, written)):
+            if (count := as_int(value)) is not None:
+                counts[message.id] = counts.get(message.id, 0) + count
 
 
 def written_before(messages: list[Message], time: str | None) -> str | None:

@@ -405,16 +405,10 @@ def import_export(
 ) -> ImportSummary:
     """Write the conversations of a chat export (`source`: a zip, its JSON or a
     folder) into llm's database (`db`, llm's own when None; made where missing).
-
-    Raises
-    ------
-    DatabaseError
-        The source is not a chat export, or cannot be read.
-    ImportRefused
-        The target is the export itself or not an llm database, or llm is
-        missing.
-    DatabaseLocked
-        Another writer kept the file busy; conversations written before stay."""
+    Raises `DatabaseError` (the source is not a chat export, or cannot be read),
+    `ImportRefused` (the target is the export itself or not an llm database, or
+    llm is missing), `DatabaseLocked` (another writer kept the file busy; the
+    conversations written before stay)."""
     from convgraph.sources import open_logs
     from convgraph.sources.chat.exports import ChatExport
     from convgraph.store.transaction import database_path

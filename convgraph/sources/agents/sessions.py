@@ -73,12 +73,8 @@ def detect(path: Path) -> AgentSessions | None:
     `files.MAX_DEPTH`), or a home folder: one holding `.claude/projects`,
     `.codex/sessions` or `.gemini/tmp` is read as the stores it holds, all
     agents as one forest. An SQLite file, or a JSON file that is no chat of
-    an agent, is told at once by its first bytes or value.
-
-    Raises
-    ------
-    DatabaseError
-        A session file given alone cannot be read.
+    an agent, is told at once by its first bytes or value. Raises
+    `DatabaseError` (a session file given alone cannot be read).
     """
     from convgraph.sources.chat.json_files import path_kind
 
@@ -149,12 +145,8 @@ def tell(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:
     """The agent whose session `path` is, with the records read to tell it,
     or None: a JSON file by its value (Gemini CLI's chats), a JSON-lines
     file by its records, read up to the first that only one agent writes
-    (a file whose records never tell, none).
-
-    Raises
-    ------
-    DatabaseError
-        The file cannot be read.
+    (a file whose records never tell, none). Raises `DatabaseError` (the
+    file cannot be read).
     """
     try:
         with open(path, "rb") as stream:

@@ -309,12 +309,10 @@ def generate_dot(
     for statement in _Statements(rankdir)(graphs):
         kind = statement[0]
         indent = "  " * depth
-        if kind == "node":
+        if kind in ("node", "defaults"):
             yield f"{indent}{statement[1]} [{_attribute_list(statement[2])}];"
         elif kind == "edge":
             yield f"{indent}{statement[1]} -> {statement[2]};"
-        elif kind == "defaults":
-            yield f"{indent}{statement[1]} [{_attribute_list(statement[2])}];"
         elif kind == "cluster":
             yield f"{indent}subgraph {statement[1]} {{"
             yield from _assignments(statement[2], indent + "  ")

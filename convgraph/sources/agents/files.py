@@ -122,6 +122,16 @@ def written_before(messages: list[Message], time: str | None) -> str | None:
     return before
 
 
+def climb(parent: str | None, through: dict[str, str | None]) -> str | None:
+    """Where a link ends once it goes on through `through`'s links; bounded,
+    as hostile links may go round a cycle."""
+    steps = 0
+    while parent in through and steps <= len(through):
+        parent = through[parent]
+        steps += 1
+    return parent
+
+
 def file_problem(kind: str, where: str, message: str) -> Problem:
     """A problem about a file or a line of one: `where` names it in `check`."""
     return Problem(kind, where, None, None, message)

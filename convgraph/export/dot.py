@@ -288,10 +288,6 @@ class _Statements:
             yield ("edge", ids[parent], ids[child])
 
 
-def _attribute_list(attributes: dict[str, str]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in attributes.items())
-
-
 def _assignments(attributes: dict[str, str], indent: str) -> Iterator[str]:
     # `key=value;` statements rather than `graph [...]`: the same to Graphviz,
     # and what pydot reads as the graph's own attributes.
@@ -310,7 +306,8 @@ def generate_dot(
         kind = statement[0]
         indent = "  " * depth
         if kind in ("node", "defaults"):
-            yield f"{indent}{statement[1]} [{_attribute_list(statement[2])}];"
+            listed = ", ".join(f"{key}={value}" for key, value in statement[2].items())
+            yield f"{indent}{statement[1]} [{listed}];"
         elif kind == "edge":
             yield f"{indent}{statement[1]} -> {statement[2]};"
         elif kind == "cluster":

@@ -97,17 +97,13 @@ def _push_choice(
     branch, then what goes on under the main one."""
     if not nodes:
         return
-    main = _main(tree, nodes)
+    # The branch the text follows: the active one, else the last logged.
+    main = next((node for node in nodes if tree.nodes[node].get("active")), nodes[-1])
     stack.append(("below", main, depth, number, False))
     for other in reversed([node for node in nodes if node != main]):
         stack.append(("below", other, depth + 1, number, False))
         stack.append(("step", other, depth + 1, number, True))
     stack.append(("step", main, depth, number, False))
-
-
-def _main(tree: nx.DiGraph[Any], nodes: list[str]) -> str:
-    """The branch the text follows: the active one, else the last logged."""
-    return next((node for node in nodes if tree.nodes[node].get("active")), nodes[-1])
 
 
 def _alternative_label(tree: nx.DiGraph[Any], node: str, number: int) -> str:

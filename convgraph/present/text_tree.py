@@ -6,14 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from convgraph.parts import (
-    CODE,
-    CODE_OUTPUT,
-    REASONING,
-    TOOL_CALL,
-    TOOL_RESULT,
-    Part,
-)
+from convgraph import parts as kinds
 from convgraph.text import EXCERPT_WIDTH, cell_width, counted, excerpt, terminal_text
 
 if TYPE_CHECKING:
@@ -183,7 +176,7 @@ def _lines(
             below_prefix = prefix + ("    " if place is LAST else "│   ")
         shown_id = node if id_length is None else str(node)[:id_length]
         tail = ""
-        if parts and any(part.get("type") == REASONING for part in parts):
+        if parts and any(part.get("type") == kinds.REASONING for part in parts):
             tail += REASONING_MARK
         if active and is_active:
             tail += " ●"
@@ -360,38 +353,38 @@ def run_lines(data: Mapping[str, Any], width: int = EXCERPT_WIDTH) -> list[str]:
     ]
 
 
-def _calls_and_answers(parts: list[Part]) -> list[tuple[str, str | None]]:
+def _calls_and_answers(parts: list[kinds.Part]) -> list[tuple[str, str | None]]:
     """Each call or piece of code with what came back (None while nothing did),
     in run order; a result no call asked for stands alone. Results pair with calls
     as the transcript pairs them; an output answers the code before it."""
     entries: list[list[Any]] = []  # [said, answer, part type, call id, name]
     for part in parts:
         kind = part.get("type")
-        if kind == TOOL_CALL:
+        if kind == kinds.TOOL_CALL:
             name = part.get("name")
             said = f"{name or '?'}({arguments_text(part.get('arguments'))})"
             call_id = part.get("id")
-            entries.append([said, None, TOOL_CALL, call_id or None, name])
-        elif kind == CODE:
+            entries.append([said, None, kinds.TOOL_CALL, call_id or None, name])
+        elif kind == kinds.CODE:
             said = f"{part.get('language') or 'code'}: {part.get('text') or ''}"
-            entries.append([said, None, CODE, None, None])
-        elif kind == TOOL_RESULT:
+            entries.append([said, None, kinds.CODE, None, None])
+        elif kind == kinds.TOOL_RESULT:
             answer = _result_text(part)
-            waiting = [e for e in entries if e[2] == TOOL_CALL and e[1] is None]
+            waiting = [e for e in entries if e[2] == kinds.TOOL_CALL and e[1] is None]
             found = _answered(waiting, part.get("id"), part.get("name"))
             if found is not None:
                 found[1] = answer
             else:
                 entries.append(
-                    [part.get("name") or "?", answer, TOOL_RESULT, None, None]
+                    [part.get("name") or "?", answer, kinds.TOOL_RESULT, None, None]
                 )
-        elif kind == CODE_OUTPUT:
-            waiting = [e for e in entries if e[2] == CODE and e[1] is None]
+        elif kind == kinds.CODE_OUTPUT:
+            waiting = [e for e in entries if e[2] == kinds.CODE and e[1] is None]
             if waiting:
                 waiting[-1][1] = str(part.get("text") or "")
             else:
                 entries.append(
-                    ["output", str(part.get("text") or ""), CODE, None, None]
+                    ["output", str(part.get("text") or ""), kinds.CODE, None, None]
                 )
     return [(entry[0], entry[1]) for entry in entries]
 
@@ -432,7 +425,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _result_text(part: Part) -> str:
+def _result_text(part: kinds.Part) -> str:
     if part.get("error"):
         return f"error: {part['error']}"
     output = part.get("output")

@@ -112,23 +112,23 @@ class HeldBySeveral(ConvgraphError, LookupError):
         )
 
 
-class _OtherKind(ConvgraphError):
-    """An id given for one kind that names the other (`id`, of the tree `tree_id`)."""
+class ConversationNotNode(UnknownNode):
+    """An id given for a node names a conversation (`id`, of the tree `tree_id`)."""
 
     def __init__(self, given: str, id: str, tree_id: str):
         super().__init__(given)
         self.given, self.id, self.tree_id = given, id, tree_id
 
-
-class ConversationNotNode(_OtherKind, UnknownNode):
-    """An id given for a node names a conversation."""
-
     def __str__(self) -> str:
         return f"{self.id} is a conversation, not a node"
 
 
-class NodeNotConversation(_OtherKind, UnknownConversation):
-    """An id given for a conversation names a node."""
+class NodeNotConversation(UnknownConversation):
+    """An id given for a conversation names a node (`id`, of the tree `tree_id`)."""
+
+    def __init__(self, given: str, id: str, tree_id: str):
+        super().__init__(given)
+        self.given, self.id, self.tree_id = given, id, tree_id
 
     def __str__(self) -> str:
         return f"{self.id} is a node of conversation {self.tree_id}, not a conversation"

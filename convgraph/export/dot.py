@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from html.entities import html5
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape as xml_escape
 
 from convgraph.errors import ExportError
 from convgraph.export.common import (
+    Graphs,
     PathOrFile,
     UniqueIds,
     adjacency,
@@ -224,9 +225,7 @@ class _Statements:
         self.rankdir = rankdir
         self.colour = ModelColours()
 
-    def __call__(
-        self, graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]]
-    ) -> Iterator[tuple[Any, ...]]:
+    def __call__(self, graphs: Graphs) -> Iterator[tuple[Any, ...]]:
         graphs, several = look_ahead(graphs)
         graph_attributes = {"rankdir": self.rankdir, **GRAPH_DEFAULTS}
         unique = UniqueIds()
@@ -295,9 +294,7 @@ def _assignments(attributes: dict[str, str], indent: str) -> Iterator[str]:
         yield f"{indent}{key}={value};"
 
 
-def generate_dot(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
-) -> Iterator[str]:
+def generate_dot(graphs: Graphs, rankdir: str = "TB") -> Iterator[str]:
     """Yield the DOT text of one conversation, or of several as clusters, line by line;
     `rankdir` is "TB", "LR", "BT" or "RL". Raises `ExportError` (an unknown `rankdir`,
     or one node id in two of the conversations)."""
@@ -323,18 +320,12 @@ def generate_dot(
             yield f"{'  ' * depth}}}"
 
 
-def write_dot(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-    path_or_file: PathOrFile,
-    rankdir: str = "TB",
-) -> None:
+def write_dot(graphs: Graphs, path_or_file: PathOrFile, rankdir: str = "TB") -> None:
     """Write `generate_dot(graphs, rankdir)` to a path or an open file."""
     write_lines(generate_dot(graphs, rankdir), path_or_file)
 
 
-def to_pydot(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
-) -> pydot.Dot:
+def to_pydot(graphs: Graphs, rankdir: str = "TB") -> pydot.Dot:
     """The same drawing as `generate_dot`, as a pydot object."""
     import pydot
 

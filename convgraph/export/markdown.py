@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.export.common import PathOrFile, as_graphs, write_lines
+from convgraph.export.common import Graphs, PathOrFile, as_graphs, write_lines
 from convgraph.present.markdown_text import inline_code, inline_text
 from convgraph.present.transcript import (
     OUTPUT_LIMIT,
@@ -20,9 +20,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
-def generate_markdown(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], full: bool = False
-) -> Iterator[str]:
+def generate_markdown(graphs: Graphs, full: bool = False) -> Iterator[str]:
     """Yield the Markdown of one conversation or several, line by line
     (several are separated by a horizontal rule); `full` keeps long tool
     outputs whole instead of cutting them at `OUTPUT_LIMIT`."""
@@ -36,9 +34,7 @@ def generate_markdown(
 
 
 def write_markdown(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-    path_or_file: PathOrFile,
-    full: bool = False,
+    graphs: Graphs, path_or_file: PathOrFile, full: bool = False
 ) -> None:
     """Write `generate_markdown(graphs, full)` to a path or an open file."""
     write_lines(generate_markdown(graphs, full), path_or_file)

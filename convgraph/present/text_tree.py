@@ -306,7 +306,7 @@ def tree_drawing(tree: nx.DiGraph[Any], style: Style | None = None) -> tuple[str
     """One tree as `convgraph tree` draws it: its heading line and the lines
     beneath, joined."""
     style = style or Style()
-    nodes = tree.nodes
+    nodes, tree_id = tree.nodes, tree.graph.get("tree_id")
     starts = _starts(tree)
     lines = _lines(
         starts,
@@ -315,7 +315,7 @@ def tree_drawing(tree: nx.DiGraph[Any], style: Style | None = None) -> tuple[str
         lambda node: _fields(nodes[node]),
         _same,
         style,
-        tree_heading(tree, _heading_room(style, tree.graph.get("tree_id"))),
+        heading_line(tree_id, tree.graph.get("name"), _heading_room(style, tree_id)),
     )
     heading = next(lines)[0]
     return heading, "\n".join([line[0] for line in lines])
@@ -328,13 +328,8 @@ def _heading_room(style: Style, tree_id: Any) -> int:
     return max(style.fit - cell_width(str(tree_id)) - 2, MIN_TEXT)
 
 
-def tree_heading(tree: nx.DiGraph[Any], width: int = EXCERPT_WIDTH) -> str:
-    """The line naming a conversation above its drawing: id and name excerpt."""
-    return heading_line(tree.graph.get("tree_id"), tree.graph.get("name"), width)
-
-
 def heading_line(tree_id: Any, name: Any, width: int = EXCERPT_WIDTH) -> str:
-    """`tree_heading`'s line from a tree's id and name."""
+    """The line naming a conversation above its drawing: id and name excerpt."""
     title = str(tree_id)
     if name:
         title += f"  {excerpt(name, width)}"

@@ -40,7 +40,7 @@ from convgraph.text import terminal_text
 if TYPE_CHECKING:
     import pandas as pd
 
-    from convgraph.sources.source import ForestRead
+    from convgraph.sources.source import ForestRead, ProgressCallback
 
 #: The agents, in the order their trees are listed.
 FORMATS: tuple[ModuleType, ...] = (claude_code, codex, gemini_cli, copilot)
@@ -95,9 +95,6 @@ def detect(path: Path) -> AgentSessions | None:
             known[companion] = companion_told[1]
     kept = [file for file in files if file in known]
     return AgentSessions(path, {module: kept}, known, [], alone=True)
-
-
-#: The name `sources.open_logs` and `store.rules` call it by.
 
 
 def _folder(path: Path) -> AgentSessions | None:
@@ -475,9 +472,7 @@ class AgentSessions(Source):
         return ForestRead(nodes, names, list(self.record_problems), dict(self.calls))
 
     def read_forest(
-        self,
-        text: bool = True,
-        progress: Callable[[str, int, int | None], None] | None = None,
+        self, text: bool = True, progress: ProgressCallback | None = None
     ) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, read session by session: the columns and
         types of `ChatExport.read_forest`, with the agents' own
@@ -515,9 +510,7 @@ class AgentSessions(Source):
 class _Count:
     """A progress callback told the files read, a group at a time."""
 
-    def __init__(
-        self, phase: str, total: int, progress: Callable[[str, int, int | None], None]
-    ) -> None:
+    def __init__(self, phase: str, total: int, progress: ProgressCallback) -> None:
         self.phase, self.total, self.progress, self.files = phase, total, progress, 0
         progress(phase, 0, total)
 

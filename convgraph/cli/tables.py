@@ -141,12 +141,7 @@ def print_conversations(
     if output_format == "json":
         # The table's records already hold its columns, in order.
         selected = not isinstance(table, list)
-        wanted = columns or names
-        echo_json_array(
-            records
-            if selected
-            else ({column: row[column] for column in wanted} for row in records)
-        )
+        echo_json_array(records if selected else _only(records, columns or names))
         return
     echo_records(
         records,
@@ -155,6 +150,12 @@ def print_conversations(
         cells=CELLS,
         fit=fit,
     )
+
+
+def _only(
+    records: Iterable[dict[str, Any]], columns: Sequence[str]
+) -> Iterator[dict[str, Any]]:
+    return ({column: record[column] for column in columns} for record in records)
 
 
 def chosen_columns(text: str | None, available: Sequence[str]) -> list[str] | None:

@@ -62,9 +62,7 @@ def without_forbidden(text: str) -> str:
 
 def without_controls(text: str) -> str:
     """`text` with every control character replaced by `visible`."""
-    if CONTROLS.search(text) is None:
-        return text
-    return CONTROLS.sub(_visible_match, text)
+    return text if CONTROLS.search(text) is None else CONTROLS.sub(_visible_match, text)
 
 
 def as_graphs(graphs: Graphs) -> Iterator[nx.DiGraph[Any]]:

@@ -120,9 +120,7 @@ def svg_references_fixed(svg: str) -> str:
     """Graphviz's SVG text with every `&...;` valid XML: XML entities and allowed
     character references stay, HTML entities become their character, any other
     `&` is escaped."""
-    if "&" not in svg:
-        return svg
-    return _REFERENCE.sub(_fixed_reference, svg)
+    return svg if "&" not in svg else _REFERENCE.sub(_fixed_reference, svg)
 
 
 def _fixed_reference(match: re.Match[str]) -> str:

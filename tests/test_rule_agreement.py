@@ -27,6 +27,7 @@ from convgraph.analysis.abandoned import (
     abandoned_nodes_table,
     abandoned_work_nodes,
     abandoned_work_nodes_table,
+    tree_records,
 )
 from convgraph.analysis.stats import summary, summary_table
 from convgraph.analysis.summaries import SMALL_INPUT_BYTES
@@ -86,8 +87,9 @@ from convgraph.sources.source import log_order
 from convgraph.sources.tables import conform_nodes
 from convgraph.times import utc_iso
 from tests.databases import LINEAR, LlmLog, add_response, add_tree, legacy_database
-from tests.helpers import examples, run
+from tests.helpers import ROOT, examples, run
 from tests.test_read_rules import turn_parent_rows
+from tests.test_startup import imported_after
 
 # -- one order of trees under and over the size threshold -------------------------
 
@@ -596,10 +598,18 @@ def plain(value: Any) -> Any:
     return value
 
 
+def marked_records(forest: Forest) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each tree's id and records as the RECORDS rules take them: checked
+    `parent_id`, `active` as `mark_tree` sets it."""
+    return [
+        (graph.graph["tree_id"], list(tree_records(graph))) for graph in graphs(forest)
+    ]
+
+
 def summary_sides(forest: Forest) -> Sides:
     reference = []
-    for graph in graphs(forest):
-        figures = summary(graph)
+    for tree, records in marked_records(forest):
+        figures = summary(records, tree, f"name {tree}")
         for key in ("first_datetime", "last_datetime"):
             figures[key] = utc_iso(figures[key])
         reference.append({key: plain(value) for key, value in figures.items()})
@@ -619,9 +629,9 @@ def abandoned_sides(
 ) -> Callable[[Forest], Sides]:
     def sides(forest: Forest) -> Sides:
         reference = []
-        for graph in graphs(forest):
-            found = set(reference_form(graph))
-            reference.append([node in found for node in graph])
+        for _, records in marked_records(forest):
+            found = set(reference_form(records))
+            reference.append([record["id"] in found for record in records])
         nodes, parent_rows = marked_table(forest)
         found = table_form(nodes, parent_rows, nodes["active"].to_numpy())
         return reference, split(found.tolist(), nodes["tree_id"].tolist())
@@ -630,7 +640,7 @@ def abandoned_sides(
 
 
 def tree_tool_totals_sides(forest: Forest) -> Sides:
-    reference = [tree_tool_totals(graph) for graph in graphs(forest)]
+    reference = [tree_tool_totals(records) for _, records in marked_records(forest)]
     nodes, _ = checked_table(forest)
     totals = tree_tool_totals_table(nodes)
     found = [
@@ -752,3 +762,11 @@ def test_the_llm_pipeline_is_registered_rules_in_order() -> None:
         "fold_runs",
     ]
     assert set(steps) <= set(RULES)
+
+
+@pytest.mark.parametrize("name", ["logs.db", "chatgpt-export.zip"])
+def test_the_reference_form_of_stats_imports_no_heavy_library(name: str) -> None:
+    # `summary` of each tree's records: no graph, no table.
+    path = str(ROOT / "examples" / name)
+    code = f"from convgraph.cli import cli\ncli(['stats', '--json', '--db', {path!r}])"
+    assert imported_after(code) == []

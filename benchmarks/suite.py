@@ -113,10 +113,11 @@ class Options:
     store: bool = True
     cli: bool = True
     core: bool = True
-    #: pyperf: worker processes per measurement, values per worker (after
-    #: one warm-up call that pays for first-call imports).
+    #: pyperf: worker processes per measurement, values per worker, after
+    #: `warmups` calls that pay for first-call imports.
     processes: int = 2
     values: int = 2
+    warmups: int = 1
     #: Seconds a worker process may take for convgraph's side and for a
     #: baseline's; a task that times out is not run again at larger sizes.
     timeout: int = 300
@@ -405,7 +406,11 @@ def measure(spec: Task, options: Options, timeout: int) -> Measurement:
     each given `timeout` seconds."""
     with tempfile.TemporaryDirectory() as directory:
         output = Path(directory) / "bench.json"
-        runs = (1, 1, 0) if spec.once else (options.processes, options.values, 1)
+        runs = (
+            (1, 1, 0)
+            if spec.once
+            else (options.processes, options.values, options.warmups)
+        )
         figures = Path(directory) / "figures.jsonl"
         pyperf_options = [
             f"--processes={runs[0]}",

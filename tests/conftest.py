@@ -101,11 +101,16 @@ def own_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 SLOW_FIXTURES = {"browser"}
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark slow every test that uses one of `SLOW_FIXTURES`."""
+    """Mark slow every test that uses one of `SLOW_FIXTURES`; then run the
+    slow tests first, each module's in its order. The workers steal from
+    each other's queue ends (`--dist worksteal`, pyproject), so the last
+    tests are quick ones and neither worker waits long for the other."""
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """`convgraph import` killed before each SQL statement it runs, one copy of
 the target file per kill (`python -m tests.kill_points SOURCE FILE DIRECTORY
-[STRIDE]`).
+[STRIDE [LEFT]]`).
 
 The process imports everything once, runs one import to its end with each
 statement recorded, then forks one child per kill point: the child copies
@@ -9,11 +9,16 @@ begins its Nth statement (the trace callback of every connection the import
 opens), as a kill from outside would land between two statements. The kill points
 are every STRIDE-th statement (STRIDE 1: every one), and always the first
 statement of llm's migrations, the commit that ends them and the statement
-after it. It prints one JSON object:
-`statements` (the whole import's count), `first` and `upgrade` (the
+after it. With LEFT (`left`), the recorded import also copies, as SQLite
+begins each of its statements, the files a kill there would leave (the
+database and its journal: everything the process has written, nothing it
+holds in memory) to `DIRECTORY/left-N.db`, one run for every statement where
+a kill per statement runs the import again each time. It prints one JSON
+object: `statements` (the whole import's count), `first` and `upgrade` (the
 statement numbers of the upgrade's first statement and of its commit),
 `points` (the kill points), `killed` (those the import reached, each copy at
-`DIRECTORY/killed-N.db`) and `whole` (the copy imported without a kill).
+`DIRECTORY/killed-N.db`), `left` (the statements copied) and `whole` (the
+copy imported without a kill).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ import convgraph.sources.chat.exports  # noqa: F401
 from convgraph.store import importer
 
 CONNECT = sqlite3.connect
+#: The files SQLite keeps beside a database while it writes.
+SUFFIXES = ("", "-journal", "-wal", "-shm")
 
 
 def traced_import(
@@ -96,7 +103,16 @@ def main(argv: list[str]) -> None:
     whole = directory / "whole.db"
     shutil.copyfile(pristine, whole)
     statements: list[str] = []
-    traced_import(source, whole, statements.append)
+
+    def record(statement: str) -> None:
+        statements.append(statement)
+        if argv[4:] == ["left"]:
+            for suffix in SUFFIXES:
+                if os.path.exists(f"{whole}{suffix}"):
+                    copy = directory / f"left-{len(statements)}.db{suffix}"
+                    shutil.copyfile(f"{whole}{suffix}", copy)
+
+    traced_import(source, whole, record)
     # The upgrade's one commit: the first after its `begin exclusive`.
     begin = statements.index("begin exclusive")
     upgrade = begin + statements[begin:].index("commit") + 1
@@ -116,6 +132,7 @@ def main(argv: list[str]) -> None:
                 "upgrade": upgrade,
                 "points": points,
                 "killed": killed,
+                "left": list(range(1, len(statements) + 1)) if argv[4:] else [],
                 "whole": str(whole),
             }
         )

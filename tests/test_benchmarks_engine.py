@@ -185,6 +185,7 @@ def test_a_small_engine_run_measures_every_row_and_judges_growth(tmp_path):
         shapes=["linear"],
         processes=1,
         values=1,
+        warmups=0,
         data_dir=tmp_path,
     )
     rows = suite.run(suite.plan(options), options, log=lambda text: None)

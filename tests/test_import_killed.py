@@ -3,11 +3,13 @@ file: at every statement, the file is either as it was or fully upgraded,
 llm 0.36 opens it (`llm logs`), a second import finishes the job, and no
 row is lost.
 
-The kills are real SIGKILLs, one per statement (`tests/kill_points.py`).
+The kills are real SIGKILLs, one per kill point (`tests/kill_points.py`).
 The quick test upgrades a file at llm 0.19's schema made by llm 0.36's own
-first migrations (the ones llm 0.19 had), every tenth statement of the
-upgrade killed; the slow ones kill every statement on files written by llm
-0.19 and 0.31 themselves (`tests/old_llm.py`).
+first migrations (the ones llm 0.19 had), every 25th statement of the
+upgrade killed; the slow ones, on files written by llm 0.19 and 0.31
+themselves (`tests/old_llm.py`), check at every statement the files a kill
+there leaves, copied as SQLite begins it, and kill every 25th statement for
+real, each killed file equal to the copy at its statement.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from tests.chat_exports import (
     claude_export,
     write_json,
 )
-from tests.helpers import ROOT, read_forest, run
+from tests.helpers import ROOT, file_digest, read_forest, run
 from tests.old_llm import OldLlmUnavailable, old_llm
 
 #: The last of llm's migrations that llm 0.19 had.
@@ -125,9 +127,10 @@ def turn_ids(path: Path) -> set[str]:
 
 
 def kill_at_each_statement(
-    source: Path, pristine: Path, directory: Path, stride: int
+    source: Path, pristine: Path, directory: Path, stride: int, left: bool
 ) -> dict:
-    """Run tests/kill_points.py; its JSON answer."""
+    """Run tests/kill_points.py (with `left`, the files left at every
+    statement copied too); its JSON answer."""
     done = subprocess.run(
         [
             sys.executable,
@@ -137,6 +140,7 @@ def kill_at_each_statement(
             str(pristine),
             str(directory),
             str(stride),
+            *(["left"] if left else []),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -172,19 +176,21 @@ def content(path: Path) -> str:
 
 
 def assert_whole_after_each_kill(
-    source: Path, pristine: Path, tmp_path: Path, stride: int
+    source: Path, pristine: Path, tmp_path: Path, stride: int, left: bool = False
 ) -> dict:
     """Kill the import at every `stride`-th statement and at the bounds of
-    the upgrade; check every killed copy. Returns the sweep's answer, with
-    `states`: how many copies were as they were, upgraded with nothing
-    imported, or upgraded with some conversations imported.
+    the upgrade; check every killed copy (with `left`, every statement's
+    left copy too, each killed copy equal to the left one at its point).
+    Returns the sweep's answer, with `states`: how many copies (the left
+    ones, if any) were as they were, upgraded with nothing imported, or
+    upgraded with some conversations imported.
 
     A copy is never half-way: after SQLite rolls the killed transaction
     back, its schema is the file's as it was or fully upgraded, and its
     legacy rows are as they were. llm then opens it and a second import
     finishes the job; both are run once for each distinct content the kills
     left (two copies with the same tables and rows behave the same)."""
-    sweep = kill_at_each_statement(source, pristine, tmp_path, stride)
+    sweep = kill_at_each_statement(source, pristine, tmp_path, stride, left)
     whole = Path(sweep["whole"])
     original_schema = schema(pristine)
     upgraded_schema = schema(whole)
@@ -194,24 +200,37 @@ def assert_whole_after_each_kill(
     imported = turn_ids(whole)
     nodes = len(read_forest(whole).nodes)
     states = {"as it was": 0, "upgraded": 0, "partly imported": 0}
-    distinct: dict[str, int] = {}
-    for point in sweep["killed"]:
-        path = tmp_path / f"killed-{point}.db"
-        found = schema(path)
-        assert found in (original_schema, upgraded_schema), point
-        assert legacy_rows(path) == legacy, point
-        if found == original_schema:
-            states["as it was"] += 1
-            assert point <= sweep["upgrade"], point
-        elif turn_ids(path):
-            states["partly imported"] += 1
-            assert turn_ids(path) < imported, point
-        else:
-            states["upgraded"] += 1
-            assert point > sweep["upgrade"], point
-        distinct.setdefault(content(path), point)
-    for point in distinct.values():
-        path = tmp_path / f"killed-{point}.db"
+    distinct: dict[str, Path] = {}
+    contents: dict[str, str] = {}
+    by_digest: dict[str, str] = {}
+    counted = "left" if left else "killed"
+    for kind in ("killed", "left"):
+        for point in sweep[kind]:
+            path = tmp_path / f"{kind}-{point}.db"
+            found = schema(path)
+            assert found in (original_schema, upgraded_schema), point
+            assert legacy_rows(path) == legacy, point
+            if found == original_schema:
+                state = "as it was"
+                assert point <= sweep["upgrade"], point
+            elif turn_ids(path):
+                state = "partly imported"
+                assert turn_ids(path) < imported, point
+            else:
+                state = "upgraded"
+                assert point > sweep["upgrade"], point
+            states[state] += kind == counted
+            # Rolled back (by `schema`), equal bytes hold equal content.
+            digest = file_digest(path)
+            if digest not in by_digest:
+                by_digest[digest] = content(path)
+            contents[f"{kind}-{point}"] = by_digest[digest]
+            distinct.setdefault(contents[f"{kind}-{point}"], path)
+    if left:
+        for point in sweep["killed"]:
+            assert contents[f"killed-{point}"] == contents[f"left-{point}"], point
+    for path in distinct.values():
+        point = path.name
         # llm 0.36 opens it, lists every legacy prompt, and finds its own
         # tables complete (or completes them, for a file as it was).
         logged = llm_logs(path)
@@ -299,10 +318,11 @@ def test_killed_at_every_statement_on_an_older_llms_own_file(
     directory = tmp_path / "kills"
     directory.mkdir()
     sweep = assert_whole_after_each_kill(
-        source, written_by_old_llm, directory, stride=1
+        source, written_by_old_llm, directory, stride=25, left=True
     )
     states = sweep["states"]
-    assert sweep["killed"] == list(range(1, sweep["statements"] + 1))
+    assert sweep["killed"] == sweep["points"]
+    assert sweep["left"] == list(range(1, sweep["statements"] + 1))
     assert states["as it was"] == sweep["upgrade"]
     # The file is idle: both conversations are written in one transaction
     # (convgraph.store.transaction.batched_writes), so no kill leaves one

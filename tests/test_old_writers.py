@@ -554,16 +554,27 @@ def conversation_of(db: Path, node: str) -> str:
         conn.close()
 
 
+@pytest.fixture(scope="module")
+def migrated_after_llm_031(old31, tmp_path_factory) -> Path:
+    """Two questions of one conversation logged by llm 0.31, then `convgraph
+    migrate --link-linear`: made once, copied by each test."""
+    directory = tmp_path_factory.mktemp("llm-031")
+    old31.run(directory, "-m", "echo", "first question")
+    old31.run(directory, "-m", "echo", "-c", "second question")
+    run("migrate", "--db", directory / "logs.db", "--link-linear")
+    return directory
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("rule", ["in the file", "missing"])
-def test_llm_031_goes_on_in_a_migrated_file(old31, tmp_path, monkeypatch, rule):
+def test_llm_031_goes_on_in_a_migrated_file(
+    old31, migrated_after_llm_031, tmp_path, monkeypatch, rule
+):
     """llm 0.31 continues a conversation (`-c`) after `convgraph migrate`:
     the file places each response itself, or, where the placing rule is
     missing (a file an older convgraph migrated), the reader does."""
-    old31.run(tmp_path, "-m", "echo", "first question")
-    old31.run(tmp_path, "-m", "echo", "-c", "second question")
+    shutil.copytree(migrated_after_llm_031, tmp_path, dirs_exist_ok=True)
     db = tmp_path / "logs.db"
-    run("migrate", "--db", db, "--link-linear")
     if rule == "missing":
         drop_placing_rule(db)
     old31.run(tmp_path, "-m", "echo", "-c", "third question")
@@ -608,20 +619,31 @@ def test_llm_019_goes_on_in_a_migrated_file(old19, old31, tmp_path, monkeypatch)
     assert read_parents(db, monkeypatch) == expected
 
 
-def grow(directory: Path, old19, old31, rule: bool) -> dict[str, str]:
-    """A file grown as a long-time user's is: llm 0.19, convgraph migrate,
-    convgraph branch, regenerate and note, llm 0.31 -c, llm 0.36 -c and
-    LogStore.fork, llm 0.19 -c again. `rule` False: the placing rule is
-    dropped right after the migration. Returns the nodes by name."""
-    db = directory / "logs.db"
+@pytest.fixture(scope="module")
+def migrated_by_old_llms(old19, old31, tmp_path_factory) -> Path:
+    """The start of `grow`, made once and copied: llm 0.19 logs three
+    questions in one conversation and one elsewhere, llm 0.31 brings its
+    schema (m014), then `convgraph migrate --link-linear`."""
+    directory = tmp_path_factory.mktemp("grown")
     old19.run(directory, "-m", "echo", "first question")
     old19.run(directory, "-m", "echo", "-c", "second question")
     old19.run(directory, "-m", "echo", "-c", "third question")
     old19.run(directory, "-m", "echo", "elsewhere")
+    old31.run(directory, "logs", "status")
+    run("migrate", "--db", directory / "logs.db", "--link-linear")
+    return directory
+
+
+def grow(directory: Path, start: Path, old19, old31, rule: bool) -> dict[str, str]:
+    """A file grown as a long-time user's is: llm 0.19, convgraph migrate
+    (`start`, copied into `directory`), convgraph branch, regenerate and
+    note, llm 0.31 -c, llm 0.36 -c and LogStore.fork, llm 0.19 -c again.
+    `rule` False: the placing rule is dropped right after the migration.
+    Returns the nodes by name."""
+    shutil.copytree(start, directory, dirs_exist_ok=True)
+    db = directory / "logs.db"
     r1, r2, r3, b1 = logged(db)
     a, b = conversation_of(db, r1), conversation_of(db, b1)
-    old31.run(directory, "logs", "status")
-    run("migrate", "--db", db, "--link-linear")
     if not rule:
         drop_placing_rule(db)
     x1 = json.loads(run("branch", r2, "branch question", "--db", db, "--json").stdout)
@@ -693,9 +715,9 @@ def right(db: Path, nodes: dict[str, str]) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("rule", [True, False])
 def test_a_file_grown_by_every_writer_places_every_node(
-    old19, old31, tmp_path, monkeypatch, rule
+    old19, old31, migrated_by_old_llms, tmp_path, monkeypatch, rule
 ):
-    nodes = grow(tmp_path, old19, old31, rule)
+    nodes = grow(tmp_path, migrated_by_old_llms, old19, old31, rule)
     db = tmp_path / "logs.db"
     assert right(db, nodes) == len(GROWN)
     for tree_id in (nodes["a"], nodes["b"]):

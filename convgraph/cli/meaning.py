@@ -19,29 +19,22 @@ from convgraph.cli.user_input import Number
 
 #: `convgraph.meaning.nearest.COLUMNS`, spelt here so --help imports no numpy.
 COLUMNS = ("rank", "score", "tree_id", "id", "role", "active", "snippet")
-
-
-def embedding_model_option(function: click.decorators.FC) -> click.decorators.FC:
-    """`--embedding-model NAME`: any llm embedding model (WordLlama by default)."""
-    return click.option(
-        "--embedding-model",
-        "model",
-        metavar="NAME",
-        help="An llm embedding model (`llm embed-models`; default: wordllama, offline)",
-    )(function)
+#: `--embedding-model NAME`, for every command that asks for meaning.
+embedding_model_option = click.option(
+    "--embedding-model",
+    "model",
+    metavar="NAME",
+    help="An llm embedding model (`llm embed-models`; default: wordllama, offline)",
+)
 
 
 @command()
 @click.argument("node_id", type=NODE_ID, required=False)
 @click.option("--text", help="Find what is nearest this text instead of a node")
 @click.option(
-    "-n",
-    "--limit",
-    default=10,
-    show_default=True,
-    type=Number(1, 100_000),
+    "-n", "--limit", default=10, show_default=True, type=Number(1, 100_000),
     help="How many to show",
-)
+)  # fmt: skip
 @embedding_model_option
 @output_options
 @db_option
@@ -67,26 +60,17 @@ def similar(
     with ProgressBar() as bar:
         records = logs.similar(node_id, text, limit, model, bar)
     if output_format is not None:
-        echo_records(records, COLUMNS, output_format)
-    elif not records:
-        click.echo("no text to compare", err=True)
-    else:
-        rows = [
-            [
-                f"{record['rank']}.",
-                f"{record['score']:.3f}",
-                record["tree_id"],
-                record["id"],
-                record["role"],
-                "active" if record["active"] else "",
-                record["snippet"],
-            ]
-            for record in records
-        ]
-        lines = aligned_lines(rows, left=range(2, 7))
-        width = table_width()
-        if width is not None:
-            from convgraph.present.text_tree import cut_line
+        return echo_records(records, COLUMNS, output_format)
+    if not records:
+        return click.echo("no text to compare", err=True)
+    rows = [
+        [f"{r['rank']}.", f"{r['score']:.3f}", r["tree_id"], r["id"], r["role"],
+         "active" if r["active"] else "", r["snippet"]]
+        for r in records
+    ]  # fmt: skip
+    lines = aligned_lines(rows, left=range(2, 7))
+    if (width := table_width()) is not None:
+        from convgraph.present.text_tree import cut_line
 
-            lines = (cut_line(line, width) for line in lines)
-        click.echo("\n".join(lines))
+        lines = (cut_line(line, width) for line in lines)
+    click.echo("\n".join(lines))

@@ -4,6 +4,7 @@ paraphrases, `similar` answers on every source, bad input is one line."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -118,6 +119,16 @@ def test_a_hidden_branch_leaves_the_vectors_and_comes_back(tmp_path: Path) -> No
     assert matrix.shape == (4, 256)
     with convgraph.open(path, hidden=True) as logs:
         assert logs.embeddings()[0] == ["r", "r", "a", "a", "b", "b"]
+    run("unhide", "--db", path, "a")
+    conn = sqlite3.connect(path)
+    add_response(conn, "u", "other", "prompt u", datetime_utc=timestamp(9))
+    conn.commit()
+    conn.close()
+    with convgraph.open(path) as logs:
+        ids, matrix = logs.embeddings()
+    # The trees changed since are read again, after the rows of the others.
+    assert sorted(ids) == ["a", "a", "b", "b", "r", "r", "u", "u"]
+    assert matrix.shape == (8, 256)
 
 
 #: Each prompt and its paraphrase, planted in different trees among others.

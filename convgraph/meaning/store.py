@@ -12,11 +12,14 @@ import shutil
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convgraph.errors import UnknownConversation
 from convgraph.search.index import _read_meta, _write_meta, cache_directory, index_path
-from convgraph.search.stamps import content_stamp, quick_stamp, stored
+from convgraph.search.stamps import changed_trees, content_stamp, quick_stamp, stored
+from convgraph.sources.several import RENEWED
 from convgraph.sources.source import ProgressCallback, Source
 from convgraph.text import excerpt
 
@@ -224,25 +227,53 @@ def node_vectors(
     quick = quick_stamp(source)
     if meta.get("version") == VERSION and meta.get("quick") == quick:
         return _load(ready)
-    content = stored(content_stamp(source, meta.get("content") or None))
-    if meta.get("version") == VERSION and meta.get("content") == content:
-        _write_meta(ready, {**meta, "quick": quick})
+    counted = content_stamp(source, meta.get("content") or None)
+    content, meta = stored(counted), {**meta, "quick": quick}
+    trees = changed_trees(source, meta.get("content"), counted)
+    if meta.get("version") != VERSION or counted.get(RENEWED):
+        trees = None
+    if trees is not None and not trees:  # nothing the vectors hold changed
+        _write_meta(ready, {**meta, "content": content})
         return _load(ready)
-    made = _made(source, hidden, chosen, progress)
-    _write(ready, made, {"version": VERSION, "quick": quick, "content": content})
+    try:
+        made = _made(source, hidden, chosen, progress, trees)
+    except UnknownConversation:  # a tree gone: all read again
+        made, trees = _made(source, hidden, chosen, progress), None
+    if trees is not None:  # the trees logged in or hidden since, read again
+        made = _joined(_load(ready), made, trees)
+    _write(ready, made, {**meta, "version": VERSION, "content": content})
     return _load(ready)
 
 
+def _joined(old: NodeVectors, new: NodeVectors, trees: set[str]) -> NodeVectors:
+    """`old`'s rows of the trees not in `trees`, then `new`'s."""
+    import numpy as np
+
+    keep = np.fromiter((tree not in trees for tree in old.tree_ids), bool)
+    lists = [
+        [*compress(getattr(old, name), keep), *getattr(new, name)] for name in STRINGS
+    ]
+    matrix = np.concatenate([old.matrix[keep], new.matrix])
+    active = np.concatenate([np.asarray(old.active)[keep], np.asarray(new.active)])
+    ids, tree_ids, roles, snippets = lists
+    return NodeVectors(ids, tree_ids, roles, matrix, active, snippets)
+
+
 def _made(
-    source: Source, hidden: bool, model: Any, progress: ProgressCallback | None
+    source: Source,
+    hidden: bool,
+    model: Any,
+    progress: ProgressCallback | None,
+    only: set[str] | None = None,
 ) -> NodeVectors:
-    """The node vectors of the file read now; its texts held as Arrow's, a chunk
-    at a time in Python."""
+    """The node vectors of the file (or of the trees `only` names) read now; its texts held as
+    Arrow's, a chunk at a time in Python."""
     import numpy as np
 
     from convgraph.model.forest import Forest
 
-    nodes = Forest.read(source, progress=progress, texts=ROLES, hidden=hidden).nodes
+    named = sorted(only) if only is not None else None
+    nodes = Forest.read(source, True, named, progress, ROLES, hidden).nodes
     columns = [nodes["id"], nodes["tree_id"].astype(str), *(nodes[r] for r in ROLES)]
     ids, trees, roles, snippets, keys, at = [], [], [], [], [], []
     for start in range(0, len(nodes), NODES):

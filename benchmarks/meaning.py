@@ -62,8 +62,10 @@ def _bare(db: str) -> Callable[[int], float]:
     """WordLlama's own loop on the same texts (read untimed), normalised."""
     from convgraph.meaning.model import _inference
     from convgraph.model.forest import Forest
+    from convgraph.sources import open_logs
 
-    nodes = Forest.read(db, texts=("prompt", "response")).nodes
+    with open_logs(db) as source:
+        nodes = Forest.read(source, texts=("prompt", "response")).nodes
     texts = [
         text
         for pair in zip(

@@ -223,7 +223,17 @@ def test_similar_on_every_source(tmp_path: Path, kind: str, seed_db: Path) -> No
     assert found[0]["score"] == pytest.approx(1, abs=1e-3)
     assert node["id"] not in [record["id"] for record in by_node]
     shown = run("similar", "--db", path, "--text", node["prompt"], "-n", "1").stdout
-    assert shown.startswith(f"1.  1.000  {node['tree_id']}  {node['id']}  prompt")
+    heading, line = shown.splitlines()
+    assert heading.split() == [
+        "rank",
+        "score",
+        "tree_id",
+        "id",
+        "role",
+        "active",
+        "snippet",
+    ]
+    assert line.split()[:5] == ["1", "1.00", node["tree_id"], node["id"], "prompt"]
 
 
 def test_bad_input_is_one_line(seed_db: Path) -> None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from convgraph.logs import Logs
 
 #: The layout of the ready vectors: another is made again.
-VERSION = 1
+VERSION = 2
 #: The texts of a node that are embedded, each a row.
 ROLES = ("prompt", "response")
 #: Texts embedded between two commits of the store; hashes asked at once;
@@ -38,9 +38,9 @@ CHUNK = 8192
 ASKED = 900
 NODES = 1 << 16
 SNIPPET = 120
-#: Above this many rows the search is in two steps (`coarse`): at 2M float16
-#: rows the exact scan alone is seconds.
-EXACT_ROWS = 300_000
+#: Above this many rows the search is in two steps (`coarse`): float16 rows
+#: are made float32 for BLAS, the most of an exact scan's time.
+EXACT_ROWS = 50_000
 COARSE_DIMENSIONS = 64
 EMBEDDING = "embedding texts"
 STRINGS = ("ids", "tree_ids", "roles", "snippets")

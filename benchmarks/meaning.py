@@ -94,14 +94,15 @@ def _bare(db: str) -> Callable[[int], float]:
 
 @tasks.task("meaning.update", timer=True)
 def _update(db: str) -> Callable[[int], float]:
-    """The ready vectors made again after one call appended (untimed)."""
+    """The ready vectors made again after one call appended (untimed) to a copy,
+    whose texts the shared store holds once the first copy is made."""
     import shutil
 
     from convgraph.meaning import node_vectors
     from convgraph.sources import open_logs
 
     work = _workdir()
-    _cache(work / "cache")
+    _cache(Path(db).parent / SHARED_CACHE)
     copy = work / "logs.db"
     shutil.copyfile(db, copy)
     with open_logs(copy) as source:

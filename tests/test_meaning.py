@@ -299,3 +299,23 @@ def test_a_secret_is_redacted_in_what_similar_shows(tmp_path: Path) -> None:
         ]
     assert "AKIAZ7Q4XKJ3M2N8P5LW" not in found["snippet"]
     assert found["snippet"].startswith("deploy [REDACTED")
+
+
+def test_without_wordllama_the_error_names_the_extra(seed_db: Path) -> None:
+    import subprocess
+    import sys
+
+    # A process where `import wordllama` fails, as on a machine without it.
+    script = (
+        "import sys; sys.modules['wordllama'] = None\n"
+        "from convgraph.cli import cli\n"
+        f"cli(['similar', '--db', {str(seed_db)!r}, '--text', 'trees'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "Error: embedding with WordLlama needs wordllama:"
+        " pip install 'convgraph[meaning]'\n"
+    )

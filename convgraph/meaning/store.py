@@ -229,11 +229,10 @@ def node_vectors(
         return _load(ready)
     counted = content_stamp(source, meta.get("content") or None)
     content, meta = stored(counted), {**meta, "quick": quick}
-    trees = changed_trees(source, meta.get("content"), counted)
-    if meta.get("version") != VERSION or counted.get(RENEWED):
-        trees = None
-    if trees is not None and not trees:  # nothing the vectors hold changed
-        _write_meta(ready, {**meta, "content": content})
+    current = meta.get("version") == VERSION and not counted.get(RENEWED)
+    trees = changed_trees(source, meta.get("content"), counted) if current else None
+    if current and (trees == set() or meta.get("content") == content):
+        _write_meta(ready, {**meta, "content": content})  # nothing they hold changed
         return _load(ready)
     try:
         made = _made(source, hidden, chosen, progress, trees)

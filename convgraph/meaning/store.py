@@ -5,6 +5,8 @@ file changes."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -25,6 +27,7 @@ from convgraph.text import excerpt
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
 
     from convgraph.logs import Logs
 
@@ -135,31 +138,38 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(encoded, digest_size=16).digest()
 
 
-def stored_vectors(
+def _store(model: Any) -> sqlite3.Connection:
+    """The store of `model`'s vectors, opened (made where missing)."""
+    meaning_directory().mkdir(parents=True, exist_ok=True)
+    path = meaning_directory() / f"{_name(model.model_id)}.db"
+    db = sqlite3.connect(path, timeout=60)
+    db.execute("PRAGMA journal_mode = WAL")  # readers never wait for a writer
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS vectors (hash BLOB PRIMARY KEY, vector BLOB)"
+    )
+    return db
+
+
+def _first_rows(keys: Sequence[bytes]) -> dict[bytes, int]:
+    """Each key's first row."""
+    return dict(zip(reversed(keys), reversed(range(len(keys))), strict=True))
+
+
+def embed_missing(
     model: Any,
     keys: Sequence[bytes],
     texts: Callable[[list[int]], list[str]],
     progress: ProgressCallback | None = None,
-) -> np.ndarray:
-    """The vectors (float16, normalised) of the texts whose `keys` are given, from
-    `model`'s store; only the texts it lacks are embedded (`texts` gives those of
-    rows), and then kept."""
+) -> None:
+    """The texts whose `keys` `model`'s store lacks embedded and kept; `texts`
+    gives the texts of rows."""
     import numpy as np
 
-    first: dict[bytes, int] = {}
-    for row, key in enumerate(keys):
-        first.setdefault(key, row)
-    directory = meaning_directory()
-    directory.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(directory / f"{_name(model.model_id)}.db", timeout=60)
-    try:
-        db.execute("PRAGMA journal_mode = WAL")  # readers never wait for a writer
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (hash BLOB PRIMARY KEY, vector BLOB)"
-        )
-        unique = list(first)
-        held = {found for (found,) in _asked(db, "hash", unique)}
-        missing = [key for key in unique if key not in held]
+    first = _first_rows(keys)
+    with contextlib.closing(_store(model)) as db:
+        held = {found for (found,) in _asked(db, "hash", list(first))}
+        missing = [key for key in first if key not in held]
+        del held
         for start in range(0, len(missing), CHUNK):
             if progress:
                 progress(EMBEDDING, start, len(missing))
@@ -168,15 +178,20 @@ def stored_vectors(
             pairs = zip(chunk, map(bytes, made.astype(np.float16)), strict=True)
             db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", pairs)
             db.commit()
-        del held, missing
-        matrix: np.ndarray | None = None
-        for key, blob in _asked(db, "hash, vector", unique):
+
+
+def stored_vectors(model: Any, keys: Sequence[bytes]) -> np.ndarray:
+    """The vectors (float16, normalised) of the texts whose `keys` are given, from
+    `model`'s store (`embed_missing` first)."""
+    import numpy as np
+
+    first, matrix = _first_rows(keys), None
+    with contextlib.closing(_store(model)) as db:
+        for key, blob in _asked(db, "hash, vector", list(first)):
             vector = np.frombuffer(blob, dtype=np.float16)
             if matrix is None:
                 matrix = np.zeros((len(keys), len(vector)), dtype=np.float16)
             matrix[first[key]] = vector
-    finally:
-        db.close()
     if matrix is None:
         return np.zeros((len(keys), 0), dtype=np.float16)
     rows = np.fromiter((first[key] for key in keys), dtype=np.int64, count=len(keys))
@@ -201,11 +216,9 @@ def embed_texts(texts: Sequence[str], model: str | None = None) -> np.ndarray:
     ConvgraphError for an unknown model or a missing extra."""
     from convgraph.meaning.model import embedding_model
 
-    keys = [digest(text) for text in texts]
-    chosen = embedding_model(model)
-    return _normalised(
-        stored_vectors(chosen, keys, lambda rows: [texts[r] for r in rows])
-    )
+    keys, chosen = [digest(text) for text in texts], embedding_model(model)
+    embed_missing(chosen, keys, lambda rows: [texts[row] for row in rows])
+    return _normalised(stored_vectors(chosen, keys))
 
 
 def node_vectors(
@@ -244,6 +257,18 @@ def node_vectors(
     return _load(ready)
 
 
+def _texts_at(nodes: pd.DataFrame, at: list[int], rows: list[int]) -> list[str]:
+    """The texts of `rows`, each at `at[row]`: a node's row twice, and its role."""
+    import numpy as np
+
+    places = np.array([at[row] for row in rows])
+    found = np.empty(len(rows), dtype=object)
+    for number, role in enumerate(ROLES):
+        mine = places % 2 == number
+        found[mine] = nodes[role].take(places[mine] // 2).tolist()
+    return list(found)
+
+
 def _joined(old: NodeVectors, new: NodeVectors, trees: set[str]) -> NodeVectors:
     """`old`'s rows of the trees not in `trees`, then `new`'s."""
     import numpy as np
@@ -265,14 +290,15 @@ def _made(
     progress: ProgressCallback | None,
     only: set[str] | None = None,
 ) -> NodeVectors:
-    """The node vectors of the file (or of the trees `only` names) read now; its texts held as
-    Arrow's, a chunk at a time in Python."""
+    """The node vectors of the file (or of the trees `only` names) read now; its
+    texts held as Arrow's, a chunk at a time in Python, until embedded."""
     import numpy as np
 
     from convgraph.model.forest import Forest
 
     named = sorted(only) if only is not None else None
     nodes = Forest.read(source, True, named, progress, ROLES, hidden).nodes
+    nodes = nodes[["id", "tree_id", "active", *ROLES]]
     columns = [nodes["id"], nodes["tree_id"].astype(str), *(nodes[r] for r in ROLES)]
     ids, trees, roles, snippets, keys, at = [], [], [], [], [], []
     for start in range(0, len(nodes), NODES):
@@ -287,17 +313,10 @@ def _made(
                     keys.append(digest(text))
                     at.append((start + row) * 2 + number)
 
-    def text_of(rows: list[int]) -> list[str]:
-        places = np.array([at[row] for row in rows])
-        found = np.empty(len(rows), dtype=object)
-        for number, role in enumerate(ROLES):
-            mine = places % 2 == number
-            found[mine] = nodes[role].take(places[mine] // 2).tolist()
-        return list(found)
-
-    matrix = stored_vectors(model, keys, text_of, progress)
+    embed_missing(model, keys, functools.partial(_texts_at, nodes, at), progress)
     active = nodes["active"].to_numpy(dtype=bool)[np.array(at, dtype=np.int64) // 2]
-    return NodeVectors(ids, trees, roles, matrix, active, snippets)
+    del nodes, at  # the texts, before the matrix is made
+    return NodeVectors(ids, trees, roles, stored_vectors(model, keys), active, snippets)
 
 
 def _write(ready: Path, vectors: NodeVectors, meta: dict[str, Any]) -> None:

@@ -48,9 +48,8 @@ def similar(
     """The prompts and answers nearest NODE_ID's prompt (its answer where it has
     none), or --text, by meaning, in every tree and branch.
 
-    Texts are embedded once by the embedding model (WordLlama's, offline, by
-    default) and kept in ~/.cache/convgraph/meaning/ ($XDG_CACHE_HOME); a file's
-    vectors are made on first use and again from the kept ones when it changes.
+    Texts are embedded once (WordLlama's model, offline, by default) and kept
+    in ~/.cache/convgraph/meaning/ ($XDG_CACHE_HOME), a file's on first use.
     Each row: rank, score (cosine, higher is nearer), tree_id, id, role (prompt
     or response), active (on the active branch) and a snippet.
     """

@@ -7,5 +7,4 @@ from convgraph.meaning.store import NodeVectors as NodeVectors
 from convgraph.meaning.store import embed_texts as embed_texts
 from convgraph.meaning.store import node_vectors as node_vectors
 
-#: The embedding model when none is named (`convgraph.meaning.model.WordLlama`).
 DEFAULT_MODEL = "wordllama"

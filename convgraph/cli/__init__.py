@@ -8,6 +8,7 @@ from convgraph.cli import (
     diff,
     export,
     importing,
+    meaning,
     notes,
     read,
     search,
@@ -45,6 +46,7 @@ COMMANDS: tuple[click.Command, ...] = (
     notes.hide,
     notes.unhide,
     search.search,
+    meaning.similar,
     sources.sources,
 )
 
@@ -77,6 +79,7 @@ SUMMARIES = {
     "hide": "Hide a branch from every output",
     "unhide": "Show a hidden branch again",
     "search": "Find text in any branch",
+    "similar": "The prompts and answers nearest by meaning",
     "sources": "The sources read when no --db is given",
 }
 

@@ -13,6 +13,7 @@ from convgraph.cli import (
     search,
     sources,
     stats,
+    topics,
     transcripts,
     write,
 )
@@ -46,6 +47,7 @@ COMMANDS: tuple[click.Command, ...] = (
     notes.unhide,
     search.search,
     sources.sources,
+    topics.topics,
 )
 
 
@@ -78,6 +80,7 @@ SUMMARIES = {
     "unhide": "Show a hidden branch again",
     "search": "Find text in any branch",
     "sources": "The sources read when no --db is given",
+    "topics": "Conversations grouped by meaning into topics",
 }
 
 for _command in COMMANDS:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from convgraph.cli.meaning import embedding_model_option
 from convgraph.cli.options import (
     ANY_ID,
     NODE_ID,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from convgraph.analysis.branch_diff import BranchDiff, Step
-    from convgraph.analysis.compare import Comparison
+    from convgraph.analysis.compare import Alternative, Comparison
 
 
 @command("diff")
@@ -195,10 +196,19 @@ def _number(value: int | None, unit: str = "") -> str:
 
 @command("compare")
 @click.argument("node_id", metavar="ID", type=ANY_ID)
+@click.option(
+    "--meaning",
+    "by_meaning",
+    is_flag=True,
+    help="Add the responses' similarity by meaning (cosine of their embeddings)",
+)
+@embedding_model_option
 @db_option
 @all_option
 @output_options
-def compare_command(node_id: str, output_format: str | None) -> None:
+def compare_command(
+    node_id: str, by_meaning: bool, model: str | None, output_format: str | None
+) -> None:
     """Compare the children of ID, a node: the alternatives tried from it.
     An ID that names a conversation tree instead (a conversation id, or any
     thread id of the tree) compares its roots: the alternatives at its start.
@@ -208,6 +218,11 @@ def compare_command(node_id: str, output_format: str | None) -> None:
     (difflib's ratio over words, 0 to 1). Without an output option, a report
     for reading; as records, one a child with id, those columns, and
     similarity (sibling id -> ratio; JSON text in CSV and TSV).
+
+    --meaning (or --embedding-model) adds the similarity by meaning of the
+    same pairs: the cosine of the responses' embeddings (WordLlama offline by
+    default), -1 to 1, as a second table, and as records meaning (sibling id
+    -> cosine).
     """
     from dataclasses import fields
 
@@ -215,9 +230,19 @@ def compare_command(node_id: str, output_format: str | None) -> None:
 
     tree, point = _tree_and_point(node_id)
     result = compare(tree, point)
+    meaning = None
+    if by_meaning or model is not None:
+        from convgraph.meaning.uses import compared_by_meaning
+
+        meaning = compared_by_meaning(result, tree, model)
     if output_format is not None:
         columns = [field.name for field in fields(Alternative)]
-        echo_records(result.to_dicts(), columns, output_format)
+        records = result.to_dicts()
+        if meaning is not None:
+            columns.append("meaning")
+            for record, alternative in zip(records, meaning.alternatives, strict=True):
+                record["meaning"] = alternative.similarity
+        echo_records(records, columns, output_format)
         return
     if not result.alternatives:
         say(f"{node_id} has no children")
@@ -226,6 +251,13 @@ def compare_command(node_id: str, output_format: str | None) -> None:
         result, tree.graph.get("tree_id"), table_width()
     ):
         click.echo(line)
+    if meaning is not None and len(meaning.alternatives) > 1:
+        click.echo("")
+        click.echo(
+            click.style("similarity of responses by meaning (cosine)", bold=True)
+        )
+        for line in _similarity_lines(meaning):
+            click.echo(line)
 
 
 def _tree_and_point(id_: str) -> tuple[nx.DiGraph[str], str | None]:
@@ -299,6 +331,11 @@ def _compare_lines(
         return
     yield ""
     yield click.style("similarity of responses (0 to 1, over words)", bold=True)
+    yield from _similarity_lines(result)
+
+
+def _similarity_lines(result: Comparison) -> Iterator[str]:
+    """The similarity of every pair (or of neighbours), "-" where unmeasured."""
     ids = result.ids
     if result.neighbours is not None:
         yield from _neighbour_lines(result)
@@ -306,16 +343,19 @@ def _compare_lines(
     matrix = [
         [str(number)]
         + [
-            "1.00"
-            if other == alternative.id
-            else f"{alternative.similarity[other]:.2f}"
+            "1.00" if other == alternative.id else _score(alternative, other)
             for other in ids
         ]
-        for number, alternative in enumerate(alternatives, start=1)
+        for number, alternative in enumerate(result.alternatives, start=1)
     ]
     yield from _table(
         ["#", *(str(n) for n in range(1, len(ids) + 1))], matrix, left=set()
     )
+
+
+def _score(alternative: Alternative, other: str) -> str:
+    score = alternative.similarity.get(other)
+    return "-" if score is None else f"{score:.2f}"
 
 
 def _neighbour_lines(result: Comparison) -> Iterator[str]:

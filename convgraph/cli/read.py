@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options, kept
+from convgraph.cli.meaning import embedding_model_option
 from convgraph.cli.options import (
     CONVERSATION_ID,
     NODE_ID,
@@ -356,8 +357,16 @@ def leaves(conversation_id: str, output_format: str | None) -> None:
 @command()
 @db_option
 @click.option("--secrets", is_flag=True, help="List where secrets are, not them")
+@click.option(
+    "--duplicates",
+    is_flag=True,
+    help="List conversations that ask the same question again, by meaning",
+)
+@embedding_model_option
 @output_options
-def check(output_format: str | None, secrets: bool) -> None:
+def check(
+    output_format: str | None, secrets: bool, duplicates: bool, model: str | None
+) -> None:
     """Report broken parent links; exit status 1 when there are any.
 
     Cycles, self-parents, parents that do not exist and parents in another
@@ -369,6 +378,10 @@ def check(output_format: str | None, secrets: bool) -> None:
     conversation_id, message and cycle (the ids around a cycle). --db DIR
     may name a Parquet dataset (convgraph export --format parquet): its
     repeated rows, broken links and trees split over files.
+
+    --duplicates lists near-duplicate conversations instead: first prompts
+    whose embeddings (WordLlama offline, or --embedding-model) have a cosine
+    of 0.8 or more.
     """
     from dataclasses import fields
 
@@ -379,6 +392,10 @@ def check(output_format: str | None, secrets: bool) -> None:
         from convgraph.cli.redacting import report_secrets
 
         return report_secrets(output_format)
+    if duplicates:
+        from convgraph.cli.topics import report_duplicates
+
+        return report_duplicates(output_format, model)
     dataset = dataset_path()
     if dataset is not None:
         # A dataset convgraph export wrote: what its readers leave out.

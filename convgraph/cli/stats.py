@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
+from convgraph.cli.meaning import embedding_model_option
 from convgraph.cli.options import (
     CONVERSATION_ID,
     UserError,
@@ -76,6 +77,14 @@ if TYPE_CHECKING:
     help="Add each tree's cost_usd and abandoned_cost_usd (genai-prices, as"
     " --by prices)",
 )
+@click.option(
+    "--meaning",
+    "by_meaning",
+    is_flag=True,
+    help="Add alternatives_spread: how far apart each tree's alternative"
+    " answers lie in meaning (embeds them; --by topic groups by meaning)",
+)
+@embedding_model_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar")
 @click.option(
     "--dask",
@@ -99,6 +108,8 @@ def stats(
     plot: str | None,
     measure: str,
     with_cost: bool,
+    by_meaning: bool,
+    model: str | None,
 ) -> None:
     """Statistics of every conversation tree, or of the ones named.
 
@@ -123,7 +134,12 @@ def stats(
     --nodes-in-range measures nodes, times, models and usage over the nodes
     the filters match; the shape stays the tree's.
 
-    --by day|week|month|model|project|source (or several: --by week,model):
+    --meaning adds alternatives_spread: at each branch point the mean
+    cosine distance between the sibling answers' embeddings (WordLlama
+    offline, or --embedding-model), averaged over the tree's branch points;
+    null without alternatives.
+
+    --by day|week|month|model|project|source|topic (or several: --by week,model):
     usage over time, one row per group: conversations, nodes, branch_points,
     abandoned_branches, input_tokens, output_tokens, cost_usd (each model's
     price on the day, from genai-prices; null for a model it does not know,
@@ -185,6 +201,11 @@ def stats(
             hidden = forest.hidden
             in_range = where if nodes_in_range else None
             if keys is not None:
+                if "topic" in keys:
+                    from convgraph.meaning.uses import tree_topics
+
+                    topics = tree_topics(logs, model=model, progress=progress)
+                    forest.nodes["topic"] = forest.nodes["tree_id"].map(topics)
                 _usage(forest, keys, in_range, plot, measure, output_format)
                 return
             from convgraph.analysis.reports import trees_table
@@ -192,6 +213,10 @@ def stats(
             table, unpriced = trees_table(forest, in_range, with_cost)
             _say_unknown(unpriced)
             del forest
+        if by_meaning or model is not None:
+            from convgraph.meaning.uses import tree_spreads, with_spread
+
+            table = with_spread(table, tree_spreads(logs, model, progress))
     print_conversations(table, output_format, columns)
     if hidden and not logs.hidden:
         nodes = sum(hidden.values())

@@ -9,10 +9,17 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import networkx as nx
     import numpy as np
+
+    from convgraph.analysis.compare import Comparison
+    from convgraph.logs import Logs
+    from convgraph.meaning import NodeVectors
+    from convgraph.sources.source import ProgressCallback
 
 #: Reciprocal rank fusion's constant: 60, as Cormack, Clarke and Büttcher
 #: chose it, damps the weight of the very first ranks.
@@ -63,7 +70,7 @@ def alternatives_spread(
     first, group = np.unique(
         codes.to_numpy()[many], return_index=True, return_inverse=True
     )[1:]
-    rows = matrix[many]
+    rows = unit_rows(matrix[many])
     sums = pd.DataFrame(rows).groupby(group).sum().to_numpy(dtype=np.float64)
     own = np.bincount(group, np.einsum("ij,ij->i", rows, rows))
     size = np.bincount(group)
@@ -72,7 +79,7 @@ def alternatives_spread(
     per_tree = pd.Series(1.0 - cosine).groupby(tree).mean()
     spread: dict[str, float | None] = dict.fromkeys(frame["tree"].unique())
     for key, value in per_tree.items():
-        spread[str(key)] = round(float(value), 6)
+        spread[str(key)] = round(float(value), 6) + 0.0  # never -0.0
     return spread
 
 
@@ -150,3 +157,210 @@ def near_pairs(
             score = round(float(cosines[row, column]), 6)
             found.append((keys[start + row], keys[column], score))
     return sorted(found, key=lambda pair: -pair[2])
+
+
+def _rows(vectors: NodeVectors, role: str) -> np.ndarray:
+    """The rows of `vectors` whose role is `role`."""
+    import numpy as np
+
+    return np.flatnonzero(np.asarray(vectors.roles, dtype=object) == role)
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """The rows as float32 of length 1 (or 0): the store keeps float16."""
+    import numpy as np
+
+    rows = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1)
+
+
+def near_duplicates(
+    vectors: NodeVectors, threshold: float = DUPLICATE_COSINE
+) -> list[tuple[str, str, float]]:
+    """Conversations that ask one question again: pairs of trees whose first
+    prompts have a cosine of `threshold` or more, as (tree, tree, cosine),
+    the closest first, the earlier tree first in each pair."""
+    import numpy as np
+
+    rows = _rows(vectors, "prompt")
+    trees = np.asarray(vectors.tree_ids, dtype=object)[rows]
+    first = rows[np.unique(trees, return_index=True)[1]]
+    first.sort()
+    keys = [str(vectors.tree_ids[row]) for row in first]
+    return near_pairs(keys, unit_rows(vectors.matrix[first]), threshold)
+
+
+def tree_spreads(
+    logs: Logs, model: str | None = None, progress: ProgressCallback | None = None
+) -> dict[str, float | None]:
+    """Each tree's `alternatives_spread`, its answers embedded by `model`."""
+    import numpy as np
+
+    from convgraph.meaning import node_vectors
+
+    vectors = node_vectors(logs, model, progress)
+    nodes = logs.forest(False, progress=progress).nodes
+    rows = _rows(vectors, "response")
+    parents = nodes.set_index("id")["parent_id"].astype(object)
+    parents = parents.where(parents.notna(), None)
+    spread = dict.fromkeys(nodes["tree_id"].unique().tolist())
+    spread.update(
+        alternatives_spread(
+            np.asarray(vectors.tree_ids, dtype=object)[rows].tolist(),
+            parents.reindex(np.asarray(vectors.ids, dtype=object)[rows]).tolist(),
+            vectors.matrix[rows],
+        )
+    )
+    return spread
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A group of conversations: its telling `words`, its trees (largest
+    topic first, trees in log order) and their titles."""
+
+    number: int
+    words: list[str]
+    tree_ids: list[str]
+    titles: list[str | None]
+
+    @property
+    def name(self) -> str:
+        return ", ".join(self.words)
+
+
+def conversation_topics(
+    logs: Logs,
+    k: int | None = None,
+    model: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> list[Topic]:
+    """The conversations in `k` topics (by default the square root of half
+    their number, at most `DEFAULT_TOPICS`), by k-means on each tree's mean
+    prompt vector, each named by `telling_words` of its prompts."""
+    import numpy as np
+    import pandas as pd
+
+    from convgraph.meaning import node_vectors
+
+    vectors = node_vectors(logs, model, progress)
+    rows = _rows(vectors, "prompt")
+    if not len(rows):
+        return []
+    trees = pd.Series(np.asarray(vectors.tree_ids, dtype=object)[rows])
+    sums = (
+        pd.DataFrame(unit_rows(vectors.matrix[rows])).groupby(trees, sort=False).sum()
+    )
+    k = k or min(DEFAULT_TOPICS, max(1, round(math.sqrt(len(sums) / 2))))
+    labels = kmeans(unit_rows(sums.to_numpy()), k)
+    forest = logs.forest(texts=("prompt",), progress=progress)
+    prompts = forest.nodes.groupby("tree_id", observed=True, sort=False)["prompt"]
+    said = prompts.agg(lambda texts: " ".join(texts.dropna())).to_dict()
+    order = [str(tree) for tree in sums.index]
+    words = telling_words([said.get(tree, "") for tree in order], labels.tolist())
+    sizes = np.bincount(labels)
+    found = []
+    for number, label in enumerate(
+        sorted(range(len(sizes)), key=lambda n: -sizes[n]), 1
+    ):
+        kept = [tree for tree, at in zip(order, labels, strict=True) if at == label]
+        names = [forest.names.get(tree) for tree in kept]
+        found.append(Topic(number, words.get(label, []), kept, names))
+    return found
+
+
+def tree_topics(
+    logs: Logs,
+    k: int | None = None,
+    model: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> dict[str, str]:
+    """Each conversation's topic, by name (`conversation_topics`)."""
+    found = conversation_topics(logs, k, model, progress)
+    return {tree: topic.name for topic in found for tree in topic.tree_ids}
+
+
+def with_spread(table: Any, spread: dict[str, float | None]) -> Any:
+    """`stats`' rows (records or a table) with their tree's alternatives_spread."""
+    if isinstance(table, list):
+        return [
+            row | {"alternatives_spread": spread.get(row["tree_id"])} for row in table
+        ]
+    column = table["tree_id"].astype(object).map(spread)
+    return table.assign(alternatives_spread=column.astype(object))
+
+
+#: How many nodes each search offers the fusion, at least.
+POOL = 100
+
+
+def meaning_search(
+    logs: Logs,
+    text: str | None,
+    meaning: str,
+    limit: int,
+    model: str | None = None,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    """The hits of `text` (the words search) and of `meaning` (the nodes whose
+    prompt or answer is nearest it), ranked by `fused_ranks`, as `Hit`
+    records whose score is the fused one; `options` are `Logs.search`'s
+    filters (`abandoned`, `where`, ...), applied to both."""
+    from convgraph.meaning import embed_texts, nearest, node_vectors
+
+    pool = max(POOL, 3 * limit)
+    vectors = node_vectors(logs, model, progress)
+    roles: dict[str, str] = {}
+    for row, _ in nearest(vectors, embed_texts([meaning], model)[0], pool):
+        roles.setdefault(str(vectors.ids[row]), str(vectors.roles[row]))
+    by_text = (
+        logs.search(text, limit=pool, progress=progress, **options) if text else []
+    )
+    # The index gives the nearest nodes their place and snippet, and keeps
+    # only those the filters keep.
+    asked = " OR ".join(
+        'id:"' + re.sub(r'(["\\])', r"\\\1", node) + '"' for node in roles
+    )
+    options["query_syntax"] = True
+    near = logs.search(asked, limit=len(roles), **options) if roles else []
+    hits = {hit.id: hit for hit in [*near, *by_text]}
+    ranked = [node for node in roles if node in hits]
+    records = []
+    for rank, (node, score) in enumerate(
+        fused_ranks([[hit.id for hit in by_text], ranked])[:limit], 1
+    ):
+        record = hits[node].as_record() | {"rank": rank, "score": round(score, 6)}
+        if node in roles and roles[node] not in record["fields"]:
+            record["fields"] = [*record["fields"], roles[node]]
+        records.append(record)
+    return records
+
+
+def compared_by_meaning(
+    result: Comparison, tree: nx.DiGraph[str], model: str | None = None
+) -> Comparison:
+    """`result` with each similarity, of the same pairs, the cosine of the two
+    responses' embeddings by `model`; pairs with a missing response left out."""
+    from dataclasses import replace
+
+    from convgraph.meaning import embed_texts
+
+    answered = [node for node in result.ids if tree.nodes[node]["response"]]
+    matrix = unit_rows(
+        embed_texts([tree.nodes[node]["response"] for node in answered], model)
+    )
+    row = {node: index for index, node in enumerate(answered)}
+    measured = [
+        replace(
+            one,
+            similarity={
+                other: round(float(matrix[row[one.id]] @ matrix[row[other]]), 6)
+                for other in one.similarity
+                if one.id in row and other in row
+            },
+        )
+        for one in result.alternatives
+    ]
+    return replace(result, alternatives=measured)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 import llm
+from llm.models import EmbeddingModel
 
 LLM_COMMANDS = ("tree", "leaves", "path", "branch")
 GROUP = "convgraph"
@@ -24,3 +27,11 @@ def register_commands(cli: click.Group) -> None:
         from convgraph.cli import cli as convgraph_cli
 
         cli.add_command(convgraph_cli, GROUP)
+
+
+@llm.hookimpl
+def register_embedding_models(register: Callable[[EmbeddingModel], None]) -> None:
+    """WordLlama, offline (`llm embed -m wordllama`)."""
+    from convgraph.meaning.model import WordLlama
+
+    register(WordLlama())

@@ -14,6 +14,7 @@ from convgraph.sources import Source, open_logs
 from convgraph.sources.source import ProgressCallback
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from convgraph.links.integrity import Problem
@@ -286,6 +287,27 @@ class Logs:
     ) -> list[tuple[str, str | None, int, str | None, list[str]]] | None:
         """Every tree's id, name, calls, last time, models; None if unknown."""
         return self.source.tree_counts()
+
+    def embeddings(self, model: str | None = None) -> tuple[list[str], np.ndarray]:
+        """Each node text's node id and its vector (float16, normalised), a row a
+        prompt or response (`convgraph.meaning.node_vectors`)."""
+        from convgraph.meaning import node_vectors
+
+        vectors = node_vectors(self, model)
+        return vectors.ids, vectors.matrix
+
+    def similar(
+        self,
+        node_id: str | None = None,
+        text: str | None = None,
+        k: int = 10,
+        model: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The `k` prompts or answers nearest a node's or a text's meaning, as
+        records: rank, score (cosine), tree_id, id, role, active, snippet."""
+        from convgraph.meaning import similar
+
+        return similar(self, node_id, text, k, model)
 
 
 def _no_progress(phase: str, done: int, total: int | None) -> None:

@@ -129,7 +129,7 @@ LAYERS = [
     ["convgraph.sources"],
     ["convgraph.model"],
     ["convgraph.analysis", "convgraph.present"],
-    ["convgraph.export", "convgraph.search"],
+    ["convgraph.export", "convgraph.search", "convgraph.meaning"],
     ["convgraph.store", "convgraph.logs", "convgraph.redaction"],
     [
         "convgraph.cli",

@@ -8,6 +8,7 @@ from convgraph.cli import (
     diff,
     export,
     importing,
+    meaning,
     notes,
     read,
     search,
@@ -46,6 +47,7 @@ COMMANDS: tuple[click.Command, ...] = (
     notes.hide,
     notes.unhide,
     search.search,
+    meaning.similar,
     sources.sources,
     topics.topics,
 )
@@ -79,6 +81,7 @@ SUMMARIES = {
     "hide": "Hide a branch from every output",
     "unhide": "Show a hidden branch again",
     "search": "Find text in any branch",
+    "similar": "The prompts and answers nearest by meaning",
     "sources": "The sources read when no --db is given",
     "topics": "Conversations grouped by meaning into topics",
 }

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convgraph.meaning import embed_texts
+from convgraph.meaning import NodeVectors, embed_texts
 from convgraph.meaning.uses import (
     DUPLICATE_COSINE,
     alternatives_spread,
     fused_ranks,
     kmeans,
-    near_pairs,
+    near_duplicates,
     telling_words,
 )
 from tests.databases import add_response, legacy_database, timestamp
@@ -118,14 +118,18 @@ def test_telling_words_name_each_cluster() -> None:
     assert named == {0: ["pasta", "boil"], 1: ["database", "backup"]}
 
 
-def test_near_pairs_above_the_threshold_only() -> None:
+def test_near_duplicates_compare_each_trees_first_prompt() -> None:
     close = np.array([0.6, 0.8, 0, 0], dtype=np.float32)
-    matrix = np.stack([UNIT[0], UNIT[1], close, UNIT[0]])
-    assert near_pairs(["a", "b", "c", "d"], matrix, 0.8) == [
-        ("a", "d", 1.0),
-        ("b", "c", pytest.approx(0.8)),
-    ]
-    assert near_pairs(["a", "b"], UNIT[:2], 0.8) == []
+    rows = [UNIT[0], UNIT[2], UNIT[1], UNIT[0], close, UNIT[3]]
+    vectors = NodeVectors(
+        ids=["a", "a", "b", "b2", "c", "d"],
+        tree_ids=["A", "A", "B", "B", "C", "D"],
+        roles=["prompt", "response", "prompt", "prompt", "prompt", "prompt"],
+        matrix=np.stack(rows).astype(np.float16),
+    )
+    # B's second prompt (as A's) and A's answer (as D's) count for nothing.
+    assert near_duplicates(vectors, 0.79) == [("B", "C", pytest.approx(0.8, abs=1e-3))]
+    assert near_duplicates(vectors, 0.81) == []
 
 
 #: Questions asked again in other words, and different questions on one

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from convgraph.cli.meaning import embedding_model_option
 from convgraph.cli.options import (
     ANY_ID,
     NODE_ID,
     all_option,
     command,
     db_option,
+    embedding_model_option,
     json_option,
     opened_logs,
     output_options,

@@ -10,6 +10,7 @@ from convgraph.cli.options import (
     UserError,
     command,
     db_option,
+    embedding_model_option,
     opened_logs,
     output_options,
 )
@@ -19,16 +20,6 @@ from convgraph.cli.user_input import Number
 
 #: `convgraph.meaning.nearest.COLUMNS`, spelt here so --help imports no numpy.
 COLUMNS = ("rank", "score", "tree_id", "id", "role", "active", "snippet")
-
-
-def embedding_model_option(function: click.decorators.FC) -> click.decorators.FC:
-    """`--embedding-model NAME`: any llm embedding model (WordLlama by default)."""
-    return click.option(
-        "--embedding-model",
-        "model",
-        metavar="NAME",
-        help="An llm embedding model (`llm embed-models`; default: wordllama, offline)",
-    )(function)
 
 
 @command()

@@ -309,6 +309,16 @@ def json_option(function: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON")(function)
 
 
+def embedding_model_option(function: F) -> F:
+    """`--embedding-model NAME`: any llm embedding model (WordLlama by default)."""
+    return click.option(
+        "--embedding-model",
+        "model",
+        metavar="NAME",
+        help="An llm embedding model (`llm embed-models`; default: wordllama, offline)",
+    )(function)
+
+
 def output_options(function: F) -> F:
     """`--table`, `--json`, `--nl`, `--csv`, `--tsv`, given as `output_format`
     (None: the form for a person); two together are an error."""

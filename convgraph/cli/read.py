@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options, kept
-from convgraph.cli.meaning import embedding_model_option
 from convgraph.cli.options import (
     CONVERSATION_ID,
     NODE_ID,
     all_option,
     command,
     db_option,
+    embedding_model_option,
     json_option,
     opened_logs,
     output_options,

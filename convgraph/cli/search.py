@@ -9,11 +9,11 @@ from typing import Any
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
-from convgraph.cli.meaning import embedding_model_option
 from convgraph.cli.options import (
     UserError,
     command,
     db_option,
+    embedding_model_option,
     opened_logs,
     output_options,
 )

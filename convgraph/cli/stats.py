@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
-from convgraph.cli.meaning import embedding_model_option
 from convgraph.cli.options import (
     CONVERSATION_ID,
     UserError,
     all_option,
     command,
     db_option,
+    embedding_model_option,
     opened_logs,
     output_options,
 )
@@ -202,10 +202,15 @@ def stats(
             in_range = where if nodes_in_range else None
             if keys is not None:
                 if "topic" in keys:
-                    from convgraph.meaning.uses import tree_topics
+                    from convgraph.meaning.uses import conversation_topics
 
-                    topics = tree_topics(logs, model=model, progress=progress)
-                    forest.nodes["topic"] = forest.nodes["tree_id"].map(topics)
+                    topics = conversation_topics(logs, None, model, progress)
+                    named = {
+                        t: ", ".join(one["words"])
+                        for one in topics
+                        for t in one["tree_ids"]
+                    }
+                    forest.nodes["topic"] = forest.nodes["tree_id"].map(named)
                 _usage(forest, keys, in_range, plot, measure, output_format)
                 return
             from convgraph.analysis.reports import trees_table

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import click
 
-from convgraph.cli.meaning import embedding_model_option
 from convgraph.cli.options import (
     all_option,
     command,
     db_option,
+    embedding_model_option,
     opened_logs,
     output_options,
 )
@@ -20,8 +20,6 @@ from convgraph.text import counted, excerpt, terminal_text
 
 TOPIC_COLUMNS = ["topic", "words", "conversations", "tree_ids", "titles"]
 DUPLICATE_COLUMNS = ["tree_a", "tree_b", "cosine", "name_a", "name_b"]
-#: The titles shown under each topic.
-EXAMPLES = 3
 
 
 @command()
@@ -52,25 +50,14 @@ def topics(count: int | None, model: str | None, output_format: str | None) -> N
     with ProgressBar() as bar:
         found = conversation_topics(opened_logs(), count, model, bar)
     if output_format is not None:
-        records = [
-            {
-                "topic": topic.number,
-                "words": topic.words,
-                "conversations": len(topic.tree_ids),
-                "tree_ids": topic.tree_ids,
-                "titles": topic.titles,
-            }
-            for topic in found
-        ]
-        echo_records(records, TOPIC_COLUMNS, output_format)
-        return
+        return echo_records(found, TOPIC_COLUMNS, output_format)
     if not found:
         say("no conversation has a prompt to group")
     for topic in found:
-        name = click.style(f"{topic.number}. {terminal_text(topic.name)}", bold=True)
-        click.echo(f"{name}  ({counted(len(topic.tree_ids), 'conversation')})")
-        shown = zip(topic.tree_ids[:EXAMPLES], topic.titles[:EXAMPLES], strict=True)
-        for tree, title in shown:
+        name = terminal_text(f"{topic['topic']}. {', '.join(topic['words'])}")
+        counts = counted(topic["conversations"], "conversation")
+        click.echo(f"{click.style(name, bold=True)}  ({counts})")
+        for tree, title in [*zip(topic["tree_ids"], topic["titles"], strict=True)][:3]:
             click.echo(terminal_text(f"   {tree}  {excerpt(title or '', 60)}"))
 
 

@@ -9,7 +9,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,13 +30,13 @@ DUPLICATE_COSINE = 0.8
 DEFAULT_TOPICS = 8
 _WORD = re.compile(r"[^\W\d_]{3,}")
 #: Words that tell nothing of a subject, left out of topics' names.
-_PLAIN_WORDS = (
-    "the and for with what how why when where which who whom are was were you your"
-    " can could should would will does did have has had this that these those from"
-    " into about there their them then than not but all any some its our out one"
-    " also just like get use using make way best between"
+_PLAIN = frozenset(
+    _WORD.findall(
+        "the and for with what how why when where which who are was were you your can"
+        " could should would will does did have has had this that from into about not"
+        " but all any some its also just like get use using make way best between"
+    )
 )
-_PLAIN = frozenset(_PLAIN_WORDS.split())
 
 
 def fused_ranks(
@@ -89,40 +88,33 @@ def kmeans(matrix: np.ndarray, k: int, seed: int = 0, tries: int = 10) -> np.nda
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    k = min(k, len(matrix))
-    best, best_fit = np.zeros(len(matrix), dtype=np.int64), -np.inf
+    k, best, best_fit = min(k, len(matrix)), np.zeros(len(matrix), np.int64), -np.inf
     for _ in range(tries):
-        centres = [matrix[rng.integers(len(matrix))]]
-        for _ in range(1, k):
-            far = np.clip(1.0 - (matrix @ np.array(centres).T).max(axis=1), 0, None)
-            total = far.sum()
-            pick = rng.choice(len(matrix), p=far / total) if total > 0 else 0
-            centres.append(matrix[pick])
-        centre = np.array(centres, dtype=np.float64)
+        centre = matrix[[rng.integers(len(matrix))]].astype(np.float64)
+        while len(centre) < k:
+            far = np.clip(1 - (matrix @ centre.T).max(axis=1), 0, None)
+            pick = rng.choice(len(matrix), p=far / far.sum()) if far.any() else 0
+            centre = np.vstack([centre, matrix[pick]])
         labels = np.full(len(matrix), -1)
         for _ in range(100):
             cosines = matrix @ centre.T
-            found = cosines.argmax(axis=1)
-            if (found == labels).all():
+            if (cosines.argmax(axis=1) == labels).all():
                 break
-            labels = found
-            for cluster in range(k):
+            labels = cosines.argmax(axis=1)
+            for cluster in set(labels.tolist()):  # an emptied one keeps its centre
                 total = matrix[labels == cluster].sum(axis=0)
-                norm = np.linalg.norm(total)
-                if norm > 0:  # an emptied cluster keeps its centre
-                    centre[cluster] = total / norm
-        fit = float(cosines.max(axis=1).sum())
-        if fit > best_fit + 1e-9:
-            best, best_fit = labels, fit
+                centre[cluster] = total / max(float(np.linalg.norm(total)), 1e-12)
+        if cosines.max(axis=1).sum() > best_fit + 1e-9:
+            best, best_fit = labels, cosines.max(axis=1).sum()
     return best
 
 
 def telling_words(
     texts: Sequence[str], labels: Sequence[int], count: int = 3
 ) -> dict[int, list[str]]:
-    """Each cluster's `count` most telling words: the share of its texts that
-    hold a word, times log(1 + texts / texts holding it anywhere): TF-IDF with
-    clusters for documents; ties by the word."""
+    """Each cluster's `count` most telling words: a word's share p of the
+    cluster's texts against its share q of all texts, scored p log(p / q);
+    ties by the word."""
     held = [set(_WORD.findall(text.lower())) - _PLAIN for text in texts]
     everywhere = Counter(word for words in held for word in words)
     size = Counter(labels)
@@ -131,32 +123,13 @@ def telling_words(
         within.setdefault(label, Counter()).update(words)
     named = {}
     for label, counts in within.items():
+        share = {word: n / size[label] for word, n in counts.items()}
         score = {
-            word: n / size[label] * math.log(1 + len(texts) / everywhere[word])
-            for word, n in counts.items()
+            word: p * math.log(p * len(texts) / everywhere[word])
+            for word, p in share.items()
         }
-        ranked = sorted(score, key=lambda word: (-score[word], word))
-        named[label] = ranked[:count]
+        named[label] = sorted(score, key=lambda word: (-score[word], word))[:count]
     return named
-
-
-def near_pairs(
-    keys: Sequence[str], matrix: np.ndarray, threshold: float = DUPLICATE_COSINE
-) -> list[tuple[str, str, float]]:
-    """Every pair of rows whose cosine is `threshold` or more, as (key, key,
-    cosine), the closest first: a block of rows against all at a time."""
-    import numpy as np
-
-    found: list[tuple[str, str, float]] = []
-    block = 2048
-    for start in range(0, len(matrix), block):
-        cosines = matrix[start : start + block] @ matrix.T
-        rows, columns = np.nonzero(cosines >= threshold)
-        later = columns > rows + start
-        for row, column in zip(rows[later], columns[later], strict=True):
-            score = round(float(cosines[row, column]), 6)
-            found.append((keys[start + row], keys[column], score))
-    return sorted(found, key=lambda pair: -pair[2])
 
 
 def _rows(vectors: NodeVectors, role: str) -> np.ndarray:
@@ -185,10 +158,20 @@ def near_duplicates(
 
     rows = _rows(vectors, "prompt")
     trees = np.asarray(vectors.tree_ids, dtype=object)[rows]
-    first = rows[np.unique(trees, return_index=True)[1]]
-    first.sort()
-    keys = [str(vectors.tree_ids[row]) for row in first]
-    return near_pairs(keys, unit_rows(vectors.matrix[first]), threshold)
+    first = np.sort(rows[np.unique(trees, return_index=True)[1]])
+    matrix, keys = (
+        unit_rows(vectors.matrix[first]),
+        [vectors.tree_ids[row] for row in first],
+    )
+    found = []
+    for start in range(0, len(first), 2048):  # a block of rows against all
+        cosines = matrix[start : start + 2048] @ matrix.T
+        rows, columns = np.nonzero(cosines >= threshold)
+        for row, column in zip(rows, columns, strict=True):
+            if column > start + row:
+                score = round(float(cosines[row, column]), 6)
+                found.append((keys[start + row], keys[column], score))
+    return sorted(found, key=lambda pair: -pair[2])
 
 
 def tree_spreads(
@@ -215,30 +198,16 @@ def tree_spreads(
     return spread
 
 
-@dataclass(frozen=True)
-class Topic:
-    """A group of conversations: its telling `words`, its trees (largest
-    topic first, trees in log order) and their titles."""
-
-    number: int
-    words: list[str]
-    tree_ids: list[str]
-    titles: list[str | None]
-
-    @property
-    def name(self) -> str:
-        return ", ".join(self.words)
-
-
 def conversation_topics(
     logs: Logs,
     k: int | None = None,
     model: str | None = None,
     progress: ProgressCallback | None = None,
-) -> list[Topic]:
+) -> list[dict[str, Any]]:
     """The conversations in `k` topics (by default the square root of half
-    their number, at most `DEFAULT_TOPICS`), by k-means on each tree's mean
-    prompt vector, each named by `telling_words` of its prompts."""
+    their number, at most `DEFAULT_TOPICS`) by k-means on each tree's mean
+    prompt vector, largest first: records of topic (from 1), words (the
+    `telling_words` of its prompts), conversations, tree_ids and titles."""
     import numpy as np
     import pandas as pd
 
@@ -260,25 +229,15 @@ def conversation_topics(
     order = [str(tree) for tree in sums.index]
     words = telling_words([said.get(tree, "") for tree in order], labels.tolist())
     sizes = np.bincount(labels)
-    found = []
-    for number, label in enumerate(
-        sorted(range(len(sizes)), key=lambda n: -sizes[n]), 1
-    ):
+    found: list[dict[str, Any]] = []
+    for label in sorted(range(len(sizes)), key=lambda n: -sizes[n]):
         kept = [tree for tree, at in zip(order, labels, strict=True) if at == label]
-        names = [forest.names.get(tree) for tree in kept]
-        found.append(Topic(number, words.get(label, []), kept, names))
+        found.append(
+            {"topic": len(found) + 1, "words": words.get(label, [])}
+            | {"conversations": len(kept), "tree_ids": kept}
+            | {"titles": [forest.names.get(tree) for tree in kept]}
+        )
     return found
-
-
-def tree_topics(
-    logs: Logs,
-    k: int | None = None,
-    model: str | None = None,
-    progress: ProgressCallback | None = None,
-) -> dict[str, str]:
-    """Each conversation's topic, by name (`conversation_topics`)."""
-    found = conversation_topics(logs, k, model, progress)
-    return {tree: topic.name for topic in found for tree in topic.tree_ids}
 
 
 def with_spread(table: Any, spread: dict[str, float | None]) -> Any:
@@ -310,14 +269,11 @@ def meaning_search(
     filters (`abandoned`, `where`, ...), applied to both."""
     from convgraph.meaning import embed_texts, nearest, node_vectors
 
-    pool = max(POOL, 3 * limit)
-    vectors = node_vectors(logs, model, progress)
+    pool, vectors = max(POOL, 3 * limit), node_vectors(logs, model, progress)
     roles: dict[str, str] = {}
     for row, _ in nearest(vectors, embed_texts([meaning], model)[0], pool):
-        roles.setdefault(str(vectors.ids[row]), str(vectors.roles[row]))
-    by_text = (
-        logs.search(text, limit=pool, progress=progress, **options) if text else []
-    )
+        roles.setdefault(vectors.ids[row], vectors.roles[row])
+    found = logs.search(text, limit=pool, progress=progress, **options) if text else []
     # The index gives the nearest nodes their place and snippet, and keeps
     # only those the filters keep.
     asked = " OR ".join(
@@ -325,15 +281,13 @@ def meaning_search(
     )
     options["query_syntax"] = True
     near = logs.search(asked, limit=len(roles), **options) if roles else []
-    hits = {hit.id: hit for hit in [*near, *by_text]}
-    ranked = [node for node in roles if node in hits]
+    hits = {hit.id: hit for hit in [*near, *found]}
+    ranked = fused_ranks([[hit.id for hit in found], [n for n in roles if n in hits]])
     records = []
-    for rank, (node, score) in enumerate(
-        fused_ranks([[hit.id for hit in by_text], ranked])[:limit], 1
-    ):
+    for rank, (node, score) in enumerate(ranked[:limit], 1):
         record = hits[node].as_record() | {"rank": rank, "score": round(score, 6)}
         if node in roles and roles[node] not in record["fields"]:
-            record["fields"] = [*record["fields"], roles[node]]
+            record["fields"].append(roles[node])
         records.append(record)
     return records
 

@@ -219,9 +219,9 @@ def stats(
             _say_unknown(unpriced)
             del forest
         if by_meaning or model is not None:
-            from convgraph.meaning.uses import tree_spreads, with_spread
+            from convgraph.meaning.uses import with_spread
 
-            table = with_spread(table, tree_spreads(logs, model, progress))
+            table = with_spread(table, logs, model, progress)
     print_conversations(table, output_format, columns)
     if hidden and not logs.hidden:
         nodes = sum(hidden.values())

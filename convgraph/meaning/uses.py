@@ -29,14 +29,6 @@ RRF_K = 60
 DUPLICATE_COSINE = 0.8
 DEFAULT_TOPICS = 8
 _WORD = re.compile(r"[^\W\d_]{3,}")
-#: Words that tell nothing of a subject, left out of topics' names.
-_PLAIN = frozenset(
-    _WORD.findall(
-        "the and for with what how why when where which who are was were you your can"
-        " could should would will does did have has had this that from into about not"
-        " but all any some its also just like get use using make way best between"
-    )
-)
 
 
 def fused_ranks(
@@ -64,18 +56,13 @@ def alternatives_spread(
     frame = pd.DataFrame({"tree": trees, "parent": parents})
     codes = frame.groupby(["tree", "parent"], dropna=False, sort=False).ngroup()
     many = (codes.map(codes.value_counts()) > 1).to_numpy()
-    # Only the rows with siblings: the sum of a group's pairwise cosines (both
-    # orders) is |sum of its vectors|^2 less each vector's own square.
-    first, group = np.unique(
-        codes.to_numpy()[many], return_index=True, return_inverse=True
-    )[1:]
-    rows = unit_rows(matrix[many])
-    sums = pd.DataFrame(rows).groupby(group).sum().to_numpy(dtype=np.float64)
-    own = np.bincount(group, np.einsum("ij,ij->i", rows, rows))
-    size = np.bincount(group)
-    cosine = (np.einsum("ij,ij->i", sums, sums) - own) / (size * (size - 1))
-    tree = frame["tree"].to_numpy()[many][first]
-    per_tree = pd.Series(1.0 - cosine).groupby(tree).mean()
+    # The n(n-1) cosines of a branch point's pairs (both orders) add up to
+    # |the sum of its unit vectors|^2 - n: only the rows with siblings are read.
+    grouped = pd.DataFrame(unit_rows(matrix[many])).groupby(codes[many].to_numpy())
+    sums, size = grouped.sum().to_numpy(np.float64), grouped.size().to_numpy()
+    distance = 1 - (np.einsum("ij,ij->i", sums, sums) - size) / (size * (size - 1))
+    tree = frame["tree"][many].groupby(codes[many].to_numpy()).first().to_numpy()
+    per_tree = pd.Series(distance, index=tree).groupby(level=0).mean()
     spread: dict[str, float | None] = dict.fromkeys(frame["tree"].unique())
     for key, value in per_tree.items():
         spread[str(key)] = round(float(value), 6) + 0.0  # never -0.0
@@ -115,7 +102,7 @@ def telling_words(
     """Each cluster's `count` most telling words: a word's share p of the
     cluster's texts against its share q of all texts, scored p log(p / q);
     ties by the word."""
-    held = [set(_WORD.findall(text.lower())) - _PLAIN for text in texts]
+    held = [set(_WORD.findall(text.lower())) for text in texts]
     everywhere = Counter(word for words in held for word in words)
     size = Counter(labels)
     within: dict[int, Counter[str]] = {}
@@ -132,11 +119,12 @@ def telling_words(
     return named
 
 
-def _rows(vectors: NodeVectors, role: str) -> np.ndarray:
-    """The rows of `vectors` whose role is `role`."""
+def _rows(vectors: NodeVectors, role: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of `vectors` whose role is `role`, and their trees."""
     import numpy as np
 
-    return np.flatnonzero(np.asarray(vectors.roles, dtype=object) == role)
+    rows = np.flatnonzero(np.asarray(vectors.roles, dtype=object) == role)
+    return rows, np.asarray(vectors.tree_ids, dtype=object)[rows]
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -156,46 +144,39 @@ def near_duplicates(
     the closest first, the earlier tree first in each pair."""
     import numpy as np
 
-    rows = _rows(vectors, "prompt")
-    trees = np.asarray(vectors.tree_ids, dtype=object)[rows]
+    rows, trees = _rows(vectors, "prompt")
     first = np.sort(rows[np.unique(trees, return_index=True)[1]])
-    matrix, keys = (
-        unit_rows(vectors.matrix[first]),
-        [vectors.tree_ids[row] for row in first],
-    )
+    matrix, keys = unit_rows(vectors.matrix[first]), np.asarray(vectors.tree_ids)[first]
     found = []
     for start in range(0, len(first), 2048):  # a block of rows against all
         cosines = matrix[start : start + 2048] @ matrix.T
-        rows, columns = np.nonzero(cosines >= threshold)
-        for row, column in zip(rows, columns, strict=True):
+        for row, column in zip(*np.nonzero(cosines >= threshold), strict=True):
             if column > start + row:
                 score = round(float(cosines[row, column]), 6)
-                found.append((keys[start + row], keys[column], score))
+                found.append((str(keys[start + row]), str(keys[column]), score))
     return sorted(found, key=lambda pair: -pair[2])
 
 
-def tree_spreads(
-    logs: Logs, model: str | None = None, progress: ProgressCallback | None = None
-) -> dict[str, float | None]:
-    """Each tree's `alternatives_spread`, its answers embedded by `model`."""
-    import numpy as np
-
+def with_spread(
+    table: Any, logs: Logs, model: str | None, progress: ProgressCallback | None
+) -> Any:
+    """`stats`' rows (records or a table) with each tree's
+    `alternatives_spread`, its answers embedded by `model`."""
     from convgraph.meaning import node_vectors
 
     vectors = node_vectors(logs, model, progress)
-    nodes = logs.forest(False, progress=progress).nodes
-    rows = _rows(vectors, "response")
-    parents = nodes.set_index("id")["parent_id"].astype(object)
-    parents = parents.where(parents.notna(), None)
-    spread = dict.fromkeys(nodes["tree_id"].unique().tolist())
-    spread.update(
-        alternatives_spread(
-            np.asarray(vectors.tree_ids, dtype=object)[rows].tolist(),
-            parents.reindex(np.asarray(vectors.ids, dtype=object)[rows]).tolist(),
-            vectors.matrix[rows],
-        )
+    parents = logs.forest(False, progress=progress).nodes.set_index("id")["parent_id"]
+    rows, trees = _rows(vectors, "response")
+    above = parents.astype(object).reindex([vectors.ids[row] for row in rows])
+    found = alternatives_spread(
+        trees.tolist(), above.where(above.notna(), None).tolist(), vectors.matrix[rows]
     )
-    return spread
+    if isinstance(table, list):
+        return [
+            row | {"alternatives_spread": found.get(row["tree_id"])} for row in table
+        ]
+    column = table["tree_id"].astype(object).map(found).astype(object)
+    return table.assign(alternatives_spread=column.where(column.notna(), None))
 
 
 def conversation_topics(
@@ -214,40 +195,26 @@ def conversation_topics(
     from convgraph.meaning import node_vectors
 
     vectors = node_vectors(logs, model, progress)
-    rows = _rows(vectors, "prompt")
-    if not len(rows):
-        return []
-    trees = pd.Series(np.asarray(vectors.tree_ids, dtype=object)[rows])
+    rows, trees = _rows(vectors, "prompt")
     sums = (
         pd.DataFrame(unit_rows(vectors.matrix[rows])).groupby(trees, sort=False).sum()
     )
     k = k or min(DEFAULT_TOPICS, max(1, round(math.sqrt(len(sums) / 2))))
-    labels = kmeans(unit_rows(sums.to_numpy()), k)
+    labels = kmeans(unit_rows(sums.to_numpy()), k) if len(sums) else np.array([], int)
     forest = logs.forest(texts=("prompt",), progress=progress)
-    prompts = forest.nodes.groupby("tree_id", observed=True, sort=False)["prompt"]
-    said = prompts.agg(lambda texts: " ".join(texts.dropna())).to_dict()
+    prompts = forest.nodes.groupby("tree_id", observed=True)["prompt"]
+    said = prompts.agg(lambda texts: " ".join(texts.dropna()))
     order = [str(tree) for tree in sums.index]
-    words = telling_words([said.get(tree, "") for tree in order], labels.tolist())
-    sizes = np.bincount(labels)
+    words = telling_words(said.reindex(order).fillna("").tolist(), labels.tolist())
     found: list[dict[str, Any]] = []
-    for label in sorted(range(len(sizes)), key=lambda n: -sizes[n]):
+    for label in np.argsort(-np.bincount(labels, minlength=k), kind="stable"):
         kept = [tree for tree, at in zip(order, labels, strict=True) if at == label]
-        found.append(
-            {"topic": len(found) + 1, "words": words.get(label, [])}
-            | {"conversations": len(kept), "tree_ids": kept}
-            | {"titles": [forest.names.get(tree) for tree in kept]}
-        )
-    return found
-
-
-def with_spread(table: Any, spread: dict[str, float | None]) -> Any:
-    """`stats`' rows (records or a table) with their tree's alternatives_spread."""
-    if isinstance(table, list):
-        return [
-            row | {"alternatives_spread": spread.get(row["tree_id"])} for row in table
+        titles = [forest.names.get(tree) for tree in kept]
+        topic = {"topic": len(found) + 1, "words": words.get(label, [])}
+        found += [
+            topic | {"conversations": len(kept), "tree_ids": kept, "titles": titles}
         ]
-    column = table["tree_id"].astype(object).map(spread)
-    return table.assign(alternatives_spread=column.astype(object))
+    return [topic for topic in found if topic["tree_ids"]]
 
 
 #: How many nodes each search offers the fusion, at least.
@@ -276,9 +243,8 @@ def meaning_search(
     found = logs.search(text, limit=pool, progress=progress, **options) if text else []
     # The index gives the nearest nodes their place and snippet, and keeps
     # only those the filters keep.
-    asked = " OR ".join(
-        'id:"' + re.sub(r'(["\\])', r"\\\1", node) + '"' for node in roles
-    )
+    quoted = (re.sub(r'(["\\])', r"\\\1", node) for node in roles)
+    asked = " OR ".join(f'id:"{node}"' for node in quoted)
     options["query_syntax"] = True
     near = logs.search(asked, limit=len(roles), **options) if roles else []
     hits = {hit.id: hit for hit in [*near, *found]}

@@ -93,6 +93,9 @@ GROUPS = {
     "engine": Group(
         "benchmarks.engine:engine_rows", "responses", (100_000, 1_000_000), (100_000,)
     ),
+    "meaning": Group(
+        "benchmarks.meaning:meaning_rows", "responses", (100_000, 1_000_000), (10_000,)
+    ),
     "startup": Group("benchmarks.startup:startup_rows", "bytes", (0,), (0,)),
     "datasette": Group(
         "benchmarks.datasette_pages:datasette_rows",

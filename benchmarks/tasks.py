@@ -60,6 +60,7 @@ def load() -> dict[str, Callable[..., Callable[..., Any]]]:
         agents,
         datasette_pages,
         importing,
+        meaning,
         merging,
         outputs,
         searching,

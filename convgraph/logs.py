@@ -294,7 +294,7 @@ class Logs:
         from convgraph.meaning import node_vectors
 
         vectors = node_vectors(self, model)
-        return vectors.ids, vectors.matrix
+        return list(vectors.ids), vectors.matrix
 
     def similar(
         self,
@@ -302,12 +302,18 @@ class Logs:
         text: str | None = None,
         k: int = 10,
         model: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> list[dict[str, Any]]:
         """The `k` prompts or answers nearest a node's or a text's meaning, as
-        records: rank, score (cosine), tree_id, id, role, active, snippet."""
+        records: rank, score (cosine), tree_id, id, role, active, snippet
+        (`convgraph.meaning.similar`)."""
         from convgraph.meaning import similar
+        from convgraph.redaction import _value, strings
 
-        return similar(self, node_id, text, k, model)
+        found = similar(self, node_id, text, k, model, progress)
+        if self.redactor:
+            return _value(found, self.redactor.scan(strings(found)))  # type: ignore[no-any-return]
+        return found
 
 
 def _no_progress(phase: str, done: int, total: int | None) -> None:

@@ -238,3 +238,43 @@ def test_llm_embeds_with_wordllama_offline(tmp_path: Path) -> None:
         )
     assert len(vector) == 256
     assert sum(value * value for value in vector) > 0
+
+
+def test_the_two_step_search_finds_what_the_exact_one_does(tmp_path: Path) -> None:
+    import numpy as np
+
+    from convgraph.meaning.store import NodeVectors, _save_coarse
+
+    rows = np.random.default_rng(7).standard_normal((5000, 256)).astype(np.float32)
+    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
+    _save_coarse(tmp_path, rows)
+    coarse, basis = np.load(tmp_path / "coarse.npy"), np.load(tmp_path / "basis.npy")
+    assert coarse.shape == (5000, 64) and basis.shape == (256, 64)
+    exact = NodeVectors([], [], [], rows)
+    two_step = NodeVectors([], [], [], rows, coarse=coarse, basis=basis)
+    for row in (0, 1234, 4999):
+        query = rows[row].astype(np.float32)
+        assert nearest(two_step, query, 1)[0][0] == row
+        assert [hit for hit, _ in nearest(two_step, query, 5)] == [
+            hit for hit, _ in nearest(exact, query, 5)
+        ]
+
+
+def test_a_secret_is_redacted_in_what_similar_shows(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path)
+    add_response(
+        conn,
+        "r",
+        "t",
+        "deploy AKIAZ7Q4XKJ3M2N8P5LW to production",
+        datetime_utc=timestamp(0),
+    )
+    conn.commit()
+    conn.close()
+    with convgraph.open(path, redact=True) as logs:
+        (found,) = [
+            r for r in logs.similar(text="deploy", k=2) if r["role"] == "prompt"
+        ]
+    assert "AKIAZ7Q4XKJ3M2N8P5LW" not in found["snippet"]
+    assert found["snippet"].startswith("deploy [REDACTED")

@@ -54,11 +54,9 @@ def similar(
     """
     if (node_id is None) == (text is None):
         raise UserError("give a NODE_ID or --text, one of them")
-    from convgraph.meaning import similar as nearest_texts
-
     logs = opened_logs()
     with ProgressBar() as bar:
-        records = nearest_texts(logs, node_id, text, limit, model, bar)
+        records = logs.similar(node_id, text, limit, model, bar)
     if output_format is not None:
         echo_records(records, COLUMNS, output_format)
     elif not records:

@@ -1,4 +1,4 @@
-"""Exact nearest rows by cosine, and `similar`: the nearest prompts and answers
+"""The nearest rows by cosine, and `similar`: the nearest prompts and answers
 of a node or a text across the forest."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import ConvgraphError
-from convgraph.meaning.store import ROLES, NodeVectors, embed_texts, node_vectors
+from convgraph.meaning.store import NodeVectors, embed_texts, node_vectors
 from convgraph.sources.source import ProgressCallback, Source
-from convgraph.text import excerpt
 
 if TYPE_CHECKING:
     import numpy as np
@@ -17,6 +16,8 @@ if TYPE_CHECKING:
 
 #: Rows scored at once: a chunk of float16 rows is made float32 for BLAS.
 ROWS = 1 << 15
+#: Rows the first pass keeps for each row asked, and at least.
+CANDIDATES, FEWEST_CANDIDATES = 200, 4000
 #: The fields of a `similar` record.
 COLUMNS = ("rank", "score", "tree_id", "id", "role", "active", "snippet")
 
@@ -33,18 +34,31 @@ def scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     return found
 
 
-def nearest(vectors: NodeVectors, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The `k` rows nearest `query` (a normalised vector), as (row, cosine), best
-    first, ties by row: an exact search of every row."""
+def _best(found: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the `k` largest, largest first, ties by position."""
     import numpy as np
 
-    found = scores(vectors.matrix, query)
     k = min(k, len(found))
     if k <= 0:
-        return []
+        return np.zeros(0, dtype=np.int64)
     top = np.argpartition(-found, k - 1)[:k]
-    top = top[np.lexsort((top, -found[top]))]
-    return [(int(row), float(found[row])) for row in top]
+    return top[np.lexsort((top, -found[top]))]
+
+
+def nearest(vectors: NodeVectors, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The `k` rows nearest `query` (a normalised vector), as (row, cosine), best
+    first, ties by row. Every row is scored exactly, but on forests with a
+    `coarse` projection, whose nearest `CANDIDATES` * k rows by it are."""
+    import numpy as np
+
+    query = np.asarray(query, dtype=np.float32).ravel()
+    if vectors.coarse is None or vectors.basis is None:
+        found = scores(vectors.matrix, query)
+        return [(int(row), float(found[row])) for row in _best(found, k)]
+    wanted = max(CANDIDATES * k, FEWEST_CANDIDATES)
+    rows = np.sort(_best(scores(vectors.coarse, query @ vectors.basis), wanted))
+    found = scores(vectors.matrix[rows], query)
+    return [(int(rows[at]), float(found[at])) for at in _best(found, k)]
 
 
 def similar(
@@ -62,42 +76,23 @@ def similar(
     vectors = node_vectors(logs, model, progress)
     if text is not None:
         query = embed_texts([text], model)[0]
-        own: set[int] = set()
+        own: list[int] = []
     else:
         node = source.resolve_node(str(node_id))
-        own = {row for row, one in enumerate(vectors.ids) if one == node}
+        own = [row for row, one in enumerate(vectors.ids) if one == node]
         if not own:
             raise ConvgraphError(f"node {node} has no text to compare")
-        query = vectors.matrix[min(own)]
+        query = vectors.matrix[own[0]]
     hits = [hit for hit in nearest(vectors, query, k + len(own)) if hit[0] not in own]
-    return _records(logs, vectors, hits[:k])
-
-
-def _records(
-    logs: Logs | Source, vectors: NodeVectors, hits: list[tuple[int, float]]
-) -> list[dict[str, Any]]:
-    """The hits with their branch mark and a snippet, from their trees read."""
-    trees = sorted({vectors.tree_ids[row] for row, _ in hits})
-    if isinstance(logs, Source):
-        from convgraph.model.forest import Forest
-
-        forest = Forest.read(logs, conversation_ids=trees, texts=ROLES)
-    else:  # hidden branches and redaction as the handle says
-        forest = logs.forest(trees=trees, texts=ROLES)
-    nodes = forest.nodes.set_index("id")
-    records = []
-    for rank, (row, score) in enumerate(hits, 1):
-        node, role = vectors.ids[row], vectors.roles[row]
-        known = node in nodes.index
-        records.append(
-            {
-                "rank": rank,
-                "score": round(score, 4),
-                "tree_id": vectors.tree_ids[row],
-                "id": node,
-                "role": role,
-                "active": bool(nodes.at[node, "active"]) if known else None,
-                "snippet": excerpt(str(nodes.at[node, role]), 200) if known else "",
-            }
-        )
-    return records
+    return [
+        {
+            "rank": rank,
+            "score": round(score, 4),
+            "tree_id": vectors.tree_ids[row],
+            "id": vectors.ids[row],
+            "role": vectors.roles[row],
+            "active": None if vectors.active is None else bool(vectors.active[row]),
+            "snippet": vectors.snippets[row],
+        }
+        for rank, (row, score) in enumerate(hits[:k], 1)
+    ]

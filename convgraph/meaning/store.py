@@ -1,6 +1,7 @@
 """Vectors stored once: by (model, content hash) in an SQLite file of the cache,
-so no text is embedded twice, and per source file its node vectors ready, stamped
-as the search index is and made again from the store when the file changes."""
+so no text is embedded twice, and per source file its node vectors ready (memory
+mapped), stamped as the search index is and made again from the store when the
+file changes."""
 
 from __future__ import annotations
 
@@ -10,16 +11,15 @@ import os
 import re
 import shutil
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import orjson
+from typing import TYPE_CHECKING, Any, overload
 
 from convgraph.search.index import cache_directory, index_path
 from convgraph.search.stamps import content_stamp, quick_stamp, stored
 from convgraph.sources.source import ProgressCallback, Source
+from convgraph.text import excerpt
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,10 +30,18 @@ if TYPE_CHECKING:
 VERSION = 1
 #: The texts of a node that are embedded, each a row.
 ROLES = ("prompt", "response")
-#: Texts embedded between two commits of the store; hashes asked at once.
+#: Texts embedded between two commits of the store; hashes asked at once;
+#: nodes read from the table at once; a snippet's width.
 CHUNK = 8192
 ASKED = 900
+NODES = 1 << 16
+SNIPPET = 200
+#: Above this many rows the search is in two steps (`coarse`): at 2M float16
+#: rows the exact scan alone is seconds.
+EXACT_ROWS = 300_000
+COARSE_DIMENSIONS = 64
 EMBEDDING = "embedding texts"
+STRINGS = ("ids", "tree_ids", "roles", "snippets")
 
 
 def meaning_directory() -> Path:
@@ -45,16 +53,49 @@ def _name(model_id: str) -> str:
     return re.sub(r"[^\w.-]", "_", model_id)
 
 
+class Strings(Sequence[str]):
+    """Strings kept as one UTF-8 blob and their ends, read one at a time."""
+
+    def __init__(self, blob: Any, ends: np.ndarray) -> None:
+        self.blob, self.ends = blob, ends
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @overload
+    def __getitem__(self, row: int) -> str: ...
+    @overload
+    def __getitem__(self, row: slice) -> list[str]: ...
+    def __getitem__(self, row: int | slice) -> str | list[str]:
+        if isinstance(row, slice):
+            return [self[one] for one in range(*row.indices(len(self)))]
+        row = range(len(self))[row]
+        start = int(self.ends[row - 1]) if row else 0
+        return bytes(self.blob[start : int(self.ends[row])]).decode()
+
+    def __iter__(self) -> Iterator[str]:
+        whole, start = bytes(self.blob), 0
+        for end in self.ends.tolist():
+            yield whole[start:end].decode()
+            start = end
+
+
 @dataclass
 class NodeVectors:
     """A forest's texts as rows: row i is the prompt or the response (`roles[i]`)
     of node `ids[i]` in tree `tree_ids[i]`, for every node with that text (the
-    same two roles on every source); `matrix` float16, rows L2-normalised."""
+    same two roles on every source); `matrix` float16, rows L2-normalised;
+    `active` each row's branch mark, `snippets` its text on one line; `coarse`
+    and `basis` the rows projected for a first pass, on large forests only."""
 
-    ids: list[str]
-    tree_ids: list[str]
-    roles: list[str]
+    ids: Sequence[str]
+    tree_ids: Sequence[str]
+    roles: Sequence[str]
     matrix: np.ndarray
+    active: np.ndarray | None = None
+    snippets: Sequence[str] = ()
+    coarse: np.ndarray | None = None
+    basis: np.ndarray | None = None
 
 
 def _normalised(vectors: np.ndarray) -> np.ndarray:
@@ -77,52 +118,71 @@ def _embedded(model: Any, texts: list[str]) -> np.ndarray:
     return _normalised(np.array(list(model.embed_multi(texts)), dtype=np.float32))
 
 
-def _digest(text: str) -> bytes:
+def digest(text: str) -> bytes:
+    """The store's key of a text."""
     return hashlib.blake2b(
         text.encode("utf-8", "surrogatepass"), digest_size=16
     ).digest()
 
 
 def stored_vectors(
-    model: Any, texts: Sequence[str], progress: ProgressCallback | None = None
+    model: Any,
+    keys: Sequence[bytes],
+    texts: Callable[[list[int]], list[str]],
+    progress: ProgressCallback | None = None,
 ) -> np.ndarray:
-    """The texts' vectors (float16, normalised) from `model`'s store; only the
-    texts it lacks are embedded, and then kept."""
+    """The vectors (float16, normalised) of the texts whose `keys` are given, from
+    `model`'s store; only the texts it lacks are embedded (`texts` gives those of
+    rows), and then kept."""
     import numpy as np
 
-    keys = [_digest(text) for text in texts]
     first: dict[bytes, int] = {}
     for row, key in enumerate(keys):
         first.setdefault(key, row)
     directory = meaning_directory()
     directory.mkdir(parents=True, exist_ok=True)
-    found: dict[bytes, bytes] = {}
-    with sqlite3.connect(directory / f"{_name(model.model_id)}.db", timeout=60) as db:
+    db = sqlite3.connect(directory / f"{_name(model.model_id)}.db", timeout=60)
+    try:
         db.execute(
             "CREATE TABLE IF NOT EXISTS vectors"
             " (hash BLOB PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID"
         )
         unique = list(first)
-        for start in range(0, len(unique), ASKED):
-            asked = unique[start : start + ASKED]
-            marks = ",".join("?" * len(asked))
-            sql = f"SELECT hash, vector FROM vectors WHERE hash IN ({marks})"
-            found.update(db.execute(sql, asked))
-        missing = [key for key in unique if key not in found]
+        held = {found for (found,) in _asked(db, "hash", unique)}
+        missing = [key for key in unique if key not in held]
         for start in range(0, len(missing), CHUNK):
             if progress:
                 progress(EMBEDDING, start, len(missing))
             chunk = missing[start : start + CHUNK]
-            made = _embedded(model, [texts[first[key]] for key in chunk])
-            pairs = list(zip(chunk, map(bytes, made.astype(np.float16)), strict=True))
+            made = _embedded(model, texts([first[key] for key in chunk]))
+            pairs = zip(chunk, map(bytes, made.astype(np.float16)), strict=True)
             db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", pairs)
             db.commit()
-            found.update(pairs)
-    db.close()
-    if not keys:
-        return np.zeros((0, 0), dtype=np.float16)
-    joined = b"".join(found[key] for key in keys)
-    return np.frombuffer(joined, dtype=np.float16).reshape(len(keys), -1)
+        del held, missing
+        matrix: np.ndarray | None = None
+        for key, blob in _asked(db, "hash, vector", unique):
+            vector = np.frombuffer(blob, dtype=np.float16)
+            if matrix is None:
+                matrix = np.zeros((len(keys), len(vector)), dtype=np.float16)
+            matrix[first[key]] = vector
+    finally:
+        db.close()
+    if matrix is None:
+        return np.zeros((len(keys), 0), dtype=np.float16)
+    rows = np.fromiter((first[key] for key in keys), dtype=np.int64, count=len(keys))
+    again = np.flatnonzero(rows != np.arange(len(keys)))
+    matrix[again] = matrix[rows[again]]  # a text met again: its first row's vector
+    return matrix
+
+
+def _asked(db: sqlite3.Connection, columns: str, keys: list[bytes]) -> Iterator[Any]:
+    """The store's rows of `keys`, `ASKED` keys a statement."""
+    for start in range(0, len(keys), ASKED):
+        asked = keys[start : start + ASKED]
+        marks = ",".join("?" * len(asked))
+        yield from db.execute(
+            f"SELECT {columns} FROM vectors WHERE hash IN ({marks})", asked
+        )
 
 
 def embed_texts(texts: Sequence[str], model: str | None = None) -> np.ndarray:
@@ -131,7 +191,11 @@ def embed_texts(texts: Sequence[str], model: str | None = None) -> np.ndarray:
     ConvgraphError for an unknown model or a missing extra."""
     from convgraph.meaning.model import embedding_model
 
-    return _normalised(stored_vectors(embedding_model(model), texts))
+    keys = [digest(text) for text in texts]
+    chosen = embedding_model(model)
+    return _normalised(
+        stored_vectors(chosen, keys, lambda rows: [texts[r] for r in rows])
+    )
 
 
 def node_vectors(
@@ -141,7 +205,7 @@ def node_vectors(
 ) -> NodeVectors:
     """Every node text of the forest as a row (`NodeVectors`), hidden nodes left
     out unless the `Logs` keeps them; made from the store and kept ready per file
-    until its stamps change."""
+    until its stamps change. Raises ConvgraphError (unknown model, missing extra)."""
     from convgraph.meaning.model import embedding_model
 
     source = logs if isinstance(logs, Source) else logs.source
@@ -157,32 +221,46 @@ def node_vectors(
     if meta.get("version") == VERSION and meta.get("content") == content:
         _write_meta(ready, {**meta, "quick": quick})
         return _load(ready)
-    vectors = _made(source, hidden, chosen, progress)
-    _write(ready, vectors, {"version": VERSION, "quick": quick, "content": content})
+    made = _made(source, hidden, chosen, progress)
+    _write(ready, made, {"version": VERSION, "quick": quick, "content": content})
     return _load(ready)
 
 
 def _made(
     source: Source, hidden: bool, model: Any, progress: ProgressCallback | None
 ) -> NodeVectors:
-    """The node vectors of the file read now."""
+    """The node vectors of the file read now; its texts held as Arrow's, a chunk
+    at a time in Python."""
     import numpy as np
 
     from convgraph.model.forest import Forest
 
-    forest = Forest.read(source, progress=progress, texts=ROLES, hidden=hidden)
-    nodes = forest.nodes
-    texts = np.stack(
-        [nodes[role].to_numpy(dtype=object, na_value="") for role in ROLES], axis=1
-    ).ravel()
-    keep = np.fromiter((bool(text and not text.isspace()) for text in texts), bool)
-    count = len(nodes)
-    ids = np.repeat(nodes["id"].to_numpy(dtype=object), 2)[keep]
-    trees = np.repeat(nodes["tree_id"].astype(str).to_numpy(dtype=object), 2)[keep]
-    roles = np.tile(np.array(ROLES, dtype=object), count)[keep]
-    del forest, nodes
-    matrix = stored_vectors(model, texts[keep].tolist(), progress)
-    return NodeVectors(ids.tolist(), trees.tolist(), roles.tolist(), matrix)
+    nodes = Forest.read(source, progress=progress, texts=ROLES, hidden=hidden).nodes
+    columns = [nodes["id"], nodes["tree_id"].astype(str), *(nodes[r] for r in ROLES)]
+    ids, trees, roles, snippets, keys, at = [], [], [], [], [], []
+    for start in range(0, len(nodes), NODES):
+        chunk = [column.iloc[start : start + NODES].tolist() for column in columns]
+        for row, (node, tree, *texts) in enumerate(zip(*chunk, strict=True)):
+            for number, text in enumerate(texts):
+                if isinstance(text, str) and text and not text.isspace():
+                    ids.append(node)
+                    trees.append(tree)
+                    roles.append(ROLES[number])
+                    snippets.append(excerpt(text, SNIPPET))
+                    keys.append(digest(text))
+                    at.append((start + row) * 2 + number)
+
+    def text_of(rows: list[int]) -> list[str]:
+        places = np.array([at[row] for row in rows])
+        found = np.empty(len(rows), dtype=object)
+        for number, role in enumerate(ROLES):
+            mine = places % 2 == number
+            found[mine] = nodes[role].take(places[mine] // 2).tolist()
+        return list(found)
+
+    matrix = stored_vectors(model, keys, text_of, progress)
+    active = nodes["active"].to_numpy(dtype=bool)[np.array(at, dtype=np.int64) // 2]
+    return NodeVectors(ids, trees, roles, matrix, active, snippets)
 
 
 def _meta(ready: Path) -> dict[str, Any]:
@@ -207,9 +285,15 @@ def _write(ready: Path, vectors: NodeVectors, meta: dict[str, Any]) -> None:
     old = ready.with_name(f"{ready.name}.{os.getpid()}.old")
     try:
         partial.mkdir(parents=True)
-        rows = [vectors.ids, vectors.tree_ids, vectors.roles]
-        (partial / "rows.json").write_bytes(orjson.dumps(rows))
+        for name in STRINGS:
+            encoded = [text.encode() for text in getattr(vectors, name)]
+            (partial / f"{name}.bin").write_bytes(b"".join(encoded))
+            ends = np.cumsum([len(one) for one in encoded], dtype=np.int64)
+            np.save(partial / f"{name}.npy", ends)
         np.save(partial / "matrix.npy", vectors.matrix)
+        np.save(partial / "active.npy", np.asarray(vectors.active, dtype=bool))
+        if len(vectors.matrix) > EXACT_ROWS:
+            _save_coarse(partial, vectors.matrix)
         _write_meta(partial, meta)
         if ready.exists():
             os.replace(ready, old)
@@ -219,8 +303,48 @@ def _write(ready: Path, vectors: NodeVectors, meta: dict[str, Any]) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _save_coarse(directory: Path, matrix: np.ndarray) -> None:
+    """The rows projected on their `COARSE_DIMENSIONS` main directions (of a
+    sample), float32: the first pass of `nearest`."""
+    import numpy as np
+
+    count = min(len(matrix), 50_000)
+    sample = np.random.default_rng(0).choice(len(matrix), count, replace=False)
+    picked = matrix[np.sort(sample)].astype(np.float32)
+    basis = np.linalg.eigh(picked.T @ picked)[1][:, ::-1][:, :COARSE_DIMENSIONS]
+    basis = np.ascontiguousarray(basis, dtype=np.float32)
+    coarse = np.lib.format.open_memmap(
+        directory / "coarse.npy", "w+", np.float32, (len(matrix), len(basis.T))
+    )
+    for start in range(0, len(matrix), NODES):
+        coarse[start : start + NODES] = (
+            matrix[start : start + NODES].astype(np.float32) @ basis
+        )
+    coarse.flush()
+    np.save(directory / "basis.npy", basis)
+
+
 def _load(ready: Path) -> NodeVectors:
     import numpy as np
 
-    ids, trees, roles = orjson.loads((ready / "rows.json").read_bytes())
-    return NodeVectors(ids, trees, roles, np.load(ready / "matrix.npy", mmap_mode="r"))
+    def array(name: str) -> np.ndarray | None:
+        path = ready / f"{name}.npy"
+        return np.load(path, mmap_mode="r") if path.exists() else None
+
+    strings = []
+    for name in STRINGS:
+        blob = ready / f"{name}.bin"
+        held = np.memmap(blob, mode="r") if blob.stat().st_size else b""
+        strings.append(Strings(held, np.load(ready / f"{name}.npy", mmap_mode="r")))
+    ids, trees, roles, snippets = strings
+    matrix = np.load(ready / "matrix.npy", mmap_mode="r")
+    return NodeVectors(
+        ids,
+        trees,
+        roles,
+        matrix,
+        array("active"),
+        snippets,
+        array("coarse"),
+        array("basis"),
+    )

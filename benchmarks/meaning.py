@@ -1,0 +1,180 @@
+"""The `meaning` group (issue 49): `convgraph similar`'s vectors on the suite's
+linear legacy forests of N responses.
+
+Rows, for each size:
+
+- the first build: the file read and every prompt and response embedded by
+  WordLlama into an empty store, the ready vectors written
+  (`meaning.node_vectors` on an empty cache), once, with the process's peak
+  memory and CPU seconds, beside WordLlama's own bare loop on the same texts
+  (`WordLlamaInference.embed(texts, norm=True)`, the texts read untimed; the
+  goal: at most 3x);
+- the ready vectors made again from the store after llm logged one more call
+  (a rebuild that embeds only that call's texts);
+- a `similar --text` query on current vectors, after start-up (the goal: at
+  most 0.5 s), with the memory above its setup; its figure ``recall@10``: of
+  100 queries (rows of the file's own texts), the share of the float32 exact
+  top 10 that the search as stored (float16) finds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks import suite, tasks
+from benchmarks.report import Row
+from benchmarks.searching import _append, _cache, _workdir
+
+#: The query of the query row, and how many rows the recall is measured on.
+QUERY = "how do branches of a conversation differ"
+RECALL_QUERIES = 100
+SHARED_CACHE = "meaning-cache"
+
+
+@tasks.task("meaning.build", timer=True)
+def _build(db: str) -> Callable[[int], float]:
+    """Every text embedded into an empty store, the ready vectors written."""
+    from convgraph.meaning import node_vectors
+    from convgraph.sources import open_logs
+
+    def time_it(loops: int) -> float:
+        total = 0.0
+        for _ in range(loops):
+            _cache(_workdir())
+            started, cpu = time.perf_counter(), time.process_time()
+            with open_logs(db) as source:
+                node_vectors(source)
+            total += time.perf_counter() - started
+            tasks.figure("CPU s", time.process_time() - cpu)
+            tasks.figure("MB peak", tasks.peak_mb())
+        return total
+
+    return time_it
+
+
+@tasks.task("wordllama.bare", timer=True)
+def _bare(db: str) -> Callable[[int], float]:
+    """WordLlama's own loop on the same texts (read untimed), normalised."""
+    from convgraph.meaning.model import _inference
+    from convgraph.model.forest import Forest
+
+    nodes = Forest.read(db, texts=("prompt", "response")).nodes
+    texts = [
+        text
+        for pair in zip(
+            nodes["prompt"].fillna(""), nodes["response"].fillna(""), strict=True
+        )
+        for text in pair
+        if text and not text.isspace()
+    ]
+    del nodes
+    inference = _inference()
+    inference.tokenizer.enable_padding()  # WordLlama's own setting
+
+    def time_it(loops: int) -> float:
+        total = 0.0
+        for _ in range(loops):
+            started, cpu = time.perf_counter(), time.process_time()
+            inference.embed(texts, norm=True)
+            total += time.perf_counter() - started
+            tasks.figure("CPU s", time.process_time() - cpu)
+            tasks.figure("MB peak", tasks.peak_mb())
+        tasks.figure("texts", len(texts))
+        return total
+
+    return time_it
+
+
+@tasks.task("meaning.update", timer=True)
+def _update(db: str) -> Callable[[int], float]:
+    """The ready vectors made again after one call appended (untimed)."""
+    import shutil
+
+    from convgraph.meaning import node_vectors
+    from convgraph.sources import open_logs
+
+    work = _workdir()
+    _cache(work / "cache")
+    copy = work / "logs.db"
+    shutil.copyfile(db, copy)
+    with open_logs(copy) as source:
+        node_vectors(source)  # built, untimed
+
+    def time_it(loops: int) -> float:
+        total = 0.0
+        for _ in range(loops):
+            _append(copy, 1)
+            started = time.perf_counter()
+            with open_logs(copy) as source:
+                node_vectors(source)
+            total += time.perf_counter() - started
+            tasks.figure("MB peak", tasks.peak_mb())
+        return total
+
+    return time_it
+
+
+@tasks.task("meaning.query")
+def _query(db: str, cache: str) -> Callable[[], object]:
+    """`similar --text` on current vectors; recall@10 of the search as
+    stored against float32's exact answer."""
+    import numpy as np
+
+    from convgraph.meaning import nearest, node_vectors, similar
+    from convgraph.sources import open_logs
+
+    _cache(cache)
+    source = open_logs(db)
+    vectors = node_vectors(source)  # built where it is not yet, untimed
+    exact = np.asarray(vectors.matrix, dtype=np.float32)
+    rows = np.random.default_rng(49).choice(len(exact), RECALL_QUERIES, replace=False)
+    found = 0
+    for row in rows:
+        truth = set(np.argsort(-(exact @ exact[row]), kind="stable")[:10].tolist())
+        found += len(truth & {hit for hit, _ in nearest(vectors, exact[row], 10)})
+    tasks.figure("recall@10", found / (10 * len(rows)))
+    del exact, vectors
+
+    def run() -> object:
+        hits = similar(source, text=QUERY)
+        tasks.figure("hits", len(hits))
+        return hits
+
+    return tasks.above_setup(run)
+
+
+def meaning_rows(sizes: list[int], options: suite.Options) -> list[Row]:
+    """The `meaning` group at each size (see the module's docstring)."""
+    cache = str(options.data_dir / SHARED_CACHE)
+    os.makedirs(cache, exist_ok=True)
+    found = []
+    for size in sizes:
+        db = suite.database("legacy", "linear", size, options.data_dir)
+        found += [
+            Row(
+                "meaning",
+                "legacy",
+                size,
+                "first build (goal: at most 3x WordLlama's loop)",
+                suite.once(suite.task("meaning.build", db=db)),
+                suite.once(suite.task("wordllama.bare", db=db)),
+            ),
+            Row(
+                "meaning",
+                "legacy",
+                size,
+                "vectors after one more call",
+                suite.once(suite.task("meaning.update", db=db)),
+            ),
+            Row(
+                "meaning",
+                "legacy",
+                size,
+                "similar --text (goal: at most 0.5 s)",
+                suite.task("meaning.query", db=db, cache=Path(cache)),
+            ),
+        ]
+    return found

@@ -14,7 +14,6 @@ from convgraph.cli import (
     search,
     sources,
     stats,
-    topics,
     transcripts,
     write,
 )
@@ -49,7 +48,7 @@ COMMANDS: tuple[click.Command, ...] = (
     search.search,
     meaning.similar,
     sources.sources,
-    topics.topics,
+    meaning.topics,
 )
 
 

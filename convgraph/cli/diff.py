@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from convgraph.analysis.branch_diff import BranchDiff, Step
-    from convgraph.analysis.compare import Alternative, Comparison
+    from convgraph.analysis.compare import Comparison
 
 
 @command("diff")
@@ -219,10 +219,9 @@ def compare_command(
     for reading; as records, one a child with id, those columns, and
     similarity (sibling id -> ratio; JSON text in CSV and TSV).
 
-    --meaning (or --embedding-model) adds the similarity by meaning of the
-    same pairs: the cosine of the responses' embeddings (WordLlama offline by
-    default), -1 to 1, as a second table, and as records meaning (sibling id
-    -> cosine).
+    --meaning adds the same pairs' similarity by meaning, the cosine of the
+    responses' embeddings (WordLlama offline, or --embedding-model), -1 to
+    1: a second table, or as records meaning (sibling id -> cosine).
     """
     from dataclasses import fields
 
@@ -343,7 +342,11 @@ def _similarity_lines(result: Comparison) -> Iterator[str]:
     matrix = [
         [str(number)]
         + [
-            "1.00" if other == alternative.id else _score(alternative, other)
+            "1.00"
+            if other == alternative.id
+            else f"{alternative.similarity[other]:.2f}"
+            if other in alternative.similarity
+            else "-"
             for other in ids
         ]
         for number, alternative in enumerate(result.alternatives, start=1)
@@ -351,11 +354,6 @@ def _similarity_lines(result: Comparison) -> Iterator[str]:
     yield from _table(
         ["#", *(str(n) for n in range(1, len(ids) + 1))], matrix, left=set()
     )
-
-
-def _score(alternative: Alternative, other: str) -> str:
-    score = alternative.similarity.get(other)
-    return "-" if score is None else f"{score:.2f}"
 
 
 def _neighbour_lines(result: Comparison) -> Iterator[str]:

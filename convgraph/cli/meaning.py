@@ -1,5 +1,5 @@
 """`convgraph similar`: the prompts and answers nearest a node's or a text's
-meaning, across every tree."""
+meaning, across every tree; `topics` and `check --duplicates` (issue 49)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,17 @@ import click
 from convgraph.cli.options import (
     NODE_ID,
     UserError,
+    all_option,
     command,
     db_option,
     embedding_model_option,
     opened_logs,
     output_options,
 )
-from convgraph.cli.output import aligned_lines, echo_records, table_width
+from convgraph.cli.output import aligned_lines, echo_records, say, table_width
 from convgraph.cli.progress import ProgressBar
 from convgraph.cli.user_input import Number
+from convgraph.text import counted, excerpt, terminal_text
 
 #: `convgraph.meaning.nearest.COLUMNS`, spelt here so --help imports no numpy.
 COLUMNS = ("rank", "score", "tree_id", "id", "role", "active", "snippet")
@@ -81,3 +83,70 @@ def similar(
 
             lines = (cut_line(line, width) for line in lines)
         click.echo("\n".join(lines))
+
+
+TOPIC_COLUMNS = ["topic", "words", "name", "conversations", "tree_ids", "titles"]
+
+
+@command()
+@click.option(
+    "-k",
+    "count",
+    type=Number(1, 10_000),
+    help="How many topics [default: the square root of half the"
+    " conversations, at most 8]",
+)
+@embedding_model_option
+@db_option
+@all_option
+@output_options
+def topics(count: int | None, model: str | None, output_format: str | None) -> None:
+    """Group the conversations by meaning, each topic named by its words.
+
+    k-means (seeded: a file gives the same topics) on each conversation's
+    mean prompt embedding (WordLlama offline, or --embedding-model); each
+    topic named by the words its prompts hold more often than the others',
+    largest first, with three titles. As records: topic, words, name,
+    conversations, tree_ids, titles.
+    """
+    from convgraph.meaning.uses import conversation_topics
+
+    with ProgressBar() as bar:
+        found = conversation_topics(opened_logs(), count, model, bar)
+    if output_format is not None:
+        return echo_records(found, TOPIC_COLUMNS, output_format)
+    if not found:
+        say("no conversation has a prompt to group")
+    for topic in found:
+        name = terminal_text(f"{topic['topic']}. {topic['name']}")
+        counts = counted(topic["conversations"], "conversation")
+        click.echo(f"{click.style(name, bold=True)}  ({counts})")
+        for tree, title in [*zip(topic["tree_ids"], topic["titles"], strict=True)][:3]:
+            click.echo(terminal_text(f"   {tree}  {excerpt(title or '', 60)}"))
+
+
+def report_duplicates(output_format: str | None, model: str | None) -> None:
+    """`check --duplicates`: the pairs `near_duplicates` finds, a line each or
+    as records; exit status 1 when there are any."""
+    from convgraph.meaning import node_vectors
+    from convgraph.meaning.uses import near_duplicates
+
+    logs = opened_logs()
+    with ProgressBar() as bar:
+        pairs = near_duplicates(node_vectors(logs, model, bar))
+        names = logs.forest(False, progress=bar).names if pairs else {}
+    records = [
+        {"tree_a": a, "tree_b": b, "cosine": cosine, "name": names.get(a)}
+        for a, b, cosine in pairs
+    ]
+    if output_format is not None:
+        echo_records(records, ["tree_a", "tree_b", "cosine", "name"], output_format)
+    for a, b, cosine in pairs if output_format is None else []:
+        asked = excerpt(names.get(a) or "", 60)
+        click.echo(
+            terminal_text(f"near-duplicate: {a} and {b} ({cosine:.2f}): {asked}")
+        )
+    if not records and output_format in (None, "table"):
+        click.echo("no near-duplicate conversations found")
+    if records:
+        raise SystemExit(1)

@@ -393,7 +393,7 @@ def check(
 
         return report_secrets(output_format)
     if duplicates:
-        from convgraph.cli.topics import report_duplicates
+        from convgraph.cli.meaning import report_duplicates
 
         return report_duplicates(output_format, model)
     dataset = dataset_path()

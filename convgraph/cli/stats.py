@@ -134,10 +134,9 @@ def stats(
     --nodes-in-range measures nodes, times, models and usage over the nodes
     the filters match; the shape stays the tree's.
 
-    --meaning adds alternatives_spread: at each branch point the mean
-    cosine distance between the sibling answers' embeddings (WordLlama
-    offline, or --embedding-model), averaged over the tree's branch points;
-    null without alternatives.
+    --meaning adds alternatives_spread: the mean cosine distance between
+    sibling answers' embeddings (WordLlama offline, or --embedding-model)
+    over the tree's branch points; null without alternatives.
 
     --by day|week|month|model|project|source|topic (or several: --by week,model):
     usage over time, one row per group: conversations, nodes, branch_points,
@@ -205,11 +204,7 @@ def stats(
                     from convgraph.meaning.uses import conversation_topics
 
                     topics = conversation_topics(logs, None, model, progress)
-                    named = {
-                        t: ", ".join(one["words"])
-                        for one in topics
-                        for t in one["tree_ids"]
-                    }
+                    named = {t: x["name"] for x in topics for t in x["tree_ids"]}
                     forest.nodes["topic"] = forest.nodes["tree_id"].map(named)
                 _usage(forest, keys, in_range, plot, measure, output_format)
                 return

@@ -1,7 +1,6 @@
-"""What vectors of meaning answer beyond `similar`: ranks of two searches fused,
-how far apart a tree's alternative answers lie, conversations grouped into
-named topics, and the same question asked again. Rows of a matrix are unit
-vectors, so a dot product is a cosine."""
+"""What meaning answers beyond `similar`: two searches' ranks fused, how far
+apart a tree's alternative answers lie, conversations grouped into named
+topics, and the same question asked again (unit rows: a dot is a cosine)."""
 
 from __future__ import annotations
 
@@ -20,12 +19,10 @@ if TYPE_CHECKING:
     from convgraph.meaning import NodeVectors
     from convgraph.sources.source import ProgressCallback
 
-#: Reciprocal rank fusion's constant: 60, as Cormack, Clarke and Büttcher
-#: chose it, damps the weight of the very first ranks.
+#: Reciprocal rank fusion's constant, as its authors chose it.
 RRF_K = 60
-#: First prompts this close are one question asked again: on the tests'
-#: pairs WordLlama scores paraphrases 0.81 and above, different questions on
-#: one subject ("a primary key", "a foreign key") 0.79 at most.
+#: One question asked again: on the tests' pairs WordLlama scores paraphrases
+#: 0.81 or more, other questions on one subject (primary, foreign key) 0.79 at most.
 DUPLICATE_COSINE = 0.8
 DEFAULT_TOPICS = 8
 _WORD = re.compile(r"[^\W\d_]{3,}")
@@ -104,16 +101,15 @@ def telling_words(
     ties by the word."""
     held = [set(_WORD.findall(text.lower())) for text in texts]
     everywhere = Counter(word for words in held for word in words)
-    size = Counter(labels)
-    within: dict[int, Counter[str]] = {}
+    groups: dict[int, list[set[str]]] = {}
     for label, words in zip(labels, held, strict=True):
-        within.setdefault(label, Counter()).update(words)
+        groups.setdefault(label, []).append(words)
     named = {}
-    for label, counts in within.items():
-        share = {word: n / size[label] for word, n in counts.items()}
+    for label, group in groups.items():
+        share = Counter(word for words in group for word in words)
         score = {
-            word: p * math.log(p * len(texts) / everywhere[word])
-            for word, p in share.items()
+            w: n / len(group) * math.log(n / len(group) * len(texts) / everywhere[w])
+            for w, n in share.items()
         }
         named[label] = sorted(score, key=lambda word: (-score[word], word))[:count]
     return named
@@ -188,7 +184,7 @@ def conversation_topics(
     """The conversations in `k` topics (by default the square root of half
     their number, at most `DEFAULT_TOPICS`) by k-means on each tree's mean
     prompt vector, largest first: records of topic (from 1), words (the
-    `telling_words` of its prompts), conversations, tree_ids and titles."""
+    `telling_words` of its prompts), name, conversations, tree_ids, titles."""
     import numpy as np
     import pandas as pd
 
@@ -209,11 +205,10 @@ def conversation_topics(
     found: list[dict[str, Any]] = []
     for label in np.argsort(-np.bincount(labels, minlength=k), kind="stable"):
         kept = [tree for tree, at in zip(order, labels, strict=True) if at == label]
-        titles = [forest.names.get(tree) for tree in kept]
-        topic = {"topic": len(found) + 1, "words": words.get(label, [])}
-        found += [
-            topic | {"conversations": len(kept), "tree_ids": kept, "titles": titles}
-        ]
+        named = words.get(label, [])
+        found += [{"topic": len(found) + 1, "words": named, "name": ", ".join(named)}]
+        found[-1] |= {"conversations": len(kept), "tree_ids": kept}
+        found[-1]["titles"] = [forest.names.get(tree) for tree in kept]
     return [topic for topic in found if topic["tree_ids"]]
 
 
@@ -268,17 +263,16 @@ def compared_by_meaning(
     from convgraph.meaning import embed_texts
 
     answered = [node for node in result.ids if tree.nodes[node]["response"]]
-    matrix = unit_rows(
-        embed_texts([tree.nodes[node]["response"] for node in answered], model)
-    )
-    row = {node: index for index, node in enumerate(answered)}
+    vectors = embed_texts([tree.nodes[node]["response"] for node in answered], model)
+    cosines = dict(zip(answered, (vectors @ vectors.T).round(6).tolist(), strict=True))
+    place = {node: index for index, node in enumerate(answered)}
     measured = [
         replace(
             one,
             similarity={
-                other: round(float(matrix[row[one.id]] @ matrix[row[other]]), 6)
-                for other in one.similarity
-                if one.id in row and other in row
+                o: cosines[one.id][place[o]]
+                for o in one.similarity
+                if one.id in place and o in place
             },
         )
         for one in result.alternatives

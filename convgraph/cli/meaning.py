@@ -28,13 +28,9 @@ COLUMNS = ("rank", "score", "tree_id", "id", "role", "active", "snippet")
 @click.argument("node_id", type=NODE_ID, required=False)
 @click.option("--text", help="Find what is nearest this text instead of a node")
 @click.option(
-    "-n",
-    "--limit",
-    default=10,
-    show_default=True,
-    type=Number(1, 100_000),
+    "-n", "--limit", default=10, show_default=True, type=Number(1, 100_000),
     help="How many to show",
-)
+)  # fmt: skip
 @embedding_model_option
 @output_options
 @db_option
@@ -60,29 +56,20 @@ def similar(
     with ProgressBar() as bar:
         records = logs.similar(node_id, text, limit, model, bar)
     if output_format is not None:
-        echo_records(records, COLUMNS, output_format)
-    elif not records:
-        click.echo("no text to compare", err=True)
-    else:
-        rows = [
-            [
-                f"{record['rank']}.",
-                f"{record['score']:.3f}",
-                record["tree_id"],
-                record["id"],
-                record["role"],
-                "active" if record["active"] else "",
-                record["snippet"],
-            ]
-            for record in records
-        ]
-        lines = aligned_lines(rows, left=range(2, 7))
-        width = table_width()
-        if width is not None:
-            from convgraph.present.text_tree import cut_line
+        return echo_records(records, COLUMNS, output_format)
+    if not records:
+        return click.echo("no text to compare", err=True)
+    rows = [
+        [f"{r['rank']}.", f"{r['score']:.3f}", r["tree_id"], r["id"], r["role"],
+         "active" if r["active"] else "", r["snippet"]]
+        for r in records
+    ]  # fmt: skip
+    lines = aligned_lines(rows, left=range(2, 7))
+    if (width := table_width()) is not None:
+        from convgraph.present.text_tree import cut_line
 
-            lines = (cut_line(line, width) for line in lines)
-        click.echo("\n".join(lines))
+        lines = (cut_line(line, width) for line in lines)
+    click.echo("\n".join(lines))
 
 
 TOPIC_COLUMNS = ["topic", "words", "name", "conversations", "tree_ids", "titles"]

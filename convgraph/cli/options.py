@@ -309,14 +309,13 @@ def json_option(function: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON")(function)
 
 
-def embedding_model_option(function: F) -> F:
-    """`--embedding-model NAME`: any llm embedding model (WordLlama by default)."""
-    return click.option(
-        "--embedding-model",
-        "model",
-        metavar="NAME",
-        help="An llm embedding model (`llm embed-models`; default: wordllama, offline)",
-    )(function)
+#: `--embedding-model NAME`, for every command that asks for meaning.
+embedding_model_option = click.option(
+    "--embedding-model",
+    "model",
+    metavar="NAME",
+    help="An llm embedding model (`llm embed-models`; default: wordllama, offline)",
+)
 
 
 def output_options(function: F) -> F:

@@ -1,17 +1,11 @@
 """Conversations by meaning: texts embedded by an llm embedding model (WordLlama,
 offline, by default), stored once, searched exactly."""
 
-from convgraph.meaning.nearest import nearest, similar
-from convgraph.meaning.store import NodeVectors, embed_texts, node_vectors
+from convgraph.meaning.nearest import nearest as nearest
+from convgraph.meaning.nearest import similar as similar
+from convgraph.meaning.store import NodeVectors as NodeVectors
+from convgraph.meaning.store import embed_texts as embed_texts
+from convgraph.meaning.store import node_vectors as node_vectors
 
 #: The embedding model when none is named (`convgraph.meaning.model.WordLlama`).
 DEFAULT_MODEL = "wordllama"
-
-__all__ = [
-    "DEFAULT_MODEL",
-    "NodeVectors",
-    "embed_texts",
-    "nearest",
-    "node_vectors",
-    "similar",
-]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import ConvgraphError
-from convgraph.meaning.store import NodeVectors, embed_texts, node_vectors
+from convgraph.meaning.store import NodeVectors, Strings, embed_texts, node_vectors
 from convgraph.sources.source import ProgressCallback, Source
 
 if TYPE_CHECKING:
@@ -74,25 +74,20 @@ def similar(
     UnknownNode, AmbiguousId, ConvgraphError (unknown model, missing extra)."""
     source = logs if isinstance(logs, Source) else logs.source
     vectors = node_vectors(logs, model, progress)
+    ids, marks = vectors.ids, vectors.active
     if text is not None:
         query = embed_texts([text], model)[0]
         own: list[int] = []
     else:
         node = source.resolve_node(str(node_id))
-        own = [row for row, one in enumerate(vectors.ids) if one == node]
+        own = ids.rows_of(node) if isinstance(ids, Strings) else []
         if not own:
             raise ConvgraphError(f"node {node} has no text to compare")
         query = vectors.matrix[own[0]]
     hits = [hit for hit in nearest(vectors, query, k + len(own)) if hit[0] not in own]
     return [
-        {
-            "rank": rank,
-            "score": round(score, 4),
-            "tree_id": vectors.tree_ids[row],
-            "id": vectors.ids[row],
-            "role": vectors.roles[row],
-            "active": None if vectors.active is None else bool(vectors.active[row]),
-            "snippet": vectors.snippets[row],
-        }
+        dict(zip(COLUMNS, (rank, round(score, 4), vectors.tree_ids[row], ids[row],
+             vectors.roles[row], None if marks is None else bool(marks[row]),
+             vectors.snippets[row]), strict=True))
         for rank, (row, score) in enumerate(hits[:k], 1)
-    ]
+    ]  # fmt: skip

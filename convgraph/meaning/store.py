@@ -6,7 +6,6 @@ file changes."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -14,9 +13,9 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
-from convgraph.search.index import cache_directory, index_path
+from convgraph.search.index import _read_meta, _write_meta, cache_directory, index_path
 from convgraph.search.stamps import content_stamp, quick_stamp, stored
 from convgraph.sources.source import ProgressCallback, Source
 from convgraph.text import excerpt
@@ -62,16 +61,25 @@ class Strings(Sequence[str]):
     def __len__(self) -> int:
         return len(self.ends)
 
-    @overload
-    def __getitem__(self, row: int) -> str: ...
-    @overload
-    def __getitem__(self, row: slice) -> list[str]: ...
-    def __getitem__(self, row: int | slice) -> str | list[str]:
-        if isinstance(row, slice):
-            return [self[one] for one in range(*row.indices(len(self)))]
+    def __getitem__(self, row: Any) -> Any:
         row = range(len(self))[row]
+        if isinstance(row, range):
+            return [self[one] for one in row]
         start = int(self.ends[row - 1]) if row else 0
         return bytes(self.blob[start : int(self.ends[row])]).decode()
+
+    def rows_of(self, value: str) -> list[int]:
+        """The rows that hold `value`, found in the blob."""
+        import numpy as np
+
+        whole, wanted, found = bytes(self.blob), value.encode(), []
+        at = whole.find(wanted)
+        while at >= 0:
+            row = int(np.searchsorted(self.ends, at + len(wanted)))
+            if row < len(self) and self[row] == value:
+                found.append(row)
+            at = whole.find(wanted, at + 1)
+        return found
 
     def __iter__(self) -> Iterator[str]:
         whole, start = bytes(self.blob), 0
@@ -120,9 +128,8 @@ def _embedded(model: Any, texts: list[str]) -> np.ndarray:
 
 def digest(text: str) -> bytes:
     """The store's key of a text."""
-    return hashlib.blake2b(
-        text.encode("utf-8", "surrogatepass"), digest_size=16
-    ).digest()
+    encoded = text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(encoded, digest_size=16).digest()
 
 
 def stored_vectors(
@@ -213,7 +220,7 @@ def node_vectors(
     chosen = embedding_model(model)
     ready = index_path(source.path, meaning_directory())
     ready = ready.with_suffix(f".{_name(chosen.model_id)}{'.hidden' * hidden}")
-    meta = _meta(ready)
+    meta = _read_meta(ready)
     quick = quick_stamp(source)
     if meta.get("version") == VERSION and meta.get("quick") == quick:
         return _load(ready)
@@ -261,20 +268,6 @@ def _made(
     matrix = stored_vectors(model, keys, text_of, progress)
     active = nodes["active"].to_numpy(dtype=bool)[np.array(at, dtype=np.int64) // 2]
     return NodeVectors(ids, trees, roles, matrix, active, snippets)
-
-
-def _meta(ready: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads((ready / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
-def _write_meta(ready: Path, meta: dict[str, Any]) -> None:
-    partial = ready / f"meta.json.{os.getpid()}.partial"
-    partial.write_text(json.dumps(meta), encoding="utf-8")
-    os.replace(partial, ready / "meta.json")
 
 
 def _write(ready: Path, vectors: NodeVectors, meta: dict[str, Any]) -> None:
@@ -327,24 +320,16 @@ def _save_coarse(directory: Path, matrix: np.ndarray) -> None:
 def _load(ready: Path) -> NodeVectors:
     import numpy as np
 
-    def array(name: str) -> np.ndarray | None:
+    def array(name: str) -> Any:
         path = ready / f"{name}.npy"
         return np.load(path, mmap_mode="r") if path.exists() else None
 
-    strings = []
-    for name in STRINGS:
+    def strings(name: str) -> Strings:
         blob = ready / f"{name}.bin"
-        held = np.memmap(blob, mode="r") if blob.stat().st_size else b""
-        strings.append(Strings(held, np.load(ready / f"{name}.npy", mmap_mode="r")))
-    ids, trees, roles, snippets = strings
-    matrix = np.load(ready / "matrix.npy", mmap_mode="r")
-    return NodeVectors(
-        ids,
-        trees,
-        roles,
-        matrix,
-        array("active"),
-        snippets,
-        array("coarse"),
-        array("basis"),
-    )
+        return Strings(
+            np.memmap(blob, mode="r") if blob.stat().st_size else b"", array(name)
+        )
+
+    ids, trees, roles, snippets = map(strings, STRINGS)
+    matrix, active, coarse, basis = map(array, ("matrix", "active", "coarse", "basis"))
+    return NodeVectors(ids, trees, roles, matrix, active, snippets, coarse, basis)

@@ -251,12 +251,8 @@ def compare_command(
     ):
         click.echo(line)
     if meaning is not None and len(meaning.alternatives) > 1:
-        click.echo("")
-        click.echo(
-            click.style("similarity of responses by meaning (cosine)", bold=True)
-        )
-        for line in _similarity_lines(meaning):
-            click.echo(line)
+        heading = click.style("similarity of responses by meaning (cosine)", bold=True)
+        click.echo("\n".join(["", heading, *_similarity_lines(meaning)]))
 
 
 def _tree_and_point(id_: str) -> tuple[nx.DiGraph[str], str | None]:

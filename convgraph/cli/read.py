@@ -357,11 +357,7 @@ def leaves(conversation_id: str, output_format: str | None) -> None:
 @command()
 @db_option
 @click.option("--secrets", is_flag=True, help="List where secrets are, not them")
-@click.option(
-    "--duplicates",
-    is_flag=True,
-    help="List conversations that ask the same question again, by meaning",
-)
+@click.option("--duplicates", is_flag=True, help="List questions asked again")
 @embedding_model_option
 @output_options
 def check(
@@ -379,9 +375,8 @@ def check(
     may name a Parquet dataset (convgraph export --format parquet): its
     repeated rows, broken links and trees split over files.
 
-    --duplicates lists near-duplicate conversations instead: first prompts
-    whose embeddings (WordLlama offline, or --embedding-model) have a cosine
-    of 0.8 or more.
+    --duplicates lists conversations whose first prompts mean the same
+    instead: a cosine of 0.8 or more (WordLlama, or --embedding-model).
     """
     from dataclasses import fields
 

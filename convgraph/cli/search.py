@@ -111,12 +111,10 @@ def search(
     datetime_utc, source, fields (the texts that match), snippet and marks
     (the words found, as [start, end) character offsets).
 
-    --meaning TEXT adds the nodes whose prompt or answer is nearest TEXT in
-    meaning (--embedding-model, WordLlama offline by default), on every
-    branch: each node's ranks in the two lists are fused by reciprocal rank
-    fusion (score: the sum of 1 / (60 + rank)), and fields names the text
-    found by meaning. Without QUERY, the nodes nearest TEXT alone, nearest
-    first.
+    --meaning TEXT adds the nodes of any branch whose prompt or answer is
+    nearest TEXT in meaning (WordLlama offline, or --embedding-model), ranks
+    fused by reciprocal rank fusion (score: the sum of 1 / (60 + rank));
+    fields names the text found. Without QUERY, the nearest nodes alone.
     """
     if not query and meaning is None:
         raise UserError("give a QUERY, or --meaning TEXT, or both")
@@ -128,7 +126,7 @@ def search(
         "query_syntax": query_syntax,
         "where": where,
         "index_directory": index_directory,
-        "notice": _notice,
+        "notice": say,
     }
     with ProgressBar() as bar:
         if meaning is not None:
@@ -202,8 +200,3 @@ def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
         at = end
     pieces.append(terminal_text(snippet[at:]))
     return "".join(pieces)
-
-
-def _notice(line: str) -> None:
-    """Say a line of the index on stderr, wrapped."""
-    say(line)

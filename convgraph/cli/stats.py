@@ -81,8 +81,7 @@ if TYPE_CHECKING:
     "--meaning",
     "by_meaning",
     is_flag=True,
-    help="Add alternatives_spread: how far apart each tree's alternative"
-    " answers lie in meaning (embeds them; --by topic groups by meaning)",
+    help="Add alternatives_spread: how far apart alternative answers lie",
 )
 @embedding_model_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar")

@@ -212,10 +212,6 @@ def conversation_topics(
     return [topic for topic in found if topic["tree_ids"]]
 
 
-#: How many nodes each search offers the fusion, at least.
-POOL = 100
-
-
 def meaning_search(
     logs: Logs,
     text: str | None,
@@ -231,7 +227,7 @@ def meaning_search(
     filters (`abandoned`, `where`, ...), applied to both."""
     from convgraph.meaning import embed_texts, nearest, node_vectors
 
-    pool, vectors = max(POOL, 3 * limit), node_vectors(logs, model, progress)
+    pool, vectors = max(100, 3 * limit), node_vectors(logs, model, progress)
     roles: dict[str, str] = {}
     for row, _ in nearest(vectors, embed_texts([meaning], model)[0], pool):
         roles.setdefault(vectors.ids[row], vectors.roles[row])

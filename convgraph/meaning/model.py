@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 WORDLLAMA = "wordllama"
-#: Texts tokenized at once: a batch's tokens are held as one array.
-BATCH = 256
+#: Texts embedded at once, and the tokens of a text that count.
+BATCH, MAX_TOKENS = 64, 8192
 INSTALL = "embedding with WordLlama needs wordllama: pip install 'convgraph[meaning]'"
 
 
@@ -39,32 +39,23 @@ def _inference() -> Any:
     with safetensors.safe_open(str(weights), framework="np") as opened:
         embedding = opened.get_tensor("embedding.weight")
     inference = WordLlamaInference(embedding, tokenizer, binary=False)
-    # Pooled below without padding: a batch is its tokens, not batch x longest.
-    tokenizer.no_padding()
+    # A padded batch holds batch x longest tokens: bounded.
+    tokenizer.enable_truncation(MAX_TOKENS)
     return inference
 
 
 def wordllama_vectors(texts: list[str]) -> np.ndarray:
-    """The texts' WordLlama vectors (the mean of their tokens' rows), unnormalised."""
+    """The texts' WordLlama vectors (the mean of their first `MAX_TOKENS` tokens'
+    rows), unnormalised; batched by length, so little is padding."""
     import numpy as np
 
-    inference = _inference()
-    table = inference.embedding
-    found = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
-    for start in range(0, len(texts), BATCH):
-        encoded = inference.tokenizer.encode_batch(
-            texts[start : start + BATCH], add_special_tokens=False
-        )
-        counts = np.array([len(one.ids) for one in encoded])
-        if not counts.any():
-            continue
-        ids = np.concatenate([one.ids for one in encoded]).astype(np.intp)
-        np.clip(ids, 0, len(table) - 1, out=ids)
-        ends = np.cumsum(counts)
-        full = counts > 0
-        sums = np.add.reduceat(table[ids], (ends - counts)[full], axis=0)
-        found[start : start + BATCH][full] = sums / counts[full, None]
-    return found
+    order = sorted(range(len(texts)), key=lambda row: len(texts[row]))
+    found: np.ndarray = _inference().embed(
+        [texts[row] for row in order], batch_size=BATCH
+    )
+    vectors = np.empty_like(found)
+    vectors[order] = found
+    return vectors
 
 
 class WordLlama(EmbeddingModel):

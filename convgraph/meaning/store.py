@@ -34,7 +34,7 @@ ROLES = ("prompt", "response")
 CHUNK = 8192
 ASKED = 900
 NODES = 1 << 16
-SNIPPET = 200
+SNIPPET = 120
 #: Above this many rows the search is in two steps (`coarse`): at 2M float16
 #: rows the exact scan alone is seconds.
 EXACT_ROWS = 300_000
@@ -150,9 +150,9 @@ def stored_vectors(
     directory.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(directory / f"{_name(model.model_id)}.db", timeout=60)
     try:
+        db.execute("PRAGMA journal_mode = WAL")  # readers never wait for a writer
         db.execute(
-            "CREATE TABLE IF NOT EXISTS vectors"
-            " (hash BLOB PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID"
+            "CREATE TABLE IF NOT EXISTS vectors (hash BLOB PRIMARY KEY, vector BLOB)"
         )
         unique = list(first)
         held = {found for (found,) in _asked(db, "hash", unique)}

@@ -66,28 +66,29 @@ def alternatives_spread(
     return spread
 
 
-def kmeans(matrix: np.ndarray, k: int, seed: int = 0, tries: int = 10) -> np.ndarray:
-    """Each row's cluster (0 to k-1) by spherical k-means, the best of `tries`
-    starts by k-means++ drawn from `seed`: the same rows give the same clusters."""
+def kmeans(matrix: np.ndarray, k: int, seed: int = 0, tries: int = 5) -> np.ndarray:
+    """Each row's cluster (0 to k-1) by spherical k-means (at most 30 rounds),
+    the best of `tries` starts by k-means++ drawn from `seed`: the same rows
+    give the same clusters."""
     import numpy as np
+    import pandas as pd
 
-    rng = np.random.default_rng(seed)
+    rng, rows = np.random.default_rng(seed), pd.DataFrame(matrix)
     k, best, best_fit = min(k, len(matrix)), np.zeros(len(matrix), np.int64), -np.inf
     for _ in range(tries):
-        centre = matrix[[rng.integers(len(matrix))]].astype(np.float64)
+        centre = matrix[[rng.integers(len(matrix))]]
         while len(centre) < k:
-            far = np.clip(1 - (matrix @ centre.T).max(axis=1), 0, None)
+            far = np.clip(1 - (matrix @ centre.T).max(axis=1), 0, None).astype(float)
             pick = rng.choice(len(matrix), p=far / far.sum()) if far.any() else 0
             centre = np.vstack([centre, matrix[pick]])
         labels = np.full(len(matrix), -1)
-        for _ in range(100):
+        for _ in range(30):
             cosines = matrix @ centre.T
             if (cosines.argmax(axis=1) == labels).all():
                 break
             labels = cosines.argmax(axis=1)
-            for cluster in set(labels.tolist()):  # an emptied one keeps its centre
-                total = matrix[labels == cluster].sum(axis=0)
-                centre[cluster] = total / max(float(np.linalg.norm(total)), 1e-12)
+            totals = rows.groupby(labels).sum()  # an emptied cluster keeps its centre
+            centre[totals.index] = unit_rows(totals.to_numpy())
         if cosines.max(axis=1).sum() > best_fit + 1e-9:
             best, best_fit = labels, cosines.max(axis=1).sum()
     return best
@@ -144,12 +145,12 @@ def near_duplicates(
     first = np.sort(rows[np.unique(trees, return_index=True)[1]])
     matrix, keys = unit_rows(vectors.matrix[first]), np.asarray(vectors.tree_ids)[first]
     found = []
-    for start in range(0, len(first), 2048):  # a block of rows against all
-        cosines = matrix[start : start + 2048] @ matrix.T
+    for start in range(0, len(first), 2048):  # a block against the rows after it
+        cosines = matrix[start : start + 2048] @ matrix[start:].T
         for row, column in zip(*np.nonzero(cosines >= threshold), strict=True):
-            if column > start + row:
+            if column > row:
                 score = round(float(cosines[row, column]), 6)
-                found.append((str(keys[start + row]), str(keys[column]), score))
+                found.append((str(keys[start + row]), str(keys[start + column]), score))
     return sorted(found, key=lambda pair: -pair[2])
 
 

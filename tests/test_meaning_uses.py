@@ -209,6 +209,11 @@ def test_stats_meaning_adds_each_trees_spread(topics_db: Path) -> None:
     }
     plain = json.loads(run("stats", "--json", "--db", topics_db).stdout)
     assert "alternatives_spread" not in plain[0]
+    chosen = ["--columns", "tree_id,alternatives_spread", "--tsv", "--db", topics_db]
+    assert run("stats", "--meaning", *chosen).stdout.splitlines()[:2] == [
+        "tree_id\talternatives_spread",
+        "pasta\t0.0",
+    ]
 
 
 def test_compare_meaning_beside_the_text_measure(topics_db: Path) -> None:

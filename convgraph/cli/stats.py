@@ -149,7 +149,9 @@ def stats(
     from convgraph.cli.options import dataset_path
     from convgraph.cli.tables import PRIORITY, chosen_columns
 
-    columns = chosen_columns(column_names, PRIORITY)
+    spread = by_meaning or model is not None
+    known = (*PRIORITY, "alternatives_spread") if spread else PRIORITY
+    columns = chosen_columns(column_names, known)
     if nodes_in_range and not where:
         raise UserError("--nodes-in-range counts the nodes the filters match: give one")
     if by is None and (plot is not None or measure != "nodes"):
@@ -212,7 +214,7 @@ def stats(
             table, unpriced = trees_table(forest, in_range, with_cost)
             _say_unknown(unpriced)
             del forest
-        if by_meaning or model is not None:
+        if spread:
             from convgraph.meaning.uses import with_spread
 
             table = with_spread(table, logs, model, progress)

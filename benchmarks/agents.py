@@ -244,11 +244,10 @@ def _agent_stats(folder: str) -> Callable[[], object]:
     its working memory above the imports a figure."""
     import pandas  # noqa: F401  (imported here: not the read's memory)
 
-    from convgraph import Forest
     from convgraph.analysis.stats import conversation_table
 
     return tasks.above_setup(
-        lambda: conversation_table(Forest.read(folder, text=False))
+        lambda: conversation_table(tasks.read_forest(folder, text=False))
     )
 
 

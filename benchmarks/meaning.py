@@ -62,8 +62,10 @@ def _bare(db: str) -> Callable[[int], float]:
     """WordLlama's own loop on the same texts (read untimed), normalised."""
     from convgraph.meaning.model import _inference
     from convgraph.model.forest import Forest
+    from convgraph.sources import open_logs
 
-    nodes = Forest.read(db, texts=("prompt", "response")).nodes
+    with open_logs(db) as source:
+        nodes = Forest.read(source, texts=("prompt", "response")).nodes
     texts = [
         text
         for pair in zip(
@@ -92,14 +94,15 @@ def _bare(db: str) -> Callable[[int], float]:
 
 @tasks.task("meaning.update", timer=True)
 def _update(db: str) -> Callable[[int], float]:
-    """The ready vectors made again after one call appended (untimed)."""
+    """The ready vectors made again after one call appended (untimed) to a copy,
+    whose texts the shared store holds once the first copy is made."""
     import shutil
 
     from convgraph.meaning import node_vectors
     from convgraph.sources import open_logs
 
     work = _workdir()
-    _cache(work / "cache")
+    _cache(Path(db).parent / SHARED_CACHE)
     copy = work / "logs.db"
     shutil.copyfile(db, copy)
     with open_logs(copy) as source:

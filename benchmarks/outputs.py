@@ -46,9 +46,7 @@ EXPORT_BASELINES = {
 def _trees(db: str) -> list:
     """Every conversation of `db` as a DiGraph, every attribute filled (as
     networkx's GraphML writer needs), the same graphs for both sides."""
-    from convgraph import Forest
-
-    trees = list(Forest.read(db).trees())
+    trees = list(tasks.read_forest(db).trees())
     for tree in trees:
         for attributes in [tree.graph, *(data for _, data in tree.nodes(data=True))]:
             attributes.update((k, "") for k, v in list(attributes.items()) if v is None)
@@ -209,10 +207,9 @@ def _html_write(writer: str, db: str) -> Callable[[], None]:
     memory."""
     import io
 
-    from convgraph import Forest
     from convgraph.export import write_html, write_json
 
-    trees = list(Forest.read(db).trees())
+    trees = list(tasks.read_forest(db).trees())
     write = write_html if writer == "html" else write_json
 
     def run() -> None:
@@ -301,10 +298,9 @@ def _page_version() -> str:
 
 
 def _page(path: Path, db: Path) -> None:
-    from convgraph import Forest
     from convgraph.export import write_html
 
-    write_html(Forest.read(db).trees(), path)
+    write_html(tasks.read_forest(db).trees(), path)
 
 
 def html_rows(sizes: list[int], options: suite.Options) -> list[Row]:

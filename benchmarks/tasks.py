@@ -197,35 +197,40 @@ def _sqlite_path_cte(db: str, node: str) -> Callable[[], list]:
 # -- convgraph -------------------------------------------------------------------
 
 
+def read_forest(db: str, **options: Any) -> Any:
+    """The forest of `db` as the public API reads it: opened, read, closed."""
+    import convgraph
+
+    with convgraph.open(db) as logs:
+        return logs.forest(**options)
+
+
 @task("convgraph.stats")
 def _convgraph_stats(db: str) -> Callable[[], Any]:
     """Forest statistics: one row per conversation, from the structure only."""
-    from convgraph import Forest
     from convgraph.analysis.stats import conversation_table
 
-    return lambda: conversation_table(Forest.read(db, text=False))
+    return lambda: conversation_table(read_forest(db, text=False))
 
 
 @task("convgraph.stats_rows")
 def _convgraph_stats_rows(db: str) -> Callable[[], Any]:
     """`convgraph.analysis.stats` read by the row readers (sqlite3 tuples), the
     columnar reader turned off: the cost it replaces, side by side."""
-    from convgraph import Forest
     from convgraph.analysis.stats import conversation_table
     from convgraph.sources.llm import columnar
 
     columnar.available = lambda: False
-    return lambda: conversation_table(Forest.read(db, text=False))
+    return lambda: conversation_table(read_forest(db, text=False))
 
 
 @task("convgraph.stats_tables")
 def _convgraph_stats_tables(db: str) -> Callable[[], Any]:
     """Every table `convgraph stats` can print, from one read of the forest."""
-    from convgraph import Forest
     from convgraph.analysis import stats
 
     def tables() -> list:
-        forest = Forest.read(db, text=False)
+        forest = read_forest(db, text=False)
         return [
             stats.conversation_table(forest),
             stats.node_table(forest),
@@ -239,17 +244,13 @@ def _convgraph_stats_tables(db: str) -> Callable[[], Any]:
 @task("convgraph.forest_structure")
 def _convgraph_forest_structure(db: str) -> Callable[[], Any]:
     """The whole forest without its texts."""
-    from convgraph import Forest
-
-    return lambda: Forest.read(db, text=False)
+    return lambda: read_forest(db, text=False)
 
 
 @task("convgraph.forest")
 def _convgraph_forest(db: str) -> Callable[[], Any]:
     """The whole forest with every text."""
-    from convgraph import Forest
-
-    return lambda: Forest.read(db)
+    return lambda: read_forest(db)
 
 
 @task("convgraph.load_tree")

@@ -256,3 +256,16 @@ def run_on_a_terminal(
     pipe = process.stderr if stream == "stdout" else process.stdout
     piped = b"" if pipe is None else pipe.read()
     return OnATerminal(b"".join(received), piped, process.wait())
+
+
+def read_forest(db: Any, **options: Any) -> Any:
+    """`Forest.read` of a path through the handle (closed after), or of a
+    `Source` already open."""
+    import convgraph
+    from convgraph import Forest
+    from convgraph.sources import Source
+
+    if isinstance(db, Source):
+        return Forest.read(db, **options)
+    with convgraph.open(db) as logs:
+        return Forest.read(logs.source, **options)

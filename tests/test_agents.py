@@ -13,11 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convgraph import Forest
 from convgraph.errors import DatabaseError
 from convgraph.sources import READS, open_logs
 from convgraph.sources.agents.sessions import AgentSessions
-from tests.helpers import examples, file_digest, run
+from tests.helpers import examples, file_digest, read_forest, run
 
 DATA = Path(__file__).parent / "data" / "agents"
 PROJECTS = DATA / "claude-code" / "projects"
@@ -218,7 +217,7 @@ def test_a_cut_line_is_reported_not_fatal(tmp_path: Path) -> None:
 
 
 def test_forest_reads_sessions() -> None:
-    forest = Forest.read(PROJECTS)
+    forest = read_forest(PROJECTS)
     assert forest.tree_ids == ["s1"]
     assert sorted(forest.nodes["id"]) == ["a4", "a5", "a6", "a8", "a9", "x4"]
 
@@ -226,7 +225,7 @@ def test_forest_reads_sessions() -> None:
 def test_agent_statistics_per_session_and_project() -> None:
     from convgraph.analysis.agent_stats import agent_table
 
-    forest = Forest.read(PROJECTS, text=False)
+    forest = read_forest(PROJECTS, text=False)
     figures = (
         1,  # sessions: s2 continues s1, one tree
         5,  # turns on the main chain
@@ -248,20 +247,20 @@ def test_agent_statistics_per_session_and_project() -> None:
     assert [tuple(row) for row in by_project.itertuples(False)] == [
         ("/home/ada/tree", *figures)
     ]
-    codex = agent_table(Forest.read(CODEX, text=False))
+    codex = agent_table(read_forest(CODEX, text=False))
     assert codex[
         ["tree_id", "turns", "tools", "input_tokens", "cache_read_tokens"]
     ].astype(object).where(codex.notna(), None).values.tolist() == [
         ["old-1", 1, None, None, None],
         ["c0dex-1", 2, "shell 1", 2500, 2200],
     ]
-    assert agent_table(Forest.read(GEMINI)).shape == (2, 14)
+    assert agent_table(read_forest(GEMINI)).shape == (2, 14)
 
 
 def test_agent_statistics_of_other_sources_are_empty() -> None:
     from convgraph.analysis.agent_stats import AGENT_COLUMNS, agent_table
 
-    table = agent_table(Forest.read(DATA.parent.parent.parent / "examples" / "logs.db"))
+    table = agent_table(read_forest(DATA.parent.parent.parent / "examples" / "logs.db"))
     assert list(table.columns) == ["tree_id", *AGENT_COLUMNS] and table.empty
 
 

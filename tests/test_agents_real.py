@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 import convgraph
-from convgraph import Forest
 from convgraph.analysis.stats import conversation_table
 from convgraph.parts import node_parts
 from convgraph.sources import open_logs
 from tests.agents_reference import agent_of, claude_files, count
+from tests.helpers import read_forest
 
 DATA = Path(__file__).parent / "data" / "agents"
 HOME = DATA / "home"
@@ -163,14 +163,14 @@ def test_every_real_session_is_one_branch_with_none_abandoned() -> None:
     """None of these sessions was rewound: each is one root and one leaf
     on the main chain, nothing abandoned (subagents hang off it), but the
     session that `/clear` started again, whose first chain is left."""
-    table = conversation_table(Forest.read(HOME, text=False))
+    table = conversation_table(read_forest(HOME, text=False))
     cleared = table["tree_id"] == "062a8bdd-4322-4ffa-bc38-3e8b8bfb5a56"
     assert set(table.loc[~cleared, "roots"]) == {1}
     assert set(table.loc[~cleared, "abandoned_branches"]) == {0}
     assert table.loc[cleared, ["roots", "abandoned_branches"]].values.tolist() == [
         [2, 1]
     ]
-    forest = Forest.read(HOME, text=False)
+    forest = read_forest(HOME, text=False)
     main = forest.nodes[forest.nodes["sidechain"].isna()]
     parents = Counter(main["parent_id"].dropna())
     assert max(parents.values()) == 1  # no main-chain node has two children

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from convgraph import Forest
 from convgraph.contract import PLACE_ATTRIBUTES
-from tests.helpers import run
+from tests.helpers import read_forest, run
 
 DATA = Path(__file__).parent / "data" / "agents"
 PROJECTS = DATA / "claude-code" / "projects"
@@ -35,15 +35,15 @@ def test_a_tree_read_by_id_has_its_project_and_branch() -> None:
         ("a9", "/home/ada/tree", "fix-parser"),
         ("x4", "/home/ada/tree", "main"),
     ]
-    by_id = Forest.read(PROJECTS, conversation_ids=["s1"], text=False)
+    by_id = read_forest(PROJECTS, conversation_ids=["s1"], text=False)
     assert places(by_id) == expected
-    assert places(Forest.read(PROJECTS, text=False)) == expected
+    assert places(read_forest(PROJECTS, text=False)) == expected
 
 
 def test_other_sources_have_no_place_columns() -> None:
     logs = Path(__file__).parent.parent / "examples" / "logs.db"
-    forest = Forest.read(logs, text=False)
-    named = Forest.read(logs, conversation_ids=[forest.tree_ids[0]], text=False)
+    forest = read_forest(logs, text=False)
+    named = read_forest(logs, conversation_ids=[forest.tree_ids[0]], text=False)
     for table in (forest.nodes, named.nodes):
         assert not set(PLACE_ATTRIBUTES) & set(table.columns)
 
@@ -69,7 +69,7 @@ def test_a_subagents_leaf_is_no_abandoned_branch() -> None:
     from convgraph.analysis.stats import conversation_table, summary
     from convgraph.analysis.usage import usage_table
 
-    whole = Forest.read(PROJECTS)
+    whole = read_forest(PROJECTS)
     # The tree tells a subagent's node by its parts' mark: a tree with its
     # content; the tables by the sidechain column, with content or not.
     tree = whole.tree("s1")
@@ -77,9 +77,9 @@ def test_a_subagents_leaf_is_no_abandoned_branch() -> None:
     assert summary(tree)["abandoned_branches"] == 1
     for forest in (
         whole,
-        Forest.read(PROJECTS, text=False),
-        Forest.read(PROJECTS, conversation_ids=["s1"], text=False),
-        Forest.read(PROJECTS, conversation_ids=["s1"]),
+        read_forest(PROJECTS, text=False),
+        read_forest(PROJECTS, conversation_ids=["s1"], text=False),
+        read_forest(PROJECTS, conversation_ids=["s1"]),
     ):
         assert conversation_table(forest)["abandoned_branches"].tolist() == [1]
         assert usage_table(forest, ["project"])["abandoned_branches"].tolist() == [1]
@@ -180,8 +180,8 @@ def test_cached_input_is_priced_at_the_cache_rates() -> None:
     x4 = price(input_tokens=17, output_tokens=10)
     assert a4 < price(input_tokens=165, output_tokens=15)
     for forest in (
-        Forest.read(PROJECTS, text=False),
-        Forest.read(PROJECTS, conversation_ids=["s1"], text=False),
+        read_forest(PROJECTS, text=False),
+        read_forest(PROJECTS, conversation_ids=["s1"], text=False),
     ):
         costs = dict(
             zip(forest.nodes["id"], node_costs(forest.nodes).per_node, strict=True)
@@ -217,8 +217,8 @@ def test_trees_and_json_exports_carry_the_place() -> None:
     from convgraph.contract import NODE_ATTRIBUTES
 
     for forest in (
-        Forest.read(PROJECTS, text=False),
-        Forest.read(PROJECTS, conversation_ids=["s1"], text=False),
+        read_forest(PROJECTS, text=False),
+        read_forest(PROJECTS, conversation_ids=["s1"], text=False),
     ):
         tree = forest.tree("s1")
         assert list(tree.nodes["a8"]) == [*NODE_ATTRIBUTES, *PLACE_ATTRIBUTES]
@@ -269,7 +269,7 @@ def test_the_parquet_dataset_carries_the_place(tmp_path: Path) -> None:
 
     run("export", "--db", PROJECTS, "--format", "parquet", "-o", tmp_path / "agents")
     written = pq.read_table(tmp_path / "agents" / "nodes").to_pandas()
-    forest = Forest.read(PROJECTS, text=False)
+    forest = read_forest(PROJECTS, text=False)
     assert sorted(
         zip(written["id"], written["project"], written["git_branch"], strict=True)
     ) == places(forest)

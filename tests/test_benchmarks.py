@@ -26,11 +26,10 @@ from benchmarks import (
     writes,
 )
 from benchmarks.report import Measurement, Row  # noqa: E402
-from convgraph import Forest  # noqa: E402
 from convgraph.model import tree as ops  # noqa: E402
 from convgraph.model.loading import load_tree  # noqa: E402
 from tests.databases import COMPLEX, LINEAR, MULTIPLE_ROOTS, seed_database  # noqa: E402
-from tests.helpers import plain  # noqa: E402
+from tests.helpers import plain, read_forest  # noqa: E402
 
 #: The benchmarks' own tests build synthetic files and run the harness.
 pytestmark = pytest.mark.slow
@@ -93,7 +92,7 @@ def test_legacy_every_conversation_is_one_tree_in_log_order(tmp_path, shape):
 
 def test_deep_shape_is_one_chain_per_conversation(tmp_path):
     path = synthetic.build_legacy(tmp_path / "logs.db", 3000, 3, "deep")
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     assert len(forest.tree_ids) == 3
     for tree_id in forest.tree_ids:
         tree = forest.tree(tree_id)
@@ -105,7 +104,7 @@ def test_deep_shape_is_one_chain_per_conversation(tmp_path):
 def test_bushy_shape_gives_every_inner_node_the_full_fanout(tmp_path):
     # 85 = 1 + 4 + 16 + 64: a complete 4-ary tree of depth 3.
     path = synthetic.build_legacy(tmp_path / "logs.db", 170, 2, "bushy")
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     for tree_id in forest.tree_ids:
         tree = forest.tree(tree_id)
         assert len(tree) == 85
@@ -121,7 +120,7 @@ def test_linear_shape_is_a_chain_with_occasional_retries(tmp_path):
     retries = sum(count - 1 for count in counts.values())
     # About one response in eight is a retry: a second child of its parent.
     assert 0.08 < retries / len(links) < 0.17
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     for tree_id in forest.tree_ids[:10]:
         tree = forest.tree(tree_id)
         leaves = ops.leaves(tree)
@@ -161,7 +160,7 @@ def test_legacy_without_parent_column_reads_as_chains(tmp_path):
     )
     columns = {row[1] for row in rows(path, "pragma table_info(responses)")}
     assert "parent_response_id" not in columns
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     for tree_id in forest.tree_ids:
         tree = forest.tree(tree_id)
         assert len(tree) == 25 and len(ops.leaves(tree)) == 1
@@ -209,7 +208,7 @@ def test_message_store_has_the_legacy_shape(tmp_path, shape):
 
     def structure(path):
         # Parents as positions in log order: the same tree whatever the ids.
-        nodes = Forest.read(path, text=False).nodes
+        nodes = read_forest(path, text=False).nodes
         position = {node: index for index, node in enumerate(nodes["id"])}
         return [
             None if parent is None else position[parent]
@@ -217,7 +216,7 @@ def test_message_store_has_the_legacy_shape(tmp_path, shape):
         ]
 
     assert structure(store) == structure(legacy)
-    forest = Forest.read(store, text=False)
+    forest = read_forest(store, text=False)
     assert len(forest.tree_ids) == 4
 
 
@@ -812,12 +811,11 @@ def test_the_diff_texts_are_what_they_say():
 
 
 def test_a_synthetic_chat_export_reads_as_what_it_holds(tmp_path):
-    from convgraph import Forest
     from convgraph.model.loading import load_path
 
     path = tmp_path / "conversations.json"
     held = sources.write_export(path, 0.3)
-    forest = Forest.read(path)
+    forest = read_forest(path)
     assert len(forest.tree_ids) == held["conversations"] > 1
     # The last node, the tip of the last conversation's current branch.
     last = load_path(held["last_node"], path)
@@ -951,7 +949,7 @@ def test_revisited_conversations_end_off_the_longest_and_the_newest_branch(
     llm's own rule, so only the longest guess is wrong there."""
     build = synthetic.build_message_store if kind == "store" else synthetic.build_legacy
     path = build(tmp_path / "logs.db", 300, 10, "revisited")
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     assert len(forest.tree_ids) == 10
     for tree_id in forest.tree_ids:
         tree = forest.tree(tree_id)
@@ -993,7 +991,7 @@ def test_a_chatgpt_export_whose_user_went_back_is_read_at_current_node(tmp_path)
     path = tmp_path / "conversations.json"
     sources.write_export(path, 0.5)
     conversations = {item["id"]: item for item in json.loads(path.read_text())}
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     assert sorted(forest.tree_ids) == sorted(conversations)
     went_back = []
     for tree_id in forest.tree_ids:

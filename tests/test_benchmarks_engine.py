@@ -13,9 +13,8 @@ from collections import Counter
 import pytest
 
 from benchmarks import engine, report, suite, synthetic
-from convgraph import Forest
 from convgraph.store.rules import CONVERSATION_INDEX_NAME, INDEX_NAME
-from tests.helpers import run
+from tests.helpers import read_forest, run
 
 
 def test_random_sizes_add_up_and_stay_in_range():
@@ -72,7 +71,7 @@ def test_the_random_legacy_file_is_migrated_with_random_branches(tmp_path):
     assert any(name.startswith("convgraph_") for name in schema)
     assert recorded == [("parent_response_id",)]
     assert run("check", "--db", path).output.strip() == "no problems found"
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     assert len(forest.tree_ids) == len(sizes)
 
 
@@ -97,7 +96,7 @@ def test_the_imported_file_keeps_each_conversation_but_shuffles_their_times(
     for _, conversation, _, time in after:
         by_conversation.setdefault(conversation, []).append(time)
     assert all(t == sorted(t) for t in by_conversation.values())
-    forest = Forest.read(imported, text=False)
+    forest = read_forest(imported, text=False)
     assert len(forest.nodes) == 600 and forest.problems == []
     # Log order: the table's rows are in time order.
     assert list(forest.nodes["datetime_utc"]) == sorted(times)

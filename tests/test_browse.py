@@ -23,11 +23,10 @@ from convgraph.browse import count_conversations, list_conversations
 from convgraph.browse.listing import SHAPES_COMMAND
 from convgraph.browse.tree_screen import ConversationScreen
 from convgraph.errors import UnknownNode
-from convgraph.model.forest import Forest
 from convgraph.present.local_time import person_time
 from convgraph.sources import open_logs
 from tests.databases import add_response, legacy_database
-from tests.helpers import SAFETY_SECONDS, file_digest, run
+from tests.helpers import SAFETY_SECONDS, file_digest, read_forest, run
 from tests.plugins.llm_slow_model import SlowModel, registered
 from tests.tui import (
     EXAMPLES,
@@ -1115,7 +1114,7 @@ def test_shape_figures_read_in_a_process_of_their_own(tmp_path):
     )
     # Nodes, leaves, depth and the share of tokens on abandoned branches,
     # as the statistics table counts them.
-    row = conversation_table(Forest.read(EXAMPLES / "logs.db", text=False))
+    row = conversation_table(read_forest(EXAMPLES / "logs.db", text=False))
     row = row.set_index("tree_id").loc["01jb2hashmap0000000000000"]
     expected = [7, 4, 2, float(row["abandoned_share"])]
     assert json.loads(found.stdout)["01jb2hashmap0000000000000"] == expected

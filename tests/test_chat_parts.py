@@ -17,11 +17,10 @@ import jsonschema
 import pytest
 
 from convgraph import parts as P
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
 from convgraph.sources import open_logs
 from tests import chat_exports as build
-from tests.helpers import documented_schemas, run
+from tests.helpers import documented_schemas, read_forest, run
 
 #: chatgpt_agent's first node: a reasoning model that searches, runs code
 #: twice (the first cell fails) and draws, then answers.
@@ -170,12 +169,12 @@ def test_open_webui_files(exports: dict[str, Path]) -> None:
 def test_the_whole_table_and_one_tree_carry_the_same_parts(
     exports: dict[str, Path], app: str
 ) -> None:
-    forest = Forest.read(exports[app])
+    forest = read_forest(exports[app])
     for tree_id in forest.tree_ids:
         alone = load_tree(tree_id, exports[app])
         from_forest = forest.tree(tree_id)
         assert dict(alone.nodes(data=True)) == dict(from_forest.nodes(data=True))
-    bare = Forest.read(exports[app], text=False)
+    bare = read_forest(exports[app], text=False)
     # Without the texts the parts are left out, the tool counts kept.
     assert bare.nodes["parts"].isna().all()
     assert bare.nodes["tool_calls"].tolist() == forest.nodes["tool_calls"].tolist()

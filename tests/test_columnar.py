@@ -43,7 +43,7 @@ from tests.databases import (  # noqa: E402
     migrated_complex,
     timestamp,
 )
-from tests.helpers import plain  # noqa: E402
+from tests.helpers import plain, read_forest  # noqa: E402
 
 
 def read_both(path: Path, text: bool, monkeypatch: pytest.MonkeyPatch):
@@ -460,7 +460,7 @@ def test_an_undecodable_parent_that_names_nothing_goes_to_the_row_reader(seed_db
     )
     with open_logs(seed_db) as logs:
         assert columnar.read_forest(logs, text=False) is None
-    problems = Forest.read(seed_db, text=False).problems
+    problems = read_forest(seed_db, text=False).problems
     assert [(p.kind, p.node_id, p.parent_id) for p in problems] == [
         ("missing-parent", "complex-c", "\x00\ufffd")
     ]

@@ -73,10 +73,10 @@ def test_parts_and_tools_share_a_buffer_until_one_is_written(tmp_path):
     None, in one buffer for both; writing one column leaves the other."""
     import numpy as np
 
-    from convgraph import Forest
+    from tests.helpers import read_forest
 
     path = synthetic.build_legacy(tmp_path / "logs.db", 50, 3, "bushy")
-    nodes = Forest.read(path, text=False).nodes
+    nodes = read_forest(path, text=False).nodes
     assert nodes["parts"].tolist() == [None] * 50
     assert nodes["tools"].tolist() == [None] * 50
     assert np.shares_memory(nodes["parts"].to_numpy(), nodes["tools"].to_numpy())

@@ -22,7 +22,7 @@ from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.export.parquet import write_parquet
 from convgraph.model.forest import Forest
 from tests.databases import seed_database
-from tests.helpers import run
+from tests.helpers import read_forest, run
 from tests.test_export_parquet import plain, shapes_database
 
 #: Every test here starts a Dask (or Spark) cluster.
@@ -96,9 +96,9 @@ def forests(tmp_path_factory: pytest.TempPathFactory, llm_fork_db: dict) -> dict
     """The forests to compare on, by name."""
     directory = tmp_path_factory.mktemp("forests")
     return {
-        "shapes": Forest.read(shapes_database(directory / "shapes.db"), text=False),
-        "seed": Forest.read(seed_database(directory / "seed.db")),
-        "llm": Forest.read(llm_fork_db["path"]),
+        "shapes": read_forest(shapes_database(directory / "shapes.db"), text=False),
+        "seed": read_forest(seed_database(directory / "seed.db")),
+        "llm": read_forest(llm_fork_db["path"]),
         "random": random_forest(),
     }
 
@@ -260,7 +260,7 @@ def tampered_datasets(seed_db: Path, tmp_path: Path) -> dict[str, Path]:
     import pyarrow.parquet as pq
 
     clean = tmp_path / "clean"
-    write_parquet(Forest.read(seed_db), clean, partitions=4)
+    write_parquet(read_forest(seed_db), clean, partitions=4)
     files = sorted(path.name for path in (clean / "nodes").iterdir())
     assert len(files) > 1
 

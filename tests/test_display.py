@@ -22,9 +22,9 @@ from IPython.core.formatters import DisplayFormatter
 from convgraph.jupyter import register
 from convgraph.jupyter import tree_view as display
 from convgraph.jupyter.forest_view import forest_html
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
 from convgraph.model.tree import ConversationTree
+from tests.helpers import read_forest
 
 SVG = "{http://www.w3.org/2000/svg}"
 needs_dot = pytest.mark.skipif(
@@ -54,7 +54,7 @@ def test_trees_from_the_core_are_conversation_trees(seed_db: Path) -> None:
     tree = load_tree("complex", seed_db)
     assert type(tree) is ConversationTree
     assert isinstance(tree, nx.DiGraph)
-    forest = Forest.read(seed_db)
+    forest = read_forest(seed_db)
     assert all(type(graph) is ConversationTree for graph in forest.trees())
     assert (
         repr(tree)
@@ -195,7 +195,7 @@ def test_a_forest_shows_its_statistics_table(
 ) -> None:
     import pandas as pd
 
-    forest = Forest.read(seed_db, text=False)
+    forest = read_forest(seed_db, text=False)
     page = shown(formatter, forest)["text/html"]
     assert page == forest_html(forest)
     assert page.startswith(
@@ -226,7 +226,7 @@ def test_a_long_forest_table_is_cut_in_the_middle(tmp_path: Path) -> None:
         add_response(conn, f"r{index:02d}", f"c{index:02d}", "hello")
     conn.commit()
     conn.close()
-    forest = Forest.read(tmp_path / "many.db", text=False)
+    forest = read_forest(tmp_path / "many.db", text=False)
     (table,) = pd.read_html(io.StringIO(forest_html(forest, row_limit=10)))
     ids = table["tree_id"].tolist()
     assert ids[:5] == ["c00", "c01", "c02", "c03", "c04"]

@@ -15,9 +15,8 @@ import pytest
 import convgraph.export.dot
 from convgraph.export import ExportError, generate_dot, to_pydot, write_dot
 from convgraph.export.dot import quote_id, quote_text, unquote_id
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
-from tests.helpers import SAFETY_SECONDS
+from tests.helpers import SAFETY_SECONDS, read_forest
 
 needs_graphviz = pytest.mark.skipif(
     shutil.which("dot") is None,
@@ -98,7 +97,7 @@ def test_complex_scenario_marks_branch_points_and_leaves(seed_db):
 
 
 def test_forest_is_one_cluster_per_conversation(seed_db):
-    graph = parsed(generate_dot(Forest.read(seed_db).trees()))
+    graph = parsed(generate_dot(read_forest(seed_db).trees()))
     assert graph.get_name() == '"conversations"'
     clusters = graph.get_subgraphs()
     assert [cluster.get_name() for cluster in clusters] == [
@@ -118,7 +117,7 @@ def test_forest_is_one_cluster_per_conversation(seed_db):
 
 
 def test_to_pydot_writes_the_same_drawing(seed_db):
-    trees = list(Forest.read(seed_db).trees())
+    trees = list(read_forest(seed_db).trees())
     streamed = parsed(generate_dot(trees))
     built = parsed(to_pydot(trees).to_string().splitlines())
     assert streamed.to_string() == built.to_string()
@@ -225,7 +224,7 @@ def test_write_dot_to_path_and_binary_file(tmp_path, seed_db):
 
 @needs_graphviz
 def test_graphviz_draws_the_seed_forest_as_valid_svg(seed_db, tmp_path):
-    source = "\n".join(generate_dot(Forest.read(seed_db).trees()))
+    source = "\n".join(generate_dot(read_forest(seed_db).trees()))
     done = subprocess.run(
         ["dot", "-Tsvg"],
         input=source.encode(),

@@ -13,8 +13,8 @@ import pytest
 
 import convgraph.export.graphml
 from convgraph.export import ExportError, generate_graphml, read_graphml, write_graphml
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
+from tests.helpers import read_forest
 
 NS = {"g": "http://graphml.graphdrawing.org/xmlns"}
 
@@ -133,7 +133,7 @@ def test_networkx_reads_a_conversation_as_it_was(seed_db):
 
 
 def test_forest_round_trip_and_tree_ids(seed_db):
-    trees = list(Forest.read(seed_db).trees())
+    trees = list(read_forest(seed_db).trees())
     data = as_bytes(trees)
     assert_same(read_graphml(io.BytesIO(data)), trees)
     whole = nx.read_graphml(io.BytesIO(data))

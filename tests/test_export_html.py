@@ -38,7 +38,6 @@ from convgraph.export.html import (
     script_json,
     write_html,
 )
-from convgraph.model.forest import Forest
 from convgraph.model.tree import ConversationTree, roots, siblings
 from convgraph.model.tree import path as tree_path
 from convgraph.parts import (
@@ -53,7 +52,7 @@ from convgraph.parts import (
 )
 from convgraph.parts import text as text_part
 from tests.databases import add_response, add_tree, legacy_database
-from tests.helpers import run
+from tests.helpers import read_forest, run
 from tests.html_pages import Visit
 
 EXAMPLE_DB = Path(__file__).resolve().parent.parent / "examples" / "logs.db"
@@ -133,7 +132,7 @@ def test_script_json_escapes_lone_surrogates_so_the_page_is_utf8():
 
 
 def test_page_reads_back_to_the_same_trees(seed_db, tmp_path):
-    forest = Forest.read(seed_db)
+    forest = read_forest(seed_db)
     out = tmp_path / "forest.html"
     write_html(forest.trees(), out)
     trees = read_html(out)
@@ -179,7 +178,7 @@ def test_page_policy_admits_only_its_own_script_and_style(seed_db, tmp_path):
 
 
 def test_hostile_text_stays_inside_the_data_block(tmp_path):
-    trees = list(Forest.read(hostile_db(tmp_path / "evil.db")).trees())
+    trees = list(read_forest(hostile_db(tmp_path / "evil.db")).trees())
     title = "</title><script>window.__pwned = 'title'</script>"
     text = "".join(generate_html(trees, title=title))
     document = lxml.html.document_fromstring(text)
@@ -226,7 +225,7 @@ def test_an_empty_forest_is_a_page_without_conversations(tmp_path):
 
 
 def test_one_tree_alone_is_exported(seed_db):
-    tree = Forest.read(seed_db).tree("complex")
+    tree = read_forest(seed_db).tree("complex")
     (back,) = parse_html("".join(generate_html(tree)))
     assert sorted(back.edges) == sorted(tree.edges)
 
@@ -252,7 +251,7 @@ def test_a_file_that_is_not_a_page_is_refused(tmp_path):
 
 def test_convgraph_export_format_html(tmp_path):
     out = export(example_db(), tmp_path / "forest.html")
-    forest = Forest.read(example_db())
+    forest = read_forest(example_db())
     trees = FORMATS["html"].read(out)
     assert [tree.graph["tree_id"] for tree in trees] == forest.tree_ids
     data = page_data(out.read_text("utf-8"))
@@ -284,7 +283,7 @@ def test_convgraph_export_refuses_a_direction_the_page_cannot_draw(tmp_path):
 
 def write_page(db: Path, tmp_path: Path, name: str = "forest.html") -> Path:
     out = tmp_path / name
-    write_html(Forest.read(db).trees(), out)
+    write_html(read_forest(db).trees(), out)
     return out
 
 
@@ -300,7 +299,7 @@ HASH_MAPS = "01jb2hashmap0000000000000"
 
 
 def test_lists_every_conversation_with_its_statistics(example_page):
-    forest = Forest.read(example_db())
+    forest = read_forest(example_db())
     ids = example_page.attributes("#conversation-list button", "data-conversation")
     assert ids == forest.tree_ids
     hash_maps = forest.tree(HASH_MAPS)
@@ -328,7 +327,7 @@ def test_lists_every_conversation_with_its_statistics(example_page):
 
 def test_branch_points_leaves_and_models_are_marked(example_page):
     example_page.open_conversation(HASH_MAPS)
-    tree = Forest.read(example_db()).tree(HASH_MAPS)
+    tree = read_forest(example_db()).tree(HASH_MAPS)
     branch_points = [n for n in tree if tree.out_degree(n) > 1]
     leaves = [n for n in tree if tree.out_degree(n) == 0]
     assert example_page.ids_with_class("branch") == set(branch_points)
@@ -339,7 +338,7 @@ def test_branch_points_leaves_and_models_are_marked(example_page):
     # with its count of nodes in that tree (issue 25.8: not the forest's).
     legend = example_page.page.locator("#legend .legend-item[data-model]")
     models = [legend.nth(i).get_attribute("data-model") for i in range(legend.count())]
-    forest = Forest.read(example_db())
+    forest = read_forest(example_db())
     first_used = dict.fromkeys(
         m for t in forest.trees() for _, m in t.nodes(data="model")
     )
@@ -361,7 +360,7 @@ def test_branch_points_leaves_and_models_are_marked(example_page):
 
 def test_clicking_a_node_shows_it_and_its_path(example_page):
     rows = example_rows()
-    tree = Forest.read(example_db()).tree(HASH_MAPS)
+    tree = read_forest(example_db()).tree(HASH_MAPS)
     leaf = "01jb2hm03d000000000000000"
     row = rows[leaf]
     example_page.open_conversation(HASH_MAPS)
@@ -394,7 +393,7 @@ def test_clicking_a_node_shows_it_and_its_path(example_page):
 
 def test_collapse_and_expand_a_subtree(example_page):
     example_page.open_conversation(HASH_MAPS)
-    tree = Forest.read(example_db()).tree(HASH_MAPS)
+    tree = read_forest(example_db()).tree(HASH_MAPS)
     branch = "01jb2hm01b000000000000000"
     below = list(nx.descendants(tree, branch))
     toggle = example_page.node(branch).locator(".toggle")
@@ -446,7 +445,7 @@ def test_an_lr_export_opens_left_to_right(open_page, tmp_path):
 def test_search_highlights_the_matching_nodes(example_page):
     needle = "Hash Map"
     rows = example_rows()
-    forest = Forest.read(example_db())
+    forest = read_forest(example_db())
     matching = {
         node
         for node, row in rows.items()
@@ -491,7 +490,7 @@ def changed_lines(unified: list[str]) -> list[str]:
 
 
 def test_two_selected_nodes_show_their_branch_diff(example_page):
-    tree = Forest.read(example_db()).tree(HASH_MAPS)
+    tree = read_forest(example_db()).tree(HASH_MAPS)
     a, b = "01jb2hm02c000000000000000", "01jb2hm06g000000000000000"
     expected = diff(tree, a, b).to_dict()
     example_page.open_conversation(HASH_MAPS)
@@ -555,7 +554,7 @@ def test_two_selected_nodes_show_their_branch_diff(example_page):
 def test_nodes_with_different_roots_have_no_fork_point(example_page):
     tree_id = "01jb3translate00000000000"
     example_page.open_conversation(tree_id)
-    tree = Forest.read(example_db()).tree(tree_id)
+    tree = read_forest(example_db()).tree(tree_id)
     first, second = [n for n in tree if tree.out_degree(n) == 0]
     result = example_page.page.evaluate(
         "([a, b]) => convgraph.diff(a, b)", [first, second]
@@ -585,7 +584,7 @@ def test_roots_are_alternatives_at_one_start(example_page):
     """The translated greeting was asked twice at its first turn: its two
     roots hang from one start, [ and ] move between them, and the page's
     siblings are convgraph.model.tree.siblings for every node."""
-    forest = Forest.read(example_db())
+    forest = read_forest(example_db())
     for tree in forest.trees():
         for node in tree:
             mine = example_page.page.evaluate("(id) => convgraph.siblings(id)", node)
@@ -836,7 +835,7 @@ def test_a_hand_made_graph_with_a_cycle_still_opens(open_page, tmp_path):
 
 
 def test_hostile_text_runs_no_script(open_page, tmp_path):
-    trees = list(Forest.read(hostile_db(tmp_path / "evil.db")).trees())
+    trees = list(read_forest(hostile_db(tmp_path / "evil.db")).trees())
     out = tmp_path / "evil.html"
     write_html(trees, out, title="</title><script>window.__pwned = 'title'</script>")
     visit = open_page(out)
@@ -907,7 +906,7 @@ def test_a_5000_node_export_opens_and_responds(open_page, tmp_path):
     add_tree(conn, "big", links)
     conn.close()
     out = tmp_path / "big.html"
-    write_html(Forest.read(tmp_path / "big.db").trees(), out)
+    write_html(read_forest(tmp_path / "big.db").trees(), out)
     visit = open_page(out)
     page = visit.page
     drawn = page.evaluate("convgraph.drawnNodes()")
@@ -918,7 +917,7 @@ def test_a_5000_node_export_opens_and_responds(open_page, tmp_path):
     page.keyboard.press("Enter")
     assert visit.panel(".node-id") == "n4999"
     assert visit.node("n4999").count() == 1
-    big = Forest.read(tmp_path / "big.db").tree("big")
+    big = read_forest(tmp_path / "big.db").tree("big")
     assert visit.ids_with_class("on-path") == set(tree_path(big, "n4999"))
     page.screenshot(path=str(tmp_path / "big.png"))
     # Expanded whole, it is laid out whole, but only what is near the

@@ -26,6 +26,7 @@ from convgraph.model.forest import Forest
 from convgraph.model.tree import ConversationTree
 from convgraph.parts import ASSISTANT, USER, code, reasoning, tool_call, tool_result
 from convgraph.parts import text as text_part
+from tests.helpers import read_forest
 from tests.html_pages import Visit
 
 CONVERSATIONS = 2_000
@@ -47,7 +48,7 @@ def forest_db(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def forest(forest_db) -> Forest:
-    return Forest.read(forest_db)
+    return read_forest(forest_db)
 
 
 @pytest.fixture(scope="module")

@@ -25,9 +25,8 @@ from convgraph.export import (
     write_tree_json,
 )
 from convgraph.export.tree_json import loads_deep
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
-from tests.helpers import documented_schemas
+from tests.helpers import documented_schemas, read_forest
 
 
 def schemas() -> dict[str, dict]:
@@ -111,7 +110,7 @@ def test_networkx_reads_node_link_as_the_same_graph(seed_db):
 
 
 def test_node_link_forest_round_trip_and_schema(seed_db):
-    trees = list(Forest.read(seed_db).trees())
+    trees = list(read_forest(seed_db).trees())
     lines = list(generate_json(trees))
     data = document(lines)
     jsonschema.validate(data, schemas()["convgraph.node-link/1"])
@@ -180,7 +179,7 @@ def test_tree_json_complex_scenario_nests_children(seed_db):
 
 
 def test_tree_json_multiple_roots_and_forest_round_trip(seed_db):
-    trees = list(Forest.read(seed_db).trees())
+    trees = list(read_forest(seed_db).trees())
     data = document(generate_tree_json(trees))
     jsonschema.validate(data, schemas()["convgraph.tree-json/1"])
     roots = [[root["id"] for root in c["children"]] for c in data["children"]]

@@ -43,7 +43,7 @@ from tests.chat_exports import (
     webui_export,
 )
 from tests.chat_exports import write_json as write_export
-from tests.helpers import examples, run
+from tests.helpers import examples, read_forest, run
 from tests.test_hostile_data import _apply, _copy, hostile_writes
 from tests.test_hostile_exports import copied
 from tests.test_integrity import hostile_db
@@ -116,7 +116,7 @@ def both_ways(*args: object) -> tuple[object, object]:
 def test_the_seed_scenarios_with_marks(
     noted_seed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    forest = Forest.read(noted_seed)
+    forest = read_forest(noted_seed)
     document = json.loads(assert_same_json(forest, monkeypatch))
     assert [entry["tree_id"] for entry in document["graph"]["conversations"]] == [
         "linear",
@@ -142,7 +142,7 @@ def test_the_seed_scenarios_with_marks(
 def test_llms_own_fork_database(
     llm_fork_db: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    forest = Forest.read(llm_fork_db["path"])
+    forest = read_forest(llm_fork_db["path"])
     assert_same_json(forest, monkeypatch)
     table, graphs = both_ways("--db", llm_fork_db["path"])
     assert table == graphs and table[0] == 0
@@ -153,7 +153,7 @@ def test_tool_chains_reasoning_and_hostile_base_files(
 ) -> None:
     written = b""
     for base in base_files.values():
-        forest = Forest.read(base["path"])
+        forest = read_forest(base["path"])
         written += assert_same_json(forest, monkeypatch)
         table, graphs = both_ways("--db", base["path"])
         assert table == graphs and table[0] == 0
@@ -172,16 +172,16 @@ def test_chat_exports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     }
     for name, conversations in exports.items():
         path = write_export(tmp_path / name, conversations)
-        assert_same_json(Forest.read(path), monkeypatch)
+        assert_same_json(read_forest(path), monkeypatch)
         table, graphs = both_ways("--db", path)
         assert table == graphs and table[0] == 0, name
-    assert_same_json(Forest.read(ROOT / "examples" / "chatgpt-export.zip"), monkeypatch)
+    assert_same_json(read_forest(ROOT / "examples" / "chatgpt-export.zip"), monkeypatch)
 
 
 def test_an_agents_sessions_with_a_subagent(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert_same_json(Forest.read(AGENTS / "claude-code" / "projects"), monkeypatch)
+    assert_same_json(read_forest(AGENTS / "claude-code" / "projects"), monkeypatch)
     for path in (AGENTS / "claude-code", AGENTS / "codex", AGENTS / "gemini-cli"):
-        forest = Forest.read(path)
+        forest = read_forest(path)
         document = json.loads(assert_same_json(forest, monkeypatch))
         # An agent's nodes carry their place after the contract's attributes,
         # then the calls they fold.
@@ -198,7 +198,7 @@ def test_an_agents_sessions_with_a_subagent(monkeypatch: pytest.MonkeyPatch) -> 
 def test_broken_links_cycles_and_orphans(
     hostile_links: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    forest = Forest.read(hostile_links)
+    forest = read_forest(hostile_links)
     assert len(forest.problems) == 4
     document = json.loads(assert_same_json(forest, monkeypatch))
     targets = {edge["target"] for edge in document["edges"]}
@@ -211,7 +211,7 @@ def test_broken_links_cycles_and_orphans(
 def test_ids_shared_by_copied_conversations(
     copied: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    forest = Forest.read(copied)
+    forest = read_forest(copied)
     assert_same_json(forest, monkeypatch)
     table, graphs = both_ways("--db", copied)
     assert table == graphs and table[0] == 0
@@ -220,7 +220,7 @@ def test_ids_shared_by_copied_conversations(
 def test_an_id_on_two_rows_is_refused_as_the_digraphs_refuse_it(
     noted_seed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    nodes = Forest.read(noted_seed).nodes.copy()
+    nodes = read_forest(noted_seed).nodes.copy()
     # A node of the last tree given the id of one of the first.
     nodes.loc[len(nodes) - 1, "id"] = nodes.loc[0, "id"]
     forest = Forest(nodes, {})
@@ -233,7 +233,7 @@ def test_an_id_on_two_rows_is_refused_as_the_digraphs_refuse_it(
 def test_one_tree_and_none_keep_their_documents(
     noted_seed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    forest = Forest.read(noted_seed)
+    forest = read_forest(noted_seed)
     one = select_trees(forest, TreeFilter(models=("nothing-*",)))
     document = json.loads(assert_same_json(one, monkeypatch))
     assert document["graph"] == {} and document["nodes"] == []
@@ -247,7 +247,7 @@ def test_forests_cut_by_filters(
     noted_seed: Path, llm_fork_db: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for path in (noted_seed, llm_fork_db["path"]):
-        forest = Forest.read(path)
+        forest = read_forest(path)
         first = forest.nodes["datetime_utc"].dropna().sort_values().iloc[1]
         since = datetime.fromisoformat(str(first)).replace(tzinfo=UTC)
         for where in (TreeFilter(since=since), TreeFilter(models=("*",))):
@@ -268,7 +268,7 @@ def test_errors_are_the_digraphs_too(noted_seed: Path, tmp_path: Path) -> None:
     output = tmp_path / "forest.json"
     table, graphs = both_ways("--db", noted_seed, "-o", output)
     assert table == graphs and table[0] == 0
-    assert output.read_bytes() == per_tree(Forest.read(noted_seed))
+    assert output.read_bytes() == per_tree(read_forest(noted_seed))
 
 
 def test_json_lines_is_each_object_alone() -> None:

@@ -24,8 +24,8 @@ import pytest
 import convgraph.export.mermaid
 from convgraph.export import ExportError, generate_mermaid, write_mermaid
 from convgraph.export.mermaid import quote_label
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
+from tests.helpers import read_forest
 
 COMPLEX_MERMAID = [
     "flowchart TB",
@@ -80,7 +80,7 @@ def test_linear_chain_is_plain_boxes_then_a_leaf(seed_db, tmp_path):
 
 
 def test_forest_is_one_subgraph_per_conversation_with_fresh_ids(seed_db):
-    lines = list(generate_mermaid(Forest.read(seed_db).trees()))
+    lines = list(generate_mermaid(read_forest(seed_db).trees()))
     assert [line for line in lines if line.startswith("  subgraph")] == [
         '  subgraph c0["prompt linear-root  (linear)"]',
         '  subgraph c1["prompt branch-root  (branch)"]',
@@ -242,7 +242,7 @@ def test_mermaid_parses_hostile_forests():
 @needs_mermaid
 def test_mermaid_parses_the_seed_forest(seed_db):
     [result] = mermaid_parse(
-        ["\n".join(generate_mermaid(Forest.read(seed_db).trees()))]
+        ["\n".join(generate_mermaid(read_forest(seed_db).trees()))]
     )
     assert len(result["vertices"]) == 20
     assert result["edges"] == 15

@@ -33,7 +33,7 @@ from convgraph.sources.parquet import (
     tree_ids_of,
 )
 from tests.databases import add_tree, legacy_database
-from tests.helpers import file_digest, run
+from tests.helpers import file_digest, read_forest, run
 
 
 def parts(folder: Path) -> dict[str, pd.DataFrame]:
@@ -135,7 +135,7 @@ def shapes_db(tmp_path: Path) -> Path:
 def test_every_tree_whole_in_one_file_and_the_rows_exact(
     shapes_db: Path, tmp_path: Path, partitions: int
 ) -> None:
-    forest = Forest.read(shapes_db)
+    forest = read_forest(shapes_db)
     write_parquet(forest, tmp_path / "dataset", partitions=partitions)
     assert_dataset_holds(tmp_path / "dataset", forest)
     files = sorted(path.name for path in (tmp_path / "dataset/nodes").iterdir())
@@ -147,7 +147,7 @@ def test_every_tree_whole_in_one_file_and_the_rows_exact(
 
 
 def test_rows_of_a_tree_keep_their_log_order(shapes_db: Path, tmp_path: Path) -> None:
-    forest = Forest.read(shapes_db)
+    forest = read_forest(shapes_db)
     write_parquet(forest, tmp_path / "dataset", partitions=2)
     for part in parts(tmp_path / "dataset/nodes").values():
         for tree_id, rows in part.groupby("tree_id", observed=True, sort=False):
@@ -183,7 +183,7 @@ def test_the_cli_writes_a_database_llm_wrote(llm_fork_db: dict, tmp_path: Path) 
     target = tmp_path / "forest"
     run("export", "--format", "parquet", "-o", target, "--db", llm_fork_db["path"])
     assert file_digest(llm_fork_db["path"]) == before
-    forest = Forest.read(llm_fork_db["path"])
+    forest = read_forest(llm_fork_db["path"])
     assert_dataset_holds(target, forest)
     nodes = read_nodes(target)
     assert len(nodes) == 5
@@ -213,7 +213,7 @@ def test_the_cli_writes_the_trees_named(seed_db: Path, tmp_path: Path) -> None:
         seed_db,
     )
     assert_dataset_holds(
-        target, Forest.read(seed_db, conversation_ids=["complex", "linear"])
+        target, read_forest(seed_db, conversation_ids=["complex", "linear"])
     )
     assert sorted(read_nodes(target)["tree_id"].astype(str).unique()) == [
         "complex",
@@ -236,7 +236,7 @@ def test_an_empty_forest_is_a_dataset_with_its_columns(tmp_path: Path) -> None:
     nodes = read_nodes(tmp_path / "out")
     assert len(nodes) == 0
     assert list(nodes.columns) == list(
-        dataset_nodes(Forest.read(tmp_path / "empty.db")).columns
+        dataset_nodes(read_forest(tmp_path / "empty.db")).columns
     )
 
 

@@ -32,7 +32,7 @@ from convgraph.export import (
 from convgraph.model.forest import Forest
 from convgraph.model.tree import ConversationTree
 from convgraph.sources.parquet import read_nodes
-from tests.helpers import documented_schemas, run
+from tests.helpers import documented_schemas, read_forest, run
 
 #: A run of every part type, with text no format may lose: quotes, markup,
 #: a control character, a line end, non-ASCII, nested JSON arguments.
@@ -234,7 +234,7 @@ def test_every_format_gives_back_the_parts_a_real_file_holds(
     real_files: dict[str, Path], kind: str, tmp_path: Path
 ) -> None:
     pytest.importorskip("pyarrow")
-    forest = Forest.read(real_files[kind])
+    forest = read_forest(real_files[kind])
     trees = list(forest.trees())
     with_parts = [n for t in trees for n in t if t.nodes[n]["parts"] is not None]
     assert with_parts, "the reader gave no parts"

@@ -29,7 +29,7 @@ from convgraph.model.forest import Forest
 from convgraph.times import parse_bound
 from tests.chat_exports import chatgpt_export, webui_export, write_json
 from tests.databases import LlmLog
-from tests.helpers import examples, file_digest, run
+from tests.helpers import examples, file_digest, read_forest, run
 
 NOW = datetime(2024, 3, 1, 13, 2, 10, tzinfo=UTC)
 
@@ -205,7 +205,7 @@ def two_threads(tmp_path_factory: pytest.TempPathFactory) -> dict:
         first = log.prompt("What is a tree?")
         second = log.prompt("What is a forest?")
         first_thread, second_thread = log.thread_of(first), log.thread_of(second)
-    forest = Forest.read(log.path, text=False)
+    forest = read_forest(log.path, text=False)
     times = dict(zip(forest.nodes["id"], forest.nodes["datetime_utc"], strict=True))
     return {
         "path": log.path,
@@ -250,7 +250,7 @@ def test_chat_export_trees_kept_by_time_and_model(chatgpt: Path):
 
 
 def test_relative_bounds_on_a_chat_export_with_a_fixed_now(chatgpt: Path):
-    forest = Forest.read(chatgpt, text=False)
+    forest = read_forest(chatgpt, text=False)
     # NOW is 13:02:10: an hour back is 12:02:10, conv-tools' last node.
     kept = select_trees(forest, make_filter("1h", None, now=NOW))
     assert kept.tree_ids == ["conv-tools", "conv-chain"]

@@ -15,13 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from convgraph.errors import HiddenNode
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree, load_tree_of_node
 from convgraph.model.marks import hidden_records, hidden_records_table
 from convgraph.sources.notes import TABLE, NodeNote
 from tests import chat_exports as build
 from tests.databases import LlmLog
-from tests.helpers import file_digest, run
+from tests.helpers import file_digest, read_forest, run
 
 
 @pytest.fixture
@@ -61,12 +60,12 @@ def test_a_hidden_branch_is_left_out_of_every_read(retried: dict) -> None:
         retried["first"],
         tries[2],
     ]
-    forest = Forest.read(path)
+    forest = read_forest(path)
     assert not gone & set(forest.nodes["id"])
     assert forest.hidden == {tree.graph["tree_id"]: 3}
     assert list(forest.parent_rows) == [-1, 0, 0]
     # Asked for, they are there, and counted all the same.
-    everything = Forest.read(path, hidden=True)
+    everything = read_forest(path, hidden=True)
     assert gone <= set(everything.nodes["id"])
     assert everything.hidden == forest.hidden
     assert set(load_tree(retried["thread"], path, hidden=True).nodes) >= gone
@@ -127,21 +126,21 @@ def test_a_chat_export_hides_beside_it(tmp_path: Path) -> None:
     assert file_digest(export) == before
     assert "a1b" not in load_tree("conv-monad", export)
     assert "a1b" in load_tree("conv-monad", export, hidden=True)
-    assert "a1b" not in set(Forest.read(export).nodes["id"])
+    assert "a1b" not in set(read_forest(export).nodes["id"])
 
 
 def test_an_agents_session_hides_beside_it(tmp_path: Path) -> None:
     session = tmp_path / "session.jsonl"
     source = Path(__file__).parent / "data/agents/claude-code/sample_session.jsonl"
     session.write_bytes(source.read_bytes())
-    forest = Forest.read(session)
+    forest = read_forest(session)
     tree_id = forest.tree_ids[0]
     tree = load_tree(tree_id, session)
     leaf = [node for node in tree if tree.out_degree(node) == 0][-1]
     run("hide", leaf, "--db", session)
     assert session.read_bytes() == source.read_bytes()
     assert leaf not in load_tree(tree_id, session)
-    assert len(Forest.read(session).nodes) == len(forest.nodes) - 1
+    assert len(read_forest(session).nodes) == len(forest.nodes) - 1
 
 
 @given(

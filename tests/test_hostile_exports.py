@@ -23,12 +23,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.sources import open_logs
 from convgraph.sources.chat.json_files import MAX_DEPTH, MAX_VALUE_BYTES, READ_SIZE
 from tests import chat_exports as build
-from tests.helpers import examples, run
+from tests.helpers import examples, read_forest, run
 
 
 def one_line_error(path: Path, *words: str) -> str:
@@ -142,7 +141,7 @@ def test_four_thousand_messages_sharing_one_uuid_each_keep_a_node(
         ]
         export = [{"id": "c1", "title": "Echo", "chat": {"messages": messages}}]
     path = build.write_json(tmp_path / "conversations.json", export)
-    forest = Forest.read(path)
+    forest = read_forest(path)
     # The answers end the nodes: messages 1, 3, ... named same+2, same+4, ...
     assert forest.nodes["id"].tolist() == [f"same+{n}" for n in range(2, count + 1, 2)]
     assert forest.nodes["response"].tolist() == [f"m{n}" for n in range(1, count, 2)]
@@ -235,7 +234,7 @@ COPY_IDS = ["conv-copy/a1", "conv-copy/a1b", "conv-copy/a2", "conv-copy/a2e", "a
 
 
 def test_a_copied_conversation_keeps_every_node(copied: Path) -> None:
-    forest = Forest.read(copied)
+    forest = read_forest(copied)
     by_tree = forest.nodes.groupby("tree_id", observed=True)["id"].apply(list)
     assert by_tree.to_dict() == {
         "conv-monad": ["a1", "a1b", "a2", "a2e"],
@@ -330,7 +329,7 @@ def test_a_normal_export_reports_no_problem(tmp_path: Path) -> None:
     )
     result = run("check", "--db", path)
     assert result.stdout == "no problems found\n"
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     assert forest.problems == []
     # Every conversation keeps its nodes, none renamed: the root is no node.
     sizes = forest.nodes.groupby("tree_id", observed=True).size().to_dict()
@@ -347,13 +346,13 @@ def test_the_example_export_with_client_roots_reports_no_problem(
         members: dict[str, Any] = {
             name: archive.read(name) for name in archive.namelist()
         }
-    original = Forest.read(example, text=False)
+    original = read_forest(example, text=False)
     members["conversations.json"] = [
         with_client_root(item) for item in json.loads(members["conversations.json"])
     ]
     path = build.write_zip(tmp_path / "chatgpt-export.zip", members)
     assert run("check", "--db", path).stdout == "no problems found\n"
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     assert forest.nodes["id"].tolist() == original.nodes["id"].tolist()
 
 

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from convgraph.errors import DatabaseError
-from convgraph.model.forest import Forest
 from convgraph.model.loading import read_tree
 from convgraph.sources import open_logs
 from convgraph.sources.chat.exports import conversation_records
@@ -40,7 +39,7 @@ from tests.chat_exports import (
     write_zip,
 )
 from tests.databases import LlmLog
-from tests.helpers import file_digest, run, run_on_a_terminal
+from tests.helpers import file_digest, read_forest, run, run_on_a_terminal
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "chatgpt-export.zip"
 
@@ -170,8 +169,8 @@ def test_forest_tables_agree(exports, tmp_path):
     per tree, the same number of nodes and of roots."""
     target = tmp_path / "logs.db"
     import_export(exports["example"], target)
-    export = Forest.read(exports["example"])
-    imported = Forest.read(target)
+    export = read_forest(exports["example"])
+    imported = read_forest(target)
     names = {plan.thread_id: plan.conversation_id for plan in plans_of(EXAMPLE)}
 
     def shape(forest: Any, rename: dict[str, str]) -> dict[str, tuple[int, int]]:
@@ -659,9 +658,9 @@ def test_import_beside_llms_own_history(exports, tmp_path):
     """A logs.db that llm wrote: its conversations stay, the export's join."""
     with LlmLog(tmp_path) as log:
         first = log.prompt("What is a tree?")
-    before = Forest.read(tmp_path / "logs.db").nodes
+    before = read_forest(tmp_path / "logs.db").nodes
     import_export(exports["claude"], tmp_path / "logs.db")
-    after = Forest.read(tmp_path / "logs.db").nodes
+    after = read_forest(tmp_path / "logs.db").nodes
     assert len(before) == 1
     assert len(after) == 1 + 6
     assert first in set(after["id"])
@@ -676,7 +675,7 @@ def test_import_beside_llms_own_history(exports, tmp_path):
 def test_an_older_llms_database_is_brought_up_to_date(seed_db, tmp_path):
     """A legacy logs.db (llm 0.31's tables): llm's migrations run first, as
     llm's next command would run them; the old conversations stay readable."""
-    before = len(Forest.read(seed_db).nodes)
+    before = len(read_forest(seed_db).nodes)
     digest = file_digest(seed_db)
     said = run("import", EXAMPLE, "--db", seed_db, "--dry-run").stdout
     assert file_digest(seed_db) == digest
@@ -685,7 +684,7 @@ def test_an_older_llms_database_is_brought_up_to_date(seed_db, tmp_path):
     )
     summary = import_export(EXAMPLE, seed_db)
     assert summary.upgraded and not summary.created
-    assert len(Forest.read(seed_db).nodes) == before + 12
+    assert len(read_forest(seed_db).nodes) == before + 12
 
 
 @pytest.mark.parametrize(

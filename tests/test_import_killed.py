@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from convgraph.model.forest import Forest
 from convgraph.store.importer import import_export
 from tests.chat_exports import (
     chatgpt_branches,
@@ -29,7 +28,7 @@ from tests.chat_exports import (
     claude_export,
     write_json,
 )
-from tests.helpers import ROOT, run
+from tests.helpers import ROOT, read_forest, run
 from tests.old_llm import OldLlmUnavailable, old_llm
 
 #: The last of llm's migrations that llm 0.19 had.
@@ -193,7 +192,7 @@ def assert_whole_after_each_kill(
     legacy = legacy_rows(pristine)
     prompts = {row[2] for row in legacy}
     imported = turn_ids(whole)
-    nodes = len(Forest.read(whole).nodes)
+    nodes = len(read_forest(whole).nodes)
     states = {"as it was": 0, "upgraded": 0, "partly imported": 0}
     distinct: dict[str, int] = {}
     for point in sweep["killed"]:
@@ -222,7 +221,7 @@ def assert_whole_after_each_kill(
         import_export(source, path)
         assert turn_ids(path) == imported, point
         assert legacy_rows(path) == legacy, point
-        assert len(Forest.read(path).nodes) == nodes, point
+        assert len(read_forest(path).nodes) == nodes, point
     sweep["states"] = states
     sweep["distinct"] = len(distinct)
     return sweep

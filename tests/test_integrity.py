@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convgraph import Forest, render_tree
+from convgraph import render_tree
 from convgraph.analysis.stats import summary
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, break_cycles, check_links
 from convgraph.model import tree as ops
 from convgraph.model.loading import load_path, load_tree, read_tree
 from convgraph.sources import open_logs
 from tests.databases import add_response, add_tree, legacy_database, timestamp
-from tests.helpers import examples
+from tests.helpers import examples, read_forest
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ EXPECTED = [
 
 
 def test_forest_reports_every_broken_link(hostile_db):
-    forest = Forest.read(hostile_db)
+    forest = read_forest(hostile_db)
     assert problem_summary(forest.problems) == EXPECTED
     (cycle,) = [p for p in forest.problems if p.kind == "cycle"]
     assert cycle.cycle == ("c-x", "c-z", "c-y")
@@ -66,7 +66,7 @@ def test_per_tree_reads_report_the_same_problems(hostile_db):
 
 
 def test_broken_links_are_dropped_and_the_nodes_become_roots(hostile_db):
-    forest = Forest.read(hostile_db)
+    forest = read_forest(hostile_db)
     for tree_id in forest.tree_ids:
         assert list(forest.tree(tree_id).edges) == list(
             load_tree(tree_id, hostile_db).edges
@@ -83,7 +83,7 @@ def test_broken_links_are_dropped_and_the_nodes_become_roots(hostile_db):
 
 def test_cross_conversation_problem_names_the_other_conversation(hostile_db):
     (cross,) = [
-        p for p in Forest.read(hostile_db).problems if p.kind == "cross-conversation"
+        p for p in read_forest(hostile_db).problems if p.kind == "cross-conversation"
     ]
     assert cross.message == "x-stray has parent o-root in another conversation (other)"
     assert cross.conversation_id == "cross"
@@ -96,7 +96,7 @@ def test_two_node_cycle_without_any_root(tmp_path):
     conn.close()
     tree = load_tree("loop", path)
     assert list(tree.edges) == [("p", "q"), ("q", "below")]
-    assert [p.kind for p in Forest.read(path).problems] == ["cycle"]
+    assert [p.kind for p in read_forest(path).problems] == ["cycle"]
 
 
 DEEP = 100_000
@@ -142,7 +142,7 @@ def test_a_100000_deep_chain(deep_db):
 
 @pytest.mark.slow
 def test_a_100000_deep_chain_in_the_forest(deep_db):
-    forest = Forest.read(deep_db, text=False)
+    forest = read_forest(deep_db, text=False)
     assert forest.depths.max() == DEEP - 1
     assert forest.problems == []
 
@@ -158,7 +158,7 @@ def test_a_100000_long_cycle_is_found(tmp_path):
     )
     conn.commit()
     conn.close()
-    (problem,) = Forest.read(path, text=False).problems
+    (problem,) = read_forest(path, text=False).problems
     assert (problem.kind, problem.node_id, len(problem.cycle)) == (
         "cycle",
         "n000000",
@@ -196,7 +196,7 @@ def test_vectorized_and_per_tree_checks_agree(tmp_path_factory, parents, convers
         )
     conn.commit()
     conn.close()
-    forest = Forest.read(path)
+    forest = read_forest(path)
     per_tree = []
     with open_logs(path) as logs:
         for tree_id in logs.tree_ids():
@@ -226,7 +226,7 @@ def test_check_links_on_plain_records():
 
 def test_hostile_database_is_not_changed(hostile_db):
     before = hostile_db.read_bytes()
-    Forest.read(hostile_db)
+    read_forest(hostile_db)
     assert hostile_db.read_bytes() == before
     sqlite3.connect(hostile_db).close()
 

@@ -11,9 +11,8 @@ import convgraph
 from convgraph.errors import DatabaseError, UnknownConversation
 from convgraph.model import tree as operations
 from convgraph.model.filters import TreeFilter
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
-from tests.helpers import ROOT
+from tests.helpers import ROOT, read_forest
 
 EXAMPLES = ROOT / "examples"
 AGENT_SESSION = ROOT / "tests/data/agents/claude-code/sample_session.jsonl"
@@ -29,7 +28,7 @@ AGENT_SESSION = ROOT / "tests/data/agents/claude-code/sample_session.jsonl"
     ids=["llm", "chatgpt", "claude-code"],
 )
 def test_the_handle_answers_as_the_functions_do(path: Path):
-    forest = Forest.read(path)
+    forest = read_forest(path)
     with convgraph.open(path) as logs:
         assert logs.tree_ids() == forest.tree_ids
         first = logs.tree_ids()[0]
@@ -103,3 +102,8 @@ def test_the_handle_refuses_to_overwrite_what_it_reads(tmp_path: Path):
         assert logs.overwrite_refusal(str(tmp_path / "new.json")) is None
     assert not is_export(str(copy))
     assert is_export(str(EXAMPLES / "chatgpt-export.zip"))
+
+
+def test_the_forest_reads_an_open_source_only():
+    with pytest.raises(TypeError, match=r"not PosixPath: .*convgraph\.open"):
+        convgraph.Forest.read(EXAMPLES / "logs.db")

@@ -4,6 +4,7 @@ paraphrases, `similar` answers on every source, bad input is one line."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -118,6 +119,16 @@ def test_a_hidden_branch_leaves_the_vectors_and_comes_back(tmp_path: Path) -> No
     assert matrix.shape == (4, 256)
     with convgraph.open(path, hidden=True) as logs:
         assert logs.embeddings()[0] == ["r", "r", "a", "a", "b", "b"]
+    run("unhide", "--db", path, "a")
+    conn = sqlite3.connect(path)
+    add_response(conn, "u", "other", "prompt u", datetime_utc=timestamp(9))
+    conn.commit()
+    conn.close()
+    with convgraph.open(path) as logs:
+        ids, matrix = logs.embeddings()
+    # The trees changed since are read again, after the rows of the others.
+    assert sorted(ids) == ["a", "a", "b", "b", "r", "r", "u", "u"]
+    assert matrix.shape == (8, 256)
 
 
 #: Each prompt and its paraphrase, planted in different trees among others.
@@ -212,7 +223,17 @@ def test_similar_on_every_source(tmp_path: Path, kind: str, seed_db: Path) -> No
     assert found[0]["score"] == pytest.approx(1, abs=1e-3)
     assert node["id"] not in [record["id"] for record in by_node]
     shown = run("similar", "--db", path, "--text", node["prompt"], "-n", "1").stdout
-    assert shown.startswith(f"1.  1.000  {node['tree_id']}  {node['id']}  prompt")
+    heading, line = shown.splitlines()
+    assert heading.split() == [
+        "rank",
+        "score",
+        "tree_id",
+        "id",
+        "role",
+        "active",
+        "snippet",
+    ]
+    assert line.split()[:5] == ["1", "1.00", node["tree_id"], node["id"], "prompt"]
 
 
 def test_bad_input_is_one_line(seed_db: Path) -> None:
@@ -278,3 +299,23 @@ def test_a_secret_is_redacted_in_what_similar_shows(tmp_path: Path) -> None:
         ]
     assert "AKIAZ7Q4XKJ3M2N8P5LW" not in found["snippet"]
     assert found["snippet"].startswith("deploy [REDACTED")
+
+
+def test_without_wordllama_the_error_names_the_extra(seed_db: Path) -> None:
+    import subprocess
+    import sys
+
+    # A process where `import wordllama` fails, as on a machine without it.
+    script = (
+        "import sys; sys.modules['wordllama'] = None\n"
+        "from convgraph.cli import cli\n"
+        f"cli(['similar', '--db', {str(seed_db)!r}, '--text', 'trees'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "Error: embedding with WordLlama needs wordllama:"
+        " pip install 'convgraph[meaning]'\n"
+    )

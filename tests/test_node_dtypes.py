@@ -26,7 +26,7 @@ from convgraph.contract import STRING_COLUMNS  # noqa: E402
 from convgraph.sources import tables  # noqa: E402
 from convgraph.sources.llm import columnar  # noqa: E402
 from tests import chat_exports as build  # noqa: E402
-from tests.helpers import plain  # noqa: E402
+from tests.helpers import plain, read_forest  # noqa: E402
 
 ARROW_STRINGS = pd.StringDtype("pyarrow")
 
@@ -40,7 +40,7 @@ def string_dtypes(forest: Forest) -> dict[str, object]:
 def test_a_legacy_files_strings_are_arrows(seed_db, monkeypatch, text, fast):
     if not fast:
         monkeypatch.setattr(columnar, "available", lambda: False)
-    forest = Forest.read(seed_db, text=text)
+    forest = read_forest(seed_db, text=text)
     assert string_dtypes(forest) == dict.fromkeys(STRING_COLUMNS, ARROW_STRINGS)
     # Missing stays missing: a root's parent, a text=False read's texts.
     assert plain(forest.nodes["parent_id"])[:4] == [
@@ -57,7 +57,7 @@ def test_a_legacy_files_strings_are_arrows(seed_db, monkeypatch, text, fast):
 @pytest.mark.parametrize("text", [False, True])
 def test_a_message_stores_strings_are_arrows(llm_fork_db, text):
     # text=False is read by columns, text=True by rows.
-    forest = Forest.read(llm_fork_db["path"], text=text)
+    forest = read_forest(llm_fork_db["path"], text=text)
     assert string_dtypes(forest) == dict.fromkeys(STRING_COLUMNS, ARROW_STRINGS)
     first, second, third = llm_fork_db["turns"]
     parents = dict(
@@ -72,12 +72,12 @@ def test_a_message_stores_strings_are_arrows(llm_fork_db, text):
 
 def test_a_chat_exports_strings_are_arrows(tmp_path: Path):
     path = build.write_json(tmp_path / "conversations.json", build.chatgpt_export())
-    forest = Forest.read(path)
+    forest = read_forest(path)
     assert string_dtypes(forest) == dict.fromkeys(STRING_COLUMNS, ARROW_STRINGS)
 
 
 def test_trees_and_records_see_none_where_the_table_has_na(seed_db):
-    forest = Forest.read(seed_db, text=False)
+    forest = read_forest(seed_db, text=False)
     tree = forest.tree("linear")
     assert tree.nodes["linear-root"]["prompt"] is None
     assert [node for node in tree if not list(tree.predecessors(node))] == [
@@ -93,7 +93,7 @@ def test_the_table_costs_its_strings_bytes(seed_db):
     (`large_string`) and a bit of validity a row (and one offset and byte
     per chunk), where an object column would hold a Python str of 50 bytes
     and more each."""
-    nodes = Forest.read(seed_db, text=True).nodes
+    nodes = read_forest(seed_db, text=True).nodes
     for name in STRING_COLUMNS:
         values = plain(nodes[name])
         text_bytes = sum(len(value.encode()) for value in values if value is not None)
@@ -108,7 +108,7 @@ def test_the_table_costs_its_strings_bytes(seed_db):
 def test_without_pyarrow_the_strings_are_object_columns(seed_db, monkeypatch):
     monkeypatch.setattr(columnar, "available", lambda: False)
     monkeypatch.setattr(tables, "string_dtype", lambda: object)
-    forest = Forest.read(seed_db, text=False)
+    forest = read_forest(seed_db, text=False)
     assert {str(dtype) for dtype in string_dtypes(forest).values()} == {"object"}
     assert forest.nodes["parent_id"].tolist()[:2] == [None, "linear-root"]
     assert forest.nodes["prompt"].tolist()[:2] == [None, None]
@@ -143,7 +143,7 @@ def test_parent_rows_are_found_alike_on_arrows_strings_and_objects():
 def test_pandas_string_idioms_give_pandas_answers(seed_db):
     # A notebook's idioms: on an ArrowDtype column the split gave Arrow
     # lists, which `.str[0]` refused.
-    nodes = Forest.read(seed_db, text=False).nodes
+    nodes = read_forest(seed_db, text=False).nodes
     firsts = nodes["id"].str.split("-").str[0]
     assert firsts.tolist()[:5] == ["linear"] * 4 + ["branch"]
     assert nodes["parent_id"].str.len().tolist()[:2] == [pd.NA, 11]

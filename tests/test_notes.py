@@ -16,14 +16,13 @@ import pytest
 from convgraph.analysis.stats import node_table
 from convgraph.export import generate_graphml, generate_json, generate_tree_json
 from convgraph.export.html import generate_html, read_html
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.sources import open_logs
 from convgraph.sources.notes import SIDE_FILE_SUFFIX, TABLE, read_notes
 from convgraph.store.notes import set_note, set_preferred
 from tests import chat_exports as build
 from tests.databases import LlmLog
-from tests.helpers import file_digest, run, run_on_read_only_mount
+from tests.helpers import file_digest, read_forest, run, run_on_read_only_mount
 
 
 def llm_tables(path: Path) -> dict[str, list]:
@@ -78,7 +77,7 @@ def test_note_and_prefer_survive_a_reread(llm_db: dict) -> None:
     assert tree.nodes[second]["note"] == "the plain question"
     assert tree.nodes[second]["preferred"] is True
     assert tree.nodes[llm_db["again"]]["preferred"] is False
-    forest = Forest.read(path)
+    forest = read_forest(path)
     row = forest.nodes.set_index("id").loc[second]
     assert (row["note"], row["preferred"], row["active"]) == (
         "the plain question",
@@ -211,7 +210,7 @@ def test_notes_of_a_chat_export_go_beside_it(tmp_path: Path) -> None:
     result = run("pairs", "--nl", "--db", export)
     [record] = [json.loads(line) for line in result.stdout.splitlines()]
     assert (record["chosen_id"], record["rejected_id"]) == ("a1", "a1b")
-    frame = Forest.read(export).nodes.set_index("id")
+    frame = read_forest(export).nodes.set_index("id")
     assert frame.at["a1", "note"] == "the monoid answer was better"
     assert bool(frame.at["a1b", "preferred"]) is False
 
@@ -251,7 +250,7 @@ def test_thumbs_in_the_app_become_branch_marks(rated_export: Path) -> None:
         "a2": ("thumbs down in ChatGPT (not-helpful): Too short.", False),
     }
     assert marks(rated_export) == expected
-    frame = Forest.read(rated_export).nodes.set_index("id")
+    frame = read_forest(rated_export).nodes.set_index("id")
     assert {
         node: (frame.at[node, "note"], bool(frame.at[node, "preferred"]))
         for node in frame.index

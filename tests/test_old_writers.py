@@ -24,7 +24,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree
 from convgraph.sources.llm import columnar
 from convgraph.sources.llm.old_writers import (
@@ -50,7 +49,7 @@ from tests.databases import (
     legacy_database,
     timestamp,
 )
-from tests.helpers import examples, plain, run
+from tests.helpers import examples, plain, read_forest, run
 from tests.old_llm import OldLlmUnavailable, old_llm
 from tests.test_upgraded import assistant_messages, fork_at_message
 
@@ -131,7 +130,7 @@ def read_parents(path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     all must agree."""
     with monkeypatch.context() as patch:
         patch.setattr(columnar, "available", lambda: False)
-        forest = Forest.read(path, text=False)
+        forest = read_forest(path, text=False)
     by_table = dict(
         zip(forest.nodes["id"], plain(forest.nodes["parent_id"]), strict=True)
     )
@@ -140,7 +139,7 @@ def read_parents(path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
         tree = load_tree(tree_id, path)
         by_tree |= {node: next(iter(tree.predecessors(node)), None) for node in tree}
     assert by_tree == by_table
-    fast = Forest.read(path, text=False)
+    fast = read_forest(path, text=False)
     assert dict(zip(fast.nodes["id"], plain(fast.nodes["parent_id"]), strict=True)) == (
         by_table
     )
@@ -426,8 +425,8 @@ def test_a_row_whose_time_and_id_disagree_with_the_one_before_is_reported(
         " continued, cannot be told; it is read as a root"
     )
     for forest in (
-        Forest.read(copy, text=False),
-        Forest.read(copy, text=False, conversation_ids=["c1"]),  # one tree
+        read_forest(copy, text=False),
+        read_forest(copy, text=False, conversation_ids=["c1"]),  # one tree
     ):
         assert [(p.kind, p.node_id, p.conversation_id) for p in forest.problems] == [
             ("unplaced", "a3b", "c1")
@@ -681,7 +680,7 @@ GROWN = {
 
 def right(db: Path, nodes: dict[str, str]) -> int:
     """How many nodes of the grown file hang where `GROWN` says."""
-    forest = Forest.read(db, text=False)
+    forest = read_forest(db, text=False)
     parents = dict(zip(forest.nodes["id"], forest.nodes["parent_id"], strict=True))
     assert len(parents) == len(GROWN)
     return sum(

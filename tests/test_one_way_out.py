@@ -444,9 +444,9 @@ def test_a_chart_goes_through_the_one_writer(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from convgraph.analysis.charts import write_chart
     from convgraph.analysis.usage import usage_table
-    from convgraph.model.forest import Forest
+    from tests.helpers import read_forest
 
-    forest = Forest.read(ROOT / "examples" / "logs.db", text=False)
+    forest = read_forest(ROOT / "examples" / "logs.db", text=False)
     table = usage_table(forest, ["model"])
     pipe = tmp_path / "chart.svg"
     os.mkfifo(pipe)

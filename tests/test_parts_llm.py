@@ -22,10 +22,9 @@ from pathlib import Path
 import pytest
 
 from convgraph import parts as kinds
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree, load_tree_of_node
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
-from tests.helpers import run
+from tests.helpers import read_forest, run
 
 THINKING = "First I consider the prompt, then I decide what to say."
 
@@ -194,11 +193,11 @@ def test_a_tool_that_failed_says_why(written) -> None:
 
 
 def test_the_whole_file_gives_the_same_parts(written) -> None:
-    forest = Forest.read(written["path"])
+    forest = read_forest(written["path"])
     by_id = {row["id"]: row for row in forest.nodes.to_dict("records")}
     for key in ("thinking", "pictured", "piped", "noted", "ruled"):
         assert by_id[written[key]]["parts"] == node(written, key)["parts"], key
-    without = Forest.read(written["path"], text=False).nodes
+    without = read_forest(written["path"], text=False).nodes
     assert without["parts"].isna().all()
     assert list(without["tool_calls"]) == list(forest.nodes["tool_calls"])
     assert list(without["tools"]) == list(forest.nodes["tools"])
@@ -261,7 +260,7 @@ def test_a_call_whose_payload_is_not_json_keeps_its_name(written, tmp_path) -> N
         kinds.tool_result("fail", '{"a": 1}', None, None),
     ]
     assert (data["tool_calls"], data["tools"]) == (1, "fail")
-    forest = Forest.read(path, text=False)
+    forest = read_forest(path, text=False)
     assert forest.nodes.set_index("id").loc[last, "tools"] == "fail"
 
 
@@ -367,9 +366,9 @@ def test_legacy_attachments_and_fragments_in_their_order(tmp_path) -> None:
         kinds.text("assistant", "They differ."),
     ]
     assert (data["tool_calls"], data["tools"]) == (0, None)
-    forest = Forest.read(tmp_path / "logs.db")
+    forest = read_forest(tmp_path / "logs.db")
     assert forest.nodes["parts"].tolist() == [data["parts"]]
-    assert Forest.read(tmp_path / "logs.db", text=False).nodes["parts"].tolist() == [
+    assert read_forest(tmp_path / "logs.db", text=False).nodes["parts"].tolist() == [
         None
     ]
 

@@ -75,12 +75,12 @@ def test_reading_and_measuring_leave_the_process_as_it_was():
     pa = pytest.importorskip("pyarrow")
     from convgraph.analysis.stats import conversation_table
     from convgraph.export import generate_json
-    from convgraph.model.forest import Forest
+    from tests.helpers import read_forest
 
     pool = pa.default_memory_pool().backend_name
     thresholds = gc.get_threshold()
     for text in (True, False):
-        forest = Forest.read(ROOT / "examples" / "logs.db", text=text)
+        forest = read_forest(ROOT / "examples" / "logs.db", text=text)
         conversation_table(forest)
         "".join(generate_json(forest.trees()))
     assert gc.isenabled()

@@ -129,8 +129,8 @@ def seven_rows_a_statement(monkeypatch) -> None:
 
 @pytest.mark.parametrize("reader", ["columnar", "rows"])
 def test_a_whole_read_reports_each_table_chunk_by_chunk(seed_db, monkeypatch, reader):
-    from convgraph.model.forest import Forest
     from convgraph.sources.llm import columnar
+    from tests.helpers import read_forest
 
     if reader == "rows":
         monkeypatch.setattr(columnar, "available", lambda: False)
@@ -138,7 +138,7 @@ def test_a_whole_read_reports_each_table_chunk_by_chunk(seed_db, monkeypatch, re
         pytest.skip("the columnar reader needs the fast extra")
     seven_rows_a_statement(monkeypatch)
     seen: list[tuple] = []
-    Forest.read(seed_db, text=False, progress=lambda *report: seen.append(report))
+    read_forest(seed_db, text=False, progress=lambda *report: seen.append(report))
     # The seed holds 20 responses in 4 conversations.
     responses = [
         ("reading responses", 0, 20),
@@ -156,10 +156,10 @@ def test_a_whole_read_reports_each_table_chunk_by_chunk(seed_db, monkeypatch, re
 
 
 def test_a_message_store_read_reports_its_tables(llm_fork_db):
-    from convgraph.model.forest import Forest
+    from tests.helpers import read_forest
 
     seen: list[tuple] = []
-    Forest.read(
+    read_forest(
         llm_fork_db["path"], text=False, progress=lambda *report: seen.append(report)
     )
     phases = list(dict.fromkeys(phase for phase, _, _ in seen))
@@ -176,10 +176,10 @@ def test_a_message_store_read_reports_its_tables(llm_fork_db):
 
 
 def test_a_read_of_named_trees_counts_them(seed_db):
-    from convgraph.model.forest import Forest
+    from tests.helpers import read_forest
 
     seen: list[tuple] = []
-    Forest.read(
+    read_forest(
         seed_db,
         conversation_ids=["linear", "complex", "linear"],
         progress=lambda *report: seen.append(report),
@@ -241,10 +241,10 @@ def test_a_pipe_gets_no_bar(seed_db):
 
 
 def test_building_every_tree_counts_the_trees(seed_db):
-    from convgraph.model.forest import Forest
+    from tests.helpers import read_forest
 
     seen: list[tuple] = []
-    trees = list(Forest.read(seed_db).trees(lambda *report: seen.append(report)))
+    trees = list(read_forest(seed_db).trees(lambda *report: seen.append(report)))
     assert len(trees) == 4
     assert seen == [
         ("building trees", 0, None),
@@ -253,9 +253,9 @@ def test_building_every_tree_counts_the_trees(seed_db):
 
 
 def test_the_trees_of_a_forest_say_how_many_are_left(seed_db):
-    from convgraph.model.forest import Forest
+    from tests.helpers import read_forest
 
-    stream = Forest.read(seed_db).trees()
+    stream = read_forest(seed_db).trees()
     assert len(stream) == 4
     assert next(stream).graph["tree_id"] == "linear"
     assert len(stream) == 3
@@ -354,9 +354,9 @@ def test_the_html_page_counts_the_conversations_written(seed_db):
     import io
 
     from convgraph.export.html import write_html
-    from convgraph.model.forest import Forest
+    from tests.helpers import read_forest
 
-    trees = list(Forest.read(seed_db).trees())
+    trees = list(read_forest(seed_db).trees())
     seen: list[tuple] = []
     write_html(trees, io.StringIO(), progress=lambda *report: seen.append(report))
     assert seen == [("writing page", done, 4) for done in range(5)]

@@ -28,11 +28,10 @@ from convgraph.analysis.abandoned import (
 )
 from convgraph.analysis.prices import graph_costs, tree_costs
 from convgraph.contract import SIDECHAIN
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
 from convgraph.model.tree import ConversationTree
 from tests.databases import LlmLog
-from tests.helpers import examples, run
+from tests.helpers import examples, read_forest, run
 
 # -- the rule's two forms agree ------------------------------------------------
 
@@ -173,7 +172,7 @@ def test_stats_by_gives_the_abandoned_figures_beside_the_totals(forked: dict) ->
 
 
 def test_one_trees_costs_are_the_tables(forked: dict) -> None:
-    forest = Forest.read(forked["path"])
+    forest = read_forest(forked["path"])
     (row,) = tree_costs(forest).to_dict("records")
     figures = graph_costs(load_tree(forked["thread"], forked["path"]))
     assert figures["cost_usd"] == pytest.approx(row["cost_usd"], rel=1e-12)

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from convgraph.model.forest import Forest
 from convgraph.search import search
 from convgraph.search.index import (
     INDEX_SUFFIX,
@@ -31,7 +30,7 @@ from convgraph.search.index import (
 from convgraph.sources import open_logs
 from convgraph.store import migrate
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
-from tests.helpers import default_signals, file_digest, run
+from tests.helpers import default_signals, file_digest, read_forest, run
 from tests.test_search import FOREST, hit_ids
 
 
@@ -319,7 +318,7 @@ def test_a_migration_is_seen(tmp_path):
 
 
 def _ids_and_depths(db: Path) -> tuple[list[str], list[int]]:
-    forest = Forest.read(db, text=False)
+    forest = read_forest(db, text=False)
     return forest.nodes["id"].tolist(), forest.depths.tolist()
 
 

@@ -19,12 +19,11 @@ import pytest
 from convgraph import parts
 from convgraph.errors import ConvgraphError
 from convgraph.model.filters import TreeFilter, tree_is_in
-from convgraph.model.forest import Forest
 from convgraph.search.query import marked, query_words, search
 from convgraph.search.text import normalized, parts_text, spaced
 from convgraph.times import parse_bound
 from tests.databases import add_response, legacy_database
-from tests.helpers import run
+from tests.helpers import read_forest, run
 
 #: (tree, id, prompt, time): one conversation a node, so that a filter
 #: keeps or leaves out each node's tree alone.
@@ -215,7 +214,7 @@ def test_time_bounds_compare_as_every_command_does(scripts_db, since, until):
         until=parse_bound(until, end=True) if until else None,
     )
     # The rule every command that reads one tree applies (parse_time).
-    forest = Forest.read(scripts_db)
+    forest = read_forest(scripts_db)
     expected = sorted(
         tree_id
         for tree_id in forest.tree_ids

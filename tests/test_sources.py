@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from convgraph import DatabaseError, Forest, UnknownConversation
+from convgraph import DatabaseError, UnknownConversation
 from convgraph.links.integrity import Problem
 from convgraph.model import tree as ops
 from convgraph.model.loading import load_tree, load_tree_of_node, read_tree
@@ -18,6 +18,7 @@ from tests.databases import LlmLog, add_response, legacy_database, timestamp
 from tests.helpers import (
     SAFETY_SECONDS,
     file_digest,
+    read_forest,
     run,
     run_on_read_only_mount,
     wait_until,
@@ -57,7 +58,7 @@ def test_response_without_conversation_is_its_own_tree(linear_db):
 
 
 def test_linear_forest_matches_the_per_tree_reads(linear_db):
-    forest = Forest.read(linear_db)
+    forest = read_forest(linear_db)
     assert forest.tree_ids == ["c1", "c2", "lone"]
     assert forest.edges.values.tolist() == [
         ["r1", "r2", "c1"],
@@ -72,20 +73,25 @@ def test_linear_forest_matches_the_per_tree_reads(linear_db):
 
 
 def test_forest_of_named_conversations_reads_only_those(seed_db, llm_fork_db):
-    forest = Forest.read(seed_db, conversation_ids=["complex", "linear", "complex"])
+    forest = read_forest(seed_db, conversation_ids=["complex", "linear", "complex"])
     assert forest.tree_ids == ["complex", "linear"]
     assert sorted(forest.edges.itertuples(index=False)) == sorted(
         [(p, c, "complex") for p, c in load_tree("complex", seed_db).edges]
         + [(p, c, "linear") for p, c in load_tree("linear", seed_db).edges]
     )
     assert forest.nodes["prompt"].notna().all()
-    assert Forest.read(seed_db, False, ["linear"]).nodes["prompt"].isna().all()
+    assert (
+        read_forest(seed_db, text=False, conversation_ids=["linear"])
+        .nodes["prompt"]
+        .isna()
+        .all()
+    )
     # A fork's thread id names the whole tree, under the original thread's id.
-    forked = Forest.read(llm_fork_db["path"], conversation_ids=[llm_fork_db["fork"]])
+    forked = read_forest(llm_fork_db["path"], conversation_ids=[llm_fork_db["fork"]])
     assert forked.tree_ids == [llm_fork_db["thread"]]
     assert len(forked) == 5
     seen = []
-    Forest.read(
+    read_forest(
         seed_db,
         conversation_ids=["linear"],
         progress=lambda *report: seen.append(report),
@@ -96,7 +102,7 @@ def test_forest_of_named_conversations_reads_only_those(seed_db, llm_fork_db):
         ("checking parent links", 0, None),
     ]
     with pytest.raises(UnknownConversation, match="'nope'"):
-        Forest.read(seed_db, conversation_ids=["linear", "nope"])
+        read_forest(seed_db, conversation_ids=["linear", "nope"])
 
 
 def test_generations_are_detected(linear_db, seed_db, llm_fork_db):
@@ -153,7 +159,7 @@ def test_turn_attributes_come_from_turns_and_parts(llm_fork_db):
 
 
 def test_message_store_forest_matches_the_tree(llm_fork_db):
-    forest = Forest.read(llm_fork_db["path"])
+    forest = read_forest(llm_fork_db["path"])
     assert forest.tree_ids == [llm_fork_db["thread"]]
     whole = load_tree(llm_fork_db["thread"], llm_fork_db["path"])
     from_forest = forest.tree(llm_fork_db["thread"])
@@ -178,7 +184,7 @@ def test_separate_conversations_are_separate_trees(tmp_path):
     with LlmLog(tmp_path) as log:
         first = log.prompt("one")
         second = log.prompt("two")
-        forest = Forest.read(log.path)
+        forest = read_forest(log.path)
     assert len(forest.tree_ids) == 2
     assert forest.edges.empty
     assert set(forest.nodes["id"]) == {first, second}
@@ -209,7 +215,7 @@ def test_a_cycle_of_forks_is_one_tree_whichever_thread_names_it(tmp_path):
         assert list(tree.edges) == [(first, fork_turn)]
     assert dict(from_thread.nodes(data=True)) == dict(from_fork.nodes(data=True))
     assert load_tree_of_node(fork_turn, path).graph["tree_id"] == smallest
-    forest = Forest.read(path)
+    forest = read_forest(path)
     assert forest.tree_ids == [smallest]
     assert list(forest.tree(smallest).edges) == [(first, fork_turn)]
 
@@ -225,7 +231,7 @@ def test_a_cycle_of_forks_is_a_problem(tmp_path):
         f"{smallest} is on a cycle of 2 forks: {smallest} -> {other} -> {smallest}",
         (smallest, other),
     )
-    assert Forest.read(path).problems == [expected]
+    assert read_forest(path).problems == [expected]
     with open_logs(path) as logs:
         assert read_tree(logs, logs.tree_id_of_conversation(fork))[1] == [expected]
     result = run("check", "--db", path, expect=1)
@@ -275,13 +281,13 @@ def test_nodes_table_has_the_same_columns_and_dtypes_from_every_source(
     files = {"legacy": seed_db, "message store": llm_fork_db["path"], "upgraded": path}
     for source, db in files.items():
         for text in (True, False):
-            nodes = Forest.read(db, text=text).nodes
+            nodes = read_forest(db, text=text).nodes
             dtypes = {column: str(dtype) for column, dtype in nodes.dtypes.items()}
             assert dtypes == expected, (source, text)
-        named = Forest.read(db, conversation_ids=[nodes["tree_id"][0]]).nodes
+        named = read_forest(db, conversation_ids=[nodes["tree_id"][0]]).nodes
         dtypes = {column: str(dtype) for column, dtype in named.dtypes.items()}
         assert dtypes == expected, (source, "named")
-    upgraded = Forest.read(path).nodes
+    upgraded = read_forest(path).nodes
     assert upgraded["source"].tolist() == ["responses", "turns"]
     assert upgraded["tree_id"].tolist() == ["conv", "conv"]
 
@@ -303,7 +309,7 @@ def test_llm_continuing_a_legacy_conversation_joins_the_two(tmp_path):
     with LlmLog(tmp_path) as log:
         new_turn = log.prompt("and now?", continue_conversation="conv")
         tree = load_tree("conv", log.path)
-        forest = Forest.read(log.path)
+        forest = read_forest(log.path)
     assert list(tree.edges) == [
         ("01aaaaaaaaaaaaaaaaaaaaaaa1", "01aaaaaaaaaaaaaaaaaaaaaaa2"),
         ("01aaaaaaaaaaaaaaaaaaaaaaa2", new_turn),
@@ -337,7 +343,7 @@ def test_a_record_in_both_generations_is_read_once(tmp_path):
     assert list(tree.nodes) == [turn]
     assert tree.nodes[turn]["source"] == "turns"
     assert tree.nodes[turn]["prompt"] == "only once"
-    assert Forest.read(log.path).nodes["id"].tolist() == [turn]
+    assert read_forest(log.path).nodes["id"].tolist() == [turn]
 
 
 # -- reading never writes -----------------------------------------------------
@@ -346,7 +352,7 @@ def test_a_record_in_both_generations_is_read_once(tmp_path):
 def test_reading_leaves_the_file_byte_identical(llm_fork_db, seed_db):
     for path in (llm_fork_db["path"], seed_db):
         before = file_digest(path)
-        forest = Forest.read(path)
+        forest = read_forest(path)
         for tree_id in forest.tree_ids:
             load_tree(tree_id, path)
         assert file_digest(path) == before

@@ -17,13 +17,12 @@ from typing import Any
 import pytest
 
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree, load_tree_of_node
 from convgraph.sources import open_logs
 from convgraph.sources.chat import exports as chat_exports
 from convgraph.sources.chat.exports import ChatExport, detect
 from tests import chat_exports as build
-from tests.helpers import run
+from tests.helpers import read_forest, run
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -296,7 +295,7 @@ def test_forest_table_has_the_llm_readers_columns_and_types(
 
 
 def test_forest_and_one_tree_agree(chatgpt_zip: Path) -> None:
-    forest = Forest.read(chatgpt_zip)
+    forest = read_forest(chatgpt_zip)
     assert forest.problems == []
     for tree_id in ("conv-monad", "conv-tools"):
         from_forest = forest.tree(tree_id)
@@ -355,7 +354,7 @@ def test_hostile_links_are_problems_not_crashes(hostile_json: Path) -> None:
     assert [(r["id"], r["prompt"], r["active"]) for r in nameless] == [
         ("nu", "Hello?", True)
     ]
-    problems = Forest.read(hostile_json).problems
+    problems = read_forest(hostile_json).problems
     assert sorted((problem.kind, problem.node_id) for problem in problems) == [
         ("missing-parent", "orphan-a"),
         ("self-parent", "y"),
@@ -383,7 +382,7 @@ def test_cycle_through_several_nodes_is_reported(tmp_path: Path) -> None:
         current_node="c",
     )
     path = build.write_json(tmp_path / "conversations.json", [conversation])
-    problems = Forest.read(path).problems
+    problems = read_forest(path).problems
     assert [problem.kind for problem in problems] == ["cycle"]
     run("check", "--db", path, expect=1)
     run("tree", "--db", path, "conv-ring")
@@ -402,7 +401,7 @@ def test_files_that_are_no_export(tmp_path: Path, content: bytes, message: str) 
     path = tmp_path / "conversations.json"
     path.write_bytes(content)
     with pytest.raises(DatabaseError, match=message):
-        Forest.read(path)
+        read_forest(path)
     result = run("stats", "--db", path, expect=2)
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -499,7 +498,7 @@ def test_commands_on_each_format(
 
 def test_example_chatgpt_export() -> None:
     path = EXAMPLES / "chatgpt-export.zip"
-    forest = Forest.read(path)
+    forest = read_forest(path)
     assert forest.problems == []
     assert len(forest.tree_ids) >= 3
     assert set(forest.nodes["source"]) == {"chatgpt"}

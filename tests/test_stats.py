@@ -42,7 +42,7 @@ from convgraph.links.pointer_jumping import (
 from convgraph.model import tree as operations
 from convgraph.model.forest import Forest
 from tests.databases import add_response, legacy_database
-from tests.helpers import examples, run, run_on_a_terminal
+from tests.helpers import examples, read_forest, run, run_on_a_terminal
 
 ATTRIBUTES = NODE_ATTRIBUTES
 
@@ -69,7 +69,7 @@ def at(second: int) -> pd.Timestamp:
 
 @pytest.fixture
 def seed_forest(seed_db: Path) -> Forest:
-    return Forest.read(seed_db, text=False)
+    return read_forest(seed_db, text=False)
 
 
 def test_conversation_table_of_the_seed(seed_forest: Forest) -> None:
@@ -473,7 +473,7 @@ def test_a_deep_chain_climbs_in_few_rounds() -> None:
 
 
 def test_the_message_store_written_by_llm(llm_fork_db: dict) -> None:
-    forest = Forest.read(llm_fork_db["path"], text=False)
+    forest = read_forest(llm_fork_db["path"], text=False)
     table = conversation_table(forest)
     assert table["tree_id"].tolist() == [llm_fork_db["thread"]]
     row = table.iloc[0]
@@ -710,7 +710,7 @@ def test_tables_agree_with_graph_operations_on_random_databases(
             )
         conn.commit()
         conn.close()
-        forest = Forest.read(path, text=False)
+        forest = read_forest(path, text=False)
     assert len(forest) == len(rows)
     assert_summary_agrees_with_table(forest)
     assert_tables_agree_with_graphs(forest)

@@ -24,14 +24,13 @@ from pathlib import Path
 import pytest
 from llm.migrations import MIGRATIONS
 
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree_of_node
 from convgraph.store import log_response, migrate
 from convgraph.store import transaction as transaction_module
 from convgraph.store.migrate import MIGRATION_NAME, RECORD_TABLE
 from convgraph.store.rules import INDEX_NAME, TRIGGERS
 from tests.databases import LlmLog, add_response, add_tree, legacy_database, timestamp
-from tests.helpers import file_digest, run
+from tests.helpers import file_digest, read_forest, run
 
 ALL_STEPS = [
     "add column responses.parent_response_id (nullable TEXT, references responses.id)",
@@ -164,7 +163,7 @@ def test_second_run_changes_nothing_not_even_the_files_bytes(tmp_path):
 
 def test_link_linear_keeps_every_conversation_the_chain_it_was(tmp_path):
     db = linear_database(tmp_path / "logs.db")
-    chains = Forest.read(db, text=False).edges
+    chains = read_forest(db, text=False).edges
     run("migrate", "--db", db, "--link-linear")
     assert parents(db) == {
         "a1": None,
@@ -176,7 +175,7 @@ def test_link_linear_keeps_every_conversation_the_chain_it_was(tmp_path):
         "solo": None,
     }
     # convgraph now reads the column, and sees the very same trees.
-    linked = Forest.read(db, text=False).edges
+    linked = read_forest(db, text=False).edges
     assert linked.to_dict("records") == chains.to_dict("records")
 
 

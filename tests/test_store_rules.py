@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree
 from convgraph.store import NotMigrated, RuleViolation, log_response, migrate
 from convgraph.store.responses import new_response_id
 from convgraph.store.rules import TRIGGERS
 from tests.databases import add_tree, legacy_database, migrated_complex
+from tests.helpers import read_forest
 
 SELF = "convgraph: a response cannot be its own parent"
 MISSING = "convgraph: parent_response_id names no response"
@@ -232,7 +232,7 @@ def test_sqlite_utils_replace_onto_a_parent_is_refused_and_update_works(db):
     conn.close()
     assert (prompts["b"], prompts["g"]) == ("edited", "g2")
     assert parents(db)["c"] == "b"
-    assert Forest.read(db, text=False).problems == []
+    assert read_forest(db, text=False).problems == []
 
 
 def test_deleting_a_response_with_children_is_refused(db):
@@ -573,4 +573,4 @@ def test_any_sequence_of_raw_writes_keeps_the_table_a_forest(tmp_path_factory, o
     }
     conn.close()
     assert stored == state
-    assert Forest.read(path, text=False).problems == []
+    assert read_forest(path, text=False).problems == []

@@ -26,10 +26,9 @@ from typing import Any
 import pytest
 
 from convgraph.cli import cli
-from convgraph.model.forest import Forest
 from tests import chat_exports as build
 from tests.databases import add_response, legacy_database
-from tests.helpers import run, run_on_a_terminal
+from tests.helpers import read_forest, run, run_on_a_terminal
 
 #: What every stored text holds: OSC 0 and OSC 52, a C1 CSI, bidi controls,
 #: DEL, a carriage return and a tab.
@@ -106,10 +105,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     conn.commit()
     conn.close()
-    nodes = Forest.read(export).nodes
+    nodes = read_forest(export).nodes
     ids = dict(zip(nodes["id"].str.split("\x1b").str[0], nodes["id"], strict=True))
     trees = {tree.split("\x1b")[0]: tree for tree in nodes["tree_id"].astype(str)}
-    imported_nodes = Forest.read(imported).nodes
+    imported_nodes = read_forest(imported).nodes
     return {
         "export": export,
         "imported": imported,

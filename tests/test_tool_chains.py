@@ -29,13 +29,12 @@ from llm.parts import ToolResultPart
 
 from convgraph import parts as kinds
 from convgraph.contract import CONTENT_ATTRIBUTES, SOURCE_COLUMNS
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_path, load_tree, load_tree_of_node
 from convgraph.model.tree import children, parent, path, siblings
 from convgraph.sources import open_logs
 from convgraph.store import migrate
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
-from tests.helpers import examples, plain, run
+from tests.helpers import examples, plain, read_forest, run
 from tests.old_llm import OldLlmUnavailable, old_llm
 
 SHOUT_TREE = [{"name": "shout", "arguments": {"word": "tree"}}]
@@ -143,7 +142,7 @@ def test_the_whole_file_reads_the_chain_as_one_tree_reads_it(chain) -> None:
     first, last = chain["turns"]
     tree = load_tree(chain["thread"], chain["path"])
     for text in (True, False):
-        forest = Forest.read(chain["path"], text=text)
+        forest = read_forest(chain["path"], text=text)
         assert forest.calls == {first: last}
         [row] = forest.nodes.to_dict("records")
         assert row["id"] == last
@@ -273,7 +272,7 @@ def test_a_run_that_forks_ends_one_node_per_branch(forked_run) -> None:
     # The call both runs share names the first run's node.
     assert tree.graph["calls"] == {first: last}
     assert path(tree, first) == [last]
-    forest = Forest.read(forked_run["path"])
+    forest = read_forest(forked_run["path"])
     assert list(forest.nodes["id"]) == [last, retried]
     assert forest.calls == {first: last}
 
@@ -325,7 +324,7 @@ def test_every_id_llm_logged_is_in_every_export(chain_and_chat, tmp_path) -> Non
         other: [],
     }
     # The same bytes as the per-tree path writes.
-    forest = Forest.read(db)
+    forest = read_forest(db)
     generate = FORMATS["json"].generate
     assert "\n".join(generate(forest)) == "\n".join(generate(forest.trees()))
 
@@ -449,12 +448,12 @@ def test_a_legacy_tool_chain_is_one_node(tmp_path, with_parent) -> None:
     }
     assert tree.graph["calls"] == {"r1": "r3", "r2": "r3"}
     for text in (True, False):
-        forest = Forest.read(db, text=text)
+        forest = read_forest(db, text=text)
         assert list(forest.nodes["id"]) == ["q", "r3", "after"]
         assert list(forest.nodes["tool_calls"]) == [0, 3, 0]
         assert list(forest.nodes["tools"]) == [None, "search, count", None]
         assert forest.calls == {"r1": "r3", "r2": "r3"}
-    assert Forest.read(db).tree("c").nodes["r3"] == tree.nodes["r3"]
+    assert read_forest(db).tree("c").nodes["r3"] == tree.nodes["r3"]
     assert load_path("r2", db) == ["q", "r3"]
     assert json.loads(run("children", "r1", "--db", db, "--json").stdout) == ["after"]
 
@@ -486,7 +485,7 @@ def test_a_legacy_chain_that_forks_ends_one_node_per_branch(tmp_path) -> None:
     assert list(tree) == ["r2", "r2b"]
     assert [tree.nodes[node]["prompt"] for node in tree] == ["look", "look"]
     assert tree.graph["calls"] == {"r1": "r2"}
-    assert list(Forest.read(tmp_path / "logs.db").nodes["id"]) == ["r2", "r2b"]
+    assert list(read_forest(tmp_path / "logs.db").nodes["id"]) == ["r2", "r2b"]
 
 
 def test_a_chain_of_tool_results_round_a_cycle_folds_nothing(tmp_path) -> None:
@@ -503,7 +502,7 @@ def test_a_chain_of_tool_results_round_a_cycle_folds_nothing(tmp_path) -> None:
     assert list(tree) == ["x", "y"]
     # The link of the cycle's first node in log order is dropped.
     assert list(tree.edges) == [("x", "y")]
-    forest = Forest.read(tmp_path / "logs.db")
+    forest = read_forest(tmp_path / "logs.db")
     assert list(forest.nodes["id"]) == ["x", "y"]
     assert [problem.kind for problem in forest.problems] == ["cycle"]
 
@@ -544,7 +543,7 @@ def test_llm_031s_tool_chain_is_one_node(old_031, tmp_path) -> None:
     ]
     assert (tree.nodes[last]["tool_calls"], tree.nodes[last]["tools"]) == (1, "shout")
     assert tree.graph["calls"] == {first: last}
-    assert list(Forest.read(tmp_path / "logs.db", text=False).nodes["id"]) == [last]
+    assert list(read_forest(tmp_path / "logs.db", text=False).nodes["id"]) == [last]
 
 
 @pytest.mark.slow
@@ -567,7 +566,7 @@ def test_llm_036_goes_on_from_llm_031s_tool_chain(old_031, tmp_path) -> None:
     ]
     conn.close()
     for text in (True, False):
-        forest = Forest.read(tmp_path / "logs.db", text=text)
+        forest = read_forest(tmp_path / "logs.db", text=text)
         assert [
             list(row)
             for row in zip(

@@ -38,7 +38,7 @@ from tests.chat_exports import (
     write_json,
 )
 from tests.databases import legacy_database, seed_database
-from tests.helpers import run
+from tests.helpers import read_forest, run
 from tests.test_integrity import hostile_db
 
 # The hostile fixtures, shared with the module that defines them.
@@ -112,7 +112,7 @@ def hostile_links(hostile_db: Path) -> Path:
 
 
 def test_the_seed_scenarios_with_marks(noted_seed: Path) -> None:
-    forest = Forest.read(noted_seed)
+    forest = read_forest(noted_seed)
     drawings = assert_same_drawings(forest)
     assert [heading for heading, _ in drawings] == [
         "linear  prompt linear-root",
@@ -130,7 +130,7 @@ def test_the_seed_scenarios_with_marks(noted_seed: Path) -> None:
 
 
 def test_the_command_in_every_style(noted_seed: Path) -> None:
-    forest = Forest.read(noted_seed)
+    forest = read_forest(noted_seed)
     for style in STYLES:
         words = ["--width", style.width]
         words += ["--indent-chains"] * style.indent_chains + ["--active"] * style.active
@@ -139,7 +139,7 @@ def test_the_command_in_every_style(noted_seed: Path) -> None:
 
 
 def test_llms_own_fork_database(llm_fork_db: dict) -> None:
-    forest = Forest.read(llm_fork_db["path"])
+    forest = read_forest(llm_fork_db["path"])
     assert_same_drawings(forest)
     assert run("tree", "--db", llm_fork_db["path"]).stdout == command_text(
         per_tree(forest, STYLES[0])
@@ -149,7 +149,7 @@ def test_llms_own_fork_database(llm_fork_db: dict) -> None:
 def test_tool_chains_reasoning_and_hostile_base_files(base_files: dict) -> None:
     drawn = ""
     for base in base_files.values():
-        drawings = assert_same_drawings(Forest.read(base["path"]))
+        drawings = assert_same_drawings(read_forest(base["path"]))
         drawn += "".join(rest for _, rest in drawings)
     # The files' tool chains and reasoning are drawn.
     assert "↳ " in drawn and " ∴" in drawn
@@ -166,20 +166,20 @@ def test_chat_exports(tmp_path: Path) -> None:
     }
     for name, conversations in exports.items():
         path = write_json(tmp_path / name, conversations)
-        assert_same_drawings(Forest.read(path))
-    assert_same_drawings(Forest.read(ROOT / "examples" / "chatgpt-export.zip"))
+        assert_same_drawings(read_forest(path))
+    assert_same_drawings(read_forest(ROOT / "examples" / "chatgpt-export.zip"))
 
 
 def test_an_agents_sessions_with_a_subagent() -> None:
-    forest = Forest.read(AGENTS / "claude-code" / "projects")
+    forest = read_forest(AGENTS / "claude-code" / "projects")
     drawings = assert_same_drawings(forest)
     assert "sidechain" in forest.nodes.columns or drawings
     for path in sorted((AGENTS / "codex").rglob("*.jsonl")):
-        assert_same_drawings(Forest.read(path))
+        assert_same_drawings(read_forest(path))
 
 
 def test_broken_links_cycles_and_orphans(hostile_links: Path) -> None:
-    forest = Forest.read(hostile_links)
+    forest = read_forest(hostile_links)
     assert len(forest.problems) == 4
     drawings = {
         heading.split()[0]: rest for heading, rest in assert_same_drawings(forest)
@@ -195,7 +195,7 @@ def test_broken_links_cycles_and_orphans(hostile_links: Path) -> None:
 
 def test_forests_cut_by_filters(noted_seed: Path, llm_fork_db: dict) -> None:
     for path in (noted_seed, llm_fork_db["path"]):
-        forest = Forest.read(path)
+        forest = read_forest(path)
         first = forest.nodes["datetime_utc"].dropna().sort_values().iloc[1]
         since = datetime.fromisoformat(str(first)).replace(tzinfo=UTC)
         for where in (
@@ -211,7 +211,7 @@ def test_forests_cut_by_filters(noted_seed: Path, llm_fork_db: dict) -> None:
 
 
 def test_the_batches_hold_whole_trees_in_order(noted_seed: Path) -> None:
-    forest = Forest.read(noted_seed)
+    forest = read_forest(noted_seed)
     for batch in (1, 5, 100):
         batches = list(forest.tree_rows(["id"], batch=batch))
         assert [tree for rows in batches for tree in rows.tree_ids] == forest.tree_ids
@@ -239,8 +239,8 @@ def test_the_prompts_alone_are_read_where_the_reader_can(
     from convgraph.present.text_tree import DRAWN_TEXTS, answers_missing
     from convgraph.sources.llm import columnar
 
-    whole = Forest.read(noted_seed)
-    prompts = Forest.read(noted_seed, texts=DRAWN_TEXTS)
+    whole = read_forest(noted_seed)
+    prompts = read_forest(noted_seed, texts=DRAWN_TEXTS)
     assert prompts.nodes["prompt"].tolist() == whole.nodes["prompt"].tolist()
     assert whole.nodes["response"].notna().all()
     if columnar.available():
@@ -252,15 +252,15 @@ def test_the_prompts_alone_are_read_where_the_reader_can(
     assert list(forest_drawings(prompts)) == per_tree(whole, Style())
     # A node with an empty prompt is drawn by its answer: the command reads
     # the answers then (tested above against the whole read's drawing).
-    assert answers_missing(Forest.read(hostile_links, texts=DRAWN_TEXTS)) is (
+    assert answers_missing(read_forest(hostile_links, texts=DRAWN_TEXTS)) is (
         columnar.available()
     )
-    assert not answers_missing(Forest.read(hostile_links))
+    assert not answers_missing(read_forest(hostile_links))
     # The drawn read asks those answers alone of the file: no tree is read
     # again.
     import convgraph
 
-    whole_links = Forest.read(hostile_links).nodes
+    whole_links = read_forest(hostile_links).nodes
     with convgraph.open(hostile_links) as logs:
         source = logs.source
         reads = []
@@ -277,8 +277,8 @@ def test_the_prompts_alone_are_read_where_the_reader_can(
     # Read by rows (a file with tool calls): every text is kept.
     parts = base_files["legacy-parts"]["path"]
     assert (
-        Forest.read(parts, texts=DRAWN_TEXTS).nodes["response"].tolist()
-        == Forest.read(parts).nodes["response"].tolist()
+        read_forest(parts, texts=DRAWN_TEXTS).nodes["response"].tolist()
+        == read_forest(parts).nodes["response"].tolist()
     )
 
 
@@ -307,7 +307,7 @@ def test_trees_spread_over_the_log(tmp_path: Path) -> None:
         )
     conn.commit()
     conn.close()
-    forest = Forest.read(path)
+    forest = read_forest(path)
     drawings = assert_same_drawings(forest)
     assert len(drawings) == 40
     assert any("├── " in rest for _, rest in drawings)

@@ -23,11 +23,10 @@ import pytest
 import sqlite_utils
 from llm.logs import LogStore
 
-from convgraph.model.forest import Forest
 from convgraph.model.loading import load_tree, load_tree_of_node
 from convgraph.model.tree import children, path, roots
 from tests.databases import LlmLog
-from tests.helpers import file_digest, plain, run
+from tests.helpers import file_digest, plain, read_forest, run
 from tests.old_llm import OldLlmUnavailable, old_llm
 
 
@@ -208,7 +207,7 @@ def test_the_fork_is_a_child_of_the_response_it_forked_from(upgraded):
 @pytest.mark.slow
 @pytest.mark.parametrize("text", [True, False])
 def test_the_forest_reads_the_same_tree(upgraded, text):
-    forest = Forest.read(upgraded["db"], text=text)
+    forest = read_forest(upgraded["db"], text=text)
     nodes = forest.nodes.set_index("id")
     # A missing string in the table is pd.NA: read as None.
     parent_of = dict(

@@ -19,9 +19,8 @@ from lxml import etree
 
 from convgraph.analysis.charts import terminal_chart
 from convgraph.analysis.usage import usage_table
-from convgraph.model.forest import Forest
 from tests.databases import add_response, legacy_database
-from tests.helpers import run
+from tests.helpers import read_forest, run
 
 #: (id, conversation, parent, model, time, input tokens, output tokens): two
 #: trees over two ISO weeks and two months and years (2026-12-31 is in
@@ -317,7 +316,7 @@ def test_plot_writes_an_svg_with_a_bar_per_group_and_series(
 
 
 def test_terminal_chart_fits_a_fixed_width(usage_db: Path):
-    forest = Forest.read(usage_db, text=False)
+    forest = read_forest(usage_db, text=False)
     table = usage_table(forest, ["week", "model"])
     drawn = terminal_chart(table, "nodes", 72, 18, color=False)
     lines = drawn.splitlines()
@@ -380,7 +379,7 @@ def test_usage_adds_up_to_the_conversation_table(seed_db: Path):
     # that tree is a branch point in both tables.
     from convgraph.analysis.stats import conversation_table
 
-    forest = Forest.read(seed_db, text=False)
+    forest = read_forest(seed_db, text=False)
     usage = usage_table(forest, ["model"])
     trees = conversation_table(forest)
     for column in ("nodes", "branch_points", "abandoned_branches", "input_tokens"):

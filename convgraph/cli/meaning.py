@@ -15,7 +15,7 @@ from convgraph.cli.options import (
     opened_logs,
     output_options,
 )
-from convgraph.cli.output import aligned_lines, echo_records, say, table_width
+from convgraph.cli.output import TableFit, echo_records, say, table_width
 from convgraph.cli.progress import ProgressBar
 from convgraph.cli.user_input import Number
 from convgraph.text import counted, excerpt, terminal_text
@@ -47,29 +47,19 @@ def similar(
     Texts are embedded once by the embedding model (WordLlama's, offline, by
     default) and kept in ~/.cache/convgraph/meaning/ ($XDG_CACHE_HOME); a file's
     vectors are made on first use and again from the kept ones when it changes.
-    Each line: rank, score (cosine, higher is nearer), tree, node, prompt or
-    response, whether on the active branch, a snippet.
+    Each row: rank, score (cosine, higher is nearer), tree_id, id, role (prompt
+    or response), active (on the active branch) and a snippet.
     """
     if (node_id is None) == (text is None):
         raise UserError("give a NODE_ID or --text, one of them")
     logs = opened_logs()
     with ProgressBar() as bar:
         records = logs.similar(node_id, text, limit, model, bar)
-    if output_format is not None:
-        return echo_records(records, COLUMNS, output_format)
     if not records:
-        return click.echo("no text to compare", err=True)
-    rows = [
-        [f"{r['rank']}.", f"{r['score']:.3f}", r["tree_id"], r["id"], r["role"],
-         "active" if r["active"] else "", r["snippet"]]
-        for r in records
-    ]  # fmt: skip
-    lines = aligned_lines(rows, left=range(2, 7))
-    if (width := table_width()) is not None:
-        from convgraph.present.text_tree import cut_line
-
-        lines = (cut_line(line, width) for line in lines)
-    click.echo("\n".join(lines))
+        click.echo("no text to compare", err=True)
+    width = table_width() if output_format in (None, "table") else None
+    fit = TableFit(width, COLUMNS, "snippet") if width else None
+    echo_records(records, COLUMNS, output_format or "table", fit=fit)
 
 
 TOPIC_COLUMNS = ["topic", "words", "name", "conversations", "tree_ids", "titles"]

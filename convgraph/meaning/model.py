@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 WORDLLAMA = "wordllama"
 #: Texts embedded at once, and the tokens of a text that count.
-BATCH, MAX_TOKENS = 64, 8192
+BATCH, MAX_TOKENS = 64, 2048
 INSTALL = "embedding with WordLlama needs wordllama: pip install 'convgraph[meaning]'"
 
 

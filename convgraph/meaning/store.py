@@ -5,6 +5,8 @@ file changes."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -12,21 +14,25 @@ import shutil
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from convgraph.errors import UnknownConversation
 from convgraph.search.index import _read_meta, _write_meta, cache_directory, index_path
-from convgraph.search.stamps import content_stamp, quick_stamp, stored
+from convgraph.search.stamps import changed_trees, content_stamp, quick_stamp, stored
+from convgraph.sources.several import RENEWED
 from convgraph.sources.source import ProgressCallback, Source
 from convgraph.text import excerpt
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
 
     from convgraph.logs import Logs
 
 #: The layout of the ready vectors: another is made again.
-VERSION = 1
+VERSION = 2
 #: The texts of a node that are embedded, each a row.
 ROLES = ("prompt", "response")
 #: Texts embedded between two commits of the store; hashes asked at once;
@@ -35,9 +41,9 @@ CHUNK = 8192
 ASKED = 900
 NODES = 1 << 16
 SNIPPET = 120
-#: Above this many rows the search is in two steps (`coarse`): at 2M float16
-#: rows the exact scan alone is seconds.
-EXACT_ROWS = 300_000
+#: Above this many rows the search is in two steps (`coarse`): float16 rows
+#: are made float32 for BLAS, the most of an exact scan's time.
+EXACT_ROWS = 50_000
 COARSE_DIMENSIONS = 64
 EMBEDDING = "embedding texts"
 STRINGS = ("ids", "tree_ids", "roles", "snippets")
@@ -132,31 +138,38 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(encoded, digest_size=16).digest()
 
 
-def stored_vectors(
+def _store(model: Any) -> sqlite3.Connection:
+    """The store of `model`'s vectors, opened (made where missing)."""
+    meaning_directory().mkdir(parents=True, exist_ok=True)
+    path = meaning_directory() / f"{_name(model.model_id)}.db"
+    db = sqlite3.connect(path, timeout=60)
+    db.execute("PRAGMA journal_mode = WAL")  # readers never wait for a writer
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS vectors (hash BLOB PRIMARY KEY, vector BLOB)"
+    )
+    return db
+
+
+def _first_rows(keys: Sequence[bytes]) -> dict[bytes, int]:
+    """Each key's first row."""
+    return dict(zip(reversed(keys), reversed(range(len(keys))), strict=True))
+
+
+def embed_missing(
     model: Any,
     keys: Sequence[bytes],
     texts: Callable[[list[int]], list[str]],
     progress: ProgressCallback | None = None,
-) -> np.ndarray:
-    """The vectors (float16, normalised) of the texts whose `keys` are given, from
-    `model`'s store; only the texts it lacks are embedded (`texts` gives those of
-    rows), and then kept."""
+) -> None:
+    """The texts whose `keys` `model`'s store lacks embedded and kept; `texts`
+    gives the texts of rows."""
     import numpy as np
 
-    first: dict[bytes, int] = {}
-    for row, key in enumerate(keys):
-        first.setdefault(key, row)
-    directory = meaning_directory()
-    directory.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(directory / f"{_name(model.model_id)}.db", timeout=60)
-    try:
-        db.execute("PRAGMA journal_mode = WAL")  # readers never wait for a writer
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (hash BLOB PRIMARY KEY, vector BLOB)"
-        )
-        unique = list(first)
-        held = {found for (found,) in _asked(db, "hash", unique)}
-        missing = [key for key in unique if key not in held]
+    first = _first_rows(keys)
+    with contextlib.closing(_store(model)) as db:
+        held = {found for (found,) in _asked(db, "hash", list(first))}
+        missing = [key for key in first if key not in held]
+        del held
         for start in range(0, len(missing), CHUNK):
             if progress:
                 progress(EMBEDDING, start, len(missing))
@@ -165,15 +178,20 @@ def stored_vectors(
             pairs = zip(chunk, map(bytes, made.astype(np.float16)), strict=True)
             db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", pairs)
             db.commit()
-        del held, missing
-        matrix: np.ndarray | None = None
-        for key, blob in _asked(db, "hash, vector", unique):
+
+
+def stored_vectors(model: Any, keys: Sequence[bytes]) -> np.ndarray:
+    """The vectors (float16, normalised) of the texts whose `keys` are given, from
+    `model`'s store (`embed_missing` first)."""
+    import numpy as np
+
+    first, matrix = _first_rows(keys), None
+    with contextlib.closing(_store(model)) as db:
+        for key, blob in _asked(db, "hash, vector", list(first)):
             vector = np.frombuffer(blob, dtype=np.float16)
             if matrix is None:
                 matrix = np.zeros((len(keys), len(vector)), dtype=np.float16)
             matrix[first[key]] = vector
-    finally:
-        db.close()
     if matrix is None:
         return np.zeros((len(keys), 0), dtype=np.float16)
     rows = np.fromiter((first[key] for key in keys), dtype=np.int64, count=len(keys))
@@ -198,11 +216,9 @@ def embed_texts(texts: Sequence[str], model: str | None = None) -> np.ndarray:
     ConvgraphError for an unknown model or a missing extra."""
     from convgraph.meaning.model import embedding_model
 
-    keys = [digest(text) for text in texts]
-    chosen = embedding_model(model)
-    return _normalised(
-        stored_vectors(chosen, keys, lambda rows: [texts[r] for r in rows])
-    )
+    keys, chosen = [digest(text) for text in texts], embedding_model(model)
+    embed_missing(chosen, keys, lambda rows: [texts[row] for row in rows])
+    return _normalised(stored_vectors(chosen, keys))
 
 
 def node_vectors(
@@ -224,25 +240,65 @@ def node_vectors(
     quick = quick_stamp(source)
     if meta.get("version") == VERSION and meta.get("quick") == quick:
         return _load(ready)
-    content = stored(content_stamp(source, meta.get("content") or None))
-    if meta.get("version") == VERSION and meta.get("content") == content:
-        _write_meta(ready, {**meta, "quick": quick})
+    counted = content_stamp(source, meta.get("content") or None)
+    content, meta = stored(counted), {**meta, "quick": quick}
+    current = meta.get("version") == VERSION and not counted.get(RENEWED)
+    trees = changed_trees(source, meta.get("content"), counted) if current else None
+    if current and (trees == set() or meta.get("content") == content):
+        _write_meta(ready, {**meta, "content": content})  # nothing they hold changed
         return _load(ready)
-    made = _made(source, hidden, chosen, progress)
-    _write(ready, made, {"version": VERSION, "quick": quick, "content": content})
+    try:
+        made = _made(source, hidden, chosen, progress, trees)
+    except UnknownConversation:  # a tree gone: all read again
+        made, trees = _made(source, hidden, chosen, progress), None
+    if trees is not None:  # the trees logged in or hidden since, read again
+        made = _joined(_load(ready), made, trees)
+    _write(ready, made, {**meta, "version": VERSION, "content": content})
     return _load(ready)
 
 
+def _texts_at(nodes: pd.DataFrame, at: list[int], rows: list[int]) -> list[str]:
+    """The texts of `rows`, each at `at[row]`: a node's row twice, and its role."""
+    import numpy as np
+
+    places = np.array([at[row] for row in rows])
+    found = np.empty(len(rows), dtype=object)
+    for number, role in enumerate(ROLES):
+        mine = places % 2 == number
+        found[mine] = nodes[role].take(places[mine] // 2).tolist()
+    return list(found)
+
+
+def _joined(old: NodeVectors, new: NodeVectors, trees: set[str]) -> NodeVectors:
+    """`old`'s rows of the trees not in `trees`, then `new`'s."""
+    import numpy as np
+
+    keep = np.fromiter((tree not in trees for tree in old.tree_ids), bool)
+    lists = [
+        [*compress(getattr(old, name), keep), *getattr(new, name)] for name in STRINGS
+    ]
+    matrix = np.concatenate([old.matrix[keep], new.matrix])
+    active = np.concatenate([np.asarray(old.active)[keep], np.asarray(new.active)])
+    ids, tree_ids, roles, snippets = lists
+    return NodeVectors(ids, tree_ids, roles, matrix, active, snippets)
+
+
 def _made(
-    source: Source, hidden: bool, model: Any, progress: ProgressCallback | None
+    source: Source,
+    hidden: bool,
+    model: Any,
+    progress: ProgressCallback | None,
+    only: set[str] | None = None,
 ) -> NodeVectors:
-    """The node vectors of the file read now; its texts held as Arrow's, a chunk
-    at a time in Python."""
+    """The node vectors of the file (or of the trees `only` names) read now; its
+    texts held as Arrow's, a chunk at a time in Python, until embedded."""
     import numpy as np
 
     from convgraph.model.forest import Forest
 
-    nodes = Forest.read(source, progress=progress, texts=ROLES, hidden=hidden).nodes
+    named = sorted(only) if only is not None else None
+    nodes = Forest.read(source, True, named, progress, ROLES, hidden).nodes
+    nodes = nodes[["id", "tree_id", "active", *ROLES]]
     columns = [nodes["id"], nodes["tree_id"].astype(str), *(nodes[r] for r in ROLES)]
     ids, trees, roles, snippets, keys, at = [], [], [], [], [], []
     for start in range(0, len(nodes), NODES):
@@ -257,17 +313,10 @@ def _made(
                     keys.append(digest(text))
                     at.append((start + row) * 2 + number)
 
-    def text_of(rows: list[int]) -> list[str]:
-        places = np.array([at[row] for row in rows])
-        found = np.empty(len(rows), dtype=object)
-        for number, role in enumerate(ROLES):
-            mine = places % 2 == number
-            found[mine] = nodes[role].take(places[mine] // 2).tolist()
-        return list(found)
-
-    matrix = stored_vectors(model, keys, text_of, progress)
+    embed_missing(model, keys, functools.partial(_texts_at, nodes, at), progress)
     active = nodes["active"].to_numpy(dtype=bool)[np.array(at, dtype=np.int64) // 2]
-    return NodeVectors(ids, trees, roles, matrix, active, snippets)
+    del nodes, at  # the texts, before the matrix is made
+    return NodeVectors(ids, trees, roles, stored_vectors(model, keys), active, snippets)
 
 
 def _write(ready: Path, vectors: NodeVectors, meta: dict[str, Any]) -> None:

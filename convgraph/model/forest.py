@@ -7,7 +7,6 @@ about one conversation reads it with `convgraph.model.loading`, without pandas.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -25,7 +24,7 @@ from convgraph.errors import UnknownConversation
 from convgraph.links.integrity import Problem, check_links_table
 from convgraph.links.pointer_jumping import ids_at_rows, root_pointers
 from convgraph.model.marks import hidden_records_table, mark_tree_table
-from convgraph.sources import Source, opened
+from convgraph.sources import Source
 from convgraph.sources.notes import NodeNote, read_notes
 from convgraph.sources.source import ProgressCallback, no_progress
 from convgraph.sources.tables import conform_nodes
@@ -82,38 +81,40 @@ class Forest:
     @classmethod
     def read(
         cls,
-        db: str | os.PathLike[str] | Source | None = None,
+        source: Source,
         text: bool = True,
         conversation_ids: Iterable[str] | None = None,
         progress: ProgressCallback | None = None,
         texts: Collection[str] | None = None,
         hidden: bool = False,
     ) -> Forest:
-        """Read every tree of a database, or only the trees named.
-
-        `db`: a path, an open `Source`, or None for llm's own. `text=False`
-        leaves the texts out; `texts` names the ones needed (readers that
-        cannot leave some out keep them). `conversation_ids`: only these
-        trees (any id of a tree, each once, in order first named). `progress`
-        is told `(phase, done, total)`. `hidden` keeps the hidden branches.
-        Raises UnknownConversation (an id names no tree with nodes) and
-        DatabaseError.
+        """Read every tree of an open `source` (a path: `convgraph.open(path).forest()`),
+        or only the trees named. `text=False` leaves the texts out; `texts` names the
+        ones needed (readers that cannot leave some out keep them). `conversation_ids`:
+        only these trees (any id of a tree, each once, in order first named). `progress`
+        is told `(phase, done, total)`. `hidden` keeps the hidden branches. Raises
+        UnknownConversation (an id names no tree with nodes), DatabaseError, TypeError.
         """
+        if not isinstance(source, Source):
+            name = type(source).__name__
+            raise TypeError(
+                f"Forest.read takes a Source, not {name}: a path is read with"
+                " convgraph.open(path).forest()"
+            )
         report = progress or no_progress
         named = list(conversation_ids or ())
         asked: bool | Collection[str] = text if texts is None or not text else texts
-        with opened(db) as logs:
-            # Each tree once, with the id that named it for the error.
-            trees: dict[str, str] = {}
-            for conversation_id in named:
-                tree_id = logs.tree_id_of_conversation(conversation_id)
-                trees.setdefault(tree_id, conversation_id)
-            try:
-                read = logs.read(asked, list(trees) if named else None, report)
-            except UnknownConversation as error:
-                given = trees.get(error.args[0], error.args[0])
-                raise UnknownConversation(given) from None
-            notes = read_notes(logs)
+        # Each tree once, with the id that named it for the error.
+        trees: dict[str, str] = {}
+        for conversation_id in named:
+            tree_id = source.tree_id_of_conversation(conversation_id)
+            trees.setdefault(tree_id, conversation_id)
+        try:
+            read = source.read(asked, list(trees) if named else None, report)
+        except UnknownConversation as error:
+            given = trees.get(error.args[0], error.args[0])
+            raise UnknownConversation(given) from None
+        notes = read_notes(source)
         report("checking parent links", 0, None)
         return cls(read.nodes, read.names, read.problems, notes, read.calls, hidden)
 
@@ -322,8 +323,7 @@ class _Taker:
             if self._joined is not None
             else self.column.array[low:high].__arrow_array__().take(rows - low)
         )
-        found: list[Any] = taken.to_pylist()
-        return found
+        return cast(list[Any], taken.to_pylist())
 
 
 class TreeStream(Iterator["ConversationTree"]):

@@ -117,13 +117,13 @@ def load_trees(
     tree when none. An unknown id fails before the first tree is given.
     Raises: UnknownConversation, DatabaseError."""
     named = list(conversation_ids)
-    if not named:
-        # Here, so the one-tree loaders stay free of pandas.
-        from convgraph.model.forest import Forest
-
-        return Forest.read(db, hidden=hidden).trees()
     trees: dict[Any, ConversationTree] = {}
     with opened(db) as logs:
+        if not named:
+            # Here, so the one-tree loaders stay free of pandas.
+            from convgraph.model.forest import Forest
+
+            return Forest.read(logs, hidden=hidden).trees()
         for conversation_id in named:
             tree = load_tree(conversation_id, logs, hidden)
             trees.setdefault(tree.graph["tree_id"], tree)

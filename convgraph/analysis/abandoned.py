@@ -8,17 +8,21 @@ their starter's. That work's tokens are what retries and edits spent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from convgraph.contract import AGENT_SOURCES, PARTS, SIDECHAIN
-from convgraph.links.rules import TREE, rule, table_form
+from convgraph.links.rules import RECORDS, rule, table_form
 
 if TYPE_CHECKING:
     # Only the table forms import numpy and pandas.
     import networkx as nx
     import numpy as np
     import pandas as pd
+
+    #: One tree's node records in log order, each with its checked
+    #: `parent_id` and its `active`; or its graph (`tree_records`).
+    Tree: TypeAlias = Sequence[Mapping[str, Any]] | nx.DiGraph[str]
 
 
 def _marked(parts: Any) -> bool:
@@ -67,16 +71,26 @@ def in_subagent(data: Mapping[str, Any]) -> bool:
     return (source is None or source in AGENT_SOURCES) and _marked(data.get(PARTS))
 
 
-@rule(TREE)
-def abandoned_nodes(tree: nx.DiGraph[str]) -> list[Any]:
-    """The nodes of one tree that are branches the user left."""
-    nodes = tree.nodes
+def tree_records(tree: Tree) -> Sequence[Mapping[str, Any]]:
+    """The records of a tree given as records or as its graph."""
+    if isinstance(tree, Sequence):
+        return tree
+    parents = tree.pred
     return [
-        node
-        for node, data in nodes(data=True)
-        if not data.get("active")
-        and not in_subagent(data)
-        and not any(not in_subagent(nodes[child]) for child in tree.successors(node))
+        {**data, "id": node, "parent_id": next(iter(parents[node]), None)}
+        for node, data in tree.nodes(data=True)
+    ]
+
+
+@rule(RECORDS)
+def abandoned_nodes(tree: Tree) -> list[Any]:
+    """The ids of one tree's nodes that are branches the user left."""
+    records = tree_records(tree)
+    kept = {r["parent_id"] for r in records if not in_subagent(r)}
+    return [
+        r["id"]
+        for r in records
+        if not r.get("active") and not in_subagent(r) and r["id"] not in kept
     ]
 
 
@@ -94,31 +108,32 @@ def abandoned_nodes_table(
     return left
 
 
-@rule(TREE)
-def abandoned_work_nodes(tree: nx.DiGraph[str]) -> list[Any]:
-    """The nodes of one tree whose work went into a branch the user left."""
-    nodes = tree.nodes
+@rule(RECORDS)
+def abandoned_work_nodes(tree: Tree) -> list[Any]:
+    """The ids of one tree's nodes whose work went into a branch the user left."""
+    records = tree_records(tree)
+    if not any(map(in_subagent, records)):
+        return [r["id"] for r in records if not r.get("active")]
+    by_id = {r["id"]: r for r in records}
     # Each node's starter: itself, or the nearest main node above; a walk
     # stops at a node already known, so a chain is walked once.
     starter_of: dict[Any, Any] = {}
-    for node in nodes:
+    for record in records:
         walked = []
-        current: str | None = node
+        current = record["id"]
         while current is not None and current not in starter_of:
-            if not in_subagent(nodes[current]):
+            if not in_subagent(by_id[current]):
                 starter_of[current] = current
                 break
             walked.append(current)
-            parents = list(tree.predecessors(current))
-            current = parents[0] if parents else None
+            current = by_id[current]["parent_id"]
         starter = None if current is None else starter_of[current]
-        for passed in walked:
-            starter_of[passed] = starter
+        starter_of.update(dict.fromkeys(walked, starter))
     return [
-        node
-        for node in nodes
-        if (starter := starter_of[node]) is not None
-        and not nodes[starter].get("active")
+        r["id"]
+        for r in records
+        if (starter := starter_of[r["id"]]) is not None
+        and not by_id[starter].get("active")
     ]
 
 

@@ -1,11 +1,13 @@
 """A conversation's statistics (`contract.CONVERSATION_COLUMNS`) in the rule's
-two forms: `summary` of one tree's graph (plain Python) and `summary_table`,
+two forms: `summary` of one tree's records (plain Python) and `summary_table`,
 one row per tree of a node table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from convgraph.analysis.abandoned import (
@@ -13,6 +15,7 @@ from convgraph.analysis.abandoned import (
     abandoned_nodes_table,
     abandoned_work_nodes,
     abandoned_work_nodes_table,
+    tree_records,
 )
 from convgraph.analysis.tool_stats import (
     may_pass_64_bits,
@@ -30,15 +33,16 @@ from convgraph.contract import (
     TOOLS,
     TREE_NAME,
 )
-from convgraph.links.rules import TREE, rule, table_form
+from convgraph.links.rules import RECORDS, rule, table_form
 from convgraph.model.marks import active_column
-from convgraph.times import time_bounds
+from convgraph.times import parse_time, time_bounds
 
 if TYPE_CHECKING:
     # Imported by the table functions: `summary` of one tree needs none.
-    import networkx as nx
     import numpy as np
     import pandas as pd
+
+    from convgraph.analysis.abandoned import Tree
 
 
 def _children_counts(parent_rows: np.ndarray) -> np.ndarray:
@@ -60,34 +64,77 @@ def _links(
     return parent_rows, depths
 
 
-@rule(TREE)
-def summary(tree: nx.DiGraph[str]) -> dict[str, Any]:
+@rule(RECORDS)
+def summary(tree: Tree, tree_id: Any = None, name: Any = None) -> dict[str, Any]:
     """One conversation's statistics (`CONVERSATION_COLUMNS`): `summary_table`'s
-    row for one tree (docs/design.md#the-twelve-helpers). Times are as llm
-    stored them, where the table reads them as times.
+    row for one tree, given as its records (`abandoned.Tree`) or its graph,
+    which names itself. Times are as stored, where the table reads them as times.
     """
-    # Here, not above: the tree operations import networkx.
-    from convgraph.model import tree as operations
-
-    levels = operations.depths(tree)
-    average, most = operations.branching_factor(tree)
+    if not isinstance(tree, Sequence):
+        tree_id, name = tree.graph.get("tree_id"), tree.graph.get("name")
+    records = tree_records(tree)
+    children = Counter(record["parent_id"] for record in records)
+    roots = children.pop(None, 0)
+    # The start of a tree with several roots is one more branch point.
+    counts = [*children.values(), *([roots] if roots > 1 else [])]
     stats = {
-        "tree_id": tree.graph.get("tree_id"),
-        "name": tree.graph.get("name"),
-        "nodes": tree.number_of_nodes(),
-        "roots": len(operations.roots(tree)),
-        "leaves": len(operations.leaves(tree)),
-        "max_depth": max(levels.values(), default=0),
-        "branch_points": len(operations.branch_points(tree)),
-        "branching_factor_avg": average,
-        "branching_factor_max": most,
-        **operations.node_totals(tree),
-        **tree_tool_totals(tree),
-        "active_path_length": sum(1 for _, on in tree.nodes(data="active") if on),
-        "abandoned_branches": len(abandoned_nodes(tree)),
+        "tree_id": tree_id,
+        "name": name,
+        "nodes": len(records),
+        "roots": roots,
+        "leaves": len(records) - len(children),
+        "max_depth": max(_depths(records), default=0),
+        "branch_points": sum(count > 1 for count in counts),
+        "branching_factor_avg": sum(counts) / len(counts) if counts else 0.0,
+        "branching_factor_max": max(counts, default=0),
+        **_totals(records),
+        **tree_tool_totals(records),
+        "active_path_length": sum(1 for record in records if record.get("active")),
+        "abandoned_branches": len(abandoned_nodes(records)),
     }
-    stats |= _tree_retries(tree, stats)
+    left = set(abandoned_work_nodes(records))
+    part = whole = 0  # missing counts 0
+    for key in ("input_tokens", "output_tokens"):
+        values = (r.get(key) for r in records if r["id"] in left)
+        spent = sum(value for value in values if value is not None)
+        stats[f"abandoned_{key}"] = None if stats[key] is None else spent
+        part, whole = part + (stats[f"abandoned_{key}"] or 0), whole + (stats[key] or 0)
+    stats["abandoned_share"] = float(part) / float(whole) if whole > 0 else None
     return {key: stats[key] for key in CONVERSATION_COLUMNS}
+
+
+def _depths(records: Sequence[Mapping[str, Any]]) -> Iterable[int]:
+    """Every node's depth; a walk up stops at a node already known."""
+    parent_of = {record["id"]: record["parent_id"] for record in records}
+    depth: dict[Any, int] = {}
+    for node in parent_of:
+        walked = []
+        while node is not None and node not in depth:
+            walked.append(node)
+            node = parent_of[node]
+        above = -1 if node is None else depth[node]
+        for level, passed in enumerate(reversed(walked), above + 1):
+            depth[passed] = level
+    return depth.values()
+
+
+def _totals(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`model.tree.node_totals` of records: earliest and latest time as stored,
+    models in node order, usage sums (None where no node has a figure)."""
+    times = [
+        (moment, text)
+        for record in records
+        if (moment := parse_time(text := record.get("datetime_utc"))) is not None
+    ]
+    totals: dict[str, Any] = {
+        "first_datetime": min(times, key=itemgetter(0))[1] if times else None,
+        "last_datetime": max(times, key=itemgetter(0))[1] if times else None,
+        "models": list(dict.fromkeys(m for r in records if (m := r.get("model")))),
+    }
+    for key in INTEGER_ATTRIBUTES:
+        known = [value for r in records if (value := r.get(key)) is not None]
+        totals[key] = sum(known) if known or not records else None
+    return totals
 
 
 def empty_summary(tree_id: Any, name: Any) -> dict[str, Any]:
@@ -97,29 +144,6 @@ def empty_summary(tree_id: Any, name: Any) -> dict[str, Any]:
     row |= dict.fromkeys((*INTEGER_ATTRIBUTES, *RETRY_COLUMNS), None)
     extra = {"branching_factor_avg": 0.0, "models": [], TOOLS: [], TOOL_CALLS: 0}
     return row | extra | {"tree_id": tree_id, "name": name}
-
-
-def _tree_retries(tree: nx.DiGraph[str], totals: Mapping[str, Any]) -> dict[str, Any]:
-    """`RETRY_COLUMNS` of one tree, whose token totals are `totals`."""
-    left = abandoned_work_nodes(tree)
-    figures: dict[str, Any] = {}
-    for key in ("input_tokens", "output_tokens"):
-        values = (tree.nodes[node].get(key) for node in left)
-        spent = sum(value for value in values if value is not None)
-        figures[f"abandoned_{key}"] = None if totals[key] is None else spent
-    figures["abandoned_share"] = _share(
-        [figures["abandoned_input_tokens"], figures["abandoned_output_tokens"]],
-        [totals["input_tokens"], totals["output_tokens"]],
-    )
-    return figures
-
-
-def _share(part: list[int | None], whole: list[int | None]) -> float | None:
-    """`part`'s sum over `whole`'s (missing counts 0), None unless whole > 0."""
-    counted = sum(value or 0 for value in whole)
-    if counted <= 0:
-        return None
-    return float(sum(value or 0 for value in part)) / float(counted)
 
 
 @table_form(summary)
@@ -230,12 +254,12 @@ def within_totals(total: Any, part: Any) -> Any:
 
 
 def token_shares(parts: list[Any], wholes: list[Any]) -> pd.arrays.FloatingArray:
-    """`_share` of every tree at once, as nullable `Float64`."""
+    """The abandoned share of every tree at once, as nullable `Float64`."""
     import numpy as np
     import pandas as pd
 
     def counted(columns: list[Any]) -> np.ndarray:
-        # Summed as integers, then made floats, as `_share` does: the two
+        # Summed as integers, then made floats, as `summary` does: the two
         # forms divide the same numbers.
         if all(isinstance(c, pd.arrays.IntegerArray) for c in columns):
             sums = sum(c.fillna(0).to_numpy(np.int64) for c in columns)

@@ -1,5 +1,5 @@
-"""The statistics of a small file, tree by tree by `summary`, without pandas,
-each row as `conversation_table` gives it."""
+"""The statistics of a small file, tree by tree by `summary`, without pandas
+or networkx, each row as `conversation_table` gives it."""
 
 from __future__ import annotations
 
@@ -7,13 +7,16 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from convgraph.analysis.conversation_stats import empty_summary, summary
 from convgraph.contract import CACHE_ATTRIBUTES
 from convgraph.errors import UnknownConversation
+from convgraph.links.integrity import check_links
 from convgraph.sources import Source, TreeRecords, log_order
 from convgraph.sources.notes import read_notes
+from convgraph.times import utc_iso
 
 #: The size (bytes, write-ahead log counted) under which importing pandas
-#: would cost more than a graph per tree.
+#: would cost more than measuring each tree alone.
 SMALL_INPUT_BYTES = 1_000_000
 
 
@@ -41,9 +44,6 @@ def summary_records(
     (each once, in order named); None where the table must answer (hidden
     branches, a tree the file does not give alone). Raises UnknownConversation.
     """
-    from convgraph.analysis.stats import summary
-    from convgraph.model.loading import tree_graph
-
     if any(note.hidden for note in read_notes(source).values()):
         return None
     one_pass = source.trees()
@@ -64,8 +64,7 @@ def summary_records(
             if not named:
                 return None  # a thread's row without its id: the table reads it
             raise UnknownConversation(named[tree_id]) from None
-        graph = tree_graph(source, tree, log_order_nodes=True)[0]
-        records.append(_with_table_times(summary(graph)) | _cache_sums(tree))
+        records.append(_tree_summary(source, tree))
     return records
 
 
@@ -73,21 +72,40 @@ def _one_pass_records(
     source: Source, trees: Iterator[TreeRecords]
 ) -> list[dict[str, Any]]:
     """`summary_records` of a file read once, empty trees last."""
-    from convgraph.analysis.conversation_stats import empty_summary
-    from convgraph.analysis.stats import summary
-    from convgraph.model.loading import tree_graph
-
     found, empty = [], []
     for tree in trees:
         if not tree.records:
             empty.append(tree)
             continue
-        record = summary(tree_graph(source, tree, log_order_nodes=True)[0])
-        record |= _cache_sums(tree)
-        found.append((min(map(log_order, tree.records)), _with_table_times(record)))
+        found.append((min(map(log_order, tree.records)), _tree_summary(source, tree)))
     # The table's order: each tree where its first node is in log order.
     records = [record for _, record in sorted(found, key=lambda pair: pair[0])]
     return records + [empty_summary(tree.tree_id, tree.name) for tree in empty]
+
+
+def _tree_summary(source: Source, tree: TreeRecords) -> dict[str, Any]:
+    """`summary` of a tree's records (some), as the table gives it: links
+    checked as `read_tree` checks them, `active` marked as `mark_tree` does."""
+    records = sorted(tree.records, key=log_order)
+    ids = {record["id"] for record in records}
+    outside = [
+        parent
+        for record in records
+        if (parent := record["parent_id"]) is not None and parent not in ids
+    ]
+    outsiders = source.conversations_of(outside) if outside else {}
+    parents = check_links(records, outsiders)[0]
+    marked = [record | {"parent_id": parents[record["id"]]} for record in records]
+    if all(record.get("active") is None for record in marked):
+        by_id = {record["id"]: record for record in marked}
+        on_path = marked[-1]["id"]
+        while on_path is not None:  # checked links have no cycle
+            by_id[on_path]["active"] = True
+            on_path = by_id[on_path]["parent_id"]
+    found = summary(marked, tree.tree_id, tree.name)
+    for key in ("first_datetime", "last_datetime"):  # as the table prints them
+        found[key] = utc_iso(found[key])
+    return found | _cache_sums(tree)
 
 
 def _cache_sums(tree: TreeRecords) -> dict[str, Any]:
@@ -95,17 +113,6 @@ def _cache_sums(tree: TreeRecords) -> dict[str, Any]:
     sums = {}
     for key in CACHE_ATTRIBUTES:
         if any(key in record for record in tree.records):
-            known = [
-                record[key] for record in tree.records if record.get(key) is not None
-            ]
+            known = [r[key] for r in tree.records if r.get(key) is not None]
             sums[key] = sum(known) if known else None
     return sums
-
-
-def _with_table_times(record: dict[str, Any]) -> dict[str, Any]:
-    """`record` with its times as the table prints them (ISO 8601, UTC)."""
-    from convgraph.times import utc_iso
-
-    for key in ("first_datetime", "last_datetime"):
-        record[key] = utc_iso(record[key])
-    return record

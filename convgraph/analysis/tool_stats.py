@@ -7,13 +7,13 @@ no node can tell) and lists the second, each name once, in first-call order.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import TOOL_CALLS, TOOLS
-from convgraph.links.rules import TREE, rule, table_form
+from convgraph.links.rules import RECORDS, rule, table_form
 
 if TYPE_CHECKING:
-    import networkx as nx
     import numpy as np
     import pandas as pd
 
@@ -25,11 +25,11 @@ def tool_list(tools: Any) -> list[str]:
     return [name for name in tools.split(", ") if name]
 
 
-@rule(TREE)
-def tree_tool_totals(tree: nx.DiGraph[str]) -> dict[str, Any]:
-    """One tree's `tool_calls` and `tools`."""
-    calls = [count for _, count in tree.nodes(data=TOOL_CALLS) if count is not None]
-    names = (name for _, text in tree.nodes(data=TOOLS) for name in tool_list(text))
+@rule(RECORDS)
+def tree_tool_totals(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One tree's `tool_calls` and `tools`, from its node records."""
+    calls = [count for r in records if (count := r.get(TOOL_CALLS)) is not None]
+    names = (name for r in records for name in tool_list(r.get(TOOLS)))
     return {
         TOOL_CALLS: sum(calls) if calls else None,
         TOOLS: list(dict.fromkeys(names)),

@@ -117,9 +117,7 @@ class ConversationNotNode(UnknownNode):
 
     def __init__(self, given: str, id: str, tree_id: str):
         super().__init__(given)
-        self.given = given
-        self.id = id
-        self.tree_id = tree_id
+        self.given, self.id, self.tree_id = given, id, tree_id
 
     def __str__(self) -> str:
         return f"{self.id} is a conversation, not a node"
@@ -130,9 +128,7 @@ class NodeNotConversation(UnknownConversation):
 
     def __init__(self, given: str, id: str, tree_id: str):
         super().__init__(given)
-        self.given = given
-        self.id = id
-        self.tree_id = tree_id
+        self.given, self.id, self.tree_id = given, id, tree_id
 
     def __str__(self) -> str:
         return f"{self.id} is a node of conversation {self.tree_id}, not a conversation"

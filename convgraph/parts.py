@@ -32,17 +32,6 @@ CODE_OUTPUT = "code_output"
 ATTACHMENT = "attachment"
 FRAGMENT = "fragment"
 
-PART_TYPES = (
-    TEXT,
-    REASONING,
-    TOOL_CALL,
-    TOOL_RESULT,
-    CODE,
-    CODE_OUTPUT,
-    ATTACHMENT,
-    FRAGMENT,
-)
-
 #: A part: a JSON object with `role` and `type`.
 Part = dict[str, Any]
 

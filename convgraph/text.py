@@ -31,9 +31,7 @@ def excerpt(text: str | None, width: int = EXCERPT_WIDTH) -> str:
     if flat.isascii():  # one cell a character: the common case, no counting
         return flat if len(flat) <= width else flat[: width - 1] + "…"
     cells = _cell_list(flat)
-    if sum(cells) <= width:
-        return flat
-    return flat[: _fitting(cells, width - 1)] + "…"
+    return flat if sum(cells) <= width else flat[: _fitting(cells, width - 1)] + "…"
 
 
 def window(
@@ -89,9 +87,7 @@ def control_picture(character: str) -> str:
     code = ord(character)
     if code < 0x20:
         return chr(0x2400 + code)
-    if code == 0x7F:
-        return "\u2421"
-    return "\ufffd"
+    return "\u2421" if code == 0x7F else "\ufffd"
 
 
 def terminal_text(text: str) -> str:

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import ast
 import importlib
-import io
 import json
 import os
 import sqlite3
 from collections.abc import Callable
-from contextlib import redirect_stdout
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,8 +32,6 @@ from convgraph.analysis.abandoned import (
 from convgraph.analysis.stats import summary, summary_table
 from convgraph.analysis.summaries import SMALL_INPUT_BYTES
 from convgraph.analysis.tool_stats import tree_tool_totals, tree_tool_totals_table
-from convgraph.cli import stats as stats_command
-from convgraph.cli.tables import print_conversations
 from convgraph.contract import (
     INTEGER_ATTRIBUTES,
     NODE_ATTRIBUTES,
@@ -766,75 +762,6 @@ def test_the_llm_pipeline_is_registered_rules_in_order() -> None:
         "fold_runs",
     ]
     assert set(steps) <= set(RULES)
-
-
-# -- `stats --json` by columns prints what the rows' way prints ---------------------
-
-#: Texts JSON carries as they are; then texts to escape, or JSON cannot.
-PLAIN_TEXTS = st.text(
-    st.characters(
-        blacklist_categories=("Cc", "Cf", "Cs", "Cn", "Zl", "Zp"),
-        blacklist_characters='"\\',
-    ),
-    max_size=8,
-) | st.sampled_from(["", "é,%s", "[1]"])
-UTF8_TEXTS = PLAIN_TEXTS | st.sampled_from(['a"b', "c\\", "\x1b[2J", "\u2028", "\x7f"])
-HOSTILE_TEXTS = UTF8_TEXTS | st.just("\ud800")
-FLOATS = st.none() | st.floats() | st.sampled_from([1e16, 1e-7, 0.1 + 0.2, -0.0])
-
-
-@st.composite
-def printed_tables(draw: st.DrawFn) -> pd.DataFrame:
-    """A `stats` table of plain values, or of values the columns' way leaves
-    to the rows' (texts to escape, times before 1970, sums past 64 bits)."""
-    size = draw(st.integers(0, 12))
-    plain = draw(st.booleans())
-    texts = PLAIN_TEXTS if plain else HOSTILE_TEXTS
-    earliest = datetime(1970 if plain else 1900, 1, 1)
-
-    def column(values: st.SearchStrategy[Any]) -> list[Any]:
-        return draw(st.lists(values, min_size=size, max_size=size))
-
-    times = st.none() | st.datetimes(earliest, datetime(2100, 1, 1)).map(
-        lambda moment: moment.replace(tzinfo=UTC)
-    )
-    sums = st.none() | st.integers(0, 9 if plain else 2**70)
-    return pd.DataFrame(
-        {
-            "tree_id": pd.Series(
-                column(PLAIN_TEXTS if plain else UTF8_TEXTS), dtype="str"
-            ),
-            "name": pd.Series(column(st.none() | texts), dtype=object),
-            "nodes": np.array(column(st.integers(-(2**63), 2**63 - 1)), np.int64),
-            "input_tokens": pd.array(column(st.none() | st.integers(0, 9)), "Int64"),
-            "branching_factor_avg": np.array(
-                [np.nan if v is None else v for v in column(FLOATS)], np.float64
-            ),
-            "abandoned_share": pd.array(column(FLOATS), "Float64"),
-            "last_datetime": pd.Series(column(times), dtype="datetime64[us, UTC]"),
-            "models": pd.Series(column(st.lists(texts, max_size=2)), dtype=object),
-            "tools": pd.Series(
-                column(st.lists(st.just("t"), max_size=1)), dtype=object
-            ),
-            "abandoned_input_tokens": pd.Series(
-                column(sums), dtype="Int64" if plain else object
-            ),
-        }
-    )
-
-
-def printed(print_table: Callable[[], None]) -> bytes:
-    out = io.BytesIO()
-    with redirect_stdout(io.TextIOWrapper(out, encoding="utf-8", write_through=True)):
-        print_table()
-    return out.getvalue()
-
-
-@settings(max_examples=examples(60), deadline=None)
-@given(table=printed_tables())
-def test_stats_json_by_columns_is_the_rows_json(table: pd.DataFrame) -> None:
-    expected = printed(lambda: print_conversations(table, "json"))
-    assert printed(lambda: stats_command._echo_json(table)) == expected
 
 
 @pytest.mark.parametrize("name", ["logs.db", "chatgpt-export.zip"])

@@ -55,17 +55,15 @@ def similarity(first: str | None, second: str | None) -> float:
     return prepared_similarity(PreparedText.of(first), PreparedText.of(second))
 
 
-def _too_short(segment: tuple[str, ...]) -> bool:
-    return len(segment) < ANCHOR_WORDS
-
-
 def prepared_similarity(first: PreparedText, second: PreparedText) -> float:
     """`similarity` of two texts cut beforehand (`PreparedText.of`)."""
     total = first.count + second.count
     if total == 0:
         return 1.0
     matched = 0
-    segments = difflib.SequenceMatcher(_too_short, first.segments, second.segments)
+    segments = difflib.SequenceMatcher(
+        lambda segment: len(segment) < ANCHOR_WORDS, first.segments, second.segments
+    )
     for tag, i1, i2, j1, j2 in segments.get_opcodes():
         if tag == "equal":
             matched += sum(len(words) for words in first.segments[i1:i2])

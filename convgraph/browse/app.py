@@ -158,9 +158,9 @@ class BrowseApp(App[None]):
         return figures_from_json(output)
 
     def _show_rows(self, rows: list[ConversationRow], status: str | None) -> None:
-        kept = self.kept
+        kept, figures = self.kept, self.figures
         shaped = [
-            self._with_figures(row)
+            figures[row.tree_id].on(row) if row.tree_id in figures else row
             for row in rows
             if kept is None or row.tree_id in kept
         ]
@@ -173,10 +173,6 @@ class BrowseApp(App[None]):
             if status
             else f"{count} · / filter or search · enter open · q quit"
         )
-
-    def _with_figures(self, row: ConversationRow) -> ConversationRow:
-        figures = self.figures.get(row.tree_id)
-        return row if figures is None else figures.on(row)
 
     def tree_opened(self, graph: nx.DiGraph[str]) -> None:
         from convgraph.analysis.stats import summary

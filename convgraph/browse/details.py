@@ -19,19 +19,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from convgraph import parts as kinds
 from convgraph.contract import INTEGER_ATTRIBUTES
-from convgraph.parts import (
-    ATTACHMENT,
-    CODE,
-    CODE_OUTPUT,
-    FRAGMENT,
-    REASONING,
-    TEXT,
-    TOOL_CALL,
-    TOOL_RESULT,
-    USER,
-    Part,
-)
 from convgraph.present.local_time import person_time
 from convgraph.present.markdown_text import cut, fenced, inline_text
 from convgraph.text import counted, excerpt, terminal_text
@@ -268,27 +257,29 @@ def _quoted(text: str | None) -> Block:
     return MARKDOWN, "\n".join("> " + line for line in shown.split("\n"))
 
 
-def run_blocks(parts: list[Part] | None, reasoning_open: bool = False) -> list[Block]:
+def run_blocks(
+    parts: list[kinds.Part] | None, reasoning_open: bool = False
+) -> list[Block]:
     """The run of a node part by part: tool calls and results, code and
     output, attachments, words between calls, reasoning folded unless
     `reasoning_open`. Nothing for a node that is only prompt and response."""
-    if not parts or all(part.get("type") == TEXT for part in parts):
+    if not parts or all(part.get("type") == kinds.TEXT for part in parts):
         return []
     blocks: list[Block] = []
     for index, part in enumerate(parts):
         kind = part.get("type")
         name = _literal(part.get("name") or "?")
-        if kind == TEXT and part.get("role") != USER:
-            if any(later.get("type") != TEXT for later in parts[index + 1 :]):
+        if kind == kinds.TEXT and part.get("role") != kinds.USER:
+            if any(later.get("type") != kinds.TEXT for later in parts[index + 1 :]):
                 # Words between two calls: the answer's own are the response.
                 said = _literal(excerpt(part.get("text"), 100))
                 blocks.append((MARKDOWN, f"*said:* {said}"))
-        elif kind == REASONING:
+        elif kind == kinds.REASONING:
             blocks += _reasoning(part, reasoning_open)
-        elif kind == TOOL_CALL:
+        elif kind == kinds.TOOL_CALL:
             arguments = _fenced(_json(part.get("arguments")), "json")
             blocks.append((MARKDOWN, f"↳ **{name}** called with\n{arguments}"))
-        elif kind == TOOL_RESULT:
+        elif kind == kinds.TOOL_RESULT:
             if part.get("error"):
                 error = _literal(part["error"])
                 blocks.append((MARKDOWN, f"← **{name}** failed: {error}"))
@@ -296,19 +287,19 @@ def run_blocks(parts: list[Part] | None, reasoning_open: bool = False) -> list[B
             if output or not part.get("error"):
                 text = output if isinstance(output, str) else _json(output)
                 blocks.append((MARKDOWN, f"← **{name}** gave back\n{_fenced(text)}"))
-        elif kind == CODE:
+        elif kind == kinds.CODE:
             code = _fenced(part.get("text"), part.get("language"))
             language = part.get("language")
             said = f" ({_literal(language)})" if language else ""
             blocks.append((MARKDOWN, f"↳ **code** ran{said}\n{code}"))
-        elif kind == CODE_OUTPUT:
+        elif kind == kinds.CODE_OUTPUT:
             blocks.append((MARKDOWN, f"← **output**\n{_fenced(part.get('text'))}"))
-        elif kind in (ATTACHMENT, FRAGMENT):
+        elif kind in (kinds.ATTACHMENT, kinds.FRAGMENT):
             blocks.append((MARKDOWN, _attached(part)))
     return blocks
 
 
-def _reasoning(part: Part, opened: bool) -> list[Block]:
+def _reasoning(part: kinds.Part, opened: bool) -> list[Block]:
     """The model's reasoning: one folded line, or the line and the text."""
     thought = str(part.get("text") or "")
     if part.get("redacted") and not thought:
@@ -323,8 +314,8 @@ def _reasoning(part: Part, opened: bool) -> list[Block]:
     return [(MARKDOWN, "▾ *reasoning (e: fold)*\n\n" + quoted)]
 
 
-def _attached(part: Part) -> str:
-    kind = "attachment" if part.get("type") == ATTACHMENT else "fragment"
+def _attached(part: kinds.Part) -> str:
+    kind = "attachment" if part.get("type") == kinds.ATTACHMENT else "fragment"
     what = part.get("name") or part.get("url") or "?"
     about = [str(part["mime"])] if part.get("mime") else []
     if isinstance(part.get("size"), int):

@@ -362,9 +362,6 @@ class ConversationScreen(Screen[None]):
             f"transcript to {terminal_text(node)}", transcript_view(safe(text))
         )
 
-    def _refusal(self) -> str | None:
-        return self.browser.refusal
-
     def action_note(self) -> None:
         """Edit the cursor's note in a box; an empty note clears it (`set_note`
         says why where it cannot write)."""
@@ -425,7 +422,7 @@ class ConversationScreen(Screen[None]):
 
     def action_regenerate(self) -> None:
         """Ask the cursor's prompt again: the answer is its sibling."""
-        refusal = self._refusal()
+        refusal = self.browser.refusal
         if refusal:
             self.show_problem(refusal)
             return
@@ -434,7 +431,7 @@ class ConversationScreen(Screen[None]):
             self.run_branch(self.tree.node, None)
 
     def action_branch(self) -> None:
-        refusal = self._refusal()
+        refusal = self.browser.refusal
         if refusal:
             self.show_problem(refusal)
             return

@@ -64,15 +64,9 @@ EXTENSIONS = {
     ".parquet": "parquet",
 }
 ALSO_WRITES = {"json": frozenset({"tree-json"})}
-EXTENSION_OF = {
-    "dot": ".dot",
-    "graphml": ".graphml",
-    "json": ".json",
+#: Each format's first extension; a dataset is a folder.
+EXTENSION_OF = {name: ext for ext, name in reversed(EXTENSIONS.items())} | {
     "tree-json": ".json",
-    "mermaid": ".mmd",
-    "html": ".html",
-    "markdown": ".md",
-    "chat-jsonl": ".jsonl",
     "parquet": "",
 }
 DEFAULT_FORMAT = "dot"
@@ -246,23 +240,18 @@ def export(
     if output == "-" and render is None:
         output = None
     exporter = FORMATS[format_name]
+    given = {
+        "rankdir": rankdir,
+        "paths": paths.lower() if paths is not None else None,
+        "reasoning": reasoning or None,
+        "full": full or None,
+    }
     options: dict[str, Any] = {}
-    if rankdir is not None:
-        if "rankdir" not in exporter.options:
-            raise UserError(f"--rankdir does not apply to --format {format_name}")
-        options["rankdir"] = rankdir
-    if paths is not None:
-        if "paths" not in exporter.options:
-            raise UserError(f"--paths does not apply to --format {format_name}")
-        options["paths"] = paths.lower()
-    if reasoning:
-        if "reasoning" not in exporter.options:
-            raise UserError(f"--reasoning does not apply to --format {format_name}")
-        options["reasoning"] = True
-    if full:
-        if "full" not in exporter.options:
-            raise UserError(f"--full does not apply to --format {format_name}")
-        options["full"] = True
+    for name, value in given.items():
+        if value is not None:
+            if name not in exporter.options:
+                raise UserError(f"--{name} does not apply to --format {format_name}")
+            options[name] = value
     if render is not None:
         if format_name != "dot":
             raise UserError("--render draws the DOT export: use it with --format dot")

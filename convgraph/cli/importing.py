@@ -12,10 +12,6 @@ from convgraph.text import counted
 LISTED = 20
 
 
-def _say(text: str) -> None:
-    echo_line(text)
-
-
 @command("import")
 @click.argument("source", type=click.Path(exists=True, path_type=str))
 @db_path_option
@@ -46,28 +42,28 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
 
     would = "Would import" if dry_run else "Imported"
     if summary.created:
-        _say(
+        echo_line(
             f"{'Would create' if dry_run else 'Created'} {summary.target}"
             " with llm's tables"
         )
     elif summary.upgraded:
-        _say(
+        echo_line(
             f"{'Would bring' if dry_run else 'Brought'} {summary.target}"
             " up to llm's current tables first (llm's own migrations)"
         )
-    _say(
+    echo_line(
         f"{would} {counted(summary.imported, 'conversation', grouping=',')}"
         f" ({counted(summary.nodes, 'node', grouping=',')} as turns,"
         f" {counted(summary.threads, 'thread', grouping=',')}) into {summary.target}"
     )
     if summary.skipped:
-        _say(
+        echo_line(
             f"Skipped {counted(summary.skipped, 'conversation', grouping=',')} imported before"
         )
     if summary.grown:
         added = counted(sum(c.nodes for c in summary.grown), "new node", grouping=",")
         grown = counted(len(summary.grown), "conversation", grouping=",")
-        _say(
+        echo_line(
             f"{'Would add' if dry_run else 'Added'} {added} to {grown} imported before"
         )
     written = [
@@ -75,29 +71,31 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     ]
     # By the id `llm -c --cid` takes: its current branch's thread.
     for result in written[:LISTED]:
-        _say(
+        echo_line(
             f"  {result.thread_id}  {result.name or result.conversation_id}"
             f"  ({counted(result.nodes, 'node', grouping=',')})"
         )
     if len(written) > LISTED:
         more = len(written) - LISTED
-        _say(f"  and {more:,} more: convgraph conversations lists every id")
+        echo_line(f"  and {more:,} more: convgraph conversations lists every id")
     if summary.empty:
         # No turn to write, and llm lists no thread without one: named.
         empty = counted(len(summary.empty), "empty conversation", grouping=",")
-        _say(f"Left out {empty} (no prompt and no answer):")
+        echo_line(f"Left out {empty} (no prompt and no answer):")
         for conversation_id, name in summary.empty[:20]:
-            _say(f"  {conversation_id}  {name or 'no title'}")
+            echo_line(f"  {conversation_id}  {name or 'no title'}")
         if len(summary.empty) > 20:
-            _say(f"  and {len(summary.empty) - 20:,} more (convgraph check lists them)")
+            echo_line(
+                f"  and {len(summary.empty) - 20:,} more (convgraph check lists them)"
+            )
     if dry_run:
-        _say("Nothing was written (--dry-run)")
+        echo_line("Nothing was written (--dry-run)")
     elif written:
-        _say(
+        echo_line(
             "Continue one where it was left (its current branch):"
             " llm -c --cid ID 'your prompt'"
         )
-        _say(
+        echo_line(
             "Its other branches: convgraph tree ID draws them, and"
             " convgraph branch NODE_ID 'your prompt' goes on from any node"
         )

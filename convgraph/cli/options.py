@@ -282,26 +282,22 @@ def _db_option(function: F, expose: bool) -> F:
 SHOW_HIDDEN = "convgraph.show_hidden"
 
 
-def all_option(function: F) -> F:
+def meta_flag(flag: str, key: str, help: str) -> Callable[[F], F]:
+    """A flag the command does not take: it sets `ctx.meta[key]`, which the
+    handle opened for the command reads."""
 
     def remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
-        ctx.meta[SHOW_HIDDEN] = value
+        ctx.meta[key] = value
         return value
 
     return click.option(
-        "--all",
-        "show_hidden",
-        is_flag=True,
-        expose_value=False,
-        callback=remember,
-        help="Show the branches hidden with `convgraph hide` too",
-    )(function)
+        flag, is_flag=True, expose_value=False, callback=remember, help=help
+    )
 
 
-def hidden_wanted() -> bool:
-    """Whether the running command was asked for hidden branches (`--all`)."""
-    ctx = click.get_current_context(silent=True)
-    return bool(ctx is not None and ctx.meta.get(SHOW_HIDDEN))
+all_option = meta_flag(
+    "--all", SHOW_HIDDEN, "Show the branches hidden with `convgraph hide` too"
+)
 
 
 def json_option(function: F) -> F:

@@ -118,9 +118,7 @@ def _column_width(cells: Sequence[str]) -> int:
 def table_width() -> int | None:
     """The terminal's width when stdout is one; None (every column) for a
     file or pipe, so a script's input never depends on a window or $COLUMNS."""
-    if not is_terminal(sys.stdout):
-        return None
-    return shutil.get_terminal_size().columns
+    return shutil.get_terminal_size().columns if is_terminal(sys.stdout) else None
 
 
 def echo_json(value: Any) -> None:
@@ -244,9 +242,7 @@ def _echo_delimited(
 def _flat(value: Any) -> Any:
     if isinstance(value, list):
         return ",".join(str(item) for item in value)
-    if isinstance(value, dict):
-        return json_text(value, indent=None)
-    return value
+    return json_text(value, indent=None) if isinstance(value, dict) else value
 
 
 def _table_lines(
@@ -283,9 +279,7 @@ def _cell(value: Any) -> str:
         return f"{value:.2f}"
     if isinstance(value, list):
         return ", ".join(_cell(item) for item in value)
-    if isinstance(value, dict):
-        return json_text(value, indent=None)
-    return str(value)
+    return json_text(value, indent=None) if isinstance(value, dict) else str(value)
 
 
 def aligned_lines(rows: Sequence[Sequence[str]], left: Container[int]) -> Iterator[str]:

@@ -13,6 +13,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from convgraph.cli.output import is_terminal
 from convgraph.text import cell_width, counted, pad, terminal_text
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class LiveProgress:
 
     def __init__(self, stream: IO[str] | None = None):
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = _is_terminal(self.stream)
+        self.enabled = is_terminal(self.stream)
         self.drawn = 0
         self.last: tuple[str, ...] = ()
         self.last_time = 0.0
@@ -66,13 +67,6 @@ class LiveProgress:
         self.stream.write(up + "".join(f"\x1b[2K{line}\n" for line in lines))
         self.stream.flush()
         self.drawn = len(lines)
-
-
-def _is_terminal(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def fan_out_record(result: FanOut) -> dict[str, object]:
@@ -139,7 +133,7 @@ class ProgressBar:
     ):
         self.in_bytes = in_bytes
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = _is_terminal(self.stream) if enabled is None else enabled
+        self.enabled = is_terminal(self.stream) if enabled is None else enabled
         self.delay = _delay() if delay is None else delay
         self._lock = threading.Lock()
         self._latest: tuple[str, int, int | None] | None = None

@@ -39,6 +39,7 @@ from convgraph.text import counted
 if TYPE_CHECKING:
     import networkx as nx
 
+    from convgraph.logs import Logs
     from convgraph.present.text_tree import Style
 
 
@@ -265,93 +266,79 @@ def _hint_check(problems: int) -> None:
         )
 
 
-@command()
-@click.argument("node_id", type=NODE_ID)
-@db_option
-@all_option
-@output_options
-def path(node_id: str, output_format: str | None) -> None:
-    """The ids from the root of NODE_ID's tree down to NODE_ID."""
-    echo_ids(opened_logs().path(node_id), output_format)
+def _ids_command(
+    name: str,
+    doc: str,
+    answer: Callable[[Logs, str], list[str]],
+    empty: str = "",
+    argument: str = "node_id",
+) -> click.Command:
+    """A command printing the ids `answer` gives for its one argument, and
+    `empty` (`{}` the argument) on stderr where there are none."""
+
+    def run(output_format: str | None, **given: str) -> None:
+        value = given[argument]
+        found = answer(opened_logs(), value)
+        echo_ids(found, output_format)
+        if empty and not found and output_format in (None, "table"):
+            say(empty.format(value))
+
+    run.__doc__ = doc
+    kind = NODE_ID if argument == "node_id" else CONVERSATION_ID
+    decorated = output_options(all_option(db_option(run)))
+    return command(name)(click.argument(argument, type=kind)(decorated))
 
 
-@command()
-@click.argument("node_id", type=NODE_ID)
-@db_option
-@all_option
-@output_options
-def children(node_id: str, output_format: str | None) -> None:
-    """The direct children of NODE_ID, in log order."""
-    from convgraph.model import tree as operations
+def _operation(name: str, of_node: bool = True) -> Callable[[Logs, str], list[str]]:
+    """`model.tree`'s operation `name` on the tree of a node (or conversation)."""
 
-    graph = opened_logs().tree_of_node(node_id)
-    found = operations.children(graph, node_id)
-    echo_ids(found, output_format)
-    if not found and output_format in (None, "table"):
-        say(f"{node_id} has no children: it is a leaf")
+    def answer(logs: Logs, value: str) -> list[str]:
+        from convgraph.model import tree as operations
+
+        operation = getattr(operations, name)
+        if of_node:
+            return list(operation(logs.tree_of_node(value), value))
+        return list(operation(logs.tree_of_conversation(value)))
+
+    return answer
 
 
-@command()
-@click.argument("node_id", type=NODE_ID)
-@db_option
-@all_option
-@output_options
-def siblings(node_id: str, output_format: str | None) -> None:
+path = _ids_command(
+    "path",
+    "The ids from the root of NODE_ID's tree down to NODE_ID.",
+    lambda logs, node_id: logs.path(node_id),
+)
+children = _ids_command(
+    "children",
+    "The direct children of NODE_ID, in log order.",
+    _operation("children"),
+    "{} has no children: it is a leaf",
+)
+siblings = _ids_command(
+    "siblings",
     """NODE_ID's alternatives: the other children of its parent, or for a
-    root the other roots of its conversation (alternatives at its start)."""
-    from convgraph.model import tree as operations
-
-    graph = opened_logs().tree_of_node(node_id)
-    found = operations.siblings(graph, node_id)
-    echo_ids(found, output_format)
-    if not found and output_format in (None, "table"):
-        say(f"{node_id} has no siblings: no other answer at its place")
-
-
-@command()
-@click.argument("node_id", type=NODE_ID)
-@db_option
-@all_option
-@output_options
-def descendants(node_id: str, output_format: str | None) -> None:
-    """Every node below NODE_ID, breadth first."""
-    from convgraph.model import tree as operations
-
-    graph = opened_logs().tree_of_node(node_id)
-    found = operations.descendants(graph, node_id)
-    echo_ids(found, output_format)
-    if not found and output_format in (None, "table"):
-        say(f"no node below {node_id}: it is a leaf")
-
-
-@command()
-@click.argument("conversation_id", type=CONVERSATION_ID)
-@db_option
-@all_option
-@output_options
-def roots(conversation_id: str, output_format: str | None) -> None:
-    """The roots of a conversation, in log order."""
-    from convgraph.model import tree as operations
-
-    echo_ids(
-        operations.roots(opened_logs().tree_of_conversation(conversation_id)),
-        output_format,
-    )
-
-
-@command()
-@click.argument("conversation_id", type=CONVERSATION_ID)
-@db_option
-@all_option
-@output_options
-def leaves(conversation_id: str, output_format: str | None) -> None:
-    """The leaves (branch tips) of a conversation, in log order."""
-    from convgraph.model import tree as operations
-
-    echo_ids(
-        operations.leaves(opened_logs().tree_of_conversation(conversation_id)),
-        output_format,
-    )
+    root the other roots of its conversation (alternatives at its start).""",
+    _operation("siblings"),
+    "{} has no siblings: no other answer at its place",
+)
+descendants = _ids_command(
+    "descendants",
+    "Every node below NODE_ID, breadth first.",
+    _operation("descendants"),
+    "no node below {}: it is a leaf",
+)
+roots = _ids_command(
+    "roots",
+    "The roots of a conversation, in log order.",
+    _operation("roots", of_node=False),
+    argument="conversation_id",
+)
+leaves = _ids_command(
+    "leaves",
+    "The leaves (branch tips) of a conversation, in log order.",
+    _operation("leaves", of_node=False),
+    argument="conversation_id",
+)
 
 
 @command()

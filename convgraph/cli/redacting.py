@@ -8,26 +8,18 @@ from typing import Any, TypeVar
 
 import click
 
-from convgraph.cli.options import REDACT, opened_logs
+from convgraph.cli.options import REDACT, meta_flag, opened_logs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def redact_option(function: F) -> F:
-    """`--redact`: the handle the command reads through replaces secrets."""
-
-    def remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
-        ctx.meta[REDACT] = value
-        return value
-
-    return click.option(
-        "--redact",
-        is_flag=True,
-        expose_value=False,
-        callback=remember,
-        help="Replace secrets (keys, tokens, passwords, private keys, e-mail"
-        " addresses) by [REDACTED kind] in everything written",
-    )(function)
+#: `--redact`: the handle the command reads through replaces secrets.
+redact_option = meta_flag(
+    "--redact",
+    REDACT,
+    "Replace secrets (keys, tokens, passwords, private keys, e-mail addresses)"
+    " by [REDACTED kind] in everything written",
+)
 
 
 def report_secrets(output_format: str | None) -> None:

@@ -3,7 +3,6 @@ usage over time with `--by`; the rows come from `Logs.summaries`."""
 
 from __future__ import annotations
 
-import datetime
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +26,6 @@ from convgraph.model.filters import TreeFilter, select_trees
 from convgraph.text import counted
 
 if TYPE_CHECKING:
-    import pandas as pd
-    import pyarrow as pa
-
     from convgraph.model.forest import Forest
 
 
@@ -222,10 +218,7 @@ def stats(
             from convgraph.meaning.uses import with_spread
 
             table = with_spread(table, logs, model, progress)
-    if output_format == "json" and not isinstance(table, list):
-        _echo_json(table if columns is None else table[columns])
-    else:
-        print_conversations(table, output_format, columns)
+    print_conversations(table, output_format, columns)
     if hidden and not logs.hidden:
         nodes = sum(hidden.values())
         say(
@@ -337,97 +330,3 @@ USAGE_PRIORITY = (
     "cache_read_tokens",
     "cache_write_tokens",
 )
-
-
-def _echo_json(table: pd.DataFrame) -> None:
-    """`print_conversations`' JSON of a table, byte for byte, without a dict
-    per row: each column's texts made at once, the rows joined by Arrow."""
-    try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-    except ImportError:  # the parquet extra's
-        return print_conversations(table, "json")
-    import numpy as np
-    import orjson
-
-    from convgraph.cli.output import _JSON_UNSAFE, _SAFE_ASCII, BATCH, _echo_bytes
-    from convgraph.cli.output import _json_items as json_items
-    from convgraph.cli.tables import BATCH_ROWS, plain_records
-
-    keys = [orjson.dumps(str(name)).decode() + ": " for name in table.columns]
-    # A row: its values between the keys, as orjson indents a dict.
-    gaps = ["  {\n    " + keys[0], *(",\n    " + key for key in keys[1:])]
-    opening = b"[\n"
-    for start in range(0, len(table), BATCH_ROWS):
-        rows = table.iloc[start : start + BATCH_ROWS]
-        try:
-            values = map(_json_texts, rows.items())
-            pieces = [part for pair in zip(gaps, values, strict=True) for part in pair]
-            joined = pc.binary_join_element_wise(*pieces, "\n  },\n", "")
-            at = [joined.offset, joined.offset + len(rows)]
-            ends = np.frombuffer(joined.buffers()[1], np.int32)[at]
-            data = bytes(memoryview(joined.buffers()[2])[ends[0] : ends[1] - 2])
-            if _JSON_UNSAFE.search(data.translate(None, _SAFE_ASCII).decode()):
-                raise ValueError("a character to escape")
-        except (ValueError, TypeError, OverflowError, pa.ArrowException):
-            # What orjson or Arrow refuse, or a character to escape: by rows.
-            found = list(plain_records(rows))
-            batches = (found[at : at + BATCH] for at in range(0, len(found), BATCH))
-            data = b",\n".join(map(json_items, batches))
-        _echo_bytes(opening + data)
-        opening = b",\n"
-    click.echo("[]" if opening == b"[\n" else "\n]")
-
-
-def _json_texts(item: tuple[Any, Any]) -> pa.Array:
-    """A column's values as the texts of JSON, as orjson indents them in a
-    row. Raises TypeError where a value is of no plain type."""
-    import numpy as np
-    import orjson
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    column = item[1]  # a Series: its stubs refuse an object column's None
-    missing = column.isna().to_numpy()
-    if column.dtype.kind in "iub":
-        numbers = getattr(column.dtype, "numpy_dtype", column.dtype)
-        texts = pc.cast(pa.array(column.to_numpy(numbers, na_value=0)), pa.string())
-    elif column.dtype.kind == "f" or (
-        isinstance(column.dtype, pd.DatetimeTZDtype)
-        and column.dt.tz is datetime.UTC
-        and column.dtype.unit == "us"
-    ):
-        if column.dtype.kind == "f":
-            values = column.to_numpy(np.float64, na_value=0)
-        else:
-            values = column.dt.tz_localize(None).to_numpy()
-            values = np.where(missing, np.datetime64(0, "us"), values)
-        # Numbers and times hold no comma: orjson's list split at each.
-        option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NAIVE_UTC
-        found = orjson.dumps(values, option=option)[1:-1].split(b",")
-        texts = pa.array(found, pa.binary()).cast(pa.string())
-    else:
-        texts = _quoted(pa.array(column.to_numpy(object, na_value=None)))
-    return pc.if_else(pa.array(missing), "null", texts) if missing.any() else texts
-
-
-def _quoted(values: pa.Array) -> pa.Array:
-    """Strings, or lists of strings, as JSON texts: quoted, where none has a
-    character to escape. Raises TypeError otherwise."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    lists = pa.types.is_list(values.type)
-    strings = values.flatten() if lists else values
-    if strings.type == pa.null():
-        strings = strings.cast(pa.string())
-    if not pa.types.is_string(strings.type) or (lists and strings.null_count):
-        raise TypeError("not texts")
-    if pc.any(pc.match_substring_regex(strings, r'["\\\x00-\x1f]')).as_py():
-        raise TypeError("texts to escape: orjson's way")
-    if not lists:
-        return pc.binary_join_element_wise('"', strings, '"', "")
-    inner = pc.binary_join(values.cast(pa.list_(pa.string())), '",\n      "')
-    found = pc.binary_join_element_wise('[\n      "', inner, '"\n    ]', "")
-    return pc.if_else(pc.equal(pc.list_value_length(values), 0), "[]", found)

@@ -30,11 +30,6 @@ INTERRUPTED = 130
 STOPPED_AT_ONCE = "interrupted: stopped at once; the answers logged before stay logged"
 
 
-def _say(text: str) -> None:
-    """Print a line for a person, shown safely, wrapped (`echo_line`)."""
-    echo_line(text)
-
-
 @command()
 @db_path_option
 @click.option(
@@ -72,26 +67,26 @@ def migrate(
         )
     plan = result.plan
     if dry_run and backup:
-        _say(f"Would back up {plan.path} to {backup}")
+        echo_line(f"Would back up {plan.path} to {backup}")
     elif result.backup is not None:
-        _say(f"Backed up {plan.path} to {result.backup}")
+        echo_line(f"Backed up {plan.path} to {result.backup}")
     if not plan.needed:
-        _say(f"{plan.path} is already migrated: nothing to do")
+        echo_line(f"{plan.path} is already migrated: nothing to do")
     else:
         if plan.store_only:
-            _say(
+            echo_line(
                 f"{plan.path} needs no migration: llm 0.32 and later keeps"
                 " branches in its message store, and the legacy responses"
                 " table is empty; migrating only prepares that table for an"
                 " llm older than 0.32"
             )
         elif dry_run:
-            _say(f"{plan.path} needs migrating: {_why_migrate(plan)}")
-        _say(f"{'Would migrate' if dry_run else 'Migrated'} {plan.path}:")
+            echo_line(f"{plan.path} needs migrating: {_why_migrate(plan)}")
+        echo_line(f"{'Would migrate' if dry_run else 'Migrated'} {plan.path}:")
         for step in plan.steps():
-            _say(f"  - {step}")
+            echo_line(f"  - {step}")
     for note in plan.notes:
-        _say(f"Note: {note}")
+        echo_line(f"Note: {note}")
 
 
 def _why_migrate(plan: Any) -> str:
@@ -164,20 +159,20 @@ def delete(
     deleted = "Would delete" if dry_run else "Deleted"
     below = len(result.deleted) - 1
     if below:
-        _say(f"{deleted} {node_id} and its {counted(below, 'descendant')}")
+        echo_line(f"{deleted} {node_id} and its {counted(below, 'descendant')}")
     else:
-        _say(f"{deleted} {node_id}")
+        echo_line(f"{deleted} {node_id}")
     if result.moved:
         count = len(result.moved)
         children = counted(count, "child", "children")
         if result.new_parent is None:
             became = "would become" if dry_run else "became"
-            _say(f"{children} {became} {'a root' if count == 1 else 'roots'}")
+            echo_line(f"{children} {became} {'a root' if count == 1 else 'roots'}")
         else:
             moved = "Would move" if dry_run else "Moved"
-            _say(f"{moved} {children} to {result.new_parent}")
+            echo_line(f"{moved} {children} to {result.new_parent}")
     if dry_run:
-        _say("Nothing was deleted (--dry-run)")
+        echo_line("Nothing was deleted (--dry-run)")
 
 
 @contextlib.contextmanager
@@ -313,8 +308,8 @@ def branch(
                 {"node_id": logged.node_id, "conversation_id": logged.conversation_id}
             )
         else:
-            _say(f"node {logged.node_id}")
-            _say(f"conversation {logged.conversation_id}")
+            echo_line(f"node {logged.node_id}")
+            echo_line(f"conversation {logged.conversation_id}")
             _say_how_to_continue(result)
 
 
@@ -332,11 +327,11 @@ def _say_how_to_continue(result: Any) -> None:
         return
     if len(result.answers) == 1:
         (answer,) = result.answers
-        _say(f"Continue it: llm -c --cid {answer.conversation_id} 'your prompt'")
+        echo_line(f"Continue it: llm -c --cid {answer.conversation_id} 'your prompt'")
         return
-    _say("Continue one: llm -c --cid THREAD 'your prompt', its THREAD here:")
+    echo_line("Continue one: llm -c --cid THREAD 'your prompt', its THREAD here:")
     for answer in result.answers:
-        _say(f"  {answer.conversation_id}  ({answer.node_id}, {answer.model})")
+        echo_line(f"  {answer.conversation_id}  ({answer.node_id}, {answer.model})")
 
 
 def _say_how_llm_continues(result: Any) -> None:

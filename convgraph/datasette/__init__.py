@@ -4,6 +4,7 @@ hooks run for every page, so they import no pandas or networkx."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -149,11 +150,7 @@ def table_actions(
     """The action "View as conversation trees" on llm's node and conversation tables."""
     if table not in TREE_TABLES:
         return None
-
-    async def links() -> list[dict[str, str]]:
-        return await _view_links(datasette, actor, database)
-
-    return links
+    return functools.partial(_view_links, datasette, actor, database)
 
 
 @hookimpl
@@ -161,8 +158,4 @@ def database_actions(
     datasette: Datasette, actor: Any, database: str, request: Any
 ) -> Callable[[], Awaitable[list[dict[str, str]]]]:
     """The action "View as conversation trees" on an llm database's page."""
-
-    async def links() -> list[dict[str, str]]:
-        return await _view_links(datasette, actor, database)
-
-    return links
+    return functools.partial(_view_links, datasette, actor, database)

@@ -196,10 +196,8 @@ class Order:
     def of(cls, request: Request) -> Order:
         """The order a request's `_sort`, `_sort_desc` and `_page` ask for.
         Raises `BadRequest` for a column that does not sort or a bad page."""
-        ascending, descending = (
-            request.args.get("_sort"),
-            request.args.get("_sort_desc"),
-        )
+        ascending = request.args.get("_sort")
+        descending = request.args.get("_sort_desc")
         if ascending and descending:
             raise BadRequest("Cannot use _sort and _sort_desc at the same time")
         column = ascending or descending or DEFAULT_SORT

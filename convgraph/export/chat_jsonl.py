@@ -4,20 +4,18 @@ records of `training.chat_examples` (schema: docs/training-schema.md)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from convgraph.export.common import PathOrFile, as_graphs, read_text, write_lines
+from convgraph.export.common import Graphs, PathOrFile, as_graphs, write_lines
 from convgraph.export.training import chat_examples
 
 if TYPE_CHECKING:
-    import networkx as nx
+    pass
 
 
 def generate_chat_jsonl(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-    paths: str = "leaves",
-    reasoning: bool = False,
+    graphs: Graphs, paths: str = "leaves", reasoning: bool = False
 ) -> Iterator[str]:
     """Yield one JSON line per example (`paths`: "leaves" or "active"; the
     model's reasoning kept where `reasoning`)."""
@@ -26,15 +24,10 @@ def generate_chat_jsonl(
 
 
 def write_chat_jsonl(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+    graphs: Graphs,
     path_or_file: PathOrFile,
     paths: str = "leaves",
     reasoning: bool = False,
 ) -> None:
     """Write `generate_chat_jsonl(...)` to a path or an open file."""
     write_lines(generate_chat_jsonl(graphs, paths, reasoning), path_or_file)
-
-
-def read_chat_jsonl(path_or_file: PathOrFile) -> list[dict[str, Any]]:
-    """The examples of a chat JSONL file, one dict per line."""
-    return [json.loads(line) for line in read_text(path_or_file).splitlines() if line]

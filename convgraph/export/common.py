@@ -11,7 +11,7 @@ import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, TypeAlias, cast
 
 from convgraph.contract import NODE_ATTRIBUTES
 from convgraph.errors import ExportError
@@ -62,14 +62,10 @@ def without_forbidden(text: str) -> str:
 
 def without_controls(text: str) -> str:
     """`text` with every control character replaced by `visible`."""
-    if CONTROLS.search(text) is None:
-        return text
-    return CONTROLS.sub(_visible_match, text)
+    return text if CONTROLS.search(text) is None else CONTROLS.sub(_visible_match, text)
 
 
-def as_graphs(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-) -> Iterator[nx.DiGraph[Any]]:
+def as_graphs(graphs: Graphs) -> Iterator[nx.DiGraph[Any]]:
     """One graph or an iterable of graphs, as an iterator of graphs."""
     # A graph is itself iterable (over its nodes): its adjacency tells it apart.
     if hasattr(graphs, "adj") and hasattr(graphs, "graph"):
@@ -82,9 +78,7 @@ def adjacency(graph: nx.DiGraph[Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     return graph._succ, graph._pred  # type: ignore[attr-defined]
 
 
-def look_ahead(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-) -> tuple[Iterator[nx.DiGraph[Any]], bool]:
+def look_ahead(graphs: Graphs) -> tuple[Iterator[nx.DiGraph[Any]], bool]:
     """The graphs again (two read ahead at most), and whether there are several."""
     iterator = as_graphs(graphs)
     ahead = list(itertools.islice(iterator, 2))
@@ -129,6 +123,8 @@ def tree_calls(graph: nx.DiGraph[Any]) -> dict[Any, list[Any]]:
 
 
 PathOrFile = str | os.PathLike[str] | IO[str] | IO[bytes]
+#: One conversation tree, or an iterable of them: what the exporters take.
+Graphs: TypeAlias = "nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]]"
 
 #: Lines joined per write: one write per short line costs more than its text.
 LINES_PER_WRITE = 512

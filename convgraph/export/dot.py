@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from html.entities import html5
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape as xml_escape
 
 from convgraph.errors import ExportError
 from convgraph.export.common import (
+    Graphs,
     PathOrFile,
     UniqueIds,
     adjacency,
@@ -119,9 +120,7 @@ def svg_references_fixed(svg: str) -> str:
     """Graphviz's SVG text with every `&...;` valid XML: XML entities and allowed
     character references stay, HTML entities become their character, any other
     `&` is escaped."""
-    if "&" not in svg:
-        return svg
-    return _REFERENCE.sub(_fixed_reference, svg)
+    return svg if "&" not in svg else _REFERENCE.sub(_fixed_reference, svg)
 
 
 def _fixed_reference(match: re.Match[str]) -> str:
@@ -224,9 +223,7 @@ class _Statements:
         self.rankdir = rankdir
         self.colour = ModelColours()
 
-    def __call__(
-        self, graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]]
-    ) -> Iterator[tuple[Any, ...]]:
+    def __call__(self, graphs: Graphs) -> Iterator[tuple[Any, ...]]:
         graphs, several = look_ahead(graphs)
         graph_attributes = {"rankdir": self.rankdir, **GRAPH_DEFAULTS}
         unique = UniqueIds()
@@ -288,10 +285,6 @@ class _Statements:
             yield ("edge", ids[parent], ids[child])
 
 
-def _attribute_list(attributes: dict[str, str]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in attributes.items())
-
-
 def _assignments(attributes: dict[str, str], indent: str) -> Iterator[str]:
     # `key=value;` statements rather than `graph [...]`: the same to Graphviz,
     # and what pydot reads as the graph's own attributes.
@@ -299,9 +292,7 @@ def _assignments(attributes: dict[str, str], indent: str) -> Iterator[str]:
         yield f"{indent}{key}={value};"
 
 
-def generate_dot(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
-) -> Iterator[str]:
+def generate_dot(graphs: Graphs, rankdir: str = "TB") -> Iterator[str]:
     """Yield the DOT text of one conversation, or of several as clusters, line by line;
     `rankdir` is "TB", "LR", "BT" or "RL". Raises `ExportError` (an unknown `rankdir`,
     or one node id in two of the conversations)."""
@@ -309,12 +300,11 @@ def generate_dot(
     for statement in _Statements(rankdir)(graphs):
         kind = statement[0]
         indent = "  " * depth
-        if kind == "node":
-            yield f"{indent}{statement[1]} [{_attribute_list(statement[2])}];"
+        if kind in ("node", "defaults"):
+            listed = ", ".join(f"{key}={value}" for key, value in statement[2].items())
+            yield f"{indent}{statement[1]} [{listed}];"
         elif kind == "edge":
             yield f"{indent}{statement[1]} -> {statement[2]};"
-        elif kind == "defaults":
-            yield f"{indent}{statement[1]} [{_attribute_list(statement[2])}];"
         elif kind == "cluster":
             yield f"{indent}subgraph {statement[1]} {{"
             yield from _assignments(statement[2], indent + "  ")
@@ -328,18 +318,12 @@ def generate_dot(
             yield f"{'  ' * depth}}}"
 
 
-def write_dot(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-    path_or_file: PathOrFile,
-    rankdir: str = "TB",
-) -> None:
+def write_dot(graphs: Graphs, path_or_file: PathOrFile, rankdir: str = "TB") -> None:
     """Write `generate_dot(graphs, rankdir)` to a path or an open file."""
     write_lines(generate_dot(graphs, rankdir), path_or_file)
 
 
-def to_pydot(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
-) -> pydot.Dot:
+def to_pydot(graphs: Graphs, rankdir: str = "TB") -> pydot.Dot:
     """The same drawing as `generate_dot`, as a pydot object."""
     import pydot
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import (
@@ -19,6 +19,7 @@ from convgraph.export.common import (
     CALLS,
     FORBIDDEN,
     TREE_ID,
+    Graphs,
     PathOrFile,
     UniqueIds,
     add_read_node,
@@ -30,8 +31,6 @@ from convgraph.export.common import (
 )
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from convgraph.model.tree import ConversationTree
 
 HEADER = (
@@ -98,9 +97,7 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
-def generate_graphml(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-) -> Iterator[str]:
+def generate_graphml(graphs: Graphs) -> Iterator[str]:
     """Yield the GraphML of one conversation or several in one graph, line by line: the
     contract's attributes and each node's `calls`. Raises `ExportError` (one node id in
     two conversations, or a count that is not an integer)."""
@@ -149,9 +146,7 @@ def generate_graphml(
     yield "</graphml>"
 
 
-def write_graphml(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], path_or_file: PathOrFile
-) -> None:
+def write_graphml(graphs: Graphs, path_or_file: PathOrFile) -> None:
     """Write `generate_graphml(graphs)` to a path or an open file."""
     write_lines(generate_graphml(graphs), path_or_file)
 

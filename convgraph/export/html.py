@@ -8,7 +8,7 @@ import html
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sized
+from collections.abc import Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 from functools import cache
 from html.parser import HTMLParser
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import ExportError
 from convgraph.export.common import (
+    Graphs,
     PathOrFile,
     UniqueIds,
     as_graphs,
@@ -164,7 +165,7 @@ class PageLinks:
 
 
 def generate_html(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+    graphs: Graphs,
     *,
     title: str = DEFAULT_TITLE,
     rankdir: str = "TB",
@@ -205,7 +206,7 @@ def generate_html(
 
 
 def write_html(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
+    graphs: Graphs,
     path_or_file: PathOrFile,
     *,
     title: str = DEFAULT_TITLE,

@@ -15,6 +15,7 @@ from convgraph.errors import ExportError
 from convgraph.export.common import (
     CALLS,
     TREE_ID,
+    Graphs,
     PathOrFile,
     UniqueIds,
     add_read_node,
@@ -29,8 +30,6 @@ from convgraph.export.common import (
 )
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from convgraph.model.forest import Forest
     from convgraph.model.tree import ConversationTree
     from convgraph.sources.source import ProgressCallback
@@ -102,17 +101,14 @@ def with_commas(lines: Iterable[str]) -> Iterator[str]:
 
 
 def generate_json(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]] | Forest,
-    progress: ProgressCallback | None = None,
+    graphs: Graphs | Forest, progress: ProgressCallback | None = None
 ) -> Iterator[str]:
     """Yield the node-link JSON of one conversation or several, line by line. Raises
     `ExportError` (one node id in two of the conversations)."""
     if is_forest(graphs):
         yield from block_lines(forest_blocks(graphs, progress))
         return
-    graphs, several = look_ahead(
-        cast("nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]]", graphs)
-    )
+    graphs, several = look_ahead(cast("Graphs", graphs))
     edges: list[tuple[Any, Any]] = []
     conversations: list[dict[str, Any]] = []
     single: dict[str, Any] = {}
@@ -162,7 +158,7 @@ def generate_json(
 
 
 def write_json(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]] | Forest,
+    graphs: Graphs | Forest,
     path_or_file: PathOrFile,
     progress: ProgressCallback | None = None,
 ) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from convgraph.export.common import PathOrFile, as_graphs, write_lines
+from convgraph.export.common import Graphs, PathOrFile, as_graphs, write_lines
 from convgraph.present.markdown_text import inline_code, inline_text
 from convgraph.present.transcript import (
     OUTPUT_LIMIT,
@@ -20,9 +20,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
-def generate_markdown(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], full: bool = False
-) -> Iterator[str]:
+def generate_markdown(graphs: Graphs, full: bool = False) -> Iterator[str]:
     """Yield the Markdown of one conversation or several, line by line
     (several are separated by a horizontal rule); `full` keeps long tool
     outputs whole instead of cutting them at `OUTPUT_LIMIT`."""
@@ -36,9 +34,7 @@ def generate_markdown(
 
 
 def write_markdown(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-    path_or_file: PathOrFile,
-    full: bool = False,
+    graphs: Graphs, path_or_file: PathOrFile, full: bool = False
 ) -> None:
     """Write `generate_markdown(graphs, full)` to a path or an open file."""
     write_lines(generate_markdown(graphs, full), path_or_file)
@@ -97,17 +93,13 @@ def _push_choice(
     branch, then what goes on under the main one."""
     if not nodes:
         return
-    main = _main(tree, nodes)
+    # The branch the text follows: the active one, else the last logged.
+    main = next((node for node in nodes if tree.nodes[node].get("active")), nodes[-1])
     stack.append(("below", main, depth, number, False))
     for other in reversed([node for node in nodes if node != main]):
         stack.append(("below", other, depth + 1, number, False))
         stack.append(("step", other, depth + 1, number, True))
     stack.append(("step", main, depth, number, False))
-
-
-def _main(tree: nx.DiGraph[Any], nodes: list[str]) -> str:
-    """The branch the text follows: the active one, else the last logged."""
-    return next((node for node in nodes if tree.nodes[node].get("active")), nodes[-1])
 
 
 def _alternative_label(tree: nx.DiGraph[Any], node: str, number: int) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from convgraph.export.common import (
+    Graphs,
     PathOrFile,
     UniqueIds,
     adjacency,
@@ -22,7 +23,7 @@ from convgraph.export.labels import (
 )
 
 if TYPE_CHECKING:
-    import networkx as nx
+    pass
 
 #: Character -> Mermaid entity code, for every character a label escapes.
 ENTITIES = {
@@ -59,9 +60,7 @@ def quote_label(text: str) -> str:
     return f'"{label or " "}"'
 
 
-def generate_mermaid(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], rankdir: str = "TB"
-) -> Iterator[str]:
+def generate_mermaid(graphs: Graphs, rankdir: str = "TB") -> Iterator[str]:
     """Yield a Mermaid flowchart of one or several conversations, line by line;
     `rankdir` is "TB", "LR", "BT" or "RL". Raises `ExportError` (an unknown `rankdir`,
     or one node id in two of the conversations)."""
@@ -101,9 +100,7 @@ def generate_mermaid(
 
 
 def write_mermaid(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-    path_or_file: PathOrFile,
-    rankdir: str = "TB",
+    graphs: Graphs, path_or_file: PathOrFile, rankdir: str = "TB"
 ) -> None:
     """Write `generate_mermaid(graphs, rankdir)` to a path or an open file."""
     write_lines(generate_mermaid(graphs, rankdir), path_or_file)

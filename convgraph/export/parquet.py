@@ -94,13 +94,8 @@ def write_parquet(
     """Write the forest as `directory/nodes/` and `directory/edges/`, every tree
     whole in one partition of each, and return `directory`; several sources
     read as one are partitioned by source (`nodes/origin=NAME/`, a tree in
-    its first node's), `partitions` each.
-
-    Raises
-    ------
-    ExportError
-        `directory` is a file, is not empty without `force`, or cannot be
-        written."""
+    its first node's), `partitions` each. Raises `ExportError` (`directory`
+    is a file, is not empty without `force`, or cannot be written)."""
     target = Path(directory)
     _check_target(target, force)
     if partitions is not None and partitions < 1:

@@ -42,9 +42,6 @@ PAIR_COLUMNS = (
     "rejected_id",
 )
 
-#: The keys of a chat example, in order.
-EXAMPLE_COLUMNS = ("messages", "conversation_id", "leaf_id")
-
 
 def chat_examples(
     graphs: Iterable[nx.DiGraph[Any]], paths: str = "leaves", reasoning: bool = False

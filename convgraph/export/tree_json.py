@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.scanner import NUMBER_RE
 from typing import TYPE_CHECKING, Any
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph.errors import ExportError
 from convgraph.export.common import (
     CALLS,
+    Graphs,
     PathOrFile,
     UniqueIds,
     add_read_node,
@@ -78,9 +79,7 @@ def _tree_lines(graph: nx.DiGraph[Any]) -> Iterator[str]:
         yield line
 
 
-def generate_tree_json(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]],
-) -> Iterator[str]:
+def generate_tree_json(graphs: Graphs) -> Iterator[str]:
     """Yield the nested tree JSON of one or several conversations, one node a
     line; raises ExportError where one node id is in two conversations."""
     yield f'{{"format":"{FORMAT}","version":{VERSION},"children":['
@@ -102,9 +101,7 @@ def generate_tree_json(
     yield "]}"
 
 
-def write_tree_json(
-    graphs: nx.DiGraph[Any] | Iterable[nx.DiGraph[Any]], path_or_file: PathOrFile
-) -> None:
+def write_tree_json(graphs: Graphs, path_or_file: PathOrFile) -> None:
     """Write `generate_tree_json(graphs)` to a path or an open file."""
     write_lines(generate_tree_json(graphs), path_or_file)
 

@@ -78,6 +78,4 @@ def shown_svg(tree: nx.DiGraph[str]) -> str | None:
 
 def shown_html(tree: nx.DiGraph[str]) -> str | None:
     """The text tree a notebook shows for `tree`, or None for the SVG."""
-    if draws_as_svg(tree):
-        return None
-    return tree_text_html(tree)
+    return None if draws_as_svg(tree) else tree_text_html(tree)

@@ -77,9 +77,7 @@ class ParentWalk:
 
     def cycle(self, walked: list[str]) -> list[str]:
         """The ids of `walked` (this walk's, in order) on the cycle it ended on."""
-        if self.repeat is None:
-            return []
-        return walked[walked.index(self.repeat) :]
+        return [] if self.repeat is None else walked[walked.index(self.repeat) :]
 
 
 @dataclass(frozen=True)

@@ -175,9 +175,7 @@ def hidden_records_table(
     if hidden:
         rows = parent_rows_of(nodes["id"], hidden)
         marked[rows[rows >= 0]] = True
-    if not marked.any():
-        return marked
-    return nearest_marked(parent_rows, marked) >= 0
+    return marked if not marked.any() else nearest_marked(parent_rows, marked) >= 0
 
 
 def active_rows(parent_rows: np.ndarray, ends: np.ndarray) -> np.ndarray:

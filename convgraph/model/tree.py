@@ -177,9 +177,7 @@ def siblings(tree: nx.DiGraph[str], node: str) -> list[str]:
 
 def alternatives(tree: nx.DiGraph[str], point: str | None) -> list[str]:
     """The children of `point`, or the roots where `point` is None (the start)."""
-    if point is None:
-        return roots(tree)
-    return children(tree, point)
+    return roots(tree) if point is None else children(tree, point)
 
 
 def path(tree: nx.DiGraph[str], node: str) -> list[str]:
@@ -247,9 +245,7 @@ def branch_points(tree: nx.DiGraph[str]) -> list[str | None]:
 
 def tree_size(tree: nx.DiGraph[str], root: str | None = None) -> int:
     """How many nodes the tree holds, or the subtree under `root` holds."""
-    if root is None:
-        return tree.number_of_nodes()
-    return 1 + len(descendants(tree, root))
+    return tree.number_of_nodes() if root is None else 1 + len(descendants(tree, root))
 
 
 def branching_factor(tree: nx.DiGraph[str]) -> tuple[float, int]:
@@ -259,9 +255,7 @@ def branching_factor(tree: nx.DiGraph[str]) -> tuple[float, int]:
     starts = len(roots(tree))
     if starts > 1:
         counts.append(starts)
-    if not counts:
-        return 0.0, 0
-    return sum(counts) / len(counts), max(counts)
+    return (0.0, 0) if not counts else (sum(counts) / len(counts), max(counts))
 
 
 def branches(tree: nx.DiGraph[str]) -> list[list[str]]:

@@ -91,9 +91,7 @@ def _tame(lines: list[str]) -> list[str] | None:
     text = "\n".join(lines)
     if "```" in text or "~~~" in text:
         return _tame_with_fences(lines)
-    if "]:" in text or _reads_html(text):
-        return None
-    return _escaped(text).split("\n")
+    return None if "]:" in text or _reads_html(text) else _escaped(text).split("\n")
 
 
 def _reads_html(text: str) -> bool:
@@ -238,6 +236,4 @@ _INFO = re.compile(r"[A-Za-z0-9_+#.\-]+")
 
 def _info(info: str | None) -> str:
     """A fence's info string: a language name, or nothing."""
-    if info and _INFO.fullmatch(info):
-        return info
-    return ""
+    return info if info and _INFO.fullmatch(info) else ""

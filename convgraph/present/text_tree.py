@@ -6,14 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from convgraph.parts import (
-    CODE,
-    CODE_OUTPUT,
-    REASONING,
-    TOOL_CALL,
-    TOOL_RESULT,
-    Part,
-)
+from convgraph import parts as kinds
 from convgraph.text import EXCERPT_WIDTH, cell_width, counted, excerpt, terminal_text
 
 if TYPE_CHECKING:
@@ -49,8 +42,8 @@ def generate_tree_lines(
     """Yield the drawing line by line: every root's tree, or `start`'s subtree.
     `marks` ends a preferred node in ` ★` and a noted one in ` ✎` and the note's
     first words; `active` ends the active path's nodes in ` ●`."""
-    for text, _, _ in _walk(tree, start, width, indent_chains, marks, active, heading):
-        yield text
+    for line in drawing(tree, start, width, indent_chains, marks, active, heading):
+        yield line.text
 
 
 def drawing(
@@ -63,26 +56,9 @@ def drawing(
     heading: str | None = None,
 ) -> Iterator[DrawnLine]:
     """The drawing as `DrawnLine`s, depth first, children in log order."""
-    for line in _walk(tree, start, width, indent_chains, marks, active, heading):
-        yield DrawnLine._make(line)
-
-
-def _walk(
-    tree: nx.DiGraph[Any],
-    start: str | None,
-    width: int,
-    indent_chains: bool,
-    marks: bool,
-    active: bool,
-    heading: str | None,
-) -> Iterator[tuple[str, str | None, str]]:
-    """`drawing`'s lines as plain (text, node, kind) tuples."""
-    if start is not None:
-        starts = [start]
-    else:
-        starts = [node for node, degree in tree.in_degree() if degree == 0]
+    starts = [start] if start is not None else _starts(tree)
     nodes = tree.nodes
-    return _lines(
+    lines = _lines(
         starts,
         start is None and len(starts) > 1,
         tree.successors,
@@ -91,6 +67,11 @@ def _walk(
         Style(width, indent_chains, marks, active),
         heading,
     )
+    return map(DrawnLine._make, lines)
+
+
+def _starts(tree: nx.DiGraph[Any]) -> list[Any]:
+    return [node for node, degree in tree.in_degree() if degree == 0]
 
 
 def _same(node: Any) -> Any:
@@ -195,7 +176,7 @@ def _lines(
             below_prefix = prefix + ("    " if place is LAST else "│   ")
         shown_id = node if id_length is None else str(node)[:id_length]
         tail = ""
-        if parts and any(part.get("type") == REASONING for part in parts):
+        if parts and any(part.get("type") == kinds.REASONING for part in parts):
             tail += REASONING_MARK
         if active and is_active:
             tail += " ●"
@@ -325,8 +306,8 @@ def tree_drawing(tree: nx.DiGraph[Any], style: Style | None = None) -> tuple[str
     """One tree as `convgraph tree` draws it: its heading line and the lines
     beneath, joined."""
     style = style or Style()
-    nodes = tree.nodes
-    starts = [node for node, degree in tree.in_degree() if degree == 0]
+    nodes, tree_id = tree.nodes, tree.graph.get("tree_id")
+    starts = _starts(tree)
     lines = _lines(
         starts,
         len(starts) > 1,
@@ -334,7 +315,7 @@ def tree_drawing(tree: nx.DiGraph[Any], style: Style | None = None) -> tuple[str
         lambda node: _fields(nodes[node]),
         _same,
         style,
-        tree_heading(tree, _heading_room(style, tree.graph.get("tree_id"))),
+        heading_line(tree_id, tree.graph.get("name"), _heading_room(style, tree_id)),
     )
     heading = next(lines)[0]
     return heading, "\n".join([line[0] for line in lines])
@@ -347,13 +328,8 @@ def _heading_room(style: Style, tree_id: Any) -> int:
     return max(style.fit - cell_width(str(tree_id)) - 2, MIN_TEXT)
 
 
-def tree_heading(tree: nx.DiGraph[Any], width: int = EXCERPT_WIDTH) -> str:
-    """The line naming a conversation above its drawing: id and name excerpt."""
-    return heading_line(tree.graph.get("tree_id"), tree.graph.get("name"), width)
-
-
 def heading_line(tree_id: Any, name: Any, width: int = EXCERPT_WIDTH) -> str:
-    """`tree_heading`'s line from a tree's id and name."""
+    """The line naming a conversation above its drawing: id and name excerpt."""
     title = str(tree_id)
     if name:
         title += f"  {excerpt(name, width)}"
@@ -372,38 +348,38 @@ def run_lines(data: Mapping[str, Any], width: int = EXCERPT_WIDTH) -> list[str]:
     ]
 
 
-def _calls_and_answers(parts: list[Part]) -> list[tuple[str, str | None]]:
+def _calls_and_answers(parts: list[kinds.Part]) -> list[tuple[str, str | None]]:
     """Each call or piece of code with what came back (None while nothing did),
     in run order; a result no call asked for stands alone. Results pair with calls
     as the transcript pairs them; an output answers the code before it."""
     entries: list[list[Any]] = []  # [said, answer, part type, call id, name]
     for part in parts:
         kind = part.get("type")
-        if kind == TOOL_CALL:
+        if kind == kinds.TOOL_CALL:
             name = part.get("name")
             said = f"{name or '?'}({arguments_text(part.get('arguments'))})"
             call_id = part.get("id")
-            entries.append([said, None, TOOL_CALL, call_id or None, name])
-        elif kind == CODE:
+            entries.append([said, None, kinds.TOOL_CALL, call_id or None, name])
+        elif kind == kinds.CODE:
             said = f"{part.get('language') or 'code'}: {part.get('text') or ''}"
-            entries.append([said, None, CODE, None, None])
-        elif kind == TOOL_RESULT:
+            entries.append([said, None, kinds.CODE, None, None])
+        elif kind == kinds.TOOL_RESULT:
             answer = _result_text(part)
-            waiting = [e for e in entries if e[2] == TOOL_CALL and e[1] is None]
+            waiting = [e for e in entries if e[2] == kinds.TOOL_CALL and e[1] is None]
             found = _answered(waiting, part.get("id"), part.get("name"))
             if found is not None:
                 found[1] = answer
             else:
                 entries.append(
-                    [part.get("name") or "?", answer, TOOL_RESULT, None, None]
+                    [part.get("name") or "?", answer, kinds.TOOL_RESULT, None, None]
                 )
-        elif kind == CODE_OUTPUT:
-            waiting = [e for e in entries if e[2] == CODE and e[1] is None]
+        elif kind == kinds.CODE_OUTPUT:
+            waiting = [e for e in entries if e[2] == kinds.CODE and e[1] is None]
             if waiting:
                 waiting[-1][1] = str(part.get("text") or "")
             else:
                 entries.append(
-                    ["output", str(part.get("text") or ""), CODE, None, None]
+                    ["output", str(part.get("text") or ""), kinds.CODE, None, None]
                 )
     return [(entry[0], entry[1]) for entry in entries]
 
@@ -444,7 +420,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _result_text(part: Part) -> str:
+def _result_text(part: kinds.Part) -> str:
     if part.get("error"):
         return f"error: {part['error']}"
     output = part.get("output")

@@ -189,18 +189,13 @@ def open_index(
         again = rebuild or attempt > 0
         try:
             opened = _open_current(logs, path, progress, say, rebuild=again)
+            try:
+                opened.searcher = opened.index.searcher()
+                opened.searcher.num_docs  # noqa: B018 (reads the segments' meta)
+            except damage_errors() as error:
+                opened.close()
+                raise _Damaged(str(error)) from None
         except _Damaged as error:
-            if attempt:
-                raise DatabaseError(
-                    f"the search index {path} cannot be read: {error}"
-                ) from None
-            say(f"the search index {path} is damaged: building it again")
-            continue
-        try:
-            opened.searcher = opened.index.searcher()
-            opened.searcher.num_docs  # noqa: B018 (reads the segments' meta)
-        except damage_errors() as error:
-            opened.close()
             if attempt:
                 raise DatabaseError(
                     f"the search index {path} cannot be read: {error}"

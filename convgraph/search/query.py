@@ -113,9 +113,7 @@ def text_query(index: tantivy.Index, query: str) -> tantivy.Query:
             [(tantivy.Occur.Should, field_query) for field_query in each]
         )
         clauses.append((tantivy.Occur.Must, either))
-    if len(clauses) == 1:
-        return clauses[0][1]
-    return tantivy.Query.boolean_query(clauses)
+    return clauses[0][1] if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
 
 
 def marked(snippet: str) -> tuple[str, list[list[int]]]:
@@ -220,9 +218,7 @@ def _restricted(
         clauses.append(
             (tantivy.Occur.Must, tantivy.Query.term_set_query(layout, "tree", trees))
         )
-    if len(clauses) == 1:
-        return query
-    return tantivy.Query.boolean_query(clauses)
+    return query if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
 
 
 def _kept_trees(index: Any, where: TreeFilter) -> list[str]:

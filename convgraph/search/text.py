@@ -10,16 +10,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from convgraph.parts import (
-    ATTACHMENT,
-    CODE,
-    CODE_OUTPUT,
-    FRAGMENT,
-    REASONING,
-    TEXT,
-    TOOL_CALL,
-    TOOL_RESULT,
-)
+from convgraph import parts as kinds
 
 if TYPE_CHECKING:
     import tantivy
@@ -74,18 +65,20 @@ def parts_text(
     lines: list[str] = []
     for part in parts or ():
         kind = part.get("type")
-        if kind in (REASONING, CODE, CODE_OUTPUT):
+        if kind in (kinds.REASONING, kinds.CODE, kinds.CODE_OUTPUT):
             values = [part.get("text")]
-        elif kind == TOOL_CALL:
+        elif kind == kinds.TOOL_CALL:
             arguments = part.get("arguments")
             if arguments is not None and not isinstance(arguments, str):
                 arguments = json.dumps(arguments, ensure_ascii=False, default=str)
             values = [part.get("name"), arguments]
-        elif kind == TOOL_RESULT:
+        elif kind == kinds.TOOL_RESULT:
             values = [part.get("name"), part.get("output"), part.get("error")]
-        elif kind in (ATTACHMENT, FRAGMENT):
+        elif kind in (kinds.ATTACHMENT, kinds.FRAGMENT):
             values = [part.get("name"), part.get("url")]
-        elif kind == TEXT and all(str(part.get("text")) not in (s or "") for s in said):
+        elif kind == kinds.TEXT and all(
+            str(part.get("text")) not in (s or "") for s in said
+        ):
             values = [part.get("text")]
         else:
             continue

@@ -45,9 +45,7 @@ def is_export(logs: Source) -> bool:
 def notes_file(logs: Source) -> Path:
     """The SQLite file that holds `logs`' notes."""
     path = Path(logs.path)
-    if is_export(logs):
-        return path.with_name(path.name + SIDE_FILE_SUFFIX)
-    return path
+    return path.with_name(path.name + SIDE_FILE_SUFFIX) if is_export(logs) else path
 
 
 def read_notes(

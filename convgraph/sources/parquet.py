@@ -279,9 +279,7 @@ def _ids(values: pd.Series) -> pd.Series:
             return value
         if isinstance(value, float) and value.is_integer():
             return str(int(value))
-        if isinstance(value, int | float):
-            return str(value)
-        return None
+        return str(value) if isinstance(value, int | float) else None
 
     return values.astype(object).map(as_id).astype(object)
 

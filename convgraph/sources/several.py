@@ -156,9 +156,7 @@ def listed_target() -> str | dict[str, str] | None:
         found = {name: path for name, path in found.items() if path != llm}
     if not found or list(found.values()) == [llm]:
         return None
-    if len(found) == 1:
-        return next(iter(found.values()))
-    return found
+    return next(iter(found.values())) if len(found) == 1 else found
 
 
 class SeveralSources(Source):

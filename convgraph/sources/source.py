@@ -90,9 +90,7 @@ def prefix_end(prefix: str) -> str | None:
     point order, as SQLite's), or None where there is none."""
     while prefix and prefix[-1] == chr(0x10FFFF):
         prefix = prefix[:-1]
-    if not prefix:
-        return None
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else None
 
 
 def prefix_range(column: str, prefix: str) -> tuple[str, list[str]]:

@@ -151,17 +151,9 @@ def branch(
     child of that node. `model` defaults to the node's own; `system` is given after the
     history; `timeout` is for the write lock, `request_timeout` for the model (None: no
     limit). Returns the new node and its conversation (the new thread, for `llm -c
-    --cid`).
-
-    Raises
-    ------
-    UnknownNode
-        No node has this id.
-    NotMigrated
-        A legacy file without the parent column or rules.
-    BranchError
-        llm is missing, the model is unknown, or the model failed.
-    DatabaseError, DatabaseLocked, RuleViolation"""
+    --cid`). Raises `UnknownNode`, `NotMigrated` (a legacy file without the
+    parent column or rules), `BranchError` (llm is missing, the model is unknown
+    or failed), `DatabaseError`, `DatabaseLocked`, `RuleViolation`."""
     result = fan_out(
         node_id,
         prompt,

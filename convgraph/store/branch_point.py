@@ -141,9 +141,7 @@ def with_system(
 ) -> list[Any]:
     """The history, with `system` after it when it changes the system prompt:
     models read the system from the messages, not from `system=`."""
-    if system and system != current:
-        return [*history, llm.system(system)]
-    return history
+    return [*history, llm.system(system)] if system and system != current else history
 
 
 def system_of(messages: list[Any]) -> str | None:

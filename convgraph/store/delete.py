@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from convgraph.errors import DeletionRefused
+from convgraph.sources.llm.files import table_names
 from convgraph.store.responses import keep_as_roots
 from convgraph.store.rules import PARENT_COLUMN, rule_message
 from convgraph.store.transaction import (
@@ -283,10 +284,7 @@ def _drop_empty_conversations(
     as a thread of the same id."""
     if not conversation_ids:
         return
-    tables = {
-        row[0]
-        for row in conn.execute("select name from sqlite_master where type = 'table'")
-    }
+    tables = table_names(conn)
     if "conversations" not in tables:
         return
     in_threads = (

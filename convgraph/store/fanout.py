@@ -16,13 +16,8 @@ from typing import Any, TypeVar
 _T = TypeVar("_T")
 
 #: The states of a request, in the order they happen.
-WAITING, STREAMING, DONE, FAILED, STOPPED = (
-    "waiting",
-    "streaming",
-    "done",
-    "failed",
-    "stopped",
-)
+WAITING, STREAMING, DONE = "waiting", "streaming", "done"
+FAILED, STOPPED = "failed", "stopped"
 
 #: How often a live display is told that time passed, in seconds.
 TICK_SECONDS = 0.2
@@ -262,10 +257,10 @@ class _Runner:
                     response, error = await self.answer(job, *model, cancel)
         except TimeoutError as error:
             cancel.set()
-            if deadline is None or not deadline.expired():
+            if deadline is not None and deadline.expired():
+                self.fail(job, f"no answer within {self.timeout:g} s (--timeout)")
+            else:
                 self.fail(job, _reason(error))  # not the --timeout
-                return
-            self.fail(job, f"no answer within {self.timeout:g} s (--timeout)")
             return
         except asyncio.CancelledError:
             cancel.set()

@@ -26,9 +26,7 @@ __all__ = [
 
 def llm_datetime(moment: str | None) -> str | None:
     """An ISO 8601 time as llm writes `turns.datetime_utc`; non-times as they are."""
-    if not moment:
-        return None
-    return utc_iso(moment) or moment
+    return (utc_iso(moment) or moment) if moment else None
 
 
 def breadth_first(roots: list[str], children: dict[str, list[str]]) -> Iterator[str]:

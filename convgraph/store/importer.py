@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from convgraph.errors import DatabaseError, ImportRefused
-from convgraph.sources.llm.files import is_sqlite_file
+from convgraph.sources.llm.files import is_sqlite_file, table_names
 from convgraph.sources.source import ProgressCallback
 from convgraph.store.import_plan import (
     ConversationPlan,
@@ -309,12 +309,7 @@ def check_target(source: Path, target: Path) -> str:
         raise ImportRefused(f"{target} is not an llm database (not SQLite)")
     conn = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        tables = {
-            row[0]
-            for row in conn.execute(
-                "select name from sqlite_master where type = 'table'"
-            )
-        }
+        tables = table_names(conn)
     except sqlite3.DatabaseError as error:
         raise ImportRefused(f"{target} is not an llm database ({error})") from None
     finally:
@@ -330,11 +325,7 @@ def check_target(source: Path, target: Path) -> str:
 
 def _has_store(conn: Any) -> bool:
     """Whether the file has llm's message store (llm 0.32 and later)."""
-    found = conn.execute(
-        "select count(*) from sqlite_master where type = 'table'"
-        " and name in ('threads', 'turns', 'messages')"
-    ).fetchone()[0]
-    return bool(found == 3)
+    return {"threads", "turns", "messages"} <= table_names(conn)
 
 
 def _held(
@@ -405,16 +396,10 @@ def import_export(
 ) -> ImportSummary:
     """Write the conversations of a chat export (`source`: a zip, its JSON or a
     folder) into llm's database (`db`, llm's own when None; made where missing).
-
-    Raises
-    ------
-    DatabaseError
-        The source is not a chat export, or cannot be read.
-    ImportRefused
-        The target is the export itself or not an llm database, or llm is
-        missing.
-    DatabaseLocked
-        Another writer kept the file busy; conversations written before stay."""
+    Raises `DatabaseError` (the source is not a chat export, or cannot be read),
+    `ImportRefused` (the target is the export itself or not an llm database, or
+    llm is missing), `DatabaseLocked` (another writer kept the file busy; the
+    conversations written before stay)."""
     from convgraph.sources import open_logs
     from convgraph.sources.chat.exports import ChatExport
     from convgraph.store.transaction import database_path

@@ -104,16 +104,11 @@ class MigrationPlan:
 def plan_migration(
     conn: sqlite3.Connection, path: Path, link_linear: bool = False
 ) -> MigrationPlan:
-    """Look at the database and say what migrating it would change.
-
-    Raises
-    ------
-    DatabaseError
-        There is no legacy `responses` table.
-    MigrationRefused
-        llm has not brought the file to its schema yet, or `--link-linear`
-        was asked for but responses already have parents that are not the
-        linear ones (linking would overwrite the tree)."""
+    """Look at the database and say what migrating it would change. Raises
+    `DatabaseError` (no legacy `responses` table), `MigrationRefused` (llm has
+    not brought the file to its schema yet, or `--link-linear` was asked for but
+    responses have parents that are not the linear ones: linking would
+    overwrite the tree)."""
     columns = response_columns(conn)
     if not columns:
         raise DatabaseError(
@@ -123,7 +118,7 @@ def plan_migration(
     _require_llm_schema(conn, path)
     plan = MigrationPlan(path)
     plan.add_column = PARENT_COLUMN not in columns
-    resuming = _linking_unfinished(conn)
+    resuming = migration_recorded(conn, LINKING_MARK)
     if link_linear or resuming:
         plan.link = _links_to_make(conn, plan.add_column, resuming)
     plan.add_index = not has_index_on(conn, PARENT_COLUMN)
@@ -178,10 +173,6 @@ def _require_llm_schema(conn: sqlite3.Connection, path: Path) -> None:
 
 def _has_rows(conn: sqlite3.Connection) -> bool:
     return conn.execute("select 1 from responses limit 1").fetchone() is not None
-
-
-def _linking_unfinished(conn: sqlite3.Connection) -> bool:
-    return migration_recorded(conn, LINKING_MARK)
 
 
 def _links_to_make(

@@ -32,12 +32,7 @@ def set_note(
     """Record `text` as the note of `node_id` (None clears it) in one transaction;
     return the file written. Raises `UnknownNode`, `DatabaseError (the file cannot be
     written)`, `DatabaseLocked`."""
-    from convgraph.sources import open_logs
-
-    with open_logs(db) as logs:
-        # A chain's call names the chain's node; a unique prefix its id.
-        node_id = logs.node_of(logs.resolve_node(node_id))
-        path = notes_file(logs)
+    node_id, path = _node_and_file(node_id, db)
     _write(path, [(node_id, "note", text)])
     return path
 
@@ -86,14 +81,18 @@ def set_hidden(
     """Hide the branch of `node_id` (or show it again) in one transaction; return the
     node's whole id and the file written. Raises `UnknownNode`, `DatabaseError`,
     `DatabaseLocked`."""
+    node_id, path = _node_and_file(node_id, db)
+    _write(path, [(node_id, "hidden", 1 if hidden else 0)])
+    return node_id, path
+
+
+def _node_and_file(node_id: str, db: str | os.PathLike[str] | None) -> tuple[str, Path]:
+    """The node `node_id` names, and the file its notes go to."""
     from convgraph.sources import open_logs
 
     with open_logs(db) as logs:
         # A chain's call names the chain's node; a unique prefix its id.
-        node_id = logs.node_of(logs.resolve_node(node_id))
-        path = notes_file(logs)
-    _write(path, [(node_id, "hidden", 1 if hidden else 0)])
-    return node_id, path
+        return logs.node_of(logs.resolve_node(node_id)), notes_file(logs)
 
 
 def _write(path: Path, changes: Sequence[tuple[str, str, object]]) -> None:

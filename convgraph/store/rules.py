@@ -261,9 +261,7 @@ def install_rules(conn: sqlite3.Connection) -> list[str]:
 def rule_message(error: sqlite3.IntegrityError) -> str | None:
     """The rule a trigger's refusal names, without the prefix (None otherwise)."""
     message = str(error)
-    if message.startswith(RULE_PREFIX):
-        return message[len(RULE_PREFIX) :]
-    return None
+    return message[len(RULE_PREFIX) :] if message.startswith(RULE_PREFIX) else None
 
 
 def require_rules(

@@ -38,6 +38,7 @@ from convgraph.sources.agents.files import (
     DUPLICATE_RECORD,
     SessionGroup,
     Sidechain,
+    climb,
     count_unknown,
     file_problem,
     first_records,
@@ -432,13 +433,7 @@ def _follow_links(reading: _Reading) -> None:
     if not through:
         return
     for message in reading.messages:
-        parent = message.parent
-        steps = 0
-        # Bounded: hostile links may go round a cycle of passed records.
-        while parent in through and steps <= len(through):
-            parent = through[parent]
-            steps += 1
-        message.parent = parent
+        message.parent = climb(message.parent, through)
 
 
 def _place(reading: _Reading, group: SessionGroup) -> None:

@@ -86,7 +86,11 @@ def record_message(
                 if said is None and type(content) is list:
                     # A pasted picture alone: the prompt as the chat exports
                     # write it, so the turn stays the user's.
-                    message.text = attachment_note(_images(content), 0)
+                    images = sum(
+                        type(block) is dict and block.get("type") == "image"
+                        for block in content
+                    )
+                    message.text = attachment_note(images, 0)
         message.parts = parts or None
     elif kind == "assistant":
         parts, texts = _parts(P.ASSISTANT, raw, text)
@@ -209,13 +213,6 @@ def _parts(
                 )
             )
     return found, texts
-
-
-def _images(content: list[Any]) -> int:
-    """How many image blocks a message's content holds."""
-    return sum(
-        type(block) is dict and block.get("type") == "image" for block in content
-    )
 
 
 def _image(role: str, block: dict[str, Any]) -> P.Part:

@@ -44,7 +44,6 @@ from convgraph.sources.chat.messages import (
     STEP,
     Message,
     as_dict,
-    as_int,
     as_list,
     as_text,
     join_texts,
@@ -180,7 +179,14 @@ def read_group(
         if kind == "event_msg":
             event = payload.get("type")
             if event == "token_count" and group.messages:
-                _add_usage(group.messages[-1], as_dict(payload.get("info")), group)
+                # The turn's `last_token_usage`; its input counts the cache's.
+                usage = as_dict(as_dict(payload.get("info")).get("last_token_usage"))
+                group.add_usage(
+                    group.messages[-1],
+                    usage.get("input_tokens"),
+                    usage.get("output_tokens"),
+                    usage.get("cached_input_tokens"),
+                )
             elif event == "user_message":
                 words = as_text(payload.get("message"))
                 if words is not None:
@@ -333,22 +339,6 @@ _CALL_NAMES = {
     "tool_search_call": "tool_search",
     "image_generation_call": "image_generation",
 }
-
-
-def _add_usage(message: Message, info: dict[str, Any], group: SessionGroup) -> None:
-    """A turn's usage (`last_token_usage`) added to the message it follows;
-    its input counts the tokens read from the cache (`cached_input_tokens`),
-    which the group keeps apart as well."""
-    usage = as_dict(info.get("last_token_usage"))
-    cached = as_int(usage.get("cached_input_tokens"))
-    if cached is not None:
-        group.cache_read[message.id] = group.cache_read.get(message.id, 0) + cached
-    tokens_in = as_int(usage.get("input_tokens"))
-    tokens_out = as_int(usage.get("output_tokens"))
-    if tokens_in is not None:
-        message.input_tokens = (message.input_tokens or 0) + tokens_in
-    if tokens_out is not None:
-        message.output_tokens = (message.output_tokens or 0) + tokens_out
 
 
 def _shell_output(output: str) -> str:

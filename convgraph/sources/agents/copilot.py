@@ -33,6 +33,7 @@ from convgraph import parts as P
 from convgraph.sources.agents.files import (
     SessionGroup,
     Sidechain,
+    climb,
     count_unknown,
     json_lines,
     jsonl_files,
@@ -249,7 +250,13 @@ def _beside(kind: str, data: dict[str, Any], reading: _Reading) -> None:
         reading.usage = True
         answer = reading.last_answer.get(_caller(data, {}))
         if answer is not None:
-            _add_usage(answer, data, reading.group)
+            reading.group.add_usage(
+                answer,
+                data.get("inputTokens"),
+                data.get("outputTokens"),
+                data.get("cacheReadTokens"),
+                data.get("cacheWriteTokens"),
+            )
     elif kind == "subagent.started":
         call = as_text(data.get("toolCallId"))
         if call is not None:
@@ -389,48 +396,13 @@ def _follow(reading: _Reading) -> None:
     through = reading.through
     side_messages = _side_messages(reading.sides)
     for message in [*reading.group.messages, *side_messages]:
-        message.parent = _climb(message.parent, through)
+        message.parent = climb(message.parent, through)
     side_parent = {message.id: message.parent for message in side_messages}
     for message in reading.group.messages:
-        parent = message.parent
-        steps = 0
-        while parent in side_parent and steps <= len(side_parent):
-            parent = side_parent[parent]
-            steps += 1
-        message.parent = parent
+        message.parent = climb(message.parent, side_parent)
     for call, side in reading.sides.items():
         if side.anchor is None:
             side.anchor = reading.calls.get(call, (None, None))[0]
         if side.anchor is None and side.messages:
             # No call names it: under the session's message it came after.
-            first = side.messages[0].parent
-            steps = 0
-            while first in side_parent and steps <= len(side_parent):
-                first = side_parent[first]
-                steps += 1
-            side.anchor = first
-
-
-def _climb(parent: str | None, through: dict[str, str | None]) -> str | None:
-    steps = 0
-    # Bounded: hostile links may go round a cycle of passed events.
-    while parent in through and steps <= len(through):
-        parent = through[parent]
-        steps += 1
-    return parent
-
-
-def _add_usage(message: Message, data: dict[str, Any], group: SessionGroup) -> None:
-    """One model call's usage added to the reply it gave."""
-    tokens_in = as_int(data.get("inputTokens"))
-    tokens_out = as_int(data.get("outputTokens"))
-    if tokens_in is not None:
-        message.input_tokens = (message.input_tokens or 0) + tokens_in
-    if tokens_out is not None:
-        message.output_tokens = (message.output_tokens or 0) + tokens_out
-    read = as_int(data.get("cacheReadTokens"))
-    written = as_int(data.get("cacheWriteTokens"))
-    if read is not None:
-        group.cache_read[message.id] = group.cache_read.get(message.id, 0) + read
-    if written is not None:
-        group.cache_write[message.id] = group.cache_write.get(message.id, 0) + written
+            side.anchor = climb(side.messages[0].parent, side_parent)

@@ -19,7 +19,7 @@ from convgraph.contract import SIDECHAIN
 from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
 from convgraph.sources.chat.json_files import MAX_VALUE_BYTES
-from convgraph.sources.chat.messages import Message, text_to_iso
+from convgraph.sources.chat.messages import Message, as_int, text_to_iso
 
 #: A problem kind: a line that is no JSON object (cut short, or damaged):
 #: left out, the rest of the file read.
@@ -89,6 +89,24 @@ class SessionGroup:
     continues: list[str] = field(default_factory=list)
     copies: set[str] = field(default_factory=set)
 
+    def add_usage(
+        self,
+        message: Message,
+        given: Any,
+        said: Any,
+        read: Any = None,
+        written: Any = None,
+    ) -> None:
+        """Add one model call's tokens (JSON values, counted where whole
+        numbers) to `message`: `given` and `said` to its own, the cache's
+        `read` and `written` to this group's."""
+        for name, value in (("input_tokens", given), ("output_tokens", said)):
+            if (count := as_int(value)) is not None:
+                setattr(message, name, (getattr(message, name) or 0) + count)
+        for counts, value in ((self.cache_read, read), (self.cache_write, written)):
+            if (count := as_int(value)) is not None:
+                counts[message.id] = counts.get(message.id, 0) + count
+
 
 def written_before(messages: list[Message], time: str | None) -> str | None:
     """Where a subagent nothing names hangs: the last of `messages` written
@@ -102,6 +120,16 @@ def written_before(messages: list[Message], time: str | None) -> str | None:
         if written is not None and written <= began:
             before = message.id
     return before
+
+
+def climb(parent: str | None, through: dict[str, str | None]) -> str | None:
+    """Where a link ends once it goes on through `through`'s links; bounded,
+    as hostile links may go round a cycle."""
+    steps = 0
+    while parent in through and steps <= len(through):
+        parent = through[parent]
+        steps += 1
+    return parent
 
 
 def file_problem(kind: str, where: str, message: str) -> Problem:

@@ -70,12 +70,7 @@ def read_sessions(
     and joined to the tree of an earlier one it continues (`_Joiner`);
     into `table`'s lists where given. `done` is told each group's file
     count once it is read. A group that cannot be read raises, or with
-    `go_on` (a folder's) is left out and named in `unread`.
-
-    Raises
-    ------
-    DatabaseError
-        A file cannot be read (without `go_on`).
+    `go_on` (a folder's) is left out and named in `unread`: `DatabaseError`.
     """
     joined = _Joiner()
     read = SessionsRead([], table, [], {})

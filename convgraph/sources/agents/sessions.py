@@ -40,7 +40,7 @@ from convgraph.text import terminal_text
 if TYPE_CHECKING:
     import pandas as pd
 
-    from convgraph.sources.source import ForestRead
+    from convgraph.sources.source import ForestRead, ProgressCallback
 
 #: The agents, in the order their trees are listed.
 FORMATS: tuple[ModuleType, ...] = (claude_code, codex, gemini_cli, copilot)
@@ -73,12 +73,8 @@ def detect(path: Path) -> AgentSessions | None:
     `files.MAX_DEPTH`), or a home folder: one holding `.claude/projects`,
     `.codex/sessions` or `.gemini/tmp` is read as the stores it holds, all
     agents as one forest. An SQLite file, or a JSON file that is no chat of
-    an agent, is told at once by its first bytes or value.
-
-    Raises
-    ------
-    DatabaseError
-        A session file given alone cannot be read.
+    an agent, is told at once by its first bytes or value. Raises
+    `DatabaseError` (a session file given alone cannot be read).
     """
     from convgraph.sources.chat.json_files import path_kind
 
@@ -99,9 +95,6 @@ def detect(path: Path) -> AgentSessions | None:
             known[companion] = companion_told[1]
     kept = [file for file in files if file in known]
     return AgentSessions(path, {module: kept}, known, [], alone=True)
-
-
-#: The name `sources.open_logs` and `store.rules` call it by.
 
 
 def _folder(path: Path) -> AgentSessions | None:
@@ -149,12 +142,8 @@ def tell(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:
     """The agent whose session `path` is, with the records read to tell it,
     or None: a JSON file by its value (Gemini CLI's chats), a JSON-lines
     file by its records, read up to the first that only one agent writes
-    (a file whose records never tell, none).
-
-    Raises
-    ------
-    DatabaseError
-        The file cannot be read.
+    (a file whose records never tell, none). Raises `DatabaseError` (the
+    file cannot be read).
     """
     try:
         with open(path, "rb") as stream:
@@ -483,9 +472,7 @@ class AgentSessions(Source):
         return ForestRead(nodes, names, list(self.record_problems), dict(self.calls))
 
     def read_forest(
-        self,
-        text: bool = True,
-        progress: Callable[[str, int, int | None], None] | None = None,
+        self, text: bool = True, progress: ProgressCallback | None = None
     ) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Every node as one table, read session by session: the columns and
         types of `ChatExport.read_forest`, with the agents' own
@@ -523,9 +510,7 @@ class AgentSessions(Source):
 class _Count:
     """A progress callback told the files read, a group at a time."""
 
-    def __init__(
-        self, phase: str, total: int, progress: Callable[[str, int, int | None], None]
-    ) -> None:
+    def __init__(self, phase: str, total: int, progress: ProgressCallback) -> None:
         self.phase, self.total, self.progress, self.files = phase, total, progress, 0
         progress(phase, 0, total)
 

@@ -89,13 +89,16 @@ READ_COLUMNS = {
 }
 
 
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """The names of the file's tables."""
+    rows = conn.execute("select name from sqlite_master where type = 'table'")
+    return {row[0] for row in rows}
+
+
 def llm_tables(conn: sqlite3.Connection) -> set[str]:
     """The file's tables that are llm's by its schema: all of them where
     llm's migrations table is there, else those with `READ_COLUMNS`."""
-    tables = {
-        row[0]
-        for row in conn.execute("select name from sqlite_master where type = 'table'")
-    }
+    tables = table_names(conn)
     if "_llm_migrations" in tables:
         return tables
     return {

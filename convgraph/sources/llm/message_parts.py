@@ -271,9 +271,7 @@ def _call_name(tool_name: str | None, payload: dict[str, Any]) -> str | None:
 def _output(output: Any) -> str:
     if output is None:
         return ""
-    if isinstance(output, str):
-        return output
-    return json.dumps(output, ensure_ascii=False)
+    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
 
 
 def _text_refs(payload: dict[str, Any]) -> list[dict[str, Any]]:

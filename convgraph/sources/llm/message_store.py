@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from convgraph.contract import INTEGER_ATTRIBUTES, SOURCE_ATTRIBUTES, TEXT_ATTRIBUTES
 from convgraph.links.integrity import FORK_CYCLE, ParentWalk, Problem, break_cycles
+from convgraph.sources.llm.files import table_names
 from convgraph.sources.llm.generations import CONTINUES
 from convgraph.sources.llm.message_chains import (
     Chains,
@@ -92,12 +93,7 @@ SOME_THREADS = " where thread_id in (select value from json_each(:threads))"
 class MessageStoreReader:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
-        tables = {
-            row[0]
-            for row in conn.execute(
-                "select name from sqlite_master where type = 'table'"
-            )
-        }
+        tables = table_names(conn)
         self.has_attachments = {"part_attachments", "attachments"} <= tables
 
     def has_thread(self, thread_id: str) -> bool:

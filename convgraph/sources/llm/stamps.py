@@ -12,6 +12,7 @@ import sqlite3
 from typing import Any
 
 from convgraph.errors import DatabaseError, UnknownConversation, UnknownNode
+from convgraph.sources.llm.files import table_names
 from convgraph.sources.llm.snapshot import BEFORE_FIRST_ROWID
 from convgraph.sources.source import Source
 
@@ -34,12 +35,7 @@ def table_stamps(logs: Source, since: dict[str, Any] | None) -> dict[str, Any]:
     assert conn is not None
     try:
         (version,) = conn.execute("pragma schema_version").fetchone()
-        tables = {
-            name
-            for (name,) in conn.execute(
-                "select name from sqlite_master where type = 'table'"
-            )
-        }
+        tables = table_names(conn)
         stamp: dict[str, Any] = {"schema": version}
         kept: dict[str, list[Any]] = {}
         for table in STAMPED_TABLES:

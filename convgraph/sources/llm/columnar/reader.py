@@ -287,7 +287,11 @@ def _read_range(
 
     parts = []
     count = 0
-    for chunk in chunked.paced_chunks(fetch, _rows_of, _last_rowid_of, after, last):
+
+    def last_rowid(chunk: pa.Table) -> int:
+        return int(chunk["_rowid"][-1].as_py())
+
+    for chunk in chunked.paced_chunks(fetch, len, last_rowid, after, last):
         if pc.min(chunk["_clean"]).as_py() != 1:
             raise NotColumnar("values of other types")
         count += chunk.num_rows
@@ -295,14 +299,6 @@ def _read_range(
         advanced(chunk.num_rows)
         del chunk
     return parts, count
-
-
-def _rows_of(chunk: pa.Table) -> int:
-    return int(chunk.num_rows)
-
-
-def _last_rowid_of(chunk: pa.Table) -> int:
-    return int(chunk["_rowid"][-1].as_py())
 
 
 def _checked_column(

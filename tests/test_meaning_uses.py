@@ -172,7 +172,7 @@ def test_check_duplicates_lists_the_question_asked_again(topics_db: Path) -> Non
     assert pair["cosine"] > DUPLICATE_COSINE
     assert pair["name"] == "How long should I boil pasta?"
     result = run("check", "--duplicates", "--db", topics_db, expect=1)
-    assert result.stdout.startswith("near-duplicate: pasta and again (0.9")
+    assert result.stdout.splitlines()[1].split()[:2] == ["pasta", "again"]
     # Plain check reads no vectors and finds nothing wrong.
     assert run("check", "--db", topics_db).stdout == "no problems found\n"
 

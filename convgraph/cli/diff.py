@@ -196,12 +196,7 @@ def _number(value: int | None, unit: str = "") -> str:
 
 @command("compare")
 @click.argument("node_id", metavar="ID", type=ANY_ID)
-@click.option(
-    "--meaning",
-    "by_meaning",
-    is_flag=True,
-    help="Add the responses' similarity by meaning (cosine of their embeddings)",
-)
+@click.option("--meaning", "by_meaning", is_flag=True, help="Compare by meaning too")
 @embedding_model_option
 @db_option
 @all_option

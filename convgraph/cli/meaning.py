@@ -66,13 +66,7 @@ TOPIC_COLUMNS = ["topic", "words", "name", "conversations", "tree_ids", "titles"
 
 
 @command()
-@click.option(
-    "-k",
-    "count",
-    type=Number(1, 10_000),
-    help="How many topics [default: the square root of half the"
-    " conversations, at most 8]",
-)
+@click.option("-k", "count", type=Number(1, 10_000), help="How many topics")
 @embedding_model_option
 @db_option
 @all_option
@@ -80,11 +74,11 @@ TOPIC_COLUMNS = ["topic", "words", "name", "conversations", "tree_ids", "titles"
 def topics(count: int | None, model: str | None, output_format: str | None) -> None:
     """Group the conversations by meaning, each topic named by its words.
 
-    k-means (seeded: a file gives the same topics) on each conversation's
-    mean prompt embedding (WordLlama offline, or --embedding-model); each
-    topic named by the words its prompts hold more often than the others',
-    largest first, with three titles. As records: topic, words, name,
-    conversations, tree_ids, titles.
+    Seeded k-means on each conversation's mean prompt embedding (WordLlama,
+    or --embedding-model) into -k topics (default: the square root of half
+    the conversations, at most 8), each named by the words its prompts hold
+    more often than the others', largest first, with three titles. As
+    records: topic, words, name, conversations, tree_ids, titles.
     """
     from convgraph.meaning.uses import conversation_topics
 
@@ -103,8 +97,8 @@ def topics(count: int | None, model: str | None, output_format: str | None) -> N
 
 
 def report_duplicates(output_format: str | None, model: str | None) -> None:
-    """`check --duplicates`: the pairs `near_duplicates` finds, a line each or
-    as records; exit status 1 when there are any."""
+    """`check --duplicates`: the pairs `near_duplicates` finds, as records;
+    exit status 1 when there are any."""
     from convgraph.meaning import node_vectors
     from convgraph.meaning.uses import near_duplicates
 
@@ -116,13 +110,8 @@ def report_duplicates(output_format: str | None, model: str | None) -> None:
         {"tree_a": a, "tree_b": b, "cosine": cosine, "name": names.get(a)}
         for a, b, cosine in pairs
     ]
-    if output_format is not None:
-        echo_records(records, ["tree_a", "tree_b", "cosine", "name"], output_format)
-    for a, b, cosine in pairs if output_format is None else []:
-        asked = excerpt(names.get(a) or "", 60)
-        click.echo(
-            terminal_text(f"near-duplicate: {a} and {b} ({cosine:.2f}): {asked}")
-        )
+    columns = ["tree_a", "tree_b", "cosine", "name"]
+    echo_records(records, columns, output_format or "table")
     if not records and output_format in (None, "table"):
         click.echo("no near-duplicate conversations found")
     if records:

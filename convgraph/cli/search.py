@@ -75,11 +75,7 @@ COLUMNS = (
     metavar="DIR",
     help="Keep the search index in this directory (default: the user's cache)",
 )
-@click.option(
-    "--meaning",
-    metavar="TEXT",
-    help="Rank by meaning too: the nodes nearest TEXT fused with QUERY's hits",
-)
+@click.option("--meaning", metavar="TEXT", help="Fuse with the nodes nearest TEXT")
 @embedding_model_option
 @output_options
 @db_option
@@ -133,7 +129,8 @@ def search(
             from convgraph.meaning.uses import meaning_search
 
             text = " ".join(query) or None
-            records = meaning_search(logs, text, meaning, limit, model, bar, **options)
+            options |= {"model": model, "progress": bar}
+            records = meaning_search(logs, text, meaning, limit, **options)
         else:
             hits = logs.search(" ".join(query), limit=limit, progress=bar, **options)
             records = [hit.as_record() for hit in hits]

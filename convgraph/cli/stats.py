@@ -77,12 +77,7 @@ if TYPE_CHECKING:
     help="Add each tree's cost_usd and abandoned_cost_usd (genai-prices, as"
     " --by prices)",
 )
-@click.option(
-    "--meaning",
-    "by_meaning",
-    is_flag=True,
-    help="Add alternatives_spread: how far apart alternative answers lie",
-)
+@click.option("--meaning", "by_meaning", is_flag=True, help="Add alternatives_spread")
 @embedding_model_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar")
 @click.option(

@@ -180,10 +180,7 @@ def with_spread(
 
 
 def conversation_topics(
-    logs: Logs,
-    k: int | None = None,
-    model: str | None = None,
-    progress: ProgressCallback | None = None,
+    logs: Logs, k: int | None, model: str | None, progress: ProgressCallback | None
 ) -> list[dict[str, Any]]:
     """The conversations in `k` topics (by default the square root of half
     their number, at most `DEFAULT_TOPICS`) by k-means on each tree's mean
@@ -217,25 +214,20 @@ def conversation_topics(
 
 
 def meaning_search(
-    logs: Logs,
-    text: str | None,
-    meaning: str,
-    limit: int,
-    model: str | None = None,
-    progress: ProgressCallback | None = None,
-    **options: Any,
+    logs: Logs, text: str | None, meaning: str, limit: int, **options: Any
 ) -> list[dict[str, Any]]:
     """The hits of `text` (the words search) and of `meaning` (the nodes whose
-    prompt or answer is nearest it), ranked by `fused_ranks`, as `Hit`
-    records whose score is the fused one; `options` are `Logs.search`'s
-    filters (`abandoned`, `where`, ...), applied to both."""
+    prompt or answer is nearest it by the embedding `model` of `options`),
+    ranked by `fused_ranks`, as `Hit` records with the fused score; the other
+    `options` are `Logs.search`'s (`abandoned`, `where`, ...), for both."""
     from convgraph.meaning import embed_texts, nearest, node_vectors
 
+    model, progress = options.pop("model", None), options.get("progress")
     pool, vectors = max(100, 3 * limit), node_vectors(logs, model, progress)
     roles: dict[str, str] = {}
     for row, _ in nearest(vectors, embed_texts([meaning], model)[0], pool):
         roles.setdefault(vectors.ids[row], vectors.roles[row])
-    found = logs.search(text, limit=pool, progress=progress, **options) if text else []
+    found = logs.search(text, limit=pool, **options) if text else []
     # The index gives the nearest nodes their place and snippet, and keeps
     # only those the filters keep.
     quoted = (re.sub(r'(["\\])', r"\\\1", node) for node in roles)

@@ -157,7 +157,7 @@ def human_commands(f: dict[str, Any], tmp_path: Path) -> dict[str, list[list[Any
             [trees["conv-agent"], *e],
         ],
         "diff": [[ids["a2"], ids["a2e"], *e]],
-        "compare": [[ids["a1b"], *e], [ids["a1b"], "--table", *e]],
+        "compare": [[ids["a1b"], *e], [ids["a1b"], "--table", "--meaning", *e]],
         "transcript": [
             [trees["conv-agent"], *e],
             [ids["a2e"], *e],
@@ -165,6 +165,7 @@ def human_commands(f: dict[str, Any], tmp_path: Path) -> dict[str, list[list[Any
             [f"root{HOSTILE}", "--db", legacy],
         ],
         "pairs": [e, ["--db", imported]],
+        "topics": [e, ["--db", legacy], ["--db", legacy, "--json"]],
         # The words found in a snippet are styled, every stored text in it
         # shown as symbols (the index is written beside each file).
         "search": [
@@ -172,6 +173,7 @@ def human_commands(f: dict[str, Any], tmp_path: Path) -> dict[str, list[list[Any
             ["Tides", "--db", imported],
             ["Answer", "--db", legacy],
             ["Answer", "--table", "--db", legacy],
+            ["--meaning", "an answer", "--db", legacy],
         ],
         "note": [[ids["a2"], f"why{HOSTILE}", "--db", notes]],
         "prefer": [[ids["a2e"], "--db", notes]],

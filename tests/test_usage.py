@@ -245,11 +245,11 @@ def test_stats_nodes_in_range(usage_db: Path):
     [
         (
             ("--by", "weak"),
-            "--by weak: give one or more of day, week, month, model, project, source, each once",
+            "--by weak: give one or more of day, week, month, model, project, source, topic, each once",
         ),
         (
             ("--by", "week,week"),
-            "--by week,week: give one or more of day, week, month, model, project, source, each once",
+            "--by week,week: give one or more of day, week, month, model, project, source, topic, each once",
         ),
         (("--plot",), "--plot and --measure draw usage over time: give --by"),
         (

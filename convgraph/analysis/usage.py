@@ -86,6 +86,8 @@ GROUPINGS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "model": _model,
     "project": _project,
     "source": _source,
+    # Set by `stats --by topic` from convgraph.meaning (a layer above).
+    "topic": lambda nodes: nodes["topic"].astype(object),
 }
 
 

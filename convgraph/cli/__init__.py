@@ -48,6 +48,7 @@ COMMANDS: tuple[click.Command, ...] = (
     search.search,
     meaning.similar,
     sources.sources,
+    meaning.topics,
 )
 
 
@@ -81,6 +82,7 @@ SUMMARIES = {
     "search": "Find text in any branch",
     "similar": "The prompts and answers nearest by meaning",
     "sources": "The sources read when no --db is given",
+    "topics": "Conversations grouped by meaning into topics",
 }
 
 for _command in COMMANDS:

@@ -15,6 +15,7 @@ from convgraph.cli.options import (
     all_option,
     command,
     db_option,
+    embedding_model_option,
     json_option,
     opened_logs,
     output_options,
@@ -195,10 +196,14 @@ def _number(value: int | None, unit: str = "") -> str:
 
 @command("compare")
 @click.argument("node_id", metavar="ID", type=ANY_ID)
+@click.option("--meaning", "by_meaning", is_flag=True, help="Compare by meaning too")
+@embedding_model_option
 @db_option
 @all_option
 @output_options
-def compare_command(node_id: str, output_format: str | None) -> None:
+def compare_command(
+    node_id: str, by_meaning: bool, model: str | None, output_format: str | None
+) -> None:
     """Compare the children of ID, a node: the alternatives tried from it.
     An ID that names a conversation tree instead (a conversation id, or any
     thread id of the tree) compares its roots: the alternatives at its start.
@@ -208,6 +213,10 @@ def compare_command(node_id: str, output_format: str | None) -> None:
     (difflib's ratio over words, 0 to 1). Without an output option, a report
     for reading; as records, one a child with id, those columns, and
     similarity (sibling id -> ratio; JSON text in CSV and TSV).
+
+    --meaning adds the same pairs' similarity by meaning, the cosine of the
+    responses' embeddings (WordLlama offline, or --embedding-model), -1 to
+    1: a second table, or as records meaning (sibling id -> cosine).
     """
     from dataclasses import fields
 
@@ -215,9 +224,19 @@ def compare_command(node_id: str, output_format: str | None) -> None:
 
     tree, point = _tree_and_point(node_id)
     result = compare(tree, point)
+    meaning = None
+    if by_meaning or model is not None:
+        from convgraph.meaning.uses import compared_by_meaning
+
+        meaning = compared_by_meaning(result, tree, model)
     if output_format is not None:
         columns = [field.name for field in fields(Alternative)]
-        echo_records(result.to_dicts(), columns, output_format)
+        records = result.to_dicts()
+        if meaning is not None:
+            columns.append("meaning")
+            for record, alternative in zip(records, meaning.alternatives, strict=True):
+                record["meaning"] = alternative.similarity
+        echo_records(records, columns, output_format)
         return
     if not result.alternatives:
         say(f"{node_id} has no children")
@@ -226,6 +245,9 @@ def compare_command(node_id: str, output_format: str | None) -> None:
         result, tree.graph.get("tree_id"), table_width()
     ):
         click.echo(line)
+    if meaning is not None and len(meaning.alternatives) > 1:
+        heading = click.style("similarity of responses by meaning (cosine)", bold=True)
+        click.echo("\n".join(["", heading, *_similarity_lines(meaning)]))
 
 
 def _tree_and_point(id_: str) -> tuple[nx.DiGraph[str], str | None]:
@@ -299,6 +321,11 @@ def _compare_lines(
         return
     yield ""
     yield click.style("similarity of responses (0 to 1, over words)", bold=True)
+    yield from _similarity_lines(result)
+
+
+def _similarity_lines(result: Comparison) -> Iterator[str]:
+    """The similarity of every pair (or of neighbours), "-" where unmeasured."""
     ids = result.ids
     if result.neighbours is not None:
         yield from _neighbour_lines(result)
@@ -309,9 +336,11 @@ def _compare_lines(
             "1.00"
             if other == alternative.id
             else f"{alternative.similarity[other]:.2f}"
+            if other in alternative.similarity
+            else "-"
             for other in ids
         ]
-        for number, alternative in enumerate(alternatives, start=1)
+        for number, alternative in enumerate(result.alternatives, start=1)
     ]
     yield from _table(
         ["#", *(str(n) for n in range(1, len(ids) + 1))], matrix, left=set()

@@ -305,6 +305,15 @@ def json_option(function: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON")(function)
 
 
+#: `--embedding-model NAME`, for every command that asks for meaning.
+embedding_model_option = click.option(
+    "--embedding-model",
+    "model",
+    metavar="NAME",
+    help="An llm embedding model (`llm embed-models`; default: wordllama, offline)",
+)
+
+
 def output_options(function: F) -> F:
     """`--table`, `--json`, `--nl`, `--csv`, `--tsv`, given as `output_format`
     (None: the form for a person); two together are an error."""

@@ -17,6 +17,7 @@ from convgraph.cli.options import (
     all_option,
     command,
     db_option,
+    embedding_model_option,
     json_option,
     opened_logs,
     output_options,
@@ -343,8 +344,12 @@ leaves = _ids_command(
 @command()
 @db_option
 @click.option("--secrets", is_flag=True, help="List where secrets are, not them")
+@click.option("--duplicates", is_flag=True, help="List questions asked again")
+@embedding_model_option
 @output_options
-def check(output_format: str | None, secrets: bool) -> None:
+def check(
+    output_format: str | None, secrets: bool, duplicates: bool, model: str | None
+) -> None:
     """Report broken parent links; exit status 1 when there are any.
 
     Cycles, self-parents, parents that do not exist and parents in another
@@ -356,6 +361,9 @@ def check(output_format: str | None, secrets: bool) -> None:
     conversation_id, message and cycle (the ids around a cycle). --db DIR
     may name a Parquet dataset (convgraph export --format parquet): its
     repeated rows, broken links and trees split over files.
+
+    --duplicates lists conversations whose first prompts mean the same
+    instead: a cosine of 0.8 or more (WordLlama, or --embedding-model).
     """
     from dataclasses import fields
 
@@ -366,6 +374,10 @@ def check(output_format: str | None, secrets: bool) -> None:
         from convgraph.cli.redacting import report_secrets
 
         return report_secrets(output_format)
+    if duplicates:
+        from convgraph.cli.meaning import report_duplicates
+
+        return report_duplicates(output_format, model)
     dataset = dataset_path()
     if dataset is not None:
         # A dataset convgraph export wrote: what its readers leave out.

@@ -9,7 +9,14 @@ from typing import Any
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
-from convgraph.cli.options import command, db_option, opened_logs, output_options
+from convgraph.cli.options import (
+    UserError,
+    command,
+    db_option,
+    embedding_model_option,
+    opened_logs,
+    output_options,
+)
 from convgraph.cli.output import echo_records, is_terminal, say, table_width
 from convgraph.cli.progress import ProgressBar
 from convgraph.cli.user_input import Number
@@ -40,7 +47,7 @@ COLUMNS = (
 
 
 @command(epilog=FILTER_HELP)
-@click.argument("query", nargs=-1, required=True)
+@click.argument("query", nargs=-1)
 @click.option(
     "-n",
     "--limit",
@@ -68,6 +75,8 @@ COLUMNS = (
     metavar="DIR",
     help="Keep the search index in this directory (default: the user's cache)",
 )
+@click.option("--meaning", metavar="TEXT", help="Fuse with the nodes nearest TEXT")
+@embedding_model_option
 @output_options
 @db_option
 @filter_options
@@ -77,6 +86,8 @@ def search(
     abandoned: bool,
     query_syntax: bool,
     index_directory: str | None,
+    meaning: str | None,
+    model: str | None,
     output_format: str | None,
     where: TreeFilter,
 ) -> None:
@@ -95,20 +106,34 @@ def search(
     (BM25, higher is better), tree_id, id, depth, active, model,
     datetime_utc, source, fields (the texts that match), snippet and marks
     (the words found, as [start, end) character offsets).
+
+    --meaning TEXT adds the nodes of any branch whose prompt or answer is
+    nearest TEXT in meaning (WordLlama offline, or --embedding-model), ranks
+    fused by reciprocal rank fusion (score: the sum of 1 / (60 + rank));
+    fields names the text found. Without QUERY, the nearest nodes alone.
     """
+    if not query and meaning is None:
+        raise UserError("give a QUERY, or --meaning TEXT, or both")
+    if meaning is not None and not meaning.strip():
+        raise UserError("--meaning: give a text to compare with")
     logs = opened_logs()
+    options = {
+        "abandoned": abandoned,
+        "query_syntax": query_syntax,
+        "where": where,
+        "index_directory": index_directory,
+        "notice": say,
+    }
     with ProgressBar() as bar:
-        hits = logs.search(
-            " ".join(query),
-            limit=limit,
-            abandoned=abandoned,
-            query_syntax=query_syntax,
-            where=where,
-            index_directory=index_directory,
-            progress=bar,
-            notice=_notice,
-        )
-    records = [hit.as_record() for hit in hits]
+        if meaning is not None:
+            from convgraph.meaning.uses import meaning_search
+
+            text = " ".join(query) or None
+            options |= {"model": model, "progress": bar}
+            records = meaning_search(logs, text, meaning, limit, **options)
+        else:
+            hits = logs.search(" ".join(query), limit=limit, progress=bar, **options)
+            records = [hit.as_record() for hit in hits]
     if output_format is not None:
         columns = list(COLUMNS)
         if output_format == "table":
@@ -172,8 +197,3 @@ def _snippet(snippet: str, marks: list[list[int]], styled: bool) -> str:
         at = end
     pieces.append(terminal_text(snippet[at:]))
     return "".join(pieces)
-
-
-def _notice(line: str) -> None:
-    """Say a line of the index on stderr, wrapped."""
-    say(line)

@@ -15,6 +15,7 @@ from convgraph.cli.options import (
     all_option,
     command,
     db_option,
+    embedding_model_option,
     opened_logs,
     output_options,
 )
@@ -76,6 +77,8 @@ if TYPE_CHECKING:
     help="Add each tree's cost_usd and abandoned_cost_usd (genai-prices, as"
     " --by prices)",
 )
+@click.option("--meaning", "by_meaning", is_flag=True, help="Add alternatives_spread")
+@embedding_model_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar")
 @click.option(
     "--dask",
@@ -99,6 +102,8 @@ def stats(
     plot: str | None,
     measure: str,
     with_cost: bool,
+    by_meaning: bool,
+    model: str | None,
 ) -> None:
     """Statistics of every conversation tree, or of the ones named.
 
@@ -123,7 +128,11 @@ def stats(
     --nodes-in-range measures nodes, times, models and usage over the nodes
     the filters match; the shape stays the tree's.
 
-    --by day|week|month|model|project|source (or several: --by week,model):
+    --meaning adds alternatives_spread: the mean cosine distance between
+    sibling answers' embeddings (WordLlama offline, or --embedding-model)
+    over the tree's branch points; null without alternatives.
+
+    --by day|week|month|model|project|source|topic (or several: --by week,model):
     usage over time, one row per group: conversations, nodes, branch_points,
     abandoned_branches, input_tokens, output_tokens, cost_usd (each model's
     price on the day, from genai-prices; null for a model it does not know,
@@ -135,7 +144,9 @@ def stats(
     from convgraph.cli.options import dataset_path
     from convgraph.cli.tables import PRIORITY, chosen_columns
 
-    columns = chosen_columns(column_names, PRIORITY)
+    spread = by_meaning or model is not None
+    known = (*PRIORITY, "alternatives_spread") if spread else PRIORITY
+    columns = chosen_columns(column_names, known)
     if nodes_in_range and not where:
         raise UserError("--nodes-in-range counts the nodes the filters match: give one")
     if by is None and (plot is not None or measure != "nodes"):
@@ -185,6 +196,12 @@ def stats(
             hidden = forest.hidden
             in_range = where if nodes_in_range else None
             if keys is not None:
+                if "topic" in keys:
+                    from convgraph.meaning.uses import conversation_topics
+
+                    topics = conversation_topics(logs, None, model, progress)
+                    named = {t: x["name"] for x in topics for t in x["tree_ids"]}
+                    forest.nodes["topic"] = forest.nodes["tree_id"].map(named)
                 _usage(forest, keys, in_range, plot, measure, output_format)
                 return
             from convgraph.analysis.reports import trees_table
@@ -192,6 +209,10 @@ def stats(
             table, unpriced = trees_table(forest, in_range, with_cost)
             _say_unknown(unpriced)
             del forest
+        if spread:
+            from convgraph.meaning.uses import with_spread
+
+            table = with_spread(table, logs, model, progress)
     print_conversations(table, output_format, columns)
     if hidden and not logs.hidden:
         nodes = sum(hidden.values())

@@ -177,8 +177,7 @@ def break_cycles(
 
 @rule(RECORDS)
 def check_links(
-    records: list[dict[str, Any]],
-    conversation_of_outsiders: Mapping[str, str],
+    records: list[dict[str, Any]], conversation_of_outsiders: Mapping[str, str]
 ) -> tuple[dict[str, str | None], list[Problem]]:
     """The valid parent of each of one tree's records (log order), and the
     problems. `conversation_of_outsiders` holds the parents outside the tree
@@ -266,11 +265,7 @@ def check_links_table(
         cycle_ids = _values_at(ids, on_cycles)
         parents = dict(zip(cycle_ids, _values_at(ids, checked[on_cycles]), strict=True))
         conversation_of = dict(
-            zip(
-                cycle_ids,
-                _values_at(nodes["conversation_id"], on_cycles),
-                strict=True,
-            )
+            zip(cycle_ids, _values_at(nodes["conversation_id"], on_cycles), strict=True)
         )
         cycle_problems = break_cycles(parents, parents, conversation_of)
         problems.extend(cycle_problems)

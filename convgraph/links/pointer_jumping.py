@@ -57,10 +57,7 @@ def climb(
         # The sentinel or a cycle the rounds ran out on: nothing marked.
         is_marked = np.append(marked, False)
         nearest = np.where(is_marked[reached], reached, -1)
-    return Climb(
-        None if totals is None else totals[:count],
-        nearest,
-    )
+    return Climb(None if totals is None else totals[:count], nearest)
 
 
 def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:

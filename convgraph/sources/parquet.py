@@ -27,18 +27,8 @@ from convgraph.contract import (
     TREE_NAME,
 )
 from convgraph.errors import DatabaseError, UnknownConversation
-from convgraph.links.integrity import (
-    DUPLICATE_ID,
-    NO_ID,
-    Problem,
-    check_links_table,
-)
-from convgraph.sources.source import (
-    CONVERSATION,
-    MIN_PREFIX,
-    IdMatch,
-    ambiguous_id,
-)
+from convgraph.links.integrity import DUPLICATE_ID, NO_ID, Problem, check_links_table
+from convgraph.sources.source import CONVERSATION, MIN_PREFIX, IdMatch, ambiguous_id
 from convgraph.text import counted
 
 if TYPE_CHECKING:
@@ -176,9 +166,7 @@ def read_file(
 
 
 def checked_nodes(
-    nodes: pd.DataFrame,
-    table: str = NODES,
-    earlier: Mapping[str, str] | None = None,
+    nodes: pd.DataFrame, table: str = NODES, earlier: Mapping[str, str] | None = None
 ) -> tuple[pd.DataFrame, list[Problem]]:
     """One file's (or partition's) node table, typed and checked, and its
     problems: values of the wrong type read as missing; nameless and

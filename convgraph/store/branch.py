@@ -23,13 +23,7 @@ from convgraph.store.branch_point import (
     point_beside,
     with_system,
 )
-from convgraph.store.fanout import (
-    DONE,
-    Job,
-    Request,
-    outside_event_loop,
-    run_requests,
-)
+from convgraph.store.fanout import DONE, Job, Request, outside_event_loop, run_requests
 from convgraph.store.responses import LoggedNode, log_response, require_llm
 from convgraph.store.transaction import (
     connect_read_write,
@@ -243,11 +237,7 @@ def _fan_out_at(
     return outside_event_loop(lambda: _run(llm, where(database_path(db)), asked))
 
 
-def _run(
-    llm: Any,
-    where: tuple[BranchPoint, str, str | None],
-    asked: _Asked,
-) -> FanOut:
+def _run(llm: Any, where: tuple[BranchPoint, str, str | None], asked: _Asked) -> FanOut:
     point, prompt, system = where
     models, tries, options, parallel, request_timeout, lock_timeout, on_change = asked
     model_ids = list(models) or [point.default_model or llm.get_default_model()]

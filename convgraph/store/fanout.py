@@ -356,11 +356,7 @@ class _Runner:
         self.from_thread(_settle, finished, response, None)
 
     async def stream_async(
-        self,
-        job: Job,
-        model: Any,
-        started: asyncio.Future[Any],
-        cancel: _Cancel,
+        self, job: Job, model: Any, started: asyncio.Future[Any], cancel: _Cancel
     ) -> Any:
         """An async model's answer, on this thread's own event loop."""
         task = asyncio.current_task()

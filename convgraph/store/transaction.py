@@ -30,8 +30,7 @@ def database_path(path: str | os.PathLike[str] | None) -> Path:
 
 
 def connect_read_write(
-    path: str | os.PathLike[str] | None,
-    timeout: float | None = None,
+    path: str | os.PathLike[str] | None, timeout: float | None = None
 ) -> sqlite3.Connection:
     """Open an existing database for writing in autocommit mode, so every BEGIN
     is `write_transaction`'s; raises DatabaseError where there is no SQLite file."""

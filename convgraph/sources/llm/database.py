@@ -21,11 +21,7 @@ from convgraph.links.integrity import (
     record_problem,
 )
 from convgraph.sources.llm import legacy, listing, message_store
-from convgraph.sources.llm.files import (
-    connect_read_only,
-    is_sqlite_file,
-    llm_tables,
-)
+from convgraph.sources.llm.files import connect_read_only, is_sqlite_file, llm_tables
 from convgraph.sources.llm.pipeline import Read, run_on_table, run_on_tree
 from convgraph.sources.llm.snapshot import Snapshot, read_consistently
 from convgraph.sources.source import (

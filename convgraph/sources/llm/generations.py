@@ -49,9 +49,7 @@ def first_of_each_id(
 
 
 @table_form(first_of_each_id)
-def first_of_each_id_table(
-    nodes: pd.DataFrame,
-) -> tuple[pd.DataFrame, list[Problem]]:
+def first_of_each_id_table(nodes: pd.DataFrame) -> tuple[pd.DataFrame, list[Problem]]:
     """The table form of `first_of_each_id`."""
     repeated = nodes["id"].duplicated().to_numpy()
     if not repeated.any():
@@ -152,8 +150,7 @@ def legacy_parent(
     """
     answers = continuation.answers
     responses = next(
-        (conversations[t] for t in continuation.threads if t in conversations),
-        None,
+        (conversations[t] for t in continuation.threads if t in conversations), None
     )
     if not answers or not responses:
         return None

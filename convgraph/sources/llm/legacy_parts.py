@@ -231,10 +231,7 @@ class LegacyParts:
                 named.extend(
                     self._rows(
                         table,
-                        [
-                            self._column(table, "response_id"),
-                            't."fragment_id"',
-                        ],
+                        [self._column(table, "response_id"), 't."fragment_id"'],
                         response_ids,
                         snapshot,
                         order=_order(self._columns[table]),

@@ -14,10 +14,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph.links.integrity import ParentWalk
 from convgraph.links.rules import TURNS, rule, table_form
 from convgraph.parts import ASSISTANT, TEXT, is_plain
-from convgraph.sources.llm.message_parts import (
-    ROLES,
-    MessageContent,
-)
+from convgraph.sources.llm.message_parts import ROLES, MessageContent
 from convgraph.sources.llm.turn_parents import NearestAbove, TurnRecord
 
 if TYPE_CHECKING:

@@ -149,9 +149,7 @@ def read_content(
 
 
 def read_tool_names(
-    conn: sqlite3.Connection,
-    hashes: list[str] | None,
-    snapshot: Snapshot | None = None,
+    conn: sqlite3.Connection, hashes: list[str] | None, snapshot: Snapshot | None = None
 ) -> dict[str, list[str | None]]:
     """`read_content`'s `tool_names`, without reading any text."""
     rows_by_message = _grouped(_part_rows(conn, hashes, snapshot, TOOL_CALL_COLUMNS))

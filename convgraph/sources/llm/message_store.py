@@ -24,10 +24,7 @@ from convgraph.sources.llm.message_chains import (
     own_messages,
     system_of,
 )
-from convgraph.sources.llm.message_parts import (
-    read_content,
-    read_tool_names,
-)
+from convgraph.sources.llm.message_parts import read_content, read_tool_names
 from convgraph.sources.llm.runs import RUN, TOOL_NAMES
 from convgraph.sources.llm.snapshot import Snapshot
 from convgraph.sources.llm.turn_parents import turn_parents

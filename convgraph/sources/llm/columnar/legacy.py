@@ -151,9 +151,7 @@ def _place_old_writers(logs: LogDatabase, nodes: pd.DataFrame) -> None:
 
 
 def parents_by_rowid(
-    reader: ArrowReader,
-    node_ids: pa.ChunkedArray,
-    columns: dict[str, Any],
+    reader: ArrowReader, node_ids: pa.ChunkedArray, columns: dict[str, Any]
 ) -> tuple[np.ndarray, pa.ChunkedArray]:
     """Each response's parent row (-1) and id from `PARENT_ROWID` (popping
     `columns`); a parent id naming no row read is re-read as stored."""

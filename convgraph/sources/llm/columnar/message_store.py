@@ -172,13 +172,7 @@ def read_store(
         raise NotColumnar("a cycle of messages")
     try:
         calls, carries, tool_names = turn_calls(
-            parent_rows,
-            roles,
-            start_rows,
-            tip_rows,
-            call_rows,
-            parts,
-            message_count,
+            parent_rows, roles, start_rows, tip_rows, call_rows, parts, message_count
         )
     except TooLong:
         raise NotColumnar("a turn of very many messages") from None

@@ -71,26 +71,9 @@ RECORD_TYPES = (
     CONVERSATION_TYPES
     | PASSED_THROUGH
     | frozenset(
-        {
-            "summary",
-            "custom-title",
-            "ai-title",
-            "agent-name",
-            "file-history-snapshot",
-            "queue-operation",
-            "permission-mode",
-            "mode",
-            "last-prompt",
-            "worktree-state",
-            "pr-link",
-            "frame-link",
-            "tag",
-            "started",
-            "result",
-            "relocated",
-            "bridge-session",
-            "atis-latch",
-        }
+        "summary custom-title ai-title agent-name file-history-snapshot"  # noqa: SIM905 (kinds as words)
+        " queue-operation permission-mode mode last-prompt worktree-state pr-link"
+        " frame-link tag started result relocated bridge-session atis-latch".split()
     )
 )
 

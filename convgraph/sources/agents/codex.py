@@ -35,8 +35,11 @@ from convgraph import parts as P
 from convgraph.sources.agents.files import (
     SessionGroup,
     count_unknown,
+    first_prompt,
     json_lines,
     jsonl_files,
+    no_companions,
+    one_file_each,
 )
 from convgraph.sources.chat.messages import (
     ANSWER,
@@ -67,24 +70,6 @@ RECORD_TYPES = frozenset(
     }
 )
 
-#: The items of the conversation.
-ITEM_TYPES = frozenset(
-    {
-        "message",
-        "reasoning",
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "local_shell_call",
-        "web_search_call",
-        "tool_search_call",
-        "tool_search_output",
-        "image_generation_call",
-        "collab_tool_call",
-    }
-)
-
 #: Items Codex keeps that are no part of the conversation (an undo point).
 QUIET_ITEMS = frozenset({"ghost_snapshot", "agent_message"})
 
@@ -102,6 +87,8 @@ CALL_ITEMS = frozenset(
 OUTPUT_ITEMS = frozenset(
     {"function_call_output", "custom_tool_call_output", "tool_search_output"}
 )
+#: The items of the conversation.
+ITEM_TYPES = CALL_ITEMS | OUTPUT_ITEMS | {"message", "reasoning", "web_search_call"}
 
 #: How the context Codex sends as user messages begins.
 CONTEXT_PREFIXES = (
@@ -135,17 +122,8 @@ def store_files(folder: Path) -> list[Path]:
     return jsonl_files(folder, "rollout-*.jsonl")
 
 
-def companions(path: Path) -> list[Path]:
-    """The files read with the rollout `path` alone: none."""
-    return []
-
-
-def session_groups(
-    files: list[Path], told: dict[Path, list[dict[str, Any]]]
-) -> list[tuple[str, list[Path]]]:
-    """Each rollout by its path (the key), in path order (Codex names them
-    by date and time)."""
-    return [(str(file), [file]) for file in files]
+# Each rollout alone, in path order (Codex names them by date and time).
+companions, session_groups = no_companions, one_file_each
 
 
 def read_group(
@@ -228,11 +206,7 @@ def read_group(
         message.parent = previous
         previous = message.id
     group.current = previous
-    group.name = next(
-        (message.text for message in group.messages if message.kind == PROMPT), None
-    )
-    if group.name is not None:
-        group.name = group.name.splitlines()[0][:80]
+    group.name = first_prompt(group.messages)
     yield group
 
 
@@ -247,10 +221,7 @@ def _message(
     kind = item.get("type")
     if kind == "message":
         role = item.get("role")
-        texts = [
-            as_text(as_dict(block).get("text"))
-            for block in as_list(item.get("content"))
-        ]
+        texts = _texts(item.get("content"))
         text = join_texts(texts, "\n\n")
         if role == "user":
             part_role = P.USER
@@ -267,13 +238,7 @@ def _message(
             # The context Codex adds: kept in the run, not as the prompt.
             message.parts = [P.text(P.USER, text or "")]
     elif kind == "reasoning":
-        summary = join_texts(
-            [
-                as_text(as_dict(block).get("text"))
-                for block in as_list(item.get("summary"))
-            ],
-            "\n\n",
-        )
+        summary = join_texts(_texts(item.get("summary")), "\n\n")
         message.parts = [P.reasoning(summary or "", redacted=summary is None)]
     elif kind in CALL_ITEMS:
         name = as_text(item.get("name") or item.get("tool")) or _CALL_NAMES.get(kind)
@@ -312,6 +277,10 @@ def _message(
             P.tool_call("web_search", action or None, as_text(item.get("id")))
         ]
     return message
+
+
+def _texts(blocks: Any) -> list[str | None]:
+    return [as_text(as_dict(block).get("text")) for block in as_list(blocks)]
 
 
 def _turn(payload: dict[str, Any]) -> dict[str, Any]:

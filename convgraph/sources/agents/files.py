@@ -19,7 +19,7 @@ from convgraph.contract import SIDECHAIN
 from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
 from convgraph.sources.chat.json_files import MAX_VALUE_BYTES
-from convgraph.sources.chat.messages import Message, as_int, text_to_iso
+from convgraph.sources.chat.messages import PROMPT, Message, as_int, text_to_iso
 
 #: A problem kind: a line that is no JSON object (cut short, or damaged):
 #: left out, the rest of the file read.
@@ -306,3 +306,21 @@ def jsonl_files(folder: Path, pattern: str = "*.jsonl") -> list[Path]:
         # fnmatch: no Path made of every file's name.
         found.extend(where / name for name in sorted(files) if fnmatch(name, pattern))
     return found
+
+
+def no_companions(path: Path) -> list[Path]:
+    """No file beside a session file is read with it."""
+    return []
+
+
+def one_file_each(
+    files: list[Path], told: dict[Path, list[dict[str, Any]]]
+) -> list[tuple[str, list[Path]]]:
+    """Each session file alone, by its path (the key), in path order."""
+    return [(str(file), [file]) for file in files]
+
+
+def first_prompt(messages: list[Message]) -> str | None:
+    """A session's name where it keeps none: its first prompt's first line."""
+    prompts = (m.text for m in messages if m.kind == PROMPT and m.text)
+    return next((text.splitlines()[0][:80] for text in prompts), None)

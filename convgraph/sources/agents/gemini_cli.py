@@ -40,6 +40,7 @@ from convgraph.sources.agents.files import (
     Sidechain,
     count_unknown,
     file_problem,
+    first_prompt,
     json_lines,
     jsonl_files,
     written_before,
@@ -92,9 +93,9 @@ def is_record(record: dict[str, Any]) -> bool:
     line, a `$set` or `$rewindTo` line, or a message."""
     if "$rewindTo" in record or isinstance(record.get("$set"), dict):
         return True
-    if isinstance(record.get("$patch"), dict):
-        return True
-    if isinstance(record.get("sessionId"), str) and "projectHash" in record:
+    if isinstance(record.get("$patch"), dict) or (
+        isinstance(record.get("sessionId"), str) and "projectHash" in record
+    ):
         return True
     kind = record.get("type")
     return (
@@ -115,16 +116,11 @@ def is_chat_value(value: Any) -> bool:
 def store_files(folder: Path) -> list[Path]:
     """The chats under `folder` (`~/.gemini/tmp`, a project's folder, or its
     `chats`)."""
-    found = {
-        file
-        for pattern in ("checkpoint-*.json", "session-*.json", "session-*.jsonl")
-        for file in jsonl_files(folder, pattern)
-    }
+    patterns = ("checkpoint-*.json", "session-*.json", "session-*.jsonl")
+    found = {file for pattern in patterns for file in jsonl_files(folder, pattern)}
     # A subagent's session: `chats/<session id>/<its id>.jsonl`.
     found.update(
-        file
-        for file in jsonl_files(folder, "*.jsonl")
-        if file.parent.parent.name == "chats"
+        f for f in jsonl_files(folder, "*.jsonl") if f.parent.parent.name == "chats"
     )
     return sorted(found)
 
@@ -153,7 +149,7 @@ def session_groups(
         if file.parent.parent.name == "chats" and file.suffix == ".jsonl":
             continue
         groups[str(file)] = [file]
-        header = told.get(file, [{}])[0] if told.get(file) else {}
+        header = (told.get(file) or [{}])[0]
         session = as_text(header.get("sessionId"))
         if session is not None:
             by_session.setdefault(session, str(file))
@@ -183,14 +179,7 @@ def read_group(
             group.messages, side.messages[0].time if side.messages else None
         )
         group.sidechains.append(chain)
-    group.name = group.name or next(
-        (
-            m.text.splitlines()[0][:80]
-            for m in group.messages
-            if m.kind == PROMPT and m.text
-        ),
-        None,
-    )
+    group.name = group.name or first_prompt(group.messages)
     yield group
 
 
@@ -337,22 +326,15 @@ def _api_parts(role: str, parts: list[Any]) -> list[P.Part]:
         text = as_text(part.get("text"))
         if "functionCall" in part:
             call = as_dict(part["functionCall"])
-            found.append(
-                P.tool_call(
-                    as_text(call.get("name")), call.get("args"), as_text(call.get("id"))
-                )
-            )
+            name, call_id = as_text(call.get("name")), as_text(call.get("id"))
+            found.append(P.tool_call(name, call.get("args"), call_id))
         elif "functionResponse" in part:
             reply = as_dict(part["functionResponse"])
             response = reply.get("response")
             output = as_dict(response).get("output", response)
-            found.append(
-                P.tool_result(
-                    as_text(reply.get("name")),
-                    output if isinstance(output, str) else json.dumps(output),
-                    as_text(reply.get("id")),
-                )
-            )
+            output = output if isinstance(output, str) else json.dumps(output)
+            name, call_id = as_text(reply.get("name")), as_text(reply.get("id"))
+            found.append(P.tool_result(name, output, call_id))
         elif part.get("thought") is True:
             found.append(P.reasoning(text or ""))
         elif text is not None:
@@ -402,19 +384,12 @@ def _message(
         if text is not None:
             found.append(P.text(P.USER, text))
     else:
-        for thought in as_list(raw.get("thoughts")):
-            thought = as_dict(thought)
-            found.append(
-                P.reasoning(
-                    join_texts(
-                        [
-                            as_text(thought.get("subject")),
-                            as_text(thought.get("description")),
-                        ]
-                    )
-                    or ""
-                )
-            )
+        for thought in map(as_dict, as_list(raw.get("thoughts"))):
+            said = [
+                as_text(thought.get("subject")),
+                as_text(thought.get("description")),
+            ]
+            found.append(P.reasoning(join_texts(said) or ""))
         if text is not None:
             message.kind = ANSWER
             found.append(P.text(P.ASSISTANT, text))
@@ -443,12 +418,10 @@ def _result_text(result: Any) -> str:
     responses, else the result as JSON."""
     if isinstance(result, str):
         return result
-    outputs = [
-        as_dict(as_dict(as_dict(item).get("functionResponse")).get("response")).get(
-            "output"
-        )
-        for item in as_list(result)
-    ]
+    replies = (
+        as_dict(as_dict(item).get("functionResponse")) for item in as_list(result)
+    )
+    outputs = [as_dict(reply.get("response")).get("output") for reply in replies]
     texts = [output for output in outputs if isinstance(output, str)]
     if texts and len(texts) == len(outputs):
         return "\n".join(texts)

@@ -324,10 +324,9 @@ class Source:
     def table_stamps(
         self, since: dict[str, Any] | None = None
     ) -> dict[str, Any] | None:
-        """A JSON stamp of the rows that any commit adding, deleting or moving
-        rows changes; with `since`, "logged_since" names the trees of rows
-        logged after it (None if anything else changed). None where the file
-        has no such tables."""
+        """A JSON stamp of the rows that any commit adding, deleting or moving rows
+        changes; with `since`, "logged_since" names the trees of rows logged after it
+        (None if anything else changed). None where the file has no such tables."""
         return None
 
 

@@ -197,12 +197,11 @@ def write_conversation(
     held: dict[str, tuple[str, str | None, bool]] | None = None,
     export: str | None = None,
 ) -> int:
-    """Write one planned conversation inside the caller's transaction: its
-    messages node by node (each chain from its parent's tip), then its threads,
-    turns, search rows and origins, a statement each. `held`: the nodes the
-    file has (thread, tip, whether at its thread's tip), not written again: a
-    new branch goes on in the thread whose tip it continues, else forks.
-    The threads made are counted."""
+    """Write one planned conversation inside the caller's transaction: its messages node
+    by node (each chain from its parent's tip), then its threads, turns, search rows and
+    origins, a statement each. `held`: the nodes the file has (thread, tip, whether at
+    its thread's tip), not written again: a new branch goes on in the thread whose tip
+    it continues, else forks. The threads made are counted."""
     import llm
     from llm.logs import TURN_SEARCH_INSERT_SQL
 
@@ -363,9 +362,8 @@ def _status(held: Collection[str] | None, plan: ConversationPlan) -> tuple[str, 
 def _plans(
     export: Any, empty: list[tuple[str, str | None]]
 ) -> Iterator[ConversationPlan]:
-    """Every conversation with nodes, planned one at a time as the export
-    streams, then the later copies of those it lists twice; the others go
-    into `empty`."""
+    """Every conversation with nodes, planned one at a time as the export streams, then
+    the later copies of those it lists twice; the others go into `empty`."""
     from convgraph.sources.chat.exports import conversation_records
 
     for conversation in export.conversations():

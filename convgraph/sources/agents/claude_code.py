@@ -18,8 +18,7 @@ a compaction's own agent); it hangs under the message holding the call that
 started it, else under the message it began after. A session forked from
 another (`forkedFrom`) holds copies of its messages and is a branch of its
 tree. `summary`, `custom-title` and `ai-title` records name a session. A
-record of a kind not in `RECORD_TYPES` is counted and reported.
-"""
+record of a kind not in `RECORD_TYPES` is counted and reported."""
 
 from __future__ import annotations
 
@@ -101,10 +100,9 @@ def store_files(folder: Path) -> list[Path]:
 
 
 def companions(path: Path) -> list[Path]:
-    """The files read with the session file `path` alone: its subagents'
-    (under `<session>/subagents/`, or an `agent-*.jsonl` beside it whose
-    `sessionId` is the session's: a project folder holds other sessions'
-    too)."""
+    """The files read with the session file `path` alone: its subagents' (under
+    `<session>/subagents/`, or an `agent-*.jsonl` beside it whose `sessionId` is the
+    session's: a project folder holds other sessions' too)."""
     found: list[Path] = []
     folder = path.parent / path.stem / "subagents"
     if folder.is_dir():

@@ -20,8 +20,7 @@ rollout is linear: every item follows the one before; the context Codex
 adds as user messages (`<environment_context>`, the `AGENTS.md`
 instructions) is a step, not a prompt. A rollout is a session, one tree.
 A record or item of a kind not known here is counted and reported, never a
-reason to refuse the rollout.
-"""
+reason to refuse the rollout."""
 
 from __future__ import annotations
 
@@ -296,8 +295,7 @@ def _turn(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _model(turn: dict[str, Any]) -> str | None:
-    """The model of a turn: named outright, or in its collaboration mode's
-    settings."""
+    """The model of a turn: named outright, or in its collaboration mode's settings."""
     settings = as_dict(as_dict(turn.get("collaboration_mode")).get("settings"))
     return as_text(turn.get("model")) or as_text(settings.get("model"))
 

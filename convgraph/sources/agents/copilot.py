@@ -18,8 +18,7 @@ it and hang under that call's message. Every other event (turns, hooks,
 infos, truncations, the shutdown's totals) is passed through: a link to one
 goes on to what it hangs under. A `parentId` that names no single earlier
 event (ids trimmed to a placeholder) is read as the event before. An event
-of a kind not known is counted and reported.
-"""
+of a kind not known is counted and reported."""
 
 from __future__ import annotations
 
@@ -326,8 +325,7 @@ def _caller(data: dict[str, Any], record: dict[str, Any]) -> str | None:
 
 
 def _keep(message: Message, caller: str | None, reading: _Reading) -> None:
-    """A message in its chain (a subagent's, or the session's own), and
-    where it ran."""
+    """A message in its chain (a subagent's, or the session's own), and where it ran."""
     group = reading.group
     group.project[message.id] = reading.project
     group.git_branch[message.id] = reading.branch
@@ -338,10 +336,9 @@ def _keep(message: Message, caller: str | None, reading: _Reading) -> None:
 
 
 def _follow(reading: _Reading) -> None:
-    """Each message's parent made a message: a link to an event passed
-    through goes on to what that event hangs under, and a link from the
-    session's own chain to a subagent's message goes on to what the
-    subagent's messages hang under."""
+    """Each message's parent made a message: a link to an event passed through goes on
+    to what that event hangs under, and a link from the session's own chain to a
+    subagent's message goes on to what the subagent's messages hang under."""
     through = reading.through
     side_messages = _side_messages(reading.sides)
     for message in [*reading.group.messages, *side_messages]:

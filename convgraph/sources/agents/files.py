@@ -1,7 +1,6 @@
 """What the agents' readers share: the `SessionGroup` a format module hands
 over, JSON lines read within the chat exports' bounds (`json_lines`), the
-problems a read reports, and the walk that finds session files.
-"""
+problems a read reports, and the walk that finds session files."""
 
 from __future__ import annotations
 
@@ -156,11 +155,10 @@ def count_unknown(path: Path, kinds: dict[str, int]) -> list[Problem]:
 def json_lines(
     path: Path, problems: list[Problem] | None = None, chunk: int = 0
 ) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file, a line at a time: a leading
-    byte order mark and blank lines skipped, several objects on a line read
-    as each, a line that is no JSON object left out and put in `problems`.
-    Raises `DatabaseError` for a line past `MAX_VALUE_BYTES` or an
-    unreadable file."""
+    """The JSON objects of a JSON-lines file, a line at a time: a leading byte order
+    mark and blank lines skipped, several objects on a line read as each, a line that is
+    no JSON object left out and put in `problems`. Raises `DatabaseError` for a line
+    past `MAX_VALUE_BYTES` or an unreadable file."""
     # orjson first (C, from bytes); what it refuses and the standard
     # library reads (NaN, a lone surrogate) goes to the standard library.
     loads = orjson.loads
@@ -239,9 +237,8 @@ FIRST_CHUNK = 16 * 2**10
 
 
 def iter_lines(stream: Any, path: Path, size: int = 0) -> Iterator[bytes]:
-    """The lines of a binary stream, none longer than `MAX_VALUE_BYTES`,
-    read `size` bytes at a time (`CHUNK` where 0; memory holds a chunk and
-    one line)."""
+    """The lines of a binary stream, none longer than `MAX_VALUE_BYTES`, read `size`
+    bytes at a time (`CHUNK` where 0; memory holds a chunk and one line)."""
     # A line spanning many reads is joined once, not at each (quadratic).
     pending: list[bytes] = []
     held = 0

@@ -20,8 +20,7 @@ earlier, in the earlier's place), `$set` lines that change the session's
 fields, and `$rewindTo` lines: the session went back to before that message,
 and what follows hangs where it went back to, so the messages rewound are a
 branch the session left. A line cut short (a session being written) is read
-as far as it goes and reported; so is a JSON file cut short.
-"""
+as far as it goes and reported; so is a JSON file cut short."""
 
 from __future__ import annotations
 

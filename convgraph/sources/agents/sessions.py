@@ -57,10 +57,9 @@ MORE_RECORDS = 8
 
 
 def detect(path: Path) -> AgentSessions | None:
-    """The agents' sessions at `path` (a session file, a folder of them no deeper
-    than `files.MAX_DEPTH`, or a home folder holding the agents' stores), open, or
-    None where it holds none. Raises `DatabaseError` (a file given alone cannot be
-    read)."""
+    """The agents' sessions at `path` (a session file, a folder of them no deeper than
+    `files.MAX_DEPTH`, or a home folder holding the agents' stores), open, or None where
+    it holds none. Raises `DatabaseError` (a file given alone cannot be read)."""
     from convgraph.sources.chat.json_files import path_kind
 
     kind = path_kind(path)
@@ -297,10 +296,9 @@ class AgentSessions(Source):
         table: dict[str, list[Any]] | None = None,
         done: Callable[[int], None] | None = None,
     ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any], list[Problem]]:
-        """The records of these session groups, each group read alone (into
-        `table`'s lists where given, a list for each column to fill); the
-        tree of each group (a group that continues another joins its tree),
-        the names, the problems."""
+        """The records of these session groups, each group read alone (into `table`'s
+        lists where given, a list for each column to fill); the tree of each group (a
+        group that continues another joins its tree), the names, the problems."""
         read = read_sessions(groups, text, table, done, not self._alone)
         self._unread_groups(read)
         table, records, tree_of = read.table, read.records, read.tree_of
@@ -448,11 +446,10 @@ class AgentSessions(Source):
     def read_forest(
         self, text: bool = True, progress: ProgressCallback | None = None
     ) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """Every node as one table, read session by session: the columns and
-        types of `ChatExport.read_forest`, with the agents' own
-        (`files.AGENT_ATTRIBUTES`); `progress` is told the files read.
-        `record_problems` is then what the read left out: lines, records,
-        files."""
+        """Every node as one table, read session by session: the columns and types of
+        `ChatExport.read_forest`, with the agents' own (`files.AGENT_ATTRIBUTES`);
+        `progress` is told the files read. `record_problems` is then what the read left
+        out: lines, records, files."""
         from convgraph.sources.chat.exports import FOREST_COLUMNS, _forest_frame
 
         # Each session's records become the table's columns as they are

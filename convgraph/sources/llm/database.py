@@ -1,8 +1,7 @@
 """`LogDatabase`: an llm `logs.db` of any generations, read in the node
 contract. Each generation has its reader; here is what holds across them:
 llm continues a legacy conversation in a thread of the same id (so its rows
-belong to that thread's tree), and a record in both is read from the turns.
-"""
+belong to that thread's tree), and a record in both is read from the turns."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Where the generations of an upgraded llm file meet, in list and table form:
 each id once (a table without a primary key may repeat one), and a turn that
 goes on from legacy history (`llm -c` on a legacy conversation, a fork at
-one of its messages) hung below the legacy response it continues.
-"""
+one of its messages) hung below the legacy response it continues."""
 
 from __future__ import annotations
 
@@ -146,8 +145,7 @@ def legacy_parent(
     Among responses giving the last answer still found, the one whose
     earlier history (by parent links if `linked`, else id order) matches
     longest, first on a tie; matching from the end survives deletions and
-    later responses. With no answer found, the n-th answer's n-th response.
-    """
+    later responses. With no answer found, the n-th answer's n-th response."""
     answers = continuation.answers
     responses = next(
         (conversations[t] for t in continuation.threads if t in conversations), None

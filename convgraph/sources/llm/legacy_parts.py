@@ -4,8 +4,7 @@ results (0.26+), attachments, fragments (0.19+), `reasoning`.
 
 A response's parts, in order: tool results sent, system and prompt
 fragments, prompt, attachments, reasoning, answer, tool calls. A response
-with an empty prompt that was sent tool results carries on a run (`RUN`).
-"""
+with an empty prompt that was sent tool results carries on a run (`RUN`)."""
 
 from __future__ import annotations
 
@@ -109,10 +108,9 @@ class LegacyParts:
         snapshot: Snapshot | None = None,
         text: bool = True,
     ) -> dict[str, ResponseContent]:
-        """What the other tables hold for these responses (None: for every
-        response, each table read in `snapshot`'s short steps), by response
-        id. `text=False`: only the tool calls' names and whether results
-        were sent."""
+        """What the other tables hold for these responses (None: for every response,
+        each table read in `snapshot`'s short steps), by response id. `text=False`: only
+        the tool calls' names and whether results were sent."""
         found: dict[str, ResponseContent] = defaultdict(ResponseContent)
         if self._has("tool_results", "response_id"):
             columns = [
@@ -341,8 +339,7 @@ def _attachment(role: str, row: tuple[Any, ...] | None) -> Part:
 
 
 def _arguments(arguments: str | None) -> Any:
-    """A tool call's arguments as JSON, or as the text stored where it is
-    not JSON."""
+    """A tool call's arguments as JSON, or as the text stored where it is not JSON."""
     if arguments is None:
         return None
     try:
@@ -374,10 +371,9 @@ def set_run(
     text: bool,
     empty_prompt: bool | None = None,
 ) -> None:
-    """A response's tool calls (`TOOL_CALLS`, `TOOL_NAMES`), whether it
-    carries on a run (`RUN`: it was sent tool results, and its prompt is
-    empty: `empty_prompt`, else told by its `prompt`) and, with `text`, its
-    parts; in place."""
+    """A response's tool calls (`TOOL_CALLS`, `TOOL_NAMES`), whether it carries on a run
+    (`RUN`: it was sent tool results, and its prompt is empty: `empty_prompt`, else told
+    by its `prompt`) and, with `text`, its parts; in place."""
     names = content.names if content is not None else []
     record[TOOL_CALLS] = len(names)
     record[TOOL_NAMES] = names or None

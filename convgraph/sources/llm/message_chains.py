@@ -1,9 +1,7 @@
-"""The message tree of llm's message store walked up once per message
-(`Chains`), and a turn's texts and system prompt from it. A turn's own
-messages, the rule both store readers share, in its two forms:
-`own_messages` (by `Chains`) and `own_messages_table` (every turn at once
-on arrays, a message a round).
-"""
+"""The message tree of llm's message store walked up once per message (`Chains`), and a
+turn's texts and system prompt from it. A turn's own messages, the rule both store
+readers share, in its two forms: `own_messages` (by `Chains`) and `own_messages_table`
+(every turn at once on arrays, a message a round)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@
 runs from its input message to its tip; `threads` are named pointers, a
 fork naming its origin. A tree is an original thread with every thread
 forked from it, named by its id; a cycle of forks (hostile) is named by its
-smallest thread id and reported as `fork-cycle`.
-"""
+smallest thread id and reported as `fork-cycle`."""
 
 from __future__ import annotations
 
@@ -41,8 +40,7 @@ SOURCE = "turns"
 class Continuation:
     """A parentless turn below legacy history that llm 0.32+ rebuilt as
     messages (`generations.legacy_parent` finds its parent): its thread and
-    those it was forked from, and the answers above its input, oldest first.
-    """
+    those it was forked from, and the answers above its input, oldest first."""
 
     threads: tuple[str, ...]
     answers: tuple[str, ...]

@@ -46,9 +46,8 @@ def read_legacy(
     snapshot: Snapshot,
     text: bool | Collection[str],
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The pipeline's input `LegacyReader.read_all` gives, for a file
-    without turns; `text` may name the text columns to read (the others
-    missing)."""
+    """The pipeline's input `LegacyReader.read_all` gives, for a file without turns;
+    `text` may name the text columns to read (the others missing)."""
     import pyarrow as pa
 
     from convgraph.sources.llm.legacy import SOURCE

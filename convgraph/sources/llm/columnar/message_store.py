@@ -4,8 +4,7 @@ integers, parents by `turn_parents_table`; the pipeline folds tool chains.
 
 With `text`, texts are gathered on arrays too, only where every part is a
 text with its words (others need `message_parts`). The answer is the row
-reader's exactly; a cycle of messages or forks raises `NotColumnar`.
-"""
+reader's exactly; a cycle of messages or forks raises `NotColumnar`."""
 
 from __future__ import annotations
 

@@ -46,6 +46,16 @@ class ResponseContent:
     sent_results: bool = False
 
 
+#: The tables of rows by response, which `read` reads whole.
+BY_RESPONSE = (
+    "tool_calls",
+    "tool_results",
+    "prompt_attachments",
+    "prompt_fragments",
+    "system_fragments",
+)
+
+
 class LegacyParts:
     """The tables of a legacy file that hold more than prompt and answer."""
 
@@ -53,13 +63,9 @@ class LegacyParts:
         self.conn = conn
         self._columns: dict[str, set[str]] = {}
         for table in (
-            "tool_calls",
-            "tool_results",
+            *BY_RESPONSE,
             "tool_results_attachments",
-            "prompt_attachments",
             "attachments",
-            "prompt_fragments",
-            "system_fragments",
             "fragments",
         ):
             columns = {row[1] for row in conn.execute(f'pragma table_info("{table}")')}
@@ -90,17 +96,7 @@ class LegacyParts:
 
     def tables(self) -> list[str]:
         """The tables `read` reads whole (in a `Snapshot`)."""
-        return [
-            table
-            for table in (
-                "tool_calls",
-                "tool_results",
-                "prompt_attachments",
-                "prompt_fragments",
-                "system_fragments",
-            )
-            if self._has(table, "response_id")
-        ]
+        return [table for table in BY_RESPONSE if self._has(table, "response_id")]
 
     def read(
         self,

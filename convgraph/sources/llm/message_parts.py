@@ -1,9 +1,8 @@
 """The content of llm's message store as `convgraph.parts`, in position order.
 
-Each `parts` row becomes a text, reasoning, tool call or result, or
-attachment part (never its bytes); fragments a user's text borrows through
-a `text_ref` come before it. Unknown part types are left out; bad payloads
-and missing rows give what can be read."""
+Each `parts` row becomes a text, reasoning, tool call or result, or attachment part
+(never its bytes); fragments a user's text borrows through a `text_ref` come before it.
+Unknown part types are left out; bad payloads and missing rows give what can be read."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """Read llm's content-addressed message store (llm 0.32 and later).
 
-`messages` form a parent-linked tree of content; a `turn` (a model call)
-runs from its input message to its tip; `threads` are named pointers, a
-fork naming its origin. A tree is an original thread with every thread
-forked from it, named by its id; a cycle of forks (hostile) is named by its
-smallest thread id and reported as `fork-cycle`."""
+`messages` form a parent-linked tree of content; a `turn` (a model call) runs from its
+input message to its tip; `threads` are named pointers, a fork naming its origin. A tree
+is an original thread with every thread forked from it, named by its id; a cycle of
+forks (hostile) is named by its smallest thread id and reported as `fork-cycle`."""
 
 from __future__ import annotations
 
@@ -46,16 +45,9 @@ class Continuation:
     answers: tuple[str, ...]
 
 
-TURN_NAMES = (
-    "id",
-    "thread_id",
-    "parent_message_hash",
-    "tip_message_hash",
-    "model",
-    "datetime_utc",
-    "input_tokens",
-    "output_tokens",
-    "duration_ms",
+TURN_NAMES = tuple(
+    "id thread_id parent_message_hash tip_message_hash model datetime_utc"  # noqa: SIM905 (words)
+    " input_tokens output_tokens duration_ms".split()
 )
 TURN_COLUMNS = ", ".join(
     f"{as_integer(name) if name in INTEGER_ATTRIBUTES else as_text(name)} as {name}"

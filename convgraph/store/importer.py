@@ -269,19 +269,10 @@ def write_conversation(
     )
     nodes = {turn.turn_id: turn.record["id"] for t in plan.threads for turn in t.turns}
     conn.execute(ORIGINS_SQL)
+    where = (plan.source, export, plan.conversation_id)
     conn.executemany(
         f"insert or replace into {ORIGINS} values (?, ?, ?, ?, ?, ?)",
-        [
-            (
-                row["id"],
-                plan.source,
-                export,
-                plan.conversation_id,
-                nodes[row["id"]],
-                now,
-            )
-            for row in turn_rows
-        ],
+        [(row["id"], *where, nodes[row["id"]], now) for row in turn_rows],
     )
     return len(thread_rows)
 
@@ -366,22 +357,17 @@ def _plans(
     the later copies of those it lists twice; the others go into `empty`."""
     from convgraph.sources.chat.exports import conversation_records
 
+    kind = export.format or ""
     for conversation in export.conversations():
-        records = conversation_records(conversation, export.format or "")
-        if records:
-            yield plan_conversation(
-                conversation.id, conversation.name, records, export.format or ""
-            )
+        if records := conversation_records(conversation, kind):
+            yield plan_conversation(conversation.id, conversation.name, records, kind)
         else:
             empty.append((conversation.id, conversation.name))
     # Written as a grown export is: the nodes the first copy lacks.
     for item in export.repeated:
         conversation = export._parse(item)
-        records = conversation_records(conversation, export.format or "")
-        if records:
-            yield plan_conversation(
-                conversation.id, conversation.name, records, export.format or ""
-            )
+        if records := conversation_records(conversation, kind):
+            yield plan_conversation(conversation.id, conversation.name, records, kind)
 
 
 def import_export(

@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -54,12 +54,7 @@ class Answer:
     attempt: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "node_id": self.node_id,
-            "conversation_id": self.conversation_id,
-            "model": self.model,
-            "attempt": self.attempt,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -106,13 +101,9 @@ class FanOut:
         above = "(new roots)"
         while above in tree:
             above += "'"
-        new = {answer.node_id for answer in self.answers}
+        new = {answer.node_id for answer in self.answers} | {self.tree_node}
         tree.add_node(above)
-        tree.add_edges_from(
-            (above, node)
-            for node in list(tree)
-            if node in new or node == self.tree_node
-        )
+        tree.add_edges_from((above, node) for node in list(tree) if node in new)
         return compare(tree, above)
 
 

@@ -37,8 +37,7 @@ def connect_read_write(
     path = database_path(path)
     if not path.is_file():
         raise DatabaseError(f"no database file at {path}")
-    if timeout is None:
-        timeout = WRITE_BUSY_TIMEOUT_SECONDS
+    timeout = WRITE_BUSY_TIMEOUT_SECONDS if timeout is None else timeout
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     try:
         conn.execute("select count(*) from sqlite_master").fetchone()
@@ -128,8 +127,7 @@ def exclusive_transaction(
 
 def _begin_exclusive(conn: sqlite3.Connection, timeout: float | None) -> bool:
     """`BEGIN EXCLUSIVE` at the first free moment; whether it had to wait."""
-    if timeout is None:
-        timeout = busy_timeout(conn)
+    timeout = busy_timeout(conn) if timeout is None else timeout
     path = _file_of(conn)
     saved = conn.execute("pragma busy_timeout").fetchone()[0]
     deadline = time.monotonic() + timeout

@@ -225,14 +225,9 @@ def _json_value(file: Path, problems: list[Problem]) -> Any:
                     found[name] = value
         except (ijson.JSONError, ValueError):
             pass
-    problems.append(
-        file_problem(
-            BAD_LINE,
-            file.name,
-            f"{file}: cut short after {counted(len(found['messages']), 'message')}:"
-            " read as far as it goes",
-        )
-    )
+    read = counted(len(found["messages"]), "message")
+    message = f"{file}: cut short after {read}: read as far as it goes"
+    problems.append(file_problem(BAD_LINE, file.name, message))
     if "sessionId" not in found:
         return []
     return found

@@ -353,8 +353,6 @@ class AgentSessions(Source):
 
     def _unread_groups(self, read: SessionsRead) -> None:
         """Groups a folder read could not read: left out, named, reported."""
-        if not read.unread:
-            return
         self.unread.extend(read.unread)
         for file, why in read.unread:
             LOG.warning(

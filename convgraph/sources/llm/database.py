@@ -63,8 +63,7 @@ class LogDatabase(Source):
     conn: sqlite3.Connection
 
     def __init__(self, conn: sqlite3.Connection, path: Path):
-        self.conn = conn
-        self.path = path
+        self.conn, self.path = conn, path
         tables = llm_tables(conn)
         self.legacy = legacy.LegacyReader(conn) if "responses" in tables else None
         has_store = {"messages", "threads", "turns"} <= tables

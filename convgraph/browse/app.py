@@ -130,8 +130,7 @@ class BrowseApp(App[None]):
                 if sum(row.nodes for row in rows) > APART_ABOVE_NODES:
                     self.figures.update(self._figures_apart())
                 else:
-                    if forest is None:
-                        forest = logs.forest(text=False)
+                    forest = logs.forest(text=False) if forest is None else forest
                     self.figures.update(structure_figures(forest))
         except Exception as error:  # SQLite's own errors too: one line, not an exit
             self.call_from_thread(self.say, f"error: {error}")
@@ -165,14 +164,10 @@ class BrowseApp(App[None]):
             if kept is None or row.tree_id in kept
         ]
         self.conversations.set_rows(shaped)
-        count = f"{len(shaped)} conversations"
-        if kept is not None:
-            count += " in the filter"
-        self.say(
-            f"{count} · {status}"
-            if status
-            else f"{count} · / filter or search · enter open · q quit"
+        count = f"{len(shaped)} conversations" + (
+            " in the filter" if kept is not None else ""
         )
+        self.say(f"{count} · {status or '/ filter or search · enter open · q quit'}")
 
     def tree_opened(self, graph: nx.DiGraph[str]) -> None:
         from convgraph.analysis.stats import summary

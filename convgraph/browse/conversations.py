@@ -102,13 +102,8 @@ class ConversationTable(ScrollView, can_focus=True):
             text.stylize(Style(bold=True, underline=True), start, end)
         if row == self.cursor:
             text.stylize(Style(reverse=True, bold=self.has_focus))
-        return fitted(
-            text,
-            self.app.console,
-            self.scroll_offset.x,
-            self.size.width,
-            self.rich_style,
-        )
+        x, width = self.scroll_offset.x, self.size.width
+        return fitted(text, self.app.console, x, width, self.rich_style)
 
     def _reveal(self) -> None:
         self.scroll_to_region(
@@ -201,11 +196,7 @@ class ConversationList(Vertical):
         current = self.current()
         typed = self.typed()
         wanted = typed.lower()
-        kept = [
-            index
-            for index, haystack in enumerate(self._haystacks)
-            if wanted in haystack
-        ]
+        kept = [i for i, haystack in enumerate(self._haystacks) if wanted in haystack]
         self.shown = [self.rows[index] for index in kept]
         lines = [self._lines[index] for index in kept]
         entries = [Entry(CONVERSATION, number) for number in range(len(kept))]

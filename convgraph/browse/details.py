@@ -126,14 +126,8 @@ def _parser() -> Any:
 
 #: Tokens only Markdown has: a text that holds one was written as Markdown.
 _MARKDOWN_BLOCKS = frozenset(
-    {
-        "heading_open",
-        "fence",
-        "bullet_list_open",
-        "ordered_list_open",
-        "blockquote_open",
-        "table_open",
-    }
+    "heading_open fence bullet_list_open ordered_list_open blockquote_open"  # noqa: SIM905 (words)
+    " table_open".split()
 )
 _MARKDOWN_INLINE = frozenset({"code_inline", "link_open", "s_open"})
 
@@ -364,11 +358,11 @@ def diff_view(result: BranchDiff) -> tuple[str, str]:
     for step in result.steps:
         a = step.a.id if step.a else "(none)"
         b = step.b.id if step.b else "(none)"
-        lines = [f"### Step {step.step}: {a} / {b}"]
-        lines.append(
+        lines = [
+            f"### Step {step.step}: {a} / {b}",
             f"same prompt: {'yes' if step.same_prompt else 'no'}, "
-            f"response similarity {step.response_similarity:.2f}"
-        )
+            f"response similarity {step.response_similarity:.2f}",
+        ]
         changes = step.prompt_diff + step.response_diff
         if changes:
             lines.append("```diff\n" + safe("\n".join(changes)) + "\n```")
@@ -398,12 +392,8 @@ def compare_view(result: Comparison) -> tuple[str, str]:
             _number(alternative.response_length),
             str(alternative.subtree_size),
         ]
-        cells += [
-            "1.00"
-            if other == alternative.id
-            else f"{alternative.similarity[other]:.2f}"
-            for other in ids
-        ]
+        similar = {**alternative.similarity, alternative.id: 1.0}
+        cells += [f"{similar[other]:.2f}" for other in ids]
         rows.append("| " + " | ".join(cells) + " |")
     legend = ", ".join(f"~{index + 1} = {node}" for index, node in enumerate(ids))
     return terminal_text(title), "\n".join(rows) + f"\n\nSimilarity columns: {legend}"

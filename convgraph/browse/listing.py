@@ -130,8 +130,7 @@ def structure_figures(forest: Forest) -> dict[str, TreeFigures]:
 
 
 def figures_from_json(text: str) -> dict[str, TreeFigures]:
-    """`main`'s printed figures, read back: {tree id: [nodes, leaves, depth,
-    share]}."""
+    """`main`'s printed figures, read back: {tree id: [nodes, leaves, depth, share]}."""
     import json
 
     return {key: TreeFigures(*value) for key, value in json.loads(text).items()}

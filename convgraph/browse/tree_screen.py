@@ -219,9 +219,7 @@ class ConversationScreen(Screen[None]):
         """Show the node after a pause, else when the keys rest: a long Markdown
         answer takes longer to lay out than a held key's repeat."""
         self.browser.cursors[self.tree_id] = event.node
-        if self._details_timer is not None:
-            self._details_timer.stop()
-            self._details_timer = None
+        self._stop_timer()
         if time.monotonic() - self._details_shown > DETAILS_DELAY:
             self._show_details()
         else:
@@ -229,11 +227,14 @@ class ConversationScreen(Screen[None]):
 
     def show_view(self, title: str, source: str) -> None:
         """Show a view in the pane, replacing a node waiting to be shown."""
+        self._stop_timer()
+        self.view_open = True
+        self.details.show(title, source)
+
+    def _stop_timer(self) -> None:
         if self._details_timer is not None:
             self._details_timer.stop()
             self._details_timer = None
-        self.view_open = True
-        self.details.show(title, source)
 
     def show_stream(self, title: str, source: str) -> None:
         """Show an answer streaming in, its newest text in sight."""
@@ -403,10 +404,8 @@ class ConversationScreen(Screen[None]):
         try:
             if preferred is None:
                 written = set_note(node, note, path)
-                done = (
-                    f"note on {node} written to {written.name}"
-                    if note
-                    else f"note on {node} cleared"
+                done = f"note on {node} " + (
+                    f"written to {written.name}" if note else "cleared"
                 )
             else:
                 cleared = set_preferred(node, preferred, path)
@@ -422,21 +421,19 @@ class ConversationScreen(Screen[None]):
 
     def action_regenerate(self) -> None:
         """Ask the cursor's prompt again: the answer is its sibling."""
-        refusal = self.browser.refusal
-        if refusal:
-            self.show_problem(refusal)
-            return
-        if self.tree.node is not None:
+        if not self._refused() and self.tree.node is not None:
             self.show_view(f"regenerating {self.tree.node}…", "")
             self.run_branch(self.tree.node, None)
 
+    def _refused(self) -> bool:
+        """Whether writes are refused (said in the pane)."""
+        if self.browser.refusal:
+            self.show_problem(self.browser.refusal)
+        return bool(self.browser.refusal)
+
     def action_branch(self) -> None:
-        refusal = self.browser.refusal
-        if refusal:
-            self.show_problem(refusal)
-            return
         node = self.tree.node
-        if node is None:
+        if self._refused() or node is None:
             return
 
         def asked(prompt: str | None) -> None:

@@ -148,12 +148,10 @@ class TreeView(ScrollView, can_focus=True):
                 index += self._span[node]
                 continue
             shown.append((node, line))
-            if node is not None and node in self.collapsed:
-                index += self._span[node]
-            else:
-                index += 1
-        self._shown = shown
-        self._shown_kinds = kinds
+            index += (
+                self._span[node] if node is not None and node in self.collapsed else 1
+            )
+        self._shown, self._shown_kinds = shown, kinds
         self._row = {node: row for row, (node, _) in enumerate(shown) if node}
         # In terminal cells: a prompt in Japanese takes two a character.
         width = max((cell_width(line) for _, line in shown), default=0) + 12
@@ -202,13 +200,8 @@ class TreeView(ScrollView, can_focus=True):
             or shown + marks.cell_len <= width
             or (marks.cell_len >= width // 2)
         ):
-            return fitted(
-                Text.assemble(body, marks),
-                self.app.console,
-                left,
-                width,
-                self.rich_style,
-            )
+            whole = Text.assemble(body, marks)
+            return fitted(whole, self.app.console, left, width, self.rich_style)
         # Cut where the marks begin: a note stays in sight.
         cut = fitted(
             body, self.app.console, left, width - marks.cell_len, self.rich_style
@@ -328,12 +321,10 @@ class TreeView(ScrollView, can_focus=True):
         """Fold or unfold the cursor's subtree, or a folded subagent's."""
         if self.node in self.folded_agents:
             self.folded_agents.discard(self.node)
-            self._layout()
-            self.move_to(self.node)
+        elif self.node is None or self._subtree_nodes.get(self.node, 1) <= 1:
             return
-        if self.node is None or self._subtree_nodes.get(self.node, 1) <= 1:
-            return
-        self.collapsed.symmetric_difference_update({self.node})
+        else:
+            self.collapsed.symmetric_difference_update({self.node})
         self._layout()
         self.move_to(self.node)
 

@@ -62,15 +62,6 @@ def json_key(key: str) -> str:
     return text
 
 
-def json_object(members: Iterable[tuple[str, Any]]) -> str:
-    """An object of `(key, value)` members, on one line."""
-    return (
-        "{"
-        + ",".join(json_key(key) + json_value(value) for key, value in members)
-        + "}"
-    )
-
-
 def node_object(
     node: Any, data: dict[str, Any], reserved: frozenset[str], extra: dict[str, Any]
 ) -> str:

@@ -18,19 +18,9 @@ if TYPE_CHECKING:
 LABEL_EXCERPT = 40
 
 #: ColorBrewer's Set3, light enough for black text; reused past its end.
-PALETTE = (
-    "#8dd3c7",
-    "#ffffb3",
-    "#bebada",
-    "#fb8072",
-    "#80b1d3",
-    "#fdb462",
-    "#b3de69",
-    "#fccde5",
-    "#d9d9d9",
-    "#bc80bd",
-    "#ccebc5",
-    "#ffed6f",
+PALETTE = tuple(
+    "#8dd3c7 #ffffb3 #bebada #fb8072 #80b1d3 #fdb462 #b3de69 #fccde5 #d9d9d9"  # noqa: SIM905 (words)
+    " #bc80bd #ccebc5 #ffed6f".split()
 )
 NO_MODEL_COLOUR = "white"
 

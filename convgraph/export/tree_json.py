@@ -39,15 +39,9 @@ RESERVED = frozenset({"id", CALLS, "children"})
 def _tree_lines(graph: nx.DiGraph[Any]) -> Iterator[str]:
     """One conversation's lines, depth first without recursion, one a node; a
     leaf's line also closes every object it ends."""
-    opening = (
-        "{"
-        + json_key("tree_id")
-        + json_value(graph.graph.get("tree_id"))
-        + ","
-        + json_key("name")
-        + json_value(graph.graph.get("name"))
-        + ',"children":['
-    )
+    info = graph.graph
+    members = [json_key(key) + json_value(info.get(key)) for key in ("tree_id", "name")]
+    opening = "{" + ",".join(members) + ',"children":['
     succ, pred = adjacency(graph)
     roots = [node for node in graph if not pred[node]]
     if not roots:

@@ -2,8 +2,7 @@
 
 A node that is its own parent, names no parent, one in another conversation
 (docs/design.md#the-same-conversation-rule), or is on a cycle (of nodes, or of
-`forked_from` threads) is a `Problem` and becomes a root: every tree is a tree.
-"""
+`forked_from` threads) is a `Problem` and becomes a root: every tree is a tree."""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ UNPLACED = "unplaced"
 class ParentWalk:
     """The ids from `start` up its parent links (`parent_of`: a mapping or
     callable, None for a root), asked lazily. Ends after a root, or before an
-    id would come again: then `repeat` is that id (a cycle begins there).
-    """
+    id would come again: then `repeat` is that id (a cycle begins there)."""
 
     __slots__ = ("parent_of", "repeat", "start")
 
@@ -84,8 +82,7 @@ class ParentWalk:
 class Problem:
     """One broken parent link: `node_id` became a root, `parent_id` is the
     parent it named, `cycle` the nodes of a cycle in parent order from
-    `node_id`. In a fork cycle all of these are thread ids.
-    """
+    `node_id`. In a fork cycle all of these are thread ids."""
 
     kind: str
     node_id: str
@@ -138,8 +135,7 @@ def break_cycles(
 ) -> list[Problem]:
     """Drop one link of every cycle in `parents` (every parent a key or
     None), in place, and report it. The cycle's node first in `order` (log
-    order) becomes the root. Each node is walked once.
-    """
+    order) becomes the root. Each node is walked once."""
     position = {node: index for index, node in enumerate(order)}
     finished: set[str] = set()
 
@@ -177,13 +173,11 @@ def break_cycles(
 
 @rule(RECORDS)
 def check_links(
-    records: list[dict[str, Any]],
-    conversation_of_outsiders: Mapping[str, str],
+    records: list[dict[str, Any]], conversation_of_outsiders: Mapping[str, str]
 ) -> tuple[dict[str, str | None], list[Problem]]:
     """The valid parent of each of one tree's records (log order), and the
     problems. `conversation_of_outsiders` holds the parents outside the tree
-    (a parent in neither is missing).
-    """
+    (a parent in neither is missing)."""
     ids = {record["id"] for record in records}
     parents: dict[str, str | None] = {}
     problems = []
@@ -212,8 +206,7 @@ def check_links_table(
     nodes: pd.DataFrame, parent_rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, list[Problem]]:
     """`check_links` of a nodes table: each valid parent row (-1 for a root)
-    and the problems (cycles last). `parent_rows`: the reader's, if found.
-    """
+    and the problems (cycles last). `parent_rows`: the reader's, if found."""
     # Here, not above: the one-tree path imports this module without numpy.
     import numpy as np
     import pandas as pd
@@ -266,11 +259,7 @@ def check_links_table(
         cycle_ids = _values_at(ids, on_cycles)
         parents = dict(zip(cycle_ids, _values_at(ids, checked[on_cycles]), strict=True))
         conversation_of = dict(
-            zip(
-                cycle_ids,
-                _values_at(nodes["conversation_id"], on_cycles),
-                strict=True,
-            )
+            zip(cycle_ids, _values_at(nodes["conversation_id"], on_cycles), strict=True)
         )
         cycle_problems = break_cycles(parents, parents, conversation_of)
         problems.extend(cycle_problems)

@@ -1,7 +1,6 @@
 """Every node's ancestors at once over `parent_rows` (each node's parent row,
 -1 for a root), by pointer jumping: log2(depth) vectorized rounds. One tree
-walks with `convgraph.links.integrity.ParentWalk` instead, without numpy.
-"""
+walks with `convgraph.links.integrity.ParentWalk` instead, without numpy."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ def climb(
     marked node (the node itself included). `totals`: `values` (``(n,)`` or ``(n, k)``) combined by `combine`, an
     associative ufunc with identity 0 (default `numpy.add`), up to but not
     including that node (to the root where none is marked); `nearest`: its
-    row, or -1. A node above a cycle reaches no root; its totals mean nothing.
-    """
+    row, or -1. A node above a cycle reaches no root; its totals mean nothing."""
     count = len(parent_rows)
     pointer = np.where(parent_rows >= 0, parent_rows, count)
     if marked is not None:
@@ -57,10 +55,7 @@ def climb(
         # The sentinel or a cycle the rounds ran out on: nothing marked.
         is_marked = np.append(marked, False)
         nearest = np.where(is_marked[reached], reached, -1)
-    return Climb(
-        None if totals is None else totals[:count],
-        nearest,
-    )
+    return Climb(None if totals is None else totals[:count], nearest)
 
 
 def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:

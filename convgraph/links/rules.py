@@ -1,7 +1,6 @@
 """Rules with two forms: `@rule(kind)` on the per-tree reference (plain
 Python), `@table_form(reference)` on its table form; tests/test_rule_agreement.py
-holds every registered pair to one answer.
-"""
+holds every registered pair to one answer."""
 
 from __future__ import annotations
 

@@ -27,8 +27,7 @@ _HEADING = re.compile(f"^({_MARKERS})#", re.MULTILINE)
 
 #: A possible setext underline; group 1 is what comes before the first `=`/`-`.
 _UNDERLINE = re.compile(
-    r"^(?=[ \t>*+\-0-9.)=]*[=\-][ \t>*+\-0-9.)=]*$)([ \t>*+0-9.)]*)",
-    re.MULTILINE,
+    r"^(?=[ \t>*+\-0-9.)=]*[=\-][ \t>*+\-0-9.)=]*$)([ \t>*+0-9.)]*)", re.MULTILINE
 )
 
 #: What could open HTML: a tag, comment, declaration, CDATA, PI or autolink.

@@ -5,8 +5,7 @@ whole in one file. It is read like any source: an unreadable file or a node
 table without ids is one `DatabaseError`; bad values read as missing, rows
 without an id or with a repeated one, broken parent links and the rows of a
 tree an earlier file holds are left out and reported. pyarrow is imported
-inside the functions, so that the command line starts without it.
-"""
+inside the functions, so that the command line starts without it."""
 
 from __future__ import annotations
 
@@ -27,18 +26,8 @@ from convgraph.contract import (
     TREE_NAME,
 )
 from convgraph.errors import DatabaseError, UnknownConversation
-from convgraph.links.integrity import (
-    DUPLICATE_ID,
-    NO_ID,
-    Problem,
-    check_links_table,
-)
-from convgraph.sources.source import (
-    CONVERSATION,
-    MIN_PREFIX,
-    IdMatch,
-    ambiguous_id,
-)
+from convgraph.links.integrity import DUPLICATE_ID, NO_ID, Problem, check_links_table
+from convgraph.sources.source import CONVERSATION, MIN_PREFIX, IdMatch, ambiguous_id
 from convgraph.text import counted
 
 if TYPE_CHECKING:
@@ -176,15 +165,12 @@ def read_file(
 
 
 def checked_nodes(
-    nodes: pd.DataFrame,
-    table: str = NODES,
-    earlier: Mapping[str, str] | None = None,
+    nodes: pd.DataFrame, table: str = NODES, earlier: Mapping[str, str] | None = None
 ) -> tuple[pd.DataFrame, list[Problem]]:
-    """One file's (or partition's) node table, typed and checked, and its
-    problems: values of the wrong type read as missing; nameless and
-    repeated rows and trees `earlier` names (tree -> file) are left out;
-    broken parent links dropped, `PARENT_ROWS` set. `DatabaseError` if
-    `REQUIRED` columns are missing."""
+    """One file's (or partition's) node table, typed and checked, and its problems:
+    values of the wrong type read as missing; nameless and repeated rows and trees
+    `earlier` names (tree -> file) are left out; broken parent links dropped,
+    `PARENT_ROWS` set. `DatabaseError` if `REQUIRED` columns are missing."""
     import numpy as np
     import pandas as pd
 

@@ -187,11 +187,10 @@ class Source:
         found = []
         with contextlib.suppress(UnknownNode):
             found.append(IdMatch(NODE, given, self.tree_id_of_node(given)))
-        try:
-            tree_id = self.tree_id_of_conversation(given)
-            found.append(IdMatch(CONVERSATION, given, tree_id))
-        except UnknownConversation:
-            pass
+        with contextlib.suppress(UnknownConversation):
+            found.append(
+                IdMatch(CONVERSATION, given, self.tree_id_of_conversation(given))
+            )
         return found
 
     def is_id(self, given: str, kind: str) -> bool:
@@ -226,9 +225,8 @@ class Source:
             matches = self.id_matches(given, LISTED + 1)
         exact = [match for match in matches if match.id == given]
         for kind in kinds:
-            for match in exact:
-                if match.kind == kind:
-                    return kind, given
+            if any(match.kind == kind for match in exact):
+                return kind, given
         if exact:
             # A whole id of the other kind wins over prefixes of the wanted.
             raise _other_kind(given, exact[0])
@@ -324,10 +322,9 @@ class Source:
     def table_stamps(
         self, since: dict[str, Any] | None = None
     ) -> dict[str, Any] | None:
-        """A JSON stamp of the rows that any commit adding, deleting or moving
-        rows changes; with `since`, "logged_since" names the trees of rows
-        logged after it (None if anything else changed). None where the file
-        has no such tables."""
+        """A JSON stamp of the rows that any commit adding, deleting or moving rows
+        changes; with `since`, "logged_since" names the trees of rows logged after it
+        (None if anything else changed). None where the file has no such tables."""
         return None
 
 

@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -23,13 +23,7 @@ from convgraph.store.branch_point import (
     point_beside,
     with_system,
 )
-from convgraph.store.fanout import (
-    DONE,
-    Job,
-    Request,
-    outside_event_loop,
-    run_requests,
-)
+from convgraph.store.fanout import DONE, Job, Request, outside_event_loop, run_requests
 from convgraph.store.responses import LoggedNode, log_response, require_llm
 from convgraph.store.transaction import (
     connect_read_write,
@@ -60,12 +54,7 @@ class Answer:
     attempt: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "node_id": self.node_id,
-            "conversation_id": self.conversation_id,
-            "model": self.model,
-            "attempt": self.attempt,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -112,13 +101,9 @@ class FanOut:
         above = "(new roots)"
         while above in tree:
             above += "'"
-        new = {answer.node_id for answer in self.answers}
+        new = {answer.node_id for answer in self.answers} | {self.tree_node}
         tree.add_node(above)
-        tree.add_edges_from(
-            (above, node)
-            for node in list(tree)
-            if node in new or node == self.tree_node
-        )
+        tree.add_edges_from((above, node) for node in list(tree) if node in new)
         return compare(tree, above)
 
 
@@ -243,11 +228,7 @@ def _fan_out_at(
     return outside_event_loop(lambda: _run(llm, where(database_path(db)), asked))
 
 
-def _run(
-    llm: Any,
-    where: tuple[BranchPoint, str, str | None],
-    asked: _Asked,
-) -> FanOut:
+def _run(llm: Any, where: tuple[BranchPoint, str, str | None], asked: _Asked) -> FanOut:
     point, prompt, system = where
     models, tries, options, parallel, request_timeout, lock_timeout, on_change = asked
     model_ids = list(models) or [point.default_model or llm.get_default_model()]

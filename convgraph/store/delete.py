@@ -115,14 +115,8 @@ def delete_node(
                         conn, graph, node_id, children, result.new_parent, dry_run
                     )
             # Each call of the node's run goes, earlier ones listed first.
-            doomed = [
-                call
-                for node in doomed
-                for call in [
-                    *_in_log_order(conn, tree_ops.run_calls(graph, node)),
-                    node,
-                ]
-            ]
+            runs = [(tree_ops.run_calls(graph, node), node) for node in doomed]
+            doomed = [c for calls, n in runs for c in [*_in_log_order(conn, calls), n]]
             if has_column:
                 # The moved children (moved already, or in a dry run about
                 # to be) no longer name the node.

@@ -9,6 +9,7 @@ import contextlib
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -90,9 +91,7 @@ class Outcome:
 
 def job_labels(requests: Sequence[Request]) -> list[str]:
     """Each request's name in messages: its model id, `#N` where asked again."""
-    counts: dict[str, int] = {}
-    for request in requests:
-        counts[request.model_id] = counts.get(request.model_id, 0) + 1
+    counts = Counter(request.model_id for request in requests)
     return [
         request.model_id
         if counts[request.model_id] == 1
@@ -128,11 +127,9 @@ def _first_ctrl_c_stops(runner: _Runner) -> Iterator[None]:
     """While the run lasts, the first Ctrl-C stops it and a later one goes to
     the handler from before. asyncio's own would raise inside the loop, reported
     as a task's error. Only the main thread touches signals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     before = signal.getsignal(signal.SIGINT)
-    if before in (signal.SIG_IGN, None):
+    main = threading.current_thread() is threading.main_thread()
+    if not main or before in (signal.SIG_IGN, None):
         yield
         return
 
@@ -187,11 +184,8 @@ class _Runner:
         timeout: float | None,
         on_change: Callable[[list[Job]], None] | None,
     ):
-        self.jobs = jobs
-        self.on_answer = on_answer
-        self.parallel = parallel
-        self.timeout = timeout
-        self.on_change = on_change
+        self.jobs, self.on_answer, self.on_change = jobs, on_answer, on_change
+        self.parallel, self.timeout = parallel, timeout
         self.models: dict[str, tuple[Any, bool] | str] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self.main: asyncio.Task[Any] | None = None
@@ -274,8 +268,10 @@ class _Runner:
             # Whatever the model raised, a SystemExit too, fails this one alone.
             self.fail(job, _reason(error))
             return
-        job.input_tokens = response.input_tokens
-        job.output_tokens = response.output_tokens
+        job.input_tokens, job.output_tokens = (
+            response.input_tokens,
+            response.output_tokens,
+        )
         job.ended = time.monotonic()
         try:
             # No await inside: the first Ctrl-C cannot cut a write.
@@ -356,11 +352,7 @@ class _Runner:
         self.from_thread(_settle, finished, response, None)
 
     async def stream_async(
-        self,
-        job: Job,
-        model: Any,
-        started: asyncio.Future[Any],
-        cancel: _Cancel,
+        self, job: Job, model: Any, started: asyncio.Future[Any], cancel: _Cancel
     ) -> Any:
         """An async model's answer, on this thread's own event loop."""
         task = asyncio.current_task()
@@ -371,11 +363,7 @@ class _Runner:
         # aiter() once: llm takes the response's time there.
         chunks = aiter(response)
         self.from_thread(_settle, started, None, None)
-        while True:
-            try:
-                chunk = await anext(chunks)
-            except StopAsyncIteration:
-                break
+        async for chunk in chunks:
             self.from_thread(self.chunk, job, chunk)
         return await response.to_sync_response()
 

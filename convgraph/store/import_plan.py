@@ -84,10 +84,7 @@ class ConversationPlan:
 
 
 def plan_conversation(
-    conversation_id: str,
-    name: str | None,
-    records: list[dict[str, Any]],
-    source: str,
+    conversation_id: str, name: str | None, records: list[dict[str, Any]], source: str
 ) -> ConversationPlan:
     """Which threads and turns one conversation's `records` (as a `ChatExport` reads
     them) become. Broken links are dropped as every reader drops them. Iterative."""
@@ -114,8 +111,7 @@ def plan_conversation(
     active = [record["id"] for record in records if record.get("active")]
     active_set = set(active)
     active_leaf = next(
-        (node for node in active if not active_set.intersection(children[node])),
-        None,
+        (node for node in active if not active_set.intersection(children[node])), None
     )
     leaves = [record["id"] for record in records if not children[record["id"]]]
     if active_leaf is None or children[active_leaf]:

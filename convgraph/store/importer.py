@@ -197,12 +197,11 @@ def write_conversation(
     held: dict[str, tuple[str, str | None, bool]] | None = None,
     export: str | None = None,
 ) -> int:
-    """Write one planned conversation inside the caller's transaction: its
-    messages node by node (each chain from its parent's tip), then its threads,
-    turns, search rows and origins, a statement each. `held`: the nodes the
-    file has (thread, tip, whether at its thread's tip), not written again: a
-    new branch goes on in the thread whose tip it continues, else forks.
-    The threads made are counted."""
+    """Write one planned conversation inside the caller's transaction: its messages node
+    by node (each chain from its parent's tip), then its threads, turns, search rows and
+    origins, a statement each. `held`: the nodes the file has (thread, tip, whether at
+    its thread's tip), not written again: a new branch goes on in the thread whose tip
+    it continues, else forks. The threads made are counted."""
     import llm
     from llm.logs import TURN_SEARCH_INSERT_SQL
 
@@ -270,19 +269,10 @@ def write_conversation(
     )
     nodes = {turn.turn_id: turn.record["id"] for t in plan.threads for turn in t.turns}
     conn.execute(ORIGINS_SQL)
+    where = (plan.source, export, plan.conversation_id)
     conn.executemany(
         f"insert or replace into {ORIGINS} values (?, ?, ?, ?, ?, ?)",
-        [
-            (
-                row["id"],
-                plan.source,
-                export,
-                plan.conversation_id,
-                nodes[row["id"]],
-                now,
-            )
-            for row in turn_rows
-        ],
+        [(row["id"], *where, nodes[row["id"]], now) for row in turn_rows],
     )
     return len(thread_rows)
 
@@ -363,27 +353,21 @@ def _status(held: Collection[str] | None, plan: ConversationPlan) -> tuple[str, 
 def _plans(
     export: Any, empty: list[tuple[str, str | None]]
 ) -> Iterator[ConversationPlan]:
-    """Every conversation with nodes, planned one at a time as the export
-    streams, then the later copies of those it lists twice; the others go
-    into `empty`."""
+    """Every conversation with nodes, planned one at a time as the export streams, then
+    the later copies of those it lists twice; the others go into `empty`."""
     from convgraph.sources.chat.exports import conversation_records
 
+    kind = export.format or ""
     for conversation in export.conversations():
-        records = conversation_records(conversation, export.format or "")
-        if records:
-            yield plan_conversation(
-                conversation.id, conversation.name, records, export.format or ""
-            )
+        if records := conversation_records(conversation, kind):
+            yield plan_conversation(conversation.id, conversation.name, records, kind)
         else:
             empty.append((conversation.id, conversation.name))
     # Written as a grown export is: the nodes the first copy lacks.
     for item in export.repeated:
         conversation = export._parse(item)
-        records = conversation_records(conversation, export.format or "")
-        if records:
-            yield plan_conversation(
-                conversation.id, conversation.name, records, export.format or ""
-            )
+        if records := conversation_records(conversation, kind):
+            yield plan_conversation(conversation.id, conversation.name, records, kind)
 
 
 def import_export(

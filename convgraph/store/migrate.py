@@ -183,13 +183,9 @@ def _link_linear(conn: sqlite3.Connection, report: ProgressCallback) -> None:
 
 def _responses_between(conn: sqlite3.Connection, start: str | None, end: str) -> int:
     """How many responses the batch from `start` (None: first) to `end` linked."""
-    lower = "" if start is None else " and conversation_id >= ?"
-    return int(
-        conn.execute(
-            f"select count(*) from responses where conversation_id < ?{lower}",
-            [end, *([] if start is None else [start])],
-        ).fetchone()[0]
-    )
+    lower, bound = ("", []) if start is None else (" and conversation_id >= ?", [start])
+    query = f"select count(*) from responses where conversation_id < ?{lower}"
+    return int(conn.execute(query, [end, *bound]).fetchone()[0])
 
 
 def _link_batch(conn: sqlite3.Connection, start: str | None, size: int) -> str | None:

@@ -105,10 +105,9 @@ def plan_migration(
     conn: sqlite3.Connection, path: Path, link_linear: bool = False
 ) -> MigrationPlan:
     """Look at the database and say what migrating it would change. Raises
-    `DatabaseError` (no legacy `responses` table), `MigrationRefused` (llm has
-    not brought the file to its schema yet, or `--link-linear` was asked for but
-    responses have parents that are not the linear ones: linking would
-    overwrite the tree)."""
+    `DatabaseError` (no legacy `responses` table), `MigrationRefused` (llm has not
+    brought the file to its schema yet, or `--link-linear` was asked for but responses
+    have parents that are not the linear ones: linking would overwrite the tree)."""
     columns = response_columns(conn)
     if not columns:
         raise DatabaseError(

@@ -25,9 +25,7 @@ create table if not exists {TABLE} (
 
 
 def set_note(
-    node_id: str,
-    text: str | None,
-    db: str | os.PathLike[str] | None = None,
+    node_id: str, text: str | None, db: str | os.PathLike[str] | None = None
 ) -> Path:
     """Record `text` as the note of `node_id` (None clears it) in one transaction;
     return the file written. Raises `UnknownNode`, `DatabaseError (the file cannot be
@@ -38,9 +36,7 @@ def set_note(
 
 
 def set_preferred(
-    node_id: str,
-    preferred: bool = True,
-    db: str | os.PathLike[str] | None = None,
+    node_id: str, preferred: bool = True, db: str | os.PathLike[str] | None = None
 ) -> list[str]:
     """Mark `node_id` preferred among its alternatives (or clear it) in one transaction;
     return the ids whose mark the marking cleared. Raises `UnknownNode`,
@@ -74,9 +70,7 @@ def set_preferred(
 
 
 def set_hidden(
-    node_id: str,
-    hidden: bool = True,
-    db: str | os.PathLike[str] | None = None,
+    node_id: str, hidden: bool = True, db: str | os.PathLike[str] | None = None
 ) -> tuple[str, Path]:
     """Hide the branch of `node_id` (or show it again) in one transaction; return the
     node's whole id and the file written. Raises `UnknownNode`, `DatabaseError`,

@@ -46,10 +46,7 @@ def new_response_id() -> str:
 
     global _last_id
     with _id_lock:
-        value = int(ULID())
-        if value <= _last_id:
-            value = _last_id + 1
-        _last_id = value
+        value = _last_id = max(int(ULID()), _last_id + 1)
     return str(ULID.from_int(value)).lower()
 
 

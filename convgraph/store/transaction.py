@@ -30,16 +30,14 @@ def database_path(path: str | os.PathLike[str] | None) -> Path:
 
 
 def connect_read_write(
-    path: str | os.PathLike[str] | None,
-    timeout: float | None = None,
+    path: str | os.PathLike[str] | None, timeout: float | None = None
 ) -> sqlite3.Connection:
     """Open an existing database for writing in autocommit mode, so every BEGIN
     is `write_transaction`'s; raises DatabaseError where there is no SQLite file."""
     path = database_path(path)
     if not path.is_file():
         raise DatabaseError(f"no database file at {path}")
-    if timeout is None:
-        timeout = WRITE_BUSY_TIMEOUT_SECONDS
+    timeout = WRITE_BUSY_TIMEOUT_SECONDS if timeout is None else timeout
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     try:
         conn.execute("select count(*) from sqlite_master").fetchone()
@@ -129,8 +127,7 @@ def exclusive_transaction(
 
 def _begin_exclusive(conn: sqlite3.Connection, timeout: float | None) -> bool:
     """`BEGIN EXCLUSIVE` at the first free moment; whether it had to wait."""
-    if timeout is None:
-        timeout = busy_timeout(conn)
+    timeout = busy_timeout(conn) if timeout is None else timeout
     path = _file_of(conn)
     saved = conn.execute("pragma busy_timeout").fetchone()[0]
     deadline = time.monotonic() + timeout

@@ -1,12 +1,9 @@
-"""Claude Code's records of the conversation as `Message`s: a `user` or
-`assistant` record's API message (`content` a string or blocks, read by
-`claude.block_parts`; a pasted image an attachment part, and the prompt
-"[1 image]" where it is all the prompt holds), its model, and its usage,
-counted once per API message on the last record that holds it. An
-interruption, a compaction's summary (its text the model's) and a
-command's records are steps; a command the model answers a prompt
-(`answered`).
-"""
+"""Claude Code's records of the conversation as `Message`s: a `user` or `assistant`
+record's API message (`content` a string or blocks, read by `claude.block_parts`; a
+pasted image an attachment part, and the prompt "[1 image]" where it is all the prompt
+holds), its model, and its usage, counted once per API message on the last record that
+holds it. An interruption, a compaction's summary (its text the model's) and a command's
+records are steps; a command the model answers a prompt (`answered`)."""
 
 from __future__ import annotations
 
@@ -38,9 +35,8 @@ def record_message(
     usage_holder: dict[str, tuple[Message, dict[str, Any]]],
     text: bool = True,
 ) -> Message:
-    """One record of the conversation (of type `kind`) as a `Message`
-    (without its texts and their parts but a prompt's, `text=False`:
-    `_parts`)."""
+    """One record of the conversation (of type `kind`) as a `Message` (without its texts
+    and their parts but a prompt's, `text=False`: `_parts`)."""
     # Run for every record of every session: the checks of the untrusted
     # values are written out (`type(x) is`) rather than called.
     raw = record.get("message")
@@ -157,11 +153,10 @@ _NO_MESSAGE: dict[str, Any] = {}
 def _parts(
     role: str, raw: dict[str, Any], text: bool
 ) -> tuple[list[P.Part], list[str | None]]:
-    """A message's parts (`claude.block_parts`) and its texts. Without
-    `text`, only what the figures count is made: the tool calls and results
-    (a result's output left empty, its error said), and the texts as they
-    are, not as parts: the same calls, errors and kinds of message, at half
-    the cost."""
+    """A message's parts (`claude.block_parts`) and its texts. Without `text`, only what
+    the figures count is made: the tool calls and results (a result's output left empty,
+    its error said), and the texts as they are, not as parts: the same calls, errors and
+    kinds of message, at half the cost."""
     if text:
         content = raw.get("content")
         if type(content) is list and any(

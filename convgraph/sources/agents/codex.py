@@ -1,27 +1,23 @@
-"""Codex CLI's rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) as a
-chain of messages.
+"""Codex CLI's rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) as a chain of
+messages.
 
-A rollout holds one JSON record a line: `{"timestamp", "type", "payload"}`,
-where `session_meta` names the session (`id`, `cwd`, `git.branch`),
-`turn_context` the model and working directory of the turns that follow,
-`response_item` one item of the conversation (a `message` of the `user` or
-the `assistant` with `input_text`/`output_text` blocks, `reasoning` with its
-`summary`, `function_call` with `name`, `arguments` as JSON text and
-`call_id`, `function_call_output`, `custom_tool_call` and its output,
-`local_shell_call`, `web_search_call`, and the newer tool searches and
-image generations), `event_msg` what the CLI showed (`token_count` with the
-turn's `last_token_usage`; `user_message`, the prompt as typed, which is
-the prompt where a rollout keeps no user message item) and `compacted` a
-compaction's summary (the rollout goes on after it, in the same tree).
-Collaborating agents are tool calls of the rollout (`spawn_agent`,
-`wait_agent`, ...). Rollouts written before version 0.30 have no envelope:
-a first line with the session's `id` and then the items themselves. A
-rollout is linear: every item follows the one before; the context Codex
-adds as user messages (`<environment_context>`, the `AGENTS.md`
-instructions) is a step, not a prompt. A rollout is a session, one tree.
-A record or item of a kind not known here is counted and reported, never a
-reason to refuse the rollout.
-"""
+A rollout holds one JSON record a line: `{"timestamp", "type", "payload"}`, where
+`session_meta` names the session (`id`, `cwd`, `git.branch`), `turn_context` the model
+and working directory of the turns that follow, `response_item` one item of the
+conversation (a `message` of the `user` or the `assistant` with
+`input_text`/`output_text` blocks, `reasoning` with its `summary`, `function_call` with
+`name`, `arguments` as JSON text and `call_id`, `function_call_output`,
+`custom_tool_call` and its output, `local_shell_call`, `web_search_call`, and the newer
+tool searches and image generations), `event_msg` what the CLI showed (`token_count`
+with the turn's `last_token_usage`; `user_message`, the prompt as typed, which is the
+prompt where a rollout keeps no user message item) and `compacted` a compaction's
+summary (the rollout goes on after it, in the same tree). Collaborating agents are tool
+calls of the rollout (`spawn_agent`, `wait_agent`, ...). Rollouts written before version
+0.30 have no envelope: a first line with the session's `id` and then the items
+themselves. A rollout is linear: every item follows the one before; the context Codex
+adds as user messages (`<environment_context>`, the `AGENTS.md` instructions) is a step,
+not a prompt. A rollout is a session, one tree. A record or item of a kind not known
+here is counted and reported, never a reason to refuse the rollout."""
 
 from __future__ import annotations
 
@@ -35,8 +31,11 @@ from convgraph import parts as P
 from convgraph.sources.agents.files import (
     SessionGroup,
     count_unknown,
+    first_prompt,
     json_lines,
     jsonl_files,
+    no_companions,
+    one_file_each,
 )
 from convgraph.sources.chat.messages import (
     ANSWER,
@@ -56,33 +55,8 @@ STORE = (".codex", "sessions")
 
 #: The envelopes of a rollout's records.
 RECORD_TYPES = frozenset(
-    {
-        "session_meta",
-        "response_item",
-        "event_msg",
-        "turn_context",
-        "compacted",
-        "world_state",
-        "inter_agent_communication_metadata",
-    }
-)
-
-#: The items of the conversation.
-ITEM_TYPES = frozenset(
-    {
-        "message",
-        "reasoning",
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "local_shell_call",
-        "web_search_call",
-        "tool_search_call",
-        "tool_search_output",
-        "image_generation_call",
-        "collab_tool_call",
-    }
+    "session_meta response_item event_msg turn_context compacted world_state"  # noqa: SIM905 (words)
+    " inter_agent_communication_metadata".split()
 )
 
 #: Items Codex keeps that are no part of the conversation (an undo point).
@@ -90,18 +64,14 @@ QUIET_ITEMS = frozenset({"ghost_snapshot", "agent_message"})
 
 #: The calls among the items, and their outputs.
 CALL_ITEMS = frozenset(
-    {
-        "function_call",
-        "custom_tool_call",
-        "local_shell_call",
-        "tool_search_call",
-        "image_generation_call",
-        "collab_tool_call",
-    }
+    "function_call custom_tool_call local_shell_call tool_search_call"  # noqa: SIM905 (words)
+    " image_generation_call collab_tool_call".split()
 )
 OUTPUT_ITEMS = frozenset(
     {"function_call_output", "custom_tool_call_output", "tool_search_output"}
 )
+#: The items of the conversation.
+ITEM_TYPES = CALL_ITEMS | OUTPUT_ITEMS | {"message", "reasoning", "web_search_call"}
 
 #: How the context Codex sends as user messages begins.
 CONTEXT_PREFIXES = (
@@ -135,17 +105,8 @@ def store_files(folder: Path) -> list[Path]:
     return jsonl_files(folder, "rollout-*.jsonl")
 
 
-def companions(path: Path) -> list[Path]:
-    """The files read with the rollout `path` alone: none."""
-    return []
-
-
-def session_groups(
-    files: list[Path], told: dict[Path, list[dict[str, Any]]]
-) -> list[tuple[str, list[Path]]]:
-    """Each rollout by its path (the key), in path order (Codex names them
-    by date and time)."""
-    return [(str(file), [file]) for file in files]
+# Each rollout alone, in path order (Codex names them by date and time).
+companions, session_groups = no_companions, one_file_each
 
 
 def read_group(
@@ -228,11 +189,7 @@ def read_group(
         message.parent = previous
         previous = message.id
     group.current = previous
-    group.name = next(
-        (message.text for message in group.messages if message.kind == PROMPT), None
-    )
-    if group.name is not None:
-        group.name = group.name.splitlines()[0][:80]
+    group.name = first_prompt(group.messages)
     yield group
 
 
@@ -247,10 +204,7 @@ def _message(
     kind = item.get("type")
     if kind == "message":
         role = item.get("role")
-        texts = [
-            as_text(as_dict(block).get("text"))
-            for block in as_list(item.get("content"))
-        ]
+        texts = _texts(item.get("content"))
         text = join_texts(texts, "\n\n")
         if role == "user":
             part_role = P.USER
@@ -267,13 +221,7 @@ def _message(
             # The context Codex adds: kept in the run, not as the prompt.
             message.parts = [P.text(P.USER, text or "")]
     elif kind == "reasoning":
-        summary = join_texts(
-            [
-                as_text(as_dict(block).get("text"))
-                for block in as_list(item.get("summary"))
-            ],
-            "\n\n",
-        )
+        summary = join_texts(_texts(item.get("summary")), "\n\n")
         message.parts = [P.reasoning(summary or "", redacted=summary is None)]
     elif kind in CALL_ITEMS:
         name = as_text(item.get("name") or item.get("tool")) or _CALL_NAMES.get(kind)
@@ -314,6 +262,10 @@ def _message(
     return message
 
 
+def _texts(blocks: Any) -> list[str | None]:
+    return [as_text(as_dict(block).get("text")) for block in as_list(blocks)]
+
+
 def _turn(payload: dict[str, Any]) -> dict[str, Any]:
     """A turn's context: the payload, or (as later versions write it, with
     no schema marker) the object inside it that holds the turn's fields."""
@@ -327,8 +279,7 @@ def _turn(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _model(turn: dict[str, Any]) -> str | None:
-    """The model of a turn: named outright, or in its collaboration mode's
-    settings."""
+    """The model of a turn: named outright, or in its collaboration mode's settings."""
     settings = as_dict(as_dict(turn.get("collaboration_mode")).get("settings"))
     return as_text(turn.get("model")) or as_text(settings.get("model"))
 

@@ -1,25 +1,22 @@
-"""GitHub Copilot CLI's sessions (`~/.copilot/session-state/<id>/events.jsonl`,
-before that `session-state/<id>.jsonl`) as parent-linked messages.
+"""GitHub Copilot CLI's sessions (`~/.copilot/session-state/<id>/events.jsonl`, before
+that `session-state/<id>.jsonl`) as parent-linked messages.
 
 A session file holds one event a line: `{"type", "data", "id", "timestamp",
-"parentId"}`. `session.start` names the session (`sessionId`, the working
-directory and branch in `context`, the model chosen), `session.resume` and
-`session.model_change` change them; `user.message` is a prompt (`content`,
-its `attachments` counted where it holds no text); `assistant.message` the
-agent's text and its `toolRequests` (tool calls: `toolCallId`, `name`,
-`arguments`; a `tool.execution_start` no reply requested is a call too),
-`assistant.reasoning` its thinking, `tool.execution_complete` a call's
-result (`success`, `result.content`, `error.message`), and
-`assistant.usage` the tokens of one model call (`inputTokens`, counting the
-cache's, `outputTokens`, `cacheReadTokens`, `cacheWriteTokens`). Where a
-file has no usage events, each message's own `outputTokens` count. The
-messages of a subagent carry the `parentToolCallId` of the call that started
-it and hang under that call's message. Every other event (turns, hooks,
-infos, truncations, the shutdown's totals) is passed through: a link to one
-goes on to what it hangs under. A `parentId` that names no single earlier
-event (ids trimmed to a placeholder) is read as the event before. An event
-of a kind not known is counted and reported.
-"""
+"parentId"}`. `session.start` names the session (`sessionId`, the working directory and
+branch in `context`, the model chosen), `session.resume` and `session.model_change`
+change them; `user.message` is a prompt (`content`, its `attachments` counted where it
+holds no text); `assistant.message` the agent's text and its `toolRequests` (tool calls:
+`toolCallId`, `name`, `arguments`; a `tool.execution_start` no reply requested is a call
+too), `assistant.reasoning` its thinking, `tool.execution_complete` a call's result
+(`success`, `result.content`, `error.message`), and `assistant.usage` the tokens of one
+model call (`inputTokens`, counting the cache's, `outputTokens`, `cacheReadTokens`,
+`cacheWriteTokens`). Where a file has no usage events, each message's own `outputTokens`
+count. The messages of a subagent carry the `parentToolCallId` of the call that started
+it and hang under that call's message. Every other event (turns, hooks, infos,
+truncations, the shutdown's totals) is passed through: a link to one goes on to what it
+hangs under. A `parentId` that names no single earlier event (ids trimmed to a
+placeholder) is read as the event before. An event of a kind not known is counted and
+reported."""
 
 from __future__ import annotations
 
@@ -35,8 +32,11 @@ from convgraph.sources.agents.files import (
     Sidechain,
     climb,
     count_unknown,
+    first_prompt,
     json_lines,
     jsonl_files,
+    no_companions,
+    one_file_each,
 )
 from convgraph.sources.chat.messages import (
     ANSWER,
@@ -57,72 +57,34 @@ STORE = (".copilot", "session-state")
 
 #: The events that carry the conversation.
 MESSAGE_EVENTS = frozenset(
-    {
-        "user.message",
-        "assistant.message",
-        "assistant.reasoning",
-        "tool.execution_start",
-        "tool.execution_complete",
-    }
+    "user.message assistant.message assistant.reasoning tool.execution_start"  # noqa: SIM905 (words)
+    " tool.execution_complete".split()
 )
 
 #: Every event kind Copilot CLI writes that is read or passed through.
 EVENT_TYPES = MESSAGE_EVENTS | frozenset(
-    {
-        "session.start",
-        "session.resume",
-        "session.error",
-        "session.idle",
-        "session.title_changed",
-        "session.info",
-        "session.warning",
-        "session.model_change",
-        "session.mode_changed",
-        "session.plan_changed",
-        "session.workspace_file_changed",
-        "session.handoff",
-        "session.truncation",
-        "session.snapshot_rewind",
-        "session.shutdown",
-        "session.usage_info",
-        "session.usage_checkpoint",
-        "session.auto_mode_resolved",
-        "session.compaction_start",
-        "session.compaction_complete",
-        "session.context_changed",
-        "assistant.turn_start",
-        "assistant.turn_end",
-        "assistant.intent",
-        "assistant.message_delta",
-        "assistant.reasoning_delta",
-        "assistant.usage",
-        "tool.user_requested",
-        "tool.execution_partial_result",
-        "tool.execution_progress",
-        "skill.invoked",
-        "subagent.started",
-        "subagent.completed",
-        "subagent.failed",
-        "subagent.selected",
-        "hook.start",
-        "hook.end",
-        "system.message",
-        "system.notification",
-        "abort",
-    }
+    "session.start session.resume session.error session.idle"  # noqa: SIM905 (kinds as words)
+    " session.title_changed session.info session.warning session.model_change"
+    " session.mode_changed session.plan_changed session.workspace_file_changed"
+    " session.handoff session.truncation session.snapshot_rewind"
+    " session.shutdown session.usage_info session.usage_checkpoint"
+    " session.auto_mode_resolved session.compaction_start"
+    " session.compaction_complete session.context_changed assistant.turn_start"
+    " assistant.turn_end assistant.intent assistant.message_delta"
+    " assistant.reasoning_delta assistant.usage tool.user_requested"
+    " tool.execution_partial_result tool.execution_progress skill.invoked"
+    " subagent.started subagent.completed subagent.failed subagent.selected"
+    " hook.start hook.end system.message system.notification abort".split()
 )
 
 
 def is_record(record: dict[str, Any]) -> bool:
     """Whether a JSON record is one of Copilot CLI's events."""
     kind = record.get("type")
-    return (
-        type(kind) is str
-        and kind in EVENT_TYPES
-        and "data" in record
-        and "id" in record
-        and "parentId" in record
-    )
+    return type(kind) is str and kind in EVENT_TYPES and record.keys() >= _FIELDS
+
+
+_FIELDS = {"data", "id", "parentId"}
 
 
 def store_files(folder: Path) -> list[Path]:
@@ -134,16 +96,7 @@ def store_files(folder: Path) -> list[Path]:
     ]
 
 
-def companions(path: Path) -> list[Path]:
-    """The files read with the session file `path` alone: none."""
-    return []
-
-
-def session_groups(
-    files: list[Path], told: dict[Path, list[dict[str, Any]]]
-) -> list[tuple[str, list[Path]]]:
-    """Each session file by its path (the key), in path order."""
-    return [(str(file), [file]) for file in files]
+companions, session_groups = no_companions, one_file_each
 
 
 class _Reading:
@@ -200,14 +153,7 @@ def read_group(
                 message.output_tokens = reading.outputs[message.id]
     group.sidechains = list(reading.sides.values())
     group.current = group.messages[-1].id if group.messages else None
-    group.name = next(
-        (
-            m.text.splitlines()[0][:80]
-            for m in group.messages
-            if m.kind == PROMPT and m.text
-        ),
-        None,
-    )
+    group.name = first_prompt(group.messages)
     yield group
 
 
@@ -298,13 +244,10 @@ def _message(
         if not injected:
             message.text = words or attachment_note(images, len(attachments) - images)
         found = [P.text(P.USER, words)] if words else []
-        found.extend(
-            P.attachment(
-                P.USER,
-                name=as_text(item.get("displayName")) or as_text(item.get("path")),
-            )
-            for item in attachments
+        named = (
+            as_text(i.get("displayName")) or as_text(i.get("path")) for i in attachments
         )
+        found.extend(P.attachment(P.USER, name=name) for name in named)
         message.parts = found or None
     elif kind == "assistant.message":
         found = []
@@ -318,10 +261,8 @@ def _message(
             found.append(P.text(P.ASSISTANT, words))
         for request in as_list(data.get("toolRequests")):
             request = as_dict(request)
-            call, name = (
-                as_text(request.get("toolCallId")),
-                as_text(request.get("name")),
-            )
+            call = as_text(request.get("toolCallId"))
+            name = as_text(request.get("name"))
             if call is not None and call in reading.started:
                 continue  # its start came first: the call is read once
             arguments = request.get("arguments")
@@ -377,8 +318,7 @@ def _caller(data: dict[str, Any], record: dict[str, Any]) -> str | None:
 
 
 def _keep(message: Message, caller: str | None, reading: _Reading) -> None:
-    """A message in its chain (a subagent's, or the session's own), and
-    where it ran."""
+    """A message in its chain (a subagent's, or the session's own), and where it ran."""
     group = reading.group
     group.project[message.id] = reading.project
     group.git_branch[message.id] = reading.branch
@@ -389,10 +329,9 @@ def _keep(message: Message, caller: str | None, reading: _Reading) -> None:
 
 
 def _follow(reading: _Reading) -> None:
-    """Each message's parent made a message: a link to an event passed
-    through goes on to what that event hangs under, and a link from the
-    session's own chain to a subagent's message goes on to what the
-    subagent's messages hang under."""
+    """Each message's parent made a message: a link to an event passed through goes on
+    to what that event hangs under, and a link from the session's own chain to a
+    subagent's message goes on to what the subagent's messages hang under."""
     through = reading.through
     side_messages = _side_messages(reading.sides)
     for message in [*reading.group.messages, *side_messages]:

@@ -1,7 +1,6 @@
 """What the agents' readers share: the `SessionGroup` a format module hands
 over, JSON lines read within the chat exports' bounds (`json_lines`), the
-problems a read reports, and the walk that finds session files.
-"""
+problems a read reports, and the walk that finds session files."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from convgraph.contract import SIDECHAIN
 from convgraph.errors import DatabaseError
 from convgraph.links.integrity import Problem
 from convgraph.sources.chat.json_files import MAX_VALUE_BYTES
-from convgraph.sources.chat.messages import Message, as_int, text_to_iso
+from convgraph.sources.chat.messages import PROMPT, Message, as_int, text_to_iso
 
 #: A problem kind: a line that is no JSON object (cut short, or damaged):
 #: left out, the rest of the file read.
@@ -156,11 +155,10 @@ def count_unknown(path: Path, kinds: dict[str, int]) -> list[Problem]:
 def json_lines(
     path: Path, problems: list[Problem] | None = None, chunk: int = 0
 ) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file, a line at a time: a leading
-    byte order mark and blank lines skipped, several objects on a line read
-    as each, a line that is no JSON object left out and put in `problems`.
-    Raises `DatabaseError` for a line past `MAX_VALUE_BYTES` or an
-    unreadable file."""
+    """The JSON objects of a JSON-lines file, a line at a time: a leading byte order
+    mark and blank lines skipped, several objects on a line read as each, a line that is
+    no JSON object left out and put in `problems`. Raises `DatabaseError` for a line
+    past `MAX_VALUE_BYTES` or an unreadable file."""
     # orjson first (C, from bytes); what it refuses and the standard
     # library reads (NaN, a lone surrogate) goes to the standard library.
     loads = orjson.loads
@@ -239,9 +237,8 @@ FIRST_CHUNK = 16 * 2**10
 
 
 def iter_lines(stream: Any, path: Path, size: int = 0) -> Iterator[bytes]:
-    """The lines of a binary stream, none longer than `MAX_VALUE_BYTES`,
-    read `size` bytes at a time (`CHUNK` where 0; memory holds a chunk and
-    one line)."""
+    """The lines of a binary stream, none longer than `MAX_VALUE_BYTES`, read `size`
+    bytes at a time (`CHUNK` where 0; memory holds a chunk and one line)."""
     # A line spanning many reads is joined once, not at each (quadratic).
     pending: list[bytes] = []
     held = 0
@@ -306,3 +303,21 @@ def jsonl_files(folder: Path, pattern: str = "*.jsonl") -> list[Path]:
         # fnmatch: no Path made of every file's name.
         found.extend(where / name for name in sorted(files) if fnmatch(name, pattern))
     return found
+
+
+def no_companions(path: Path) -> list[Path]:
+    """No file beside a session file is read with it."""
+    return []
+
+
+def one_file_each(
+    files: list[Path], told: dict[Path, list[dict[str, Any]]]
+) -> list[tuple[str, list[Path]]]:
+    """Each session file alone, by its path (the key), in path order."""
+    return [(str(file), [file]) for file in files]
+
+
+def first_prompt(messages: list[Message]) -> str | None:
+    """A session's name where it keeps none: its first prompt's first line."""
+    prompts = (m.text for m in messages if m.kind == PROMPT and m.text)
+    return next((text.splitlines()[0][:80] for text in prompts), None)

@@ -1,27 +1,24 @@
 """Gemini CLI's chats as chains of messages: the chats `/chat save TAG` keeps
 (`~/.gemini/tmp/<project>/checkpoint-TAG.json`) and the sessions it records
-(`~/.gemini/tmp/<project>/chats/session-*.json`, and since 0.40
-`session-*.jsonl`; a subagent's under `chats/<session id>/`).
+(`~/.gemini/tmp/<project>/chats/session-*.json`, and since 0.40 `session-*.jsonl`; a
+subagent's under `chats/<session id>/`).
 
-A saved chat is the API's history: a JSON array of contents, each with a
-`role` (`user` or `model`) and `parts` (`text`, `thought` text,
-`functionCall` with `name` and `args`, `functionResponse` with `name` and
-`response`); a user content that only answers function calls is a step of
-the run, not a prompt. A recorded session is an object with `sessionId` and
-`messages`, each with `id`, `timestamp`, `type` (`user`, `gemini`, `info`,
-`error`, `warning`), `content` (text, or a list of parts), the model's
-`thoughts`, `toolCalls` (with their `result`), `tokens` and `model`; the
-CLI's own "System: Please continue." is a step of the turn before it.
+A saved chat is the API's history: a JSON array of contents, each with a `role` (`user`
+or `model`) and `parts` (`text`, `thought` text, `functionCall` with `name` and `args`,
+`functionResponse` with `name` and `response`); a user content that only answers
+function calls is a step of the run, not a prompt. A recorded session is an object with
+`sessionId` and `messages`, each with `id`, `timestamp`, `type` (`user`, `gemini`,
+`info`, `error`, `warning`), `content` (text, or a list of parts), the model's
+`thoughts`, `toolCalls` (with their `result`), `tokens` and `model`; the CLI's own
+"System: Please continue." is a step of the turn before it.
 
-A JSON-lines session is the same written as it goes: a first line with the
-session (`sessionId`, `projectHash`, `startTime`, `kind`), then each message
-as it is written and again each time it changes (the later replaces the
-earlier, in the earlier's place), `$set` lines that change the session's
-fields, and `$rewindTo` lines: the session went back to before that message,
-and what follows hangs where it went back to, so the messages rewound are a
-branch the session left. A line cut short (a session being written) is read
-as far as it goes and reported; so is a JSON file cut short.
-"""
+A JSON-lines session is the same written as it goes: a first line with the session
+(`sessionId`, `projectHash`, `startTime`, `kind`), then each message as it is written
+and again each time it changes (the later replaces the earlier, in the earlier's place),
+`$set` lines that change the session's fields, and `$rewindTo` lines: the session went
+back to before that message, and what follows hangs where it went back to, so the
+messages rewound are a branch the session left. A line cut short (a session being
+written) is read as far as it goes and reported; so is a JSON file cut short."""
 
 from __future__ import annotations
 
@@ -40,6 +37,7 @@ from convgraph.sources.agents.files import (
     Sidechain,
     count_unknown,
     file_problem,
+    first_prompt,
     json_lines,
     jsonl_files,
     written_before,
@@ -92,9 +90,9 @@ def is_record(record: dict[str, Any]) -> bool:
     line, a `$set` or `$rewindTo` line, or a message."""
     if "$rewindTo" in record or isinstance(record.get("$set"), dict):
         return True
-    if isinstance(record.get("$patch"), dict):
-        return True
-    if isinstance(record.get("sessionId"), str) and "projectHash" in record:
+    if isinstance(record.get("$patch"), dict) or (
+        isinstance(record.get("sessionId"), str) and "projectHash" in record
+    ):
         return True
     kind = record.get("type")
     return (
@@ -115,16 +113,11 @@ def is_chat_value(value: Any) -> bool:
 def store_files(folder: Path) -> list[Path]:
     """The chats under `folder` (`~/.gemini/tmp`, a project's folder, or its
     `chats`)."""
-    found = {
-        file
-        for pattern in ("checkpoint-*.json", "session-*.json", "session-*.jsonl")
-        for file in jsonl_files(folder, pattern)
-    }
+    patterns = ("checkpoint-*.json", "session-*.json", "session-*.jsonl")
+    found = {file for pattern in patterns for file in jsonl_files(folder, pattern)}
     # A subagent's session: `chats/<session id>/<its id>.jsonl`.
     found.update(
-        file
-        for file in jsonl_files(folder, "*.jsonl")
-        if file.parent.parent.name == "chats"
+        f for f in jsonl_files(folder, "*.jsonl") if f.parent.parent.name == "chats"
     )
     return sorted(found)
 
@@ -153,7 +146,7 @@ def session_groups(
         if file.parent.parent.name == "chats" and file.suffix == ".jsonl":
             continue
         groups[str(file)] = [file]
-        header = told.get(file, [{}])[0] if told.get(file) else {}
+        header = (told.get(file) or [{}])[0]
         session = as_text(header.get("sessionId"))
         if session is not None:
             by_session.setdefault(session, str(file))
@@ -183,14 +176,7 @@ def read_group(
             group.messages, side.messages[0].time if side.messages else None
         )
         group.sidechains.append(chain)
-    group.name = group.name or next(
-        (
-            m.text.splitlines()[0][:80]
-            for m in group.messages
-            if m.kind == PROMPT and m.text
-        ),
-        None,
-    )
+    group.name = group.name or first_prompt(group.messages)
     yield group
 
 
@@ -239,14 +225,9 @@ def _json_value(file: Path, problems: list[Problem]) -> Any:
                     found[name] = value
         except (ijson.JSONError, ValueError):
             pass
-    problems.append(
-        file_problem(
-            BAD_LINE,
-            file.name,
-            f"{file}: cut short after {counted(len(found['messages']), 'message')}:"
-            " read as far as it goes",
-        )
-    )
+    read = counted(len(found["messages"]), "message")
+    message = f"{file}: cut short after {read}: read as far as it goes"
+    problems.append(file_problem(BAD_LINE, file.name, message))
     if "sessionId" not in found:
         return []
     return found
@@ -337,22 +318,15 @@ def _api_parts(role: str, parts: list[Any]) -> list[P.Part]:
         text = as_text(part.get("text"))
         if "functionCall" in part:
             call = as_dict(part["functionCall"])
-            found.append(
-                P.tool_call(
-                    as_text(call.get("name")), call.get("args"), as_text(call.get("id"))
-                )
-            )
+            name, call_id = as_text(call.get("name")), as_text(call.get("id"))
+            found.append(P.tool_call(name, call.get("args"), call_id))
         elif "functionResponse" in part:
             reply = as_dict(part["functionResponse"])
             response = reply.get("response")
             output = as_dict(response).get("output", response)
-            found.append(
-                P.tool_result(
-                    as_text(reply.get("name")),
-                    output if isinstance(output, str) else json.dumps(output),
-                    as_text(reply.get("id")),
-                )
-            )
+            output = output if isinstance(output, str) else json.dumps(output)
+            name, call_id = as_text(reply.get("name")), as_text(reply.get("id"))
+            found.append(P.tool_result(name, output, call_id))
         elif part.get("thought") is True:
             found.append(P.reasoning(text or ""))
         elif text is not None:
@@ -402,19 +376,12 @@ def _message(
         if text is not None:
             found.append(P.text(P.USER, text))
     else:
-        for thought in as_list(raw.get("thoughts")):
-            thought = as_dict(thought)
-            found.append(
-                P.reasoning(
-                    join_texts(
-                        [
-                            as_text(thought.get("subject")),
-                            as_text(thought.get("description")),
-                        ]
-                    )
-                    or ""
-                )
-            )
+        for thought in map(as_dict, as_list(raw.get("thoughts"))):
+            said = [
+                as_text(thought.get("subject")),
+                as_text(thought.get("description")),
+            ]
+            found.append(P.reasoning(join_texts(said) or ""))
         if text is not None:
             message.kind = ANSWER
             found.append(P.text(P.ASSISTANT, text))
@@ -443,12 +410,10 @@ def _result_text(result: Any) -> str:
     responses, else the result as JSON."""
     if isinstance(result, str):
         return result
-    outputs = [
-        as_dict(as_dict(as_dict(item).get("functionResponse")).get("response")).get(
-            "output"
-        )
-        for item in as_list(result)
-    ]
+    replies = (
+        as_dict(as_dict(item).get("functionResponse")) for item in as_list(result)
+    )
+    outputs = [as_dict(reply.get("response")).get("output") for reply in replies]
     texts = [output for output in outputs if isinstance(output, str)]
     if texts and len(texts) == len(outputs):
         return "\n".join(texts)

@@ -1,12 +1,10 @@
-"""Session groups read one after another, each joined to the tree of an
-earlier one it continues: `read_sessions` (the records, or the table's
-columns, with what names the trees) and its `_Joiner`. A session that
-continues another (a resumed session holding the messages of the one it
-continues, or linking to one of them) joins the tree it continues: its
-copies are read once, its links into the earlier session go to the node
-that holds the message they name. `sessions` names the trees and finds
-their active paths.
-"""
+"""Session groups read one after another, each joined to the tree of an earlier one it
+continues: `read_sessions` (the records, or the table's columns, with what names the
+trees) and its `_Joiner`. A session that continues another (a resumed session holding
+the messages of the one it continues, or linking to one of them) joins the tree it
+continues: its copies are read once, its links into the earlier session go to the node
+that holds the message they name. `sessions` names the trees and finds their active
+paths."""
 
 from __future__ import annotations
 
@@ -47,10 +45,9 @@ class GroupRead:
 
 @dataclass
 class SessionsRead:
-    """Session groups read in order, their trees joined but not yet named:
-    the records (or `table`'s columns), a `GroupRead` per group, each
-    session's tree, and the groups' files that could not be read (a folder
-    read goes on without them)."""
+    """Session groups read in order, their trees joined but not yet named: the records
+    (or `table`'s columns), a `GroupRead` per group, each session's tree, and the
+    groups' files that could not be read (a folder read goes on without them)."""
 
     records: list[dict[str, Any]]
     table: dict[str, list[Any]] | None
@@ -70,8 +67,7 @@ def read_sessions(
     and joined to the tree of an earlier one it continues (`_Joiner`);
     into `table`'s lists where given. `done` is told each group's file
     count once it is read. A group that cannot be read raises, or with
-    `go_on` (a folder's) is left out and named in `unread`: `DatabaseError`.
-    """
+    `go_on` (a folder's) is left out and named in `unread`: `DatabaseError`."""
     joined = _Joiner()
     read = SessionsRead([], table, [], {})
     for key, files, module in groups:
@@ -129,8 +125,7 @@ class _Joiner:
     `group_of` each node's group: a message read again (a resumed session's
     copy) is left out, and a link to it goes to its node. A message costs
     one entry and no object of its own (its node's id is the record's), so
-    that a year of sessions holds what its ids take.
-    """
+    that a year of sessions holds what its ids take."""
 
     def __init__(self) -> None:
         self.seen: dict[str, str] = {}
@@ -160,10 +155,9 @@ class _Joiner:
     def add(
         self, group: SessionGroup, source: str, global_ids: bool = False
     ) -> tuple[list[dict[str, Any]], str | None]:
-        """The records of one group, and the node its session ended on.
-        With `global_ids` (the agent's ids are unique across sessions) a
-        message read before is a copy wherever it came from; else only in a
-        session of the same id."""
+        """The records of one group, and the node its session ended on. With
+        `global_ids` (the agent's ids are unique across sessions) a message read before
+        is a copy wherever it came from; else only in a session of the same id."""
         self.parent.setdefault(group.key, group.key)
         for session in group.continues:
             if session in self.parent:

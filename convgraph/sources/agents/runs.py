@@ -3,8 +3,7 @@ say (`one_node_each`): `chat.nodes` puts the messages above a fork in a run
 into the node of every end below them, so each run is read as the chain it
 was lived in (a step under the run's message written last before it, a
 prompt under the run's end: a rewind is a sibling), and a run of tool calls
-with no prompt or answer is kept as a node without a prompt.
-"""
+with no prompt or answer is kept as a node without a prompt."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""Coding agents' session files read as conversation trees.
-
-`detect` says whether a path holds agents' sessions (a session file, a
-folder, an agent's store, or a home folder holding `.claude/projects`,
-`.codex/sessions`, `.gemini/tmp`, `.copilot/session-state`) and opens it;
-each file is told by what it holds (`tell`), never by its name.
-`AgentSessions` reads them as a `Source`: each agent's module says which
-files belong together and turns them into `files.SessionGroup`s, `join`
-makes the nodes and joins a session to the tree it continues. The active
-path is the branch the tree's last session ended on. A file left out, a
-line or file cut short, is named on stderr (the `convgraph.sources.agents`
-logger) and reported as a problem. Reading never writes into the folders.
-"""
+"""Coding agents' session files read as conversation trees: `detect` opens a path
+holding them, each file told by what it holds (`tell`), never by its name;
+`AgentSessions` reads them as a `Source` (each agent's module groups its files,
+`join` makes the nodes and joins a session to the tree it continues). A file, line
+or record left out is named on stderr and reported as a problem."""
 
 from __future__ import annotations
 
@@ -65,17 +57,9 @@ MORE_RECORDS = 8
 
 
 def detect(path: Path) -> AgentSessions | None:
-    """The agents' sessions at `path`, open, or None where it holds none
-    (so that the caller tries the other kinds of file).
-
-    `path` may be a session file, a folder of them (a project's, an agent's
-    whole store, or any folder holding them no deeper than
-    `files.MAX_DEPTH`), or a home folder: one holding `.claude/projects`,
-    `.codex/sessions` or `.gemini/tmp` is read as the stores it holds, all
-    agents as one forest. An SQLite file, or a JSON file that is no chat of
-    an agent, is told at once by its first bytes or value. Raises
-    `DatabaseError` (a session file given alone cannot be read).
-    """
+    """The agents' sessions at `path` (a session file, a folder of them no deeper than
+    `files.MAX_DEPTH`, or a home folder holding the agents' stores), open, or None where
+    it holds none. Raises `DatabaseError` (a file given alone cannot be read)."""
     from convgraph.sources.chat.json_files import path_kind
 
     kind = path_kind(path)
@@ -139,12 +123,8 @@ def _folder(path: Path) -> AgentSessions | None:
 
 
 def tell(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:
-    """The agent whose session `path` is, with the records read to tell it,
-    or None: a JSON file by its value (Gemini CLI's chats), a JSON-lines
-    file by its records, read up to the first that only one agent writes
-    (a file whose records never tell, none). Raises `DatabaseError` (the
-    file cannot be read).
-    """
+    """The agent whose session `path` is, with the records read to tell it (up to
+    the first that only one agent writes), or None. Raises `DatabaseError`."""
     try:
         with open(path, "rb") as stream:
             head = stream.read(64).removeprefix(b"\xef\xbb\xbf").lstrip()
@@ -278,15 +258,14 @@ class AgentSessions(Source):
 
     def _say_unread(self) -> None:
         """Name on stderr each file of the folder left out, and why."""
-        if not self.unread:
-            return
-        found = self.files_read + len(self.unread)
-        LOG.warning(
-            "%s: %d of %d session files read; not read:",
-            terminal_text(str(self.path)),
-            self.files_read,
-            found,
-        )
+        if self.unread:
+            read, path = self.files_read, terminal_text(str(self.path))
+            LOG.warning(
+                "%s: %d of %d session files read; not read:",
+                path,
+                read,
+                read + len(self.unread),
+            )
         for file, why in self.unread:
             LOG.warning("  %s: %s", terminal_text(str(file)), terminal_text(why))
 
@@ -317,19 +296,16 @@ class AgentSessions(Source):
         table: dict[str, list[Any]] | None = None,
         done: Callable[[int], None] | None = None,
     ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any], list[Problem]]:
-        """The records of these session groups, each group read alone (into
-        `table`'s lists where given, a list for each column to fill); the
-        tree of each group (a group that continues another joins its tree),
-        the names, the problems."""
+        """The records of these session groups, each group read alone (into `table`'s
+        lists where given, a list for each column to fill); the tree of each group (a
+        group that continues another joins its tree), the names, the problems."""
         read = read_sessions(groups, text, table, done, not self._alone)
         self._unread_groups(read)
-        table = read.table
-        records = read.records
+        table, records, tree_of = read.table, read.records, read.tree_of
         names: dict[str, Any] = {}
         problems: list[Problem] = []
         currents: dict[str, str | None] = {}
         prompts: dict[str, str] = {}
-        tree_of = read.tree_of
         for (key, _, _), done_group in zip(groups, read.groups, strict=True):
             for session, name, prompt, current, aliases in done_group.sessions:
                 self._file_keys[session] = key
@@ -348,9 +324,7 @@ class AgentSessions(Source):
             table["tree_id"] = [tree_of[key] for key in table["tree_id"]]
             table["conversation_id"] = table["tree_id"]
         # The active path of a tree is the branch its last session ended on.
-        last: dict[str, str | None] = {}
-        for key, current in currents.items():
-            last[tree_of[key]] = current
+        last = {tree_of[key]: current for key, current in currents.items()}
         if len(set(tree_of.values())) < len(tree_of):
             if table is None:
                 on_path = _active_path(
@@ -363,13 +337,11 @@ class AgentSessions(Source):
                 table["active"] = [node in on_path for node in table["id"]]
         tree_names: dict[str, Any] = {}
         for key, name in names.items():
-            tree = tree_of[key]
-            if tree_names.get(tree) is None:
-                tree_names[tree] = name
+            if tree_names.get(tree_of[key]) is None:
+                tree_names[tree_of[key]] = name
         for key in names:
-            tree = tree_of[key]
-            if tree_names[tree] is None and key in prompts:
-                tree_names[tree] = prompts[key]
+            if tree_names[tree_of[key]] is None and key in prompts:
+                tree_names[tree_of[key]] = prompts[key]
         return records, tree_of, tree_names, problems
 
     def _say_left_out(self, problems: list[Problem]) -> None:
@@ -381,8 +353,6 @@ class AgentSessions(Source):
 
     def _unread_groups(self, read: SessionsRead) -> None:
         """Groups a folder read could not read: left out, named, reported."""
-        if not read.unread:
-            return
         self.unread.extend(read.unread)
         for file, why in read.unread:
             LOG.warning(
@@ -474,11 +444,10 @@ class AgentSessions(Source):
     def read_forest(
         self, text: bool = True, progress: ProgressCallback | None = None
     ) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """Every node as one table, read session by session: the columns and
-        types of `ChatExport.read_forest`, with the agents' own
-        (`files.AGENT_ATTRIBUTES`); `progress` is told the files read.
-        `record_problems` is then what the read left out: lines, records,
-        files."""
+        """Every node as one table, read session by session: the columns and types of
+        `ChatExport.read_forest`, with the agents' own (`files.AGENT_ATTRIBUTES`);
+        `progress` is told the files read. `record_problems` is then what the read left
+        out: lines, records, files."""
         from convgraph.sources.chat.exports import FOREST_COLUMNS, _forest_frame
 
         # Each session's records become the table's columns as they are
@@ -491,7 +460,7 @@ class AgentSessions(Source):
         }
         groups = self.groups()
         total = sum(len(files) for _, files, _ in groups)
-        done = _Count(PHASE, total, progress) if progress else None
+        done = _Count(total, progress) if progress else None
         _, tree_of, names, problems = self._read(groups, text, columns, done)
         count = len(columns["id"])
         columns = {
@@ -510,13 +479,13 @@ class AgentSessions(Source):
 class _Count:
     """A progress callback told the files read, a group at a time."""
 
-    def __init__(self, phase: str, total: int, progress: ProgressCallback) -> None:
-        self.phase, self.total, self.progress, self.files = phase, total, progress, 0
-        progress(phase, 0, total)
+    def __init__(self, total: int, progress: ProgressCallback) -> None:
+        self.total, self.progress, self.files = total, progress, 0
+        progress(PHASE, 0, total)
 
     def __call__(self, files: int) -> None:
         self.files += files
-        self.progress(self.phase, self.files, self.total)
+        self.progress(PHASE, self.files, self.total)
 
 
 def _active_path(

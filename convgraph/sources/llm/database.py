@@ -1,8 +1,7 @@
 """`LogDatabase`: an llm `logs.db` of any generations, read in the node
 contract. Each generation has its reader; here is what holds across them:
 llm continues a legacy conversation in a thread of the same id (so its rows
-belong to that thread's tree), and a record in both is read from the turns.
-"""
+belong to that thread's tree), and a record in both is read from the turns."""
 
 from __future__ import annotations
 
@@ -21,11 +20,7 @@ from convgraph.links.integrity import (
     record_problem,
 )
 from convgraph.sources.llm import legacy, listing, message_store
-from convgraph.sources.llm.files import (
-    connect_read_only,
-    is_sqlite_file,
-    llm_tables,
-)
+from convgraph.sources.llm.files import connect_read_only, is_sqlite_file, llm_tables
 from convgraph.sources.llm.pipeline import Read, run_on_table, run_on_tree
 from convgraph.sources.llm.snapshot import Snapshot, read_consistently
 from convgraph.sources.source import (
@@ -68,8 +63,7 @@ class LogDatabase(Source):
     conn: sqlite3.Connection
 
     def __init__(self, conn: sqlite3.Connection, path: Path):
-        self.conn = conn
-        self.path = path
+        self.conn, self.path = conn, path
         tables = llm_tables(conn)
         self.legacy = legacy.LegacyReader(conn) if "responses" in tables else None
         has_store = {"messages", "threads", "turns"} <= tables

@@ -1,8 +1,7 @@
 """Where the generations of an upgraded llm file meet, in list and table form:
 each id once (a table without a primary key may repeat one), and a turn that
 goes on from legacy history (`llm -c` on a legacy conversation, a fork at
-one of its messages) hung below the legacy response it continues.
-"""
+one of its messages) hung below the legacy response it continues."""
 
 from __future__ import annotations
 
@@ -49,9 +48,7 @@ def first_of_each_id(
 
 
 @table_form(first_of_each_id)
-def first_of_each_id_table(
-    nodes: pd.DataFrame,
-) -> tuple[pd.DataFrame, list[Problem]]:
+def first_of_each_id_table(nodes: pd.DataFrame) -> tuple[pd.DataFrame, list[Problem]]:
     """The table form of `first_of_each_id`."""
     repeated = nodes["id"].duplicated().to_numpy()
     if not repeated.any():
@@ -148,12 +145,10 @@ def legacy_parent(
     Among responses giving the last answer still found, the one whose
     earlier history (by parent links if `linked`, else id order) matches
     longest, first on a tie; matching from the end survives deletions and
-    later responses. With no answer found, the n-th answer's n-th response.
-    """
+    later responses. With no answer found, the n-th answer's n-th response."""
     answers = continuation.answers
     responses = next(
-        (conversations[t] for t in continuation.threads if t in conversations),
-        None,
+        (conversations[t] for t in continuation.threads if t in conversations), None
     )
     if not answers or not responses:
         return None

@@ -1,10 +1,8 @@
 """Read llm's legacy `responses` table, with or without `parent_response_id`.
 
-Without the column (before llm 0.32) a conversation is a chain, each
-response following the one logged before it (`link_as_chains`); with it,
-each response names its parent. A response outside any conversation is a
-conversation of its own.
-"""
+Without the column (before llm 0.32) a conversation is a chain, each response following
+the one logged before it (`link_as_chains`); with it, each response names its parent. A
+response outside any conversation is a conversation of its own."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ results (0.26+), attachments, fragments (0.19+), `reasoning`.
 
 A response's parts, in order: tool results sent, system and prompt
 fragments, prompt, attachments, reasoning, answer, tool calls. A response
-with an empty prompt that was sent tool results carries on a run (`RUN`).
-"""
+with an empty prompt that was sent tool results carries on a run (`RUN`)."""
 
 from __future__ import annotations
 
@@ -47,6 +46,16 @@ class ResponseContent:
     sent_results: bool = False
 
 
+#: The tables of rows by response, which `read` reads whole.
+BY_RESPONSE = (
+    "tool_calls",
+    "tool_results",
+    "prompt_attachments",
+    "prompt_fragments",
+    "system_fragments",
+)
+
+
 class LegacyParts:
     """The tables of a legacy file that hold more than prompt and answer."""
 
@@ -54,13 +63,9 @@ class LegacyParts:
         self.conn = conn
         self._columns: dict[str, set[str]] = {}
         for table in (
-            "tool_calls",
-            "tool_results",
+            *BY_RESPONSE,
             "tool_results_attachments",
-            "prompt_attachments",
             "attachments",
-            "prompt_fragments",
-            "system_fragments",
             "fragments",
         ):
             columns = {row[1] for row in conn.execute(f'pragma table_info("{table}")')}
@@ -91,17 +96,7 @@ class LegacyParts:
 
     def tables(self) -> list[str]:
         """The tables `read` reads whole (in a `Snapshot`)."""
-        return [
-            table
-            for table in (
-                "tool_calls",
-                "tool_results",
-                "prompt_attachments",
-                "prompt_fragments",
-                "system_fragments",
-            )
-            if self._has(table, "response_id")
-        ]
+        return [table for table in BY_RESPONSE if self._has(table, "response_id")]
 
     def read(
         self,
@@ -109,10 +104,9 @@ class LegacyParts:
         snapshot: Snapshot | None = None,
         text: bool = True,
     ) -> dict[str, ResponseContent]:
-        """What the other tables hold for these responses (None: for every
-        response, each table read in `snapshot`'s short steps), by response
-        id. `text=False`: only the tool calls' names and whether results
-        were sent."""
+        """What the other tables hold for these responses (None: for every response,
+        each table read in `snapshot`'s short steps), by response id. `text=False`: only
+        the tool calls' names and whether results were sent."""
         found: dict[str, ResponseContent] = defaultdict(ResponseContent)
         if self._has("tool_results", "response_id"):
             columns = [
@@ -231,10 +225,7 @@ class LegacyParts:
                 named.extend(
                     self._rows(
                         table,
-                        [
-                            self._column(table, "response_id"),
-                            't."fragment_id"',
-                        ],
+                        [self._column(table, "response_id"), 't."fragment_id"'],
                         response_ids,
                         snapshot,
                         order=_order(self._columns[table]),
@@ -344,8 +335,7 @@ def _attachment(role: str, row: tuple[Any, ...] | None) -> Part:
 
 
 def _arguments(arguments: str | None) -> Any:
-    """A tool call's arguments as JSON, or as the text stored where it is
-    not JSON."""
+    """A tool call's arguments as JSON, or as the text stored where it is not JSON."""
     if arguments is None:
         return None
     try:
@@ -377,10 +367,9 @@ def set_run(
     text: bool,
     empty_prompt: bool | None = None,
 ) -> None:
-    """A response's tool calls (`TOOL_CALLS`, `TOOL_NAMES`), whether it
-    carries on a run (`RUN`: it was sent tool results, and its prompt is
-    empty: `empty_prompt`, else told by its `prompt`) and, with `text`, its
-    parts; in place."""
+    """A response's tool calls (`TOOL_CALLS`, `TOOL_NAMES`), whether it carries on a run
+    (`RUN`: it was sent tool results, and its prompt is empty: `empty_prompt`, else told
+    by its `prompt`) and, with `text`, its parts; in place."""
     names = content.names if content is not None else []
     record[TOOL_CALLS] = len(names)
     record[TOOL_NAMES] = names or None

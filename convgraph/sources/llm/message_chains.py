@@ -1,9 +1,7 @@
-"""The message tree of llm's message store walked up once per message
-(`Chains`), and a turn's texts and system prompt from it. A turn's own
-messages, the rule both store readers share, in its two forms:
-`own_messages` (by `Chains`) and `own_messages_table` (every turn at once
-on arrays, a message a round).
-"""
+"""The message tree of llm's message store walked up once per message (`Chains`), and a
+turn's texts and system prompt from it. A turn's own messages, the rule both store
+readers share, in its two forms: `own_messages` (by `Chains`) and `own_messages_table`
+(every turn at once on arrays, a message a round)."""
 
 from __future__ import annotations
 
@@ -14,10 +12,7 @@ from typing import TYPE_CHECKING, Any
 from convgraph.links.integrity import ParentWalk
 from convgraph.links.rules import TURNS, rule, table_form
 from convgraph.parts import ASSISTANT, TEXT, is_plain
-from convgraph.sources.llm.message_parts import (
-    ROLES,
-    MessageContent,
-)
+from convgraph.sources.llm.message_parts import ROLES, MessageContent
 from convgraph.sources.llm.turn_parents import NearestAbove, TurnRecord
 
 if TYPE_CHECKING:

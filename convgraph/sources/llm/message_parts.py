@@ -1,10 +1,8 @@
 """The content of llm's message store as `convgraph.parts`, in position order.
 
-Each `parts` row becomes a text, reasoning, tool call or result, or
-attachment part (never its bytes); fragments a user's text borrows through
-a `text_ref` come before it. Unknown part types are left out; bad payloads
-and missing rows give what can be read.
-"""
+Each `parts` row becomes a text, reasoning, tool call or result, or attachment part
+(never its bytes); fragments a user's text borrows through a `text_ref` come before it.
+Unknown part types are left out; bad payloads and missing rows give what can be read."""
 
 from __future__ import annotations
 
@@ -149,9 +147,7 @@ def read_content(
 
 
 def read_tool_names(
-    conn: sqlite3.Connection,
-    hashes: list[str] | None,
-    snapshot: Snapshot | None = None,
+    conn: sqlite3.Connection, hashes: list[str] | None, snapshot: Snapshot | None = None
 ) -> dict[str, list[str | None]]:
     """`read_content`'s `tool_names`, without reading any text."""
     rows_by_message = _grouped(_part_rows(conn, hashes, snapshot, TOOL_CALL_COLUMNS))

@@ -1,11 +1,9 @@
 """Read llm's content-addressed message store (llm 0.32 and later).
 
-`messages` form a parent-linked tree of content; a `turn` (a model call)
-runs from its input message to its tip; `threads` are named pointers, a
-fork naming its origin. A tree is an original thread with every thread
-forked from it, named by its id; a cycle of forks (hostile) is named by its
-smallest thread id and reported as `fork-cycle`.
-"""
+`messages` form a parent-linked tree of content; a `turn` (a model call) runs from its
+input message to its tip; `threads` are named pointers, a fork naming its origin. A tree
+is an original thread with every thread forked from it, named by its id; a cycle of
+forks (hostile) is named by its smallest thread id and reported as `fork-cycle`."""
 
 from __future__ import annotations
 
@@ -24,10 +22,7 @@ from convgraph.sources.llm.message_chains import (
     own_messages,
     system_of,
 )
-from convgraph.sources.llm.message_parts import (
-    read_content,
-    read_tool_names,
-)
+from convgraph.sources.llm.message_parts import read_content, read_tool_names
 from convgraph.sources.llm.runs import RUN, TOOL_NAMES
 from convgraph.sources.llm.snapshot import Snapshot
 from convgraph.sources.llm.turn_parents import turn_parents
@@ -44,23 +39,15 @@ SOURCE = "turns"
 class Continuation:
     """A parentless turn below legacy history that llm 0.32+ rebuilt as
     messages (`generations.legacy_parent` finds its parent): its thread and
-    those it was forked from, and the answers above its input, oldest first.
-    """
+    those it was forked from, and the answers above its input, oldest first."""
 
     threads: tuple[str, ...]
     answers: tuple[str, ...]
 
 
-TURN_NAMES = (
-    "id",
-    "thread_id",
-    "parent_message_hash",
-    "tip_message_hash",
-    "model",
-    "datetime_utc",
-    "input_tokens",
-    "output_tokens",
-    "duration_ms",
+TURN_NAMES = tuple(
+    "id thread_id parent_message_hash tip_message_hash model datetime_utc"  # noqa: SIM905 (words)
+    " input_tokens output_tokens duration_ms".split()
 )
 TURN_COLUMNS = ", ".join(
     f"{as_integer(name) if name in INTEGER_ATTRIBUTES else as_text(name)} as {name}"

@@ -6,8 +6,7 @@ The rule: such a row logged at or after the migration, not a deliberate root
 (`ROOTS_TABLE`) and not its conversation's first, hangs under the response
 logged just before it. Where that response's id sorts after its own (two
 `llm -c` at once, a clock gone back), the order cannot be told: the row
-stays a root and is reported (`UNPLACED`).
-"""
+stays a root and is reported (`UNPLACED`)."""
 
 from __future__ import annotations
 

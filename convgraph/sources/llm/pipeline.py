@@ -6,8 +6,7 @@ and by columns, `columnar.read_forest`) each step's table form.
 
 Before these steps each generation's reader links its own rows: old
 writers' rows placed (`old_writers.place_records`), a turn's parent turn
-(`turn_parents`). After them the model marks the branches (`mark_tree`).
-"""
+(`turn_parents`). After them the model marks the branches (`mark_tree`)."""
 
 from __future__ import annotations
 

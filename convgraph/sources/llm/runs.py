@@ -7,8 +7,7 @@ carries on that call's run, unless the chain of such links goes round a
 cycle. A call ends a node where no call carries on its run or another call
 goes on from it, so a forked run ends one node per branch. The node's id is
 its last call's (so `llm -c` goes on from the run's end); `merge_run` gives
-the rest. Inner calls are mapped to the first ending node holding them.
-"""
+the rest. Inner calls are mapped to the first ending node holding them."""
 
 from __future__ import annotations
 

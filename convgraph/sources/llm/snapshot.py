@@ -4,8 +4,7 @@ llm's rollback journal lets no writer commit while a reader holds the lock,
 and llm drops a response after five seconds' wait. So a `Snapshot` takes
 each table's largest rowid at once, then reads rowid ranges, each its own
 autocommit statement of about `CHUNK_SECONDS`. llm only appends rows and
-moves thread tips; `Snapshot.changed` detects anything else.
-"""
+moves thread tips; `Snapshot.changed` detects anything else."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 b-tree counts and indexes, never the rows. llm only appends, each new row
 at the rowid after the largest: since an older stamp, the rows up to its
 largest rowid must be as they were, and those above are what was logged
-since. A row put back by hand at a rowid of its choosing, no stamp sees.
-"""
+since. A row put back by hand at a rowid of its choosing, no stamp sees."""
 
 from __future__ import annotations
 

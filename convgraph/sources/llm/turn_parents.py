@@ -3,8 +3,7 @@
 A turn's parent is a turn of its tree whose tip is the nearest message at or
 above the turn's input that is some such tip. Identical content shares rows,
 so several turns may end at one message: take the first logged of the
-turn's own thread, else up its forks, else the first of all; never itself.
-"""
+turn's own thread, else up its forks, else the first of all; never itself."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The whole forest as Arrow columns (ADBC driver), links found on integer
-arrays, then the declared `pipeline` on the table: the row readers' answer
-exactly. Only a legacy file without parts, or a message store of plain
-texts without legacy rows; anything else (or no `fast` extra) returns None,
-and the row readers, which report odd data, read.
-"""
+"""The whole forest as Arrow columns (ADBC driver), links found on integer arrays, then
+the declared `pipeline` on the table: the row readers' answer exactly. Only a legacy
+file without parts, or a message store of plain texts without legacy rows; anything else
+(or no `fast` extra) returns None, and the row readers, which report odd data, read."""
 
 from __future__ import annotations
 

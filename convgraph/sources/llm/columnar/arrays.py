@@ -63,9 +63,7 @@ def category(array: pa.Array | pa.ChunkedArray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, pd.Index(object_array(values)))
 
 
-def integer_parts(
-    array: pa.Array | pa.ChunkedArray,
-) -> tuple[np.ndarray, np.ndarray]:
+def integer_parts(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc

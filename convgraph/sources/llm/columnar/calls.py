@@ -1,8 +1,7 @@
 """A message store's tool calls on arrays, the row reader's counts for every
 turn at once: a turn's calls are the `tool_call` parts of its own messages
 (`message_chains.own_messages_table`); it carries on a run where its input
-ends at a tool message.
-"""
+ends at a tool message."""
 
 from __future__ import annotations
 

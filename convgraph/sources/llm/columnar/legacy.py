@@ -46,9 +46,8 @@ def read_legacy(
     snapshot: Snapshot,
     text: bool | Collection[str],
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The pipeline's input `LegacyReader.read_all` gives, for a file
-    without turns; `text` may name the text columns to read (the others
-    missing)."""
+    """The pipeline's input `LegacyReader.read_all` gives, for a file without turns;
+    `text` may name the text columns to read (the others missing)."""
     import pyarrow as pa
 
     from convgraph.sources.llm.legacy import SOURCE
@@ -151,9 +150,7 @@ def _place_old_writers(logs: LogDatabase, nodes: pd.DataFrame) -> None:
 
 
 def parents_by_rowid(
-    reader: ArrowReader,
-    node_ids: pa.ChunkedArray,
-    columns: dict[str, Any],
+    reader: ArrowReader, node_ids: pa.ChunkedArray, columns: dict[str, Any]
 ) -> tuple[np.ndarray, pa.ChunkedArray]:
     """Each response's parent row (-1) and id from `PARENT_ROWID` (popping
     `columns`); a parent id naming no row read is re-read as stored."""

@@ -4,8 +4,7 @@ integers, parents by `turn_parents_table`; the pipeline folds tool chains.
 
 With `text`, texts are gathered on arrays too, only where every part is a
 text with its words (others need `message_parts`). The answer is the row
-reader's exactly; a cycle of messages or forks raises `NotColumnar`.
-"""
+reader's exactly; a cycle of messages or forks raises `NotColumnar`."""
 
 from __future__ import annotations
 
@@ -172,13 +171,7 @@ def read_store(
         raise NotColumnar("a cycle of messages")
     try:
         calls, carries, tool_names = turn_calls(
-            parent_rows,
-            roles,
-            start_rows,
-            tip_rows,
-            call_rows,
-            parts,
-            message_count,
+            parent_rows, roles, start_rows, tip_rows, call_rows, parts, message_count
         )
     except TooLong:
         raise NotColumnar("a turn of very many messages") from None

@@ -15,9 +15,8 @@ if TYPE_CHECKING:
 def numbered(
     keys: pa.Array | pa.ChunkedArray, *others: pa.Array | pa.ChunkedArray
 ) -> tuple[int, list[np.ndarray]]:
-    """Number unique `keys` by position and other values after them, first
-    seen first: how many numbers, and the numbers of each of `others` (-1
-    for NULL)."""
+    """Number unique `keys` by position and other values after them, first seen first:
+    how many numbers, and the numbers of each of `others` (-1 for NULL)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc

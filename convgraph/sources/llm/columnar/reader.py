@@ -1,8 +1,7 @@
 """The ADBC reader: whole tables as Arrow columns, by the chunked-read rule of
 `snapshot`, a large table in `READ_THREADS` rowid ranges side by side (SQLite
 steps through rows without Python's lock). A value the contract's column
-cannot hold as it is raises `NotColumnar`: the row readers report it.
-"""
+cannot hold as it is raises `NotColumnar`: the row readers report it."""
 
 from __future__ import annotations
 
@@ -135,13 +134,11 @@ class ArrowReader:
         categories: tuple[str, ...] = (),
         key: str | None = None,
     ) -> dict[str, Any]:
-        """Table `name` up to its `snapshot` bound, in rowid order: per output
-        column of `columns` (SQL, allowed `typeof`s) an Arrow array, but
-        `strings` as `large_string`, `categories` as categoricals and, where
-        `strings` names any, integers as Int64, converted chunk by chunk.
-        `log_order` adds "_in_log_order". `NotColumnar` for other types, or
-        where column `key` repeats a value.
-        """
+        """Table `name` up to its `snapshot` bound, in rowid order: per output column of
+        `columns` (SQL, allowed `typeof`s) an Arrow array, but `strings` as
+        `large_string`, `categories` as categoricals and, where `strings` names any,
+        integers as Int64, converted chunk by chunk. `log_order` adds "_in_log_order".
+        `NotColumnar` for other types, or where column `key` repeats a value."""
         import numpy as np
         import pandas as pd
         import pyarrow as pa

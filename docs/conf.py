@@ -62,7 +62,7 @@ nitpick_ignore_regex = [
     # made for type checkers only, which autodoc sees as bare words.
     (
         "py:class",
-        r"(convgraph\.[\w.]+\.)?(PathOrFile|Graphs|ProgressCallback|TreeStream"
+        r"(convgraph\.[\w.]+\.)?(PathOrFile|Graphs|Tree|ProgressCallback|TreeStream"
         r"|TreeRows|PageLinks|NodeNote|Costs)|Source|Problem|Hit|TreeFilter"
         r"|Summaries|Transcript",
     ),

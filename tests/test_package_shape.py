@@ -15,6 +15,8 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 
 #: Where reading a user's file is allowed: the sources and the write side.
 FILE_LAYERS = ("sources", "store")
+#: convgraph's own files in SQLite, never a user's: the vectors kept by meaning.
+OWN_FILES = {"meaning/store.py": {"sqlite3"}}
 FAMILIES = (
     "convgraph.sources.llm",
     "convgraph.sources.chat",
@@ -96,4 +98,7 @@ def test_only_the_sources_and_the_store_read_a_file() -> None:
         )
         for path in above
     }
-    assert {path: names for path, names in readers.items() if names} == {}
+    left = {
+        path: set(names) - OWN_FILES.get(path, set()) for path, names in readers.items()
+    }
+    assert {path: names for path, names in left.items() if names} == {}

@@ -166,6 +166,7 @@ def human_commands(f: dict[str, Any], tmp_path: Path) -> dict[str, list[list[Any
         ],
         "pairs": [e, ["--db", imported]],
         "topics": [e, ["--db", legacy], ["--db", legacy, "--json"]],
+        "similar": [[ids["a1b"], *e], ["--text", "an answer", "--db", legacy]],
         # The words found in a snippet are styled, every stored text in it
         # shown as symbols (the index is written beside each file).
         "search": [

@@ -121,3 +121,14 @@ def test_the_notebook_compares_two_branches(executed: nbformat.NotebookNode) -> 
     assert "fork point: 01jb1hk00root000000000000" in texts
     assert "-Leaves fall on my car" in texts
     assert "+Pumpkin spice returns" in texts
+
+
+def test_the_notebook_finds_by_meaning(executed: nbformat.NotebookNode) -> None:
+    found = outputs_of(code_cells(executed)[-1])["text/plain"].splitlines()
+    rows = [line.split() for line in found if line[:1].isdigit()]
+    # The hash map's own question and answer, then the abandoned tree answer.
+    assert [row[2:5] for row in rows[:3]] == [
+        ["01jb2hashmap0000000000000", "01jb2hm00root000000000000", "prompt"],
+        ["01jb2hashmap0000000000000", "01jb2hm00root000000000000", "response"],
+        ["01jb2hashmap0000000000000", "01jb2hm05f000000000000000", "response"],
+    ]

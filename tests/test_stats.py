@@ -1049,3 +1049,15 @@ def test_missing_usage_is_json_null(tmp_path: Path) -> None:
         '{"tree_id": "c", "input_tokens": null, "output_tokens": null,'
         ' "duration_ms": null}\n'
     )
+
+
+def test_the_summary_of_a_hand_made_graph_with_a_cycle_ends() -> None:
+    import networkx as nx
+
+    from convgraph.analysis.conversation_stats import summary
+
+    graph = nx.DiGraph([("r", "s"), ("a", "b"), ("b", "c"), ("c", "a")])
+    found = summary(graph)
+    # Depths count from the roots, as networkx's walk does: the loop has none.
+    assert (found["nodes"], found["roots"], found["leaves"]) == (5, 1, 1)
+    assert (found["max_depth"], found["branch_points"]) == (1, 0)

@@ -104,18 +104,19 @@ def summary(tree: Tree, tree_id: Any = None, name: Any = None) -> dict[str, Any]
 
 
 def _depths(records: Sequence[Mapping[str, Any]]) -> Iterable[int]:
-    """Every node's depth; a walk up stops at a node already known."""
+    """The depth of every node a root reaches; a walk up stops at a node
+    already known, or met twice (a hand-made graph's cycle: no depth)."""
     parent_of = {record["id"]: record["parent_id"] for record in records}
-    depth: dict[Any, int] = {}
+    depth: dict[Any, int | None] = {}
     for node in parent_of:
-        walked = []
-        while node is not None and node not in depth:
-            walked.append(node)
-            node = parent_of[node]
-        above = -1 if node is None else depth[node]
-        for level, passed in enumerate(reversed(walked), above + 1):
-            depth[passed] = level
-    return depth.values()
+        walked: dict[Any, None] = {}
+        while node is not None and node not in depth and node not in walked:
+            walked[node] = None
+            node = parent_of.get(node)
+        above = -1 if node is None else depth.get(node)
+        for level, passed in enumerate(reversed(walked), 1):
+            depth[passed] = None if above is None else above + level
+    return [level for level in depth.values() if level is not None]
 
 
 def _totals(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -363,7 +363,11 @@ class _Runner:
         # aiter() once: llm takes the response's time there.
         chunks = aiter(response)
         self.from_thread(_settle, started, None, None)
-        async for chunk in chunks:
+        while True:  # not `async for`, which would call aiter() again
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
             self.from_thread(self.chunk, job, chunk)
         return await response.to_sync_response()
 

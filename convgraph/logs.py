@@ -308,12 +308,8 @@ class Logs:
         records: rank, score (cosine), tree_id, id, role, active, snippet
         (`convgraph.meaning.similar`)."""
         from convgraph.meaning import similar
-        from convgraph.redaction import _value, strings
 
-        found = similar(self, node_id, text, k, model, progress)
-        if self.redactor:
-            return _value(found, self.redactor.scan(strings(found)))  # type: ignore[no-any-return]
-        return found
+        return self._out(similar(self, node_id, text, k, model, progress))
 
 
 def _no_progress(phase: str, done: int, total: int | None) -> None:

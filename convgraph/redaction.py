@@ -172,8 +172,8 @@ def _value(value: Any, changed: dict[str, Scan]) -> Any:
 def redact(found: Any, redactor: Redactor | None = None) -> Any:
     """`found` with its secrets replaced: a tree (a copy where an id holds
     one), a `Forest` (in place), a `Transcript`, a `(tree, problems)` pair,
-    search hits (a changed snippet loses its marks), or a statistics
-    table's `tree_id` and `name` (a copy)."""
+    search hits (a changed snippet loses its marks), records (a copy), or a
+    statistics table's `tree_id` and `name` (a copy)."""
     import networkx as nx
 
     from convgraph.model.forest import Forest
@@ -190,6 +190,8 @@ def redact(found: Any, redactor: Redactor | None = None) -> Any:
         return found
     if isinstance(found, tuple):
         return (redact(found[0], redactor), *found[1:])
+    if isinstance(found, list) and found and isinstance(found[0], dict):
+        return _value(found, redactor.scan(strings(found)))
     if isinstance(found, list):
         changed = redactor.scan(t for h in found for t in (h.snippet, h.tree_id, h.id))
         return [_hit(hit, changed) for hit in found]

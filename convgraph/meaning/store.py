@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import UnknownConversation
-from convgraph.search.index import _read_meta, _write_meta, cache_directory, index_path
+from convgraph.search.index import cache_directory, index_path, read_meta, write_meta
 from convgraph.search.stamps import changed_trees, content_stamp, quick_stamp, stored
 from convgraph.sources.several import RENEWED
 from convgraph.sources.source import ProgressCallback, Source
@@ -236,7 +236,7 @@ def node_vectors(
     chosen = embedding_model(model)
     ready = index_path(source.path, meaning_directory())
     ready = ready.with_suffix(f".{_name(chosen.model_id)}{'.hidden' * hidden}")
-    meta = _read_meta(ready)
+    meta = read_meta(ready)
     quick = quick_stamp(source)
     if meta.get("version") == VERSION and meta.get("quick") == quick:
         return _load(ready)
@@ -245,7 +245,7 @@ def node_vectors(
     current = meta.get("version") == VERSION and not counted.get(RENEWED)
     trees = changed_trees(source, meta.get("content"), counted) if current else None
     if current and (trees == set() or meta.get("content") == content):
-        _write_meta(ready, {**meta, "content": content})  # nothing they hold changed
+        write_meta(ready, {**meta, "content": content})  # nothing they hold changed
         return _load(ready)
     try:
         made = _made(source, hidden, chosen, progress, trees)
@@ -336,7 +336,7 @@ def _write(ready: Path, vectors: NodeVectors, meta: dict[str, Any]) -> None:
         np.save(partial / "active.npy", np.asarray(vectors.active, dtype=bool))
         if len(vectors.matrix) > EXACT_ROWS:
             _save_coarse(partial, vectors.matrix)
-        _write_meta(partial, meta)
+        write_meta(partial, meta)
         if ready.exists():
             os.replace(ready, old)
         os.replace(partial, ready)

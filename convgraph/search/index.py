@@ -270,7 +270,7 @@ def _holders(inode: int) -> dict[int, bool]:
     return found
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
+def read_meta(path: Path) -> dict[str, Any]:
     try:
         meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -281,7 +281,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
 def _current_meta(path: Path, quick: list[Any]) -> dict[str, Any] | None:
     """The index's meta where the index is of this layout and its quick
     stamp holds, else None."""
-    meta = _read_meta(path)
+    meta = read_meta(path)
     if meta.get("version") == INDEX_VERSION and meta.get("quick") == quick:
         return meta
     return None
@@ -342,7 +342,7 @@ def _brought_up_to_date(
     else built anew; its new meta, and "updated" or "built"."""
     # The stamps first: a commit during the read shows in the next ones.
     quick = quick_stamp(logs)
-    meta = _read_meta(path)
+    meta = read_meta(path)
     counted = content_stamp(logs, meta.get("content") or None)
     content = stored(counted)
     if not rebuild and meta and meta.get("version") != INDEX_VERSION:
@@ -350,7 +350,7 @@ def _brought_up_to_date(
     elif not rebuild and meta.get("version") == INDEX_VERSION:
         if meta.get("content") == content:
             meta["quick"] = quick  # written, but nothing indexed changed
-            _write_meta(path, meta)
+            write_meta(path, meta)
             return meta, "updated"
         trees = changed_trees(logs, meta.get("content"), counted)
         if trees is not None:
@@ -362,7 +362,7 @@ def _brought_up_to_date(
     return _build(logs, path, quick, content, progress), "built"
 
 
-def _write_meta(path: Path, meta: dict[str, Any]) -> None:
+def write_meta(path: Path, meta: dict[str, Any]) -> None:
     """The meta file replaced at once (a reader sees the old or the new)."""
     partial = path / f"{META_FILE}.{os.getpid()}.partial"
     try:
@@ -437,7 +437,7 @@ def _build(
             "content": content,
             "models": sorted(models),
         }
-        _write_meta(partial, meta)
+        write_meta(partial, meta)
         if path.exists():
             os.replace(path, old)
         os.replace(partial, path)
@@ -493,12 +493,12 @@ def _updated(
         models = columns.models
         # The meta says "not current" until the commit is made: a process
         # killed between the two builds again rather than trusting it.
-        _write_meta(path, {**meta, "quick": None, "content": None})
+        write_meta(path, {**meta, "quick": None, "content": None})
         writer.commit()
         writer.wait_merging_threads()
         meta["models"] = sorted(set(meta.get("models", [])) | models)
     meta.update(quick=quick, content=stored(counted))
-    _write_meta(path, meta)
+    write_meta(path, meta)
     return meta
 
 

@@ -348,12 +348,8 @@ def part_lines(part: Mapping[str, Any], limit: int | None = OUTPUT_LIMIT) -> lis
     if kind == kinds.CODE:
         language = part.get("language")
         label = "**Code**" + (f" · {inline_text(language)}" if language else "")
-        code = _string(part.get("text"))
-        return [
-            label,
-            "",
-            *fenced(code, language if isinstance(language, str) else None),
-        ]
+        language = language if isinstance(language, str) else None
+        return [label, "", *fenced(_string(part.get("text")), language)]
     if kind == kinds.CODE_OUTPUT:
         output = _string(part.get("text"))
         return ["**Output**", "", *_output_lines(output, None, limit)]
@@ -388,20 +384,13 @@ def _output_lines(text: str, language: str | None, limit: int | None) -> list[st
 
 def _reasoning_lines(part: Mapping[str, Any]) -> list[str]:
     text = part.get("text")
+    redacted = part.get("redacted")
     if not isinstance(text, str) or not text.strip():
-        return (
-            ["*(reasoning redacted by the provider)*"] if part.get("redacted") else []
-        )
+        return ["*(reasoning redacted by the provider)*"] if redacted else []
     # After a blank line GitHub reads the inside of the HTML block as Markdown.
-    summary = "Reasoning (redacted in part)" if part.get("redacted") else "Reasoning"
-    return [
-        "<details>",
-        f"<summary>{summary}</summary>",
-        "",
-        *markdown_block(text),
-        "",
-        "</details>",
-    ]
+    summary = "Reasoning (redacted in part)" if redacted else "Reasoning"
+    inside = markdown_block(text)
+    return ["<details>", f"<summary>{summary}</summary>", "", *inside, "", "</details>"]
 
 
 def transcript(

@@ -326,9 +326,10 @@ def _literal(value: object) -> str:
 def _json(value: Any) -> str:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            parsed = json.loads(value)
         except ValueError:
             return value
+        value = parsed
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 

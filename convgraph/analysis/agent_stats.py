@@ -48,9 +48,8 @@ _SUMS = (
 def agent_table(forest: Forest, by: str = "session") -> pd.DataFrame:
     """One row per session (`by="session"`, keyed `tree_id`) or project
     (`by="project"`), with `AGENT_COLUMNS`, in first-come order; rewinds are the
-    branches left off the active path; `tools` each tool with its calls, most
-    called first; sums missing where no node tells. Raises ValueError for
-    another `by`."""
+    branches left off the active path; `tools` each tool with its calls, most called
+    first; sums missing where no node tells. Raises ValueError for another `by`."""
     if by not in GROUP_KEYS:
         raise ValueError(f"agent_table groups by session or project, not {by!r}")
     key = GROUP_KEYS[by]

@@ -95,9 +95,8 @@ def text_diff(
     second_label: str = "b",
     context: int = DEFAULT_CONTEXT,
 ) -> list[str]:
-    """The unified diff of two texts, a line per item (no line ends); empty when
-    they are the same; None is an empty text. Raises ValueError for a negative
-    `context`."""
+    """The unified diff of two texts, a line per item (no line ends); empty when they
+    are the same; None is an empty text. Raises ValueError for a negative `context`."""
     if context < 0:
         raise ValueError(f"context must be 0 or more lines, not {context}")
     return list(

@@ -53,11 +53,10 @@ def prefer(node_id: str, clear: bool, db_path: str | None) -> None:
 @click.argument("node_id", type=NODE_ID)
 @db_path_option
 def hide(node_id: str, db_path: str | None) -> None:
-    """Hide NODE_ID's branch (the node and everything below it) from every
-    output: tree, stats, search, transcripts, the exports and browse leave
-    it out; `--all` shows it. Nothing is deleted: the mark is kept where
-    notes are (beside a chat export, in EXPORT.convgraph.db), and `unhide`
-    takes it back.
+    """Hide NODE_ID's branch (the node and everything below it) from every output: tree,
+    stats, search, transcripts, the exports and browse leave it out; `--all` shows it.
+    Nothing is deleted: the mark is kept where notes are (beside a chat export, in
+    EXPORT.convgraph.db), and `unhide` takes it back.
     """
     from convgraph.store.notes import set_hidden
 

@@ -227,8 +227,7 @@ def opened_logs() -> Logs:
 
 def dataset_path() -> str | None:
     """The Parquet dataset `--db DIR` names (stats and check read one), or None."""
-    ctx = click.get_current_context()
-    path = ctx.meta.get(DB_PATH)
+    path = click.get_current_context().meta.get(DB_PATH)
     if path is None:
         return None
     from convgraph.sources.parquet import is_parquet_dataset

@@ -103,8 +103,7 @@ def failure_lines(result: FanOut) -> Sequence[str]:
     """A line per request without an answer, and one if Ctrl-C stopped it."""
     lines = [terminal_text(failure.message) for failure in result.failures]
     if result.interrupted:
-        kept = len(result.answers)
-        lines.append(f"interrupted: {counted(kept, 'answer')} kept")
+        lines.append(f"interrupted: {counted(len(result.answers), 'answer')} kept")
     return lines
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from convgraph.cli.output import (
 )
 from convgraph.contract import CONVERSATION_COLUMNS, COST_COLUMNS
 from convgraph.present.local_time import person_time
+from convgraph.text import excerpt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -170,12 +172,6 @@ def chosen_columns(text: str | None, available: Sequence[str]) -> list[str] | No
     return list(dict.fromkeys(names))
 
 
-def _name(name: str | None) -> str:
-    from convgraph.text import excerpt
-
-    return excerpt(name, NAME_WIDTH)
-
-
 def _dollars(cost: float | None) -> str:
     return "" if cost is None else f"{cost:.6f}"
 
@@ -191,7 +187,7 @@ def _time(value: str | None) -> str:
 
 #: How the tables show a column's values for a person, by column name.
 CELLS: dict[str, Callable[[Any], str]] = {
-    "name": _name,
+    "name": partial(excerpt, width=NAME_WIDTH),
     "abandoned_share": _share,
     "cost_usd": _dollars,
     "abandoned_cost_usd": _dollars,

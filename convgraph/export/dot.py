@@ -258,10 +258,9 @@ class _Statements:
         for node, data in graph.nodes(data=True):
             ids[node] = quoted = quote_id(node)
             active = marked and bool(data.get("active"))
-            tooltip = node_tooltip(data, folded.get(node, ()))
             attributes = {
                 "label": quote_text(node_label(node, data, marked)),
-                "tooltip": quote_tooltip(tooltip),
+                "tooltip": quote_tooltip(node_tooltip(data, folded.get(node, ()))),
                 "fillcolor": f'"{self.colour(data.get("model"))}"',
             }
             children = len(succ[node])

@@ -118,8 +118,7 @@ def root_pointers(parent_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def reaches_root(parent_rows: np.ndarray) -> np.ndarray:
     """Which nodes have a root above them (the others hang off a cycle)."""
-    nearest = nearest_marked(parent_rows, parent_rows < 0)
-    return nearest >= 0
+    return nearest_marked(parent_rows, parent_rows < 0) >= 0
 
 
 def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
@@ -136,8 +135,7 @@ def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
             strings = pd.arrays.ArrowStringArray(taken)
             return strings if strings.dtype == ids.dtype else strings.astype(ids.dtype)
         return pd.arrays.ArrowExtensionArray(taken)
-    values = np.asarray(ids, dtype=object)
-    return np.where(rows >= 0, values[np.maximum(rows, 0)], None)
+    return np.where(rows >= 0, np.asarray(ids, dtype=object)[np.maximum(rows, 0)], None)
 
 
 def _arrow_strings(values: Any) -> Any:

@@ -139,8 +139,7 @@ def select_trees(forest: Forest, where: TreeFilter) -> Forest:
 
     if not where:
         return forest
-    keep = tree_is_in_table(forest.nodes, where)
-    nodes = forest.nodes[keep].reset_index(drop=True)
+    nodes = forest.nodes[tree_is_in_table(forest.nodes, where)].reset_index(drop=True)
     kept_ids = set(nodes["id"].tolist())
     tree_ids = set(nodes["tree_id"].tolist())
     names = {key: name for key, name in forest.names.items() if key in tree_ids}

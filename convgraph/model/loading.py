@@ -92,9 +92,8 @@ def load_path(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> list[str]:
-    """The ids from the root of `node_id`'s tree down to it (by the stored
-    links where the file has them).
-    Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode."""
+    """The ids from the root of `node_id`'s tree down to it (by the stored links where
+    the file has them). Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode."""
     with opened(db) as logs:
         node_id = logs.resolve_node(node_id)
         found = logs.path_by_links(node_id)

@@ -268,9 +268,8 @@ def node_totals(
 ) -> dict[str, Any]:
     """What some nodes (all by default) add up to, keyed by `TOTAL_KEYS`.
 
-    Times are the earliest and latest as stored (unreadable ones left out);
-    models distinct in node order; each sum is None where no node reports it
-    (0 for no nodes).
+    Times are the earliest and latest as stored (unreadable ones left out); models
+    distinct in node order; each sum is None where no node reports it (0 for no nodes).
     """
     attributes = [tree.nodes[node] for node in (tree.nodes if nodes is None else nodes)]
     times = [

@@ -82,9 +82,8 @@ def combined(
     alternatives: Mapping[str, Any],
     node_ids: Iterable[str] | None = None,
 ) -> dict[str, NodeNote]:
-    """The user's own notes over the app's: a note replaces the app's, a
-    preferred node takes the mark from its group (`alternatives`: node ->
-    group key)."""
+    """The user's own notes over the app's: a note replaces the app's, a preferred node
+    takes the mark from its group (`alternatives`: node -> group key)."""
     wanted = None if node_ids is None else set(node_ids)
     chosen = {
         alternatives[node]
@@ -131,8 +130,7 @@ def _said(entry: dict[str, Any]) -> tuple[list[str], str | None]:
         content = parsed if parsed is not None else {"text": content}
     content = as_dict(content)
     tags = [tag for tag in as_list(content.get("tags")) if isinstance(tag, str) and tag]
-    text = as_text(content.get("text")) or as_text(entry.get("text"))
-    return tags, text
+    return tags, as_text(content.get("text")) or as_text(entry.get("text"))
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

@@ -502,9 +502,8 @@ def _count_bytes(export: Any, report: ProgressCallback) -> None:
     def size(file: Any) -> int:
         if not file.in_zip:
             return os.path.getsize(file.name)
-        member = file.name[len(str(export.path)) + 1 :]
         with zipfile.ZipFile(export.path) as archive:
-            return archive.getinfo(member).file_size
+            return archive.getinfo(file.name[len(str(export.path)) + 1 :]).file_size
 
     sizes = [size(file) for file in export._files]
     total = sum(sizes)

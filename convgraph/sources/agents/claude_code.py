@@ -121,14 +121,8 @@ def _told_session(records: list[dict[str, Any]]) -> bool:
 
 
 def _session_id(records: list[dict[str, Any]]) -> str | None:
-    return next(
-        (
-            record["sessionId"]
-            for record in records
-            if isinstance(record.get("sessionId"), str) and record["sessionId"]
-        ),
-        None,
-    )
+    found = (record.get("sessionId") for record in records)
+    return next((one for one in found if isinstance(one, str) and one), None)
 
 
 def session_groups(
@@ -154,14 +148,8 @@ def session_groups(
             groups[key].insert(
                 sum(not f.name.startswith("agent-") for f in groups[key]), file
             )
-        time = next(
-            (
-                text_to_iso(record.get("timestamp"))
-                for record in records
-                if record.get("timestamp")
-            ),
-            None,
-        )
+        times = (text_to_iso(r["timestamp"]) for r in records if r.get("timestamp"))
+        time = next(times, None)
         if time is not None and (key not in began or time < began[key]):
             began[key] = time
     return sorted(groups.items(), key=lambda item: (began.get(item[0], ""), item[0]))
@@ -277,18 +265,9 @@ def read_group(
     group.aliases = [session for session in reading.sessions if session != key]
     # Named by its own title, else the summary of its last leaf that has
     # one, else the first summary it holds (of the session it continues).
-    group.name = (
-        reading.title
-        or next(
-            (
-                reading.summaries[message.id]
-                for message in reversed(group.messages)
-                if message.id in reading.summaries
-            ),
-            None,
-        )
-        or reading.first_summary
-    )
+    summaries = reading.summaries
+    last = (summaries[m.id] for m in reversed(group.messages) if m.id in summaries)
+    group.name = reading.title or next(last, None) or reading.first_summary
     yield group
 
 

@@ -198,13 +198,12 @@ def _parts(
                 )
             )
         elif kind == "tool_result":
-            error = "error" if block.get("is_error") is True else None
             found.append(
                 P.tool_result(
                     as_text(block.get("name")),
                     "",
                     as_text(block.get("tool_use_id")),
-                    error,
+                    "error" if block.get("is_error") is True else None,
                 )
             )
     return found, texts

@@ -127,8 +127,7 @@ def companions(path: Path) -> list[Path]:
     (`chats/<session id>/*.jsonl`, where its first line names the id)."""
     if path.suffix != ".jsonl":
         return []
-    header = next(iter(_records(path, [])), {})
-    session = as_text(header.get("sessionId"))
+    session = as_text(next(iter(_records(path, [])), {}).get("sessionId"))
     folder = path.parent / session if session else None
     if folder is None or not folder.is_dir() or folder.name != session:
         return []
@@ -146,8 +145,7 @@ def session_groups(
         if file.parent.parent.name == "chats" and file.suffix == ".jsonl":
             continue
         groups[str(file)] = [file]
-        header = (told.get(file) or [{}])[0]
-        session = as_text(header.get("sessionId"))
+        session = as_text((told.get(file) or [{}])[0].get("sessionId"))
         if session is not None:
             by_session.setdefault(session, str(file))
     for file in files:
@@ -172,9 +170,8 @@ def read_group(
         group.problems.extend(side.problems)
         group.cache_read.update(side.cache_read)
         chain = Sidechain(side.key, side.messages)
-        chain.anchor = written_before(
-            group.messages, side.messages[0].time if side.messages else None
-        )
+        began = side.messages[0].time if side.messages else None
+        chain.anchor = written_before(group.messages, began)
         group.sidechains.append(chain)
     group.name = group.name or first_prompt(group.messages)
     yield group
@@ -200,8 +197,7 @@ def _json_value(file: Path, problems: list[Problem]) -> Any:
     """A JSON file's value; of one cut short (a session being written), the
     messages read before the cut, reported."""
     try:
-        size = file.stat().st_size
-        if size > MAX_VALUE_BYTES:
+        if file.stat().st_size > MAX_VALUE_BYTES:
             raise DatabaseError(
                 f"cannot read {file}: larger than {MAX_VALUE_BYTES // 2**20} MiB"
             )
@@ -228,9 +224,7 @@ def _json_value(file: Path, problems: list[Problem]) -> Any:
     read = counted(len(found["messages"]), "message")
     message = f"{file}: cut short after {read}: read as far as it goes"
     problems.append(file_problem(BAD_LINE, file.name, message))
-    if "sessionId" not in found:
-        return []
-    return found
+    return found if "sessionId" in found else []
 
 
 def _records(path: Path, problems: list[Problem]) -> Iterator[dict[str, Any]]:
@@ -280,8 +274,7 @@ def _jsonl_session(file: Path, problems: list[Problem]) -> SessionGroup:
         if earlier is not None:
             # Written again as it changed: its content, where it was.
             message.parent = earlier.parent
-            index = group.messages.index(earlier)
-            group.messages[index] = message
+            group.messages[group.messages.index(earlier)] = message
         else:
             group.messages.append(message)
             tip = message_id
@@ -377,10 +370,7 @@ def _message(
             found.append(P.text(P.USER, text))
     else:
         for thought in map(as_dict, as_list(raw.get("thoughts"))):
-            said = [
-                as_text(thought.get("subject")),
-                as_text(thought.get("description")),
-            ]
+            said = [as_text(thought.get(key)) for key in ("subject", "description")]
             found.append(P.reasoning(join_texts(said) or ""))
         if text is not None:
             message.kind = ANSWER

@@ -1,18 +1,20 @@
 """A node's content as ordered parts, each a plain dict with `role` and `type`:
 
-========== ============== ================================================= type
-role           keys besides role and type ========== ==============
-================================================= text       user/assistant ``text``
-reasoning  assistant      ``text`` (may be empty), ``redacted`` (bool) tool_call
-assistant      ``name``, ``arguments`` (any JSON value), ``id`` tool_result tool
-``name``, ``output`` (str), ``id``, ``error`` code       assistant      ``language``,
-``text`` (code the model ran) code_output tool          ``text`` (what running it
-printed) attachment user/assistant ``name``, ``url``, ``mime``, ``size`` fragment   user
-``name`` (where it came from), ``size`` ========== ==============
-=================================================
+========== ============== =================================================
+type       role           keys besides role and type
+========== ============== =================================================
+text       user/assistant ``text``
+reasoning  assistant      ``text`` (may be empty), ``redacted`` (bool)
+tool_call  assistant      ``name``, ``arguments`` (any JSON value), ``id``
+tool_result tool          ``name``, ``output`` (str), ``id``, ``error``
+code       assistant      ``language``, ``text`` (code the model ran)
+code_output tool          ``text`` (what running it printed)
+attachment user/assistant ``name``, ``url``, ``mime``, ``size``
+fragment   user           ``name`` (where it came from), ``size``
+========== ============== =================================================
 
-Missing keys are None. `parts` is None where a node is only its prompt and response (the
-plain texts); `node_parts` gives the list either way."""
+Missing keys are None. `parts` is None where a node is only its prompt and
+response (the plain texts); `node_parts` gives the list either way."""
 
 from __future__ import annotations
 

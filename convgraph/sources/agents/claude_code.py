@@ -1,22 +1,6 @@
 """Claude Code's sessions (`~/.claude/projects/<project>/<session>.jsonl`) as
-parent-linked messages.
-
-The records of the conversation (`user`, `assistant`) link by `uuid` and `parentUuid`;
-`sessionId`, `cwd`, `gitBranch` and `timestamp` say which session, where and when;
-`message` is the API message (`claude_messages`). A user record holding only tool
-results, or `isMeta`, is a step of the run; so are what no one typed
-(`claude_messages`): an interruption, a compaction's summary, a command the model does
-not answer. `progress`, `attachment` and `system` records are passed through: a link to
-one goes on to what it hangs under; a compaction's boundary is a step under the message
-before it (`logicalParentUuid`). `join` reads each run as lived.
-
-A subagent's records are `isSidechain`, in the session's file (before 2.0) or their own
-(`agent-<id>.jsonl` beside it or under `<session>/subagents/`, with an
-`agent-<id>.meta.json` naming its type and purpose; `agent-acompact-*` a compaction's
-own agent); it hangs under the message holding the call that started it, else under the
-message it began after. A session forked from another (`forkedFrom`) holds copies of its
-messages and is a branch of its tree. `summary`, `custom-title` and `ai-title` records
-name a session. A record of a kind not in `RECORD_TYPES` is counted and reported."""
+parent-linked messages. What the files hold, and how they are read:
+docs/internals/agent-formats.md."""
 
 from __future__ import annotations
 

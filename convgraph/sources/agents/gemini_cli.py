@@ -1,24 +1,8 @@
 """Gemini CLI's chats as chains of messages: the chats `/chat save TAG` keeps
 (`~/.gemini/tmp/<project>/checkpoint-TAG.json`) and the sessions it records
 (`~/.gemini/tmp/<project>/chats/session-*.json`, and since 0.40 `session-*.jsonl`; a
-subagent's under `chats/<session id>/`).
-
-A saved chat is the API's history: a JSON array of contents, each with a `role` (`user`
-or `model`) and `parts` (`text`, `thought` text, `functionCall` with `name` and `args`,
-`functionResponse` with `name` and `response`); a user content that only answers
-function calls is a step of the run, not a prompt. A recorded session is an object with
-`sessionId` and `messages`, each with `id`, `timestamp`, `type` (`user`, `gemini`,
-`info`, `error`, `warning`), `content` (text, or a list of parts), the model's
-`thoughts`, `toolCalls` (with their `result`), `tokens` and `model`; the CLI's own
-"System: Please continue." is a step of the turn before it.
-
-A JSON-lines session is the same written as it goes: a first line with the session
-(`sessionId`, `projectHash`, `startTime`, `kind`), then each message as it is written
-and again each time it changes (the later replaces the earlier, in the earlier's place),
-`$set` lines that change the session's fields, and `$rewindTo` lines: the session went
-back to before that message, and what follows hangs where it went back to, so the
-messages rewound are a branch the session left. A line cut short (a session being
-written) is read as far as it goes and reported; so is a JSON file cut short."""
+subagent's under `chats/<session id>/`). What the files hold, and how they are read:
+docs/internals/agent-formats.md."""
 
 from __future__ import annotations
 

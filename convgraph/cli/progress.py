@@ -244,8 +244,7 @@ def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
                     took = f"{amount(task.completed)}  {took}"
                 return Text(took, style="progress.elapsed")
             counts = f"{amount(task.completed)}/{amount(task.total)}"
-            speed = task.speed
-            rate = f"  {amount(speed)}/s" if speed else ""
+            rate = f"  {amount(task.speed)}/s" if task.speed else ""
             return Text(counts + rate, style="progress.download")
 
     class TimeLeft(ProgressColumn):
@@ -256,14 +255,13 @@ def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
             minutes, seconds = divmod(int(left), 60)
             return Text(f"{minutes}:{seconds:02d} left", style="progress.remaining")
 
-    console = Console(file=stream, force_terminal=True, highlight=False)
     return Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(bar_width=None),
         TaskProgressColumn(),
         Counts(table_column=Column(no_wrap=True)),
         TimeLeft(table_column=Column(no_wrap=True)),
-        console=console,
+        console=Console(file=stream, force_terminal=True, highlight=False),
         refresh_per_second=5,
         transient=True,
         redirect_stdout=False,

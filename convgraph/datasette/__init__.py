@@ -36,23 +36,17 @@ def hookimpl(function: Hook) -> Hook:
     return cast(Hook, datasette_hook(function))
 
 
-#: The (table, column) cells that name a node or conversation (a table page
-#: draws its primary key without `render_cell`).
-TREE_CELLS = frozenset(
-    {
-        ("responses", "id"),
-        ("responses", "conversation_id"),
-        ("turns", "id"),
-        ("turns", "thread_id"),
-        ("threads", "id"),
-        ("conversations", "id"),
-    }
-)
-#: Foreign-key cells among them: the row's link stays beside the tree's.
+#: The foreign-key cells that name a conversation: the row's link stays
+#: beside the tree's.
 OTHER_ROWS = {
     ("responses", "conversation_id"): "conversations",
     ("turns", "thread_id"): "threads",
 }
+#: The (table, column) cells that name a node or conversation (a table page
+#: draws its primary key without `render_cell`).
+TREE_CELLS = frozenset(
+    {(table, "id") for table in ("responses", "turns", "threads", "conversations")}
+).union(OTHER_ROWS)
 TREE_TABLES = frozenset(table for table, _ in TREE_CELLS)
 CELL_TITLE = "View in its conversation tree"
 

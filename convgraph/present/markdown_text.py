@@ -129,9 +129,8 @@ def cut(text: str, limit: int) -> tuple[str, str | None]:
     left out (None where nothing was)."""
     if len(text) <= limit:
         return text, None
-    return text[
-        :limit
-    ], f"*… cut: the first {limit:,} of {len(text):,} characters shown*"
+    said = f"*… cut: the first {limit:,} of {len(text):,} characters shown*"
+    return text[:limit], said
 
 
 def _tame_with_fences(lines: list[str]) -> list[str] | None:

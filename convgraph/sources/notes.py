@@ -168,9 +168,8 @@ def feedback_marks(
     by_id = {record["id"]: record for record in records}
     groups: dict[Any, list[str]] = defaultdict(list)
     for record in records:
-        groups[(record["tree_id"], record["parent_id"], record["prompt"])].append(
-            record["id"]
-        )
+        key = (record["tree_id"], record["parent_id"], record["prompt"])
+        groups[key].append(record["id"])
     latest: dict[str, dict[str, Any]] = {}
     for entry in sorted(entries, key=_moment):
         message = as_text(entry.get("message_id")) or ""
@@ -180,9 +179,8 @@ def feedback_marks(
     marks: dict[str, NodeNote] = {}
     preferred_in: dict[Any, str] = {}
     for node, entry in sorted(latest.items(), key=lambda item: _moment(item[1])):
-        rating = THUMBS.get(
-            "".join(filter(str.isalpha, str(entry.get("rating")))).lower()
-        )
+        letters = "".join(filter(str.isalpha, str(entry.get("rating"))))
+        rating = THUMBS.get(letters.lower())
         tags, text = _said(entry)
         record = by_id[node]
         group = (record["tree_id"], record["parent_id"], record["prompt"])

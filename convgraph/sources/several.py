@@ -28,6 +28,7 @@ from convgraph.errors import (
     UnknownNode,
 )
 from convgraph.sources import default_database_path, open_logs
+from convgraph.sources.merging import APPS
 from convgraph.sources.source import (
     ForestRead,
     IdMatch,
@@ -46,8 +47,6 @@ NAME_FORM = re.compile(r"[\w][\w.-]*")
 LOGGED_SINCE = "logged_since"
 #: The key of the sources changed otherwise than by rows logged.
 RENEWED = "renewed"
-#: llm's two generations share one app's ids.
-APPS = {"responses": "llm", "turns": "llm"}
 
 #: A name and a path, or None for llm's logs.db wherever llm keeps it.
 Entry = tuple[str, str | None]

@@ -94,8 +94,7 @@ class MigrationPlan:
                 f"link {self.link} responses to the one before them in their"
                 " conversation (--link-linear)"
             )
-        for name in self.triggers:
-            steps.append(f"create trigger {name}")
+        steps.extend(f"create trigger {name}" for name in self.triggers)
         if self.add_record:
             steps.append(f"record the migration in {RECORD_TABLE}")
         return steps

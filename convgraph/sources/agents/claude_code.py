@@ -337,14 +337,9 @@ def _distinct(
         number += 1
     distinct = f"{message_id}+{number}"
     reading.contents[distinct] = held
-    group.problems.append(
-        file_problem(
-            DUPLICATE_RECORD,
-            distinct,
-            f"{file}: {message_id} names two records with different contents:"
-            f" both read, the later as {distinct}",
-        )
-    )
+    said = f"{file}: {message_id} names two records with different contents"
+    message = f"{said}: both read, the later as {distinct}"
+    group.problems.append(file_problem(DUPLICATE_RECORD, distinct, message))
     return distinct
 
 

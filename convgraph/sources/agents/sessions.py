@@ -117,9 +117,7 @@ def _folder(path: Path) -> AgentSessions | None:
             continue
         files.setdefault(told[0], []).append(file)
         known[file] = told[1]
-    if not files:
-        return None
-    return AgentSessions(path, files, known, unread)
+    return AgentSessions(path, files, known, unread) if files else None
 
 
 def tell(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:

@@ -85,6 +85,7 @@ SUMMARIES = {
     "topics": "Conversations grouped by meaning into topics",
 }
 
+
 class ConvgraphGroup(click.Group):
     """convgraph's group: `@cli.command()` gets `ConvgraphCommand` too."""
 

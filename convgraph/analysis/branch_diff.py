@@ -136,13 +136,10 @@ class BranchDiff:
                 f"{name}_model",
                 *(f"{name}_{key}" for key in INTEGER_ATTRIBUTES),
             ]
-        columns += [
-            "same_prompt",
-            "same_response",
-            "response_similarity",
-            "prompt_diff",
-            "response_diff",
-        ]
+        columns += (
+            "same_prompt same_response response_similarity"  # noqa: SIM905 (words)
+            " prompt_diff response_diff".split()
+        )
         frame = pd.DataFrame(rows, columns=columns)
         for name in ("a", "b"):
             for key in INTEGER_ATTRIBUTES:

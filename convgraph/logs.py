@@ -205,8 +205,7 @@ class Logs:
         missing = empty & nodes["response"].isna().to_numpy()
         if missing.any():  # asked of these nodes alone: no tree read again
             ids = nodes["id"][missing].tolist()
-            found = self.source.answers(ids)
-            if found:
+            if found := self.source.answers(ids):
                 nodes.loc[missing, "response"] = [found.get(node) for node in ids]
         return forest
 

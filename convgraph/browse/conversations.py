@@ -280,8 +280,7 @@ class ConversationList(Vertical):
 
     def _open(self, row: int) -> None:
         """Open the conversation of the line, its hit's node, or search."""
-        entry = self.entry(row)
-        if entry is None:
+        if (entry := self.entry(row)) is None:
             return
         if entry.kind == CONVERSATION:
             self.post_message(self.Chosen(self.shown[entry.index].tree_id))

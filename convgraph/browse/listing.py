@@ -57,8 +57,7 @@ def list_conversations(logs: Logs) -> list[ConversationRow]:
 def count_conversations(logs: Logs) -> list[ConversationRow]:
     """Every tree with its last time and models, newest first; calls logged
     (not `counted`) where the file tells them without a read."""
-    counts = logs.tree_counts()
-    if counts is None:
+    if (counts := logs.tree_counts()) is None:
         return _table_rows(logs.forest(text=False))
     rows = [
         ConversationRow(tree_id, name, calls, last, models, counted=False)

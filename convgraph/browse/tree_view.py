@@ -101,8 +101,7 @@ class TreeView(ScrollView, can_focus=True):
         return max(EXCERPT_WIDTH, self.size.width or self.app.size.width)
 
     def _draw(self) -> None:
-        graph = self.graph
-        if graph is None:
+        if (graph := self.graph) is None:
             return
         self._drawn_width = self._wanted_width()
         lines = list(drawing(graph, width=self._drawn_width))

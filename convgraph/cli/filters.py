@@ -122,8 +122,7 @@ def _bound(
 ) -> datetime | None:
     if value is None:
         return None
-    moment = parse_bound(value, now, end=end)
-    if moment is None:
+    if (moment := parse_bound(value, now, end=end)) is None:
         raise UserError(f"{option} {value}: not {BOUND_FORMS}")
     return moment
 

@@ -65,9 +65,7 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
         echo_line(
             f"{'Would add' if dry_run else 'Added'} {added} to {grown} imported before"
         )
-    written = [
-        c for c in summary.conversations if c.status in ("imported", "would import")
-    ]
+    written = summary.written()
     # By the id `llm -c --cid` takes: its current branch's thread.
     for result in written[:LISTED]:
         echo_line(

@@ -40,11 +40,8 @@ def prefer(node_id: str, clear: bool, db_path: str | None) -> None:
     """
     from convgraph.store.notes import set_preferred
 
-    cleared = set_preferred(node_id, not clear, db_path)
-    if clear:
-        click.echo(f"{terminal_text(node_id)} is no longer preferred")
-        return
-    click.echo(f"{terminal_text(node_id)} is preferred")
+    cleared = set_preferred(node_id, not clear, db_path)  # none where `clear`
+    click.echo(f"{terminal_text(node_id)} is {'no longer ' if clear else ''}preferred")
     for other in cleared:
         click.echo(f"(instead of {terminal_text(other)})")
 

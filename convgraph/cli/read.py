@@ -180,8 +180,7 @@ def _style(
 
     if width is not None:
         return Style(width, indent_chains, True, active)
-    fit = table_width()
-    if fit is None:
+    if (fit := table_width()) is None:
         return Style(EXCERPT_WIDTH, indent_chains, True, active)
     shown = [str(one) for one in ids()]
     longest = max(map(len, shown), default=0)
@@ -371,8 +370,7 @@ def check(
         from convgraph.cli.meaning import report_duplicates
 
         return report_duplicates(output_format, model)
-    dataset = dataset_path()
-    if dataset is not None:
+    if (dataset := dataset_path()) is not None:
         # A dataset convgraph export wrote: what its readers leave out.
         from convgraph.analysis.datasets import dataset_problems
         from convgraph.cli.options import READING_A_DATASET, needs_extra

@@ -135,23 +135,16 @@ def print_conversations(
             table = table[list(columns)]
         records = plain_records(table)
         names = list(table.columns)
-    fit = None
-    if output_format != "json" and columns is None:
-        width = table_width()
-        if width is not None and output_format in (None, "table"):
-            fit = TableFit(width, PRIORITY, "name", NAME_MIN_WIDTH)
+    fitted = output_format in (None, "table") and columns is None
+    width = table_width() if fitted else None
+    fit = None if width is None else TableFit(width, PRIORITY, "name", NAME_MIN_WIDTH)
     if output_format == "json":
         # The table's records already hold its columns, in order.
         selected = not isinstance(table, list)
         echo_json_array(records if selected else _only(records, columns or names))
         return
-    echo_records(
-        records,
-        names if columns is None else columns,
-        output_format or "table",
-        cells=CELLS,
-        fit=fit,
-    )
+    shown = names if columns is None else columns
+    echo_records(records, shown, output_format or "table", cells=CELLS, fit=fit)
 
 
 def _only(

@@ -70,8 +70,7 @@ def _cell(
 ) -> Markup:
     """A cell's id linked to its tree; a foreign key keeps its row link."""
     route = datasette.databases[database].route
-    other = OTHER_ROWS.get((table, column))
-    if other is None:
+    if (other := OTHER_ROWS.get((table, column))) is None:
         shown = escape(value)
     else:
         row = datasette.urls.row(database, other, tilde_encode(value))
@@ -110,8 +109,7 @@ def render_cell(
     path = file_of(found)
     if path is None or table is None:
         return None
-    known = files.known_llm_file(path)
-    if known is not None:
+    if (known := files.known_llm_file(path)) is not None:
         return _cell(datasette, database, table, column, text, label) if known else None
 
     async def later() -> Markup | None:

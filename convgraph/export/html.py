@@ -173,8 +173,7 @@ def generate_html(
 ) -> Iterator[str]:
     """Yield the page that shows `graphs`, one line per conversation. Raises
     `ExportError` (an unknown `rankdir`, or one node id in two of the conversations)."""
-    orientation = ORIENTATIONS.get(rankdir.upper())
-    if orientation is None:
+    if (orientation := ORIENTATIONS.get(rankdir.upper())) is None:
         raise ExportError(f"the html page draws trees TB or LR, not {rankdir!r}")
     before, after = _page_lines(title)
     yield from before

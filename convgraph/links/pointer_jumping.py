@@ -61,8 +61,7 @@ def climb(
 def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:
     """The position in `ids` (unique) of each of `parent_ids`, -1 where it
     is None, NA or NaN (a root) or names no row."""
-    arrow_ids = _arrow_strings(ids)
-    if arrow_ids is not None:
+    if (arrow_ids := _arrow_strings(ids)) is not None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -123,8 +122,7 @@ def reaches_root(parent_rows: np.ndarray) -> np.ndarray:
 
 def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
     """The id at each of `rows`, missing where a row is -1, in the ids' dtype."""
-    arrow = _arrow_strings(ids)
-    if arrow is not None:
+    if (arrow := _arrow_strings(ids)) is not None:
         import pyarrow as pa
 
         taken = arrow.take(pa.array(rows, pa.int64(), mask=rows < 0))

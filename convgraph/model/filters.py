@@ -78,8 +78,7 @@ def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     if not where.model_matches(node.get("model")):
         return False
     if where.timed:
-        moment = parse_time(node.get("datetime_utc"))
-        if moment is None:
+        if (moment := parse_time(node.get("datetime_utc"))) is None:
             return False
         if where.since is not None and moment < where.since:
             return False

@@ -96,8 +96,7 @@ def load_path(
     the file has them). Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode."""
     with opened(db) as logs:
         node_id = logs.resolve_node(node_id)
-        found = logs.path_by_links(node_id)
-        if found is not None:
+        if (found := logs.path_by_links(node_id)) is not None:
             notes = read_notes(logs, found)
             if not hidden and any(note.hidden for note in notes.values()):
                 raise HiddenNode(node_id)

@@ -76,8 +76,7 @@ def active_end(tree: nx.DiGraph[str]) -> str:
 def path_system(tree: nx.DiGraph[Any], path: list[str]) -> str | None:
     """The path's system prompt: the first one given on it (None for none)."""
     for node in path:
-        system = tree.nodes[node].get("system")
-        if system:
+        if system := tree.nodes[node].get("system"):
             return str(system)
     return None
 
@@ -230,8 +229,7 @@ def transcript_lines(
         f"Conversation {inline_code(tree.graph.get('tree_id'))},"
         f" down to {inline_code(path[-1])}."
     )
-    system = path_system(tree, path)
-    if system:
+    if system := path_system(tree, path):
         yield ""
         yield from system_lines(system)
     for number, node in enumerate(path, 1):
@@ -261,8 +259,7 @@ def step_lines(
     found = kinds.node_parts(data)
     asked = [part for part in found if part.get("role") == kinds.USER]
     answered = [part for part in found if part.get("role") != kinds.USER]
-    asked_lines = list(parts_lines(asked, limit))
-    if asked_lines:
+    if asked_lines := list(parts_lines(asked, limit)):
         yield f"{heading} {number}. User"
         yield ""
         yield from asked_lines

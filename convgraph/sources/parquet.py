@@ -174,8 +174,7 @@ def checked_nodes(
     import numpy as np
     import pandas as pd
 
-    missing = [column for column in REQUIRED if column not in nodes.columns]
-    if missing:
+    if missing := [column for column in REQUIRED if column not in nodes.columns]:
         raise DatabaseError(
             f"{table} is not a node table convgraph wrote: it has no"
             f" {', '.join(missing)} column"

@@ -241,8 +241,7 @@ class _Runner:
         deadline = None
         try:
             async with self.slots:
-                model = self.model(job)
-                if model is None:
+                if (model := self.model(job)) is None:
                     return
                 job.state, job.started = STREAMING, time.monotonic()
                 self.changed()

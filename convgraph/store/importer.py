@@ -83,7 +83,8 @@ class ImportSummary:
     #: Conversations without a prompt or answer (id, name), left out.
     empty: list[tuple[str, str | None]] = field(default_factory=list)
 
-    def _written(self) -> list[ConversationResult]:
+    def written(self) -> list[ConversationResult]:
+        """The conversations written (or that would be)."""
         return [
             c for c in self.conversations if c.status in ("imported", "would import")
         ]
@@ -91,17 +92,17 @@ class ImportSummary:
     @property
     def imported(self) -> int:
         """Conversations written (or that would be)."""
-        return len(self._written())
+        return len(self.written())
 
     @property
     def nodes(self) -> int:
         """Nodes written as turns (or that would be)."""
-        return sum(c.nodes for c in self._written())
+        return sum(c.nodes for c in self.written())
 
     @property
     def threads(self) -> int:
         """Threads written (or that would be)."""
-        return sum(c.threads for c in self._written())
+        return sum(c.threads for c in self.written())
 
     @property
     def skipped(self) -> int:

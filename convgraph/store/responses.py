@@ -170,8 +170,7 @@ def _log(
             list(row_values.values()),
         )
     except sqlite3.IntegrityError as error:
-        rule = rule_message(error)
-        if rule is not None:
+        if (rule := rule_message(error)) is not None:
             raise RuleViolation(
                 f"cannot log response {response_id!r} with parent"
                 f" {parent_response_id!r}: {rule}"

@@ -433,8 +433,7 @@ def _forked(
     session = as_text(forked.get("sessionId"))
     if session is not None and session not in group.continues:
         group.continues.append(session)
-    original = as_text(forked.get("messageUuid"))
-    if original is None:
+    if (original := as_text(forked.get("messageUuid"))) is None:
         return message_id
     group.copies.add(original)
     if original != message_id:

@@ -157,8 +157,7 @@ def _event_id(record: dict[str, Any], reading: _Reading) -> str:
 def _parent(record: dict[str, Any], reading: _Reading) -> str | None:
     """The event a record hangs under: its `parentId` where that names one
     earlier event, the event before otherwise."""
-    named = as_text(record.get("parentId"))
-    if named is None:
+    if (named := as_text(record.get("parentId"))) is None:
         return None if not reading.seen or len(reading.seen) == 1 else reading.previous
     if reading.seen.get(named) == 1 and named != as_text(record.get("id")):
         return named
@@ -178,8 +177,7 @@ def _beside(kind: str, data: dict[str, Any], reading: _Reading) -> None:
         reading.model = as_text(data.get("newModel")) or reading.model
     elif kind == "assistant.usage":
         reading.usage = True
-        answer = reading.last_answer.get(_caller(data, {}))
-        if answer is not None:
+        if (answer := reading.last_answer.get(_caller(data, {}))) is not None:
             reading.group.add_usage(
                 answer,
                 data.get("inputTokens"),
@@ -257,8 +255,7 @@ def _message(
             if call is not None:
                 reading.calls[call] = (event, name)
         message.model = as_text(data.get("model")) or reading.model
-        outputs = as_int(data.get("outputTokens"))
-        if outputs is not None:
+        if (outputs := as_int(data.get("outputTokens"))) is not None:
             reading.outputs[event] = outputs
         if not found:
             return None

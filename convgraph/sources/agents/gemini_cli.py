@@ -134,8 +134,7 @@ def session_groups(
             by_session.setdefault(session, str(file))
     for file in files:
         if file.parent.parent.name == "chats" and file.suffix == ".jsonl":
-            key = by_session.get(file.parent.name)
-            if key is None:
+            if (key := by_session.get(file.parent.name)) is None:
                 groups[str(file)] = [file]
             else:
                 groups[key].append(file)
@@ -276,8 +275,7 @@ def _saved_chat(contents: list[dict[str, Any]], file: Path) -> SessionGroup:
         message = Message(f"{key}:{number}", previous)
         role = P.USER if content.get("role") == "user" else P.ASSISTANT
         found = _api_parts(role, as_list(content.get("parts")))
-        texts = [part["text"] for part in found if part["type"] == P.TEXT]
-        if texts:
+        if texts := [part["text"] for part in found if part["type"] == P.TEXT]:
             message.kind = PROMPT if role == P.USER else ANSWER
             message.text = join_texts(texts, "\n\n")
         message.parts = found or None
@@ -370,8 +368,7 @@ def _message(
         tokens = as_dict(raw.get("tokens"))
         message.input_tokens = as_int(tokens.get("input"))
         message.output_tokens = as_int(tokens.get("output"))
-        cached = as_int(tokens.get("cached"))
-        if cached is not None:
+        if (cached := as_int(tokens.get("cached"))) is not None:
             group.cache_read[message_id] = cached
     message.text = text if message.kind != STEP else None
     message.parts = found or None

@@ -319,8 +319,7 @@ def _node_sums(node_of: dict[str, str], counts: dict[str, int]) -> dict[str, int
     """Per-message counts added up per node (`node_of`: each message's)."""
     sums: dict[str, int] = {}
     for message, count in counts.items():
-        node = node_of.get(message)
-        if node is not None:
+        if (node := node_of.get(message)) is not None:
             sums[node] = sums.get(node, 0) + count
     return sums
 

@@ -67,8 +67,7 @@ def detect(path: Path) -> AgentSessions | None:
         return _folder(path)
     if kind != "json":
         return None
-    told = tell(path)
-    if told is None:
+    if (told := tell(path)) is None:
         return None
     module, records = told
     files = [path, *module.companions(path)]

@@ -16,8 +16,7 @@ from convgraph.text import terminal_text
 def note(node_id: str, text: str | None, clear: bool, db_path: str | None) -> None:
     """Record TEXT as NODE_ID's note: why the branch was made, what it
     taught. Kept in convgraph's own table (beside a chat export, in
-    EXPORT.convgraph.db); shown by tree, compare, the exports and stats.
-    """
+    EXPORT.convgraph.db); shown by tree, compare, the exports and stats."""
     from convgraph.store.notes import set_note
 
     if clear == (text is not None):

@@ -1,11 +1,10 @@
 """convgraph: llm's logged conversations as trees to explore, measure and share.
 
-`convgraph.open(path)` opens a `logs.db` of any generation, a chat export or
-coding agents' sessions, and answers for one tree (`logs.tree(id)`, a
-networkx DiGraph), the forest as pandas tables (`logs.forest()`), the
-statistics (`logs.stats()`) or a search (`logs.search(...)`). The tree
-operations and statistics tables are offered flat, imported on first use
-(PEP 562), as networkx offers its algorithms.
+`convgraph.open(path)` opens a `logs.db` of any generation, a chat export or coding
+agents' sessions, and answers for one tree (`logs.tree(id)`, a networkx DiGraph), the
+forest as pandas tables (`logs.forest()`), the statistics (`logs.stats()`) or a search
+(`logs.search(...)`). The tree operations and statistics tables are offered flat,
+imported on first use (PEP 562), as networkx offers its algorithms.
 """
 
 from __future__ import annotations
@@ -99,8 +98,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if (module := _LAZY.get(name)) is None:
         raise AttributeError(f"module 'convgraph' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

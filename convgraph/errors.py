@@ -79,9 +79,7 @@ class AmbiguousId(ConvgraphError, LookupError):
         none_of: str | None = None,
     ):
         super().__init__(prefix, candidates, more)
-        self.prefix = prefix
-        self.candidates = candidates
-        self.more = more
+        self.prefix, self.candidates, self.more = prefix, candidates, more
         #: The kind wanted, where the prefix begins none of that kind.
         self.none_of = none_of
 

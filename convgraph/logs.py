@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from convgraph.errors import NodeNotConversation
 from convgraph.sources import Source, open_logs
-from convgraph.sources.source import ProgressCallback
+from convgraph.sources.source import ProgressCallback, no_progress
 
 if TYPE_CHECKING:
     import numpy as np
@@ -205,8 +205,7 @@ class Logs:
         missing = empty & nodes["response"].isna().to_numpy()
         if missing.any():  # asked of these nodes alone: no tree read again
             ids = nodes["id"][missing].tolist()
-            found = self.source.answers(ids)
-            if found:
+            if found := self.source.answers(ids):
                 nodes.loc[missing, "response"] = [found.get(node) for node in ids]
         return forest
 
@@ -231,13 +230,14 @@ class Logs:
             if records:  # an empty file's table says what its columns are
                 return Summaries(records, len(records))
         from convgraph.analysis.stats import conversation_table
+        from convgraph.model.filters import select_trees
 
         read = self.forest(text=False, trees=named or None, progress=progress)
-        (progress or _no_progress)(COMPUTING, 0, None)
+        (progress or no_progress)(COMPUTING, 0, None)
         hidden = read.hidden
         if where:
             trees = int(read.nodes["tree_id"].nunique())
-            selected = _selected(read, where)
+            selected = select_trees(read, where)
             hidden = selected.hidden
             table = conversation_table(selected)
         else:
@@ -310,16 +310,6 @@ class Logs:
         from convgraph.meaning import similar
 
         return self._out(similar(self, node_id, text, k, model, progress))
-
-
-def _no_progress(phase: str, done: int, total: int | None) -> None:
-    pass
-
-
-def _selected(forest: Forest, where: TreeFilter) -> Forest:
-    from convgraph.model.filters import select_trees
-
-    return select_trees(forest, where)
 
 
 def open(path: Given = None, hidden: bool = False, redact: bool = False) -> Logs:

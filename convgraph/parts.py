@@ -109,8 +109,7 @@ def fragment(name: str | None, size: int | None = None) -> Part:
 
 def node_parts(data: Mapping[str, Any]) -> list[Part]:
     """A node's parts, else its prompt and response as text parts."""
-    parts = data.get("parts")
-    if parts is not None:
+    if (parts := data.get("parts")) is not None:
         return list(parts)
     found = []
     if data.get("prompt") is not None:

@@ -52,9 +52,8 @@ def marker(kind: str) -> str:
 
 
 def _re2(pattern: re.Pattern[str]) -> str:
-    """A pattern for RE2 matching at least what Python's matches: without
-    lookarounds, repetitions unbounded and at most 8 required (a smaller
-    automaton: faster)."""
+    """A pattern for RE2 matching at least what Python's matches: without lookarounds,
+    repetitions unbounded and at most 8 required (a smaller automaton: faster)."""
     text = re.sub(r"\(\?<?[=!][^()]*\)", "", pattern.pattern)
     at_least = re.sub(r"\{(\d+)(,\d*)?\}", lambda m: f"{{{min(int(m[1]), 8)},}}", text)
     return f"(?i:{at_least})" if pattern.flags & re.I else f"(?:{at_least})"
@@ -260,10 +259,9 @@ PLACE_COLUMNS = ("tree_id", "node_id", "field", "kind")
 def secret_places(
     forest: Forest | str | os.PathLike[str], redactor: Redactor | None = None
 ) -> list[dict[str, Any]]:
-    """Where the forest's (or a Parquet dataset's, given its directory)
-    secrets are: one record per tree, node, field and kind, in log order, the
-    ids redacted; a tree's title is field `name` (node_id None), a part's
-    field `parts[i].key`."""
+    """Where the forest's (or a Parquet dataset's, given its directory) secrets are: one
+    record per tree, node, field and kind, in log order, the ids redacted; a tree's
+    title is field `name` (node_id None), a part's field `parts[i].key`."""
     redactor = redactor or Redactor()
     if isinstance(forest, (str, os.PathLike)):
         from convgraph.sources.parquet import read_nodes

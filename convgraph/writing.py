@@ -37,8 +37,7 @@ class OutputError(ConvgraphError, OSError):
 
 def output_error(path: str, error: OSError) -> OutputError:
     """The `OutputError` of `error`, raised while writing `path`."""
-    reason = error.strerror or str(error) or type(error).__name__
-    return OutputError(path, reason)
+    return OutputError(path, error.strerror or str(error) or type(error).__name__)
 
 
 def stdout_name() -> str:

@@ -18,39 +18,24 @@ if TYPE_CHECKING:
 GROUP_KEYS = {"session": "tree_id", "project": "project"}
 
 #: The figures of a row of `agent_table`, after its key, in order.
-AGENT_COLUMNS = (
-    "sessions",
-    "turns",
-    "sidechains",
-    "rewinds",
-    "tool_calls",
-    "tool_errors",
-    "tools",
-    "input_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "output_tokens",
-    "first_datetime",
-    "last_datetime",
+AGENT_COLUMNS = tuple(
+    "sessions turns sidechains rewinds tool_calls tool_errors tools"  # noqa: SIM905 (words)
+    " input_tokens cache_read_tokens cache_write_tokens output_tokens"
+    " first_datetime last_datetime".split()
 )
 
 #: The summed integer figures.
-_SUMS = (
-    "tool_calls",
-    "tool_errors",
-    "input_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "output_tokens",
+_SUMS = tuple(
+    "tool_calls tool_errors input_tokens cache_read_tokens"  # noqa: SIM905 (words)
+    " cache_write_tokens output_tokens".split()
 )
 
 
 def agent_table(forest: Forest, by: str = "session") -> pd.DataFrame:
     """One row per session (`by="session"`, keyed `tree_id`) or project
     (`by="project"`), with `AGENT_COLUMNS`, in first-come order; rewinds are the
-    branches left off the active path; `tools` each tool with its calls, most
-    called first; sums missing where no node tells. Raises ValueError for
-    another `by`."""
+    branches left off the active path; `tools` each tool with its calls, most called
+    first; sums missing where no node tells. Raises ValueError for another `by`."""
     if by not in GROUP_KEYS:
         raise ValueError(f"agent_table groups by session or project, not {by!r}")
     key = GROUP_KEYS[by]

@@ -136,13 +136,10 @@ class BranchDiff:
                 f"{name}_model",
                 *(f"{name}_{key}" for key in INTEGER_ATTRIBUTES),
             ]
-        columns += [
-            "same_prompt",
-            "same_response",
-            "response_similarity",
-            "prompt_diff",
-            "response_diff",
-        ]
+        columns += (
+            "same_prompt same_response response_similarity"  # noqa: SIM905 (words)
+            " prompt_diff response_diff".split()
+        )
         frame = pd.DataFrame(rows, columns=columns)
         for name in ("a", "b"):
             for key in INTEGER_ATTRIBUTES:
@@ -167,10 +164,9 @@ class BranchDiff:
 def diff(
     tree: nx.DiGraph[str], a: str, b: str, context: int = DEFAULT_CONTEXT
 ) -> BranchDiff:
-    """The branches down to `a` and `b` of one tree compared (the same node, an
-    ancestor and its descendant, or nodes under two roots), with `context`
-    lines around each change. Raises UnknownNode, ValueError for a negative
-    `context`."""
+    """The branches down to `a` and `b` of one tree compared (the same node, an ancestor
+    and its descendant, or nodes under two roots), with `context` lines around each
+    change. Raises UnknownNode, ValueError for a negative `context`."""
     if context < 0:
         raise ValueError(f"context must be 0 or more lines, not {context}")
     path_a, path_b = path(tree, a), path(tree, b)

@@ -74,9 +74,8 @@ def terminal_chart(
 
 
 def write_chart(table: pd.DataFrame, measure: str, path: str) -> None:
-    """`terminal_chart`'s chart as a .png or .svg file by matplotlib, pyplot's
-    state untouched. Raises ValueError for another suffix, ImportError without
-    matplotlib."""
+    """`terminal_chart`'s chart as a .png or .svg file by matplotlib, pyplot's state
+    untouched. Raises ValueError for another suffix, ImportError without matplotlib."""
     suffix = path.rpartition(".")[2].lower()
     if suffix not in CHART_FORMATS:
         raise ValueError(f"{path}: a chart is written as .png or .svg")

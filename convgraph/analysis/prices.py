@@ -70,16 +70,11 @@ def count_problems(nodes: pd.DataFrame) -> list[Problem]:
         ]
         node_id = str(record["id"])
         conversation = record.get("conversation_id")
-        problems.append(
-            Problem(
-                IMPOSSIBLE_COUNT,
-                node_id,
-                None,
-                None if pd.isna(conversation) else str(conversation),
-                f"{node_id} counts {', '.join(counts)}: no request does;"
-                " it has no cost",
-            )
+        tree = None if pd.isna(conversation) else str(conversation)
+        message = (
+            f"{node_id} counts {', '.join(counts)}: no request does; it has no cost"
         )
+        problems.append(Problem(IMPOSSIBLE_COUNT, node_id, None, tree, message))
     return problems
 
 

@@ -95,18 +95,10 @@ def text_diff(
     second_label: str = "b",
     context: int = DEFAULT_CONTEXT,
 ) -> list[str]:
-    """The unified diff of two texts, a line per item (no line ends); empty when
-    they are the same; None is an empty text. Raises ValueError for a negative
-    `context`."""
+    """The unified diff of two texts, a line per item (no line ends); empty when they
+    are the same; None is an empty text. Raises ValueError for a negative `context`."""
     if context < 0:
         raise ValueError(f"context must be 0 or more lines, not {context}")
-    return list(
-        difflib.unified_diff(
-            (first or "").splitlines(),
-            (second or "").splitlines(),
-            first_label,
-            second_label,
-            n=context,
-            lineterm="",
-        )
-    )
+    a, b = (first or "").splitlines(), (second or "").splitlines()
+    diff = difflib.unified_diff(a, b, first_label, second_label, n=context, lineterm="")
+    return list(diff)

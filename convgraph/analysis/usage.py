@@ -31,18 +31,11 @@ if TYPE_CHECKING:
     from convgraph.model.forest import Forest
 
 #: The figures of a usage row, after its keys, in order.
-USAGE_COLUMNS = (
-    "conversations",
-    "nodes",
-    "branch_points",
-    "abandoned_branches",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "abandoned_input_tokens",
-    "abandoned_output_tokens",
-    "abandoned_cost_usd",
-    "abandoned_share",
+USAGE_COLUMNS = tuple(
+    "conversations nodes branch_points abandoned_branches input_tokens"  # noqa: SIM905 (words)
+    " output_tokens"
+    " cost_usd abandoned_input_tokens abandoned_output_tokens abandoned_cost_usd"
+    " abandoned_share".split()
 )
 
 
@@ -59,10 +52,6 @@ def _week(nodes: pd.DataFrame) -> pd.Series:
 
 def _month(nodes: pd.DataFrame) -> pd.Series:
     return per_day(nodes, lambda days: list(days.strftime("%Y-%m")))
-
-
-def _model(nodes: pd.DataFrame) -> pd.Series:
-    return nodes["model"].astype(object)
 
 
 def _project(nodes: pd.DataFrame) -> pd.Series:
@@ -83,7 +72,7 @@ GROUPINGS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "day": day_labels,
     "week": _week,
     "month": _month,
-    "model": _model,
+    "model": lambda nodes: nodes["model"].astype(object),
     "project": _project,
     "source": _source,
     # Set by `stats --by topic` from convgraph.meaning (a layer above).
@@ -104,11 +93,9 @@ def usage_table(
     Raises KeyError for a key not in `GROUPINGS`."""
     nodes = forest.nodes
     keys = list(by)
-    for key in keys:
-        if key not in GROUPINGS:
-            raise KeyError(key)
-    if costs is None:
-        costs = node_costs(nodes)
+    if unknown := [key for key in keys if key not in GROUPINGS]:
+        raise KeyError(unknown[0])
+    costs = node_costs(nodes) if costs is None else costs
     counts = children_counts(forest)
     parent_rows = forest.parent_rows
     active = active_column(nodes, parent_rows)
@@ -122,7 +109,6 @@ def usage_table(
     root_rows = np.flatnonzero(roots)
     first_of_tree[root_rows[np.unique(trees[root_rows], return_index=True)[1]]] = True
     first_root = first_of_tree & (roots_per_tree[trees] > 1)
-    left = abandoned_work_nodes_table(nodes, parent_rows, active)
     frame = pd.DataFrame(
         {
             **{key: GROUPINGS[key](nodes).to_numpy() for key in keys},
@@ -140,7 +126,7 @@ def usage_table(
                 if column in nodes.columns
             },
             "cost_usd": costs.per_node,
-            "left": left,
+            "left": abandoned_work_nodes_table(nodes, parent_rows, active),
         }
     )
     if rows is not None:

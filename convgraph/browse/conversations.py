@@ -214,10 +214,8 @@ class ConversationList(Vertical):
                     lines.append(line)
         self.entries = entries
         ids = [row.tree_id for row in self.shown]
-        if cursor in entries:
-            row = entries.index(cursor)
-        else:
-            row = ids.index(current) if current in ids else 0
+        row = ids.index(current) if current in ids else 0
+        row = entries.index(cursor) if cursor in entries else row
         self.query_one(ConversationTable).set_lines(lines, row, marks)
 
     def _search_line(self, typed: str) -> str:
@@ -282,8 +280,7 @@ class ConversationList(Vertical):
 
     def _open(self, row: int) -> None:
         """Open the conversation of the line, its hit's node, or search."""
-        entry = self.entry(row)
-        if entry is None:
+        if (entry := self.entry(row)) is None:
             return
         if entry.kind == CONVERSATION:
             self.post_message(self.Chosen(self.shown[entry.index].tree_id))

@@ -229,8 +229,7 @@ def node_view(
     if data.get("system"):
         body += [(MARKDOWN, "### System"), _quoted(data["system"])]
     body += [(MARKDOWN, "### Prompt"), _quoted(data.get("prompt"))]
-    run = run_blocks(data.get("parts"), reasoning_open)
-    if run:
+    if run := run_blocks(data.get("parts"), reasoning_open):
         body += [(MARKDOWN, "### Run"), *run]
     body.append((MARKDOWN, "### Response"))
     response = safe(data.get("response"))
@@ -363,8 +362,7 @@ def diff_view(result: BranchDiff) -> tuple[str, str]:
             f"same prompt: {'yes' if step.same_prompt else 'no'}, "
             f"response similarity {step.response_similarity:.2f}",
         ]
-        changes = step.prompt_diff + step.response_diff
-        if changes:
+        if changes := step.prompt_diff + step.response_diff:
             lines.append("```diff\n" + safe("\n".join(changes)) + "\n```")
         body.append("\n\n".join(lines))
     return terminal_text(title), "\n\n".join(body)

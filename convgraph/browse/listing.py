@@ -4,7 +4,7 @@ the figures needing the forest's rules later (`structure_figures`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, astuple, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,23 +39,11 @@ class TreeFigures:
     abandoned_share: float | None = None
 
     def on(self, row: ConversationRow) -> ConversationRow:
-        return replace(
-            row,
-            nodes=self.nodes,
-            leaves=self.leaves,
-            max_depth=self.max_depth,
-            abandoned_share=self.abandoned_share,
-            counted=True,
-        )
+        return replace(row, **asdict(self), counted=True)
 
     @classmethod
     def of(cls, summary: dict[str, Any]) -> TreeFigures:
-        return cls(
-            summary["nodes"],
-            summary["leaves"],
-            summary["max_depth"],
-            summary["abandoned_share"],
-        )
+        return cls(*(summary[one.name] for one in fields(cls)))
 
 
 def list_conversations(logs: Logs) -> list[ConversationRow]:
@@ -69,8 +57,7 @@ def list_conversations(logs: Logs) -> list[ConversationRow]:
 def count_conversations(logs: Logs) -> list[ConversationRow]:
     """Every tree with its last time and models, newest first; calls logged
     (not `counted`) where the file tells them without a read."""
-    counts = logs.tree_counts()
-    if counts is None:
+    if (counts := logs.tree_counts()) is None:
         return _table_rows(logs.forest(text=False))
     rows = [
         ConversationRow(tree_id, name, calls, last, models, counted=False)
@@ -119,10 +106,7 @@ def structure_figures(forest: Forest) -> dict[str, TreeFigures]:
     return {
         str(tree_id): TreeFigures(int(nodes), int(leaves), int(depth), share)
         for tree_id, nodes, leaves, depth, share in zip(
-            table["tree_id"],
-            table["nodes"],
-            table["leaves"],
-            table["max_depth"],
+            *(table[name] for name in ("tree_id", "nodes", "leaves", "max_depth")),
             shares,
             strict=True,
         )
@@ -163,13 +147,7 @@ def main(arguments: list[str]) -> int:
     except Exception as error:  # SQLite's own errors too: the browser shows the line
         print(str(error), file=sys.stderr)
         return 2
-    json.dump(
-        {
-            tree_id: [found.nodes, found.leaves, found.max_depth, found.abandoned_share]
-            for tree_id, found in figures.items()
-        },
-        sys.stdout,
-    )
+    json.dump({key: astuple(found) for key, found in figures.items()}, sys.stdout)
     return 0
 
 

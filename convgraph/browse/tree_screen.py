@@ -89,9 +89,7 @@ class PromptScreen(ModalScreen[str | None]):
         self, title: str, value: str = "", placeholder: str = "Prompt, then enter"
     ) -> None:
         super().__init__()
-        self.heading = title
-        self.value = value
-        self.placeholder = placeholder
+        self.heading, self.value, self.placeholder = title, value, placeholder
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -358,10 +356,10 @@ class ConversationScreen(Screen[None]):
         if self.graph is None or self.tree.node is None:
             return
         node = self.tree.node
-        text = Transcript(self.graph, path(self.graph, node)).markdown()
-        self.show_view(
-            f"transcript to {terminal_text(node)}", transcript_view(safe(text))
+        text = transcript_view(
+            safe(Transcript(self.graph, path(self.graph, node)).markdown())
         )
+        self.show_view(f"transcript to {terminal_text(node)}", text)
 
     def action_note(self) -> None:
         """Edit the cursor's note in a box; an empty note clears it (`set_note`
@@ -462,8 +460,7 @@ class ConversationScreen(Screen[None]):
             if time.monotonic() - shown[0] < STREAM_REDRAW_SECONDS:
                 return
             shown[0] = time.monotonic()
-            view = streaming_view(jobs, prompt)
-            app.call_from_thread(self.show_stream, title, view)
+            app.call_from_thread(self.show_stream, title, streaming_view(jobs, prompt))
 
         try:
             if prompt is None:

@@ -101,8 +101,7 @@ class TreeView(ScrollView, can_focus=True):
         return max(EXCERPT_WIDTH, self.size.width or self.app.size.width)
 
     def _draw(self) -> None:
-        graph = self.graph
-        if graph is None:
+        if (graph := self.graph) is None:
             return
         self._drawn_width = self._wanted_width()
         lines = list(drawing(graph, width=self._drawn_width))
@@ -167,8 +166,7 @@ class TreeView(ScrollView, can_focus=True):
     def line_text(self, row: int) -> Text:
         """The `row`th line shown, coloured by model, bold on the active path,
         with its marks and the cursor's highlight."""
-        body, marks = self.line_parts(row)
-        return Text.assemble(body, marks)
+        return Text.assemble(*self.line_parts(row))
 
     def line_parts(self, row: int) -> tuple[Text, Text]:
         """The `row`th line's drawing and marks apart: a drawing too wide is cut
@@ -256,9 +254,8 @@ class TreeView(ScrollView, can_focus=True):
             self.folded_agents.difference_update(hidden)
             self._layout()
         self.node = node
-        row = self._row[node]
         self.scroll_to_region(
-            Region(0, row, 1, 1), animate=False, force=True, immediate=True
+            Region(0, self._row[node], 1, 1), animate=False, force=True, immediate=True
         )
         self.refresh()
         self.post_message(self.Moved(node))
@@ -266,8 +263,7 @@ class TreeView(ScrollView, can_focus=True):
     def _step(self, rows: int) -> None:
         if self.node is None:
             return
-        row = self._row[self.node] + rows
-        row = max(0, min(row, len(self._shown) - 1))
+        row = max(0, min(self._row[self.node] + rows, len(self._shown) - 1))
         # A line that draws no node is stepped over, the way the key goes.
         ahead = 1 if rows > 0 else -1
         for way in (ahead, -ahead):

@@ -85,10 +85,6 @@ SUMMARIES = {
     "topics": "Conversations grouped by meaning into topics",
 }
 
-for _command in COMMANDS:
-    if _command.short_help is None and _command.name in SUMMARIES:
-        _command.short_help = SUMMARIES[_command.name]
-
 
 class ConvgraphGroup(click.Group):
     """convgraph's group: `@cli.command()` gets `ConvgraphCommand` too."""
@@ -107,4 +103,6 @@ def cli() -> None:
 
 
 for _command in COMMANDS:
+    if _command.short_help is None:
+        _command.short_help = SUMMARIES.get(_command.name or "")
     cli.add_command(_command)

@@ -1,6 +1,5 @@
-"""Commands that compare branches: diff (two nodes) and compare (one node's
-children). Both read one conversation; stored text passes `terminal_text`
-before it is styled."""
+"""Commands that compare branches: diff (two nodes) and compare (one node's children).
+Both read one conversation; stored text passes `terminal_text` before it is styled."""
 
 from __future__ import annotations
 
@@ -55,15 +54,13 @@ if TYPE_CHECKING:
     help="Lines of context around each change",
 )
 def diff_command(node_a: str, node_b: str, as_json: bool, context: int) -> None:
-    """Show where the branches down to NODE_A and NODE_B split, and what
-    differs.
+    """Show where the branches down to NODE_A and NODE_B split, and what differs.
 
-    The fork point (the last node both share, or the start of the
-    conversation when they grow from different roots), the path down to it,
-    then the two branches below it step by step: a unified diff of each
-    step's prompts and responses, and each branch's totals. With --json, an
-    object with fork_point (null for the start), shared, a, b, steps and
-    totals.
+    The fork point (the last node both share, or the start of the conversation when they
+    grow from different roots), the path down to it, then the two branches below it step
+    by step: a unified diff of each step's prompts and responses, and each branch's
+    totals. With --json, an object with fork_point (null for the start), shared, a, b,
+    steps and totals.
     """
     from convgraph.analysis.branch_diff import diff
 
@@ -72,8 +69,7 @@ def diff_command(node_a: str, node_b: str, as_json: bool, context: int) -> None:
     if as_json:
         echo_json(result.to_dict())
         return
-    for line in generate_diff_lines(result, table_width()):
-        click.echo(line)
+    click.echo("\n".join(generate_diff_lines(result, table_width())))
 
 
 def generate_diff_lines(result: BranchDiff, width: int | None = None) -> Iterator[str]:
@@ -126,14 +122,12 @@ def _diff_lines(result: BranchDiff, width: int | None) -> Iterator[str]:
 
 
 def _step_lines(step: Step, width: int | None) -> Iterator[str]:
-    sides = []
-    for name, side in (("a", step.a), ("b", step.b)):
-        if side is None:
-            sides.append(f"{name}: -")
-        else:
-            sides.append(
-                shown(f"{name}: {side.id}" + (f" ({side.model})" if side.model else ""))
-            )
+    sides = [
+        f"{name}: -"
+        if side is None
+        else shown(f"{name}: {side.id}" + (f" ({side.model})" if side.model else ""))
+        for name, side in (("a", step.a), ("b", step.b))
+    ]
     yield click.style(f"step {step.step}", bold=True) + "  " + "   ".join(sides)
     if step.same_prompt:
         yield "prompt: same"
@@ -204,19 +198,18 @@ def _number(value: int | None, unit: str = "") -> str:
 def compare_command(
     node_id: str, by_meaning: bool, model: str | None, output_format: str | None
 ) -> None:
-    """Compare the children of ID, a node: the alternatives tried from it.
-    An ID that names a conversation tree instead (a conversation id, or any
-    thread id of the tree) compares its roots: the alternatives at its start.
+    """Compare the children of ID, a node: the alternatives tried from it. An ID that
+    names a conversation tree instead (a conversation id, or any thread id of the tree)
+    compares its roots: the alternatives at its start.
 
-    For each child: model, tokens, duration, response length (characters),
-    subtree size, and the similarity of its response to each sibling's
-    (difflib's ratio over words, 0 to 1). Without an output option, a report
-    for reading; as records, one a child with id, those columns, and
-    similarity (sibling id -> ratio; JSON text in CSV and TSV).
+    For each child: model, tokens, duration, response length (characters), subtree size,
+    and the similarity of its response to each sibling's (difflib's ratio over words, 0
+    to 1). Without an output option, a report for reading; as records, one a child with
+    id, those columns, and similarity (sibling id -> ratio; JSON text in CSV and TSV).
 
-    --meaning adds the same pairs' similarity by meaning, the cosine of the
-    responses' embeddings (WordLlama offline, or --embedding-model), -1 to
-    1: a second table, or as records meaning (sibling id -> cosine).
+    --meaning adds the same pairs' similarity by meaning, the cosine of the responses'
+    embeddings (WordLlama offline, or --embedding-model), -1 to 1: a second table, or as
+    records meaning (sibling id -> cosine).
     """
     from dataclasses import fields
 
@@ -241,10 +234,8 @@ def compare_command(
     if not result.alternatives:
         say(f"{node_id} has no children")
         return
-    for line in generate_compare_lines(
-        result, tree.graph.get("tree_id"), table_width()
-    ):
-        click.echo(line)
+    lines = generate_compare_lines(result, tree.graph.get("tree_id"), table_width())
+    click.echo("\n".join(lines))
     if meaning is not None and len(meaning.alternatives) > 1:
         heading = click.style("similarity of responses by meaning (cosine)", bold=True)
         click.echo("\n".join(["", heading, *_similarity_lines(meaning)]))
@@ -358,15 +349,8 @@ def _neighbour_lines(result: Comparison) -> Iterator[str]:
     offsets = [*range(-reach, 0), *range(1, reach + 1)]
     rows = []
     for index, alternative in enumerate(result.alternatives, start=1):
-        by_offset = {
-            number[other] - index: score
-            for other, score in alternative.similarity.items()
-        }
+        score = {number[key] - index: v for key, v in alternative.similarity.items()}
         rows.append(
-            [str(index)]
-            + [
-                f"{by_offset[offset]:.2f}" if offset in by_offset else "-"
-                for offset in offsets
-            ]
+            [str(index), *(f"{score[o]:.2f}" if o in score else "-" for o in offsets)]
         )
     yield from _table(["#", *(f"{offset:+d}" for offset in offsets)], rows, left=set())

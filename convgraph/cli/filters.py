@@ -29,16 +29,9 @@ FILTER_HELP = (
 
 #: Every reader's `SOURCE`, named rather than imported (readers import pandas;
 #: tests/test_filters.py checks the two agree).
-SOURCES = (
-    "responses",
-    "turns",
-    "chatgpt",
-    "claude",
-    "openwebui",
-    "claude-code",
-    "codex",
-    "gemini-cli",
-    "copilot-cli",
+SOURCES = tuple(
+    "responses turns chatgpt claude openwebui"  # noqa: SIM905 (words)
+    " claude-code codex gemini-cli copilot-cli".split()
 )
 
 BOUND_FORMS = "a date (2026-11-01), a time (2026-11-01T14:00, UTC) or a span back from now (12h, 7d, 2w)"
@@ -129,8 +122,7 @@ def _bound(
 ) -> datetime | None:
     if value is None:
         return None
-    moment = parse_bound(value, now, end=end)
-    if moment is None:
+    if (moment := parse_bound(value, now, end=end)) is None:
         raise UserError(f"{option} {value}: not {BOUND_FORMS}")
     return moment
 

@@ -21,18 +21,17 @@ LISTED = 20
 def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
     """Import the conversations of a chat export (SOURCE) into llm's database.
 
-    SOURCE is a ChatGPT or Claude.ai data export (the .zip, its
-    conversations.json, or a folder of them) or an Open WebUI chat export.
-    Each conversation becomes a conversation of llm's message store, its
-    branches kept as forks: `llm logs` lists them, and `llm -c --cid ID`
-    continues any branch (the thread ids are printed, or see `llm logs`).
+    SOURCE is a ChatGPT or Claude.ai data export (the .zip, its conversations.json, or a
+    folder of them) or an Open WebUI chat export. Each conversation becomes a
+    conversation of llm's message store, its branches kept as forks: `llm logs` lists
+    them, and `llm -c --cid ID` continues any branch (the thread ids are printed, or see
+    `llm logs`).
 
-    A conversation imported before is skipped, so importing again writes
-    nothing; one that grew since (a later export) gets its new nodes only,
-    as does one listed twice. Each turn's origin (the export, conversation
-    and node) is kept in the table _convgraph_imports. One without a prompt
-    or an answer is left out, and named. A --db that does not exist is made
-    with llm's tables.
+    A conversation imported before is skipped, so importing again writes nothing; one
+    that grew since (a later export) gets its new nodes only, as does one listed twice.
+    Each turn's origin (the export, conversation and node) is kept in the table
+    _convgraph_imports. One without a prompt or an answer is left out, and named. A --db
+    that does not exist is made with llm's tables.
     """
     from convgraph.store.importer import import_export
 
@@ -66,9 +65,7 @@ def import_command(source: str, db_path: str | None, dry_run: bool) -> None:
         echo_line(
             f"{'Would add' if dry_run else 'Added'} {added} to {grown} imported before"
         )
-    written = [
-        c for c in summary.conversations if c.status in ("imported", "would import")
-    ]
+    written = summary.written()
     # By the id `llm -c --cid` takes: its current branch's thread.
     for result in written[:LISTED]:
         echo_line(

@@ -27,8 +27,7 @@ def give_back_memory() -> None:
     """Hand the memory freed by a whole-forest read back to the system."""
     import sys
 
-    pyarrow = sys.modules.get("pyarrow")
-    if pyarrow is not None:
+    if (pyarrow := sys.modules.get("pyarrow")) is not None:
         pyarrow.default_memory_pool().release_unused()
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):  # glibc only

@@ -16,8 +16,7 @@ from convgraph.text import terminal_text
 def note(node_id: str, text: str | None, clear: bool, db_path: str | None) -> None:
     """Record TEXT as NODE_ID's note: why the branch was made, what it
     taught. Kept in convgraph's own table (beside a chat export, in
-    EXPORT.convgraph.db); shown by tree, compare, the exports and stats.
-    """
+    EXPORT.convgraph.db); shown by tree, compare, the exports and stats."""
     from convgraph.store.notes import set_note
 
     if clear == (text is not None):
@@ -40,11 +39,8 @@ def prefer(node_id: str, clear: bool, db_path: str | None) -> None:
     """
     from convgraph.store.notes import set_preferred
 
-    cleared = set_preferred(node_id, not clear, db_path)
-    if clear:
-        click.echo(f"{terminal_text(node_id)} is no longer preferred")
-        return
-    click.echo(f"{terminal_text(node_id)} is preferred")
+    cleared = set_preferred(node_id, not clear, db_path)  # none where `clear`
+    click.echo(f"{terminal_text(node_id)} is {'no longer ' if clear else ''}preferred")
     for other in cleared:
         click.echo(f"(instead of {terminal_text(other)})")
 
@@ -53,11 +49,10 @@ def prefer(node_id: str, clear: bool, db_path: str | None) -> None:
 @click.argument("node_id", type=NODE_ID)
 @db_path_option
 def hide(node_id: str, db_path: str | None) -> None:
-    """Hide NODE_ID's branch (the node and everything below it) from every
-    output: tree, stats, search, transcripts, the exports and browse leave
-    it out; `--all` shows it. Nothing is deleted: the mark is kept where
-    notes are (beside a chat export, in EXPORT.convgraph.db), and `unhide`
-    takes it back.
+    """Hide NODE_ID's branch (the node and everything below it) from every output: tree,
+    stats, search, transcripts, the exports and browse leave it out; `--all` shows it.
+    Nothing is deleted: the mark is kept where notes are (beside a chat export, in
+    EXPORT.convgraph.db), and `unhide` takes it back.
     """
     from convgraph.store.notes import set_hidden
 

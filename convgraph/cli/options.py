@@ -125,8 +125,7 @@ class ConvgraphCommand(click.Command):
             # Only a database's own errors get here with a message to say.
             from convgraph.sources import database_failure
 
-            message = database_failure(error)
-            if message is None:
+            if (message := database_failure(error)) is None:
                 raise
             raise UserError(message) from None
 
@@ -192,8 +191,7 @@ REDACT = "convgraph.redact"  # --redact (`convgraph.cli.redacting`)
 def read_target(ctx: click.Context) -> str | dict[str, str] | None:
     """What the command reads: one path, several by name, or None for llm's
     logs.db; without `--db`, the saved list (`convgraph sources`)."""
-    paths = ctx.meta.get(DB_PATHS)
-    if paths is None:
+    if (paths := ctx.meta.get(DB_PATHS)) is None:
         return ctx.meta.get(DB_PATH)
     from convgraph.sources import several
 
@@ -227,9 +225,7 @@ def opened_logs() -> Logs:
 
 def dataset_path() -> str | None:
     """The Parquet dataset `--db DIR` names (stats and check read one), or None."""
-    ctx = click.get_current_context()
-    path = ctx.meta.get(DB_PATH)
-    if path is None:
+    if (path := click.get_current_context().meta.get(DB_PATH)) is None:
         return None
     from convgraph.sources.parquet import is_parquet_dataset
 

@@ -193,8 +193,7 @@ def echo_records(
     elif output_format in ("csv", "tsv"):
         _echo_delimited(rows, columns, "," if output_format == "csv" else "\t")
     elif output_format == "table":
-        table = list(rows)
-        if table:
+        if table := list(rows):
             # One write: a write (and flush) a line would cost most of the time.
             click.echo("\n".join(_table_lines(table, columns, cells or {}, fit)))
     else:

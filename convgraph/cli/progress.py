@@ -103,8 +103,7 @@ def failure_lines(result: FanOut) -> Sequence[str]:
     """A line per request without an answer, and one if Ctrl-C stopped it."""
     lines = [terminal_text(failure.message) for failure in result.failures]
     if result.interrupted:
-        kept = len(result.answers)
-        lines.append(f"interrupted: {counted(kept, 'answer')} kept")
+        lines.append(f"interrupted: {counted(len(result.answers), 'answer')} kept")
     return lines
 
 
@@ -245,8 +244,7 @@ def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
                     took = f"{amount(task.completed)}  {took}"
                 return Text(took, style="progress.elapsed")
             counts = f"{amount(task.completed)}/{amount(task.total)}"
-            speed = task.speed
-            rate = f"  {amount(speed)}/s" if speed else ""
+            rate = f"  {amount(task.speed)}/s" if task.speed else ""
             return Text(counts + rate, style="progress.download")
 
     class TimeLeft(ProgressColumn):
@@ -257,14 +255,13 @@ def _rich_progress(stream: IO[str], in_bytes: bool) -> Any:
             minutes, seconds = divmod(int(left), 60)
             return Text(f"{minutes}:{seconds:02d} left", style="progress.remaining")
 
-    console = Console(file=stream, force_terminal=True, highlight=False)
     return Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(bar_width=None),
         TaskProgressColumn(),
         Counts(table_column=Column(no_wrap=True)),
         TimeLeft(table_column=Column(no_wrap=True)),
-        console=console,
+        console=Console(file=stream, force_terminal=True, highlight=False),
         refresh_per_second=5,
         transient=True,
         redirect_stdout=False,

@@ -60,8 +60,9 @@ def conversations(output_format: str | None, where: TreeFilter) -> None:
     found = logs.summaries(where=where, progress=measuring())
     rows = found.rows
     if isinstance(rows, list):
-        shown = [{key: row[key] for key in columns} for row in rows]
-        print_conversations(shown, output_format)
+        print_conversations(
+            [{key: row[key] for key in columns} for row in rows], output_format
+        )
     else:
         print_conversations(rows[columns], output_format)
     if not len(rows) and output_format in (None, "table"):
@@ -179,17 +180,14 @@ def _style(
 
     if width is not None:
         return Style(width, indent_chains, True, active)
-    fit = table_width()
-    if fit is None:
+    if (fit := table_width()) is None:
         return Style(EXCERPT_WIDTH, indent_chains, True, active)
     shown = [str(one) for one in ids()]
     longest = max(map(len, shown), default=0)
-    id_length = None
-    if longest * ID_SHARE > fit:
-        id_length = unique_prefix_length(shown)
-        if id_length >= longest:
-            id_length = None
-    return Style(EXCERPT_WIDTH, indent_chains, True, active, fit, id_length)
+    cut = unique_prefix_length(shown) if longest * ID_SHARE > fit else longest
+    return Style(
+        EXCERPT_WIDTH, indent_chains, True, active, fit, cut if cut < longest else None
+    )
 
 
 def _draw_trees(
@@ -227,12 +225,7 @@ def _draw_trees(
     from convgraph.present.text_tree import tree_drawing
 
     trees = list(trees)
-    style = _style(
-        width,
-        indent_chains,
-        active,
-        lambda: [node for graph in trees for node in graph.nodes],
-    )
+    style = _style(width, indent_chains, active, lambda: [n for g in trees for n in g])
     _write_drawings(tree_drawing(graph, style) for graph in trees)
 
 
@@ -352,18 +345,17 @@ def check(
 ) -> None:
     """Report broken parent links; exit status 1 when there are any.
 
-    Cycles, self-parents, parents that do not exist and parents in another
-    conversation. Each broken link is dropped when trees are built: the node
-    is treated as a root. Also rows that are no node, responses an llm older
-    than 0.32 logged into a migrated file whose parent cannot be told
-    (unplaced), and a migrated file's lost rules. Without an output option,
-    one line a problem; as records, with kind, node_id, parent_id,
-    conversation_id, message and cycle (the ids around a cycle). --db DIR
-    may name a Parquet dataset (convgraph export --format parquet): its
-    repeated rows, broken links and trees split over files.
+    Cycles, self-parents, parents that do not exist and parents in another conversation.
+    Each broken link is dropped when trees are built: the node is treated as a root.
+    Also rows that are no node, responses an llm older than 0.32 logged into a migrated
+    file whose parent cannot be told (unplaced), and a migrated file's lost rules.
+    Without an output option, one line a problem; as records, with kind, node_id,
+    parent_id, conversation_id, message and cycle (the ids around a cycle). --db DIR may
+    name a Parquet dataset (convgraph export --format parquet): its repeated rows,
+    broken links and trees split over files.
 
-    --duplicates lists conversations whose first prompts mean the same
-    instead: a cosine of 0.8 or more (WordLlama, or --embedding-model).
+    --duplicates lists conversations whose first prompts mean the same instead: a cosine
+    of 0.8 or more (WordLlama, or --embedding-model).
     """
     from dataclasses import fields
 
@@ -378,8 +370,7 @@ def check(
         from convgraph.cli.meaning import report_duplicates
 
         return report_duplicates(output_format, model)
-    dataset = dataset_path()
-    if dataset is not None:
+    if (dataset := dataset_path()) is not None:
         # A dataset convgraph export wrote: what its readers leave out.
         from convgraph.analysis.datasets import dataset_problems
         from convgraph.cli.options import READING_A_DATASET, needs_extra

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from convgraph.cli.output import (
 )
 from convgraph.contract import CONVERSATION_COLUMNS, COST_COLUMNS
 from convgraph.present.local_time import person_time
+from convgraph.text import excerpt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,23 +135,16 @@ def print_conversations(
             table = table[list(columns)]
         records = plain_records(table)
         names = list(table.columns)
-    fit = None
-    if output_format != "json" and columns is None:
-        width = table_width()
-        if width is not None and output_format in (None, "table"):
-            fit = TableFit(width, PRIORITY, "name", NAME_MIN_WIDTH)
+    fitted = output_format in (None, "table") and columns is None
+    width = table_width() if fitted else None
+    fit = None if width is None else TableFit(width, PRIORITY, "name", NAME_MIN_WIDTH)
     if output_format == "json":
         # The table's records already hold its columns, in order.
         selected = not isinstance(table, list)
         echo_json_array(records if selected else _only(records, columns or names))
         return
-    echo_records(
-        records,
-        names if columns is None else columns,
-        output_format or "table",
-        cells=CELLS,
-        fit=fit,
-    )
+    shown = names if columns is None else columns
+    echo_records(records, shown, output_format or "table", cells=CELLS, fit=fit)
 
 
 def _only(
@@ -170,12 +165,6 @@ def chosen_columns(text: str | None, available: Sequence[str]) -> list[str] | No
     return list(dict.fromkeys(names))
 
 
-def _name(name: str | None) -> str:
-    from convgraph.text import excerpt
-
-    return excerpt(name, NAME_WIDTH)
-
-
 def _dollars(cost: float | None) -> str:
     return "" if cost is None else f"{cost:.6f}"
 
@@ -191,7 +180,7 @@ def _time(value: str | None) -> str:
 
 #: How the tables show a column's values for a person, by column name.
 CELLS: dict[str, Callable[[Any], str]] = {
-    "name": _name,
+    "name": partial(excerpt, width=NAME_WIDTH),
     "abandoned_share": _share,
     "cost_usd": _dollars,
     "abandoned_cost_usd": _dollars,

@@ -1,6 +1,5 @@
-"""What the user types and reads back on the command line: every number by
-one bounded rule (`convgraph.errors.number`), error lines wrapped to the
-terminal."""
+"""What the user types and reads back on the command line: every number by one bounded
+rule (`convgraph.errors.number`), error lines wrapped to the terminal."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""How every command ends when it cannot end as meant (`way_out`): Ctrl-C
-status 130, SIGTERM 143, a closed stdout quietly with 1, an unwritable
-stdout one line with 2."""
+"""How every command ends when it cannot end as meant (`way_out`): Ctrl-C status 130,
+SIGTERM 143, a closed stdout quietly with 1, an unwritable stdout one line with 2."""
 
 from __future__ import annotations
 

@@ -145,23 +145,13 @@ def delete(
         given.append(f"--children {children_choice.lower()}")
     if len(given) > 1:
         raise UserError(f"{' and '.join(given)} exclude each other: choose one")
-    mode = cast(
-        Mode,
-        children_choice.lower()
-        if children_choice is not None
-        else "reparent"
-        if reparent
-        else "cascade"
-        if cascade
-        else "refuse",
-    )
+    flag = "reparent" if reparent else "cascade" if cascade else "refuse"
+    mode = cast(Mode, children_choice.lower() if children_choice is not None else flag)
     result = delete_node(node_id, db_path, mode=mode, dry_run=dry_run)
     deleted = "Would delete" if dry_run else "Deleted"
     below = len(result.deleted) - 1
-    if below:
-        echo_line(f"{deleted} {node_id} and its {counted(below, 'descendant')}")
-    else:
-        echo_line(f"{deleted} {node_id}")
+    tail = f" and its {counted(below, 'descendant')}" if below else ""
+    echo_line(f"{deleted} {node_id}{tail}")
     if result.moved:
         count = len(result.moved)
         children = counted(count, "child", "children")
@@ -275,16 +265,14 @@ def branch(
 ) -> None:
     """Continue the conversation from NODE_ID with PROMPT.
 
-    The model gets the history from the root down to NODE_ID, then PROMPT;
-    its answer is logged as a new child of NODE_ID. Prints the new node's id
-    and its conversation's id (in the message store, a new thread that
-    `llm -c --cid` continues).
+    The model gets the history from the root down to NODE_ID, then PROMPT; its answer is
+    logged as a new child of NODE_ID. Prints the new node's id and its conversation's id
+    (in the message store, a new thread that `llm -c --cid` continues).
 
-    With several -m, or -n N, every model is asked at once from the same
-    history, each answer a child of NODE_ID, compared with its siblings as
-    `compare` does (--json: the new nodes, the failures and that table). A
-    failure costs no other answer: it is one line on stderr, and the exit
-    status is 1. Ctrl-C keeps the answers that completed.
+    With several -m, or -n N, every model is asked at once from the same history, each
+    answer a child of NODE_ID, compared with its siblings as `compare` does (--json: the
+    new nodes, the failures and that table). A failure costs no other answer: it is one
+    line on stderr, and the exit status is 1. Ctrl-C keeps the answers that completed.
     """
     from convgraph.store.branch import fan_out, single_answer
 
@@ -364,12 +352,11 @@ def regenerate(
 ) -> None:
     """Ask NODE_ID's prompt again, so that every answer is a sibling of it.
 
-    Each model (NODE_ID's own unless -m says) gets the history down to
-    NODE_ID's parent, then NODE_ID's prompt and system prompt; a root is
-    asked with no history, and its answers are new roots of its tree. Prints
-    the new nodes and the `compare` table of them and their siblings
-    (--json: as a document). Failures are one line each on stderr, and the
-    exit status is 1; Ctrl-C keeps the answers that completed.
+    Each model (NODE_ID's own unless -m says) gets the history down to NODE_ID's parent,
+    then NODE_ID's prompt and system prompt; a root is asked with no history, and its
+    answers are new roots of its tree. Prints the new nodes and the `compare` table of
+    them and their siblings (--json: as a document). Failures are one line each on
+    stderr, and the exit status is 1; Ctrl-C keeps the answers that completed.
     """
     from convgraph.store.branch import regenerate as ask_again
 
@@ -401,8 +388,7 @@ def _asking(
 
 
 def _report_fan_out(result: Any, as_json: bool) -> None:
-    """Print a fan-out's answers and failures; status 1 if any failed, 130 on
-    Ctrl-C."""
+    """Print a fan-out's answers and failures; status 1 if any failed, 130 on Ctrl-C."""
     from convgraph.cli.progress import (
         echo_failures,
         fan_out_record,

@@ -36,23 +36,17 @@ def hookimpl(function: Hook) -> Hook:
     return cast(Hook, datasette_hook(function))
 
 
-#: The (table, column) cells that name a node or conversation (a table page
-#: draws its primary key without `render_cell`).
-TREE_CELLS = frozenset(
-    {
-        ("responses", "id"),
-        ("responses", "conversation_id"),
-        ("turns", "id"),
-        ("turns", "thread_id"),
-        ("threads", "id"),
-        ("conversations", "id"),
-    }
-)
-#: Foreign-key cells among them: the row's link stays beside the tree's.
+#: The foreign-key cells that name a conversation: the row's link stays
+#: beside the tree's.
 OTHER_ROWS = {
     ("responses", "conversation_id"): "conversations",
     ("turns", "thread_id"): "threads",
 }
+#: The (table, column) cells that name a node or conversation (a table page
+#: draws its primary key without `render_cell`).
+TREE_CELLS = frozenset(
+    {(table, "id") for table in ("responses", "turns", "threads", "conversations")}
+).union(OTHER_ROWS)
 TREE_TABLES = frozenset(table for table, _ in TREE_CELLS)
 CELL_TITLE = "View in its conversation tree"
 
@@ -76,8 +70,7 @@ def _cell(
 ) -> Markup:
     """A cell's id linked to its tree; a foreign key keeps its row link."""
     route = datasette.databases[database].route
-    other = OTHER_ROWS.get((table, column))
-    if other is None:
+    if (other := OTHER_ROWS.get((table, column))) is None:
         shown = escape(value)
     else:
         row = datasette.urls.row(database, other, tilde_encode(value))
@@ -116,8 +109,7 @@ def render_cell(
     path = file_of(found)
     if path is None or table is None:
         return None
-    known = files.known_llm_file(path)
-    if known is not None:
+    if (known := files.known_llm_file(path)) is not None:
         return _cell(datasette, database, table, column, text, label) if known else None
 
     async def later() -> Markup | None:

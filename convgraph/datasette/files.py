@@ -56,9 +56,7 @@ def known_llm_file(path: Path) -> bool | None:
     """Whether `path` is llm's as cached for its current signature; None where
     unknown. Cheap: asked for every cell."""
     known = _llm_files.get(path)
-    if known is None or known[0] != signature(path):
-        return None
-    return known[1]
+    return None if known is None or known[0] != signature(path) else known[1]
 
 
 def is_llm_file(path: Path) -> bool:

@@ -83,8 +83,7 @@ def file_of(database: Database | None) -> Path | None:
 async def llm_file(database: Database | None) -> Path | None:
     """The file behind `database` where convgraph reads it as llm's, else
     None (cached, else asked off the event loop)."""
-    path = file_of(database)
-    if path is None:
+    if (path := file_of(database)) is None:
         return None
     known = files.known_llm_file(path)
     if known is None:
@@ -118,8 +117,7 @@ async def served(datasette: Datasette, request: Request) -> Served:
             "You do not have permission to view the tables these conversations"
             " come from"
         )
-    path = await llm_file(database)
-    if path is None:
+    if (path := await llm_file(database)) is None:
         raise NotFound(f"{database.name} is not an llm database: no conversation trees")
     return Served(database.name, database.route, path)
 

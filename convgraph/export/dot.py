@@ -135,8 +135,7 @@ def _fixed_reference(match: re.Match[str]) -> str:
         if readable and _xml_character(int(digits, base)):
             return match.group(0)
         return "&amp;" + match.group(0)[1:]
-    character = html5.get(body + ";")
-    if character is not None:
+    if (character := html5.get(body + ";")) is not None:
         return xml_escape(character)
     return "&amp;" + match.group(0)[1:]
 
@@ -169,8 +168,7 @@ def fix_svg_file(path: str) -> None:
 
 
 def _unescape_id(match: re.Match[str]) -> str:
-    code = match.group(1) or match.group(2)
-    if code:
+    if code := match.group(1) or match.group(2):
         return chr(int(code, 16))
     character = match.group(3)
     return {"n": "\n", "r": "\r", "t": "\t"}.get(character, character)
@@ -258,10 +256,9 @@ class _Statements:
         for node, data in graph.nodes(data=True):
             ids[node] = quoted = quote_id(node)
             active = marked and bool(data.get("active"))
-            tooltip = node_tooltip(data, folded.get(node, ()))
             attributes = {
                 "label": quote_text(node_label(node, data, marked)),
-                "tooltip": quote_tooltip(tooltip),
+                "tooltip": quote_tooltip(node_tooltip(data, folded.get(node, ()))),
                 "fillcolor": f'"{self.colour(data.get("model"))}"',
             }
             children = len(succ[node])

@@ -118,8 +118,7 @@ def generate_graphml(graphs: Graphs) -> Iterator[str]:
                 tree_data += _data(TREE_NAME, name)
         else:
             for attribute, key in GRAPH_KEYS.items():
-                value = graph.graph.get(attribute)
-                if value is not None:
+                if (value := graph.graph.get(attribute)) is not None:
                     yield _data(key, value)
         ids = {}
         folded = tree_calls(graph)
@@ -136,8 +135,7 @@ def generate_graphml(graphs: Graphs) -> Iterator[str]:
                 for key in NODE_ATTRIBUTES
                 if data.get(key) is not None
             )
-            calls = folded.get(node)
-            if calls:
+            if calls := folded.get(node):
                 values += _data(CALLS, calls)
             yield f'<node id="{node_id}">{values}{tree_data}</node>'
         for parent, child in graph.edges():

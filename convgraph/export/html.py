@@ -139,8 +139,7 @@ def conversation_line(tree: nx.DiGraph[Any]) -> str:
             "stats": summary(tree),
         }
     )
-    graph = script_safe("".join(generate_json(tree)))
-    return f'{head[:-1]},"graph":{graph}}}'
+    return f'{head[:-1]},"graph":{script_safe("".join(generate_json(tree)))}}}'
 
 
 @dataclass(frozen=True)
@@ -174,8 +173,7 @@ def generate_html(
 ) -> Iterator[str]:
     """Yield the page that shows `graphs`, one line per conversation. Raises
     `ExportError` (an unknown `rankdir`, or one node id in two of the conversations)."""
-    orientation = ORIENTATIONS.get(rankdir.upper())
-    if orientation is None:
+    if (orientation := ORIENTATIONS.get(rankdir.upper())) is None:
         raise ExportError(f"the html page draws trees TB or LR, not {rankdir!r}")
     before, after = _page_lines(title)
     yield from before
@@ -187,8 +185,7 @@ def generate_html(
     }
     if links is not None:
         head["links"] = links.as_record()
-    header = script_json(head)
-    yield header[:-1] + ',"conversations":['
+    yield script_json(head)[:-1] + ',"conversations":['
     unique = UniqueIds()
     report = progress or no_progress
     total = len(graphs) if isinstance(graphs, Sized) and not _is_graph(graphs) else None

@@ -70,9 +70,7 @@ def node_object(
     if tuple(data) == NODE_ATTRIBUTES:
         members = {"id": node, **data, **extra}
     else:
-        members = {"id": node}
-        for key in NODE_ATTRIBUTES:
-            members[key] = data.get(key)
+        members = {"id": node} | {key: data.get(key) for key in NODE_ATTRIBUTES}
         for key, value in data.items():
             if key not in members and key not in reserved:
                 members[key] = value
@@ -124,12 +122,8 @@ def generate_json(
                 extra[TREE_ID] = tree
             for node, data in graph.nodes(data=True):
                 calls = folded.get(node)
-                yield node_object(
-                    node,
-                    data,
-                    RESERVED,
-                    extra if calls is None else {**extra, CALLS: calls},
-                )
+                own = extra if calls is None else {**extra, CALLS: calls}
+                yield node_object(node, data, RESERVED, own)
             edges.extend(graph.edges())
 
     yield (

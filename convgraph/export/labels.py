@@ -36,8 +36,7 @@ def node_label(node_id: Any, data: dict[str, Any], active: bool = False) -> str:
     if data.get("preferred"):
         lines[0] += "  ★"
     for mark, key in (("»", "prompt"), ("«", "response"), ("✎", "note")):
-        text = excerpt(data.get(key), LABEL_EXCERPT)
-        if text:
+        if text := excerpt(data.get(key), LABEL_EXCERPT):
             lines.append(f"{mark} {text}")
     return "\n".join(lines)
 

@@ -54,8 +54,7 @@ def conversation_lines(
     )
     if not len(tree):
         return
-    system = path_system(tree, list(tree))
-    if system:
+    if system := path_system(tree, list(tree)):
         yield ""
         yield from system_lines(system)
     roots = [node for node in tree if tree.in_degree(node) == 0]

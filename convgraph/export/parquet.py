@@ -30,8 +30,6 @@ from convgraph.export.common import CALLS, calls_by_node
 from convgraph.sources.parquet import EDGES, NODES
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from convgraph.model.forest import Forest
 
 #: Nodes a partition holds on average by default: small enough for a modest
@@ -188,19 +186,13 @@ def _write_table(
                 part[column] = part[column].cat.remove_unused_categories()
         # One row group a file: no reader cuts a tree into two partitions.
         pq.write_table(
-            _arrow_table(part, schema),
+            pa.Table.from_pandas(part, schema=schema, preserve_index=False),
             folder / PART_NAME.format(bucket),
             row_group_size=max(1, len(part)),
             # Microseconds, as llm logs them: Spark reads no nanoseconds.
             coerce_timestamps="us",
             allow_truncated_timestamps=True,
         )
-
-
-def _arrow_table(part: pd.DataFrame, schema: pa.Schema) -> pa.Table:
-    import pyarrow as pa
-
-    return pa.Table.from_pandas(part, schema=schema, preserve_index=False)
 
 
 def _move_into_place(partial: Path, target: Path) -> None:

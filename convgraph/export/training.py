@@ -33,13 +33,8 @@ PATHS = ("leaves", "active")
 PREFER = ("notes", "active")
 
 #: The keys of a preference pair, in order: the DataFrame's columns.
-PAIR_COLUMNS = (
-    "prompt",
-    "chosen",
-    "rejected",
-    "conversation_id",
-    "chosen_id",
-    "rejected_id",
+PAIR_COLUMNS = tuple(
+    "prompt chosen rejected conversation_id chosen_id rejected_id".split()  # noqa: SIM905 (words)
 )
 
 
@@ -128,8 +123,7 @@ def tree_pairs(
 def _history(tree: nx.DiGraph[Any], nodes: list[str], reasoning: bool) -> ChatMessages:
     """A path's messages up to its last node's prompt, system prompt first."""
     history = ChatMessages(reasoning)
-    system = path_system(tree, nodes)
-    if system:
+    if system := path_system(tree, nodes):
         history.messages.append({"role": SYSTEM, "content": system})
     for node in nodes[:-1]:
         history.add(kinds.node_parts(tree.nodes[node]))

@@ -52,8 +52,7 @@ def register_with_running_ipython() -> bool:
     """`register` with this process's IPython, if any (True then)."""
     import sys
 
-    ipython = sys.modules.get("IPython")
-    get_ipython = getattr(ipython, "get_ipython", None)
+    get_ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
     shell = get_ipython() if get_ipython is not None else None
     if shell is None or not hasattr(shell, "display_formatter"):
         return False

@@ -31,11 +31,10 @@ def tree_svg(tree: nx.DiGraph[str]) -> str:
 
     if not graphviz_available():
         raise RuntimeError("Graphviz's dot is not installed")
-    source = "\n".join(generate_dot(tree)) + "\n"
     try:
         done = subprocess.run(
             ["dot", "-Tsvg"],
-            input=source.encode("utf-8"),
+            input=("\n".join(generate_dot(tree)) + "\n").encode("utf-8"),
             capture_output=True,
             timeout=DOT_TIMEOUT_SECONDS,
             check=False,

@@ -155,16 +155,11 @@ def break_cycles(
             first = min(cycle, key=position.__getitem__)
             turn = cycle.index(first)
             cycle = cycle[turn:] + cycle[:turn]
+            said = f"{first} is on a cycle of {len(cycle)} {links}: "
+            message = said + " -> ".join(cycle + [first])
+            tree = conversation_of.get(first)
             problems.append(
-                Problem(
-                    kind,
-                    first,
-                    parents[first],
-                    conversation_of.get(first),
-                    f"{first} is on a cycle of {len(cycle)} {links}: "
-                    + " -> ".join(cycle + [first]),
-                    tuple(cycle),
-                )
+                Problem(kind, first, parents[first], tree, message, tuple(cycle))
             )
             parents[first] = None
         finished.update(walked)

@@ -61,8 +61,7 @@ def climb(
 def parent_rows_of(ids: Any, parent_ids: Any) -> np.ndarray:
     """The position in `ids` (unique) of each of `parent_ids`, -1 where it
     is None, NA or NaN (a root) or names no row."""
-    arrow_ids = _arrow_strings(ids)
-    if arrow_ids is not None:
+    if (arrow_ids := _arrow_strings(ids)) is not None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -118,14 +117,12 @@ def root_pointers(parent_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def reaches_root(parent_rows: np.ndarray) -> np.ndarray:
     """Which nodes have a root above them (the others hang off a cycle)."""
-    nearest = nearest_marked(parent_rows, parent_rows < 0)
-    return nearest >= 0
+    return nearest_marked(parent_rows, parent_rows < 0) >= 0
 
 
 def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
     """The id at each of `rows`, missing where a row is -1, in the ids' dtype."""
-    arrow = _arrow_strings(ids)
-    if arrow is not None:
+    if (arrow := _arrow_strings(ids)) is not None:
         import pyarrow as pa
 
         taken = arrow.take(pa.array(rows, pa.int64(), mask=rows < 0))
@@ -136,8 +133,7 @@ def ids_at_rows(ids: Any, rows: np.ndarray) -> Any:
             strings = pd.arrays.ArrowStringArray(taken)
             return strings if strings.dtype == ids.dtype else strings.astype(ids.dtype)
         return pd.arrays.ArrowExtensionArray(taken)
-    values = np.asarray(ids, dtype=object)
-    return np.where(rows >= 0, values[np.maximum(rows, 0)], None)
+    return np.where(rows >= 0, np.asarray(ids, dtype=object)[np.maximum(rows, 0)], None)
 
 
 def _arrow_strings(values: Any) -> Any:

@@ -78,8 +78,7 @@ def node_matches(node: Mapping[str, Any], where: TreeFilter) -> bool:
     if not where.model_matches(node.get("model")):
         return False
     if where.timed:
-        moment = parse_time(node.get("datetime_utc"))
-        if moment is None:
+        if (moment := parse_time(node.get("datetime_utc"))) is None:
             return False
         if where.since is not None and moment < where.since:
             return False
@@ -139,8 +138,7 @@ def select_trees(forest: Forest, where: TreeFilter) -> Forest:
 
     if not where:
         return forest
-    keep = tree_is_in_table(forest.nodes, where)
-    nodes = forest.nodes[keep].reset_index(drop=True)
+    nodes = forest.nodes[tree_is_in_table(forest.nodes, where)].reset_index(drop=True)
     kept_ids = set(nodes["id"].tolist())
     tree_ids = set(nodes["tree_id"].tolist())
     names = {key: name for key, name in forest.names.items() if key in tree_ids}

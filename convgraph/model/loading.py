@@ -92,13 +92,11 @@ def load_path(
     db: str | os.PathLike[str] | Source | None = None,
     hidden: bool = False,
 ) -> list[str]:
-    """The ids from the root of `node_id`'s tree down to it (by the stored
-    links where the file has them).
-    Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode."""
+    """The ids from the root of `node_id`'s tree down to it (by the stored links where
+    the file has them). Raises: UnknownNode, AmbiguousId, DatabaseError, HiddenNode."""
     with opened(db) as logs:
         node_id = logs.resolve_node(node_id)
-        found = logs.path_by_links(node_id)
-        if found is not None:
+        if (found := logs.path_by_links(node_id)) is not None:
             notes = read_notes(logs, found)
             if not hidden and any(note.hidden for note in notes.values()):
                 raise HiddenNode(node_id)

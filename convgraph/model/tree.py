@@ -159,14 +159,12 @@ def run_calls(tree: nx.DiGraph[str], node: str) -> list[str]:
 
 def children(tree: nx.DiGraph[str], node: str) -> list[str]:
     """The node's children, in log order; UnknownNode if it is not in the tree."""
-    node = node_of(tree, node)
-    return list(tree.successors(node))
+    return list(tree.successors(node_of(tree, node)))
 
 
 def parent(tree: nx.DiGraph[str], node: str) -> str | None:
     """The node's parent, or None for a root."""
-    node = node_of(tree, node)
-    return next(iter(tree.predecessors(node)), None)
+    return next(iter(tree.predecessors(node_of(tree, node))), None)
 
 
 def siblings(tree: nx.DiGraph[str], node: str) -> list[str]:
@@ -183,11 +181,8 @@ def alternatives(tree: nx.DiGraph[str], point: str | None) -> list[str]:
 def path(tree: nx.DiGraph[str], node: str) -> list[str]:
     """The ids from the node's root down to the node itself."""
     node = node_of(tree, node)
-    ancestors = list(
-        ParentWalk(node, lambda below: next(iter(tree.predecessors(below)), None))
-    )
-    ancestors.reverse()
-    return ancestors
+    walk = ParentWalk(node, lambda below: next(iter(tree.predecessors(below)), None))
+    return list(walk)[::-1]
 
 
 def ancestors(tree: nx.DiGraph[str], node: str) -> list[str]:
@@ -197,8 +192,7 @@ def ancestors(tree: nx.DiGraph[str], node: str) -> list[str]:
 
 def descendants(tree: nx.DiGraph[str], node: str) -> list[str]:
     """Every node below `node`, breadth first, each level in log order."""
-    node = node_of(tree, node)
-    return [child for _, child in nx.bfs_edges(tree, node)]
+    return [child for _, child in nx.bfs_edges(tree, node_of(tree, node))]
 
 
 def subtree(tree: nx.DiGraph[str], node: str) -> nx.DiGraph[str]:
@@ -268,9 +262,8 @@ def node_totals(
 ) -> dict[str, Any]:
     """What some nodes (all by default) add up to, keyed by `TOTAL_KEYS`.
 
-    Times are the earliest and latest as stored (unreadable ones left out);
-    models distinct in node order; each sum is None where no node reports it
-    (0 for no nodes).
+    Times are the earliest and latest as stored (unreadable ones left out); models
+    distinct in node order; each sum is None where no node reports it (0 for no nodes).
     """
     attributes = [tree.nodes[node] for node in (tree.nodes if nodes is None else nodes)]
     times = [

@@ -129,9 +129,8 @@ def cut(text: str, limit: int) -> tuple[str, str | None]:
     left out (None where nothing was)."""
     if len(text) <= limit:
         return text, None
-    return text[
-        :limit
-    ], f"*… cut: the first {limit:,} of {len(text):,} characters shown*"
+    said = f"*… cut: the first {limit:,} of {len(text):,} characters shown*"
+    return text[:limit], said
 
 
 def _tame_with_fences(lines: list[str]) -> list[str] | None:
@@ -144,14 +143,12 @@ def _tame_with_fences(lines: list[str]) -> list[str] | None:
     for position, index in enumerate(marked):
         if index < after:
             continue
-        opener = _OPENER.fullmatch(lines[index])
-        if opener is None:
+        if (opener := _OPENER.fullmatch(lines[index])) is None:
             # Fences this reader cannot pair surely.
             if _STRAY_FENCE.match(lines[index]):
                 return None
             continue
-        end = _closing(lines, index, opener, marked[position + 1 :])
-        if end is None:
+        if (end := _closing(lines, index, opener, marked[position + 1 :])) is None:
             return None
         blocks.append((index, end))
         after = end + 1

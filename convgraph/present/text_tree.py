@@ -263,8 +263,7 @@ def forest_drawings(
                 style,
                 heading_line(tree_id, name, _heading_room(style, tree_id)),
             )
-            heading = next(lines)[0]
-            yield heading, "\n".join([line[0] for line in lines])
+            yield next(lines)[0], "\n".join([line[0] for line in lines])
         # Hold no batch while the next is made.
         del rows, ids, fields, children_of, roots
 
@@ -280,8 +279,7 @@ def _children(parents: list[int]) -> tuple[Callable[[int], list[int]], list[int]
     kids = linked[np.argsort(links[linked], kind="stable")].tolist()
     ends = np.cumsum(np.bincount(links[linked], minlength=len(links))).tolist()
     starts = [0, *ends[:-1]]
-    roots = np.flatnonzero(links < 0).tolist()
-    return lambda row: kids[starts[row] : ends[row]], roots
+    return lambda row: kids[starts[row] : ends[row]], np.flatnonzero(links < 0).tolist()
 
 
 ROOT, ONLY, LAST, MIDDLE = "root", "only", "last", "middle"
@@ -317,8 +315,7 @@ def tree_drawing(tree: nx.DiGraph[Any], style: Style | None = None) -> tuple[str
         style,
         heading_line(tree_id, tree.graph.get("name"), _heading_room(style, tree_id)),
     )
-    heading = next(lines)[0]
-    return heading, "\n".join([line[0] for line in lines])
+    return next(lines)[0], "\n".join([line[0] for line in lines])
 
 
 def _heading_room(style: Style, tree_id: Any) -> int:
@@ -358,8 +355,7 @@ def _calls_and_answers(parts: list[kinds.Part]) -> list[tuple[str, str | None]]:
         if kind == kinds.TOOL_CALL:
             name = part.get("name")
             said = f"{name or '?'}({arguments_text(part.get('arguments'))})"
-            call_id = part.get("id")
-            entries.append([said, None, kinds.TOOL_CALL, call_id or None, name])
+            entries.append([said, None, kinds.TOOL_CALL, part.get("id") or None, name])
         elif kind == kinds.CODE:
             said = f"{part.get('language') or 'code'}: {part.get('text') or ''}"
             entries.append([said, None, kinds.CODE, None, None])

@@ -76,8 +76,7 @@ def active_end(tree: nx.DiGraph[str]) -> str:
 def path_system(tree: nx.DiGraph[Any], path: list[str]) -> str | None:
     """The path's system prompt: the first one given on it (None for none)."""
     for node in path:
-        system = tree.nodes[node].get("system")
-        if system:
+        if system := tree.nodes[node].get("system"):
             return str(system)
     return None
 
@@ -230,8 +229,7 @@ def transcript_lines(
         f"Conversation {inline_code(tree.graph.get('tree_id'))},"
         f" down to {inline_code(path[-1])}."
     )
-    system = path_system(tree, path)
-    if system:
+    if system := path_system(tree, path):
         yield ""
         yield from system_lines(system)
     for number, node in enumerate(path, 1):
@@ -261,8 +259,7 @@ def step_lines(
     found = kinds.node_parts(data)
     asked = [part for part in found if part.get("role") == kinds.USER]
     answered = [part for part in found if part.get("role") != kinds.USER]
-    asked_lines = list(parts_lines(asked, limit))
-    if asked_lines:
+    if asked_lines := list(parts_lines(asked, limit)):
         yield f"{heading} {number}. User"
         yield ""
         yield from asked_lines
@@ -348,12 +345,8 @@ def part_lines(part: Mapping[str, Any], limit: int | None = OUTPUT_LIMIT) -> lis
     if kind == kinds.CODE:
         language = part.get("language")
         label = "**Code**" + (f" · {inline_text(language)}" if language else "")
-        code = _string(part.get("text"))
-        return [
-            label,
-            "",
-            *fenced(code, language if isinstance(language, str) else None),
-        ]
+        language = language if isinstance(language, str) else None
+        return [label, "", *fenced(_string(part.get("text")), language)]
     if kind == kinds.CODE_OUTPUT:
         output = _string(part.get("text"))
         return ["**Output**", "", *_output_lines(output, None, limit)]
@@ -388,20 +381,13 @@ def _output_lines(text: str, language: str | None, limit: int | None) -> list[st
 
 def _reasoning_lines(part: Mapping[str, Any]) -> list[str]:
     text = part.get("text")
+    redacted = part.get("redacted")
     if not isinstance(text, str) or not text.strip():
-        return (
-            ["*(reasoning redacted by the provider)*"] if part.get("redacted") else []
-        )
+        return ["*(reasoning redacted by the provider)*"] if redacted else []
     # After a blank line GitHub reads the inside of the HTML block as Markdown.
-    summary = "Reasoning (redacted in part)" if part.get("redacted") else "Reasoning"
-    return [
-        "<details>",
-        f"<summary>{summary}</summary>",
-        "",
-        *markdown_block(text),
-        "",
-        "</details>",
-    ]
+    summary = "Reasoning (redacted in part)" if redacted else "Reasoning"
+    inside = markdown_block(text)
+    return ["<details>", f"<summary>{summary}</summary>", "", *inside, "", "</details>"]
 
 
 def transcript(

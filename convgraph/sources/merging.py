@@ -1,15 +1,7 @@
-"""Several reads as one forest (docs/design.md#several-sources): repeated
-exports of one account merged, ids that clash across sources kept apart.
-
-A tree is named by its app (`source`, llm's two generations as one) and its
-id: the copies of a tree in several reads are one tree holding every node of
-any copy, each node once. The newest copy is the one of the read whose
-latest node is latest, then the copy whose latest node is latest (so the
-order the reads come in never changes the answer): its content wins where
-copies of a node differ (a `changed-node` problem), and the nodes it lacks
-are kept marked `gone`. An id that names different things in different
-reads is read qualified and reported (`id-clash`).
-"""
+"""Several reads as one forest, by the rule docs/design.md#several-sources states:
+repeated exports of one account merged (the newest copy's content wins, the nodes it
+lacks kept marked `gone`, differences reported as `changed-node`), ids that clash across
+sources read qualified (`id-clash`)."""
 
 from __future__ import annotations
 
@@ -341,9 +333,8 @@ def _problems(reads: Sequence[ForestRead], found: list[Problem]) -> list[Problem
 
 
 def merge_trees(copies: Sequence[TreeRecords]) -> TreeRecords:
-    """The copies of one conversation an export lists several times as one
-    tree, as `merge_reads` merges them, with a `duplicate-conversation`
-    problem naming it."""
+    """The copies of one conversation an export lists several times as one tree, as
+    `merge_reads` merges them, with a `duplicate-conversation` problem naming it."""
     merged = merge_reads([_copy_read(copy) for copy in copies if copy.records])
     nodes = merged.nodes.astype(object)
     records: list[dict[str, Any]] = nodes.where(nodes.notna(), None).to_dict("records")  # type: ignore[assignment]

@@ -82,9 +82,8 @@ def combined(
     alternatives: Mapping[str, Any],
     node_ids: Iterable[str] | None = None,
 ) -> dict[str, NodeNote]:
-    """The user's own notes over the app's: a note replaces the app's, a
-    preferred node takes the mark from its group (`alternatives`: node ->
-    group key)."""
+    """The user's own notes over the app's: a note replaces the app's, a preferred node
+    takes the mark from its group (`alternatives`: node -> group key)."""
     wanted = None if node_ids is None else set(node_ids)
     chosen = {
         alternatives[node]
@@ -131,8 +130,7 @@ def _said(entry: dict[str, Any]) -> tuple[list[str], str | None]:
         content = parsed if parsed is not None else {"text": content}
     content = as_dict(content)
     tags = [tag for tag in as_list(content.get("tags")) if isinstance(tag, str) and tag]
-    text = as_text(content.get("text")) or as_text(entry.get("text"))
-    return tags, text
+    return tags, as_text(content.get("text")) or as_text(entry.get("text"))
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
@@ -170,9 +168,8 @@ def feedback_marks(
     by_id = {record["id"]: record for record in records}
     groups: dict[Any, list[str]] = defaultdict(list)
     for record in records:
-        groups[(record["tree_id"], record["parent_id"], record["prompt"])].append(
-            record["id"]
-        )
+        key = (record["tree_id"], record["parent_id"], record["prompt"])
+        groups[key].append(record["id"])
     latest: dict[str, dict[str, Any]] = {}
     for entry in sorted(entries, key=_moment):
         message = as_text(entry.get("message_id")) or ""
@@ -182,9 +179,8 @@ def feedback_marks(
     marks: dict[str, NodeNote] = {}
     preferred_in: dict[Any, str] = {}
     for node, entry in sorted(latest.items(), key=lambda item: _moment(item[1])):
-        rating = THUMBS.get(
-            "".join(filter(str.isalpha, str(entry.get("rating")))).lower()
-        )
+        letters = "".join(filter(str.isalpha, str(entry.get("rating"))))
+        rating = THUMBS.get(letters.lower())
         tags, text = _said(entry)
         record = by_id[node]
         group = (record["tree_id"], record["parent_id"], record["prompt"])

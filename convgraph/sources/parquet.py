@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -174,73 +174,48 @@ def checked_nodes(
     import numpy as np
     import pandas as pd
 
-    missing = [column for column in REQUIRED if column not in nodes.columns]
-    if missing:
+    if missing := [column for column in REQUIRED if column not in nodes.columns]:
         raise DatabaseError(
             f"{table} is not a node table convgraph wrote: it has no"
             f" {', '.join(missing)} column"
         )
     nodes = nodes.copy(deep=False)
-    for column in ID_COLUMNS:
-        if column in nodes.columns:
-            nodes[column] = _ids(nodes[column])
     if "conversation_id" not in nodes.columns:
         nodes["conversation_id"] = nodes["tree_id"]
-    for column in TEXT_COLUMNS:
-        if column in nodes.columns:
-            nodes[column] = _texts(nodes[column])
-    for column in INTEGER_COLUMNS:
-        if column in nodes.columns:
-            nodes[column] = _integers(nodes[column])
-    for column in BOOLEAN_ATTRIBUTES:
-        if column in nodes.columns:
-            nodes[column] = _booleans(nodes[column])
-    if "datetime_utc" in nodes.columns:
-        nodes["datetime_utc"] = _times(nodes["datetime_utc"])
+    conversions: list[tuple[Iterable[str], Callable[[pd.Series], pd.Series]]] = [
+        (ID_COLUMNS, _ids),
+        (TEXT_COLUMNS, _texts),
+        (INTEGER_COLUMNS, _integers),
+        (BOOLEAN_ATTRIBUTES, _booleans),
+        (["datetime_utc"], _times),
+    ]
+    for names, typed in conversions:
+        for column in names:
+            if column in nodes.columns:
+                nodes[column] = typed(nodes[column])
 
     problems: list[Problem] = []
     nameless = (nodes["id"].isna() | nodes["tree_id"].isna()).to_numpy()
     if nameless.any():
         count = int(nameless.sum())
-        problems.append(
-            Problem(
-                NO_ID,
-                "",
-                None,
-                None,
-                f"{counted(count, 'row')} of {table} {'have' if count != 1 else 'has'}"
-                " no id or no tree_id: left out",
-            )
-        )
+        said = f"{counted(count, 'row')} of {table} {'have' if count != 1 else 'has'}"
+        message = f"{said} no id or no tree_id: left out"
+        problems.append(Problem(NO_ID, "", None, None, message))
     repeated = nodes["id"].duplicated(keep="first").to_numpy() & ~nameless
     if repeated.any():
         extra = nodes["id"][repeated].value_counts(sort=False)
         for node_id in nodes["id"][repeated].unique().tolist():
-            problems.append(
-                Problem(
-                    DUPLICATE_ID,
-                    node_id,
-                    None,
-                    None,
-                    f"{node_id} is the id of {int(extra[node_id]) + 1} rows of"
-                    f" {table}: the first is read, the others left out",
-                )
-            )
+            said = f"{node_id} is the id of {int(extra[node_id]) + 1} rows of {table}"
+            message = f"{said}: the first is read, the others left out"
+            problems.append(Problem(DUPLICATE_ID, node_id, None, None, message))
     split = np.zeros(len(nodes), dtype=bool)
     if earlier:
         split = nodes["tree_id"].isin(list(earlier)).to_numpy() & ~nameless & ~repeated
         for tree in nodes["tree_id"][split].unique().tolist():
-            problems.append(
-                Problem(
-                    SPLIT_TREE,
-                    tree,
-                    None,
-                    tree,
-                    f"tree {tree} lies in {earlier[tree]} and in {table}: the"
-                    f" rows in {table} are left out (a dataset holds every tree"
-                    " whole in one file)",
-                )
-            )
+            said = f"tree {tree} lies in {earlier[tree]} and in {table}: the rows in"
+            whole = "(a dataset holds every tree whole in one file)"
+            message = f"{said} {table} are left out {whole}"
+            problems.append(Problem(SPLIT_TREE, tree, None, tree, message))
     nodes = nodes[~(nameless | repeated | split)]
 
     parent_rows, link_problems = check_links_table(nodes)

@@ -28,6 +28,7 @@ from convgraph.errors import (
     UnknownNode,
 )
 from convgraph.sources import default_database_path, open_logs
+from convgraph.sources.merging import APPS
 from convgraph.sources.source import (
     ForestRead,
     IdMatch,
@@ -46,8 +47,6 @@ NAME_FORM = re.compile(r"[\w][\w.-]*")
 LOGGED_SINCE = "logged_since"
 #: The key of the sources changed otherwise than by rows logged.
 RENEWED = "renewed"
-#: llm's two generations share one app's ids.
-APPS = {"responses": "llm", "turns": "llm"}
 
 #: A name and a path, or None for llm's logs.db wherever llm keeps it.
 Entry = tuple[str, str | None]
@@ -60,8 +59,7 @@ class ListError(ConvgraphError):
 def config_directory() -> Path:
     """convgraph's configuration: `$CONVGRAPH_CONFIG_DIR`, else beside its
     cache by the same rules (`$XDG_CONFIG_HOME/convgraph`, ~/.config/convgraph)."""
-    own = os.environ.get(CONFIG_VARIABLE)
-    if own:
+    if own := os.environ.get(CONFIG_VARIABLE):
         return Path(own)
     config = os.environ.get("XDG_CONFIG_HOME") or ""
     base = Path(config) if os.path.isabs(config) else Path.home() / ".config"
@@ -344,8 +342,7 @@ class SeveralSources(Source):
                 wanted.add(stable_ulid(time or None, APPS.get(app, app), tree))
         others = {name: one for name, one in self.sources.items() if name not in reads}
         for name, source in others.items():
-            held = sorted(wanted.intersection(source.tree_ids()))
-            if held:
+            if held := sorted(wanted.intersection(source.tree_ids())):
                 # A file without tables finds one tree by reading from its start.
                 whole = len(held) > 1 and source.conn is None
                 read = source.read(trees=None if whole else held, progress=progress)

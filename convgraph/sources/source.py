@@ -96,8 +96,7 @@ def prefix_end(prefix: str) -> str | None:
 def prefix_range(column: str, prefix: str) -> tuple[str, list[str]]:
     """SQL that `column` begins with `prefix`, and its parameters: a range,
     which an index answers where `like` or `substr` would scan."""
-    end = prefix_end(prefix)
-    if end is None:
+    if (end := prefix_end(prefix)) is None:
         return f"{column} >= ?", [prefix]
     return f"{column} >= ? and {column} < ?", [prefix, end]
 
@@ -403,8 +402,7 @@ def sort_log_order(nodes: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     nodes.index = pd.RangeIndex(len(nodes))
-    order = _log_order_rows(nodes["datetime_utc"], nodes["id"])
-    if order is None:
+    if (order := _log_order_rows(nodes["datetime_utc"], nodes["id"])) is None:
         return nodes
     for name, column in nodes.items():
         taken = column.array.take(order)

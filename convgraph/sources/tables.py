@@ -1,11 +1,10 @@
-"""Query results as pandas columns, built chunk by chunk, and the nodes
-table's dtypes.
+"""Query results as pandas columns, built chunk by chunk, and the nodes table's dtypes.
 
-Each chunk's columns are converted at once (repeated strings to categories,
-integers to Int64) so that a million rows never live as Python tuples.
-`as_text` and `as_integer` read any value SQLite holds (llm's schema types
-nothing strictly) in the contract's types; non-UTF-8 text reads with U+FFFD
-(`replacing_text`), so one bad row never makes a file unreadable.
+Each chunk's columns are converted at once (repeated strings to categories, integers to
+Int64) so that a million rows never live as Python tuples. `as_text` and `as_integer`
+read any value SQLite holds (llm's schema types nothing strictly) in the contract's
+types; non-UTF-8 text reads with U+FFFD (`replacing_text`), so one bad row never makes a
+file unreadable.
 """
 
 from __future__ import annotations

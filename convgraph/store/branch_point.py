@@ -51,8 +51,7 @@ def point_below(path: Path, node_id: str) -> BranchPoint:
         turn = store.turn_end(node_id) if store is not None else None
         if store is not None and turn is not None:
             # llm's load_chain would loop forever on a cycle of parent_hash.
-            broken = store.broken_chain(turn["tip_message_hash"])
-            if broken is not None:
+            if (broken := store.broken_chain(turn["tip_message_hash"])) is not None:
                 raise BranchError(f"cannot branch from {node_id}: {broken}")
             return BranchPoint(path, node_id, node_id, turn["model"], turn=turn)
         if legacy is None or not legacy.conversation_of(node_id):

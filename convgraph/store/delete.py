@@ -100,8 +100,7 @@ def delete_node(
             doomed = [node_id]
             if mode == "cascade":
                 doomed += tree_ops.descendants(graph, node_id)
-                turns = _turns(graph, doomed)
-                if turns:
+                if turns := _turns(graph, doomed):
                     raise DeletionRefused(
                         f"the subtree of {node_id} holds turns of llm's message store"
                         f" ({', '.join(turns[:5])}), which convgraph does not delete;"
@@ -157,8 +156,7 @@ def _reparent(
     new_parent: str | None,
     dry_run: bool = False,
 ) -> None:
-    turns = _turns(graph, children)
-    if turns:
+    if turns := _turns(graph, children):
         raise DeletionRefused(
             f"node {node_id} has children in llm's message store"
             f" ({', '.join(turns)}), whose parents convgraph cannot change;"

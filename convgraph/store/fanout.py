@@ -67,9 +67,8 @@ class Job:
     @property
     def elapsed(self) -> float | None:
         """Seconds since the request started (until it ended), or None."""
-        if self.started is None:
-            return None
-        return (self.ended or time.monotonic()) - self.started
+        start = self.started
+        return None if start is None else (self.ended or time.monotonic()) - start
 
     @property
     def message(self) -> str:
@@ -242,8 +241,7 @@ class _Runner:
         deadline = None
         try:
             async with self.slots:
-                model = self.model(job)
-                if model is None:
+                if (model := self.model(job)) is None:
                     return
                 job.state, job.started = STREAMING, time.monotonic()
                 self.changed()
@@ -268,11 +266,8 @@ class _Runner:
             # Whatever the model raised, a SystemExit too, fails this one alone.
             self.fail(job, _reason(error))
             return
-        job.input_tokens, job.output_tokens = (
-            response.input_tokens,
-            response.output_tokens,
-        )
-        job.ended = time.monotonic()
+        job.input_tokens = response.input_tokens
+        job.output_tokens, job.ended = response.output_tokens, time.monotonic()
         try:
             # No await inside: the first Ctrl-C cannot cut a write.
             job.result = self.on_answer(job, response)
@@ -342,7 +337,7 @@ class _Runner:
                 response = _prompt(model, job.request)
                 self.from_thread(_settle, started, None, None)
                 for chunk in response:
-                    if cancel.is_set():
+                    if cancel.done:
                         return  # abandoned: nobody waits for the rest
                     self.from_thread(self.chunk, job, chunk)
         except BaseException as error:
@@ -387,9 +382,6 @@ class _Cancel:
         self.lock = threading.Lock()
         self.done = False
         self.callbacks: list[Callable[[], object]] = []
-
-    def is_set(self) -> bool:
-        return self.done
 
     def set(self) -> None:
         with self.lock:

@@ -83,7 +83,8 @@ class ImportSummary:
     #: Conversations without a prompt or answer (id, name), left out.
     empty: list[tuple[str, str | None]] = field(default_factory=list)
 
-    def _written(self) -> list[ConversationResult]:
+    def written(self) -> list[ConversationResult]:
+        """The conversations written (or that would be)."""
         return [
             c for c in self.conversations if c.status in ("imported", "would import")
         ]
@@ -91,17 +92,17 @@ class ImportSummary:
     @property
     def imported(self) -> int:
         """Conversations written (or that would be)."""
-        return len(self._written())
+        return len(self.written())
 
     @property
     def nodes(self) -> int:
         """Nodes written as turns (or that would be)."""
-        return sum(c.nodes for c in self._written())
+        return sum(c.nodes for c in self.written())
 
     @property
     def threads(self) -> int:
         """Threads written (or that would be)."""
-        return sum(c.threads for c in self._written())
+        return sum(c.threads for c in self.written())
 
     @property
     def skipped(self) -> int:
@@ -502,9 +503,8 @@ def _count_bytes(export: Any, report: ProgressCallback) -> None:
     def size(file: Any) -> int:
         if not file.in_zip:
             return os.path.getsize(file.name)
-        member = file.name[len(str(export.path)) + 1 :]
         with zipfile.ZipFile(export.path) as archive:
-            return archive.getinfo(member).file_size
+            return archive.getinfo(file.name[len(str(export.path)) + 1 :]).file_size
 
     sizes = [size(file) for file in export._files]
     total = sum(sizes)

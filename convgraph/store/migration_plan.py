@@ -94,8 +94,7 @@ class MigrationPlan:
                 f"link {self.link} responses to the one before them in their"
                 " conversation (--link-linear)"
             )
-        for name in self.triggers:
-            steps.append(f"create trigger {name}")
+        steps.extend(f"create trigger {name}" for name in self.triggers)
         if self.add_record:
             steps.append(f"record the migration in {RECORD_TABLE}")
         return steps
@@ -160,8 +159,7 @@ def _require_llm_schema(conn: sqlite3.Connection, path: Path) -> None:
     if not has_table(conn, "_llm_migrations"):
         return
     applied = {row[0] for row in conn.execute("select name from _llm_migrations")}
-    pending = [name for name in RESPONSES_REBUILDS if name not in applied]
-    if pending:
+    if pending := [name for name in RESPONSES_REBUILDS if name not in applied]:
         raise MigrationRefused(
             f"llm has not yet brought {path} to its current schema (its"
             f" migration {', '.join(pending)}, which rebuilds the responses"

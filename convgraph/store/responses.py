@@ -170,8 +170,7 @@ def _log(
             list(row_values.values()),
         )
     except sqlite3.IntegrityError as error:
-        rule = rule_message(error)
-        if rule is not None:
+        if (rule := rule_message(error)) is not None:
             raise RuleViolation(
                 f"cannot log response {response_id!r} with parent"
                 f" {parent_response_id!r}: {rule}"
@@ -205,8 +204,7 @@ def keep_as_roots(conn: sqlite3.Connection, node_ids: list[str]) -> None:
 
 def _conversation_name(values: Mapping[str, Any]) -> str:
     # llm names a new conversation after the start of its first prompt.
-    text = values.get("prompt") or values.get("system") or ""
-    return " ".join(text.split())[:32]
+    return " ".join((values.get("prompt") or values.get("system") or "").split())[:32]
 
 
 def require_llm(why: str, error: type[ConvgraphError]) -> ModuleType:

@@ -276,8 +276,7 @@ def require_rules(
             "the database has no parent_response_id column yet: run `convgraph migrate`"
         )
     # convgraph's writes name their parents: the placing rule is not needed.
-    missing = [name for name in missing_rules(conn) if name != PLACING_TRIGGER]
-    if missing:
+    if missing := [name for name in missing_rules(conn) if name != PLACING_TRIGGER]:
         raise NotMigrated(
             "the database has parent_response_id but not convgraph's rules"
             f" ({len(missing)} triggers missing): run `convgraph migrate`,"

@@ -1,22 +1,6 @@
 """Claude Code's sessions (`~/.claude/projects/<project>/<session>.jsonl`) as
-parent-linked messages.
-
-The records of the conversation (`user`, `assistant`) link by `uuid` and `parentUuid`;
-`sessionId`, `cwd`, `gitBranch` and `timestamp` say which session, where and when;
-`message` is the API message (`claude_messages`). A user record holding only tool
-results, or `isMeta`, is a step of the run; so are what no one typed
-(`claude_messages`): an interruption, a compaction's summary, a command the model does
-not answer. `progress`, `attachment` and `system` records are passed through: a link to
-one goes on to what it hangs under; a compaction's boundary is a step under the message
-before it (`logicalParentUuid`). `join` reads each run as lived.
-
-A subagent's records are `isSidechain`, in the session's file (before 2.0) or their own
-(`agent-<id>.jsonl` beside it or under `<session>/subagents/`, with an
-`agent-<id>.meta.json` naming its type and purpose; `agent-acompact-*` a compaction's
-own agent); it hangs under the message holding the call that started it, else under the
-message it began after. A session forked from another (`forkedFrom`) holds copies of its
-messages and is a branch of its tree. `summary`, `custom-title` and `ai-title` records
-name a session. A record of a kind not in `RECORD_TYPES` is counted and reported."""
+parent-linked messages. What the files hold, and how they are read:
+docs/internals/agent-formats.md."""
 
 from __future__ import annotations
 
@@ -121,14 +105,8 @@ def _told_session(records: list[dict[str, Any]]) -> bool:
 
 
 def _session_id(records: list[dict[str, Any]]) -> str | None:
-    return next(
-        (
-            record["sessionId"]
-            for record in records
-            if isinstance(record.get("sessionId"), str) and record["sessionId"]
-        ),
-        None,
-    )
+    found = (record.get("sessionId") for record in records)
+    return next((one for one in found if isinstance(one, str) and one), None)
 
 
 def session_groups(
@@ -154,14 +132,8 @@ def session_groups(
             groups[key].insert(
                 sum(not f.name.startswith("agent-") for f in groups[key]), file
             )
-        time = next(
-            (
-                text_to_iso(record.get("timestamp"))
-                for record in records
-                if record.get("timestamp")
-            ),
-            None,
-        )
+        times = (text_to_iso(r["timestamp"]) for r in records if r.get("timestamp"))
+        time = next(times, None)
         if time is not None and (key not in began or time < began[key]):
             began[key] = time
     return sorted(groups.items(), key=lambda item: (began.get(item[0], ""), item[0]))
@@ -277,18 +249,9 @@ def read_group(
     group.aliases = [session for session in reading.sessions if session != key]
     # Named by its own title, else the summary of its last leaf that has
     # one, else the first summary it holds (of the session it continues).
-    group.name = (
-        reading.title
-        or next(
-            (
-                reading.summaries[message.id]
-                for message in reversed(group.messages)
-                if message.id in reading.summaries
-            ),
-            None,
-        )
-        or reading.first_summary
-    )
+    summaries = reading.summaries
+    last = (summaries[m.id] for m in reversed(group.messages) if m.id in summaries)
+    group.name = reading.title or next(last, None) or reading.first_summary
     yield group
 
 
@@ -374,14 +337,9 @@ def _distinct(
         number += 1
     distinct = f"{message_id}+{number}"
     reading.contents[distinct] = held
-    group.problems.append(
-        file_problem(
-            DUPLICATE_RECORD,
-            distinct,
-            f"{file}: {message_id} names two records with different contents:"
-            f" both read, the later as {distinct}",
-        )
-    )
+    said = f"{file}: {message_id} names two records with different contents"
+    message = f"{said}: both read, the later as {distinct}"
+    group.problems.append(file_problem(DUPLICATE_RECORD, distinct, message))
     return distinct
 
 
@@ -475,8 +433,7 @@ def _forked(
     session = as_text(forked.get("sessionId"))
     if session is not None and session not in group.continues:
         group.continues.append(session)
-    original = as_text(forked.get("messageUuid"))
-    if original is None:
+    if (original := as_text(forked.get("messageUuid"))) is None:
         return message_id
     group.copies.add(original)
     if original != message_id:

@@ -130,8 +130,7 @@ def command(text: str | None) -> str | None:
     """A command record's command as typed (`/name args`), else None."""
     if text is None or not text.startswith(("<command-name>", "<command-message>")):
         return None
-    name = _tag(text, "command-name")
-    if name is None:
+    if (name := _tag(text, "command-name")) is None:
         return None
     args = _tag(text, "command-args")
     return f"{name} {args}" if args else name
@@ -198,13 +197,12 @@ def _parts(
                 )
             )
         elif kind == "tool_result":
-            error = "error" if block.get("is_error") is True else None
             found.append(
                 P.tool_result(
                     as_text(block.get("name")),
                     "",
                     as_text(block.get("tool_use_id")),
-                    error,
+                    "error" if block.get("is_error") is True else None,
                 )
             )
     return found, texts

@@ -1,23 +1,6 @@
 """Codex CLI's rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) as a chain of
-messages.
-
-A rollout holds one JSON record a line: `{"timestamp", "type", "payload"}`, where
-`session_meta` names the session (`id`, `cwd`, `git.branch`), `turn_context` the model
-and working directory of the turns that follow, `response_item` one item of the
-conversation (a `message` of the `user` or the `assistant` with
-`input_text`/`output_text` blocks, `reasoning` with its `summary`, `function_call` with
-`name`, `arguments` as JSON text and `call_id`, `function_call_output`,
-`custom_tool_call` and its output, `local_shell_call`, `web_search_call`, and the newer
-tool searches and image generations), `event_msg` what the CLI showed (`token_count`
-with the turn's `last_token_usage`; `user_message`, the prompt as typed, which is the
-prompt where a rollout keeps no user message item) and `compacted` a compaction's
-summary (the rollout goes on after it, in the same tree). Collaborating agents are tool
-calls of the rollout (`spawn_agent`, `wait_agent`, ...). Rollouts written before version
-0.30 have no envelope: a first line with the session's `id` and then the items
-themselves. A rollout is linear: every item follows the one before; the context Codex
-adds as user messages (`<environment_context>`, the `AGENTS.md` instructions) is a step,
-not a prompt. A rollout is a session, one tree. A record or item of a kind not known
-here is counted and reported, never a reason to refuse the rollout."""
+messages. What the files hold, and how they are read:
+docs/internals/agent-formats.md."""
 
 from __future__ import annotations
 

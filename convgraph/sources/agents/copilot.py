@@ -1,22 +1,6 @@
 """GitHub Copilot CLI's sessions (`~/.copilot/session-state/<id>/events.jsonl`, before
-that `session-state/<id>.jsonl`) as parent-linked messages.
-
-A session file holds one event a line: `{"type", "data", "id", "timestamp",
-"parentId"}`. `session.start` names the session (`sessionId`, the working directory and
-branch in `context`, the model chosen), `session.resume` and `session.model_change`
-change them; `user.message` is a prompt (`content`, its `attachments` counted where it
-holds no text); `assistant.message` the agent's text and its `toolRequests` (tool calls:
-`toolCallId`, `name`, `arguments`; a `tool.execution_start` no reply requested is a call
-too), `assistant.reasoning` its thinking, `tool.execution_complete` a call's result
-(`success`, `result.content`, `error.message`), and `assistant.usage` the tokens of one
-model call (`inputTokens`, counting the cache's, `outputTokens`, `cacheReadTokens`,
-`cacheWriteTokens`). Where a file has no usage events, each message's own `outputTokens`
-count. The messages of a subagent carry the `parentToolCallId` of the call that started
-it and hang under that call's message. Every other event (turns, hooks, infos,
-truncations, the shutdown's totals) is passed through: a link to one goes on to what it
-hangs under. A `parentId` that names no single earlier event (ids trimmed to a
-placeholder) is read as the event before. An event of a kind not known is counted and
-reported."""
+that `session-state/<id>.jsonl`) as parent-linked messages. What the files hold, and how
+they are read: docs/internals/agent-formats.md."""
 
 from __future__ import annotations
 
@@ -173,8 +157,7 @@ def _event_id(record: dict[str, Any], reading: _Reading) -> str:
 def _parent(record: dict[str, Any], reading: _Reading) -> str | None:
     """The event a record hangs under: its `parentId` where that names one
     earlier event, the event before otherwise."""
-    named = as_text(record.get("parentId"))
-    if named is None:
+    if (named := as_text(record.get("parentId"))) is None:
         return None if not reading.seen or len(reading.seen) == 1 else reading.previous
     if reading.seen.get(named) == 1 and named != as_text(record.get("id")):
         return named
@@ -194,8 +177,7 @@ def _beside(kind: str, data: dict[str, Any], reading: _Reading) -> None:
         reading.model = as_text(data.get("newModel")) or reading.model
     elif kind == "assistant.usage":
         reading.usage = True
-        answer = reading.last_answer.get(_caller(data, {}))
-        if answer is not None:
+        if (answer := reading.last_answer.get(_caller(data, {}))) is not None:
             reading.group.add_usage(
                 answer,
                 data.get("inputTokens"),
@@ -273,8 +255,7 @@ def _message(
             if call is not None:
                 reading.calls[call] = (event, name)
         message.model = as_text(data.get("model")) or reading.model
-        outputs = as_int(data.get("outputTokens"))
-        if outputs is not None:
+        if (outputs := as_int(data.get("outputTokens"))) is not None:
             reading.outputs[event] = outputs
         if not found:
             return None

@@ -179,15 +179,9 @@ def json_lines(
                 elif isinstance(value, dict):
                     yield value
                 elif problems is not None:
-                    problems.append(
-                        Problem(
-                            BAD_LINE,
-                            f"{path.name}:{number}",
-                            None,
-                            None,
-                            f"{path}: line {number} is no JSON object: left out",
-                        )
-                    )
+                    message = f"{path}: line {number} is no JSON object: left out"
+                    where = f"{path.name}:{number}"
+                    problems.append(file_problem(BAD_LINE, where, message))
     except OSError as error:
         raise DatabaseError(f"cannot read {path}: {error.strerror}") from None
 

@@ -1,24 +1,8 @@
 """Gemini CLI's chats as chains of messages: the chats `/chat save TAG` keeps
 (`~/.gemini/tmp/<project>/checkpoint-TAG.json`) and the sessions it records
 (`~/.gemini/tmp/<project>/chats/session-*.json`, and since 0.40 `session-*.jsonl`; a
-subagent's under `chats/<session id>/`).
-
-A saved chat is the API's history: a JSON array of contents, each with a `role` (`user`
-or `model`) and `parts` (`text`, `thought` text, `functionCall` with `name` and `args`,
-`functionResponse` with `name` and `response`); a user content that only answers
-function calls is a step of the run, not a prompt. A recorded session is an object with
-`sessionId` and `messages`, each with `id`, `timestamp`, `type` (`user`, `gemini`,
-`info`, `error`, `warning`), `content` (text, or a list of parts), the model's
-`thoughts`, `toolCalls` (with their `result`), `tokens` and `model`; the CLI's own
-"System: Please continue." is a step of the turn before it.
-
-A JSON-lines session is the same written as it goes: a first line with the session
-(`sessionId`, `projectHash`, `startTime`, `kind`), then each message as it is written
-and again each time it changes (the later replaces the earlier, in the earlier's place),
-`$set` lines that change the session's fields, and `$rewindTo` lines: the session went
-back to before that message, and what follows hangs where it went back to, so the
-messages rewound are a branch the session left. A line cut short (a session being
-written) is read as far as it goes and reported; so is a JSON file cut short."""
+subagent's under `chats/<session id>/`). What the files hold, and how they are read:
+docs/internals/agent-formats.md."""
 
 from __future__ import annotations
 
@@ -127,8 +111,7 @@ def companions(path: Path) -> list[Path]:
     (`chats/<session id>/*.jsonl`, where its first line names the id)."""
     if path.suffix != ".jsonl":
         return []
-    header = next(iter(_records(path, [])), {})
-    session = as_text(header.get("sessionId"))
+    session = as_text(next(iter(_records(path, [])), {}).get("sessionId"))
     folder = path.parent / session if session else None
     if folder is None or not folder.is_dir() or folder.name != session:
         return []
@@ -146,14 +129,12 @@ def session_groups(
         if file.parent.parent.name == "chats" and file.suffix == ".jsonl":
             continue
         groups[str(file)] = [file]
-        header = (told.get(file) or [{}])[0]
-        session = as_text(header.get("sessionId"))
+        session = as_text((told.get(file) or [{}])[0].get("sessionId"))
         if session is not None:
             by_session.setdefault(session, str(file))
     for file in files:
         if file.parent.parent.name == "chats" and file.suffix == ".jsonl":
-            key = by_session.get(file.parent.name)
-            if key is None:
+            if (key := by_session.get(file.parent.name)) is None:
                 groups[str(file)] = [file]
             else:
                 groups[key].append(file)
@@ -172,9 +153,8 @@ def read_group(
         group.problems.extend(side.problems)
         group.cache_read.update(side.cache_read)
         chain = Sidechain(side.key, side.messages)
-        chain.anchor = written_before(
-            group.messages, side.messages[0].time if side.messages else None
-        )
+        began = side.messages[0].time if side.messages else None
+        chain.anchor = written_before(group.messages, began)
         group.sidechains.append(chain)
     group.name = group.name or first_prompt(group.messages)
     yield group
@@ -200,8 +180,7 @@ def _json_value(file: Path, problems: list[Problem]) -> Any:
     """A JSON file's value; of one cut short (a session being written), the
     messages read before the cut, reported."""
     try:
-        size = file.stat().st_size
-        if size > MAX_VALUE_BYTES:
+        if file.stat().st_size > MAX_VALUE_BYTES:
             raise DatabaseError(
                 f"cannot read {file}: larger than {MAX_VALUE_BYTES // 2**20} MiB"
             )
@@ -228,9 +207,7 @@ def _json_value(file: Path, problems: list[Problem]) -> Any:
     read = counted(len(found["messages"]), "message")
     message = f"{file}: cut short after {read}: read as far as it goes"
     problems.append(file_problem(BAD_LINE, file.name, message))
-    if "sessionId" not in found:
-        return []
-    return found
+    return found if "sessionId" in found else []
 
 
 def _records(path: Path, problems: list[Problem]) -> Iterator[dict[str, Any]]:
@@ -280,8 +257,7 @@ def _jsonl_session(file: Path, problems: list[Problem]) -> SessionGroup:
         if earlier is not None:
             # Written again as it changed: its content, where it was.
             message.parent = earlier.parent
-            index = group.messages.index(earlier)
-            group.messages[index] = message
+            group.messages[group.messages.index(earlier)] = message
         else:
             group.messages.append(message)
             tip = message_id
@@ -299,8 +275,7 @@ def _saved_chat(contents: list[dict[str, Any]], file: Path) -> SessionGroup:
         message = Message(f"{key}:{number}", previous)
         role = P.USER if content.get("role") == "user" else P.ASSISTANT
         found = _api_parts(role, as_list(content.get("parts")))
-        texts = [part["text"] for part in found if part["type"] == P.TEXT]
-        if texts:
+        if texts := [part["text"] for part in found if part["type"] == P.TEXT]:
             message.kind = PROMPT if role == P.USER else ANSWER
             message.text = join_texts(texts, "\n\n")
         message.parts = found or None
@@ -377,10 +352,7 @@ def _message(
             found.append(P.text(P.USER, text))
     else:
         for thought in map(as_dict, as_list(raw.get("thoughts"))):
-            said = [
-                as_text(thought.get("subject")),
-                as_text(thought.get("description")),
-            ]
+            said = [as_text(thought.get(key)) for key in ("subject", "description")]
             found.append(P.reasoning(join_texts(said) or ""))
         if text is not None:
             message.kind = ANSWER
@@ -396,8 +368,7 @@ def _message(
         tokens = as_dict(raw.get("tokens"))
         message.input_tokens = as_int(tokens.get("input"))
         message.output_tokens = as_int(tokens.get("output"))
-        cached = as_int(tokens.get("cached"))
-        if cached is not None:
+        if (cached := as_int(tokens.get("cached"))) is not None:
             group.cache_read[message_id] = cached
     message.text = text if message.kind != STEP else None
     message.parts = found or None

@@ -189,11 +189,8 @@ class _Joiner:
                     record["parent_id"] = anchor
                 _mark_sidechain(record, side.agent, side.about)
             records.extend(found)
-            node_of.update(
-                (message, node)
-                for message, node in side_nodes.items()
-                if message not in node_of
-            )
+            for message, node in side_nodes.items():
+                node_of.setdefault(message, node)
         own = {record["id"] for record in records}
         cache_read = _node_sums(node_of, group.cache_read)
         cache_write = _node_sums(node_of, group.cache_write)
@@ -282,12 +279,7 @@ class _Joiner:
             for side in group.sidechains:
                 side.anchor = renamed[0].get(side.anchor or "", side.anchor)
         for chain in chains:
-            self.marks.update(
-                {
-                    m.id: hash((m.time, m.text if m.kind == PROMPT else None))
-                    for m in chain
-                }
-            )
+            self.marks.update({message.id: _mark(message) for message in chain})
 
     def _copied(self, message: Message, node: str, lineage: str | None) -> bool:
         """Whether `message` copies the one read before under its id: the
@@ -295,8 +287,7 @@ class _Joiner:
         same session where ids are only a session's."""
         if lineage is not None and self.group_of.get(node) != lineage:
             return False
-        prompt = message.text if message.kind == PROMPT else None
-        return self.marks.get(message.id) == hash((message.time, prompt))
+        return self.marks.get(message.id) == _mark(message)
 
     def _free(self, wanted: str, taken: set[str]) -> str:
         """`wanted`, or it with `+2` (`+3`, ...) where that is held."""
@@ -320,12 +311,15 @@ def _move(group: SessionGroup, old: str, new: str) -> None:
 _ID = attrgetter("id")
 
 
+def _mark(message: Message) -> int:
+    return hash((message.time, message.text if message.kind == PROMPT else None))
+
+
 def _node_sums(node_of: dict[str, str], counts: dict[str, int]) -> dict[str, int]:
     """Per-message counts added up per node (`node_of`: each message's)."""
     sums: dict[str, int] = {}
     for message, count in counts.items():
-        node = node_of.get(message)
-        if node is not None:
+        if (node := node_of.get(message)) is not None:
             sums[node] = sums.get(node, 0) + count
     return sums
 

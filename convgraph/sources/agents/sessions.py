@@ -67,8 +67,7 @@ def detect(path: Path) -> AgentSessions | None:
         return _folder(path)
     if kind != "json":
         return None
-    told = tell(path)
-    if told is None:
+    if (told := tell(path)) is None:
         return None
     module, records = told
     files = [path, *module.companions(path)]
@@ -117,9 +116,7 @@ def _folder(path: Path) -> AgentSessions | None:
             continue
         files.setdefault(told[0], []).append(file)
         known[file] = told[1]
-    if not files:
-        return None
-    return AgentSessions(path, files, known, unread)
+    return AgentSessions(path, files, known, unread) if files else None
 
 
 def tell(path: Path) -> tuple[ModuleType, list[dict[str, Any]]] | None:

@@ -58,6 +58,7 @@ def test_every_window_reads_what_ijson_builds(
     ascii_only: bool,
 ) -> None:
     monkeypatch.setattr(json_files, "READ_SIZE", window)
+    monkeypatch.setattr(json_files, "WINDOW", window)
     path = tmp_path / "conversations.json"
     path.write_text(
         " [\n"

@@ -13,7 +13,6 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from itertools import islice
 from pathlib import Path
 from typing import IO, Any
@@ -182,6 +181,8 @@ def stream_values(stream: IO[bytes]) -> Iterator[Any]:
     """The top-level values of one JSON file, built one at a time (each element of
     a top-level array, or the top-level object). Raises DatabaseError for other
     JSON or past the bounds (`ValueTooLarge`); ijson's errors for broken JSON."""
+    from decimal import Decimal
+
     import ijson
 
     first = skip_to_json(stream)
@@ -296,11 +297,14 @@ def array_values(stream: IO[bytes]) -> Iterator[Any]:
     decode = codecs.getincrementaldecoder("utf-8")().decode
     scan = json.JSONDecoder(parse_constant=_refuse).raw_decode
     text, at, first, ended = "", 0, True, False
+    # The last element's length: a shorter rest of the window is read on
+    # before scanning, as a scan the window cuts is work thrown away.
+    expect = 0
     while True:
         gap = SEPARATOR.match(text, at)
         assert gap is not None  # it matches the empty string
         start, separator, value, stop = gap.end(), gap.group(1), None, -1
-        if start < len(text):
+        if start < len(text) and (ended or len(text) - start > expect):
             if text[start] == "]" and separator == ("[" if first else ""):
                 chunks = iter(lambda: stream.read(READ_SIZE), b"")
                 if text[start + 1 :].strip(" \t\n\r") or any(
@@ -325,7 +329,7 @@ def array_values(stream: IO[bytes]) -> Iterator[Any]:
         if any(len(m[0]) < 12 for m in SURROGATES.finditer(text, start, stop)):
             raise _Unusual
         yield value
-        at, first = stop, False
+        at, first, expect = stop, False, stop - start
 
 
 def read_errors() -> tuple[type[BaseException], ...]:
@@ -345,7 +349,6 @@ def read_errors() -> tuple[type[BaseException], ...]:
 
 def file_values(file: ExportFile) -> Iterator[Any]:
     """`stream_values` of one file, every failure one `DatabaseError` naming it."""
-    errors = read_errors()
     handed = 0
     try:
         try:
@@ -358,7 +361,10 @@ def file_values(file: ExportFile) -> Iterator[Any]:
                 yield from islice(stream_values(stream), handed, None)
     except DatabaseError as error:
         raise DatabaseError(f"cannot read {file.name}: {error}") from None
-    except errors as error:
+    except Exception as error:
+        # ijson is imported only where it reads or a read fails.
+        if not isinstance(error, read_errors()):
+            raise
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         if file.in_zip and isinstance(
             error, zipfile.BadZipFile | zlib.error | EOFError

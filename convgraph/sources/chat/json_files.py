@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import gc
 import io
 import json
 import os
@@ -272,19 +273,20 @@ def _refuse(constant: str) -> Any:
 
 
 def _within(value: Any, depth: int) -> bool:
-    """Whether `value` nests at most `depth` levels (itself one)."""
-    level = [value] if value.__class__ is dict or value.__class__ is list else []
-    while level:
-        if depth == 0:
-            return False
+    """Whether `value` nests at most `depth` levels (itself one). Each level's
+    containers are the collector's tracked referents of the level above (found
+    in C): lists always, a dict once it holds a container, so the dicts left
+    out are leaves, one level more only below the last tracked level."""
+    if value.__class__ is not dict and value.__class__ is not list:
+        return True
+    level = [value]
+    while depth > 0:
         depth -= 1
-        level = [
-            inner
-            for outer in level
-            for inner in (outer.values() if outer.__class__ is dict else outer)
-            if inner.__class__ is dict or inner.__class__ is list
-        ]
-    return True
+        below = gc.get_referents(*level)
+        level = [*filter(gc.is_tracked, below)]
+        if not level:
+            return depth > 0 or not any(inner.__class__ is dict for inner in below)
+    return False
 
 
 def array_values(stream: IO[bytes]) -> Iterator[Any]:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO, Any
 
 from convgraph.errors import DatabaseError
@@ -148,34 +149,16 @@ def side_file(path: Path, name: str) -> ExportFile | None:
     return file_on_disk(candidate) if candidate.is_file() else None
 
 
-def looks_like_zip(head: bytes) -> bool:
-    """Whether a file starting with `head` was meant to be a zip (damaged too)."""
-    return head.startswith(ZIP_HEADER)
-
-
 def skip_to_json(stream: IO[bytes]) -> bytes:
     """Skip a byte-order mark and whitespace; the first byte of JSON, left unread."""
     peek = stream.peek(64)  # type: ignore[attr-defined]
     if peek.startswith(UTF8_BOM):
         stream.read(len(UTF8_BOM))
         peek = stream.peek(64)  # type: ignore[attr-defined]
-    stripped = peek.lstrip()
-    if not stripped and peek:
-        # Long leading whitespace: consume it a buffer at a time.
-        while peek and not peek.lstrip():
-            stream.read(len(peek))
-            peek = stream.peek(64)  # type: ignore[attr-defined]
-        stripped = peek.lstrip()
-    return bytes(stripped[:1])
-
-
-class _Source:
-    """What ijson reads from: an object with a `read`."""
-
-    __slots__ = ("read",)
-
-    def __init__(self, read: Callable[[int], bytes]):
-        self.read = read
+    while peek and not peek.lstrip():  # long leading whitespace, a buffer at a time
+        stream.read(len(peek))
+        peek = stream.peek(64)  # type: ignore[attr-defined]
+    return bytes(peek.lstrip()[:1])
 
 
 def stream_values(stream: IO[bytes]) -> Iterator[Any]:
@@ -213,7 +196,7 @@ def stream_values(stream: IO[bytes]) -> Iterator[Any]:
     # Numbers as ints and Decimals, made floats below: yajl's own floats
     # fail the whole file on an integer past 64 bits, which is a value past
     # its range (read as missing by the readers), not a broken file.
-    events = ijson.basic_parse(_Source(read), buf_size=READ_SIZE)
+    events = ijson.basic_parse(SimpleNamespace(read=read), buf_size=READ_SIZE)
     # The values are built here from ijson's unprefixed events: ijson's own
     # builder makes a prefix string per event. `current` is the innermost
     # open container, `outer` the ones around it with their keys.
@@ -273,10 +256,9 @@ def _refuse(constant: str) -> Any:
 
 
 def _within(value: Any, depth: int) -> bool:
-    """Whether `value` nests at most `depth` levels (itself one). Each level's
-    containers are the collector's tracked referents of the level above (found
-    in C): lists always, a dict once it holds a container, so the dicts left
-    out are leaves, one level more only below the last tracked level."""
+    """Whether `value` nests at most `depth` levels (itself one). A level's containers
+    are gc's tracked referents of the one above, found in C: a dict is untracked
+    only while it holds no container, a leaf, counted below the last level."""
     if value.__class__ is not dict and value.__class__ is not list:
         return True
     level = [value]
@@ -298,10 +280,9 @@ def array_values(stream: IO[bytes]) -> Iterator[Any]:
         raise _Unusual
     decode = codecs.getincrementaldecoder("utf-8")().decode
     scan = json.JSONDecoder(parse_constant=_refuse).raw_decode
-    text, at, first, ended = "", 0, True, False
-    # The last element's length: a shorter rest of the window is read on
-    # before scanning, as a scan the window cuts is work thrown away.
-    expect = 0
+    # `expect`, the last element's length: a shorter rest of the window is
+    # read on before scanning, as a scan the window cuts is work thrown away.
+    text, at, first, ended, expect = "", 0, True, False, 0
     while True:
         gap = SEPARATOR.match(text, at)
         assert gap is not None  # it matches the empty string
@@ -388,7 +369,7 @@ def path_kind(path: str | os.PathLike[str]) -> str | None:
         head = stream.read(4096)
     if head.startswith(SQLITE_HEADER):
         return "sqlite"
-    if looks_like_zip(head) or zipfile.is_zipfile(path):
+    if head.startswith(ZIP_HEADER) or zipfile.is_zipfile(path):  # a damaged one too
         return "zip"
     if head.removeprefix(UTF8_BOM).lstrip()[:1] in (b"[", b"{"):
         return "json"

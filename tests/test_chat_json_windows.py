@@ -58,6 +58,7 @@ def test_every_window_reads_what_ijson_builds(
     ascii_only: bool,
 ) -> None:
     monkeypatch.setattr(json_files, "READ_SIZE", window)
+    monkeypatch.setattr(json_files, "WINDOW", window)
     path = tmp_path / "conversations.json"
     path.write_text(
         " [\n"
@@ -78,3 +79,34 @@ def test_ijson_reads_on_after_the_scanner_stops(tmp_path: Path) -> None:
     with pytest.raises(DatabaseError, match="the JSON is cut short or malformed"):
         found.extend(file_values(file_on_disk(path)))
     assert found == [1, "two"]
+
+
+def nesting(value: object) -> int:
+    """How many levels of containers `value` holds (itself one)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        inner, level = stack.pop()
+        if isinstance(inner, dict | list):
+            deepest = max(deepest, level)
+            stack += [
+                (item, level + 1)
+                for item in (inner.values() if isinstance(inner, dict) else inner)
+            ]
+    return deepest
+
+
+@given(value=values)
+def test_the_depth_check_counts_every_level(value: object) -> None:
+    # As json's scanner builds it: a dict of scalars is not tracked by gc.
+    built = json.loads(json.dumps(value))
+    deepest = nesting(built)
+    assert json_files._within(built, deepest)
+    assert deepest == 0 or not json_files._within(built, deepest - 1)
+
+
+def test_objects_nested_100_000_deep_are_one_error(tmp_path: Path) -> None:
+    # orjson before 3.9.15 crashes on this; json's scanner and ijson refuse it.
+    path = tmp_path / "conversations.json"
+    path.write_text("[" + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "]")
+    with pytest.raises(DatabaseError, match="nests deeper than 100 levels"):
+        list(file_values(file_on_disk(path)))

@@ -16,9 +16,9 @@ from convgraph.sources.chat.messages import (
     as_list,
     as_text,
     attachment_note,
-    epoch_to_iso,
     join_texts,
     latest_message,
+    message_time,
 )
 
 SOURCE = "chatgpt"
@@ -202,7 +202,9 @@ def parse_message(node_id: str, node: dict[str, Any], texts: bool = True) -> Mes
     hidden = bool(metadata.get("is_visually_hidden_from_conversation"))
     recipient = raw.get("recipient")
     text, images, others = content_text(content) if texts else (None, 0, 0)
-    message.time = epoch_to_iso(raw.get("create_time"))
+    message.epoch = raw.get("create_time")
+    if texts:
+        message_time(message)
     message.model = as_text(metadata.get("model_slug"))
 
     if content_type == CONTEXT_TYPE:

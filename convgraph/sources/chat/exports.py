@@ -208,10 +208,8 @@ class ChatExport(Source):
             seen.add(conversation_id)
             ids = module.message_ids(raw, position)
             renamed = shared_ids(conversation_id, ids, taken)
-            scaffolding = getattr(module, "structural_ids", None)
-            structural = (
-                scaffolding(raw, position) if renamed and scaffolding else set()
-            )
+            scaffold = getattr(module, "structural_ids", None)
+            structural = scaffold(raw, position) if renamed and scaffold else set()
             yield _Item(position, conversation_id, raw, ids, renamed, structural)
         self.repeated = repeated
 

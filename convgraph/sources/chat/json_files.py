@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import gc
 import io
 import json
 import os
@@ -13,9 +14,9 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from itertools import islice
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO, Any
 
 from convgraph.errors import DatabaseError
@@ -148,40 +149,24 @@ def side_file(path: Path, name: str) -> ExportFile | None:
     return file_on_disk(candidate) if candidate.is_file() else None
 
 
-def looks_like_zip(head: bytes) -> bool:
-    """Whether a file starting with `head` was meant to be a zip (damaged too)."""
-    return head.startswith(ZIP_HEADER)
-
-
 def skip_to_json(stream: IO[bytes]) -> bytes:
     """Skip a byte-order mark and whitespace; the first byte of JSON, left unread."""
     peek = stream.peek(64)  # type: ignore[attr-defined]
     if peek.startswith(UTF8_BOM):
         stream.read(len(UTF8_BOM))
         peek = stream.peek(64)  # type: ignore[attr-defined]
-    stripped = peek.lstrip()
-    if not stripped and peek:
-        # Long leading whitespace: consume it a buffer at a time.
-        while peek and not peek.lstrip():
-            stream.read(len(peek))
-            peek = stream.peek(64)  # type: ignore[attr-defined]
-        stripped = peek.lstrip()
-    return bytes(stripped[:1])
-
-
-class _Source:
-    """What ijson reads from: an object with a `read`."""
-
-    __slots__ = ("read",)
-
-    def __init__(self, read: Callable[[int], bytes]):
-        self.read = read
+    while peek and not peek.lstrip():  # long leading whitespace, a buffer at a time
+        stream.read(len(peek))
+        peek = stream.peek(64)  # type: ignore[attr-defined]
+    return bytes(peek.lstrip()[:1])
 
 
 def stream_values(stream: IO[bytes]) -> Iterator[Any]:
     """The top-level values of one JSON file, built one at a time (each element of
     a top-level array, or the top-level object). Raises DatabaseError for other
     JSON or past the bounds (`ValueTooLarge`); ijson's errors for broken JSON."""
+    from decimal import Decimal
+
     import ijson
 
     first = skip_to_json(stream)
@@ -211,7 +196,7 @@ def stream_values(stream: IO[bytes]) -> Iterator[Any]:
     # Numbers as ints and Decimals, made floats below: yajl's own floats
     # fail the whole file on an integer past 64 bits, which is a value past
     # its range (read as missing by the readers), not a broken file.
-    events = ijson.basic_parse(_Source(read), buf_size=READ_SIZE)
+    events = ijson.basic_parse(SimpleNamespace(read=read), buf_size=READ_SIZE)
     # The values are built here from ijson's unprefixed events: ijson's own
     # builder makes a prefix string per event. `current` is the innermost
     # open container, `outer` the ones around it with their keys.
@@ -271,19 +256,19 @@ def _refuse(constant: str) -> Any:
 
 
 def _within(value: Any, depth: int) -> bool:
-    """Whether `value` nests at most `depth` levels (itself one)."""
-    level = [value] if value.__class__ is dict or value.__class__ is list else []
-    while level:
-        if depth == 0:
-            return False
+    """Whether `value` nests at most `depth` levels (itself one). A level's containers
+    are gc's tracked referents of the one above, found in C: a dict is untracked
+    only while it holds no container, a leaf, counted below the last level."""
+    if value.__class__ is not dict and value.__class__ is not list:
+        return True
+    level = [value]
+    while depth > 0:
         depth -= 1
-        level = [
-            inner
-            for outer in level
-            for inner in (outer.values() if outer.__class__ is dict else outer)
-            if inner.__class__ is dict or inner.__class__ is list
-        ]
-    return True
+        below = gc.get_referents(*level)
+        level = [*filter(gc.is_tracked, below)]
+        if not level:
+            return depth > 0 or not any(inner.__class__ is dict for inner in below)
+    return False
 
 
 def array_values(stream: IO[bytes]) -> Iterator[Any]:
@@ -295,12 +280,14 @@ def array_values(stream: IO[bytes]) -> Iterator[Any]:
         raise _Unusual
     decode = codecs.getincrementaldecoder("utf-8")().decode
     scan = json.JSONDecoder(parse_constant=_refuse).raw_decode
-    text, at, first, ended = "", 0, True, False
+    # `expect`, the last element's length: a shorter rest of the window is
+    # read on before scanning, as a scan the window cuts is work thrown away.
+    text, at, first, ended, expect = "", 0, True, False, 0
     while True:
         gap = SEPARATOR.match(text, at)
         assert gap is not None  # it matches the empty string
         start, separator, value, stop = gap.end(), gap.group(1), None, -1
-        if start < len(text):
+        if start < len(text) and (ended or len(text) - start > expect):
             if text[start] == "]" and separator == ("[" if first else ""):
                 chunks = iter(lambda: stream.read(READ_SIZE), b"")
                 if text[start + 1 :].strip(" \t\n\r") or any(
@@ -325,7 +312,7 @@ def array_values(stream: IO[bytes]) -> Iterator[Any]:
         if any(len(m[0]) < 12 for m in SURROGATES.finditer(text, start, stop)):
             raise _Unusual
         yield value
-        at, first = stop, False
+        at, first, expect = stop, False, stop - start
 
 
 def read_errors() -> tuple[type[BaseException], ...]:
@@ -345,7 +332,6 @@ def read_errors() -> tuple[type[BaseException], ...]:
 
 def file_values(file: ExportFile) -> Iterator[Any]:
     """`stream_values` of one file, every failure one `DatabaseError` naming it."""
-    errors = read_errors()
     handed = 0
     try:
         try:
@@ -358,7 +344,10 @@ def file_values(file: ExportFile) -> Iterator[Any]:
                 yield from islice(stream_values(stream), handed, None)
     except DatabaseError as error:
         raise DatabaseError(f"cannot read {file.name}: {error}") from None
-    except errors as error:
+    except Exception as error:
+        # ijson is imported only where it reads or a read fails.
+        if not isinstance(error, read_errors()):
+            raise
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         if file.in_zip and isinstance(
             error, zipfile.BadZipFile | zlib.error | EOFError
@@ -380,7 +369,7 @@ def path_kind(path: str | os.PathLike[str]) -> str | None:
         head = stream.read(4096)
     if head.startswith(SQLITE_HEADER):
         return "sqlite"
-    if looks_like_zip(head) or zipfile.is_zipfile(path):
+    if head.startswith(ZIP_HEADER) or zipfile.is_zipfile(path):  # a damaged one too
         return "zip"
     if head.removeprefix(UTF8_BOM).lstrip()[:1] in (b"[", b"{"):
         return "json"

@@ -39,6 +39,8 @@ class Message:
     output_tokens: int | None = None
     duration_ms: int | None = None
     parts: list[Part] | None = None
+    #: A time as epoch seconds, made `time` where it is read (`message_time`).
+    epoch: Any = None
 
 
 @dataclass
@@ -102,6 +104,14 @@ def epoch_to_iso(value: Any) -> str | None:
     return moment.isoformat(timespec="microseconds")
 
 
+def message_time(message: Message) -> str | None:
+    """The message's `time`, made from its `epoch` on first use: only the
+    times that end a node are made."""
+    if message.epoch is not None:
+        message.time, message.epoch = epoch_to_iso(message.epoch), None
+    return message.time or None
+
+
 def text_to_iso(value: Any) -> str | None:
     """An ISO 8601 time (no offset is UTC) in `epoch_to_iso`'s shape."""
     return utc_iso(value, timespec="microseconds")
@@ -121,7 +131,7 @@ def latest_message(messages: list[Message]) -> str | None:
     """The message logged last (the later on a tie), where no branch is marked."""
     best = None
     for message in messages:
-        if best is None or (message.time or "") >= (best.time or ""):
+        if best is None or (message_time(message) or "") >= (best.time or ""):
             best = message
     return best.id if best is not None else None
 

@@ -14,6 +14,7 @@ from convgraph.sources.chat.messages import (
     Conversation,
     Message,
     join_texts,
+    message_time,
 )
 from convgraph.sources.source import log_order
 
@@ -156,8 +157,8 @@ def _node_record(
         run.append(message)
         if model is None and message.model:
             model = message.model
-        if time is None and message.time:
-            time = message.time
+        if time is None:
+            time = message_time(message)
         if message.input_tokens is not None:
             inputs = message.input_tokens + (inputs or 0)
         if message.output_tokens is not None:
@@ -185,7 +186,7 @@ def _node_record(
         "system": None,
         "response": join_texts(answers, "\n\n"),
         "model": model,
-        "datetime_utc": time or (prompt.time if prompt is not None else None),
+        "datetime_utc": time or (message_time(prompt) if prompt is not None else None),
         "source": None,
         # More than two parts are never plain (`is_plain`): not asked.
         "parts": None if len(parts) <= 2 and is_plain(parts) else parts,

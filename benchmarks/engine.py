@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from benchmarks import suite, synthetic, tasks
 from benchmarks.report import Row
@@ -185,3 +186,81 @@ def engine_rows(sizes: list[int], options: suite.Options) -> list[Row]:
             db = suite.database("store", "linear", size, options.data_dir)
             found += command_rows("store", "forks", size, db)
     return found
+
+
+#: The phases `phases` times: (module, function or Class.method). Nested ones
+#: count inside their callers too.
+PHASES = (
+    ("convgraph.sources.llm.columnar", "read_forest"),
+    ("convgraph.sources.llm.columnar.reader", "ArrowReader.table"),
+    ("convgraph.sources.llm.columnar.message_store", "has_tool_calls"),
+    ("convgraph.sources.llm.columnar.numbering", "numbered"),
+    ("convgraph.sources.llm.turn_parents", "turn_parents_table"),
+    ("convgraph.sources.llm.columnar.calls", "turn_calls"),
+    ("convgraph.sources.source", "sort_log_order"),
+    ("convgraph.sources.llm.pipeline", "run_on_table"),
+    ("convgraph.model.forest", "Forest.__init__"),
+    ("convgraph.analysis.stats", "conversation_table"),
+    ("convgraph.times", "time_bounds"),
+    ("convgraph.cli.tables", "print_conversations"),
+)
+
+
+def phases(argv: list[str]) -> None:
+    """Run `convgraph ARGV` in this process and print, on stderr, each of
+    `PHASES`' user and system CPU (every thread's), minor page faults and
+    the peak RSS at its end: where a whole command's time goes, phase by
+    phase, beside what `/usr/bin/time` gives for the whole."""
+    import functools
+    import importlib
+    import resource
+
+    spent: dict[str, list[float]] = {}
+
+    def timed(name: str, function: Any) -> Any:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                after = resource.getrusage(resource.RUSAGE_SELF)
+                totals = spent.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+                totals[0] += after.ru_utime - before.ru_utime
+                totals[1] += after.ru_stime - before.ru_stime
+                totals[2] += after.ru_minflt - before.ru_minflt
+                totals[3] = after.ru_maxrss / 1024
+
+        return wrapper
+
+    for module_name, path in PHASES:
+        owner: Any = importlib.import_module(module_name)
+        *outer, attribute = path.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        original = getattr(owner, attribute)
+        wrapped = timed(path, original)
+        setattr(owner, attribute, wrapped)
+        # Modules that imported the function by name hold it too.
+        for module in list(sys.modules.values()):
+            if not outer and getattr(module, attribute, None) is original:
+                setattr(module, attribute, wrapped)
+    from convgraph.cli import cli
+
+    cli(argv, prog_name="convgraph", standalone_mode=False)
+    whole = resource.getrusage(resource.RUSAGE_SELF)
+    print(
+        f"whole: {whole.ru_utime:.2f} user + {whole.ru_stime:.2f} sys,"
+        f" {whole.ru_minflt // 1000}k faults, peak {whole.ru_maxrss // 1024} MB",
+        file=sys.stderr,
+    )
+    for name, (user, system, faults, peak) in spent.items():
+        print(
+            f"  {user + system:6.2f} s = {user:5.2f} user + {system:5.2f} sys"
+            f"  {faults / 1000:6.0f}k faults  peak {peak:5.0f} MB  {name}",
+            file=sys.stderr,
+        )
+
+
+if __name__ == "__main__":
+    phases(sys.argv[1:])

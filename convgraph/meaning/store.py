@@ -175,53 +175,32 @@ def _store(model: Any) -> sqlite3.Connection:
     return db
 
 
-def _first_rows(keys: Sequence[bytes]) -> dict[bytes, int]:
-    """Each key's first row."""
-    return dict(zip(reversed(keys), reversed(range(len(keys))), strict=True))
-
-
-def embed_missing(
+def stored_vectors(
     model: Any,
     keys: Sequence[bytes],
     texts: Sequence[str],
     progress: ProgressCallback | None = None,
-) -> None:
-    """The `texts` whose `keys` `model`'s store lacks embedded and kept."""
+) -> np.ndarray:
+    """The vectors (float16, normalised) of `texts` (their `keys`) from `model`'s
+    store, those it lacks embedded and kept first."""
     import numpy as np
 
-    first = _first_rows(keys)
+    wanted = dict(zip(keys, texts, strict=True))
     with contextlib.closing(_store(model)) as db:
-        held = {found for (found,) in _asked(db, "hash", list(first))}
-        missing = [key for key in first if key not in held]
-        del held
+        found = dict(_asked(db, "hash, vector", list(wanted)))
+        missing = [key for key in wanted if key not in found]
         for start in range(0, len(missing), CHUNK):
             if progress:
                 progress(EMBEDDING, start, len(missing))
             chunk = missing[start : start + CHUNK]
-            made = _embedded(model, [texts[first[key]] for key in chunk])
-            pairs = zip(chunk, map(bytes, made.astype(np.float16)), strict=True)
+            made = _embedded(model, [wanted[key] for key in chunk]).astype(np.float16)
+            pairs = list(zip(chunk, map(bytes, made), strict=True))
             db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", pairs)
             db.commit()
-
-
-def stored_vectors(model: Any, keys: Sequence[bytes]) -> np.ndarray:
-    """The vectors (float16, normalised) of the texts whose `keys` are given, from
-    `model`'s store (`embed_missing` first)."""
-    import numpy as np
-
-    first, matrix = _first_rows(keys), None
-    with contextlib.closing(_store(model)) as db:
-        for key, blob in _asked(db, "hash, vector", list(first)):
-            vector = np.frombuffer(blob, dtype=np.float16)
-            if matrix is None:
-                matrix = np.zeros((len(keys), len(vector)), dtype=np.float16)
-            matrix[first[key]] = vector
-    if matrix is None:
-        return np.zeros((len(keys), 0), dtype=np.float16)
-    rows = np.fromiter((first[key] for key in keys), dtype=np.int64, count=len(keys))
-    again = np.flatnonzero(rows != np.arange(len(keys)))
-    matrix[again] = matrix[rows[again]]  # a text met again: its first row's vector
-    return matrix
+            found.update(pairs)
+    width = len(next(iter(found.values()), b"")) // 2
+    joined = b"".join(found[key] for key in keys)
+    return np.frombuffer(joined, np.float16).reshape(len(keys), width)
 
 
 def _asked(db: sqlite3.Connection, columns: str, keys: list[bytes]) -> Iterator[Any]:
@@ -241,8 +220,7 @@ def embed_texts(texts: Sequence[str], model: str | None = None) -> np.ndarray:
     from convgraph.meaning.model import embedding_model
 
     keys, chosen = [digest(text) for text in texts], embedding_model(model)
-    embed_missing(chosen, keys, texts)
-    return _normalised(stored_vectors(chosen, keys))
+    return _normalised(stored_vectors(chosen, keys, texts))
 
 
 def node_vectors(
@@ -272,11 +250,11 @@ def node_vectors(
         write_meta(ready, {**meta, "content": content})  # nothing they hold changed
         return _load(ready)
     meta = {**meta, "version": VERSION, "content": content}
-    read = functools.partial(_fill, source=source, hidden=hidden, model=chosen)
+    fill = functools.partial(_fill, source=source, hidden=hidden, model=chosen)
     try:  # the trees logged in or hidden since read again, after the others' rows
-        _write(ready, meta, functools.partial(read, progress=progress, only=trees))
+        _write(ready, meta, functools.partial(fill, progress=progress, only=trees))
     except UnknownConversation:  # a tree gone: all read again
-        _write(ready, meta, functools.partial(read, progress=progress))
+        _write(ready, meta, functools.partial(fill, progress=progress))
     return _load(ready)
 
 
@@ -285,44 +263,35 @@ class _Repeated(Exception):
     decides which of the file's rows is the node."""
 
 
-def _fill(
+def _fill(into: _Ready, old: Path, only: set[str] | None = None, **read: Any) -> None:
+    """The file's rows written `into` the ready files: `old`'s of the trees not
+    in `only`, then those `only` names (all when None) read now (`_add`)."""
+    import numpy as np
+
+    if only is not None:
+        names = list(_strings(old, "tree_names"))
+        changed = into.names(names)[[name in only for name in names]]
+        _copy(old, into, ~np.isin(np.load(old / "trees.npy"), changed))
+        return _add(into, only=only, **read)
+    try:
+        _add(into, apart=True, **read)
+    except _Repeated:
+        into.reset()
+        _add(into, **read)
+
+
+def _add(
     into: _Ready,
-    old: Path,
     source: Source,
     hidden: bool,
     model: Any,
     progress: ProgressCallback | None,
     only: set[str] | None = None,
-) -> None:
-    """The file's rows written `into` the ready files: `old`'s of the trees not
-    in `only`, then those `only` names (all when None) read now, their missing
-    texts embedded."""
-    import numpy as np
-
-    if only is not None:
-        names = list(_strings(old, "tree_names"))
-        into.names(names)
-        changed = [code for code, name in enumerate(names) if name in only]
-        _copy(old, into, ~np.isin(np.load(old / "trees.npy"), changed))
-        return _add(into, model, progress, *_node_texts(source, hidden, progress, only))
-    try:
-        _add(into, model, progress, *_node_texts(source, hidden, progress, None, True))
-    except _Repeated:
-        into.reset()
-        _add(into, model, progress, *_node_texts(source, hidden, progress))
-
-
-def _node_texts(
-    source: Source,
-    hidden: bool,
-    progress: ProgressCallback | None,
-    only: set[str] | None = None,
     apart: bool = False,
-) -> tuple[list[str], np.ndarray, np.ndarray, Iterator[Any]]:
-    """The forest's tree names, each node's tree (a code) and branch mark, and its
-    texts a batch at a time as (rows, ids, texts by role): the reader's
-    `text_batches` when `apart` and it gives them (the forest read without texts),
-    else read with the forest."""
+) -> None:
+    """The nodes' texts as rows `into` the ready files a batch at a time, those
+    the store lacks embedded: from the reader's `text_batches` when `apart` and it
+    gives them (the forest read without texts), else read with the forest."""
     import numpy as np
     import pandas as pd
 
@@ -332,22 +301,39 @@ def _node_texts(
     named = None if only is None else sorted(only)
     nodes = Forest.read(source, batches is None, named, progress, ROLES, hidden).nodes
     codes, names = pd.factorize(nodes["tree_id"].astype(str))
-    active = nodes["active"].to_numpy(dtype=bool)
-    if batches is not None:
-        return list(names), codes, active, _placed(nodes["id"], batches)
-    found = (
-        (np.arange(start, start + len(part)), part["id"].tolist(),
-         {role: part[role].tolist() for role in ROLES})
-        for start in range(0, len(nodes), NODES)
-        for part in [nodes.iloc[start : start + NODES]]
-    )  # fmt: skip
-    return list(names), codes, active, found
+    trees, active = into.names(list(names))[codes], nodes["active"].to_numpy(bool)
+    if batches is None:
+        parts = (
+            nodes.iloc[start : start + NODES] for start in range(0, len(nodes), NODES)
+        )
+        batches = (
+            NodeTexts(part["id"].tolist(), {r: part[r].tolist() for r in ROLES})
+            for part in parts
+        )
+    for done, (rows, ids, texts) in _placed(nodes["id"], batches):
+        if progress:
+            progress(EMBEDDING, done, len(codes))
+        found = [
+            (place, role, text)
+            for place, pair in enumerate(zip(*(texts[r] for r in ROLES), strict=True))
+            for role, text in enumerate(pair)
+            if isinstance(text, str) and text and not text.isspace()
+        ]
+        at, roles, said = map(list, zip(*found, strict=True)) if found else ([], [], [])
+        placed = rows[np.array(at, dtype=np.int64)]
+        into.add(
+            {"ids": _encoded([ids[n] for n in at]),
+             "snippets": _encoded([excerpt(text, SNIPPET) for text in said])},
+            {"trees": trees[placed], "roles": np.array(roles, np.int8),
+             "active": active[placed]},
+            stored_vectors(model, [digest(text) for text in said], said),
+        )  # fmt: skip
 
 
 def _placed(ids: pd.Series, batches: Iterator[NodeTexts]) -> Iterator[Any]:
-    """The batches' nodes at their forest rows: by position while the batches
-    come in the forest's order, else by id; nodes the forest lacks (hidden, logged
-    since) left out. Raises `_Repeated`."""
+    """The batches' nodes at their forest rows, after how many nodes came
+    before: by position while the batches come in the forest's order, else by id;
+    nodes the forest lacks (hidden, logged since) left out. Raises `_Repeated`."""
     import numpy as np
 
     covered, start, row_of = np.zeros(len(ids), dtype=bool), 0, None
@@ -358,56 +344,16 @@ def _placed(ids: pd.Series, batches: Iterator[NodeTexts]) -> Iterator[Any]:
         else:
             row_of = row_of or dict(zip(ids.tolist(), range(len(ids)), strict=True))
             rows = np.array([row_of.get(node, -1) for node in batch.ids], np.int64)
-        start, kept = stop, rows >= 0
+        kept, done, start = rows >= 0, start, stop
         rows = rows[kept]
         if covered[rows].any() or len(np.unique(rows)) < len(rows):
             raise _Repeated()
         covered[rows] = True
-        nothing = [None] * len(kept)
-        yield (
-            rows,
-            list(compress(batch.ids, kept)),
-            {
-                role: list(compress(batch.texts.get(role) or nothing, kept))
-                for role in ROLES
-            },
-        )
-
-
-def _add(
-    into: _Ready,
-    model: Any,
-    progress: ProgressCallback | None,
-    names: list[str],
-    codes: np.ndarray,
-    active: np.ndarray,
-    batches: Iterator[Any],
-) -> None:
-    """Each batch's texts as rows `into` the ready files, those the store
-    lacks embedded first."""
-    import numpy as np
-
-    trees, total, done = into.names(names)[codes], len(codes), 0
-    for rows, ids, texts in batches:
-        found = [
-            (place, role, text)
-            for place, pair in enumerate(zip(*(texts[r] for r in ROLES), strict=True))
-            for role, text in enumerate(pair)
-            if isinstance(text, str) and text and not text.isspace()
-        ]
-        at, roles, said = map(list, zip(*found, strict=True)) if found else ([], [], [])
-        if progress:
-            progress(EMBEDDING, done, total)
-        keys = [digest(text) for text in said]
-        embed_missing(model, keys, said)
-        done, placed = done + len(rows), rows[np.array(at, dtype=np.int64)]
-        into.add(
-            {"ids": _encoded([ids[n] for n in at]),
-             "snippets": _encoded([excerpt(text, SNIPPET) for text in said])},
-            {"trees": trees[placed], "roles": np.array(roles, np.int8),
-             "active": active[placed]},
-            stored_vectors(model, keys),
-        )  # fmt: skip
+        texts = {
+            r: list(compress(batch.texts.get(r) or [None] * len(kept), kept))
+            for r in ROLES
+        }
+        yield done, (rows, list(compress(batch.ids, kept)), texts)
 
 
 def _encoded(texts: Sequence[str]) -> tuple[bytes, np.ndarray]:

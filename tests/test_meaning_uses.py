@@ -287,3 +287,18 @@ def test_a_file_llm_wrote_has_its_branch_point_spread(llm_fork_db: dict) -> None
     assert [row["alternatives_spread"] for row in rows] == [
         pytest.approx(expected, abs=2e-3)
     ]
+
+
+def test_a_narrow_terminal_keeps_the_spread_beside_the_branch_points() -> None:
+    from convgraph.cli.output import TableFit
+    from convgraph.cli.tables import PRIORITY
+
+    columns = ["tree_id", "nodes", "branch_points", "models", "alternatives_spread"]
+    shown = [[name, "x"] for name in columns]
+    kept, _ = TableFit(50, PRIORITY).apply(columns, shown, set())
+    assert [cells[0] for cells in kept] == [
+        "tree_id",
+        "nodes",
+        "branch_points",
+        "alternatives_spread",
+    ]

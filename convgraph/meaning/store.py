@@ -263,7 +263,9 @@ class _Repeated(Exception):
     decides which of the file's rows is the node."""
 
 
-def _fill(into: _Ready, old: Path, only: set[str] | None = None, **read: Any) -> None:
+def _fill(
+    into: _Ready, old: Path, apart: bool, only: set[str] | None = None, **read: Any
+) -> None:
     """The file's rows written `into` the ready files: `old`'s of the trees not
     in `only`, then those `only` names (all when None) read now (`_add`)."""
     import numpy as np
@@ -272,12 +274,7 @@ def _fill(into: _Ready, old: Path, only: set[str] | None = None, **read: Any) ->
         names = list(_strings(old, "tree_names"))
         changed = into.names(names)[[name in only for name in names]]
         _copy(old, into, ~np.isin(np.load(old / "trees.npy"), changed))
-        return _add(into, only=only, **read)
-    try:
-        _add(into, apart=True, **read)
-    except _Repeated:
-        into.reset()
-        _add(into, **read)
+    _add(into, only=only, apart=apart and only is None, **read)
 
 
 def _add(
@@ -369,21 +366,13 @@ class _Ready:
     small columns kept until `finish`; the coarse rows too once `basis` is known."""
 
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.reset()
-
-    def reset(self) -> None:
-        """Nothing written yet."""
-        self.close()
-        self.trees: dict[str, int] = {}
+        self.directory, self.trees = directory, dict[str, int]()
         self.basis: np.ndarray | None = None
-        self.files = {
-            name: (self.directory / f"{name}.bin").open("wb") for name in BLOBS
-        }
+        self.files = {name: (directory / f"{name}.bin").open("wb") for name in BLOBS}
         self.parts: dict[str, list[Any]] = {name: [] for name in (*STRINGS, *COLUMNS)}
 
     def close(self) -> None:
-        for file in getattr(self, "files", {}).values():
+        for file in self.files.values():
             file.close()
 
     def names(self, names: Sequence[str]) -> np.ndarray:
@@ -471,10 +460,8 @@ def _copy(old: Path, into: _Ready, keep: np.ndarray) -> None:
         kept, strings = keep[start:stop], {}
         for name, end in ends.items():
             first = int(end[start - 1]) if start else 0
-            size, lengths = (
-                int(end[stop - 1]) - first,
-                np.diff(end[start:stop], prepend=first),
-            )
+            size = int(end[stop - 1]) - first
+            lengths = np.diff(end[start:stop], prepend=first)
             data = np.fromfile(old / f"{name}.bin", np.uint8, size, offset=first)
             strings[name] = (data[np.repeat(kept, lengths)].tobytes(), lengths[kept])
         into.add(
@@ -491,12 +478,15 @@ def _write(ready: Path, meta: dict[str, Any], fill: Callable[..., None]) -> None
     partial = ready.with_name(f"{ready.name}.{os.getpid()}.partial")
     old = ready.with_name(f"{ready.name}.{os.getpid()}.old")
     try:
-        partial.mkdir(parents=True)
-        into = _Ready(partial)
-        try:
-            fill(into, ready)
-        finally:
-            into.close()
+        for apart in (True, False):  # texts apart from the forest unless `_Repeated`
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+            with (
+                contextlib.closing(_Ready(partial)) as into,
+                contextlib.suppress(_Repeated),
+            ):
+                fill(into, ready, apart)
+                break
         into.finish()
         write_meta(partial, meta)
         if ready.exists():
@@ -509,21 +499,13 @@ def _write(ready: Path, meta: dict[str, Any], fill: Callable[..., None]) -> None
 
 def _save_coarse(directory: Path, matrix: Any) -> None:
     """The rows (an array, or `_Rows`) projected on their `COARSE_DIMENSIONS` main
-    directions (of a sample): the float32 rows of `coarse.bin`, the first pass
+    directions (of every n-th row): the float32 rows of `coarse.bin`, the first pass
     of `nearest`, and `basis.npy`."""
     import numpy as np
 
-    count = min(len(matrix), 50_000)
-    sample = np.sort(np.random.default_rng(0).choice(len(matrix), count, replace=False))
-    chunks = [
-        (start, matrix[start : start + NODES]) for start in range(0, len(matrix), NODES)
-    ]
-    picked = np.concatenate(
-        [
-            rows[sample[(sample >= start) & (sample < start + len(rows))] - start]
-            for start, rows in chunks
-        ]
-    ).astype(np.float32)
+    step, starts = max(1, len(matrix) // 50_000), range(0, len(matrix), NODES)
+    every = [matrix[start : start + NODES][-start % step :: step] for start in starts]
+    picked = np.concatenate(every).astype(np.float32)
     basis = np.linalg.eigh(picked.T @ picked)[1][:, ::-1][:, :COARSE_DIMENSIONS]
     basis = np.ascontiguousarray(basis, dtype=np.float32)
     with (directory / "coarse.bin").open("wb") as coarse:

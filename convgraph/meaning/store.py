@@ -504,9 +504,14 @@ def _save_coarse(directory: Path, matrix: Any) -> None:
     import numpy as np
 
     step, starts = max(1, len(matrix) // 50_000), range(0, len(matrix), NODES)
-    every = [matrix[start : start + NODES][-start % step :: step] for start in starts]
-    picked = np.concatenate(every).astype(np.float32)
+    picked = np.concatenate(
+        [
+            matrix[at : at + NODES][-at % step :: step].astype(np.float32)
+            for at in starts
+        ]
+    )  # copies, so that no chunk read stays held
     basis = np.linalg.eigh(picked.T @ picked)[1][:, ::-1][:, :COARSE_DIMENSIONS]
+    del picked
     basis = np.ascontiguousarray(basis, dtype=np.float32)
     with (directory / "coarse.bin").open("wb") as coarse:
         for start in range(0, len(matrix), NODES):

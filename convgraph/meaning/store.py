@@ -259,54 +259,41 @@ def node_vectors(
 
 
 class _Repeated(Exception):
-    """A batch of texts named a node twice: the forest read with its texts
-    decides which of the file's rows is the node."""
+    """A batch named a node twice: the forest's read decides which row it is."""
 
 
 def _fill(
-    into: _Ready, old: Path, apart: bool, only: set[str] | None = None, **read: Any
-) -> None:
-    """The file's rows written `into` the ready files: `old`'s of the trees not
-    in `only`, then those `only` names (all when None) read now (`_add`)."""
-    import numpy as np
-
-    if only is not None:
-        names = list(_strings(old, "tree_names"))
-        changed = into.names(names)[[name in only for name in names]]
-        _copy(old, into, ~np.isin(np.load(old / "trees.npy"), changed))
-    _add(into, only=only, apart=apart and only is None, **read)
-
-
-def _add(
     into: _Ready,
+    old: Path,
+    apart: bool,
     source: Source,
     hidden: bool,
     model: Any,
     progress: ProgressCallback | None,
     only: set[str] | None = None,
-    apart: bool = False,
 ) -> None:
-    """The nodes' texts as rows `into` the ready files a batch at a time, those
-    the store lacks embedded: from the reader's `text_batches` when `apart` and it
-    gives them (the forest read without texts), else read with the forest."""
+    """The file's rows written `into` the ready files: `old`'s of the trees not
+    in `only`, then those `only` names (all when None) read now a batch at a
+    time, the texts the store lacks embedded; texts from the reader's
+    `text_batches` when `apart` and it gives them, else read with the forest."""
     import numpy as np
     import pandas as pd
 
     from convgraph.model.forest import Forest
 
-    batches = source.text_batches(progress) if apart else None
+    if only is not None:
+        held = list(_strings(old, "tree_names"))
+        changed = into.names(held)[[name in only for name in held]]
+        _copy(old, into, ~np.isin(np.load(old / "trees.npy"), changed))
+    batches = source.text_batches(progress) if apart and only is None else None
     named = None if only is None else sorted(only)
     nodes = Forest.read(source, batches is None, named, progress, ROLES, hidden).nodes
     codes, names = pd.factorize(nodes["tree_id"].astype(str))
     trees, active = into.names(list(names))[codes], nodes["active"].to_numpy(bool)
     if batches is None:
-        parts = (
-            nodes.iloc[start : start + NODES] for start in range(0, len(nodes), NODES)
-        )
-        batches = (
-            NodeTexts(part["id"].tolist(), {r: part[r].tolist() for r in ROLES})
-            for part in parts
-        )
+        parts = (nodes.iloc[at : at + NODES] for at in range(0, len(nodes), NODES))
+        batches = (NodeTexts(part["id"].tolist(), {r: part[r].tolist() for r in ROLES})
+                   for part in parts)  # fmt: skip
     for done, (rows, ids, texts) in _placed(nodes["id"], batches):
         if progress:
             progress(EMBEDDING, done, len(codes))
@@ -346,10 +333,8 @@ def _placed(ids: pd.Series, batches: Iterator[NodeTexts]) -> Iterator[Any]:
         if covered[rows].any() or len(np.unique(rows)) < len(rows):
             raise _Repeated()
         covered[rows] = True
-        texts = {
-            r: list(compress(batch.texts.get(r) or [None] * len(kept), kept))
-            for r in ROLES
-        }
+        texts = {r: list(compress(batch.texts.get(r) or [None] * len(kept), kept))
+                 for r in ROLES}  # fmt: skip
         yield done, (rows, list(compress(batch.ids, kept)), texts)
 
 

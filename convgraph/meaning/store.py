@@ -272,10 +272,9 @@ def _fill(
     progress: ProgressCallback | None,
     only: set[str] | None = None,
 ) -> None:
-    """The file's rows written `into` the ready files: `old`'s of the trees not
-    in `only`, then those `only` names (all when None) read now a batch at a
-    time, the texts the store lacks embedded; texts from the reader's
-    `text_batches` when `apart` and it gives them, else read with the forest."""
+    """`old`'s rows of the trees not in `only` copied `into` the new files, then
+    those of the trees `only` names (all when None) read a batch at a time: from
+    `text_batches` when `apart` and the reader gives them, else with the forest."""
     import numpy as np
     import pandas as pd
 
@@ -315,9 +314,8 @@ def _fill(
 
 
 def _placed(ids: pd.Series, batches: Iterator[NodeTexts]) -> Iterator[Any]:
-    """The batches' nodes at their forest rows, after how many nodes came
-    before: by position while the batches come in the forest's order, else by id;
-    nodes the forest lacks (hidden, logged since) left out. Raises `_Repeated`."""
+    """Each batch's nodes at their forest rows (by position while in its order,
+    else by id; those it lacks left out), after how many. Raises `_Repeated`."""
     import numpy as np
 
     covered, start, row_of = np.zeros(len(ids), dtype=bool), 0, None
@@ -346,9 +344,8 @@ def _encoded(texts: Sequence[str]) -> tuple[bytes, np.ndarray]:
 
 
 class _Ready:
-    """The ready files written into `directory` a batch of rows at a time: the
-    strings' and the matrix's bytes appended to their files (never held), the
-    small columns kept until `finish`; the coarse rows too once `basis` is known."""
+    """The ready files of `directory` a batch of rows at a time: bytes appended
+    to their files, the small columns kept until `finish`, coarse rows once `basis`."""
 
     def __init__(self, directory: Path) -> None:
         self.directory, self.trees = directory, dict[str, int]()
@@ -458,8 +455,7 @@ def _copy(old: Path, into: _Ready, keep: np.ndarray) -> None:
 
 
 def _write(ready: Path, meta: dict[str, Any], fill: Callable[..., None]) -> None:
-    """The ready files written apart by `fill` (given them and the old ones),
-    then moved into place at once."""
+    """The ready files written apart by `fill`, then moved into place at once."""
     partial = ready.with_name(f"{ready.name}.{os.getpid()}.partial")
     old = ready.with_name(f"{ready.name}.{os.getpid()}.old")
     try:
@@ -483,9 +479,8 @@ def _write(ready: Path, meta: dict[str, Any], fill: Callable[..., None]) -> None
 
 
 def _save_coarse(directory: Path, matrix: Any) -> None:
-    """The rows (an array, or `_Rows`) projected on their `COARSE_DIMENSIONS` main
-    directions (of every n-th row): the float32 rows of `coarse.bin`, the first pass
-    of `nearest`, and `basis.npy`."""
+    """The rows (an array, or `_Rows`) on their `COARSE_DIMENSIONS` main directions
+    (of every n-th row): `coarse.bin` (float32) for `nearest`, and `basis.npy`."""
     import numpy as np
 
     step, starts = max(1, len(matrix) // 50_000), range(0, len(matrix), NODES)

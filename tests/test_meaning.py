@@ -13,7 +13,7 @@ import pytest
 from llm.models import EmbeddingModel
 
 import convgraph
-from convgraph.meaning import embed_texts, nearest, node_vectors
+from convgraph.meaning import NodeVectors, embed_texts, nearest, node_vectors
 from tests.chat_exports import chatgpt_branches, write_json
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
 from tests.helpers import run
@@ -94,6 +94,52 @@ def test_the_store_never_embeds_a_text_twice(
         copy.write_bytes(log.path.read_bytes())
         run("similar", "--db", copy, "--embedding-model", "counting", first)
         assert counting.embedded == []
+
+
+def test_an_update_keeps_the_other_trees_rows_and_embeds_only_the_new(
+    tmp_path: Path, counting: Counting
+) -> None:
+    path = tmp_path / "logs.db"
+    conn = legacy_database(path)
+    calls = [("a1", "ta", None), ("b1", "tb", None), ("a2", "ta", "a1")]
+    calls += [("c1", "tc", None), ("b2", "tb", "b1")]
+    for index, (node, tree, parent) in enumerate(calls):
+        add_response(
+            conn,
+            node,
+            tree,
+            f"prompt {node}",
+            parent=parent,
+            datetime_utc=timestamp(index),
+        )
+    conn.commit()
+
+    def rows(vectors: NodeVectors) -> list[tuple[object, ...]]:
+        return [
+            (vectors.ids[row], vectors.tree_ids[row], vectors.roles[row],
+             bool(vectors.active[row]), vectors.snippets[row],
+             bytes(vectors.matrix[row]))
+            for row in range(len(vectors.ids))
+        ]  # fmt: skip
+
+    with convgraph.open(path) as logs:
+        before = rows(node_vectors(logs, "counting"))
+    assert len(before) == 10 and len(counting.embedded) == 10
+    counting.embedded.clear()
+    add_response(conn, "a3", "ta", "prompt a3", parent="a2", datetime_utc=timestamp(9))
+    conn.commit()
+    conn.close()
+    with convgraph.open(path) as logs:
+        after = rows(node_vectors(logs, "counting"))
+    assert sorted(counting.embedded) == ["answer to prompt a3", "prompt a3"]
+    # The other trees' rows as they were, in their order; then tree ta's.
+    others = [row for row in before if row[1] != "ta"]
+    assert after[:6] == others and len(others) == 6
+    assert after[6:10] == [row for row in before if row[1] == "ta"]
+    assert [row[:5] for row in after[10:]] == [
+        ("a3", "ta", "prompt", True, "prompt a3"),
+        ("a3", "ta", "response", True, "answer to prompt a3"),
+    ]
 
 
 def test_a_hidden_branch_leaves_the_vectors_and_comes_back(tmp_path: Path) -> None:
@@ -269,7 +315,8 @@ def test_the_two_step_search_finds_what_the_exact_one_does(tmp_path: Path) -> No
     rows = np.random.default_rng(7).standard_normal((5000, 256)).astype(np.float32)
     rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
     _save_coarse(tmp_path, rows)
-    coarse, basis = np.load(tmp_path / "coarse.npy"), np.load(tmp_path / "basis.npy")
+    coarse = np.fromfile(tmp_path / "coarse.bin", np.float32).reshape(5000, -1)
+    basis = np.load(tmp_path / "basis.npy")
     assert coarse.shape == (5000, 64) and basis.shape == (256, 64)
     exact = NodeVectors([], [], [], rows)
     two_step = NodeVectors([], [], [], rows, coarse=coarse, basis=basis)

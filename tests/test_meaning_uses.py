@@ -177,6 +177,24 @@ def test_check_duplicates_lists_the_question_asked_again(topics_db: Path) -> Non
     assert run("check", "--db", topics_db).stdout == "no problems found\n"
 
 
+def test_check_duplicates_finds_a_question_asked_in_two_files(tmp_path: Path) -> None:
+    # The merge of several sources joins trees by id; the same question asked
+    # under other ids in another file is found by meaning.
+    for name, tree, prompt, other in [
+        ("a.db", "kept", PARAPHRASES[3][0], "Write a haiku about the sea"),
+        ("b.db", "again", PARAPHRASES[3][1], "Convert 30 degrees Celsius"),
+    ]:
+        conn = legacy_database(tmp_path / name)
+        add_response(conn, f"{tree}-1", tree, prompt, datetime_utc=timestamp(0))
+        add_response(conn, f"{tree}-2", f"{tree}-other", other)
+        conn.commit()
+        conn.close()
+    paths = ["--db", tmp_path / "a.db", "--db", tmp_path / "b.db"]
+    result = run("check", "--duplicates", "--json", *paths, expect=1)
+    [pair] = json.loads(result.stdout)
+    assert {pair["tree_a"], pair["tree_b"]} == {"kept", "again"}
+
+
 def test_topics_parts_cooking_from_databases(topics_db: Path) -> None:
     # Five conversations: two topics by default.
     result = run("topics", "--json", "--db", topics_db)
@@ -286,4 +304,19 @@ def test_a_file_llm_wrote_has_its_branch_point_spread(llm_fork_db: dict) -> None
     )
     assert [row["alternatives_spread"] for row in rows] == [
         pytest.approx(expected, abs=2e-3)
+    ]
+
+
+def test_a_narrow_terminal_keeps_the_spread_beside_the_branch_points() -> None:
+    from convgraph.cli.output import TableFit
+    from convgraph.cli.tables import PRIORITY
+
+    columns = ["tree_id", "nodes", "branch_points", "models", "alternatives_spread"]
+    shown = [[name, "x"] for name in columns]
+    kept, _ = TableFit(50, PRIORITY).apply(columns, shown, set())
+    assert [cells[0] for cells in kept] == [
+        "tree_id",
+        "nodes",
+        "branch_points",
+        "alternatives_spread",
     ]

@@ -32,6 +32,7 @@ PRIORITY = (
     "leaves",
     "max_depth",
     "branch_points",
+    "alternatives_spread",
     "last_datetime",
     "models",
     "roots",

@@ -1,13 +1,14 @@
 """Vectors stored once: by (model, content hash) in an SQLite file of the cache,
 so no text is embedded twice, and per source file its node vectors ready (memory
-mapped), stamped as the search index is and made again from the store when the
-file changes."""
+mapped), stamped as the search index is: written a batch of texts at a time, and
+when llm logs more, the other trees' rows copied and the changed trees' appended."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
 import hashlib
+import mmap
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ from convgraph.errors import UnknownConversation
 from convgraph.search.index import cache_directory, index_path, read_meta, write_meta
 from convgraph.search.stamps import changed_trees, content_stamp, quick_stamp, stored
 from convgraph.sources.several import RENEWED
-from convgraph.sources.source import ProgressCallback, Source
+from convgraph.sources.source import NodeTexts, ProgressCallback, Source
 from convgraph.text import excerpt
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from convgraph.logs import Logs
 
 #: The layout of the ready vectors: another is made again.
-VERSION = 2
+VERSION = 3
 #: The texts of a node that are embedded, each a row.
 ROLES = ("prompt", "response")
 #: Texts embedded between two commits of the store; hashes asked at once;
@@ -46,7 +47,11 @@ SNIPPET = 120
 EXACT_ROWS = 50_000
 COARSE_DIMENSIONS = 64
 EMBEDDING = "embedding texts"
-STRINGS = ("ids", "tree_ids", "roles", "snippets")
+#: The ready files: strings (bytes and ends), a row's small columns (their
+#: types after the strings' ends), the files appended to.
+STRINGS, COLUMNS = ("ids", "snippets"), ("trees", "roles", "active")
+KINDS = ("int64", "int64", "int32", "int8", "bool")
+BLOBS = (*STRINGS, "matrix", "coarse")
 
 
 def meaning_directory() -> Path:
@@ -59,7 +64,8 @@ def _name(model_id: str) -> str:
 
 
 class Strings(Sequence[str]):
-    """Strings kept as one UTF-8 blob and their ends, read one at a time."""
+    """Strings kept as one UTF-8 blob (bytes or a mapped file) and their ends,
+    read one at a time."""
 
     def __init__(self, blob: Any, ends: np.ndarray) -> None:
         self.blob, self.ends = blob, ends
@@ -78,20 +84,39 @@ class Strings(Sequence[str]):
         """The rows that hold `value`, found in the blob."""
         import numpy as np
 
-        whole, wanted, found = bytes(self.blob), value.encode(), []
-        at = whole.find(wanted)
+        wanted, found = value.encode(), []
+        at = self.blob.find(wanted) if wanted else -1
         while at >= 0:
             row = int(np.searchsorted(self.ends, at + len(wanted)))
             if row < len(self) and self[row] == value:
                 found.append(row)
-            at = whole.find(wanted, at + 1)
+            at = self.blob.find(wanted, at + 1)
         return found
 
     def __iter__(self) -> Iterator[str]:
-        whole, start = bytes(self.blob), 0
+        whole, start = bytes(self.blob[:]), 0
         for end in self.ends.tolist():
             yield whole[start:end].decode()
             start = end
+
+
+class Coded(Sequence[str]):
+    """Strings of few values (trees, roles): a code a row, and the `names`."""
+
+    def __init__(self, codes: np.ndarray, names: Sequence[str]) -> None:
+        self.codes, self.names = codes, names
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, row: Any) -> Any:
+        if isinstance(row, slice):
+            return [self.names[code] for code in self.codes[row].tolist()]
+        return self.names[int(self.codes[row])]
+
+    def __iter__(self) -> Iterator[str]:
+        names = list(self.names)
+        return iter([names[code] for code in self.codes.tolist()])
 
 
 @dataclass
@@ -150,54 +175,32 @@ def _store(model: Any) -> sqlite3.Connection:
     return db
 
 
-def _first_rows(keys: Sequence[bytes]) -> dict[bytes, int]:
-    """Each key's first row."""
-    return dict(zip(reversed(keys), reversed(range(len(keys))), strict=True))
-
-
-def embed_missing(
+def stored_vectors(
     model: Any,
     keys: Sequence[bytes],
-    texts: Callable[[list[int]], list[str]],
+    texts: Sequence[str],
     progress: ProgressCallback | None = None,
-) -> None:
-    """The texts whose `keys` `model`'s store lacks embedded and kept; `texts`
-    gives the texts of rows."""
+) -> np.ndarray:
+    """The vectors (float16, normalised) of `texts` (their `keys`) from `model`'s
+    store, those it lacks embedded and kept first."""
     import numpy as np
 
-    first = _first_rows(keys)
+    wanted = dict(zip(keys, texts, strict=True))
     with contextlib.closing(_store(model)) as db:
-        held = {found for (found,) in _asked(db, "hash", list(first))}
-        missing = [key for key in first if key not in held]
-        del held
+        found = dict(_asked(db, "hash, vector", list(wanted)))
+        missing = [key for key in wanted if key not in found]
         for start in range(0, len(missing), CHUNK):
             if progress:
                 progress(EMBEDDING, start, len(missing))
             chunk = missing[start : start + CHUNK]
-            made = _embedded(model, texts([first[key] for key in chunk]))
-            pairs = zip(chunk, map(bytes, made.astype(np.float16)), strict=True)
+            made = _embedded(model, [wanted[key] for key in chunk]).astype(np.float16)
+            pairs = list(zip(chunk, map(bytes, made), strict=True))
             db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", pairs)
             db.commit()
-
-
-def stored_vectors(model: Any, keys: Sequence[bytes]) -> np.ndarray:
-    """The vectors (float16, normalised) of the texts whose `keys` are given, from
-    `model`'s store (`embed_missing` first)."""
-    import numpy as np
-
-    first, matrix = _first_rows(keys), None
-    with contextlib.closing(_store(model)) as db:
-        for key, blob in _asked(db, "hash, vector", list(first)):
-            vector = np.frombuffer(blob, dtype=np.float16)
-            if matrix is None:
-                matrix = np.zeros((len(keys), len(vector)), dtype=np.float16)
-            matrix[first[key]] = vector
-    if matrix is None:
-        return np.zeros((len(keys), 0), dtype=np.float16)
-    rows = np.fromiter((first[key] for key in keys), dtype=np.int64, count=len(keys))
-    again = np.flatnonzero(rows != np.arange(len(keys)))
-    matrix[again] = matrix[rows[again]]  # a text met again: its first row's vector
-    return matrix
+            found.update(pairs)
+    width = len(next(iter(found.values()), b"")) // 2
+    joined = b"".join(found[key] for key in keys)
+    return np.frombuffer(joined, np.float16).reshape(len(keys), width)
 
 
 def _asked(db: sqlite3.Connection, columns: str, keys: list[bytes]) -> Iterator[Any]:
@@ -217,8 +220,7 @@ def embed_texts(texts: Sequence[str], model: str | None = None) -> np.ndarray:
     from convgraph.meaning.model import embedding_model
 
     keys, chosen = [digest(text) for text in texts], embedding_model(model)
-    embed_missing(chosen, keys, lambda rows: [texts[row] for row in rows])
-    return _normalised(stored_vectors(chosen, keys))
+    return _normalised(stored_vectors(chosen, keys, texts))
 
 
 def node_vectors(
@@ -247,95 +249,226 @@ def node_vectors(
     if current and (trees == set() or meta.get("content") == content):
         write_meta(ready, {**meta, "content": content})  # nothing they hold changed
         return _load(ready)
-    try:
-        made = _made(source, hidden, chosen, progress, trees)
+    meta = {**meta, "version": VERSION, "content": content}
+    fill = functools.partial(_fill, source=source, hidden=hidden, model=chosen)
+    try:  # the trees logged in or hidden since read again, after the others' rows
+        _write(ready, meta, functools.partial(fill, progress=progress, only=trees))
     except UnknownConversation:  # a tree gone: all read again
-        made, trees = _made(source, hidden, chosen, progress), None
-    if trees is not None:  # the trees logged in or hidden since, read again
-        made = _joined(_load(ready), made, trees)
-    _write(ready, made, {**meta, "version": VERSION, "content": content})
+        _write(ready, meta, functools.partial(fill, progress=progress))
     return _load(ready)
 
 
-def _texts_at(nodes: pd.DataFrame, at: list[int], rows: list[int]) -> list[str]:
-    """The texts of `rows`, each at `at[row]`: a node's row twice, and its role."""
-    import numpy as np
-
-    places = np.array([at[row] for row in rows])
-    found = np.empty(len(rows), dtype=object)
-    for number, role in enumerate(ROLES):
-        mine = places % 2 == number
-        found[mine] = nodes[role].take(places[mine] // 2).tolist()
-    return list(found)
+class _Repeated(Exception):
+    """A batch named a node twice: the forest's read decides which row it is."""
 
 
-def _joined(old: NodeVectors, new: NodeVectors, trees: set[str]) -> NodeVectors:
-    """`old`'s rows of the trees not in `trees`, then `new`'s."""
-    import numpy as np
-
-    keep = np.fromiter((tree not in trees for tree in old.tree_ids), bool)
-    lists = [
-        [*compress(getattr(old, name), keep), *getattr(new, name)] for name in STRINGS
-    ]
-    matrix = np.concatenate([old.matrix[keep], new.matrix])
-    active = np.concatenate([np.asarray(old.active)[keep], np.asarray(new.active)])
-    ids, tree_ids, roles, snippets = lists
-    return NodeVectors(ids, tree_ids, roles, matrix, active, snippets)
-
-
-def _made(
+def _fill(
+    into: _Ready,
+    old: Path,
+    apart: bool,
     source: Source,
     hidden: bool,
     model: Any,
     progress: ProgressCallback | None,
     only: set[str] | None = None,
-) -> NodeVectors:
-    """The node vectors of the file (or of the trees `only` names) read now; its
-    texts held as Arrow's, a chunk at a time in Python, until embedded."""
+) -> None:
+    """`old`'s rows of the trees not in `only` copied `into` the new files, then
+    those of the trees `only` names (all when None) read a batch at a time: from
+    `text_batches` when `apart` and the reader gives them, else with the forest."""
     import numpy as np
+    import pandas as pd
 
     from convgraph.model.forest import Forest
 
-    named = sorted(only) if only is not None else None
-    nodes = Forest.read(source, True, named, progress, ROLES, hidden).nodes
-    nodes = nodes[["id", "tree_id", "active", *ROLES]]
-    columns = [nodes["id"], nodes["tree_id"].astype(str), *(nodes[r] for r in ROLES)]
-    ids, trees, roles, snippets, keys, at = [], [], [], [], [], []
-    for start in range(0, len(nodes), NODES):
-        chunk = [column.iloc[start : start + NODES].tolist() for column in columns]
-        for row, (node, tree, *texts) in enumerate(zip(*chunk, strict=True)):
-            for number, text in enumerate(texts):
-                if isinstance(text, str) and text and not text.isspace():
-                    ids.append(node)
-                    trees.append(tree)
-                    roles.append(ROLES[number])
-                    snippets.append(excerpt(text, SNIPPET))
-                    keys.append(digest(text))
-                    at.append((start + row) * 2 + number)
+    if only is not None:
+        held = list(_strings(old, "tree_names"))
+        changed = into.names(held)[[name in only for name in held]]
+        _copy(old, into, ~np.isin(np.load(old / "trees.npy"), changed))
+    batches = source.text_batches(progress) if apart and only is None else None
+    named = None if only is None else sorted(only)
+    nodes = Forest.read(source, batches is None, named, progress, ROLES, hidden).nodes
+    codes, names = pd.factorize(nodes["tree_id"].astype(str))
+    trees, active = into.names(list(names))[codes], nodes["active"].to_numpy(bool)
+    if batches is None:
+        parts = (nodes.iloc[at : at + NODES] for at in range(0, len(nodes), NODES))
+        batches = (NodeTexts(part["id"].tolist(), {r: part[r].tolist() for r in ROLES})
+                   for part in parts)  # fmt: skip
+    for done, (rows, ids, texts) in _placed(nodes["id"], batches):
+        if progress:
+            progress(EMBEDDING, done, len(codes))
+        found = [
+            (place, role, text)
+            for place, pair in enumerate(zip(*(texts[r] for r in ROLES), strict=True))
+            for role, text in enumerate(pair)
+            if isinstance(text, str) and text and not text.isspace()
+        ]
+        at, roles, said = map(list, zip(*found, strict=True)) if found else ([], [], [])
+        placed = rows[np.array(at, dtype=np.int64)]
+        into.add(
+            {"ids": _encoded([ids[n] for n in at]),
+             "snippets": _encoded([excerpt(text, SNIPPET) for text in said])},
+            {"trees": trees[placed], "roles": np.array(roles, np.int8),
+             "active": active[placed]},
+            stored_vectors(model, [digest(text) for text in said], said),
+        )  # fmt: skip
 
-    embed_missing(model, keys, functools.partial(_texts_at, nodes, at), progress)
-    active = nodes["active"].to_numpy(dtype=bool)[np.array(at, dtype=np.int64) // 2]
-    del nodes, at  # the texts, before the matrix is made
-    return NodeVectors(ids, trees, roles, stored_vectors(model, keys), active, snippets)
 
-
-def _write(ready: Path, vectors: NodeVectors, meta: dict[str, Any]) -> None:
-    """The ready vectors written apart and moved into place at once."""
+def _placed(ids: pd.Series, batches: Iterator[NodeTexts]) -> Iterator[Any]:
+    """Each batch's nodes at their forest rows (by position while in its order,
+    else by id; those it lacks left out), after how many. Raises `_Repeated`."""
     import numpy as np
 
+    covered, start, row_of = np.zeros(len(ids), dtype=bool), 0, None
+    for batch in batches:
+        stop = start + len(batch.ids)
+        if row_of is None and ids.iloc[start:stop].tolist() == batch.ids:
+            rows = np.arange(start, stop)
+        else:
+            row_of = row_of or dict(zip(ids.tolist(), range(len(ids)), strict=True))
+            rows = np.array([row_of.get(node, -1) for node in batch.ids], np.int64)
+        kept, done, start = rows >= 0, start, stop
+        rows = rows[kept]
+        if covered[rows].any() or len(np.unique(rows)) < len(rows):
+            raise _Repeated()
+        covered[rows] = True
+        texts = {r: list(compress(batch.texts.get(r) or [None] * len(kept), kept))
+                 for r in ROLES}  # fmt: skip
+        yield done, (rows, list(compress(batch.ids, kept)), texts)
+
+
+def _encoded(texts: Sequence[str]) -> tuple[bytes, np.ndarray]:
+    import numpy as np
+
+    encoded = [text.encode() for text in texts]
+    return b"".join(encoded), np.array([len(one) for one in encoded], np.int64)
+
+
+class _Ready:
+    """The ready files of `directory` a batch of rows at a time: bytes appended
+    to their files, the small columns kept until `finish`, coarse rows once `basis`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory, self.trees = directory, dict[str, int]()
+        self.basis: np.ndarray | None = None
+        self.files = {name: (directory / f"{name}.bin").open("wb") for name in BLOBS}
+        self.parts: dict[str, list[Any]] = {name: [] for name in (*STRINGS, *COLUMNS)}
+
+    def close(self) -> None:
+        for file in self.files.values():
+            file.close()
+
+    def names(self, names: Sequence[str]) -> np.ndarray:
+        """The trees' codes, new names added."""
+        import numpy as np
+
+        codes = [self.trees.setdefault(name, len(self.trees)) for name in names]
+        return np.array(codes, np.int32)
+
+    def add(
+        self,
+        strings: dict[str, tuple[bytes, np.ndarray]],
+        columns: dict[str, np.ndarray],
+        matrix: np.ndarray,
+        coarse: np.ndarray | None = None,
+    ) -> None:
+        import numpy as np
+
+        for name, (data, lengths) in strings.items():
+            self.files[name].write(data)
+            self.parts[name].append(lengths)
+        for name, values in columns.items():
+            self.parts[name].append(values)
+        self.files["matrix"].write(np.ascontiguousarray(matrix, np.float16).data)
+        if self.basis is not None:
+            if coarse is None:
+                coarse = np.asarray(matrix, np.float32) @ self.basis
+            self.files["coarse"].write(np.ascontiguousarray(coarse, np.float32).data)
+
+    def finish(self) -> None:
+        """The small columns, the tree names, and the coarse rows where due."""
+        import numpy as np
+
+        self.close()
+        for name, kind in zip((*STRINGS, *COLUMNS), KINDS, strict=True):
+            values = np.concatenate([np.zeros(0, kind), *self.parts[name]])
+            ends = np.cumsum(values) if name in STRINGS else values
+            np.save(self.directory / f"{name}.npy", ends)
+        data, lengths = _encoded(list(self.trees))
+        (self.directory / "tree_names.bin").write_bytes(data)
+        np.save(self.directory / "tree_names.npy", np.cumsum(lengths))
+        rows = len(np.load(self.directory / "trees.npy"))
+        if rows <= EXACT_ROWS:
+            (self.directory / "coarse.bin").unlink()
+        elif self.basis is None:
+            _save_coarse(self.directory, _Rows(self.directory / "matrix.bin", rows))
+        else:
+            np.save(self.directory / "basis.npy", self.basis)
+
+
+class _Rows:
+    """A file of `rows` rows of floats, read a range at a time: read, not mapped,
+    since mapped pages count as the process's memory."""
+
+    def __init__(self, path: Path, rows: int, kind: str = "float16") -> None:
+        import numpy as np
+
+        self.path, self.rows, self.kind = path, rows, np.dtype(kind)
+        self.width = path.stat().st_size // self.kind.itemsize // max(rows, 1)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        import numpy as np
+
+        start, stop, _ = rows.indices(self.rows)
+        count, offset = max(stop - start, 0), start * self.width * self.kind.itemsize
+        found = np.fromfile(self.path, self.kind, count * self.width, offset=offset)
+        return found.reshape(count, self.width)
+
+
+def _copy(old: Path, into: _Ready, keep: np.ndarray) -> None:
+    """`old`'s rows where `keep`, `NODES` rows at a time, `into` the new files."""
+    import numpy as np
+
+    ends = {name: np.load(old / f"{name}.npy") for name in STRINGS}
+    columns = {name: np.load(old / f"{name}.npy") for name in COLUMNS}
+    matrix, coarse = _Rows(old / "matrix.bin", len(keep)), None
+    if (old / "basis.npy").exists():
+        into.basis = np.load(old / "basis.npy")
+        coarse = _Rows(old / "coarse.bin", len(keep), "float32")
+    for start in range(0, len(keep), NODES):
+        stop = min(start + NODES, len(keep))
+        kept, strings = keep[start:stop], {}
+        for name, end in ends.items():
+            first = int(end[start - 1]) if start else 0
+            size = int(end[stop - 1]) - first
+            lengths = np.diff(end[start:stop], prepend=first)
+            data = np.fromfile(old / f"{name}.bin", np.uint8, size, offset=first)
+            strings[name] = (data[np.repeat(kept, lengths)].tobytes(), lengths[kept])
+        into.add(
+            strings,
+            {name: values[start:stop][kept] for name, values in columns.items()},
+            matrix[start:stop][kept],
+            None if coarse is None else coarse[start:stop][kept],
+        )
+
+
+def _write(ready: Path, meta: dict[str, Any], fill: Callable[..., None]) -> None:
+    """The ready files written apart by `fill`, then moved into place at once."""
     partial = ready.with_name(f"{ready.name}.{os.getpid()}.partial")
     old = ready.with_name(f"{ready.name}.{os.getpid()}.old")
     try:
-        partial.mkdir(parents=True)
-        for name in STRINGS:
-            encoded = [text.encode() for text in getattr(vectors, name)]
-            (partial / f"{name}.bin").write_bytes(b"".join(encoded))
-            ends = np.cumsum([len(one) for one in encoded], dtype=np.int64)
-            np.save(partial / f"{name}.npy", ends)
-        np.save(partial / "matrix.npy", vectors.matrix)
-        np.save(partial / "active.npy", np.asarray(vectors.active, dtype=bool))
-        if len(vectors.matrix) > EXACT_ROWS:
-            _save_coarse(partial, vectors.matrix)
+        for apart in (True, False):  # texts apart from the forest unless `_Repeated`
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+            with (
+                contextlib.closing(_Ready(partial)) as into,
+                contextlib.suppress(_Repeated),
+            ):
+                fill(into, ready, apart)
+                break
+        into.finish()
         write_meta(partial, meta)
         if ready.exists():
             os.replace(ready, old)
@@ -345,25 +478,37 @@ def _write(ready: Path, vectors: NodeVectors, meta: dict[str, Any]) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _save_coarse(directory: Path, matrix: np.ndarray) -> None:
-    """The rows projected on their `COARSE_DIMENSIONS` main directions (of a
-    sample), float32: the first pass of `nearest`."""
+def _save_coarse(directory: Path, matrix: Any) -> None:
+    """The rows (an array, or `_Rows`) on their `COARSE_DIMENSIONS` main directions
+    (of every n-th row): `coarse.bin` (float32) for `nearest`, and `basis.npy`."""
     import numpy as np
 
-    count = min(len(matrix), 50_000)
-    sample = np.random.default_rng(0).choice(len(matrix), count, replace=False)
-    picked = matrix[np.sort(sample)].astype(np.float32)
+    step, starts = max(1, len(matrix) // 50_000), range(0, len(matrix), NODES)
+    picked = np.concatenate(
+        [
+            matrix[at : at + NODES][-at % step :: step].astype(np.float32)
+            for at in starts
+        ]
+    )  # copies, so that no chunk read stays held
     basis = np.linalg.eigh(picked.T @ picked)[1][:, ::-1][:, :COARSE_DIMENSIONS]
+    del picked
     basis = np.ascontiguousarray(basis, dtype=np.float32)
-    coarse = np.lib.format.open_memmap(
-        directory / "coarse.npy", "w+", np.float32, (len(matrix), len(basis.T))
-    )
-    for start in range(0, len(matrix), NODES):
-        coarse[start : start + NODES] = (
-            matrix[start : start + NODES].astype(np.float32) @ basis
-        )
-    coarse.flush()
+    with (directory / "coarse.bin").open("wb") as coarse:
+        for start in range(0, len(matrix), NODES):
+            rows = np.asarray(matrix[start : start + NODES], np.float32)
+            coarse.write(np.ascontiguousarray(rows @ basis, np.float32).data)
     np.save(directory / "basis.npy", basis)
+
+
+def _strings(directory: Path, name: str) -> Strings:
+    """The strings `name` of the ready files, mapped."""
+    import numpy as np
+
+    ends = np.load(directory / f"{name}.npy", mmap_mode="r")
+    if not (directory / f"{name}.bin").stat().st_size:
+        return Strings(b"", ends)
+    with (directory / f"{name}.bin").open("rb") as file:
+        return Strings(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ), ends)
 
 
 def _load(ready: Path) -> NodeVectors:
@@ -373,12 +518,16 @@ def _load(ready: Path) -> NodeVectors:
         path = ready / f"{name}.npy"
         return np.load(path, mmap_mode="r") if path.exists() else None
 
-    def strings(name: str) -> Strings:
-        blob = ready / f"{name}.bin"
-        return Strings(
-            np.memmap(blob, mode="r") if blob.stat().st_size else b"", array(name)
-        )
+    def rows(name: str, kind: str) -> Any:
+        found = _Rows(ready / f"{name}.bin", len(ids), kind)
+        if not (found.rows and found.width):
+            return np.zeros((found.rows, found.width), kind)
+        return np.memmap(found.path, kind, "r", shape=(found.rows, found.width))
 
-    ids, trees, roles, snippets = map(strings, STRINGS)
-    matrix, active, coarse, basis = map(array, ("matrix", "active", "coarse", "basis"))
-    return NodeVectors(ids, trees, roles, matrix, active, snippets, coarse, basis)
+    ids, snippets = map(functools.partial(_strings, ready), STRINGS)
+    trees = Coded(array("trees"), _strings(ready, "tree_names"))
+    coarse = rows("coarse", "float32") if (ready / "coarse.bin").exists() else None
+    return NodeVectors(
+        ids, trees, Coded(array("roles"), ROLES), rows("matrix", "float16"),
+        array("active"), snippets, coarse, array("basis"),
+    )  # fmt: skip

@@ -354,9 +354,7 @@ def _llm_query(llm: str, query: str, copy: Path) -> suite.Task:
 
 def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
     """The `search` group at each size (see the module's docstring)."""
-    llm = str(Path(sys.executable).parent / "llm")
-    cache = str(options.data_dir / SHARED_CACHE)
-    kinds = ("legacy", "store") if options.store else ("legacy",)
+    kinds: tuple[str, ...] = ("legacy", "store") if options.store else ("legacy",)
     chosen = os.environ.get(ROWS_VARIABLE, "build,query,update").split(",")
     kinds = tuple(kind for kind in kinds if kind in chosen) or kinds
     found = []
@@ -375,37 +373,47 @@ def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
                         suite.once(suite.task("fts5.build", db=db)),
                     )
                 )
+            if "query" in chosen:
+                found += _query_rows(kind, size, db, rare, options)
             if "update" in chosen:
                 found += _update_rows(kind, size, db, rare)
-            if "query" not in chosen:
-                continue
-            copy = _llm_copy(db, llm)
-            for operation, query in (("rare word", rare), ("common word", COMMON_WORD)):
-                found.append(
-                    Row(
-                        "search",
-                        kind,
-                        size,
-                        f"query, {operation}",
-                        suite.task("search.query", db=db, query=query, cache=cache),
-                        _llm_query(llm, query, copy),
-                    )
-                )
-            found.append(
-                Row(
-                    "search",
-                    kind,
-                    size,
-                    f"query, common word, --model '{FILTER_MODEL}'",
-                    suite.task(
-                        "search.query",
-                        db=db,
-                        query=COMMON_WORD,
-                        model=FILTER_MODEL,
-                        cache=cache,
-                    ),
-                )
+    return found
+
+
+def _query_rows(
+    kind: str, size: int, db: Path, rare: str, options: suite.Options
+) -> list[Row]:
+    """The queries on a current index, beside `llm logs -q` on a copy."""
+    llm = str(Path(sys.executable).parent / "llm")
+    cache = str(options.data_dir / SHARED_CACHE)
+    found = []
+    copy = _llm_copy(db, llm)
+    for operation, query in (("rare word", rare), ("common word", COMMON_WORD)):
+        found.append(
+            Row(
+                "search",
+                kind,
+                size,
+                f"query, {operation}",
+                suite.task("search.query", db=db, query=query, cache=cache),
+                _llm_query(llm, query, copy),
             )
+        )
+    found.append(
+        Row(
+            "search",
+            kind,
+            size,
+            f"query, common word, --model '{FILTER_MODEL}'",
+            suite.task(
+                "search.query",
+                db=db,
+                query=COMMON_WORD,
+                model=FILTER_MODEL,
+                cache=cache,
+            ),
+        )
+    )
     return found
 
 

@@ -5,10 +5,10 @@ beside `llm logs -q` and a bare FTS5 build of the same texts (issue 37).
 Rows, for each kind of file and size:
 
 - the first search: the whole file read and a fresh index built
-  (`search.index.open_index` on an empty cache), once, with the peak
-  memory of its process, beside a bare SQLite FTS5 build of the same texts
-  (prompt, response and system of every row, one `insert ... select` into
-  an FTS5 table of a fresh file: SQLite alone, nothing of convgraph); each
+  (`convgraph search` on an empty cache, in a process of its own), once,
+  with that process's peak memory, beside a bare SQLite FTS5 build of the
+  same texts (prompt, response and system of every row, one `insert ...
+  select` into an FTS5 table of a fresh file: SQLite alone); each
   with the CPU seconds its process spent (``CPU s``, every thread): FTS5
   builds on one core, tantivy on two, so where the cores are shared the
   times compare less than the CPU seconds do;
@@ -61,6 +61,10 @@ FILTER_MODEL = "gpt-4*"
 LLM_ENVIRONMENT = {"LLM_LOAD_PLUGINS": ""}
 #: The cache directory the query rows share, under the data directory.
 SHARED_CACHE = "search-cache"
+#: Set to "build" (the first search beside FTS5), "update" (the searches after
+#: appends), "query", and "store" or "legacy", to run only those rows and kinds:
+#: at 1M the queries' copy for `llm logs -q` alone is minutes.
+ROWS_VARIABLE = "CONVGRAPH_SEARCH_ROWS"
 
 
 def _workdir() -> Path:
@@ -76,21 +80,27 @@ def _cache(directory: Path | str) -> None:
 
 @tasks.task("search.build", timer=True)
 def _build(db: str) -> Callable[[int], float]:
-    """The whole index, built afresh each call (the first search); the
-    figure ``MB peak`` is the process's peak resident memory."""
-    from convgraph.search.index import open_index
-    from convgraph.sources import open_logs
+    """The first search as the user runs it: `convgraph search` on an empty cache, a
+    process of its own (the command's memory setup); ``CPU s`` and ``MB peak`` are
+    that process's (every thread), from the kernel's account of it."""
 
     def time_it(loops: int) -> float:
         total = 0.0
         for _ in range(loops):
-            _cache(_workdir())
-            started, cpu = time.perf_counter(), time.process_time()
-            with open_logs(db) as logs, open_index(logs):
-                pass
+            command = [sys.executable, "-m", "convgraph", "search", COMMON_WORD]
+            command += ["--db", db, "--limit", "1"]
+            environment = {**os.environ, "XDG_CACHE_HOME": str(_workdir())}
+            started = time.perf_counter()
+            child = subprocess.Popen(
+                command, env=environment, stdout=subprocess.DEVNULL
+            )
+            _, status, usage = os.wait4(child.pid, 0)
             total += time.perf_counter() - started
-            tasks.figure("CPU s", time.process_time() - cpu)
-            tasks.figure("MB peak", tasks.peak_mb())
+            child.returncode = os.waitstatus_to_exitcode(status)
+            if child.returncode:
+                raise RuntimeError(f"convgraph search exited {child.returncode}")
+            tasks.figure("CPU s", usage.ru_utime + usage.ru_stime)
+            tasks.figure("MB peak", usage.ru_maxrss / 1024)
         return total
 
     return time_it
@@ -344,85 +354,103 @@ def _llm_query(llm: str, query: str, copy: Path) -> suite.Task:
 
 def search_rows(sizes: list[int], options: suite.Options) -> list[Row]:
     """The `search` group at each size (see the module's docstring)."""
-    llm = str(Path(sys.executable).parent / "llm")
-    cache = str(options.data_dir / SHARED_CACHE)
-    kinds = ("legacy", "store") if options.store else ("legacy",)
+    kinds: tuple[str, ...] = ("legacy", "store") if options.store else ("legacy",)
+    chosen = os.environ.get(ROWS_VARIABLE, "build,query,update").split(",")
+    kinds = tuple(kind for kind in kinds if kind in chosen) or kinds
     found = []
     for size in sizes:
         for kind in kinds:
             db = suite.database(kind, "linear", size, options.data_dir)
             rare = f"Question {size // 2}"
-            copy = _llm_copy(db, llm)
-            found.append(
-                Row(
-                    "search",
-                    kind,
-                    size,
-                    "first search (read + index built)",
-                    suite.once(suite.task("search.build", db=db)),
-                    suite.once(suite.task("fts5.build", db=db)),
-                )
-            )
-            for operation, query in (("rare word", rare), ("common word", COMMON_WORD)):
+            if "build" in chosen:
                 found.append(
                     Row(
                         "search",
                         kind,
                         size,
-                        f"query, {operation}",
-                        suite.task("search.query", db=db, query=query, cache=cache),
-                        _llm_query(llm, query, copy),
+                        "first search (read + index built)",
+                        suite.once(suite.task("search.build", db=db)),
+                        suite.once(suite.task("fts5.build", db=db)),
                     )
                 )
+            if "query" in chosen:
+                found += _query_rows(kind, size, db, rare, options)
+            if "update" in chosen:
+                found += _update_rows(kind, size, db, rare)
+    return found
+
+
+def _query_rows(
+    kind: str, size: int, db: Path, rare: str, options: suite.Options
+) -> list[Row]:
+    """The queries on a current index, beside `llm logs -q` on a copy."""
+    llm = str(Path(sys.executable).parent / "llm")
+    cache = str(options.data_dir / SHARED_CACHE)
+    found = []
+    copy = _llm_copy(db, llm)
+    for operation, query in (("rare word", rare), ("common word", COMMON_WORD)):
+        found.append(
+            Row(
+                "search",
+                kind,
+                size,
+                f"query, {operation}",
+                suite.task("search.query", db=db, query=query, cache=cache),
+                _llm_query(llm, query, copy),
+            )
+        )
+    found.append(
+        Row(
+            "search",
+            kind,
+            size,
+            f"query, common word, --model '{FILTER_MODEL}'",
+            suite.task(
+                "search.query",
+                db=db,
+                query=COMMON_WORD,
+                model=FILTER_MODEL,
+                cache=cache,
+            ),
+        )
+    )
+    return found
+
+
+def _update_rows(kind: str, size: int, db: Path, rare: str) -> list[Row]:
+    """The searches after appends: calls logged, and a turn by `llm -c` and a fork
+    (a message store) or one response with a parent (a migrated legacy file)."""
+    found = []
+    found.append(
+        Row(
+            "search",
+            kind,
+            size,
+            f"search after {APPENDED} more calls",
+            suite.once(suite.task("search.update", db=db, query=rare)),
+        )
+    )
+    for operation, how in (("one `llm -c`", "continue"), ("a fork", "fork")):
+        if kind == "store":
             found.append(
                 Row(
                     "search",
                     kind,
                     size,
-                    f"query, common word, --model '{FILTER_MODEL}'",
-                    suite.task(
-                        "search.query",
-                        db=db,
-                        query=COMMON_WORD,
-                        model=FILTER_MODEL,
-                        cache=cache,
+                    f"search after {operation}",
+                    suite.once(
+                        suite.task("search.update_store", db=db, query=rare, how=how)
                     ),
                 )
             )
-            found.append(
-                Row(
-                    "search",
-                    kind,
-                    size,
-                    f"search after {APPENDED} more calls",
-                    suite.once(suite.task("search.update", db=db, query=rare)),
-                )
+    if kind == "legacy":
+        found.append(
+            Row(
+                "search",
+                kind,
+                size,
+                "search after one response with a parent, migrated",
+                suite.once(suite.task("search.update_migrated", db=db, query=rare)),
             )
-            for operation, how in (("one `llm -c`", "continue"), ("a fork", "fork")):
-                if kind == "store":
-                    found.append(
-                        Row(
-                            "search",
-                            kind,
-                            size,
-                            f"search after {operation}",
-                            suite.once(
-                                suite.task(
-                                    "search.update_store", db=db, query=rare, how=how
-                                )
-                            ),
-                        )
-                    )
-            if kind == "legacy":
-                found.append(
-                    Row(
-                        "search",
-                        kind,
-                        size,
-                        "search after one response with a parent, migrated",
-                        suite.once(
-                            suite.task("search.update_migrated", db=db, query=rare)
-                        ),
-                    )
-                )
+        )
     return found

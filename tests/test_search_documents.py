@@ -27,6 +27,7 @@ from convgraph.search.documents import (
 )
 from convgraph.search.text import spaced
 from convgraph.sources import open_logs
+from convgraph.sources.llm.columnar.reader import NotColumnar
 from convgraph.sources.source import NodeTexts
 from tests.chat_exports import claude_export, write_json
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
@@ -267,22 +268,32 @@ def test_a_message_store_llm_wrote_gives_its_texts_in_batches(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "statement",
+    ("statement", "numbered"),
     [
-        # A system prompt, a turn of two user messages, a part without words.
-        "update messages set role = 'system' where rowid = 1",
-        "update turns set parent_message_hash = (select hash from messages"
-        " where rowid = 3) where rowid = 1",
-        "update parts set text = null where rowid = 2",
+        # A system prompt, a turn of two user messages, a part without words;
+        # the turn's shape is known once the turns are numbered (first batch).
+        ("update messages set role = 'system' where rowid = 1", False),
+        (
+            "update turns set parent_message_hash = (select hash from messages"
+            " where rowid = 3) where rowid = 1",
+            True,
+        ),
+        ("update parts set text = null where rowid = 2", False),
     ],
 )
-def test_a_store_of_other_shapes_gives_its_texts_with_the_forest(tmp_path, statement):
+def test_a_store_of_other_shapes_gives_its_texts_with_the_forest(
+    tmp_path, statement, numbered
+):
     with LlmLog(tmp_path) as log:
         first = log.prompt("Tell me about narwhals")
         log.prompt("And their tusks?", continue_conversation=log.thread_of(first))
     execute(log.path, statement)
     with open_logs(log.path) as logs:
-        assert logs.text_batches() is None
+        batches = logs.text_batches()
+        assert (batches is not None) == numbered
+        if batches is not None:
+            with pytest.raises(NotColumnar):
+                next(batches)
         nodes = Forest.read(logs, text=True).nodes
     said = nodes[["prompt", "system", "response"]].fillna("").sum(axis=1)
     tusks = set(nodes["id"][said.str.contains("tusks")])

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from convgraph.cli.filters import FILTER_HELP, filter_options
+from convgraph.cli.memory import measuring
 from convgraph.cli.options import (
     UserError,
     command,
@@ -125,14 +126,16 @@ def search(
         "notice": say,
     }
     with ProgressBar() as bar:
+        progress = measuring(bar)  # a build's freed buffers go back to the system
         if meaning is not None:
             from convgraph.meaning.uses import meaning_search
 
             text = " ".join(query) or None
-            options |= {"model": model, "progress": bar}
+            options |= {"model": model, "progress": progress}
             records = meaning_search(logs, text, meaning, limit, **options)
         else:
-            hits = logs.search(" ".join(query), limit=limit, progress=bar, **options)
+            options |= {"limit": limit, "progress": progress}
+            hits = logs.search(" ".join(query), **options)
             records = [hit.as_record() for hit in hits]
     if output_format is not None:
         columns = list(COLUMNS)

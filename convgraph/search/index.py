@@ -377,22 +377,23 @@ def _add_every_node(
 ) -> set[str]:
     """Every node of `logs` added to `writer` as its document; the model names the nodes
     hold. Where the reader gives the texts apart (`Source.text_batches`), the forest is
-    read without them and the texts come a batch at a time, never all held at once."""
+    read without them first, and its structure kept in columns before the texts come,
+    a batch at a time: the two reads' peaks never meet."""
     from convgraph.model.forest import Forest
+    from convgraph.sources.llm.columnar.reader import NotColumnar
 
     layout = schema()
     batches = logs.text_batches()
     if batches is not None:
-        forest = Forest.read(logs, text=False, progress=progress)
-        columns = NodeColumns(forest)
-        del forest  # the structure is in `columns`, a fraction of it
+        columns = NodeColumns(Forest.read(logs, text=False, progress=progress))
         try:
             add_documents(writer, batched_documents(columns, batches, progress), layout)
             return columns.models
-        except RepeatedIds:
-            # Ids that are no key: the forest read with its texts decides
-            # which row is the node. Nothing was committed: start afresh.
+        except (RepeatedIds, NotColumnar):
+            # Ids that are no key (the forest's rule decides which row is the
+            # node), or turns of another shape. Nothing was committed: afresh.
             writer.rollback()
+            del columns
     forest = Forest.read(logs, text=True, progress=progress)
     columns = NodeColumns(forest)
     add_documents(writer, forest_documents(forest, columns, progress), layout)

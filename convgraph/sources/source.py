@@ -294,7 +294,8 @@ class Source:
         self, progress: ProgressCallback | None = None
     ) -> Iterator[NodeTexts] | None:
         """Every node's texts in batches, any order (maybe nodes a forest read
-        missed); None where texts come only with the forest."""
+        missed); None, or `NotColumnar` at the first batch, where texts come only
+        with the forest."""
         return None
 
     def answers(self, node_ids: list[str]) -> dict[str, str | None]:

@@ -3,7 +3,8 @@ for the search index: messages and parts numbered on arrays, the words of a batc
 parts read by rowid. Only for a store whose parts are all texts with their words,
 whose roles are user and assistant, and where each turn is one user message answered
 by one message: then a turn's prompt and response are those messages' words, as
-`message_chains.add_texts` joins them. Elsewhere None: the forest gives the texts."""
+`message_chains.add_texts` joins them. Elsewhere None, or `NotColumnar` at the first
+batch (a turn of another shape): the forest gives the texts."""
 
 from __future__ import annotations
 
@@ -11,14 +12,10 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from convgraph.sources.source import NodeTexts
 from convgraph.sources.tables import as_integer
-
-if TYPE_CHECKING:
-    import numpy as np
-    import pyarrow as pa
 
 #: Turns whose texts are read at once.
 BATCH = 50_000
@@ -32,52 +29,52 @@ POSITION = as_integer("position")
 
 def text_batches(conn: sqlite3.Connection, path: Path) -> Iterator[NodeTexts] | None:
     """Every turn's prompt and response, `BATCH` turns at a time in rowid order;
-    None where the store holds more than plain texts or a turn of another shape,
-    or Arrow's SQLite driver is not installed."""
+    None where the store holds more than plain texts, or Arrow's SQLite driver is
+    not installed. The turns are numbered at the first batch, which raises
+    `NotColumnar` for a turn of another shape."""
     from convgraph.sources.llm.columnar import available
 
     if not available() or not conn.execute(PLAIN).fetchone()[0]:
         return None
-    from convgraph.sources.llm.columnar.reader import ArrowReader
-
-    with ArrowReader(path) as reader:
-        found = _numbered(reader)
-    return None if found is None else _batches(path, *found)
+    return _batches(path)
 
 
 def _numbered(reader: Any) -> tuple[Any, ...] | None:
     """The turns' ids, input and tip messages, and each message's parts (`_batches`),
-    or None for a store of another shape."""
+    or None for a store of another shape. Each column of hashes is numbered and let
+    go before the next is read: together they would be most of the build's memory."""
     import numpy as np
-    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    from convgraph.sources.llm.columnar.numbering import numbered
+    # In rowid order, as the parents are read (else SQLite may read an index).
+    (hashes,) = _columns(
+        reader, "select cast(hash as text) from messages order by rowid"
+    )
 
-    hashes, parents, user = _columns(
-        reader,
-        "select cast(hash as text), cast(parent_hash as text),"
-        " coalesce(cast(role as text) = 'user', 0) from messages",
+    def numbers(sql: str, count: int = 0) -> list[Any]:
+        found = _columns(reader, sql, count)
+        codes = pc.index_in(found[0], value_set=hashes)
+        return [pc.fill_null(codes, -1).to_numpy().astype(np.int64), *found[1:]]
+
+    above, user = numbers(
+        "select cast(parent_hash as text),"
+        " coalesce(cast(role as text) = 'user', 0) from messages order by rowid",
         1,
     )
-    ids, starts, tips = _columns(
-        reader,
-        "select cast(id as text), cast(parent_message_hash as text),"
-        " cast(tip_message_hash as text) from turns"
-        " where id is not null and thread_id is not null order by rowid",
+    outputs, ids = numbers(
+        "select cast(tip_message_hash as text), cast(id as text) from turns"
+        " where id is not null and thread_id is not null order by rowid"
     )
-    owners, placed, position, rowid = _columns(
-        reader,
+    (inputs,) = numbers(
+        "select cast(parent_message_hash as text) from turns"
+        " where id is not null and thread_id is not null order by rowid"
+    )
+    owner, placed, position, rowid = numbers(
         f"select cast(message_hash as text), {POSITION} is not null,"
         f" coalesce({POSITION}, 0), rowid from parts",
         3,
     )
     count = len(hashes)
-    # Numbered in one pass (not by SQLite's index: random hashes, random pages).
-    inputs, outputs, above, owner = (
-        np.where(codes < count, codes, -1)
-        for codes in numbered(hashes, starts, tips, parents, owners)[1]
-    )
-    del hashes, parents, starts, tips, owners
     user = user.astype(bool)
     if not ((inputs >= 0).all() and (outputs >= 0).all() and user[inputs].all()):
         return None
@@ -94,31 +91,29 @@ def _numbered(reader: Any) -> tuple[Any, ...] | None:
     order = np.lexsort((rowid, position, placed, owner))
     order = order[owner[order] >= 0]
     counts = np.bincount(owner[order], minlength=count)
-    found = ids, inputs, outputs, counts, np.cumsum(counts) - counts, rowid[order]
-    del above, user, owner, placed, position, rowid, order
-    # The structure's strings are gone: their memory back before the forest's read.
-    pa.default_memory_pool().release_unused()
-    return found
+    return ids, inputs, outputs, counts, np.cumsum(counts) - counts, rowid[order]
 
 
-def _batches(
-    path: Path,
-    ids: pa.Array,
-    inputs: np.ndarray,
-    outputs: np.ndarray,
-    counts: np.ndarray,
-    first: np.ndarray,
-    part_rowids: np.ndarray,
-) -> Iterator[NodeTexts]:
+def _batches(path: Path) -> Iterator[NodeTexts]:
     """The turns' texts: message m's parts are `part_rowids[first[m]:][:counts[m]]`,
     their words joined; text that is not UTF-8 decoded as the row readers do."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from convgraph.sources.llm.columnar.reader import ArrowReader
+    from convgraph.sources.llm.columnar.reader import ArrowReader, NotColumnar
 
+    # Memory that Arrow's pool holds freed (the forest's read before, the hashes
+    # after) given back: tantivy's heap is not Arrow's.
+    pool = pa.default_memory_pool()
+    pool.release_unused()
     with ArrowReader(path) as reader:
+        found = _numbered(reader)
+        if found is None:
+            raise NotColumnar("a turn of another shape")
+        ids, inputs, outputs, counts, first, part_rowids = found
+        del found
+        pool.release_unused()
         for start in range(0, len(ids), BATCH):
             stop = start + BATCH
             wanted = np.unique(np.hstack((inputs[start:stop], outputs[start:stop])))

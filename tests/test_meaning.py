@@ -14,6 +14,8 @@ from llm.models import EmbeddingModel
 
 import convgraph
 from convgraph.meaning import NodeVectors, embed_texts, nearest, node_vectors
+from convgraph.meaning.store import SNIPPET
+from convgraph.text import excerpt
 from tests.chat_exports import chatgpt_branches, write_json
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
 from tests.helpers import run
@@ -94,6 +96,28 @@ def test_the_store_never_embeds_a_text_twice(
         copy.write_bytes(log.path.read_bytes())
         run("similar", "--db", copy, "--embedding-model", "counting", first)
         assert counting.embedded == []
+
+
+def test_a_store_of_another_shape_gives_its_texts_with_the_forest(
+    tmp_path: Path, counting: Counting
+) -> None:
+    # A turn of two user messages: the batches refuse at the first, the forest
+    # gives the texts instead.
+    with LlmLog(tmp_path) as log:
+        first = log.prompt("Tell me about narwhals")
+        log.prompt("And their tusks?", continue_conversation=log.thread_of(first))
+    with sqlite3.connect(log.path) as conn:
+        conn.execute(
+            "update turns set parent_message_hash = (select hash from messages"
+            " where rowid = 3) where rowid = 1"
+        )
+    conn.close()
+    with convgraph.open(log.path) as logs:
+        nodes = logs.forest().nodes
+        vectors = node_vectors(logs, "counting")
+    cells = [t for r in ("prompt", "response") for t in nodes[r].dropna() if t.strip()]
+    assert sorted(counting.embedded) == sorted(set(cells))
+    assert sorted(vectors.snippets) == sorted(excerpt(text, SNIPPET) for text in cells)
 
 
 def test_an_update_keeps_the_other_trees_rows_and_embeds_only_the_new(

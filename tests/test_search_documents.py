@@ -27,8 +27,7 @@ from convgraph.search.documents import (
 )
 from convgraph.search.text import spaced
 from convgraph.sources import open_logs
-from convgraph.sources.llm.columnar.reader import NotColumnar
-from convgraph.sources.source import NodeTexts
+from convgraph.sources.source import NodeTexts, TextsWithForest
 from tests.chat_exports import claude_export, write_json
 from tests.databases import LlmLog, add_response, legacy_database, timestamp
 from tests.helpers import run
@@ -292,7 +291,7 @@ def test_a_store_of_other_shapes_gives_its_texts_with_the_forest(
         batches = logs.text_batches()
         assert (batches is not None) == numbered
         if batches is not None:
-            with pytest.raises(NotColumnar):
+            with pytest.raises(TextsWithForest):
                 next(batches)
         nodes = Forest.read(logs, text=True).nodes
     said = nodes[["prompt", "system", "response"]].fillna("").sum(axis=1)

@@ -23,7 +23,12 @@ from convgraph.errors import UnknownConversation
 from convgraph.search.index import cache_directory, index_path, read_meta, write_meta
 from convgraph.search.stamps import changed_trees, content_stamp, quick_stamp, stored
 from convgraph.sources.several import RENEWED
-from convgraph.sources.source import NodeTexts, ProgressCallback, Source
+from convgraph.sources.source import (
+    NodeTexts,
+    ProgressCallback,
+    Source,
+    TextsWithForest,
+)
 from convgraph.text import excerpt
 
 if TYPE_CHECKING:
@@ -459,12 +464,12 @@ def _write(ready: Path, meta: dict[str, Any], fill: Callable[..., None]) -> None
     partial = ready.with_name(f"{ready.name}.{os.getpid()}.partial")
     old = ready.with_name(f"{ready.name}.{os.getpid()}.old")
     try:
-        for apart in (True, False):  # texts apart from the forest unless `_Repeated`
+        for apart in (True, False):  # texts apart from the forest if they can be
             shutil.rmtree(partial, ignore_errors=True)
             partial.mkdir(parents=True)
             with (
                 contextlib.closing(_Ready(partial)) as into,
-                contextlib.suppress(_Repeated),
+                contextlib.suppress(_Repeated, TextsWithForest),
             ):
                 fill(into, ready, apart)
                 break

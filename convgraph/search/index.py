@@ -29,7 +29,7 @@ from convgraph.search.documents import (
 from convgraph.search.stamps import changed_trees, content_stamp, quick_stamp, stored
 from convgraph.search.text import analyzer
 from convgraph.sources.several import RENEWED, SeveralSources
-from convgraph.sources.source import Source
+from convgraph.sources.source import Source, TextsWithForest
 
 if TYPE_CHECKING:
     import tantivy
@@ -380,7 +380,6 @@ def _add_every_node(
     read without them first, and its structure kept in columns before the texts come,
     a batch at a time: the two reads' peaks never meet."""
     from convgraph.model.forest import Forest
-    from convgraph.sources.llm.columnar.reader import NotColumnar
 
     layout = schema()
     batches = logs.text_batches()
@@ -389,7 +388,7 @@ def _add_every_node(
         try:
             add_documents(writer, batched_documents(columns, batches, progress), layout)
             return columns.models
-        except (RepeatedIds, NotColumnar):
+        except (RepeatedIds, TextsWithForest):
             # Ids that are no key (the forest's rule decides which row is the
             # node), or turns of another shape. Nothing was committed: afresh.
             writer.rollback()

@@ -112,6 +112,11 @@ class ForestRead:
     calls: dict[str, str] = field(default_factory=dict)
 
 
+class TextsWithForest(Exception):
+    """Raised by `Source.text_batches` at its first batch: this file's texts come
+    only with the forest (a turn of another shape)."""
+
+
 class NodeTexts(NamedTuple):
     """A batch of nodes' ids and their `contract.TEXT_ATTRIBUTES` columns."""
 
@@ -294,8 +299,8 @@ class Source:
         self, progress: ProgressCallback | None = None
     ) -> Iterator[NodeTexts] | None:
         """Every node's texts in batches, any order (maybe nodes a forest read
-        missed); None, or `NotColumnar` at the first batch, where texts come only
-        with the forest."""
+        missed); None, or `TextsWithForest` at the first batch, where texts come
+        only with the forest."""
         return None
 
     def answers(self, node_ids: list[str]) -> dict[str, str | None]:

@@ -3,7 +3,7 @@ for the search index: messages and parts numbered on arrays, the words of a batc
 parts read by rowid. Only for a store whose parts are all texts with their words,
 whose roles are user and assistant, and where each turn is one user message answered
 by one message: then a turn's prompt and response are those messages' words, as
-`message_chains.add_texts` joins them. Elsewhere None, or `NotColumnar` at the first
+`message_chains.add_texts` joins them. Elsewhere None, or `TextsWithForest` at the first
 batch (a turn of another shape): the forest gives the texts."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from convgraph.sources.source import NodeTexts
+from convgraph.sources.source import NodeTexts, TextsWithForest
 from convgraph.sources.tables import as_integer
 
 #: Turns whose texts are read at once.
@@ -31,7 +31,7 @@ def text_batches(conn: sqlite3.Connection, path: Path) -> Iterator[NodeTexts] | 
     """Every turn's prompt and response, `BATCH` turns at a time in rowid order;
     None where the store holds more than plain texts, or Arrow's SQLite driver is
     not installed. The turns are numbered at the first batch, which raises
-    `NotColumnar` for a turn of another shape."""
+    `TextsWithForest` for a turn of another shape."""
     from convgraph.sources.llm.columnar import available
 
     if not available() or not conn.execute(PLAIN).fetchone()[0]:
@@ -101,7 +101,7 @@ def _batches(path: Path) -> Iterator[NodeTexts]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from convgraph.sources.llm.columnar.reader import ArrowReader, NotColumnar
+    from convgraph.sources.llm.columnar.reader import ArrowReader
 
     # Memory that Arrow's pool holds freed (the forest's read before, the hashes
     # after) given back: tantivy's heap is not Arrow's.
@@ -110,7 +110,7 @@ def _batches(path: Path) -> Iterator[NodeTexts]:
     with ArrowReader(path) as reader:
         found = _numbered(reader)
         if found is None:
-            raise NotColumnar("a turn of another shape")
+            raise TextsWithForest("a turn of another shape")
         ids, inputs, outputs, counts, first, part_rowids = found
         del found
         pool.release_unused()

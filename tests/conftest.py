@@ -22,7 +22,7 @@ from tests.databases import (
     legacy_database,
     seed_database,
 )
-from tests.helpers import TERMINAL_VARIABLES
+from tests.helpers import ROOT, TERMINAL_VARIABLES
 
 # Hypothesis profiles. No deadline: the machine may be busy, and speed is
 # measured by the benchmarks, never by a test. The default draws the same
@@ -34,6 +34,27 @@ from tests.helpers import TERMINAL_VARIABLES
 # chose another, which this leaves alone.)
 settings.register_profile("default", deadline=None, derandomize=True)
 settings.register_profile("thorough", deadline=None, max_examples=1000)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any worker starts: the bytecode of the package, the tests and
+    the benchmarks written once, so that neither the workers nor each
+    `python -m convgraph` a test starts compile them again. compileall
+    writes it whatever PYTHONDONTWRITEBYTECODE says (CI sets it, and a
+    clean clone has none); a checkout that cannot be written is left as it
+    is."""
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+
+    import convgraph
+
+    for folder in (
+        Path(convgraph.__file__).parent,
+        ROOT / "tests",
+        ROOT / "benchmarks",
+    ):
+        compileall.compile_dir(folder, quiet=2)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1017,15 +1017,20 @@ def test_columns_chooses_in_every_format(seed_db: Path) -> None:
     unknown = run_stats("--db", seed_db, "--columns", "nodes,colour", expect=2)
     assert unknown.stderr == (
         "Error: --columns: unknown column 'colour'; choose from "
-        + ", ".join(PRIORITY)
+        + ", ".join(c for c in PRIORITY if "cost" not in c and "spread" not in c)
         + "\n"
     )
-    # Every column, and the two `--cost` adds.
+    # A column an option adds is known with that option only: never a traceback.
+    for column in ("cost_usd", "alternatives_spread"):
+        alone = run_stats("--db", seed_db, "--columns", column, expect=2)
+        assert alone.stderr.startswith(f"Error: --columns: unknown column '{column}';")
+    # Every column, the two `--cost` adds and the one `--meaning` adds.
     assert set(PRIORITY) == {
         *CONVERSATION_COLUMNS,
         *CACHE_ATTRIBUTES,
         "cost_usd",
         "abandoned_cost_usd",
+        "alternatives_spread",
     }
 
 

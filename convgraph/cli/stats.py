@@ -143,9 +143,12 @@ def stats(
     """
     from convgraph.cli.options import dataset_path
     from convgraph.cli.tables import PRIORITY, chosen_columns
+    from convgraph.contract import COST_COLUMNS
 
     spread = by_meaning or model is not None
-    known = (*PRIORITY, "alternatives_spread") if spread else PRIORITY
+    # The columns an option adds are known with it only.
+    added = {"alternatives_spread": spread} | dict.fromkeys(COST_COLUMNS, with_cost)
+    known = [name for name in PRIORITY if added.get(name, True)]
     columns = chosen_columns(column_names, known)
     if nodes_in_range and not where:
         raise UserError("--nodes-in-range counts the nodes the filters match: give one")

@@ -75,27 +75,12 @@ def _ready(db: str) -> Callable[[int], float]:
     """The ready vectors made again from a store that holds every text."""
     import shutil
 
-    from convgraph.meaning import node_vectors
     from convgraph.meaning.store import index_path, meaning_directory
-    from convgraph.sources import open_logs
 
     _cache(Path(db).parent / SHARED_CACHE)
     ready = index_path(Path(db), meaning_directory()).with_suffix(".wordllama")
 
-    def time_it(loops: int) -> float:
-        total = 0.0
-        for _ in range(loops):
-            shutil.rmtree(ready, ignore_errors=True)
-            tasks.reset_peak()
-            started, cpu = time.perf_counter(), time.process_time()
-            with open_logs(db) as source:
-                node_vectors(source)
-            total += time.perf_counter() - started
-            tasks.figure("CPU s", time.process_time() - cpu)
-            tasks.figure("MB peak", tasks.peak_mb())
-        return total
-
-    return time_it
+    return _vectors_timed(db, lambda: shutil.rmtree(ready, ignore_errors=True))
 
 
 @tasks.task("wordllama.bare", timer=True)
@@ -149,20 +134,7 @@ def _update(db: str) -> Callable[[int], float]:
     with open_logs(copy) as source:
         node_vectors(source)  # built, untimed
 
-    def time_it(loops: int) -> float:
-        total = 0.0
-        for _ in range(loops):
-            _append(copy, 1)
-            tasks.reset_peak()
-            started, cpu = time.perf_counter(), time.process_time()
-            with open_logs(copy) as source:
-                node_vectors(source)
-            total += time.perf_counter() - started
-            tasks.figure("CPU s", time.process_time() - cpu)
-            tasks.figure("MB peak", tasks.peak_mb())
-        return total
-
-    return time_it
+    return _vectors_timed(copy, lambda: _append(copy, 1))
 
 
 @tasks.task("meaning.query")
@@ -284,3 +256,27 @@ def meaning_rows(sizes: list[int], options: suite.Options) -> list[Row]:
             ),
         ]
     return found
+
+
+def _vectors_timed(
+    db: str | Path, before: Callable[[], object]
+) -> Callable[[int], float]:
+    """A timer of `node_vectors` on `db`, `before` run untimed ahead of each loop;
+    each loop's CPU seconds and peak memory printed as figures."""
+    from convgraph.meaning import node_vectors
+    from convgraph.sources import open_logs
+
+    def time_it(loops: int) -> float:
+        total = 0.0
+        for _ in range(loops):
+            before()
+            tasks.reset_peak()
+            started, cpu = time.perf_counter(), time.process_time()
+            with open_logs(db) as source:
+                node_vectors(source)
+            total += time.perf_counter() - started
+            tasks.figure("CPU s", time.process_time() - cpu)
+            tasks.figure("MB peak", tasks.peak_mb())
+        return total
+
+    return time_it

@@ -334,7 +334,7 @@ def test_llm_embeds_with_wordllama_offline(tmp_path: Path) -> None:
 def test_the_two_step_search_finds_what_the_exact_one_does(tmp_path: Path) -> None:
     import numpy as np
 
-    from convgraph.meaning.store import NodeVectors, _save_coarse
+    from convgraph.meaning.store import NodeVectors, Rows, _save_coarse
 
     rows = np.random.default_rng(7).standard_normal((5000, 256)).astype(np.float32)
     rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
@@ -344,12 +344,22 @@ def test_the_two_step_search_finds_what_the_exact_one_does(tmp_path: Path) -> No
     assert coarse.shape == (5000, 64) and basis.shape == (256, 64)
     exact = NodeVectors([], [], [], rows)
     two_step = NodeVectors([], [], [], rows, coarse=coarse, basis=basis)
+    # as `similar` reads them: from the files, a chunk or a row at a time
+    rows.tofile(tmp_path / "matrix.bin")
+    from_files = NodeVectors(
+        [], [], [], rows, coarse=Rows(tmp_path / "coarse.bin", 5000, "float32"),
+        basis=basis, file=Rows(tmp_path / "matrix.bin", 5000),
+    )  # fmt: skip
+    assert from_files.coarse is not None
+    assert np.array_equal(from_files.coarse[4090:4100], coarse[4090:4100])
+    assert np.array_equal(from_files.rows(np.array([3, 4999, 7])), rows[[3, 4999, 7]])
     for row in (0, 1234, 4999):
         query = rows[row].astype(np.float32)
         assert nearest(two_step, query, 1)[0][0] == row
         assert [hit for hit, _ in nearest(two_step, query, 5)] == [
             hit for hit, _ in nearest(exact, query, 5)
         ]
+        assert nearest(from_files, query, 5) == nearest(two_step, query, 5)
 
 
 def test_a_secret_is_redacted_in_what_similar_shows(tmp_path: Path) -> None:

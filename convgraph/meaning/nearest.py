@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from convgraph.errors import ConvgraphError
-from convgraph.meaning.store import NodeVectors, Strings, embed_texts, node_vectors
+from convgraph.meaning.store import (
+    NodeVectors,
+    Rows,
+    Strings,
+    embed_texts,
+    node_vectors,
+)
 from convgraph.sources.source import ProgressCallback, Source
 
 if TYPE_CHECKING:
@@ -22,15 +28,17 @@ CANDIDATES, FEWEST_CANDIDATES = 200, 4000
 COLUMNS = ("rank", "score", "tree_id", "id", "role", "active", "snippet")
 
 
-def scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Every row's dot product with `query` (cosine, both normalised), float32."""
+def scores(matrix: np.ndarray | Rows, query: np.ndarray) -> np.ndarray:
+    """Every row's dot product with `query` (cosine, both normalised), float32;
+    float16 rows and rows read from a file (`Rows`) a chunk at a time."""
     import numpy as np
 
     query = np.asarray(query, dtype=np.float32).ravel()
     found = np.empty(len(matrix), dtype=np.float32)
     # float32 rows in one BLAS call: each call wakes BLAS's threads, whose
     # spinning costs more than the product itself on a busy machine.
-    step = max(len(matrix), 1) if matrix.dtype == np.float32 else ROWS
+    whole = isinstance(matrix, np.ndarray) and matrix.dtype == np.float32
+    step = max(len(matrix), 1) if whole else ROWS
     for start in range(0, len(matrix), step):
         chunk = np.asarray(matrix[start : start + step], dtype=np.float32)
         np.matmul(chunk, query, out=found[start : start + step])
@@ -60,7 +68,7 @@ def nearest(vectors: NodeVectors, query: np.ndarray, k: int) -> list[tuple[int, 
         return [(int(row), float(found[row])) for row in _best(found, k)]
     wanted = max(CANDIDATES * k, FEWEST_CANDIDATES)
     rows = np.sort(_best(scores(vectors.coarse, query @ vectors.basis), wanted))
-    found = scores(vectors.matrix[rows], query)
+    found = scores(vectors.rows(rows), query)
     return [(int(rows[at]), float(found[at])) for at in _best(found, k)]
 
 

@@ -1,7 +1,8 @@
 """Vectors stored once: by (model, content hash) in an SQLite file of the cache,
-so no text is embedded twice, and per source file its node vectors ready (memory
-mapped), stamped as the search index is: written a batch of texts at a time, and
-when llm logs more, the other trees' rows copied and the changed trees' appended."""
+so no text is embedded twice, and per source file its node vectors ready (files
+mapped or read), stamped as the search index is: written a batch of texts at a
+time, and when llm logs more, the other trees' rows copied and the changed trees'
+appended."""
 
 from __future__ import annotations
 
@@ -138,8 +139,14 @@ class NodeVectors:
     matrix: np.ndarray
     active: np.ndarray | None = None
     snippets: Sequence[str] = ()
-    coarse: np.ndarray | None = None
+    coarse: np.ndarray | Rows | None = None
     basis: np.ndarray | None = None
+    #: `matrix`'s file, whose few rows a query wants are read, not mapped.
+    file: Rows | None = None
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        """The rows of `matrix` at `positions`, read from its file if it has one."""
+        return (self.matrix if self.file is None else self.file)[positions]
 
 
 def _normalised(vectors: np.ndarray) -> np.ndarray:
@@ -405,31 +412,40 @@ class _Ready:
         if rows <= EXACT_ROWS:
             (self.directory / "coarse.bin").unlink()
         elif self.basis is None:
-            _save_coarse(self.directory, _Rows(self.directory / "matrix.bin", rows))
+            _save_coarse(self.directory, Rows(self.directory / "matrix.bin", rows))
         else:
             np.save(self.directory / "basis.npy", self.basis)
 
 
-class _Rows:
-    """A file of `rows` rows of floats, read a range at a time: read, not mapped,
-    since mapped pages count as the process's memory."""
+class Rows:
+    """A file of `rows` rows of floats, read a range or some rows at a time: read,
+    not mapped, since mapped pages count as the process's memory, and a file
+    just written comes mapped in large blocks (folios) around each row asked."""
 
     def __init__(self, path: Path, rows: int, kind: str = "float16") -> None:
         import numpy as np
 
-        self.path, self.rows, self.kind = path, rows, np.dtype(kind)
-        self.width = path.stat().st_size // self.kind.itemsize // max(rows, 1)
+        self.path, self.rows, self.dtype = path, rows, np.dtype(kind)
+        self.width = path.stat().st_size // self.dtype.itemsize // max(rows, 1)
 
     def __len__(self) -> int:
         return self.rows
 
-    def __getitem__(self, rows: slice) -> np.ndarray:
+    def __getitem__(self, rows: slice | np.ndarray) -> np.ndarray:
         import numpy as np
 
-        start, stop, _ = rows.indices(self.rows)
-        count, offset = max(stop - start, 0), start * self.width * self.kind.itemsize
-        found = np.fromfile(self.path, self.kind, count * self.width, offset=offset)
-        return found.reshape(count, self.width)
+        size = self.width * self.dtype.itemsize
+        if isinstance(rows, slice):
+            start, stop, _ = rows.indices(self.rows)
+            count = max(stop - start, 0)
+            found = np.fromfile(
+                self.path, self.dtype, count * self.width, offset=start * size
+            )
+            return found.reshape(count, self.width)
+        with self.path.open("rb") as file:  # a read a row: `nearest`'s few
+            read = functools.partial(os.pread, file.fileno(), size)
+            data = b"".join([read(row * size) for row in np.asarray(rows).tolist()])
+        return np.frombuffer(data, self.dtype).reshape(-1, self.width)
 
 
 def _copy(old: Path, into: _Ready, keep: np.ndarray) -> None:
@@ -438,10 +454,10 @@ def _copy(old: Path, into: _Ready, keep: np.ndarray) -> None:
 
     ends = {name: np.load(old / f"{name}.npy") for name in STRINGS}
     columns = {name: np.load(old / f"{name}.npy") for name in COLUMNS}
-    matrix, coarse = _Rows(old / "matrix.bin", len(keep)), None
+    matrix, coarse = Rows(old / "matrix.bin", len(keep)), None
     if (old / "basis.npy").exists():
         into.basis = np.load(old / "basis.npy")
-        coarse = _Rows(old / "coarse.bin", len(keep), "float32")
+        coarse = Rows(old / "coarse.bin", len(keep), "float32")
     for start in range(0, len(keep), NODES):
         stop = min(start + NODES, len(keep))
         kept, strings = keep[start:stop], {}
@@ -484,7 +500,7 @@ def _write(ready: Path, meta: dict[str, Any], fill: Callable[..., None]) -> None
 
 
 def _save_coarse(directory: Path, matrix: Any) -> None:
-    """The rows (an array, or `_Rows`) on their `COARSE_DIMENSIONS` main directions
+    """The rows (an array, or `Rows`) on their `COARSE_DIMENSIONS` main directions
     (of every n-th row): `coarse.bin` (float32) for `nearest`, and `basis.npy`."""
     import numpy as np
 
@@ -523,16 +539,17 @@ def _load(ready: Path) -> NodeVectors:
         path = ready / f"{name}.npy"
         return np.load(path, mmap_mode="r") if path.exists() else None
 
-    def rows(name: str, kind: str) -> Any:
-        found = _Rows(ready / f"{name}.bin", len(ids), kind)
-        if not (found.rows and found.width):
-            return np.zeros((found.rows, found.width), kind)
-        return np.memmap(found.path, kind, "r", shape=(found.rows, found.width))
-
     ids, snippets = map(functools.partial(_strings, ready), STRINGS)
     trees = Coded(array("trees"), _strings(ready, "tree_names"))
-    coarse = rows("coarse", "float32") if (ready / "coarse.bin").exists() else None
+    file = Rows(ready / "matrix.bin", len(ids))
+    shape = (file.rows, file.width)
+    matrix: np.ndarray = np.zeros(shape, np.float16)  # np.memmap refuses no rows
+    if all(shape):
+        matrix = np.memmap(file.path, np.float16, "r", shape=shape)
+    coarse = None
+    if (ready / "coarse.bin").exists():  # scanned whole: read, not mapped
+        coarse = Rows(ready / "coarse.bin", len(ids), "float32")
     return NodeVectors(
-        ids, trees, Coded(array("roles"), ROLES), rows("matrix", "float16"),
-        array("active"), snippets, coarse, array("basis"),
+        ids, trees, Coded(array("roles"), ROLES), matrix, array("active"),
+        snippets, coarse, array("basis"), file,
     )  # fmt: skip

@@ -21,6 +21,7 @@ _MAX_LINKS = 40
 _SEPARATORS = tuple(filter(None, (os.sep, os.altsep)))
 #: What the hidden temporary name adds to the user's: `.`, `.`, 8 hex, `.partial`.
 _ADDED = len(".." + "0" * 8 + ".partial")
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 class OutputError(ConvgraphError, OSError):
@@ -142,7 +143,21 @@ def _atomic(path: str) -> Iterator[IO[bytes]]:
         replaced: os.stat_result | None = os.stat(target)
     except OSError:
         replaced = None
-    partial, handle = _temporary(path, directory, base)
+    while True:
+        partial = _hidden_name(directory, base)
+        try:
+            # Made by this process alone (O_EXCL), with the umask applied by
+            # the kernel: reading it would change it for a moment.
+            handle = os.open(partial, _CREATE, 0o666)
+            break
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise output_error(path, error) from None
+        except BaseException:  # a signal raised as the file was made
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+            raise
     try:
         with open(handle, "wb") as file:
             yield file
@@ -161,24 +176,15 @@ def _atomic(path: str) -> Iterator[IO[bytes]]:
         raise
 
 
-def _temporary(path: str, directory: str, base: str) -> tuple[str, int]:
-    """A new hidden file beside `base`, made by this process alone (O_EXCL),
-    with the umask applied by the kernel: reading it would change it for a moment."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+def _hidden_name(directory: str, base: str) -> str:
+    """A new hidden name beside `base`, for the file written before it."""
     try:
         longest = os.pathconf(directory, "PC_NAME_MAX")
     except (OSError, ValueError):
         longest = 255
     # A name as long as the file system takes leaves no room for the suffix.
     base = os.fsencode(base)[: max(longest - _ADDED, 0)].decode("utf-8", "ignore")
-    while True:
-        partial = os.path.join(directory, f".{base}.{secrets.token_hex(4)}.partial")
-        try:
-            return partial, os.open(partial, flags, 0o666)
-        except FileExistsError:
-            continue
-        except OSError as error:
-            raise output_error(path, error) from None
+    return os.path.join(directory, f".{base}.{secrets.token_hex(4)}.partial")
 
 
 def _keep_owner_and_mode(descriptor: int, replaced: os.stat_result) -> None:

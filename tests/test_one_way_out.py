@@ -381,18 +381,31 @@ def long_conversation(tmp_path_factory) -> Path:
 def test_a_signal_while_a_file_is_written_leaves_the_old_file(
     sent, status, said, long_conversation, tmp_path
 ):
+    """The export is stopped (SIGSTOP) once its temporary file is seen, and sent
+    the signal only if that file is still there, so that it cannot finish
+    between the look and the signal; an export that finished first is tried
+    again."""
     target = tmp_path / "tree.graphml"
-    target.write_text("the file before\n")
-    process = convgraph(
-        "export", "c1", "-o", target, "-d", long_conversation,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    wait_until(
-        lambda: process.poll() is not None or partials(tmp_path),
-        "the export's temporary file is there",
-        poll=0.002,
-    )
+    for _ in range(3):
+        target.write_text("the file before\n")
+        process = convgraph(
+            "export", "c1", "-o", target, "-d", long_conversation,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        wait_until(
+            lambda process=process: process.poll() is not None or partials(tmp_path),
+            "the export's temporary file is there",
+            poll=0.002,
+        )
+        process.send_signal(signal.SIGSTOP)
+        if partials(tmp_path):
+            break
+        process.send_signal(signal.SIGCONT)
+        finished(process)
+    else:
+        pytest.fail("the export finished before it was stopped, three times")
     process.send_signal(sent)
+    process.send_signal(signal.SIGCONT)
     assert finished(process) == (status, f"{said}\n")
     assert target.read_text() == "the file before\n"
     assert partials(tmp_path) == []

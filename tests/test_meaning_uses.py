@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from convgraph.meaning import NodeVectors, embed_texts
+from convgraph.meaning.store import Rows
 from convgraph.meaning.uses import (
     DUPLICATE_COSINE,
+    _tree_prompts,
     alternatives_spread,
     fused_ranks,
     kmeans,
@@ -116,6 +118,33 @@ def test_telling_words_name_each_cluster() -> None:
     ]
     named = telling_words(texts, [0, 0, 1, 1], count=2)
     assert named == {0: ["pasta", "boil"], 1: ["database", "backup"]}
+
+
+def test_each_trees_prompts_are_joined_in_the_order_asked() -> None:
+    import pandas as pd
+
+    nodes = pd.DataFrame(
+        {
+            "tree_id": pd.Categorical(["b", "a", "b", "c", "a", "b"]),
+            "prompt": ["b1", "a1", None, "c1", "a2", "b3"],
+        }
+    )
+    joined = _tree_prompts(nodes, ["a", "d", "b"])
+    assert list(joined) == ["a1 a2", "", "b1 b3"]
+
+
+def test_a_chunk_at_a_time_gives_the_rows_asked(tmp_path: Path) -> None:
+    matrix = np.arange(3 * 70_000, dtype=np.float16).reshape(70_000, 3)
+    asked = np.array([0, 5, 65_535, 65_536, 69_999])
+    parts = list(NodeVectors([], [], [], matrix).chunks(asked))
+    assert [which for which, _ in parts] == [slice(0, 3), slice(3, 5)]
+    assert np.array_equal(np.concatenate([rows for _, rows in parts]), matrix[asked])
+    # from a file: a few rows a read each, many the chunks that hold them
+    matrix.tofile(tmp_path / "matrix.bin")
+    file = Rows(tmp_path / "matrix.bin", 70_000)
+    many = np.arange(1, 70_000, 7)
+    assert np.array_equal(file[asked], matrix[asked])
+    assert np.array_equal(file[many], matrix[many])
 
 
 def test_near_duplicates_compare_each_trees_first_prompt() -> None:

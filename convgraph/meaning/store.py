@@ -48,6 +48,8 @@ CHUNK = 8192
 ASKED = 900
 NODES = 1 << 16
 SNIPPET = 120
+#: Rows asked of a file are read one at a time when fewer than one in this many.
+SCATTERED = 64
 #: Above this many rows the search is in two steps (`coarse`): float16 rows
 #: are made float32 for BLAS, the most of an exact scan's time.
 EXACT_ROWS = 50_000
@@ -145,8 +147,13 @@ class NodeVectors:
     file: Rows | None = None
 
     def rows(self, positions: np.ndarray) -> np.ndarray:
-        """The rows of `matrix` at `positions`, read from its file if it has one."""
+        """The rows of `matrix` at `positions` (increasing), read from its file
+        if it has one."""
         return (self.matrix if self.file is None else self.file)[positions]
+
+    def chunks(self, positions: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+        """`rows(positions)` a chunk at a time (see `in_chunks`)."""
+        return in_chunks(self.matrix if self.file is None else self.file, positions)
 
 
 def _normalised(vectors: np.ndarray) -> np.ndarray:
@@ -442,10 +449,25 @@ class Rows:
                 self.path, self.dtype, count * self.width, offset=start * size
             )
             return found.reshape(count, self.width)
-        with self.path.open("rb") as file:  # a read a row: `nearest`'s few
+        if len(rows) * SCATTERED > self.rows:  # many: the chunks that hold them
+            return np.concatenate([part for _, part in in_chunks(self, rows)])
+        with self.path.open("rb") as file:  # few: a read a row
             read = functools.partial(os.pread, file.fileno(), size)
             data = b"".join([read(row * size) for row in np.asarray(rows).tolist()])
         return np.frombuffer(data, self.dtype).reshape(-1, self.width)
+
+
+def in_chunks(matrix: Any, positions: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+    """The rows of `matrix` (an array, or `Rows`) at `positions` (increasing),
+    `NODES` rows of it at a time: (which of `positions`, their rows)."""
+    import numpy as np
+
+    starts = range(0, len(matrix), NODES)
+    bounds = np.searchsorted(positions, [*starts, len(matrix)]).tolist()
+    for start, first, last in zip(starts, bounds, bounds[1:], strict=False):
+        if last > first:
+            rows = matrix[start : start + NODES]
+            yield slice(first, last), rows[positions[first:last] - start]
 
 
 def _copy(old: Path, into: _Ready, keep: np.ndarray) -> None:

@@ -4,15 +4,17 @@ topics, and the same question asked again (unit rows: a dot is a cosine)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import networkx as nx
     import numpy as np
+    import pandas as pd
 
     from convgraph.analysis.compare import Comparison
     from convgraph.logs import Logs
@@ -51,8 +53,7 @@ def alternatives_spread(
     import pandas as pd
 
     frame = pd.DataFrame({"tree": trees, "parent": parents})
-    codes = frame.groupby(["tree", "parent"], dropna=False, sort=False).ngroup()
-    many = (codes.map(codes.value_counts()) > 1).to_numpy()
+    codes, many = _with_siblings(frame)
     # The n(n-1) cosines of a branch point's pairs (both orders) add up to
     # |the sum of its unit vectors|^2 - n: only the rows with siblings are read.
     grouped = pd.DataFrame(unit_rows(matrix[many])).groupby(codes[many].to_numpy())
@@ -64,6 +65,13 @@ def alternatives_spread(
     for key, value in per_tree.items():
         spread[str(key)] = round(float(value), 6) + 0.0  # never -0.0
     return spread
+
+
+def _with_siblings(frame: pd.DataFrame) -> tuple[pd.Series, np.ndarray]:
+    """The branch point of each answer (`frame`'s tree and parent), numbered, and
+    which answers have a sibling."""
+    codes = frame.groupby(["tree", "parent"], dropna=False, sort=False).ngroup()
+    return codes, (codes.map(codes.value_counts()) > 1).to_numpy()
 
 
 def kmeans(matrix: np.ndarray, k: int, seed: int = 0, tries: int = 5) -> np.ndarray:
@@ -95,21 +103,25 @@ def kmeans(matrix: np.ndarray, k: int, seed: int = 0, tries: int = 5) -> np.ndar
 
 
 def telling_words(
-    texts: Sequence[str], labels: Sequence[int], count: int = 3
+    texts: Iterable[str], labels: Sequence[int], count: int = 3
 ) -> dict[int, list[str]]:
     """Each cluster's `count` most telling words: a word's share p of the
     cluster's texts against its share q of all texts, scored p log(p / q);
     ties by the word."""
-    held = [set(_WORD.findall(text.lower())) for text in texts]
-    everywhere = Counter(word for words in held for word in words)
-    groups: dict[int, list[set[str]]] = {}
-    for label, words in zip(labels, held, strict=True):
-        groups.setdefault(label, []).append(words)
+    everywhere, sizes, shares = (
+        Counter[str](),
+        Counter(labels),
+        dict[int, Counter[str]](),
+    )
+    for label, text in zip(labels, texts, strict=True):  # no text's words kept
+        words = set(_WORD.findall(text.lower()))
+        everywhere.update(words)
+        shares.setdefault(label, Counter()).update(words)
     named = {}
-    for label, group in groups.items():
-        share = Counter(word for words in group for word in words)
+    for label, share in shares.items():
+        size = sizes[label]
         score = {
-            w: n / len(group) * math.log(n / len(group) * len(texts) / everywhere[w])
+            w: n / size * math.log(n / size * len(labels) / everywhere[w])
             for w, n in share.items()
         }
         named[label] = sorted(score, key=lambda word: (-score[word], word))[:count]
@@ -160,16 +172,20 @@ def with_spread(
 ) -> Any:
     """`stats`' rows (records or a table) with each tree's
     `alternatives_spread`, its answers embedded by `model`."""
-    import numpy as np
+    import pandas as pd
 
     from convgraph.meaning import node_vectors
 
     vectors = node_vectors(logs, model, progress)
     parents = logs.forest(False, progress=progress).nodes.set_index("id")["parent_id"]
     rows, trees = _rows(vectors, "response")
-    above = parents.astype(object).reindex(np.asarray(list(vectors.ids))[rows])
+    ids = list(vectors.ids)
+    parent = parents.astype(object).reindex([ids[row] for row in rows.tolist()])
+    above = parent.where(parent.notna(), None).to_numpy()
+    # Only the answers with a sibling are read: a tree without is None anyway.
+    many = _with_siblings(pd.DataFrame({"tree": trees, "parent": above}))[1]
     found = alternatives_spread(
-        trees.tolist(), above.where(above.notna(), None).tolist(), vectors.matrix[rows]
+        trees[many].tolist(), above[many].tolist(), vectors.rows(rows[many])
     )
     if isinstance(table, list):
         return [
@@ -193,16 +209,15 @@ def conversation_topics(
 
     vectors = node_vectors(logs, model, progress)
     rows, trees = _rows(vectors, "prompt")
-    sums = (
-        pd.DataFrame(unit_rows(vectors.matrix[rows])).groupby(trees, sort=False).sum()
-    )
+    codes, seen = pd.factorize(trees)  # the trees in the order first seen
+    sums = np.zeros((len(seen), vectors.matrix.shape[1]))
+    for at, part in vectors.chunks(rows):  # a chunk of rows read at a time
+        summed = pd.DataFrame(unit_rows(part)).groupby(codes[at]).sum()
+        sums[summed.index] += summed.to_numpy()
     k = k or min(DEFAULT_TOPICS, max(1, round(math.sqrt(len(sums) / 2))))
-    labels = kmeans(unit_rows(sums.to_numpy()), k) if len(sums) else np.array([], int)
-    forest = logs.forest(texts=("prompt",), progress=progress)
-    prompts = forest.nodes.groupby("tree_id", observed=True)["prompt"]
-    said = prompts.agg(lambda texts: " ".join(texts.dropna()))
-    order = [str(tree) for tree in sums.index]
-    words = telling_words(said.reindex(order).fillna("").tolist(), labels.tolist())
+    labels = kmeans(unit_rows(sums), k) if len(sums) else np.array([], int)
+    forest, order = logs.forest(texts=("prompt",), progress=progress), list(seen)
+    words = telling_words(_tree_prompts(forest.nodes, order), labels.tolist())
     found: list[dict[str, Any]] = []
     for label in np.argsort(-np.bincount(labels, minlength=k), kind="stable"):
         kept = [tree for tree, at in zip(order, labels, strict=True) if at == label]
@@ -211,6 +226,21 @@ def conversation_topics(
         found[-1] |= {"conversations": len(kept), "tree_ids": kept}
         found[-1]["titles"] = [forest.names.get(tree) for tree in kept]
     return [topic for topic in found if topic["tree_ids"]]
+
+
+def _tree_prompts(nodes: pd.DataFrame, order: list[str]) -> Iterator[str]:
+    """Each tree's prompts joined, the trees in `order`, one at a time: all the
+    joined texts at once would double the prompts' memory."""
+    import numpy as np
+    import pandas as pd
+
+    place = pd.Index(order).get_indexer(pd.Index(nodes["tree_id"].astype(str)))
+    prompts = nodes["prompt"].to_numpy(object)
+    kept = np.flatnonzero(pd.notna(prompts) & (place >= 0))
+    kept = kept[np.argsort(place[kept], kind="stable")]  # a tree's in their order
+    bounds = np.searchsorted(place[kept], np.arange(len(order) + 1)).tolist()
+    for first, last in itertools.pairwise(bounds):
+        yield " ".join(prompts[kept[first:last]])
 
 
 def meaning_search(

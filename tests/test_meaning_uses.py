@@ -161,6 +161,26 @@ def test_near_duplicates_compare_each_trees_first_prompt() -> None:
     assert near_duplicates(vectors, 0.81) == []
 
 
+@pytest.mark.parametrize("cosines", [1 << 24, 10])  # all at once; 2 rows a block
+def test_a_question_asked_again_is_listed_once_beside_the_closest_earlier(
+    cosines: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("convgraph.meaning.uses.COSINES", cosines)
+    near = np.array([0.9, np.sqrt(1 - 0.81), 0, 0], dtype=np.float32)
+    vectors = NodeVectors(
+        ids=["a", "b", "c", "d", "e"],
+        tree_ids=["A", "B", "C", "D", "E"],
+        roles=["prompt"] * 5,
+        matrix=np.stack([UNIT[0], UNIT[0], UNIT[1], UNIT[0], near]).astype(np.float16),
+    )
+    # D ties A and B: the earliest; E is nearest A, B and D alike.
+    assert near_duplicates(vectors, 0.85) == [
+        ("A", "B", pytest.approx(1.0, abs=1e-3)),
+        ("A", "D", pytest.approx(1.0, abs=1e-3)),
+        ("A", "E", pytest.approx(0.9, abs=1e-3)),
+    ]
+
+
 #: Questions asked again in other words, and different questions on one
 #: subject: `DUPLICATE_COSINE` lies between the two.
 PARAPHRASES = [

@@ -96,7 +96,8 @@ def topics(count: int | None, model: str | None, output_format: str | None) -> N
 
 
 def report_duplicates(output_format: str | None, model: str | None) -> None:
-    """`check --duplicates`: the pairs `near_duplicates` finds, as records;
+    """`check --duplicates`: the pairs `near_duplicates` finds (each repeat
+    beside its closest earlier conversation), as records;
     exit status 1 when there are any."""
     from convgraph.meaning import node_vectors
     from convgraph.meaning.uses import near_duplicates

@@ -354,8 +354,9 @@ def check(
     name a Parquet dataset (convgraph export --format parquet): its repeated rows,
     broken links and trees split over files.
 
-    --duplicates lists conversations whose first prompts mean the same instead: a cosine
-    of 0.8 or more (WordLlama, or --embedding-model).
+    --duplicates lists conversations whose first prompt means what an earlier one's does
+    instead: a cosine of 0.8 or more (WordLlama, or --embedding-model), each beside the
+    earlier conversation closest to it.
     """
     from dataclasses import fields
 

@@ -27,6 +27,8 @@ RRF_K = 60
 #: 0.81 or more, other questions on one subject (primary, foreign key) 0.79 at most.
 DUPLICATE_COSINE = 0.8
 DEFAULT_TOPICS = 8
+#: Cosines computed at once by `near_duplicates` (float32: 64 MB).
+COSINES = 1 << 24
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -149,21 +151,26 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
 def near_duplicates(
     vectors: NodeVectors, threshold: float = DUPLICATE_COSINE
 ) -> list[tuple[str, str, float]]:
-    """Conversations that ask one question again: pairs of trees whose first
-    prompts have a cosine of `threshold` or more, as (tree, tree, cosine),
-    the closest first, the earlier tree first in each pair."""
+    """Conversations that ask an earlier one's question again: each tree whose
+    first prompt has a cosine of `threshold` or more with an earlier tree's,
+    once, beside the earlier tree closest to it (the earliest of a tie), as
+    (earlier tree, tree, cosine), the closest first. A question asked n times
+    is n - 1 pairs, not n(n - 1) / 2."""
     import numpy as np
 
     rows, trees = _rows(vectors, "prompt")
     first = np.sort(rows[np.unique(trees, return_index=True)[1]])
-    matrix, keys = unit_rows(vectors.matrix[first]), trees[np.searchsorted(rows, first)]
-    found = []
-    for start in range(0, len(first), 2048):  # a block against the rows after it
-        cosines = matrix[start : start + 2048] @ matrix[start:].T
-        for row, column in zip(*np.nonzero(cosines >= threshold), strict=True):
-            if column > row:
-                score = round(float(cosines[row, column]), 6)
-                found.append((str(keys[start + row]), str(keys[start + column]), score))
+    matrix, keys = unit_rows(vectors.rows(first)), trees[np.searchsorted(rows, first)]
+    found, block = [], max(1, COSINES // max(len(first), 1))
+    for start in range(0, len(first), block):  # a block against the rows before
+        stop = min(start + block, len(first))
+        cosines = matrix[start:stop] @ matrix[:stop].T
+        cosines[:, start:][np.triu_indices(stop - start)] = -np.inf  # not before
+        best = cosines.argmax(axis=1)
+        score = cosines[np.arange(stop - start), best]
+        for row in np.flatnonzero(score >= threshold).tolist():
+            pair = (str(keys[best[row]]), str(keys[start + row]))
+            found.append((*pair, round(float(score[row]), 6)))
     return sorted(found, key=lambda pair: -pair[2])
 
 

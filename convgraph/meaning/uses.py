@@ -110,11 +110,8 @@ def telling_words(
     """Each cluster's `count` most telling words: a word's share p of the
     cluster's texts against its share q of all texts, scored p log(p / q);
     ties by the word."""
-    everywhere, sizes, shares = (
-        Counter[str](),
-        Counter(labels),
-        dict[int, Counter[str]](),
-    )
+    everywhere, shares = Counter[str](), dict[int, Counter[str]]()
+    sizes = Counter(labels)
     for label, text in zip(labels, texts, strict=True):  # no text's words kept
         words = set(_WORD.findall(text.lower()))
         everywhere.update(words)

@@ -177,7 +177,8 @@ def _atomic(path: str) -> Iterator[IO[bytes]]:
 
 
 def _hidden_name(directory: str, base: str) -> str:
-    """A new hidden name beside `base`, for the file written before it."""
+    """A new hidden name beside `base`, for the file written before it takes
+    `base`'s place."""
     try:
         longest = os.pathconf(directory, "PC_NAME_MAX")
     except (OSError, ValueError):

@@ -45,20 +45,12 @@ def _build(db: str) -> Callable[[int], float]:
     """Every text embedded into an empty store, the ready vectors written."""
     import shutil
 
-    from convgraph.meaning import node_vectors
     from convgraph.meaning.store import meaning_directory
-    from convgraph.sources import open_logs
+
+    timer = _vectors_timed(db, lambda: _cache(_workdir()))
 
     def time_it(loops: int) -> float:
-        total = 0.0
-        for _ in range(loops):
-            _cache(_workdir())
-            started, cpu = time.perf_counter(), time.process_time()
-            with open_logs(db) as source:
-                node_vectors(source)
-            total += time.perf_counter() - started
-            tasks.figure("CPU s", time.process_time() - cpu)
-            tasks.figure("MB peak", tasks.peak_mb())
+        total = timer(loops)
         # The rows below embed nothing where the shared store has the texts.
         shared = Path(db).parent / SHARED_CACHE / "convgraph" / "meaning"
         if not (shared / "wordllama.db").exists():
